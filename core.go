@@ -1,0 +1,446 @@
+package schedq
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/schedq/schedq/internal/backoff"
+	"github.com/schedq/schedq/internal/heap"
+)
+
+// loc is where an entry is, in more detail than Location.
+type loc uint8
+
+const (
+	locNone loc = iota
+	locActive
+	locBackoffUnsched // backoffQ, failed with a rejecting plugin
+	locBackoffError   // backoffQ, failed with an error
+	locParked
+	locGated
+	locFlight
+)
+
+func (l loc) location() Location {
+	switch l {
+	case locActive:
+		return InActive
+	case locBackoffUnsched, locBackoffError:
+		return InBackoff
+	case locParked:
+		return InUnschedulable
+	case locGated:
+		return InGated
+	case locFlight:
+		return InFlight
+	}
+	return Absent
+}
+
+func (l loc) subQueue() SubQueue {
+	switch l {
+	case locBackoffUnsched, locBackoffError:
+		return SubBackoff
+	case locParked:
+		return SubUnschedulable
+	case locGated:
+		return SubGated
+	}
+	return SubActive
+}
+
+// entry is an item and the queue's bookkeeping for it. Entries are recycled
+// after Done, so nothing outside the queue may hold one.
+type entry[K comparable, T any] struct {
+	Info[T]
+	key       K
+	loc       loc
+	idx       int // index in its heap
+	pos       int // index in parked.all
+	slots     []slot[K, T]
+	entered   time.Time // when it entered its current sub-queue
+	lastFlush time.Time // last leftover flush that tried it
+	visit     uint64    // move-request epoch, to visit an entry once
+
+	// While in flight.
+	startSeq   uint64
+	prev, next *entry[K, T]
+	updated    bool // an Update arrived during the attempt
+	deleted    bool // a Delete arrived during the attempt
+	poppedAt   time.Time
+}
+
+// Core is the queue's deterministic state machine. It takes the current
+// time as an argument, starts no goroutines, takes no locks and reads no
+// clock, so it is not safe for concurrent use: Queue wraps it with a mutex.
+// Tests and the simulator drive it directly in virtual time.
+type Core[K comparable, T any] struct {
+	cfg        Config[K, T]
+	rec        Recorder
+	regs       []registration[T]
+	pluginRegs map[string][]Event // plugin -> events it registered
+
+	items    map[K]*entry[K, T] // every queued (not in-flight) item
+	active   *heap.Heap[*entry[K, T]]
+	backoffU *heap.Heap[*entry[K, T]] // failed with a rejecting plugin
+	backoffE *heap.Heap[*entry[K, T]] // failed with an error
+	parked   parked[K, T]
+	flights  flights[K, T]
+
+	cycle            int64 // pops so far
+	moveRequestCycle int64 // cycle of the latest move request, -1 if none
+
+	epoch   uint64
+	free    []*entry[K, T]
+	scratch []*entry[K, T]
+}
+
+// NewCore validates cfg and returns an empty Core.
+func NewCore[K comparable, T any](cfg Config[K, T]) (*Core[K, T], error) {
+	cfg, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	c := &Core[K, T]{
+		cfg:              cfg,
+		rec:              cfg.Recorder,
+		regs:             flatten(cfg.Hints),
+		pluginRegs:       map[string][]Event{},
+		items:            map[K]*entry[K, T]{},
+		moveRequestCycle: -1,
+	}
+	c.flights.byKey = map[K]*entry[K, T]{}
+	for _, r := range c.regs {
+		c.pluginRegs[r.plugin] = append(c.pluginRegs[r.plugin], r.event)
+	}
+	setIdx := func(e *entry[K, T], i int) { e.idx = i }
+	less := cfg.Less
+	c.active = heap.New(func(a, b *entry[K, T]) bool { return less(&a.Info, &b.Info) }, setIdx)
+	if cfg.DisablePopFromBackoff {
+		c.backoffU = heap.New(byExpiry[K, T], setIdx)
+	} else {
+		c.backoffU = heap.New(func(a, b *entry[K, T]) bool {
+			wa, wb := backoff.WindowOf(a.BackoffExpiry), backoff.WindowOf(b.BackoffExpiry)
+			if wa != wb {
+				return wa < wb
+			}
+			if less(&a.Info, &b.Info) {
+				return true
+			}
+			if less(&b.Info, &a.Info) {
+				return false
+			}
+			return a.BackoffExpiry.Before(b.BackoffExpiry)
+		}, setIdx)
+	}
+	c.backoffE = heap.New(byExpiry[K, T], setIdx)
+	return c, nil
+}
+
+func byExpiry[K comparable, T any](a, b *entry[K, T]) bool {
+	return a.BackoffExpiry.Before(b.BackoffExpiry)
+}
+
+func (c *Core[K, T]) newEntry(item T, now time.Time) *entry[K, T] {
+	var e *entry[K, T]
+	if n := len(c.free); n > 0 {
+		e = c.free[n-1]
+		c.free[n-1] = nil
+		c.free = c.free[:n-1]
+	} else {
+		e = &entry[K, T]{}
+	}
+	e.Item = item
+	e.key = c.cfg.Key(item)
+	e.Timestamp = now
+	e.idx, e.pos = -1, -1
+	return e
+}
+
+// recycle returns e to the free list, wiped so it pins nothing.
+func (c *Core[K, T]) recycle(e *entry[K, T]) {
+	slots := e.slots[:0]
+	*e = entry[K, T]{slots: slots}
+	if len(c.free) < 1024 {
+		c.free = append(c.free, e)
+	}
+}
+
+// Poppable reports whether Pop would return an item now.
+func (c *Core[K, T]) Poppable() bool {
+	return c.active.Len() > 0 || (!c.cfg.DisablePopFromBackoff && c.backoffU.Len() > 0)
+}
+
+// SchedulingCycle returns the number of pops so far.
+func (c *Core[K, T]) SchedulingCycle() int64 { return c.cycle }
+
+// Add queues a new item. If its key is already queued, the old copy is
+// replaced, wherever it was. The item goes to activeQ, or is parked as gated
+// if a PreEnqueue check rejects it. Add reports whether the item is
+// poppable. O(log n).
+func (c *Core[K, T]) Add(item T, now time.Time) bool {
+	key := c.cfg.Key(item)
+	if old := c.items[key]; old != nil {
+		c.unlink(old, now)
+		c.recycle(old)
+	}
+	e := c.newEntry(item, now)
+	c.items[key] = e
+	return c.toActive(e, LabelUnschedulablePodAdd, now)
+}
+
+// Update replaces a queued item with its new version, keeping its history.
+//   - In flight: no queue changes; the update is kept for the requeue, and
+//     the events it amounts to are recorded for the attempt's hints.
+//   - In activeQ or backoffQ: updated in place.
+//   - Parked or gated: updated, then moved if a hint accepts one of the
+//     update's events (any update moves it when hints are off).
+//   - Unknown: added, as by Add.
+//
+// Update reports whether anything became poppable.
+func (c *Core[K, T]) Update(oldItem, newItem T, now time.Time) bool {
+	key := c.cfg.Key(newItem)
+	e := c.items[key]
+	if e == nil {
+		if f := c.flights.byKey[key]; f != nil {
+			f.Item = newItem
+			f.updated = true
+			for _, ev := range c.updateEvents(oldItem, newItem) {
+				c.flights.record(flightEvent[K, T]{event: ev, oldObj: oldItem, newObj: newItem, target: key, hasTarget: true})
+			}
+			return false
+		}
+		e = c.newEntry(newItem, now)
+		c.items[key] = e
+		return c.toActive(e, LabelUnschedulablePodUpdate, now)
+	}
+	switch e.loc {
+	case locActive:
+		e.Item = newItem
+		c.active.Fix(e.idx)
+		return false
+	case locBackoffUnsched:
+		e.Item = newItem
+		c.backoffU.Fix(e.idx)
+		return false
+	case locBackoffError:
+		e.Item = newItem
+		return false
+	}
+	// Parked or gated.
+	e.Item = newItem
+	events := c.updateEvents(oldItem, newItem)
+	if c.cfg.DisableQueueingHints {
+		if len(events) == 0 {
+			return false
+		}
+		s := afterBackoff
+		return c.requeue(e, s, LabelUnschedulablePodUpdate, now) != locParked
+	}
+	for _, ev := range events {
+		if e.loc == locGated && !c.gatingMatches(e, ev) {
+			continue
+		}
+		s := c.worth(e, ev, oldItem, newItem)
+		if s == stayParked {
+			continue
+		}
+		if l := c.requeue(e, s, ev.Label(), now); l != locParked && l != locGated {
+			return c.Poppable()
+		}
+	}
+	return false
+}
+
+func (c *Core[K, T]) updateEvents(oldItem, newItem T) []Event {
+	if c.cfg.UpdateEvents == nil {
+		return []Event{{Resource: UnschedulablePod, Action: Update, CustomLabel: LabelUnschedulablePodUpdate}}
+	}
+	return c.cfg.UpdateEvents(oldItem, newItem)
+}
+
+// Delete removes the queued item with key. If the key is only in flight,
+// the attempt is marked so that its requeue drops it. It returns ErrNotFound
+// if the key is neither queued nor in flight. O(log n).
+func (c *Core[K, T]) Delete(key K, now time.Time) error {
+	if e := c.items[key]; e != nil {
+		c.unlink(e, now)
+		delete(c.items, key)
+		c.recycle(e)
+		return nil
+	}
+	if f := c.flights.byKey[key]; f != nil {
+		f.deleted = true
+		return nil
+	}
+	return fmt.Errorf("%w: delete %v", ErrNotFound, key)
+}
+
+// Pop takes the next item to try: the head of activeQ or, when activeQ is
+// empty and pop-from-backoff is on, the head of the unschedulable backoff
+// heap (never the error heap). The item is then in flight until Done or
+// AddUnschedulableIfNotPresent. ok is false when nothing is poppable.
+// O(log n).
+func (c *Core[K, T]) Pop(now time.Time) (info Info[T], ok bool) {
+	var e *entry[K, T]
+	switch {
+	case c.active.Len() > 0:
+		e, _ = c.active.Pop()
+		c.rec.Left(SubActive, now.Sub(e.entered))
+	case !c.cfg.DisablePopFromBackoff && c.backoffU.Len() > 0:
+		e, _ = c.backoffU.Pop()
+		c.rec.Left(SubBackoff, now.Sub(e.entered))
+		c.rec.Incoming(SubActive, LabelPopFromBackoffQ)
+		if e.InitialAttemptTimestamp.IsZero() {
+			e.InitialAttemptTimestamp = now
+		}
+	default:
+		return info, false
+	}
+	delete(c.items, e.key)
+	if prev := c.flights.byKey[e.key]; prev != nil {
+		// The key was deleted and re-added during an older attempt; that
+		// attempt is superseded.
+		c.flights.end(prev)
+		c.recycle(prev)
+	}
+	c.cycle++
+	e.Attempts++
+	e.Cycle = c.cycle
+	e.BackoffExpiry = time.Time{}
+	e.poppedAt = now
+	e.updated, e.deleted = false, false
+	c.flights.start(e)
+	return e.Info, true
+}
+
+// Done ends the attempt on key after it succeeded (or was given up). It
+// returns ErrNotInFlight if key has no attempt in flight, for example on a
+// second Done. O(1).
+func (c *Core[K, T]) Done(key K) error {
+	e := c.flights.byKey[key]
+	if e == nil {
+		return fmt.Errorf("%w: done %v", ErrNotInFlight, key)
+	}
+	c.flights.end(e)
+	if !e.InitialAttemptTimestamp.IsZero() {
+		c.rec.Scheduled(e.poppedAt.Sub(e.InitialAttemptTimestamp), e.FlushedFromUnschedulable)
+	}
+	c.recycle(e)
+	return nil
+}
+
+// Failure says why an attempt failed. No plugins means an error: the item
+// goes to error backoff and is never parked.
+type Failure struct {
+	// UnschedulablePlugins found the item unschedulable.
+	UnschedulablePlugins []string
+	// PendingPlugins left it waiting for something that will happen by
+	// itself; an event they accept requeues it at once.
+	PendingPlugins []string
+}
+
+// AddUnschedulableIfNotPresent requeues an item after a failed attempt and
+// ends the attempt (do not call Done after it). cycle is the Cycle its pop
+// returned. Where it goes:
+//   - no plugins (an error): backoffQ, error heap;
+//   - with hints (the default): the events seen during the attempt decide,
+//     through the rejecting plugins' hints: parked, backoffQ or activeQ;
+//   - hints off: backoffQ if a move request happened since its pop
+//     (moveRequestCycle >= cycle), else parked.
+//
+// If an Update arrived during the attempt, the updated item is requeued
+// instead of item. If a Delete did, the item is dropped. If the key is
+// queued already (re-added during the attempt), the queued copy stays and
+// ErrAlreadyQueued is returned. It reports whether anything became
+// poppable.
+func (c *Core[K, T]) AddUnschedulableIfNotPresent(item T, cycle int64, f Failure, now time.Time) (bool, error) {
+	key := c.cfg.Key(item)
+	e := c.flights.byKey[key]
+	if e != nil && e.Cycle != cycle {
+		e = nil // a stale cycle: that attempt was superseded
+	}
+	if c.items[key] != nil {
+		if e != nil {
+			c.flights.end(e)
+			c.recycle(e)
+		}
+		return false, fmt.Errorf("%w: requeue %v", ErrAlreadyQueued, key)
+	}
+	var events []flightEvent[K, T]
+	if e == nil {
+		// Not popped from this queue: take it as a failure anyway, so that
+		// nothing is lost.
+		e = c.newEntry(item, now)
+	} else {
+		if e.deleted {
+			c.flights.end(e)
+			c.recycle(e)
+			return false, nil
+		}
+		if !e.updated {
+			e.Item = item
+		}
+		events = c.flights.since(e)
+	}
+	e.Timestamp = now
+	e.BackoffExpiry = time.Time{}
+	e.UnschedulablePlugins = slices.Clone(f.UnschedulablePlugins)
+	e.PendingPlugins = slices.Clone(f.PendingPlugins)
+	rejected := len(f.UnschedulablePlugins)+len(f.PendingPlugins) > 0
+	if rejected {
+		e.UnschedulableCount++
+		e.ConsecutiveErrors = 0
+	} else {
+		e.ConsecutiveErrors++
+	}
+
+	var s strategy
+	switch {
+	case !rejected:
+		s = afterBackoff
+	case c.cfg.DisableQueueingHints:
+		if c.moveRequestCycle >= cycle {
+			s = afterBackoff
+		}
+	default:
+		for i := range events {
+			ev := &events[i]
+			if ev.hasTarget && ev.target != key {
+				continue
+			}
+			if s = max(s, c.worth(e, ev.event, ev.oldObj, ev.newObj)); s == immediately {
+				break
+			}
+		}
+	}
+	if e.loc == locFlight {
+		c.flights.end(e)
+	}
+	c.items[key] = e
+	switch c.requeue(e, s, LabelScheduleAttemptFailure, now) {
+	case locActive, locBackoffUnsched:
+		return c.Poppable(), nil
+	}
+	return false, nil
+}
+
+// unlink takes a queued entry out of whichever sub-queue holds it.
+func (c *Core[K, T]) unlink(e *entry[K, T], now time.Time) {
+	sq := e.loc.subQueue()
+	switch e.loc {
+	case locActive:
+		c.active.Remove(e.idx)
+	case locBackoffUnsched:
+		c.backoffU.Remove(e.idx)
+	case locBackoffError:
+		c.backoffE.Remove(e.idx)
+	case locParked, locGated:
+		c.parked.remove(e)
+	default:
+		return
+	}
+	c.rec.Left(sq, now.Sub(e.entered))
+	e.loc = locNone
+}

@@ -1,0 +1,790 @@
+package schedq
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestPopOrder(t *testing.T) {
+	tests := []struct {
+		name string
+		add  []pod
+		step time.Duration // between adds
+		want []string
+	}{
+		{"higher priority first", []pod{mk("low", 1), mk("high", 10), mk("mid", 5)}, time.Millisecond, []string{"high", "mid", "low"}},
+		{"earlier first within a priority", []pod{mk("a", 1), mk("b", 1), mk("c", 1)}, time.Millisecond, []string{"a", "b", "c"}},
+		{"re-add replaces and refreshes timestamp", []pod{mk("a", 1), mk("b", 1), mk("a", 1)}, time.Millisecond, []string{"b", "a"}},
+		{"re-add with new priority", []pod{mk("a", 1), mk("b", 2), mk("a", 3)}, time.Millisecond, []string{"a", "b"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			for _, p := range tc.add {
+				h.add(p)
+				h.step(tc.step)
+			}
+			h.wantOrder(tc.want...)
+		})
+	}
+}
+
+func TestPopBookkeeping(t *testing.T) {
+	h := newHarness(t)
+	h.add(mk("a", 1))
+	h.step(time.Second)
+	info := h.pop()
+	if info.Attempts != 1 || info.Cycle != 1 || !info.InitialAttemptTimestamp.Equal(t0) || !info.Timestamp.Equal(t0) {
+		t.Fatalf("after first pop: %+v", info)
+	}
+	h.want("a", InFlight)
+	h.fail("a", "Fit")
+	h.move(evNodeAdd, nil)
+	h.step(10 * time.Second)
+	h.c.FlushBackoffCompleted(h.now)
+	info = h.pop()
+	if info.Attempts != 2 || info.Cycle != 2 || !info.InitialAttemptTimestamp.Equal(t0) || info.UnschedulableCount != 1 {
+		t.Fatalf("after second pop: %+v", info)
+	}
+	if h.c.SchedulingCycle() != 2 {
+		t.Fatalf("cycle %d", h.c.SchedulingCycle())
+	}
+}
+
+func TestDoneErrors(t *testing.T) {
+	h := newHarness(t)
+	h.add(mk("a", 1))
+	h.pop()
+	if err := h.c.Done("a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.Done("a"); !errors.Is(err, ErrNotInFlight) {
+		t.Fatalf("second Done: %v, want ErrNotInFlight", err)
+	}
+	if err := h.c.Done("never"); !errors.Is(err, ErrNotInFlight) {
+		t.Fatalf("Done of unknown key: %v", err)
+	}
+	h.check()
+}
+
+func TestUpdate(t *testing.T) {
+	t.Run("in activeQ reorders in place", func(t *testing.T) {
+		h := newHarness(t)
+		h.add(mk("a", 1), mk("b", 2))
+		h.c.Update(mk("a", 1), mk("a", 3), h.now)
+		h.check()
+		if h.info("a").Timestamp != t0 {
+			t.Fatal("update changed the timestamp")
+		}
+		h.wantOrder("a", "b")
+	})
+	t.Run("in backoffQ stays there, updated", func(t *testing.T) {
+		h := newHarness(t)
+		h.add(mk("a", 1))
+		h.attemptFail("a") // error: backoff
+		h.want("a", InBackoff)
+		h.c.Update(mk("a", 1), pod{name: "a", prio: 1, label: "x"}, h.now)
+		h.check()
+		h.want("a", InBackoff)
+		if h.info("a").Item.label != "x" {
+			t.Fatal("item not updated")
+		}
+	})
+	t.Run("parked moves only when a hint accepts", func(t *testing.T) {
+		h := newHarness(t)
+		h.add(pod{name: "a", label: "x"})
+		h.attemptFail("a", "Affinity")
+		h.want("a", InUnschedulable)
+		h.c.Update(pod{name: "a", label: "x"}, pod{name: "a", label: "x", prio: 5}, h.now) // no event
+		h.check()
+		h.want("a", InUnschedulable)
+		h.c.Update(pod{name: "a", label: "x"}, pod{name: "a", label: "y"}, h.now) // label: Affinity registered, nil hint
+		h.check()
+		h.want("a", InBackoff)
+		if h.info("a").Item.label != "y" {
+			t.Fatal("item not updated")
+		}
+	})
+	t.Run("parked, plugin not interested: stays", func(t *testing.T) {
+		h := newHarness(t)
+		h.add(pod{name: "a", label: "x"})
+		h.attemptFail("a", "Fit")
+		h.c.Update(pod{name: "a", label: "x"}, pod{name: "a", label: "y"}, h.now)
+		h.check()
+		h.want("a", InUnschedulable)
+	})
+	t.Run("hints off: any classified update moves a parked item", func(t *testing.T) {
+		h := newHarness(t, func(c *Config[string, pod]) { c.DisableQueueingHints = true })
+		h.add(pod{name: "a", label: "x"})
+		h.attemptFail("a", "Fit")
+		h.c.Update(pod{name: "a", label: "x"}, pod{name: "a", label: "y"}, h.now)
+		h.check()
+		h.want("a", InBackoff)
+	})
+	t.Run("unknown is added", func(t *testing.T) {
+		h := newHarness(t)
+		h.c.Update(mk("a", 1), mk("a", 1), h.now)
+		h.check()
+		h.want("a", InActive)
+	})
+	t.Run("in flight changes no queue and is replayed on requeue", func(t *testing.T) {
+		h := newHarness(t)
+		h.add(pod{name: "a", label: "x"})
+		info := h.pop()
+		h.c.Update(pod{name: "a", label: "x"}, pod{name: "a", label: "y"}, h.now)
+		h.check()
+		h.want("a", InFlight)
+		if c := h.c.Counts(); c.Pending() != 0 {
+			t.Fatalf("update of an in-flight item queued something: %+v", c)
+		}
+		// The attempt fails on Affinity, which registered for label updates:
+		// the update seen in flight sends it to backoff, not to parking.
+		if _, err := h.c.AddUnschedulableIfNotPresent(info.Item, info.Cycle, Failure{UnschedulablePlugins: []string{"Affinity"}}, h.now); err != nil {
+			t.Fatal(err)
+		}
+		h.check()
+		h.want("a", InBackoff)
+		if got := h.info("a").Item.label; got != "y" {
+			t.Fatalf("requeued the stale item: label %q", got)
+		}
+	})
+	t.Run("in flight, update another plugin ignores: parked", func(t *testing.T) {
+		h := newHarness(t)
+		h.add(pod{name: "a", label: "x"})
+		h.pop()
+		h.c.Update(pod{name: "a", label: "x"}, pod{name: "a", label: "y"}, h.now)
+		h.fail("a", "Fit")
+		h.want("a", InUnschedulable)
+	})
+	t.Run("gated item whose update removes the gate goes to activeQ", func(t *testing.T) {
+		h := newHarness(t)
+		h.add(pod{name: "g", gated: true})
+		h.want("g", InGated)
+		if g := h.info("g").GatingPlugin; g != "Gate" {
+			t.Fatalf("gating plugin %q", g)
+		}
+		h.noPop()
+		h.c.Update(pod{name: "g", gated: true}, pod{name: "g"}, h.now)
+		h.check()
+		h.want("g", InActive)
+		if h.info("g").GatingPlugin != "" {
+			t.Fatal("gate still recorded")
+		}
+		h.wantOrder("g")
+	})
+	t.Run("gated item, other update: stays gated", func(t *testing.T) {
+		h := newHarness(t)
+		h.add(pod{name: "g", gated: true})
+		h.c.Update(pod{name: "g", gated: true}, pod{name: "g", gated: true, label: "z"}, h.now)
+		h.check()
+		h.want("g", InGated)
+	})
+}
+
+func TestDelete(t *testing.T) {
+	setups := []struct {
+		name  string
+		setup func(h *harness)
+		loc   Location
+	}{
+		{"active", func(h *harness) {}, InActive},
+		{"backoff", func(h *harness) { h.attemptFail("a") }, InBackoff},
+		{"unschedulable", func(h *harness) { h.attemptFail("a", "Fit") }, InUnschedulable},
+	}
+	for _, tc := range setups {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.add(mk("a", 1))
+			tc.setup(h)
+			h.want("a", tc.loc)
+			if err := h.c.Delete("a", h.now); err != nil {
+				t.Fatal(err)
+			}
+			h.check()
+			h.want("a", Absent)
+			if err := h.c.Delete("a", h.now); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("second delete: %v", err)
+			}
+		})
+	}
+	t.Run("gated", func(t *testing.T) {
+		h := newHarness(t)
+		h.add(pod{name: "g", gated: true})
+		if err := h.c.Delete("g", h.now); err != nil {
+			t.Fatal(err)
+		}
+		h.check()
+		if c := h.c.Counts(); c != (Counts{}) {
+			t.Fatalf("counts %+v", c)
+		}
+	})
+	t.Run("in flight: the failed attempt is dropped", func(t *testing.T) {
+		h := newHarness(t)
+		h.add(mk("a", 1))
+		info := h.pop()
+		if err := h.c.Delete("a", h.now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.c.AddUnschedulableIfNotPresent(info.Item, info.Cycle, Failure{UnschedulablePlugins: []string{"Fit"}}, h.now); err != nil {
+			t.Fatal(err)
+		}
+		h.check()
+		h.want("a", Absent)
+	})
+}
+
+func TestReaddDuringAttempt(t *testing.T) {
+	h := newHarness(t)
+	h.add(mk("a", 1))
+	info := h.pop()
+	h.add(mk("a", 7)) // deleted and recreated while in flight
+	h.want("a", InActive)
+	_, err := h.c.AddUnschedulableIfNotPresent(info.Item, info.Cycle, Failure{UnschedulablePlugins: []string{"Fit"}}, h.now)
+	if !errors.Is(err, ErrAlreadyQueued) {
+		t.Fatalf("err %v, want ErrAlreadyQueued", err)
+	}
+	h.check()
+	if got := h.info("a").Item.prio; got != 7 {
+		t.Fatalf("queued copy has prio %d, want the new one", got)
+	}
+	if c := h.c.Counts(); c.InFlight != 0 {
+		t.Fatalf("attempt still in flight: %+v", c)
+	}
+	// A pop of the new copy while the old attempt is in flight supersedes it.
+	h2 := newHarness(t)
+	h2.add(mk("a", 1))
+	old := h2.pop()
+	h2.add(mk("a", 2))
+	newer := h2.pop()
+	if c := h2.c.Counts(); c.InFlight != 1 {
+		t.Fatalf("in flight %d, want 1", c.InFlight)
+	}
+	if _, err := h2.c.AddUnschedulableIfNotPresent(old.Item, old.Cycle, Failure{}, h2.now); err != nil {
+		t.Fatal(err)
+	}
+	h2.check()
+	// The stale attempt's requeue is taken as a fresh failure: nothing lost.
+	if err := h2.c.Done("a"); err != nil && newer.Cycle == old.Cycle {
+		t.Fatal(err)
+	}
+}
+
+func TestRaceRule(t *testing.T) {
+	// The seeds' example: a move request during an item's attempt sends the
+	// failed item to backoff rather than to the parking area, since the
+	// event may have made it schedulable.
+	tests := []struct {
+		name    string
+		hintsOn bool
+		event   *Event
+		obj     any
+		failure Failure
+		want    Location
+	}{
+		{"legacy: no move request parks", false, nil, nil, Failure{UnschedulablePlugins: []string{"Fit"}}, InUnschedulable},
+		{"legacy: move request sends to backoff", false, &evNodeAdd, nil, Failure{UnschedulablePlugins: []string{"Fit"}}, InBackoff},
+		{"legacy: move request of any registered kind counts", false, &evPVCAdd, nil, Failure{UnschedulablePlugins: []string{"Fit"}}, InBackoff},
+		{"legacy: unregistered event is no move request", false, &evService, nil, Failure{UnschedulablePlugins: []string{"Fit"}}, InUnschedulable},
+		{"hints: no event parks", true, nil, nil, Failure{UnschedulablePlugins: []string{"Fit"}}, InUnschedulable},
+		{"hints: accepted event sends to backoff", true, &evNodeAdd, 2, Failure{UnschedulablePlugins: []string{"Fit"}}, InBackoff},
+		{"hints: skipped event parks", true, &evNodeAdd, 3, Failure{UnschedulablePlugins: []string{"Fit"}}, InUnschedulable},
+		{"hints: event for another plugin parks", true, &evPVCAdd, nil, Failure{UnschedulablePlugins: []string{"Fit"}}, InUnschedulable},
+		{"hints: pending plugin's event queues at once", true, &evPVCAdd, nil, Failure{PendingPlugins: []string{"Volume"}}, InActive},
+		{"hints: error goes to backoff", true, nil, nil, Failure{}, InBackoff},
+		{"legacy: error goes to backoff", false, nil, nil, Failure{}, InBackoff},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config[string, pod]) { c.DisableQueueingHints = !tc.hintsOn })
+			h.add(mk("a", 1))
+			h.pop()
+			if tc.event != nil {
+				h.move(*tc.event, tc.obj)
+			}
+			h.failWith("a", tc.failure)
+			h.want("a", tc.want)
+		})
+	}
+}
+
+func TestMoveRequestBeforePopDoesNotCount(t *testing.T) {
+	for _, hints := range []bool{true, false} {
+		h := newHarness(t, func(c *Config[string, pod]) { c.DisableQueueingHints = !hints })
+		h.add(mk("a", 1))
+		h.move(evNodeAdd, nil)
+		h.pop()
+		h.fail("a", "Fit")
+		h.want("a", InUnschedulable)
+	}
+}
+
+func TestBackoffSequence(t *testing.T) {
+	for _, kind := range []string{"error", "unschedulable"} {
+		t.Run(kind, func(t *testing.T) {
+			h := newHarness(t, func(c *Config[string, pod]) { c.DisablePopFromBackoff = true })
+			h.add(mk("a", 1))
+			var got []time.Duration
+			for range 7 {
+				h.pop()
+				if kind == "error" {
+					h.fail("a")
+				} else {
+					h.fail("a", "Fit")
+					h.move(evNodeAdd, nil) // into backoffQ
+				}
+				info := h.info("a")
+				got = append(got, info.BackoffExpiry.Sub(info.Timestamp))
+				h.step(info.BackoffExpiry.Sub(h.now))
+				h.c.FlushBackoffCompleted(h.now)
+				h.check()
+				h.want("a", InActive)
+			}
+			want := []time.Duration{1, 2, 4, 8, 10, 10, 10}
+			for i := range want {
+				if got[i] != want[i]*time.Second {
+					t.Fatalf("backoffs %v, want %v s", got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestBackoffStaysUntilExpiry(t *testing.T) {
+	h := newHarness(t, func(c *Config[string, pod]) { c.DisablePopFromBackoff = true })
+	h.add(mk("a", 1))
+	h.attemptFail("a")
+	h.step(999 * time.Millisecond)
+	h.c.FlushBackoffCompleted(h.now)
+	h.want("a", InBackoff)
+	h.noPop()
+	h.step(time.Millisecond)
+	if !h.c.FlushBackoffCompleted(h.now) {
+		t.Fatal("flush reported no move")
+	}
+	h.check()
+	h.want("a", InActive)
+}
+
+func TestErrorResetByUnschedulable(t *testing.T) {
+	h := newHarness(t)
+	h.add(mk("a", 1))
+	h.attemptFail("a")
+	h.step(time.Minute)
+	h.c.FlushBackoffCompleted(h.now)
+	h.attemptFail("a")
+	if i := h.info("a"); i.ConsecutiveErrors != 2 || i.BackoffExpiry.Sub(i.Timestamp) != 2*time.Second {
+		t.Fatalf("after two errors: %+v", i)
+	}
+	h.step(time.Minute)
+	h.c.FlushBackoffCompleted(h.now)
+	h.attemptFail("a", "Fit")
+	if i := h.info("a"); i.ConsecutiveErrors != 0 || i.UnschedulableCount != 1 {
+		t.Fatalf("after an unschedulable failure: %+v", i)
+	}
+	// Errors do not lengthen the unschedulable backoff (upstream #128744).
+	h.move(evNodeAdd, nil)
+	if i := h.info("a"); i.BackoffExpiry.Sub(i.Timestamp) != time.Second {
+		t.Fatalf("backoff %v, want 1s", i.BackoffExpiry.Sub(i.Timestamp))
+	}
+}
+
+func TestDisableBackoff(t *testing.T) {
+	// Upstream #131661: a max backoff of 0 still held pods ~1s through window
+	// alignment. Here no backoff means none.
+	for _, pop := range []bool{true, false} {
+		h := newHarness(t, func(c *Config[string, pod]) {
+			c.DisableBackoff = true
+			c.DisablePopFromBackoff = !pop
+		})
+		h.add(mk("a", 1))
+		h.step(300 * time.Millisecond)
+		h.attemptFail("a")
+		h.want("a", InActive)
+		h.attemptFail("a", "Fit")
+		h.move(evNodeAdd, nil)
+		h.want("a", InActive)
+	}
+}
+
+func TestPopFromBackoff(t *testing.T) {
+	t.Run("takes the unschedulable heap when activeQ is empty", func(t *testing.T) {
+		h := newHarness(t)
+		h.add(mk("a", 1))
+		h.attemptFail("a", "Fit")
+		h.move(evNodeAdd, nil)
+		h.want("a", InBackoff)
+		info := h.pop()
+		if info.Item.name != "a" || info.Attempts != 2 {
+			t.Fatalf("popped %+v", info)
+		}
+	})
+	t.Run("never the error heap", func(t *testing.T) {
+		h := newHarness(t)
+		h.add(mk("a", 1))
+		h.attemptFail("a")
+		h.want("a", InBackoff)
+		h.noPop()
+		if h.c.Poppable() {
+			t.Fatal("Poppable with only an error backoff")
+		}
+	})
+	t.Run("activeQ first", func(t *testing.T) {
+		h := newHarness(t)
+		h.add(mk("a", 100))
+		h.attemptFail("a", "Fit")
+		h.move(evNodeAdd, nil)
+		h.add(mk("b", 1))
+		h.wantOrder("b", "a")
+	})
+	t.Run("off: backoff waits", func(t *testing.T) {
+		h := newHarness(t, func(c *Config[string, pod]) { c.DisablePopFromBackoff = true })
+		h.add(mk("a", 1))
+		h.attemptFail("a", "Fit")
+		h.move(evNodeAdd, nil)
+		h.noPop()
+	})
+	t.Run("1-second windows, priority within a window", func(t *testing.T) {
+		h := newHarness(t)
+		// Fail each at a different time so that the expiries are:
+		// low1 t0+1.1s, high t0+1.6s (same window), low2 t0+2.05s (next).
+		h.add(mk("low1", 1), mk("high", 9), mk("low2", 1))
+		for range 3 {
+			h.pop()
+		}
+		h.now = t0.Add(600 * time.Millisecond)
+		h.fail("high", "Fit")
+		h.now = t0.Add(100 * time.Millisecond)
+		h.fail("low1", "Fit")
+		h.now = t0.Add(1050 * time.Millisecond)
+		h.fail("low2", "Fit")
+		h.move(evNodeAdd, nil)
+		for _, n := range []string{"high", "low1", "low2"} {
+			h.want(n, InBackoff)
+		}
+		// Within window [1s,2s): high before low1 despite its later expiry;
+		// low2's window [2s,3s) comes after.
+		h.wantOrder("high", "low1", "low2")
+	})
+	t.Run("plain expiry order when off", func(t *testing.T) {
+		h := newHarness(t, func(c *Config[string, pod]) { c.DisablePopFromBackoff = true })
+		h.add(mk("low1", 1), mk("high", 9))
+		h.pop()
+		h.pop()
+		h.now = t0.Add(600 * time.Millisecond)
+		h.fail("high", "Fit")
+		h.now = t0.Add(100 * time.Millisecond)
+		h.fail("low1", "Fit")
+		h.move(evNodeAdd, nil)
+		h.now = t0.Add(5 * time.Second)
+		h.c.FlushBackoffCompleted(h.now)
+		h.check()
+		h.wantOrder("high", "low1") // both in activeQ now: priority decides
+	})
+	t.Run("window ends together", func(t *testing.T) {
+		h := newHarness(t, func(c *Config[string, pod]) {})
+		h.add(mk("a", 1))
+		h.now = t0.Add(200 * time.Millisecond)
+		h.attemptFail("a", "Fit")
+		h.move(evNodeAdd, nil) // expiry t0+1.2s, window [1s,2s)
+		h.now = t0.Add(1500 * time.Millisecond)
+		h.c.FlushBackoffCompleted(h.now)
+		h.want("a", InBackoff)
+		h.now = t0.Add(2 * time.Second)
+		h.c.FlushBackoffCompleted(h.now)
+		h.check()
+		h.want("a", InActive)
+	})
+}
+
+func TestParkedUntilHintAccepts(t *testing.T) {
+	h := newHarness(t)
+	h.add(mk("a", 1))
+	h.attemptFail("a", "Fit")
+	h.want("a", InUnschedulable)
+	h.move(evNodeAdd, 3) // Fit's hint skips odd objects
+	h.want("a", InUnschedulable)
+	h.move(evNodeLabel, nil) // Fit did not register for label updates
+	h.want("a", InUnschedulable)
+	h.move(evService, nil) // nobody registered
+	h.want("a", InUnschedulable)
+	h.move(evPodAdd, "x") // Affinity's event; a was not rejected by Affinity
+	h.want("a", InUnschedulable)
+	h.step(time.Minute)
+	h.move(evNodeTaint, 4) // accepted, backoff over: activeQ
+	h.want("a", InActive)
+}
+
+func TestParkedPluginNotRegisteredWaitsForFlush(t *testing.T) {
+	h := newHarness(t)
+	h.add(mk("a", 1))
+	h.attemptFail("a", "Quiet")
+	for _, ev := range []Event{evNodeAdd, evPVCAdd, evPodAdd, evService} {
+		h.move(ev, nil)
+	}
+	h.want("a", InUnschedulable)
+	h.step(DefaultMaxInUnschedulable)
+	h.c.FlushUnschedulableLeftover(h.now)
+	h.want("a", InUnschedulable) // not longer than the max yet
+	h.step(time.Millisecond)
+	h.c.FlushUnschedulableLeftover(h.now)
+	h.check()
+	h.want("a", InActive)
+	if !h.info("a").FlushedFromUnschedulable {
+		t.Fatal("FlushedFromUnschedulable not set")
+	}
+}
+
+func TestErrorNeverParks(t *testing.T) {
+	for _, hints := range []bool{true, false} {
+		h := newHarness(t, func(c *Config[string, pod]) { c.DisableQueueingHints = !hints })
+		h.add(mk("a", 1))
+		for range 5 {
+			h.pop()
+			h.fail("a")
+			h.want("a", InBackoff)
+			h.step(time.Minute)
+			h.c.FlushBackoffCompleted(h.now)
+			h.check()
+		}
+	}
+}
+
+func TestMoveAllEarlyReturn(t *testing.T) {
+	h := newHarness(t)
+	h.add(mk("a", 1))
+	h.attemptFail("a", "Fit")
+	called := false
+	h.c.MoveAllToActiveOrBackoffQueue(evService, nil, nil, func(pod) bool { called = true; return true }, h.now)
+	if called {
+		t.Fatal("preCheck ran for an event no plugin registered for")
+	}
+	h.c.MoveAllToActiveOrBackoffQueue(evNodeAdd, nil, nil, func(pod) bool { called = true; return false }, h.now)
+	if !called {
+		t.Fatal("preCheck did not run")
+	}
+	h.want("a", InUnschedulable) // preCheck said no
+}
+
+func TestMoveMatching(t *testing.T) {
+	h := newHarness(t)
+	h.add(pod{name: "x", label: "web"}, pod{name: "y", label: "db"})
+	h.attemptFail("x", "Affinity")
+	h.attemptFail("y", "Affinity")
+	h.step(time.Minute)
+	h.c.MoveMatching(evPodAdd, nil, "web", func(i *Info[pod]) bool { return i.Item.label == "web" }, h.now)
+	h.check()
+	h.want("x", InActive)
+	h.want("y", InUnschedulable)
+}
+
+func TestGating(t *testing.T) {
+	t.Run("gated items are counted apart", func(t *testing.T) {
+		h := newHarness(t)
+		h.add(pod{name: "g", gated: true}, mk("a", 1))
+		h.attemptFail("a", "Fit")
+		if c := h.c.Counts(); c.Gated != 1 || c.Unschedulable != 1 {
+			t.Fatalf("counts %+v", c)
+		}
+	})
+	t.Run("events the gate did not register for leave it", func(t *testing.T) {
+		h := newHarness(t)
+		h.add(pod{name: "g", gated: true})
+		h.move(evNodeAdd, nil)
+		h.move(evLabel, nil)
+		h.want("g", InGated)
+	})
+	t.Run("gate checked again when entering backoff with pop-from-backoff", func(t *testing.T) {
+		h := newHarness(t)
+		h.add(mk("a", 1))
+		info := h.pop()
+		// The item became gated during its attempt.
+		gated := pod{name: "a", prio: 1, gated: true}
+		h.c.Update(info.Item, gated, h.now)
+		h.fail("a") // error: would go to backoff
+		h.want("a", InGated)
+	})
+	t.Run("activate runs the gate", func(t *testing.T) {
+		h := newHarness(t)
+		h.add(pod{name: "g", gated: true})
+		h.c.Activate([]string{"g"}, h.now)
+		h.check()
+		h.want("g", InGated)
+	})
+	t.Run("leftover flush re-checks a gated item once per max, not every 30s", func(t *testing.T) {
+		checks := 0
+		h := newHarness(t, func(c *Config[string, pod]) {
+			c.PreEnqueue = []PreEnqueue[pod]{{Name: "Gate", Admit: func(p pod) bool { checks++; return !p.gated }}}
+		})
+		h.add(pod{name: "g", gated: true})
+		checks = 0
+		for range 2 * 10 { // ten minutes of 30s flushes
+			h.step(30 * time.Second)
+			h.c.FlushUnschedulableLeftover(h.now)
+			h.check()
+		}
+		h.want("g", InGated)
+		if checks != 1 {
+			t.Fatalf("gate checked %d times in 10 minutes, want 1 (at 5m30s, then not before 10m30s)", checks)
+		}
+	})
+}
+
+func TestActivate(t *testing.T) {
+	h := newHarness(t)
+	h.add(mk("parked", 3), mk("backoff", 2), mk("flight", 1))
+	h.attemptFail("parked", "Fit")
+	h.attemptFail("backoff")
+	info := h.pop()
+	h.c.Activate([]string{"parked", "backoff", "flight", "unknown"}, h.now)
+	h.check()
+	h.want("parked", InActive)
+	h.want("backoff", InActive)
+	h.want("flight", InFlight)
+	// The activation of the in-flight item is replayed when it fails.
+	h.step(time.Minute)
+	if _, err := h.c.AddUnschedulableIfNotPresent(info.Item, info.Cycle, Failure{UnschedulablePlugins: []string{"Quiet"}}, h.now); err != nil {
+		t.Fatal(err)
+	}
+	h.check()
+	if l := h.where("flight"); l == InUnschedulable {
+		t.Fatal("activation during the attempt was lost")
+	}
+}
+
+func TestFlushBackoffBothHeaps(t *testing.T) {
+	h := newHarness(t)
+	h.add(mk("u", 1), mk("e", 1))
+	h.attemptFail("u", "Fit")
+	h.attemptFail("e")
+	h.move(evNodeAdd, nil)
+	h.want("u", InBackoff)
+	h.want("e", InBackoff)
+	h.step(2 * time.Second)
+	h.c.FlushBackoffCompleted(h.now)
+	h.check()
+	h.want("u", InActive)
+	h.want("e", InActive)
+}
+
+func TestReaders(t *testing.T) {
+	h := newHarness(t)
+	h.add(mk("a", 1), mk("b", 2), mk("c", 3), pod{name: "g", gated: true})
+	h.attemptFail("c", "Fit")
+	h.attemptFail("b")
+	h.pop() // a in flight
+	if c := h.c.Counts(); c != (Counts{Backoff: 1, Unschedulable: 1, Gated: 1, InFlight: 1}) {
+		t.Fatalf("counts %+v", c)
+	}
+	var locs []string
+	for _, q := range h.c.Pending() {
+		locs = append(locs, q.Item.name+"="+q.Location.String())
+	}
+	if got := len(locs); got != 3 {
+		t.Fatalf("pending %v", locs)
+	}
+	if f := h.c.InFlight(); len(f) != 1 || f[0].Item.name != "a" {
+		t.Fatalf("in flight %+v", f)
+	}
+	if m := h.c.ParkedByPlugin(); m["Fit"] != 1 || m["Gate"] != 1 || len(m) != 2 {
+		t.Fatalf("parked by plugin %v", m)
+	}
+	h.move(evNodeTaint, 5) // recorded for the in-flight attempt
+	if m := h.c.InFlightEvents(); m["NodeUpdateNodeTaint"] != 1 {
+		t.Fatalf("in-flight events %v", m)
+	}
+	if err := h.c.Done("a"); err != nil {
+		t.Fatal(err)
+	}
+	if m := h.c.InFlightEvents(); len(m) != 0 {
+		t.Fatalf("in-flight events kept after the last Done: %v", m)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	base := testConfig()
+	tests := []struct {
+		name  string
+		mut   func(*Config[string, pod])
+		field string
+	}{
+		{"nil key", func(c *Config[string, pod]) { c.Key = nil }, "Key"},
+		{"nil less", func(c *Config[string, pod]) { c.Less = nil }, "Less"},
+		{"negative initial", func(c *Config[string, pod]) { c.InitialBackoff = -1 }, "InitialBackoff"},
+		{"negative max", func(c *Config[string, pod]) { c.MaxBackoff = -time.Second }, "MaxBackoff"},
+		{"initial above max", func(c *Config[string, pod]) { c.InitialBackoff = time.Minute }, "InitialBackoff"},
+		{"negative max in unschedulable", func(c *Config[string, pod]) { c.MaxInUnschedulable = -1 }, "MaxInUnschedulable"},
+		{"negative flush", func(c *Config[string, pod]) { c.FlushBackoffInterval = -1 }, "FlushBackoffInterval"},
+		{"empty event", func(c *Config[string, pod]) { c.Hints["X"] = []EventHint[pod]{{}} }, `Hints["X"][0]`},
+		{"nameless gate", func(c *Config[string, pod]) { c.PreEnqueue = append(c.PreEnqueue, PreEnqueue[pod]{}) }, "PreEnqueue[1]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := base
+			cfg.Hints = map[string][]EventHint[pod]{}
+			for k, v := range base.Hints {
+				cfg.Hints[k] = v
+			}
+			tc.mut(&cfg)
+			_, err := NewCore(cfg)
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("err %v, want ErrInvalidConfig", err)
+			}
+			if got := err.Error(); !contains(got, tc.field) {
+				t.Fatalf("error %q does not name %s", got, tc.field)
+			}
+		})
+	}
+	cfg, err := base.validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.InitialBackoff != time.Second || cfg.MaxBackoff != 10*time.Second || cfg.MaxInUnschedulable != 5*time.Minute ||
+		cfg.FlushBackoffInterval != time.Second || cfg.FlushUnschedulableInterval != 30*time.Second {
+		t.Fatalf("defaults %+v", cfg)
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
+
+func TestEventMatching(t *testing.T) {
+	tests := []struct {
+		reg, ev Event
+		want    bool
+	}{
+		{Event{Resource: Node, Action: Add}, Event{Resource: Node, Action: Add}, true},
+		{Event{Resource: Node, Action: Add}, Event{Resource: Node, Action: Delete}, false},
+		{Event{Resource: Node, Action: Update}, Event{Resource: Node, Action: UpdateNodeTaint}, true},
+		{Event{Resource: Node, Action: UpdateNodeLabel}, Event{Resource: Node, Action: UpdateNodeTaint}, false},
+		{Event{Resource: Pod, Action: Add}, Event{Resource: AssignedPod, Action: Add}, true},
+		{Event{Resource: Pod, Action: Update}, Event{Resource: UnschedulablePod, Action: UpdatePodLabel}, true},
+		{Event{Resource: AssignedPod, Action: Add}, Event{Resource: Pod, Action: Add}, false},
+		{Event{Resource: WildcardResource, Action: Add}, Event{Resource: Service, Action: Add}, true},
+		{Event{Resource: WildcardResource, Action: All}, Event{Resource: Service, Action: Delete}, true},
+	}
+	for _, tc := range tests {
+		if got := tc.reg.Matches(tc.ev); got != tc.want {
+			t.Errorf("%s matches %s = %v, want %v", tc.reg.Label(), tc.ev.Label(), got, tc.want)
+		}
+	}
+	labels := map[Event]string{
+		evNodeAdd:                              "NodeAdd",
+		EventAssignedPodDelete:                 "AssignedPodDelete",
+		evNodeTaint:                            "NodeUpdateNodeTaint",
+		EventUnschedulableTimeout:              "UnschedulableTimeout",
+		{Resource: Node, Action: Update}:       "NodeUpdate",
+		{Resource: Node, Action: Add | Delete}: "NodeAdd|Delete",
+	}
+	for ev, want := range labels {
+		if got := ev.Label(); got != want {
+			t.Errorf("label %q, want %q", got, want)
+		}
+	}
+}

@@ -1,0 +1,20 @@
+package schedq
+
+import "errors"
+
+// Sentinel errors. Operations wrap them with the key or field involved, so
+// test them with errors.Is.
+var (
+	// ErrClosed: the queue was closed.
+	ErrClosed = errors.New("schedq: queue closed")
+	// ErrNotFound: no queued item has the key.
+	ErrNotFound = errors.New("schedq: item not found")
+	// ErrNotInFlight: the key has no attempt in flight (for example a
+	// second Done for the same pop).
+	ErrNotInFlight = errors.New("schedq: item not in flight")
+	// ErrAlreadyQueued: a failed attempt was requeued while a newer copy of
+	// the item was already queued; the newer copy stays, the attempt ends.
+	ErrAlreadyQueued = errors.New("schedq: item already queued")
+	// ErrInvalidConfig: a Config field is wrong; the message names it.
+	ErrInvalidConfig = errors.New("schedq: invalid config")
+)

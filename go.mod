@@ -1,0 +1,3 @@
+module github.com/schedq/schedq
+
+go 1.26

@@ -1,0 +1,132 @@
+// Package heap is a binary heap of elements that record their own position.
+//
+// It is the ordered half of schedq's keyed heap: the queue keeps one map from
+// key to element, and each element stores the index this heap gives it, so
+// that lookup is O(1) through the map and Fix and Remove are O(log n) without
+// a second map. The heap is not safe for concurrent use.
+package heap
+
+// Heap is a min-heap under Less: the element for which Less is true against
+// every other element is at the top. The zero value is not usable; call New.
+type Heap[E any] struct {
+	items    []E
+	less     func(a, b E) bool
+	setIndex func(e E, i int)
+}
+
+// New returns an empty heap ordered by less. setIndex is called whenever an
+// element moves, with its new index, and with -1 when it leaves the heap.
+func New[E any](less func(a, b E) bool, setIndex func(e E, i int)) *Heap[E] {
+	return &Heap[E]{less: less, setIndex: setIndex}
+}
+
+// Len returns the number of elements. O(1).
+func (h *Heap[E]) Len() int { return len(h.items) }
+
+// At returns the element at index i, in heap (not sorted) order. O(1).
+func (h *Heap[E]) At(i int) E { return h.items[i] }
+
+// Peek returns the top element without removing it. O(1).
+func (h *Heap[E]) Peek() (E, bool) {
+	if len(h.items) == 0 {
+		var zero E
+		return zero, false
+	}
+	return h.items[0], true
+}
+
+// Push adds e. O(log n).
+func (h *Heap[E]) Push(e E) {
+	h.items = append(h.items, e)
+	i := len(h.items) - 1
+	h.setIndex(e, i)
+	h.up(i)
+}
+
+// Pop removes and returns the top element. O(log n).
+func (h *Heap[E]) Pop() (E, bool) {
+	if len(h.items) == 0 {
+		var zero E
+		return zero, false
+	}
+	return h.Remove(0), true
+}
+
+// Remove removes and returns the element at index i. O(log n).
+func (h *Heap[E]) Remove(i int) E {
+	n := len(h.items) - 1
+	e := h.items[i]
+	if i != n {
+		h.swap(i, n)
+	}
+	var zero E
+	h.items[n] = zero
+	h.items = h.items[:n]
+	if i != n {
+		if !h.down(i) {
+			h.up(i)
+		}
+	}
+	h.setIndex(e, -1)
+	h.shrink()
+	return e
+}
+
+// Fix restores the order after the element at index i changed. O(log n).
+func (h *Heap[E]) Fix(i int) {
+	if !h.down(i) {
+		h.up(i)
+	}
+}
+
+// Less reports whether the element at i orders before the element at j.
+func (h *Heap[E]) Less(i, j int) bool { return h.less(h.items[i], h.items[j]) }
+
+// shrink releases the backing array after the heap has emptied to a quarter
+// of its capacity, so that a burst does not pin its peak memory for ever.
+func (h *Heap[E]) shrink() {
+	if c := cap(h.items); c > 1024 && len(h.items) < c/4 {
+		items := make([]E, len(h.items), c/2)
+		copy(items, h.items)
+		h.items = items
+	}
+}
+
+func (h *Heap[E]) swap(i, j int) {
+	h.items[i], h.items[j] = h.items[j], h.items[i]
+	h.setIndex(h.items[i], i)
+	h.setIndex(h.items[j], j)
+}
+
+func (h *Heap[E]) up(j int) {
+	for j > 0 {
+		i := (j - 1) / 2
+		if !h.less(h.items[j], h.items[i]) {
+			break
+		}
+		h.swap(i, j)
+		j = i
+	}
+}
+
+// down sifts the element at i0 down and reports whether it moved.
+func (h *Heap[E]) down(i0 int) bool {
+	n := len(h.items)
+	i := i0
+	for {
+		l := 2*i + 1
+		if l >= n || l < 0 {
+			break
+		}
+		j := l
+		if r := l + 1; r < n && h.less(h.items[r], h.items[l]) {
+			j = r
+		}
+		if !h.less(h.items[j], h.items[i]) {
+			break
+		}
+		h.swap(i, j)
+		i = j
+	}
+	return i > i0
+}

@@ -1,0 +1,141 @@
+package schedq
+
+import (
+	"errors"
+	"fmt"
+)
+
+// CheckInvariants verifies the queue's internal consistency and returns
+// every violation found, or nil: each queued key is in exactly one
+// sub-queue and points back at its place; heap orders hold; the plugin
+// index and counters match the parked items; the in-flight list and event
+// log agree. It is O(n) and meant for tests, fuzzing and the simulator's
+// checked mode.
+func (c *Core[K, T]) CheckInvariants() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	heaps := []struct {
+		name string
+		h    heapView[K, T]
+		loc  loc
+	}{{"activeQ", c.active, locActive}, {"backoffQ(unschedulable)", c.backoffU, locBackoffUnsched}, {"backoffQ(error)", c.backoffE, locBackoffError}}
+	total := 0
+	for _, hv := range heaps {
+		n := hv.h.Len()
+		total += n
+		for i := 0; i < n; i++ {
+			e := hv.h.At(i)
+			if e.loc != hv.loc || e.idx != i {
+				bad("%s[%d] key %v: loc %d idx %d", hv.name, i, e.key, e.loc, e.idx)
+			}
+			if c.items[e.key] != e {
+				bad("%s[%d] key %v is not the map's entry", hv.name, i, e.key)
+			}
+			if i > 0 && hv.h.Less(i, (i-1)/2) {
+				bad("%s: heap order broken at %d (key %v)", hv.name, i, e.key)
+			}
+			if hv.loc != locActive && e.BackoffExpiry.IsZero() {
+				bad("%s: key %v has no backoff expiry", hv.name, e.key)
+			}
+			rejected := len(e.UnschedulablePlugins)+len(e.PendingPlugins) > 0
+			if hv.loc == locBackoffUnsched && !rejected || hv.loc == locBackoffError && rejected {
+				bad("%s: key %v in the wrong backoff heap", hv.name, e.key)
+			}
+		}
+	}
+	gated := 0
+	for i, e := range c.parked.all {
+		total++
+		if e.pos != i || (e.loc != locParked && e.loc != locGated) {
+			bad("parked[%d] key %v: loc %d pos %d", i, e.key, e.loc, e.pos)
+		}
+		if c.items[e.key] != e {
+			bad("parked[%d] key %v is not the map's entry", i, e.key)
+		}
+		if (e.loc == locGated) != e.Gated() {
+			bad("parked key %v: loc %d but gating plugin %q", e.key, e.loc, e.GatingPlugin)
+		}
+		if e.loc == locGated {
+			gated++
+		}
+		want := map[string]bool{}
+		if e.Gated() {
+			want[e.GatingPlugin] = true
+		} else {
+			for _, p := range e.UnschedulablePlugins {
+				want[p] = true
+			}
+			for _, p := range e.PendingPlugins {
+				want[p] = true
+			}
+			if len(want) == 0 {
+				bad("parked key %v has no rejecting plugin", e.key)
+			}
+		}
+		if len(e.slots) != len(want) {
+			bad("parked key %v indexed under %d plugins, want %d", e.key, len(e.slots), len(want))
+		}
+		for _, s := range e.slots {
+			if !want[s.b.plugin] || s.pos >= len(s.b.items) || s.b.items[s.pos] != e {
+				bad("parked key %v: bad index slot for %q", e.key, s.b.plugin)
+			}
+		}
+	}
+	if gated != c.parked.gated {
+		bad("gated count %d, want %d", c.parked.gated, gated)
+	}
+	indexed := 0
+	for name, b := range c.parked.buckets {
+		for _, e := range b.items {
+			if e.loc != locParked && e.loc != locGated {
+				bad("index %q holds key %v at loc %d", name, e.key, e.loc)
+			}
+		}
+		indexed += len(b.items)
+	}
+	slots := 0
+	for _, e := range c.parked.all {
+		slots += len(e.slots)
+	}
+	if indexed != slots {
+		bad("index holds %d entries, parked items have %d slots", indexed, slots)
+	}
+	if total != len(c.items) {
+		bad("sub-queues hold %d items, map has %d", total, len(c.items))
+	}
+
+	n := 0
+	var prev *entry[K, T]
+	for e := c.flights.head; e != nil; e = e.next {
+		n++
+		if e.loc != locFlight || e.prev != prev || c.flights.byKey[e.key] != e {
+			bad("in-flight key %v: broken list or map", e.key)
+		}
+		if prev != nil && prev.startSeq > e.startSeq {
+			bad("in-flight list out of pop order at key %v", e.key)
+		}
+		prev = e
+	}
+	if prev != c.flights.tail || n != len(c.flights.byKey) {
+		bad("in-flight list has %d entries, map %d", n, len(c.flights.byKey))
+	}
+	for i := 1; i < len(c.flights.log); i++ {
+		if c.flights.log[i].seq != c.flights.log[i-1].seq+1 {
+			bad("in-flight event log not contiguous at %d", i)
+		}
+	}
+	if c.flights.head == nil && len(c.flights.log) > 0 {
+		bad("%d in-flight events kept with nothing in flight", len(c.flights.log))
+	}
+	if h := c.flights.head; h != nil && len(c.flights.log) > 0 && c.flights.log[0].seq < h.startSeq {
+		bad("in-flight event %d kept, but the oldest attempt started at %d", c.flights.log[0].seq, h.startSeq)
+	}
+	return errors.Join(errs...)
+}
+
+type heapView[K comparable, T any] interface {
+	Len() int
+	At(int) *entry[K, T]
+	Less(i, j int) bool
+}

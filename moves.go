@@ -1,0 +1,194 @@
+package schedq
+
+import (
+	"slices"
+	"time"
+
+	"github.com/schedq/schedq/internal/backoff"
+)
+
+// admit runs the PreEnqueue checks, the current gating plugin first, and
+// records the first one that rejects e (or clears it). O(checks).
+func (c *Core[K, T]) admit(e *entry[K, T]) bool {
+	checks := c.cfg.PreEnqueue
+	if len(checks) == 0 {
+		return true
+	}
+	if g := e.GatingPlugin; g != "" {
+		for _, p := range checks {
+			if p.Name == g && !p.Admit(e.Item) {
+				return false
+			}
+		}
+	}
+	for _, p := range checks {
+		if p.Name != e.GatingPlugin && !p.Admit(e.Item) {
+			e.GatingPlugin = p.Name
+			return false
+		}
+	}
+	e.GatingPlugin = ""
+	return true
+}
+
+// toActive moves e into activeQ, after the PreEnqueue checks (skipped for a
+// finished backoff when pop-from-backoff is on, because they ran on entry to
+// backoffQ). A gated item is parked instead. It reports whether e landed in
+// activeQ.
+func (c *Core[K, T]) toActive(e *entry[K, T], label string, now time.Time) bool {
+	if !(label == LabelBackoffComplete && !c.cfg.DisablePopFromBackoff) && !c.admit(e) {
+		c.park(e, label, now)
+		return false
+	}
+	if e.loc == locActive {
+		return true
+	}
+	c.unlink(e, now)
+	if e.InitialAttemptTimestamp.IsZero() {
+		e.InitialAttemptTimestamp = now
+	}
+	e.entered = now
+	e.loc = locActive
+	c.active.Push(e)
+	c.rec.Incoming(SubActive, label)
+	return true
+}
+
+// toBackoff moves e into the backoff heap that fits it: the unschedulable
+// one if a plugin rejected it, else the error one. With pop-from-backoff on,
+// the PreEnqueue checks run first, since a pop may take it from there.
+func (c *Core[K, T]) toBackoff(e *entry[K, T], label string, now time.Time) {
+	if !c.cfg.DisablePopFromBackoff && !c.admit(e) {
+		c.park(e, label, now)
+		return
+	}
+	c.unlink(e, now)
+	e.BackoffExpiry = e.Timestamp.Add(c.backoffDuration(e))
+	e.entered = now
+	if len(e.UnschedulablePlugins)+len(e.PendingPlugins) > 0 {
+		e.loc = locBackoffUnsched
+		c.backoffU.Push(e)
+	} else {
+		e.loc = locBackoffError
+		c.backoffE.Push(e)
+	}
+	c.rec.Incoming(SubBackoff, label)
+}
+
+// park puts e in the unschedulable area, or re-files it there if its gating
+// changed. Only an item new to the area counts as incoming.
+func (c *Core[K, T]) park(e *entry[K, T], label string, now time.Time) {
+	switch e.loc {
+	case locParked, locGated:
+		if (e.loc == locGated) == e.Gated() && (!e.Gated() || e.slots[0].b.plugin == e.GatingPlugin) {
+			return
+		}
+		c.parked.remove(e)
+		c.parked.add(e)
+		return
+	}
+	c.unlink(e, now)
+	e.BackoffExpiry = time.Time{}
+	e.entered = now
+	c.parked.add(e)
+	c.rec.Incoming(SubUnschedulable, label)
+}
+
+// requeue applies a strategy to e and returns where e ended up.
+func (c *Core[K, T]) requeue(e *entry[K, T], s strategy, label string, now time.Time) loc {
+	switch {
+	case s == stayParked:
+		c.park(e, label, now)
+	case s == afterBackoff && c.backingOff(e, now):
+		c.toBackoff(e, label, now)
+	default:
+		c.toActive(e, label, now)
+	}
+	return e.loc
+}
+
+// backoffDuration is the backoff e earns: from its consecutive errors if it
+// has any, else from its unschedulable failures.
+func (c *Core[K, T]) backoffDuration(e *entry[K, T]) time.Duration {
+	if c.cfg.DisableBackoff {
+		return 0
+	}
+	n := e.UnschedulableCount
+	if e.ConsecutiveErrors > 0 {
+		n = e.ConsecutiveErrors
+	}
+	return backoff.Duration(n, c.cfg.InitialBackoff, c.cfg.MaxBackoff)
+}
+
+// backingOff reports whether e's backoff, counted from its Timestamp, is
+// still running at now. With pop-from-backoff on, backoff ends at the end of
+// the 1-second window that holds its expiry, so a window leaves backoffQ
+// whole and in priority order. No backoff means none, even within a window.
+func (c *Core[K, T]) backingOff(e *entry[K, T], now time.Time) bool {
+	d := c.backoffDuration(e)
+	if d == 0 {
+		return false
+	}
+	return c.backoffDone(e.Timestamp.Add(d)).After(now)
+}
+
+// backoffDone is when a backoff that expires at expiry lets go of its item.
+func (c *Core[K, T]) backoffDone(expiry time.Time) time.Time {
+	if c.cfg.DisablePopFromBackoff {
+		return expiry
+	}
+	return time.Unix(0, (backoff.WindowOf(expiry)+1)*int64(backoff.Window))
+}
+
+// worth decides, for a parked item and an event, where the item should go:
+// the queueing hints of the plugins that rejected it (registered for a
+// matching event) are asked in order. A Queue from a pending plugin means at
+// once; from an unschedulable plugin, after backoff; no Queue, stay.
+// Items with no rejecting plugin, and wildcard events, go after backoff.
+func (c *Core[K, T]) worth(e *entry[K, T], ev Event, oldObj, newObj any) strategy {
+	if len(e.UnschedulablePlugins)+len(e.PendingPlugins) == 0 || ev.IsWildcard() {
+		return afterBackoff
+	}
+	s := stayParked
+	var label string
+	for i := range c.regs {
+		r := &c.regs[i]
+		if !r.event.Matches(ev) {
+			continue
+		}
+		pending := slices.Contains(e.PendingPlugins, r.plugin)
+		if !pending && !slices.Contains(e.UnschedulablePlugins, r.plugin) {
+			continue
+		}
+		if r.fn != nil && !c.cfg.DisableQueueingHints {
+			if label == "" {
+				label = ev.Label()
+			}
+			tok := c.rec.HintStart()
+			h, err := r.fn(e.Item, oldObj, newObj)
+			c.rec.HintDone(tok, r.plugin, label, h, err)
+			if err == nil && h == HintSkip {
+				continue
+			}
+		}
+		if pending {
+			return immediately
+		}
+		s = afterBackoff
+	}
+	return s
+}
+
+// gatingMatches reports whether ev may lift e's gate: the gating plugin
+// registered for a matching event. Wildcard events always may.
+func (c *Core[K, T]) gatingMatches(e *entry[K, T], ev Event) bool {
+	if ev.IsWildcard() {
+		return true
+	}
+	for _, reg := range c.pluginRegs[e.GatingPlugin] {
+		if reg.Matches(ev) {
+			return true
+		}
+	}
+	return false
+}

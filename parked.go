@@ -1,0 +1,95 @@
+package schedq
+
+// parked is the unschedulable area: items waiting for an event, and gated
+// items. Besides a dense list of all of them (for the leftover flush and
+// wildcard events) it keeps an index from plugin name to the items that
+// plugin holds back, so that a move request looks only at the items that
+// the event's interested plugins rejected. Lists are dense slices with
+// swap-remove: O(1) add and remove, and an iteration order that depends only
+// on the sequence of operations, never on map order.
+type parked[K comparable, T any] struct {
+	all     []*entry[K, T]
+	buckets map[string]*bucket[K, T]
+	gated   int
+}
+
+// bucket is the set of parked items one plugin holds back.
+type bucket[K comparable, T any] struct {
+	plugin string
+	items  []*entry[K, T]
+}
+
+// slot is an entry's place in one bucket.
+type slot[K comparable, T any] struct {
+	b   *bucket[K, T]
+	pos int
+}
+
+func (p *parked[K, T]) len() int { return len(p.all) }
+
+// add parks e. Gated items are indexed under their gating plugin only;
+// others under each plugin that rejected them.
+func (p *parked[K, T]) add(e *entry[K, T]) {
+	e.pos = len(p.all)
+	p.all = append(p.all, e)
+	if e.GatingPlugin != "" {
+		e.loc = locGated
+		p.gated++
+		p.index(e, e.GatingPlugin)
+		return
+	}
+	e.loc = locParked
+	for _, name := range e.UnschedulablePlugins {
+		p.index(e, name)
+	}
+	for _, name := range e.PendingPlugins {
+		p.index(e, name)
+	}
+}
+
+func (p *parked[K, T]) index(e *entry[K, T], plugin string) {
+	for _, s := range e.slots {
+		if s.b.plugin == plugin {
+			return // named twice
+		}
+	}
+	b := p.buckets[plugin]
+	if b == nil {
+		if p.buckets == nil {
+			p.buckets = map[string]*bucket[K, T]{}
+		}
+		b = &bucket[K, T]{plugin: plugin}
+		p.buckets[plugin] = b
+	}
+	e.slots = append(e.slots, slot[K, T]{b: b, pos: len(b.items)})
+	b.items = append(b.items, e)
+}
+
+// remove unparks e.
+func (p *parked[K, T]) remove(e *entry[K, T]) {
+	last := p.all[len(p.all)-1]
+	p.all[e.pos] = last
+	last.pos = e.pos
+	p.all[len(p.all)-1] = nil
+	p.all = p.all[:len(p.all)-1]
+	if e.loc == locGated {
+		p.gated--
+	}
+	for _, s := range e.slots {
+		b := s.b
+		moved := b.items[len(b.items)-1]
+		b.items[s.pos] = moved
+		for j := range moved.slots {
+			if moved.slots[j].b == b {
+				moved.slots[j].pos = s.pos
+				break
+			}
+		}
+		b.items[len(b.items)-1] = nil
+		b.items = b.items[:len(b.items)-1]
+	}
+	clear(e.slots)
+	e.slots = e.slots[:0]
+	e.pos = -1
+	e.loc = locNone
+}

@@ -1,0 +1,53 @@
+package schedq
+
+import "time"
+
+// SubQueue names a sub-queue in metrics: active, backoff, unschedulable or
+// gated (the labels of scheduler_pending_pods).
+type SubQueue uint8
+
+// The sub-queues.
+const (
+	SubActive SubQueue = iota
+	SubBackoff
+	SubUnschedulable
+	SubGated
+	numSubQueues
+)
+
+var subQueueNames = [...]string{"active", "backoff", "unschedulable", "gated"}
+
+func (s SubQueue) String() string { return subQueueNames[s] }
+
+// Recorder receives the queue's measurements. The queue calls it under its
+// lock, so implementations must be fast and must not call back into the
+// queue. Levels (items per sub-queue, per plugin, in-flight events) are not
+// pushed: a recorder reads them from the queue when it is scraped, so they
+// cannot drift from the truth.
+type Recorder interface {
+	// Incoming counts an item entering sub-queue q because of event.
+	Incoming(q SubQueue, event string)
+	// Left reports an item leaving sub-queue q after d in it.
+	Left(q SubQueue, d time.Duration)
+	// Scheduled reports a successful attempt (Done): wait is from the item's
+	// first entry into activeQ to its last pop; flushed is whether the
+	// leftover flush ever brought it out of the parking area.
+	Scheduled(wait time.Duration, flushed bool)
+	// HintStart returns a token that HintDone gets back, so that the
+	// recorder, not the queue, reads the clock that times hints.
+	HintStart() int64
+	// HintDone reports one queueing hint call.
+	HintDone(token int64, plugin, event string, h Hint, err error)
+	// Moved reports one move request: how many parked items it examined
+	// (the index narrows this) and how many it moved out.
+	Moved(event string, examined, moved int)
+}
+
+type nopRecorder struct{}
+
+func (nopRecorder) Incoming(SubQueue, string)                   {}
+func (nopRecorder) Left(SubQueue, time.Duration)                {}
+func (nopRecorder) Scheduled(time.Duration, bool)               {}
+func (nopRecorder) HintStart() int64                            { return 0 }
+func (nopRecorder) HintDone(int64, string, string, Hint, error) {}
+func (nopRecorder) Moved(string, int, int)                      {}
