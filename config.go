@@ -16,7 +16,7 @@ const (
 )
 
 // Config configures a queue. Zero fields take the documented defaults;
-// Key and Less are required.
+// Key, and Less or Priority, are required.
 type Config[K comparable, T any] struct {
 	// Key returns an item's identity. Required.
 	Key func(item T) K
@@ -24,6 +24,11 @@ type Config[K comparable, T any] struct {
 	// first. Required; ByPriority is the usual choice. It runs under the
 	// lock and must be pure and fast.
 	Less func(a, b *Info[T]) bool
+	// Priority, used when Less is nil, selects the default order: higher
+	// priority first, then earlier Timestamp (ByPriority(Priority)). The
+	// queue then caches each item's priority and compares without calling
+	// back, which is the fastest order. It runs under the lock.
+	Priority func(item T) int32
 
 	// InitialBackoff is the backoff after the first failure. Default 1s.
 	InitialBackoff time.Duration
@@ -79,7 +84,12 @@ func (c Config[K, T]) validate() (Config[K, T], error) {
 		return c, bad("Key", "must not be nil")
 	}
 	if c.Less == nil {
-		return c, bad("Less", "must not be nil (use schedq.ByPriority for the default order)")
+		if c.Priority == nil {
+			return c, bad("Less", "must not be nil (or set Priority for the default order)")
+		}
+		c.Less = ByPriority(c.Priority)
+	} else {
+		c.Priority = nil
 	}
 	durations := []struct {
 		name string

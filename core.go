@@ -9,6 +9,18 @@ import (
 	"github.com/schedq/schedq/internal/heap"
 )
 
+// held reports whether a plugin holds the item back: it rejected the last
+// attempt, or it gates the item.
+func (e *entry[K, T]) held() bool {
+	return e.GatingPlugin != "" || len(e.UnschedulablePlugins)+len(e.PendingPlugins) > 0
+}
+
+// rejected reports whether the last attempt failed on a plugin rather than
+// an error.
+func (e *entry[K, T]) rejected() bool {
+	return len(e.UnschedulablePlugins)+len(e.PendingPlugins) > 0
+}
+
 // loc is where an entry is, in more detail than Location.
 type loc uint8
 
@@ -53,15 +65,20 @@ func (l loc) subQueue() SubQueue {
 // entry is an item and the queue's bookkeeping for it. Entries are recycled
 // after Done, so nothing outside the queue may hold one.
 type entry[K comparable, T any] struct {
+	// The heap's sort keys and index come first, to share a cache line.
+	idx  int   // index in its heap
+	prio int32 // cached Priority(Item), with the default order
+	ts   int64 // cached Timestamp, as Unix nanoseconds
+
 	Info[T]
 	key       K
 	loc       loc
-	idx       int // index in its heap
 	pos       int // index in parked.all
 	slots     []slot[K, T]
 	entered   time.Time // when it entered its current sub-queue
 	lastFlush time.Time // last leftover flush that tried it
 	visit     uint64    // move-request epoch, to visit an entry once
+	counted   bool      // its plugins are in Core.byPlugin
 
 	// While in flight.
 	startSeq   uint64
@@ -91,6 +108,10 @@ type Core[K comparable, T any] struct {
 	cycle            int64 // pops so far
 	moveRequestCycle int64 // cycle of the latest move request, -1 if none
 
+	// byPlugin counts queued items per plugin that holds them back, from
+	// requeue (or gating) until their next pop.
+	byPlugin map[string]int
+
 	epoch   uint64
 	free    []*entry[K, T]
 	scratch []*entry[K, T]
@@ -108,6 +129,7 @@ func NewCore[K comparable, T any](cfg Config[K, T]) (*Core[K, T], error) {
 		regs:             flatten(cfg.Hints),
 		pluginRegs:       map[string][]Event{},
 		items:            map[K]*entry[K, T]{},
+		byPlugin:         map[string]int{},
 		moveRequestCycle: -1,
 	}
 	c.flights.byKey = map[K]*entry[K, T]{}
@@ -115,8 +137,16 @@ func NewCore[K comparable, T any](cfg Config[K, T]) (*Core[K, T], error) {
 		c.pluginRegs[r.plugin] = append(c.pluginRegs[r.plugin], r.event)
 	}
 	setIdx := func(e *entry[K, T], i int) { e.idx = i }
-	less := cfg.Less
-	c.active = heap.New(func(a, b *entry[K, T]) bool { return less(&a.Info, &b.Info) }, setIdx)
+	less := func(a, b *entry[K, T]) bool { return cfg.Less(&a.Info, &b.Info) }
+	if cfg.Priority != nil {
+		less = func(a, b *entry[K, T]) bool {
+			if a.prio != b.prio {
+				return a.prio > b.prio
+			}
+			return a.ts < b.ts
+		}
+	}
+	c.active = heap.New(less, setIdx)
 	if cfg.DisablePopFromBackoff {
 		c.backoffU = heap.New(byExpiry[K, T], setIdx)
 	} else {
@@ -125,10 +155,10 @@ func NewCore[K comparable, T any](cfg Config[K, T]) (*Core[K, T], error) {
 			if wa != wb {
 				return wa < wb
 			}
-			if less(&a.Info, &b.Info) {
+			if less(a, b) {
 				return true
 			}
-			if less(&b.Info, &a.Info) {
+			if less(b, a) {
 				return false
 			}
 			return a.BackoffExpiry.Before(b.BackoffExpiry)
@@ -136,6 +166,55 @@ func NewCore[K comparable, T any](cfg Config[K, T]) (*Core[K, T], error) {
 	}
 	c.backoffE = heap.New(byExpiry[K, T], setIdx)
 	return c, nil
+}
+
+// plugins calls f once for each distinct plugin that holds e back.
+func (e *entry[K, T]) plugins(f func(string)) {
+	for i, p := range e.UnschedulablePlugins {
+		if !slices.Contains(e.UnschedulablePlugins[:i], p) {
+			f(p)
+		}
+	}
+	for i, p := range e.PendingPlugins {
+		if !slices.Contains(e.PendingPlugins[:i], p) && !slices.Contains(e.UnschedulablePlugins, p) {
+			f(p)
+		}
+	}
+	if g := e.GatingPlugin; g != "" && !slices.Contains(e.UnschedulablePlugins, g) && !slices.Contains(e.PendingPlugins, g) {
+		f(g)
+	}
+}
+
+// uncount takes e out of the per-plugin counts.
+func (c *Core[K, T]) uncount(e *entry[K, T]) {
+	if !e.counted {
+		return
+	}
+	e.counted = false
+	e.plugins(func(p string) {
+		if c.byPlugin[p]--; c.byPlugin[p] <= 0 {
+			delete(c.byPlugin, p)
+		}
+	})
+}
+
+// recount puts e back into the per-plugin counts if it is out of them.
+// Whatever changes e's plugins takes it out first (see setGate and Pop).
+func (c *Core[K, T]) recount(e *entry[K, T]) {
+	if e.counted || !e.held() {
+		return
+	}
+	e.counted = true
+	e.plugins(func(p string) { c.byPlugin[p]++ })
+}
+
+// sortKeys refreshes the keys the default order compares, before e enters
+// or moves within a heap ordered by them.
+func (c *Core[K, T]) sortKeys(e *entry[K, T]) {
+	if c.cfg.Priority != nil {
+		e.prio = c.cfg.Priority(e.Item)
+		e.ts = e.Timestamp.UnixNano()
+	}
 }
 
 func byExpiry[K comparable, T any](a, b *entry[K, T]) bool {
@@ -160,6 +239,7 @@ func (c *Core[K, T]) newEntry(item T, now time.Time) *entry[K, T] {
 
 // recycle returns e to the free list, wiped so it pins nothing.
 func (c *Core[K, T]) recycle(e *entry[K, T]) {
+	c.uncount(e)
 	slots := e.slots[:0]
 	*e = entry[K, T]{slots: slots}
 	if len(c.free) < 1024 {
@@ -187,7 +267,7 @@ func (c *Core[K, T]) Add(item T, now time.Time) bool {
 	}
 	e := c.newEntry(item, now)
 	c.items[key] = e
-	return c.toActive(e, LabelUnschedulablePodAdd, now)
+	return c.toActive(e, LabelUnschedulablePodAdd, false, now)
 }
 
 // Update replaces a queued item with its new version, keeping its history.
@@ -207,21 +287,23 @@ func (c *Core[K, T]) Update(oldItem, newItem T, now time.Time) bool {
 			f.Item = newItem
 			f.updated = true
 			for _, ev := range c.updateEvents(oldItem, newItem) {
-				c.flights.record(flightEvent[K, T]{event: ev, oldObj: oldItem, newObj: newItem, target: key, hasTarget: true})
+				c.flights.record(flightEvent[K, T]{event: ev, oldObj: oldItem, newObj: newItem})
 			}
 			return false
 		}
 		e = c.newEntry(newItem, now)
 		c.items[key] = e
-		return c.toActive(e, LabelUnschedulablePodUpdate, now)
+		return c.toActive(e, LabelUnschedulablePodUpdate, false, now)
 	}
 	switch e.loc {
 	case locActive:
 		e.Item = newItem
+		c.sortKeys(e)
 		c.active.Fix(e.idx)
 		return false
 	case locBackoffUnsched:
 		e.Item = newItem
+		c.sortKeys(e)
 		c.backoffU.Fix(e.idx)
 		return false
 	case locBackoffError:
@@ -242,11 +324,12 @@ func (c *Core[K, T]) Update(oldItem, newItem T, now time.Time) bool {
 		if e.loc == locGated && !c.gatingMatches(e, ev) {
 			continue
 		}
-		s := c.worth(e, ev, oldItem, newItem)
+		label := ev.Label()
+		s := c.worth(e, ev, label, oldItem, newItem)
 		if s == stayParked {
 			continue
 		}
-		if l := c.requeue(e, s, ev.Label(), now); l != locParked && l != locGated {
+		if l := c.requeue(e, s, label, now); l != locParked && l != locGated {
 			return c.Poppable()
 		}
 	}
@@ -299,6 +382,7 @@ func (c *Core[K, T]) Pop(now time.Time) (info Info[T], ok bool) {
 		return info, false
 	}
 	delete(c.items, e.key)
+	c.uncount(e)
 	if prev := c.flights.byKey[e.key]; prev != nil {
 		// The key was deleted and re-added during an older attempt; that
 		// attempt is superseded.
@@ -386,6 +470,7 @@ func (c *Core[K, T]) AddUnschedulableIfNotPresent(item T, cycle int64, f Failure
 	}
 	e.Timestamp = now
 	e.BackoffExpiry = time.Time{}
+	e.FlushedFromUnschedulable = false
 	e.UnschedulablePlugins = slices.Clone(f.UnschedulablePlugins)
 	e.PendingPlugins = slices.Clone(f.PendingPlugins)
 	rejected := len(f.UnschedulablePlugins)+len(f.PendingPlugins) > 0
@@ -410,7 +495,8 @@ func (c *Core[K, T]) AddUnschedulableIfNotPresent(item T, cycle int64, f Failure
 			if ev.hasTarget && ev.target != key {
 				continue
 			}
-			if s = max(s, c.worth(e, ev.event, ev.oldObj, ev.newObj)); s == immediately {
+			if s = max(s, c.worth(e, ev.event, ev.label, ev.oldObj, ev.newObj)); s == immediately ||
+				s == afterBackoff && len(e.PendingPlugins) == 0 {
 				break
 			}
 		}

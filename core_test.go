@@ -686,7 +686,7 @@ func TestReaders(t *testing.T) {
 	if f := h.c.InFlight(); len(f) != 1 || f[0].Item.name != "a" {
 		t.Fatalf("in flight %+v", f)
 	}
-	if m := h.c.ParkedByPlugin(); m["Fit"] != 1 || m["Gate"] != 1 || len(m) != 2 {
+	if m := h.c.UnschedulableByPlugin(); m["Fit"] != 1 || m["Gate"] != 1 || len(m) != 2 {
 		t.Fatalf("parked by plugin %v", m)
 	}
 	h.move(evNodeTaint, 5) // recorded for the in-flight attempt

@@ -41,13 +41,11 @@ const (
 	UpdatePodToleration
 	UpdatePodSchedulingGatesEliminated
 	UpdatePodGeneratedResourceClaim
-	// UpdateOther is an update that none of the finer bits describes.
-	UpdateOther
 	lastAction
 
 	Update = UpdateNodeAllocatable | UpdateNodeLabel | UpdateNodeTaint | UpdateNodeCondition |
 		UpdateNodeAnnotation | UpdatePodLabel | UpdatePodScaleDown | UpdatePodToleration |
-		UpdatePodSchedulingGatesEliminated | UpdatePodGeneratedResourceClaim | UpdateOther
+		UpdatePodSchedulingGatesEliminated | UpdatePodGeneratedResourceClaim
 	All = lastAction - 1
 )
 
@@ -55,7 +53,6 @@ var actionNames = [...]string{
 	"Add", "Delete", "UpdateNodeAllocatable", "UpdateNodeLabel", "UpdateNodeTaint",
 	"UpdateNodeCondition", "UpdateNodeAnnotation", "UpdatePodLabel", "UpdatePodScaleDown",
 	"UpdatePodToleration", "UpdatePodSchedulingGatesEliminated", "UpdatePodGeneratedResourceClaim",
-	"UpdateOther",
 }
 
 // String names the action: "Add", "Update", "All", a single bit's name, or
@@ -100,6 +97,8 @@ const (
 	LabelPopFromBackoffQ        = "PopFromBackoffQ"
 	LabelForceActivate          = "ForceActivate"
 	LabelUnschedulableTimeout   = "UnschedulableTimeout"
+	// LabelPodPopped counts attempts in flight in the in-flight events gauge.
+	LabelPodPopped = "PodPopped"
 )
 
 // The queue's wildcard events: they match every registration and every
@@ -130,12 +129,16 @@ func (e Event) IsWildcard() bool { return e.Resource == WildcardResource && e.Ac
 
 // Matches reports whether the registration reg covers the incoming event e:
 // reg is a wildcard, or the resources agree (reg "*" takes any; reg Pod takes
-// AssignedPod and UnschedulablePod) and the action bits overlap.
+// AssignedPod and UnschedulablePod), the action bits overlap, and e's action
+// is no greater than reg's as a number. The last rule is kube-scheduler's:
+// an incoming general Update does not wake a plugin that asked only for one
+// kind of update, while a single kind of update wakes a plugin that asked
+// for all of them. An incoming wildcard matches only a wildcard.
 func (reg Event) Matches(e Event) bool {
 	if reg.IsWildcard() {
 		return true
 	}
-	if reg.Action&e.Action == 0 {
+	if reg.Action&e.Action == 0 || e.Action > reg.Action {
 		return false
 	}
 	switch {

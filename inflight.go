@@ -6,6 +6,7 @@ package schedq
 type flightEvent[K comparable, T any] struct {
 	seq       uint64
 	event     Event
+	label     string
 	oldObj    any
 	newObj    any
 	target    K
@@ -64,6 +65,7 @@ func (f *flights[K, T]) record(ev flightEvent[K, T]) {
 		return
 	}
 	ev.seq = f.nextSeq
+	ev.label = ev.event.Label()
 	f.nextSeq++
 	f.log = append(f.log, ev)
 }

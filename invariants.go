@@ -3,6 +3,9 @@ package schedq
 import (
 	"errors"
 	"fmt"
+	"maps"
+
+	"github.com/schedq/schedq/internal/heap"
 )
 
 // CheckInvariants verifies the queue's internal consistency and returns
@@ -32,7 +35,7 @@ func (c *Core[K, T]) CheckInvariants() error {
 			if c.items[e.key] != e {
 				bad("%s[%d] key %v is not the map's entry", hv.name, i, e.key)
 			}
-			if i > 0 && hv.h.Less(i, (i-1)/2) {
+			if i > 0 && hv.h.Less(i, heap.Parent(i)) {
 				bad("%s: heap order broken at %d (key %v)", hv.name, i, e.key)
 			}
 			if hv.loc != locActive && e.BackoffExpiry.IsZero() {
@@ -103,6 +106,17 @@ func (c *Core[K, T]) CheckInvariants() error {
 	}
 	if total != len(c.items) {
 		bad("sub-queues hold %d items, map has %d", total, len(c.items))
+	}
+
+	want := map[string]int{}
+	for _, e := range c.items {
+		if e.counted != e.held() {
+			bad("key %v: counted %v, held %v", e.key, e.counted, e.held())
+		}
+		e.plugins(func(p string) { want[p]++ })
+	}
+	if !maps.Equal(want, c.byPlugin) {
+		bad("per-plugin counts %v, want %v", c.byPlugin, want)
 	}
 
 	n := 0

@@ -95,7 +95,7 @@ func (c *Core[K, T]) movePods(cands []*entry[K, T], ev Event, oldObj, newObj any
 		if e.loc == locGated && !c.gatingMatches(e, ev) {
 			continue
 		}
-		s := c.worth(e, ev, oldObj, newObj)
+		s := c.worth(e, ev, label, oldObj, newObj)
 		if s == stayParked {
 			continue
 		}
@@ -118,15 +118,17 @@ func (c *Core[K, T]) movePods(cands []*entry[K, T], ev Event, oldObj, newObj any
 func (c *Core[K, T]) Activate(keys []K, now time.Time) bool {
 	became := false
 	for _, key := range keys {
-		if e := c.items[key]; e != nil {
-			if c.toActive(e, LabelForceActivate, now) {
+		if e := c.items[key]; e != nil && e.loc != locActive {
+			fromBackoff := e.loc == locBackoffUnsched || e.loc == locBackoffError
+			if c.toActive(e, LabelForceActivate, fromBackoff, now) {
 				became = true
+				continue
 			}
-			continue
 		}
 		if c.flights.byKey[key] != nil {
 			c.flights.record(flightEvent[K, T]{event: EventForceActivate, target: key, hasTarget: true})
 		}
+		c.moveRequestCycle = c.cycle
 	}
 	return became
 }
@@ -142,7 +144,7 @@ func (c *Core[K, T]) FlushBackoffCompleted(now time.Time) bool {
 			if !ok || c.backoffDone(e.BackoffExpiry).After(now) {
 				break
 			}
-			if c.toActive(e, LabelBackoffComplete, now) {
+			if c.toActive(e, LabelBackoffComplete, true, now) {
 				moved = true
 			}
 		}

@@ -23,33 +23,47 @@ func (c *Core[K, T]) admit(e *entry[K, T]) bool {
 	}
 	for _, p := range checks {
 		if p.Name != e.GatingPlugin && !p.Admit(e.Item) {
-			e.GatingPlugin = p.Name
+			c.setGate(e, p.Name)
 			return false
 		}
 	}
-	e.GatingPlugin = ""
+	c.setGate(e, "")
 	return true
 }
 
-// toActive moves e into activeQ, after the PreEnqueue checks (skipped for a
-// finished backoff when pop-from-backoff is on, because they ran on entry to
-// backoffQ). A gated item is parked instead. It reports whether e landed in
-// activeQ.
-func (c *Core[K, T]) toActive(e *entry[K, T], label string, now time.Time) bool {
-	if !(label == LabelBackoffComplete && !c.cfg.DisablePopFromBackoff) && !c.admit(e) {
+// setGate changes e's gating plugin. The per-plugin counts are taken out
+// first, since they are kept by plugin name; the caller's placement puts
+// them back.
+func (c *Core[K, T]) setGate(e *entry[K, T], plugin string) {
+	if e.GatingPlugin != plugin {
+		c.uncount(e)
+		e.GatingPlugin = plugin
+	}
+}
+
+// toActive moves e into activeQ, after the PreEnqueue checks. With
+// pop-from-backoff on, items coming from backoffQ skip the checks: they ran
+// when the item entered backoffQ. A gated item is parked instead. It
+// reports whether e landed in activeQ.
+func (c *Core[K, T]) toActive(e *entry[K, T], label string, fromBackoff bool, now time.Time) bool {
+	if !(fromBackoff && !c.cfg.DisablePopFromBackoff) && !c.admit(e) {
 		c.park(e, label, now)
 		return false
 	}
 	if e.loc == locActive {
+		c.recount(e)
 		return true
 	}
 	c.unlink(e, now)
+	e.BackoffExpiry = time.Time{}
 	if e.InitialAttemptTimestamp.IsZero() {
 		e.InitialAttemptTimestamp = now
 	}
 	e.entered = now
 	e.loc = locActive
+	c.sortKeys(e)
 	c.active.Push(e)
+	c.recount(e)
 	c.rec.Incoming(SubActive, label)
 	return true
 }
@@ -65,19 +79,22 @@ func (c *Core[K, T]) toBackoff(e *entry[K, T], label string, now time.Time) {
 	c.unlink(e, now)
 	e.BackoffExpiry = e.Timestamp.Add(c.backoffDuration(e))
 	e.entered = now
-	if len(e.UnschedulablePlugins)+len(e.PendingPlugins) > 0 {
+	if e.rejected() {
 		e.loc = locBackoffUnsched
+		c.sortKeys(e)
 		c.backoffU.Push(e)
 	} else {
 		e.loc = locBackoffError
 		c.backoffE.Push(e)
 	}
+	c.recount(e)
 	c.rec.Incoming(SubBackoff, label)
 }
 
 // park puts e in the unschedulable area, or re-files it there if its gating
 // changed. Only an item new to the area counts as incoming.
 func (c *Core[K, T]) park(e *entry[K, T], label string, now time.Time) {
+	defer c.recount(e)
 	switch e.loc {
 	case locParked, locGated:
 		if (e.loc == locGated) == e.Gated() && (!e.Gated() || e.slots[0].b.plugin == e.GatingPlugin) {
@@ -102,7 +119,7 @@ func (c *Core[K, T]) requeue(e *entry[K, T], s strategy, label string, now time.
 	case s == afterBackoff && c.backingOff(e, now):
 		c.toBackoff(e, label, now)
 	default:
-		c.toActive(e, label, now)
+		c.toActive(e, label, false, now)
 	}
 	return e.loc
 }
@@ -140,30 +157,28 @@ func (c *Core[K, T]) backoffDone(expiry time.Time) time.Time {
 	return time.Unix(0, (backoff.WindowOf(expiry)+1)*int64(backoff.Window))
 }
 
-// worth decides, for a parked item and an event, where the item should go:
-// the queueing hints of the plugins that rejected it (registered for a
-// matching event) are asked in order. A Queue from a pending plugin means at
-// once; from an unschedulable plugin, after backoff; no Queue, stay.
-// Items with no rejecting plugin, and wildcard events, go after backoff.
-func (c *Core[K, T]) worth(e *entry[K, T], ev Event, oldObj, newObj any) strategy {
-	if len(e.UnschedulablePlugins)+len(e.PendingPlugins) == 0 || ev.IsWildcard() {
+// worth decides, for a queued item and an event, where the item should go.
+// The hints registered for matching events by the plugins that hold the
+// item back (its rejecting plugins and its gating plugin) are asked in
+// order: a Queue from a pending plugin means at once; from another plugin,
+// after backoff; no Queue, stay. Items no plugin holds back, and wildcard
+// events, go after backoff without asking.
+// label is ev.Label(), computed once by the caller.
+func (c *Core[K, T]) worth(e *entry[K, T], ev Event, label string, oldObj, newObj any) strategy {
+	if !e.held() || ev.IsWildcard() {
 		return afterBackoff
 	}
 	s := stayParked
-	var label string
 	for i := range c.regs {
 		r := &c.regs[i]
 		if !r.event.Matches(ev) {
 			continue
 		}
 		pending := slices.Contains(e.PendingPlugins, r.plugin)
-		if !pending && !slices.Contains(e.UnschedulablePlugins, r.plugin) {
+		if !pending && r.plugin != e.GatingPlugin && !slices.Contains(e.UnschedulablePlugins, r.plugin) {
 			continue
 		}
 		if r.fn != nil && !c.cfg.DisableQueueingHints {
-			if label == "" {
-				label = ev.Label()
-			}
 			tok := c.rec.HintStart()
 			h, err := r.fn(e.Item, oldObj, newObj)
 			c.rec.HintDone(tok, r.plugin, label, h, err)
@@ -173,6 +188,9 @@ func (c *Core[K, T]) worth(e *entry[K, T], ev Event, oldObj, newObj any) strateg
 		}
 		if pending {
 			return immediately
+		}
+		if len(e.PendingPlugins) == 0 {
+			return afterBackoff
 		}
 		s = afterBackoff
 	}

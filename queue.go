@@ -234,11 +234,12 @@ func (q *Queue[K, T]) InFlight() []Info[T] {
 	return q.core.InFlight()
 }
 
-// ParkedByPlugin returns the parked items per holding plugin.
-func (q *Queue[K, T]) ParkedByPlugin() map[string]int {
+// UnschedulableByPlugin returns the items held back per plugin (see
+// Core.UnschedulableByPlugin).
+func (q *Queue[K, T]) UnschedulableByPlugin() map[string]int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.core.ParkedByPlugin()
+	return q.core.UnschedulableByPlugin()
 }
 
 // InFlightEvents returns the kept in-flight events per label.

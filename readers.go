@@ -1,6 +1,9 @@
 package schedq
 
-import "slices"
+import (
+	"maps"
+	"slices"
+)
 
 // Get returns the item with key and where it is: queued, or else in flight.
 // O(1).
@@ -70,25 +73,24 @@ func (c *Core[K, T]) InFlight() []Info[T] {
 	return out
 }
 
-// ParkedByPlugin returns, for each plugin, how many parked items it holds
-// back (gated items count under their gating plugin). It feeds the
-// scheduler_unschedulable_pods gauge. O(plugins).
-func (c *Core[K, T]) ParkedByPlugin() map[string]int {
-	out := make(map[string]int, len(c.parked.buckets))
-	for name, b := range c.parked.buckets {
-		if len(b.items) > 0 {
-			out[name] = len(b.items)
-		}
-	}
-	return out
+// UnschedulableByPlugin returns, for each plugin, how many queued items it
+// holds back: items whose last attempt it rejected (until their next pop),
+// and items it gates. It feeds the scheduler_unschedulable_pods gauge. O(p)
+// for p plugins.
+func (c *Core[K, T]) UnschedulableByPlugin() map[string]int {
+	return maps.Clone(c.byPlugin)
 }
 
 // InFlightEvents returns how many recorded events of each label are kept for
-// attempts in flight. It feeds the scheduler_inflight_events gauge. O(events).
+// attempts in flight, and, under "PodPopped", how many attempts are in
+// flight. It feeds the scheduler_inflight_events gauge. O(events).
 func (c *Core[K, T]) InFlightEvents() map[string]int {
 	out := map[string]int{}
+	if n := c.flights.len(); n > 0 {
+		out[LabelPodPopped] = n
+	}
 	for i := range c.flights.log {
-		out[c.flights.log[i].event.Label()]++
+		out[c.flights.log[i].label]++
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-// Package heap is a binary heap of elements that record their own position.
+// Package heap is a 4-ary heap of elements that record their own position.
 //
 // It is the ordered half of schedq's keyed heap: the queue keeps one map from
 // key to element, and each element stores the index this heap gives it, so
@@ -6,7 +6,7 @@
 // a second map. The heap is not safe for concurrent use.
 package heap
 
-// Heap is a min-heap under Less: the element for which Less is true against
+// Heap is a 4-ary min-heap under Less: the element for which Less is true against
 // every other element is at the top. The zero value is not usable; call New.
 type Heap[E any] struct {
 	items    []E
@@ -98,9 +98,13 @@ func (h *Heap[E]) swap(i, j int) {
 	h.setIndex(h.items[j], j)
 }
 
+// The heap is 4-ary: half the depth of a binary heap, so fewer swaps, each
+// of which touches an element's memory to record its index.
+const arity = 4
+
 func (h *Heap[E]) up(j int) {
 	for j > 0 {
-		i := (j - 1) / 2
+		i := (j - 1) / arity
 		if !h.less(h.items[j], h.items[i]) {
 			break
 		}
@@ -114,13 +118,15 @@ func (h *Heap[E]) down(i0 int) bool {
 	n := len(h.items)
 	i := i0
 	for {
-		l := 2*i + 1
-		if l >= n || l < 0 {
+		first := arity*i + 1
+		if first >= n || first < 0 {
 			break
 		}
-		j := l
-		if r := l + 1; r < n && h.less(h.items[r], h.items[l]) {
-			j = r
+		j := first
+		for c := first + 1; c < first+arity && c < n; c++ {
+			if h.less(h.items[c], h.items[j]) {
+				j = c
+			}
 		}
 		if !h.less(h.items[j], h.items[i]) {
 			break
@@ -130,3 +136,6 @@ func (h *Heap[E]) down(i0 int) bool {
 	}
 	return i > i0
 }
+
+// Parent returns the index of i's parent; i must be positive.
+func Parent(i int) int { return (i - 1) / arity }

@@ -1,0 +1,199 @@
+package schedq
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+)
+
+type benchItem struct {
+	id   int
+	prio int32
+}
+
+func benchCore(b *testing.B, hints map[string][]EventHint[benchItem]) *Core[int, benchItem] {
+	c, err := NewCore(Config[int, benchItem]{
+		Key:      func(it benchItem) int { return it.id },
+		Priority: func(it benchItem) int32 { return it.prio },
+		Hints:    hints,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+var benchSizes = []int{1_000, 10_000, 100_000}
+
+// BenchmarkAddPopDone: one Add, one Pop and one Done with n items already
+// waiting in activeQ.
+func BenchmarkAddPopDone(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			c := benchCore(b, nil)
+			r := rand.New(rand.NewPCG(1, 1))
+			now := t0
+			for i := range n {
+				c.Add(benchItem{id: i, prio: int32(r.IntN(100))}, now)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				now = now.Add(time.Microsecond)
+				info, _ := c.Pop(now)
+				c.Done(info.Item.id)
+				c.Add(benchItem{id: info.Item.id, prio: int32(r.IntN(100))}, now)
+			}
+		})
+	}
+}
+
+// BenchmarkQueueAddPopDone is BenchmarkAddPopDone through the locked
+// Queue, with the wall clock.
+func BenchmarkQueueAddPopDone(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			q, err := New(Config[int, benchItem]{
+				Key:      func(it benchItem) int { return it.id },
+				Priority: func(it benchItem) int32 { return it.prio },
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(1, 1))
+			for i := range n {
+				q.Add(benchItem{id: i, prio: int32(r.IntN(100))})
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				info, _, _ := q.TryPop()
+				q.Done(info.Item.id)
+				q.Add(benchItem{id: info.Item.id, prio: int32(r.IntN(100))})
+			}
+		})
+	}
+}
+
+// BenchmarkRequeue: pop, fail as unschedulable, and come back through a
+// move request and the backoff flush.
+func BenchmarkRequeue(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			c := benchCore(b, map[string][]EventHint[benchItem]{"Fit": {{Event: EventNodeAdd}}})
+			now := t0
+			for i := range n {
+				c.Add(benchItem{id: i, prio: int32(i % 100)}, now)
+			}
+			fail := Failure{UnschedulablePlugins: []string{"Fit"}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				now = now.Add(time.Millisecond)
+				info, _ := c.Pop(now)
+				c.AddUnschedulableIfNotPresent(info.Item, info.Cycle, fail, now)
+				c.MoveMatching(EventNodeAdd, nil, nil, func(in *Info[benchItem]) bool { return in.Item.id == info.Item.id }, now)
+				c.Activate([]int{info.Item.id}, now)
+			}
+		})
+	}
+}
+
+// parkAll fills a core with n items parked on plugin "Fit".
+func parkAll(b *testing.B, c *Core[int, benchItem], n int, now time.Time) {
+	for i := range n {
+		c.Add(benchItem{id: i, prio: int32(i % 100)}, now)
+	}
+	fail := Failure{UnschedulablePlugins: []string{"Fit"}}
+	for range n {
+		info, _ := c.Pop(now)
+		c.AddUnschedulableIfNotPresent(info.Item, info.Cycle, fail, now)
+	}
+	if c.Counts().Unschedulable != n {
+		b.Fatalf("parked %d, want %d", c.Counts().Unschedulable, n)
+	}
+}
+
+// BenchmarkMoveAll measures one move request over n parked items:
+//   - SkipIndexed: the event's plugins rejected none of them (the index
+//     answers without looking at any item);
+//   - SkipHint: every item was rejected by the event's plugin, whose hint
+//     answers QueueSkip for each;
+//   - AllMove: every item moves to activeQ.
+func BenchmarkMoveAll(b *testing.B) {
+	skip := func(benchItem, any, any) (Hint, error) { return HintSkip, nil }
+	hints := map[string][]EventHint[benchItem]{
+		"Fit":    {{Event: EventNodeAdd}, {Event: Event{Resource: Node, Action: UpdateNodeLabel}, Fn: skip}},
+		"Volume": {{Event: Event{Resource: PersistentVolumeClaim, Action: Add}}},
+	}
+	cases := []struct {
+		name  string
+		event Event
+		moves bool
+	}{
+		{"SkipIndexed", Event{Resource: PersistentVolumeClaim, Action: Add}, false},
+		{"SkipHint", Event{Resource: Node, Action: UpdateNodeLabel}, false},
+		{"AllMove", EventNodeAdd, true},
+	}
+	for _, tc := range cases {
+		for _, n := range benchSizes {
+			b.Run(fmt.Sprintf("%s/%d", tc.name, n), func(b *testing.B) {
+				c := benchCore(b, hints)
+				now := t0
+				parkAll(b, c, n, now)
+				later := now.Add(time.Hour) // every backoff is over
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if tc.moves && i > 0 {
+						b.StopTimer()
+						c = benchCore(b, hints)
+						parkAll(b, c, n, now)
+						runtime.GC()
+						b.StartTimer()
+					}
+					c.MoveAllToActiveOrBackoffQueue(tc.event, nil, nil, nil, later)
+				}
+				b.StopTimer()
+				if got := c.Counts().Active; tc.moves && got != n || !tc.moves && got != 0 {
+					b.Fatalf("%d moved", got)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkMemoryPerItem reports the heap bytes each queued item costs,
+// in activeQ and parked.
+func BenchmarkMemoryPerItem(b *testing.B) {
+	const n = 100_000
+	for _, parked := range []bool{false, true} {
+		name := "active"
+		if parked {
+			name = "parked"
+		}
+		b.Run(name, func(b *testing.B) {
+			var bytes float64
+			for i := 0; i < b.N; i++ {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				c := benchCore(b, map[string][]EventHint[benchItem]{"Fit": {{Event: EventNodeAdd}}})
+				if parked {
+					parkAll(b, c, n, t0)
+				} else {
+					for j := range n {
+						c.Add(benchItem{id: j, prio: int32(j % 100)}, t0)
+					}
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				bytes = float64(after.HeapAlloc-before.HeapAlloc) / n
+				runtime.KeepAlive(c)
+			}
+			b.ReportMetric(bytes, "B/item")
+		})
+	}
+}

@@ -1,0 +1,197 @@
+package schedq
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+var fuzzNames = []string{"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7"}
+
+// fuzzPod returns pod i; its priority is fixed by its name, so that
+// priorities are distinct and pop order is fully defined.
+func fuzzPod(i int, label string, gated bool) pod {
+	return pod{name: fuzzNames[i], prio: int32(i * 10), label: label, gated: gated}
+}
+
+var fuzzEvents = []Event{evNodeAdd, evNodeTaint, evNodeLabel, evPodAdd, evPVCAdd, evService, evGateGone, evLabel,
+	{Resource: Node, Action: Update}}
+
+var fuzzFailures = []Failure{
+	{},
+	{UnschedulablePlugins: []string{"Fit"}},
+	{UnschedulablePlugins: []string{"Affinity"}},
+	{UnschedulablePlugins: []string{"Fit", "Affinity"}},
+	{PendingPlugins: []string{"Volume"}},
+	{UnschedulablePlugins: []string{"Fit"}, PendingPlugins: []string{"Volume"}},
+	{UnschedulablePlugins: []string{"Quiet"}},
+	{UnschedulablePlugins: []string{"Fit", "Fit"}},
+}
+
+var fuzzSteps = []time.Duration{0, 100 * time.Millisecond, 700 * time.Millisecond, time.Second, 3 * time.Second, 11 * time.Second, time.Minute, 6 * time.Minute}
+
+// runOps interprets data as operations on a Core and on the model, and
+// fails at the first disagreement or broken invariant.
+func runOps(t *testing.T, data []byte) {
+	if len(data) == 0 {
+		return
+	}
+	flags := data[0]
+	data = data[1:]
+	cfg := testConfig()
+	cfg.DisableQueueingHints = flags&1 != 0
+	cfg.DisablePopFromBackoff = flags&2 != 0
+	cfg.DisableBackoff = flags&4 != 0
+	if flags&8 != 0 {
+		cfg.Less, cfg.Priority = nil, podPrio // the cached default order
+	}
+	c, err := NewCore(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newModel(cfg)
+	now := t0
+	labels := []string{"", "web", "db"}
+	next := func() int {
+		if len(data) == 0 {
+			return 0
+		}
+		b := data[0]
+		data = data[1:]
+		return int(b)
+	}
+	for step := 0; len(data) > 0; step++ {
+		op, arg := next(), next()
+		i := arg % len(fuzzNames)
+		name := fuzzNames[i]
+		var desc string
+		switch op % 13 {
+		case 0:
+			p := fuzzPod(i, labels[(arg>>3)%3], arg&0x80 != 0)
+			desc = fmt.Sprintf("Add %+v", p)
+			c.Add(p, now)
+			m.add(p, now)
+		case 1:
+			var old pod
+			if info, _, ok := c.Get(name); ok {
+				old = info.Item
+			} else {
+				old = fuzzPod(i, "", false)
+			}
+			p := old
+			if arg&0x40 != 0 {
+				p.gated = !p.gated
+			} else {
+				p.label = labels[(arg>>3)%3]
+			}
+			desc = fmt.Sprintf("Update %+v -> %+v", old, p)
+			c.Update(old, p, now)
+			m.update(old, p, now)
+		case 2:
+			desc = "Delete " + name
+			if e1, e2 := c.Delete(name, now), m.deleteKey(name); !errors.Is(e1, e2) || (e1 == nil) != (e2 == nil) {
+				t.Fatalf("step %d %s: core %v, model %v", step, desc, e1, e2)
+			}
+		case 3, 4:
+			desc = "Pop"
+			got, ok1 := c.Pop(now)
+			want, ok2 := m.pop(now)
+			if ok1 != ok2 || ok1 && got.Item.name != want.Item.name {
+				t.Fatalf("step %d Pop: core %q %v, model %q %v", step, got.Item.name, ok1, want.Item.name, ok2)
+			}
+		case 5:
+			desc = "Done " + name
+			if e1, e2 := c.Done(name), m.done(name); !errors.Is(e1, e2) || (e1 == nil) != (e2 == nil) {
+				t.Fatalf("step %d %s: core %v, model %v", step, desc, e1, e2)
+			}
+		case 6, 7:
+			info, loc, ok := c.Get(name)
+			if !ok || loc != InFlight {
+				if f := m.flights[name]; f != nil {
+					info = f.Info // queued again, and in flight too
+				} else {
+					continue
+				}
+			}
+			f := fuzzFailures[(arg>>3)%len(fuzzFailures)]
+			cycle := info.Cycle
+			if arg&0x80 != 0 {
+				cycle-- // a stale cycle
+			}
+			desc = fmt.Sprintf("Fail %s cycle %d %+v", name, cycle, f)
+			_, e1 := c.AddUnschedulableIfNotPresent(info.Item, cycle, f, now)
+			e2 := m.fail(info.Item, cycle, f, now)
+			if !errors.Is(e1, e2) || (e1 == nil) != (e2 == nil) {
+				t.Fatalf("step %d %s: core %v, model %v", step, desc, e1, e2)
+			}
+		case 8:
+			ev := fuzzEvents[arg%len(fuzzEvents)]
+			var obj any = (arg >> 4) % 4
+			if ev == evPodAdd {
+				obj = labels[(arg>>4)%3]
+			}
+			desc = fmt.Sprintf("MoveAll %s %v", ev.Label(), obj)
+			c.MoveAllToActiveOrBackoffQueue(ev, nil, obj, nil, now)
+			m.moveAll(ev, obj, now)
+		case 9:
+			l := labels[(arg>>3)%3]
+			desc = "MoveMatching " + l
+			c.MoveMatching(evPodAdd, nil, l, func(i *Info[pod]) bool { return i.Item.label == l }, now)
+			m.moveMatching(evPodAdd, l, l, now)
+		case 10:
+			desc = "Activate " + name
+			c.Activate([]string{name}, now)
+			m.activate(name, now)
+		case 11:
+			d := fuzzSteps[arg%len(fuzzSteps)]
+			now = now.Add(d)
+			desc = fmt.Sprintf("Step %v, FlushBackoffCompleted", d)
+			c.FlushBackoffCompleted(now)
+			m.flushBackoff(now)
+		case 12:
+			d := fuzzSteps[arg%len(fuzzSteps)]
+			now = now.Add(d)
+			desc = fmt.Sprintf("Step %v, FlushUnschedulableLeftover", d)
+			c.FlushUnschedulableLeftover(now)
+			m.flushLeftover(now)
+		}
+		if err := c.CheckInvariants(); err != nil {
+			t.Fatalf("step %d %s: invariants: %v", step, desc, err)
+		}
+		if err := m.compare(c, fuzzNames); err != nil {
+			t.Fatalf("step %d %s (flags %03b): %v", step, desc, flags, err)
+		}
+	}
+}
+
+// FuzzQueue drives random operation sequences against Core and the model.
+// The seed corpus in testdata/fuzz/FuzzQueue runs with plain go test.
+func FuzzQueue(f *testing.F) {
+	f.Add([]byte{0, 0, 1, 0, 2, 3, 0, 6, 8, 8, 0, 3, 0, 11, 3})
+	f.Add([]byte{1, 0, 1, 3, 0, 8, 0, 6, 24, 3, 0, 7, 8})
+	f.Add([]byte{2, 0, 0x81, 1, 0x41, 3, 0, 0, 5, 3, 0, 6, 1, 12, 7, 12, 7})
+	f.Add([]byte{4, 0, 3, 3, 0, 6, 3, 11, 1, 3, 0})
+	f.Fuzz(runOps)
+}
+
+// TestQueueRandomLong runs long random sequences from a fixed seed, so that
+// a plain go test covers far more than the corpus.
+func TestQueueRandomLong(t *testing.T) {
+	n := 300
+	if testing.Short() {
+		n = 30
+	}
+	state := uint64(42)
+	for run := range n {
+		data := make([]byte, 600)
+		for i := range data {
+			state ^= state << 13
+			state ^= state >> 7
+			state ^= state << 17
+			data[i] = byte(state)
+		}
+		data[0] = byte(run % 16)
+		t.Run(fmt.Sprint(run), func(t *testing.T) { runOps(t, data) })
+	}
+}

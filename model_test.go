@@ -1,0 +1,487 @@
+package schedq
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/schedq/schedq/internal/backoff"
+)
+
+// model is the queue's specification written the plain way: a map of
+// items with a place each, linear scans instead of heaps and indexes, and
+// the whole event history instead of a pruned log. The fuzz test runs the
+// same operations on it and on Core and compares them after every step.
+// Priorities are distinct per name, so that pop order is fully defined.
+type model struct {
+	cfg     Config[string, pod]
+	regs    []registration[pod]
+	items   map[string]*mItem
+	flights map[string]*mItem
+	events  []mEvent
+	cycle   int64
+	moveReq int64
+}
+
+type mItem struct {
+	Info[pod]
+	loc       Location
+	errHeap   bool
+	lastFlush time.Time
+	start     int // index into model.events at pop
+	updated   bool
+	deleted   bool
+}
+
+type mEvent struct {
+	ev       Event
+	old, new any
+	target   string
+}
+
+func newModel(cfg Config[string, pod]) *model {
+	cfg, _ = cfg.validate()
+	return &model{cfg: cfg, regs: flatten(cfg.Hints), items: map[string]*mItem{}, flights: map[string]*mItem{}, moveReq: -1}
+}
+
+func (m *model) rejected(it *mItem) bool {
+	return len(it.UnschedulablePlugins)+len(it.PendingPlugins) > 0
+}
+
+func (m *model) admit(it *mItem) bool {
+	if it.Item.gated {
+		it.GatingPlugin = "Gate"
+		return false
+	}
+	it.GatingPlugin = ""
+	return true
+}
+
+func (m *model) popFromBackoff() bool { return !m.cfg.DisablePopFromBackoff }
+
+func (m *model) backoffFor(it *mItem) time.Duration {
+	if m.cfg.DisableBackoff {
+		return 0
+	}
+	n := it.UnschedulableCount
+	if it.ConsecutiveErrors > 0 {
+		n = it.ConsecutiveErrors
+	}
+	return backoff.Duration(n, m.cfg.InitialBackoff, m.cfg.MaxBackoff)
+}
+
+func (m *model) release(expiry time.Time) time.Time {
+	if !m.popFromBackoff() {
+		return expiry
+	}
+	return time.Unix(0, (backoff.WindowOf(expiry)+1)*int64(time.Second))
+}
+
+func (m *model) backingOff(it *mItem, now time.Time) bool {
+	d := m.backoffFor(it)
+	return d > 0 && m.release(it.Timestamp.Add(d)).After(now)
+}
+
+func (m *model) park(it *mItem) {
+	if it.loc != InUnschedulable && it.loc != InGated {
+		it.BackoffExpiry = time.Time{}
+	}
+	if it.GatingPlugin != "" {
+		it.loc = InGated
+	} else {
+		it.loc = InUnschedulable
+	}
+}
+
+func (m *model) toActive(it *mItem, fromBackoff bool, now time.Time) bool {
+	if !(fromBackoff && m.popFromBackoff()) && !m.admit(it) {
+		m.park(it)
+		return false
+	}
+	if it.InitialAttemptTimestamp.IsZero() {
+		it.InitialAttemptTimestamp = now
+	}
+	it.loc = InActive
+	it.BackoffExpiry = time.Time{}
+	return true
+}
+
+func (m *model) toBackoff(it *mItem, now time.Time) {
+	if m.popFromBackoff() && !m.admit(it) {
+		m.park(it)
+		return
+	}
+	it.loc = InBackoff
+	it.errHeap = !m.rejected(it)
+	it.BackoffExpiry = it.Timestamp.Add(m.backoffFor(it))
+}
+
+func (m *model) requeue(it *mItem, s strategy, now time.Time) {
+	switch {
+	case s == stayParked:
+		m.park(it)
+	case s == afterBackoff && m.backingOff(it, now):
+		m.toBackoff(it, now)
+	default:
+		m.toActive(it, false, now)
+	}
+}
+
+func (m *model) holds(it *mItem, plugin string) bool {
+	return plugin == it.GatingPlugin || slices.Contains(it.UnschedulablePlugins, plugin) || slices.Contains(it.PendingPlugins, plugin)
+}
+
+func (m *model) worth(it *mItem, e mEvent) strategy {
+	if ev := e.ev; ev.IsWildcard() || !m.rejected(it) && it.GatingPlugin == "" {
+		return afterBackoff
+	}
+	s := stayParked
+	for _, r := range m.regs {
+		if !r.event.Matches(e.ev) || !m.holds(it, r.plugin) {
+			continue
+		}
+		if r.fn != nil && !m.cfg.DisableQueueingHints {
+			if h, err := r.fn(it.Item, e.old, e.new); err == nil && h == HintSkip {
+				continue
+			}
+		}
+		if slices.Contains(it.PendingPlugins, r.plugin) {
+			return immediately
+		}
+		s = afterBackoff
+	}
+	return s
+}
+
+func (m *model) gatingMatches(it *mItem, ev Event) bool {
+	if ev.IsWildcard() {
+		return true
+	}
+	for _, r := range m.regs {
+		if r.plugin == it.GatingPlugin && r.event.Matches(ev) {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *model) add(p pod, now time.Time) {
+	it := &mItem{Info: Info[pod]{Item: p, Timestamp: now}}
+	m.items[p.name] = it
+	m.toActive(it, false, now)
+}
+
+func (m *model) update(old, p pod, now time.Time) {
+	it := m.items[p.name]
+	if it == nil {
+		if f := m.flights[p.name]; f != nil {
+			f.Item, f.updated = p, true
+			for _, ev := range m.cfg.UpdateEvents(old, p) {
+				m.record(mEvent{ev: ev, old: old, new: p})
+			}
+			return
+		}
+		it = &mItem{Info: Info[pod]{Item: p, Timestamp: now}}
+		m.items[p.name] = it
+		m.toActive(it, false, now)
+		return
+	}
+	it.Item = p
+	if it.loc == InActive || it.loc == InBackoff {
+		return
+	}
+	evs := m.cfg.UpdateEvents(old, p)
+	if m.cfg.DisableQueueingHints {
+		if len(evs) > 0 {
+			m.requeue(it, afterBackoff, now)
+		}
+		return
+	}
+	for _, ev := range evs {
+		if it.loc == InGated && !m.gatingMatches(it, ev) {
+			continue
+		}
+		if s := m.worth(it, mEvent{ev: ev, old: old, new: p}); s != stayParked {
+			m.requeue(it, s, now)
+			if it.loc != InUnschedulable && it.loc != InGated {
+				return
+			}
+		}
+	}
+}
+
+func (m *model) record(e mEvent) {
+	if len(m.flights) > 0 {
+		m.events = append(m.events, e)
+	}
+}
+
+func (m *model) pop(now time.Time) (Info[pod], bool) {
+	var best *mItem
+	for _, it := range m.items {
+		if it.loc == InActive && (best == nil || m.cfg.Less(&it.Info, &best.Info)) {
+			best = it
+		}
+	}
+	if best == nil && m.popFromBackoff() {
+		for _, it := range m.items {
+			if it.loc != InBackoff || it.errHeap {
+				continue
+			}
+			if best == nil {
+				best = it
+				continue
+			}
+			wi, wb := backoff.WindowOf(it.BackoffExpiry), backoff.WindowOf(best.BackoffExpiry)
+			if wi < wb || wi == wb && m.cfg.Less(&it.Info, &best.Info) {
+				best = it
+			}
+		}
+		if best != nil && best.InitialAttemptTimestamp.IsZero() {
+			best.InitialAttemptTimestamp = now
+		}
+	}
+	if best == nil {
+		return Info[pod]{}, false
+	}
+	delete(m.items, best.Item.name)
+	m.cycle++
+	best.Attempts++
+	best.Cycle = m.cycle
+	best.BackoffExpiry = time.Time{}
+	best.loc = InFlight
+	best.start = len(m.events)
+	best.updated, best.deleted = false, false
+	m.flights[best.Item.name] = best
+	return best.Info, true
+}
+
+func (m *model) endFlight(name string) {
+	delete(m.flights, name)
+	if len(m.flights) == 0 {
+		m.events = m.events[:0]
+		for _, f := range m.flights {
+			f.start = 0
+		}
+	}
+}
+
+func (m *model) done(name string) error {
+	if m.flights[name] == nil {
+		return ErrNotInFlight
+	}
+	m.endFlight(name)
+	return nil
+}
+
+func (m *model) fail(p pod, cycle int64, f Failure, now time.Time) error {
+	it := m.flights[p.name]
+	if it != nil && it.Cycle != cycle {
+		it = nil
+	}
+	if m.items[p.name] != nil {
+		if it != nil {
+			m.endFlight(p.name)
+		}
+		return ErrAlreadyQueued
+	}
+	var since []mEvent
+	if it == nil {
+		it = &mItem{Info: Info[pod]{Item: p, Timestamp: now}}
+	} else {
+		if it.deleted {
+			m.endFlight(p.name)
+			return nil
+		}
+		if !it.updated {
+			it.Item = p
+		}
+		since = slices.Clone(m.events[it.start:])
+		m.endFlight(p.name)
+	}
+	it.Timestamp = now
+	it.BackoffExpiry = time.Time{}
+	it.FlushedFromUnschedulable = false
+	it.UnschedulablePlugins = slices.Clone(f.UnschedulablePlugins)
+	it.PendingPlugins = slices.Clone(f.PendingPlugins)
+	if m.rejected(it) {
+		it.UnschedulableCount++
+		it.ConsecutiveErrors = 0
+	} else {
+		it.ConsecutiveErrors++
+	}
+	s := stayParked
+	switch {
+	case !m.rejected(it):
+		s = afterBackoff
+	case m.cfg.DisableQueueingHints:
+		if m.moveReq >= cycle {
+			s = afterBackoff
+		}
+	default:
+		for _, e := range since {
+			if e.target != "" && e.target != p.name {
+				continue
+			}
+			s = max(s, m.worth(it, e))
+		}
+	}
+	m.items[p.name] = it
+	m.requeue(it, s, now)
+	return nil
+}
+
+func (m *model) deleteKey(name string) error {
+	if m.items[name] != nil {
+		delete(m.items, name)
+		return nil
+	}
+	if f := m.flights[name]; f != nil {
+		f.deleted = true
+		return nil
+	}
+	return ErrNotFound
+}
+
+func (m *model) interested(ev Event) bool {
+	for _, r := range m.regs {
+		if r.event.Matches(ev) {
+			return true
+		}
+	}
+	return ev.IsWildcard()
+}
+
+func (m *model) movePods(names []string, e mEvent, keep func(*mItem) bool, now time.Time) {
+	for _, name := range names {
+		it := m.items[name]
+		if it.loc != InUnschedulable && it.loc != InGated || !keep(it) {
+			continue
+		}
+		if it.loc == InGated && !m.gatingMatches(it, e.ev) {
+			continue
+		}
+		if s := m.worth(it, e); s != stayParked {
+			m.requeue(it, s, now)
+		}
+	}
+	m.moveReq = m.cycle
+	m.record(e)
+}
+
+func (m *model) sortedNames() []string {
+	var names []string
+	for name := range m.items {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (m *model) moveAll(ev Event, obj any, now time.Time) {
+	if !m.interested(ev) {
+		return
+	}
+	m.movePods(m.sortedNames(), mEvent{ev: ev, new: obj}, func(*mItem) bool { return true }, now)
+}
+
+func (m *model) moveMatching(ev Event, obj any, label string, now time.Time) {
+	if !m.interested(ev) {
+		return
+	}
+	m.movePods(m.sortedNames(), mEvent{ev: ev, new: obj}, func(it *mItem) bool { return it.Item.label == label }, now)
+}
+
+func (m *model) activate(name string, now time.Time) {
+	if it := m.items[name]; it != nil && it.loc != InActive {
+		if m.toActive(it, it.loc == InBackoff, now) {
+			return
+		}
+	}
+	if m.flights[name] != nil {
+		m.record(mEvent{ev: EventForceActivate, target: name})
+	}
+	m.moveReq = m.cycle
+}
+
+func (m *model) flushBackoff(now time.Time) {
+	for _, name := range m.sortedNames() {
+		if it := m.items[name]; it.loc == InBackoff && !m.release(it.BackoffExpiry).After(now) {
+			m.toActive(it, true, now)
+		}
+	}
+}
+
+func (m *model) flushLeftover(now time.Time) {
+	var names []string
+	for _, name := range m.sortedNames() {
+		it := m.items[name]
+		if it.loc != InUnschedulable && it.loc != InGated {
+			continue
+		}
+		since := it.Timestamp
+		if it.lastFlush.After(since) {
+			since = it.lastFlush
+		}
+		if now.Sub(since) > m.cfg.MaxInUnschedulable {
+			it.FlushedFromUnschedulable = true
+			it.lastFlush = now
+			names = append(names, name)
+		}
+	}
+	if len(names) > 0 {
+		m.movePods(names, mEvent{ev: EventUnschedulableTimeout}, func(*mItem) bool { return true }, now)
+	}
+}
+
+func (m *model) counts() Counts {
+	var c Counts
+	for _, it := range m.items {
+		switch it.loc {
+		case InActive:
+			c.Active++
+		case InBackoff:
+			c.Backoff++
+		case InUnschedulable:
+			c.Unschedulable++
+		case InGated:
+			c.Gated++
+		}
+	}
+	c.InFlight = len(m.flights)
+	return c
+}
+
+// compare reports the first difference between the model and the core.
+func (m *model) compare(c *Core[string, pod], names []string) error {
+	if got, want := c.Counts(), m.counts(); got != want {
+		return fmt.Errorf("counts %+v, model %+v", got, want)
+	}
+	for _, name := range names {
+		info, loc, ok := c.Get(name)
+		var want *mItem
+		if it := m.items[name]; it != nil {
+			want = it
+		} else if f := m.flights[name]; f != nil {
+			want = f
+		}
+		if !ok || want == nil {
+			if ok != (want != nil) {
+				return fmt.Errorf("%s: present %v, model %v", name, ok, want != nil)
+			}
+			continue
+		}
+		if loc != want.loc {
+			return fmt.Errorf("%s: at %v, model %v", name, loc, want.loc)
+		}
+		g, w := info, want.Info
+		if g.Item != w.Item || !g.Timestamp.Equal(w.Timestamp) || !g.InitialAttemptTimestamp.Equal(w.InitialAttemptTimestamp) ||
+			g.Attempts != w.Attempts || g.UnschedulableCount != w.UnschedulableCount || g.ConsecutiveErrors != w.ConsecutiveErrors ||
+			g.GatingPlugin != w.GatingPlugin || !g.BackoffExpiry.Equal(w.BackoffExpiry) ||
+			g.FlushedFromUnschedulable != w.FlushedFromUnschedulable || g.Cycle != w.Cycle ||
+			!slices.Equal(g.UnschedulablePlugins, w.UnschedulablePlugins) || !slices.Equal(g.PendingPlugins, w.PendingPlugins) {
+			return fmt.Errorf("%s: info\n  core  %+v\n  model %+v", name, g, w)
+		}
+	}
+	return nil
+}

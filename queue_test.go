@@ -1,0 +1,237 @@
+package schedq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func newQueue(t *testing.T, mutate ...func(*Config[string, pod])) *Queue[string, pod] {
+	t.Helper()
+	cfg := testConfig()
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	q, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+func TestQueueCloseWakesBlockedPop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := newQueue(t)
+		errc := make(chan error, 1)
+		go func() {
+			_, err := q.Pop(context.Background())
+			errc <- err
+		}()
+		synctest.Wait() // Pop is blocked
+		select {
+		case err := <-errc:
+			t.Fatalf("Pop returned %v before Close", err)
+		default:
+		}
+		if err := q.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-errc; !errors.Is(err, ErrClosed) {
+			t.Fatalf("Pop after Close: %v", err)
+		}
+	})
+}
+
+func TestQueuePopBlocksUntilAdd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := newQueue(t)
+		got := make(chan string, 1)
+		go func() {
+			info, err := q.Pop(context.Background())
+			if err != nil {
+				t.Error(err)
+			}
+			got <- info.Item.name
+		}()
+		synctest.Wait()
+		if err := q.Add(mk("a", 1)); err != nil {
+			t.Fatal(err)
+		}
+		if name := <-got; name != "a" {
+			t.Fatalf("popped %q", name)
+		}
+	})
+}
+
+func TestQueuePopContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := newQueue(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() {
+			_, err := q.Pop(ctx)
+			errc <- err
+		}()
+		synctest.Wait()
+		cancel()
+		if err := <-errc; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Pop after cancel: %v", err)
+		}
+		ctx, cancel = context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if _, err := q.Pop(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Pop with deadline: %v", err)
+		}
+	})
+}
+
+func TestQueueAfterClose(t *testing.T) {
+	q := newQueue(t)
+	if err := q.Add(mk("a", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ops := map[string]error{
+		"Add":      q.Add(mk("b", 1)),
+		"Update":   q.Update(mk("a", 1), mk("a", 2)),
+		"Delete":   q.Delete("a"),
+		"Done":     q.Done("a"),
+		"Requeue":  q.AddUnschedulableIfNotPresent(mk("a", 1), 1, Failure{}),
+		"MoveAll":  q.MoveAllToActiveOrBackoffQueue(evNodeAdd, nil, nil, nil),
+		"Activate": q.Activate("a"),
+		"Close":    q.Close(),
+	}
+	for name, err := range ops {
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close: %v", name, err)
+		}
+	}
+	if _, err := q.Pop(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Errorf("Pop after Close: %v", err)
+	}
+	// Nothing is lost: the queued item is still readable.
+	if p := q.Pending(); len(p) != 1 || p[0].Item.name != "a" {
+		t.Fatalf("pending after Close: %+v", p)
+	}
+}
+
+func TestQueueRunFlushes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := newQueue(t, func(c *Config[string, pod]) { c.DisablePopFromBackoff = true })
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		runErr := make(chan error, 1)
+		go func() { runErr <- q.Run(ctx) }()
+
+		if err := q.Add(mk("a", 1)); err != nil {
+			t.Fatal(err)
+		}
+		info, err := q.Pop(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := q.AddUnschedulableIfNotPresent(info.Item, info.Cycle, Failure{}); err != nil {
+			t.Fatal(err)
+		}
+		// The error backoff is 1s; the backoff flush, ticking every 1s,
+		// moves it to activeQ and wakes this Pop.
+		if _, err := q.Pop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited < time.Second || waited > 2*time.Second {
+			t.Fatalf("popped after %v, want within the second after the 1s backoff", waited)
+		}
+		if err := q.AddUnschedulableIfNotPresent(info.Item, info.Cycle+1, Failure{UnschedulablePlugins: []string{"Quiet"}}); err != nil {
+			t.Fatal(err)
+		}
+		// Parked on a plugin no event wakes: the leftover flush retries it
+		// after 5 minutes, at the first 30s tick past that.
+		start = time.Now()
+		if _, err := q.Pop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited < DefaultMaxInUnschedulable || waited > DefaultMaxInUnschedulable+40*time.Second {
+			t.Fatalf("leftover flush after %v", waited)
+		}
+		cancel()
+		if err := <-runErr; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run: %v", err)
+		}
+	})
+}
+
+func TestQueueConcurrent(t *testing.T) {
+	q := newQueue(t)
+	const producers, consumers, perProducer = 4, 4, 500
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Go(func() {
+			for i := range perProducer {
+				if err := q.Add(mk(fmt.Sprintf("p%d-%d", p, i), int32(i%7))); err != nil {
+					t.Error(err)
+				}
+				if i%50 == 0 {
+					q.MoveAllToActiveOrBackoffQueue(evNodeAdd, nil, nil, nil)
+					q.FlushBackoffCompleted()
+				}
+			}
+		})
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	for range consumers {
+		wg.Go(func() {
+			for {
+				info, err := q.Pop(ctx)
+				if err != nil {
+					return
+				}
+				name := info.Item.name
+				if info.Attempts == 1 && len(name)%2 == 0 {
+					// Fail some once, and bring them straight back.
+					if err := q.AddUnschedulableIfNotPresent(info.Item, info.Cycle, Failure{UnschedulablePlugins: []string{"Fit"}}); err != nil {
+						t.Error(err)
+					}
+					q.Activate(name)
+					continue
+				}
+				if err := q.Done(name); err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				seen[name]++
+				if len(seen) == producers*perProducer {
+					cancel()
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != producers*perProducer {
+		t.Fatalf("%d items done, want %d", len(seen), producers*perProducer)
+	}
+	for name, n := range seen {
+		if n != 1 {
+			t.Fatalf("%s done %d times", name, n)
+		}
+	}
+	if c := q.Counts(); c != (Counts{}) {
+		t.Fatalf("counts after draining: %+v", c)
+	}
+	q.mu.Lock()
+	err := q.core.CheckInvariants()
+	q.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
