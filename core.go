@@ -78,6 +78,8 @@ type entry[K comparable, T any] struct {
 	entered   time.Time // when it entered its current sub-queue
 	lastFlush time.Time // last leftover flush that tried it
 	visit     uint64    // move-request epoch, to visit an entry once
+	gen       uint64    // its live slot in a lazy activeQ
+	shadow    *entry[K, T] // an attempt in flight for the same key
 	counted   bool      // its plugins are in Core.byPlugin
 
 	// While in flight.
@@ -98,8 +100,12 @@ type Core[K comparable, T any] struct {
 	regs       []registration[T]
 	pluginRegs map[string][]Event // plugin -> events it registered
 
-	items    map[K]*entry[K, T] // every queued (not in-flight) item
-	active   *heap.Heap[*entry[K, T]]
+	// keys maps a key to its queued entry or, if none, its entry in flight.
+	// A queued entry whose key is also in flight (re-added during the
+	// attempt) points to the in-flight one through shadow.
+	keys     map[K]*entry[K, T]
+	queued   int // entries in the sub-queues
+	active   activeQueue[K, T]
 	backoffU *heap.Heap[*entry[K, T]] // failed with a rejecting plugin
 	backoffE *heap.Heap[*entry[K, T]] // failed with an error
 	parked   parked[K, T]
@@ -128,11 +134,10 @@ func NewCore[K comparable, T any](cfg Config[K, T]) (*Core[K, T], error) {
 		rec:              cfg.Recorder,
 		regs:             flatten(cfg.Hints),
 		pluginRegs:       map[string][]Event{},
-		items:            map[K]*entry[K, T]{},
+		keys:             map[K]*entry[K, T]{},
 		byPlugin:         map[string]int{},
 		moveRequestCycle: -1,
 	}
-	c.flights.byKey = map[K]*entry[K, T]{}
 	for _, r := range c.regs {
 		c.pluginRegs[r.plugin] = append(c.pluginRegs[r.plugin], r.event)
 	}
@@ -146,7 +151,11 @@ func NewCore[K comparable, T any](cfg Config[K, T]) (*Core[K, T], error) {
 			return a.ts < b.ts
 		}
 	}
-	c.active = heap.New(less, setIdx)
+	if cfg.Priority != nil {
+		c.active = newLazyActive[K, T]()
+	} else {
+		c.active = newIndexedActive(less)
+	}
 	if cfg.DisablePopFromBackoff {
 		c.backoffU = heap.New(byExpiry[K, T], setIdx)
 	} else {
@@ -247,6 +256,59 @@ func (c *Core[K, T]) recycle(e *entry[K, T]) {
 	}
 }
 
+// queuedEntry returns the queued entry for key, or nil.
+func (c *Core[K, T]) queuedEntry(key K) *entry[K, T] {
+	if e := c.keys[key]; e != nil && e.loc != locFlight {
+		return e
+	}
+	return nil
+}
+
+// flightEntry returns the entry in flight for key, or nil.
+func (c *Core[K, T]) flightEntry(key K) *entry[K, T] {
+	e := c.keys[key]
+	if e == nil || e.loc == locFlight {
+		return e
+	}
+	return e.shadow
+}
+
+// enqueue registers a new queued entry, which must not be in the map yet.
+// An attempt in flight for the same key becomes its shadow.
+func (c *Core[K, T]) enqueue(e *entry[K, T]) {
+	if f := c.keys[e.key]; f != nil {
+		e.shadow = f
+	}
+	c.keys[e.key] = e
+	c.queued++
+}
+
+// dequeue forgets a queued entry that left the sub-queues for good.
+func (c *Core[K, T]) dequeue(e *entry[K, T]) {
+	c.queued--
+	if e.shadow != nil {
+		c.keys[e.key] = e.shadow
+		e.shadow = nil
+	} else {
+		delete(c.keys, e.key)
+	}
+}
+
+// endFlight stops tracking an attempt. A shadow's queued entry keeps the
+// key; otherwise the key is forgotten unless keep is set (the entry is
+// being requeued).
+func (c *Core[K, T]) endFlight(e *entry[K, T], keep bool) {
+	c.flights.end(e)
+	switch q := c.keys[e.key]; {
+	case q == e:
+		if !keep {
+			delete(c.keys, e.key)
+		}
+	case q != nil && q.shadow == e:
+		q.shadow = nil
+	}
+}
+
 // Poppable reports whether Pop would return an item now.
 func (c *Core[K, T]) Poppable() bool {
 	return c.active.Len() > 0 || (!c.cfg.DisablePopFromBackoff && c.backoffU.Len() > 0)
@@ -260,13 +322,13 @@ func (c *Core[K, T]) SchedulingCycle() int64 { return c.cycle }
 // if a PreEnqueue check rejects it. Add reports whether the item is
 // poppable. O(log n).
 func (c *Core[K, T]) Add(item T, now time.Time) bool {
-	key := c.cfg.Key(item)
-	if old := c.items[key]; old != nil {
+	e := c.newEntry(item, now)
+	if old := c.queuedEntry(e.key); old != nil {
 		c.unlink(old, now)
+		c.dequeue(old)
 		c.recycle(old)
 	}
-	e := c.newEntry(item, now)
-	c.items[key] = e
+	c.enqueue(e)
 	return c.toActive(e, LabelUnschedulablePodAdd, false, now)
 }
 
@@ -281,9 +343,9 @@ func (c *Core[K, T]) Add(item T, now time.Time) bool {
 // Update reports whether anything became poppable.
 func (c *Core[K, T]) Update(oldItem, newItem T, now time.Time) bool {
 	key := c.cfg.Key(newItem)
-	e := c.items[key]
+	e := c.queuedEntry(key)
 	if e == nil {
-		if f := c.flights.byKey[key]; f != nil {
+		if f := c.flightEntry(key); f != nil {
 			f.Item = newItem
 			f.updated = true
 			for _, ev := range c.updateEvents(oldItem, newItem) {
@@ -292,14 +354,14 @@ func (c *Core[K, T]) Update(oldItem, newItem T, now time.Time) bool {
 			return false
 		}
 		e = c.newEntry(newItem, now)
-		c.items[key] = e
+		c.enqueue(e)
 		return c.toActive(e, LabelUnschedulablePodUpdate, false, now)
 	}
 	switch e.loc {
 	case locActive:
 		e.Item = newItem
 		c.sortKeys(e)
-		c.active.Fix(e.idx)
+		c.active.Fix(e)
 		return false
 	case locBackoffUnsched:
 		e.Item = newItem
@@ -347,13 +409,13 @@ func (c *Core[K, T]) updateEvents(oldItem, newItem T) []Event {
 // the attempt is marked so that its requeue drops it. It returns ErrNotFound
 // if the key is neither queued nor in flight. O(log n).
 func (c *Core[K, T]) Delete(key K, now time.Time) error {
-	if e := c.items[key]; e != nil {
+	if e := c.queuedEntry(key); e != nil {
 		c.unlink(e, now)
-		delete(c.items, key)
+		c.dequeue(e)
 		c.recycle(e)
 		return nil
 	}
-	if f := c.flights.byKey[key]; f != nil {
+	if f := c.flightEntry(key); f != nil {
 		f.deleted = true
 		return nil
 	}
@@ -381,11 +443,12 @@ func (c *Core[K, T]) Pop(now time.Time) (info Info[T], ok bool) {
 	default:
 		return info, false
 	}
-	delete(c.items, e.key)
+	c.queued--
 	c.uncount(e)
-	if prev := c.flights.byKey[e.key]; prev != nil {
-		// The key was deleted and re-added during an older attempt; that
-		// attempt is superseded.
+	if prev := e.shadow; prev != nil {
+		// The key was re-added during an older attempt, which this pop
+		// supersedes.
+		e.shadow = nil
 		c.flights.end(prev)
 		c.recycle(prev)
 	}
@@ -403,11 +466,11 @@ func (c *Core[K, T]) Pop(now time.Time) (info Info[T], ok bool) {
 // returns ErrNotInFlight if key has no attempt in flight, for example on a
 // second Done. O(1).
 func (c *Core[K, T]) Done(key K) error {
-	e := c.flights.byKey[key]
+	e := c.flightEntry(key)
 	if e == nil {
 		return fmt.Errorf("%w: done %v", ErrNotInFlight, key)
 	}
-	c.flights.end(e)
+	c.endFlight(e, false)
 	if !e.InitialAttemptTimestamp.IsZero() {
 		c.rec.Scheduled(e.poppedAt.Sub(e.InitialAttemptTimestamp), e.FlushedFromUnschedulable)
 	}
@@ -441,13 +504,13 @@ type Failure struct {
 // poppable.
 func (c *Core[K, T]) AddUnschedulableIfNotPresent(item T, cycle int64, f Failure, now time.Time) (bool, error) {
 	key := c.cfg.Key(item)
-	e := c.flights.byKey[key]
+	e := c.flightEntry(key)
 	if e != nil && e.Cycle != cycle {
 		e = nil // a stale cycle: that attempt was superseded
 	}
-	if c.items[key] != nil {
+	if c.queuedEntry(key) != nil {
 		if e != nil {
-			c.flights.end(e)
+			c.endFlight(e, false)
 			c.recycle(e)
 		}
 		return false, fmt.Errorf("%w: requeue %v", ErrAlreadyQueued, key)
@@ -459,7 +522,7 @@ func (c *Core[K, T]) AddUnschedulableIfNotPresent(item T, cycle int64, f Failure
 		e = c.newEntry(item, now)
 	} else {
 		if e.deleted {
-			c.flights.end(e)
+			c.endFlight(e, false)
 			c.recycle(e)
 			return false, nil
 		}
@@ -502,9 +565,11 @@ func (c *Core[K, T]) AddUnschedulableIfNotPresent(item T, cycle int64, f Failure
 		}
 	}
 	if e.loc == locFlight {
-		c.flights.end(e)
+		c.endFlight(e, true) // the key stays, now queued
+		c.queued++
+	} else {
+		c.enqueue(e)
 	}
-	c.items[key] = e
 	switch c.requeue(e, s, LabelScheduleAttemptFailure, now) {
 	case locActive, locBackoffUnsched:
 		return c.Poppable(), nil
@@ -517,7 +582,7 @@ func (c *Core[K, T]) unlink(e *entry[K, T], now time.Time) {
 	sq := e.loc.subQueue()
 	switch e.loc {
 	case locActive:
-		c.active.Remove(e.idx)
+		c.active.Remove(e)
 	case locBackoffUnsched:
 		c.backoffU.Remove(e.idx)
 	case locBackoffError:

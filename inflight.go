@@ -18,13 +18,13 @@ type flightEvent[K comparable, T any] struct {
 // Each flight remembers the log position at its pop, so a failed attempt
 // sees exactly the events that happened during it.
 type flights[K comparable, T any] struct {
-	byKey      map[K]*entry[K, T]
+	n          int
 	head, tail *entry[K, T]
 	log        []flightEvent[K, T]
 	nextSeq    uint64 // seq of the next event
 }
 
-func (f *flights[K, T]) len() int { return len(f.byKey) }
+func (f *flights[K, T]) len() int { return f.n }
 
 func (f *flights[K, T]) start(e *entry[K, T]) {
 	e.loc = locFlight
@@ -36,7 +36,7 @@ func (f *flights[K, T]) start(e *entry[K, T]) {
 		f.head = e
 	}
 	f.tail = e
-	f.byKey[e.key] = e
+	f.n++
 }
 
 // end stops tracking e and drops the events no remaining flight needs.
@@ -52,9 +52,7 @@ func (f *flights[K, T]) end(e *entry[K, T]) {
 		f.tail = e.prev
 	}
 	e.prev, e.next = nil, nil
-	if f.byKey[e.key] == e {
-		delete(f.byKey, e.key)
-	}
+	f.n--
 	e.loc = locNone
 	f.prune()
 }

@@ -18,12 +18,20 @@ func (c *Core[K, T]) CheckInvariants() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
+	if err := c.active.Check(); err != nil {
+		bad("%v", err)
+	}
+	total := c.active.Len()
+	c.active.Each(func(e *entry[K, T]) {
+		if c.queuedEntry(e.key) != e {
+			bad("activeQ key %v is not the map's entry", e.key)
+		}
+	})
 	heaps := []struct {
 		name string
 		h    heapView[K, T]
 		loc  loc
-	}{{"activeQ", c.active, locActive}, {"backoffQ(unschedulable)", c.backoffU, locBackoffUnsched}, {"backoffQ(error)", c.backoffE, locBackoffError}}
-	total := 0
+	}{{"backoffQ(unschedulable)", c.backoffU, locBackoffUnsched}, {"backoffQ(error)", c.backoffE, locBackoffError}}
 	for _, hv := range heaps {
 		n := hv.h.Len()
 		total += n
@@ -32,13 +40,13 @@ func (c *Core[K, T]) CheckInvariants() error {
 			if e.loc != hv.loc || e.idx != i {
 				bad("%s[%d] key %v: loc %d idx %d", hv.name, i, e.key, e.loc, e.idx)
 			}
-			if c.items[e.key] != e {
+			if c.queuedEntry(e.key) != e {
 				bad("%s[%d] key %v is not the map's entry", hv.name, i, e.key)
 			}
 			if i > 0 && hv.h.Less(i, heap.Parent(i)) {
 				bad("%s: heap order broken at %d (key %v)", hv.name, i, e.key)
 			}
-			if hv.loc != locActive && e.BackoffExpiry.IsZero() {
+			if e.BackoffExpiry.IsZero() {
 				bad("%s: key %v has no backoff expiry", hv.name, e.key)
 			}
 			rejected := len(e.UnschedulablePlugins)+len(e.PendingPlugins) > 0
@@ -53,7 +61,7 @@ func (c *Core[K, T]) CheckInvariants() error {
 		if e.pos != i || (e.loc != locParked && e.loc != locGated) {
 			bad("parked[%d] key %v: loc %d pos %d", i, e.key, e.loc, e.pos)
 		}
-		if c.items[e.key] != e {
+		if c.queuedEntry(e.key) != e {
 			bad("parked[%d] key %v is not the map's entry", i, e.key)
 		}
 		if (e.loc == locGated) != e.Gated() {
@@ -104,12 +112,35 @@ func (c *Core[K, T]) CheckInvariants() error {
 	if indexed != slots {
 		bad("index holds %d entries, parked items have %d slots", indexed, slots)
 	}
-	if total != len(c.items) {
-		bad("sub-queues hold %d items, map has %d", total, len(c.items))
+	queued, flying := 0, 0
+	for key, e := range c.keys {
+		if e.key != key {
+			bad("map key %v holds key %v", key, e.key)
+		}
+		if e.loc == locFlight {
+			flying++
+			continue
+		}
+		queued++
+		if s := e.shadow; s != nil {
+			flying++
+			if s.loc != locFlight || s.key != key {
+				bad("key %v: shadow is not in flight", key)
+			}
+		}
+	}
+	if total != queued || total != c.queued {
+		bad("sub-queues hold %d items, map has %d queued, counter %d", total, queued, c.queued)
+	}
+	if flying != c.flights.len() {
+		bad("map has %d attempts in flight, list %d", flying, c.flights.len())
 	}
 
 	want := map[string]int{}
-	for _, e := range c.items {
+	for _, e := range c.keys {
+		if e.loc == locFlight {
+			continue
+		}
 		if e.counted != e.held() {
 			bad("key %v: counted %v, held %v", e.key, e.counted, e.held())
 		}
@@ -123,7 +154,7 @@ func (c *Core[K, T]) CheckInvariants() error {
 	var prev *entry[K, T]
 	for e := c.flights.head; e != nil; e = e.next {
 		n++
-		if e.loc != locFlight || e.prev != prev || c.flights.byKey[e.key] != e {
+		if e.loc != locFlight || e.prev != prev || c.flightEntry(e.key) != e {
 			bad("in-flight key %v: broken list or map", e.key)
 		}
 		if prev != nil && prev.startSeq > e.startSeq {
@@ -131,8 +162,8 @@ func (c *Core[K, T]) CheckInvariants() error {
 		}
 		prev = e
 	}
-	if prev != c.flights.tail || n != len(c.flights.byKey) {
-		bad("in-flight list has %d entries, map %d", n, len(c.flights.byKey))
+	if prev != c.flights.tail || n != c.flights.len() {
+		bad("in-flight list has %d entries, counted %d", n, c.flights.len())
 	}
 	for i := 1; i < len(c.flights.log); i++ {
 		if c.flights.log[i].seq != c.flights.log[i-1].seq+1 {

@@ -118,14 +118,14 @@ func (c *Core[K, T]) movePods(cands []*entry[K, T], ev Event, oldObj, newObj any
 func (c *Core[K, T]) Activate(keys []K, now time.Time) bool {
 	became := false
 	for _, key := range keys {
-		if e := c.items[key]; e != nil && e.loc != locActive {
+		if e := c.queuedEntry(key); e != nil && e.loc != locActive {
 			fromBackoff := e.loc == locBackoffUnsched || e.loc == locBackoffError
 			if c.toActive(e, LabelForceActivate, fromBackoff, now) {
 				became = true
 				continue
 			}
 		}
-		if c.flights.byKey[key] != nil {
+		if c.flightEntry(key) != nil {
 			c.flights.record(flightEvent[K, T]{event: EventForceActivate, target: key, hasTarget: true})
 		}
 		c.moveRequestCycle = c.cycle

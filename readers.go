@@ -8,11 +8,8 @@ import (
 // Get returns the item with key and where it is: queued, or else in flight.
 // O(1).
 func (c *Core[K, T]) Get(key K) (Info[T], Location, bool) {
-	if e := c.items[key]; e != nil {
+	if e := c.keys[key]; e != nil {
 		return e.Info, e.loc.location(), true
-	}
-	if e := c.flights.byKey[key]; e != nil {
-		return e.Info, InFlight, true
 	}
 	return Info[T]{}, Absent, false
 }
@@ -37,7 +34,7 @@ type Queued[T any] struct {
 // Pending lists every queued item: activeQ in pop order, then backoffQ by
 // expiry, then the parking area in its internal order. O(n log n).
 func (c *Core[K, T]) Pending() []Queued[T] {
-	out := make([]Queued[T], 0, len(c.items))
+	out := make([]Queued[T], 0, c.queued)
 	add := func(es []*entry[K, T], less func(a, b *entry[K, T]) int) {
 		es = slices.Clone(es)
 		if less != nil {
@@ -56,7 +53,9 @@ func (c *Core[K, T]) Pending() []Queued[T] {
 		}
 		return 0
 	}
-	add(heapItems(c.active), byHeap)
+	var active []*entry[K, T]
+	c.active.Each(func(e *entry[K, T]) { active = append(active, e) })
+	add(active, byHeap)
 	add(append(heapItems(c.backoffU), heapItems(c.backoffE)...), func(a, b *entry[K, T]) int {
 		return a.BackoffExpiry.Compare(b.BackoffExpiry)
 	})

@@ -14,10 +14,45 @@ type Heap[E any] struct {
 	setIndex func(e E, i int)
 }
 
-// New returns an empty heap ordered by less. setIndex is called whenever an
-// element moves, with its new index, and with -1 when it leaves the heap.
+// New returns an empty heap ordered by less. setIndex, if not nil, is called
+// whenever an element moves, with its new index, and with -1 when it leaves
+// the heap.
 func New[E any](less func(a, b E) bool, setIndex func(e E, i int)) *Heap[E] {
 	return &Heap[E]{less: less, setIndex: setIndex}
+}
+
+// place tells an element its index, if the heap was asked to.
+func (h *Heap[E]) place(e E, i int) {
+	if h.setIndex != nil {
+		h.setIndex(e, i)
+	}
+}
+
+// Filter keeps only the elements for which keep is true and restores the
+// heap order. O(n).
+func (h *Heap[E]) Filter(keep func(E) bool) {
+	kept := h.items[:0]
+	for _, e := range h.items {
+		if keep(e) {
+			kept = append(kept, e)
+		} else {
+			h.place(e, -1)
+		}
+	}
+	var zero E
+	for i := len(kept); i < len(h.items); i++ {
+		h.items[i] = zero
+	}
+	h.items = kept
+	for i, e := range h.items {
+		h.place(e, i)
+	}
+	for i := len(h.items)/arity + 1; i >= 0; i-- {
+		if i < len(h.items) {
+			h.down(i)
+		}
+	}
+	h.shrink()
 }
 
 // Len returns the number of elements. O(1).
@@ -39,7 +74,7 @@ func (h *Heap[E]) Peek() (E, bool) {
 func (h *Heap[E]) Push(e E) {
 	h.items = append(h.items, e)
 	i := len(h.items) - 1
-	h.setIndex(e, i)
+	h.place(e, i)
 	h.up(i)
 }
 
@@ -56,20 +91,59 @@ func (h *Heap[E]) Pop() (E, bool) {
 func (h *Heap[E]) Remove(i int) E {
 	n := len(h.items) - 1
 	e := h.items[i]
-	if i != n {
-		h.swap(i, n)
-	}
+	last := h.items[n]
 	var zero E
 	h.items[n] = zero
 	h.items = h.items[:n]
 	if i != n {
-		if !h.down(i) {
-			h.up(i)
+		if i == 0 {
+			h.fillRoot(last)
+		} else {
+			h.items[i] = last
+			h.place(last, i)
+			if !h.down(i) {
+				h.up(i)
+			}
 		}
 	}
-	h.setIndex(e, -1)
+	h.place(e, -1)
 	h.shrink()
 	return e
+}
+
+// fillRoot places x into the empty root. Like bottom-up heapsort, it first
+// walks the hole down along the best children to a leaf, comparing only
+// children with each other, then lets x rise from there: x came from the
+// bottom, so it rarely rises far, and this saves a comparison per level.
+func (h *Heap[E]) fillRoot(x E) {
+	n := len(h.items)
+	i := 0
+	for {
+		first := arity*i + 1
+		if first >= n {
+			break
+		}
+		j := first
+		for c := first + 1; c < first+arity && c < n; c++ {
+			if h.less(h.items[c], h.items[j]) {
+				j = c
+			}
+		}
+		h.items[i] = h.items[j]
+		h.place(h.items[i], i)
+		i = j
+	}
+	for i > 0 {
+		p := (i - 1) / arity
+		if !h.less(x, h.items[p]) {
+			break
+		}
+		h.items[i] = h.items[p]
+		h.place(h.items[i], i)
+		i = p
+	}
+	h.items[i] = x
+	h.place(x, i)
 }
 
 // Fix restores the order after the element at index i changed. O(log n).
@@ -92,30 +166,29 @@ func (h *Heap[E]) shrink() {
 	}
 }
 
-func (h *Heap[E]) swap(i, j int) {
-	h.items[i], h.items[j] = h.items[j], h.items[i]
-	h.setIndex(h.items[i], i)
-	h.setIndex(h.items[j], j)
-}
-
 // The heap is 4-ary: half the depth of a binary heap, so fewer swaps, each
 // of which touches an element's memory to record its index.
 const arity = 4
 
 func (h *Heap[E]) up(j int) {
+	x := h.items[j]
 	for j > 0 {
 		i := (j - 1) / arity
-		if !h.less(h.items[j], h.items[i]) {
+		if !h.less(x, h.items[i]) {
 			break
 		}
-		h.swap(i, j)
+		h.items[j] = h.items[i]
+		h.place(h.items[j], j)
 		j = i
 	}
+	h.items[j] = x
+	h.place(x, j)
 }
 
 // down sifts the element at i0 down and reports whether it moved.
 func (h *Heap[E]) down(i0 int) bool {
 	n := len(h.items)
+	x := h.items[i0]
 	i := i0
 	for {
 		first := arity*i + 1
@@ -128,12 +201,15 @@ func (h *Heap[E]) down(i0 int) bool {
 				j = c
 			}
 		}
-		if !h.less(h.items[j], h.items[i]) {
+		if !h.less(h.items[j], x) {
 			break
 		}
-		h.swap(i, j)
+		h.items[i] = h.items[j]
+		h.place(h.items[i], i)
 		i = j
 	}
+	h.items[i] = x
+	h.place(x, i)
 	return i > i0
 }
 

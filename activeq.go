@@ -1,0 +1,169 @@
+package schedq
+
+import (
+	"fmt"
+
+	"github.com/schedq/schedq/internal/heap"
+)
+
+// activeQueue is activeQ: a priority queue of entries. Two forms exist: one
+// for a caller's Less, and a faster one for the default order.
+type activeQueue[K comparable, T any] interface {
+	Len() int
+	Push(e *entry[K, T])
+	Pop() (*entry[K, T], bool)
+	Remove(e *entry[K, T])
+	// Fix restores the order after e's sort keys changed.
+	Fix(e *entry[K, T])
+	// Each calls f for every entry, in no particular order.
+	Each(f func(*entry[K, T]))
+	// Check verifies the structure against the entries.
+	Check() error
+}
+
+// indexedActive orders entries with the caller's Less. Each entry records
+// its heap index, so Remove and Fix are O(log n).
+type indexedActive[K comparable, T any] struct {
+	h *heap.Heap[*entry[K, T]]
+}
+
+func newIndexedActive[K comparable, T any](less func(a, b *entry[K, T]) bool) *indexedActive[K, T] {
+	return &indexedActive[K, T]{h: heap.New(less, func(e *entry[K, T], i int) { e.idx = i })}
+}
+
+func (a *indexedActive[K, T]) Len() int                  { return a.h.Len() }
+func (a *indexedActive[K, T]) Push(e *entry[K, T])       { a.h.Push(e) }
+func (a *indexedActive[K, T]) Pop() (*entry[K, T], bool) { return a.h.Pop() }
+func (a *indexedActive[K, T]) Remove(e *entry[K, T])     { a.h.Remove(e.idx) }
+func (a *indexedActive[K, T]) Fix(e *entry[K, T])        { a.h.Fix(e.idx) }
+
+func (a *indexedActive[K, T]) Each(f func(*entry[K, T])) {
+	for i := range a.h.Len() {
+		f(a.h.At(i))
+	}
+}
+
+func (a *indexedActive[K, T]) Check() error {
+	for i := range a.h.Len() {
+		e := a.h.At(i)
+		if e.loc != locActive || e.idx != i {
+			return fmt.Errorf("activeQ[%d] key %v: loc %d idx %d", i, e.key, e.loc, e.idx)
+		}
+		if i > 0 && a.h.Less(i, heap.Parent(i)) {
+			return fmt.Errorf("activeQ: heap order broken at %d (key %v)", i, e.key)
+		}
+	}
+	return nil
+}
+
+// node is a heap slot of lazyActive: the sort keys copied from the entry,
+// so that comparisons never touch the entry's memory, and the generation
+// that says whether the slot is still the entry's live one.
+type node[K comparable, T any] struct {
+	prio int32
+	ts   int64
+	gen  uint64
+	e    *entry[K, T]
+}
+
+// lazyActive orders entries by cached priority, then timestamp (the default
+// order). Removal is lazy: a removed or re-keyed entry leaves a stale slot
+// behind, which Pop skips and a rebuild drops once stale slots outnumber
+// live ones. Nothing is written into entries while the heap moves slots,
+// which keeps Pop within the heap's own array.
+type lazyActive[K comparable, T any] struct {
+	h     *heap.Heap[node[K, T]]
+	live  int
+	stale int
+	gen   uint64
+}
+
+func newLazyActive[K comparable, T any]() *lazyActive[K, T] {
+	less := func(a, b node[K, T]) bool {
+		if a.prio != b.prio {
+			return a.prio > b.prio
+		}
+		return a.ts < b.ts
+	}
+	return &lazyActive[K, T]{h: heap.New(less, nil)}
+}
+
+func (a *lazyActive[K, T]) valid(n node[K, T]) bool {
+	return n.e.loc == locActive && n.e.gen == n.gen
+}
+
+func (a *lazyActive[K, T]) Len() int { return a.live }
+
+func (a *lazyActive[K, T]) Push(e *entry[K, T]) {
+	a.gen++
+	e.gen = a.gen
+	a.h.Push(node[K, T]{prio: e.prio, ts: e.ts, gen: a.gen, e: e})
+	a.live++
+}
+
+func (a *lazyActive[K, T]) Pop() (*entry[K, T], bool) {
+	for {
+		n, ok := a.h.Pop()
+		if !ok {
+			return nil, false
+		}
+		if a.valid(n) {
+			a.live--
+			n.e.gen = 0
+			return n.e, true
+		}
+		a.stale--
+	}
+}
+
+func (a *lazyActive[K, T]) Remove(e *entry[K, T]) {
+	e.gen = 0
+	a.live--
+	a.stale++
+	a.compact()
+}
+
+func (a *lazyActive[K, T]) Fix(e *entry[K, T]) {
+	a.stale++
+	a.live--
+	a.Push(e)
+	a.compact()
+}
+
+// compact drops the stale slots once they outnumber the live ones.
+func (a *lazyActive[K, T]) compact() {
+	if a.stale <= a.live+64 {
+		return
+	}
+	a.h.Filter(a.valid)
+	a.stale = 0
+}
+
+func (a *lazyActive[K, T]) Each(f func(*entry[K, T])) {
+	for i := range a.h.Len() {
+		if n := a.h.At(i); a.valid(n) {
+			f(n.e)
+		}
+	}
+}
+
+func (a *lazyActive[K, T]) Check() error {
+	live := 0
+	for i := range a.h.Len() {
+		n := a.h.At(i)
+		if i > 0 && a.h.Less(i, heap.Parent(i)) {
+			return fmt.Errorf("activeQ: heap order broken at %d", i)
+		}
+		if !a.valid(n) {
+			continue
+		}
+		live++
+		if n.prio != n.e.prio || n.ts != n.e.ts {
+			return fmt.Errorf("activeQ: key %v has stale sort keys", n.e.key)
+		}
+	}
+	if live != a.live || a.h.Len()-live != a.stale {
+		return fmt.Errorf("activeQ: %d live and %d stale slots, counted %d and %d", live, a.h.Len()-live, a.live, a.stale)
+	}
+	return nil
+}
