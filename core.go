@@ -75,12 +75,12 @@ type entry[K comparable, T any] struct {
 	loc       loc
 	pos       int // index in parked.all
 	slots     []slot[K, T]
-	entered   time.Time // when it entered its current sub-queue
-	lastFlush time.Time // last leftover flush that tried it
-	visit     uint64    // move-request epoch, to visit an entry once
-	gen       uint64    // its live slot in a lazy activeQ
+	entered   time.Time    // when it entered its current sub-queue
+	lastFlush time.Time    // last leftover flush that tried it
+	visit     uint64       // move-request epoch, to visit an entry once
+	gen       uint64       // its live slot in a lazy activeQ
 	shadow    *entry[K, T] // an attempt in flight for the same key
-	counted   bool      // its plugins are in Core.byPlugin
+	counted   bool         // its plugins are in Core.byPlugin
 
 	// While in flight.
 	startSeq   uint64
