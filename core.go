@@ -75,8 +75,8 @@ type entry[K comparable, T any] struct {
 	loc       loc
 	pos       int // index in parked.all
 	slots     []slot[K, T]
-	entered   time.Time    // when it entered its current sub-queue
-	lastFlush time.Time    // last leftover flush that tried it
+	entered   int64        // when it entered its current sub-queue (Unix ns)
+	lastFlush int64        // last leftover flush that tried it (Unix ns)
 	visit     uint64       // move-request epoch, to visit an entry once
 	gen       uint64       // its live slot in a lazy activeQ
 	shadow    *entry[K, T] // an attempt in flight for the same key
@@ -87,7 +87,7 @@ type entry[K comparable, T any] struct {
 	prev, next *entry[K, T]
 	updated    bool // an Update arrived during the attempt
 	deleted    bool // a Delete arrived during the attempt
-	poppedAt   time.Time
+	poppedAt   int64 // Unix ns
 }
 
 // Core is the queue's deterministic state machine. It takes the current
@@ -216,6 +216,9 @@ func (c *Core[K, T]) recount(e *entry[K, T]) {
 	e.counted = true
 	e.plugins(func(p string) { c.byPlugin[p]++ })
 }
+
+// since returns the time from a Unix-nanosecond instant to now.
+func since(ns int64, now time.Time) time.Duration { return time.Duration(now.UnixNano() - ns) }
 
 // sortKeys refreshes the keys the default order compares, before e enters
 // or moves within a heap ordered by them.
@@ -432,10 +435,10 @@ func (c *Core[K, T]) Pop(now time.Time) (info Info[T], ok bool) {
 	switch {
 	case c.active.Len() > 0:
 		e, _ = c.active.Pop()
-		c.rec.Left(SubActive, now.Sub(e.entered))
+		c.rec.Left(SubActive, since(e.entered, now))
 	case !c.cfg.DisablePopFromBackoff && c.backoffU.Len() > 0:
 		e, _ = c.backoffU.Pop()
-		c.rec.Left(SubBackoff, now.Sub(e.entered))
+		c.rec.Left(SubBackoff, since(e.entered, now))
 		c.rec.Incoming(SubActive, LabelPopFromBackoffQ)
 		if e.InitialAttemptTimestamp.IsZero() {
 			e.InitialAttemptTimestamp = now
@@ -456,7 +459,7 @@ func (c *Core[K, T]) Pop(now time.Time) (info Info[T], ok bool) {
 	e.Attempts++
 	e.Cycle = c.cycle
 	e.BackoffExpiry = time.Time{}
-	e.poppedAt = now
+	e.poppedAt = now.UnixNano()
 	e.updated, e.deleted = false, false
 	c.flights.start(e)
 	return e.Info, true
@@ -472,7 +475,7 @@ func (c *Core[K, T]) Done(key K) error {
 	}
 	c.endFlight(e, false)
 	if !e.InitialAttemptTimestamp.IsZero() {
-		c.rec.Scheduled(e.poppedAt.Sub(e.InitialAttemptTimestamp), e.FlushedFromUnschedulable)
+		c.rec.Scheduled(time.Duration(e.poppedAt-e.InitialAttemptTimestamp.UnixNano()), e.FlushedFromUnschedulable)
 	}
 	c.recycle(e)
 	return nil
@@ -592,6 +595,6 @@ func (c *Core[K, T]) unlink(e *entry[K, T], now time.Time) {
 	default:
 		return
 	}
-	c.rec.Left(sq, now.Sub(e.entered))
+	c.rec.Left(sq, since(e.entered, now))
 	e.loc = locNone
 }

@@ -160,11 +160,8 @@ func (c *Core[K, T]) FlushBackoffCompleted(now time.Time) bool {
 func (c *Core[K, T]) FlushUnschedulableLeftover(now time.Time) bool {
 	out := c.scratch[:0]
 	for _, e := range c.parked.all {
-		since := e.Timestamp
-		if e.lastFlush.After(since) {
-			since = e.lastFlush
-		}
-		if now.Sub(since) > c.cfg.MaxInUnschedulable {
+		from := max(e.Timestamp.UnixNano(), e.lastFlush)
+		if time.Duration(now.UnixNano()-from) > c.cfg.MaxInUnschedulable {
 			out = append(out, e)
 		}
 	}
@@ -174,7 +171,7 @@ func (c *Core[K, T]) FlushUnschedulableLeftover(now time.Time) bool {
 	}
 	for _, e := range out {
 		e.FlushedFromUnschedulable = true
-		e.lastFlush = now
+		e.lastFlush = now.UnixNano()
 	}
 	return c.movePods(out, EventUnschedulableTimeout, nil, nil, func(*entry[K, T]) bool { return true }, now)
 }

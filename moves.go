@@ -59,7 +59,7 @@ func (c *Core[K, T]) toActive(e *entry[K, T], label string, fromBackoff bool, no
 	if e.InitialAttemptTimestamp.IsZero() {
 		e.InitialAttemptTimestamp = now
 	}
-	e.entered = now
+	e.entered = now.UnixNano()
 	e.loc = locActive
 	c.sortKeys(e)
 	c.active.Push(e)
@@ -78,7 +78,7 @@ func (c *Core[K, T]) toBackoff(e *entry[K, T], label string, now time.Time) {
 	}
 	c.unlink(e, now)
 	e.BackoffExpiry = e.Timestamp.Add(c.backoffDuration(e))
-	e.entered = now
+	e.entered = now.UnixNano()
 	if e.rejected() {
 		e.loc = locBackoffUnsched
 		c.sortKeys(e)
@@ -106,7 +106,7 @@ func (c *Core[K, T]) park(e *entry[K, T], label string, now time.Time) {
 	}
 	c.unlink(e, now)
 	e.BackoffExpiry = time.Time{}
-	e.entered = now
+	e.entered = now.UnixNano()
 	c.parked.add(e)
 	c.rec.Incoming(SubUnschedulable, label)
 }

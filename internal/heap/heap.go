@@ -107,7 +107,6 @@ func (h *Heap[E]) Remove(i int) E {
 		}
 	}
 	h.place(e, -1)
-	h.shrink()
 	return e
 }
 
@@ -156,11 +155,13 @@ func (h *Heap[E]) Fix(i int) {
 // Less reports whether the element at i orders before the element at j.
 func (h *Heap[E]) Less(i, j int) bool { return h.less(h.items[i], h.items[j]) }
 
-// shrink releases the backing array after the heap has emptied to a quarter
+// shrink releases the backing array when the heap holds less than a quarter
 // of its capacity, so that a burst does not pin its peak memory for ever.
+// Only Filter calls it: shrinking on Pop would reallocate at every cycle of
+// a queue that fills and drains.
 func (h *Heap[E]) shrink() {
 	if c := cap(h.items); c > 1024 && len(h.items) < c/4 {
-		items := make([]E, len(h.items), c/2)
+		items := make([]E, len(h.items), max(2*len(h.items), 64))
 		copy(items, h.items)
 		h.items = items
 	}

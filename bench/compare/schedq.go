@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/bench/compare/internal/schedqdrv"
+	"github.com/schedq/schedq/bench/compare/internal/upstream"
+)
+
+// schedqPeer benchmarks schedq's concurrent Queue (one mutex, as a
+// scheduler would use it) with the same pods, plugins and hints as the
+// upstream peer.
+func schedqPeer() Peer {
+	return Peer{
+		Name:         "schedq",
+		AddPopDone:   schedqAddPopDone,
+		FailRequeue:  schedqFailRequeue,
+		MoveAll:      schedqMoveAll,
+		BytesPerItem: schedqBytesPerItem,
+		Mixed:        schedqMixed,
+	}
+}
+
+type schedqQueue = schedq.Queue[types.NamespacedName, *v1.Pod]
+
+func newSchedq(b testing.TB) (*schedqQueue, *testingclock.FakeClock) {
+	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	cfg := schedqdrv.Config(upstream.Options{})
+	cfg.Clock = clk
+	q, err := schedq.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return q, clk
+}
+
+func schedqAddPopDone(n int) func(b *testing.B) {
+	return func(b *testing.B) {
+		q, _ := newSchedq(b)
+		ctx := context.Background()
+		pods := upstreamPods(n + 1)
+		for _, p := range pods[:n] {
+			q.Add(p)
+		}
+		spare := pods[n]
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			q.Add(spare)
+			info, err := q.Pop(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			q.Done(schedqdrv.Key(info.Item))
+			spare = info.Item
+		}
+	}
+}
+
+func schedqFailRequeue(n int) func(b *testing.B) {
+	return func(b *testing.B) {
+		q, clk := newSchedq(b)
+		ctx := context.Background()
+		for _, p := range upstreamPods(n) {
+			q.Add(p)
+		}
+		popped := 0
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			if popped == n {
+				// All n are in error backoff, which Pop never takes from:
+				// let them expire and flush them back, as upstream's peer does.
+				clk.Step(schedq.DefaultMaxBackoff + 2*time.Second)
+				q.FlushBackoffCompleted()
+				popped = 0
+			}
+			info, err := q.Pop(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := q.AddUnschedulableIfNotPresent(info.Item, info.Cycle, schedq.Failure{}); err != nil {
+				b.Fatal(err)
+			}
+			popped++
+		}
+	}
+}
+
+func schedqMoveAll(n int, move bool) func(b *testing.B) {
+	return func(b *testing.B) {
+		q, clk := newSchedq(b)
+		ctx := context.Background()
+		for _, p := range upstreamPods(n) {
+			q.Add(p)
+		}
+		fail := schedq.Failure{UnschedulablePlugins: []string{upstream.PluginA}}
+		park := func() {
+			for range n {
+				info, err := q.Pop(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := q.AddUnschedulableIfNotPresent(info.Item, info.Cycle, fail); err != nil {
+					b.Fatal(err)
+				}
+			}
+			clk.Step(time.Minute) // backoff over: a Queue hint sends them to activeQ
+		}
+		park()
+		if got := q.Counts().Unschedulable; got != n {
+			b.Fatalf("parked %d, want %d", got, n)
+		}
+		policy := upstream.HintSkipAll
+		if move {
+			policy = upstream.HintQueueAll
+		}
+		_, oldObj, newObj := upstream.EventArgs(upstream.NodeAdd, policy)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			q.MoveAllToActiveOrBackoffQueue(schedq.EventNodeAdd, oldObj, newObj, nil)
+			if move {
+				b.StopTimer()
+				park()
+				b.StartTimer()
+			}
+		}
+	}
+}
+
+func schedqBytesPerItem(n int) float64 {
+	q, _ := newSchedq(&testing.B{})
+	pods := upstreamPods(n)
+	before := heapBytes()
+	for _, p := range pods {
+		q.Add(p)
+	}
+	after := heapBytes()
+	runtime.KeepAlive(pods)
+	runtime.KeepAlive(q)
+	return float64(int64(after)-int64(before)) / float64(n)
+}
+
+func schedqMixed(n int) func(b *testing.B) {
+	return func(b *testing.B) {
+		q, clk := newSchedq(b)
+		var cur schedq.Info[*v1.Pod]
+		runMixed(b, n, mixedOps{
+			add: func(p *v1.Pod) { q.Add(p) },
+			pop: func() (*v1.Pod, bool) {
+				info, ok, _ := q.TryPop()
+				cur = info
+				return info.Item, ok
+			},
+			fail: func(plugins []string) {
+				q.AddUnschedulableIfNotPresent(cur.Item, cur.Cycle, schedq.Failure{UnschedulablePlugins: plugins})
+			},
+			done: func() { q.Done(schedqdrv.Key(cur.Item)) },
+			event: func(oldObj, newObj any) {
+				q.MoveAllToActiveOrBackoffQueue(schedq.EventNodeAdd, oldObj, newObj, nil)
+			},
+			tick: func(d time.Duration) {
+				clk.Step(d)
+				q.FlushBackoffCompleted()
+			},
+			leftover: func() { q.FlushUnschedulableLeftover() },
+		})
+	}
+}
