@@ -85,8 +85,8 @@ type entry[K comparable, T any] struct {
 	// While in flight.
 	startSeq   uint64
 	prev, next *entry[K, T]
-	updated    bool // an Update arrived during the attempt
-	deleted    bool // a Delete arrived during the attempt
+	updated    bool  // an Update arrived during the attempt
+	deleted    bool  // a Delete arrived during the attempt
 	poppedAt   int64 // Unix ns
 }
 
@@ -117,6 +117,8 @@ type Core[K comparable, T any] struct {
 	// byPlugin counts queued items per plugin that holds them back, from
 	// requeue (or gating) until their next pop.
 	byPlugin map[string]int
+
+	labels map[Event]string // Event.Label() of events seen, to build each once
 
 	epoch   uint64
 	free    []*entry[K, T]
@@ -215,6 +217,22 @@ func (c *Core[K, T]) recount(e *entry[K, T]) {
 	}
 	e.counted = true
 	e.plugins(func(p string) { c.byPlugin[p]++ })
+}
+
+// label returns ev.Label(), built once per distinct event.
+func (c *Core[K, T]) label(ev Event) string {
+	if ev.CustomLabel != "" {
+		return ev.CustomLabel
+	}
+	l, ok := c.labels[ev]
+	if !ok {
+		if c.labels == nil || len(c.labels) > 1024 {
+			c.labels = map[Event]string{}
+		}
+		l = ev.Label()
+		c.labels[ev] = l
+	}
+	return l
 }
 
 // since returns the time from a Unix-nanosecond instant to now.
@@ -389,7 +407,7 @@ func (c *Core[K, T]) Update(oldItem, newItem T, now time.Time) bool {
 		if e.loc == locGated && !c.gatingMatches(e, ev) {
 			continue
 		}
-		label := ev.Label()
+		label := c.label(ev)
 		s := c.worth(e, ev, label, oldItem, newItem)
 		if s == stayParked {
 			continue

@@ -46,6 +46,8 @@ func runOps(t *testing.T, data []byte) {
 	if flags&8 != 0 {
 		cfg.Less, cfg.Priority = nil, podPrio // the cached default order
 	}
+	rec := &balanceRecorder{}
+	cfg.Recorder = rec
 	c, err := NewCore(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -162,6 +164,9 @@ func runOps(t *testing.T, data []byte) {
 		if err := m.compare(c, fuzzNames); err != nil {
 			t.Fatalf("step %d %s (flags %03b): %v", step, desc, flags, err)
 		}
+		if err := rec.check(c.Counts()); err != nil {
+			t.Fatalf("step %d %s: recorder: %v", step, desc, err)
+		}
 	}
 }
 
@@ -194,4 +199,35 @@ func TestQueueRandomLong(t *testing.T) {
 		data[0] = byte(run % 16)
 		t.Run(fmt.Sprint(run), func(t *testing.T) { runOps(t, data) })
 	}
+}
+
+// balanceRecorder checks the pushed metrics against the queue: for each
+// place, items that came in minus items that left must equal its size, so
+// a counter or histogram fed by Incoming and Left can never drift.
+type balanceRecorder struct {
+	nopRecorder
+	in, out [numSubQueues]int
+}
+
+func (r *balanceRecorder) Incoming(q SubQueue, event string) {
+	if event == LabelPopFromBackoffQ {
+		return // straight from backoffQ into flight; it never waits in activeQ
+	}
+	r.in[q]++
+}
+
+func (r *balanceRecorder) Left(q SubQueue, _ time.Duration) {
+	if q == SubGated {
+		q = SubUnschedulable // gated items come in under "unschedulable", as upstream counts them
+	}
+	r.out[q]++
+}
+
+func (r *balanceRecorder) check(c Counts) error {
+	got := [3]int{r.in[SubActive] - r.out[SubActive], r.in[SubBackoff] - r.out[SubBackoff], r.in[SubUnschedulable] - r.out[SubUnschedulable]}
+	want := [3]int{c.Active, c.Backoff, c.Unschedulable + c.Gated}
+	if got != want {
+		return fmt.Errorf("incoming minus left (active, backoff, parked) = %v, counts %v", got, want)
+	}
+	return nil
 }

@@ -63,7 +63,9 @@ func (f *flights[K, T]) record(ev flightEvent[K, T]) {
 		return
 	}
 	ev.seq = f.nextSeq
-	ev.label = ev.event.Label()
+	if ev.label == "" {
+		ev.label = ev.event.Label()
+	}
 	f.nextSeq++
 	f.log = append(f.log, ev)
 }

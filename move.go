@@ -86,7 +86,7 @@ func (c *Core[K, T]) candidates(ev Event) []*entry[K, T] {
 // movePods requeues the candidates that pass keep, then records the move
 // request. It clears the scratch list.
 func (c *Core[K, T]) movePods(cands []*entry[K, T], ev Event, oldObj, newObj any, keep func(*entry[K, T]) bool, now time.Time) bool {
-	label := ev.Label()
+	label := c.label(ev)
 	moved := 0
 	for _, e := range cands {
 		if !keep(e) {
@@ -105,7 +105,7 @@ func (c *Core[K, T]) movePods(cands []*entry[K, T], ev Event, oldObj, newObj any
 	}
 	clear(cands)
 	c.moveRequestCycle = c.cycle
-	c.flights.record(flightEvent[K, T]{event: ev, oldObj: oldObj, newObj: newObj})
+	c.flights.record(flightEvent[K, T]{event: ev, label: label, oldObj: oldObj, newObj: newObj})
 	c.rec.Moved(label, len(cands), moved)
 	return moved > 0 && c.Poppable()
 }

@@ -255,3 +255,17 @@ func (q *Queue[K, T]) SchedulingCycle() int64 {
 	defer q.mu.Unlock()
 	return q.core.SchedulingCycle()
 }
+
+// Explain says where the item with key is and why (see Core.Explain).
+func (q *Queue[K, T]) Explain(key K) (Explanation, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.core.Explain(key, q.clock.Now())
+}
+
+// Dump explains every item (see Core.Dump).
+func (q *Queue[K, T]) Dump() Dump {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.core.Dump(q.clock.Now())
+}

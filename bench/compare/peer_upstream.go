@@ -177,16 +177,14 @@ func upstreamMixed(n int) func(b *testing.B) {
 		var cycle int64
 		runMixed(b, n, mixedOps{
 			add: func(p *v1.Pod) { q.Add(ctx, p) },
-			pop: func() (*v1.Pod, bool) {
-				if !poppable(q) {
-					return nil, false
-				}
+			del: func(p *v1.Pod) { q.Delete(p) },
+			pop: func() *v1.Pod {
 				pi, err := q.Pop(logger)
 				if err != nil {
 					b.Fatal(err)
 				}
 				cur, cycle = pi, q.SchedulingCycle()
-				return pi.Pod, true
+				return pi.Pod
 			},
 			fail: func(plugins []string) {
 				cur.ClearRejectorPlugins()
@@ -207,18 +205,4 @@ func upstreamMixed(n int) func(b *testing.B) {
 			leftover: func() { upstream.FlushLeftover(q, logger) },
 		})
 	}
-}
-
-// poppable reports whether upstream's Pop would return at once: activeQ
-// has a pod, or the unschedulable backoff heap does (pop-from-backoff).
-func poppable(q *queue.PriorityQueue) bool {
-	if len(q.PodsInActiveQ()) > 0 {
-		return true
-	}
-	for _, p := range q.PodsInBackoffQ() {
-		if pi, ok := q.GetPod(p.Name, p.Namespace); ok && pi.UnschedulablePlugins.Len()+pi.PendingPlugins.Len() > 0 {
-			return true
-		}
-	}
-	return false
 }

@@ -153,13 +153,18 @@ func schedqBytesPerItem(n int) float64 {
 func schedqMixed(n int) func(b *testing.B) {
 	return func(b *testing.B) {
 		q, clk := newSchedq(b)
+		ctx := context.Background()
 		var cur schedq.Info[*v1.Pod]
 		runMixed(b, n, mixedOps{
 			add: func(p *v1.Pod) { q.Add(p) },
-			pop: func() (*v1.Pod, bool) {
-				info, ok, _ := q.TryPop()
+			del: func(p *v1.Pod) { q.Delete(schedqdrv.Key(p)) },
+			pop: func() *v1.Pod {
+				info, err := q.Pop(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
 				cur = info
-				return info.Item, ok
+				return info.Item
 			},
 			fail: func(plugins []string) {
 				q.AddUnschedulableIfNotPresent(cur.Item, cur.Cycle, schedq.Failure{UnschedulablePlugins: plugins})

@@ -64,6 +64,9 @@ func main() {
 	show("pop gpu")
 	q.AddUnschedulableIfNotPresent(gpu.Item, gpu.Cycle, schedq.Failure{UnschedulablePlugins: []string{"NodeResourcesFit"}}, now)
 	show("gpu fits no node: parked until an event helps")
+	if x, err := q.Explain("gpu", now); err == nil {
+		fmt.Printf("\nwhy is gpu pending?\n%s\n", x)
+	}
 
 	batch, _ := q.Pop(now)
 	q.AddUnschedulableIfNotPresent(batch.Item, batch.Cycle, schedq.Failure{}, now)

@@ -63,9 +63,9 @@ func Config(o upstream.Options) schedq.Config[types.NamespacedName, *v1.Pod] {
 		MaxBackoff:         o.MaxBackoff,
 		MaxInUnschedulable: o.MaxInUnschedulable,
 		Hints: map[string][]schedq.EventHint[*v1.Pod]{
-			upstream.PluginA: {reg(upstream.PluginA, events[upstream.NodeAdd])},
-			upstream.PluginB: {reg(upstream.PluginB, events[upstream.NodeAdd]), reg(upstream.PluginB, events[upstream.NodeUpdateTaint])},
-			upstream.PluginC: {reg(upstream.PluginC, events[upstream.AssignedPodDelete])},
+			upstream.PluginA:  {reg(upstream.PluginA, events[upstream.NodeAdd])},
+			upstream.PluginB:  {reg(upstream.PluginB, events[upstream.NodeAdd]), reg(upstream.PluginB, events[upstream.NodeUpdateTaint])},
+			upstream.PluginC:  {reg(upstream.PluginC, events[upstream.AssignedPodDelete])},
 			upstream.GateName: {{Event: podLabelUpdate, Fn: hint(upstream.GateHint)}},
 		},
 		PreEnqueue: []schedq.PreEnqueue[*v1.Pod]{{Name: upstream.GateName, Admit: func(p *v1.Pod) bool {

@@ -1,0 +1,240 @@
+package schedq
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Explanation answers "why is this item still pending?" for one key.
+type Explanation struct {
+	Key      string   `json:"key"`
+	Location Location `json:"location"`
+	// Since is when the item entered its current place.
+	Since                   time.Time `json:"since"`
+	Timestamp               time.Time `json:"timestamp"`
+	InitialAttemptTimestamp time.Time `json:"initialAttemptTimestamp,omitzero"`
+	Attempts                int       `json:"attempts"`
+	UnschedulableCount      int       `json:"unschedulableCount"`
+	ConsecutiveErrors       int       `json:"consecutiveErrors"`
+	UnschedulablePlugins    []string  `json:"unschedulablePlugins,omitempty"`
+	PendingPlugins          []string  `json:"pendingPlugins,omitempty"`
+	GatingPlugin            string    `json:"gatingPlugin,omitempty"`
+	// BackoffExpiry is when the item's backoff ends (in backoffQ only).
+	BackoffExpiry time.Time `json:"backoffExpiry,omitzero"`
+	// WakingEvents are the events, registered by the plugins holding the
+	// item back, that can move it (parked and gated items only).
+	WakingEvents []string `json:"wakingEvents,omitempty"`
+	// LeftoverFlushAt is the earliest time the leftover flush retries a
+	// parked item even if no event comes.
+	LeftoverFlushAt time.Time `json:"leftoverFlushAt,omitzero"`
+	// Reason says the above in one sentence.
+	Reason string `json:"reason"`
+}
+
+// Explain says where the item with key is and why. It returns an error
+// wrapping ErrNotFound if the key is neither queued nor in flight. O(r) for
+// r hint registrations.
+func (c *Core[K, T]) Explain(key K, now time.Time) (Explanation, error) {
+	e := c.keys[key]
+	if e == nil {
+		return Explanation{}, fmt.Errorf("%w: %v is neither queued nor in flight", ErrNotFound, key)
+	}
+	return c.explain(e, now), nil
+}
+
+func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation {
+	x := Explanation{
+		Key:                     fmt.Sprint(e.key),
+		Location:                e.loc.location(),
+		Timestamp:               e.Timestamp,
+		InitialAttemptTimestamp: e.InitialAttemptTimestamp,
+		Attempts:                e.Attempts,
+		UnschedulableCount:      e.UnschedulableCount,
+		ConsecutiveErrors:       e.ConsecutiveErrors,
+		UnschedulablePlugins:    slices.Clone(e.UnschedulablePlugins),
+		PendingPlugins:          slices.Clone(e.PendingPlugins),
+		GatingPlugin:            e.GatingPlugin,
+		BackoffExpiry:           e.BackoffExpiry,
+	}
+	switch e.loc {
+	case locFlight:
+		x.Since = time.Unix(0, e.poppedAt).UTC()
+	default:
+		x.Since = time.Unix(0, e.entered).UTC()
+	}
+	if e.loc == locParked || e.loc == locGated {
+		holders := map[string]bool{}
+		e.plugins(func(p string) { holders[p] = true })
+		if e.loc == locGated {
+			holders = map[string]bool{e.GatingPlugin: true}
+		}
+		for _, r := range c.regs {
+			if holders[r.plugin] {
+				if l := r.plugin + ":" + r.event.Label(); !slices.Contains(x.WakingEvents, l) {
+					x.WakingEvents = append(x.WakingEvents, l)
+				}
+			}
+		}
+		from := max(e.Timestamp.UnixNano(), e.lastFlush)
+		// The flush takes items older than the maximum, at its next tick.
+		x.LeftoverFlushAt = time.Unix(0, from).Add(c.cfg.MaxInUnschedulable).UTC()
+	}
+	x.Reason = x.reason(now)
+	return x
+}
+
+func (x Explanation) reason(now time.Time) string {
+	plugins := strings.Join(append(slices.Clone(x.UnschedulablePlugins), x.PendingPlugins...), ", ")
+	switch x.Location {
+	case InActive:
+		return "ready: waiting in activeQ for its turn"
+	case InFlight:
+		return "being tried now (in flight)"
+	case InBackoff:
+		why := "failed with an error"
+		if plugins != "" {
+			why = "rejected by " + plugins
+		}
+		return fmt.Sprintf("backing off after %d failed attempt(s) (%s) until %s (in %v)",
+			x.Attempts, why, x.BackoffExpiry.Format(time.RFC3339Nano), x.BackoffExpiry.Sub(now).Round(time.Millisecond))
+	case InGated:
+		return fmt.Sprintf("gated by %s; waiting for %s", x.GatingPlugin, waitingFor(x.WakingEvents))
+	case InUnschedulable:
+		return fmt.Sprintf("unschedulable: rejected by %s; waiting for %s, or the leftover flush after %s",
+			plugins, waitingFor(x.WakingEvents), x.LeftoverFlushAt.Format(time.RFC3339))
+	}
+	return ""
+}
+
+func waitingFor(events []string) string {
+	if len(events) == 0 {
+		return "no registered event"
+	}
+	return strings.Join(events, " or ")
+}
+
+// String renders the explanation for people, one fact a line.
+func (x Explanation) String() string {
+	var b strings.Builder
+	line := func(k, format string, args ...any) {
+		fmt.Fprintf(&b, "%-22s %s\n", k+":", fmt.Sprintf(format, args...))
+	}
+	line("item", "%s", x.Key)
+	line("where", "%s since %s", x.Location, x.Since.Format(time.RFC3339Nano))
+	line("why", "%s", x.Reason)
+	line("attempts", "%d (%d unschedulable, %d errors in a row)", x.Attempts, x.UnschedulableCount, x.ConsecutiveErrors)
+	if len(x.UnschedulablePlugins) > 0 {
+		line("rejected by", "%s", strings.Join(x.UnschedulablePlugins, ", "))
+	}
+	if len(x.PendingPlugins) > 0 {
+		line("pending on", "%s", strings.Join(x.PendingPlugins, ", "))
+	}
+	if x.GatingPlugin != "" {
+		line("gated by", "%s", x.GatingPlugin)
+	}
+	if !x.BackoffExpiry.IsZero() {
+		line("backoff ends", "%s", x.BackoffExpiry.Format(time.RFC3339Nano))
+	}
+	if len(x.WakingEvents) > 0 {
+		line("woken by", "%s", strings.Join(x.WakingEvents, ", "))
+	}
+	if !x.LeftoverFlushAt.IsZero() {
+		line("leftover flush after", "%s", x.LeftoverFlushAt.Format(time.RFC3339))
+	}
+	line("enqueued", "%s", x.Timestamp.Format(time.RFC3339Nano))
+	if !x.InitialAttemptTimestamp.IsZero() {
+		line("first in activeQ", "%s", x.InitialAttemptTimestamp.Format(time.RFC3339Nano))
+	}
+	return b.String()
+}
+
+// Dump is every item with its explanation, and a summary per place.
+type Dump struct {
+	Time    time.Time         `json:"time"`
+	Summary []SubQueueSummary `json:"summary"`
+	Items   []Explanation     `json:"items"`
+}
+
+// SubQueueSummary describes one place: its size, its oldest item, and
+// (for the parking area) the plugins holding items back.
+type SubQueueSummary struct {
+	Location Location       `json:"location"`
+	Count    int            `json:"count"`
+	Oldest   time.Time      `json:"oldest,omitzero"`
+	ByPlugin map[string]int `json:"byPlugin,omitempty"`
+}
+
+// Dump explains every queued and in-flight item, in a stable order (by
+// place, then key). O(n log n).
+func (c *Core[K, T]) Dump(now time.Time) Dump {
+	d := Dump{Time: now}
+	for _, e := range c.keys {
+		d.Items = append(d.Items, c.explain(e, now))
+		if f := e.shadow; f != nil {
+			d.Items = append(d.Items, c.explain(f, now))
+		}
+	}
+	slices.SortFunc(d.Items, func(a, b Explanation) int {
+		return cmp.Or(cmp.Compare(a.Location, b.Location), cmp.Compare(a.Key, b.Key))
+	})
+	for loc := InActive; loc <= InFlight; loc++ {
+		s := SubQueueSummary{Location: loc}
+		for _, x := range d.Items {
+			if x.Location != loc {
+				continue
+			}
+			s.Count++
+			if s.Oldest.IsZero() || x.Since.Before(s.Oldest) {
+				s.Oldest = x.Since
+			}
+			if loc == InUnschedulable || loc == InGated {
+				if s.ByPlugin == nil {
+					s.ByPlugin = map[string]int{}
+				}
+				for _, p := range x.UnschedulablePlugins {
+					s.ByPlugin[p]++
+				}
+				for _, p := range x.PendingPlugins {
+					s.ByPlugin[p]++
+				}
+				if x.GatingPlugin != "" {
+					s.ByPlugin[x.GatingPlugin]++
+				}
+			}
+		}
+		d.Summary = append(d.Summary, s)
+	}
+	return d
+}
+
+// String renders the dump for people: the summary, then one line an item.
+func (d Dump) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "queue at %s\n", d.Time.Format(time.RFC3339Nano))
+	for _, s := range d.Summary {
+		fmt.Fprintf(&b, "  %-14s %6d", s.Location, s.Count)
+		if !s.Oldest.IsZero() {
+			fmt.Fprintf(&b, "  oldest since %s", s.Oldest.Format(time.RFC3339))
+		}
+		if len(s.ByPlugin) > 0 {
+			names := make([]string, 0, len(s.ByPlugin))
+			for p := range s.ByPlugin {
+				names = append(names, p)
+			}
+			slices.Sort(names)
+			parts := make([]string, len(names))
+			for i, p := range names {
+				parts[i] = fmt.Sprintf("%s=%d", p, s.ByPlugin[p])
+			}
+			fmt.Fprintf(&b, "  by plugin: %s", strings.Join(parts, " "))
+		}
+		b.WriteByte('\n')
+	}
+	for _, x := range d.Items {
+		fmt.Fprintf(&b, "%-14s %s: %s\n", x.Location, x.Key, x.Reason)
+	}
+	return b.String()
+}

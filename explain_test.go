@@ -1,0 +1,128 @@
+package schedq
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestExplain(t *testing.T) {
+	h := newHarness(t)
+	h.add(mk("active", 1), mk("backoff", 2), mk("parked", 3), mk("flight", 4), pod{name: "gated", gated: true})
+	h.step(time.Second)
+	h.attemptFail("flight") // error: backoff ... then re-pop below
+	h.step(time.Minute)
+	h.c.FlushBackoffCompleted(h.now)
+	h.attemptFail("flight", "Fit")
+	h.attemptFail("parked", "Fit", "Affinity")
+	h.attemptFail("backoff")
+	h.c.Activate([]string{"flight"}, h.now)
+	h.pop() // flight is in flight again
+
+	tests := []struct {
+		key    string
+		loc    Location
+		reason string
+		check  func(t *testing.T, x Explanation)
+	}{
+		{"active", InActive, "ready", nil},
+		{"flight", InFlight, "being tried now", func(t *testing.T, x Explanation) {
+			if x.Attempts != 3 {
+				t.Errorf("attempts %d", x.Attempts)
+			}
+		}},
+		{"backoff", InBackoff, "backing off after 1 failed attempt(s) (failed with an error)", func(t *testing.T, x Explanation) {
+			if !x.BackoffExpiry.Equal(h.now.Add(time.Second)) {
+				t.Errorf("backoff expiry %v", x.BackoffExpiry)
+			}
+		}},
+		{"parked", InUnschedulable, "rejected by Fit, Affinity", func(t *testing.T, x Explanation) {
+			want := []string{"Affinity:AssignedPodAdd", "Affinity:UnschedulablePodUpdatePodLabel", "Fit:NodeAdd", "Fit:NodeUpdateNodeTaint"}
+			if !slices.Equal(x.WakingEvents, want) {
+				t.Errorf("waking events %q, want %q", x.WakingEvents, want)
+			}
+			if !x.LeftoverFlushAt.Equal(h.now.Add(DefaultMaxInUnschedulable)) {
+				t.Errorf("leftover flush at %v", x.LeftoverFlushAt)
+			}
+			if !x.Since.Equal(h.now) {
+				t.Errorf("since %v, want %v", x.Since, h.now)
+			}
+		}},
+		{"gated", InGated, "gated by Gate; waiting for Gate:UnschedulablePodUpdatePodSchedulingGatesEliminated", func(t *testing.T, x Explanation) {
+			if !x.Since.Equal(t0) {
+				t.Errorf("since %v, want %v", x.Since, t0)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.key, func(t *testing.T) {
+			x, err := h.c.Explain(tc.key, h.now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if x.Location != tc.loc || !strings.Contains(x.Reason, tc.reason) {
+				t.Fatalf("location %v, reason %q; want %v, %q", x.Location, x.Reason, tc.loc, tc.reason)
+			}
+			if tc.check != nil {
+				tc.check(t, x)
+			}
+			text := x.String()
+			if !strings.Contains(text, "item:") || !strings.Contains(text, tc.key) || !strings.Contains(text, x.Reason) {
+				t.Fatalf("text rendering:\n%s", text)
+			}
+			js, err := json.Marshal(x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back map[string]any
+			if err := json.Unmarshal(js, &back); err != nil {
+				t.Fatal(err)
+			}
+			if back["location"] != tc.loc.String() || back["key"] != tc.key {
+				t.Fatalf("json %s", js)
+			}
+		})
+	}
+	if _, err := h.c.Explain("nobody", h.now); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "nobody") {
+		t.Fatalf("unknown key: %v", err)
+	}
+}
+
+func TestDump(t *testing.T) {
+	h := newHarness(t)
+	h.add(mk("a", 1), mk("b", 2), mk("c", 3), pod{name: "g", gated: true})
+	h.attemptFail("c", "Fit")
+	h.attemptFail("b")
+	h.pop()
+	d := h.c.Dump(h.now)
+	got := map[Location]int{}
+	for _, s := range d.Summary {
+		got[s.Location] = s.Count
+	}
+	want := map[Location]int{InActive: 0, InBackoff: 1, InUnschedulable: 1, InGated: 1, InFlight: 1}
+	for loc, n := range want {
+		if got[loc] != n {
+			t.Errorf("%v: %d, want %d", loc, got[loc], n)
+		}
+	}
+	if len(d.Items) != 4 {
+		t.Fatalf("%d items", len(d.Items))
+	}
+	for _, s := range d.Summary {
+		if s.Location == InUnschedulable && s.ByPlugin["Fit"] != 1 {
+			t.Errorf("by plugin %v", s.ByPlugin)
+		}
+	}
+	text := d.String()
+	for _, s := range []string{"unschedulable", "gated", "c: unschedulable: rejected by Fit"} {
+		if !strings.Contains(text, s) {
+			t.Errorf("dump text lacks %q:\n%s", s, text)
+		}
+	}
+	if _, err := json.Marshal(d); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,279 @@
+package metrics
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/schedq/schedq"
+)
+
+type job struct {
+	name string
+	prio int32
+}
+
+var (
+	nodeAdd = schedq.Event{Resource: schedq.Node, Action: schedq.Add}
+	t0      = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+type fixture struct {
+	t   *testing.T
+	c   *schedq.Core[string, job]
+	r   *Recorder
+	reg *prometheus.Registry
+	now time.Time
+}
+
+func newFixture(t *testing.T, o Options) *fixture {
+	t.Helper()
+	r := New(o)
+	c, err := schedq.NewCore(schedq.Config[string, job]{
+		Key:      func(j job) string { return j.name },
+		Priority: func(j job) int32 { return j.prio },
+		Hints: map[string][]schedq.EventHint[job]{
+			"Fit": {{Event: nodeAdd, Fn: func(job, any, any) (schedq.Hint, error) { return schedq.HintQueue, nil }}},
+		},
+		Recorder: r,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	if err := r.Register(reg, c); err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{t: t, c: c, r: r, reg: reg, now: t0}
+}
+
+func (f *fixture) incoming(q, event string) float64 {
+	return testutil.ToFloat64(f.r.incoming.WithLabelValues(q, event))
+}
+
+func (f *fixture) wantIncoming(q, event string, want float64) {
+	f.t.Helper()
+	if got := f.incoming(q, event); got != want {
+		f.t.Errorf("incoming{queue=%q,event=%q} = %v, want %v", q, event, got, want)
+	}
+}
+
+func (f *fixture) fail(name string, plugins ...string) {
+	f.t.Helper()
+	info, ok := f.c.Pop(f.now)
+	if !ok || info.Item.name != name {
+		f.t.Fatalf("popped %q, want %q", info.Item.name, name)
+	}
+	if _, err := f.c.AddUnschedulableIfNotPresent(info.Item, info.Cycle, schedq.Failure{UnschedulablePlugins: plugins}, f.now); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// wantGauges compares the scraped level gauges with the text exposition.
+func (f *fixture) wantGauges(want string, names ...string) {
+	f.t.Helper()
+	if err := testutil.GatherAndCompare(f.reg, strings.NewReader(want), names...); err != nil {
+		f.t.Error(err)
+	}
+}
+
+func TestIncomingScenarios(t *testing.T) {
+	f := newFixture(t, Options{})
+	for i, n := range []string{"a", "b", "c"} {
+		f.c.Add(job{n, int32(10 - i)}, f.now)
+	}
+	f.wantIncoming("active", "UnschedulablePodAdd", 3)
+
+	f.fail("a", "Fit") // no event during the attempt: parked
+	f.wantIncoming("unschedulable", "ScheduleAttemptFailure", 1)
+
+	f.c.MoveAllToActiveOrBackoffQueue(nodeAdd, nil, nil, nil, f.now) // backoff still running
+	f.wantIncoming("backoff", "NodeAdd", 1)
+
+	f.fail("b", "Fit")
+	f.now = f.now.Add(time.Minute)
+	f.c.MoveAllToActiveOrBackoffQueue(nodeAdd, nil, nil, nil, f.now) // backoff over
+	f.wantIncoming("active", "NodeAdd", 1)
+
+	// a is in backoff; with activeQ holding b and c, pops take those; make
+	// c fail with an error.
+	f.now = f.now.Add(time.Second)
+	info, _ := f.c.Pop(f.now) // b
+	f.c.Done(info.Item.name)
+	f.fail("c")
+	f.wantIncoming("backoff", "ScheduleAttemptFailure", 1)
+	f.now = f.now.Add(time.Minute)
+	f.c.FlushBackoffCompleted(f.now)
+	f.wantIncoming("active", "BackoffComplete", 2) // a and c
+
+	f.wantGauges(`
+# HELP scheduler_pending_pods Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods that the scheduler attempted to schedule and failed; 'gated' is the number of unschedulable pods that the scheduler never attempted to schedule because they are gated.
+# TYPE scheduler_pending_pods gauge
+scheduler_pending_pods{queue="active"} 2
+scheduler_pending_pods{queue="backoff"} 0
+scheduler_pending_pods{queue="gated"} 0
+scheduler_pending_pods{queue="unschedulable"} 0
+`, "scheduler_pending_pods")
+}
+
+func TestPopFromBackoffAndFlushMetrics(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.c.Add(job{"a", 1}, f.now)
+	f.fail("a", "Fit")
+	f.wantGauges(`
+# HELP scheduler_unschedulable_pods The number of unschedulable pods broken down by plugin name. A pod will increment the gauge for all plugins that caused it to not schedule and so this metric have meaning only when broken down by plugin.
+# TYPE scheduler_unschedulable_pods gauge
+scheduler_unschedulable_pods{plugin="Fit",profile="default-scheduler"} 1
+`, "scheduler_unschedulable_pods")
+	f.c.MoveAllToActiveOrBackoffQueue(nodeAdd, nil, nil, nil, f.now)
+	info, ok := f.c.Pop(f.now) // from backoff: activeQ is empty
+	if !ok {
+		t.Fatal("nothing popped")
+	}
+	f.wantIncoming("active", "PopFromBackoffQ", 1)
+	// While it is in flight, a move request is kept for it.
+	f.c.MoveAllToActiveOrBackoffQueue(nodeAdd, nil, nil, nil, f.now)
+	f.wantGauges(`
+# HELP scheduler_inflight_events Number of events currently tracked in the scheduling queue.
+# TYPE scheduler_inflight_events gauge
+scheduler_inflight_events{event="NodeAdd"} 1
+scheduler_inflight_events{event="PodPopped"} 1
+`, "scheduler_inflight_events")
+	// Parked again, flushed by the timeout, and scheduled: counted.
+	f.c.AddUnschedulableIfNotPresent(info.Item, info.Cycle, schedq.Failure{UnschedulablePlugins: []string{"Quiet"}}, f.now)
+	f.now = f.now.Add(6 * time.Minute)
+	f.c.FlushUnschedulableLeftover(f.now)
+	f.wantIncoming("active", "UnschedulableTimeout", 1)
+	info, _ = f.c.Pop(f.now)
+	f.c.Done(info.Item.name)
+	if got := testutil.ToFloat64(f.r.afterFlush); got != 1 {
+		t.Errorf("pod_scheduled_after_flush_total = %v", got)
+	}
+	if got := testutil.CollectAndCount(f.r.wait); got != 1 {
+		t.Errorf("wait histogram has %d series", got)
+	}
+	f.wantGauges("", "scheduler_inflight_events", "scheduler_unschedulable_pods")
+}
+
+func TestHintDurationAndMoveCounters(t *testing.T) {
+	f := newFixture(t, Options{})
+	for _, n := range []string{"a", "b"} {
+		f.c.Add(job{n, 1}, f.now)
+		f.fail(n, "Fit")
+	}
+	f.c.MoveAllToActiveOrBackoffQueue(nodeAdd, nil, nil, nil, f.now)
+	if n := testutil.CollectAndCount(f.r.hints, "scheduler_queueing_hint_execution_duration_seconds"); n != 1 {
+		t.Fatalf("%d hint series", n)
+	}
+	h := f.r.hints.WithLabelValues("Fit", "NodeAdd", "Queue").(prometheus.Histogram)
+	if got := histCount(t, h); got != 2 {
+		t.Errorf("hint observations %d, want 2", got)
+	}
+	if got := testutil.ToFloat64(f.r.examined.WithLabelValues("NodeAdd")); got != 2 {
+		t.Errorf("examined %v", got)
+	}
+	if got := testutil.ToFloat64(f.r.moved.WithLabelValues("NodeAdd")); got != 2 {
+		t.Errorf("moved %v", got)
+	}
+}
+
+func histCount(t *testing.T, h prometheus.Histogram) uint64 {
+	t.Helper()
+	var m dto.Metric
+	if err := h.(prometheus.Metric).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
+}
+
+func TestNames(t *testing.T) {
+	f := newFixture(t, Options{Namespace: "acme", Subsystem: "batch", Profile: "gpu"})
+	f.c.Add(job{"a", 1}, f.now)
+	f.fail("a", "Fit")
+	mfs, err := f.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, mf := range mfs {
+		names = append(names, mf.GetName())
+	}
+	for _, want := range []string{"acme_batch_pending_pods", "acme_batch_queue_incoming_pods_total", "acme_batch_unschedulable_pods"} {
+		if !strings.Contains(strings.Join(names, " "), want) {
+			t.Errorf("no %s in %v", want, names)
+		}
+	}
+	if err := f.r.Register(f.reg, f.c); !errors.Is(err, ErrRegistered) {
+		t.Errorf("second Register: %v", err)
+	}
+}
+
+// TestGaugesFollowTheQueue runs random operations and checks after each
+// that the scraped gauges equal the queue's counts and are never negative
+// (upstream #113945, #132333).
+func TestGaugesFollowTheQueue(t *testing.T) {
+	f := newFixture(t, Options{})
+	r := rand.New(rand.NewPCG(3, 3))
+	inflight := map[string]schedq.Info[job]{}
+	for step := range 3000 {
+		name := fmt.Sprint("j", r.IntN(20))
+		switch r.IntN(7) {
+		case 0:
+			f.c.Add(job{name, int32(r.IntN(5))}, f.now)
+		case 1:
+			if info, ok := f.c.Pop(f.now); ok {
+				inflight[info.Item.name] = info
+			}
+		case 2:
+			for n, info := range inflight {
+				var plugins []string
+				if r.IntN(2) == 0 {
+					plugins = []string{"Fit"}
+				}
+				f.c.AddUnschedulableIfNotPresent(info.Item, info.Cycle, schedq.Failure{UnschedulablePlugins: plugins}, f.now)
+				delete(inflight, n)
+				break
+			}
+		case 3:
+			for n := range inflight {
+				f.c.Done(n)
+				delete(inflight, n)
+				break
+			}
+		case 4:
+			f.c.Delete(name, f.now)
+		case 5:
+			f.c.MoveAllToActiveOrBackoffQueue(nodeAdd, nil, nil, nil, f.now)
+		case 6:
+			f.now = f.now.Add(time.Duration(r.IntN(4000)) * time.Millisecond)
+			f.c.FlushBackoffCompleted(f.now)
+			f.c.FlushUnschedulableLeftover(f.now)
+		}
+		c := f.c.Counts()
+		want := map[string]float64{"active": float64(c.Active), "backoff": float64(c.Backoff), "unschedulable": float64(c.Unschedulable), "gated": float64(c.Gated)}
+		mfs, err := f.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				if g := m.GetGauge(); g != nil && g.GetValue() < 0 {
+					t.Fatalf("step %d: %s is negative", step, mf.GetName())
+				}
+				if mf.GetName() == "scheduler_pending_pods" {
+					q := m.GetLabel()[0].GetValue()
+					if m.GetGauge().GetValue() != want[q] {
+						t.Fatalf("step %d: pending_pods{%s} = %v, want %v", step, q, m.GetGauge().GetValue(), want[q])
+					}
+				}
+			}
+		}
+	}
+}
