@@ -215,14 +215,20 @@ func TestNames(t *testing.T) {
 	}
 }
 
-// TestGaugesFollowTheQueue runs random operations and checks after each
-// that the scraped gauges equal the queue's counts and are never negative
-// (upstream #113945, #132333).
-func TestGaugesFollowTheQueue(t *testing.T) {
+// FuzzGauges runs random operations and checks after each that the
+// scraped gauges equal the queue's counts and are never negative (upstream
+// #113945, #132333). Plain go test runs the seeds.
+func FuzzGauges(fz *testing.F) {
+	fz.Add(uint64(3))
+	fz.Add(uint64(4))
+	fz.Fuzz(func(t *testing.T, seed uint64) { gaugesFollowTheQueue(t, seed, 1500) })
+}
+
+func gaugesFollowTheQueue(t *testing.T, seed uint64, steps int) {
 	f := newFixture(t, Options{})
-	r := rand.New(rand.NewPCG(3, 3))
+	r := rand.New(rand.NewPCG(seed, seed))
 	inflight := map[string]schedq.Info[job]{}
-	for step := range 3000 {
+	for step := range steps {
 		name := fmt.Sprint("j", r.IntN(20))
 		switch r.IntN(7) {
 		case 0:

@@ -179,7 +179,7 @@ func printTable(w io.Writer, rows []row) {
 			b = fmt.Sprintf("%d", r.res.AllocedBytesPerOp())
 			a = fmt.Sprintf("%d", r.res.AllocsPerOp())
 			if have && r.peer != "schedq" && s.res != nil && s.res.NsPerOp() > 0 {
-				ratio = fmt.Sprintf("%.1fx faster", float64(r.res.NsPerOp())/float64(s.res.NsPerOp()))
+				ratio = speed(float64(r.res.NsPerOp()) / float64(s.res.NsPerOp()))
 			}
 		default:
 			ns, b, a = "-", "-", "-"
@@ -191,4 +191,12 @@ func printTable(w io.Writer, rows []row) {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.scenario, r.n, r.peer, ns, b, a, bi, ratio, r.note)
 	}
 	tw.Flush()
+}
+
+// speed words a ratio of peer time to schedq time.
+func speed(x float64) string {
+	if x >= 1 {
+		return fmt.Sprintf("%.1fx faster", x)
+	}
+	return fmt.Sprintf("%.1fx slower", 1/x)
 }

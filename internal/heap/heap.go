@@ -115,18 +115,11 @@ func (h *Heap[E]) Remove(i int) E {
 // children with each other, then lets x rise from there: x came from the
 // bottom, so it rarely rises far, and this saves a comparison per level.
 func (h *Heap[E]) fillRoot(x E) {
-	n := len(h.items)
 	i := 0
 	for {
-		first := arity*i + 1
-		if first >= n {
+		j, ok := h.bestChild(i)
+		if !ok {
 			break
-		}
-		j := first
-		for c := first + 1; c < first+arity && c < n; c++ {
-			if h.less(h.items[c], h.items[j]) {
-				j = c
-			}
 		}
 		h.items[i] = h.items[j]
 		h.place(h.items[i], i)
@@ -188,21 +181,11 @@ func (h *Heap[E]) up(j int) {
 
 // down sifts the element at i0 down and reports whether it moved.
 func (h *Heap[E]) down(i0 int) bool {
-	n := len(h.items)
 	x := h.items[i0]
 	i := i0
 	for {
-		first := arity*i + 1
-		if first >= n || first < 0 {
-			break
-		}
-		j := first
-		for c := first + 1; c < first+arity && c < n; c++ {
-			if h.less(h.items[c], h.items[j]) {
-				j = c
-			}
-		}
-		if !h.less(h.items[j], x) {
+		j, ok := h.bestChild(i)
+		if !ok || !h.less(h.items[j], x) {
 			break
 		}
 		h.items[i] = h.items[j]
@@ -212,6 +195,23 @@ func (h *Heap[E]) down(i0 int) bool {
 	h.items[i] = x
 	h.place(x, i)
 	return i > i0
+}
+
+// bestChild returns the index of i's child that orders first, if i has
+// children.
+func (h *Heap[E]) bestChild(i int) (int, bool) {
+	n := len(h.items)
+	first := arity*i + 1
+	if first >= n || first < 0 {
+		return 0, false
+	}
+	j := first
+	for c := first + 1; c < first+arity && c < n; c++ {
+		if h.less(h.items[c], h.items[j]) {
+			j = c
+		}
+	}
+	return j, true
 }
 
 // Parent returns the index of i's parent; i must be positive.

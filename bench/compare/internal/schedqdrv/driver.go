@@ -5,7 +5,6 @@ package schedqdrv
 
 import (
 	"fmt"
-	"maps"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -174,10 +173,7 @@ func (d *Driver) Update(name string, newPriority int32, newLabels map[string]str
 	if !ok {
 		return
 	}
-	nw := old.DeepCopy()
-	nw.Spec.Priority = &newPriority
-	nw.Labels = maps.Clone(newLabels)
-	nw.ResourceVersion = fmt.Sprint(len(old.ResourceVersion) + 1)
+	nw := upstream.UpdatedPod(old, newPriority, newLabels)
 	d.pods[name] = nw
 	d.c.Update(old, nw, d.now)
 }

@@ -189,12 +189,19 @@ func (d *Driver) Update(name string, newPriority int32, newLabels map[string]str
 	if !ok {
 		return
 	}
-	nw := old.DeepCopy()
-	nw.Spec.Priority = &newPriority
-	nw.Labels = maps.Clone(newLabels)
-	nw.ResourceVersion = fmt.Sprint(len(old.ResourceVersion) + 1)
+	nw := UpdatedPod(old, newPriority, newLabels)
 	d.pods[name] = nw
 	d.q.Update(d.ctx, old, nw)
+}
+
+// UpdatedPod returns a new version of old with the given priority and
+// labels (replaced, not merged).
+func UpdatedPod(old *v1.Pod, priority int32, labels map[string]string) *v1.Pod {
+	nw := old.DeepCopy()
+	nw.Spec.Priority = &priority
+	nw.Labels = maps.Clone(labels)
+	nw.ResourceVersion = fmt.Sprint(len(old.ResourceVersion) + 1)
+	return nw
 }
 
 // Delete removes a pod.
