@@ -1,0 +1,273 @@
+// Package app runs schedq's scheduler against a real cluster: client,
+// informers, leader election, the scheduling loop and the HTTP endpoints.
+// cmd/schedq only parses flags into Options and calls Run.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/plugins"
+	"github.com/schedq/schedq/kube/scheduler"
+	"github.com/schedq/schedq/metrics"
+)
+
+// Options configure the scheduler. The command's flags fill them.
+type Options struct {
+	Kubeconfig    string // empty: in-cluster config
+	SchedulerName string
+	Address       string // HTTP: /metrics, /healthz, /readyz, /debug/queue
+	Scoring       plugins.ScoringStrategy
+	// PercentageOfNodesToScore: see scheduler.Options.
+	PercentageOfNodesToScore int
+
+	LeaderElect    bool
+	LeaseNamespace string
+	LeaseName      string
+	Identity       string // default: hostname_pid
+	LeaseDuration  time.Duration
+	RenewDeadline  time.Duration
+	RetryPeriod    time.Duration
+
+	QPS   float32
+	Burst int
+
+	Logger *slog.Logger
+}
+
+// Config builds the client configuration, with a clear error if the
+// kubeconfig is missing or unusable.
+func Config(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("no --kubeconfig given and not running in a cluster: %w", err)
+		}
+		return cfg, nil
+	}
+	if _, err := os.Stat(kubeconfig); err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cfg, nil
+}
+
+// Run runs the scheduler until ctx ends (SIGTERM) or leadership is lost.
+// It returns an error that names the problem if it cannot start.
+func Run(ctx context.Context, o Options) error {
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	cfg, err := Config(o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	cfg.UserAgent = "schedq/" + o.SchedulerName
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	if err := reachable(ctx, client, cfg.Host); err != nil {
+		return err
+	}
+	return run(ctx, client, o, log)
+}
+
+// run runs the scheduler on client (a real one, or a fake in tests).
+func run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.Logger) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	profile := framework.Profile(plugins.Default(o.Scoring))
+	rec := metrics.New(metrics.Options{Profile: o.SchedulerName})
+	qcfg := scheduler.QueueConfig(profile)
+	qcfg.Recorder = rec
+	q, err := schedq.New(qcfg)
+	if err != nil {
+		return err
+	}
+	if err := rec.Register(reg, q); err != nil {
+		return err
+	}
+	sm, err := scheduler.NewMetrics(reg, o.SchedulerName)
+	if err != nil {
+		return err
+	}
+
+	factory := informers.NewSharedInformerFactory(client, 0)
+	c := scheduler.NewCache()
+	h := &scheduler.Handlers{Queue: q, Cache: c, SchedulerName: o.SchedulerName, Logger: log, AffinityMatch: plugins.MatchesRequiredAffinity}
+	others := map[schedq.Resource]cache.SharedIndexInformer{
+		schedq.PersistentVolume:      factory.Core().V1().PersistentVolumes().Informer(),
+		schedq.PersistentVolumeClaim: factory.Core().V1().PersistentVolumeClaims().Informer(),
+		schedq.StorageClass:          factory.Storage().V1().StorageClasses().Informer(),
+		schedq.CSINode:               factory.Storage().V1().CSINodes().Informer(),
+		schedq.Service:               factory.Core().V1().Services().Informer(),
+	}
+	if err := h.Register(factory.Core().V1().Pods().Informer(), factory.Core().V1().Nodes().Informer(),
+		factory.Core().V1().Namespaces().Informer(), others); err != nil {
+		return err
+	}
+
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
+	broadcaster.StartRecordingToSink(ctx.Done())
+	defer broadcaster.Shutdown()
+	s := scheduler.New(q, c, scheduler.APIBinder{Client: client},
+		scheduler.APIReporter{Client: client, Recorder: broadcaster.NewRecorder(scheme.Scheme, o.SchedulerName), Logger: log},
+		scheduler.Options{Profile: profile, PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: sm, Logger: log})
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st := &state{}
+	if o.Address != "" {
+		srv, err := serve(o.Address, reg, q, st, log)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer scancel()
+			srv.Shutdown(sctx)
+		}()
+	}
+
+	// On start and on failover every pending pod of ours is listed into
+	// activeQ by the informers: the queue is rebuilt from the API server.
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("informer for %v did not sync", typ)
+		}
+	}
+	st.synced.Store(true)
+	log.Info("caches synced", "nodes", c.NodeCount(), "pending", q.Counts().Pending())
+	go q.Run(ctx)
+
+	loop := func(ctx context.Context) {
+		st.leading.Store(true)
+		log.Info("scheduling", "scheduler", o.SchedulerName)
+		for {
+			info, err := q.Pop(ctx)
+			if err != nil {
+				return
+			}
+			s.ScheduleOne(ctx, info)
+		}
+	}
+	defer q.Close()
+	if !o.LeaderElect {
+		loop(ctx)
+		return shutdownErr(ctx)
+	}
+	identity := o.Identity
+	if identity == "" {
+		host, _ := os.Hostname()
+		identity = fmt.Sprintf("%s_%d", host, os.Getpid())
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1ObjectMeta(o.LeaseNamespace, o.LeaseName),
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+	}
+	lost := make(chan struct{})
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   o.LeaseDuration,
+		RenewDeadline:   o.RenewDeadline,
+		RetryPeriod:     o.RetryPeriod,
+		ReleaseOnCancel: true,
+		Name:            o.SchedulerName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: loop,
+			OnStoppedLeading: func() {
+				st.leading.Store(false)
+				close(lost)
+			},
+			OnNewLeader: func(id string) { log.Info("leader", "identity", id, "me", id == identity) },
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	log.Info("waiting for the lease", "lease", o.LeaseNamespace+"/"+o.LeaseName, "identity", identity)
+	le.Run(ctx)
+	select {
+	case <-ctx.Done():
+		return shutdownErr(ctx)
+	case <-lost:
+		return errors.New("lost the leader lease")
+	}
+}
+
+func shutdownErr(ctx context.Context) error {
+	if errors.Is(context.Cause(ctx), context.Canceled) {
+		return nil
+	}
+	return context.Cause(ctx)
+}
+
+// reachable fails fast, with the address, if the API server does not answer.
+func reachable(ctx context.Context, client kubernetes.Interface, host string) error {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := client.Discovery().ServerVersion()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("API server %s is not reachable: %w", host, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("API server %s is not reachable: no answer within 15s", host)
+	}
+}
+
+// queueView is what the HTTP endpoints read.
+type queueView interface {
+	Dump() schedq.Dump
+	Explain(key types.NamespacedName) (schedq.Explanation, error)
+}
+
+func serve(addr string, reg *prometheus.Registry, q queueView, st *state, log *slog.Logger) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--address %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: Handler(reg, q, st.ready), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http", "err", err)
+		}
+	}()
+	log.Info("serving", "address", ln.Addr().String())
+	return srv, nil
+}

@@ -1,0 +1,342 @@
+// Package framework holds the types that schedq's Kubernetes scheduler and
+// its plugins share: pods and nodes with their precomputed scheduling data,
+// statuses, and the plugin interfaces. It is a small, own design modelled on
+// kube-scheduler's extension points, not a copy of them.
+package framework
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/schedq/schedq"
+)
+
+// Key is a pod's identity in the queue: its namespace and name.
+func Key(p *v1.Pod) types.NamespacedName {
+	return types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+}
+
+// Priority is a pod's spec.priority, 0 if unset.
+func Priority(p *v1.Pod) int32 {
+	if p.Spec.Priority != nil {
+		return *p.Spec.Priority
+	}
+	return 0
+}
+
+// Resource is an amount of each schedulable resource.
+type Resource struct {
+	MilliCPU         int64
+	Memory           int64
+	EphemeralStorage int64
+	// Pods is a count of pods (for allocatable: the pod capacity).
+	Pods   int64
+	Scalar map[v1.ResourceName]int64
+}
+
+// NewResource converts a resource list (requests or allocatable).
+func NewResource(rl v1.ResourceList) Resource {
+	var r Resource
+	for name, q := range rl {
+		switch name {
+		case v1.ResourceCPU:
+			r.MilliCPU = q.MilliValue()
+		case v1.ResourceMemory:
+			r.Memory = q.Value()
+		case v1.ResourceEphemeralStorage:
+			r.EphemeralStorage = q.Value()
+		case v1.ResourcePods:
+			r.Pods = q.Value()
+		default:
+			if r.Scalar == nil {
+				r.Scalar = map[v1.ResourceName]int64{}
+			}
+			r.Scalar[name] = q.Value()
+		}
+	}
+	return r
+}
+
+// Add adds o to r.
+func (r *Resource) Add(o Resource) {
+	r.MilliCPU += o.MilliCPU
+	r.Memory += o.Memory
+	r.EphemeralStorage += o.EphemeralStorage
+	r.Pods += o.Pods
+	for k, v := range o.Scalar {
+		if r.Scalar == nil {
+			r.Scalar = map[v1.ResourceName]int64{}
+		}
+		r.Scalar[k] += v
+	}
+}
+
+// Sub subtracts o from r.
+func (r *Resource) Sub(o Resource) {
+	r.MilliCPU -= o.MilliCPU
+	r.Memory -= o.Memory
+	r.EphemeralStorage -= o.EphemeralStorage
+	r.Pods -= o.Pods
+	for k, v := range o.Scalar {
+		if r.Scalar == nil {
+			r.Scalar = map[v1.ResourceName]int64{}
+		}
+		r.Scalar[k] -= v
+	}
+}
+
+// AffinityTerm is a parsed required pod (anti-)affinity term.
+type AffinityTerm struct {
+	Namespaces        sets.Set[string]
+	NamespaceSelector labels.Selector // nil: only Namespaces
+	Selector          labels.Selector
+	TopologyKey       string
+}
+
+// Matches reports whether pod (whose namespace has labels nsLabels) is
+// selected by the term.
+func (t AffinityTerm) Matches(pod *v1.Pod, nsLabels labels.Set) bool {
+	if !t.Namespaces.Has(pod.Namespace) && (t.NamespaceSelector == nil || !t.NamespaceSelector.Matches(nsLabels)) {
+		return false
+	}
+	return t.Selector.Matches(labels.Set(pod.Labels))
+}
+
+// PodInfo is a pod with the data scheduling needs, computed once.
+type PodInfo struct {
+	Pod *v1.Pod
+	// Requests are the pod's effective requests: containers, init
+	// containers (as the kubelet runs them) and overhead, plus one pod.
+	Requests             Resource
+	RequiredAffinity     []AffinityTerm
+	RequiredAntiAffinity []AffinityTerm
+}
+
+// NewPodInfo computes a pod's scheduling data. It fails on a malformed
+// label selector in the pod's affinity.
+func NewPodInfo(p *v1.Pod) (*PodInfo, error) {
+	pi := &PodInfo{Pod: p}
+	pi.Requests = NewResource(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))
+	pi.Requests.Pods = 1
+	if a := p.Spec.Affinity; a != nil {
+		var err error
+		if a.PodAffinity != nil {
+			if pi.RequiredAffinity, err = parseTerms(p, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution); err != nil {
+				return nil, fmt.Errorf("pod affinity: %w", err)
+			}
+		}
+		if a.PodAntiAffinity != nil {
+			if pi.RequiredAntiAffinity, err = parseTerms(p, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution); err != nil {
+				return nil, fmt.Errorf("pod anti-affinity: %w", err)
+			}
+		}
+	}
+	return pi, nil
+}
+
+func parseTerms(p *v1.Pod, terms []v1.PodAffinityTerm) ([]AffinityTerm, error) {
+	out := make([]AffinityTerm, 0, len(terms))
+	for _, term := range terms {
+		sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+		if err != nil {
+			return nil, err
+		}
+		t := AffinityTerm{Namespaces: sets.New(term.Namespaces...), Selector: sel, TopologyKey: term.TopologyKey}
+		if term.NamespaceSelector != nil {
+			if t.NamespaceSelector, err = metav1.LabelSelectorAsSelector(term.NamespaceSelector); err != nil {
+				return nil, err
+			}
+		}
+		if len(term.Namespaces) == 0 && term.NamespaceSelector == nil {
+			t.Namespaces.Insert(p.Namespace) // the pod's own namespace
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// NodeInfo is a node with the pods on it (bound or assumed) and their sum.
+type NodeInfo struct {
+	Node        *v1.Node
+	Allocatable Resource
+	Requested   Resource
+	Pods        []*PodInfo
+	// PodsWithRequiredAntiAffinity lists the pods above that carry required
+	// anti-affinity terms, which a new pod must not violate.
+	PodsWithRequiredAntiAffinity []*PodInfo
+}
+
+// NewNodeInfo returns an empty NodeInfo for node.
+func NewNodeInfo(node *v1.Node) *NodeInfo {
+	n := &NodeInfo{}
+	n.SetNode(node)
+	return n
+}
+
+// SetNode replaces the node object (on an update), keeping the pods.
+func (n *NodeInfo) SetNode(node *v1.Node) {
+	n.Node = node
+	n.Allocatable = NewResource(node.Status.Allocatable)
+}
+
+// Name returns the node's name.
+func (n *NodeInfo) Name() string { return n.Node.Name }
+
+// AddPod accounts pod on the node.
+func (n *NodeInfo) AddPod(p *PodInfo) {
+	n.Pods = append(n.Pods, p)
+	n.Requested.Add(p.Requests)
+	if len(p.RequiredAntiAffinity) > 0 {
+		n.PodsWithRequiredAntiAffinity = append(n.PodsWithRequiredAntiAffinity, p)
+	}
+}
+
+// RemovePod removes the pod with key from the node and reports whether it
+// was there.
+func (n *NodeInfo) RemovePod(key types.NamespacedName) bool {
+	i := slices.IndexFunc(n.Pods, func(p *PodInfo) bool { return Key(p.Pod) == key })
+	if i < 0 {
+		return false
+	}
+	p := n.Pods[i]
+	n.Pods = slices.Delete(n.Pods, i, i+1)
+	n.Requested.Sub(p.Requests)
+	if j := slices.Index(n.PodsWithRequiredAntiAffinity, p); j >= 0 {
+		n.PodsWithRequiredAntiAffinity = slices.Delete(n.PodsWithRequiredAntiAffinity, j, j+1)
+	}
+	return true
+}
+
+// Snapshot is the cluster as one scheduling cycle sees it.
+type Snapshot interface {
+	// Nodes lists every node, in a stable order.
+	Nodes() []*NodeInfo
+	// Node returns the named node.
+	Node(name string) (*NodeInfo, bool)
+	// NamespaceLabels returns a namespace's labels, for namespace selectors.
+	NamespaceLabels(ns string) labels.Set
+}
+
+// Code is the outcome of a plugin call.
+type Code int
+
+const (
+	// Success: the node passes.
+	Success Code = iota
+	// Unschedulable: the node fails, but could pass after the cluster
+	// changes (preemption could help, in kube-scheduler).
+	Unschedulable
+	// UnschedulableAndUnresolvable: the node fails and changing other pods
+	// would not help.
+	UnschedulableAndUnresolvable
+	// Error: the plugin failed; the attempt is a failure by error.
+	Error
+)
+
+// Status is a plugin's verdict. A nil *Status is Success.
+type Status struct {
+	Code    Code
+	Reasons []string
+	Plugin  string
+	Err     error
+}
+
+// NewStatus returns a status with reasons.
+func NewStatus(code Code, reasons ...string) *Status { return &Status{Code: code, Reasons: reasons} }
+
+// AsStatus wraps an error.
+func AsStatus(err error) *Status {
+	return &Status{Code: Error, Err: err, Reasons: []string{err.Error()}}
+}
+
+// IsSuccess reports whether s is nil or Success.
+func (s *Status) IsSuccess() bool { return s == nil || s.Code == Success }
+
+// Message joins the reasons.
+func (s *Status) Message() string {
+	if s == nil {
+		return ""
+	}
+	return strings.Join(s.Reasons, ", ")
+}
+
+// CycleState carries data from PreFilter to Filter and Score within one
+// scheduling cycle. Not safe for concurrent writes.
+type CycleState struct{ data map[string]any }
+
+// NewCycleState returns an empty state.
+func NewCycleState() *CycleState { return &CycleState{data: map[string]any{}} }
+
+// Write stores v under key.
+func (c *CycleState) Write(key string, v any) { c.data[key] = v }
+
+// Read returns the value under key.
+func (c *CycleState) Read(key string) (any, bool) { v, ok := c.data[key]; return v, ok }
+
+// Plugin is anything with a name.
+type Plugin interface{ Name() string }
+
+// PreFilterPlugin runs once per cycle before Filter, for example to index
+// the pods that affinity rules care about. A non-success status fails the
+// pod on every node.
+type PreFilterPlugin interface {
+	Plugin
+	PreFilter(ctx context.Context, state *CycleState, pod *PodInfo, snap Snapshot) *Status
+}
+
+// FilterPlugin says whether pod fits node.
+type FilterPlugin interface {
+	Plugin
+	Filter(ctx context.Context, state *CycleState, pod *PodInfo, node *NodeInfo) *Status
+}
+
+// ScorePlugin rates a feasible node from 0 to MaxNodeScore.
+type ScorePlugin interface {
+	Plugin
+	Score(ctx context.Context, state *CycleState, pod *PodInfo, node *NodeInfo) (int64, *Status)
+}
+
+// MaxNodeScore is the highest score a ScorePlugin gives.
+const MaxNodeScore = 100
+
+// PreEnqueuePlugin gates a pod before it can be tried. It must be pure and
+// fast: it runs under the queue's lock.
+type PreEnqueuePlugin interface {
+	Plugin
+	PreEnqueue(pod *v1.Pod) bool
+}
+
+// EnqueueExtensions lists the cluster events that may make a pod this
+// plugin rejected schedulable, each with a queueing hint. Hints run under
+// the queue's lock and must be pure and fast.
+type EnqueueExtensions interface {
+	Plugin
+	EventsToRegister() []schedq.EventHint[*v1.Pod]
+}
+
+// Profile is the set of plugins a scheduler runs, each list in order.
+type Profile struct {
+	PreEnqueue []PreEnqueuePlugin
+	PreFilter  []PreFilterPlugin
+	Filter     []FilterPlugin
+	Score      []ScorePlugin
+	Enqueue    []EnqueueExtensions
+}
+
+// Hints builds the queue's hint registrations from the plugins' events.
+func (p Profile) Hints() map[string][]schedq.EventHint[*v1.Pod] {
+	out := map[string][]schedq.EventHint[*v1.Pod]{}
+	for _, pl := range p.Enqueue {
+		out[pl.Name()] = append(out[pl.Name()], pl.EventsToRegister()...)
+	}
+	return out
+}

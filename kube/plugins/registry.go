@@ -1,0 +1,26 @@
+package plugins
+
+import "github.com/schedq/schedq/kube/framework"
+
+// Plugins lists the plugins of a profile per extension point, each list in
+// the order the scheduler runs it. It is framework.Profile, whose Hints
+// method builds the queue's Hints configuration (schedq Config.Hints).
+type Plugins = framework.Profile
+
+// Default returns the plugins of this package in kube-scheduler's default
+// order, with NodeResourcesFit scoring by strategy. The queue order
+// (PrioritySort) is the queue's own, see PrioritySort.
+func Default(strategy ScoringStrategy) Plugins {
+	fit := NewNodeResourcesFit(strategy)
+	return Plugins{
+		PreEnqueue: []framework.PreEnqueuePlugin{SchedulingGates{}},
+		PreFilter:  []framework.PreFilterPlugin{NodeAffinity{}, fit, InterPodAffinity{}},
+		Filter: []framework.FilterPlugin{
+			NodeUnschedulable{}, NodeName{}, TaintToleration{}, NodeAffinity{}, fit, InterPodAffinity{},
+		},
+		Score: []framework.ScorePlugin{fit},
+		Enqueue: []framework.EnqueueExtensions{
+			SchedulingGates{}, NodeUnschedulable{}, NodeName{}, TaintToleration{}, NodeAffinity{}, fit, InterPodAffinity{},
+		},
+	}
+}

@@ -1,0 +1,95 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+)
+
+// APIBinder binds through the pods/binding subresource, in its own
+// goroutine, so that the next cycle does not wait for the API server.
+type APIBinder struct {
+	Client  kubernetes.Interface
+	Timeout time.Duration // per binding; default 30s
+}
+
+// Bind implements Binder.
+func (b APIBinder) Bind(ctx context.Context, pod *v1.Pod, node string, done func(error)) {
+	timeout := b.Timeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		binding := &v1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+			Target:     v1.ObjectReference{Kind: "Node", Name: node},
+		}
+		done(b.Client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}))
+	}()
+}
+
+// APIReporter sets the PodScheduled condition and emits events, as
+// kube-scheduler does: FailedScheduling (Warning) and Scheduled (Normal).
+type APIReporter struct {
+	Client   kubernetes.Interface
+	Recorder events.EventRecorder
+	Logger   *slog.Logger
+	Now      func() time.Time
+}
+
+// Unschedulable implements Reporter. The condition is patched from the
+// scheduling loop, before the pod can be tried again, so that a late patch
+// can never overwrite a later binding; an unchanged condition is not
+// patched again.
+func (r APIReporter) Unschedulable(ctx context.Context, pod *v1.Pod, reason, message string) {
+	r.Recorder.Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", "%s", message)
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == reason && c.Message == message {
+			return
+		}
+	}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	patch, err := json.Marshal(map[string]any{
+		"status": map[string]any{
+			"conditions": []v1.PodCondition{{
+				Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: reason, Message: message,
+				LastTransitionTime: metav1.NewTime(now()), LastProbeTime: metav1.NewTime(now()),
+			}},
+		},
+	})
+	if err != nil {
+		r.log().Error("status patch", "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err = r.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if err != nil {
+		r.log().Warn("could not set PodScheduled=False", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	}
+}
+
+// Scheduled implements Reporter. The binding itself sets PodScheduled=True.
+func (r APIReporter) Scheduled(ctx context.Context, pod *v1.Pod, node string) {
+	r.Recorder.Eventf(pod, nil, v1.EventTypeNormal, "Scheduled", "Binding",
+		"Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
+}
+
+func (r APIReporter) log() *slog.Logger {
+	if r.Logger == nil {
+		return slog.Default()
+	}
+	return r.Logger
+}

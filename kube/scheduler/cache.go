@@ -1,0 +1,215 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// Cache is the scheduler's view of the cluster: nodes, the pods bound to
+// them, and the pods it assumed on a node while their binding is under
+// way, so that the next cycle already counts them. It is safe for
+// concurrent use; a scheduling cycle holds it with View.
+type Cache struct {
+	mu      sync.RWMutex
+	nodes   map[string]*framework.NodeInfo
+	order   []*framework.NodeInfo // stable: insertion order
+	podNode map[types.NamespacedName]string
+	assumed map[types.NamespacedName]bool
+	// orphans are pods on nodes the cache does not know (not seen yet, or
+	// deleted before their pods), by node name.
+	orphans    map[string]map[types.NamespacedName]*framework.PodInfo
+	namespaces map[string]labels.Set
+}
+
+// NewCache returns an empty cache.
+func NewCache() *Cache {
+	return &Cache{
+		nodes:      map[string]*framework.NodeInfo{},
+		podNode:    map[types.NamespacedName]string{},
+		assumed:    map[types.NamespacedName]bool{},
+		orphans:    map[string]map[types.NamespacedName]*framework.PodInfo{},
+		namespaces: map[string]labels.Set{},
+	}
+}
+
+// AddNode adds or replaces a node.
+func (c *Cache) AddNode(n *v1.Node) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ni, ok := c.nodes[n.Name]; ok {
+		ni.SetNode(n)
+		return
+	}
+	ni := framework.NewNodeInfo(n)
+	for _, pi := range c.orphans[n.Name] {
+		ni.AddPod(pi)
+	}
+	delete(c.orphans, n.Name)
+	c.nodes[n.Name] = ni
+	c.order = append(c.order, ni)
+}
+
+// RemoveNode removes a node. Its pods are kept until they are removed
+// themselves (a node may be deleted before its pods), and count again if a
+// node of that name comes back.
+func (c *Cache) RemoveNode(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ni, ok := c.nodes[name]
+	if !ok {
+		return
+	}
+	delete(c.nodes, name)
+	c.order = slices.DeleteFunc(c.order, func(x *framework.NodeInfo) bool { return x == ni })
+	for _, p := range ni.Pods {
+		c.orphan(p, name)
+	}
+}
+
+func (c *Cache) orphan(pi *framework.PodInfo, node string) {
+	m := c.orphans[node]
+	if m == nil {
+		m = map[types.NamespacedName]*framework.PodInfo{}
+		c.orphans[node] = m
+	}
+	m[framework.Key(pi.Pod)] = pi
+}
+
+// AddPod accounts a pod bound to a node (from the API server). If the pod
+// was assumed, the assumption is confirmed.
+func (c *Cache) AddPod(p *v1.Pod) error {
+	pi, err := framework.NewPodInfo(p)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := framework.Key(p)
+	c.removeLocked(key)
+	delete(c.assumed, key)
+	return c.placeLocked(pi, p.Spec.NodeName)
+}
+
+// RemovePod forgets a bound or assumed pod.
+func (c *Cache) RemovePod(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.removeLocked(key)
+	delete(c.assumed, key)
+}
+
+// Assume accounts pod on node before its binding is confirmed.
+func (c *Cache) Assume(pi *framework.PodInfo, node string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := framework.Key(pi.Pod)
+	if _, ok := c.podNode[key]; ok {
+		return fmt.Errorf("pod %s is already on a node", key)
+	}
+	if err := c.placeLocked(pi, node); err != nil {
+		return err
+	}
+	c.assumed[key] = true
+	return nil
+}
+
+// Forget undoes Assume after a failed binding. A pod already confirmed by
+// the API server is left alone.
+func (c *Cache) Forget(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.assumed[key] {
+		c.removeLocked(key)
+		delete(c.assumed, key)
+	}
+}
+
+// IsAssumed reports whether a pod is assumed and not yet confirmed.
+func (c *Cache) IsAssumed(key types.NamespacedName) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.assumed[key]
+}
+
+// SetNamespace records a namespace's labels, for affinity namespace
+// selectors.
+func (c *Cache) SetNamespace(ns *v1.Namespace) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.namespaces[ns.Name] = labels.Set(ns.Labels)
+}
+
+// RemoveNamespace forgets a namespace.
+func (c *Cache) RemoveNamespace(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.namespaces, name)
+}
+
+// NodeCount returns the number of nodes.
+func (c *Cache) NodeCount() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.order)
+}
+
+// NodeOf returns the node a pod is bound or assumed on.
+func (c *Cache) NodeOf(key types.NamespacedName) (string, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n, ok := c.podNode[key]
+	return n, ok
+}
+
+// View runs f with the cache as a read-only snapshot, holding the read
+// lock, so that a scheduling cycle sees one consistent cluster.
+func (c *Cache) View(f func(framework.Snapshot)) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	f(snapshot{c})
+}
+
+func (c *Cache) placeLocked(pi *framework.PodInfo, node string) error {
+	c.podNode[framework.Key(pi.Pod)] = node
+	if ni, ok := c.nodes[node]; ok {
+		ni.AddPod(pi)
+	} else {
+		c.orphan(pi, node)
+	}
+	return nil
+}
+
+func (c *Cache) removeLocked(key types.NamespacedName) {
+	node, ok := c.podNode[key]
+	if !ok {
+		return
+	}
+	delete(c.podNode, key)
+	if ni, ok := c.nodes[node]; ok {
+		ni.RemovePod(key)
+	} else if m := c.orphans[node]; m != nil {
+		delete(m, key)
+		if len(m) == 0 {
+			delete(c.orphans, node)
+		}
+	}
+}
+
+// snapshot is the Cache seen through framework.Snapshot, under its lock.
+type snapshot struct{ c *Cache }
+
+func (s snapshot) Nodes() []*framework.NodeInfo { return s.c.order }
+
+func (s snapshot) Node(name string) (*framework.NodeInfo, bool) {
+	n, ok := s.c.nodes[name]
+	return n, ok
+}
+
+func (s snapshot) NamespaceLabels(ns string) labels.Set { return s.c.namespaces[ns] }

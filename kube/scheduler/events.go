@@ -1,0 +1,83 @@
+package scheduler
+
+import (
+	"maps"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/schedq/schedq"
+)
+
+// PodUpdateEvents classifies an update of a pod into the fine-grained
+// events plugins register for: labels changed, resources scaled down,
+// scheduling gates removed, tolerations changed. An update that is none of
+// these is one general Update event, which only plugins registered for all
+// updates hear. The resource is AssignedPod for a pod on a node, else
+// UnschedulablePod.
+func PodUpdateEvents(oldPod, newPod *v1.Pod) []schedq.Event {
+	res := schedq.UnschedulablePod
+	if newPod.Spec.NodeName != "" {
+		res = schedq.AssignedPod
+	}
+	var out []schedq.Event
+	add := func(a schedq.ActionType) { out = append(out, schedq.Event{Resource: res, Action: a}) }
+	if !maps.Equal(oldPod.Labels, newPod.Labels) {
+		add(schedq.UpdatePodLabel)
+	}
+	if scaledDown(oldPod, newPod) {
+		add(schedq.UpdatePodScaleDown)
+	}
+	if len(oldPod.Spec.SchedulingGates) > 0 && len(newPod.Spec.SchedulingGates) == 0 {
+		add(schedq.UpdatePodSchedulingGatesEliminated)
+	}
+	if !equality.Semantic.DeepEqual(oldPod.Spec.Tolerations, newPod.Spec.Tolerations) {
+		add(schedq.UpdatePodToleration)
+	}
+	if len(out) == 0 {
+		add(schedq.Update)
+	}
+	return out
+}
+
+// scaledDown reports whether any request of the pod went down or away.
+func scaledDown(oldPod, newPod *v1.Pod) bool {
+	opts := resourcehelper.PodResourcesOptions{}
+	before, after := resourcehelper.PodRequests(oldPod, opts), resourcehelper.PodRequests(newPod, opts)
+	for name, q := range before {
+		n, ok := after[name]
+		if !ok || n.Cmp(q) < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// NodeUpdateEvents classifies an update of a node: allocatable, labels,
+// taints (and the unschedulable flag, which acts as a taint), conditions,
+// annotations. An update that changes none of these gives no event.
+func NodeUpdateEvents(oldNode, newNode *v1.Node) []schedq.Event {
+	var out []schedq.Event
+	add := func(a schedq.ActionType) { out = append(out, schedq.Event{Resource: schedq.Node, Action: a}) }
+	if !equality.Semantic.DeepEqual(oldNode.Status.Allocatable, newNode.Status.Allocatable) {
+		add(schedq.UpdateNodeAllocatable)
+	}
+	if !maps.Equal(oldNode.Labels, newNode.Labels) {
+		add(schedq.UpdateNodeLabel)
+	}
+	if oldNode.Spec.Unschedulable != newNode.Spec.Unschedulable ||
+		!equality.Semantic.DeepEqual(oldNode.Spec.Taints, newNode.Spec.Taints) {
+		add(schedq.UpdateNodeTaint)
+	}
+	if !slices.EqualFunc(oldNode.Status.Conditions, newNode.Status.Conditions, func(a, b v1.NodeCondition) bool {
+		return a.Type == b.Type && a.Status == b.Status
+	}) {
+		add(schedq.UpdateNodeCondition)
+	}
+	if !maps.Equal(oldNode.Annotations, newNode.Annotations) {
+		add(schedq.UpdateNodeAnnotation)
+	}
+	return out
+}

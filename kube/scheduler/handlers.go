@@ -1,0 +1,257 @@
+package scheduler
+
+import (
+	"errors"
+	"log/slog"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// Handlers turn what the scheduler sees of the cluster into cache updates
+// and queue operations. Informers call them in a real cluster; the
+// simulator calls them directly.
+type Handlers struct {
+	Queue         Queue
+	Cache         *Cache
+	SchedulerName string
+	Logger        *slog.Logger
+	// AffinityMatch reports whether an assigned pod satisfies one of a
+	// queued pod's required pod-affinity terms: the targeted move for
+	// assigned pods wakes only those. Nil wakes every candidate.
+	AffinityMatch func(queued, assigned *v1.Pod, nsLabels labels.Set) bool
+}
+
+// responsible reports whether p is a pending pod this scheduler must place.
+func (h *Handlers) responsible(p *v1.Pod) bool {
+	return p.Spec.SchedulerName == h.SchedulerName && p.Spec.NodeName == "" &&
+		p.DeletionTimestamp == nil && !terminal(p)
+}
+
+// assigned reports whether p runs (or will run) on a node.
+func assigned(p *v1.Pod) bool { return p.Spec.NodeName != "" && !terminal(p) }
+
+func terminal(p *v1.Pod) bool {
+	return p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
+}
+
+func (h *Handlers) log() *slog.Logger {
+	if h.Logger == nil {
+		return slog.Default()
+	}
+	return h.Logger
+}
+
+// check logs queue errors other than the expected ones.
+func (h *Handlers) check(op string, p *v1.Pod, err error) {
+	if err != nil && !errors.Is(err, schedq.ErrNotFound) && !errors.Is(err, schedq.ErrClosed) {
+		h.log().Warn("queue", "op", op, "pod", framework.Key(p), "err", err)
+	}
+}
+
+// AddPod handles a new pod.
+func (h *Handlers) AddPod(p *v1.Pod) {
+	switch {
+	case assigned(p):
+		h.assignedPodAdded(p)
+	case h.responsible(p):
+		h.check("add", p, h.Queue.Add(p))
+	}
+}
+
+// UpdatePod handles a changed pod.
+func (h *Handlers) UpdatePod(oldPod, newPod *v1.Pod) {
+	switch {
+	case assigned(newPod) && !assigned(oldPod):
+		// Just bound, by us or by another scheduler.
+		h.check("delete", newPod, h.Queue.Delete(framework.Key(newPod)))
+		h.assignedPodAdded(newPod)
+	case assigned(newPod):
+		if err := h.Cache.AddPod(newPod); err != nil {
+			h.log().Warn("cache", "pod", framework.Key(newPod), "err", err)
+		}
+		// A relabelled or scaled-down pod can help through affinity, through
+		// anti-affinity it no longer matches, or through freed resources:
+		// the plugins' hints, not an affinity pre-filter, decide.
+		for _, ev := range PodUpdateEvents(oldPod, newPod) {
+			h.check("move", newPod, h.Queue.MoveAllToActiveOrBackoffQueue(ev, oldPod, newPod, nil))
+		}
+	case h.responsible(newPod):
+		h.check("update", newPod, h.Queue.Update(oldPod, newPod))
+	case assigned(oldPod):
+		// Finished: its resources are free.
+		h.DeletePod(oldPod)
+	case h.responsible(oldPod):
+		// Being deleted, finished, or handed to another scheduler.
+		h.check("delete", oldPod, h.Queue.Delete(framework.Key(oldPod)))
+	}
+}
+
+// DeletePod handles a deleted pod; obj may be a cache tombstone.
+func (h *Handlers) DeletePod(p *v1.Pod) {
+	key := framework.Key(p)
+	if _, onNode := h.Cache.NodeOf(key); onNode || assigned(p) {
+		h.Cache.RemovePod(key)
+		h.check("move", p, h.Queue.MoveAllToActiveOrBackoffQueue(schedq.EventAssignedPodDelete, p, nil, nil))
+		return
+	}
+	if p.Spec.SchedulerName == h.SchedulerName {
+		h.check("delete", p, h.Queue.Delete(key))
+	}
+}
+
+func (h *Handlers) assignedPodAdded(p *v1.Pod) {
+	if err := h.Cache.AddPod(p); err != nil {
+		h.log().Warn("cache", "pod", framework.Key(p), "err", err)
+	}
+	h.check("move", p, h.Queue.MoveMatching(schedq.EventAssignedPodAdd, nil, p, h.affinityTo(p)))
+}
+
+// affinityTo selects the parked pods that p could help through affinity.
+func (h *Handlers) affinityTo(p *v1.Pod) func(*schedq.Info[*v1.Pod]) bool {
+	if h.AffinityMatch == nil {
+		return func(*schedq.Info[*v1.Pod]) bool { return true }
+	}
+	var ns labels.Set
+	h.Cache.View(func(s framework.Snapshot) { ns = s.NamespaceLabels(p.Namespace) })
+	return func(info *schedq.Info[*v1.Pod]) bool { return h.AffinityMatch(info.Item, p, ns) }
+}
+
+// AddNode handles a new node.
+func (h *Handlers) AddNode(n *v1.Node) {
+	h.Cache.AddNode(n)
+	h.move(schedq.EventNodeAdd, nil, n)
+}
+
+// UpdateNode handles a changed node: one move request per kind of change.
+func (h *Handlers) UpdateNode(oldNode, newNode *v1.Node) {
+	h.Cache.AddNode(newNode)
+	for _, ev := range NodeUpdateEvents(oldNode, newNode) {
+		h.move(ev, oldNode, newNode)
+	}
+}
+
+// DeleteNode handles a deleted node.
+func (h *Handlers) DeleteNode(n *v1.Node) {
+	h.Cache.RemoveNode(n.Name)
+	h.move(schedq.Event{Resource: schedq.Node, Action: schedq.Delete}, n, nil)
+}
+
+// Other handles an event on a resource no plugin of ours reads but a
+// plugin may register for: volumes, storage classes, CSI nodes, services.
+func (h *Handlers) Other(res schedq.Resource, action schedq.ActionType, oldObj, newObj any) {
+	h.move(schedq.Event{Resource: res, Action: action}, oldObj, newObj)
+}
+
+func (h *Handlers) move(ev schedq.Event, oldObj, newObj any) {
+	if err := h.Queue.MoveAllToActiveOrBackoffQueue(ev, oldObj, newObj, nil); err != nil && !errors.Is(err, schedq.ErrClosed) {
+		h.log().Warn("queue", "op", "move", "event", ev.Label(), "err", err)
+	}
+}
+
+// Register wires the handlers to informers.
+func (h *Handlers) Register(pods, nodes, namespaces cache.SharedIndexInformer, others map[schedq.Resource]cache.SharedIndexInformer) error {
+	asPod := func(obj any) (*v1.Pod, bool) {
+		switch o := obj.(type) {
+		case *v1.Pod:
+			return o, true
+		case cache.DeletedFinalStateUnknown:
+			p, ok := o.Obj.(*v1.Pod)
+			return p, ok
+		}
+		return nil, false
+	}
+	asNode := func(obj any) (*v1.Node, bool) {
+		switch o := obj.(type) {
+		case *v1.Node:
+			return o, true
+		case cache.DeletedFinalStateUnknown:
+			n, ok := o.Obj.(*v1.Node)
+			return n, ok
+		}
+		return nil, false
+	}
+	regs := []struct {
+		inf cache.SharedIndexInformer
+		h   cache.ResourceEventHandler
+	}{
+		{pods, cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) {
+				if p, ok := asPod(obj); ok {
+					h.AddPod(p)
+				}
+			},
+			UpdateFunc: func(o, n any) {
+				op, ok1 := asPod(o)
+				np, ok2 := asPod(n)
+				if ok1 && ok2 {
+					h.UpdatePod(op, np)
+				}
+			},
+			DeleteFunc: func(obj any) {
+				if p, ok := asPod(obj); ok {
+					h.DeletePod(p)
+				}
+			},
+		}},
+		{nodes, cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) {
+				if n, ok := asNode(obj); ok {
+					h.AddNode(n)
+				}
+			},
+			UpdateFunc: func(o, n any) {
+				on, ok1 := asNode(o)
+				nn, ok2 := asNode(n)
+				if ok1 && ok2 {
+					h.UpdateNode(on, nn)
+				}
+			},
+			DeleteFunc: func(obj any) {
+				if n, ok := asNode(obj); ok {
+					h.DeleteNode(n)
+				}
+			},
+		}},
+	}
+	if namespaces != nil {
+		regs = append(regs, struct {
+			inf cache.SharedIndexInformer
+			h   cache.ResourceEventHandler
+		}{namespaces, cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { h.namespace(obj) },
+			UpdateFunc: func(_, n any) { h.namespace(n) },
+			DeleteFunc: func(obj any) {
+				if ns, ok := obj.(*v1.Namespace); ok {
+					h.Cache.RemoveNamespace(ns.Name)
+				}
+			},
+		}})
+	}
+	for res, inf := range others {
+		regs = append(regs, struct {
+			inf cache.SharedIndexInformer
+			h   cache.ResourceEventHandler
+		}{inf, cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { h.Other(res, schedq.Add, nil, obj) },
+			UpdateFunc: func(o, n any) { h.Other(res, schedq.Update, o, n) },
+			DeleteFunc: func(obj any) { h.Other(res, schedq.Delete, obj, nil) },
+		}})
+	}
+	for _, r := range regs {
+		if _, err := r.inf.AddEventHandler(r.h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (h *Handlers) namespace(obj any) {
+	if ns, ok := obj.(*v1.Namespace); ok {
+		h.Cache.SetNamespace(ns)
+	}
+}

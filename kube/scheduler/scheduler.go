@@ -1,0 +1,315 @@
+// Package scheduler is schedq's Kubernetes scheduler: the scheduling cycle
+// (filter, score, pick, assume, bind) over the cache, the failure handling
+// that feeds the queue, and the handlers that turn cluster events into
+// queue operations. The same code runs against a real API server (see
+// api.go) and in the simulator, which supplies its own Binder, Reporter,
+// clock and queue in virtual time.
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// Queue is what the scheduler needs of a schedq queue of pods.
+// *schedq.Queue[types.NamespacedName, *v1.Pod] implements it.
+type Queue interface {
+	Add(pod *v1.Pod) error
+	Update(oldPod, newPod *v1.Pod) error
+	Delete(key types.NamespacedName) error
+	Done(key types.NamespacedName) error
+	AddUnschedulableIfNotPresent(pod *v1.Pod, cycle int64, f schedq.Failure) error
+	MoveAllToActiveOrBackoffQueue(ev schedq.Event, oldObj, newObj any, preCheck func(*v1.Pod) bool) error
+	MoveMatching(ev schedq.Event, oldObj, newObj any, match func(*schedq.Info[*v1.Pod]) bool) error
+}
+
+// Binder binds a pod to a node and calls done with the result, now or
+// later (from another goroutine in a real cluster).
+type Binder interface {
+	Bind(ctx context.Context, pod *v1.Pod, node string, done func(error))
+}
+
+// Reporter tells the world about attempts: the pod's PodScheduled
+// condition and events, in a real cluster.
+type Reporter interface {
+	Unschedulable(ctx context.Context, pod *v1.Pod, reason, message string)
+	Scheduled(ctx context.Context, pod *v1.Pod, node string)
+}
+
+// Options configures a Scheduler. Zero fields take the defaults noted.
+type Options struct {
+	// Profile is the plugins to run. Required.
+	Profile framework.Profile
+	// PercentageOfNodesToScore bounds how many feasible nodes a cycle looks
+	// for before scoring, as kube-scheduler does. 0: adaptive (all nodes up
+	// to 100, then 50% falling to 5% as the cluster grows, at least 100).
+	PercentageOfNodesToScore int
+	// Rand breaks ties between equally scored nodes. Default: seeded from
+	// the wall clock.
+	Rand *rand.Rand
+	// Now is the clock for durations. Default time.Now.
+	Now func() time.Time
+	// Metrics records attempts. Nil records nothing.
+	Metrics *Metrics
+	// Logger. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Scheduler runs scheduling cycles. ScheduleOne is not safe for concurrent
+// use: one loop pops and schedules, as in kube-scheduler.
+type Scheduler struct {
+	queue    Queue
+	cache    *Cache
+	binder   Binder
+	reporter Reporter
+	o        Options
+
+	nextStart int
+}
+
+// New returns a scheduler.
+func New(q Queue, c *Cache, b Binder, r Reporter, o Options) *Scheduler {
+	if o.Rand == nil {
+		o.Rand = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Scheduler{queue: q, cache: c, binder: b, reporter: r, o: o}
+}
+
+// Result is how an attempt ended.
+type Result int
+
+// The results, as the schedule_attempts_total metric names them.
+const (
+	Scheduled Result = iota
+	Unschedulable
+	Error
+)
+
+func (r Result) String() string { return [...]string{"scheduled", "unschedulable", "error"}[r] }
+
+// Outcome describes one scheduling cycle.
+type Outcome struct {
+	Result  Result
+	Node    string // chosen node (binding may still fail)
+	Message string // why not, for Unschedulable and Error
+	Plugins []string
+}
+
+// ScheduleOne runs the scheduling cycle for a popped pod: filter, score,
+// pick a node, assume the pod there and start its binding. A failure goes
+// back to the queue: with the rejecting plugins if it was unschedulable, as
+// an error otherwise.
+func (s *Scheduler) ScheduleOne(ctx context.Context, info schedq.Info[*v1.Pod]) Outcome {
+	pod := info.Item
+	start := s.o.Now()
+	pi, err := framework.NewPodInfo(pod)
+	if err != nil {
+		return s.fail(ctx, info, start, Outcome{Result: Error, Message: "invalid pod: " + err.Error()})
+	}
+	var out Outcome
+	s.cache.View(func(snap framework.Snapshot) { out = s.findNode(ctx, pi, snap) })
+	if out.Result != Scheduled {
+		return s.fail(ctx, info, start, out)
+	}
+	if err := s.cache.Assume(pi, out.Node); err != nil {
+		return s.fail(ctx, info, start, Outcome{Result: Error, Message: err.Error()})
+	}
+	s.o.Metrics.attempt(Scheduled, s.o.Now().Sub(start))
+	s.binder.Bind(ctx, pod, out.Node, func(err error) { s.bound(ctx, info, out.Node, start, err) })
+	return out
+}
+
+// bound finishes a binding.
+func (s *Scheduler) bound(ctx context.Context, info schedq.Info[*v1.Pod], node string, start time.Time, err error) {
+	pod := info.Item
+	key := framework.Key(pod)
+	if err != nil {
+		s.cache.Forget(key)
+		s.o.Metrics.binding(false, s.o.Now().Sub(start))
+		s.o.Logger.Warn("binding failed", "pod", key, "node", node, "err", err)
+		if qerr := s.queue.AddUnschedulableIfNotPresent(pod, info.Cycle, schedq.Failure{}); qerr != nil {
+			s.o.Logger.Debug("requeue after binding failure", "pod", key, "err", qerr)
+		}
+		s.reporter.Unschedulable(ctx, pod, "SchedulerError", fmt.Sprintf("binding rejected: %v", err))
+		return
+	}
+	s.o.Metrics.binding(true, s.o.Now().Sub(start))
+	if err := s.queue.Done(key); err != nil {
+		s.o.Logger.Debug("done after binding", "pod", key, "err", err)
+	}
+	s.reporter.Scheduled(ctx, pod, node)
+}
+
+// fail requeues a failed attempt and reports it.
+func (s *Scheduler) fail(ctx context.Context, info schedq.Info[*v1.Pod], start time.Time, out Outcome) Outcome {
+	pod := info.Item
+	f := schedq.Failure{}
+	reason := "SchedulerError"
+	if out.Result == Unschedulable {
+		f.UnschedulablePlugins = out.Plugins
+		reason = v1.PodReasonUnschedulable
+	}
+	s.o.Metrics.attempt(out.Result, s.o.Now().Sub(start))
+	if err := s.queue.AddUnschedulableIfNotPresent(pod, info.Cycle, f); err != nil {
+		s.o.Logger.Debug("requeue after failed attempt", "pod", framework.Key(pod), "err", err)
+	}
+	s.reporter.Unschedulable(ctx, pod, reason, out.Message)
+	return out
+}
+
+// findNode filters and scores the nodes of snap for pi.
+func (s *Scheduler) findNode(ctx context.Context, pi *framework.PodInfo, snap framework.Snapshot) Outcome {
+	p := s.o.Profile
+	nodes := snap.Nodes()
+	if len(nodes) == 0 {
+		// Every filter would have to pass on a new node: let their hints
+		// decide when a node arrives.
+		names := make([]string, 0, len(p.Filter))
+		for _, f := range p.Filter {
+			names = append(names, f.Name())
+		}
+		return Outcome{Result: Unschedulable, Plugins: names, Message: "0/0 nodes are available: no nodes available to schedule pods."}
+	}
+	state := framework.NewCycleState()
+	for _, pf := range p.PreFilter {
+		st := pf.PreFilter(ctx, state, pi, snap)
+		if st.IsSuccess() {
+			continue
+		}
+		if st.Code == framework.Error {
+			return Outcome{Result: Error, Message: fmt.Sprintf("%s: %s", pf.Name(), st.Message())}
+		}
+		return Outcome{Result: Unschedulable, Plugins: []string{pf.Name()},
+			Message: fmt.Sprintf("0/%d nodes are available: %s.", len(nodes), st.Message())}
+	}
+
+	want := s.feasibleToFind(len(nodes))
+	feasible := make([]*framework.NodeInfo, 0, min(want, len(nodes)))
+	reasons := map[string]int{}
+	var rejectors []string
+	processed := 0
+	for i := 0; i < len(nodes) && len(feasible) < want; i++ {
+		ni := nodes[(s.nextStart+i)%len(nodes)]
+		processed++
+		st := s.filter(ctx, state, pi, ni)
+		if st.IsSuccess() {
+			feasible = append(feasible, ni)
+			continue
+		}
+		if st.Code == framework.Error {
+			return Outcome{Result: Error, Message: fmt.Sprintf("%s on node %s: %s", st.Plugin, ni.Name(), st.Message())}
+		}
+		for _, r := range st.Reasons {
+			reasons[r]++
+		}
+		if !slices.Contains(rejectors, st.Plugin) {
+			rejectors = append(rejectors, st.Plugin)
+		}
+	}
+	s.nextStart = (s.nextStart + processed) % len(nodes)
+	if len(feasible) == 0 {
+		return Outcome{Result: Unschedulable, Plugins: rejectors, Message: fitMessage(len(nodes), reasons)}
+	}
+	return Outcome{Result: Scheduled, Node: s.pick(ctx, state, pi, feasible)}
+}
+
+// filter runs the filters on one node, stopping at the first failure.
+func (s *Scheduler) filter(ctx context.Context, state *framework.CycleState, pi *framework.PodInfo, ni *framework.NodeInfo) *framework.Status {
+	for _, f := range s.o.Profile.Filter {
+		if st := f.Filter(ctx, state, pi, ni); !st.IsSuccess() {
+			st.Plugin = f.Name()
+			return st
+		}
+	}
+	return nil
+}
+
+// pick scores the feasible nodes and returns the best, breaking ties at
+// random (reservoir sampling, so every best node is equally likely).
+func (s *Scheduler) pick(ctx context.Context, state *framework.CycleState, pi *framework.PodInfo, feasible []*framework.NodeInfo) string {
+	if len(feasible) == 1 || len(s.o.Profile.Score) == 0 {
+		return feasible[0].Name()
+	}
+	best, bestScore, ties := "", int64(-1), 0
+	for _, ni := range feasible {
+		var total int64
+		for _, sp := range s.o.Profile.Score {
+			if v, st := sp.Score(ctx, state, pi, ni); st.IsSuccess() {
+				total += v
+			}
+		}
+		switch {
+		case total > bestScore:
+			best, bestScore, ties = ni.Name(), total, 1
+		case total == bestScore:
+			ties++
+			if s.o.Rand.IntN(ties) == 0 {
+				best = ni.Name()
+			}
+		}
+	}
+	return best
+}
+
+// feasibleToFind is how many feasible nodes a cycle looks for, as
+// kube-scheduler bounds it.
+func (s *Scheduler) feasibleToFind(n int) int {
+	pct := s.o.PercentageOfNodesToScore
+	if n < 100 || pct >= 100 {
+		return n
+	}
+	if pct <= 0 {
+		pct = max(50-n/125, 5)
+	}
+	return max(n*pct/100, 100)
+}
+
+// fitMessage renders the reasons the way kube-scheduler does:
+// "0/5 nodes are available: 3 Insufficient cpu, 2 node(s) had untolerated
+// taint {dedicated: gpu}."
+func fitMessage(nodes int, reasons map[string]int) string {
+	keys := make([]string, 0, len(reasons))
+	for r := range reasons {
+		keys = append(keys, r)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, r := range keys {
+		parts[i] = fmt.Sprintf("%d %s", reasons[r], r)
+	}
+	return fmt.Sprintf("0/%d nodes are available: %s.", nodes, strings.Join(parts, ", "))
+}
+
+// QueueConfig is the queue configuration for a profile's pods: keyed by
+// namespace/name, ordered by priority then enqueue time (PrioritySort),
+// gated by the PreEnqueue plugins, woken by the plugins' hints.
+func QueueConfig(p framework.Profile) schedq.Config[types.NamespacedName, *v1.Pod] {
+	cfg := schedq.Config[types.NamespacedName, *v1.Pod]{
+		Key:          framework.Key,
+		Priority:     framework.Priority,
+		Hints:        p.Hints(),
+		UpdateEvents: PodUpdateEvents,
+	}
+	for _, pe := range p.PreEnqueue {
+		cfg.PreEnqueue = append(cfg.PreEnqueue, schedq.PreEnqueue[*v1.Pod]{Name: pe.Name(), Admit: pe.PreEnqueue})
+	}
+	return cfg
+}

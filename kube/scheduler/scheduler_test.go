@@ -1,0 +1,334 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// fitCPU is a test filter: the pod's cpu request must fit the node's free cpu.
+type fitCPU struct{}
+
+func (fitCPU) Name() string { return "FitCPU" }
+func (fitCPU) Filter(_ context.Context, _ *framework.CycleState, p *framework.PodInfo, n *framework.NodeInfo) *framework.Status {
+	if n.Allocatable.MilliCPU-n.Requested.MilliCPU < p.Requests.MilliCPU {
+		return framework.NewStatus(framework.Unschedulable, "Insufficient cpu")
+	}
+	return nil
+}
+func (fitCPU) EventsToRegister() []schedq.EventHint[*v1.Pod] {
+	return []schedq.EventHint[*v1.Pod]{{Event: schedq.EventNodeAdd}, {Event: schedq.EventAssignedPodDelete}}
+}
+
+// taintFree is a test filter: nodes with any taint fail.
+type taintFree struct{}
+
+func (taintFree) Name() string { return "Taints" }
+func (taintFree) Filter(_ context.Context, _ *framework.CycleState, _ *framework.PodInfo, n *framework.NodeInfo) *framework.Status {
+	if len(n.Node.Spec.Taints) > 0 {
+		t := n.Node.Spec.Taints[0]
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("node(s) had untolerated taint {%s: %s}", t.Key, t.Value))
+	}
+	return nil
+}
+
+// mostFree scores nodes by free cpu.
+type mostFree struct{}
+
+func (mostFree) Name() string { return "MostFree" }
+func (mostFree) Score(_ context.Context, _ *framework.CycleState, _ *framework.PodInfo, n *framework.NodeInfo) (int64, *framework.Status) {
+	return (n.Allocatable.MilliCPU - n.Requested.MilliCPU) * 100 / max(n.Allocatable.MilliCPU, 1), nil
+}
+
+func testProfile() framework.Profile {
+	return framework.Profile{
+		Filter:  []framework.FilterPlugin{taintFree{}, fitCPU{}},
+		Score:   []framework.ScorePlugin{mostFree{}},
+		Enqueue: []framework.EnqueueExtensions{fitCPU{}},
+	}
+}
+
+func node(name string, milliCPU int64, taints ...v1.Taint) *v1.Node {
+	return &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       v1.NodeSpec{Taints: taints},
+		Status: v1.NodeStatus{Allocatable: v1.ResourceList{
+			v1.ResourceCPU:    *resource.NewMilliQuantity(milliCPU, resource.DecimalSI),
+			v1.ResourceMemory: resource.MustParse("8Gi"),
+			v1.ResourcePods:   resource.MustParse("110"),
+		}},
+	}
+}
+
+func pod(name string, milliCPU int64) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name)},
+		Spec: v1.PodSpec{SchedulerName: "schedq", Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{
+			Requests: v1.ResourceList{v1.ResourceCPU: *resource.NewMilliQuantity(milliCPU, resource.DecimalSI)},
+		}}}},
+	}
+}
+
+// syncBinder binds at once (or fails every bind, if err is set).
+type syncBinder struct {
+	err   error
+	binds map[string]string
+}
+
+func (b *syncBinder) Bind(_ context.Context, p *v1.Pod, node string, done func(error)) {
+	if b.err == nil {
+		if b.binds == nil {
+			b.binds = map[string]string{}
+		}
+		b.binds[p.Name] = node
+	}
+	done(b.err)
+}
+
+type recReporter struct{ failures, scheduled []string }
+
+func (r *recReporter) Unschedulable(_ context.Context, p *v1.Pod, reason, msg string) {
+	r.failures = append(r.failures, p.Name+": "+reason+": "+msg)
+}
+func (r *recReporter) Scheduled(_ context.Context, p *v1.Pod, node string) {
+	r.scheduled = append(r.scheduled, p.Name+"->"+node)
+}
+
+type fixture struct {
+	t *testing.T
+	q *schedq.Queue[types.NamespacedName, *v1.Pod]
+	c *Cache
+	h *Handlers
+	s *Scheduler
+	b *syncBinder
+	r *recReporter
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	q, err := schedq.New(QueueConfig(testProfile()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCache()
+	f := &fixture{t: t, q: q, c: c, b: &syncBinder{}, r: &recReporter{}}
+	f.h = &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
+	f.s = New(q, c, f.b, f.r, Options{Profile: testProfile(), Rand: rand.New(rand.NewPCG(1, 1))})
+	return f
+}
+
+// once pops and schedules one pod.
+func (f *fixture) once() Outcome {
+	f.t.Helper()
+	info, ok, err := f.q.TryPop()
+	if err != nil || !ok {
+		f.t.Fatalf("nothing to pop (%v): %+v", err, f.q.Counts())
+	}
+	return f.s.ScheduleOne(context.Background(), info)
+}
+
+func TestScheduleOnePicksTheFreestNode(t *testing.T) {
+	f := newFixture(t)
+	f.h.AddNode(node("small", 1000))
+	f.h.AddNode(node("big", 4000))
+	f.h.AddPod(pod("p", 500))
+	out := f.once()
+	if out.Result != Scheduled || out.Node != "big" || f.b.binds["p"] != "big" {
+		t.Fatalf("outcome %+v, binds %v", out, f.b.binds)
+	}
+	if n, ok := f.c.NodeOf(framework.Key(pod("p", 0))); !ok || n != "big" {
+		t.Fatalf("pod not assumed on big: %q %v", n, ok)
+	}
+	if c := f.q.Counts(); c.Pending() != 0 || c.InFlight != 0 {
+		t.Fatalf("queue %+v after a successful bind", c)
+	}
+	// The next pod sees the assumed one.
+	f.h.AddPod(pod("q", 3000))
+	if out := f.once(); out.Node != "big" {
+		t.Fatalf("second pod on %q", out.Node)
+	}
+	f.h.AddPod(pod("r", 1500))
+	if out := f.once(); out.Result != Unschedulable {
+		t.Fatalf("third pod: %+v", out)
+	}
+}
+
+func TestFailureMessageAndRequeue(t *testing.T) {
+	f := newFixture(t)
+	for i := range 3 {
+		f.h.AddNode(node(fmt.Sprint("n", i), 1000))
+	}
+	for i := range 2 {
+		f.h.AddNode(node(fmt.Sprint("t", i), 8000, v1.Taint{Key: "dedicated", Value: "gpu", Effect: v1.TaintEffectNoSchedule}))
+	}
+	f.h.AddPod(pod("big", 2000))
+	out := f.once()
+	want := "0/5 nodes are available: 3 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}."
+	if out.Result != Unschedulable || out.Message != want {
+		t.Fatalf("message %q, want %q", out.Message, want)
+	}
+	slices.Sort(out.Plugins)
+	if !slices.Equal(out.Plugins, []string{"FitCPU", "Taints"}) {
+		t.Fatalf("plugins %v", out.Plugins)
+	}
+	if len(f.r.failures) != 1 || !strings.Contains(f.r.failures[0], "big: Unschedulable: "+want) {
+		t.Fatalf("reported %v", f.r.failures)
+	}
+	_, loc, _ := f.q.Get(framework.Key(pod("big", 0)))
+	if loc != schedq.InUnschedulable {
+		t.Fatalf("pod is %v, want parked", loc)
+	}
+	// A node that FitCPU's registration hears wakes it.
+	f.h.AddNode(node("huge", 16000))
+	_, loc, _ = f.q.Get(framework.Key(pod("big", 0)))
+	if loc != schedq.InBackoff && loc != schedq.InActive {
+		t.Fatalf("after NodeAdd the pod is %v", loc)
+	}
+}
+
+func TestNoNodes(t *testing.T) {
+	f := newFixture(t)
+	f.h.AddPod(pod("p", 100))
+	out := f.once()
+	if out.Result != Unschedulable || !strings.Contains(out.Message, "0/0 nodes are available") {
+		t.Fatalf("outcome %+v", out)
+	}
+	f.h.AddNode(node("n", 1000))
+	if _, loc, _ := f.q.Get(framework.Key(pod("p", 0))); loc == schedq.InUnschedulable {
+		t.Fatal("a new node did not wake a pod that had no node at all")
+	}
+}
+
+func TestBindingFailureIsAnError(t *testing.T) {
+	f := newFixture(t)
+	f.b.err = fmt.Errorf("conflict")
+	f.h.AddNode(node("n", 1000))
+	f.h.AddPod(pod("p", 100))
+	f.once()
+	key := framework.Key(pod("p", 0))
+	if _, ok := f.c.NodeOf(key); ok {
+		t.Fatal("a pod whose binding failed is still assumed")
+	}
+	info, loc, _ := f.q.Get(key)
+	if loc != schedq.InBackoff || info.ConsecutiveErrors != 1 || len(info.UnschedulablePlugins) != 0 {
+		t.Fatalf("after a binding error: %v %+v", loc, info)
+	}
+}
+
+func TestFeasibleToFind(t *testing.T) {
+	s := New(nil, nil, nil, nil, Options{})
+	for n, want := range map[int]int{10: 10, 99: 99, 100: 100, 1000: 420, 5000: 500, 20000: 1000} {
+		if got := s.feasibleToFind(n); got != want {
+			t.Errorf("feasibleToFind(%d) = %d, want %d", n, got, want)
+		}
+	}
+	s.o.PercentageOfNodesToScore = 100
+	if got := s.feasibleToFind(5000); got != 5000 {
+		t.Errorf("100%%: %d", got)
+	}
+}
+
+func TestHandlersRouting(t *testing.T) {
+	f := newFixture(t)
+	other := pod("theirs", 100)
+	other.Spec.SchedulerName = "default-scheduler"
+	f.h.AddPod(other)
+	if c := f.q.Counts(); c.Pending() != 0 {
+		t.Fatalf("queued another scheduler's pod: %+v", c)
+	}
+	f.h.AddNode(node("n", 1000))
+	mine := pod("mine", 100)
+	f.h.AddPod(mine)
+	if c := f.q.Counts(); c.Active != 1 {
+		t.Fatalf("counts %+v", c)
+	}
+	// Bound by someone else: it leaves the queue and counts on the node.
+	bound := mine.DeepCopy()
+	bound.Spec.NodeName = "n"
+	f.h.UpdatePod(mine, bound)
+	if c := f.q.Counts(); c.Pending() != 0 {
+		t.Fatalf("bound pod still queued: %+v", c)
+	}
+	if n, ok := f.c.NodeOf(framework.Key(mine)); !ok || n != "n" {
+		t.Fatal("bound pod not in the cache")
+	}
+	// Finished: its resources are freed.
+	done := bound.DeepCopy()
+	done.Status.Phase = v1.PodSucceeded
+	f.h.UpdatePod(bound, done)
+	if _, ok := f.c.NodeOf(framework.Key(mine)); ok {
+		t.Fatal("finished pod still counted")
+	}
+	// Deleted while pending: removed from the queue.
+	p := pod("gone", 100)
+	f.h.AddPod(p)
+	f.h.DeletePod(p)
+	if c := f.q.Counts(); c.Pending() != 0 {
+		t.Fatalf("deleted pod still queued: %+v", c)
+	}
+}
+
+func TestPodAndNodeUpdateEvents(t *testing.T) {
+	base := pod("p", 100)
+	labelled := base.DeepCopy()
+	labelled.Labels = map[string]string{"a": "b"}
+	gated := base.DeepCopy()
+	gated.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "g"}}
+	smaller := pod("p", 50)
+	tests := []struct {
+		name     string
+		old, new *v1.Pod
+		want     []schedq.ActionType
+	}{
+		{"labels", base, labelled, []schedq.ActionType{schedq.UpdatePodLabel}},
+		{"gates removed", gated, base, []schedq.ActionType{schedq.UpdatePodSchedulingGatesEliminated}},
+		{"scale down", base, smaller, []schedq.ActionType{schedq.UpdatePodScaleDown}},
+		{"nothing that matters", base, base.DeepCopy(), []schedq.ActionType{schedq.Update}},
+	}
+	for _, tc := range tests {
+		var got []schedq.ActionType
+		for _, ev := range PodUpdateEvents(tc.old, tc.new) {
+			if ev.Resource != schedq.UnschedulablePod {
+				t.Errorf("%s: resource %s", tc.name, ev.Resource)
+			}
+			got = append(got, ev.Action)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	n := node("n", 1000)
+	tainted := n.DeepCopy()
+	tainted.Spec.Taints = []v1.Taint{{Key: "k", Effect: v1.TaintEffectNoSchedule}}
+	cordoned := n.DeepCopy()
+	cordoned.Spec.Unschedulable = true
+	grown := node("n", 2000)
+	relabelled := n.DeepCopy()
+	relabelled.Labels = map[string]string{"zone": "a"}
+	for name, tc := range map[string]struct {
+		new  *v1.Node
+		want schedq.ActionType
+	}{
+		"taint": {tainted, schedq.UpdateNodeTaint}, "cordon": {cordoned, schedq.UpdateNodeTaint},
+		"allocatable": {grown, schedq.UpdateNodeAllocatable}, "label": {relabelled, schedq.UpdateNodeLabel},
+	} {
+		evs := NodeUpdateEvents(n, tc.new)
+		if len(evs) != 1 || evs[0].Action != tc.want {
+			t.Errorf("%s: %v", name, evs)
+		}
+	}
+	if evs := NodeUpdateEvents(n, n.DeepCopy()); len(evs) != 0 {
+		t.Errorf("no change gave %v", evs)
+	}
+}
