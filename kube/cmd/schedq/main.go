@@ -1,6 +1,6 @@
-// Command schedq is schedq's command line: the Kubernetes scheduler, the
-// explain client, and (soon) the simulator. It only wires flags to the
-// packages that do the work.
+// Command schedq is schedq's command line: the simulator, the Kubernetes
+// scheduler and the explain client. It only wires flags to the packages
+// that do the work.
 package main
 
 import (
@@ -40,7 +40,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(schedulerCmd(stderr), explainCmd(stdout))
+	root.AddCommand(simulateCmd(stdout, stderr), schedulerCmd(stderr), explainCmd(stdout))
 	return root
 }
 

@@ -35,3 +35,51 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 }
+
+func TestSimulate(t *testing.T) {
+	run := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		root := newRoot(&out, &errOut)
+		root.SetArgs(append([]string{"simulate", "--progress=off"}, args...))
+		err := root.Execute()
+		return out.String(), err
+	}
+	out, err := run("--list")
+	if err != nil || !strings.Contains(out, "NodeArrival") || !strings.Contains(out, "SchedulingBasic") {
+		t.Fatalf("--list: %v\n%s", err, out)
+	}
+	a, err := run("--scenario", "PriorityPressure", "--no-wall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := run("--scenario", "PriorityPressure", "--no-wall")
+	if a != b || !strings.Contains(a, "200 scheduled, 200 pending, of 400") {
+		t.Fatalf("two runs differ or wrong:\n%s\n%s", a, b)
+	}
+	js, err := run("--scenario", "PriorityPressure", "-o", "json", "--no-wall")
+	if err != nil || !strings.Contains(js, `"scheduled": 200`) || strings.Contains(js, `"wall"`) {
+		t.Fatalf("json: %v\n%s", err, js)
+	}
+	cmp, err := run("--scenario", "EarlyRetry", "--compare", "popFromBackoff=false")
+	if err != nil || !strings.Contains(cmp, "popFromBackoff=false") || !strings.Contains(cmp, "baseline") {
+		t.Fatalf("compare: %v\n%s", err, cmp)
+	}
+	report := t.TempDir() + "/r.html"
+	if _, err := run("--scenario", "PriorityPressure", "--report", report); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--scenario", "Nope"}, `unknown scenario "Nope"`},
+		{[]string{"--compare", "speed=fast"}, `unknown setting "speed"`},
+		{[]string{"--compare", "hints"}, `"hints" is not key=value`},
+		{[]string{"-o", "xml"}, `--output: "xml"`},
+		{[]string{"--report", "/no/such/dir/r.html", "--scenario", "PriorityPressure"}, "--report"},
+	} {
+		if _, err := run(bad.args...); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v: %v, want %q", bad.args, err, bad.want)
+		}
+	}
+}

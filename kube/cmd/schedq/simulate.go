@@ -1,0 +1,174 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/schedq/schedq/kube/sim"
+)
+
+func simulateCmd(stdout, stderr io.Writer) *cobra.Command {
+	var (
+		list              bool
+		scenario, compare string
+		output, report    string
+		seed              int64
+		noWall, check     bool
+		progress          string
+	)
+	cmd := &cobra.Command{
+		Use:   "simulate",
+		Short: "Run the scheduler and its queue on a simulated cluster, in virtual time",
+		Long: `Run schedq's scheduler (plugins, cycle, queue, event handling) against an
+in-memory cluster in virtual time, from a scenario and a seed, and report
+what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` scenario.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if list {
+				for _, n := range sim.Builtins() {
+					sc, err := sim.Load(n)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(stdout, "%-22s %s\n", n, strings.Join(strings.Fields(sc.Description), " "))
+				}
+				return nil
+			}
+			if output != "text" && output != "json" {
+				return fmt.Errorf("--output: %q is not text or json", output)
+			}
+			sc, err := sim.Load(scenario)
+			if err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("seed") {
+				if seed < 0 {
+					return fmt.Errorf("--seed: must not be negative, got %d", seed)
+				}
+				sc.Seed = uint64(seed)
+			}
+			showProgress := progress == "on" || progress == "auto" && isTerminal(stderr)
+			if progress != "on" && progress != "off" && progress != "auto" {
+				return fmt.Errorf("--progress: %q is not auto, on or off", progress)
+			}
+			run := func(sc *sim.Scenario, label string) (*sim.Report, error) {
+				o := sim.Options{CheckInvariants: check}
+				if showProgress {
+					o.Progress = bar(stderr, label)
+				}
+				r, err := sim.Run(sc, o)
+				if showProgress {
+					fmt.Fprintln(stderr)
+				}
+				return r, err
+			}
+			base, err := run(sc, sc.Name)
+			if err != nil {
+				return err
+			}
+			var other *sim.Report
+			if compare != "" {
+				key, value, ok := strings.Cut(compare, "=")
+				if !ok {
+					return fmt.Errorf("--compare: %q is not key=value", compare)
+				}
+				alt, err := sim.Load(scenario)
+				if err != nil {
+					return err
+				}
+				alt.Seed = sc.Seed
+				if err := alt.Set(key, value); err != nil {
+					return fmt.Errorf("--compare: %w", err)
+				}
+				if other, err = run(alt, compare); err != nil {
+					return err
+				}
+			}
+			if report != "" {
+				if err := writeHTML(report, base); err != nil {
+					return err
+				}
+				if other != nil {
+					if err := writeHTML(strings.TrimSuffix(report, ".html")+".compare.html", other); err != nil {
+						return err
+					}
+				}
+			}
+			switch {
+			case output == "json" && other != nil:
+				return writeJSON(stdout, map[string]any{"baseline": base, "compare": map[string]any{"setting": compare, "report": other}}, noWall)
+			case output == "json":
+				return writeJSON(stdout, base, noWall)
+			case other != nil:
+				sim.WriteComparison(stdout, base, other, "baseline", compare, !noWall)
+			default:
+				base.WriteText(stdout, !noWall)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&list, "list", false, "list the built-in scenarios")
+	f.StringVar(&scenario, "scenario", sim.DefaultScenario, "a built-in scenario's name, or a scenario file")
+	f.Int64Var(&seed, "seed", 0, "override the scenario's seed")
+	f.StringVar(&compare, "compare", "", "run twice, the second time with key=value (e.g. hints=false, popFromBackoff=false), and print both")
+	f.StringVarP(&output, "output", "o", "text", "text or json")
+	f.StringVar(&report, "report", "", "also write a self-contained HTML report to this file")
+	f.BoolVar(&noWall, "no-wall", false, "leave out the wall-clock figures, so that runs of one seed print the same bytes")
+	f.BoolVar(&check, "check", false, "check the queue's invariants after every step (slow)")
+	f.StringVar(&progress, "progress", "auto", "progress bar on stderr: auto (on a terminal), on or off")
+	return cmd
+}
+
+func writeHTML(path string, r *sim.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	if err := r.WriteHTML(f); err != nil {
+		f.Close()
+		return fmt.Errorf("--report %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func writeJSON(w io.Writer, v any, noWall bool) error {
+	if noWall {
+		switch r := v.(type) {
+		case *sim.Report:
+			r.Wall = nil
+		case map[string]any:
+			r["baseline"].(*sim.Report).Wall = nil
+			r["compare"].(map[string]any)["report"].(*sim.Report).Wall = nil
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// bar draws a one-line progress bar of virtual time.
+func bar(w io.Writer, label string) func(now, end time.Duration, bound, arrived int) {
+	return func(now, end time.Duration, bound, arrived int) {
+		const width = 30
+		frac := 0.0
+		if end > 0 {
+			frac = min(1, float64(now)/float64(end))
+		}
+		n := int(frac * width)
+		fmt.Fprintf(w, "\r%-20s [%s%s] %s / %s virtual, %d/%d pods bound ", label,
+			strings.Repeat("#", n), strings.Repeat(".", width-n), now.Round(time.Second), end, bound, arrived)
+	}
+}

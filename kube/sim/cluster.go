@@ -1,0 +1,126 @@
+package sim
+
+import (
+	"fmt"
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// cluster is the simulated API server's state: nodes and pods in creation
+// order, by group, so that runs are reproducible.
+type cluster struct {
+	nodes      map[string]*v1.Node
+	nodeGroups map[string][]string
+	pods       map[types.NamespacedName]*v1.Pod
+	podGroups  map[string][]types.NamespacedName
+	uid        int
+}
+
+func newCluster() *cluster {
+	return &cluster{
+		nodes: map[string]*v1.Node{}, nodeGroups: map[string][]string{},
+		pods: map[types.NamespacedName]*v1.Pod{}, podGroups: map[string][]types.NamespacedName{},
+	}
+}
+
+func (c *cluster) nextUID() types.UID {
+	c.uid++
+	return types.UID("uid-" + strconv.Itoa(c.uid))
+}
+
+const zoneLabel = "topology.kubernetes.io/zone"
+
+// makeNodes builds a node group's nodes.
+func (c *cluster) makeNodes(g NodeGroup) []*v1.Node {
+	capacity, _ := resources(g.Capacity)
+	if _, ok := capacity[v1.ResourcePods]; !ok {
+		capacity[v1.ResourcePods] = *resourceQuantity("110")
+	}
+	var out []*v1.Node
+	for i := range g.Count {
+		name := fmt.Sprintf("%s-%d", g.Name, i)
+		labels := map[string]string{"kubernetes.io/hostname": name}
+		for k, v := range g.Labels {
+			labels[k] = v
+		}
+		if g.Zones > 0 {
+			labels[zoneLabel] = fmt.Sprintf("zone-%d", i%g.Zones)
+		}
+		n := &v1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, UID: c.nextUID(), Labels: labels},
+			Spec:       v1.NodeSpec{Unschedulable: g.Unschedulable},
+			Status: v1.NodeStatus{
+				Capacity: capacity.DeepCopy(), Allocatable: capacity.DeepCopy(),
+				Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}},
+			},
+		}
+		for _, t := range g.Taints {
+			n.Spec.Taints = append(n.Spec.Taints, t.taint())
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func (t TaintSpec) taint() v1.Taint {
+	eff := v1.TaintEffect(t.Effect)
+	if eff == "" {
+		eff = v1.TaintEffectNoSchedule
+	}
+	return v1.Taint{Key: t.Key, Value: t.Value, Effect: eff}
+}
+
+// makePod builds pod i of a group.
+func (c *cluster) makePod(g *PodGroup, i int) *v1.Pod {
+	ns := g.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	requests, _ := resources(g.Requests)
+	labels := map[string]string{"group": g.Name}
+	for k, v := range g.Labels {
+		labels[k] = v
+	}
+	prio := g.Priority
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", g.Name, i), UID: c.nextUID(), Labels: labels},
+		Spec: v1.PodSpec{
+			SchedulerName: schedulerName,
+			Priority:      &prio,
+			NodeSelector:  g.NodeSelector,
+			Containers:    []v1.Container{{Name: "app", Resources: v1.ResourceRequirements{Requests: requests}}},
+		},
+	}
+	if len(g.Affinity)+len(g.AntiAffinity) > 0 {
+		p.Spec.Affinity = &v1.Affinity{}
+		if len(g.Affinity) > 0 {
+			p.Spec.Affinity.PodAffinity = &v1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: terms(g.Affinity)}
+		}
+		if len(g.AntiAffinity) > 0 {
+			p.Spec.Affinity.PodAntiAffinity = &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: terms(g.AntiAffinity)}
+		}
+	}
+	for _, t := range g.Tolerations {
+		p.Spec.Tolerations = append(p.Spec.Tolerations, v1.Toleration{
+			Key: t.Key, Operator: v1.TolerationOperator(t.Operator), Value: t.Value, Effect: v1.TaintEffect(t.Effect),
+		})
+	}
+	for _, gate := range g.SchedulingGates {
+		p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, v1.PodSchedulingGate{Name: gate})
+	}
+	return p
+}
+
+func terms(ts []TermSpec) []v1.PodAffinityTerm {
+	out := make([]v1.PodAffinityTerm, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, v1.PodAffinityTerm{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: t.MatchLabels},
+			TopologyKey:   t.TopologyKey,
+		})
+	}
+	return out
+}

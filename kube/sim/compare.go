@@ -1,0 +1,33 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// WriteComparison prints two runs of one scenario side by side.
+func WriteComparison(w io.Writer, a, b *Report, labelA, labelB string, wall bool) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "scenario %s (seed %d)\t%s\t%s\n", a.Scenario, a.Seed, labelA, labelB)
+	row := func(name string, f func(*Report) string) { fmt.Fprintf(tw, "%s\t%s\t%s\n", name, f(a), f(b)) }
+	itoa := func(f func(*Report) int) func(*Report) string {
+		return func(r *Report) string { return fmt.Sprint(f(r)) }
+	}
+	row("scheduled", itoa(func(r *Report) int { return r.Scheduled }))
+	row("pending", itoa(func(r *Report) int { return r.Pending }))
+	row("attempts", itoa(func(r *Report) int { return r.Attempts }))
+	row("wasted attempts", itoa(func(r *Report) int { return r.WastedAttempts }))
+	row("time to schedule p50", func(r *Report) string { return secs(r.TimeToSchedule.P50) })
+	row("time to schedule p90", func(r *Report) string { return secs(r.TimeToSchedule.P90) })
+	row("time to schedule p99", func(r *Report) string { return secs(r.TimeToSchedule.P99) })
+	row("throughput (virtual pods/s)", func(r *Report) string { return fmt.Sprintf("%.1f", r.PodsPerSecond) })
+	row("peak active", itoa(func(r *Report) int { return r.Peak.Active }))
+	row("peak backoff", itoa(func(r *Report) int { return r.Peak.Backoff }))
+	row("peak unschedulable", itoa(func(r *Report) int { return r.Peak.Unschedulable }))
+	row("peak gated", itoa(func(r *Report) int { return r.Peak.Gated }))
+	if wall && a.Wall != nil && b.Wall != nil {
+		row("wall clock", func(r *Report) string { return fmt.Sprintf("%.2fs", r.Wall.Seconds) })
+	}
+	tw.Flush()
+}

@@ -1,0 +1,325 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/schedq/schedq"
+)
+
+var discardLogger = slog.New(slog.DiscardHandler)
+
+// Report is what a run found. Everything but Wall depends only on the
+// scenario and its seed.
+type Report struct {
+	Scenario string   `json:"scenario"`
+	Seed     uint64   `json:"seed"`
+	Settings Settings `json:"settings"`
+
+	Pods      int `json:"pods"`
+	Scheduled int `json:"scheduled"`
+	Pending   int `json:"pending"`
+	Evicted   int `json:"evicted,omitempty"`
+	// PendingReasons groups the pods still pending by where they are and
+	// why (the queue's explanation and the last failure message).
+	PendingReasons []Count `json:"pendingReasons,omitempty"`
+	// ByPriority breaks scheduled and total pods down by priority, when
+	// there is more than one.
+	ByPriority []PriorityCount `json:"byPriority,omitempty"`
+
+	Attempts int `json:"attempts"`
+	// AttemptsPerPod is a histogram: how many pods needed 1, 2, 3, 4-5,
+	// 6-10 or more than 10 attempts.
+	AttemptsPerPod []Count `json:"attemptsPerPod"`
+	// WastedAttempts failed for the same reasons as the pod's previous
+	// failed attempt: nothing that matters to the pod had changed.
+	WastedAttempts int `json:"wastedAttempts"`
+
+	TimeToSchedule Percentiles `json:"timeToSchedule"`
+	// VirtualSeconds is the virtual time from the first arrival to the
+	// last binding (or the end).
+	VirtualSeconds float64 `json:"virtualSeconds"`
+	// PodsPerSecond is scheduled pods per virtual second.
+	PodsPerSecond float64 `json:"podsPerSecond"`
+
+	Incoming []IncomingCount `json:"incoming"`
+	Peak     schedq.Counts   `json:"peak"`
+
+	// Series is each sub-queue's size over virtual time (for the HTML
+	// report); not in the JSON.
+	Series []Sample `json:"-"`
+	// Wall is the wall-clock cost of the run; the only part that changes
+	// from run to run.
+	Wall *WallClock `json:"wall,omitempty"`
+}
+
+// Settings are the effective settings of a run.
+type Settings struct {
+	PopFromBackoff     bool   `json:"popFromBackoff"`
+	QueueingHints      bool   `json:"queueingHints"`
+	InitialBackoff     string `json:"initialBackoff"`
+	MaxBackoff         string `json:"maxBackoff"`
+	MaxInUnschedulable string `json:"maxInUnschedulable"`
+	AttemptCost        string `json:"attemptCost"`
+	BindLatency        string `json:"bindLatency"`
+	Scoring            string `json:"scoring"`
+}
+
+// PriorityCount is how many pods of one priority were scheduled.
+type PriorityCount struct {
+	Priority  int32 `json:"priority"`
+	Scheduled int   `json:"scheduled"`
+	Pods      int   `json:"pods"`
+}
+
+// Count is a labelled count.
+type Count struct {
+	Label string `json:"label"`
+	Count int    `json:"count"`
+}
+
+// IncomingCount is scheduler_queue_incoming_pods_total for one label pair.
+type IncomingCount struct {
+	Queue string `json:"queue"`
+	Event string `json:"event"`
+	Count int    `json:"count"`
+}
+
+// Percentiles of a virtual duration, in seconds.
+type Percentiles struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// WallClock is what the run cost in real time.
+type WallClock struct {
+	Seconds         float64 `json:"seconds"`
+	CyclesPerSecond float64 `json:"cyclesPerSecond"`
+}
+
+func (s *sim) report() *Report {
+	sc := s.sc
+	r := &Report{Scenario: sc.Name, Seed: sc.Seed, Pods: len(s.order), Attempts: s.attempts, WastedAttempts: s.wasted,
+		Evicted: s.evicted, Peak: s.peak, Series: s.series}
+	r.Settings = Settings{
+		PopFromBackoff:     sc.Queue.PopFromBackoff == nil || *sc.Queue.PopFromBackoff,
+		QueueingHints:      sc.Queue.QueueingHints == nil || *sc.Queue.QueueingHints,
+		InitialBackoff:     orDefault(sc.Queue.InitialBackoff, schedq.DefaultInitialBackoff).String(),
+		MaxBackoff:         orDefault(sc.Queue.MaxBackoff, schedq.DefaultMaxBackoff).String(),
+		MaxInUnschedulable: orDefault(sc.Queue.MaxInUnschedulable, schedq.DefaultMaxInUnschedulable).String(),
+		AttemptCost:        orDefault(sc.Scheduler.AttemptCost, 5*time.Millisecond).String(),
+		BindLatency:        orDefault(sc.Scheduler.BindLatency, 20*time.Millisecond).String(),
+		Scoring:            cmpOr(sc.Scheduler.Scoring, "least-allocated"),
+	}
+	if sc.Queue.DisableBackoff {
+		r.Settings.InitialBackoff, r.Settings.MaxBackoff = "off", "off"
+	}
+	buckets := []struct {
+		label  string
+		lo, hi int
+	}{{"1", 1, 1}, {"2", 2, 2}, {"3", 3, 3}, {"4-5", 4, 5}, {"6-10", 6, 10}, {">10", 11, 1 << 62}, {"0 (never tried)", 0, 0}}
+	hist := make([]int, len(buckets))
+	var waits []time.Duration
+	pending := map[string]int{}
+	byPrio := map[int32]*PriorityCount{}
+	first, last := time.Time{}, time.Time{}
+	for _, st := range s.order {
+		pc := byPrio[st.priority]
+		if pc == nil {
+			pc = &PriorityCount{Priority: st.priority}
+			byPrio[st.priority] = pc
+		}
+		pc.Pods++
+		if !st.bound.IsZero() {
+			pc.Scheduled++
+		}
+		if first.IsZero() || st.arrived.Before(first) {
+			first = st.arrived
+		}
+		for i, b := range buckets {
+			if st.attempts >= b.lo && st.attempts <= b.hi {
+				hist[i]++
+				break
+			}
+		}
+		if !st.bound.IsZero() {
+			r.Scheduled++
+			waits = append(waits, st.bound.Sub(st.arrived))
+			if st.bound.After(last) {
+				last = st.bound
+			}
+			continue
+		}
+		if _, alive := s.cl.pods[st.key]; !alive {
+			continue // deleted before it was bound
+		}
+		r.Pending++
+		pending[s.pendingReason(st)]++
+	}
+	for i, b := range buckets {
+		if hist[i] > 0 {
+			r.AttemptsPerPod = append(r.AttemptsPerPod, Count{b.label, hist[i]})
+		}
+	}
+	r.PendingReasons = sortedCounts(pending)
+	if len(byPrio) > 1 {
+		for _, pc := range byPrio {
+			r.ByPriority = append(r.ByPriority, *pc)
+		}
+		sort.Slice(r.ByPriority, func(i, j int) bool { return r.ByPriority[i].Priority > r.ByPriority[j].Priority })
+	}
+	if len(waits) > 0 {
+		slices.Sort(waits)
+		pct := func(p float64) float64 { return waits[min(len(waits)-1, int(p*float64(len(waits))))].Seconds() }
+		r.TimeToSchedule = Percentiles{P50: pct(0.50), P90: pct(0.90), P99: pct(0.99), Max: waits[len(waits)-1].Seconds()}
+	}
+	if last.IsZero() {
+		last = s.now
+	}
+	r.VirtualSeconds = last.Sub(first).Seconds()
+	if r.VirtualSeconds > 0 {
+		r.PodsPerSecond = float64(r.Scheduled) / r.VirtualSeconds
+	}
+	r.Incoming = s.rec.counts()
+	return r
+}
+
+// pendingReason names why a pod is still pending: its place, the plugins
+// holding it, and its last failure message.
+func (s *sim) pendingReason(st *podStat) string {
+	x, err := s.core.Explain(st.key, s.now)
+	if err != nil {
+		return "unknown to the queue"
+	}
+	switch x.Location {
+	case schedq.InGated:
+		return "gated by " + x.GatingPlugin
+	case schedq.InActive, schedq.InFlight:
+		return x.Location.String() + ": not tried yet when the run ended"
+	}
+	msg := st.lastMessage
+	if msg == "" {
+		msg = x.Reason
+	}
+	return fmt.Sprintf("%s: %s", x.Location, msg)
+}
+
+func sortedCounts(m map[string]int) []Count {
+	out := make([]Count, 0, len(m))
+	for k, v := range m {
+		out = append(out, Count{k, v})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Label < out[j].Label
+	})
+	return out
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// WriteText writes the report for people. With wall false, the wall-clock
+// line is left out, so that two runs of one seed print the same bytes.
+func (r *Report) WriteText(w io.Writer, wall bool) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+	p("scenario %s (seed %d)", r.Scenario, r.Seed)
+	st := r.Settings
+	p("  queue: popFromBackoff=%v hints=%v backoff %s..%s maxInUnschedulable=%s; scheduler: attempt %s, bind %s, %s",
+		st.PopFromBackoff, st.QueueingHints, st.InitialBackoff, st.MaxBackoff, st.MaxInUnschedulable, st.AttemptCost, st.BindLatency, st.Scoring)
+	p("")
+	p("pods             %d scheduled, %d pending, of %d%s", r.Scheduled, r.Pending, r.Pods, evicted(r.Evicted))
+	for _, c := range r.PendingReasons {
+		p("  %6d  %s", c.Count, c.Label)
+	}
+	for _, c := range r.ByPriority {
+		p("  priority %-6d %d of %d scheduled", c.Priority, c.Scheduled, c.Pods)
+	}
+	p("attempts         %d (%.2f per pod), %d wasted (failed again for the same reasons)", r.Attempts, perPod(r.Attempts, r.Pods), r.WastedAttempts)
+	var hist []string
+	for _, c := range r.AttemptsPerPod {
+		hist = append(hist, fmt.Sprintf("%s: %d", c.Label, c.Count))
+	}
+	p("attempts per pod %s", strings.Join(hist, ", "))
+	t := r.TimeToSchedule
+	p("time to schedule p50 %s, p90 %s, p99 %s, max %s (virtual)", secs(t.P50), secs(t.P90), secs(t.P99), secs(t.Max))
+	p("throughput       %.1f pods/s over %s of virtual time", r.PodsPerSecond, secs(r.VirtualSeconds))
+	if wall && r.Wall != nil {
+		p("wall clock       %.2fs, %.0f scheduling cycles/s", r.Wall.Seconds, r.Wall.CyclesPerSecond)
+	}
+	p("peak sizes       active %d, backoff %d, unschedulable %d, gated %d, in flight %d",
+		r.Peak.Active, r.Peak.Backoff, r.Peak.Unschedulable, r.Peak.Gated, r.Peak.InFlight)
+	p("incoming (scheduler_queue_incoming_pods_total)")
+	for _, c := range r.Incoming {
+		p("  %-14s %-24s %d", c.Queue, c.Event, c.Count)
+	}
+}
+
+func evicted(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d recreated after their node was removed)", n)
+}
+
+func perPod(n, pods int) float64 {
+	if pods == 0 {
+		return 0
+	}
+	return float64(n) / float64(pods)
+}
+
+func secs(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
+}
+
+// countingRecorder counts the queue's incoming events, by sub-queue and
+// event, for the report.
+type countingRecorder struct {
+	n map[[2]string]int
+}
+
+func newCountingRecorder() *countingRecorder { return &countingRecorder{n: map[[2]string]int{}} }
+
+func (r *countingRecorder) Incoming(q schedq.SubQueue, event string) {
+	r.n[[2]string{q.String(), event}]++
+}
+func (r *countingRecorder) Left(schedq.SubQueue, time.Duration)                {}
+func (r *countingRecorder) Scheduled(time.Duration, bool)                      {}
+func (r *countingRecorder) HintStart() int64                                   { return 0 }
+func (r *countingRecorder) HintDone(int64, string, string, schedq.Hint, error) {}
+func (r *countingRecorder) Moved(string, int, int)                             {}
+
+func (r *countingRecorder) counts() []IncomingCount {
+	out := make([]IncomingCount, 0, len(r.n))
+	for k, v := range r.n {
+		out = append(out, IncomingCount{k[0], k[1], v})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Queue != out[j].Queue {
+			return out[i].Queue < out[j].Queue
+		}
+		return out[i].Event < out[j].Event
+	})
+	return out
+}

@@ -1,0 +1,573 @@
+package sim
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/plugins"
+	"github.com/schedq/schedq/kube/scheduler"
+)
+
+const schedulerName = "schedq"
+
+// epoch is virtual time zero: every run starts at the same instant.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Options control a run.
+type Options struct {
+	// Progress, if set, is called now and then with the virtual time, the
+	// virtual end, and how many pods are bound out of how many arrived.
+	Progress func(now, end time.Duration, bound, arrived int)
+	// CheckInvariants runs the queue's invariant checker after every step
+	// (slow; for tests).
+	CheckInvariants bool
+}
+
+// event is something that happens at a virtual instant; seq keeps events
+// of the same instant in the order they were planned.
+type event struct {
+	at  time.Time
+	seq uint64
+	fn  func()
+}
+
+type events []event
+
+func (e events) Len() int { return len(e) }
+func (e events) Less(i, j int) bool {
+	if !e[i].at.Equal(e[j].at) {
+		return e[i].at.Before(e[j].at)
+	}
+	return e[i].seq < e[j].seq
+}
+func (e events) Swap(i, j int) { e[i], e[j] = e[j], e[i] }
+func (e *events) Push(x any)   { *e = append(*e, x.(event)) }
+func (e *events) Pop() any {
+	old := *e
+	x := old[len(old)-1]
+	*e = old[:len(old)-1]
+	return x
+}
+
+// podStat follows one pod (one UID) through the run.
+type podStat struct {
+	key         types.NamespacedName
+	priority    int32
+	arrived     time.Time
+	bound       time.Time
+	attempts    int
+	lastReasons string // the reason kinds of its last failure, without counts
+	failed      bool
+	lastMessage string
+}
+
+// sim is one run.
+type sim struct {
+	sc        *Scenario
+	o         Options
+	now       time.Time
+	end       time.Time
+	queue     events
+	seq       uint64
+	cl        *cluster
+	core      *schedq.Core[types.NamespacedName, *v1.Pod]
+	h         *scheduler.Handlers
+	sched     *scheduler.Scheduler
+	rec       *countingRecorder
+	busyUntil time.Time
+
+	stats map[types.UID]*podStat
+	order []*podStat // arrival order
+	wasted   int
+	attempts int
+	binds    int // bindings under way
+	planned  int // arrivals and cluster events still to come
+	evicted  int
+	series   []Sample
+	peak     schedq.Counts
+}
+
+// Run runs a scenario to its end and returns the report.
+func Run(sc *Scenario, o Options) (*Report, error) {
+	wallStart := time.Now()
+	s, err := newSim(sc, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.loop(); err != nil {
+		return nil, err
+	}
+	r := s.report()
+	r.Wall = &WallClock{Seconds: time.Since(wallStart).Seconds()}
+	if r.Wall.Seconds > 0 {
+		r.Wall.CyclesPerSecond = float64(s.attempts) / r.Wall.Seconds
+	}
+	return r, nil
+}
+
+func newSim(sc *Scenario, o Options) (*sim, error) {
+	s := &sim{sc: sc, o: o, now: epoch, cl: newCluster(), stats: map[types.UID]*podStat{}, rec: newCountingRecorder()}
+	dur := sc.Duration
+	if dur == 0 {
+		dur = 15 * time.Minute
+	}
+	s.end = epoch.Add(dur)
+
+	strategy := plugins.LeastAllocated
+	if sc.Scheduler.Scoring == "balanced" {
+		strategy = plugins.BalancedAllocation
+	}
+	profile := disable(plugins.Default(strategy), sc.Scheduler.DisablePlugins)
+	cfg := scheduler.QueueConfig(profile)
+	q := sc.Queue
+	cfg.InitialBackoff, cfg.MaxBackoff, cfg.DisableBackoff = q.InitialBackoff, q.MaxBackoff, q.DisableBackoff
+	cfg.MaxInUnschedulable = q.MaxInUnschedulable
+	cfg.FlushBackoffInterval, cfg.FlushUnschedulableInterval = q.FlushBackoffInterval, q.FlushUnschedulableInterval
+	cfg.DisablePopFromBackoff = q.PopFromBackoff != nil && !*q.PopFromBackoff
+	cfg.DisableQueueingHints = q.QueueingHints != nil && !*q.QueueingHints
+	cfg.Recorder = s.rec
+	core, err := schedq.NewCore(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("queue: %w", err)
+	}
+	s.core = core
+	qv := coreQueue{c: core, now: &s.now}
+	cache := scheduler.NewCache()
+	s.h = &scheduler.Handlers{Queue: qv, Cache: cache, SchedulerName: schedulerName, AffinityMatch: plugins.MatchesRequiredAffinity}
+	s.sched = scheduler.New(qv, cache, binder{s}, reporter{s}, scheduler.Options{
+		Profile:                  profile,
+		PercentageOfNodesToScore: sc.Scheduler.PercentageOfNodesToScore,
+		Rand:                     rand.New(rand.NewPCG(sc.Seed, sc.Seed^0x5eed)),
+		Now:                      func() time.Time { return s.now },
+		Logger:                   discardLogger,
+	})
+
+	for _, g := range sc.Nodes {
+		s.addNodes(g)
+	}
+	for i := range sc.Pods {
+		s.planArrivals(&sc.Pods[i])
+	}
+	for i := range sc.Events {
+		e := sc.Events[i]
+		s.planned++
+		s.at(epoch.Add(e.At), func() { s.planned--; s.apply(e) })
+	}
+	return s, nil
+}
+
+// disable drops the named plugins from a profile.
+func disable(p framework.Profile, names []string) framework.Profile {
+	keep := func(n framework.Plugin) bool { return !slices.Contains(names, n.Name()) }
+	p.PreEnqueue = slices.DeleteFunc(p.PreEnqueue, func(x framework.PreEnqueuePlugin) bool { return !keep(x) })
+	p.PreFilter = slices.DeleteFunc(p.PreFilter, func(x framework.PreFilterPlugin) bool { return !keep(x) })
+	p.Filter = slices.DeleteFunc(p.Filter, func(x framework.FilterPlugin) bool { return !keep(x) })
+	p.Score = slices.DeleteFunc(p.Score, func(x framework.ScorePlugin) bool { return !keep(x) })
+	p.Enqueue = slices.DeleteFunc(p.Enqueue, func(x framework.EnqueueExtensions) bool { return !keep(x) })
+	return p
+}
+
+// at plans fn at t.
+func (s *sim) at(t time.Time, fn func()) {
+	s.seq++
+	heap.Push(&s.queue, event{at: t, seq: s.seq, fn: fn})
+}
+
+func (s *sim) planArrivals(g *PodGroup) {
+	for i := range g.Count {
+		t := epoch.Add(g.Arrival.At)
+		if g.Arrival.Rate > 0 {
+			t = t.Add(time.Duration(float64(i) / g.Arrival.Rate * float64(time.Second)))
+		}
+		s.planned++
+		s.at(t, func() {
+			s.planned--
+			s.arrive(s.cl.makePod(g, i))
+		})
+	}
+}
+
+func (s *sim) arrive(p *v1.Pod) {
+	key := framework.Key(p)
+	s.cl.pods[key] = p
+	if !slices.Contains(s.cl.podGroups[p.Labels["group"]], key) {
+		s.cl.podGroups[p.Labels["group"]] = append(s.cl.podGroups[p.Labels["group"]], key)
+	}
+	st := &podStat{key: key, arrived: s.now, priority: framework.Priority(p)}
+	s.stats[p.UID] = st
+	s.order = append(s.order, st)
+	s.h.AddPod(p)
+}
+
+func (s *sim) addNodes(g NodeGroup) {
+	for _, n := range s.cl.makeNodes(g) {
+		s.cl.nodes[n.Name] = n
+		s.cl.nodeGroups[g.Name] = append(s.cl.nodeGroups[g.Name], n.Name)
+		s.h.AddNode(n)
+	}
+}
+
+// loop advances virtual time until the scenario is done.
+func (s *sim) loop() error {
+	ctx := context.Background()
+	backoffEvery := s.sc.Queue.FlushBackoffInterval
+	if backoffEvery == 0 {
+		backoffEvery = schedq.DefaultFlushBackoffInterval
+	}
+	leftoverEvery := s.sc.Queue.FlushUnschedulableInterval
+	if leftoverEvery == 0 {
+		leftoverEvery = schedq.DefaultFlushUnschedulableInterval
+	}
+	nextBackoff, nextLeftover := epoch.Add(backoffEvery), epoch.Add(leftoverEvery)
+	lastProgress := time.Now()
+	for steps := 0; ; steps++ {
+		// Everything planned for now happens first.
+		for len(s.queue) > 0 && !s.queue[0].at.After(s.now) {
+			heap.Pop(&s.queue).(event).fn()
+		}
+		if !s.now.Before(nextBackoff) {
+			s.core.FlushBackoffCompleted(s.now)
+			nextBackoff = nextTick(s.now, backoffEvery)
+		}
+		if !s.now.Before(nextLeftover) {
+			s.core.FlushUnschedulableLeftover(s.now)
+			nextLeftover = nextTick(s.now, leftoverEvery)
+		}
+		if !s.now.Before(s.busyUntil) {
+			if info, ok := s.core.Pop(s.now); ok {
+				s.attempt(ctx, info)
+			}
+		}
+		s.sample()
+		if s.o.CheckInvariants {
+			if err := s.core.CheckInvariants(); err != nil {
+				return fmt.Errorf("at %v: %w", s.now.Sub(epoch), err)
+			}
+		}
+		if s.o.Progress != nil && steps%256 == 0 && time.Since(lastProgress) > 100*time.Millisecond {
+			lastProgress = time.Now()
+			s.o.Progress(s.now.Sub(epoch), s.end.Sub(epoch), s.bound(), len(s.order))
+		}
+
+		// What happens next, and when.
+		c := s.core.Counts()
+		next := s.end
+		if len(s.queue) > 0 {
+			next = earliest(next, s.queue[0].at)
+		}
+		busy := s.now.Before(s.busyUntil)
+		if s.core.Poppable() {
+			if !busy {
+				continue // try the next pod at the same instant's end
+			}
+			next = earliest(next, s.busyUntil)
+		}
+		if c.Backoff > 0 {
+			next = earliest(next, nextBackoff)
+		}
+		idle := len(s.queue) == 0 && s.binds == 0 && c.Backoff == 0 && c.InFlight == 0 && !s.core.Poppable()
+		if idle {
+			// Only parked pods are left (or none), and no event will come.
+			break
+		}
+		if c.Unschedulable+c.Gated > 0 {
+			next = earliest(next, nextLeftover)
+		}
+		if !next.Before(s.end) && !s.now.Before(s.end) {
+			break
+		}
+		if !next.After(s.now) {
+			next = s.now.Add(time.Nanosecond)
+		}
+		s.now = next
+	}
+	if s.o.Progress != nil {
+		s.o.Progress(s.now.Sub(epoch), s.end.Sub(epoch), s.bound(), len(s.order))
+	}
+	return nil
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// nextTick is the next multiple of every after now, counted from epoch.
+func nextTick(now time.Time, every time.Duration) time.Time {
+	n := now.Sub(epoch)/every + 1
+	return epoch.Add(n * every)
+}
+
+// attempt runs one scheduling cycle at now.
+func (s *sim) attempt(ctx context.Context, info schedq.Info[*v1.Pod]) {
+	s.attempts++
+	st := s.stats[info.Item.UID]
+	if st != nil {
+		st.attempts++
+	}
+	cost := s.sc.Scheduler.AttemptCost
+	if cost == 0 {
+		cost = 5 * time.Millisecond
+	}
+	s.busyUntil = s.now.Add(cost)
+	out := s.sched.ScheduleOne(ctx, info)
+	if out.Result != scheduler.Scheduled && st != nil {
+		// An attempt that fails for the same reasons as the pod's last
+		// failure learned nothing: the cluster had not changed in any way
+		// that matters to this pod.
+		reasons := reasonKinds(out.Message)
+		if st.failed && st.lastReasons == reasons {
+			s.wasted++
+		}
+		st.failed, st.lastReasons = true, reasons
+	}
+}
+
+// reasonKinds strips the counts from a failure message: "0/40 nodes are
+// available: 30 Insufficient cpu, 10 node(s) had untolerated taint {a: b}."
+// becomes "Insufficient cpu|node(s) had untolerated taint {a: b}".
+func reasonKinds(msg string) string {
+	_, list, ok := strings.Cut(msg, " nodes are available: ")
+	if !ok {
+		return msg
+	}
+	var kinds []string
+	for part := range strings.SplitSeq(strings.TrimSuffix(list, "."), ", ") {
+		if _, kind, ok := strings.Cut(part, " "); ok {
+			kinds = append(kinds, kind)
+		}
+	}
+	return strings.Join(kinds, "|")
+}
+
+func (s *sim) bound() int {
+	n := 0
+	for _, st := range s.order {
+		if !st.bound.IsZero() {
+			n++
+		}
+	}
+	return n
+}
+
+// apply runs a timed cluster event.
+func (s *sim) apply(e EventSpec) {
+	switch {
+	case e.AddNodes != nil:
+		s.addNodes(*e.AddNodes)
+	case e.RemoveNodes != nil:
+		for _, name := range s.pick(s.cl.nodeGroups[e.RemoveNodes.Group], e.RemoveNodes.Count) {
+			s.removeNode(name)
+		}
+	case e.TaintNodes != nil:
+		for _, name := range s.pick(s.cl.nodeGroups[e.TaintNodes.Group], e.TaintNodes.Count) {
+			s.updateNode(name, func(n *v1.Node) { n.Spec.Taints = append(n.Spec.Taints, e.TaintNodes.Taint.taint()) })
+		}
+	case e.UntaintNodes != nil:
+		for _, name := range s.pick(s.cl.nodeGroups[e.UntaintNodes.Group], e.UntaintNodes.Count) {
+			s.updateNode(name, func(n *v1.Node) {
+				n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == e.UntaintNodes.Taint.Key })
+			})
+		}
+	case e.DeletePods != nil:
+		var bound []types.NamespacedName
+		for _, k := range s.cl.podGroups[e.DeletePods.Group] {
+			if p := s.cl.pods[k]; p != nil && p.Spec.NodeName != "" {
+				bound = append(bound, k)
+			}
+		}
+		for _, k := range firstN(bound, e.DeletePods.Count) {
+			p := s.cl.pods[k]
+			delete(s.cl.pods, k)
+			s.h.DeletePod(p)
+				}
+	case e.RemoveGates != nil:
+		var gated []types.NamespacedName
+		for _, k := range s.cl.podGroups[e.RemoveGates.Group] {
+			if p := s.cl.pods[k]; p != nil && len(p.Spec.SchedulingGates) > 0 {
+				gated = append(gated, k)
+			}
+		}
+		for _, k := range firstN(gated, e.RemoveGates.Count) {
+			old := s.cl.pods[k]
+			nw := old.DeepCopy()
+			nw.Spec.SchedulingGates = nil
+			s.cl.pods[k] = nw
+			s.h.UpdatePod(old, nw)
+		}
+	}
+}
+
+// pick returns the first count existing names (all for 0).
+func (s *sim) pick(names []string, count int) []string {
+	var live []string
+	for _, n := range names {
+		if _, ok := s.cl.nodes[n]; ok {
+			live = append(live, n)
+		}
+	}
+	return firstN(live, count)
+}
+
+func firstN[T any](xs []T, n int) []T {
+	if n == 0 || n > len(xs) {
+		return xs
+	}
+	return xs[:n]
+}
+
+func (s *sim) updateNode(name string, change func(*v1.Node)) {
+	old := s.cl.nodes[name]
+	nw := old.DeepCopy()
+	change(nw)
+	s.cl.nodes[name] = nw
+	s.h.UpdateNode(old, nw)
+}
+
+// removeNode deletes a node; its pods are deleted and, as their
+// controllers would, created again as new pending pods.
+func (s *sim) removeNode(name string) {
+	n := s.cl.nodes[name]
+	delete(s.cl.nodes, name)
+	s.h.DeleteNode(n)
+	var victims []*v1.Pod
+	for _, k := range s.cl.podGroupsOrder() {
+		if p := s.cl.pods[k]; p != nil && p.Spec.NodeName == name {
+			victims = append(victims, p)
+		}
+	}
+	for _, p := range victims {
+		delete(s.cl.pods, framework.Key(p))
+		s.h.DeletePod(p)
+		again := p.DeepCopy()
+		again.Spec.NodeName = ""
+		again.UID = s.cl.nextUID()
+		again.Status = v1.PodStatus{}
+		s.evicted++
+		s.arrive(again)
+	}
+}
+
+// podGroupsOrder lists every pod key in group order, for reproducible runs.
+func (c *cluster) podGroupsOrder() []types.NamespacedName {
+	names := make([]string, 0, len(c.podGroups))
+	for g := range c.podGroups {
+		names = append(names, g)
+	}
+	slices.Sort(names)
+	var out []types.NamespacedName
+	for _, g := range names {
+		out = append(out, c.podGroups[g]...)
+	}
+	return out
+}
+
+// bindDone answers a binding, as the API server would.
+func (s *sim) bindDone(pod *v1.Pod, node string, done func(error)) {
+	key := framework.Key(pod)
+	cur := s.cl.pods[key]
+	switch {
+	case cur == nil || cur.UID != pod.UID:
+		done(errors.New("pod not found"))
+		return
+	case cur.Spec.NodeName != "":
+		done(fmt.Errorf("pod is already bound to %s", cur.Spec.NodeName))
+		return
+	case s.cl.nodes[node] == nil:
+		done(fmt.Errorf("node %s not found", node))
+		return
+	}
+	nw := cur.DeepCopy()
+	nw.Spec.NodeName = node
+	s.cl.pods[key] = nw
+	if st := s.stats[pod.UID]; st != nil {
+		st.bound = s.now
+	}
+	done(nil)
+	s.h.UpdatePod(cur, nw)
+}
+
+func (s *sim) sample() {
+	c := s.core.Counts()
+	s.peak.Active = max(s.peak.Active, c.Active)
+	s.peak.Backoff = max(s.peak.Backoff, c.Backoff)
+	s.peak.Unschedulable = max(s.peak.Unschedulable, c.Unschedulable)
+	s.peak.Gated = max(s.peak.Gated, c.Gated)
+	s.peak.InFlight = max(s.peak.InFlight, c.InFlight+s.binds)
+	t := s.now.Sub(epoch)
+	if n := len(s.series); n > 0 && s.series[n-1].Counts == c {
+		return
+	} else if n > 0 && s.series[n-1].T == t {
+		s.series[n-1].Counts = c
+		return
+	}
+	s.series = append(s.series, Sample{T: t, Counts: c})
+}
+
+// Sample is the size of each sub-queue at a virtual instant.
+type Sample struct {
+	T time.Duration
+	schedq.Counts
+}
+
+// binder binds after the scenario's bind latency.
+type binder struct{ s *sim }
+
+func (b binder) Bind(_ context.Context, pod *v1.Pod, node string, done func(error)) {
+	lat := b.s.sc.Scheduler.BindLatency
+	if lat == 0 {
+		lat = 20 * time.Millisecond
+	}
+	b.s.binds++
+	b.s.at(b.s.now.Add(lat), func() {
+		b.s.binds--
+		b.s.bindDone(pod, node, done)
+	})
+}
+
+// reporter keeps each pod's last failure message.
+type reporter struct{ s *sim }
+
+func (r reporter) Unschedulable(_ context.Context, pod *v1.Pod, _, message string) {
+	if st := r.s.stats[pod.UID]; st != nil {
+		st.lastMessage = message
+	}
+}
+
+func (r reporter) Scheduled(context.Context, *v1.Pod, string) {}
+
+// coreQueue is the scheduler's view of the queue's core, at the virtual now.
+type coreQueue struct {
+	c   *schedq.Core[types.NamespacedName, *v1.Pod]
+	now *time.Time
+}
+
+func (q coreQueue) Add(p *v1.Pod) error                 { q.c.Add(p, *q.now); return nil }
+func (q coreQueue) Update(o, n *v1.Pod) error           { q.c.Update(o, n, *q.now); return nil }
+func (q coreQueue) Delete(k types.NamespacedName) error { return q.c.Delete(k, *q.now) }
+func (q coreQueue) Done(k types.NamespacedName) error   { return q.c.Done(k) }
+func (q coreQueue) AddUnschedulableIfNotPresent(p *v1.Pod, cycle int64, f schedq.Failure) error {
+	_, err := q.c.AddUnschedulableIfNotPresent(p, cycle, f, *q.now)
+	return err
+}
+func (q coreQueue) MoveAllToActiveOrBackoffQueue(ev schedq.Event, o, n any, pre func(*v1.Pod) bool) error {
+	q.c.MoveAllToActiveOrBackoffQueue(ev, o, n, pre, *q.now)
+	return nil
+}
+func (q coreQueue) MoveMatching(ev schedq.Event, o, n any, m func(*schedq.Info[*v1.Pod]) bool) error {
+	q.c.MoveMatching(ev, o, n, m, *q.now)
+	return nil
+}

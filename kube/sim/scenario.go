@@ -1,0 +1,447 @@
+// Package sim is schedq's simulator: it drives the real scheduler (the
+// plugins, the cycle, the queue and the event handlers of
+// kube/scheduler) against an in-memory cluster in virtual time, from a
+// scenario and a seed, and reports what happened. Nothing sleeps: the
+// queue's deterministic core takes the virtual now, and the same scenario
+// and seed give the same report.
+package sim
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Scenario is a workload: a cluster, pods arriving over time, timed
+// cluster events, and the settings of the scheduler and the queue.
+type Scenario struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	Seed        uint64 `yaml:"seed"`
+	// Duration bounds the virtual time. Default 15m. The run ends earlier
+	// once nothing is left to do but parked pods that no event will wake.
+	Duration  time.Duration `yaml:"duration"`
+	Scheduler SchedulerSpec `yaml:"scheduler"`
+	Queue     QueueSpec     `yaml:"queue"`
+	Nodes     []NodeGroup   `yaml:"nodes"`
+	Pods      []PodGroup    `yaml:"pods"`
+	Events    []EventSpec   `yaml:"events"`
+}
+
+// SchedulerSpec sets the scheduler's costs and choices.
+type SchedulerSpec struct {
+	// AttemptCost is the virtual time one scheduling attempt takes.
+	// Default 5ms.
+	AttemptCost time.Duration `yaml:"attemptCost"`
+	// BindLatency is the virtual time from the start of a binding to the
+	// API server's answer. Default 20ms.
+	BindLatency              time.Duration `yaml:"bindLatency"`
+	Scoring                  string        `yaml:"scoring"` // least-allocated (default) or balanced
+	PercentageOfNodesToScore int           `yaml:"percentageOfNodesToScore"`
+	DisablePlugins           []string      `yaml:"disablePlugins"`
+}
+
+// QueueSpec sets the queue. Unset fields take the queue's defaults.
+type QueueSpec struct {
+	InitialBackoff             time.Duration `yaml:"initialBackoff"`
+	MaxBackoff                 time.Duration `yaml:"maxBackoff"`
+	DisableBackoff             bool          `yaml:"disableBackoff"`
+	PopFromBackoff             *bool         `yaml:"popFromBackoff"`
+	QueueingHints              *bool         `yaml:"queueingHints"`
+	MaxInUnschedulable         time.Duration `yaml:"maxInUnschedulable"`
+	FlushBackoffInterval       time.Duration `yaml:"flushBackoffInterval"`
+	FlushUnschedulableInterval time.Duration `yaml:"flushUnschedulableInterval"`
+}
+
+// NodeGroup is count nodes named NAME-0, NAME-1, ...
+type NodeGroup struct {
+	Name     string            `yaml:"name"`
+	Count    int               `yaml:"count"`
+	Capacity map[string]string `yaml:"capacity"` // cpu, memory, pods, ephemeral-storage, extended resources
+	Labels   map[string]string `yaml:"labels"`
+	// Zones spreads the nodes over N zones (label topology.kubernetes.io/zone).
+	Zones         int         `yaml:"zones"`
+	Taints        []TaintSpec `yaml:"taints"`
+	Unschedulable bool        `yaml:"unschedulable"`
+}
+
+// TaintSpec is a node taint.
+type TaintSpec struct {
+	Key    string `yaml:"key"`
+	Value  string `yaml:"value"`
+	Effect string `yaml:"effect"` // NoSchedule (default), PreferNoSchedule or NoExecute
+}
+
+// PodGroup is count pods named NAME-0, NAME-1, ...
+type PodGroup struct {
+	Name            string            `yaml:"name"`
+	Namespace       string            `yaml:"namespace"` // default "default"
+	Count           int               `yaml:"count"`
+	Requests        map[string]string `yaml:"requests"`
+	Priority        int32             `yaml:"priority"`
+	Labels          map[string]string `yaml:"labels"`
+	NodeSelector    map[string]string `yaml:"nodeSelector"`
+	Affinity        []TermSpec        `yaml:"affinity"`
+	AntiAffinity    []TermSpec        `yaml:"antiAffinity"`
+	Tolerations     []TolerationSpec  `yaml:"tolerations"`
+	SchedulingGates []string          `yaml:"schedulingGates"`
+	Arrival         ArrivalSpec       `yaml:"arrival"`
+}
+
+// TermSpec is a required pod (anti-)affinity term.
+type TermSpec struct {
+	MatchLabels map[string]string `yaml:"matchLabels"`
+	TopologyKey string            `yaml:"topologyKey"`
+}
+
+// TolerationSpec is a pod toleration.
+type TolerationSpec struct {
+	Key      string `yaml:"key"`
+	Operator string `yaml:"operator"` // Equal (default) or Exists
+	Value    string `yaml:"value"`
+	Effect   string `yaml:"effect"`
+}
+
+// ArrivalSpec says when a group's pods arrive: all at At, or from At on
+// at Rate pods per virtual second.
+type ArrivalSpec struct {
+	At   time.Duration `yaml:"at"`
+	Rate float64       `yaml:"rate"`
+}
+
+// EventSpec is one timed cluster event; exactly one action is set.
+type EventSpec struct {
+	At           time.Duration `yaml:"at"`
+	AddNodes     *NodeGroup    `yaml:"addNodes"`
+	RemoveNodes  *Selection    `yaml:"removeNodes"`
+	TaintNodes   *TaintChange  `yaml:"taintNodes"`
+	UntaintNodes *TaintChange  `yaml:"untaintNodes"`
+	DeletePods   *Selection    `yaml:"deletePods"`
+	RemoveGates  *Selection    `yaml:"removeGates"`
+}
+
+// Selection picks the first Count members of a node or pod group (all of
+// them if Count is 0).
+type Selection struct {
+	Group string `yaml:"group"`
+	Count int    `yaml:"count"`
+}
+
+// TaintChange adds or removes a taint on some nodes of a group.
+type TaintChange struct {
+	Selection `yaml:",inline"`
+	Taint     TaintSpec `yaml:"taint"`
+}
+
+//go:embed scenarios/*.yaml
+var builtin embed.FS
+
+// DefaultScenario is what "schedq simulate" runs with no arguments.
+const DefaultScenario = "NodeArrival"
+
+// Builtins lists the built-in scenarios, by name.
+func Builtins() []string {
+	entries, _ := fs.ReadDir(builtin, "scenarios")
+	var names []string
+	for _, e := range entries {
+		names = append(names, strings.TrimSuffix(e.Name(), ".yaml"))
+	}
+	return names
+}
+
+// ErrUnknownScenario: the name is neither a built-in scenario nor a file.
+var ErrUnknownScenario = errors.New("unknown scenario")
+
+// Load reads a built-in scenario by name, or a scenario file by path.
+func Load(nameOrFile string) (*Scenario, error) {
+	data, err := builtin.ReadFile("scenarios/" + nameOrFile + ".yaml")
+	source := "built-in scenario " + nameOrFile
+	if err != nil {
+		data, err = os.ReadFile(nameOrFile)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("%w %q: not a built-in scenario (%s) nor a file", ErrUnknownScenario, nameOrFile, strings.Join(Builtins(), ", "))
+			}
+			return nil, fmt.Errorf("scenario %s: %w", nameOrFile, err)
+		}
+		source = "scenario " + nameOrFile
+	}
+	s, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	return s, nil
+}
+
+// Parse decodes and validates a scenario. Unknown fields are errors.
+func Parse(data []byte) (*Scenario, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var s Scenario
+	if err := dec.Decode(&s); err != nil {
+		return nil, yamlError(err)
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+func yamlError(err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg = strings.ReplaceAll(strings.TrimPrefix(msg, "unmarshal errors:\n  "), "\n  ", "; ")
+	return errors.New(msg)
+}
+
+// Known plugin names, for scheduler.disablePlugins.
+var pluginNames = []string{"SchedulingGates", "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit", "InterPodAffinity"}
+
+// Validate reports the first problem, naming the field.
+func (s *Scenario) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	nonNeg := func(field string, d time.Duration) {
+		if d < 0 {
+			bad(field, "must not be negative, got %v", d)
+		}
+	}
+	nonNeg("duration", s.Duration)
+	nonNeg("scheduler.attemptCost", s.Scheduler.AttemptCost)
+	nonNeg("scheduler.bindLatency", s.Scheduler.BindLatency)
+	switch s.Scheduler.Scoring {
+	case "", "least-allocated", "balanced":
+	default:
+		bad("scheduler.scoring", "%q is not least-allocated or balanced", s.Scheduler.Scoring)
+	}
+	if p := s.Scheduler.PercentageOfNodesToScore; p < 0 || p > 100 {
+		bad("scheduler.percentageOfNodesToScore", "must be 0 to 100, got %d", p)
+	}
+	for i, p := range s.Scheduler.DisablePlugins {
+		if !slices.Contains(pluginNames, p) {
+			bad(fmt.Sprintf("scheduler.disablePlugins[%d]", i), "unknown plugin %q (known: %s)", p, strings.Join(pluginNames, ", "))
+		}
+	}
+	q := s.Queue
+	for _, f := range []struct {
+		n string
+		d time.Duration
+	}{{"queue.initialBackoff", q.InitialBackoff}, {"queue.maxBackoff", q.MaxBackoff}, {"queue.maxInUnschedulable", q.MaxInUnschedulable},
+		{"queue.flushBackoffInterval", q.FlushBackoffInterval}, {"queue.flushUnschedulableInterval", q.FlushUnschedulableInterval}} {
+		nonNeg(f.n, f.d)
+	}
+	nodeGroups := map[string]bool{}
+	for i := range s.Nodes {
+		s.Nodes[i].validate(fmt.Sprintf("nodes[%d]", i), bad)
+		if nodeGroups[s.Nodes[i].Name] {
+			bad(fmt.Sprintf("nodes[%d].name", i), "duplicate group %q", s.Nodes[i].Name)
+		}
+		nodeGroups[s.Nodes[i].Name] = true
+	}
+	podGroups := map[string]bool{}
+	for i := range s.Pods {
+		s.Pods[i].validate(fmt.Sprintf("pods[%d]", i), bad)
+		if podGroups[s.Pods[i].Name] {
+			bad(fmt.Sprintf("pods[%d].name", i), "duplicate group %q", s.Pods[i].Name)
+		}
+		podGroups[s.Pods[i].Name] = true
+	}
+	for i, e := range s.Events {
+		f := fmt.Sprintf("events[%d]", i)
+		nonNeg(f+".at", e.At)
+		n := 0
+		for _, set := range []bool{e.AddNodes != nil, e.RemoveNodes != nil, e.TaintNodes != nil, e.UntaintNodes != nil, e.DeletePods != nil, e.RemoveGates != nil} {
+			if set {
+				n++
+			}
+		}
+		if n != 1 {
+			bad(f, "needs exactly one of addNodes, removeNodes, taintNodes, untaintNodes, deletePods, removeGates (has %d)", n)
+			continue
+		}
+		sel := func(field string, x *Selection, groups map[string]bool, kind string) {
+			if x.Count < 0 {
+				bad(f+"."+field+".count", "must not be negative, got %d", x.Count)
+			}
+			if !groups[x.Group] {
+				bad(f+"."+field+".group", "unknown %s group %q", kind, x.Group)
+			}
+		}
+		switch {
+		case e.AddNodes != nil:
+			e.AddNodes.validate(f+".addNodes", bad)
+			if nodeGroups[e.AddNodes.Name] {
+				bad(f+".addNodes.name", "duplicate group %q", e.AddNodes.Name)
+			}
+			nodeGroups[e.AddNodes.Name] = true
+		case e.RemoveNodes != nil:
+			sel("removeNodes", e.RemoveNodes, nodeGroups, "node")
+		case e.TaintNodes != nil:
+			sel("taintNodes", &e.TaintNodes.Selection, nodeGroups, "node")
+			e.TaintNodes.Taint.validate(f+".taintNodes.taint", bad)
+		case e.UntaintNodes != nil:
+			sel("untaintNodes", &e.UntaintNodes.Selection, nodeGroups, "node")
+			if e.UntaintNodes.Taint.Key == "" {
+				bad(f+".untaintNodes.taint.key", "must not be empty")
+			}
+		case e.DeletePods != nil:
+			sel("deletePods", e.DeletePods, podGroups, "pod")
+		case e.RemoveGates != nil:
+			sel("removeGates", e.RemoveGates, podGroups, "pod")
+		}
+	}
+	if len(s.Pods) == 0 {
+		bad("pods", "a scenario needs at least one pod group")
+	}
+	return errors.Join(errs...)
+}
+
+func (g *NodeGroup) validate(f string, bad func(string, string, ...any)) {
+	if g.Name == "" {
+		bad(f+".name", "must not be empty")
+	}
+	if g.Count < 0 {
+		bad(f+".count", "must not be negative, got %d", g.Count)
+	}
+	if g.Zones < 0 {
+		bad(f+".zones", "must not be negative, got %d", g.Zones)
+	}
+	if _, err := resources(g.Capacity); err != nil {
+		bad(f+".capacity", "%v", err)
+	}
+	for i, t := range g.Taints {
+		t.validate(fmt.Sprintf("%s.taints[%d]", f, i), bad)
+	}
+}
+
+func (t TaintSpec) validate(f string, bad func(string, string, ...any)) {
+	if t.Key == "" {
+		bad(f+".key", "must not be empty")
+	}
+	switch v1.TaintEffect(t.Effect) {
+	case "", v1.TaintEffectNoSchedule, v1.TaintEffectPreferNoSchedule, v1.TaintEffectNoExecute:
+	default:
+		bad(f+".effect", "%q is not NoSchedule, PreferNoSchedule or NoExecute", t.Effect)
+	}
+}
+
+func (g *PodGroup) validate(f string, bad func(string, string, ...any)) {
+	if g.Name == "" {
+		bad(f+".name", "must not be empty")
+	}
+	if g.Count < 0 {
+		bad(f+".count", "must not be negative, got %d", g.Count)
+	}
+	if _, err := resources(g.Requests); err != nil {
+		bad(f+".requests", "%v", err)
+	}
+	if g.Arrival.At < 0 {
+		bad(f+".arrival.at", "must not be negative, got %v", g.Arrival.At)
+	}
+	if g.Arrival.Rate < 0 {
+		bad(f+".arrival.rate", "must not be negative, got %v", g.Arrival.Rate)
+	}
+	for i, t := range append(slices.Clone(g.Affinity), g.AntiAffinity...) {
+		if t.TopologyKey == "" {
+			bad(fmt.Sprintf("%s.affinity[%d].topologyKey", f, i), "must not be empty")
+		}
+	}
+	for i, t := range g.Tolerations {
+		switch v1.TolerationOperator(t.Operator) {
+		case "", v1.TolerationOpEqual, v1.TolerationOpExists:
+		default:
+			bad(fmt.Sprintf("%s.tolerations[%d].operator", f, i), "%q is not Equal or Exists", t.Operator)
+		}
+	}
+}
+
+// resources parses a resource map such as {cpu: 500m, memory: 1Gi}.
+func resources(m map[string]string) (v1.ResourceList, error) {
+	rl := v1.ResourceList{}
+	for k, v := range m {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not a quantity", k, v)
+		}
+		if q.Sign() < 0 {
+			return nil, fmt.Errorf("%s: must not be negative, got %s", k, v)
+		}
+		rl[v1.ResourceName(k)] = q
+	}
+	return rl, nil
+}
+
+func resourceQuantity(s string) *resource.Quantity {
+	q := resource.MustParse(s)
+	return &q
+}
+
+// settable lists the keys Set takes, for --compare.
+var settable = []string{"popFromBackoff", "hints", "disableBackoff", "initialBackoff", "maxBackoff", "maxInUnschedulable",
+	"attemptCost", "bindLatency", "scoring", "percentageOfNodesToScore", "seed"}
+
+// Set changes one setting by name, as in "popFromBackoff=false" or
+// "hints=false", and validates the result.
+func (s *Scenario) Set(key, value string) error {
+	boolean := func() (*bool, error) {
+		b, err := strconv.ParseBool(value)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not true or false", key, value)
+		}
+		return &b, nil
+	}
+	duration := func(d *time.Duration) error {
+		v, err := time.ParseDuration(value)
+		if err != nil {
+			return fmt.Errorf("%s: %q is not a duration", key, value)
+		}
+		*d = v
+		return nil
+	}
+	var err error
+	switch key {
+	case "popFromBackoff":
+		s.Queue.PopFromBackoff, err = boolean()
+	case "hints", "queueingHints":
+		s.Queue.QueueingHints, err = boolean()
+	case "disableBackoff":
+		var b *bool
+		if b, err = boolean(); err == nil {
+			s.Queue.DisableBackoff = *b
+		}
+	case "initialBackoff":
+		err = duration(&s.Queue.InitialBackoff)
+	case "maxBackoff":
+		err = duration(&s.Queue.MaxBackoff)
+	case "maxInUnschedulable":
+		err = duration(&s.Queue.MaxInUnschedulable)
+	case "attemptCost":
+		err = duration(&s.Scheduler.AttemptCost)
+	case "bindLatency":
+		err = duration(&s.Scheduler.BindLatency)
+	case "scoring":
+		s.Scheduler.Scoring = value
+	case "percentageOfNodesToScore":
+		s.Scheduler.PercentageOfNodesToScore, err = strconv.Atoi(value)
+	case "seed":
+		s.Seed, err = strconv.ParseUint(value, 10, 64)
+	default:
+		return fmt.Errorf("unknown setting %q (settable: %s)", key, strings.Join(settable, ", "))
+	}
+	if err != nil {
+		return err
+	}
+	return s.Validate()
+}
