@@ -87,8 +87,8 @@ type sim struct {
 	rec       *countingRecorder
 	busyUntil time.Time
 
-	stats map[types.UID]*podStat
-	order []*podStat // arrival order
+	stats    map[types.UID]*podStat
+	order    []*podStat // arrival order
 	wasted   int
 	attempts int
 	binds    int // bindings under way
@@ -393,7 +393,7 @@ func (s *sim) apply(e EventSpec) {
 			p := s.cl.pods[k]
 			delete(s.cl.pods, k)
 			s.h.DeletePod(p)
-				}
+		}
 	case e.RemoveGates != nil:
 		var gated []types.NamespacedName
 		for _, k := range s.cl.podGroups[e.RemoveGates.Group] {
