@@ -155,88 +155,21 @@ func (h *Handlers) move(ev schedq.Event, oldObj, newObj any) {
 
 // Register wires the handlers to informers.
 func (h *Handlers) Register(pods, nodes, namespaces cache.SharedIndexInformer, others map[schedq.Resource]cache.SharedIndexInformer) error {
-	asPod := func(obj any) (*v1.Pod, bool) {
-		switch o := obj.(type) {
-		case *v1.Pod:
-			return o, true
-		case cache.DeletedFinalStateUnknown:
-			p, ok := o.Obj.(*v1.Pod)
-			return p, ok
-		}
-		return nil, false
-	}
-	asNode := func(obj any) (*v1.Node, bool) {
-		switch o := obj.(type) {
-		case *v1.Node:
-			return o, true
-		case cache.DeletedFinalStateUnknown:
-			n, ok := o.Obj.(*v1.Node)
-			return n, ok
-		}
-		return nil, false
-	}
-	regs := []struct {
+	type reg struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
-	}{
-		{pods, cache.ResourceEventHandlerFuncs{
-			AddFunc: func(obj any) {
-				if p, ok := asPod(obj); ok {
-					h.AddPod(p)
-				}
-			},
-			UpdateFunc: func(o, n any) {
-				op, ok1 := asPod(o)
-				np, ok2 := asPod(n)
-				if ok1 && ok2 {
-					h.UpdatePod(op, np)
-				}
-			},
-			DeleteFunc: func(obj any) {
-				if p, ok := asPod(obj); ok {
-					h.DeletePod(p)
-				}
-			},
-		}},
-		{nodes, cache.ResourceEventHandlerFuncs{
-			AddFunc: func(obj any) {
-				if n, ok := asNode(obj); ok {
-					h.AddNode(n)
-				}
-			},
-			UpdateFunc: func(o, n any) {
-				on, ok1 := asNode(o)
-				nn, ok2 := asNode(n)
-				if ok1 && ok2 {
-					h.UpdateNode(on, nn)
-				}
-			},
-			DeleteFunc: func(obj any) {
-				if n, ok := asNode(obj); ok {
-					h.DeleteNode(n)
-				}
-			},
-		}},
+	}
+	regs := []reg{
+		{pods, typed(h.AddPod, h.UpdatePod, h.DeletePod)},
+		{nodes, typed(h.AddNode, h.UpdateNode, h.DeleteNode)},
 	}
 	if namespaces != nil {
-		regs = append(regs, struct {
-			inf cache.SharedIndexInformer
-			h   cache.ResourceEventHandler
-		}{namespaces, cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { h.namespace(obj) },
-			UpdateFunc: func(_, n any) { h.namespace(n) },
-			DeleteFunc: func(obj any) {
-				if ns, ok := obj.(*v1.Namespace); ok {
-					h.Cache.RemoveNamespace(ns.Name)
-				}
-			},
-		}})
+		regs = append(regs, reg{namespaces, typed(h.Cache.SetNamespace,
+			func(_, ns *v1.Namespace) { h.Cache.SetNamespace(ns) },
+			func(ns *v1.Namespace) { h.Cache.RemoveNamespace(ns.Name) })})
 	}
 	for res, inf := range others {
-		regs = append(regs, struct {
-			inf cache.SharedIndexInformer
-			h   cache.ResourceEventHandler
-		}{inf, cache.ResourceEventHandlerFuncs{
+		regs = append(regs, reg{inf, cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { h.Other(res, schedq.Add, nil, obj) },
 			UpdateFunc: func(o, n any) { h.Other(res, schedq.Update, o, n) },
 			DeleteFunc: func(obj any) { h.Other(res, schedq.Delete, obj, nil) },
@@ -250,8 +183,37 @@ func (h *Handlers) Register(pods, nodes, namespaces cache.SharedIndexInformer, o
 	return nil
 }
 
-func (h *Handlers) namespace(obj any) {
-	if ns, ok := obj.(*v1.Namespace); ok {
-		h.Cache.SetNamespace(ns)
+// typed adapts typed handlers to an informer's, unwrapping the tombstones
+// of objects deleted while the watch was down.
+func typed[T any](add func(T), update func(T, T), del func(T)) cache.ResourceEventHandler {
+	as := func(obj any) (T, bool) {
+		switch o := obj.(type) {
+		case T:
+			return o, true
+		case cache.DeletedFinalStateUnknown:
+			t, ok := o.Obj.(T)
+			return t, ok
+		}
+		var zero T
+		return zero, false
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if t, ok := as(obj); ok {
+				add(t)
+			}
+		},
+		UpdateFunc: func(o, n any) {
+			ot, ok1 := as(o)
+			nt, ok2 := as(n)
+			if ok1 && ok2 {
+				update(ot, nt)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := as(obj); ok {
+				del(t)
+			}
+		},
 	}
 }
