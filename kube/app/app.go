@@ -216,11 +216,15 @@ func run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 	}
 	log.Info("waiting for the lease", "lease", o.LeaseNamespace+"/"+o.LeaseName, "identity", identity)
 	le.Run(ctx)
-	select {
-	case <-ctx.Done():
+	if ctx.Err() != nil {
+		// Shutting down (SIGTERM): the lease was released on purpose.
 		return shutdownErr(ctx)
+	}
+	select {
 	case <-lost:
 		return errors.New("lost the leader lease")
+	default:
+		return errors.New("leader election ended")
 	}
 }
 
