@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"text/tabwriter"
+
+	"github.com/schedq/schedq/bench/compare/internal/stream"
+	"github.com/schedq/schedq/kube/sim"
 )
 
 // Peer is one queue implementation under comparison. A nil field means the
@@ -32,6 +35,10 @@ type Peer struct {
 	// event. move=false: every hint answers Skip (nothing moves). move=true:
 	// every hint answers Queue (all n move; re-parking is untimed).
 	MoveAll func(n int, move bool) func(b *testing.B)
+
+	// Stream replays the queue operations the simulator made in its
+	// NodeArrival scenario, with its virtual clock; one op = one replay.
+	Stream func(ops []sim.Op) func(b *testing.B)
 
 	// Mixed: the realistic stream of runMixed (mixed.go) with n pods
 	// waiting at the start.
@@ -126,6 +133,20 @@ func runAll(peers []Peer, sizes, moveSizes []int, only string, progress io.Write
 				f = p.Mixed(n)
 			}
 			bench("mixed stream", n, p, f, "")
+		}
+	}
+	if want("nodearrival") {
+		ops, err := stream.Record("NodeArrival")
+		if err != nil {
+			fmt.Fprintln(progress, "recording NodeArrival:", err)
+		} else {
+			for _, p := range peers {
+				var f func(*testing.B)
+				if p.Stream != nil {
+					f = p.Stream(ops)
+				}
+				bench("NodeArrival stream", len(ops), p, f, "one op = replaying all N queue operations of the simulator's NodeArrival run")
+			}
 		}
 	}
 	if want("memory") {

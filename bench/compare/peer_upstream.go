@@ -13,7 +13,9 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/backend/queue"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/schedq/schedq/bench/compare/internal/stream"
 	"github.com/schedq/schedq/bench/compare/internal/upstream"
+	"github.com/schedq/schedq/kube/sim"
 )
 
 // upstreamPeer benchmarks k8s.io/kubernetes/pkg/scheduler/backend/queue
@@ -26,6 +28,7 @@ func upstreamPeer() Peer {
 		MoveAll:      upstreamMoveAll,
 		BytesPerItem: upstreamBytesPerItem,
 		Mixed:        upstreamMixed,
+		Stream:       upstreamStream,
 	}
 }
 
@@ -204,5 +207,22 @@ func upstreamMixed(n int) func(b *testing.B) {
 			},
 			leftover: func() { upstream.FlushLeftover(q, logger) },
 		})
+	}
+}
+
+func upstreamStream(ops []sim.Op) func(b *testing.B) {
+	return func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			u := stream.NewUpstream()
+			b.StartTimer()
+			if err := u.Replay(ops, false); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			u.Close()
+			b.StartTimer()
+		}
 	}
 }

@@ -12,7 +12,9 @@ import (
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/bench/compare/internal/schedqdrv"
+	"github.com/schedq/schedq/bench/compare/internal/stream"
 	"github.com/schedq/schedq/bench/compare/internal/upstream"
+	"github.com/schedq/schedq/kube/sim"
 )
 
 // schedqPeer benchmarks schedq's concurrent Queue (one mutex, as a
@@ -26,6 +28,7 @@ func schedqPeer() Peer {
 		MoveAll:      schedqMoveAll,
 		BytesPerItem: schedqBytesPerItem,
 		Mixed:        schedqMixed,
+		Stream:       schedqStream,
 	}
 }
 
@@ -179,5 +182,22 @@ func schedqMixed(n int) func(b *testing.B) {
 			},
 			leftover: func() { q.FlushUnschedulableLeftover() },
 		})
+	}
+}
+
+func schedqStream(ops []sim.Op) func(b *testing.B) {
+	return func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			s, err := stream.NewSchedq()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			if err := s.Replay(ops); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }

@@ -96,11 +96,17 @@ func Run(ctx context.Context, o Options) error {
 	if err := reachable(ctx, client, cfg.Host); err != nil {
 		return err
 	}
-	return run(ctx, client, o, log)
+	// Events get a client of their own, with its own rate limit, so that a
+	// burst of events never delays bindings (as kube-scheduler does).
+	eventClient, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	return run(ctx, client, eventClient, o, log)
 }
 
 // run runs the scheduler on client (a real one, or a fake in tests).
-func run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.Logger) error {
+func run(ctx context.Context, client, eventClient kubernetes.Interface, o Options, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	profile := framework.Profile(plugins.Default(o.Scoring))
@@ -134,10 +140,10 @@ func run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 		return err
 	}
 
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: eventClient.EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
 	defer broadcaster.Shutdown()
-	s := scheduler.New(q, c, scheduler.APIBinder{Client: client},
+	s := scheduler.New(q, c, scheduler.NewAPIBinder(client, 0),
 		scheduler.APIReporter{Client: client, Recorder: broadcaster.NewRecorder(scheme.Scheme, o.SchedulerName), Logger: log},
 		scheduler.Options{Profile: profile, PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: sm, Logger: log})
 

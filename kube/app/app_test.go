@@ -83,7 +83,7 @@ func TestRunSchedulesPodsOfOurs(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
-			done <- run(ctx, client, Options{SchedulerName: "schedq", Scoring: plugins.LeastAllocated}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			done <- run(ctx, client, client, Options{SchedulerName: "schedq", Scoring: plugins.LeastAllocated}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		}()
 		synctest.Wait()
 

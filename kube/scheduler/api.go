@@ -13,20 +13,45 @@ import (
 	"k8s.io/client-go/tools/events"
 )
 
-// APIBinder binds through the pods/binding subresource, in its own
-// goroutine, so that the next cycle does not wait for the API server.
+// APIBinder binds through the pods/binding subresource, each binding in its
+// own goroutine so that the next cycle does not wait for the API server. At
+// most Parallelism bindings are in flight at once: the scheduling loop can
+// outrun the API server, and thousands of concurrent requests would only
+// queue there (and in memory) instead of here.
 type APIBinder struct {
 	Client  kubernetes.Interface
 	Timeout time.Duration // per binding; default 30s
+	slots   chan struct{}
+}
+
+// DefaultBindParallelism bounds the bindings in flight.
+const DefaultBindParallelism = 32
+
+// NewAPIBinder returns a binder with at most parallelism bindings in
+// flight (DefaultBindParallelism if 0).
+func NewAPIBinder(client kubernetes.Interface, parallelism int) *APIBinder {
+	if parallelism <= 0 {
+		parallelism = DefaultBindParallelism
+	}
+	return &APIBinder{Client: client, slots: make(chan struct{}, parallelism)}
 }
 
 // Bind implements Binder.
-func (b APIBinder) Bind(ctx context.Context, pod *v1.Pod, node string, done func(error)) {
+func (b *APIBinder) Bind(ctx context.Context, pod *v1.Pod, node string, done func(error)) {
 	timeout := b.Timeout
 	if timeout == 0 {
 		timeout = 30 * time.Second
 	}
 	go func() {
+		if b.slots != nil {
+			select {
+			case b.slots <- struct{}{}:
+				defer func() { <-b.slots }()
+			case <-ctx.Done():
+				done(ctx.Err())
+				return
+			}
+		}
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		binding := &v1.Binding{

@@ -32,6 +32,8 @@ type Options struct {
 	// CheckInvariants runs the queue's invariant checker after every step
 	// (slow; for tests).
 	CheckInvariants bool
+	// Trace, if set, receives every queue operation in order.
+	Trace func(Op)
 }
 
 // event is something that happens at a virtual instant; seq keeps events
@@ -142,7 +144,7 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 		return nil, fmt.Errorf("queue: %w", err)
 	}
 	s.core = core
-	qv := coreQueue{c: core, now: &s.now}
+	qv := coreQueue{c: core, s: s}
 	cache := scheduler.NewCache()
 	s.h = &scheduler.Handlers{Queue: qv, Cache: cache, SchedulerName: schedulerName, AffinityMatch: plugins.MatchesRequiredAffinity}
 	s.sched = scheduler.New(qv, cache, binder{s}, reporter{s}, scheduler.Options{
@@ -237,15 +239,18 @@ func (s *sim) loop() error {
 			heap.Pop(&s.queue).(event).fn()
 		}
 		if !s.now.Before(nextBackoff) {
+			s.trace(Op{Kind: "flushBackoff"})
 			s.core.FlushBackoffCompleted(s.now)
 			nextBackoff = nextTick(s.now, backoffEvery)
 		}
 		if !s.now.Before(nextLeftover) {
+			s.trace(Op{Kind: "flushLeftover"})
 			s.core.FlushUnschedulableLeftover(s.now)
 			nextLeftover = nextTick(s.now, leftoverEvery)
 		}
 		if !s.now.Before(s.busyUntil) {
 			if info, ok := s.core.Pop(s.now); ok {
+				s.trace(Op{Kind: "pop", Pod: info.Item, Cycle: info.Cycle})
 				s.attempt(ctx, info)
 			}
 		}
@@ -549,25 +554,52 @@ func (r reporter) Unschedulable(_ context.Context, pod *v1.Pod, _, message strin
 
 func (r reporter) Scheduled(context.Context, *v1.Pod, string) {}
 
-// coreQueue is the scheduler's view of the queue's core, at the virtual now.
+// coreQueue is the scheduler's view of the queue's core, at the virtual
+// now; it also traces every operation.
 type coreQueue struct {
-	c   *schedq.Core[types.NamespacedName, *v1.Pod]
-	now *time.Time
+	c *schedq.Core[types.NamespacedName, *v1.Pod]
+	s *sim
 }
 
-func (q coreQueue) Add(p *v1.Pod) error                 { q.c.Add(p, *q.now); return nil }
-func (q coreQueue) Update(o, n *v1.Pod) error           { q.c.Update(o, n, *q.now); return nil }
-func (q coreQueue) Delete(k types.NamespacedName) error { return q.c.Delete(k, *q.now) }
-func (q coreQueue) Done(k types.NamespacedName) error   { return q.c.Done(k) }
-func (q coreQueue) AddUnschedulableIfNotPresent(p *v1.Pod, cycle int64, f schedq.Failure) error {
-	_, err := q.c.AddUnschedulableIfNotPresent(p, cycle, f, *q.now)
-	return err
-}
-func (q coreQueue) MoveAllToActiveOrBackoffQueue(ev schedq.Event, o, n any, pre func(*v1.Pod) bool) error {
-	q.c.MoveAllToActiveOrBackoffQueue(ev, o, n, pre, *q.now)
+func (q coreQueue) Add(p *v1.Pod) error {
+	q.s.trace(Op{Kind: "add", Pod: p})
+	q.c.Add(p, q.s.now)
 	return nil
 }
+
+func (q coreQueue) Update(o, n *v1.Pod) error {
+	q.s.trace(Op{Kind: "update", Old: o, Pod: n})
+	q.c.Update(o, n, q.s.now)
+	return nil
+}
+
+func (q coreQueue) Delete(k types.NamespacedName) error {
+	err := q.c.Delete(k, q.s.now)
+	if err == nil {
+		q.s.trace(Op{Kind: "delete", Key: k, Pod: q.s.cl.pods[k]})
+	}
+	return err
+}
+
+func (q coreQueue) Done(k types.NamespacedName) error {
+	q.s.trace(Op{Kind: "done", Key: k})
+	return q.c.Done(k)
+}
+
+func (q coreQueue) AddUnschedulableIfNotPresent(p *v1.Pod, cycle int64, f schedq.Failure) error {
+	q.s.trace(Op{Kind: "fail", Pod: p, Cycle: cycle, Failure: f})
+	_, err := q.c.AddUnschedulableIfNotPresent(p, cycle, f, q.s.now)
+	return err
+}
+
+func (q coreQueue) MoveAllToActiveOrBackoffQueue(ev schedq.Event, o, n any, pre func(*v1.Pod) bool) error {
+	q.s.trace(Op{Kind: "move", Event: ev, OldObj: o, NewObj: n})
+	q.c.MoveAllToActiveOrBackoffQueue(ev, o, n, pre, q.s.now)
+	return nil
+}
+
 func (q coreQueue) MoveMatching(ev schedq.Event, o, n any, m func(*schedq.Info[*v1.Pod]) bool) error {
-	q.c.MoveMatching(ev, o, n, m, *q.now)
+	q.s.trace(Op{Kind: "moveMatching", Event: ev, OldObj: o, NewObj: n})
+	q.c.MoveMatching(ev, o, n, m, q.s.now)
 	return nil
 }

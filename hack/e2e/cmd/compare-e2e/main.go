@@ -1,0 +1,424 @@
+// Command compare-e2e runs kube-scheduler and schedq one after the other
+// against the same real kube-apiserver, with the same workloads, and
+// prints one table: pods/s, time to bind (p50, p99), scheduling attempts
+// per pod (read from each scheduler's metrics endpoint) and the
+// scheduler's peak memory.
+//
+//	export SCHEDQ_BIN="$(hack/build-servers.sh | tail -n 1)"
+//	go run ./hack/e2e/cmd/compare-e2e            # or: make compare-e2e
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/schedq/schedq/hack/e2e/cluster"
+)
+
+func main() {
+	scale := flag.Float64("scale", 1, "multiply every workload's size (0.1 for a quick run)")
+	only := flag.String("only", "", "run only workloads whose name contains this")
+	flag.Parse()
+	if err := run(*scale, *only); err != nil {
+		fmt.Fprintln(os.Stderr, "compare-e2e:", err)
+		os.Exit(1)
+	}
+}
+
+// scheduler is one of the two contestants.
+type scheduler struct {
+	name string // as printed
+	// podScheduler is the spec.schedulerName its pods carry.
+	podScheduler string
+	start        func(ctx context.Context, addr string) (*exec.Cmd, error)
+	metricsURL   func(addr string) string
+}
+
+// result is what one run of one workload measured.
+type result struct {
+	workload, scheduler string
+	pods                int
+	elapsed             time.Duration
+	p50, p99            time.Duration
+	attempts            float64
+	peakRSS             int64 // bytes
+	err                 error
+}
+
+func run(scale float64, only string) error {
+	ctx := context.Background()
+	fmt.Fprintln(os.Stderr, "starting etcd and kube-apiserver ...")
+	cl, err := cluster.Start(ctx, cluster.Options{})
+	if err != nil {
+		return err
+	}
+	defer cl.Stop()
+	kubeScheduler, err := cl.SchedulerBinary()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "compare-e2e-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	schedqBin := filepath.Join(tmp, "schedq")
+	fmt.Fprintln(os.Stderr, "building schedq ...")
+	if out, err := exec.Command("go", "build", "-o", schedqBin, "github.com/schedq/schedq/kube/cmd/schedq").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build schedq: %v\n%s", err, out)
+	}
+	cfg := cl.RESTConfig()
+	cfg.QPS, cfg.Burst = 1000, 2000
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	logs := func(name string) (*os.File, error) { return os.Create(filepath.Join(cl.Dir(), name+".log")) }
+	contestants := []scheduler{
+		{
+			name: "kube-scheduler v1.36.3", podScheduler: "default-scheduler",
+			start: func(ctx context.Context, addr string) (*exec.Cmd, error) {
+				_, port, _ := net.SplitHostPort(addr)
+				cmd := exec.CommandContext(ctx, kubeScheduler, "--kubeconfig="+cl.Kubeconfig(), "--leader-elect=false",
+					"--bind-address=127.0.0.1", "--secure-port="+port,
+					"--authentication-kubeconfig="+cl.Kubeconfig(), "--authorization-kubeconfig="+cl.Kubeconfig(),
+					"--kube-api-qps=1000", "--kube-api-burst=2000")
+				return cmd, nil
+			},
+			metricsURL: func(addr string) string { return "https://" + addr + "/metrics" },
+		},
+		{
+			name: "schedq", podScheduler: "schedq",
+			start: func(ctx context.Context, addr string) (*exec.Cmd, error) {
+				return exec.CommandContext(ctx, schedqBin, "scheduler", "--kubeconfig="+cl.Kubeconfig(), "--leader-elect=false",
+					"--address="+addr, "--kube-api-qps=1000", "--kube-api-burst=2000"), nil
+			},
+			metricsURL: func(addr string) string { return "http://" + addr + "/metrics" },
+		},
+	}
+	httpc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	token := cl.Token()
+
+	var results []result
+	for _, w := range workloads(scale) {
+		if only != "" && !strings.Contains(w.name, only) {
+			continue
+		}
+		for _, s := range contestants {
+			fmt.Fprintf(os.Stderr, "%s on %s ...\n", w.name, s.name)
+			r := result{workload: w.name, scheduler: s.name}
+			r.err = func() error {
+				env := &env{client: client, ns: sanitize(w.name + "-" + s.podScheduler), scheduler: s.podScheduler}
+				defer env.cleanup()
+				if err := env.setup(); err != nil {
+					return err
+				}
+				if err := w.prepare(env); err != nil {
+					return err
+				}
+				addr, err := freeAddr()
+				if err != nil {
+					return err
+				}
+				sctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				cmd, _ := s.start(sctx, addr)
+				logf, err := logs(env.ns)
+				if err != nil {
+					return err
+				}
+				defer logf.Close()
+				cmd.Stdout, cmd.Stderr = logf, logf
+				watchCtx, stopWatch := context.WithCancel(ctx)
+				defer stopWatch()
+				bindings, err := env.watchBindings(watchCtx)
+				if err != nil {
+					return err
+				}
+				begin := time.Now()
+				if err := cmd.Start(); err != nil {
+					return err
+				}
+				defer func() {
+					cmd.Process.Signal(os.Interrupt)
+					cmd.Wait()
+				}()
+				if err := w.drive(env, begin); err != nil {
+					return fmt.Errorf("%w (log: %s)", err, logf.Name())
+				}
+				if err := env.waitAll(bindings, 10*time.Minute); err != nil {
+					return fmt.Errorf("%w (log: %s)", err, logf.Name())
+				}
+				r.elapsed = env.lastBind().Sub(begin)
+				r.pods = len(env.pods)
+				r.p50, r.p99 = env.percentiles()
+				r.peakRSS = peakRSS(cmd.Process.Pid)
+				r.attempts, err = attempts(httpc, s.metricsURL(addr), token)
+				return err
+			}()
+			if r.err != nil {
+				fmt.Fprintf(os.Stderr, "  %v\n", r.err)
+			}
+			results = append(results, r)
+		}
+	}
+	print(os.Stdout, results)
+	return nil
+}
+
+func print(w io.Writer, results []result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workload\tscheduler\tpods\tpods/s\ttime to bind p50\tp99\tattempts/pod\tpeak RSS\t")
+	for _, r := range results {
+		if r.err != nil {
+			fmt.Fprintf(tw, "%s\t%s\t\tfailed: %v\t\t\t\t\t\n", r.workload, r.scheduler, r.err)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%v\t%v\t%.2f\t%d MiB\t\n", r.workload, r.scheduler, r.pods,
+			float64(r.pods)/r.elapsed.Seconds(), r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond),
+			r.attempts/float64(r.pods), r.peakRSS>>20)
+	}
+	tw.Flush()
+}
+
+// attempts reads scheduler_schedule_attempts_total (all results) from a
+// scheduler's metrics endpoint.
+func attempts(c *http.Client, url, token string) (float64, error) {
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("metrics %s: %s: %s", url, resp.Status, body)
+	}
+	var sum float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "scheduler_schedule_attempts_total{") {
+			v, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+			sum += v
+		}
+	}
+	return sum, nil
+}
+
+// peakRSS is the process's high-water resident set size, from /proc.
+func peakRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func sanitize(s string) string {
+	s = strings.ToLower(strings.NewReplacer(" ", "-", ".", "-", "_", "-").Replace(s))
+	if len(s) > 60 {
+		s = s[:60]
+	}
+	return strings.Trim(s, "-")
+}
+
+// env is one workload's namespace, nodes and pods, and the bindings
+// observed through a watch.
+type env struct {
+	client    kubernetes.Interface
+	ns        string
+	scheduler string
+	nodes     []string
+	pods      []string
+
+	mu      sync.Mutex
+	ref     map[string]time.Time // when each pod could first be scheduled
+	boundAt map[string]time.Time
+}
+
+func (e *env) setup() error {
+	e.ref, e.boundAt = map[string]time.Time{}, map[string]time.Time{}
+	_, err := e.client.CoreV1().Namespaces().Create(context.Background(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{})
+	return err
+}
+
+func (e *env) cleanup() {
+	ctx := context.Background()
+	zero := int64(0)
+	e.client.CoreV1().Pods(e.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	for _, n := range e.nodes {
+		e.client.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{})
+	}
+	e.client.CoreV1().Namespaces().Delete(ctx, e.ns, metav1.DeleteOptions{})
+}
+
+// addNodes creates nodes with cpu/memory and a 110-pod capacity.
+func (e *env) addNodes(prefix string, count int, cpu, memory string) error {
+	for i := range count {
+		name := fmt.Sprintf("%s-%s-%d", e.ns, prefix, i)
+		rl := v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse(memory), v1.ResourcePods: resource.MustParse("110")}
+		n := &v1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
+			Status:     v1.NodeStatus{Capacity: rl, Allocatable: rl, Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}},
+		}
+		if _, err := e.client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		e.nodes = append(e.nodes, name)
+	}
+	return nil
+}
+
+// addPods creates pods, 16 at a time; change adjusts each before creation.
+func (e *env) addPods(prefix string, count int, cpu string, change func(*v1.Pod)) error {
+	names := make([]string, count)
+	errs := make(chan error, count)
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for i := range work {
+				names[i] = fmt.Sprintf("%s-%d", prefix, i)
+				p := &v1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: names[i], Labels: map[string]string{"group": prefix}},
+					Spec: v1.PodSpec{SchedulerName: e.scheduler, Containers: []v1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
+						Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse("64Mi")}}}}},
+				}
+				if change != nil {
+					change(p)
+				}
+				if _, err := e.client.CoreV1().Pods(e.ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for i := range count {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	e.pods = append(e.pods, names...)
+	return nil
+}
+
+// readyAt records when pods became schedulable (created, or ungated).
+func (e *env) readyAt(t time.Time, names ...string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, n := range names {
+		e.ref[n] = t
+	}
+}
+
+// watchBindings records when each pod is first seen bound, through an
+// informer (whose reflector re-watches if the API server drops a watch).
+func (e *env) watchBindings(ctx context.Context) (<-chan struct{}, error) {
+	changed := make(chan struct{}, 1)
+	factory := informers.NewSharedInformerFactoryWithOptions(e.client, 0, informers.WithNamespace(e.ns))
+	inf := factory.Core().V1().Pods().Informer()
+	seen := func(obj any) {
+		p, ok := obj.(*v1.Pod)
+		if !ok || p.Spec.NodeName == "" {
+			return
+		}
+		e.mu.Lock()
+		if _, done := e.boundAt[p.Name]; !done {
+			e.boundAt[p.Name] = time.Now()
+		}
+		e.mu.Unlock()
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, n any) { seen(n) }}); err != nil {
+		return nil, err
+	}
+	factory.Start(ctx.Done())
+	for _, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("pod informer of %s did not sync", e.ns)
+		}
+	}
+	return changed, nil
+}
+
+func (e *env) waitAll(changed <-chan struct{}, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return len(e.boundAt) >= len(e.pods), nil
+	})
+}
+
+func (e *env) lastBind() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var last time.Time
+	for _, t := range e.boundAt {
+		if t.After(last) {
+			last = t
+		}
+	}
+	return last
+}
+
+func (e *env) percentiles() (time.Duration, time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var ds []time.Duration
+	for name, t := range e.boundAt {
+		if ref, ok := e.ref[name]; ok {
+			ds = append(ds, max(0, t.Sub(ref)))
+		}
+	}
+	if len(ds) == 0 {
+		return 0, 0
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2], ds[min(len(ds)-1, len(ds)*99/100)]
+}

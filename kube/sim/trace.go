@@ -1,0 +1,34 @@
+package sim
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq"
+)
+
+// Op is one queue operation of a run, for replaying the run's stream of
+// operations on another queue (see bench/compare).
+type Op struct {
+	// At is the virtual time of the operation.
+	At time.Duration
+	// Kind is add, update, delete, pop, done, fail, move, moveMatching,
+	// flushBackoff or flushLeftover.
+	Kind     string
+	Pod, Old *v1.Pod
+	Key      types.NamespacedName
+	Event    schedq.Event
+	OldObj   any
+	NewObj   any
+	Failure  schedq.Failure
+	Cycle    int64
+}
+
+func (s *sim) trace(op Op) {
+	if s.o.Trace != nil {
+		op.At = s.now.Sub(epoch)
+		s.o.Trace(op)
+	}
+}
