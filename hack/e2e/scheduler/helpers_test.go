@@ -157,7 +157,6 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func(context
 	}
 }
 
-
 // namespace creates a namespace for the test; its pods are deleted at the
 // end (there is no namespace controller to do it).
 func namespace(t *testing.T, c kubernetes.Interface) string {
