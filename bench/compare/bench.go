@@ -78,7 +78,7 @@ func heapBytes() uint64 {
 
 func runAll(peers []Peer, sizes, moveSizes []int, only string, progress io.Writer) []row {
 	var rows []row
-	want := func(s string) bool { return only == "" || strings.Contains(s, only) }
+	want := func(s string) bool { return only == "" || strings.Contains(strings.ToLower(s), strings.ToLower(only)) }
 	bench := func(scenario string, n int, p Peer, f func(b *testing.B), note string) {
 		if !want(scenario) {
 			return
