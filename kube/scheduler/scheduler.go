@@ -145,10 +145,14 @@ func (s *Scheduler) bound(ctx context.Context, info schedq.Info[*v1.Pod], node s
 		s.cache.Forget(key)
 		s.o.Metrics.binding(false, s.o.Now().Sub(start))
 		s.o.Logger.Warn("binding failed", "pod", key, "node", node, "err", err)
+		// Report before requeueing: this runs beside the scheduling loop,
+		// which could otherwise bind the pod again before the
+		// PodScheduled=False patch lands, and the patch would then
+		// contradict the binding.
+		s.reporter.Unschedulable(ctx, pod, "SchedulerError", fmt.Sprintf("binding rejected: %v", err))
 		if qerr := s.queue.AddUnschedulableIfNotPresent(pod, info.Cycle, schedq.Failure{}); qerr != nil {
 			s.o.Logger.Debug("requeue after binding failure", "pod", key, "err", qerr)
 		}
-		s.reporter.Unschedulable(ctx, pod, "SchedulerError", fmt.Sprintf("binding rejected: %v", err))
 		return
 	}
 	s.o.Metrics.binding(true, s.o.Now().Sub(start))
