@@ -344,12 +344,19 @@ func (c *Core[K, T]) SchedulingCycle() int64 { return c.cycle }
 // poppable. O(log n).
 func (c *Core[K, T]) Add(item T, now time.Time) bool {
 	e := c.newEntry(item, now)
-	if old := c.queuedEntry(e.key); old != nil {
-		c.unlink(old, now)
-		c.dequeue(old)
-		c.recycle(old)
+	// One map lookup and one store: the hot path of every Add.
+	switch prev := c.keys[e.key]; {
+	case prev == nil:
+		c.queued++
+	case prev.loc == locFlight:
+		e.shadow = prev
+		c.queued++
+	default: // queued: replace it, keeping its attempt in flight if any
+		c.unlink(prev, now)
+		e.shadow, prev.shadow = prev.shadow, nil
+		c.recycle(prev)
 	}
-	c.enqueue(e)
+	c.keys[e.key] = e
 	return c.toActive(e, LabelUnschedulablePodAdd, false, now)
 }
 
@@ -487,11 +494,19 @@ func (c *Core[K, T]) Pop(now time.Time) (info Info[T], ok bool) {
 // returns ErrNotInFlight if key has no attempt in flight, for example on a
 // second Done. O(1).
 func (c *Core[K, T]) Done(key K) error {
-	e := c.flightEntry(key)
+	e, queued := c.keys[key], (*entry[K, T])(nil)
+	if e != nil && e.loc != locFlight {
+		queued, e = e, e.shadow // re-added during the attempt
+	}
 	if e == nil {
 		return fmt.Errorf("%w: done %v", ErrNotInFlight, key)
 	}
-	c.endFlight(e, false)
+	c.flights.end(e)
+	if queued != nil {
+		queued.shadow = nil
+	} else {
+		delete(c.keys, key)
+	}
 	if !e.InitialAttemptTimestamp.IsZero() {
 		c.rec.Scheduled(time.Duration(e.poppedAt-e.InitialAttemptTimestamp.UnixNano()), e.FlushedFromUnschedulable)
 	}
