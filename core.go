@@ -536,8 +536,10 @@ type Failure struct {
 // If an Update arrived during the attempt, the updated item is requeued
 // instead of item. If a Delete did, the item is dropped. If the key is
 // queued already (re-added during the attempt), the queued copy stays and
-// ErrAlreadyQueued is returned. It reports whether anything became
-// poppable.
+// ErrAlreadyQueued is returned. If the attempt of cycle has ended (a newer
+// pop of the key superseded it), nothing is requeued and ErrNotInFlight is
+// returned; an item that was never popped (cycle 0) is queued as a failure.
+// It reports whether anything became poppable.
 func (c *Core[K, T]) AddUnschedulableIfNotPresent(item T, cycle int64, f Failure, now time.Time) (bool, error) {
 	key := c.cfg.Key(item)
 	e := c.flightEntry(key)
@@ -553,6 +555,11 @@ func (c *Core[K, T]) AddUnschedulableIfNotPresent(item T, cycle int64, f Failure
 	}
 	var events []flightEvent[K, T]
 	if e == nil {
+		if cycle >= 1 && cycle <= c.cycle {
+			// That attempt has ended: superseded by a newer pop of the key,
+			// or deleted, or finished. Its item is not brought back.
+			return false, fmt.Errorf("%w: requeue %v: the attempt of cycle %d has ended", ErrNotInFlight, key, cycle)
+		}
 		// Not popped from this queue: take it as a failure anyway, so that
 		// nothing is lost.
 		e = c.newEntry(item, now)

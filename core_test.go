@@ -260,14 +260,26 @@ func TestReaddDuringAttempt(t *testing.T) {
 	if c := h2.c.Counts(); c.InFlight != 1 {
 		t.Fatalf("in flight %d, want 1", c.InFlight)
 	}
-	if _, err := h2.c.AddUnschedulableIfNotPresent(old.Item, old.Cycle, Failure{}, h2.now); err != nil {
-		t.Fatal(err)
+	// The old attempt's late requeue is refused: the newer copy is the item
+	// now, and it is in flight.
+	if _, err := h2.c.AddUnschedulableIfNotPresent(old.Item, old.Cycle, Failure{}, h2.now); !errors.Is(err, ErrNotInFlight) {
+		t.Fatalf("stale requeue: %v, want ErrNotInFlight", err)
 	}
 	h2.check()
-	// The stale attempt's requeue is taken as a fresh failure: nothing lost.
-	if err := h2.c.Done("a"); err != nil && newer.Cycle == old.Cycle {
+	if _, loc, _ := h2.c.Get("a"); loc != InFlight {
+		t.Fatalf("a is %v after the stale requeue, want still in flight", loc)
+	}
+	if err := h2.c.Done("a"); err != nil {
 		t.Fatal(err)
 	}
+	if newer.Cycle == old.Cycle {
+		t.Fatal("two pops share a cycle")
+	}
+	// A requeue of an item this queue never popped (cycle 0) is queued.
+	if _, err := h2.c.AddUnschedulableIfNotPresent(mk("b", 1), 0, Failure{}, h2.now); err != nil {
+		t.Fatal(err)
+	}
+	h2.want("b", InBackoff)
 }
 
 func TestRaceRule(t *testing.T) {

@@ -1,8 +1,9 @@
 package schedq
 
 // flightEvent is an event that happened while at least one item was in
-// flight. target, if set, limits it to one key (an update of that item, or
-// Activate of it).
+// flight. target, if set, limits it to one key (Activate of that item);
+// every other event is seen by every attempt in flight, and the hints
+// decide whether it concerns their item.
 type flightEvent[K comparable, T any] struct {
 	seq       uint64
 	event     Event

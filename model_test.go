@@ -287,6 +287,9 @@ func (m *model) fail(p pod, cycle int64, f Failure, now time.Time) error {
 	}
 	var since []mEvent
 	if it == nil {
+		if cycle >= 1 && cycle <= m.cycle {
+			return ErrNotInFlight
+		}
 		it = &mItem{Info: Info[pod]{Item: p, Timestamp: now}}
 	} else {
 		if it.deleted {

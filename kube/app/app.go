@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -143,7 +144,8 @@ func run(ctx context.Context, client, eventClient kubernetes.Interface, o Option
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: eventClient.EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
 	defer broadcaster.Shutdown()
-	s := scheduler.New(q, c, scheduler.NewAPIBinder(client, 0),
+	binder := scheduler.NewAPIBinder(client, 0)
+	s := scheduler.New(q, c, binder,
 		scheduler.APIReporter{Client: client, Recorder: broadcaster.NewRecorder(scheme.Scheme, o.SchedulerName), Logger: log},
 		scheduler.Options{Profile: profile, PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: sm, Logger: log})
 
@@ -174,7 +176,12 @@ func run(ctx context.Context, client, eventClient kubernetes.Interface, o Option
 	log.Info("caches synced", "nodes", c.NodeCount(), "pending", q.Counts().Pending())
 	go q.Run(ctx)
 
+	// loop schedules until its context ends; work counts it, so that the
+	// lease is released only once it and its bindings have stopped.
+	var work sync.WaitGroup
 	loop := func(ctx context.Context) {
+		work.Add(1)
+		defer work.Done()
 		st.leading.Store(true)
 		log.Info("scheduling", "scheduler", o.SchedulerName)
 		for {
@@ -188,6 +195,7 @@ func run(ctx context.Context, client, eventClient kubernetes.Interface, o Option
 	defer q.Close()
 	if !o.LeaderElect {
 		loop(ctx)
+		binder.Wait()
 		return shutdownErr(ctx)
 	}
 	identity := o.Identity
@@ -209,7 +217,13 @@ func run(ctx context.Context, client, eventClient kubernetes.Interface, o Option
 		ReleaseOnCancel: true,
 		Name:            o.SchedulerName,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: loop,
+			OnStartedLeading: func(lctx context.Context) {
+				// Stop on SIGTERM as well as on a lost lease.
+				lctx, cancel := context.WithCancel(lctx)
+				defer cancel()
+				defer context.AfterFunc(ctx, cancel)()
+				loop(lctx)
+			},
 			OnStoppedLeading: func() {
 				st.leading.Store(false)
 				close(lost)
@@ -221,7 +235,18 @@ func run(ctx context.Context, client, eventClient kubernetes.Interface, o Option
 		return fmt.Errorf("leader election: %w", err)
 	}
 	log.Info("waiting for the lease", "lease", o.LeaseNamespace+"/"+o.LeaseName, "identity", identity)
-	le.Run(ctx)
+	// Leader election runs on a context of its own, cancelled (and the
+	// lease released) only after the loop and its bindings have stopped,
+	// so that a new leader never overlaps this one's last cycle.
+	leCtx, leCancel := context.WithCancel(context.Background())
+	defer leCancel()
+	go func() {
+		<-ctx.Done()
+		work.Wait()
+		binder.Wait()
+		leCancel()
+	}()
+	le.Run(leCtx)
 	if ctx.Err() != nil {
 		// Shutting down (SIGTERM): the lease was released on purpose.
 		return shutdownErr(ctx)

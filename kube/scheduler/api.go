@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -15,13 +16,15 @@ import (
 
 // APIBinder binds through the pods/binding subresource, each binding in its
 // own goroutine so that the next cycle does not wait for the API server. At
-// most Parallelism bindings are in flight at once: the scheduling loop can
-// outrun the API server, and thousands of concurrent requests would only
-// queue there (and in memory) instead of here.
+// most Parallelism bindings are in flight at once: when they are all busy,
+// Bind waits for a slot, which holds the scheduling loop back instead of
+// piling up goroutines, assumed pods and requests the API server would
+// only queue.
 type APIBinder struct {
 	Client  kubernetes.Interface
 	Timeout time.Duration // per binding; default 30s
 	slots   chan struct{}
+	running sync.WaitGroup
 }
 
 // DefaultBindParallelism bounds the bindings in flight.
@@ -36,31 +39,36 @@ func NewAPIBinder(client kubernetes.Interface, parallelism int) *APIBinder {
 	return &APIBinder{Client: client, slots: make(chan struct{}, parallelism)}
 }
 
-// Bind implements Binder.
+// Bind implements Binder. done runs after the slot is given back, so a
+// slow failure report does not hold a binding slot.
 func (b *APIBinder) Bind(ctx context.Context, pod *v1.Pod, node string, done func(error)) {
+	select {
+	case b.slots <- struct{}{}:
+	case <-ctx.Done():
+		done(ctx.Err())
+		return
+	}
 	timeout := b.Timeout
 	if timeout == 0 {
 		timeout = 30 * time.Second
 	}
+	b.running.Add(1)
 	go func() {
-		if b.slots != nil {
-			select {
-			case b.slots <- struct{}{}:
-				defer func() { <-b.slots }()
-			case <-ctx.Done():
-				done(ctx.Err())
-				return
-			}
-		}
-		ctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
+		defer b.running.Done()
+		bctx, cancel := context.WithTimeout(ctx, timeout)
 		binding := &v1.Binding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 			Target:     v1.ObjectReference{Kind: "Node", Name: node},
 		}
-		done(b.Client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}))
+		err := b.Client.CoreV1().Pods(pod.Namespace).Bind(bctx, binding, metav1.CreateOptions{})
+		cancel()
+		<-b.slots
+		done(err)
 	}()
 }
+
+// Wait waits for the bindings in flight to end.
+func (b *APIBinder) Wait() { b.running.Wait() }
 
 // APIReporter sets the PodScheduled condition and emits events, as
 // kube-scheduler does: FailedScheduling (Warning) and Scheduled (Normal).
@@ -87,6 +95,9 @@ func (r APIReporter) Unschedulable(ctx context.Context, pod *v1.Pod, reason, mes
 		now = r.Now
 	}
 	patch, err := json.Marshal(map[string]any{
+		// The UID is a precondition: a pod recreated under the same name is
+		// not touched.
+		"metadata": map[string]any{"uid": pod.UID},
 		"status": map[string]any{
 			"conditions": []v1.PodCondition{{
 				Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: reason, Message: message,

@@ -21,7 +21,7 @@ type Cache struct {
 	nodes   map[string]*framework.NodeInfo
 	order   []*framework.NodeInfo // stable: insertion order
 	podNode map[types.NamespacedName]string
-	assumed map[types.NamespacedName]bool
+	assumed map[types.NamespacedName]types.UID // assumed pods, by key, and their UIDs
 	// orphans are pods on nodes the cache does not know (not seen yet, or
 	// deleted before their pods), by node name.
 	orphans    map[string]map[types.NamespacedName]*framework.PodInfo
@@ -33,7 +33,7 @@ func NewCache() *Cache {
 	return &Cache{
 		nodes:      map[string]*framework.NodeInfo{},
 		podNode:    map[types.NamespacedName]string{},
-		assumed:    map[types.NamespacedName]bool{},
+		assumed:    map[types.NamespacedName]types.UID{},
 		orphans:    map[string]map[types.NamespacedName]*framework.PodInfo{},
 		namespaces: map[string]labels.Set{},
 	}
@@ -116,16 +116,18 @@ func (c *Cache) Assume(pi *framework.PodInfo, node string) error {
 	if err := c.placeLocked(pi, node); err != nil {
 		return err
 	}
-	c.assumed[key] = true
+	c.assumed[key] = pi.Pod.UID
 	return nil
 }
 
 // Forget undoes Assume after a failed binding. A pod already confirmed by
-// the API server is left alone.
-func (c *Cache) Forget(key types.NamespacedName) {
+// the API server, or another pod of the same name assumed since (a
+// recreated pod has a new UID), is left alone.
+func (c *Cache) Forget(pod *v1.Pod) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.assumed[key] {
+	key := framework.Key(pod)
+	if uid, ok := c.assumed[key]; ok && uid == pod.UID {
 		c.removeLocked(key)
 		delete(c.assumed, key)
 	}
@@ -135,7 +137,8 @@ func (c *Cache) Forget(key types.NamespacedName) {
 func (c *Cache) IsAssumed(key types.NamespacedName) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.assumed[key]
+	_, ok := c.assumed[key]
+	return ok
 }
 
 // SetNamespace records a namespace's labels, for affinity namespace

@@ -59,6 +59,9 @@ func (h *Handlers) AddPod(p *v1.Pod) {
 	case assigned(p):
 		h.assignedPodAdded(p)
 	case h.responsible(p):
+		if _, placed := h.Cache.NodeOf(framework.Key(p)); placed {
+			return // a stale view of a pod we assumed or bound
+		}
 		h.check("add", p, h.Queue.Add(p))
 	}
 }
@@ -81,6 +84,11 @@ func (h *Handlers) UpdatePod(oldPod, newPod *v1.Pod) {
 			h.check("move", newPod, h.Queue.MoveAllToActiveOrBackoffQueue(ev, oldPod, newPod, nil))
 		}
 	case h.responsible(newPod):
+		if _, placed := h.Cache.NodeOf(framework.Key(newPod)); placed {
+			// Assumed (binding under way) or already bound: an update that
+			// still shows it unassigned is stale and must not queue it again.
+			return
+		}
 		h.check("update", newPod, h.Queue.Update(oldPod, newPod))
 	case assigned(oldPod):
 		// Finished: its resources are free.
@@ -91,16 +99,18 @@ func (h *Handlers) UpdatePod(oldPod, newPod *v1.Pod) {
 	}
 }
 
-// DeletePod handles a deleted pod; obj may be a cache tombstone.
+// DeletePod handles a deleted pod; it may be the last state of a cache
+// tombstone. A pod of ours that was not bound leaves the queue, even if it
+// was assumed and its binding is under way (the attempt is then dropped
+// when the binding fails). Whatever it held on a node is freed.
 func (h *Handlers) DeletePod(p *v1.Pod) {
 	key := framework.Key(p)
+	if !assigned(p) && p.Spec.SchedulerName == h.SchedulerName {
+		h.check("delete", p, h.Queue.Delete(key))
+	}
 	if _, onNode := h.Cache.NodeOf(key); onNode || assigned(p) {
 		h.Cache.RemovePod(key)
 		h.check("move", p, h.Queue.MoveAllToActiveOrBackoffQueue(schedq.EventAssignedPodDelete, p, nil, nil))
-		return
-	}
-	if p.Spec.SchedulerName == h.SchedulerName {
-		h.check("delete", p, h.Queue.Delete(key))
 	}
 }
 

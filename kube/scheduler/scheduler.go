@@ -8,6 +8,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -142,8 +143,11 @@ func (s *Scheduler) bound(ctx context.Context, info schedq.Info[*v1.Pod], node s
 	pod := info.Item
 	key := framework.Key(pod)
 	if err != nil {
-		s.cache.Forget(key)
+		s.cache.Forget(pod)
 		s.o.Metrics.binding(false, s.o.Now().Sub(start))
+		if errors.Is(err, context.Canceled) {
+			return // shutting down: the next leader starts from the API server
+		}
 		s.o.Logger.Warn("binding failed", "pod", key, "node", node, "err", err)
 		// Report before requeueing: this runs beside the scheduling loop,
 		// which could otherwise bind the pod again before the

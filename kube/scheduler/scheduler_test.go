@@ -332,3 +332,67 @@ func TestPodAndNodeUpdateEvents(t *testing.T) {
 		t.Errorf("no change gave %v", evs)
 	}
 }
+
+// heldBinder keeps bindings pending until the test finishes them.
+type heldBinder struct{ pending []func(error) }
+
+func (b *heldBinder) Bind(_ context.Context, _ *v1.Pod, _ string, done func(error)) {
+	b.pending = append(b.pending, done)
+}
+
+// A pod deleted while its binding is under way leaves the queue for good:
+// the failed binding does not bring it back.
+func TestDeleteDuringBinding(t *testing.T) {
+	f := newFixture(t)
+	hb := &heldBinder{}
+	f.s = New(f.q, f.c, hb, f.r, Options{Profile: testProfile(), Rand: rand.New(rand.NewPCG(1, 1))})
+	f.h.AddNode(node("n", 1000))
+	p := pod("p", 100)
+	f.h.AddPod(p)
+	f.once()
+	f.h.DeletePod(p)
+	hb.pending[0](fmt.Errorf("pods %q not found", p.Name))
+	if _, loc, ok := f.q.Get(framework.Key(p)); ok {
+		t.Fatalf("deleted pod is back in the queue, %v", loc)
+	}
+	if _, ok := f.c.NodeOf(framework.Key(p)); ok {
+		t.Fatal("deleted pod still assumed")
+	}
+}
+
+// An update that still shows a pod unassigned after it was assumed (the
+// informer lags behind the binding) does not queue it again.
+func TestStaleUpdateAfterBinding(t *testing.T) {
+	f := newFixture(t)
+	f.h.AddNode(node("n", 1000))
+	p := pod("p", 100)
+	f.h.AddPod(p)
+	f.once() // bound (syncBinder) and Done
+	stale := p.DeepCopy()
+	stale.Labels = map[string]string{"late": "update"}
+	f.h.UpdatePod(p, stale)
+	if c := f.q.Counts(); c.Pending() != 0 {
+		t.Fatalf("a stale update queued the bound pod again: %+v", c)
+	}
+}
+
+// A recreated pod (same name, new UID) is not forgotten by the old pod's
+// failed binding.
+func TestForgetChecksUID(t *testing.T) {
+	c := NewCache()
+	c.AddNode(node("n", 1000))
+	old, recreated := pod("p", 100), pod("p", 100)
+	recreated.UID = "uid-p-2"
+	pi, _ := framework.NewPodInfo(recreated)
+	if err := c.Assume(pi, "n"); err != nil {
+		t.Fatal(err)
+	}
+	c.Forget(old)
+	if !c.IsAssumed(framework.Key(recreated)) {
+		t.Fatal("the old pod's failed binding forgot the recreated pod")
+	}
+	c.Forget(recreated)
+	if c.IsAssumed(framework.Key(recreated)) {
+		t.Fatal("Forget of the assumed pod itself did nothing")
+	}
+}
