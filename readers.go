@@ -94,10 +94,7 @@ func (c *Core[K, T]) InFlightEvents() map[string]int {
 	return out
 }
 
-func heapItems[K comparable, T any](h interface {
-	Len() int
-	At(int) *entry[K, T]
-}) []*entry[K, T] {
+func heapItems[K comparable, T any](h heapView[K, T]) []*entry[K, T] {
 	out := make([]*entry[K, T], h.Len())
 	for i := range out {
 		out[i] = h.At(i)

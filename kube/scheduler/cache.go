@@ -94,7 +94,8 @@ func (c *Cache) AddPod(p *v1.Pod) error {
 	key := framework.Key(p)
 	c.removeLocked(key)
 	delete(c.assumed, key)
-	return c.placeLocked(pi, p.Spec.NodeName)
+	c.placeLocked(pi, p.Spec.NodeName)
+	return nil
 }
 
 // RemovePod forgets a bound or assumed pod.
@@ -113,9 +114,7 @@ func (c *Cache) Assume(pi *framework.PodInfo, node string) error {
 	if _, ok := c.podNode[key]; ok {
 		return fmt.Errorf("pod %s is already on a node", key)
 	}
-	if err := c.placeLocked(pi, node); err != nil {
-		return err
-	}
+	c.placeLocked(pi, node)
 	c.assumed[key] = pi.Pod.UID
 	return nil
 }
@@ -179,14 +178,13 @@ func (c *Cache) View(f func(framework.Snapshot)) {
 	f(snapshot{c})
 }
 
-func (c *Cache) placeLocked(pi *framework.PodInfo, node string) error {
+func (c *Cache) placeLocked(pi *framework.PodInfo, node string) {
 	c.podNode[framework.Key(pi.Pod)] = node
 	if ni, ok := c.nodes[node]; ok {
 		ni.AddPod(pi)
 	} else {
 		c.orphan(pi, node)
 	}
-	return nil
 }
 
 func (c *Cache) removeLocked(key types.NamespacedName) {
