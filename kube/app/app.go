@@ -136,8 +136,9 @@ func run(ctx context.Context, client, eventClient kubernetes.Interface, o Option
 		schedq.CSINode:               factory.Storage().V1().CSINodes().Informer(),
 		schedq.Service:               factory.Core().V1().Services().Informer(),
 	}
-	if err := h.Register(factory.Core().V1().Pods().Informer(), factory.Core().V1().Nodes().Informer(),
-		factory.Core().V1().Namespaces().Informer(), others); err != nil {
+	handlersSynced, err := h.Register(factory.Core().V1().Pods().Informer(), factory.Core().V1().Nodes().Informer(),
+		factory.Core().V1().Namespaces().Informer(), others)
+	if err != nil {
 		return err
 	}
 
@@ -171,6 +172,9 @@ func run(ctx context.Context, client, eventClient kubernetes.Interface, o Option
 		if !ok {
 			return fmt.Errorf("informer for %v did not sync", typ)
 		}
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), handlersSynced) {
+		return shutdownErr(ctx)
 	}
 	st.synced.Store(true)
 	log.Info("caches synced", "nodes", c.NodeCount(), "pending", q.Counts().Pending())

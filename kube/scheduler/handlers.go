@@ -163,8 +163,13 @@ func (h *Handlers) move(ev schedq.Event, oldObj, newObj any) {
 	}
 }
 
-// Register wires the handlers to informers.
-func (h *Handlers) Register(pods, nodes, namespaces cache.SharedIndexInformer, others map[schedq.Resource]cache.SharedIndexInformer) error {
+// Register wires the handlers to informers. The returned function reports
+// whether every handler has been given its informer's initial list: an
+// informer's own HasSynced turns true when its store is filled, which can
+// be before our handlers have put the pending pods into the queue and the
+// nodes into the cache. Wait for it before the first Pop, or the first
+// pops see a partial queue and the priority order is lost.
+func (h *Handlers) Register(pods, nodes, namespaces cache.SharedIndexInformer, others map[schedq.Resource]cache.SharedIndexInformer) (synced func() bool, err error) {
 	type reg struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
@@ -185,12 +190,22 @@ func (h *Handlers) Register(pods, nodes, namespaces cache.SharedIndexInformer, o
 			DeleteFunc: func(obj any) { h.Other(res, schedq.Delete, obj, nil) },
 		}})
 	}
+	var done []cache.ResourceEventHandlerRegistration
 	for _, r := range regs {
-		if _, err := r.inf.AddEventHandler(r.h); err != nil {
-			return err
+		reg, err := r.inf.AddEventHandler(r.h)
+		if err != nil {
+			return nil, err
 		}
+		done = append(done, reg)
 	}
-	return nil
+	return func() bool {
+		for _, r := range done {
+			if !r.HasSynced() {
+				return false
+			}
+		}
+		return true
+	}, nil
 }
 
 // typed adapts typed handlers to an informer's, unwrapping the tombstones
