@@ -16,6 +16,7 @@ type Queue[K comparable, T any] struct {
 	core   *Core[K, T]
 	clock  Clock
 	closed bool
+	done   chan struct{} // closed by Close, so that Run returns at once
 
 	flushBackoff, flushUnschedulable time.Duration
 }
@@ -31,6 +32,7 @@ func New[K comparable, T any](cfg Config[K, T]) (*Queue[K, T], error) {
 		clock:              core.cfg.Clock,
 		flushBackoff:       core.cfg.FlushBackoffInterval,
 		flushUnschedulable: core.cfg.FlushUnschedulableInterval,
+		done:               make(chan struct{}),
 	}
 	q.cond.L = &q.mu
 	return q, nil
@@ -177,6 +179,7 @@ func (q *Queue[K, T]) Close() error {
 		return ErrClosed
 	}
 	q.closed = true
+	close(q.done)
 	q.cond.Broadcast()
 	return nil
 }
@@ -184,7 +187,7 @@ func (q *Queue[K, T]) Close() error {
 // Run runs the periodic flushes until ctx ends or the queue closes: the
 // backoff flush every FlushBackoffInterval and the leftover flush every
 // FlushUnschedulableInterval, on the configured Clock. It returns ctx's
-// error, or ErrClosed.
+// error, or ErrClosed as soon as Close is called.
 func (q *Queue[K, T]) Run(ctx context.Context) error {
 	backoffTick := q.clock.After(q.flushBackoff)
 	leftoverTick := q.clock.After(q.flushUnschedulable)
@@ -192,6 +195,8 @@ func (q *Queue[K, T]) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-q.done:
+			return ErrClosed
 		case <-backoffTick:
 			backoffTick = q.clock.After(q.flushBackoff)
 			if err := q.FlushBackoffCompleted(); err != nil {

@@ -167,6 +167,27 @@ func TestQueueRunFlushes(t *testing.T) {
 	})
 }
 
+// TestQueueRunReturnsAtClose: Run does not wait for its next tick to
+// notice Close.
+func TestQueueRunReturnsAtClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := newQueue(t)
+		runErr := make(chan error, 1)
+		go func() { runErr <- q.Run(context.Background()) }()
+		synctest.Wait()
+		start := time.Now()
+		if err := q.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-runErr; !errors.Is(err, ErrClosed) {
+			t.Fatalf("Run: %v", err)
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("Run returned %v after Close, want at once", waited)
+		}
+	})
+}
+
 func TestQueueConcurrent(t *testing.T) {
 	q := newQueue(t)
 	const producers, consumers, perProducer = 4, 4, 500

@@ -85,9 +85,15 @@ func TestWakeUpOnNodeAdd(t *testing.T) {
 		t.Errorf("explain:\n%s", x)
 	}
 	makeNodes(t, c, "wake-big", 1, nodeSpec{cpu: "64", memory: "64Gi"})
+	// 30s is far from the 5-minute leftover flush, and the metrics say
+	// which it was: the node's arrival moved them, no timeout did. (No
+	// tighter wall-clock bound: CI machines are slow and shared.)
 	delay := waitBound(t, c, ns, pods, 30*time.Second)
-	if delay > 2*time.Second {
-		t.Errorf("bound %v after the node came, want within 2s", delay)
+	if got := s.metric(t, "scheduler_queue_incoming_pods_total", `event="NodeAdd"`); got < 1 {
+		t.Errorf("%v pods moved by NodeAdd, want the parked ones", got)
+	}
+	if got := s.metric(t, "scheduler_queue_incoming_pods_total", `event="UnschedulableTimeout"`); got != 0 {
+		t.Errorf("%v pods retried by the leftover flush, want 0", got)
 	}
 	figure(t, "10 parked pods bound %v after a fitting node was added", delay.Round(time.Millisecond))
 }
