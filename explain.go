@@ -170,13 +170,27 @@ type SubQueueSummary struct {
 // Dump explains every queued and in-flight item, in a stable order (by
 // place, then key). O(n log n).
 func (c *Core[K, T]) Dump(now time.Time) Dump {
-	d := Dump{Time: now}
+	d := c.collect(now)
+	d.finish()
+	return d
+}
+
+// collect explains every item, unsorted: the part of Dump that reads the
+// core. O(n).
+func (c *Core[K, T]) collect(now time.Time) Dump {
+	d := Dump{Time: now, Items: make([]Explanation, 0, len(c.keys))}
 	for _, e := range c.keys {
 		d.Items = append(d.Items, c.explain(e, now))
 		if f := e.shadow; f != nil {
 			d.Items = append(d.Items, c.explain(f, now))
 		}
 	}
+	return d
+}
+
+// finish sorts the items and summarises each place; it reads only d, so
+// the concurrent Queue runs it outside its lock. O(n log n).
+func (d *Dump) finish() {
 	slices.SortFunc(d.Items, func(a, b Explanation) int {
 		return cmp.Or(cmp.Compare(a.Location, b.Location), cmp.Compare(a.Key, b.Key))
 	})
@@ -207,7 +221,6 @@ func (c *Core[K, T]) Dump(now time.Time) Dump {
 		}
 		d.Summary = append(d.Summary, s)
 	}
-	return d
 }
 
 // String renders the dump for people: the summary, then one line an item.

@@ -271,6 +271,8 @@ func (q *Queue[K, T]) Explain(key K) (Explanation, error) {
 // Dump explains every item (see Core.Dump).
 func (q *Queue[K, T]) Dump() Dump {
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.core.Dump(q.clock.Now())
+	d := q.core.collect(q.clock.Now())
+	q.mu.Unlock()
+	d.finish() // sorting and summing need no lock
+	return d
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -254,5 +255,27 @@ func TestQueueConcurrent(t *testing.T) {
 	q.mu.Unlock()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestQueueDump: the locked Dump sorts and sums outside the lock, and
+// gives what the core's Dump gives.
+func TestQueueDump(t *testing.T) {
+	q := newQueue(t)
+	for _, name := range []string{"c", "a", "b"} {
+		if err := q.Add(mk(name, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := q.Dump()
+	var keys []string
+	for _, x := range d.Items {
+		keys = append(keys, x.Key)
+	}
+	if !slices.Equal(keys, []string{"a", "b", "c"}) {
+		t.Errorf("items %v, want sorted by key", keys)
+	}
+	if len(d.Summary) == 0 || d.Summary[0].Location != InActive || d.Summary[0].Count != 3 {
+		t.Errorf("summary %+v", d.Summary)
 	}
 }
