@@ -56,49 +56,49 @@ func (a *indexedActive[K, T]) Check() error {
 	return nil
 }
 
-// node is a heap slot of lazyActive: the sort keys copied from the entry,
-// so that comparisons never touch the entry's memory, and the generation
-// that says whether the slot is still the entry's live one.
-type node[K comparable, T any] struct {
-	prio int32
-	ts   int64
-	gen  uint64
-	e    *entry[K, T]
+// lazyActive orders entries by cached priority, then timestamp (the default
+// order), in a SlotHeap: each slot holds the entry's sort keys, so that
+// comparisons never touch the entry's memory, and the generation that says
+// whether the slot is still the entry's live one. Removal is lazy: a
+// removed or re-keyed entry leaves a stale slot behind, which Pop skips
+// and a rebuild drops once stale slots outnumber live ones. Nothing is
+// written into entries while the heap moves slots, which keeps Pop within
+// the heap's own array.
+//
+// Generations are 32 bits, to keep a slot at 24 bytes. They wrap, so a
+// stale slot must not live through 2^32 pushes, or its entry could come
+// back to the same number: every 2^31 pushes a rebuild drops all stale
+// slots.
+type lazyActive[K comparable, T any] struct {
+	h      heap.SlotHeap[*entry[K, T]]
+	live   int
+	stale  int
+	gen    uint32
+	pushes uint32 // since the last full rebuild
 }
 
-// lazyActive orders entries by cached priority, then timestamp (the default
-// order). Removal is lazy: a removed or re-keyed entry leaves a stale slot
-// behind, which Pop skips and a rebuild drops once stale slots outnumber
-// live ones. Nothing is written into entries while the heap moves slots,
-// which keeps Pop within the heap's own array.
-type lazyActive[K comparable, T any] struct {
-	h     *heap.Heap[node[K, T]]
-	live  int
-	stale int
-	gen   uint64
-}
+type activeSlot[K comparable, T any] = heap.Slot[*entry[K, T]]
 
 func newLazyActive[K comparable, T any]() *lazyActive[K, T] {
-	less := func(a, b node[K, T]) bool {
-		if a.prio != b.prio {
-			return a.prio > b.prio
-		}
-		return a.ts < b.ts
-	}
-	return &lazyActive[K, T]{h: heap.New(less, nil)}
+	return &lazyActive[K, T]{}
 }
 
-func (a *lazyActive[K, T]) valid(n node[K, T]) bool {
-	return n.e.loc == locActive && n.e.gen == n.gen
+func (a *lazyActive[K, T]) valid(s activeSlot[K, T]) bool {
+	return s.Ref.loc == locActive && s.Ref.gen == s.Gen
 }
 
 func (a *lazyActive[K, T]) Len() int { return a.live }
 
 func (a *lazyActive[K, T]) Push(e *entry[K, T]) {
-	a.gen++
+	if a.gen++; a.gen == 0 {
+		a.gen = 1 // 0 is no slot's
+	}
 	e.gen = a.gen
-	a.h.Push(node[K, T]{prio: e.prio, ts: e.ts, gen: a.gen, e: e})
+	a.h.Push(activeSlot[K, T]{Prio: e.prio, TS: e.ts, Gen: a.gen, Ref: e})
 	a.live++
+	if a.pushes++; a.pushes == 1<<31 {
+		a.rebuild()
+	}
 }
 
 func (a *lazyActive[K, T]) Pop() (*entry[K, T], bool) {
@@ -109,8 +109,8 @@ func (a *lazyActive[K, T]) Pop() (*entry[K, T], bool) {
 		}
 		if a.valid(n) {
 			a.live--
-			n.e.gen = 0
-			return n.e, true
+			n.Ref.gen = 0
+			return n.Ref, true
 		}
 		a.stale--
 	}
@@ -135,14 +135,20 @@ func (a *lazyActive[K, T]) compact() {
 	if a.stale <= a.live+64 {
 		return
 	}
+	a.rebuild()
+}
+
+// rebuild drops every stale slot. O(n).
+func (a *lazyActive[K, T]) rebuild() {
 	a.h.Filter(a.valid)
 	a.stale = 0
+	a.pushes = 0
 }
 
 func (a *lazyActive[K, T]) Each(f func(*entry[K, T])) {
 	for i := range a.h.Len() {
 		if n := a.h.At(i); a.valid(n) {
-			f(n.e)
+			f(n.Ref)
 		}
 	}
 }
@@ -158,8 +164,8 @@ func (a *lazyActive[K, T]) Check() error {
 			continue
 		}
 		live++
-		if n.prio != n.e.prio || n.ts != n.e.ts {
-			return fmt.Errorf("activeQ: key %v has stale sort keys", n.e.key)
+		if n.Prio != n.Ref.prio || n.TS != n.Ref.ts {
+			return fmt.Errorf("activeQ: key %v has stale sort keys", n.Ref.key)
 		}
 	}
 	if live != a.live || a.h.Len()-live != a.stale {

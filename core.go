@@ -66,9 +66,10 @@ func (l loc) subQueue() SubQueue {
 // after Done, so nothing outside the queue may hold one.
 type entry[K comparable, T any] struct {
 	// The heap's sort keys and index come first, to share a cache line.
-	idx  int   // index in its heap
-	prio int32 // cached Priority(Item), with the default order
-	ts   int64 // cached Timestamp, as Unix nanoseconds
+	idx  int    // index in its heap
+	prio int32  // cached Priority(Item), with the default order
+	gen  uint32 // its live slot in a lazy activeQ
+	ts   int64  // cached Timestamp, as Unix nanoseconds
 
 	Info[T]
 	key       K
@@ -78,7 +79,6 @@ type entry[K comparable, T any] struct {
 	entered   int64        // when it entered its current sub-queue (Unix ns)
 	lastFlush int64        // last leftover flush that tried it (Unix ns)
 	visit     uint64       // move-request epoch, to visit an entry once
-	gen       uint64       // its live slot in a lazy activeQ
 	shadow    *entry[K, T] // an attempt in flight for the same key
 	counted   bool         // its plugins are in Core.byPlugin
 

@@ -152,12 +152,15 @@ func (h *Heap[E]) Less(i, j int) bool { return h.less(h.items[i], h.items[j]) }
 // of its capacity, so that a burst does not pin its peak memory for ever.
 // Only Filter calls it: shrinking on Pop would reallocate at every cycle of
 // a queue that fills and drains.
-func (h *Heap[E]) shrink() {
-	if c := cap(h.items); c > 1024 && len(h.items) < c/4 {
-		items := make([]E, len(h.items), max(2*len(h.items), 64))
-		copy(items, h.items)
-		h.items = items
+func (h *Heap[E]) shrink() { h.items = shrunk(h.items) }
+
+// shrunk returns items, in a smaller array if it fills less than a quarter
+// of its capacity.
+func shrunk[E any](items []E) []E {
+	if c := cap(items); c > 1024 && len(items) < c/4 {
+		return append(make([]E, 0, max(2*len(items), 64)), items...)
 	}
+	return items
 }
 
 // The heap is 4-ary: half the depth of a binary heap, so fewer swaps, each
