@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -85,6 +86,9 @@ func TestRunSchedulesPodsOfOurs(t *testing.T) {
 		go func() {
 			done <- run(ctx, client, client, Options{SchedulerName: "schedq", Scoring: plugins.LeastAllocated}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		}()
+		// Virtual time: the start-up waits poll every 100ms, so let a
+		// second pass in the bubble, then wait for everything to settle.
+		time.Sleep(time.Second)
 		synctest.Wait()
 
 		nodes := map[string]string{}
