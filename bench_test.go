@@ -43,7 +43,7 @@ func BenchmarkAddPopDone(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				now = now.Add(time.Microsecond)
 				info, _ := c.Pop(now)
-				c.Done(info.Item.id)
+				c.Done(info.Item.id, info.Cycle)
 				c.Add(benchItem{id: info.Item.id, prio: int32(r.IntN(100))}, now)
 			}
 		})
@@ -70,7 +70,7 @@ func BenchmarkQueueAddPopDone(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				info, _, _ := q.TryPop()
-				q.Done(info.Item.id)
+				q.Done(info.Item.id, info.Cycle)
 				q.Add(benchItem{id: info.Item.id, prio: int32(r.IntN(100))})
 			}
 		})

@@ -490,16 +490,17 @@ func (c *Core[K, T]) Pop(now time.Time) (info Info[T], ok bool) {
 	return e.Info, true
 }
 
-// Done ends the attempt on key after it succeeded (or was given up). It
-// returns ErrNotInFlight if key has no attempt in flight, for example on a
-// second Done. O(1).
-func (c *Core[K, T]) Done(key K) error {
+// Done ends the attempt of cycle (the Info.Cycle its Pop returned) on key,
+// after it succeeded or was given up. It returns ErrNotInFlight if that
+// attempt is not in flight: on a second Done, or when a newer pop of the
+// key has superseded it, whose attempt a stale Done must not end. O(1).
+func (c *Core[K, T]) Done(key K, cycle int64) error {
 	e, queued := c.keys[key], (*entry[K, T])(nil)
 	if e != nil && e.loc != locFlight {
 		queued, e = e, e.shadow // re-added during the attempt
 	}
-	if e == nil {
-		return fmt.Errorf("%w: done %v", ErrNotInFlight, key)
+	if e == nil || e.Cycle != cycle {
+		return fmt.Errorf("%w: done %v: no attempt of cycle %d in flight", ErrNotInFlight, key, cycle)
 	}
 	c.flights.end(e)
 	if queued != nil {

@@ -55,14 +55,18 @@ func TestPopBookkeeping(t *testing.T) {
 func TestDoneErrors(t *testing.T) {
 	h := newHarness(t)
 	h.add(mk("a", 1))
-	h.pop()
-	if err := h.c.Done("a"); err != nil {
+	info := h.pop()
+	if err := h.c.Done("a", info.Cycle+1); !errors.Is(err, ErrNotInFlight) {
+		t.Fatalf("Done with another cycle: %v, want ErrNotInFlight", err)
+	}
+	h.want("a", InFlight)
+	if err := h.c.Done("a", info.Cycle); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.c.Done("a"); !errors.Is(err, ErrNotInFlight) {
+	if err := h.c.Done("a", info.Cycle); !errors.Is(err, ErrNotInFlight) {
 		t.Fatalf("second Done: %v, want ErrNotInFlight", err)
 	}
-	if err := h.c.Done("never"); !errors.Is(err, ErrNotInFlight) {
+	if err := h.c.Done("never", 1); !errors.Is(err, ErrNotInFlight) {
 		t.Fatalf("Done of unknown key: %v", err)
 	}
 	h.check()
@@ -269,7 +273,15 @@ func TestReaddDuringAttempt(t *testing.T) {
 	if _, loc, _ := h2.c.Get("a"); loc != InFlight {
 		t.Fatalf("a is %v after the stale requeue, want still in flight", loc)
 	}
-	if err := h2.c.Done("a"); err != nil {
+	// So is its late Done: it must not end the newer attempt.
+	if err := h2.c.Done("a", old.Cycle); !errors.Is(err, ErrNotInFlight) {
+		t.Fatalf("stale Done: %v, want ErrNotInFlight", err)
+	}
+	h2.check()
+	if _, loc, _ := h2.c.Get("a"); loc != InFlight {
+		t.Fatalf("a is %v after the stale Done, want still in flight", loc)
+	}
+	if err := h2.c.Done("a", newer.Cycle); err != nil {
 		t.Fatal(err)
 	}
 	if newer.Cycle == old.Cycle {
@@ -684,7 +696,7 @@ func TestReaders(t *testing.T) {
 	h.add(mk("a", 1), mk("b", 2), mk("c", 3), pod{name: "g", gated: true})
 	h.attemptFail("c", "Fit")
 	h.attemptFail("b")
-	h.pop() // a in flight
+	flight := h.pop() // a
 	if c := h.c.Counts(); c != (Counts{Backoff: 1, Unschedulable: 1, Gated: 1, InFlight: 1}) {
 		t.Fatalf("counts %+v", c)
 	}
@@ -705,7 +717,7 @@ func TestReaders(t *testing.T) {
 	if m := h.c.InFlightEvents(); m["NodeUpdateNodeTaint"] != 1 {
 		t.Fatalf("in-flight events %v", m)
 	}
-	if err := h.c.Done("a"); err != nil {
+	if err := h.c.Done("a", flight.Cycle); err != nil {
 		t.Fatal(err)
 	}
 	if m := h.c.InFlightEvents(); len(m) != 0 {

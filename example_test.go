@@ -38,7 +38,7 @@ func Example() {
 
 	p, _ = q.Pop(ctx)
 	fmt.Println("trying", p.Item.Name)
-	q.Done(p.Item.Name)
+	q.Done(p.Item.Name, p.Cycle)
 
 	q.MoveAllToActiveOrBackoffQueue(schedq.EventNodeAdd, nil, nil, nil)
 	_, where, _ = q.Get("big")

@@ -103,8 +103,17 @@ func runOps(t *testing.T, data []byte) {
 				t.Fatalf("step %d Pop: core %q %v, model %q %v", step, got.Item.name, ok1, want.Item.name, ok2)
 			}
 		case 5:
-			desc = "Done " + name
-			if e1, e2 := c.Done(name), m.done(name); !errors.Is(e1, e2) || (e1 == nil) != (e2 == nil) {
+			// The attempt in flight's cycle, or (one time in four) a stale
+			// one, which must be refused and change nothing.
+			var cycle int64
+			if f := m.flights[name]; f != nil {
+				cycle = f.Cycle
+			}
+			if arg&0xc0 == 0xc0 {
+				cycle--
+			}
+			desc = fmt.Sprintf("Done %s cycle %d", name, cycle)
+			if e1, e2 := c.Done(name, cycle), m.done(name, cycle); !errors.Is(e1, e2) || (e1 == nil) != (e2 == nil) {
 				t.Fatalf("step %d %s: core %v, model %v", step, desc, e1, e2)
 			}
 		case 6, 7:

@@ -202,7 +202,7 @@ func (h *harness) drain() []string {
 			return names
 		}
 		names = append(names, info.Item.name)
-		if err := h.c.Done(info.Item.name); err != nil {
+		if err := h.c.Done(info.Item.name, info.Cycle); err != nil {
 			h.t.Fatal(err)
 		}
 		h.check()

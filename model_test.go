@@ -266,8 +266,8 @@ func (m *model) endFlight(name string) {
 	}
 }
 
-func (m *model) done(name string) error {
-	if m.flights[name] == nil {
+func (m *model) done(name string, cycle int64) error {
+	if f := m.flights[name]; f == nil || f.Cycle != cycle {
 		return ErrNotInFlight
 	}
 	m.endFlight(name)

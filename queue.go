@@ -72,9 +72,9 @@ func (q *Queue[K, T]) Delete(key K) error {
 }
 
 // Done ends a successful attempt (see Core.Done).
-func (q *Queue[K, T]) Done(key K) error {
+func (q *Queue[K, T]) Done(key K, cycle int64) error {
 	var err error
-	if cerr := q.do(func(time.Time) bool { err = q.core.Done(key); return false }); cerr != nil {
+	if cerr := q.do(func(time.Time) bool { err = q.core.Done(key, cycle); return false }); cerr != nil {
 		return cerr
 	}
 	return err

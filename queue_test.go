@@ -102,7 +102,7 @@ func TestQueueAfterClose(t *testing.T) {
 		"Add":      q.Add(mk("b", 1)),
 		"Update":   q.Update(mk("a", 1), mk("a", 2)),
 		"Delete":   q.Delete("a"),
-		"Done":     q.Done("a"),
+		"Done":     q.Done("a", 1),
 		"Requeue":  q.AddUnschedulableIfNotPresent(mk("a", 1), 1, Failure{}),
 		"MoveAll":  q.MoveAllToActiveOrBackoffQueue(evNodeAdd, nil, nil, nil),
 		"Activate": q.Activate("a"),
@@ -226,7 +226,7 @@ func TestQueueConcurrent(t *testing.T) {
 					q.Activate(name)
 					continue
 				}
-				if err := q.Done(name); err != nil {
+				if err := q.Done(name, info.Cycle); err != nil {
 					t.Error(err)
 				}
 				mu.Lock()

@@ -106,7 +106,7 @@ func TestIncomingScenarios(t *testing.T) {
 	// c fail with an error.
 	f.now = f.now.Add(time.Second)
 	info, _ := f.c.Pop(f.now) // b
-	f.c.Done(info.Item.name)
+	f.c.Done(info.Item.name, info.Cycle)
 	f.fail("c")
 	f.wantIncoming("backoff", "ScheduleAttemptFailure", 1)
 	f.now = f.now.Add(time.Minute)
@@ -152,7 +152,7 @@ scheduler_inflight_events{event="PodPopped"} 1
 	f.c.FlushUnschedulableLeftover(f.now)
 	f.wantIncoming("active", "UnschedulableTimeout", 1)
 	info, _ = f.c.Pop(f.now)
-	f.c.Done(info.Item.name)
+	f.c.Done(info.Item.name, info.Cycle)
 	if got := testutil.ToFloat64(f.r.afterFlush); got != 1 {
 		t.Errorf("pod_scheduled_after_flush_total = %v", got)
 	}
@@ -248,8 +248,8 @@ func gaugesFollowTheQueue(t *testing.T, seed uint64, steps int) {
 				break
 			}
 		case 3:
-			for n := range inflight {
-				f.c.Done(n)
+			for n, info := range inflight {
+				f.c.Done(n, info.Cycle)
 				delete(inflight, n)
 				break
 			}

@@ -62,7 +62,7 @@ func schedqAddPopDone(n int) func(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			q.Done(schedqdrv.Key(info.Item))
+			q.Done(schedqdrv.Key(info.Item), info.Cycle)
 			spare = info.Item
 		}
 	}
@@ -172,7 +172,7 @@ func schedqMixed(n int) func(b *testing.B) {
 			fail: func(plugins []string) {
 				q.AddUnschedulableIfNotPresent(cur.Item, cur.Cycle, schedq.Failure{UnschedulablePlugins: plugins})
 			},
-			done: func() { q.Done(schedqdrv.Key(cur.Item)) },
+			done: func() { q.Done(schedqdrv.Key(cur.Item), cur.Cycle) },
 			event: func(oldObj, newObj any) {
 				q.MoveAllToActiveOrBackoffQueue(schedq.EventNodeAdd, oldObj, newObj, nil)
 			},

@@ -57,7 +57,7 @@ func main() {
 	show("add four jobs; one is gated")
 
 	web, _ := q.Pop(now)
-	q.Done(web.Item.name)
+	q.Done(web.Item.name, web.Cycle)
 	show("pop web (highest priority), bind it: Done")
 
 	gpu, _ := q.Pop(now)
@@ -88,7 +88,7 @@ func main() {
 		if !ok {
 			break
 		}
-		q.Done(j.Item.name)
+		q.Done(j.Item.name, j.Cycle)
 		show("pop " + j.Item.name + ", bind it: Done")
 	}
 	if err := q.CheckInvariants(); err != nil {

@@ -30,7 +30,7 @@ type Queue interface {
 	Add(pod *v1.Pod) error
 	Update(oldPod, newPod *v1.Pod) error
 	Delete(key types.NamespacedName) error
-	Done(key types.NamespacedName) error
+	Done(key types.NamespacedName, cycle int64) error
 	AddUnschedulableIfNotPresent(pod *v1.Pod, cycle int64, f schedq.Failure) error
 	MoveAllToActiveOrBackoffQueue(ev schedq.Event, oldObj, newObj any, preCheck func(*v1.Pod) bool) error
 	MoveMatching(ev schedq.Event, oldObj, newObj any, match func(*schedq.Info[*v1.Pod]) bool) error
@@ -160,7 +160,7 @@ func (s *Scheduler) bound(ctx context.Context, info schedq.Info[*v1.Pod], node s
 		return
 	}
 	s.o.Metrics.binding(true, s.o.Now().Sub(start))
-	if err := s.queue.Done(key); err != nil {
+	if err := s.queue.Done(key, info.Cycle); err != nil {
 		s.o.Logger.Debug("done after binding", "pod", key, "err", err)
 	}
 	s.reporter.Scheduled(ctx, pod, node)

@@ -581,9 +581,9 @@ func (q coreQueue) Delete(k types.NamespacedName) error {
 	return err
 }
 
-func (q coreQueue) Done(k types.NamespacedName) error {
-	q.s.trace(Op{Kind: "done", Key: k})
-	return q.c.Done(k)
+func (q coreQueue) Done(k types.NamespacedName, cycle int64) error {
+	q.s.trace(Op{Kind: "done", Key: k, Cycle: cycle})
+	return q.c.Done(k, cycle)
 }
 
 func (q coreQueue) AddUnschedulableIfNotPresent(p *v1.Pod, cycle int64, f schedq.Failure) error {

@@ -16,7 +16,7 @@ type Op struct {
 	At time.Duration
 	// Kind is add, update, delete, pop, done, fail, move, moveMatching,
 	// flushBackoff or flushLeftover.
-	Kind     string
+	Kind     string // done and fail carry the attempt's Cycle
 	Pod, Old *v1.Pod
 	Key      types.NamespacedName
 	Event    schedq.Event

@@ -157,11 +157,12 @@ func (d *Driver) fail(name string, f schedq.Failure) error {
 
 // Done finishes an in-flight pod: it got bound.
 func (d *Driver) Done(name string) {
-	if _, ok := d.inflight[name]; !ok {
+	info, ok := d.inflight[name]
+	if !ok {
 		return
 	}
 	delete(d.inflight, name)
-	if err := d.c.Done(key(name)); err != nil {
+	if err := d.c.Done(key(name), info.Cycle); err != nil {
 		panic(err)
 	}
 	delete(d.pods, name)

@@ -82,7 +82,7 @@ func (s *Schedq) Replay(ops []sim.Op) error {
 			}
 			err = perr
 		case "done":
-			err = s.q.Done(op.Key)
+			err = s.q.Done(op.Key, op.Cycle)
 		case "fail":
 			err = s.q.AddUnschedulableIfNotPresent(op.Pod, op.Cycle, op.Failure)
 		case "move":
