@@ -65,10 +65,12 @@ func (a *indexedActive[K, T]) Check() error {
 // written into entries while the heap moves slots, which keeps Pop within
 // the heap's own array.
 //
-// Generations are 32 bits, to keep a slot at 24 bytes. They wrap, so a
-// stale slot must not live through 2^32 pushes, or its entry could come
-// back to the same number: every 2^31 pushes a rebuild drops all stale
-// slots.
+// Generations are 32 bits, to keep a slot at 24 bytes, so they must never
+// wrap: two slots of one entry with the same number would both look live.
+// Every rebuild drops the stale slots and numbers the live ones afresh
+// from 1, and a rebuild comes at least every 2^31 pushes, so the counter
+// stays below live + 2^31 (the queue would need 2^31 items in activeQ to
+// reach 2^32).
 type lazyActive[K comparable, T any] struct {
 	h      heap.SlotHeap[*entry[K, T]]
 	live   int
@@ -90,9 +92,7 @@ func (a *lazyActive[K, T]) valid(s activeSlot[K, T]) bool {
 func (a *lazyActive[K, T]) Len() int { return a.live }
 
 func (a *lazyActive[K, T]) Push(e *entry[K, T]) {
-	if a.gen++; a.gen == 0 {
-		a.gen = 1 // 0 is no slot's
-	}
+	a.gen++ // from 1: 0 is no slot's
 	e.gen = a.gen
 	a.h.Push(activeSlot[K, T]{Prio: e.prio, TS: e.ts, Gen: a.gen, Ref: e})
 	a.live++
@@ -138,9 +138,14 @@ func (a *lazyActive[K, T]) compact() {
 	a.rebuild()
 }
 
-// rebuild drops every stale slot. O(n).
+// rebuild drops every stale slot and renumbers the live ones from 1. O(n).
 func (a *lazyActive[K, T]) rebuild() {
 	a.h.Filter(a.valid)
+	a.gen = 0
+	a.h.Each(func(s *activeSlot[K, T]) {
+		a.gen++
+		s.Gen, s.Ref.gen = a.gen, a.gen
+	})
 	a.stale = 0
 	a.pushes = 0
 }

@@ -1,7 +1,6 @@
 package schedq
 
 import (
-	"math"
 	"testing"
 )
 
@@ -9,39 +8,49 @@ func activeEntry(key string, prio int32, ts int64) *entry[string, pod] {
 	return &entry[string, pod]{key: key, prio: prio, ts: ts, loc: locActive}
 }
 
-// TestLazyActiveGenerationsWrap: 32-bit generations wrap, and a full
-// rebuild every 2^31 pushes keeps a stale slot from living long enough to
-// meet its entry's generation again.
-func TestLazyActiveGenerationsWrap(t *testing.T) {
+// TestLazyActiveRenumbers: generations are 32 bits, so every rebuild (at
+// the latest after 2^31 pushes) drops the stale slots and renumbers the
+// live ones from 1; the counter never wraps, and a slot that stayed live
+// through many pushes cannot meet its entry's next generation.
+func TestLazyActiveRenumbers(t *testing.T) {
 	a := newLazyActive[string, pod]()
-	a.gen = math.MaxUint32 - 1
 	x, y := activeEntry("x", 1, 1), activeEntry("y", 2, 2)
-	a.Push(x) // gen MaxUint32
-	a.Push(y) // wraps past 0, to 1
-	if x.gen != math.MaxUint32 || y.gen != 1 {
-		t.Fatalf("generations %d and %d", x.gen, y.gen)
-	}
+	a.Push(x)
+	a.Push(y)
 	y.prio = 0
 	a.Fix(y) // leaves a stale slot
-	if err := a.Check(); err != nil {
-		t.Fatal(err)
-	}
 	if a.stale != 1 {
 		t.Fatalf("%d stale slots, want 1", a.stale)
 	}
-	a.pushes = 1<<31 - 1
-	a.Push(activeEntry("z", 0, 3))
-	if a.stale != 0 || a.h.Len() != 3 || a.pushes != 0 {
-		t.Fatalf("after 2^31 pushes: %d stale, %d slots, %d pushes; want a rebuild", a.stale, a.h.Len(), a.pushes)
+	// As if 2^31 pushes had gone by with x live throughout.
+	a.gen, a.pushes = 1<<31+7, 1<<31-1
+	z := activeEntry("z", 0, 3)
+	a.Push(z)
+	if a.stale != 0 || a.h.Len() != 3 || a.pushes != 0 || a.gen != 3 {
+		t.Fatalf("after 2^31 pushes: %d stale, %d slots, %d pushes, gen %d; want a rebuild numbering 1..3", a.stale, a.h.Len(), a.pushes, a.gen)
 	}
+	seen := map[uint32]bool{}
+	for _, e := range []*entry[string, pod]{x, y, z} {
+		if e.gen < 1 || e.gen > 3 || seen[e.gen] {
+			t.Fatalf("generation %d of %s after the rebuild", e.gen, e.key)
+		}
+		seen[e.gen] = true
+	}
+	// x's slot kept its place; re-keying it now leaves a stale slot that
+	// no later generation can revive.
+	x.prio = -1
+	a.Fix(x)
 	if err := a.Check(); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"x", "y", "z"} {
+	for _, want := range []string{"y", "z", "x"} {
 		e, ok := a.Pop()
 		if !ok || e.key != want {
 			t.Fatalf("Pop %v, want %s", e, want)
 		}
 		e.loc = locFlight
+	}
+	if _, ok := a.Pop(); ok {
+		t.Fatal("popped a stale slot")
 	}
 }

@@ -9,8 +9,9 @@ var (
 	ErrClosed = errors.New("schedq: queue closed")
 	// ErrNotFound: no queued item has the key.
 	ErrNotFound = errors.New("schedq: item not found")
-	// ErrNotInFlight: the key has no attempt in flight (for example a
-	// second Done for the same pop).
+	// ErrNotInFlight: the key has no attempt in flight of the given cycle:
+	// a second Done for the same pop, or a Done or requeue from an attempt
+	// that a newer pop of the key superseded.
 	ErrNotInFlight = errors.New("schedq: item not in flight")
 	// ErrAlreadyQueued: a failed attempt was requeued while a newer copy of
 	// the item was already queued; the newer copy stays, the attempt ends.

@@ -94,6 +94,14 @@ func (h *SlotHeap[R]) up(i int, x Slot[R]) {
 	items[i] = x
 }
 
+// Each calls f on every slot, in heap (not sorted) order. f may change a
+// slot's Gen and Ref but not its Prio or TS. O(n).
+func (h *SlotHeap[R]) Each(f func(*Slot[R])) {
+	for i := range h.items {
+		f(&h.items[i])
+	}
+}
+
 // Filter keeps only the slots for which keep is true and restores the
 // order, releasing memory if most of it is now unused. O(n).
 func (h *SlotHeap[R]) Filter(keep func(Slot[R]) bool) {
