@@ -112,13 +112,13 @@ func (s *sim) report() *Report {
 		PopFromBackoff:     sc.Queue.PopFromBackoff == nil || *sc.Queue.PopFromBackoff,
 		QueueingHints:      sc.Queue.QueueingHints == nil || *sc.Queue.QueueingHints,
 		InitialBackoff:     orDefault(sc.Queue.InitialBackoff, schedq.DefaultInitialBackoff).String(),
-		MaxBackoff:         orDefault(sc.Queue.MaxBackoff, schedq.DefaultMaxBackoff).String(),
+		MaxBackoff:         orDefault(deref(sc.Queue.MaxBackoff), schedq.DefaultMaxBackoff).String(),
 		MaxInUnschedulable: orDefault(sc.Queue.MaxInUnschedulable, schedq.DefaultMaxInUnschedulable).String(),
 		AttemptCost:        orDefault(sc.Scheduler.AttemptCost, 5*time.Millisecond).String(),
 		BindLatency:        orDefault(sc.Scheduler.BindLatency, 20*time.Millisecond).String(),
 		Scoring:            cmpOr(sc.Scheduler.Scoring, "least-allocated"),
 	}
-	if sc.Queue.DisableBackoff {
+	if sc.Queue.backoffOff() {
 		r.Settings.InitialBackoff, r.Settings.MaxBackoff = "off", "off"
 	}
 	buckets := []struct {

@@ -133,7 +133,11 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	profile := disable(plugins.Default(strategy), sc.Scheduler.DisablePlugins)
 	cfg := scheduler.QueueConfig(profile)
 	q := sc.Queue
-	cfg.InitialBackoff, cfg.MaxBackoff, cfg.DisableBackoff = q.InitialBackoff, q.MaxBackoff, q.DisableBackoff
+	if q.backoffOff() {
+		cfg.DisableBackoff = true
+	} else {
+		cfg.InitialBackoff, cfg.MaxBackoff = q.InitialBackoff, deref(q.MaxBackoff)
+	}
 	cfg.MaxInUnschedulable = q.MaxInUnschedulable
 	cfg.FlushBackoffInterval, cfg.FlushUnschedulableInterval = q.FlushBackoffInterval, q.FlushUnschedulableInterval
 	cfg.DisablePopFromBackoff = q.PopFromBackoff != nil && !*q.PopFromBackoff

@@ -54,14 +54,17 @@ type SchedulerSpec struct {
 
 // QueueSpec sets the queue. Unset fields take the queue's defaults.
 type QueueSpec struct {
-	InitialBackoff             time.Duration `yaml:"initialBackoff"`
-	MaxBackoff                 time.Duration `yaml:"maxBackoff"`
-	DisableBackoff             bool          `yaml:"disableBackoff"`
-	PopFromBackoff             *bool         `yaml:"popFromBackoff"`
-	QueueingHints              *bool         `yaml:"queueingHints"`
-	MaxInUnschedulable         time.Duration `yaml:"maxInUnschedulable"`
-	FlushBackoffInterval       time.Duration `yaml:"flushBackoffInterval"`
-	FlushUnschedulableInterval time.Duration `yaml:"flushUnschedulableInterval"`
+	InitialBackoff time.Duration `yaml:"initialBackoff"`
+	// MaxBackoff set to 0 turns backoff off, as kube-scheduler's
+	// podMaxBackoffSeconds: 0 does (the same as disableBackoff: true);
+	// unset, it is the queue's default, 10s.
+	MaxBackoff                 *time.Duration `yaml:"maxBackoff"`
+	DisableBackoff             bool           `yaml:"disableBackoff"`
+	PopFromBackoff             *bool          `yaml:"popFromBackoff"`
+	QueueingHints              *bool          `yaml:"queueingHints"`
+	MaxInUnschedulable         time.Duration  `yaml:"maxInUnschedulable"`
+	FlushBackoffInterval       time.Duration  `yaml:"flushBackoffInterval"`
+	FlushUnschedulableInterval time.Duration  `yaml:"flushUnschedulableInterval"`
 }
 
 // NodeGroup is count nodes named NAME-0, NAME-1, ...
@@ -238,7 +241,7 @@ func (s *Scenario) Validate() error {
 	for _, f := range []struct {
 		n string
 		d time.Duration
-	}{{"queue.initialBackoff", q.InitialBackoff}, {"queue.maxBackoff", q.MaxBackoff}, {"queue.maxInUnschedulable", q.MaxInUnschedulable},
+	}{{"queue.initialBackoff", q.InitialBackoff}, {"queue.maxBackoff", deref(q.MaxBackoff)}, {"queue.maxInUnschedulable", q.MaxInUnschedulable},
 		{"queue.flushBackoffInterval", q.FlushBackoffInterval}, {"queue.flushUnschedulableInterval", q.FlushUnschedulableInterval}} {
 		nonNeg(f.n, f.d)
 	}
@@ -424,7 +427,10 @@ func (s *Scenario) Set(key, value string) error {
 	case "initialBackoff":
 		err = duration(&s.Queue.InitialBackoff)
 	case "maxBackoff":
-		err = duration(&s.Queue.MaxBackoff)
+		var d time.Duration
+		if err = duration(&d); err == nil {
+			s.Queue.MaxBackoff = &d
+		}
 	case "maxInUnschedulable":
 		err = duration(&s.Queue.MaxInUnschedulable)
 	case "attemptCost":
@@ -444,4 +450,17 @@ func (s *Scenario) Set(key, value string) error {
 		return err
 	}
 	return s.Validate()
+}
+
+// backoffOff reports whether the queue runs with no backoff: disableBackoff,
+// or maxBackoff set to 0.
+func (q QueueSpec) backoffOff() bool {
+	return q.DisableBackoff || q.MaxBackoff != nil && *q.MaxBackoff == 0
+}
+
+func deref(d *time.Duration) time.Duration {
+	if d == nil {
+		return 0
+	}
+	return *d
 }

@@ -88,3 +88,35 @@ func BenchmarkSchedulingBasic(b *testing.B) {
 		b.ReportMetric(float64(r.Attempts)/r.Wall.Seconds, "cycles/s")
 	}
 }
+
+// TestMaxBackoffZeroIsOff: in a scenario, maxBackoff: 0 turns backoff off,
+// as kube-scheduler's podMaxBackoffSeconds: 0 does; unset keeps the default.
+func TestMaxBackoffZeroIsOff(t *testing.T) {
+	sc, err := Parse([]byte("name: x\npods: [{name: p, count: 1}]\nqueue: {maxBackoff: 0s}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sc.Queue.backoffOff() {
+		t.Fatal("maxBackoff: 0s left backoff on")
+	}
+	if sc, _ := Parse([]byte("name: x\npods: [{name: p, count: 1}]\n")); sc.Queue.backoffOff() {
+		t.Fatal("an unset maxBackoff turned backoff off")
+	}
+	zero, off, def := load(t, "NodeArrival"), load(t, "NodeArrival"), load(t, "NodeArrival")
+	if err := zero.Set("maxBackoff", "0s"); err != nil {
+		t.Fatal(err)
+	}
+	if err := off.Set("disableBackoff", "true"); err != nil {
+		t.Fatal(err)
+	}
+	rz, ro, rd := run(t, zero), run(t, off), run(t, def)
+	if rz.Settings.MaxBackoff != "off" {
+		t.Errorf("settings say maxBackoff %s, want off", rz.Settings.MaxBackoff)
+	}
+	if text(rz) != text(ro) {
+		t.Errorf("maxBackoff=0 and disableBackoff=true differ:\n%s\n---\n%s", text(rz), text(ro))
+	}
+	if text(rz) == text(rd) {
+		t.Error("maxBackoff=0 ran as the default backoff")
+	}
+}
