@@ -812,3 +812,21 @@ func TestEventMatching(t *testing.T) {
 		}
 	}
 }
+
+// TestHintErrorQueues: a hint that fails counts as HintQueue, so an error
+// in a plugin's hint can only cost an attempt, never strand an item.
+func TestHintErrorQueues(t *testing.T) {
+	broken := errors.New("hint broke")
+	h := newHarness(t, func(c *Config[string, pod]) {
+		c.Hints["Broken"] = []EventHint[pod]{{Event: evService, Fn: func(pod, any, any) (Hint, error) { return HintSkip, broken }}}
+	})
+	h.add(mk("a", 1))
+	h.attemptFail("a", "Broken")
+	h.want("a", InUnschedulable)
+	h.move(evService, nil)
+	h.want("a", InBackoff)
+	h.step(2 * time.Second)
+	h.c.FlushBackoffCompleted(h.now)
+	h.want("a", InActive)
+	h.check()
+}

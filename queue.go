@@ -198,15 +198,15 @@ func (q *Queue[K, T]) Run(ctx context.Context) error {
 		case <-q.done:
 			return ErrClosed
 		case <-backoffTick:
-			backoffTick = q.clock.After(q.flushBackoff)
 			if err := q.FlushBackoffCompleted(); err != nil {
 				return err
 			}
+			backoffTick = q.clock.After(q.flushBackoff)
 		case <-leftoverTick:
-			leftoverTick = q.clock.After(q.flushUnschedulable)
 			if err := q.FlushUnschedulableLeftover(); err != nil {
 				return err
 			}
+			leftoverTick = q.clock.After(q.flushUnschedulable)
 		}
 	}
 }

@@ -279,3 +279,83 @@ func TestQueueDump(t *testing.T) {
 		t.Errorf("summary %+v", d.Summary)
 	}
 }
+
+// manualClock is a Clock that moves only when told to, for Run's ticks.
+type manualClock struct {
+	mu      sync.Mutex
+	now     time.Time
+	waiters []manualWaiter
+	waiting chan struct{} // gets a value whenever After is called
+}
+
+type manualWaiter struct {
+	at time.Time
+	ch chan time.Time
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	c.waiters = append(c.waiters, manualWaiter{c.now.Add(d), ch})
+	c.waiting <- struct{}{}
+	return ch
+}
+
+// Step moves the clock on and fires the timers that are due.
+func (c *manualClock) Step(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	kept := c.waiters[:0]
+	for _, w := range c.waiters {
+		if w.at.After(c.now) {
+			kept = append(kept, w)
+		} else {
+			w.ch <- c.now
+		}
+	}
+	c.waiters = kept
+}
+
+// TestQueueRunOnInjectedClock: Run takes its ticks, and the queue its
+// time, from Config.Clock, so a caller's fake clock drives the flushes.
+func TestQueueRunOnInjectedClock(t *testing.T) {
+	clk := &manualClock{now: t0, waiting: make(chan struct{}, 16)}
+	q := newQueue(t, func(c *Config[string, pod]) { c.Clock = clk; c.DisablePopFromBackoff = true })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- q.Run(ctx) }()
+	<-clk.waiting // the backoff tick
+	<-clk.waiting // the leftover tick
+
+	if err := q.Add(mk("a", 1)); err != nil {
+		t.Fatal(err)
+	}
+	info, ok, err := q.TryPop()
+	if err != nil || !ok {
+		t.Fatalf("TryPop: %v %v", ok, err)
+	}
+	if err := q.AddUnschedulableIfNotPresent(info.Item, info.Cycle, Failure{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, loc, _ := q.Get("a"); loc != InBackoff {
+		t.Fatalf("a is %v, want in backoff for 1s", loc)
+	}
+	clk.Step(time.Second) // the backoff ends and the flush ticks
+	<-clk.waiting         // Run has flushed, then asked for its next tick
+	if _, loc, _ := q.Get("a"); loc != InActive {
+		t.Fatalf("a is %v after the backoff flush on the injected clock, want active", loc)
+	}
+	cancel()
+	if err := <-runErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v", err)
+	}
+}
