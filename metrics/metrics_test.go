@@ -21,8 +21,9 @@ type job struct {
 }
 
 var (
-	nodeAdd = schedq.Event{Resource: schedq.Node, Action: schedq.Add}
-	t0      = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	nodeAdd    = schedq.Event{Resource: schedq.Node, Action: schedq.Add}
+	serviceAdd = schedq.Event{Resource: schedq.Service, Action: schedq.Add}
+	t0         = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 )
 
 type fixture struct {
@@ -40,7 +41,9 @@ func newFixture(t *testing.T, o Options) *fixture {
 		Key:      func(j job) string { return j.name },
 		Priority: func(j job) int32 { return j.prio },
 		Hints: map[string][]schedq.EventHint[job]{
-			"Fit": {{Event: nodeAdd, Fn: func(job, any, any) (schedq.Hint, error) { return schedq.HintQueue, nil }}},
+			"Fit":   {{Event: nodeAdd, Fn: func(job, any, any) (schedq.Hint, error) { return schedq.HintQueue, nil }}},
+			"Flaky": {{Event: serviceAdd, Fn: func(job, any, any) (schedq.Hint, error) { return schedq.HintSkip, errors.New("flaky") }}},
+			"Spec":  {{Event: schedq.Event{Resource: schedq.UnschedulablePod, Action: schedq.Update}}},
 		},
 		Recorder: r,
 	})
@@ -186,11 +189,78 @@ func TestHintDurationAndMoveCounters(t *testing.T) {
 
 func histCount(t *testing.T, h prometheus.Histogram) uint64 {
 	t.Helper()
+	c, _ := histStats(t, h)
+	return c
+}
+
+// histStats returns a histogram's sample count and sum.
+func histStats(t *testing.T, h any) (uint64, float64) {
+	t.Helper()
 	var m dto.Metric
 	if err := h.(prometheus.Metric).Write(&m); err != nil {
 		t.Fatal(err)
 	}
-	return m.GetHistogram().GetSampleCount()
+	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+}
+
+// TestDurationsExact follows one item through activeQ, the parking area
+// and activeQ again, and checks the time recorded in each place and the
+// wait from its first entry into activeQ to the pop that succeeded.
+func TestDurationsExact(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.c.Add(job{"a", 1}, f.now)
+	f.now = f.now.Add(3 * time.Second)
+	f.fail("a", "Fit") // 3s in activeQ, then parked
+	f.now = f.now.Add(7 * time.Second)
+	f.c.MoveAllToActiveOrBackoffQueue(nodeAdd, nil, nil, nil, f.now) // 7s parked; backoff (1s) is over
+	f.now = f.now.Add(2 * time.Second)
+	info, ok := f.c.Pop(f.now) // 2s in activeQ
+	if !ok {
+		t.Fatal("nothing popped")
+	}
+	if err := f.c.Done(info.Item.name, info.Cycle); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name      string
+		h         prometheus.Observer
+		count     uint64
+		sumSecond float64
+	}{
+		{"in activeQ", f.r.inQueue.WithLabelValues("active"), 2, 5},
+		{"parked", f.r.inQueue.WithLabelValues("unschedulable"), 1, 7},
+		{"in backoffQ", f.r.inQueue.WithLabelValues("backoff"), 0, 0},
+		{"wait to the successful pop", f.r.wait, 1, 12},
+	} {
+		if n, sum := histStats(t, c.h); n != c.count || sum != c.sumSecond {
+			t.Errorf("%s: %d samples summing to %vs, want %d and %vs", c.name, n, sum, c.count, c.sumSecond)
+		}
+	}
+}
+
+// TestMoreIncomingEvents: force activation, an update of a parked item,
+// and a hint that fails (counted under hint="Error", and moving the item).
+func TestMoreIncomingEvents(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.c.Add(job{"a", 1}, f.now)
+	f.c.Add(job{"b", 1}, f.now)
+	f.fail("a", "Spec")
+	f.fail("b", "Flaky")
+	f.c.Update(job{"a", 1}, job{"a", 2}, f.now) // parked, and its backoff is still running
+	f.wantIncoming("backoff", "UnschedulablePodUpdate", 1)
+	f.c.Activate([]string{"a"}, f.now)
+	f.wantIncoming("active", "ForceActivate", 1)
+	f.c.MoveAllToActiveOrBackoffQueue(serviceAdd, nil, nil, nil, f.now)
+	f.wantIncoming("backoff", "ServiceAdd", 1)
+	h := f.r.hints.WithLabelValues("Flaky", "ServiceAdd", "Error").(prometheus.Histogram)
+	if got := histCount(t, h); got != 1 {
+		t.Errorf("hint=Error observations %d, want 1", got)
+	}
+	// Only b was rejected by a plugin registered for ServiceAdd: the
+	// index keeps a out of the examined count.
+	if got := testutil.ToFloat64(f.r.examined.WithLabelValues("ServiceAdd")); got != 1 {
+		t.Errorf("examined %v, want 1", got)
+	}
 }
 
 func TestNames(t *testing.T) {
