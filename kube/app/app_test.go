@@ -119,6 +119,20 @@ func TestRunSchedulesPodsOfOurs(t *testing.T) {
 			!strings.HasPrefix(cond.Message, "0/2 nodes are available: 2 Insufficient cpu") {
 			t.Fatalf("PodScheduled condition of the pod that fits nowhere: %+v", cond)
 		}
+		// And an event says so, as kube-scheduler's does.
+		evs, err := client.EventsV1().Events("default").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var failed []string
+		for _, e := range evs.Items {
+			if e.Reason == "FailedScheduling" && e.Type == v1.EventTypeWarning {
+				failed = append(failed, e.Regarding.Name+": "+e.Note)
+			}
+		}
+		if len(failed) != 1 || !strings.HasPrefix(failed[0], "huge: 0/2 nodes are available: 2 Insufficient cpu") {
+			t.Errorf("FailedScheduling events %q, want one for huge with the condition's message", failed)
+		}
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatalf("run: %v", err)
