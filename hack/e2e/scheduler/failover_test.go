@@ -144,6 +144,14 @@ func TestFailover(t *testing.T) {
 				}
 				return n >= 30, nil
 			})
+			// Only the leader schedules: the standby keeps its queue warm
+			// and tries nothing.
+			if n := metricAt(t, b.addr, "scheduler_schedule_attempts_total"); n != 0 {
+				t.Fatalf("the standby made %v scheduling attempts", n)
+			}
+			if n := metricAt(t, a.addr, "scheduler_schedule_attempts_total"); n < 30 {
+				t.Fatalf("the leader made %v attempts for 30 bound pods", n)
+			}
 			killed := time.Now()
 			if err := a.cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)

@@ -113,7 +113,13 @@ func (s *sched) stop() {
 // get fetches a path of the scheduler's HTTP server.
 func (s *sched) get(t testing.TB, path string) string {
 	t.Helper()
-	resp, err := http.Get("http://" + s.addr + path)
+	return get(t, s.addr, path)
+}
+
+// get fetches a path of the HTTP server at addr.
+func get(t testing.TB, addr, path string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,8 +132,14 @@ func (s *sched) get(t testing.TB, path string) string {
 // the given label fragments.
 func (s *sched) metric(t testing.TB, name string, labels ...string) float64 {
 	t.Helper()
+	return metricAt(t, s.addr, name, labels...)
+}
+
+// metricAt is sched.metric for the HTTP server at addr.
+func metricAt(t testing.TB, addr, name string, labels ...string) float64 {
+	t.Helper()
 	var sum float64
-	for _, line := range strings.Split(s.get(t, "/metrics"), "\n") {
+	for _, line := range strings.Split(get(t, addr, "/metrics"), "\n") {
 		if !strings.HasPrefix(line, name) || strings.HasPrefix(line, "#") {
 			continue
 		}
