@@ -146,6 +146,75 @@ func TestFeatures(t *testing.T) {
 			t.Fatalf("time to schedule p50 %.2fs with pop-from-backoff, %.2fs without", on.TimeToSchedule.P50, off.TimeToSchedule.P50)
 		}
 	})
+	t.Run("backoff holds failed pods back; disabled, it holds none", func(t *testing.T) {
+		on := run(t, load(t, "EarlyRetry"))
+		sc := load(t, "EarlyRetry")
+		sc.Set("disableBackoff", "true")
+		off := run(t, sc)
+		if on.Peak.Backoff == 0 || incoming(on, "backoff", "") == 0 {
+			t.Fatalf("with backoff: peak backoffQ %d, %d pods sent to backoffQ", on.Peak.Backoff, incoming(on, "backoff", ""))
+		}
+		if off.Peak.Backoff != 0 || incoming(off, "backoff", "") != 0 {
+			t.Fatalf("backoff off: peak backoffQ %d, %d pods sent to backoffQ", off.Peak.Backoff, incoming(off, "backoff", ""))
+		}
+	})
+	t.Run("the leftover flush retries pods no event wakes", func(t *testing.T) {
+		sc := parse(t, `
+name: leftover
+nodes: [{name: n, count: 2, capacity: {cpu: "4", memory: 16Gi, pods: "110"}}]
+pods:
+  - {name: huge, count: 5, requests: {cpu: "64", memory: 1Gi}}
+  - {name: small, count: 60, requests: {cpu: 100m, memory: 128Mi}, arrival: {at: 1s, rate: 2}}
+queue: {maxInUnschedulable: 5s, flushUnschedulableInterval: 5s}
+`)
+		r := run(t, sc)
+		if got := incoming(r, "", "UnschedulableTimeout"); got < 5 {
+			t.Fatalf("%d leftover retries, want each huge pod retried while the small ones arrive", got)
+		}
+		if r.Attempts <= 65 {
+			t.Fatalf("%d attempts: the parked pods were never retried", r.Attempts)
+		}
+	})
+	t.Run("a pod waiting on affinity moves when its peer is bound", func(t *testing.T) {
+		sc := parse(t, `
+name: affinity
+nodes: [{name: n, count: 5, capacity: {cpu: "4", memory: 16Gi, pods: "110"}}]
+pods:
+  - name: web
+    count: 3
+    requests: {cpu: 100m, memory: 128Mi}
+    affinity: [{matchLabels: {app: db}, topologyKey: kubernetes.io/hostname}]
+  - {name: db, count: 1, requests: {cpu: 100m, memory: 128Mi}, labels: {app: db}, arrival: {at: 10s}}
+`)
+		r := run(t, sc)
+		if r.Scheduled != 4 {
+			t.Fatalf("%d of 4 scheduled", r.Scheduled)
+		}
+		if got := incoming(r, "", "AssignedPodAdd"); got != 3 {
+			t.Fatalf("%d pods moved by AssignedPodAdd, want the 3 web pods", got)
+		}
+	})
+}
+
+// incoming sums the report's incoming counts for a queue and an event
+// ("" matches any).
+func incoming(r *Report, queue, event string) int {
+	n := 0
+	for _, c := range r.Incoming {
+		if (queue == "" || c.Queue == queue) && (event == "" || c.Event == event) {
+			n += c.Count
+		}
+	}
+	return n
+}
+
+func parse(t testing.TB, yaml string) *Scenario {
+	t.Helper()
+	sc, err := Parse([]byte(strings.TrimPrefix(yaml, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
 }
 
 func TestHTMLReport(t *testing.T) {
