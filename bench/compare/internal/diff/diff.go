@@ -27,6 +27,17 @@ var (
 	steps    = []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond, time.Second, 3 * time.Second, 11 * time.Second, time.Minute, 6 * time.Minute}
 )
 
+// backoffs are the backoff settings the runs take in turn: the defaults,
+// and others that move the exponential curve against the 1s windows of
+// pop-from-backoff and the clock steps above.
+var backoffs = []upstream.Options{
+	{},
+	{InitialBackoff: 2 * time.Second, MaxBackoff: 8 * time.Second},
+	{InitialBackoff: time.Second, MaxBackoff: time.Second},
+	{InitialBackoff: 500 * time.Millisecond, MaxBackoff: 3 * time.Second},
+	{MaxInUnschedulable: 30 * time.Second},
+}
+
 // Result is the outcome of one replay.
 type Result struct {
 	Steps int
@@ -40,9 +51,10 @@ type Result struct {
 // invariants) and stops the run with its error.
 func Run(seed uint64, n int, check func(*schedqdrv.Driver) error) Result {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	up := upstream.New(upstream.Options{})
+	opts := backoffs[seed%uint64(len(backoffs))]
+	up := upstream.New(opts)
 	defer up.Close()
-	sq := schedqdrv.New(upstream.Options{})
+	sq := schedqdrv.New(opts)
 
 	known := map[string]bool{}
 	inflight := map[string]bool{}
