@@ -316,12 +316,17 @@ func TestPodAndNodeUpdateEvents(t *testing.T) {
 	grown := node("n", 2000)
 	relabelled := n.DeepCopy()
 	relabelled.Labels = map[string]string{"zone": "a"}
+	notReady := n.DeepCopy()
+	notReady.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse}}
+	annotated := n.DeepCopy()
+	annotated.Annotations = map[string]string{"note": "x"}
 	for name, tc := range map[string]struct {
 		new  *v1.Node
 		want schedq.ActionType
 	}{
 		"taint": {tainted, schedq.UpdateNodeTaint}, "cordon": {cordoned, schedq.UpdateNodeTaint},
 		"allocatable": {grown, schedq.UpdateNodeAllocatable}, "label": {relabelled, schedq.UpdateNodeLabel},
+		"condition": {notReady, schedq.UpdateNodeCondition}, "annotation": {annotated, schedq.UpdateNodeAnnotation},
 	} {
 		evs := NodeUpdateEvents(n, tc.new)
 		if len(evs) != 1 || evs[0].Action != tc.want {
