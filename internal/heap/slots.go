@@ -61,18 +61,11 @@ func (h *SlotHeap[R]) Pop() (Slot[R], bool) {
 // walks down along the best children to a leaf, then x rises from there.
 func (h *SlotHeap[R]) fillRoot(x Slot[R]) {
 	items := h.items
-	n := len(items)
 	i := 0
 	for {
-		first := arity*i + 1
-		if first >= n {
+		j, ok := h.bestChild(i)
+		if !ok {
 			break
-		}
-		j := first
-		for c := first + 1; c < first+arity && c < n; c++ {
-			if items[c].before(&items[j]) {
-				j = c
-			}
 		}
 		items[i] = items[j]
 		i = j
@@ -124,24 +117,31 @@ func (h *SlotHeap[R]) Filter(keep func(Slot[R]) bool) {
 // down sifts the slot at i down.
 func (h *SlotHeap[R]) down(i int) {
 	items := h.items
-	n := len(items)
 	x := items[i]
 	for {
-		first := arity*i + 1
-		if first >= n {
-			break
-		}
-		j := first
-		for c := first + 1; c < first+arity && c < n; c++ {
-			if items[c].before(&items[j]) {
-				j = c
-			}
-		}
-		if !items[j].before(&x) {
+		j, ok := h.bestChild(i)
+		if !ok || !items[j].before(&x) {
 			break
 		}
 		items[i] = items[j]
 		i = j
 	}
 	items[i] = x
+}
+
+// bestChild returns the index of i's child that orders first, if i has
+// children.
+func (h *SlotHeap[R]) bestChild(i int) (int, bool) {
+	items := h.items
+	first := arity*i + 1
+	if first >= len(items) {
+		return 0, false
+	}
+	j := first
+	for c := first + 1; c < first+arity && c < len(items); c++ {
+		if items[c].before(&items[j]) {
+			j = c
+		}
+	}
+	return j, true
 }
