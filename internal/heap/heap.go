@@ -125,17 +125,7 @@ func (h *Heap[E]) fillRoot(x E) {
 		h.place(h.items[i], i)
 		i = j
 	}
-	for i > 0 {
-		p := (i - 1) / arity
-		if !h.less(x, h.items[p]) {
-			break
-		}
-		h.items[i] = h.items[p]
-		h.place(h.items[i], i)
-		i = p
-	}
-	h.items[i] = x
-	h.place(x, i)
+	h.rise(i, x)
 }
 
 // Fix restores the order after the element at index i changed. O(log n).
@@ -167,8 +157,10 @@ func shrunk[E any](items []E) []E {
 // of which touches an element's memory to record its index.
 const arity = 4
 
-func (h *Heap[E]) up(j int) {
-	x := h.items[j]
+func (h *Heap[E]) up(j int) { h.rise(j, h.items[j]) }
+
+// rise places x at the hole j and lets it rise.
+func (h *Heap[E]) rise(j int, x E) {
 	for j > 0 {
 		i := (j - 1) / arity
 		if !h.less(x, h.items[i]) {
