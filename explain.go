@@ -73,7 +73,7 @@ func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation {
 		}
 		for _, r := range c.regs {
 			if holders[r.plugin] {
-				if l := r.plugin + ":" + r.event.Label(); !slices.Contains(x.WakingEvents, l) {
+				if l := r.plugin + ":" + c.label(r.event); !slices.Contains(x.WakingEvents, l) {
 					x.WakingEvents = append(x.WakingEvents, l)
 				}
 			}
@@ -153,14 +153,14 @@ func (x Explanation) String() string {
 
 // Dump is every item with its explanation, and a summary per place.
 type Dump struct {
-	Time    time.Time         `json:"time"`
-	Summary []SubQueueSummary `json:"summary"`
-	Items   []Explanation     `json:"items"`
+	Time    time.Time     `json:"time"`
+	Summary []Summary     `json:"summary"`
+	Items   []Explanation `json:"items"`
 }
 
-// SubQueueSummary describes one place: its size, its oldest item, and
-// (for the parking area) the plugins holding items back.
-type SubQueueSummary struct {
+// Summary describes one place: its size, its oldest item, and (for the
+// parking area) the plugins holding items back.
+type Summary struct {
 	Location Location       `json:"location"`
 	Count    int            `json:"count"`
 	Oldest   time.Time      `json:"oldest,omitzero"`
@@ -195,7 +195,7 @@ func (d *Dump) finish() {
 		return cmp.Or(cmp.Compare(a.Location, b.Location), cmp.Compare(a.Key, b.Key))
 	})
 	for loc := InActive; loc <= InFlight; loc++ {
-		s := SubQueueSummary{Location: loc}
+		s := Summary{Location: loc}
 		for _, x := range d.Items {
 			if x.Location != loc {
 				continue

@@ -8,13 +8,13 @@ import (
 	"github.com/schedq/schedq/internal/heap"
 )
 
-// CheckInvariants verifies the queue's internal consistency and returns
+// checkInvariants verifies the queue's internal consistency and returns
 // every violation found, or nil: each queued key is in exactly one
 // sub-queue and points back at its place; heap orders hold; the plugin
 // index and counters match the parked items; the in-flight list and event
-// log agree. It is O(n) and meant for tests, fuzzing and the simulator's
-// checked mode.
-func (c *Core[K, T]) CheckInvariants() error {
+// log agree. O(n): tests call it directly, and Config.CheckInvariants
+// makes the queue call it after every operation.
+func (c *Core[K, T]) checkInvariants() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
@@ -64,14 +64,14 @@ func (c *Core[K, T]) CheckInvariants() error {
 		if c.queuedEntry(e.key) != e {
 			bad("parked[%d] key %v is not the map's entry", i, e.key)
 		}
-		if (e.loc == locGated) != e.Gated() {
+		if (e.loc == locGated) != e.gated() {
 			bad("parked key %v: loc %d but gating plugin %q", e.key, e.loc, e.GatingPlugin)
 		}
 		if e.loc == locGated {
 			gated++
 		}
 		want := map[string]bool{}
-		if e.Gated() {
+		if e.gated() {
 			want[e.GatingPlugin] = true
 		} else {
 			for _, p := range e.UnschedulablePlugins {

@@ -14,8 +14,8 @@ import (
 // same operations on it and on Core and compares them after every step.
 // Priorities are distinct per name, so that pop order is fully defined.
 type model struct {
-	cfg     Config[string, pod]
-	regs    []registration[pod]
+	cfg     Config[string, job]
+	regs    []registration[job]
 	items   map[string]*mItem
 	flights map[string]*mItem
 	events  []mEvent
@@ -24,7 +24,7 @@ type model struct {
 }
 
 type mItem struct {
-	Info[pod]
+	Info[job]
 	loc       Location
 	errHeap   bool
 	lastFlush time.Time
@@ -39,7 +39,7 @@ type mEvent struct {
 	target   string
 }
 
-func newModel(cfg Config[string, pod]) *model {
+func newModel(cfg Config[string, job]) *model {
 	cfg, _ = cfg.validate()
 	return &model{cfg: cfg, regs: flatten(cfg.Hints), items: map[string]*mItem{}, flights: map[string]*mItem{}, moveReq: -1}
 }
@@ -132,12 +132,12 @@ func (m *model) holds(it *mItem, plugin string) bool {
 }
 
 func (m *model) worth(it *mItem, e mEvent) strategy {
-	if ev := e.ev; ev.IsWildcard() || !m.rejected(it) && it.GatingPlugin == "" {
+	if ev := e.ev; ev.wildcard() || !m.rejected(it) && it.GatingPlugin == "" {
 		return afterBackoff
 	}
 	s := stayParked
 	for _, r := range m.regs {
-		if !r.event.Matches(e.ev) || !m.holds(it, r.plugin) {
+		if !modelMatch(r.event, e.ev) || !m.holds(it, r.plugin) {
 			continue
 		}
 		if r.fn != nil && !m.cfg.DisableQueueingHints {
@@ -154,24 +154,24 @@ func (m *model) worth(it *mItem, e mEvent) strategy {
 }
 
 func (m *model) gatingMatches(it *mItem, ev Event) bool {
-	if ev.IsWildcard() {
+	if ev.wildcard() {
 		return true
 	}
 	for _, r := range m.regs {
-		if r.plugin == it.GatingPlugin && r.event.Matches(ev) {
+		if r.plugin == it.GatingPlugin && modelMatch(r.event, ev) {
 			return true
 		}
 	}
 	return false
 }
 
-func (m *model) add(p pod, now time.Time) {
-	it := &mItem{Info: Info[pod]{Item: p, Timestamp: now}}
+func (m *model) add(p job, now time.Time) {
+	it := &mItem{Info: Info[job]{Item: p, Timestamp: now}}
 	m.items[p.name] = it
 	m.toActive(it, false, now)
 }
 
-func (m *model) update(old, p pod, now time.Time) {
+func (m *model) update(old, p job, now time.Time) {
 	it := m.items[p.name]
 	if it == nil {
 		if f := m.flights[p.name]; f != nil {
@@ -181,7 +181,7 @@ func (m *model) update(old, p pod, now time.Time) {
 			}
 			return
 		}
-		it = &mItem{Info: Info[pod]{Item: p, Timestamp: now}}
+		it = &mItem{Info: Info[job]{Item: p, Timestamp: now}}
 		m.items[p.name] = it
 		m.toActive(it, false, now)
 		return
@@ -216,7 +216,7 @@ func (m *model) record(e mEvent) {
 	}
 }
 
-func (m *model) pop(now time.Time) (Info[pod], bool) {
+func (m *model) pop(now time.Time) (Info[job], bool) {
 	var best *mItem
 	for _, it := range m.items {
 		if it.loc == InActive && (best == nil || m.cfg.Less(&it.Info, &best.Info)) {
@@ -242,7 +242,7 @@ func (m *model) pop(now time.Time) (Info[pod], bool) {
 		}
 	}
 	if best == nil {
-		return Info[pod]{}, false
+		return Info[job]{}, false
 	}
 	delete(m.items, best.Item.name)
 	m.cycle++
@@ -274,7 +274,7 @@ func (m *model) done(name string, cycle int64) error {
 	return nil
 }
 
-func (m *model) fail(p pod, cycle int64, f Failure, now time.Time) error {
+func (m *model) fail(p job, cycle int64, f Failure, now time.Time) error {
 	it := m.flights[p.name]
 	if it != nil && it.Cycle != cycle {
 		it = nil
@@ -290,7 +290,7 @@ func (m *model) fail(p pod, cycle int64, f Failure, now time.Time) error {
 		if cycle >= 1 && cycle <= m.cycle {
 			return ErrNotInFlight
 		}
-		it = &mItem{Info: Info[pod]{Item: p, Timestamp: now}}
+		it = &mItem{Info: Info[job]{Item: p, Timestamp: now}}
 	} else {
 		if it.deleted {
 			m.endFlight(p.name)
@@ -348,14 +348,14 @@ func (m *model) deleteKey(name string) error {
 
 func (m *model) interested(ev Event) bool {
 	for _, r := range m.regs {
-		if r.event.Matches(ev) {
+		if modelMatch(r.event, ev) {
 			return true
 		}
 	}
-	return ev.IsWildcard()
+	return ev.wildcard()
 }
 
-func (m *model) movePods(names []string, e mEvent, keep func(*mItem) bool, now time.Time) {
+func (m *model) moveItems(names []string, e mEvent, keep func(*mItem) bool, now time.Time) {
 	for _, name := range names {
 		it := m.items[name]
 		if it.loc != InUnschedulable && it.loc != InGated || !keep(it) {
@@ -385,14 +385,14 @@ func (m *model) moveAll(ev Event, obj any, now time.Time) {
 	if !m.interested(ev) {
 		return
 	}
-	m.movePods(m.sortedNames(), mEvent{ev: ev, new: obj}, func(*mItem) bool { return true }, now)
+	m.moveItems(m.sortedNames(), mEvent{ev: ev, new: obj}, func(*mItem) bool { return true }, now)
 }
 
 func (m *model) moveMatching(ev Event, obj any, label string, now time.Time) {
 	if !m.interested(ev) {
 		return
 	}
-	m.movePods(m.sortedNames(), mEvent{ev: ev, new: obj}, func(it *mItem) bool { return it.Item.label == label }, now)
+	m.moveItems(m.sortedNames(), mEvent{ev: ev, new: obj}, func(it *mItem) bool { return it.Item.label == label }, now)
 }
 
 func (m *model) activate(name string, now time.Time) {
@@ -402,7 +402,7 @@ func (m *model) activate(name string, now time.Time) {
 		}
 	}
 	if m.flights[name] != nil {
-		m.record(mEvent{ev: EventForceActivate, target: name})
+		m.record(mEvent{ev: eventForceActivate, target: name})
 	}
 	m.moveReq = m.cycle
 }
@@ -433,7 +433,7 @@ func (m *model) flushLeftover(now time.Time) {
 		}
 	}
 	if len(names) > 0 {
-		m.movePods(names, mEvent{ev: EventUnschedulableTimeout}, func(*mItem) bool { return true }, now)
+		m.moveItems(names, mEvent{ev: eventTimeout}, func(*mItem) bool { return true }, now)
 	}
 }
 
@@ -456,7 +456,7 @@ func (m *model) counts() Counts {
 }
 
 // compare reports the first difference between the model and the core.
-func (m *model) compare(c *Core[string, pod], names []string) error {
+func (m *model) compare(c *Core[string, job], names []string) error {
 	if got, want := c.Counts(), m.counts(); got != want {
 		return fmt.Errorf("counts %+v, model %+v", got, want)
 	}
@@ -487,4 +487,12 @@ func (m *model) compare(c *Core[string, pod], names []string) error {
 		}
 	}
 	return nil
+}
+
+// modelMatch is the default match rule, as the model states it.
+func modelMatch(reg, ev Event) bool {
+	if reg.Kind == AnyKind && reg.Action == AnyAction {
+		return true
+	}
+	return (reg.Kind == AnyKind || reg.Kind == ev.Kind) && reg.Action&ev.Action != 0
 }

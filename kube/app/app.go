@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 	"github.com/schedq/schedq/kube/plugins"
 	"github.com/schedq/schedq/kube/scheduler"
@@ -111,7 +112,7 @@ func run(ctx context.Context, client, eventClient kubernetes.Interface, o Option
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	profile := framework.Profile(plugins.Default(o.Scoring))
-	rec := metrics.New(metrics.Options{Profile: o.SchedulerName})
+	rec := metrics.New(metrics.Options{Profile: o.SchedulerName, EventLabels: clusterevent.QueueLabels})
 	qcfg := scheduler.QueueConfig(profile)
 	qcfg.Recorder = rec
 	q, err := schedq.New(qcfg)
@@ -129,12 +130,12 @@ func run(ctx context.Context, client, eventClient kubernetes.Interface, o Option
 	factory := informers.NewSharedInformerFactory(client, 0)
 	c := scheduler.NewCache()
 	h := &scheduler.Handlers{Queue: q, Cache: c, SchedulerName: o.SchedulerName, Logger: log, AffinityMatch: plugins.MatchesRequiredAffinity}
-	others := map[schedq.Resource]cache.SharedIndexInformer{
-		schedq.PersistentVolume:      factory.Core().V1().PersistentVolumes().Informer(),
-		schedq.PersistentVolumeClaim: factory.Core().V1().PersistentVolumeClaims().Informer(),
-		schedq.StorageClass:          factory.Storage().V1().StorageClasses().Informer(),
-		schedq.CSINode:               factory.Storage().V1().CSINodes().Informer(),
-		schedq.Service:               factory.Core().V1().Services().Informer(),
+	others := map[string]cache.SharedIndexInformer{
+		clusterevent.PersistentVolume:      factory.Core().V1().PersistentVolumes().Informer(),
+		clusterevent.PersistentVolumeClaim: factory.Core().V1().PersistentVolumeClaims().Informer(),
+		clusterevent.StorageClass:          factory.Storage().V1().StorageClasses().Informer(),
+		clusterevent.CSINode:               factory.Storage().V1().CSINodes().Informer(),
+		clusterevent.Service:               factory.Core().V1().Services().Informer(),
 	}
 	handlersSynced, err := h.Register(factory.Core().V1().Pods().Informer(), factory.Core().V1().Nodes().Informer(),
 		factory.Core().V1().Namespaces().Informer(), others)
@@ -177,7 +178,8 @@ func run(ctx context.Context, client, eventClient kubernetes.Interface, o Option
 		return shutdownErr(ctx)
 	}
 	st.synced.Store(true)
-	log.Info("caches synced", "nodes", c.NodeCount(), "pending", q.Counts().Pending())
+	counts := q.Counts()
+	log.Info("caches synced", "nodes", c.NodeCount(), "pending", counts.Active+counts.Backoff+counts.Unschedulable+counts.Gated)
 	go q.Run(ctx)
 
 	// loop schedules until its context ends; work counts it, so that the

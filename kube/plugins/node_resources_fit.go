@@ -8,6 +8,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 )
 
@@ -91,8 +92,8 @@ func insufficientResources(req framework.Resource, node *framework.NodeInfo) []s
 // deletions and scale-downs, which free requested resources.
 func (pl *NodeResourcesFit) EventsToRegister() []schedq.EventHint[*v1.Pod] {
 	return []schedq.EventHint[*v1.Pod]{
-		{Event: schedq.Event{Resource: schedq.Node, Action: schedq.Add | schedq.UpdateNodeAllocatable}, Fn: pl.afterNodeChange},
-		{Event: schedq.Event{Resource: schedq.Pod, Action: schedq.Delete | schedq.UpdatePodScaleDown}, Fn: pl.afterPodChange},
+		{Event: clusterevent.New(clusterevent.Node, clusterevent.Add|clusterevent.UpdateNodeAllocatable), Fn: pl.afterNodeChange},
+		{Event: clusterevent.New(clusterevent.Pod, clusterevent.Delete|clusterevent.UpdatePodScaleDown), Fn: pl.afterPodChange},
 	}
 }
 

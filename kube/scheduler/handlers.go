@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 )
 
@@ -81,7 +82,7 @@ func (h *Handlers) UpdatePod(oldPod, newPod *v1.Pod) {
 		// anti-affinity it no longer matches, or through freed resources:
 		// the plugins' hints, not an affinity pre-filter, decide.
 		for _, ev := range PodUpdateEvents(oldPod, newPod) {
-			h.check("move", newPod, h.Queue.MoveAllToActiveOrBackoffQueue(ev, oldPod, newPod, nil))
+			h.check("move", newPod, h.Queue.Move(ev, oldPod, newPod, nil))
 		}
 	case h.responsible(newPod):
 		if _, placed := h.Cache.NodeOf(framework.Key(newPod)); placed {
@@ -110,7 +111,7 @@ func (h *Handlers) DeletePod(p *v1.Pod) {
 	}
 	if _, onNode := h.Cache.NodeOf(key); onNode || assigned(p) {
 		h.Cache.RemovePod(key)
-		h.check("move", p, h.Queue.MoveAllToActiveOrBackoffQueue(schedq.EventAssignedPodDelete, p, nil, nil))
+		h.check("move", p, h.Queue.Move(clusterevent.AssignedPodDelete, p, nil, nil))
 	}
 }
 
@@ -118,7 +119,7 @@ func (h *Handlers) assignedPodAdded(p *v1.Pod) {
 	if err := h.Cache.AddPod(p); err != nil {
 		h.log().Warn("cache", "pod", framework.Key(p), "err", err)
 	}
-	h.check("move", p, h.Queue.MoveMatching(schedq.EventAssignedPodAdd, nil, p, h.affinityTo(p)))
+	h.check("move", p, h.Queue.Move(clusterevent.AssignedPodAdd, nil, p, h.affinityTo(p)))
 }
 
 // affinityTo selects the parked pods that p could help through affinity.
@@ -134,7 +135,7 @@ func (h *Handlers) affinityTo(p *v1.Pod) func(*schedq.Info[*v1.Pod]) bool {
 // AddNode handles a new node.
 func (h *Handlers) AddNode(n *v1.Node) {
 	h.Cache.AddNode(n)
-	h.move(schedq.EventNodeAdd, nil, n)
+	h.move(clusterevent.NodeAdd, nil, n)
 }
 
 // UpdateNode handles a changed node: one move request per kind of change.
@@ -148,18 +149,18 @@ func (h *Handlers) UpdateNode(oldNode, newNode *v1.Node) {
 // DeleteNode handles a deleted node.
 func (h *Handlers) DeleteNode(n *v1.Node) {
 	h.Cache.RemoveNode(n.Name)
-	h.move(schedq.Event{Resource: schedq.Node, Action: schedq.Delete}, n, nil)
+	h.move(clusterevent.New(clusterevent.Node, clusterevent.Delete), n, nil)
 }
 
 // Other handles an event on a resource no plugin of ours reads but a
 // plugin may register for: volumes, storage classes, CSI nodes, services.
-func (h *Handlers) Other(res schedq.Resource, action schedq.ActionType, oldObj, newObj any) {
-	h.move(schedq.Event{Resource: res, Action: action}, oldObj, newObj)
+func (h *Handlers) Other(res string, action schedq.Action, oldObj, newObj any) {
+	h.move(clusterevent.New(res, action), oldObj, newObj)
 }
 
 func (h *Handlers) move(ev schedq.Event, oldObj, newObj any) {
-	if err := h.Queue.MoveAllToActiveOrBackoffQueue(ev, oldObj, newObj, nil); err != nil && !errors.Is(err, schedq.ErrClosed) {
-		h.log().Warn("queue", "op", "move", "event", ev.Label(), "err", err)
+	if err := h.Queue.Move(ev, oldObj, newObj, nil); err != nil && !errors.Is(err, schedq.ErrClosed) {
+		h.log().Warn("queue", "op", "move", "event", ev.Label, "err", err)
 	}
 }
 
@@ -169,7 +170,7 @@ func (h *Handlers) move(ev schedq.Event, oldObj, newObj any) {
 // be before our handlers have put the pending pods into the queue and the
 // nodes into the cache. Wait for it before the first Pop, or the first
 // pops see a partial queue and the priority order is lost.
-func (h *Handlers) Register(pods, nodes, namespaces cache.SharedIndexInformer, others map[schedq.Resource]cache.SharedIndexInformer) (synced func() bool, err error) {
+func (h *Handlers) Register(pods, nodes, namespaces cache.SharedIndexInformer, others map[string]cache.SharedIndexInformer) (synced func() bool, err error) {
 	type reg struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
@@ -185,9 +186,9 @@ func (h *Handlers) Register(pods, nodes, namespaces cache.SharedIndexInformer, o
 	}
 	for res, inf := range others {
 		regs = append(regs, reg{inf, cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { h.Other(res, schedq.Add, nil, obj) },
-			UpdateFunc: func(o, n any) { h.Other(res, schedq.Update, o, n) },
-			DeleteFunc: func(obj any) { h.Other(res, schedq.Delete, obj, nil) },
+			AddFunc:    func(obj any) { h.Other(res, clusterevent.Add, nil, obj) },
+			UpdateFunc: func(o, n any) { h.Other(res, clusterevent.Update, o, n) },
+			DeleteFunc: func(obj any) { h.Other(res, clusterevent.Delete, obj, nil) },
 		}})
 	}
 	var done []cache.ResourceEventHandlerRegistration

@@ -21,19 +21,23 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 )
 
-// Queue is what the scheduler needs of a schedq queue of pods.
+// Attempt is one attempt to schedule a pod, as the queue's Pop returns it.
+type Attempt = schedq.Attempt[types.NamespacedName, *v1.Pod]
+
+// Queue is what the scheduler needs of a schedq queue of pods: the
+// queue's own methods, with the same meaning.
 // *schedq.Queue[types.NamespacedName, *v1.Pod] implements it.
 type Queue interface {
 	Add(pod *v1.Pod) error
 	Update(oldPod, newPod *v1.Pod) error
 	Delete(key types.NamespacedName) error
-	Done(key types.NamespacedName, cycle int64) error
-	AddUnschedulableIfNotPresent(pod *v1.Pod, cycle int64, f schedq.Failure) error
-	MoveAllToActiveOrBackoffQueue(ev schedq.Event, oldObj, newObj any, preCheck func(*v1.Pod) bool) error
-	MoveMatching(ev schedq.Event, oldObj, newObj any, match func(*schedq.Info[*v1.Pod]) bool) error
+	Done(a Attempt) error
+	Requeue(a Attempt, f schedq.Failure) error
+	Move(ev schedq.Event, oldObj, newObj any, match func(*schedq.Info[*v1.Pod]) bool) error
 }
 
 // Binder binds a pod to a node and calls done with the result, now or
@@ -118,7 +122,7 @@ type Outcome struct {
 // pick a node, assume the pod there and start its binding. A failure goes
 // back to the queue: with the rejecting plugins if it was unschedulable, as
 // an error otherwise.
-func (s *Scheduler) ScheduleOne(ctx context.Context, info schedq.Info[*v1.Pod]) Outcome {
+func (s *Scheduler) ScheduleOne(ctx context.Context, info Attempt) Outcome {
 	pod := info.Item
 	start := s.o.Now()
 	pi, err := framework.NewPodInfo(pod)
@@ -139,7 +143,7 @@ func (s *Scheduler) ScheduleOne(ctx context.Context, info schedq.Info[*v1.Pod]) 
 }
 
 // bound finishes a binding.
-func (s *Scheduler) bound(ctx context.Context, info schedq.Info[*v1.Pod], node string, start time.Time, err error) {
+func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, start time.Time, err error) {
 	pod := info.Item
 	key := framework.Key(pod)
 	if err != nil {
@@ -154,20 +158,20 @@ func (s *Scheduler) bound(ctx context.Context, info schedq.Info[*v1.Pod], node s
 		// PodScheduled=False patch lands, and the patch would then
 		// contradict the binding.
 		s.reporter.Unschedulable(ctx, pod, "SchedulerError", fmt.Sprintf("binding rejected: %v", err))
-		if qerr := s.queue.AddUnschedulableIfNotPresent(pod, info.Cycle, schedq.Failure{}); qerr != nil {
+		if qerr := s.queue.Requeue(info, schedq.Failure{}); qerr != nil {
 			s.o.Logger.Debug("requeue after binding failure", "pod", key, "err", qerr)
 		}
 		return
 	}
 	s.o.Metrics.binding(true, s.o.Now().Sub(start))
-	if err := s.queue.Done(key, info.Cycle); err != nil {
+	if err := s.queue.Done(info); err != nil {
 		s.o.Logger.Debug("done after binding", "pod", key, "err", err)
 	}
 	s.reporter.Scheduled(ctx, pod, node)
 }
 
 // fail requeues a failed attempt and reports it.
-func (s *Scheduler) fail(ctx context.Context, info schedq.Info[*v1.Pod], start time.Time, out Outcome) Outcome {
+func (s *Scheduler) fail(ctx context.Context, info Attempt, start time.Time, out Outcome) Outcome {
 	pod := info.Item
 	f := schedq.Failure{}
 	reason := "SchedulerError"
@@ -176,7 +180,7 @@ func (s *Scheduler) fail(ctx context.Context, info schedq.Info[*v1.Pod], start t
 		reason = v1.PodReasonUnschedulable
 	}
 	s.o.Metrics.attempt(out.Result, s.o.Now().Sub(start))
-	if err := s.queue.AddUnschedulableIfNotPresent(pod, info.Cycle, f); err != nil {
+	if err := s.queue.Requeue(info, f); err != nil {
 		s.o.Logger.Debug("requeue after failed attempt", "pod", framework.Key(pod), "err", err)
 	}
 	s.reporter.Unschedulable(ctx, pod, reason, out.Message)
@@ -315,6 +319,7 @@ func QueueConfig(p framework.Profile) schedq.Config[types.NamespacedName, *v1.Po
 		Priority:     framework.Priority,
 		Hints:        p.Hints(),
 		UpdateEvents: PodUpdateEvents,
+		Match:        clusterevent.Match,
 	}
 	for _, pe := range p.PreEnqueue {
 		cfg.PreEnqueue = append(cfg.PreEnqueue, schedq.PreEnqueue[*v1.Pod]{Name: pe.Name(), Admit: pe.PreEnqueue})
