@@ -63,6 +63,16 @@ type Config[K comparable, T any] struct {
 	// is a wildcard event (label "ItemUpdate"): a parked item goes back to
 	// be tried after its backoff, and a gated one has its gates run again.
 	UpdateEvents func(oldItem, newItem T) []Event
+	// Budget, if set, makes move requests wake only what an event makes
+	// room for. For an event it returns the room (ok false: no limit, as
+	// for the queue's own events); the items the hints would wake are
+	// offered to it in pop order, and those that do not fit stay parked,
+	// deferred. Room comes back when a woken item's attempt ends or the
+	// item goes, and is offered to the deferred items then, so none waits
+	// for the leftover flush while room it could use is unused. Nil: every
+	// item a hint accepts wakes, as upstream. It runs under the lock and
+	// must be pure and fast.
+	Budget func(ev Event, oldObj, newObj any) (Budget[T], bool)
 	// Match reports whether a registered event covers a sent one. Nil: the
 	// kinds agree (or the registered Kind is AnyKind) and the action bits
 	// overlap. A registration with AnyKind and AnyAction hears every event

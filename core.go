@@ -84,6 +84,13 @@ type entry[K comparable, T any] struct {
 	shadow    *entry[K, T] // an attempt in flight for the same key
 	counted   bool         // its plugins are in Core.byPlugin
 
+	// Budgets (Config.Budget): the group whose room it holds, from its
+	// wake to the end of its next attempt; the groups that deferred it,
+	// while parked; and the strategy its hints chose for the last event.
+	tookFrom   *roomGroup[K, T]
+	deferredBy []*roomGroup[K, T]
+	strategy   strategy
+
 	// While in flight.
 	startSeq   uint64
 	prev, next *entry[K, T]
@@ -283,6 +290,12 @@ func (c *Core[K, T]) newEntry(item T, now time.Time) *entry[K, T] {
 	return e
 }
 
+// retire gives back the room e holds, if any, and recycles it.
+func (c *Core[K, T]) retire(e *entry[K, T], now time.Time) {
+	c.release(e, now)
+	c.recycle(e)
+}
+
 // recycle returns e to the free list, wiped so it pins nothing.
 func (c *Core[K, T]) recycle(e *entry[K, T]) {
 	c.uncount(e)
@@ -367,7 +380,7 @@ func (c *Core[K, T]) Add(item T, now time.Time) {
 	default: // queued: replace it, keeping its attempt in flight if any
 		c.unlink(prev, now)
 		e.shadow, prev.shadow = prev.shadow, nil
-		c.recycle(prev)
+		c.retire(prev, now)
 	}
 	c.keys[e.key] = e
 	c.toActive(e, labelAdd, false, now)
@@ -481,7 +494,7 @@ func (c *Core[K, T]) Delete(key K, now time.Time) error {
 	if e := c.queuedEntry(key); e != nil {
 		c.unlink(e, now)
 		c.dequeue(e)
-		c.recycle(e)
+		c.retire(e, now)
 		return nil
 	}
 	if f := c.flightEntry(key); f != nil {
@@ -520,7 +533,7 @@ func (c *Core[K, T]) Pop(now time.Time) (a Attempt[K, T], ok bool) {
 		// supersedes.
 		e.shadow = nil
 		c.flights.end(prev)
-		c.recycle(prev)
+		c.retire(prev, now)
 	}
 	c.cycle++
 	e.Attempts++
@@ -536,7 +549,7 @@ func (c *Core[K, T]) Pop(now time.Time) (a Attempt[K, T], ok bool) {
 // ErrNotInFlight if a is not in flight: on a second Done, after Requeue,
 // or when a newer pop of the key has superseded it, whose attempt a stale
 // Done must not end. O(1).
-func (c *Core[K, T]) Done(a Attempt[K, T]) error {
+func (c *Core[K, T]) Done(a Attempt[K, T], now time.Time) error {
 	defer c.check()
 	key, cycle := a.Key, a.Cycle
 	e, queued := c.keys[key], (*entry[K, T])(nil)
@@ -555,7 +568,7 @@ func (c *Core[K, T]) Done(a Attempt[K, T]) error {
 	if !e.InitialAttemptTimestamp.IsZero() {
 		c.rec.Scheduled(time.Duration(e.poppedAt-e.InitialAttemptTimestamp.UnixNano()), e.FlushedFromUnschedulable)
 	}
-	c.recycle(e)
+	c.retire(e, now)
 	return nil
 }
 
@@ -599,7 +612,7 @@ func (c *Core[K, T]) Requeue(a Attempt[K, T], f Failure, now time.Time) error {
 	if c.queuedEntry(key) != nil {
 		if e != nil {
 			c.endFlight(e, false)
-			c.recycle(e)
+			c.retire(e, now)
 		}
 		return fmt.Errorf("%w: requeue %v", ErrAlreadyQueued, key)
 	}
@@ -616,9 +629,10 @@ func (c *Core[K, T]) Requeue(a Attempt[K, T], f Failure, now time.Time) error {
 	} else {
 		if e.deleted {
 			c.endFlight(e, false)
-			c.recycle(e)
+			c.retire(e, now)
 			return nil
 		}
+		c.release(e, now)
 		if !e.updated {
 			e.Item = item
 		}
@@ -679,6 +693,8 @@ func (c *Core[K, T]) unlink(e *entry[K, T], now time.Time) {
 		c.backoffE.Remove(e.idx)
 	case locParked, locGated:
 		c.parked.remove(e)
+		clear(e.deferredBy)
+		e.deferredBy = e.deferredBy[:0]
 	default:
 		return
 	}

@@ -57,17 +57,17 @@ func TestDoneErrors(t *testing.T) {
 	h := newHarness(t)
 	h.add(mk("a", 1))
 	info := h.pop()
-	if err := h.c.Done(att("a", info.Cycle+1)); !errors.Is(err, ErrNotInFlight) {
+	if err := h.c.Done(att("a", info.Cycle+1), h.now); !errors.Is(err, ErrNotInFlight) {
 		t.Fatalf("Done with another cycle: %v, want ErrNotInFlight", err)
 	}
 	h.want("a", InFlight)
-	if err := h.c.Done(att("a", info.Cycle)); err != nil {
+	if err := h.c.Done(att("a", info.Cycle), h.now); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.c.Done(att("a", info.Cycle)); !errors.Is(err, ErrNotInFlight) {
+	if err := h.c.Done(att("a", info.Cycle), h.now); !errors.Is(err, ErrNotInFlight) {
 		t.Fatalf("second Done: %v, want ErrNotInFlight", err)
 	}
-	if err := h.c.Done(att("never", 1)); !errors.Is(err, ErrNotInFlight) {
+	if err := h.c.Done(att("never", 1), h.now); !errors.Is(err, ErrNotInFlight) {
 		t.Fatalf("Done of unknown key: %v", err)
 	}
 	h.check()
@@ -275,14 +275,14 @@ func TestReaddDuringAttempt(t *testing.T) {
 		t.Fatalf("a is %v after the stale requeue, want still in flight", loc)
 	}
 	// So is its late Done: it must not end the newer attempt.
-	if err := h2.c.Done(att("a", old.Cycle)); !errors.Is(err, ErrNotInFlight) {
+	if err := h2.c.Done(att("a", old.Cycle), h2.now); !errors.Is(err, ErrNotInFlight) {
 		t.Fatalf("stale Done: %v, want ErrNotInFlight", err)
 	}
 	h2.check()
 	if _, loc, _ := h2.c.Get("a"); loc != InFlight {
 		t.Fatalf("a is %v after the stale Done, want still in flight", loc)
 	}
-	if err := h2.c.Done(att("a", newer.Cycle)); err != nil {
+	if err := h2.c.Done(att("a", newer.Cycle), h2.now); err != nil {
 		t.Fatal(err)
 	}
 	if newer.Cycle == old.Cycle {
@@ -713,7 +713,7 @@ func TestReaders(t *testing.T) {
 	if m := h.c.Stats().InFlightEvents; m["MachineTaint"] != 1 || m["ItemPopped"] != 1 {
 		t.Fatalf("in-flight events %v", m)
 	}
-	if err := h.c.Done(flight); err != nil {
+	if err := h.c.Done(flight, h.now); err != nil {
 		t.Fatal(err)
 	}
 	if m := h.c.Stats().InFlightEvents; len(m) != 0 {

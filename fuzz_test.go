@@ -46,6 +46,9 @@ func runOps(t *testing.T, data []byte) {
 	if flags&8 != 0 {
 		cfg.Less, cfg.Priority = nil, jobPrio // the cached default order
 	}
+	if flags&16 != 0 {
+		cfg.Budget = fuzzBudget // wake only what machine events make room for
+	}
 	rec := &balanceRecorder{}
 	cfg.Recorder = rec
 	c, err := NewCore(cfg)
@@ -65,6 +68,7 @@ func runOps(t *testing.T, data []byte) {
 	}
 	for step := 0; len(data) > 0; step++ {
 		op, arg := next(), next()
+		m.now = now
 		i := arg % len(fuzzNames)
 		name := fuzzNames[i]
 		var desc string
@@ -113,7 +117,7 @@ func runOps(t *testing.T, data []byte) {
 				cycle--
 			}
 			desc = fmt.Sprintf("Done %s cycle %d", name, cycle)
-			if e1, e2 := c.Done(att(name, cycle)), m.done(name, cycle); !errors.Is(e1, e2) || (e1 == nil) != (e2 == nil) {
+			if e1, e2 := c.Done(att(name, cycle), now), m.done(name, cycle); !errors.Is(e1, e2) || (e1 == nil) != (e2 == nil) {
 				t.Fatalf("step %d %s: core %v, model %v", step, desc, e1, e2)
 			}
 		case 6, 7:
@@ -157,12 +161,14 @@ func runOps(t *testing.T, data []byte) {
 		case 11:
 			d := fuzzSteps[arg%len(fuzzSteps)]
 			now = now.Add(d)
+			m.now = now
 			desc = fmt.Sprintf("Step %v, FlushBackoffCompleted", d)
 			c.flushBackoff(now)
 			m.flushBackoff(now)
 		case 12:
 			d := fuzzSteps[arg%len(fuzzSteps)]
 			now = now.Add(d)
+			m.now = now
 			desc = fmt.Sprintf("Step %v, FlushUnschedulableLeftover", d)
 			c.flushLeftover(now)
 			m.flushLeftover(now)
@@ -205,7 +211,7 @@ func TestQueueRandomLong(t *testing.T) {
 			state ^= state << 17
 			data[i] = byte(state)
 		}
-		data[0] = byte(run % 16)
+		data[0] = byte(run % 32)
 		t.Run(fmt.Sprint(run), func(t *testing.T) { runOps(t, data) })
 	}
 }

@@ -233,7 +233,7 @@ func (h *harness) drain() []string {
 			return names
 		}
 		names = append(names, info.Item.name)
-		if err := h.c.Done(att(info.Item.name, info.Cycle)); err != nil {
+		if err := h.c.Done(att(info.Item.name, info.Cycle), h.now); err != nil {
 			h.t.Fatal(err)
 		}
 		h.check()

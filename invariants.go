@@ -170,6 +170,7 @@ func (c *Core[K, T]) checkInvariants() error {
 			bad("in-flight event log not contiguous at %d", i)
 		}
 	}
+	c.checkRoom(bad)
 	if c.flights.head == nil && len(c.flights.log) > 0 {
 		bad("%d in-flight events kept with nothing in flight", len(c.flights.log))
 	}
@@ -177,6 +178,37 @@ func (c *Core[K, T]) checkInvariants() error {
 		bad("in-flight event %d kept, but the oldest attempt started at %d", c.flights.log[0].seq, h.startSeq)
 	}
 	return errors.Join(errs...)
+}
+
+// checkRoom verifies the budgets: each group's count of woken items equals
+// the items (queued or in flight) that hold room in it, and a deferred
+// item is parked, in a group that still has woken items.
+func (c *Core[K, T]) checkRoom(bad func(string, ...any)) {
+	holding := map[*roomGroup[K, T]]int{}
+	each := func(e *entry[K, T]) {
+		if g := e.tookFrom; g != nil {
+			holding[g]++
+		}
+		for _, g := range e.deferredBy {
+			if e.loc != locParked {
+				bad("key %v deferred by %s but at loc %d", e.key, g.label, e.loc)
+			}
+			if g.woken == 0 {
+				bad("key %v deferred by %s, which has no woken item left", e.key, g.label)
+			}
+		}
+	}
+	for _, e := range c.keys {
+		each(e)
+		if e.shadow != nil {
+			each(e.shadow)
+		}
+	}
+	for g, n := range holding {
+		if g.woken != n {
+			bad("budget of %s: %d woken items hold room, counted %d", g.label, n, g.woken)
+		}
+	}
 }
 
 type heapView[K comparable, T any] interface {

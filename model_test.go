@@ -21,16 +21,20 @@ type model struct {
 	events  []mEvent
 	cycle   int64
 	moveReq int64
+	now     time.Time // of the operation under way, for the budgets
 }
 
 type mItem struct {
 	Info[job]
-	loc       Location
-	errHeap   bool
-	lastFlush time.Time
-	start     int // index into model.events at pop
-	updated   bool
-	deleted   bool
+	tookFrom   *mGroup
+	deferredBy []*mGroup
+	strategy   strategy
+	loc        Location
+	errHeap    bool
+	lastFlush  time.Time
+	start      int // index into model.events at pop
+	updated    bool
+	deleted    bool
 }
 
 type mEvent struct {
@@ -83,6 +87,7 @@ func (m *model) backingOff(it *mItem, now time.Time) bool {
 }
 
 func (m *model) park(it *mItem) {
+	m.giveBack(it)
 	if it.loc != InUnschedulable && it.loc != InGated {
 		it.BackoffExpiry = time.Time{}
 	}
@@ -102,6 +107,7 @@ func (m *model) toActive(it *mItem, fromBackoff bool, now time.Time) bool {
 		it.InitialAttemptTimestamp = now
 	}
 	it.loc = InActive
+	it.deferredBy = nil
 	it.BackoffExpiry = time.Time{}
 	return true
 }
@@ -112,6 +118,7 @@ func (m *model) toBackoff(it *mItem, now time.Time) {
 		return
 	}
 	it.loc = InBackoff
+	it.deferredBy = nil
 	it.errHeap = !m.rejected(it)
 	it.BackoffExpiry = it.Timestamp.Add(m.backoffFor(it))
 }
@@ -166,8 +173,12 @@ func (m *model) gatingMatches(it *mItem, ev Event) bool {
 }
 
 func (m *model) add(p job, now time.Time) {
+	old := m.items[p.name]
 	it := &mItem{Info: Info[job]{Item: p, Timestamp: now}}
 	m.items[p.name] = it
+	if old != nil {
+		m.giveBack(old)
+	}
 	m.toActive(it, false, now)
 }
 
@@ -252,7 +263,11 @@ func (m *model) pop(now time.Time) (Info[job], bool) {
 	best.loc = InFlight
 	best.start = len(m.events)
 	best.updated, best.deleted = false, false
+	old := m.flights[best.Item.name]
 	m.flights[best.Item.name] = best
+	if old != nil {
+		m.giveBack(old) // superseded
+	}
 	return best.Info, true
 }
 
@@ -267,10 +282,12 @@ func (m *model) endFlight(name string) {
 }
 
 func (m *model) done(name string, cycle int64) error {
-	if f := m.flights[name]; f == nil || f.Cycle != cycle {
+	f := m.flights[name]
+	if f == nil || f.Cycle != cycle {
 		return ErrNotInFlight
 	}
 	m.endFlight(name)
+	m.giveBack(f)
 	return nil
 }
 
@@ -282,6 +299,7 @@ func (m *model) fail(p job, cycle int64, f Failure, now time.Time) error {
 	if m.items[p.name] != nil {
 		if it != nil {
 			m.endFlight(p.name)
+			m.giveBack(it)
 		}
 		return ErrAlreadyQueued
 	}
@@ -294,8 +312,10 @@ func (m *model) fail(p job, cycle int64, f Failure, now time.Time) error {
 	} else {
 		if it.deleted {
 			m.endFlight(p.name)
+			m.giveBack(it)
 			return nil
 		}
+		m.giveBack(it)
 		if !it.updated {
 			it.Item = p
 		}
@@ -335,8 +355,10 @@ func (m *model) fail(p job, cycle int64, f Failure, now time.Time) error {
 }
 
 func (m *model) deleteKey(name string) error {
-	if m.items[name] != nil {
+	if it := m.items[name]; it != nil {
 		delete(m.items, name)
+		it.deferredBy = nil
+		m.giveBack(it)
 		return nil
 	}
 	if f := m.flights[name]; f != nil {
@@ -356,6 +378,11 @@ func (m *model) interested(ev Event) bool {
 }
 
 func (m *model) moveItems(names []string, e mEvent, keep func(*mItem) bool, now time.Time) {
+	var b Budget[job]
+	if m.cfg.Budget != nil && !e.ev.wildcard() {
+		b, _ = m.cfg.Budget(e.ev, e.old, e.new)
+	}
+	var ready []*mItem
 	for _, name := range names {
 		it := m.items[name]
 		if it.loc != InUnschedulable && it.loc != InGated || !keep(it) {
@@ -365,8 +392,16 @@ func (m *model) moveItems(names []string, e mEvent, keep func(*mItem) bool, now 
 			continue
 		}
 		if s := m.worth(it, e); s != stayParked {
+			if b != nil && it.loc == InUnschedulable {
+				it.strategy = s
+				ready = append(ready, it)
+				continue
+			}
 			m.requeue(it, s, now)
 		}
+	}
+	if len(ready) > 0 {
+		m.wakeWithin(b, ready)
 	}
 	m.moveReq = m.cycle
 	m.record(e)
@@ -476,6 +511,9 @@ func (m *model) compare(c *Core[string, job], names []string) error {
 		}
 		if loc != want.loc {
 			return fmt.Errorf("%s: at %v, model %v", name, loc, want.loc)
+		}
+		if x, _ := c.Explain(name, m.now); (x.DeferredBy != "") != (len(want.deferredBy) > 0) {
+			return fmt.Errorf("%s: deferred by %q, model deferred %v", name, x.DeferredBy, len(want.deferredBy) > 0)
 		}
 		g, w := info, want.Info
 		if g.Item != w.Item || !g.Timestamp.Equal(w.Timestamp) || !g.InitialAttemptTimestamp.Equal(w.InitialAttemptTimestamp) ||

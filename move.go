@@ -78,7 +78,11 @@ func (c *Core[K, T]) candidates(ev Event) []*entry[K, T] {
 // records the move request. It clears the scratch list.
 func (c *Core[K, T]) moveItems(cands []*entry[K, T], ev Event, oldObj, newObj any, match func(*Info[T]) bool, now time.Time) {
 	label := c.label(ev)
-	moved := 0
+	var b Budget[T]
+	if c.cfg.Budget != nil && !ev.wildcard() {
+		b, _ = c.cfg.Budget(ev, oldObj, newObj)
+	}
+	moved, ready := 0, cands[:0]
 	for _, e := range cands {
 		if match != nil && !match(&e.Info) {
 			continue
@@ -90,14 +94,23 @@ func (c *Core[K, T]) moveItems(cands []*entry[K, T], ev Event, oldObj, newObj an
 		if s == stayParked {
 			continue
 		}
+		if b != nil && e.loc == locParked {
+			e.strategy = s
+			ready = append(ready, e) // in place: cands is behind it
+			continue
+		}
 		if l := c.requeue(e, s, label, now); l != locParked && l != locGated {
 			moved++
 		}
 	}
+	examined := len(cands)
+	if len(ready) > 0 {
+		moved += c.wakeWithin(b, label, ready, now)
+	}
 	clear(cands)
 	c.moveRequestCycle = c.cycle
 	c.flights.record(flightEvent[K, T]{event: ev, label: label, oldObj: oldObj, newObj: newObj})
-	c.rec.Moved(label, len(cands), moved)
+	c.rec.Moved(label, examined, moved)
 }
 
 // Activate moves the named items to activeQ at once, from the parking area

@@ -97,6 +97,7 @@ func (c *Core[K, T]) toBackoff(e *entry[K, T], label string, now time.Time) {
 // changed. Only an item new to the area counts as incoming.
 func (c *Core[K, T]) park(e *entry[K, T], label string, now time.Time) {
 	defer c.recount(e)
+	c.release(e, now) // parked without an attempt: it holds no room
 	switch e.loc {
 	case locParked, locGated:
 		if (e.loc == locGated) == e.gated() && (!e.gated() || e.slots[0].b.plugin == e.GatingPlugin) {

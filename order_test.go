@@ -164,7 +164,7 @@ func TestCheckInvariantsHook(t *testing.T) {
 	h.add(mk("a", 1))
 	a := h.pop()
 	h.c.byPlugin["Fit"] = 7 // corrupt a counter behind the queue's back
-	if err := h.c.Done(a); err != nil {
+	if err := h.c.Done(a, h.now); err != nil {
 		t.Fatal(err)
 	}
 	if len(errs) != 1 {

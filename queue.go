@@ -66,7 +66,7 @@ func (q *Queue[K, T]) Delete(key K) error {
 
 // Done ends an attempt that succeeded or was given up (see Core.Done).
 func (q *Queue[K, T]) Done(a Attempt[K, T]) error {
-	return q.do(func(time.Time) error { return q.core.Done(a) })
+	return q.do(func(now time.Time) error { return q.core.Done(a, now) })
 }
 
 // Requeue puts an item back after its attempt failed (see Core.Requeue).

@@ -117,7 +117,7 @@ func TestIncomingScenarios(t *testing.T) {
 	// c fail with an error.
 	f.now = f.now.Add(time.Second)
 	info, _ := f.c.Pop(f.now) // b
-	f.c.Done(info)
+	f.c.Done(info, f.now)
 	f.fail("c")
 	f.wantIncoming("backoff", "ScheduleAttemptFailure", 1)
 	f.now = f.now.Add(time.Minute)
@@ -163,7 +163,7 @@ scheduler_inflight_events{event="PodPopped"} 1
 	f.c.Tick(f.now)
 	f.wantIncoming("active", "UnschedulableTimeout", 1)
 	info, _ = f.c.Pop(f.now)
-	f.c.Done(info)
+	f.c.Done(info, f.now)
 	if got := testutil.ToFloat64(f.r.afterFlush); got != 1 {
 		t.Errorf("pod_scheduled_after_flush_total = %v", got)
 	}
@@ -226,7 +226,7 @@ func TestDurationsExact(t *testing.T) {
 	if !ok {
 		t.Fatal("nothing popped")
 	}
-	if err := f.c.Done(info); err != nil {
+	if err := f.c.Done(info, f.now); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -327,7 +327,7 @@ func gaugesFollowTheQueue(t *testing.T, seed uint64, steps int) {
 			}
 		case 3:
 			for n, info := range inflight {
-				f.c.Done(info)
+				f.c.Done(info, f.now)
 				delete(inflight, n)
 				break
 			}

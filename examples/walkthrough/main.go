@@ -61,7 +61,7 @@ func main() {
 	show("add four jobs; one is gated")
 
 	web, _ := q.Pop(now)
-	q.Done(web)
+	q.Done(web, now)
 	show("pop web (highest priority), bind it: Done")
 
 	gpu, _ := q.Pop(now)
@@ -94,7 +94,7 @@ func main() {
 		if !ok {
 			break
 		}
-		q.Done(j)
+		q.Done(j, now)
 		show("pop " + j.Item.name + ", bind it: Done")
 	}
 	if broken != nil {

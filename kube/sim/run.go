@@ -595,7 +595,7 @@ func (q coreQueue) Delete(k types.NamespacedName) error {
 
 func (q coreQueue) Done(a scheduler.Attempt) error {
 	q.s.trace(Op{Kind: "done", Key: a.Key, Cycle: a.Cycle})
-	return q.c.Done(a)
+	return q.c.Done(a, q.s.now)
 }
 
 func (q coreQueue) Requeue(a scheduler.Attempt, f schedq.Failure) error {

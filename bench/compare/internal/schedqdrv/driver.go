@@ -177,7 +177,7 @@ func (d *Driver) Done(name string) {
 		return
 	}
 	delete(d.inflight, name)
-	if err := d.c.Done(info); err != nil {
+	if err := d.c.Done(info, d.now); err != nil {
 		panic(err)
 	}
 	delete(d.pods, name)

@@ -94,7 +94,7 @@ func (s *Schedq) apply(op sim.Op, now time.Time) error {
 		}
 		s.attempts[a.Key] = a
 	case "done":
-		return s.c.Done(s.attempt(op.Key, op.Cycle))
+		return s.c.Done(s.attempt(op.Key, op.Cycle), now)
 	case "fail":
 		a := s.attempt(kframework.Key(op.Pod), op.Cycle)
 		a.Item = op.Pod
