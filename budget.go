@@ -14,10 +14,16 @@ type Budget[T any] interface {
 	// Take reserves room for item if it fits, and reports whether it did.
 	Take(item T) bool
 	// Return releases the room Take reserved for item: the item's attempt
-	// has ended (placed, failed or given up), or the item is gone. A budget
-	// that measures the world afresh in Take sees what the item really
-	// used; after each Return the deferred items are offered again.
-	Return(item T)
+	// has ended (placed, failed or given up), or the item is gone. It
+	// reports whether room may have come back, in which case the deferred
+	// items are offered again: false when the item used the room it was
+	// given, true when unsure. When the last woken item of an event ends,
+	// its deferred items are offered once more at the next backoff flush
+	// (Tick), whatever Return said, so room that turned out unused waits at
+	// most FlushBackoffInterval, never for the leftover flush. A budget
+	// that measures the world afresh in Take sees what the items really
+	// used, and by then what the other events' woken items used.
+	Return(item T) bool
 }
 
 // roomGroup is one budgeted move request: its budget, how many woken
@@ -26,6 +32,9 @@ type roomGroup[K comparable, T any] struct {
 	b     Budget[T]
 	label string
 	woken int
+	// recheck: no woken item is left, and the deferred items wait for one
+	// more offer at the next backoff flush.
+	recheck bool
 	// deferred is in pop order. An entry counts only while its deferredBy
 	// holds this group; others (woken or moved since, or recycled) are
 	// skipped. An item may wait on the room of several events.
@@ -51,6 +60,7 @@ func (c *Core[K, T]) wakeWithin(b Budget[T], label string, ready []*entry[K, T],
 			continue
 		}
 		e.deferredBy = append(e.deferredBy, g)
+		e.lastFlush = now.UnixNano() // it heard an event: no need of the leftover flush yet
 		g.deferred = append(g.deferred, e)
 	}
 	woken := g.woken
@@ -80,8 +90,13 @@ func (c *Core[K, T]) release(e *entry[K, T], now time.Time) {
 	}
 	e.tookFrom = nil
 	g.woken--
-	g.b.Return(e.Item)
-	c.offer(g, now)
+	switch {
+	case g.b.Return(e.Item):
+		c.offer(g, now)
+	case g.woken == 0 && len(g.deferred) > 0:
+		g.recheck = true
+		c.rechecks = append(c.rechecks, g)
+	}
 }
 
 // offer wakes the deferred items of g that fit now, in order, then settles
@@ -103,11 +118,23 @@ func (c *Core[K, T]) offer(g *roomGroup[K, T], now time.Time) {
 	c.settle(g, now)
 }
 
-// settle ends g once no woken item holds room in it: nothing more will be
-// given back, so its deferred items stay parked, as any parked item, for
-// the next event. Their room was used.
+// recheckRoom offers the deferred items of the events whose woken items
+// have all ended once more, then lets those events go. O(d) for d deferred
+// items in all.
+func (c *Core[K, T]) recheckRoom(now time.Time) {
+	gs := c.rechecks
+	c.rechecks = nil
+	for _, g := range gs {
+		g.recheck = false
+		c.offer(g, now)
+	}
+}
+
+// settle ends g once no woken item holds room in it and no recheck is due:
+// nothing more will be given back, so its deferred items stay parked, as
+// any parked item, for the next event. Their room was used.
 func (c *Core[K, T]) settle(g *roomGroup[K, T], _ time.Time) {
-	if g.woken > 0 {
+	if g.woken > 0 || g.recheck {
 		return
 	}
 	for _, e := range g.deferred {

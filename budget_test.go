@@ -18,7 +18,10 @@ func (m *machine) Take(job) bool {
 	return true
 }
 
-func (m *machine) Return(job) { m.reserved-- }
+func (m *machine) Return(job) bool {
+	m.reserved--
+	return true
+}
 
 // budgetHarness parks the named items (priority as given) on Fit, and
 // makes every machine event offer the room of the machine it carries.

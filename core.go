@@ -79,7 +79,7 @@ type entry[K comparable, T any] struct {
 	pos       int // index in parked.all
 	slots     []slot[K, T]
 	entered   int64        // when it entered its current sub-queue (Unix ns)
-	lastFlush int64        // last leftover flush that tried it (Unix ns)
+	lastFlush int64        // last leftover flush that tried it, or budget that deferred it (Unix ns)
 	visit     uint64       // move-request epoch, to visit an entry once
 	shadow    *entry[K, T] // an attempt in flight for the same key
 	counted   bool         // its plugins are in Core.byPlugin
@@ -134,6 +134,8 @@ type Core[K comparable, T any] struct {
 	byPlugin map[string]int
 
 	labels map[Event]string // Event.Label() of events seen, to build each once
+
+	rechecks []*roomGroup[K, T] // budgets to offer once more (budget.go)
 
 	epoch   uint64
 	free    []*entry[K, T]

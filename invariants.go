@@ -193,8 +193,8 @@ func (c *Core[K, T]) checkRoom(bad func(string, ...any)) {
 			if e.loc != locParked {
 				bad("key %v deferred by %s but at loc %d", e.key, g.label, e.loc)
 			}
-			if g.woken == 0 {
-				bad("key %v deferred by %s, which has no woken item left", e.key, g.label)
+			if g.woken == 0 && !g.recheck {
+				bad("key %v deferred by %s, which has no woken item left nor a recheck due", e.key, g.label)
 			}
 		}
 	}

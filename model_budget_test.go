@@ -7,6 +7,7 @@ import "slices"
 type mGroup struct {
 	b        Budget[job]
 	woken    int
+	recheck  bool
 	deferred []*mItem
 }
 
@@ -23,6 +24,7 @@ func (m *model) wakeWithin(b Budget[job], ready []*mItem) {
 			m.wake(g, it)
 		} else {
 			it.deferredBy = append(it.deferredBy, g)
+			it.lastFlush = m.now
 			g.deferred = append(g.deferred, it)
 		}
 	}
@@ -47,7 +49,27 @@ func (m *model) giveBack(it *mItem) {
 	}
 	it.tookFrom = nil
 	g.woken--
-	g.b.Return(it.Item)
+	if !g.b.Return(it.Item) {
+		if g.woken == 0 && len(g.deferred) > 0 {
+			g.recheck = true
+			m.rechecks = append(m.rechecks, g)
+		}
+		return
+	}
+	m.offer(g)
+}
+
+// recheck offers the deferred items of the budgets due a recheck.
+func (m *model) recheck() {
+	gs := m.rechecks
+	m.rechecks = nil
+	for _, g := range gs {
+		g.recheck = false
+		m.offer(g)
+	}
+}
+
+func (m *model) offer(g *mGroup) {
 	var kept []*mItem
 	for _, d := range g.deferred {
 		if !slices.Contains(d.deferredBy, g) || d.loc != InUnschedulable || !m.queued(d) {
@@ -64,7 +86,7 @@ func (m *model) giveBack(it *mItem) {
 }
 
 func (m *model) settle(g *mGroup) {
-	if g.woken > 0 {
+	if g.woken > 0 || g.recheck {
 		return
 	}
 	for _, d := range g.deferred {
@@ -88,7 +110,10 @@ func (b *slotBudget) Take(job) bool {
 	return true
 }
 
-func (b *slotBudget) Return(job) { b.free++ }
+func (b *slotBudget) Return(j job) bool {
+	b.free++
+	return j.prio%20 != 0 // some items say their room was used
+}
 
 // fuzzBudget gives machine events room for newObj%3 items (an int newObj),
 // or for one.

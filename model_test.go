@@ -14,14 +14,15 @@ import (
 // same operations on it and on Core and compares them after every step.
 // Priorities are distinct per name, so that pop order is fully defined.
 type model struct {
-	cfg     Config[string, job]
-	regs    []registration[job]
-	items   map[string]*mItem
-	flights map[string]*mItem
-	events  []mEvent
-	cycle   int64
-	moveReq int64
-	now     time.Time // of the operation under way, for the budgets
+	cfg      Config[string, job]
+	regs     []registration[job]
+	items    map[string]*mItem
+	flights  map[string]*mItem
+	events   []mEvent
+	cycle    int64
+	moveReq  int64
+	now      time.Time // of the operation under way, for the budgets
+	rechecks []*mGroup
 }
 
 type mItem struct {
@@ -443,6 +444,7 @@ func (m *model) activate(name string, now time.Time) {
 }
 
 func (m *model) flushBackoff(now time.Time) {
+	m.recheck()
 	for _, name := range m.sortedNames() {
 		if it := m.items[name]; it.loc == InBackoff && !m.release(it.BackoffExpiry).After(now) {
 			m.toActive(it, true, now)

@@ -169,8 +169,9 @@ func (c *Core[K, T]) after(ns int64, every time.Duration) int64 {
 }
 
 // NextDeadline returns when Tick next has work, given what is queued now:
-// the next backoff flush if backoffQ holds items, the next leftover flush
-// if items are parked, whichever comes first. ok is false if neither holds
+// the next backoff flush if backoffQ holds items (or a budget's deferred
+// items wait for a recheck), the next leftover flush if items are parked,
+// whichever comes first. ok is false if neither holds
 // anything, or Tick was never called. Anything that changes the queue may
 // change the answer. O(1).
 func (c *Core[K, T]) NextDeadline() (deadline time.Time, ok bool) {
@@ -178,7 +179,7 @@ func (c *Core[K, T]) NextDeadline() (deadline time.Time, ok bool) {
 		return deadline, false
 	}
 	next := int64(0)
-	if c.backoffU.Len()+c.backoffE.Len() > 0 {
+	if c.backoffU.Len()+c.backoffE.Len() > 0 || len(c.rechecks) > 0 {
 		next = c.nextBackoff
 	}
 	if c.parked.len() > 0 && (next == 0 || c.nextLeftover < next) {
@@ -194,6 +195,7 @@ func (c *Core[K, T]) NextDeadline() (deadline time.Time, ok bool) {
 // activeQ, from both backoff heaps (event BackoffComplete). O(m log n) for
 // m moved items.
 func (c *Core[K, T]) flushBackoff(now time.Time) {
+	c.recheckRoom(now)
 	for _, h := range [...]*heap.Heap[*entry[K, T]]{c.backoffU, c.backoffE} {
 		for {
 			e, ok := h.Peek()
@@ -208,7 +210,9 @@ func (c *Core[K, T]) flushBackoff(now time.Time) {
 // flushLeftover retries the parked items that have waited longer than
 // MaxInUnschedulable, counted from the later of their Timestamp and the
 // last flush that tried them (so a gated item is retried once per
-// MaxInUnschedulable, not at every flush). They move, after backoff, with
+// MaxInUnschedulable, not at every flush), or the last event whose room
+// went to others (Config.Budget): an item such an event deferred has not
+// missed its event, and waits for room, not for a timeout. They move, after backoff, with
 // the wildcard event UnschedulableTimeout. O(p) for p parked items.
 func (c *Core[K, T]) flushLeftover(now time.Time) {
 	out := c.scratch[:0]

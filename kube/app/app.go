@@ -43,6 +43,10 @@ type Options struct {
 	Scoring       plugins.ScoringStrategy
 	// PercentageOfNodesToScore: see scheduler.Options.
 	PercentageOfNodesToScore int
+	// NoWakeBudget wakes every pending pod a cluster event may help, as
+	// kube-scheduler does, instead of only those the event makes room for
+	// (scheduler.WakeBudget).
+	NoWakeBudget bool
 
 	LeaderElect    bool
 	LeaseNamespace string
@@ -113,8 +117,12 @@ func run(ctx context.Context, client, eventClient kubernetes.Interface, o Option
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	profile := framework.Profile(plugins.Default(o.Scoring))
 	rec := metrics.New(metrics.Options{Profile: o.SchedulerName, EventLabels: clusterevent.QueueLabels})
+	c := scheduler.NewCache()
 	qcfg := scheduler.QueueConfig(profile)
 	qcfg.Recorder = rec
+	if !o.NoWakeBudget {
+		qcfg.Budget = scheduler.WakeBudget(c)
+	}
 	q, err := schedq.New(qcfg)
 	if err != nil {
 		return err
@@ -128,7 +136,6 @@ func run(ctx context.Context, client, eventClient kubernetes.Interface, o Option
 	}
 
 	factory := informers.NewSharedInformerFactory(client, 0)
-	c := scheduler.NewCache()
 	h := &scheduler.Handlers{Queue: q, Cache: c, SchedulerName: o.SchedulerName, Logger: log, AffinityMatch: plugins.MatchesRequiredAffinity}
 	others := map[string]cache.SharedIndexInformer{
 		clusterevent.PersistentVolume:      factory.Core().V1().PersistentVolumes().Informer(),

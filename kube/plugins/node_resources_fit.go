@@ -61,9 +61,14 @@ func (*NodeResourcesFit) Filter(_ context.Context, _ *framework.CycleState, pod 
 // and extended resources by name. A resource the pod does not request is
 // never short, and one the node does not have at all is short.
 func insufficientResources(req framework.Resource, node *framework.NodeInfo) []string {
+	return shortages(req, node.Allocatable, node.Requested, int64(len(node.Pods)))
+}
+
+// shortages lists what insufficientResources lists, for a node with
+// allocatable alloc whose pods number pods and request used in all.
+func shortages(req, alloc, used framework.Resource, pods int64) []string {
 	var reasons []string
-	alloc, used := node.Allocatable, node.Requested
-	if int64(len(node.Pods))+1 > alloc.Pods {
+	if pods+1 > alloc.Pods {
 		reasons = append(reasons, ReasonTooManyPods)
 	}
 	if req.MilliCPU > 0 && req.MilliCPU > alloc.MilliCPU-used.MilliCPU {

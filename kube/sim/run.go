@@ -155,13 +155,16 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	cfg.DisableQueueingHints = q.QueueingHints != nil && !*q.QueueingHints
 	s.popFromBackoff = !cfg.DisablePopFromBackoff
 	cfg.Recorder = s.rec
+	cache := scheduler.NewCache()
+	if q.WakeBudget == nil || *q.WakeBudget {
+		cfg.Budget = scheduler.WakeBudget(cache)
+	}
 	core, err := schedq.NewCore(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
 	}
 	s.core = core
 	qv := coreQueue{c: core, s: s}
-	cache := scheduler.NewCache()
 	s.h = &scheduler.Handlers{Queue: qv, Cache: cache, SchedulerName: schedulerName, AffinityMatch: plugins.MatchesRequiredAffinity}
 	s.sched = scheduler.New(qv, cache, binder{s}, reporter{s}, scheduler.Options{
 		Profile:                  profile,

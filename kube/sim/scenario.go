@@ -62,6 +62,9 @@ type QueueSpec struct {
 	DisableBackoff             bool           `yaml:"disableBackoff"`
 	PopFromBackoff             *bool          `yaml:"popFromBackoff"`
 	QueueingHints              *bool          `yaml:"queueingHints"`
+	// WakeBudget wakes, on an event that makes room on a node, only the
+	// pods that fit in that room (see scheduler.WakeBudget). Default on.
+	WakeBudget *bool `yaml:"wakeBudget"`
 	MaxInUnschedulable         time.Duration  `yaml:"maxInUnschedulable"`
 	FlushBackoffInterval       time.Duration  `yaml:"flushBackoffInterval"`
 	FlushUnschedulableInterval time.Duration  `yaml:"flushUnschedulableInterval"`
@@ -392,7 +395,7 @@ func resourceQuantity(s string) *resource.Quantity {
 }
 
 // settable lists the keys Set takes, for --compare.
-var settable = []string{"popFromBackoff", "hints", "disableBackoff", "initialBackoff", "maxBackoff", "maxInUnschedulable",
+var settable = []string{"popFromBackoff", "hints", "wakeBudget", "disableBackoff", "initialBackoff", "maxBackoff", "maxInUnschedulable",
 	"attemptCost", "bindLatency", "scoring", "percentageOfNodesToScore", "seed"}
 
 // Set changes one setting by name, as in "popFromBackoff=false" or
@@ -419,6 +422,8 @@ func (s *Scenario) Set(key, value string) error {
 		s.Queue.PopFromBackoff, err = boolean()
 	case "hints", "queueingHints":
 		s.Queue.QueueingHints, err = boolean()
+	case "wakeBudget":
+		s.Queue.WakeBudget, err = boolean()
 	case "disableBackoff":
 		var b *bool
 		if b, err = boolean(); err == nil {

@@ -82,6 +82,7 @@ spec.schedulerName is --scheduler-name, on the cluster --kubeconfig points at
 	f.StringVar(&o.Address, "address", "0.0.0.0:10351", "address of /metrics, /healthz, /readyz and /debug/queue")
 	f.StringVar(&scoring, "scoring", "least-allocated", "node scoring: least-allocated or balanced")
 	f.IntVar(&o.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0, "feasible nodes to find before scoring, in % of nodes; 0: adaptive, as kube-scheduler")
+	f.BoolVar(&o.NoWakeBudget, "no-wake-budget", false, "wake every pending pod a cluster event may help, as kube-scheduler does, instead of only those the event makes room for")
 	f.BoolVar(&o.LeaderElect, "leader-elect", true, "run leader election on a Lease; only the leader schedules")
 	f.StringVar(&o.LeaseNamespace, "leader-elect-resource-namespace", "kube-system", "namespace of the Lease")
 	f.StringVar(&o.LeaseName, "leader-elect-resource-name", "schedq", "name of the Lease")
