@@ -58,16 +58,16 @@ type QueueSpec struct {
 	// MaxBackoff set to 0 turns backoff off, as kube-scheduler's
 	// podMaxBackoffSeconds: 0 does (the same as disableBackoff: true);
 	// unset, it is the queue's default, 10s.
-	MaxBackoff                 *time.Duration `yaml:"maxBackoff"`
-	DisableBackoff             bool           `yaml:"disableBackoff"`
-	PopFromBackoff             *bool          `yaml:"popFromBackoff"`
-	QueueingHints              *bool          `yaml:"queueingHints"`
+	MaxBackoff     *time.Duration `yaml:"maxBackoff"`
+	DisableBackoff bool           `yaml:"disableBackoff"`
+	PopFromBackoff *bool          `yaml:"popFromBackoff"`
+	QueueingHints  *bool          `yaml:"queueingHints"`
 	// WakeBudget wakes, on an event that makes room on a node, only the
 	// pods that fit in that room (see scheduler.WakeBudget). Default on.
-	WakeBudget *bool `yaml:"wakeBudget"`
-	MaxInUnschedulable         time.Duration  `yaml:"maxInUnschedulable"`
-	FlushBackoffInterval       time.Duration  `yaml:"flushBackoffInterval"`
-	FlushUnschedulableInterval time.Duration  `yaml:"flushUnschedulableInterval"`
+	WakeBudget                 *bool         `yaml:"wakeBudget"`
+	MaxInUnschedulable         time.Duration `yaml:"maxInUnschedulable"`
+	FlushBackoffInterval       time.Duration `yaml:"flushBackoffInterval"`
+	FlushUnschedulableInterval time.Duration `yaml:"flushUnschedulableInterval"`
 }
 
 // NodeGroup is count nodes named NAME-0, NAME-1, ...
