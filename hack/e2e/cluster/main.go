@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +33,7 @@ func Main(m *testing.M, setup func(*Cluster)) {
 }
 
 func runMain(m *testing.M, setup func(*Cluster)) int {
-	pkg := strings.TrimSuffix(filepath.Base(os.Args[0]), ".test")
+	pkg := testPackage()
 	if !flag.Parsed() {
 		flag.Parse()
 	}

@@ -3,6 +3,8 @@ package cluster
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -35,6 +37,12 @@ func recordSkip(what, reason string) {
 	}
 }
 
+// testPackage is the last element of the running test binary's package
+// path, e.g. "scheduler" for hack/e2e/scheduler.
+func testPackage() string {
+	return strings.TrimSuffix(filepath.Base(os.Args[0]), ".test")
+}
+
 // skipPackage is TestMain's skip: it prints the reason (shown with -v),
 // makes go test's "ok" line end in "[no tests to run]" (shown always) and
 // records the skip.
@@ -46,7 +54,7 @@ func skipPackage(pkg, reason string) {
 // Skip skips t, recording the reason in $SCHEDQ_SKIP_REPORT.
 func Skip(t testing.TB, reason string) {
 	t.Helper()
-	recordSkip(t.Name(), reason)
+	recordSkip(testPackage()+": "+t.Name(), reason)
 	t.Skip(reason)
 }
 
