@@ -28,10 +28,15 @@ import (
 	"github.com/schedq/schedq/kube/sim"
 )
 
-// Record runs a built-in scenario and returns its queue operations.
+// Record runs a built-in scenario, with the wake budget off, and returns
+// its queue operations.
 func Record(scenario string) ([]sim.Op, error) {
 	sc, err := sim.Load(scenario)
 	if err != nil {
+		return nil, err
+	}
+	// Upstream has no wake budget: record the stream that both can replay.
+	if err := sc.Set("wakeBudget", "false"); err != nil {
 		return nil, err
 	}
 	var ops []sim.Op
