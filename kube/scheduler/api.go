@@ -42,6 +42,13 @@ func NewAPIBinder(client kubernetes.Interface, parallelism int) *APIBinder {
 // Bind implements Binder. done runs after the slot is given back, so a
 // slow failure report does not hold a binding slot.
 func (b *APIBinder) Bind(ctx context.Context, pod *v1.Pod, node string, done func(error)) {
+	b.BindGuarded(ctx, pod, node, nil, done)
+}
+
+// BindGuarded implements GuardedBinder: start (if not nil) runs in the
+// binding's goroutine just before the request, once a slot is free, so
+// that a node deleted while the binding waited for its slot is not bound.
+func (b *APIBinder) BindGuarded(ctx context.Context, pod *v1.Pod, node string, start func() bool, done func(error)) {
 	select {
 	case b.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -55,6 +62,11 @@ func (b *APIBinder) Bind(ctx context.Context, pod *v1.Pod, node string, done fun
 	b.running.Add(1)
 	go func() {
 		defer b.running.Done()
+		if start != nil && !start() {
+			<-b.slots
+			done(ErrNodeDeleted)
+			return
+		}
 		bctx, cancel := context.WithTimeout(ctx, timeout)
 		binding := &v1.Binding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},

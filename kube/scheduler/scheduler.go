@@ -8,7 +8,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -130,40 +129,13 @@ func (s *Scheduler) ScheduleOne(ctx context.Context, info schedq.Info[*v1.Pod]) 
 	if out.Result != Scheduled {
 		return s.fail(ctx, info, start, out)
 	}
-	if err := s.cache.Assume(pi, out.Node); err != nil {
+	pb := s.newBinding(info, out.Node)
+	if err := s.cache.Assume(pi, out.Node, pb); err != nil {
 		return s.fail(ctx, info, start, Outcome{Result: Error, Message: err.Error()})
 	}
 	s.o.Metrics.attempt(Scheduled, s.o.Now().Sub(start))
-	s.binder.Bind(ctx, pod, out.Node, func(err error) { s.bound(ctx, info, out.Node, start, err) })
+	s.bind(ctx, info, out.Node, pb, start)
 	return out
-}
-
-// bound finishes a binding.
-func (s *Scheduler) bound(ctx context.Context, info schedq.Info[*v1.Pod], node string, start time.Time, err error) {
-	pod := info.Item
-	key := framework.Key(pod)
-	if err != nil {
-		s.cache.Forget(pod)
-		s.o.Metrics.binding(false, s.o.Now().Sub(start))
-		if errors.Is(err, context.Canceled) {
-			return // shutting down: the next leader starts from the API server
-		}
-		s.o.Logger.Warn("binding failed", "pod", key, "node", node, "err", err)
-		// Report before requeueing: this runs beside the scheduling loop,
-		// which could otherwise bind the pod again before the
-		// PodScheduled=False patch lands, and the patch would then
-		// contradict the binding.
-		s.reporter.Unschedulable(ctx, pod, "SchedulerError", fmt.Sprintf("binding rejected: %v", err))
-		if qerr := s.queue.AddUnschedulableIfNotPresent(pod, info.Cycle, schedq.Failure{}); qerr != nil {
-			s.o.Logger.Debug("requeue after binding failure", "pod", key, "err", qerr)
-		}
-		return
-	}
-	s.o.Metrics.binding(true, s.o.Now().Sub(start))
-	if err := s.queue.Done(key, info.Cycle); err != nil {
-		s.o.Logger.Debug("done after binding", "pod", key, "err", err)
-	}
-	s.reporter.Scheduled(ctx, pod, node)
 }
 
 // fail requeues a failed attempt and reports it.

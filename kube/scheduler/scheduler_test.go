@@ -389,7 +389,7 @@ func TestForgetChecksUID(t *testing.T) {
 	old, recreated := pod("p", 100), pod("p", 100)
 	recreated.UID = "uid-p-2"
 	pi, _ := framework.NewPodInfo(recreated)
-	if err := c.Assume(pi, "n"); err != nil {
+	if err := c.Assume(pi, "n", nil); err != nil {
 		t.Fatal(err)
 	}
 	c.Forget(old)
