@@ -26,6 +26,7 @@ type Cache struct {
 	// deleted before their pods), by node name.
 	orphans    map[string]map[types.NamespacedName]*framework.PodInfo
 	namespaces map[string]labels.Set
+	fp         fingerprints
 }
 
 // NewCache returns an empty cache.
@@ -36,6 +37,7 @@ func NewCache() *Cache {
 		assumed:    map[types.NamespacedName]*assumption{},
 		orphans:    map[string]map[types.NamespacedName]*framework.PodInfo{},
 		namespaces: map[string]labels.Set{},
+		fp:         newFingerprints(),
 	}
 }
 
@@ -43,6 +45,7 @@ func NewCache() *Cache {
 func (c *Cache) AddNode(n *v1.Node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.fp.setNode(n)
 	if ni, ok := c.nodes[n.Name]; ok {
 		ni.SetNode(n)
 		return
@@ -73,6 +76,7 @@ func (c *Cache) RemoveNode(name string) {
 	if !ok {
 		return
 	}
+	c.fp.removeNode(name)
 	delete(c.nodes, name)
 	c.order = slices.DeleteFunc(c.order, func(x *framework.NodeInfo) bool { return x == ni })
 	for _, p := range ni.Pods {
@@ -103,6 +107,7 @@ func (c *Cache) AddPod(p *v1.Pod) error {
 	c.removeLocked(key)
 	delete(c.assumed, key)
 	c.placeLocked(pi, p.Spec.NodeName)
+	c.fp.setPod(key, p)
 	return nil
 }
 
@@ -110,6 +115,7 @@ func (c *Cache) AddPod(p *v1.Pod) error {
 func (c *Cache) RemovePod(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.fp.removePod(key)
 	c.removeLocked(key)
 	delete(c.assumed, key)
 }

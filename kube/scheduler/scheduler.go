@@ -48,6 +48,13 @@ type Reporter interface {
 	Scheduled(ctx context.Context, pod *v1.Pod, node string)
 }
 
+// RecordingReporter is a Reporter that also leaves, on a pod found
+// unschedulable, the failure record a new leader reads (failover.go).
+type RecordingReporter interface {
+	Reporter
+	UnschedulableRecorded(ctx context.Context, pod *v1.Pod, message string, rec FailureRecord)
+}
+
 // Options configures a Scheduler. Zero fields take the defaults noted.
 type Options struct {
 	// Profile is the plugins to run. Required.
@@ -111,6 +118,8 @@ type Outcome struct {
 	Node    string // chosen node (binding may still fail)
 	Message string // why not, for Unschedulable and Error
 	Plugins []string
+
+	state clusterState // the cache's fingerprints during the cycle
 }
 
 // ScheduleOne runs the scheduling cycle for a popped pod: filter, score,
@@ -125,7 +134,10 @@ func (s *Scheduler) ScheduleOne(ctx context.Context, info schedq.Info[*v1.Pod]) 
 		return s.fail(ctx, info, start, Outcome{Result: Error, Message: "invalid pod: " + err.Error()})
 	}
 	var out Outcome
-	s.cache.View(func(snap framework.Snapshot) { out = s.findNode(ctx, pi, snap) })
+	s.cache.View(func(snap framework.Snapshot) {
+		out = s.findNode(ctx, pi, snap)
+		out.state = s.cache.stateLocked() // the cluster the verdict is about
+	})
 	if out.Result != Scheduled {
 		return s.fail(ctx, info, start, out)
 	}
@@ -151,7 +163,7 @@ func (s *Scheduler) fail(ctx context.Context, info schedq.Info[*v1.Pod], start t
 	if err := s.queue.AddUnschedulableIfNotPresent(pod, info.Cycle, f); err != nil {
 		s.o.Logger.Debug("requeue after failed attempt", "pod", framework.Key(pod), "err", err)
 	}
-	s.reporter.Unschedulable(ctx, pod, reason, out.Message)
+	s.report(ctx, pod, reason, out)
 	return out
 }
 
