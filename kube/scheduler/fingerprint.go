@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"encoding/json"
-	"hash/fnv"
 	"maps"
 	"slices"
 	"sort"
@@ -11,7 +10,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // fingerprints summarise what the cache holds, so that a failure record
@@ -161,31 +159,58 @@ func boundAt(p *v1.Pod) int64 {
 	return p.CreationTimestamp.Unix()
 }
 
-// hasher accumulates strings into an FNV-1a hash, each one terminated so
-// that ("ab", "c") and ("a", "bc") differ.
-type hasher struct {
-	h interface{ Write([]byte) (int, error) }
-}
+// hasher is an FNV-1a hash that takes strings, each one terminated so
+// that ("ab", "c") and ("a", "bc") differ, and numbers, without
+// allocating.
+type hasher uint64
 
-func (h hasher) add(ss ...string) {
+func newHasher() hasher { return 14695981039346656037 }
+
+func (h *hasher) byte(b byte) { *h = (*h ^ hasher(b)) * 1099511628211 }
+
+func (h *hasher) add(ss ...string) {
 	for _, s := range ss {
-		h.h.Write([]byte(s))
-		h.h.Write([]byte{0})
+		for i := 0; i < len(s); i++ {
+			h.byte(s[i])
+		}
+		h.byte(0)
 	}
 }
 
-func (h hasher) addMap(m map[string]string) {
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		h.add(k, m[k])
+func (h *hasher) addInt(v int64) {
+	for range 8 {
+		h.byte(byte(v))
+		v >>= 8
+	}
+}
+
+func (h *hasher) addMap(m map[string]string) {
+	if len(m) < 2 {
+		for k, v := range m {
+			h.add(k, v)
+		}
+	} else {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			h.add(k, m[k])
+		}
 	}
 	h.add("}")
 }
 
-func (h hasher) addResources(rl v1.ResourceList) {
-	names := slices.Sorted(maps.Keys(rl))
-	for _, n := range names {
-		q := rl[n]
-		h.add(string(n), q.String())
+// addResources hashes a resource list by name and milli-value (a value
+// too large for that still hashes the same every time).
+func (h *hasher) addResources(rl v1.ResourceList) {
+	if len(rl) < 2 {
+		for n, q := range rl {
+			h.add(string(n))
+			h.addInt(q.MilliValue())
+		}
+	} else {
+		for _, n := range slices.Sorted(maps.Keys(rl)) {
+			q := rl[n]
+			h.add(string(n))
+			h.addInt(q.MilliValue())
+		}
 	}
 	h.add("}")
 }
@@ -194,8 +219,7 @@ func (h hasher) addResources(rl v1.ResourceList) {
 // taints and the unschedulable flag, condition types and statuses,
 // annotations; and the UID, so that a recreated node differs.
 func nodeHash(n *v1.Node) uint64 {
-	f := fnv.New64a()
-	h := hasher{f}
+	h := newHasher()
 	h.add(n.Name, string(n.UID), strconv.FormatBool(n.Spec.Unschedulable))
 	h.addResources(n.Status.Allocatable)
 	h.addMap(n.Labels)
@@ -207,27 +231,34 @@ func nodeHash(n *v1.Node) uint64 {
 	for _, c := range n.Status.Conditions {
 		h.add(string(c.Type), string(c.Status))
 	}
-	return f.Sum64()
+	return uint64(h)
 }
 
 // podHash hashes what an assigned pod gives the scheduling of others:
-// where it is, its labels, its requests.
+// where it is, its labels, the requests of its containers and overhead.
 func podHash(p *v1.Pod) uint64 {
-	f := fnv.New64a()
-	h := hasher{f}
+	h := newHasher()
 	h.add(string(p.UID), p.Namespace, p.Name, p.Spec.NodeName)
 	h.addMap(p.Labels)
-	h.addResources(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))
-	return f.Sum64()
+	for _, cs := range [][]v1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range cs {
+			h.addResources(cs[i].Resources.Requests)
+		}
+		h.add("]")
+	}
+	h.addResources(p.Spec.Overhead)
+	if r := p.Spec.Resources; r != nil {
+		h.addResources(r.Requests)
+	}
+	return uint64(h)
 }
 
 // selfHash hashes what a pending pod's own scheduling depends on: its spec
 // and labels.
 func selfHash(p *v1.Pod) uint64 {
-	f := fnv.New64a()
-	h := hasher{f}
+	h := newHasher()
 	spec, _ := json.Marshal(p.Spec) // a PodSpec always marshals
 	h.add(string(p.UID), string(spec))
 	h.addMap(p.Labels)
-	return f.Sum64()
+	return uint64(h)
 }
