@@ -107,7 +107,8 @@ func run(ctx context.Context, client, eventClient kubernetes.Interface, o Option
 
 	factory := informers.NewSharedInformerFactory(client, 0)
 	c := scheduler.NewCache()
-	h := &scheduler.Handlers{Queue: q, Cache: c, SchedulerName: o.SchedulerName, Logger: log, AffinityMatch: plugins.MatchesRequiredAffinity}
+	h := &scheduler.Handlers{Queue: q, Cache: c, SchedulerName: o.SchedulerName, Logger: log, AffinityMatch: plugins.MatchesRequiredAffinity,
+		Hints: qcfg.Hints}
 	others := map[schedq.Resource]cache.SharedIndexInformer{
 		schedq.PersistentVolume:      factory.Core().V1().PersistentVolumes().Informer(),
 		schedq.PersistentVolumeClaim: factory.Core().V1().PersistentVolumeClaims().Informer(),

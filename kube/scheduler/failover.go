@@ -175,7 +175,7 @@ func (wp *warmPod) nodeChanged(at int64) bool {
 // usable record, and reports whether it did.
 func (w *warmStart) park(h *Handlers, pod *v1.Pod) bool {
 	rec, ok := parkable(pod)
-	if !ok {
+	if !ok || !h.wakeable(rec.plugins) {
 		return false
 	}
 	err := h.Queue.AddUnschedulableIfNotPresent(pod, 0, schedq.Failure{UnschedulablePlugins: rec.plugins})
@@ -195,12 +195,26 @@ func (w *warmStart) park(h *Handlers, pod *v1.Pod) bool {
 	return true
 }
 
+// wakeable reports whether events can wake a pod the plugins rejected:
+// each registered some (when the Hints are known).
+func (h *Handlers) wakeable(plugins []string) bool {
+	if h.Hints == nil {
+		return true
+	}
+	for _, p := range plugins {
+		if len(h.Hints[p]) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // repark parks a pod that this queue holds in activeQ and never tried,
 // when an update brings a new failure record (another replica, the
 // leader, tried it): a standby's queue follows the leader's failures.
 func (w *warmStart) repark(h *Handlers, oldPod, newPod *v1.Pod) bool {
 	newRec, ok := parkable(newPod)
-	if !ok {
+	if !ok || !h.wakeable(newRec.plugins) {
 		return false
 	}
 	if oldRec, ok := parseRecord(oldPod); ok && slices.Equal(oldRec.plugins, newRec.plugins) &&

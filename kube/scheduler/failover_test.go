@@ -147,7 +147,7 @@ func newLeader(t testing.TB, cold bool, clock schedq.Clock) (*schedq.Queue[types
 		t.Fatal(err)
 	}
 	h := &Handlers{Queue: q, Cache: NewCache(), SchedulerName: "schedq", AffinityMatch: plugins.MatchesRequiredAffinity,
-		Logger: slog.New(slog.DiscardHandler)}
+		Logger: slog.New(slog.DiscardHandler), Hints: cfg.Hints}
 	if !cold {
 		h.warm = &warmStart{}
 	}
@@ -205,6 +205,15 @@ func TestWarmStartParksRecordedPods(t *testing.T) {
 	c.list(h, false)
 	if got := q.Counts(); got.Active != 1001 {
 		t.Fatalf("cold start: %+v", got)
+	}
+	// Records naming a plugin no event wakes (another version's, say)
+	// park nothing.
+	q, h = newLeader(t, false, nil)
+	h.Hints = QueueConfig(defaultProfile()).Hints
+	delete(h.Hints, "NodeResourcesFit")
+	c.list(h, false)
+	if got := q.Counts(); got.Active != 1001 {
+		t.Fatalf("records of a plugin without events: %+v", got)
 	}
 }
 

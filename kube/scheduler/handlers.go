@@ -30,6 +30,11 @@ type Handlers struct {
 	// every pending pod of the initial list then goes to activeQ, as in
 	// kube-scheduler, even if a previous leader recorded why it failed.
 	ColdStart bool
+	// Hints is the queue's hint configuration (QueueConfig's Hints). If
+	// set, the warm start parks a pod only if every plugin of its record
+	// registered events here, so that a record from another version or
+	// profile cannot park a pod that no event would wake.
+	Hints map[string][]schedq.EventHint[*v1.Pod]
 
 	warm *warmStart // nil: cold
 }
