@@ -221,14 +221,8 @@ func (w *warmStart) repark(h *Handlers, oldPod, newPod *v1.Pod) bool {
 		oldRec.clusterState == newRec.clusterState {
 		return false // not a new failure
 	}
-	g, ok := h.Queue.(interface {
-		Get(types.NamespacedName) (schedq.Info[*v1.Pod], schedq.Location, bool)
-	})
-	if !ok {
-		return false
-	}
 	key := framework.Key(newPod)
-	if info, loc, found := g.Get(key); !found || loc != schedq.InActive || info.Attempts > 0 {
+	if info, loc, found := h.Queue.Get(key); !found || loc != schedq.InActive || info.Attempts > 0 {
 		return false
 	}
 	if err := h.Queue.Delete(key); err != nil {

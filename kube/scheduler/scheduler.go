@@ -33,6 +33,7 @@ type Queue interface {
 	AddUnschedulableIfNotPresent(pod *v1.Pod, cycle int64, f schedq.Failure) error
 	MoveAllToActiveOrBackoffQueue(ev schedq.Event, oldObj, newObj any, preCheck func(*v1.Pod) bool) error
 	MoveMatching(ev schedq.Event, oldObj, newObj any, match func(*schedq.Info[*v1.Pod]) bool) error
+	Get(key types.NamespacedName) (schedq.Info[*v1.Pod], schedq.Location, bool)
 }
 
 // Binder binds a pod to a node and calls done with the result, now or

@@ -602,6 +602,10 @@ func (q coreQueue) MoveAllToActiveOrBackoffQueue(ev schedq.Event, o, n any, pre 
 	return nil
 }
 
+func (q coreQueue) Get(k types.NamespacedName) (schedq.Info[*v1.Pod], schedq.Location, bool) {
+	return q.c.Get(k)
+}
+
 func (q coreQueue) MoveMatching(ev schedq.Event, o, n any, m func(*schedq.Info[*v1.Pod]) bool) error {
 	q.s.trace(Op{Kind: "moveMatching", Event: ev, OldObj: o, NewObj: n})
 	q.c.MoveMatching(ev, o, n, m, q.s.now)
