@@ -325,11 +325,13 @@ func (c *Cache) planLocked(pods []warmPod, affinity func(queued, assigned *v1.Po
 		firstPod = min(firstPod, r.podsAt-warmMargin)
 	}
 	var moves []warmMove
-	for _, ni := range c.order { // stable order
-		if at := nodes.entries[ni.Name()].at; at >= firstNode {
-			moves = append(moves, warmMove{ev: schedq.EventNodeAdd, obj: ni.Node,
-				match: func(wp *warmPod, _ *v1.Pod) bool { return wp.nodeChanged(at) }})
-		}
+	changed := nodes.since(firstNode) // cheap when nothing changed: firstNode is then the far future
+	slices.Sort(changed)
+	for _, name := range changed {
+		e := nodes.entries[name]
+		at := e.at
+		moves = append(moves, warmMove{ev: schedq.EventNodeAdd, obj: e.obj,
+			match: func(wp *warmPod, _ *v1.Pod) bool { return wp.nodeChanged(at) }})
 	}
 	if anyUnexplained {
 		moves = append(moves, warmMove{ev: EventWarmStartUnexplained, match: func(wp *warmPod, _ *v1.Pod) bool { return wp.unexplained }})
