@@ -183,6 +183,14 @@ func (s *Scheduler) bound(ctx context.Context, info schedq.Info[*v1.Pod], node s
 		if errors.Is(err, context.Canceled) {
 			return // shutting down: the next leader starts from the API server
 		}
+		if _, onNode := s.cache.NodeOf(key); onNode {
+			// The informer has shown it bound (Forget keeps such a pod): the
+			// request went through after all (a timeout on the answer, say),
+			// or another replica bound it. Not a failure to report.
+			s.done(info)
+			s.o.Logger.Debug("binding: error, but the pod is bound", "pod", key, "err", err)
+			return
+		}
 		s.o.Logger.Warn("binding failed", "pod", key, "node", node, "err", err)
 		// Report before requeueing: this runs beside the scheduling loop,
 		// which could otherwise bind the pod again before the

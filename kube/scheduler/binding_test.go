@@ -334,3 +334,30 @@ func TestAPIBinderSkipsDeletedNode(t *testing.T) {
 		}
 	})
 }
+
+// A binding error (a timeout, say) on a pod the informer has meanwhile
+// shown bound is not reported: the request went through, or someone else
+// bound it.
+func TestBindingErrorOnABoundPod(t *testing.T) {
+	var f *apiFixture
+	p := pod("p", 100)
+	f = newAPIFixture(t, 0, func(name string) error {
+		bound := p.DeepCopy()
+		bound.Spec.NodeName = "n"
+		f.h.UpdatePod(p, bound)
+		return apierrors.NewTimeoutError("the binding's answer was lost", 1)
+	})
+	f.h.AddNode(node("n", 1000))
+	f.h.AddPod(p)
+	f.once()
+	f.binder.Wait()
+	if f.statusPatches() != 0 || len(f.events.Events) != 0 {
+		t.Fatal("reported a failure on a bound pod")
+	}
+	if c := f.q.Counts(); c.InFlight != 0 || c.Pending() != 0 {
+		t.Fatalf("queue %+v", c)
+	}
+	if n, ok := f.c.NodeOf(framework.Key(p)); !ok || n != "n" {
+		t.Fatalf("cache lost the bound pod: %q %v", n, ok)
+	}
+}
