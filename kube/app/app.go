@@ -115,7 +115,8 @@ func run(ctx context.Context, client, eventClient kubernetes.Interface, o Option
 	}
 
 	factory := informers.NewSharedInformerFactory(client, 0)
-	h := &scheduler.Handlers{Queue: q, Cache: c, SchedulerName: o.SchedulerName, Logger: log, AffinityMatch: plugins.MatchesRequiredAffinity}
+	h := &scheduler.Handlers{Queue: q, Cache: c, SchedulerName: o.SchedulerName, Logger: log, AffinityMatch: plugins.MatchesRequiredAffinity,
+		Hints: qcfg.Hints}
 	others := map[string]cache.SharedIndexInformer{
 		clusterevent.PersistentVolume:      factory.Core().V1().PersistentVolumes().Informer(),
 		clusterevent.PersistentVolumeClaim: factory.Core().V1().PersistentVolumeClaims().Informer(),

@@ -40,7 +40,7 @@ func TestWakeBudgetRoomOfANode(t *testing.T) {
 		t.Fatal("the room a failed pod gave back was not offered")
 	}
 	pi, _ := framework.NewPodInfo(pods[1])
-	if err := c.Assume(pi, "n"); err != nil {
+	if err := c.Assume(pi, "n", nil); err != nil {
 		t.Fatal(err)
 	}
 	if room.Return(pods[1]) { // b placed on n: its room is used

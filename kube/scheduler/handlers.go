@@ -3,6 +3,8 @@ package scheduler
 import (
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -25,6 +27,17 @@ type Handlers struct {
 	// queued pod's required pod-affinity terms: the targeted move for
 	// assigned pods wakes only those. Nil wakes every candidate.
 	AffinityMatch func(queued, assigned *v1.Pod, nsLabels labels.Set) bool
+	// ColdStart turns off the warm start of Register (see failover.go):
+	// every pending pod of the initial list then goes to activeQ, as in
+	// kube-scheduler, even if a previous leader recorded why it failed.
+	ColdStart bool
+	// Hints is the queue's hint configuration (QueueConfig's Hints). If
+	// set, the warm start parks a pod only if every plugin of its record
+	// registered events here, so that a record from another version or
+	// profile cannot park a pod that no event would wake.
+	Hints map[string][]schedq.EventHint[*v1.Pod]
+
+	warm *warmStart // nil: cold
 }
 
 // responsible reports whether p is a pending pod this scheduler must place.
@@ -55,13 +68,24 @@ func (h *Handlers) check(op string, p *v1.Pod, err error) {
 }
 
 // AddPod handles a new pod.
-func (h *Handlers) AddPod(p *v1.Pod) {
+func (h *Handlers) AddPod(p *v1.Pod) { h.addPod(p, false) }
+
+// addPod handles a new pod; initial says it comes from the informer's
+// initial list.
+func (h *Handlers) addPod(p *v1.Pod, initial bool) {
 	switch {
 	case assigned(p):
+		if initial && h.warm != nil {
+			h.cacheAssigned(p) // the warm start reconciles the parked pods
+			return
+		}
 		h.assignedPodAdded(p)
 	case h.responsible(p):
 		if _, placed := h.Cache.NodeOf(framework.Key(p)); placed {
 			return // a stale view of a pod we assumed or bound
+		}
+		if h.warm != nil && h.warm.park(h, p) {
+			return
 		}
 		h.check("add", p, h.Queue.Add(p))
 	}
@@ -90,6 +114,9 @@ func (h *Handlers) UpdatePod(oldPod, newPod *v1.Pod) {
 			// still shows it unassigned is stale and must not queue it again.
 			return
 		}
+		if h.warm != nil && h.warm.repark(h, oldPod, newPod) {
+			return
+		}
 		h.check("update", newPod, h.Queue.Update(oldPod, newPod))
 	case assigned(oldPod):
 		// Finished: its resources are free.
@@ -116,10 +143,14 @@ func (h *Handlers) DeletePod(p *v1.Pod) {
 }
 
 func (h *Handlers) assignedPodAdded(p *v1.Pod) {
+	h.cacheAssigned(p)
+	h.check("move", p, h.Queue.Move(clusterevent.AssignedPodAdd, nil, p, h.affinityTo(p)))
+}
+
+func (h *Handlers) cacheAssigned(p *v1.Pod) {
 	if err := h.Cache.AddPod(p); err != nil {
 		h.log().Warn("cache", "pod", framework.Key(p), "err", err)
 	}
-	h.check("move", p, h.Queue.Move(clusterevent.AssignedPodAdd, nil, p, h.affinityTo(p)))
 }
 
 // affinityTo selects the parked pods that p could help through affinity.
@@ -133,8 +164,17 @@ func (h *Handlers) affinityTo(p *v1.Pod) func(*schedq.Info[*v1.Pod]) bool {
 }
 
 // AddNode handles a new node.
-func (h *Handlers) AddNode(n *v1.Node) {
+func (h *Handlers) AddNode(n *v1.Node) { h.addNode(n, false) }
+
+// addNode handles a new node; initial says it comes from the informer's
+// initial list. With the warm start on, those wake nothing: the parked
+// pods were rejected with these nodes there, and the warm start replays
+// the ones that changed since.
+func (h *Handlers) addNode(n *v1.Node, initial bool) {
 	h.Cache.AddNode(n)
+	if initial && h.warm != nil {
+		return
+	}
 	h.move(clusterevent.NodeAdd, nil, n)
 }
 
@@ -170,23 +210,35 @@ func (h *Handlers) move(ev schedq.Event, oldObj, newObj any) {
 // be before our handlers have put the pending pods into the queue and the
 // nodes into the cache. Wait for it before the first Pop, or the first
 // pops see a partial queue and the priority order is lost.
+//
+// Unless ColdStart is set, Register also turns on the warm start: pending
+// pods with a failure record are parked behind their plugins, and synced,
+// the first time it reports true, has reconciled them with the cluster
+// (see failover.go).
 func (h *Handlers) Register(pods, nodes, namespaces cache.SharedIndexInformer, others map[string]cache.SharedIndexInformer) (synced func() bool, err error) {
 	type reg struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
 	}
+	if !h.ColdStart {
+		h.warm = &warmStart{others: slices.Sorted(maps.Keys(others))}
+	}
 	regs := []reg{
-		{pods, typed(h.AddPod, h.UpdatePod, h.DeletePod)},
-		{nodes, typed(h.AddNode, h.UpdateNode, h.DeleteNode)},
+		{pods, typed(h.addPod, h.UpdatePod, h.DeletePod)},
+		{nodes, typed(h.addNode, h.UpdateNode, h.DeleteNode)},
 	}
 	if namespaces != nil {
-		regs = append(regs, reg{namespaces, typed(h.Cache.SetNamespace,
+		regs = append(regs, reg{namespaces, typed(func(ns *v1.Namespace, _ bool) { h.Cache.SetNamespace(ns) },
 			func(_, ns *v1.Namespace) { h.Cache.SetNamespace(ns) },
 			func(ns *v1.Namespace) { h.Cache.RemoveNamespace(ns.Name) })})
 	}
 	for res, inf := range others {
-		regs = append(regs, reg{inf, cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { h.Other(res, clusterevent.Add, nil, obj) },
+		regs = append(regs, reg{inf, cache.ResourceEventHandlerDetailedFuncs{
+			AddFunc: func(obj any, initial bool) {
+				if !initial || h.warm == nil { // the warm start replays them
+					h.Other(res, clusterevent.Add, nil, obj)
+				}
+			},
 			UpdateFunc: func(o, n any) { h.Other(res, clusterevent.Update, o, n) },
 			DeleteFunc: func(obj any) { h.Other(res, clusterevent.Delete, obj, nil) },
 		}})
@@ -205,13 +257,16 @@ func (h *Handlers) Register(pods, nodes, namespaces cache.SharedIndexInformer, o
 				return false
 			}
 		}
+		if h.warm != nil {
+			h.warm.finish(h)
+		}
 		return true
 	}, nil
 }
 
 // typed adapts typed handlers to an informer's, unwrapping the tombstones
 // of objects deleted while the watch was down.
-func typed[T any](add func(T), update func(T, T), del func(T)) cache.ResourceEventHandler {
+func typed[T any](add func(T, bool), update func(T, T), del func(T)) cache.ResourceEventHandler {
 	as := func(obj any) (T, bool) {
 		switch o := obj.(type) {
 		case T:
@@ -223,10 +278,10 @@ func typed[T any](add func(T), update func(T, T), del func(T)) cache.ResourceEve
 		var zero T
 		return zero, false
 	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
 			if t, ok := as(obj); ok {
-				add(t)
+				add(t, initial)
 			}
 		},
 		UpdateFunc: func(o, n any) {

@@ -390,7 +390,7 @@ func TestForgetChecksUID(t *testing.T) {
 	old, recreated := pod("p", 100), pod("p", 100)
 	recreated.UID = "uid-p-2"
 	pi, _ := framework.NewPodInfo(recreated)
-	if err := c.Assume(pi, "n"); err != nil {
+	if err := c.Assume(pi, "n", nil); err != nil {
 		t.Fatal(err)
 	}
 	c.Forget(old)
@@ -409,3 +409,12 @@ var ended = func() context.Context {
 	cancel()
 	return ctx
 }()
+
+// tryPop pops an attempt if one is ready, without blocking.
+func tryPop(q *schedq.Queue[types.NamespacedName, *v1.Pod]) (Attempt, bool) {
+	a, err := q.Pop(ended)
+	return a, err == nil
+}
+
+// queued is the number of queued pods: every place but in flight.
+func queued(c schedq.Counts) int { return c.Active + c.Backoff + c.Unschedulable + c.Gated }

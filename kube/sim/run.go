@@ -615,3 +615,7 @@ func (q coreQueue) Move(ev schedq.Event, o, n any, m func(*schedq.Info[*v1.Pod])
 	q.c.Move(ev, o, n, m, q.s.now)
 	return nil
 }
+
+func (q coreQueue) Get(k types.NamespacedName) (schedq.Info[*v1.Pod], schedq.Location, bool) {
+	return q.c.Get(k)
+}
