@@ -31,7 +31,9 @@ import (
 var cl *cluster.Cluster
 
 func TestMain(m *testing.M) {
-	cluster.Main(m, func(c *cluster.Cluster) { cl = c })
+	// Replicas bind as users of their own, and the audit log of bindings
+	// and lease writes says who did what, and when.
+	cluster.MainWith(m, cluster.Options{Users: replicaUsers, Audit: true}, func(c *cluster.Cluster) { cl = c })
 }
 
 func client(t testing.TB) kubernetes.Interface {
