@@ -28,6 +28,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,8 +72,8 @@ type Options struct {
 	// StopTimeout is how long Stop waits after SIGTERM before SIGKILL.
 	// Default 15s.
 	StopTimeout time.Duration
-	// APIServerFlags are appended to the kube-apiserver command line
-	// (a later flag overrides an earlier one).
+	// APIServerFlags are appended to the kube-apiserver command line; each
+	// replaces the default of the same name, if any.
 	APIServerFlags []string
 	// Users are extra users, each with a token of its own (see
 	// KubeconfigFor), so that the audit log tells their requests apart.
@@ -377,6 +378,12 @@ func (c *Cluster) apiserverArgs() []string {
 	if c.opts.Audit {
 		args = append(args, "--audit-policy-file="+c.path("audit-policy.yaml"), "--audit-log-path="+c.AuditLog(),
 			"--audit-log-format=json", "--audit-log-mode=blocking")
+	}
+	// A flag given again replaces the default: for list flags such as
+	// --authorization-mode, kube-apiserver would append instead.
+	for _, extra := range c.opts.APIServerFlags {
+		name, _, _ := strings.Cut(extra, "=")
+		args = slices.DeleteFunc(args, func(a string) bool { return strings.HasPrefix(a, name+"=") })
 	}
 	return append(args, c.opts.APIServerFlags...)
 }
