@@ -8,23 +8,28 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// auditPolicy logs who bound which pod and who wrote which lease (with
-// the record written), and nothing else.
+// auditPolicy logs who bound which pod to which node, who wrote which
+// lease (with the record written), who deleted which node, and nothing
+// else.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
 rules:
-  - level: Metadata
+  - level: Request
     verbs: [create]
     resources: [{group: "", resources: [pods/binding]}]
   - level: Request
     verbs: [create, update]
     resources: [{group: coordination.k8s.io, resources: [leases]}]
+  - level: Metadata
+    verbs: [delete]
+    resources: [{group: "", resources: [nodes]}]
   - level: None
 `
 
 // AuditLog is the path of the API server's audit log (Options.Audit):
-// JSON lines of audit.k8s.io/v1 Events.
+// JSON lines of audit.k8s.io/v1 Events, for bindings, lease writes and
+// node deletions.
 func (c *Cluster) AuditLog() string { return c.path("audit.log") }
 
 // TokenFor returns the token of one of Options.Users.

@@ -32,9 +32,12 @@ type auditEvent struct {
 	} `json:"responseStatus"`
 	RequestReceived time.Time `json:"requestReceivedTimestamp"`
 	RequestObject   struct {
-		Spec struct {
+		Spec struct { // a Lease's
 			HolderIdentity *string `json:"holderIdentity"`
 		} `json:"spec"`
+		Target struct { // a Binding's
+			Name string `json:"name"`
+		} `json:"target"`
 	} `json:"requestObject"`
 }
 
