@@ -1,9 +1,10 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
-	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,10 +34,11 @@ func TestOutageLeaderElected(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	addr := freeAddr(t)
+	logs := &lineCounter{}
 	go func() {
 		// 20 bindings/s: pods are still pending when each outage begins.
 		done <- app.Run(ctx, app.Options{Kubeconfig: own.Kubeconfig(), SchedulerName: "schedq-outage", Address: addr,
-			Scoring: plugins.LeastAllocated, QPS: 20, Burst: 20, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Scoring: plugins.LeastAllocated, QPS: 20, Burst: 20, Logger: slog.New(slog.NewTextHandler(logs, nil)),
 			LeaderElect: true, LeaseNamespace: "kube-system", LeaseName: "schedq-outage", Identity: "outage",
 			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second})
 	}()
@@ -73,6 +75,7 @@ func TestOutageLeaderElected(t *testing.T) {
 			}
 			return n >= 30, nil
 		})
+		linesBefore, failedBefore := logs.counts()
 		fault.stop()
 		time.Sleep(outage) // the fault's duration, not a wait for a result
 		restarted := time.Now()
@@ -91,10 +94,12 @@ func TestOutageLeaderElected(t *testing.T) {
 			t.Fatalf("%s: no binding after the outage in the audit log", fault.name)
 		}
 		resumed := first.Sub(ready)
+		lines, failed := logs.counts()
 		// The API server takes requests a little before its /readyz says
 		// so: a negative figure means bindings resumed before that.
-		figure(t, "%s down %v with leader election on: restarted, /readyz ok %v later; first binding %v after the restart began, %v after /readyz; 300 pods bound, none twice",
-			fault.name, outage, ready.Sub(restarted).Round(time.Millisecond), first.Sub(restarted).Round(time.Millisecond), resumed.Round(time.Millisecond))
+		figure(t, "%s down %v with leader election on: restarted, /readyz ok %v later; first binding %v after the restart began, %v after /readyz; 300 pods bound, none twice; %d scheduler log lines, %d of them \"binding failed\"",
+			fault.name, outage, ready.Sub(restarted).Round(time.Millisecond), first.Sub(restarted).Round(time.Millisecond), resumed.Round(time.Millisecond),
+			lines-linesBefore, failed-failedBefore)
 		if resumed > 15*time.Second {
 			t.Errorf("%s: first binding %v after recovery", fault.name, resumed)
 		}
@@ -111,4 +116,25 @@ func TestOutageLeaderElected(t *testing.T) {
 	if len(all) != boundCount(bound(t, c, ns)) {
 		t.Errorf("pods lost: %d of %d bound", boundCount(bound(t, c, ns)), len(all))
 	}
+}
+
+// lineCounter counts the scheduler's log lines, and those of failed
+// bindings.
+type lineCounter struct {
+	mu            sync.Mutex
+	lines, failed int
+}
+
+func (l *lineCounter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines += bytes.Count(p, []byte("\n"))
+	l.failed += bytes.Count(p, []byte(`msg="binding failed"`))
+	return len(p), nil
+}
+
+func (l *lineCounter) counts() (lines, failed int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lines, l.failed
 }
