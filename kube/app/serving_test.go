@@ -205,3 +205,34 @@ func (c *countingView) Dump() schedq.Dump {
 	c.dumps++
 	return c.queueView.Dump()
 }
+
+// BenchmarkDebugQueue20k measures /debug/queue on a queue of 20,000
+// pending pods: "dump" is what an expired snapshot costs (its collection
+// holds the queue's lock), at most once a second however many clients
+// ask; "page" is a request served from the snapshot (default page).
+func BenchmarkDebugQueue20k(b *testing.B) {
+	q, err := schedq.New(scheduler.QueueConfig(framework.Profile(plugins.Default(plugins.LeastAllocated))))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 20000 {
+		q.Add(testPod(fmt.Sprintf("p%05d", i), "schedq", "1"))
+	}
+	b.Run("dump", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			q.Dump()
+		}
+	})
+	b.Run("page", func(b *testing.B) {
+		h := Handler(testRegistry(), q, func() (bool, string) { return true, "ok" })
+		b.ReportAllocs()
+		var size int
+		for b.Loop() {
+			rr := httptest.NewRecorder()
+			h.ServeHTTP(rr, httptest.NewRequest(http.MethodGet, "/debug/queue", nil))
+			size = rr.Body.Len()
+		}
+		b.ReportMetric(float64(size), "bytes/page")
+	})
+}
