@@ -183,8 +183,8 @@ func TestFailover(t *testing.T) {
 			takeover := time.Since(killed)
 			waitBound(t, c, ns, append(first, second...), 2*time.Minute)
 			checkFits(t, c, ns)
-			figure(t, "leader killed with %s: replica b took the lease after %v; all 300 pods bound in %v",
-				sig, takeover.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond))
+			figure(t, "leader sent %s: replica b took the lease after %v; all 300 pods bound in %v",
+				map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM"}[sig], takeover.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond))
 		})
 	}
 }
