@@ -10,9 +10,12 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	testingclock "k8s.io/utils/clock/testing"
@@ -221,4 +224,29 @@ func TestFencedTransport(t *testing.T) {
 		t.Fatalf("a read on an expired fence: %v", err)
 	}
 	resp.Body.Close()
+}
+
+// TestFencedBindingThroughClientGo: a binding the transport refuses comes
+// back from client-go as an error wrapping ErrFenced, which the outage
+// backoff does not count and the scheduler requeues (it is not a context
+// error).
+func TestFencedBindingThroughClientGo(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		t.Error("a fenced request reached the server")
+	}))
+	defer srv.Close()
+	clk := testingclock.NewFakePassiveClock(t0.Add(time.Hour))
+	f, _ := leadingFence(clk)
+	cfg := &rest.Config{Host: srv.URL}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return fencedTransport{next: rt, fence: f} })
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cs.CoreV1().Pods("d").Bind(context.Background(), &v1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "d", Name: "p"}, Target: v1.ObjectReference{Kind: "Node", Name: "n"},
+	}, metav1.CreateOptions{})
+	if !errors.Is(err, ErrFenced) || errors.Is(err, context.Canceled) || unavailable(err) {
+		t.Fatalf("bind on an expired fence: %v (ErrFenced %v, unavailable %v)", err, errors.Is(err, ErrFenced), unavailable(err))
+	}
 }
