@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 
@@ -33,7 +31,7 @@ import (
 
 // Options configure the scheduler. The command's flags fill them.
 type Options struct {
-	Kubeconfig    string // empty: in-cluster config
+	Kubeconfig    string // empty: as kubectl finds it (see Config)
 	SchedulerName string
 	// Address serves /metrics, /healthz, /readyz, /livez and /debug/queue
 	// over plain HTTP without authentication: for development, on a
@@ -64,26 +62,6 @@ type Options struct {
 	Logger *slog.Logger
 	// Clock is for the fence and the outage backoff. Default: the wall clock.
 	Clock clock.Clock
-}
-
-// Config builds the client configuration, with a clear error if the
-// kubeconfig is missing or unusable.
-func Config(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		cfg, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("no --kubeconfig given and not running in a cluster: %w", err)
-		}
-		return cfg, nil
-	}
-	if _, err := os.Stat(kubeconfig); err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
-	}
-	return cfg, nil
 }
 
 // Run runs the scheduler until ctx ends (SIGTERM). With leader election,
