@@ -72,7 +72,7 @@ func TestZombieLeader(t *testing.T) {
 	if d := doubleBinds(events, ns); len(d) > 0 {
 		t.Errorf("pods bound more than once: %v", d)
 	}
-	figure(t, "leader stopped %v (lease 4s); replica b acquired the lease %v after the stop; "+
+	figure(t, "leader stopped for %v, until its 4s lease (counted from its last renewal) had expired and replica b acquired it, %v after the stop; "+
 		"binding requests: %d by a, %d by b, %d by a after b acquired",
 		continued.Sub(stopped).Round(time.Millisecond), took.Sub(stopped).Round(time.Millisecond), byA, byB, zombie)
 
