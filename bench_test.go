@@ -199,3 +199,64 @@ func BenchmarkMemoryPerItem(b *testing.B) {
 		})
 	}
 }
+
+// benchRoom is a budget with room for n items.
+type benchRoom struct{ n int }
+
+func (r *benchRoom) Take(benchItem) bool {
+	if r.n == 0 {
+		return false
+	}
+	r.n--
+	return true
+}
+
+func (r *benchRoom) Return(benchItem) bool { r.n++; return true }
+
+// BenchmarkMoveBudget is BenchmarkMoveAll's AllMove with a wake budget
+// (Config.Budget): the event's room holds every parked item (All: the
+// budget's own cost, sorting the candidates into pop order), or 100 of
+// them (Some: the rest are deferred). Compare with MoveAll/AllMove.
+func BenchmarkMoveBudget(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		room func(n int) int
+	}{{"All", func(n int) int { return n }}, {"Some", func(int) int { return 100 }}} {
+		for _, n := range benchSizes {
+			b.Run(fmt.Sprintf("%s/%d", tc.name, n), func(b *testing.B) {
+				newCore := func() *Core[int, benchItem] {
+					c, err := NewCore(Config[int, benchItem]{
+						Key:      func(it benchItem) int { return it.id },
+						Priority: func(it benchItem) int32 { return it.prio },
+						Hints:    map[string][]EventHint[benchItem]{"Fit": {{Event: evMachineAdd}}},
+						Budget: func(Event, any, any) (Budget[benchItem], bool) {
+							return &benchRoom{n: tc.room(n)}, true
+						},
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+					parkAll(b, c, n, t0)
+					return c
+				}
+				later := t0.Add(time.Hour)
+				c := newCore()
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if i > 0 {
+						b.StopTimer()
+						c = newCore()
+						runtime.GC()
+						b.StartTimer()
+					}
+					c.Move(evMachineAdd, nil, nil, nil, later)
+				}
+				b.StopTimer()
+				if got, want := c.Counts().Active, tc.room(n); got != want {
+					b.Fatalf("%d woken, want %d", got, want)
+				}
+			})
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package schedq
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -12,6 +13,10 @@ import (
 // Its methods run under the queue's lock and must be pure and fast.
 type Budget[T any] interface {
 	// Take reserves room for item if it fits, and reports whether it did.
+	// It must be additive: whether a set of items fits must not depend on
+	// the order they are offered in, as for a capacity. When they all fit
+	// the queue offers them in any order; otherwise in pop order, after
+	// undoing (with Return) what it took.
 	Take(item T) bool
 	// Return releases the room Take reserved for item: the item's attempt
 	// has ended (placed, failed or given up), or the item is gone. It
@@ -35,31 +40,37 @@ type roomGroup[K comparable, T any] struct {
 	// recheck: no woken item is left, and the deferred items wait for one
 	// more offer at the next backoff flush.
 	recheck bool
-	// deferred is in pop order. An entry counts only while its deferredBy
-	// holds this group; others (woken or moved since, or recycled) are
+	// deferred is in pop order. An entry counts only while its deferred
+	// set holds this group; others (woken or moved since, or recycled) are
 	// skipped. An item may wait on the room of several events.
 	deferred []*entry[K, T]
 }
 
 // wakeWithin wakes the ready candidates (each with its strategy) that fit
 // in b, in pop order, and defers the rest. It returns how many it woke.
-func (c *Core[K, T]) wakeWithin(b Budget[T], label string, ready []*entry[K, T], now time.Time) int {
-	slices.SortStableFunc(ready, func(x, y *entry[K, T]) int {
-		switch {
-		case c.cfg.Less(&x.Info, &y.Info):
-			return -1
-		case c.cfg.Less(&y.Info, &x.Info):
-			return 1
-		}
-		return 0
-	})
+//
+// The caller has offered them to b already, as it found them, until the
+// first that did not fit: fit of them fit. Often the room holds them all;
+// then the order they are offered in cannot matter (Take is additive), and
+// sorting them is not needed.
+func (c *Core[K, T]) wakeWithin(b Budget[T], label string, ready []*entry[K, T], fit int, now time.Time) int {
 	g := &roomGroup[K, T]{b: b, label: label}
+	if fit == len(ready) {
+		for _, e := range ready {
+			c.wake(g, e, label, now)
+		}
+		return g.woken
+	}
+	for _, e := range ready[:fit] {
+		b.Return(e.Item) // undone: they are offered again, in pop order
+	}
+	c.popOrder(ready)
 	for _, e := range ready {
 		if b.Take(e.Item) {
 			c.wake(g, e, label, now)
 			continue
 		}
-		e.deferredBy = append(e.deferredBy, g)
+		e.deferred.add(g)
 		e.lastFlush = now.UnixNano() // it heard an event: no need of the leftover flush yet
 		g.deferred = append(g.deferred, e)
 	}
@@ -68,11 +79,59 @@ func (c *Core[K, T]) wakeWithin(b Budget[T], label string, ready []*entry[K, T],
 	return woken
 }
 
+// popOrder sorts parked entries into the order the queue would pop them.
+// With the default order it compares the cached sort keys (refreshed
+// here: a parked item's priority may have changed), with a caller's Less
+// it calls Less; ties keep the order they came in. O(k log k).
+func (c *Core[K, T]) popOrder(es []*entry[K, T]) {
+	if c.cfg.Priority == nil {
+		slices.SortStableFunc(es, func(x, y *entry[K, T]) int {
+			switch {
+			case c.cfg.Less(&x.Info, &y.Info):
+				return -1
+			case c.cfg.Less(&y.Info, &x.Info):
+				return 1
+			}
+			return 0
+		})
+		return
+	}
+	keys := slices.Grow(c.orderKeys[:0], len(es))
+	for i, e := range es {
+		c.sortKeys(e)
+		keys = append(keys, orderKey{prio: e.prio, ts: e.ts, i: int32(i)})
+	}
+	// A total order (the index last), so the unstable sort is deterministic.
+	slices.SortFunc(keys, func(x, y orderKey) int {
+		if x.prio != y.prio {
+			return cmp.Compare(y.prio, x.prio)
+		}
+		if x.ts != y.ts {
+			return cmp.Compare(x.ts, y.ts)
+		}
+		return cmp.Compare(x.i, y.i)
+	})
+	sorted := slices.Grow(c.orderScratch[:0], len(es))
+	for _, k := range keys {
+		sorted = append(sorted, es[k.i])
+	}
+	copy(es, sorted)
+	clear(sorted)
+	c.orderKeys, c.orderScratch = keys[:0], sorted[:0]
+}
+
+// orderKey is an entry's sort keys beside its index, so that sorting
+// moves small values and never reads the entries.
+type orderKey struct {
+	prio int32
+	i    int32
+	ts   int64
+}
+
 // wake requeues e with the strategy its hints chose; it then holds the
 // room Take reserved in g, unless a PreEnqueue check parked it again.
 func (c *Core[K, T]) wake(g *roomGroup[K, T], e *entry[K, T], label string, now time.Time) {
-	clear(e.deferredBy)
-	e.deferredBy = e.deferredBy[:0]
+	e.deferred.clear()
 	if l := c.requeue(e, e.strategy, label, now); l == locParked || l == locGated {
 		g.b.Return(e.Item)
 		return
@@ -104,7 +163,7 @@ func (c *Core[K, T]) release(e *entry[K, T], now time.Time) {
 func (c *Core[K, T]) offer(g *roomGroup[K, T], now time.Time) {
 	kept := g.deferred[:0]
 	for _, e := range g.deferred {
-		if !slices.Contains(e.deferredBy, g) {
+		if !e.deferred.has(g) {
 			continue
 		}
 		if g.b.Take(e.Item) {
@@ -138,9 +197,56 @@ func (c *Core[K, T]) settle(g *roomGroup[K, T], _ time.Time) {
 		return
 	}
 	for _, e := range g.deferred {
-		if i := slices.Index(e.deferredBy, g); i >= 0 {
-			e.deferredBy = slices.Delete(e.deferredBy, i, i+1)
-		}
+		e.deferred.remove(g)
 	}
 	g.deferred = nil
+}
+
+// deferrals is the set of events an item waits on for room. The first is
+// kept inline, so that deferring an item allocates nothing; an item rarely
+// waits on more than one. O(n) operations for n events.
+type deferrals[K comparable, T any] struct {
+	first *roomGroup[K, T]
+	more  []*roomGroup[K, T]
+}
+
+func (d *deferrals[K, T]) add(g *roomGroup[K, T]) {
+	if d.first == nil {
+		d.first = g
+		return
+	}
+	d.more = append(d.more, g)
+}
+
+func (d *deferrals[K, T]) has(g *roomGroup[K, T]) bool {
+	return d.first == g || slices.Contains(d.more, g)
+}
+
+func (d *deferrals[K, T]) remove(g *roomGroup[K, T]) {
+	if d.first == g {
+		d.first = nil
+		if n := len(d.more); n > 0 {
+			d.first, d.more[0] = d.more[0], d.more[n-1]
+			d.more[n-1] = nil
+			d.more = d.more[:n-1]
+		}
+		return
+	}
+	if i := slices.Index(d.more, g); i >= 0 {
+		d.more = slices.Delete(d.more, i, i+1)
+	}
+}
+
+func (d *deferrals[K, T]) clear() {
+	d.first = nil
+	clear(d.more)
+	d.more = d.more[:0]
+}
+
+// all lists the events, for the invariant checker.
+func (d *deferrals[K, T]) all() []*roomGroup[K, T] {
+	if d.first == nil {
+		return nil
+	}
+	return append([]*roomGroup[K, T]{d.first}, d.more...)
 }

@@ -87,9 +87,9 @@ type entry[K comparable, T any] struct {
 	// Budgets (Config.Budget): the group whose room it holds, from its
 	// wake to the end of its next attempt; the groups that deferred it,
 	// while parked; and the strategy its hints chose for the last event.
-	tookFrom   *roomGroup[K, T]
-	deferredBy []*roomGroup[K, T]
-	strategy   strategy
+	tookFrom *roomGroup[K, T]
+	deferred deferrals[K, T]
+	strategy strategy
 
 	// While in flight.
 	startSeq   uint64
@@ -136,6 +136,9 @@ type Core[K comparable, T any] struct {
 	labels map[Event]string // Event.Label() of events seen, to build each once
 
 	rechecks []*roomGroup[K, T] // budgets to offer once more (budget.go)
+	// Scratch space of popOrder.
+	orderKeys    []orderKey
+	orderScratch []*entry[K, T]
 
 	epoch   uint64
 	free    []*entry[K, T]
@@ -695,8 +698,7 @@ func (c *Core[K, T]) unlink(e *entry[K, T], now time.Time) {
 		c.backoffE.Remove(e.idx)
 	case locParked, locGated:
 		c.parked.remove(e)
-		clear(e.deferredBy)
-		e.deferredBy = e.deferredBy[:0]
+		e.deferred.clear()
 	default:
 		return
 	}

@@ -82,8 +82,8 @@ func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation {
 				}
 			}
 		}
-		if len(e.deferredBy) > 0 {
-			x.DeferredBy = e.deferredBy[0].label
+		if g := e.deferred.first; g != nil {
+			x.DeferredBy = g.label
 		}
 		from := max(e.Timestamp.UnixNano(), e.lastFlush)
 		// The flush takes items older than the maximum, at its next tick.

@@ -189,7 +189,7 @@ func (c *Core[K, T]) checkRoom(bad func(string, ...any)) {
 		if g := e.tookFrom; g != nil {
 			holding[g]++
 		}
-		for _, g := range e.deferredBy {
+		for _, g := range e.deferred.all() {
 			if e.loc != locParked {
 				bad("key %v deferred by %s but at loc %d", e.key, g.label, e.loc)
 			}

@@ -82,7 +82,7 @@ func (c *Core[K, T]) moveItems(cands []*entry[K, T], ev Event, oldObj, newObj an
 	if c.cfg.Budget != nil && !ev.wildcard() {
 		b, _ = c.cfg.Budget(ev, oldObj, newObj)
 	}
-	moved, ready := 0, cands[:0]
+	moved, fit, ready := 0, 0, cands[:0]
 	for _, e := range cands {
 		if match != nil && !match(&e.Info) {
 			continue
@@ -97,6 +97,9 @@ func (c *Core[K, T]) moveItems(cands []*entry[K, T], ev Event, oldObj, newObj an
 		if b != nil && e.loc == locParked {
 			e.strategy = s
 			ready = append(ready, e) // in place: cands is behind it
+			if fit == len(ready)-1 && b.Take(e.Item) {
+				fit++ // so far they all fit (see wakeWithin)
+			}
 			continue
 		}
 		if l := c.requeue(e, s, label, now); l != locParked && l != locGated {
@@ -105,7 +108,7 @@ func (c *Core[K, T]) moveItems(cands []*entry[K, T], ev Event, oldObj, newObj an
 	}
 	examined := len(cands)
 	if len(ready) > 0 {
-		moved += c.wakeWithin(b, label, ready, now)
+		moved += c.wakeWithin(b, label, ready, fit, now)
 	}
 	clear(cands)
 	c.moveRequestCycle = c.cycle
