@@ -22,6 +22,7 @@ func simulateCmd(stdout, stderr io.Writer) *cobra.Command {
 		seed              int64
 		noWall, check     bool
 		progress          string
+		in                inputs
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate",
@@ -44,7 +45,10 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 			if output != "text" && output != "json" {
 				return fmt.Errorf("--output: %q is not text or json", output)
 			}
-			sc, err := sim.Load(scenario)
+			if err := in.check(); err != nil {
+				return err
+			}
+			sc, err := in.load(scenario, cmd.Flags().Changed("scenario"))
 			if err != nil {
 				return err
 			}
@@ -79,7 +83,7 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 				if !ok {
 					return fmt.Errorf("--compare: %q is not key=value", compare)
 				}
-				alt, err := sim.Load(scenario)
+				alt, err := in.load(scenario, cmd.Flags().Changed("scenario"))
 				if err != nil {
 					return err
 				}
@@ -100,6 +104,9 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 						return err
 					}
 				}
+			}
+			if err := in.write(base); err != nil {
+				return err
 			}
 			switch {
 			case output == "json" && other != nil:
@@ -124,6 +131,10 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 	f.BoolVar(&noWall, "no-wall", false, "leave out the wall-clock figures, so that runs of one seed print the same bytes")
 	f.BoolVar(&check, "check", false, "check the queue's invariants after every step (slow)")
 	f.StringVar(&progress, "progress", "auto", "progress bar on stderr: auto (on a terminal), on or off")
+	f.StringVar(&in.trace, "trace", "", "replay the Alibaba GPU trace v2023 (openb CSV files) in this directory")
+	f.StringVar(&in.snapshot, "snapshot", "", "start from a cluster saved with kubectl get nodes,pods -A -o yaml (a file or a directory of them)")
+	f.StringVar(&in.records, "records", "", "write one record per pod to this file (.jsonl or .csv)")
+	f.StringVar(&in.series, "series", "", "write the sub-queue sizes and the cluster's allocation over virtual time to this CSV file")
 	return cmd
 }
 

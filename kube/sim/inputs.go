@@ -1,0 +1,92 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// extras is the state of what the simulator adds to a plain scenario:
+// lifetimes, replayed traces, snapshots and the cluster's allocation.
+type extras struct {
+	groups    map[string]*PodGroup                   // pod groups by name, for lifetimes
+	traceLife map[types.NamespacedName]time.Duration // lifetimes of trace pods
+	alloc     allocation
+	// production holds the trace's own figures; showAlloc prints the
+	// allocation summary (for traces, snapshots and lifetimes).
+	production *Production
+	showAlloc  bool
+	// leftAlone counts snapshot pods pending for another scheduler.
+	leftAlone int
+}
+
+// loadInputs prepares lifetimes and loads the scenario's trace and
+// snapshot, if any.
+func (s *sim) loadInputs() error {
+	s.x.groups = map[string]*PodGroup{}
+	for i := range s.sc.Pods {
+		g := &s.sc.Pods[i]
+		s.x.groups[g.Name] = g
+		if g.Lifetime != nil {
+			s.x.showAlloc = true
+		}
+	}
+	if s.sc.Snapshot != "" {
+		if err := s.loadSnapshot(s.sc.Snapshot); err != nil {
+			return err
+		}
+		s.x.showAlloc = true
+	}
+	if s.sc.Trace != nil {
+		if err := s.loadTrace(s.sc.Trace); err != nil {
+			return err
+		}
+		s.x.showAlloc = true
+	}
+	return nil
+}
+
+// validateInputs checks the fields that lifetimes, traces and snapshots
+// add to a scenario.
+func (s *Scenario) validateInputs(bad func(string, string, ...any)) {
+	for i := range s.Pods {
+		if l := s.Pods[i].Lifetime; l != nil {
+			l.validate(fmt.Sprintf("pods[%d].lifetime", i), bad)
+		}
+	}
+	if s.Trace != nil {
+		s.Trace.validate("trace", bad)
+	}
+}
+
+// reportExtras adds the endings, the allocation and the records.
+func (s *sim) reportExtras(r *Report) {
+	s.endings(r)
+	s.x.alloc.sample(s.now)
+	r.Alloc = s.x.alloc.series
+	a := summarize(r.Alloc, s.now.Sub(epoch), s.x.alloc.alloc.gpu > 0)
+	r.Allocation = &a
+	r.Production = s.x.production
+	r.showAlloc = s.x.showAlloc
+	if s.x.production != nil {
+		s.x.production.LeftAlone = s.x.leftAlone
+	}
+	r.Records = s.records()
+}
+
+// writeExtras prints the allocation and, for a trace, the production
+// figures beside the simulated ones.
+func (r *Report) writeExtras(p func(string, ...any), showAlloc bool) {
+	if a := r.Allocation; a != nil && showAlloc {
+		line := fmt.Sprintf("allocated        cpu mean %.1f%% peak %.1f%%, memory mean %.1f%% peak %.1f%%",
+			100*a.MeanCPU, 100*a.PeakCPU, 100*a.MeanMem, 100*a.PeakMem)
+		if a.HasGPU {
+			line += fmt.Sprintf(", gpu mean %.1f%% peak %.1f%%", 100*a.MeanGPU, 100*a.PeakGPU)
+		}
+		p("%s (of allocatable, time-weighted over %s)", line, secs(a.Duration))
+	}
+	if r.Production != nil {
+		r.writeProduction(p)
+	}
+}
