@@ -17,8 +17,7 @@ type extras struct {
 	// allocation summary (for traces, snapshots and lifetimes).
 	production *Production
 	showAlloc  bool
-	// leftAlone counts snapshot pods pending for another scheduler.
-	leftAlone int
+	snapshot   *SnapshotSummary
 }
 
 // loadInputs prepares lifetimes and loads the scenario's trace and
@@ -69,15 +68,14 @@ func (s *sim) reportExtras(r *Report) {
 	r.Allocation = &a
 	r.Production = s.x.production
 	r.showAlloc = s.x.showAlloc
-	if s.x.production != nil {
-		s.x.production.LeftAlone = s.x.leftAlone
-	}
+	r.Snapshot = s.x.snapshot
 	r.Records = s.records()
 }
 
 // writeExtras prints the allocation and, for a trace, the production
 // figures beside the simulated ones.
 func (r *Report) writeExtras(p func(string, ...any), showAlloc bool) {
+	r.writeSnapshot(p)
 	if a := r.Allocation; a != nil && showAlloc {
 		line := fmt.Sprintf("allocated        cpu mean %.1f%% peak %.1f%%, memory mean %.1f%% peak %.1f%%",
 			100*a.MeanCPU, 100*a.PeakCPU, 100*a.MeanMem, 100*a.PeakMem)

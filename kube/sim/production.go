@@ -21,8 +21,6 @@ type Production struct {
 	// share from scheduled_time to deletion_time.
 	MeanGPU float64 `json:"meanGPU"`
 	PeakGPU float64 `json:"peakGPU"`
-	// LeftAlone counts snapshot pods left to another scheduler.
-	LeftAlone int `json:"-"`
 }
 
 // percentiles of sorted durations: the element at index ⌊p·n⌋, as the

@@ -37,6 +37,8 @@ type Report struct {
 	// Production, for a trace, the trace's own figures.
 	Allocation *AllocSummary `json:"allocation,omitempty"`
 	Production *Production   `json:"production,omitempty"`
+	// Snapshot says what the starting snapshot held.
+	Snapshot *SnapshotSummary `json:"snapshot,omitempty"`
 	// Alloc is the allocated fractions over virtual time; not in the JSON.
 	Alloc []AllocSample `json:"-"`
 	// Records follow each pod; not in the JSON (see WriteRecords).
