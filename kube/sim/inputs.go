@@ -88,3 +88,33 @@ func (r *Report) writeExtras(p func(string, ...any), showAlloc bool) {
 		r.writeProduction(p)
 	}
 }
+
+// compareExtras adds the endings, the allocation and the production
+// figures to a comparison, when the runs have them.
+func compareExtras(row func(string, func(*Report) string), a, b *Report) {
+	n := func(f func(*Report) int) func(*Report) string {
+		return func(r *Report) string { return fmt.Sprint(f(r)) }
+	}
+	pct := func(f func(*AllocSummary) float64) func(*Report) string {
+		return func(r *Report) string { return fmt.Sprintf("%.1f%%", 100*f(r.Allocation)) }
+	}
+	if a.Finished+a.DeletedBound+a.Withdrawn+b.Finished+b.DeletedBound+b.Withdrawn > 0 {
+		row("finished", n(func(r *Report) int { return r.Finished }))
+		row("deleted after binding", n(func(r *Report) int { return r.DeletedBound }))
+		row("deleted while pending", n(func(r *Report) int { return r.Withdrawn }))
+	}
+	if a.showAlloc && a.Allocation != nil && b.Allocation != nil {
+		row("cpu allocated mean", pct(func(s *AllocSummary) float64 { return s.MeanCPU }))
+		if a.Allocation.HasGPU {
+			row("gpu allocated mean", pct(func(s *AllocSummary) float64 { return s.MeanGPU }))
+			row("gpu allocated peak", pct(func(s *AllocSummary) float64 { return s.PeakGPU }))
+		}
+	}
+	if pr := a.Production; pr != nil {
+		row("production: scheduled", func(*Report) string { return fmt.Sprint(pr.Scheduled) })
+		row("production: delay p50/p90/p99", func(*Report) string {
+			return fmt.Sprintf("%s/%s/%s", secs(pr.Delay.P50), secs(pr.Delay.P90), secs(pr.Delay.P99))
+		})
+		row("production: gpu allocated mean", func(*Report) string { return fmt.Sprintf("%.1f%%", 100*pr.MeanGPU) })
+	}
+}

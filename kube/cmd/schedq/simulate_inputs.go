@@ -55,6 +55,9 @@ func (in inputs) check() error {
 			return fmt.Errorf("%s %s: directory %s does not exist", f.flag, f.path, filepath.Dir(f.path))
 		}
 	}
+	if ext := filepath.Ext(in.records); in.records != "" && ext != ".jsonl" && ext != ".json" && ext != ".csv" {
+		return fmt.Errorf("--records %s: the file must end in .jsonl or .csv", in.records)
+	}
 	return nil
 }
 
