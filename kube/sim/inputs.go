@@ -43,6 +43,7 @@ func (s *sim) loadInputs() error {
 		}
 		s.x.showAlloc = true
 	}
+	s.wireStatus()
 	return nil
 }
 

@@ -29,6 +29,9 @@ type Options struct {
 	// Progress, if set, is called now and then with the virtual time, the
 	// virtual end, and how many pods are bound out of how many arrived.
 	Progress func(now, end time.Duration, bound, arrived int)
+	// Status, if set, is called as often as Progress, with the pods
+	// handled out of all the run will create (see Progress).
+	Status func(Progress)
 	// CheckInvariants runs the queue's invariant checker after every step
 	// (slow; for tests).
 	CheckInvariants bool

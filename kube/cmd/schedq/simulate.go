@@ -65,7 +65,7 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 			run := func(sc *sim.Scenario, label string) (*sim.Report, error) {
 				o := sim.Options{CheckInvariants: check}
 				if showProgress {
-					o.Progress = bar(stderr, label)
+					o.Status = statusBar(stderr, label, time.Now)
 				}
 				r, err := sim.Run(sc, o)
 				if showProgress {
@@ -168,18 +168,4 @@ func writeJSON(w io.Writer, v any, noWall bool) error {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// bar draws a one-line progress bar of virtual time.
-func bar(w io.Writer, label string) func(now, end time.Duration, bound, arrived int) {
-	return func(now, end time.Duration, bound, arrived int) {
-		const width = 30
-		frac := 0.0
-		if end > 0 {
-			frac = min(1, float64(now)/float64(end))
-		}
-		n := int(frac * width)
-		fmt.Fprintf(w, "\r%-20s [%s%s] %s / %s virtual, %d/%d pods bound ", label,
-			strings.Repeat("#", n), strings.Repeat(".", width-n), now.Round(time.Second), end, bound, arrived)
-	}
 }
