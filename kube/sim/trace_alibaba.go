@@ -31,6 +31,11 @@ type TraceSpec struct {
 	// trace's openb_node_list_all_node.csv and openb_pod_list_default.csv.
 	Nodes string `yaml:"nodes"`
 	Pods  string `yaml:"pods"`
+	// Speed brings arrivals closer: a pod created at t arrives at
+	// t / Speed, and keeps its lifetime (and, if never bound, is deleted
+	// that long after its arrival), so the load grows about Speed-fold.
+	// Default 1: the trace's own times.
+	Speed float64 `yaml:"speed"`
 }
 
 // TraceAlibabaGPU is the format of the Alibaba GPU cluster trace v2023
@@ -70,6 +75,9 @@ func (t *TraceSpec) validate(f string, bad func(string, string, ...any)) {
 	}
 	if t.Dir == "" {
 		bad(f+".dir", "must not be empty")
+	}
+	if t.Speed < 0 || t.Speed > 1e6 {
+		bad(f+".speed", "must be from 0 (meaning 1) to 1000000, got %v", t.Speed)
 	}
 }
 
@@ -327,19 +335,25 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 		s.h.AddNode(n)
 	}
 	s.x.traceLife = make(map[types.NamespacedName]time.Duration, len(t.pods))
-	var span int64
+	speed := spec.Speed
+	if speed == 0 {
+		speed = 1
+	}
+	arrival := func(sec int64) time.Duration { return time.Duration(float64(sec) * float64(time.Second) / speed) }
+	var span time.Duration
 	for _, tp := range t.pods {
 		p := tp.pod
 		p.UID = s.cl.nextUID()
 		key := framework.Key(p)
-		s.x.traceLife[key] = time.Duration(tp.deleted-tp.created) * time.Second
-		span = max(span, tp.deleted)
+		life := time.Duration(tp.deleted-tp.created) * time.Second
+		s.x.traceLife[key] = life
+		span = max(span, arrival(tp.created)+life)
 		s.planned++
-		s.at(epoch.Add(time.Duration(tp.created)*time.Second), func() {
+		s.at(epoch.Add(arrival(tp.created)), func() {
 			s.planned--
 			s.arrive(p)
 		})
-		s.at(epoch.Add(time.Duration(tp.deleted)*time.Second), func() {
+		s.at(epoch.Add(arrival(tp.created)+life), func() {
 			cur := s.cl.pods[key]
 			if cur == nil || cur.UID != p.UID || cur.Spec.NodeName != "" {
 				return // bound: its lifetime ends it
@@ -350,7 +364,7 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 		})
 	}
 	if s.sc.Duration == 0 {
-		s.end = epoch.Add(time.Duration(span) * time.Second)
+		s.end = epoch.Add(span)
 	}
 	s.x.production = production(spec, t)
 	return nil

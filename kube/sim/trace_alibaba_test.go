@@ -127,3 +127,25 @@ trace: {format: alibaba-gpu-v2023, dir: testdata/alibaba}
 		t.Fatalf("unknown format: %v", err)
 	}
 }
+
+// Speed brings arrivals closer and keeps lifetimes.
+func TestAlibabaTraceSpeed(t *testing.T) {
+	sc := traceScenario("testdata/alibaba")
+	sc.Trace.Speed = 10
+	r := run(t, sc)
+	for _, rec := range r.Records {
+		switch rec.Name {
+		case "pod-late":
+			if rec.Created != 6 || (rec.End == endFinished && rec.EndedAt-rec.BoundAt != 640) {
+				t.Errorf("pod-late %+v, want created at 6s and a lifetime of 640s", rec)
+			}
+		case "pod-eight":
+			if rec.End != endWithdrawn || rec.EndedAt != 3+3570 {
+				t.Errorf("pod-eight %+v, want withdrawn 3570s after its arrival at 3s", rec)
+			}
+		}
+	}
+	if _, err := Parse([]byte("name: x\ntrace: {format: alibaba-gpu-v2023, dir: d, speed: -1}\n")); err == nil || !strings.Contains(err.Error(), "trace.speed") {
+		t.Fatalf("negative speed: %v", err)
+	}
+}

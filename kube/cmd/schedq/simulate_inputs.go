@@ -12,6 +12,7 @@ import (
 // results out.
 type inputs struct {
 	trace, snapshot string
+	traceSpeed      float64
 	records, series string
 }
 
@@ -33,7 +34,7 @@ func (in inputs) load(scenario string, scenarioSet bool) (*sim.Scenario, error) 
 		}
 	}
 	if in.trace != "" {
-		sc.Trace = &sim.TraceSpec{Format: sim.TraceAlibabaGPU, Dir: in.trace}
+		sc.Trace = &sim.TraceSpec{Format: sim.TraceAlibabaGPU, Dir: in.trace, Speed: in.traceSpeed}
 	}
 	if in.snapshot != "" {
 		sc.Snapshot = in.snapshot
