@@ -105,8 +105,13 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 					}
 				}
 			}
-			if err := in.write(base); err != nil {
+			if err := in.write(base, ""); err != nil {
 				return err
+			}
+			if other != nil {
+				if err := in.write(other, ".compare"); err != nil {
+					return err
+				}
 			}
 			switch {
 			case output == "json" && other != nil:

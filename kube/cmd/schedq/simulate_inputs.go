@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/schedq/schedq/kube/sim"
 )
@@ -62,15 +63,19 @@ func (in inputs) check() error {
 	return nil
 }
 
-// write writes the records and the series of a run.
-func (in inputs) write(r *sim.Report) error {
+// write writes the records and the series of a run; infix goes before
+// the files' extension (".compare" for the second run of --compare).
+func (in inputs) write(r *sim.Report, infix string) error {
 	if in.records != "" {
-		if err := writeFile(in.records, func(f *os.File) error { return r.WriteRecords(f, filepath.Ext(in.records)) }); err != nil {
+		ext := filepath.Ext(in.records)
+		path := strings.TrimSuffix(in.records, ext) + infix + ext
+		if err := writeFile(path, func(f *os.File) error { return r.WriteRecords(f, ext) }); err != nil {
 			return fmt.Errorf("--records: %w", err)
 		}
 	}
 	if in.series != "" {
-		if err := writeFile(in.series, func(f *os.File) error { return r.WriteSeries(f) }); err != nil {
+		path := strings.TrimSuffix(in.series, ".csv") + infix + ".csv"
+		if err := writeFile(path, func(f *os.File) error { return r.WriteSeries(f) }); err != nil {
 			return fmt.Errorf("--series: %w", err)
 		}
 	}

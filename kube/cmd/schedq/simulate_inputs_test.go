@@ -29,9 +29,14 @@ func TestSimulateInputsAndOutputs(t *testing.T) {
 			t.Fatalf("%s: %v, %d bytes", f, err, len(b))
 		}
 	}
-	out, err = run("--trace", "../../sim/testdata/alibaba", "--compare", "hints=false")
+	out, err = run("--trace", "../../sim/testdata/alibaba", "--compare", "hints=false", "--records", recs, "--series", series)
 	if err != nil || !strings.Contains(out, "hints=false") {
 		t.Fatalf("--trace --compare: %v\n%s", err, out)
+	}
+	for _, f := range []string{"r.compare.csv", "s.compare.csv"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Fatalf("--compare wrote no %s: %v", f, err)
+		}
 	}
 	out, err = run("--snapshot", "../../sim/testdata/snapshot/cluster.yaml", "--scenario", "PriorityPressure")
 	if err != nil || !strings.Contains(out, "snapshot         ../../sim/testdata/snapshot/cluster.yaml: 2 nodes") || !strings.Contains(out, "of 402") {
