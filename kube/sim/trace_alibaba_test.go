@@ -149,3 +149,20 @@ func TestAlibabaTraceSpeed(t *testing.T) {
 		t.Fatalf("negative speed: %v", err)
 	}
 }
+
+// Idle virtual time costs nothing: 100 days between two pods take a
+// handful of steps, not one per second or per flush interval.
+func TestAlibabaTraceIdleTimeIsFree(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "openb_node_list_all_node.csv"), []byte(strings.Join(nodeColumns, ",")+"\nn,1000,1024,1,T4\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "openb_pod_list_default.csv"), []byte(strings.Join(podColumns, ",")+
+		"\na,500,512,1,1000,,LS,Running,0,8640000,0\nb,500,512,1,1000,,LS,Running,8640001,8640100,8640001\n"), 0o644)
+	ops := map[string]int{}
+	r, err := Run(traceScenario(dir), Options{Trace: func(op Op) { ops[op.Kind]++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Scheduled != 2 || ops["tick"] > 2 || ops["pop"] != 2 {
+		t.Fatalf("scheduled %d, ops %v: want both pods bound, 2 pops and no flush work in the idle days", r.Scheduled, ops)
+	}
+}
