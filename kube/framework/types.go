@@ -219,6 +219,11 @@ type Snapshot interface {
 	Node(name string) (*NodeInfo, bool)
 	// NamespaceLabels returns a namespace's labels, for namespace selectors.
 	NamespaceLabels(ns string) labels.Set
+	// MayHavePodsWithRequiredAntiAffinity is false only if no node holds
+	// a pod with required anti-affinity terms (see
+	// NodeInfo.PodsWithRequiredAntiAffinity), so that a pod without terms
+	// of its own need not look at any node. True is always correct.
+	MayHavePodsWithRequiredAntiAffinity() bool
 }
 
 // Code is the outcome of a plugin call.
@@ -266,16 +271,40 @@ func (s *Status) Message() string {
 
 // CycleState carries data from PreFilter to Filter and Score within one
 // scheduling cycle. Not safe for concurrent writes.
-type CycleState struct{ data map[string]any }
+//
+// It holds a handful of entries, one per plugin that keeps state, and
+// Filter reads them once per node: a short list searched in order costs
+// less than hashing the key every time.
+type CycleState struct{ entries []stateEntry }
+
+type stateEntry struct {
+	key string
+	v   any
+}
 
 // NewCycleState returns an empty state.
-func NewCycleState() *CycleState { return &CycleState{data: map[string]any{}} }
+func NewCycleState() *CycleState { return &CycleState{} }
 
-// Write stores v under key.
-func (c *CycleState) Write(key string, v any) { c.data[key] = v }
+// Write stores v under key, replacing what was there.
+func (c *CycleState) Write(key string, v any) {
+	for i := range c.entries {
+		if c.entries[i].key == key {
+			c.entries[i].v = v
+			return
+		}
+	}
+	c.entries = append(c.entries, stateEntry{key, v})
+}
 
 // Read returns the value under key.
-func (c *CycleState) Read(key string) (any, bool) { v, ok := c.data[key]; return v, ok }
+func (c *CycleState) Read(key string) (any, bool) {
+	for i := range c.entries {
+		if c.entries[i].key == key {
+			return c.entries[i].v, true
+		}
+	}
+	return nil, false
+}
 
 // Plugin is anything with a name.
 type Plugin interface{ Name() string }

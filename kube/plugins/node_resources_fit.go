@@ -92,6 +92,9 @@ func insufficientResources(req framework.Resource, node *framework.NodeInfo) []s
 	if req.EphemeralStorage > 0 && req.EphemeralStorage > alloc.EphemeralStorage-used.EphemeralStorage {
 		reasons = append(reasons, ReasonInsufficientEphemeralStorage)
 	}
+	if len(req.Scalar) == 0 {
+		return reasons
+	}
 	var short []v1.ResourceName
 	for name, q := range req.Scalar {
 		if q > 0 && q > alloc.Scalar[name]-used.Scalar[name] {

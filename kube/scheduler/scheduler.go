@@ -78,6 +78,9 @@ type Scheduler struct {
 	o        Options
 
 	nextStart int
+	// feasible is findNode's list of feasible nodes, kept from cycle to
+	// cycle so that a large cluster does not allocate one per cycle.
+	feasible []*framework.NodeInfo
 }
 
 // New returns a scheduler.
@@ -210,7 +213,8 @@ func (s *Scheduler) findNode(ctx context.Context, pi *framework.PodInfo, snap fr
 	}
 
 	want := s.feasibleToFind(len(nodes))
-	feasible := make([]*framework.NodeInfo, 0, min(want, len(nodes)))
+	feasible := s.feasible[:0]
+	defer func() { s.feasible = feasible[:0] }()
 	reasons := map[string]int{}
 	var rejectors []string
 	processed := 0
