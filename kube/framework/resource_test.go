@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 const maxInt64 = math.MaxInt64
@@ -202,5 +203,36 @@ func TestNodeInfoAccountsAnInvalidPodAsFull(t *testing.T) {
 	n.RemovePod(Key(bad.Pod))
 	if n.Requested.MilliCPU != 1000 {
 		t.Fatalf("requested cpu %d after the invalid pod left, want 1000", n.Requested.MilliCPU)
+	}
+}
+
+// TestNonZeroRequestsFastPath: the shortcut for pods with regular
+// containers only agrees with component-helpers on every shape it takes.
+func TestNonZeroRequestsFastPath(t *testing.T) {
+	rl := func(kv ...string) v1.ResourceList {
+		out := v1.ResourceList{}
+		for i := 0; i < len(kv); i += 2 {
+			out[v1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+		}
+		return out
+	}
+	for _, pod := range []*v1.Pod{
+		podRequesting("none"),
+		podRequesting("empty", rl()),
+		podRequesting("cpu only", rl("cpu", "250m")),
+		podRequesting("memory only", rl("memory", "1Gi")),
+		podRequesting("explicit zeros", rl("cpu", "0", "memory", "0")),
+		podRequesting("fractions", rl("cpu", "0.5m", "memory", "100.5")),
+		podRequesting("mixed", rl("cpu", "1"), rl("memory", "1Gi"), rl(), rl("cpu", "1m", "memory", "1")),
+		podRequesting("overflowing", rl("cpu", "1e18", "memory", "10E"), rl()),
+	} {
+		t.Run(pod.Name, func(t *testing.T) {
+			req, _ := PodRequests(pod)
+			got := nonZeroRequests(pod, req)
+			slow := NewResource(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{NonMissingContainerRequests: nonZeroDefaults}))
+			if got.MilliCPU != slow.MilliCPU || got.Memory != slow.Memory {
+				t.Fatalf("fast path %d m, %d B; component-helpers %d m, %d B", got.MilliCPU, got.Memory, slow.MilliCPU, slow.Memory)
+			}
+		})
 	}
 }

@@ -113,8 +113,30 @@ func PodRequests(p *v1.Pod) (Resource, error) {
 
 func (pi *PodInfo) setRequests() {
 	pi.Requests, pi.InvalidRequests = PodRequests(pi.Pod)
-	nz := NewResource(resourcehelper.PodRequests(pi.Pod, resourcehelper.PodResourcesOptions{NonMissingContainerRequests: nonZeroDefaults}))
-	pi.NonZeroRequests = Resource{MilliCPU: nz.MilliCPU, Memory: nz.Memory}
+	pi.NonZeroRequests = nonZeroRequests(pi.Pod, pi.Requests)
+}
+
+// nonZeroRequests computes a pod's NonZeroRequests. For the common pod,
+// with regular containers only, that is its requests plus the default for
+// each container missing one (the defaults are whole milli-cpus and
+// bytes, so adding them after rounding gives what adding them before
+// would); other pods go through component-helpers again.
+func nonZeroRequests(p *v1.Pod, requests Resource) Resource {
+	if len(p.Spec.InitContainers) > 0 || p.Spec.Overhead != nil || p.Spec.Resources != nil {
+		nz := NewResource(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{NonMissingContainerRequests: nonZeroDefaults}))
+		return Resource{MilliCPU: nz.MilliCPU, Memory: nz.Memory}
+	}
+	nz := Resource{MilliCPU: requests.MilliCPU, Memory: requests.Memory}
+	for i := range p.Spec.Containers {
+		rl := p.Spec.Containers[i].Resources.Requests
+		if _, ok := rl[v1.ResourceCPU]; !ok {
+			nz.MilliCPU = AddSat(nz.MilliCPU, DefaultMilliCPURequest)
+		}
+		if _, ok := rl[v1.ResourceMemory]; !ok {
+			nz.Memory = AddSat(nz.Memory, DefaultMemoryRequest)
+		}
+	}
+	return nz
 }
 
 func parseTerms(p *v1.Pod, terms []v1.PodAffinityTerm) ([]AffinityTerm, error) {
@@ -139,17 +161,27 @@ func parseTerms(p *v1.Pod, terms []v1.PodAffinityTerm) ([]AffinityTerm, error) {
 }
 
 // NodeInfo is a node with the pods on it (bound or assumed) and their sums.
+//
+// Its first fields copy what the filters read of the v1.Node on every
+// cycle (SetNode keeps them current): a cycle tries thousands of nodes in
+// order, and reading one small NodeInfo after another costs far less than
+// chasing each large v1.Node through memory. Treat them as read-only.
 type NodeInfo struct {
-	Node        *v1.Node
+	// Unschedulable is Node.Spec.Unschedulable (the node is cordoned).
+	Unschedulable bool
+	name          string
+	// Taints is Node.Spec.Taints.
+	Taints      []v1.Taint
+	Pods        []*PodInfo
 	Allocatable Resource
-	// AllocatableInvalid says which allocatable amounts were clamped (see
-	// ConvertResources), nil if none was.
-	AllocatableInvalid error
 	// Requested sums the pods' Requests, NonZeroRequested their
 	// NonZeroRequests; both saturate rather than wrap.
 	Requested        Resource
 	NonZeroRequested Resource
-	Pods             []*PodInfo
+	Node             *v1.Node
+	// AllocatableInvalid says which allocatable amounts were clamped (see
+	// ConvertResources), nil if none was.
+	AllocatableInvalid error
 	// PodsWithRequiredAntiAffinity lists the pods above that carry required
 	// anti-affinity terms, which a new pod must not violate.
 	PodsWithRequiredAntiAffinity []*PodInfo
@@ -165,11 +197,12 @@ func NewNodeInfo(node *v1.Node) *NodeInfo {
 // SetNode replaces the node object (on an update), keeping the pods.
 func (n *NodeInfo) SetNode(node *v1.Node) {
 	n.Node = node
+	n.name, n.Unschedulable, n.Taints = node.Name, node.Spec.Unschedulable, node.Spec.Taints
 	n.Allocatable, n.AllocatableInvalid = ConvertResources(node.Status.Allocatable)
 }
 
 // Name returns the node's name.
-func (n *NodeInfo) Name() string { return n.Node.Name }
+func (n *NodeInfo) Name() string { return n.name }
 
 // AddPod accounts pod on the node.
 func (n *NodeInfo) AddPod(p *PodInfo) {
@@ -240,6 +273,10 @@ const (
 	UnschedulableAndUnresolvable
 	// Error: the plugin failed; the attempt is a failure by error.
 	Error
+	// Skip, from PreFilter only: the pod gives the plugin's Filter nothing
+	// to check (no node selector, no affinity terms...), so the scheduler
+	// does not call it in this cycle. It counts as success.
+	Skip
 )
 
 // Status is a plugin's verdict. A nil *Status is Success.
@@ -260,6 +297,9 @@ func AsStatus(err error) *Status {
 
 // IsSuccess reports whether s is nil or Success.
 func (s *Status) IsSuccess() bool { return s == nil || s.Code == Success }
+
+// IsSkip reports whether s is Skip.
+func (s *Status) IsSkip() bool { return s != nil && s.Code == Skip }
 
 // Message joins the reasons.
 func (s *Status) Message() string {
@@ -310,8 +350,9 @@ func (c *CycleState) Read(key string) (any, bool) {
 type Plugin interface{ Name() string }
 
 // PreFilterPlugin runs once per cycle before Filter, for example to index
-// the pods that affinity rules care about. A non-success status fails the
-// pod on every node.
+// the pods that affinity rules care about. A status other than success or
+// Skip fails the pod on every node; Skip spares the plugin's Filter for
+// this cycle.
 type PreFilterPlugin interface {
 	Plugin
 	PreFilter(ctx context.Context, state *CycleState, pod *PodInfo, snap Snapshot) *Status

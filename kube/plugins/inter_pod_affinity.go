@@ -72,12 +72,12 @@ var noInterPodAffinity = &interPodAffinityState{}
 // placed pods whose anti-affinity selects it. Pods are scanned only when
 // the incoming pod has terms; otherwise only the pods with required
 // anti-affinity are, and no node at all when the snapshot says no node
-// holds one.
+// holds one: then every node passes, and PreFilter says Skip.
 func (InterPodAffinity) PreFilter(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, snap framework.Snapshot) *framework.Status {
 	aff, anti := pod.RequiredAffinity, pod.RequiredAntiAffinity
 	if len(aff) == 0 && len(anti) == 0 && !snap.MayHavePodsWithRequiredAntiAffinity() {
 		state.Write(interPodAffinityStateKey, noInterPodAffinity)
-		return nil
+		return framework.NewStatus(framework.Skip)
 	}
 	s := &interPodAffinityState{affinity: pairCounts{}, antiAffinity: pairCounts{}, existingAnti: pairCounts{}}
 	nsLabels := namespaceLabelsOnce(snap)
