@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -36,7 +35,7 @@ import (
 
 // Options configure the scheduler. The command's flags fill them.
 type Options struct {
-	Kubeconfig    string // empty: in-cluster config
+	Kubeconfig    string // empty: as kubectl finds it (see Config)
 	SchedulerName string
 	Address       string // HTTP: /metrics, /healthz, /readyz, /debug/queue
 	Scoring       plugins.ScoringStrategy
@@ -55,26 +54,6 @@ type Options struct {
 	Burst int
 
 	Logger *slog.Logger
-}
-
-// Config builds the client configuration, with a clear error if the
-// kubeconfig is missing or unusable.
-func Config(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		cfg, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("no --kubeconfig given and not running in a cluster: %w", err)
-		}
-		return cfg, nil
-	}
-	if _, err := os.Stat(kubeconfig); err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
-	}
-	return cfg, nil
 }
 
 // Run runs the scheduler until ctx ends (SIGTERM) or leadership is lost.

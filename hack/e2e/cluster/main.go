@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +23,8 @@ func disabled() bool { return strings.EqualFold(os.Getenv(EnvE2E), "off") }
 // tests, prints the end of the server logs if any test failed, stops the
 // cluster and exits with the tests' status.
 //
-// If the server binaries are missing, Main prints a SKIP line and exits 0,
+// If the server binaries are missing, Main skips the package (see
+// skipPackage: go test's "ok" line then ends in "[no tests to run]"),
 // unless SCHEDQ_E2E=required, in which case it fails. SCHEDQ_E2E=off, or
 // -short without SCHEDQ_E2E=required, skips the package without starting
 // anything. Any other start failure fails the package.
@@ -33,16 +33,16 @@ func Main(m *testing.M, setup func(*Cluster)) {
 }
 
 func runMain(m *testing.M, setup func(*Cluster)) int {
-	pkg := strings.TrimSuffix(filepath.Base(os.Args[0]), ".test")
+	pkg := testPackage()
 	if !flag.Parsed() {
 		flag.Parse()
 	}
 	if disabled() {
-		fmt.Printf("SKIP: %s: end-to-end tests disabled (%s=off)\n", pkg, EnvE2E)
+		skipPackage(pkg, fmt.Sprintf("end-to-end tests disabled (%s=off)", EnvE2E))
 		return 0
 	}
 	if testing.Short() && !required() {
-		fmt.Printf("SKIP: %s: end-to-end tests skipped in -short mode\n", pkg)
+		skipPackage(pkg, "end-to-end tests skipped in -short mode")
 		return 0
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -55,8 +55,8 @@ func runMain(m *testing.M, setup func(*Cluster)) int {
 	}})
 	if err != nil {
 		if errors.Is(err, ErrMissingBinary) && !required() {
-			fmt.Printf("SKIP: %s: end-to-end tests need the server binaries: %v\n"+
-				"      (set %s=required to make this a failure)\n", pkg, err, EnvE2E)
+			skipPackage(pkg, fmt.Sprintf("end-to-end tests need the server binaries: %v "+
+				"(set %s=required to make this a failure)", err, EnvE2E))
 			return 0
 		}
 		fmt.Printf("FAIL: %s: starting the test cluster: %v\n", pkg, err)
@@ -85,15 +85,15 @@ func runMain(m *testing.M, setup func(*Cluster)) int {
 func ForTest(t testing.TB, opts Options) *Cluster {
 	t.Helper()
 	if disabled() {
-		t.Skipf("end-to-end tests disabled (%s=off)", EnvE2E)
+		Skip(t, fmt.Sprintf("end-to-end tests disabled (%s=off)", EnvE2E))
 	}
 	if opts.Logf == nil {
 		opts.Logf = t.Logf
 	}
 	c, err := Start(t.Context(), opts)
 	if err != nil {
-		if errors.Is(err, ErrMissingBinary) && !required() {
-			t.Skipf("%v (set %s=required to make this a failure)", err, EnvE2E)
+		if errors.Is(err, ErrMissingBinary) {
+			Missing(t, err)
 		}
 		t.Fatalf("starting the test cluster: %v", err)
 	}

@@ -240,7 +240,7 @@ func TestKubeSchedulerBindsPod(t *testing.T) {
 	ctx := t.Context()
 	bin, err := c.SchedulerBinary()
 	if err != nil {
-		t.Skip(err)
+		cluster.Missing(t, err)
 	}
 	cs, err := c.Client()
 	if err != nil {

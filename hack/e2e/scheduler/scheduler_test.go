@@ -10,6 +10,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/schedq/schedq/hack/e2e/cluster"
 )
 
 // 1. Basic: every pod of ours is bound to a node that fits its requests,
@@ -228,7 +230,7 @@ func TestBadObjects(t *testing.T) {
 // not the test's creation rate.
 func TestLoad(t *testing.T) {
 	if testing.Short() {
-		t.Skip("load test skipped in -short mode")
+		cluster.Skip(t, "load test skipped in -short mode")
 	}
 	c := client(t)
 	ns := namespace(t, c)

@@ -4,16 +4,12 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
-	"strings"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -41,6 +37,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(simulateCmd(stdout, stderr), schedulerCmd(stderr), explainCmd(stdout))
+	setVersion(root, version(debug.ReadBuildInfo()))
 	return root
 }
 
@@ -51,14 +48,14 @@ func schedulerCmd(stderr io.Writer) *cobra.Command {
 		Use:   "scheduler",
 		Short: "Run schedq as a secondary Kubernetes scheduler",
 		Long: `Run schedq as a secondary Kubernetes scheduler: it places the pods whose
-spec.schedulerName is --scheduler-name, on the cluster --kubeconfig points at
-(or the one it runs in), with leader election on a Lease.`,
+spec.schedulerName is --scheduler-name, with leader election on a Lease.
+
+It finds its cluster as kubectl does: --kubeconfig if given, otherwise the
+files listed in $KUBECONFIG, otherwise ~/.kube/config, and if none of these
+gives a configuration, the cluster it runs in (its service account).
+Every flag is checked before it connects.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			logger, err := newLogger(stderr, logLevel, logFormat)
-			if err != nil {
-				return err
-			}
 			switch scoring {
 			case "least-allocated":
 				o.Scoring = plugins.LeastAllocated
@@ -67,8 +64,12 @@ spec.schedulerName is --scheduler-name, on the cluster --kubeconfig points at
 			default:
 				return fmt.Errorf("--scoring: %q is not least-allocated or balanced", scoring)
 			}
-			if o.SchedulerName == "" {
-				return errors.New("--scheduler-name must not be empty")
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			logger, err := newLogger(stderr, logLevel, logFormat)
+			if err != nil {
+				return err
 			}
 			o.Logger = logger
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
@@ -77,7 +78,7 @@ spec.schedulerName is --scheduler-name, on the cluster --kubeconfig points at
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty: in-cluster configuration")
+	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, then ~/.kube/config, then the in-cluster configuration")
 	f.StringVar(&o.SchedulerName, "scheduler-name", "schedq", "schedule pods whose spec.schedulerName is this")
 	f.StringVar(&o.Address, "address", "0.0.0.0:10351", "address of /metrics, /healthz, /readyz and /debug/queue")
 	f.StringVar(&scoring, "scoring", "least-allocated", "node scoring: least-allocated or balanced")
@@ -115,53 +116,4 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	logger := slog.New(h)
 	klog.SetSlogLogger(logger)
 	return logger, nil
-}
-
-func explainCmd(stdout io.Writer) *cobra.Command {
-	var address, output string
-	cmd := &cobra.Command{
-		Use:   "explain NAMESPACE/NAME",
-		Short: "Ask a running schedq scheduler why a pod is pending",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ns, name, ok := strings.Cut(args[0], "/")
-			if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-				return fmt.Errorf("%q is not NAMESPACE/NAME", args[0])
-			}
-			if output != "text" && output != "json" {
-				return fmt.Errorf("--output: %q is not text or json", output)
-			}
-			base := address
-			if !strings.Contains(base, "://") {
-				base = "http://" + base
-			}
-			u := fmt.Sprintf("%s/debug/queue/%s/%s", strings.TrimSuffix(base, "/"), url.PathEscape(ns), url.PathEscape(name))
-			if output == "text" {
-				u += "?format=text"
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
-			defer cancel()
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-			if err != nil {
-				return err
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return fmt.Errorf("scheduler at %s is not reachable: %w", address, err)
-			}
-			defer resp.Body.Close()
-			body, err := io.ReadAll(resp.Body)
-			if err != nil {
-				return err
-			}
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("%s", strings.TrimSpace(string(body)))
-			}
-			_, err = stdout.Write(body)
-			return err
-		},
-	}
-	cmd.Flags().StringVar(&address, "address", "127.0.0.1:10351", "the scheduler's --address")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
-	return cmd
 }

@@ -17,7 +17,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"scheduler", "--nope"}, "unknown flag: --nope"},
 		{[]string{"scheduler", "--kubeconfig", "x", "--scoring", "fastest"}, `--scoring: "fastest"`},
 		{[]string{"scheduler", "--log-level", "loud"}, `--log-level: "loud"`},
-		{[]string{"scheduler", "--scheduler-name", ""}, "--scheduler-name must not be empty"},
+		{[]string{"scheduler", "--scheduler-name", ""}, "--scheduler-name: must not be empty"},
 		{[]string{"explain", "no-slash"}, `"no-slash" is not NAMESPACE/NAME`},
 		{[]string{"explain", "ns/p", "--address", "127.0.0.1:1"}, "scheduler at 127.0.0.1:1 is not reachable"},
 		{[]string{"explain", "ns/p", "-o", "yaml"}, `--output: "yaml"`},

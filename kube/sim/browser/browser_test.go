@@ -1,8 +1,13 @@
-package sim
+// Package browser_test checks the simulator's HTML report in headless
+// Chromium. It is a package of its own so that, when Chromium is missing,
+// go test's normal output says so: the package's "ok" line then ends in
+// "[no tests to run]".
+package browser_test
 
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image"
 	"image/png"
 	"os"
@@ -11,28 +16,60 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/schedq/schedq/kube/sim"
 )
 
-// chromium finds headless Chromium (Debian's chromium package). Without
-// it the browser test is skipped, unless SCHEDQ_BROWSER=required (CI).
-func chromium(t *testing.T) string {
-	t.Helper()
+// bin is headless Chromium's path, found by TestMain.
+var bin string
+
+// TestMain finds Chromium (Debian's chromium package, or $SCHEDQ_CHROMIUM).
+// Without it the package is skipped, unless SCHEDQ_BROWSER=required (CI),
+// in which case it fails.
+func TestMain(m *testing.M) {
+	var err error
+	if bin, err = chromium(); err != nil {
+		if os.Getenv("SCHEDQ_BROWSER") == "required" {
+			fmt.Printf("FAIL: %v and SCHEDQ_BROWSER=required\n", err)
+			os.Exit(1)
+		}
+		skip(fmt.Sprintf("%v (set SCHEDQ_BROWSER=required to make this a failure)", err))
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func chromium() (string, error) {
 	for _, name := range []string{os.Getenv("SCHEDQ_CHROMIUM"), "chromium", "chromium-browser"} {
 		if name == "" {
 			continue
 		}
 		if p, err := exec.LookPath(name); err == nil {
-			return p
+			return p, nil
 		}
 	}
-	if os.Getenv("SCHEDQ_BROWSER") == "required" {
-		t.Fatal("chromium not found and SCHEDQ_BROWSER=required (apt-get install chromium)")
-	}
-	t.Skip("chromium not found; apt-get install chromium to run this test")
-	return ""
+	return "", fmt.Errorf("chromium not found (apt-get install chromium, or set SCHEDQ_CHROMIUM)")
 }
 
-func headless(t *testing.T, bin string, args ...string) []byte {
+// skip prints why the package is skipped, and the line the testing
+// package prints when no test ran, which go test turns into
+// "[no tests to run]" on the package's "ok" line. It also appends the
+// reason to $SCHEDQ_SKIP_REPORT, which .ci/run prints.
+func skip(reason string) {
+	fmt.Printf("SKIP: browser: %s\ntesting: warning: no tests to run\n", reason)
+	if path := os.Getenv("SCHEDQ_SKIP_REPORT"); path != "" {
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintf(f, "kube/sim/browser: %s\n", reason)
+			err = f.Close()
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "browser: recording the skip in %s: %v\n", path, err)
+		}
+	}
+}
+
+func headless(t *testing.T, args ...string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -52,8 +89,14 @@ func headless(t *testing.T, bin string, args ...string) []byte {
 // checks what a person would see: the title and summary in the DOM, and a
 // chart whose series are drawn in their colours.
 func TestReportInBrowser(t *testing.T) {
-	bin := chromium(t)
-	r := run(t, load(t, "NodeArrival"))
+	sc, err := sim.Load("NodeArrival")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := sim.Run(sc, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	page := filepath.Join(dir, "report.html")
 	f, err := os.Create(page)
@@ -65,7 +108,7 @@ func TestReportInBrowser(t *testing.T) {
 	}
 	f.Close()
 
-	dom := string(headless(t, bin, "--dump-dom", "file://"+page))
+	dom := string(headless(t, "--dump-dom", "file://"+page))
 	for _, want := range []string{"schedq simulation: NodeArrival", "2160 of 2160 pods scheduled", `id="chart"`, `data-series="unschedulable"`, "Incoming"} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("rendered page lacks %q", want)
@@ -73,7 +116,7 @@ func TestReportInBrowser(t *testing.T) {
 	}
 
 	shot := filepath.Join(dir, "shot.png")
-	headless(t, bin, "--window-size=1100,900", "--screenshot="+shot, "file://"+page)
+	headless(t, "--window-size=1100,900", "--screenshot="+shot, "file://"+page)
 	data, err := os.ReadFile(shot)
 	if err != nil {
 		t.Fatal(err)

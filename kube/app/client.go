@@ -1,0 +1,81 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// notInQueue is in the text of Handler's 404 for a pod the queue does not
+// hold; Explain tells it from another server's 404 by it.
+const notInQueue = "is not in schedq's queue"
+
+// maxAnswer bounds how much of an answer Explain reads.
+const maxAnswer = 8 << 20
+
+// Explain asks the scheduler serving Handler at address (host:port, or a
+// URL) why the pod namespace/name is pending, and returns its answer:
+// text, or JSON if format is "json". An answer that is not one of schedq's
+// (another server, a proxy's error page) is an error that says so, with
+// the HTTP status and never the page itself.
+func Explain(ctx context.Context, c *http.Client, address, namespace, name, format string) ([]byte, error) {
+	base := address
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	u := fmt.Sprintf("%s/debug/queue/%s/%s", strings.TrimSuffix(base, "/"), url.PathEscape(namespace), url.PathEscape(name))
+	if format == "text" {
+		u += "?format=text"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("--address %s: %w", address, err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler at %s is not reachable: %w", address, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return nil, fmt.Errorf("reading the answer of %s: %w", address, err)
+	}
+	return answer(resp.StatusCode, contentType(resp.Header), body, address, format)
+}
+
+// answer interprets a response of the explain endpoint.
+func answer(status int, ctype string, body []byte, address, format string) ([]byte, error) {
+	notSchedq := fmt.Errorf("HTTP %d from %s: is this a schedq scheduler?", status, address)
+	msg := strings.TrimSpace(string(body))
+	switch {
+	case status == http.StatusOK && format == "json" && ctype == "application/json" && json.Valid(body):
+		return body, nil
+	case status == http.StatusOK && format != "json" && ctype == "text/plain" && msg != "":
+		return body, nil
+	case status == http.StatusNotFound && ctype == "text/plain" && strings.Contains(msg, notInQueue):
+		return nil, fmt.Errorf("%s", msg)
+	case status != http.StatusOK && status != http.StatusNotFound && ctype == "text/plain" && oneLine(msg):
+		return nil, fmt.Errorf("HTTP %d from %s: %s", status, address, msg)
+	}
+	return nil, notSchedq
+}
+
+// contentType is the media type of a response, without its parameters.
+func contentType(h http.Header) string {
+	t, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	if err != nil {
+		return ""
+	}
+	return t
+}
+
+// oneLine reports whether msg is a short, non-empty, single-line message,
+// worth showing as it is.
+func oneLine(msg string) bool {
+	return msg != "" && len(msg) <= 300 && !strings.ContainsAny(msg, "\n<\x00")
+}

@@ -1,0 +1,102 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/leaderelection"
+
+	"github.com/schedq/schedq/kube/plugins"
+)
+
+// Validate checks every option before anything connects, and returns all
+// the problems at once, each naming the command-line flag that sets it.
+func (o *Options) Validate() error {
+	var errs []error
+	bad := func(flag, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("--%s: %s", flag, fmt.Sprintf(format, args...)))
+	}
+	if o.SchedulerName == "" {
+		bad("scheduler-name", "must not be empty")
+	} else if msgs := validation.IsDNS1123Subdomain(o.SchedulerName); len(msgs) > 0 {
+		bad("scheduler-name", "%q can never match a pod's spec.schedulerName: %s", o.SchedulerName, msgs[0])
+	}
+	if o.Address != "" {
+		if err := validateAddress(o.Address); err != nil {
+			bad("address", "%q: %v", o.Address, err)
+		}
+	}
+	if o.Scoring != plugins.LeastAllocated && o.Scoring != plugins.BalancedAllocation {
+		bad("scoring", "unknown strategy %v", o.Scoring)
+	}
+	if o.PercentageOfNodesToScore < 0 || o.PercentageOfNodesToScore > 100 {
+		bad("percentage-of-nodes-to-score", "%d is not between 0 and 100 (0: adaptive)", o.PercentageOfNodesToScore)
+	}
+	if !(o.QPS > 0) {
+		bad("kube-api-qps", "must be more than 0, got %v", o.QPS)
+	}
+	if o.Burst <= 0 {
+		bad("kube-api-burst", "must be more than 0, got %d", o.Burst)
+	}
+	errs = append(errs, o.validateLeaderElection()...)
+	return errors.Join(errs...)
+}
+
+// validateLeaderElection checks the lease's options: the durations are
+// always positive, and when leader election is on the Lease's namespace and
+// name are valid and the durations fit together as client-go's leader
+// election requires (lease > renew deadline > JitterFactor x retry period).
+func (o *Options) validateLeaderElection() []error {
+	var errs []error
+	bad := func(flag, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("--leader-elect-%s: %s", flag, fmt.Sprintf(format, args...)))
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"lease-duration", o.LeaseDuration}, {"renew-deadline", o.RenewDeadline}, {"retry-period", o.RetryPeriod}} {
+		if d.v <= 0 {
+			bad(d.flag, "must be positive, got %v", d.v)
+		}
+	}
+	if !o.LeaderElect || len(errs) > 0 {
+		return errs
+	}
+	if msgs := validation.IsDNS1123Label(o.LeaseNamespace); len(msgs) > 0 {
+		bad("resource-namespace", "%q is not a namespace name: %s", o.LeaseNamespace, msgs[0])
+	}
+	if msgs := validation.IsDNS1123Subdomain(o.LeaseName); len(msgs) > 0 {
+		bad("resource-name", "%q is not a Lease name: %s", o.LeaseName, msgs[0])
+	}
+	if o.LeaseDuration <= o.RenewDeadline {
+		bad("lease-duration", "%v must be longer than --leader-elect-renew-deadline (%v)", o.LeaseDuration, o.RenewDeadline)
+	}
+	if float64(o.RenewDeadline) <= leaderelection.JitterFactor*float64(o.RetryPeriod) {
+		bad("renew-deadline", "%v must be longer than %v x --leader-elect-retry-period (%v)",
+			o.RenewDeadline, leaderelection.JitterFactor, o.RetryPeriod)
+	}
+	return errs
+}
+
+// validateAddress checks a listen address: host:port with a numeric port,
+// and a host that is empty, an IP address or a DNS name.
+func validateAddress(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("not host:port (%v)", err)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	if host == "" || net.ParseIP(host) != nil {
+		return nil
+	}
+	if msgs := validation.IsDNS1123Subdomain(host); len(msgs) > 0 {
+		return fmt.Errorf("host %q is neither an IP address nor a DNS name", host)
+	}
+	return nil
+}

@@ -1,0 +1,84 @@
+package app
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/schedq/schedq/kube/plugins"
+)
+
+// valid is a complete set of options that passes Validate: the flags'
+// defaults.
+func valid() Options {
+	return Options{
+		SchedulerName: "schedq", Address: "0.0.0.0:10351", Scoring: plugins.LeastAllocated,
+		LeaderElect: true, LeaseNamespace: "kube-system", LeaseName: "schedq",
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		QPS: 50, Burst: 100,
+	}
+}
+
+func TestValidate(t *testing.T) {
+	if err := (&Options{}).Validate(); err == nil {
+		t.Fatal("the zero Options are valid")
+	}
+	ok := []func(*Options){
+		func(o *Options) {},
+		func(o *Options) { o.Address = "" },
+		func(o *Options) { o.Address = ":10351" },
+		func(o *Options) { o.Address = "localhost:0" },
+		func(o *Options) { o.Address = "[::1]:8080" },
+		func(o *Options) { o.PercentageOfNodesToScore = 100 },
+		func(o *Options) { o.Scoring = plugins.BalancedAllocation },
+		func(o *Options) { o.LeaderElect, o.LeaseNamespace, o.LeaseDuration = false, "", 5*time.Second },
+	}
+	for i, change := range ok {
+		o := valid()
+		change(&o)
+		if err := o.Validate(); err != nil {
+			t.Errorf("valid options %d: %v", i, err)
+		}
+	}
+	bad := []struct {
+		change func(*Options)
+		want   string
+	}{
+		{func(o *Options) { o.SchedulerName = "" }, "--scheduler-name: must not be empty"},
+		{func(o *Options) { o.SchedulerName = "My Scheduler" }, `--scheduler-name: "My Scheduler" can never match`},
+		{func(o *Options) { o.Address = "nonsense" }, `--address: "nonsense": not host:port`},
+		{func(o *Options) { o.Address = "127.0.0.1:http" }, `--address: "127.0.0.1:http": port "http"`},
+		{func(o *Options) { o.Address = "127.0.0.1:70000" }, `port "70000"`},
+		{func(o *Options) { o.Address = "no_such host:80" }, `host "no_such host"`},
+		{func(o *Options) { o.Scoring = plugins.ScoringStrategy(9) }, "--scoring: unknown strategy"},
+		{func(o *Options) { o.PercentageOfNodesToScore = 200 }, "--percentage-of-nodes-to-score: 200 is not between 0 and 100"},
+		{func(o *Options) { o.PercentageOfNodesToScore = -5 }, "--percentage-of-nodes-to-score: -5"},
+		{func(o *Options) { o.QPS = -1 }, "--kube-api-qps: must be more than 0, got -1"},
+		{func(o *Options) { o.QPS = 0 }, "--kube-api-qps"},
+		{func(o *Options) { o.Burst = 0 }, "--kube-api-burst: must be more than 0, got 0"},
+		{func(o *Options) { o.LeaseDuration = -time.Second }, "--leader-elect-lease-duration: must be positive, got -1s"},
+		{func(o *Options) { o.RenewDeadline = 0 }, "--leader-elect-renew-deadline: must be positive"},
+		{func(o *Options) { o.LeaderElect, o.RetryPeriod = false, 0 }, "--leader-elect-retry-period: must be positive"},
+		{func(o *Options) { o.LeaseDuration = 10 * time.Second }, "--leader-elect-lease-duration: 10s must be longer than --leader-elect-renew-deadline (10s)"},
+		{func(o *Options) { o.RetryPeriod = 9 * time.Second }, "--leader-elect-renew-deadline: 10s must be longer than 1.2 x --leader-elect-retry-period (9s)"},
+		{func(o *Options) { o.LeaseNamespace = "Kube_System" }, `--leader-elect-resource-namespace: "Kube_System"`},
+		{func(o *Options) { o.LeaseName = "" }, `--leader-elect-resource-name: ""`},
+	}
+	for _, tc := range bad {
+		o := valid()
+		tc.change(&o)
+		err := o.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("err %v, want one containing %q", err, tc.want)
+		}
+	}
+	// Every problem is reported, not only the first.
+	o := valid()
+	o.PercentageOfNodesToScore, o.QPS, o.Address = 200, -1, "nonsense"
+	err := o.Validate()
+	for _, flag := range []string{"--percentage-of-nodes-to-score", "--kube-api-qps", "--address"} {
+		if err == nil || !strings.Contains(err.Error(), flag) {
+			t.Errorf("err %v lacks %s", err, flag)
+		}
+	}
+}

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// execute runs the command line args and returns its output and error.
+func execute(args ...string) (string, error) {
+	var out, errOut bytes.Buffer
+	root := newRoot(&out, &errOut)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), err
+}
+
+// apiServer is a stand-in API server that counts the requests it gets and
+// fails them all, so that a scheduler pointed at it stops at once.
+func apiServer(t *testing.T) (url string, hits *atomic.Int32) {
+	t.Helper()
+	hits = new(atomic.Int32)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		http.Error(w, "stand-in API server", http.StatusInternalServerError)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, hits
+}
+
+// kubeconfigFor writes a kubeconfig for server into a temporary file.
+func kubeconfigFor(t *testing.T, server string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`, server)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// notInCluster makes the in-cluster configuration unavailable and
+// $KUBECONFIG empty, whatever the machine running the tests has.
+func notInCluster(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBECONFIG", "")
+}
+
+// TestSchedulerFlagsCheckedBeforeConnecting: a bad flag is an error that
+// names it, and the API server is never contacted; with good flags it is.
+func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
+	notInCluster(t)
+	server, hits := apiServer(t)
+	kc := kubeconfigFor(t, server)
+	base := []string{"scheduler", "--kubeconfig", kc, "--leader-elect=false", "--address="}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--percentage-of-nodes-to-score", "200"}, "--percentage-of-nodes-to-score: 200 is not between 0 and 100"},
+		{[]string{"--percentage-of-nodes-to-score", "-5"}, "--percentage-of-nodes-to-score: -5"},
+		{[]string{"--kube-api-qps", "-1"}, "--kube-api-qps: must be more than 0"},
+		{[]string{"--kube-api-qps", "0"}, "--kube-api-qps: must be more than 0"},
+		{[]string{"--kube-api-burst", "0"}, "--kube-api-burst: must be more than 0"},
+		{[]string{"--address", "nonsense"}, `--address: "nonsense": not host:port`},
+		{[]string{"--address", "127.0.0.1:99999"}, `--address: "127.0.0.1:99999": port`},
+		{[]string{"--scheduler-name", ""}, "--scheduler-name: must not be empty"},
+		{[]string{"--scheduler-name", "Not_A_Name"}, "--scheduler-name"},
+		{[]string{"--scoring", "fastest"}, `--scoring: "fastest"`},
+		{[]string{"--log-level", "loud"}, `--log-level: "loud"`},
+		{[]string{"--log-format", "xml"}, `--log-format: "xml"`},
+		{[]string{"--leader-elect-retry-period", "-2s"}, "--leader-elect-retry-period: must be positive"},
+		{[]string{"--leader-elect=true", "--leader-elect-lease-duration", "5s"}, "--leader-elect-lease-duration: 5s must be longer than --leader-elect-renew-deadline (10s)"},
+		{[]string{"--leader-elect=true", "--leader-elect-resource-namespace", "Kube System"}, "--leader-elect-resource-namespace"},
+		{[]string{"--leader-elect=true", "--leader-elect-resource-name", ""}, "--leader-elect-resource-name"},
+		{[]string{"--kube-api-qps", "fast"}, `invalid argument "fast" for "--kube-api-qps"`},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, err := execute(append(append([]string{}, base...), tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want one containing %q", err, tc.want)
+			}
+			if n := hits.Load(); n != 0 {
+				t.Fatalf("the API server got %d requests before the flags were checked", n)
+			}
+		})
+	}
+	// The same command line with good flags does contact it.
+	_, err := execute(base...)
+	if err == nil || !strings.Contains(err.Error(), "API server "+server+" is not reachable") || hits.Load() == 0 {
+		t.Fatalf("good flags: err %v, %d requests; want the stand-in contacted", err, hits.Load())
+	}
+}
+
+// TestSchedulerKubeconfigPrecedence: --kubeconfig, then $KUBECONFIG (a
+// path list whose missing files are skipped), as kubectl does. Which
+// stand-in API server gets the requests shows which configuration won.
+func TestSchedulerKubeconfigPrecedence(t *testing.T) {
+	notInCluster(t)
+	flagURL, flagHits := apiServer(t)
+	envURL, envHits := apiServer(t)
+	flagKC, envKC := kubeconfigFor(t, flagURL), kubeconfigFor(t, envURL)
+	missing := filepath.Join(t.TempDir(), "missing")
+	list := func(paths ...string) string { return strings.Join(paths, string(filepath.ListSeparator)) }
+	tests := []struct {
+		name, flag, env string
+		want            string // the stand-in that must get the requests
+		wantErr         string
+	}{
+		{"KUBECONFIG", "", envKC, envURL, ""},
+		{"KUBECONFIG list with a missing file", "", list(missing, envKC), envURL, ""},
+		{"--kubeconfig beats KUBECONFIG", flagKC, envKC, flagURL, ""},
+		{"missing --kubeconfig", missing, envKC, "", "--kubeconfig " + missing},
+		{"KUBECONFIG with no file", "", missing, "", "no cluster configuration in $KUBECONFIG (" + missing + ")"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("KUBECONFIG", tc.env)
+			flagHits.Store(0)
+			envHits.Store(0)
+			args := []string{"scheduler", "--leader-elect=false", "--address="}
+			if tc.flag != "" {
+				args = append(args, "--kubeconfig", tc.flag)
+			}
+			_, err := execute(args...)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want one containing %q", err, tc.wantErr)
+				}
+				if flagHits.Load()+envHits.Load() != 0 {
+					t.Fatal("a stand-in API server was contacted")
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "API server "+tc.want+" is not reachable") {
+				t.Fatalf("err %v, want the stand-in at %s contacted", err, tc.want)
+			}
+			if got := map[string]int32{flagURL: flagHits.Load(), envURL: envHits.Load()}; got[tc.want] == 0 || got[flagURL]+got[envURL] != got[tc.want] {
+				t.Fatalf("requests per stand-in %v, want only %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestExplainAnswers: explain prints schedq's answers, passes on schedq's
+// own errors, and recognises any other answer as not schedq's: it names
+// the status and address, and never prints the page or an empty error.
+func TestExplainAnswers(t *testing.T) {
+	const notQueued = "pod default/web-0 is not in schedq's queue: it is unknown, bound, or not ours"
+	respond := func(status int, ctype, body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			if ctype != "" {
+				w.Header().Set("Content-Type", ctype)
+			}
+			w.WriteHeader(status)
+			fmt.Fprint(w, body)
+		}
+	}
+	html := "<!DOCTYPE html><html><body><h1>Internal Server Error</h1></body></html>"
+	tests := []struct {
+		name    string
+		handler http.Handler
+		args    []string
+		wantOut string
+		wantErr string // ADDR stands for the server's address
+	}{
+		{"text answer", respond(200, "text/plain; charset=utf-8", "ready: waiting in activeQ\n"), nil, "ready: waiting in activeQ\n", ""},
+		{"json answer", respond(200, "application/json", `{"key": "default/web-0"}`), []string{"-o", "json"}, `{"key": "default/web-0"}`, ""},
+		{"schedq's 404", respond(404, "text/plain; charset=utf-8", notQueued+"\n"), nil, "", notQueued},
+		{"plain 404 of another server", http.NotFoundHandler(), nil, "", "HTTP 404 from ADDR: is this a schedq scheduler?"},
+		{"empty 404", respond(404, "", ""), nil, "", "HTTP 404 from ADDR: is this a schedq scheduler?"},
+		{"HTML 500", respond(500, "text/html", html), nil, "", "HTTP 500 from ADDR: is this a schedq scheduler?"},
+		{"empty 500", respond(500, "", ""), nil, "", "HTTP 500 from ADDR: is this a schedq scheduler?"},
+		{"one-line 500", respond(500, "text/plain", "queue closed\n"), nil, "", "HTTP 500 from ADDR: queue closed"},
+		{"HTML 200", respond(200, "text/html", html), nil, "", "HTTP 200 from ADDR: is this a schedq scheduler?"},
+		{"empty 200", respond(200, "text/plain", ""), nil, "", "HTTP 200 from ADDR: is this a schedq scheduler?"},
+		{"text 200 for json", respond(200, "text/plain", "hello"), []string{"-o", "json"}, "", "HTTP 200 from ADDR: is this a schedq scheduler?"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.handler)
+			defer srv.Close()
+			addr := strings.TrimPrefix(srv.URL, "http://")
+			out, err := execute(append([]string{"explain", "default/web-0", "--address", addr}, tc.args...)...)
+			if tc.wantErr == "" {
+				if err != nil || out != tc.wantOut {
+					t.Fatalf("out %q, err %v; want %q", out, err, tc.wantOut)
+				}
+				return
+			}
+			want := strings.ReplaceAll(tc.wantErr, "ADDR", addr)
+			if err == nil || err.Error() != want {
+				t.Fatalf("err %v, want %q", err, want)
+			}
+			if out != "" {
+				t.Fatalf("printed %q on error", out)
+			}
+		})
+	}
+}
+
+// TestVersion: --version works on the root and on every subcommand, and
+// prints this binary's build information.
+func TestVersion(t *testing.T) {
+	want := version(debug.ReadBuildInfo())
+	if !strings.HasPrefix(want, "schedq ") {
+		t.Fatalf("version %q", want)
+	}
+	cmds := [][]string{{}}
+	for _, c := range newRoot(&bytes.Buffer{}, &bytes.Buffer{}).Commands() {
+		cmds = append(cmds, []string{c.Name()})
+	}
+	if len(cmds) < 4 {
+		t.Fatalf("subcommands %v", cmds)
+	}
+	for _, c := range cmds {
+		out, err := execute(append(c, "--version")...)
+		if err != nil || out != want+"\n" {
+			t.Errorf("%v --version: %q, %v; want %q", c, out, err, want)
+		}
+	}
+	// explain takes an argument; --version needs none.
+	if out, err := execute("explain", "--version"); err != nil || out != want+"\n" {
+		t.Errorf("explain --version: %q, %v", out, err)
+	}
+}
+
+func TestVersionString(t *testing.T) {
+	release := &debug.BuildInfo{
+		GoVersion: "go1.26.8",
+		Main:      debug.Module{Path: "github.com/schedq/schedq/kube", Version: "v0.3.0"},
+		Deps:      []*debug.Module{{Path: "github.com/schedq/schedq", Version: "v0.3.1"}, {Path: "k8s.io/api", Version: "v0.36.3"}},
+		Settings:  []debug.BuildSetting{{Key: "GOOS", Value: "linux"}, {Key: "GOARCH", Value: "arm64"}},
+	}
+	devel := &debug.BuildInfo{
+		GoVersion: "go1.26.8",
+		Main:      debug.Module{Path: "github.com/schedq/schedq/kube", Version: "(devel)"},
+		Settings: []debug.BuildSetting{{Key: "GOOS", Value: "linux"}, {Key: "GOARCH", Value: "amd64"},
+			{Key: "vcs.revision", Value: "149ef45"}, {Key: "vcs.time", Value: "2026-11-23T08:00:00Z"}, {Key: "vcs.modified", Value: "true"}},
+	}
+	tests := []struct {
+		bi   *debug.BuildInfo
+		ok   bool
+		want string
+	}{
+		{release, true, "schedq v0.3.0\n  module   github.com/schedq/schedq/kube v0.3.0\n  queue    github.com/schedq/schedq v0.3.1\n  go       go1.26.8 linux/arm64"},
+		{devel, true, "schedq (devel)\n  module   github.com/schedq/schedq/kube (devel)\n  revision 149ef45 (2026-11-23T08:00:00Z), with uncommitted changes\n  go       go1.26.8 linux/amd64"},
+	}
+	for _, tc := range tests {
+		if got := version(tc.bi, tc.ok); got != tc.want {
+			t.Errorf("got\n%s\nwant\n%s", got, tc.want)
+		}
+	}
+	if got := version(nil, false); !strings.HasPrefix(got, "schedq (no build information) go") {
+		t.Errorf("no build info: %q", got)
+	}
+}
