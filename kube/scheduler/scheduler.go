@@ -226,8 +226,12 @@ func (s *Scheduler) findNode(ctx context.Context, pi *framework.PodInfo, snap fr
 	reasons := map[string]int{}
 	var rejectors []string
 	processed := 0
+	next := s.nextStart % len(nodes) // wraps by hand: no division per node
 	for i := 0; i < len(nodes) && len(feasible) < want; i++ {
-		ni := nodes[(s.nextStart+i)%len(nodes)]
+		ni := nodes[next]
+		if next++; next == len(nodes) {
+			next = 0
+		}
 		processed++
 		st := filter(ctx, filters, state, pi, ni)
 		if st.IsSuccess() {
