@@ -211,7 +211,7 @@ var ErrUnknownScenario = errors.New("unknown scenario")
 // Limits on what a scenario may ask for, checked before anything is
 // built, so that a typo such as count: 2000000000 is a clear error rather
 // than an out-of-memory crash (docs/simulator-performance.md measures
-// about 7 KiB per pod and 2 KiB per node).
+// about 6 KiB per pod and 2 KiB per node).
 const (
 	// MaxScenarioBytes is the largest scenario file Load reads.
 	MaxScenarioBytes = 4 << 20
