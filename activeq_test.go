@@ -4,8 +4,8 @@ import (
 	"testing"
 )
 
-func activeEntry(key string, prio int32, ts int64) *entry[string, pod] {
-	return &entry[string, pod]{key: key, prio: prio, ts: ts, loc: locActive}
+func activeEntry(key string, prio int32, ts int64) *entry[string, job] {
+	return &entry[string, job]{key: key, prio: prio, ts: ts, loc: locActive}
 }
 
 // TestLazyActiveRenumbers: generations are 32 bits, so every rebuild (at
@@ -13,7 +13,7 @@ func activeEntry(key string, prio int32, ts int64) *entry[string, pod] {
 // live ones from 1; the counter never wraps, and a slot that stayed live
 // through many pushes cannot meet its entry's next generation.
 func TestLazyActiveRenumbers(t *testing.T) {
-	a := newLazyActive[string, pod]()
+	a := newLazyActive[string, job]()
 	x, y := activeEntry("x", 1, 1), activeEntry("y", 2, 2)
 	a.Push(x)
 	a.Push(y)
@@ -30,7 +30,7 @@ func TestLazyActiveRenumbers(t *testing.T) {
 		t.Fatalf("after 2^31 pushes: %d stale, %d slots, %d pushes, gen %d; want a rebuild numbering 1..3", a.stale, a.h.Len(), a.pushes, a.gen)
 	}
 	seen := map[uint32]bool{}
-	for _, e := range []*entry[string, pod]{x, y, z} {
+	for _, e := range []*entry[string, job]{x, y, z} {
 		if e.gen < 1 || e.gen > 3 || seen[e.gen] {
 			t.Fatalf("generation %d of %s after the rebuild", e.gen, e.key)
 		}

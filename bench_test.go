@@ -1,6 +1,7 @@
 package schedq
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -43,7 +44,7 @@ func BenchmarkAddPopDone(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				now = now.Add(time.Microsecond)
 				info, _ := c.Pop(now)
-				c.Done(info.Item.id, info.Cycle)
+				c.Done(info, now)
 				c.Add(benchItem{id: info.Item.id, prio: int32(r.IntN(100))}, now)
 			}
 		})
@@ -66,11 +67,12 @@ func BenchmarkQueueAddPopDone(b *testing.B) {
 			for i := range n {
 				q.Add(benchItem{id: i, prio: int32(r.IntN(100))})
 			}
+			ctx := context.Background()
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				info, _, _ := q.TryPop()
-				q.Done(info.Item.id, info.Cycle)
+				info, _ := q.Pop(ctx)
+				q.Done(info)
 				q.Add(benchItem{id: info.Item.id, prio: int32(r.IntN(100))})
 			}
 		})
@@ -82,7 +84,7 @@ func BenchmarkQueueAddPopDone(b *testing.B) {
 func BenchmarkRequeue(b *testing.B) {
 	for _, n := range benchSizes {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			c := benchCore(b, map[string][]EventHint[benchItem]{"Fit": {{Event: EventNodeAdd}}})
+			c := benchCore(b, map[string][]EventHint[benchItem]{"Fit": {{Event: evMachineAdd}}})
 			now := t0
 			for i := range n {
 				c.Add(benchItem{id: i, prio: int32(i % 100)}, now)
@@ -93,8 +95,8 @@ func BenchmarkRequeue(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				now = now.Add(time.Millisecond)
 				info, _ := c.Pop(now)
-				c.AddUnschedulableIfNotPresent(info.Item, info.Cycle, fail, now)
-				c.MoveMatching(EventNodeAdd, nil, nil, func(in *Info[benchItem]) bool { return in.Item.id == info.Item.id }, now)
+				c.Requeue(info, fail, now)
+				c.Move(evMachineAdd, nil, nil, func(in *Info[benchItem]) bool { return in.Item.id == info.Item.id }, now)
 				c.Activate([]int{info.Item.id}, now)
 			}
 		})
@@ -109,7 +111,7 @@ func parkAll(b *testing.B, c *Core[int, benchItem], n int, now time.Time) {
 	fail := Failure{UnschedulablePlugins: []string{"Fit"}}
 	for range n {
 		info, _ := c.Pop(now)
-		c.AddUnschedulableIfNotPresent(info.Item, info.Cycle, fail, now)
+		c.Requeue(info, fail, now)
 	}
 	if c.Counts().Unschedulable != n {
 		b.Fatalf("parked %d, want %d", c.Counts().Unschedulable, n)
@@ -125,17 +127,17 @@ func parkAll(b *testing.B, c *Core[int, benchItem], n int, now time.Time) {
 func BenchmarkMoveAll(b *testing.B) {
 	skip := func(benchItem, any, any) (Hint, error) { return HintSkip, nil }
 	hints := map[string][]EventHint[benchItem]{
-		"Fit":    {{Event: EventNodeAdd}, {Event: Event{Resource: Node, Action: UpdateNodeLabel}, Fn: skip}},
-		"Volume": {{Event: Event{Resource: PersistentVolumeClaim, Action: Add}}},
+		"Fit":    {{Event: evMachineAdd}, {Event: evMachineLabel, Fn: skip}},
+		"Volume": {{Event: evVolumeAdd}},
 	}
 	cases := []struct {
 		name  string
 		event Event
 		moves bool
 	}{
-		{"SkipIndexed", Event{Resource: PersistentVolumeClaim, Action: Add}, false},
-		{"SkipHint", Event{Resource: Node, Action: UpdateNodeLabel}, false},
-		{"AllMove", EventNodeAdd, true},
+		{"SkipIndexed", evVolumeAdd, false},
+		{"SkipHint", evMachineLabel, false},
+		{"AllMove", evMachineAdd, true},
 	}
 	for _, tc := range cases {
 		for _, n := range benchSizes {
@@ -154,7 +156,7 @@ func BenchmarkMoveAll(b *testing.B) {
 						runtime.GC()
 						b.StartTimer()
 					}
-					c.MoveAllToActiveOrBackoffQueue(tc.event, nil, nil, nil, later)
+					c.Move(tc.event, nil, nil, nil, later)
 				}
 				b.StopTimer()
 				if got := c.Counts().Active; tc.moves && got != n || !tc.moves && got != 0 {
@@ -180,7 +182,7 @@ func BenchmarkMemoryPerItem(b *testing.B) {
 				var before, after runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&before)
-				c := benchCore(b, map[string][]EventHint[benchItem]{"Fit": {{Event: EventNodeAdd}}})
+				c := benchCore(b, map[string][]EventHint[benchItem]{"Fit": {{Event: evMachineAdd}}})
 				if parked {
 					parkAll(b, c, n, t0)
 				} else {

@@ -8,11 +8,11 @@ import (
 
 // Defaults for zero Config fields.
 const (
-	DefaultInitialBackoff             = 1 * time.Second
-	DefaultMaxBackoff                 = 10 * time.Second
-	DefaultMaxInUnschedulable         = 5 * time.Minute
-	DefaultFlushBackoffInterval       = 1 * time.Second
-	DefaultFlushUnschedulableInterval = 30 * time.Second
+	defaultInitialBackoff             = 1 * time.Second
+	defaultMaxBackoff                 = 10 * time.Second
+	defaultMaxInUnschedulable         = 5 * time.Minute
+	defaultFlushBackoffInterval       = 1 * time.Second
+	defaultFlushUnschedulableInterval = 30 * time.Second
 )
 
 // Config configures a queue. Zero fields take the documented defaults;
@@ -20,15 +20,16 @@ const (
 type Config[K comparable, T any] struct {
 	// Key returns an item's identity. Required.
 	Key func(item T) K
-	// Less orders activeQ (the QueueSort extension point): true if a goes
-	// first. Required; ByPriority is the usual choice. It runs under the
-	// lock and must be pure and fast.
-	Less func(a, b *Info[T]) bool
-	// Priority, used when Less is nil, selects the default order: higher
-	// priority first, then earlier Timestamp (ByPriority(Priority)). The
-	// queue then caches each item's priority and compares without calling
-	// back, which is the fastest order. It runs under the lock.
+	// Priority selects the default order of activeQ: higher priority
+	// first, then earlier Timestamp, then the order in which the items
+	// entered activeQ. The queue caches each item's priority and compares
+	// without calling back, which is the fastest order. It runs under the
+	// lock. Set Priority or Less.
 	Priority func(item T) int32
+	// Less, if set, replaces the default order: true if a goes first.
+	// Items that Less finds equal pop in the order they entered activeQ.
+	// It runs under the lock and must be pure and fast.
+	Less func(a, b *Info[T]) bool
 
 	// InitialBackoff is the backoff after the first failure. Default 1s.
 	InitialBackoff time.Duration
@@ -56,22 +57,46 @@ type Config[K comparable, T any] struct {
 	// with pop-from-backoff, backoffQ).
 	PreEnqueue []PreEnqueue[T]
 	// UpdateEvents classifies an update of a parked or in-flight item into
-	// the events it amounts to (for pods: label change, toleration change,
-	// gates removed, ...). An empty result means nothing that matters to
-	// scheduling changed. Nil means every update is one UnschedulablePod
-	// Update event.
+	// the events it amounts to (for a job: its quota grew, its pause was
+	// lifted), which the hints then judge. An empty result means nothing
+	// that matters to scheduling changed. Nil: any update may matter, so it
+	// is a wildcard event (label "ItemUpdate"): a parked item goes back to
+	// be tried after its backoff, and a gated one has its gates run again.
 	UpdateEvents func(oldItem, newItem T) []Event
+	// Budget, if set, makes move requests wake only what an event makes
+	// room for. For an event it returns the room (ok false: no limit, as
+	// for the queue's own events); the items the hints would wake are
+	// offered to it in pop order, and those that do not fit stay parked,
+	// deferred. Room comes back when a woken item's attempt ends or the
+	// item goes, and is offered to the deferred items then, so none waits
+	// for the leftover flush while room it could use is unused. Nil: every
+	// item a hint accepts wakes, as upstream. It runs under the lock and
+	// must be pure and fast.
+	Budget func(ev Event, oldObj, newObj any) (Budget[T], bool)
+	// Match reports whether a registered event covers a sent one. Nil: the
+	// kinds agree (or the registered Kind is AnyKind) and the action bits
+	// overlap. A registration with AnyKind and AnyAction hears every event
+	// whatever Match says. It runs under the lock and must be pure and fast.
+	Match func(registered, sent Event) bool
+
+	// CheckInvariants, if set, makes the queue verify its internal
+	// consistency after every operation that changes it (O(n) each time)
+	// and pass each violation found to it. For tests, fuzzing and checked
+	// simulation runs.
+	CheckInvariants func(error)
 
 	// Recorder receives metrics. Nil records nothing.
 	Recorder Recorder
 
-	// Clock is the time source of Queue (not Core). Default: the wall clock.
+	// Clock is the time source of Queue; Core reads no clock. Default: the
+	// wall clock.
 	Clock Clock
-	// FlushBackoffInterval is how often Queue.Run moves expired backoff
-	// items to activeQ. Default 1s.
+	// FlushBackoffInterval is how often Tick moves the items whose backoff
+	// ended to activeQ. Default 1s.
 	FlushBackoffInterval time.Duration
-	// FlushUnschedulableInterval is how often Queue.Run runs the leftover
-	// flush. Default 30s.
+	// FlushUnschedulableInterval is how often Tick runs the leftover flush,
+	// which retries items parked for longer than MaxInUnschedulable.
+	// Default 30s.
 	FlushUnschedulableInterval time.Duration
 }
 
@@ -85,9 +110,9 @@ func (c Config[K, T]) validate() (Config[K, T], error) {
 	}
 	if c.Less == nil {
 		if c.Priority == nil {
-			return c, bad("Less", "must not be nil (or set Priority for the default order)")
+			return c, bad("Priority", "must not be nil (or set Less for an order of your own)")
 		}
-		c.Less = ByPriority(c.Priority)
+		c.Less = byPriority(c.Priority)
 	} else {
 		c.Priority = nil
 	}
@@ -96,11 +121,11 @@ func (c Config[K, T]) validate() (Config[K, T], error) {
 		d    *time.Duration
 		def  time.Duration
 	}{
-		{"InitialBackoff", &c.InitialBackoff, DefaultInitialBackoff},
-		{"MaxBackoff", &c.MaxBackoff, DefaultMaxBackoff},
-		{"MaxInUnschedulable", &c.MaxInUnschedulable, DefaultMaxInUnschedulable},
-		{"FlushBackoffInterval", &c.FlushBackoffInterval, DefaultFlushBackoffInterval},
-		{"FlushUnschedulableInterval", &c.FlushUnschedulableInterval, DefaultFlushUnschedulableInterval},
+		{"InitialBackoff", &c.InitialBackoff, defaultInitialBackoff},
+		{"MaxBackoff", &c.MaxBackoff, defaultMaxBackoff},
+		{"MaxInUnschedulable", &c.MaxInUnschedulable, defaultMaxInUnschedulable},
+		{"FlushBackoffInterval", &c.FlushBackoffInterval, defaultFlushBackoffInterval},
+		{"FlushUnschedulableInterval", &c.FlushUnschedulableInterval, defaultFlushUnschedulableInterval},
 	}
 	for _, f := range durations {
 		if *f.d < 0 {
@@ -121,8 +146,8 @@ func (c Config[K, T]) validate() (Config[K, T], error) {
 			if r.Event.Action == 0 {
 				return c, bad(fmt.Sprintf("Hints[%q][%d].Event.Action", name, i), "must not be empty")
 			}
-			if r.Event.Resource == "" {
-				return c, bad(fmt.Sprintf("Hints[%q][%d].Event.Resource", name, i), "must not be empty")
+			if r.Event.Kind == "" {
+				return c, bad(fmt.Sprintf("Hints[%q][%d].Event.Kind", name, i), "must not be empty")
 			}
 		}
 	}
@@ -141,6 +166,9 @@ func (c Config[K, T]) validate() (Config[K, T], error) {
 	}
 	if c.Clock == nil {
 		c.Clock = realClock{}
+	}
+	if c.Match == nil {
+		c.Match = defaultMatch
 	}
 	return c, nil
 }

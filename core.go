@@ -47,19 +47,20 @@ func (l loc) location() Location {
 	case locFlight:
 		return InFlight
 	}
-	return Absent
+	return 0
 }
 
-func (l loc) subQueue() SubQueue {
+// subQueue is the sub-queue that Recorder hears of for l.
+func (l loc) subQueue() Location {
 	switch l {
 	case locBackoffUnsched, locBackoffError:
-		return SubBackoff
+		return InBackoff
 	case locParked:
-		return SubUnschedulable
+		return InUnschedulable
 	case locGated:
-		return SubGated
+		return InGated
 	}
-	return SubActive
+	return InActive
 }
 
 // entry is an item and the queue's bookkeeping for it. Entries are recycled
@@ -70,6 +71,7 @@ type entry[K comparable, T any] struct {
 	prio int32  // cached Priority(Item), with the default order
 	gen  uint32 // its live slot in a lazy activeQ
 	ts   int64  // cached Timestamp, as Unix nanoseconds
+	seq  uint64 // entry order into activeQ, for ties under a caller's Less
 
 	Info[T]
 	key       K
@@ -77,10 +79,17 @@ type entry[K comparable, T any] struct {
 	pos       int // index in parked.all
 	slots     []slot[K, T]
 	entered   int64        // when it entered its current sub-queue (Unix ns)
-	lastFlush int64        // last leftover flush that tried it (Unix ns)
+	lastFlush int64        // last leftover flush that tried it, or budget that deferred it (Unix ns)
 	visit     uint64       // move-request epoch, to visit an entry once
 	shadow    *entry[K, T] // an attempt in flight for the same key
 	counted   bool         // its plugins are in Core.byPlugin
+
+	// Budgets (Config.Budget): the group whose room it holds, from its
+	// wake to the end of its next attempt; the groups that deferred it,
+	// while parked; and the strategy its hints chose for the last event.
+	tookFrom   *roomGroup[K, T]
+	deferredBy []*roomGroup[K, T]
+	strategy   strategy
 
 	// While in flight.
 	startSeq   uint64
@@ -113,6 +122,12 @@ type Core[K comparable, T any] struct {
 
 	cycle            int64 // pops so far
 	moveRequestCycle int64 // cycle of the latest move request, -1 if none
+	seq              uint64
+
+	// The flush schedule, in Unix ns: Tick's first call anchors it, and
+	// each flush then runs at the multiples of its interval from there.
+	anchor, nextBackoff, nextLeftover int64
+	anchored                          bool
 
 	// byPlugin counts queued items per plugin that holds them back, from
 	// requeue (or gating) until their next pop.
@@ -120,12 +135,15 @@ type Core[K comparable, T any] struct {
 
 	labels map[Event]string // Event.Label() of events seen, to build each once
 
+	rechecks []*roomGroup[K, T] // budgets to offer once more (budget.go)
+
 	epoch   uint64
 	free    []*entry[K, T]
 	scratch []*entry[K, T]
 }
 
-// NewCore validates cfg and returns an empty Core.
+// NewCore validates cfg and returns an empty Core. A mistake in cfg is an
+// error wrapping ErrInvalidConfig that names the field.
 func NewCore[K comparable, T any](cfg Config[K, T]) (*Core[K, T], error) {
 	cfg, err := cfg.validate()
 	if err != nil {
@@ -144,7 +162,12 @@ func NewCore[K comparable, T any](cfg Config[K, T]) (*Core[K, T], error) {
 		c.pluginRegs[r.plugin] = append(c.pluginRegs[r.plugin], r.event)
 	}
 	setIdx := func(e *entry[K, T], i int) { e.idx = i }
-	less := func(a, b *entry[K, T]) bool { return cfg.Less(&a.Info, &b.Info) }
+	less := func(a, b *entry[K, T]) bool {
+		if cfg.Less(&a.Info, &b.Info) {
+			return true
+		}
+		return !cfg.Less(&b.Info, &a.Info) && a.seq < b.seq
+	}
 	if cfg.Priority != nil {
 		less = func(a, b *entry[K, T]) bool {
 			if a.prio != b.prio {
@@ -219,24 +242,26 @@ func (c *Core[K, T]) recount(e *entry[K, T]) {
 	e.plugins(func(p string) { c.byPlugin[p]++ })
 }
 
-// label returns ev.Label(), built once per distinct event.
+// label returns ev's label, built once per distinct event.
 func (c *Core[K, T]) label(ev Event) string {
-	if ev.CustomLabel != "" {
-		return ev.CustomLabel
+	if ev.Label != "" {
+		return ev.Label
 	}
 	l, ok := c.labels[ev]
 	if !ok {
 		if c.labels == nil || len(c.labels) > 1024 {
 			c.labels = map[Event]string{}
 		}
-		l = ev.Label()
+		l = ev.label()
 		c.labels[ev] = l
 	}
 	return l
 }
 
-// since returns the time from a Unix-nanosecond instant to now.
-func since(ns int64, now time.Time) time.Duration { return time.Duration(now.UnixNano() - ns) }
+// matches reports whether the registered event reg covers the sent ev.
+func (c *Core[K, T]) matches(reg, ev Event) bool {
+	return reg.wildcard() || c.cfg.Match(reg, ev)
+}
 
 // sortKeys refreshes the keys the default order compares, before e enters
 // or moves within a heap ordered by them.
@@ -265,6 +290,12 @@ func (c *Core[K, T]) newEntry(item T, now time.Time) *entry[K, T] {
 	e.Timestamp = now
 	e.idx, e.pos = -1, -1
 	return e
+}
+
+// retire gives back the room e holds, if any, and recycles it.
+func (c *Core[K, T]) retire(e *entry[K, T], now time.Time) {
+	c.release(e, now)
+	c.recycle(e)
 }
 
 // recycle returns e to the free list, wiped so it pins nothing.
@@ -330,19 +361,16 @@ func (c *Core[K, T]) endFlight(e *entry[K, T], keep bool) {
 	}
 }
 
-// Poppable reports whether Pop would return an item now.
-func (c *Core[K, T]) Poppable() bool {
+// poppable reports whether Pop would return an item now.
+func (c *Core[K, T]) poppable() bool {
 	return c.active.Len() > 0 || (!c.cfg.DisablePopFromBackoff && c.backoffU.Len() > 0)
 }
 
-// SchedulingCycle returns the number of pops so far.
-func (c *Core[K, T]) SchedulingCycle() int64 { return c.cycle }
-
 // Add queues a new item. If its key is already queued, the old copy is
-// replaced, wherever it was. The item goes to activeQ, or is parked as gated
-// if a PreEnqueue check rejects it. Add reports whether the item is
-// poppable. O(log n).
-func (c *Core[K, T]) Add(item T, now time.Time) bool {
+// replaced, wherever it was. The item goes to activeQ, or is parked as
+// gated if a PreEnqueue check rejects it. O(log n).
+func (c *Core[K, T]) Add(item T, now time.Time) {
+	defer c.check()
 	e := c.newEntry(item, now)
 	// One map lookup and one store: the hot path of every Add.
 	switch prev := c.keys[e.key]; {
@@ -354,10 +382,10 @@ func (c *Core[K, T]) Add(item T, now time.Time) bool {
 	default: // queued: replace it, keeping its attempt in flight if any
 		c.unlink(prev, now)
 		e.shadow, prev.shadow = prev.shadow, nil
-		c.recycle(prev)
+		c.retire(prev, now)
 	}
 	c.keys[e.key] = e
-	return c.toActive(e, LabelUnschedulablePodAdd, false, now)
+	c.toActive(e, labelAdd, false, now)
 }
 
 // Update replaces a queued item with its new version, keeping its history.
@@ -365,11 +393,14 @@ func (c *Core[K, T]) Add(item T, now time.Time) bool {
 //     the events it amounts to are recorded for the attempt's hints.
 //   - In activeQ or backoffQ: updated in place.
 //   - Parked or gated: updated, then moved if a hint accepts one of the
-//     update's events (any update moves it when hints are off).
+//     update's events (see Config.UpdateEvents; any update moves it when
+//     hints are off).
 //   - Unknown: added, as by Add.
 //
-// Update reports whether anything became poppable.
-func (c *Core[K, T]) Update(oldItem, newItem T, now time.Time) bool {
+// An update that leaves the item's priority as it was keeps its place
+// among its equals in activeQ. O(log n) plus the hints of its events.
+func (c *Core[K, T]) Update(oldItem, newItem T, now time.Time) {
+	defer c.check()
 	key := c.cfg.Key(newItem)
 	e := c.queuedEntry(key)
 	if e == nil {
@@ -377,38 +408,42 @@ func (c *Core[K, T]) Update(oldItem, newItem T, now time.Time) bool {
 			f.Item = newItem
 			f.updated = true
 			for _, ev := range c.updateEvents(oldItem, newItem) {
-				c.flights.record(flightEvent[K, T]{event: ev, oldObj: oldItem, newObj: newItem})
+				c.flights.record(flightEvent[K, T]{event: ev, label: c.label(ev), oldObj: oldItem, newObj: newItem})
 			}
-			return false
+			return
 		}
 		e = c.newEntry(newItem, now)
 		c.enqueue(e)
-		return c.toActive(e, LabelUnschedulablePodUpdate, false, now)
+		c.toActive(e, labelUpdate, false, now)
+		return
 	}
 	switch e.loc {
 	case locActive:
+		old := e.Info
 		e.Item = newItem
-		c.sortKeys(e)
-		c.active.Fix(e)
-		return false
+		if c.resorted(e, &old) {
+			c.active.Fix(e)
+		}
+		return
 	case locBackoffUnsched:
+		old := e.Info
 		e.Item = newItem
-		c.sortKeys(e)
-		c.backoffU.Fix(e.idx)
-		return false
+		if c.resorted(e, &old) {
+			c.backoffU.Fix(e.idx)
+		}
+		return
 	case locBackoffError:
 		e.Item = newItem
-		return false
+		return
 	}
 	// Parked or gated.
 	e.Item = newItem
 	events := c.updateEvents(oldItem, newItem)
 	if c.cfg.DisableQueueingHints {
-		if len(events) == 0 {
-			return false
+		if len(events) > 0 {
+			c.requeue(e, afterBackoff, labelUpdate, now)
 		}
-		s := afterBackoff
-		return c.requeue(e, s, LabelUnschedulablePodUpdate, now) != locParked
+		return
 	}
 	for _, ev := range events {
 		if e.loc == locGated && !c.gatingMatches(e, ev) {
@@ -420,15 +455,35 @@ func (c *Core[K, T]) Update(oldItem, newItem T, now time.Time) bool {
 			continue
 		}
 		if l := c.requeue(e, s, label, now); l != locParked && l != locGated {
-			return c.Poppable()
+			return
 		}
 	}
-	return false
+}
+
+// resorted refreshes e's sort keys after its item changed from old, and
+// reports whether its heap must be fixed: whether the order sees a
+// difference. An item that moves so re-enters behind its new equals; one
+// that does not keeps its place.
+func (c *Core[K, T]) resorted(e *entry[K, T], old *Info[T]) bool {
+	if c.cfg.Priority == nil {
+		if !c.cfg.Less(old, &e.Info) && !c.cfg.Less(&e.Info, old) {
+			return false
+		}
+		c.seq++
+		e.seq = c.seq
+		return true
+	}
+	p := c.cfg.Priority(e.Item)
+	if p == e.prio {
+		return false
+	}
+	e.prio = p
+	return true
 }
 
 func (c *Core[K, T]) updateEvents(oldItem, newItem T) []Event {
 	if c.cfg.UpdateEvents == nil {
-		return []Event{{Resource: UnschedulablePod, Action: Update, CustomLabel: LabelUnschedulablePodUpdate}}
+		return []Event{eventUpdate}
 	}
 	return c.cfg.UpdateEvents(oldItem, newItem)
 }
@@ -437,10 +492,11 @@ func (c *Core[K, T]) updateEvents(oldItem, newItem T) []Event {
 // the attempt is marked so that its requeue drops it. It returns ErrNotFound
 // if the key is neither queued nor in flight. O(log n).
 func (c *Core[K, T]) Delete(key K, now time.Time) error {
+	defer c.check()
 	if e := c.queuedEntry(key); e != nil {
 		c.unlink(e, now)
 		c.dequeue(e)
-		c.recycle(e)
+		c.retire(e, now)
 		return nil
 	}
 	if f := c.flightEntry(key); f != nil {
@@ -453,23 +509,24 @@ func (c *Core[K, T]) Delete(key K, now time.Time) error {
 // Pop takes the next item to try: the head of activeQ or, when activeQ is
 // empty and pop-from-backoff is on, the head of the unschedulable backoff
 // heap (never the error heap). The item is then in flight until Done or
-// AddUnschedulableIfNotPresent. ok is false when nothing is poppable.
+// Requeue of the returned attempt. ok is false when nothing is poppable.
 // O(log n).
-func (c *Core[K, T]) Pop(now time.Time) (info Info[T], ok bool) {
+func (c *Core[K, T]) Pop(now time.Time) (a Attempt[K, T], ok bool) {
+	defer c.check()
 	var e *entry[K, T]
 	switch {
 	case c.active.Len() > 0:
 		e, _ = c.active.Pop()
-		c.rec.Left(SubActive, since(e.entered, now))
+		c.rec.Left(InActive, since(e.entered, now))
 	case !c.cfg.DisablePopFromBackoff && c.backoffU.Len() > 0:
 		e, _ = c.backoffU.Pop()
-		c.rec.Left(SubBackoff, since(e.entered, now))
-		c.rec.Incoming(SubActive, LabelPopFromBackoffQ)
+		c.rec.Left(InBackoff, since(e.entered, now))
+		c.rec.Incoming(InActive, labelPopFromBackoff)
 		if e.InitialAttemptTimestamp.IsZero() {
 			e.InitialAttemptTimestamp = now
 		}
 	default:
-		return info, false
+		return a, false
 	}
 	c.queued--
 	c.uncount(e)
@@ -478,7 +535,7 @@ func (c *Core[K, T]) Pop(now time.Time) (info Info[T], ok bool) {
 		// supersedes.
 		e.shadow = nil
 		c.flights.end(prev)
-		c.recycle(prev)
+		c.retire(prev, now)
 	}
 	c.cycle++
 	e.Attempts++
@@ -487,14 +544,16 @@ func (c *Core[K, T]) Pop(now time.Time) (info Info[T], ok bool) {
 	e.poppedAt = now.UnixNano()
 	e.updated, e.deleted = false, false
 	c.flights.start(e)
-	return e.Info, true
+	return Attempt[K, T]{Key: e.key, Info: e.Info}, true
 }
 
-// Done ends the attempt of cycle (the Info.Cycle its Pop returned) on key,
-// after it succeeded or was given up. It returns ErrNotInFlight if that
-// attempt is not in flight: on a second Done, or when a newer pop of the
-// key has superseded it, whose attempt a stale Done must not end. O(1).
-func (c *Core[K, T]) Done(key K, cycle int64) error {
+// Done ends attempt a after it succeeded or was given up. It returns
+// ErrNotInFlight if a is not in flight: on a second Done, after Requeue,
+// or when a newer pop of the key has superseded it, whose attempt a stale
+// Done must not end. O(1).
+func (c *Core[K, T]) Done(a Attempt[K, T], now time.Time) error {
+	defer c.check()
+	key, cycle := a.Key, a.Cycle
 	e, queued := c.keys[key], (*entry[K, T])(nil)
 	if e != nil && e.loc != locFlight {
 		queued, e = e, e.shadow // re-added during the attempt
@@ -511,7 +570,7 @@ func (c *Core[K, T]) Done(key K, cycle int64) error {
 	if !e.InitialAttemptTimestamp.IsZero() {
 		c.rec.Scheduled(time.Duration(e.poppedAt-e.InitialAttemptTimestamp.UnixNano()), e.FlushedFromUnschedulable)
 	}
-	c.recycle(e)
+	c.retire(e, now)
 	return nil
 }
 
@@ -525,9 +584,8 @@ type Failure struct {
 	PendingPlugins []string
 }
 
-// AddUnschedulableIfNotPresent requeues an item after a failed attempt and
-// ends the attempt (do not call Done after it). cycle is the Cycle its pop
-// returned. Where it goes:
+// Requeue puts an item back after its attempt a failed, and ends the
+// attempt (do not call Done after it). Where it goes:
 //   - no plugins (an error): backoffQ, error heap;
 //   - with hints (the default): the events seen during the attempt decide,
 //     through the rejecting plugins' hints: parked, backoffQ or activeQ;
@@ -535,13 +593,19 @@ type Failure struct {
 //     (moveRequestCycle >= cycle), else parked.
 //
 // If an Update arrived during the attempt, the updated item is requeued
-// instead of item. If a Delete did, the item is dropped. If the key is
+// instead of a.Item. If a Delete did, the item is dropped. If the key is
 // queued already (re-added during the attempt), the queued copy stays and
-// ErrAlreadyQueued is returned. If the attempt of cycle has ended (a newer
-// pop of the key superseded it), nothing is requeued and ErrNotInFlight is
-// returned; an item that was never popped (cycle 0) is queued as a failure.
-// It reports whether anything became poppable.
-func (c *Core[K, T]) AddUnschedulableIfNotPresent(item T, cycle int64, f Failure, now time.Time) (bool, error) {
+// ErrAlreadyQueued is returned. If the attempt has ended (a newer pop of
+// the key superseded it, or Done or Requeue ended it), nothing is requeued
+// and ErrNotInFlight is returned.
+//
+// An attempt with Cycle 0, which no Pop returned, queues a.Item as if it
+// had failed so: a scheduler that takes over from another uses it to park
+// the items its predecessor found unschedulable. O(log n) plus the hints
+// of the events seen during the attempt.
+func (c *Core[K, T]) Requeue(a Attempt[K, T], f Failure, now time.Time) error {
+	defer c.check()
+	item, cycle := a.Item, a.Cycle
 	key := c.cfg.Key(item)
 	e := c.flightEntry(key)
 	if e != nil && e.Cycle != cycle {
@@ -550,16 +614,16 @@ func (c *Core[K, T]) AddUnschedulableIfNotPresent(item T, cycle int64, f Failure
 	if c.queuedEntry(key) != nil {
 		if e != nil {
 			c.endFlight(e, false)
-			c.recycle(e)
+			c.retire(e, now)
 		}
-		return false, fmt.Errorf("%w: requeue %v", ErrAlreadyQueued, key)
+		return fmt.Errorf("%w: requeue %v", ErrAlreadyQueued, key)
 	}
 	var events []flightEvent[K, T]
 	if e == nil {
 		if cycle >= 1 && cycle <= c.cycle {
 			// That attempt has ended: superseded by a newer pop of the key,
 			// or deleted, or finished. Its item is not brought back.
-			return false, fmt.Errorf("%w: requeue %v: the attempt of cycle %d has ended", ErrNotInFlight, key, cycle)
+			return fmt.Errorf("%w: requeue %v: the attempt of cycle %d has ended", ErrNotInFlight, key, cycle)
 		}
 		// Not popped from this queue: take it as a failure anyway, so that
 		// nothing is lost.
@@ -567,9 +631,10 @@ func (c *Core[K, T]) AddUnschedulableIfNotPresent(item T, cycle int64, f Failure
 	} else {
 		if e.deleted {
 			c.endFlight(e, false)
-			c.recycle(e)
-			return false, nil
+			c.retire(e, now)
+			return nil
 		}
+		c.release(e, now)
 		if !e.updated {
 			e.Item = item
 		}
@@ -614,11 +679,8 @@ func (c *Core[K, T]) AddUnschedulableIfNotPresent(item T, cycle int64, f Failure
 	} else {
 		c.enqueue(e)
 	}
-	switch c.requeue(e, s, LabelScheduleAttemptFailure, now) {
-	case locActive, locBackoffUnsched:
-		return c.Poppable(), nil
-	}
-	return false, nil
+	c.requeue(e, s, labelAttemptFailure, now)
+	return nil
 }
 
 // unlink takes a queued entry out of whichever sub-queue holds it.
@@ -633,9 +695,14 @@ func (c *Core[K, T]) unlink(e *entry[K, T], now time.Time) {
 		c.backoffE.Remove(e.idx)
 	case locParked, locGated:
 		c.parked.remove(e)
+		clear(e.deferredBy)
+		e.deferredBy = e.deferredBy[:0]
 	default:
 		return
 	}
 	c.rec.Left(sq, since(e.entered, now))
 	e.loc = locNone
 }
+
+// gated reports whether a PreEnqueue check holds e back.
+func (e *entry[K, T]) gated() bool { return e.GatingPlugin != "" }

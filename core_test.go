@@ -2,6 +2,7 @@ package schedq
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 )
@@ -9,14 +10,14 @@ import (
 func TestPopOrder(t *testing.T) {
 	tests := []struct {
 		name string
-		add  []pod
+		add  []job
 		step time.Duration // between adds
 		want []string
 	}{
-		{"higher priority first", []pod{mk("low", 1), mk("high", 10), mk("mid", 5)}, time.Millisecond, []string{"high", "mid", "low"}},
-		{"earlier first within a priority", []pod{mk("a", 1), mk("b", 1), mk("c", 1)}, time.Millisecond, []string{"a", "b", "c"}},
-		{"re-add replaces and refreshes timestamp", []pod{mk("a", 1), mk("b", 1), mk("a", 1)}, time.Millisecond, []string{"b", "a"}},
-		{"re-add with new priority", []pod{mk("a", 1), mk("b", 2), mk("a", 3)}, time.Millisecond, []string{"a", "b"}},
+		{"higher priority first", []job{mk("low", 1), mk("high", 10), mk("mid", 5)}, time.Millisecond, []string{"high", "mid", "low"}},
+		{"earlier first within a priority", []job{mk("a", 1), mk("b", 1), mk("c", 1)}, time.Millisecond, []string{"a", "b", "c"}},
+		{"re-add replaces and refreshes timestamp", []job{mk("a", 1), mk("b", 1), mk("a", 1)}, time.Millisecond, []string{"b", "a"}},
+		{"re-add with new priority", []job{mk("a", 1), mk("b", 2), mk("a", 3)}, time.Millisecond, []string{"a", "b"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -40,15 +41,15 @@ func TestPopBookkeeping(t *testing.T) {
 	}
 	h.want("a", InFlight)
 	h.fail("a", "Fit")
-	h.move(evNodeAdd, nil)
+	h.move(evMachineAdd, nil)
 	h.step(10 * time.Second)
-	h.c.FlushBackoffCompleted(h.now)
+	h.c.flushBackoff(h.now)
 	info = h.pop()
 	if info.Attempts != 2 || info.Cycle != 2 || !info.InitialAttemptTimestamp.Equal(t0) || info.UnschedulableCount != 1 {
 		t.Fatalf("after second pop: %+v", info)
 	}
-	if h.c.SchedulingCycle() != 2 {
-		t.Fatalf("cycle %d", h.c.SchedulingCycle())
+	if h.c.cycle != 2 {
+		t.Fatalf("cycle %d", h.c.cycle)
 	}
 }
 
@@ -56,17 +57,17 @@ func TestDoneErrors(t *testing.T) {
 	h := newHarness(t)
 	h.add(mk("a", 1))
 	info := h.pop()
-	if err := h.c.Done("a", info.Cycle+1); !errors.Is(err, ErrNotInFlight) {
+	if err := h.c.Done(att("a", info.Cycle+1), h.now); !errors.Is(err, ErrNotInFlight) {
 		t.Fatalf("Done with another cycle: %v, want ErrNotInFlight", err)
 	}
 	h.want("a", InFlight)
-	if err := h.c.Done("a", info.Cycle); err != nil {
+	if err := h.c.Done(att("a", info.Cycle), h.now); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.c.Done("a", info.Cycle); !errors.Is(err, ErrNotInFlight) {
+	if err := h.c.Done(att("a", info.Cycle), h.now); !errors.Is(err, ErrNotInFlight) {
 		t.Fatalf("second Done: %v, want ErrNotInFlight", err)
 	}
-	if err := h.c.Done("never", 1); !errors.Is(err, ErrNotInFlight) {
+	if err := h.c.Done(att("never", 1), h.now); !errors.Is(err, ErrNotInFlight) {
 		t.Fatalf("Done of unknown key: %v", err)
 	}
 	h.check()
@@ -88,7 +89,7 @@ func TestUpdate(t *testing.T) {
 		h.add(mk("a", 1))
 		h.attemptFail("a") // error: backoff
 		h.want("a", InBackoff)
-		h.c.Update(mk("a", 1), pod{name: "a", prio: 1, label: "x"}, h.now)
+		h.c.Update(mk("a", 1), job{name: "a", prio: 1, label: "x"}, h.now)
 		h.check()
 		h.want("a", InBackoff)
 		if h.info("a").Item.label != "x" {
@@ -97,13 +98,13 @@ func TestUpdate(t *testing.T) {
 	})
 	t.Run("parked moves only when a hint accepts", func(t *testing.T) {
 		h := newHarness(t)
-		h.add(pod{name: "a", label: "x"})
+		h.add(job{name: "a", label: "x"})
 		h.attemptFail("a", "Affinity")
 		h.want("a", InUnschedulable)
-		h.c.Update(pod{name: "a", label: "x"}, pod{name: "a", label: "x", prio: 5}, h.now) // no event
+		h.c.Update(job{name: "a", label: "x"}, job{name: "a", label: "x", prio: 5}, h.now) // no event
 		h.check()
 		h.want("a", InUnschedulable)
-		h.c.Update(pod{name: "a", label: "x"}, pod{name: "a", label: "y"}, h.now) // label: Affinity registered, nil hint
+		h.c.Update(job{name: "a", label: "x"}, job{name: "a", label: "y"}, h.now) // label: Affinity registered, nil hint
 		h.check()
 		h.want("a", InBackoff)
 		if h.info("a").Item.label != "y" {
@@ -112,17 +113,17 @@ func TestUpdate(t *testing.T) {
 	})
 	t.Run("parked, plugin not interested: stays", func(t *testing.T) {
 		h := newHarness(t)
-		h.add(pod{name: "a", label: "x"})
+		h.add(job{name: "a", label: "x"})
 		h.attemptFail("a", "Fit")
-		h.c.Update(pod{name: "a", label: "x"}, pod{name: "a", label: "y"}, h.now)
+		h.c.Update(job{name: "a", label: "x"}, job{name: "a", label: "y"}, h.now)
 		h.check()
 		h.want("a", InUnschedulable)
 	})
 	t.Run("hints off: any classified update moves a parked item", func(t *testing.T) {
-		h := newHarness(t, func(c *Config[string, pod]) { c.DisableQueueingHints = true })
-		h.add(pod{name: "a", label: "x"})
+		h := newHarness(t, func(c *Config[string, job]) { c.DisableQueueingHints = true })
+		h.add(job{name: "a", label: "x"})
 		h.attemptFail("a", "Fit")
-		h.c.Update(pod{name: "a", label: "x"}, pod{name: "a", label: "y"}, h.now)
+		h.c.Update(job{name: "a", label: "x"}, job{name: "a", label: "y"}, h.now)
 		h.check()
 		h.want("a", InBackoff)
 	})
@@ -134,17 +135,17 @@ func TestUpdate(t *testing.T) {
 	})
 	t.Run("in flight changes no queue and is replayed on requeue", func(t *testing.T) {
 		h := newHarness(t)
-		h.add(pod{name: "a", label: "x"})
+		h.add(job{name: "a", label: "x"})
 		info := h.pop()
-		h.c.Update(pod{name: "a", label: "x"}, pod{name: "a", label: "y"}, h.now)
+		h.c.Update(job{name: "a", label: "x"}, job{name: "a", label: "y"}, h.now)
 		h.check()
 		h.want("a", InFlight)
-		if c := h.c.Counts(); c.Pending() != 0 {
+		if c := h.c.Counts(); c != (Counts{InFlight: 1}) {
 			t.Fatalf("update of an in-flight item queued something: %+v", c)
 		}
 		// The attempt fails on Affinity, which registered for label updates:
 		// the update seen in flight sends it to backoff, not to parking.
-		if _, err := h.c.AddUnschedulableIfNotPresent(info.Item, info.Cycle, Failure{UnschedulablePlugins: []string{"Affinity"}}, h.now); err != nil {
+		if err := h.c.Requeue(req(info.Item, info.Cycle), Failure{UnschedulablePlugins: []string{"Affinity"}}, h.now); err != nil {
 			t.Fatal(err)
 		}
 		h.check()
@@ -155,21 +156,21 @@ func TestUpdate(t *testing.T) {
 	})
 	t.Run("in flight, update another plugin ignores: parked", func(t *testing.T) {
 		h := newHarness(t)
-		h.add(pod{name: "a", label: "x"})
+		h.add(job{name: "a", label: "x"})
 		h.pop()
-		h.c.Update(pod{name: "a", label: "x"}, pod{name: "a", label: "y"}, h.now)
+		h.c.Update(job{name: "a", label: "x"}, job{name: "a", label: "y"}, h.now)
 		h.fail("a", "Fit")
 		h.want("a", InUnschedulable)
 	})
 	t.Run("gated item whose update removes the gate goes to activeQ", func(t *testing.T) {
 		h := newHarness(t)
-		h.add(pod{name: "g", gated: true})
+		h.add(job{name: "g", gated: true})
 		h.want("g", InGated)
 		if g := h.info("g").GatingPlugin; g != "Gate" {
 			t.Fatalf("gating plugin %q", g)
 		}
 		h.noPop()
-		h.c.Update(pod{name: "g", gated: true}, pod{name: "g"}, h.now)
+		h.c.Update(job{name: "g", gated: true}, job{name: "g"}, h.now)
 		h.check()
 		h.want("g", InActive)
 		if h.info("g").GatingPlugin != "" {
@@ -179,8 +180,8 @@ func TestUpdate(t *testing.T) {
 	})
 	t.Run("gated item, other update: stays gated", func(t *testing.T) {
 		h := newHarness(t)
-		h.add(pod{name: "g", gated: true})
-		h.c.Update(pod{name: "g", gated: true}, pod{name: "g", gated: true, label: "z"}, h.now)
+		h.add(job{name: "g", gated: true})
+		h.c.Update(job{name: "g", gated: true}, job{name: "g", gated: true, label: "z"}, h.now)
 		h.check()
 		h.want("g", InGated)
 	})
@@ -206,7 +207,7 @@ func TestDelete(t *testing.T) {
 				t.Fatal(err)
 			}
 			h.check()
-			h.want("a", Absent)
+			h.want("a", absent)
 			if err := h.c.Delete("a", h.now); !errors.Is(err, ErrNotFound) {
 				t.Fatalf("second delete: %v", err)
 			}
@@ -214,7 +215,7 @@ func TestDelete(t *testing.T) {
 	}
 	t.Run("gated", func(t *testing.T) {
 		h := newHarness(t)
-		h.add(pod{name: "g", gated: true})
+		h.add(job{name: "g", gated: true})
 		if err := h.c.Delete("g", h.now); err != nil {
 			t.Fatal(err)
 		}
@@ -230,11 +231,11 @@ func TestDelete(t *testing.T) {
 		if err := h.c.Delete("a", h.now); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.c.AddUnschedulableIfNotPresent(info.Item, info.Cycle, Failure{UnschedulablePlugins: []string{"Fit"}}, h.now); err != nil {
+		if err := h.c.Requeue(req(info.Item, info.Cycle), Failure{UnschedulablePlugins: []string{"Fit"}}, h.now); err != nil {
 			t.Fatal(err)
 		}
 		h.check()
-		h.want("a", Absent)
+		h.want("a", absent)
 	})
 }
 
@@ -244,7 +245,7 @@ func TestReaddDuringAttempt(t *testing.T) {
 	info := h.pop()
 	h.add(mk("a", 7)) // deleted and recreated while in flight
 	h.want("a", InActive)
-	_, err := h.c.AddUnschedulableIfNotPresent(info.Item, info.Cycle, Failure{UnschedulablePlugins: []string{"Fit"}}, h.now)
+	err := h.c.Requeue(req(info.Item, info.Cycle), Failure{UnschedulablePlugins: []string{"Fit"}}, h.now)
 	if !errors.Is(err, ErrAlreadyQueued) {
 		t.Fatalf("err %v, want ErrAlreadyQueued", err)
 	}
@@ -266,7 +267,7 @@ func TestReaddDuringAttempt(t *testing.T) {
 	}
 	// The old attempt's late requeue is refused: the newer copy is the item
 	// now, and it is in flight.
-	if _, err := h2.c.AddUnschedulableIfNotPresent(old.Item, old.Cycle, Failure{}, h2.now); !errors.Is(err, ErrNotInFlight) {
+	if err := h2.c.Requeue(req(old.Item, old.Cycle), Failure{}, h2.now); !errors.Is(err, ErrNotInFlight) {
 		t.Fatalf("stale requeue: %v, want ErrNotInFlight", err)
 	}
 	h2.check()
@@ -274,21 +275,21 @@ func TestReaddDuringAttempt(t *testing.T) {
 		t.Fatalf("a is %v after the stale requeue, want still in flight", loc)
 	}
 	// So is its late Done: it must not end the newer attempt.
-	if err := h2.c.Done("a", old.Cycle); !errors.Is(err, ErrNotInFlight) {
+	if err := h2.c.Done(att("a", old.Cycle), h2.now); !errors.Is(err, ErrNotInFlight) {
 		t.Fatalf("stale Done: %v, want ErrNotInFlight", err)
 	}
 	h2.check()
 	if _, loc, _ := h2.c.Get("a"); loc != InFlight {
 		t.Fatalf("a is %v after the stale Done, want still in flight", loc)
 	}
-	if err := h2.c.Done("a", newer.Cycle); err != nil {
+	if err := h2.c.Done(att("a", newer.Cycle), h2.now); err != nil {
 		t.Fatal(err)
 	}
 	if newer.Cycle == old.Cycle {
 		t.Fatal("two pops share a cycle")
 	}
 	// A requeue of an item this queue never popped (cycle 0) is queued.
-	if _, err := h2.c.AddUnschedulableIfNotPresent(mk("b", 1), 0, Failure{}, h2.now); err != nil {
+	if err := h2.c.Requeue(req(mk("b", 1), 0), Failure{}, h2.now); err != nil {
 		t.Fatal(err)
 	}
 	h2.want("b", InBackoff)
@@ -307,20 +308,20 @@ func TestRaceRule(t *testing.T) {
 		want    Location
 	}{
 		{"legacy: no move request parks", false, nil, nil, Failure{UnschedulablePlugins: []string{"Fit"}}, InUnschedulable},
-		{"legacy: move request sends to backoff", false, &evNodeAdd, nil, Failure{UnschedulablePlugins: []string{"Fit"}}, InBackoff},
-		{"legacy: move request of any registered kind counts", false, &evPVCAdd, nil, Failure{UnschedulablePlugins: []string{"Fit"}}, InBackoff},
+		{"legacy: move request sends to backoff", false, &evMachineAdd, nil, Failure{UnschedulablePlugins: []string{"Fit"}}, InBackoff},
+		{"legacy: move request of any registered kind counts", false, &evVolumeAdd, nil, Failure{UnschedulablePlugins: []string{"Fit"}}, InBackoff},
 		{"legacy: unregistered event is no move request", false, &evService, nil, Failure{UnschedulablePlugins: []string{"Fit"}}, InUnschedulable},
 		{"hints: no event parks", true, nil, nil, Failure{UnschedulablePlugins: []string{"Fit"}}, InUnschedulable},
-		{"hints: accepted event sends to backoff", true, &evNodeAdd, 2, Failure{UnschedulablePlugins: []string{"Fit"}}, InBackoff},
-		{"hints: skipped event parks", true, &evNodeAdd, 3, Failure{UnschedulablePlugins: []string{"Fit"}}, InUnschedulable},
-		{"hints: event for another plugin parks", true, &evPVCAdd, nil, Failure{UnschedulablePlugins: []string{"Fit"}}, InUnschedulable},
-		{"hints: pending plugin's event queues at once", true, &evPVCAdd, nil, Failure{PendingPlugins: []string{"Volume"}}, InActive},
+		{"hints: accepted event sends to backoff", true, &evMachineAdd, 2, Failure{UnschedulablePlugins: []string{"Fit"}}, InBackoff},
+		{"hints: skipped event parks", true, &evMachineAdd, 3, Failure{UnschedulablePlugins: []string{"Fit"}}, InUnschedulable},
+		{"hints: event for another plugin parks", true, &evVolumeAdd, nil, Failure{UnschedulablePlugins: []string{"Fit"}}, InUnschedulable},
+		{"hints: pending plugin's event queues at once", true, &evVolumeAdd, nil, Failure{PendingPlugins: []string{"Volume"}}, InActive},
 		{"hints: error goes to backoff", true, nil, nil, Failure{}, InBackoff},
 		{"legacy: error goes to backoff", false, nil, nil, Failure{}, InBackoff},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, func(c *Config[string, pod]) { c.DisableQueueingHints = !tc.hintsOn })
+			h := newHarness(t, func(c *Config[string, job]) { c.DisableQueueingHints = !tc.hintsOn })
 			h.add(mk("a", 1))
 			h.pop()
 			if tc.event != nil {
@@ -334,9 +335,9 @@ func TestRaceRule(t *testing.T) {
 
 func TestMoveRequestBeforePopDoesNotCount(t *testing.T) {
 	for _, hints := range []bool{true, false} {
-		h := newHarness(t, func(c *Config[string, pod]) { c.DisableQueueingHints = !hints })
+		h := newHarness(t, func(c *Config[string, job]) { c.DisableQueueingHints = !hints })
 		h.add(mk("a", 1))
-		h.move(evNodeAdd, nil)
+		h.move(evMachineAdd, nil)
 		h.pop()
 		h.fail("a", "Fit")
 		h.want("a", InUnschedulable)
@@ -346,7 +347,7 @@ func TestMoveRequestBeforePopDoesNotCount(t *testing.T) {
 func TestBackoffSequence(t *testing.T) {
 	for _, kind := range []string{"error", "unschedulable"} {
 		t.Run(kind, func(t *testing.T) {
-			h := newHarness(t, func(c *Config[string, pod]) { c.DisablePopFromBackoff = true })
+			h := newHarness(t, func(c *Config[string, job]) { c.DisablePopFromBackoff = true })
 			h.add(mk("a", 1))
 			var got []time.Duration
 			for range 7 {
@@ -355,12 +356,12 @@ func TestBackoffSequence(t *testing.T) {
 					h.fail("a")
 				} else {
 					h.fail("a", "Fit")
-					h.move(evNodeAdd, nil) // into backoffQ
+					h.move(evMachineAdd, nil) // into backoffQ
 				}
 				info := h.info("a")
 				got = append(got, info.BackoffExpiry.Sub(info.Timestamp))
 				h.step(info.BackoffExpiry.Sub(h.now))
-				h.c.FlushBackoffCompleted(h.now)
+				h.c.flushBackoff(h.now)
 				h.check()
 				h.want("a", InActive)
 			}
@@ -375,17 +376,15 @@ func TestBackoffSequence(t *testing.T) {
 }
 
 func TestBackoffStaysUntilExpiry(t *testing.T) {
-	h := newHarness(t, func(c *Config[string, pod]) { c.DisablePopFromBackoff = true })
+	h := newHarness(t, func(c *Config[string, job]) { c.DisablePopFromBackoff = true })
 	h.add(mk("a", 1))
 	h.attemptFail("a")
 	h.step(999 * time.Millisecond)
-	h.c.FlushBackoffCompleted(h.now)
+	h.c.flushBackoff(h.now)
 	h.want("a", InBackoff)
 	h.noPop()
 	h.step(time.Millisecond)
-	if !h.c.FlushBackoffCompleted(h.now) {
-		t.Fatal("flush reported no move")
-	}
+	h.c.flushBackoff(h.now)
 	h.check()
 	h.want("a", InActive)
 }
@@ -395,29 +394,29 @@ func TestErrorResetByUnschedulable(t *testing.T) {
 	h.add(mk("a", 1))
 	h.attemptFail("a")
 	h.step(time.Minute)
-	h.c.FlushBackoffCompleted(h.now)
+	h.c.flushBackoff(h.now)
 	h.attemptFail("a")
 	if i := h.info("a"); i.ConsecutiveErrors != 2 || i.BackoffExpiry.Sub(i.Timestamp) != 2*time.Second {
 		t.Fatalf("after two errors: %+v", i)
 	}
 	h.step(time.Minute)
-	h.c.FlushBackoffCompleted(h.now)
+	h.c.flushBackoff(h.now)
 	h.attemptFail("a", "Fit")
 	if i := h.info("a"); i.ConsecutiveErrors != 0 || i.UnschedulableCount != 1 {
 		t.Fatalf("after an unschedulable failure: %+v", i)
 	}
 	// Errors do not lengthen the unschedulable backoff (upstream #128744).
-	h.move(evNodeAdd, nil)
+	h.move(evMachineAdd, nil)
 	if i := h.info("a"); i.BackoffExpiry.Sub(i.Timestamp) != time.Second {
 		t.Fatalf("backoff %v, want 1s", i.BackoffExpiry.Sub(i.Timestamp))
 	}
 }
 
 func TestDisableBackoff(t *testing.T) {
-	// Upstream #131661: a max backoff of 0 still held pods ~1s through window
+	// Upstream #131661: a max backoff of 0 still held jobs ~1s through window
 	// alignment. Here no backoff means none.
 	for _, pop := range []bool{true, false} {
-		h := newHarness(t, func(c *Config[string, pod]) {
+		h := newHarness(t, func(c *Config[string, job]) {
 			c.DisableBackoff = true
 			c.DisablePopFromBackoff = !pop
 		})
@@ -426,7 +425,7 @@ func TestDisableBackoff(t *testing.T) {
 		h.attemptFail("a")
 		h.want("a", InActive)
 		h.attemptFail("a", "Fit")
-		h.move(evNodeAdd, nil)
+		h.move(evMachineAdd, nil)
 		h.want("a", InActive)
 	}
 }
@@ -436,7 +435,7 @@ func TestPopFromBackoff(t *testing.T) {
 		h := newHarness(t)
 		h.add(mk("a", 1))
 		h.attemptFail("a", "Fit")
-		h.move(evNodeAdd, nil)
+		h.move(evMachineAdd, nil)
 		h.want("a", InBackoff)
 		info := h.pop()
 		if info.Item.name != "a" || info.Attempts != 2 {
@@ -449,7 +448,7 @@ func TestPopFromBackoff(t *testing.T) {
 		h.attemptFail("a")
 		h.want("a", InBackoff)
 		h.noPop()
-		if h.c.Poppable() {
+		if h.c.poppable() {
 			t.Fatal("Poppable with only an error backoff")
 		}
 	})
@@ -457,15 +456,15 @@ func TestPopFromBackoff(t *testing.T) {
 		h := newHarness(t)
 		h.add(mk("a", 100))
 		h.attemptFail("a", "Fit")
-		h.move(evNodeAdd, nil)
+		h.move(evMachineAdd, nil)
 		h.add(mk("b", 1))
 		h.wantOrder("b", "a")
 	})
 	t.Run("off: backoff waits", func(t *testing.T) {
-		h := newHarness(t, func(c *Config[string, pod]) { c.DisablePopFromBackoff = true })
+		h := newHarness(t, func(c *Config[string, job]) { c.DisablePopFromBackoff = true })
 		h.add(mk("a", 1))
 		h.attemptFail("a", "Fit")
-		h.move(evNodeAdd, nil)
+		h.move(evMachineAdd, nil)
 		h.noPop()
 	})
 	t.Run("1-second windows, priority within a window", func(t *testing.T) {
@@ -482,7 +481,7 @@ func TestPopFromBackoff(t *testing.T) {
 		h.fail("low1", "Fit")
 		h.now = t0.Add(1050 * time.Millisecond)
 		h.fail("low2", "Fit")
-		h.move(evNodeAdd, nil)
+		h.move(evMachineAdd, nil)
 		for _, n := range []string{"high", "low1", "low2"} {
 			h.want(n, InBackoff)
 		}
@@ -491,7 +490,7 @@ func TestPopFromBackoff(t *testing.T) {
 		h.wantOrder("high", "low1", "low2")
 	})
 	t.Run("plain expiry order when off", func(t *testing.T) {
-		h := newHarness(t, func(c *Config[string, pod]) { c.DisablePopFromBackoff = true })
+		h := newHarness(t, func(c *Config[string, job]) { c.DisablePopFromBackoff = true })
 		h.add(mk("low1", 1), mk("high", 9))
 		h.pop()
 		h.pop()
@@ -499,23 +498,23 @@ func TestPopFromBackoff(t *testing.T) {
 		h.fail("high", "Fit")
 		h.now = t0.Add(100 * time.Millisecond)
 		h.fail("low1", "Fit")
-		h.move(evNodeAdd, nil)
+		h.move(evMachineAdd, nil)
 		h.now = t0.Add(5 * time.Second)
-		h.c.FlushBackoffCompleted(h.now)
+		h.c.flushBackoff(h.now)
 		h.check()
 		h.wantOrder("high", "low1") // both in activeQ now: priority decides
 	})
 	t.Run("window ends together", func(t *testing.T) {
-		h := newHarness(t, func(c *Config[string, pod]) {})
+		h := newHarness(t, func(c *Config[string, job]) {})
 		h.add(mk("a", 1))
 		h.now = t0.Add(200 * time.Millisecond)
 		h.attemptFail("a", "Fit")
-		h.move(evNodeAdd, nil) // expiry t0+1.2s, window [1s,2s)
+		h.move(evMachineAdd, nil) // expiry t0+1.2s, window [1s,2s)
 		h.now = t0.Add(1500 * time.Millisecond)
-		h.c.FlushBackoffCompleted(h.now)
+		h.c.flushBackoff(h.now)
 		h.want("a", InBackoff)
 		h.now = t0.Add(2 * time.Second)
-		h.c.FlushBackoffCompleted(h.now)
+		h.c.flushBackoff(h.now)
 		h.check()
 		h.want("a", InActive)
 	})
@@ -526,16 +525,16 @@ func TestParkedUntilHintAccepts(t *testing.T) {
 	h.add(mk("a", 1))
 	h.attemptFail("a", "Fit")
 	h.want("a", InUnschedulable)
-	h.move(evNodeAdd, 3) // Fit's hint skips odd objects
+	h.move(evMachineAdd, 3) // Fit's hint skips odd objects
 	h.want("a", InUnschedulable)
-	h.move(evNodeLabel, nil) // Fit did not register for label updates
+	h.move(evMachineLabel, nil) // Fit did not register for label updates
 	h.want("a", InUnschedulable)
 	h.move(evService, nil) // nobody registered
 	h.want("a", InUnschedulable)
-	h.move(evPodAdd, "x") // Affinity's event; a was not rejected by Affinity
+	h.move(evPlacedAdd, "x") // Affinity's event; a was not rejected by Affinity
 	h.want("a", InUnschedulable)
 	h.step(time.Minute)
-	h.move(evNodeTaint, 4) // accepted, backoff over: activeQ
+	h.move(evMachineTaint, 4) // accepted, backoff over: activeQ
 	h.want("a", InActive)
 }
 
@@ -543,15 +542,15 @@ func TestParkedPluginNotRegisteredWaitsForFlush(t *testing.T) {
 	h := newHarness(t)
 	h.add(mk("a", 1))
 	h.attemptFail("a", "Quiet")
-	for _, ev := range []Event{evNodeAdd, evPVCAdd, evPodAdd, evService} {
+	for _, ev := range []Event{evMachineAdd, evVolumeAdd, evPlacedAdd, evService} {
 		h.move(ev, nil)
 	}
 	h.want("a", InUnschedulable)
-	h.step(DefaultMaxInUnschedulable)
-	h.c.FlushUnschedulableLeftover(h.now)
+	h.step(defaultMaxInUnschedulable)
+	h.c.flushLeftover(h.now)
 	h.want("a", InUnschedulable) // not longer than the max yet
 	h.step(time.Millisecond)
-	h.c.FlushUnschedulableLeftover(h.now)
+	h.c.flushLeftover(h.now)
 	h.check()
 	h.want("a", InActive)
 	if !h.info("a").FlushedFromUnschedulable {
@@ -561,14 +560,14 @@ func TestParkedPluginNotRegisteredWaitsForFlush(t *testing.T) {
 
 func TestErrorNeverParks(t *testing.T) {
 	for _, hints := range []bool{true, false} {
-		h := newHarness(t, func(c *Config[string, pod]) { c.DisableQueueingHints = !hints })
+		h := newHarness(t, func(c *Config[string, job]) { c.DisableQueueingHints = !hints })
 		h.add(mk("a", 1))
 		for range 5 {
 			h.pop()
 			h.fail("a")
 			h.want("a", InBackoff)
 			h.step(time.Minute)
-			h.c.FlushBackoffCompleted(h.now)
+			h.c.flushBackoff(h.now)
 			h.check()
 		}
 	}
@@ -579,24 +578,24 @@ func TestMoveAllEarlyReturn(t *testing.T) {
 	h.add(mk("a", 1))
 	h.attemptFail("a", "Fit")
 	called := false
-	h.c.MoveAllToActiveOrBackoffQueue(evService, nil, nil, func(pod) bool { called = true; return true }, h.now)
+	h.c.Move(evService, nil, nil, func(*Info[job]) bool { called = true; return true }, h.now)
 	if called {
-		t.Fatal("preCheck ran for an event no plugin registered for")
+		t.Fatal("match ran for an event no plugin registered for")
 	}
-	h.c.MoveAllToActiveOrBackoffQueue(evNodeAdd, nil, nil, func(pod) bool { called = true; return false }, h.now)
+	h.c.Move(evMachineAdd, nil, nil, func(*Info[job]) bool { called = true; return false }, h.now)
 	if !called {
-		t.Fatal("preCheck did not run")
+		t.Fatal("match did not run")
 	}
-	h.want("a", InUnschedulable) // preCheck said no
+	h.want("a", InUnschedulable) // match said no
 }
 
-func TestMoveMatching(t *testing.T) {
+func TestMove(t *testing.T) {
 	h := newHarness(t)
-	h.add(pod{name: "x", label: "web"}, pod{name: "y", label: "db"})
+	h.add(job{name: "x", label: "web"}, job{name: "y", label: "db"})
 	h.attemptFail("x", "Affinity")
 	h.attemptFail("y", "Affinity")
 	h.step(time.Minute)
-	h.c.MoveMatching(evPodAdd, nil, "web", func(i *Info[pod]) bool { return i.Item.label == "web" }, h.now)
+	h.c.Move(evPlacedAdd, nil, "web", func(i *Info[job]) bool { return i.Item.label == "web" }, h.now)
 	h.check()
 	h.want("x", InActive)
 	h.want("y", InUnschedulable)
@@ -605,7 +604,7 @@ func TestMoveMatching(t *testing.T) {
 func TestGating(t *testing.T) {
 	t.Run("gated items are counted apart", func(t *testing.T) {
 		h := newHarness(t)
-		h.add(pod{name: "g", gated: true}, mk("a", 1))
+		h.add(job{name: "g", gated: true}, mk("a", 1))
 		h.attemptFail("a", "Fit")
 		if c := h.c.Counts(); c.Gated != 1 || c.Unschedulable != 1 {
 			t.Fatalf("counts %+v", c)
@@ -613,8 +612,8 @@ func TestGating(t *testing.T) {
 	})
 	t.Run("events the gate did not register for leave it", func(t *testing.T) {
 		h := newHarness(t)
-		h.add(pod{name: "g", gated: true})
-		h.move(evNodeAdd, nil)
+		h.add(job{name: "g", gated: true})
+		h.move(evMachineAdd, nil)
 		h.move(evLabel, nil)
 		h.want("g", InGated)
 	})
@@ -623,28 +622,28 @@ func TestGating(t *testing.T) {
 		h.add(mk("a", 1))
 		info := h.pop()
 		// The item became gated during its attempt.
-		gated := pod{name: "a", prio: 1, gated: true}
+		gated := job{name: "a", prio: 1, gated: true}
 		h.c.Update(info.Item, gated, h.now)
 		h.fail("a") // error: would go to backoff
 		h.want("a", InGated)
 	})
 	t.Run("activate runs the gate", func(t *testing.T) {
 		h := newHarness(t)
-		h.add(pod{name: "g", gated: true})
+		h.add(job{name: "g", gated: true})
 		h.c.Activate([]string{"g"}, h.now)
 		h.check()
 		h.want("g", InGated)
 	})
 	t.Run("leftover flush re-checks a gated item once per max, not every 30s", func(t *testing.T) {
 		checks := 0
-		h := newHarness(t, func(c *Config[string, pod]) {
-			c.PreEnqueue = []PreEnqueue[pod]{{Name: "Gate", Admit: func(p pod) bool { checks++; return !p.gated }}}
+		h := newHarness(t, func(c *Config[string, job]) {
+			c.PreEnqueue = []PreEnqueue[job]{{Name: "Gate", Admit: func(p job) bool { checks++; return !p.gated }}}
 		})
-		h.add(pod{name: "g", gated: true})
+		h.add(job{name: "g", gated: true})
 		checks = 0
 		for range 2 * 10 { // ten minutes of 30s flushes
 			h.step(30 * time.Second)
-			h.c.FlushUnschedulableLeftover(h.now)
+			h.c.flushLeftover(h.now)
 			h.check()
 		}
 		h.want("g", InGated)
@@ -667,7 +666,7 @@ func TestActivate(t *testing.T) {
 	h.want("flight", InFlight)
 	// The activation of the in-flight item is replayed when it fails.
 	h.step(time.Minute)
-	if _, err := h.c.AddUnschedulableIfNotPresent(info.Item, info.Cycle, Failure{UnschedulablePlugins: []string{"Quiet"}}, h.now); err != nil {
+	if err := h.c.Requeue(req(info.Item, info.Cycle), Failure{UnschedulablePlugins: []string{"Quiet"}}, h.now); err != nil {
 		t.Fatal(err)
 	}
 	h.check()
@@ -681,11 +680,11 @@ func TestFlushBackoffBothHeaps(t *testing.T) {
 	h.add(mk("u", 1), mk("e", 1))
 	h.attemptFail("u", "Fit")
 	h.attemptFail("e")
-	h.move(evNodeAdd, nil)
+	h.move(evMachineAdd, nil)
 	h.want("u", InBackoff)
 	h.want("e", InBackoff)
 	h.step(2 * time.Second)
-	h.c.FlushBackoffCompleted(h.now)
+	h.c.flushBackoff(h.now)
 	h.check()
 	h.want("u", InActive)
 	h.want("e", InActive)
@@ -693,7 +692,7 @@ func TestFlushBackoffBothHeaps(t *testing.T) {
 
 func TestReaders(t *testing.T) {
 	h := newHarness(t)
-	h.add(mk("a", 1), mk("b", 2), mk("c", 3), pod{name: "g", gated: true})
+	h.add(mk("a", 1), mk("b", 2), mk("c", 3), job{name: "g", gated: true})
 	h.attemptFail("c", "Fit")
 	h.attemptFail("b")
 	flight := h.pop() // a
@@ -701,26 +700,23 @@ func TestReaders(t *testing.T) {
 		t.Fatalf("counts %+v", c)
 	}
 	var locs []string
-	for _, q := range h.c.Pending() {
-		locs = append(locs, q.Item.name+"="+q.Location.String())
+	for _, x := range h.c.Dump(h.now).Items {
+		locs = append(locs, x.Key+"="+x.Location.String())
 	}
-	if got := len(locs); got != 3 {
-		t.Fatalf("pending %v", locs)
+	if want := []string{"b=backoff", "c=unschedulable", "g=gated", "a=inflight"}; !slices.Equal(locs, want) {
+		t.Fatalf("dump %v, want %v", locs, want)
 	}
-	if f := h.c.InFlight(); len(f) != 1 || f[0].Item.name != "a" {
-		t.Fatalf("in flight %+v", f)
+	if m := h.c.Stats().HeldBy; m["Fit"] != 1 || m["Gate"] != 1 || len(m) != 2 {
+		t.Fatalf("held by plugin %v", m)
 	}
-	if m := h.c.UnschedulableByPlugin(); m["Fit"] != 1 || m["Gate"] != 1 || len(m) != 2 {
-		t.Fatalf("parked by plugin %v", m)
-	}
-	h.move(evNodeTaint, 5) // recorded for the in-flight attempt
-	if m := h.c.InFlightEvents(); m["NodeUpdateNodeTaint"] != 1 {
+	h.move(evMachineTaint, 5) // recorded for the in-flight attempt
+	if m := h.c.Stats().InFlightEvents; m["MachineTaint"] != 1 || m["ItemPopped"] != 1 {
 		t.Fatalf("in-flight events %v", m)
 	}
-	if err := h.c.Done("a", flight.Cycle); err != nil {
+	if err := h.c.Done(flight, h.now); err != nil {
 		t.Fatal(err)
 	}
-	if m := h.c.InFlightEvents(); len(m) != 0 {
+	if m := h.c.Stats().InFlightEvents; len(m) != 0 {
 		t.Fatalf("in-flight events kept after the last Done: %v", m)
 	}
 }
@@ -729,23 +725,23 @@ func TestConfigValidate(t *testing.T) {
 	base := testConfig()
 	tests := []struct {
 		name  string
-		mut   func(*Config[string, pod])
+		mut   func(*Config[string, job])
 		field string
 	}{
-		{"nil key", func(c *Config[string, pod]) { c.Key = nil }, "Key"},
-		{"nil less", func(c *Config[string, pod]) { c.Less = nil }, "Less"},
-		{"negative initial", func(c *Config[string, pod]) { c.InitialBackoff = -1 }, "InitialBackoff"},
-		{"negative max", func(c *Config[string, pod]) { c.MaxBackoff = -time.Second }, "MaxBackoff"},
-		{"initial above max", func(c *Config[string, pod]) { c.InitialBackoff = time.Minute }, "InitialBackoff"},
-		{"negative max in unschedulable", func(c *Config[string, pod]) { c.MaxInUnschedulable = -1 }, "MaxInUnschedulable"},
-		{"negative flush", func(c *Config[string, pod]) { c.FlushBackoffInterval = -1 }, "FlushBackoffInterval"},
-		{"empty event", func(c *Config[string, pod]) { c.Hints["X"] = []EventHint[pod]{{}} }, `Hints["X"][0]`},
-		{"nameless gate", func(c *Config[string, pod]) { c.PreEnqueue = append(c.PreEnqueue, PreEnqueue[pod]{}) }, "PreEnqueue[1]"},
+		{"nil key", func(c *Config[string, job]) { c.Key = nil }, "Key"},
+		{"nil less", func(c *Config[string, job]) { c.Less = nil }, "Less"},
+		{"negative initial", func(c *Config[string, job]) { c.InitialBackoff = -1 }, "InitialBackoff"},
+		{"negative max", func(c *Config[string, job]) { c.MaxBackoff = -time.Second }, "MaxBackoff"},
+		{"initial above max", func(c *Config[string, job]) { c.InitialBackoff = time.Minute }, "InitialBackoff"},
+		{"negative max in unschedulable", func(c *Config[string, job]) { c.MaxInUnschedulable = -1 }, "MaxInUnschedulable"},
+		{"negative flush", func(c *Config[string, job]) { c.FlushBackoffInterval = -1 }, "FlushBackoffInterval"},
+		{"empty event", func(c *Config[string, job]) { c.Hints["X"] = []EventHint[job]{{}} }, `Hints["X"][0]`},
+		{"nameless gate", func(c *Config[string, job]) { c.PreEnqueue = append(c.PreEnqueue, PreEnqueue[job]{}) }, "PreEnqueue[1]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := base
-			cfg.Hints = map[string][]EventHint[pod]{}
+			cfg.Hints = map[string][]EventHint[job]{}
 			for k, v := range base.Hints {
 				cfg.Hints[k] = v
 			}
@@ -779,46 +775,69 @@ func contains(s, sub string) bool {
 }
 
 func TestEventMatching(t *testing.T) {
+	machine := func(a Action) Event { return Event{Kind: "Machine", Action: a} }
 	tests := []struct {
+		name    string
 		reg, ev Event
 		want    bool
 	}{
-		{Event{Resource: Node, Action: Add}, Event{Resource: Node, Action: Add}, true},
-		{Event{Resource: Node, Action: Add}, Event{Resource: Node, Action: Delete}, false},
-		{Event{Resource: Node, Action: Update}, Event{Resource: Node, Action: UpdateNodeTaint}, true},
-		{Event{Resource: Node, Action: UpdateNodeLabel}, Event{Resource: Node, Action: UpdateNodeTaint}, false},
-		{Event{Resource: Pod, Action: Add}, Event{Resource: AssignedPod, Action: Add}, true},
-		{Event{Resource: Pod, Action: Update}, Event{Resource: UnschedulablePod, Action: UpdatePodLabel}, true},
-		{Event{Resource: AssignedPod, Action: Add}, Event{Resource: Pod, Action: Add}, false},
-		{Event{Resource: WildcardResource, Action: Add}, Event{Resource: Service, Action: Add}, true},
-		{Event{Resource: WildcardResource, Action: All}, Event{Resource: Service, Action: Delete}, true},
+		{"same kind and action", machine(actAdd), machine(actAdd), true},
+		{"other action", machine(actAdd), machine(actTaint), false},
+		{"overlapping actions", machine(actTaint | actRelabel), machine(actTaint), true},
+		{"wider sent action", machine(actTaint), machine(actTaint | actRelabel), true},
+		{"other kind", machine(actAdd), Event{Kind: "Volume", Action: actAdd}, false},
+		{"any kind", Event{Kind: AnyKind, Action: actAdd}, Event{Kind: "Volume", Action: actAdd}, true},
+		{"any kind, other action", Event{Kind: AnyKind, Action: actAdd}, Event{Kind: "Volume", Action: actTaint}, false},
+		{"wildcard registration", Event{Kind: AnyKind, Action: AnyAction}, Event{Kind: "Volume", Action: actTaint}, true},
+	}
+	c, err := NewCore(testConfig())
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, tc := range tests {
-		if got := tc.reg.Matches(tc.ev); got != tc.want {
-			t.Errorf("%s matches %s = %v, want %v", tc.reg.Label(), tc.ev.Label(), got, tc.want)
+		if got := c.matches(tc.reg, tc.ev); got != tc.want {
+			t.Errorf("%s: %v matches %v = %v, want %v", tc.name, tc.reg, tc.ev, got, tc.want)
 		}
 	}
-	labels := map[Event]string{
-		evNodeAdd:                              "NodeAdd",
-		EventAssignedPodDelete:                 "AssignedPodDelete",
-		evNodeTaint:                            "NodeUpdateNodeTaint",
-		EventUnschedulableTimeout:              "UnschedulableTimeout",
-		{Resource: Node, Action: Update}:       "NodeUpdate",
-		{Resource: Node, Action: Add | Delete}: "NodeAdd|Delete",
+	labels := []struct {
+		ev   Event
+		want string
+	}{
+		{evMachineAdd, "MachineAdd"},
+		{eventTimeout, "UnschedulableTimeout"},
+		{Event{Kind: "Machine", Action: actTaint | actRelabel}, "Machine/0x6"},
 	}
-	for ev, want := range labels {
-		if got := ev.Label(); got != want {
-			t.Errorf("label %q, want %q", got, want)
+	for _, tc := range labels {
+		if got := c.label(tc.ev); got != tc.want {
+			t.Errorf("label %q, want %q", got, tc.want)
 		}
 	}
+}
+
+// TestCustomMatch: Config.Match replaces the default rule, and a wildcard
+// registration hears everything whatever Match says.
+func TestCustomMatch(t *testing.T) {
+	h := newHarness(t, func(c *Config[string, job]) {
+		// Only exact action sets match.
+		c.Match = func(reg, ev Event) bool { return reg.Kind == ev.Kind && reg.Action == ev.Action }
+		c.Hints["All"] = []EventHint[job]{{Event: Event{Kind: AnyKind, Action: AnyAction}}}
+	})
+	h.add(mk("a", 1), mk("b", 2))
+	h.attemptFail("b", "Fit")
+	h.attemptFail("a", "All")
+	h.move(Event{Kind: "Machine", Action: actAdd | actTaint}, nil)
+	h.want("b", InUnschedulable) // Fit registered actAdd and actTaint apart
+	h.want("a", InBackoff)
+	h.move(evMachineAdd, nil)
+	h.want("b", InBackoff)
 }
 
 // TestHintErrorQueues: a hint that fails counts as HintQueue, so an error
 // in a plugin's hint can only cost an attempt, never strand an item.
 func TestHintErrorQueues(t *testing.T) {
 	broken := errors.New("hint broke")
-	h := newHarness(t, func(c *Config[string, pod]) {
-		c.Hints["Broken"] = []EventHint[pod]{{Event: evService, Fn: func(pod, any, any) (Hint, error) { return HintSkip, broken }}}
+	h := newHarness(t, func(c *Config[string, job]) {
+		c.Hints["Broken"] = []EventHint[job]{{Event: evService, Fn: func(job, any, any) (Hint, error) { return HintSkip, broken }}}
 	})
 	h.add(mk("a", 1))
 	h.attemptFail("a", "Broken")
@@ -826,7 +845,7 @@ func TestHintErrorQueues(t *testing.T) {
 	h.move(evService, nil)
 	h.want("a", InBackoff)
 	h.step(2 * time.Second)
-	h.c.FlushBackoffCompleted(h.now)
+	h.c.flushBackoff(h.now)
 	h.want("a", InActive)
 	h.check()
 }

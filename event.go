@@ -1,151 +1,76 @@
 package schedq
 
-import "strings"
+import "fmt"
 
-// Resource names the kind of object a cluster event is about. The queue
-// compares resources as strings; the constants below are the ones
-// kube-scheduler uses, and callers may define their own.
-type Resource string
+// Action is a set of things that can happen to an object, as bits the
+// caller defines: a job queue might use 1<<0 for "started" and 1<<1 for
+// "quota changed". The queue only tests whether two sets overlap (unless
+// Config.Match says otherwise).
+type Action uint64
 
-// Resources known to the Kubernetes adapter. Pod is special: a registration
-// for Pod also matches events on AssignedPod and UnschedulablePod.
-const (
-	WildcardResource      Resource = "*"
-	Pod                   Resource = "Pod"
-	AssignedPod           Resource = "AssignedPod"
-	UnschedulablePod      Resource = "UnschedulablePod"
-	Node                  Resource = "Node"
-	PersistentVolume      Resource = "PersistentVolume"
-	PersistentVolumeClaim Resource = "PersistentVolumeClaim"
-	StorageClass          Resource = "StorageClass"
-	CSINode               Resource = "CSINode"
-	Service               Resource = "Service"
-)
+// AnyAction is every action. An Event with AnyKind and AnyAction is a
+// wildcard: registered, it hears every event; sent, it reaches every parked
+// item without asking the hints.
+const AnyAction Action = ^Action(0)
 
-// ActionType is a set of actions, as bits. Updates are split into
-// fine-grained bits so that a plugin can ask only for the changes that can
-// help it (a node's taints, say, and not its annotations).
-type ActionType uint64
+// AnyKind, as an Event's Kind, stands for every kind of object.
+const AnyKind = "*"
 
-// The action bits. Update is the union of all update bits, All of every bit.
-const (
-	Add ActionType = 1 << iota
-	Delete
-	UpdateNodeAllocatable
-	UpdateNodeLabel
-	UpdateNodeTaint
-	UpdateNodeCondition
-	UpdateNodeAnnotation
-	UpdatePodLabel
-	UpdatePodScaleDown
-	UpdatePodToleration
-	UpdatePodSchedulingGatesEliminated
-	UpdatePodGeneratedResourceClaim
-	lastAction
-
-	Update = UpdateNodeAllocatable | UpdateNodeLabel | UpdateNodeTaint | UpdateNodeCondition |
-		UpdateNodeAnnotation | UpdatePodLabel | UpdatePodScaleDown | UpdatePodToleration |
-		UpdatePodSchedulingGatesEliminated | UpdatePodGeneratedResourceClaim
-	All = lastAction - 1
-)
-
-var actionNames = [...]string{
-	"Add", "Delete", "UpdateNodeAllocatable", "UpdateNodeLabel", "UpdateNodeTaint",
-	"UpdateNodeCondition", "UpdateNodeAnnotation", "UpdatePodLabel", "UpdatePodScaleDown",
-	"UpdatePodToleration", "UpdatePodSchedulingGatesEliminated", "UpdatePodGeneratedResourceClaim",
-}
-
-// String names the action: "Add", "Update", "All", a single bit's name, or
-// bit names joined by "|".
-func (a ActionType) String() string {
-	switch a {
-	case All:
-		return "All"
-	case Update:
-		return "Update"
-	case 0:
-		return "None"
-	}
-	var b strings.Builder
-	for i, name := range actionNames {
-		if a&(1<<i) != 0 {
-			if b.Len() > 0 {
-				b.WriteByte('|')
-			}
-			b.WriteString(name)
-		}
-	}
-	return b.String()
-}
-
-// Event is a change in the world that may make parked items schedulable:
-// a cluster event, or one of the queue's own (see the Event* labels).
+// Event is something that happened outside the queue and may make parked
+// items worth trying again: a machine joined, a job finished, a quota grew.
+// The queue treats events as opaque values: it compares a sent event with
+// the registered ones through Config.Match and passes the event's objects
+// to the hints, nothing more.
 type Event struct {
-	Resource Resource
-	Action   ActionType
-	// Label names the event in metrics and explanations. When empty,
-	// Label() derives it from Resource and Action, as in "NodeAdd".
-	CustomLabel string
+	// Kind names the kind of object that changed, as the caller likes
+	// ("Machine", "Job"). AnyKind matches every kind.
+	Kind string
+	// Action is what happened to it.
+	Action Action
+	// Label names the event in metrics and explanations. Empty: Kind and
+	// the action bits in hexadecimal, as in "Machine/0x1".
+	Label string
 }
 
-// Labels of the queue's own events, as they appear in the incoming metric.
+// The labels of the queue's own events, as Recorder.Incoming and the
+// in-flight event counts report them.
 const (
-	LabelUnschedulablePodAdd    = "UnschedulablePodAdd"
-	LabelUnschedulablePodUpdate = "UnschedulablePodUpdate"
-	LabelScheduleAttemptFailure = "ScheduleAttemptFailure"
-	LabelBackoffComplete        = "BackoffComplete"
-	LabelPopFromBackoffQ        = "PopFromBackoffQ"
-	LabelForceActivate          = "ForceActivate"
-	LabelUnschedulableTimeout   = "UnschedulableTimeout"
-	// LabelPodPopped counts attempts in flight in the in-flight events gauge.
-	LabelPodPopped = "PodPopped"
+	labelAdd             = "ItemAdd"
+	labelUpdate          = "ItemUpdate"
+	labelAttemptFailure  = "ScheduleAttemptFailure"
+	labelBackoffComplete = "BackoffComplete"
+	labelPopFromBackoff  = "PopFromBackoffQ"
+	labelForceActivate   = "ForceActivate"
+	labelTimeout         = "UnschedulableTimeout"
+	labelInFlight        = "ItemPopped"
 )
 
-// The queue's wildcard events: they match every registration and every
-// parked item is worth trying again after them.
+// The queue's wildcard events: the leftover flush and Activate.
 var (
-	EventUnschedulableTimeout = Event{Resource: WildcardResource, Action: All, CustomLabel: LabelUnschedulableTimeout}
-	EventForceActivate        = Event{Resource: WildcardResource, Action: All, CustomLabel: LabelForceActivate}
+	eventTimeout       = Event{Kind: AnyKind, Action: AnyAction, Label: labelTimeout}
+	eventForceActivate = Event{Kind: AnyKind, Action: AnyAction, Label: labelForceActivate}
+	// eventUpdate is what an update amounts to when Config.UpdateEvents
+	// is nil: anything may have changed.
+	eventUpdate = Event{Kind: AnyKind, Action: AnyAction, Label: labelUpdate}
 )
 
-// Common cluster events.
-var (
-	EventNodeAdd           = Event{Resource: Node, Action: Add}
-	EventAssignedPodAdd    = Event{Resource: AssignedPod, Action: Add}
-	EventAssignedPodDelete = Event{Resource: AssignedPod, Action: Delete}
-)
-
-// Label returns CustomLabel if set, else Resource followed by Action, as
-// in "NodeAdd", "AssignedPodDelete" or "NodeUpdateNodeTaint".
-func (e Event) Label() string {
-	if e.CustomLabel != "" {
-		return e.CustomLabel
+// label returns the event's label: Label, or one built from Kind and Action.
+func (e Event) label() string {
+	if e.Label != "" {
+		return e.Label
 	}
-	return string(e.Resource) + e.Action.String()
+	return fmt.Sprintf("%s/%#x", e.Kind, uint64(e.Action))
 }
 
-// IsWildcard reports whether e is a wildcard event: any resource, all actions.
-func (e Event) IsWildcard() bool { return e.Resource == WildcardResource && e.Action == All }
+// wildcard reports whether e is a wildcard: any kind, every action.
+func (e Event) wildcard() bool { return e.Kind == AnyKind && e.Action == AnyAction }
 
-// Matches reports whether the registration reg covers the incoming event e:
-// reg is a wildcard, or the resources agree (reg "*" takes any; reg Pod takes
-// AssignedPod and UnschedulablePod), the action bits overlap, and e's action
-// is no greater than reg's as a number. The last rule is kube-scheduler's:
-// an incoming general Update does not wake a plugin that asked only for one
-// kind of update, while a single kind of update wakes a plugin that asked
-// for all of them. An incoming wildcard matches only a wildcard.
-func (reg Event) Matches(e Event) bool {
-	if reg.IsWildcard() {
-		return true
-	}
-	if reg.Action&e.Action == 0 || e.Action > reg.Action {
+// defaultMatch is the match rule when Config.Match is nil: a wildcard
+// registration hears everything; otherwise the kinds agree (or the
+// registration's is AnyKind) and the action sets overlap.
+func defaultMatch(registered, sent Event) bool {
+	if registered.Kind != AnyKind && registered.Kind != sent.Kind {
 		return false
 	}
-	switch {
-	case reg.Resource == WildcardResource, reg.Resource == e.Resource:
-		return true
-	case reg.Resource == Pod:
-		return e.Resource == AssignedPod || e.Resource == UnschedulablePod
-	}
-	return false
+	return registered.Action&sent.Action != 0
 }

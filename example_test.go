@@ -8,93 +8,122 @@ import (
 	"github.com/schedq/schedq"
 )
 
-type Pod struct {
+// Job is a batch job waiting for a machine with enough free GPUs.
+type Job struct {
 	Name     string
 	Priority int32
+	GPUs     int
+	Paused   bool
 }
 
-// A queue of pods in the default order, driven through one failed attempt
-// and the event that helps it.
+// The job scheduler's own events: a machine joins, or frees some GPUs.
+const (
+	joined schedq.Action = 1 << iota
+	freed
+)
+
+var (
+	machineJoined = schedq.Event{Kind: "Machine", Action: joined, Label: "MachineJoined"}
+	gpusFreed     = schedq.Event{Kind: "Machine", Action: freed, Label: "GPUsFreed"}
+)
+
+// A job queue with events of its own: a job that found no machine with
+// enough GPUs waits until GPUs are freed or a machine joins, and its hint
+// wakes it only if the event brings enough GPUs. A paused job is held by a
+// gate until it is resumed.
 func Example() {
-	q, err := schedq.New(schedq.Config[string, Pod]{
-		Key:      func(p Pod) string { return p.Name },
-		Priority: func(p Pod) int32 { return p.Priority },
-		Hints: map[string][]schedq.EventHint[Pod]{
-			"NodeResourcesFit": {{Event: schedq.EventNodeAdd}},
+	q, err := schedq.New(schedq.Config[string, Job]{
+		Key:      func(j Job) string { return j.Name },
+		Priority: func(j Job) int32 { return j.Priority },
+		Hints: map[string][]schedq.EventHint[Job]{
+			"GPUFit": {
+				{Event: machineJoined},
+				{Event: gpusFreed, Fn: func(j Job, _, gpus any) (schedq.Hint, error) {
+					if gpus.(int) >= j.GPUs {
+						return schedq.HintQueue, nil
+					}
+					return schedq.HintSkip, nil
+				}},
+			},
 		},
+		PreEnqueue:     []schedq.PreEnqueue[Job]{{Name: "Paused", Admit: func(j Job) bool { return !j.Paused }}},
+		DisableBackoff: true, // retry as soon as an event allows, for the example
 	})
 	if err != nil {
 		panic(err)
 	}
 	ctx := context.Background()
-	q.Add(Pod{"small", 1})
-	q.Add(Pod{"big", 10})
+	q.Add(Job{Name: "train", Priority: 10, GPUs: 8})
+	q.Add(Job{Name: "eval", Priority: 1, GPUs: 1, Paused: true})
 
-	p, _ := q.Pop(ctx) // highest priority first
-	fmt.Println("trying", p.Item.Name)
-	q.AddUnschedulableIfNotPresent(p.Item, p.Cycle, schedq.Failure{UnschedulablePlugins: []string{"NodeResourcesFit"}})
-	_, where, _ := q.Get("big")
-	fmt.Println("big is", where)
+	a, _ := q.Pop(ctx) // eval is gated, so train
+	fmt.Println("trying", a.Item.Name)
+	q.Requeue(a, schedq.Failure{UnschedulablePlugins: []string{"GPUFit"}}) // no machine has 8 free GPUs
 
-	p, _ = q.Pop(ctx)
-	fmt.Println("trying", p.Item.Name)
-	q.Done(p.Item.Name, p.Cycle)
+	q.Move(gpusFreed, nil, 2, nil) // 2 GPUs are not enough for train
+	_, where, _ := q.Get("train")
+	fmt.Println("after 2 GPUs freed, train is", where)
+	q.Move(gpusFreed, nil, 8, nil)
+	_, where, _ = q.Get("train")
+	fmt.Println("after 8 GPUs freed, train is", where)
 
-	q.MoveAllToActiveOrBackoffQueue(schedq.EventNodeAdd, nil, nil, nil)
-	_, where, _ = q.Get("big")
-	fmt.Println("after NodeAdd, big is", where)
+	q.Update(Job{Name: "eval", Priority: 1, GPUs: 1, Paused: true}, Job{Name: "eval", Priority: 1, GPUs: 1})
+	for range 2 {
+		a, _ = q.Pop(ctx)
+		fmt.Println("trying", a.Item.Name)
+		q.Done(a)
+	}
 	// Output:
-	// trying big
-	// big is unschedulable
-	// trying small
-	// after NodeAdd, big is backoff
+	// trying train
+	// after 2 GPUs freed, train is unschedulable
+	// after 8 GPUs freed, train is active
+	// trying train
+	// trying eval
 }
 
 // Core is the deterministic state machine under Queue: it takes the time as
-// an argument, so a simulation can run it in virtual time.
+// an argument and reads no clock, so a simulation runs it in virtual time,
+// calling Tick at each step and asking NextDeadline when to come back.
 func ExampleCore() {
-	c, _ := schedq.NewCore(schedq.Config[string, Pod]{
-		Key:      func(p Pod) string { return p.Name },
-		Priority: func(p Pod) int32 { return p.Priority },
+	c, _ := schedq.NewCore(schedq.Config[string, Job]{
+		Key:      func(j Job) string { return j.Name },
+		Priority: func(j Job) int32 { return j.Priority },
 	})
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	c.Add(Pod{"a", 1}, now)
-	p, _ := c.Pop(now)
-	c.AddUnschedulableIfNotPresent(p.Item, p.Cycle, schedq.Failure{}, now) // an error
-	for _, step := range []time.Duration{0, 500 * time.Millisecond, 1500 * time.Millisecond} {
-		now = now.Add(step)
-		c.FlushBackoffCompleted(now)
+	c.Tick(now) // anchors the flush schedule
+	c.Add(Job{Name: "a"}, now)
+	a, _ := c.Pop(now)
+	c.Requeue(a, schedq.Failure{}, now) // an error: back off for 1s, to the end of its 1s window
+	for {
+		next, ok := c.NextDeadline()
+		if !ok {
+			break
+		}
+		now = next
+		c.Tick(now)
 		_, where, _ := c.Get("a")
 		fmt.Println(now.Format("05.000"), where)
 	}
 	// Output:
-	// 00.000 backoff
-	// 00.500 backoff
+	// 01.000 backoff
 	// 02.000 active
 }
 
-// ByPriority builds the default order for a custom Less, here with a
-// tie-break on the name.
-func ExampleByPriority() {
-	byPrio := schedq.ByPriority(func(p Pod) int32 { return p.Priority })
-	less := func(a, b *schedq.Info[Pod]) bool {
-		if byPrio(a, b) || byPrio(b, a) {
-			return byPrio(a, b)
-		}
-		return a.Item.Name < b.Item.Name
-	}
-	c, _ := schedq.NewCore(schedq.Config[string, Pod]{Key: func(p Pod) string { return p.Name }, Less: less})
+// Items that Less finds equal pop in the order they entered activeQ.
+func ExampleConfig_less() {
+	byGPUs := func(a, b *schedq.Info[Job]) bool { return a.Item.GPUs > b.Item.GPUs }
+	c, _ := schedq.NewCore(schedq.Config[string, Job]{Key: func(j Job) string { return j.Name }, Less: byGPUs})
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for _, p := range []Pod{{"b", 1}, {"a", 1}, {"c", 5}} {
-		c.Add(p, now)
+	for _, j := range []Job{{Name: "b", GPUs: 1}, {Name: "a", GPUs: 1}, {Name: "c", GPUs: 4}} {
+		c.Add(j, now)
 	}
 	for {
-		p, ok := c.Pop(now)
+		a, ok := c.Pop(now)
 		if !ok {
 			break
 		}
-		fmt.Print(p.Item.Name, " ")
+		fmt.Print(a.Item.Name, " ")
 	}
 	fmt.Println()
-	// Output: c a b
+	// Output: c b a
 }

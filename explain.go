@@ -27,6 +27,10 @@ type Explanation struct {
 	// WakingEvents are the events, registered by the plugins holding the
 	// item back, that can move it (parked and gated items only).
 	WakingEvents []string `json:"wakingEvents,omitempty"`
+	// DeferredBy is the event (its label) that would have woken a parked
+	// item but whose room went to items ahead of it (Config.Budget); the
+	// item wakes if room comes back.
+	DeferredBy string `json:"deferredBy,omitempty"`
 	// LeftoverFlushAt is the earliest time the leftover flush retries a
 	// parked item even if no event comes.
 	LeftoverFlushAt time.Time `json:"leftoverFlushAt,omitzero"`
@@ -73,10 +77,13 @@ func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation {
 		}
 		for _, r := range c.regs {
 			if holders[r.plugin] {
-				if l := r.plugin + ":" + r.event.Label(); !slices.Contains(x.WakingEvents, l) {
+				if l := r.plugin + ":" + c.label(r.event); !slices.Contains(x.WakingEvents, l) {
 					x.WakingEvents = append(x.WakingEvents, l)
 				}
 			}
+		}
+		if len(e.deferredBy) > 0 {
+			x.DeferredBy = e.deferredBy[0].label
 		}
 		from := max(e.Timestamp.UnixNano(), e.lastFlush)
 		// The flush takes items older than the maximum, at its next tick.
@@ -103,6 +110,11 @@ func (x Explanation) reason(now time.Time) string {
 	case InGated:
 		return fmt.Sprintf("gated by %s; waiting for %s", x.GatingPlugin, waitingFor(x.WakingEvents))
 	case InUnschedulable:
+		if x.DeferredBy != "" {
+			return fmt.Sprintf("unschedulable: rejected by %s; %s made room, but items ahead of it took it: "+
+				"waiting for that room to come back, for %s, or the leftover flush after %s",
+				plugins, x.DeferredBy, waitingFor(x.WakingEvents), x.LeftoverFlushAt.Format(time.RFC3339))
+		}
 		return fmt.Sprintf("unschedulable: rejected by %s; waiting for %s, or the leftover flush after %s",
 			plugins, waitingFor(x.WakingEvents), x.LeftoverFlushAt.Format(time.RFC3339))
 	}
@@ -141,6 +153,9 @@ func (x Explanation) String() string {
 	if len(x.WakingEvents) > 0 {
 		line("woken by", "%s", strings.Join(x.WakingEvents, ", "))
 	}
+	if x.DeferredBy != "" {
+		line("deferred by", "%s (its room went to items ahead)", x.DeferredBy)
+	}
 	if !x.LeftoverFlushAt.IsZero() {
 		line("leftover flush after", "%s", x.LeftoverFlushAt.Format(time.RFC3339))
 	}
@@ -153,14 +168,14 @@ func (x Explanation) String() string {
 
 // Dump is every item with its explanation, and a summary per place.
 type Dump struct {
-	Time    time.Time         `json:"time"`
-	Summary []SubQueueSummary `json:"summary"`
-	Items   []Explanation     `json:"items"`
+	Time    time.Time     `json:"time"`
+	Summary []Summary     `json:"summary"`
+	Items   []Explanation `json:"items"`
 }
 
-// SubQueueSummary describes one place: its size, its oldest item, and
-// (for the parking area) the plugins holding items back.
-type SubQueueSummary struct {
+// Summary describes one place: its size, its oldest item, and (for the
+// parking area) the plugins holding items back.
+type Summary struct {
 	Location Location       `json:"location"`
 	Count    int            `json:"count"`
 	Oldest   time.Time      `json:"oldest,omitzero"`
@@ -195,7 +210,7 @@ func (d *Dump) finish() {
 		return cmp.Or(cmp.Compare(a.Location, b.Location), cmp.Compare(a.Key, b.Key))
 	})
 	for loc := InActive; loc <= InFlight; loc++ {
-		s := SubQueueSummary{Location: loc}
+		s := Summary{Location: loc}
 		for _, x := range d.Items {
 			if x.Location != loc {
 				continue

@@ -11,11 +11,11 @@ import (
 
 func TestExplain(t *testing.T) {
 	h := newHarness(t)
-	h.add(mk("active", 1), mk("backoff", 2), mk("parked", 3), mk("flight", 4), pod{name: "gated", gated: true})
+	h.add(mk("active", 1), mk("backoff", 2), mk("parked", 3), mk("flight", 4), job{name: "gated", gated: true})
 	h.step(time.Second)
 	h.attemptFail("flight") // error: backoff ... then re-pop below
 	h.step(time.Minute)
-	h.c.FlushBackoffCompleted(h.now)
+	h.c.flushBackoff(h.now)
 	h.attemptFail("flight", "Fit")
 	h.attemptFail("parked", "Fit", "Affinity")
 	h.attemptFail("backoff")
@@ -40,18 +40,18 @@ func TestExplain(t *testing.T) {
 			}
 		}},
 		{"parked", InUnschedulable, "rejected by Fit, Affinity", func(t *testing.T, x Explanation) {
-			want := []string{"Affinity:AssignedPodAdd", "Affinity:UnschedulablePodUpdatePodLabel", "Fit:NodeAdd", "Fit:NodeUpdateNodeTaint"}
+			want := []string{"Affinity:PlacedAdd", "Affinity:ItemRelabel", "Fit:MachineAdd", "Fit:MachineTaint"}
 			if !slices.Equal(x.WakingEvents, want) {
 				t.Errorf("waking events %q, want %q", x.WakingEvents, want)
 			}
-			if !x.LeftoverFlushAt.Equal(h.now.Add(DefaultMaxInUnschedulable)) {
+			if !x.LeftoverFlushAt.Equal(h.now.Add(defaultMaxInUnschedulable)) {
 				t.Errorf("leftover flush at %v", x.LeftoverFlushAt)
 			}
 			if !x.Since.Equal(h.now) {
 				t.Errorf("since %v, want %v", x.Since, h.now)
 			}
 		}},
-		{"gated", InGated, "gated by Gate; waiting for Gate:UnschedulablePodUpdatePodSchedulingGatesEliminated", func(t *testing.T, x Explanation) {
+		{"gated", InGated, "gated by Gate; waiting for Gate:ItemUngated", func(t *testing.T, x Explanation) {
 			if !x.Since.Equal(t0) {
 				t.Errorf("since %v, want %v", x.Since, t0)
 			}
@@ -93,7 +93,7 @@ func TestExplain(t *testing.T) {
 
 func TestDump(t *testing.T) {
 	h := newHarness(t)
-	h.add(mk("a", 1), mk("b", 2), mk("c", 3), pod{name: "g", gated: true})
+	h.add(mk("a", 1), mk("b", 2), mk("c", 3), job{name: "g", gated: true})
 	h.attemptFail("c", "Fit")
 	h.attemptFail("b")
 	h.pop()

@@ -9,14 +9,14 @@ import (
 
 var fuzzNames = []string{"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7"}
 
-// fuzzPod returns pod i; its priority is fixed by its name, so that
+// fuzzJob returns job i; its priority is fixed by its name, so that
 // priorities are distinct and pop order is fully defined.
-func fuzzPod(i int, label string, gated bool) pod {
-	return pod{name: fuzzNames[i], prio: int32(i * 10), label: label, gated: gated}
+func fuzzJob(i int, label string, gated bool) job {
+	return job{name: fuzzNames[i], prio: int32(i * 10), label: label, gated: gated}
 }
 
-var fuzzEvents = []Event{evNodeAdd, evNodeTaint, evNodeLabel, evPodAdd, evPVCAdd, evService, evGateGone, evLabel,
-	{Resource: Node, Action: Update}}
+var fuzzEvents = []Event{evMachineAdd, evMachineTaint, evMachineLabel, evPlacedAdd, evVolumeAdd, evService, evGateGone, evLabel,
+	{Kind: "Machine", Action: actTaint | actRelabel}}
 
 var fuzzFailures = []Failure{
 	{},
@@ -44,7 +44,10 @@ func runOps(t *testing.T, data []byte) {
 	cfg.DisablePopFromBackoff = flags&2 != 0
 	cfg.DisableBackoff = flags&4 != 0
 	if flags&8 != 0 {
-		cfg.Less, cfg.Priority = nil, podPrio // the cached default order
+		cfg.Less, cfg.Priority = nil, jobPrio // the cached default order
+	}
+	if flags&16 != 0 {
+		cfg.Budget = fuzzBudget // wake only what machine events make room for
 	}
 	rec := &balanceRecorder{}
 	cfg.Recorder = rec
@@ -65,21 +68,22 @@ func runOps(t *testing.T, data []byte) {
 	}
 	for step := 0; len(data) > 0; step++ {
 		op, arg := next(), next()
+		m.now = now
 		i := arg % len(fuzzNames)
 		name := fuzzNames[i]
 		var desc string
 		switch op % 13 {
 		case 0:
-			p := fuzzPod(i, labels[(arg>>3)%3], arg&0x80 != 0)
+			p := fuzzJob(i, labels[(arg>>3)%3], arg&0x80 != 0)
 			desc = fmt.Sprintf("Add %+v", p)
 			c.Add(p, now)
 			m.add(p, now)
 		case 1:
-			var old pod
+			var old job
 			if info, _, ok := c.Get(name); ok {
 				old = info.Item
 			} else {
-				old = fuzzPod(i, "", false)
+				old = fuzzJob(i, "", false)
 			}
 			p := old
 			if arg&0x40 != 0 {
@@ -113,7 +117,7 @@ func runOps(t *testing.T, data []byte) {
 				cycle--
 			}
 			desc = fmt.Sprintf("Done %s cycle %d", name, cycle)
-			if e1, e2 := c.Done(name, cycle), m.done(name, cycle); !errors.Is(e1, e2) || (e1 == nil) != (e2 == nil) {
+			if e1, e2 := c.Done(att(name, cycle), now), m.done(name, cycle); !errors.Is(e1, e2) || (e1 == nil) != (e2 == nil) {
 				t.Fatalf("step %d %s: core %v, model %v", step, desc, e1, e2)
 			}
 		case 6, 7:
@@ -131,7 +135,7 @@ func runOps(t *testing.T, data []byte) {
 				cycle-- // a stale cycle
 			}
 			desc = fmt.Sprintf("Fail %s cycle %d %+v", name, cycle, f)
-			_, e1 := c.AddUnschedulableIfNotPresent(info.Item, cycle, f, now)
+			e1 := c.Requeue(req(info.Item, cycle), f, now)
 			e2 := m.fail(info.Item, cycle, f, now)
 			if !errors.Is(e1, e2) || (e1 == nil) != (e2 == nil) {
 				t.Fatalf("step %d %s: core %v, model %v", step, desc, e1, e2)
@@ -139,17 +143,17 @@ func runOps(t *testing.T, data []byte) {
 		case 8:
 			ev := fuzzEvents[arg%len(fuzzEvents)]
 			var obj any = (arg >> 4) % 4
-			if ev == evPodAdd {
+			if ev == evPlacedAdd {
 				obj = labels[(arg>>4)%3]
 			}
-			desc = fmt.Sprintf("MoveAll %s %v", ev.Label(), obj)
-			c.MoveAllToActiveOrBackoffQueue(ev, nil, obj, nil, now)
+			desc = fmt.Sprintf("MoveAll %s %v", ev.label(), obj)
+			c.Move(ev, nil, obj, nil, now)
 			m.moveAll(ev, obj, now)
 		case 9:
 			l := labels[(arg>>3)%3]
 			desc = "MoveMatching " + l
-			c.MoveMatching(evPodAdd, nil, l, func(i *Info[pod]) bool { return i.Item.label == l }, now)
-			m.moveMatching(evPodAdd, l, l, now)
+			c.Move(evPlacedAdd, nil, l, func(i *Info[job]) bool { return i.Item.label == l }, now)
+			m.moveMatching(evPlacedAdd, l, l, now)
 		case 10:
 			desc = "Activate " + name
 			c.Activate([]string{name}, now)
@@ -157,17 +161,19 @@ func runOps(t *testing.T, data []byte) {
 		case 11:
 			d := fuzzSteps[arg%len(fuzzSteps)]
 			now = now.Add(d)
+			m.now = now
 			desc = fmt.Sprintf("Step %v, FlushBackoffCompleted", d)
-			c.FlushBackoffCompleted(now)
+			c.flushBackoff(now)
 			m.flushBackoff(now)
 		case 12:
 			d := fuzzSteps[arg%len(fuzzSteps)]
 			now = now.Add(d)
+			m.now = now
 			desc = fmt.Sprintf("Step %v, FlushUnschedulableLeftover", d)
-			c.FlushUnschedulableLeftover(now)
+			c.flushLeftover(now)
 			m.flushLeftover(now)
 		}
-		if err := c.CheckInvariants(); err != nil {
+		if err := c.checkInvariants(); err != nil {
 			t.Fatalf("step %d %s: invariants: %v", step, desc, err)
 		}
 		if err := m.compare(c, fuzzNames); err != nil {
@@ -205,7 +211,7 @@ func TestQueueRandomLong(t *testing.T) {
 			state ^= state << 17
 			data[i] = byte(state)
 		}
-		data[0] = byte(run % 16)
+		data[0] = byte(run % 32)
 		t.Run(fmt.Sprint(run), func(t *testing.T) { runOps(t, data) })
 	}
 }
@@ -215,25 +221,25 @@ func TestQueueRandomLong(t *testing.T) {
 // a counter or histogram fed by Incoming and Left can never drift.
 type balanceRecorder struct {
 	nopRecorder
-	in, out [numSubQueues]int
+	in, out [len(locationNames)]int
 }
 
-func (r *balanceRecorder) Incoming(q SubQueue, event string) {
-	if event == LabelPopFromBackoffQ {
+func (r *balanceRecorder) Incoming(q Location, event string) {
+	if event == labelPopFromBackoff {
 		return // straight from backoffQ into flight; it never waits in activeQ
 	}
 	r.in[q]++
 }
 
-func (r *balanceRecorder) Left(q SubQueue, _ time.Duration) {
-	if q == SubGated {
-		q = SubUnschedulable // gated items come in under "unschedulable", as upstream counts them
+func (r *balanceRecorder) Left(q Location, _ time.Duration) {
+	if q == InGated {
+		q = InUnschedulable // gated items come in under "unschedulable", as upstream counts them
 	}
 	r.out[q]++
 }
 
 func (r *balanceRecorder) check(c Counts) error {
-	got := [3]int{r.in[SubActive] - r.out[SubActive], r.in[SubBackoff] - r.out[SubBackoff], r.in[SubUnschedulable] - r.out[SubUnschedulable]}
+	got := [3]int{r.in[InActive] - r.out[InActive], r.in[InBackoff] - r.out[InBackoff], r.in[InUnschedulable] - r.out[InUnschedulable]}
 	want := [3]int{c.Active, c.Backoff, c.Unschedulable + c.Gated}
 	if got != want {
 		return fmt.Errorf("incoming minus left (active, backoff, parked) = %v, counts %v", got, want)

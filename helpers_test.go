@@ -6,64 +6,92 @@ import (
 	"time"
 )
 
-// pod is the test item: a name, a priority, a label that affinity-style
+// job is the test item: a name, a priority, a label that affinity-style
 // hints look at, and a gate that the "Gate" PreEnqueue check holds.
-type pod struct {
+type job struct {
 	name  string
 	prio  int32
 	label string
 	gated bool
 }
 
-func podKey(p pod) string            { return p.name }
-func podPrio(p pod) int32            { return p.prio }
-func mk(name string, prio int32) pod { return pod{name: name, prio: prio} }
+func jobKey(p job) string            { return p.name }
+func jobPrio(p job) int32            { return p.prio }
+func mk(name string, prio int32) job { return job{name: name, prio: prio} }
 
-// Plugins of the test configuration:
-//   - Fit: NodeAdd and node taint updates; its hint queues for an even
-//     newObj int and skips odd ones (nil queues).
-//   - Affinity: AssignedPodAdd; queues if the new object's string equals
-//     the item's label.
-//   - Volume: PersistentVolumeClaim Add; used as a pending plugin.
-//   - Gate: PreEnqueue check holding gated pods; registered for gate removal.
-//   - Quiet: rejects but registered for nothing.
-var (
-	evNodeAdd   = Event{Resource: Node, Action: Add}
-	evNodeTaint = Event{Resource: Node, Action: UpdateNodeTaint}
-	evNodeLabel = Event{Resource: Node, Action: UpdateNodeLabel}
-	evPodAdd    = Event{Resource: AssignedPod, Action: Add}
-	evPVCAdd    = Event{Resource: PersistentVolumeClaim, Action: Add}
-	evGateGone  = Event{Resource: UnschedulablePod, Action: UpdatePodSchedulingGatesEliminated}
-	evLabel     = Event{Resource: UnschedulablePod, Action: UpdatePodLabel}
-	evService   = Event{Resource: Service, Action: Add}
+// The test events' actions.
+const (
+	actAdd Action = 1 << iota
+	actTaint
+	actRelabel
+	actUngate
 )
 
-func fitHint(_ pod, _, newObj any) (Hint, error) {
+// Plugins of the test configuration, over machines that run the test
+// items, and the items themselves:
+//   - Fit: a machine added, or its taints changed; its hint queues for an
+//     even newObj int and skips odd ones (nil queues).
+//   - Affinity: an item placed; queues if the new object's string equals
+//     the item's label. Also an item relabelled.
+//   - Volume: a volume added; used as a pending plugin.
+//   - Gate: PreEnqueue check holding gated items; registered for gate removal.
+//   - Quiet: rejects but registered for nothing.
+var (
+	evMachineAdd   = Event{Kind: "Machine", Action: actAdd, Label: "MachineAdd"}
+	evMachineTaint = Event{Kind: "Machine", Action: actTaint, Label: "MachineTaint"}
+	evMachineLabel = Event{Kind: "Machine", Action: actRelabel}
+	evPlacedAdd    = Event{Kind: "Placed", Action: actAdd, Label: "PlacedAdd"}
+	evVolumeAdd    = Event{Kind: "Volume", Action: actAdd}
+	evGateGone     = Event{Kind: "Item", Action: actUngate, Label: "ItemUngated"}
+	evLabel        = Event{Kind: "Item", Action: actRelabel, Label: "ItemRelabel"}
+	evService      = Event{Kind: "Service", Action: actAdd}
+)
+
+// byPrio is the default order written as a Less, so that the tests cover
+// the queue's general heap; Config.Priority selects the specialised one.
+func byPrio(a, b *Info[job]) bool {
+	if a.Item.prio != b.Item.prio {
+		return a.Item.prio > b.Item.prio
+	}
+	return a.Timestamp.Before(b.Timestamp)
+}
+
+// att is the handle of the attempt of cycle on key, as Pop returned it.
+func att(key string, cycle int64) Attempt[string, job] {
+	return Attempt[string, job]{Key: key, Info: Info[job]{Cycle: cycle}}
+}
+
+// req is the handle of the attempt of cycle on p, for Requeue.
+func req(p job, cycle int64) Attempt[string, job] {
+	return Attempt[string, job]{Key: p.name, Info: Info[job]{Item: p, Cycle: cycle}}
+}
+
+func fitHint(_ job, _, newObj any) (Hint, error) {
 	if n, ok := newObj.(int); ok && n%2 != 0 {
 		return HintSkip, nil
 	}
 	return HintQueue, nil
 }
 
-func affinityHint(p pod, _, newObj any) (Hint, error) {
+func affinityHint(p job, _, newObj any) (Hint, error) {
 	if s, ok := newObj.(string); ok && s == p.label {
 		return HintQueue, nil
 	}
 	return HintSkip, nil
 }
 
-func testConfig() Config[string, pod] {
-	return Config[string, pod]{
-		Key:  podKey,
-		Less: ByPriority(podPrio),
-		Hints: map[string][]EventHint[pod]{
-			"Fit":      {{Event: evNodeAdd, Fn: fitHint}, {Event: evNodeTaint, Fn: fitHint}},
-			"Affinity": {{Event: evPodAdd, Fn: affinityHint}, {Event: evLabel}},
-			"Volume":   {{Event: evPVCAdd}},
+func testConfig() Config[string, job] {
+	return Config[string, job]{
+		Key:  jobKey,
+		Less: byPrio,
+		Hints: map[string][]EventHint[job]{
+			"Fit":      {{Event: evMachineAdd, Fn: fitHint}, {Event: evMachineTaint, Fn: fitHint}},
+			"Affinity": {{Event: evPlacedAdd, Fn: affinityHint}, {Event: evLabel}},
+			"Volume":   {{Event: evVolumeAdd}},
 			"Gate":     {{Event: evGateGone}},
 		},
-		PreEnqueue: []PreEnqueue[pod]{{Name: "Gate", Admit: func(p pod) bool { return !p.gated }}},
-		UpdateEvents: func(o, n pod) []Event {
+		PreEnqueue: []PreEnqueue[job]{{Name: "Gate", Admit: func(p job) bool { return !p.gated }}},
+		UpdateEvents: func(o, n job) []Event {
 			var evs []Event
 			if o.gated && !n.gated {
 				evs = append(evs, evGateGone)
@@ -76,6 +104,9 @@ func testConfig() Config[string, pod] {
 	}
 }
 
+// absent is the zero Location: not in the queue.
+const absent = Location(0)
+
 // t0 is a whole second, so that backoff windows line up with test steps.
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -83,11 +114,11 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // every step.
 type harness struct {
 	t   *testing.T
-	c   *Core[string, pod]
+	c   *Core[string, job]
 	now time.Time
 }
 
-func newHarness(t *testing.T, mutate ...func(*Config[string, pod])) *harness {
+func newHarness(t *testing.T, mutate ...func(*Config[string, job])) *harness {
 	t.Helper()
 	cfg := testConfig()
 	for _, m := range mutate {
@@ -102,12 +133,12 @@ func newHarness(t *testing.T, mutate ...func(*Config[string, pod])) *harness {
 
 func (h *harness) check() {
 	h.t.Helper()
-	if err := h.c.CheckInvariants(); err != nil {
+	if err := h.c.checkInvariants(); err != nil {
 		h.t.Fatalf("invariants: %v", err)
 	}
 }
 
-func (h *harness) add(ps ...pod) {
+func (h *harness) add(ps ...job) {
 	h.t.Helper()
 	for _, p := range ps {
 		h.c.Add(p, h.now)
@@ -117,7 +148,7 @@ func (h *harness) add(ps ...pod) {
 
 func (h *harness) step(d time.Duration) { h.now = h.now.Add(d) }
 
-func (h *harness) pop() Info[pod] {
+func (h *harness) pop() Attempt[string, job] {
 	h.t.Helper()
 	info, ok := h.c.Pop(h.now)
 	if !ok {
@@ -149,8 +180,8 @@ func (h *harness) failWith(name string, f Failure) {
 	if !ok || loc != InFlight {
 		h.t.Fatalf("fail %q: at %v, want in flight", name, loc)
 	}
-	if _, err := h.c.AddUnschedulableIfNotPresent(info.Item, info.Cycle, f, h.now); err != nil {
-		h.t.Fatalf("AddUnschedulableIfNotPresent(%q): %v", name, err)
+	if err := h.c.Requeue(req(info.Item, info.Cycle), f, h.now); err != nil {
+		h.t.Fatalf("Requeue(%q): %v", name, err)
 	}
 	h.check()
 }
@@ -166,7 +197,7 @@ func (h *harness) attemptFail(name string, plugins ...string) {
 
 func (h *harness) move(ev Event, newObj any) {
 	h.t.Helper()
-	h.c.MoveAllToActiveOrBackoffQueue(ev, nil, newObj, nil, h.now)
+	h.c.Move(ev, nil, newObj, nil, h.now)
 	h.check()
 }
 
@@ -182,7 +213,7 @@ func (h *harness) want(name string, loc Location) {
 	}
 }
 
-func (h *harness) info(name string) Info[pod] {
+func (h *harness) info(name string) Info[job] {
 	h.t.Helper()
 	info, _, ok := h.c.Get(name)
 	if !ok {
@@ -202,7 +233,7 @@ func (h *harness) drain() []string {
 			return names
 		}
 		names = append(names, info.Item.name)
-		if err := h.c.Done(info.Item.name, info.Cycle); err != nil {
+		if err := h.c.Done(att(info.Item.name, info.Cycle), h.now); err != nil {
 			h.t.Fatal(err)
 		}
 		h.check()

@@ -65,7 +65,7 @@ func (f *flights[K, T]) record(ev flightEvent[K, T]) {
 	}
 	ev.seq = f.nextSeq
 	if ev.label == "" {
-		ev.label = ev.event.Label()
+		ev.label = ev.event.label()
 	}
 	f.nextSeq++
 	f.log = append(f.log, ev)

@@ -31,21 +31,29 @@ type Info[T any] struct {
 	// FlushedFromUnschedulable is true once the leftover flush, not an
 	// event, brought the item out of the parking area.
 	FlushedFromUnschedulable bool
-	// Cycle is the scheduling cycle of the item's latest pop. Pass it back
-	// to AddUnschedulableIfNotPresent.
+	// Cycle is the scheduling cycle of the item's latest pop: the number of
+	// pops the queue had made when it popped the item.
 	Cycle int64
 }
 
-// Gated reports whether a PreEnqueue check holds the item back.
-func (i *Info[T]) Gated() bool { return i.GatingPlugin != "" }
+// Attempt is a popped item: the handle of one attempt to schedule it. Pass
+// it back to Done when the attempt succeeds or is given up, or to Requeue
+// when it fails. An attempt that has ended, or that a newer pop of the same
+// key superseded, is refused with ErrNotInFlight.
+type Attempt[K comparable, T any] struct {
+	// Key is Config.Key(Item).
+	Key K
+	// Info is the item as popped; Cycle identifies the attempt.
+	Info[T]
+}
 
-// Location says where an item is.
+// Location says where an item is. The zero Location means nowhere.
 type Location uint8
 
-// The places an item can be. Gated items are parked too, but counted apart.
+// The places an item can be. Gated items are parked too, but counted
+// apart. The first four are the sub-queues that Recorder reports on.
 const (
-	Absent Location = iota
-	InActive
+	InActive Location = iota + 1
 	InBackoff
 	InUnschedulable
 	InGated
@@ -55,7 +63,8 @@ const (
 var locationNames = [...]string{"absent", "active", "backoff", "unschedulable", "gated", "inflight"}
 
 // String returns the lower-case name used in metrics and JSON: "active",
-// "backoff", "unschedulable", "gated", "inflight" or "absent".
+// "backoff", "unschedulable", "gated", "inflight", or "absent" for the zero
+// Location.
 func (l Location) String() string {
 	if int(l) < len(locationNames) {
 		return locationNames[l]
@@ -75,12 +84,22 @@ type Counts struct {
 	InFlight      int `json:"inflight"`
 }
 
-// Pending is the number of queued items: every place but in flight.
-func (c Counts) Pending() int { return c.Active + c.Backoff + c.Unschedulable + c.Gated }
+// Stats is Counts with the levels behind the queue's gauges.
+type Stats struct {
+	Counts
+	// HeldBy is, for each plugin, how many queued items it holds back:
+	// items whose last attempt it rejected (until their next pop), and
+	// items it gates.
+	HeldBy map[string]int `json:"heldBy"`
+	// InFlightEvents is how many recorded events of each label are kept
+	// for attempts in flight, and, under "ItemPopped", how many attempts
+	// are in flight.
+	InFlightEvents map[string]int `json:"inFlightEvents"`
+}
 
-// ByPriority returns the default ordering (the QueueSort extension point):
-// higher priority first, then earlier Timestamp.
-func ByPriority[T any](priority func(T) int32) func(a, b *Info[T]) bool {
+// byPriority is the default order: higher priority first, then earlier
+// Timestamp.
+func byPriority[T any](priority func(T) int32) func(a, b *Info[T]) bool {
 	return func(a, b *Info[T]) bool {
 		pa, pb := priority(a.Item), priority(b.Item)
 		if pa != pb {

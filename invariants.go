@@ -8,13 +8,13 @@ import (
 	"github.com/schedq/schedq/internal/heap"
 )
 
-// CheckInvariants verifies the queue's internal consistency and returns
+// checkInvariants verifies the queue's internal consistency and returns
 // every violation found, or nil: each queued key is in exactly one
 // sub-queue and points back at its place; heap orders hold; the plugin
 // index and counters match the parked items; the in-flight list and event
-// log agree. It is O(n) and meant for tests, fuzzing and the simulator's
-// checked mode.
-func (c *Core[K, T]) CheckInvariants() error {
+// log agree. O(n): tests call it directly, and Config.CheckInvariants
+// makes the queue call it after every operation.
+func (c *Core[K, T]) checkInvariants() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
@@ -64,14 +64,14 @@ func (c *Core[K, T]) CheckInvariants() error {
 		if c.queuedEntry(e.key) != e {
 			bad("parked[%d] key %v is not the map's entry", i, e.key)
 		}
-		if (e.loc == locGated) != e.Gated() {
+		if (e.loc == locGated) != e.gated() {
 			bad("parked key %v: loc %d but gating plugin %q", e.key, e.loc, e.GatingPlugin)
 		}
 		if e.loc == locGated {
 			gated++
 		}
 		want := map[string]bool{}
-		if e.Gated() {
+		if e.gated() {
 			want[e.GatingPlugin] = true
 		} else {
 			for _, p := range e.UnschedulablePlugins {
@@ -170,6 +170,7 @@ func (c *Core[K, T]) CheckInvariants() error {
 			bad("in-flight event log not contiguous at %d", i)
 		}
 	}
+	c.checkRoom(bad)
 	if c.flights.head == nil && len(c.flights.log) > 0 {
 		bad("%d in-flight events kept with nothing in flight", len(c.flights.log))
 	}
@@ -177,6 +178,37 @@ func (c *Core[K, T]) CheckInvariants() error {
 		bad("in-flight event %d kept, but the oldest attempt started at %d", c.flights.log[0].seq, h.startSeq)
 	}
 	return errors.Join(errs...)
+}
+
+// checkRoom verifies the budgets: each group's count of woken items equals
+// the items (queued or in flight) that hold room in it, and a deferred
+// item is parked, in a group that still has woken items.
+func (c *Core[K, T]) checkRoom(bad func(string, ...any)) {
+	holding := map[*roomGroup[K, T]]int{}
+	each := func(e *entry[K, T]) {
+		if g := e.tookFrom; g != nil {
+			holding[g]++
+		}
+		for _, g := range e.deferredBy {
+			if e.loc != locParked {
+				bad("key %v deferred by %s but at loc %d", e.key, g.label, e.loc)
+			}
+			if g.woken == 0 && !g.recheck {
+				bad("key %v deferred by %s, which has no woken item left nor a recheck due", e.key, g.label)
+			}
+		}
+	}
+	for _, e := range c.keys {
+		each(e)
+		if e.shadow != nil {
+			each(e.shadow)
+		}
+	}
+	for g, n := range holding {
+		if g.woken != n {
+			bad("budget of %s: %d woken items hold room, counted %d", g.label, n, g.woken)
+		}
+	}
 }
 
 type heapView[K comparable, T any] interface {

@@ -14,23 +14,28 @@ import (
 // same operations on it and on Core and compares them after every step.
 // Priorities are distinct per name, so that pop order is fully defined.
 type model struct {
-	cfg     Config[string, pod]
-	regs    []registration[pod]
-	items   map[string]*mItem
-	flights map[string]*mItem
-	events  []mEvent
-	cycle   int64
-	moveReq int64
+	cfg      Config[string, job]
+	regs     []registration[job]
+	items    map[string]*mItem
+	flights  map[string]*mItem
+	events   []mEvent
+	cycle    int64
+	moveReq  int64
+	now      time.Time // of the operation under way, for the budgets
+	rechecks []*mGroup
 }
 
 type mItem struct {
-	Info[pod]
-	loc       Location
-	errHeap   bool
-	lastFlush time.Time
-	start     int // index into model.events at pop
-	updated   bool
-	deleted   bool
+	Info[job]
+	tookFrom   *mGroup
+	deferredBy []*mGroup
+	strategy   strategy
+	loc        Location
+	errHeap    bool
+	lastFlush  time.Time
+	start      int // index into model.events at pop
+	updated    bool
+	deleted    bool
 }
 
 type mEvent struct {
@@ -39,7 +44,7 @@ type mEvent struct {
 	target   string
 }
 
-func newModel(cfg Config[string, pod]) *model {
+func newModel(cfg Config[string, job]) *model {
 	cfg, _ = cfg.validate()
 	return &model{cfg: cfg, regs: flatten(cfg.Hints), items: map[string]*mItem{}, flights: map[string]*mItem{}, moveReq: -1}
 }
@@ -83,6 +88,7 @@ func (m *model) backingOff(it *mItem, now time.Time) bool {
 }
 
 func (m *model) park(it *mItem) {
+	m.giveBack(it)
 	if it.loc != InUnschedulable && it.loc != InGated {
 		it.BackoffExpiry = time.Time{}
 	}
@@ -102,6 +108,7 @@ func (m *model) toActive(it *mItem, fromBackoff bool, now time.Time) bool {
 		it.InitialAttemptTimestamp = now
 	}
 	it.loc = InActive
+	it.deferredBy = nil
 	it.BackoffExpiry = time.Time{}
 	return true
 }
@@ -112,6 +119,7 @@ func (m *model) toBackoff(it *mItem, now time.Time) {
 		return
 	}
 	it.loc = InBackoff
+	it.deferredBy = nil
 	it.errHeap = !m.rejected(it)
 	it.BackoffExpiry = it.Timestamp.Add(m.backoffFor(it))
 }
@@ -132,12 +140,12 @@ func (m *model) holds(it *mItem, plugin string) bool {
 }
 
 func (m *model) worth(it *mItem, e mEvent) strategy {
-	if ev := e.ev; ev.IsWildcard() || !m.rejected(it) && it.GatingPlugin == "" {
+	if ev := e.ev; ev.wildcard() || !m.rejected(it) && it.GatingPlugin == "" {
 		return afterBackoff
 	}
 	s := stayParked
 	for _, r := range m.regs {
-		if !r.event.Matches(e.ev) || !m.holds(it, r.plugin) {
+		if !modelMatch(r.event, e.ev) || !m.holds(it, r.plugin) {
 			continue
 		}
 		if r.fn != nil && !m.cfg.DisableQueueingHints {
@@ -154,24 +162,28 @@ func (m *model) worth(it *mItem, e mEvent) strategy {
 }
 
 func (m *model) gatingMatches(it *mItem, ev Event) bool {
-	if ev.IsWildcard() {
+	if ev.wildcard() {
 		return true
 	}
 	for _, r := range m.regs {
-		if r.plugin == it.GatingPlugin && r.event.Matches(ev) {
+		if r.plugin == it.GatingPlugin && modelMatch(r.event, ev) {
 			return true
 		}
 	}
 	return false
 }
 
-func (m *model) add(p pod, now time.Time) {
-	it := &mItem{Info: Info[pod]{Item: p, Timestamp: now}}
+func (m *model) add(p job, now time.Time) {
+	old := m.items[p.name]
+	it := &mItem{Info: Info[job]{Item: p, Timestamp: now}}
 	m.items[p.name] = it
+	if old != nil {
+		m.giveBack(old)
+	}
 	m.toActive(it, false, now)
 }
 
-func (m *model) update(old, p pod, now time.Time) {
+func (m *model) update(old, p job, now time.Time) {
 	it := m.items[p.name]
 	if it == nil {
 		if f := m.flights[p.name]; f != nil {
@@ -181,7 +193,7 @@ func (m *model) update(old, p pod, now time.Time) {
 			}
 			return
 		}
-		it = &mItem{Info: Info[pod]{Item: p, Timestamp: now}}
+		it = &mItem{Info: Info[job]{Item: p, Timestamp: now}}
 		m.items[p.name] = it
 		m.toActive(it, false, now)
 		return
@@ -216,7 +228,7 @@ func (m *model) record(e mEvent) {
 	}
 }
 
-func (m *model) pop(now time.Time) (Info[pod], bool) {
+func (m *model) pop(now time.Time) (Info[job], bool) {
 	var best *mItem
 	for _, it := range m.items {
 		if it.loc == InActive && (best == nil || m.cfg.Less(&it.Info, &best.Info)) {
@@ -242,7 +254,7 @@ func (m *model) pop(now time.Time) (Info[pod], bool) {
 		}
 	}
 	if best == nil {
-		return Info[pod]{}, false
+		return Info[job]{}, false
 	}
 	delete(m.items, best.Item.name)
 	m.cycle++
@@ -252,7 +264,11 @@ func (m *model) pop(now time.Time) (Info[pod], bool) {
 	best.loc = InFlight
 	best.start = len(m.events)
 	best.updated, best.deleted = false, false
+	old := m.flights[best.Item.name]
 	m.flights[best.Item.name] = best
+	if old != nil {
+		m.giveBack(old) // superseded
+	}
 	return best.Info, true
 }
 
@@ -267,14 +283,16 @@ func (m *model) endFlight(name string) {
 }
 
 func (m *model) done(name string, cycle int64) error {
-	if f := m.flights[name]; f == nil || f.Cycle != cycle {
+	f := m.flights[name]
+	if f == nil || f.Cycle != cycle {
 		return ErrNotInFlight
 	}
 	m.endFlight(name)
+	m.giveBack(f)
 	return nil
 }
 
-func (m *model) fail(p pod, cycle int64, f Failure, now time.Time) error {
+func (m *model) fail(p job, cycle int64, f Failure, now time.Time) error {
 	it := m.flights[p.name]
 	if it != nil && it.Cycle != cycle {
 		it = nil
@@ -282,6 +300,7 @@ func (m *model) fail(p pod, cycle int64, f Failure, now time.Time) error {
 	if m.items[p.name] != nil {
 		if it != nil {
 			m.endFlight(p.name)
+			m.giveBack(it)
 		}
 		return ErrAlreadyQueued
 	}
@@ -290,12 +309,14 @@ func (m *model) fail(p pod, cycle int64, f Failure, now time.Time) error {
 		if cycle >= 1 && cycle <= m.cycle {
 			return ErrNotInFlight
 		}
-		it = &mItem{Info: Info[pod]{Item: p, Timestamp: now}}
+		it = &mItem{Info: Info[job]{Item: p, Timestamp: now}}
 	} else {
 		if it.deleted {
 			m.endFlight(p.name)
+			m.giveBack(it)
 			return nil
 		}
+		m.giveBack(it)
 		if !it.updated {
 			it.Item = p
 		}
@@ -335,8 +356,10 @@ func (m *model) fail(p pod, cycle int64, f Failure, now time.Time) error {
 }
 
 func (m *model) deleteKey(name string) error {
-	if m.items[name] != nil {
+	if it := m.items[name]; it != nil {
 		delete(m.items, name)
+		it.deferredBy = nil
+		m.giveBack(it)
 		return nil
 	}
 	if f := m.flights[name]; f != nil {
@@ -348,14 +371,19 @@ func (m *model) deleteKey(name string) error {
 
 func (m *model) interested(ev Event) bool {
 	for _, r := range m.regs {
-		if r.event.Matches(ev) {
+		if modelMatch(r.event, ev) {
 			return true
 		}
 	}
-	return ev.IsWildcard()
+	return ev.wildcard()
 }
 
-func (m *model) movePods(names []string, e mEvent, keep func(*mItem) bool, now time.Time) {
+func (m *model) moveItems(names []string, e mEvent, keep func(*mItem) bool, now time.Time) {
+	var b Budget[job]
+	if m.cfg.Budget != nil && !e.ev.wildcard() {
+		b, _ = m.cfg.Budget(e.ev, e.old, e.new)
+	}
+	var ready []*mItem
 	for _, name := range names {
 		it := m.items[name]
 		if it.loc != InUnschedulable && it.loc != InGated || !keep(it) {
@@ -365,8 +393,16 @@ func (m *model) movePods(names []string, e mEvent, keep func(*mItem) bool, now t
 			continue
 		}
 		if s := m.worth(it, e); s != stayParked {
+			if b != nil && it.loc == InUnschedulable {
+				it.strategy = s
+				ready = append(ready, it)
+				continue
+			}
 			m.requeue(it, s, now)
 		}
+	}
+	if len(ready) > 0 {
+		m.wakeWithin(b, ready)
 	}
 	m.moveReq = m.cycle
 	m.record(e)
@@ -385,14 +421,14 @@ func (m *model) moveAll(ev Event, obj any, now time.Time) {
 	if !m.interested(ev) {
 		return
 	}
-	m.movePods(m.sortedNames(), mEvent{ev: ev, new: obj}, func(*mItem) bool { return true }, now)
+	m.moveItems(m.sortedNames(), mEvent{ev: ev, new: obj}, func(*mItem) bool { return true }, now)
 }
 
 func (m *model) moveMatching(ev Event, obj any, label string, now time.Time) {
 	if !m.interested(ev) {
 		return
 	}
-	m.movePods(m.sortedNames(), mEvent{ev: ev, new: obj}, func(it *mItem) bool { return it.Item.label == label }, now)
+	m.moveItems(m.sortedNames(), mEvent{ev: ev, new: obj}, func(it *mItem) bool { return it.Item.label == label }, now)
 }
 
 func (m *model) activate(name string, now time.Time) {
@@ -402,12 +438,13 @@ func (m *model) activate(name string, now time.Time) {
 		}
 	}
 	if m.flights[name] != nil {
-		m.record(mEvent{ev: EventForceActivate, target: name})
+		m.record(mEvent{ev: eventForceActivate, target: name})
 	}
 	m.moveReq = m.cycle
 }
 
 func (m *model) flushBackoff(now time.Time) {
+	m.recheck()
 	for _, name := range m.sortedNames() {
 		if it := m.items[name]; it.loc == InBackoff && !m.release(it.BackoffExpiry).After(now) {
 			m.toActive(it, true, now)
@@ -433,7 +470,7 @@ func (m *model) flushLeftover(now time.Time) {
 		}
 	}
 	if len(names) > 0 {
-		m.movePods(names, mEvent{ev: EventUnschedulableTimeout}, func(*mItem) bool { return true }, now)
+		m.moveItems(names, mEvent{ev: eventTimeout}, func(*mItem) bool { return true }, now)
 	}
 }
 
@@ -456,7 +493,7 @@ func (m *model) counts() Counts {
 }
 
 // compare reports the first difference between the model and the core.
-func (m *model) compare(c *Core[string, pod], names []string) error {
+func (m *model) compare(c *Core[string, job], names []string) error {
 	if got, want := c.Counts(), m.counts(); got != want {
 		return fmt.Errorf("counts %+v, model %+v", got, want)
 	}
@@ -477,6 +514,9 @@ func (m *model) compare(c *Core[string, pod], names []string) error {
 		if loc != want.loc {
 			return fmt.Errorf("%s: at %v, model %v", name, loc, want.loc)
 		}
+		if x, _ := c.Explain(name, m.now); (x.DeferredBy != "") != (len(want.deferredBy) > 0) {
+			return fmt.Errorf("%s: deferred by %q, model deferred %v", name, x.DeferredBy, len(want.deferredBy) > 0)
+		}
 		g, w := info, want.Info
 		if g.Item != w.Item || !g.Timestamp.Equal(w.Timestamp) || !g.InitialAttemptTimestamp.Equal(w.InitialAttemptTimestamp) ||
 			g.Attempts != w.Attempts || g.UnschedulableCount != w.UnschedulableCount || g.ConsecutiveErrors != w.ConsecutiveErrors ||
@@ -487,4 +527,12 @@ func (m *model) compare(c *Core[string, pod], names []string) error {
 		}
 	}
 	return nil
+}
+
+// modelMatch is the default match rule, as the model states it.
+func modelMatch(reg, ev Event) bool {
+	if reg.Kind == AnyKind && reg.Action == AnyAction {
+		return true
+	}
+	return (reg.Kind == AnyKind || reg.Kind == ev.Kind) && reg.Action&ev.Action != 0
 }

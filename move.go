@@ -6,44 +6,35 @@ import (
 	"github.com/schedq/schedq/internal/heap"
 )
 
-// MoveAllToActiveOrBackoffQueue is a move request: ev happened (with its old
-// and new objects), so parked items that it may help are requeued. It
-// returns at once, before preCheck runs, if no plugin registered for a
-// matching event. Otherwise it looks only at the items rejected by the
-// plugins that did (all parked items for a wildcard event); for each that
-// passes preCheck (nil passes all) it asks the hints and requeues it to
+// Move is a move request: ev happened, with its old and new objects
+// (either may be nil), so parked items that it may help are requeued. It
+// returns at once if no plugin registered for a matching event. Otherwise
+// it looks only at the items held back by the plugins that did (every
+// parked item for a wildcard event); for each that match accepts (nil
+// accepts all) it asks those plugins' hints, and requeues the item to
 // activeQ or backoffQ, or leaves it. Gated items move only if their gating
-// plugin registered for the event. The event is also recorded for attempts
-// in flight, and as the latest move request for the legacy race rule.
-// It reports whether anything became poppable.
-// O(k log n) for k examined items.
-func (c *Core[K, T]) MoveAllToActiveOrBackoffQueue(ev Event, oldObj, newObj any, preCheck func(item T) bool, now time.Time) bool {
-	if !ev.IsWildcard() && !c.interested(ev) {
-		return false
+// plugin registered for the event. The event is also recorded for the
+// attempts in flight, whose requeue then takes it into account.
+//
+// match gets a read-only view of the item's Info and must not keep it; it
+// narrows a request to the items an object concerns (the items whose
+// affinity a new object satisfies, say). Like the hints, it runs under the
+// lock and must be pure and fast.
+//
+// O(k log n) for k examined items; the hints run once per examined item
+// and interested plugin.
+func (c *Core[K, T]) Move(ev Event, oldObj, newObj any, match func(info *Info[T]) bool, now time.Time) {
+	defer c.check()
+	if !ev.wildcard() && !c.interested(ev) {
+		return
 	}
-	return c.movePods(c.candidates(ev), ev, oldObj, newObj, func(e *entry[K, T]) bool {
-		return preCheck == nil || preCheck(e.Item)
-	}, now)
-}
-
-// MoveMatching is the targeted move request: like MoveAllToActiveOrBackoffQueue,
-// but only parked items for which match returns true are considered. It is
-// the generic form of kube-scheduler's AssignedPodAdded: match can select
-// the items whose affinity the new object satisfies. match gets a read-only
-// view of the item's Info and must not keep it.
-func (c *Core[K, T]) MoveMatching(ev Event, oldObj, newObj any, match func(info *Info[T]) bool, now time.Time) bool {
-	if !ev.IsWildcard() && !c.interested(ev) {
-		return false
-	}
-	return c.movePods(c.candidates(ev), ev, oldObj, newObj, func(e *entry[K, T]) bool {
-		return match(&e.Info)
-	}, now)
+	c.moveItems(c.candidates(ev), ev, oldObj, newObj, match, now)
 }
 
 // interested reports whether any plugin registered for an event matching ev.
 func (c *Core[K, T]) interested(ev Event) bool {
 	for i := range c.regs {
-		if c.regs[i].event.Matches(ev) {
+		if c.matches(c.regs[i].event, ev) {
 			return true
 		}
 	}
@@ -55,7 +46,7 @@ func (c *Core[K, T]) interested(ev Event) bool {
 // registered for a matching event, each once.
 func (c *Core[K, T]) candidates(ev Event) []*entry[K, T] {
 	out := c.scratch[:0]
-	if ev.IsWildcard() {
+	if ev.wildcard() {
 		out = append(out, c.parked.all...)
 		c.scratch = out
 		return out
@@ -64,7 +55,7 @@ func (c *Core[K, T]) candidates(ev Event) []*entry[K, T] {
 	last := ""
 	for i := range c.regs {
 		r := &c.regs[i]
-		if r.plugin == last || !r.event.Matches(ev) {
+		if r.plugin == last || !c.matches(r.event, ev) {
 			continue
 		}
 		last = r.plugin // regs are grouped by plugin
@@ -83,13 +74,17 @@ func (c *Core[K, T]) candidates(ev Event) []*entry[K, T] {
 	return out
 }
 
-// movePods requeues the candidates that pass keep, then records the move
-// request. It clears the scratch list.
-func (c *Core[K, T]) movePods(cands []*entry[K, T], ev Event, oldObj, newObj any, keep func(*entry[K, T]) bool, now time.Time) bool {
+// moveItems requeues the candidates that match accepts (nil: all), then
+// records the move request. It clears the scratch list.
+func (c *Core[K, T]) moveItems(cands []*entry[K, T], ev Event, oldObj, newObj any, match func(*Info[T]) bool, now time.Time) {
 	label := c.label(ev)
-	moved := 0
+	var b Budget[T]
+	if c.cfg.Budget != nil && !ev.wildcard() {
+		b, _ = c.cfg.Budget(ev, oldObj, newObj)
+	}
+	moved, ready := 0, cands[:0]
 	for _, e := range cands {
-		if !keep(e) {
+		if match != nil && !match(&e.Info) {
 			continue
 		}
 		if e.loc == locGated && !c.gatingMatches(e, ev) {
@@ -99,65 +94,127 @@ func (c *Core[K, T]) movePods(cands []*entry[K, T], ev Event, oldObj, newObj any
 		if s == stayParked {
 			continue
 		}
+		if b != nil && e.loc == locParked {
+			e.strategy = s
+			ready = append(ready, e) // in place: cands is behind it
+			continue
+		}
 		if l := c.requeue(e, s, label, now); l != locParked && l != locGated {
 			moved++
 		}
 	}
+	examined := len(cands)
+	if len(ready) > 0 {
+		moved += c.wakeWithin(b, label, ready, now)
+	}
 	clear(cands)
 	c.moveRequestCycle = c.cycle
 	c.flights.record(flightEvent[K, T]{event: ev, label: label, oldObj: oldObj, newObj: newObj})
-	c.rec.Moved(label, len(cands), moved)
-	return moved > 0 && c.Poppable()
+	c.rec.Moved(label, examined, moved)
 }
 
 // Activate moves the named items to activeQ at once, from the parking area
 // (after the PreEnqueue checks) or from backoffQ. For a key in flight, the
 // activation is remembered and sends the item back after backoff if the
-// attempt fails. Unknown keys are ignored. It reports whether anything
-// became poppable.
-func (c *Core[K, T]) Activate(keys []K, now time.Time) bool {
-	became := false
+// attempt fails. Unknown keys are ignored. O(k log n) for k keys.
+func (c *Core[K, T]) Activate(keys []K, now time.Time) {
+	defer c.check()
 	for _, key := range keys {
 		if e := c.queuedEntry(key); e != nil && e.loc != locActive {
 			fromBackoff := e.loc == locBackoffUnsched || e.loc == locBackoffError
-			if c.toActive(e, LabelForceActivate, fromBackoff, now) {
-				became = true
+			if c.toActive(e, labelForceActivate, fromBackoff, now) {
 				continue
 			}
 		}
 		if c.flightEntry(key) != nil {
-			c.flights.record(flightEvent[K, T]{event: EventForceActivate, target: key, hasTarget: true})
+			c.flights.record(flightEvent[K, T]{event: eventForceActivate, target: key, hasTarget: true})
 		}
 		c.moveRequestCycle = c.cycle
 	}
-	return became
 }
 
-// FlushBackoffCompleted moves every item whose backoff has ended at now to
-// activeQ, from both backoff heaps (event BackoffComplete). It reports
-// whether anything moved. O(m log n) for m moved items.
-func (c *Core[K, T]) FlushBackoffCompleted(now time.Time) bool {
-	moved := false
+// Tick runs the queue's periodic work that is due at now: the backoff
+// flush every FlushBackoffInterval and the leftover flush every
+// FlushUnschedulableInterval. The first call anchors the schedule at now
+// and flushes nothing; each flush then runs at the first Tick at or after
+// each multiple of its interval from the anchor. Queue.Run calls Tick on
+// its clock; a caller in virtual time calls it at every step, and asks
+// NextDeadline when to come back. O(m log n) for m moved items, plus O(p)
+// for p parked items when the leftover flush runs.
+func (c *Core[K, T]) Tick(now time.Time) {
+	defer c.check()
+	ns := now.UnixNano()
+	if !c.anchored {
+		c.anchored = true
+		c.anchor = ns
+		c.nextBackoff = ns + int64(c.cfg.FlushBackoffInterval)
+		c.nextLeftover = ns + int64(c.cfg.FlushUnschedulableInterval)
+		return
+	}
+	if ns >= c.nextBackoff {
+		c.flushBackoff(now)
+		c.nextBackoff = c.after(ns, c.cfg.FlushBackoffInterval)
+	}
+	if ns >= c.nextLeftover {
+		c.flushLeftover(now)
+		c.nextLeftover = c.after(ns, c.cfg.FlushUnschedulableInterval)
+	}
+}
+
+// after returns the first multiple of every, counted from the anchor,
+// that is later than ns.
+func (c *Core[K, T]) after(ns int64, every time.Duration) int64 {
+	n := (ns-c.anchor)/int64(every) + 1
+	return c.anchor + n*int64(every)
+}
+
+// NextDeadline returns when Tick next has work, given what is queued now:
+// the next backoff flush if backoffQ holds items (or a budget's deferred
+// items wait for a recheck), the next leftover flush if items are parked,
+// whichever comes first. ok is false if neither holds
+// anything, or Tick was never called. Anything that changes the queue may
+// change the answer. O(1).
+func (c *Core[K, T]) NextDeadline() (deadline time.Time, ok bool) {
+	if !c.anchored {
+		return deadline, false
+	}
+	next := int64(0)
+	if c.backoffU.Len()+c.backoffE.Len() > 0 || len(c.rechecks) > 0 {
+		next = c.nextBackoff
+	}
+	if c.parked.len() > 0 && (next == 0 || c.nextLeftover < next) {
+		next = c.nextLeftover
+	}
+	if next == 0 {
+		return deadline, false
+	}
+	return time.Unix(0, next), true
+}
+
+// flushBackoff moves every item whose backoff has ended at now to
+// activeQ, from both backoff heaps (event BackoffComplete). O(m log n) for
+// m moved items.
+func (c *Core[K, T]) flushBackoff(now time.Time) {
+	c.recheckRoom(now)
 	for _, h := range [...]*heap.Heap[*entry[K, T]]{c.backoffU, c.backoffE} {
 		for {
 			e, ok := h.Peek()
 			if !ok || c.backoffDone(e.BackoffExpiry).After(now) {
 				break
 			}
-			if c.toActive(e, LabelBackoffComplete, true, now) {
-				moved = true
-			}
+			c.toActive(e, labelBackoffComplete, true, now)
 		}
 	}
-	return moved
 }
 
-// FlushUnschedulableLeftover retries the parked items that have waited
-// longer than MaxInUnschedulable, counted from the later of their Timestamp
-// and the last flush that tried them (so a gated item is retried once per
-// MaxInUnschedulable, not at every flush). They move, after backoff, with
+// flushLeftover retries the parked items that have waited longer than
+// MaxInUnschedulable, counted from the later of their Timestamp and the
+// last flush that tried them (so a gated item is retried once per
+// MaxInUnschedulable, not at every flush), or the last event whose room
+// went to others (Config.Budget): an item such an event deferred has not
+// missed its event, and waits for room, not for a timeout. They move, after backoff, with
 // the wildcard event UnschedulableTimeout. O(p) for p parked items.
-func (c *Core[K, T]) FlushUnschedulableLeftover(now time.Time) bool {
+func (c *Core[K, T]) flushLeftover(now time.Time) {
 	out := c.scratch[:0]
 	for _, e := range c.parked.all {
 		from := max(e.Timestamp.UnixNano(), e.lastFlush)
@@ -167,11 +224,11 @@ func (c *Core[K, T]) FlushUnschedulableLeftover(now time.Time) bool {
 	}
 	c.scratch = out
 	if len(out) == 0 {
-		return false
+		return
 	}
 	for _, e := range out {
 		e.FlushedFromUnschedulable = true
 		e.lastFlush = now.UnixNano()
 	}
-	return c.movePods(out, EventUnschedulableTimeout, nil, nil, func(*entry[K, T]) bool { return true }, now)
+	c.moveItems(out, eventTimeout, nil, nil, nil, now)
 }

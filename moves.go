@@ -61,10 +61,12 @@ func (c *Core[K, T]) toActive(e *entry[K, T], label string, fromBackoff bool, no
 	}
 	e.entered = now.UnixNano()
 	e.loc = locActive
+	c.seq++
+	e.seq = c.seq
 	c.sortKeys(e)
 	c.active.Push(e)
 	c.recount(e)
-	c.rec.Incoming(SubActive, label)
+	c.rec.Incoming(InActive, label)
 	return true
 }
 
@@ -88,16 +90,17 @@ func (c *Core[K, T]) toBackoff(e *entry[K, T], label string, now time.Time) {
 		c.backoffE.Push(e)
 	}
 	c.recount(e)
-	c.rec.Incoming(SubBackoff, label)
+	c.rec.Incoming(InBackoff, label)
 }
 
 // park puts e in the unschedulable area, or re-files it there if its gating
 // changed. Only an item new to the area counts as incoming.
 func (c *Core[K, T]) park(e *entry[K, T], label string, now time.Time) {
 	defer c.recount(e)
+	c.release(e, now) // parked without an attempt: it holds no room
 	switch e.loc {
 	case locParked, locGated:
-		if (e.loc == locGated) == e.Gated() && (!e.Gated() || e.slots[0].b.plugin == e.GatingPlugin) {
+		if (e.loc == locGated) == e.gated() && (!e.gated() || e.slots[0].b.plugin == e.GatingPlugin) {
 			return
 		}
 		c.parked.remove(e)
@@ -108,7 +111,7 @@ func (c *Core[K, T]) park(e *entry[K, T], label string, now time.Time) {
 	e.BackoffExpiry = time.Time{}
 	e.entered = now.UnixNano()
 	c.parked.add(e)
-	c.rec.Incoming(SubUnschedulable, label)
+	c.rec.Incoming(InUnschedulable, label)
 }
 
 // requeue applies a strategy to e and returns where e ended up.
@@ -165,13 +168,13 @@ func (c *Core[K, T]) backoffDone(expiry time.Time) time.Time {
 // events, go after backoff without asking.
 // label is ev.Label(), computed once by the caller.
 func (c *Core[K, T]) worth(e *entry[K, T], ev Event, label string, oldObj, newObj any) strategy {
-	if !e.held() || ev.IsWildcard() {
+	if !e.held() || ev.wildcard() {
 		return afterBackoff
 	}
 	s := stayParked
 	for i := range c.regs {
 		r := &c.regs[i]
-		if !r.event.Matches(ev) {
+		if !c.matches(r.event, ev) {
 			continue
 		}
 		pending := slices.Contains(e.PendingPlugins, r.plugin)
@@ -200,11 +203,11 @@ func (c *Core[K, T]) worth(e *entry[K, T], ev Event, label string, oldObj, newOb
 // gatingMatches reports whether ev may lift e's gate: the gating plugin
 // registered for a matching event. Wildcard events always may.
 func (c *Core[K, T]) gatingMatches(e *entry[K, T], ev Event) bool {
-	if ev.IsWildcard() {
+	if ev.wildcard() {
 		return true
 	}
 	for _, reg := range c.pluginRegs[e.GatingPlugin] {
-		if reg.Matches(ev) {
+		if c.matches(reg, ev) {
 			return true
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-func newQueue(t *testing.T, mutate ...func(*Config[string, pod])) *Queue[string, pod] {
+func newQueue(t *testing.T, mutate ...func(*Config[string, job])) *Queue[string, job] {
 	t.Helper()
 	cfg := testConfig()
 	for _, m := range mutate {
@@ -102,9 +102,9 @@ func TestQueueAfterClose(t *testing.T) {
 		"Add":      q.Add(mk("b", 1)),
 		"Update":   q.Update(mk("a", 1), mk("a", 2)),
 		"Delete":   q.Delete("a"),
-		"Done":     q.Done("a", 1),
-		"Requeue":  q.AddUnschedulableIfNotPresent(mk("a", 1), 1, Failure{}),
-		"MoveAll":  q.MoveAllToActiveOrBackoffQueue(evNodeAdd, nil, nil, nil),
+		"Done":     q.Done(att("a", 1)),
+		"Requeue":  q.Requeue(req(mk("a", 1), 1), Failure{}),
+		"MoveAll":  q.Move(evMachineAdd, nil, nil, nil),
 		"Activate": q.Activate("a"),
 		"Close":    q.Close(),
 	}
@@ -117,14 +117,14 @@ func TestQueueAfterClose(t *testing.T) {
 		t.Errorf("Pop after Close: %v", err)
 	}
 	// Nothing is lost: the queued item is still readable.
-	if p := q.Pending(); len(p) != 1 || p[0].Item.name != "a" {
-		t.Fatalf("pending after Close: %+v", p)
+	if d := q.Dump(); len(d.Items) != 1 || d.Items[0].Key != "a" {
+		t.Fatalf("dump after Close: %+v", d.Items)
 	}
 }
 
 func TestQueueRunFlushes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := newQueue(t, func(c *Config[string, pod]) { c.DisablePopFromBackoff = true })
+		q := newQueue(t, func(c *Config[string, job]) { c.DisablePopFromBackoff = true })
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		runErr := make(chan error, 1)
@@ -138,7 +138,7 @@ func TestQueueRunFlushes(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		if err := q.AddUnschedulableIfNotPresent(info.Item, info.Cycle, Failure{}); err != nil {
+		if err := q.Requeue(req(info.Item, info.Cycle), Failure{}); err != nil {
 			t.Fatal(err)
 		}
 		// The error backoff is 1s; the backoff flush, ticking every 1s,
@@ -149,7 +149,7 @@ func TestQueueRunFlushes(t *testing.T) {
 		if waited := time.Since(start); waited < time.Second || waited > 2*time.Second {
 			t.Fatalf("popped after %v, want within the second after the 1s backoff", waited)
 		}
-		if err := q.AddUnschedulableIfNotPresent(info.Item, info.Cycle+1, Failure{UnschedulablePlugins: []string{"Quiet"}}); err != nil {
+		if err := q.Requeue(req(info.Item, info.Cycle+1), Failure{UnschedulablePlugins: []string{"Quiet"}}); err != nil {
 			t.Fatal(err)
 		}
 		// Parked on a plugin no event wakes: the leftover flush retries it
@@ -158,7 +158,7 @@ func TestQueueRunFlushes(t *testing.T) {
 		if _, err := q.Pop(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if waited := time.Since(start); waited < DefaultMaxInUnschedulable || waited > DefaultMaxInUnschedulable+40*time.Second {
+		if waited := time.Since(start); waited < defaultMaxInUnschedulable || waited > defaultMaxInUnschedulable+40*time.Second {
 			t.Fatalf("leftover flush after %v", waited)
 		}
 		cancel()
@@ -195,6 +195,7 @@ func TestQueueConcurrent(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
+	go q.Run(ctx) // the flushes run beside the producers and consumers
 	for p := range producers {
 		wg.Go(func() {
 			for i := range perProducer {
@@ -202,8 +203,7 @@ func TestQueueConcurrent(t *testing.T) {
 					t.Error(err)
 				}
 				if i%50 == 0 {
-					q.MoveAllToActiveOrBackoffQueue(evNodeAdd, nil, nil, nil)
-					q.FlushBackoffCompleted()
+					q.Move(evMachineAdd, nil, nil, nil)
 				}
 			}
 		})
@@ -220,13 +220,13 @@ func TestQueueConcurrent(t *testing.T) {
 				name := info.Item.name
 				if info.Attempts == 1 && len(name)%2 == 0 {
 					// Fail some once, and bring them straight back.
-					if err := q.AddUnschedulableIfNotPresent(info.Item, info.Cycle, Failure{UnschedulablePlugins: []string{"Fit"}}); err != nil {
+					if err := q.Requeue(req(info.Item, info.Cycle), Failure{UnschedulablePlugins: []string{"Fit"}}); err != nil {
 						t.Error(err)
 					}
 					q.Activate(name)
 					continue
 				}
-				if err := q.Done(name, info.Cycle); err != nil {
+				if err := q.Done(att(name, info.Cycle)); err != nil {
 					t.Error(err)
 				}
 				mu.Lock()
@@ -251,7 +251,7 @@ func TestQueueConcurrent(t *testing.T) {
 		t.Fatalf("counts after draining: %+v", c)
 	}
 	q.mu.Lock()
-	err := q.core.CheckInvariants()
+	err := q.core.checkInvariants()
 	q.mu.Unlock()
 	if err != nil {
 		t.Fatal(err)
@@ -328,22 +328,23 @@ func (c *manualClock) Step(d time.Duration) {
 // time, from Config.Clock, so a caller's fake clock drives the flushes.
 func TestQueueRunOnInjectedClock(t *testing.T) {
 	clk := &manualClock{now: t0, waiting: make(chan struct{}, 16)}
-	q := newQueue(t, func(c *Config[string, pod]) { c.Clock = clk; c.DisablePopFromBackoff = true })
+	q := newQueue(t, func(c *Config[string, job]) { c.Clock = clk; c.DisablePopFromBackoff = true })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	runErr := make(chan error, 1)
 	go func() { runErr <- q.Run(ctx) }()
-	<-clk.waiting // the backoff tick
-	<-clk.waiting // the leftover tick
+	<-clk.waiting // Run's first wait, for the backoff flush
 
 	if err := q.Add(mk("a", 1)); err != nil {
 		t.Fatal(err)
 	}
-	info, ok, err := q.TryPop()
-	if err != nil || !ok {
-		t.Fatalf("TryPop: %v %v", ok, err)
+	done, stop := context.WithCancel(context.Background())
+	stop() // Pop with an ended context does not block
+	info, err := q.Pop(done)
+	if err != nil {
+		t.Fatalf("Pop: %v", err)
 	}
-	if err := q.AddUnschedulableIfNotPresent(info.Item, info.Cycle, Failure{}); err != nil {
+	if err := q.Requeue(req(info.Item, info.Cycle), Failure{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, loc, _ := q.Get("a"); loc != InBackoff {

@@ -2,33 +2,22 @@ package schedq
 
 import "time"
 
-// SubQueue names a sub-queue in metrics: active, backoff, unschedulable or
-// gated (the labels of scheduler_pending_pods).
-type SubQueue uint8
-
-// The sub-queues.
-const (
-	SubActive SubQueue = iota
-	SubBackoff
-	SubUnschedulable
-	SubGated
-	numSubQueues
-)
-
-var subQueueNames = [...]string{"active", "backoff", "unschedulable", "gated"}
-
-func (s SubQueue) String() string { return subQueueNames[s] }
-
 // Recorder receives the queue's measurements. The queue calls it under its
 // lock, so implementations must be fast and must not call back into the
-// queue. Levels (items per sub-queue, per plugin, in-flight events) are not
-// pushed: a recorder reads them from the queue when it is scraped, so they
+// queue. Levels (items per place, per plugin, in-flight events) are not
+// pushed: a recorder reads them with Stats when it is scraped, so they
 // cannot drift from the truth.
+//
+// Event labels are the sent events' labels, and the queue's own: ItemAdd,
+// ItemUpdate, ScheduleAttemptFailure, BackoffComplete, PopFromBackoffQ,
+// ForceActivate and UnschedulableTimeout.
 type Recorder interface {
-	// Incoming counts an item entering sub-queue q because of event.
-	Incoming(q SubQueue, event string)
-	// Left reports an item leaving sub-queue q after d in it.
-	Left(q SubQueue, d time.Duration)
+	// Incoming counts an item entering sub-queue q (InActive, InBackoff,
+	// InUnschedulable) because of event.
+	Incoming(q Location, event string)
+	// Left reports an item leaving sub-queue q (InActive, InBackoff,
+	// InUnschedulable or InGated) after d in it.
+	Left(q Location, d time.Duration)
 	// Scheduled reports a successful attempt (Done): wait is from the item's
 	// first entry into activeQ to its last pop; flushed is whether the
 	// leftover flush ever brought it out of the parking area.
@@ -45,8 +34,8 @@ type Recorder interface {
 
 type nopRecorder struct{}
 
-func (nopRecorder) Incoming(SubQueue, string)                   {}
-func (nopRecorder) Left(SubQueue, time.Duration)                {}
+func (nopRecorder) Incoming(Location, string)                   {}
+func (nopRecorder) Left(Location, time.Duration)                {}
 func (nopRecorder) Scheduled(time.Duration, bool)               {}
 func (nopRecorder) HintStart() int64                            { return 0 }
 func (nopRecorder) HintDone(int64, string, string, Hint, error) {}

@@ -51,7 +51,7 @@ func BenchmarkAddPopDone(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					now = now.Add(time.Microsecond)
 					info, _ := c.Pop(now)
-					c.Done(info.Item.id, info.Cycle)
+					c.Done(info, now)
 					c.Add(benchItem{id: info.Item.id, prio: int32(r.IntN(100))}, now)
 				}
 			})

@@ -31,14 +31,17 @@ type Options struct {
 	// Profile is the profile label of scheduler_unschedulable_pods.
 	// Default "default-scheduler".
 	Profile string
+	// EventLabels renames event labels on their way out: the queue names
+	// its own events generically ("ItemAdd"), and a Kubernetes scheduler
+	// maps them to kube-scheduler's names ("UnschedulablePodAdd"). Labels
+	// not in the map pass unchanged.
+	EventLabels map[string]string
 }
 
 // Source is where levels are read at scrape time. *schedq.Queue
 // implements it.
 type Source interface {
-	Counts() schedq.Counts
-	UnschedulableByPlugin() map[string]int
-	InFlightEvents() map[string]int
+	Stats() schedq.Stats
 }
 
 // Recorder implements schedq.Recorder on Prometheus metrics. Set it as the
@@ -53,7 +56,7 @@ type Recorder struct {
 	afterFlush prometheus.Counter
 	wait       prometheus.Histogram
 	inQueue    *prometheus.HistogramVec
-	inQueueBy  [4]prometheus.Observer
+	inQueueBy  [schedq.InGated + 1]prometheus.Observer
 	examined   *prometheus.CounterVec
 	moved      *prometheus.CounterVec
 
@@ -66,7 +69,7 @@ type Recorder struct {
 }
 
 type incomingKey struct {
-	q     schedq.SubQueue
+	q     schedq.Location
 	event string
 }
 
@@ -160,14 +163,14 @@ func New(o Options) *Recorder {
 			"Number of events currently tracked in the scheduling queue.",
 			[]string{"event"}, nil),
 	}
-	for q := schedq.SubActive; q <= schedq.SubGated; q++ {
+	for q := schedq.InActive; q <= schedq.InGated; q++ {
 		r.inQueueBy[q] = r.inQueue.WithLabelValues(q.String())
 	}
 	r.counters.resolve = func(k incomingKey) prometheus.Counter {
-		return r.incoming.WithLabelValues(k.q.String(), k.event)
+		return r.incoming.WithLabelValues(k.q.String(), r.event(k.event))
 	}
 	r.hintObs.resolve = func(k hintKey) prometheus.Observer {
-		return r.hints.WithLabelValues(k.plugin, k.event, k.hint)
+		return r.hints.WithLabelValues(k.plugin, r.event(k.event), k.hint)
 	}
 	return r
 }
@@ -195,13 +198,21 @@ func (r *Recorder) Register(reg prometheus.Registerer, src Source) error {
 	return nil
 }
 
+// event renames an event label as Options.EventLabels says.
+func (r *Recorder) event(label string) string {
+	if l, ok := r.opts.EventLabels[label]; ok {
+		return l
+	}
+	return label
+}
+
 // Incoming implements schedq.Recorder.
-func (r *Recorder) Incoming(q schedq.SubQueue, event string) {
+func (r *Recorder) Incoming(q schedq.Location, event string) {
 	r.counters.get(incomingKey{q, event}).Inc()
 }
 
 // Left implements schedq.Recorder.
-func (r *Recorder) Left(q schedq.SubQueue, d time.Duration) {
+func (r *Recorder) Left(q schedq.Location, d time.Duration) {
 	r.inQueueBy[q].Observe(d.Seconds())
 }
 
@@ -218,9 +229,12 @@ func (r *Recorder) HintStart() int64 { return int64(time.Since(r.start)) }
 
 // HintDone implements schedq.Recorder.
 func (r *Recorder) HintDone(token int64, plugin, event string, h schedq.Hint, err error) {
-	label := h.String()
-	if err != nil {
+	label := "QueueSkip"
+	switch {
+	case err != nil:
 		label = "Error"
+	case h == schedq.HintQueue:
+		label = "Queue"
 	}
 	d := time.Since(r.start) - time.Duration(token)
 	r.hintObs.get(hintKey{plugin, event, label}).Observe(d.Seconds())
@@ -228,8 +242,8 @@ func (r *Recorder) HintDone(token int64, plugin, event string, h schedq.Hint, er
 
 // Moved implements schedq.Recorder.
 func (r *Recorder) Moved(event string, examined, moved int) {
-	r.examined.WithLabelValues(event).Add(float64(examined))
-	r.moved.WithLabelValues(event).Add(float64(moved))
+	r.examined.WithLabelValues(r.event(event)).Add(float64(examined))
+	r.moved.WithLabelValues(r.event(event)).Add(float64(moved))
 }
 
 // levels is the collector of the gauges read from the source.
@@ -248,17 +262,18 @@ func (l levels) Collect(ch chan<- prometheus.Metric) {
 	if src == nil {
 		return
 	}
-	c := src.Counts()
+	s := src.Stats()
+	c := s.Counts
 	for _, v := range []struct {
 		q string
 		n int
 	}{{"active", c.Active}, {"backoff", c.Backoff}, {"unschedulable", c.Unschedulable}, {"gated", c.Gated}} {
 		ch <- prometheus.MustNewConstMetric(l.r.pending, prometheus.GaugeValue, float64(v.n), v.q)
 	}
-	for plugin, n := range src.UnschedulableByPlugin() {
+	for plugin, n := range s.HeldBy {
 		ch <- prometheus.MustNewConstMetric(l.r.unschedulable, prometheus.GaugeValue, float64(n), plugin, l.r.opts.Profile)
 	}
-	for event, n := range src.InFlightEvents() {
-		ch <- prometheus.MustNewConstMetric(l.r.inflight, prometheus.GaugeValue, float64(n), event)
+	for event, n := range s.InFlightEvents {
+		ch <- prometheus.MustNewConstMetric(l.r.inflight, prometheus.GaugeValue, float64(n), l.r.event(event))
 	}
 }

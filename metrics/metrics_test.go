@@ -21,8 +21,8 @@ type job struct {
 }
 
 var (
-	nodeAdd    = schedq.Event{Resource: schedq.Node, Action: schedq.Add}
-	serviceAdd = schedq.Event{Resource: schedq.Service, Action: schedq.Add}
+	nodeAdd    = schedq.Event{Kind: "Node", Action: 1, Label: "NodeAdd"}
+	serviceAdd = schedq.Event{Kind: "Service", Action: 1, Label: "ServiceAdd"}
 	t0         = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 )
 
@@ -36,14 +36,21 @@ type fixture struct {
 
 func newFixture(t *testing.T, o Options) *fixture {
 	t.Helper()
+	if o.EventLabels == nil {
+		// The queue's generic names, renamed to kube-scheduler's.
+		o.EventLabels = map[string]string{"ItemAdd": "UnschedulablePodAdd", "ItemUpdate": "UnschedulablePodUpdate", "ItemPopped": "PodPopped"}
+	}
 	r := New(o)
 	c, err := schedq.NewCore(schedq.Config[string, job]{
-		Key:      func(j job) string { return j.name },
-		Priority: func(j job) int32 { return j.prio },
+		// Every Tick at a later instant runs both flushes.
+		FlushBackoffInterval:       time.Nanosecond,
+		FlushUnschedulableInterval: time.Nanosecond,
+		Key:                        func(j job) string { return j.name },
+		Priority:                   func(j job) int32 { return j.prio },
 		Hints: map[string][]schedq.EventHint[job]{
 			"Fit":   {{Event: nodeAdd, Fn: func(job, any, any) (schedq.Hint, error) { return schedq.HintQueue, nil }}},
 			"Flaky": {{Event: serviceAdd, Fn: func(job, any, any) (schedq.Hint, error) { return schedq.HintSkip, errors.New("flaky") }}},
-			"Spec":  {{Event: schedq.Event{Resource: schedq.UnschedulablePod, Action: schedq.Update}}},
+			"Spec":  {{Event: schedq.Event{Kind: "Pod", Action: 2, Label: "PodUpdate"}}},
 		},
 		Recorder: r,
 	})
@@ -54,6 +61,7 @@ func newFixture(t *testing.T, o Options) *fixture {
 	if err := r.Register(reg, c); err != nil {
 		t.Fatal(err)
 	}
+	c.Tick(t0)
 	return &fixture{t: t, c: c, r: r, reg: reg, now: t0}
 }
 
@@ -74,7 +82,7 @@ func (f *fixture) fail(name string, plugins ...string) {
 	if !ok || info.Item.name != name {
 		f.t.Fatalf("popped %q, want %q", info.Item.name, name)
 	}
-	if _, err := f.c.AddUnschedulableIfNotPresent(info.Item, info.Cycle, schedq.Failure{UnschedulablePlugins: plugins}, f.now); err != nil {
+	if err := f.c.Requeue(info, schedq.Failure{UnschedulablePlugins: plugins}, f.now); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -97,23 +105,23 @@ func TestIncomingScenarios(t *testing.T) {
 	f.fail("a", "Fit") // no event during the attempt: parked
 	f.wantIncoming("unschedulable", "ScheduleAttemptFailure", 1)
 
-	f.c.MoveAllToActiveOrBackoffQueue(nodeAdd, nil, nil, nil, f.now) // backoff still running
+	f.c.Move(nodeAdd, nil, nil, nil, f.now) // backoff still running
 	f.wantIncoming("backoff", "NodeAdd", 1)
 
 	f.fail("b", "Fit")
 	f.now = f.now.Add(time.Minute)
-	f.c.MoveAllToActiveOrBackoffQueue(nodeAdd, nil, nil, nil, f.now) // backoff over
+	f.c.Move(nodeAdd, nil, nil, nil, f.now) // backoff over
 	f.wantIncoming("active", "NodeAdd", 1)
 
 	// a is in backoff; with activeQ holding b and c, pops take those; make
 	// c fail with an error.
 	f.now = f.now.Add(time.Second)
 	info, _ := f.c.Pop(f.now) // b
-	f.c.Done(info.Item.name, info.Cycle)
+	f.c.Done(info, f.now)
 	f.fail("c")
 	f.wantIncoming("backoff", "ScheduleAttemptFailure", 1)
 	f.now = f.now.Add(time.Minute)
-	f.c.FlushBackoffCompleted(f.now)
+	f.c.Tick(f.now)
 	f.wantIncoming("active", "BackoffComplete", 2) // a and c
 
 	f.wantGauges(`
@@ -135,14 +143,14 @@ func TestPopFromBackoffAndFlushMetrics(t *testing.T) {
 # TYPE scheduler_unschedulable_pods gauge
 scheduler_unschedulable_pods{plugin="Fit",profile="default-scheduler"} 1
 `, "scheduler_unschedulable_pods")
-	f.c.MoveAllToActiveOrBackoffQueue(nodeAdd, nil, nil, nil, f.now)
+	f.c.Move(nodeAdd, nil, nil, nil, f.now)
 	info, ok := f.c.Pop(f.now) // from backoff: activeQ is empty
 	if !ok {
 		t.Fatal("nothing popped")
 	}
 	f.wantIncoming("active", "PopFromBackoffQ", 1)
 	// While it is in flight, a move request is kept for it.
-	f.c.MoveAllToActiveOrBackoffQueue(nodeAdd, nil, nil, nil, f.now)
+	f.c.Move(nodeAdd, nil, nil, nil, f.now)
 	f.wantGauges(`
 # HELP scheduler_inflight_events Number of events currently tracked in the scheduling queue.
 # TYPE scheduler_inflight_events gauge
@@ -150,12 +158,12 @@ scheduler_inflight_events{event="NodeAdd"} 1
 scheduler_inflight_events{event="PodPopped"} 1
 `, "scheduler_inflight_events")
 	// Parked again, flushed by the timeout, and scheduled: counted.
-	f.c.AddUnschedulableIfNotPresent(info.Item, info.Cycle, schedq.Failure{UnschedulablePlugins: []string{"Quiet"}}, f.now)
+	f.c.Requeue(info, schedq.Failure{UnschedulablePlugins: []string{"Quiet"}}, f.now)
 	f.now = f.now.Add(6 * time.Minute)
-	f.c.FlushUnschedulableLeftover(f.now)
+	f.c.Tick(f.now)
 	f.wantIncoming("active", "UnschedulableTimeout", 1)
 	info, _ = f.c.Pop(f.now)
-	f.c.Done(info.Item.name, info.Cycle)
+	f.c.Done(info, f.now)
 	if got := testutil.ToFloat64(f.r.afterFlush); got != 1 {
 		t.Errorf("pod_scheduled_after_flush_total = %v", got)
 	}
@@ -171,7 +179,7 @@ func TestHintDurationAndMoveCounters(t *testing.T) {
 		f.c.Add(job{n, 1}, f.now)
 		f.fail(n, "Fit")
 	}
-	f.c.MoveAllToActiveOrBackoffQueue(nodeAdd, nil, nil, nil, f.now)
+	f.c.Move(nodeAdd, nil, nil, nil, f.now)
 	if n := testutil.CollectAndCount(f.r.hints, "scheduler_queueing_hint_execution_duration_seconds"); n != 1 {
 		t.Fatalf("%d hint series", n)
 	}
@@ -212,13 +220,13 @@ func TestDurationsExact(t *testing.T) {
 	f.now = f.now.Add(3 * time.Second)
 	f.fail("a", "Fit") // 3s in activeQ, then parked
 	f.now = f.now.Add(7 * time.Second)
-	f.c.MoveAllToActiveOrBackoffQueue(nodeAdd, nil, nil, nil, f.now) // 7s parked; backoff (1s) is over
+	f.c.Move(nodeAdd, nil, nil, nil, f.now) // 7s parked; backoff (1s) is over
 	f.now = f.now.Add(2 * time.Second)
 	info, ok := f.c.Pop(f.now) // 2s in activeQ
 	if !ok {
 		t.Fatal("nothing popped")
 	}
-	if err := f.c.Done(info.Item.name, info.Cycle); err != nil {
+	if err := f.c.Done(info, f.now); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -250,7 +258,7 @@ func TestMoreIncomingEvents(t *testing.T) {
 	f.wantIncoming("backoff", "UnschedulablePodUpdate", 1)
 	f.c.Activate([]string{"a"}, f.now)
 	f.wantIncoming("active", "ForceActivate", 1)
-	f.c.MoveAllToActiveOrBackoffQueue(serviceAdd, nil, nil, nil, f.now)
+	f.c.Move(serviceAdd, nil, nil, nil, f.now)
 	f.wantIncoming("backoff", "ServiceAdd", 1)
 	h := f.r.hints.WithLabelValues("Flaky", "ServiceAdd", "Error").(prometheus.Histogram)
 	if got := histCount(t, h); got != 1 {
@@ -297,7 +305,7 @@ func FuzzGauges(fz *testing.F) {
 func gaugesFollowTheQueue(t *testing.T, seed uint64, steps int) {
 	f := newFixture(t, Options{})
 	r := rand.New(rand.NewPCG(seed, seed))
-	inflight := map[string]schedq.Info[job]{}
+	inflight := map[string]schedq.Attempt[string, job]{}
 	for step := range steps {
 		name := fmt.Sprint("j", r.IntN(20))
 		switch r.IntN(7) {
@@ -313,24 +321,23 @@ func gaugesFollowTheQueue(t *testing.T, seed uint64, steps int) {
 				if r.IntN(2) == 0 {
 					plugins = []string{"Fit"}
 				}
-				f.c.AddUnschedulableIfNotPresent(info.Item, info.Cycle, schedq.Failure{UnschedulablePlugins: plugins}, f.now)
+				f.c.Requeue(info, schedq.Failure{UnschedulablePlugins: plugins}, f.now)
 				delete(inflight, n)
 				break
 			}
 		case 3:
 			for n, info := range inflight {
-				f.c.Done(n, info.Cycle)
+				f.c.Done(info, f.now)
 				delete(inflight, n)
 				break
 			}
 		case 4:
 			f.c.Delete(name, f.now)
 		case 5:
-			f.c.MoveAllToActiveOrBackoffQueue(nodeAdd, nil, nil, nil, f.now)
+			f.c.Move(nodeAdd, nil, nil, nil, f.now)
 		case 6:
 			f.now = f.now.Add(time.Duration(r.IntN(4000)) * time.Millisecond)
-			f.c.FlushBackoffCompleted(f.now)
-			f.c.FlushUnschedulableLeftover(f.now)
+			f.c.Tick(f.now)
 		}
 		c := f.c.Counts()
 		want := map[string]float64{"active": float64(c.Active), "backoff": float64(c.Backoff), "unschedulable": float64(c.Unschedulable), "gated": float64(c.Gated)}

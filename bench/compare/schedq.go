@@ -8,12 +8,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/bench/compare/internal/schedqdrv"
 	"github.com/schedq/schedq/bench/compare/internal/stream"
 	"github.com/schedq/schedq/bench/compare/internal/upstream"
+	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/sim"
 )
 
@@ -34,14 +34,15 @@ func schedqPeer() Peer {
 
 type schedqQueue = schedq.Queue[types.NamespacedName, *v1.Pod]
 
-func newSchedq(b testing.TB) (*schedqQueue, *testingclock.FakeClock) {
-	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+func newSchedq(b testing.TB) (*schedqQueue, *runClock) {
+	clk := newRunClock()
 	cfg := schedqdrv.Config(upstream.Options{})
 	cfg.Clock = clk
 	q, err := schedq.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
+	runQueue(b, q, clk)
 	return q, clk
 }
 
@@ -62,7 +63,7 @@ func schedqAddPopDone(n int) func(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			q.Done(schedqdrv.Key(info.Item), info.Cycle)
+			q.Done(info)
 			spare = info.Item
 		}
 	}
@@ -82,15 +83,14 @@ func schedqFailRequeue(n int) func(b *testing.B) {
 			if popped == n {
 				// All n are in error backoff, which Pop never takes from:
 				// let them expire and flush them back, as upstream's peer does.
-				clk.Step(schedq.DefaultMaxBackoff + 2*time.Second)
-				q.FlushBackoffCompleted()
+				clk.Step(10*time.Second + 2*time.Second) // the maximum backoff, and its window
 				popped = 0
 			}
 			info, err := q.Pop(ctx)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := q.AddUnschedulableIfNotPresent(info.Item, info.Cycle, schedq.Failure{}); err != nil {
+			if err := q.Requeue(info, schedq.Failure{}); err != nil {
 				b.Fatal(err)
 			}
 			popped++
@@ -112,7 +112,7 @@ func schedqMoveAll(n int, move bool) func(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := q.AddUnschedulableIfNotPresent(info.Item, info.Cycle, fail); err != nil {
+				if err := q.Requeue(info, fail); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -130,7 +130,7 @@ func schedqMoveAll(n int, move bool) func(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
-			q.MoveAllToActiveOrBackoffQueue(schedq.EventNodeAdd, oldObj, newObj, nil)
+			q.Move(clusterevent.NodeAdd, oldObj, newObj, nil)
 			if move {
 				b.StopTimer()
 				park()
@@ -157,7 +157,7 @@ func schedqMixed(n int) func(b *testing.B) {
 	return func(b *testing.B) {
 		q, clk := newSchedq(b)
 		ctx := context.Background()
-		var cur schedq.Info[*v1.Pod]
+		var cur schedq.Attempt[types.NamespacedName, *v1.Pod]
 		runMixed(b, n, mixedOps{
 			add: func(p *v1.Pod) { q.Add(p) },
 			del: func(p *v1.Pod) { q.Delete(schedqdrv.Key(p)) },
@@ -170,17 +170,16 @@ func schedqMixed(n int) func(b *testing.B) {
 				return info.Item
 			},
 			fail: func(plugins []string) {
-				q.AddUnschedulableIfNotPresent(cur.Item, cur.Cycle, schedq.Failure{UnschedulablePlugins: plugins})
+				q.Requeue(cur, schedq.Failure{UnschedulablePlugins: plugins})
 			},
-			done: func() { q.Done(schedqdrv.Key(cur.Item), cur.Cycle) },
+			done: func() { q.Done(cur) },
 			event: func(oldObj, newObj any) {
-				q.MoveAllToActiveOrBackoffQueue(schedq.EventNodeAdd, oldObj, newObj, nil)
+				q.Move(clusterevent.NodeAdd, oldObj, newObj, nil)
 			},
 			tick: func(d time.Duration) {
-				clk.Step(d)
-				q.FlushBackoffCompleted()
+				clk.Step(d) // Run flushes
 			},
-			leftover: func() { q.FlushUnschedulableLeftover() },
+			leftover: func() { clk.Step(time.Nanosecond) }, // Run flushes both again
 		})
 	}
 }

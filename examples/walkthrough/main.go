@@ -18,26 +18,30 @@ type job struct {
 	gated    bool
 }
 
+// machineJoined is the one event of this walkthrough: a machine joins.
+var machineJoined = schedq.Event{Kind: "Machine", Action: 1, Label: "MachineJoined"}
+
 func main() {
-	nodeAdd := schedq.Event{Resource: schedq.Node, Action: schedq.Add}
+	var broken error
 	q, err := schedq.NewCore(schedq.Config[string, job]{
 		Key:      func(j job) string { return j.name },
 		Priority: func(j job) int32 { return j.priority },
 		Hints: map[string][]schedq.EventHint[job]{
-			// NodeResourcesFit wants to hear about new nodes.
-			"NodeResourcesFit": {{Event: nodeAdd}},
-			// The gate wants to hear about updates of the item itself. A
-			// PreEnqueue check that registers nothing is only re-checked by
-			// Activate and the leftover flush.
-			"SchedulingGates": {{Event: schedq.Event{Resource: schedq.UnschedulablePod, Action: schedq.Update}}},
+			// Fit wants to hear about new machines.
+			"Fit": {{Event: machineJoined}},
 		},
-		PreEnqueue: []schedq.PreEnqueue[job]{{Name: "SchedulingGates", Admit: func(j job) bool { return !j.gated }}},
+		// The gate holds gated jobs. Updates need no registration: with no
+		// Config.UpdateEvents, any update of a gated job runs its gates again.
+		PreEnqueue: []schedq.PreEnqueue[job]{{Name: "Gate", Admit: func(j job) bool { return !j.gated }}},
+		// Check the queue's invariants after every step (O(n) each).
+		CheckInvariants: func(err error) { broken = err },
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	q.Tick(now) // anchors the flush schedule: backoff every 1s from now
 	names := []string{"web", "batch", "gpu", "gated"}
 	show := func(step string) {
 		var b strings.Builder
@@ -46,7 +50,7 @@ func main() {
 			fmt.Fprintf(&b, " %s=%-13s", n, loc)
 		}
 		c := q.Counts()
-		fmt.Printf("t=%-5s %-56s|%s| active=%d backoff=%d unschedulable=%d gated=%d inflight=%d\n",
+		fmt.Printf("t=%-5s %-60s|%s| active=%d backoff=%d unschedulable=%d gated=%d inflight=%d\n",
 			now.Format("4:05"), step, b.String(), c.Active, c.Backoff, c.Unschedulable, c.Gated, c.InFlight)
 	}
 
@@ -57,28 +61,30 @@ func main() {
 	show("add four jobs; one is gated")
 
 	web, _ := q.Pop(now)
-	q.Done(web.Item.name, web.Cycle)
+	q.Done(web, now)
 	show("pop web (highest priority), bind it: Done")
 
 	gpu, _ := q.Pop(now)
 	show("pop gpu")
-	q.AddUnschedulableIfNotPresent(gpu.Item, gpu.Cycle, schedq.Failure{UnschedulablePlugins: []string{"NodeResourcesFit"}}, now)
+	q.Requeue(gpu, schedq.Failure{UnschedulablePlugins: []string{"Fit"}}, now)
 	show("gpu fits no node: parked until an event helps")
 	if x, err := q.Explain("gpu", now); err == nil {
 		fmt.Printf("\nwhy is gpu pending?\n%s\n", x)
 	}
 
 	batch, _ := q.Pop(now)
-	q.AddUnschedulableIfNotPresent(batch.Item, batch.Cycle, schedq.Failure{}, now)
+	q.Requeue(batch, schedq.Failure{}, now)
 	show("batch fails with an API error: error backoff")
 
 	now = now.Add(500 * time.Millisecond)
-	q.MoveAllToActiveOrBackoffQueue(nodeAdd, nil, "node-7", nil, now)
-	show("a node joins: gpu's plugin hears it, still backing off")
+	q.Move(machineJoined, nil, "machine-7", nil, now)
+	show("a machine joins: Fit hears it; gpu backs off")
 
-	now = now.Add(1500 * time.Millisecond)
-	q.FlushBackoffCompleted(now)
-	show("2s later the backoff flush moves both to activeQ")
+	for q.Counts().Backoff > 0 {
+		now, _ = q.NextDeadline()
+		q.Tick(now)
+		show("tick at the next deadline: the backoff flush")
+	}
 
 	q.Update(job{"gated", 10, true}, job{"gated", 10, false}, now)
 	show("gated's gate is removed: it goes to activeQ")
@@ -88,11 +94,11 @@ func main() {
 		if !ok {
 			break
 		}
-		q.Done(j.Item.name, j.Cycle)
+		q.Done(j, now)
 		show("pop " + j.Item.name + ", bind it: Done")
 	}
-	if err := q.CheckInvariants(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	if broken != nil {
+		fmt.Fprintln(os.Stderr, broken)
 		os.Exit(1)
 	}
 }

@@ -1,25 +1,31 @@
 package heap
 
+import "slices"
+
 // Slot is an element of a SlotHeap: the sort keys of an item, copied so
 // that comparisons never leave the heap's array, and a reference to the
 // item that the heap carries but never reads.
 type Slot[R any] struct {
 	Prio int32
-	Gen  uint32 // free for the caller (schedq: the slot's generation)
+	Gen  uint32 // the last tie-breaker (schedq: the slot's generation, in push order)
 	TS   int64
 	Ref  R
 }
 
-// before is the SlotHeap order: higher Prio first, then earlier TS.
+// before is the SlotHeap order: higher Prio first, then earlier TS, then
+// lower Gen.
 func (a *Slot[R]) before(b *Slot[R]) bool {
 	if a.Prio != b.Prio {
 		return a.Prio > b.Prio
 	}
-	return a.TS < b.TS
+	if a.TS != b.TS {
+		return a.TS < b.TS
+	}
+	return a.Gen < b.Gen
 }
 
-// SlotHeap is a 4-ary heap of Slots in one fixed order, higher Prio first
-// and then earlier TS, compiled in rather than called through a function
+// SlotHeap is a 4-ary heap of Slots in one fixed order, higher Prio first,
+// then earlier TS, then lower Gen, compiled in rather than called through a function
 // value: it is the default activeQ order, the queue's hottest path. Heap
 // is the general form, for any order. The zero value is an empty heap. It
 // is not safe for concurrent use.
@@ -87,16 +93,20 @@ func (h *SlotHeap[R]) up(i int, x Slot[R]) {
 	items[i] = x
 }
 
-// Each calls f on every slot, in heap (not sorted) order. f may change a
-// slot's Gen and Ref but not its Prio or TS. O(n).
+// Each calls f on every slot, in heap (not sorted) order; after Filter,
+// that is sorted order. f may change a slot's Ref, and its Gen only in a
+// way that keeps the order of the slots (numbering them afresh in sorted
+// order does). O(n).
 func (h *SlotHeap[R]) Each(f func(*Slot[R])) {
 	for i := range h.items {
 		f(&h.items[i])
 	}
 }
 
-// Filter keeps only the slots for which keep is true and restores the
-// order, releasing memory if most of it is now unused. O(n).
+// Filter keeps only the slots for which keep is true, and sorts them: a
+// sorted array is a heap, and Each then visits the slots in order, so the
+// caller can number them afresh without changing their order. It releases
+// memory if most of it is now unused. O(n log n).
 func (h *SlotHeap[R]) Filter(keep func(Slot[R]) bool) {
 	kept := h.items[:0]
 	for _, s := range h.items {
@@ -105,28 +115,16 @@ func (h *SlotHeap[R]) Filter(keep func(Slot[R]) bool) {
 		}
 	}
 	clear(h.items[len(kept):])
-	h.items = kept
-	for i := len(kept)/arity + 1; i >= 0; i-- {
-		if i < len(kept) {
-			h.down(i)
+	slices.SortFunc(kept, func(a, b Slot[R]) int {
+		switch {
+		case a.before(&b):
+			return -1
+		case b.before(&a):
+			return 1
 		}
-	}
-	h.items = shrunk(h.items)
-}
-
-// down sifts the slot at i down.
-func (h *SlotHeap[R]) down(i int) {
-	items := h.items
-	x := items[i]
-	for {
-		j, ok := h.bestChild(i)
-		if !ok || !items[j].before(&x) {
-			break
-		}
-		items[i] = items[j]
-		i = j
-	}
-	items[i] = x
+		return 0
+	})
+	h.items = shrunk(kept)
 }
 
 // bestChild returns the index of i's child that orders first, if i has

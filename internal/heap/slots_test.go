@@ -18,12 +18,13 @@ func checkSlots(t *testing.T, h *SlotHeap[int]) {
 
 // slotOrder is the SlotHeap order as a comparison, for the model.
 func slotOrder(a, b Slot[int]) int {
-	return cmp.Or(cmp.Compare(b.Prio, a.Prio), cmp.Compare(a.TS, b.TS))
+	return cmp.Or(cmp.Compare(b.Prio, a.Prio), cmp.Compare(a.TS, b.TS), cmp.Compare(a.Gen, b.Gen))
 }
 
 // TestSlotHeapRandomOps checks SlotHeap against a sorted slice: Pop gives
-// the highest priority, then the earliest timestamp, and Filter keeps
-// exactly what it is told to.
+// the highest priority, then the earliest timestamp, then the lowest Gen
+// (so ties pop in push order), and Filter keeps exactly what it is told
+// to, in order.
 func TestSlotHeapRandomOps(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	var h SlotHeap[int]
@@ -32,13 +33,13 @@ func TestSlotHeapRandomOps(t *testing.T) {
 		switch op := r.IntN(8); {
 		case op < 4 || len(model) == 0:
 			// Few priorities and timestamps, so that ties are common.
-			s := Slot[int]{Prio: int32(r.IntN(5)), TS: int64(r.IntN(50)), Ref: step}
+			s := Slot[int]{Prio: int32(r.IntN(5)), TS: int64(r.IntN(50)), Gen: uint32(step), Ref: step}
 			h.Push(s)
 			model = append(model, s)
 		case op < 7:
 			want := slices.MinFunc(model, slotOrder)
 			got, ok := h.Pop()
-			if !ok || slotOrder(got, want) != 0 {
+			if !ok || got.Ref != want.Ref {
 				t.Fatalf("step %d: Pop %+v, want prio %d ts %d", step, got, want.Prio, want.TS)
 			}
 			model = slices.DeleteFunc(model, func(s Slot[int]) bool { return s.Ref == got.Ref })
@@ -46,6 +47,9 @@ func TestSlotHeapRandomOps(t *testing.T) {
 			odd := func(s Slot[int]) bool { return s.Ref%2 == 1 }
 			h.Filter(odd)
 			model = slices.DeleteFunc(model, func(s Slot[int]) bool { return !odd(s) })
+			if !slices.IsSortedFunc(h.items, slotOrder) {
+				t.Fatalf("step %d: Filter left the slots unsorted", step)
+			}
 		}
 		checkSlots(t, &h)
 		if h.Len() != len(model) {
@@ -55,7 +59,7 @@ func TestSlotHeapRandomOps(t *testing.T) {
 	for len(model) > 0 {
 		want := slices.MinFunc(model, slotOrder)
 		got, _ := h.Pop()
-		if slotOrder(got, want) != 0 {
+		if got.Ref != want.Ref {
 			t.Fatalf("drain: Pop %+v, want %+v", got, want)
 		}
 		model = slices.DeleteFunc(model, func(s Slot[int]) bool { return s.Ref == got.Ref })

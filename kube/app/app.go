@@ -8,10 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"os"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,10 +20,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/clock"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 	"github.com/schedq/schedq/kube/plugins"
 	"github.com/schedq/schedq/kube/scheduler"
@@ -37,10 +34,20 @@ import (
 type Options struct {
 	Kubeconfig    string // empty: as kubectl finds it (see Config)
 	SchedulerName string
-	Address       string // HTTP: /metrics, /healthz, /readyz, /debug/queue
-	Scoring       plugins.ScoringStrategy
+	// Address serves /metrics, /healthz, /readyz, /livez and /debug/queue
+	// over plain HTTP without authentication: for development, on a
+	// loopback address only. Empty: off.
+	Address string
+	// Serving is the HTTPS port with delegated authentication and
+	// authorization (see NewServingOptions). Nil: off.
+	Serving *ServingOptions
+	Scoring plugins.ScoringStrategy
 	// PercentageOfNodesToScore: see scheduler.Options.
 	PercentageOfNodesToScore int
+	// NoWakeBudget wakes every pending pod a cluster event may help, as
+	// kube-scheduler does, instead of only those the event makes room for
+	// (scheduler.WakeBudget).
+	NoWakeBudget bool
 
 	LeaderElect    bool
 	LeaseNamespace string
@@ -49,55 +56,135 @@ type Options struct {
 	LeaseDuration  time.Duration
 	RenewDeadline  time.Duration
 	RetryPeriod    time.Duration
+	// FenceMargin is how long before the lease could expire, counted from
+	// the last successful renewal, the leader stops writing. Default:
+	// LeaseDuration - RenewDeadline.
+	FenceMargin time.Duration
 
 	QPS   float32
 	Burst int
 
 	Logger *slog.Logger
+	// Clock is for the fence and the outage backoff. Default: the wall clock.
+	Clock clock.Clock
 }
 
-// Run runs the scheduler until ctx ends (SIGTERM) or leadership is lost.
-// It returns an error that names the problem if it cannot start.
+// Run runs the scheduler until ctx ends (SIGTERM). With leader election,
+// a replica that loses the lease goes back to standby and campaigns
+// again. It returns an error that names the problem if it cannot start.
 func Run(ctx context.Context, o Options) error {
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	cfg, err := Config(o.Kubeconfig)
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Address != "" {
+		if err := checkLoopback(o.Address); err != nil {
+			return err
+		}
+	}
+	base, err := Config(o.Kubeconfig)
 	if err != nil {
 		return err
 	}
-	cfg.QPS, cfg.Burst = o.QPS, o.Burst
-	cfg.UserAgent = "schedq/" + o.SchedulerName
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("client: %w", err)
+	base.QPS, base.Burst = o.QPS, o.Burst
+	base.UserAgent = "schedq/" + o.SchedulerName
+	var f *fence
+	if o.LeaderElect {
+		if f, err = newLeaderFence(o); err != nil {
+			return err
+		}
 	}
-	if err := reachable(ctx, client, cfg.Host); err != nil {
+	cs, err := newClients(base, f, o)
+	if err != nil {
 		return err
 	}
-	// Events get a client of their own, with its own rate limit, so that a
-	// burst of events never delays bindings (as kube-scheduler does).
-	eventClient, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
-	if err != nil {
-		return fmt.Errorf("client: %w", err)
+	if err := reachable(ctx, cs.sched, base.Host); err != nil {
+		return err
 	}
-	return run(ctx, client, eventClient, o, log)
+	sp, err := o.Serving.prepare(o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	return run(ctx, cs, f, sp, o, log)
 }
 
-// run runs the scheduler on client (a real one, or a fake in tests).
-func run(ctx context.Context, client, eventClient kubernetes.Interface, o Options, log *slog.Logger) error {
+// newLeaderFence checks the lease timings and makes the fence.
+func newLeaderFence(o Options) (*fence, error) {
+	margin := o.FenceMargin
+	if margin == 0 {
+		margin = o.LeaseDuration - o.RenewDeadline
+	}
+	if margin <= 0 || margin >= o.LeaseDuration {
+		return nil, fmt.Errorf("--leader-elect-fence-margin %v: must be more than 0 and less than --leader-elect-lease-duration (%v)", margin, o.LeaseDuration)
+	}
+	return newFence(o.Clock, o.LeaseDuration, margin), nil
+}
+
+// clients are the API clients, each with its own rate limit, as
+// kube-scheduler has them: a burst of events or of bindings never delays a
+// lease renewal.
+type clients struct {
+	sched  kubernetes.Interface // informers, bindings, status; writes pass the fence
+	events kubernetes.Interface
+	lease  kubernetes.Interface // leader election only
+}
+
+func newClients(base *rest.Config, f *fence, o Options) (clients, error) {
+	var cs clients
+	var err error
+	sched := rest.CopyConfig(base)
+	if f != nil {
+		sched.Wrap(func(rt http.RoundTripper) http.RoundTripper { return fencedTransport{next: rt, fence: f} })
+	}
+	if cs.sched, err = kubernetes.NewForConfig(sched); err != nil {
+		return cs, fmt.Errorf("client: %w", err)
+	}
+	if cs.events, err = kubernetes.NewForConfig(rest.CopyConfig(base)); err != nil {
+		return cs, fmt.Errorf("client: %w", err)
+	}
+	lease := rest.CopyConfig(base)
+	lease.QPS, lease.Burst = 5, 10
+	lease.UserAgent = base.UserAgent + "/leader-election"
+	// A renewal that hangs must not use up the renew deadline by itself.
+	lease.Timeout = max(o.RenewDeadline/2, time.Second)
+	if cs.lease, err = kubernetes.NewForConfig(lease); err != nil {
+		return cs, fmt.Errorf("client: %w", err)
+	}
+	return cs, nil
+}
+
+// run runs the scheduler on the clients (real ones, or fakes in tests).
+func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, log *slog.Logger) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	quiet := newQuietHandler(log.Handler(), 10*time.Second)
+	log = slog.New(quiet)
+	go quiet.run(ctx)
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	profile := framework.Profile(plugins.Default(o.Scoring))
-	rec := metrics.New(metrics.Options{Profile: o.SchedulerName})
+	rec := metrics.New(metrics.Options{Profile: o.SchedulerName, EventLabels: clusterevent.QueueLabels})
+	c := scheduler.NewCache()
 	qcfg := scheduler.QueueConfig(profile)
 	qcfg.Recorder = rec
+	if !o.NoWakeBudget {
+		qcfg.Budget = scheduler.WakeBudget(c)
+	}
 	q, err := schedq.New(qcfg)
 	if err != nil {
 		return err
 	}
-	if err := rec.Register(reg, q); err != nil {
+	queues := &switchQueue{}
+	queues.replace(ctx, q, func(*podQueue) {})
+	defer queues.close()
+	if err := rec.Register(reg, queues); err != nil {
 		return err
 	}
 	sm, err := scheduler.NewMetrics(reg, o.SchedulerName)
@@ -105,47 +192,42 @@ func run(ctx context.Context, client, eventClient kubernetes.Interface, o Option
 		return err
 	}
 
-	factory := informers.NewSharedInformerFactory(client, 0)
-	c := scheduler.NewCache()
-	h := &scheduler.Handlers{Queue: q, Cache: c, SchedulerName: o.SchedulerName, Logger: log, AffinityMatch: plugins.MatchesRequiredAffinity}
-	others := map[schedq.Resource]cache.SharedIndexInformer{
-		schedq.PersistentVolume:      factory.Core().V1().PersistentVolumes().Informer(),
-		schedq.PersistentVolumeClaim: factory.Core().V1().PersistentVolumeClaims().Informer(),
-		schedq.StorageClass:          factory.Storage().V1().StorageClasses().Informer(),
-		schedq.CSINode:               factory.Storage().V1().CSINodes().Informer(),
-		schedq.Service:               factory.Core().V1().Services().Informer(),
+	factory := informers.NewSharedInformerFactory(cs.sched, 0)
+	h := &scheduler.Handlers{Queue: queues, Cache: c, SchedulerName: o.SchedulerName, Logger: log, AffinityMatch: plugins.MatchesRequiredAffinity,
+		Hints: qcfg.Hints}
+	pods := factory.Core().V1().Pods().Informer()
+	others := map[string]cache.SharedIndexInformer{
+		clusterevent.PersistentVolume:      factory.Core().V1().PersistentVolumes().Informer(),
+		clusterevent.PersistentVolumeClaim: factory.Core().V1().PersistentVolumeClaims().Informer(),
+		clusterevent.StorageClass:          factory.Storage().V1().StorageClasses().Informer(),
+		clusterevent.CSINode:               factory.Storage().V1().CSINodes().Informer(),
+		clusterevent.Service:               factory.Core().V1().Services().Informer(),
 	}
-	handlersSynced, err := h.Register(factory.Core().V1().Pods().Informer(), factory.Core().V1().Nodes().Informer(),
+	handlersSynced, err := h.Register(pods, factory.Core().V1().Nodes().Informer(),
 		factory.Core().V1().Namespaces().Informer(), others)
 	if err != nil {
 		return err
 	}
 
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: eventClient.EventsV1()})
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.events.EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
 	defer broadcaster.Shutdown()
-	binder := scheduler.NewAPIBinder(client, 0)
-	s := scheduler.New(q, c, binder,
-		scheduler.APIReporter{Client: client, Recorder: broadcaster.NewRecorder(scheme.Scheme, o.SchedulerName), Logger: log},
-		scheduler.Options{Profile: profile, PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: sm, Logger: log})
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	st := &state{}
+	handler := Handler(reg, queues, st.ready)
 	if o.Address != "" {
-		srv, err := serve(o.Address, reg, q, st, log)
-		if err != nil {
+		if err := serveInsecure(ctx, o.Address, handler, log); err != nil {
 			return err
 		}
-		defer func() {
-			sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer scancel()
-			srv.Shutdown(sctx)
-		}()
+	}
+	if sp != nil {
+		if err := sp.serve(ctx, handler, log); err != nil {
+			return err
+		}
 	}
 
-	// On start and on failover every pending pod of ours is listed into
-	// activeQ by the informers: the queue is rebuilt from the API server.
+	// On start every pending pod of ours is listed into the queue by the
+	// informers. The caches stay warm for the life of the process.
 	factory.Start(ctx.Done())
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
@@ -156,90 +238,25 @@ func run(ctx context.Context, client, eventClient kubernetes.Interface, o Option
 		return shutdownErr(ctx)
 	}
 	st.synced.Store(true)
-	log.Info("caches synced", "nodes", c.NodeCount(), "pending", q.Counts().Pending())
-	go q.Run(ctx)
+	counts := queues.Counts()
+	log.Info("caches synced", "nodes", c.NodeCount(), "pending", counts.Active+counts.Backoff+counts.Unschedulable+counts.Gated)
 
-	// loop schedules until its context ends; work counts it, so that the
-	// lease is released only once it and its bindings have stopped.
-	var work sync.WaitGroup
-	loop := func(ctx context.Context) {
-		work.Add(1)
-		defer work.Done()
-		st.leading.Store(true)
-		log.Info("scheduling", "scheduler", o.SchedulerName)
-		for {
-			info, err := q.Pop(ctx)
-			if err != nil {
-				return
-			}
-			s.ScheduleOne(ctx, info)
-		}
+	t := &terms{
+		queues: queues, cache: c, handlers: h, pods: pods, qcfg: qcfg, client: cs.sched, fence: f,
+		backoff: newOutageBackoff(o.Clock), state: st, log: log,
+		reporter: guardedReporter{next: scheduler.APIReporter{Client: cs.sched, Recorder: broadcaster.NewRecorder(scheme.Scheme, o.SchedulerName), Logger: log}, fence: f, log: log},
+		opts:     scheduler.Options{Profile: profile, PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: sm, Logger: log},
 	}
-	defer q.Close()
 	if !o.LeaderElect {
-		loop(ctx)
-		binder.Wait()
+		t.run(ctx)
 		return shutdownErr(ctx)
 	}
-	identity := o.Identity
-	if identity == "" {
-		host, _ := os.Hostname()
-		identity = fmt.Sprintf("%s_%d", host, os.Getpid())
-	}
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1ObjectMeta(o.LeaseNamespace, o.LeaseName),
-		Client:     client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
-	}
-	lost := make(chan struct{})
-	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   o.LeaseDuration,
-		RenewDeadline:   o.RenewDeadline,
-		RetryPeriod:     o.RetryPeriod,
-		ReleaseOnCancel: true,
-		Name:            o.SchedulerName,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(lctx context.Context) {
-				// Stop on SIGTERM as well as on a lost lease.
-				lctx, cancel := context.WithCancel(lctx)
-				defer cancel()
-				defer context.AfterFunc(ctx, cancel)()
-				loop(lctx)
-			},
-			OnStoppedLeading: func() {
-				st.leading.Store(false)
-				close(lost)
-			},
-			OnNewLeader: func(id string) { log.Info("leader", "identity", id, "me", id == identity) },
-		},
+	return campaign(ctx, cs.lease, f, o, log, func(tctx context.Context) {
+		t.run(tctx)
+		if ctx.Err() == nil {
+			t.rebuild(ctx)
+		}
 	})
-	if err != nil {
-		return fmt.Errorf("leader election: %w", err)
-	}
-	log.Info("waiting for the lease", "lease", o.LeaseNamespace+"/"+o.LeaseName, "identity", identity)
-	// Leader election runs on a context of its own, cancelled (and the
-	// lease released) only after the loop and its bindings have stopped,
-	// so that a new leader never overlaps this one's last cycle.
-	leCtx, leCancel := context.WithCancel(context.Background())
-	defer leCancel()
-	go func() {
-		<-ctx.Done()
-		work.Wait()
-		binder.Wait()
-		leCancel()
-	}()
-	le.Run(leCtx)
-	if ctx.Err() != nil {
-		// Shutting down (SIGTERM): the lease was released on purpose.
-		return shutdownErr(ctx)
-	}
-	select {
-	case <-lost:
-		return errors.New("lost the leader lease")
-	default:
-		return errors.New("leader election ended")
-	}
 }
 
 func shutdownErr(ctx context.Context) error {
@@ -273,19 +290,4 @@ func reachable(ctx context.Context, client kubernetes.Interface, host string) er
 type queueView interface {
 	Dump() schedq.Dump
 	Explain(key types.NamespacedName) (schedq.Explanation, error)
-}
-
-func serve(addr string, reg *prometheus.Registry, q queueView, st *state, log *slog.Logger) (*http.Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--address %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: Handler(reg, q, st.ready), ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("http", "err", err)
-		}
-	}()
-	log.Info("serving", "address", ln.Addr().String())
-	return srv, nil
 }

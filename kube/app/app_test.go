@@ -84,7 +84,7 @@ func TestRunSchedulesPodsOfOurs(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
-			done <- run(ctx, client, client, Options{SchedulerName: "schedq", Scoring: plugins.LeastAllocated}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			done <- run(ctx, clients{sched: client, events: client, lease: client}, nil, nil, Options{SchedulerName: "schedq", Scoring: plugins.LeastAllocated}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		}()
 		// Virtual time: the start-up waits poll every 100ms, so let a
 		// second pass in the bubble, then wait for everything to settle.

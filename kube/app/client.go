@@ -53,6 +53,10 @@ func answer(status int, ctype string, body []byte, address, format string) ([]by
 	notSchedq := fmt.Errorf("HTTP %d from %s: is this a schedq scheduler?", status, address)
 	msg := strings.TrimSpace(string(body))
 	switch {
+	case status == http.StatusUnauthorized:
+		return nil, fmt.Errorf("HTTP 401 from %s: not authenticated: pass --token (schedq's HTTPS port has the API server review callers' tokens)", address)
+	case status == http.StatusForbidden:
+		return nil, fmt.Errorf("HTTP 403 from %s: the caller may not read /debug/queue (bind it to the schedq-metrics-reader role)", address)
 	case status == http.StatusOK && format == "json" && ctype == "application/json" && json.Valid(body):
 		return body, nil
 	case status == http.StatusOK && format != "json" && ctype == "text/plain" && msg != "":

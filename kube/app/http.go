@@ -1,11 +1,18 @@
 package app
 
 import (
+	"cmp"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -31,13 +38,26 @@ func (s *state) ready() (bool, string) {
 	return true, "ok: standby"
 }
 
-// Handler serves /metrics, /healthz, /readyz, /debug/queue (the queue
-// dump) and /debug/queue/{namespace}/{name} (Explain). The debug
-// endpoints answer JSON, or text with ?format=text.
+// The pages of /debug/queue: ?limit= items (default and maximum below),
+// then ?continue= the token of the previous page.
+const (
+	DefaultQueuePageLimit = 500
+	MaxQueuePageLimit     = 5000
+	// queueSnapshotTTL is how long one dump of the queue serves every
+	// request: however many clients read /debug/queue, the queue's lock is
+	// taken for a dump at most once per TTL.
+	queueSnapshotTTL = time.Second
+)
+
+// Handler serves /metrics, /healthz, /livez, /readyz, /debug/queue (the
+// queue dump, a page at a time) and /debug/queue/{namespace}/{name}
+// (Explain). The debug endpoints answer JSON, or text with ?format=text.
 func Handler(reg *prometheus.Registry, q queueView, ready func() (bool, string)) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	ok := func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") }
+	mux.HandleFunc("GET /healthz", ok)
+	mux.HandleFunc("GET /livez", ok)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		ok, msg := ready()
 		if !ok {
@@ -46,9 +66,14 @@ func Handler(reg *prometheus.Registry, q queueView, ready func() (bool, string))
 		}
 		fmt.Fprintln(w, msg)
 	})
+	snap := &snapshots{q: q, ttl: queueSnapshotTTL, now: time.Now}
 	mux.HandleFunc("GET /debug/queue", func(w http.ResponseWriter, r *http.Request) {
-		d := q.Dump()
-		write(w, r, d, d.String())
+		p, err := page(snap.get(), r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		write(w, r, p, p.String())
 	})
 	mux.HandleFunc("GET /debug/queue/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) {
 		key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
@@ -64,6 +89,97 @@ func Handler(reg *prometheus.Registry, q queueView, ready func() (bool, string))
 		write(w, r, x, x.String())
 	})
 	return mux
+}
+
+// snapshots shares one dump of the queue between the requests of a TTL,
+// and takes at most one at a time.
+type snapshots struct {
+	q   queueView
+	ttl time.Duration
+	now func() time.Time
+
+	mu sync.Mutex
+	at time.Time
+	d  schedq.Dump
+}
+
+func (s *snapshots) get() schedq.Dump {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now := s.now(); s.at.IsZero() || now.Sub(s.at) >= s.ttl {
+		s.d, s.at = s.q.Dump(), now
+	}
+	return s.d
+}
+
+// queuePage is a page of /debug/queue: the summary of the whole queue,
+// and up to limit of its items, in the dump's order (place, then key).
+type queuePage struct {
+	Time    time.Time            `json:"time"`
+	Summary []schedq.Summary     `json:"summary"`
+	Items   []schedq.Explanation `json:"items"`
+	// Continue is the token of the next page; empty on the last page.
+	Continue  string `json:"continue,omitempty"`
+	Remaining int    `json:"remaining"`
+}
+
+func (p queuePage) String() string {
+	s := schedq.Dump{Time: p.Time, Summary: p.Summary, Items: p.Items}.String()
+	if p.Continue != "" {
+		s += fmt.Sprintf("... %d more: ?continue=%s\n", p.Remaining, p.Continue)
+	}
+	return s
+}
+
+// page cuts the page the request asks for out of d.
+func page(d schedq.Dump, r *http.Request) (queuePage, error) {
+	limit := DefaultQueuePageLimit
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 || n > MaxQueuePageLimit {
+			return queuePage{}, fmt.Errorf("limit %q: want a number from 1 to %d", v, MaxQueuePageLimit)
+		}
+		limit = n
+	}
+	start := 0
+	if tok := r.URL.Query().Get("continue"); tok != "" {
+		loc, key, err := parseToken(tok)
+		if err != nil {
+			return queuePage{}, err
+		}
+		// The first item after the last one of the previous page; items
+		// that left the queue since are skipped, new ones may appear.
+		start, _ = slices.BinarySearchFunc(d.Items, struct{}{}, func(x schedq.Explanation, _ struct{}) int {
+			if c := cmp.Or(cmp.Compare(x.Location, loc), cmp.Compare(x.Key, key)); c != 0 {
+				return c
+			}
+			return -1
+		})
+	}
+	end := min(start+limit, len(d.Items))
+	p := queuePage{Time: d.Time, Summary: d.Summary, Items: d.Items[start:end], Remaining: len(d.Items) - end}
+	if p.Remaining > 0 {
+		last := d.Items[end-1]
+		p.Continue = base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%d/%s", last.Location, last.Key))
+	}
+	return p, nil
+}
+
+func parseToken(tok string) (schedq.Location, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	bad := fmt.Errorf("continue %q: not a token from a previous page", tok)
+	if err != nil {
+		return 0, "", bad
+	}
+	locStr, key, ok := strings.Cut(string(b), "/")
+	if !ok {
+		return 0, "", bad
+	}
+	loc, err := strconv.ParseUint(locStr, 10, 8)
+	if err != nil {
+		return 0, "", bad
+	}
+	return schedq.Location(loc), key, nil
 }
 
 func write(w http.ResponseWriter, r *http.Request, v any, text string) {

@@ -28,6 +28,8 @@ func (o *Options) Validate() error {
 	if o.Address != "" {
 		if err := validateAddress(o.Address); err != nil {
 			bad("address", "%q: %v", o.Address, err)
+		} else if err := checkLoopback(o.Address); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if o.Scoring != plugins.LeastAllocated && o.Scoring != plugins.BalancedAllocation {
@@ -74,6 +76,9 @@ func (o *Options) validateLeaderElection() []error {
 	}
 	if o.LeaseDuration <= o.RenewDeadline {
 		bad("lease-duration", "%v must be longer than --leader-elect-renew-deadline (%v)", o.LeaseDuration, o.RenewDeadline)
+	}
+	if o.FenceMargin < 0 || (o.FenceMargin > 0 && o.FenceMargin >= o.LeaseDuration) {
+		bad("fence-margin", "%v must be 0 (lease duration - renew deadline) or between 0 and --leader-elect-lease-duration (%v)", o.FenceMargin, o.LeaseDuration)
 	}
 	if float64(o.RenewDeadline) <= leaderelection.JitterFactor*float64(o.RetryPeriod) {
 		bad("renew-deadline", "%v must be longer than %v x --leader-elect-retry-period (%v)",

@@ -12,7 +12,7 @@ import (
 // defaults.
 func valid() Options {
 	return Options{
-		SchedulerName: "schedq", Address: "0.0.0.0:10351", Scoring: plugins.LeastAllocated,
+		SchedulerName: "schedq", Scoring: plugins.LeastAllocated,
 		LeaderElect: true, LeaseNamespace: "kube-system", LeaseName: "schedq",
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		QPS: 50, Burst: 100,
@@ -25,8 +25,7 @@ func TestValidate(t *testing.T) {
 	}
 	ok := []func(*Options){
 		func(o *Options) {},
-		func(o *Options) { o.Address = "" },
-		func(o *Options) { o.Address = ":10351" },
+		func(o *Options) { o.Address = "127.0.0.1:10351" },
 		func(o *Options) { o.Address = "localhost:0" },
 		func(o *Options) { o.Address = "[::1]:8080" },
 		func(o *Options) { o.PercentageOfNodesToScore = 100 },
@@ -50,6 +49,10 @@ func TestValidate(t *testing.T) {
 		{func(o *Options) { o.Address = "127.0.0.1:http" }, `--address: "127.0.0.1:http": port "http"`},
 		{func(o *Options) { o.Address = "127.0.0.1:70000" }, `port "70000"`},
 		{func(o *Options) { o.Address = "no_such host:80" }, `host "no_such host"`},
+		{func(o *Options) { o.Address = ":10351" }, `--address ":10351": plain HTTP serves /metrics and /debug/queue without authentication, so it must be a loopback address`},
+		{func(o *Options) { o.Address = "0.0.0.0:10351" }, "must be a loopback address"},
+		{func(o *Options) { o.FenceMargin = -time.Second }, "--leader-elect-fence-margin: -1s"},
+		{func(o *Options) { o.FenceMargin = 15 * time.Second }, "--leader-elect-fence-margin: 15s must be 0"},
 		{func(o *Options) { o.Scoring = plugins.ScoringStrategy(9) }, "--scoring: unknown strategy"},
 		{func(o *Options) { o.PercentageOfNodesToScore = 200 }, "--percentage-of-nodes-to-score: 200 is not between 0 and 100"},
 		{func(o *Options) { o.PercentageOfNodesToScore = -5 }, "--percentage-of-nodes-to-score: -5"},

@@ -15,7 +15,7 @@ import (
 func TestHintsRejectForeignObjects(t *testing.T) {
 	for _, pl := range Default(LeastAllocated).Enqueue {
 		for _, reg := range pl.EventsToRegister() {
-			t.Run(pl.Name()+"/"+reg.Event.Label(), func(t *testing.T) {
+			t.Run(pl.Name()+"/"+reg.Event.Label, func(t *testing.T) {
 				h, err := reg.Fn(mkPod("p"), "old", "new")
 				if err == nil || h != schedq.HintQueue {
 					t.Fatalf("hint = %v, %v; want Queue and an error", h, err)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 )
 
@@ -198,16 +199,16 @@ func runHints(t *testing.T, pl framework.EnqueueExtensions, ev schedq.Event, cas
 	t.Helper()
 	var fn schedq.HintFn[*v1.Pod]
 	for _, reg := range pl.EventsToRegister() {
-		if reg.Event.Matches(ev) {
+		if clusterevent.Match(reg.Event, ev) {
 			fn = reg.Fn
 			break
 		}
 	}
 	if fn == nil {
-		t.Fatalf("%s registers nothing for %s", pl.Name(), ev.Label())
+		t.Fatalf("%s registers nothing for %s", pl.Name(), ev.Label)
 	}
 	for _, tc := range cases {
-		t.Run(ev.Label()+"/"+tc.name, func(t *testing.T) {
+		t.Run(ev.Label+"/"+tc.name, func(t *testing.T) {
 			got, err := fn(tc.pod, tc.oldObj, tc.newObj)
 			if err != nil {
 				t.Fatalf("hint error: %v", err)
@@ -221,16 +222,16 @@ func runHints(t *testing.T, pl framework.EnqueueExtensions, ev schedq.Event, cas
 
 // Single-bit events as the scheduler sends them.
 var (
-	evNodeAdd         = schedq.EventNodeAdd
-	evNodeTaint       = schedq.Event{Resource: schedq.Node, Action: schedq.UpdateNodeTaint}
-	evNodeLabel       = schedq.Event{Resource: schedq.Node, Action: schedq.UpdateNodeLabel}
-	evNodeAllocatable = schedq.Event{Resource: schedq.Node, Action: schedq.UpdateNodeAllocatable}
-	evAssignedAdd     = schedq.EventAssignedPodAdd
-	evAssignedDelete  = schedq.EventAssignedPodDelete
-	evAssignedLabel   = schedq.Event{Resource: schedq.AssignedPod, Action: schedq.UpdatePodLabel}
-	evAssignedScale   = schedq.Event{Resource: schedq.AssignedPod, Action: schedq.UpdatePodScaleDown}
-	evOwnToleration   = schedq.Event{Resource: schedq.UnschedulablePod, Action: schedq.UpdatePodToleration}
-	evOwnScale        = schedq.Event{Resource: schedq.UnschedulablePod, Action: schedq.UpdatePodScaleDown}
-	evOwnLabel        = schedq.Event{Resource: schedq.UnschedulablePod, Action: schedq.UpdatePodLabel}
-	evOwnGatesRemoved = schedq.Event{Resource: schedq.UnschedulablePod, Action: schedq.UpdatePodSchedulingGatesEliminated}
+	evNodeAdd         = clusterevent.NodeAdd
+	evNodeTaint       = clusterevent.New(clusterevent.Node, clusterevent.UpdateNodeTaint)
+	evNodeLabel       = clusterevent.New(clusterevent.Node, clusterevent.UpdateNodeLabel)
+	evNodeAllocatable = clusterevent.New(clusterevent.Node, clusterevent.UpdateNodeAllocatable)
+	evAssignedAdd     = clusterevent.AssignedPodAdd
+	evAssignedDelete  = clusterevent.AssignedPodDelete
+	evAssignedLabel   = clusterevent.New(clusterevent.AssignedPod, clusterevent.UpdatePodLabel)
+	evAssignedScale   = clusterevent.New(clusterevent.AssignedPod, clusterevent.UpdatePodScaleDown)
+	evOwnToleration   = clusterevent.New(clusterevent.UnschedulablePod, clusterevent.UpdatePodToleration)
+	evOwnScale        = clusterevent.New(clusterevent.UnschedulablePod, clusterevent.UpdatePodScaleDown)
+	evOwnLabel        = clusterevent.New(clusterevent.UnschedulablePod, clusterevent.UpdatePodLabel)
+	evOwnGatesRemoved = clusterevent.New(clusterevent.UnschedulablePod, clusterevent.UpdatePodSchedulingGatesEliminated)
 )

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 )
 
@@ -86,8 +87,8 @@ func mayMatchAny(terms []framework.AffinityTerm, p *v1.Pod) bool {
 // pod's own relabelling), and for new nodes and node label changes.
 func (pl InterPodAffinity) EventsToRegister() []schedq.EventHint[*v1.Pod] {
 	return []schedq.EventHint[*v1.Pod]{
-		{Event: schedq.Event{Resource: schedq.Pod, Action: schedq.Add | schedq.Delete | schedq.UpdatePodLabel}, Fn: pl.afterPodChange},
-		{Event: schedq.Event{Resource: schedq.Node, Action: schedq.Add | schedq.UpdateNodeLabel}, Fn: pl.afterNodeChange},
+		{Event: clusterevent.New(clusterevent.Pod, clusterevent.Add|clusterevent.Delete|clusterevent.UpdatePodLabel), Fn: pl.afterPodChange},
+		{Event: clusterevent.New(clusterevent.Node, clusterevent.Add|clusterevent.UpdateNodeLabel), Fn: pl.afterNodeChange},
 	}
 }
 

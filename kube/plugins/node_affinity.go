@@ -7,6 +7,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 )
 
@@ -68,7 +69,7 @@ func (NodeAffinity) Filter(_ context.Context, state *framework.CycleState, pod *
 // EventsToRegister asks for new nodes and label changes.
 func (pl NodeAffinity) EventsToRegister() []schedq.EventHint[*v1.Pod] {
 	return []schedq.EventHint[*v1.Pod]{
-		{Event: schedq.Event{Resource: schedq.Node, Action: schedq.Add | schedq.UpdateNodeLabel}, Fn: pl.afterNodeChange},
+		{Event: clusterevent.New(clusterevent.Node, clusterevent.Add|clusterevent.UpdateNodeLabel), Fn: pl.afterNodeChange},
 	}
 }
 

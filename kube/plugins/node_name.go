@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 )
 
@@ -34,7 +35,7 @@ func (NodeName) Filter(_ context.Context, _ *framework.CycleState, pod *framewor
 // EventsToRegister asks for new nodes only: a node's name never changes.
 func (pl NodeName) EventsToRegister() []schedq.EventHint[*v1.Pod] {
 	return []schedq.EventHint[*v1.Pod]{
-		{Event: schedq.Event{Resource: schedq.Node, Action: schedq.Add}, Fn: pl.afterNodeAdd},
+		{Event: clusterevent.New(clusterevent.Node, clusterevent.Add), Fn: pl.afterNodeAdd},
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 )
 
@@ -37,8 +38,8 @@ func TestNodeNameHints(t *testing.T) {
 		{"pod names no node", mkPod("p"), nil, mkNode("n2"), schedq.HintSkip},
 	})
 	for _, reg := range (NodeName{}).EventsToRegister() {
-		if reg.Event.Matches(evNodeLabel) || reg.Event.Matches(evNodeTaint) {
-			t.Errorf("NodeName registers %v, which matches node updates", reg.Event.Label())
+		if clusterevent.Match(reg.Event, evNodeLabel) || clusterevent.Match(reg.Event, evNodeTaint) {
+			t.Errorf("NodeName registers %v, which matches node updates", reg.Event.Label)
 		}
 	}
 }

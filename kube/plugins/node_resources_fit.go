@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 )
 
@@ -78,9 +79,14 @@ func (*NodeResourcesFit) Filter(_ context.Context, _ *framework.CycleState, pod 
 // and extended resources by name. A resource the pod does not request is
 // never short, and one the node does not have at all is short.
 func insufficientResources(req framework.Resource, node *framework.NodeInfo) []string {
+	return shortages(req, node.Allocatable, node.Requested, int64(len(node.Pods)))
+}
+
+// shortages lists what insufficientResources lists, for a node with
+// allocatable alloc whose pods number pods and request used in all.
+func shortages(req, alloc, used framework.Resource, pods int64) []string {
 	var reasons []string
-	alloc, used := node.Allocatable, node.Requested
-	if int64(len(node.Pods))+1 > alloc.Pods {
+	if pods+1 > alloc.Pods {
 		reasons = append(reasons, ReasonTooManyPods)
 	}
 	if req.MilliCPU > 0 && req.MilliCPU > alloc.MilliCPU-used.MilliCPU {
@@ -112,8 +118,8 @@ func insufficientResources(req framework.Resource, node *framework.NodeInfo) []s
 // deletions and scale-downs, which free requested resources.
 func (pl *NodeResourcesFit) EventsToRegister() []schedq.EventHint[*v1.Pod] {
 	return []schedq.EventHint[*v1.Pod]{
-		{Event: schedq.Event{Resource: schedq.Node, Action: schedq.Add | schedq.UpdateNodeAllocatable}, Fn: pl.afterNodeChange},
-		{Event: schedq.Event{Resource: schedq.Pod, Action: schedq.Delete | schedq.UpdatePodScaleDown}, Fn: pl.afterPodChange},
+		{Event: clusterevent.New(clusterevent.Node, clusterevent.Add|clusterevent.UpdateNodeAllocatable), Fn: pl.afterNodeChange},
+		{Event: clusterevent.New(clusterevent.Pod, clusterevent.Delete|clusterevent.UpdatePodScaleDown), Fn: pl.afterPodChange},
 	}
 }
 

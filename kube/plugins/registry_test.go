@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 )
 
@@ -43,7 +45,7 @@ func TestDefault(t *testing.T) {
 	for name, regs := range hints {
 		for i, r := range regs {
 			if r.Fn == nil {
-				t.Errorf("%s[%d] (%s) has no hint function", name, i, r.Event.Label())
+				t.Errorf("%s[%d] (%s) has no hint function", name, i, r.Event.Label)
 			}
 		}
 	}
@@ -60,6 +62,7 @@ func TestQueueWakesOnlyHelpedPods(t *testing.T) {
 		Key:        framework.Key,
 		Priority:   framework.Priority,
 		Hints:      plugins.Hints(),
+		Match:      clusterevent.Match,
 		PreEnqueue: []schedq.PreEnqueue[*v1.Pod]{{Name: "SchedulingGates", Admit: SchedulingGates{}.PreEnqueue}},
 		// The scheduler classifies pod updates; this test needs only one kind.
 		UpdateEvents: func(oldPod, newPod *v1.Pod) []schedq.Event {
@@ -100,12 +103,14 @@ func TestQueueWakesOnlyHelpedPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range pods {
-		info, ok, err := q.TryPop()
-		if err != nil || !ok {
-			t.Fatalf("TryPop = %v, %v", ok, err)
+		ended, stop := context.WithCancel(context.Background())
+		stop() // Pop without blocking
+		info, err := q.Pop(ended)
+		if err != nil {
+			t.Fatalf("Pop: %v", err)
 		}
 		f := schedq.Failure{UnschedulablePlugins: []string{rejected[info.Item.Name]}}
-		if err := q.AddUnschedulableIfNotPresent(info.Item, info.Cycle, f); err != nil {
+		if err := q.Requeue(info, f); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -132,26 +137,26 @@ func TestQueueWakesOnlyHelpedPods(t *testing.T) {
 
 	// A small, tainted node without labels helps nobody.
 	small := mkNode("n1", allocatable("cpu", "1", "pods", "10"), tainted(v1.Taint{Key: "x", Effect: v1.TaintEffectNoSchedule}), cordoned)
-	must(t, q.MoveAllToActiveOrBackoffQueue(evNodeAdd, nil, small, nil))
+	must(t, q.Move(evNodeAdd, nil, small, nil))
 	expect("adding a small tainted cordoned node")
 
 	// A big untainted node without a zone label helps big and picky, not
 	// affine (no topology key), ssd (no label) or pinned (other name).
 	bigNode := mkNode("n2", allocatable("cpu", "8", "pods", "10"))
-	must(t, q.MoveAllToActiveOrBackoffQueue(evNodeAdd, nil, bigNode, nil))
+	must(t, q.Move(evNodeAdd, nil, bigNode, nil))
 	expect("adding a big node", "big", "picky", "cordoned")
 
 	// Labelling it with disk=ssd helps ssd only.
-	must(t, q.MoveAllToActiveOrBackoffQueue(evNodeLabel, bigNode, mkNode("n2", allocatable("cpu", "8", "pods", "10"), nodeLabels("disk", "ssd")), nil))
+	must(t, q.Move(evNodeLabel, bigNode, mkNode("n2", allocatable("cpu", "8", "pods", "10"), nodeLabels("disk", "ssd")), nil))
 	expect("labelling the node ssd", "big", "picky", "cordoned", "ssd")
 
 	// A web pod landing helps affine.
-	must(t, q.MoveAllToActiveOrBackoffQueue(evAssignedAdd, nil, mkPod("web", onNode("n2"), podLabels("app", "web")), nil))
+	must(t, q.Move(evAssignedAdd, nil, mkPod("web", onNode("n2"), podLabels("app", "web")), nil))
 	expect("a web pod landing", "big", "picky", "cordoned", "ssd", "affine")
 
 	// Removing the gate admits the gated pod.
 	must(t, q.Update(gatedPod, mkPod("gated")))
-	if got := where("gated"); got == schedq.InGated || got == schedq.Absent {
+	if got := where("gated"); got == schedq.InGated || got == schedq.Location(0) {
 		t.Errorf("after removing the gate: gated is %v", got)
 	}
 	if got := where("pinned"); got != schedq.InUnschedulable {

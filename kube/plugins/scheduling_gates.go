@@ -4,6 +4,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 )
 
@@ -25,7 +26,7 @@ func (SchedulingGates) PreEnqueue(pod *v1.Pod) bool { return len(pod.Spec.Schedu
 // EventsToRegister asks for the update that removes a pod's last gate.
 func (pl SchedulingGates) EventsToRegister() []schedq.EventHint[*v1.Pod] {
 	return []schedq.EventHint[*v1.Pod]{
-		{Event: schedq.Event{Resource: schedq.UnschedulablePod, Action: schedq.UpdatePodSchedulingGatesEliminated}, Fn: pl.afterGatesRemoved},
+		{Event: clusterevent.New(clusterevent.UnschedulablePod, clusterevent.UpdatePodSchedulingGatesEliminated), Fn: pl.afterGatesRemoved},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 )
 
@@ -42,8 +43,8 @@ func (TaintToleration) Filter(_ context.Context, _ *framework.CycleState, pod *f
 // toleration updates.
 func (pl TaintToleration) EventsToRegister() []schedq.EventHint[*v1.Pod] {
 	return []schedq.EventHint[*v1.Pod]{
-		{Event: schedq.Event{Resource: schedq.Node, Action: schedq.Add | schedq.UpdateNodeTaint}, Fn: pl.afterNodeChange},
-		{Event: schedq.Event{Resource: schedq.UnschedulablePod, Action: schedq.UpdatePodToleration}, Fn: pl.afterTolerationChange},
+		{Event: clusterevent.New(clusterevent.Node, clusterevent.Add|clusterevent.UpdateNodeTaint), Fn: pl.afterNodeChange},
+		{Event: clusterevent.New(clusterevent.UnschedulablePod, clusterevent.UpdatePodToleration), Fn: pl.afterTolerationChange},
 	}
 }
 

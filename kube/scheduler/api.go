@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -42,6 +43,13 @@ func NewAPIBinder(client kubernetes.Interface, parallelism int) *APIBinder {
 // Bind implements Binder. done runs after the slot is given back, so a
 // slow failure report does not hold a binding slot.
 func (b *APIBinder) Bind(ctx context.Context, pod *v1.Pod, node string, done func(error)) {
+	b.BindGuarded(ctx, pod, node, nil, done)
+}
+
+// BindGuarded implements GuardedBinder: start (if not nil) runs in the
+// binding's goroutine just before the request, once a slot is free, so
+// that a node deleted while the binding waited for its slot is not bound.
+func (b *APIBinder) BindGuarded(ctx context.Context, pod *v1.Pod, node string, start func() bool, done func(error)) {
 	select {
 	case b.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -55,6 +63,11 @@ func (b *APIBinder) Bind(ctx context.Context, pod *v1.Pod, node string, done fun
 	b.running.Add(1)
 	go func() {
 		defer b.running.Done()
+		if start != nil && !start() {
+			<-b.slots
+			done(ErrNodeDeleted)
+			return
+		}
 		bctx, cancel := context.WithTimeout(ctx, timeout)
 		binding := &v1.Binding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
@@ -84,20 +97,39 @@ type APIReporter struct {
 // can never overwrite a later binding; an unchanged condition is not
 // patched again.
 func (r APIReporter) Unschedulable(ctx context.Context, pod *v1.Pod, reason, message string) {
+	r.report(ctx, pod, reason, message, nil)
+}
+
+// UnschedulableRecorded implements RecordingReporter: as Unschedulable,
+// with the failure record in FailureAnnotation, written by the same patch.
+// The record is rewritten only with the condition or when the rejecting
+// plugins change, so that it stays the record of the condition's failure.
+func (r APIReporter) UnschedulableRecorded(ctx context.Context, pod *v1.Pod, message string, rec FailureRecord) {
+	r.report(ctx, pod, v1.PodReasonUnschedulable, message, &rec)
+}
+
+func (r APIReporter) report(ctx context.Context, pod *v1.Pod, reason, message string, rec *FailureRecord) {
 	r.Recorder.Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", "%s", message)
-	for _, c := range pod.Status.Conditions {
-		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == reason && c.Message == message {
-			return
-		}
+	if r.unchanged(pod, reason, message, rec) {
+		return
 	}
 	now := time.Now
 	if r.Now != nil {
 		now = r.Now
 	}
+	// The UID is a precondition: a pod recreated under the same name is
+	// not touched.
+	meta := map[string]any{"uid": pod.UID}
+	if rec != nil {
+		value, err := json.Marshal(rec)
+		if err != nil {
+			r.log().Error("failure record", "err", err)
+			return
+		}
+		meta["annotations"] = map[string]string{FailureAnnotation: string(value)}
+	}
 	patch, err := json.Marshal(map[string]any{
-		// The UID is a precondition: a pod recreated under the same name is
-		// not touched.
-		"metadata": map[string]any{"uid": pod.UID},
+		"metadata": meta,
 		"status": map[string]any{
 			"conditions": []v1.PodCondition{{
 				Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: reason, Message: message,
@@ -115,6 +147,22 @@ func (r APIReporter) Unschedulable(ctx context.Context, pod *v1.Pod, reason, mes
 	if err != nil {
 		r.log().Warn("could not set PodScheduled=False", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 	}
+}
+
+// unchanged reports whether pod already carries this condition and, if
+// rec is set, a record with the same plugins.
+func (r APIReporter) unchanged(pod *v1.Pod, reason, message string, rec *FailureRecord) bool {
+	same := false
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == reason && c.Message == message {
+			same = true
+		}
+	}
+	if !same || rec == nil {
+		return same
+	}
+	old, ok := parseRecord(pod)
+	return ok && slices.Equal(old.plugins, rec.Plugins)
 }
 
 // Scheduled implements Reporter. The binding itself sets PodScheduled=True.

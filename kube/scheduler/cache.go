@@ -25,11 +25,12 @@ type Cache struct {
 	nodes   map[string]*framework.NodeInfo
 	order   []*framework.NodeInfo // stable: insertion order
 	podNode map[types.NamespacedName]string
-	assumed map[types.NamespacedName]types.UID // assumed pods, by key, and their UIDs
+	assumed map[types.NamespacedName]*assumption // assumed pods, by key
 	// orphans are pods on nodes the cache does not know (not seen yet, or
 	// deleted before their pods), by node name.
 	orphans    map[string]map[types.NamespacedName]*framework.PodInfo
 	namespaces map[string]labels.Set
+	fp         fingerprints
 }
 
 // NewCache returns an empty cache.
@@ -37,9 +38,10 @@ func NewCache() *Cache {
 	return &Cache{
 		nodes:      map[string]*framework.NodeInfo{},
 		podNode:    map[types.NamespacedName]string{},
-		assumed:    map[types.NamespacedName]types.UID{},
+		assumed:    map[types.NamespacedName]*assumption{},
 		orphans:    map[string]map[types.NamespacedName]*framework.PodInfo{},
 		namespaces: map[string]labels.Set{},
+		fp:         newFingerprints(),
 	}
 }
 
@@ -47,6 +49,7 @@ func NewCache() *Cache {
 func (c *Cache) AddNode(n *v1.Node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.fp.setNode(n)
 	if ni, ok := c.nodes[n.Name]; ok {
 		ni.SetNode(n)
 		return
@@ -62,19 +65,28 @@ func (c *Cache) AddNode(n *v1.Node) {
 
 // RemoveNode removes a node. Its pods are kept until they are removed
 // themselves (a node may be deleted before its pods), and count again if a
-// node of that name comes back.
+// node of that name comes back. Pods assumed on it whose binding has not
+// started are forgotten, and their abort functions called.
 func (c *Cache) RemoveNode(name string) {
+	var aborts []func()
+	defer func() {
+		for _, f := range aborts {
+			f()
+		}
+	}()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ni, ok := c.nodes[name]
 	if !ok {
 		return
 	}
+	c.fp.removeNode(name)
 	delete(c.nodes, name)
 	c.order = slices.DeleteFunc(c.order, func(x *framework.NodeInfo) bool { return x == ni })
 	for _, p := range ni.Pods {
 		c.orphan(p, name)
 	}
+	aborts = c.abortOnLocked(name)
 }
 
 func (c *Cache) orphan(pi *framework.PodInfo, node string) {
@@ -99,6 +111,7 @@ func (c *Cache) AddPod(p *v1.Pod) error {
 	c.removeLocked(key)
 	delete(c.assumed, key)
 	c.placeLocked(pi, p.Spec.NodeName)
+	c.fp.setPod(key, p)
 	return nil
 }
 
@@ -106,20 +119,27 @@ func (c *Cache) AddPod(p *v1.Pod) error {
 func (c *Cache) RemovePod(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.fp.removePod(key)
 	c.removeLocked(key)
 	delete(c.assumed, key)
 }
 
-// Assume accounts pod on node before its binding is confirmed.
-func (c *Cache) Assume(pi *framework.PodInfo, node string) error {
+// Assume accounts pod on node before its binding is confirmed. The node
+// must still be in the cache: a pod is never assumed on a node whose
+// deletion was seen. If b is not nil and the node is deleted before the
+// binding starts (see StartBinding), the pod is forgotten and b aborted.
+func (c *Cache) Assume(pi *framework.PodInfo, node string, b *pendingBinding) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	key := framework.Key(pi.Pod)
 	if _, ok := c.podNode[key]; ok {
 		return fmt.Errorf("pod %s is already on a node", key)
 	}
+	if _, ok := c.nodes[node]; !ok {
+		return fmt.Errorf("node %s was deleted", node)
+	}
 	c.placeLocked(pi, node)
-	c.assumed[key] = pi.Pod.UID
+	c.assumed[key] = &assumption{uid: pi.Pod.UID, node: node, b: b}
 	return nil
 }
 
@@ -130,7 +150,7 @@ func (c *Cache) Forget(pod *v1.Pod) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	key := framework.Key(pod)
-	if uid, ok := c.assumed[key]; ok && uid == pod.UID {
+	if a, ok := c.assumed[key]; ok && a.uid == pod.UID {
 		c.removeLocked(key)
 		delete(c.assumed, key)
 	}

@@ -9,6 +9,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 )
 
 // PodUpdateEvents classifies an update of a pod into the fine-grained
@@ -18,26 +19,26 @@ import (
 // updates hear. The resource is AssignedPod for a pod on a node, else
 // UnschedulablePod.
 func PodUpdateEvents(oldPod, newPod *v1.Pod) []schedq.Event {
-	res := schedq.UnschedulablePod
+	res := clusterevent.UnschedulablePod
 	if newPod.Spec.NodeName != "" {
-		res = schedq.AssignedPod
+		res = clusterevent.AssignedPod
 	}
 	var out []schedq.Event
-	add := func(a schedq.ActionType) { out = append(out, schedq.Event{Resource: res, Action: a}) }
+	add := func(a schedq.Action) { out = append(out, clusterevent.New(res, a)) }
 	if !maps.Equal(oldPod.Labels, newPod.Labels) {
-		add(schedq.UpdatePodLabel)
+		add(clusterevent.UpdatePodLabel)
 	}
 	if scaledDown(oldPod, newPod) {
-		add(schedq.UpdatePodScaleDown)
+		add(clusterevent.UpdatePodScaleDown)
 	}
 	if len(oldPod.Spec.SchedulingGates) > 0 && len(newPod.Spec.SchedulingGates) == 0 {
-		add(schedq.UpdatePodSchedulingGatesEliminated)
+		add(clusterevent.UpdatePodSchedulingGatesEliminated)
 	}
 	if !equality.Semantic.DeepEqual(oldPod.Spec.Tolerations, newPod.Spec.Tolerations) {
-		add(schedq.UpdatePodToleration)
+		add(clusterevent.UpdatePodToleration)
 	}
 	if len(out) == 0 {
-		add(schedq.Update)
+		add(clusterevent.Update)
 	}
 	return out
 }
@@ -60,24 +61,24 @@ func scaledDown(oldPod, newPod *v1.Pod) bool {
 // annotations. An update that changes none of these gives no event.
 func NodeUpdateEvents(oldNode, newNode *v1.Node) []schedq.Event {
 	var out []schedq.Event
-	add := func(a schedq.ActionType) { out = append(out, schedq.Event{Resource: schedq.Node, Action: a}) }
+	add := func(a schedq.Action) { out = append(out, clusterevent.New(clusterevent.Node, a)) }
 	if !equality.Semantic.DeepEqual(oldNode.Status.Allocatable, newNode.Status.Allocatable) {
-		add(schedq.UpdateNodeAllocatable)
+		add(clusterevent.UpdateNodeAllocatable)
 	}
 	if !maps.Equal(oldNode.Labels, newNode.Labels) {
-		add(schedq.UpdateNodeLabel)
+		add(clusterevent.UpdateNodeLabel)
 	}
 	if oldNode.Spec.Unschedulable != newNode.Spec.Unschedulable ||
 		!equality.Semantic.DeepEqual(oldNode.Spec.Taints, newNode.Spec.Taints) {
-		add(schedq.UpdateNodeTaint)
+		add(clusterevent.UpdateNodeTaint)
 	}
 	if !slices.EqualFunc(oldNode.Status.Conditions, newNode.Status.Conditions, func(a, b v1.NodeCondition) bool {
 		return a.Type == b.Type && a.Status == b.Status
 	}) {
-		add(schedq.UpdateNodeCondition)
+		add(clusterevent.UpdateNodeCondition)
 	}
 	if !maps.Equal(oldNode.Annotations, newNode.Annotations) {
-		add(schedq.UpdateNodeAnnotation)
+		add(clusterevent.UpdateNodeAnnotation)
 	}
 	return out
 }

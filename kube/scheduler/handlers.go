@@ -3,12 +3,15 @@ package scheduler
 import (
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 )
 
@@ -24,6 +27,17 @@ type Handlers struct {
 	// queued pod's required pod-affinity terms: the targeted move for
 	// assigned pods wakes only those. Nil wakes every candidate.
 	AffinityMatch func(queued, assigned *v1.Pod, nsLabels labels.Set) bool
+	// ColdStart turns off the warm start of Register (see failover.go):
+	// every pending pod of the initial list then goes to activeQ, as in
+	// kube-scheduler, even if a previous leader recorded why it failed.
+	ColdStart bool
+	// Hints is the queue's hint configuration (QueueConfig's Hints). If
+	// set, the warm start parks a pod only if every plugin of its record
+	// registered events here, so that a record from another version or
+	// profile cannot park a pod that no event would wake.
+	Hints map[string][]schedq.EventHint[*v1.Pod]
+
+	warm *warmStart // nil: cold
 }
 
 // responsible reports whether p is a pending pod this scheduler must place.
@@ -54,13 +68,24 @@ func (h *Handlers) check(op string, p *v1.Pod, err error) {
 }
 
 // AddPod handles a new pod.
-func (h *Handlers) AddPod(p *v1.Pod) {
+func (h *Handlers) AddPod(p *v1.Pod) { h.addPod(p, false) }
+
+// addPod handles a new pod; initial says it comes from the informer's
+// initial list.
+func (h *Handlers) addPod(p *v1.Pod, initial bool) {
 	switch {
 	case assigned(p):
+		if initial && h.warm != nil {
+			h.cacheAssigned(p) // the warm start reconciles the parked pods
+			return
+		}
 		h.assignedPodAdded(p)
 	case h.responsible(p):
 		if _, placed := h.Cache.NodeOf(framework.Key(p)); placed {
 			return // a stale view of a pod we assumed or bound
+		}
+		if h.warm != nil && h.warm.park(h, p) {
+			return
 		}
 		h.check("add", p, h.Queue.Add(p))
 	}
@@ -81,12 +106,15 @@ func (h *Handlers) UpdatePod(oldPod, newPod *v1.Pod) {
 		// anti-affinity it no longer matches, or through freed resources:
 		// the plugins' hints, not an affinity pre-filter, decide.
 		for _, ev := range PodUpdateEvents(oldPod, newPod) {
-			h.check("move", newPod, h.Queue.MoveAllToActiveOrBackoffQueue(ev, oldPod, newPod, nil))
+			h.check("move", newPod, h.Queue.Move(ev, oldPod, newPod, nil))
 		}
 	case h.responsible(newPod):
 		if _, placed := h.Cache.NodeOf(framework.Key(newPod)); placed {
 			// Assumed (binding under way) or already bound: an update that
 			// still shows it unassigned is stale and must not queue it again.
+			return
+		}
+		if h.warm != nil && h.warm.repark(h, oldPod, newPod) {
 			return
 		}
 		h.check("update", newPod, h.Queue.Update(oldPod, newPod))
@@ -110,15 +138,19 @@ func (h *Handlers) DeletePod(p *v1.Pod) {
 	}
 	if _, onNode := h.Cache.NodeOf(key); onNode || assigned(p) {
 		h.Cache.RemovePod(key)
-		h.check("move", p, h.Queue.MoveAllToActiveOrBackoffQueue(schedq.EventAssignedPodDelete, p, nil, nil))
+		h.check("move", p, h.Queue.Move(clusterevent.AssignedPodDelete, p, nil, nil))
 	}
 }
 
 func (h *Handlers) assignedPodAdded(p *v1.Pod) {
+	h.cacheAssigned(p)
+	h.check("move", p, h.Queue.Move(clusterevent.AssignedPodAdd, nil, p, h.affinityTo(p)))
+}
+
+func (h *Handlers) cacheAssigned(p *v1.Pod) {
 	if err := h.Cache.AddPod(p); err != nil {
 		h.log().Warn("cache", "pod", framework.Key(p), "err", err)
 	}
-	h.check("move", p, h.Queue.MoveMatching(schedq.EventAssignedPodAdd, nil, p, h.affinityTo(p)))
 }
 
 // affinityTo selects the parked pods that p could help through affinity.
@@ -132,9 +164,18 @@ func (h *Handlers) affinityTo(p *v1.Pod) func(*schedq.Info[*v1.Pod]) bool {
 }
 
 // AddNode handles a new node.
-func (h *Handlers) AddNode(n *v1.Node) {
+func (h *Handlers) AddNode(n *v1.Node) { h.addNode(n, false) }
+
+// addNode handles a new node; initial says it comes from the informer's
+// initial list. With the warm start on, those wake nothing: the parked
+// pods were rejected with these nodes there, and the warm start replays
+// the ones that changed since.
+func (h *Handlers) addNode(n *v1.Node, initial bool) {
 	h.Cache.AddNode(n)
-	h.move(schedq.EventNodeAdd, nil, n)
+	if initial && h.warm != nil {
+		return
+	}
+	h.move(clusterevent.NodeAdd, nil, n)
 }
 
 // UpdateNode handles a changed node: one move request per kind of change.
@@ -148,18 +189,18 @@ func (h *Handlers) UpdateNode(oldNode, newNode *v1.Node) {
 // DeleteNode handles a deleted node.
 func (h *Handlers) DeleteNode(n *v1.Node) {
 	h.Cache.RemoveNode(n.Name)
-	h.move(schedq.Event{Resource: schedq.Node, Action: schedq.Delete}, n, nil)
+	h.move(clusterevent.New(clusterevent.Node, clusterevent.Delete), n, nil)
 }
 
 // Other handles an event on a resource no plugin of ours reads but a
 // plugin may register for: volumes, storage classes, CSI nodes, services.
-func (h *Handlers) Other(res schedq.Resource, action schedq.ActionType, oldObj, newObj any) {
-	h.move(schedq.Event{Resource: res, Action: action}, oldObj, newObj)
+func (h *Handlers) Other(res string, action schedq.Action, oldObj, newObj any) {
+	h.move(clusterevent.New(res, action), oldObj, newObj)
 }
 
 func (h *Handlers) move(ev schedq.Event, oldObj, newObj any) {
-	if err := h.Queue.MoveAllToActiveOrBackoffQueue(ev, oldObj, newObj, nil); err != nil && !errors.Is(err, schedq.ErrClosed) {
-		h.log().Warn("queue", "op", "move", "event", ev.Label(), "err", err)
+	if err := h.Queue.Move(ev, oldObj, newObj, nil); err != nil && !errors.Is(err, schedq.ErrClosed) {
+		h.log().Warn("queue", "op", "move", "event", ev.Label, "err", err)
 	}
 }
 
@@ -169,25 +210,37 @@ func (h *Handlers) move(ev schedq.Event, oldObj, newObj any) {
 // be before our handlers have put the pending pods into the queue and the
 // nodes into the cache. Wait for it before the first Pop, or the first
 // pops see a partial queue and the priority order is lost.
-func (h *Handlers) Register(pods, nodes, namespaces cache.SharedIndexInformer, others map[schedq.Resource]cache.SharedIndexInformer) (synced func() bool, err error) {
+//
+// Unless ColdStart is set, Register also turns on the warm start: pending
+// pods with a failure record are parked behind their plugins, and synced,
+// the first time it reports true, has reconciled them with the cluster
+// (see failover.go).
+func (h *Handlers) Register(pods, nodes, namespaces cache.SharedIndexInformer, others map[string]cache.SharedIndexInformer) (synced func() bool, err error) {
 	type reg struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
 	}
+	if !h.ColdStart {
+		h.warm = &warmStart{others: slices.Sorted(maps.Keys(others))}
+	}
 	regs := []reg{
-		{pods, typed(h.AddPod, h.UpdatePod, h.DeletePod)},
-		{nodes, typed(h.AddNode, h.UpdateNode, h.DeleteNode)},
+		{pods, typed(h.addPod, h.UpdatePod, h.DeletePod)},
+		{nodes, typed(h.addNode, h.UpdateNode, h.DeleteNode)},
 	}
 	if namespaces != nil {
-		regs = append(regs, reg{namespaces, typed(h.Cache.SetNamespace,
+		regs = append(regs, reg{namespaces, typed(func(ns *v1.Namespace, _ bool) { h.Cache.SetNamespace(ns) },
 			func(_, ns *v1.Namespace) { h.Cache.SetNamespace(ns) },
 			func(ns *v1.Namespace) { h.Cache.RemoveNamespace(ns.Name) })})
 	}
 	for res, inf := range others {
-		regs = append(regs, reg{inf, cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { h.Other(res, schedq.Add, nil, obj) },
-			UpdateFunc: func(o, n any) { h.Other(res, schedq.Update, o, n) },
-			DeleteFunc: func(obj any) { h.Other(res, schedq.Delete, obj, nil) },
+		regs = append(regs, reg{inf, cache.ResourceEventHandlerDetailedFuncs{
+			AddFunc: func(obj any, initial bool) {
+				if !initial || h.warm == nil { // the warm start replays them
+					h.Other(res, clusterevent.Add, nil, obj)
+				}
+			},
+			UpdateFunc: func(o, n any) { h.Other(res, clusterevent.Update, o, n) },
+			DeleteFunc: func(obj any) { h.Other(res, clusterevent.Delete, obj, nil) },
 		}})
 	}
 	var done []cache.ResourceEventHandlerRegistration
@@ -204,13 +257,16 @@ func (h *Handlers) Register(pods, nodes, namespaces cache.SharedIndexInformer, o
 				return false
 			}
 		}
+		if h.warm != nil {
+			h.warm.finish(h)
+		}
 		return true
 	}, nil
 }
 
 // typed adapts typed handlers to an informer's, unwrapping the tombstones
 // of objects deleted while the watch was down.
-func typed[T any](add func(T), update func(T, T), del func(T)) cache.ResourceEventHandler {
+func typed[T any](add func(T, bool), update func(T, T), del func(T)) cache.ResourceEventHandler {
 	as := func(obj any) (T, bool) {
 		switch o := obj.(type) {
 		case T:
@@ -222,10 +278,10 @@ func typed[T any](add func(T), update func(T, T), del func(T)) cache.ResourceEve
 		var zero T
 		return zero, false
 	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
 			if t, ok := as(obj); ok {
-				add(t)
+				add(t, initial)
 			}
 		},
 		UpdateFunc: func(o, n any) {

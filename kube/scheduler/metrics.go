@@ -32,7 +32,7 @@ func NewMetrics(reg prometheus.Registerer, profile string) (*Metrics, error) {
 		}, []string{"result", "profile"}),
 		bindings: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Subsystem: "scheduler", Name: "bindings_total",
-			Help: "Bindings, by result (success or error).",
+			Help: "Bindings, by result: success; error; conflict (the pod was bound already, by another replica most likely); gone (the pod was deleted); terminating (its namespace is being deleted); node_deleted (not sent: the node's deletion was seen first).",
 		}, []string{"result"}),
 		bindTime: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Subsystem: "scheduler", Name: "binding_duration_seconds",
@@ -56,14 +56,14 @@ func (m *Metrics) attempt(r Result, d time.Duration) {
 	m.latency.WithLabelValues(r.String(), m.profile).Observe(d.Seconds())
 }
 
-func (m *Metrics) binding(ok bool, d time.Duration) {
+// binding counts a binding by its result (see bindingResult) and, for one
+// that was sent, observes its duration.
+func (m *Metrics) binding(result string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	result := "success"
-	if !ok {
-		result = "error"
-	}
 	m.bindings.WithLabelValues(result).Inc()
-	m.bindTime.Observe(d.Seconds())
+	if result != bindingNodeDeleted {
+		m.bindTime.Observe(d.Seconds())
+	}
 }

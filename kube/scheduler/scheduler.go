@@ -8,7 +8,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -21,19 +20,24 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 )
 
-// Queue is what the scheduler needs of a schedq queue of pods.
+// Attempt is one attempt to schedule a pod, as the queue's Pop returns it.
+type Attempt = schedq.Attempt[types.NamespacedName, *v1.Pod]
+
+// Queue is what the scheduler needs of a schedq queue of pods: the
+// queue's own methods, with the same meaning.
 // *schedq.Queue[types.NamespacedName, *v1.Pod] implements it.
 type Queue interface {
 	Add(pod *v1.Pod) error
 	Update(oldPod, newPod *v1.Pod) error
 	Delete(key types.NamespacedName) error
-	Done(key types.NamespacedName, cycle int64) error
-	AddUnschedulableIfNotPresent(pod *v1.Pod, cycle int64, f schedq.Failure) error
-	MoveAllToActiveOrBackoffQueue(ev schedq.Event, oldObj, newObj any, preCheck func(*v1.Pod) bool) error
-	MoveMatching(ev schedq.Event, oldObj, newObj any, match func(*schedq.Info[*v1.Pod]) bool) error
+	Done(a Attempt) error
+	Requeue(a Attempt, f schedq.Failure) error
+	Move(ev schedq.Event, oldObj, newObj any, match func(*schedq.Info[*v1.Pod]) bool) error
+	Get(key types.NamespacedName) (schedq.Info[*v1.Pod], schedq.Location, bool)
 }
 
 // Binder binds a pod to a node and calls done with the result, now or
@@ -47,6 +51,13 @@ type Binder interface {
 type Reporter interface {
 	Unschedulable(ctx context.Context, pod *v1.Pod, reason, message string)
 	Scheduled(ctx context.Context, pod *v1.Pod, node string)
+}
+
+// RecordingReporter is a Reporter that also leaves, on a pod found
+// unschedulable, the failure record a new leader reads (failover.go).
+type RecordingReporter interface {
+	Reporter
+	UnschedulableRecorded(ctx context.Context, pod *v1.Pod, message string, rec FailureRecord)
 }
 
 // Options configures a Scheduler. Zero fields take the defaults noted.
@@ -118,13 +129,15 @@ type Outcome struct {
 	Node    string // chosen node (binding may still fail)
 	Message string // why not, for Unschedulable and Error
 	Plugins []string
+
+	state clusterState // the cache's fingerprints during the cycle
 }
 
 // ScheduleOne runs the scheduling cycle for a popped pod: filter, score,
 // pick a node, assume the pod there and start its binding. A failure goes
 // back to the queue: with the rejecting plugins if it was unschedulable, as
 // an error otherwise.
-func (s *Scheduler) ScheduleOne(ctx context.Context, info schedq.Info[*v1.Pod]) Outcome {
+func (s *Scheduler) ScheduleOne(ctx context.Context, info Attempt) Outcome {
 	pod := info.Item
 	start := s.o.Now()
 	pi, err := framework.NewPodInfo(pod)
@@ -132,48 +145,24 @@ func (s *Scheduler) ScheduleOne(ctx context.Context, info schedq.Info[*v1.Pod]) 
 		return s.fail(ctx, info, start, Outcome{Result: Error, Message: "invalid pod: " + err.Error()})
 	}
 	var out Outcome
-	s.cache.View(func(snap framework.Snapshot) { out = s.findNode(ctx, pi, snap) })
+	s.cache.View(func(snap framework.Snapshot) {
+		out = s.findNode(ctx, pi, snap)
+		out.state = s.cache.stateLocked() // the cluster the verdict is about
+	})
 	if out.Result != Scheduled {
 		return s.fail(ctx, info, start, out)
 	}
-	if err := s.cache.Assume(pi, out.Node); err != nil {
+	pb := s.newBinding(info, out.Node)
+	if err := s.cache.Assume(pi, out.Node, pb); err != nil {
 		return s.fail(ctx, info, start, Outcome{Result: Error, Message: err.Error()})
 	}
 	s.o.Metrics.attempt(Scheduled, s.o.Now().Sub(start))
-	s.binder.Bind(ctx, pod, out.Node, func(err error) { s.bound(ctx, info, out.Node, start, err) })
+	s.bind(ctx, info, out.Node, pb, start)
 	return out
 }
 
-// bound finishes a binding.
-func (s *Scheduler) bound(ctx context.Context, info schedq.Info[*v1.Pod], node string, start time.Time, err error) {
-	pod := info.Item
-	key := framework.Key(pod)
-	if err != nil {
-		s.cache.Forget(pod)
-		s.o.Metrics.binding(false, s.o.Now().Sub(start))
-		if errors.Is(err, context.Canceled) {
-			return // shutting down: the next leader starts from the API server
-		}
-		s.o.Logger.Warn("binding failed", "pod", key, "node", node, "err", err)
-		// Report before requeueing: this runs beside the scheduling loop,
-		// which could otherwise bind the pod again before the
-		// PodScheduled=False patch lands, and the patch would then
-		// contradict the binding.
-		s.reporter.Unschedulable(ctx, pod, "SchedulerError", fmt.Sprintf("binding rejected: %v", err))
-		if qerr := s.queue.AddUnschedulableIfNotPresent(pod, info.Cycle, schedq.Failure{}); qerr != nil {
-			s.o.Logger.Debug("requeue after binding failure", "pod", key, "err", qerr)
-		}
-		return
-	}
-	s.o.Metrics.binding(true, s.o.Now().Sub(start))
-	if err := s.queue.Done(key, info.Cycle); err != nil {
-		s.o.Logger.Debug("done after binding", "pod", key, "err", err)
-	}
-	s.reporter.Scheduled(ctx, pod, node)
-}
-
 // fail requeues a failed attempt and reports it.
-func (s *Scheduler) fail(ctx context.Context, info schedq.Info[*v1.Pod], start time.Time, out Outcome) Outcome {
+func (s *Scheduler) fail(ctx context.Context, info Attempt, start time.Time, out Outcome) Outcome {
 	pod := info.Item
 	f := schedq.Failure{}
 	reason := "SchedulerError"
@@ -182,10 +171,10 @@ func (s *Scheduler) fail(ctx context.Context, info schedq.Info[*v1.Pod], start t
 		reason = v1.PodReasonUnschedulable
 	}
 	s.o.Metrics.attempt(out.Result, s.o.Now().Sub(start))
-	if err := s.queue.AddUnschedulableIfNotPresent(pod, info.Cycle, f); err != nil {
+	if err := s.queue.Requeue(info, f); err != nil {
 		s.o.Logger.Debug("requeue after failed attempt", "pod", framework.Key(pod), "err", err)
 	}
-	s.reporter.Unschedulable(ctx, pod, reason, out.Message)
+	s.report(ctx, pod, reason, out)
 	return out
 }
 
@@ -344,6 +333,7 @@ func QueueConfig(p framework.Profile) schedq.Config[types.NamespacedName, *v1.Po
 		Priority:     framework.Priority,
 		Hints:        p.Hints(),
 		UpdateEvents: PodUpdateEvents,
+		Match:        clusterevent.Match,
 	}
 	for _, pe := range p.PreEnqueue {
 		cfg.PreEnqueue = append(cfg.PreEnqueue, schedq.PreEnqueue[*v1.Pod]{Name: pe.Name(), Admit: pe.PreEnqueue})

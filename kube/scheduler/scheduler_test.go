@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 )
 
@@ -28,7 +29,7 @@ func (fitCPU) Filter(_ context.Context, _ *framework.CycleState, p *framework.Po
 	return nil
 }
 func (fitCPU) EventsToRegister() []schedq.EventHint[*v1.Pod] {
-	return []schedq.EventHint[*v1.Pod]{{Event: schedq.EventNodeAdd}, {Event: schedq.EventAssignedPodDelete}}
+	return []schedq.EventHint[*v1.Pod]{{Event: clusterevent.NodeAdd}, {Event: clusterevent.AssignedPodDelete}}
 }
 
 // taintFree is a test filter: nodes with any taint fail.
@@ -131,8 +132,8 @@ func newFixture(t *testing.T) *fixture {
 // once pops and schedules one pod.
 func (f *fixture) once() Outcome {
 	f.t.Helper()
-	info, ok, err := f.q.TryPop()
-	if err != nil || !ok {
+	info, err := f.q.Pop(ended)
+	if err != nil {
 		f.t.Fatalf("nothing to pop (%v): %+v", err, f.q.Counts())
 	}
 	return f.s.ScheduleOne(context.Background(), info)
@@ -150,7 +151,7 @@ func TestScheduleOnePicksTheFreestNode(t *testing.T) {
 	if n, ok := f.c.NodeOf(framework.Key(pod("p", 0))); !ok || n != "big" {
 		t.Fatalf("pod not assumed on big: %q %v", n, ok)
 	}
-	if c := f.q.Counts(); c.Pending() != 0 || c.InFlight != 0 {
+	if c := f.q.Counts(); c != (schedq.Counts{}) {
 		t.Fatalf("queue %+v after a successful bind", c)
 	}
 	// The next pod sees the assumed one.
@@ -244,7 +245,7 @@ func TestHandlersRouting(t *testing.T) {
 	other := pod("theirs", 100)
 	other.Spec.SchedulerName = "default-scheduler"
 	f.h.AddPod(other)
-	if c := f.q.Counts(); c.Pending() != 0 {
+	if c := f.q.Counts(); c != (schedq.Counts{}) {
 		t.Fatalf("queued another scheduler's pod: %+v", c)
 	}
 	f.h.AddNode(node("n", 1000))
@@ -257,7 +258,7 @@ func TestHandlersRouting(t *testing.T) {
 	bound := mine.DeepCopy()
 	bound.Spec.NodeName = "n"
 	f.h.UpdatePod(mine, bound)
-	if c := f.q.Counts(); c.Pending() != 0 {
+	if c := f.q.Counts(); c != (schedq.Counts{}) {
 		t.Fatalf("bound pod still queued: %+v", c)
 	}
 	if n, ok := f.c.NodeOf(framework.Key(mine)); !ok || n != "n" {
@@ -274,7 +275,7 @@ func TestHandlersRouting(t *testing.T) {
 	p := pod("gone", 100)
 	f.h.AddPod(p)
 	f.h.DeletePod(p)
-	if c := f.q.Counts(); c.Pending() != 0 {
+	if c := f.q.Counts(); c != (schedq.Counts{}) {
 		t.Fatalf("deleted pod still queued: %+v", c)
 	}
 }
@@ -289,18 +290,18 @@ func TestPodAndNodeUpdateEvents(t *testing.T) {
 	tests := []struct {
 		name     string
 		old, new *v1.Pod
-		want     []schedq.ActionType
+		want     []schedq.Action
 	}{
-		{"labels", base, labelled, []schedq.ActionType{schedq.UpdatePodLabel}},
-		{"gates removed", gated, base, []schedq.ActionType{schedq.UpdatePodSchedulingGatesEliminated}},
-		{"scale down", base, smaller, []schedq.ActionType{schedq.UpdatePodScaleDown}},
-		{"nothing that matters", base, base.DeepCopy(), []schedq.ActionType{schedq.Update}},
+		{"labels", base, labelled, []schedq.Action{clusterevent.UpdatePodLabel}},
+		{"gates removed", gated, base, []schedq.Action{clusterevent.UpdatePodSchedulingGatesEliminated}},
+		{"scale down", base, smaller, []schedq.Action{clusterevent.UpdatePodScaleDown}},
+		{"nothing that matters", base, base.DeepCopy(), []schedq.Action{clusterevent.Update}},
 	}
 	for _, tc := range tests {
-		var got []schedq.ActionType
+		var got []schedq.Action
 		for _, ev := range PodUpdateEvents(tc.old, tc.new) {
-			if ev.Resource != schedq.UnschedulablePod {
-				t.Errorf("%s: resource %s", tc.name, ev.Resource)
+			if ev.Kind != clusterevent.UnschedulablePod {
+				t.Errorf("%s: kind %s", tc.name, ev.Kind)
 			}
 			got = append(got, ev.Action)
 		}
@@ -322,11 +323,11 @@ func TestPodAndNodeUpdateEvents(t *testing.T) {
 	annotated.Annotations = map[string]string{"note": "x"}
 	for name, tc := range map[string]struct {
 		new  *v1.Node
-		want schedq.ActionType
+		want schedq.Action
 	}{
-		"taint": {tainted, schedq.UpdateNodeTaint}, "cordon": {cordoned, schedq.UpdateNodeTaint},
-		"allocatable": {grown, schedq.UpdateNodeAllocatable}, "label": {relabelled, schedq.UpdateNodeLabel},
-		"condition": {notReady, schedq.UpdateNodeCondition}, "annotation": {annotated, schedq.UpdateNodeAnnotation},
+		"taint": {tainted, clusterevent.UpdateNodeTaint}, "cordon": {cordoned, clusterevent.UpdateNodeTaint},
+		"allocatable": {grown, clusterevent.UpdateNodeAllocatable}, "label": {relabelled, clusterevent.UpdateNodeLabel},
+		"condition": {notReady, clusterevent.UpdateNodeCondition}, "annotation": {annotated, clusterevent.UpdateNodeAnnotation},
 	} {
 		evs := NodeUpdateEvents(n, tc.new)
 		if len(evs) != 1 || evs[0].Action != tc.want {
@@ -376,7 +377,7 @@ func TestStaleUpdateAfterBinding(t *testing.T) {
 	stale := p.DeepCopy()
 	stale.Labels = map[string]string{"late": "update"}
 	f.h.UpdatePod(p, stale)
-	if c := f.q.Counts(); c.Pending() != 0 {
+	if c := f.q.Counts(); c != (schedq.Counts{}) {
 		t.Fatalf("a stale update queued the bound pod again: %+v", c)
 	}
 }
@@ -389,7 +390,7 @@ func TestForgetChecksUID(t *testing.T) {
 	old, recreated := pod("p", 100), pod("p", 100)
 	recreated.UID = "uid-p-2"
 	pi, _ := framework.NewPodInfo(recreated)
-	if err := c.Assume(pi, "n"); err != nil {
+	if err := c.Assume(pi, "n", nil); err != nil {
 		t.Fatal(err)
 	}
 	c.Forget(old)
@@ -401,3 +402,19 @@ func TestForgetChecksUID(t *testing.T) {
 		t.Fatal("Forget of the assumed pod itself did nothing")
 	}
 }
+
+// ended is a context that has ended, so that Pop returns at once.
+var ended = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// tryPop pops an attempt if one is ready, without blocking.
+func tryPop(q *schedq.Queue[types.NamespacedName, *v1.Pod]) (Attempt, bool) {
+	a, err := q.Pop(ended)
+	return a, err == nil
+}
+
+// queued is the number of queued pods: every place but in flight.
+func queued(c schedq.Counts) int { return c.Active + c.Backoff + c.Unschedulable + c.Gated }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 )
 
 var discardLogger = slog.New(slog.DiscardHandler)
@@ -111,9 +112,9 @@ func (s *sim) report() *Report {
 	r.Settings = Settings{
 		PopFromBackoff:     sc.Queue.PopFromBackoff == nil || *sc.Queue.PopFromBackoff,
 		QueueingHints:      sc.Queue.QueueingHints == nil || *sc.Queue.QueueingHints,
-		InitialBackoff:     orDefault(sc.Queue.InitialBackoff, schedq.DefaultInitialBackoff).String(),
-		MaxBackoff:         orDefault(deref(sc.Queue.MaxBackoff), schedq.DefaultMaxBackoff).String(),
-		MaxInUnschedulable: orDefault(sc.Queue.MaxInUnschedulable, schedq.DefaultMaxInUnschedulable).String(),
+		InitialBackoff:     orDefault(sc.Queue.InitialBackoff, defaultInitialBackoff).String(),
+		MaxBackoff:         orDefault(deref(sc.Queue.MaxBackoff), defaultMaxBackoff).String(),
+		MaxInUnschedulable: orDefault(sc.Queue.MaxInUnschedulable, defaultMaxInUnschedulable).String(),
 		AttemptCost:        orDefault(sc.Scheduler.AttemptCost, 5*time.Millisecond).String(),
 		BindLatency:        orDefault(sc.Scheduler.BindLatency, 20*time.Millisecond).String(),
 		Scoring:            cmpOr(sc.Scheduler.Scoring, "least-allocated"),
@@ -225,6 +226,14 @@ func sortedCounts(m map[string]int) []Count {
 	return out
 }
 
+// The queue's defaults, which are kube-scheduler's, as the report states
+// them for a scenario that leaves them unset.
+const (
+	defaultInitialBackoff     = time.Second
+	defaultMaxBackoff         = 10 * time.Second
+	defaultMaxInUnschedulable = 5 * time.Minute
+)
+
 func orDefault(d, def time.Duration) time.Duration {
 	if d == 0 {
 		return def
@@ -301,10 +310,13 @@ type countingRecorder struct {
 
 func newCountingRecorder() *countingRecorder { return &countingRecorder{n: map[[2]string]int{}} }
 
-func (r *countingRecorder) Incoming(q schedq.SubQueue, event string) {
+func (r *countingRecorder) Incoming(q schedq.Location, event string) {
+	if l, ok := clusterevent.QueueLabels[event]; ok {
+		event = l // kube-scheduler's name for it
+	}
 	r.n[[2]string{q.String(), event}]++
 }
-func (r *countingRecorder) Left(schedq.SubQueue, time.Duration)                {}
+func (r *countingRecorder) Left(schedq.Location, time.Duration)                {}
 func (r *countingRecorder) Scheduled(time.Duration, bool)                      {}
 func (r *countingRecorder) HintStart() int64                                   { return 0 }
 func (r *countingRecorder) HintDone(int64, string, string, schedq.Hint, error) {}

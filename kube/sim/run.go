@@ -89,6 +89,10 @@ type sim struct {
 	rec       *countingRecorder
 	busyUntil time.Time
 
+	ticked         bool  // the queue's flush schedule is anchored
+	popFromBackoff bool  // the queue's Pop takes from backoffQ
+	violation      error // the first broken invariant, in checked runs
+
 	stats    map[types.UID]*podStat
 	order    []*podStat // arrival order
 	wasted   int
@@ -140,16 +144,27 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	}
 	cfg.MaxInUnschedulable = q.MaxInUnschedulable
 	cfg.FlushBackoffInterval, cfg.FlushUnschedulableInterval = q.FlushBackoffInterval, q.FlushUnschedulableInterval
+	if s.o.CheckInvariants {
+		cfg.CheckInvariants = func(err error) {
+			if s.violation == nil {
+				s.violation = fmt.Errorf("at %v: %w", s.now.Sub(epoch), err)
+			}
+		}
+	}
 	cfg.DisablePopFromBackoff = q.PopFromBackoff != nil && !*q.PopFromBackoff
 	cfg.DisableQueueingHints = q.QueueingHints != nil && !*q.QueueingHints
+	s.popFromBackoff = !cfg.DisablePopFromBackoff
 	cfg.Recorder = s.rec
+	cache := scheduler.NewCache()
+	if q.WakeBudget == nil || *q.WakeBudget {
+		cfg.Budget = scheduler.WakeBudget(cache)
+	}
 	core, err := schedq.NewCore(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
 	}
 	s.core = core
 	qv := coreQueue{c: core, s: s}
-	cache := scheduler.NewCache()
 	s.h = &scheduler.Handlers{Queue: qv, Cache: cache, SchedulerName: schedulerName, AffinityMatch: plugins.MatchesRequiredAffinity}
 	s.sched = scheduler.New(qv, cache, binder{s}, reporter{s}, scheduler.Options{
 		Profile:                  profile,
@@ -228,42 +243,27 @@ func (s *sim) addNodes(g NodeGroup) {
 // loop advances virtual time until the scenario is done.
 func (s *sim) loop() error {
 	ctx := context.Background()
-	backoffEvery := s.sc.Queue.FlushBackoffInterval
-	if backoffEvery == 0 {
-		backoffEvery = schedq.DefaultFlushBackoffInterval
-	}
-	leftoverEvery := s.sc.Queue.FlushUnschedulableInterval
-	if leftoverEvery == 0 {
-		leftoverEvery = schedq.DefaultFlushUnschedulableInterval
-	}
-	nextBackoff, nextLeftover := epoch.Add(backoffEvery), epoch.Add(leftoverEvery)
 	lastProgress := time.Now()
 	for steps := 0; ; steps++ {
 		// Everything planned for now happens first.
 		for len(s.queue) > 0 && !s.queue[0].at.After(s.now) {
 			heap.Pop(&s.queue).(event).fn()
 		}
-		if !s.now.Before(nextBackoff) {
-			s.trace(Op{Kind: "flushBackoff"})
-			s.core.FlushBackoffCompleted(s.now)
-			nextBackoff = nextTick(s.now, backoffEvery)
+		if s.tickDue() {
+			s.trace(Op{Kind: "tick"})
 		}
-		if !s.now.Before(nextLeftover) {
-			s.trace(Op{Kind: "flushLeftover"})
-			s.core.FlushUnschedulableLeftover(s.now)
-			nextLeftover = nextTick(s.now, leftoverEvery)
-		}
+		s.core.Tick(s.now) // flushes what is due; cheap when nothing is
+		popped := false
 		if !s.now.Before(s.busyUntil) {
-			if info, ok := s.core.Pop(s.now); ok {
-				s.trace(Op{Kind: "pop", Pod: info.Item, Cycle: info.Cycle})
-				s.attempt(ctx, info)
+			if a, ok := s.core.Pop(s.now); ok {
+				s.trace(Op{Kind: "pop", Pod: a.Item, Cycle: a.Cycle})
+				s.attempt(ctx, a)
+				popped = true
 			}
 		}
 		s.sample()
-		if s.o.CheckInvariants {
-			if err := s.core.CheckInvariants(); err != nil {
-				return fmt.Errorf("at %v: %w", s.now.Sub(epoch), err)
-			}
+		if s.violation != nil {
+			return s.violation
 		}
 		if s.o.Progress != nil && steps%256 == 0 && time.Since(lastProgress) > 100*time.Millisecond {
 			lastProgress = time.Now()
@@ -277,22 +277,21 @@ func (s *sim) loop() error {
 			next = earliest(next, s.queue[0].at)
 		}
 		busy := s.now.Before(s.busyUntil)
-		if s.core.Poppable() {
+		if popped {
 			if !busy {
 				continue // try the next pod at the same instant's end
 			}
 			next = earliest(next, s.busyUntil)
+		} else if busy && s.poppable(c) {
+			next = earliest(next, s.busyUntil)
 		}
-		if c.Backoff > 0 {
-			next = earliest(next, nextBackoff)
-		}
-		idle := len(s.queue) == 0 && s.binds == 0 && c.Backoff == 0 && c.InFlight == 0 && !s.core.Poppable()
+		idle := len(s.queue) == 0 && s.binds == 0 && c.Backoff == 0 && c.InFlight == 0 && !s.poppable(c)
 		if idle {
 			// Only parked pods are left (or none), and no event will come.
 			break
 		}
-		if c.Unschedulable+c.Gated > 0 {
-			next = earliest(next, nextLeftover)
+		if d, ok := s.core.NextDeadline(); ok {
+			next = earliest(next, d)
 		}
 		if !next.Before(s.end) && !s.now.Before(s.end) {
 			break
@@ -315,14 +314,26 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// nextTick is the next multiple of every after now, counted from epoch.
-func nextTick(now time.Time, every time.Duration) time.Time {
-	n := now.Sub(epoch)/every + 1
-	return epoch.Add(n * every)
+// tickDue reports whether the queue's Tick has work now, for the trace:
+// the queue's own NextDeadline has come, or this is the very first step,
+// which anchors its flush schedule at the epoch.
+func (s *sim) tickDue() bool {
+	if !s.ticked {
+		s.ticked = true
+		return true
+	}
+	d, ok := s.core.NextDeadline()
+	return ok && !s.now.Before(d)
+}
+
+// poppable reports whether a Pop would return a pod: activeQ holds one,
+// or, with pop-from-backoff, backoffQ holds one that failed on a plugin.
+func (s *sim) poppable(c schedq.Counts) bool {
+	return c.Active > 0 || s.popFromBackoff && c.Backoff > 0
 }
 
 // attempt runs one scheduling cycle at now.
-func (s *sim) attempt(ctx context.Context, info schedq.Info[*v1.Pod]) {
+func (s *sim) attempt(ctx context.Context, info scheduler.Attempt) {
 	s.attempts++
 	st := s.stats[info.Item.UID]
 	if st != nil {
@@ -590,25 +601,26 @@ func (q coreQueue) Delete(k types.NamespacedName) error {
 	return err
 }
 
-func (q coreQueue) Done(k types.NamespacedName, cycle int64) error {
-	q.s.trace(Op{Kind: "done", Key: k, Cycle: cycle})
-	return q.c.Done(k, cycle)
+func (q coreQueue) Done(a scheduler.Attempt) error {
+	q.s.trace(Op{Kind: "done", Key: a.Key, Cycle: a.Cycle})
+	return q.c.Done(a, q.s.now)
 }
 
-func (q coreQueue) AddUnschedulableIfNotPresent(p *v1.Pod, cycle int64, f schedq.Failure) error {
-	q.s.trace(Op{Kind: "fail", Pod: p, Cycle: cycle, Failure: f})
-	_, err := q.c.AddUnschedulableIfNotPresent(p, cycle, f, q.s.now)
-	return err
+func (q coreQueue) Requeue(a scheduler.Attempt, f schedq.Failure) error {
+	q.s.trace(Op{Kind: "fail", Pod: a.Item, Cycle: a.Cycle, Failure: f})
+	return q.c.Requeue(a, f, q.s.now)
 }
 
-func (q coreQueue) MoveAllToActiveOrBackoffQueue(ev schedq.Event, o, n any, pre func(*v1.Pod) bool) error {
-	q.s.trace(Op{Kind: "move", Event: ev, OldObj: o, NewObj: n})
-	q.c.MoveAllToActiveOrBackoffQueue(ev, o, n, pre, q.s.now)
+func (q coreQueue) Move(ev schedq.Event, o, n any, m func(*schedq.Info[*v1.Pod]) bool) error {
+	kind := "move"
+	if m != nil {
+		kind = "moveMatching"
+	}
+	q.s.trace(Op{Kind: kind, Event: ev, OldObj: o, NewObj: n})
+	q.c.Move(ev, o, n, m, q.s.now)
 	return nil
 }
 
-func (q coreQueue) MoveMatching(ev schedq.Event, o, n any, m func(*schedq.Info[*v1.Pod]) bool) error {
-	q.s.trace(Op{Kind: "moveMatching", Event: ev, OldObj: o, NewObj: n})
-	q.c.MoveMatching(ev, o, n, m, q.s.now)
-	return nil
+func (q coreQueue) Get(k types.NamespacedName) (schedq.Info[*v1.Pod], schedq.Location, bool) {
+	return q.c.Get(k)
 }

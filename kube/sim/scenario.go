@@ -23,8 +23,6 @@ import (
 	"go.yaml.in/yaml/v3"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-
-	"github.com/schedq/schedq"
 )
 
 // Scenario is a workload: a cluster, pods arriving over time, timed
@@ -62,13 +60,16 @@ type QueueSpec struct {
 	// MaxBackoff set to 0 turns backoff off, as kube-scheduler's
 	// podMaxBackoffSeconds: 0 does (the same as disableBackoff: true);
 	// unset, it is the queue's default, 10s.
-	MaxBackoff                 *time.Duration `yaml:"maxBackoff"`
-	DisableBackoff             bool           `yaml:"disableBackoff"`
-	PopFromBackoff             *bool          `yaml:"popFromBackoff"`
-	QueueingHints              *bool          `yaml:"queueingHints"`
-	MaxInUnschedulable         time.Duration  `yaml:"maxInUnschedulable"`
-	FlushBackoffInterval       time.Duration  `yaml:"flushBackoffInterval"`
-	FlushUnschedulableInterval time.Duration  `yaml:"flushUnschedulableInterval"`
+	MaxBackoff     *time.Duration `yaml:"maxBackoff"`
+	DisableBackoff bool           `yaml:"disableBackoff"`
+	PopFromBackoff *bool          `yaml:"popFromBackoff"`
+	QueueingHints  *bool          `yaml:"queueingHints"`
+	// WakeBudget wakes, on an event that makes room on a node, only the
+	// pods that fit in that room (see scheduler.WakeBudget). Default on.
+	WakeBudget                 *bool         `yaml:"wakeBudget"`
+	MaxInUnschedulable         time.Duration `yaml:"maxInUnschedulable"`
+	FlushBackoffInterval       time.Duration `yaml:"flushBackoffInterval"`
+	FlushUnschedulableInterval time.Duration `yaml:"flushUnschedulableInterval"`
 }
 
 // NodeGroup is count nodes named NAME-0, NAME-1, ...
@@ -427,10 +428,10 @@ func (s *Scenario) validateBackoff(bad func(string, string, ...any)) {
 	}
 	initial, maxB, by := q.InitialBackoff, deref(q.MaxBackoff), ""
 	if initial == 0 {
-		initial = schedq.DefaultInitialBackoff
+		initial = defaultInitialBackoff
 	}
 	if q.MaxBackoff == nil {
-		maxB, by = schedq.DefaultMaxBackoff, ", its default"
+		maxB, by = defaultMaxBackoff, ", its default"
 	}
 	if initial > maxB {
 		bad("queue.initialBackoff", "%v is more than queue.maxBackoff (%v%s)", initial, maxB, by)
@@ -554,7 +555,7 @@ func resourceQuantity(s string) *resource.Quantity {
 }
 
 // settable lists the keys Set takes, for --compare.
-var settable = []string{"popFromBackoff", "hints", "disableBackoff", "initialBackoff", "maxBackoff", "maxInUnschedulable",
+var settable = []string{"popFromBackoff", "hints", "wakeBudget", "disableBackoff", "initialBackoff", "maxBackoff", "maxInUnschedulable",
 	"attemptCost", "bindLatency", "scoring", "percentageOfNodesToScore", "seed"}
 
 // Set changes one setting by name, as in "popFromBackoff=false" or
@@ -581,6 +582,8 @@ func (s *Scenario) Set(key, value string) error {
 		s.Queue.PopFromBackoff, err = boolean()
 	case "hints", "queueingHints":
 		s.Queue.QueueingHints, err = boolean()
+	case "wakeBudget":
+		s.Queue.WakeBudget, err = boolean()
 	case "disableBackoff":
 		var b *bool
 		if b, err = boolean(); err == nil {

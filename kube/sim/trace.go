@@ -14,8 +14,10 @@ import (
 type Op struct {
 	// At is the virtual time of the operation.
 	At time.Duration
-	// Kind is add, update, delete, pop, done, fail, move, moveMatching,
-	// flushBackoff or flushLeftover.
+	// Kind is add, update, delete, pop, done, fail, move, moveMatching (a
+	// move with a match function, for an assigned pod's affinity) or tick
+	// (a step at which the queue's Tick had work: the flushes that are due
+	// on their schedule from the start of the run run then).
 	Kind     string // done and fail carry the attempt's Cycle
 	Pod, Old *v1.Pod
 	Key      types.NamespacedName

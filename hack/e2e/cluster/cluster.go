@@ -28,6 +28,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,9 +72,17 @@ type Options struct {
 	// StopTimeout is how long Stop waits after SIGTERM before SIGKILL.
 	// Default 15s.
 	StopTimeout time.Duration
-	// APIServerFlags are appended to the kube-apiserver command line
-	// (a later flag overrides an earlier one).
+	// APIServerFlags are appended to the kube-apiserver command line; each
+	// replaces the default of the same name, if any.
 	APIServerFlags []string
+	// Users are extra users, each with a token of its own (see
+	// KubeconfigFor), so that the audit log tells their requests apart.
+	// They are not in any group but system:authenticated; the main user
+	// (RESTConfig) is in system:masters.
+	Users []string
+	// Audit turns on the API server's audit log (AuditLog) of bindings and
+	// lease writes.
+	Audit bool
 	// Logf, if set, receives progress messages.
 	Logf func(format string, args ...any)
 }
@@ -87,8 +96,10 @@ type Cluster struct {
 	etcdBin, apiserverBin, schedulerBin string
 
 	token      string
+	userTokens map[string]string
 	caPEM      []byte
 	etcdURL    string
+	etcdArgs   []string // of the running etcd, for a restart
 	apiPort    int
 	kubeconfig string
 
@@ -197,6 +208,20 @@ func (c *Cluster) writeFiles() error {
 	}
 	// Token file format: token,user,uid[,"group1,group2"].
 	tokens := fmt.Sprintf("%s,schedq-e2e,schedq-e2e,\"system:masters\"\n", c.token)
+	c.userTokens = map[string]string{}
+	for _, u := range c.opts.Users {
+		tok, err := randomToken()
+		if err != nil {
+			return err
+		}
+		c.userTokens[u] = tok
+		tokens += fmt.Sprintf("%s,%s,%s\n", tok, u, u)
+	}
+	if c.opts.Audit {
+		if err := os.WriteFile(c.path("audit-policy.yaml"), []byte(auditPolicy), 0o600); err != nil {
+			return err
+		}
+	}
 	if err := os.WriteFile(c.path("tokens.csv"), []byte(tokens), 0o600); err != nil {
 		return err
 	}
@@ -285,6 +310,7 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 		})
 		if err == nil {
 			c.etcdURL = client
+			c.etcdArgs = args
 			return nil
 		}
 		p.stop(c.opts.StopTimeout)
@@ -348,6 +374,16 @@ func (c *Cluster) apiserverArgs() []string {
 		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
+	}
+	if c.opts.Audit {
+		args = append(args, "--audit-policy-file="+c.path("audit-policy.yaml"), "--audit-log-path="+c.AuditLog(),
+			"--audit-log-format=json", "--audit-log-mode=blocking")
+	}
+	// A flag given again replaces the default: for list flags such as
+	// --authorization-mode, kube-apiserver would append instead.
+	for _, extra := range c.opts.APIServerFlags {
+		name, _, _ := strings.Cut(extra, "=")
+		args = slices.DeleteFunc(args, func(a string) bool { return strings.HasPrefix(a, name+"=") })
 	}
 	return append(args, c.opts.APIServerFlags...)
 }

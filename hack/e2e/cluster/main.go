@@ -29,10 +29,15 @@ func disabled() bool { return strings.EqualFold(os.Getenv(EnvE2E), "off") }
 // -short without SCHEDQ_E2E=required, skips the package without starting
 // anything. Any other start failure fails the package.
 func Main(m *testing.M, setup func(*Cluster)) {
-	os.Exit(runMain(m, setup))
+	os.Exit(runMain(m, Options{}, setup))
 }
 
-func runMain(m *testing.M, setup func(*Cluster)) int {
+// MainWith is Main with options for the cluster (Logf is set by Main).
+func MainWith(m *testing.M, opts Options, setup func(*Cluster)) {
+	os.Exit(runMain(m, opts, setup))
+}
+
+func runMain(m *testing.M, opts Options, setup func(*Cluster)) int {
 	pkg := testPackage()
 	if !flag.Parsed() {
 		flag.Parse()
@@ -48,11 +53,12 @@ func runMain(m *testing.M, setup func(*Cluster)) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	c, err := Start(ctx, Options{Logf: func(format string, args ...any) {
+	opts.Logf = func(format string, args ...any) {
 		if testing.Verbose() {
 			fmt.Printf("cluster: "+format+"\n", args...)
 		}
-	}})
+	}
+	c, err := Start(ctx, opts)
 	if err != nil {
 		if errors.Is(err, ErrMissingBinary) && !required() {
 			skipPackage(pkg, fmt.Sprintf("end-to-end tests need the server binaries: %v "+

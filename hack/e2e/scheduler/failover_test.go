@@ -57,17 +57,29 @@ type replica struct {
 	err      error         // its exit status, once exited is closed
 }
 
-func startReplica(t *testing.T, id, name, lease string) *replica {
+// replicaUsers are the users replicas bind as: replica id "a" (or "a2",
+// a later process in the same slot) is user "replica-a".
+var replicaUsers = []string{"replica-a", "replica-b", "replica-c"}
+
+// startReplica starts a schedq process with leader election, as the user
+// of its slot (the first letter of id). Later arguments override earlier
+// ones (e.g. "--kube-api-qps=20").
+func startReplica(t *testing.T, id, name, lease string, extra ...string) *replica {
 	t.Helper()
 	r := &replica{id: id, addr: freeAddr(t), exited: make(chan struct{})}
 	log, err := os.Create(filepath.Join(t.TempDir(), id+".log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.cmd = exec.Command(schedqBinary(t), "scheduler", "--kubeconfig", cl.Kubeconfig(), "--scheduler-name", name,
+	kubeconfig, err := cl.KubeconfigFor("replica-" + id[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"scheduler", "--kubeconfig", kubeconfig, "--scheduler-name", name,
 		"--leader-elect", "--leader-elect-resource-name", lease, "--leader-elect-identity", id,
 		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=250ms",
-		"--kube-api-qps=500", "--kube-api-burst=1000", "--address", r.addr)
+		"--kube-api-qps=500", "--kube-api-burst=1000", "--address", r.addr, "--secure-port=0"}, extra...)
+	r.cmd = exec.Command(schedqBinary(t), args...)
 	r.cmd.Stdout, r.cmd.Stderr = log, log
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -171,8 +183,10 @@ func TestFailover(t *testing.T) {
 			takeover := time.Since(killed)
 			waitBound(t, c, ns, append(first, second...), 2*time.Minute)
 			checkFits(t, c, ns)
-			figure(t, "leader killed with %s: replica b took the lease after %v; all 300 pods bound in %v",
-				sig, takeover.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond))
+			// Name the signal (syscall.Signal's String is "killed" or "terminated").
+			figure(t, "leader stopped with %s: replica b took the lease after %v; all 300 pods bound in %v",
+				map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM"}[sig],
+				takeover.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond))
 		})
 	}
 }

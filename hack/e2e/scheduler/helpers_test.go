@@ -31,7 +31,9 @@ import (
 var cl *cluster.Cluster
 
 func TestMain(m *testing.M) {
-	cluster.Main(m, func(c *cluster.Cluster) { cl = c })
+	// Replicas bind as users of their own, and the audit log of bindings
+	// and lease writes says who did what, and when.
+	cluster.MainWith(m, cluster.Options{Users: replicaUsers, Audit: true}, func(c *cluster.Cluster) { cl = c })
 }
 
 func client(t testing.TB) kubernetes.Interface {
@@ -206,22 +208,13 @@ func makeNodes(t *testing.T, c kubernetes.Interface, prefix string, count int, s
 	var names []string
 	for i := range count {
 		name := fmt.Sprintf("%s-%d", prefix, i)
-		labels := map[string]string{"kubernetes.io/hostname": name, "e2e-test": prefix}
+		labels := map[string]string{"e2e-test": prefix}
 		for k, v := range spec.labels {
 			labels[k] = v
 		}
-		n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: v1.NodeSpec{Taints: spec.taints}}
-		if !spec.noStatus {
-			pods := spec.pods
-			if pods == 0 {
-				pods = 110
-			}
-			rl := v1.ResourceList{
-				v1.ResourceCPU: resource.MustParse(spec.cpu), v1.ResourceMemory: resource.MustParse(spec.memory),
-				v1.ResourcePods: *resource.NewQuantity(int64(pods), resource.DecimalSI),
-			}
-			n.Status = v1.NodeStatus{Capacity: rl, Allocatable: rl, Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}}
-		}
+		ns := spec
+		ns.labels = labels
+		n := newNode(name, ns)
 		if _, err := c.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -233,6 +226,28 @@ func makeNodes(t *testing.T, c kubernetes.Interface, prefix string, count int, s
 		}
 	})
 	return names
+}
+
+// newNode is a node named name, with the kubernetes.io/hostname label,
+// spec's labels, taints and (unless noStatus) allocatable.
+func newNode(name string, spec nodeSpec) *v1.Node {
+	labels := map[string]string{"kubernetes.io/hostname": name}
+	for k, v := range spec.labels {
+		labels[k] = v
+	}
+	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: v1.NodeSpec{Taints: spec.taints}}
+	if !spec.noStatus {
+		pods := spec.pods
+		if pods == 0 {
+			pods = 110
+		}
+		rl := v1.ResourceList{
+			v1.ResourceCPU: resource.MustParse(spec.cpu), v1.ResourceMemory: resource.MustParse(spec.memory),
+			v1.ResourcePods: *resource.NewQuantity(int64(pods), resource.DecimalSI),
+		}
+		n.Status = v1.NodeStatus{Capacity: rl, Allocatable: rl, Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}}
+	}
+	return n
 }
 
 // podSpec describes test pods.

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -14,7 +17,8 @@ import (
 )
 
 func explainCmd(stdout io.Writer) *cobra.Command {
-	var address, output string
+	var address, output, token, caFile string
+	var insecure bool
 	cmd := &cobra.Command{
 		Use:   "explain NAMESPACE/NAME",
 		Short: "Ask a running schedq scheduler why a pod is pending",
@@ -29,7 +33,12 @@ and which cluster events would move it. It reads the scheduler's
   schedq explain default/web-0
 
   # The same answer as JSON, from a scheduler on another address.
-  schedq explain default/web-0 --address 10.0.0.7:10351 -o json`,
+  schedq explain default/web-0 --address 10.0.0.7:10351 -o json
+
+  # A scheduler serving HTTPS (--secure-port): a token of a caller allowed
+  # to read /debug/queue (e.g. bound to the schedq-metrics-reader role).
+  schedq explain default/web-0 --address https://127.0.0.1:10351 \
+    --token "$(kubectl create token default)" --insecure-skip-tls-verify`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ns, name, ok := strings.Cut(args[0], "/")
@@ -41,7 +50,11 @@ and which cluster events would move it. It reads the scheduler's
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
 			defer cancel()
-			body, err := app.Explain(ctx, http.DefaultClient, address, ns, name, output)
+			client, err := explainClient(token, caFile, insecure)
+			if err != nil {
+				return err
+			}
+			body, err := app.Explain(ctx, client, address, ns, name, output)
 			if err != nil {
 				return err
 			}
@@ -51,5 +64,44 @@ and which cluster events would move it. It reads the scheduler's
 	}
 	cmd.Flags().StringVar(&address, "address", "127.0.0.1:10351", "the scheduler's --address (host:port or a URL)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	cmd.Flags().StringVar(&token, "token", "", "bearer token for a scheduler serving HTTPS (--address https://...)")
+	cmd.Flags().StringVar(&caFile, "certificate-authority", "", "PEM file of the CA that signed the scheduler's HTTPS certificate")
+	cmd.Flags().BoolVar(&insecure, "insecure-skip-tls-verify", false, "do not verify the scheduler's HTTPS certificate (its default one is self-signed)")
 	return cmd
+}
+
+// explainClient is the HTTP client of explain: TLS settings for a
+// scheduler's HTTPS port, and the bearer token on every request.
+func explainClient(token, caFile string, insecure bool) (*http.Client, error) {
+	tlsConfig := &tls.Config{InsecureSkipVerify: insecure}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--certificate-authority: %w", err)
+		}
+		tlsConfig.RootCAs = x509.NewCertPool()
+		if !tlsConfig.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--certificate-authority %s: no PEM certificate in it", caFile)
+		}
+	}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.TLSClientConfig = tlsConfig
+	var rt http.RoundTripper = base
+	if token != "" {
+		rt = bearer{token: token, next: base}
+	}
+	return &http.Client{Transport: rt}, nil
+}
+
+// bearer adds a bearer token to each request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+// RoundTrip implements http.RoundTripper.
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
 }

@@ -42,7 +42,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 }
 
 func schedulerCmd(stderr io.Writer) *cobra.Command {
-	o := app.Options{}
+	o := app.Options{Serving: app.NewServingOptions()}
 	var scoring, logLevel, logFormat string
 	cmd := &cobra.Command{
 		Use:   "scheduler",
@@ -80,9 +80,10 @@ Every flag is checked before it connects.`,
 	f := cmd.Flags()
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, then ~/.kube/config, then the in-cluster configuration")
 	f.StringVar(&o.SchedulerName, "scheduler-name", "schedq", "schedule pods whose spec.schedulerName is this")
-	f.StringVar(&o.Address, "address", "0.0.0.0:10351", "address of /metrics, /healthz, /readyz and /debug/queue")
+	f.StringVar(&o.Address, "address", "", "plain-HTTP address of /metrics, /healthz, /readyz, /livez and /debug/queue, without authentication: development only, loopback addresses only (127.0.0.1:10351); empty: off (see --secure-port)")
 	f.StringVar(&scoring, "scoring", "least-allocated", "node scoring: least-allocated or balanced")
 	f.IntVar(&o.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0, "feasible nodes to find before scoring, in % of nodes; 0: adaptive, as kube-scheduler")
+	f.BoolVar(&o.NoWakeBudget, "no-wake-budget", false, "wake every pending pod a cluster event may help, as kube-scheduler does, instead of only those the event makes room for")
 	f.BoolVar(&o.LeaderElect, "leader-elect", true, "run leader election on a Lease; only the leader schedules")
 	f.StringVar(&o.LeaseNamespace, "leader-elect-resource-namespace", "kube-system", "namespace of the Lease")
 	f.StringVar(&o.LeaseName, "leader-elect-resource-name", "schedq", "name of the Lease")
@@ -90,10 +91,12 @@ Every flag is checked before it connects.`,
 	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a lease lasts without renewal")
 	f.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before it gives up")
 	f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often to try to acquire or renew")
+	f.DurationVar(&o.FenceMargin, "leader-elect-fence-margin", 0, "the leader stops binding this long before its lease could expire, counted from its last successful renewal; 0: lease duration - renew deadline")
 	f.Float32Var(&o.QPS, "kube-api-qps", 50, "API requests per second")
 	f.IntVar(&o.Burst, "kube-api-burst", 100, "API request burst")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "text or json")
+	o.Serving.AddFlags(f) // --secure-port, --bind-address, --tls-*, --authentication-*, --authorization-*
 	return cmd
 }
 

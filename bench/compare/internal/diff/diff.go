@@ -182,26 +182,28 @@ func Run(seed uint64, n int, check func(*schedqdrv.Driver) error) Result {
 			sq.Activate(name)
 		case k < 13:
 			d := steps[r.IntN(len(steps))]
-			op = fmt.Sprintf("Step %v, FlushBackoff", d)
+			op = fmt.Sprintf("Step %v", d)
 			up.Step(d)
 			sq.Step(d)
-			up.FlushBackoff()
-			sq.FlushBackoff()
 		default:
-			// Upstream v1.36.3 re-flushes a gated pod at every leftover
-			// flush once it is old enough, and each such flush counts as an
-			// event for the attempts in flight (#139331). schedq re-checks a
-			// gated item once per MaxInUnschedulable. The generator runs the
-			// leftover flush only while no pod is gated.
-			if slices.ContainsFunc(names, func(n string) bool { return up.Where(n) == upstream.Gated }) {
-				continue
-			}
+			// schedq's Tick runs the backoff flush, then the leftover flush;
+			// upstream runs the same two. Upstream v1.36.3 re-flushes a
+			// gated pod at every leftover flush once it is old enough, and
+			// each such flush counts as an event for the attempts in flight
+			// (#139331); schedq re-checks a gated item once per
+			// MaxInUnschedulable. So while a pod is gated and another is in
+			// flight, the generator only steps the clock.
 			d := steps[r.IntN(len(steps))]
-			op = fmt.Sprintf("Step %v, FlushUnschedulable", d)
 			up.Step(d)
 			sq.Step(d)
+			if len(inflight) > 0 && slices.ContainsFunc(names, func(n string) bool { return up.Where(n) == upstream.Gated }) {
+				op = fmt.Sprintf("Step %v", d)
+				break
+			}
+			op = fmt.Sprintf("Step %v, Flush", d)
+			up.FlushBackoff()
 			up.FlushUnschedulable()
-			sq.FlushUnschedulable()
+			sq.Flush()
 		}
 		log = append(log, op)
 		for _, n := range names {

@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func checkInvariants(d *schedqdrv.Driver) error { return d.Core().CheckInvariants() }
+func checkInvariants(d *schedqdrv.Driver) error { return d.Violation() }
 
 // TestDifferential replays seeded random sequences on the upstream queue
 // and on schedq, comparing every pod's place after every step and every

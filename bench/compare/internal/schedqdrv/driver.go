@@ -15,17 +15,18 @@ import (
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/bench/compare/internal/upstream"
+	"github.com/schedq/schedq/kube/clusterevent"
 )
 
 // Events, as schedq sees the upstream driver's events.
 var events = map[upstream.Event]schedq.Event{
-	upstream.NodeAdd:           {Resource: schedq.Node, Action: schedq.Add},
-	upstream.NodeUpdateTaint:   {Resource: schedq.Node, Action: schedq.UpdateNodeTaint},
-	upstream.AssignedPodDelete: {Resource: schedq.AssignedPod, Action: schedq.Delete},
-	upstream.Wildcard:          {Resource: schedq.WildcardResource, Action: schedq.All},
+	upstream.NodeAdd:           clusterevent.NodeAdd,
+	upstream.NodeUpdateTaint:   clusterevent.New(clusterevent.Node, clusterevent.UpdateNodeTaint),
+	upstream.AssignedPodDelete: clusterevent.AssignedPodDelete,
+	upstream.Wildcard:          {Kind: schedq.AnyKind, Action: schedq.AnyAction, Label: "WildCard"},
 }
 
-var podLabelUpdate = schedq.Event{Resource: schedq.Pod, Action: schedq.UpdatePodLabel}
+var podLabelUpdate = clusterevent.New(clusterevent.Pod, clusterevent.UpdatePodLabel)
 
 // hint adapts an upstream hint function.
 func hint(fn fwk.QueueingHintFn) schedq.HintFn[*v1.Pod] {
@@ -61,6 +62,11 @@ func Config(o upstream.Options) schedq.Config[types.NamespacedName, *v1.Pod] {
 		InitialBackoff:     o.InitialBackoff,
 		MaxBackoff:         o.MaxBackoff,
 		MaxInUnschedulable: o.MaxInUnschedulable,
+		// Every Tick at a later instant runs both flushes, as the driver's
+		// Flush runs upstream's two.
+		FlushBackoffInterval:       time.Nanosecond,
+		FlushUnschedulableInterval: time.Nanosecond,
+		Match:                      clusterevent.Match,
 		Hints: map[string][]schedq.EventHint[*v1.Pod]{
 			upstream.PluginA:  {reg(upstream.PluginA, events[upstream.NodeAdd])},
 			upstream.PluginB:  {reg(upstream.PluginB, events[upstream.NodeAdd]), reg(upstream.PluginB, events[upstream.NodeUpdateTaint])},
@@ -74,24 +80,25 @@ func Config(o upstream.Options) schedq.Config[types.NamespacedName, *v1.Pod] {
 		// As upstream derives pod update events: a label change, or else a
 		// general update.
 		UpdateEvents: func(oldPod, newPod *v1.Pod) []schedq.Event {
-			res := schedq.UnschedulablePod
+			res := clusterevent.UnschedulablePod
 			if newPod.Spec.NodeName != "" {
-				res = schedq.AssignedPod
+				res = clusterevent.AssignedPod
 			}
 			if !equality.Semantic.DeepEqual(oldPod.Labels, newPod.Labels) {
-				return []schedq.Event{{Resource: res, Action: schedq.UpdatePodLabel}}
+				return []schedq.Event{clusterevent.New(res, clusterevent.UpdatePodLabel)}
 			}
-			return []schedq.Event{{Resource: res, Action: schedq.Update}}
+			return []schedq.Event{clusterevent.New(res, clusterevent.Update)}
 		},
 	}
 }
 
 // Driver mirrors upstream.Driver on a schedq.Core. Not safe for concurrent use.
 type Driver struct {
-	c        *schedq.Core[types.NamespacedName, *v1.Pod]
-	now      time.Time
-	pods     map[string]*v1.Pod
-	inflight map[string]schedq.Info[*v1.Pod]
+	c         *schedq.Core[types.NamespacedName, *v1.Pod]
+	now       time.Time
+	pods      map[string]*v1.Pod
+	inflight  map[string]schedq.Attempt[types.NamespacedName, *v1.Pod]
+	violation error
 }
 
 // New builds a driver with the upstream driver's defaults.
@@ -99,15 +106,25 @@ func New(o upstream.Options) *Driver {
 	if o.Start.IsZero() {
 		o.Start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	}
-	c, err := schedq.NewCore(Config(o))
+	d := &Driver{now: o.Start, pods: map[string]*v1.Pod{}, inflight: map[string]schedq.Attempt[types.NamespacedName, *v1.Pod]{}}
+	cfg := Config(o)
+	cfg.CheckInvariants = func(err error) {
+		if d.violation == nil {
+			d.violation = err
+		}
+	}
+	c, err := schedq.NewCore(cfg)
 	if err != nil {
 		panic(err)
 	}
-	return &Driver{c: c, now: o.Start, pods: map[string]*v1.Pod{}, inflight: map[string]schedq.Info[*v1.Pod]{}}
+	d.c = c
+	c.Tick(d.now) // anchors the flush schedule
+	return d
 }
 
-// Core exposes the queue, for invariant checks.
-func (d *Driver) Core() *schedq.Core[types.NamespacedName, *v1.Pod] { return d.c }
+// Violation returns the first broken invariant the queue found after one
+// of its operations, or nil.
+func (d *Driver) Violation() error { return d.violation }
 
 func key(name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: upstream.Namespace, Name: name}
@@ -147,12 +164,10 @@ func (d *Driver) fail(name string, f schedq.Failure) error {
 		return fmt.Errorf("pod %s is not in flight", name)
 	}
 	delete(d.inflight, name)
-	cur, exists := d.pods[name]
-	if !exists {
-		cur = info.Item // deleted during the attempt: the queue drops it
-	}
-	_, err := d.c.AddUnschedulableIfNotPresent(cur, info.Cycle, f, d.now)
-	return err
+	if cur, exists := d.pods[name]; exists {
+		info.Item = cur
+	} // else deleted during the attempt: the queue drops it
+	return d.c.Requeue(info, f, d.now)
 }
 
 // Done finishes an in-flight pod: it got bound.
@@ -162,7 +177,7 @@ func (d *Driver) Done(name string) {
 		return
 	}
 	delete(d.inflight, name)
-	if err := d.c.Done(key(name), info.Cycle); err != nil {
+	if err := d.c.Done(info, d.now); err != nil {
 		panic(err)
 	}
 	delete(d.pods, name)
@@ -191,7 +206,7 @@ func (d *Driver) Delete(name string) {
 // MoveAll delivers a cluster event with the same objects as upstream's.
 func (d *Driver) MoveAll(e upstream.Event, policy upstream.HintPolicy) {
 	_, oldObj, newObj := upstream.EventArgs(e, policy)
-	d.c.MoveAllToActiveOrBackoffQueue(events[e], oldObj, newObj, nil, d.now)
+	d.c.Move(events[e], oldObj, newObj, nil, d.now)
 }
 
 // Activate force-activates a pod.
@@ -204,11 +219,9 @@ func (d *Driver) Activate(name string) {
 // Step advances the clock.
 func (d *Driver) Step(dt time.Duration) { d.now = d.now.Add(dt) }
 
-// FlushBackoff runs the backoff flush once.
-func (d *Driver) FlushBackoff() { d.c.FlushBackoffCompleted(d.now) }
-
-// FlushUnschedulable runs the leftover flush once.
-func (d *Driver) FlushUnschedulable() { d.c.FlushUnschedulableLeftover(d.now) }
+// Flush runs the backoff flush and then the leftover flush, through the
+// queue's Tick.
+func (d *Driver) Flush() { d.c.Tick(d.now) }
 
 // Where reports which part of the queue holds the pod, in the upstream
 // driver's words.

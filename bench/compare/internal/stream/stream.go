@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -27,10 +28,15 @@ import (
 	"github.com/schedq/schedq/kube/sim"
 )
 
-// Record runs a built-in scenario and returns its queue operations.
+// Record runs a built-in scenario, with the wake budget off, and returns
+// its queue operations.
 func Record(scenario string) ([]sim.Op, error) {
 	sc, err := sim.Load(scenario)
 	if err != nil {
+		return nil, err
+	}
+	// Upstream has no wake budget: record the stream that both can replay.
+	if err := sc.Set("wakeBudget", "false"); err != nil {
 		return nil, err
 	}
 	var ops []sim.Op
@@ -45,62 +51,78 @@ func profile() kframework.Profile { return plugins.Default(plugins.LeastAllocate
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// Schedq replays ops on schedq's locked Queue with a fake clock.
+// Schedq replays ops on schedq's Core behind a mutex, taken for each
+// operation as the concurrent Queue takes it: the Queue's own work, with
+// the virtual time of the stream instead of a clock. Attempts are kept by
+// key, as a scheduler keeps the handles Pop gave it.
 type Schedq struct {
-	q   *schedq.Queue[types.NamespacedName, *v1.Pod]
-	clk *testingclock.FakeClock
+	mu       sync.Mutex
+	c        *schedq.Core[types.NamespacedName, *v1.Pod]
+	attempts map[types.NamespacedName]scheduler.Attempt
 }
 
 // NewSchedq builds schedq's queue as the simulator configures it.
 func NewSchedq() (*Schedq, error) {
-	clk := testingclock.NewFakeClock(epoch)
-	cfg := scheduler.QueueConfig(profile())
-	cfg.Clock = clk
-	q, err := schedq.New(cfg)
+	c, err := schedq.NewCore(scheduler.QueueConfig(profile()))
 	if err != nil {
 		return nil, err
 	}
-	return &Schedq{q: q, clk: clk}, nil
+	return &Schedq{c: c, attempts: map[types.NamespacedName]scheduler.Attempt{}}, nil
 }
 
 // Replay applies ops in order.
 func (s *Schedq) Replay(ops []sim.Op) error {
 	for _, op := range ops {
-		s.clk.SetTime(epoch.Add(op.At))
-		var err error
-		switch op.Kind {
-		case "add":
-			err = s.q.Add(op.Pod)
-		case "update":
-			err = s.q.Update(op.Old, op.Pod)
-		case "delete":
-			err = s.q.Delete(op.Key)
-		case "pop":
-			_, ok, perr := s.q.TryPop()
-			if perr == nil && !ok {
-				perr = errors.New("nothing to pop where the simulator popped")
-			}
-			err = perr
-		case "done":
-			err = s.q.Done(op.Key, op.Cycle)
-		case "fail":
-			err = s.q.AddUnschedulableIfNotPresent(op.Pod, op.Cycle, op.Failure)
-		case "move":
-			err = s.q.MoveAllToActiveOrBackoffQueue(op.Event, op.OldObj, op.NewObj, nil)
-		case "moveMatching":
-			// The simulator's filter (required affinity) selects nothing in
-			// pods without affinity; hints decide the rest.
-			err = s.q.MoveMatching(op.Event, op.OldObj, op.NewObj, func(*schedq.Info[*v1.Pod]) bool { return true })
-		case "flushBackoff":
-			err = s.q.FlushBackoffCompleted()
-		case "flushLeftover":
-			err = s.q.FlushUnschedulableLeftover()
-		}
-		if err != nil && !errors.Is(err, schedq.ErrNotFound) && !errors.Is(err, schedq.ErrAlreadyQueued) {
+		if err := s.apply(op, epoch.Add(op.At)); err != nil &&
+			!errors.Is(err, schedq.ErrNotFound) && !errors.Is(err, schedq.ErrAlreadyQueued) {
 			return fmt.Errorf("%s at %v: %w", op.Kind, op.At, err)
 		}
 	}
 	return nil
+}
+
+// apply runs one operation under the lock.
+func (s *Schedq) apply(op sim.Op, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch op.Kind {
+	case "add":
+		s.c.Add(op.Pod, now)
+	case "update":
+		s.c.Update(op.Old, op.Pod, now)
+	case "delete":
+		return s.c.Delete(op.Key, now)
+	case "pop":
+		a, ok := s.c.Pop(now)
+		if !ok {
+			return errors.New("nothing to pop where the simulator popped")
+		}
+		s.attempts[a.Key] = a
+	case "done":
+		return s.c.Done(s.attempt(op.Key, op.Cycle), now)
+	case "fail":
+		a := s.attempt(kframework.Key(op.Pod), op.Cycle)
+		a.Item = op.Pod
+		return s.c.Requeue(a, op.Failure, now)
+	case "move":
+		s.c.Move(op.Event, op.OldObj, op.NewObj, nil, now)
+	case "moveMatching":
+		// The simulator's filter (required affinity) selects nothing in
+		// pods without affinity; hints decide the rest.
+		s.c.Move(op.Event, op.OldObj, op.NewObj, func(*schedq.Info[*v1.Pod]) bool { return true }, now)
+	case "tick":
+		s.c.Tick(now)
+	}
+	return nil
+}
+
+// attempt returns the handle of the attempt of cycle on key.
+func (s *Schedq) attempt(key types.NamespacedName, cycle int64) scheduler.Attempt {
+	a, ok := s.attempts[key]
+	if !ok || a.Cycle != cycle {
+		a = scheduler.Attempt{Key: key, Info: schedq.Info[*v1.Pod]{Cycle: cycle}}
+	}
+	return a
 }
 
 // Upstream replays ops on the upstream queue, configured with the same
@@ -112,6 +134,9 @@ type Upstream struct {
 	cancel context.CancelFunc
 	logger klog.Logger
 	popped map[types.NamespacedName]*framework.QueuedPodInfo
+	// The flush schedule, as schedq's Tick keeps it: the first tick
+	// anchors it, and each flush runs at the multiples of its interval.
+	anchor, nextBackoff, nextLeftover time.Time
 }
 
 // NewUpstream builds the upstream queue.
@@ -211,13 +236,37 @@ func (u *Upstream) Replay(ops []sim.Op, check bool) error {
 			if p, ok := op.NewObj.(*v1.Pod); ok {
 				u.q.AssignedPodAdded(u.logger, p)
 			}
-		case "flushBackoff":
-			upstreamFlushBackoff(u.q, u.logger)
-		case "flushLeftover":
-			upstreamFlushLeftover(u.q, u.logger)
+		case "tick":
+			u.tick(epoch.Add(op.At))
 		}
 	}
 	return nil
+}
+
+// Upstream's flush periods, which schedq's defaults equal.
+const (
+	backoffFlushEvery  = time.Second
+	leftoverFlushEvery = 30 * time.Second
+)
+
+// tick runs upstream's flushes that are due at now, on the schedule
+// schedq's Tick keeps; upstream runs them from timers instead.
+func (u *Upstream) tick(now time.Time) {
+	if u.anchor.IsZero() {
+		u.anchor, u.nextBackoff, u.nextLeftover = now, now.Add(backoffFlushEvery), now.Add(leftoverFlushEvery)
+		return
+	}
+	after := func(every time.Duration) time.Time {
+		return u.anchor.Add((now.Sub(u.anchor)/every + 1) * every)
+	}
+	if !now.Before(u.nextBackoff) {
+		upstreamFlushBackoff(u.q, u.logger)
+		u.nextBackoff = after(backoffFlushEvery)
+	}
+	if !now.Before(u.nextLeftover) {
+		upstreamFlushLeftover(u.q, u.logger)
+		u.nextLeftover = after(leftoverFlushEvery)
+	}
 }
 
 // backoffPoppable reports whether upstream's Pop would take from backoffQ.
@@ -231,7 +280,7 @@ func backoffPoppable(q *queue.PriorityQueue) bool {
 }
 
 func clusterEvent(e schedq.Event) fwk.ClusterEvent {
-	return fwk.ClusterEvent{Resource: fwk.EventResource(e.Resource), ActionType: fwk.ActionType(e.Action), CustomLabel: e.CustomLabel}
+	return fwk.ClusterEvent{Resource: fwk.EventResource(e.Kind), ActionType: fwk.ActionType(e.Action), CustomLabel: e.Label}
 }
 
 // preEnqueue adapts our PreEnqueue plugin to upstream's interface.

@@ -1,0 +1,145 @@
+package schedq
+
+import (
+	"testing"
+	"time"
+)
+
+// machine is a test budget that measures its room afresh: a machine with
+// room for size items, of which placed are bound there and reserved are
+// promised to woken items.
+type machine struct{ size, placed, reserved int }
+
+func (m *machine) Take(job) bool {
+	if m.placed+m.reserved >= m.size {
+		return false
+	}
+	m.reserved++
+	return true
+}
+
+func (m *machine) Return(job) bool {
+	m.reserved--
+	return true
+}
+
+// budgetHarness parks the named items (priority as given) on Fit, and
+// makes every machine event offer the room of the machine it carries.
+func budgetHarness(t *testing.T, items ...job) *harness {
+	h := newHarness(t, func(c *Config[string, job]) {
+		c.Budget = func(ev Event, _, newObj any) (Budget[job], bool) {
+			m, ok := newObj.(*machine)
+			return m, ok
+		}
+		c.Hints["Fit"] = []EventHint[job]{{Event: evMachineAdd}, {Event: evMachineTaint}}
+	})
+	h.add(items...)
+	for range items {
+		h.fail(h.popName(), "Fit")
+	}
+	h.step(time.Minute) // every backoff is over
+	return h
+}
+
+func (h *harness) wantDeferred(name, by string) {
+	h.t.Helper()
+	x, err := h.c.Explain(name, h.now)
+	if err != nil || x.DeferredBy != by {
+		h.t.Fatalf("%s: deferred by %q (%v), want %q", name, x.DeferredBy, err, by)
+	}
+}
+
+func TestBudgetWakesInPopOrder(t *testing.T) {
+	h := budgetHarness(t, mk("a", 1), mk("b", 5), mk("c", 3), mk("d", 4), mk("e", 2))
+	h.move(evMachineAdd, &machine{size: 2})
+	for name, loc := range map[string]Location{"b": InActive, "d": InActive, "c": InUnschedulable, "e": InUnschedulable, "a": InUnschedulable} {
+		h.want(name, loc)
+	}
+	h.wantDeferred("c", "MachineAdd")
+	h.wantDeferred("b", "")
+	if x, _ := h.c.Explain("c", h.now); x.Reason == "" || x.String() == "" {
+		t.Fatal("no reason for a deferred item")
+	}
+}
+
+// TestBudgetRoomComesBack: room a woken item held is offered again, in
+// pop order, when its attempt fails, when it is deleted, and when it ends
+// having used none; once no woken item holds room, what is still deferred
+// stays parked for the next event.
+func TestBudgetRoomComesBack(t *testing.T) {
+	m := &machine{size: 1}
+	h := budgetHarness(t, mk("a", 1), mk("b", 3), mk("c", 2), mk("d", 4))
+	h.move(evMachineAdd, m)
+	h.want("d", InActive)
+	h.wantDeferred("b", "MachineAdd")
+
+	h.attemptFail("d", "Fit") // its attempt failed: the room is unused
+	h.want("d", InUnschedulable)
+	h.want("b", InActive)
+	h.wantDeferred("d", "") // parked again by its own failure, not deferred
+
+	if err := h.c.Delete("b", h.now); err != nil { // gone before its attempt
+		t.Fatal(err)
+	}
+	h.check()
+	h.want("c", InActive)
+
+	a := h.pop() // c, bound elsewhere: it used none of this machine's room
+	if err := h.c.Done(a, h.now); err != nil {
+		t.Fatal(err)
+	}
+	h.check()
+	h.want("a", InActive)
+
+	a = h.pop() // a, bound here
+	m.placed++
+	if err := h.c.Done(a, h.now); err != nil {
+		t.Fatal(err)
+	}
+	h.check()
+	h.want("d", InUnschedulable) // no room left and no woken item: settled
+	h.wantDeferred("d", "")
+	h.step(time.Minute)
+	h.move(evMachineAdd, &machine{size: 1}) // the next machine wakes it
+	h.want("d", InActive)
+}
+
+// TestBudgetFailureToBackoffReturnsRoom: a woken item whose attempt fails
+// but goes to backoff (an event during the attempt) gives its room back too.
+func TestBudgetFailureToBackoffReturnsRoom(t *testing.T) {
+	h := budgetHarness(t, mk("a", 2), mk("b", 1))
+	h.move(evMachineAdd, &machine{size: 1})
+	h.want("a", InActive)
+	h.wantDeferred("b", "MachineAdd")
+	a := h.pop()
+	h.move(evMachineTaint, &machine{size: 0}) // during the attempt; no room
+	if err := h.c.Requeue(a, Failure{UnschedulablePlugins: []string{"Fit"}}, h.now); err != nil {
+		t.Fatal(err)
+	}
+	h.check()
+	h.want("a", InBackoff) // the taint event sends it to backoff, not parking
+	h.want("b", InActive)  // and its room went to b
+}
+
+// TestBudgetGateKeepsNoRoom: an item that a PreEnqueue check parks again
+// on its way out holds no room; the next deferred item gets it.
+func TestBudgetGateKeepsNoRoom(t *testing.T) {
+	h := budgetHarness(t, mk("a", 2), mk("b", 1))
+	h.c.Update(mk("a", 2), job{name: "a", prio: 2, gated: true}, h.now) // gated while parked: stays parked on Fit
+	h.check()
+	h.move(evMachineAdd, &machine{size: 1})
+	h.want("a", InGated)
+	h.want("b", InActive)
+}
+
+// TestBudgetOff: without Config.Budget every item a hint accepts wakes.
+func TestBudgetOff(t *testing.T) {
+	h := newHarness(t)
+	h.add(mk("a", 1), mk("b", 2))
+	h.attemptFail("b", "Fit")
+	h.attemptFail("a", "Fit")
+	h.step(time.Minute)
+	h.move(evMachineAdd, &machine{size: 1})
+	h.want("a", InActive)
+	h.want("b", InActive)
+}

@@ -1,0 +1,67 @@
+// Package schedq is a scheduling queue: it decides which waiting item a
+// scheduler tries next, parks the items that cannot be placed until
+// something changes, and backs off the items that keep failing. It is the
+// queue of Kubernetes' kube-scheduler made generic: the items can be pods,
+// jobs, or any work that waits for room.
+//
+// # The places an item can be
+//
+//   - activeQ: ready to be tried, in priority order (Config.Priority or
+//     Config.Less); equals pop in the order they entered activeQ.
+//   - backoffQ: failed recently; waits out an exponential backoff
+//     (Config.InitialBackoff doubling up to Config.MaxBackoff).
+//   - unschedulable: parked after a plugin rejected it, until an event that
+//     plugin registered for (Config.Hints) and whose hint accepts the item,
+//     or until the leftover flush after Config.MaxInUnschedulable.
+//   - gated: held by a PreEnqueue check (Config.PreEnqueue) until it admits
+//     the item.
+//   - in flight: popped, and being tried.
+//
+// # Using it
+//
+// Pop returns an Attempt. When the attempt succeeds, pass it to Done; when
+// it fails, pass it to Requeue with the plugins that rejected the item.
+// Report what happens in the world with Move (an Event, with its objects
+// for the hints), and changes to queued items with Add, Update and Delete.
+// Activate sends items straight to activeQ. Get, Explain, Dump, Counts and
+// Stats read the queue.
+//
+// An event that happens while an item is in flight is remembered: if the
+// attempt then fails, the event can still send the item to be retried
+// rather than parked, so an attempt racing an event never strands its item.
+//
+// # Core and Queue
+//
+// Core is the deterministic state machine: it takes the current time as
+// an argument, starts no goroutines, takes no locks and reads no clock.
+// Tick(now) runs its periodic work (the backoff and leftover flushes) and
+// NextDeadline says when Tick next has work, so a simulation drives Core in
+// virtual time and idle time costs nothing. The same operations on the same
+// Core, at the same times, give the same results: ties are broken by entry
+// order, never by map order.
+//
+// Queue is Core behind one mutex, for concurrent use: Pop blocks until an
+// item is poppable (it is woken whenever an operation leaves one), and Run
+// drives Tick on Config.Clock. Of the caller's code, only what Config holds
+// runs under the lock: Key, Priority or Less, Match, UpdateEvents, the
+// hints, the PreEnqueue checks and the Recorder. All of them must be pure
+// and fast, and must not call back into the queue.
+//
+// # Cost
+//
+// With n queued items: Add, Update, Delete, Pop, Requeue and Activate of
+// one item are O(log n); Done, Get and Counts are O(1). A move request is
+// O(k log n) for the k items held back by the plugins the event concerns
+// (found through an index by plugin, not by a scan), plus one hint call per
+// such item and plugin. Tick is O(m log n) for m items moved, plus O(p) for
+// p parked items when the leftover flush runs. Explain is O(r) for r hint
+// registrations; Dump is O(n log n), of which the concurrent Queue holds its
+// lock for O(n). In steady state Add, Pop and Done allocate nothing.
+//
+// # Errors
+//
+// Errors wrap the sentinel errors (ErrClosed, ErrNotFound, ErrNotInFlight,
+// ErrAlreadyQueued, ErrInvalidConfig): test them with errors.Is. A late or
+// repeated Done or Requeue is refused with ErrNotInFlight and changes
+// nothing.
+package schedq

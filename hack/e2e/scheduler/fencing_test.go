@@ -1,0 +1,94 @@
+package scheduler
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// 8. Zombie leader: the leader is stopped (SIGSTOP) for longer than its
+// lease, the standby takes over, and the old leader is continued
+// (SIGCONT). The audit log, where each replica binds as a user of its
+// own, must show no binding request from the old leader after the new one
+// acquired the lease. The old leader does not exit: it goes back to
+// standby, and when the new leader dies it campaigns, wins and binds.
+func TestZombieLeader(t *testing.T) {
+	c := client(t)
+	ns := namespace(t, c)
+	name := "schedq-zombie"
+	lease := name
+	makeNodes(t, c, name, 20, nodeSpec{cpu: "8", memory: "16Gi"})
+	// A slow leader (20 bindings/s) still has bindings waiting for the
+	// rate limiter when it is stopped: they are what a zombie would send.
+	a := startReplica(t, "a", name, lease, "--kube-api-qps=20", "--kube-api-burst=20")
+	waitFor(t, time.Minute, "replica a to lead", func(context.Context) (bool, error) { return holder(t, c, lease) == "a", nil })
+	b := startReplica(t, "b", name, lease)
+	waitFor(t, time.Minute, "replica b to be ready (standby)", func(context.Context) (bool, error) {
+		return readyzBody(b.addr) == "ok: standby", nil
+	})
+	first := makePods(t, c, ns, "first", 400, podSpec{scheduler: name, cpu: "200m", memory: "64Mi"})
+	waitFor(t, time.Minute, "the leader to bind 40 pods", func(context.Context) (bool, error) {
+		return boundCount(bound(t, c, ns)) >= 40, nil
+	})
+	stopped := time.Now()
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "replica b to take the lease", func(context.Context) (bool, error) { return holder(t, c, lease) == "b", nil })
+	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	continued := time.Now()
+	waitFor(t, 30*time.Second, "replica a back in standby", func(context.Context) (bool, error) {
+		return readyzBody(a.addr) == "ok: standby", nil
+	})
+	waitBound(t, c, ns, first, 2*time.Minute)
+	checkFits(t, c, ns)
+
+	events := audit(t, cl)
+	took, ok := acquired(events, lease, "replica-b", stopped)
+	if !ok {
+		t.Fatal("the audit log has no lease acquisition by replica-b")
+	}
+	var byA, byB, zombie, zombieOK int
+	for _, e := range bindings(events, ns) {
+		switch e.User.Username {
+		case "replica-a":
+			byA++
+			if !e.RequestReceived.Before(took) {
+				zombie++
+				if e.ok() {
+					zombieOK++
+				}
+			}
+		case "replica-b":
+			byB++
+		}
+	}
+	if zombie != 0 {
+		t.Errorf("the old leader sent %d binding requests (%d succeeded) after replica b acquired the lease", zombie, zombieOK)
+	}
+	if d := doubleBinds(events, ns); len(d) > 0 {
+		t.Errorf("pods bound more than once: %v", d)
+	}
+	figure(t, "leader stopped for %v, until its 4s lease (counted from its last renewal) had expired and replica b acquired it, %v after the stop; "+
+		"binding requests: %d by a, %d by b, %d by a after b acquired",
+		continued.Sub(stopped).Round(time.Millisecond), took.Sub(stopped).Round(time.Millisecond), byA, byB, zombie)
+
+	// Lease lost, process alive: a campaigns again and takes over when b dies.
+	select {
+	case <-a.exited:
+		t.Fatalf("replica a exited after losing the lease: %v", a.err)
+	default:
+	}
+	killed := time.Now()
+	if err := b.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	second := makePods(t, c, ns, "second", 50, podSpec{scheduler: name, cpu: "200m", memory: "64Mi"})
+	waitFor(t, time.Minute, "replica a to lead again", func(context.Context) (bool, error) { return holder(t, c, lease) == "a", nil })
+	waitBound(t, c, ns, second, time.Minute)
+	checkFits(t, c, ns)
+	figure(t, "after b was killed, a (back from standby) bound 50 new pods %v later", time.Since(killed).Round(time.Millisecond))
+}

@@ -1,0 +1,195 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
+	apirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/server"
+	genericfilters "k8s.io/apiserver/pkg/server/filters"
+	apiserveroptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/client-go/kubernetes/scheme"
+	netutils "k8s.io/utils/net"
+)
+
+// DefaultSecurePort is the default HTTPS port of /metrics, /debug/queue
+// and the health endpoints.
+const DefaultSecurePort = 10351
+
+// ServingOptions configure the HTTPS endpoints: their requests are
+// authenticated (TokenReview, client certificates) and authorized
+// (SubjectAccessReview) by the API server, as kube-scheduler's are, except
+// /healthz, /readyz and /livez, which are open. (Options.Address is the
+// plain-HTTP alternative, for development on loopback only.)
+type ServingOptions struct {
+	// Secure is the HTTPS port. BindPort 0 (or nil) turns it off. Without
+	// a certificate, a self-signed one is made in memory.
+	Secure *apiserveroptions.SecureServingOptions
+	// Authentication and Authorization delegate to the API server. Their
+	// kubeconfig defaults to the scheduler's --kubeconfig.
+	Authentication *apiserveroptions.DelegatingAuthenticationOptions
+	Authorization  *apiserveroptions.DelegatingAuthorizationOptions
+}
+
+// NewServingOptions returns the defaults: HTTPS on 0.0.0.0:10351.
+func NewServingOptions() *ServingOptions {
+	o := &ServingOptions{
+		Secure:         apiserveroptions.NewSecureServingOptions(),
+		Authentication: apiserveroptions.NewDelegatingAuthenticationOptions(),
+		Authorization:  apiserveroptions.NewDelegatingAuthorizationOptions(),
+	}
+	o.Secure.BindPort = DefaultSecurePort
+	o.Secure.ServerCert.CertDirectory = "" // in memory: the root filesystem may be read-only
+	o.Secure.ServerCert.PairName = "schedq"
+	// A cluster without the front-proxy configuration (no requestheader
+	// CA) still authenticates tokens.
+	o.Authentication.TolerateInClusterLookupFailure = true
+	o.Authorization.AlwaysAllowPaths = healthPaths
+	return o
+}
+
+var healthPaths = []string{"/healthz", "/readyz", "/livez"}
+
+// AddFlags adds k8s.io/apiserver's secure serving, authentication and
+// authorization flags.
+func (o *ServingOptions) AddFlags(fs *pflag.FlagSet) {
+	o.Secure.AddFlags(fs)
+	o.Authentication.AddFlags(fs)
+	o.Authorization.AddFlags(fs)
+}
+
+// checkLoopback refuses a plain-HTTP address that is not on loopback.
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--address %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip := netutils.ParseIPSloppy(host)
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("--address %q: plain HTTP serves /metrics and /debug/queue without authentication, so it must be a loopback address (127.0.0.1 or ::1); use --secure-port for anything else", addr)
+	}
+	return nil
+}
+
+// securePort is the configured HTTPS endpoint, ready to serve.
+type securePort struct {
+	info  *server.SecureServingInfo
+	authn authenticator.Request
+	authz authorizer.Authorizer
+}
+
+// prepare validates the options and opens the listeners' configuration:
+// errors here name the flag and stop the start-up.
+func (o *ServingOptions) prepare(kubeconfig string) (*securePort, error) {
+	if o == nil || o.Secure == nil || (o.Secure.BindPort <= 0 && o.Secure.Listener == nil) {
+		return nil, nil
+	}
+	var errs []error
+	errs = append(errs, o.Secure.Validate()...)
+	errs = append(errs, o.Authentication.Validate()...)
+	errs = append(errs, o.Authorization.Validate()...)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := o.Secure.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{netutils.ParseIPSloppy("127.0.0.1")}); err != nil {
+		return nil, fmt.Errorf("self-signed serving certificate: %w", err)
+	}
+	if o.Authentication.RemoteKubeConfigFile == "" {
+		o.Authentication.RemoteKubeConfigFile = kubeconfig
+	}
+	if o.Authorization.RemoteKubeConfigFile == "" {
+		o.Authorization.RemoteKubeConfigFile = kubeconfig
+	}
+	p := &securePort{}
+	if err := o.Secure.ApplyTo(&p.info); err != nil {
+		return nil, fmt.Errorf("--secure-port %d: %w", o.Secure.BindPort, err)
+	}
+	var authn server.AuthenticationInfo
+	if err := o.Authentication.ApplyTo(&authn, p.info, nil); err != nil {
+		p.info.Listener.Close()
+		return nil, fmt.Errorf("delegated authentication: %w", err)
+	}
+	var authz server.AuthorizationInfo
+	if err := o.Authorization.ApplyTo(&authz); err != nil {
+		p.info.Listener.Close()
+		return nil, fmt.Errorf("delegated authorization: %w", err)
+	}
+	p.authn, p.authz = refuseAnonymous(authn.Authenticator), authz.Authorizer
+	return p, nil
+}
+
+// refuseAnonymous makes an anonymous request unauthenticated: the
+// delegating authenticator lets anonymous requests through to the
+// authorizer, and an API server whose authorizer allows everything would
+// then let anyone read /metrics and /debug/queue.
+func refuseAnonymous(a authenticator.Request) authenticator.Request {
+	return authenticator.RequestFunc(func(req *http.Request) (*authenticator.Response, bool, error) {
+		resp, ok, err := a.AuthenticateRequest(req)
+		if ok && resp.User.GetName() == user.Anonymous {
+			return nil, false, nil
+		}
+		return resp, ok, err
+	})
+}
+
+// guarded serves the health paths as they are and every other path behind
+// authentication and authorization.
+func guarded(h http.Handler, authn authenticator.Request, authz authorizer.Authorizer) http.Handler {
+	resolver := &apirequest.RequestInfoFactory{}
+	protected := genericapifilters.WithAuthorization(h, authz, scheme.Codecs)
+	protected = genericapifilters.WithAuthentication(protected, authn, genericapifilters.Unauthorized(scheme.Codecs), nil, nil)
+	protected = genericapifilters.WithRequestInfo(protected, resolver)
+	protected = genericfilters.WithPanicRecovery(protected, resolver)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, p := range healthPaths {
+			if r.URL.Path == p {
+				h.ServeHTTP(w, r)
+				return
+			}
+		}
+		protected.ServeHTTP(w, r)
+	})
+}
+
+// serveSecure serves h on the HTTPS port until ctx ends.
+func (p *securePort) serve(ctx context.Context, h http.Handler, log *slog.Logger) error {
+	if _, _, err := p.info.Serve(guarded(h, p.authn, p.authz), 5*time.Second, ctx.Done()); err != nil {
+		return fmt.Errorf("secure serving: %w", err)
+	}
+	log.Info("serving HTTPS", "address", p.info.Listener.Addr().String())
+	return nil
+}
+
+// serveInsecure serves h on plain HTTP until ctx ends.
+func serveInsecure(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--address %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http", "err", err)
+		}
+	}()
+	context.AfterFunc(ctx, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	})
+	log.Warn("serving plain HTTP without authentication (development only)", "address", ln.Addr().String())
+	return nil
+}

@@ -1,0 +1,215 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/clock"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/scheduler"
+)
+
+// terms runs the terms of leadership (one term, without leader election):
+// each schedules from the current queue with a binder of its own, and
+// ends when its context does, once its bindings have ended.
+type terms struct {
+	queues   *switchQueue
+	cache    *scheduler.Cache
+	handlers *scheduler.Handlers
+	pods     cache.SharedIndexInformer
+	qcfg     schedq.Config[types.NamespacedName, *v1.Pod]
+	client   kubernetes.Interface
+	fence    *fence
+	backoff  *outageBackoff
+	reporter scheduler.Reporter
+	opts     scheduler.Options
+	state    *state
+	log      *slog.Logger
+}
+
+// run schedules until ctx ends. Before each pop it waits for the fence
+// (the lease is known to be held) and for the outage backoff; the fence is
+// checked again before each binding and when its request leaves.
+func (t *terms) run(ctx context.Context) {
+	q := t.queues.get()
+	binder := scheduler.NewAPIBinder(t.client, 0)
+	s := scheduler.New(q, t.cache, guardedBinder{next: binder, fence: t.fence, backoff: t.backoff}, t.reporter, t.opts)
+	t.state.leading.Store(true)
+	t.log.Info("scheduling")
+	for {
+		if t.fence.wait(ctx) != nil || t.backoff.wait(ctx) != nil {
+			break
+		}
+		info, err := q.Pop(ctx)
+		if err != nil {
+			break
+		}
+		s.ScheduleOne(ctx, info)
+	}
+	// Bindings in flight were cancelled with ctx; those refused or
+	// cancelled have given their pods back to the cache by now.
+	binder.Wait()
+	t.state.leading.Store(false)
+}
+
+// rebuild replaces the ended term's queue by a new one holding every
+// pending pod of ours the pod informer knows, through the handlers (so
+// that a pod is queued as an informer event would queue it).
+func (t *terms) rebuild(ctx context.Context) {
+	cfg := t.qcfg
+	if cfg.Budget != nil {
+		cfg.Budget = scheduler.WakeBudget(t.cache) // a fresh ledger: the old term's promises died with it
+	}
+	next, err := schedq.New(cfg)
+	if err != nil {
+		t.log.Error("new queue; keeping the old one", "err", err)
+		return
+	}
+	t.queues.replace(ctx, next, func(q *podQueue) {
+		h := *t.handlers
+		h.Queue = q
+		for _, obj := range t.pods.GetStore().List() {
+			if p, ok := obj.(*v1.Pod); ok && p.Spec.NodeName == "" {
+				h.AddPod(p)
+			}
+		}
+	})
+	counts := next.Counts()
+	t.log.Info("queue rebuilt for the next term", "pending", counts.Active+counts.Backoff+counts.Unschedulable+counts.Gated)
+}
+
+// campaign runs leader election until ctx ends: it runs term while it
+// leads, and after a lost lease goes back to standby (the caches stay
+// warm) and campaigns again. On SIGTERM the lease is released only once
+// the term and its bindings have ended, so a successor never overlaps.
+func campaign(ctx context.Context, client kubernetes.Interface, f *fence, o Options, log *slog.Logger, term func(context.Context)) error {
+	identity := o.Identity
+	if identity == "" {
+		host, _ := os.Hostname()
+		identity = fmt.Sprintf("%s_%d", host, os.Getpid())
+	}
+	lock := &fencedLock{fence: f, Interface: &resourcelock.LeaseLock{
+		LeaseMeta:  metav1ObjectMeta(o.LeaseNamespace, o.LeaseName),
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+	}}
+	for {
+		log.Info("waiting for the lease", "lease", o.LeaseNamespace+"/"+o.LeaseName, "identity", identity)
+		if err := campaignOnce(ctx, lock, f, o, log, term); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return shutdownErr(ctx)
+		}
+		log.Warn("lost the leader lease: back to standby, campaigning again", "identity", identity)
+		if err := awaitLease(ctx, lock.Interface, o.Clock); err != nil {
+			return shutdownErr(ctx)
+		}
+	}
+}
+
+// awaitLease returns once the lease can be read (or is known not to
+// exist), polling every leasePoll. A term that ended because the API
+// server went away thus campaigns again as soon as it is back, with the
+// elector's immediate first attempt, rather than up to 2.2 retry periods
+// later (the elector's jittered retry).
+func awaitLease(ctx context.Context, lock resourcelock.Interface, clk clock.Clock) error {
+	for {
+		gctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, _, err := lock.Get(gctx)
+		cancel()
+		if err == nil || apierrors.IsNotFound(err) {
+			return nil
+		}
+		select {
+		case <-clk.After(leasePoll):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+const leasePoll = 250 * time.Millisecond
+
+// campaignOnce runs one leader elector until it stops leading (or ctx
+// ends), and waits for its term to end.
+func campaignOnce(ctx context.Context, lock *fencedLock, f *fence, o Options, log *slog.Logger, term func(context.Context)) error {
+	var ts termGuard
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   o.LeaseDuration,
+		RenewDeadline:   o.RenewDeadline,
+		RetryPeriod:     o.RetryPeriod,
+		ReleaseOnCancel: true,
+		Name:            o.SchedulerName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(lctx context.Context) {
+				ts.run(func() {
+					tctx, cancel := context.WithCancel(lctx)
+					defer cancel()
+					defer context.AfterFunc(ctx, cancel)()
+					f.begin(cancel)
+					defer f.end()
+					term(tctx)
+				})
+			},
+			// The fence closed at the first failed renewal already.
+			OnStoppedLeading: f.end,
+			OnNewLeader: func(id string) {
+				log.Info("leader", "identity", id, "me", id == lock.Identity())
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	leCtx, leCancel := context.WithCancel(context.Background())
+	defer leCancel()
+	stop := context.AfterFunc(ctx, func() {
+		ts.close()
+		leCancel()
+	})
+	defer stop()
+	le.Run(leCtx)
+	ts.close()
+	return nil
+}
+
+// termGuard runs at most the terms started before close, and close waits
+// for them to end.
+type termGuard struct {
+	mu      sync.Mutex
+	closed  bool
+	running sync.WaitGroup
+}
+
+func (g *termGuard) run(f func()) {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return
+	}
+	g.running.Add(1)
+	g.mu.Unlock()
+	defer g.running.Done()
+	f()
+}
+
+func (g *termGuard) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.running.Wait()
+}

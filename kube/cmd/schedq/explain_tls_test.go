@@ -1,0 +1,52 @@
+package main
+
+import (
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestExplainOverHTTPS: explain reaches a scheduler's HTTPS port with a
+// bearer token, verifying its certificate against --certificate-authority
+// or not at all with --insecure-skip-tls-verify, and refuses an
+// unverified certificate otherwise.
+func TestExplainOverHTTPS(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer s3cret" {
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprintln(w, "Unauthorized")
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprintln(w, "ready: waiting in activeQ")
+	}))
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) {
+		return execute(append([]string{"explain", "default/web-0", "--address", srv.URL}, args...)...)
+	}
+	if out, err := run("--token", "s3cret", "--certificate-authority", ca); err != nil || out != "ready: waiting in activeQ\n" {
+		t.Fatalf("with the CA: %q, %v", out, err)
+	}
+	if out, err := run("--token", "s3cret", "--insecure-skip-tls-verify"); err != nil || out != "ready: waiting in activeQ\n" {
+		t.Fatalf("unverified: %q, %v", out, err)
+	}
+	if _, err := run("--token", "s3cret"); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("an unknown certificate must be refused: %v", err)
+	}
+	if _, err := run("--insecure-skip-tls-verify"); err == nil || !strings.Contains(err.Error(), "HTTP 401") {
+		t.Fatalf("without the token: %v", err)
+	}
+	if _, err := run("--certificate-authority", "/no/such/ca.pem"); err == nil || !strings.Contains(err.Error(), "--certificate-authority") {
+		t.Fatalf("missing CA file: %v", err)
+	}
+}

@@ -1,0 +1,122 @@
+package plugins
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// RoomLedger keeps the room that nodes have promised to pods the queue
+// woke for them, across the queue's events, as NodeResourcesFit counts
+// room: a node's room is its allocatable, less what its pods (bound and
+// assumed) request, less what it has promised. One ledger serves one
+// queue; it is used under the queue's lock only, so it needs none.
+//
+// view reads the scheduler's cache (Cache.View) and nodeOf says where the
+// cache holds a pod (Cache.NodeOf); the ledger calls them under the
+// queue's lock, which is safe because the cache never calls the queue.
+type RoomLedger struct {
+	view     func(func(framework.Snapshot))
+	nodeOf   func(types.NamespacedName) (string, bool)
+	promised map[string]*promise
+}
+
+type promise struct {
+	res  framework.Resource
+	pods int64
+}
+
+// NewRoomLedger returns an empty ledger over the cache that view and nodeOf
+// read.
+func NewRoomLedger(view func(func(framework.Snapshot)), nodeOf func(types.NamespacedName) (string, bool)) *RoomLedger {
+	return &RoomLedger{view: view, nodeOf: nodeOf, promised: map[string]*promise{}}
+}
+
+// Room returns the room of the named node, as a schedq.Budget.
+func (l *RoomLedger) Room(node string) *NodeRoom {
+	return &NodeRoom{l: l, node: node, to: map[types.NamespacedName]framework.Resource{}}
+}
+
+// fits reports whether the node, with what it promised, can hold one more
+// pod requesting req; a node that is gone cannot.
+func (l *RoomLedger) fits(node string, req framework.Resource) bool {
+	ok := false
+	l.view(func(s framework.Snapshot) {
+		ni, found := s.Node(node)
+		if !found {
+			return
+		}
+		used, pods := l.claims(ni)
+		ok = len(shortages(req, ni.Allocatable, used, pods)) == 0
+	})
+	return ok
+}
+
+// claims returns what the node's pods request and it promised, in all,
+// and how many pods they are.
+func (l *RoomLedger) claims(ni *framework.NodeInfo) (framework.Resource, int64) {
+	var used framework.Resource // a copy: Add writes into Scalar
+	used.Add(ni.Requested)
+	pods := int64(len(ni.Pods))
+	if p := l.promised[ni.Name()]; p != nil {
+		used.Add(p.res)
+		pods += p.pods
+	}
+	return used, pods
+}
+
+func (l *RoomLedger) promise(node string, req framework.Resource, sign int64) {
+	p := l.promised[node]
+	if p == nil {
+		p = &promise{}
+		l.promised[node] = p
+	}
+	if sign > 0 {
+		p.res.Add(req)
+	} else {
+		p.res.Sub(req)
+	}
+	if p.pods += sign; p.pods == 0 {
+		delete(l.promised, node)
+	}
+}
+
+// NodeRoom is one event's room on one node: a schedq.Budget. Take promises
+// a pod room if the node can hold it now, besides what it promised
+// already; Return takes the promise back when the pod's attempt ended.
+type NodeRoom struct {
+	l    *RoomLedger
+	node string
+	to   map[types.NamespacedName]framework.Resource
+}
+
+var _ schedq.Budget[*v1.Pod] = (*NodeRoom)(nil)
+
+// Take promises pod room on the node if it fits.
+func (r *NodeRoom) Take(pod *v1.Pod) bool {
+	req := requestsOf(pod)
+	if !r.l.fits(r.node, req) {
+		return false
+	}
+	r.l.promise(r.node, req, 1)
+	r.to[framework.Key(pod)] = req
+	return true
+}
+
+// Return takes back the room promised to pod. It reports whether room may
+// have come back: yes if the pod was placed nowhere. If it was placed, here
+// or elsewhere, it used room that some node had (the scheduler places a
+// pod where it fits best, not where it was promised room), and the pods
+// still holding promises will find what is left; the queue offers this
+// node's room once more when the last of them ends.
+func (r *NodeRoom) Return(pod *v1.Pod) bool {
+	key := framework.Key(pod)
+	if req, ok := r.to[key]; ok {
+		delete(r.to, key)
+		r.l.promise(r.node, req, -1)
+	}
+	_, placed := r.l.nodeOf(key)
+	return !placed
+}

@@ -1,0 +1,211 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// assumption is a pod assumed on a node while its binding is under way.
+type assumption struct {
+	uid  types.UID
+	node string
+	b    *pendingBinding // nil: never aborted
+}
+
+// The states of a pendingBinding.
+const (
+	bindPending int32 = iota
+	bindStarted       // the request may have been sent
+	bindAborted       // the node went first: the request is never sent
+)
+
+// pendingBinding is an assumed pod's binding, shared by the cache, which
+// moves it from pending to started or aborted under its lock, and the
+// scheduler.
+type pendingBinding struct {
+	state atomic.Int32
+	abort func() // called, outside the cache's lock, once aborted
+}
+
+// newBinding returns the binding of an attempt, which aborts by requeueing.
+func (s *Scheduler) newBinding(info Attempt, node string) *pendingBinding {
+	return &pendingBinding{abort: func() { s.aborted(info, node) }}
+}
+
+// ErrNodeDeleted ends a binding that did not start because the node's
+// deletion was seen first.
+var ErrNodeDeleted = errors.New("the node was deleted before the binding started")
+
+// StartBinding is called just before a binding request is sent. It reports
+// whether the pod is still assumed on node and node still exists; if so the
+// binding counts as started, and a deletion of the node seen from now on no
+// longer aborts it. If not, the request must not be sent.
+func (c *Cache) StartBinding(pod *v1.Pod, node string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.assumed[framework.Key(pod)]
+	if !ok || a.uid != pod.UID || a.node != node {
+		return false
+	}
+	if _, exists := c.nodes[node]; !exists {
+		return false
+	}
+	return a.b == nil || a.b.state.CompareAndSwap(bindPending, bindStarted) || a.b.state.Load() == bindStarted
+}
+
+// abortOnLocked forgets the pods assumed on node whose binding has not
+// started and returns their abort functions, to be called after unlocking.
+func (c *Cache) abortOnLocked(node string) []func() {
+	var aborts []func()
+	for key, a := range c.assumed {
+		if a.node != node || a.b == nil || !a.b.state.CompareAndSwap(bindPending, bindAborted) {
+			continue
+		}
+		c.removeLocked(key)
+		delete(c.assumed, key)
+		if a.b.abort != nil {
+			aborts = append(aborts, a.b.abort)
+		}
+	}
+	return aborts
+}
+
+// GuardedBinder is a Binder that calls start just before it sends the
+// binding request, and does not send it (calling done with ErrNodeDeleted)
+// if start returns false. APIBinder is one. For other binders, the
+// scheduler checks start itself just before calling Bind.
+type GuardedBinder interface {
+	BindGuarded(ctx context.Context, pod *v1.Pod, node string, start func() bool, done func(error))
+}
+
+// bind starts the binding of an assumed pod.
+func (s *Scheduler) bind(ctx context.Context, info Attempt, node string, pb *pendingBinding, start time.Time) {
+	pod := info.Item
+	ready := func() bool { return s.cache.StartBinding(pod, node) }
+	done := func(err error) { s.bound(ctx, info, node, pb, start, err) }
+	if gb, ok := s.binder.(GuardedBinder); ok {
+		gb.BindGuarded(ctx, pod, node, ready, done)
+		return
+	}
+	if !ready() {
+		done(ErrNodeDeleted)
+		return
+	}
+	s.binder.Bind(ctx, pod, node, done)
+}
+
+// aborted handles an assumed pod whose node was deleted before its binding
+// started: the cache has forgotten it already; it goes back to the queue
+// as an error, to be tried again on the nodes that remain.
+func (s *Scheduler) aborted(info Attempt, node string) {
+	pod := info.Item
+	s.o.Logger.Debug("binding not started: node deleted", "pod", framework.Key(pod), "node", node)
+	s.o.Metrics.binding(bindingNodeDeleted, 0)
+	if err := s.queue.Requeue(info, schedq.Failure{}); err != nil {
+		s.o.Logger.Debug("requeue after node deletion", "pod", framework.Key(pod), "err", err)
+	}
+}
+
+// The results of a binding, as the bindings_total metric names them.
+const (
+	bindingSuccess     = "success"
+	bindingError       = "error"
+	bindingConflict    = "conflict"     // already bound (409), by another replica most likely
+	bindingGone        = "gone"         // the pod no longer exists (404)
+	bindingTerminating = "terminating"  // its namespace is being deleted
+	bindingNodeDeleted = "node_deleted" // not sent: the node went first
+)
+
+// bindingResult classifies a binding error. A conflict (the pod is bound
+// already, or was recreated under its name) and a vanished pod are not
+// failures of ours: there is nothing left to schedule. A namespace being
+// deleted refuses every binding in it for good.
+func bindingResult(err error) string {
+	switch {
+	case err == nil:
+		return bindingSuccess
+	case errors.Is(err, ErrNodeDeleted):
+		return bindingNodeDeleted
+	case apierrors.IsConflict(err):
+		return bindingConflict
+	case apierrors.IsNotFound(err):
+		return bindingGone
+	case apierrors.IsForbidden(err) && apierrors.HasStatusCause(err, v1.NamespaceTerminatingCause):
+		return bindingTerminating
+	}
+	return bindingError
+}
+
+// bound finishes a binding.
+func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pendingBinding, start time.Time, err error) {
+	pod := info.Item
+	key := framework.Key(pod)
+	result := bindingResult(err)
+	if result == bindingNodeDeleted {
+		// Not sent. If the node's deletion aborted it, the abort requeues
+		// the pod. Otherwise the assumption went another way: the pod was
+		// deleted, or seen bound by someone else. Nothing to retry.
+		if pb.state.Load() != bindAborted {
+			s.cache.Forget(pod)
+			s.done(info)
+		}
+		return
+	}
+	s.o.Metrics.binding(result, s.o.Now().Sub(start))
+	switch result {
+	case bindingSuccess:
+		s.done(info)
+		s.reporter.Scheduled(ctx, pod, node)
+	case bindingConflict, bindingGone:
+		// Bound elsewhere, recreated, or deleted: end the attempt quietly.
+		// Forget keeps the pod if the cache has seen it bound meanwhile.
+		s.cache.Forget(pod)
+		s.done(info)
+		s.o.Logger.Debug("binding: pod bound elsewhere or gone", "pod", key, "node", node, "result", result, "err", err)
+	case bindingTerminating:
+		// Events and bindings are refused in that namespace; the namespace
+		// controller deletes the pod soon. Say so once, and drop it.
+		s.cache.Forget(pod)
+		s.done(info)
+		s.o.Logger.Info("dropping pod: its namespace is terminating", "pod", key)
+	default:
+		s.cache.Forget(pod)
+		if errors.Is(err, context.Canceled) {
+			return // shutting down: the next leader starts from the API server
+		}
+		if _, onNode := s.cache.NodeOf(key); onNode {
+			// The informer has shown it bound (Forget keeps such a pod): the
+			// request went through after all (a timeout on the answer, say),
+			// or another replica bound it. Not a failure to report.
+			s.done(info)
+			s.o.Logger.Debug("binding: error, but the pod is bound", "pod", key, "err", err)
+			return
+		}
+		s.o.Logger.Warn("binding failed", "pod", key, "node", node, "err", err)
+		// Report before requeueing: this runs beside the scheduling loop,
+		// which could otherwise bind the pod again before the
+		// PodScheduled=False patch lands, and the patch would then
+		// contradict the binding.
+		s.reporter.Unschedulable(ctx, pod, "SchedulerError", fmt.Sprintf("binding rejected: %v", err))
+		if qerr := s.queue.Requeue(info, schedq.Failure{}); qerr != nil {
+			s.o.Logger.Debug("requeue after binding failure", "pod", key, "err", qerr)
+		}
+	}
+}
+
+// done ends an attempt that needs no requeue.
+func (s *Scheduler) done(info Attempt) {
+	if err := s.queue.Done(info); err != nil {
+		s.o.Logger.Debug("done after binding", "pod", framework.Key(info.Item), "err", err)
+	}
+}

@@ -1,0 +1,363 @@
+package scheduler
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// apiFixture is a fixture whose binder and reporter are the real ones, on
+// the client-go fake clientset.
+type apiFixture struct {
+	*fixture
+	client *fake.Clientset
+	binder *APIBinder
+	events *events.FakeRecorder
+	m      *Metrics
+	reg    *prometheus.Registry
+	logs   *bytes.Buffer
+
+	mu    sync.Mutex
+	binds []string // pod->node of every binding request sent
+}
+
+func newAPIFixture(t *testing.T, parallelism int, bindErr func(pod string) error) *apiFixture {
+	t.Helper()
+	f := &apiFixture{fixture: newFixture(t), client: fake.NewClientset(), events: events.NewFakeRecorder(100),
+		reg: prometheus.NewRegistry(), logs: &bytes.Buffer{}}
+	m, err := NewMetrics(f.reg, "schedq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.m = m
+	f.client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "binding" {
+			return false, nil, nil
+		}
+		b := a.(k8stesting.CreateAction).GetObject().(*v1.Binding)
+		f.mu.Lock()
+		f.binds = append(f.binds, b.Name+"->"+b.Target.Name)
+		f.mu.Unlock()
+		return true, nil, bindErr(b.Name)
+	})
+	f.binder = NewAPIBinder(f.client, parallelism)
+	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	rep := APIReporter{Client: f.client, Recorder: f.events, Logger: log}
+	f.s = New(f.q, f.c, f.binder, rep, Options{Profile: testProfile(), Rand: rand.New(rand.NewPCG(1, 1)), Metrics: m, Logger: log})
+	return f
+}
+
+// statusPatches counts the patches of pods/status sent.
+func (f *apiFixture) statusPatches() int {
+	n := 0
+	for _, a := range f.client.Actions() {
+		if a.GetVerb() == "patch" && a.GetSubresource() == "status" {
+			n++
+		}
+	}
+	return n
+}
+
+func (f *apiFixture) bindings(result string) float64 {
+	return testutil.ToFloat64(f.m.bindings.WithLabelValues(result))
+}
+
+var podsResource = schema.GroupResource{Resource: "pods"}
+
+func alreadyAssigned(pod string) error {
+	return apierrors.NewConflict(podsResource, pod, &alreadyAssignedErr{pod})
+}
+
+type alreadyAssignedErr struct{ pod string }
+
+func (e *alreadyAssignedErr) Error() string {
+	return "pod " + e.pod + " is already assigned to node \"other\""
+}
+
+// A binding refused because another replica bound the pod (409), or
+// because the pod is gone (404), ends the attempt: no PodScheduled=False
+// patch, no FailedScheduling event, no requeue; a "conflict" or "gone"
+// binding in the metric.
+func TestBindingConflictIsNotAFailure(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err    func(string) error
+		result string
+	}{
+		"409 already assigned": {alreadyAssigned, bindingConflict},
+		"404 pod gone":         {func(p string) error { return apierrors.NewNotFound(podsResource, p) }, bindingGone},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newAPIFixture(t, 0, tc.err)
+			f.h.AddNode(node("n", 1000))
+			p := pod("p", 100)
+			f.h.AddPod(p)
+			f.once()
+			f.binder.Wait()
+			if n := f.statusPatches(); n != 0 {
+				t.Errorf("%d PodScheduled patches on a pod another replica bound", n)
+			}
+			if n := len(f.events.Events); n != 0 {
+				t.Errorf("%d events, first %q", n, <-f.events.Events)
+			}
+			if _, loc, ok := f.q.Get(framework.Key(p)); ok {
+				t.Errorf("the pod is queued again (%v)", loc)
+			}
+			if c := f.q.Counts(); c.InFlight != 0 {
+				t.Errorf("the attempt was not ended: %+v", c)
+			}
+			if _, ok := f.c.NodeOf(framework.Key(p)); ok {
+				t.Error("the pod is still assumed, though the cache never saw it bound")
+			}
+			if got := f.bindings(tc.result); got != 1 {
+				t.Errorf("bindings_total{result=%q} = %v, want 1", tc.result, got)
+			}
+			if got := f.bindings(bindingError); got != 0 {
+				t.Errorf("bindings_total{result=error} = %v, want 0", got)
+			}
+			if n := strings.Count(f.logs.String(), "bound elsewhere or gone"); n != 1 {
+				t.Errorf("logged %d times, want once:\n%s", n, f.logs)
+			}
+		})
+	}
+}
+
+// If the informer has shown the pod bound (on another node) before the
+// conflict comes back, the cache keeps that binding.
+func TestBindingConflictKeepsWhatTheCacheSaw(t *testing.T) {
+	var f *apiFixture
+	p := pod("p", 100)
+	f = newAPIFixture(t, 0, func(name string) error {
+		bound := p.DeepCopy()
+		bound.Spec.NodeName = "other"
+		f.h.UpdatePod(p, bound) // the other replica's binding, seen first
+		return alreadyAssigned(name)
+	})
+	f.h.AddNode(node("n", 1000))
+	f.h.AddNode(node("other", 1000))
+	f.h.AddPod(p)
+	f.once()
+	f.binder.Wait()
+	if n, ok := f.c.NodeOf(framework.Key(p)); !ok || n != "other" {
+		t.Fatalf("cache has the pod on %q (%v), want the other replica's node", n, ok)
+	}
+	if f.statusPatches() != 0 || len(f.events.Events) != 0 {
+		t.Fatal("reported a failure on a bound pod")
+	}
+}
+
+func namespaceTerminating(pod string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden,
+		Message: "pods \"" + pod + "\" is forbidden: unable to create new content in namespace default because it is being terminated",
+		Details: &metav1.StatusDetails{Name: pod, Kind: "pods", Causes: []metav1.StatusCause{{
+			Type: v1.NamespaceTerminatingCause, Message: "namespace default is being terminated", Field: "metadata.namespace",
+		}}},
+	}}
+}
+
+// A pod whose namespace is terminating is dropped after its binding is
+// refused, with one log line: not requeued (it would be refused forever),
+// and no status patch or event (which the namespace would refuse too).
+func TestBindingInTerminatingNamespaceDrops(t *testing.T) {
+	f := newAPIFixture(t, 0, namespaceTerminating)
+	f.h.AddNode(node("n", 1000))
+	p := pod("p", 100)
+	f.h.AddPod(p)
+	f.once()
+	f.binder.Wait()
+	if _, loc, ok := f.q.Get(framework.Key(p)); ok {
+		t.Fatalf("the pod is queued again (%v): it would be retried forever", loc)
+	}
+	if c := f.q.Counts(); c.InFlight != 0 || queued(c) != 0 {
+		t.Fatalf("queue %+v", c)
+	}
+	if f.statusPatches() != 0 || len(f.events.Events) != 0 {
+		t.Fatal("reported a failure into a terminating namespace")
+	}
+	if n := strings.Count(f.logs.String(), "namespace is terminating"); n != 1 {
+		t.Fatalf("logged %d times, want once:\n%s", n, f.logs)
+	}
+	if got := f.bindings(bindingTerminating); got != 1 {
+		t.Fatalf("bindings_total{result=terminating} = %v", got)
+	}
+	// A plain Forbidden (RBAC, say) is still an error, reported and retried.
+	g := newAPIFixture(t, 0, func(p string) error { return apierrors.NewForbidden(podsResource, p, errFake) })
+	g.h.AddNode(node("n", 1000))
+	g.h.AddPod(p)
+	g.once()
+	g.binder.Wait()
+	if _, loc, _ := g.q.Get(framework.Key(p)); loc != schedq.InBackoff {
+		t.Fatalf("a Forbidden binding is %v, want backoff", loc)
+	}
+	if g.statusPatches() != 1 {
+		t.Fatalf("%d patches for a refused binding, want 1", g.statusPatches())
+	}
+}
+
+var errFake = &alreadyAssignedErr{"x"}
+
+// guardedBinder holds bindings, with their start guard, until the test
+// runs them.
+type guardedBinder struct {
+	start []func() bool
+	done  []func(error)
+}
+
+func (b *guardedBinder) Bind(ctx context.Context, p *v1.Pod, node string, done func(error)) {
+	b.BindGuarded(ctx, p, node, nil, done)
+}
+
+func (b *guardedBinder) BindGuarded(_ context.Context, _ *v1.Pod, _ string, start func() bool, done func(error)) {
+	b.start, b.done = append(b.start, start), append(b.done, done)
+}
+
+// A node deleted while a binding to it waits is never bound to: the
+// assumed pod is forgotten and requeued at once, and the binding, when its
+// turn comes, is not sent.
+func TestNodeDeletedBeforeBindingStarts(t *testing.T) {
+	f := newFixture(t)
+	gb := &guardedBinder{}
+	f.s = New(f.q, f.c, gb, f.r, Options{Profile: testProfile(), Rand: rand.New(rand.NewPCG(1, 1))})
+	n := node("n", 1000)
+	f.h.AddNode(n)
+	p := pod("p", 100)
+	f.h.AddPod(p)
+	if out := f.once(); out.Node != "n" {
+		t.Fatalf("outcome %+v", out)
+	}
+	f.h.DeleteNode(n)
+	key := framework.Key(p)
+	if _, ok := f.c.NodeOf(key); ok {
+		t.Fatal("still assumed on the deleted node")
+	}
+	info, loc, ok := f.q.Get(key)
+	if !ok || loc == schedq.InFlight || info.ConsecutiveErrors != 1 {
+		t.Fatalf("after the node deletion the pod is %v %+v, want requeued as an error", loc, info)
+	}
+	if gb.start[0]() {
+		t.Fatal("the binding may start on a deleted node")
+	}
+	gb.done[0](ErrNodeDeleted)
+	if _, loc2, _ := f.q.Get(key); loc2 != loc {
+		t.Fatalf("the unsent binding moved the pod from %v to %v", loc, loc2)
+	}
+	if len(f.r.failures) != 0 {
+		t.Fatalf("reported %v", f.r.failures)
+	}
+}
+
+// A binding that started before the node's deletion was seen goes on:
+// the API server decides.
+func TestNodeDeletedAfterBindingStarted(t *testing.T) {
+	f := newFixture(t)
+	gb := &guardedBinder{}
+	f.s = New(f.q, f.c, gb, f.r, Options{Profile: testProfile(), Rand: rand.New(rand.NewPCG(1, 1))})
+	n := node("n", 1000)
+	f.h.AddNode(n)
+	p := pod("p", 100)
+	f.h.AddPod(p)
+	f.once()
+	if !gb.start[0]() {
+		t.Fatal("the binding could not start")
+	}
+	f.h.DeleteNode(n)
+	if _, ok := f.c.NodeOf(framework.Key(p)); !ok {
+		t.Fatal("a started binding was forgotten")
+	}
+	gb.done[0](nil)
+	if c := f.q.Counts(); queued(c) != 0 || c.InFlight != 0 {
+		t.Fatalf("queue %+v", c)
+	}
+}
+
+// With the real APIBinder: the second binding waits for the only slot; its
+// node is deleted meanwhile; when the slot frees, no request is sent for it.
+func TestAPIBinderSkipsDeletedNode(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		f := newAPIFixture(t, 1, func(pod string) error {
+			if pod == "first" {
+				<-release
+			}
+			return nil
+		})
+		a, b := node("a", 1000), node("b", 1000)
+		f.h.AddNode(a)
+		first := pod("first", 600)
+		f.h.AddPod(first)
+		f.once() // on a or b; holds the only slot
+		f.h.AddNode(b)
+		second := pod("second", 600)
+		f.h.AddPod(second)
+		info, _ := tryPop(f.q)
+		go f.s.ScheduleOne(context.Background(), info) // waits for the slot
+		synctest.Wait()
+		target, ok := f.c.NodeOf(framework.Key(second))
+		if !ok {
+			t.Fatal("second pod not assumed")
+		}
+		f.h.DeleteNode(map[string]*v1.Node{"a": a, "b": b}[target])
+		close(release)
+		synctest.Wait()
+		f.binder.Wait()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, bind := range f.binds {
+			if bind == "second->"+target {
+				t.Fatalf("bound to %s after its deletion was seen: %v", target, f.binds)
+			}
+		}
+		if _, loc, ok := f.q.Get(framework.Key(second)); !ok || loc == schedq.InFlight {
+			t.Fatalf("second pod is %v, want requeued", loc)
+		}
+		if got := f.bindings(bindingNodeDeleted); got != 1 {
+			t.Fatalf("bindings_total{result=node_deleted} = %v", got)
+		}
+	})
+}
+
+// A binding error (a timeout, say) on a pod the informer has meanwhile
+// shown bound is not reported: the request went through, or someone else
+// bound it.
+func TestBindingErrorOnABoundPod(t *testing.T) {
+	var f *apiFixture
+	p := pod("p", 100)
+	f = newAPIFixture(t, 0, func(name string) error {
+		bound := p.DeepCopy()
+		bound.Spec.NodeName = "n"
+		f.h.UpdatePod(p, bound)
+		return apierrors.NewTimeoutError("the binding's answer was lost", 1)
+	})
+	f.h.AddNode(node("n", 1000))
+	f.h.AddPod(p)
+	f.once()
+	f.binder.Wait()
+	if f.statusPatches() != 0 || len(f.events.Events) != 0 {
+		t.Fatal("reported a failure on a bound pod")
+	}
+	if c := f.q.Counts(); c.InFlight != 0 || queued(c) != 0 {
+		t.Fatalf("queue %+v", c)
+	}
+	if n, ok := f.c.NodeOf(framework.Key(p)); !ok || n != "n" {
+		t.Fatalf("cache lost the bound pod: %q %v", n, ok)
+	}
+}

@@ -1,0 +1,52 @@
+package scheduler
+
+import (
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
+	"github.com/schedq/schedq/kube/plugins"
+)
+
+// WakeBudget is the queue's Config.Budget for a scheduler on cache: a
+// cluster event that makes room on one node (the node joined, its
+// allocatable grew, a pod bound to it was deleted or scaled down) wakes
+// only the pending pods that fit in that node's free room, in pop order;
+// the others stay parked until room comes back (see schedq.Budget). Other
+// events are not limited. One ledger of promised room serves every event,
+// so two events on one node do not promise its room twice. This goes beyond
+// kube-scheduler, which wakes every pod whose hint accepts the event.
+func WakeBudget(c *Cache) func(ev schedq.Event, oldObj, newObj any) (schedq.Budget[*v1.Pod], bool) {
+	ledger := plugins.NewRoomLedger(c.View, c.NodeOf)
+	return func(ev schedq.Event, oldObj, newObj any) (schedq.Budget[*v1.Pod], bool) {
+		node := roomOn(ev, oldObj, newObj)
+		if node == "" {
+			return nil, false
+		}
+		return ledger.Room(node), true
+	}
+}
+
+// roomOn returns the node on which ev makes room, or "".
+func roomOn(ev schedq.Event, oldObj, newObj any) string {
+	switch ev.Kind {
+	case clusterevent.Node:
+		if ev.Action&(clusterevent.Add|clusterevent.UpdateNodeAllocatable) != 0 {
+			if n, ok := newObj.(*v1.Node); ok {
+				return n.Name
+			}
+		}
+	case clusterevent.AssignedPod:
+		switch {
+		case ev.Action&clusterevent.Delete != 0:
+			if p, ok := oldObj.(*v1.Pod); ok {
+				return p.Spec.NodeName
+			}
+		case ev.Action&clusterevent.UpdatePodScaleDown != 0:
+			if p, ok := newObj.(*v1.Pod); ok {
+				return p.Spec.NodeName
+			}
+		}
+	}
+	return ""
+}

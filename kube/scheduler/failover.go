@@ -1,0 +1,358 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// FailureAnnotation holds, on a pod found unschedulable, the failure
+// record that lets a new leader park it behind the plugins that rejected
+// it instead of trying it again at once. docs/failover.md describes the
+// design.
+const FailureAnnotation = "schedq.io/unschedulable"
+
+// FailureRecord is the value of FailureAnnotation (as JSON): the
+// rejecting plugins, and fingerprints of the pod and of the cluster the
+// scheduler saw when it tried the pod. Hashes are 16 hex digits; times are
+// Unix seconds on the API server's clock.
+type FailureRecord struct {
+	// Plugins rejected the pod.
+	Plugins []string `json:"plugins"`
+	// Self hashes the pod's spec and labels as tried.
+	Self string `json:"self"`
+	// Nodes hashes the nodes' scheduling-relevant fields; NodesAt is the
+	// latest change of a node the scheduler had seen; NodesWindow hashes
+	// the nodes changed in the warmMargin seconds up to NodesAt.
+	Nodes       string `json:"nodes"`
+	NodesAt     int64  `json:"nodesAt"`
+	NodesWindow string `json:"nodesWindow"`
+	// Pods hashes the assigned pods the API server had confirmed; PodsAt
+	// is the latest bind second among the pods seen.
+	Pods   string `json:"pods"`
+	PodsAt int64  `json:"podsAt"`
+}
+
+// record is a FailureRecord parsed.
+type record struct {
+	plugins []string
+	self    uint64
+	clusterState
+}
+
+// clusterState is the cluster part of a record, read from the cache.
+type clusterState struct {
+	nodes, nodesWin, pods uint64
+	nodesAt, podsAt       int64
+}
+
+// stateLocked returns the cache's fingerprints. The caller holds the lock
+// (View does).
+func (c *Cache) stateLocked() clusterState {
+	n, p := &c.fp.nodes, &c.fp.pods
+	return clusterState{nodes: n.all, nodesAt: n.latest, nodesWin: n.xorRange(n.latest-warmMargin, n.latest),
+		pods: p.all, podsAt: p.latest}
+}
+
+// report reports a failed attempt, with its failure record if it was
+// unschedulable and the reporter keeps records.
+func (s *Scheduler) report(ctx context.Context, pod *v1.Pod, reason string, out Outcome) {
+	if rr, ok := s.reporter.(RecordingReporter); ok && out.Result == Unschedulable && len(out.Plugins) > 0 {
+		rr.UnschedulableRecorded(ctx, pod, out.Message, newFailureRecord(pod, out.Plugins, out.state))
+		return
+	}
+	s.reporter.Unschedulable(ctx, pod, reason, out.Message)
+}
+
+func hex64(x uint64) string { return fmt.Sprintf("%016x", x) }
+
+// newFailureRecord is the record of pod found unschedulable by plugins in
+// the cluster described by st.
+func newFailureRecord(pod *v1.Pod, plugins []string, st clusterState) FailureRecord {
+	ps := slices.Clone(plugins)
+	slices.Sort(ps)
+	return FailureRecord{Plugins: ps, Self: hex64(selfHash(pod)),
+		Nodes: hex64(st.nodes), NodesAt: st.nodesAt, NodesWindow: hex64(st.nodesWin),
+		Pods: hex64(st.pods), PodsAt: st.podsAt}
+}
+
+// parseRecord reads pod's failure record. ok is false if the pod has none,
+// it does not parse, or the pod's PodScheduled condition no longer says
+// Unschedulable (a later error, say, replaced it).
+func parseRecord(pod *v1.Pod) (record, bool) {
+	raw, ok := pod.Annotations[FailureAnnotation]
+	if !ok || !unschedulable(pod) {
+		return record{}, false
+	}
+	var fr FailureRecord
+	if err := json.Unmarshal([]byte(raw), &fr); err != nil || len(fr.Plugins) == 0 {
+		return record{}, false
+	}
+	r := record{plugins: fr.Plugins, clusterState: clusterState{nodesAt: fr.NodesAt, podsAt: fr.PodsAt}}
+	for _, f := range []struct {
+		s string
+		x *uint64
+	}{{fr.Self, &r.self}, {fr.Nodes, &r.nodes}, {fr.NodesWindow, &r.nodesWin}, {fr.Pods, &r.pods}} {
+		v, err := strconv.ParseUint(f.s, 16, 64)
+		if err != nil {
+			return record{}, false
+		}
+		*f.x = v
+	}
+	return r, true
+}
+
+func unschedulable(pod *v1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodScheduled {
+			return c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable
+		}
+	}
+	return false
+}
+
+// parkable returns the record of a pending pod that may be parked at once:
+// it has a record, and its spec and labels are those the record was made
+// with.
+func parkable(pod *v1.Pod) (record, bool) {
+	r, ok := parseRecord(pod)
+	if !ok || r.self != selfHash(pod) {
+		return record{}, false
+	}
+	return r, true
+}
+
+// warmMargin (seconds) is the window before a record's latest change in
+// which a change made after the record may still carry an earlier
+// timestamp: whole seconds, and API servers' clocks that disagree.
+const warmMargin = 5
+
+// EventWarmStartUnexplained wakes a parked pod whose cluster changed in a
+// way the warm start cannot attribute to an object (a node deleted, say).
+var EventWarmStartUnexplained = schedq.Event{Kind: schedq.AnyKind, Action: schedq.AnyAction, Label: "WarmStartUnexplained"}
+
+// warmStart parks pods behind their records. Pods parked while the
+// informers deliver their initial lists wait in pending until every list
+// is in (finish); from then on each is reconciled as it is parked.
+type warmStart struct {
+	mu      sync.Mutex
+	synced  bool
+	pending []warmPod
+	others  []string // registered informers of other resources
+
+	finishOnce sync.Once
+}
+
+type warmPod struct {
+	key types.NamespacedName
+	rec record
+	// Computed by planLocked: the nodes changed since the record; the
+	// nodes of the record's window did; no node explains the change; the
+	// assigned pods of the record changed.
+	nodesDirty, windowDirty, unexplained, podsDirty bool
+}
+
+// nodeChanged reports whether a node whose latest change is at may be
+// one that changed since wp's record.
+func (wp *warmPod) nodeChanged(at int64) bool {
+	return wp.nodesDirty && (at > wp.rec.nodesAt || wp.windowDirty && at >= wp.rec.nodesAt-warmMargin)
+}
+
+// park queues pod as a failure behind its record's plugins, if it has a
+// usable record, and reports whether it did.
+func (w *warmStart) park(h *Handlers, pod *v1.Pod) bool {
+	rec, ok := parkable(pod)
+	if !ok || !h.wakeable(rec.plugins) {
+		return false
+	}
+	// An attempt no Pop returned (cycle 0): queued as if it had failed so.
+	err := h.Queue.Requeue(Attempt{Key: framework.Key(pod), Info: schedq.Info[*v1.Pod]{Item: pod}},
+		schedq.Failure{UnschedulablePlugins: rec.plugins})
+	if err != nil {
+		h.check("park", pod, err)
+		return errors.Is(err, schedq.ErrAlreadyQueued) || errors.Is(err, schedq.ErrClosed)
+	}
+	wp := warmPod{key: framework.Key(pod), rec: rec}
+	w.mu.Lock()
+	if !w.synced {
+		w.pending = append(w.pending, wp)
+		w.mu.Unlock()
+		return true
+	}
+	w.mu.Unlock()
+	w.reconcile(h, []warmPod{wp})
+	return true
+}
+
+// wakeable reports whether events can wake a pod the plugins rejected:
+// each registered some (when the Hints are known).
+func (h *Handlers) wakeable(plugins []string) bool {
+	if h.Hints == nil {
+		return true
+	}
+	for _, p := range plugins {
+		if len(h.Hints[p]) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// repark parks a pod that this queue holds in activeQ and never tried,
+// when an update brings a new failure record (another replica, the
+// leader, tried it): a standby's queue follows the leader's failures.
+func (w *warmStart) repark(h *Handlers, oldPod, newPod *v1.Pod) bool {
+	newRec, ok := parkable(newPod)
+	if !ok || !h.wakeable(newRec.plugins) {
+		return false
+	}
+	if oldRec, ok := parseRecord(oldPod); ok && slices.Equal(oldRec.plugins, newRec.plugins) &&
+		oldRec.clusterState == newRec.clusterState {
+		return false // not a new failure
+	}
+	key := framework.Key(newPod)
+	if info, loc, found := h.Queue.Get(key); !found || loc != schedq.InActive || info.Attempts > 0 {
+		return false
+	}
+	if err := h.Queue.Delete(key); err != nil {
+		return false
+	}
+	if !w.park(h, newPod) {
+		h.check("add", newPod, h.Queue.Add(newPod))
+	}
+	return true
+}
+
+// finish ends the initial lists: the pods parked so far are reconciled
+// with the whole cluster, and later ones at once.
+func (w *warmStart) finish(h *Handlers) {
+	w.finishOnce.Do(func() {
+		w.mu.Lock()
+		w.synced = true
+		pods := w.pending
+		w.pending = nil
+		w.mu.Unlock()
+		dirty := w.reconcile(h, pods)
+		if len(pods) > 0 {
+			h.log().Info("warm start: pods parked behind the plugins that rejected them",
+				"parked", len(pods), "cluster changed since their failure", dirty)
+		}
+	})
+}
+
+// warmMove is one move request of a reconciliation, for the parked pods
+// its match accepts.
+type warmMove struct {
+	ev    schedq.Event
+	obj   any
+	match func(wp *warmPod, queued *v1.Pod) bool
+}
+
+func always(*warmPod, *v1.Pod) bool { return true }
+
+// reconcile replays, for each of pods, the changes made since its record
+// that its plugins may care about, through their hints. It returns how
+// many pods had any.
+func (w *warmStart) reconcile(h *Handlers, pods []warmPod) int {
+	if len(pods) == 0 {
+		return 0
+	}
+	var moves []warmMove
+	h.Cache.View(func(framework.Snapshot) { moves = h.Cache.planLocked(pods, h.AffinityMatch) })
+	w.mu.Lock()
+	for _, r := range w.others {
+		moves = append(moves, warmMove{ev: clusterevent.New(r, clusterevent.Add), match: always})
+	}
+	w.mu.Unlock()
+	byKey := make(map[types.NamespacedName]*warmPod, len(pods))
+	dirty := 0
+	for i := range pods {
+		byKey[pods[i].key] = &pods[i]
+		if pods[i].nodesDirty || pods[i].podsDirty {
+			dirty++
+		}
+	}
+	for _, m := range moves {
+		err := h.Queue.Move(m.ev, nil, m.obj, func(info *schedq.Info[*v1.Pod]) bool {
+			wp := byKey[framework.Key(info.Item)]
+			return wp != nil && m.match(wp, info.Item)
+		})
+		if err != nil && !errors.Is(err, schedq.ErrClosed) {
+			h.log().Warn("queue", "op", "warm move", "event", m.ev.Label, "err", err)
+		}
+	}
+	return dirty
+}
+
+// planLocked compares each record with the cache and returns the moves
+// that replay what changed since: nodes changed since as NodeAdd, a
+// change among the pods assigned then as an assigned pod deleted and
+// updated (without objects: the hints then queue the pod), pods bound
+// since as AssignedPodAdd (to the pods whose affinity they satisfy, if
+// affinity is set). The caller holds the lock.
+func (c *Cache) planLocked(pods []warmPod, affinity func(queued, assigned *v1.Pod, ns labels.Set) bool) []warmMove {
+	nodes, assigned := &c.fp.nodes, &c.fp.pods
+	latest := nodes.latestNow()
+	firstNode, firstPod := int64(math.MaxInt64), int64(math.MaxInt64)
+	var anyPods, anyUnexplained bool
+	for i := range pods {
+		wp := &pods[i]
+		r := &wp.rec
+		wp.nodesDirty = r.nodes != nodes.all
+		wp.windowDirty = nodes.xorRange(r.nodesAt-warmMargin, r.nodesAt) != r.nodesWin
+		wp.unexplained = wp.nodesDirty && !wp.nodeChanged(latest)
+		wp.podsDirty = assigned.upTo(r.podsAt) != r.pods
+		switch {
+		case wp.unexplained:
+			anyUnexplained = true
+		case wp.nodesDirty && wp.windowDirty:
+			firstNode = min(firstNode, r.nodesAt-warmMargin)
+		case wp.nodesDirty:
+			firstNode = min(firstNode, r.nodesAt+1)
+		}
+		anyPods = anyPods || wp.podsDirty
+		firstPod = min(firstPod, r.podsAt-warmMargin)
+	}
+	var moves []warmMove
+	changed := nodes.since(firstNode) // cheap when nothing changed: firstNode is then the far future
+	slices.Sort(changed)
+	for _, name := range changed {
+		e := nodes.entries[name]
+		at := e.at
+		moves = append(moves, warmMove{ev: clusterevent.NodeAdd, obj: e.obj,
+			match: func(wp *warmPod, _ *v1.Pod) bool { return wp.nodeChanged(at) }})
+	}
+	if anyUnexplained {
+		moves = append(moves, warmMove{ev: EventWarmStartUnexplained, match: func(wp *warmPod, _ *v1.Pod) bool { return wp.unexplained }})
+	}
+	if anyPods {
+		podsDirty := func(wp *warmPod, _ *v1.Pod) bool { return wp.podsDirty }
+		moves = append(moves,
+			warmMove{ev: clusterevent.AssignedPodDelete, match: podsDirty},
+			warmMove{ev: clusterevent.New(clusterevent.AssignedPod, clusterevent.UpdatePodLabel|clusterevent.UpdatePodScaleDown), match: podsDirty})
+	}
+	since := assigned.since(firstPod)
+	slices.SortFunc(since, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	for _, key := range since {
+		e := assigned.entries[key]
+		ap, at, ns := e.obj.(*v1.Pod), e.at, c.namespaces[key.Namespace]
+		moves = append(moves, warmMove{ev: clusterevent.AssignedPodAdd, obj: ap, match: func(wp *warmPod, queued *v1.Pod) bool {
+			return at >= wp.rec.podsAt-warmMargin && (affinity == nil || affinity(queued, ap, ns))
+		}})
+	}
+	return moves
+}
