@@ -169,7 +169,6 @@ func parseTerms(p *v1.Pod, terms []v1.PodAffinityTerm) ([]AffinityTerm, error) {
 type NodeInfo struct {
 	// Unschedulable is Node.Spec.Unschedulable (the node is cordoned).
 	Unschedulable bool
-	name          string
 	// Taints is Node.Spec.Taints.
 	Taints      []v1.Taint
 	Pods        []*PodInfo
@@ -178,6 +177,7 @@ type NodeInfo struct {
 	// NonZeroRequests; both saturate rather than wrap.
 	Requested        Resource
 	NonZeroRequested Resource
+	name             string
 	Node             *v1.Node
 	// AllocatableInvalid says which allocatable amounts were clamped (see
 	// ConvertResources), nil if none was.
