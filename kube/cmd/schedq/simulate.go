@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -43,6 +46,11 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 			}
 			if output != "text" && output != "json" {
 				return fmt.Errorf("--output: %q is not text or json", output)
+			}
+			if report != "" {
+				if err := checkWritableDir(report); err != nil {
+					return fmt.Errorf("--report %s: %w", report, err)
+				}
 			}
 			sc, err := sim.Load(scenario)
 			if err != nil {
@@ -125,6 +133,22 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 	f.BoolVar(&check, "check", false, "check the queue's invariants after every step (slow)")
 	f.StringVar(&progress, "progress", "auto", "progress bar on stderr: auto (on a terminal), on or off")
 	return cmd
+}
+
+// checkWritableDir fails, before a run that may be long, if the report
+// could not be written: its directory is missing or not a directory.
+func checkWritableDir(path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("directory %s does not exist", dir)
+	case err != nil:
+		return err
+	case !st.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	return nil
 }
 
 func writeHTML(path string, r *sim.Report) error {
