@@ -31,15 +31,28 @@ type Budget[T any] interface {
 	Return(item T) bool
 }
 
+// Keyed is a Budget whose room is shared with the budgets of other events
+// of the same key: the room of one machine, that a join and a departure on
+// it both offer. While an item holds room under a key, the items that
+// other events of that key deferred wait for it, and are offered the room
+// when it comes back, whichever event woke the item that held it.
+type Keyed interface {
+	Key() string
+}
+
 // roomGroup is one budgeted move request: its budget, how many woken
 // items still hold room in it, and the items it left parked.
 type roomGroup[K comparable, T any] struct {
 	b     Budget[T]
 	label string
+	key   string // Keyed budgets: the shared room's key
 	woken int
 	// recheck: no woken item is left, and the deferred items wait for one
 	// more offer at the next backoff flush.
 	recheck bool
+	// dormant: no woken item is left, but items of other events hold room
+	// under the same key; the deferred items wait for it (roomKey).
+	dormant bool
 	// deferred is in pop order. An entry counts only while its deferred
 	// set holds this group; others (woken or moved since, or recycled) are
 	// skipped. An item may wait on the room of several events.
@@ -55,6 +68,9 @@ type roomGroup[K comparable, T any] struct {
 // sorting them is not needed.
 func (c *Core[K, T]) wakeWithin(b Budget[T], label string, ready []*entry[K, T], fit int, now time.Time) int {
 	g := &roomGroup[K, T]{b: b, label: label}
+	if k, ok := b.(Keyed); ok {
+		g.key = k.Key()
+	}
 	if fit == len(ready) {
 		for _, e := range ready {
 			c.wake(g, e, label, now)
@@ -71,8 +87,14 @@ func (c *Core[K, T]) wakeWithin(b Budget[T], label string, ready []*entry[K, T],
 			continue
 		}
 		e.deferred.add(g)
-		e.lastFlush = now.UnixNano() // it heard an event: no need of the leftover flush yet
 		g.deferred = append(g.deferred, e)
+	}
+	if g.woken > 0 {
+		// The event made room and others took it: the deferred items heard
+		// their event, and wait for room, not for the leftover flush.
+		for _, e := range g.deferred {
+			e.lastFlush = now.UnixNano()
+		}
 	}
 	woken := g.woken
 	c.settle(g, now)
@@ -138,10 +160,35 @@ func (c *Core[K, T]) wake(g *roomGroup[K, T], e *entry[K, T], label string, now 
 	}
 	e.tookFrom = g
 	g.woken++
+	if g.key != "" {
+		c.roomKey(g.key).woken++
+	}
 }
 
-// release gives back the room e holds, if any, and offers it to the items
-// its event deferred.
+// roomKey returns the state of the shared room of key, made on first use.
+func (c *Core[K, T]) roomKey(key string) *roomKey[K, T] {
+	rk := c.rooms[key]
+	if rk == nil {
+		if c.rooms == nil {
+			c.rooms = map[string]*roomKey[K, T]{}
+		}
+		rk = &roomKey[K, T]{}
+		c.rooms[key] = rk
+	}
+	return rk
+}
+
+// roomKey is a shared room: how many woken items hold room in it, and the
+// events whose deferred items wait for them.
+type roomKey[K comparable, T any] struct {
+	woken   int
+	dormant []*roomGroup[K, T]
+}
+
+// release gives back the room e holds, if any. If room may have come back
+// it is offered to the items e's event deferred, and to those the events
+// of the same key deferred; when the last woken item of the event ends,
+// its deferred items get one more offer at the next backoff flush anyway.
 func (c *Core[K, T]) release(e *entry[K, T], now time.Time) {
 	g := e.tookFrom
 	if g == nil {
@@ -149,12 +196,34 @@ func (c *Core[K, T]) release(e *entry[K, T], now time.Time) {
 	}
 	e.tookFrom = nil
 	g.woken--
-	switch {
-	case g.b.Return(e.Item):
-		c.offer(g, now)
-	case g.woken == 0 && len(g.deferred) > 0:
+	var rk *roomKey[K, T]
+	if g.key != "" {
+		rk = c.rooms[g.key]
+		rk.woken--
+	}
+	back := g.b.Return(e.Item)
+	if !back && g.woken == 0 && len(g.deferred) > 0 && !g.recheck {
 		g.recheck = true
 		c.rechecks = append(c.rechecks, g)
+	}
+	if back {
+		c.offer(g, now)
+	}
+	if rk != nil && (back || rk.woken == 0) {
+		c.wakeDormant(g.key, rk, now)
+	}
+}
+
+// wakeDormant offers the room of key to the events that wait on it.
+func (c *Core[K, T]) wakeDormant(key string, rk *roomKey[K, T], now time.Time) {
+	gs := rk.dormant
+	rk.dormant = nil
+	for _, g := range gs {
+		g.dormant = false
+		c.offer(g, now)
+	}
+	if rk.woken == 0 && len(rk.dormant) == 0 {
+		delete(c.rooms, key)
 	}
 }
 
@@ -189,12 +258,21 @@ func (c *Core[K, T]) recheckRoom(now time.Time) {
 	}
 }
 
-// settle ends g once no woken item holds room in it and no recheck is due:
-// nothing more will be given back, so its deferred items stay parked, as
-// any parked item, for the next event. Their room was used.
+// settle decides what becomes of g once it has offered its room: while its
+// woken items hold room, or a recheck is due, it waits; with nothing
+// deferred it ends; if items of other events hold room under its key, it
+// waits for them, dormant; otherwise it ends, and its deferred items stay
+// parked, as any parked item, for the next event. Their room was used.
 func (c *Core[K, T]) settle(g *roomGroup[K, T], _ time.Time) {
-	if g.woken > 0 || g.recheck {
+	if g.woken > 0 || g.recheck || g.dormant {
 		return
+	}
+	if len(g.deferred) > 0 && g.key != "" {
+		if rk := c.rooms[g.key]; rk != nil && rk.woken > 0 {
+			g.dormant = true
+			rk.dormant = append(rk.dormant, g)
+			return
+		}
 	}
 	for _, e := range g.deferred {
 		e.deferred.remove(g)

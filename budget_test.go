@@ -143,3 +143,79 @@ func TestBudgetOff(t *testing.T) {
 	h.want("a", InActive)
 	h.want("b", InActive)
 }
+
+// host is a machine whose room events share: two events on it (a join, a
+// change) offer the same room. sizes gives each job's size.
+type host struct {
+	size, promised int
+	sizes          map[string]int
+}
+
+// hostRoom is one event's view of a host's room, Keyed by the host.
+type hostRoom struct{ h *host }
+
+func (r hostRoom) Key() string { return "host" }
+
+func (r hostRoom) Take(j job) bool {
+	n := r.h.sizes[j.name]
+	if r.h.promised+n > r.h.size {
+		return false
+	}
+	r.h.promised += n
+	return true
+}
+
+func (r hostRoom) Return(j job) bool { r.h.promised -= r.h.sizes[j.name]; return true }
+
+// TestBudgetSharedRoomAcrossEvents: an item that one event deferred waits
+// for the room that another event's woken item holds on the same key, and
+// gets it when that item's attempt fails, whichever event woke it.
+func TestBudgetSharedRoomAcrossEvents(t *testing.T) {
+	for _, slow := range []bool{false, true} {
+		hs := &host{size: 2, sizes: map[string]int{"p1": 1, "p2": 2, "p3": 1}}
+		h := newHarness(t, func(c *Config[string, job]) {
+			c.Budget = func(ev Event, _, newObj any) (Budget[job], bool) { r, ok := newObj.(hostRoom); return r, ok }
+			c.Hints["Fit"] = []EventHint[job]{{Event: evMachineAdd}, {Event: evMachineTaint}}
+		})
+		h.c.Tick(h.now)
+		h.add(mk("p3", 9))
+		h.attemptFail("p3", "Fit")
+		h.step(time.Minute)
+		h.move(evMachineTaint, hostRoom{hs}) // wakes p3, which holds 1 of 2
+		h.add(mk("p1", 5), mk("p2", 4))
+		a3 := h.pop()
+		h.attemptFail("p1", "Fit")
+		h.attemptFail("p2", "Fit")
+		h.step(time.Minute)
+		h.c.Tick(h.now)
+		h.move(evMachineAdd, hostRoom{hs}) // wakes p1; p2 (size 2) does not fit beside p3
+		h.wantDeferred("p2", "MachineAdd")
+		h.attemptFail("p1", "Fit") // its room comes back, but p2 still does not fit beside p3
+		h.wantDeferred("p2", "MachineAdd")
+		if slow { // p3's attempt outlives a flush
+			h.step(3 * time.Second)
+			h.c.Tick(h.now)
+			h.wantDeferred("p2", "MachineAdd")
+		}
+		if err := h.c.Requeue(a3, Failure{UnschedulablePlugins: []string{"Fit"}}, h.now); err != nil {
+			t.Fatal(err)
+		}
+		h.check()
+		if got := h.where("p2"); got != InActive && got != InBackoff {
+			t.Fatalf("slow=%v: p2 is %v with the host empty, want woken", slow, got)
+		}
+	}
+}
+
+// TestBudgetGatedWhileDeferred: a deferred item that a gate then holds
+// waits for its gate, not for room.
+func TestBudgetGatedWhileDeferred(t *testing.T) {
+	h := budgetHarness(t, mk("a", 2), mk("b", 1))
+	h.move(evMachineAdd, &machine{size: 1})
+	h.wantDeferred("b", "MachineAdd")
+	h.c.Update(mk("b", 1), job{name: "b", prio: 1, gated: true}, h.now)
+	h.c.Activate([]string{"b"}, h.now)
+	h.want("b", InGated)
+	h.wantDeferred("b", "")
+	h.check()
+}

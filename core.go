@@ -135,7 +135,8 @@ type Core[K comparable, T any] struct {
 
 	labels map[Event]string // Event.Label() of events seen, to build each once
 
-	rechecks []*roomGroup[K, T] // budgets to offer once more (budget.go)
+	rechecks []*roomGroup[K, T]        // budgets to offer once more (budget.go)
+	rooms    map[string]*roomKey[K, T] // shared rooms of Keyed budgets
 	// Scratch space of popOrder.
 	orderKeys    []orderKey
 	orderScratch []*entry[K, T]

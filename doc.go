@@ -44,8 +44,9 @@
 // item is poppable (it is woken whenever an operation leaves one), and Run
 // drives Tick on Config.Clock. Of the caller's code, only what Config holds
 // runs under the lock: Key, Priority or Less, Match, UpdateEvents, the
-// hints, the PreEnqueue checks and the Recorder. All of them must be pure
-// and fast, and must not call back into the queue.
+// hints, the PreEnqueue checks, Budget and the budgets it returns, and the
+// Recorder. All of them must be pure and fast, and must not call back into
+// the queue.
 //
 // # Cost
 //

@@ -180,21 +180,34 @@ func (c *Core[K, T]) checkInvariants() error {
 	return errors.Join(errs...)
 }
 
-// checkRoom verifies the budgets: each group's count of woken items equals
-// the items (queued or in flight) that hold room in it, and a deferred
-// item is parked, in a group that still has woken items.
+// checkRoom verifies the budgets: each event's count of woken items
+// equals the items (queued or in flight) that hold room in it, and so does
+// each shared room's; a deferred item is parked, in an event that will
+// offer it room again: one whose woken items hold room, or due a recheck,
+// or dormant on a shared room that items hold.
 func (c *Core[K, T]) checkRoom(bad func(string, ...any)) {
 	holding := map[*roomGroup[K, T]]int{}
+	groups := map[*roomGroup[K, T]]bool{}
+	byKey := map[string]int{}
 	each := func(e *entry[K, T]) {
 		if g := e.tookFrom; g != nil {
 			holding[g]++
+			groups[g] = true
+			if g.key != "" {
+				byKey[g.key]++
+			}
 		}
 		for _, g := range e.deferred.all() {
+			groups[g] = true
 			if e.loc != locParked {
 				bad("key %v deferred by %s but at loc %d", e.key, g.label, e.loc)
 			}
-			if g.woken == 0 && !g.recheck {
-				bad("key %v deferred by %s, which has no woken item left nor a recheck due", e.key, g.label)
+			live := g.woken > 0 || g.recheck
+			if rk := c.rooms[g.key]; g.dormant && rk != nil && rk.woken > 0 {
+				live = true
+			}
+			if !live {
+				bad("key %v deferred by %s, which will not offer it room again", e.key, g.label)
 			}
 		}
 	}
@@ -204,9 +217,22 @@ func (c *Core[K, T]) checkRoom(bad func(string, ...any)) {
 			each(e.shadow)
 		}
 	}
-	for g, n := range holding {
-		if g.woken != n {
-			bad("budget of %s: %d woken items hold room, counted %d", g.label, n, g.woken)
+	for _, g := range c.rechecks {
+		groups[g] = true
+	}
+	for g := range groups {
+		if g.woken != holding[g] {
+			bad("budget of %s: %d woken items hold room, counted %d", g.label, holding[g], g.woken)
+		}
+	}
+	for key, rk := range c.rooms {
+		if rk.woken != byKey[key] {
+			bad("room %q: %d woken items hold room, counted %d", key, byKey[key], rk.woken)
+		}
+		for _, g := range rk.dormant {
+			if !g.dormant || g.key != key {
+				bad("room %q lists %s as dormant", key, g.label)
+			}
 		}
 	}
 }

@@ -1,14 +1,37 @@
 package schedq
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // mGroup is a budgeted move request in the model: its budget, the woken
 // items holding room in it, and the items it deferred, in pop order.
 type mGroup struct {
 	b        Budget[job]
+	key      string
 	woken    int
 	recheck  bool
+	dormant  bool
 	deferred []*mItem
+}
+
+// mRoom is a shared room of keyed budgets in the model.
+type mRoom struct {
+	woken   int
+	dormant []*mGroup
+}
+
+func (m *model) room(key string) *mRoom {
+	if m.rooms == nil {
+		m.rooms = map[string]*mRoom{}
+	}
+	r := m.rooms[key]
+	if r == nil {
+		r = &mRoom{}
+		m.rooms[key] = r
+	}
+	return r
 }
 
 func (m *model) wakeWithin(b Budget[job], ready []*mItem) {
@@ -19,13 +42,20 @@ func (m *model) wakeWithin(b Budget[job], ready []*mItem) {
 		return 1 // priorities are distinct
 	})
 	g := &mGroup{b: b}
+	if k, ok := b.(Keyed); ok {
+		g.key = k.Key()
+	}
 	for _, it := range ready {
 		if b.Take(it.Item) {
 			m.wake(g, it)
 		} else {
 			it.deferredBy = append(it.deferredBy, g)
-			it.lastFlush = m.now
 			g.deferred = append(g.deferred, it)
+		}
+	}
+	if g.woken > 0 {
+		for _, it := range g.deferred {
+			it.lastFlush = m.now
 		}
 	}
 	m.settle(g)
@@ -40,6 +70,9 @@ func (m *model) wake(g *mGroup, it *mItem) {
 	}
 	it.tookFrom = g
 	g.woken++
+	if g.key != "" {
+		m.room(g.key).woken++
+	}
 }
 
 func (m *model) giveBack(it *mItem) {
@@ -49,14 +82,30 @@ func (m *model) giveBack(it *mItem) {
 	}
 	it.tookFrom = nil
 	g.woken--
-	if !g.b.Return(it.Item) {
-		if g.woken == 0 && len(g.deferred) > 0 {
-			g.recheck = true
-			m.rechecks = append(m.rechecks, g)
-		}
-		return
+	var r *mRoom
+	if g.key != "" {
+		r = m.rooms[g.key]
+		r.woken--
 	}
-	m.offer(g)
+	back := g.b.Return(it.Item)
+	if !back && g.woken == 0 && len(g.deferred) > 0 && !g.recheck {
+		g.recheck = true
+		m.rechecks = append(m.rechecks, g)
+	}
+	if back {
+		m.offer(g)
+	}
+	if r != nil && (back || r.woken == 0) {
+		gs := r.dormant
+		r.dormant = nil
+		for _, d := range gs {
+			d.dormant = false
+			m.offer(d)
+		}
+		if r.woken == 0 && len(r.dormant) == 0 {
+			delete(m.rooms, g.key)
+		}
+	}
 }
 
 // recheck offers the deferred items of the budgets due a recheck.
@@ -86,8 +135,15 @@ func (m *model) offer(g *mGroup) {
 }
 
 func (m *model) settle(g *mGroup) {
-	if g.woken > 0 || g.recheck {
+	if g.woken > 0 || g.recheck || g.dormant {
 		return
+	}
+	if len(g.deferred) > 0 && g.key != "" {
+		if r := m.rooms[g.key]; r != nil && r.woken > 0 {
+			g.dormant = true
+			r.dormant = append(r.dormant, g)
+			return
+		}
 	}
 	for _, d := range g.deferred {
 		d.deferredBy = slices.DeleteFunc(d.deferredBy, func(x *mGroup) bool { return x == g })
@@ -99,8 +155,17 @@ func (m *model) settle(g *mGroup) {
 func (m *model) queued(it *mItem) bool { return m.items[it.Item.name] == it }
 
 // slotBudget is the fuzz test's budget: a machine with room for n items,
-// where room comes back whenever an attempt that held it ends.
-type slotBudget struct{ free int }
+// where room comes back whenever an attempt that held it ends; key, if
+// set, makes it Keyed.
+type slotBudget struct {
+	free int
+	key  string
+}
+
+// keyedSlots is a slotBudget that shares its key with other events'.
+type keyedSlots struct{ *slotBudget }
+
+func (b keyedSlots) Key() string { return b.key }
 
 func (b *slotBudget) Take(job) bool {
 	if b.free == 0 {
@@ -121,9 +186,12 @@ func fuzzBudget(ev Event, _, newObj any) (Budget[job], bool) {
 	if ev.Kind != "Machine" {
 		return nil, false
 	}
-	n := 1
-	if i, ok := newObj.(int); ok {
-		n = i % 3
+	n, i := 1, 0
+	if v, ok := newObj.(int); ok {
+		n, i = v%3, v
+	}
+	if ev.Action == actTaint { // taint events share a room per machine
+		return keyedSlots{&slotBudget{free: n, key: fmt.Sprint("m", i%2)}}, true
 	}
 	return &slotBudget{free: n}, true
 }

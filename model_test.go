@@ -23,6 +23,7 @@ type model struct {
 	moveReq  int64
 	now      time.Time // of the operation under way, for the budgets
 	rechecks []*mGroup
+	rooms    map[string]*mRoom
 }
 
 type mItem struct {
@@ -94,6 +95,7 @@ func (m *model) park(it *mItem) {
 	}
 	if it.GatingPlugin != "" {
 		it.loc = InGated
+		it.deferredBy = nil // a gated item waits for its gate, not for room
 	} else {
 		it.loc = InUnschedulable
 	}

@@ -104,6 +104,7 @@ func (c *Core[K, T]) park(e *entry[K, T], label string, now time.Time) {
 			return
 		}
 		c.parked.remove(e)
+		e.deferred.clear() // a gated item waits for its gate, not for room
 		c.parked.add(e)
 		return
 	}

@@ -360,3 +360,48 @@ func TestQueueRunOnInjectedClock(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 }
+
+// TestQueueWakesOnlyWhenPoppable: a blocked Pop wakes when an operation
+// leaves something poppable, whichever operation it is, and not when an
+// item lands where Pop cannot take it (gated, or parked).
+func TestQueueWakesOnlyWhenPoppable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := newQueue(t)
+		popped := make(chan string, 1)
+		go func() {
+			a, err := q.Pop(context.Background())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			popped <- a.Item.name
+		}()
+		synctest.Wait()
+		steps := []struct {
+			name string
+			op   func() error
+			want string // "" : Pop still blocked
+		}{
+			{"add a gated item", func() error { return q.Add(job{name: "g", gated: true}) }, ""},
+			{"update it, still gated", func() error { return q.Update(job{name: "g", gated: true}, job{name: "g", gated: true, label: "x"}) }, ""},
+			{"a move no gate hears", func() error { return q.Move(evMachineAdd, nil, nil, nil) }, ""},
+			{"lift its gate", func() error { return q.Update(job{name: "g", gated: true, label: "x"}, job{name: "g", label: "x"}) }, "g"},
+		}
+		for _, s := range steps {
+			if err := s.op(); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+			select {
+			case got := <-popped:
+				if got != s.want {
+					t.Fatalf("after %s: popped %q, want %q", s.name, got, s.want)
+				}
+			default:
+				if s.want != "" {
+					t.Fatalf("after %s: Pop still blocked, want %q", s.name, s.want)
+				}
+			}
+		}
+	})
+}

@@ -67,14 +67,7 @@ func Handler(reg *prometheus.Registry, q queueView, ready func() (bool, string))
 		fmt.Fprintln(w, msg)
 	})
 	snap := &snapshots{q: q, ttl: queueSnapshotTTL, now: time.Now}
-	mux.HandleFunc("GET /debug/queue", func(w http.ResponseWriter, r *http.Request) {
-		p, err := page(snap.get(), r)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		write(w, r, p, p.String())
-	})
+	mux.HandleFunc("GET /debug/queue", queuePages(snap))
 	mux.HandleFunc("GET /debug/queue/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) {
 		key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
 		x, err := q.Explain(key)
@@ -196,4 +189,16 @@ func write(w http.ResponseWriter, r *http.Request, v any, text string) {
 
 func metav1ObjectMeta(namespace, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Namespace: namespace, Name: name}
+}
+
+// queuePages serves /debug/queue: one page of the latest snapshot.
+func queuePages(snap *snapshots) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, err := page(snap.get(), r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		write(w, r, p, p.String())
+	}
 }

@@ -80,7 +80,7 @@ func (b *outageBackoff) wait(ctx context.Context) error {
 // unavailable reports whether err says the API server (or etcd behind it)
 // cannot serve now, rather than that the binding itself is wrong.
 func unavailable(err error) bool {
-	if errors.Is(err, ErrFenced) || errors.Is(err, context.Canceled) {
+	if errors.Is(err, ErrFenced) || errors.Is(err, context.Canceled) || errors.Is(err, scheduler.ErrNodeDeleted) {
 		return false
 	}
 	var status apierrors.APIStatus
@@ -99,16 +99,38 @@ type guardedBinder struct {
 	backoff *outageBackoff
 }
 
+var (
+	_ scheduler.GuardedBinder     = guardedBinder{}
+	_ scheduler.RecordingReporter = guardedReporter{}
+)
+
 // Bind implements scheduler.Binder.
 func (b guardedBinder) Bind(ctx context.Context, pod *v1.Pod, node string, done func(error)) {
+	b.BindGuarded(ctx, pod, node, nil, done)
+}
+
+// BindGuarded implements scheduler.GuardedBinder, so that the binder
+// underneath still checks, once its slot is free, that the node was not
+// deleted meanwhile (a wrapper that hid it would make the scheduler mark
+// the binding started before it waited for its slot).
+func (b guardedBinder) BindGuarded(ctx context.Context, pod *v1.Pod, node string, start func() bool, done func(error)) {
 	if err := b.fence.held(); err != nil {
 		done(err)
 		return
 	}
-	b.next.Bind(ctx, pod, node, func(err error) {
+	observed := func(err error) {
 		b.backoff.observe(err)
 		done(err)
-	})
+	}
+	if gb, ok := b.next.(scheduler.GuardedBinder); ok {
+		gb.BindGuarded(ctx, pod, node, start, observed)
+		return
+	}
+	if start != nil && !start() {
+		done(scheduler.ErrNodeDeleted)
+		return
+	}
+	b.next.Bind(ctx, pod, node, observed)
 }
 
 // guardedReporter reports nothing while the fence is closed: a replica
@@ -127,6 +149,21 @@ func (r guardedReporter) Unschedulable(ctx context.Context, pod *v1.Pod, reason,
 		return
 	}
 	r.next.Unschedulable(ctx, pod, reason, message)
+}
+
+// UnschedulableRecorded implements scheduler.RecordingReporter, so that the
+// failure record a new leader parks pods from is written through the fence
+// too (a wrapper that hid it would turn every failover into a cold start).
+func (r guardedReporter) UnschedulableRecorded(ctx context.Context, pod *v1.Pod, message string, rec scheduler.FailureRecord) {
+	if err := r.fence.held(); err != nil {
+		r.log.Debug("not reported", "pod", pod.Namespace+"/"+pod.Name, "reason", v1.PodReasonUnschedulable, "err", err)
+		return
+	}
+	if rr, ok := r.next.(scheduler.RecordingReporter); ok {
+		rr.UnschedulableRecorded(ctx, pod, message, rec)
+		return
+	}
+	r.next.Unschedulable(ctx, pod, v1.PodReasonUnschedulable, message)
 }
 
 // Scheduled implements scheduler.Reporter.

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/schedq/schedq/kube/scheduler"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
@@ -109,5 +110,23 @@ level=WARN msg="binding failed" suppressed=1 in=19s
 	}
 	if strings.Count(buf.String(), "\n") != 5 {
 		t.Fatal("line count")
+	}
+}
+
+// TestGuardsKeepTheSchedulersInterfaces: the fence's wrappers must not
+// hide what the scheduler looks for in the binder and the reporter: the
+// binder's check, once its slot is free, that the node still exists, and
+// the failure records a new leader parks pods from.
+func TestGuardsKeepTheSchedulersInterfaces(t *testing.T) {
+	var b scheduler.Binder = guardedBinder{}
+	if _, ok := b.(scheduler.GuardedBinder); !ok {
+		t.Error("guardedBinder hides GuardedBinder")
+	}
+	var r scheduler.Reporter = guardedReporter{}
+	if _, ok := r.(scheduler.RecordingReporter); !ok {
+		t.Error("guardedReporter hides RecordingReporter")
+	}
+	if unavailable(scheduler.ErrNodeDeleted) {
+		t.Error("a deleted node counts as an outage")
 	}
 }

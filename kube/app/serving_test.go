@@ -121,14 +121,7 @@ func TestDebugQueuePages(t *testing.T) {
 	now := t0
 	snap := &snapshots{q: counting, ttl: time.Second, now: func() time.Time { return now }}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /debug/queue", func(w http.ResponseWriter, r *http.Request) {
-		p, err := page(snap.get(), r)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		write(w, r, p, p.String())
-	})
+	mux.HandleFunc("GET /debug/queue", queuePages(snap))
 	type decoded struct {
 		Summary   []struct{ Count int }
 		Items     []struct{ Key string }

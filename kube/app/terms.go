@@ -80,11 +80,13 @@ func (t *terms) rebuild(ctx context.Context) {
 	t.queues.replace(ctx, next, func(q *podQueue) {
 		h := *t.handlers
 		h.Queue = q
+		var pending []*v1.Pod
 		for _, obj := range t.pods.GetStore().List() {
 			if p, ok := obj.(*v1.Pod); ok && p.Spec.NodeName == "" {
-				h.AddPod(p)
+				pending = append(pending, p)
 			}
 		}
+		h.AddPods(pending)
 	})
 	counts := next.Counts()
 	t.log.Info("queue rebuilt for the next term", "pending", counts.Active+counts.Backoff+counts.Unschedulable+counts.Gated)

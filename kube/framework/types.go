@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,67 +32,6 @@ func Priority(p *v1.Pod) int32 {
 		return *p.Spec.Priority
 	}
 	return 0
-}
-
-// Resource is an amount of each schedulable resource.
-type Resource struct {
-	MilliCPU         int64
-	Memory           int64
-	EphemeralStorage int64
-	// Pods is a count of pods (for allocatable: the pod capacity).
-	Pods   int64
-	Scalar map[v1.ResourceName]int64
-}
-
-// NewResource converts a resource list (requests or allocatable).
-func NewResource(rl v1.ResourceList) Resource {
-	var r Resource
-	for name, q := range rl {
-		switch name {
-		case v1.ResourceCPU:
-			r.MilliCPU = q.MilliValue()
-		case v1.ResourceMemory:
-			r.Memory = q.Value()
-		case v1.ResourceEphemeralStorage:
-			r.EphemeralStorage = q.Value()
-		case v1.ResourcePods:
-			r.Pods = q.Value()
-		default:
-			if r.Scalar == nil {
-				r.Scalar = map[v1.ResourceName]int64{}
-			}
-			r.Scalar[name] = q.Value()
-		}
-	}
-	return r
-}
-
-// Add adds o to r.
-func (r *Resource) Add(o Resource) {
-	r.MilliCPU += o.MilliCPU
-	r.Memory += o.Memory
-	r.EphemeralStorage += o.EphemeralStorage
-	r.Pods += o.Pods
-	for k, v := range o.Scalar {
-		if r.Scalar == nil {
-			r.Scalar = map[v1.ResourceName]int64{}
-		}
-		r.Scalar[k] += v
-	}
-}
-
-// Sub subtracts o from r.
-func (r *Resource) Sub(o Resource) {
-	r.MilliCPU -= o.MilliCPU
-	r.Memory -= o.Memory
-	r.EphemeralStorage -= o.EphemeralStorage
-	r.Pods -= o.Pods
-	for k, v := range o.Scalar {
-		if r.Scalar == nil {
-			r.Scalar = map[v1.ResourceName]int64{}
-		}
-		r.Scalar[k] -= v
-	}
 }
 
 // AffinityTerm is a parsed required pod (anti-)affinity term.
@@ -116,17 +56,34 @@ type PodInfo struct {
 	Pod *v1.Pod
 	// Requests are the pod's effective requests: containers, init
 	// containers (as the kubelet runs them) and overhead, plus one pod.
-	Requests             Resource
+	Requests Resource
+	// NonZeroRequests are the pod's cpu and memory requests counting
+	// DefaultMilliCPURequest and DefaultMemoryRequest for each container
+	// that does not set them, the figures resource scoring spreads by.
+	NonZeroRequests Resource
+	// InvalidRequests says why the requests cannot be accounted (an
+	// amount overflows int64 or is negative), nil if they can. Requests
+	// and NonZeroRequests then hold the clamped amounts (see
+	// ConvertResources); such a pod must not be scheduled.
+	InvalidRequests      error
 	RequiredAffinity     []AffinityTerm
 	RequiredAntiAffinity []AffinityTerm
 }
 
+// nonZeroDefaults fills in a container's missing cpu and memory requests
+// for NonZeroRequests.
+var nonZeroDefaults = v1.ResourceList{
+	v1.ResourceCPU:    *resource.NewMilliQuantity(DefaultMilliCPURequest, resource.DecimalSI),
+	v1.ResourceMemory: *resource.NewQuantity(DefaultMemoryRequest, resource.BinarySI),
+}
+
 // NewPodInfo computes a pod's scheduling data. It fails on a malformed
-// label selector in the pod's affinity.
+// label selector in the pod's affinity. Requests that cannot be accounted
+// are not an error here but are recorded in InvalidRequests, so that the
+// pod can still be accounted on a node if something else bound it.
 func NewPodInfo(p *v1.Pod) (*PodInfo, error) {
 	pi := &PodInfo{Pod: p}
-	pi.Requests = NewResource(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))
-	pi.Requests.Pods = 1
+	pi.setRequests()
 	if a := p.Spec.Affinity; a != nil {
 		var err error
 		if a.PodAffinity != nil {
@@ -141,6 +98,45 @@ func NewPodInfo(p *v1.Pod) (*PodInfo, error) {
 		}
 	}
 	return pi, nil
+}
+
+// PodRequests converts a pod's effective requests, plus one pod, and says
+// whether they can be accounted (nil error) or why not.
+func PodRequests(p *v1.Pod) (Resource, error) {
+	r, err := ConvertResources(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))
+	r.Pods = 1
+	if err != nil {
+		return r, fmt.Errorf("invalid resource request %w", err)
+	}
+	return r, nil
+}
+
+func (pi *PodInfo) setRequests() {
+	pi.Requests, pi.InvalidRequests = PodRequests(pi.Pod)
+	pi.NonZeroRequests = nonZeroRequests(pi.Pod, pi.Requests)
+}
+
+// nonZeroRequests computes a pod's NonZeroRequests. For the common pod,
+// with regular containers only, that is its requests plus the default for
+// each container missing one (the defaults are whole milli-cpus and
+// bytes, so adding them after rounding gives what adding them before
+// would); other pods go through component-helpers again.
+func nonZeroRequests(p *v1.Pod, requests Resource) Resource {
+	if len(p.Spec.InitContainers) > 0 || p.Spec.Overhead != nil || p.Spec.Resources != nil {
+		nz := NewResource(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{NonMissingContainerRequests: nonZeroDefaults}))
+		return Resource{MilliCPU: nz.MilliCPU, Memory: nz.Memory}
+	}
+	nz := Resource{MilliCPU: requests.MilliCPU, Memory: requests.Memory}
+	for i := range p.Spec.Containers {
+		rl := p.Spec.Containers[i].Resources.Requests
+		if _, ok := rl[v1.ResourceCPU]; !ok {
+			nz.MilliCPU = AddSat(nz.MilliCPU, DefaultMilliCPURequest)
+		}
+		if _, ok := rl[v1.ResourceMemory]; !ok {
+			nz.Memory = AddSat(nz.Memory, DefaultMemoryRequest)
+		}
+	}
+	return nz
 }
 
 func parseTerms(p *v1.Pod, terms []v1.PodAffinityTerm) ([]AffinityTerm, error) {
@@ -164,12 +160,28 @@ func parseTerms(p *v1.Pod, terms []v1.PodAffinityTerm) ([]AffinityTerm, error) {
 	return out, nil
 }
 
-// NodeInfo is a node with the pods on it (bound or assumed) and their sum.
+// NodeInfo is a node with the pods on it (bound or assumed) and their sums.
+//
+// Its first fields copy what the filters read of the v1.Node on every
+// cycle (SetNode keeps them current): a cycle tries thousands of nodes in
+// order, and reading one small NodeInfo after another costs far less than
+// chasing each large v1.Node through memory. Treat them as read-only.
 type NodeInfo struct {
-	Node        *v1.Node
-	Allocatable Resource
-	Requested   Resource
+	// Unschedulable is Node.Spec.Unschedulable (the node is cordoned).
+	Unschedulable bool
+	// Taints is Node.Spec.Taints.
+	Taints      []v1.Taint
 	Pods        []*PodInfo
+	Allocatable Resource
+	// Requested sums the pods' Requests, NonZeroRequested their
+	// NonZeroRequests; both saturate rather than wrap.
+	Requested        Resource
+	NonZeroRequested Resource
+	name             string
+	Node             *v1.Node
+	// AllocatableInvalid says which allocatable amounts were clamped (see
+	// ConvertResources), nil if none was.
+	AllocatableInvalid error
 	// PodsWithRequiredAntiAffinity lists the pods above that carry required
 	// anti-affinity terms, which a new pod must not violate.
 	PodsWithRequiredAntiAffinity []*PodInfo
@@ -185,23 +197,25 @@ func NewNodeInfo(node *v1.Node) *NodeInfo {
 // SetNode replaces the node object (on an update), keeping the pods.
 func (n *NodeInfo) SetNode(node *v1.Node) {
 	n.Node = node
-	n.Allocatable = NewResource(node.Status.Allocatable)
+	n.name, n.Unschedulable, n.Taints = node.Name, node.Spec.Unschedulable, node.Spec.Taints
+	n.Allocatable, n.AllocatableInvalid = ConvertResources(node.Status.Allocatable)
 }
 
 // Name returns the node's name.
-func (n *NodeInfo) Name() string { return n.Node.Name }
+func (n *NodeInfo) Name() string { return n.name }
 
 // AddPod accounts pod on the node.
 func (n *NodeInfo) AddPod(p *PodInfo) {
 	n.Pods = append(n.Pods, p)
 	n.Requested.Add(p.Requests)
+	n.NonZeroRequested.Add(p.NonZeroRequests)
 	if len(p.RequiredAntiAffinity) > 0 {
 		n.PodsWithRequiredAntiAffinity = append(n.PodsWithRequiredAntiAffinity, p)
 	}
 }
 
 // RemovePod removes the pod with key from the node and reports whether it
-// was there.
+// was there. A sum that saturated is counted again from the pods left.
 func (n *NodeInfo) RemovePod(key types.NamespacedName) bool {
 	i := slices.IndexFunc(n.Pods, func(p *PodInfo) bool { return Key(p.Pod) == key })
 	if i < 0 {
@@ -209,11 +223,25 @@ func (n *NodeInfo) RemovePod(key types.NamespacedName) bool {
 	}
 	p := n.Pods[i]
 	n.Pods = slices.Delete(n.Pods, i, i+1)
-	n.Requested.Sub(p.Requests)
+	if n.Requested.Saturated() || n.NonZeroRequested.Saturated() {
+		n.recount()
+	} else {
+		n.Requested.Sub(p.Requests)
+		n.NonZeroRequested.Sub(p.NonZeroRequests)
+	}
 	if j := slices.Index(n.PodsWithRequiredAntiAffinity, p); j >= 0 {
 		n.PodsWithRequiredAntiAffinity = slices.Delete(n.PodsWithRequiredAntiAffinity, j, j+1)
 	}
 	return true
+}
+
+// recount sums the pods' requests from scratch.
+func (n *NodeInfo) recount() {
+	n.Requested, n.NonZeroRequested = Resource{}, Resource{}
+	for _, p := range n.Pods {
+		n.Requested.Add(p.Requests)
+		n.NonZeroRequested.Add(p.NonZeroRequests)
+	}
 }
 
 // Snapshot is the cluster as one scheduling cycle sees it.
@@ -224,6 +252,11 @@ type Snapshot interface {
 	Node(name string) (*NodeInfo, bool)
 	// NamespaceLabels returns a namespace's labels, for namespace selectors.
 	NamespaceLabels(ns string) labels.Set
+	// MayHavePodsWithRequiredAntiAffinity is false only if no node holds
+	// a pod with required anti-affinity terms (see
+	// NodeInfo.PodsWithRequiredAntiAffinity), so that a pod without terms
+	// of its own need not look at any node. True is always correct.
+	MayHavePodsWithRequiredAntiAffinity() bool
 }
 
 // Code is the outcome of a plugin call.
@@ -240,6 +273,10 @@ const (
 	UnschedulableAndUnresolvable
 	// Error: the plugin failed; the attempt is a failure by error.
 	Error
+	// Skip, from PreFilter only: the pod gives the plugin's Filter nothing
+	// to check (no node selector, no affinity terms...), so the scheduler
+	// does not call it in this cycle. It counts as success.
+	Skip
 )
 
 // Status is a plugin's verdict. A nil *Status is Success.
@@ -261,6 +298,9 @@ func AsStatus(err error) *Status {
 // IsSuccess reports whether s is nil or Success.
 func (s *Status) IsSuccess() bool { return s == nil || s.Code == Success }
 
+// IsSkip reports whether s is Skip.
+func (s *Status) IsSkip() bool { return s != nil && s.Code == Skip }
+
 // Message joins the reasons.
 func (s *Status) Message() string {
 	if s == nil {
@@ -271,23 +311,48 @@ func (s *Status) Message() string {
 
 // CycleState carries data from PreFilter to Filter and Score within one
 // scheduling cycle. Not safe for concurrent writes.
-type CycleState struct{ data map[string]any }
+//
+// It holds a handful of entries, one per plugin that keeps state, and
+// Filter reads them once per node: a short list searched in order costs
+// less than hashing the key every time.
+type CycleState struct{ entries []stateEntry }
+
+type stateEntry struct {
+	key string
+	v   any
+}
 
 // NewCycleState returns an empty state.
-func NewCycleState() *CycleState { return &CycleState{data: map[string]any{}} }
+func NewCycleState() *CycleState { return &CycleState{} }
 
-// Write stores v under key.
-func (c *CycleState) Write(key string, v any) { c.data[key] = v }
+// Write stores v under key, replacing what was there.
+func (c *CycleState) Write(key string, v any) {
+	for i := range c.entries {
+		if c.entries[i].key == key {
+			c.entries[i].v = v
+			return
+		}
+	}
+	c.entries = append(c.entries, stateEntry{key, v})
+}
 
 // Read returns the value under key.
-func (c *CycleState) Read(key string) (any, bool) { v, ok := c.data[key]; return v, ok }
+func (c *CycleState) Read(key string) (any, bool) {
+	for i := range c.entries {
+		if c.entries[i].key == key {
+			return c.entries[i].v, true
+		}
+	}
+	return nil, false
+}
 
 // Plugin is anything with a name.
 type Plugin interface{ Name() string }
 
 // PreFilterPlugin runs once per cycle before Filter, for example to index
-// the pods that affinity rules care about. A non-success status fails the
-// pod on every node.
+// the pods that affinity rules care about. A status other than success or
+// Skip fails the pod on every node; Skip spares the plugin's Filter for
+// this cycle.
 type PreFilterPlugin interface {
 	Plugin
 	PreFilter(ctx context.Context, state *CycleState, pod *PodInfo, snap Snapshot) *Status

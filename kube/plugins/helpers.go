@@ -28,9 +28,13 @@ func doNotSchedule(t *v1.Taint) bool {
 	return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
 }
 
-// untoleratedTaint returns the first taint of node that keeps pod away.
-func untoleratedTaint(pod *v1.Pod, node *v1.Node) (v1.Taint, bool) {
-	return corev1helpers.FindMatchingUntoleratedTaint(noLog, node.Spec.Taints, pod.Spec.Tolerations, doNotSchedule, tolerationComparisonOperators)
+// untoleratedTaint returns the first of a node's taints that keeps pod
+// away.
+func untoleratedTaint(pod *v1.Pod, taints []v1.Taint) (v1.Taint, bool) {
+	if len(taints) == 0 {
+		return v1.Taint{}, false
+	}
+	return corev1helpers.FindMatchingUntoleratedTaint(noLog, taints, pod.Spec.Tolerations, doNotSchedule, tolerationComparisonOperators)
 }
 
 // eventObjects converts a hint's old and new objects to T, where either may

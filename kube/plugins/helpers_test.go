@@ -159,6 +159,15 @@ func (s fakeSnapshot) Node(name string) (*framework.NodeInfo, bool) {
 
 func (s fakeSnapshot) NamespaceLabels(ns string) labels.Set { return s.namespaces[ns] }
 
+func (s fakeSnapshot) MayHavePodsWithRequiredAntiAffinity() bool {
+	for _, n := range s.nodes {
+		if len(n.PodsWithRequiredAntiAffinity) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // wantStatus checks a status's code and reasons; code Success wants nil.
 func wantStatus(t testing.TB, got *framework.Status, code framework.Code, reasons ...string) {
 	t.Helper()

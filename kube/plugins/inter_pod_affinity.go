@@ -63,14 +63,24 @@ type interPodAffinityState struct {
 	selfMatch bool
 }
 
+// noInterPodAffinity is the state of a pod without terms in a cluster
+// without pods with required anti-affinity: every node passes. Filter
+// only reads it.
+var noInterPodAffinity = &interPodAffinityState{}
+
 // PreFilter indexes the placed pods that the pod's terms select and the
 // placed pods whose anti-affinity selects it. Pods are scanned only when
 // the incoming pod has terms; otherwise only the pods with required
-// anti-affinity are.
+// anti-affinity are, and no node at all when the snapshot says no node
+// holds one: then every node passes, and PreFilter says Skip.
 func (InterPodAffinity) PreFilter(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, snap framework.Snapshot) *framework.Status {
+	aff, anti := pod.RequiredAffinity, pod.RequiredAntiAffinity
+	if len(aff) == 0 && len(anti) == 0 && !snap.MayHavePodsWithRequiredAntiAffinity() {
+		state.Write(interPodAffinityStateKey, noInterPodAffinity)
+		return framework.NewStatus(framework.Skip)
+	}
 	s := &interPodAffinityState{affinity: pairCounts{}, antiAffinity: pairCounts{}, existingAnti: pairCounts{}}
 	nsLabels := namespaceLabelsOnce(snap)
-	aff, anti := pod.RequiredAffinity, pod.RequiredAntiAffinity
 	for _, n := range snap.Nodes() {
 		if len(aff) > 0 || len(anti) > 0 {
 			for _, placed := range n.Pods {
@@ -149,6 +159,9 @@ func (InterPodAffinity) Filter(_ context.Context, state *framework.CycleState, p
 	s, ok := v.(*interPodAffinityState)
 	if !ok {
 		return framework.AsStatus(errNoInterPodAffinityState)
+	}
+	if s == noInterPodAffinity {
+		return nil // without looking at the node at all
 	}
 	labels := node.Node.Labels
 	if terms := pod.RequiredAffinity; len(terms) > 0 {

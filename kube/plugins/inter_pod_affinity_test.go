@@ -131,8 +131,10 @@ func TestInterPodAffinityFilter(t *testing.T) {
 				snap.nodes = append(snap.nodes, nodeInfo(t, nodes[name], tc.placed[name]...))
 			}
 			pl, pi, state := InterPodAffinity{}, mustPodInfo(t, tc.pod), framework.NewCycleState()
-			wantStatus(t, pl.PreFilter(ctx, state, pi, snap), framework.Success)
-			for _, n := range snap.nodes {
+			if st := pl.PreFilter(ctx, state, pi, snap); !st.IsSkip() {
+				wantStatus(t, st, framework.Success)
+			}
+			for _, n := range snap.nodes { // Filter must agree even where PreFilter said Skip
 				w := tc.want[n.Name()]
 				t.Run(n.Name(), func(t *testing.T) {
 					if w.code == framework.Success {
@@ -181,6 +183,35 @@ func TestMatchesRequiredAffinity(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := MatchesRequiredAffinity(tc.queued, tc.assigned, tc.ns); got != tc.want {
 				t.Fatalf("MatchesRequiredAffinity = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestInterPodAffinityPreFilterSkips: only a pod without terms, in a
+// cluster where no node holds a pod with required anti-affinity, skips
+// Filter.
+func TestInterPodAffinityPreFilterSkips(t *testing.T) {
+	node := mkNode("n", nodeLabels("kubernetes.io/hostname", "n"))
+	anti := mkPod("anti", podLabels("app", "x"), withAntiAffinity(term("kubernetes.io/hostname", "app", "web")))
+	plain := mkPod("plain", podLabels("app", "x"))
+	for _, tc := range []struct {
+		name   string
+		pod    *v1.Pod
+		placed []*v1.Pod
+		skip   bool
+	}{
+		{"no terms, nothing placed", mkPod("p"), nil, true},
+		{"no terms, plain pods placed", mkPod("p"), []*v1.Pod{plain}, true},
+		{"no terms, a pod with anti-affinity placed", mkPod("p"), []*v1.Pod{anti}, false},
+		{"own affinity", mkPod("p", withAffinity(term("kubernetes.io/hostname", "app", "x"))), nil, false},
+		{"own anti-affinity", mkPod("p", withAntiAffinity(term("kubernetes.io/hostname", "app", "x"))), nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := fakeSnapshot{nodes: []*framework.NodeInfo{nodeInfo(t, node, tc.placed...)}}
+			st := InterPodAffinity{}.PreFilter(ctx, framework.NewCycleState(), mustPodInfo(t, tc.pod), snap)
+			if st.IsSkip() != tc.skip || !st.IsSkip() && !st.IsSuccess() {
+				t.Fatalf("PreFilter = %+v, want skip %v", st, tc.skip)
 			}
 		})
 	}

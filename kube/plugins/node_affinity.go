@@ -31,10 +31,24 @@ var (
 func (NodeAffinity) Name() string { return "NodeAffinity" }
 
 // PreFilter parses the pod's node selector and required affinity once per
-// cycle, so that Filter does not parse them for every node.
+// cycle, so that Filter does not parse them for every node. A pod with
+// neither skips Filter.
 func (NodeAffinity) PreFilter(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, _ framework.Snapshot) *framework.Status {
+	if !hasRequiredNodeAffinity(pod.Pod) {
+		return framework.NewStatus(framework.Skip)
+	}
 	state.Write(nodeAffinityStateKey, nodeaffinity.GetRequiredNodeAffinity(pod.Pod))
 	return nil
+}
+
+// hasRequiredNodeAffinity reports whether pod restricts its nodes by
+// spec.nodeSelector or required node affinity.
+func hasRequiredNodeAffinity(pod *v1.Pod) bool {
+	if len(pod.Spec.NodeSelector) > 0 {
+		return true
+	}
+	a := pod.Spec.Affinity
+	return a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil
 }
 
 // Filter fails a node that the pod's selector or required affinity does not

@@ -45,7 +45,9 @@ func TestNodeAffinityFilter(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pi, state := mustPodInfo(t, tc.pod), framework.NewCycleState()
 			if tc.prefilter {
-				wantStatus(t, NodeAffinity{}.PreFilter(ctx, state, pi, fakeSnapshot{}), framework.Success)
+				if st := (NodeAffinity{}).PreFilter(ctx, state, pi, fakeSnapshot{}); !st.IsSkip() {
+					wantStatus(t, st, framework.Success)
+				}
 			}
 			got := NodeAffinity{}.Filter(ctx, state, pi, nodeInfo(t, node))
 			if tc.want == framework.Success {
@@ -74,4 +76,32 @@ func TestNodeAffinityHints(t *testing.T) {
 		{"still does not match", ssd, mkNode("n"), mkNode("n", nodeLabels("x", "y")), schedq.HintSkip},
 		{"stops matching", ssd, mkNode("n", nodeLabels("disk", "ssd")), mkNode("n"), schedq.HintSkip},
 	})
+}
+
+// TestNodeAffinityPreFilterSkips: a pod without a node selector or
+// required node affinity skips Filter; any other pod does not.
+func TestNodeAffinityPreFilterSkips(t *testing.T) {
+	onlyPodAffinity := mkPod("p", withAffinity(term("zone", "app", "db")))
+	preferredOnly := mkPod("p")
+	preferredOnly.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []v1.PreferredSchedulingTerm{{Weight: 1}},
+	}}
+	for _, tc := range []struct {
+		name string
+		pod  *v1.Pod
+		skip bool
+	}{
+		{"no constraints", mkPod("p"), true},
+		{"pod affinity only", onlyPodAffinity, true},
+		{"preferred node affinity only", preferredOnly, true},
+		{"node selector", mkPod("p", nodeSelector("disk", "ssd")), false},
+		{"required node affinity", mkPod("p", requiredNodeAffinity("zone", "a")), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := NodeAffinity{}.PreFilter(ctx, framework.NewCycleState(), mustPodInfo(t, tc.pod), fakeSnapshot{})
+			if st.IsSkip() != tc.skip || !st.IsSkip() && !st.IsSuccess() {
+				t.Fatalf("PreFilter = %+v, want skip %v", st, tc.skip)
+			}
+		})
+	}
 }

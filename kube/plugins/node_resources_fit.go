@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
@@ -46,10 +45,29 @@ func NewNodeResourcesFit(strategy ScoringStrategy) *NodeResourcesFit {
 // Name returns "NodeResourcesFit".
 func (*NodeResourcesFit) Name() string { return "NodeResourcesFit" }
 
+// PreFilter refuses a pod whose requests cannot be accounted (an amount
+// overflows int64 or is negative, see framework.ConvertResources) on every
+// node at once, with the reason, for example "invalid resource request
+// cpu=1e18: overflows int64 milli-units". No node change can help; an
+// update of the pod itself can.
+func (*NodeResourcesFit) PreFilter(_ context.Context, _ *framework.CycleState, pod *framework.PodInfo, _ framework.Snapshot) *framework.Status {
+	return invalidRequests(pod)
+}
+
+func invalidRequests(pod *framework.PodInfo) *framework.Status {
+	if pod.InvalidRequests != nil {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, pod.InvalidRequests.Error())
+	}
+	return nil
+}
+
 // Filter fails a node whose free allocatable (allocatable minus what its
 // pods request) is short of the pod's requests, with one reason per short
 // resource.
 func (*NodeResourcesFit) Filter(_ context.Context, _ *framework.CycleState, pod *framework.PodInfo, node *framework.NodeInfo) *framework.Status {
+	if st := invalidRequests(pod); st != nil {
+		return st // in case PreFilter was skipped
+	}
 	if reasons := insufficientResources(pod.Requests, node); len(reasons) > 0 {
 		return framework.NewStatus(framework.Unschedulable, reasons...)
 	}
@@ -80,6 +98,9 @@ func shortages(req, alloc, used framework.Resource, pods int64) []string {
 	if req.EphemeralStorage > 0 && req.EphemeralStorage > alloc.EphemeralStorage-used.EphemeralStorage {
 		reasons = append(reasons, ReasonInsufficientEphemeralStorage)
 	}
+	if len(req.Scalar) == 0 {
+		return reasons
+	}
 	var short []v1.ResourceName
 	for name, q := range req.Scalar {
 		if q > 0 && q > alloc.Scalar[name]-used.Scalar[name] {
@@ -103,10 +124,9 @@ func (pl *NodeResourcesFit) EventsToRegister() []schedq.EventHint[*v1.Pod] {
 }
 
 // requestsOf computes pod's effective requests as framework.NewPodInfo
-// does, without parsing its affinity.
+// does, without parsing its affinity; they are clamped if invalid.
 func requestsOf(pod *v1.Pod) framework.Resource {
-	r := framework.NewResource(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
-	r.Pods = 1
+	r, _ := framework.PodRequests(pod)
 	return r
 }
 
@@ -120,7 +140,10 @@ func (*NodeResourcesFit) afterNodeChange(pod *v1.Pod, oldObj, newObj any) (sched
 	if err != nil {
 		return schedq.HintQueue, err
 	}
-	req := requestsOf(pod)
+	req, invalid := framework.PodRequests(pod)
+	if invalid != nil {
+		return schedq.HintSkip, nil // no node can take it; only its own update can help
+	}
 	alloc := framework.NewResource(newNode.Status.Allocatable)
 	if !fitsEmpty(req, alloc) {
 		return schedq.HintSkip, nil
@@ -173,25 +196,30 @@ func someRequested(req framework.Resource, cmp func(x, y int64) bool, x, y frame
 // needs, and the hint cannot tell which resource the pod was short of.
 // Deleting an unbound pod frees nothing. A scale-down queues the pod if it
 // is the pod's own (it now asks for less), or if a bound pod now requests
-// less of a resource the pod needs.
+// less of a resource the pod needs. A pod whose requests are invalid waits
+// for its own update only.
 func (*NodeResourcesFit) afterPodChange(pod *v1.Pod, oldObj, newObj any) (schedq.Hint, error) {
 	oldPod, newPod, err := podEvent(oldObj, newObj)
 	if err != nil {
 		return schedq.HintQueue, err
 	}
 	switch {
-	case newPod == nil:
-		if oldPod.Spec.NodeName == "" {
-			return schedq.HintSkip, nil
-		}
-		return schedq.HintQueue, nil
+	case newPod == nil && oldPod.Spec.NodeName == "":
+		return schedq.HintSkip, nil
 	case samePod(pod, newPod):
 		return schedq.HintQueue, nil
-	case oldPod == nil || newPod.Spec.NodeName == "":
+	case newPod != nil && (oldPod == nil || newPod.Spec.NodeName == ""):
 		return schedq.HintSkip, nil
 	}
+	req, invalid := framework.PodRequests(pod)
+	switch {
+	case invalid != nil:
+		return schedq.HintSkip, nil // freed room cannot help; only its own update can
+	case newPod == nil:
+		return schedq.HintQueue, nil
+	}
 	decreased := func(before, after int64) bool { return after < before }
-	if someRequested(requestsOf(pod), decreased, requestsOf(oldPod), requestsOf(newPod)) {
+	if someRequested(req, decreased, requestsOf(oldPod), requestsOf(newPod)) {
 		return schedq.HintQueue, nil
 	}
 	return schedq.HintSkip, nil

@@ -31,7 +31,7 @@ func (NodeUnschedulable) Name() string { return "NodeUnschedulable" }
 
 // Filter fails a cordoned node unless the pod tolerates cordoning.
 func (NodeUnschedulable) Filter(_ context.Context, _ *framework.CycleState, pod *framework.PodInfo, node *framework.NodeInfo) *framework.Status {
-	if admitsUnschedulable(pod.Pod, node.Node) {
+	if !node.Unschedulable || tolerates(pod.Pod.Spec.Tolerations, &unschedulableTaint) {
 		return nil
 	}
 	return framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonNodeUnschedulable)

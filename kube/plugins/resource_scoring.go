@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
-
-	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	resourcehelper "k8s.io/component-helpers/resource"
+	"math/bits"
 
 	"github.com/schedq/schedq/kube/framework"
 )
@@ -39,96 +36,43 @@ func (s ScoringStrategy) String() string {
 }
 
 // The requests that LeastAllocated assumes for a container that sets none:
-// kube-scheduler's values.
+// kube-scheduler's values, kept with the pods' other figures in framework.
 const (
-	DefaultMilliCPURequest int64 = 100
-	DefaultMemoryRequest   int64 = 200 << 20
+	DefaultMilliCPURequest = framework.DefaultMilliCPURequest
+	DefaultMemoryRequest   = framework.DefaultMemoryRequest
 )
 
-// fitScoreStateKey is where PreFilter leaves the pod's scoring requests.
-const fitScoreStateKey = "NodeResourcesFit/scoring"
-
-// scoringRequests is the pod's cpu and memory as LeastAllocated counts them.
-type scoringRequests struct{ milliCPU, memory int64 }
-
-var nonZeroDefaults = v1.ResourceList{
-	v1.ResourceCPU:    *resource.NewMilliQuantity(DefaultMilliCPURequest, resource.DecimalSI),
-	v1.ResourceMemory: *resource.NewQuantity(DefaultMemoryRequest, resource.BinarySI),
-}
-
-func nonZeroRequests(pod *v1.Pod) scoringRequests {
-	rl := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{NonMissingContainerRequests: nonZeroDefaults})
-	return scoringRequests{milliCPU: rl.Cpu().MilliValue(), memory: rl.Memory().Value()}
-}
-
-// PreFilter computes the pod's requests for scoring once per cycle, so that
-// Score (which may run for nodes in parallel) only reads the state.
-func (*NodeResourcesFit) PreFilter(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, _ framework.Snapshot) *framework.Status {
-	state.Write(fitScoreStateKey, nonZeroRequests(pod.Pod))
-	return nil
-}
-
-// Score rates node from 0 to framework.MaxNodeScore by the strategy.
-func (pl *NodeResourcesFit) Score(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, node *framework.NodeInfo) (int64, *framework.Status) {
-	alloc := []int64{node.Allocatable.MilliCPU, node.Allocatable.Memory}
+// Score rates node from 0 to framework.MaxNodeScore by the strategy. It
+// reads the sums the node keeps, so it costs the same whatever the number
+// of pods on the node.
+func (pl *NodeResourcesFit) Score(_ context.Context, _ *framework.CycleState, pod *framework.PodInfo, node *framework.NodeInfo) (int64, *framework.Status) {
+	alloc := [2]int64{node.Allocatable.MilliCPU, node.Allocatable.Memory}
 	switch pl.strategy {
 	case LeastAllocated:
-		req, ok := readScoringRequests(state)
-		if !ok {
-			req = nonZeroRequests(pod.Pod)
-		}
-		cpu, mem := nodeNonZeroRequests(node)
-		return leastAllocatedScore([]int64{cpu + req.milliCPU, mem + req.memory}, alloc), nil
+		used, req := node.NonZeroRequested, pod.NonZeroRequests
+		return leastAllocatedScore(sumOf(used, req), alloc), nil
 	case BalancedAllocation:
-		requested := []int64{
-			node.Requested.MilliCPU + pod.Requests.MilliCPU,
-			node.Requested.Memory + pod.Requests.Memory,
-		}
-		return balancedAllocationScore(requested, alloc), nil
+		return balancedAllocationScore(sumOf(node.Requested, pod.Requests), alloc), nil
 	}
 	return 0, framework.AsStatus(fmt.Errorf("NodeResourcesFit: unknown scoring strategy %v", pl.strategy))
 }
 
-func readScoringRequests(state *framework.CycleState) (scoringRequests, bool) {
-	if state == nil {
-		return scoringRequests{}, false
-	}
-	v, ok := state.Read(fitScoreStateKey)
-	if !ok {
-		return scoringRequests{}, false
-	}
-	req, ok := v.(scoringRequests)
-	return req, ok
-}
-
-// nodeNonZeroRequests sums the cpu and memory of node's pods, counting a pod
-// that requests none of either as requesting the default. NodeInfo keeps
-// only whole-pod sums, so this default applies per pod, where
-// kube-scheduler applies it per container.
-func nodeNonZeroRequests(node *framework.NodeInfo) (milliCPU, memory int64) {
-	milliCPU, memory = node.Requested.MilliCPU, node.Requested.Memory
-	for _, p := range node.Pods {
-		if p.Requests.MilliCPU == 0 {
-			milliCPU += DefaultMilliCPURequest
-		}
-		if p.Requests.Memory == 0 {
-			memory += DefaultMemoryRequest
-		}
-	}
-	return milliCPU, memory
+// sumOf is the cpu and memory of a and b together, saturating.
+func sumOf(a, b framework.Resource) [2]int64 {
+	return [2]int64{framework.AddSat(a.MilliCPU, b.MilliCPU), framework.AddSat(a.Memory, b.Memory)}
 }
 
 // leastAllocatedScore averages, over the resources the node has, the
 // percentage of allocatable left free after placing the pod.
-func leastAllocatedScore(requested, alloc []int64) int64 {
+func leastAllocatedScore(requested, alloc [2]int64) int64 {
 	var sum, n int64
 	for i := range requested {
-		if alloc[i] == 0 {
+		if alloc[i] <= 0 {
 			continue
 		}
 		n++
 		if requested[i] <= alloc[i] {
-			sum += (alloc[i] - requested[i]) * framework.MaxNodeScore / alloc[i]
+			sum += freeScore(alloc[i]-requested[i], alloc[i])
 		}
 	}
 	if n == 0 {
@@ -137,14 +81,22 @@ func leastAllocatedScore(requested, alloc []int64) int64 {
 	return sum / n
 }
 
+// freeScore is free * MaxNodeScore / alloc, for 0 <= free <= alloc, in
+// 128 bits so that no allocatable, however large, overflows it.
+func freeScore(free, alloc int64) int64 {
+	hi, lo := bits.Mul64(uint64(free), framework.MaxNodeScore)
+	q, _ := bits.Div64(hi, lo, uint64(alloc))
+	return int64(q)
+}
+
 // balancedAllocationScore is MaxNodeScore times one minus the standard
 // deviation of the used fractions (each capped at 1) of the resources the
 // node has. With two resources the deviation is half their difference.
-func balancedAllocationScore(requested, alloc []int64) int64 {
+func balancedAllocationScore(requested, alloc [2]int64) int64 {
 	fractions := make([]float64, 0, len(requested))
 	var total float64
 	for i := range requested {
-		if alloc[i] == 0 {
+		if alloc[i] <= 0 {
 			continue
 		}
 		f := min(float64(requested[i])/float64(alloc[i]), 1)

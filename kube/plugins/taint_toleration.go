@@ -32,7 +32,7 @@ func ReasonUntoleratedTaint(taint v1.Taint) string {
 // Filter fails a node with a scheduling taint the pod does not tolerate,
 // naming the first such taint.
 func (TaintToleration) Filter(_ context.Context, _ *framework.CycleState, pod *framework.PodInfo, node *framework.NodeInfo) *framework.Status {
-	taint, found := untoleratedTaint(pod.Pod, node.Node)
+	taint, found := untoleratedTaint(pod.Pod, node.Taints)
 	if !found {
 		return nil
 	}
@@ -56,11 +56,11 @@ func (TaintToleration) afterNodeChange(pod *v1.Pod, oldObj, newObj any) (schedq.
 	if err != nil {
 		return schedq.HintQueue, err
 	}
-	if _, blocked := untoleratedTaint(pod, newNode); blocked {
+	if _, blocked := untoleratedTaint(pod, newNode.Spec.Taints); blocked {
 		return schedq.HintSkip, nil
 	}
 	if oldNode != nil {
-		if _, blockedBefore := untoleratedTaint(pod, oldNode); !blockedBefore {
+		if _, blockedBefore := untoleratedTaint(pod, oldNode.Spec.Taints); !blockedBefore {
 			return schedq.HintSkip, nil
 		}
 	}

@@ -361,3 +361,29 @@ func TestBindingErrorOnABoundPod(t *testing.T) {
 		t.Fatalf("cache lost the bound pod: %q %v", n, ok)
 	}
 }
+
+// oneHeldBinder keeps the binding's done, for the test to answer later.
+type oneHeldBinder struct{ done func(error) }
+
+func (b *oneHeldBinder) Bind(_ context.Context, _ *v1.Pod, _ string, done func(error)) { b.done = done }
+
+// TestRecreatedPodSeenAsUpdate: a pod deleted and created again under its
+// name while its binding was under way, seen as an update after a watch
+// gap (same key, new UID), is queued; the old binding's conflict does not
+// lose it.
+func TestRecreatedPodSeenAsUpdate(t *testing.T) {
+	f := newFixture(t)
+	hb := &oneHeldBinder{}
+	f.s.binder = hb
+	f.h.AddNode(node("a", 1000))
+	old := pod("p", 100)
+	f.h.AddPod(old)
+	f.once()
+	recreated := old.DeepCopy()
+	recreated.UID = "uid-p-2"
+	f.h.UpdatePod(old, recreated)
+	hb.done(apierrors.NewConflict(podsResource, "p", nil))
+	if _, _, ok := f.q.Get(framework.Key(recreated)); !ok {
+		t.Fatal("the recreated pod is not queued")
+	}
+}

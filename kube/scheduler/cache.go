@@ -17,6 +17,10 @@ import (
 // way, so that the next cycle already counts them. It is safe for
 // concurrent use; a scheduling cycle holds it with View.
 type Cache struct {
+	// antiAffinityPods counts the cached pods (on known nodes or not) with
+	// required anti-affinity terms, see MayHavePodsWithRequiredAntiAffinity.
+	antiAffinityPods int
+
 	mu      sync.RWMutex
 	nodes   map[string]*framework.NodeInfo
 	order   []*framework.NodeInfo // stable: insertion order
@@ -200,6 +204,9 @@ func (c *Cache) View(f func(framework.Snapshot)) {
 
 func (c *Cache) placeLocked(pi *framework.PodInfo, node string) {
 	c.podNode[framework.Key(pi.Pod)] = node
+	if len(pi.RequiredAntiAffinity) > 0 {
+		c.antiAffinityPods++
+	}
 	if ni, ok := c.nodes[node]; ok {
 		ni.AddPod(pi)
 	} else {
@@ -214,8 +221,13 @@ func (c *Cache) removeLocked(key types.NamespacedName) {
 	}
 	delete(c.podNode, key)
 	if ni, ok := c.nodes[node]; ok {
+		n := len(ni.PodsWithRequiredAntiAffinity)
 		ni.RemovePod(key)
+		c.antiAffinityPods -= n - len(ni.PodsWithRequiredAntiAffinity)
 	} else if m := c.orphans[node]; m != nil {
+		if pi := m[key]; pi != nil && len(pi.RequiredAntiAffinity) > 0 {
+			c.antiAffinityPods--
+		}
 		delete(m, key)
 		if len(m) == 0 {
 			delete(c.orphans, node)
@@ -234,3 +246,7 @@ func (s snapshot) Node(name string) (*framework.NodeInfo, bool) {
 }
 
 func (s snapshot) NamespaceLabels(ns string) labels.Set { return s.c.namespaces[ns] }
+
+// MayHavePodsWithRequiredAntiAffinity counts pods on unknown nodes too,
+// which can only make it say true when false would do.
+func (s snapshot) MayHavePodsWithRequiredAntiAffinity() bool { return s.c.antiAffinityPods > 0 }

@@ -152,7 +152,8 @@ type warmStart struct {
 	mu      sync.Mutex
 	synced  bool
 	pending []warmPod
-	others  []string // registered informers of other resources
+	batch   *[]warmPod // parks during AddPods, reconciled together
+	others  []string   // registered informers of other resources
 
 	finishOnce sync.Once
 }
@@ -188,14 +189,44 @@ func (w *warmStart) park(h *Handlers, pod *v1.Pod) bool {
 	}
 	wp := warmPod{key: framework.Key(pod), rec: rec}
 	w.mu.Lock()
-	if !w.synced {
+	switch {
+	case !w.synced:
 		w.pending = append(w.pending, wp)
+		w.mu.Unlock()
+		return true
+	case w.batch != nil:
+		*w.batch = append(*w.batch, wp)
 		w.mu.Unlock()
 		return true
 	}
 	w.mu.Unlock()
 	w.reconcile(h, []warmPod{wp})
 	return true
+}
+
+// AddPods adds pods as AddPod does, but reconciles the ones it parks with
+// the cluster once for all of them rather than once each: reconciling
+// reads every change since the records, so a queue rebuilt after a term
+// would otherwise cost the parked pods times the bound pods.
+func (h *Handlers) AddPods(pods []*v1.Pod) {
+	w := h.warm
+	if w == nil {
+		for _, p := range pods {
+			h.AddPod(p)
+		}
+		return
+	}
+	var batch []warmPod
+	w.mu.Lock()
+	w.batch = &batch
+	w.mu.Unlock()
+	for _, p := range pods {
+		h.AddPod(p)
+	}
+	w.mu.Lock()
+	w.batch = nil
+	w.mu.Unlock()
+	w.reconcile(h, batch)
 }
 
 // wakeable reports whether events can wake a pod the plugins rejected:

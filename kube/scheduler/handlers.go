@@ -91,8 +91,16 @@ func (h *Handlers) addPod(p *v1.Pod, initial bool) {
 	}
 }
 
-// UpdatePod handles a changed pod.
+// UpdatePod handles a changed pod. A new UID under the same name is a
+// pod deleted and created again (seen as an update after a watch gap): it
+// is handled as such, so that the new pod is not taken for a stale view of
+// the old one's assumption.
 func (h *Handlers) UpdatePod(oldPod, newPod *v1.Pod) {
+	if oldPod.UID != newPod.UID {
+		h.DeletePod(oldPod)
+		h.AddPod(newPod)
+		return
+	}
 	switch {
 	case assigned(newPod) && !assigned(oldPod):
 		// Just bound, by us or by another scheduler.

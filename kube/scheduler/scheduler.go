@@ -89,6 +89,12 @@ type Scheduler struct {
 	o        Options
 
 	nextStart int
+	// feasible is findNode's list of feasible nodes, kept from cycle to
+	// cycle so that a large cluster does not allocate one per cycle.
+	feasible []*framework.NodeInfo
+	// filters is findNode's list of the filters a cycle runs, when
+	// PreFilter lets it skip some.
+	filters []framework.FilterPlugin
 }
 
 // New returns a scheduler.
@@ -186,8 +192,13 @@ func (s *Scheduler) findNode(ctx context.Context, pi *framework.PodInfo, snap fr
 		return Outcome{Result: Unschedulable, Plugins: names, Message: "0/0 nodes are available: no nodes available to schedule pods."}
 	}
 	state := framework.NewCycleState()
+	filters := p.Filter
 	for _, pf := range p.PreFilter {
 		st := pf.PreFilter(ctx, state, pi, snap)
+		if st.IsSkip() {
+			filters = s.without(filters, pf.Name())
+			continue
+		}
 		if st.IsSuccess() {
 			continue
 		}
@@ -199,14 +210,19 @@ func (s *Scheduler) findNode(ctx context.Context, pi *framework.PodInfo, snap fr
 	}
 
 	want := s.feasibleToFind(len(nodes))
-	feasible := make([]*framework.NodeInfo, 0, min(want, len(nodes)))
+	feasible := s.feasible[:0]
+	defer func() { s.feasible = feasible[:0] }()
 	reasons := map[string]int{}
 	var rejectors []string
 	processed := 0
+	next := s.nextStart % len(nodes) // wraps by hand: no division per node
 	for i := 0; i < len(nodes) && len(feasible) < want; i++ {
-		ni := nodes[(s.nextStart+i)%len(nodes)]
+		ni := nodes[next]
+		if next++; next == len(nodes) {
+			next = 0
+		}
 		processed++
-		st := s.filter(ctx, state, pi, ni)
+		st := filter(ctx, filters, state, pi, ni)
 		if st.IsSuccess() {
 			feasible = append(feasible, ni)
 			continue
@@ -228,9 +244,22 @@ func (s *Scheduler) findNode(ctx context.Context, pi *framework.PodInfo, snap fr
 	return Outcome{Result: Scheduled, Node: s.pick(ctx, state, pi, feasible)}
 }
 
-// filter runs the filters on one node, stopping at the first failure.
-func (s *Scheduler) filter(ctx context.Context, state *framework.CycleState, pi *framework.PodInfo, ni *framework.NodeInfo) *framework.Status {
-	for _, f := range s.o.Profile.Filter {
+// without returns filters less the one named, in s.filters, a buffer
+// kept from cycle to cycle; filters may be that buffer already.
+func (s *Scheduler) without(filters []framework.FilterPlugin, name string) []framework.FilterPlugin {
+	out := s.filters[:0]
+	for _, f := range filters {
+		if f.Name() != name {
+			out = append(out, f)
+		}
+	}
+	s.filters = out
+	return out
+}
+
+// filter runs filters on one node, stopping at the first failure.
+func filter(ctx context.Context, filters []framework.FilterPlugin, state *framework.CycleState, pi *framework.PodInfo, ni *framework.NodeInfo) *framework.Status {
+	for _, f := range filters {
 		if st := f.Filter(ctx, state, pi, ni); !st.IsSuccess() {
 			st.Plugin = f.Name()
 			return st

@@ -17,12 +17,16 @@ type cluster struct {
 	pods       map[types.NamespacedName]*v1.Pod
 	podGroups  map[string][]types.NamespacedName
 	uid        int
+	// requests holds each pod group's parsed requests, shared by its pods
+	// (read-only, like every object here).
+	requests map[string]v1.ResourceList
 }
 
 func newCluster() *cluster {
 	return &cluster{
 		nodes: map[string]*v1.Node{}, nodeGroups: map[string][]string{},
 		pods: map[types.NamespacedName]*v1.Pod{}, podGroups: map[string][]types.NamespacedName{},
+		requests: map[string]v1.ResourceList{},
 	}
 }
 
@@ -53,7 +57,9 @@ func (c *cluster) makeNodes(g NodeGroup) []*v1.Node {
 			ObjectMeta: metav1.ObjectMeta{Name: name, UID: c.nextUID(), Labels: labels},
 			Spec:       v1.NodeSpec{Unschedulable: g.Unschedulable},
 			Status: v1.NodeStatus{
-				Capacity: capacity.DeepCopy(), Allocatable: capacity.DeepCopy(),
+				// One list for the whole group: nodes are read-only, and
+				// updateNode deep-copies before it changes one.
+				Capacity: capacity, Allocatable: capacity,
 				Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}},
 			},
 		}
@@ -79,7 +85,11 @@ func (c *cluster) makePod(g *PodGroup, i int) *v1.Pod {
 	if ns == "" {
 		ns = "default"
 	}
-	requests, _ := resources(g.Requests)
+	requests, ok := c.requests[g.Name]
+	if !ok {
+		requests, _ = resources(g.Requests)
+		c.requests[g.Name] = requests
+	}
 	labels := map[string]string{"group": g.Name}
 	for k, v := range g.Labels {
 		labels[k] = v

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq/kube/framework"
 )
 
 // extras is the state of what the simulator adds to a plain scenario:
@@ -118,4 +121,10 @@ func compareExtras(row func(string, func(*Report) string), a, b *Report) {
 		})
 		row("production: gpu allocated mean", func(*Report) string { return fmt.Sprintf("%.1f%%", 100*pr.MeanGPU) })
 	}
+}
+
+// track lists a pod's key in its group, as planArrivals does for the
+// scenario's pods: the events and node removals find pods by group.
+func (s *sim) track(group string, p *v1.Pod) {
+	s.cl.podGroups[group] = append(s.cl.podGroups[group], framework.Key(p))
 }

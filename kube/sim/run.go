@@ -222,17 +222,18 @@ func (s *sim) planArrivals(g *PodGroup) {
 		s.planned++
 		s.at(t, func() {
 			s.planned--
-			s.arrive(s.cl.makePod(g, i))
+			p := s.cl.makePod(g, i)
+			s.cl.podGroups[g.Name] = append(s.cl.podGroups[g.Name], framework.Key(p))
+			s.arrive(p)
 		})
 	}
 }
 
+// arrive creates a pod. Its key must already be in its group's list: a
+// new pod's is added as it is made, a recreated pod keeps its name.
 func (s *sim) arrive(p *v1.Pod) {
 	key := framework.Key(p)
 	s.cl.pods[key] = p
-	if !slices.Contains(s.cl.podGroups[p.Labels["group"]], key) {
-		s.cl.podGroups[p.Labels["group"]] = append(s.cl.podGroups[p.Labels["group"]], key)
-	}
 	st := &podStat{key: key, arrived: s.now, priority: framework.Priority(p)}
 	s.stats[p.UID] = st
 	s.order = append(s.order, st)
@@ -523,8 +524,12 @@ func (s *sim) bindDone(pod *v1.Pod, node string, done func(error)) {
 		done(fmt.Errorf("node %s not found", node))
 		return
 	}
-	nw := cur.DeepCopy()
-	nw.Spec.NodeName = node
+	// A shallow copy: the simulator never changes a pod's maps or slices
+	// in place (updates deep-copy first), so the bound pod shares them
+	// with the pending one instead of doubling every pod's memory.
+	bound := *cur
+	bound.Spec.NodeName = node
+	nw := &bound
 	s.cl.pods[key] = nw
 	if st := s.stats[pod.UID]; st != nil {
 		st.bound = s.now

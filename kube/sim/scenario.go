@@ -11,8 +11,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -143,17 +145,55 @@ type EventSpec struct {
 	RemoveGates  *Selection    `yaml:"removeGates"`
 }
 
-// Selection picks the first Count members of a node or pod group (all of
-// them if Count is 0).
+// Selection picks the first Count members of a node or pod group, or all
+// of them if count is left out. An explicit count: 0 is an error: it
+// would select nothing.
 type Selection struct {
-	Group string `yaml:"group"`
-	Count int    `yaml:"count"`
+	Group    string `yaml:"group"`
+	Count    int    `yaml:"count"`
+	countSet bool   // count was given
+}
+
+// UnmarshalYAML decodes a selection and notes whether count was given.
+func (x *Selection) UnmarshalYAML(n *yaml.Node) error {
+	type plain Selection
+	if err := n.Decode((*plain)(x)); err != nil {
+		return err
+	}
+	x.countSet = hasKey(n, "count")
+	return nil
 }
 
 // TaintChange adds or removes a taint on some nodes of a group.
 type TaintChange struct {
 	Selection `yaml:",inline"`
 	Taint     TaintSpec `yaml:"taint"`
+}
+
+// UnmarshalYAML decodes a taint change and notes whether count was given
+// (an inline Selection's own UnmarshalYAML is not called).
+func (x *TaintChange) UnmarshalYAML(n *yaml.Node) error {
+	// Not a copy of TaintChange: it would inherit Selection's UnmarshalYAML.
+	var v struct {
+		Group string    `yaml:"group"`
+		Count int       `yaml:"count"`
+		Taint TaintSpec `yaml:"taint"`
+	}
+	if err := n.Decode(&v); err != nil {
+		return err
+	}
+	*x = TaintChange{Selection: Selection{Group: v.Group, Count: v.Count, countSet: hasKey(n, "count")}, Taint: v.Taint}
+	return nil
+}
+
+// hasKey reports whether mapping n has key.
+func hasKey(n *yaml.Node, key string) bool {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return true
+		}
+	}
+	return false
 }
 
 //go:embed scenarios/*.yaml
@@ -175,12 +215,30 @@ func Builtins() []string {
 // ErrUnknownScenario: the name is neither a built-in scenario nor a file.
 var ErrUnknownScenario = errors.New("unknown scenario")
 
+// Limits on what a scenario may ask for, checked before anything is
+// built, so that a typo such as count: 2000000000 is a clear error rather
+// than an out-of-memory crash (docs/simulator-performance.md measures
+// about 6 KiB per pod and 2 KiB per node).
+const (
+	// MaxScenarioBytes is the largest scenario file Load reads.
+	MaxScenarioBytes = 4 << 20
+	// MaxNodes bounds the nodes of a scenario: every node group's count
+	// plus every addNodes event's.
+	MaxNodes = 1_000_000
+	// MaxPods bounds the pods of a scenario: every pod group's count.
+	MaxPods = 1_000_000
+)
+
+// ErrEmptyScenario: the scenario file has no content.
+var ErrEmptyScenario = errors.New("the file is empty; a scenario needs at least a name and a pods list (see docs/simulator.md)")
+
 // Load reads a built-in scenario by name, or a scenario file by path.
+// Errors name the scenario or the file.
 func Load(nameOrFile string) (*Scenario, error) {
 	data, err := builtin.ReadFile("scenarios/" + nameOrFile + ".yaml")
 	source := "built-in scenario " + nameOrFile
 	if err != nil {
-		data, err = os.ReadFile(nameOrFile)
+		data, err = readScenarioFile(nameOrFile)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil, fmt.Errorf("%w %q: not a built-in scenario (%s) nor a file", ErrUnknownScenario, nameOrFile, strings.Join(Builtins(), ", "))
@@ -196,8 +254,50 @@ func Load(nameOrFile string) (*Scenario, error) {
 	return s, nil
 }
 
-// Parse decodes and validates a scenario. Unknown fields are errors.
+// readScenarioFile reads a file of at most MaxScenarioBytes.
+func readScenarioFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxScenarioBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxScenarioBytes {
+		return nil, tooLarge()
+	}
+	return data, nil
+}
+
+func tooLarge() error {
+	return fmt.Errorf("larger than the %d MiB a scenario file may have", MaxScenarioBytes>>20)
+}
+
+// Parse decodes and validates a scenario. Unknown fields and values of the
+// wrong kind are errors that give their exact path.
 func Parse(data []byte) (*Scenario, error) {
+	if len(data) > MaxScenarioBytes {
+		return nil, tooLarge()
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, ErrEmptyScenario // comments only
+		}
+		return nil, yamlError(err)
+	}
+	if len(doc.Content) == 0 {
+		return nil, ErrEmptyScenario
+	}
+	var errs []error
+	checkFields(doc.Content[0], reflect.TypeOf(Scenario{}), "", func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", cmpOr(field, "the scenario"), fmt.Sprintf(format, args...)))
+	})
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var s Scenario
@@ -284,8 +384,11 @@ func (s *Scenario) Validate() error {
 			continue
 		}
 		sel := func(field string, x *Selection, groups map[string]bool, kind string) {
-			if x.Count < 0 {
+			switch {
+			case x.Count < 0:
 				bad(f+"."+field+".count", "must not be negative, got %d", x.Count)
+			case x.Count == 0 && x.countSet:
+				bad(f+"."+field+".count", "0 selects nothing; leave count out to select the whole group")
 			}
 			if !groups[x.Group] {
 				bad(f+"."+field+".group", "unknown %s group %q", kind, x.Group)
@@ -318,7 +421,59 @@ func (s *Scenario) Validate() error {
 	if len(s.Pods) == 0 && s.Trace == nil && s.Snapshot == "" {
 		bad("pods", "a scenario needs at least one pod group (or a trace or a snapshot)")
 	}
+	s.validateBackoff(bad)
+	s.validateSize(bad)
 	return errors.Join(errs...)
+}
+
+// validateBackoff checks the backoff bounds the queue will get, defaults
+// included, so that the queue never refuses them after the scenario loaded.
+func (s *Scenario) validateBackoff(bad func(string, string, ...any)) {
+	q := s.Queue
+	if q.backoffOff() || q.InitialBackoff < 0 || deref(q.MaxBackoff) < 0 {
+		return
+	}
+	initial, maxB, by := q.InitialBackoff, deref(q.MaxBackoff), ""
+	if initial == 0 {
+		initial = defaultInitialBackoff
+	}
+	if q.MaxBackoff == nil {
+		maxB, by = defaultMaxBackoff, ", its default"
+	}
+	if initial > maxB {
+		bad("queue.initialBackoff", "%v is more than queue.maxBackoff (%v%s)", initial, maxB, by)
+	}
+}
+
+// validateSize refuses counts beyond MaxNodes and MaxPods, one by one and
+// in all, before anything is built.
+func (s *Scenario) validateSize(bad func(string, string, ...any)) {
+	var nodes, pods int64
+	count := func(field string, n int, total *int64, limit int, kind string) {
+		if n > limit {
+			bad(field, "%d is more than the %d %s a scenario may have", n, limit, kind)
+		}
+		if n > 0 {
+			*total += int64(min(n, limit+1))
+		}
+	}
+	for i, g := range s.Nodes {
+		count(fmt.Sprintf("nodes[%d].count", i), g.Count, &nodes, MaxNodes, "nodes")
+	}
+	for i, e := range s.Events {
+		if e.AddNodes != nil {
+			count(fmt.Sprintf("events[%d].addNodes.count", i), e.AddNodes.Count, &nodes, MaxNodes, "nodes")
+		}
+	}
+	for i, g := range s.Pods {
+		count(fmt.Sprintf("pods[%d].count", i), g.Count, &pods, MaxPods, "pods")
+	}
+	if nodes > MaxNodes {
+		bad("nodes", "%d nodes in all (node groups and addNodes events), more than the %d a scenario may have", nodes, MaxNodes)
+	}
+	if pods > MaxPods {
+		bad("pods", "%d pods in all, more than the %d a scenario may have", pods, MaxPods)
+	}
 }
 
 func (g *NodeGroup) validate(f string, bad func(string, string, ...any)) {
@@ -366,9 +521,14 @@ func (g *PodGroup) validate(f string, bad func(string, string, ...any)) {
 	if g.Arrival.Rate < 0 {
 		bad(f+".arrival.rate", "must not be negative, got %v", g.Arrival.Rate)
 	}
-	for i, t := range append(slices.Clone(g.Affinity), g.AntiAffinity...) {
-		if t.TopologyKey == "" {
-			bad(fmt.Sprintf("%s.affinity[%d].topologyKey", f, i), "must not be empty")
+	for _, list := range []struct {
+		name  string
+		terms []TermSpec
+	}{{"affinity", g.Affinity}, {"antiAffinity", g.AntiAffinity}} {
+		for i, t := range list.terms {
+			if t.TopologyKey == "" {
+				bad(fmt.Sprintf("%s.%s[%d].topologyKey", f, list.name, i), "must not be empty (for example kubernetes.io/hostname or %s)", zoneLabel)
+			}
 		}
 	}
 	for i, t := range g.Tolerations {

@@ -17,7 +17,31 @@ func TestBadScenarios(t *testing.T) {
 		want       []string
 	}{
 		{"negative count", "name: x\npods: [{name: p, count: -3}]\n", []string{"pods[0].count: must not be negative, got -3"}},
-		{"unknown field", valid + "nodez: []\n", []string{"line 3", "field nodez not found"}},
+		{"unknown field", valid + "nodez: []\n", []string{"nodez: unknown field (fields here: name, description, seed, duration, scheduler, queue, nodes, pods, events, trace, snapshot)"}},
+		{"cordoned is unschedulable", "name: x\nnodes: [{name: n, count: 1, cordoned: true}]\npods: [{name: p, count: 1}]\n",
+			[]string{"nodes[0].cordoned: unknown field (fields here: name, count, capacity, labels, zones, taints, unschedulable); did you mean unschedulable?"}},
+		{"unknown field deep down", valid + "events: [{at: 1s, taintNodes: {group: g, taint: {key: k, efect: NoSchedule}}}]\n",
+			[]string{"events[0].taintNodes.taint.efect: unknown field (fields here: key, value, effect)"}},
+		{"anti-affinity path", "name: x\npods: [{name: p, count: 1, affinity: [{topologyKey: zone}], antiAffinity: [{matchLabels: {a: b}}]}]\n",
+			[]string{"pods[0].antiAffinity[0].topologyKey: must not be empty"}},
+		{"second affinity term", "name: x\npods: [{name: p, count: 1, affinity: [{topologyKey: zone}, {matchLabels: {a: b}}]}]\n",
+			[]string{"pods[0].affinity[1].topologyKey: must not be empty"}},
+		{"not a number", "name: x\npods: [{name: p, count: many}]\n", []string{`pods[0].count: "many" is not a whole number`}},
+		{"not a duration", valid + "queue: {maxBackoff: soon}\n", []string{`queue.maxBackoff: "soon" is not a duration such as 500ms, 30s or 10m`}},
+		{"not a bool", valid + "queue: {popFromBackoff: maybe}\n", []string{`queue.popFromBackoff: "maybe" is not true or false`}},
+		{"a map for a list", "name: x\npods: {name: p, count: 1}\n", []string{"pods: must be a list, got a map"}},
+		{"a list for the scenario", "- name: x\n", []string{"the scenario: must be a map of fields (name, description,"}},
+		{"empty file", "", []string{"the file is empty; a scenario needs at least a name and a pods list"}},
+		{"comments only", "# a scenario, some day\n", []string{"the file is empty"}},
+		{"backoff bounds", valid + "queue: {initialBackoff: 20s, maxBackoff: 10s}\n", []string{"queue.initialBackoff: 20s is more than queue.maxBackoff (10s)"}},
+		{"backoff above the default max", valid + "queue: {initialBackoff: 20s}\n", []string{"queue.initialBackoff: 20s is more than queue.maxBackoff (10s, its default)"}},
+		{"huge count", "name: x\npods: [{name: p, count: 2000000000}]\n", []string{"pods[0].count: 2000000000 is more than the 1000000 pods a scenario may have"}},
+		{"huge total", "name: x\npods: [{name: p, count: 600000}, {name: q, count: 600000}]\n", []string{"pods: 1200000 pods in all, more than the 1000000"}},
+		{"huge node total", "name: x\nnodes: [{name: n, count: 600000}]\npods: [{name: p, count: 1}]\nevents: [{at: 1s, addNodes: {name: m, count: 600000}}]\n",
+			[]string{"nodes: 1200000 nodes in all (node groups and addNodes events)"}},
+		{"count 0 selects nothing", valid + "events: [{at: 1s, deletePods: {group: p, count: 0}}]\n", []string{"events[0].deletePods.count: 0 selects nothing; leave count out to select the whole group"}},
+		{"count 0 in a taint change", "name: x\nnodes: [{name: n, count: 1}]\npods: [{name: p, count: 1}]\nevents: [{at: 1s, taintNodes: {group: n, count: 0, taint: {key: k}}}]\n",
+			[]string{"events[0].taintNodes.count: 0 selects nothing"}},
 		{"malformed", "name: [x\n", []string{"line"}},
 		{"unknown plugin", valid + "scheduler: {disablePlugins: [NodePorts]}\n", []string{`scheduler.disablePlugins[0]: unknown plugin "NodePorts"`}},
 		{"bad quantity", "name: x\npods: [{name: p, count: 1, requests: {cpu: lots}}]\n", []string{`pods[0].requests: cpu: "lots" is not a quantity`}},
@@ -46,6 +70,13 @@ func TestBadScenarios(t *testing.T) {
 				}
 			}
 		})
+	}
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, []byte(valid+"# "+strings.Repeat("x", MaxScenarioBytes)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(big); err == nil || !strings.Contains(err.Error(), big) || !strings.Contains(err.Error(), "larger than the 4 MiB a scenario file may have") {
+		t.Errorf("over-large file: %v", err)
 	}
 	if _, err := Load("NoSuchScenario"); !errors.Is(err, ErrUnknownScenario) || !strings.Contains(err.Error(), "NodeArrival") {
 		t.Errorf("unknown scenario: %v", err)
@@ -118,5 +149,27 @@ func TestMaxBackoffZeroIsOff(t *testing.T) {
 	}
 	if text(rz) == text(rd) {
 		t.Error("maxBackoff=0 ran as the default backoff")
+	}
+}
+
+// TestSelectionCount: an event's count left out selects the whole group;
+// a count selects that many.
+func TestSelectionCount(t *testing.T) {
+	sc := parse(t, `
+name: x
+nodes: [{name: n, count: 3, capacity: {cpu: "1", memory: 1Gi, pods: "10"}}]
+pods: [{name: p, count: 3, requests: {cpu: "1"}}]
+events:
+  - {at: 1s, removeNodes: {group: n, count: 1}}
+  - {at: 2s, taintNodes: {group: n, taint: {key: k}}}
+`)
+	if sc.Events[0].RemoveNodes.Count != 1 || !sc.Events[0].RemoveNodes.countSet || sc.Events[1].TaintNodes.countSet {
+		t.Fatalf("selections %+v %+v", *sc.Events[0].RemoveNodes, *sc.Events[1].TaintNodes)
+	}
+	r := run(t, sc)
+	// One node removed at 1s (its pod recreated), the other two tainted at
+	// 2s: the recreated pod has nowhere to go.
+	if r.Scheduled != 3 || r.Pending != 1 || r.Evicted != 1 {
+		t.Fatalf("scheduled %d, pending %d, evicted %d", r.Scheduled, r.Pending, r.Evicted)
 	}
 }

@@ -220,6 +220,7 @@ func (s *sim) snapshotPod(p *v1.Pod, sum *SnapshotSummary) error {
 		}
 		sum.Bound++
 		s.cl.pods[framework.Key(p)] = p
+		s.track(snapshotGroup, p)
 		s.x.alloc.podAdded(s.now, p)
 		s.h.AddPod(p)
 	case slices.Contains(takenOver, p.Spec.SchedulerName):
@@ -228,6 +229,7 @@ func (s *sim) snapshotPod(p *v1.Pod, sum *SnapshotSummary) error {
 		s.planned++
 		s.at(s.now, func() {
 			s.planned--
+			s.track(snapshotGroup, p)
 			s.arrive(p)
 		})
 	default:

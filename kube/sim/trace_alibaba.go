@@ -351,6 +351,7 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 		s.planned++
 		s.at(epoch.Add(arrival(tp.created)), func() {
 			s.planned--
+			s.track(traceGroup, p)
 			s.arrive(p)
 		})
 		s.at(epoch.Add(arrival(tp.created)+life), func() {

@@ -501,12 +501,16 @@ func (c *Cluster) RestartAPIServer(ctx context.Context) error {
 // StopAPIServer stops kube-apiserver and leaves etcd running; StartAPIServer
 // (or RestartAPIServer) brings it back on the same port. For tests of
 // behaviour while the API server is down.
-func (c *Cluster) StopAPIServer() {
+func (c *Cluster) StopAPIServer() { c.stopProcess(&c.apiserver) }
+
+// stopProcess stops the process *p holds, if any (SIGTERM, then SIGKILL
+// after the stop timeout).
+func (c *Cluster) stopProcess(p **process) {
 	c.mu.Lock()
-	p := c.apiserver
+	proc := *p
 	c.mu.Unlock()
-	if p != nil {
-		p.stop(c.opts.StopTimeout)
+	if proc != nil {
+		proc.stop(c.opts.StopTimeout)
 	}
 }
 

@@ -11,14 +11,7 @@ import (
 // StopEtcd stops etcd (SIGTERM, then SIGKILL after the stop timeout) and
 // leaves kube-apiserver running: it answers, but cannot read or write
 // anything until StartEtcd.
-func (c *Cluster) StopEtcd() {
-	c.mu.Lock()
-	p := c.etcd
-	c.mu.Unlock()
-	if p != nil {
-		p.stop(c.opts.StopTimeout)
-	}
-}
+func (c *Cluster) StopEtcd() { c.stopProcess(&c.etcd) }
 
 // StartEtcd starts etcd again after StopEtcd, on the same ports and data,
 // and waits until it is healthy. (The API server may take a little longer

@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -44,6 +47,11 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 			}
 			if output != "text" && output != "json" {
 				return fmt.Errorf("--output: %q is not text or json", output)
+			}
+			if report != "" {
+				if err := checkWritableDir(report); err != nil {
+					return fmt.Errorf("--report %s: %w", report, err)
+				}
 			}
 			if err := in.check(); err != nil {
 				return err
@@ -142,6 +150,22 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 	f.StringVar(&in.records, "records", "", "write one record per pod to this file (.jsonl or .csv)")
 	f.StringVar(&in.series, "series", "", "write the sub-queue sizes and the cluster's allocation over virtual time to this CSV file")
 	return cmd
+}
+
+// checkWritableDir fails, before a run that may be long, if the report
+// could not be written: its directory is missing or not a directory.
+func checkWritableDir(path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("directory %s does not exist", dir)
+	case err != nil:
+		return err
+	case !st.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	return nil
 }
 
 func writeHTML(path string, r *sim.Report) error {

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSimulateReportDirectoryCheckedFirst: a --report into a directory
+// that does not exist (or is a file) fails before the run, naming it.
+func TestSimulateReportDirectoryCheckedFirst(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ report, want string }{
+		{filepath.Join(dir, "missing", "r.html"), "directory " + filepath.Join(dir, "missing") + " does not exist"},
+		{filepath.Join(file, "r.html"), file + " is not a directory"},
+	} {
+		// A scenario file that does not exist proves the check comes first:
+		// loading it would fail with another message.
+		out, err := execute("simulate", "--report", tc.report, "--scenario", filepath.Join(dir, "none.yaml"))
+		if err == nil || !strings.Contains(err.Error(), "--report "+tc.report+": "+tc.want) {
+			t.Errorf("--report %s: error %v, output %q", tc.report, err, out)
+		}
+	}
+}
+
+// TestSimulateBadScenarioFile: scenario errors reach the command line
+// naming the file and the exact path.
+func TestSimulateBadScenarioFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ yaml, want string }{
+		{"", "the file is empty"},
+		{"name: x\npods: [{name: p, count: 2000000000}]\n", "pods[0].count: 2000000000 is more than the 1000000 pods"},
+		{"name: x\npods: [{name: p, count: 1}]\nqueue: {initialBackoff: 20s, maxBackoff: 10s}\n", "queue.initialBackoff: 20s is more than queue.maxBackoff (10s)"},
+	} {
+		path := filepath.Join(dir, "s.yaml")
+		if err := os.WriteFile(path, []byte(tc.yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := execute("simulate", "--scenario", path, "--progress", "off")
+		if err == nil || !strings.Contains(err.Error(), "scenario "+path+": "+tc.want) || strings.Count(err.Error(), "schedq") > 0 {
+			t.Errorf("%q: error %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+}
