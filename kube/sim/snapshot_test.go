@@ -79,3 +79,20 @@ func TestSnapshotMalformed(t *testing.T) {
 		}
 	})
 }
+
+// A snapshot's pods are found by the scenario's events: removing the
+// node a snapshot pod was placed on recreates it.
+func TestSnapshotPodsMeetScenarioEvents(t *testing.T) {
+	sc := parse(t, `
+name: snap-events
+snapshot: testdata/snapshot/dir
+nodes: [{name: big, count: 1, capacity: {cpu: "64", memory: 64Gi}}]
+pods: []
+events: [{at: 10s, removeNodes: {group: big}}]
+`)
+	r := run(t, sc)
+	if r.Evicted != 1 || r.DeletedBound != 1 || r.Pending != 1 {
+		t.Fatalf("evicted %d, deleted after binding %d, pending %d: want the waiting pod bound on big, recreated when big goes, and pending (n1 is full)",
+			r.Evicted, r.DeletedBound, r.Pending)
+	}
+}
