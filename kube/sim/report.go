@@ -26,6 +26,25 @@ type Report struct {
 	Scheduled int `json:"scheduled"`
 	Pending   int `json:"pending"`
 	Evicted   int `json:"evicted,omitempty"`
+	// Of the scheduled pods: Finished ran their lifetime, DeletedBound were
+	// deleted while bound, Running still run at the end. Withdrawn pods
+	// were deleted before they were bound (and are not pending).
+	Finished     int `json:"finished,omitempty"`
+	DeletedBound int `json:"deletedAfterBinding,omitempty"`
+	Withdrawn    int `json:"deletedWhilePending,omitempty"`
+	Running      int `json:"running,omitempty"`
+	// Allocation is the cluster's allocated fractions over the run;
+	// Production, for a trace, the trace's own figures.
+	Allocation *AllocSummary `json:"allocation,omitempty"`
+	Production *Production   `json:"production,omitempty"`
+	// Snapshot says what the starting snapshot held.
+	Snapshot *SnapshotSummary `json:"snapshot,omitempty"`
+	// Alloc is the allocated fractions over virtual time; not in the JSON.
+	Alloc []AllocSample `json:"-"`
+	// Records follow each pod; not in the JSON (see WriteRecords).
+	Records []PodRecord `json:"-"`
+	// showAlloc prints the allocation in the text report.
+	showAlloc bool
 	// PendingReasons groups the pods still pending by where they are and
 	// why (the queue's explanation and the last failure message).
 	PendingReasons []Count `json:"pendingReasons,omitempty"`
@@ -189,6 +208,7 @@ func (s *sim) report() *Report {
 		r.PodsPerSecond = float64(r.Scheduled) / r.VirtualSeconds
 	}
 	r.Incoming = s.rec.counts()
+	s.reportExtras(r)
 	return r
 }
 
@@ -264,6 +284,7 @@ func (r *Report) WriteText(w io.Writer, wall bool) {
 	for _, c := range r.ByPriority {
 		p("  priority %-6d %d of %d scheduled", c.Priority, c.Scheduled, c.Pods)
 	}
+	r.writeEndings(p)
 	p("attempts         %d (%.2f per pod), %d wasted (failed again for the same reasons)", r.Attempts, perPod(r.Attempts, r.Pods), r.WastedAttempts)
 	var hist []string
 	for _, c := range r.AttemptsPerPod {
@@ -282,6 +303,7 @@ func (r *Report) WriteText(w io.Writer, wall bool) {
 	for _, c := range r.Incoming {
 		p("  %-14s %-24s %d", c.Queue, c.Event, c.Count)
 	}
+	r.writeExtras(p, r.showAlloc)
 }
 
 func evicted(n int) string {

@@ -29,6 +29,9 @@ type Options struct {
 	// Progress, if set, is called now and then with the virtual time, the
 	// virtual end, and how many pods are bound out of how many arrived.
 	Progress func(now, end time.Duration, bound, arrived int)
+	// Status, if set, is called as often as Progress, with the pods
+	// handled out of all the run will create (see Progress).
+	Status func(Progress)
 	// CheckInvariants runs the queue's invariant checker after every step
 	// (slow; for tests).
 	CheckInvariants bool
@@ -72,6 +75,7 @@ type podStat struct {
 	lastReasons string // the reason kinds of its last failure, without counts
 	failed      bool
 	lastMessage string
+	ext         podExt
 }
 
 // sim is one run.
@@ -102,6 +106,7 @@ type sim struct {
 	evicted  int
 	series   []Sample
 	peak     schedq.Counts
+	x        extras // lifetimes, inputs and allocation (inputs.go)
 }
 
 // Run runs a scenario to its end and returns the report.
@@ -185,6 +190,9 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 		s.planned++
 		s.at(epoch.Add(e.At), func() { s.planned--; s.apply(e) })
 	}
+	if err := s.loadInputs(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -236,6 +244,7 @@ func (s *sim) addNodes(g NodeGroup) {
 	for _, n := range s.cl.makeNodes(g) {
 		s.cl.nodes[n.Name] = n
 		s.cl.nodeGroups[g.Name] = append(s.cl.nodeGroups[g.Name], n.Name)
+		s.x.alloc.nodeAdded(s.now, n)
 		s.h.AddNode(n)
 	}
 }
@@ -338,6 +347,7 @@ func (s *sim) attempt(ctx context.Context, info scheduler.Attempt) {
 	st := s.stats[info.Item.UID]
 	if st != nil {
 		st.attempts++
+		s.onAttempt(st, info.Item)
 	}
 	cost := s.sc.Scheduler.AttemptCost
 	if cost == 0 {
@@ -412,6 +422,7 @@ func (s *sim) apply(e EventSpec) {
 		}
 		for _, k := range firstN(bound, e.DeletePods.Count) {
 			p := s.cl.pods[k]
+			s.ended(p, endDeleted)
 			delete(s.cl.pods, k)
 			s.h.DeletePod(p)
 		}
@@ -463,6 +474,7 @@ func (s *sim) updateNode(name string, change func(*v1.Node)) {
 func (s *sim) removeNode(name string) {
 	n := s.cl.nodes[name]
 	delete(s.cl.nodes, name)
+	s.x.alloc.nodeRemoved(s.now, n)
 	s.h.DeleteNode(n)
 	var victims []*v1.Pod
 	for _, k := range s.cl.podGroupsOrder() {
@@ -471,6 +483,7 @@ func (s *sim) removeNode(name string) {
 		}
 	}
 	for _, p := range victims {
+		s.ended(p, endDeleted)
 		delete(s.cl.pods, framework.Key(p))
 		s.h.DeletePod(p)
 		again := p.DeepCopy()
@@ -523,6 +536,7 @@ func (s *sim) bindDone(pod *v1.Pod, node string, done func(error)) {
 	}
 	done(nil)
 	s.h.UpdatePod(cur, nw)
+	s.onBound(nw)
 }
 
 func (s *sim) sample() {

@@ -39,6 +39,10 @@ type Scenario struct {
 	Nodes     []NodeGroup   `yaml:"nodes"`
 	Pods      []PodGroup    `yaml:"pods"`
 	Events    []EventSpec   `yaml:"events"`
+	// Trace replays a recorded workload (see inputs.go); Snapshot starts
+	// from a cluster saved with kubectl.
+	Trace    *TraceSpec `yaml:"trace"`
+	Snapshot string     `yaml:"snapshot"`
 }
 
 // SchedulerSpec sets the scheduler's costs and choices.
@@ -105,6 +109,8 @@ type PodGroup struct {
 	Tolerations     []TolerationSpec  `yaml:"tolerations"`
 	SchedulingGates []string          `yaml:"schedulingGates"`
 	Arrival         ArrivalSpec       `yaml:"arrival"`
+	// Lifetime is how long a pod runs once bound; unset, it runs forever.
+	Lifetime *LifetimeSpec `yaml:"lifetime"`
 }
 
 // TermSpec is a required pod (anti-)affinity term.
@@ -411,8 +417,9 @@ func (s *Scenario) Validate() error {
 			sel("removeGates", e.RemoveGates, podGroups, "pod")
 		}
 	}
-	if len(s.Pods) == 0 {
-		bad("pods", "a scenario needs at least one pod group")
+	s.validateInputs(bad)
+	if len(s.Pods) == 0 && s.Trace == nil && s.Snapshot == "" {
+		bad("pods", "a scenario needs at least one pod group (or a trace or a snapshot)")
 	}
 	s.validateBackoff(bad)
 	s.validateSize(bad)

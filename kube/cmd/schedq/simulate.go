@@ -25,6 +25,7 @@ func simulateCmd(stdout, stderr io.Writer) *cobra.Command {
 		seed              int64
 		noWall, check     bool
 		progress          string
+		in                inputs
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate",
@@ -52,7 +53,10 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 					return fmt.Errorf("--report %s: %w", report, err)
 				}
 			}
-			sc, err := sim.Load(scenario)
+			if err := in.check(); err != nil {
+				return err
+			}
+			sc, err := in.load(scenario, cmd.Flags().Changed("scenario"))
 			if err != nil {
 				return err
 			}
@@ -69,7 +73,7 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 			run := func(sc *sim.Scenario, label string) (*sim.Report, error) {
 				o := sim.Options{CheckInvariants: check}
 				if showProgress {
-					o.Progress = bar(stderr, label)
+					o.Status = statusBar(stderr, label, time.Now)
 				}
 				r, err := sim.Run(sc, o)
 				if showProgress {
@@ -87,7 +91,7 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 				if !ok {
 					return fmt.Errorf("--compare: %q is not key=value", compare)
 				}
-				alt, err := sim.Load(scenario)
+				alt, err := in.load(scenario, cmd.Flags().Changed("scenario"))
 				if err != nil {
 					return err
 				}
@@ -107,6 +111,14 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 					if err := writeHTML(strings.TrimSuffix(report, ".html")+".compare.html", other); err != nil {
 						return err
 					}
+				}
+			}
+			if err := in.write(base, ""); err != nil {
+				return err
+			}
+			if other != nil {
+				if err := in.write(other, ".compare"); err != nil {
+					return err
 				}
 			}
 			switch {
@@ -132,6 +144,11 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 	f.BoolVar(&noWall, "no-wall", false, "leave out the wall-clock figures, so that runs of one seed print the same bytes")
 	f.BoolVar(&check, "check", false, "check the queue's invariants after every step (slow)")
 	f.StringVar(&progress, "progress", "auto", "progress bar on stderr: auto (on a terminal), on or off")
+	f.StringVar(&in.trace, "trace", "", "replay the Alibaba GPU trace v2023 (openb CSV files) in this directory")
+	f.Float64Var(&in.traceSpeed, "trace-speed", 1, "bring the trace's arrivals this many times closer, keeping lifetimes (more load)")
+	f.StringVar(&in.snapshot, "snapshot", "", "start from a cluster saved with kubectl get nodes,pods -A -o yaml (a file or a directory of them)")
+	f.StringVar(&in.records, "records", "", "write one record per pod to this file (.jsonl or .csv)")
+	f.StringVar(&in.series, "series", "", "write the sub-queue sizes and the cluster's allocation over virtual time to this CSV file")
 	return cmd
 }
 
@@ -181,18 +198,4 @@ func writeJSON(w io.Writer, v any, noWall bool) error {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// bar draws a one-line progress bar of virtual time.
-func bar(w io.Writer, label string) func(now, end time.Duration, bound, arrived int) {
-	return func(now, end time.Duration, bound, arrived int) {
-		const width = 30
-		frac := 0.0
-		if end > 0 {
-			frac = min(1, float64(now)/float64(end))
-		}
-		n := int(frac * width)
-		fmt.Fprintf(w, "\r%-20s [%s%s] %s / %s virtual, %d/%d pods bound ", label,
-			strings.Repeat("#", n), strings.Repeat(".", width-n), now.Round(time.Second), end, bound, arrived)
-	}
 }

@@ -1,0 +1,122 @@
+package sim
+
+import (
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// allocation follows the cluster's allocatable and requested CPU, memory
+// and GPUs (every extended resource whose name contains "gpu", such as
+// nvidia.com/gpu or alibaba.com/gpu-milli), over virtual time.
+type allocation struct {
+	alloc, used amounts
+	series      []AllocSample
+}
+
+// amounts is CPU in millicores, memory in bytes and GPU in the resource's
+// own units.
+type amounts struct{ cpu, mem, gpu int64 }
+
+func (a *amounts) add(b amounts, sign int64) {
+	a.cpu += sign * b.cpu
+	a.mem += sign * b.mem
+	a.gpu += sign * b.gpu
+}
+
+func amountsOf(r framework.Resource) amounts {
+	a := amounts{cpu: r.MilliCPU, mem: r.Memory}
+	for name, v := range r.Scalar {
+		if isGPU(name) {
+			a.gpu += v
+		}
+	}
+	return a
+}
+
+// isGPU reports whether an extended resource counts as GPU.
+func isGPU(name v1.ResourceName) bool { return strings.Contains(strings.ToLower(string(name)), "gpu") }
+
+// AllocSample is the fraction of the cluster's allocatable CPU, memory and
+// GPU that bound pods request, from T on.
+type AllocSample struct {
+	T             time.Duration
+	CPU, Mem, GPU float64
+}
+
+func podAmounts(p *v1.Pod) amounts {
+	return amountsOf(framework.NewResource(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})))
+}
+
+func (a *allocation) podAdded(now time.Time, p *v1.Pod) { a.used.add(podAmounts(p), 1); a.sample(now) }
+func (a *allocation) podRemoved(now time.Time, p *v1.Pod) {
+	a.used.add(podAmounts(p), -1)
+	a.sample(now)
+}
+
+func (a *allocation) nodeAdded(now time.Time, n *v1.Node) {
+	a.alloc.add(amountsOf(framework.NewResource(n.Status.Allocatable)), 1)
+	a.sample(now)
+}
+
+func (a *allocation) nodeRemoved(now time.Time, n *v1.Node) {
+	a.alloc.add(amountsOf(framework.NewResource(n.Status.Allocatable)), -1)
+	a.sample(now)
+}
+
+func frac(used, alloc int64) float64 {
+	if alloc <= 0 {
+		return 0
+	}
+	return float64(used) / float64(alloc)
+}
+
+// sample records the fractions at now, replacing a sample of the same
+// instant.
+func (a *allocation) sample(now time.Time) {
+	s := AllocSample{T: now.Sub(epoch), CPU: frac(a.used.cpu, a.alloc.cpu), Mem: frac(a.used.mem, a.alloc.mem), GPU: frac(a.used.gpu, a.alloc.gpu)}
+	if n := len(a.series); n > 0 && a.series[n-1].T == s.T {
+		a.series[n-1] = s
+		return
+	}
+	a.series = append(a.series, s)
+}
+
+// AllocSummary is the time-weighted mean and the peak of the allocated
+// fractions over a run.
+type AllocSummary struct {
+	MeanCPU  float64 `json:"meanCPU"`
+	MeanMem  float64 `json:"meanMemory"`
+	MeanGPU  float64 `json:"meanGPU"`
+	PeakCPU  float64 `json:"peakCPU"`
+	PeakMem  float64 `json:"peakMemory"`
+	PeakGPU  float64 `json:"peakGPU"`
+	HasGPU   bool    `json:"hasGPU"`
+	Duration float64 `json:"seconds"` // the window the means are over
+}
+
+// summarize weighs each sample by how long it held, up to end.
+func summarize(series []AllocSample, end time.Duration, hasGPU bool) AllocSummary {
+	s := AllocSummary{HasGPU: hasGPU, Duration: end.Seconds()}
+	if end <= 0 {
+		return s
+	}
+	for i, x := range series {
+		next := end
+		if i+1 < len(series) {
+			next = min(end, series[i+1].T)
+		}
+		if w := next - x.T; w > 0 {
+			f := float64(w) / float64(end)
+			s.MeanCPU += x.CPU * f
+			s.MeanMem += x.Mem * f
+			s.MeanGPU += x.GPU * f
+		}
+		s.PeakCPU, s.PeakMem, s.PeakGPU = max(s.PeakCPU, x.CPU), max(s.PeakMem, x.Mem), max(s.PeakGPU, x.GPU)
+	}
+	return s
+}

@@ -1,0 +1,130 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// extras is the state of what the simulator adds to a plain scenario:
+// lifetimes, replayed traces, snapshots and the cluster's allocation.
+type extras struct {
+	groups    map[string]*PodGroup                   // pod groups by name, for lifetimes
+	traceLife map[types.NamespacedName]time.Duration // lifetimes of trace pods
+	alloc     allocation
+	// production holds the trace's own figures; showAlloc prints the
+	// allocation summary (for traces, snapshots and lifetimes).
+	production *Production
+	showAlloc  bool
+	snapshot   *SnapshotSummary
+}
+
+// loadInputs prepares lifetimes and loads the scenario's trace and
+// snapshot, if any.
+func (s *sim) loadInputs() error {
+	s.x.groups = map[string]*PodGroup{}
+	for i := range s.sc.Pods {
+		g := &s.sc.Pods[i]
+		s.x.groups[g.Name] = g
+		if g.Lifetime != nil {
+			s.x.showAlloc = true
+		}
+	}
+	if s.sc.Snapshot != "" {
+		if err := s.loadSnapshot(s.sc.Snapshot); err != nil {
+			return err
+		}
+		s.x.showAlloc = true
+	}
+	if s.sc.Trace != nil {
+		if err := s.loadTrace(s.sc.Trace); err != nil {
+			return err
+		}
+		s.x.showAlloc = true
+	}
+	s.wireStatus()
+	return nil
+}
+
+// validateInputs checks the fields that lifetimes, traces and snapshots
+// add to a scenario.
+func (s *Scenario) validateInputs(bad func(string, string, ...any)) {
+	for i := range s.Pods {
+		if l := s.Pods[i].Lifetime; l != nil {
+			l.validate(fmt.Sprintf("pods[%d].lifetime", i), bad)
+		}
+	}
+	if s.Trace != nil {
+		s.Trace.validate("trace", bad)
+	}
+}
+
+// reportExtras adds the endings, the allocation and the records.
+func (s *sim) reportExtras(r *Report) {
+	s.endings(r)
+	s.x.alloc.sample(s.now)
+	r.Alloc = s.x.alloc.series
+	a := summarize(r.Alloc, s.now.Sub(epoch), s.x.alloc.alloc.gpu > 0)
+	r.Allocation = &a
+	r.Production = s.x.production
+	r.showAlloc = s.x.showAlloc
+	r.Snapshot = s.x.snapshot
+	r.Records = s.records()
+}
+
+// writeExtras prints the allocation and, for a trace, the production
+// figures beside the simulated ones.
+func (r *Report) writeExtras(p func(string, ...any), showAlloc bool) {
+	r.writeSnapshot(p)
+	if a := r.Allocation; a != nil && showAlloc {
+		line := fmt.Sprintf("allocated        cpu mean %.1f%% peak %.1f%%, memory mean %.1f%% peak %.1f%%",
+			100*a.MeanCPU, 100*a.PeakCPU, 100*a.MeanMem, 100*a.PeakMem)
+		if a.HasGPU {
+			line += fmt.Sprintf(", gpu mean %.1f%% peak %.1f%%", 100*a.MeanGPU, 100*a.PeakGPU)
+		}
+		p("%s (of allocatable, time-weighted over %s)", line, secs(a.Duration))
+	}
+	if r.Production != nil {
+		r.writeProduction(p)
+	}
+}
+
+// compareExtras adds the endings, the allocation and the production
+// figures to a comparison, when the runs have them.
+func compareExtras(row func(string, func(*Report) string), a, b *Report) {
+	n := func(f func(*Report) int) func(*Report) string {
+		return func(r *Report) string { return fmt.Sprint(f(r)) }
+	}
+	pct := func(f func(*AllocSummary) float64) func(*Report) string {
+		return func(r *Report) string { return fmt.Sprintf("%.1f%%", 100*f(r.Allocation)) }
+	}
+	if a.Finished+a.DeletedBound+a.Withdrawn+b.Finished+b.DeletedBound+b.Withdrawn > 0 {
+		row("finished", n(func(r *Report) int { return r.Finished }))
+		row("deleted after binding", n(func(r *Report) int { return r.DeletedBound }))
+		row("deleted while pending", n(func(r *Report) int { return r.Withdrawn }))
+	}
+	if a.showAlloc && a.Allocation != nil && b.Allocation != nil {
+		row("cpu allocated mean", pct(func(s *AllocSummary) float64 { return s.MeanCPU }))
+		if a.Allocation.HasGPU {
+			row("gpu allocated mean", pct(func(s *AllocSummary) float64 { return s.MeanGPU }))
+			row("gpu allocated peak", pct(func(s *AllocSummary) float64 { return s.PeakGPU }))
+		}
+	}
+	if pr := a.Production; pr != nil {
+		row("production: scheduled", func(*Report) string { return fmt.Sprint(pr.Scheduled) })
+		row("production: delay p50/p90/p99", func(*Report) string {
+			return fmt.Sprintf("%s/%s/%s", secs(pr.Delay.P50), secs(pr.Delay.P90), secs(pr.Delay.P99))
+		})
+		row("production: gpu allocated mean", func(*Report) string { return fmt.Sprintf("%.1f%%", 100*pr.MeanGPU) })
+	}
+}
+
+// track lists a pod's key in its group, as planArrivals does for the
+// scenario's pods: the events and node removals find pods by group.
+func (s *sim) track(group string, p *v1.Pod) {
+	s.cl.podGroups[group] = append(s.cl.podGroups[group], framework.Key(p))
+}

@@ -1,0 +1,247 @@
+package sim
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// maxSnapshotFileBytes is the largest snapshot file read; a larger one is
+// refused before it is read (a variable for tests).
+var maxSnapshotFileBytes int64 = 256 << 20
+
+const snapshotGroup = "snapshot"
+
+// takenOver lists the scheduler names whose pending pods the simulated
+// scheduler places: its own, the default scheduler's, and none.
+var takenOver = []string{"", v1.DefaultSchedulerName, schedulerName}
+
+// SnapshotSummary says what a snapshot held.
+type SnapshotSummary struct {
+	Path  string `json:"path"`
+	Nodes int    `json:"nodes"`
+	// Bound pods run on the nodes; BoundOther of them were placed by
+	// other schedulers. Pending pods are placed by the simulated
+	// scheduler; LeftAlone pending pods belong to other schedulers and
+	// Terminal pods had finished: both are left out.
+	Bound      int `json:"boundPods"`
+	BoundOther int `json:"boundByOtherSchedulers"`
+	Pending    int `json:"pendingPods"`
+	LeftAlone  int `json:"leftToOtherSchedulers"`
+	Terminal   int `json:"terminalPods"`
+}
+
+// snapshotObjects is what the snapshot's files hold, in file order.
+type snapshotObjects struct {
+	nodes      []*v1.Node
+	pods       []*v1.Pod
+	namespaces []*v1.Namespace
+}
+
+// snapshotFiles lists path, or the .yaml, .yml and .json files of the
+// directory path, by name.
+func snapshotFiles(path string) ([]string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return []string{path}, nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, e := range entries {
+		switch filepath.Ext(e.Name()) {
+		case ".yaml", ".yml", ".json":
+			if !e.IsDir() {
+				files = append(files, filepath.Join(path, e.Name()))
+			}
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s: no .yaml, .yml or .json files", path)
+	}
+	return files, nil
+}
+
+// readSnapshot decodes every file, strictly, with client-go's scheme.
+func readSnapshot(path string) (*snapshotObjects, error) {
+	files, err := snapshotFiles(path)
+	if err != nil {
+		return nil, err
+	}
+	dec := serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+	objs := &snapshotObjects{}
+	for _, f := range files {
+		if err := objs.readFile(dec, f); err != nil {
+			return nil, err
+		}
+	}
+	return objs, nil
+}
+
+func (o *snapshotObjects) readFile(dec runtime.Decoder, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return err
+	} else if st.Size() > maxSnapshotFileBytes {
+		return fmt.Errorf("%s: %d bytes, more than the limit of %d", path, st.Size(), maxSnapshotFileBytes)
+	}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(f))
+	docs := 0
+	for i := 1; ; i++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("%s: document %d: %w", path, i, err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 || isComment(doc) {
+			continue
+		}
+		docs++
+		if err := o.add(dec, doc, ""); err != nil {
+			return fmt.Errorf("%s: document %d: %w", path, i, err)
+		}
+	}
+	if docs == 0 {
+		return fmt.Errorf("%s: empty file (want the output of kubectl get nodes,pods -A -o yaml)", path)
+	}
+	return nil
+}
+
+func isComment(doc []byte) bool {
+	for line := range strings.SplitSeq(string(doc), "\n") {
+		if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") {
+			return false
+		}
+	}
+	return true
+}
+
+// add decodes one object; a List's items are decoded in turn.
+func (o *snapshotObjects) add(dec runtime.Decoder, data []byte, where string) error {
+	obj, gvk, err := dec.Decode(data, nil, nil)
+	if err != nil {
+		return fmt.Errorf("%s%w", where, err)
+	}
+	switch x := obj.(type) {
+	case *v1.List:
+		for i, item := range x.Items {
+			if err := o.add(dec, item.Raw, fmt.Sprintf("%sitems[%d]: ", where, i)); err != nil {
+				return err
+			}
+		}
+	case *v1.Node:
+		o.nodes = append(o.nodes, x)
+	case *v1.Pod:
+		o.pods = append(o.pods, x)
+	case *v1.Namespace:
+		o.namespaces = append(o.namespaces, x)
+	default:
+		return fmt.Errorf("%skind %s is not in a snapshot (Node, Pod, Namespace or a List of them)", where, gvk.Kind)
+	}
+	return nil
+}
+
+// loadSnapshot starts the cluster from a snapshot: its nodes and the pods
+// bound to them now, and its pending pods arriving at the start.
+func (s *sim) loadSnapshot(path string) error {
+	objs, err := readSnapshot(path)
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	sum := &SnapshotSummary{Path: path}
+	for _, ns := range objs.namespaces {
+		s.h.Cache.SetNamespace(ns)
+	}
+	for _, n := range objs.nodes {
+		if _, dup := s.cl.nodes[n.Name]; dup {
+			return fmt.Errorf("snapshot %s: node %s appears twice (or is also in the scenario)", path, n.Name)
+		}
+		n.UID = s.cl.nextUID()
+		s.cl.nodes[n.Name] = n
+		s.cl.nodeGroups[snapshotGroup] = append(s.cl.nodeGroups[snapshotGroup], n.Name)
+		s.x.alloc.nodeAdded(s.now, n)
+		s.h.AddNode(n)
+		sum.Nodes++
+	}
+	seen := map[string]bool{}
+	for _, p := range objs.pods {
+		key := framework.Key(p).String()
+		if seen[key] {
+			return fmt.Errorf("snapshot %s: pod %s appears twice", path, key)
+		}
+		seen[key] = true
+		if err := s.snapshotPod(p, sum); err != nil {
+			return fmt.Errorf("snapshot %s: %w", path, err)
+		}
+	}
+	s.x.snapshot = sum
+	return nil
+}
+
+func (s *sim) snapshotPod(p *v1.Pod, sum *SnapshotSummary) error {
+	if p.Namespace == "" {
+		p.Namespace = "default"
+	}
+	p.UID = s.cl.nextUID()
+	switch {
+	case p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed:
+		sum.Terminal++
+	case p.Spec.NodeName != "":
+		if s.cl.nodes[p.Spec.NodeName] == nil {
+			return fmt.Errorf("pod %s is bound to node %s, which is not in the snapshot", framework.Key(p), p.Spec.NodeName)
+		}
+		if p.Spec.SchedulerName != schedulerName {
+			sum.BoundOther++
+		}
+		sum.Bound++
+		s.cl.pods[framework.Key(p)] = p
+		s.track(snapshotGroup, p)
+		s.x.alloc.podAdded(s.now, p)
+		s.h.AddPod(p)
+	case slices.Contains(takenOver, p.Spec.SchedulerName):
+		sum.Pending++
+		p.Spec.SchedulerName = schedulerName
+		s.planned++
+		s.at(s.now, func() {
+			s.planned--
+			s.track(snapshotGroup, p)
+			s.arrive(p)
+		})
+	default:
+		sum.LeftAlone++
+	}
+	return nil
+}
+
+// writeSnapshot says what the snapshot held.
+func (r *Report) writeSnapshot(p func(string, ...any)) {
+	if x := r.Snapshot; x != nil {
+		p("snapshot         %s: %d nodes, %d bound pods (%d by other schedulers), %d pending, %d left to other schedulers, %d terminal left out",
+			x.Path, x.Nodes, x.Bound, x.BoundOther, x.Pending, x.LeftAlone, x.Terminal)
+	}
+}

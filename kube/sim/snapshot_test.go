@@ -1,0 +1,98 @@
+package sim
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func snapshotScenario(path string) *Scenario {
+	return &Scenario{Name: "snap", Seed: 1, Snapshot: path}
+}
+
+// The snapshot's bound pods, of any scheduler, take room; its pending
+// pods of the default scheduler are placed; the others are left out.
+func TestSnapshot(t *testing.T) {
+	r := run(t, snapshotScenario("testdata/snapshot/cluster.yaml"))
+	want := SnapshotSummary{Path: "testdata/snapshot/cluster.yaml", Nodes: 2, Bound: 2, BoundOther: 2, Pending: 2, LeftAlone: 1, Terminal: 1}
+	if r.Snapshot == nil || *r.Snapshot != want {
+		t.Fatalf("snapshot %+v, want %+v", r.Snapshot, want)
+	}
+	// worker-a has 4 CPUs, 3 taken by the bound pods: one web pod fits, and
+	// the other fits nowhere (worker-b is tainted).
+	if r.Pods != 2 || r.Scheduled != 1 || r.Pending != 1 {
+		t.Fatalf("%d pods, %d scheduled, %d pending; want 2, 1, 1", r.Pods, r.Scheduled, r.Pending)
+	}
+	if rec := r.Records[0]; rec.Name != "web-1" || rec.Node != "worker-a" {
+		t.Fatalf("first record %+v, want web-1 on worker-a", rec)
+	}
+	if !strings.Contains(r.Records[1].LastFailure, "1 Insufficient cpu, 1 node(s) had untolerated taint") {
+		t.Fatalf("web-2's failure %q", r.Records[1].LastFailure)
+	}
+	if a := r.Allocation; a.PeakCPU != 4.0/6 {
+		t.Fatalf("cpu peak %v, want 4 of 6 CPUs", a.PeakCPU)
+	}
+}
+
+func TestSnapshotDirectory(t *testing.T) {
+	r := run(t, snapshotScenario("testdata/snapshot/dir"))
+	if r.Snapshot.Nodes != 1 || r.Snapshot.Bound != 1 || r.Pods != 1 || r.Pending != 1 {
+		t.Fatalf("snapshot %+v, %d pods, %d pending", r.Snapshot, r.Pods, r.Pending)
+	}
+}
+
+// Bad snapshots are refused, naming the file and the problem.
+func TestSnapshotMalformed(t *testing.T) {
+	node := "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n"
+	for _, c := range []struct{ name, yaml, want string }{
+		{"empty", "# nothing\n", "empty file"},
+		{"unknown field", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nspec: {unschedulabel: true}\n", `unknown field "spec.unschedulabel"`},
+		{"unknown field in a list", "apiVersion: v1\nkind: List\nitems:\n- " + strings.ReplaceAll(node, "\n", "\n  ") + "bogus: 1\n", `items[0]: `},
+		{"other kind", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n", "kind Deployment is not in a snapshot"},
+		{"not yaml", "apiVersion: v1\nkind: [\n", "document 1"},
+		{"duplicate node", node + "---\n" + node, "node n1 appears twice"},
+		{"pod on a missing node", node + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {nodeName: n9, containers: [{name: c, image: x}]}\n", "pod default/p is bound to node n9, which is not in the snapshot"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "snap.yaml")
+			os.WriteFile(path, []byte(c.yaml), 0o644)
+			_, err := Run(snapshotScenario(path), Options{})
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("error %v, want %q and the file's name", err, c.want)
+			}
+		})
+	}
+	t.Run("over-large", func(t *testing.T) {
+		defer func(n int64) { maxSnapshotFileBytes = n }(maxSnapshotFileBytes)
+		maxSnapshotFileBytes = 100
+		_, err := Run(snapshotScenario("testdata/snapshot/cluster.yaml"), Options{})
+		if err == nil || !strings.Contains(err.Error(), "cluster.yaml: ") || !strings.Contains(err.Error(), "more than the limit of 100") {
+			t.Fatalf("error %v", err)
+		}
+	})
+	t.Run("empty directory", func(t *testing.T) {
+		dir := t.TempDir()
+		_, err := Run(snapshotScenario(dir), Options{})
+		if err == nil || !strings.Contains(err.Error(), "no .yaml, .yml or .json files") {
+			t.Fatalf("error %v", err)
+		}
+	})
+}
+
+// A snapshot's pods are found by the scenario's events: removing the
+// node a snapshot pod was placed on recreates it.
+func TestSnapshotPodsMeetScenarioEvents(t *testing.T) {
+	sc := parse(t, `
+name: snap-events
+snapshot: testdata/snapshot/dir
+nodes: [{name: big, count: 1, capacity: {cpu: "64", memory: 64Gi}}]
+pods: []
+events: [{at: 10s, removeNodes: {group: big}}]
+`)
+	r := run(t, sc)
+	if r.Evicted != 1 || r.DeletedBound != 1 || r.Pending != 1 {
+		t.Fatalf("evicted %d, deleted after binding %d, pending %d: want the waiting pod bound on big, recreated when big goes, and pending (n1 is full)",
+			r.Evicted, r.DeletedBound, r.Pending)
+	}
+}

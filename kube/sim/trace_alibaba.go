@@ -1,0 +1,372 @@
+package sim
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// TraceSpec names a recorded workload to replay.
+type TraceSpec struct {
+	// Format is the trace's format: alibaba-gpu-v2023.
+	Format string `yaml:"format"`
+	// Dir holds the trace's files (relative to the current directory).
+	Dir string `yaml:"dir"`
+	// Nodes and Pods name the files in Dir; the defaults are the public
+	// trace's openb_node_list_all_node.csv and openb_pod_list_default.csv.
+	Nodes string `yaml:"nodes"`
+	Pods  string `yaml:"pods"`
+	// Speed brings arrivals closer: a pod created at t arrives at
+	// t / Speed, and keeps its lifetime (and, if never bound, is deleted
+	// that long after its arrival), so the load grows about Speed-fold.
+	// Default 1: the trace's own times.
+	Speed float64 `yaml:"speed"`
+}
+
+// TraceAlibabaGPU is the format of the Alibaba GPU cluster trace v2023
+// ("openb" CSV files).
+const TraceAlibabaGPU = "alibaba-gpu-v2023"
+
+// How the Alibaba trace maps onto Kubernetes objects: GPUs are counted in
+// thousandths of a GPU, so that a pod sharing a GPU (gpu_milli < 1000)
+// requests a fraction of one, and a node's GPU model is a label that a
+// pod's gpu_spec selects with required node affinity.
+const (
+	ResourceGPUMilli = "alibaba.com/gpu-milli"
+	LabelGPUModel    = "alibaba.com/gpu-model"
+	LabelQoS         = "alibaba.com/qos"
+	traceGroup       = "trace"
+)
+
+// maxTraceFileBytes is the largest trace file read; a larger one is
+// refused before it is read (a variable for tests).
+var maxTraceFileBytes int64 = 64 << 20
+
+// Limits on the rows of trace files.
+const (
+	maxTraceNodes    = 100_000
+	maxTracePods     = 1_000_000
+	maxGPUsPerObject = 64
+)
+
+var (
+	nodeColumns = []string{"sn", "cpu_milli", "memory_mib", "gpu", "model"}
+	podColumns  = []string{"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos", "pod_phase", "creation_time", "deletion_time", "scheduled_time"}
+)
+
+func (t *TraceSpec) validate(f string, bad func(string, string, ...any)) {
+	if t.Format != TraceAlibabaGPU {
+		bad(f+".format", "%q is not a known trace format (known: %s)", t.Format, TraceAlibabaGPU)
+	}
+	if t.Dir == "" {
+		bad(f+".dir", "must not be empty")
+	}
+	if t.Speed < 0 || t.Speed > 1e6 {
+		bad(f+".speed", "must be from 0 (meaning 1) to 1000000, got %v", t.Speed)
+	}
+}
+
+func (t *TraceSpec) files() (nodes, pods string) {
+	nodes, pods = cmpOr(t.Nodes, "openb_node_list_all_node.csv"), cmpOr(t.Pods, "openb_pod_list_default.csv")
+	return filepath.Join(t.Dir, nodes), filepath.Join(t.Dir, pods)
+}
+
+// tracePod is one row of the pod list.
+type tracePod struct {
+	pod                *v1.Pod
+	created, deleted   int64
+	scheduled          int64 // -1: never scheduled in production
+	gpuMilli, cpuMilli int64
+}
+
+// alibabaTrace is a parsed trace.
+type alibabaTrace struct {
+	nodes []*v1.Node
+	pods  []tracePod
+}
+
+// csvRows reads a CSV file with the given header, refusing a file over
+// the size limit, an empty file, a wrong header and more than maxRows
+// rows; row gets each record and its line.
+func csvRows(path string, header []string, maxRows int, row func(rec []string, line int) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return err
+	} else if st.Size() > maxTraceFileBytes {
+		return fmt.Errorf("%s: %d bytes, more than the limit of %d", path, st.Size(), maxTraceFileBytes)
+	}
+	r := csv.NewReader(f)
+	r.FieldsPerRecord = len(header)
+	r.ReuseRecord = true
+	rec, err := r.Read()
+	if errors.Is(err, io.EOF) {
+		return fmt.Errorf("%s: empty file (want the header %s)", path, strings.Join(header, ","))
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if !slices.Equal(rec, header) {
+		return fmt.Errorf("%s:1: header is %q, want %q", path, strings.Join(rec, ","), strings.Join(header, ","))
+	}
+	for n := 0; ; n++ {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err) // csv.ParseError names the line
+		}
+		line, _ := r.FieldPos(0)
+		if n >= maxRows {
+			return fmt.Errorf("%s:%d: more than the limit of %d rows", path, line, maxRows)
+		}
+		if err := row(rec, line); err != nil {
+			return fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+	}
+}
+
+// field parses the integer in column i, between lo and hi.
+func field(rec []string, cols []string, i int, lo, hi int64) (int64, error) {
+	v, err := strconv.ParseInt(rec[i], 10, 64)
+	if err != nil || v < lo || v > hi {
+		return 0, fmt.Errorf("column %s: %q is not an integer from %d to %d", cols[i], rec[i], lo, hi)
+	}
+	return v, nil
+}
+
+func labelValue(col, v string) error {
+	if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+		return fmt.Errorf("column %s: %q is not a valid label value: %s", col, v, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+const maxInt = 1 << 53 // more than any figure of a real trace
+
+// readAlibabaTrace reads and checks the node and pod lists.
+func readAlibabaTrace(spec *TraceSpec) (*alibabaTrace, error) {
+	nodesFile, podsFile := spec.files()
+	t := &alibabaTrace{}
+	names := map[string]bool{}
+	err := csvRows(nodesFile, nodeColumns, maxTraceNodes, func(rec []string, _ int) error {
+		n, err := alibabaNode(rec)
+		if err != nil {
+			return err
+		}
+		if names[n.Name] {
+			return fmt.Errorf("duplicate node %q", n.Name)
+		}
+		names[n.Name] = true
+		t.nodes = append(t.nodes, n)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	clear(names)
+	err = csvRows(podsFile, podColumns, maxTracePods, func(rec []string, _ int) error {
+		p, err := alibabaPod(rec)
+		if err != nil {
+			return err
+		}
+		if names[p.pod.Name] {
+			return fmt.Errorf("duplicate pod %q", p.pod.Name)
+		}
+		names[p.pod.Name] = true
+		t.pods = append(t.pods, p)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(t.nodes) == 0 {
+		return nil, fmt.Errorf("%s: no nodes", nodesFile)
+	}
+	return t, nil
+}
+
+func alibabaNode(rec []string) (*v1.Node, error) {
+	if errs := validation.IsDNS1123Subdomain(rec[0]); len(errs) > 0 {
+		return nil, fmt.Errorf("column sn: %q is not a valid node name", rec[0])
+	}
+	var v [3]int64
+	for i, hi := range []int64{maxInt, maxInt, maxGPUsPerObject} {
+		x, err := field(rec, nodeColumns, i+1, 0, hi)
+		if err != nil {
+			return nil, err
+		}
+		v[i] = x
+	}
+	if err := labelValue("model", rec[4]); err != nil {
+		return nil, err
+	}
+	capacity := v1.ResourceList{
+		v1.ResourceCPU:    *resource.NewMilliQuantity(v[0], resource.DecimalSI),
+		v1.ResourceMemory: *resource.NewQuantity(v[1]<<20, resource.BinarySI),
+		v1.ResourcePods:   *resource.NewQuantity(110, resource.DecimalSI),
+	}
+	if v[2] > 0 {
+		capacity[ResourceGPUMilli] = *resource.NewQuantity(v[2]*1000, resource.DecimalSI)
+	}
+	labels := map[string]string{"kubernetes.io/hostname": rec[0]}
+	if rec[4] != "" {
+		labels[LabelGPUModel] = rec[4]
+	}
+	return &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: rec[0], Labels: labels},
+		Status: v1.NodeStatus{
+			Capacity: capacity, Allocatable: capacity.DeepCopy(),
+			Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}},
+		},
+	}, nil
+}
+
+func alibabaPod(rec []string) (tracePod, error) {
+	c := podColumns
+	if errs := validation.IsDNS1123Subdomain(rec[0]); len(errs) > 0 {
+		return tracePod{}, fmt.Errorf("column name: %q is not a valid pod name", rec[0])
+	}
+	var v [4]int64
+	for i, hi := range []int64{maxInt, maxInt, maxGPUsPerObject, 1000} {
+		x, err := field(rec, c, i+1, 0, hi)
+		if err != nil {
+			return tracePod{}, err
+		}
+		v[i] = x
+	}
+	cpu, mem, gpus, share := v[0], v[1], v[2], v[3]
+	if (gpus == 0) != (share == 0) {
+		return tracePod{}, fmt.Errorf("columns num_gpu and gpu_milli: %d and %d (both zero, or both set)", gpus, share)
+	}
+	if gpus > 1 && share != 1000 {
+		return tracePod{}, fmt.Errorf("column gpu_milli: %d with num_gpu %d (a pod with several GPUs takes them whole: 1000)", share, gpus)
+	}
+	for _, col := range []int{6, 7} { // qos, pod_phase
+		if err := labelValue(c[col], rec[col]); err != nil {
+			return tracePod{}, err
+		}
+	}
+	created, err := field(rec, c, 8, 0, maxInt)
+	if err != nil {
+		return tracePod{}, err
+	}
+	deleted, err := field(rec, c, 9, created, maxInt)
+	if err != nil {
+		return tracePod{}, err
+	}
+	scheduled := int64(-1)
+	if rec[10] != "" {
+		if scheduled, err = field(rec, c, 10, created, deleted); err != nil {
+			return tracePod{}, err
+		}
+	}
+	requests := v1.ResourceList{
+		v1.ResourceCPU:    *resource.NewMilliQuantity(cpu, resource.DecimalSI),
+		v1.ResourceMemory: *resource.NewQuantity(mem<<20, resource.BinarySI),
+	}
+	if gpus > 0 {
+		requests[ResourceGPUMilli] = *resource.NewQuantity(gpus*share, resource.DecimalSI)
+	}
+	labels := map[string]string{"group": traceGroup}
+	if rec[6] != "" {
+		labels[LabelQoS] = rec[6]
+	}
+	prio := int32(0)
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: rec[0], Labels: labels},
+		Spec: v1.PodSpec{
+			SchedulerName: schedulerName,
+			Priority:      &prio,
+			Containers:    []v1.Container{{Name: "app", Resources: v1.ResourceRequirements{Requests: requests}}},
+		},
+	}
+	if rec[5] != "" {
+		models := strings.Split(rec[5], "|")
+		for _, m := range models {
+			if err := labelValue("gpu_spec", m); err != nil || m == "" {
+				return tracePod{}, fmt.Errorf("column gpu_spec: %q is not a |-separated list of GPU models", rec[5])
+			}
+		}
+		p.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+				MatchExpressions: []v1.NodeSelectorRequirement{{Key: LabelGPUModel, Operator: v1.NodeSelectorOpIn, Values: models}},
+			}}},
+		}}
+	}
+	return tracePod{pod: p, created: created, deleted: deleted, scheduled: scheduled, gpuMilli: gpus * share, cpuMilli: cpu}, nil
+}
+
+// loadTrace adds the trace's nodes now and plans its pods: each arrives
+// at its creation time, runs for deletion − creation once bound, and is
+// deleted at its deletion time if it is still pending then.
+func (s *sim) loadTrace(spec *TraceSpec) error {
+	t, err := readAlibabaTrace(spec)
+	if err != nil {
+		return fmt.Errorf("trace %s: %w", spec.Format, err)
+	}
+	for _, n := range t.nodes {
+		if _, dup := s.cl.nodes[n.Name]; dup {
+			return fmt.Errorf("trace %s: node %s is also in the scenario", spec.Format, n.Name)
+		}
+		n.UID = s.cl.nextUID()
+		s.cl.nodes[n.Name] = n
+		s.cl.nodeGroups[traceGroup] = append(s.cl.nodeGroups[traceGroup], n.Name)
+		s.x.alloc.nodeAdded(s.now, n)
+		s.h.AddNode(n)
+	}
+	s.x.traceLife = make(map[types.NamespacedName]time.Duration, len(t.pods))
+	speed := spec.Speed
+	if speed == 0 {
+		speed = 1
+	}
+	arrival := func(sec int64) time.Duration { return time.Duration(float64(sec) * float64(time.Second) / speed) }
+	var span time.Duration
+	for _, tp := range t.pods {
+		p := tp.pod
+		p.UID = s.cl.nextUID()
+		key := framework.Key(p)
+		life := time.Duration(tp.deleted-tp.created) * time.Second
+		s.x.traceLife[key] = life
+		span = max(span, arrival(tp.created)+life)
+		s.planned++
+		s.at(epoch.Add(arrival(tp.created)), func() {
+			s.planned--
+			s.track(traceGroup, p)
+			s.arrive(p)
+		})
+		s.at(epoch.Add(arrival(tp.created)+life), func() {
+			cur := s.cl.pods[key]
+			if cur == nil || cur.UID != p.UID || cur.Spec.NodeName != "" {
+				return // bound: its lifetime ends it
+			}
+			s.ended(cur, endWithdrawn)
+			delete(s.cl.pods, key)
+			s.h.DeletePod(cur)
+		})
+	}
+	if s.sc.Duration == 0 {
+		s.end = epoch.Add(span)
+	}
+	s.x.production = production(spec, t)
+	return nil
+}
