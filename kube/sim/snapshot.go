@@ -98,16 +98,11 @@ func readSnapshot(path string) (*snapshotObjects, error) {
 }
 
 func (o *snapshotObjects) readFile(dec runtime.Decoder, path string) error {
-	f, err := os.Open(path)
+	f, err := openLimited(path, maxSnapshotFileBytes)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil {
-		return err
-	} else if st.Size() > maxSnapshotFileBytes {
-		return fmt.Errorf("%s: %d bytes, more than the limit of %d", path, st.Size(), maxSnapshotFileBytes)
-	}
 	r := utilyaml.NewYAMLReader(bufio.NewReader(f))
 	docs := 0
 	for i := 1; ; i++ {

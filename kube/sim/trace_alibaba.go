@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -104,16 +103,11 @@ type alibabaTrace struct {
 // the size limit, an empty file, a wrong header and more than maxRows
 // rows; row gets each record and its line.
 func csvRows(path string, header []string, maxRows int, row func(rec []string, line int) error) error {
-	f, err := os.Open(path)
+	f, err := openLimited(path, maxTraceFileBytes)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil {
-		return err
-	} else if st.Size() > maxTraceFileBytes {
-		return fmt.Errorf("%s: %d bytes, more than the limit of %d", path, st.Size(), maxTraceFileBytes)
-	}
 	r := csv.NewReader(f)
 	r.FieldsPerRecord = len(header)
 	r.ReuseRecord = true
