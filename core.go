@@ -586,6 +586,8 @@ type Failure struct {
 	// PendingPlugins left it waiting for something that will happen by
 	// itself; an event they accept requeues it at once.
 	PendingPlugins []string
+	// Message says why, for people (Info.Message, Explain).
+	Message string
 }
 
 // Requeue puts an item back after its attempt a failed, and ends the
@@ -649,6 +651,7 @@ func (c *Core[K, T]) Requeue(a Attempt[K, T], f Failure, now time.Time) error {
 	e.FlushedFromUnschedulable = false
 	e.UnschedulablePlugins = slices.Clone(f.UnschedulablePlugins)
 	e.PendingPlugins = slices.Clone(f.PendingPlugins)
+	e.Message = f.Message
 	rejected := len(f.UnschedulablePlugins)+len(f.PendingPlugins) > 0
 	if rejected {
 		e.UnschedulableCount++

@@ -21,7 +21,9 @@ type Explanation struct {
 	ConsecutiveErrors       int       `json:"consecutiveErrors"`
 	UnschedulablePlugins    []string  `json:"unschedulablePlugins,omitempty"`
 	PendingPlugins          []string  `json:"pendingPlugins,omitempty"`
-	GatingPlugin            string    `json:"gatingPlugin,omitempty"`
+	// Message is the last failure's message, as the scheduler gave it.
+	Message      string `json:"message,omitempty"`
+	GatingPlugin string `json:"gatingPlugin,omitempty"`
 	// BackoffExpiry is when the item's backoff ends (in backoffQ only).
 	BackoffExpiry time.Time `json:"backoffExpiry,omitzero"`
 	// WakingEvents are the events, registered by the plugins holding the
@@ -60,6 +62,7 @@ func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation {
 		ConsecutiveErrors:       e.ConsecutiveErrors,
 		UnschedulablePlugins:    slices.Clone(e.UnschedulablePlugins),
 		PendingPlugins:          slices.Clone(e.PendingPlugins),
+		Message:                 e.Message,
 		GatingPlugin:            e.GatingPlugin,
 		BackoffExpiry:           e.BackoffExpiry,
 	}
@@ -143,6 +146,9 @@ func (x Explanation) String() string {
 	}
 	if len(x.PendingPlugins) > 0 {
 		line("pending on", "%s", strings.Join(x.PendingPlugins, ", "))
+	}
+	if x.Message != "" {
+		line("last failure", "%s", x.Message)
 	}
 	if x.GatingPlugin != "" {
 		line("gated by", "%s", x.GatingPlugin)

@@ -126,3 +126,15 @@ func TestDump(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestExplainCarriesTheFailureMessage: the scheduler's words for the last
+// failure reach Explain, so that "why is it pending" has the reason.
+func TestExplainCarriesTheFailureMessage(t *testing.T) {
+	h := newHarness(t)
+	h.add(mk("a", 1))
+	h.failWith(h.popName(), Failure{UnschedulablePlugins: []string{"Fit"}, Message: "request overflows"})
+	x, err := h.c.Explain("a", h.now)
+	if err != nil || x.Message != "request overflows" || !strings.Contains(x.String(), "last failure:          request overflows") {
+		t.Fatalf("explanation %+v (%v)\n%s", x, err, x)
+	}
+}

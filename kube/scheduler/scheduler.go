@@ -164,7 +164,7 @@ func (s *Scheduler) ScheduleOne(ctx context.Context, info Attempt) Outcome {
 // fail requeues a failed attempt and reports it.
 func (s *Scheduler) fail(ctx context.Context, info Attempt, start time.Time, out Outcome) Outcome {
 	pod := info.Item
-	f := schedq.Failure{}
+	f := schedq.Failure{Message: out.Message}
 	reason := "SchedulerError"
 	if out.Result == Unschedulable {
 		f.UnschedulablePlugins = out.Plugins

@@ -268,3 +268,41 @@ func TestLoad(t *testing.T) {
 	checkFits(t, c, ns)
 	figure(t, "5000 pending pods on 500 nodes bound in %v from the scheduler's start: %.0f pods/s", elapsed.Round(time.Millisecond), n/elapsed.Seconds())
 }
+
+// TestOverflowingRequests: requests whose quantities overflow int64 when
+// converted (as milli-CPU, or as bytes) are refused with a clear reason in
+// the PodScheduled condition, never bound, and do not corrupt the nodes'
+// accounting: plain pods still bind, and no node holds more than it has.
+func TestOverflowingRequests(t *testing.T) {
+	c := client(t)
+	ns := namespace(t, c)
+	makeNodes(t, c, "ovf", 2, nodeSpec{cpu: "4", memory: "8Gi"})
+	s := startScheduler(t, "schedq-ovf")
+	var absurd []string
+	for i, spec := range []podSpec{
+		{cpu: "1e18", memory: "64Mi"},
+		{cpu: "100P", memory: "64Mi"},
+		{cpu: "9223372036854775807", memory: "64Mi"},
+	} {
+		spec.scheduler = s.name
+		absurd = append(absurd, makePods(t, c, ns, fmt.Sprintf("absurd%d", i), 1, spec)...)
+	}
+	for _, p := range absurd {
+		waitFor(t, 30*time.Second, p+"'s PodScheduled=False", func(context.Context) (bool, error) {
+			return podScheduledFalse(t, c, ns, p) != "", nil
+		})
+		if msg := podScheduledFalse(t, c, ns, p); !strings.Contains(msg, "overflows") {
+			t.Errorf("%s: PodScheduled message %q does not say the request overflows", p, msg)
+		}
+	}
+	ok := makePods(t, c, ns, "ok", 6, podSpec{scheduler: s.name, cpu: "1", memory: "64Mi"})
+	waitBound(t, c, ns, ok, 30*time.Second)
+	b := bound(t, c, ns)
+	for _, p := range absurd {
+		if n := b[p]; n != "" {
+			t.Errorf("%s bound to %s", p, n)
+		}
+	}
+	checkFits(t, c, ns)
+	figure(t, "pods requesting cpu 1e18, 100P and 9223372036854775807: refused (%q); 6 plain pods bound, no node over-committed", podScheduledFalse(t, c, ns, absurd[0]))
+}
