@@ -3,7 +3,6 @@ package plugins
 import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
@@ -40,40 +39,19 @@ func (l *RoomLedger) Room(node string) *NodeRoom {
 	return &NodeRoom{l: l, node: node, to: map[types.NamespacedName]framework.Resource{}}
 }
 
-// fits reports whether the node, with what it promised, can hold pod,
-// which requests req: the node admits it (its selector and required node
-// affinity, the node's taints and cordon), and has room for it. A node
-// that is gone cannot. Room promised to a pod that cannot go there would
-// be room taken from the pods that can.
-func (l *RoomLedger) fits(node string, pod *v1.Pod, req framework.Resource) bool {
+// fits reports whether the node, with what it promised, can hold one more
+// pod requesting req; a node that is gone cannot.
+func (l *RoomLedger) fits(node string, req framework.Resource) bool {
 	ok := false
 	l.view(func(s framework.Snapshot) {
 		ni, found := s.Node(node)
-		if !found || !admits(ni, pod) {
+		if !found {
 			return
 		}
 		used, pods := l.claims(ni)
 		ok = len(shortages(req, ni.Allocatable, used, pods)) == 0
 	})
 	return ok
-}
-
-// admits reports whether the node passes the pod's static filters: those
-// of NodeAffinity, TaintToleration and NodeUnschedulable, which no pod
-// coming or going on the node can change.
-func admits(ni *framework.NodeInfo, pod *v1.Pod) bool {
-	if ni.Unschedulable && !admitsUnschedulable(pod, ni.Node) {
-		return false
-	}
-	if _, untolerated := untoleratedTaint(pod, ni.Taints); untolerated {
-		return false
-	}
-	if hasRequiredNodeAffinity(pod) {
-		if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(ni.Node); !ok {
-			return false
-		}
-	}
-	return true
 }
 
 // claims returns what the node's pods request and it promised, in all,
@@ -125,7 +103,7 @@ func (r *NodeRoom) Key() string { return r.node }
 // Take promises pod room on the node if it fits.
 func (r *NodeRoom) Take(pod *v1.Pod) bool {
 	req := requestsOf(pod)
-	if !r.l.fits(r.node, pod, req) {
+	if !r.l.fits(r.node, req) {
 		return false
 	}
 	r.l.promise(r.node, req, 1)

@@ -74,28 +74,3 @@ func TestWakeBudgetEvents(t *testing.T) {
 		}
 	}
 }
-
-// TestWakeBudgetOnlyForPodsTheNodeAdmits: a node's room is not promised to
-// a pod its taints, cordon or the pod's node selector keep off it.
-func TestWakeBudgetOnlyForPodsTheNodeAdmits(t *testing.T) {
-	c := NewCache()
-	budget := WakeBudget(c)
-	n := node("n", 4000, v1.Taint{Key: "gpu", Effect: v1.TaintEffectNoSchedule})
-	n.Labels = map[string]string{"disk": "ssd"}
-	c.AddNode(n)
-	room, _ := budget(clusterevent.NodeAdd, nil, n)
-	plain := pod("plain", 1000)
-	tolerant := pod("tolerant", 1000)
-	tolerant.Spec.Tolerations = []v1.Toleration{{Key: "gpu", Operator: v1.TolerationOpExists}}
-	picky := tolerant.DeepCopy()
-	picky.Name = "picky"
-	picky.Spec.NodeSelector = map[string]string{"disk": "hdd"}
-	for _, tc := range []struct {
-		p    *v1.Pod
-		want bool
-	}{{plain, false}, {picky, false}, {tolerant, true}} {
-		if got := room.Take(tc.p); got != tc.want {
-			t.Errorf("Take(%s) = %v, want %v", tc.p.Name, got, tc.want)
-		}
-	}
-}
