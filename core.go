@@ -77,7 +77,7 @@ type entry[K comparable, T any] struct {
 	key       K
 	loc       loc
 	kind      kind // lone item, group entity or group member (group.go)
-	pos       int // index in parked.all
+	pos       int  // index in parked.all
 	slots     []slot[K, T]
 	entered   int64        // when it entered its current sub-queue (Unix ns)
 	lastFlush int64        // last leftover flush that tried it, or budget that deferred it (Unix ns)
