@@ -450,10 +450,17 @@ func (c *Core[K, T]) matchEntry(e *entry[K, T], match func(*Info[T]) bool) bool 
 // incoming tells the recorder that e entered sub-queue q.
 func (c *Core[K, T]) incoming(e *entry[K, T], q Location, label string) {
 	if e.kind == kindGroup {
-		if r, ok := c.rec.(GroupRecorder); ok {
-			r.IncomingGroup(q, label, len(e.grp.queued))
-			return
-		}
+		c.incomingGroup(e, q, label)
+		return
+	}
+	c.rec.Incoming(q, label)
+}
+
+// incomingGroup tells the recorder that group entity e entered q.
+func (c *Core[K, T]) incomingGroup(e *entry[K, T], q Location, label string) {
+	if r, ok := c.rec.(GroupRecorder); ok {
+		r.IncomingGroup(q, label, len(e.grp.queued))
+		return
 	}
 	c.rec.Incoming(q, label)
 }

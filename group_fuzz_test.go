@@ -26,6 +26,9 @@ func runGroupOps(t *testing.T, flags byte, data []byte) {
 	if flags&8 != 0 {
 		cfg.Less, cfg.Priority = nil, jobPrio
 	}
+	if flags&16 != 0 {
+		cfg.Budget = fuzzBudget // budgets for lone items; groups ignore them
+	}
 	rec := &balanceRecorder{}
 	cfg.Recorder = rec
 	c, err := NewCore(cfg)
@@ -143,7 +146,20 @@ func runGroupOps(t *testing.T, flags byte, data []byte) {
 		case 6, 7:
 			a, ok := flying(name)
 			if !ok {
-				continue
+				// A member (or lone item) put back as failed without a
+				// pop, as after a failed binding.
+				p := fuzzJob(i, "", false)
+				p.group = fuzzGroups[(arg>>3)%len(fuzzGroups)]
+				f := fuzzFailures[(arg>>5)%len(fuzzFailures)]
+				desc = fmt.Sprintf("Requeue cycle 0 %+v %+v", p, f)
+				err := c.Requeue(req(p, 0), f, now)
+				switch {
+				case err == nil:
+					owed[name] = true
+				case !errors.Is(err, ErrAlreadyQueued):
+					t.Fatalf("step %d %s: %v", step, desc, err)
+				}
+				break
 			}
 			f := fuzzFailures[(arg>>3)%len(fuzzFailures)]
 			if a.Group != "" && arg&0x80 != 0 {
@@ -230,7 +246,7 @@ func TestGroupQueueRandomLong(t *testing.T) {
 			state ^= state << 17
 			data[i] = byte(state)
 		}
-		data[0] = byte(32 | run%16)
+		data[0] = byte(32 | run%32)
 		t.Run(fmt.Sprint(run), func(t *testing.T) { runOps(t, data) })
 	}
 }
