@@ -588,6 +588,12 @@ type Failure struct {
 	PendingPlugins []string
 	// Message says why, for people (Info.Message, Explain).
 	Message string
+	// Placed lists, for a group attempt, the members that were placed, as
+	// indexes into Attempt.Members. Non-empty, the attempt counts as a
+	// success: the placed members leave the queue and the others go back
+	// with the group to activeQ at once, keeping the group's Timestamp,
+	// with its counts reset.
+	Placed []int
 }
 
 // Requeue puts an item back after its attempt a failed, and ends the
