@@ -100,11 +100,18 @@ type Counts struct {
 	Unschedulable int `json:"unschedulable"`
 	Gated         int `json:"gated"`
 	InFlight      int `json:"inflight"`
+	// Incomplete and Pending are group members waiting apart: for their
+	// group object, or for their group's attempt in flight to end.
+	Incomplete int `json:"incomplete,omitempty"`
+	Pending    int `json:"pending,omitempty"`
 }
 
 // Stats is Counts with the levels behind the queue's gauges.
 type Stats struct {
 	Counts
+	// Entities counts the queue's entities in each place by kind: lone
+	// items, and groups (each one entity, whatever its size).
+	Entities EntityCounts `json:"entities"`
 	// HeldBy is, for each plugin, how many queued items it holds back:
 	// items whose last attempt it rejected (until their next pop), and
 	// items it gates.
