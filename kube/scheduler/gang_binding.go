@@ -24,9 +24,9 @@ type gangBinds struct {
 	before   int // members bound or assumed before the attempt
 
 	mu      sync.Mutex
-	pending int      // bindings not ended yet
-	bound   int      // bindings that bound their member
-	retries []retry  // members to requeue once all have ended
+	pending int     // bindings not ended yet
+	bound   int     // bindings that bound their member
+	retries []retry // members to requeue once all have ended
 }
 
 // retry is a member whose binding failed.
