@@ -250,7 +250,7 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	t := &terms{
 		queues: queues, cache: c, handlers: h, pods: pods, podGroups: podGroups, qcfg: qcfg, client: cs.sched, fence: f,
 		backoff: newOutageBackoff(o.Clock), state: st, log: log, reporter: reporter,
-		opts:     scheduler.Options{Profile: profile, PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: sm, Logger: log},
+		opts: scheduler.Options{Profile: profile, PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: sm, Logger: log},
 	}
 	if !o.LeaderElect {
 		t.run(ctx)

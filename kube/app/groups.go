@@ -94,4 +94,3 @@ func (r guardedReporter) Warn(ctx context.Context, obj runtime.Object, reason, m
 		w.Warn(ctx, obj, reason, message)
 	}
 }
-
