@@ -223,6 +223,7 @@ func (s *sim) planArrivals(g *PodGroup) {
 		s.at(t, func() {
 			s.planned--
 			p := s.cl.makePod(g, i)
+			s.gangMember(g, i, p)
 			s.cl.podGroups[g.Name] = append(s.cl.podGroups[g.Name], framework.Key(p))
 			s.arrive(p)
 		})
@@ -271,6 +272,9 @@ func (s *sim) loop() error {
 			}
 		}
 		s.sample()
+		if err := s.checkGangs(); err != nil {
+			return err
+		}
 		if s.violation != nil {
 			return s.violation
 		}
@@ -343,6 +347,10 @@ func (s *sim) poppable(c schedq.Counts) bool {
 
 // attempt runs one scheduling cycle at now.
 func (s *sim) attempt(ctx context.Context, info scheduler.Attempt) {
+	if info.Group != "" {
+		s.groupAttempt(ctx, info)
+		return
+	}
 	s.attempts++
 	st := s.stats[info.Item.UID]
 	if st != nil {
@@ -537,6 +545,7 @@ func (s *sim) bindDone(pod *v1.Pod, node string, done func(error)) {
 	done(nil)
 	s.h.UpdatePod(cur, nw)
 	s.onBound(nw)
+	s.gangBound(nw)
 }
 
 func (s *sim) sample() {
