@@ -266,7 +266,7 @@ func (s *sim) loop() error {
 		popped := false
 		if !s.now.Before(s.busyUntil) {
 			if a, ok := s.core.Pop(s.now); ok {
-				s.trace(Op{Kind: "pop", Pod: a.Item, Cycle: a.Cycle})
+				s.trace(Op{Kind: "pop", Pod: a.Item, Cycle: a.Cycle, Group: a.Group})
 				s.attempt(ctx, a)
 				popped = true
 			}
@@ -625,12 +625,12 @@ func (q coreQueue) Delete(k types.NamespacedName) error {
 }
 
 func (q coreQueue) Done(a scheduler.Attempt) error {
-	q.s.trace(Op{Kind: "done", Key: a.Key, Cycle: a.Cycle})
+	q.s.trace(Op{Kind: "done", Key: a.Key, Cycle: a.Cycle, Group: a.Group})
 	return q.c.Done(a, q.s.now)
 }
 
 func (q coreQueue) Requeue(a scheduler.Attempt, f schedq.Failure) error {
-	q.s.trace(Op{Kind: "fail", Pod: a.Item, Cycle: a.Cycle, Failure: f})
+	q.s.trace(Op{Kind: "fail", Pod: a.Item, Cycle: a.Cycle, Failure: f, Group: a.Group})
 	return q.c.Requeue(a, f, q.s.now)
 }
 
