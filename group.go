@@ -149,14 +149,27 @@ func (c *Core[K, T]) SetGroup(name string, spec GroupSpec, now time.Time) error 
 	return nil
 }
 
-// resolve places the members that waited for g's object, earliest first.
+// resolve places the members that waited for g's object. If they form a
+// new entity, they enter it all at once, so that its checks run once and
+// the earliest arrival is its creator. O(m log m) for m members.
 func (c *Core[K, T]) resolve(g *group[K, T], now time.Time) {
+	if len(g.waiting) == 0 {
+		return
+	}
 	ms := slices.Clone(g.waiting)
 	slices.SortFunc(ms, func(a, b *entry[K, T]) int { return cmpSeq(a.seq, b.seq) })
+	if !g.known || g.flight != nil || g.ent != nil {
+		for _, m := range ms {
+			g.take(m)
+			c.attach(m, labelAdd, now)
+		}
+		return
+	}
 	for _, m := range ms {
 		g.take(m)
-		c.attach(m, labelAdd, now)
+		g.put(m, locMember)
 	}
+	c.toActive(c.newEntity(g, ms[0]), labelAdd, false, now)
 }
 
 func cmpSeq(a, b uint64) int {
@@ -269,13 +282,45 @@ func (c *Core[K, T]) attach(m *entry[K, T], label string, now time.Time) bool {
 		c.toActive(e, label, false, now)
 		return true
 	}
+	c.joined(e, label)
 	switch e.loc {
 	case locActive:
-		c.toActive(e, label, false, now)
+		c.gateOn(e, m, label, now)
 	case locBackoffUnsched, locBackoffError:
-		c.requeue(e, afterBackoff, label, now)
+		if !c.backingOff(e, now) {
+			c.toActive(e, label, false, now)
+		} else if !c.cfg.DisablePopFromBackoff {
+			c.gateOn(e, m, label, now)
+		}
 	}
 	return false
+}
+
+// gateOn runs the PreEnqueue checks on m, which joined entity e in activeQ
+// or backoffQ (whose other members passed them): if m is gated, so is e.
+// O(checks).
+func (c *Core[K, T]) gateOn(e, m *entry[K, T], label string, now time.Time) {
+	if len(c.cfg.PreEnqueue) == 0 || c.admit(m) {
+		return
+	}
+	c.setGate(e, m.GatingPlugin)
+	c.park(e, label, now)
+}
+
+// joined tells a GroupRecorder that a member joined entity e where it is.
+func (c *Core[K, T]) joined(e *entry[K, T], label string) {
+	r, ok := c.rec.(GroupRecorder)
+	if !ok {
+		return
+	}
+	q := InUnschedulable
+	switch e.loc {
+	case locActive:
+		q = InActive
+	case locBackoffUnsched, locBackoffError:
+		q = InBackoff
+	}
+	r.JoinedGroup(q, label, 1)
 }
 
 // detach takes member m out of its group's lists. An entity left empty is
@@ -405,10 +450,17 @@ func (c *Core[K, T]) matchEntry(e *entry[K, T], match func(*Info[T]) bool) bool 
 // incoming tells the recorder that e entered sub-queue q.
 func (c *Core[K, T]) incoming(e *entry[K, T], q Location, label string) {
 	if e.kind == kindGroup {
-		if r, ok := c.rec.(GroupRecorder); ok {
-			r.IncomingGroup(q, label, len(e.grp.queued))
-			return
-		}
+		c.incomingGroup(e, q, label)
+		return
+	}
+	c.rec.Incoming(q, label)
+}
+
+// incomingGroup tells the recorder that group entity e entered q.
+func (c *Core[K, T]) incomingGroup(e *entry[K, T], q Location, label string) {
+	if r, ok := c.rec.(GroupRecorder); ok {
+		r.IncomingGroup(q, label, len(e.grp.queued))
+		return
 	}
 	c.rec.Incoming(q, label)
 }
@@ -420,4 +472,7 @@ type GroupRecorder interface {
 	// IncomingGroup counts a group entity of size members entering
 	// sub-queue q because of event.
 	IncomingGroup(q Location, event string, size int)
+	// JoinedGroup counts n members joining their group's entity, already
+	// in sub-queue q, because of event.
+	JoinedGroup(q Location, event string, n int)
 }

@@ -9,8 +9,8 @@ import (
 // addGrouped is Add when groups are on. It handles members, and lone
 // items whose key was a member's; it reports false to leave a lone item to
 // Add. A key that was a member of an attempt in flight leaves it (the
-// attempt's outcome drops it) unless it stays in the same group, where the
-// new item replaces the one in flight. A lone attempt in flight for the
+// attempt's outcome drops it) unless it stays in the same group and was
+// not deleted, where the new item replaces the one in flight. A lone attempt in flight for the
 // key of a new member is superseded, as by a newer pop. O(log n), plus
 // the PreEnqueue checks of the entity's members if it is in activeQ.
 func (c *Core[K, T]) addGrouped(item T, now time.Time) bool {
@@ -19,17 +19,18 @@ func (c *Core[K, T]) addGrouped(item T, now time.Time) bool {
 	prev := c.keys[key]
 	if prev != nil && prev.kind == kindMember {
 		if prev.loc == locMemberFlight {
-			if name == prev.grp.name {
+			if name == prev.grp.name && !prev.deleted {
 				prev.Item = item
 				prev.updated = true
 				return true
 			}
 			prev.deleted = true
 			delete(c.keys, key)
+			prev = nil
 		} else {
 			c.removeMember(prev, now)
+			prev = c.keys[key] // a lone attempt in flight it shadowed, if any
 		}
-		prev = nil
 	}
 	if name == "" {
 		return false
@@ -75,8 +76,22 @@ func (c *Core[K, T]) updateGrouped(oldItem, newItem T, now time.Time) bool {
 		}
 		return c.addGrouped(newItem, now)
 	}
-	if m.grp.name != c.cfg.Group(newItem) {
-		return c.addGrouped(newItem, now)
+	if name := c.cfg.Group(newItem); name != m.grp.name {
+		if name != "" {
+			return c.addGrouped(newItem, now)
+		}
+		// Out of its group: a lone item now, queued even if an older lone
+		// attempt of the key is still in flight.
+		if m.loc == locMemberFlight {
+			m.deleted = true
+			delete(c.keys, key)
+		} else {
+			c.removeMember(m, now)
+		}
+		e := c.newEntry(newItem, now)
+		c.enqueue(e)
+		c.toActive(e, labelUpdate, false, now)
+		return true
 	}
 	m.Item = newItem
 	c.memberKeys(m)
