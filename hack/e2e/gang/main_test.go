@@ -35,17 +35,12 @@ import (
 // gangFlags turn PodGroups on in kube-apiserver v1.37.
 var gangFlags = []string{"--feature-gates=GenericWorkload=true", "--runtime-config=scheduling.k8s.io/v1beta1=true"}
 
-var (
-	cl *cluster.Cluster
-	// tooOld, if set, says why no test of this package can run: the
-	// kube-apiserver found has no PodGroups.
-	tooOld string
-)
+var cl *cluster.Cluster
 
 func TestMain(m *testing.M) {
 	if reason := apiserverTooOld(); reason != "" {
-		tooOld = reason
-		os.Exit(m.Run()) // each test skips, saying why
+		cluster.SkipPackage(reason)
+		os.Exit(0)
 	}
 	cluster.MainWith(m, cluster.Options{APIServerFlags: gangFlags}, func(c *cluster.Cluster) { cl = c })
 }
@@ -75,9 +70,6 @@ func apiserverTooOld() string {
 
 func setup(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	if tooOld != "" {
-		cluster.Skip(t, tooOld)
-	}
 	cfg := cl.RESTConfig()
 	cfg.QPS, cfg.Burst = 500, 1000
 	c, err := kubernetes.NewForConfig(cfg)
