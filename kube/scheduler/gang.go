@@ -147,6 +147,7 @@ func (s *Scheduler) failGroup(ctx context.Context, a Attempt, start time.Time, g
 		reason = "Unschedulable"
 	}
 	s.o.Metrics.attempt(out.Result, s.o.Now().Sub(start))
+	s.o.Metrics.groupAttempt(out.Result)
 	if err := s.queue.Requeue(a, f); err != nil {
 		s.o.Logger.Debug("requeue after failed group attempt", "group", a.Group, "err", err)
 	}
@@ -161,6 +162,7 @@ func (s *Scheduler) failGroup(ctx context.Context, a Attempt, start time.Time, g
 // members were placed, then the placed members are bound in parallel.
 func (s *Scheduler) bindGroup(ctx context.Context, a Attempt, start time.Time, g *groupTry) Outcome {
 	s.o.Metrics.attempt(Scheduled, s.o.Now().Sub(start))
+	s.o.Metrics.groupAttempt(Scheduled)
 	var err error
 	if len(g.placed) == len(a.Members) {
 		err = s.queue.Done(a)

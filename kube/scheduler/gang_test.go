@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -320,6 +322,27 @@ func TestGroupDeletedMidAttemptLosesNoMember(t *testing.T) {
 		_, bound := f.b.binds[name]
 		if loc := f.where(name); !bound && loc != schedq.InIncomplete {
 			t.Fatalf("%s: not bound and %v, want incomplete", name, loc)
+		}
+	}
+}
+
+func TestGroupAttemptsMetric(t *testing.T) {
+	f, w := newGangFixture(t)
+	m, err := NewMetrics(prometheus.NewRegistry(), "schedq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.s = New(f.q, f.c, f.b, warnReporter{f.r, w}, Options{Profile: gangProfile(), Metrics: m})
+	f.h.AddNode(node("a", 1000))
+	f.h.AddPodGroup(podGroup("g", 2, 0))
+	f.addGang("g", 2, 1000)
+	f.once()
+	f.h.AddNode(node("b", 1000))
+	f.q.Activate(framework.Key(pod("g-0", 0)))
+	f.once()
+	for result, want := range map[string]float64{"unschedulable": 1, "scheduled": 1, "error": 0} {
+		if got := testutil.ToFloat64(m.groups.WithLabelValues(result, "schedq")); got != want {
+			t.Errorf("podgroup_schedule_attempts_total{result=%q} = %v, want %v", result, got, want)
 		}
 	}
 }
