@@ -108,15 +108,3 @@ func (c *Cache) Trial(f func(snap framework.Snapshot, t *Trial) bool) {
 		}
 	}
 }
-
-// binding returns the binding of pod if it is still assumed (and not
-// confirmed or forgotten since).
-func (c *Cache) binding(pod *v1.Pod) (*pendingBinding, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	a, ok := c.assumed[framework.Key(pod)]
-	if !ok || a.uid != pod.UID || a.b == nil {
-		return nil, false
-	}
-	return a.b, true
-}

@@ -24,7 +24,8 @@ type groupTry struct {
 	before   int   // members bound or assumed before the attempt
 	placed   []int // indexes into Attempt.Members
 	nodes    []string
-	failed   []Outcome // of the members not placed, in member order
+	pbs      []*pendingBinding // the placed members' bindings
+	failed   []Outcome         // of the members not placed, in member order
 	tried    int
 	plugins  []string
 	errors   int
@@ -90,6 +91,7 @@ func (s *Scheduler) tryMembers(ctx context.Context, a Attempt, gp framework.Grou
 		}
 		g.placed = append(g.placed, i)
 		g.nodes = append(g.nodes, out.Node)
+		g.pbs = append(g.pbs, pb)
 	}
 	g.verdict = gp.Quorum(t.Placed(a.Group), len(g.placed), 0, a.Spec.MinCount)
 	g.bindings.pending = len(g.placed)
@@ -173,15 +175,11 @@ func (s *Scheduler) bindGroup(ctx context.Context, a Attempt, start time.Time, g
 	if err != nil {
 		s.o.Logger.Debug("end of group attempt", "group", a.Group, "err", err)
 	}
+	// A member forgotten since the trial (its node or itself deleted) is
+	// not bound: StartBinding refuses it, and its binding ends once,
+	// through the abort or as not sent.
 	for j, i := range g.placed {
-		m := memberAttempt(a.Members[i])
-		pb, ok := s.cache.binding(m.Item)
-		if !ok {
-			// Deleted or seen bound since the trial: nothing to bind.
-			g.bindings.settle(ctx, false)
-			continue
-		}
-		s.bind(ctx, m, g.nodes[j], pb, start)
+		s.bind(ctx, memberAttempt(a.Members[i]), g.nodes[j], g.pbs[j], start)
 	}
 	return Outcome{Result: Scheduled, Node: fmt.Sprintf("%d members of group %s", len(g.placed), a.Group)}
 }

@@ -346,3 +346,73 @@ func TestGroupAttemptsMetric(t *testing.T) {
 		}
 	}
 }
+
+// laterBinder is a GuardedBinder that holds each binding until run.
+type laterBinder struct {
+	held  []func()
+	binds map[string]string
+}
+
+func (b *laterBinder) Bind(ctx context.Context, p *v1.Pod, node string, done func(error)) {
+	b.BindGuarded(ctx, p, node, nil, done)
+}
+
+func (b *laterBinder) BindGuarded(_ context.Context, p *v1.Pod, node string, start func() bool, done func(error)) {
+	b.held = append(b.held, func() {
+		if start != nil && !start() {
+			done(ErrNodeDeleted)
+			return
+		}
+		b.binds[p.Name] = node
+		done(nil)
+	})
+}
+
+func (b *laterBinder) run() {
+	for _, f := range b.held {
+		f()
+	}
+	b.held = nil
+}
+
+// A node deleted after the trial, before its member's binding started:
+// the member is retried with its group, once, and the message says the
+// group is below minCount.
+func TestGangNodeDeletedBeforeBindingRetriesTheMemberOnce(t *testing.T) {
+	f, w := newGangFixture(t)
+	lb := &laterBinder{binds: map[string]string{}}
+	f.s = New(f.q, f.c, lb, warnReporter{f.r, w}, Options{Profile: gangProfile()})
+	f.h.AddNode(node("a", 1000))
+	f.h.AddNode(node("b", 1000))
+	f.h.AddPodGroup(podGroup("g", 2, 0))
+	f.addGang("g", 2, 1000)
+	if out := f.once(); out.Result != Scheduled {
+		t.Fatalf("outcome %+v", out)
+	}
+	onB := "g-0"
+	if n, _ := f.c.NodeOf(framework.Key(pod("g-1", 0))); n == "b" {
+		onB = "g-1"
+	}
+	f.h.DeleteNode(node("b", 1000))
+	lb.run()
+	if len(lb.binds) != 1 {
+		t.Fatalf("binds %v", lb.binds)
+	}
+	loc := f.where(onB)
+	if loc != schedq.InBackoff && loc != schedq.InActive && loc != schedq.InUnschedulable {
+		t.Fatalf("%s is %v, want back with its group", onB, loc)
+	}
+	x, _ := f.q.Explain(framework.Key(pod(onB, 0)))
+	if !strings.Contains(x.Message, "1 of minCount 2 bound (below minCount)") {
+		t.Fatalf("Explain message %q", x.Message)
+	}
+	retried := 0
+	for _, r := range f.r.failures {
+		if strings.HasPrefix(r, onB+": SchedulerError: group default/g") {
+			retried++
+		}
+	}
+	if retried != 1 {
+		t.Fatalf("%s reported %d times: %v", onB, retried, f.r.failures)
+	}
+}
