@@ -11,11 +11,13 @@ var fuzzGroups = []string{"", "g0", "g1", "p0"} // "p0" is also an item key
 // runGroupOps interprets data as operations on a Core with groups on: the
 // item operations of runOps, each item in a group the data picks, plus
 // SetGroup and DeleteGroup, and group attempts ended with Done, Placed
-// leftovers, rejections and errors. No model covers groups, so after each
-// step it checks the invariants (every member in exactly one place,
-// entity sizes, counts), that nothing is lost (a key added and neither
-// deleted nor placed is still there), and that the recorder balances per
-// entity.
+// leftovers, rejections and errors. After each step it checks the
+// invariants (every member in exactly one place, entity sizes, counts),
+// the members' places against groupModel (which group objects exist and
+// which groups are in flight, kept here apart from the queue), that a
+// group's pop takes exactly its queued members, that nothing is lost (a key
+// added and neither deleted nor placed is still there), and that the
+// recorder balances per entity.
 func runGroupOps(t *testing.T, flags byte, data []byte) {
 	cfg := testConfig()
 	groupsOn(&cfg)
@@ -71,7 +73,9 @@ func runGroupOps(t *testing.T, flags byte, data []byte) {
 			}
 		}
 	}
+	gm := newGroupModel()
 	for step := 0; len(data) > 0; step++ {
+		gm.snapshot(c)
 		op, arg := next(), next()
 		i := arg % len(fuzzNames)
 		name := fuzzNames[i]
@@ -118,6 +122,11 @@ func runGroupOps(t *testing.T, flags byte, data []byte) {
 				if a.Group != "" && len(a.Members) == 0 {
 					t.Fatalf("step %d: group %q popped without members", step, a.Group)
 				}
+				if a.Group != "" {
+					if err := gm.popped(a); err != nil {
+						t.Fatalf("step %d %s: model: %v", step, desc, err)
+					}
+				}
 			}
 		case 5:
 			a, ok := flying(name)
@@ -138,6 +147,9 @@ func runGroupOps(t *testing.T, flags byte, data []byte) {
 			}
 			if err := c.Done(a, now); (err != nil) != stale {
 				t.Fatalf("step %d %s: %v", step, desc, err)
+			}
+			if !stale && a.Group != "" {
+				delete(gm.flying, a.Group)
 			}
 			if !stale && a.Group == "" {
 				_, _, found := c.Get(name)
@@ -172,6 +184,9 @@ func runGroupOps(t *testing.T, flags byte, data []byte) {
 			if err := c.Requeue(a, f, now); err != nil && !errors.Is(err, ErrAlreadyQueued) {
 				t.Fatalf("step %d %s: %v", step, desc, err)
 			}
+			if a.Group != "" {
+				delete(gm.flying, a.Group)
+			}
 		case 8:
 			ev := fuzzEvents[arg%len(fuzzEvents)]
 			var obj any = (arg >> 4) % 4
@@ -202,13 +217,19 @@ func runGroupOps(t *testing.T, flags byte, data []byte) {
 			if err := c.SetGroup(g, spec, now); err != nil {
 				t.Fatalf("step %d %s: %v", step, desc, err)
 			}
+			gm.known[g] = true
 		case 14:
 			g := fuzzGroups[1+arg%(len(fuzzGroups)-1)]
 			desc = "DeleteGroup " + g
-			_ = c.DeleteGroup(g, now)
+			if c.DeleteGroup(g, now) == nil {
+				gm.known[g] = false
+			}
 		}
 		if err := c.checkInvariants(); err != nil {
 			t.Fatalf("step %d %s: invariants: %v", step, desc, err)
+		}
+		if err := gm.check(c); err != nil {
+			t.Fatalf("step %d %s: model: %v", step, desc, err)
 		}
 		for _, n := range fuzzNames {
 			if _, _, ok := c.Get(n); owed[n] && !ok {
