@@ -74,6 +74,7 @@ func (s *sim) reportExtras(r *Report) {
 	r.showAlloc = s.x.showAlloc
 	r.Snapshot = s.x.snapshot
 	r.Records = s.records()
+	r.Markers = s.sc.markers(s.now.Sub(epoch))
 }
 
 // writeExtras prints the allocation and, for a trace, the production

@@ -45,6 +45,9 @@ type Report struct {
 	Alloc []AllocSample `json:"-"`
 	// Records follow each pod; not in the JSON (see WriteRecords).
 	Records []PodRecord `json:"-"`
+	// Markers are the scenario's events, for the HTML page's time axis;
+	// not in the JSON.
+	Markers []Marker `json:"-"`
 	// showAlloc prints the allocation in the text report.
 	showAlloc bool
 	// PendingReasons groups the pods still pending by where they are and
