@@ -43,6 +43,9 @@ svg text{font-size:11px;fill:#555} svg text.mk{fill:#444;font-weight:600}
 <div class="legend"><span><i style="border-color:#059669"></i>scheduled so far</span><span><i style="border-color:#dc2626"></i>pending</span>{{template "runs" .}}{{if .Markers}}<span>numbered lines: scenario events, listed below</span>{{end}}</div>
 {{template "chart" .Pods}}
 {{if .Markers}}<ol id="markers">{{range .Markers}}<li data-t="{{.T}}"><b>{{.At}}</b> {{.Label}}</li>{{end}}</ol>{{end}}
+{{if .ShowAlloc}}<h2>Cluster allocation over virtual time</h2>
+<div class="legend"><span><i style="border-color:#2563eb"></i>cpu</span><span><i style="border-color:#d97706"></i>memory</span>{{if .Base.Allocation.HasGPU}}<span><i style="border-color:#7c3aed"></i>gpu</span>{{end}}{{template "runs" .}}</div>
+{{template "chart" .Alloc}}{{end}}
 <h2>Sub-queue sizes over virtual time</h2>
 <p class="cap">One panel per place, each on its own scale. Each column shows the largest size in its slice of time; the peaks are the run's exact peaks.</p>
 <div id="queue-panels">{{range .Panels}}{{$pn := .Name}}<div class="panel" data-panel="{{.Name}}"><div class="ptitle"><i style="background:{{.Color}}"></i>{{.Name}}: peak {{range $i, $p := .Peaks}}{{if $i}} / {{end}}<span class="peak" data-series="{{$pn}}" data-run="{{index $.RunNamesList $i}}">{{$p}}</span>{{end}}{{if $.Compare}} ({{$.RunNames}}; the second dashed){{end}}</div>
@@ -97,6 +100,8 @@ type pageData struct {
 	Runs         []pageRun
 	Base         *Report
 	Pods, CDF    svgChart
+	Alloc        svgChart
+	ShowAlloc    bool
 	Panels       []queuePanel
 	Markers      []markerView
 	Groups       []string
@@ -138,6 +143,9 @@ func writePage(w io.Writer, title string, runs []pageRun) error {
 	ms := runs[0].R.Markers
 	d.Pods = podsChart(runs, end, ms)
 	d.Panels = queuePanels(runs, end, ms)
+	if r := runs[0].R; r.showAlloc && r.Allocation != nil {
+		d.ShowAlloc, d.Alloc = true, allocChart(runs, end, ms)
+	}
 	d.CDF, d.Groups, d.GroupsLeft = cdfChart(runs)
 	for _, m := range ms {
 		d.Markers = append(d.Markers, markerView{T: m.T, At: fmtDur(m.T), Label: m.Label})

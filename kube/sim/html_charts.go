@@ -303,3 +303,58 @@ func cdfPoints(c *svgChart, g groupWaits, x func(float64) float64) string {
 	fmt.Fprintf(&b, " %.1f,%.1f", c.Left+c.PW, c.y(float64(n)/float64(g.Pods), 1))
 	return b.String()
 }
+
+// allocChart draws the allocated fractions of the cluster's CPU, memory
+// and (when it has any) GPU over virtual time, per run: each column holds
+// the largest fraction in its slice of time.
+func allocChart(runs []pageRun, end time.Duration, ms []Marker) svgChart {
+	c := newChart("alloc-chart", "allocated fractions of the cluster over virtual time", 200)
+	parts := []struct {
+		name, color string
+		v           func(AllocSample) float64
+	}{
+		{"cpu", "#2563eb", func(a AllocSample) float64 { return a.CPU }},
+		{"memory", "#d97706", func(a AllocSample) float64 { return a.Mem }},
+		{"gpu", "#7c3aed", func(a AllocSample) float64 { return a.GPU }},
+	}
+	type line struct {
+		name, color, run, dash string
+		vals                   []int
+	}
+	var lines []line
+	hi := 0
+	for _, p := range parts {
+		if p.name == "gpu" && (runs[0].R.Allocation == nil || !runs[0].R.Allocation.HasGPU) {
+			continue
+		}
+		for _, r := range runs {
+			vals := make([]int, columns) // in tenths of a percent
+			for i := range vals {
+				vals[i] = -1
+			}
+			for i, a := range r.R.Alloc {
+				next := end
+				if i+1 < len(r.R.Alloc) {
+					next = r.R.Alloc[i+1].T
+				}
+				v := int(math.Round(1000 * p.v(a)))
+				for b := col(a.T, end); b <= col(next, end); b++ {
+					vals[b] = max(vals[b], v)
+				}
+			}
+			hi = max(hi, slices.Max(vals))
+			lines = append(lines, line{p.name, p.color, r.Label, r.Dash, vals})
+		}
+	}
+	// The scale fits the peak: a cluster 1% allocated is not a flat line.
+	step, top := niceMax(hi, 4)
+	for _, l := range lines {
+		c.Lines = append(c.Lines, svgLine{Series: l.name, Run: l.run, Color: l.color, Dash: l.dash, Points: c.polyline(l.vals, end, float64(top))})
+	}
+	for v := 0; v <= top; v += step {
+		c.YTicks = append(c.YTicks, tick{Pos: c.y(float64(v), float64(top)), Label: fmt.Sprintf("%g%%", float64(v)/10), Anchor: "end"})
+	}
+	c.XTicks = timeTicks(end, 8, func(t time.Duration) float64 { return c.x(t, end) }, float64(c.Width))
+	c.addMarkers(ms, end, false)
+	return c
+}

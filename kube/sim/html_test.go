@@ -16,7 +16,7 @@ seed: 3
 duration: 2m
 nodes: [{name: n, count: 2, capacity: {cpu: "4", memory: 8Gi}}]
 pods:
-  - {name: web, count: 40, requests: {cpu: "500m", memory: 256Mi}, arrival: {rate: 10}}
+  - {name: web, count: 40, requests: {cpu: "500m", memory: 256Mi}, arrival: {rate: 10}, lifetime: {mean: 30s}}
   - {name: held, count: 5, requests: {cpu: "100m"}, schedulingGates: [wait], arrival: {at: 1s}}
 events:
   - {at: 20s, addNodes: {name: more, count: 2, capacity: {cpu: "4", memory: 8Gi}}}
@@ -40,7 +40,7 @@ func TestPageElements(t *testing.T) {
 	r := run(t, parse(t, pageScenario))
 	html := render(t, r)
 	for _, want := range []string{`id="pods-chart"`, `data-series="scheduled"`, `data-series="pending"`, `id="cdf"`,
-		`data-group="web"`, `data-group="held"`, `id="groups-table"`, `id="markers"`,
+		`data-group="web"`, `data-group="held"`, `id="alloc-chart"`, `data-series="cpu"`, `id="groups-table"`, `id="markers"`,
 		`&#43;2 nodes (more); remove the gates of all pods of held`, `−1 nodes of n`} {
 		if !strings.Contains(html, want) {
 			t.Errorf("page lacks %s", want)
@@ -49,9 +49,10 @@ func TestPageElements(t *testing.T) {
 	if n := strings.Count(html, `class="panel"`); n != 5 {
 		t.Errorf("%d sub-queue panels, want 5", n)
 	}
-	// Two marker instants, drawn on the pods chart and on each panel.
-	if n := strings.Count(html, `class="marker"`); n != 2*6 {
-		t.Errorf("%d marker lines, want 12", n)
+	// Two marker instants, drawn on the pods chart, the allocation chart
+	// and each panel.
+	if n := strings.Count(html, `class="marker"`); n != 2*7 {
+		t.Errorf("%d marker lines, want 14", n)
 	}
 	var seriesMax [5]int
 	for _, s := range r.Series {
