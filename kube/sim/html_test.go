@@ -39,6 +39,9 @@ func render(t *testing.T, r *Report) string {
 func TestPageElements(t *testing.T) {
 	r := run(t, parse(t, pageScenario))
 	html := render(t, r)
+	if render(t, run(t, parse(t, pageScenario))) != html {
+		t.Fatal("two runs of one seed wrote different pages")
+	}
 	for _, want := range []string{`id="pods-chart"`, `data-series="scheduled"`, `data-series="pending"`, `id="cdf"`,
 		`data-group="web"`, `data-group="held"`, `id="alloc-chart"`, `data-series="cpu"`, `id="groups-table"`, `id="markers"`,
 		`&#43;2 nodes (more); remove the gates of all pods of held`, `−1 nodes of n`} {
