@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/scheduler"
 )
 
 // place is where a pod is in the queue and how long it has spent in each
@@ -14,8 +15,12 @@ type place struct {
 	loc     schedq.Location // 0: not in the queue
 	since   time.Time       // when it came to loc
 	entered time.Time       // the queue's own entry instant (see places)
-	spent   [schedq.InFlight + 1]time.Duration
+	spent   [placeCount]time.Duration
+	member  bool // of a gang
 }
+
+// placeCount sizes the per-place totals: every Location is an index.
+const placeCount = schedq.InPending + 1
 
 // places follows every pod through the queue's places, to total the time
 // each pod spends in each. The queue's Recorder reports the end of every
@@ -31,16 +36,55 @@ type place struct {
 // move request is not reported by the queue; its time counts in the place
 // the simulator last saw, until an operation on the pod shows the change.
 //
+// Members of a gang move with their group (a group attempt, SetGroup,
+// DeleteGroup, a group leaving a sub-queue), and the queue reports a
+// group's stay, not its members'. So after each such operation, and after
+// any operation that ended a stay, the simulator reads the place of every
+// gang member still queued.
+//
 // Cost: O(1) per operation on a pod, plus, per stay ended by a move,
-// the pods that entered their place at the same instant.
+// the pods that entered their place at the same instant, plus the queued
+// gang members when there are any.
 type places struct {
 	byKey   map[types.NamespacedName]*podStat
 	byEntry map[int64]map[types.NamespacedName]struct{}
-	left    []int64 // entry instants of stays ended by the current operation
+	left    []int64                           // entry instants of stays ended by the current operation
+	members map[types.NamespacedName]struct{} // queued gang members
 }
 
 func newPlaces() places {
-	return places{byKey: map[types.NamespacedName]*podStat{}, byEntry: map[int64]map[types.NamespacedName]struct{}{}}
+	return places{byKey: map[types.NamespacedName]*podStat{}, byEntry: map[int64]map[types.NamespacedName]struct{}{},
+		members: map[types.NamespacedName]struct{}{}}
+}
+
+// add follows a new pod; member says it belongs to a gang.
+func (pl *places) add(key types.NamespacedName, st *podStat, member bool) {
+	pl.byKey[key] = st
+	st.place.member = member
+	if member {
+		pl.members[key] = struct{}{}
+	}
+}
+
+// settleAttempt settles after an operation on an attempt: a lone pod's,
+// or a group's, whose members are its pods.
+func (s *sim) settleAttempt(a scheduler.Attempt) {
+	if a.Group == "" {
+		s.settle(a.Key, true)
+		return
+	}
+	for _, m := range a.Members {
+		s.observe(m.Key, true)
+	}
+	s.settleGroups()
+}
+
+// settleGroups settles after an operation on a group.
+func (s *sim) settleGroups() {
+	for k := range s.pl.members {
+		s.observe(k, true)
+	}
+	s.settle(types.NamespacedName{}, false)
 }
 
 // queued reports whether l is a sub-queue the Recorder reports on.
@@ -59,6 +103,11 @@ func (s *sim) stayEnded(d time.Duration) { s.pl.left = append(s.pl.left, s.now.A
 func (s *sim) settle(key types.NamespacedName, keyed bool) {
 	if keyed {
 		s.observe(key, true)
+	}
+	if len(s.pl.left) > 0 {
+		for k := range s.pl.members {
+			s.observe(k, true)
+		}
 	}
 	for len(s.pl.left) > 0 {
 		at := s.pl.left[len(s.pl.left)-1]
@@ -100,6 +149,9 @@ func (s *sim) observe(key types.NamespacedName, consume bool) {
 		}
 	}
 	p.loc, p.since = loc, s.now
+	if loc == 0 {
+		delete(s.pl.members, key)
+	}
 	if queued(loc) && !refiled {
 		p.entered = s.now
 		at := s.now.UnixNano()
@@ -132,7 +184,7 @@ func lastIndex(xs []int64, x int64) int {
 
 // spentUntil returns the time a pod spent in each place, its current stay
 // counted up to now.
-func (p *place) spentUntil(now time.Time) [schedq.InFlight + 1]time.Duration {
+func (p *place) spentUntil(now time.Time) [placeCount]time.Duration {
 	out := p.spent
 	if p.loc != 0 {
 		out[p.loc] += now.Sub(p.since)

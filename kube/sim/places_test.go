@@ -20,6 +20,7 @@ func TestPlaceTimes(t *testing.T) {
 		{"EarlyRetry", "", func(r PodRecord) float64 { return r.InUnschedulable }, 200 * 2},
 		{"EarlyRetry", "popFromBackoff=false", func(r PodRecord) float64 { return r.InBackoff }, 200 * 6.9},
 		{"Unschedulable", "", func(r PodRecord) float64 { return r.InActive }, 1},
+		{"GangScheduling", "", func(r PodRecord) float64 { return r.InGroupWait + r.InActive + r.InBackoff + r.InUnschedulable }, 1},
 	} {
 		t.Run(c.scenario+c.set, func(t *testing.T) {
 			sc, err := Load(c.scenario)
@@ -34,7 +35,7 @@ func TestPlaceTimes(t *testing.T) {
 			r := run(t, sc)
 			total, flight := 0.0, 0.0
 			for _, rec := range r.Records {
-				sum := rec.InActive + rec.InBackoff + rec.InUnschedulable + rec.InGated + rec.InFlight
+				sum := rec.InActive + rec.InBackoff + rec.InUnschedulable + rec.InGated + rec.InFlight + rec.InGroupWait
 				if math.Abs(sum-rec.Wait) > 1e-6 {
 					t.Fatalf("%s/%s: places add up to %gs, wait %gs: %+v", rec.Namespace, rec.Name, sum, rec.Wait, rec)
 				}

@@ -47,6 +47,9 @@ type PodRecord struct {
 	InUnschedulable float64 `json:"inUnschedulable"`
 	InGated         float64 `json:"inGated"`
 	InFlight        float64 `json:"inFlight"`
+	// InGroupWait is the time a gang member waited for its group: for the
+	// group object, or for its group's attempt to end.
+	InGroupWait float64 `json:"inGroupWait"`
 }
 
 func since(t time.Time) float64 {
@@ -81,7 +84,13 @@ func (s *sim) records() []PodRecord {
 			}
 		}
 		r.Wait = until.Sub(st.arrived).Seconds()
-		r.setPlaces(st.place.spentUntil(s.now))
+		spent := st.place.spentUntil(s.now)
+		if st.place.member && r.Bound && st.place.loc == 0 {
+			// A gang's attempt ends when its members are assumed; the
+			// rest of their binding happens outside the queue.
+			spent[schedq.InFlight] += st.bound.Sub(st.arrived) - sum(spent)
+		}
+		r.setPlaces(spent)
 		out = append(out, r)
 	}
 	return out
@@ -89,20 +98,29 @@ func (s *sim) records() []PodRecord {
 
 var recordColumns = []string{"namespace", "name", "group", "priority", "created", "firstAttempt", "bound", "boundAt", "node",
 	"attempts", "wait", "end", "endedAt", "place", "lastFailure",
-	"inActive", "inBackoff", "inUnschedulable", "inGated", "inFlight"}
+	"inActive", "inBackoff", "inUnschedulable", "inGated", "inFlight", "inGroupWait"}
 
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 func (r PodRecord) row() []string {
 	return []string{r.Namespace, r.Name, r.Group, strconv.Itoa(int(r.Priority)), ftoa(r.Created), ftoa(r.FirstAttempt),
 		strconv.FormatBool(r.Bound), ftoa(r.BoundAt), r.Node, strconv.Itoa(r.Attempts), ftoa(r.Wait), r.End, ftoa(r.EndedAt),
-		r.Place, r.LastFailure, ftoa(r.InActive), ftoa(r.InBackoff), ftoa(r.InUnschedulable), ftoa(r.InGated), ftoa(r.InFlight)}
+		r.Place, r.LastFailure, ftoa(r.InActive), ftoa(r.InBackoff), ftoa(r.InUnschedulable), ftoa(r.InGated), ftoa(r.InFlight), ftoa(r.InGroupWait)}
 }
 
-func (r *PodRecord) setPlaces(d [schedq.InFlight + 1]time.Duration) {
+func sum(ds [placeCount]time.Duration) time.Duration {
+	var t time.Duration
+	for _, d := range ds {
+		t += d
+	}
+	return t
+}
+
+func (r *PodRecord) setPlaces(d [placeCount]time.Duration) {
 	r.InActive, r.InBackoff = d[schedq.InActive].Seconds(), d[schedq.InBackoff].Seconds()
 	r.InUnschedulable, r.InGated = d[schedq.InUnschedulable].Seconds(), d[schedq.InGated].Seconds()
 	r.InFlight = d[schedq.InFlight].Seconds()
+	r.InGroupWait = (d[schedq.InIncomplete] + d[schedq.InPending]).Seconds()
 }
 
 // WriteRecords writes one record per pod: JSON Lines for ".jsonl" (or
