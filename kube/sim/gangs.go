@@ -261,11 +261,17 @@ func (r *Report) writeGangs(p func(string, ...any)) {
 
 // SetGroup implements scheduler.GroupQueue.
 func (q coreQueue) SetGroup(name string, spec schedq.GroupSpec) error {
-	return q.c.SetGroup(name, spec, q.s.now)
+	err := q.c.SetGroup(name, spec, q.s.now)
+	q.s.settleGroups()
+	return err
 }
 
 // DeleteGroup implements scheduler.GroupQueue.
-func (q coreQueue) DeleteGroup(name string) error { return q.c.DeleteGroup(name, q.s.now) }
+func (q coreQueue) DeleteGroup(name string) error {
+	err := q.c.DeleteGroup(name, q.s.now)
+	q.s.settleGroups()
+	return err
+}
 
 // compareGangs adds the gang figures to a comparison, when a run has them.
 func compareGangs(row func(string, func(*Report) string), a, b *Report) {

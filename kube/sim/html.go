@@ -2,153 +2,178 @@ package sim
 
 import (
 	"bytes"
-	"fmt"
 	"html/template"
 	"io"
-	"strings"
 	"time"
+
+	"github.com/schedq/schedq"
 )
 
-// series names and colours of the chart, in drawing order.
+// series names and colours of the sub-queue panels, in drawing order.
 var chartSeries = []struct {
 	name, color string
-	value       func(Sample) int
+	value       func(c schedq.Counts) int
 }{
-	{"active", "#2563eb", func(s Sample) int { return s.Active }},
-	{"backoff", "#f59e0b", func(s Sample) int { return s.Backoff }},
-	{"unschedulable", "#dc2626", func(s Sample) int { return s.Unschedulable }},
-	{"gated", "#7c3aed", func(s Sample) int { return s.Gated }},
-	{"in flight", "#059669", func(s Sample) int { return s.InFlight }},
-}
-
-type chartLine struct {
-	Name, Color, Points string
-	Peak                int
-}
-
-type chart struct {
-	Width, Height, Left, Bottom int
-	Lines                       []chartLine
-	XTicks, YTicks              []tick
-}
-
-type tick struct {
-	Pos   float64
-	Label string
-}
-
-// buildChart draws each sub-queue's size over virtual time. Each of at
-// most 600 columns shows the largest value in its slice of time, so that
-// short peaks stay visible.
-func buildChart(series []Sample, end time.Duration) chart {
-	c := chart{Width: 960, Height: 320, Left: 56, Bottom: 28}
-	plotW, plotH := float64(c.Width-c.Left-12), float64(c.Height-c.Bottom-12)
-	if end <= 0 {
-		end = time.Second
-	}
-	const cols = 600
-	maxY := 1
-	for _, s := range series {
-		for _, cs := range chartSeries {
-			maxY = max(maxY, cs.value(s))
-		}
-	}
-	x := func(t time.Duration) float64 { return float64(c.Left) + plotW*float64(t)/float64(end) }
-	y := func(v int) float64 { return 12 + plotH*(1-float64(v)/float64(maxY)) }
-	for _, cs := range chartSeries {
-		peak := 0
-		bucket := make([]int, cols)
-		for i := range bucket {
-			bucket[i] = -1
-		}
-		// A sample holds until the next one: spread it over its columns.
-		for i, s := range series {
-			next := end
-			if i+1 < len(series) {
-				next = series[i+1].T
-			}
-			v := cs.value(s)
-			peak = max(peak, v)
-			from := min(cols-1, int(float64(cols)*float64(s.T)/float64(end)))
-			to := min(cols-1, int(float64(cols)*float64(next)/float64(end)))
-			for b := from; b <= to; b++ {
-				bucket[b] = max(bucket[b], v)
-			}
-		}
-		var pts strings.Builder
-		for b, v := range bucket {
-			if v < 0 {
-				continue
-			}
-			t := time.Duration(float64(end) * float64(b) / cols)
-			fmt.Fprintf(&pts, "%.1f,%.1f ", x(t), y(v))
-		}
-		c.Lines = append(c.Lines, chartLine{Name: cs.name, Color: cs.color, Points: strings.TrimSpace(pts.String()), Peak: peak})
-	}
-	for i := 0; i <= 5; i++ {
-		t := end * time.Duration(i) / 5
-		c.XTicks = append(c.XTicks, tick{x(t), t.Round(time.Second).String()})
-		v := maxY * i / 5
-		c.YTicks = append(c.YTicks, tick{y(v), fmt.Sprint(v)})
-	}
-	return c
+	{"active", "#2563eb", func(c schedq.Counts) int { return c.Active }},
+	{"backoff", "#f59e0b", func(c schedq.Counts) int { return c.Backoff }},
+	{"unschedulable", "#dc2626", func(c schedq.Counts) int { return c.Unschedulable }},
+	{"gated", "#7c3aed", func(c schedq.Counts) int { return c.Gated }},
+	{"in flight", "#059669", func(c schedq.Counts) int { return c.InFlight }},
 }
 
 var page = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<title>schedq simulation: {{.R.Scenario}}</title>
+<title>{{.Title}}</title>
 <style>
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1000px;color:#111}
-h1{font-size:1.4rem} h2{font-size:1.1rem;margin-top:2rem}
+h1{font-size:1.4rem} h2{font-size:1.1rem;margin-top:2rem} p.cap{color:#555;font-size:.85rem;margin:.2rem 0 .6rem}
 table{border-collapse:collapse} td,th{padding:.2rem .8rem;border-bottom:1px solid #ddd;text-align:left}
-td.n{text-align:right;font-variant-numeric:tabular-nums}
-.legend span{display:inline-block;margin-right:1.2rem} .legend i{display:inline-block;width:1rem;height:.25rem;vertical-align:middle;margin-right:.3rem}
-svg text{font-size:11px;fill:#555}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+.legend span{display:inline-block;margin-right:1.2rem;font-size:.9rem} .legend i{display:inline-block;width:1.4rem;height:0;border-top:3px solid;vertical-align:middle;margin-right:.3rem}
+.legend i.dash{border-top-style:dashed}
+.panel .ptitle{font-size:.85rem;margin:.4rem 0 0 64px} .panel .ptitle i{display:inline-block;width:.8rem;height:.8rem;vertical-align:middle;margin-right:.3rem}
+ol#markers{columns:2;font-size:.85rem;color:#333} ol#markers b{font-variant-numeric:tabular-nums}
+pre{white-space:pre-wrap;font-size:.8rem}
+svg text{font-size:11px;fill:#555} svg text.mk{fill:#444;font-weight:600}
 </style></head><body>
-<h1>schedq simulation: {{.R.Scenario}} <small>(seed {{.R.Seed}})</small></h1>
-<p id="headline">{{.R.Scheduled}} of {{.R.Pods}} pods scheduled, {{.R.Pending}} pending; {{.R.Attempts}} attempts ({{.R.WastedAttempts}} wasted); {{printf "%.1f" .R.PodsPerSecond}} pods/s of virtual time.</p>
+<h1 id="title">{{.Title}}</h1>
+{{range .Runs}}<p class="headline" data-run="{{.Label}}">{{if $.Compare}}<b>{{.Label}}:</b> {{end}}{{.R.Scheduled}} of {{.R.Pods}} pods scheduled, {{.R.Pending}} pending; {{.R.Attempts}} attempts ({{.R.WastedAttempts}} wasted); {{printf "%.1f" .R.PodsPerSecond}} pods/s of virtual time.</p>
+{{end}}
+<h2>Pods over virtual time</h2>
+<div class="legend"><span><i style="border-color:#059669"></i>scheduled so far</span><span><i style="border-color:#dc2626"></i>pending</span>{{template "runs" .}}{{if .Markers}}<span>numbered lines: scenario events, listed below</span>{{end}}</div>
+{{template "chart" .Pods}}
+{{if .Markers}}<ol id="markers">{{range .Markers}}<li data-t="{{.T}}"><b>{{.At}}</b> {{.Label}}</li>{{end}}</ol>{{end}}
+{{if .ShowAlloc}}<h2>Cluster allocation over virtual time</h2>
+<div class="legend"><span><i style="border-color:#2563eb"></i>cpu</span><span><i style="border-color:#d97706"></i>memory</span>{{if .Base.Allocation.HasGPU}}<span><i style="border-color:#7c3aed"></i>gpu</span>{{end}}{{template "runs" .}}</div>
+{{template "chart" .Alloc}}{{end}}
 <h2>Sub-queue sizes over virtual time</h2>
-<div class="legend">{{range .C.Lines}}<span><i style="background:{{.Color}}"></i>{{.Name}} (peak {{.Peak}})</span>{{end}}</div>
-<svg id="chart" xmlns="http://www.w3.org/2000/svg" width="{{.C.Width}}" height="{{.C.Height}}" viewBox="0 0 {{.C.Width}} {{.C.Height}}" role="img" aria-label="sub-queue sizes over virtual time">
-<rect x="{{.C.Left}}" y="12" width="{{.PlotW}}" height="{{.PlotH}}" fill="#fafafa" stroke="#ccc"/>
-{{range .C.YTicks}}<line x1="{{$.C.Left}}" x2="{{$.Right}}" y1="{{.Pos}}" y2="{{.Pos}}" stroke="#eee"/><text x="{{$.YLabelX}}" y="{{.Pos}}" text-anchor="end" dominant-baseline="middle">{{.Label}}</text>{{end}}
-{{range .C.XTicks}}<text x="{{.Pos}}" y="{{$.XLabelY}}" text-anchor="middle">{{.Label}}</text>{{end}}
-{{range .C.Lines}}<polyline class="series" data-series="{{.Name}}" fill="none" stroke="{{.Color}}" stroke-width="1.6" points="{{.Points}}"><title>{{.Name}}</title></polyline>{{end}}
-</svg>
+<p class="cap">One panel per place, each on its own scale. Each column shows the largest size in its slice of time; the peaks are the run's exact peaks.</p>
+<div id="queue-panels">{{range .Panels}}{{$pn := .Name}}<div class="panel" data-panel="{{.Name}}"><div class="ptitle"><i style="background:{{.Color}}"></i>{{.Name}}: peak {{range $i, $p := .Peaks}}{{if $i}} / {{end}}<span class="peak" data-series="{{$pn}}" data-run="{{index $.RunNamesList $i}}">{{$p}}</span>{{end}}{{if $.Compare}} ({{$.RunNames}}; the second dashed){{end}}</div>
+{{template "chart" .Chart}}</div>
+{{end}}</div>
+<h2>Time to schedule, per pod group</h2>
+<p class="cap">The fraction of each group's pods bound within a time from their creation (log scale). A curve that ends below 100% has pods that were never bound.{{if .GroupsLeft}} {{.GroupsLeft}} smaller groups are not drawn.{{end}}</p>
+<div class="legend" id="groups">{{range $i, $g := .Groups}}<span data-group="{{$g}}"><i style="border-color:{{index $.GroupColors $i}}"></i>{{$g}}</span>{{end}}{{template "runs" .}}</div>
+{{template "chart" .CDF}}
+{{if .GroupRows}}<table id="groups-table"><tr><th>group</th>{{range .GroupHead}}<th class="n">{{.}}</th>{{end}}</tr>{{range .GroupRows}}<tr><td>{{.Name}}</td>{{range .Vals}}<td class="n">{{.}}</td>{{end}}</tr>{{end}}</table>{{end}}
 <h2>Summary</h2>
-<table id="summary">
-<tr><th>pods</th><td class="n">{{.R.Pods}}</td></tr>
-<tr><th>scheduled</th><td class="n">{{.R.Scheduled}}</td></tr>
-<tr><th>pending</th><td class="n">{{.R.Pending}}</td></tr>
-<tr><th>attempts</th><td class="n">{{.R.Attempts}}</td></tr>
-<tr><th>wasted attempts</th><td class="n">{{.R.WastedAttempts}}</td></tr>
-<tr><th>time to schedule p50 / p90 / p99</th><td class="n">{{.P50}} / {{.P90}} / {{.P99}}</td></tr>
-<tr><th>throughput (virtual)</th><td class="n">{{printf "%.1f" .R.PodsPerSecond}} pods/s</td></tr>
-<tr><th>peak active / backoff / unschedulable / gated</th><td class="n">{{.R.Peak.Active}} / {{.R.Peak.Backoff}} / {{.R.Peak.Unschedulable}} / {{.R.Peak.Gated}}</td></tr>
-</table>
-{{if .R.PendingReasons}}<h2>Why pods are still pending</h2><table>{{range .R.PendingReasons}}<tr><td class="n">{{.Count}}</td><td>{{.Label}}</td></tr>{{end}}</table>{{end}}
-{{if .R.ByPriority}}<h2>By priority</h2><table><tr><th>priority</th><th>scheduled</th><th>pods</th></tr>{{range .R.ByPriority}}<tr><td class="n">{{.Priority}}</td><td class="n">{{.Scheduled}}</td><td class="n">{{.Pods}}</td></tr>{{end}}</table>{{end}}
-<h2>Attempts per pod</h2><table>{{range .R.AttemptsPerPod}}<tr><td>{{.Label}}</td><td class="n">{{.Count}}</td></tr>{{end}}</table>
-<h2>Incoming (scheduler_queue_incoming_pods_total)</h2><table><tr><th>queue</th><th>event</th><th>count</th></tr>{{range .R.Incoming}}<tr><td>{{.Queue}}</td><td>{{.Event}}</td><td class="n">{{.Count}}</td></tr>{{end}}</table>
-<h2>Settings</h2><pre>{{.Text}}</pre>
+<table id="summary"><tr><th></th>{{range .Runs}}<th class="n">{{.Label}}</th>{{end}}{{if .Compare}}<th class="n">delta</th>{{end}}</tr>
+{{range .Summary}}<tr><th>{{.Name}}</th>{{range .Vals}}<td class="n">{{.}}</td>{{end}}{{if $.Compare}}<td class="n delta">{{.Delta}}</td>{{end}}</tr>
+{{end}}</table>
+{{if not .Compare}}{{with .Base}}
+{{if .PendingReasons}}<h2>Why pods are still pending</h2><table>{{range .PendingReasons}}<tr><td class="n">{{.Count}}</td><td>{{.Label}}</td></tr>{{end}}</table>{{end}}
+{{if .ByPriority}}<h2>By priority</h2><table><tr><th>priority</th><th>scheduled</th><th>pods</th></tr>{{range .ByPriority}}<tr><td class="n">{{.Priority}}</td><td class="n">{{.Scheduled}}</td><td class="n">{{.Pods}}</td></tr>{{end}}</table>{{end}}
+<h2>Attempts per pod</h2><table>{{range .AttemptsPerPod}}<tr><td>{{.Label}}</td><td class="n">{{.Count}}</td></tr>{{end}}</table>
+<h2>Incoming (scheduler_queue_incoming_pods_total)</h2><table><tr><th>queue</th><th>event</th><th>count</th></tr>{{range .Incoming}}<tr><td>{{.Queue}}</td><td>{{.Event}}</td><td class="n">{{.Count}}</td></tr>{{end}}</table>
+{{end}}{{end}}
+<h2>Text report{{if .Compare}}s{{end}}</h2>{{range $i, $t := .Texts}}<pre data-run="{{index $.RunNamesList $i}}">{{$t}}</pre>{{end}}
 </body></html>
+{{define "runs"}}{{if .Compare}}{{range .Runs}}<span class="run"><i class="{{if .Dash}}dash{{end}}" style="border-color:#333"></i>{{.Label}}</span>{{end}}{{end}}{{end}}
+{{define "chart"}}<svg id="{{.ID}}" xmlns="http://www.w3.org/2000/svg" width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}" role="img" aria-label="{{.Label}}">
+<rect x="{{.Left}}" y="{{.Top}}" width="{{.PW}}" height="{{.PH}}" fill="#fafafa" stroke="#ccc"/>
+{{$c := .}}{{range .YTicks}}<line x1="{{$c.Left}}" x2="{{$c.Left}}" y1="{{.Pos}}" y2="{{.Pos}}" stroke="#eee"/><line class="grid" x1="{{$c.Left}}" x2="{{printf "%.1f" ($c.Right)}}" y1="{{.Pos}}" y2="{{.Pos}}" stroke="#eee"/><text class="ytick" x="{{$c.YLabelX}}" y="{{.Pos}}" text-anchor="{{.Anchor}}" dominant-baseline="middle">{{.Label}}</text>{{end}}
+{{range .XTicks}}<line x1="{{.Pos}}" x2="{{.Pos}}" y1="{{$c.Bot}}" y2="{{printf "%.1f" ($c.TickEnd)}}" stroke="#999"/><text class="xtick" x="{{.Pos}}" y="{{$c.XLabelY}}" text-anchor="{{.Anchor}}">{{.Label}}</text>{{end}}
+{{range .Markers}}<line class="marker" x1="{{.X}}" x2="{{.X}}" y1="{{$c.Top}}" y2="{{$c.Bot}}" stroke="#9ca3af" stroke-dasharray="3 3"/>{{if .Label}}<text class="mk" x="{{.X}}" y="{{printf "%.1f" ($c.MarkY)}}" text-anchor="middle">{{.Label}}</text>{{end}}{{end}}
+{{range .Lines}}<polyline class="series" data-series="{{.Series}}" data-run="{{.Run}}" fill="none" stroke="{{.Color}}" stroke-width="1.6"{{if .Dash}} stroke-dasharray="{{.Dash}}"{{end}} points="{{.Points}}"><title>{{.Series}} ({{.Run}})</title></polyline>{{end}}
+{{if .Note}}<text x="{{printf "%.1f" ($c.NoteX)}}" y="{{printf "%.1f" ($c.NoteY)}}">{{.Note}}</text>{{end}}
+</svg>{{end}}
 `))
 
-// WriteHTML writes a self-contained page: each sub-queue's size over
-// virtual time as an SVG chart, and the summary. No script, no network.
+// Right, TickEnd, MarkY, NoteX and NoteY place the chart's furniture.
+func (c svgChart) Right() float64   { return c.Left + c.PW }
+func (c svgChart) TickEnd() float64 { return c.Bot + 4 }
+func (c svgChart) MarkY() float64   { return c.Top - 5 }
+func (c svgChart) NoteX() float64   { return c.Left + 8 }
+func (c svgChart) NoteY() float64   { return c.Top + 14 }
+
+// markerView is a marker as the page lists it.
+type markerView struct {
+	T     time.Duration
+	At    string
+	Label string
+}
+
+// pageData is what the page template reads.
+type pageData struct {
+	Title        string
+	Compare      bool
+	Runs         []pageRun
+	Base         *Report
+	Pods, CDF    svgChart
+	Alloc        svgChart
+	ShowAlloc    bool
+	Panels       []queuePanel
+	Markers      []markerView
+	Groups       []string
+	GroupColors  []string
+	GroupsLeft   int
+	GroupHead    []string
+	GroupRows    []groupRow
+	Summary      []summaryRow
+	Texts        []string
+	RunNames     string
+	RunNamesList []string
+}
+
+// WriteHTML writes a self-contained page: the pods bound and pending over
+// virtual time with the scenario's events, each sub-queue's size in a
+// panel of its own, the time to schedule per pod group, and the summary.
+// No script, no network.
 func (r *Report) WriteHTML(w io.Writer) error {
+	return writePage(w, "schedq simulation: "+r.Scenario, []pageRun{{Label: "run", R: r}})
+}
+
+// WriteComparisonHTML writes one page for two runs of a scenario: both
+// runs on every chart (the second dashed), and the summary with a delta
+// column (b − a).
+func WriteComparisonHTML(w io.Writer, a, b *Report, labelA, labelB string) error {
+	title := "schedq simulation: " + a.Scenario + ": " + labelA + " vs " + labelB
+	return writePage(w, title, []pageRun{{Label: labelA, R: a}, {Label: labelB, R: b, Dash: "6 4"}})
+}
+
+func writePage(w io.Writer, title string, runs []pageRun) error {
+	var end time.Duration
+	for _, r := range runs {
+		end = max(end, r.R.end())
+	}
+	if end <= 0 {
+		end = time.Second
+	}
+	d := &pageData{Title: title, Compare: len(runs) > 1, Runs: runs, Base: runs[0].R, GroupColors: groupColors}
+	ms := runs[0].R.Markers
+	d.Pods = podsChart(runs, end, ms)
+	d.Panels = queuePanels(runs, end, ms)
+	if r := runs[0].R; r.showAlloc && r.Allocation != nil {
+		d.ShowAlloc, d.Alloc = true, allocChart(runs, end, ms)
+	}
+	d.CDF, d.Groups, d.GroupsLeft = cdfChart(runs)
+	for _, m := range ms {
+		d.Markers = append(d.Markers, markerView{T: m.T, At: fmtDur(m.T), Label: m.Label})
+	}
+	for i, r := range runs {
+		if i > 0 {
+			d.RunNames += " / "
+		}
+		d.RunNames += r.Label
+		d.RunNamesList = append(d.RunNamesList, r.Label)
+		var text bytes.Buffer
+		r.R.WriteText(&text, false)
+		d.Texts = append(d.Texts, text.String())
+	}
+	d.GroupHead, d.GroupRows = groupTable(runs, d.Groups)
+	d.Summary = summaryRows(runs)
+	return page.Execute(w, d)
+}
+
+// end is the virtual time the run's charts span: its last sample, or its
+// last record's event.
+func (r *Report) end() time.Duration {
 	var end time.Duration
 	if n := len(r.Series); n > 0 {
 		end = r.Series[n-1].T
 	}
-	c := buildChart(r.Series, end)
-	var text bytes.Buffer
-	r.WriteText(&text, false)
-	t := r.TimeToSchedule
-	return page.Execute(w, map[string]any{
-		"R": r, "C": c, "Text": text.String(),
-		"PlotW": c.Width - c.Left - 12, "PlotH": c.Height - c.Bottom - 12,
-		"Right": c.Width - 12, "YLabelX": c.Left - 6, "XLabelY": c.Height - 8,
-		"P50": secs(t.P50), "P90": secs(t.P90), "P99": secs(t.P99),
-	})
+	for _, rec := range r.Records {
+		end = max(end, time.Duration(max(rec.Created, rec.BoundAt, rec.EndedAt)*float64(time.Second)))
+	}
+	return end
 }

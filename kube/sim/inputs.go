@@ -75,6 +75,7 @@ func (s *sim) reportExtras(r *Report) {
 	r.showAlloc = s.x.showAlloc
 	r.Snapshot = s.x.snapshot
 	r.Records = s.records()
+	r.Markers = s.sc.markers(s.now.Sub(epoch))
 }
 
 // writeExtras prints the allocation and, for a trace, the production
@@ -103,9 +104,10 @@ func compareExtras(row func(string, func(*Report) string), a, b *Report) {
 	pct := func(f func(*AllocSummary) float64) func(*Report) string {
 		return func(r *Report) string { return fmt.Sprintf("%.1f%%", 100*f(r.Allocation)) }
 	}
-	if a.Finished+a.DeletedBound+a.Withdrawn+b.Finished+b.DeletedBound+b.Withdrawn > 0 {
+	if a.Finished+a.DeletedBound+a.Preempted+a.Withdrawn+b.Finished+b.DeletedBound+b.Preempted+b.Withdrawn > 0 {
 		row("finished", n(func(r *Report) int { return r.Finished }))
 		row("deleted after binding", n(func(r *Report) int { return r.DeletedBound }))
+		row("preempted", n(func(r *Report) int { return r.Preempted }))
 		row("deleted while pending", n(func(r *Report) int { return r.Withdrawn }))
 	}
 	if a.showAlloc && a.Allocation != nil && b.Allocation != nil {

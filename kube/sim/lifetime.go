@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
@@ -84,6 +85,7 @@ func (l *LifetimeSpec) draw(seed uint64, group string, i int) time.Duration {
 const (
 	endFinished  = "finished"  // ran its lifetime and was deleted
 	endDeleted   = "deleted"   // deleted while bound (an event, or its node removed)
+	endPreempted = "preempted" // evicted to make room for a pod of higher priority
 	endWithdrawn = "withdrawn" // deleted before it was bound
 )
 
@@ -143,6 +145,10 @@ func (s *sim) onBound(p *v1.Pod) {
 	})
 }
 
+// preempted notes that a bound pod is about to be deleted to make room
+// for another: preemption calls it before it deletes its victims.
+func (s *sim) preempted(p *v1.Pod) { s.ended(p, endPreempted) }
+
 // ended notes that a pod is about to be deleted from the cluster.
 func (s *sim) ended(p *v1.Pod, how string) {
 	if st := s.stats[p.UID]; st != nil && st.ext.end == "" {
@@ -161,6 +167,8 @@ func (s *sim) endings(r *Report) {
 			r.Finished++
 		case endDeleted:
 			r.DeletedBound++
+		case endPreempted:
+			r.Preempted++
 		case endWithdrawn:
 			r.Withdrawn++
 		default:
@@ -173,9 +181,13 @@ func (s *sim) endings(r *Report) {
 
 // writeEndings prints how the scheduled pods' runs ended, when some did.
 func (r *Report) writeEndings(p func(string, ...any)) {
-	if r.Finished+r.DeletedBound+r.Withdrawn == 0 {
+	if r.Finished+r.DeletedBound+r.Preempted+r.Withdrawn == 0 {
 		return
 	}
-	p("  ended          %d finished, %d deleted after binding, %d deleted while pending; %d still running",
-		r.Finished, r.DeletedBound, r.Withdrawn, r.Running)
+	preempted := ""
+	if r.Preempted > 0 {
+		preempted = fmt.Sprintf(", %d preempted", r.Preempted)
+	}
+	p("  ended          %d finished, %d deleted after binding%s, %d deleted while pending; %d still running",
+		r.Finished, r.DeletedBound, preempted, r.Withdrawn, r.Running)
 }

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
+
+	"github.com/schedq/schedq"
 )
 
 // PodRecord is what happened to one pod, in virtual seconds from the
@@ -26,14 +29,27 @@ type PodRecord struct {
 	// Wait is from creation to binding, or to its end or the run's end if
 	// it was never bound.
 	Wait float64 `json:"wait"`
-	// End is finished, deleted (while bound), withdrawn (deleted while
-	// pending) or empty; EndedAt when.
+	// End is finished, deleted (while bound), preempted (evicted to make
+	// room for another pod), withdrawn (deleted while pending) or empty;
+	// EndedAt when.
 	End     string  `json:"end"`
 	EndedAt float64 `json:"endedAt"`
 	// Place is where a pod never bound was at the end (gated, active,
 	// backoff, unschedulable) and LastFailure its last failure message.
 	Place       string `json:"place"`
 	LastFailure string `json:"lastFailure"`
+	// The virtual seconds it spent in each of the queue's places: activeQ,
+	// backoffQ, parked unschedulable, parked gated, and in flight (being
+	// tried or bound). For a pod that entered the queue as it was created,
+	// they add up to Wait.
+	InActive        float64 `json:"inActive"`
+	InBackoff       float64 `json:"inBackoff"`
+	InUnschedulable float64 `json:"inUnschedulable"`
+	InGated         float64 `json:"inGated"`
+	InFlight        float64 `json:"inFlight"`
+	// InGroupWait is the time a gang member waited for its group: for the
+	// group object, or for its group's attempt to end.
+	InGroupWait float64 `json:"inGroupWait"`
 }
 
 func since(t time.Time) float64 {
@@ -68,20 +84,43 @@ func (s *sim) records() []PodRecord {
 			}
 		}
 		r.Wait = until.Sub(st.arrived).Seconds()
+		spent := st.place.spentUntil(s.now)
+		if st.place.member && r.Bound && st.place.loc == 0 {
+			// A gang's attempt ends when its members are assumed; the
+			// rest of their binding happens outside the queue.
+			spent[schedq.InFlight] += st.bound.Sub(st.arrived) - sum(spent)
+		}
+		r.setPlaces(spent)
 		out = append(out, r)
 	}
 	return out
 }
 
 var recordColumns = []string{"namespace", "name", "group", "priority", "created", "firstAttempt", "bound", "boundAt", "node",
-	"attempts", "wait", "end", "endedAt", "place", "lastFailure"}
+	"attempts", "wait", "end", "endedAt", "place", "lastFailure",
+	"inActive", "inBackoff", "inUnschedulable", "inGated", "inFlight", "inGroupWait"}
 
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 func (r PodRecord) row() []string {
 	return []string{r.Namespace, r.Name, r.Group, strconv.Itoa(int(r.Priority)), ftoa(r.Created), ftoa(r.FirstAttempt),
 		strconv.FormatBool(r.Bound), ftoa(r.BoundAt), r.Node, strconv.Itoa(r.Attempts), ftoa(r.Wait), r.End, ftoa(r.EndedAt),
-		r.Place, r.LastFailure}
+		r.Place, r.LastFailure, ftoa(r.InActive), ftoa(r.InBackoff), ftoa(r.InUnschedulable), ftoa(r.InGated), ftoa(r.InFlight), ftoa(r.InGroupWait)}
+}
+
+func sum(ds [placeCount]time.Duration) time.Duration {
+	var t time.Duration
+	for _, d := range ds {
+		t += d
+	}
+	return t
+}
+
+func (r *PodRecord) setPlaces(d [placeCount]time.Duration) {
+	r.InActive, r.InBackoff = d[schedq.InActive].Seconds(), d[schedq.InBackoff].Seconds()
+	r.InUnschedulable, r.InGated = d[schedq.InUnschedulable].Seconds(), d[schedq.InGated].Seconds()
+	r.InFlight = d[schedq.InFlight].Seconds()
+	r.InGroupWait = (d[schedq.InIncomplete] + d[schedq.InPending]).Seconds()
 }
 
 // WriteRecords writes one record per pod: JSON Lines for ".jsonl" (or
@@ -119,6 +158,7 @@ func (r *Report) WriteSeries(w io.Writer) error {
 	i, j := 0, 0
 	var q Sample
 	var a AllocSample
+	var last []string
 	for i < len(r.Series) || j < len(r.Alloc) {
 		var t time.Duration
 		switch {
@@ -136,8 +176,13 @@ func (r *Report) WriteSeries(w io.Writer) error {
 			j++
 		}
 		c := q.Counts
-		cw.Write([]string{ftoa(t.Seconds()), strconv.Itoa(c.Active), strconv.Itoa(c.Backoff), strconv.Itoa(c.Unschedulable),
-			strconv.Itoa(c.Gated), strconv.Itoa(c.InFlight), ftoa(a.CPU), ftoa(a.Mem), ftoa(a.GPU)})
+		row := []string{ftoa(t.Seconds()), strconv.Itoa(c.Active), strconv.Itoa(c.Backoff), strconv.Itoa(c.Unschedulable),
+			strconv.Itoa(c.Gated), strconv.Itoa(c.InFlight), ftoa(a.CPU), ftoa(a.Mem), ftoa(a.GPU)}
+		if last != nil && slices.Equal(row[1:], last[1:]) {
+			continue // a new peak within an instant, not a new level
+		}
+		cw.Write(row)
+		last = row
 	}
 	cw.Flush()
 	return cw.Error()

@@ -27,10 +27,12 @@ type Report struct {
 	Pending   int `json:"pending"`
 	Evicted   int `json:"evicted,omitempty"`
 	// Of the scheduled pods: Finished ran their lifetime, DeletedBound were
-	// deleted while bound, Running still run at the end. Withdrawn pods
-	// were deleted before they were bound (and are not pending).
+	// deleted while bound, Preempted were evicted to make room for others,
+	// Running still run at the end. Withdrawn pods were deleted before
+	// they were bound (and are not pending).
 	Finished     int `json:"finished,omitempty"`
 	DeletedBound int `json:"deletedAfterBinding,omitempty"`
+	Preempted    int `json:"preempted,omitempty"`
 	Withdrawn    int `json:"deletedWhilePending,omitempty"`
 	Running      int `json:"running,omitempty"`
 	// Allocation is the cluster's allocated fractions over the run;
@@ -45,6 +47,9 @@ type Report struct {
 	Alloc []AllocSample `json:"-"`
 	// Records follow each pod; not in the JSON (see WriteRecords).
 	Records []PodRecord `json:"-"`
+	// Markers are the scenario's events, for the HTML page's time axis;
+	// not in the JSON.
+	Markers []Marker `json:"-"`
 	// showAlloc prints the allocation in the text report.
 	showAlloc bool
 	// PendingReasons groups the pods still pending by where they are and
@@ -331,7 +336,8 @@ func secs(s float64) string {
 // countingRecorder counts the queue's incoming events, by sub-queue and
 // event, for the report.
 type countingRecorder struct {
-	n map[[2]string]int
+	n    map[[2]string]int
+	left func(time.Duration) // a stay ended (places.go)
 }
 
 func newCountingRecorder() *countingRecorder { return &countingRecorder{n: map[[2]string]int{}} }
@@ -342,7 +348,11 @@ func (r *countingRecorder) Incoming(q schedq.Location, event string) {
 	}
 	r.n[[2]string{q.String(), event}]++
 }
-func (r *countingRecorder) Left(schedq.Location, time.Duration)                {}
+func (r *countingRecorder) Left(_ schedq.Location, d time.Duration) {
+	if r.left != nil {
+		r.left(d)
+	}
+}
 func (r *countingRecorder) Scheduled(time.Duration, bool)                      {}
 func (r *countingRecorder) HintStart() int64                                   { return 0 }
 func (r *countingRecorder) HintDone(int64, string, string, schedq.Hint, error) {}

@@ -76,6 +76,7 @@ type podStat struct {
 	failed      bool
 	lastMessage string
 	ext         podExt
+	place       place // where it is in the queue, and has been
 }
 
 // sim is one run.
@@ -105,8 +106,10 @@ type sim struct {
 	planned  int // arrivals and cluster events still to come
 	evicted  int
 	series   []Sample
-	peak     schedq.Counts
-	x        extras // lifetimes, inputs and allocation (inputs.go)
+	peak     schedq.Counts // exact, updated after every queue operation
+	instant  schedq.Counts // the largest sizes of the current instant
+	pl       places        // where each pod is, and has been (places.go)
+	x        extras        // lifetimes, inputs and allocation (inputs.go)
 }
 
 // Run runs a scenario to its end and returns the report.
@@ -128,7 +131,8 @@ func Run(sc *Scenario, o Options) (*Report, error) {
 }
 
 func newSim(sc *Scenario, o Options) (*sim, error) {
-	s := &sim{sc: sc, o: o, now: epoch, cl: newCluster(), stats: map[types.UID]*podStat{}, rec: newCountingRecorder()}
+	s := &sim{sc: sc, o: o, now: epoch, cl: newCluster(), stats: map[types.UID]*podStat{}, rec: newCountingRecorder(), pl: newPlaces()}
+	s.rec.left = s.stayEnded
 	dur := sc.Duration
 	if dur == 0 {
 		dur = 15 * time.Minute
@@ -238,6 +242,7 @@ func (s *sim) arrive(p *v1.Pod) {
 	st := &podStat{key: key, arrived: s.now, priority: framework.Priority(p)}
 	s.stats[p.UID] = st
 	s.order = append(s.order, st)
+	s.pl.add(key, st, p.Annotations[gangAnnotation] != "")
 	s.h.AddPod(p)
 }
 
@@ -263,9 +268,11 @@ func (s *sim) loop() error {
 			s.trace(Op{Kind: "tick"})
 		}
 		s.core.Tick(s.now) // flushes what is due; cheap when nothing is
+		s.settle(types.NamespacedName{}, false)
 		popped := false
 		if !s.now.Before(s.busyUntil) {
 			if a, ok := s.core.Pop(s.now); ok {
+				s.settleAttempt(a)
 				s.trace(Op{Kind: "pop", Pod: a.Item, Cycle: a.Cycle, Group: a.Group})
 				s.attempt(ctx, a)
 				popped = true
@@ -548,27 +555,31 @@ func (s *sim) bindDone(pod *v1.Pod, node string, done func(error)) {
 	s.gangBound(nw)
 }
 
+// sample appends the sizes at the end of the current instant, and the
+// largest sizes during it, to the series, unless nothing changed. In
+// flight counts pods being bound too: the scheduler ends their attempt
+// once the binding is answered.
 func (s *sim) sample() {
-	c := s.core.Counts()
-	s.peak.Active = max(s.peak.Active, c.Active)
-	s.peak.Backoff = max(s.peak.Backoff, c.Backoff)
-	s.peak.Unschedulable = max(s.peak.Unschedulable, c.Unschedulable)
-	s.peak.Gated = max(s.peak.Gated, c.Gated)
-	s.peak.InFlight = max(s.peak.InFlight, c.InFlight+s.binds)
+	s.peaks()
+	c, pk := s.core.Counts(), s.instant
+	s.instant = c // the next instant starts from these sizes
 	t := s.now.Sub(epoch)
-	if n := len(s.series); n > 0 && s.series[n-1].Counts == c {
-		return
-	} else if n > 0 && s.series[n-1].T == t {
+	switch n := len(s.series); {
+	case n > 0 && s.series[n-1].T == t:
 		s.series[n-1].Counts = c
-		return
+		s.series[n-1].Peak = maxCounts(s.series[n-1].Peak, pk)
+	case n > 0 && s.series[n-1].Counts == c && pk == c:
+	default:
+		s.series = append(s.series, Sample{T: t, Counts: c, Peak: pk})
 	}
-	s.series = append(s.series, Sample{T: t, Counts: c})
 }
 
-// Sample is the size of each sub-queue at a virtual instant.
+// Sample is the size of each sub-queue at the end of a virtual instant,
+// and (Peak) the largest size each reached during it.
 type Sample struct {
 	T time.Duration
 	schedq.Counts
+	Peak schedq.Counts
 }
 
 // binder binds after the scenario's bind latency.
@@ -607,17 +618,20 @@ type coreQueue struct {
 func (q coreQueue) Add(p *v1.Pod) error {
 	q.s.trace(Op{Kind: "add", Pod: p})
 	q.c.Add(p, q.s.now)
+	q.s.settle(framework.Key(p), true)
 	return nil
 }
 
 func (q coreQueue) Update(o, n *v1.Pod) error {
 	q.s.trace(Op{Kind: "update", Old: o, Pod: n})
 	q.c.Update(o, n, q.s.now)
+	q.s.settle(framework.Key(n), true)
 	return nil
 }
 
 func (q coreQueue) Delete(k types.NamespacedName) error {
 	err := q.c.Delete(k, q.s.now)
+	q.s.settle(k, true)
 	if err == nil {
 		q.s.trace(Op{Kind: "delete", Key: k, Pod: q.s.cl.pods[k]})
 	}
@@ -626,12 +640,16 @@ func (q coreQueue) Delete(k types.NamespacedName) error {
 
 func (q coreQueue) Done(a scheduler.Attempt) error {
 	q.s.trace(Op{Kind: "done", Key: a.Key, Cycle: a.Cycle, Group: a.Group})
-	return q.c.Done(a, q.s.now)
+	err := q.c.Done(a, q.s.now)
+	q.s.settleAttempt(a)
+	return err
 }
 
 func (q coreQueue) Requeue(a scheduler.Attempt, f schedq.Failure) error {
 	q.s.trace(Op{Kind: "fail", Pod: a.Item, Cycle: a.Cycle, Failure: f, Group: a.Group})
-	return q.c.Requeue(a, f, q.s.now)
+	err := q.c.Requeue(a, f, q.s.now)
+	q.s.settleAttempt(a)
+	return err
 }
 
 func (q coreQueue) Move(ev schedq.Event, o, n any, m func(*schedq.Info[*v1.Pod]) bool) error {
@@ -641,6 +659,7 @@ func (q coreQueue) Move(ev schedq.Event, o, n any, m func(*schedq.Info[*v1.Pod])
 	}
 	q.s.trace(Op{Kind: kind, Event: ev, OldObj: o, NewObj: n})
 	q.c.Move(ev, o, n, m, q.s.now)
+	q.s.settle(types.NamespacedName{}, false)
 	return nil
 }
 

@@ -104,13 +104,8 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 				}
 			}
 			if report != "" {
-				if err := writeHTML(report, base); err != nil {
+				if err := writeHTML(report, base, other, compare); err != nil {
 					return err
-				}
-				if other != nil {
-					if err := writeHTML(strings.TrimSuffix(report, ".html")+".compare.html", other); err != nil {
-						return err
-					}
 				}
 			}
 			if err := in.write(base, ""); err != nil {
@@ -140,7 +135,7 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 	f.Int64Var(&seed, "seed", 0, "override the scenario's seed")
 	f.StringVar(&compare, "compare", "", "run twice, the second time with key=value (e.g. hints=false, popFromBackoff=false), and print both")
 	f.StringVarP(&output, "output", "o", "text", "text or json")
-	f.StringVar(&report, "report", "", "also write a self-contained HTML report to this file")
+	f.StringVar(&report, "report", "", "also write a self-contained HTML report to this file (with --compare, one page with both runs)")
 	f.BoolVar(&noWall, "no-wall", false, "leave out the wall-clock figures, so that runs of one seed print the same bytes")
 	f.BoolVar(&check, "check", false, "check the queue's invariants after every step (slow)")
 	f.StringVar(&progress, "progress", "auto", "progress bar on stderr: auto (on a terminal), on or off")
@@ -168,12 +163,19 @@ func checkWritableDir(path string) error {
 	return nil
 }
 
-func writeHTML(path string, r *sim.Report) error {
+// writeHTML writes the report page of a run, or of both runs of
+// --compare (other non-nil) on one page.
+func writeHTML(path string, r, other *sim.Report, setting string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("--report: %w", err)
 	}
-	if err := r.WriteHTML(f); err != nil {
+	if other != nil {
+		err = sim.WriteComparisonHTML(f, r, other, "baseline", setting)
+	} else {
+		err = r.WriteHTML(f)
+	}
+	if err != nil {
 		f.Close()
 		return fmt.Errorf("--report %s: %w", path, err)
 	}

@@ -109,14 +109,26 @@ func TestReportInBrowser(t *testing.T) {
 	f.Close()
 
 	dom := string(headless(t, "--dump-dom", "file://"+page))
-	for _, want := range []string{"schedq simulation: NodeArrival", "2160 of 2160 pods scheduled", `id="chart"`, `data-series="unschedulable"`, "Incoming"} {
+	for _, want := range []string{"schedq simulation: NodeArrival", "2160 of 2160 pods scheduled", `data-series="unschedulable"`, "Incoming",
+		// the pods bound so far and pending, with the scenario's 13 events
+		`id="pods-chart"`, `data-series="scheduled"`, `data-series="pending"`, `id="markers"`, `<li data-t="6m30s">`,
+		// a panel per sub-queue, with the run's exact peaks
+		`id="queue-panels"`, `data-panel="backoff"`, `data-panel="gated"`, `data-panel="in flight"`,
+		fmt.Sprintf(`data-series="active" data-run="run">%d<`, r.Peak.Active),
+		fmt.Sprintf(`data-series="unschedulable" data-run="run">%d<`, r.Peak.Unschedulable),
+		fmt.Sprintf(`data-series="in flight" data-run="run">%d<`, r.Peak.InFlight),
+		// the latency distribution per pod group
+		`id="cdf"`, `data-group="waiting"`, `data-group="ssd"`, `data-group="first"`, `id="groups-table"`} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("rendered page lacks %q", want)
 		}
 	}
+	if n := strings.Count(dom, `class="marker"`); n != 13*6 {
+		t.Errorf("%d event markers, want 13 on each of 6 charts", n)
+	}
 
 	shot := filepath.Join(dir, "shot.png")
-	headless(t, "--window-size=1100,900", "--screenshot="+shot, "file://"+page)
+	headless(t, "--window-size=1100,2600", "--hide-scrollbars", "--screenshot="+shot, "file://"+page)
 	data, err := os.ReadFile(shot)
 	if err != nil {
 		t.Fatal(err)
@@ -132,6 +144,14 @@ func TestReportInBrowser(t *testing.T) {
 	}
 	if n := count(img, 0xdc, 0x26, 0x26); n < 50 {
 		t.Errorf("%d red pixels: the unschedulable series is not drawn", n)
+	}
+	// Scheduled so far and in flight are green (#059669), backoff's panel
+	// is empty but framed, its legend square amber (#f59e0b).
+	if n := count(img, 0x05, 0x96, 0x69); n < 50 {
+		t.Errorf("%d green pixels: the scheduled line is not drawn", n)
+	}
+	if n := count(img, 0xf5, 0x9e, 0x0b); n < 20 {
+		t.Errorf("%d amber pixels: the backoff panel is not drawn", n)
 	}
 	if os.Getenv("SCHEDQ_KEEP_SCREENSHOT") != "" {
 		os.WriteFile(os.Getenv("SCHEDQ_KEEP_SCREENSHOT"), data, 0o644)
@@ -154,3 +174,46 @@ func count(img image.Image, r, g, b uint8) int {
 }
 
 func near(a uint32, b uint8) bool { d := int(a) - int(b); return d > -24 && d < 24 }
+
+// TestComparisonInBrowser renders --compare's page: one page, both runs
+// named in its title, each chart with a line per run, and a delta column.
+func TestComparisonInBrowser(t *testing.T) {
+	sc, err := sim.Load("EarlyRetry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := sim.Run(sc, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc, err = sim.Load("EarlyRetry"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Set("popFromBackoff", "false"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := sim.Run(sc, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(t.TempDir(), "compare.html")
+	f, err := os.Create(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.WriteComparisonHTML(f, a, b, "baseline", "popFromBackoff=false"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	dom := string(headless(t, "--dump-dom", "file://"+page))
+	for _, want := range []string{"<title>schedq simulation: EarlyRetry: baseline vs popFromBackoff=false</title>",
+		`<th class="n">delta</th>`, `class="n delta"`, `data-series="backoff" data-run="baseline"`,
+		`data-series="backoff" data-run="popFromBackoff=false"`, `stroke-dasharray="6 4"`} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("rendered page lacks %q", want)
+		}
+	}
+	if n := strings.Count(dom, "<h1"); n != 1 {
+		t.Errorf("%d pages in one, want 1", n)
+	}
+}

@@ -1,0 +1,141 @@
+package sim
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+const pageScenario = `
+name: page
+seed: 3
+duration: 2m
+nodes: [{name: n, count: 2, capacity: {cpu: "4", memory: 8Gi}}]
+pods:
+  - {name: web, count: 40, requests: {cpu: "500m", memory: 256Mi}, arrival: {rate: 10}, lifetime: {mean: 30s}}
+  - {name: held, count: 5, requests: {cpu: "100m"}, schedulingGates: [wait], arrival: {at: 1s}}
+events:
+  - {at: 20s, addNodes: {name: more, count: 2, capacity: {cpu: "4", memory: 8Gi}}}
+  - {at: 20s, removeGates: {group: held}}
+  - {at: 40s, removeNodes: {group: n, count: 1}}
+`
+
+func render(t *testing.T, r *Report) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := r.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// The page carries the new elements, its peaks are the run's exact peaks
+// (those of the text report, and the largest the series holds), and its
+// event markers are the scenario's events, one per instant.
+func TestPageElements(t *testing.T) {
+	r := run(t, parse(t, pageScenario))
+	html := render(t, r)
+	if render(t, run(t, parse(t, pageScenario))) != html {
+		t.Fatal("two runs of one seed wrote different pages")
+	}
+	for _, want := range []string{`id="pods-chart"`, `data-series="scheduled"`, `data-series="pending"`, `id="cdf"`,
+		`data-group="web"`, `data-group="held"`, `id="alloc-chart"`, `data-series="cpu"`, `id="groups-table"`, `id="markers"`,
+		`&#43;2 nodes (more); remove the gates of all pods of held`, `−1 nodes of n`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if n := strings.Count(html, `class="panel"`); n != 5 {
+		t.Errorf("%d sub-queue panels, want 5", n)
+	}
+	// Two marker instants, drawn on the pods chart, the allocation chart
+	// and each panel.
+	if n := strings.Count(html, `class="marker"`); n != 2*7 {
+		t.Errorf("%d marker lines, want 14", n)
+	}
+	var seriesMax [5]int
+	for _, s := range r.Series {
+		for i, cs := range chartSeries {
+			seriesMax[i] = max(seriesMax[i], cs.value(s.Peak))
+		}
+	}
+	var text bytes.Buffer
+	r.WriteText(&text, false)
+	for i, cs := range chartSeries {
+		peak := cs.value(r.Peak)
+		re := regexp.MustCompile(`<span class="peak" data-series="` + cs.name + `" data-run="run">(\d+)</span>`)
+		m := re.FindStringSubmatch(html)
+		if m == nil || m[1] != fmt.Sprint(peak) {
+			t.Errorf("%s: page shows peak %v, the run's is %d", cs.name, m, peak)
+		}
+		if seriesMax[i] != peak {
+			t.Errorf("%s: the series peaks at %d, the report at %d", cs.name, seriesMax[i], peak)
+		}
+	}
+	if r.Peak.Gated != 5 || !strings.Contains(text.String(), fmt.Sprintf("gated %d, in flight %d", r.Peak.Gated, r.Peak.InFlight)) {
+		t.Errorf("gated peak %d, want 5; text report:\n%s", r.Peak.Gated, text.String())
+	}
+}
+
+// --compare's page holds both runs, names both in its title, and has a
+// delta column.
+func TestComparisonPage(t *testing.T) {
+	a := run(t, parse(t, pageScenario))
+	sc := parse(t, pageScenario)
+	if err := sc.Set("hints", "false"); err != nil {
+		t.Fatal(err)
+	}
+	b := run(t, sc)
+	var buf bytes.Buffer
+	if err := WriteComparisonHTML(&buf, a, b, "baseline", "hints=false"); err != nil {
+		t.Fatal(err)
+	}
+	html := buf.String()
+	for _, want := range []string{"<title>schedq simulation: page: baseline vs hints=false</title>", `<th class="n">delta</th>`,
+		`data-run="baseline"`, `data-run="hints=false"`, `stroke-dasharray="6 4"`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if n := strings.Count(html, `data-series="active" data-run=`); n != 2+2 { // two peaks, two lines
+		t.Errorf("%d active elements, want 4 (a peak and a line per run)", n)
+	}
+	if d := delta(4360, 4570, func(v float64) string { return fmt.Sprint(v) }); d != "+210 (+4.8%)" {
+		t.Errorf("delta = %q", d)
+	}
+}
+
+// Time ticks fall on an even step and their labels read as such.
+func TestTimeTicks(t *testing.T) {
+	for _, c := range []struct {
+		end  time.Duration
+		want string
+	}{
+		{391 * time.Second, "0 1m 2m 3m 4m 5m 6m"},
+		{149 * 24 * time.Hour, "0 30d 60d 90d 120d"},
+		{45 * time.Millisecond, "0 10ms 20ms 30ms 40ms"},
+		{90 * time.Minute, "0 15m 30m 45m 1h 1h15m 1h30m"},
+	} {
+		x := func(d time.Duration) float64 { return 1000 * float64(d) / float64(c.end) }
+		ticks := timeTicks(c.end, 8, x, 2000)
+		var labels []string
+		for i, tk := range ticks {
+			labels = append(labels, tk.Label)
+			if i >= 2 && math.Abs((tk.Pos-ticks[i-1].Pos)-(ticks[1].Pos-ticks[0].Pos)) > 1e-9 {
+				t.Errorf("%v: tick %d is not evenly spaced", c.end, i)
+			}
+		}
+		if got := strings.Join(labels, " "); got != c.want {
+			t.Errorf("%v: ticks %q, want %q", c.end, got, c.want)
+		}
+	}
+	for _, c := range []struct{ v, most, top int }{{0, 5, 1}, {7, 5, 8}, {360, 5, 400}, {360, 1, 500}, {1840, 5, 2000}, {2160, 5, 2500}} {
+		if step, top := niceMax(c.v, c.most); top != c.top || top%step != 0 || top/step > c.most {
+			t.Errorf("niceMax(%d, %d) = %d, %d; want top %d", c.v, c.most, step, top, c.top)
+		}
+	}
+}
