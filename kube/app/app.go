@@ -212,6 +212,10 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.events.EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
 	defer broadcaster.Shutdown()
+	preempt, err := newPreemption(factory, cs.sched, broadcaster.NewRecorder(scheme.Scheme, o.SchedulerName), reg, f, log, o.SchedulerName)
+	if err != nil {
+		return err
+	}
 
 	st := &state{}
 	handler := Handler(reg, queues, st.ready)
@@ -246,6 +250,7 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 		backoff: newOutageBackoff(o.Clock), state: st, log: log,
 		reporter: guardedReporter{next: scheduler.APIReporter{Client: cs.sched, Recorder: broadcaster.NewRecorder(scheme.Scheme, o.SchedulerName), Logger: log}, fence: f, log: log},
 		opts:     scheduler.Options{Profile: profile, PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: sm, Logger: log},
+		preempt:  preempt,
 	}
 	if !o.LeaderElect {
 		t.run(ctx)
