@@ -216,3 +216,13 @@ func (s *Scheduler) filterNominated(ctx context.Context, filters []framework.Fil
 	}
 	return filter(ctx, filters, state, pi, ni)
 }
+
+// assumed drops the nomination of a pod the cache now counts on its node,
+// so that its room is not counted twice while the binding is under way.
+func (s *Scheduler) assumed(key types.NamespacedName) {
+	if nom := s.nominator(); nom != nil {
+		if _, ok := nom.Nomination(key); ok {
+			s.clearNomination(key, "assumed on a node")
+		}
+	}
+}

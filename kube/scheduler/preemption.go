@@ -56,7 +56,7 @@ const noLowerPriority = "No preemption victims found for incoming pod"
 
 // onNode finds the fewest, least important victims on ni that let the
 // pod pass the filters, and reports whether there are any such. Every pod
-// of lower priority is taken out, the nominated pods that outrank the pod
+// of lower priority, and every pod terminating, is taken out, the nominated pods that outrank the pod
 // are put in; if the pod then fits, the potential victims are put back
 // one by one, those a budget protects first and the most important first
 // within each group, each staying if the pod still fits. O(v*f) for v
@@ -64,7 +64,7 @@ const noLowerPriority = "No preemption victims found for incoming pod"
 func (x *search) onNode(ctx context.Context, ni *framework.NodeInfo) (Candidate, bool) {
 	x.potential = x.potential[:0]
 	for _, p := range ni.Pods {
-		if framework.Priority(p.Pod) < x.prio {
+		if framework.Priority(p.Pod) < x.prio && p.Pod.DeletionTimestamp == nil {
 			x.potential = append(x.potential, p)
 		}
 	}
@@ -72,7 +72,12 @@ func (x *search) onNode(ctx context.Context, ni *framework.NodeInfo) (Candidate,
 		x.reasons[noLowerPriority]++
 		return Candidate{}, false
 	}
-	ni.CopyInto(&x.node, func(p *framework.PodInfo) bool { return framework.Priority(p.Pod) >= x.prio })
+	// Pods already terminating are leaving: their room is counted free
+	// (the nominated pods that outrank the preemptor claim it first), and
+	// they are never chosen again.
+	ni.CopyInto(&x.node, func(p *framework.PodInfo) bool {
+		return framework.Priority(p.Pod) >= x.prio && p.Pod.DeletionTimestamp == nil
+	})
 	for _, p := range x.nominated[ni.Name()] {
 		x.node.AddPod(p)
 	}

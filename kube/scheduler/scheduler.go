@@ -169,6 +169,7 @@ func (s *Scheduler) ScheduleOne(ctx context.Context, info Attempt) Outcome {
 	if err := s.cache.Assume(pi, out.Node, pb); err != nil {
 		return s.fail(ctx, info, start, Outcome{Result: Error, Message: err.Error()})
 	}
+	s.assumed(info.Key)
 	s.o.Metrics.attempt(Scheduled, s.o.Now().Sub(start))
 	s.bind(ctx, info, out.Node, pb, start)
 	return out

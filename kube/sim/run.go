@@ -104,6 +104,7 @@ type sim struct {
 	binds    int // bindings under way
 	planned  int // arrivals and cluster events still to come
 	evicted  int
+	pre      *preemptions // nil: preemption off (preemption.go)
 	series   []Sample
 	peak     schedq.Counts
 	x        extras // lifetimes, inputs and allocation (inputs.go)
@@ -178,6 +179,9 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 		Now:                      func() time.Time { return s.now },
 		Logger:                   discardLogger,
 	})
+	if err := s.enablePreemption(); err != nil {
+		return nil, err
+	}
 
 	for _, g := range sc.Nodes {
 		s.addNodes(g)

@@ -56,6 +56,9 @@ type SchedulerSpec struct {
 	Scoring                  string        `yaml:"scoring"` // least-allocated (default) or balanced
 	PercentageOfNodesToScore int           `yaml:"percentageOfNodesToScore"`
 	DisablePlugins           []string      `yaml:"disablePlugins"`
+	// Preemption, if set, lets pods that fit nowhere evict pods of lower
+	// priority (see PreemptionSpec).
+	Preemption *PreemptionSpec `yaml:"preemption"`
 }
 
 // QueueSpec sets the queue. Unset fields take the queue's defaults.
