@@ -127,4 +127,3 @@ func TestPreemption(t *testing.T) {
 	figure(t, "high-priority pod bound %v after it arrived in a full cluster, on the node without a budget; a Never pod preempted nothing",
 		took.Round(time.Millisecond))
 }
-
