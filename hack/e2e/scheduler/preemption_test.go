@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -83,16 +84,20 @@ func TestPreemption(t *testing.T) {
 	web := victimPods(t, c, ns, "web", nodes[1], 2, spec("e2e-mid", map[string]string{"app": "web"}))
 	waitBound(t, c, ns, append(append([]string(nil), db...), web...), time.Minute)
 
+	w, err := c.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
 	start := time.Now()
 	p := newPod(ns, "high", podSpec{scheduler: s.name, cpu: "2", memory: "64Mi", priorityClass: "e2e-high"})
 	if _, err := c.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, "high to be nominated", func(context.Context) (bool, error) {
-		got, err := c.CoreV1().Pods(ns).Get(ctx, "high", metav1.GetOptions{})
-		return err == nil && (got.Status.NominatedNodeName != "" || got.Spec.NodeName != ""), err
-	})
 	waitBound(t, c, ns, []string{"high"}, time.Minute)
+	watchFor(t, w, 30*time.Second, "high nominated to "+nodes[1]+" and the web pods marked DisruptionTarget", func(seen map[string]bool) bool {
+		return seen["nominated:high:"+nodes[1]] && seen["target:web-0"] && seen["target:web-1"]
+	})
 	took := time.Since(start)
 	if b := bound(t, c, ns); b["high"] != nodes[1] {
 		t.Fatalf("high bound to %q, want %s (the node whose victims no budget protects)", b["high"], nodes[1])
@@ -126,4 +131,35 @@ func TestPreemption(t *testing.T) {
 	}
 	figure(t, "high-priority pod bound %v after it arrived in a full cluster, on the node without a budget; a Never pod preempted nothing",
 		took.Round(time.Millisecond))
+}
+
+// watchFor reads pod events from w until done says that what it has seen
+// is enough: "nominated:POD:NODE" for a status.nominatedNodeName, and
+// "target:POD" for a DisruptionTarget condition.
+func watchFor(t *testing.T, w watch.Interface, timeout time.Duration, what string, done func(map[string]bool) bool) {
+	t.Helper()
+	seen := map[string]bool{}
+	deadline := time.After(timeout)
+	for !done(seen) {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("watch ended before %s", what)
+			}
+			p, isPod := ev.Object.(*v1.Pod)
+			if !isPod {
+				continue
+			}
+			if n := p.Status.NominatedNodeName; n != "" {
+				seen["nominated:"+p.Name+":"+n] = true
+			}
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == v1.DisruptionTarget && cond.Status == v1.ConditionTrue {
+					seen["target:"+p.Name] = true
+				}
+			}
+		case <-deadline:
+			t.Fatalf("waiting for %s: saw only %v", what, seen)
+		}
+	}
 }
