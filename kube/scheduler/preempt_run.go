@@ -38,6 +38,12 @@ func (s *Scheduler) planPreemption(ctx context.Context, pi *framework.PodInfo, s
 	x := &s.srch
 	x.pod, x.prio, x.filters, x.state, x.nominated = pi, framework.Priority(pi.Pod), filters, state, s.nomPods
 	x.reasons = map[string]int{}
+	x.exts = x.exts[:0]
+	for _, pf := range s.o.Profile.PreFilter {
+		if e, ok := pf.(framework.PreFilterExtensions); ok && ranFilter(filters, pf.Name()) {
+			x.exts = append(x.exts, e)
+		}
+	}
 	x.budgets = newBudgets(nil)
 	if b := s.pre.o.Budgets; b != nil {
 		x.budgets = newBudgets(b())
@@ -121,4 +127,15 @@ func (s *Scheduler) act(ctx context.Context, info Attempt, out *Outcome) {
 			s.clearNomination(key, "a victim could not be evicted")
 		}
 	})
+}
+
+// ranFilter reports whether the filter named name is among filters: its
+// PreFilter did not skip it.
+func ranFilter(filters []framework.FilterPlugin, name string) bool {
+	for _, f := range filters {
+		if f.Name() == name {
+			return true
+		}
+	}
+	return false
 }

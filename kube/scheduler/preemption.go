@@ -43,6 +43,9 @@ type search struct {
 	state     *framework.CycleState
 	budgets   *budgets
 	nominated map[string][]*framework.PodInfo
+	// exts are the PreFilter plugins that ran and keep their state right
+	// as pods come and go; with none, every node shares state.
+	exts []framework.PreFilterExtensions
 
 	node                       framework.NodeInfo
 	potential, violating, fine []*framework.PodInfo
@@ -78,10 +81,12 @@ func (x *search) onNode(ctx context.Context, ni *framework.NodeInfo) (Candidate,
 	ni.CopyInto(&x.node, func(p *framework.PodInfo) bool {
 		return framework.Priority(p.Pod) >= x.prio && p.Pod.DeletionTimestamp == nil
 	})
+	state := x.nodeState(ctx, ni)
 	for _, p := range x.nominated[ni.Name()] {
 		x.node.AddPod(p)
+		x.added(ctx, state, p)
 	}
-	if st := filter(ctx, x.filters, x.state, x.pod, &x.node); !st.IsSuccess() {
+	if st := filter(ctx, x.filters, state, x.pod, &x.node); !st.IsSuccess() {
 		for _, r := range st.Reasons {
 			x.reasons[r+" (even without lower-priority pods)"]++
 		}
@@ -95,10 +100,12 @@ func (x *search) onNode(ctx context.Context, ni *framework.NodeInfo) (Candidate,
 	c := Candidate{Node: ni.Name()}
 	reprieve := func(p *framework.PodInfo, protected bool) {
 		x.node.AddPod(p)
-		if filter(ctx, x.filters, x.state, x.pod, &x.node).IsSuccess() {
+		x.added(ctx, state, p)
+		if filter(ctx, x.filters, state, x.pod, &x.node).IsSuccess() {
 			return
 		}
 		x.node.RemovePod(framework.Key(p.Pod))
+		x.removed(ctx, state, p)
 		c.Victims = append(c.Victims, p.Pod)
 		if protected {
 			c.PDBViolations++
@@ -240,4 +247,36 @@ func (x *search) message(nodes int) string {
 		parts[i] = fmt.Sprintf("%d %s", x.reasons[r], r)
 	}
 	return fmt.Sprintf("preemption: 0/%d nodes are available: %s.", nodes, strings.Join(parts, ", "))
+}
+
+// nodeState returns the cycle state as it would be on ni without the pods
+// the search took off it: a copy that the plugins with PreFilter
+// extensions updated, or the cycle's own state when there are none.
+func (x *search) nodeState(ctx context.Context, ni *framework.NodeInfo) *framework.CycleState {
+	if len(x.exts) == 0 {
+		return x.state
+	}
+	state := x.state.Clone()
+	for _, p := range ni.Pods {
+		if framework.Priority(p.Pod) < x.prio || p.Pod.DeletionTimestamp != nil {
+			x.removedOn(ctx, state, p, ni)
+		}
+	}
+	return state
+}
+
+func (x *search) added(ctx context.Context, state *framework.CycleState, p *framework.PodInfo) {
+	for _, e := range x.exts {
+		e.AddPod(ctx, state, x.pod, p, &x.node)
+	}
+}
+
+func (x *search) removed(ctx context.Context, state *framework.CycleState, p *framework.PodInfo) {
+	x.removedOn(ctx, state, p, &x.node)
+}
+
+func (x *search) removedOn(ctx context.Context, state *framework.CycleState, p *framework.PodInfo, ni *framework.NodeInfo) {
+	for _, e := range x.exts {
+		e.RemovePod(ctx, state, x.pod, p, ni)
+	}
 }
