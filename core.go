@@ -148,6 +148,8 @@ type Core[K comparable, T any] struct {
 	orderKeys    []orderKey
 	orderScratch []*entry[K, T]
 
+	nom nominator[K] // nominations (nominator.go)
+
 	epoch   uint64
 	free    []*entry[K, T]
 	scratch []*entry[K, T]
@@ -514,6 +516,7 @@ func (c *Core[K, T]) updateEvents(oldItem, newItem T) []Event {
 // if the key is neither queued nor in flight. O(log n).
 func (c *Core[K, T]) Delete(key K, now time.Time) error {
 	defer c.check()
+	c.nom.drop(key)
 	if m := c.keys[key]; m != nil && m.kind == kindMember {
 		return c.deleteMember(m, now)
 	}
@@ -592,6 +595,7 @@ func (c *Core[K, T]) Done(a Attempt[K, T], now time.Time) error {
 		return fmt.Errorf("%w: done %v: no attempt of cycle %d in flight", ErrNotInFlight, key, cycle)
 	}
 	c.flights.end(e)
+	c.nom.drop(key)
 	if queued != nil {
 		queued.shadow = nil
 	} else {

@@ -39,6 +39,9 @@ type Explanation struct {
 	// LeftoverFlushAt is the earliest time the leftover flush retries a
 	// parked item even if no event comes.
 	LeftoverFlushAt time.Time `json:"leftoverFlushAt,omitzero"`
+	// NominatedTarget is the target the item is nominated to (Nominate),
+	// if any.
+	NominatedTarget string `json:"nominatedTarget,omitempty"`
 	// Reason says the above in one sentence.
 	Reason string `json:"reason"`
 }
@@ -98,7 +101,11 @@ func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation {
 		// The flush takes items older than the maximum, at its next tick.
 		x.LeftoverFlushAt = time.Unix(0, from).Add(c.cfg.MaxInUnschedulable).UTC()
 	}
+	x.NominatedTarget = c.nom.of[e.key]
 	x.Reason = x.reason(now)
+	if x.NominatedTarget != "" {
+		x.Reason += "; nominated to " + x.NominatedTarget
+	}
 	return x
 }
 
@@ -155,6 +162,9 @@ func (x Explanation) String() string {
 	}
 	if x.Message != "" {
 		line("last failure", "%s", x.Message)
+	}
+	if x.NominatedTarget != "" {
+		line("nominated to", "%s", x.NominatedTarget)
 	}
 	if x.GatingPlugin != "" {
 		line("gated by", "%s", x.GatingPlugin)

@@ -85,8 +85,9 @@ func (c *Core[K, T]) doneGroup(a Attempt[K, T], now time.Time) error {
 	return nil
 }
 
-// leave forgets member m of the attempt in flight.
+// leave forgets member m of the attempt in flight, and its nomination.
 func (c *Core[K, T]) leave(m *entry[K, T]) {
+	c.nom.drop(m.key)
 	m.grp.take(m)
 	c.unkey(m)
 	c.recycle(m)

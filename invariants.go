@@ -176,6 +176,7 @@ func (c *Core[K, T]) checkInvariants() error {
 	}
 	c.checkRoom(bad)
 	c.checkGroups(bad)
+	c.checkNominations(bad)
 	if c.flights.head == nil && len(c.flights.log) > 0 {
 		bad("%d in-flight events kept with nothing in flight", len(c.flights.log))
 	}

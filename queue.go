@@ -204,3 +204,34 @@ func (q *Queue[K, T]) Dump() Dump {
 	d.finish() // sorting and summing need no lock
 	return d
 }
+
+// Nominate nominates the item with key to target, or clears its
+// nomination if target is empty (see Core.Nominate).
+func (q *Queue[K, T]) Nominate(key K, target string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.core.Nominate(key, target)
+}
+
+// Nomination returns the target the item with key is nominated to (see
+// Core.Nomination).
+func (q *Queue[K, T]) Nomination(key K) (string, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.core.Nomination(key)
+}
+
+// Nominated returns the items nominated to target (see Core.Nominated).
+func (q *Queue[K, T]) Nominated(target string) []T {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.core.Nominated(target)
+}
+
+// NominatedTargets returns the targets with nominated items, sorted (see
+// Core.NominatedTargets).
+func (q *Queue[K, T]) NominatedTargets() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.core.NominatedTargets()
+}

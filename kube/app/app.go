@@ -218,6 +218,10 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	if err != nil {
 		return err
 	}
+	preempt, err := newPreemption(factory, cs.sched, broadcaster.NewRecorder(scheme.Scheme, o.SchedulerName), reg, f, log, o.SchedulerName)
+	if err != nil {
+		return err
+	}
 
 	st := &state{}
 	handler := Handler(reg, queues, st.ready)
@@ -250,7 +254,8 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	t := &terms{
 		queues: queues, cache: c, handlers: h, pods: pods, podGroups: podGroups, qcfg: qcfg, client: cs.sched, fence: f,
 		backoff: newOutageBackoff(o.Clock), state: st, log: log, reporter: reporter,
-		opts: scheduler.Options{Profile: profile, PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: sm, Logger: log},
+		opts:    scheduler.Options{Profile: profile, PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: sm, Logger: log},
+		preempt: preempt,
 	}
 	if !o.LeaderElect {
 		t.run(ctx)

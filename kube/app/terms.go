@@ -37,6 +37,7 @@ type terms struct {
 	backoff   *outageBackoff
 	reporter  scheduler.Reporter
 	opts      scheduler.Options
+	preempt   *scheduler.PreemptionOptions // nil: no preemption
 	state     *state
 	log       *slog.Logger
 }
@@ -48,6 +49,11 @@ func (t *terms) run(ctx context.Context) {
 	q := t.queues.get()
 	binder := scheduler.NewAPIBinder(t.client, 0)
 	s := scheduler.New(q, t.cache, guardedBinder{next: binder, fence: t.fence, backoff: t.backoff}, t.reporter, t.opts)
+	if t.preempt != nil {
+		if err := s.EnablePreemption(*t.preempt); err != nil {
+			t.log.Error("preemption off", "err", err)
+		}
+	}
 	t.state.leading.Store(true)
 	t.log.Info("scheduling")
 	for {

@@ -61,6 +61,9 @@ type interPodAffinityState struct {
 	// selfMatch: the pod matches all its own affinity terms, so it may be
 	// the first of its group when no placed pod matches.
 	selfMatch bool
+	// nsLabels looks up namespace labels in the cycle's snapshot, for
+	// AddPod and RemovePod (inter_pod_affinity_preempt.go).
+	nsLabels func(string) labels.Set
 }
 
 // noInterPodAffinity is the state of a pod without terms in a cluster
@@ -105,6 +108,7 @@ func (InterPodAffinity) PreFilter(_ context.Context, state *framework.CycleState
 		}
 	}
 	s.selfMatch = len(aff) > 0 && matchesAllTerms(aff, pod.Pod, nsLabels)
+	s.nsLabels = nsLabels
 	state.Write(interPodAffinityStateKey, s)
 	return nil
 }

@@ -95,6 +95,13 @@ type Scheduler struct {
 	// filters is findNode's list of the filters a cycle runs, when
 	// PreFilter lets it skip some.
 	filters []framework.FilterPlugin
+
+	// Preemption (preempt_*.go): nil when off; the cycle's nominated
+	// pods per node and scratch space.
+	pre     *preemptor
+	nomPods map[string][]*framework.PodInfo
+	nomNode framework.NodeInfo
+	srch    search
 }
 
 // New returns a scheduler.
@@ -129,8 +136,13 @@ type Outcome struct {
 	Node    string // chosen node (binding may still fail)
 	Message string // why not, for Unschedulable and Error
 	Plugins []string
+	// Nominated is the node that preemption chose for the pod, and
+	// Victims the pods it evicts there (see EnablePreemption).
+	Nominated string
+	Victims   []*v1.Pod
 
-	state clusterState // the cache's fingerprints during the cycle
+	state   clusterState
+	preempt *preemption // the cache's fingerprints during the cycle
 }
 
 // ScheduleOne runs the scheduling cycle for a popped pod: filter, score,
@@ -149,16 +161,18 @@ func (s *Scheduler) ScheduleOne(ctx context.Context, info Attempt) Outcome {
 	}
 	var out Outcome
 	s.cache.View(func(snap framework.Snapshot) {
-		out = s.findNode(ctx, pi, snap)
+		out = s.place(ctx, info, pi, snap)
 		out.state = s.cache.stateLocked() // the cluster the verdict is about
 	})
 	if out.Result != Scheduled {
+		s.act(ctx, info, &out)
 		return s.fail(ctx, info, start, out)
 	}
 	pb := s.newBinding(info, out.Node)
 	if err := s.cache.Assume(pi, out.Node, pb); err != nil {
 		return s.fail(ctx, info, start, Outcome{Result: Error, Message: err.Error()})
 	}
+	s.assumed(info.Key)
 	s.o.Metrics.attempt(Scheduled, s.o.Now().Sub(start))
 	s.bind(ctx, info, out.Node, pb, start)
 	return out
@@ -225,7 +239,7 @@ func (s *Scheduler) findNode(ctx context.Context, pi *framework.PodInfo, snap fr
 			next = 0
 		}
 		processed++
-		st := filter(ctx, filters, state, pi, ni)
+		st := s.filterNominated(ctx, filters, state, pi, ni)
 		if st.IsSuccess() {
 			feasible = append(feasible, ni)
 			continue

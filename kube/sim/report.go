@@ -58,6 +58,8 @@ type Report struct {
 	// ByPriority breaks scheduled and total pods down by priority, when
 	// there is more than one.
 	ByPriority []PriorityCount `json:"byPriority,omitempty"`
+	// Preemption counts preemptions and victims, when it was on.
+	Preemption *PreemptionSummary `json:"preemption,omitempty"`
 
 	Attempts int `json:"attempts"`
 	// AttemptsPerPod is a histogram: how many pods needed 1, 2, 3, 4-5,
@@ -134,7 +136,7 @@ type WallClock struct {
 func (s *sim) report() *Report {
 	sc := s.sc
 	r := &Report{Scenario: sc.Name, Seed: sc.Seed, Pods: len(s.order), Attempts: s.attempts, WastedAttempts: s.wasted,
-		Evicted: s.evicted, Peak: s.peak, Series: s.series}
+		Evicted: s.evicted, Peak: s.peak, Series: s.series, Preemption: s.pre.summary()}
 	r.Settings = Settings{
 		PopFromBackoff:     sc.Queue.PopFromBackoff == nil || *sc.Queue.PopFromBackoff,
 		QueueingHints:      sc.Queue.QueueingHints == nil || *sc.Queue.QueueingHints,
@@ -293,6 +295,7 @@ func (r *Report) WriteText(w io.Writer, wall bool) {
 		p("  priority %-6d %d of %d scheduled", c.Priority, c.Scheduled, c.Pods)
 	}
 	r.writeEndings(p)
+	r.writePreemption(p)
 	p("attempts         %d (%.2f per pod), %d wasted (failed again for the same reasons)", r.Attempts, perPod(r.Attempts, r.Pods), r.WastedAttempts)
 	var hist []string
 	for _, c := range r.AttemptsPerPod {

@@ -105,6 +105,7 @@ type sim struct {
 	binds    int // bindings under way
 	planned  int // arrivals and cluster events still to come
 	evicted  int
+	pre      *preemptions // nil: preemption off (preemption.go)
 	series   []Sample
 	peak     schedq.Counts // exact, updated after every queue operation
 	instant  schedq.Counts // the largest sizes of the current instant
@@ -182,6 +183,9 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 		Now:                      func() time.Time { return s.now },
 		Logger:                   discardLogger,
 	})
+	if err := s.enablePreemption(); err != nil {
+		return nil, err
+	}
 
 	for _, g := range sc.Nodes {
 		s.addNodes(g)

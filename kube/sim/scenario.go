@@ -59,6 +59,9 @@ type SchedulerSpec struct {
 	// Gangs makes the pod groups' gangs PodGroups (default true); false
 	// schedules the same pods one by one, for comparison.
 	Gangs *bool `yaml:"gangs"`
+	// Preemption, if set, lets pods that fit nowhere evict pods of lower
+	// priority (see PreemptionSpec).
+	Preemption *PreemptionSpec `yaml:"preemption"`
 }
 
 // QueueSpec sets the queue. Unset fields take the queue's defaults.

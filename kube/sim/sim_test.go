@@ -105,10 +105,23 @@ func TestFeatures(t *testing.T) {
 			t.Fatalf("attempts %d, scheduled %d, peak gated %d", r.Attempts, r.Scheduled, r.Peak.Gated)
 		}
 	})
-	t.Run("higher priority wins", func(t *testing.T) {
+	t.Run("high priority preempts its way in", func(t *testing.T) {
 		r := run(t, load(t, "PriorityPressure"))
-		if len(r.ByPriority) != 2 || r.ByPriority[0].Priority != 1000 || r.ByPriority[0].Scheduled != 100 || r.ByPriority[1].Scheduled != 100 {
+		if len(r.ByPriority) != 2 || r.ByPriority[0].Priority != 1000 || r.ByPriority[0].Scheduled != 100 {
 			t.Fatalf("by priority %+v", r.ByPriority)
+		}
+		x := r.Preemption
+		if x == nil || x.Preemptions != 100 || x.Victims != 100 || x.Recreated != 100 ||
+			len(x.ByPriority) != 2 || x.ByPriority[1] != (PreemptionCount{Priority: 0, Victims: 100}) {
+			t.Fatalf("preemption %+v", x)
+		}
+	})
+	t.Run("without preemption the full cluster keeps them out", func(t *testing.T) {
+		sc := load(t, "PriorityPressure")
+		sc.Scheduler.Preemption = nil
+		r := run(t, sc)
+		if r.Preemption != nil || r.ByPriority[0].Scheduled != 0 {
+			t.Fatalf("preemption %+v, by priority %+v", r.Preemption, r.ByPriority)
 		}
 	})
 	t.Run("pods that fit nowhere park after one attempt", func(t *testing.T) {

@@ -53,11 +53,11 @@ func TestSimulate(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := run("--scenario", "PriorityPressure", "--no-wall")
-	if a != b || !strings.Contains(a, "200 scheduled, 200 pending, of 400") {
+	if a != b || !strings.Contains(a, "300 scheduled, 100 pending, of 400") {
 		t.Fatalf("two runs differ or wrong:\n%s\n%s", a, b)
 	}
 	js, err := run("--scenario", "PriorityPressure", "-o", "json", "--no-wall")
-	if err != nil || !strings.Contains(js, `"scheduled": 200`) || strings.Contains(js, `"wall"`) {
+	if err != nil || !strings.Contains(js, `"scheduled": 300`) || strings.Contains(js, `"wall"`) {
 		t.Fatalf("json: %v\n%s", err, js)
 	}
 	cmp, err := run("--scenario", "EarlyRetry", "--compare", "popFromBackoff=false")

@@ -39,7 +39,7 @@ func TestSimulateInputsAndOutputs(t *testing.T) {
 		}
 	}
 	out, err = run("--snapshot", "../../sim/testdata/snapshot/cluster.yaml", "--scenario", "PriorityPressure")
-	if err != nil || !strings.Contains(out, "snapshot         ../../sim/testdata/snapshot/cluster.yaml: 2 nodes") || !strings.Contains(out, "of 402") {
+	if err != nil || !strings.Contains(out, "snapshot         ../../sim/testdata/snapshot/cluster.yaml: 2 nodes") || !strings.Contains(out, "of 401") {
 		t.Fatalf("--snapshot with a scenario: %v\n%s", err, out)
 	}
 	for _, bad := range []struct {

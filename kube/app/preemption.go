@@ -1,0 +1,55 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/schedq/schedq/kube/scheduler"
+)
+
+// newPreemption wires preemption: the PodDisruptionBudget informer (on
+// factory, so it starts and syncs with the others), the API evictor
+// behind the lease fence, and the preemption metrics on reg.
+func newPreemption(factory informers.SharedInformerFactory, client kubernetes.Interface, rec events.EventRecorder,
+	reg prometheus.Registerer, f *fence, log *slog.Logger, schedulerName string) (*scheduler.PreemptionOptions, error) {
+	m, err := scheduler.NewPreemptionMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	pdbs := factory.Policy().V1().PodDisruptionBudgets()
+	pdbs.Informer() // registered before the factory starts
+	list := func() []*policyv1.PodDisruptionBudget {
+		out, err := pdbs.Lister().List(labels.Everything())
+		if err != nil {
+			log.Warn("listing PodDisruptionBudgets", "err", err)
+		}
+		return out
+	}
+	ev := &scheduler.APIEvictor{Client: client, Recorder: rec, Logger: log, SchedulerName: schedulerName}
+	return &scheduler.PreemptionOptions{Evictor: guardedEvictor{next: ev, fence: f}, Budgets: list, Metrics: m}, nil
+}
+
+// guardedEvictor evicts nobody once the lease may be lost: a replica that
+// is no longer sure to lead must not delete pods.
+type guardedEvictor struct {
+	next  scheduler.Evictor
+	fence *fence
+}
+
+// Preempt implements scheduler.Evictor.
+func (g guardedEvictor) Preempt(ctx context.Context, preemptor *v1.Pod, node string, victims []*v1.Pod, done func([]error)) {
+	if err := g.fence.held(); err != nil {
+		done([]error{err})
+		return
+	}
+	g.next.Preempt(ctx, preemptor, node, victims, done)
+}

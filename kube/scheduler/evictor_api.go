@@ -1,0 +1,128 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+)
+
+// APIEvictor carries out preemptions against the API server, each in its
+// own goroutine: it sets the preemptor's status.nominatedNodeName, then
+// for each victim adds the DisruptionTarget condition, records a
+// Preempted event and deletes the pod, with its UID as a precondition so
+// that a pod recreated under the same name is not touched. A victim
+// already gone counts as evicted. Safe for concurrent use.
+type APIEvictor struct {
+	Client   kubernetes.Interface
+	Recorder events.EventRecorder // nil: no events
+	Logger   *slog.Logger
+	// SchedulerName is named in the victims' condition message.
+	SchedulerName string
+	// GracePeriodSeconds, if set, overrides the victims' own grace period.
+	GracePeriodSeconds *int64
+	// Timeout bounds each request; default 30s.
+	Timeout time.Duration
+	running sync.WaitGroup
+}
+
+// Preempt implements Evictor.
+func (e *APIEvictor) Preempt(ctx context.Context, preemptor *v1.Pod, node string, victims []*v1.Pod, done func(errs []error)) {
+	e.running.Add(1)
+	go func() {
+		defer e.running.Done()
+		var errs []error
+		if err := e.nominate(ctx, preemptor, node); err != nil {
+			errs = append(errs, fmt.Errorf("nominate %s/%s: %w", preemptor.Namespace, preemptor.Name, err))
+		}
+		for _, v := range victims {
+			if err := e.evict(ctx, preemptor, node, v); err != nil {
+				errs = append(errs, fmt.Errorf("evict %s/%s: %w", v.Namespace, v.Name, err))
+			}
+		}
+		done(errs)
+	}()
+}
+
+// Wait waits for the preemptions under way to end.
+func (e *APIEvictor) Wait() { e.running.Wait() }
+
+func (e *APIEvictor) timeout() time.Duration {
+	if e.Timeout == 0 {
+		return 30 * time.Second
+	}
+	return e.Timeout
+}
+
+func (e *APIEvictor) log() *slog.Logger {
+	if e.Logger == nil {
+		return slog.Default()
+	}
+	return e.Logger
+}
+
+// nominate patches status.nominatedNodeName. A preemptor deleted since is
+// no failure: there is nothing left to schedule.
+func (e *APIEvictor) nominate(ctx context.Context, pod *v1.Pod, node string) error {
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": pod.UID},
+		"status":   map[string]any{"nominatedNodeName": node},
+	})
+	if err != nil {
+		return err
+	}
+	return e.patchStatus(ctx, pod, patch)
+}
+
+func (e *APIEvictor) patchStatus(ctx context.Context, pod *v1.Pod, patch []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, e.timeout())
+	defer cancel()
+	_, err := e.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil // gone, or replaced by a pod of the same name
+	}
+	return err
+}
+
+// evict marks victim as a disruption target and deletes it. The
+// condition failing to apply does not stop the deletion.
+func (e *APIEvictor) evict(ctx context.Context, preemptor *v1.Pod, node string, victim *v1.Pod) error {
+	now := metav1.Now()
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": victim.UID},
+		"status": map[string]any{"conditions": []v1.PodCondition{{
+			Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonPreemptionByScheduler,
+			Message:            e.SchedulerName + ": preempting to accommodate a higher priority pod",
+			LastTransitionTime: now,
+		}}},
+	})
+	if err != nil {
+		return err
+	}
+	if err := e.patchStatus(ctx, victim, patch); err != nil {
+		e.log().Warn("could not add the DisruptionTarget condition", "pod", victim.Namespace+"/"+victim.Name, "err", err)
+	}
+	if e.Recorder != nil {
+		e.Recorder.Eventf(victim, preemptor, v1.EventTypeNormal, "Preempted", "Preempting",
+			"Preempted by pod %s on node %s", preemptor.UID, node)
+	}
+	dctx, cancel := context.WithTimeout(ctx, e.timeout())
+	defer cancel()
+	uid := victim.UID
+	err = e.Client.CoreV1().Pods(victim.Namespace).Delete(dctx, victim.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &uid}, GracePeriodSeconds: e.GracePeriodSeconds,
+	})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil // already gone, or a new pod of the same name: not ours to delete
+	}
+	return err
+}

@@ -1,0 +1,228 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// Nominator is what preemption needs of the queue: which pod is
+// nominated to which node (see schedq.Core.Nominate). The queue keeps it
+// consistent: a pod deleted or bound is no longer nominated.
+// *schedq.Queue[types.NamespacedName, *v1.Pod] implements it.
+type Nominator interface {
+	Nominate(key types.NamespacedName, node string) error
+	Nomination(key types.NamespacedName) (string, bool)
+	Nominated(node string) []*v1.Pod
+	NominatedTargets() []string
+}
+
+// Evictor carries out a preemption without holding the scheduling cycle
+// back: it records the preemptor's nominated node (status.nominatedNodeName
+// in a real cluster), marks each victim with the DisruptionTarget
+// condition, deletes it, and then calls done with the failures (a victim
+// already gone is not one). done may run on another goroutine.
+type Evictor interface {
+	Preempt(ctx context.Context, preemptor *v1.Pod, node string, victims []*v1.Pod, done func(errs []error))
+}
+
+// PreemptionOptions turns preemption on (see EnablePreemption).
+type PreemptionOptions struct {
+	// Evictor deletes the victims. Required.
+	Evictor Evictor
+	// Budgets lists the PodDisruptionBudgets to respect where possible,
+	// from an informer in a real cluster. Nil: none.
+	Budgets func() []*policyv1.PodDisruptionBudget
+	// MinCandidateNodesPercentage and MinCandidateNodesAbsolute bound how
+	// many candidate nodes a search looks for before it picks one, as
+	// kube-scheduler's DefaultPreemption arguments (defaults 10 and 100).
+	MinCandidateNodesPercentage int
+	MinCandidateNodesAbsolute   int
+	// Metrics records attempts and victims. Nil records nothing.
+	Metrics *PreemptionMetrics
+}
+
+// preemptor is the scheduler's preemption state: the options and the
+// preemptors whose victims are still being evicted, which do not preempt
+// again meanwhile. running is written by Evictor's done, from any
+// goroutine.
+type preemptor struct {
+	o       PreemptionOptions
+	mu      sync.Mutex
+	running map[types.UID]bool
+}
+
+// EnablePreemption makes the scheduler preempt lower-priority pods for a
+// pod that fits nowhere, as kube-scheduler's DefaultPreemption does. The
+// queue must implement Nominator. Call it before the first cycle.
+func (s *Scheduler) EnablePreemption(o PreemptionOptions) error {
+	if o.Evictor == nil {
+		return fmt.Errorf("preemption: no Evictor")
+	}
+	if _, ok := s.queue.(Nominator); !ok {
+		return fmt.Errorf("preemption: the queue (%T) keeps no nominations", s.queue)
+	}
+	s.pre = &preemptor{o: o, running: map[types.UID]bool{}}
+	return nil
+}
+
+func (p *preemptor) isRunning(uid types.UID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.running[uid]
+}
+
+func (p *preemptor) setRunning(uid types.UID, on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if on {
+		p.running[uid] = true
+	} else {
+		delete(p.running, uid)
+	}
+}
+
+// nominator returns the queue's nominations, or nil if it keeps none.
+func (s *Scheduler) nominator() Nominator {
+	n, _ := s.queue.(Nominator)
+	return n
+}
+
+// nominatedPods returns, per node, the pods nominated there that pod must
+// leave room for: those of its priority or higher, not itself. Nil when
+// none. O(m) for m nominated pods.
+func (s *Scheduler) nominatedPods(pod *v1.Pod) map[string][]*framework.PodInfo {
+	nom := s.nominator()
+	if nom == nil {
+		return nil
+	}
+	targets := nom.NominatedTargets()
+	if len(targets) == 0 {
+		return nil
+	}
+	prio, key := framework.Priority(pod), framework.Key(pod)
+	var out map[string][]*framework.PodInfo
+	for _, node := range targets {
+		for _, p := range nom.Nominated(node) {
+			if framework.Priority(p) < prio || framework.Key(p) == key {
+				continue
+			}
+			pi, err := framework.NewPodInfo(p)
+			if err != nil {
+				continue
+			}
+			if out == nil {
+				out = map[string][]*framework.PodInfo{}
+			}
+			out[node] = append(out[node], pi)
+		}
+	}
+	return out
+}
+
+// place finds a node for pi: its nominated node first, if it still fits
+// there, then every node; if none fits and preemption is on, it plans a
+// preemption, which out carries for act to start outside the cache's lock.
+func (s *Scheduler) place(ctx context.Context, info Attempt, pi *framework.PodInfo, snap framework.Snapshot) Outcome {
+	s.nomPods = s.nominatedPods(pi.Pod)
+	defer func() { s.nomPods = nil }()
+	if node, ok := s.tryNominated(ctx, info, pi, snap); ok {
+		return Outcome{Result: Scheduled, Node: node}
+	}
+	out := s.findNode(ctx, pi, snap)
+	if out.Result == Unschedulable && s.pre != nil {
+		s.planPreemption(ctx, pi, snap, &out)
+	}
+	return out
+}
+
+// tryNominated returns the node the pod is nominated to if it passes the
+// filters there. A nomination to a node that is gone is cleared.
+func (s *Scheduler) tryNominated(ctx context.Context, info Attempt, pi *framework.PodInfo, snap framework.Snapshot) (string, bool) {
+	nom := s.nominator()
+	if nom == nil {
+		return "", false
+	}
+	node, ok := nom.Nomination(info.Key)
+	if !ok {
+		return "", false
+	}
+	ni, ok := snap.Node(node)
+	if !ok {
+		s.clearNomination(info.Key, "nominated node is gone")
+		return "", false
+	}
+	state, filters, st := s.preFilter(ctx, pi, snap)
+	if !st.IsSuccess() {
+		return "", false
+	}
+	if !s.filterNominated(ctx, filters, state, pi, ni).IsSuccess() {
+		return "", false
+	}
+	return node, true
+}
+
+func (s *Scheduler) clearNomination(key types.NamespacedName, why string) {
+	if nom := s.nominator(); nom != nil {
+		if err := nom.Nominate(key, ""); err != nil {
+			s.o.Logger.Debug("clear nomination", "pod", key, "err", err)
+		} else {
+			s.o.Logger.Debug("nomination cleared", "pod", key, "why", why)
+		}
+	}
+}
+
+// preFilter runs the PreFilter plugins and returns the cycle state and
+// the filters to run; a status other than success says the pod fits
+// nowhere.
+func (s *Scheduler) preFilter(ctx context.Context, pi *framework.PodInfo, snap framework.Snapshot) (*framework.CycleState, []framework.FilterPlugin, *framework.Status) {
+	state := framework.NewCycleState()
+	filters := s.o.Profile.Filter
+	for _, pf := range s.o.Profile.PreFilter {
+		st := pf.PreFilter(ctx, state, pi, snap)
+		if st.IsSkip() {
+			filters = s.without(filters, pf.Name())
+			continue
+		}
+		if !st.IsSuccess() {
+			st.Plugin = pf.Name()
+			return nil, nil, st
+		}
+	}
+	return state, filters, nil
+}
+
+// filterNominated runs the filters on ni as it will be once the pods
+// nominated there that outrank pi take their room: with them, and, as
+// kube-scheduler does, without them too (a filter such as affinity may
+// pass only thanks to them).
+func (s *Scheduler) filterNominated(ctx context.Context, filters []framework.FilterPlugin, state *framework.CycleState, pi *framework.PodInfo, ni *framework.NodeInfo) *framework.Status {
+	extra := s.nomPods[ni.Name()]
+	if len(extra) == 0 {
+		return filter(ctx, filters, state, pi, ni)
+	}
+	ni.CopyInto(&s.nomNode, nil)
+	for _, p := range extra {
+		s.nomNode.AddPod(p)
+	}
+	if st := filter(ctx, filters, state, pi, &s.nomNode); !st.IsSuccess() {
+		return st
+	}
+	return filter(ctx, filters, state, pi, ni)
+}
+
+// assumed drops the nomination of a pod the cache now counts on its node,
+// so that its room is not counted twice while the binding is under way.
+func (s *Scheduler) assumed(key types.NamespacedName) {
+	if nom := s.nominator(); nom != nil {
+		if _, ok := nom.Nomination(key); ok {
+			s.clearNomination(key, "assumed on a node")
+		}
+	}
+}

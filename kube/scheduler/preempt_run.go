@@ -1,0 +1,141 @@
+package scheduler
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// preemption is what a cycle decided about preemption, carried in its
+// Outcome from the cache's lock to act: the chosen candidate, or, with
+// none, whether the pod's nomination is to be cleared.
+type preemption struct {
+	cand  Candidate
+	found bool
+}
+
+// planPreemption looks for victims whose eviction lets pi fit, after
+// every node rejected it, and records the choice in out. The cycle's
+// message gains the reason when there is none. It reads snap only.
+func (s *Scheduler) planPreemption(ctx context.Context, pi *framework.PodInfo, snap framework.Snapshot, out *Outcome) {
+	s.pre.o.Metrics.attempt()
+	if why, ok := s.eligible(pi.Pod, snap); !ok {
+		out.Message += " preemption: " + why
+		return
+	}
+	out.preempt = &preemption{}
+	nodes := snap.Nodes()
+	if len(nodes) == 0 {
+		return
+	}
+	state, filters, st := s.preFilter(ctx, pi, snap)
+	if !st.IsSuccess() {
+		out.Message += " preemption: not helpful: " + st.Plugin + ": " + st.Message()
+		return
+	}
+	x := &s.srch
+	x.pod, x.prio, x.filters, x.state, x.nominated = pi, framework.Priority(pi.Pod), filters, state, s.nomPods
+	x.reasons = map[string]int{}
+	x.exts = x.exts[:0]
+	for _, pf := range s.o.Profile.PreFilter {
+		if e, ok := pf.(framework.PreFilterExtensions); ok && ranFilter(filters, pf.Name()) {
+			x.exts = append(x.exts, e)
+		}
+	}
+	x.budgets = newBudgets(nil)
+	if b := s.pre.o.Budgets; b != nil {
+		x.budgets = newBudgets(b())
+	}
+	want := candidatesToFind(len(nodes), s.pre.o.MinCandidateNodesPercentage, s.pre.o.MinCandidateNodesAbsolute)
+	cands := x.run(ctx, nodes, s.o.Rand.IntN(len(nodes)), want)
+	x.state, x.nominated = nil, nil // pin nothing between cycles
+	if len(cands) == 0 {
+		out.Message += " " + x.message(len(nodes))
+		return
+	}
+	c := pickCandidate(cands)
+	out.preempt.cand, out.preempt.found = c, true
+	out.Nominated, out.Victims = c.Node, c.Victims
+}
+
+// eligible says whether pod may preempt now, and if not why: its policy
+// forbids it, its last preemption is still being carried out, or a victim
+// on its nominated node is still terminating.
+func (s *Scheduler) eligible(pod *v1.Pod, snap framework.Snapshot) (string, bool) {
+	if p := pod.Spec.PreemptionPolicy; p != nil && *p == v1.PreemptNever {
+		return "not eligible due to preemptionPolicy=Never.", false
+	}
+	if s.pre.isRunning(pod.UID) {
+		return "not eligible: its victims are still being evicted.", false
+	}
+	node, ok := s.nominator().Nomination(framework.Key(pod))
+	if !ok {
+		return "", true
+	}
+	ni, ok := snap.Node(node)
+	if !ok {
+		return "", true
+	}
+	prio := framework.Priority(pod)
+	for _, p := range ni.Pods {
+		if p.Pod.DeletionTimestamp != nil && framework.Priority(p.Pod) < prio {
+			return "not eligible: a pod on its nominated node " + node + " is still terminating.", false
+		}
+	}
+	return "", true
+}
+
+// act carries out what planPreemption decided, outside the cache's lock:
+// it nominates the pod to the chosen node, takes the nomination from the
+// pods of lower priority nominated there, and hands the victims to the
+// Evictor, which deletes them without holding the cycle. Without a
+// candidate, the pod's nomination is cleared.
+func (s *Scheduler) act(ctx context.Context, info Attempt, out *Outcome) {
+	p := out.preempt
+	if p == nil || s.pre == nil {
+		return
+	}
+	nom, pod := s.nominator(), info.Item
+	if !p.found {
+		if _, ok := nom.Nomination(info.Key); ok {
+			s.clearNomination(info.Key, "preemption cannot help")
+		}
+		return
+	}
+	c := p.cand
+	if err := nom.Nominate(info.Key, c.Node); err != nil {
+		s.o.Logger.Debug("nominate", "pod", info.Key, "err", err)
+		return
+	}
+	prio := framework.Priority(pod)
+	for _, other := range nom.Nominated(c.Node) {
+		if framework.Priority(other) < prio {
+			s.clearNomination(framework.Key(other), "a higher-priority pod took its room")
+		}
+	}
+	s.pre.o.Metrics.victims(len(c.Victims))
+	s.o.Logger.Debug("preempting", "pod", info.Key, "node", c.Node, "victims", len(c.Victims), "pdbViolations", c.PDBViolations)
+	uid, key := pod.UID, info.Key
+	s.pre.setRunning(uid, true)
+	s.pre.o.Evictor.Preempt(ctx, pod, c.Node, c.Victims, func(errs []error) {
+		s.pre.setRunning(uid, false)
+		if len(errs) > 0 {
+			// Some room may not come: look again from scratch next time.
+			s.o.Logger.Warn("preemption incomplete", "pod", key, "node", c.Node, "errors", errs)
+			s.clearNomination(key, "a victim could not be evicted")
+		}
+	})
+}
+
+// ranFilter reports whether the filter named name is among filters: its
+// PreFilter did not skip it.
+func ranFilter(filters []framework.FilterPlugin, name string) bool {
+	for _, f := range filters {
+		if f.Name() == name {
+			return true
+		}
+	}
+	return false
+}

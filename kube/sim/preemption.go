@@ -1,0 +1,187 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/scheduler"
+)
+
+// PreemptionSpec turns preemption on in the simulated scheduler, as
+// kube-scheduler's DefaultPreemption: a pod that fits nowhere evicts pods
+// of lower priority. Absent, there is no preemption.
+type PreemptionSpec struct {
+	// RecreateVictims creates each victim again as a new pending pod, as
+	// its controller would.
+	RecreateVictims bool `yaml:"recreateVictims"`
+	// GracePeriod is the virtual time a victim spends terminating (still
+	// on its node) before it leaves. Default 0: it leaves as soon as the
+	// API server takes the deletion, after the bind latency.
+	GracePeriod time.Duration `yaml:"gracePeriod"`
+}
+
+// PreemptionSummary counts the preemptions of a run.
+type PreemptionSummary struct {
+	// Preemptions is how many times a pod chose victims; Victims how many
+	// pods it evicted in all, and Recreated how many came back.
+	Preemptions int `json:"preemptions"`
+	Victims     int `json:"victims"`
+	Recreated   int `json:"recreated,omitempty"`
+	// ByPriority counts the victims and the preemptors per priority.
+	ByPriority []PreemptionCount `json:"byPriority,omitempty"`
+}
+
+// PreemptionCount is, for one priority, how many of its pods preempted
+// and how many were preempted.
+type PreemptionCount struct {
+	Priority   int32 `json:"priority"`
+	Preemptors int   `json:"preemptors"`
+	Victims    int   `json:"victims"`
+}
+
+// preemptions is the simulator's record of preemptions.
+type preemptions struct {
+	spec        *PreemptionSpec
+	preemptions int
+	victims     int
+	recreated   int
+	byPrio      map[int32]*PreemptionCount
+}
+
+// enablePreemption turns preemption on for the scenario's scheduler, if
+// the scenario asks for it.
+func (s *sim) enablePreemption() error {
+	spec := s.sc.Scheduler.Preemption
+	if spec == nil {
+		return nil
+	}
+	if spec.GracePeriod < 0 {
+		return fmt.Errorf("scenario: scheduler.preemption.gracePeriod: %v is negative", spec.GracePeriod)
+	}
+	s.pre = &preemptions{spec: spec, byPrio: map[int32]*PreemptionCount{}}
+	return s.sched.EnablePreemption(scheduler.PreemptionOptions{Evictor: evictor{s}})
+}
+
+func (p *preemptions) count(prio int32) *PreemptionCount {
+	c := p.byPrio[prio]
+	if c == nil {
+		c = &PreemptionCount{Priority: prio}
+		p.byPrio[prio] = c
+	}
+	return c
+}
+
+// evictor deletes victims as the API server would: after the bind
+// latency, and, with a grace period, after they have terminated.
+type evictor struct{ s *sim }
+
+// Preempt implements scheduler.Evictor.
+func (e evictor) Preempt(_ context.Context, preemptor *v1.Pod, _ string, victims []*v1.Pod, done func([]error)) {
+	s := e.s
+	s.pre.preemptions++
+	s.pre.count(framework.Priority(preemptor)).Preemptors++
+	for _, v := range victims {
+		s.pre.victims++
+		s.pre.count(framework.Priority(v)).Victims++
+	}
+	lat := s.sc.Scheduler.BindLatency
+	if lat == 0 {
+		lat = 20 * time.Millisecond
+	}
+	s.at(s.now.Add(lat), func() {
+		for _, v := range victims {
+			s.evict(framework.Key(v), v.UID)
+		}
+		done(nil)
+	})
+}
+
+// evict deletes the pod with key if it is still the one with uid (a
+// victim already gone is skipped), at once or after its grace period.
+func (s *sim) evict(key types.NamespacedName, uid types.UID) {
+	cur := s.cl.pods[key]
+	if cur == nil || cur.UID != uid || cur.DeletionTimestamp != nil {
+		return
+	}
+	grace := s.pre.spec.GracePeriod
+	if grace <= 0 {
+		s.removeVictim(cur)
+		return
+	}
+	term := *cur // shallow, as bindDone: maps and slices are never changed in place
+	term.DeletionTimestamp = &metav1.Time{Time: s.now}
+	s.cl.pods[key] = &term
+	s.h.UpdatePod(cur, &term)
+	s.at(s.now.Add(grace), func() {
+		if p := s.cl.pods[key]; p != nil && p.UID == uid {
+			s.removeVictim(p)
+		}
+	})
+}
+
+// removeVictim deletes a victim from the cluster and, if the scenario
+// says so, creates it again as a new pending pod.
+func (s *sim) removeVictim(p *v1.Pod) {
+	s.preempted(p)
+	delete(s.cl.pods, framework.Key(p))
+	s.h.DeletePod(p)
+	if !s.pre.spec.RecreateVictims {
+		return
+	}
+	again := p.DeepCopy()
+	again.Spec.NodeName = ""
+	again.UID = s.cl.nextUID()
+	again.Status = v1.PodStatus{}
+	again.DeletionTimestamp = nil
+	s.pre.recreated++
+	s.arrive(again)
+}
+
+// summary returns the report's preemption counts, nil when preemption
+// was off.
+func (p *preemptions) summary() *PreemptionSummary {
+	if p == nil {
+		return nil
+	}
+	out := &PreemptionSummary{Preemptions: p.preemptions, Victims: p.victims, Recreated: p.recreated}
+	for _, c := range p.byPrio {
+		out.ByPriority = append(out.ByPriority, *c)
+	}
+	sort.Slice(out.ByPriority, func(i, j int) bool { return out.ByPriority[i].Priority > out.ByPriority[j].Priority })
+	return out
+}
+
+// writePreemption prints the preemption counts, when preemption was on.
+func (r *Report) writePreemption(p func(string, ...any)) {
+	x := r.Preemption
+	if x == nil {
+		return
+	}
+	line := fmt.Sprintf("preemption       %d preemptions, %d victims", x.Preemptions, x.Victims)
+	if x.Recreated > 0 {
+		line += fmt.Sprintf(", %d recreated", x.Recreated)
+	}
+	p("%s", line)
+	for _, c := range x.ByPriority {
+		p("  priority %-6d %d preempted, %d evicted", c.Priority, c.Preemptors, c.Victims)
+	}
+}
+
+// Nominate, Nomination, Nominated and NominatedTargets give the scheduler
+// the queue's nominations (scheduler.Nominator).
+func (q coreQueue) Nominate(k types.NamespacedName, node string) error {
+	return q.c.Nominate(k, node)
+}
+
+func (q coreQueue) Nomination(k types.NamespacedName) (string, bool) { return q.c.Nomination(k) }
+
+func (q coreQueue) Nominated(node string) []*v1.Pod { return q.c.Nominated(node) }
+
+func (q coreQueue) NominatedTargets() []string { return q.c.NominatedTargets() }
