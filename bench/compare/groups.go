@@ -77,8 +77,11 @@ func groupPool(n int) []*entity {
 // throughout (a quarter of them gangs of 8). Each op adds an entity and
 // makes one attempt on the head of the queue: 60% succeed (every pod
 // bound), 30% are rejected by PluginA or PluginB, 10% fail with an error.
-// A failed entity comes back, so one queued lone pod is deleted to keep
-// the count steady. NodeAdd every 20 ops, a second (backoff flush) every
+// A failed entity comes back, so another queued entity of its kind (lone
+// pod or gang, all members) is deleted: the count and the mix stay steady,
+// and the per-op cost does not drift with the run's length (deleting lone
+// pods only, as an earlier version did, let parked gangs pile up until
+// every queued entity was one). NodeAdd every 20 ops, a second (backoff flush) every
 // 100, 30 seconds (leftover flush) every 3000. Both peers get the same
 // input; what they pop may differ where their designs do (upstream backs a
 // rejected group off and retries it; schedq parks it on its plugins), so
@@ -100,12 +103,17 @@ func runGroupMixed(b *testing.B, n int, ops groupOps) {
 		seen[e.group.Name] = true
 	}
 	free := slices.Clone(pool[n:])
-	var lone podSet
+	// queued holds the queued entities of each kind (0: lone, 1: gang).
+	var queued [2]entitySet
+	kind := func(e *entity) int {
+		if e.group != nil {
+			return 1
+		}
+		return 0
+	}
 	for _, e := range pool[:n] {
 		add(e)
-		if e.group == nil {
-			lone.add(e.pod)
-		}
+		queued[kind(e)].add(e)
 	}
 	rejectA, rejectB := []string{upstream.PluginA}, []string{upstream.PluginB}
 	_, oldObj, newObj := upstream.EventArgs(upstream.NodeAdd, upstream.HintByLabel)
@@ -125,16 +133,12 @@ func runGroupMixed(b *testing.B, n int, ops groupOps) {
 		e := free[len(free)-1]
 		free = free[:len(free)-1]
 		add(e)
-		if e.group == nil {
-			lone.add(e.pod)
-		}
+		queued[kind(e)].add(e)
 		got := byName[ops.pop()]
 		if got == nil {
 			b.Fatal("popped an unknown entity")
 		}
-		if got.group == nil {
-			lone.remove(got.pod)
-		}
+		queued[kind(got)].remove(got)
 		switch o := outcomes[i%len(outcomes)]; {
 		case o < 6:
 			ops.done()
@@ -148,15 +152,18 @@ func runGroupMixed(b *testing.B, n int, ops groupOps) {
 			default:
 				ops.fail(nil)
 			}
-			if got.group == nil {
-				lone.add(got.pod)
+			// It comes back, so a queued entity of its kind (not itself)
+			// is deleted: the mix of lone pods and gangs stays steady.
+			same := &queued[kind(got)]
+			if same.len() > 0 {
+				victim := same.at(i % same.len())
+				same.remove(victim)
+				for _, p := range victim.pods() {
+					ops.del(p)
+				}
+				free = append(free, victim)
 			}
-			if lone.len() > 0 {
-				victim := lone.at(i % lone.len())
-				lone.remove(victim)
-				ops.del(victim)
-				free = append(free, byName[victim.Name])
-			}
+			same.add(got)
 		}
 		if i%20 == 0 {
 			ops.event(oldObj, newObj)
@@ -169,4 +176,38 @@ func runGroupMixed(b *testing.B, n int, ops groupOps) {
 			ops.leftover()
 		}
 	}
+}
+
+// pods returns the entity's pods: the lone pod, or the gang's members.
+func (e *entity) pods() []*v1.Pod {
+	if e.group != nil {
+		return e.members
+	}
+	return []*v1.Pod{e.pod}
+}
+
+// entitySet is a set of entities with O(1) add, remove and indexed pick.
+type entitySet struct {
+	items []*entity
+	pos   map[*entity]int
+}
+
+func (s *entitySet) len() int         { return len(s.items) }
+func (s *entitySet) at(i int) *entity { return s.items[i] }
+func (s *entitySet) add(e *entity) {
+	if s.pos == nil {
+		s.pos = map[*entity]int{}
+	}
+	s.pos[e] = len(s.items)
+	s.items = append(s.items, e)
+}
+func (s *entitySet) remove(e *entity) {
+	i, ok := s.pos[e]
+	if !ok {
+		return
+	}
+	last := s.items[len(s.items)-1]
+	s.items[i], s.pos[last] = last, i
+	s.items = s.items[:len(s.items)-1]
+	delete(s.pos, e)
 }

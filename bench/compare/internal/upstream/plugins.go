@@ -121,7 +121,9 @@ func HintFor(plugin string) fwk.QueueingHintFn {
 		case HintError:
 			return fwk.QueueSkip, hintError{}
 		}
-		for _, name := range strings.Split(pod.Labels[LabelWake], ",") {
+		for rest := pod.Labels[LabelWake]; rest != ""; {
+			var name string
+			name, rest, _ = strings.Cut(rest, ",")
 			if name == plugin {
 				return fwk.Queue, nil
 			}
