@@ -46,13 +46,17 @@ type fairActive[K comparable, T any] struct {
 	cfg     Fairness[T]
 	custom  func(a, b *entry[K, T]) bool // the caller's Less, or nil
 	tenants map[string]*fairTenant[K, T]
-	order   *heap.Heap[*fairTenant[K, T]]
+	order   tenantHeap[K, T]
 	live    int
 	stamp   uint64
 	decay   decay
 	lastNow int64 // of the latest charge, for forgetting tenants
 	pruneAt int   // tenant count that triggers forgetting
-	popped  *entry[K, T]
+	popped  *entry[K, T]      // by the latest Pop, for charge
+	refix   *fairTenant[K, T] // whose place Pop left for charge to fix
+
+	scaleAt int64 // the decay step scaleOf last computed at
+	scaled  float64
 }
 
 func newFairActive[K comparable, T any](cfg Fairness[T], custom func(a, b *entry[K, T]) bool) *fairActive[K, T] {
@@ -63,20 +67,8 @@ func newFairActive[K comparable, T any](cfg Fairness[T], custom func(a, b *entry
 		decay:   decay{halfLife: float64(cfg.HalfLife)},
 		pruneAt: 64,
 	}
-	f.order = heap.New(f.tenantBefore, func(t *fairTenant[K, T], i int) { t.idx = i })
+	f.order.beforePriority = cfg.BeforePriority
 	return f
-}
-
-// tenantBefore is the order of tenants: by their head items' priority
-// (unless BeforePriority), then usage, then the head items' order.
-func (f *fairActive[K, T]) tenantBefore(a, b *fairTenant[K, T]) bool {
-	if !f.cfg.BeforePriority && a.head.prio != b.head.prio {
-		return a.head.prio > b.head.prio
-	}
-	if a.norm != b.norm {
-		return a.norm < b.norm
-	}
-	return a.h.before(&a.head, &b.head)
 }
 
 // tenant returns the tenant called name, creating it if new.
@@ -155,16 +147,27 @@ func (f *fairActive[K, T]) settle(t *fairTenant[K, T]) {
 
 // Pop takes the head of the first tenant. O(log tenants + log items).
 func (f *fairActive[K, T]) Pop() (*entry[K, T], bool) {
-	t, ok := f.order.Peek()
-	if !ok {
+	if f.order.Len() == 0 {
 		return nil, false
 	}
+	t := f.order.At(0)
 	e := t.h.pop().e
 	e.fair.stamp = 0
 	t.live--
 	f.live--
-	f.settle(t)
 	f.popped = e
+	if t.live == 0 {
+		f.settle(t)
+		return e, true
+	}
+	// Core.Pop charges the tenant at once, which moves it anyway: settle
+	// its head now, and leave its one fix to charge.
+	for !t.h.items[0].live() {
+		t.h.pop()
+		t.stale--
+	}
+	t.head = t.h.items[0]
+	f.refix = t
 	return e, true
 }
 
@@ -223,12 +226,29 @@ func (f *fairActive[K, T]) charge(e *entry[K, T], now int64) {
 	if f.decay.needsRescale(now) {
 		f.rescale(now)
 	}
-	t.usage += f.cfg.cost(e.Item) * f.decay.scale(now)
+	t.usage += f.cfg.cost(e.Item) * f.scaleOf(now)
 	t.norm = t.usage / t.weight
 	t.pops++
+	if r := f.refix; r != nil && r != t && r.idx >= 0 {
+		f.order.Fix(r.idx)
+	}
+	f.refix = nil
 	if t.idx >= 0 {
 		f.order.Fix(t.idx)
 	}
+}
+
+// scaleOf is decay.scale(now), computed once per decay step.
+func (f *fairActive[K, T]) scaleOf(now int64) float64 {
+	if !f.decay.started {
+		f.scaled = f.decay.scale(now)
+		f.scaleAt = 0
+		return f.scaled
+	}
+	if st := f.decay.step(now); st != f.scaleAt {
+		f.scaled, f.scaleAt = f.decay.scale(now), st
+	}
+	return f.scaled
 }
 
 // rescale divides every stored usage by the scale at now and moves the
@@ -241,7 +261,8 @@ func (f *fairActive[K, T]) rescale(now int64) {
 		t.norm = t.usage / t.weight
 	}
 	f.decay.ref = now
-	f.order.Filter(func(*fairTenant[K, T]) bool { return true })
+	f.scaleAt = math.MinInt64 // the scale changed: compute it afresh
+	f.order.Heapify()
 }
 
 // usageAt returns t's usage decayed to now (Unix ns): what its pops cost,
@@ -250,7 +271,7 @@ func (f *fairActive[K, T]) usageAt(t *fairTenant[K, T], now int64) float64 {
 	if !f.decay.started {
 		return 0
 	}
-	return t.usage / math.Exp2(float64(now-f.decay.ref)/f.decay.halfLife)
+	return t.usage / f.decay.scale(now)
 }
 
 // Check verifies the tenants' heaps, counts and heads, and the tenant heap.

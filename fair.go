@@ -106,12 +106,23 @@ type decay struct {
 	started  bool
 }
 
-// scale returns 2^((now-ref)/halfLife), anchoring ref at the first call.
+// decaySteps is how many steps a half-life is cut into: usage decays in
+// steps of HalfLife/4096, so that the scale need not be computed afresh at
+// every pop.
+const decaySteps = 4096
+
+// scale returns 2^((now-ref)/halfLife), in steps of halfLife/decaySteps,
+// anchoring ref at the first call.
 func (d *decay) scale(now int64) float64 {
 	if !d.started {
 		d.started, d.ref = true, now
 	}
-	return math.Exp2(float64(now-d.ref) / d.halfLife)
+	return math.Exp2(float64(d.step(now)) / decaySteps)
+}
+
+// step returns the number of whole steps from ref to now.
+func (d *decay) step(now int64) int64 {
+	return int64(math.Floor(float64(now-d.ref) / (d.halfLife / decaySteps)))
 }
 
 // maxScaleExp is the exponent past which the stored usages are rescaled:
@@ -121,7 +132,7 @@ const maxScaleExp = 64
 
 // needsRescale reports whether the scale at now has grown past 2^64.
 func (d *decay) needsRescale(now int64) bool {
-	return d.started && float64(now-d.ref)/d.halfLife > maxScaleExp
+	return d.started && d.step(now) > maxScaleExp*decaySteps
 }
 
 // retenanted reports whether e, in activeQ, must move because the tenant

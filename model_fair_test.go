@@ -77,6 +77,8 @@ func (m *model) charge(it *mItem, now time.Time) {
 	if !f.begun {
 		f.begun, f.ref = true, now
 	}
-	s := math.Exp2(float64(now.Sub(f.ref)) / float64(f.cfg.HalfLife))
+	// Usage decays in steps of a 4096th of the half-life.
+	step := math.Floor(float64(now.Sub(f.ref)) / (float64(f.cfg.HalfLife) / 4096))
+	s := math.Exp2(step / 4096)
 	f.usage[f.cfg.Tenant(it.Item)] += f.cfg.cost(it.Item) * s
 }
