@@ -50,8 +50,8 @@ type fairActive[K comparable, T any] struct {
 	live    int
 	stamp   uint64
 	decay   decay
-	lastNow int64 // of the latest charge, for forgetting tenants
-	pruneAt int   // tenant count that triggers forgetting
+	lastNow int64             // of the latest charge, for forgetting tenants
+	pruneAt int               // tenant count that triggers forgetting
 	popped  *entry[K, T]      // by the latest Pop, for charge
 	refix   *fairTenant[K, T] // whose place Pop left for charge to fix
 
