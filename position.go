@@ -132,9 +132,13 @@ func (c *Core[K, T]) keysOf(e *entry[K, T]) sortKeysOf {
 	k := sortKeysOf{prio: e.prio, ts: e.ts, tie: math.MaxUint64}
 	if e.loc == locActive {
 		k.queued = true
-		k.tie = uint64(e.gen)
-		if c.fair != nil {
+		switch {
+		case c.fair != nil:
 			k.tie = e.fair.stamp
+		case c.cfg.Priority == nil:
+			k.tie = e.seq
+		default:
+			k.tie = uint64(e.gen)
 		}
 		return k
 	}

@@ -53,6 +53,7 @@ func TestPositionExact(t *testing.T) {
 					}
 				}
 				h.step(time.Minute - 40*time.Millisecond)
+				listed := h.c.Pending(PendingOptions[job]{Limit: 1000}, h.now)
 				want := map[string]int{}
 				for name := range h.c.keys {
 					x, err := h.c.Explain(name, h.now)
@@ -61,9 +62,15 @@ func TestPositionExact(t *testing.T) {
 					}
 					want[name] = x.Position.Ahead
 				}
+				if listed.Total != len(want) || len(listed.Items) != len(want) {
+					t.Fatalf("Pending listed %d of %d, want %d", len(listed.Items), listed.Total, len(want))
+				}
 				for i, name := range h.drain() {
 					if want[name] != i {
 						t.Errorf("%s popped %d-th, Explain said %d ahead", name, i, want[name])
+					}
+					if it := listed.Items[i]; it.Key != name || it.Rank != i || it.Position == nil || it.Position.Ahead != i {
+						t.Errorf("%s popped %d-th, Pending listed %s there (rank %d, %+v)", name, i, it.Key, it.Rank, it.Position)
 					}
 				}
 			})
