@@ -52,6 +52,7 @@ type fairActive[K comparable, T any] struct {
 	decay   decay
 	lastNow int64             // of the latest charge, for forgetting tenants
 	pruneAt int               // tenant count that triggers forgetting
+	rec     TenantRecorder    // or nil
 	popped  *entry[K, T]      // by the latest Pop, for charge
 	refix   *fairTenant[K, T] // whose place Pop left for charge to fix
 
@@ -229,6 +230,9 @@ func (f *fairActive[K, T]) charge(e *entry[K, T], now int64) {
 	t.usage += f.cfg.cost(e.Item) * f.scaleOf(now)
 	t.norm = t.usage / t.weight
 	t.pops++
+	if f.rec != nil {
+		f.rec.Popped(t.name)
+	}
 	if r := f.refix; r != nil && r != t && r.idx >= 0 {
 		f.order.Fix(r.idx)
 	}

@@ -218,3 +218,30 @@ func TestFairNoAllocs(t *testing.T) {
 }
 
 var benchTenants = []string{"t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9"}
+
+type tenantRec struct {
+	nopRecorder
+	pops map[string]int
+}
+
+func (r *tenantRec) Popped(tenant string) { r.pops[tenant]++ }
+
+// TestTenants: the tenants' stats, and the recorder hearing each pop.
+func TestTenants(t *testing.T) {
+	rec := &tenantRec{pops: map[string]int{}}
+	h := newHarness(t, fairBy(map[string]float64{"b": 4}), func(c *Config[string, job]) { c.Recorder = rec })
+	h.add(lj("a1", 0, "a"), lj("a2", 0, "a"), lj("b1", 0, "b"))
+	h.pop()
+	h.step(time.Minute)
+	got := h.c.Tenants(h.now)
+	want := []TenantStats{{Name: "a", Weight: 1, Active: 1, Usage: 0.5, Pops: 1}, {Name: "b", Weight: 4, Active: 1}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Tenants %+v, want %+v", got, want)
+	}
+	if rec.pops["a"] != 1 || len(rec.pops) != 1 {
+		t.Errorf("recorder heard %v, want a once", rec.pops)
+	}
+	if n := newHarness(t).c.Tenants(h.now); n != nil {
+		t.Errorf("Tenants without fairness: %v", n)
+	}
+}

@@ -36,6 +36,10 @@ type Options struct {
 	// maps them to kube-scheduler's names ("UnschedulablePodAdd"). Labels
 	// not in the map pass unchanged.
 	EventLabels map[string]string
+	// DisableTenantLabel drops the tenant label of the fair-sharing
+	// metrics (queue_tenant_*), which then sum over the tenants: for
+	// queues with many tenants, to bound the metrics' cardinality.
+	DisableTenantLabel bool
 }
 
 // Source is where levels are read at scrape time. *schedq.Queue
@@ -66,6 +70,8 @@ type Recorder struct {
 	source   Source
 
 	pending, unschedulable, inflight *prometheus.Desc
+
+	tenants *tenantMetrics
 }
 
 type incomingKey struct {
@@ -163,6 +169,7 @@ func New(o Options) *Recorder {
 			"Number of events currently tracked in the scheduling queue.",
 			[]string{"event"}, nil),
 	}
+	r.tenants = newTenantMetrics(o, name)
 	for q := schedq.InActive; q <= schedq.InGated; q++ {
 		r.inQueueBy[q] = r.inQueue.WithLabelValues(q.String())
 	}
@@ -189,7 +196,7 @@ func (r *Recorder) Register(reg prometheus.Registerer, src Source) error {
 	if r.source != nil {
 		return ErrRegistered
 	}
-	for _, c := range []prometheus.Collector{r.incoming, r.hints, r.afterFlush, r.wait, r.inQueue, r.examined, r.moved, levels{r}} {
+	for _, c := range []prometheus.Collector{r.incoming, r.hints, r.afterFlush, r.wait, r.inQueue, r.examined, r.moved, levels{r}, r.tenants.pops, tenantLevels{r}} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("metrics: %w", err)
 		}
