@@ -10,7 +10,7 @@ import (
 )
 
 // crPeer benchmarks sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue
-// (v0.24.1, the release built against k8s.io/* v0.36).
+// (v0.25.2, the release line built against k8s.io/* v0.37).
 func crPeer() Peer {
 	return Peer{
 		Name:         "ctrl-rt-pq",

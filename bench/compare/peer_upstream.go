@@ -19,7 +19,7 @@ import (
 )
 
 // upstreamPeer benchmarks k8s.io/kubernetes/pkg/scheduler/backend/queue
-// (v1.36.3) directly, without the differential Driver's bookkeeping.
+// (v1.37.2) directly, without the differential Driver's bookkeeping.
 func upstreamPeer() Peer {
 	return Peer{
 		Name:         "upstream",
@@ -57,7 +57,7 @@ func upstreamAddPopDone(n int) func(b *testing.B) {
 		b.ResetTimer()
 		for b.Loop() {
 			q.Add(ctx, spare)
-			pi, err := q.Pop(logger)
+			pi, err := upstream.PopPod(q, logger)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -89,13 +89,13 @@ func upstreamFailRequeue(n int) func(b *testing.B) {
 				upstream.FlushBackoffQ(q, logger)
 				popped = 0
 			}
-			pi, err := q.Pop(logger)
+			pi, err := upstream.PopPod(q, logger)
 			if err != nil {
 				b.Fatal(err)
 			}
 			cycle := q.SchedulingCycle()
 			pi.ClearRejectorPlugins() // error path: no rejector plugins
-			if err := q.AddUnschedulableIfNotPresent(logger, pi, cycle); err != nil {
+			if err := q.AddUnschedulablePodIfNotPresent(logger, pi, cycle); err != nil {
 				b.Fatal(err)
 			}
 			popped++
@@ -116,13 +116,13 @@ func upstreamMoveAll(n int, move bool) func(b *testing.B) {
 		}
 		park := func() {
 			for range n {
-				pi, err := q.Pop(logger)
+				pi, err := upstream.PopPod(q, logger)
 				if err != nil {
 					b.Fatal(err)
 				}
 				pi.ClearRejectorPlugins()
 				pi.UnschedulablePlugins = sets.New(upstream.PluginA)
-				if err := q.AddUnschedulableIfNotPresent(logger, pi, q.SchedulingCycle()); err != nil {
+				if err := q.AddUnschedulablePodIfNotPresent(logger, pi, q.SchedulingCycle()); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -180,9 +180,9 @@ func upstreamMixed(n int) func(b *testing.B) {
 		var cycle int64
 		runMixed(b, n, mixedOps{
 			add: func(p *v1.Pod) { q.Add(ctx, p) },
-			del: func(p *v1.Pod) { q.Delete(p) },
+			del: func(p *v1.Pod) { q.Delete(logger, p) },
 			pop: func() *v1.Pod {
-				pi, err := q.Pop(logger)
+				pi, err := upstream.PopPod(q, logger)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -192,7 +192,7 @@ func upstreamMixed(n int) func(b *testing.B) {
 			fail: func(plugins []string) {
 				cur.ClearRejectorPlugins()
 				cur.UnschedulablePlugins = sets.New(plugins...)
-				if err := q.AddUnschedulableIfNotPresent(logger, cur, cycle); err != nil {
+				if err := q.AddUnschedulablePodIfNotPresent(logger, cur, cycle); err != nil {
 					b.Fatal(err)
 				}
 			},

@@ -78,6 +78,17 @@ func (f *fakeAuth) Authorize(_ context.Context, a authorizer.Attributes) (author
 	return authorizer.DecisionNoOpinion, "", nil
 }
 
+// ConditionsAwareAuthorize answers as Authorize: the authorizer interface
+// of k8s.io/apiserver v0.37 asks every authorizer for it.
+func (f *fakeAuth) ConditionsAwareAuthorize(ctx context.Context, a authorizer.Attributes) authorizer.ConditionsAwareDecision {
+	return authorizer.ConditionsAwareDecisionFromParts(f.Authorize(ctx, a))
+}
+
+// EvaluateConditions fails closed: fakeAuth makes no conditional decisions.
+func (f *fakeAuth) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
+	return authorizer.DecisionDeny, "", authorizer.ErrorConditionEvaluationNotSupported
+}
+
 // TestGuarded: the health paths are open; every other path needs an
 // authenticated, authorized user; anonymous is not authenticated.
 func TestGuarded(t *testing.T) {

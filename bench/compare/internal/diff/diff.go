@@ -187,19 +187,15 @@ func Run(seed uint64, n int, check func(*schedqdrv.Driver) error) Result {
 			sq.Step(d)
 		default:
 			// schedq's Tick runs the backoff flush, then the leftover flush;
-			// upstream runs the same two. Upstream v1.36.3 re-flushes a
-			// gated pod at every leftover flush once it is old enough, and
-			// each such flush counts as an event for the attempts in flight
-			// (#139331); schedq re-checks a gated item once per
-			// MaxInUnschedulable. So while a pod is gated and another is in
-			// flight, the generator only steps the clock.
+			// upstream runs the same two. Since v1.37 upstream ages a flushed
+			// entity from its last flush, so a gated pod is re-flushed once
+			// per MaxInUnschedulable, as schedq re-checks it; v1.36.3
+			// re-flushed it at every leftover flush (#139331), and the
+			// generator then skipped the flush while a pod was gated and
+			// another in flight. The flush now runs in every state.
 			d := steps[r.IntN(len(steps))]
 			up.Step(d)
 			sq.Step(d)
-			if len(inflight) > 0 && slices.ContainsFunc(names, func(n string) bool { return up.Where(n) == upstream.Gated }) {
-				op = fmt.Sprintf("Step %v", d)
-				break
-			}
 			op = fmt.Sprintf("Step %v, Flush", d)
 			up.FlushBackoff()
 			up.FlushUnschedulable()

@@ -169,8 +169,8 @@ func NewUpstream() *Upstream {
 	for _, pe := range p.PreEnqueue {
 		pre["schedq"][pe.Name()] = preEnqueue{pe}
 	}
-	less := func(a, b fwk.QueuedPodInfo) bool {
-		pa, pb := kframework.Priority(a.GetPodInfo().GetPod()), kframework.Priority(b.GetPodInfo().GetPod())
+	less := func(a, b fwk.QueuedEntityInfo) bool {
+		pa, pb := a.GetPriority(), b.GetPriority()
 		if pa != pb {
 			return pa > pb
 		}
@@ -205,14 +205,19 @@ func (u *Upstream) Replay(ops []sim.Op, check bool) error {
 			if p == nil {
 				p = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: op.Key.Namespace, Name: op.Key.Name}}
 			}
-			u.q.Delete(p)
+			u.q.Delete(u.logger, p)
 		case "pop":
 			if check && len(u.q.PodsInActiveQ()) == 0 && !backoffPoppable(u.q) {
 				return fmt.Errorf("pop at %v: upstream has nothing to pop", op.At)
 			}
-			pi, err := u.q.Pop(u.logger)
+			e, err := u.q.Pop(u.logger)
 			if err != nil {
 				return err
+			}
+			// The simulator's pods belong to no group: each entity is a pod.
+			pi, ok := e.(*framework.QueuedPodInfo)
+			if !ok {
+				return fmt.Errorf("pop at %v: upstream popped a %s, not a pod", op.At, e.Type())
 			}
 			u.popped[kframework.Key(pi.Pod)] = pi
 		case "done":
@@ -229,13 +234,14 @@ func (u *Upstream) Replay(ops []sim.Op, check bool) error {
 			pi.ClearRejectorPlugins()
 			pi.UnschedulablePlugins = sets.New(op.Failure.UnschedulablePlugins...)
 			pi.PendingPlugins = sets.New(op.Failure.PendingPlugins...)
-			u.q.AddUnschedulableIfNotPresent(u.logger, pi, op.Cycle)
+			u.q.AddUnschedulablePodIfNotPresent(u.logger, pi, op.Cycle)
 		case "move":
 			u.q.MoveAllToActiveOrBackoffQueue(u.logger, clusterEvent(op.Event), op.OldObj, op.NewObj, nil)
 		case "moveMatching":
-			if p, ok := op.NewObj.(*v1.Pod); ok {
-				u.q.AssignedPodAdded(u.logger, p)
-			}
+			// v1.37 dropped AssignedPodAdded's targeted move: the scheduler
+			// delivers an assigned pod's arrival as a plain event, and the
+			// hints decide, as schedq's replay does with an all-pass filter.
+			u.q.MoveAllToActiveOrBackoffQueue(u.logger, clusterEvent(op.Event), op.OldObj, op.NewObj, nil)
 		case "tick":
 			u.tick(epoch.Add(op.At))
 		}
@@ -272,7 +278,7 @@ func (u *Upstream) tick(now time.Time) {
 // backoffPoppable reports whether upstream's Pop would take from backoffQ.
 func backoffPoppable(q *queue.PriorityQueue) bool {
 	for _, p := range q.PodsInBackoffQ() {
-		if pi, ok := q.GetPod(p.Name, p.Namespace); ok && pi.UnschedulablePlugins.Len()+pi.PendingPlugins.Len() > 0 {
+		if pi, ok := q.GetPod(p.Name, p.Namespace, nil); ok && pi.UnschedulablePlugins.Len()+pi.PendingPlugins.Len() > 0 {
 			return true
 		}
 	}

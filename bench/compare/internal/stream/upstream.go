@@ -18,5 +18,5 @@ func metricsOnce() { registered.Do(metrics.Register) }
 //go:linkname upstreamFlushBackoff k8s.io/kubernetes/pkg/scheduler/backend/queue.(*PriorityQueue).flushBackoffQCompleted
 func upstreamFlushBackoff(p *queue.PriorityQueue, logger klog.Logger)
 
-//go:linkname upstreamFlushLeftover k8s.io/kubernetes/pkg/scheduler/backend/queue.(*PriorityQueue).flushUnschedulablePodsLeftover
+//go:linkname upstreamFlushLeftover k8s.io/kubernetes/pkg/scheduler/backend/queue.(*PriorityQueue).flushUnschedulableEntitiesLeftover
 func upstreamFlushLeftover(p *queue.PriorityQueue, logger klog.Logger)

@@ -2,11 +2,13 @@ package upstream
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/backend/queue"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	testingclock "k8s.io/utils/clock/testing"
 )
@@ -54,4 +56,19 @@ func FlushBackoffQ(q *queue.PriorityQueue, logger klog.Logger) { flushBackoffQCo
 // FlushLeftover runs upstream's flushUnschedulablePodsLeftover once, synchronously.
 func FlushLeftover(q *queue.PriorityQueue, logger klog.Logger) {
 	flushUnschedulablePodsLeftover(q, logger)
+}
+
+// PopPod pops the head entity, which must be a single pod: since v1.37 Pop
+// returns an entity (a pod or a pod group), and the benchmarks' pods belong
+// to no group. Costs one type assertion over Pop.
+func PopPod(q *queue.PriorityQueue, logger klog.Logger) (*framework.QueuedPodInfo, error) {
+	e, err := q.Pop(logger)
+	if err != nil {
+		return nil, err
+	}
+	pi, ok := e.(*framework.QueuedPodInfo)
+	if !ok {
+		return nil, fmt.Errorf("upstream popped a %s, not a pod", e.Type())
+	}
+	return pi, nil
 }

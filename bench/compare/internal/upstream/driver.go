@@ -1,5 +1,5 @@
 // Package upstream drives the kube-scheduler scheduling queue
-// (k8s.io/kubernetes/pkg/scheduler/backend/queue, v1.36.3) through a small,
+// (k8s.io/kubernetes/pkg/scheduler/backend/queue, v1.37.2) through a small,
 // name-based, fully synchronous API, so that the same operation sequence can
 // be replayed against another implementation and the resulting pod
 // placements compared (differential testing).
@@ -119,7 +119,7 @@ func (d *Driver) Poppable() bool {
 		return true
 	}
 	for _, p := range d.q.PodsInBackoffQ() {
-		if pi, ok := d.q.GetPod(p.Name, p.Namespace); ok &&
+		if pi, ok := d.q.GetPod(p.Name, p.Namespace, nil); ok &&
 			(pi.UnschedulablePlugins.Len() > 0 || pi.PendingPlugins.Len() > 0) {
 			return true
 		}
@@ -133,9 +133,14 @@ func (d *Driver) Pop() (name string, ok bool) {
 	if !d.Poppable() {
 		return "", false
 	}
-	pi, err := d.q.Pop(d.logger)
-	if err != nil || pi == nil {
+	e, err := d.q.Pop(d.logger)
+	if err != nil || e == nil {
 		return "", false
+	}
+	// The driver's pods belong to no group, so every entity is one pod.
+	pi, ok := e.(*framework.QueuedPodInfo)
+	if !ok {
+		panic(fmt.Sprintf("upstream driver: popped a %s, not a pod", e.Type()))
 	}
 	d.inflight[pi.Pod.Name] = &inflight{info: pi, cycle: d.q.SchedulingCycle()}
 	return pi.Pod.Name, true
@@ -169,7 +174,7 @@ func (d *Driver) fail(name string, plugins []string) error {
 	f.info.ClearRejectorPlugins()
 	f.info.UnschedulablePlugins = sets.New(plugins...)
 	f.info.PendingPlugins = sets.New[string]()
-	return d.q.AddUnschedulableIfNotPresent(d.logger, f.info, f.cycle)
+	return d.q.AddUnschedulablePodIfNotPresent(d.logger, f.info, f.cycle)
 }
 
 // Done finishes an in-flight pod successfully (it got bound).
@@ -211,7 +216,7 @@ func (d *Driver) Delete(name string) {
 		return
 	}
 	delete(d.pods, name)
-	d.q.Delete(p)
+	d.q.Delete(d.logger, p)
 }
 
 // MoveAll delivers a cluster event; the fake plugins answer per policy.
@@ -276,7 +281,7 @@ func (d *Driver) Where(name string) string {
 		return Backoff
 	}
 	if has(d.q.UnschedulablePods(), name) {
-		if pi, ok := d.q.GetPod(name, p.Namespace); ok && pi.Gated() {
+		if pi, ok := d.q.GetPod(name, p.Namespace, nil); ok && pi.Gated() {
 			return Gated
 		}
 		return Unschedulable
@@ -297,7 +302,7 @@ func (d *Driver) Snapshot() map[string]string {
 func (d *Driver) ActiveOrder() []string {
 	infos := []*framework.QueuedPodInfo{}
 	for _, p := range d.q.PodsInActiveQ() {
-		if pi, ok := d.q.GetPod(p.Name, p.Namespace); ok {
+		if pi, ok := d.q.GetPod(p.Name, p.Namespace, nil); ok {
 			infos = append(infos, pi)
 		}
 	}

@@ -15,5 +15,5 @@ import (
 //go:linkname flushBackoffQCompleted k8s.io/kubernetes/pkg/scheduler/backend/queue.(*PriorityQueue).flushBackoffQCompleted
 func flushBackoffQCompleted(p *queue.PriorityQueue, logger klog.Logger)
 
-//go:linkname flushUnschedulablePodsLeftover k8s.io/kubernetes/pkg/scheduler/backend/queue.(*PriorityQueue).flushUnschedulablePodsLeftover
+//go:linkname flushUnschedulablePodsLeftover k8s.io/kubernetes/pkg/scheduler/backend/queue.(*PriorityQueue).flushUnschedulableEntitiesLeftover
 func flushUnschedulablePodsLeftover(p *queue.PriorityQueue, logger klog.Logger)

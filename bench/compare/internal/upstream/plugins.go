@@ -160,17 +160,12 @@ func preEnqueueMap() map[string]map[string]fwk.PreEnqueuePlugin {
 
 // Less orders by descending priority, then by earlier queue timestamp. It is
 // the ordering the driver and the upstream benchmarks give the queue.
-func Less(a, b fwk.QueuedPodInfo) bool {
-	pa, pb := prio(a.GetPodInfo().GetPod()), prio(b.GetPodInfo().GetPod())
+// Since v1.37 the queue orders entities (a pod or a pod group); both give
+// their priority (a group's is its PodGroup's) and queue timestamp.
+func Less(a, b fwk.QueuedEntityInfo) bool {
+	pa, pb := a.GetPriority(), b.GetPriority()
 	if pa != pb {
 		return pa > pb
 	}
 	return a.GetTimestamp().Before(b.GetTimestamp())
-}
-
-func prio(p *v1.Pod) int32 {
-	if p.Spec.Priority != nil {
-		return *p.Spec.Priority
-	}
-	return 0
 }

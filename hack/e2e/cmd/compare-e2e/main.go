@@ -98,7 +98,7 @@ func run(scale float64, only string) error {
 	logs := func(name string) (*os.File, error) { return os.Create(filepath.Join(cl.Dir(), name+".log")) }
 	contestants := []scheduler{
 		{
-			name: "kube-scheduler v1.36.3", podScheduler: "default-scheduler",
+			name: binaryLabel("kube-scheduler", kubeScheduler), podScheduler: "default-scheduler",
 			start: func(ctx context.Context, addr string) (*exec.Cmd, error) {
 				_, port, _ := net.SplitHostPort(addr)
 				cmd := exec.CommandContext(ctx, kubeScheduler, "--kubeconfig="+cl.Kubeconfig(), "--leader-elect=false",
