@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -268,4 +269,26 @@ func (q *Queue[K, T]) Pending(o PendingOptions[T]) PendingPage {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.core.page(s, o, q.clock.Now())
+}
+
+// String renders the page for people: one line an item, with its rank,
+// place, key, tenant if any, and reason.
+func (p PendingPage) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d pending at %s", p.Total, p.Time.Format(time.RFC3339Nano))
+	if len(p.Items) > 0 {
+		fmt.Fprintf(&b, ", %d to %d:", p.Items[0].Rank+1, p.Items[len(p.Items)-1].Rank+1)
+	}
+	b.WriteByte('\n')
+	for _, it := range p.Items {
+		fmt.Fprintf(&b, "%5d %-13s %s", it.Rank+1, it.Location, it.Key)
+		if it.Tenant != "" {
+			fmt.Fprintf(&b, " [%s]", it.Tenant)
+		}
+		fmt.Fprintf(&b, ": %s\n", it.Reason)
+	}
+	if rest := p.Total - p.Offset - len(p.Items); rest > 0 && len(p.Items) > 0 {
+		fmt.Fprintf(&b, "... %d more: offset %d\n", rest, p.Offset+len(p.Items))
+	}
+	return b.String()
 }
