@@ -51,6 +51,9 @@ type Report struct {
 	// ByPriority breaks scheduled and total pods down by priority, when
 	// there is more than one.
 	ByPriority []PriorityCount `json:"byPriority,omitempty"`
+	// ByNamespace breaks the pods and their time to schedule down by
+	// namespace, when there is more than one.
+	ByNamespace []NamespaceStats `json:"byNamespace,omitempty"`
 
 	Attempts int `json:"attempts"`
 	// AttemptsPerPod is a histogram: how many pods needed 1, 2, 3, 4-5,
@@ -88,6 +91,7 @@ type Settings struct {
 	AttemptCost        string `json:"attemptCost"`
 	BindLatency        string `json:"bindLatency"`
 	Scoring            string `json:"scoring"`
+	Fairness           bool   `json:"fairness,omitempty"`
 }
 
 // PriorityCount is how many pods of one priority were scheduled.
@@ -137,6 +141,7 @@ func (s *sim) report() *Report {
 		AttemptCost:        orDefault(sc.Scheduler.AttemptCost, 5*time.Millisecond).String(),
 		BindLatency:        orDefault(sc.Scheduler.BindLatency, 20*time.Millisecond).String(),
 		Scoring:            cmpOr(sc.Scheduler.Scoring, "least-allocated"),
+		Fairness:           sc.Queue.Fairness,
 	}
 	if sc.Queue.backoffOff() {
 		r.Settings.InitialBackoff, r.Settings.MaxBackoff = "off", "off"
@@ -209,6 +214,7 @@ func (s *sim) report() *Report {
 	}
 	r.Incoming = s.rec.counts()
 	s.reportExtras(r)
+	s.reportNamespaces(r)
 	return r
 }
 
@@ -293,6 +299,7 @@ func (r *Report) WriteText(w io.Writer, wall bool) {
 	p("attempts per pod %s", strings.Join(hist, ", "))
 	t := r.TimeToSchedule
 	p("time to schedule p50 %s, p90 %s, p99 %s, max %s (virtual)", secs(t.P50), secs(t.P90), secs(t.P99), secs(t.Max))
+	r.writeNamespaces(p)
 	p("throughput       %.1f pods/s over %s of virtual time", r.PodsPerSecond, secs(r.VirtualSeconds))
 	if wall && r.Wall != nil {
 		p("wall clock       %.2fs, %.0f scheduling cycles/s", r.Wall.Seconds, r.Wall.CyclesPerSecond)

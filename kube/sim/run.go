@@ -160,6 +160,7 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	cfg.DisableQueueingHints = q.QueueingHints != nil && !*q.QueueingHints
 	s.popFromBackoff = !cfg.DisablePopFromBackoff
 	cfg.Recorder = s.rec
+	cfg.Fairness = q.fairness()
 	cache := scheduler.NewCache()
 	if q.WakeBudget == nil || *q.WakeBudget {
 		cfg.Budget = scheduler.WakeBudget(cache)
