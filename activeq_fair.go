@@ -2,7 +2,6 @@ package schedq
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/schedq/schedq/internal/heap"
 )
@@ -138,7 +137,7 @@ func (f *fairActive[K, T]) settle(t *fairTenant[K, T]) {
 		}
 		return
 	}
-	for !t.h.items[0].live() {
+	for t.stale > 0 && !t.h.items[0].live() { // no stale slots: the top is live
 		t.h.pop()
 		t.stale--
 	}
@@ -163,7 +162,7 @@ func (f *fairActive[K, T]) Pop() (*entry[K, T], bool) {
 	}
 	// Core.Pop charges the tenant at once, which moves it anyway: settle
 	// its head now, and leave its one fix to charge.
-	for !t.h.items[0].live() {
+	for t.stale > 0 && !t.h.items[0].live() { // no stale slots: the top is live
 		t.h.pop()
 		t.stale--
 	}
@@ -224,10 +223,11 @@ func (f *fairActive[K, T]) charge(e *entry[K, T], now int64) {
 	}
 	f.popped = nil
 	f.lastNow = now
-	if f.decay.needsRescale(now) {
-		f.rescale(now)
+	c := 1.0
+	if f.cfg.Cost != nil {
+		c = f.cfg.cost(e.Item)
 	}
-	t.usage += f.cfg.cost(e.Item) * f.scaleOf(now)
+	t.usage += c * f.scaleOf(now)
 	t.norm = t.usage / t.weight
 	t.pops++
 	if f.rec != nil {
@@ -242,7 +242,8 @@ func (f *fairActive[K, T]) charge(e *entry[K, T], now int64) {
 	}
 }
 
-// scaleOf is decay.scale(now), computed once per decay step.
+// scaleOf is decay.scale(now), computed once per decay step; past 2^64
+// it rescales first (see decay).
 func (f *fairActive[K, T]) scaleOf(now int64) float64 {
 	if !f.decay.started {
 		f.scaled = f.decay.scale(now)
@@ -250,6 +251,10 @@ func (f *fairActive[K, T]) scaleOf(now int64) float64 {
 		return f.scaled
 	}
 	if st := f.decay.step(now); st != f.scaleAt {
+		if st > maxScaleExp*decaySteps {
+			f.rescale(now)
+			st = 0
+		}
 		f.scaled, f.scaleAt = f.decay.scale(now), st
 	}
 	return f.scaled
@@ -265,7 +270,6 @@ func (f *fairActive[K, T]) rescale(now int64) {
 		t.norm = t.usage / t.weight
 	}
 	f.decay.ref = now
-	f.scaleAt = math.MinInt64 // the scale changed: compute it afresh
 	f.order.Heapify()
 }
 

@@ -130,11 +130,6 @@ func (d *decay) step(now int64) int64 {
 // half-lives).
 const maxScaleExp = 64
 
-// needsRescale reports whether the scale at now has grown past 2^64.
-func (d *decay) needsRescale(now int64) bool {
-	return d.started && d.step(now) > maxScaleExp*decaySteps
-}
-
 // retenanted reports whether e, in activeQ, must move because the tenant
 // of its item changed (an Update), so that the caller fixes its place.
 func (c *Core[K, T]) retenanted(e *entry[K, T]) bool {
