@@ -37,6 +37,10 @@ func (f *fairActive[K, T]) ahead(e *entry[K, T], k sortKeysOf, now int64) int {
 		// Without stale slots, every slot is live: no need to read the
 		// entries, which would cost a cache miss each.
 		all := t.stale == 0
+		if all && f.custom == nil && f.cfg.Cost == nil {
+			f.tallyPlain(ty, t.h.items, e, k)
+			continue
+		}
 		for j := range t.h.items {
 			if s := &t.h.items[j]; s.e != e && (all || s.live()) {
 				f.tally(ty, s, e, k)
@@ -71,6 +75,33 @@ func (f *fairActive[K, T]) ahead(e *entry[K, T], k sortKeysOf, now int64) int {
 		}
 	}
 	return n
+}
+
+// tallyPlain is tally over all of a tenant's slots, all live, in the
+// default order with uniform costs: the common case, kept to comparisons
+// of the slots' own keys. O(len(items)).
+func (f *fairActive[K, T]) tallyPlain(ty *fairTally, items []fairSlot[K, T], e *entry[K, T], k sortKeysOf) {
+	higher, level, before := 0, 0, 0
+	for j := range items {
+		s := &items[j]
+		if s.e == e {
+			continue
+		}
+		if !f.cfg.BeforePriority && s.prio != k.prio {
+			if s.prio > k.prio {
+				higher++
+			}
+			continue
+		}
+		level++
+		if s.prio > k.prio || s.prio == k.prio && (s.ts < k.ts || s.ts == k.ts && s.stamp < k.tie) {
+			before++
+		}
+	}
+	ty.higher, ty.level, ty.before = ty.higher+higher, ty.level+level, ty.before+before
+	ty.higherCost += float64(higher)
+	ty.levelCost += float64(level)
+	ty.beforeCost += float64(before)
 }
 
 // tally adds slot s to ty, from the point of view of e (keys k).

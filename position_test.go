@@ -52,6 +52,11 @@ func TestPositionExact(t *testing.T) {
 						h.step(time.Millisecond)
 					}
 				}
+				// Deletions leave stale slots behind in the lazy heaps.
+				for i := range 5 {
+					h.c.Delete(fmt.Sprint("x", n-1-3*i), h.now)
+				}
+				h.check()
 				h.step(time.Minute - 40*time.Millisecond)
 				listed := h.c.Pending(PendingOptions[job]{Limit: 1000}, h.now)
 				want := map[string]int{}
