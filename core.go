@@ -91,14 +91,14 @@ type entry[K comparable, T any] struct {
 	deferred deferrals[K, T]
 	strategy strategy
 
+	fair fairLink[K, T] // its tenant and live slot, under Config.Fairness
+
 	// While in flight.
 	startSeq   uint64
 	prev, next *entry[K, T]
 	updated    bool  // an Update arrived during the attempt
 	deleted    bool  // a Delete arrived during the attempt
 	poppedAt   int64 // Unix ns
-
-	fair fairLink[K, T] // its tenant and live slot, under Config.Fairness
 }
 
 // Core is the queue's deterministic state machine. It takes the current

@@ -31,7 +31,12 @@
 // Config.Fairness orders activeQ fairly between tenants: within a
 // priority level, the next item comes from the tenant with the lowest
 // weighted usage, decayed over a half-life (see Fairness). Off by
-// default.
+// default. With it, Pop is O(log t + log m) for t tenants with m items
+// in activeQ, and Add, Pop and Done still allocate nothing.
+//
+// Explain also gives the item's position in line, which costs O(n) more;
+// Pending lists the queued items in the order they wait, in O(n log n), of
+// which the concurrent Queue holds its lock for O(n) and O(page).
 //
 // An event that happens while an item is in flight is remembered: if the
 // attempt then fails, the event can still send the item to be retried
@@ -62,12 +67,9 @@
 // O(k log n) for the k items held back by the plugins the event concerns
 // (found through an index by plugin, not by a scan), plus one hint call per
 // such item and plugin. Tick is O(m log n) for m items moved, plus O(p) for
-// p parked items when the leftover flush runs. Explain is O(r + n) for r
-// hint registrations (n for the item's position); Dump and Pending are
-// O(n log n), of which the concurrent Queue holds its lock for O(n) (and
-// O(page) more for Pending). With Config.Fairness, Pop is O(log t + log m)
-// for t tenants with m items in activeQ. In steady state Add, Pop and Done
-// allocate nothing, with or without fairness.
+// p parked items when the leftover flush runs. Explain is O(r) for r hint
+// registrations; Dump is O(n log n), of which the concurrent Queue holds its
+// lock for O(n). In steady state Add, Pop and Done allocate nothing.
 //
 // # Errors
 //

@@ -80,6 +80,9 @@ func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation {
 	default:
 		x.Since = time.Unix(0, e.entered).UTC()
 	}
+	if c.fair != nil {
+		x.Tenant = c.fair.cfg.Tenant(e.Item)
+	}
 	if e.loc == locParked || e.loc == locGated {
 		holders := map[string]bool{}
 		e.plugins(func(p string) { holders[p] = true })
@@ -101,9 +104,6 @@ func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation {
 		x.LeftoverFlushAt = time.Unix(0, from).Add(c.cfg.MaxInUnschedulable).UTC()
 	}
 	x.Reason = x.reason(now)
-	if c.fair != nil {
-		x.Tenant = c.fair.cfg.Tenant(e.Item)
-	}
 	return x
 }
 

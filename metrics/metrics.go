@@ -31,15 +31,15 @@ type Options struct {
 	// Profile is the profile label of scheduler_unschedulable_pods.
 	// Default "default-scheduler".
 	Profile string
+	// DisableTenantLabel drops the tenant label of the fair-sharing
+	// metrics (queue_tenant_*), which then sum over the tenants: for
+	// queues with many tenants, to bound the metrics' cardinality.
+	DisableTenantLabel bool
 	// EventLabels renames event labels on their way out: the queue names
 	// its own events generically ("ItemAdd"), and a Kubernetes scheduler
 	// maps them to kube-scheduler's names ("UnschedulablePodAdd"). Labels
 	// not in the map pass unchanged.
 	EventLabels map[string]string
-	// DisableTenantLabel drops the tenant label of the fair-sharing
-	// metrics (queue_tenant_*), which then sum over the tenants: for
-	// queues with many tenants, to bound the metrics' cardinality.
-	DisableTenantLabel bool
 }
 
 // Source is where levels are read at scrape time. *schedq.Queue
@@ -54,6 +54,8 @@ type Source interface {
 type Recorder struct {
 	opts  Options
 	start time.Time // hint timings count from here, on the monotonic clock
+
+	tenants *tenantMetrics // fair sharing's (tenants.go)
 
 	incoming   *prometheus.CounterVec
 	hints      *prometheus.HistogramVec
@@ -70,8 +72,6 @@ type Recorder struct {
 	source   Source
 
 	pending, unschedulable, inflight *prometheus.Desc
-
-	tenants *tenantMetrics
 }
 
 type incomingKey struct {
@@ -196,10 +196,13 @@ func (r *Recorder) Register(reg prometheus.Registerer, src Source) error {
 	if r.source != nil {
 		return ErrRegistered
 	}
-	for _, c := range []prometheus.Collector{r.incoming, r.hints, r.afterFlush, r.wait, r.inQueue, r.examined, r.moved, levels{r}, r.tenants.pops, tenantLevels{r}} {
+	for _, c := range []prometheus.Collector{r.incoming, r.hints, r.afterFlush, r.wait, r.inQueue, r.examined, r.moved, levels{r}} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("metrics: %w", err)
 		}
+	}
+	if err := r.tenants.register(reg, r); err != nil {
+		return err
 	}
 	r.source = src
 	return nil

@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/schedq/schedq"
@@ -40,6 +42,16 @@ func newTenantMetrics(o Options, name func(string) string) *tenantMetrics {
 	m.usage = prometheus.NewDesc(name("queue_tenant_usage"),
 		"A tenant's decayed usage, the charges of its pops halved per half-life, that fair sharing orders tenants by (before their weight).", m.labels, nil)
 	return m
+}
+
+// register exports the per-tenant metrics on reg.
+func (m *tenantMetrics) register(reg prometheus.Registerer, r *Recorder) error {
+	for _, c := range []prometheus.Collector{m.pops, tenantLevels{r}} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+	}
+	return nil
 }
 
 // values returns the label values for tenant.
