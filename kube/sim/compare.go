@@ -26,8 +26,8 @@ func WriteComparison(w io.Writer, a, b *Report, labelA, labelB string, wall bool
 	row("peak backoff", itoa(func(r *Report) int { return r.Peak.Backoff }))
 	row("peak unschedulable", itoa(func(r *Report) int { return r.Peak.Unschedulable }))
 	row("peak gated", itoa(func(r *Report) int { return r.Peak.Gated }))
-	compareExtras(row, a, b)
 	compareNamespaces(row, a, b)
+	compareExtras(row, a, b)
 	if wall && a.Wall != nil && b.Wall != nil {
 		row("wall clock", func(r *Report) string { return fmt.Sprintf("%.2fs", r.Wall.Seconds) })
 	}

@@ -51,9 +51,6 @@ type Report struct {
 	// ByPriority breaks scheduled and total pods down by priority, when
 	// there is more than one.
 	ByPriority []PriorityCount `json:"byPriority,omitempty"`
-	// ByNamespace breaks the pods and their time to schedule down by
-	// namespace, when there is more than one.
-	ByNamespace []NamespaceStats `json:"byNamespace,omitempty"`
 
 	Attempts int `json:"attempts"`
 	// AttemptsPerPod is a histogram: how many pods needed 1, 2, 3, 4-5,
@@ -64,6 +61,9 @@ type Report struct {
 	WastedAttempts int `json:"wastedAttempts"`
 
 	TimeToSchedule Percentiles `json:"timeToSchedule"`
+	// ByNamespace breaks the pods and their time to schedule down by
+	// namespace, when there is more than one.
+	ByNamespace []NamespaceStats `json:"byNamespace,omitempty"`
 	// VirtualSeconds is the virtual time from the first arrival to the
 	// last binding (or the end).
 	VirtualSeconds float64 `json:"virtualSeconds"`
@@ -213,8 +213,8 @@ func (s *sim) report() *Report {
 		r.PodsPerSecond = float64(r.Scheduled) / r.VirtualSeconds
 	}
 	r.Incoming = s.rec.counts()
-	s.reportExtras(r)
 	s.reportNamespaces(r)
+	s.reportExtras(r)
 	return r
 }
 
