@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/scheduler"
@@ -116,4 +117,25 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// explainAtEnd explains a pod at the end of the run, for the report's
+// pending reasons. Explain costs O(n) a pod for its position in line,
+// which the report does not use; one Dump explains them all, without
+// positions, in O(n log n), and later calls look it up.
+func (s *sim) explainAtEnd(key types.NamespacedName) (schedq.Explanation, error) {
+	if s.explained == nil {
+		d := s.core.Dump(s.now)
+		s.explained = make(map[string]schedq.Explanation, len(d.Items))
+		for _, x := range d.Items {
+			if _, dup := s.explained[x.Key]; !dup || x.Location != schedq.InFlight {
+				s.explained[x.Key] = x // queued before in flight, as Explain
+			}
+		}
+	}
+	x, ok := s.explained[key.String()]
+	if !ok {
+		return x, schedq.ErrNotFound
+	}
+	return x, nil
 }

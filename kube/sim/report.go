@@ -221,7 +221,7 @@ func (s *sim) report() *Report {
 // pendingReason names why a pod is still pending: its place, the plugins
 // holding it, and its last failure message.
 func (s *sim) pendingReason(st *podStat) string {
-	x, err := s.core.Explain(st.key, s.now)
+	x, err := s.explainAtEnd(st.key)
 	if err != nil {
 		return "unknown to the queue"
 	}

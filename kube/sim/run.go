@@ -91,6 +91,7 @@ type sim struct {
 	h         *scheduler.Handlers
 	sched     *scheduler.Scheduler
 	rec       *countingRecorder
+	explained map[string]schedq.Explanation // by explainAtEnd
 	busyUntil time.Time
 
 	ticked         bool  // the queue's flush schedule is anchored
