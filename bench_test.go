@@ -260,3 +260,43 @@ func BenchmarkMoveBudget(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGroupPopRequeue: Pop of one group of n members, then Requeue
+// of its attempt as an error, which (backoff off) sends it straight back
+// to activeQ. The goal is O(members) per round and no allocation per
+// member: a round allocates the popped Members slice, nothing else.
+func BenchmarkGroupPopRequeue(b *testing.B) {
+	for _, n := range []int{10, 1_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			c, err := NewCore(Config[int, benchItem]{
+				Key:            func(it benchItem) int { return it.id },
+				Priority:       func(it benchItem) int32 { return it.prio },
+				Group:          func(it benchItem) string { return "g" },
+				DisableBackoff: true,
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			now := t0
+			if err := c.SetGroup("g", GroupSpec{MinCount: n}, now); err != nil {
+				b.Fatal(err)
+			}
+			for i := range n {
+				c.Add(benchItem{id: i, prio: int32(i % 7)}, now)
+			}
+			f := Failure{Message: "no room"}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				now = now.Add(time.Microsecond)
+				a, ok := c.Pop(now)
+				if !ok || len(a.Members) != n {
+					b.Fatalf("popped %d members, want %d", len(a.Members), n)
+				}
+				if err := c.Requeue(a, f, now); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -26,6 +26,11 @@ type Config[K comparable, T any] struct {
 	// without calling back, which is the fastest order. It runs under the
 	// lock. Set Priority or Less.
 	Priority func(item T) int32
+	// Group names the group an item belongs to; "" means a lone item. Nil:
+	// no groups. Group names have their own name space, apart from item
+	// keys. An item's group must not change while it is in flight. It runs
+	// under the lock and must be pure and fast. See docs/groups.md.
+	Group func(item T) string
 	// Less, if set, replaces the default order: true if a goes first.
 	// Items that Less finds equal pop in the order they entered activeQ.
 	// It runs under the lock and must be pure and fast.

@@ -76,7 +76,8 @@ type entry[K comparable, T any] struct {
 	Info[T]
 	key       K
 	loc       loc
-	pos       int // index in parked.all
+	kind      kind // lone item, group entity or group member (group.go)
+	pos       int  // index in parked.all
 	slots     []slot[K, T]
 	entered   int64        // when it entered its current sub-queue (Unix ns)
 	lastFlush int64        // last leftover flush that tried it, or budget that deferred it (Unix ns)
@@ -99,6 +100,11 @@ type entry[K comparable, T any] struct {
 	updated    bool  // an Update arrived during the attempt
 	deleted    bool  // a Delete arrived during the attempt
 	poppedAt   int64 // Unix ns
+
+	// Groups (group.go): an entity's or a member's group, and a member's
+	// index in its group's list for its place.
+	grp  *group[K, T]
+	mpos int
 }
 
 // Core is the queue's deterministic state machine. It takes the current
@@ -121,6 +127,7 @@ type Core[K comparable, T any] struct {
 	backoffE *heap.Heap[*entry[K, T]] // failed with an error
 	parked   parked[K, T]
 	flights  flights[K, T]
+	groups   map[string]*group[K, T] // by name (group.go)
 
 	cycle            int64 // pops so far
 	moveRequestCycle int64 // cycle of the latest move request, -1 if none
@@ -281,7 +288,11 @@ func (c *Core[K, T]) matches(reg, ev Event) bool {
 // or moves within a heap ordered by them.
 func (c *Core[K, T]) sortKeys(e *entry[K, T]) {
 	if c.cfg.Priority != nil {
-		e.prio = c.cfg.Priority(e.Item)
+		if e.kind == kindGroup {
+			e.prio = e.grp.spec.Priority
+		} else {
+			e.prio = c.cfg.Priority(e.Item)
+		}
 		e.ts = e.Timestamp.UnixNano()
 	}
 }
@@ -385,6 +396,9 @@ func (c *Core[K, T]) poppable() bool {
 // gated if a PreEnqueue check rejects it. O(log n).
 func (c *Core[K, T]) Add(item T, now time.Time) {
 	defer c.check()
+	if c.cfg.Group != nil && c.addGrouped(item, now) {
+		return
+	}
 	e := c.newEntry(item, now)
 	// One map lookup and one store: the hot path of every Add.
 	switch prev := c.keys[e.key]; {
@@ -415,6 +429,9 @@ func (c *Core[K, T]) Add(item T, now time.Time) {
 // among its equals in activeQ. O(log n) plus the hints of its events.
 func (c *Core[K, T]) Update(oldItem, newItem T, now time.Time) {
 	defer c.check()
+	if c.cfg.Group != nil && c.updateGrouped(oldItem, newItem, now) {
+		return
+	}
 	key := c.cfg.Key(newItem)
 	e := c.queuedEntry(key)
 	if e == nil {
@@ -507,6 +524,9 @@ func (c *Core[K, T]) updateEvents(oldItem, newItem T) []Event {
 // if the key is neither queued nor in flight. O(log n).
 func (c *Core[K, T]) Delete(key K, now time.Time) error {
 	defer c.check()
+	if m := c.keys[key]; m != nil && m.kind == kindMember {
+		return c.deleteMember(m, now)
+	}
 	if e := c.queuedEntry(key); e != nil {
 		c.unlink(e, now)
 		c.dequeue(e)
@@ -535,7 +555,7 @@ func (c *Core[K, T]) Pop(now time.Time) (a Attempt[K, T], ok bool) {
 	case !c.cfg.DisablePopFromBackoff && c.backoffU.Len() > 0:
 		e, _ = c.backoffU.Pop()
 		c.rec.Left(InBackoff, since(e.entered, now))
-		c.rec.Incoming(InActive, labelPopFromBackoff)
+		c.incoming(e, InActive, labelPopFromBackoff)
 		if e.InitialAttemptTimestamp.IsZero() {
 			e.InitialAttemptTimestamp = now
 		}
@@ -559,6 +579,9 @@ func (c *Core[K, T]) Pop(now time.Time) (a Attempt[K, T], ok bool) {
 	e.poppedAt = now.UnixNano()
 	e.updated, e.deleted = false, false
 	c.flights.start(e)
+	if e.kind == kindGroup {
+		return c.popGroup(e, now), true
+	}
 	return Attempt[K, T]{Key: e.key, Info: e.Info}, true
 }
 
@@ -568,6 +591,9 @@ func (c *Core[K, T]) Pop(now time.Time) (a Attempt[K, T], ok bool) {
 // Done must not end. O(1).
 func (c *Core[K, T]) Done(a Attempt[K, T], now time.Time) error {
 	defer c.check()
+	if a.Group != "" {
+		return c.doneGroup(a, now)
+	}
 	key, cycle := a.Key, a.Cycle
 	e, queued := c.keys[key], (*entry[K, T])(nil)
 	if e != nil && e.loc != locFlight {
@@ -599,6 +625,12 @@ type Failure struct {
 	PendingPlugins []string
 	// Message says why, for people (Info.Message, Explain).
 	Message string
+	// Placed lists, for a group attempt, the members that were placed, as
+	// indexes into Attempt.Members. Non-empty, the attempt counts as a
+	// success: the placed members leave the queue and the others go back
+	// with the group to activeQ at once, keeping the group's Timestamp,
+	// with its counts reset.
+	Placed []int
 }
 
 // Requeue puts an item back after its attempt a failed, and ends the
@@ -622,6 +654,12 @@ type Failure struct {
 // of the events seen during the attempt.
 func (c *Core[K, T]) Requeue(a Attempt[K, T], f Failure, now time.Time) error {
 	defer c.check()
+	if a.Group != "" {
+		return c.requeueGroup(a, f, now)
+	}
+	if c.cfg.Group != nil && a.Cycle == 0 && c.cfg.Group(a.Item) != "" {
+		return c.requeueMember(a.Item, f, now)
+	}
 	item, cycle := a.Item, a.Cycle
 	key := c.cfg.Key(item)
 	e := c.flightEntry(key)

@@ -17,6 +17,19 @@
 //     the item.
 //   - in flight: popped, and being tried.
 //
+// # Groups
+//
+// With Config.Group set, items may belong to groups that are tried all at
+// once (gang scheduling; see docs/groups.md). A group whose object the
+// caller gave (SetGroup) is one entity in the places above, ordered by its
+// GroupSpec.Priority; Pop returns it with its members, and one Done or
+// Requeue reports the whole attempt's outcome. Members wait apart while
+// their group object is unknown (InIncomplete) or while their group is in
+// flight (InPending). Every member is in exactly one place: incomplete,
+// its group's entity, pending, or in flight. Several groups may be in
+// flight at once, and a rejected group is parked and woken by hints judged
+// for each member, like a lone item.
+//
 // # Using it
 //
 // Pop returns an Attempt. When the attempt succeeds, pass it to Done; when
@@ -70,11 +83,14 @@
 // p parked items when the leftover flush runs. Explain is O(r) for r hint
 // registrations; Dump is O(n log n), of which the concurrent Queue holds its
 // lock for O(n). In steady state Add, Pop and Done allocate nothing.
+// A group of m members costs O(m log m) to pop, with one allocation (its
+// Members), and O(m) to requeue; Counts and Stats are O(g) for g groups.
 //
 // # Errors
 //
 // Errors wrap the sentinel errors (ErrClosed, ErrNotFound, ErrNotInFlight,
-// ErrAlreadyQueued, ErrInvalidConfig): test them with errors.Is. A late or
+// ErrAlreadyQueued, ErrInvalidConfig, ErrInvalidGroup): test them with
+// errors.Is. A late or
 // repeated Done or Requeue is refused with ErrNotInFlight and changes
 // nothing.
 package schedq

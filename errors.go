@@ -18,4 +18,7 @@ var (
 	ErrAlreadyQueued = errors.New("schedq: item already queued")
 	// ErrInvalidConfig: a Config field is wrong; the message names it.
 	ErrInvalidConfig = errors.New("schedq: invalid config")
+	// ErrInvalidGroup: a GroupSpec field is wrong, or groups are not
+	// configured (Config.Group is nil); the message names the field.
+	ErrInvalidGroup = errors.New("schedq: invalid group")
 )

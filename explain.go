@@ -10,7 +10,10 @@ import (
 
 // Explanation answers "why is this item still pending?" for one key.
 type Explanation struct {
-	Key      string   `json:"key"`
+	Key string `json:"key"`
+	// Group names the item's group, if it is a group member; the fields
+	// below then describe the group's entity, except Attempts and Since.
+	Group    string   `json:"group,omitempty"`
 	Location Location `json:"location"`
 	// Since is when the item entered its current place.
 	Since                   time.Time `json:"since"`
@@ -60,6 +63,9 @@ func (c *Core[K, T]) Explain(key K, now time.Time) (Explanation, error) {
 }
 
 func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation {
+	if e.kind == kindMember {
+		return c.explainMember(e, now)
+	}
 	x := Explanation{
 		Key:                     fmt.Sprint(e.key),
 		Location:                e.loc.location(),
@@ -232,7 +238,7 @@ func (d *Dump) finish() {
 	slices.SortFunc(d.Items, func(a, b Explanation) int {
 		return cmp.Or(cmp.Compare(a.Location, b.Location), cmp.Compare(a.Key, b.Key))
 	})
-	for loc := InActive; loc <= InFlight; loc++ {
+	for loc := InActive; loc <= InPending; loc++ {
 		s := Summary{Location: loc}
 		for _, x := range d.Items {
 			if x.Location != loc {

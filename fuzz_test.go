@@ -39,6 +39,10 @@ func runOps(t *testing.T, data []byte) {
 	}
 	flags := data[0]
 	data = data[1:]
+	if flags&32 != 0 {
+		runGroupOps(t, flags, data)
+		return
+	}
 	cfg := testConfig()
 	cfg.DisableQueueingHints = flags&1 != 0
 	cfg.DisablePopFromBackoff = flags&2 != 0
@@ -196,6 +200,7 @@ func FuzzQueue(f *testing.F) {
 	f.Add([]byte{1, 0, 1, 3, 0, 8, 0, 6, 24, 3, 0, 7, 8})
 	f.Add([]byte{2, 0, 0x81, 1, 0x41, 3, 0, 0, 5, 3, 0, 6, 1, 12, 7, 12, 7})
 	f.Add([]byte{4, 0, 3, 3, 0, 6, 3, 11, 1, 3, 0})
+	f.Add([]byte{32, 0, 0, 1, 0, 1, 1, 13, 1, 3, 0, 6, 0x88, 13, 2, 0, 2, 1, 3, 0, 5, 0, 14, 1})
 	f.Fuzz(runOps)
 }
 

@@ -13,6 +13,7 @@ type job struct {
 	prio  int32
 	label string
 	gated bool
+	group string // its group, with groupsOn; "" for a lone item
 }
 
 func jobKey(p job) string            { return p.name }

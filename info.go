@@ -45,8 +45,18 @@ type Info[T any] struct {
 type Attempt[K comparable, T any] struct {
 	// Key is Config.Key(Item).
 	Key K
-	// Info is the item as popped; Cycle identifies the attempt.
+	// Info is the item as popped; Cycle identifies the attempt. For a
+	// group attempt it is the group's queueing info (Cycle, Attempts,
+	// UnschedulableCount, Timestamp...) with a zero Item, and Key is zero.
 	Info[T]
+	// Group names the group of a group attempt; "" for a lone item.
+	Group string
+	// Spec is the group's spec as popped (group attempts only).
+	Spec GroupSpec
+	// Members are a group attempt's members, in the order to try them:
+	// higher priority first, then more attempts, then earlier Timestamp,
+	// then arrival order; each carries the group's Cycle.
+	Members []Attempt[K, T]
 }
 
 // Location says where an item is. The zero Location means nowhere.
@@ -60,13 +70,19 @@ const (
 	InUnschedulable
 	InGated
 	InFlight
+	// InIncomplete: a group member whose group object is unknown (no
+	// SetGroup yet, or DeleteGroup since); it waits apart.
+	InIncomplete
+	// InPending: a group member that arrived while its group was in
+	// flight; it joins the group when the attempt ends.
+	InPending
 )
 
-var locationNames = [...]string{"absent", "active", "backoff", "unschedulable", "gated", "inflight"}
+var locationNames = [...]string{"absent", "active", "backoff", "unschedulable", "gated", "inflight", "incomplete", "pending"}
 
 // String returns the lower-case name used in metrics and JSON: "active",
-// "backoff", "unschedulable", "gated", "inflight", or "absent" for the zero
-// Location.
+// "backoff", "unschedulable", "gated", "inflight", "incomplete", "pending",
+// or "absent" for the zero Location.
 func (l Location) String() string {
 	if int(l) < len(locationNames) {
 		return locationNames[l]
@@ -84,11 +100,18 @@ type Counts struct {
 	Unschedulable int `json:"unschedulable"`
 	Gated         int `json:"gated"`
 	InFlight      int `json:"inflight"`
+	// Incomplete and Pending are group members waiting apart: for their
+	// group object, or for their group's attempt in flight to end.
+	Incomplete int `json:"incomplete,omitempty"`
+	Pending    int `json:"pending,omitempty"`
 }
 
 // Stats is Counts with the levels behind the queue's gauges.
 type Stats struct {
 	Counts
+	// Entities counts the queue's entities in each place by kind: lone
+	// items, and groups (each one entity, whatever its size).
+	Entities EntityCounts `json:"entities"`
 	// HeldBy is, for each plugin, how many queued items it holds back:
 	// items whose last attempt it rejected (until their next pop), and
 	// items it gates.

@@ -23,7 +23,7 @@ func (c *Core[K, T]) checkInvariants() error {
 	}
 	total := c.active.Len()
 	c.active.Each(func(e *entry[K, T]) {
-		if c.queuedEntry(e.key) != e {
+		if !c.owns(e) {
 			bad("activeQ key %v is not the map's entry", e.key)
 		}
 	})
@@ -40,7 +40,7 @@ func (c *Core[K, T]) checkInvariants() error {
 			if e.loc != hv.loc || e.idx != i {
 				bad("%s[%d] key %v: loc %d idx %d", hv.name, i, e.key, e.loc, e.idx)
 			}
-			if c.queuedEntry(e.key) != e {
+			if !c.owns(e) {
 				bad("%s[%d] key %v is not the map's entry", hv.name, i, e.key)
 			}
 			if i > 0 && hv.h.Less(i, heap.Parent(i)) {
@@ -61,7 +61,7 @@ func (c *Core[K, T]) checkInvariants() error {
 		if e.pos != i || (e.loc != locParked && e.loc != locGated) {
 			bad("parked[%d] key %v: loc %d pos %d", i, e.key, e.loc, e.pos)
 		}
-		if c.queuedEntry(e.key) != e {
+		if !c.owns(e) {
 			bad("parked[%d] key %v is not the map's entry", i, e.key)
 		}
 		if (e.loc == locGated) != e.gated() {
@@ -117,6 +117,12 @@ func (c *Core[K, T]) checkInvariants() error {
 		if e.key != key {
 			bad("map key %v holds key %v", key, e.key)
 		}
+		if e.kind == kindMember {
+			if e.shadow != nil {
+				flying++
+			}
+			continue
+		}
 		if e.loc == locFlight {
 			flying++
 			continue
@@ -129,6 +135,7 @@ func (c *Core[K, T]) checkInvariants() error {
 			}
 		}
 	}
+	queued, flying = queued+c.groupEntities(), flying+c.groupFlights()
 	if total != queued || total != c.queued {
 		bad("sub-queues hold %d items, map has %d queued, counter %d", total, queued, c.queued)
 	}
@@ -137,10 +144,7 @@ func (c *Core[K, T]) checkInvariants() error {
 	}
 
 	want := map[string]int{}
-	for _, e := range c.keys {
-		if e.loc == locFlight {
-			continue
-		}
+	for _, e := range c.queuedEntities() {
 		if e.counted != e.held() {
 			bad("key %v: counted %v, held %v", e.key, e.counted, e.held())
 		}
@@ -154,7 +158,7 @@ func (c *Core[K, T]) checkInvariants() error {
 	var prev *entry[K, T]
 	for e := c.flights.head; e != nil; e = e.next {
 		n++
-		if e.loc != locFlight || e.prev != prev || c.flightEntry(e.key) != e {
+		if e.loc != locFlight || e.prev != prev || !c.flies(e) {
 			bad("in-flight key %v: broken list or map", e.key)
 		}
 		if prev != nil && prev.startSeq > e.startSeq {
@@ -171,6 +175,7 @@ func (c *Core[K, T]) checkInvariants() error {
 		}
 	}
 	c.checkRoom(bad)
+	c.checkGroups(bad)
 	if c.flights.head == nil && len(c.flights.log) > 0 {
 		bad("%d in-flight events kept with nothing in flight", len(c.flights.log))
 	}

@@ -84,7 +84,7 @@ func (c *Core[K, T]) moveItems(cands []*entry[K, T], ev Event, oldObj, newObj an
 	}
 	moved, fit, ready := 0, 0, cands[:0]
 	for _, e := range cands {
-		if match != nil && !match(&e.Info) {
+		if match != nil && !c.matchEntry(e, match) {
 			continue
 		}
 		if e.loc == locGated && !c.gatingMatches(e, ev) {
@@ -94,7 +94,7 @@ func (c *Core[K, T]) moveItems(cands []*entry[K, T], ev Event, oldObj, newObj an
 		if s == stayParked {
 			continue
 		}
-		if b != nil && e.loc == locParked {
+		if b != nil && e.loc == locParked && e.kind != kindGroup {
 			e.strategy = s
 			ready = append(ready, e) // in place: cands is behind it
 			if fit == len(ready)-1 && b.Take(e.Item) {
@@ -123,6 +123,10 @@ func (c *Core[K, T]) moveItems(cands []*entry[K, T], ev Event, oldObj, newObj an
 func (c *Core[K, T]) Activate(keys []K, now time.Time) {
 	defer c.check()
 	for _, key := range keys {
+		if m := c.keys[key]; m != nil && m.kind == kindMember {
+			c.activateMember(m, now)
+			continue
+		}
 		if e := c.queuedEntry(key); e != nil && e.loc != locActive {
 			fromBackoff := e.loc == locBackoffUnsched || e.loc == locBackoffError
 			if c.toActive(e, labelForceActivate, fromBackoff, now) {

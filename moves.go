@@ -14,6 +14,9 @@ func (c *Core[K, T]) admit(e *entry[K, T]) bool {
 	if len(checks) == 0 {
 		return true
 	}
+	if e.kind == kindGroup {
+		return c.admitGroup(e)
+	}
 	if g := e.GatingPlugin; g != "" {
 		for _, p := range checks {
 			if p.Name == g && !p.Admit(e.Item) {
@@ -66,7 +69,7 @@ func (c *Core[K, T]) toActive(e *entry[K, T], label string, fromBackoff bool, no
 	c.sortKeys(e)
 	c.active.Push(e)
 	c.recount(e)
-	c.rec.Incoming(InActive, label)
+	c.incoming(e, InActive, label)
 	return true
 }
 
@@ -90,7 +93,7 @@ func (c *Core[K, T]) toBackoff(e *entry[K, T], label string, now time.Time) {
 		c.backoffE.Push(e)
 	}
 	c.recount(e)
-	c.rec.Incoming(InBackoff, label)
+	c.incoming(e, InBackoff, label)
 }
 
 // park puts e in the unschedulable area, or re-files it there if its gating
@@ -112,7 +115,7 @@ func (c *Core[K, T]) park(e *entry[K, T], label string, now time.Time) {
 	e.BackoffExpiry = time.Time{}
 	e.entered = now.UnixNano()
 	c.parked.add(e)
-	c.rec.Incoming(InUnschedulable, label)
+	c.incoming(e, InUnschedulable, label)
 }
 
 // requeue applies a strategy to e and returns where e ended up.
@@ -138,7 +141,7 @@ func (c *Core[K, T]) backoffDuration(e *entry[K, T]) time.Duration {
 	if e.ConsecutiveErrors > 0 {
 		n = e.ConsecutiveErrors
 	}
-	return backoff.Duration(n, c.cfg.InitialBackoff, c.cfg.MaxBackoff)
+	return backoff.Duration(n, c.cfg.InitialBackoff, c.maxBackoff(e))
 }
 
 // backingOff reports whether e's backoff, counted from its Timestamp, is
@@ -172,6 +175,15 @@ func (c *Core[K, T]) worth(e *entry[K, T], ev Event, label string, oldObj, newOb
 	if !e.held() || ev.wildcard() {
 		return afterBackoff
 	}
+	if e.kind == kindGroup {
+		return c.worthGroup(e, ev, label, oldObj, newObj)
+	}
+	return c.worthItem(e, e.Item, ev, label, oldObj, newObj)
+}
+
+// worthItem is worth for item, judged against e's plugins: e's own item,
+// or a member of the group entity e.
+func (c *Core[K, T]) worthItem(e *entry[K, T], item T, ev Event, label string, oldObj, newObj any) strategy {
 	s := stayParked
 	for i := range c.regs {
 		r := &c.regs[i]
@@ -184,7 +196,7 @@ func (c *Core[K, T]) worth(e *entry[K, T], ev Event, label string, oldObj, newOb
 		}
 		if r.fn != nil && !c.cfg.DisableQueueingHints {
 			tok := c.rec.HintStart()
-			h, err := r.fn(e.Item, oldObj, newObj)
+			h, err := r.fn(item, oldObj, newObj)
 			c.rec.HintDone(tok, r.plugin, label, h, err)
 			if err == nil && h == HintSkip {
 				continue

@@ -102,6 +102,13 @@ func (c *Core[K, T]) snapshot(o PendingOptions[T], now time.Time) *pendingSnap[K
 	}
 	add := func(e *entry[K, T]) {
 		r := pendingRef[K, T]{key: e.key, loc: e.loc, match: c.selects(e, o)}
+		if e.kind == kindGroup {
+			if e.grp == nil || e.grp.rep == nil {
+				r.match = false
+			} else {
+				r.key = e.grp.rep.key // a group is listed as the member it carries
+			}
+		}
 		if !r.match && e.loc != locActive {
 			return
 		}
@@ -246,7 +253,7 @@ func (c *Core[K, T]) page(s *pendingSnap[K, T], o PendingOptions[T], now time.Ti
 		it := PendingItem{Rank: rank}
 		if e := c.queuedEntry(r.key); e != nil {
 			it.Explanation = c.explain(e, now)
-			if e.loc == locActive && r.loc == locActive {
+			if r.loc == locActive {
 				it.Position = &Position{Ahead: r.ahead}
 			}
 		} else {

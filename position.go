@@ -54,6 +54,12 @@ func (p *Position) String() string {
 // locate returns e's position at now, or nil for an item in flight.
 // O(n) for n queued items, and O(1) memory.
 func (c *Core[K, T]) locate(e *entry[K, T], now time.Time) *Position {
+	if e.kind == kindMember { // a member stands where its group's entity does
+		if e.loc != locMember || e.grp == nil || e.grp.ent == nil {
+			return nil
+		}
+		e = e.grp.ent
+	}
 	if e.loc == locFlight || e.loc == locNone {
 		return nil
 	}

@@ -9,13 +9,28 @@ import (
 // flight. O(1).
 func (c *Core[K, T]) Get(key K) (Info[T], Location, bool) {
 	if e := c.keys[key]; e != nil {
+		if e.kind == kindMember {
+			return e.Info, c.memberLocation(e), true
+		}
 		return e.Info, e.loc.location(), true
 	}
 	return Info[T]{}, 0, false
 }
 
-// Counts returns the number of items in each place. O(1).
+// Counts returns the number of items in each place, a group's members
+// counted one by one in the place of their group. O(1), plus O(g) for g
+// groups.
 func (c *Core[K, T]) Counts() Counts {
+	n := c.entityCounts()
+	if len(c.groups) > 0 {
+		n = c.memberCounts(n)
+	}
+	return n
+}
+
+// entityCounts returns the number of entities in each place: lone items
+// and groups alike. O(1).
+func (c *Core[K, T]) entityCounts() Counts {
 	return Counts{
 		Active:        c.active.Len(),
 		Backoff:       c.backoffU.Len() + c.backoffE.Len(),
@@ -29,7 +44,7 @@ func (c *Core[K, T]) Counts() Counts {
 // items each plugin holds back, and the events kept for attempts in flight.
 // O(p + e) for p plugins and e kept events.
 func (c *Core[K, T]) Stats() Stats {
-	s := Stats{Counts: c.Counts(), HeldBy: maps.Clone(c.byPlugin), InFlightEvents: map[string]int{}}
+	s := Stats{Counts: c.Counts(), Entities: c.entities(), HeldBy: maps.Clone(c.byPlugin), InFlightEvents: map[string]int{}}
 	if s.HeldBy == nil {
 		s.HeldBy = map[string]int{}
 	}

@@ -40,6 +40,10 @@ type Options struct {
 	// maps them to kube-scheduler's names ("UnschedulablePodAdd"). Labels
 	// not in the map pass unchanged.
 	EventLabels map[string]string
+	// ItemType and GroupType are the type labels of the entity metrics
+	// (scheduler_queued_entities, scheduler_queue_incoming_entities_total)
+	// for lone items and for groups. Default "pod" and "podgroup".
+	ItemType, GroupType string
 }
 
 // Source is where levels are read at scrape time. *schedq.Queue
@@ -58,6 +62,7 @@ type Recorder struct {
 	tenants *tenantMetrics // fair sharing's (tenants.go)
 
 	incoming   *prometheus.CounterVec
+	entitiesIn *prometheus.CounterVec
 	hints      *prometheus.HistogramVec
 	afterFlush prometheus.Counter
 	wait       prometheus.Histogram
@@ -67,11 +72,18 @@ type Recorder struct {
 	moved      *prometheus.CounterVec
 
 	counters cache[incomingKey, prometheus.Counter]
+	entityIn cache[entityKey, prometheus.Counter]
 	hintObs  cache[hintKey, prometheus.Observer]
 	mu       sync.Mutex
 	source   Source
 
-	pending, unschedulable, inflight *prometheus.Desc
+	pending, unschedulable, inflight, entities *prometheus.Desc
+}
+
+type entityKey struct {
+	q     schedq.Location
+	event string
+	group bool
 }
 
 type incomingKey struct {
@@ -124,6 +136,12 @@ func New(o Options) *Recorder {
 	if o.Profile == "" {
 		o.Profile = "default-scheduler"
 	}
+	if o.ItemType == "" {
+		o.ItemType = "pod"
+	}
+	if o.GroupType == "" {
+		o.GroupType = "podgroup"
+	}
 	name := func(n string) string { return prometheus.BuildFQName(o.Namespace, o.Subsystem, n) }
 	r := &Recorder{
 		opts:  o,
@@ -132,6 +150,10 @@ func New(o Options) *Recorder {
 			Namespace: o.Namespace, Subsystem: o.Subsystem, Name: "queue_incoming_pods_total",
 			Help: "Number of pods added to scheduling queues by event and queue type.",
 		}, []string{"queue", "event"}),
+		entitiesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: o.Namespace, Subsystem: o.Subsystem, Name: "queue_incoming_entities_total",
+			Help: "Number of queue entities (lone pods and pod groups) added to scheduling queues by event, queue type and entity type.",
+		}, []string{"queue", "event", "type"}),
 		hints: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: o.Namespace, Subsystem: o.Subsystem, Name: "queueing_hint_execution_duration_seconds",
 			Help:    "Duration for running a queueing hint function of a plugin.",
@@ -165,6 +187,9 @@ func New(o Options) *Recorder {
 		unschedulable: prometheus.NewDesc(name("unschedulable_pods"),
 			"The number of unschedulable pods broken down by plugin name. A pod will increment the gauge for all plugins that caused it to not schedule and so this metric have meaning only when broken down by plugin.",
 			[]string{"plugin", "profile"}, nil),
+		entities: prometheus.NewDesc(name("queued_entities"),
+			"Number of queue entities (lone pods and pod groups, a group counting once), by queue type and entity type.",
+			[]string{"queue", "type"}, nil),
 		inflight: prometheus.NewDesc(name("inflight_events"),
 			"Number of events currently tracked in the scheduling queue.",
 			[]string{"event"}, nil),
@@ -175,6 +200,13 @@ func New(o Options) *Recorder {
 	}
 	r.counters.resolve = func(k incomingKey) prometheus.Counter {
 		return r.incoming.WithLabelValues(k.q.String(), r.event(k.event))
+	}
+	r.entityIn.resolve = func(k entityKey) prometheus.Counter {
+		t := o.ItemType
+		if k.group {
+			t = o.GroupType
+		}
+		return r.entitiesIn.WithLabelValues(k.q.String(), r.event(k.event), t)
 	}
 	r.hintObs.resolve = func(k hintKey) prometheus.Observer {
 		return r.hints.WithLabelValues(k.plugin, r.event(k.event), k.hint)
@@ -196,7 +228,7 @@ func (r *Recorder) Register(reg prometheus.Registerer, src Source) error {
 	if r.source != nil {
 		return ErrRegistered
 	}
-	for _, c := range []prometheus.Collector{r.incoming, r.hints, r.afterFlush, r.wait, r.inQueue, r.examined, r.moved, levels{r}} {
+	for _, c := range []prometheus.Collector{r.incoming, r.entitiesIn, r.hints, r.afterFlush, r.wait, r.inQueue, r.examined, r.moved, levels{r}} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("metrics: %w", err)
 		}
@@ -219,7 +251,23 @@ func (r *Recorder) event(label string) string {
 // Incoming implements schedq.Recorder.
 func (r *Recorder) Incoming(q schedq.Location, event string) {
 	r.counters.get(incomingKey{q, event}).Inc()
+	r.entityIn.get(entityKey{q, event, false}).Inc()
 }
+
+// IncomingGroup implements schedq.GroupRecorder: a group entity counts
+// once among entities and as its members among pods.
+func (r *Recorder) IncomingGroup(q schedq.Location, event string, size int) {
+	r.counters.get(incomingKey{q, event}).Add(float64(size))
+	r.entityIn.get(entityKey{q, event, true}).Inc()
+}
+
+// JoinedGroup implements schedq.GroupRecorder: members joining a queued
+// group count among pods only.
+func (r *Recorder) JoinedGroup(q schedq.Location, event string, n int) {
+	r.counters.get(incomingKey{q, event}).Add(float64(n))
+}
+
+var _ schedq.GroupRecorder = (*Recorder)(nil)
 
 // Left implements schedq.Recorder.
 func (r *Recorder) Left(q schedq.Location, d time.Duration) {
@@ -263,6 +311,7 @@ func (l levels) Describe(ch chan<- *prometheus.Desc) {
 	ch <- l.r.pending
 	ch <- l.r.unschedulable
 	ch <- l.r.inflight
+	ch <- l.r.entities
 }
 
 func (l levels) Collect(ch chan<- prometheus.Metric) {
@@ -277,8 +326,20 @@ func (l levels) Collect(ch chan<- prometheus.Metric) {
 	for _, v := range []struct {
 		q string
 		n int
-	}{{"active", c.Active}, {"backoff", c.Backoff}, {"unschedulable", c.Unschedulable}, {"gated", c.Gated}} {
+	}{{"active", c.Active}, {"backoff", c.Backoff}, {"unschedulable", c.Unschedulable}, {"gated", c.Gated},
+		{"incomplete", c.Incomplete}, {"pending", c.Pending}} {
 		ch <- prometheus.MustNewConstMetric(l.r.pending, prometheus.GaugeValue, float64(v.n), v.q)
+	}
+	for _, t := range []struct {
+		name string
+		n    schedq.Counts
+	}{{l.r.opts.ItemType, s.Entities.Lone}, {l.r.opts.GroupType, s.Entities.Groups}} {
+		for _, v := range []struct {
+			q string
+			n int
+		}{{"active", t.n.Active}, {"backoff", t.n.Backoff}, {"unschedulable", t.n.Unschedulable}, {"gated", t.n.Gated}} {
+			ch <- prometheus.MustNewConstMetric(l.r.entities, prometheus.GaugeValue, float64(v.n), v.q, t.name)
+		}
 	}
 	for plugin, n := range s.HeldBy {
 		ch <- prometheus.MustNewConstMetric(l.r.unschedulable, prometheus.GaugeValue, float64(n), plugin, l.r.opts.Profile)

@@ -130,6 +130,8 @@ func TestIncomingScenarios(t *testing.T) {
 scheduler_pending_pods{queue="active"} 2
 scheduler_pending_pods{queue="backoff"} 0
 scheduler_pending_pods{queue="gated"} 0
+scheduler_pending_pods{queue="incomplete"} 0
+scheduler_pending_pods{queue="pending"} 0
 scheduler_pending_pods{queue="unschedulable"} 0
 `, "scheduler_pending_pods")
 }
@@ -340,7 +342,8 @@ func gaugesFollowTheQueue(t *testing.T, seed uint64, steps int) {
 			f.c.Tick(f.now)
 		}
 		c := f.c.Counts()
-		want := map[string]float64{"active": float64(c.Active), "backoff": float64(c.Backoff), "unschedulable": float64(c.Unschedulable), "gated": float64(c.Gated)}
+		want := map[string]float64{"active": float64(c.Active), "backoff": float64(c.Backoff), "unschedulable": float64(c.Unschedulable), "gated": float64(c.Gated),
+			"incomplete": float64(c.Incomplete), "pending": float64(c.Pending)}
 		mfs, err := f.reg.Gather()
 		if err != nil {
 			t.Fatal(err)

@@ -44,6 +44,11 @@ type Peer struct {
 	// waiting at the start.
 	Mixed func(n int) func(b *testing.B)
 
+	// Groups: the stream of runGroupMixed (groups.go): lone pods and gangs
+	// of 8, n entities waiting throughout; one op = add one entity and
+	// make one attempt.
+	Groups func(n int) func(b *testing.B)
+
 	// BytesPerItem: retained heap growth per queued item with n items
 	// waiting (caller-owned item payloads allocated before measuring).
 	BytesPerItem func(n int) float64
@@ -133,6 +138,15 @@ func runAll(peers []Peer, sizes, moveSizes []int, only string, progress io.Write
 				f = p.Mixed(n)
 			}
 			bench("mixed stream", n, p, f, "")
+		}
+	}
+	for _, n := range moveSizes {
+		for _, p := range peers {
+			var f func(*testing.B)
+			if p.Groups != nil {
+				f = p.Groups(n)
+			}
+			bench("pods+groups stream", n, p, f, "a quarter of the entities are gangs of 8")
 		}
 	}
 	if want("nodearrival") {

@@ -109,7 +109,6 @@ require (
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	k8s.io/apiextensions-apiserver v0.37.0 // indirect
-	k8s.io/apiserver v0.37.2 // indirect
 	k8s.io/component-base v0.37.2 // indirect
 	k8s.io/component-helpers v0.37.2 // indirect
 	k8s.io/controller-manager v0.0.0 // indirect
@@ -124,6 +123,7 @@ require (
 require (
 	github.com/schedq/schedq v0.0.0
 	github.com/schedq/schedq/kube v0.0.0
+	k8s.io/apiserver v0.37.2
 )
 
 replace (

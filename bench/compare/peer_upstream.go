@@ -28,6 +28,7 @@ func upstreamPeer() Peer {
 		MoveAll:      upstreamMoveAll,
 		BytesPerItem: upstreamBytesPerItem,
 		Mixed:        upstreamMixed,
+		Groups:       upstreamGroups,
 		Stream:       upstreamStream,
 	}
 }

@@ -28,6 +28,7 @@ func schedqPeer() Peer {
 		MoveAll:      schedqMoveAll,
 		BytesPerItem: schedqBytesPerItem,
 		Mixed:        schedqMixed,
+		Groups:       schedqGroups,
 		Stream:       schedqStream,
 	}
 }

@@ -215,6 +215,12 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.events.EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
 	defer broadcaster.Shutdown()
+	reporter := guardedReporter{next: scheduler.APIReporter{Client: cs.sched, Recorder: broadcaster.NewRecorder(scheme.Scheme, o.SchedulerName), Logger: log}, fence: f, log: log}
+	h.Events = reporter
+	podGroups, groupsSynced, err := watchPodGroups(cs.sched, factory, h, log)
+	if err != nil {
+		return err
+	}
 
 	st := &state{}
 	handler := Handler(reg, queues, st.ready)
@@ -237,7 +243,7 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 			return fmt.Errorf("informer for %v did not sync", typ)
 		}
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), handlersSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), handlersSynced, groupsSynced) {
 		return shutdownErr(ctx)
 	}
 	st.synced.Store(true)
@@ -245,10 +251,9 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	log.Info("caches synced", "nodes", c.NodeCount(), "pending", counts.Active+counts.Backoff+counts.Unschedulable+counts.Gated)
 
 	t := &terms{
-		queues: queues, cache: c, handlers: h, pods: pods, qcfg: qcfg, client: cs.sched, fence: f,
-		backoff: newOutageBackoff(o.Clock), state: st, log: log,
-		reporter: guardedReporter{next: scheduler.APIReporter{Client: cs.sched, Recorder: broadcaster.NewRecorder(scheme.Scheme, o.SchedulerName), Logger: log}, fence: f, log: log},
-		opts:     scheduler.Options{Profile: profile, PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: sm, Logger: log},
+		queues: queues, cache: c, handlers: h, pods: pods, podGroups: podGroups, qcfg: qcfg, client: cs.sched, fence: f,
+		backoff: newOutageBackoff(o.Clock), state: st, log: log, reporter: reporter,
+		opts: scheduler.Options{Profile: profile, PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: sm, Logger: log},
 	}
 	if !o.LeaderElect {
 		t.run(ctx)

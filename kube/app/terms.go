@@ -29,14 +29,16 @@ type terms struct {
 	cache    *scheduler.Cache
 	handlers *scheduler.Handlers
 	pods     cache.SharedIndexInformer
-	qcfg     schedq.Config[types.NamespacedName, *v1.Pod]
-	client   kubernetes.Interface
-	fence    *fence
-	backoff  *outageBackoff
-	reporter scheduler.Reporter
-	opts     scheduler.Options
-	state    *state
-	log      *slog.Logger
+	// podGroups is the PodGroup informer; nil if the API server has none.
+	podGroups cache.SharedIndexInformer
+	qcfg      schedq.Config[types.NamespacedName, *v1.Pod]
+	client    kubernetes.Interface
+	fence     *fence
+	backoff   *outageBackoff
+	reporter  scheduler.Reporter
+	opts      scheduler.Options
+	state     *state
+	log       *slog.Logger
 }
 
 // run schedules until ctx ends. Before each pop it waits for the fence
@@ -80,6 +82,7 @@ func (t *terms) rebuild(ctx context.Context) {
 	t.queues.replace(ctx, next, func(q *podQueue) {
 		h := *t.handlers
 		h.Queue = q
+		addPodGroups(&h, t.podGroups)
 		var pending []*v1.Pod
 		for _, obj := range t.pods.GetStore().List() {
 			if p, ok := obj.(*v1.Pod); ok && p.Spec.NodeName == "" {

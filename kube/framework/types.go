@@ -395,6 +395,9 @@ type Profile struct {
 	Filter     []FilterPlugin
 	Score      []ScorePlugin
 	Enqueue    []EnqueueExtensions
+	// Group decides group attempts (see GroupPlugin). Nil: every group
+	// attempt fails with an error.
+	Group GroupPlugin
 }
 
 // Hints builds the queue's hint registrations from the plugins' events.

@@ -21,6 +21,8 @@ func Default(strategy ScoringStrategy) Plugins {
 		Score: []framework.ScorePlugin{fit},
 		Enqueue: []framework.EnqueueExtensions{
 			SchedulingGates{}, NodeUnschedulable{}, NodeName{}, TaintToleration{}, NodeAffinity{}, fit, InterPodAffinity{},
+			GangScheduling{},
 		},
+		Group: GangScheduling{},
 	}
 }

@@ -32,7 +32,7 @@ func TestDefault(t *testing.T) {
 		{"PreFilter", names(p.PreFilter), []string{"NodeAffinity", "NodeResourcesFit", "InterPodAffinity"}},
 		{"Filter", names(p.Filter), []string{"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit", "InterPodAffinity"}},
 		{"Score", names(p.Score), []string{"NodeResourcesFit"}},
-		{"Enqueue", names(p.Enqueue), []string{"SchedulingGates", "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit", "InterPodAffinity"}},
+		{"Enqueue", names(p.Enqueue), []string{"SchedulingGates", "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit", "InterPodAffinity", "GangScheduling"}},
 	} {
 		if !slices.Equal(tc.got, tc.want) {
 			t.Errorf("%s = %v, want %v", tc.point, tc.got, tc.want)

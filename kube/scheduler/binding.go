@@ -35,6 +35,9 @@ const (
 type pendingBinding struct {
 	state atomic.Int32
 	abort func() // called, outside the cache's lock, once aborted
+	// gang, for a member of a group attempt, gathers the group's binding
+	// results (gang_binding.go); nil for a lone pod.
+	gang *gangBinds
 }
 
 // newBinding returns the binding of an attempt, which aborts by requeueing.
@@ -157,26 +160,26 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 		// deleted, or seen bound by someone else. Nothing to retry.
 		if pb.state.Load() != bindAborted {
 			s.cache.Forget(pod)
-			s.done(info)
+			s.settle(ctx, info, pb, false)
 		}
 		return
 	}
 	s.o.Metrics.binding(result, s.o.Now().Sub(start))
 	switch result {
 	case bindingSuccess:
-		s.done(info)
+		s.settle(ctx, info, pb, true)
 		s.reporter.Scheduled(ctx, pod, node)
 	case bindingConflict, bindingGone:
 		// Bound elsewhere, recreated, or deleted: end the attempt quietly.
 		// Forget keeps the pod if the cache has seen it bound meanwhile.
 		s.cache.Forget(pod)
-		s.done(info)
+		s.settle(ctx, info, pb, false)
 		s.o.Logger.Debug("binding: pod bound elsewhere or gone", "pod", key, "node", node, "result", result, "err", err)
 	case bindingTerminating:
 		// Events and bindings are refused in that namespace; the namespace
 		// controller deletes the pod soon. Say so once, and drop it.
 		s.cache.Forget(pod)
-		s.done(info)
+		s.settle(ctx, info, pb, false)
 		s.o.Logger.Info("dropping pod: its namespace is terminating", "pod", key)
 	default:
 		s.cache.Forget(pod)
@@ -187,11 +190,15 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 			// The informer has shown it bound (Forget keeps such a pod): the
 			// request went through after all (a timeout on the answer, say),
 			// or another replica bound it. Not a failure to report.
-			s.done(info)
+			s.settle(ctx, info, pb, true)
 			s.o.Logger.Debug("binding: error, but the pod is bound", "pod", key, "err", err)
 			return
 		}
 		s.o.Logger.Warn("binding failed", "pod", key, "node", node, "err", err)
+		if pb.gang != nil {
+			pb.gang.retry(ctx, info, err) // reported and requeued with its group
+			return
+		}
 		// Report before requeueing: this runs beside the scheduling loop,
 		// which could otherwise bind the pod again before the
 		// PodScheduled=False patch lands, and the patch would then
@@ -201,6 +208,16 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 			s.o.Logger.Debug("requeue after binding failure", "pod", key, "err", qerr)
 		}
 	}
+}
+
+// settle ends a binding that needs no retry; bound says whether the pod
+// is bound. A group member's result goes to its group's tally instead.
+func (s *Scheduler) settle(ctx context.Context, info Attempt, pb *pendingBinding, bound bool) {
+	if pb.gang != nil {
+		pb.gang.settle(ctx, bound)
+		return
+	}
+	s.done(info)
 }
 
 // done ends an attempt that needs no requeue.

@@ -31,6 +31,7 @@ type Cache struct {
 	orphans    map[string]map[types.NamespacedName]*framework.PodInfo
 	namespaces map[string]labels.Set
 	fp         fingerprints
+	groups     groupCounts // pods bound or assumed per pod group
 }
 
 // NewCache returns an empty cache.
@@ -42,6 +43,7 @@ func NewCache() *Cache {
 		orphans:    map[string]map[types.NamespacedName]*framework.PodInfo{},
 		namespaces: map[string]labels.Set{},
 		fp:         newFingerprints(),
+		groups:     newGroupCounts(),
 	}
 }
 
@@ -204,6 +206,7 @@ func (c *Cache) View(f func(framework.Snapshot)) {
 
 func (c *Cache) placeLocked(pi *framework.PodInfo, node string) {
 	c.podNode[framework.Key(pi.Pod)] = node
+	c.groups.add(pi.Pod)
 	if len(pi.RequiredAntiAffinity) > 0 {
 		c.antiAffinityPods++
 	}
@@ -220,6 +223,7 @@ func (c *Cache) removeLocked(key types.NamespacedName) {
 		return
 	}
 	delete(c.podNode, key)
+	c.groups.remove(key)
 	if ni, ok := c.nodes[node]; ok {
 		n := len(ni.PodsWithRequiredAntiAffinity)
 		ni.RemovePod(key)

@@ -36,6 +36,9 @@ type Handlers struct {
 	// registered events here, so that a record from another version or
 	// profile cannot park a pod that no event would wake.
 	Hints map[string][]schedq.EventHint[*v1.Pod]
+	// Events, if set, emits warning events about bad input (a PodGroup the
+	// queue refuses, a member whose PodGroup does not exist).
+	Events Warner
 
 	warm *warmStart // nil: cold
 }
@@ -84,10 +87,14 @@ func (h *Handlers) addPod(p *v1.Pod, initial bool) {
 		if _, placed := h.Cache.NodeOf(framework.Key(p)); placed {
 			return // a stale view of a pod we assumed or bound
 		}
-		if h.warm != nil && h.warm.park(h, p) {
+		member := framework.GroupName(p) != ""
+		if !member && h.warm != nil && h.warm.park(h, p) {
 			return
 		}
 		h.check("add", p, h.Queue.Add(p))
+		if member {
+			h.memberAdded(p)
+		}
 	}
 }
 

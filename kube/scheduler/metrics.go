@@ -13,6 +13,7 @@ type Metrics struct {
 	latency  *prometheus.HistogramVec
 	bindings *prometheus.CounterVec
 	bindTime prometheus.Histogram
+	groups   *prometheus.CounterVec // group attempts (metrics_groups.go)
 	profile  string
 }
 
@@ -39,8 +40,9 @@ func NewMetrics(reg prometheus.Registerer, profile string) (*Metrics, error) {
 			Help:    "Time from the start of an attempt to the end of its binding.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}),
+		groups: newGroupAttempts(),
 	}
-	for _, c := range []prometheus.Collector{m.attempts, m.latency, m.bindings, m.bindTime} {
+	for _, c := range []prometheus.Collector{m.attempts, m.latency, m.bindings, m.bindTime, m.groups} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -138,6 +138,9 @@ type Outcome struct {
 // back to the queue: with the rejecting plugins if it was unschedulable, as
 // an error otherwise.
 func (s *Scheduler) ScheduleOne(ctx context.Context, info Attempt) Outcome {
+	if info.Group != "" {
+		return s.scheduleGroup(ctx, info)
+	}
 	pod := info.Item
 	start := s.o.Now()
 	pi, err := framework.NewPodInfo(pod)
@@ -330,6 +333,7 @@ func fitMessage(nodes int, reasons map[string]int) string {
 func QueueConfig(p framework.Profile) schedq.Config[types.NamespacedName, *v1.Pod] {
 	cfg := schedq.Config[types.NamespacedName, *v1.Pod]{
 		Key:          framework.Key,
+		Group:        framework.GroupName,
 		Priority:     framework.Priority,
 		Hints:        p.Hints(),
 		UpdateEvents: PodUpdateEvents,

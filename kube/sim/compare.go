@@ -28,6 +28,7 @@ func WriteComparison(w io.Writer, a, b *Report, labelA, labelB string, wall bool
 	row("peak gated", itoa(func(r *Report) int { return r.Peak.Gated }))
 	compareNamespaces(row, a, b)
 	compareExtras(row, a, b)
+	compareGangs(row, a, b)
 	if wall && a.Wall != nil && b.Wall != nil {
 		row("wall clock", func(r *Report) string { return fmt.Sprintf("%.2fs", r.Wall.Seconds) })
 	}

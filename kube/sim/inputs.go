@@ -21,6 +21,7 @@ type extras struct {
 	production *Production
 	showAlloc  bool
 	snapshot   *SnapshotSummary
+	gangs      gangs
 }
 
 // loadInputs prepares lifetimes and loads the scenario's trace and

@@ -37,6 +37,8 @@ type Report struct {
 	// Production, for a trace, the trace's own figures.
 	Allocation *AllocSummary `json:"allocation,omitempty"`
 	Production *Production   `json:"production,omitempty"`
+	// Gangs says how the scenario's gangs fared.
+	Gangs *GangSummary `json:"gangs,omitempty"`
 	// Snapshot says what the starting snapshot held.
 	Snapshot *SnapshotSummary `json:"snapshot,omitempty"`
 	// Alloc is the allocated fractions over virtual time; not in the JSON.
@@ -215,6 +217,7 @@ func (s *sim) report() *Report {
 	r.Incoming = s.rec.counts()
 	s.reportNamespaces(r)
 	s.reportExtras(r)
+	s.gangReport(r)
 	return r
 }
 
@@ -301,6 +304,7 @@ func (r *Report) WriteText(w io.Writer, wall bool) {
 	p("time to schedule p50 %s, p90 %s, p99 %s, max %s (virtual)", secs(t.P50), secs(t.P90), secs(t.P99), secs(t.Max))
 	r.writeNamespaces(p)
 	p("throughput       %.1f pods/s over %s of virtual time", r.PodsPerSecond, secs(r.VirtualSeconds))
+	r.writeGangs(p)
 	if wall && r.Wall != nil {
 		p("wall clock       %.2fs, %.0f scheduling cycles/s", r.Wall.Seconds, r.Wall.CyclesPerSecond)
 	}

@@ -225,6 +225,7 @@ func (s *sim) planArrivals(g *PodGroup) {
 		s.at(t, func() {
 			s.planned--
 			p := s.cl.makePod(g, i)
+			s.gangMember(g, i, p)
 			s.cl.podGroups[g.Name] = append(s.cl.podGroups[g.Name], framework.Key(p))
 			s.arrive(p)
 		})
@@ -267,12 +268,15 @@ func (s *sim) loop() error {
 		popped := false
 		if !s.now.Before(s.busyUntil) {
 			if a, ok := s.core.Pop(s.now); ok {
-				s.trace(Op{Kind: "pop", Pod: a.Item, Cycle: a.Cycle})
+				s.trace(Op{Kind: "pop", Pod: a.Item, Cycle: a.Cycle, Group: a.Group})
 				s.attempt(ctx, a)
 				popped = true
 			}
 		}
 		s.sample()
+		if err := s.checkGangs(); err != nil {
+			return err
+		}
 		if s.violation != nil {
 			return s.violation
 		}
@@ -345,6 +349,10 @@ func (s *sim) poppable(c schedq.Counts) bool {
 
 // attempt runs one scheduling cycle at now.
 func (s *sim) attempt(ctx context.Context, info scheduler.Attempt) {
+	if info.Group != "" {
+		s.groupAttempt(ctx, info)
+		return
+	}
 	s.attempts++
 	st := s.stats[info.Item.UID]
 	if st != nil {
@@ -539,6 +547,7 @@ func (s *sim) bindDone(pod *v1.Pod, node string, done func(error)) {
 	done(nil)
 	s.h.UpdatePod(cur, nw)
 	s.onBound(nw)
+	s.gangBound(nw)
 }
 
 func (s *sim) sample() {
@@ -618,12 +627,12 @@ func (q coreQueue) Delete(k types.NamespacedName) error {
 }
 
 func (q coreQueue) Done(a scheduler.Attempt) error {
-	q.s.trace(Op{Kind: "done", Key: a.Key, Cycle: a.Cycle})
+	q.s.trace(Op{Kind: "done", Key: a.Key, Cycle: a.Cycle, Group: a.Group})
 	return q.c.Done(a, q.s.now)
 }
 
 func (q coreQueue) Requeue(a scheduler.Attempt, f schedq.Failure) error {
-	q.s.trace(Op{Kind: "fail", Pod: a.Item, Cycle: a.Cycle, Failure: f})
+	q.s.trace(Op{Kind: "fail", Pod: a.Item, Cycle: a.Cycle, Failure: f, Group: a.Group})
 	return q.c.Requeue(a, f, q.s.now)
 }
 

@@ -56,6 +56,9 @@ type SchedulerSpec struct {
 	Scoring                  string        `yaml:"scoring"` // least-allocated (default) or balanced
 	PercentageOfNodesToScore int           `yaml:"percentageOfNodesToScore"`
 	DisablePlugins           []string      `yaml:"disablePlugins"`
+	// Gangs makes the pod groups' gangs PodGroups (default true); false
+	// schedules the same pods one by one, for comparison.
+	Gangs *bool `yaml:"gangs"`
 }
 
 // QueueSpec sets the queue. Unset fields take the queue's defaults.
@@ -117,6 +120,8 @@ type PodGroup struct {
 	Arrival         ArrivalSpec       `yaml:"arrival"`
 	// Lifetime is how long a pod runs once bound; unset, it runs forever.
 	Lifetime *LifetimeSpec `yaml:"lifetime"`
+	// Gang makes the pods gangs (see GangSpec).
+	Gang *GangSpec `yaml:"gang"`
 }
 
 // TermSpec is a required pod (anti-)affinity term.
@@ -538,6 +543,9 @@ func (g *PodGroup) validate(f string, bad func(string, string, ...any)) {
 			}
 		}
 	}
+	if g.Gang != nil {
+		g.Gang.validate(f+".gang", bad)
+	}
 	for i, t := range g.Tolerations {
 		switch v1.TolerationOperator(t.Operator) {
 		case "", v1.TolerationOpEqual, v1.TolerationOpExists:
@@ -569,7 +577,7 @@ func resourceQuantity(s string) *resource.Quantity {
 }
 
 // settable lists the keys Set takes, for --compare.
-var settable = []string{"popFromBackoff", "hints", "wakeBudget", "disableBackoff", "initialBackoff", "maxBackoff", "maxInUnschedulable",
+var settable = []string{"gangs", "popFromBackoff", "hints", "wakeBudget", "disableBackoff", "initialBackoff", "maxBackoff", "maxInUnschedulable",
 	"attemptCost", "bindLatency", "scoring", "percentageOfNodesToScore", "seed", "fairness"}
 
 // Set changes one setting by name, as in "popFromBackoff=false" or
@@ -620,6 +628,8 @@ func (s *Scenario) Set(key, value string) error {
 		s.Scheduler.Scoring = value
 	case "percentageOfNodesToScore":
 		s.Scheduler.PercentageOfNodesToScore, err = strconv.Atoi(value)
+	case "gangs":
+		s.Scheduler.Gangs, err = boolean()
 	case "seed":
 		s.Seed, err = strconv.ParseUint(value, 10, 64)
 	case "fairness":

@@ -26,6 +26,9 @@ type Op struct {
 	NewObj   any
 	Failure  schedq.Failure
 	Cycle    int64
+	// Group names the group of a group attempt's pop, done and fail (Pod
+	// is then nil); SetGroup and DeleteGroup are not traced.
+	Group string
 }
 
 func (s *sim) trace(op Op) {

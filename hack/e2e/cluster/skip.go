@@ -68,3 +68,8 @@ func Missing(t testing.TB, err error) {
 	}
 	Skip(t, fmt.Sprintf("%v (set %s=required to make this a failure)", err, EnvE2E))
 }
+
+// SkipPackage is for a TestMain that cannot run any of its package's
+// tests for a reason of its own (MainWith handles missing binaries): it
+// prints and records the reason as MainWith's skips do.
+func SkipPackage(reason string) { skipPackage(testPackage(), reason) }

@@ -2,7 +2,9 @@
 // against the same real kube-apiserver, with the same workloads, and
 // prints one table: pods/s, time to bind (p50, p99), scheduling attempts
 // per pod (read from each scheduler's metrics endpoint) and the
-// scheduler's peak memory.
+// scheduler's peak memory. With kube-apiserver v1.37 or later it also runs
+// a gang workload (PodGroups on, kube-scheduler with GenericWorkload) and
+// prints the time to bind per gang and the group attempts per gang.
 //
 //	export SCHEDQ_BIN="$(hack/build-servers.sh | tail -n 1)"
 //	go run ./hack/e2e/cmd/compare-e2e            # or: make compare-e2e
@@ -65,12 +67,24 @@ type result struct {
 	attempts            float64
 	peakRSS             int64 // bytes
 	err                 error
+	// Gang workloads: gangs bound whole, time to bind per gang, and
+	// group attempts (scheduler_podgroup_schedule_attempts_total).
+	gangs            int
+	gangP50, gangP99 time.Duration
+	groupAttempts    float64
 }
 
 func run(scale float64, only string) error {
 	ctx := context.Background()
 	fmt.Fprintln(os.Stderr, "starting etcd and kube-apiserver ...")
-	cl, err := cluster.Start(ctx, cluster.Options{})
+	gangs, why := gangsSupported()
+	opts := cluster.Options{}
+	if gangs {
+		opts.APIServerFlags = gangAPIServerFlags
+	} else {
+		fmt.Fprintln(os.Stderr, "no gang workload:", why)
+	}
+	cl, err := cluster.Start(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -105,6 +119,9 @@ func run(scale float64, only string) error {
 					"--bind-address=127.0.0.1", "--secure-port="+port,
 					"--authentication-kubeconfig="+cl.Kubeconfig(), "--authorization-kubeconfig="+cl.Kubeconfig(),
 					"--kube-api-qps=1000", "--kube-api-burst=2000")
+				if gangs {
+					cmd.Args = append(cmd.Args, gangSchedulerFlag)
+				}
 				return cmd, nil
 			},
 			metricsURL: func(addr string) string { return "https://" + addr + "/metrics" },
@@ -122,7 +139,11 @@ func run(scale float64, only string) error {
 	token := cl.Token()
 
 	var results []result
-	for _, w := range workloads(scale) {
+	all := workloads(scale)
+	if gangs {
+		all = append(all, gangWorkload(scale))
+	}
+	for _, w := range all {
 		if only != "" && !strings.Contains(w.name, only) {
 			continue
 		}
@@ -175,7 +196,13 @@ func run(scale float64, only string) error {
 				r.pods = len(env.pods)
 				r.p50, r.p99 = env.percentiles()
 				r.peakRSS = peakRSS(cmd.Process.Pid)
-				r.attempts, err = attempts(httpc, s.metricsURL(addr), token)
+				r.attempts, err = attempts(httpc, s.metricsURL(addr), token, "scheduler_schedule_attempts_total{")
+				if err != nil || len(env.gangs) == 0 {
+					return err
+				}
+				r.gangs = len(env.gangs)
+				r.gangP50, r.gangP99 = env.gangPercentiles()
+				r.groupAttempts, err = attempts(httpc, s.metricsURL(addr), token, "scheduler_podgroup_schedule_attempts_total{")
 				return err
 			}()
 			if r.err != nil {
@@ -201,11 +228,31 @@ func print(w io.Writer, results []result) {
 			r.attempts/float64(r.pods), r.peakRSS>>20)
 	}
 	tw.Flush()
+	printGangs(w, results)
 }
 
-// attempts reads scheduler_schedule_attempts_total (all results) from a
-// scheduler's metrics endpoint.
-func attempts(c *http.Client, url, token string) (float64, error) {
+// printGangs adds, for the gang workloads, the time to bind per gang and
+// the group attempts per gang.
+func printGangs(w io.Writer, results []result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := false
+	for _, r := range results {
+		if r.err != nil || r.gangs == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(tw, "\nworkload\tscheduler\tgangs\tper gang p50\tp99\tgroup attempts/gang\t")
+			header = true
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%v\t%.2f\t\n", r.workload, r.scheduler, r.gangs,
+			r.gangP50.Round(time.Millisecond), r.gangP99.Round(time.Millisecond), r.groupAttempts/float64(r.gangs))
+	}
+	tw.Flush()
+}
+
+// attempts sums a counter's series (the metric name followed by "{", all
+// label values) from a scheduler's metrics endpoint.
+func attempts(c *http.Client, url, token, prefix string) (float64, error) {
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := c.Do(req)
@@ -219,7 +266,7 @@ func attempts(c *http.Client, url, token string) (float64, error) {
 	}
 	var sum float64
 	for _, line := range strings.Split(string(body), "\n") {
-		if strings.HasPrefix(line, "scheduler_schedule_attempts_total{") {
+		if strings.HasPrefix(line, prefix) {
 			v, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
 			sum += v
 		}
@@ -267,6 +314,8 @@ type env struct {
 	scheduler string
 	nodes     []string
 	pods      []string
+
+	gangs map[string][]string // members of each PodGroup (gang workloads)
 
 	mu      sync.Mutex
 	ref     map[string]time.Time // when each pod could first be scheduled

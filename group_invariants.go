@@ -1,0 +1,151 @@
+package schedq
+
+// owns reports whether the map (for a lone item) or its group (for a
+// group entity) knows queued entry e as queued.
+func (c *Core[K, T]) owns(e *entry[K, T]) bool {
+	if e.kind == kindGroup {
+		return e.grp.ent == e && c.groups[e.grp.name] == e.grp
+	}
+	return c.queuedEntry(e.key) == e
+}
+
+// flies reports whether e is known as the attempt in flight for its key
+// or group.
+func (c *Core[K, T]) flies(e *entry[K, T]) bool {
+	if e.kind == kindGroup {
+		return e.grp.flight == e && c.groups[e.grp.name] == e.grp
+	}
+	return c.flightEntry(e.key) == e
+}
+
+func (c *Core[K, T]) groupEntities() (n int) {
+	for _, g := range c.groups {
+		if g.ent != nil {
+			n++
+		}
+	}
+	return n
+}
+
+func (c *Core[K, T]) groupFlights() (n int) {
+	for _, g := range c.groups {
+		if g.flight != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// queuedEntities lists the lone items and group entities in sub-queues.
+func (c *Core[K, T]) queuedEntities() []*entry[K, T] {
+	var out []*entry[K, T]
+	for _, e := range c.keys {
+		if e.kind == kindLone && e.loc != locFlight {
+			out = append(out, e)
+		}
+	}
+	for _, g := range c.groups {
+		if g.ent != nil {
+			out = append(out, g.ent)
+		}
+	}
+	return out
+}
+
+// checkGroups verifies the groups: every member is in exactly one place
+// (incomplete, its entity, pending or in flight) and its group's list for
+// that place points back at it; an entity exists exactly when its group
+// is known, not in flight, and has queued members; waiting members wait
+// for the right thing; an unknown group with nothing left is forgotten.
+func (c *Core[K, T]) checkGroups(bad func(string, ...any)) {
+	members := 0
+	for key, m := range c.keys {
+		if m.kind != kindMember {
+			continue
+		}
+		members++
+		g := m.grp
+		if g == nil || c.groups[g.name] != g {
+			bad("member %v: group not in the map", key)
+			continue
+		}
+		switch m.loc {
+		case locMember, locMemberFlight, locIncomplete, locPending:
+		default:
+			bad("member %v: bad place %d", key, m.loc)
+			continue
+		}
+		l := *g.list(m.loc)
+		if m.mpos < 0 || m.mpos >= len(l) || l[m.mpos] != m {
+			bad("member %v: not at its index %d in group %q", key, m.mpos, g.name)
+		}
+		if m.counted {
+			bad("member %v counted per plugin", key)
+		}
+		if s := m.shadow; s != nil && (s.loc != locFlight || s.key != key) {
+			bad("member %v: shadow is not in flight", key)
+		}
+	}
+	listed := 0
+	for name, g := range c.groups {
+		if g.name != name {
+			bad("group map %q holds group %q", name, g.name)
+		}
+		listed += len(g.queued) + len(g.waiting)
+		for i, m := range g.flying {
+			// A member deleted (or re-added elsewhere) during the
+			// attempt has left the map.
+			if c.keys[m.key] == m {
+				listed++
+			} else if !m.deleted {
+				bad("group %q: in-flight member %v left the map but is not deleted", name, m.key)
+			}
+			if m.loc != locMemberFlight || m.mpos != i || m.grp != g {
+				bad("group %q: in-flight member %v misfiled", name, m.key)
+			}
+		}
+		for i, m := range g.queued {
+			if m.loc != locMember || m.mpos != i || m.grp != g {
+				bad("group %q: queued member %v misfiled", name, m.key)
+			}
+		}
+		want := locIncomplete
+		if g.known {
+			want = locPending
+		}
+		for i, m := range g.waiting {
+			if m.loc != want || m.mpos != i || m.grp != g {
+				bad("group %q: waiting member %v at %d, want %d", name, m.key, m.loc, want)
+			}
+		}
+		if len(g.waiting) > 0 && g.known && g.flight == nil {
+			bad("group %q: known and not in flight, but %d members wait", name, len(g.waiting))
+		}
+		if (g.ent != nil) != (len(g.queued) > 0) {
+			bad("group %q: entity %v with %d queued members", name, g.ent != nil, len(g.queued))
+		}
+		if g.ent != nil && (!g.known || g.flight != nil) {
+			bad("group %q: entity while unknown or in flight", name)
+		}
+		if e := g.ent; e != nil {
+			if e.kind != kindGroup || e.grp != g || e.loc.location() == 0 || e.loc == locFlight {
+				bad("group %q: entity misfiled (loc %d)", name, e.loc)
+			}
+			if g.rep == nil || g.rep.loc != locMember || g.rep.grp != g {
+				bad("group %q: representative member is not queued in it", name)
+			}
+		}
+		if e := g.flight; e != nil && (e.kind != kindGroup || e.grp != g || e.loc != locFlight) {
+			bad("group %q: attempt in flight misfiled", name)
+		}
+		if g.flight == nil && len(g.flying) > 0 {
+			bad("group %q: %d members in flight without an attempt", name, len(g.flying))
+		}
+		if !g.known && g.ent == nil && g.flight == nil && len(g.waiting) == 0 {
+			bad("group %q: unknown and empty, but kept", name)
+		}
+	}
+	if listed != members {
+		bad("groups list %d members, the map has %d", listed, members)
+	}
+}

@@ -1,0 +1,133 @@
+package schedq
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+)
+
+// A Pop blocked on an empty queue wakes when SetGroup turns incomplete
+// members into a poppable group.
+func TestQueueSetGroupWakesPop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testConfig()
+		groupsOn(&cfg)
+		q, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Close()
+		q.Add(gm("g", "a", 0))
+		q.Add(gm("g", "b", 0))
+		got := make(chan Attempt[string, job], 1)
+		go func() {
+			a, err := q.Pop(context.Background())
+			if err != nil {
+				t.Error(err)
+			}
+			got <- a
+		}()
+		synctest.Wait()
+		select {
+		case a := <-got:
+			t.Fatalf("Pop returned %q before SetGroup", a.Group)
+		default:
+		}
+		if err := q.SetGroup("g", GroupSpec{MinCount: 2}); err != nil {
+			t.Fatal(err)
+		}
+		a := <-got
+		if a.Group != "g" || len(a.Members) != 2 || a.Spec.MinCount != 2 {
+			t.Fatalf("popped %+v", a)
+		}
+		if err := q.Done(a); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.DeleteGroup("nope"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("DeleteGroup of an unknown group: %v", err)
+		}
+	})
+}
+
+// A budget holds lone items back, never groups.
+func TestGroupIgnoresBudget(t *testing.T) {
+	h := newHarness(t, groupsOn, func(c *Config[string, job]) {
+		c.Budget = func(Event, any, any) (Budget[job], bool) { return noRoom{}, true }
+	})
+	h.setGroup("g", 1, 0)
+	h.add(gm("g", "a", 0), mk("lone", 0))
+	h.requeueGroup(h.popGroup("g"), Failure{UnschedulablePlugins: []string{"Fit"}})
+	h.attemptFail("lone", "Fit")
+	h.move(evMachineAdd, 2)
+	h.want("a", InBackoff)
+	h.want("lone", InUnschedulable)
+}
+
+type noRoom struct{}
+
+func (noRoom) Take(job) bool   { return false }
+func (noRoom) Return(job) bool { return false }
+
+// Members change group by Update: to another group, and out of groups.
+func TestMemberChangesGroup(t *testing.T) {
+	h := newHarness(t, groupsOn)
+	h.setGroup("g", 1, 0)
+	h.setGroup("q", 1, 0)
+	h.add(gm("g", "a", 0), gm("g", "b", 0))
+	h.c.Update(gm("g", "a", 0), gm("q", "a", 0), h.now)
+	h.check()
+	if x, _ := h.c.Explain("a", h.now); x.Group != "q" || x.Location != InActive {
+		t.Fatalf("explain %+v", x)
+	}
+	h.c.Update(gm("g", "b", 0), mk("b", 0), h.now)
+	h.check()
+	if x, _ := h.c.Explain("b", h.now); x.Group != "" || x.Location != InActive {
+		t.Fatalf("explain %+v", x)
+	}
+	if _, ok := h.c.groups["g"]; !ok || h.c.groups["g"].ent != nil {
+		t.Fatalf("group g keeps an entity: %+v", h.c.groups["g"])
+	}
+	h.wantEntities(InActive, 1, 1)
+	d := h.c.Dump(h.now)
+	if !strings.Contains(d.String(), `group "q" (1 members, min 1)`) {
+		t.Fatalf("dump:\n%s", d)
+	}
+}
+
+// A member re-added over a lone attempt in flight supersedes it when its
+// group is popped: the lone attempt's Done is refused.
+func TestMemberOverLoneAttempt(t *testing.T) {
+	h := newHarness(t, groupsOn)
+	h.setGroup("g", 1, 0)
+	h.add(mk("a", 0))
+	lone := h.pop()
+	h.add(gm("g", "a", 0))
+	h.want("a", InActive)
+	grp := h.popGroup("g")
+	if err := h.c.Done(lone, h.now); !errors.Is(err, ErrNotInFlight) {
+		t.Fatalf("Done of the superseded lone attempt: %v", err)
+	}
+	if err := h.c.Done(grp, h.now); err != nil {
+		t.Fatal(err)
+	}
+	h.check()
+	h.want("a", absent)
+}
+
+// A bad Placed index is refused and changes nothing.
+func TestGroupPlacedOutOfRange(t *testing.T) {
+	h := newHarness(t, groupsOn)
+	h.setGroup("g", 1, 0)
+	h.add(gm("g", "a", 0))
+	a := h.popGroup("g")
+	if err := h.c.Requeue(a, Failure{Placed: []int{1}}, h.now); !errors.Is(err, ErrInvalidGroup) {
+		t.Fatalf("Placed out of range: %v", err)
+	}
+	h.check()
+	h.want("a", InFlight)
+	if err := h.c.Done(a, h.now); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,96 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/scheduler"
+)
+
+// podGroupVersion is the API of the PodGroups the scheduler watches.
+var podGroupVersion = schedulingv1beta1.SchemeGroupVersion.String()
+
+// servesPodGroups asks discovery whether the API server serves PodGroups
+// (scheduling.k8s.io/v1beta1, behind the GenericWorkload feature gate,
+// off by default). A server without them is not an error: the scheduler
+// runs without gang scheduling.
+func servesPodGroups(client kubernetes.Interface) (bool, error) {
+	list, err := client.Discovery().ServerResourcesForGroupVersion(podGroupVersion)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("discovery of %s: %w", podGroupVersion, err)
+	}
+	return slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == "podgroups" }), nil
+}
+
+// watchPodGroups registers the PodGroup informer's handlers if the API
+// server serves PodGroups, and says in the log whether gang scheduling is
+// on. It returns the informer (nil if off) and its handlers' synced
+// function (always true if off).
+func watchPodGroups(client kubernetes.Interface, factory informers.SharedInformerFactory, h *scheduler.Handlers, log *slog.Logger) (cache.SharedIndexInformer, func() bool, error) {
+	off := func() bool { return true }
+	ok, err := servesPodGroups(client)
+	if err != nil {
+		log.Warn("could not tell whether the API server serves PodGroups; gang scheduling is off", "api", podGroupVersion, "err", err)
+		return nil, off, nil
+	}
+	if !ok {
+		log.Info("the API server does not serve PodGroups (feature gate GenericWorkload and --runtime-config="+podGroupVersion+"=true): gang scheduling is off; pods naming a PodGroup wait for it", "api", podGroupVersion)
+		return nil, off, nil
+	}
+	inf := factory.Scheduling().V1beta1().PodGroups().Informer()
+	synced, err := h.RegisterPodGroups(inf)
+	if err != nil {
+		return nil, nil, err
+	}
+	log.Info("watching PodGroups: gang scheduling is on", "api", podGroupVersion)
+	return inf, synced, nil
+}
+
+// addPodGroups gives a fresh queue every PodGroup the informer knows.
+func addPodGroups(h *scheduler.Handlers, inf cache.SharedIndexInformer) {
+	if inf == nil {
+		return
+	}
+	for _, obj := range inf.GetStore().List() {
+		if pg, ok := obj.(*schedulingv1beta1.PodGroup); ok {
+			h.AddPodGroup(pg)
+		}
+	}
+}
+
+// SetGroup implements scheduler.GroupQueue.
+func (s *switchQueue) SetGroup(name string, spec schedq.GroupSpec) error {
+	return s.do(func(q *podQueue) error { return q.SetGroup(name, spec) })
+}
+
+// DeleteGroup implements scheduler.GroupQueue.
+func (s *switchQueue) DeleteGroup(name string) error {
+	return s.do(func(q *podQueue) error { return q.DeleteGroup(name) })
+}
+
+var _ scheduler.GroupQueue = (*switchQueue)(nil)
+
+// Warn implements scheduler.Warner, through the fence like the rest.
+func (r guardedReporter) Warn(ctx context.Context, obj runtime.Object, reason, message string) {
+	if err := r.fence.held(); err != nil {
+		r.log.Debug("warning not emitted", "reason", reason, "err", err)
+		return
+	}
+	if w, ok := r.next.(scheduler.Warner); ok {
+		w.Warn(ctx, obj, reason, message)
+	}
+}

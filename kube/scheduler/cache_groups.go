@@ -1,0 +1,110 @@
+package scheduler
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// groupCounts counts the cached pods (bound or assumed) of each pod group,
+// so that a group attempt counts the members earlier attempts placed
+// towards its minCount. Not safe for concurrent use: the Cache's lock
+// guards it. O(1) per operation.
+type groupCounts struct {
+	of    map[types.NamespacedName]string // the group of each counted pod
+	count map[string]int
+}
+
+func newGroupCounts() groupCounts {
+	return groupCounts{of: map[types.NamespacedName]string{}, count: map[string]int{}}
+}
+
+// add counts p if it is a group member and not counted yet.
+func (g groupCounts) add(p *v1.Pod) {
+	name := framework.GroupName(p)
+	if name == "" {
+		return
+	}
+	key := framework.Key(p)
+	if _, ok := g.of[key]; ok {
+		return
+	}
+	g.of[key] = name
+	g.count[name]++
+}
+
+// remove uncounts the pod key, if counted.
+func (g groupCounts) remove(key types.NamespacedName) {
+	name, ok := g.of[key]
+	if !ok {
+		return
+	}
+	delete(g.of, key)
+	if g.count[name]--; g.count[name] == 0 {
+		delete(g.count, name)
+	}
+}
+
+// GroupPlaced returns how many pods of the pod group name (namespace/name)
+// are bound or assumed. O(1).
+func (c *Cache) GroupPlaced(name string) int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.groups.count[name]
+}
+
+// Trial is a group attempt's trial placements in the cache, made under the
+// cache's write lock (see Cache.Trial). Not safe for concurrent use.
+type Trial struct {
+	c      *Cache
+	placed []trialPlacement
+}
+
+type trialPlacement struct {
+	pi   *framework.PodInfo
+	node string
+	b    *pendingBinding
+}
+
+// Place places pi on node for the rest of the trial, so that the next
+// members' filters see it. It fails, placing nothing, if the pod is on a
+// node already or the node is unknown. O(1) plus the NodeInfo's update.
+func (t *Trial) Place(pi *framework.PodInfo, node string, b *pendingBinding) bool {
+	key := framework.Key(pi.Pod)
+	if _, ok := t.c.podNode[key]; ok {
+		return false
+	}
+	if _, ok := t.c.nodes[node]; !ok {
+		return false
+	}
+	t.c.placeLocked(pi, node)
+	t.placed = append(t.placed, trialPlacement{pi: pi, node: node, b: b})
+	return true
+}
+
+// Placed returns how many pods of the pod group name are bound, assumed or
+// placed in this trial. O(1).
+func (t *Trial) Placed(name string) int { return t.c.groups.count[name] }
+
+// Trial runs f holding the cache's write lock, with the cache as a
+// snapshot that f extends with trial placements (t.Place). If f returns
+// true the placements become assumptions, each with its binding, exactly
+// as Assume makes them; otherwise they are all undone and the cache is as
+// before. Either way no other reader sees a trial placement. f must not
+// call the Cache's methods (they would deadlock). The lock is held for the
+// whole of f: O(members x nodes) for a group attempt.
+func (c *Cache) Trial(f func(snap framework.Snapshot, t *Trial) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &Trial{c: c}
+	keep := f(snapshot{c}, t)
+	for _, p := range t.placed {
+		key := framework.Key(p.pi.Pod)
+		if keep {
+			c.assumed[key] = &assumption{uid: p.pi.Pod.UID, node: p.node, b: p.b}
+		} else {
+			c.removeLocked(key)
+		}
+	}
+}

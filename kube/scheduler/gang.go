@@ -1,0 +1,211 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// Warner is a Reporter that can also emit a warning event about an object
+// (a pod or a PodGroup), for input the scheduler works around. APIReporter
+// is one; the simulator's reporter is not, and then only the log says it.
+type Warner interface {
+	Warn(ctx context.Context, obj runtime.Object, reason, message string)
+}
+
+// groupTry is what a group attempt found in its trial.
+type groupTry struct {
+	before   int   // members bound or assumed before the attempt
+	placed   []int // indexes into Attempt.Members
+	nodes    []string
+	pbs      []*pendingBinding // the placed members' bindings
+	failed   []Outcome         // of the members not placed, in member order
+	tried    int
+	plugins  []string
+	errors   int
+	verdict  framework.Quorum
+	state    clusterState
+	bindings *gangBinds
+}
+
+// scheduleGroup runs a group attempt: the members are placed one by one,
+// in the order the queue gives them, in a trial on the cache (Cache.Trial)
+// in which each placement counts for the next members. If the profile's
+// group plugin says the quorum is met, the placements become assumptions
+// and the members are bound in parallel; the members that did not fit go
+// back with the group (Failure.Placed). If not, nothing is placed and the
+// group goes back to the queue with the plugins that rejected its members.
+// O(members x nodes) filter calls, under the cache's write lock.
+func (s *Scheduler) scheduleGroup(ctx context.Context, a Attempt) Outcome {
+	start := s.o.Now()
+	gp := s.o.Profile.Group
+	if gp == nil {
+		return s.failGroup(ctx, a, start, &groupTry{}, Outcome{Result: Error, Message: "the profile has no group plugin"})
+	}
+	s.checkPriorities(ctx, a)
+	g := &groupTry{}
+	s.cache.Trial(func(snap framework.Snapshot, t *Trial) bool {
+		s.tryMembers(ctx, a, gp, snap, t, g)
+		g.state = s.cache.stateLocked()
+		return g.verdict == framework.QuorumMet
+	})
+	if g.verdict != framework.QuorumMet {
+		return s.failGroup(ctx, a, start, g, s.groupOutcome(a, g))
+	}
+	return s.bindGroup(ctx, a, start, g)
+}
+
+// tryMembers places a's members in the trial t until the quorum is met
+// for all of them or can no longer be met.
+func (s *Scheduler) tryMembers(ctx context.Context, a Attempt, gp framework.GroupPlugin, snap framework.Snapshot, t *Trial, g *groupTry) {
+	g.before = t.Placed(a.Group)
+	g.bindings = newGangBinds(s, a.Group, a.Spec.MinCount, g.before, 0)
+	for i, m := range a.Members {
+		remaining := len(a.Members) - i
+		if gp.Quorum(t.Placed(a.Group), len(g.placed), remaining, a.Spec.MinCount) == framework.QuorumLost {
+			break
+		}
+		g.tried++
+		pi, err := framework.NewPodInfo(m.Item)
+		if err != nil {
+			g.fail(Outcome{Result: Error, Message: "invalid pod: " + err.Error()})
+			continue
+		}
+		out := s.findNode(ctx, pi, snap)
+		if out.Result != Scheduled {
+			g.fail(out)
+			continue
+		}
+		pb := &pendingBinding{gang: g.bindings}
+		member := memberAttempt(m)
+		pb.abort = func() { s.abortedMember(ctx, member, g.bindings) }
+		if !t.Place(pi, out.Node, pb) {
+			g.fail(Outcome{Result: Error, Message: fmt.Sprintf("pod %s is already on a node", framework.Key(m.Item))})
+			continue
+		}
+		g.placed = append(g.placed, i)
+		g.nodes = append(g.nodes, out.Node)
+		g.pbs = append(g.pbs, pb)
+	}
+	g.verdict = gp.Quorum(t.Placed(a.Group), len(g.placed), 0, a.Spec.MinCount)
+	g.bindings.pending = len(g.placed)
+}
+
+// fail records a member that was not placed.
+func (g *groupTry) fail(out Outcome) {
+	g.failed = append(g.failed, out)
+	if out.Result == Error {
+		g.errors++
+	}
+	for _, p := range out.Plugins {
+		if !slices.Contains(g.plugins, p) {
+			g.plugins = append(g.plugins, p)
+		}
+	}
+}
+
+// memberAttempt is a placed member as its binding sees it: outside any
+// attempt (Cycle 0), so that a failed binding puts it back as a failed
+// member of its group (schedq's Requeue of a lone Info).
+func memberAttempt(m Attempt) Attempt {
+	m.Cycle = 0
+	return m
+}
+
+// groupOutcome says why a group attempt failed.
+func (s *Scheduler) groupOutcome(a Attempt, g *groupTry) Outcome {
+	out := Outcome{Result: Unschedulable, Plugins: slices.Clone(g.plugins), state: g.state}
+	head := fmt.Sprintf("group %s: %d of %d members fit (%d bound before), minCount %d",
+		a.Group, len(g.placed), len(a.Members), g.before, a.Spec.MinCount)
+	if g.before+len(a.Members) < a.Spec.MinCount {
+		// Too few members to make it, even if they all fit.
+		out.Plugins = append(out.Plugins, s.o.Profile.Group.Name())
+		head = fmt.Sprintf("group %s: %d members waiting and %d bound, fewer than minCount %d",
+			a.Group, len(a.Members), g.before, a.Spec.MinCount)
+	}
+	out.Message = head
+	if len(g.failed) > 0 {
+		out.Message += ": " + g.failed[0].Message
+	}
+	if len(out.Plugins) == 0 {
+		out.Result = Error
+	}
+	return out
+}
+
+// failGroup requeues a failed group attempt with its rejecting plugins
+// and reports each member.
+func (s *Scheduler) failGroup(ctx context.Context, a Attempt, start time.Time, g *groupTry, out Outcome) Outcome {
+	f := schedq.Failure{Message: out.Message}
+	reason := "SchedulerError"
+	if out.Result == Unschedulable {
+		f.UnschedulablePlugins = out.Plugins
+		reason = "Unschedulable"
+	}
+	s.o.Metrics.attempt(out.Result, s.o.Now().Sub(start))
+	s.o.Metrics.groupAttempt(out.Result)
+	if err := s.queue.Requeue(a, f); err != nil {
+		s.o.Logger.Debug("requeue after failed group attempt", "group", a.Group, "err", err)
+	}
+	s.o.Logger.Debug("group attempt failed", "group", a.Group, "members", len(a.Members), "placed", len(g.placed), "minCount", a.Spec.MinCount, "message", out.Message)
+	for _, m := range a.Members {
+		s.report(ctx, m.Item, reason, out)
+	}
+	return out
+}
+
+// bindGroup ends a successful group attempt: the queue learns which
+// members were placed, then the placed members are bound in parallel.
+func (s *Scheduler) bindGroup(ctx context.Context, a Attempt, start time.Time, g *groupTry) Outcome {
+	s.o.Metrics.attempt(Scheduled, s.o.Now().Sub(start))
+	s.o.Metrics.groupAttempt(Scheduled)
+	var err error
+	if len(g.placed) == len(a.Members) {
+		err = s.queue.Done(a)
+	} else {
+		left := s.groupOutcome(a, g)
+		err = s.queue.Requeue(a, schedq.Failure{Placed: g.placed, UnschedulablePlugins: left.Plugins, Message: left.Message})
+	}
+	if err != nil {
+		s.o.Logger.Debug("end of group attempt", "group", a.Group, "err", err)
+	}
+	// A member forgotten since the trial (its node or itself deleted) is
+	// not bound: StartBinding refuses it, and its binding ends once,
+	// through the abort or as not sent.
+	for j, i := range g.placed {
+		s.bind(ctx, memberAttempt(a.Members[i]), g.nodes[j], g.pbs[j], start)
+	}
+	return Outcome{Result: Scheduled, Node: fmt.Sprintf("%d members of group %s", len(g.placed), a.Group)}
+}
+
+// abortedMember handles a placed member whose node was deleted before its
+// binding started: the cache has forgotten it; it is retried with its group.
+func (s *Scheduler) abortedMember(ctx context.Context, m Attempt, g *gangBinds) {
+	s.o.Metrics.binding(bindingNodeDeleted, 0)
+	g.retry(ctx, m, ErrNodeDeleted)
+}
+
+// checkPriorities warns about members whose priority is not their group's.
+// The queue orders the group by the PodGroup's priority only; schedq goes
+// on and schedules such members (kube-scheduler refuses the group), and
+// says so in the log and in an event on the pod.
+func (s *Scheduler) checkPriorities(ctx context.Context, a Attempt) {
+	w, _ := s.reporter.(Warner)
+	for _, m := range a.Members {
+		p := framework.Priority(m.Item)
+		if p == a.Spec.Priority {
+			continue
+		}
+		msg := fmt.Sprintf("pod priority %d differs from its group %s's priority %d; the group's priority orders the group", p, a.Group, a.Spec.Priority)
+		s.o.Logger.Warn("group member priority mismatch", "pod", framework.Key(m.Item), "group", a.Group, "podPriority", p, "groupPriority", a.Spec.Priority)
+		if w != nil {
+			w.Warn(ctx, m.Item, "PriorityMismatch", msg)
+		}
+	}
+}

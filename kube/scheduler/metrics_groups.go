@@ -1,0 +1,22 @@
+package scheduler
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// newGroupAttempts is scheduler_podgroup_schedule_attempts_total, as
+// kube-scheduler v1.37 names it: group attempts by result (scheduled,
+// unschedulable, error) and profile. A group attempt also counts once in
+// schedule_attempts_total.
+func newGroupAttempts() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: "scheduler", Name: "podgroup_schedule_attempts_total",
+		Help: "Number of attempts to schedule pod groups, by the result.",
+	}, []string{"result", "profile"})
+}
+
+// groupAttempt counts a group attempt. Safe on a nil Metrics.
+func (m *Metrics) groupAttempt(r Result) {
+	if m == nil {
+		return
+	}
+	m.groups.WithLabelValues(r.String(), m.profile).Inc()
+}
