@@ -36,6 +36,10 @@ type Config[K comparable, T any] struct {
 	// It runs under the lock and must be pure and fast.
 	Less func(a, b *Info[T]) bool
 
+	// Fairness, if set, orders activeQ fairly between tenants (see
+	// Fairness). Nil: priority, then arrival, as described above.
+	Fairness *Fairness[T]
+
 	// InitialBackoff is the backoff after the first failure. Default 1s.
 	InitialBackoff time.Duration
 	// MaxBackoff caps the backoff, which doubles per failure. Default 10s.
@@ -165,6 +169,9 @@ func (c Config[K, T]) validate() (Config[K, T], error) {
 			return c, bad(fmt.Sprintf("PreEnqueue[%d]", i), "duplicate name %q", p.Name)
 		}
 		seen[p.Name] = true
+	}
+	if err := c.validateFairness(); err != nil {
+		return c, err
 	}
 	if c.Recorder == nil {
 		c.Recorder = nopRecorder{}

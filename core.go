@@ -92,6 +92,8 @@ type entry[K comparable, T any] struct {
 	deferred deferrals[K, T]
 	strategy strategy
 
+	fair fairLink[K, T] // its tenant and live slot, under Config.Fairness
+
 	// While in flight.
 	startSeq   uint64
 	prev, next *entry[K, T]
@@ -153,6 +155,9 @@ type Core[K comparable, T any] struct {
 	epoch   uint64
 	free    []*entry[K, T]
 	scratch []*entry[K, T]
+
+	fair *fairActive[K, T] // activeQ too, under Config.Fairness; else nil
+	rate popRate           // recent pops, for Explain's estimates
 }
 
 // NewCore validates cfg and returns an empty Core. A mistake in cfg is an
@@ -189,9 +194,14 @@ func NewCore[K comparable, T any](cfg Config[K, T]) (*Core[K, T], error) {
 			return a.ts < b.ts
 		}
 	}
-	if cfg.Priority != nil {
+	switch {
+	case cfg.Fairness != nil:
+		c.fair = newFairActive(*cfg.Fairness, customLess(cfg))
+		c.fair.rec, _ = cfg.Recorder.(TenantRecorder)
+		c.active = c.fair
+	case cfg.Priority != nil:
 		c.active = newLazyActive[K, T]()
-	} else {
+	default:
 		c.active = newIndexedActive(less)
 	}
 	if cfg.DisablePopFromBackoff {
@@ -444,7 +454,7 @@ func (c *Core[K, T]) Update(oldItem, newItem T, now time.Time) {
 	case locActive:
 		old := e.Info
 		e.Item = newItem
-		if c.resorted(e, &old) {
+		if c.resorted(e, &old) || c.retenanted(e) {
 			c.active.Fix(e)
 		}
 		return
@@ -564,6 +574,7 @@ func (c *Core[K, T]) Pop(now time.Time) (a Attempt[K, T], ok bool) {
 		c.flights.end(prev)
 		c.retire(prev, now)
 	}
+	c.popped(e, now)
 	c.cycle++
 	e.Attempts++
 	e.Cycle = c.cycle

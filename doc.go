@@ -36,8 +36,20 @@
 // it fails, pass it to Requeue with the plugins that rejected the item.
 // Report what happens in the world with Move (an Event, with its objects
 // for the hints), and changes to queued items with Add, Update and Delete.
-// Activate sends items straight to activeQ. Get, Explain, Dump, Counts and
-// Stats read the queue.
+// Activate sends items straight to activeQ. Get, Explain, Dump, Pending,
+// Counts and Stats read the queue.
+//
+// # Fairness
+//
+// Config.Fairness orders activeQ fairly between tenants: within a
+// priority level, the next item comes from the tenant with the lowest
+// weighted usage, decayed over a half-life (see Fairness). Off by
+// default. With it, Pop is O(log t + log m) for t tenants with m items
+// in activeQ, and Add, Pop and Done still allocate nothing.
+//
+// Explain also gives the item's position in line, which costs O(n) more;
+// Pending lists the queued items in the order they wait, in O(n log n), of
+// which the concurrent Queue holds its lock for O(n) and O(page).
 //
 // An event that happens while an item is in flight is remembered: if the
 // attempt then fails, the event can still send the item to be retried

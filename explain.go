@@ -44,17 +44,25 @@ type Explanation struct {
 	NominatedTarget string `json:"nominatedTarget,omitempty"`
 	// Reason says the above in one sentence.
 	Reason string `json:"reason"`
+	// Tenant is the item's tenant, under Config.Fairness.
+	Tenant string `json:"tenant,omitempty"`
+	// Position is where the item stands in line, with an estimate of its
+	// next attempt (Explain only; nil in flight and in Dump).
+	Position *Position `json:"position,omitempty"`
 }
 
-// Explain says where the item with key is and why. It returns an error
-// wrapping ErrNotFound if the key is neither queued nor in flight. O(r) for
-// r hint registrations.
+// Explain says where the item with key is and why, and where it stands
+// in line (Explanation.Position). It returns an error wrapping
+// ErrNotFound if the key is neither queued nor in flight. O(r + n) for r
+// hint registrations and n queued items (the position).
 func (c *Core[K, T]) Explain(key K, now time.Time) (Explanation, error) {
 	e := c.keys[key]
 	if e == nil {
 		return Explanation{}, fmt.Errorf("%w: %v is neither queued nor in flight", ErrNotFound, key)
 	}
-	return c.explain(e, now), nil
+	x := c.explain(e, now)
+	x.Position = c.locate(e, now)
+	return x, nil
 }
 
 func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation {
@@ -80,6 +88,9 @@ func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation {
 		x.Since = time.Unix(0, e.poppedAt).UTC()
 	default:
 		x.Since = time.Unix(0, e.entered).UTC()
+	}
+	if c.fair != nil {
+		x.Tenant = c.fair.cfg.Tenant(e.Item)
 	}
 	if e.loc == locParked || e.loc == locGated {
 		holders := map[string]bool{}
@@ -153,6 +164,12 @@ func (x Explanation) String() string {
 	line("item", "%s", x.Key)
 	line("where", "%s since %s", x.Location, x.Since.Format(time.RFC3339Nano))
 	line("why", "%s", x.Reason)
+	if x.Tenant != "" {
+		line("tenant", "%s", x.Tenant)
+	}
+	if x.Position != nil {
+		line("position", "%s", x.Position)
+	}
 	line("attempts", "%d (%d unschedulable, %d errors in a row)", x.Attempts, x.UnschedulableCount, x.ConsecutiveErrors)
 	if len(x.UnschedulablePlugins) > 0 {
 		line("rejected by", "%s", strings.Join(x.UnschedulablePlugins, ", "))

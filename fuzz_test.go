@@ -53,6 +53,10 @@ func runOps(t *testing.T, data []byte) {
 	if flags&16 != 0 {
 		cfg.Budget = fuzzBudget // wake only what machine events make room for
 	}
+	if flags&32 != 0 {
+		// Fair between labels; a caller's Less needs fairness first.
+		cfg.Fairness = fairTestConfig(flags&64 != 0 || cfg.Priority == nil)
+	}
 	rec := &balanceRecorder{}
 	cfg.Recorder = rec
 	c, err := NewCore(cfg)
@@ -221,7 +225,7 @@ func TestQueueRandomLong(t *testing.T) {
 			state ^= state << 17
 			data[i] = byte(state)
 		}
-		data[0] = byte(run % 32)
+		data[0] = byte(run % 128)
 		t.Run(fmt.Sprint(run), func(t *testing.T) { runOps(t, data) })
 	}
 }

@@ -353,7 +353,7 @@ func (c *Core[K, T]) detach(m *entry[K, T], now time.Time) *group[K, T] {
 func (c *Core[K, T]) represent(e *entry[K, T], item T) {
 	old := e.Info
 	e.Item = item
-	if !c.resorted(e, &old) {
+	if !c.resorted(e, &old) && !(e.loc == locActive && c.retenanted(e)) {
 		return
 	}
 	switch e.loc {

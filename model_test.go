@@ -24,6 +24,7 @@ type model struct {
 	now      time.Time // of the operation under way, for the budgets
 	rechecks []*mGroup
 	rooms    map[string]*mRoom
+	fair     *mFair // Config.Fairness, or nil
 }
 
 type mItem struct {
@@ -47,7 +48,8 @@ type mEvent struct {
 
 func newModel(cfg Config[string, job]) *model {
 	cfg, _ = cfg.validate()
-	return &model{cfg: cfg, regs: flatten(cfg.Hints), items: map[string]*mItem{}, flights: map[string]*mItem{}, moveReq: -1}
+	return &model{cfg: cfg, regs: flatten(cfg.Hints), items: map[string]*mItem{}, flights: map[string]*mItem{}, moveReq: -1,
+		fair: newMFair(cfg.Fairness)}
 }
 
 func (m *model) rejected(it *mItem) bool {
@@ -233,7 +235,7 @@ func (m *model) record(e mEvent) {
 func (m *model) pop(now time.Time) (Info[job], bool) {
 	var best *mItem
 	for _, it := range m.items {
-		if it.loc == InActive && (best == nil || m.cfg.Less(&it.Info, &best.Info)) {
+		if it.loc == InActive && (best == nil || m.before(it, best)) {
 			best = it
 		}
 	}
@@ -259,6 +261,7 @@ func (m *model) pop(now time.Time) (Info[job], bool) {
 		return Info[job]{}, false
 	}
 	delete(m.items, best.Item.name)
+	m.charge(best, now)
 	m.cycle++
 	best.Attempts++
 	best.Cycle = m.cycle

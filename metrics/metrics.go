@@ -31,6 +31,10 @@ type Options struct {
 	// Profile is the profile label of scheduler_unschedulable_pods.
 	// Default "default-scheduler".
 	Profile string
+	// DisableTenantLabel drops the tenant label of the fair-sharing
+	// metrics (queue_tenant_*), which then sum over the tenants: for
+	// queues with many tenants, to bound the metrics' cardinality.
+	DisableTenantLabel bool
 	// EventLabels renames event labels on their way out: the queue names
 	// its own events generically ("ItemAdd"), and a Kubernetes scheduler
 	// maps them to kube-scheduler's names ("UnschedulablePodAdd"). Labels
@@ -54,6 +58,8 @@ type Source interface {
 type Recorder struct {
 	opts  Options
 	start time.Time // hint timings count from here, on the monotonic clock
+
+	tenants *tenantMetrics // fair sharing's (tenants.go)
 
 	incoming   *prometheus.CounterVec
 	entitiesIn *prometheus.CounterVec
@@ -188,6 +194,7 @@ func New(o Options) *Recorder {
 			"Number of events currently tracked in the scheduling queue.",
 			[]string{"event"}, nil),
 	}
+	r.tenants = newTenantMetrics(o, name)
 	for q := schedq.InActive; q <= schedq.InGated; q++ {
 		r.inQueueBy[q] = r.inQueue.WithLabelValues(q.String())
 	}
@@ -225,6 +232,9 @@ func (r *Recorder) Register(reg prometheus.Registerer, src Source) error {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("metrics: %w", err)
 		}
+	}
+	if err := r.tenants.register(reg, r); err != nil {
+		return err
 	}
 	r.source = src
 	return nil

@@ -48,6 +48,8 @@ type Options struct {
 	// kube-scheduler does, instead of only those the event makes room for
 	// (scheduler.WakeBudget).
 	NoWakeBudget bool
+	// Fairness shares the queue fairly between namespaces. Zero: off.
+	Fairness FairnessOptions
 
 	LeaderElect    bool
 	LeaseNamespace string
@@ -174,6 +176,7 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	c := scheduler.NewCache()
 	qcfg := scheduler.QueueConfig(profile)
 	qcfg.Recorder = rec
+	qcfg.Fairness = o.Fairness.fairness()
 	if !o.NoWakeBudget {
 		qcfg.Budget = scheduler.WakeBudget(c)
 	}

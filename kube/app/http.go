@@ -67,7 +67,13 @@ func Handler(reg *prometheus.Registry, q queueView, ready func() (bool, string))
 		fmt.Fprintln(w, msg)
 	})
 	snap := &snapshots{q: q, ttl: queueSnapshotTTL, now: time.Now}
-	mux.HandleFunc("GET /debug/queue", queuePages(snap))
+	mux.HandleFunc("GET /debug/queue", func(w http.ResponseWriter, r *http.Request) {
+		if wantsPending(r) {
+			servePending(w, r, q)
+			return
+		}
+		queuePages(snap)(w, r)
+	})
 	mux.HandleFunc("GET /debug/queue/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) {
 		key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
 		x, err := q.Explain(key)

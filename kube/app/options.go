@@ -45,6 +45,7 @@ func (o *Options) Validate() error {
 		bad("kube-api-burst", "must be more than 0, got %d", o.Burst)
 	}
 	errs = append(errs, o.validateLeaderElection()...)
+	errs = append(errs, o.Fairness.validate()...)
 	return errors.Join(errs...)
 }
 

@@ -26,6 +26,7 @@ func WriteComparison(w io.Writer, a, b *Report, labelA, labelB string, wall bool
 	row("peak backoff", itoa(func(r *Report) int { return r.Peak.Backoff }))
 	row("peak unschedulable", itoa(func(r *Report) int { return r.Peak.Unschedulable }))
 	row("peak gated", itoa(func(r *Report) int { return r.Peak.Gated }))
+	compareNamespaces(row, a, b)
 	compareExtras(row, a, b)
 	compareGangs(row, a, b)
 	if wall && a.Wall != nil && b.Wall != nil {

@@ -70,6 +70,9 @@ type Report struct {
 	WastedAttempts int `json:"wastedAttempts"`
 
 	TimeToSchedule Percentiles `json:"timeToSchedule"`
+	// ByNamespace breaks the pods and their time to schedule down by
+	// namespace, when there is more than one.
+	ByNamespace []NamespaceStats `json:"byNamespace,omitempty"`
 	// VirtualSeconds is the virtual time from the first arrival to the
 	// last binding (or the end).
 	VirtualSeconds float64 `json:"virtualSeconds"`
@@ -97,6 +100,7 @@ type Settings struct {
 	AttemptCost        string `json:"attemptCost"`
 	BindLatency        string `json:"bindLatency"`
 	Scoring            string `json:"scoring"`
+	Fairness           bool   `json:"fairness,omitempty"`
 }
 
 // PriorityCount is how many pods of one priority were scheduled.
@@ -146,6 +150,7 @@ func (s *sim) report() *Report {
 		AttemptCost:        orDefault(sc.Scheduler.AttemptCost, 5*time.Millisecond).String(),
 		BindLatency:        orDefault(sc.Scheduler.BindLatency, 20*time.Millisecond).String(),
 		Scoring:            cmpOr(sc.Scheduler.Scoring, "least-allocated"),
+		Fairness:           sc.Queue.Fairness,
 	}
 	if sc.Queue.backoffOff() {
 		r.Settings.InitialBackoff, r.Settings.MaxBackoff = "off", "off"
@@ -217,6 +222,7 @@ func (s *sim) report() *Report {
 		r.PodsPerSecond = float64(r.Scheduled) / r.VirtualSeconds
 	}
 	r.Incoming = s.rec.counts()
+	s.reportNamespaces(r)
 	s.reportExtras(r)
 	s.gangReport(r)
 	return r
@@ -225,7 +231,7 @@ func (s *sim) report() *Report {
 // pendingReason names why a pod is still pending: its place, the plugins
 // holding it, and its last failure message.
 func (s *sim) pendingReason(st *podStat) string {
-	x, err := s.core.Explain(st.key, s.now)
+	x, err := s.explainAtEnd(st.key)
 	if err != nil {
 		return "unknown to the queue"
 	}
@@ -304,6 +310,7 @@ func (r *Report) WriteText(w io.Writer, wall bool) {
 	p("attempts per pod %s", strings.Join(hist, ", "))
 	t := r.TimeToSchedule
 	p("time to schedule p50 %s, p90 %s, p99 %s, max %s (virtual)", secs(t.P50), secs(t.P90), secs(t.P99), secs(t.Max))
+	r.writeNamespaces(p)
 	p("throughput       %.1f pods/s over %s of virtual time", r.PodsPerSecond, secs(r.VirtualSeconds))
 	r.writeGangs(p)
 	if wall && r.Wall != nil {

@@ -92,6 +92,7 @@ type sim struct {
 	h         *scheduler.Handlers
 	sched     *scheduler.Scheduler
 	rec       *countingRecorder
+	explained map[string]schedq.Explanation // by explainAtEnd
 	busyUntil time.Time
 
 	ticked         bool  // the queue's flush schedule is anchored
@@ -165,6 +166,7 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	cfg.DisableQueueingHints = q.QueueingHints != nil && !*q.QueueingHints
 	s.popFromBackoff = !cfg.DisablePopFromBackoff
 	cfg.Recorder = s.rec
+	cfg.Fairness = q.fairness()
 	cache := scheduler.NewCache()
 	if q.WakeBudget == nil || *q.WakeBudget {
 		cfg.Budget = scheduler.WakeBudget(cache)

@@ -80,6 +80,12 @@ type QueueSpec struct {
 	MaxInUnschedulable         time.Duration `yaml:"maxInUnschedulable"`
 	FlushBackoffInterval       time.Duration `yaml:"flushBackoffInterval"`
 	FlushUnschedulableInterval time.Duration `yaml:"flushUnschedulableInterval"`
+	// Fairness shares the queue fairly between namespaces, as the
+	// scheduler's --fair-namespaces does, with FairnessWeights (missing:
+	// 1) and FairnessHalfLife (0: 1m). Default off.
+	Fairness         bool               `yaml:"fairness"`
+	FairnessWeights  map[string]float64 `yaml:"fairnessWeights"`
+	FairnessHalfLife time.Duration      `yaml:"fairnessHalfLife"`
 }
 
 // NodeGroup is count nodes named NAME-0, NAME-1, ...
@@ -426,6 +432,7 @@ func (s *Scenario) Validate() error {
 		}
 	}
 	s.validateInputs(bad)
+	s.validateFairness(bad)
 	if len(s.Pods) == 0 && s.Trace == nil && s.Snapshot == "" {
 		bad("pods", "a scenario needs at least one pod group (or a trace or a snapshot)")
 	}
@@ -574,7 +581,7 @@ func resourceQuantity(s string) *resource.Quantity {
 
 // settable lists the keys Set takes, for --compare.
 var settable = []string{"gangs", "popFromBackoff", "hints", "wakeBudget", "disableBackoff", "initialBackoff", "maxBackoff", "maxInUnschedulable",
-	"attemptCost", "bindLatency", "scoring", "percentageOfNodesToScore", "seed"}
+	"attemptCost", "bindLatency", "scoring", "percentageOfNodesToScore", "seed", "fairness"}
 
 // Set changes one setting by name, as in "popFromBackoff=false" or
 // "hints=false", and validates the result.
@@ -628,6 +635,11 @@ func (s *Scenario) Set(key, value string) error {
 		s.Scheduler.Gangs, err = boolean()
 	case "seed":
 		s.Seed, err = strconv.ParseUint(value, 10, 64)
+	case "fairness":
+		var b *bool
+		if b, err = boolean(); err == nil {
+			s.Queue.Fairness = *b
+		}
 	default:
 		return fmt.Errorf("unknown setting %q (settable: %s)", key, strings.Join(settable, ", "))
 	}

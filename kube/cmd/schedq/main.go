@@ -36,7 +36,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(simulateCmd(stdout, stderr), schedulerCmd(stderr), explainCmd(stdout))
+	root.AddCommand(simulateCmd(stdout, stderr), schedulerCmd(stderr), explainCmd(stdout), pendingCmd(stdout))
 	setVersion(root, version(debug.ReadBuildInfo()))
 	return root
 }
@@ -83,6 +83,12 @@ Every flag is checked before it connects.`,
 	f.StringVar(&o.Address, "address", "", "plain-HTTP address of /metrics, /healthz, /readyz, /livez and /debug/queue, without authentication: development only, loopback addresses only (127.0.0.1:10351); empty: off (see --secure-port)")
 	f.StringVar(&scoring, "scoring", "least-allocated", "node scoring: least-allocated or balanced")
 	f.IntVar(&o.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0, "feasible nodes to find before scoring, in % of nodes; 0: adaptive, as kube-scheduler")
+	f.BoolVar(&o.Fairness.Namespaces, "fair-namespaces", false, "share the queue fairly between namespaces: within a priority, the next pod comes from the namespace that used the least recently")
+	f.Func("fair-namespace-weights", "NAMESPACE=WEIGHT,... for --fair-namespaces: a namespace of weight 2 gets twice the pops of one of weight 1 (default 1)", func(s string) (err error) {
+		o.Fairness.Weights, err = app.ParseWeights(s)
+		return err
+	})
+	f.DurationVar(&o.Fairness.HalfLife, "fair-half-life", 0, "for --fair-namespaces: how fast a namespace's usage fades (0: 1m)")
 	f.BoolVar(&o.NoWakeBudget, "no-wake-budget", false, "wake every pending pod a cluster event may help, as kube-scheduler does, instead of only those the event makes room for")
 	f.BoolVar(&o.LeaderElect, "leader-elect", true, "run leader election on a Lease; only the leader schedules")
 	f.StringVar(&o.LeaseNamespace, "leader-elect-resource-namespace", "kube-system", "namespace of the Lease")

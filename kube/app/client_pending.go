@@ -1,0 +1,51 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Pending asks the scheduler serving Handler at address (host:port, or a
+// URL) for its pending pods in the order they wait, each with its reason:
+// of namespace (empty: all), from offset, at most limit (0: the server's
+// default). The answer is text, or JSON if format is "json"; one that is
+// not schedq's is an error, as with Explain.
+func Pending(ctx context.Context, c *http.Client, address, namespace string, offset, limit int, format string) ([]byte, error) {
+	base := address
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	q := url.Values{"order": {"pop"}}
+	if namespace != "" {
+		q.Set("namespace", namespace)
+	}
+	if offset > 0 {
+		q.Set("offset", strconv.Itoa(offset))
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if format == "text" {
+		q.Set("format", "text")
+	}
+	u := strings.TrimSuffix(base, "/") + "/debug/queue?" + q.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("--address %s: %w", address, err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler at %s is not reachable: %w", address, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return nil, fmt.Errorf("reading the answer of %s: %w", address, err)
+	}
+	return answer(resp.StatusCode, contentType(resp.Header), body, address, format)
+}

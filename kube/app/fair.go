@@ -1,0 +1,138 @@
+package app
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/scheduler"
+)
+
+// FairnessOptions turn on fair sharing between namespaces in the queue
+// (scheduler.NamespaceFairness).
+type FairnessOptions struct {
+	// Namespaces turns it on.
+	Namespaces bool
+	// Weights of namespaces; a namespace not listed weighs 1.
+	Weights map[string]float64
+	// HalfLife of usage; 0: the queue's default (1m).
+	HalfLife time.Duration
+}
+
+// fairness returns the queue's Fairness, or nil when off.
+func (o FairnessOptions) fairness() *schedq.Fairness[*v1.Pod] {
+	if !o.Namespaces {
+		return nil
+	}
+	return scheduler.NamespaceFairness(o.Weights, o.HalfLife)
+}
+
+// validate checks the options, naming the flags.
+func (o FairnessOptions) validate() []error {
+	var errs []error
+	for ns, w := range o.Weights {
+		if !(w > 0) || w > 1e9 {
+			errs = append(errs, fmt.Errorf("--fair-namespace-weights: %s=%v: a weight is a number above 0 (and at most 1e9)", ns, w))
+		}
+	}
+	if o.HalfLife < 0 {
+		errs = append(errs, fmt.Errorf("--fair-half-life: must not be negative, got %v", o.HalfLife))
+	}
+	if !o.Namespaces && (len(o.Weights) > 0 || o.HalfLife != 0) {
+		errs = append(errs, fmt.Errorf("--fair-namespace-weights and --fair-half-life need --fair-namespaces"))
+	}
+	return errs
+}
+
+// ParseWeights parses NAMESPACE=WEIGHT[,NAMESPACE=WEIGHT...], the value
+// of --fair-namespace-weights.
+func ParseWeights(s string) (map[string]float64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := map[string]float64{}
+	for _, part := range strings.Split(s, ",") {
+		ns, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || ns == "" {
+			return nil, fmt.Errorf("--fair-namespace-weights: %q is not NAMESPACE=WEIGHT", part)
+		}
+		w, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return nil, fmt.Errorf("--fair-namespace-weights: %s: %q is not a number", ns, v)
+		}
+		out[ns] = w
+	}
+	return out, nil
+}
+
+// Pending lists the current queue's pods in the order they wait.
+func (s *switchQueue) Pending(o schedq.PendingOptions[*v1.Pod]) schedq.PendingPage {
+	return s.get().Pending(o)
+}
+
+// Tenants reports the current queue's tenants (metrics.TenantSource).
+func (s *switchQueue) Tenants() []schedq.TenantStats { return s.get().Tenants() }
+
+// wantsPending reports whether a /debug/queue request asks for the
+// listing in pop order (?order=, or a namespace or tenant filter)
+// rather than the dump.
+func wantsPending(r *http.Request) bool {
+	q := r.URL.Query()
+	return q.Has("order") || q.Has("namespace") || q.Has("tenant")
+}
+
+// pendingOptions reads the listing's filter and page from a request:
+// ?namespace=, ?tenant=, ?offset=, ?limit=.
+func pendingOptions(r *http.Request) (schedq.PendingOptions[*v1.Pod], error) {
+	q := r.URL.Query()
+	o := schedq.PendingOptions[*v1.Pod]{Tenant: q.Get("tenant"), Limit: DefaultQueuePageLimit}
+	if v := q.Get("order"); v != "" && v != "pop" {
+		return o, fmt.Errorf("order %q: the only order is pop", v)
+	}
+	if ns := q.Get("namespace"); ns != "" {
+		o.Match = func(p *v1.Pod) bool { return p.Namespace == ns }
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 || n > MaxQueuePageLimit {
+			return o, fmt.Errorf("limit %q: want a number from 1 to %d", v, MaxQueuePageLimit)
+		}
+		o.Limit = n
+	}
+	if v := q.Get("offset"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return o, fmt.Errorf("offset %q: want a number from 0", v)
+		}
+		o.Offset = n
+	}
+	return o, nil
+}
+
+// pendingView is a queueView that lists its pods in the order they wait;
+// *schedq.Queue and switchQueue are.
+type pendingView interface {
+	Pending(o schedq.PendingOptions[*v1.Pod]) schedq.PendingPage
+}
+
+// servePending serves /debug/queue?order=pop: one page of the pending
+// pods in the order they wait, each with its reason.
+func servePending(w http.ResponseWriter, r *http.Request, qv queueView) {
+	q, ok := qv.(pendingView)
+	if !ok {
+		http.Error(w, "this queue cannot list its pods in pop order", http.StatusNotImplemented)
+		return
+	}
+	o, err := pendingOptions(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	p := q.Pending(o)
+	write(w, r, p, p.String())
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/schedq/schedq/kube/app"
+)
+
+func pendingCmd(stdout io.Writer) *cobra.Command {
+	var address, output, token, caFile, namespace string
+	var insecure bool
+	var offset, limit int
+	cmd := &cobra.Command{
+		Use:   "pending",
+		Short: "List the pods a running schedq scheduler has pending, in the order they wait",
+		Long: `List the pods a running schedq scheduler has pending, in the order they
+wait: those ready in pop order first (with fair sharing on, as the
+namespaces' usage interleaves them), then those backing off, then the
+unschedulable and the gated ones, each with the one-line reason it waits.
+It reads the scheduler's /debug/queue endpoint at --address, a page at a
+time.`,
+		Example: `  # Everything pending, first page.
+  schedq pending
+
+  # One namespace's pods, the next 100 after the first 500.
+  schedq pending --namespace team-a --offset 500 --limit 100`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "text" && output != "json" {
+				return fmt.Errorf("--output: %q is not text or json", output)
+			}
+			if offset < 0 {
+				return fmt.Errorf("--offset: must not be negative, got %d", offset)
+			}
+			if limit < 0 || limit > app.MaxQueuePageLimit {
+				return fmt.Errorf("--limit: %d is not between 1 and %d (0: the server's default)", limit, app.MaxQueuePageLimit)
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
+			defer cancel()
+			client, err := explainClient(token, caFile, insecure)
+			if err != nil {
+				return err
+			}
+			body, err := app.Pending(ctx, client, address, namespace, offset, limit, output)
+			if err != nil {
+				return err
+			}
+			_, err = stdout.Write(body)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&namespace, "namespace", "", "only this namespace's pods; empty: all")
+	f.IntVar(&offset, "offset", 0, "skip this many pods of the listing")
+	f.IntVar(&limit, "limit", 0, fmt.Sprintf("at most this many pods (up to %d); 0: the server's default (%d)", app.MaxQueuePageLimit, app.DefaultQueuePageLimit))
+	f.StringVar(&address, "address", "127.0.0.1:10351", "the scheduler's --address (host:port or a URL)")
+	f.StringVarP(&output, "output", "o", "text", "text or json")
+	f.StringVar(&token, "token", "", "bearer token for a scheduler serving HTTPS (--address https://...)")
+	f.StringVar(&caFile, "certificate-authority", "", "PEM file of the CA that signed the scheduler's HTTPS certificate")
+	f.BoolVar(&insecure, "insecure-skip-tls-verify", false, "do not verify the scheduler's HTTPS certificate (its default one is self-signed)")
+	return cmd
+}

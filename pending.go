@@ -1,0 +1,301 @@
+package schedq
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// PendingOptions selects and pages what Pending lists.
+type PendingOptions[T any] struct {
+	// Tenant, if set, lists only that tenant's items (Config.Fairness;
+	// without fairness nothing has a tenant, and nothing matches).
+	Tenant string
+	// Match, if set, lists only the items it accepts. It runs under the
+	// lock, once per queued item, and must be pure and fast.
+	Match func(item T) bool
+	// Offset skips that many items of the listing; Limit caps the page
+	// (0: 100).
+	Offset, Limit int
+}
+
+// PendingPage is one page of the queued items, in the order they wait:
+// activeQ in pop order, then backoffQ by the end of the backoff, then the
+// unschedulable and the gated items, each in the queue's order.
+type PendingPage struct {
+	Time time.Time `json:"time"`
+	// Total is how many items matched, on all pages.
+	Total  int           `json:"total"`
+	Offset int           `json:"offset"`
+	Items  []PendingItem `json:"items"`
+}
+
+// PendingItem is one listed item.
+type PendingItem struct {
+	// Rank is the item's place in the listing of the matching items,
+	// from 0.
+	Rank int `json:"rank"`
+	// Explanation is the item's, as Explain gives it but without the
+	// queue-wide counts of Position: for an item in activeQ, Position
+	// holds only Ahead, its place among all of activeQ's items. An item
+	// that left its place between the listing and the explanation (see
+	// Queue.Pending) is explained where it is now.
+	Explanation
+}
+
+// Pending lists the queued items in the order they wait (see
+// PendingPage), filtered and paged by o. Under fairness the order of
+// activeQ is the order the items would pop in if nothing arrived and the
+// pops happened at now. O(n log n) for n queued items; the concurrent
+// Queue sorts outside its lock.
+func (c *Core[K, T]) Pending(o PendingOptions[T], now time.Time) PendingPage {
+	s := c.snapshot(o, now)
+	s.sort()
+	return c.page(s, o, now)
+}
+
+// pendingRef is what the listing keeps of one item: its key, and what
+// sorting it needs, copied so that the sort reads no queue state.
+type pendingRef[K comparable, T any] struct {
+	key    K
+	loc    loc
+	match  bool // selected by the options (all of activeQ is kept, to rank)
+	prio   int32
+	ts     int64
+	tie    uint64
+	expiry int64 // the end of its backoff (Unix ns)
+	tenant string
+	cost   float64
+	info   *Info[T] // a copy, under a caller's Less only
+	key2   float64  // under fairness: its tenant's usage when it heads it
+	ahead  int      // in activeQ: its place among all of activeQ
+}
+
+// pendingSnap is a copy of what the listing needs, taken under the lock.
+type pendingSnap[K comparable, T any] struct {
+	refs           []pendingRef[K, T]
+	less           func(a, b *Info[T]) bool // a caller's Less, or nil
+	fair           bool
+	beforePriority bool
+	scale          float64
+	usage          map[string][2]float64 // tenant: stored usage, weight
+}
+
+// snapshot copies every item of activeQ (the order of all of them is needed
+// to rank the matching ones) and the matching items elsewhere. O(n).
+func (c *Core[K, T]) snapshot(o PendingOptions[T], now time.Time) *pendingSnap[K, T] {
+	s := &pendingSnap[K, T]{refs: make([]pendingRef[K, T], 0, c.queued)}
+	if c.cfg.Priority == nil {
+		s.less = c.cfg.Less
+	}
+	if f := c.fair; f != nil {
+		s.fair, s.beforePriority, s.scale = true, f.cfg.BeforePriority, 1
+		if f.decay.started {
+			s.scale = f.decay.scale(now.UnixNano())
+		}
+		s.usage = make(map[string][2]float64, len(f.tenants))
+		for name, t := range f.tenants {
+			s.usage[name] = [2]float64{t.usage, t.weight}
+		}
+	}
+	add := func(e *entry[K, T]) {
+		r := pendingRef[K, T]{key: e.key, loc: e.loc, match: c.selects(e, o)}
+		if e.kind == kindGroup {
+			if e.grp == nil || e.grp.rep == nil {
+				r.match = false
+			} else {
+				r.key = e.grp.rep.key // a group is listed as the member it carries
+			}
+		}
+		if !r.match && e.loc != locActive {
+			return
+		}
+		k := c.keysOf(e)
+		r.prio, r.ts, r.tie, r.expiry = k.prio, k.ts, k.tie, c.backoffDone(e.BackoffExpiry).UnixNano()
+		if c.fair != nil {
+			r.tenant, r.cost = c.fair.cfg.Tenant(e.Item), c.fair.cfg.cost(e.Item)
+		}
+		if s.less != nil {
+			info := e.Info
+			r.info = &info
+		}
+		if e.loc != locActive {
+			r.tie = e.seq
+		}
+		s.refs = append(s.refs, r)
+	}
+	c.active.Each(add)
+	for _, h := range [...]heapView[K, T]{c.backoffU, c.backoffE} {
+		for i := range h.Len() {
+			add(h.At(i))
+		}
+	}
+	for _, e := range c.parked.all {
+		add(e)
+	}
+	return s
+}
+
+// selects reports whether o selects e.
+func (c *Core[K, T]) selects(e *entry[K, T], o PendingOptions[T]) bool {
+	if o.Tenant != "" && (c.fair == nil || c.fair.cfg.Tenant(e.Item) != o.Tenant) {
+		return false
+	}
+	return o.Match == nil || o.Match(e.Item)
+}
+
+// sort puts the refs in listing order and ranks activeQ's. It reads only
+// s, so the concurrent Queue runs it outside its lock. O(n log n).
+func (s *pendingSnap[K, T]) sort() {
+	if s.fair {
+		s.fairKeys()
+	}
+	slices.SortFunc(s.refs, s.compare)
+	for i := range s.refs {
+		if s.refs[i].loc == locActive {
+			s.refs[i].ahead = i
+		}
+	}
+}
+
+// placeOf orders the places: activeQ, backoffQ, unschedulable, gated.
+func placeOf(l loc) int {
+	switch l {
+	case locActive:
+		return 0
+	case locBackoffUnsched, locBackoffError:
+		return 1
+	case locParked:
+		return 2
+	}
+	return 3
+}
+
+// compare is the listing order.
+func (s *pendingSnap[K, T]) compare(a, b pendingRef[K, T]) int {
+	if c := cmp.Compare(placeOf(a.loc), placeOf(b.loc)); c != 0 {
+		return c
+	}
+	if a.loc == locActive && s.fair {
+		if !s.beforePriority && a.prio != b.prio {
+			return cmp.Compare(b.prio, a.prio)
+		}
+		if c := cmp.Compare(a.key2, b.key2); c != 0 {
+			return c
+		}
+	}
+	if placeOf(a.loc) == 1 && a.expiry != b.expiry {
+		return cmp.Compare(a.expiry, b.expiry)
+	}
+	return s.order(&a, &b)
+}
+
+// order is the queue's order of two items, ties by their entry order.
+func (s *pendingSnap[K, T]) order(a, b *pendingRef[K, T]) int {
+	if s.less != nil {
+		switch {
+		case s.less(a.info, b.info):
+			return -1
+		case s.less(b.info, a.info):
+			return 1
+		}
+		return cmp.Compare(a.tie, b.tie)
+	}
+	return cmp.Or(cmp.Compare(b.prio, a.prio), cmp.Compare(a.ts, b.ts), cmp.Compare(a.tie, b.tie))
+}
+
+// fairKeys gives each item in activeQ its key under fairness: the usage
+// over weight its tenant will have when the item is its tenant's head, if
+// the items ahead of it in its tenant pop first, at the snapshot's time.
+// Sorting by priority (unless BeforePriority), then that key, then the
+// items' order, merges the tenants as Pop would. O(n log n).
+func (s *pendingSnap[K, T]) fairKeys() {
+	var active []*pendingRef[K, T]
+	for i := range s.refs {
+		if s.refs[i].loc == locActive {
+			active = append(active, &s.refs[i])
+		}
+	}
+	slices.SortFunc(active, func(a, b *pendingRef[K, T]) int {
+		return cmp.Or(cmp.Compare(a.tenant, b.tenant), s.order(a, b))
+	})
+	for i := 0; i < len(active); {
+		name := active[i].tenant
+		u, w := 0.0, 1.0
+		if uw, ok := s.usage[name]; ok {
+			u, w = uw[0], uw[1]
+		}
+		for ; i < len(active) && active[i].tenant == name; i++ {
+			active[i].key2 = u / w
+			u += active[i].cost * s.scale
+		}
+	}
+}
+
+// page explains the page's items as they are now. O(page · r).
+func (c *Core[K, T]) page(s *pendingSnap[K, T], o PendingOptions[T], now time.Time) PendingPage {
+	p := PendingPage{Time: now, Offset: max(o.Offset, 0), Items: []PendingItem{}}
+	limit := o.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	for _, r := range s.refs {
+		if !r.match {
+			continue
+		}
+		rank := p.Total
+		p.Total++
+		if rank < p.Offset || len(p.Items) >= limit {
+			continue
+		}
+		it := PendingItem{Rank: rank}
+		if e := c.queuedEntry(r.key); e != nil {
+			it.Explanation = c.explain(e, now)
+			if r.loc == locActive {
+				it.Position = &Position{Ahead: r.ahead}
+			}
+		} else {
+			it.Explanation = Explanation{Key: fmt.Sprint(r.key), Reason: "left the queue since it was listed"}
+		}
+		p.Items = append(p.Items, it)
+	}
+	return p
+}
+
+// Pending lists the queued items in the order they wait (see
+// Core.Pending). It holds the lock to copy what the order needs (O(n)),
+// sorts outside it, and takes it again to explain the page's items
+// (O(page)); an item that moved in between is explained where it is.
+func (q *Queue[K, T]) Pending(o PendingOptions[T]) PendingPage {
+	q.mu.Lock()
+	s := q.core.snapshot(o, q.clock.Now())
+	q.mu.Unlock()
+	s.sort()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.core.page(s, o, q.clock.Now())
+}
+
+// String renders the page for people: one line an item, with its rank,
+// place, key, tenant if any, and reason.
+func (p PendingPage) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d pending at %s", p.Total, p.Time.Format(time.RFC3339Nano))
+	if len(p.Items) > 0 {
+		fmt.Fprintf(&b, ", %d to %d:", p.Items[0].Rank+1, p.Items[len(p.Items)-1].Rank+1)
+	}
+	b.WriteByte('\n')
+	for _, it := range p.Items {
+		fmt.Fprintf(&b, "%5d %-13s %s", it.Rank+1, it.Location, it.Key)
+		if it.Tenant != "" {
+			fmt.Fprintf(&b, " [%s]", it.Tenant)
+		}
+		fmt.Fprintf(&b, ": %s\n", it.Reason)
+	}
+	if rest := p.Total - p.Offset - len(p.Items); rest > 0 && len(p.Items) > 0 {
+		fmt.Fprintf(&b, "... %d more: offset %d\n", rest, p.Offset+len(p.Items))
+	}
+	return b.String()
+}

@@ -1,0 +1,76 @@
+package schedq
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+func pendingKeys(p PendingPage) []string {
+	var keys []string
+	for _, it := range p.Items {
+		keys = append(keys, it.Key)
+	}
+	return keys
+}
+
+// TestPendingListing: activeQ in pop order, then backoffQ, then parked;
+// filtered by tenant or by Match, and paged.
+func TestPendingListing(t *testing.T) {
+	h := newHarness(t, fairBy(nil))
+	h.add(lj("park", 9, "b"), lj("err", 8, "a"))
+	h.attemptFail("park", "Quiet")
+	h.attemptFail("err")
+	h.add(lj("a1", 0, "a"), lj("a2", 0, "a"), lj("a3", 0, "a"), lj("b1", 0, "b"), lj("b2", 0, "b"))
+	all := h.c.Pending(PendingOptions[job]{}, h.now)
+	// b used one pop ("park"), a one ("err"): a1 first by arrival.
+	if want := []string{"a1", "b1", "a2", "b2", "a3", "err", "park"}; !slices.Equal(pendingKeys(all), want) || all.Total != 7 {
+		t.Fatalf("listing %v (total %d), want %v", pendingKeys(all), all.Total, want)
+	}
+	if r := all.Items[5].Reason; r == "" || all.Items[5].Location != InBackoff || all.Items[5].Position != nil {
+		t.Errorf("backing-off item listed as %+v", all.Items[5])
+	}
+	cases := []struct {
+		name string
+		o    PendingOptions[job]
+		want []string
+		rank int
+	}{
+		{"tenant", PendingOptions[job]{Tenant: "b"}, []string{"b1", "b2", "park"}, 0},
+		{"match", PendingOptions[job]{Match: func(p job) bool { return p.prio == 0 }}, []string{"a1", "b1", "a2", "b2", "a3"}, 0},
+		{"page", PendingOptions[job]{Offset: 2, Limit: 2}, []string{"a2", "b2"}, 2},
+		{"tenant page", PendingOptions[job]{Tenant: "a", Offset: 1, Limit: 1}, []string{"a2"}, 1},
+		{"past the end", PendingOptions[job]{Offset: 9}, nil, 0},
+	}
+	for _, tc := range cases {
+		p := h.c.Pending(tc.o, h.now)
+		if !slices.Equal(pendingKeys(p), tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, pendingKeys(p), tc.want)
+		}
+		if len(p.Items) > 0 && p.Items[0].Rank != tc.rank {
+			t.Errorf("%s: first rank %d, want %d", tc.name, p.Items[0].Rank, tc.rank)
+		}
+	}
+	// Ahead counts all of activeQ, whatever the filter.
+	if p := h.c.Pending(PendingOptions[job]{Tenant: "b"}, h.now); p.Items[1].Position.Ahead != 3 {
+		t.Errorf("b2: %d ahead, want 3", p.Items[1].Position.Ahead)
+	}
+}
+
+// TestQueuePending: the locked Queue lists as Core does.
+func TestQueuePending(t *testing.T) {
+	clock := &manualClock{now: t0, waiting: make(chan struct{}, 16)}
+	cfg := testConfig()
+	cfg.Clock = clock
+	q, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []job{mk("x", 1), mk("y", 5), mk("z", 3)} {
+		q.Add(p)
+		clock.Step(time.Millisecond)
+	}
+	if got := pendingKeys(q.Pending(PendingOptions[job]{})); !slices.Equal(got, []string{"y", "z", "x"}) {
+		t.Errorf("Queue.Pending: %v", got)
+	}
+}
