@@ -2,9 +2,7 @@
 // against the same real kube-apiserver, with the same workloads, and
 // prints one table: pods/s, time to bind (p50, p99), scheduling attempts
 // per pod (read from each scheduler's metrics endpoint) and the
-// scheduler's peak memory. With kube-apiserver v1.37 or later it also runs
-// a gang workload (PodGroups on, kube-scheduler with GenericWorkload) and
-// prints the time to bind per gang and the group attempts per gang.
+// scheduler's peak memory.
 //
 //	export SCHEDQ_BIN="$(hack/build-servers.sh | tail -n 1)"
 //	go run ./hack/e2e/cmd/compare-e2e            # or: make compare-e2e
@@ -54,8 +52,10 @@ type scheduler struct {
 	name string // as printed
 	// podScheduler is the spec.schedulerName its pods carry.
 	podScheduler string
-	start        func(ctx context.Context, addr string) (*exec.Cmd, error)
-	metricsURL   func(addr string) string
+	// start returns the scheduler's command; extra are the workload's
+	// kubeSchedulerFlags (schedq ignores them).
+	start      func(ctx context.Context, addr string, extra []string) (*exec.Cmd, error)
+	metricsURL func(addr string) string
 }
 
 // result is what one run of one workload measured.
@@ -66,25 +66,22 @@ type result struct {
 	p50, p99            time.Duration
 	attempts            float64
 	peakRSS             int64 // bytes
+	report              report
 	err                 error
-	// Gang workloads: gangs bound whole, time to bind per gang, and
-	// group attempts (scheduler_podgroup_schedule_attempts_total).
-	gangs            int
-	gangP50, gangP99 time.Duration
-	groupAttempts    float64
 }
 
 func run(scale float64, only string) error {
 	ctx := context.Background()
-	fmt.Fprintln(os.Stderr, "starting etcd and kube-apiserver ...")
-	gangs, why := gangsSupported()
-	opts := cluster.Options{}
-	if gangs {
-		opts.APIServerFlags = gangAPIServerFlags
-	} else {
-		fmt.Fprintln(os.Stderr, "no gang workload:", why)
+	var selected []workload
+	var apiFlags []string
+	for _, w := range workloads(scale) {
+		if only == "" || strings.Contains(w.name, only) {
+			selected = append(selected, w)
+			apiFlags = append(apiFlags, w.apiServerFlags...)
+		}
 	}
-	cl, err := cluster.Start(ctx, opts)
+	fmt.Fprintln(os.Stderr, "starting etcd and kube-apiserver", strings.Join(apiFlags, " "), "...")
+	cl, err := cluster.Start(ctx, cluster.Options{APIServerFlags: apiFlags})
 	if err != nil {
 		return err
 	}
@@ -113,22 +110,19 @@ func run(scale float64, only string) error {
 	contestants := []scheduler{
 		{
 			name: binaryLabel("kube-scheduler", kubeScheduler), podScheduler: "default-scheduler",
-			start: func(ctx context.Context, addr string) (*exec.Cmd, error) {
+			start: func(ctx context.Context, addr string, extra []string) (*exec.Cmd, error) {
 				_, port, _ := net.SplitHostPort(addr)
-				cmd := exec.CommandContext(ctx, kubeScheduler, "--kubeconfig="+cl.Kubeconfig(), "--leader-elect=false",
-					"--bind-address=127.0.0.1", "--secure-port="+port,
-					"--authentication-kubeconfig="+cl.Kubeconfig(), "--authorization-kubeconfig="+cl.Kubeconfig(),
-					"--kube-api-qps=1000", "--kube-api-burst=2000")
-				if gangs {
-					cmd.Args = append(cmd.Args, gangSchedulerFlag)
-				}
-				return cmd, nil
+				args := append([]string{"--kubeconfig=" + cl.Kubeconfig(), "--leader-elect=false",
+					"--bind-address=127.0.0.1", "--secure-port=" + port,
+					"--authentication-kubeconfig=" + cl.Kubeconfig(), "--authorization-kubeconfig=" + cl.Kubeconfig(),
+					"--kube-api-qps=1000", "--kube-api-burst=2000"}, extra...)
+				return exec.CommandContext(ctx, kubeScheduler, args...), nil
 			},
 			metricsURL: func(addr string) string { return "https://" + addr + "/metrics" },
 		},
 		{
 			name: "schedq", podScheduler: "schedq",
-			start: func(ctx context.Context, addr string) (*exec.Cmd, error) {
+			start: func(ctx context.Context, addr string, _ []string) (*exec.Cmd, error) {
 				return exec.CommandContext(ctx, schedqBin, "scheduler", "--kubeconfig="+cl.Kubeconfig(), "--leader-elect=false",
 					"--address="+addr, "--kube-api-qps=1000", "--kube-api-burst=2000"), nil
 			},
@@ -139,14 +133,7 @@ func run(scale float64, only string) error {
 	token := cl.Token()
 
 	var results []result
-	all := workloads(scale)
-	if gangs {
-		all = append(all, gangWorkload(scale))
-	}
-	for _, w := range all {
-		if only != "" && !strings.Contains(w.name, only) {
-			continue
-		}
+	for _, w := range selected {
 		for _, s := range contestants {
 			fmt.Fprintf(os.Stderr, "%s on %s ...\n", w.name, s.name)
 			r := result{workload: w.name, scheduler: s.name}
@@ -165,7 +152,7 @@ func run(scale float64, only string) error {
 				}
 				sctx, cancel := context.WithCancel(ctx)
 				defer cancel()
-				cmd, _ := s.start(sctx, addr)
+				cmd, _ := s.start(sctx, addr, w.kubeSchedulerFlags)
 				logf, err := logs(env.ns)
 				if err != nil {
 					return err
@@ -196,14 +183,15 @@ func run(scale float64, only string) error {
 				r.pods = len(env.pods)
 				r.p50, r.p99 = env.percentiles()
 				r.peakRSS = peakRSS(cmd.Process.Pid)
-				r.attempts, err = attempts(httpc, s.metricsURL(addr), token, "scheduler_schedule_attempts_total{")
-				if err != nil || len(env.gangs) == 0 {
+				metrics, err := scrape(httpc, s.metricsURL(addr), token)
+				if err != nil {
 					return err
 				}
-				r.gangs = len(env.gangs)
-				r.gangP50, r.gangP99 = env.gangPercentiles()
-				r.groupAttempts, err = attempts(httpc, s.metricsURL(addr), token, "scheduler_podgroup_schedule_attempts_total{")
-				return err
+				r.attempts = metricSum(metrics, "scheduler_schedule_attempts_total")
+				if w.report != nil {
+					r.report = w.report(env, metrics)
+				}
+				return nil
 			}()
 			if r.err != nil {
 				fmt.Fprintf(os.Stderr, "  %v\n", r.err)
@@ -228,50 +216,23 @@ func print(w io.Writer, results []result) {
 			r.attempts/float64(r.pods), r.peakRSS>>20)
 	}
 	tw.Flush()
-	printGangs(w, results)
+	printReports(w, results)
 }
 
-// printGangs adds, for the gang workloads, the time to bind per gang and
-// the group attempts per gang.
-func printGangs(w io.Writer, results []result) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	header := false
-	for _, r := range results {
-		if r.err != nil || r.gangs == 0 {
-			continue
-		}
-		if !header {
-			fmt.Fprintln(tw, "\nworkload\tscheduler\tgangs\tper gang p50\tp99\tgroup attempts/gang\t")
-			header = true
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%v\t%.2f\t\n", r.workload, r.scheduler, r.gangs,
-			r.gangP50.Round(time.Millisecond), r.gangP99.Round(time.Millisecond), r.groupAttempts/float64(r.gangs))
-	}
-	tw.Flush()
-}
-
-// attempts sums a counter's series (the metric name followed by "{", all
-// label values) from a scheduler's metrics endpoint.
-func attempts(c *http.Client, url, token, prefix string) (float64, error) {
+// scrape returns the text of a scheduler's metrics endpoint.
+func scrape(c *http.Client, url, token string) (string, error) {
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := c.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("metrics: %w", err)
+		return "", fmt.Errorf("metrics: %w", err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("metrics %s: %s: %s", url, resp.Status, body)
+		return "", fmt.Errorf("metrics %s: %s: %s", url, resp.Status, body)
 	}
-	var sum float64
-	for _, line := range strings.Split(string(body), "\n") {
-		if strings.HasPrefix(line, prefix) {
-			v, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-			sum += v
-		}
-	}
-	return sum, nil
+	return string(body), nil
 }
 
 // peakRSS is the process's high-water resident set size, from /proc.
@@ -315,15 +276,15 @@ type env struct {
 	nodes     []string
 	pods      []string
 
-	gangs map[string][]string // members of each PodGroup (gang workloads)
-
 	mu      sync.Mutex
 	ref     map[string]time.Time // when each pod could first be scheduled
 	boundAt map[string]time.Time
+	// gone holds each pod first seen terminating or deleted, as last seen.
+	gone map[string]*v1.Pod
 }
 
 func (e *env) setup() error {
-	e.ref, e.boundAt = map[string]time.Time{}, map[string]time.Time{}
+	e.ref, e.boundAt, e.gone = map[string]time.Time{}, map[string]time.Time{}, map[string]*v1.Pod{}
 	_, err := e.client.CoreV1().Namespaces().Create(context.Background(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{})
 	return err
 }
@@ -357,6 +318,14 @@ func (e *env) addNodes(prefix string, count int, cpu, memory string) error {
 
 // addPods creates pods, 16 at a time; change adjusts each before creation.
 func (e *env) addPods(prefix string, count int, cpu string, change func(*v1.Pod)) error {
+	_, err := e.addPodsFrom(prefix, 0, count, cpu, change)
+	return err
+}
+
+// addPodsFrom creates the pods prefix-from to prefix-(to-1) as addPods
+// does, and returns their names.
+func (e *env) addPodsFrom(prefix string, from, to int, cpu string, change func(*v1.Pod)) ([]string, error) {
+	count := to - from
 	names := make([]string, count)
 	errs := make(chan error, count)
 	work := make(chan int)
@@ -364,7 +333,7 @@ func (e *env) addPods(prefix string, count int, cpu string, change func(*v1.Pod)
 	for range 16 {
 		wg.Go(func() {
 			for i := range work {
-				names[i] = fmt.Sprintf("%s-%d", prefix, i)
+				names[i] = fmt.Sprintf("%s-%d", prefix, from+i)
 				p := &v1.Pod{
 					ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: names[i], Labels: map[string]string{"group": prefix}},
 					Spec: v1.PodSpec{SchedulerName: e.scheduler, Containers: []v1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
@@ -386,10 +355,12 @@ func (e *env) addPods(prefix string, count int, cpu string, change func(*v1.Pod)
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
-		return err
+		return nil, err
 	}
+	e.mu.Lock()
 	e.pods = append(e.pods, names...)
-	return nil
+	e.mu.Unlock()
+	return names, nil
 }
 
 // readyAt records when pods became schedulable (created, or ungated).
@@ -409,12 +380,15 @@ func (e *env) watchBindings(ctx context.Context) (<-chan struct{}, error) {
 	inf := factory.Core().V1().Pods().Informer()
 	seen := func(obj any) {
 		p, ok := obj.(*v1.Pod)
-		if !ok || p.Spec.NodeName == "" {
+		if !ok || (p.Spec.NodeName == "" && p.DeletionTimestamp == nil) {
 			return
 		}
 		e.mu.Lock()
-		if _, done := e.boundAt[p.Name]; !done {
+		if _, done := e.boundAt[p.Name]; !done && p.Spec.NodeName != "" {
 			e.boundAt[p.Name] = time.Now()
+		}
+		if _, done := e.gone[p.Name]; !done && p.DeletionTimestamp != nil {
+			e.gone[p.Name] = p
 		}
 		e.mu.Unlock()
 		select {
@@ -422,7 +396,20 @@ func (e *env) watchBindings(ctx context.Context) (<-chan struct{}, error) {
 		default:
 		}
 	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, n any) { seen(n) }}); err != nil {
+	deleted := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if p, ok := obj.(*v1.Pod); ok {
+			e.mu.Lock()
+			if _, done := e.gone[p.Name]; !done {
+				e.gone[p.Name] = p
+			}
+			e.mu.Unlock()
+		}
+	}
+	handlers := cache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, n any) { seen(n) }, DeleteFunc: deleted}
+	if _, err := inf.AddEventHandler(handlers); err != nil {
 		return nil, err
 	}
 	factory.Start(ctx.Done())

@@ -14,11 +14,31 @@ type workload struct {
 	name    string
 	prepare func(*env) error
 	drive   func(e *env, begin time.Time) error
+	// apiServerFlags are kube-apiserver flags the workload needs; the one
+	// API server both schedulers share is started with those of every
+	// selected workload.
+	apiServerFlags []string
+	// kubeSchedulerFlags are added to kube-scheduler's command line.
+	kubeSchedulerFlags []string
+	// report, if set, gives the workload's own figures once every pod is
+	// bound, from the env and the scheduler's /metrics text.
+	report func(e *env, metrics string) report
+}
+
+// report is a workload's own figures for one scheduler: lines to print,
+// and a signature that should be equal for both schedulers (empty: none).
+type report struct {
+	lines     []string
+	signature string
 }
 
 func n(base int, scale float64) int { return max(1, int(float64(base)*scale)) }
 
 func workloads(scale float64) []workload {
+	return append(basicWorkloads(scale), gangWorkload(scale), preemptionWorkload(scale))
+}
+
+func basicWorkloads(scale float64) []workload {
 	return []workload{
 		{
 			// All pods pending when the scheduler starts: raw throughput.
