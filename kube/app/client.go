@@ -24,28 +24,12 @@ const maxAnswer = 8 << 20
 // (another server, a proxy's error page) is an error that says so, with
 // the HTTP status and never the page itself.
 func Explain(ctx context.Context, c *http.Client, address, namespace, name, format string) ([]byte, error) {
-	base := address
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
+	base := baseURL(address)
 	u := fmt.Sprintf("%s/debug/queue/%s/%s", strings.TrimSuffix(base, "/"), url.PathEscape(namespace), url.PathEscape(name))
 	if format == "text" {
 		u += "?format=text"
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, fmt.Errorf("--address %s: %w", address, err)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("scheduler at %s is not reachable: %w", address, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-	if err != nil {
-		return nil, fmt.Errorf("reading the answer of %s: %w", address, err)
-	}
-	return answer(resp.StatusCode, contentType(resp.Header), body, address, format)
+	return ask(ctx, c, address, u, format)
 }
 
 // answer interprets a response of the explain endpoint.
@@ -82,4 +66,31 @@ func contentType(h http.Header) string {
 // worth showing as it is.
 func oneLine(msg string) bool {
 	return msg != "" && len(msg) <= 300 && !strings.ContainsAny(msg, "\n<\x00")
+}
+
+// baseURL is address as a URL: host:port is taken as plain HTTP.
+func baseURL(address string) string {
+	if !strings.Contains(address, "://") {
+		return "http://" + address
+	}
+	return address
+}
+
+// ask GETs u from the scheduler at address and checks that the answer is
+// one of schedq's (see answer). At most maxAnswer bytes are read.
+func ask(ctx context.Context, c *http.Client, address, u, format string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("--address %s: %w", address, err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler at %s is not reachable: %w", address, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return nil, fmt.Errorf("reading the answer of %s: %w", address, err)
+	}
+	return answer(resp.StatusCode, contentType(resp.Header), body, address, format)
 }

@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -16,10 +14,7 @@ import (
 // default). The answer is text, or JSON if format is "json"; one that is
 // not schedq's is an error, as with Explain.
 func Pending(ctx context.Context, c *http.Client, address, namespace string, offset, limit int, format string) ([]byte, error) {
-	base := address
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
+	base := baseURL(address)
 	q := url.Values{"order": {"pop"}}
 	if namespace != "" {
 		q.Set("namespace", namespace)
@@ -34,18 +29,5 @@ func Pending(ctx context.Context, c *http.Client, address, namespace string, off
 		q.Set("format", "text")
 	}
 	u := strings.TrimSuffix(base, "/") + "/debug/queue?" + q.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, fmt.Errorf("--address %s: %w", address, err)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("scheduler at %s is not reachable: %w", address, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-	if err != nil {
-		return nil, fmt.Errorf("reading the answer of %s: %w", address, err)
-	}
-	return answer(resp.StatusCode, contentType(resp.Header), body, address, format)
+	return ask(ctx, c, address, u, format)
 }
