@@ -70,27 +70,15 @@ func apiserverTooOld() string {
 
 func setup(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	cfg := cl.RESTConfig()
-	cfg.QPS, cfg.Burst = 500, 1000
-	c, err := kubernetes.NewForConfig(cfg)
+	c, err := cl.Client()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-// figure logs a measured figure, and appends it to $SCHEDQ_E2E_REPORT.
-func figure(t testing.TB, format string, args ...any) {
-	t.Helper()
-	line := fmt.Sprintf("%s: %s", t.Name(), fmt.Sprintf(format, args...))
-	t.Log(line)
-	if path := os.Getenv("SCHEDQ_E2E_REPORT"); path != "" {
-		if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-			fmt.Fprintln(f, line)
-			f.Close()
-		}
-	}
-}
+// figure records a measured figure (cluster.Figure).
+var figure = cluster.Figure
 
 // logBuffer is a concurrency-safe log sink the test can search.
 type logBuffer struct {

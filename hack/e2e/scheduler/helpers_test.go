@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 
 	"testing"
@@ -38,29 +37,15 @@ func TestMain(m *testing.M) {
 
 func client(t testing.TB) kubernetes.Interface {
 	t.Helper()
-	cfg := cl.RESTConfig()
-	cfg.QPS, cfg.Burst = 500, 1000
-	c, err := kubernetes.NewForConfig(cfg)
+	c, err := cl.Client()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-// figure records a measured figure: in the test log, and in the file
-// $SCHEDQ_E2E_REPORT (which .ci/run prints), since go test hides the logs
-// of passing packages.
-func figure(t testing.TB, format string, args ...any) {
-	t.Helper()
-	line := fmt.Sprintf("%s: %s", t.Name(), fmt.Sprintf(format, args...))
-	t.Log(line)
-	if path := os.Getenv("SCHEDQ_E2E_REPORT"); path != "" {
-		if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-			fmt.Fprintln(f, line)
-			f.Close()
-		}
-	}
-}
+// figure records a measured figure (cluster.Figure).
+var figure = cluster.Figure
 
 // freeAddr returns a free loopback address for a scheduler's HTTP server.
 func freeAddr(t testing.TB) string {
