@@ -88,6 +88,7 @@ func (h *Handlers) addPod(p *v1.Pod, initial bool) {
 			return // a stale view of a pod we assumed or bound
 		}
 		member := framework.GroupName(p) != ""
+		defer h.restoreNomination(p)
 		if !member && h.warm != nil && h.warm.park(h, p) {
 			return
 		}
@@ -96,6 +97,20 @@ func (h *Handlers) addPod(p *v1.Pod, initial bool) {
 			h.memberAdded(p)
 		}
 	}
+}
+
+// restoreNomination takes over a nomination that the pod's status records
+// (status.nominatedNodeName, written by a previous leader's preemption or
+// by another scheduler's), so that the room freed for it is counted as
+// taken after a failover too. A node that is gone clears it at the pod's
+// next attempt, as for any nomination.
+func (h *Handlers) restoreNomination(p *v1.Pod) {
+	node := p.Status.NominatedNodeName
+	nom, ok := h.Queue.(Nominator)
+	if node == "" || !ok {
+		return
+	}
+	h.check("nominate", p, nom.Nominate(framework.Key(p), node))
 }
 
 // UpdatePod handles a changed pod. A new UID under the same name is a
