@@ -51,6 +51,14 @@
 // Pending lists the queued items in the order they wait, in O(n log n), of
 // which the concurrent Queue holds its lock for O(n) and O(page).
 //
+// # Nominations
+//
+// Nominate records that an item is to go to a target its caller made
+// ready for it (room freed by preemption); Nominated(target) lists the
+// items nominated there, in O(items there), so that a scheduler counts
+// that room as taken. Delete and Done drop an item's nomination in the
+// same operation, so nominations never outlive their items.
+//
 // An event that happens while an item is in flight is remembered: if the
 // attempt then fails, the event can still send the item to be retried
 // rather than parked, so an attempt racing an event never strands its item.
