@@ -21,10 +21,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/schedq/schedq/hack/e2e/cluster"
@@ -139,33 +137,11 @@ func startScheduler(t *testing.T, name string) *logBuffer {
 	return logs
 }
 
-// waitFor polls cond every 50ms until it holds, failing at the deadline.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func(context.Context) (bool, error)) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
+// waitFor polls until cond holds (cluster.WaitFor).
+var waitFor = cluster.WaitFor
 
-// namespace creates the test's namespace; its pods go at the end.
-func namespace(t *testing.T, c kubernetes.Interface) string {
-	t.Helper()
-	name := strings.Trim(strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())), "-")
-	if len(name) > 50 {
-		name = strings.Trim(name[:50], "-")
-	}
-	ctx := context.Background()
-	if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		zero := int64(0)
-		c.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
-	})
-	return name
-}
+// namespace creates the test's namespace (cluster.Namespace).
+var namespace = cluster.Namespace
 
 // makeNodes creates count nodes prefix-i with cpu each, deleted at the end.
 func makeNodes(t *testing.T, c kubernetes.Interface, prefix string, count int, cpu string) {

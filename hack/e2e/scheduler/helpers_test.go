@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/schedq/schedq/hack/e2e/cluster"
@@ -144,37 +143,11 @@ func metricAt(t testing.TB, addr, name string, labels ...string) float64 {
 	return sum
 }
 
-// waitFor polls cond until it holds or the deadline passes. It never
-// sleeps a fixed time to wait for a result: it checks, and gives up at the
-// deadline with a message naming what it waited for.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func(context.Context) (bool, error)) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
+// waitFor polls until cond holds (cluster.WaitFor).
+var waitFor = cluster.WaitFor
 
-// namespace creates a namespace for the test; its pods are deleted at the
-// end (there is no namespace controller to do it).
-func namespace(t *testing.T, c kubernetes.Interface) string {
-	t.Helper()
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	if len(name) > 50 {
-		name = name[:50]
-	}
-	name = strings.Trim(name, "-")
-	ctx := context.Background()
-	if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		zero := int64(0)
-		c.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
-	})
-	return name
-}
+// namespace creates the test's namespace (cluster.Namespace).
+var namespace = cluster.Namespace
 
 // nodeSpec describes test nodes.
 type nodeSpec struct {
