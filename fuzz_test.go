@@ -212,20 +212,26 @@ func FuzzQueue(f *testing.F) {
 // TestQueueRandomLong runs long random sequences from a fixed seed, so that
 // a plain go test covers far more than the corpus.
 func TestQueueRandomLong(t *testing.T) {
+	randomRuns(t, 42, 600, func(run int) byte { return byte(run % 128) })
+}
+
+// randomRuns runs runOps on 300 inputs (30 with -short) of size bytes,
+// drawn by xorshift from seed, with flags(run) as each input's flag byte.
+func randomRuns(t *testing.T, seed uint64, size int, flags func(run int) byte) {
 	n := 300
 	if testing.Short() {
 		n = 30
 	}
-	state := uint64(42)
+	state := seed
 	for run := range n {
-		data := make([]byte, 600)
+		data := make([]byte, size)
 		for i := range data {
 			state ^= state << 13
 			state ^= state >> 7
 			state ^= state << 17
 			data[i] = byte(state)
 		}
-		data[0] = byte(run % 128)
+		data[0] = flags(run)
 		t.Run(fmt.Sprint(run), func(t *testing.T) { runOps(t, data) })
 	}
 }

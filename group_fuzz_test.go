@@ -3,6 +3,7 @@ package schedq
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -65,7 +66,7 @@ func runGroupOps(t *testing.T, flags byte, data []byte) {
 	// leaving marks the members of group attempt a that end with it.
 	leaving := func(a Attempt[string, job], placed []int) {
 		for i, m := range a.Members {
-			if placed != nil && !containsInt(placed, i) {
+			if placed != nil && !slices.Contains(placed, i) {
 				continue
 			}
 			if info, loc, ok := c.Get(m.Key); ok && loc == InFlight && info.Item.group == a.Group {
@@ -242,32 +243,8 @@ func runGroupOps(t *testing.T, flags byte, data []byte) {
 	}
 }
 
-func containsInt(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 // TestGroupQueueRandomLong runs long random group sequences from a fixed
 // seed (flag bit 32 of the fuzz input turns groups on).
 func TestGroupQueueRandomLong(t *testing.T) {
-	n := 300
-	if testing.Short() {
-		n = 30
-	}
-	state := uint64(7)
-	for run := range n {
-		data := make([]byte, 800)
-		for i := range data {
-			state ^= state << 13
-			state ^= state >> 7
-			state ^= state << 17
-			data[i] = byte(state)
-		}
-		data[0] = byte(32 | run%32)
-		t.Run(fmt.Sprint(run), func(t *testing.T) { runOps(t, data) })
-	}
+	randomRuns(t, 7, 800, func(run int) byte { return byte(32 | run%32) })
 }
