@@ -22,26 +22,7 @@ func benchFairCore(b *testing.B) *Core[int, benchItem] {
 
 // BenchmarkAddPopDoneFair is BenchmarkAddPopDone with fairness on, over
 // 10 tenants: compare it with BenchmarkAddPopDone.
-func BenchmarkAddPopDoneFair(b *testing.B) {
-	for _, n := range benchSizes {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			c := benchFairCore(b)
-			r := rand.New(rand.NewPCG(1, 1))
-			now := t0
-			for i := range n {
-				c.Add(benchItem{id: i, prio: int32(r.IntN(100))}, now)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				now = now.Add(time.Microsecond)
-				info, _ := c.Pop(now)
-				c.Done(info, now)
-				c.Add(benchItem{id: info.Item.id, prio: int32(r.IntN(100))}, now)
-			}
-		})
-	}
-}
+func BenchmarkAddPopDoneFair(b *testing.B) { benchAddPopDone(b, benchFairCore) }
 
 // BenchmarkExplainPosition: Explain, with the position, of an item in the
 // middle of 100k items in activeQ; fairness off and on.

@@ -31,9 +31,15 @@ var benchSizes = []int{1_000, 10_000, 100_000}
 // BenchmarkAddPopDone: one Add, one Pop and one Done with n items already
 // waiting in activeQ.
 func BenchmarkAddPopDone(b *testing.B) {
+	benchAddPopDone(b, func(b *testing.B) *Core[int, benchItem] { return benchCore(b, nil) })
+}
+
+// benchAddPopDone runs the AddPopDone loop on the Core that core builds,
+// for each of benchSizes.
+func benchAddPopDone(b *testing.B, core func(*testing.B) *Core[int, benchItem]) {
 	for _, n := range benchSizes {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			c := benchCore(b, nil)
+			c := core(b)
 			r := rand.New(rand.NewPCG(1, 1))
 			now := t0
 			for i := range n {
