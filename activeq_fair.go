@@ -45,7 +45,7 @@ type fairActive[K comparable, T any] struct {
 	cfg     Fairness[T]
 	custom  func(a, b *entry[K, T]) bool // the caller's Less, or nil
 	tenants map[string]*fairTenant[K, T]
-	order   tenantHeap[K, T]
+	order   *heap.Heap[*fairTenant[K, T]] // tenants with items in activeQ (tenantBefore)
 	live    int
 	stamp   uint64
 	decay   decay
@@ -67,7 +67,7 @@ func newFairActive[K comparable, T any](cfg Fairness[T], custom func(a, b *entry
 		decay:   decay{halfLife: float64(cfg.HalfLife)},
 		pruneAt: 64,
 	}
-	f.order.beforePriority = cfg.BeforePriority
+	f.order = heap.New(tenantBefore[K, T](cfg.BeforePriority), func(t *fairTenant[K, T], i int) { t.idx = i })
 	return f
 }
 

@@ -145,104 +145,17 @@ func (h *slotHeap[K, T]) filter() {
 	}
 }
 
-// tenantHeap is the heap of the tenants that have items in activeQ, in
-// fairActive.tenantBefore's order, compiled in rather than called through
-// function values (it runs at every pop). Each tenant records its index.
-type tenantHeap[K comparable, T any] struct {
-	items          []*fairTenant[K, T]
-	beforePriority bool
-}
-
-func (h *tenantHeap[K, T]) Len() int                   { return len(h.items) }
-func (h *tenantHeap[K, T]) At(i int) *fairTenant[K, T] { return h.items[i] }
-
-// Less reports whether the tenant at i orders before the one at j.
-func (h *tenantHeap[K, T]) Less(i, j int) bool { return h.before(h.items[i], h.items[j]) }
-
-// before is the order of tenants: by their head items' priority (unless
-// BeforePriority), then usage over weight, then the head items' order.
-func (h *tenantHeap[K, T]) before(a, b *fairTenant[K, T]) bool {
-	if !h.beforePriority && a.head.prio != b.head.prio {
-		return a.head.prio > b.head.prio
-	}
-	if a.norm != b.norm {
-		return a.norm < b.norm
-	}
-	return a.h.before(&a.head, &b.head)
-}
-
-// Push adds t. O(log tenants).
-func (h *tenantHeap[K, T]) Push(t *fairTenant[K, T]) {
-	h.items = append(h.items, t)
-	h.up(len(h.items)-1, t)
-}
-
-// Fix restores the order after t's keys changed. O(log tenants).
-func (h *tenantHeap[K, T]) Fix(i int) {
-	t := h.items[i]
-	if h.down(i, t) == i {
-		h.up(i, t)
-	}
-}
-
-// Remove takes out the tenant at i. O(log tenants).
-func (h *tenantHeap[K, T]) Remove(i int) {
-	n := len(h.items) - 1
-	gone, last := h.items[i], h.items[n]
-	h.items[n] = nil
-	h.items = h.items[:n]
-	gone.idx = -1
-	if i != n {
-		if h.down(i, last) == i {
-			h.up(i, last)
+// tenantBefore returns the order of the tenants with items in activeQ:
+// by their head items' priority (unless beforePriority), then usage over
+// weight, then the head items' order.
+func tenantBefore[K comparable, T any](beforePriority bool) func(a, b *fairTenant[K, T]) bool {
+	return func(a, b *fairTenant[K, T]) bool {
+		if !beforePriority && a.head.prio != b.head.prio {
+			return a.head.prio > b.head.prio
 		}
+		if a.norm != b.norm {
+			return a.norm < b.norm
+		}
+		return a.h.before(&a.head, &b.head)
 	}
-}
-
-// Heapify restores the order of every tenant. O(tenants).
-func (h *tenantHeap[K, T]) Heapify() {
-	for i := len(h.items)/4 + 1; i >= 0; i-- {
-		if i < len(h.items) {
-			h.down(i, h.items[i])
-		}
-	}
-}
-
-func (h *tenantHeap[K, T]) up(i int, x *fairTenant[K, T]) {
-	for i > 0 {
-		p := (i - 1) / 4
-		if !h.before(x, h.items[p]) {
-			break
-		}
-		h.items[i] = h.items[p]
-		h.items[i].idx = i
-		i = p
-	}
-	h.items[i] = x
-	x.idx = i
-}
-
-func (h *tenantHeap[K, T]) down(i int, x *fairTenant[K, T]) int {
-	n := len(h.items)
-	for {
-		first := 4*i + 1
-		if first >= n {
-			break
-		}
-		j := first
-		for c := first + 1; c < first+4 && c < n; c++ {
-			if h.before(h.items[c], h.items[j]) {
-				j = c
-			}
-		}
-		if !h.before(h.items[j], x) {
-			break
-		}
-		h.items[i] = h.items[j]
-		h.items[i].idx = i
-		i = j
-	}
-	h.items[i] = x
-	x.idx = i
-	return i
 }

@@ -47,12 +47,18 @@ func (h *Heap[E]) Filter(keep func(E) bool) {
 	for i, e := range h.items {
 		h.place(e, i)
 	}
+	h.Heapify()
+	h.shrink()
+}
+
+// Heapify restores the heap order after the keys of any number of
+// elements changed. O(n).
+func (h *Heap[E]) Heapify() {
 	for i := len(h.items)/arity + 1; i >= 0; i-- {
 		if i < len(h.items) {
 			h.down(i)
 		}
 	}
-	h.shrink()
 }
 
 // Len returns the number of elements. O(1).
