@@ -521,26 +521,30 @@ func (c *Core[K, T]) updateEvents(oldItem, newItem T) []Event {
 	return c.cfg.UpdateEvents(oldItem, newItem)
 }
 
-// Delete removes the queued item with key. If the key is only in flight,
-// the attempt is marked so that its requeue drops it. It returns ErrNotFound
-// if the key is neither queued nor in flight. O(log n).
+// Delete removes the item with key: its queued copy, if any, and its
+// attempt in flight, if any, which is marked so that its requeue drops it
+// (a key re-added during its attempt has both). It returns ErrNotFound if
+// the key is neither queued nor in flight. O(log n).
 func (c *Core[K, T]) Delete(key K, now time.Time) error {
 	defer c.check()
 	c.nom.drop(key)
 	if m := c.keys[key]; m != nil && m.kind == kindMember {
 		return c.deleteMember(m, now)
 	}
-	if e := c.queuedEntry(key); e != nil {
-		c.unlink(e, now)
-		c.dequeue(e)
-		c.retire(e, now)
-		return nil
+	f := c.flightEntry(key)
+	q := c.queuedEntry(key)
+	if f == nil && q == nil {
+		return fmt.Errorf("%w: delete %v", ErrNotFound, key)
 	}
-	if f := c.flightEntry(key); f != nil {
+	if f != nil {
 		f.deleted = true
-		return nil
 	}
-	return fmt.Errorf("%w: delete %v", ErrNotFound, key)
+	if q != nil {
+		c.unlink(q, now)
+		c.dequeue(q)
+		c.retire(q, now)
+	}
+	return nil
 }
 
 // Pop takes the next item to try: the head of activeQ or, when activeQ is

@@ -224,19 +224,38 @@ func TestDelete(t *testing.T) {
 			t.Fatalf("counts %+v", c)
 		}
 	})
-	t.Run("in flight: the failed attempt is dropped", func(t *testing.T) {
-		h := newHarness(t)
-		h.add(mk("a", 1))
-		info := h.pop()
-		if err := h.c.Delete("a", h.now); err != nil {
-			t.Fatal(err)
-		}
-		if err := h.c.Requeue(req(info.Item, info.Cycle), Failure{UnschedulablePlugins: []string{"Fit"}}, h.now); err != nil {
-			t.Fatal(err)
-		}
-		h.check()
-		h.want("a", absent)
-	})
+	inFlight := []struct {
+		name    string
+		readd   bool // the key is added again during the attempt, before the Delete
+		failure Failure
+	}{
+		{"in flight, rejected: the failed attempt is dropped", false, Failure{UnschedulablePlugins: []string{"Fit"}}},
+		{"in flight, error: the failed attempt is dropped", false, Failure{}},
+		{"re-added during the attempt, rejected: the failed attempt is dropped", true, Failure{UnschedulablePlugins: []string{"Fit"}}},
+		{"re-added during the attempt, error: the failed attempt is dropped", true, Failure{}},
+	}
+	for _, tc := range inFlight {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.add(mk("a", 1))
+			info := h.pop()
+			if tc.readd {
+				h.add(mk("a", 1))
+			}
+			if err := h.c.Delete("a", h.now); err != nil {
+				t.Fatal(err)
+			}
+			h.check()
+			if err := h.c.Requeue(req(info.Item, info.Cycle), tc.failure, h.now); err != nil {
+				t.Fatal(err)
+			}
+			h.check()
+			h.want("a", absent)
+			if c := h.c.Counts(); c != (Counts{}) {
+				t.Fatalf("counts %+v, want empty", c)
+			}
+		})
+	}
 }
 
 func TestReaddDuringAttempt(t *testing.T) {

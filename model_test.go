@@ -361,17 +361,19 @@ func (m *model) fail(p job, cycle int64, f Failure, now time.Time) error {
 }
 
 func (m *model) deleteKey(name string) error {
-	if it := m.items[name]; it != nil {
+	it, f := m.items[name], m.flights[name]
+	if it == nil && f == nil {
+		return ErrNotFound
+	}
+	if f != nil {
+		f.deleted = true // also when re-added during the attempt
+	}
+	if it != nil {
 		delete(m.items, name)
 		it.deferredBy = nil
 		m.giveBack(it)
-		return nil
 	}
-	if f := m.flights[name]; f != nil {
-		f.deleted = true
-		return nil
-	}
-	return ErrNotFound
+	return nil
 }
 
 func (m *model) interested(ev Event) bool {
