@@ -119,9 +119,12 @@ func (c *Core[K, T]) requeueGroup(a Attempt[K, T], f Failure, now time.Time) err
 	}
 	e := g.flight
 	c.placeLeftovers(g, a, f)
-	if !g.known || len(g.flying) == 0 {
-		// Deleted during the attempt, or nothing left: the members wait
-		// for the group object, or for nothing.
+	if !g.known || len(g.flying) == 0 && (len(g.waiting) == 0 || len(f.Placed) > 0) {
+		// The group was deleted during the attempt: its members wait for
+		// the group object. Or the attempt left no member and no failure
+		// to keep (none waits, or it was a success): those that waited
+		// form a new entity. A failure with only waiting members left is
+		// the group's and is kept below: it backs off or parks, counted.
 		for len(g.flying) > 0 {
 			m := g.flying[len(g.flying)-1]
 			g.take(m)

@@ -213,6 +213,46 @@ func TestGroupScenarios(t *testing.T) {
 				t.Fatalf("group state %+v", h.c.groups["g"])
 			}
 		}},
+		{"attempt whose members were all deleted, with a member pending: an error backs the group off, counted", func(t *testing.T, h *harness) {
+			h.setGroup("g", 1, 0)
+			h.add(gm("g", "d0", 0))
+			for round, name := range []string{"x0", "x1"} {
+				a := h.popGroup("g")
+				for _, m := range a.Members {
+					if err := h.c.Delete(m.Key, h.now); err != nil {
+						t.Fatal(err)
+					}
+				}
+				h.add(gm("g", name, 0))
+				h.want(name, InPending)
+				h.requeueGroup(a, Failure{Message: "boom"})
+				h.want(name, InBackoff)
+				e := h.c.groups["g"].ent
+				if e == nil || e.ConsecutiveErrors != round+1 {
+					t.Fatalf("round %d: entity %+v, want %d consecutive errors", round, e, round+1)
+				}
+				h.c.Tick(h.now) // anchors the flush schedule
+				h.step(time.Minute)
+				h.c.Tick(h.now)
+			}
+		}},
+		{"attempt whose members were all deleted, with a member pending: a rejection parks the group, counted", func(t *testing.T, h *harness) {
+			h.setGroup("g", 1, 0)
+			h.add(gm("g", "d", 0))
+			a := h.popGroup("g")
+			if err := h.c.Delete("d", h.now); err != nil {
+				t.Fatal(err)
+			}
+			h.add(gm("g", "x", 0))
+			h.requeueGroup(a, Failure{UnschedulablePlugins: []string{"Fit"}})
+			h.want("x", InUnschedulable)
+			h.noPop()
+			if e := h.c.groups["g"].ent; e == nil || e.UnschedulableCount != 1 || !slices.Equal(e.UnschedulablePlugins, []string{"Fit"}) {
+				t.Fatalf("entity %+v, want parked on Fit with one unschedulable count", e)
+			}
+			h.move(evMachineAdd, 2)
+			h.want("x", InBackoff)
+		}},
 		{"rejected after an event: backoff, count 1, errors 0, Timestamp now", func(t *testing.T, h *harness) {
 			h.setGroup("g", 2, 0)
 			h.add(gm("g", "a", 0), gm("g", "b", 0))
