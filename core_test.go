@@ -381,6 +381,9 @@ func TestBackoffSequence(t *testing.T) {
 				got = append(got, info.BackoffExpiry.Sub(info.Timestamp))
 				h.step(info.BackoffExpiry.Sub(h.now))
 				h.c.flushBackoff(h.now)
+				h.want("a", InBackoff) // backoff ends strictly after its expiry
+				h.step(time.Nanosecond)
+				h.c.flushBackoff(h.now)
 				h.check()
 				h.want("a", InActive)
 			}
@@ -394,18 +397,56 @@ func TestBackoffSequence(t *testing.T) {
 	}
 }
 
+// TestBackoffStaysUntilExpiry checks that, without pop-from-backoff, an
+// item backs off until strictly after its expiry, as upstream: a flush or a
+// move request at the expiry itself leaves it in backoffQ.
 func TestBackoffStaysUntilExpiry(t *testing.T) {
-	h := newHarness(t, func(c *Config[string, job]) { c.DisablePopFromBackoff = true })
-	h.add(mk("a", 1))
-	h.attemptFail("a")
-	h.step(999 * time.Millisecond)
-	h.c.flushBackoff(h.now)
-	h.want("a", InBackoff)
-	h.noPop()
-	h.step(time.Millisecond)
-	h.c.flushBackoff(h.now)
-	h.check()
-	h.want("a", InActive)
+	cases := []struct {
+		name string
+		fail func(h *harness)
+	}{
+		{"error", func(h *harness) { h.attemptFail("a") }},
+		{"rejected", func(h *harness) {
+			h.attemptFail("a", "Fit")
+			h.move(evMachineAdd, nil)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name+", backoff flush", func(t *testing.T) {
+			h := newHarness(t, func(c *Config[string, job]) { c.DisablePopFromBackoff = true })
+			h.add(mk("a", 1))
+			tc.fail(h)
+			h.want("a", InBackoff)
+			for _, d := range []time.Duration{999 * time.Millisecond, time.Millisecond} { // to the expiry
+				h.step(d)
+				h.c.flushBackoff(h.now)
+				h.want("a", InBackoff)
+				h.noPop()
+			}
+			h.step(time.Nanosecond)
+			h.c.flushBackoff(h.now)
+			h.check()
+			h.want("a", InActive)
+		})
+	}
+	for _, tc := range []struct {
+		name  string
+		after time.Duration // from the failure to the move request
+		want  Location
+	}{
+		{"move request at the expiry: backoff", time.Second, InBackoff},
+		{"move request just after the expiry: active", time.Second + time.Nanosecond, InActive},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config[string, job]) { c.DisablePopFromBackoff = true })
+			h.add(mk("a", 1))
+			h.attemptFail("a", "Fit")
+			h.want("a", InUnschedulable)
+			h.step(tc.after)
+			h.move(evMachineAdd, nil)
+			h.want("a", tc.want)
+		})
+	}
 }
 
 func TestErrorResetByUnschedulable(t *testing.T) {

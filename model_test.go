@@ -80,7 +80,7 @@ func (m *model) backoffFor(it *mItem) time.Duration {
 
 func (m *model) release(expiry time.Time) time.Time {
 	if !m.popFromBackoff() {
-		return expiry
+		return expiry.Add(time.Nanosecond) // strictly after the expiry
 	}
 	return time.Unix(0, (backoff.WindowOf(expiry)+1)*int64(time.Second))
 }

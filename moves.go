@@ -145,9 +145,10 @@ func (c *Core[K, T]) backoffDuration(e *entry[K, T]) time.Duration {
 }
 
 // backingOff reports whether e's backoff, counted from its Timestamp, is
-// still running at now. With pop-from-backoff on, backoff ends at the end of
-// the 1-second window that holds its expiry, so a window leaves backoffQ
-// whole and in priority order. No backoff means none, even within a window.
+// still running at now: until strictly after its expiry, as upstream. With
+// pop-from-backoff on, backoff ends at the end of the 1-second window that
+// holds its expiry, so a window leaves backoffQ whole and in priority order.
+// No backoff means none, even within a window.
 func (c *Core[K, T]) backingOff(e *entry[K, T], now time.Time) bool {
 	d := c.backoffDuration(e)
 	if d == 0 {
@@ -156,10 +157,13 @@ func (c *Core[K, T]) backingOff(e *entry[K, T], now time.Time) bool {
 	return c.backoffDone(e.Timestamp.Add(d)).After(now)
 }
 
-// backoffDone is when a backoff that expires at expiry lets go of its item.
+// backoffDone is the first instant at which a backoff that expires at
+// expiry has let go of its item: just after the expiry (the item backs off
+// while its expiry is not before now), or with pop-from-backoff on, the end
+// of the expiry's window.
 func (c *Core[K, T]) backoffDone(expiry time.Time) time.Time {
 	if c.cfg.DisablePopFromBackoff {
-		return expiry
+		return expiry.Add(time.Nanosecond)
 	}
 	return time.Unix(0, (backoff.WindowOf(expiry)+1)*int64(backoff.Window))
 }

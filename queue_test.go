@@ -350,8 +350,13 @@ func TestQueueRunOnInjectedClock(t *testing.T) {
 	if _, loc, _ := q.Get("a"); loc != InBackoff {
 		t.Fatalf("a is %v, want in backoff for 1s", loc)
 	}
-	clk.Step(time.Second) // the backoff ends and the flush ticks
+	clk.Step(time.Second) // the flush ticks at the expiry itself: still backing off
 	<-clk.waiting         // Run has flushed, then asked for its next tick
+	if _, loc, _ := q.Get("a"); loc != InBackoff {
+		t.Fatalf("a is %v at its expiry, want still in backoff", loc)
+	}
+	clk.Step(time.Second) // the next flush, after the expiry
+	<-clk.waiting
 	if _, loc, _ := q.Get("a"); loc != InActive {
 		t.Fatalf("a is %v after the backoff flush on the injected clock, want active", loc)
 	}
