@@ -24,14 +24,15 @@ type Config[K comparable, T any] struct {
 	// first, then earlier Timestamp, then the order in which the items
 	// entered activeQ. The queue caches each item's priority and compares
 	// without calling back, which is the fastest order. It runs under the
-	// lock. Set Priority or Less.
+	// lock. Set Priority or Less, not both: setting both is an error.
 	Priority func(item T) int32
 	// Group names the group an item belongs to; "" means a lone item. Nil:
 	// no groups. Group names have their own name space, apart from item
 	// keys. An item's group must not change while it is in flight. It runs
 	// under the lock and must be pure and fast. See docs/groups.md.
 	Group func(item T) string
-	// Less, if set, replaces the default order: true if a goes first.
+	// Less, if set, replaces the default order: true if a goes first. Set
+	// it instead of Priority, not with it.
 	// Items that Less finds equal pop in the order they entered activeQ.
 	// It runs under the lock and must be pure and fast.
 	Less func(a, b *Info[T]) bool
@@ -117,13 +118,13 @@ func (c Config[K, T]) validate() (Config[K, T], error) {
 	if c.Key == nil {
 		return c, bad("Key", "must not be nil")
 	}
-	if c.Less == nil {
-		if c.Priority == nil {
-			return c, bad("Priority", "must not be nil (or set Less for an order of your own)")
-		}
+	switch {
+	case c.Less == nil && c.Priority == nil:
+		return c, bad("Priority", "must not be nil (or set Less for an order of your own)")
+	case c.Less != nil && c.Priority != nil:
+		return c, bad("Priority and Less", "both are set; set one: Priority for the default order, Less for an order of your own")
+	case c.Less == nil:
 		c.Less = byPriority(c.Priority)
-	} else {
-		c.Priority = nil
 	}
 	durations := []struct {
 		name string

@@ -790,6 +790,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"nil key", func(c *Config[string, job]) { c.Key = nil }, "Key"},
 		{"nil less", func(c *Config[string, job]) { c.Less = nil }, "Less"},
+		{"both priority and less", func(c *Config[string, job]) { c.Priority = jobPrio }, "Priority and Less"},
 		{"negative initial", func(c *Config[string, job]) { c.InitialBackoff = -1 }, "InitialBackoff"},
 		{"negative max", func(c *Config[string, job]) { c.MaxBackoff = -time.Second }, "MaxBackoff"},
 		{"initial above max", func(c *Config[string, job]) { c.InitialBackoff = time.Minute }, "InitialBackoff"},
