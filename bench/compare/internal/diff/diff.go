@@ -28,14 +28,15 @@ var (
 )
 
 // backoffs are the backoff settings the runs take in turn: the defaults,
-// and others that move the exponential curve against the 1s windows of
-// pop-from-backoff and the clock steps above.
+// others that move the exponential curve against the 1s windows of
+// pop-from-backoff and the clock steps above, and pop-from-backoff off.
 var backoffs = []upstream.Options{
 	{},
 	{InitialBackoff: 2 * time.Second, MaxBackoff: 8 * time.Second},
 	{InitialBackoff: time.Second, MaxBackoff: time.Second},
 	{InitialBackoff: 500 * time.Millisecond, MaxBackoff: 3 * time.Second},
 	{MaxInUnschedulable: 30 * time.Second},
+	{DisablePopFromBackoff: true},
 }
 
 // Result is the outcome of one replay.

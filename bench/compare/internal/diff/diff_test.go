@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedq/schedq/bench/compare/internal/schedqdrv"
+	"github.com/schedq/schedq/bench/compare/internal/upstream"
 )
 
 func TestMain(m *testing.M) {
@@ -51,4 +52,39 @@ func FuzzDifferential(f *testing.F) {
 			t.Fatal(res.Mismatch)
 		}
 	})
+}
+
+// TestScripts replays written sequences, each a case where the two queues
+// once parted ways, on both queues.
+func TestScripts(t *testing.T) {
+	noWindows := upstream.Options{DisablePopFromBackoff: true}
+	cases := []struct {
+		name   string
+		opts   upstream.Options
+		script string
+	}{
+		{"a delete reaches the attempt of a key re-added during it (error)", upstream.Options{},
+			"add e; pop; add e; delete e; fail e error; flush; step 1m; flush; pop"},
+		{"a delete reaches the attempt of a key re-added during it (rejected)", upstream.Options{},
+			"add e; pop; add e; delete e; fail e PluginA; move NodeAdd queue; pop"},
+		{"without pop-from-backoff, backoff ends strictly after the expiry (flush)", noWindows,
+			"add p; pop; fail p error; step 1s; flush; pop; step 1s; flush; pop"},
+		{"without pop-from-backoff, a move request at the expiry backs off", noWindows,
+			"add p; pop; fail p PluginA; step 1s; move NodeAdd queue; pop; step 1ns; flush; pop"},
+		{"without pop-from-backoff, a move request after the expiry activates", noWindows,
+			"add p; pop; fail p PluginA; step 1001ms; move NodeAdd queue; pop"},
+		{"with pop-from-backoff, a window leaves backoff whole", upstream.Options{},
+			"add p 1; add q 2; pop; pop; fail p error; step 500ms; fail q error; step 1s; flush; pop; step 500ms; flush; pop; pop"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			mismatch, err := RunScript(tc.opts, tc.script)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mismatch != "" {
+				t.Fatal(mismatch)
+			}
+		})
+	}
 }

@@ -59,9 +59,10 @@ func Config(o upstream.Options) schedq.Config[types.NamespacedName, *v1.Pod] {
 			}
 			return 0
 		},
-		InitialBackoff:     o.InitialBackoff,
-		MaxBackoff:         o.MaxBackoff,
-		MaxInUnschedulable: o.MaxInUnschedulable,
+		InitialBackoff:        o.InitialBackoff,
+		MaxBackoff:            o.MaxBackoff,
+		MaxInUnschedulable:    o.MaxInUnschedulable,
+		DisablePopFromBackoff: o.DisablePopFromBackoff,
 		// Every Tick at a later instant runs both flushes, as the driver's
 		// Flush runs upstream's two.
 		FlushBackoffInterval:       time.Nanosecond,
@@ -130,9 +131,10 @@ func key(name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: upstream.Namespace, Name: name}
 }
 
-// AddLabeled creates a new pending pod.
+// AddLabeled creates a new pending pod. A name whose pod is in flight may
+// be created again, as upstream's driver allows.
 func (d *Driver) AddLabeled(name string, priority int32, labels map[string]string) {
-	if _, ok := d.pods[name]; ok {
+	if _, ok := d.pods[name]; ok && d.inflight[name].Cycle == 0 {
 		panic("schedq driver: duplicate pod " + name)
 	}
 	p := upstream.NewPod(name, priority, labels)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler/backend/queue"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
@@ -34,6 +35,14 @@ func NewBenchQueue(ctx context.Context, o Options) (*queue.PriorityQueue, *testi
 		o.Start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	}
 	registerOnce.Do(metrics.Register)
+	if o.DisablePopFromBackoff {
+		// The queue reads the gate once, when built.
+		restore, err := setGate(features.SchedulerPopFromBackoffQ, false)
+		if err != nil {
+			panic(err)
+		}
+		defer restore()
+	}
 	clk := testingclock.NewFakeClock(o.Start)
 	q := queue.NewTestQueue(ctx, Less,
 		queue.WithClock(clk),

@@ -41,7 +41,10 @@ type Options struct {
 	InitialBackoff     time.Duration // default 1s (upstream default)
 	MaxBackoff         time.Duration // default 10s (upstream default)
 	MaxInUnschedulable time.Duration // default 5m (upstream default)
-	Start              time.Time     // fake clock start; default 2026-01-01T00:00:00Z
+	// DisablePopFromBackoff builds the queue with the SchedulerPopFromBackoffQ
+	// feature gate off (on by default in v1.37.2).
+	DisablePopFromBackoff bool
+	Start                 time.Time // fake clock start; default 2026-01-01T00:00:00Z
 }
 
 type inflight struct {
@@ -59,6 +62,8 @@ type Driver struct {
 
 	pods     map[string]*v1.Pod   // latest version of every known pod
 	inflight map[string]*inflight // popped and not yet returned
+	incarn   map[string]int       // re-creations of a name while in flight
+	noPopBO  bool                 // Options.DisablePopFromBackoff
 }
 
 // New builds a driver around a fresh upstream queue. The queue's Run is
@@ -69,7 +74,8 @@ func New(o Options) *Driver {
 	q, clk := NewBenchQueue(ctx, o)
 	return &Driver{
 		q: q, clk: clk, ctx: ctx, cancel: cancel, logger: klog.FromContext(ctx),
-		pods: map[string]*v1.Pod{}, inflight: map[string]*inflight{},
+		pods: map[string]*v1.Pod{}, inflight: map[string]*inflight{}, incarn: map[string]int{},
+		noPopBO: o.DisablePopFromBackoff,
 	}
 }
 
@@ -101,22 +107,33 @@ func NewPod(name string, priority int32, labels map[string]string) *v1.Pod {
 func (d *Driver) Add(name string, priority int32) { d.AddLabeled(name, priority, nil) }
 
 // AddLabeled creates a new pending pod with labels (see LabelGated, LabelWake).
+// A name whose pod is in flight may be created again: the new pod gets a
+// UID of its own, as a pod deleted and recreated during its attempt does.
 func (d *Driver) AddLabeled(name string, priority int32, labels map[string]string) {
-	if _, ok := d.pods[name]; ok {
+	_, flying := d.inflight[name]
+	if _, ok := d.pods[name]; ok && !flying {
 		panic("upstream driver: duplicate pod " + name)
 	}
 	pod := NewPod(name, priority, labels)
+	if flying {
+		d.incarn[name]++
+		pod.UID = types.UID(fmt.Sprintf("uid-%s-%d", name, d.incarn[name]))
+	}
 	d.pods[name] = pod
 	d.q.Add(d.ctx, pod)
 }
 
 // Poppable reports whether upstream Pop would return without blocking: the
-// activeQ is non-empty, or (SchedulerPopFromBackoffQ, on by default) the
+// activeQ is non-empty, or (SchedulerPopFromBackoffQ, on unless
+// Options.DisablePopFromBackoff) the
 // backoffQ proper holds a pod. Pods that failed with an error (no rejector
 // plugins) live in a separate error-backoff heap that Pop does not take from.
 func (d *Driver) Poppable() bool {
 	if len(d.q.PodsInActiveQ()) > 0 {
 		return true
+	}
+	if d.noPopBO {
+		return false
 	}
 	for _, p := range d.q.PodsInBackoffQ() {
 		if pi, ok := d.q.GetPod(p.Name, p.Namespace, nil); ok &&
@@ -261,18 +278,12 @@ func (d *Driver) FlushBackoff() { flushBackoffQCompleted(d.q, d.logger) }
 // does it every 30s wall time) synchronously.
 func (d *Driver) FlushUnschedulable() { flushUnschedulablePodsLeftover(d.q, d.logger) }
 
-// Where reports which part of the queue holds the pod.
+// Where reports which part of the queue holds the pod: its queued copy if
+// it has one (a pod recreated during its attempt), else its attempt.
 func (d *Driver) Where(name string) string {
-	if _, ok := d.inflight[name]; ok {
-		for _, p := range d.q.InFlightPods() {
-			if p.Name == name {
-				return InFlight
-			}
-		}
-	}
 	p, ok := d.pods[name]
 	if !ok {
-		return Absent
+		return d.flying(name)
 	}
 	if has(d.q.PodsInActiveQ(), name) {
 		return Active
@@ -285,6 +296,19 @@ func (d *Driver) Where(name string) string {
 			return Gated
 		}
 		return Unschedulable
+	}
+	return d.flying(name)
+}
+
+// flying is InFlight if the queue has an attempt of name in flight, else
+// Absent.
+func (d *Driver) flying(name string) string {
+	if _, ok := d.inflight[name]; ok {
+		for _, p := range d.q.InFlightPods() {
+			if p.Name == name {
+				return InFlight
+			}
+		}
 	}
 	return Absent
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/features"
@@ -27,12 +28,17 @@ import (
 // function that restores its previous value. It changes process-wide
 // state: not safe for concurrent use with queues being built.
 func SetGroups(on bool) (restore func(), err error) {
-	gate := string(features.GenericWorkload)
-	was := utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload)
-	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{gate: on}); err != nil {
+	return setGate(features.GenericWorkload, on)
+}
+
+// setGate sets a feature gate and returns a function that restores its
+// previous value. Process-wide, as SetGroups.
+func setGate(f featuregate.Feature, on bool) (restore func(), err error) {
+	was := utilfeature.DefaultFeatureGate.Enabled(f)
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(f): on}); err != nil {
 		return nil, err
 	}
-	return func() { _ = utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{gate: was}) }, nil
+	return func() { _ = utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(f): was}) }, nil
 }
 
 // NewPodGroup builds a gang PodGroup (scheduling.k8s.io/v1beta1) in the
