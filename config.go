@@ -80,8 +80,9 @@ type Config[K comparable, T any] struct {
 	// deferred. Room comes back when a woken item's attempt ends or the
 	// item goes, and is offered to the deferred items then, so none waits
 	// for the leftover flush while room it could use is unused. Nil: every
-	// item a hint accepts wakes, as upstream. It runs under the lock and
-	// must be pure and fast.
+	// item a hint accepts wakes, as upstream. It and its budgets' methods
+	// run under the lock: they keep state, but must be fast and must not
+	// block or call back into the queue.
 	Budget func(ev Event, oldObj, newObj any) (Budget[T], bool)
 	// Match reports whether a registered event covers a sent one. Nil: the
 	// kinds agree (or the registered Kind is AnyKind) and the action bits
@@ -95,7 +96,9 @@ type Config[K comparable, T any] struct {
 	// simulation runs.
 	CheckInvariants func(error)
 
-	// Recorder receives metrics. Nil records nothing.
+	// Recorder receives metrics, under the lock, in the order the changes
+	// happen: its methods must be fast and must not block. Nil records
+	// nothing.
 	Recorder Recorder
 
 	// Clock is the time source of Queue; Core reads no clock. Default: the

@@ -75,11 +75,27 @@
 //
 // Queue is Core behind one mutex, for concurrent use: Pop blocks until an
 // item is poppable (it is woken whenever an operation leaves one), and Run
-// drives Tick on Config.Clock. Of the caller's code, only what Config holds
-// runs under the lock: Key, Priority or Less, Match, UpdateEvents, the
-// hints, the PreEnqueue checks, Budget and the budgets it returns, and the
-// Recorder. All of them must be pure and fast, and must not call back into
-// the queue.
+// drives Tick on Config.Clock. Every callback of the caller's runs under
+// that lock, inside the operation that calls it:
+//
+//   - from Config: Key, Priority or Less, Group, Match, UpdateEvents, the
+//     hint functions (EventHint.Fn), the PreEnqueue checks (Admit), Budget
+//     and the Take, Return and (Keyed) Key of the budgets it returns, Fairness's
+//     Tenant, Weight and Cost, CheckInvariants, the Recorder's methods
+//     (and TenantRecorder's and GroupRecorder's), and Clock.Now;
+//   - passed to a call: Move's match, and PendingOptions.Match (Queue.Pending
+//     calls it while it holds the lock to copy the queue; it sorts after
+//     releasing it).
+//
+// The pure ones (Key, Priority, Less, Group, Match, UpdateEvents, the
+// hints, Admit, Tenant, Weight, Cost and the two match functions) must
+// depend only on their arguments. Budgets and the Recorder keep state of
+// their own, and they too run under the lock, for a reason: a budget's
+// answer decides, within the operation, whether an item wakes, and the
+// Recorder hears of each change in the order the changes happen, which a
+// Recorder called after the lock is released could not. Every callback
+// must be fast, must not block, and must not call back into the queue
+// (that deadlocks Queue).
 //
 // # Cost
 //
@@ -88,9 +104,10 @@
 // O(k log n) for the k items held back by the plugins the event concerns
 // (found through an index by plugin, not by a scan), plus one hint call per
 // such item and plugin. Tick is O(m log n) for m items moved, plus O(p) for
-// p parked items when the leftover flush runs. Explain is O(r) for r hint
-// registrations; Dump is O(n log n), of which the concurrent Queue holds its
-// lock for O(n). In steady state Add, Pop and Done allocate nothing.
+// p parked items when the leftover flush runs. Explain is O(r + n) for r
+// hint registrations and n queued items (its position in line), plus O(m)
+// for a member of a group of m members; Dump is O(n log n), of which the
+// concurrent Queue holds its lock for O(n). In steady state Add, Pop and Done allocate nothing.
 // A group of m members costs O(m log m) to pop, with one allocation (its
 // Members), and O(m) to requeue; Counts and Stats are O(g) for g groups.
 //
@@ -98,7 +115,9 @@
 //
 // Errors wrap the sentinel errors (ErrClosed, ErrNotFound, ErrNotInFlight,
 // ErrAlreadyQueued, ErrInvalidConfig, ErrInvalidGroup): test them with
-// errors.Is. A late or
-// repeated Done or Requeue is refused with ErrNotInFlight and changes
-// nothing.
+// errors.Is. A late or repeated Done or Requeue is refused with
+// ErrNotInFlight and changes nothing, with one exception: the Requeue of
+// an attempt whose key was added again during it gets ErrAlreadyQueued,
+// ends the attempt, and leaves the new copy queued. Delete removes both a
+// queued copy and the attempt in flight of its key.
 package schedq
