@@ -115,9 +115,10 @@
 //
 // Errors wrap the sentinel errors (ErrClosed, ErrNotFound, ErrNotInFlight,
 // ErrAlreadyQueued, ErrInvalidConfig, ErrInvalidGroup): test them with
-// errors.Is. A late or repeated Done or Requeue is refused with
-// ErrNotInFlight and changes nothing, with one exception: the Requeue of
-// an attempt whose key was added again during it gets ErrAlreadyQueued,
-// ends the attempt, and leaves the new copy queued. Delete removes both a
+// errors.Is. A late or repeated Done is refused with ErrNotInFlight and
+// changes nothing. A late or repeated Requeue changes no queued item: it
+// gets ErrAlreadyQueued if the key is queued (after the first Requeue, or
+// added again during the attempt, whose Requeue then ends the attempt and
+// leaves the new copy queued), else ErrNotInFlight. Delete removes both a
 // queued copy and the attempt in flight of its key.
 package schedq
