@@ -112,10 +112,9 @@ type entry[K comparable, T any] struct {
 // clock, so it is not safe for concurrent use: Queue wraps it with a mutex.
 // Tests and the simulator drive it directly in virtual time.
 type Core[K comparable, T any] struct {
-	cfg        Config[K, T]
-	rec        Recorder
-	regs       []registration[T]
-	pluginRegs map[string][]Event // plugin -> events it registered
+	cfg  Config[K, T]
+	rec  Recorder
+	regs []registration[T]
 
 	// keys maps a key to its queued entry or, if none, its entry in flight.
 	// A queued entry whose key is also in flight (re-added during the
@@ -142,7 +141,8 @@ type Core[K comparable, T any] struct {
 	// requeue (or gating) until their next pop.
 	byPlugin map[string]int
 
-	labels map[Event]string // Event.Label() of events seen, to build each once
+	labels  map[Event]string // Event.Label() of events seen, to build each once
+	hearing hearing          // the registrations that hear the last event judged
 
 	rechecks []*roomGroup[K, T]        // budgets to offer once more (budget.go)
 	rooms    map[string]*roomKey[K, T] // shared rooms of Keyed budgets
@@ -171,13 +171,9 @@ func NewCore[K comparable, T any](cfg Config[K, T]) (*Core[K, T], error) {
 		cfg:              cfg,
 		rec:              cfg.Recorder,
 		regs:             flatten(cfg.Hints),
-		pluginRegs:       map[string][]Event{},
 		keys:             map[K]*entry[K, T]{},
 		byPlugin:         map[string]int{},
 		moveRequestCycle: -1,
-	}
-	for _, r := range c.regs {
-		c.pluginRegs[r.plugin] = append(c.pluginRegs[r.plugin], r.event)
 	}
 	setIdx := func(e *entry[K, T], i int) { e.idx = i }
 	less := func(a, b *entry[K, T]) bool {

@@ -33,12 +33,7 @@ func (c *Core[K, T]) Move(ev Event, oldObj, newObj any, match func(info *Info[T]
 
 // interested reports whether any plugin registered for an event matching ev.
 func (c *Core[K, T]) interested(ev Event) bool {
-	for i := range c.regs {
-		if c.matches(c.regs[i].event, ev) {
-			return true
-		}
-	}
-	return false
+	return len(c.hears(ev)) > 0
 }
 
 // candidates collects into c.scratch the parked items that ev could move:
@@ -53,9 +48,9 @@ func (c *Core[K, T]) candidates(ev Event) []*entry[K, T] {
 	}
 	c.epoch++
 	last := ""
-	for i := range c.regs {
+	for _, i := range c.hears(ev) {
 		r := &c.regs[i]
-		if r.plugin == last || !c.matches(r.event, ev) {
+		if r.plugin == last {
 			continue
 		}
 		last = r.plugin // regs are grouped by plugin

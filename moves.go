@@ -189,11 +189,8 @@ func (c *Core[K, T]) worth(e *entry[K, T], ev Event, label string, oldObj, newOb
 // or a member of the group entity e.
 func (c *Core[K, T]) worthItem(e *entry[K, T], item T, ev Event, label string, oldObj, newObj any) strategy {
 	s := stayParked
-	for i := range c.regs {
+	for _, i := range c.hears(ev) {
 		r := &c.regs[i]
-		if !c.matches(r.event, ev) {
-			continue
-		}
 		pending := slices.Contains(e.PendingPlugins, r.plugin)
 		if !pending && r.plugin != e.GatingPlugin && !slices.Contains(e.UnschedulablePlugins, r.plugin) {
 			continue
@@ -223,10 +220,37 @@ func (c *Core[K, T]) gatingMatches(e *entry[K, T], ev Event) bool {
 	if ev.wildcard() {
 		return true
 	}
-	for _, reg := range c.pluginRegs[e.GatingPlugin] {
-		if c.matches(reg, ev) {
+	for _, i := range c.hears(ev) {
+		if c.regs[i].plugin == e.GatingPlugin {
 			return true
 		}
 	}
 	return false
+}
+
+// hearing is the registrations that hear one event, decided once for it.
+type hearing struct {
+	ev   Event
+	set  bool
+	regs []int32 // indexes into Core.regs, in their order
+}
+
+// hears returns the indexes of the registrations that hear ev, in the
+// order of c.regs. It decides once per event: a move request asks it for
+// every item it examines, and the answer depends only on the event, since
+// Config.Match is pure. O(r) for r registrations when ev differs from the
+// last event asked about, else O(1); no allocation once warm.
+func (c *Core[K, T]) hears(ev Event) []int32 {
+	h := &c.hearing
+	if h.set && h.ev == ev {
+		return h.regs
+	}
+	h.regs = h.regs[:0]
+	for i := range c.regs {
+		if c.matches(c.regs[i].event, ev) {
+			h.regs = append(h.regs, int32(i))
+		}
+	}
+	h.ev, h.set = ev, true
+	return h.regs
 }
