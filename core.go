@@ -384,8 +384,12 @@ func (c *Core[K, T]) endFlight(e *entry[K, T], keep bool) {
 	}
 }
 
-// poppable reports whether Pop would return an item now.
-func (c *Core[K, T]) poppable() bool {
+// Poppable reports whether Pop would return an entity now: activeQ holds
+// one, or pop-from-backoff is on and the unschedulable backoff heap holds
+// one (never the error heap). Only the operations change the answer, and
+// Tick, which moves items whose backoff ended; a driver in virtual time
+// asks it, and NextDeadline, to know when to come back. O(1).
+func (c *Core[K, T]) Poppable() bool {
 	return c.active.Len() > 0 || (!c.cfg.DisablePopFromBackoff && c.backoffU.Len() > 0)
 }
 

@@ -2,6 +2,7 @@ package schedq
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -508,7 +509,7 @@ func TestPopFromBackoff(t *testing.T) {
 		h.attemptFail("a")
 		h.want("a", InBackoff)
 		h.noPop()
-		if h.c.poppable() {
+		if h.c.Poppable() {
 			t.Fatal("Poppable with only an error backoff")
 		}
 	})
@@ -909,4 +910,47 @@ func TestHintErrorQueues(t *testing.T) {
 	h.c.flushBackoff(h.now)
 	h.want("a", InActive)
 	h.check()
+}
+
+// TestPoppableAgreesWithPop: Poppable says true exactly when Pop would
+// return something, in each place an item can be, with pop-from-backoff
+// on and off.
+func TestPoppableAgreesWithPop(t *testing.T) {
+	places := []struct {
+		name  string
+		setup func(h *harness)
+		on    bool // poppable with pop-from-backoff on
+		off   bool // and off
+	}{
+		{"empty", func(h *harness) {}, false, false},
+		{"active", func(h *harness) { h.add(mk("a", 1)) }, true, true},
+		{"gated", func(h *harness) { h.add(job{name: "g", gated: true}) }, false, false},
+		{"in flight", func(h *harness) { h.add(mk("a", 1)); h.pop() }, false, false},
+		{"parked", func(h *harness) { h.add(mk("a", 1)); h.attemptFail("a", "Fit") }, false, false},
+		{"error backoff", func(h *harness) { h.add(mk("a", 1)); h.attemptFail("a") }, false, false},
+		{"unschedulable backoff", func(h *harness) {
+			h.add(mk("a", 1))
+			h.attemptFail("a", "Fit")
+			h.move(evMachineAdd, nil)
+			h.want("a", InBackoff)
+		}, true, false},
+	}
+	for _, p := range places {
+		for _, off := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/popfrombackoff=%v", p.name, !off), func(t *testing.T) {
+				h := newHarness(t, func(c *Config[string, job]) { c.DisablePopFromBackoff = off })
+				p.setup(h)
+				want := p.on
+				if off {
+					want = p.off
+				}
+				if got := h.c.Poppable(); got != want {
+					t.Fatalf("Poppable() = %v, want %v", got, want)
+				}
+				if _, ok := h.c.Pop(h.now); ok != want {
+					t.Fatalf("Pop returned ok=%v, Poppable said %v", ok, want)
+				}
+			})
+		}
+	}
 }

@@ -44,7 +44,7 @@ func (q *Queue[K, T]) do(f func(now time.Time) error) error {
 		return ErrClosed
 	}
 	err := f(q.clock.Now())
-	if q.waiting > 0 && q.core.poppable() {
+	if q.waiting > 0 && q.core.Poppable() {
 		q.cond.Broadcast()
 	}
 	return err
