@@ -308,10 +308,10 @@ func (s *sim) loop() error {
 				continue // try the next pod at the same instant's end
 			}
 			next = earliest(next, s.busyUntil)
-		} else if busy && s.poppable(c) {
+		} else if busy && s.poppable() {
 			next = earliest(next, s.busyUntil)
 		}
-		idle := len(s.queue) == 0 && s.binds == 0 && c.Backoff == 0 && c.InFlight == 0 && !s.poppable(c)
+		idle := len(s.queue) == 0 && s.binds == 0 && c.Backoff == 0 && c.InFlight == 0 && !s.poppable()
 		if idle {
 			// Only parked pods are left (or none), and no event will come.
 			break
@@ -352,11 +352,8 @@ func (s *sim) tickDue() bool {
 	return ok && !s.now.Before(d)
 }
 
-// poppable reports whether a Pop would return a pod: activeQ holds one,
-// or, with pop-from-backoff, backoffQ holds one that failed on a plugin.
-func (s *sim) poppable(c schedq.Counts) bool {
-	return c.Active > 0 || s.popFromBackoff && c.Backoff > 0
-}
+// poppable reports whether a Pop would return a pod (the queue says).
+func (s *sim) poppable() bool { return s.core.Poppable() }
 
 // attempt runs one scheduling cycle at now.
 func (s *sim) attempt(ctx context.Context, info scheduler.Attempt) {
