@@ -73,6 +73,8 @@ func TestScripts(t *testing.T) {
 			"add p; pop; fail p PluginA; step 1s; move NodeAdd queue; pop; step 1ns; flush; pop"},
 		{"without pop-from-backoff, a move request after the expiry activates", noWindows,
 			"add p; pop; fail p PluginA; step 1001ms; move NodeAdd queue; pop"},
+		{"a failed group attempt whose members were all deleted backs off, counted", upstream.Options{Groups: true},
+			"podgroup g1 1; add d 0 group=g1; pop; delete d; add x 0 group=g1; fail error group=g1; step 500ms; flush; pop; step 1s; flush; pop"},
 		{"with pop-from-backoff, a window leaves backoff whole", upstream.Options{},
 			"add p 1; add q 2; pop; pop; fail p error; step 500ms; fail q error; step 1s; flush; pop; step 500ms; flush; pop; pop"},
 	}

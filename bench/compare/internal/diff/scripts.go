@@ -14,7 +14,9 @@ import (
 // does a random one, and returns the first disagreement, or "". The
 // operations, separated by ";" or new lines:
 //
-//	add NAME [PRIORITY]        a new pod (priority 0)
+//	add NAME [PRIORITY] [group=G]   a new pod (priority 0), a member of G
+//	podgroup G MIN                  the gang PodGroup G (Options.Groups)
+//	fail group=G error|PLUGINS      the attempt of group G failed
 //	pop                        both must pop the same pod, or nothing
 //	fail NAME error            the attempt of NAME failed with an error
 //	fail NAME PLUGIN[,PLUGIN]  the attempt was rejected by those plugins
@@ -44,6 +46,10 @@ func RunScript(o upstream.Options, script string) (string, error) {
 			return f[i], nil
 		}
 		name, _ := arg(1)
+		group := ""
+		if g, ok := strings.CutPrefix(f[len(f)-1], "group="); ok && len(f) > 1 {
+			group, f = g, f[:len(f)-1]
+		}
 		switch f[0] {
 		case "add":
 			if name == "" {
@@ -58,8 +64,24 @@ func RunScript(o upstream.Options, script string) (string, error) {
 				prio = p
 			}
 			names = append(names, name)
+			if group != "" {
+				up.AddMember(name, group, int32(prio))
+				sq.AddMember(name, group, int32(prio))
+				break
+			}
 			up.AddLabeled(name, int32(prio), nil)
 			sq.AddLabeled(name, int32(prio), nil)
+		case "podgroup":
+			min, err := arg(2)
+			if err != nil {
+				return "", err
+			}
+			n, err := strconv.Atoi(min)
+			if err != nil {
+				return "", fmt.Errorf("%q: min: %v", line, err)
+			}
+			up.AddPodGroup(name, int32(n), 0)
+			sq.AddPodGroup(name, int32(n), 0)
 		case "pop":
 			a, okA := up.Pop()
 			b, okB := sq.Pop()
@@ -67,6 +89,15 @@ func RunScript(o upstream.Options, script string) (string, error) {
 				return fmt.Sprintf("%s: Pop differs: upstream %q, schedq %q", strings.Join(log, "; "), a, b), nil
 			}
 		case "fail":
+			if group != "" {
+				var ps []string
+				if name != "error" {
+					ps = strings.Split(name, ",")
+				}
+				_ = up.FailGroup(group, ps)
+				_ = sq.FailGroup(group, ps)
+				break
+			}
 			how, err := arg(2)
 			if err != nil {
 				return "", err

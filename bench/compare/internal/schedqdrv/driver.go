@@ -99,6 +99,7 @@ type Driver struct {
 	now       time.Time
 	pods      map[string]*v1.Pod
 	inflight  map[string]schedq.Attempt[types.NamespacedName, *v1.Pod]
+	groups    map[string]schedq.Attempt[types.NamespacedName, *v1.Pod] // group attempts in flight
 	violation error
 }
 
@@ -107,8 +108,12 @@ func New(o upstream.Options) *Driver {
 	if o.Start.IsZero() {
 		o.Start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	}
-	d := &Driver{now: o.Start, pods: map[string]*v1.Pod{}, inflight: map[string]schedq.Attempt[types.NamespacedName, *v1.Pod]{}}
+	d := &Driver{now: o.Start, pods: map[string]*v1.Pod{}, inflight: map[string]schedq.Attempt[types.NamespacedName, *v1.Pod]{},
+		groups: map[string]schedq.Attempt[types.NamespacedName, *v1.Pod]{}}
 	cfg := Config(o)
+	if o.Groups {
+		cfg.Group = podGroup
+	}
 	cfg.CheckInvariants = func(err error) {
 		if d.violation == nil {
 			d.violation = err
@@ -147,6 +152,13 @@ func (d *Driver) Pop() (string, bool) {
 	info, ok := d.c.Pop(d.now)
 	if !ok {
 		return "", false
+	}
+	if info.Group != "" {
+		d.groups[info.Group] = info
+		for _, m := range info.Members {
+			d.inflight[m.Key.Name] = m
+		}
+		return "group:" + info.Group, true
 	}
 	d.inflight[info.Item.Name] = info
 	return info.Item.Name, true

@@ -43,6 +43,13 @@ func NewBenchQueue(ctx context.Context, o Options) (*queue.PriorityQueue, *testi
 		}
 		defer restore()
 	}
+	if o.Groups {
+		restore, err := setGate(features.GenericWorkload, true)
+		if err != nil {
+			panic(err)
+		}
+		defer restore()
+	}
 	clk := testingclock.NewFakeClock(o.Start)
 	q := queue.NewTestQueue(ctx, Less,
 		queue.WithClock(clk),

@@ -30,6 +30,8 @@ const (
 	Unschedulable = "unschedulable"
 	Gated         = "gated"
 	InFlight      = "inflight"
+	Pending       = "pending"    // a member that arrived while its group was in flight
+	Incomplete    = "incomplete" // a member whose group object is unknown
 	Absent        = "absent"
 )
 
@@ -44,7 +46,11 @@ type Options struct {
 	// DisablePopFromBackoff builds the queue with the SchedulerPopFromBackoffQ
 	// feature gate off (on by default in v1.37.2).
 	DisablePopFromBackoff bool
-	Start                 time.Time // fake clock start; default 2026-01-01T00:00:00Z
+	// Groups builds the queue with the GenericWorkload feature gate on
+	// (off by default in v1.37.2), so that pods naming a PodGroup are
+	// queued as its members.
+	Groups bool
+	Start  time.Time // fake clock start; default 2026-01-01T00:00:00Z
 }
 
 type inflight struct {
@@ -64,6 +70,7 @@ type Driver struct {
 	inflight map[string]*inflight // popped and not yet returned
 	incarn   map[string]int       // re-creations of a name while in flight
 	noPopBO  bool                 // Options.DisablePopFromBackoff
+	groups   map[string]Popped    // group attempts in flight, by group name
 }
 
 // New builds a driver around a fresh upstream queue. The queue's Run is
@@ -75,7 +82,7 @@ func New(o Options) *Driver {
 	return &Driver{
 		q: q, clk: clk, ctx: ctx, cancel: cancel, logger: klog.FromContext(ctx),
 		pods: map[string]*v1.Pod{}, inflight: map[string]*inflight{}, incarn: map[string]int{},
-		noPopBO: o.DisablePopFromBackoff,
+		noPopBO: o.DisablePopFromBackoff, groups: map[string]Popped{},
 	}
 }
 
@@ -154,7 +161,9 @@ func (d *Driver) Pop() (name string, ok bool) {
 	if err != nil || e == nil {
 		return "", false
 	}
-	// The driver's pods belong to no group, so every entity is one pod.
+	if g, ok := e.(*framework.QueuedPodGroupInfo); ok {
+		return d.popGroup(g), true
+	}
 	pi, ok := e.(*framework.QueuedPodInfo)
 	if !ok {
 		panic(fmt.Sprintf("upstream driver: popped a %s, not a pod", e.Type()))
@@ -296,6 +305,12 @@ func (d *Driver) Where(name string) string {
 			return Gated
 		}
 		return Unschedulable
+	}
+	if has(d.q.PendingPodGroupPods(), name) {
+		return Pending
+	}
+	if has(d.q.IncompletePodGroupPodsPods(), name) {
+		return Incomplete
 	}
 	return d.flying(name)
 }

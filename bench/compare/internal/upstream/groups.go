@@ -138,8 +138,14 @@ func Succeed(q *queue.PriorityQueue, logger klog.Logger, p Popped) error {
 // must be the entity popped last: v1.37 keeps a single "last popped" slot,
 // and members of any other group would form a new entity.
 func Reject(q *queue.PriorityQueue, logger klog.Logger, p Popped, plugins []string) error {
+	return rejectMembers(q, logger, p, p.Members(), plugins)
+}
+
+// rejectMembers is Reject with the members to requeue given: those of the
+// attempt that still exist.
+func rejectMembers(q *queue.PriorityQueue, logger klog.Logger, p Popped, members []*framework.QueuedPodInfo, plugins []string) error {
 	var firstErr error
-	for _, pi := range p.Members() {
+	for _, pi := range members {
 		pi.ClearRejectorPlugins()
 		pi.UnschedulablePlugins = sets.New(plugins...)
 		if err := q.AddUnschedulablePodIfNotPresent(logger, pi, p.Cycle); err != nil && firstErr == nil {
