@@ -90,3 +90,21 @@ func TestScripts(t *testing.T) {
 		})
 	}
 }
+
+// TestDifferentialGroups is TestDifferential with pod groups (see
+// RunGroups for the differences it excludes, and why).
+func TestDifferentialGroups(t *testing.T) {
+	runs, steps := 200, 300
+	if testing.Short() {
+		runs = 20
+	}
+	total := 0
+	for seed := range uint64(runs) {
+		res := RunGroups(seed, steps, checkInvariants)
+		total += res.Steps
+		if res.Mismatch != "" {
+			t.Fatalf("seed %d: %s", seed, res.Mismatch)
+		}
+	}
+	t.Logf("%d runs, %d steps, no difference", runs, total)
+}

@@ -49,3 +49,17 @@ func (d *Driver) FailGroup(group string, plugins []string) error {
 	}
 	return d.c.Requeue(a, schedq.Failure{UnschedulablePlugins: plugins}, d.now)
 }
+
+// DoneGroup ends group's attempt as a success: every member was placed.
+func (d *Driver) DoneGroup(group string) error {
+	a, ok := d.groups[group]
+	if !ok {
+		return fmt.Errorf("group %s is not in flight", group)
+	}
+	delete(d.groups, group)
+	for _, m := range a.Members {
+		delete(d.inflight, m.Key.Name)
+		delete(d.pods, m.Key.Name)
+	}
+	return d.c.Done(a, d.now)
+}

@@ -56,3 +56,17 @@ func (d *Driver) FailGroup(group string, plugins []string) error {
 	}
 	return rejectMembers(d.q, d.logger, p, live, plugins)
 }
+
+// DoneGroup ends group's attempt as a success: every member was placed.
+func (d *Driver) DoneGroup(group string) error {
+	p, ok := d.groups[group]
+	if !ok {
+		return fmt.Errorf("group %s is not in flight", group)
+	}
+	delete(d.groups, group)
+	for _, pi := range p.Members() {
+		delete(d.inflight, pi.Pod.Name)
+		delete(d.pods, pi.Pod.Name)
+	}
+	return Succeed(d.q, d.logger, p)
+}
