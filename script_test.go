@@ -33,7 +33,7 @@ var update = flag.Bool("update", false, "rewrite the expected outputs of testdat
 
 // The operations (all times are virtual; the clock starts at t0):
 //
-//	config [popfrombackoff=off] [hints=off] [backoff=off] [groups] [initial=D] [max=D]
+//	config [popfrombackoff=off] [hints=off] [backoff=off] [groups] [budget] [initial=D] [max=D]
 //	                           a fresh Core; must come first if used
 //	add NAME [prio=N] [label=L] [gated] [group=G]
 //	update NAME [prio=N] [label=L] [gated]   the new version (fields not named: zero)
@@ -42,8 +42,10 @@ var update = flag.Bool("update", false, "rewrite the expected outputs of testdat
 //	done NAME | done group=G
 //	fail NAME error | fail NAME PLUGIN[,PLUGIN] [pending=P]
 //	                           Requeue of NAME's (or group=G's) last attempt
-//	move EVENT [new=V]         EVENT: MachineAdd, MachineTaint, PlacedAdd,
-//	                           VolumeAdd, GateGone, Relabel; V an int or a string
+//	move EVENT [new=V|room=N]  EVENT: MachineAdd, MachineTaint, PlacedAdd,
+//	                           VolumeAdd, GateGone, Relabel; V an int or a
+//	                           string; room=N a machine with room for N items
+//	                           (its budget, under config budget)
 //	activate NAME...
 //	podgroup G min=N [prio=P]  | delete-group G
 //	step DURATION              the clock moves; nothing runs
@@ -210,6 +212,11 @@ func (s *scriptRun) run(op string) (string, error) {
 			switch p {
 			case "groups":
 				groupsOn(&cfg)
+			case "budget": // a machine event offers the room of the machine it carries
+				cfg.Budget = func(_ Event, _, newObj any) (Budget[job], bool) {
+					m, ok := newObj.(*machine)
+					return m, ok
+				}
 			default:
 				return "", fmt.Errorf("unknown option %q", p)
 			}
@@ -311,7 +318,13 @@ func (s *scriptRun) run(op string) (string, error) {
 			return "", fmt.Errorf("unknown event %q", n)
 		}
 		var obj any
-		if v, ok := kv["new"]; ok {
+		if v, ok := kv["room"]; ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return "", fmt.Errorf("room: %v", err)
+			}
+			obj = &machine{size: n}
+		} else if v, ok := kv["new"]; ok {
 			if i, err := strconv.Atoi(v); err == nil {
 				obj = i
 			} else {
