@@ -170,7 +170,7 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	go quiet.run(ctx)
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), plugins.UnsupportedMetrics)
 	profile := framework.Profile(plugins.Default(o.Scoring))
 	rec := metrics.New(metrics.Options{Profile: o.SchedulerName, EventLabels: clusterevent.QueueLabels})
 	c := scheduler.NewCache()

@@ -9,12 +9,14 @@ type Plugins = framework.Profile
 
 // Default returns the plugins of this package in kube-scheduler's default
 // order, with NodeResourcesFit scoring by strategy. The queue order
-// (PrioritySort) is the queue's own, see PrioritySort.
+// (PrioritySort) is the queue's own, see PrioritySort. Unsupported runs
+// first, so that a pod with a constraint these plugins do not check waits
+// with a reason rather than being placed as if it had none.
 func Default(strategy ScoringStrategy) Plugins {
 	fit := NewNodeResourcesFit(strategy)
 	return Plugins{
 		PreEnqueue: []framework.PreEnqueuePlugin{SchedulingGates{}},
-		PreFilter:  []framework.PreFilterPlugin{NodeAffinity{}, fit, InterPodAffinity{}},
+		PreFilter:  []framework.PreFilterPlugin{NewUnsupported(nil), NodeAffinity{}, fit, InterPodAffinity{}},
 		Filter: []framework.FilterPlugin{
 			NodeUnschedulable{}, NodeName{}, TaintToleration{}, NodeAffinity{}, fit, InterPodAffinity{},
 		},
