@@ -50,6 +50,8 @@ type Options struct {
 	NoWakeBudget bool
 	// Fairness shares the queue fairly between namespaces. Zero: off.
 	Fairness FairnessOptions
+	// Config is what Validate took from --config, if given.
+	Config ConfigOptions
 
 	LeaderElect    bool
 	LeaseNamespace string
@@ -177,6 +179,7 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	qcfg := scheduler.QueueConfig(profile)
 	qcfg.Recorder = rec
 	qcfg.Fairness = o.Fairness.fairness()
+	qcfg.InitialBackoff, qcfg.MaxBackoff = o.Config.InitialBackoff, o.Config.MaxBackoff
 	if !o.NoWakeBudget {
 		qcfg.Budget = scheduler.WakeBudget(c)
 	}
