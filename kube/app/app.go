@@ -173,7 +173,7 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), plugins.UnsupportedMetrics)
-	profile := framework.Profile(plugins.Default(o.Scoring))
+	profile := framework.Profile(plugins.DefaultLogged(o.Scoring, log))
 	rec := metrics.New(metrics.Options{Profile: o.SchedulerName, EventLabels: clusterevent.QueueLabels})
 	c := scheduler.NewCache()
 	qcfg := scheduler.QueueConfig(profile)
