@@ -224,3 +224,39 @@ func (b *recordingBinder) Bind(_ context.Context, pod *v1.Pod, node string, done
 	b.bound[pod.Name] = node
 	done(nil)
 }
+
+// TestSoftConstraints: each preference kube-scheduler scores is found,
+// once, and none makes the pod refused.
+func TestSoftConstraints(t *testing.T) {
+	term := v1.WeightedPodAffinityTerm{Weight: 1, PodAffinityTerm: v1.PodAffinityTerm{TopologyKey: "zone"}}
+	for _, tc := range []struct {
+		mutate func(*v1.Pod)
+		want   plugins.Constraint
+	}{
+		{spread(v1.ScheduleAnyway), plugins.SpreadScheduleAnyway},
+		{func(p *v1.Pod) {
+			p.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1.PreferredSchedulingTerm{{Weight: 1}}}}
+		}, plugins.PreferredNodeAffinity},
+		{func(p *v1.Pod) {
+			p.Spec.Affinity = &v1.Affinity{PodAffinity: &v1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1.WeightedPodAffinityTerm{term, term}}}
+		}, plugins.PreferredPodAffinity},
+		{func(p *v1.Pod) {
+			p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1.WeightedPodAffinityTerm{term}}}
+		}, plugins.PreferredAntiAffinity},
+		{func(p *v1.Pod) {
+			p.Spec.Tolerations = []v1.Toleration{{Key: "a", Effect: v1.TaintEffectNoSchedule}, {Key: "b", Effect: v1.TaintEffectPreferNoSchedule}}
+		}, plugins.PreferNoSchedule},
+	} {
+		pod := basePod("soft")
+		tc.mutate(pod)
+		if got := plugins.SoftConstraints(pod); len(got) != 1 || got[0] != tc.want {
+			t.Errorf("SoftConstraints = %v, want [%v]", got, tc.want)
+		}
+		if hard := plugins.HardConstraints(pod); len(hard) > 0 {
+			t.Errorf("%v: refused for %v", tc.want, hard)
+		}
+	}
+	if got := plugins.SoftConstraints(basePod("plain")); len(got) != 0 {
+		t.Errorf("plain pod: %v", got)
+	}
+}
