@@ -50,6 +50,8 @@ type Options struct {
 	NoWakeBudget bool
 	// Fairness shares the queue fairly between namespaces. Zero: off.
 	Fairness FairnessOptions
+	// Config is what Validate took from --config, if given.
+	Config ConfigOptions
 
 	LeaderElect    bool
 	LeaseNamespace string
@@ -170,13 +172,14 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	go quiet.run(ctx)
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	profile := framework.Profile(plugins.Default(o.Scoring))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), plugins.UnsupportedMetrics)
+	profile := framework.Profile(plugins.DefaultLogged(o.Scoring, log))
 	rec := metrics.New(metrics.Options{Profile: o.SchedulerName, EventLabels: clusterevent.QueueLabels})
 	c := scheduler.NewCache()
 	qcfg := scheduler.QueueConfig(profile)
 	qcfg.Recorder = rec
 	qcfg.Fairness = o.Fairness.fairness()
+	qcfg.InitialBackoff, qcfg.MaxBackoff = o.Config.InitialBackoff, o.Config.MaxBackoff
 	if !o.NoWakeBudget {
 		qcfg.Budget = scheduler.WakeBudget(c)
 	}

@@ -15,7 +15,16 @@ import (
 
 // Validate checks every option before anything connects, and returns all
 // the problems at once, each naming the command-line flag that sets it.
+// With --config (Config.File), it first loads the file and applies the
+// settings it takes from it (see applyConfig): a file that fails is
+// reported alone, since the other options would be checked against
+// settings it did not give.
 func (o *Options) Validate() error {
+	if o.Config.File != "" {
+		if err := o.applyConfig(); err != nil {
+			return err
+		}
+	}
 	var errs []error
 	bad := func(flag, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("--%s: %s", flag, fmt.Sprintf(format, args...)))

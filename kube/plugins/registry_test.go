@@ -29,7 +29,7 @@ func TestDefault(t *testing.T) {
 		want  []string
 	}{
 		{"PreEnqueue", names(p.PreEnqueue), []string{"SchedulingGates"}},
-		{"PreFilter", names(p.PreFilter), []string{"NodeAffinity", "NodeResourcesFit", "InterPodAffinity"}},
+		{"PreFilter", names(p.PreFilter), []string{"UnsupportedConstraints", "NodeAffinity", "NodeResourcesFit", "InterPodAffinity"}},
 		{"Filter", names(p.Filter), []string{"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit", "InterPodAffinity"}},
 		{"Score", names(p.Score), []string{"NodeResourcesFit"}},
 		{"Enqueue", names(p.Enqueue), []string{"SchedulingGates", "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit", "InterPodAffinity", "GangScheduling"}},

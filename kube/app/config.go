@@ -1,0 +1,84 @@
+package app
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/schedq/schedq/kube/profile"
+)
+
+// ConfigOptions are the settings of a KubeSchedulerConfiguration file
+// (--config) that schedq's scheduler honours.
+type ConfigOptions struct {
+	// File is the KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1)
+	// to read. Empty: none, the flags decide.
+	File string
+	// InitialBackoff and MaxBackoff are the queue's backoff, from the
+	// file's podInitialBackoffSeconds and podMaxBackoffSeconds. Zero: the
+	// queue's defaults (1s and 10s, as kube-scheduler's).
+	InitialBackoff, MaxBackoff time.Duration
+}
+
+// applyConfig loads Config.File with kube-scheduler's own decoding,
+// defaulting and validation (profile.Load), refuses what schedq cannot
+// honour yet, and applies the rest: the profile's schedulerName (replacing
+// --scheduler-name), percentageOfNodesToScore (the profile's, else the
+// file's; replacing --percentage-of-nodes-to-score) and the backoffs.
+//
+// Refused, because schedq would silently run something else: more than
+// one profile; plugins or pluginConfig other than kube-scheduler's
+// defaults (schedq runs its own plugins); extenders; and clientConnection,
+// leaderElection or parallelism other than the defaults (schedq's flags
+// set these).
+func (o *Options) applyConfig() error {
+	cfg, err := profile.Load(o.Config.File)
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	def, err := profile.Default()
+	if err != nil {
+		return err
+	}
+	var unsupported []string
+	if len(cfg.Profiles) != 1 {
+		unsupported = append(unsupported, fmt.Sprintf("profiles: %d profiles; schedq runs one", len(cfg.Profiles)))
+	}
+	p, dp := cfg.Profiles[0], def.Profiles[0]
+	if !apiequality.Semantic.DeepEqual(p.Plugins, dp.Plugins) {
+		unsupported = append(unsupported, "profiles[0].plugins: schedq runs its own plugins and cannot enable, disable or weigh kube-scheduler's yet")
+	}
+	if !apiequality.Semantic.DeepEqual(p.PluginConfig, dp.PluginConfig) {
+		unsupported = append(unsupported, "profiles[0].pluginConfig: schedq runs its own plugins and takes no plugin args yet")
+	}
+	if len(cfg.Extenders) > 0 {
+		unsupported = append(unsupported, "extenders: not supported")
+	}
+	for _, f := range []struct {
+		name, flags string
+		same        bool
+	}{
+		{"clientConnection", "--kubeconfig, --kube-api-qps, --kube-api-burst", apiequality.Semantic.DeepEqual(cfg.ClientConnection, def.ClientConnection)},
+		{"leaderElection", "the --leader-elect* flags", apiequality.Semantic.DeepEqual(cfg.LeaderElection, def.LeaderElection)},
+		{"parallelism", "none: the cycle runs on one goroutine", cfg.Parallelism == def.Parallelism},
+	} {
+		if !f.same {
+			unsupported = append(unsupported, fmt.Sprintf("%s: set by %s, not by the file", f.name, f.flags))
+		}
+	}
+	if len(unsupported) > 0 {
+		return fmt.Errorf("--config %s: this version of schedq cannot honour:\n  %s", o.Config.File, strings.Join(unsupported, "\n  "))
+	}
+	o.SchedulerName = p.SchedulerName
+	switch {
+	case p.PercentageOfNodesToScore != nil:
+		o.PercentageOfNodesToScore = int(*p.PercentageOfNodesToScore)
+	case cfg.PercentageOfNodesToScore != nil:
+		o.PercentageOfNodesToScore = int(*cfg.PercentageOfNodesToScore)
+	}
+	o.Config.InitialBackoff = time.Duration(cfg.PodInitialBackoffSeconds) * time.Second
+	o.Config.MaxBackoff = time.Duration(cfg.PodMaxBackoffSeconds) * time.Second
+	return nil
+}

@@ -1,0 +1,142 @@
+package profile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
+	frameworkplugins "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+)
+
+// Config is kube-scheduler's configuration, internal version: defaulted
+// and validated.
+type Config = config.KubeSchedulerConfiguration
+
+// OutOfTree is schedq's registry of the plugins it adds to kube-scheduler's
+// (none yet). It returns a new map on each call.
+func OutOfTree() frameworkruntime.Registry { return frameworkruntime.Registry{} }
+
+// Registry returns kube-scheduler v1.37.2's in-tree registry merged with
+// OutOfTree. It fails if a name is in both.
+func Registry() (frameworkruntime.Registry, error) {
+	r := frameworkplugins.NewInTreeRegistry()
+	if err := r.Merge(OutOfTree()); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Default returns kube-scheduler's default configuration: one profile,
+// "default-scheduler", with the default plugins and their default args.
+func Default() (*Config, error) {
+	return latest.Default()
+}
+
+// Load reads the configuration in file: decoded strictly (unknown or
+// duplicate fields are errors) and defaulted by kube-scheduler's scheme,
+// then validated by its validation and checked against the registry (every
+// enabled plugin must exist). An empty file name gives Default. Errors name
+// the file and, as upstream gives them, the field paths.
+func Load(file string) (*Config, error) {
+	if file == "" {
+		return Default()
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return cfg, nil
+}
+
+// Decode decodes, defaults and validates a configuration, as Load does.
+func Decode(data []byte) (*Config, error) {
+	obj, gvk, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	cfg, ok := obj.(*Config)
+	if !ok {
+		return nil, fmt.Errorf("not a KubeSchedulerConfiguration: %s", gvk)
+	}
+	// The version the file was written in, which validation reads (as
+	// kube-scheduler sets it after decoding).
+	cfg.APIVersion = gvk.GroupVersion().String()
+	if err := validation.ValidateKubeSchedulerConfiguration(cfg); err != nil {
+		return nil, err
+	}
+	r, err := Registry()
+	if err != nil {
+		return nil, err
+	}
+	if errs := checkPluginNames(cfg, r); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	if err := checkFitArgs(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// checkFitArgs validates NodeResourcesFit's args with upstream's
+// validation, which ValidateKubeSchedulerConfiguration skips (it looks
+// them up under the name "NodeResourcesFitArgs"); kube-scheduler finds
+// the error only when it builds the plugin.
+func checkFitArgs(cfg *Config) error {
+	var errs []error
+	for i := range cfg.Profiles {
+		for j, pc := range cfg.Profiles[i].PluginConfig {
+			args, ok := pc.Args.(*config.NodeResourcesFitArgs)
+			if !ok {
+				continue
+			}
+			path := field.NewPath("profiles").Index(i).Child("pluginConfig").Index(j).Child("args")
+			if err := validation.ValidateNodeResourcesFitArgs(path, args); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkPluginNames finds the enabled plugins that are not in r, with
+// their field paths. O(plugins).
+func checkPluginNames(cfg *Config, r frameworkruntime.Registry) field.ErrorList {
+	var errs field.ErrorList
+	for i := range cfg.Profiles {
+		p := cfg.Profiles[i].Plugins
+		if p == nil {
+			continue
+		}
+		path := field.NewPath("profiles").Index(i).Child("plugins")
+		v := reflect.ValueOf(p).Elem()
+		for f := 0; f < v.NumField(); f++ {
+			set, ok := v.Field(f).Interface().(config.PluginSet)
+			if !ok {
+				continue
+			}
+			point := v.Type().Field(f).Name
+			for j, pl := range set.Enabled {
+				if _, ok := r[pl.Name]; !ok {
+					errs = append(errs, &field.Error{Type: field.ErrorTypeNotFound, BadValue: pl.Name,
+						Field:  path.Child(lowerFirst(point)).Child("enabled").Index(j).Child("name").String(),
+						Detail: fmt.Sprintf("%s plugin %q does not exist", point, pl.Name)})
+				}
+			}
+		}
+	}
+	return errs
+}
+
+func lowerFirst(s string) string { return strings.ToLower(s[:1]) + s[1:] }

@@ -1,0 +1,97 @@
+package profile
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const header = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestLoadRefuses: each bad file is refused with upstream's message and
+// the field path (each want is a substring of the error).
+func TestLoadRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		want       []string
+	}{
+		{"does not parse", header + "profiles: [\n", []string{"config.yaml", "yaml"}},
+		{"unknown field", header + "percentageOfNodesToScor: 5\n", []string{`unknown field "percentageOfNodesToScor"`}},
+		{"unknown plugin", header + "profiles:\n- schedulerName: a\n  plugins:\n    filter:\n      enabled:\n      - name: NoSuchPlugin\n",
+			[]string{"profiles[0].plugins.filter.enabled[0].name", `"NoSuchPlugin"`, "does not exist"}},
+		{"invalid weight", header + `profiles:
+- schedulerName: a
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: LeastAllocated
+        resources:
+        - name: cpu
+          weight: 101
+`, []string{"profiles[0].pluginConfig[0].args.scoringStrategy.resources[0].weight", "resource weight of cpu not in valid range (0, 100]"}},
+		{"plugin arg of wrong type", header + `profiles:
+- schedulerName: a
+  pluginConfig:
+  - name: PodTopologySpread
+    args:
+      defaultConstraints: none
+`, []string{"defaultConstraints", "cannot unmarshal"}},
+		{"two profiles, one schedulerName", header + "profiles:\n- schedulerName: a\n- schedulerName: a\n",
+			[]string{"profiles[1].schedulerName", "Duplicate value"}},
+		{"percentage out of range", header + "percentageOfNodesToScore: 101\n", []string{"percentageOfNodesToScore", "101"}},
+		{"backoff below initial", header + "podInitialBackoffSeconds: 5\npodMaxBackoffSeconds: 2\n",
+			[]string{"podMaxBackoffSeconds", "must be greater than or equal to PodInitialBackoffSeconds"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(writeConfig(t, tc.body))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadDefaults(t *testing.T) {
+	def, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(def.Profiles) != 1 || def.Profiles[0].SchedulerName != "default-scheduler" {
+		t.Fatalf("default profiles %+v, want default-scheduler only", def.Profiles)
+	}
+	var names []string
+	for _, p := range def.Profiles[0].Plugins.MultiPoint.Enabled {
+		names = append(names, p.Name)
+	}
+	for _, want := range []string{"PodTopologySpread", "VolumeBinding", "NodePorts", "DynamicResources", "DefaultPreemption"} {
+		if !strings.Contains(strings.Join(names, ","), want) {
+			t.Errorf("default profile lacks %s: %v", want, names)
+		}
+	}
+	cfg, err := Load(writeConfig(t, header+"percentageOfNodesToScore: 20\npodInitialBackoffSeconds: 2\npodMaxBackoffSeconds: 30\nprofiles:\n- schedulerName: a\n- schedulerName: b\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *cfg.PercentageOfNodesToScore != 20 || cfg.PodInitialBackoffSeconds != 2 || cfg.PodMaxBackoffSeconds != 30 {
+		t.Errorf("got %d%% %ds %ds", *cfg.PercentageOfNodesToScore, cfg.PodInitialBackoffSeconds, cfg.PodMaxBackoffSeconds)
+	}
+	if len(cfg.Profiles) != 2 || cfg.Profiles[1].SchedulerName != "b" || cfg.Profiles[1].Plugins == nil {
+		t.Errorf("profiles %+v, want a and b with the default plugins", cfg.Profiles)
+	}
+}

@@ -1,0 +1,206 @@
+package profile
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodevolumelimits"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/metrics"
+	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
+
+	resourceslicetracker "k8s.io/dynamic-resource-allocation/resourceslice/tracker"
+)
+
+// Cluster is the in-memory cluster a Framework schedules against.
+type Cluster struct {
+	// Nodes, and the pods bound or assumed on them (spec.nodeName set):
+	// the cycle's snapshot.
+	Nodes []*v1.Node
+	Pods  []*v1.Pod
+	// Objects are the other objects the plugins list: PersistentVolumes,
+	// PersistentVolumeClaims, StorageClasses, CSINodes, Services,
+	// ReplicaSets, DeviceClasses, ResourceSlices, ResourceClaims... Each
+	// type must be one a plugin of the profile reads.
+	Objects []runtime.Object
+}
+
+// Framework is kube-scheduler's framework runtime for one profile over an
+// immutable snapshot of a Cluster. Its plugins read the cluster through
+// listers of informers that never run: the objects were put in their
+// stores, and their handlers called, before NewFramework returned.
+//
+// Schedule is not safe for concurrent use (the framework's parallelism is
+// 1, so a cycle runs on the caller's goroutine only).
+type Framework struct {
+	fwk    framework.Framework
+	snap   *backendcache.Snapshot
+	cancel context.CancelFunc
+}
+
+// NewFramework builds the framework of prof (a profile of a Config from
+// Load or Default) with Registry, over c. It registers kube-scheduler's
+// metrics (once per process), and gives the plugins a fake clientset, the
+// synchronous informer factory and a DRA manager on it. Close releases
+// it. Errors are upstream's (an unknown plugin, bad args...).
+func NewFramework(ctx context.Context, prof *config.KubeSchedulerProfile, c Cluster) (*Framework, error) {
+	metrics.Register()
+	r, err := Registry()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	client := fake.NewClientset()
+	factory := newSyncFactory(informers.NewSharedInformerFactory(client, 0))
+	dra, err := newDRAManager(ctx, client, factory)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	snap := backendcache.NewSnapshot(c.Pods, c.Nodes)
+	f, err := frameworkruntime.NewFramework(ctx, r, prof,
+		frameworkruntime.WithClientSet(client),
+		frameworkruntime.WithInformerFactory(factory),
+		frameworkruntime.WithSharedDRAManager(dra),
+		// NodeVolumeLimits' Filter dereferences it for any pod with a claim.
+		frameworkruntime.WithSharedCSIManager(nodevolumelimits.NewCSIManager(factory.Storage().V1().CSINodes().Lister())),
+		frameworkruntime.WithSnapshotSharedLister(snap),
+		frameworkruntime.WithParallelism(1),
+		frameworkruntime.WithLogger(klog.FromContext(ctx)),
+	)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("profile %q: %w", prof.SchedulerName, err)
+	}
+	for _, obj := range append(podsAndNodes(c), c.Objects...) {
+		if err := factory.Add(obj); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
+	return &Framework{fwk: f, snap: snap, cancel: cancel}, nil
+}
+
+// podsAndNodes lists c's pods and nodes as objects for the informers.
+func podsAndNodes(c Cluster) []runtime.Object {
+	out := make([]runtime.Object, 0, len(c.Pods)+len(c.Nodes))
+	for _, n := range c.Nodes {
+		out = append(out, n)
+	}
+	for _, p := range c.Pods {
+		out = append(out, p)
+	}
+	return out
+}
+
+// newDRAManager builds the DRA manager as kube-scheduler does, on the
+// factory's ResourceClaim and ResourceSlice informers (without device
+// taint rules, which would start goroutines of their own).
+func newDRAManager(ctx context.Context, client *fake.Clientset, factory *syncFactory) (fwk.SharedDRAManager, error) {
+	claims := assumecache.NewAssumeCache(klog.FromContext(ctx), factory.Resource().V1().ResourceClaims().Informer(), "ResourceClaim", "", nil)
+	slices, err := resourceslicetracker.StartTracker(ctx, resourceslicetracker.Options{
+		SliceInformer: factory.Resource().V1().ResourceSlices(),
+		KubeClient:    client,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("resource slice tracker: %w", err)
+	}
+	return dynamicresources.NewDRAManager(ctx, claims, slices, factory), nil
+}
+
+// Close stops the framework's plugins and its background metrics flush.
+func (f *Framework) Close() error {
+	defer f.cancel()
+	return f.fwk.Close()
+}
+
+// Framework returns upstream's framework, to run extension points this
+// type does not wrap.
+func (f *Framework) Framework() framework.Framework { return f.fwk }
+
+// Result is the outcome of Schedule.
+type Result struct {
+	// Status is why no node fits (PreFilter's failure, or the last
+	// Filter failure), nil if some do.
+	Status *fwk.Status
+	// Feasible lists the nodes that pass every filter, in snapshot order;
+	// Rejected gives each other node's status.
+	Feasible []string
+	Rejected map[string]*fwk.Status
+	// Scores are the feasible nodes' weighted total scores, Best the
+	// highest (the first in snapshot order on a tie).
+	Scores map[string]int64
+	Best   string
+}
+
+// Schedule runs PreFilter, Filter on every node (those PreFilter allows),
+// PreScore and Score for pod: one scheduling cycle without the pick's
+// random tie-break, the nominated pods or Reserve. O(nodes x plugins).
+// A plugin that panics fails this call with an error, not the process.
+func (f *Framework) Schedule(ctx context.Context, pod *v1.Pod) (res Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("pod %s/%s: plugin panic: %v", pod.Namespace, pod.Name, r)
+		}
+	}()
+	res = Result{Rejected: map[string]*fwk.Status{}}
+	state := framework.NewCycleState()
+	pre, st, _ := f.fwk.RunPreFilterPlugins(ctx, state, pod)
+	if !st.IsSuccess() {
+		if st.Code() == fwk.Error {
+			return res, st.AsError()
+		}
+		res.Status = st
+		return res, nil
+	}
+	nodes, err := f.snap.NodeInfos().List()
+	if err != nil {
+		return res, err
+	}
+	feasible := make([]fwk.NodeInfo, 0, len(nodes))
+	for _, ni := range nodes {
+		if pre != nil && pre.NodeNames != nil && !pre.NodeNames.Has(ni.Node().Name) {
+			continue
+		}
+		st := f.fwk.RunFilterPlugins(ctx, state, pod, ni)
+		if st.IsSuccess() {
+			feasible = append(feasible, ni)
+			res.Feasible = append(res.Feasible, ni.Node().Name)
+			continue
+		}
+		if st.Code() == fwk.Error {
+			return res, st.AsError()
+		}
+		res.Rejected[ni.Node().Name], res.Status = st, st
+	}
+	if len(feasible) == 0 {
+		return res, nil
+	}
+	res.Status = nil
+	if st := f.fwk.RunPreScorePlugins(ctx, state, pod, feasible); !st.IsSuccess() {
+		return res, st.AsError()
+	}
+	scores, st := f.fwk.RunScorePlugins(ctx, state, pod, feasible)
+	if !st.IsSuccess() {
+		return res, st.AsError()
+	}
+	res.Scores = make(map[string]int64, len(scores))
+	best := int64(-1)
+	for _, s := range scores {
+		res.Scores[s.Name] = s.TotalScore
+		if s.TotalScore > best {
+			res.Best, best = s.Name, s.TotalScore
+		}
+	}
+	return res, nil
+}

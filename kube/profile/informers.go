@@ -1,0 +1,160 @@
+package profile
+
+import (
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/informers/apps"
+	"k8s.io/client-go/informers/core"
+	"k8s.io/client-go/informers/internalinterfaces"
+	"k8s.io/client-go/informers/policy"
+	"k8s.io/client-go/informers/resource"
+	"k8s.io/client-go/informers/scheduling"
+	"k8s.io/client-go/informers/storage"
+	"k8s.io/client-go/tools/cache"
+)
+
+// syncFactory is an informer factory whose informers never run: their
+// stores are filled by Add, which also calls every handler the plugins
+// registered, at once, on the caller's goroutine. A handler added later
+// is called at once for each object already there. Start does nothing.
+// The groups the scheduler's plugins read (core, apps, storage, resource,
+// scheduling, policy) build their informers here; other groups are the
+// wrapped factory's, whose informers stay empty.
+//
+// Safe for concurrent use; Add runs the handlers under the factory's lock,
+// so a handler must not call back into it.
+type syncFactory struct {
+	informers.SharedInformerFactory
+	mu        sync.Mutex
+	informers map[reflect.Type]*syncInformer
+}
+
+var _ informers.SharedInformerFactory = (*syncFactory)(nil)
+
+func newSyncFactory(real informers.SharedInformerFactory) *syncFactory {
+	return &syncFactory{SharedInformerFactory: real, informers: map[reflect.Type]*syncInformer{}}
+}
+
+// InformerFor returns the one informer of obj's type, built by newFunc the
+// first time.
+func (f *syncFactory) InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.informerLocked(reflect.TypeOf(obj), func() cache.SharedIndexInformer { return newFunc(nil, 0) })
+}
+
+func (f *syncFactory) informerLocked(t reflect.Type, build func() cache.SharedIndexInformer) *syncInformer {
+	if inf, ok := f.informers[t]; ok {
+		return inf
+	}
+	inf := &syncInformer{SharedIndexInformer: build()}
+	f.informers[t] = inf
+	return inf
+}
+
+// Start does nothing: no informer of this factory runs.
+func (f *syncFactory) Start(<-chan struct{}) {}
+
+// Core, Apps, Storage, Resource, Scheduling and Policy build their
+// informers through f.
+func (f *syncFactory) Core() core.Interface             { return core.New(f, "", nil) }
+func (f *syncFactory) Apps() apps.Interface             { return apps.New(f, "", nil) }
+func (f *syncFactory) Storage() storage.Interface       { return storage.New(f, "", nil) }
+func (f *syncFactory) Resource() resource.Interface     { return resource.New(f, "", nil) }
+func (f *syncFactory) Scheduling() scheduling.Interface { return scheduling.New(f, "", nil) }
+func (f *syncFactory) Policy() policy.Interface         { return policy.New(f, "", nil) }
+
+// WaitForCacheSync reports every informer synced: their stores are always
+// complete.
+func (f *syncFactory) WaitForCacheSync(<-chan struct{}) map[reflect.Type]bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[reflect.Type]bool, len(f.informers))
+	for t := range f.informers {
+		out[t] = true
+	}
+	return out
+}
+
+// Add stores obj in the informer of its type (made if no plugin asked for
+// one, so that a later plugin finds it) and tells that informer's
+// handlers. An object with the key of one stored is an update. O(handlers).
+func (f *syncFactory) Add(obj runtime.Object) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := reflect.TypeOf(obj)
+	inf, ok := f.informers[t]
+	if !ok {
+		return fmt.Errorf("no informer for %T: no plugin reads it", obj)
+	}
+	return inf.add(obj)
+}
+
+// syncInformer is an informer that never runs (see syncFactory).
+type syncInformer struct {
+	cache.SharedIndexInformer
+	mu       sync.Mutex // held while handlers run
+	handlers []cache.ResourceEventHandler
+}
+
+func (i *syncInformer) add(obj runtime.Object) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	old, exists, err := i.GetIndexer().Get(obj)
+	if err != nil {
+		return err
+	}
+	if err := i.GetIndexer().Add(obj); err != nil {
+		return err
+	}
+	for _, h := range i.handlers {
+		if exists {
+			h.OnUpdate(old, obj)
+		} else {
+			h.OnAdd(obj, true)
+		}
+	}
+	return nil
+}
+
+// AddEventHandler records h and calls it for the objects already stored.
+func (i *syncInformer) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for _, obj := range i.GetIndexer().List() {
+		h.OnAdd(obj, true)
+	}
+	i.handlers = append(i.handlers, h)
+	return synced{}, nil
+}
+
+// AddEventHandlerWithResyncPeriod is AddEventHandler: nothing resyncs.
+func (i *syncInformer) AddEventHandlerWithResyncPeriod(h cache.ResourceEventHandler, _ time.Duration) (cache.ResourceEventHandlerRegistration, error) {
+	return i.AddEventHandler(h)
+}
+
+// AddEventHandlerWithOptions is AddEventHandler.
+func (i *syncInformer) AddEventHandlerWithOptions(h cache.ResourceEventHandler, _ cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+	return i.AddEventHandler(h)
+}
+
+// HasSynced is true: the store is complete.
+func (i *syncInformer) HasSynced() bool { return true }
+
+// synced is a handler registration that is always synced.
+type synced struct{}
+
+func (synced) HasSynced() bool                     { return true }
+func (synced) HasSyncedChecker() cache.DoneChecker { return doneChecker{} }
+
+type doneChecker struct{}
+
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (doneChecker) Name() string          { return "profile.syncInformer" }
+func (doneChecker) Done() <-chan struct{} { return closed }
