@@ -48,6 +48,7 @@ type terms struct {
 func (t *terms) run(ctx context.Context) {
 	q := t.queues.get()
 	binder := scheduler.NewAPIBinder(t.client, 0)
+	binder.Stamp = t.fence.stamp
 	s := scheduler.New(q, t.cache, guardedBinder{next: binder, fence: t.fence, backoff: t.backoff}, t.reporter, t.opts)
 	if t.preempt != nil {
 		if err := s.EnablePreemption(*t.preempt); err != nil {
