@@ -275,8 +275,9 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	t := &terms{
 		queues: queues, cache: c, handlers: h, pods: pods, podGroups: podGroups, qcfg: qcfg, client: cs.sched, fence: f,
 		backoff: newOutageBackoff(o.Clock), state: st, log: log, reporter: reporter,
-		opts:    scheduler.Options{Profile: profile, PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: sm, Logger: log},
-		preempt: preempt,
+		opts:     scheduler.Options{Profile: profile, PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: sm, Logger: log},
+		preempt:  preempt,
+		releaser: &scheduler.APIReleaser{Client: cs.sched, Recorder: broadcaster.NewRecorder(scheme.Scheme, o.SchedulerName)},
 	}
 	if !o.LeaderElect {
 		t.run(ctx)
