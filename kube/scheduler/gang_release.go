@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -97,6 +98,8 @@ func (s *Scheduler) afterFailure(ctx context.Context, a Attempt, before int) {
 		return
 	}
 	bound, inFlight := s.cache.GroupMembers(a.Group)
+	// Members deleted already (by an earlier release, say) are going.
+	bound = slices.DeleteFunc(bound, func(p *v1.Pod) bool { return p.DeletionTimestamp != nil })
 	if inFlight > 0 || len(bound) == 0 {
 		return // bindings under way: the next failure decides
 	}

@@ -26,13 +26,14 @@ func TestPartialGangReleasedAndBoundWhole(t *testing.T) {
 	makeNodes(t, c, "gang-release", 2, "4")
 	makePodGroup(t, c, ns, "train", 4)
 	ctx := context.Background()
-	yes := true
+	yes, zero := true, int64(0)
 	member := func(i int, suffix string) *v1.Pod {
 		group := "train"
 		return &v1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("train-%d%s", i, suffix),
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: types.UID("job-train"), Controller: &yes}}},
-			Spec: v1.PodSpec{SchedulerName: name, SchedulingGroup: &v1.PodSchedulingGroup{PodGroupName: &group},
+			// No kubelet confirms a graceful deletion here: delete at once.
+			Spec: v1.PodSpec{SchedulerName: name, SchedulingGroup: &v1.PodSchedulingGroup{PodGroupName: &group}, TerminationGracePeriodSeconds: &zero,
 				Containers: []v1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10", Resources: v1.ResourceRequirements{
 					Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("64Mi")}}}}},
 		}
@@ -74,9 +75,9 @@ func TestPartialGangReleasedAndBoundWhole(t *testing.T) {
 		return boundCount(t, c, ns, []string{"train-0", "train-1"}) == 0, nil
 	})
 	released := time.Since(started)
-	if !eventWith(t, c, ns, "train-0", "GangReleased") {
-		t.Error("no GangReleased event on a released member")
-	}
+	waitFor(t, time.Minute, "a GangReleased event on a released member", func(context.Context) (bool, error) {
+		return eventWith(t, c, ns, "train-0", "GangReleased"), nil
+	})
 	// As the Job would: recreate them. And the room comes back.
 	for i := range 2 {
 		if _, err := c.CoreV1().Pods(ns).Create(ctx, member(i, "-new"), metav1.CreateOptions{}); err != nil {
