@@ -91,6 +91,7 @@ func TestZombieHeldBindings(t *testing.T) {
 type inProcessReplica struct {
 	cancel context.CancelFunc
 	done   chan error
+	once   sync.Once
 }
 
 func startInProcessReplica(t *testing.T, id, name, lease string, wrap func(http.RoundTripper) http.RoundTripper) *inProcessReplica {
@@ -115,11 +116,13 @@ func startInProcessReplica(t *testing.T, id, name, lease string, wrap func(http.
 }
 
 func (r *inProcessReplica) stop() {
-	r.cancel()
-	select {
-	case <-r.done:
-	case <-time.After(30 * time.Second):
-	}
+	r.once.Do(func() {
+		r.cancel()
+		select {
+		case <-r.done:
+		case <-time.After(30 * time.Second):
+		}
+	})
 }
 
 // freezer holds a replica's requests beneath its fence while frozen:
