@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 )
 
 // A gang left below minCount by a previous leader, with the room for its
@@ -69,8 +70,9 @@ func TestPartialGangReleasedAndBoundWhole(t *testing.T) {
 	waitFor(t, time.Minute, "the grace period (30 s) to pass", func(context.Context) (bool, error) {
 		return time.Since(started) > 31*time.Second, nil
 	})
-	// A node too small for a member: an event that wakes the gang.
-	makeNodes(t, c, "gang-release-small", 1, "1")
+	// A node with room for a member, but tainted: an event the gang's
+	// hints accept, which brings its next attempt, and no room.
+	taintedNode(t, c, "gang-release-tainted", "2")
 	waitFor(t, time.Minute, "the bound members to be released", func(context.Context) (bool, error) {
 		return boundCount(t, c, ns, []string{"train-0", "train-1"}) == 0, nil
 	})
@@ -90,4 +92,19 @@ func TestPartialGangReleasedAndBoundWhole(t *testing.T) {
 	whole := waitBound(t, c, ns, []string{"train-0-new", "train-1-new", "train-2", "train-3"}, time.Minute)
 	figure(t, "gang with 2 of minCount 4 bound and no room for the rest: released %v after the scheduler started (grace 30 s, then the next attempt); bound whole %v after the room came back",
 		released.Round(time.Millisecond), whole.Round(time.Millisecond))
+}
+
+// taintedNode creates a node with cpu and a NoSchedule taint no member
+// tolerates, deleted at the end.
+func taintedNode(t *testing.T, c kubernetes.Interface, name, cpu string) {
+	t.Helper()
+	ctx := context.Background()
+	rl := v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse("16Gi"), v1.ResourcePods: resource.MustParse("110")}
+	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
+		Spec:   v1.NodeSpec{Taints: []v1.Taint{{Key: "dedicated", Value: "other", Effect: v1.TaintEffectNoSchedule}}},
+		Status: v1.NodeStatus{Capacity: rl, Allocatable: rl, Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}}}
+	if _, err := c.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}) })
 }

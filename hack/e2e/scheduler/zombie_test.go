@@ -35,7 +35,10 @@ func TestZombieHeldBindings(t *testing.T) {
 			fr := &freezer{}
 			a := startInProcessReplica(t, "a", name, lease, fr.wrap)
 			waitFor(t, time.Minute, "replica a to lead", func(context.Context) (bool, error) { return holder(t, c, lease) == "a", nil })
-			b := startReplica(t, "b", name, lease)
+			// b binds slowly (10/s), so that the zombie's held bindings
+			// reach the API server before b binds the same pods (it pops
+			// them in the same order).
+			b := startReplica(t, "b", name, lease, "--kube-api-qps=10", "--kube-api-burst=10")
 			waitFor(t, time.Minute, "replica b to be ready (standby)", func(context.Context) (bool, error) {
 				return readyzBody(b.addr) == "ok: standby", nil
 			})
@@ -48,7 +51,7 @@ func TestZombieHeldBindings(t *testing.T) {
 			waitFor(t, time.Minute, "replica b to take the lease", func(context.Context) (bool, error) { return holder(t, c, lease) == "b", nil })
 			held := fr.thaw()
 			waitFor(t, time.Minute, "the held bindings to be answered", func(context.Context) (bool, error) { return fr.answered() == held, nil })
-			waitBound(t, c, ns, pods, 2*time.Minute)
+			waitBound(t, c, ns, pods, 3*time.Minute)
 			a.stop()
 
 			events := audit(t, cl)
