@@ -86,7 +86,7 @@ func TestPartialGangReleasedAndBoundWhole(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := c.CoreV1().Pods(ns).Delete(ctx, "high", metav1.DeleteOptions{}); err != nil {
+	if err := c.CoreV1().Pods(ns).Delete(ctx, "high", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
 	}
 	whole := waitBound(t, c, ns, []string{"train-0-new", "train-1-new", "train-2", "train-3"}, time.Minute)
