@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/schedq/schedq"
@@ -69,6 +69,14 @@ type Options struct {
 	Burst int
 
 	Logger *slog.Logger
+	// Klog routes klog, the log of client-go and k8s.io/apiserver, to
+	// Logger, rate-limited (libraryQuiet): a process-wide setting, for the
+	// command. The event broadcaster logs there in any case.
+	Klog bool
+	// WrapTransport, if set, wraps the transport of every API client,
+	// beneath the fence: for tests that hold requests the fence has let
+	// through, as a paused process would. Nil in production.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// Clock is for the fence and the outage backoff. Default: the wall clock.
 	Clock clock.Clock
 }
@@ -95,6 +103,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	base.QPS, base.Burst = o.QPS, o.Burst
 	base.UserAgent = "schedq/" + o.SchedulerName
+	if o.WrapTransport != nil {
+		base.Wrap(o.WrapTransport)
+	}
 	var f *fence
 	if o.LeaderElect {
 		if f, err = newLeaderFence(o); err != nil {
@@ -215,8 +226,15 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 		return err
 	}
 
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.events.EventsV1()})
-	broadcaster.StartRecordingToSink(ctx.Done())
+	lib, libQuiet := libraryLogger(quiet.next)
+	go libQuiet.run(ctx)
+	if o.Klog {
+		klog.SetLogger(lib)
+	}
+	broadcaster, err := startEvents(ctx, cs.events, lib)
+	if err != nil {
+		return err
+	}
 	defer broadcaster.Shutdown()
 	reporter := guardedReporter{next: scheduler.APIReporter{Client: cs.sched, Recorder: broadcaster.NewRecorder(scheme.Scheme, o.SchedulerName), Logger: log}, fence: f, log: log}
 	h.Events = reporter
@@ -260,8 +278,9 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	t := &terms{
 		queues: queues, cache: c, handlers: h, pods: pods, podGroups: podGroups, qcfg: qcfg, client: cs.sched, fence: f,
 		backoff: newOutageBackoff(o.Clock), state: st, log: log, reporter: reporter,
-		opts:    scheduler.Options{Profile: profile, PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: sm, Logger: log},
-		preempt: preempt,
+		opts:     scheduler.Options{Profile: profile, PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: sm, Logger: log},
+		preempt:  preempt,
+		releaser: &scheduler.APIReleaser{Client: cs.sched, Recorder: broadcaster.NewRecorder(scheme.Scheme, o.SchedulerName)},
 	}
 	if !o.LeaderElect {
 		t.run(ctx)

@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/clock"
+
+	"github.com/schedq/schedq/kube/scheduler"
 )
 
 // ErrFenced is wrapped by the error of every write the fence refuses.
@@ -32,9 +34,10 @@ type fence struct {
 	leading bool
 	open    bool // the last renewal attempt succeeded
 	until   time.Time
-	why     string             // why the fence is closed, for the error
-	endTerm context.CancelFunc // ends the current term
-	changed chan struct{}      // closed and replaced at every change
+	why     string               // why the fence is closed, for the error
+	term    scheduler.LeaseStamp // the term of the last successful write of our record
+	endTerm context.CancelFunc   // ends the current term
+	changed chan struct{}        // closed and replaced at every change
 }
 
 func newFence(c clock.PassiveClock, leaseDuration, margin time.Duration) *fence {
@@ -55,8 +58,32 @@ func (f *fence) renewed(sentAt time.Time) {
 	f.notify()
 }
 
+// renewedAs is renewed, by a write of our record in term st.
+func (f *fence) renewedAs(sentAt time.Time, st scheduler.LeaseStamp) {
+	f.mu.Lock()
+	f.term = st
+	f.mu.Unlock()
+	f.renewed(sentAt)
+}
+
+// stamp returns the term bindings are made under now: false unless the
+// fence is open (a closed fence refuses them anyway). A nil *fence has no
+// term: its bindings are not stamped.
+func (f *fence) stamp() (scheduler.LeaseStamp, bool) {
+	if f == nil {
+		return scheduler.LeaseStamp{}, false
+	}
+	now := f.clock.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.term, f.heldLocked(now) == nil && f.term.Holder != ""
+}
+
 // suspect closes the fence until the next successful renewal.
 func (f *fence) suspect(why string) {
+	if f == nil {
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.open {
@@ -183,7 +210,9 @@ func (l *fencedLock) write(rec resourcelock.LeaderElectionRecord, do func() erro
 	case err != nil:
 		l.fence.suspect("renewing the lease failed: " + err.Error())
 	case rec.HolderIdentity == l.Identity():
-		l.fence.renewed(sentAt)
+		// The write succeeded against the resourceVersion read before it:
+		// the Lease now holds exactly rec, whose transitions are the term's.
+		l.fence.renewedAs(sentAt, scheduler.LeaseStamp{Lease: l.Describe(), Holder: rec.HolderIdentity, Transitions: int32(rec.LeaderTransitions)})
 	default: // released
 		l.fence.suspect("the lease was released")
 	}

@@ -11,14 +11,18 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/schedq/schedq/kube/scheduler"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -250,3 +254,65 @@ func TestFencedBindingThroughClientGo(t *testing.T) {
 		t.Fatalf("bind on an expired fence: %v (ErrFenced %v, unavailable %v)", err, errors.Is(err, ErrFenced), unavailable(err))
 	}
 }
+
+// TestFenceStamp: the stamp bindings carry is the term of the last
+// successful write of our record (its holder and leaseTransitions, on the
+// Lease it names), and there is none while the fence is closed; a binding
+// the API server refuses as stale closes the fence until a renewal.
+func TestFenceStamp(t *testing.T) {
+	clk := testingclock.NewFakePassiveClock(t0)
+	f := newFence(clk, 15*time.Second, 5*time.Second)
+	f.begin(func() {})
+	lock := &fencedLock{fence: f, Interface: &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: "kube-system", Name: "l"},
+		Client:     fake.NewClientset().CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: "a"},
+	}}
+	if _, ok := f.stamp(); ok {
+		t.Fatal("a stamp before any renewal")
+	}
+	ctx := context.Background()
+	if err := lock.Create(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "a", LeaderTransitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	want := scheduler.LeaseStamp{Lease: "kube-system/l", Holder: "a", Transitions: 2}
+	if st, ok := f.stamp(); !ok || st != want {
+		t.Fatalf("stamp %+v %v, want %+v", st, ok, want)
+	}
+	b := guardedBinder{next: refusingBinder{err: staleTermErr()}, fence: f, backoff: newOutageBackoff(testingclock.NewFakeClock(t0))}
+	var got error
+	b.Bind(ctx, &v1.Pod{}, "n", func(err error) { got = err })
+	if !scheduler.IsStaleTerm(got) {
+		t.Fatalf("bind: %v", got)
+	}
+	if err := f.held(); !errors.Is(err, ErrFenced) || !strings.Contains(err.Error(), "refused a binding") {
+		t.Fatalf("after a stale-term refusal the fence is %v, want closed", err)
+	}
+	if _, ok := f.stamp(); ok {
+		t.Fatal("a stamp on a closed fence")
+	}
+	clk.SetTime(t0.Add(time.Second))
+	if err := lock.Update(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "a", LeaderTransitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if st, ok := f.stamp(); !ok || st != want {
+		t.Fatalf("after a renewal: stamp %+v %v, want %+v", st, ok, want)
+	}
+	clk.SetTime(t0.Add(time.Hour))
+	if _, ok := f.stamp(); ok {
+		t.Fatal("a stamp on an expired fence")
+	}
+	var none *fence
+	if _, ok := none.stamp(); ok {
+		t.Fatal("no leader election: bindings must not be stamped")
+	}
+}
+
+func staleTermErr() error {
+	return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "p", errors.New(scheduler.StaleTermMarker))
+}
+
+// refusingBinder fails every binding with err.
+type refusingBinder struct{ err error }
+
+func (b refusingBinder) Bind(_ context.Context, _ *v1.Pod, _ string, done func(error)) { done(b.err) }

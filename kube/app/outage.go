@@ -120,6 +120,11 @@ func (b guardedBinder) BindGuarded(ctx context.Context, pod *v1.Pod, node string
 	}
 	observed := func(err error) {
 		b.backoff.observe(err)
+		if scheduler.IsStaleTerm(err) {
+			// The API server's lease check says our term is over, or it
+			// has not seen it yet: write nothing until a renewal says which.
+			b.fence.suspect("the API server refused a binding stamped with this term")
+		}
 		done(err)
 	}
 	if gb, ok := b.next.(scheduler.GuardedBinder); ok {

@@ -20,18 +20,24 @@ type quietHandler struct {
 
 type quietState struct {
 	interval time.Duration
+	key      func(slog.Record) string // what counts as the same line
 	mu       sync.Mutex
 	windows  map[string]*quietWindow
 }
 
 type quietWindow struct {
+	msg        string
 	level      slog.Level
 	start      time.Time
 	suppressed int
 }
 
 func newQuietHandler(next slog.Handler, interval time.Duration) *quietHandler {
-	return &quietHandler{next: next, state: &quietState{interval: interval, windows: map[string]*quietWindow{}}}
+	return newQuietHandlerKeyed(next, interval, func(r slog.Record) string { return r.Message })
+}
+
+func newQuietHandlerKeyed(next slog.Handler, interval time.Duration, key func(slog.Record) string) *quietHandler {
+	return &quietHandler{next: next, state: &quietState{interval: interval, key: key, windows: map[string]*quietWindow{}}}
 }
 
 // Enabled implements slog.Handler.
@@ -53,8 +59,9 @@ func (h *quietHandler) Handle(ctx context.Context, r slog.Record) error {
 		return h.next.Handle(ctx, r)
 	}
 	s := h.state
+	key := s.key(r)
 	s.mu.Lock()
-	w := s.windows[r.Message]
+	w := s.windows[key]
 	if w != nil && r.Time.Sub(w.start) < s.interval {
 		w.suppressed++
 		s.mu.Unlock()
@@ -64,7 +71,7 @@ func (h *quietHandler) Handle(ctx context.Context, r slog.Record) error {
 	if w != nil {
 		n = w.suppressed
 	}
-	s.windows[r.Message] = &quietWindow{level: r.Level, start: r.Time}
+	s.windows[key] = &quietWindow{level: r.Level, start: r.Time, msg: r.Message}
 	s.mu.Unlock()
 	if n > 0 {
 		r = r.Clone()
@@ -79,18 +86,18 @@ func (h *quietHandler) flush(now time.Time) {
 	s := h.state
 	var out []slog.Record
 	s.mu.Lock()
-	for msg, w := range s.windows {
+	for key, w := range s.windows {
 		if now.Sub(w.start) < s.interval {
 			continue
 		}
 		if w.suppressed == 0 {
-			delete(s.windows, msg)
+			delete(s.windows, key)
 			continue
 		}
-		r := slog.NewRecord(now, w.level, msg, 0)
+		r := slog.NewRecord(now, w.level, w.msg, 0)
 		r.AddAttrs(slog.Int("suppressed", w.suppressed), slog.Duration("in", now.Sub(w.start)))
 		out = append(out, r)
-		s.windows[msg] = &quietWindow{level: w.level, start: now}
+		s.windows[key] = &quietWindow{level: w.level, start: now, msg: w.msg}
 	}
 	s.mu.Unlock()
 	for _, r := range out {

@@ -38,6 +38,7 @@ type terms struct {
 	reporter  scheduler.Reporter
 	opts      scheduler.Options
 	preempt   *scheduler.PreemptionOptions // nil: no preemption
+	releaser  scheduler.Releaser           // releases gangs stuck below minCount
 	state     *state
 	log       *slog.Logger
 }
@@ -48,10 +49,16 @@ type terms struct {
 func (t *terms) run(ctx context.Context) {
 	q := t.queues.get()
 	binder := scheduler.NewAPIBinder(t.client, 0)
+	binder.Stamp = t.fence.stamp
 	s := scheduler.New(q, t.cache, guardedBinder{next: binder, fence: t.fence, backoff: t.backoff}, t.reporter, t.opts)
 	if t.preempt != nil {
 		if err := s.EnablePreemption(*t.preempt); err != nil {
 			t.log.Error("preemption off", "err", err)
+		}
+	}
+	if t.releaser != nil {
+		if err := s.EnableGangRelease(scheduler.GangReleaseOptions{Releaser: t.releaser}); err != nil {
+			t.log.Error("gang release off", "err", err)
 		}
 	}
 	t.state.leading.Store(true)

@@ -24,6 +24,11 @@ import (
 type APIBinder struct {
 	Client  kubernetes.Interface
 	Timeout time.Duration // per binding; default 30s
+	// Stamp, if set, gives the term each binding is made under, read just
+	// before its request is built; false: not stamped. An admission
+	// policy on the API server refuses a stamped binding whose term is
+	// not the Lease's current one (docs/security.md).
+	Stamp   func() (LeaseStamp, bool)
 	slots   chan struct{}
 	running sync.WaitGroup
 }
@@ -72,6 +77,11 @@ func (b *APIBinder) BindGuarded(ctx context.Context, pod *v1.Pod, node string, s
 		binding := &v1.Binding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 			Target:     v1.ObjectReference{Kind: "Node", Name: node},
+		}
+		if b.Stamp != nil {
+			if st, ok := b.Stamp(); ok {
+				binding.Annotations = st.annotations()
+			}
 		}
 		err := b.Client.CoreV1().Pods(pod.Namespace).Bind(bctx, binding, metav1.CreateOptions{})
 		cancel()

@@ -127,6 +127,7 @@ const (
 	bindingGone        = "gone"         // the pod no longer exists (404)
 	bindingTerminating = "terminating"  // its namespace is being deleted
 	bindingNodeDeleted = "node_deleted" // not sent: the node went first
+	bindingStaleTerm   = "stale_term"   // refused by the API server's lease check
 )
 
 // bindingResult classifies a binding error. A conflict (the pod is bound
@@ -139,6 +140,8 @@ func bindingResult(err error) string {
 		return bindingSuccess
 	case errors.Is(err, ErrNodeDeleted):
 		return bindingNodeDeleted
+	case IsStaleTerm(err):
+		return bindingStaleTerm
 	case apierrors.IsConflict(err):
 		return bindingConflict
 	case apierrors.IsNotFound(err):
@@ -181,6 +184,8 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 		s.cache.Forget(pod)
 		s.settle(ctx, info, pb, false)
 		s.o.Logger.Info("dropping pod: its namespace is terminating", "pod", key)
+	case bindingStaleTerm:
+		s.staleTerm(ctx, info, node, pb, err)
 	default:
 		s.cache.Forget(pod)
 		if errors.Is(err, context.Canceled) {
@@ -207,6 +212,26 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 		if qerr := s.queue.Requeue(info, schedq.Failure{}); qerr != nil {
 			s.o.Logger.Debug("requeue after binding failure", "pod", key, "err", qerr)
 		}
+	}
+}
+
+// staleTerm handles a binding the API server refused because its stamp is
+// not the Lease's current term: another replica leads now (or the server
+// has not seen our new term yet). Like a conflict, it is no failure of the
+// pod: nothing is reported and nothing logged as a failure. The pod goes
+// back to its term's queue, in backoff: if the term is over, that queue is
+// discarded and the pod is the next leader's; if it goes on, the pod is
+// tried again once the server has seen the term.
+func (s *Scheduler) staleTerm(ctx context.Context, info Attempt, node string, pb *pendingBinding, err error) {
+	pod := info.Item
+	s.cache.Forget(pod)
+	s.o.Logger.Info("binding refused: made under a lease term that is not the current one", "pod", framework.Key(pod), "node", node)
+	if pb.gang != nil {
+		pb.gang.retry(ctx, info, err)
+		return
+	}
+	if qerr := s.queue.Requeue(info, schedq.Failure{}); qerr != nil {
+		s.o.Logger.Debug("requeue after a stale-term refusal", "pod", framework.Key(pod), "err", qerr)
 	}
 }
 

@@ -108,3 +108,44 @@ func (c *Cache) Trial(f func(snap framework.Snapshot, t *Trial) bool) {
 		}
 	}
 }
+
+// GroupMembers returns the bound pods of the pod group name, and how many
+// of its members are assumed (their bindings under way). O(pods counted
+// in any group).
+func (c *Cache) GroupMembers(name string) (bound []*v1.Pod, assumed int) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for key, g := range c.groups.of {
+		if g != name {
+			continue
+		}
+		if _, ok := c.assumed[key]; ok {
+			assumed++
+			continue
+		}
+		if p := c.podLocked(key); p != nil {
+			bound = append(bound, p)
+		}
+	}
+	return bound, assumed
+}
+
+// podLocked returns the cached pod key, on a known node or an orphan; nil
+// if not cached. The caller holds the lock. O(pods on its node).
+func (c *Cache) podLocked(key types.NamespacedName) *v1.Pod {
+	node, ok := c.podNode[key]
+	if !ok {
+		return nil
+	}
+	if n := c.nodes[node]; n != nil {
+		for _, pi := range n.Pods {
+			if framework.Key(pi.Pod) == key {
+				return pi.Pod
+			}
+		}
+	}
+	if pi := c.orphans[node][key]; pi != nil {
+		return pi.Pod
+	}
+	return nil
+}

@@ -157,6 +157,7 @@ func (s *Scheduler) failGroup(ctx context.Context, a Attempt, start time.Time, g
 	for _, m := range a.Members {
 		s.report(ctx, m.Item, reason, out)
 	}
+	s.afterFailure(ctx, a, g.before)
 	return out
 }
 
@@ -165,6 +166,9 @@ func (s *Scheduler) failGroup(ctx context.Context, a Attempt, start time.Time, g
 func (s *Scheduler) bindGroup(ctx context.Context, a Attempt, start time.Time, g *groupTry) Outcome {
 	s.o.Metrics.attempt(Scheduled, s.o.Now().Sub(start))
 	s.o.Metrics.groupAttempt(Scheduled)
+	if g.before+len(g.placed) >= a.Spec.MinCount {
+		s.release.completed(a.Group)
+	}
 	var err error
 	if len(g.placed) == len(a.Members) {
 		err = s.queue.Done(a)

@@ -33,7 +33,7 @@ func NewMetrics(reg prometheus.Registerer, profile string) (*Metrics, error) {
 		}, []string{"result", "profile"}),
 		bindings: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Subsystem: "scheduler", Name: "bindings_total",
-			Help: "Bindings, by result: success; error; conflict (the pod was bound already, by another replica most likely); gone (the pod was deleted); terminating (its namespace is being deleted); node_deleted (not sent: the node's deletion was seen first).",
+			Help: "Bindings, by result: success; error; conflict (the pod was bound already, by another replica most likely); gone (the pod was deleted); terminating (its namespace is being deleted); node_deleted (not sent: the node's deletion was seen first); stale_term (refused by the API server's lease check: made under a term that is over).",
 		}, []string{"result"}),
 		bindTime: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Subsystem: "scheduler", Name: "binding_duration_seconds",

@@ -96,6 +96,9 @@ type Scheduler struct {
 	// PreFilter lets it skip some.
 	filters []framework.FilterPlugin
 
+	// release is gang release (gang_release.go): nil when off.
+	release *gangRelease
+
 	// Preemption (preempt_*.go): nil when off; the cycle's nominated
 	// pods per node and scratch space.
 	pre     *preemptor

@@ -72,6 +72,7 @@ Every flag is checked before it connects.`,
 				return err
 			}
 			o.Logger = logger
+			o.Klog = true
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
 			return app.Run(ctx, o)
@@ -107,7 +108,8 @@ Every flag is checked before it connects.`,
 	return cmd
 }
 
-// newLogger builds the slog logger and routes klog (client-go's logs) to it.
+// newLogger builds the slog logger and routes klog (client-go's logs) to
+// it until app.Run routes klog through its rate limit (Options.Klog).
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
