@@ -104,14 +104,14 @@ func checkScalar(n *yaml.Node, t reflect.Type, path, want string, bad func(field
 
 // intRange gives the limits of an integer type, as text.
 func intRange(t reflect.Type) (lo, hi string, ok bool) {
-	bits := t.Bits()
 	switch {
 	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
+		bits := t.Bits()
 		return strconv.FormatInt(-1<<(bits-1), 10), strconv.FormatInt(1<<(bits-1)-1, 10), true
 	case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64:
-		return "0", strconv.FormatUint(math.MaxUint64>>(64-bits), 10), true
+		return "0", strconv.FormatUint(math.MaxUint64>>(64-t.Bits()), 10), true
 	}
-	return "", "", false
+	return "", "", false // not an integer type (Bits would panic)
 }
 
 // isInteger reports whether s is a whole number of any size.
