@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ func simulateCmd(stdout, stderr io.Writer) *cobra.Command {
 		output, report    string
 		seed              seedFlag
 		memLimit          memoryLimit
+		win               sim.Window
 		noWall, check     bool
 		progress          string
 		in                inputs
@@ -56,6 +58,9 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 				if err := checkWritableDir(report); err != nil {
 					return fmt.Errorf("--report %s: %w", report, err)
 				}
+			}
+			if err := checkWindow(win, report, cmd.Flags().Changed("window-start") || cmd.Flags().Changed("window-end")); err != nil {
+				return err
 			}
 			in.speedSet = cmd.Flags().Changed("trace-speed")
 			if err := in.check(); err != nil {
@@ -104,7 +109,7 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 				}
 			}
 			if report != "" {
-				if err := writeHTML(report, base, other, compare); err != nil {
+				if err := writeHTML(report, base, other, compare, win); err != nil {
 					return err
 				}
 			}
@@ -136,6 +141,8 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 	f.StringVar(&compare, "compare", "", "run twice, the second time with key=value, or several joined by commas (e.g. wakeBudget=false, or hints=false,wakeBudget=false), and print both")
 	f.StringVarP(&output, "output", "o", "text", "text or json")
 	f.StringVar(&report, "report", "", "also write a self-contained HTML report to this file (with --compare, one page with both runs)")
+	f.DurationVar(&win.From, "window-start", 0, "with --report: the charts over virtual time start here (e.g. 1h); default the run's start")
+	f.DurationVar(&win.To, "window-end", 0, "with --report: the charts over virtual time end here (e.g. 2h); default the run's end")
 	f.BoolVar(&noWall, "no-wall", false, "leave out the wall-clock figures, so that runs of one seed print the same bytes")
 	f.BoolVar(&check, "check", false, "check the queue's invariants after every step (slow)")
 	f.Var(&memLimit, "memory-limit", "refuse a scenario estimated to need more memory than this (e.g. 16Gi); default: the machine's available memory")
@@ -165,22 +172,42 @@ func checkWritableDir(path string) error {
 }
 
 // writeHTML writes the report page of a run, or of both runs of
-// --compare (other non-nil) on one page.
-func writeHTML(path string, r, other *sim.Report, setting string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("--report: %w", err)
-	}
+// --compare (other non-nil) on one page, its charts over time showing
+// win. Nothing is written if the page cannot be made.
+func writeHTML(path string, r, other *sim.Report, setting string, win sim.Window) error {
+	var page bytes.Buffer
+	var err error
 	if other != nil {
-		err = sim.WriteComparisonHTML(f, r, other, "baseline", setting)
+		err = sim.WriteComparisonHTML(&page, r, other, "baseline", setting, win)
 	} else {
-		err = r.WriteHTML(f)
+		err = r.WriteHTMLWindow(&page, win)
+	}
+	if errors.Is(err, sim.ErrWindow) {
+		return fmt.Errorf("--window-start, --window-end: %w", err)
 	}
 	if err != nil {
-		f.Close()
 		return fmt.Errorf("--report %s: %w", path, err)
 	}
-	return f.Close()
+	if err := os.WriteFile(path, page.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	return nil
+}
+
+// checkWindow refuses, before the run, a window that is negative, ends
+// before it starts, or has no report to apply to.
+func checkWindow(win sim.Window, report string, set bool) error {
+	switch {
+	case set && report == "":
+		return errors.New("--window-start, --window-end: they set the charts of the HTML report; give --report too")
+	case win.From < 0:
+		return fmt.Errorf("--window-start: must not be negative, got %v", win.From)
+	case win.To < 0:
+		return fmt.Errorf("--window-end: must not be negative, got %v", win.To)
+	case win.To != 0 && win.To <= win.From:
+		return fmt.Errorf("--window-end %v: must be after --window-start (%v)", win.To, win.From)
+	}
+	return nil
 }
 
 func writeJSON(w io.Writer, v any, noWall bool) error {
