@@ -587,6 +587,10 @@ func resourceQuantity(s string) *resource.Quantity {
 var settable = []string{"gangs", "popFromBackoff", "hints", "wakeBudget", "disableBackoff", "initialBackoff", "maxBackoff", "maxInUnschedulable",
 	"attemptCost", "bindLatency", "scoring", "percentageOfNodesToScore", "seed", "fairness"}
 
+// Settable lists the keys Set takes (and --compare), besides the alias
+// queueingHints of hints.
+func Settable() []string { return slices.Clone(settable) }
+
 // Set changes one setting by name, as in "popFromBackoff=false" or
 // "hints=false", and validates the result.
 func (s *Scenario) Set(key, value string) error {
