@@ -20,7 +20,13 @@ func thousands(n int) string {
 // prints) and docs/simulator.md give the attempts that the runs they
 // suggest actually make, so the first comparison a newcomer tries shows
 // what its text says.
+//
+// Its four runs of one goroutine take minutes under the race detector,
+// which has nothing to find in them: it is skipped there, and with -short.
 func TestShowcaseFigures(t *testing.T) {
+	if testing.Short() || raceDetector {
+		t.Skip("four single-threaded runs of NodeArrival: checked without -race and -short")
+	}
 	doc, err := os.ReadFile("../../docs/simulator.md")
 	if err != nil {
 		t.Fatal(err)
