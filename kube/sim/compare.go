@@ -16,11 +16,24 @@ func WriteComparison(w io.Writer, a, b *Report, labelA, labelB string, wall bool
 	}
 	row("scheduled", itoa(func(r *Report) int { return r.Scheduled }))
 	row("pending", itoa(func(r *Report) int { return r.Pending }))
-	row("attempts", itoa(func(r *Report) int { return r.Attempts }))
+	if a.PodAttempts != a.Attempts || b.PodAttempts != b.Attempts {
+		row("scheduling attempts (a gang's once)", itoa(func(r *Report) int { return r.Attempts }))
+		row("pod attempts (a gang's once per member)", itoa(func(r *Report) int { return r.PodAttempts }))
+	} else {
+		row("attempts", itoa(func(r *Report) int { return r.Attempts }))
+	}
 	row("wasted attempts", itoa(func(r *Report) int { return r.WastedAttempts }))
-	row("time to schedule p50", func(r *Report) string { return secs(r.TimeToSchedule.P50) })
-	row("time to schedule p90", func(r *Report) string { return secs(r.TimeToSchedule.P90) })
-	row("time to schedule p99", func(r *Report) string { return secs(r.TimeToSchedule.P99) })
+	wait := func(f func(Percentiles) float64) func(*Report) string {
+		return func(r *Report) string {
+			if r.Scheduled == 0 {
+				return "none scheduled"
+			}
+			return secs(f(r.TimeToSchedule))
+		}
+	}
+	row("time to schedule p50", wait(func(p Percentiles) float64 { return p.P50 }))
+	row("time to schedule p90", wait(func(p Percentiles) float64 { return p.P90 }))
+	row("time to schedule p99", wait(func(p Percentiles) float64 { return p.P99 }))
 	row("throughput (virtual pods/s)", func(r *Report) string { return fmt.Sprintf("%.1f", r.PodsPerSecond) })
 	row("peak active", itoa(func(r *Report) int { return r.Peak.Active }))
 	row("peak backoff", itoa(func(r *Report) int { return r.Peak.Backoff }))

@@ -23,3 +23,28 @@ func openLimited(path string, limit int64) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// InputFile is a file a run reads: Source says where it was named ("trace",
+// "snapshot").
+type InputFile struct {
+	Source, Path string
+}
+
+// InputFiles lists the files the scenario's trace and snapshot will read,
+// so that a caller can refuse to write over them. A snapshot directory
+// that cannot be listed yields no files (the run reports the error).
+// O(files in the snapshot directory).
+func (s *Scenario) InputFiles() []InputFile {
+	var out []InputFile
+	if s.Trace != nil {
+		nodes, pods := s.Trace.files()
+		out = append(out, InputFile{"trace", nodes}, InputFile{"trace", pods})
+	}
+	if s.Snapshot != "" {
+		files, _ := snapshotFiles(s.Snapshot)
+		for _, f := range files {
+			out = append(out, InputFile{"snapshot", f})
+		}
+	}
+	return out
+}

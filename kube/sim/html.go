@@ -2,6 +2,8 @@ package sim
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"html/template"
 	"io"
 	"time"
@@ -40,6 +42,7 @@ svg text{font-size:11px;fill:#555} svg text.mk{fill:#444;font-weight:600}
 {{range .Runs}}<p class="headline" data-run="{{.Label}}">{{if $.Compare}}<b>{{.Label}}:</b> {{end}}{{.R.Scheduled}} of {{.R.Pods}} pods scheduled, {{.R.Pending}} pending; {{.R.Attempts}} attempts ({{.R.WastedAttempts}} wasted); {{printf "%.1f" .R.PodsPerSecond}} pods/s of virtual time.</p>
 {{end}}
 <h2>Pods over virtual time</h2>
+{{if .Window}}<p class="cap" id="window">{{.Window}}</p>{{end}}
 <div class="legend"><span><i style="border-color:#059669"></i>scheduled so far</span><span><i style="border-color:#dc2626"></i>pending</span>{{template "runs" .}}{{if .Markers}}<span>numbered lines: scenario events, listed below</span>{{end}}</div>
 {{template "chart" .Pods}}
 {{if .Markers}}<ol id="markers">{{range .Markers}}<li data-t="{{.T}}"><b>{{.At}}</b> {{.Label}}</li>{{end}}</ol>{{end}}
@@ -96,6 +99,7 @@ type markerView struct {
 // pageData is what the page template reads.
 type pageData struct {
 	Title        string
+	Window       string // the window of the charts over time, if not the whole run
 	Compare      bool
 	Runs         []pageRun
 	Base         *Report
@@ -115,23 +119,60 @@ type pageData struct {
 	RunNamesList []string
 }
 
+// Window is the span of virtual time that the page's charts over time
+// show: From to To, with To zero meaning the run's end. The zero Window
+// is the whole run.
+type Window struct {
+	From, To time.Duration
+	whole    bool // To is the run's end
+}
+
+// frac is where t falls in the window, from 0 to 1.
+func (w Window) frac(t time.Duration) float64 {
+	return float64(t-w.From) / float64(w.To-w.From)
+}
+
+// ErrWindow: the window does not fit the run.
+var ErrWindow = errors.New("window")
+
+// resolve fits the window to a run that ended at end.
+func (w Window) resolve(end time.Duration) (Window, error) {
+	if w.From < 0 || w.To < 0 || w.To != 0 && w.To <= w.From {
+		return w, fmt.Errorf("%w %v to %v: must start at 0 or later and end after it starts", ErrWindow, w.From, w.To)
+	}
+	if w.From >= end {
+		return w, fmt.Errorf("%w %v to %v: starts after the run's end (%v of virtual time)", ErrWindow, w.From, w.To, end)
+	}
+	if w.To == 0 || w.To >= end {
+		w.To, w.whole = end, true
+	}
+	return w, nil
+}
+
 // WriteHTML writes a self-contained page: the pods bound and pending over
 // virtual time with the scenario's events, each sub-queue's size in a
 // panel of its own, the time to schedule per pod group, and the summary.
 // No script, no network.
 func (r *Report) WriteHTML(w io.Writer) error {
-	return writePage(w, "schedq simulation: "+r.Scenario, []pageRun{{Label: "run", R: r}})
+	return r.WriteHTMLWindow(w, Window{})
+}
+
+// WriteHTMLWindow writes the page of WriteHTML with its charts over time
+// showing only the window win of virtual time.
+func (r *Report) WriteHTMLWindow(w io.Writer, win Window) error {
+	return writePage(w, "schedq simulation: "+r.Scenario, []pageRun{{Label: "run", R: r}}, win)
 }
 
 // WriteComparisonHTML writes one page for two runs of a scenario: both
 // runs on every chart (the second dashed), and the summary with a delta
-// column (b − a).
-func WriteComparisonHTML(w io.Writer, a, b *Report, labelA, labelB string) error {
+// column (b − a); its charts over time show the window win (the zero
+// Window: the whole runs).
+func WriteComparisonHTML(w io.Writer, a, b *Report, labelA, labelB string, win Window) error {
 	title := "schedq simulation: " + a.Scenario + ": " + labelA + " vs " + labelB
-	return writePage(w, title, []pageRun{{Label: labelA, R: a}, {Label: labelB, R: b, Dash: "6 4"}})
+	return writePage(w, title, []pageRun{{Label: labelA, R: a}, {Label: labelB, R: b, Dash: "6 4"}}, win)
 }
 
-func writePage(w io.Writer, title string, runs []pageRun) error {
+func writePage(w io.Writer, title string, runs []pageRun, win Window) error {
 	var end time.Duration
 	for _, r := range runs {
 		end = max(end, r.R.end())
@@ -139,12 +180,19 @@ func writePage(w io.Writer, title string, runs []pageRun) error {
 	if end <= 0 {
 		end = time.Second
 	}
+	win, err := win.resolve(end)
+	if err != nil {
+		return err
+	}
 	d := &pageData{Title: title, Compare: len(runs) > 1, Runs: runs, Base: runs[0].R, GroupColors: groupColors}
+	if !win.whole || win.From > 0 {
+		d.Window = fmt.Sprintf("The charts over virtual time show %s to %s of a run of %s.", fmtDur(win.From), fmtDur(win.To), fmtDur(end))
+	}
 	ms := runs[0].R.Markers
-	d.Pods = podsChart(runs, end, ms)
-	d.Panels = queuePanels(runs, end, ms)
+	d.Pods = podsChart(runs, win, ms)
+	d.Panels = queuePanels(runs, win, ms)
 	if r := runs[0].R; r.showAlloc && r.Allocation != nil {
-		d.ShowAlloc, d.Alloc = true, allocChart(runs, end, ms)
+		d.ShowAlloc, d.Alloc = true, allocChart(runs, win, ms)
 	}
 	d.CDF, d.Groups, d.GroupsLeft = cdfChart(runs)
 	for _, m := range ms {

@@ -26,19 +26,19 @@ var timeSteps = []time.Duration{
 	30 * 24 * time.Hour, 60 * 24 * time.Hour, 90 * 24 * time.Hour, 180 * 24 * time.Hour, 365 * 24 * time.Hour,
 }
 
-// timeTicks returns ticks at an even step from 0 to end, at most max+1 of
-// them, placed by x. The first label starts at the axis and the last one
+// timeTicks returns ticks at an even step (multiples of it) from the
+// window's start to its end, at most most+1 of them, placed by x. The first label starts at the axis and the last one
 // ends at it if it would otherwise cross the chart's edge at right.
-func timeTicks(end time.Duration, most int, x func(time.Duration) float64, right float64) []tick {
+func timeTicks(w Window, most int, x func(time.Duration) float64, right float64) []tick {
 	step := timeSteps[len(timeSteps)-1]
 	for _, s := range timeSteps {
-		if end/s <= time.Duration(most) {
+		if (w.To-w.From)/s <= time.Duration(most) {
 			step = s
 			break
 		}
 	}
 	var out []tick
-	for t := time.Duration(0); t <= end; t += step {
+	for t := (w.From + step - 1) / step * step; t <= w.To; t += step {
 		out = append(out, tick{Pos: x(t), Label: fmtDur(t), Anchor: "middle"})
 	}
 	if n := len(out); n > 0 && out[n-1].Pos+3.5*float64(len(out[n-1].Label)) > right {

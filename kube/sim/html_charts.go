@@ -51,45 +51,52 @@ func newChart(id, label string, h int) svgChart {
 	return c
 }
 
-func (c *svgChart) x(t, end time.Duration) float64 {
-	return c.Left + c.PW*float64(t)/float64(end)
+func (c *svgChart) x(t time.Duration, w Window) float64 {
+	return c.Left + c.PW*w.frac(t)
 }
 
 func (c *svgChart) y(v, top float64) float64 { return c.Top + c.PH*(1-v/top) }
 
 // polyline draws one value per column, each at its column's centre.
-func (c *svgChart) polyline(vals []int, end time.Duration, top float64) string {
+func (c *svgChart) polyline(vals []int, w Window, top float64) string {
 	var b strings.Builder
 	for i, v := range vals {
 		if v < 0 {
 			continue
 		}
-		t := time.Duration((float64(i) + 0.5) / columns * float64(end))
-		fmt.Fprintf(&b, "%.1f,%.1f ", c.x(t, end), c.y(float64(v), top))
+		t := w.From + time.Duration((float64(i)+0.5)/columns*float64(w.To-w.From))
+		fmt.Fprintf(&b, "%.1f,%.1f ", c.x(t, w), c.y(float64(v), top))
 	}
 	return strings.TrimSpace(b.String())
 }
 
 // col is the column that holds virtual time t.
-func col(t, end time.Duration) int {
-	return min(columns-1, max(0, int(float64(columns)*float64(t)/float64(end))))
+func col(t time.Duration, w Window) int {
+	return min(columns-1, max(0, int(float64(columns)*w.frac(t))))
 }
 
 // queueColumns spreads one sub-queue's series over the columns: each
 // column holds the largest size reached in its slice of time, so that
 // short peaks stay visible and the line's peak is the run's exact peak.
-func queueColumns(series []Sample, end time.Duration, peak, last func(Sample) int) []int {
+func queueColumns(series []Sample, w Window, peak, last func(Sample) int) []int {
 	out := make([]int, columns)
 	for i := range out {
 		out[i] = -1
 	}
 	for i, s := range series {
-		next := end
+		next := w.To
 		if i+1 < len(series) {
 			next = series[i+1].T
 		}
-		from, to := col(s.T, end), col(next, end)
-		out[from] = max(out[from], peak(s))
+		if next < w.From || s.T > w.To {
+			continue // outside the window
+		}
+		from, to := col(s.T, w), col(next, w)
+		if s.T >= w.From {
+			out[from] = max(out[from], peak(s))
+		} else {
+			out[from] = max(out[from], last(s)) // its peak came before the window
+		}
 		for b := from + 1; b <= to; b++ {
 			out[b] = max(out[b], last(s))
 		}
@@ -99,7 +106,7 @@ func queueColumns(series []Sample, end time.Duration, peak, last func(Sample) in
 
 // podLines returns, per column, the pods bound so far (at the column's
 // end) and the most pods pending during it, from the records.
-func podLines(recs []PodRecord, end time.Duration) (bound, pending []int) {
+func podLines(recs []PodRecord, w Window) (bound, pending []int) {
 	type change struct {
 		t          float64
 		dPend, dOk int
@@ -119,8 +126,9 @@ func podLines(recs []PodRecord, end time.Duration) (bound, pending []int) {
 	ok, pend, i := 0, 0, 0
 	for b := range columns {
 		hi := pend
-		colEnd := float64(end) * float64(b+1) / columns / float64(time.Second)
-		for ; i < len(ch) && (ch[i].t < colEnd || b == columns-1); i++ {
+		colEnd := (float64(w.From) + float64(w.To-w.From)*float64(b+1)/columns) / float64(time.Second)
+		// The last column takes the rest when the window ends with the run.
+		for ; i < len(ch) && (ch[i].t < colEnd || b == columns-1 && (w.whole || ch[i].t <= colEnd)); i++ {
 			pend += ch[i].dPend
 			ok += ch[i].dOk
 			hi = max(hi, pend)
@@ -132,35 +140,38 @@ func podLines(recs []PodRecord, end time.Duration) (bound, pending []int) {
 
 // addMarkers draws the scenario's events on a chart; numbered says whether
 // to number them (the main chart) or not (the small panels).
-func (c *svgChart) addMarkers(ms []Marker, end time.Duration, numbered bool) {
+func (c *svgChart) addMarkers(ms []Marker, w Window, numbered bool) {
 	for i, m := range ms {
+		if m.T < w.From || m.T > w.To {
+			continue
+		}
 		label := ""
 		if numbered {
 			label = fmt.Sprint(i + 1)
 		}
-		c.Markers = append(c.Markers, svgMarker{X: c.x(m.T, end), Label: label})
+		c.Markers = append(c.Markers, svgMarker{X: c.x(m.T, w), Label: label})
 	}
 }
 
 // podsChart draws the pods bound so far and the pods pending, per run.
-func podsChart(runs []pageRun, end time.Duration, ms []Marker) svgChart {
+func podsChart(runs []pageRun, w Window, ms []Marker) svgChart {
 	c := newChart("pods-chart", "pods bound so far and pods pending over virtual time", 280)
 	cols := make([][2][]int, len(runs))
 	hi := 0
 	for i, r := range runs {
-		b, p := podLines(r.R.Records, end)
+		b, p := podLines(r.R.Records, w)
 		cols[i] = [2][]int{b, p}
 		hi = max(hi, slices.Max(b), slices.Max(p))
 	}
 	step, top := niceMax(hi, 5)
 	for i, r := range runs {
 		c.Lines = append(c.Lines,
-			svgLine{Series: "scheduled", Run: r.Label, Color: "#059669", Dash: r.Dash, Points: c.polyline(cols[i][0], end, float64(top))},
-			svgLine{Series: "pending", Run: r.Label, Color: "#dc2626", Dash: r.Dash, Points: c.polyline(cols[i][1], end, float64(top))})
+			svgLine{Series: "scheduled", Run: r.Label, Color: "#059669", Dash: r.Dash, Points: c.polyline(cols[i][0], w, float64(top))},
+			svgLine{Series: "pending", Run: r.Label, Color: "#dc2626", Dash: r.Dash, Points: c.polyline(cols[i][1], w, float64(top))})
 	}
 	c.YTicks = countTicks(step, top, func(v float64) float64 { return c.y(v, float64(top)) })
-	c.XTicks = timeTicks(end, 8, func(t time.Duration) float64 { return c.x(t, end) }, float64(c.Width))
-	c.addMarkers(ms, end, true)
+	c.XTicks = timeTicks(w, 8, func(t time.Duration) float64 { return c.x(t, w) }, float64(c.Width))
+	c.addMarkers(ms, w, true)
 	return c
 }
 
@@ -173,7 +184,7 @@ type queuePanel struct {
 
 // queuePanels draws each sub-queue in a panel of its own, so that small
 // series (backoff, gated) are as readable as large ones.
-func queuePanels(runs []pageRun, end time.Duration, ms []Marker) []queuePanel {
+func queuePanels(runs []pageRun, w Window, ms []Marker) []queuePanel {
 	var out []queuePanel
 	for _, cs := range chartSeries {
 		c := newChart("panel-"+strings.ReplaceAll(cs.name, " ", "-"), cs.name+" over virtual time", 110)
@@ -184,18 +195,18 @@ func queuePanels(runs []pageRun, end time.Duration, ms []Marker) []queuePanel {
 			peak := cs.value(r.R.Peak)
 			p.Peaks = append(p.Peaks, fmt.Sprint(peak))
 			hi = max(hi, peak)
-			cols[i] = queueColumns(r.R.Series, end, func(s Sample) int { return cs.value(s.Peak) }, func(s Sample) int { return cs.value(s.Counts) })
+			cols[i] = queueColumns(r.R.Series, w, func(s Sample) int { return cs.value(s.Peak) }, func(s Sample) int { return cs.value(s.Counts) })
 		}
 		_, top := niceMax(hi, 1)
 		if hi == 0 {
 			c.Note = "empty throughout"
 		}
 		for i, r := range runs {
-			c.Lines = append(c.Lines, svgLine{Series: cs.name, Run: r.Label, Color: cs.color, Dash: r.Dash, Points: c.polyline(cols[i], end, float64(top))})
+			c.Lines = append(c.Lines, svgLine{Series: cs.name, Run: r.Label, Color: cs.color, Dash: r.Dash, Points: c.polyline(cols[i], w, float64(top))})
 		}
 		c.YTicks = countTicks(top, top, func(v float64) float64 { return c.y(v, float64(top)) })
-		c.XTicks = timeTicks(end, 8, func(t time.Duration) float64 { return c.x(t, end) }, float64(c.Width))
-		c.addMarkers(ms, end, false)
+		c.XTicks = timeTicks(w, 8, func(t time.Duration) float64 { return c.x(t, w) }, float64(c.Width))
+		c.addMarkers(ms, w, false)
 		p.Chart = c
 		out = append(out, p)
 	}
@@ -307,7 +318,7 @@ func cdfPoints(c *svgChart, g groupWaits, x func(float64) float64) string {
 // allocChart draws the allocated fractions of the cluster's CPU, memory
 // and (when it has any) GPU over virtual time, per run: each column holds
 // the largest fraction in its slice of time.
-func allocChart(runs []pageRun, end time.Duration, ms []Marker) svgChart {
+func allocChart(runs []pageRun, w Window, ms []Marker) svgChart {
 	c := newChart("alloc-chart", "allocated fractions of the cluster over virtual time", 200)
 	parts := []struct {
 		name, color string
@@ -333,12 +344,15 @@ func allocChart(runs []pageRun, end time.Duration, ms []Marker) svgChart {
 				vals[i] = -1
 			}
 			for i, a := range r.R.Alloc {
-				next := end
+				next := w.To
 				if i+1 < len(r.R.Alloc) {
 					next = r.R.Alloc[i+1].T
 				}
+				if next < w.From || a.T > w.To {
+					continue // outside the window
+				}
 				v := int(math.Round(1000 * p.v(a)))
-				for b := col(a.T, end); b <= col(next, end); b++ {
+				for b := col(a.T, w); b <= col(next, w); b++ {
 					vals[b] = max(vals[b], v)
 				}
 			}
@@ -349,12 +363,12 @@ func allocChart(runs []pageRun, end time.Duration, ms []Marker) svgChart {
 	// The scale fits the peak: a cluster 1% allocated is not a flat line.
 	step, top := niceMax(hi, 4)
 	for _, l := range lines {
-		c.Lines = append(c.Lines, svgLine{Series: l.name, Run: l.run, Color: l.color, Dash: l.dash, Points: c.polyline(l.vals, end, float64(top))})
+		c.Lines = append(c.Lines, svgLine{Series: l.name, Run: l.run, Color: l.color, Dash: l.dash, Points: c.polyline(l.vals, w, float64(top))})
 	}
 	for v := 0; v <= top; v += step {
 		c.YTicks = append(c.YTicks, tick{Pos: c.y(float64(v), float64(top)), Label: fmt.Sprintf("%g%%", float64(v)/10), Anchor: "end"})
 	}
-	c.XTicks = timeTicks(end, 8, func(t time.Duration) float64 { return c.x(t, end) }, float64(c.Width))
-	c.addMarkers(ms, end, false)
+	c.XTicks = timeTicks(w, 8, func(t time.Duration) float64 { return c.x(t, w) }, float64(c.Width))
+	c.addMarkers(ms, w, false)
 	return c
 }

@@ -68,14 +68,20 @@ func summaryRows(runs []pageRun) []summaryRow {
 			n(e.name, e.f)
 		}
 	}
-	n("attempts", func(r *Report) int { return r.Attempts })
+	if anyRun(func(r *Report) int { return r.PodAttempts - r.Attempts }) {
+		n("scheduling attempts (a gang's once)", func(r *Report) int { return r.Attempts })
+		n("pod attempts (a gang's once per member)", func(r *Report) int { return r.PodAttempts })
+	} else {
+		n("attempts", func(r *Report) int { return r.Attempts })
+	}
 	n("wasted attempts", func(r *Report) int { return r.WastedAttempts })
 	num("time to schedule p50", func(r *Report) float64 { return r.TimeToSchedule.P50 }, seconds)
 	num("time to schedule p90", func(r *Report) float64 { return r.TimeToSchedule.P90 }, seconds)
 	num("time to schedule p99", func(r *Report) float64 { return r.TimeToSchedule.P99 }, seconds)
 	num("time to schedule max", func(r *Report) float64 { return r.TimeToSchedule.Max }, seconds)
 	num("throughput (virtual pods/s)", func(r *Report) float64 { return r.PodsPerSecond }, func(v float64) string { return fmt.Sprintf("%.1f", v) })
-	num("virtual time", func(r *Report) float64 { return r.VirtualSeconds }, seconds)
+	num("first arrival to last binding", func(r *Report) float64 { return r.VirtualSeconds }, seconds)
+	num("run length (virtual)", func(r *Report) float64 { return r.RunSeconds }, seconds)
 	n("peak active", func(r *Report) int { return r.Peak.Active })
 	n("peak backoff", func(r *Report) int { return r.Peak.Backoff })
 	n("peak unschedulable", func(r *Report) int { return r.Peak.Unschedulable })

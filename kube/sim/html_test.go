@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -91,7 +92,7 @@ func TestComparisonPage(t *testing.T) {
 	}
 	b := run(t, sc)
 	var buf bytes.Buffer
-	if err := WriteComparisonHTML(&buf, a, b, "baseline", "hints=false"); err != nil {
+	if err := WriteComparisonHTML(&buf, a, b, "baseline", "hints=false", Window{}); err != nil {
 		t.Fatal(err)
 	}
 	html := buf.String()
@@ -121,7 +122,7 @@ func TestTimeTicks(t *testing.T) {
 		{90 * time.Minute, "0 15m 30m 45m 1h 1h15m 1h30m"},
 	} {
 		x := func(d time.Duration) float64 { return 1000 * float64(d) / float64(c.end) }
-		ticks := timeTicks(c.end, 8, x, 2000)
+		ticks := timeTicks(Window{To: c.end}, 8, x, 2000)
 		var labels []string
 		for i, tk := range ticks {
 			labels = append(labels, tk.Label)
@@ -136,6 +137,43 @@ func TestTimeTicks(t *testing.T) {
 	for _, c := range []struct{ v, most, top int }{{0, 5, 1}, {7, 5, 8}, {360, 5, 400}, {360, 1, 500}, {1840, 5, 2000}, {2160, 5, 2500}} {
 		if step, top := niceMax(c.v, c.most); top != c.top || top%step != 0 || top/step > c.most {
 			t.Errorf("niceMax(%d, %d) = %d, %d; want top %d", c.v, c.most, step, top, c.top)
+		}
+	}
+}
+
+// A window shows only that span of virtual time: the time axis starts and
+// ends there, the events outside it are not drawn, and the page says so.
+func TestPageWindow(t *testing.T) {
+	r := run(t, parse(t, pageScenario))
+	var b bytes.Buffer
+	if err := r.WriteHTMLWindow(&b, Window{From: 30 * time.Second, To: 50 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	pods := html[strings.Index(html, `id="pods-chart"`):]
+	pods = pods[:strings.Index(pods, "</svg>")]
+	var labels []string
+	for _, part := range strings.Split(pods, `class="xtick"`)[1:] {
+		labels = append(labels, part[strings.Index(part, ">")+1:strings.Index(part, "<")])
+	}
+	if got := strings.Join(labels, " "); got != "30s 35s 40s 45s 50s" {
+		t.Errorf("time ticks %q, want 30s to 50s", got)
+	}
+	// One event instant (40s) of the two, on the pods chart, the
+	// allocation chart and each panel.
+	if n := strings.Count(html, `class="marker"`); n != 7 {
+		t.Errorf("%d marker lines, want 7", n)
+	}
+	if !strings.Contains(html, `The charts over virtual time show 30s to 50s of a run of`) {
+		t.Error("the page does not say which window it shows")
+	}
+	// The pods bound before the window count from its first column.
+	if !strings.Contains(pods, `data-series="scheduled"`) {
+		t.Error("no scheduled line")
+	}
+	for _, w := range []Window{{From: time.Hour}, {From: -time.Second}, {From: 10 * time.Second, To: 5 * time.Second}} {
+		if err := r.WriteHTMLWindow(&bytes.Buffer{}, w); !errors.Is(err, ErrWindow) {
+			t.Errorf("window %+v: error %v, want ErrWindow", w, err)
 		}
 	}
 }

@@ -72,6 +72,7 @@ func (s *sim) reportExtras(r *Report) {
 	a := summarize(r.Alloc, s.now.Sub(epoch), s.x.alloc.alloc.gpu > 0)
 	r.Allocation = &a
 	r.Production = s.x.production
+	r.TraceSim = s.traceSim()
 	r.showAlloc = s.x.showAlloc
 	r.Snapshot = s.x.snapshot
 	r.Records = s.records()
@@ -88,7 +89,7 @@ func (r *Report) writeExtras(p func(string, ...any), showAlloc bool) {
 		if a.HasGPU {
 			line += fmt.Sprintf(", gpu mean %.1f%% peak %.1f%%", 100*a.MeanGPU, 100*a.PeakGPU)
 		}
-		p("%s (of allocatable, time-weighted over %s)", line, secs(a.Duration))
+		p("%s (of allocatable, time-weighted over the run)", line)
 	}
 	if r.Production != nil {
 		r.writeProduction(p)

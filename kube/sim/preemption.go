@@ -170,7 +170,7 @@ func (r *Report) writePreemption(p func(string, ...any)) {
 	}
 	p("%s", line)
 	for _, c := range x.ByPriority {
-		p("  priority %-6d %d preempted, %d evicted", c.Priority, c.Preemptors, c.Victims)
+		p("  priority %-6d %d preemptors, %d victims", c.Priority, c.Preemptors, c.Victims)
 	}
 }
 

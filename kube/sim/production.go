@@ -82,20 +82,58 @@ func production(spec *TraceSpec, t *alibabaTrace) *Production {
 	return p
 }
 
-// writeProduction prints the simulated figures beside the trace's own.
+// TraceSim is what the simulation did with the trace's own pods, not
+// counting the pods of a snapshot or of the scenario, to set beside
+// Production.
+type TraceSim struct {
+	Pods      int         `json:"pods"`
+	Scheduled int         `json:"scheduled"`
+	Never     int         `json:"neverScheduled"`
+	Delay     Percentiles `json:"schedulingDelay"`
+}
+
+// traceSim counts the trace's pods (those with a trace lifetime) in the
+// run, nil without a trace. O(pods).
+func (s *sim) traceSim() *TraceSim {
+	if s.x.traceLife == nil {
+		return nil
+	}
+	t := &TraceSim{}
+	var delays []time.Duration
+	for _, st := range s.order {
+		if _, ok := s.x.traceLife[st.key]; !ok {
+			continue
+		}
+		t.Pods++
+		if st.bound.IsZero() {
+			t.Never++
+			continue
+		}
+		t.Scheduled++
+		delays = append(delays, st.bound.Sub(st.arrived))
+	}
+	t.Delay = percentiles(delays)
+	return t
+}
+
+// writeProduction prints the simulated figures of the trace's pods beside
+// the trace's own. The GPU rows cover the whole cluster, so they are left
+// out when the run has pods other than the trace's.
 func (r *Report) writeProduction(p func(string, ...any)) {
-	pr := r.Production
-	never := r.Pods - r.Scheduled
+	pr, ts := r.Production, r.TraceSim
+	if ts == nil {
+		ts = &TraceSim{}
+	}
 	p("trace %s         simulated  production", pr.Trace)
 	row := func(name, sim, prod string) { p("  %-24s %-10s %s", name, sim, prod) }
-	row("pods", fmt.Sprint(r.Pods), fmt.Sprint(pr.Pods))
-	row("scheduled", fmt.Sprint(r.Scheduled), fmt.Sprint(pr.Scheduled))
-	row("never scheduled", fmt.Sprint(never), fmt.Sprint(pr.Never))
-	row("scheduling delay p50", secs(r.TimeToSchedule.P50), secs(pr.Delay.P50))
-	row("scheduling delay p90", secs(r.TimeToSchedule.P90), secs(pr.Delay.P90))
-	row("scheduling delay p99", secs(r.TimeToSchedule.P99), secs(pr.Delay.P99))
-	row("scheduling delay max", secs(r.TimeToSchedule.Max), secs(pr.Delay.Max))
-	if a := r.Allocation; a != nil {
+	row("pods", fmt.Sprint(ts.Pods), fmt.Sprint(pr.Pods))
+	row("scheduled", fmt.Sprint(ts.Scheduled), fmt.Sprint(pr.Scheduled))
+	row("never scheduled", fmt.Sprint(ts.Never), fmt.Sprint(pr.Never))
+	row("scheduling delay p50", secs(ts.Delay.P50), secs(pr.Delay.P50))
+	row("scheduling delay p90", secs(ts.Delay.P90), secs(pr.Delay.P90))
+	row("scheduling delay p99", secs(ts.Delay.P99), secs(pr.Delay.P99))
+	row("scheduling delay max", secs(ts.Delay.Max), secs(pr.Delay.Max))
+	if a := r.Allocation; a != nil && ts.Pods == r.Pods && r.Snapshot == nil {
 		row("gpu allocated mean", fmt.Sprintf("%.1f%%", 100*a.MeanGPU), fmt.Sprintf("%.1f%%", 100*pr.MeanGPU))
 		row("gpu allocated peak", fmt.Sprintf("%.1f%%", 100*a.PeakGPU), fmt.Sprintf("%.1f%%", 100*pr.PeakGPU))
 	}

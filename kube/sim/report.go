@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -39,6 +40,7 @@ type Report struct {
 	// Production, for a trace, the trace's own figures.
 	Allocation *AllocSummary `json:"allocation,omitempty"`
 	Production *Production   `json:"production,omitempty"`
+	TraceSim   *TraceSim     `json:"traceSimulated,omitempty"`
 	// Gangs says how the scenario's gangs fared.
 	Gangs *GangSummary `json:"gangs,omitempty"`
 	// Snapshot says what the starting snapshot held.
@@ -61,9 +63,14 @@ type Report struct {
 	// Preemption counts preemptions and victims, when it was on.
 	Preemption *PreemptionSummary `json:"preemption,omitempty"`
 
-	Attempts int `json:"attempts"`
-	// AttemptsPerPod is a histogram: how many pods needed 1, 2, 3, 4-5,
-	// 6-10 or more than 10 attempts.
+	// Attempts counts scheduling attempts (cycles): a gang's attempt is
+	// one, however many members it tries. PodAttempts counts each pod's
+	// own attempts: a gang's attempt counts once for every member it
+	// tries. Without gangs the two are equal.
+	Attempts    int `json:"attempts"`
+	PodAttempts int `json:"podAttempts"`
+	// AttemptsPerPod is a histogram of pod attempts: how many pods needed
+	// 1, 2, 3, 4-5, 6-10 or more than 10. It sums to PodAttempts.
 	AttemptsPerPod []Count `json:"attemptsPerPod"`
 	// WastedAttempts failed for the same reasons as the pod's previous
 	// failed attempt: nothing that matters to the pod had changed.
@@ -74,8 +81,9 @@ type Report struct {
 	// namespace, when there is more than one.
 	ByNamespace []NamespaceStats `json:"byNamespace,omitempty"`
 	// VirtualSeconds is the virtual time from the first arrival to the
-	// last binding (or the end).
+	// last binding (or the end); RunSeconds the whole run's.
 	VirtualSeconds float64 `json:"virtualSeconds"`
+	RunSeconds     float64 `json:"runSeconds"`
 	// PodsPerSecond is scheduled pods per virtual second.
 	PodsPerSecond float64 `json:"podsPerSecond"`
 
@@ -171,6 +179,7 @@ func (s *sim) report() *Report {
 			byPrio[st.priority] = pc
 		}
 		pc.Pods++
+		r.PodAttempts += st.attempts
 		if !st.bound.IsZero() {
 			pc.Scheduled++
 		}
@@ -218,6 +227,7 @@ func (s *sim) report() *Report {
 		last = s.now
 	}
 	r.VirtualSeconds = last.Sub(first).Seconds()
+	r.RunSeconds = s.now.Sub(epoch).Seconds()
 	if r.VirtualSeconds > 0 {
 		r.PodsPerSecond = float64(r.Scheduled) / r.VirtualSeconds
 	}
@@ -302,16 +312,15 @@ func (r *Report) WriteText(w io.Writer, wall bool) {
 	}
 	r.writeEndings(p)
 	r.writePreemption(p)
-	p("attempts         %d (%.2f per pod), %d wasted (failed again for the same reasons)", r.Attempts, perPod(r.Attempts, r.Pods), r.WastedAttempts)
-	var hist []string
-	for _, c := range r.AttemptsPerPod {
-		hist = append(hist, fmt.Sprintf("%s: %d", c.Label, c.Count))
-	}
-	p("attempts per pod %s", strings.Join(hist, ", "))
+	r.writeAttempts(p)
 	t := r.TimeToSchedule
-	p("time to schedule p50 %s, p90 %s, p99 %s, max %s (virtual)", secs(t.P50), secs(t.P90), secs(t.P99), secs(t.Max))
+	if r.Scheduled == 0 {
+		p("time to schedule no pod was scheduled")
+	} else {
+		p("time to schedule p50 %s, p90 %s, p99 %s, max %s (virtual)", secs(t.P50), secs(t.P90), secs(t.P99), secs(t.Max))
+	}
 	r.writeNamespaces(p)
-	p("throughput       %.1f pods/s over %s of virtual time", r.PodsPerSecond, secs(r.VirtualSeconds))
+	r.writeThroughput(p)
 	r.writeGangs(p)
 	if wall && r.Wall != nil {
 		p("wall clock       %.2fs, %.0f scheduling cycles/s", r.Wall.Seconds, r.Wall.CyclesPerSecond)
@@ -323,6 +332,35 @@ func (r *Report) WriteText(w io.Writer, wall bool) {
 		p("  %-14s %-24s %d", c.Queue, c.Event, c.Count)
 	}
 	r.writeExtras(p, r.showAlloc)
+}
+
+// writeAttempts prints the attempts: with gangs, both the scheduling
+// attempts (a gang's counting once) and the pod attempts (counting once
+// per member), which the per-pod histogram sums to.
+func (r *Report) writeAttempts(p func(string, ...any)) {
+	if r.PodAttempts == r.Attempts {
+		p("attempts         %d (%.2f per pod), %d wasted (failed again for the same reasons)", r.Attempts, perPod(r.Attempts, r.Pods), r.WastedAttempts)
+	} else {
+		p("attempts         %d scheduling attempts (a gang's attempt counts once); %d pod attempts (%.2f per pod; a gang's attempt counts once per member); %d wasted (failed again for the same reasons)",
+			r.Attempts, r.PodAttempts, perPod(r.PodAttempts, r.Pods), r.WastedAttempts)
+	}
+	var hist []string
+	for _, c := range r.AttemptsPerPod {
+		hist = append(hist, fmt.Sprintf("%s: %d", c.Label, c.Count))
+	}
+	p("attempts per pod %s", strings.Join(hist, ", "))
+}
+
+// writeThroughput prints the throughput over its span, from the first
+// arrival to the last binding, and the run's length when it differs:
+// the one run length of the report.
+func (r *Report) writeThroughput(p func(string, ...any)) {
+	if time.Duration(math.Abs(r.RunSeconds-r.VirtualSeconds)*float64(time.Second)) < time.Millisecond {
+		p("throughput       %.1f pods/s over %s of virtual time", r.PodsPerSecond, secs(r.VirtualSeconds))
+		return
+	}
+	p("throughput       %.1f pods/s over %s, from the first arrival to the last binding; the run lasted %s of virtual time",
+		r.PodsPerSecond, secs(r.VirtualSeconds), secs(r.RunSeconds))
 }
 
 func evicted(n int) string {

@@ -112,6 +112,7 @@ type sim struct {
 	instant  schedq.Counts // the largest sizes of the current instant
 	pl       places        // where each pod is, and has been (places.go)
 	x        extras        // lifetimes, inputs and allocation (inputs.go)
+	build    buildProgress // while the cluster is built (progress.go)
 }
 
 // Run runs a scenario to its end and returns the report.
@@ -188,6 +189,7 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	if err := s.enablePreemption(); err != nil {
 		return nil, err
 	}
+	s.build = buildProgress{total: sc.toBuild()}
 
 	for _, g := range sc.Nodes {
 		s.addNodes(g)
@@ -203,6 +205,7 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	if err := s.loadInputs(); err != nil {
 		return nil, err
 	}
+	s.build.over = true
 	return s, nil
 }
 
@@ -230,6 +233,7 @@ func (s *sim) planArrivals(g *PodGroup) {
 			t = t.Add(time.Duration(float64(i) / g.Arrival.Rate * float64(time.Second)))
 		}
 		s.planned++
+		s.buildStep()
 		s.at(t, func() {
 			s.planned--
 			p := s.cl.makePod(g, i)
@@ -258,6 +262,7 @@ func (s *sim) addNodes(g NodeGroup) {
 		s.cl.nodeGroups[g.Name] = append(s.cl.nodeGroups[g.Name], n.Name)
 		s.x.alloc.nodeAdded(s.now, n)
 		s.h.AddNode(n)
+		s.buildStep()
 	}
 }
 

@@ -2,7 +2,10 @@ package sim
 
 import (
 	"fmt"
+	"math"
+	"math/big"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -91,8 +94,30 @@ func checkScalar(n *yaml.Node, t reflect.Type, path, want string, bad func(field
 		return
 	}
 	if err := n.Decode(reflect.New(t).Interface()); err != nil {
+		if lo, hi, ok := intRange(t); ok && isInteger(n.Value) {
+			bad(path, "%s is out of range (%s to %s)", n.Value, lo, hi)
+			return
+		}
 		bad(path, "%q is not %s", n.Value, want)
 	}
+}
+
+// intRange gives the limits of an integer type, as text.
+func intRange(t reflect.Type) (lo, hi string, ok bool) {
+	switch {
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
+		bits := t.Bits()
+		return strconv.FormatInt(-1<<(bits-1), 10), strconv.FormatInt(1<<(bits-1)-1, 10), true
+	case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64:
+		return "0", strconv.FormatUint(math.MaxUint64>>(64-t.Bits()), 10), true
+	}
+	return "", "", false // not an integer type (Bits would panic)
+}
+
+// isInteger reports whether s is a whole number of any size.
+func isInteger(s string) bool {
+	_, ok := new(big.Int).SetString(strings.ReplaceAll(s, "_", ""), 0)
+	return ok
 }
 
 // yamlFields maps each yaml key of struct t (inline structs included) to

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -136,11 +138,12 @@ func isComment(doc []byte) bool {
 	return true
 }
 
-// add decodes one object; a List's items are decoded in turn.
+// add decodes one object; a List's items are decoded in turn. Errors
+// name the object (items[i], kind and name) where it can be read.
 func (o *snapshotObjects) add(dec runtime.Decoder, data []byte, where string) error {
 	obj, gvk, err := dec.Decode(data, nil, nil)
 	if err != nil {
-		return fmt.Errorf("%s%w", where, err)
+		return fmt.Errorf("%s%s", where+describeObject(data), decodeError(err))
 	}
 	switch x := obj.(type) {
 	case *v1.List:
@@ -149,6 +152,18 @@ func (o *snapshotObjects) add(dec runtime.Decoder, data []byte, where string) er
 				return err
 			}
 		}
+	case *v1.NodeList:
+		for i := range x.Items {
+			o.nodes = append(o.nodes, &x.Items[i])
+		}
+	case *v1.PodList:
+		for i := range x.Items {
+			o.pods = append(o.pods, &x.Items[i])
+		}
+	case *v1.NamespaceList:
+		for i := range x.Items {
+			o.namespaces = append(o.namespaces, &x.Items[i])
+		}
 	case *v1.Node:
 		o.nodes = append(o.nodes, x)
 	case *v1.Pod:
@@ -156,7 +171,66 @@ func (o *snapshotObjects) add(dec runtime.Decoder, data []byte, where string) er
 	case *v1.Namespace:
 		o.namespaces = append(o.namespaces, x)
 	default:
-		return fmt.Errorf("%skind %s is not in a snapshot (Node, Pod, Namespace or a List of them)", where, gvk.Kind)
+		return fmt.Errorf("%s%skind %s is not in a snapshot (%s)", where, describeObject(data), gvk.Kind, snapshotKinds)
+	}
+	return nil
+}
+
+const snapshotKinds = "Node, Pod, Namespace, or a List, NodeList, PodList or NamespaceList of them"
+
+// describeObject names an object by kind and name ("Pod default/web-0: "),
+// as far as its data can be read; "" if not at all.
+func describeObject(data []byte) string {
+	var m struct {
+		Kind     string `yaml:"kind"`
+		Metadata struct {
+			Name      string `yaml:"name"`
+			Namespace string `yaml:"namespace"`
+		} `yaml:"metadata"`
+	}
+	if yaml.Unmarshal(data, &m) != nil || m.Kind == "" && m.Metadata.Name == "" {
+		return ""
+	}
+	name := m.Metadata.Name
+	if m.Metadata.Namespace != "" {
+		name = m.Metadata.Namespace + "/" + name
+	}
+	return strings.TrimSpace(cmpOr(m.Kind, "object")+" "+name) + ": "
+}
+
+// maxErrorText bounds a decoding error's text: some quote the whole object.
+const maxErrorText = 200
+
+// decodeError rewrites the decoder's errors for people: without the
+// scheme's Go source location, and never longer than maxErrorText.
+func decodeError(err error) string {
+	switch {
+	case runtime.IsNotRegisteredError(err):
+		return "this kind is not in a snapshot (" + snapshotKinds + ")"
+	case runtime.IsMissingKind(err):
+		return "no kind field (want " + snapshotKinds + ")"
+	case runtime.IsMissingVersion(err):
+		return "no apiVersion field (want v1)"
+	}
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	if len(msg) > maxErrorText {
+		msg = msg[:maxErrorText] + "…"
+	}
+	return msg
+}
+
+// checkNode refuses a node whose capacity or allocatable has a negative
+// quantity: its room would be less than nothing.
+func checkNode(n *v1.Node) error {
+	for _, l := range []struct {
+		name string
+		rl   v1.ResourceList
+	}{{"capacity", n.Status.Capacity}, {"allocatable", n.Status.Allocatable}} {
+		for _, r := range slices.Sorted(maps.Keys(l.rl)) {
+			if q := l.rl[r]; q.Sign() < 0 {
+				return fmt.Errorf("node %s: %s %s must not be negative, got %s", n.Name, l.name, r, q.String())
+			}
+		}
 	}
 	return nil
 }
@@ -175,6 +249,9 @@ func (s *sim) loadSnapshot(path string) error {
 	for _, n := range objs.nodes {
 		if _, dup := s.cl.nodes[n.Name]; dup {
 			return fmt.Errorf("snapshot %s: node %s appears twice (or is also in the scenario)", path, n.Name)
+		}
+		if err := checkNode(n); err != nil {
+			return fmt.Errorf("snapshot %s: %w", path, err)
 		}
 		n.UID = s.cl.nextUID()
 		s.cl.nodes[n.Name] = n

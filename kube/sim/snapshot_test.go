@@ -53,6 +53,12 @@ func TestSnapshotMalformed(t *testing.T) {
 		{"not yaml", "apiVersion: v1\nkind: [\n", "document 1"},
 		{"duplicate node", node + "---\n" + node, "node n1 appears twice"},
 		{"pod on a missing node", node + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {nodeName: n9, containers: [{name: c, image: x}]}\n", "pod default/p is bound to node n9, which is not in the snapshot"},
+		{"unknown field names the object", "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Pod, metadata: {name: web-1, namespace: shop}, spec: {bogus: 1}}\n",
+			`document 1: items[0]: Pod shop/web-1: strict decoding error: unknown field "spec.bogus"`},
+		{"unregistered kind", "apiVersion: v1\nkind: Nonsense\nmetadata: {name: x}\n", "document 1: Nonsense x: this kind is not in a snapshot (Node, Pod"},
+		{"no kind", "apiVersion: v1\nmetadata: {name: lonely}\nspec: {containers: [{name: c, image: " + strings.Repeat("x", 500) + "}]}\n", "document 1: object lonely: no kind field"},
+		{"no apiVersion", "kind: Pod\nmetadata: {name: p}\n", "document 1: Pod p: no apiVersion field"},
+		{"negative allocatable", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: \"-4\", memory: 1Gi}}\n", "node n1: allocatable cpu must not be negative, got -4"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "snap.yaml")
@@ -60,6 +66,10 @@ func TestSnapshotMalformed(t *testing.T) {
 			_, err := Run(snapshotScenario(path), Options{})
 			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
 				t.Fatalf("error %v, want %q and the file's name", err, c.want)
+			}
+			// Neither the scheme's Go source nor the whole document.
+			if msg := err.Error(); strings.Contains(msg, ".go:") || strings.Contains(msg, strings.Repeat("x", 300)) || len(msg) > 500 {
+				t.Fatalf("error leaks source or data: %v", err)
 			}
 		})
 	}
@@ -78,6 +88,21 @@ func TestSnapshotMalformed(t *testing.T) {
 			t.Fatalf("error %v", err)
 		}
 	})
+}
+
+// The lists kubectl and the API return (kubectl get nodes -o yaml is a
+// List; the API's own list endpoints give NodeList and PodList) load as
+// their items.
+func TestSnapshotTypedLists(t *testing.T) {
+	nodes := "apiVersion: v1\nkind: NodeList\nitems:\n- {metadata: {name: n1}, status: {allocatable: {cpu: \"4\", memory: 8Gi, pods: \"110\"}}}\n"
+	pods := "apiVersion: v1\nkind: PodList\nitems:\n- {metadata: {name: p1}, spec: {containers: [{name: c, image: x, resources: {requests: {cpu: \"1\"}}}]}}\n" +
+		"- {metadata: {name: p2, namespace: team}, spec: {containers: [{name: c, image: x}]}}\n"
+	path := filepath.Join(t.TempDir(), "snap.yaml")
+	os.WriteFile(path, []byte(nodes+"---\n"+pods), 0o644)
+	r := run(t, snapshotScenario(path))
+	if r.Snapshot.Nodes != 1 || r.Snapshot.Pending != 2 || r.Scheduled != 2 {
+		t.Fatalf("snapshot %+v, %d scheduled; want 1 node and 2 pods placed", r.Snapshot, r.Scheduled)
+	}
 }
 
 // A snapshot's pods are found by the scenario's events: removing the

@@ -56,6 +56,9 @@ const (
 // refused before it is read (a variable for tests).
 var maxTraceFileBytes int64 = 64 << 20
 
+// MaxTraceSpeed is the largest TraceSpec.Speed.
+const MaxTraceSpeed = 1_000_000
+
 // Limits on the rows of trace files.
 const (
 	maxTraceNodes    = 100_000
@@ -75,8 +78,8 @@ func (t *TraceSpec) validate(f string, bad func(string, string, ...any)) {
 	if t.Dir == "" {
 		bad(f+".dir", "must not be empty")
 	}
-	if t.Speed < 0 || t.Speed > 1e6 {
-		bad(f+".speed", "must be from 0 (meaning 1) to 1000000, got %v", t.Speed)
+	if !(t.Speed >= 0 && t.Speed <= MaxTraceSpeed) { // NaN too
+		bad(f+".speed", "must be from 0 (meaning 1) to %d, got %v", MaxTraceSpeed, t.Speed)
 	}
 }
 

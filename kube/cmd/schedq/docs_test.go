@@ -3,11 +3,16 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/schedq/schedq/kube/sim"
 )
 
 // TestSchedulerFlagsDocumented: docs/scheduler.md lists every flag of
@@ -37,5 +42,140 @@ func TestSchedulerFlagsDocumented(t *testing.T) {
 	})
 	if n < 17 {
 		t.Fatalf("only %d flags seen", n)
+	}
+}
+
+// TestSimulatorReferenceComplete: docs/simulator.md lists every built-in
+// scenario in its table, every --compare key, every flag of simulate and
+// every scenario field in its reference, so the page cannot fall behind
+// the code.
+func TestSimulatorReferenceComplete(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "simulator.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, name := range sim.Builtins() {
+		if !strings.Contains(doc, "\n| "+name+" |") && !strings.Contains(doc, "\n| "+name+" (default) |") {
+			t.Errorf("the scenario table has no row for %s", name)
+		}
+	}
+	_, keys, ok := strings.Cut(doc, "`--compare key=value` accepts")
+	keys, _, _ = strings.Cut(keys, "\n\n")
+	if !ok {
+		t.Fatal("no list of --compare keys (`--compare key=value` accepts ...)")
+	}
+	for _, k := range sim.Settable() {
+		if !strings.Contains(keys, "`"+k+"`") {
+			t.Errorf("the --compare keys lack %s", k)
+		}
+	}
+	for _, c := range newRoot(&bytes.Buffer{}, &bytes.Buffer{}).Commands() {
+		if c.Name() == "simulate" {
+			c.Flags().VisitAll(func(f *pflag.Flag) {
+				if !strings.Contains(doc, "`--"+f.Name) && !strings.Contains(doc, "`-"+f.Shorthand+" ") {
+					t.Errorf("the flag table lacks --%s", f.Name)
+				}
+			})
+		}
+	}
+	_, ref, ok := strings.Cut(doc, "## Scenario reference")
+	if !ok {
+		t.Fatal("no scenario reference")
+	}
+	n := 0
+	for _, path := range scenarioFields(reflect.TypeOf(sim.Scenario{}), "", map[reflect.Type]bool{}) {
+		n++
+		if !documented(ref, path) {
+			t.Errorf("the scenario reference lacks %s", strings.Join(path, "."))
+		}
+	}
+	if n < 60 {
+		t.Fatalf("only %d scenario fields seen", n)
+	}
+}
+
+// scenarioFields lists the yaml paths of a struct's fields, each as its
+// segments (a list's field is "pods[]"). A struct type is walked once:
+// its fields are documented where it first appears (a node group under
+// nodes[], not again under events[].addNodes).
+func scenarioFields(t reflect.Type, prefix string, seen map[reflect.Type]bool) [][]string {
+	seen[t] = true
+	var out [][]string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if !f.IsExported() || name == "-" {
+			continue
+		}
+		ft := f.Type
+		if opts == "inline" {
+			out = append(out, scenarioFields(ft, prefix, seen)...)
+			continue
+		}
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		key := name
+		if ft.Kind() == reflect.Slice {
+			key += "[]"
+			ft = ft.Elem()
+		}
+		path := strings.TrimPrefix(prefix+"."+key, ".")
+		out = append(out, strings.Split(path, "."))
+		if ft.Kind() == reflect.Struct && ft != reflect.TypeOf(time.Duration(0)) && !seen[ft] {
+			out = append(out, scenarioFields(ft, path, seen)...)
+		}
+	}
+	return out
+}
+
+// documented reports whether a line of the reference names the field:
+// the whole path in backquotes, or one of its ancestors in backquotes and
+// the field's own key in backquotes.
+func documented(ref string, path []string) bool {
+	leaf := "`" + strings.TrimSuffix(path[len(path)-1], "[]") + "`"
+	for line := range strings.SplitSeq(ref, "\n") {
+		for i := len(path); i >= 1; i-- {
+			anc := "`" + strings.Join(path[:i], ".")
+			bare := strings.TrimSuffix(anc, "[]") // scheduler.disablePlugins for scheduler.disablePlugins[]
+			if !strings.Contains(line, anc+"`") && !strings.Contains(line, anc+".") && !strings.Contains(line, bare+"`") && !strings.Contains(line, bare+"[") {
+				continue
+			}
+			if i == len(path) || strings.Contains(line, leaf) || strings.Contains(line, "`"+path[len(path)-1]+"`") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestLibraryWalkthroughOutput: the output that docs/library.md shows
+// for go run ./examples/walkthrough is what the program prints, line for
+// line. It builds the walkthrough (a package of the root module, without
+// dependencies), so it is skipped with -short or without a go command.
+func TestLibraryWalkthroughOutput(t *testing.T) {
+	goCmd, err := exec.LookPath("go")
+	if testing.Short() || err != nil {
+		t.Skip("needs the go command (and no -short)")
+	}
+	root := filepath.Join("..", "..", "..")
+	b, err := os.ReadFile(filepath.Join(root, "docs", "library.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(b), "$ go run ./examples/walkthrough        # prints, among its steps:\n")
+	block, _, _ = strings.Cut(block, "```")
+	if !ok || block == "" {
+		t.Fatal("no walkthrough output in docs/library.md")
+	}
+	cmd := exec.Command(goCmd, "run", "./examples/walkthrough")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go run ./examples/walkthrough: %v", err)
+	}
+	if !strings.Contains(string(out), block) {
+		t.Fatalf("docs/library.md shows\n%s\nwhich the walkthrough does not print; it prints\n%s", block, out)
 	}
 }

@@ -39,7 +39,7 @@ and which cluster events would move it. It reads the scheduler's
   # to read /debug/queue (e.g. bound to the schedq-metrics-reader role).
   schedq explain default/web-0 --address https://127.0.0.1:10351 \
     --token "$(kubectl create token default)" --insecure-skip-tls-verify`,
-		Args: cobra.ExactArgs(1),
+		Args: oneNamespacedName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ns, name, ok := strings.Cut(args[0], "/")
 			if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
@@ -104,4 +104,13 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.next.RoundTrip(r)
+}
+
+// oneNamespacedName accepts exactly one argument, the pod's
+// NAMESPACE/NAME, and says so when it is missing.
+func oneNamespacedName(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("usage: schedq %s NAMESPACE/NAME (e.g. default/web-0): want one pod, got %d arguments", cmd.Name(), len(args))
+	}
+	return nil
 }

@@ -22,6 +22,14 @@ func statusBar(w io.Writer, label string, now func() time.Time) func(sim.Progres
 // take as long each as the pods handled so far.
 func statusLine(label string, p sim.Progress, elapsed time.Duration) string {
 	const width = 30
+	if p.Building {
+		n := 0
+		if p.ToBuild > 0 {
+			n = min(width, width*p.Built/p.ToBuild)
+		}
+		return fmt.Sprintf("%-20s [%s%s] building the cluster: %d/%d nodes and pods, %s elapsed ", label,
+			strings.Repeat("#", n), strings.Repeat(".", width-n), p.Built, p.ToBuild, elapsed.Round(time.Second))
+	}
 	frac := 0.0
 	if p.Total > 0 {
 		frac = min(1, float64(p.Handled)/float64(p.Total))

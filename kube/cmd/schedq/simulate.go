@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,7 +23,9 @@ func simulateCmd(stdout, stderr io.Writer) *cobra.Command {
 		list              bool
 		scenario, compare string
 		output, report    string
-		seed              int64
+		seed              seedFlag
+		memLimit          memoryLimit
+		win               sim.Window
 		noWall, check     bool
 		progress          string
 		in                inputs
@@ -48,28 +51,42 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 			if output != "text" && output != "json" {
 				return fmt.Errorf("--output: %q is not text or json", output)
 			}
+			if progress != "on" && progress != "off" && progress != "auto" {
+				return fmt.Errorf("--progress: %q is not auto, on or off", progress)
+			}
 			if report != "" {
 				if err := checkWritableDir(report); err != nil {
 					return fmt.Errorf("--report %s: %w", report, err)
 				}
 			}
+			if err := checkWindow(win, report, cmd.Flags().Changed("window-start") || cmd.Flags().Changed("window-end")); err != nil {
+				return err
+			}
+			in.speedSet = cmd.Flags().Changed("trace-speed")
 			if err := in.check(); err != nil {
 				return err
 			}
-			sc, err := in.load(scenario, cmd.Flags().Changed("scenario"))
+			scenarioSet := cmd.Flags().Changed("scenario")
+			sc, err := in.load(scenario, scenarioSet)
 			if err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("seed") {
-				if seed < 0 {
-					return fmt.Errorf("--seed: must not be negative, got %d", seed)
+			if seed.set {
+				sc.Seed = seed.v
+			}
+			var alt *sim.Scenario
+			if compare != "" {
+				if alt, err = in.compareScenario(scenario, scenarioSet, sc.Seed, compare); err != nil {
+					return err
 				}
-				sc.Seed = uint64(seed)
+			}
+			if err := checkOutputs(in.outputPaths(report, alt != nil), in.inputPaths(scenario, scenarioSet, sc)); err != nil {
+				return err
+			}
+			if err := checkMemory(stderr, sc, memLimit); err != nil {
+				return err
 			}
 			showProgress := progress == "on" || progress == "auto" && isTerminal(stderr)
-			if progress != "on" && progress != "off" && progress != "auto" {
-				return fmt.Errorf("--progress: %q is not auto, on or off", progress)
-			}
 			run := func(sc *sim.Scenario, label string) (*sim.Report, error) {
 				o := sim.Options{CheckInvariants: check}
 				if showProgress {
@@ -86,33 +103,21 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 				return err
 			}
 			var other *sim.Report
-			if compare != "" {
-				key, value, ok := strings.Cut(compare, "=")
-				if !ok {
-					return fmt.Errorf("--compare: %q is not key=value", compare)
-				}
-				alt, err := in.load(scenario, cmd.Flags().Changed("scenario"))
-				if err != nil {
-					return err
-				}
-				alt.Seed = sc.Seed
-				if err := alt.Set(key, value); err != nil {
-					return fmt.Errorf("--compare: %w", err)
-				}
+			if alt != nil {
 				if other, err = run(alt, compare); err != nil {
 					return err
 				}
 			}
 			if report != "" {
-				if err := writeHTML(report, base, other, compare); err != nil {
+				if err := writeHTML(report, base, other, compare, win); err != nil {
 					return err
 				}
 			}
-			if err := in.write(base, ""); err != nil {
+			if err := in.write(base, false); err != nil {
 				return err
 			}
 			if other != nil {
-				if err := in.write(other, ".compare"); err != nil {
+				if err := in.write(other, true); err != nil {
 					return err
 				}
 			}
@@ -132,18 +137,21 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 	f := cmd.Flags()
 	f.BoolVar(&list, "list", false, "list the built-in scenarios")
 	f.StringVar(&scenario, "scenario", sim.DefaultScenario, "a built-in scenario's name, or a scenario file")
-	f.Int64Var(&seed, "seed", 0, "override the scenario's seed")
-	f.StringVar(&compare, "compare", "", "run twice, the second time with key=value (e.g. hints=false, popFromBackoff=false), and print both")
+	f.Var(&seed, "seed", "override the scenario's seed (a whole number from 0 to 18446744073709551615)")
+	f.StringVar(&compare, "compare", "", "run twice, the second time with key=value, or several joined by commas (e.g. wakeBudget=false, or hints=false,wakeBudget=false), and print both")
 	f.StringVarP(&output, "output", "o", "text", "text or json")
 	f.StringVar(&report, "report", "", "also write a self-contained HTML report to this file (with --compare, one page with both runs)")
+	f.DurationVar(&win.From, "window-start", 0, "with --report: the charts over virtual time start here (e.g. 1h); default the run's start")
+	f.DurationVar(&win.To, "window-end", 0, "with --report: the charts over virtual time end here (e.g. 2h); default the run's end")
 	f.BoolVar(&noWall, "no-wall", false, "leave out the wall-clock figures, so that runs of one seed print the same bytes")
 	f.BoolVar(&check, "check", false, "check the queue's invariants after every step (slow)")
+	f.Var(&memLimit, "memory-limit", "refuse a scenario estimated to need more memory than this (e.g. 16Gi); default: the machine's available memory")
 	f.StringVar(&progress, "progress", "auto", "progress bar on stderr: auto (on a terminal), on or off")
 	f.StringVar(&in.trace, "trace", "", "replay the Alibaba GPU trace v2023 (openb CSV files) in this directory")
 	f.Float64Var(&in.traceSpeed, "trace-speed", 1, "bring the trace's arrivals this many times closer, keeping lifetimes (more load)")
 	f.StringVar(&in.snapshot, "snapshot", "", "start from a cluster saved with kubectl get nodes,pods -A -o yaml (a file or a directory of them)")
 	f.StringVar(&in.records, "records", "", "write one record per pod to this file (.jsonl or .csv)")
-	f.StringVar(&in.series, "series", "", "write the sub-queue sizes and the cluster's allocation over virtual time to this CSV file")
+	f.StringVar(&in.series, "series", "", "write the sub-queue sizes and the cluster's allocation over virtual time to this file (.csv)")
 	return cmd
 }
 
@@ -164,22 +172,42 @@ func checkWritableDir(path string) error {
 }
 
 // writeHTML writes the report page of a run, or of both runs of
-// --compare (other non-nil) on one page.
-func writeHTML(path string, r, other *sim.Report, setting string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("--report: %w", err)
-	}
+// --compare (other non-nil) on one page, its charts over time showing
+// win. Nothing is written if the page cannot be made.
+func writeHTML(path string, r, other *sim.Report, setting string, win sim.Window) error {
+	var page bytes.Buffer
+	var err error
 	if other != nil {
-		err = sim.WriteComparisonHTML(f, r, other, "baseline", setting)
+		err = sim.WriteComparisonHTML(&page, r, other, "baseline", setting, win)
 	} else {
-		err = r.WriteHTML(f)
+		err = r.WriteHTMLWindow(&page, win)
+	}
+	if errors.Is(err, sim.ErrWindow) {
+		return fmt.Errorf("--window-start, --window-end: %w", err)
 	}
 	if err != nil {
-		f.Close()
 		return fmt.Errorf("--report %s: %w", path, err)
 	}
-	return f.Close()
+	if err := os.WriteFile(path, page.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	return nil
+}
+
+// checkWindow refuses, before the run, a window that is negative, ends
+// before it starts, or has no report to apply to.
+func checkWindow(win sim.Window, report string, set bool) error {
+	switch {
+	case set && report == "":
+		return errors.New("--window-start, --window-end: they set the charts of the HTML report; give --report too")
+	case win.From < 0:
+		return fmt.Errorf("--window-start: must not be negative, got %v", win.From)
+	case win.To < 0:
+		return fmt.Errorf("--window-end: must not be negative, got %v", win.To)
+	case win.To != 0 && win.To <= win.From:
+		return fmt.Errorf("--window-end %v: must be after --window-start (%v)", win.To, win.From)
+	}
+	return nil
 }
 
 func writeJSON(w io.Writer, v any, noWall bool) error {

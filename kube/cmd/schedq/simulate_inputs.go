@@ -2,8 +2,11 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/schedq/schedq/kube/sim"
@@ -14,7 +17,26 @@ import (
 type inputs struct {
 	trace, snapshot string
 	traceSpeed      float64
+	speedSet        bool // --trace-speed was given
 	records, series string
+}
+
+// seedFlag is --seed: a whole number from 0 to the largest uint64, with a
+// message that names the flag rather than strconv's.
+type seedFlag struct {
+	v   uint64
+	set bool
+}
+
+func (f *seedFlag) String() string { return strconv.FormatUint(f.v, 10) }
+func (f *seedFlag) Type() string   { return "uint" }
+func (f *seedFlag) Set(s string) error {
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("not a whole number from 0 to %d", uint64(math.MaxUint64))
+	}
+	f.v, f.set = v, true
+	return nil
 }
 
 // load loads the scenario and applies --trace and --snapshot. With either
@@ -35,7 +57,13 @@ func (in inputs) load(scenario string, scenarioSet bool) (*sim.Scenario, error) 
 		}
 	}
 	if in.trace != "" {
-		sc.Trace = &sim.TraceSpec{Format: sim.TraceAlibabaGPU, Dir: in.trace, Speed: in.traceSpeed}
+		sc.Trace = &sim.TraceSpec{Format: sim.TraceAlibabaGPU, Dir: in.trace}
+	}
+	if in.speedSet {
+		if sc.Trace == nil {
+			return nil, fmt.Errorf("--trace-speed %v: there is no trace to speed up (give --trace, or a scenario with a trace)", in.traceSpeed)
+		}
+		sc.Trace.Speed = in.traceSpeed
 	}
 	if in.snapshot != "" {
 		sc.Snapshot = in.snapshot
@@ -46,9 +74,45 @@ func (in inputs) load(scenario string, scenarioSet bool) (*sim.Scenario, error) 
 	return sc, nil
 }
 
-// check refuses output paths whose directory does not exist, before the
-// run rather than after it.
+// compareScenario loads the scenario a second time, with the seed of the
+// first run and the settings of --compare (key=value, or several joined
+// by commas) applied, so that a bad setting is refused before the first
+// run starts.
+func (in inputs) compareScenario(scenario string, scenarioSet bool, seed uint64, settings string) (*sim.Scenario, error) {
+	alt, err := in.load(scenario, scenarioSet)
+	if err != nil {
+		return nil, err
+	}
+	alt.Seed = seed
+	seen := map[string]bool{}
+	for setting := range strings.SplitSeq(settings, ",") {
+		key, value, ok := strings.Cut(setting, "=")
+		if !ok || key == "" {
+			return nil, fmt.Errorf("--compare %s: %q is not key=value (e.g. hints=false, or hints=false,wakeBudget=false)", settings, setting)
+		}
+		if seen[key] {
+			return nil, fmt.Errorf("--compare %s: %s is set twice", settings, key)
+		}
+		seen[key] = true
+		if err := alt.Set(key, value); err != nil {
+			return nil, fmt.Errorf("--compare %s: %w", settings, err)
+		}
+	}
+	return alt, nil
+}
+
+// outputExts are the extensions each output file may have: the file is
+// written at the path given, never renamed, and an extension that does
+// not say its format is refused.
+var outputExts = map[string][]string{"--records": {".jsonl", ".json", ".csv"}, "--series": {".csv"}}
+
+// check refuses, before the run rather than after it, a --trace-speed
+// that is not a positive number, and output paths whose directory does
+// not exist or whose extension is not their format's.
 func (in inputs) check() error {
+	if in.speedSet && !(in.traceSpeed > 0 && in.traceSpeed <= sim.MaxTraceSpeed) {
+		return fmt.Errorf("--trace-speed: must be more than 0 and at most %d, got %v", sim.MaxTraceSpeed, in.traceSpeed)
+	}
 	for _, f := range []struct{ flag, path string }{{"--records", in.records}, {"--series", in.series}} {
 		if f.path == "" {
 			continue
@@ -56,25 +120,38 @@ func (in inputs) check() error {
 		if st, err := os.Stat(filepath.Dir(f.path)); err != nil || !st.IsDir() {
 			return fmt.Errorf("%s %s: directory %s does not exist", f.flag, f.path, filepath.Dir(f.path))
 		}
-	}
-	if ext := filepath.Ext(in.records); in.records != "" && ext != ".jsonl" && ext != ".json" && ext != ".csv" {
-		return fmt.Errorf("--records %s: the file must end in .jsonl or .csv", in.records)
+		if exts := outputExts[f.flag]; !slices.Contains(exts, filepath.Ext(f.path)) {
+			return fmt.Errorf("%s %s: the file must end in %s", f.flag, f.path, orList(exts))
+		}
 	}
 	return nil
 }
 
-// write writes the records and the series of a run; infix goes before
-// the files' extension (".compare" for the second run of --compare).
-func (in inputs) write(r *sim.Report, infix string) error {
+// orList joins ".a", ".b", ".c" as ".a, .b or .c".
+func orList(xs []string) string {
+	if len(xs) == 1 {
+		return xs[0]
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
+}
+
+// write writes the records and the series of a run; those of the second
+// run of --compare (second) go to compareFile's paths.
+func (in inputs) write(r *sim.Report, second bool) error {
 	if in.records != "" {
-		ext := filepath.Ext(in.records)
-		path := strings.TrimSuffix(in.records, ext) + infix + ext
-		if err := writeFile(path, func(f *os.File) error { return r.WriteRecords(f, ext) }); err != nil {
+		path := in.records
+		if second {
+			path = compareFile(path)
+		}
+		if err := writeFile(path, func(f *os.File) error { return r.WriteRecords(f, filepath.Ext(path)) }); err != nil {
 			return fmt.Errorf("--records: %w", err)
 		}
 	}
 	if in.series != "" {
-		path := strings.TrimSuffix(in.series, ".csv") + infix + ".csv"
+		path := in.series
+		if second {
+			path = compareFile(path)
+		}
 		if err := writeFile(path, func(f *os.File) error { return r.WriteSeries(f) }); err != nil {
 			return fmt.Errorf("--series: %w", err)
 		}

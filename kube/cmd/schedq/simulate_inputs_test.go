@@ -49,7 +49,7 @@ func TestSimulateInputsAndOutputs(t *testing.T) {
 		{[]string{"--trace", dir}, "openb_node_list_all_node.csv: no such file"},
 		{[]string{"--snapshot", filepath.Join(dir, "none.yaml")}, "none.yaml"},
 		{[]string{"--trace", "../../sim/testdata/alibaba", "--records", "/no/such/dir/r.csv"}, "--records /no/such/dir/r.csv: directory /no/such/dir does not exist"},
-		{[]string{"--trace", "../../sim/testdata/alibaba", "--records", filepath.Join(dir, "r.txt")}, "must end in .jsonl or .csv"},
+		{[]string{"--trace", "../../sim/testdata/alibaba", "--records", filepath.Join(dir, "r.txt")}, "must end in .jsonl, .json or .csv"},
 	} {
 		if _, err := run(bad.args...); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%v: %v, want %q", bad.args, err, bad.want)

@@ -201,7 +201,7 @@ func TestComparisonInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sim.WriteComparisonHTML(f, a, b, "baseline", "popFromBackoff=false"); err != nil {
+	if err := sim.WriteComparisonHTML(f, a, b, "baseline", "popFromBackoff=false", sim.Window{}); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

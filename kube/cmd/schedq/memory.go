@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/schedq/schedq/kube/sim"
+)
+
+// meminfo is where the machine's available memory is read (a variable
+// for tests).
+var meminfo = "/proc/meminfo"
+
+// memAvailable reads MemAvailable from meminfo, in bytes; 0 if it cannot.
+func memAvailable() int64 {
+	f, err := os.Open(meminfo)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// memoryLimit is --memory-limit: the memory a run may take, a quantity
+// such as 8Gi; unset, the machine's available memory.
+type memoryLimit struct {
+	bytes int64
+	set   bool
+}
+
+func (m *memoryLimit) String() string {
+	if !m.set {
+		return ""
+	}
+	return strconv.FormatInt(m.bytes, 10)
+}
+func (m *memoryLimit) Type() string { return "bytes" }
+func (m *memoryLimit) Set(s string) error {
+	q, err := resource.ParseQuantity(s)
+	if err != nil || q.Sign() <= 0 {
+		return fmt.Errorf("%q is not a positive quantity of bytes such as 8Gi or 500Mi", s)
+	}
+	m.bytes, m.set = q.Value(), true
+	return nil
+}
+
+// checkMemory estimates the memory the run of sc takes before it is
+// built: above the limit (--memory-limit, or the machine's available
+// memory) it is refused, above half of it a warning goes to stderr.
+// Without a limit (no /proc/meminfo), nothing is checked.
+func checkMemory(stderr io.Writer, sc *sim.Scenario, limit memoryLimit) error {
+	est, nodes, pods := sc.MemoryEstimate()
+	avail, source := limit.bytes, "--memory-limit"
+	if !limit.set {
+		avail, source = memAvailable(), "available on this machine (MemAvailable)"
+	}
+	if avail <= 0 {
+		return nil
+	}
+	need := fmt.Sprintf("scenario %s needs about %s of memory (%d nodes × %d KiB + %d pods × %d KiB)",
+		sc.Name, size(est), nodes, sim.MemoryPerNode>>10, pods, sim.MemoryPerPod>>10)
+	switch {
+	case est > avail:
+		return fmt.Errorf("%s, more than the %s %s; to run it anyway, give --memory-limit %s or more", need, size(avail), source, size(est))
+	case est > avail/2:
+		fmt.Fprintf(stderr, "schedq: warning: %s, more than half the %s %s\n", need, size(avail), source)
+	}
+	return nil
+}
+
+// size prints bytes in MiB or GiB.
+func size(b int64) string {
+	if b >= 1<<30 {
+		return fmt.Sprintf("%.1fGi", float64(b)/(1<<30))
+	}
+	return fmt.Sprintf("%dMi", (b+(1<<20)-1)>>20)
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/schedq/schedq/kube/sim"
+)
+
+// namedPath is a file the command reads or writes, with the flag (or the
+// scenario field) that named it.
+type namedPath struct{ flag, path string }
+
+// checkOutputs refuses, before anything is written, an output file that is
+// one of the inputs or another output: writing it would destroy data. Two
+// paths are the same file if they are equal once made absolute and clean,
+// or if both exist and are one file (a symbolic or a hard link).
+// O(outputs × (outputs + inputs)) stat calls.
+func checkOutputs(outputs, inputs []namedPath) error {
+	for i, o := range outputs {
+		for _, other := range outputs[:i] {
+			if samePath(o.path, other.path) {
+				return fmt.Errorf("%s %s and %s %s are the same file: each output needs its own file", other.flag, other.path, o.flag, o.path)
+			}
+		}
+		for _, in := range inputs {
+			if samePath(o.path, in.path) {
+				return fmt.Errorf("%s %s is the input %s %s: refusing to write over it", o.flag, o.path, in.flag, in.path)
+			}
+		}
+	}
+	return nil
+}
+
+func samePath(a, b string) bool {
+	absA, errA := filepath.Abs(a)
+	absB, errB := filepath.Abs(b)
+	if errA == nil && errB == nil && absA == absB {
+		return true
+	}
+	stA, errA := os.Stat(a)
+	stB, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(stA, stB)
+}
+
+// outputPaths lists the files a simulate run will write: the report, and
+// the records and the series of each run (the second run's with
+// ".compare" before the extension).
+func (in inputs) outputPaths(report string, compare bool) []namedPath {
+	var out []namedPath
+	if report != "" {
+		out = append(out, namedPath{"--report", report})
+	}
+	for _, f := range []namedPath{{"--records", in.records}, {"--series", in.series}} {
+		if f.path == "" {
+			continue
+		}
+		out = append(out, f)
+		if compare {
+			out = append(out, namedPath{f.flag + " (the --compare run's)", compareFile(f.path)})
+		}
+	}
+	return out
+}
+
+// compareFile is the file of the second run of --compare: path with
+// ".compare" before its extension.
+func compareFile(path string) string {
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + ".compare" + ext
+}
+
+// inputPaths lists the files a run of sc reads: the scenario file (not a
+// built-in scenario), and the trace's and the snapshot's files, named by
+// the flag that gave them or, if the scenario file did, by its field.
+func (in inputs) inputPaths(scenario string, scenarioSet bool, sc *sim.Scenario) []namedPath {
+	var out []namedPath
+	if scenarioSet && !slices.Contains(sim.Builtins(), scenario) {
+		out = append(out, namedPath{"--scenario", scenario})
+	}
+	if in.snapshot != "" {
+		out = append(out, namedPath{"--snapshot", in.snapshot})
+	}
+	for _, f := range sc.InputFiles() {
+		flag := "the scenario's " + f.Source
+		if f.Source == "trace" && in.trace != "" || f.Source == "snapshot" && in.snapshot != "" {
+			flag = "--" + f.Source
+		}
+		out = append(out, namedPath{flag, f.Path})
+	}
+	return out
+}

@@ -1,0 +1,83 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+)
+
+// With gangs, a group's attempt is one scheduling attempt and one pod
+// attempt per member: the report gives both, labelled, and the per-pod
+// figures (the histogram, the records) sum to the pod attempts.
+func TestReportGangAttemptsAgree(t *testing.T) {
+	r := run(t, load(t, "GangScheduling"))
+	sum := 0
+	for _, rec := range r.Records {
+		sum += rec.Attempts
+	}
+	if sum != r.PodAttempts || r.PodAttempts <= r.Attempts {
+		t.Fatalf("records sum to %d attempts, report %d pod attempts and %d scheduling attempts", sum, r.PodAttempts, r.Attempts)
+	}
+	want := "scheduling attempts (a gang's attempt counts once); "
+	if out := text(r); !strings.Contains(out, want) || !strings.Contains(out, " pod attempts (") {
+		t.Fatalf("no labelled attempts in\n%s", out)
+	}
+}
+
+// Preemptors and victims are never both called "preempted".
+func TestReportPreemptionWords(t *testing.T) {
+	out := text(run(t, load(t, "PriorityPressure")))
+	if !strings.Contains(out, "priority 1000   100 preemptors, 0 victims") || !strings.Contains(out, "priority 0      0 preemptors, 100 victims") {
+		t.Fatalf("no preemptors and victims per priority in\n%s", out)
+	}
+	if strings.Count(out, "preempted") != 1 {
+		t.Fatalf("%q appears %d times, want once (the victims' ending)\n%s", "preempted", strings.Count(out, "preempted"), out)
+	}
+}
+
+// A run that scheduled nothing says so instead of printing percentiles
+// of nothing.
+func TestReportNothingScheduled(t *testing.T) {
+	r := run(t, parse(t, `
+name: none
+nodes: [{name: n, count: 1, capacity: {cpu: "1", memory: 1Gi}}]
+pods: [{name: big, count: 3, requests: {cpu: "2"}}]
+`))
+	out := text(r)
+	if !strings.Contains(out, "time to schedule no pod was scheduled") || strings.Contains(out, "p50 0s") {
+		t.Fatalf("want no percentiles\n%s", out)
+	}
+	var b strings.Builder
+	WriteComparison(&b, r, r, "a", "b", false)
+	if !strings.Contains(b.String(), "none scheduled") || strings.Contains(b.String(), "p50           0s") {
+		t.Fatalf("comparison\n%s", b.String())
+	}
+}
+
+// The trace table counts the trace's pods only, not a snapshot's.
+func TestReportTraceTableCountsTracePods(t *testing.T) {
+	sc := traceScenario("testdata/alibaba")
+	sc.Snapshot = "testdata/snapshot/cluster.yaml"
+	r := run(t, sc)
+	if r.TraceSim.Pods != r.Production.Pods || r.Pods <= r.TraceSim.Pods {
+		t.Fatalf("trace table: %d simulated pods, %d in production, %d in the run", r.TraceSim.Pods, r.Production.Pods, r.Pods)
+	}
+	out := text(r)
+	if !strings.Contains(out, "  pods                     7          7\n") || strings.Contains(out, "gpu allocated mean") {
+		t.Fatalf("trace table\n%s", out)
+	}
+}
+
+// A run whose pods keep running after the last binding states its length
+// once, apart from the throughput's span.
+func TestReportOneRunLength(t *testing.T) {
+	r := run(t, parse(t, `
+name: life
+nodes: [{name: n, count: 1, capacity: {cpu: "4", memory: 4Gi}}]
+pods: [{name: job, count: 2, requests: {cpu: "1"}, lifetime: {mean: 1m}}]
+`))
+	out := text(r)
+	if !strings.Contains(out, "throughput       80.0 pods/s over 25ms, from the first arrival to the last binding; the run lasted 1m0.025s of virtual time") ||
+		!strings.Contains(out, "(of allocatable, time-weighted over the run)") {
+		t.Fatalf("run length\n%s", out)
+	}
+}
