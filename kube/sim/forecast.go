@@ -55,6 +55,8 @@ type ForecastOptions struct {
 	// over Window) for the whole horizon: new pods at the recent rate and
 	// mix of priorities. Without it no new pod arrives.
 	Arrivals bool
+	// noEnds keeps every running pod running (the what-if's "fits now").
+	noEnds bool
 }
 
 // MaxHorizon is the longest forecast horizon.

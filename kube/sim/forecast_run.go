@@ -98,6 +98,9 @@ func (r *forecastRun) addRunning(rp RunningPod, seen map[types.UID]bool) error {
 	key := framework.Key(p)
 	s.cl.pods[key] = p
 	s.h.AddPod(p)
+	if r.o.noEnds {
+		return nil
+	}
 	left, src := r.o.remaining(p, r.st.Now.Sub(rp.Started))
 	r.source[p.UID] = src
 	if src == SourceUnknown {
