@@ -73,11 +73,9 @@ func (r *Replay) Started(uid types.UID) (time.Time, bool) {
 	return st.bound, true
 }
 
-// Known returns the runtime the replayed trace gives p, if any.
-func (r *Replay) Known(p *v1.Pod) (time.Duration, bool) {
-	d, ok := r.s.x.traceLife[framework.Key(p)]
-	return d, ok
-}
+// Known returns the runtime the replay gives p, if any: the trace's, or
+// the one drawn for its scenario group's lifetime.
+func (r *Replay) Known(p *v1.Pod) (time.Duration, bool) { return r.s.lifetime(p) }
 
 // History returns the runtimes of the pods that finished by now, filed
 // by label (see History). O(n log n).
