@@ -141,3 +141,31 @@ func TestForecastDeterministic(t *testing.T) {
 		t.Errorf("two runs differ:\n%s\n%s", out[0], out[1])
 	}
 }
+
+// TestForecastWithArrivals: a pod of higher priority arrived 30 minutes
+// ago; with arrivals its like comes again 30 minutes from now, takes the
+// node a frees at 50 minutes for its 20, and b starts at 70.
+func TestForecastWithArrivals(t *testing.T) {
+	st := testState()
+	x := testPod("x", "", "4", "20m")
+	prio := int32(100)
+	x.Spec.Priority = &prio
+	st.Recent, st.Window = []Arrival{{Pod: x, At: st.Now.Add(-30 * time.Minute)}}, time.Hour
+	b := types.NamespacedName{Namespace: "default", Name: "b"}
+	for _, c := range []struct {
+		arrivals bool
+		want     time.Duration
+	}{{false, 50 * time.Minute}, {true, 70 * time.Minute}} {
+		f, err := RunForecast(&Scenario{Name: "t", Seed: 1}, st, ForecastOptions{Horizon: 3 * time.Hour, Arrivals: c.arrivals})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pf, _ := f.Of(b)
+		if !pf.Starts || pf.Wait < c.want || pf.Wait > c.want+time.Second {
+			t.Errorf("arrivals %v: b got %+v, want a start at about %v", c.arrivals, pf, c.want)
+		}
+		if c.arrivals != strings.HasPrefix(f.Arrivals, "recent rate") {
+			t.Errorf("arrivals %v: the answer says %q", c.arrivals, f.Arrivals)
+		}
+	}
+}
