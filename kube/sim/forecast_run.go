@@ -72,6 +72,9 @@ func newForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra [
 		}
 	}
 	r.left = len(r.asked)
+	if r.left == 0 {
+		s.end = s.now // nothing to forecast: the run ends at once
+	}
 	if o.Arrivals {
 		r.planArrivals()
 	}
