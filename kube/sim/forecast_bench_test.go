@@ -49,18 +49,33 @@ func benchForecast(b *testing.B, nodes, pending int) {
 }
 
 // BenchmarkWhatIf asks about one pod on a 5,000-node cluster with 100
-// pods pending (the goal is under 200 ms).
-func BenchmarkWhatIf(b *testing.B) {
+// pods pending (the goal is under 200 ms). BenchmarkWhatIfFrom starts
+// from the forecast without the pod, made once, as a live scheduler would.
+func BenchmarkWhatIf(b *testing.B)     { benchWhatIf(b, false) }
+func BenchmarkWhatIfFrom(b *testing.B) { benchWhatIf(b, true) }
+
+func benchWhatIf(b *testing.B, from bool) {
 	st := benchState(5000, 100)
 	st.Namespaces = []*v1.Namespace{{}}
 	st.Namespaces[0].Name = "default"
 	sc := &Scenario{Name: "bench", Seed: 1}
+	o := ForecastOptions{Horizon: 24 * time.Hour}
+	before, err := RunForecast(sc, st, o)
+	if err != nil {
+		b.Fatal(err)
+	}
 	for b.Loop() {
 		b.StopTimer()
 		in := &WhatIfInput{Pods: []*v1.Pod{testPod("w", "", "2", "1h")}}
 		in.Pods[0].UID = types.UID("")
 		b.StartTimer()
-		w, err := RunWhatIf(sc, st, in, ForecastOptions{Horizon: 24 * time.Hour})
+		var w *WhatIf
+		var err error
+		if from {
+			w, err = RunWhatIfFrom(sc, st, before, in, o)
+		} else {
+			w, err = RunWhatIf(sc, st, in, o)
+		}
 		if err != nil {
 			b.Fatal(err)
 		}

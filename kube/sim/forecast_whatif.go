@@ -183,14 +183,35 @@ const whatIfNowHorizon = 10 * time.Minute
 // whether it fits now and where, which pods it would preempt and when it
 // would start; and how the forecasts of the pods already pending change.
 // Three forward runs: the added pods alone on the cluster as it is, and
-// the forecast without and with them. Nothing is written; st and in are
-// not changed except for the defaults check fills into in.
+// the forecast without and with them (RunWhatIfFrom takes the first
+// forecast, made once for every what-if, and saves one). Nothing is
+// written; st and in are not changed except for the defaults check fills
+// into in.
 func RunWhatIf(sc *Scenario, st *ForecastState, in *WhatIfInput, o ForecastOptions) (*WhatIf, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if err := in.check(st); err != nil { // before any run; idempotent
+		return nil, err
+	}
+	before, err := RunForecast(sc, st, o)
+	if err != nil {
+		return nil, err
+	}
+	return RunWhatIfFrom(sc, st, before, in, o)
+}
+
+// RunWhatIfFrom is RunWhatIf with the forecast of st without the added
+// pods already made, with the same options.
+func RunWhatIfFrom(sc *Scenario, st *ForecastState, before *Forecast, in *WhatIfInput, o ForecastOptions) (*WhatIf, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
 	if len(st.Nodes) == 0 {
 		return nil, ErrNoNodes
+	}
+	if len(before.Pods) != len(st.Pending) || !before.At.Equal(st.Now) {
+		return nil, errors.New("what-if: the forecast given is not of this state")
 	}
 	if err := in.check(st); err != nil {
 		return nil, err
@@ -201,10 +222,6 @@ func RunWhatIf(sc *Scenario, st *ForecastState, in *WhatIfInput, o ForecastOptio
 	}
 	with := *st
 	with.PodGroups = append(slices.Clip(st.PodGroups), in.PodGroups...)
-	before, err := RunForecast(sc, st, o)
-	if err != nil {
-		return nil, err
-	}
 	r, err := newForecastRun(sc, &with, &o, in.Pods)
 	if err != nil {
 		return nil, err
