@@ -36,7 +36,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(simulateCmd(stdout, stderr), schedulerCmd(stderr), explainCmd(stdout), pendingCmd(stdout))
+	root.AddCommand(simulateCmd(stdout, stderr), schedulerCmd(stderr), explainCmd(stdout), pendingCmd(stdout), whatifCmd(stdout))
 	setVersion(root, version(debug.ReadBuildInfo()))
 	return root
 }

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/schedq/schedq/kube/sim"
+)
+
+// whatifCmd is `schedq whatif`: pods and PodGroups added to a simulated
+// cluster at a given time, and what they would get.
+func whatifCmd(stdout io.Writer) *cobra.Command {
+	var (
+		in                   inputs
+		scenario, file, out  string
+		label                string
+		at, horizon          time.Duration
+		arrivals, knownTimes bool
+	)
+	cmd := &cobra.Command{
+		Use:   "whatif -f manifests.yaml",
+		Short: "Ask the simulator whether pods would fit, where, and when they would start",
+		Long: `Run a scenario, a snapshot or a trace in virtual time up to --at, then add
+the pods and PodGroups of -f to a copy of the state there and say, for each
+pod, whether it fits now and on which node, which pods it would preempt,
+when it is predicted to start behind the pods already pending, and which
+pending pods' predicted starts it changes. Nothing is written anywhere.
+
+A running pod ends at its expected end: the runtime the simulator gives it
+(--known-runtimes), its schedq.io/expected-runtime annotation, its
+activeDeadlineSeconds, or the runtimes of finished pods of its kind
+(--history-label); otherwise it runs until unknown and the forecast says so.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				return errors.New("-f: name a file of Pods and PodGroups (- for stdin)")
+			}
+			if out != "text" && out != "json" {
+				return fmt.Errorf("--output: %q is not text or json", out)
+			}
+			if at < 0 {
+				return fmt.Errorf("--at: must not be negative, got %v", at)
+			}
+			add, err := readWhatIf(file, cmd.InOrStdin())
+			if err != nil {
+				return fmt.Errorf("-f %s: %w", file, err)
+			}
+			sc, err := in.load(scenario, cmd.Flags().Changed("scenario"))
+			if err != nil {
+				return err
+			}
+			rp, err := sim.NewReplay(sc)
+			if err != nil {
+				return err
+			}
+			if err := rp.Until(at); err != nil {
+				return err
+			}
+			o := sim.ForecastOptions{Horizon: horizon, History: rp.History(label), Arrivals: arrivals}
+			if knownTimes {
+				o.Known = rp.Known
+			}
+			st := rp.State()
+			w, err := sim.RunWhatIf(sc, st, add, o)
+			if err != nil {
+				return err
+			}
+			if out == "json" {
+				return writeJSON(stdout, w, false)
+			}
+			writeWhatIf(stdout, w, st.Now)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&file, "filename", "f", "", "Pods and PodGroups to add (YAML or JSON, - for stdin; at most 1 MB and 1000 objects)")
+	f.StringVar(&scenario, "scenario", sim.DefaultScenario, "a built-in scenario's name, or a scenario file")
+	f.StringVar(&in.trace, "trace", "", "replay the Alibaba GPU trace v2023 (openb CSV files) in this directory")
+	f.Float64Var(&in.traceSpeed, "trace-speed", 1, "bring the trace's arrivals this many times closer, keeping lifetimes")
+	f.StringVar(&in.snapshot, "snapshot", "", "start from a cluster saved with kubectl get nodes,pods -A -o yaml")
+	f.DurationVar(&at, "at", 0, "the virtual time at which the objects are added")
+	f.DurationVar(&horizon, "horizon", 24*time.Hour, "how far ahead to forecast (positive, at most 720h)")
+	f.StringVar(&label, "history-label", "", "learn runtimes per value of this label (default: per owner kind and namespace)")
+	f.BoolVar(&arrivals, "arrivals", false, "assume pods keep arriving as in the last hour (default: no new pods)")
+	f.BoolVar(&knownTimes, "known-runtimes", true, "end pods at the runtimes the simulator gives them (a trace's, a scenario's lifetimes)")
+	f.StringVarP(&out, "output", "o", "text", "text or json")
+	return cmd
+}
+
+func readWhatIf(file string, stdin io.Reader) (*sim.WhatIfInput, error) {
+	var r io.Reader = stdin
+	if file != "-" {
+		fh, err := os.Open(file)
+		if err != nil {
+			return nil, err
+		}
+		defer fh.Close()
+		r = fh
+	}
+	data, err := io.ReadAll(io.LimitReader(r, sim.MaxWhatIfBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	return sim.ParseWhatIf(data)
+}
+
+func writeWhatIf(w io.Writer, x *sim.WhatIf, now time.Time) {
+	fmt.Fprintf(w, "at %s, %d pods pending; arrivals: %s\n", now.Format(time.RFC3339), x.Pending, x.Arrivals)
+	for _, p := range x.Pods {
+		switch {
+		case p.FitsNow:
+			fmt.Fprintf(w, "%s: fits now on %s\n", p.Pod, p.Node)
+		case len(p.Preempts) > 0:
+			fmt.Fprintf(w, "%s: fits on %s by preempting %s\n", p.Pod, p.Node, joinKeys(p.Preempts))
+		default:
+			fmt.Fprintf(w, "%s: does not fit now\n", p.Pod)
+		}
+		fmt.Fprintf(w, "  predicted start: %s\n", startText(p.Forecast))
+	}
+	fmt.Fprintf(w, "pending pods whose predicted start changes: %d\n", len(x.Changed))
+	for i, c := range x.Changed {
+		if i == 20 {
+			fmt.Fprintf(w, "  … and %d more (-o json lists them all)\n", len(x.Changed)-20)
+			break
+		}
+		fmt.Fprintf(w, "  %s: %s → %s\n", c.Pod, startText(c.Before), startText(c.After))
+	}
+}
+
+func startText(f sim.PodForecast) string {
+	var b strings.Builder
+	if f.Starts {
+		fmt.Fprintf(&b, "in %v on %s", f.Wait.Round(time.Second), f.Node)
+	} else {
+		b.WriteString("not within the horizon")
+	}
+	var srcs []string
+	for _, s := range f.Basis {
+		srcs = append(srcs, fmt.Sprintf("%d %s", s.Count, s.Source))
+	}
+	if len(srcs) > 0 {
+		fmt.Fprintf(&b, " (after ends by %s)", strings.Join(srcs, ", "))
+	}
+	if f.Unknown > 0 {
+		fmt.Fprintf(&b, "; %d running pods end at an unknown time", f.Unknown)
+	}
+	return b.String()
+}
+
+func joinKeys[T fmt.Stringer](ks []T) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = k.String()
+	}
+	return strings.Join(s, ", ")
+}

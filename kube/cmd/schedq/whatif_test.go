@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runWhatIf(t *testing.T, manifest string, args ...string) (string, error) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "m.yaml")
+	if err := os.WriteFile(f, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	root := newRoot(&out, &errOut)
+	root.SetArgs(append([]string{"whatif", "--scenario", "PriorityPressure", "--at", "1m", "-f", f}, args...))
+	err := root.Execute()
+	return out.String(), err
+}
+
+const urgentPod = `apiVersion: v1
+kind: Pod
+metadata: {name: urgent}
+spec:
+  priority: 2000
+  containers: [{name: app, image: x, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+`
+
+func TestWhatIf(t *testing.T) {
+	a, err := runWhatIf(t, urgentPod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(a, "default/urgent: fits on node-") || !strings.Contains(a, "by preempting default/low-") ||
+		!strings.Contains(a, "100 pods pending") {
+		t.Errorf("got:\n%s\nwant the pod to preempt a low pod, with the 100 recreated low pods pending", a)
+	}
+	b, _ := runWhatIf(t, urgentPod)
+	if a != b {
+		t.Errorf("two runs differ:\n%s\n%s", a, b)
+	}
+}
+
+func TestWhatIfBadInput(t *testing.T) {
+	for _, c := range []struct {
+		name, manifest string
+		args           []string
+		want           string
+	}{
+		{"other kind", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", nil, "kind Service is not a Pod or a PodGroup"},
+		{"not yaml", "{", nil, "-f "},
+		{"missing namespace", strings.Replace(urgentPod, "{name: urgent}", "{name: urgent, namespace: nowhere}", 1), nil, `namespace "nowhere" does not exist`},
+		{"horizon", urgentPod, []string{"--horizon", "0s"}, "horizon must be positive"},
+		{"output", urgentPod, []string{"-o", "yaml"}, `--output: "yaml"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := runWhatIf(t, c.manifest, c.args...)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want an error containing %q", err, c.want)
+			}
+			if out != "" {
+				t.Errorf("printed %q on an error", out)
+			}
+		})
+	}
+}

@@ -1,0 +1,151 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ForecastState is the state a forecast starts from: what the scheduler
+// holds at one instant. The forecast only reads it.
+type ForecastState struct {
+	// Now is the instant of the state.
+	Now        time.Time
+	Namespaces []*v1.Namespace
+	Nodes      []*v1.Node
+	// Running are the bound pods, with when each started.
+	Running []RunningPod
+	// Pending are the queue's pods in the order they wait (activeQ in
+	// pop order, then backoffQ, then the parked pods); a nominated pod
+	// carries its node in Status.NominatedNodeName.
+	Pending   []*v1.Pod
+	PodGroups []*schedulingv1beta1.PodGroup
+	// Recent are the pods that arrived in the Window before Now, with
+	// their arrival times, for ForecastOptions.Arrivals.
+	Recent []Arrival
+	Window time.Duration
+}
+
+// RunningPod is a bound pod and when it started.
+type RunningPod struct {
+	Pod     *v1.Pod
+	Started time.Time
+}
+
+// Arrival is a pod and when it arrived.
+type Arrival struct {
+	Pod *v1.Pod
+	At  time.Time
+}
+
+// ForecastOptions shape a forecast.
+type ForecastOptions struct {
+	// Horizon is how far ahead the forecast runs; it must be positive.
+	Horizon time.Duration
+	// History, if set, estimates the runtimes of pods that declare none.
+	History *History
+	// Known, if set, gives a pod's whole runtime when the caller knows
+	// it (a replayed trace's own durations); it is tried first.
+	Known func(*v1.Pod) (time.Duration, bool)
+	// Arrivals, if true, repeats the state's recent arrivals (Recent,
+	// over Window) for the whole horizon: new pods at the recent rate and
+	// mix of priorities. Without it no new pod arrives.
+	Arrivals bool
+	// noEnds keeps every running pod running (the what-if's "fits now").
+	noEnds bool
+}
+
+// MaxHorizon is the longest forecast horizon.
+const MaxHorizon = 30 * 24 * time.Hour
+
+func (o *ForecastOptions) validate() error {
+	if o.Horizon <= 0 {
+		return fmt.Errorf("forecast horizon must be positive, got %v", o.Horizon)
+	}
+	if o.Horizon > MaxHorizon {
+		return fmt.Errorf("forecast horizon must be at most %v, got %v", MaxHorizon, o.Horizon)
+	}
+	return nil
+}
+
+// Forecast is the predicted start of every pending pod of a state.
+type Forecast struct {
+	At      time.Time     `json:"at"`
+	Horizon time.Duration `json:"horizon"`
+	// Arrivals says what the forecast assumes of pods not yet created.
+	Arrivals string `json:"arrivals"`
+	// Pods are the pending pods, in the state's order.
+	Pods []PodForecast `json:"pods"`
+	// Ends counts the runtime sources of the running pods.
+	Ends []SourceCount `json:"ends"`
+	// Unknown counts the running pods whose end is unknown: the forecast
+	// lets them run past its horizon.
+	Unknown int `json:"unknown"`
+	byKey   map[types.NamespacedName]int
+}
+
+// PodForecast is one pending pod's predicted start.
+type PodForecast struct {
+	Pod types.NamespacedName `json:"pod"`
+	// Gang is the pod's PodGroup (namespace/name), if any; every member
+	// gets the gang's start, when its minCount-th member is bound.
+	Gang string `json:"gang,omitempty"`
+	// Starts is false when the pod does not start within the horizon.
+	Starts bool          `json:"starts"`
+	Start  time.Time     `json:"start,omitzero"`
+	Wait   time.Duration `json:"wait"` // Start − At
+	Node   string        `json:"node,omitempty"`
+	// Basis counts, per source, the estimated ends of pods that came
+	// before the predicted start (or within the horizon, for a pod that
+	// does not start): the estimates the prediction rests on.
+	Basis []SourceCount `json:"basis,omitempty"`
+	// Unknown is how many running pods with an unknown end the forecast
+	// kept running: the pod may start earlier if they end.
+	Unknown int `json:"unknown,omitempty"`
+}
+
+// SourceCount is how many estimates came from one source.
+type SourceCount struct {
+	Source string `json:"source"`
+	Count  int    `json:"count"`
+}
+
+// Of returns the forecast of one pod, and an error if the pod was not
+// pending in the state.
+func (f *Forecast) Of(key types.NamespacedName) (PodForecast, error) {
+	i, ok := f.byKey[key]
+	if !ok {
+		return PodForecast{}, fmt.Errorf("pod %s is not pending: a forecast is only of pending pods", key)
+	}
+	return f.Pods[i], nil
+}
+
+// ErrNoNodes is returned for a state without nodes.
+var ErrNoNodes = errors.New("the state has no nodes")
+
+// RunForecast runs the scheduler of scenario sc (its profile, queue
+// settings, preemption and seed; its workload is ignored) forward from
+// st in virtual time until every pending pod is placed or the horizon
+// passes, in a fresh simulator instance, and returns the predicted start
+// of every pending pod. One run serves every pod. Nothing is written.
+// Deterministic: the same inputs give the same forecast.
+func RunForecast(sc *Scenario, st *ForecastState, o ForecastOptions) (*Forecast, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if len(st.Nodes) == 0 {
+		return nil, ErrNoNodes
+	}
+	r, err := newForecastRun(sc, st, &o, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.s.loop(); err != nil {
+		return nil, fmt.Errorf("forecast: %w", err)
+	}
+	return r.result(), nil
+}

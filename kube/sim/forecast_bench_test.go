@@ -1,0 +1,86 @@
+package sim
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// benchState is a full cluster of nodes 8-core nodes, each running four
+// 2-core pods that end within two hours, and pending 2-core pods that
+// each declare a runtime of 10 to 70 minutes.
+func benchState(nodes, pending int) *ForecastState {
+	now := epoch.Add(time.Hour)
+	st := &ForecastState{Now: now,
+		Nodes: newCluster().makeNodes(NodeGroup{Name: "n", Count: nodes, Capacity: map[string]string{"cpu": "8", "memory": "32Gi"}})}
+	for i := range nodes * 4 {
+		p := testPod(fmt.Sprintf("r-%d", i), fmt.Sprintf("n-%d", i/4), "2", fmt.Sprintf("%dm", 30+i%91))
+		st.Running = append(st.Running, RunningPod{Pod: p, Started: now.Add(-time.Duration(i%29) * time.Minute)})
+	}
+	for i := range pending {
+		st.Pending = append(st.Pending, testPod(fmt.Sprintf("p-%d", i), "", "2", fmt.Sprintf("%dm", 10+i%61)))
+	}
+	return st
+}
+
+// BenchmarkForecast forecasts every pending pod: 10,000 pending on 1,500
+// nodes (the goal is under 2 s per forecast; it takes minutes, see
+// docs/forecast.md). BenchmarkForecastFifth is the same at a fifth of
+// the size: 2,000 pending on 300 nodes.
+func BenchmarkForecast(b *testing.B)      { benchForecast(b, 1500, 10_000) }
+func BenchmarkForecastFifth(b *testing.B) { benchForecast(b, 300, 2000) }
+
+func benchForecast(b *testing.B, nodes, pending int) {
+	st := benchState(nodes, pending)
+	sc := &Scenario{Name: "bench", Seed: 1}
+	b.ResetTimer()
+	for b.Loop() {
+		f, err := RunForecast(sc, st, ForecastOptions{Horizon: 24 * time.Hour})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !f.Pods[len(f.Pods)-1].Starts {
+			b.Fatal("the last pod does not start within the horizon")
+		}
+	}
+}
+
+// BenchmarkWhatIf asks about one pod on a 5,000-node cluster with 100
+// pods pending (the goal is under 200 ms). BenchmarkWhatIfFrom starts
+// from the forecast without the pod, made once, as a live scheduler would.
+func BenchmarkWhatIf(b *testing.B)     { benchWhatIf(b, false) }
+func BenchmarkWhatIfFrom(b *testing.B) { benchWhatIf(b, true) }
+
+func benchWhatIf(b *testing.B, from bool) {
+	st := benchState(5000, 100)
+	st.Namespaces = []*v1.Namespace{{}}
+	st.Namespaces[0].Name = "default"
+	sc := &Scenario{Name: "bench", Seed: 1}
+	o := ForecastOptions{Horizon: 24 * time.Hour}
+	before, err := RunForecast(sc, st, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		b.StopTimer()
+		in := &WhatIfInput{Pods: []*v1.Pod{testPod("w", "", "2", "1h")}}
+		in.Pods[0].UID = types.UID("")
+		b.StartTimer()
+		var w *WhatIf
+		var err error
+		if from {
+			w, err = RunWhatIfFrom(sc, st, before, in, o)
+		} else {
+			w, err = RunWhatIf(sc, st, in, o)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !w.Pods[0].Forecast.Starts {
+			b.Fatal("the pod does not start within the horizon")
+		}
+	}
+}

@@ -1,0 +1,261 @@
+package sim
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// EvalOptions shape a measurement of forecast accuracy on a trace.
+type EvalOptions struct {
+	Dir     string        // the Alibaba GPU trace's directory
+	Speed   float64       // TraceSpec.Speed
+	Every   time.Duration // how often the replay is forked (default 1h)
+	Horizon time.Duration // each forecast's horizon (default 24h)
+	// Label files history by this label (default the trace's qos label).
+	Label string
+	// Instants caps how many forks are made (0: all).
+	Instants int
+	// NodeEvery keeps only every NodeEvery-th node of the trace (0 or 1:
+	// all), to bring the load up where compressing arrivals cannot.
+	NodeEvery int
+}
+
+// EvalMethod is one way of predicting starts.
+type EvalMethod struct {
+	Name string
+	// waits are (predicted, actual) remaining waits; predicted is +Inf
+	// when the method gave no start.
+	pairs [][2]float64
+}
+
+// EvalReport is the measured accuracy of every method.
+type EvalReport struct {
+	Options   EvalOptions
+	Instants  int
+	Forecasts int // pending pods forecast, over all instants
+	Started   int // of which started later in the replay
+	Counted   int // of which waited at least a minute
+	// MedianWait is the median actual wait, from the fork, of the counted.
+	MedianWait time.Duration
+	Methods    []*EvalMethod
+	Wall       time.Duration // wall time of the forecasts alone
+}
+
+// pending prediction of one fork, by method, for one pod.
+type evalFork struct {
+	now   time.Time
+	uids  []types.UID
+	preds [][]float64 // by method, by pod: predicted wait in seconds, +Inf if none
+}
+
+// evalMethods names the methods in the order the table lists them.
+var evalMethods = []string{
+	"forecast, trace's true runtimes",
+	"forecast, history by label",
+	"forecast, history by owner+namespace",
+	"simple: Explain's estimate of the next attempt",
+	"simple: rank ÷ recent start rate",
+}
+
+// Eval replays the trace, forks it every Every, forecasts every pending
+// pod with each method and compares with the start the pod gets later in
+// the same replay.
+func Eval(o EvalOptions) (*EvalReport, error) {
+	o.Every, o.Horizon, o.Label = cmp.Or(o.Every, time.Hour), cmp.Or(o.Horizon, 24*time.Hour), cmp.Or(o.Label, LabelQoS)
+	sc := &Scenario{Name: "forecast-eval", Seed: 1, Trace: &TraceSpec{Format: TraceAlibabaGPU, Dir: o.Dir, Speed: o.Speed}}
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	rp, err := NewReplay(sc)
+	if err != nil {
+		return nil, err
+	}
+	if o.NodeEvery > 1 {
+		for i, name := range slices.Clone(rp.s.cl.nodeGroups[traceGroup]) {
+			if i%o.NodeEvery != 0 {
+				rp.s.removeNode(name)
+			}
+		}
+	}
+	rep := &EvalReport{Options: o}
+	var forks []*evalFork
+	var ferr error
+	span := rp.s.end.Sub(epoch)
+	for k := 1; time.Duration(k)*o.Every < span && (o.Instants == 0 || k <= o.Instants); k++ {
+		rp.At(time.Duration(k)*o.Every, func(st *ForecastState) {
+			if len(st.Pending) == 0 {
+				return
+			}
+			t0 := time.Now()
+			f, err := evalFork1(sc, rp, st, o)
+			rep.Wall += time.Since(t0)
+			if err != nil && ferr == nil {
+				ferr = err
+			}
+			forks = append(forks, f)
+		})
+	}
+	if err := rp.Run(); err != nil {
+		return nil, err
+	}
+	if ferr != nil {
+		return nil, ferr
+	}
+	rep.score(rp, forks)
+	return rep, nil
+}
+
+// evalFork1 predicts every pending pod's wait with every method.
+func evalFork1(sc *Scenario, rp *Replay, st *ForecastState, o EvalOptions) (*evalFork, error) {
+	f := &evalFork{now: st.Now}
+	for _, p := range st.Pending {
+		f.uids = append(f.uids, p.UID)
+	}
+	for _, fo := range []ForecastOptions{
+		{Horizon: o.Horizon, Known: rp.Known},
+		{Horizon: o.Horizon, History: rp.History(o.Label)},
+		{Horizon: o.Horizon, History: rp.History("")},
+	} {
+		fc, err := RunForecast(sc, st, fo)
+		if err != nil {
+			return nil, err
+		}
+		w := make([]float64, len(fc.Pods))
+		for i, pf := range fc.Pods {
+			w[i] = math.Inf(1)
+			if pf.Starts {
+				w[i] = pf.Wait.Seconds()
+			}
+		}
+		f.preds = append(f.preds, w)
+	}
+	f.preds = append(f.preds, rp.explainWaits(st), rp.rankWaits(st))
+	return f, nil
+}
+
+// explainWaits is the queue's own estimate of each pod's next attempt.
+func (rp *Replay) explainWaits(st *ForecastState) []float64 {
+	w := make([]float64, len(st.Pending))
+	for i, p := range st.Pending {
+		w[i] = math.Inf(1)
+		if x, err := rp.s.core.Explain(framework.Key(p), st.Now); err == nil && x.Position != nil && x.Position.Estimated {
+			w[i] = x.Position.EstimatedWait.Seconds()
+		}
+	}
+	return w
+}
+
+// rankWaits is the pod's rank in the queue's order divided by the rate
+// at which pods started over the last hour.
+func (rp *Replay) rankWaits(st *ForecastState) []float64 {
+	started := 0
+	for _, s := range rp.s.stats {
+		if !s.bound.IsZero() && st.Now.Sub(s.bound) < time.Hour {
+			started++
+		}
+	}
+	w := make([]float64, len(st.Pending))
+	for i := range w {
+		w[i] = math.Inf(1)
+		if started > 0 {
+			w[i] = float64(i+1) / (float64(started) / 3600)
+		}
+	}
+	return w
+}
+
+// score compares each prediction with the start the pod got.
+func (rep *EvalReport) score(rp *Replay, forks []*evalFork) {
+	for _, name := range evalMethods {
+		rep.Methods = append(rep.Methods, &EvalMethod{Name: name})
+	}
+	var waits []float64
+	for _, f := range forks {
+		rep.Instants++
+		for i, uid := range f.uids {
+			rep.Forecasts++
+			start, ok := rp.Started(uid)
+			if !ok {
+				continue
+			}
+			rep.Started++
+			actual := start.Sub(f.now).Seconds()
+			for m, preds := range f.preds {
+				rep.Methods[m].pairs = append(rep.Methods[m].pairs, [2]float64{preds[i], actual})
+			}
+			if actual >= 60 {
+				rep.Counted++
+				waits = append(waits, actual)
+			}
+		}
+	}
+	rep.MedianWait = time.Duration(median(waits) * float64(time.Second))
+}
+
+// Figures returns a method's median relative error and share within 2×
+// over the pods that waited at least a minute, its median absolute error
+// over all started pods (+Inf when most had no estimate), and the share
+// of those pods it gave an estimate at all. A missing estimate counts as
+// an infinite error.
+func (m *EvalMethod) Figures() (relErr, within2, absErr, covered float64) {
+	var rel, abs []float64
+	in, est := 0, 0
+	for _, pa := range m.pairs {
+		pred, actual := pa[0], pa[1]
+		abs = append(abs, math.Abs(pred-actual))
+		if actual < 60 {
+			continue
+		}
+		rel = append(rel, math.Abs(pred-actual)/actual)
+		if !math.IsInf(pred, 1) {
+			est++
+		}
+		if pred >= actual/2 && pred <= 2*actual {
+			in++
+		}
+	}
+	if len(rel) == 0 {
+		return math.NaN(), math.NaN(), math.NaN(), math.NaN()
+	}
+	n := float64(len(rel))
+	return median(rel), float64(in) / n, median(abs), float64(est) / n
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// Write prints the report as a Markdown table.
+func (rep *EvalReport) Write(w io.Writer) {
+	o := rep.Options
+	fmt.Fprintf(w, "trace %s, speed %v, every %d-th node kept, a fork every %v, horizon %v, history label %s\n",
+		o.Dir, o.Speed, max(o.NodeEvery, 1), o.Every, o.Horizon, o.Label)
+	fmt.Fprintf(w, "%d forks, %d pending pods forecast, %d started later in the replay, %d of them waited ≥ 1 min (median wait %v); forecasts took %v\n\n",
+		rep.Instants, rep.Forecasts, rep.Started, rep.Counted, rep.MedianWait.Round(time.Second), rep.Wall.Round(time.Millisecond))
+	fmt.Fprintln(w, "| method | median error ÷ wait | within 2× | median absolute error | pods with an estimate |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	for _, m := range rep.Methods {
+		rel, in, abs, cov := m.Figures()
+		relS, absS := fmt.Sprintf("%.0f%%", 100*rel), "none (most pods have no estimate)"
+		if math.IsInf(rel, 1) {
+			relS = "∞"
+		}
+		if !math.IsInf(abs, 1) {
+			absS = time.Duration(abs * float64(time.Second)).Round(time.Second).String()
+		}
+		fmt.Fprintf(w, "| %s | %s | %.0f%% | %s | %.0f%% |\n", m.Name, relS, 100*in, absS, 100*cov)
+	}
+}

@@ -1,0 +1,40 @@
+package sim
+
+import (
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestForecastAccuracy measures the forecast on the Alibaba GPU trace. It
+// is long, so it runs only when SCHEDQ_FORECAST_EVAL names the trace's
+// directory:
+//
+//	SCHEDQ_FORECAST_EVAL=/work/shared/traces/alibaba-gpu-v2023 go test -run TestForecastAccuracy ./kube/sim -v
+//
+// SCHEDQ_FORECAST_SPEED sets the trace's speed (default 1000) and
+// SCHEDQ_FORECAST_NODES keeps every n-th node (default 10).
+func TestForecastAccuracy(t *testing.T) {
+	dir := os.Getenv("SCHEDQ_FORECAST_EVAL")
+	if dir == "" {
+		t.Skip("set SCHEDQ_FORECAST_EVAL to the trace's directory")
+	}
+	speed, nodes := 1000.0, 10
+	var err error
+	if v := os.Getenv("SCHEDQ_FORECAST_SPEED"); v != "" {
+		if speed, err = strconv.ParseFloat(v, 64); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v := os.Getenv("SCHEDQ_FORECAST_NODES"); v != "" {
+		if nodes, err = strconv.Atoi(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := Eval(EvalOptions{Dir: dir, Speed: speed, Every: time.Hour, NodeEvery: nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Write(t.Output())
+}

@@ -1,0 +1,199 @@
+package sim
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// Replay runs a scenario (with its trace or snapshot) in virtual time and
+// forks forecast states off it at chosen instants. Not safe for
+// concurrent use.
+type Replay struct {
+	s    *sim
+	pods map[types.UID]*v1.Pod // every pod that arrived
+	// arrived lists the arrivals in order, for ForecastState.Recent.
+	arrived []Arrival
+	// Window is how far back Recent reaches (default one hour).
+	Window time.Duration
+}
+
+// NewReplay prepares a run of sc.
+func NewReplay(sc *Scenario) (*Replay, error) {
+	r := &Replay{pods: map[types.UID]*v1.Pod{}, Window: time.Hour}
+	s, err := newSim(sc, Options{Trace: r.observe})
+	if err != nil {
+		return nil, err
+	}
+	r.s = s
+	return r, nil
+}
+
+func (r *Replay) observe(op Op) {
+	if op.Kind == "add" && op.Pod != nil && r.pods[op.Pod.UID] == nil {
+		r.pods[op.Pod.UID] = op.Pod
+		r.arrived = append(r.arrived, Arrival{Pod: op.Pod, At: r.s.now})
+	}
+}
+
+// Epoch is the replay's virtual time zero.
+func (r *Replay) Epoch() time.Time { return epoch }
+
+// At calls fn with the state at virtual time t, once the events planned
+// for t have happened and before the scheduler's next attempt.
+func (r *Replay) At(t time.Duration, fn func(*ForecastState)) {
+	r.s.at(epoch.Add(t), func() { fn(r.State()) })
+}
+
+// Until runs the replay to virtual time t (or its end, if sooner).
+func (r *Replay) Until(t time.Duration) error {
+	r.s.end = epoch.Add(t)
+	if err := r.s.loop(); err != nil {
+		return err
+	}
+	r.s.now = r.s.end
+	return nil
+}
+
+// Run runs the replay to its end.
+func (r *Replay) Run() error { return r.s.loop() }
+
+// Started returns when the pod with uid was bound, if it was.
+func (r *Replay) Started(uid types.UID) (time.Time, bool) {
+	st := r.s.stats[uid]
+	if st == nil || st.bound.IsZero() {
+		return time.Time{}, false
+	}
+	return st.bound, true
+}
+
+// Known returns the runtime the replay gives p, if any: the trace's, or
+// the one drawn for its scenario group's lifetime.
+func (r *Replay) Known(p *v1.Pod) (time.Duration, bool) { return r.s.lifetime(p) }
+
+// History returns the runtimes of the pods that finished by now, filed
+// by label (see History). O(n log n).
+func (r *Replay) History(label string) *History {
+	h := NewHistory(label)
+	uids := make([]types.UID, 0, len(r.s.stats))
+	for uid, st := range r.s.stats {
+		if st.ext.end == endFinished && r.pods[uid] != nil {
+			uids = append(uids, uid)
+		}
+	}
+	slices.Sort(uids)
+	for _, uid := range uids {
+		st := r.s.stats[uid]
+		h.Observe(r.pods[uid], st.ext.ended.Sub(st.bound))
+	}
+	return h
+}
+
+// State copies the state the scheduler holds now. O(n log n) in pods and
+// nodes; the objects are shared, read-only.
+func (r *Replay) State() *ForecastState {
+	s := r.s
+	st := &ForecastState{Now: s.now, Window: r.Window}
+	for _, g := range sortedKeys(s.cl.nodeGroups) {
+		for _, name := range s.cl.nodeGroups[g] {
+			if n := s.cl.nodes[name]; n != nil {
+				st.Nodes = append(st.Nodes, n)
+			}
+		}
+	}
+	nss := map[string]bool{"default": true}
+	unbound := map[string]*v1.Pod{}
+	for _, k := range sortedPodKeys(s.cl.pods) {
+		p := s.cl.pods[k]
+		nss[p.Namespace] = true
+		switch {
+		case p.Spec.NodeName == "" && p.DeletionTimestamp == nil:
+			unbound[k.String()] = p
+		case p.Spec.NodeName != "":
+			st.Running = append(st.Running, RunningPod{Pod: p, Started: r.started(p)})
+		}
+	}
+	for _, ns := range sortedKeys(nss) {
+		st.Namespaces = append(st.Namespaces, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	st.Pending = r.pendingOrder(unbound)
+	st.PodGroups = r.podGroups(unbound)
+	for i := len(r.arrived) - 1; i >= 0 && s.now.Sub(r.arrived[i].At) < r.Window; i-- {
+		st.Recent = append(st.Recent, r.arrived[i])
+	}
+	slices.Reverse(st.Recent)
+	return st
+}
+
+func (r *Replay) started(p *v1.Pod) time.Time {
+	if st := r.s.stats[p.UID]; st != nil && !st.bound.IsZero() {
+		return st.bound
+	}
+	if p.Status.StartTime != nil {
+		return p.Status.StartTime.Time
+	}
+	return epoch
+}
+
+// pendingOrder lists the unbound pods: those in flight first, then the
+// queue's in the order they wait, with their nominations.
+func (r *Replay) pendingOrder(unbound map[string]*v1.Pod) []*v1.Pod {
+	page := r.s.core.Pending(pendingAll, r.s.now)
+	listed := make(map[string]bool, len(page.Items))
+	var queued []*v1.Pod
+	for _, it := range page.Items {
+		if p := unbound[it.Key]; p != nil {
+			listed[it.Key] = true
+			queued = append(queued, r.nominated(p))
+		}
+	}
+	var out []*v1.Pod
+	for _, k := range sortedKeys(unbound) {
+		if !listed[k] {
+			out = append(out, r.nominated(unbound[k]))
+		}
+	}
+	return append(out, queued...)
+}
+
+var pendingAll = pendingOptions(math.MaxInt32)
+
+// nominated returns p carrying its nomination, if it has one.
+func (r *Replay) nominated(p *v1.Pod) *v1.Pod {
+	node, ok := r.s.core.Nomination(framework.Key(p))
+	if !ok || node == p.Status.NominatedNodeName {
+		return p
+	}
+	c := *p
+	c.Status.NominatedNodeName = node
+	return &c
+}
+
+// podGroups returns the PodGroups of the gangs with unbound members.
+func (r *Replay) podGroups(unbound map[string]*v1.Pod) []*schedulingPodGroup {
+	if !r.s.gangsOn() {
+		return nil
+	}
+	want := map[string]int32{}
+	for _, p := range unbound {
+		if g := framework.GroupName(p); g != "" {
+			want[g] = framework.Priority(p)
+		}
+	}
+	var out []*schedulingPodGroup
+	for _, gs := range r.s.x.gangs.order {
+		prio, ok := want[gs.name]
+		if !ok {
+			continue
+		}
+		ns, name := splitKey(gs.name)
+		out = append(out, r.s.podGroupObject(ns, name, int32(gs.minCount), prio))
+	}
+	return out
+}

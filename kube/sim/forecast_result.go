@@ -1,0 +1,114 @@
+package sim
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// sources lists the runtime sources in the order a forecast reports them.
+var sources = []string{SourceKnown, SourceAnnotation, SourceDeadline, SourceHistory, SourceUnknown}
+
+// real converts a virtual instant of the run to the state's clock.
+func (r *forecastRun) real(t time.Time) time.Time { return r.st.Now.Add(t.Sub(epoch)) }
+
+// result reads the predicted starts off the finished run. O(n log n).
+func (r *forecastRun) result() *Forecast {
+	f := &Forecast{At: r.st.Now, Horizon: r.o.Horizon, Arrivals: r.arrivals(), Unknown: r.unknown,
+		byKey: make(map[types.NamespacedName]int, len(r.asked))}
+	ends := r.ends()
+	gangStart := r.gangStarts()
+	running := map[string]int{}
+	for _, rp := range r.st.Running {
+		running[r.source[rp.Pod.UID]]++
+	}
+	f.Ends = counts(running)
+	for _, p := range r.asked {
+		pf := PodForecast{Pod: framework.Key(p), Gang: framework.GroupName(p), Unknown: r.unknown}
+		st := r.s.stats[p.UID]
+		start, ok := time.Time{}, st != nil && !st.bound.IsZero()
+		if ok {
+			start, pf.Node = st.bound, st.ext.node
+		}
+		if pf.Gang != "" {
+			start, ok = gangStart[pf.Gang]
+		}
+		upTo := r.s.end
+		if ok {
+			pf.Starts, pf.Start, pf.Wait, upTo = true, r.real(start), start.Sub(epoch), start
+		}
+		pf.Basis = basisUpTo(ends, upTo)
+		f.byKey[pf.Pod] = len(f.Pods)
+		f.Pods = append(f.Pods, pf)
+	}
+	return f
+}
+
+// ends lists every estimated end that came during the run, by time.
+// O(n log n).
+func (r *forecastRun) ends() []sourcedEnd {
+	out := slices.Clone(r.endsAt)
+	for uid, st := range r.s.stats {
+		if st.ext.end == endFinished {
+			out = append(out, sourcedEnd{st.ext.ended, r.source[uid]})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b sourcedEnd) int {
+		return cmp.Or(a.at.Compare(b.at), cmp.Compare(a.source, b.source))
+	})
+	return out
+}
+
+func basisUpTo(ends []sourcedEnd, t time.Time) []SourceCount {
+	m := map[string]int{}
+	for _, e := range ends {
+		if e.at.After(t) {
+			break
+		}
+		m[e.source]++
+	}
+	return counts(m)
+}
+
+func counts(m map[string]int) []SourceCount {
+	var out []SourceCount
+	for _, s := range sources {
+		if m[s] > 0 {
+			out = append(out, SourceCount{s, m[s]})
+		}
+	}
+	return out
+}
+
+// gangStarts returns when each gang's minCount-th member was bound.
+func (r *forecastRun) gangStarts() map[string]time.Time {
+	out := map[string]time.Time{}
+	for g, ms := range r.members {
+		var bound []time.Time
+		for _, p := range ms {
+			if st := r.s.stats[p.UID]; st != nil && !st.bound.IsZero() {
+				bound = append(bound, st.bound)
+			}
+		}
+		need := cmp.Or(r.minOf[g], len(ms))
+		if len(bound) >= need {
+			slices.SortFunc(bound, time.Time.Compare)
+			out[g] = bound[need-1]
+		}
+	}
+	return out
+}
+
+// arrivals says what the run assumed of pods not yet created.
+func (r *forecastRun) arrivals() string {
+	if !r.o.Arrivals || r.st.Window <= 0 || len(r.st.Recent) == 0 {
+		return "none: pods not yet created are not counted"
+	}
+	rate := float64(len(r.st.Recent)) / r.st.Window.Hours()
+	return fmt.Sprintf("recent rate: the %d pods that arrived in the last %v, repeated (%.1f/h)", len(r.st.Recent), r.st.Window, rate)
+}

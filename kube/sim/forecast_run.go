@@ -1,0 +1,212 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// forecastRun is one forward run of a state in a fresh simulator. The
+// simulator's epoch stands for the state's Now.
+type forecastRun struct {
+	s       *sim
+	st      *ForecastState
+	o       *ForecastOptions
+	asked   []*v1.Pod // the state's pending pods, then any extra ones
+	source  map[types.UID]string
+	endsAt  []sourcedEnd // running pods' planned ends, as they happen
+	unknown int
+	left    int // asked pods not yet bound
+	minOf   map[string]int
+	members map[string][]*v1.Pod
+	// fired holds the running pods whose planned end came.
+	fired   map[types.UID]bool
+	isAsked map[types.UID]bool
+	counted map[types.UID]bool
+}
+
+type sourcedEnd struct {
+	at     time.Time
+	source string
+}
+
+// newForecastRun builds the run: the state's nodes, running pods with
+// their ends planned, PodGroups, then the pending pods and extra in order.
+func newForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra []*v1.Pod) (*forecastRun, error) {
+	fsc := *sc
+	fsc.Pods, fsc.Events, fsc.Trace, fsc.Snapshot, fsc.Duration = nil, nil, nil, "", o.Horizon
+	r := &forecastRun{st: st, o: o, source: map[types.UID]string{}, minOf: map[string]int{},
+		members: map[string][]*v1.Pod{}, fired: map[types.UID]bool{},
+		isAsked: map[types.UID]bool{}, counted: map[types.UID]bool{}}
+	s, err := newSim(&fsc, Options{Trace: r.observe})
+	if err != nil {
+		return nil, err
+	}
+	r.s = s
+	for _, ns := range st.Namespaces {
+		s.h.Cache.SetNamespace(ns)
+	}
+	for _, n := range st.Nodes {
+		s.cl.nodes[n.Name] = n
+		s.h.AddNode(n)
+	}
+	seen := map[types.UID]bool{}
+	for _, rp := range st.Running {
+		if err := r.addRunning(rp, seen); err != nil {
+			return nil, err
+		}
+	}
+	for _, pg := range st.PodGroups {
+		r.minOf[pg.Namespace+"/"+pg.Name] = int(pg.Spec.SchedulingPolicy.Gang.MinCount)
+		s.h.AddPodGroup(pg)
+	}
+	r.asked = append(slices.Clip(st.Pending), extra...)
+	for _, p := range r.asked {
+		if err := r.addPending(p, seen); err != nil {
+			return nil, err
+		}
+	}
+	r.left = len(r.asked)
+	if r.left == 0 {
+		s.end = s.now // nothing to forecast: the run ends at once
+	}
+	if o.Arrivals {
+		r.planArrivals()
+	}
+	return r, nil
+}
+
+func checkUID(p *v1.Pod, seen map[types.UID]bool) error {
+	if p.UID == "" || seen[p.UID] {
+		return fmt.Errorf("pod %s: its UID %q is empty or not unique in the state", framework.Key(p), p.UID)
+	}
+	seen[p.UID] = true
+	return nil
+}
+
+// addRunning binds a running pod and plans its end at its estimate.
+func (r *forecastRun) addRunning(rp RunningPod, seen map[types.UID]bool) error {
+	s, p := r.s, rp.Pod
+	if err := checkUID(p, seen); err != nil {
+		return err
+	}
+	if s.cl.nodes[p.Spec.NodeName] == nil {
+		return fmt.Errorf("pod %s runs on node %q, which is not in the state", framework.Key(p), p.Spec.NodeName)
+	}
+	key := framework.Key(p)
+	s.cl.pods[key] = p
+	s.h.AddPod(p)
+	if r.o.noEnds {
+		return nil
+	}
+	left, src := r.o.remaining(p, r.st.Now.Sub(rp.Started))
+	r.source[p.UID] = src
+	if src == SourceUnknown {
+		r.unknown++
+		return nil
+	}
+	uid := p.UID
+	s.at(s.now.Add(left), func() {
+		cur := s.cl.pods[key]
+		if cur == nil || cur.UID != uid {
+			return // preempted meanwhile
+		}
+		r.fired[uid] = true
+		r.endsAt = append(r.endsAt, sourcedEnd{s.now, src})
+		s.ended(cur, endFinished)
+		delete(s.cl.pods, key)
+		s.h.DeletePod(cur)
+	})
+	return nil
+}
+
+// addPending adds a pending pod to the queue, with its runtime once bound.
+func (r *forecastRun) addPending(p *v1.Pod, seen map[types.UID]bool) error {
+	if err := checkUID(p, seen); err != nil {
+		return err
+	}
+	if p.Spec.NodeName != "" {
+		return fmt.Errorf("pod %s is bound to %s: a pending pod has no node", framework.Key(p), p.Spec.NodeName)
+	}
+	if g := framework.GroupName(p); g != "" {
+		r.members[g] = append(r.members[g], p)
+	}
+	r.isAsked[p.UID] = true
+	r.setLifetime(p)
+	r.s.arrive(p)
+	return nil
+}
+
+// setLifetime gives a pod its estimated runtime once bound.
+func (r *forecastRun) setLifetime(p *v1.Pod) {
+	d, src := r.o.remaining(p, 0)
+	r.source[p.UID] = src
+	if src == SourceUnknown {
+		return
+	}
+	if r.s.x.traceLife == nil {
+		r.s.x.traceLife = map[types.NamespacedName]time.Duration{}
+	}
+	r.s.x.traceLife[framework.Key(p)] = d
+}
+
+// observe follows the queue's operations: once every asked pod is bound
+// the run ends. O(1) per operation, O(members) for a group's.
+func (r *forecastRun) observe(op Op) {
+	if op.Kind != "done" || r.left == 0 {
+		return
+	}
+	if op.Group != "" {
+		for _, p := range r.members[op.Group] {
+			r.count(p.UID)
+		}
+	} else if p := r.s.cl.pods[op.Key]; p != nil {
+		r.count(p.UID)
+	}
+	if r.left == 0 {
+		r.s.end = r.s.now
+	}
+}
+
+// count notes that an asked pod is bound, once.
+func (r *forecastRun) count(uid types.UID) {
+	st := r.s.stats[uid]
+	if !r.isAsked[uid] || r.counted[uid] || st == nil || st.bound.IsZero() {
+		return
+	}
+	r.counted[uid] = true
+	r.left--
+}
+
+// planArrivals repeats the state's recent arrivals, window after window,
+// until the horizon.
+func (r *forecastRun) planArrivals() {
+	st, s := r.st, r.s
+	if st.Window <= 0 || len(st.Recent) == 0 {
+		return
+	}
+	n := 0
+	for k := 0; time.Duration(k)*st.Window < r.o.Horizon; k++ {
+		for _, a := range st.Recent {
+			off := a.At.Sub(st.Now.Add(-st.Window)) + time.Duration(k)*st.Window
+			if off < 0 || off >= r.o.Horizon {
+				continue
+			}
+			n++
+			p := a.Pod.DeepCopy()
+			p.Name = fmt.Sprintf("%s-fa%d", p.Name, n)
+			p.UID = types.UID(fmt.Sprintf("forecast-arrival-%d", n))
+			p.Spec.NodeName = ""
+			p.Status = v1.PodStatus{}
+			s.at(s.now.Add(off), func() {
+				r.setLifetime(p)
+				s.arrive(p)
+			})
+		}
+	}
+}

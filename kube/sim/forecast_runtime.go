@@ -1,0 +1,136 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// RuntimeAnnotation is the annotation in which a pod declares how long it
+// expects to run once started, as a Go duration ("90s", "2h30m"). The
+// forecast ends the pod that long after its start.
+const RuntimeAnnotation = "schedq.io/expected-runtime"
+
+// The sources of a runtime estimate, as a forecast names them.
+const (
+	SourceDeadline   = "activeDeadlineSeconds" // the pod's spec: it ends by then at the latest
+	SourceAnnotation = "annotation"            // RuntimeAnnotation
+	SourceHistory    = "history"               // runtimes observed of similar pods (History)
+	SourceKnown      = "known"                 // a runtime the caller knows (ForecastOptions.Known)
+	SourceUnknown    = "unknown"               // no estimate: runs until unknown
+)
+
+// minHistory is how many runtimes a History needs of a kind of pod before
+// it estimates one.
+const minHistory = 3
+
+// History learns pods' runtimes: the runtimes observed for pods of the
+// same kind, where a pod's kind is the value of the configured label if
+// the pod has it, and otherwise its owner's kind and its namespace. It
+// estimates a running pod's remaining runtime as the median of the
+// runtimes longer than the time it has already run, less that time.
+// Observe is O(1), Estimate O(n log n) after an Observe of its kind and
+// O(log n) otherwise. Not safe for concurrent use.
+type History struct {
+	label   string
+	samples map[string]*runtimes
+}
+
+type runtimes struct {
+	d      []time.Duration
+	sorted bool
+}
+
+// NewHistory returns an empty history; label, if set, names the label
+// whose value groups pods.
+func NewHistory(label string) *History {
+	return &History{label: label, samples: map[string]*runtimes{}}
+}
+
+// Kind returns the kind History files p under.
+func (h *History) Kind(p *v1.Pod) string {
+	if v, ok := p.Labels[h.label]; ok && h.label != "" {
+		return "label " + h.label + "=" + v
+	}
+	kind := "none"
+	for _, o := range p.OwnerReferences {
+		if o.Controller != nil && *o.Controller {
+			kind = o.Kind
+		}
+	}
+	return "owner " + kind + " in " + p.Namespace
+}
+
+// Observe records that p ran for d.
+func (h *History) Observe(p *v1.Pod, d time.Duration) {
+	k := h.Kind(p)
+	r := h.samples[k]
+	if r == nil {
+		r = &runtimes{}
+		h.samples[k] = r
+	}
+	r.d = append(r.d, d)
+	r.sorted = false
+}
+
+// Estimate returns how much longer p, which has run for elapsed, is
+// expected to run: the median of its kind's runtimes longer than
+// elapsed, less elapsed. ok is false with fewer than minHistory such
+// runtimes.
+func (h *History) Estimate(p *v1.Pod, elapsed time.Duration) (time.Duration, bool) {
+	r := h.samples[h.Kind(p)]
+	if r == nil {
+		return 0, false
+	}
+	if !r.sorted {
+		slices.Sort(r.d)
+		r.sorted = true
+	}
+	i, _ := slices.BinarySearch(r.d, elapsed+1)
+	tail := r.d[i:]
+	if len(tail) < minHistory {
+		return 0, false
+	}
+	return tail[len(tail)/2] - elapsed, true
+}
+
+// ParseRuntime reads p's RuntimeAnnotation; ok is false without one.
+func ParseRuntime(p *v1.Pod) (d time.Duration, ok bool, err error) {
+	v, ok := p.Annotations[RuntimeAnnotation]
+	if !ok {
+		return 0, false, nil
+	}
+	d, err = time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || d <= 0 {
+		return 0, false, fmt.Errorf("pod %s/%s: annotation %s: %q is not a positive duration such as 90s or 2h", p.Namespace, p.Name, RuntimeAnnotation, v)
+	}
+	return d, true, nil
+}
+
+// remaining estimates how much longer p runs, having run for elapsed
+// (0 for a pod not started), and names the source. The sources are
+// tried in order: known, annotation, activeDeadlineSeconds, history. A
+// declared runtime already exceeded falls through to the next source.
+func (o *ForecastOptions) remaining(p *v1.Pod, elapsed time.Duration) (time.Duration, string) {
+	if o.Known != nil {
+		if d, ok := o.Known(p); ok {
+			return max(d-elapsed, 0), SourceKnown
+		}
+	}
+	if d, ok, err := ParseRuntime(p); ok && err == nil && d > elapsed {
+		return d - elapsed, SourceAnnotation
+	}
+	if ds := p.Spec.ActiveDeadlineSeconds; ds != nil && *ds > 0 {
+		d := time.Duration(*ds) * time.Second
+		return max(d-elapsed, 0), SourceDeadline
+	}
+	if o.History != nil {
+		if d, ok := o.History.Estimate(p, elapsed); ok {
+			return d, SourceHistory
+		}
+	}
+	return 0, SourceUnknown
+}

@@ -1,0 +1,171 @@
+package sim
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// testPod makes a pod of cpu cores; node binds it; runtime, if set,
+// declares it in the annotation.
+func testPod(name, node string, cpu string, runtime string) *v1.Pod {
+	prio := int32(0)
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("u-" + name)},
+		Spec: v1.PodSpec{SchedulerName: schedulerName, Priority: &prio, NodeName: node,
+			Containers: []v1.Container{{Name: "app", Resources: v1.ResourceRequirements{
+				Requests: v1.ResourceList{v1.ResourceCPU: *resourceQuantity(cpu)}}}}},
+	}
+	if runtime != "" {
+		p.Annotations = map[string]string{RuntimeAnnotation: runtime}
+	}
+	return p
+}
+
+// testState is two 4-core nodes: n-0 runs a with 50 minutes left by its
+// annotation, n-1 runs u, whose end is unknown; b and c wait for 4 cores.
+func testState() *ForecastState {
+	now := epoch.Add(10 * time.Hour)
+	nodes := newCluster().makeNodes(NodeGroup{Name: "n", Count: 2, Capacity: map[string]string{"cpu": "4", "memory": "8Gi"}})
+	return &ForecastState{
+		Now:   now,
+		Nodes: nodes,
+		Running: []RunningPod{
+			{Pod: testPod("a", "n-0", "4", "1h"), Started: now.Add(-10 * time.Minute)},
+			{Pod: testPod("u", "n-1", "4", ""), Started: now.Add(-time.Hour)},
+		},
+		Pending: []*v1.Pod{testPod("b", "", "4", "30m"), testPod("c", "", "4", "")},
+	}
+}
+
+func TestForecastStartsAtEstimatedEnds(t *testing.T) {
+	st := testState()
+	f, err := RunForecast(&Scenario{Name: "t", Seed: 1}, st, ForecastOptions{Horizon: 3 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := f.Of(types.NamespacedName{Namespace: "default", Name: "b"})
+	if !b.Starts || b.Node != "n-0" || b.Wait < 50*time.Minute || b.Wait > 50*time.Minute+time.Second {
+		t.Errorf("b: got %+v, want a start on n-0 about 50m from now", b)
+	}
+	if len(b.Basis) != 1 || b.Basis[0] != (SourceCount{SourceAnnotation, 1}) || b.Unknown != 1 {
+		t.Errorf("b's basis: got %+v unknown %d, want one annotation and one unknown", b.Basis, b.Unknown)
+	}
+	c, _ := f.Of(types.NamespacedName{Namespace: "default", Name: "c"})
+	if !c.Starts || c.Wait < 80*time.Minute || c.Wait > 80*time.Minute+time.Second {
+		t.Errorf("c: got %+v, want a start about 80m from now, after b's 30m", c)
+	}
+	if f.Unknown != 1 || !strings.HasPrefix(f.Arrivals, "none") {
+		t.Errorf("got unknown %d arrivals %q", f.Unknown, f.Arrivals)
+	}
+}
+
+func TestForecastNotWithinHorizon(t *testing.T) {
+	f, err := RunForecast(&Scenario{Name: "t", Seed: 1}, testState(), ForecastOptions{Horizon: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := f.Of(types.NamespacedName{Namespace: "default", Name: "c"})
+	if c.Starts || c.Unknown != 1 {
+		t.Errorf("c: got %+v, want no start within the hour, depending on one unknown end", c)
+	}
+}
+
+func TestForecastBadInput(t *testing.T) {
+	sc := &Scenario{Name: "t", Seed: 1}
+	for _, h := range []time.Duration{0, -time.Second, MaxHorizon + 1} {
+		if _, err := RunForecast(sc, testState(), ForecastOptions{Horizon: h}); err == nil || !strings.Contains(err.Error(), "horizon") {
+			t.Errorf("horizon %v: got %v, want an error about the horizon", h, err)
+		}
+	}
+	f, err := RunForecast(sc, testState(), ForecastOptions{Horizon: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Of(types.NamespacedName{Namespace: "default", Name: "a"}); err == nil || !strings.Contains(err.Error(), "not pending") {
+		t.Errorf("a running pod: got %v, want 'not pending'", err)
+	}
+	st := testState()
+	st.Pending = append(st.Pending, st.Pending[0])
+	if _, err := RunForecast(sc, st, ForecastOptions{Horizon: time.Hour}); err == nil || !strings.Contains(err.Error(), "UID") {
+		t.Errorf("a pod twice: got %v, want an error about its UID", err)
+	}
+}
+
+func TestForecastSourcesInOrder(t *testing.T) {
+	h := NewHistory("team")
+	for _, d := range []time.Duration{10, 20, 30, 40} {
+		p := testPod("h", "", "1", "")
+		p.Labels = map[string]string{"team": "x"}
+		h.Observe(p, d*time.Minute)
+	}
+	o := ForecastOptions{History: h}
+	p := testPod("p", "", "1", "")
+	p.Labels = map[string]string{"team": "x"}
+	if d, src := o.remaining(p, 15*time.Minute); src != SourceHistory || d != 15*time.Minute {
+		t.Errorf("history after 15m: got %v %s, want the median of 20,30,40 less 15m: 15m", d, src)
+	}
+	if _, src := o.remaining(p, 25*time.Minute); src != SourceUnknown {
+		t.Errorf("history after 25m (two runtimes longer): got %s, want unknown", src)
+	}
+	ds := int64(600)
+	p.Spec.ActiveDeadlineSeconds = &ds
+	if d, src := o.remaining(p, time.Minute); src != SourceDeadline || d != 9*time.Minute {
+		t.Errorf("deadline: got %v %s", d, src)
+	}
+	p.Annotations = map[string]string{RuntimeAnnotation: "2m"}
+	if d, src := o.remaining(p, time.Minute); src != SourceAnnotation || d != time.Minute {
+		t.Errorf("annotation: got %v %s", d, src)
+	}
+	if d, src := o.remaining(p, 3*time.Minute); src != SourceDeadline || d != 7*time.Minute {
+		t.Errorf("annotation exceeded: got %v %s, want the deadline next", d, src)
+	}
+}
+
+func TestForecastDeterministic(t *testing.T) {
+	var out []string
+	for range 2 {
+		f, err := RunForecast(&Scenario{Name: "t", Seed: 1}, testState(), ForecastOptions{Horizon: 3 * time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(f)
+		out = append(out, string(b))
+	}
+	if out[0] != out[1] {
+		t.Errorf("two runs differ:\n%s\n%s", out[0], out[1])
+	}
+}
+
+// TestForecastWithArrivals: a pod of higher priority arrived 30 minutes
+// ago; with arrivals its like comes again 30 minutes from now, takes the
+// node a frees at 50 minutes for its 20, and b starts at 70.
+func TestForecastWithArrivals(t *testing.T) {
+	st := testState()
+	x := testPod("x", "", "4", "20m")
+	prio := int32(100)
+	x.Spec.Priority = &prio
+	st.Recent, st.Window = []Arrival{{Pod: x, At: st.Now.Add(-30 * time.Minute)}}, time.Hour
+	b := types.NamespacedName{Namespace: "default", Name: "b"}
+	for _, c := range []struct {
+		arrivals bool
+		want     time.Duration
+	}{{false, 50 * time.Minute}, {true, 70 * time.Minute}} {
+		f, err := RunForecast(&Scenario{Name: "t", Seed: 1}, st, ForecastOptions{Horizon: 3 * time.Hour, Arrivals: c.arrivals})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pf, _ := f.Of(b)
+		if !pf.Starts || pf.Wait < c.want || pf.Wait > c.want+time.Second {
+			t.Errorf("arrivals %v: b got %+v, want a start at about %v", c.arrivals, pf, c.want)
+		}
+		if c.arrivals != strings.HasPrefix(f.Arrivals, "recent rate") {
+			t.Errorf("arrivals %v: the answer says %q", c.arrivals, f.Arrivals)
+		}
+	}
+}

@@ -1,0 +1,279 @@
+package sim
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// Limits of a what-if request.
+const (
+	MaxWhatIfBytes   = 1 << 20 // the manifests, in bytes
+	MaxWhatIfObjects = 1000    // pods and PodGroups together
+)
+
+// WhatIfInput is what a what-if adds: pods and PodGroups as they would be
+// created.
+type WhatIfInput struct {
+	Pods      []*v1.Pod
+	PodGroups []*schedulingv1beta1.PodGroup
+}
+
+// ParseWhatIf reads manifests (YAML or JSON documents, or Lists) of Pods
+// and PodGroups. It refuses anything else, and more than the limits.
+func ParseWhatIf(data []byte) (*WhatIfInput, error) {
+	if len(data) > MaxWhatIfBytes {
+		return nil, fmt.Errorf("%d bytes, more than the limit of %d", len(data), MaxWhatIfBytes)
+	}
+	dec := serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+	in := &WhatIfInput{}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var add func(doc []byte, where string) error
+	add = func(doc []byte, where string) error {
+		obj, gvk, err := dec.Decode(doc, nil, nil)
+		if err != nil {
+			return fmt.Errorf("%s%w", where, err)
+		}
+		switch x := obj.(type) {
+		case *v1.List:
+			for i, item := range x.Items {
+				if err := add(item.Raw, fmt.Sprintf("%sitems[%d]: ", where, i)); err != nil {
+					return err
+				}
+			}
+		case *v1.Pod:
+			in.Pods = append(in.Pods, x)
+		case *schedulingv1beta1.PodGroup:
+			in.PodGroups = append(in.PodGroups, x)
+		default:
+			return fmt.Errorf("%skind %s is not a Pod or a PodGroup", where, gvk.Kind)
+		}
+		if len(in.Pods)+len(in.PodGroups) > MaxWhatIfObjects {
+			return fmt.Errorf("more than the limit of %d objects", MaxWhatIfObjects)
+		}
+		return nil
+	}
+	for i := 1; ; i++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 || isComment(doc) {
+			continue
+		}
+		if err := add(doc, fmt.Sprintf("document %d: ", i)); err != nil {
+			return nil, err
+		}
+	}
+	if len(in.Pods)+len(in.PodGroups) == 0 {
+		return nil, errors.New("no Pod or PodGroup in the manifests")
+	}
+	return in, nil
+}
+
+// check refuses objects that name a missing namespace or PodGroup, a
+// name already taken, or a bound pod; it fills in what the API server
+// would (the namespace default, a UID, the scheduler's name).
+func (in *WhatIfInput) check(st *ForecastState) error {
+	nss := map[string]bool{}
+	for _, ns := range st.Namespaces {
+		nss[ns.Name] = true
+	}
+	taken := map[types.NamespacedName]bool{}
+	for _, rp := range st.Running {
+		taken[framework.Key(rp.Pod)] = true
+	}
+	for _, p := range st.Pending {
+		taken[framework.Key(p)] = true
+	}
+	groups := map[string]bool{}
+	for _, pg := range st.PodGroups {
+		groups[pg.Namespace+"/"+pg.Name] = true
+	}
+	for _, pg := range in.PodGroups {
+		pg.Namespace = cmpOr(pg.Namespace, "default")
+		if !nss[pg.Namespace] {
+			return fmt.Errorf("PodGroup %s/%s: namespace %q does not exist", pg.Namespace, pg.Name, pg.Namespace)
+		}
+		if pg.Spec.SchedulingPolicy.Gang == nil || pg.Spec.SchedulingPolicy.Gang.MinCount < 1 {
+			return fmt.Errorf("PodGroup %s/%s: want a gang policy with minCount of at least 1", pg.Namespace, pg.Name)
+		}
+		groups[pg.Namespace+"/"+pg.Name] = true
+	}
+	for i, p := range in.Pods {
+		p.Namespace = cmpOr(p.Namespace, "default")
+		key := framework.Key(p)
+		switch {
+		case p.Name == "":
+			return fmt.Errorf("pod %d: no name", i+1)
+		case !nss[p.Namespace]:
+			return fmt.Errorf("pod %s: namespace %q does not exist", key, p.Namespace)
+		case taken[key]:
+			return fmt.Errorf("pod %s: a pod of that name exists already", key)
+		case p.Spec.NodeName != "":
+			return fmt.Errorf("pod %s: names node %s; a what-if pod is one not yet scheduled", key, p.Spec.NodeName)
+		}
+		if g := framework.GroupName(p); g != "" && !groups[g] {
+			return fmt.Errorf("pod %s: PodGroup %s does not exist", key, g)
+		}
+		if _, _, err := ParseRuntime(p); err != nil {
+			return err
+		}
+		taken[key] = true
+		p.UID = types.UID(fmt.Sprintf("whatif-%d", i+1))
+		if p.Spec.SchedulerName == "" || p.Spec.SchedulerName == v1.DefaultSchedulerName {
+			p.Spec.SchedulerName = schedulerName
+		}
+	}
+	return nil
+}
+
+// WhatIf is the answer for each added pod, and what it changes.
+type WhatIf struct {
+	Pods []WhatIfPod `json:"pods"`
+	// Changed are the pending pods whose forecast it changes.
+	Changed []ForecastChange `json:"changed"`
+	// Pending is how many pods were pending before.
+	Pending  int    `json:"pending"`
+	Arrivals string `json:"arrivals"`
+}
+
+// WhatIfPod is one added pod's answer.
+type WhatIfPod struct {
+	Pod types.NamespacedName `json:"pod"`
+	// FitsNow is true if a node has room for it now, without preempting
+	// and ignoring the pods ahead of it in the queue; Node is that node,
+	// or the one preemption would free.
+	FitsNow  bool                   `json:"fitsNow"`
+	Node     string                 `json:"node,omitempty"`
+	Preempts []types.NamespacedName `json:"preempts,omitempty"`
+	// Forecast is its predicted start behind the pods already pending.
+	Forecast PodForecast `json:"forecast"`
+}
+
+// ForecastChange is a pending pod's forecast without and with the added
+// pods.
+type ForecastChange struct {
+	Pod    types.NamespacedName `json:"pod"`
+	Before PodForecast          `json:"before"`
+	After  PodForecast          `json:"after"`
+}
+
+// whatIfNowHorizon bounds the run that asks whether the pods fit now:
+// long enough for preemption's grace periods, with no running pod ending.
+const whatIfNowHorizon = 10 * time.Minute
+
+// RunWhatIf adds in to a copy of st and answers, for each added pod,
+// whether it fits now and where, which pods it would preempt and when it
+// would start; and how the forecasts of the pods already pending change.
+// Three forward runs: the added pods alone on the cluster as it is, and
+// the forecast without and with them (RunWhatIfFrom takes the first
+// forecast, made once for every what-if, and saves one). Nothing is
+// written; st and in are not changed except for the defaults check fills
+// into in.
+func RunWhatIf(sc *Scenario, st *ForecastState, in *WhatIfInput, o ForecastOptions) (*WhatIf, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if err := in.check(st); err != nil { // before any run; idempotent
+		return nil, err
+	}
+	before, err := RunForecast(sc, st, o)
+	if err != nil {
+		return nil, err
+	}
+	return RunWhatIfFrom(sc, st, before, in, o)
+}
+
+// RunWhatIfFrom is RunWhatIf with the forecast of st without the added
+// pods already made, with the same options.
+func RunWhatIfFrom(sc *Scenario, st *ForecastState, before *Forecast, in *WhatIfInput, o ForecastOptions) (*WhatIf, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if len(st.Nodes) == 0 {
+		return nil, ErrNoNodes
+	}
+	if len(before.Pods) != len(st.Pending) || !before.At.Equal(st.Now) {
+		return nil, errors.New("what-if: the forecast given is not of this state")
+	}
+	if err := in.check(st); err != nil {
+		return nil, err
+	}
+	now, err := whatIfNow(sc, st, in, o)
+	if err != nil {
+		return nil, err
+	}
+	with := *st
+	with.PodGroups = append(slices.Clip(st.PodGroups), in.PodGroups...)
+	r, err := newForecastRun(sc, &with, &o, in.Pods)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.s.loop(); err != nil {
+		return nil, fmt.Errorf("what-if: %w", err)
+	}
+	after := r.result()
+	w := &WhatIf{Pods: now, Pending: len(st.Pending), Arrivals: after.Arrivals}
+	for i := range w.Pods {
+		w.Pods[i].Forecast = after.Pods[len(st.Pending)+i]
+	}
+	for i, b := range before.Pods {
+		a := after.Pods[i]
+		if a.Starts != b.Starts || a.Start != b.Start || a.Node != b.Node {
+			w.Changed = append(w.Changed, ForecastChange{Pod: b.Pod, Before: b, After: a})
+		}
+	}
+	return w, nil
+}
+
+// whatIfNow places the added pods alone on the cluster as it is, with no
+// running pod ending: what binds without victims fits now.
+func whatIfNow(sc *Scenario, st *ForecastState, in *WhatIfInput, o ForecastOptions) ([]WhatIfPod, error) {
+	alone := *st
+	alone.Pending = nil
+	alone.PodGroups = append(slices.Clip(st.PodGroups), in.PodGroups...)
+	no := ForecastOptions{Horizon: whatIfNowHorizon, noEnds: true}
+	r, err := newForecastRun(sc, &alone, &no, in.Pods)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.s.loop(); err != nil {
+		return nil, fmt.Errorf("what-if: %w", err)
+	}
+	victims := map[string][]types.NamespacedName{}
+	for _, rp := range st.Running {
+		if cur := r.s.cl.pods[framework.Key(rp.Pod)]; cur == nil || cur.UID != rp.Pod.UID || cur.DeletionTimestamp != nil {
+			victims[rp.Pod.Spec.NodeName] = append(victims[rp.Pod.Spec.NodeName], framework.Key(rp.Pod))
+		}
+	}
+	var out []WhatIfPod
+	for _, p := range in.Pods {
+		w := WhatIfPod{Pod: framework.Key(p)}
+		if s := r.s.stats[p.UID]; s != nil && !s.bound.IsZero() {
+			w.Node = s.ext.node
+		} else if node, ok := r.s.core.Nomination(framework.Key(p)); ok {
+			w.Node = node
+		}
+		w.Preempts = victims[w.Node]
+		w.FitsNow = w.Node != "" && len(w.Preempts) == 0 && r.s.stats[p.UID] != nil && !r.s.stats[p.UID].bound.IsZero()
+		out = append(out, w)
+	}
+	return out, nil
+}

@@ -1,0 +1,113 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func whatIfState() *ForecastState {
+	st := testState()
+	st.Namespaces = []*v1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "default"}}}
+	return st
+}
+
+func whatIfPod(t *testing.T, yaml string) *WhatIfInput {
+	t.Helper()
+	in, err := ParseWhatIf([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+const podYAML = `apiVersion: v1
+kind: Pod
+metadata: {name: %s}
+spec:
+  priority: %d
+  containers: [{name: app, image: x, resources: {requests: {cpu: "%s"}}}]
+`
+
+func TestWhatIfFitsNowAndWhere(t *testing.T) {
+	st := whatIfState()
+	st.Nodes = append(st.Nodes, newCluster().makeNodes(NodeGroup{Name: "m", Count: 1, Capacity: map[string]string{"cpu": "2"}})...)
+	w, err := RunWhatIf(&Scenario{Name: "t", Seed: 1}, st, whatIfPod(t, fmt.Sprintf(podYAML, "w", 0, "1")), ForecastOptions{Horizon: 3 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := w.Pods[0]
+	if !p.FitsNow || p.Node != "m-0" || len(p.Preempts) != 0 || !p.Forecast.Starts || p.Forecast.Wait > time.Second {
+		t.Errorf("got %+v, want it to fit now on m-0 and start at once", p)
+	}
+	if len(w.Changed) != 0 {
+		t.Errorf("changed %+v, want none: it takes no room the others need", w.Changed)
+	}
+}
+
+func TestWhatIfPreemptsAndDelaysOthers(t *testing.T) {
+	sc := &Scenario{Name: "t", Seed: 1, Scheduler: SchedulerSpec{Preemption: &PreemptionSpec{}}}
+	w, err := RunWhatIf(sc, whatIfState(), whatIfPod(t, fmt.Sprintf(podYAML, "w", 100, "4")), ForecastOptions{Horizon: 3 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := w.Pods[0]
+	if p.FitsNow || p.Node == "" || len(p.Preempts) != 1 {
+		t.Errorf("got %+v, want no room now and one victim", p)
+	}
+	if len(w.Changed) == 0 {
+		t.Errorf("no pending pod's forecast changed; a pod of higher priority taking a node must move b's")
+	}
+}
+
+func TestWhatIfWaitsBehindTheQueue(t *testing.T) {
+	w, err := RunWhatIf(&Scenario{Name: "t", Seed: 1}, whatIfState(), whatIfPod(t, fmt.Sprintf(podYAML, "w", 100, "4")), ForecastOptions{Horizon: 3 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := w.Pods[0]
+	if p.FitsNow || p.Node != "" || !p.Forecast.Starts || p.Forecast.Wait < 50*time.Minute || p.Forecast.Wait > 51*time.Minute {
+		t.Errorf("got %+v, want no room now and a start when a ends, ahead of b", p)
+	}
+	b := types.NamespacedName{Namespace: "default", Name: "b"}
+	// w declares no runtime: it runs until unknown, and b, which started
+	// when a ended, no longer starts within the horizon.
+	if len(w.Changed) != 2 || w.Changed[0].Pod != b || !w.Changed[0].Before.Starts || w.Changed[0].After.Starts {
+		t.Errorf("changed %+v, want b (then c) to start before and not after", w.Changed)
+	}
+}
+
+func TestWhatIfBadInput(t *testing.T) {
+	sc := &Scenario{Name: "t", Seed: 1}
+	big := strings.Repeat(fmt.Sprintf(podYAML, "p", 0, "1")+"---\n", MaxWhatIfObjects+1)
+	for _, c := range []struct{ name, yaml, want string }{
+		{"not yaml", "kind: [", "document 1"},
+		{"other kind", "apiVersion: v1\nkind: Node\nmetadata: {name: node1}\n", "not a Pod or a PodGroup"},
+		{"empty", "# nothing\n", "no Pod or PodGroup"},
+		{"too many", big, "limit of 1000 objects"},
+		{"too large", strings.Repeat("#", MaxWhatIfBytes+1), "limit of"},
+	} {
+		if _, err := ParseWhatIf([]byte(c.yaml)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
+		}
+	}
+	for _, c := range []struct{ name, yaml, want string }{
+		{"missing namespace", strings.Replace(fmt.Sprintf(podYAML, "w", 0, "1"), "{name: w}", "{name: w, namespace: nope}", 1), `namespace "nope" does not exist`},
+		{"missing PodGroup", strings.Replace(fmt.Sprintf(podYAML, "w", 0, "1"), "spec:\n", "spec:\n  schedulingGroup: {podGroupName: g}\n", 1), "PodGroup default/g does not exist"},
+		{"name taken", fmt.Sprintf(podYAML, "b", 0, "1"), "exists already"},
+		{"bad runtime", strings.Replace(fmt.Sprintf(podYAML, "w", 0, "1"), "{name: w}", "{name: w, annotations: {schedq.io/expected-runtime: soon}}", 1), "not a positive duration"},
+	} {
+		in := whatIfPod(t, c.yaml)
+		if _, err := RunWhatIf(sc, whatIfState(), in, ForecastOptions{Horizon: time.Hour}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
+		}
+	}
+	if _, err := RunWhatIf(sc, whatIfState(), whatIfPod(t, fmt.Sprintf(podYAML, "w", 0, "1")), ForecastOptions{}); err == nil || !strings.Contains(err.Error(), "horizon") {
+		t.Errorf("no horizon: got %v", err)
+	}
+}
