@@ -70,10 +70,10 @@ func (s *Scheduler) eligible(pod *v1.Pod, snap framework.Snapshot) (string, bool
 	if s.pre.isRunning(pod.UID) {
 		return "not eligible: its victims are still being evicted.", false
 	}
-	node, ok := s.nominator().Nomination(framework.Key(pod))
-	if !ok {
+	if !s.hasNom {
 		return "", true
 	}
+	node := s.ownNom
 	ni, ok := snap.Node(node)
 	if !ok {
 		return "", true
@@ -90,14 +90,15 @@ func (s *Scheduler) eligible(pod *v1.Pod, snap framework.Snapshot) (string, bool
 // act carries out what planPreemption decided, outside the cache's lock:
 // it nominates the pod to the chosen node, takes the nomination from the
 // pods of lower priority nominated there, and hands the victims to the
-// Evictor, which deletes them without holding the cycle. Without a
-// candidate, the pod's nomination is cleared.
+// Evictor, which deletes them without holding the cycle (with none, it
+// only records the nomination: the room is being freed already). Without
+// a candidate, the pod's nomination is cleared.
 func (s *Scheduler) act(ctx context.Context, info Attempt, out *Outcome) {
 	p := out.preempt
 	if p == nil || s.pre == nil {
 		return
 	}
-	nom, pod := s.nominator(), info.Item
+	nom, pod := s.queue, info.Item
 	if !p.found {
 		if _, ok := nom.Nomination(info.Key); ok {
 			s.clearNomination(info.Key, "preemption cannot help")

@@ -58,7 +58,8 @@ type search struct {
 const noLowerPriority = "No preemption victims found for incoming pod"
 
 // onNode finds the fewest, least important victims on ni that let the
-// pod pass the filters, and reports whether there are any such. Every pod
+// pod pass the filters, and reports whether there are any such. The
+// candidate may have no victims: the pods terminating there free enough. Every pod
 // of lower priority, and every pod terminating, is taken out, the nominated pods that outrank the pod
 // are put in; if the pod then fits, the potential victims are put back
 // one by one, those a budget protects first and the most important first
@@ -174,12 +175,18 @@ func (x *search) run(ctx context.Context, nodes []*framework.NodeInfo, offset, w
 	return out
 }
 
-// pickCandidate chooses among candidates by kube-scheduler's criteria, in
-// order, each breaking the ties of the one before: fewest budget
-// violations; lowest highest-priority victim; lowest sum of priorities;
-// fewest victims; latest start among the highest-priority victims; then
-// the first found. O(c*v).
+// pickCandidate chooses among candidates: the first that needs no victim
+// at all (the room is already being freed there, by pods terminating),
+// else by kube-scheduler's criteria, in order, each breaking the ties of
+// the one before: fewest budget violations; lowest highest-priority
+// victim; lowest sum of priorities; fewest victims; latest start among
+// the highest-priority victims; then the first found. O(c*v).
 func pickCandidate(cands []Candidate) Candidate {
+	for _, c := range cands {
+		if len(c.Victims) == 0 {
+			return c
+		}
+	}
 	scores := []func(c *Candidate) int64{
 		func(c *Candidate) int64 { return -int64(c.PDBViolations) },
 		func(c *Candidate) int64 { return -int64(framework.Priority(c.Victims[0])) },
@@ -220,6 +227,9 @@ func pickCandidate(cands []Candidate) Candidate {
 // earliestTopStart is the earliest start among the victims of the highest
 // priority (the victims are sorted most important first).
 func earliestTopStart(victims []*v1.Pod) time.Time {
+	if len(victims) == 0 {
+		return time.Time{}
+	}
 	top := framework.Priority(victims[0])
 	t := startTime(victims[0])
 	for _, v := range victims[1:] {
