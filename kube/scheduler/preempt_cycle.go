@@ -3,7 +3,9 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -41,10 +43,64 @@ type PreemptionOptions struct {
 // preemptors whose victims are still being evicted, which do not preempt
 // again meanwhile. running is written by Evictor's done, from any
 // goroutine.
+//
+// evicting holds the victims handed to the Evictor, by UID, with the time
+// they were: until the cache shows them terminating or gone (the
+// informer lags behind the Evictor), the search counts them as leaving,
+// as terminating pods, so that the next preemptor does not evict more
+// for room that is already being freed. An entry ends when a search sees
+// the pod terminating, or after evictionMemory. mu is a leaf lock.
 type preemptor struct {
-	o       PreemptionOptions
-	mu      sync.Mutex
-	running map[types.UID]bool
+	o        PreemptionOptions
+	mu       sync.Mutex
+	running  map[types.UID]bool
+	evicting map[types.UID]time.Time
+}
+
+// evictionMemory bounds how long a victim counts as leaving before the
+// cache shows it so.
+const evictionMemory = time.Minute
+
+// evict records victims as handed to the Evictor at now, and forgets the
+// entries older than evictionMemory. O(victims + entries).
+func (p *preemptor) evict(victims []*v1.Pod, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for uid, at := range p.evicting {
+		if now.Sub(at) > evictionMemory {
+			delete(p.evicting, uid)
+		}
+	}
+	for _, v := range victims {
+		p.evicting[v.UID] = now
+	}
+}
+
+// leaving returns a copy of the victims being evicted, nil if none, for
+// one search to read without the lock.
+func (p *preemptor) leaving() map[types.UID]time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.evicting) == 0 {
+		return nil
+	}
+	return maps.Clone(p.evicting)
+}
+
+// forget forgets victims whose eviction failed in part.
+func (p *preemptor) forget(victims []*v1.Pod) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, v := range victims {
+		delete(p.evicting, v.UID)
+	}
+}
+
+// seen forgets a victim the cache shows terminating.
+func (p *preemptor) seen(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.evicting, uid)
 }
 
 // EnablePreemption makes the scheduler preempt lower-priority pods for a
@@ -54,7 +110,7 @@ func (s *Scheduler) EnablePreemption(o PreemptionOptions) error {
 	if o.Evictor == nil {
 		return fmt.Errorf("preemption: no Evictor")
 	}
-	s.pre = &preemptor{o: o, running: map[types.UID]bool{}}
+	s.pre = &preemptor{o: o, running: map[types.UID]bool{}, evicting: map[types.UID]time.Time{}}
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq/kube/framework"
 )
@@ -43,6 +44,9 @@ type search struct {
 	state     *framework.CycleState
 	budgets   *budgets
 	nominated map[string][]*framework.PodInfo
+	// leaving are the victims handed to the Evictor that the cache may
+	// not show terminating yet: they count as terminating.
+	leaving map[types.UID]time.Time
 	// exts are the PreFilter plugins that ran and keep their state right
 	// as pods come and go; with none, every node shares state.
 	exts []framework.PreFilterExtensions
@@ -68,7 +72,7 @@ const noLowerPriority = "No preemption victims found for incoming pod"
 func (x *search) onNode(ctx context.Context, ni *framework.NodeInfo) (Candidate, bool) {
 	x.potential = x.potential[:0]
 	for _, p := range ni.Pods {
-		if framework.Priority(p.Pod) < x.prio && p.Pod.DeletionTimestamp == nil {
+		if framework.Priority(p.Pod) < x.prio && !x.terminating(p.Pod) {
 			x.potential = append(x.potential, p)
 		}
 	}
@@ -80,7 +84,7 @@ func (x *search) onNode(ctx context.Context, ni *framework.NodeInfo) (Candidate,
 	// (the nominated pods that outrank the preemptor claim it first), and
 	// they are never chosen again.
 	ni.CopyInto(&x.node, func(p *framework.PodInfo) bool {
-		return framework.Priority(p.Pod) >= x.prio && p.Pod.DeletionTimestamp == nil
+		return framework.Priority(p.Pod) >= x.prio && !x.terminating(p.Pod)
 	})
 	state := x.nodeState(ctx, ni)
 	for _, p := range x.nominated[ni.Name()] {
@@ -121,6 +125,16 @@ func (x *search) onNode(ctx context.Context, ni *framework.NodeInfo) (Candidate,
 	// Victims from both groups, most important first.
 	slices.SortStableFunc(c.Victims, func(a, b *v1.Pod) int { return morePod(a, b) })
 	return c, true
+}
+
+// terminating reports whether p is leaving: terminating, or a victim
+// being evicted.
+func (x *search) terminating(p *v1.Pod) bool {
+	if p.DeletionTimestamp != nil {
+		return true
+	}
+	_, ok := x.leaving[p.UID]
+	return ok
 }
 
 // moreImportant orders pods by importance: higher priority first, then
@@ -268,7 +282,7 @@ func (x *search) nodeState(ctx context.Context, ni *framework.NodeInfo) *framewo
 	}
 	state := x.state.Clone()
 	for _, p := range ni.Pods {
-		if framework.Priority(p.Pod) < x.prio || p.Pod.DeletionTimestamp != nil {
+		if framework.Priority(p.Pod) < x.prio || x.terminating(p.Pod) {
 			x.removedOn(ctx, state, p, ni)
 		}
 	}
