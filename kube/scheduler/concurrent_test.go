@@ -3,9 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -123,10 +121,7 @@ func TestConcurrentCacheQueueBudgetCycle(t *testing.T) {
 	}
 	h := &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
 	cl := &fakeServer{h: h, events: make(chan func(), 1024), pods: map[types.NamespacedName]*v1.Pod{}, deleted: map[types.NamespacedName]bool{}}
-	var logbuf syncBuf
-	lg := slog.New(slog.NewTextHandler(&logbuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h.Logger = lg
-	s := New(q, c, asyncBinder{cl}, &lockedReporter{}, Options{Profile: testProfile(), Rand: rand.New(rand.NewPCG(1, 2)), Logger: lg})
+	s := New(q, c, asyncBinder{cl}, &lockedReporter{}, Options{Profile: testProfile(), Rand: rand.New(rand.NewPCG(1, 2))})
 	if err := s.EnablePreemption(PreemptionOptions{Evictor: asyncEvictor{cl}}); err != nil {
 		t.Fatal(err)
 	}
@@ -165,14 +160,16 @@ func TestConcurrentCacheQueueBudgetCycle(t *testing.T) {
 			cl.add(prioPod(fmt.Sprint("high", i), 1000, 100))
 		}
 	}()
-	go func() { // churn: delete a few bound low pods, which frees room
+	go func() { // churn: after every 12 bindings, delete a bound low pod
 		defer producers.Done()
-		for i := 0; i < low; i += 15 {
-			key := types.NamespacedName{Namespace: "default", Name: fmt.Sprint("low", i)}
-			for !cl.boundOrGone(key) && ctx.Err() == nil {
+		// 12 deleted: 158 pods left for 160 cpus, whatever the order.
+		for n := range 12 {
+			for cl.bindCount() < (n+1)*12 && ctx.Err() == nil {
 				pollPause()
 			}
-			cl.delete(key)
+			if key, ok := cl.boundLow(); ok {
+				cl.delete(key)
+			}
 		}
 	}()
 	producers.Wait()
@@ -194,15 +191,6 @@ func TestConcurrentCacheQueueBudgetCycle(t *testing.T) {
 						names = append(names, p.Pod.Name)
 					}
 					t.Logf("cache %s: %d %v", ni.Name(), ni.Requested.MilliCPU, names)
-					for _, p := range ni.Pods {
-						if cl.deleted[framework.Key(p.Pod)] {
-							for _, l := range strings.Split(logbuf.String(), "\n") {
-								if strings.Contains(l, "default/"+p.Pod.Name+" ") || strings.HasSuffix(l, "default/"+p.Pod.Name) {
-									t.Log(l)
-								}
-							}
-						}
-					}
 				}
 			})
 			for k, p := range cl.pods {
@@ -221,14 +209,23 @@ func TestConcurrentCacheQueueBudgetCycle(t *testing.T) {
 	cl.checkRoom(t, nodes, nodeCPU)
 }
 
-// boundOrGone reports whether the server has the pod bound, or deleted.
-func (c *fakeServer) boundOrGone(key types.NamespacedName) bool {
+// bindCount returns how many bindings the server accepted.
+func (c *fakeServer) bindCount() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if p, ok := c.pods[key]; ok {
-		return p.Spec.NodeName != ""
+	return c.binds
+}
+
+// boundLow returns a bound pod of low priority, if there is one.
+func (c *fakeServer) boundLow() (types.NamespacedName, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, p := range c.pods {
+		if p.Spec.NodeName != "" && framework.Priority(p) < 100 {
+			return k, true
+		}
 	}
-	return c.deleted[key]
+	return types.NamespacedName{}, false
 }
 
 // settled reports whether every live pod is bound.
@@ -260,23 +257,6 @@ func (c *fakeServer) checkRoom(t *testing.T, nodes int, cpu int64) {
 	if len(used) > nodes {
 		t.Errorf("pods on %d nodes, of %d", len(used), nodes)
 	}
-}
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuf) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // pollPause is the pause between two polls of a condition.
