@@ -77,8 +77,13 @@ type Options struct {
 	// beneath the fence: for tests that hold requests the fence has let
 	// through, as a paused process would. Nil in production.
 	WrapTransport func(http.RoundTripper) http.RoundTripper
-	// Clock is for the fence and the outage backoff. Default: the wall clock.
+	// Clock is for the fence, the outage backoff and the stall watch.
+	// Default: the wall clock.
 	Clock clock.Clock
+	// StallTimeout is how long one scheduling cycle may run before
+	// /healthz, /livez and /readyz fail (see Handler). Default
+	// DefaultStallTimeout.
+	StallTimeout time.Duration
 }
 
 // Run runs the scheduler until ctx ends (SIGTERM). With leader election,
@@ -248,7 +253,8 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	}
 
 	st := &state{}
-	handler := Handler(reg, queues, st.ready)
+	watch := newLoopWatch(o.Clock, o.StallTimeout)
+	handler := Handler(reg, queues, st.ready, watch.live)
 	if o.Address != "" {
 		if err := serveInsecure(ctx, o.Address, handler, log); err != nil {
 			return err
@@ -277,7 +283,7 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 
 	t := &terms{
 		queues: queues, cache: c, handlers: h, pods: pods, podGroups: podGroups, qcfg: qcfg, client: cs.sched, fence: f,
-		backoff: newOutageBackoff(o.Clock), state: st, log: log, reporter: reporter,
+		backoff: newOutageBackoff(o.Clock), state: st, watch: watch, log: log, reporter: reporter,
 		opts:     scheduler.Options{Profile: profile, PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: sm, Logger: log},
 		preempt:  preempt,
 		releaser: &scheduler.APIReleaser{Client: cs.sched, Recorder: broadcaster.NewRecorder(scheme.Scheme, o.SchedulerName)},

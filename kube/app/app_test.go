@@ -171,7 +171,7 @@ func TestDebugEndpoints(t *testing.T) {
 	}
 	q.Add(testPod("waiting", "schedq", "1"))
 	ready := false
-	h := Handler(prometheus.NewRegistry(), q, func() (bool, string) { return ready, "not yet" })
+	h := Handler(prometheus.NewRegistry(), q, func() (bool, string) { return ready, "not yet" }, nil)
 	get := func(path string) (int, string) {
 		rr := httptest.NewRecorder()
 		h.ServeHTTP(rr, httptest.NewRequest(http.MethodGet, path, nil))

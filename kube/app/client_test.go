@@ -24,7 +24,7 @@ func TestExplainAgainstHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	q.Add(testPod("waiting", "schedq", "1"))
-	srv := httptest.NewServer(Handler(prometheus.NewRegistry(), q, func() (bool, string) { return true, "ok" }))
+	srv := httptest.NewServer(Handler(prometheus.NewRegistry(), q, func() (bool, string) { return true, "ok" }, nil))
 	defer srv.Close()
 	ctx := context.Background()
 	for _, tc := range []struct {

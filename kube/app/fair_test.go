@@ -43,7 +43,7 @@ func fairQueue(t *testing.T) *podQueue {
 }
 
 func TestDebugQueuePending(t *testing.T) {
-	h := Handler(prometheus.NewRegistry(), fairQueue(t), func() (bool, string) { return true, "ok" })
+	h := Handler(prometheus.NewRegistry(), fairQueue(t), func() (bool, string) { return true, "ok" }, nil)
 	get := func(path string) (int, string) {
 		rr := httptest.NewRecorder()
 		h.ServeHTTP(rr, httptest.NewRequest(http.MethodGet, path, nil))
@@ -73,7 +73,7 @@ func TestDebugQueuePending(t *testing.T) {
 }
 
 func TestPendingAgainstHandler(t *testing.T) {
-	srv := httptest.NewServer(Handler(prometheus.NewRegistry(), fairQueue(t), func() (bool, string) { return true, "ok" }))
+	srv := httptest.NewServer(Handler(prometheus.NewRegistry(), fairQueue(t), func() (bool, string) { return true, "ok" }, nil))
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

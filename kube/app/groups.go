@@ -72,17 +72,15 @@ func addPodGroups(h *scheduler.Handlers, inf cache.SharedIndexInformer) {
 	}
 }
 
-// SetGroup implements scheduler.GroupQueue.
+// SetGroup implements scheduler.Queue.
 func (s *switchQueue) SetGroup(name string, spec schedq.GroupSpec) error {
 	return s.do(func(q *podQueue) error { return q.SetGroup(name, spec) })
 }
 
-// DeleteGroup implements scheduler.GroupQueue.
+// DeleteGroup implements scheduler.Queue.
 func (s *switchQueue) DeleteGroup(name string) error {
 	return s.do(func(q *podQueue) error { return q.DeleteGroup(name) })
 }
-
-var _ scheduler.GroupQueue = (*switchQueue)(nil)
 
 // Warn implements scheduler.Warner, through the fence like the rest.
 func (r guardedReporter) Warn(ctx context.Context, obj runtime.Object, reason, message string) {

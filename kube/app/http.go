@@ -52,20 +52,33 @@ const (
 // Handler serves /metrics, /healthz, /livez, /readyz, /debug/queue (the
 // queue dump, a page at a time) and /debug/queue/{namespace}/{name}
 // (Explain). The debug endpoints answer JSON, or text with ?format=text.
-func Handler(reg *prometheus.Registry, q queueView, ready func() (bool, string)) http.Handler {
+// /healthz and /livez answer 503 while live says the process is stuck
+// (nil: never), and /readyz while ready or live says no: the liveness
+// probe then restarts a leader whose scheduling loop hangs, and its lease
+// passes to a standby.
+func Handler(reg *prometheus.Registry, q queueView, ready, live func() (bool, string)) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	ok := func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") }
-	mux.HandleFunc("GET /healthz", ok)
-	mux.HandleFunc("GET /livez", ok)
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		ok, msg := ready()
-		if !ok {
-			http.Error(w, msg, http.StatusServiceUnavailable)
-			return
+	if live == nil {
+		live = func() (bool, string) { return true, "ok" }
+	}
+	probe := func(checks ...func() (bool, string)) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			msg := ""
+			for _, check := range checks {
+				ok, m := check()
+				if !ok {
+					http.Error(w, m, http.StatusServiceUnavailable)
+					return
+				}
+				msg = m
+			}
+			fmt.Fprintln(w, msg)
 		}
-		fmt.Fprintln(w, msg)
-	})
+	}
+	mux.HandleFunc("GET /healthz", probe(live))
+	mux.HandleFunc("GET /livez", probe(live))
+	mux.HandleFunc("GET /readyz", probe(live, ready))
 	snap := &snapshots{q: q, ttl: queueSnapshotTTL, now: time.Now}
 	mux.HandleFunc("GET /debug/queue", func(w http.ResponseWriter, r *http.Request) {
 		if wantsPending(r) {

@@ -94,7 +94,7 @@ func (f *fakeAuth) EvaluateConditions(context.Context, authorizer.ConditionsAwar
 func TestGuarded(t *testing.T) {
 	q := newTestQueue(t, 0)
 	auth := &fakeAuth{}
-	h := guarded(Handler(testRegistry(), q, func() (bool, string) { return true, "ok" }), refuseAnonymous(auth), auth)
+	h := guarded(Handler(testRegistry(), q, func() (bool, string) { return true, "ok" }, nil), refuseAnonymous(auth), auth)
 	get := func(path, token string) int {
 		r := httptest.NewRequest(http.MethodGet, path, nil)
 		if token != "" {
@@ -229,7 +229,7 @@ func BenchmarkDebugQueue20k(b *testing.B) {
 		}
 	})
 	b.Run("page", func(b *testing.B) {
-		h := Handler(testRegistry(), q, func() (bool, string) { return true, "ok" })
+		h := Handler(testRegistry(), q, func() (bool, string) { return true, "ok" }, nil)
 		b.ReportAllocs()
 		var size int
 		for b.Loop() {

@@ -97,6 +97,22 @@ func (s *switchQueue) Get(key types.NamespacedName) (schedq.Info[*v1.Pod], sched
 	return s.get().Get(key)
 }
 
+// Nominate implements scheduler.Queue.
+func (s *switchQueue) Nominate(key types.NamespacedName, node string) error {
+	return s.do(func(q *podQueue) error { return q.Nominate(key, node) })
+}
+
+// Nomination implements scheduler.Queue.
+func (s *switchQueue) Nomination(key types.NamespacedName) (string, bool) {
+	return s.get().Nomination(key)
+}
+
+// Nominated implements scheduler.Queue.
+func (s *switchQueue) Nominated(node string) []*v1.Pod { return s.get().Nominated(node) }
+
+// NominatedTargets implements scheduler.Queue.
+func (s *switchQueue) NominatedTargets() []string { return s.get().NominatedTargets() }
+
 func (s *switchQueue) do(f func(*podQueue) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

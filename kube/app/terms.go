@@ -40,6 +40,7 @@ type terms struct {
 	preempt   *scheduler.PreemptionOptions // nil: no preemption
 	releaser  scheduler.Releaser           // releases gangs stuck below minCount
 	state     *state
+	watch     *loopWatch // nil: not watched
 	log       *slog.Logger
 }
 
@@ -71,12 +72,21 @@ func (t *terms) run(ctx context.Context) {
 		if err != nil {
 			break
 		}
-		s.ScheduleOne(ctx, info)
+		t.cycle(ctx, s, info)
 	}
 	// Bindings in flight were cancelled with ctx; those refused or
 	// cancelled have given their pods back to the cache by now.
 	binder.Wait()
 	t.state.leading.Store(false)
+}
+
+// cycle runs one scheduling cycle under the stall watch.
+func (t *terms) cycle(ctx context.Context, s *scheduler.Scheduler, info scheduler.Attempt) {
+	if t.watch != nil {
+		t.watch.begin()
+		defer t.watch.end()
+	}
+	s.ScheduleOne(ctx, info)
 }
 
 // rebuild replaces the ended term's queue by a new one holding every

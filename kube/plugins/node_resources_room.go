@@ -14,13 +14,22 @@ import (
 // assumed) request, less what it has promised. One ledger serves one
 // queue; it is used under the queue's lock only, so it needs none.
 //
-// view reads the scheduler's cache (Cache.View) and nodeOf says where the
-// cache holds a pod (Cache.NodeOf); the ledger calls them under the
-// queue's lock, which is safe because the cache never calls the queue.
+// The ledger reads the scheduler's cache through a RoomSource, under the
+// queue's lock: the source must never wait for a lock that is held by a
+// goroutine waiting for the queue (the cache's own lock is such a lock).
 type RoomLedger struct {
-	view     func(func(framework.Snapshot))
-	nodeOf   func(types.NamespacedName) (string, bool)
+	src      RoomSource
 	promised map[string]*promise
+}
+
+// RoomSource is what the ledger reads of the cluster: a published copy of
+// each node's allocatable, of what its pods request and of how many they
+// are, and whether a pod is placed on a node (bound or assumed). Its
+// methods are called under the queue's lock, so they may take only a
+// lock that is a leaf. The scheduler's Cache implements it.
+type RoomSource interface {
+	NodeRoom(node string) (alloc, used framework.Resource, pods int64, ok bool)
+	Placed(key types.NamespacedName) bool
 }
 
 type promise struct {
@@ -28,10 +37,9 @@ type promise struct {
 	pods int64
 }
 
-// NewRoomLedger returns an empty ledger over the cache that view and nodeOf
-// read.
-func NewRoomLedger(view func(func(framework.Snapshot)), nodeOf func(types.NamespacedName) (string, bool)) *RoomLedger {
-	return &RoomLedger{view: view, nodeOf: nodeOf, promised: map[string]*promise{}}
+// NewRoomLedger returns an empty ledger over src.
+func NewRoomLedger(src RoomSource) *RoomLedger {
+	return &RoomLedger{src: src, promised: map[string]*promise{}}
 }
 
 // Room returns the room of the named node, as a schedq.Budget.
@@ -42,29 +50,17 @@ func (l *RoomLedger) Room(node string) *NodeRoom {
 // fits reports whether the node, with what it promised, can hold one more
 // pod requesting req; a node that is gone cannot.
 func (l *RoomLedger) fits(node string, req framework.Resource) bool {
-	ok := false
-	l.view(func(s framework.Snapshot) {
-		ni, found := s.Node(node)
-		if !found {
-			return
-		}
-		used, pods := l.claims(ni)
-		ok = len(shortages(req, ni.Allocatable, used, pods)) == 0
-	})
-	return ok
-}
-
-// claims returns what the node's pods request and it promised, in all,
-// and how many pods they are.
-func (l *RoomLedger) claims(ni *framework.NodeInfo) (framework.Resource, int64) {
+	alloc, requested, pods, found := l.src.NodeRoom(node)
+	if !found {
+		return false
+	}
 	var used framework.Resource // a copy: Add writes into Scalar
-	used.Add(ni.Requested)
-	pods := int64(len(ni.Pods))
-	if p := l.promised[ni.Name()]; p != nil {
+	used.Add(requested)
+	if p := l.promised[node]; p != nil {
 		used.Add(p.res)
 		pods += p.pods
 	}
-	return used, pods
+	return len(shortages(req, alloc, used, pods)) == 0
 }
 
 func (l *RoomLedger) promise(node string, req framework.Resource, sign int64) {
@@ -123,6 +119,5 @@ func (r *NodeRoom) Return(pod *v1.Pod) bool {
 		delete(r.to, key)
 		r.l.promise(r.node, req, -1)
 	}
-	_, placed := r.l.nodeOf(key)
-	return !placed
+	return !r.l.src.Placed(key)
 }

@@ -54,8 +54,8 @@ var ErrNodeDeleted = errors.New("the node was deleted before the binding started
 // binding counts as started, and a deletion of the node seen from now on no
 // longer aborts it. If not, the request must not be sent.
 func (c *Cache) StartBinding(pod *v1.Pod, node string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	a, ok := c.assumed[framework.Key(pod)]
 	if !ok || a.uid != pod.UID || a.node != node {
 		return false

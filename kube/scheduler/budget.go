@@ -17,7 +17,7 @@ import (
 // so two events on one node do not promise its room twice. This goes beyond
 // kube-scheduler, which wakes every pod whose hint accepts the event.
 func WakeBudget(c *Cache) func(ev schedq.Event, oldObj, newObj any) (schedq.Budget[*v1.Pod], bool) {
-	ledger := plugins.NewRoomLedger(c.View, c.NodeOf)
+	ledger := plugins.NewRoomLedger(c)
 	return func(ev schedq.Event, oldObj, newObj any) (schedq.Budget[*v1.Pod], bool) {
 		node := roomOn(ev, oldObj, newObj)
 		if node == "" {

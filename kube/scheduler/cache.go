@@ -16,6 +16,22 @@ import (
 // them, and the pods it assumed on a node while their binding is under
 // way, so that the next cycle already counts them. It is safe for
 // concurrent use; a scheduling cycle holds it with View.
+//
+// Lock order. Three locks meet here: the cache's (mu), the queue's, and
+// the room index's (room.mu, what the wake budget reads). The rules:
+//   - No goroutine holding mu calls the queue: the cycle reads the queue's
+//     nominations before View and writes them after; handlers update the
+//     cache, release it, then call the queue; functions that View, Trial
+//     and the writers run (plugins, aborts) never call the queue either
+//     (RemoveNode calls the aborts after unlocking).
+//   - No goroutine holding the queue's lock takes mu: the wake budget
+//     reads the room index (NodeRoom, Placed) instead.
+//   - room.mu is a leaf: taken under mu (by every writer, as it unlocks)
+//     or under the queue's lock, never the other way round, and nothing
+//     is locked while it is held.
+//
+// With a writer waiting on mu (which blocks new readers), breaking either
+// of the first two rules deadlocks the cycle, the queue and the writer.
 type Cache struct {
 	// antiAffinityPods counts the cached pods (on known nodes or not) with
 	// required anti-affinity terms, see MayHavePodsWithRequiredAntiAffinity.
@@ -32,6 +48,11 @@ type Cache struct {
 	namespaces map[string]labels.Set
 	fp         fingerprints
 	groups     groupCounts // pods bound or assumed per pod group
+
+	// room is what the wake budget reads, published by every write
+	// (unlock) from what it changed (dirty).
+	room  roomIndex
+	dirty dirty
 }
 
 // NewCache returns an empty cache.
@@ -44,14 +65,17 @@ func NewCache() *Cache {
 		namespaces: map[string]labels.Set{},
 		fp:         newFingerprints(),
 		groups:     newGroupCounts(),
+		room:       newRoomIndex(),
+		dirty:      dirty{nodes: map[string]struct{}{}, pods: map[types.NamespacedName]struct{}{}},
 	}
 }
 
 // AddNode adds or replaces a node.
 func (c *Cache) AddNode(n *v1.Node) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	c.fp.setNode(n)
+	c.touchNode(n.Name)
 	if ni, ok := c.nodes[n.Name]; ok {
 		ni.SetNode(n)
 		return
@@ -76,13 +100,14 @@ func (c *Cache) RemoveNode(name string) {
 			f()
 		}
 	}()
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	ni, ok := c.nodes[name]
 	if !ok {
 		return
 	}
 	c.fp.removeNode(name)
+	c.touchNode(name)
 	delete(c.nodes, name)
 	c.order = slices.DeleteFunc(c.order, func(x *framework.NodeInfo) bool { return x == ni })
 	for _, p := range ni.Pods {
@@ -107,8 +132,8 @@ func (c *Cache) AddPod(p *v1.Pod) error {
 	if err != nil {
 		return err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	key := framework.Key(p)
 	c.removeLocked(key)
 	delete(c.assumed, key)
@@ -119,8 +144,8 @@ func (c *Cache) AddPod(p *v1.Pod) error {
 
 // RemovePod forgets a bound or assumed pod.
 func (c *Cache) RemovePod(key types.NamespacedName) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	c.fp.removePod(key)
 	c.removeLocked(key)
 	delete(c.assumed, key)
@@ -131,8 +156,8 @@ func (c *Cache) RemovePod(key types.NamespacedName) {
 // deletion was seen. If b is not nil and the node is deleted before the
 // binding starts (see StartBinding), the pod is forgotten and b aborted.
 func (c *Cache) Assume(pi *framework.PodInfo, node string, b *pendingBinding) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	key := framework.Key(pi.Pod)
 	if _, ok := c.podNode[key]; ok {
 		return fmt.Errorf("pod %s is already on a node", key)
@@ -149,8 +174,8 @@ func (c *Cache) Assume(pi *framework.PodInfo, node string, b *pendingBinding) er
 // the API server, or another pod of the same name assumed since (a
 // recreated pod has a new UID), is left alone.
 func (c *Cache) Forget(pod *v1.Pod) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	key := framework.Key(pod)
 	if a, ok := c.assumed[key]; ok && a.uid == pod.UID {
 		c.removeLocked(key)
@@ -169,15 +194,15 @@ func (c *Cache) IsAssumed(key types.NamespacedName) bool {
 // SetNamespace records a namespace's labels, for affinity namespace
 // selectors.
 func (c *Cache) SetNamespace(ns *v1.Namespace) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	c.namespaces[ns.Name] = labels.Set(ns.Labels)
 }
 
 // RemoveNamespace forgets a namespace.
 func (c *Cache) RemoveNamespace(name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	delete(c.namespaces, name)
 }
 
@@ -206,6 +231,7 @@ func (c *Cache) View(f func(framework.Snapshot)) {
 
 func (c *Cache) placeLocked(pi *framework.PodInfo, node string) {
 	c.podNode[framework.Key(pi.Pod)] = node
+	c.touchPod(framework.Key(pi.Pod), node)
 	c.groups.add(pi.Pod)
 	if len(pi.RequiredAntiAffinity) > 0 {
 		c.antiAffinityPods++
@@ -223,6 +249,7 @@ func (c *Cache) removeLocked(key types.NamespacedName) {
 		return
 	}
 	delete(c.podNode, key)
+	c.touchPod(key, node)
 	c.groups.remove(key)
 	if ni, ok := c.nodes[node]; ok {
 		n := len(ni.PodsWithRequiredAntiAffinity)

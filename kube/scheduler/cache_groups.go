@@ -93,20 +93,26 @@ func (t *Trial) Placed(name string) int { return t.c.groups.count[name] }
 // as Assume makes them; otherwise they are all undone and the cache is as
 // before. Either way no other reader sees a trial placement. f must not
 // call the Cache's methods (they would deadlock). The lock is held for the
-// whole of f: O(members x nodes) for a group attempt.
+// whole of f: O(members x nodes) for a group attempt. If f panics, the
+// placements are undone and the panic goes on.
 func (c *Cache) Trial(f func(snap framework.Snapshot, t *Trial) bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.lock()
+	defer c.unlock()
 	t := &Trial{c: c}
-	keep := f(snapshot{c}, t)
-	for _, p := range t.placed {
-		key := framework.Key(p.pi.Pod)
-		if keep {
-			c.assumed[key] = &assumption{uid: p.pi.Pod.UID, node: p.node, b: p.b}
-		} else {
-			c.removeLocked(key)
+	keep := false
+	// Deferred, so that a panic in f (a plugin's) undoes the placements
+	// before the lock is released.
+	defer func() {
+		for _, p := range t.placed {
+			key := framework.Key(p.pi.Pod)
+			if keep {
+				c.assumed[key] = &assumption{uid: p.pi.Pod.UID, node: p.node, b: p.b}
+			} else {
+				c.removeLocked(key)
+			}
 		}
-	}
+	}()
+	keep = f(snapshot{c}, t)
 }
 
 // GroupMembers returns the bound pods of the pod group name, and how many

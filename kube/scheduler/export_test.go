@@ -11,11 +11,11 @@ import (
 // it would requeue with; for benchmarks in package scheduler_test.
 func (s *Scheduler) PlanPreemption(ctx context.Context, pi *framework.PodInfo) Outcome {
 	var out Outcome
+	s.readNominations(framework.Key(pi.Pod), pi.Pod)
 	s.cache.View(func(snap framework.Snapshot) {
 		out = Outcome{Result: Unschedulable}
-		s.nomPods = s.nominatedPods(pi.Pod)
 		s.planPreemption(ctx, pi, snap, &out)
-		s.nomPods = nil
 	})
+	s.forgetNominations()
 	return out
 }

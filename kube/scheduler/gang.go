@@ -164,6 +164,7 @@ func (s *Scheduler) failGroup(ctx context.Context, a Attempt, start time.Time, g
 // bindGroup ends a successful group attempt: the queue learns which
 // members were placed, then the placed members are bound in parallel.
 func (s *Scheduler) bindGroup(ctx context.Context, a Attempt, start time.Time, g *groupTry) Outcome {
+	s.committed = true // the placements are assumptions now
 	s.o.Metrics.attempt(Scheduled, s.o.Now().Sub(start))
 	s.o.Metrics.groupAttempt(Scheduled)
 	if g.before+len(g.placed) >= a.Spec.MinCount {

@@ -106,11 +106,10 @@ func (h *Handlers) addPod(p *v1.Pod, initial bool) {
 // next attempt, as for any nomination.
 func (h *Handlers) restoreNomination(p *v1.Pod) {
 	node := p.Status.NominatedNodeName
-	nom, ok := h.Queue.(Nominator)
-	if node == "" || !ok {
+	if node == "" {
 		return
 	}
-	h.check("nominate", p, nom.Nominate(framework.Key(p), node))
+	h.check("nominate", p, h.Queue.Nominate(framework.Key(p), node))
 }
 
 // UpdatePod handles a changed pod. A new UID under the same name is a

@@ -15,14 +15,6 @@ import (
 	"github.com/schedq/schedq/kube/framework"
 )
 
-// GroupQueue is a Queue that also takes group objects: the PodGroups,
-// named "namespace/name". *schedq.Queue implements it.
-type GroupQueue interface {
-	Queue
-	SetGroup(name string, spec schedq.GroupSpec) error
-	DeleteGroup(name string) error
-}
-
 // GroupSpecOf reads what the queue needs of a PodGroup: the gang policy's
 // minCount (the basic policy is minCount 1) and spec.priority (unset: 0).
 // A PodGroup with neither or both policies is an error naming the field.
@@ -68,25 +60,16 @@ func (h *Handlers) UpdatePodGroup(oldPG, newPG *schedulingv1beta1.PodGroup) {
 // waiting for it (a group attempt under way ends normally; its members
 // that were not placed then wait too).
 func (h *Handlers) DeletePodGroup(pg *schedulingv1beta1.PodGroup) {
-	gq, ok := h.Queue.(GroupQueue)
-	if !ok {
-		return
-	}
-	if err := gq.DeleteGroup(GroupKey(pg)); err != nil && !errors.Is(err, schedq.ErrNotFound) && !errors.Is(err, schedq.ErrClosed) {
+	if err := h.Queue.DeleteGroup(GroupKey(pg)); err != nil && !errors.Is(err, schedq.ErrNotFound) && !errors.Is(err, schedq.ErrClosed) {
 		h.log().Warn("queue", "op", "deleteGroup", "podGroup", GroupKey(pg), "err", err)
 	}
 }
 
 // setGroup gives the queue pg's spec and reports whether it took it.
 func (h *Handlers) setGroup(pg *schedulingv1beta1.PodGroup) bool {
-	gq, ok := h.Queue.(GroupQueue)
-	if !ok {
-		h.log().Warn("the queue takes no groups: PodGroup ignored", "podGroup", GroupKey(pg))
-		return false
-	}
 	spec, err := GroupSpecOf(pg)
 	if err == nil {
-		err = gq.SetGroup(GroupKey(pg), spec)
+		err = h.Queue.SetGroup(GroupKey(pg), spec)
 	}
 	switch {
 	case err == nil:

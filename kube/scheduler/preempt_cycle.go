@@ -3,7 +3,9 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -11,17 +13,6 @@ import (
 
 	"github.com/schedq/schedq/kube/framework"
 )
-
-// Nominator is what preemption needs of the queue: which pod is
-// nominated to which node (see schedq.Core.Nominate). The queue keeps it
-// consistent: a pod deleted or bound is no longer nominated.
-// *schedq.Queue[types.NamespacedName, *v1.Pod] implements it.
-type Nominator interface {
-	Nominate(key types.NamespacedName, node string) error
-	Nomination(key types.NamespacedName) (string, bool)
-	Nominated(node string) []*v1.Pod
-	NominatedTargets() []string
-}
 
 // Evictor carries out a preemption without holding the scheduling cycle
 // back: it records the preemptor's nominated node (status.nominatedNodeName
@@ -52,23 +43,74 @@ type PreemptionOptions struct {
 // preemptors whose victims are still being evicted, which do not preempt
 // again meanwhile. running is written by Evictor's done, from any
 // goroutine.
+//
+// evicting holds the victims handed to the Evictor, by UID, with the time
+// they were: until the cache shows them terminating or gone (the
+// informer lags behind the Evictor), the search counts them as leaving,
+// as terminating pods, so that the next preemptor does not evict more
+// for room that is already being freed. An entry ends when a search sees
+// the pod terminating, or after evictionMemory. mu is a leaf lock.
 type preemptor struct {
-	o       PreemptionOptions
-	mu      sync.Mutex
-	running map[types.UID]bool
+	o        PreemptionOptions
+	mu       sync.Mutex
+	running  map[types.UID]bool
+	evicting map[types.UID]time.Time
+}
+
+// evictionMemory bounds how long a victim counts as leaving before the
+// cache shows it so.
+const evictionMemory = time.Minute
+
+// evict records victims as handed to the Evictor at now, and forgets the
+// entries older than evictionMemory. O(victims + entries).
+func (p *preemptor) evict(victims []*v1.Pod, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for uid, at := range p.evicting {
+		if now.Sub(at) > evictionMemory {
+			delete(p.evicting, uid)
+		}
+	}
+	for _, v := range victims {
+		p.evicting[v.UID] = now
+	}
+}
+
+// leaving returns a copy of the victims being evicted, nil if none, for
+// one search to read without the lock.
+func (p *preemptor) leaving() map[types.UID]time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.evicting) == 0 {
+		return nil
+	}
+	return maps.Clone(p.evicting)
+}
+
+// forget forgets victims whose eviction failed in part.
+func (p *preemptor) forget(victims []*v1.Pod) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, v := range victims {
+		delete(p.evicting, v.UID)
+	}
+}
+
+// seen forgets a victim the cache shows terminating.
+func (p *preemptor) seen(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.evicting, uid)
 }
 
 // EnablePreemption makes the scheduler preempt lower-priority pods for a
-// pod that fits nowhere, as kube-scheduler's DefaultPreemption does. The
-// queue must implement Nominator. Call it before the first cycle.
+// pod that fits nowhere, as kube-scheduler's DefaultPreemption does. Call
+// it before the first cycle.
 func (s *Scheduler) EnablePreemption(o PreemptionOptions) error {
 	if o.Evictor == nil {
 		return fmt.Errorf("preemption: no Evictor")
 	}
-	if _, ok := s.queue.(Nominator); !ok {
-		return fmt.Errorf("preemption: the queue (%T) keeps no nominations", s.queue)
-	}
-	s.pre = &preemptor{o: o, running: map[types.UID]bool{}}
+	s.pre = &preemptor{o: o, running: map[types.UID]bool{}, evicting: map[types.UID]time.Time{}}
 	return nil
 }
 
@@ -88,20 +130,11 @@ func (p *preemptor) setRunning(uid types.UID, on bool) {
 	}
 }
 
-// nominator returns the queue's nominations, or nil if it keeps none.
-func (s *Scheduler) nominator() Nominator {
-	n, _ := s.queue.(Nominator)
-	return n
-}
-
 // nominatedPods returns, per node, the pods nominated there that pod must
 // leave room for: those of its priority or higher, not itself. Nil when
 // none. O(m) for m nominated pods.
 func (s *Scheduler) nominatedPods(pod *v1.Pod) map[string][]*framework.PodInfo {
-	nom := s.nominator()
-	if nom == nil {
-		return nil
-	}
+	nom := s.queue
 	targets := nom.NominatedTargets()
 	if len(targets) == 0 {
 		return nil
@@ -126,16 +159,36 @@ func (s *Scheduler) nominatedPods(pod *v1.Pod) map[string][]*framework.PodInfo {
 	return out
 }
 
+// readNominations reads, before the cycle takes the cache's read lock,
+// what it needs of the queue's nominations: the pods nominated per node
+// that pod must leave room for, and pod's own nomination. The cycle never
+// calls the queue under the cache's lock (see the lock order on Cache).
+func (s *Scheduler) readNominations(key types.NamespacedName, pod *v1.Pod) {
+	s.nomPods = s.nominatedPods(pod)
+	s.ownNom, s.hasNom = s.queue.Nomination(key)
+}
+
+// forgetNominations drops what readNominations read, so that nothing is
+// pinned between cycles.
+func (s *Scheduler) forgetNominations() {
+	s.nomPods, s.ownNom, s.hasNom = nil, "", false
+}
+
 // place finds a node for pi: its nominated node first, if it still fits
 // there, then every node; if none fits and preemption is on, it plans a
 // preemption, which out carries for act to start outside the cache's lock.
-func (s *Scheduler) place(ctx context.Context, info Attempt, pi *framework.PodInfo, snap framework.Snapshot) Outcome {
-	s.nomPods = s.nominatedPods(pi.Pod)
-	defer func() { s.nomPods = nil }()
-	if node, ok := s.tryNominated(ctx, info, pi, snap); ok {
+// It runs under the cache's read lock and calls nothing of the queue: the
+// nominations were read before (readNominations), and a nomination to
+// clear is carried in out (clearNom) to be cleared after.
+func (s *Scheduler) place(ctx context.Context, pi *framework.PodInfo, snap framework.Snapshot) Outcome {
+	node, ok, gone := s.tryNominated(ctx, pi, snap)
+	if ok {
 		return Outcome{Result: Scheduled, Node: node}
 	}
 	out := s.findNode(ctx, pi, snap)
+	if gone {
+		out.clearNom = "nominated node is gone"
+	}
 	if out.Result == Unschedulable && s.pre != nil {
 		s.planPreemption(ctx, pi, snap, &out)
 	}
@@ -143,38 +196,30 @@ func (s *Scheduler) place(ctx context.Context, info Attempt, pi *framework.PodIn
 }
 
 // tryNominated returns the node the pod is nominated to if it passes the
-// filters there. A nomination to a node that is gone is cleared.
-func (s *Scheduler) tryNominated(ctx context.Context, info Attempt, pi *framework.PodInfo, snap framework.Snapshot) (string, bool) {
-	nom := s.nominator()
-	if nom == nil {
-		return "", false
+// filters there; gone says the nominated node no longer exists.
+func (s *Scheduler) tryNominated(ctx context.Context, pi *framework.PodInfo, snap framework.Snapshot) (node string, ok, gone bool) {
+	if !s.hasNom {
+		return "", false, false
 	}
-	node, ok := nom.Nomination(info.Key)
+	ni, ok := snap.Node(s.ownNom)
 	if !ok {
-		return "", false
-	}
-	ni, ok := snap.Node(node)
-	if !ok {
-		s.clearNomination(info.Key, "nominated node is gone")
-		return "", false
+		return "", false, true
 	}
 	state, filters, st := s.preFilter(ctx, pi, snap)
 	if !st.IsSuccess() {
-		return "", false
+		return "", false, false
 	}
 	if !s.filterNominated(ctx, filters, state, pi, ni).IsSuccess() {
-		return "", false
+		return "", false, false
 	}
-	return node, true
+	return s.ownNom, true, false
 }
 
 func (s *Scheduler) clearNomination(key types.NamespacedName, why string) {
-	if nom := s.nominator(); nom != nil {
-		if err := nom.Nominate(key, ""); err != nil {
-			s.o.Logger.Debug("clear nomination", "pod", key, "err", err)
-		} else {
-			s.o.Logger.Debug("nomination cleared", "pod", key, "why", why)
-		}
+	if err := s.queue.Nominate(key, ""); err != nil {
+		s.o.Logger.Debug("clear nomination", "pod", key, "err", err)
+	} else {
+		s.o.Logger.Debug("nomination cleared", "pod", key, "why", why)
 	}
 }
 
@@ -220,9 +265,7 @@ func (s *Scheduler) filterNominated(ctx context.Context, filters []framework.Fil
 // assumed drops the nomination of a pod the cache now counts on its node,
 // so that its room is not counted twice while the binding is under way.
 func (s *Scheduler) assumed(key types.NamespacedName) {
-	if nom := s.nominator(); nom != nil {
-		if _, ok := nom.Nomination(key); ok {
-			s.clearNomination(key, "assumed on a node")
-		}
+	if _, ok := s.queue.Nomination(key); ok {
+		s.clearNomination(key, "assumed on a node")
 	}
 }

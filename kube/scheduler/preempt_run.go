@@ -44,13 +44,14 @@ func (s *Scheduler) planPreemption(ctx context.Context, pi *framework.PodInfo, s
 			x.exts = append(x.exts, e)
 		}
 	}
+	x.leaving = s.pre.leaving()
 	x.budgets = newBudgets(nil)
 	if b := s.pre.o.Budgets; b != nil {
 		x.budgets = newBudgets(b())
 	}
 	want := candidatesToFind(len(nodes), s.pre.o.MinCandidateNodesPercentage, s.pre.o.MinCandidateNodesAbsolute)
 	cands := x.run(ctx, nodes, s.o.Rand.IntN(len(nodes)), want)
-	x.state, x.nominated = nil, nil // pin nothing between cycles
+	x.state, x.nominated, x.leaving = nil, nil, nil // pin nothing between cycles
 	if len(cands) == 0 {
 		out.Message += " " + x.message(len(nodes))
 		return
@@ -61,8 +62,9 @@ func (s *Scheduler) planPreemption(ctx context.Context, pi *framework.PodInfo, s
 }
 
 // eligible says whether pod may preempt now, and if not why: its policy
-// forbids it, its last preemption is still being carried out, or a victim
-// on its nominated node is still terminating.
+// forbids it, its last preemption is still being carried out, or a pod of
+// lower priority on its nominated node is still terminating or being
+// evicted (the cache has not shown it terminating yet).
 func (s *Scheduler) eligible(pod *v1.Pod, snap framework.Snapshot) (string, bool) {
 	if p := pod.Spec.PreemptionPolicy; p != nil && *p == v1.PreemptNever {
 		return "not eligible due to preemptionPolicy=Never.", false
@@ -70,18 +72,26 @@ func (s *Scheduler) eligible(pod *v1.Pod, snap framework.Snapshot) (string, bool
 	if s.pre.isRunning(pod.UID) {
 		return "not eligible: its victims are still being evicted.", false
 	}
-	node, ok := s.nominator().Nomination(framework.Key(pod))
-	if !ok {
+	if !s.hasNom {
 		return "", true
 	}
+	node := s.ownNom
 	ni, ok := snap.Node(node)
 	if !ok {
 		return "", true
 	}
 	prio := framework.Priority(pod)
+	leaving := s.pre.leaving()
 	for _, p := range ni.Pods {
-		if p.Pod.DeletionTimestamp != nil && framework.Priority(p.Pod) < prio {
+		if framework.Priority(p.Pod) >= prio {
+			continue
+		}
+		if p.Pod.DeletionTimestamp != nil {
+			s.pre.seen(p.Pod.UID)
 			return "not eligible: a pod on its nominated node " + node + " is still terminating.", false
+		}
+		if _, ok := leaving[p.Pod.UID]; ok {
+			return "not eligible: a pod on its nominated node " + node + " is being evicted.", false
 		}
 	}
 	return "", true
@@ -90,14 +100,15 @@ func (s *Scheduler) eligible(pod *v1.Pod, snap framework.Snapshot) (string, bool
 // act carries out what planPreemption decided, outside the cache's lock:
 // it nominates the pod to the chosen node, takes the nomination from the
 // pods of lower priority nominated there, and hands the victims to the
-// Evictor, which deletes them without holding the cycle. Without a
-// candidate, the pod's nomination is cleared.
+// Evictor, which deletes them without holding the cycle (with none, it
+// only records the nomination: the room is being freed already). Without
+// a candidate, the pod's nomination is cleared.
 func (s *Scheduler) act(ctx context.Context, info Attempt, out *Outcome) {
 	p := out.preempt
 	if p == nil || s.pre == nil {
 		return
 	}
-	nom, pod := s.nominator(), info.Item
+	nom, pod := s.queue, info.Item
 	if !p.found {
 		if _, ok := nom.Nomination(info.Key); ok {
 			s.clearNomination(info.Key, "preemption cannot help")
@@ -119,10 +130,13 @@ func (s *Scheduler) act(ctx context.Context, info Attempt, out *Outcome) {
 	s.o.Logger.Debug("preempting", "pod", info.Key, "node", c.Node, "victims", len(c.Victims), "pdbViolations", c.PDBViolations)
 	uid, key := pod.UID, info.Key
 	s.pre.setRunning(uid, true)
+	s.pre.evict(c.Victims, s.o.Now())
 	s.pre.o.Evictor.Preempt(ctx, pod, c.Node, c.Victims, func(errs []error) {
 		s.pre.setRunning(uid, false)
 		if len(errs) > 0 {
-			// Some room may not come: look again from scratch next time.
+			// Some room may not come: look again from scratch next time,
+			// and count none of these victims as leaving.
+			s.pre.forget(c.Victims)
 			s.o.Logger.Warn("preemption incomplete", "pod", key, "node", c.Node, "errors", errs)
 			s.clearNomination(key, "a victim could not be evicted")
 		}

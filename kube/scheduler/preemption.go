@@ -11,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq/kube/framework"
 )
@@ -43,6 +44,9 @@ type search struct {
 	state     *framework.CycleState
 	budgets   *budgets
 	nominated map[string][]*framework.PodInfo
+	// leaving are the victims handed to the Evictor that the cache may
+	// not show terminating yet: they count as terminating.
+	leaving map[types.UID]time.Time
 	// exts are the PreFilter plugins that ran and keep their state right
 	// as pods come and go; with none, every node shares state.
 	exts []framework.PreFilterExtensions
@@ -58,7 +62,8 @@ type search struct {
 const noLowerPriority = "No preemption victims found for incoming pod"
 
 // onNode finds the fewest, least important victims on ni that let the
-// pod pass the filters, and reports whether there are any such. Every pod
+// pod pass the filters, and reports whether there are any such. The
+// candidate may have no victims: the pods terminating there free enough. Every pod
 // of lower priority, and every pod terminating, is taken out, the nominated pods that outrank the pod
 // are put in; if the pod then fits, the potential victims are put back
 // one by one, those a budget protects first and the most important first
@@ -67,7 +72,7 @@ const noLowerPriority = "No preemption victims found for incoming pod"
 func (x *search) onNode(ctx context.Context, ni *framework.NodeInfo) (Candidate, bool) {
 	x.potential = x.potential[:0]
 	for _, p := range ni.Pods {
-		if framework.Priority(p.Pod) < x.prio && p.Pod.DeletionTimestamp == nil {
+		if framework.Priority(p.Pod) < x.prio && !x.terminating(p.Pod) {
 			x.potential = append(x.potential, p)
 		}
 	}
@@ -79,7 +84,7 @@ func (x *search) onNode(ctx context.Context, ni *framework.NodeInfo) (Candidate,
 	// (the nominated pods that outrank the preemptor claim it first), and
 	// they are never chosen again.
 	ni.CopyInto(&x.node, func(p *framework.PodInfo) bool {
-		return framework.Priority(p.Pod) >= x.prio && p.Pod.DeletionTimestamp == nil
+		return framework.Priority(p.Pod) >= x.prio && !x.terminating(p.Pod)
 	})
 	state := x.nodeState(ctx, ni)
 	for _, p := range x.nominated[ni.Name()] {
@@ -120,6 +125,16 @@ func (x *search) onNode(ctx context.Context, ni *framework.NodeInfo) (Candidate,
 	// Victims from both groups, most important first.
 	slices.SortStableFunc(c.Victims, func(a, b *v1.Pod) int { return morePod(a, b) })
 	return c, true
+}
+
+// terminating reports whether p is leaving: terminating, or a victim
+// being evicted.
+func (x *search) terminating(p *v1.Pod) bool {
+	if p.DeletionTimestamp != nil {
+		return true
+	}
+	_, ok := x.leaving[p.UID]
+	return ok
 }
 
 // moreImportant orders pods by importance: higher priority first, then
@@ -174,12 +189,18 @@ func (x *search) run(ctx context.Context, nodes []*framework.NodeInfo, offset, w
 	return out
 }
 
-// pickCandidate chooses among candidates by kube-scheduler's criteria, in
-// order, each breaking the ties of the one before: fewest budget
-// violations; lowest highest-priority victim; lowest sum of priorities;
-// fewest victims; latest start among the highest-priority victims; then
-// the first found. O(c*v).
+// pickCandidate chooses among candidates: the first that needs no victim
+// at all (the room is already being freed there, by pods terminating),
+// else by kube-scheduler's criteria, in order, each breaking the ties of
+// the one before: fewest budget violations; lowest highest-priority
+// victim; lowest sum of priorities; fewest victims; latest start among
+// the highest-priority victims; then the first found. O(c*v).
 func pickCandidate(cands []Candidate) Candidate {
+	for _, c := range cands {
+		if len(c.Victims) == 0 {
+			return c
+		}
+	}
 	scores := []func(c *Candidate) int64{
 		func(c *Candidate) int64 { return -int64(c.PDBViolations) },
 		func(c *Candidate) int64 { return -int64(framework.Priority(c.Victims[0])) },
@@ -220,6 +241,9 @@ func pickCandidate(cands []Candidate) Candidate {
 // earliestTopStart is the earliest start among the victims of the highest
 // priority (the victims are sorted most important first).
 func earliestTopStart(victims []*v1.Pod) time.Time {
+	if len(victims) == 0 {
+		return time.Time{}
+	}
 	top := framework.Priority(victims[0])
 	t := startTime(victims[0])
 	for _, v := range victims[1:] {
@@ -258,7 +282,7 @@ func (x *search) nodeState(ctx context.Context, ni *framework.NodeInfo) *framewo
 	}
 	state := x.state.Clone()
 	for _, p := range ni.Pods {
-		if framework.Priority(p.Pod) < x.prio || p.Pod.DeletionTimestamp != nil {
+		if framework.Priority(p.Pod) < x.prio || x.terminating(p.Pod) {
 			x.removedOn(ctx, state, p, ni)
 		}
 	}

@@ -28,8 +28,22 @@ import (
 type Attempt = schedq.Attempt[types.NamespacedName, *v1.Pod]
 
 // Queue is what the scheduler needs of a schedq queue of pods: the
-// queue's own methods, with the same meaning.
+// queue's own methods, with the same meaning, nominations and pod groups
+// included. It is the one queue interface of the scheduler, the handlers
+// and the startup path; nothing is looked up by type assertion, so a
+// wrapper (kube/app's queue of the current term) cannot hide a part.
 // *schedq.Queue[types.NamespacedName, *v1.Pod] implements it.
+//
+// Nominations (see schedq.Core.Nominate): which pod is nominated to which
+// node. The queue keeps them consistent: a pod deleted or bound is no
+// longer nominated. Groups: the PodGroups, named "namespace/name".
+//
+// Lock order (see also Cache): the queue's methods run under the queue's
+// lock, and the wake budget's room (WakeBudget) runs under it too; under
+// that lock only the cache's room index, a leaf, is taken, never the
+// cache's own lock. The scheduling cycle calls no method of the queue
+// while it holds the cache's lock: it reads nominations before its view
+// and writes them (and requeues) after it.
 type Queue interface {
 	Add(pod *v1.Pod) error
 	Update(oldPod, newPod *v1.Pod) error
@@ -38,7 +52,17 @@ type Queue interface {
 	Requeue(a Attempt, f schedq.Failure) error
 	Move(ev schedq.Event, oldObj, newObj any, match func(*schedq.Info[*v1.Pod]) bool) error
 	Get(key types.NamespacedName) (schedq.Info[*v1.Pod], schedq.Location, bool)
+
+	Nominate(key types.NamespacedName, node string) error
+	Nomination(key types.NamespacedName) (string, bool)
+	Nominated(node string) []*v1.Pod
+	NominatedTargets() []string
+
+	SetGroup(name string, spec schedq.GroupSpec) error
+	DeleteGroup(name string) error
 }
+
+var _ Queue = (*schedq.Queue[types.NamespacedName, *v1.Pod])(nil)
 
 // Binder binds a pod to a node and calls done with the result, now or
 // later (from another goroutine in a real cluster).
@@ -103,8 +127,15 @@ type Scheduler struct {
 	// pods per node and scratch space.
 	pre     *preemptor
 	nomPods map[string][]*framework.PodInfo
+	// ownNom is the popped pod's nomination (if hasNom), read with
+	// nomPods before the cycle's view.
+	ownNom  string
+	hasNom  bool
 	nomNode framework.NodeInfo
 	srch    search
+	// committed says the cycle handed its attempt to bindings: a panic
+	// after that point does not requeue it (see recovered).
+	committed bool
 }
 
 // New returns a scheduler.
@@ -146,13 +177,29 @@ type Outcome struct {
 
 	state   clusterState
 	preempt *preemption // the cache's fingerprints during the cycle
+	// clearNom, if set, is why the pod's nomination is cleared after the
+	// cycle's view.
+	clearNom string
 }
 
 // ScheduleOne runs the scheduling cycle for a popped pod: filter, score,
 // pick a node, assume the pod there and start its binding. A failure goes
 // back to the queue: with the rejecting plugins if it was unschedulable, as
-// an error otherwise.
-func (s *Scheduler) ScheduleOne(ctx context.Context, info Attempt) Outcome {
+// an error otherwise. A panic in the cycle (a plugin's, say) fails that
+// attempt only, as an error (see recovered); the scheduler goes on.
+func (s *Scheduler) ScheduleOne(ctx context.Context, info Attempt) (out Outcome) {
+	start := s.o.Now()
+	s.committed = false
+	defer func() {
+		if r := recover(); r != nil {
+			out = s.recovered(ctx, info, start, r)
+		}
+	}()
+	return s.scheduleOne(ctx, info)
+}
+
+// scheduleOne is ScheduleOne without the recovery.
+func (s *Scheduler) scheduleOne(ctx context.Context, info Attempt) Outcome {
 	if info.Group != "" {
 		return s.scheduleGroup(ctx, info)
 	}
@@ -162,11 +209,18 @@ func (s *Scheduler) ScheduleOne(ctx context.Context, info Attempt) Outcome {
 	if err != nil {
 		return s.fail(ctx, info, start, Outcome{Result: Error, Message: "invalid pod: " + err.Error()})
 	}
+	// Lock order: the queue's nominations are read before the cache's
+	// read lock is taken and written after it is released.
+	s.readNominations(info.Key, pod)
+	defer s.forgetNominations()
 	var out Outcome
 	s.cache.View(func(snap framework.Snapshot) {
-		out = s.place(ctx, info, pi, snap)
+		out = s.place(ctx, pi, snap)
 		out.state = s.cache.stateLocked() // the cluster the verdict is about
 	})
+	if out.clearNom != "" {
+		s.clearNomination(info.Key, out.clearNom)
+	}
 	if out.Result != Scheduled {
 		s.act(ctx, info, &out)
 		return s.fail(ctx, info, start, out)
@@ -175,6 +229,7 @@ func (s *Scheduler) ScheduleOne(ctx context.Context, info Attempt) Outcome {
 	if err := s.cache.Assume(pi, out.Node, pb); err != nil {
 		return s.fail(ctx, info, start, Outcome{Result: Error, Message: err.Error()})
 	}
+	s.committed = true // the binding owns the attempt from here
 	s.assumed(info.Key)
 	s.o.Metrics.attempt(Scheduled, s.o.Now().Sub(start))
 	s.bind(ctx, info, out.Node, pb, start)

@@ -52,6 +52,7 @@ func schedqBinary(t *testing.T) string {
 // replica is a schedq process with leader election.
 type replica struct {
 	id, addr string
+	log      string // the path of its log
 	cmd      *exec.Cmd
 	exited   chan struct{} // closed when the process has exited
 	err      error         // its exit status, once exited is closed
@@ -79,6 +80,7 @@ func startReplica(t *testing.T, id, name, lease string, extra ...string) *replic
 		"--leader-elect", "--leader-elect-resource-name", lease, "--leader-elect-identity", id,
 		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=250ms",
 		"--kube-api-qps=500", "--kube-api-burst=1000", "--address", r.addr, "--secure-port=0"}, extra...)
+	r.log = log.Name()
 	r.cmd = exec.Command(schedqBinary(t), args...)
 	r.cmd.Stdout, r.cmd.Stderr = log, log
 	if err := r.cmd.Start(); err != nil {

@@ -1,0 +1,105 @@
+package app
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/plugins"
+	"github.com/schedq/schedq/kube/scheduler"
+)
+
+// stuckBinder never finishes a binding until released: a cycle that
+// binds through it hangs, as a deadlocked cycle would.
+type stuckBinder struct{ release chan struct{} }
+
+func (b stuckBinder) Bind(_ context.Context, _ *v1.Pod, _ string, done func(error)) {
+	<-b.release
+	done(nil)
+}
+
+type nopReporter struct{}
+
+func (nopReporter) Unschedulable(context.Context, *v1.Pod, string, string) {}
+func (nopReporter) Scheduled(context.Context, *v1.Pod, string)             {}
+
+// TestProbesFailWhileACycleHangs: a cycle of the real scheduling loop
+// (terms.cycle) that hangs for longer than the stall timeout fails
+// /healthz, /livez and /readyz, on a fake clock; they pass again once it
+// returns.
+func TestProbesFailWhileACycleHangs(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1e9, 0))
+	watch := newLoopWatch(clk, time.Minute)
+	st := &state{}
+	st.synced.Store(true)
+	profile := framework.Profile(plugins.Default(plugins.LeastAllocated))
+	q, err := schedq.New(scheduler.QueueConfig(profile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	h := Handler(prometheus.NewRegistry(), q, st.ready, watch.live)
+	get := func(path string) (int, string) {
+		rr := httptest.NewRecorder()
+		h.ServeHTTP(rr, httptest.NewRequest(http.MethodGet, path, nil))
+		return rr.Code, rr.Body.String()
+	}
+	c := scheduler.NewCache()
+	c.AddNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: v1.NodeStatus{Allocatable: v1.ResourceList{
+		v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi"), v1.ResourcePods: resource.MustParse("110")}}})
+	b := stuckBinder{release: make(chan struct{})}
+	s := scheduler.New(q, c, b, nopReporter{}, scheduler.Options{Profile: profile})
+	tm := &terms{watch: watch}
+	if err := q.Add(testPod("p", "schedq", "1")); err != nil {
+		t.Fatal(err)
+	}
+	info, err := q.Pop(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		tm.cycle(context.Background(), s, info)
+		close(done)
+	}()
+	// Wait (polling, with a deadline) until the cycle is under way.
+	deadline := time.Now().Add(10 * time.Second)
+	for watch.since.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the cycle never began")
+		}
+		<-time.After(time.Millisecond)
+	}
+	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
+		if code, body := get(p); code != 200 {
+			t.Fatalf("GET %s at once: %d %q", p, code, body)
+		}
+	}
+	clk.Step(time.Minute)
+	if code, _ := get("/livez"); code != 200 {
+		t.Fatalf("/livez after exactly the timeout: %d", code)
+	}
+	clk.Step(time.Second)
+	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
+		if code, body := get(p); code != 503 || !strings.Contains(body, "scheduling loop stuck") {
+			t.Errorf("GET %s with the cycle stuck: %d %q", p, code, body)
+		}
+	}
+	close(b.release)
+	<-done
+	if code, body := get("/livez"); code != 200 {
+		t.Fatalf("/livez once the cycle returned: %d %q", code, body)
+	}
+}

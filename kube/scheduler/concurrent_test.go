@@ -1,0 +1,276 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// fakeServer is a fake API server for the concurrent test: it keeps which
+// pods are bound where and which were deleted, and reports each change to
+// the handlers from one goroutine of its own (run), in order, as a pod
+// informer would.
+type fakeServer struct {
+	h      *Handlers
+	events chan func()
+
+	mu      sync.Mutex
+	pods    map[types.NamespacedName]*v1.Pod // live pods, as the server has them
+	deleted map[types.NamespacedName]bool
+	binds   int
+}
+
+func (c *fakeServer) add(p *v1.Pod) {
+	c.mu.Lock()
+	c.pods[framework.Key(p)] = p
+	c.mu.Unlock()
+	c.events <- func() { c.h.AddPod(p) }
+}
+
+// run delivers the pod events until ctx ends.
+func (c *fakeServer) run(ctx context.Context) {
+	for {
+		select {
+		case f := <-c.events:
+			f()
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// bind binds a pod, as the pods/binding subresource does: it fails if the
+// pod is gone or bound already.
+func (c *fakeServer) bind(p *v1.Pod, node string) error {
+	c.mu.Lock()
+	old, ok := c.pods[framework.Key(p)]
+	if !ok || old.UID != p.UID {
+		c.mu.Unlock()
+		return fmt.Errorf("pod %s not found", p.Name)
+	}
+	if old.Spec.NodeName != "" {
+		c.mu.Unlock()
+		return fmt.Errorf("pod %s is already bound to %s", p.Name, old.Spec.NodeName)
+	}
+	bound := old.DeepCopy()
+	bound.Spec.NodeName = node
+	c.pods[framework.Key(p)] = bound
+	c.binds++
+	c.events <- func() { c.h.UpdatePod(old, bound) }
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *fakeServer) delete(key types.NamespacedName) {
+	c.mu.Lock()
+	p, ok := c.pods[key]
+	if ok {
+		delete(c.pods, key)
+		c.deleted[key] = true
+		c.events <- func() { c.h.DeletePod(p) }
+	}
+	c.mu.Unlock()
+}
+
+// asyncBinder binds in a goroutine of its own, as APIBinder does.
+type asyncBinder struct{ c *fakeServer }
+
+func (b asyncBinder) Bind(_ context.Context, p *v1.Pod, node string, done func(error)) {
+	go func() { done(b.c.bind(p, node)) }()
+}
+
+// asyncEvictor deletes the victims from a goroutine of its own.
+type asyncEvictor struct{ c *fakeServer }
+
+func (e asyncEvictor) Preempt(_ context.Context, _ *v1.Pod, _ string, victims []*v1.Pod, done func([]error)) {
+	go func() {
+		for _, v := range victims {
+			e.c.delete(framework.Key(v))
+		}
+		done(nil)
+	}()
+}
+
+// TestConcurrentCacheQueueBudgetCycle drives the real cache, queue, wake
+// budget and scheduling cycle from several goroutines at once: nodes
+// arriving, pods created (some of high priority, which preempt), bound
+// pods deleted, bindings and evictions completing asynchronously, the
+// queue's backoff flushes and the scheduling loop. Every pod must end
+// bound or evicted, well before the deadline, and no node may hold more
+// than its allocatable.
+func TestConcurrentCacheQueueBudgetCycle(t *testing.T) {
+	const (
+		nodes, nodeCPU = 40, 4000
+		low, high      = 150, 20
+	)
+	c := NewCache()
+	cfg := QueueConfig(testProfile())
+	cfg.Budget = WakeBudget(c)
+	q, err := schedq.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
+	cl := &fakeServer{h: h, events: make(chan func(), 1024), pods: map[types.NamespacedName]*v1.Pod{}, deleted: map[types.NamespacedName]bool{}}
+	s := New(q, c, asyncBinder{cl}, &lockedReporter{}, Options{Profile: testProfile(), Rand: rand.New(rand.NewPCG(1, 2))})
+	if err := s.EnablePreemption(PreemptionOptions{Evictor: asyncEvictor{cl}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); q.Run(ctx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); cl.run(ctx) }()
+	wg.Add(1)
+	go func() { // the scheduling loop
+		defer wg.Done()
+		for {
+			info, err := q.Pop(ctx)
+			if err != nil {
+				return
+			}
+			s.ScheduleOne(ctx, info)
+		}
+	}()
+	var producers sync.WaitGroup
+	producers.Add(3)
+	go func() { // the node informer
+		defer producers.Done()
+		for i := range nodes {
+			h.AddNode(node(fmt.Sprint("n", i), nodeCPU))
+		}
+	}()
+	go func() { // the pod informer: low-priority pods, then high
+		defer producers.Done()
+		for i := range low {
+			cl.add(prioPod(fmt.Sprint("low", i), 1000, 1))
+		}
+		for i := range high {
+			cl.add(prioPod(fmt.Sprint("high", i), 1000, 100))
+		}
+	}()
+	go func() { // churn: after every 12 bindings, delete a bound low pod
+		defer producers.Done()
+		// 12 deleted: 158 pods left for 160 cpus, whatever the order.
+		for n := range 12 {
+			for cl.bindCount() < (n+1)*12 && ctx.Err() == nil {
+				pollPause()
+			}
+			if key, ok := cl.boundLow(); ok {
+				cl.delete(key)
+			}
+		}
+	}()
+	producers.Wait()
+	// Progress: every pod bound or deleted, polled until the deadline.
+	for !cl.settled() {
+		if ctx.Err() != nil {
+			cl.mu.Lock()
+			for _, it := range q.Dump().Items {
+				t.Logf("%+v", it)
+			}
+			for i := range nodes {
+				a, u, n, _ := c.NodeRoom(fmt.Sprint("n", i))
+				t.Logf("n%d: %d/%d cpu, %d pods", i, u.MilliCPU, a.MilliCPU, n)
+			}
+			c.View(func(snap framework.Snapshot) {
+				for _, ni := range snap.Nodes() {
+					var names []string
+					for _, p := range ni.Pods {
+						names = append(names, p.Pod.Name)
+					}
+					t.Logf("cache %s: %d %v", ni.Name(), ni.Requested.MilliCPU, names)
+				}
+			})
+			for k, p := range cl.pods {
+				if p.Spec.NodeName == "" {
+					t.Logf("server: %v pending", k)
+				}
+			}
+			t.Logf("deleted %v", cl.deleted)
+			t.Fatalf("no progress: %d binds, %d deleted; queue %+v", cl.binds, len(cl.deleted), q.Counts())
+		}
+		pollPause()
+	}
+	cancel()
+	wg.Wait()
+	q.Close()
+	cl.checkRoom(t, nodes, nodeCPU)
+}
+
+// bindCount returns how many bindings the server accepted.
+func (c *fakeServer) bindCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.binds
+}
+
+// boundLow returns a bound pod of low priority, if there is one.
+func (c *fakeServer) boundLow() (types.NamespacedName, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, p := range c.pods {
+		if p.Spec.NodeName != "" && framework.Priority(p) < 100 {
+			return k, true
+		}
+	}
+	return types.NamespacedName{}, false
+}
+
+// settled reports whether every live pod is bound.
+func (c *fakeServer) settled() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.pods {
+		if p.Spec.NodeName == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// checkRoom fails if a node holds more cpu than its allocatable.
+func (c *fakeServer) checkRoom(t *testing.T, nodes int, cpu int64) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	used := map[string]int64{}
+	for _, p := range c.pods {
+		used[p.Spec.NodeName] += 1000
+	}
+	for n, u := range used {
+		if u > cpu {
+			t.Errorf("node %s holds %dm of %dm cpu", n, u, cpu)
+		}
+	}
+	if len(used) > nodes {
+		t.Errorf("pods on %d nodes, of %d", len(used), nodes)
+	}
+}
+
+// pollPause is the pause between two polls of a condition.
+func pollPause() { <-time.After(time.Millisecond) }
+
+// lockedReporter is a Reporter safe for the concurrent test.
+type lockedReporter struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (r *lockedReporter) Unschedulable(context.Context, *v1.Pod, string, string) {
+	r.mu.Lock()
+	r.n++
+	r.mu.Unlock()
+}
+func (r *lockedReporter) Scheduled(context.Context, *v1.Pod, string) {}

@@ -1,0 +1,107 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// laggingEvictor reports each preemption done as soon as its requests
+// would have returned, and delivers the victims' deletions later, through
+// the fake server's informer goroutine, as a real informer lags behind
+// the API server. It counts the distinct victims.
+type laggingEvictor struct {
+	c *fakeServer
+
+	mu      sync.Mutex
+	victims map[types.NamespacedName]bool
+}
+
+func (e *laggingEvictor) Preempt(_ context.Context, _ *v1.Pod, _ string, victims []*v1.Pod, done func([]error)) {
+	e.mu.Lock()
+	for _, v := range victims {
+		e.victims[framework.Key(v)] = true
+	}
+	e.mu.Unlock()
+	go func() {
+		done(nil)
+		for _, v := range victims {
+			e.c.delete(framework.Key(v))
+		}
+	}()
+}
+
+// TestPreemptionBurstEvictsTheMinimalSet: 60 one-cpu preemptors arrive at
+// once on 20 full nodes of 4 one-cpu pods of lower priority; the real
+// cycle, queue and cache run concurrently with asynchronous evictions,
+// bindings and informer events. Exactly 60 victims must be evicted: none
+// for room that an eviction in flight already frees.
+func TestPreemptionBurstEvictsTheMinimalSet(t *testing.T) {
+	const nodes, perNode, preemptors = 20, 4, 60
+	c := NewCache()
+	cfg := QueueConfig(testProfile())
+	cfg.Budget = WakeBudget(c)
+	q, err := schedq.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
+	srv := &fakeServer{h: h, events: make(chan func(), 4096), pods: map[types.NamespacedName]*v1.Pod{}, deleted: map[types.NamespacedName]bool{}}
+	ev := &laggingEvictor{c: srv, victims: map[types.NamespacedName]bool{}}
+	s := New(q, c, asyncBinder{srv}, &lockedReporter{}, Options{Profile: testProfile(), Rand: rand.New(rand.NewPCG(3, 4))})
+	if err := s.EnablePreemption(PreemptionOptions{Evictor: ev}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range nodes {
+		n := fmt.Sprint("n", i)
+		h.AddNode(node(n, perNode*1000))
+		for j := range perNode {
+			p := runningPod(fmt.Sprintf("low-%d-%d", i, j), n, 1000, 1, t0.Add(time.Duration(j)*time.Second))
+			srv.pods[framework.Key(p)] = p
+			h.AddPod(p)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); q.Run(ctx) }()
+	go func() { defer wg.Done(); srv.run(ctx) }()
+	go func() {
+		defer wg.Done()
+		for {
+			info, err := q.Pop(ctx)
+			if err != nil {
+				return
+			}
+			s.ScheduleOne(ctx, info)
+		}
+	}()
+	for i := range preemptors {
+		srv.add(prioPod(fmt.Sprint("high", i), 1000, 100))
+	}
+	for !srv.settled() {
+		if ctx.Err() != nil {
+			srv.mu.Lock()
+			t.Fatalf("not all preemptors bound: %d binds; queue %+v", srv.binds, q.Counts())
+		}
+		pollPause()
+	}
+	cancel()
+	wg.Wait()
+	q.Close()
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	if len(ev.victims) != preemptors {
+		t.Fatalf("%d victims evicted for %d one-cpu preemptors, want %d", len(ev.victims), preemptors, preemptors)
+	}
+}

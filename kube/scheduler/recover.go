@@ -1,0 +1,32 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"time"
+)
+
+// recovered ends an attempt whose cycle panicked (r is what it panicked
+// with): the panic and its stack are logged, and the attempt fails as an
+// error, requeued with backoff and reported (event, PodScheduled=False,
+// Explain's last failure), as any error is. If the cycle had already
+// handed the attempt to its bindings, they end it: it is not requeued
+// twice. The scheduling loop goes on with the next pod.
+func (s *Scheduler) recovered(ctx context.Context, info Attempt, start time.Time, r any) Outcome {
+	s.forgetNominations()
+	out := Outcome{Result: Error, Message: fmt.Sprintf("internal error: scheduling cycle panicked: %v", r)}
+	key := info.Key
+	if info.Group != "" {
+		s.o.Logger.Error("group scheduling cycle panicked", "group", info.Group, "panic", r, "stack", string(debug.Stack()))
+	} else {
+		s.o.Logger.Error("scheduling cycle panicked", "pod", key, "panic", r, "stack", string(debug.Stack()))
+	}
+	if s.committed {
+		return out
+	}
+	if info.Group != "" {
+		return s.failGroup(ctx, info, start, &groupTry{}, out)
+	}
+	return s.fail(ctx, info, start, out)
+}

@@ -1,0 +1,86 @@
+package scheduler
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// panicky is a test filter that panics for the pod named boom.
+type panicky struct{}
+
+func (panicky) Name() string { return "Panicky" }
+func (panicky) Filter(_ context.Context, _ *framework.CycleState, p *framework.PodInfo, _ *framework.NodeInfo) *framework.Status {
+	if p.Pod.Name == "boom" {
+		var victims []int
+		_ = victims[0] // index out of range, as a buggy plugin would
+	}
+	return nil
+}
+
+// TestPanicInACycleFailsThatPodOnly: a plugin that panics fails its pod's
+// attempt as an error (requeued with backoff, reported), and the next pod
+// still schedules.
+func TestPanicInACycleFailsThatPodOnly(t *testing.T) {
+	profile := testProfile()
+	profile.Filter = append([]framework.FilterPlugin{panicky{}}, profile.Filter...)
+	q, err := schedq.New(QueueConfig(profile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	c := NewCache()
+	f := &fixture{t: t, q: q, c: c, b: &syncBinder{}, r: &recReporter{}}
+	f.h = &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
+	f.s = New(q, c, f.b, f.r, Options{Profile: profile, Rand: rand.New(rand.NewPCG(1, 1))})
+	f.h.AddNode(node("n", 4000))
+	f.h.AddPod(prioPod("boom", 1000, 10))
+	f.h.AddPod(pod("fine", 1000))
+	out := f.once()
+	if out.Result != Error || !strings.Contains(out.Message, "panicked") {
+		t.Fatalf("boom: %+v", out)
+	}
+	if len(f.r.failures) != 1 || !strings.HasPrefix(f.r.failures[0], "boom: SchedulerError: internal error: scheduling cycle panicked") {
+		t.Fatalf("reported %v", f.r.failures)
+	}
+	if _, loc, _ := q.Get(types.NamespacedName{Namespace: "default", Name: "boom"}); loc != schedq.InBackoff {
+		t.Fatalf("boom is %v, want backing off", loc)
+	}
+	if out := f.once(); out.Result != Scheduled || f.b.binds["fine"] != "n" {
+		t.Fatalf("the next pod: %+v", out)
+	}
+}
+
+// TestPreemptionCandidateWithoutVictims: the only lower-priority pod on
+// the node that is not terminating can stay, because a terminating one
+// frees the room (a failover finds the previous leader's victims so). The
+// pod is nominated there, with no victim; nothing is evicted.
+func TestPreemptionCandidateWithoutVictims(t *testing.T) {
+	f, e := newPreemptFixture(t)
+	f.h.AddNode(node("a", 4000))
+	leaving := runningPod("leaving", "a", 2000, 1, t0)
+	leaving.DeletionTimestamp = &metav1.Time{Time: t0}
+	f.h.AddPod(leaving)
+	f.h.AddPod(runningPod("staying", "a", 2000, 1, t0))
+	// b is a candidate too, with a victim.
+	f.h.AddNode(node("b", 2000))
+	f.h.AddPod(runningPod("b-low", "b", 2000, 1, t0))
+	f.h.AddPod(prioPod("high", 2000, 100))
+	out := f.once()
+	if out.Result != Unschedulable || out.Nominated != "a" || len(out.Victims) != 0 {
+		t.Fatalf("result %v, nominated %q, victims %q: %s", out.Result, out.Nominated, victimNames(out), out.Message)
+	}
+	if got := f.nomination("high"); got != "a" {
+		t.Fatalf("nominated to %q", got)
+	}
+	if len(e.calls) != 1 || e.calls[0] != "high->a: " {
+		t.Fatalf("evictor calls %q", e.calls)
+	}
+}
