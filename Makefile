@@ -2,7 +2,7 @@
 .PHONY: test walkthrough simulate bench compare compare-e2e servers e2e fuzz
 
 test:        ## the whole test suite, as CI runs it
-	go test -race -count=1 github.com/schedq/schedq/...
+	go test -race -count=1 -timeout 30m github.com/schedq/schedq/...
 
 simulate:    ## the main job: the simulator on its default scenario
 	go run ./kube/cmd/schedq simulate
