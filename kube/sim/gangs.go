@@ -259,14 +259,14 @@ func (r *Report) writeGangs(p func(string, ...any)) {
 	}
 }
 
-// SetGroup implements scheduler.GroupQueue.
+// SetGroup implements scheduler.Queue.
 func (q coreQueue) SetGroup(name string, spec schedq.GroupSpec) error {
 	err := q.c.SetGroup(name, spec, q.s.now)
 	q.s.settleGroups()
 	return err
 }
 
-// DeleteGroup implements scheduler.GroupQueue.
+// DeleteGroup implements scheduler.Queue.
 func (q coreQueue) DeleteGroup(name string) error {
 	err := q.c.DeleteGroup(name, q.s.now)
 	q.s.settleGroups()

@@ -175,7 +175,7 @@ func (r *Report) writePreemption(p func(string, ...any)) {
 }
 
 // Nominate, Nomination, Nominated and NominatedTargets give the scheduler
-// the queue's nominations (scheduler.Nominator).
+// the queue's nominations (part of scheduler.Queue).
 func (q coreQueue) Nominate(k types.NamespacedName, node string) error {
 	return q.c.Nominate(k, node)
 }
