@@ -194,27 +194,41 @@ func Run(seed uint64, n int, check func(*schedqdrv.Driver) error) Result {
 			// re-flushed it at every leftover flush (#139331), and the
 			// generator then skipped the flush while a pod was gated and
 			// another in flight. The flush now runs in every state.
-			d := steps[r.IntN(len(steps))]
-			up.Step(d)
-			sq.Step(d)
-			op = fmt.Sprintf("Step %v, Flush", d)
-			up.FlushBackoff()
-			up.FlushUnschedulable()
-			sq.Flush()
+			op = stepFlush(up, sq, steps[r.IntN(len(steps))])
 		}
 		log = append(log, op)
-		for _, n := range names {
-			if a, b := up.Where(n), sq.Where(n); a != b {
-				return Result{step, fmt.Sprintf("step %d: %s is %s upstream, %s in schedq\n%s", step, n, a, b, tail(log))}
-			}
-		}
-		if check != nil {
-			if err := check(sq); err != nil {
-				return Result{step, fmt.Sprintf("step %d: schedq check: %v\n%s", step, err, tail(log))}
-			}
+		if msg := compare(up, sq, names, check); msg != "" {
+			return Result{step, fmt.Sprintf("step %d: %s\n%s", step, msg, tail(log))}
 		}
 	}
 	return Result{Steps: n}
+}
+
+// stepFlush advances both queues' clocks by d and runs both flushes
+// (schedq's Flush is upstream's backoff flush, then its leftover flush).
+func stepFlush(up *upstream.Driver, sq *schedqdrv.Driver, d time.Duration) string {
+	up.Step(d)
+	sq.Step(d)
+	up.FlushBackoff()
+	up.FlushUnschedulable()
+	sq.Flush()
+	return fmt.Sprintf("Step %v, Flush", d)
+}
+
+// compare says where the two queues first disagree on where one of names
+// is, or what check finds wrong with schedq; "" if nothing.
+func compare(up *upstream.Driver, sq *schedqdrv.Driver, names []string, check func(*schedqdrv.Driver) error) string {
+	for _, n := range names {
+		if a, b := up.Where(n), sq.Where(n); a != b {
+			return fmt.Sprintf("%s is %s upstream, %s in schedq", n, a, b)
+		}
+	}
+	if check != nil {
+		if err := check(sq); err != nil {
+			return fmt.Sprintf("schedq check: %v", err)
+		}
+	}
+	return ""
 }
 
 func tail(log []string) string {

@@ -156,24 +156,11 @@ func RunGroups(seed uint64, n int, check func(*schedqdrv.Driver) error) Result {
 			up.MoveAll(e, p)
 			sq.MoveAll(e, p)
 		default:
-			d := steps[r.IntN(len(steps))]
-			up.Step(d)
-			sq.Step(d)
-			op = fmt.Sprintf("Step %v, Flush", d)
-			up.FlushBackoff()
-			up.FlushUnschedulable()
-			sq.Flush()
+			op = stepFlush(up, sq, steps[r.IntN(len(steps))])
 		}
 		log = append(log, op)
-		for _, n := range all {
-			if a, b := up.Where(n), sq.Where(n); a != b {
-				return Result{step, fmt.Sprintf("step %d: %s is %s upstream, %s in schedq\n%s", step, n, a, b, tail(log))}
-			}
-		}
-		if check != nil {
-			if err := check(sq); err != nil {
-				return Result{step, fmt.Sprintf("step %d: schedq check: %v\n%s", step, err, tail(log))}
-			}
+		if msg := compare(up, sq, all, check); msg != "" {
+			return Result{step, fmt.Sprintf("step %d: %s\n%s", step, msg, tail(log))}
 		}
 	}
 	return Result{Steps: n}
