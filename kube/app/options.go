@@ -53,6 +53,9 @@ func (o *Options) Validate() error {
 	if o.Burst <= 0 {
 		bad("kube-api-burst", "must be more than 0, got %d", o.Burst)
 	}
+	if o.StallTimeout < 0 {
+		bad("stall-timeout", "must not be negative, got %v (0: %v)", o.StallTimeout, DefaultStallTimeout)
+	}
 	errs = append(errs, o.validateLeaderElection()...)
 	errs = append(errs, o.Fairness.validate()...)
 	return errors.Join(errs...)

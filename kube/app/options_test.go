@@ -59,6 +59,7 @@ func TestValidate(t *testing.T) {
 		{func(o *Options) { o.QPS = -1 }, "--kube-api-qps: must be more than 0, got -1"},
 		{func(o *Options) { o.QPS = 0 }, "--kube-api-qps"},
 		{func(o *Options) { o.Burst = 0 }, "--kube-api-burst: must be more than 0, got 0"},
+		{func(o *Options) { o.StallTimeout = -time.Second }, "--stall-timeout: must not be negative, got -1s"},
 		{func(o *Options) { o.LeaseDuration = -time.Second }, "--leader-elect-lease-duration: must be positive, got -1s"},
 		{func(o *Options) { o.RenewDeadline = 0 }, "--leader-elect-renew-deadline: must be positive"},
 		{func(o *Options) { o.LeaderElect, o.RetryPeriod = false, 0 }, "--leader-elect-retry-period: must be positive"},

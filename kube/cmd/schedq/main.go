@@ -92,6 +92,7 @@ Every flag is checked before it connects.`,
 	})
 	f.DurationVar(&o.Fairness.HalfLife, "fair-half-life", 0, "for --fair-namespaces: how fast a namespace's usage fades (0: 1m)")
 	f.BoolVar(&o.NoWakeBudget, "no-wake-budget", false, "wake every pending pod a cluster event may help, as kube-scheduler does, instead of only those the event makes room for")
+	f.DurationVar(&o.StallTimeout, "stall-timeout", 0, "how long one scheduling cycle may run before /healthz, /livez and /readyz fail, so that a stuck leader is restarted and gives up its lease; 0: 2m")
 	f.BoolVar(&o.LeaderElect, "leader-elect", true, "run leader election on a Lease; only the leader schedules")
 	f.StringVar(&o.LeaseNamespace, "leader-elect-resource-namespace", "kube-system", "namespace of the Lease")
 	f.StringVar(&o.LeaseName, "leader-elect-resource-name", "schedq", "name of the Lease")
