@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/bench/compare/internal/upstream"
@@ -39,27 +40,35 @@ func (d *Driver) AddMember(name, group string, priority int32) {
 // FailGroup ends group's attempt as failed: with an error (no plugins) or
 // rejected by plugins.
 func (d *Driver) FailGroup(group string, plugins []string) error {
-	a, ok := d.groups[group]
-	if !ok {
-		return fmt.Errorf("group %s is not in flight", group)
-	}
-	delete(d.groups, group)
-	for _, m := range a.Members {
-		delete(d.inflight, m.Key.Name)
+	a, err := d.endGroup(group)
+	if err != nil {
+		return err
 	}
 	return d.c.Requeue(a, schedq.Failure{UnschedulablePlugins: plugins}, d.now)
 }
 
 // DoneGroup ends group's attempt as a success: every member was placed.
 func (d *Driver) DoneGroup(group string) error {
+	a, err := d.endGroup(group)
+	if err != nil {
+		return err
+	}
+	for _, m := range a.Members {
+		delete(d.pods, m.Key.Name)
+	}
+	return d.c.Done(a, d.now)
+}
+
+// endGroup takes group's attempt out of the driver's books: the group and
+// its members are no longer in flight.
+func (d *Driver) endGroup(group string) (schedq.Attempt[types.NamespacedName, *v1.Pod], error) {
 	a, ok := d.groups[group]
 	if !ok {
-		return fmt.Errorf("group %s is not in flight", group)
+		return a, fmt.Errorf("group %s is not in flight", group)
 	}
 	delete(d.groups, group)
 	for _, m := range a.Members {
 		delete(d.inflight, m.Key.Name)
-		delete(d.pods, m.Key.Name)
 	}
-	return d.c.Done(a, d.now)
+	return a, nil
 }
