@@ -40,8 +40,17 @@ import (
 func main() {
 	scale := flag.Float64("scale", 1, "multiply every workload's size (0.1 for a quick run)")
 	only := flag.String("only", "", "run only workloads whose name contains this")
+	first := flag.String("first", "alternate", "which scheduler runs each workload first: alternate (kube-scheduler on the 1st, 3rd... workload, schedq on the others), kube-scheduler or schedq")
 	flag.Parse()
-	if err := run(*scale, *only); err != nil {
+	if *scale <= 0 {
+		fmt.Fprintln(os.Stderr, "compare-e2e: -scale must be more than 0")
+		os.Exit(2)
+	}
+	if *first != "alternate" && *first != "kube-scheduler" && *first != "schedq" {
+		fmt.Fprintf(os.Stderr, "compare-e2e: -first %q: want alternate, kube-scheduler or schedq\n", *first)
+		os.Exit(2)
+	}
+	if err := run(*scale, *only, *first); err != nil {
 		fmt.Fprintln(os.Stderr, "compare-e2e:", err)
 		os.Exit(1)
 	}
@@ -68,9 +77,22 @@ type result struct {
 	peakRSS             int64 // bytes
 	report              report
 	err                 error
+	// position is 1 if this scheduler ran the workload first, 2 if second:
+	// a machine whose load changes favours one of the two.
+	position int
 }
 
-func run(scale float64, only string) error {
+// runOrder returns the contestants (kube-scheduler, schedq) in the order
+// they run the i-th workload: with first "alternate", kube-scheduler
+// first on even i and schedq first on odd i.
+func runOrder(c []scheduler, i int, first string) []scheduler {
+	if first == "schedq" || (first == "alternate" && i%2 == 1) {
+		return []scheduler{c[1], c[0]}
+	}
+	return c
+}
+
+func run(scale float64, only, first string) error {
 	ctx := context.Background()
 	var selected []workload
 	var apiFlags []string
@@ -133,10 +155,10 @@ func run(scale float64, only string) error {
 	token := cl.Token()
 
 	var results []result
-	for _, w := range selected {
-		for _, s := range contestants {
+	for i, w := range selected {
+		for pos, s := range runOrder(contestants, i, first) {
 			fmt.Fprintf(os.Stderr, "%s on %s ...\n", w.name, s.name)
-			r := result{workload: w.name, scheduler: s.name}
+			r := result{workload: w.name, scheduler: s.name, position: pos + 1}
 			r.err = func() error {
 				env := &env{client: client, ns: sanitize(w.name + "-" + s.podScheduler), scheduler: s.podScheduler}
 				defer env.cleanup()
@@ -205,13 +227,14 @@ func run(scale float64, only string) error {
 
 func print(w io.Writer, results []result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tscheduler\tpods\tpods/s\ttime to bind p50\tp99\tattempts/pod\tpeak RSS\t")
+	fmt.Fprintln(tw, "workload\tscheduler\tran\tpods\tpods/s\ttime to bind p50\tp99\tattempts/pod\tpeak RSS\t")
 	for _, r := range results {
+		ran := [...]string{"", "1st", "2nd"}[r.position]
 		if r.err != nil {
-			fmt.Fprintf(tw, "%s\t%s\t\tfailed: %v\t\t\t\t\t\n", r.workload, r.scheduler, r.err)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t\tfailed: %v\t\t\t\t\t\n", r.workload, r.scheduler, ran, r.err)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%v\t%v\t%.2f\t%d MiB\t\n", r.workload, r.scheduler, r.pods,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%v\t%v\t%.2f\t%d MiB\t\n", r.workload, r.scheduler, ran, r.pods,
 			float64(r.pods)/r.elapsed.Seconds(), r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond),
 			r.attempts/float64(r.pods), r.peakRSS>>20)
 	}
