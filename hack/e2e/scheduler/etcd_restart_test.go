@@ -2,8 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -12,7 +10,6 @@ import (
 
 	"github.com/schedq/schedq/hack/e2e/cluster"
 	"github.com/schedq/schedq/kube/app"
-	"github.com/schedq/schedq/kube/plugins"
 )
 
 // 9b. Leader election across an etcd restart, with the shipped timings
@@ -28,18 +25,10 @@ func TestEtcdRestartLeaderElection(t *testing.T) {
 	}
 	const name, lease = "schedq-etcd-restart", "schedq-etcd-restart"
 	own.BindingFence(t, "kube-system", lease)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
 	addr := freeAddr(t)
-	go func() {
-		done <- app.Run(ctx, app.Options{Kubeconfig: own.Kubeconfig(), SchedulerName: name, Address: addr,
-			Scoring: plugins.LeastAllocated, QPS: 500, Burst: 1000, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			LeaderElect: true, LeaseNamespace: "kube-system", LeaseName: lease, Identity: "etcd",
-			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second})
-	}()
+	s := runInProcess(t, withLease(app.Options{Kubeconfig: own.Kubeconfig(), SchedulerName: name, Address: addr}, lease, "etcd"))
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := s.stop(); err != nil {
 			t.Errorf("scheduler: %v", err)
 		}
 	}()
@@ -69,10 +58,8 @@ func TestEtcdRestartLeaderElection(t *testing.T) {
 	created := time.Now()
 	waitBound(t, c, ns, after, time.Minute)
 	boundIn := time.Since(created)
-	select {
-	case err := <-done:
+	if ok, err := s.exited(); ok {
 		t.Fatalf("the scheduler stopped: %v", err)
-	default:
 	}
 	checkFits(t, c, ns)
 	if d := doubleBinds(audit(t, own), ns); len(d) > 0 {

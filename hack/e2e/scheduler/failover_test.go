@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/schedq/schedq/hack/e2e/cluster"
 	"github.com/schedq/schedq/kube/app"
-	"github.com/schedq/schedq/kube/plugins"
 )
 
 var (
@@ -204,15 +202,9 @@ func TestAPIServerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- app.Run(ctx, app.Options{Kubeconfig: own.Kubeconfig(), SchedulerName: "schedq-restart", Address: freeAddr(t),
-			Scoring: plugins.LeastAllocated, QPS: 500, Burst: 1000, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	}()
+	s := runInProcess(t, app.Options{Kubeconfig: own.Kubeconfig(), SchedulerName: "schedq-restart", Address: freeAddr(t)})
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := s.stop(); err != nil {
 			t.Errorf("scheduler: %v", err)
 		}
 	}()
@@ -227,10 +219,8 @@ func TestAPIServerRestart(t *testing.T) {
 	after := makePods(t, c, ns, "after", 150, podSpec{scheduler: "schedq-restart", cpu: "200m", memory: "64Mi"})
 	waitBound(t, c, ns, append(before, after...), 2*time.Minute)
 	checkFits(t, c, ns)
-	select {
-	case err := <-done:
+	if ok, err := s.exited(); ok {
 		t.Fatalf("the scheduler stopped: %v", err)
-	default:
 	}
 	figure(t, "API server restarted in %v mid-run; all 300 pods bound %v after the restart began",
 		restart.Round(time.Millisecond), time.Since(restartStart).Round(time.Millisecond))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -17,11 +16,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/schedq/schedq/hack/e2e/cluster"
 	"github.com/schedq/schedq/kube/app"
-	"github.com/schedq/schedq/kube/plugins"
 )
 
 // cl is the cluster all tests of this package share; each test works in
@@ -57,26 +56,18 @@ func freeAddr(t testing.TB) string {
 	return ln.Addr().String()
 }
 
-// sched is an in-process scheduler.
+// sched is an in-process scheduler with an HTTP address.
 type sched struct {
+	*inProcess
 	name, addr string
-	cancel     context.CancelFunc
-	done       chan error
 }
 
 // startScheduler runs schedq in this process, without leader election,
-// until the test ends.
+// until the test ends, and waits until it is ready.
 func startScheduler(t *testing.T, name string) *sched {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &sched{name: name, addr: freeAddr(t), cancel: cancel, done: make(chan error, 1)}
-	go func() {
-		s.done <- app.Run(ctx, app.Options{
-			Kubeconfig: cl.Kubeconfig(), SchedulerName: name, Address: s.addr, Scoring: plugins.LeastAllocated,
-			QPS: 500, Burst: 1000, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		})
-	}()
-	t.Cleanup(s.stop)
+	s := &sched{name: name, addr: freeAddr(t)}
+	s.inProcess = runInProcess(t, app.Options{SchedulerName: name, Address: s.addr})
 	waitFor(t, 60*time.Second, "scheduler "+name+" ready", func(context.Context) (bool, error) {
 		resp, err := http.Get("http://" + s.addr + "/readyz")
 		if err != nil {
@@ -86,14 +77,6 @@ func startScheduler(t *testing.T, name string) *sched {
 		return resp.StatusCode == http.StatusOK, nil
 	})
 	return s
-}
-
-func (s *sched) stop() {
-	s.cancel()
-	select {
-	case <-s.done:
-	case <-time.After(30 * time.Second):
-	}
 }
 
 // get fetches a path of the scheduler's HTTP server.
@@ -272,16 +255,38 @@ func bound(t testing.TB, c kubernetes.Interface, ns string) map[string]string {
 func waitBound(t *testing.T, c kubernetes.Interface, ns string, names []string, timeout time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	waitFor(t, timeout, fmt.Sprintf("%d pods of %s to be bound", len(names), ns), func(context.Context) (bool, error) {
+	var unbound []string
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
 		b := bound(t, c, ns)
+		unbound = unbound[:0]
 		for _, n := range names {
 			if b[n] == "" {
-				return false, nil
+				unbound = append(unbound, n)
 			}
 		}
-		return true, nil
+		return len(unbound) == 0, nil
 	})
+	if err != nil {
+		t.Fatalf("waiting for %d pods of %s to be bound: %v; %d not bound after %v, among them%s",
+			len(names), ns, err, len(unbound), timeout, describeUnbound(t, c, ns, unbound[:min(5, len(unbound))]))
+	}
 	return time.Since(start)
+}
+
+// describeUnbound says, for each pod of names, what its PodScheduled
+// condition says, or that it has none.
+func describeUnbound(t *testing.T, c kubernetes.Interface, ns string, names []string) string {
+	var b strings.Builder
+	for _, n := range names {
+		msg := podScheduledFalse(t, c, ns, n)
+		if msg == "" {
+			msg = "no PodScheduled=False condition"
+		}
+		fmt.Fprintf(&b, "\n  %s: %s", n, msg)
+	}
+	return b.String()
 }
 
 func priorityClass(t *testing.T, c kubernetes.Interface, name string, value int32) {

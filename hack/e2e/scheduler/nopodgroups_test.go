@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"context"
 	"log/slog"
 	"strings"
 	"sync"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/schedq/schedq/hack/e2e/cluster"
 	"github.com/schedq/schedq/kube/app"
-	"github.com/schedq/schedq/kube/plugins"
 )
 
 // lockedLog is a log sink safe for the scheduler's goroutines.
@@ -45,19 +43,7 @@ func TestStartsWithoutPodGroups(t *testing.T) {
 	}
 	ns := namespace(t, c)
 	logs := &lockedLog{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- app.Run(ctx, app.Options{Kubeconfig: cl.Kubeconfig(), SchedulerName: "schedq-no-podgroups", Scoring: plugins.LeastAllocated,
-			QPS: 500, Burst: 1000, Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-		}
-	})
+	runInProcess(t, app.Options{SchedulerName: "schedq-no-podgroups", Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	makeNodes(t, c, "no-podgroups", 1, nodeSpec{cpu: "4", memory: "8Gi"})
 	names := makePods(t, c, ns, "lone", 3, podSpec{scheduler: "schedq-no-podgroups", cpu: "100m", memory: "64Mi"})
 	waitBound(t, c, ns, names, time.Minute)

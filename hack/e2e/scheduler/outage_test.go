@@ -12,7 +12,6 @@ import (
 
 	"github.com/schedq/schedq/hack/e2e/cluster"
 	"github.com/schedq/schedq/kube/app"
-	"github.com/schedq/schedq/kube/plugins"
 )
 
 // outage is how long the API server or etcd stays down: longer than the
@@ -31,20 +30,13 @@ func TestOutageLeaderElected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
 	addr := freeAddr(t)
 	logs := &lineCounter{}
-	go func() {
-		// 20 bindings/s: pods are still pending when each outage begins.
-		done <- app.Run(ctx, app.Options{Kubeconfig: own.Kubeconfig(), SchedulerName: "schedq-outage", Address: addr,
-			Scoring: plugins.LeastAllocated, QPS: 20, Burst: 20, Logger: slog.New(slog.NewTextHandler(logs, nil)),
-			LeaderElect: true, LeaseNamespace: "kube-system", LeaseName: "schedq-outage", Identity: "outage",
-			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second})
-	}()
+	// 20 bindings/s: pods are still pending when each outage begins.
+	s := runInProcess(t, withLease(app.Options{Kubeconfig: own.Kubeconfig(), SchedulerName: "schedq-outage", Address: addr,
+		QPS: 20, Burst: 20, Logger: slog.New(slog.NewTextHandler(logs, nil))}, "schedq-outage", "outage"))
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := s.stop(); err != nil {
 			t.Errorf("scheduler: %v", err)
 		}
 	}()
@@ -103,10 +95,8 @@ func TestOutageLeaderElected(t *testing.T) {
 		if resumed > 15*time.Second {
 			t.Errorf("%s: first binding %v after recovery", fault.name, resumed)
 		}
-		select {
-		case err := <-done:
+		if ok, err := s.exited(); ok {
 			t.Fatalf("the scheduler stopped during the %s outage: %v", fault.name, err)
-		default:
 		}
 	}
 	checkFits(t, c, ns)

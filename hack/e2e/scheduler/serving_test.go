@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/schedq/schedq/hack/e2e/cluster"
 	"github.com/schedq/schedq/kube/app"
-	"github.com/schedq/schedq/kube/plugins"
 )
 
 // 10. Secure serving against a real API server with RBAC: the HTTPS port
@@ -37,15 +35,9 @@ func TestSecureServing(t *testing.T) {
 	so := app.NewServingOptions()
 	so.Secure.BindAddress = net.IPv4(127, 0, 0, 1)
 	so.Secure.BindPort = port
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- app.Run(ctx, app.Options{Kubeconfig: own.Kubeconfig(), SchedulerName: "schedq-secure", Serving: so,
-			Scoring: plugins.LeastAllocated, QPS: 50, Burst: 100, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	}()
+	s := runInProcess(t, app.Options{Kubeconfig: own.Kubeconfig(), SchedulerName: "schedq-secure", Serving: so, QPS: 50, Burst: 100})
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := s.stop(); err != nil {
 			t.Errorf("scheduler: %v", err)
 		}
 	}()

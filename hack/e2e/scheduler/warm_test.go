@@ -57,18 +57,10 @@ func TestWarmRestart(t *testing.T) {
 		len(big)+len(mid), attempts, sinceStart.Round(time.Millisecond), delay.Round(time.Millisecond))
 }
 
-// stopNow stops s before the test ends, leaving its result for the stop
-// that t.Cleanup runs.
+// stopNow stops s before the test ends.
 func stopNow(t *testing.T, s *sched) {
-	s.cancel()
-	select {
-	case err := <-s.done:
-		if err != nil {
-			t.Errorf("scheduler %s: %v", s.name, err)
-		}
-		s.done <- err
-	case <-time.After(30 * time.Second):
-		t.Fatalf("scheduler %s did not stop within 30s", s.name)
+	if err := s.stop(); err != nil {
+		t.Fatalf("scheduler %s: %v", s.name, err)
 	}
 }
 

@@ -2,8 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -11,7 +9,6 @@ import (
 	"time"
 
 	"github.com/schedq/schedq/kube/app"
-	"github.com/schedq/schedq/kube/plugins"
 )
 
 // 8b. Zombie bindings already past the client-side fence: a leader's
@@ -96,43 +93,20 @@ func TestZombieHeldBindings(t *testing.T) {
 	}
 }
 
-// inProcessReplica is a scheduler with leader election run by app.Run in
-// the test process, as the user of its slot.
-type inProcessReplica struct {
-	cancel context.CancelFunc
-	done   chan error
-	once   sync.Once
-}
-
-func startInProcessReplica(t *testing.T, id, name, lease string, wrap func(http.RoundTripper) http.RoundTripper) *inProcessReplica {
+// startInProcessReplica runs a scheduler with leader election in the test
+// process, as the user of its slot (the first letter of id), its requests
+// sent through wrap.
+func startInProcessReplica(t *testing.T, id, name, lease string, wrap func(http.RoundTripper) http.RoundTripper) *inProcess {
 	t.Helper()
 	kubeconfig, err := cl.KubeconfigFor("replica-" + id[:1])
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &inProcessReplica{cancel: cancel, done: make(chan error, 1)}
-	go func() {
-		// 20 bindings/s, as a loaded leader: bindings queue in client-go's
-		// rate limiter, and pass the fence one by one.
-		r.done <- app.Run(ctx, app.Options{Kubeconfig: kubeconfig, SchedulerName: name, Scoring: plugins.LeastAllocated,
-			QPS: 20, Burst: 20, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			LeaderElect: true, LeaseNamespace: "kube-system", LeaseName: lease, Identity: id,
-			LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 250 * time.Millisecond,
-			WrapTransport: wrap})
-	}()
-	t.Cleanup(r.stop)
-	return r
-}
-
-func (r *inProcessReplica) stop() {
-	r.once.Do(func() {
-		r.cancel()
-		select {
-		case <-r.done:
-		case <-time.After(30 * time.Second):
-		}
-	})
+	// 20 bindings/s, as a loaded leader: bindings queue in client-go's
+	// rate limiter, and pass the fence one by one.
+	o := withLease(app.Options{Kubeconfig: kubeconfig, SchedulerName: name, QPS: 20, Burst: 20, WrapTransport: wrap}, lease, id)
+	o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 4*time.Second, 3*time.Second, 250*time.Millisecond
+	return runInProcess(t, o)
 }
 
 // freezer holds a replica's requests beneath its fence while frozen:
