@@ -2,79 +2,92 @@
 // the kinds of object the scheduler watches, the fine-grained actions on
 // them, the labels kube-scheduler gives their combinations in metrics, and
 // kube-scheduler's rule for matching a plugin's registration against a
-// cluster event. The queue itself knows none of it: Match is its
+// cluster event. Kinds and action bits are kube-scheduler v1.37's own
+// (k8s.io/kube-scheduler/framework), so an upstream plugin's registration
+// converts to a schedq.Event by a type conversion. The queue itself knows none of it: Match is its
 // Config.Match, and New builds the schedq.Event values.
 package clusterevent
 
 import (
 	"strings"
 
+	fwk "k8s.io/kube-scheduler/framework"
+
 	"github.com/schedq/schedq"
 )
 
-// The kinds of object, as kube-scheduler names them. Pod is special in a
-// registration: it also hears AssignedPod and UnschedulablePod events.
+// The kinds of object, as kube-scheduler v1.37 names them (they are its
+// fwk.EventResource values). Pod is special in a registration: it also
+// hears AssignedPod (a pod on a node), UnscheduledPod (another pod not on
+// a node) and TargetPod (the queued pod itself) events.
 const (
-	Pod                   = "Pod"
-	AssignedPod           = "AssignedPod"
-	UnschedulablePod      = "UnschedulablePod"
-	Node                  = "Node"
-	PersistentVolume      = "PersistentVolume"
-	PersistentVolumeClaim = "PersistentVolumeClaim"
-	StorageClass          = "StorageClass"
-	CSINode               = "CSINode"
-	Service               = "Service"
-	PodGroup              = "PodGroup"
+	Pod                   = string(fwk.Pod)
+	AssignedPod           = string(fwk.AssignedPod)
+	UnscheduledPod        = string(fwk.UnscheduledPod)
+	TargetPod             = string(fwk.TargetPod)
+	Node                  = string(fwk.Node)
+	PersistentVolume      = string(fwk.PersistentVolume)
+	PersistentVolumeClaim = string(fwk.PersistentVolumeClaim)
+	CSINode               = string(fwk.CSINode)
+	CSIDriver             = string(fwk.CSIDriver)
+	VolumeAttachment      = string(fwk.VolumeAttachment)
+	CSIStorageCapacity    = string(fwk.CSIStorageCapacity)
+	StorageClass          = string(fwk.StorageClass)
+	ResourceClaim         = string(fwk.ResourceClaim)
+	ResourceSlice         = string(fwk.ResourceSlice)
+	DeviceClass           = string(fwk.DeviceClass)
+	PodGroup              = string(fwk.PodGroup)
+	CompositePodGroup     = string(fwk.CompositePodGroup)
+	// Service is schedq's own: no v1.37 plugin registers for it.
+	Service = "Service"
 )
 
-// The action bits. Updates are split, so that a plugin can ask only for
-// the changes that can help it (a node's taints, say, and not its
-// annotations). Update is every update bit, All every bit.
+// The action bits, kube-scheduler v1.37's own (fwk.ActionType values), so
+// that the numeric comparison of Match agrees with upstream's. Updates are
+// split, so that a plugin can ask only for the changes that can help it (a
+// node's taints, say, and not its annotations). Update is every update
+// bit, All every bit.
 const (
-	Add schedq.Action = 1 << iota
-	Delete
-	UpdateNodeAllocatable
-	UpdateNodeLabel
-	UpdateNodeTaint
-	UpdateNodeCondition
-	UpdateNodeAnnotation
-	UpdatePodLabel
-	UpdatePodScaleDown
-	UpdatePodToleration
-	UpdatePodSchedulingGatesEliminated
-	UpdatePodGeneratedResourceClaim
-	lastAction
+	Add                                = schedq.Action(fwk.Add)
+	Delete                             = schedq.Action(fwk.Delete)
+	UpdateNodeAllocatable              = schedq.Action(fwk.UpdateNodeAllocatable)
+	UpdateNodeLabel                    = schedq.Action(fwk.UpdateNodeLabel)
+	UpdateNodeTaint                    = schedq.Action(fwk.UpdateNodeTaint)
+	UpdateNodeCondition                = schedq.Action(fwk.UpdateNodeCondition)
+	UpdateNodeAnnotation               = schedq.Action(fwk.UpdateNodeAnnotation)
+	UpdateNodeDeclaredFeature          = schedq.Action(fwk.UpdateNodeDeclaredFeature)
+	UpdateNodePreemptionPolicy         = schedq.Action(fwk.UpdateNodePreemptionPolicy)
+	UpdatePodLabel                     = schedq.Action(fwk.UpdatePodLabel)
+	UpdatePodScaleDown                 = schedq.Action(fwk.UpdatePodScaleDown)
+	UpdatePodScaleUp                   = schedq.Action(fwk.UpdatePodScaleUp)
+	UpdatePodToleration                = schedq.Action(fwk.UpdatePodToleration)
+	UpdatePodSchedulingGatesEliminated = schedq.Action(fwk.UpdatePodSchedulingGatesEliminated)
+	UpdatePodGeneratedResourceClaim    = schedq.Action(fwk.UpdatePodGeneratedResourceClaim)
 
-	Update = UpdateNodeAllocatable | UpdateNodeLabel | UpdateNodeTaint | UpdateNodeCondition |
-		UpdateNodeAnnotation | UpdatePodLabel | UpdatePodScaleDown | UpdatePodToleration |
-		UpdatePodSchedulingGatesEliminated | UpdatePodGeneratedResourceClaim
-	All = lastAction - 1
+	Update = schedq.Action(fwk.Update)
+	All    = schedq.Action(fwk.All)
 )
 
-var actionNames = [...]string{
-	"Add", "Delete", "UpdateNodeAllocatable", "UpdateNodeLabel", "UpdateNodeTaint",
-	"UpdateNodeCondition", "UpdateNodeAnnotation", "UpdatePodLabel", "UpdatePodScaleDown",
-	"UpdatePodToleration", "UpdatePodSchedulingGatesEliminated", "UpdatePodGeneratedResourceClaim",
-}
-
-// ActionString names an action set: "Add", "Update", "All", a single bit's
-// name, or bit names joined by "|".
+// ActionString names an action set as kube-scheduler does: "Add",
+// "Update", "All", a single bit's name; a set kube-scheduler has no name
+// for is its bits' names joined by "|".
 func ActionString(a schedq.Action) string {
 	switch a {
 	case All, schedq.AnyAction:
 		return "All"
-	case Update:
-		return "Update"
 	case 0:
 		return "None"
 	}
+	if name := fwk.ActionType(a).String(); name != "" {
+		return name
+	}
 	var b strings.Builder
-	for i, name := range actionNames {
-		if a&(1<<i) != 0 {
+	for bit := schedq.Action(1); bit <= All; bit <<= 1 {
+		if a&bit != 0 {
 			if b.Len() > 0 {
 				b.WriteByte('|')
 			}
-			b.WriteString(name)
+			b.WriteString(fwk.ActionType(bit).String())
 		}
 	}
 	return b.String()
@@ -97,8 +110,8 @@ var (
 
 // Match is kube-scheduler's rule for whether a plugin's registration reg
 // covers the cluster event ev, for schedq.Config.Match: the kinds agree
-// (a registration for Pod also takes AssignedPod and UnschedulablePod; one
-// for AnyKind takes every kind), the action bits overlap, and ev's action
+// (a registration for Pod also takes AssignedPod, UnscheduledPod and
+// TargetPod; one for AnyKind takes every kind), the action bits overlap, and ev's action
 // is no greater than reg's as a number. The last rule means an incoming
 // general Update does not wake a plugin that asked only for one kind of
 // update, while a single kind of update wakes a plugin that asked for all.
@@ -110,7 +123,7 @@ func Match(reg, ev schedq.Event) bool {
 	case reg.Kind == schedq.AnyKind, reg.Kind == ev.Kind:
 		return true
 	case reg.Kind == Pod:
-		return ev.Kind == AssignedPod || ev.Kind == UnschedulablePod
+		return ev.Kind == AssignedPod || ev.Kind == UnscheduledPod || ev.Kind == TargetPod
 	}
 	return false
 }
@@ -119,7 +132,7 @@ func Match(reg, ev schedq.Event) bool {
 // for them in metrics (scheduler_queue_incoming_pods_total and
 // scheduler_inflight_events); the other labels are the same.
 var QueueLabels = map[string]string{
-	"ItemAdd":    "UnschedulablePodAdd",
-	"ItemUpdate": "UnschedulablePodUpdate",
+	"ItemAdd":    "UnscheduledPodAdd",
+	"ItemUpdate": "UnscheduledPodUpdate",
 	"ItemPopped": "PodPopped",
 }

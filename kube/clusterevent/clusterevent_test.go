@@ -18,7 +18,10 @@ func TestMatch(t *testing.T) {
 		{"one kind does not take another", New(Node, UpdateNodeLabel), New(Node, UpdateNodeTaint), false},
 		{"one kind does not take a general update", New(Node, UpdateNodeTaint), New(Node, Update), false},
 		{"Pod takes AssignedPod", New(Pod, Add), New(AssignedPod, Add), true},
-		{"Pod takes UnschedulablePod", New(Pod, Update), New(UnschedulablePod, UpdatePodLabel), true},
+		{"Pod takes UnscheduledPod", New(Pod, Update), New(UnscheduledPod, UpdatePodLabel), true},
+		{"Pod takes TargetPod", New(Pod, UpdatePodScaleDown), New(TargetPod, UpdatePodScaleDown), true},
+		{"TargetPod does not take UnscheduledPod", New(TargetPod, Update), New(UnscheduledPod, UpdatePodLabel), false},
+		{"scale up is not scale down", New(TargetPod, UpdatePodScaleDown), New(TargetPod, UpdatePodScaleUp), false},
 		{"AssignedPod does not take Pod", New(AssignedPod, Add), New(Pod, Add), false},
 		{"any kind", New(schedq.AnyKind, Add), New(Service, Add), true},
 		{"any kind, all actions", New(schedq.AnyKind, All), New(Service, Delete), true},
@@ -33,12 +36,17 @@ func TestMatch(t *testing.T) {
 
 func TestLabels(t *testing.T) {
 	tests := map[string]schedq.Event{
-		"NodeAdd":             NodeAdd,
-		"AssignedPodDelete":   AssignedPodDelete,
-		"NodeUpdateNodeTaint": New(Node, UpdateNodeTaint),
-		"NodeUpdate":          New(Node, Update),
-		"NodeAdd|Delete":      New(Node, Add|Delete),
-		"PodAll":              New(Pod, All),
+		"NodeAdd":                             NodeAdd,
+		"AssignedPodDelete":                   AssignedPodDelete,
+		"NodeUpdateNodeTaint":                 New(Node, UpdateNodeTaint),
+		"NodeUpdate":                          New(Node, Update),
+		"NodeAdd|Delete":                      New(Node, Add|Delete),
+		"PodAll":                              New(Pod, All),
+		"UnscheduledPodAdd":                   New(UnscheduledPod, Add),
+		"TargetPodUpdatePodScaleUp":           New(TargetPod, UpdatePodScaleUp),
+		"storage.k8s.io/CSINodeAdd":           New(CSINode, Add),
+		"resource.k8s.io/ResourceSliceUpdate": New(ResourceSlice, Update),
+		"NodeUpdateNodeDeclaredFeature":       New(Node, UpdateNodeDeclaredFeature),
 	}
 	for want, ev := range tests {
 		if ev.Label != want {

@@ -45,7 +45,7 @@ func (GangScheduling) Quorum(scheduled, placedNow, remaining, minCount int) fram
 // member; a new pod wakes the group only if it is one of its members.
 func (pl GangScheduling) EventsToRegister() []schedq.EventHint[*v1.Pod] {
 	return []schedq.EventHint[*v1.Pod]{
-		{Event: clusterevent.New(clusterevent.UnschedulablePod, clusterevent.Add), Fn: pl.memberAdded},
+		{Event: clusterevent.New(clusterevent.UnscheduledPod, clusterevent.Add), Fn: pl.memberAdded},
 		{Event: clusterevent.New(clusterevent.PodGroup, clusterevent.Add|clusterevent.Update), Fn: pl.groupChanged},
 	}
 }

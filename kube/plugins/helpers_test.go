@@ -230,8 +230,8 @@ var (
 	evAssignedDelete  = clusterevent.AssignedPodDelete
 	evAssignedLabel   = clusterevent.New(clusterevent.AssignedPod, clusterevent.UpdatePodLabel)
 	evAssignedScale   = clusterevent.New(clusterevent.AssignedPod, clusterevent.UpdatePodScaleDown)
-	evOwnToleration   = clusterevent.New(clusterevent.UnschedulablePod, clusterevent.UpdatePodToleration)
-	evOwnScale        = clusterevent.New(clusterevent.UnschedulablePod, clusterevent.UpdatePodScaleDown)
-	evOwnLabel        = clusterevent.New(clusterevent.UnschedulablePod, clusterevent.UpdatePodLabel)
-	evOwnGatesRemoved = clusterevent.New(clusterevent.UnschedulablePod, clusterevent.UpdatePodSchedulingGatesEliminated)
+	evOwnToleration   = clusterevent.New(clusterevent.TargetPod, clusterevent.UpdatePodToleration)
+	evOwnScale        = clusterevent.New(clusterevent.TargetPod, clusterevent.UpdatePodScaleDown)
+	evOwnLabel        = clusterevent.New(clusterevent.TargetPod, clusterevent.UpdatePodLabel)
+	evOwnGatesRemoved = clusterevent.New(clusterevent.TargetPod, clusterevent.UpdatePodSchedulingGatesEliminated)
 )

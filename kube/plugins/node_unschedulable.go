@@ -47,7 +47,7 @@ func admitsUnschedulable(pod *v1.Pod, node *v1.Node) bool {
 func (pl NodeUnschedulable) EventsToRegister() []schedq.EventHint[*v1.Pod] {
 	return []schedq.EventHint[*v1.Pod]{
 		{Event: clusterevent.New(clusterevent.Node, clusterevent.Add|clusterevent.UpdateNodeTaint), Fn: pl.afterNodeChange},
-		{Event: clusterevent.New(clusterevent.UnschedulablePod, clusterevent.UpdatePodToleration), Fn: pl.afterTolerationChange},
+		{Event: clusterevent.New(clusterevent.TargetPod, clusterevent.UpdatePodToleration), Fn: pl.afterTolerationChange},
 	}
 }
 

@@ -26,7 +26,7 @@ func (SchedulingGates) PreEnqueue(pod *v1.Pod) bool { return len(pod.Spec.Schedu
 // EventsToRegister asks for the update that removes a pod's last gate.
 func (pl SchedulingGates) EventsToRegister() []schedq.EventHint[*v1.Pod] {
 	return []schedq.EventHint[*v1.Pod]{
-		{Event: clusterevent.New(clusterevent.UnschedulablePod, clusterevent.UpdatePodSchedulingGatesEliminated), Fn: pl.afterGatesRemoved},
+		{Event: clusterevent.New(clusterevent.TargetPod, clusterevent.UpdatePodSchedulingGatesEliminated), Fn: pl.afterGatesRemoved},
 	}
 }
 

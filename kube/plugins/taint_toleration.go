@@ -44,7 +44,7 @@ func (TaintToleration) Filter(_ context.Context, _ *framework.CycleState, pod *f
 func (pl TaintToleration) EventsToRegister() []schedq.EventHint[*v1.Pod] {
 	return []schedq.EventHint[*v1.Pod]{
 		{Event: clusterevent.New(clusterevent.Node, clusterevent.Add|clusterevent.UpdateNodeTaint), Fn: pl.afterNodeChange},
-		{Event: clusterevent.New(clusterevent.UnschedulablePod, clusterevent.UpdatePodToleration), Fn: pl.afterTolerationChange},
+		{Event: clusterevent.New(clusterevent.TargetPod, clusterevent.UpdatePodToleration), Fn: pl.afterTolerationChange},
 	}
 }
 

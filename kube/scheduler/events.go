@@ -12,14 +12,15 @@ import (
 	"github.com/schedq/schedq/kube/clusterevent"
 )
 
-// PodUpdateEvents classifies an update of a pod into the fine-grained
-// events plugins register for: labels changed, resources scaled down,
-// scheduling gates removed, tolerations changed. An update that is none of
-// these is one general Update event, which only plugins registered for all
-// updates hear. The resource is AssignedPod for a pod on a node, else
-// UnschedulablePod.
+// PodUpdateEvents classifies an update of a queued pod into the
+// fine-grained events plugins register for: labels changed, resources
+// scaled down or up, scheduling gates removed, tolerations changed. An
+// update that is none of these is one general Update event, which only
+// plugins registered for all updates hear. The queue sends them about the
+// pod itself, so the resource is TargetPod, as in kube-scheduler v1.37
+// (AssignedPod for a pod already on a node).
 func PodUpdateEvents(oldPod, newPod *v1.Pod) []schedq.Event {
-	res := clusterevent.UnschedulablePod
+	res := clusterevent.TargetPod
 	if newPod.Spec.NodeName != "" {
 		res = clusterevent.AssignedPod
 	}
@@ -28,8 +29,11 @@ func PodUpdateEvents(oldPod, newPod *v1.Pod) []schedq.Event {
 	if !maps.Equal(oldPod.Labels, newPod.Labels) {
 		add(clusterevent.UpdatePodLabel)
 	}
-	if scaledDown(oldPod, newPod) {
+	if scaled(oldPod, newPod) {
 		add(clusterevent.UpdatePodScaleDown)
+	}
+	if scaled(newPod, oldPod) {
+		add(clusterevent.UpdatePodScaleUp)
 	}
 	if len(oldPod.Spec.SchedulingGates) > 0 && len(newPod.Spec.SchedulingGates) == 0 {
 		add(clusterevent.UpdatePodSchedulingGatesEliminated)
@@ -43,8 +47,9 @@ func PodUpdateEvents(oldPod, newPod *v1.Pod) []schedq.Event {
 	return out
 }
 
-// scaledDown reports whether any request of the pod went down or away.
-func scaledDown(oldPod, newPod *v1.Pod) bool {
+// scaled reports whether any request of the pod went down or away from
+// oldPod to newPod (with the arguments swapped: up, or added).
+func scaled(oldPod, newPod *v1.Pod) bool {
 	opts := resourcehelper.PodResourcesOptions{}
 	before, after := resourcehelper.PodRequests(oldPod, opts), resourcehelper.PodRequests(newPod, opts)
 	for name, q := range before {

@@ -94,7 +94,7 @@ func (h *Handlers) memberAdded(p *v1.Pod) {
 		h.warn(p, "WaitingForPodGroup", fmt.Sprintf("PodGroup %s does not exist (yet): the pod waits for it and is never scheduled alone", g))
 		return
 	}
-	h.move(clusterevent.New(clusterevent.UnschedulablePod, clusterevent.Add), nil, p)
+	h.move(clusterevent.New(clusterevent.UnscheduledPod, clusterevent.Add), nil, p)
 }
 
 func (h *Handlers) warn(obj runtime.Object, reason, msg string) {

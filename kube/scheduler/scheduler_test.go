@@ -295,12 +295,13 @@ func TestPodAndNodeUpdateEvents(t *testing.T) {
 		{"labels", base, labelled, []schedq.Action{clusterevent.UpdatePodLabel}},
 		{"gates removed", gated, base, []schedq.Action{clusterevent.UpdatePodSchedulingGatesEliminated}},
 		{"scale down", base, smaller, []schedq.Action{clusterevent.UpdatePodScaleDown}},
+		{"scale up", smaller, base, []schedq.Action{clusterevent.UpdatePodScaleUp}},
 		{"nothing that matters", base, base.DeepCopy(), []schedq.Action{clusterevent.Update}},
 	}
 	for _, tc := range tests {
 		var got []schedq.Action
 		for _, ev := range PodUpdateEvents(tc.old, tc.new) {
-			if ev.Kind != clusterevent.UnschedulablePod {
+			if ev.Kind != clusterevent.TargetPod {
 				t.Errorf("%s: kind %s", tc.name, ev.Kind)
 			}
 			got = append(got, ev.Action)

@@ -81,7 +81,7 @@ func Config(o upstream.Options) schedq.Config[types.NamespacedName, *v1.Pod] {
 		// As upstream derives pod update events: a label change, or else a
 		// general update.
 		UpdateEvents: func(oldPod, newPod *v1.Pod) []schedq.Event {
-			res := clusterevent.UnschedulablePod
+			res := clusterevent.TargetPod
 			if newPod.Spec.NodeName != "" {
 				res = clusterevent.AssignedPod
 			}
