@@ -1,0 +1,99 @@
+package profile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
+)
+
+// QueueHints turns a framework's plugins into what schedq's queue takes
+// from them (schedq.Config.Hints and PreEnqueue):
+//
+//   - each plugin's EventsToRegister, one schedq.EventHint per event, keyed
+//     by the plugin's name; kinds and action bits convert one for one
+//     (clusterevent's are kube-scheduler's), and a Pod registration stays
+//     one registration, since clusterevent.Match lets it hear AssignedPod,
+//     UnscheduledPod and TargetPod events;
+//   - a plugin that registers no event gets no entry: a pod it rejected
+//     waits for its own update, a wildcard event or the flush, as upstream;
+//   - each PreEnqueue plugin as a gate: the pod is admitted when the plugin
+//     returns success.
+//
+// A plugin without EnqueueExtensions is registered by the framework
+// runtime for every event of every kind, as kube-scheduler registers it.
+// PreQueueingHintFn (alpha in v1.37, off) is not used.
+//
+// The hint functions and gates run under the queue's lock (see
+// schedq.HintFn). Upstream's are pure functions of their arguments, or
+// read an informer's or an assume cache's store, whose lock is a leaf: they
+// call nothing that takes the queue's or schedq's cache's lock. A hint that
+// returns an error counts as Queue, as upstream; logger gets the error.
+//
+// Cost: one EventsToRegister per plugin, O(plugins × events).
+func QueueHints(ctx context.Context, fw framework.Framework, logger klog.Logger) (map[string][]schedq.EventHint[*v1.Pod], []schedq.PreEnqueue[*v1.Pod], error) {
+	hints := map[string][]schedq.EventHint[*v1.Pod]{}
+	var errs []error
+	for _, ext := range fw.EnqueueExtensions() {
+		events, err := ext.EventsToRegister(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: EventsToRegister: %w", ext.Name(), err))
+			continue
+		}
+		for _, ev := range events {
+			hints[ext.Name()] = append(hints[ext.Name()], schedq.EventHint[*v1.Pod]{
+				Event: Event(ev.Event),
+				Fn:    hintFn(logger, ext.Name(), ev.QueueingHintFn),
+			})
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
+	var gates []schedq.PreEnqueue[*v1.Pod]
+	for _, pl := range fw.PreEnqueuePlugins() {
+		gates = append(gates, schedq.PreEnqueue[*v1.Pod]{Name: pl.Name(), Admit: admit(ctx, pl)})
+	}
+	return hints, gates, nil
+}
+
+// Event converts one of kube-scheduler's cluster events to schedq's, with
+// kube-scheduler's label. O(1).
+func Event(ev fwk.ClusterEvent) schedq.Event {
+	e := clusterevent.New(string(ev.Resource), schedq.Action(ev.ActionType))
+	if ev.CustomLabel != "" {
+		e.Label = ev.CustomLabel
+	}
+	return e
+}
+
+// hintFn wraps an upstream queueing hint; nil stays nil (the queue
+// treats it as always Queue, as upstream's default hint does).
+func hintFn(logger klog.Logger, plugin string, fn fwk.QueueingHintFn) schedq.HintFn[*v1.Pod] {
+	if fn == nil {
+		return nil
+	}
+	return func(p *v1.Pod, oldObj, newObj any) (schedq.Hint, error) {
+		h, err := fn(logger, p, oldObj, newObj)
+		if err != nil {
+			logger.V(4).Info("queueing hint failed; the pod is queued", "plugin", plugin, "pod", klog.KObj(p), "err", err)
+			return schedq.HintQueue, err
+		}
+		if h == fwk.Queue {
+			return schedq.HintQueue, nil
+		}
+		return schedq.HintSkip, nil
+	}
+}
+
+// admit wraps a PreEnqueue plugin as a gate.
+func admit(ctx context.Context, pl fwk.PreEnqueuePlugin) func(*v1.Pod) bool {
+	return func(p *v1.Pod) bool { return pl.PreEnqueue(ctx, p).IsSuccess() }
+}
