@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
-
 )
 
 // upstreamMirror keeps kube-scheduler's own cache (backend/cache) equal to
@@ -55,7 +54,7 @@ func newUpstreamMirror() *upstreamMirror {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // see the type's comment: stops the metrics goroutine at once
 	return &upstreamMirror{
-		c:       backendcache.New(ctx, nil, false, false),
+		c:      backendcache.New(ctx, nil, false, false),
 		logger: klog.Background(),
 		pods:   map[types.NamespacedName]mirroredPod{},
 		nodes:  map[string]*v1.Node{},
