@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -229,5 +230,52 @@ func TestFrameworkCyclesWithConcurrentWriters(t *testing.T) {
 		if !strings.HasPrefix(node, "n") && !strings.HasPrefix(node, "x") {
 			t.Fatalf("%s bound to %q", name, node)
 		}
+	}
+}
+
+// writingFilter is an out-of-tree filter that writes to the cache and the
+// queue while it runs, as informers and the wake budget do meanwhile.
+type writingFilter struct{ f **fixture }
+
+func (writingFilter) Name() string { return "WritingFilter" }
+func (w writingFilter) Filter(_ context.Context, _ fwk.CycleState, p *v1.Pod, ni fwk.NodeInfo) *fwk.Status {
+	f := *w.f
+	f.h.AddNode(zonedNode("added-by-"+ni.Node().Name, "b")) // the cache's write lock, then the queue's
+	other := pod("other-"+ni.Node().Name, 10)
+	other.Spec.SchedulerName, other.Spec.NodeName = "default-scheduler", ni.Node().Name
+	f.h.AddPod(other)
+	return nil
+}
+
+// TestFrameworkPluginsRunWithNoLockHeld: a filter that takes the cache's
+// write lock and the queue's lock completes: the framework path runs its
+// plugins holding no lock of schedq's (on the hand-written path, a filter
+// doing so would deadlock on the cache's read lock).
+func TestFrameworkPluginsRunWithNoLockHeld(t *testing.T) {
+	var f *fixture
+	extra := frameworkruntime.Registry{"WritingFilter": func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+		return writingFilter{f: &f}, nil
+	}}
+	f = newFWFixture(t, extra, func(p *config.KubeSchedulerProfile) {
+		p.Plugins.Filter.Enabled = append(p.Plugins.Filter.Enabled, config.Plugin{Name: "WritingFilter"})
+	})
+	f.h.AddNode(zonedNode("n1", "a"))
+	f.h.AddPod(pod("p", 100))
+	info, ok := tryPop(f.q)
+	if !ok {
+		t.Fatal("nothing to pop")
+	}
+	done := make(chan Outcome, 1)
+	go func() { done <- f.s.ScheduleOne(context.Background(), info) }()
+	select {
+	case out := <-done:
+		if out.Result != Scheduled || out.Node != "n1" {
+			t.Fatalf("%+v", out)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the cycle is blocked: a plugin waited for a lock the cycle holds")
+	}
+	if f.c.NodeCount() != 2 {
+		t.Fatalf("%d nodes, want n1 and the one the filter added", f.c.NodeCount())
 	}
 }
