@@ -20,12 +20,14 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 	"github.com/schedq/schedq/kube/plugins"
+	fwprofile "github.com/schedq/schedq/kube/profile"
 	"github.com/schedq/schedq/kube/scheduler"
 	"github.com/schedq/schedq/metrics"
 )
@@ -281,10 +283,20 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	counts := queues.Counts()
 	log.Info("caches synced", "nodes", c.NodeCount(), "pending", counts.Active+counts.Backoff+counts.Unschedulable+counts.Gated)
 
+	var fw *fwprofile.Framework
+	if o.Config.Upstream {
+		// Objects other than nodes and pods (volumes, claims, DRA...) do
+		// not reach its plugins yet: see docs/framework.md.
+		if fw, err = fwprofile.NewFrameworkOn(ctx, o.Config.Profile, fwprofile.Setup{Snapshot: backendcache.NewEmptySnapshot()}); err != nil {
+			return err
+		}
+		defer fw.Close()
+		log.Info("lone pods are scheduled with kube-scheduler's framework", "profile", o.Config.Profile.SchedulerName)
+	}
 	t := &terms{
 		queues: queues, cache: c, handlers: h, pods: pods, podGroups: podGroups, qcfg: qcfg, client: cs.sched, fence: f,
 		backoff: newOutageBackoff(o.Clock), state: st, watch: watch, log: log, reporter: reporter,
-		opts:     scheduler.Options{Profile: profile, PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: sm, Logger: log},
+		opts:     scheduler.Options{Profile: profile, PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: sm, Logger: log, Framework: fw},
 		preempt:  preempt,
 		releaser: &scheduler.APIReleaser{Client: cs.sched, Recorder: broadcaster.NewRecorder(scheme.Scheme, o.SchedulerName)},
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
 	"github.com/schedq/schedq/kube/profile"
 )
@@ -20,6 +21,27 @@ type ConfigOptions struct {
 	// file's podInitialBackoffSeconds and podMaxBackoffSeconds. Zero: the
 	// queue's defaults (1s and 10s, as kube-scheduler's).
 	InitialBackoff, MaxBackoff time.Duration
+	// Upstream (--upstream-plugins) schedules lone pods with
+	// kube-scheduler's framework and in-tree plugins, as Profile
+	// configures them, instead of schedq's own plugins (see
+	// scheduler.Options.Framework). With it, the file's plugins and
+	// pluginConfig are honoured.
+	Upstream bool
+	// Profile is the file's profile, or kube-scheduler's default one
+	// without a file; set by Validate when Upstream is.
+	Profile *config.KubeSchedulerProfile
+}
+
+// loadProfile sets Config.Profile to kube-scheduler's default profile,
+// for --upstream-plugins without --config (--scheduler-name still names
+// the pods to schedule).
+func (o *Options) loadProfile() error {
+	cfg, err := profile.Default()
+	if err != nil {
+		return err
+	}
+	o.Config.Profile = &cfg.Profiles[0]
+	return nil
 }
 
 // applyConfig loads Config.File with kube-scheduler's own decoding,
@@ -30,7 +52,8 @@ type ConfigOptions struct {
 //
 // Refused, because schedq would silently run something else: more than
 // one profile; plugins or pluginConfig other than kube-scheduler's
-// defaults (schedq runs its own plugins); extenders; and clientConnection,
+// defaults, unless --upstream-plugins runs kube-scheduler's plugins
+// (otherwise schedq runs its own); extenders; and clientConnection,
 // leaderElection or parallelism other than the defaults (schedq's flags
 // set these).
 func (o *Options) applyConfig() error {
@@ -47,11 +70,11 @@ func (o *Options) applyConfig() error {
 		unsupported = append(unsupported, fmt.Sprintf("profiles: %d profiles; schedq runs one", len(cfg.Profiles)))
 	}
 	p, dp := cfg.Profiles[0], def.Profiles[0]
-	if !apiequality.Semantic.DeepEqual(p.Plugins, dp.Plugins) {
-		unsupported = append(unsupported, "profiles[0].plugins: schedq runs its own plugins and cannot enable, disable or weigh kube-scheduler's yet")
+	if !o.Config.Upstream && !apiequality.Semantic.DeepEqual(p.Plugins, dp.Plugins) {
+		unsupported = append(unsupported, "profiles[0].plugins: schedq runs its own plugins and cannot enable, disable or weigh kube-scheduler's (--upstream-plugins runs kube-scheduler's)")
 	}
-	if !apiequality.Semantic.DeepEqual(p.PluginConfig, dp.PluginConfig) {
-		unsupported = append(unsupported, "profiles[0].pluginConfig: schedq runs its own plugins and takes no plugin args yet")
+	if !o.Config.Upstream && !apiequality.Semantic.DeepEqual(p.PluginConfig, dp.PluginConfig) {
+		unsupported = append(unsupported, "profiles[0].pluginConfig: schedq runs its own plugins and takes no plugin args (--upstream-plugins runs kube-scheduler's)")
 	}
 	if len(cfg.Extenders) > 0 {
 		unsupported = append(unsupported, "extenders: not supported")
@@ -72,6 +95,7 @@ func (o *Options) applyConfig() error {
 		return fmt.Errorf("--config %s: this version of schedq cannot honour:\n  %s", o.Config.File, strings.Join(unsupported, "\n  "))
 	}
 	o.SchedulerName = p.SchedulerName
+	o.Config.Profile = &cfg.Profiles[0]
 	switch {
 	case p.PercentageOfNodesToScore != nil:
 		o.PercentageOfNodesToScore = int(*p.PercentageOfNodesToScore)

@@ -86,3 +86,32 @@ func TestValidateConfigRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateConfigUpstreamPlugins: with --upstream-plugins, a file's
+// plugins and pluginConfig are taken (kube-scheduler's framework runs
+// them) and its profile kept; without a file, the default profile is,
+// and --scheduler-name still names the pods.
+func TestValidateConfigUpstreamPlugins(t *testing.T) {
+	o := valid()
+	o.Config.Upstream = true
+	o.Config.File = configFile(t, cfgHeader+"profiles:\n- schedulerName: a\n  plugins:\n    score:\n      disabled:\n      - name: ImageLocality\n"+
+		"  pluginConfig:\n  - name: InterPodAffinity\n    args:\n      hardPodAffinityWeight: 5\n")
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p := o.Config.Profile
+	if p == nil || p.SchedulerName != "a" || o.SchedulerName != "a" {
+		t.Fatalf("profile %v, scheduler name %q", p, o.SchedulerName)
+	}
+	if d := p.Plugins.Score.Disabled; len(d) != 1 || d[0].Name != "ImageLocality" {
+		t.Fatalf("score disabled %v, want ImageLocality", d)
+	}
+	o = valid()
+	o.Config.Upstream = true
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if o.Config.Profile == nil || o.Config.Profile.SchedulerName != "default-scheduler" || o.SchedulerName != "schedq" {
+		t.Fatalf("without a file: profile %v, scheduler name %q", o.Config.Profile, o.SchedulerName)
+	}
+}

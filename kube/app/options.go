@@ -24,6 +24,10 @@ func (o *Options) Validate() error {
 		if err := o.applyConfig(); err != nil {
 			return err
 		}
+	} else if o.Config.Upstream {
+		if err := o.loadProfile(); err != nil {
+			return err
+		}
 	}
 	var errs []error
 	bad := func(flag, format string, args ...any) {

@@ -49,14 +49,43 @@ type Framework struct {
 }
 
 // NewFramework builds the framework of prof (a profile of a Config from
-// Load or Default) with Registry, over c. It registers kube-scheduler's
-// metrics (once per process), and gives the plugins a fake clientset, the
-// synchronous informer factory and a DRA manager on it. Close releases
-// it. Errors are upstream's (an unknown plugin, bad args...).
+// Load or Default) with Registry, over c, whose snapshot it builds. It is
+// NewFrameworkOn with that snapshot and c's objects.
 func NewFramework(ctx context.Context, prof *config.KubeSchedulerProfile, c Cluster) (*Framework, error) {
+	return NewFrameworkOn(ctx, prof, Setup{
+		Snapshot: backendcache.NewSnapshot(c.Pods, c.Nodes),
+		Objects:  append(podsAndNodes(c), c.Objects...),
+	})
+}
+
+// Setup is what NewFrameworkOn builds a framework over.
+type Setup struct {
+	// Snapshot is what every Filter and Score reads. Its owner may bring
+	// it up to date between cycles (scheduler.Cache.UpdateSnapshot), never
+	// during one. Required.
+	Snapshot *backendcache.Snapshot
+	// Objects are put in the informers' stores, as Cluster's are.
+	Objects []runtime.Object
+	// Plugins are added to Registry for this framework only (a test's
+	// plugin, say); a name already in Registry is an error.
+	Plugins frameworkruntime.Registry
+}
+
+// NewFrameworkOn builds the framework of prof with Registry (and
+// s.Plugins) over s. It registers kube-scheduler's metrics (once per
+// process), and gives the plugins a fake clientset, the synchronous
+// informer factory and a DRA manager on it. Close releases it. Errors are
+// upstream's (an unknown plugin, bad args...).
+func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Setup) (*Framework, error) {
+	if s.Snapshot == nil {
+		return nil, fmt.Errorf("profile %q: no snapshot", prof.SchedulerName)
+	}
 	metrics.Register()
 	r, err := Registry()
 	if err != nil {
+		return nil, err
+	}
+	if err := r.Merge(s.Plugins); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -67,14 +96,13 @@ func NewFramework(ctx context.Context, prof *config.KubeSchedulerProfile, c Clus
 		cancel()
 		return nil, err
 	}
-	snap := backendcache.NewSnapshot(c.Pods, c.Nodes)
 	f, err := frameworkruntime.NewFramework(ctx, r, prof,
 		frameworkruntime.WithClientSet(client),
 		frameworkruntime.WithInformerFactory(factory),
 		frameworkruntime.WithSharedDRAManager(dra),
 		// NodeVolumeLimits' Filter dereferences it for any pod with a claim.
 		frameworkruntime.WithSharedCSIManager(nodevolumelimits.NewCSIManager(factory.Storage().V1().CSINodes().Lister())),
-		frameworkruntime.WithSnapshotSharedLister(snap),
+		frameworkruntime.WithSnapshotSharedLister(s.Snapshot),
 		frameworkruntime.WithParallelism(1),
 		frameworkruntime.WithLogger(klog.FromContext(ctx)),
 	)
@@ -82,13 +110,13 @@ func NewFramework(ctx context.Context, prof *config.KubeSchedulerProfile, c Clus
 		cancel()
 		return nil, fmt.Errorf("profile %q: %w", prof.SchedulerName, err)
 	}
-	for _, obj := range append(podsAndNodes(c), c.Objects...) {
+	for _, obj := range s.Objects {
 		if err := factory.Add(obj); err != nil {
 			cancel()
 			return nil, err
 		}
 	}
-	return &Framework{fwk: f, snap: snap, cancel: cancel}, nil
+	return &Framework{fwk: f, snap: s.Snapshot, cancel: cancel}, nil
 }
 
 // podsAndNodes lists c's pods and nodes as objects for the informers.
@@ -127,6 +155,9 @@ func (f *Framework) Close() error {
 // Framework returns upstream's framework, to run extension points this
 // type does not wrap.
 func (f *Framework) Framework() framework.Framework { return f.fwk }
+
+// Snapshot returns the snapshot the framework's plugins read.
+func (f *Framework) Snapshot() *backendcache.Snapshot { return f.snap }
 
 // Result is the outcome of Schedule.
 type Result struct {

@@ -38,6 +38,9 @@ type pendingBinding struct {
 	// gang, for a member of a group attempt, gathers the group's binding
 	// results (gang_binding.go); nil for a lone pod.
 	gang *gangBinds
+	// fw, for a pod placed by the framework (fwbind.go), runs its
+	// Unreserve and PostBind plugins; nil otherwise.
+	fw *fwBinding
 }
 
 // newBinding returns the binding of an attempt, which aborts by requeueing.
@@ -162,7 +165,7 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 		// the pod. Otherwise the assumption went another way: the pod was
 		// deleted, or seen bound by someone else. Nothing to retry.
 		if pb.state.Load() != bindAborted {
-			s.cache.Forget(pod)
+			s.forget(ctx, pod, pb)
 			s.settle(ctx, info, pb, false)
 		}
 		return
@@ -170,24 +173,27 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 	s.o.Metrics.binding(result, s.o.Now().Sub(start))
 	switch result {
 	case bindingSuccess:
+		if pb.fw != nil {
+			pb.fw.fw.RunPostBindPlugins(ctx, pb.fw.state, pb.fw.pod, node)
+		}
 		s.settle(ctx, info, pb, true)
 		s.reporter.Scheduled(ctx, pod, node)
 	case bindingConflict, bindingGone:
 		// Bound elsewhere, recreated, or deleted: end the attempt quietly.
 		// Forget keeps the pod if the cache has seen it bound meanwhile.
-		s.cache.Forget(pod)
+		s.forget(ctx, pod, pb)
 		s.settle(ctx, info, pb, false)
 		s.o.Logger.Debug("binding: pod bound elsewhere or gone", "pod", key, "node", node, "result", result, "err", err)
 	case bindingTerminating:
 		// Events and bindings are refused in that namespace; the namespace
 		// controller deletes the pod soon. Say so once, and drop it.
-		s.cache.Forget(pod)
+		s.forget(ctx, pod, pb)
 		s.settle(ctx, info, pb, false)
 		s.o.Logger.Info("dropping pod: its namespace is terminating", "pod", key)
 	case bindingStaleTerm:
 		s.staleTerm(ctx, info, node, pb, err)
 	default:
-		s.cache.Forget(pod)
+		s.forget(ctx, pod, pb)
 		if errors.Is(err, context.Canceled) {
 			return // shutting down: the next leader starts from the API server
 		}
@@ -224,7 +230,7 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 // tried again once the server has seen the term.
 func (s *Scheduler) staleTerm(ctx context.Context, info Attempt, node string, pb *pendingBinding, err error) {
 	pod := info.Item
-	s.cache.Forget(pod)
+	s.forget(ctx, pod, pb)
 	s.o.Logger.Info("binding refused: made under a lease term that is not the current one", "pod", framework.Key(pod), "node", node)
 	if pb.gang != nil {
 		pb.gang.retry(ctx, info, err)

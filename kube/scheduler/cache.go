@@ -29,6 +29,13 @@ import (
 //   - room.mu is a leaf: taken under mu (by every writer, as it unlocks)
 //     or under the queue's lock, never the other way round, and nothing
 //     is locked while it is held.
+//   - kube-scheduler's cache (up, see TrackUpstream) has its own lock, a
+//     leaf too: taken under mu (by every writer as it unlocks, and by
+//     UpdateSnapshot under the read lock), never the other way round. The
+//     snapshot UpdateSnapshot fills is read with no lock at all: a cycle on
+//     the upstream framework runs its plugins holding nothing.
+//
+// In all: queue's lock -> room.mu; mu -> room.mu; mu -> up's lock.
 //
 // With a writer waiting on mu (which blocks new readers), breaking either
 // of the first two rules deadlocks the cycle, the queue and the writer.
@@ -53,6 +60,9 @@ type Cache struct {
 	// (unlock) from what it changed (dirty).
 	room  roomIndex
 	dirty dirty
+	// up, if not nil, is kube-scheduler's cache kept equal to this one,
+	// fed with dirty as room is (see TrackUpstream).
+	up *upstreamMirror
 }
 
 // NewCache returns an empty cache.

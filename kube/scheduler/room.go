@@ -55,10 +55,15 @@ func (c *Cache) touchPod(key types.NamespacedName, node string) {
 }
 
 // publishLocked copies the nodes and pods the write changed into the room
-// index. O(changed nodes + changed pods). The caller holds the write lock.
+// index, and into kube-scheduler's cache if the cache tracks it
+// (TrackUpstream). O(changed nodes + changed pods). The caller holds the
+// write lock.
 func (c *Cache) publishLocked() {
 	if len(c.dirty.nodes) == 0 && len(c.dirty.pods) == 0 {
 		return
+	}
+	if c.up != nil {
+		c.up.syncLocked(c)
 	}
 	r := &c.room
 	r.mu.Lock()

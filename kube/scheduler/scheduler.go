@@ -22,6 +22,7 @@ import (
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/profile"
 )
 
 // Attempt is one attempt to schedule a pod, as the queue's Pop returns it.
@@ -101,6 +102,13 @@ type Options struct {
 	Metrics *Metrics
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
+	// Framework, if not nil, schedules lone pods with kube-scheduler's
+	// framework and plugins (fwcycle.go) instead of Profile's; group
+	// attempts and preemption still use Profile. New makes the cache track
+	// kube-scheduler's cache for its snapshot (Cache.TrackUpstream) and
+	// gives the framework the queue's nominations. Its profile's
+	// percentageOfNodesToScore, if set, overrides PercentageOfNodesToScore.
+	Framework *profile.Framework
 }
 
 // Scheduler runs scheduling cycles. ScheduleOne is not safe for concurrent
@@ -133,6 +141,9 @@ type Scheduler struct {
 	hasNom  bool
 	nomNode framework.NodeInfo
 	srch    search
+	// fwNom serves Options.Framework the nominations read before the
+	// cycle.
+	fwNom fwNominator
 	// committed says the cycle handed its attempt to bindings: a panic
 	// after that point does not requeue it (see recovered).
 	committed bool
@@ -149,7 +160,12 @@ func New(q Queue, c *Cache, b Binder, r Reporter, o Options) *Scheduler {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Scheduler{queue: q, cache: c, binder: b, reporter: r, o: o}
+	s := &Scheduler{queue: q, cache: c, binder: b, reporter: r, o: o}
+	if o.Framework != nil {
+		c.TrackUpstream()
+		o.Framework.Framework().SetPodNominator(&s.fwNom)
+	}
+	return s
 }
 
 // Result is how an attempt ended.
@@ -170,6 +186,9 @@ type Outcome struct {
 	Node    string // chosen node (binding may still fail)
 	Message string // why not, for Unschedulable and Error
 	Plugins []string
+	// Pending are the plugins that left the pod waiting for something
+	// that happens by itself (the framework's Pending status).
+	Pending []string
 	// Nominated is the node that preemption chose for the pod, and
 	// Victims the pods it evicts there (see EnablePreemption).
 	Nominated string
@@ -202,6 +221,9 @@ func (s *Scheduler) ScheduleOne(ctx context.Context, info Attempt) (out Outcome)
 func (s *Scheduler) scheduleOne(ctx context.Context, info Attempt) Outcome {
 	if info.Group != "" {
 		return s.scheduleGroup(ctx, info)
+	}
+	if s.o.Framework != nil {
+		return s.scheduleFramework(ctx, info)
 	}
 	pod := info.Item
 	start := s.o.Now()
@@ -242,7 +264,7 @@ func (s *Scheduler) fail(ctx context.Context, info Attempt, start time.Time, out
 	f := schedq.Failure{Message: out.Message}
 	reason := "SchedulerError"
 	if out.Result == Unschedulable {
-		f.UnschedulablePlugins = out.Plugins
+		f.UnschedulablePlugins, f.PendingPlugins = out.Plugins, out.Pending
 		reason = v1.PodReasonUnschedulable
 	}
 	s.o.Metrics.attempt(out.Result, s.o.Now().Sub(start))
@@ -284,7 +306,7 @@ func (s *Scheduler) findNode(ctx context.Context, pi *framework.PodInfo, snap fr
 			Message: fmt.Sprintf("0/%d nodes are available: %s.", len(nodes), st.Message())}
 	}
 
-	want := s.feasibleToFind(len(nodes))
+	want := feasibleToFind(len(nodes), s.o.PercentageOfNodesToScore)
 	feasible := s.feasible[:0]
 	defer func() { s.feasible = feasible[:0] }()
 	reasons := map[string]int{}
@@ -370,10 +392,9 @@ func (s *Scheduler) pick(ctx context.Context, state *framework.CycleState, pi *f
 	return best
 }
 
-// feasibleToFind is how many feasible nodes a cycle looks for, as
-// kube-scheduler bounds it.
-func (s *Scheduler) feasibleToFind(n int) int {
-	pct := s.o.PercentageOfNodesToScore
+// feasibleToFind is how many feasible nodes a cycle looks for among n,
+// given a percentage of nodes to score, as kube-scheduler bounds it.
+func feasibleToFind(n, pct int) int {
 	if n < 100 || pct >= 100 {
 		return n
 	}

@@ -228,14 +228,12 @@ func TestBindingFailureIsAnError(t *testing.T) {
 }
 
 func TestFeasibleToFind(t *testing.T) {
-	s := New(nil, nil, nil, nil, Options{})
 	for n, want := range map[int]int{10: 10, 99: 99, 100: 100, 1000: 420, 5000: 500, 20000: 1000} {
-		if got := s.feasibleToFind(n); got != want {
+		if got := feasibleToFind(n, 0); got != want {
 			t.Errorf("feasibleToFind(%d) = %d, want %d", n, got, want)
 		}
 	}
-	s.o.PercentageOfNodesToScore = 100
-	if got := s.feasibleToFind(5000); got != 5000 {
+	if got := feasibleToFind(5000, 100); got != 5000 {
 		t.Errorf("100%%: %d", got)
 	}
 }

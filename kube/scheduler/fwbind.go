@@ -1,0 +1,124 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	fwframework "k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// fwBinding is what the binding of a pod placed by the framework needs of
+// its cycle: the framework, the cycle's state and the assumed pod
+// (spec.nodeName set), to run PreBind, PostBind or Unreserve from the
+// binding's goroutine. Unreserve runs at most once, from whichever of the
+// cycle, the binding or the cache's abort gets there first.
+type fwBinding struct {
+	fw    fwframework.Framework
+	state fwk.CycleState
+	pod   *v1.Pod
+	node  string
+	once  sync.Once
+}
+
+func (b *fwBinding) unreserve(ctx context.Context) {
+	b.once.Do(func() { b.fw.RunReservePluginsUnreserve(ctx, b.state, b.pod, b.node) })
+}
+
+// preBind runs the PreBind plugins; a panic in one is returned as an
+// error status, since it runs on the binding's goroutine.
+func (b *fwBinding) preBind(ctx context.Context) (st *fwk.Status) {
+	defer func() {
+		if r := recover(); r != nil {
+			st = fwk.AsStatus(fmt.Errorf("PreBind panicked: %v", r))
+		}
+	}()
+	return b.fw.RunPreBindPlugins(ctx, b.state, b.pod, b.node)
+}
+
+// forget undoes an assumption after a binding that did not go through,
+// and the framework's reservations with it.
+func (s *Scheduler) forget(ctx context.Context, pod *v1.Pod, pb *pendingBinding) {
+	s.cache.Forget(pod)
+	if pb.fw != nil {
+		pb.fw.unreserve(ctx)
+	}
+}
+
+// fwCommit assumes pod on the chosen node, runs Reserve and Permit there
+// and starts the binding: on this goroutine if no PreBind plugin has work
+// (RunPreBindPreFlights skips), else on one of its own that runs PreBind
+// first. A rejection at Reserve or Permit (or a panic) unreserves and
+// forgets the pod before the attempt fails. Permit's Wait is refused:
+// schedq does not hold pods at Permit.
+func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.PodInfo, cs fwk.CycleState, out Outcome, start time.Time) Outcome {
+	fw := s.o.Framework.Framework()
+	node := out.Node
+	assumed := info.Item.DeepCopy()
+	assumed.Spec.NodeName = node
+	fb := &fwBinding{fw: fw, state: cs, pod: assumed, node: node}
+	pb := s.newBinding(info, node)
+	abort := pb.abort
+	pb.abort = func() { fb.unreserve(ctx); abort() }
+	pb.fw = fb
+	if err := s.cache.Assume(pi, node, pb); err != nil {
+		return s.fail(ctx, info, start, Outcome{Result: Error, Message: err.Error()})
+	}
+	held := true
+	release := func() {
+		if held {
+			held = false
+			fb.unreserve(ctx)
+			s.cache.Forget(info.Item)
+		}
+	}
+	defer release() // a panic in Reserve or Permit
+	if st := fw.RunReservePluginsReserve(ctx, cs, assumed, node); !st.IsSuccess() {
+		release()
+		return s.fail(ctx, info, start, onNodeOutcome(assumed, node, st))
+	}
+	if _, st := fw.RunPermitPlugins(ctx, cs, assumed, node); !st.IsSuccess() {
+		if st.IsWait() {
+			st = fwk.NewStatus(fwk.Error, fmt.Sprintf("Permit plugin %s asked the pod to wait; schedq does not wait at Permit", st.Plugin()))
+		}
+		release()
+		return s.fail(ctx, info, start, onNodeOutcome(assumed, node, st))
+	}
+	held = false
+	s.committed = true // the binding owns the attempt from here
+	s.assumed(info.Key)
+	s.o.Metrics.attempt(Scheduled, s.o.Now().Sub(start))
+	switch st := fw.RunPreBindPreFlights(ctx, cs, assumed, node); {
+	case st.IsSkip():
+		s.bind(ctx, info, node, pb, start)
+	case !st.IsSuccess():
+		s.bound(ctx, info, node, pb, start, st.AsError())
+	default:
+		go func() {
+			if st := fb.preBind(ctx); !st.IsSuccess() {
+				s.bound(ctx, info, node, pb, start, fmt.Errorf("PreBind: %w", st.AsError()))
+				return
+			}
+			s.bind(ctx, info, node, pb, start)
+		}()
+	}
+	return out
+}
+
+// onNodeOutcome is the outcome of a rejection on the chosen node (at
+// Reserve or Permit): Unschedulable with upstream's message for one node
+// if the plugin rejected the pod, an Error otherwise.
+func onNodeOutcome(pod *v1.Pod, node string, st *fwk.Status) Outcome {
+	if !st.IsRejected() {
+		return Outcome{Result: Error, Message: st.AsError().Error()}
+	}
+	diag := fwframework.Diagnosis{NodeToStatus: fwframework.NewDefaultNodeToStatus()}
+	diag.NodeToStatus.Set(node, st)
+	diag.AddPluginStatus(st)
+	return fitOutcome(pod, 1, diag)
+}

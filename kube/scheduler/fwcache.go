@@ -1,0 +1,195 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+)
+
+// upstreamMirror keeps kube-scheduler's own cache (backend/cache) equal to
+// the Cache, so that a cycle can take upstream's incremental immutable
+// snapshot (UpdateSnapshot) and run upstream's plugins on it with no lock
+// of schedq's held. The Cache feeds it from publishLocked, under its write
+// lock, with what each write changed: every writer (nodes, pods,
+// assumptions, forgets, trials, aborts) goes through that one point, so
+// the two caches cannot drift, and a trial that is undone before the lock
+// is released is never seen.
+//
+// Locks: upstream's cache has a lock of its own, a leaf taken under the
+// Cache's lock (by publishLocked and Cache.UpdateSnapshot), never the other
+// way round. Its fields are guarded by the Cache's lock.
+//
+// Goroutines: upstream's New starts one that exports its size metrics
+// every second until its context ends. The mirror gives it a context that
+// is already cancelled, so the goroutine returns before its first export
+// and nothing runs on the wall clock (the simulator stays deterministic).
+type upstreamMirror struct {
+	c      backendcache.Cache
+	logger klog.Logger
+	// pods are the pods given to c, nodes the node objects given.
+	pods  map[types.NamespacedName]mirroredPod
+	nodes map[string]*v1.Node
+	// err is the first error upstream's cache returned since the last
+	// UpdateSnapshot, which reports it. errMu guards it: it is set under
+	// the Cache's write lock but taken under its read lock.
+	errMu sync.Mutex
+	err   error
+}
+
+// mirroredPod is a pod as upstream's cache holds it: src is the Cache's
+// object, given the one given to upstream (src, or a copy of it with
+// spec.nodeName set to the node it is assumed on).
+type mirroredPod struct {
+	src, given *v1.Pod
+	assumed    bool
+}
+
+func newUpstreamMirror() *upstreamMirror {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // see the type's comment: stops the metrics goroutine at once
+	return &upstreamMirror{
+		c:      backendcache.New(ctx, nil, false, false),
+		logger: klog.Background(),
+		pods:   map[types.NamespacedName]mirroredPod{},
+		nodes:  map[string]*v1.Node{},
+	}
+}
+
+// TrackUpstream makes the cache keep kube-scheduler's cache beside its own,
+// from now on and with what it holds already, for UpdateSnapshot. Calling
+// it again does nothing. O(nodes + pods) once, then O(1) per pod or node a
+// write changes. Safe for concurrent use.
+func (c *Cache) TrackUpstream() {
+	c.lock()
+	defer c.unlock()
+	if c.up != nil {
+		return
+	}
+	c.up = newUpstreamMirror()
+	for name := range c.nodes {
+		c.dirty.nodes[name] = struct{}{}
+	}
+	for key := range c.podNode {
+		c.dirty.pods[key] = struct{}{}
+	}
+}
+
+// UpdateSnapshot brings snap (from backendcache.NewEmptySnapshot, and
+// given to nothing but this cache) up to date with the cache, changing
+// only the nodes written since snap's last update, and returns the
+// cluster state it shows (for the failure record). The cache must track
+// upstream (TrackUpstream). It holds the cache's read lock only while it
+// copies; the caller then reads snap with no lock, while writers go on.
+// It fails if upstream's cache refused a write since the last call (the
+// snapshot may then be wrong) or found itself inconsistent.
+func (c *Cache) UpdateSnapshot(snap *backendcache.Snapshot) (clusterState, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.up == nil {
+		return clusterState{}, errors.New("the cache does not track kube-scheduler's cache (TrackUpstream)")
+	}
+	st := c.stateLocked()
+	err := c.up.c.UpdateSnapshot(c.up.logger, snap)
+	if upErr := c.up.takeErr(); upErr != nil {
+		err = errors.Join(upErr, err)
+	}
+	return st, err
+}
+
+// takeErr returns and clears the recorded error.
+func (m *upstreamMirror) takeErr() error {
+	m.errMu.Lock()
+	defer m.errMu.Unlock()
+	err := m.err
+	m.err = nil
+	return err
+}
+
+// syncLocked applies to upstream's cache what the write that ends changed:
+// the dirty nodes and pods of c. The caller holds c's write lock.
+// O(changed nodes + changed pods x pods on their node).
+func (m *upstreamMirror) syncLocked(c *Cache) {
+	for name := range c.dirty.nodes {
+		m.syncNode(c, name)
+	}
+	for key := range c.dirty.pods {
+		m.syncPod(c, key)
+	}
+}
+
+func (m *upstreamMirror) syncNode(c *Cache, name string) {
+	var node *v1.Node
+	if ni, ok := c.nodes[name]; ok {
+		node = ni.Node
+	}
+	old, had := m.nodes[name]
+	switch {
+	case node == old:
+	case node == nil:
+		delete(m.nodes, name)
+		m.record(m.c.RemoveNode(m.logger, old))
+	case !had:
+		m.nodes[name] = node
+		m.c.AddNode(m.logger, node)
+	default:
+		m.nodes[name] = node
+		m.c.UpdateNode(m.logger, old, node)
+	}
+}
+
+// syncPod makes upstream's cache hold key as c does: on the same node,
+// the same object, assumed or not. A pod that changed is removed and
+// added again, always with the object upstream holds, so that none of
+// upstream's consistency checks (which exit the process) can fire.
+func (m *upstreamMirror) syncPod(c *Cache, key types.NamespacedName) {
+	var pod *v1.Pod
+	node, placed := c.podNode[key]
+	if placed {
+		pod = c.podLocked(key)
+	}
+	_, assumed := c.assumed[key]
+	old, had := m.pods[key]
+	if had && pod == old.src && assumed == old.assumed && node == old.given.Spec.NodeName {
+		return
+	}
+	if had {
+		if old.assumed {
+			m.record(m.c.ForgetPod(m.logger, old.given))
+		} else {
+			m.record(m.c.RemovePod(m.logger, old.given))
+		}
+		delete(m.pods, key)
+	}
+	if pod == nil {
+		return
+	}
+	given := pod
+	if pod.Spec.NodeName != node {
+		cp := *pod
+		cp.Spec.NodeName = node
+		given = &cp
+	}
+	m.pods[key] = mirroredPod{src: pod, given: given, assumed: assumed}
+	if assumed {
+		m.record(m.c.AssumePod(m.logger, given))
+		return
+	}
+	m.record(m.c.AddPod(m.logger, given))
+}
+
+func (m *upstreamMirror) record(err error) {
+	if err == nil {
+		return
+	}
+	m.errMu.Lock()
+	defer m.errMu.Unlock()
+	if m.err == nil {
+		m.err = fmt.Errorf("kube-scheduler's cache: %w", err)
+	}
+}

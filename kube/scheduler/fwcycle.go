@@ -1,0 +1,248 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	fwframework "k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// The single-pod cycle on kube-scheduler's framework (Options.Framework):
+// the snapshot is brought up to date from the cache (Cache.UpdateSnapshot)
+// and every plugin then runs on it with no lock of schedq's held. Groups,
+// preemption and the simulator keep the hand-written plugins.
+
+// fwNominator serves the framework's PodNominator from the queue's
+// nominations, read before each cycle (readFWNominations) as the
+// hand-written cycle reads them, so that no plugin calls the queue.
+// Nominations are written through the queue only, after the cycle: the
+// framework's writes are ignored. Only the scheduling loop uses it.
+type fwNominator struct {
+	pods map[string][]fwk.PodInfo
+}
+
+func (n *fwNominator) AddNominatedPod(klog.Logger, fwk.PodInfo, *fwk.NominatingInfo) {}
+func (n *fwNominator) DeleteNominatedPodIfExists(*v1.Pod)                            {}
+func (n *fwNominator) UpdateNominatedPod(klog.Logger, *v1.Pod, fwk.PodInfo)          {}
+
+// NominatedPodsForNode returns the pods nominated to node, as read before
+// the cycle. O(1).
+func (n *fwNominator) NominatedPodsForNode(node string) []fwk.PodInfo { return n.pods[node] }
+
+// readFWNominations reads the queue's nominations for a cycle of pod:
+// the pods of its priority or higher nominated per node, and its own.
+// O(nominated pods).
+func (s *Scheduler) readFWNominations(key types.NamespacedName, pod *v1.Pod) {
+	s.ownNom, s.hasNom = s.queue.Nomination(key)
+	clear(s.fwNom.pods)
+	targets := s.queue.NominatedTargets()
+	prio := framework.Priority(pod)
+	for _, node := range targets {
+		for _, p := range s.queue.Nominated(node) {
+			if framework.Priority(p) < prio || framework.Key(p) == key {
+				continue
+			}
+			pi, err := fwframework.NewPodInfo(p)
+			if err != nil {
+				continue
+			}
+			if s.fwNom.pods == nil {
+				s.fwNom.pods = map[string][]fwk.PodInfo{}
+			}
+			s.fwNom.pods[node] = append(s.fwNom.pods[node], pi)
+		}
+	}
+}
+
+// scheduleFramework is scheduleOne for a lone pod on the framework:
+// PreFilter, Filter (with the nominated pods) on a sample of the nodes,
+// PreScore, Score and a random pick among the best; then, on the chosen
+// node, the pod is assumed in the cache, Reserve and Permit run, and the
+// binding starts, after PreBind if a plugin has work there.
+func (s *Scheduler) scheduleFramework(ctx context.Context, info Attempt) Outcome {
+	pod := info.Item
+	start := s.o.Now()
+	pi, err := framework.NewPodInfo(pod)
+	if err != nil {
+		return s.fail(ctx, info, start, Outcome{Result: Error, Message: "invalid pod: " + err.Error()})
+	}
+	s.readFWNominations(info.Key, pod)
+	defer func() { s.ownNom, s.hasNom = "", false; clear(s.fwNom.pods) }()
+	st, err := s.cache.UpdateSnapshot(s.o.Framework.Snapshot())
+	if err != nil {
+		return s.fail(ctx, info, start, Outcome{Result: Error, Message: "snapshot: " + err.Error()})
+	}
+	cs := fwframework.NewCycleState()
+	out := s.fwFind(ctx, cs, pod)
+	out.state = st
+	if out.clearNom != "" {
+		s.clearNomination(info.Key, out.clearNom)
+	}
+	if out.Result != Scheduled {
+		return s.fail(ctx, info, start, out)
+	}
+	return s.fwCommit(ctx, info, pi, cs, out, start)
+}
+
+// fwFind finds the node for pod: its nominated node if it passes the
+// filters there, else the best of the feasible nodes found among
+// feasibleToFind of them, starting where the last cycle stopped.
+func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod) Outcome {
+	fw := s.o.Framework.Framework()
+	snap := s.o.Framework.Snapshot()
+	all, err := snap.NodeInfos().List()
+	if err != nil {
+		return Outcome{Result: Error, Message: err.Error()}
+	}
+	if len(all) == 0 {
+		// Every filter would have to pass on a new node: their hints
+		// decide when one arrives.
+		return Outcome{Result: Unschedulable, Plugins: fwFilterNames(fw),
+			Message: "0/0 nodes are available: no nodes available to schedule pods."}
+	}
+	diag := fwframework.Diagnosis{NodeToStatus: fwframework.NewDefaultNodeToStatus()}
+	pre, st, unsched := fw.RunPreFilterPlugins(ctx, cs, pod)
+	diag.UnschedulablePlugins = unsched
+	if !st.IsSuccess() {
+		if !st.IsRejected() {
+			return Outcome{Result: Error, Message: st.AsError().Error()}
+		}
+		diag.NodeToStatus.SetAbsentNodesStatus(st)
+		diag.PreFilterMsg = st.Message()
+		diag.AddPluginStatus(st)
+		return fitOutcome(pod, len(all), diag)
+	}
+	var out Outcome
+	if s.hasNom {
+		ni, err := snap.NodeInfos().Get(s.ownNom)
+		switch {
+		case err != nil:
+			out.clearNom = "nominated node is gone"
+		case fw.RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni).IsSuccess():
+			out.Result, out.Node = Scheduled, s.ownNom
+			return out
+		}
+	}
+	nodes := all
+	if !pre.AllNodes() {
+		nodes = make([]fwk.NodeInfo, 0, len(pre.NodeNames))
+		for _, ni := range all {
+			if pre.NodeNames.Has(ni.Node().Name) {
+				nodes = append(nodes, ni)
+			}
+		}
+		diag.NodeToStatus.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+			fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(unsched))))
+	}
+	feasible, errOut := s.fwFilter(ctx, cs, pod, nodes, len(all), &diag)
+	if errOut != nil {
+		errOut.clearNom = out.clearNom
+		return *errOut
+	}
+	if len(feasible) == 0 {
+		o := fitOutcome(pod, len(all), diag)
+		o.clearNom = out.clearNom
+		return o
+	}
+	out.Result = Scheduled
+	if len(feasible) == 1 {
+		out.Node = feasible[0].Node().Name
+		return out
+	}
+	node, err := s.fwPick(ctx, cs, pod, feasible)
+	if err != nil {
+		return Outcome{Result: Error, Message: err.Error(), clearNom: out.clearNom}
+	}
+	out.Node = node
+	return out
+}
+
+// fwFilter runs the filters, with the nominated pods, on nodes from
+// nextStart on, until it has found as many feasible nodes as
+// feasibleToFind allows (one, without score plugins), recording each
+// rejection in diag. A filter's error ends the search with an Error
+// outcome. O(examined nodes x filters).
+func (s *Scheduler) fwFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, numAll int, diag *fwframework.Diagnosis) ([]fwk.NodeInfo, *Outcome) {
+	fw := s.o.Framework.Framework()
+	pct := s.o.PercentageOfNodesToScore
+	if p := fw.PercentageOfNodesToScore(); p != nil {
+		pct = int(*p)
+	}
+	want := feasibleToFind(len(nodes), pct)
+	if !fw.HasScorePlugins() {
+		want = 1
+	}
+	feasible := make([]fwk.NodeInfo, 0, min(want, len(nodes)))
+	processed := 0
+	for i := 0; i < len(nodes) && len(feasible) < want; i++ {
+		ni := nodes[(s.nextStart+i)%len(nodes)]
+		processed++
+		st := fw.RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni)
+		if st.IsSuccess() {
+			feasible = append(feasible, ni)
+			continue
+		}
+		if st.Code() == fwk.Error {
+			s.nextStart = (s.nextStart + processed) % numAll
+			return nil, &Outcome{Result: Error, Message: fmt.Sprintf("node %s: %v", ni.Node().Name, st.AsError())}
+		}
+		diag.NodeToStatus.Set(ni.Node().Name, st)
+		diag.AddPluginStatus(st)
+	}
+	s.nextStart = (s.nextStart + processed) % numAll
+	return feasible, nil
+}
+
+// fwPick runs PreScore and Score on the feasible nodes and returns the
+// best, breaking ties at random (reservoir sampling, so that every best
+// node is equally likely).
+func (s *Scheduler) fwPick(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, feasible []fwk.NodeInfo) (string, error) {
+	fw := s.o.Framework.Framework()
+	if st := fw.RunPreScorePlugins(ctx, cs, pod, feasible); !st.IsSuccess() {
+		return "", st.AsError()
+	}
+	scores, st := fw.RunScorePlugins(ctx, cs, pod, feasible)
+	if !st.IsSuccess() {
+		return "", st.AsError()
+	}
+	best, bestScore, ties := "", int64(-1), 0
+	for _, ns := range scores {
+		switch {
+		case ns.TotalScore > bestScore:
+			best, bestScore, ties = ns.Name, ns.TotalScore, 1
+		case ns.TotalScore == bestScore:
+			ties++
+			if s.o.Rand.IntN(ties) == 0 {
+				best = ns.Name
+			}
+		}
+	}
+	return best, nil
+}
+
+// fitOutcome is the Unschedulable outcome of a diagnosis: upstream's
+// FitError message ("0/N nodes are available: ..."), the rejecting
+// plugins and the pending ones, sorted.
+func fitOutcome(pod *v1.Pod, numAll int, diag fwframework.Diagnosis) Outcome {
+	fe := &fwframework.FitError{Pod: pod, NumAllNodes: numAll, Diagnosis: diag}
+	return Outcome{Result: Unschedulable, Message: fe.Error(),
+		Plugins: sets.List(diag.UnschedulablePlugins), Pending: sets.List(diag.PendingPlugins)}
+}
+
+// fwFilterNames lists the framework's filter plugins.
+func fwFilterNames(fw fwframework.Framework) []string {
+	var names []string
+	if p := fw.ListPlugins(); p != nil {
+		for _, pl := range p.Filter.Enabled {
+			names = append(names, pl.Name)
+		}
+	}
+	return names
+}
