@@ -19,7 +19,12 @@ import (
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
-const schedulerName = "schedq"
+const schedulerName = SchedulerName
+
+// SchedulerName is the name the simulated scheduler answers to: a pod of
+// another schedulerName is not its own. A forecast of a live scheduler of
+// another name gives its pods this one.
+const SchedulerName = "schedq"
 
 // epoch is virtual time zero: every run starts at the same instant.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
