@@ -62,8 +62,8 @@ func Handler(reg *prometheus.Registry, q queueView, ready, live func() (bool, st
 
 // handler is Handler with forecasts if fc is not nil: the explanation of
 // a pending pod and the listing in pop order gain predicted starts, and
-// GET /debug/forecast/{namespace}/{name} is served (see
-// docs/forecast.md).
+// GET /debug/forecast/{namespace}/{name} and POST /debug/whatif are
+// served (see docs/forecast.md).
 func handler(reg *prometheus.Registry, q queueView, ready, live func() (bool, string), fc *forecaster) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -120,6 +120,7 @@ func handler(reg *prometheus.Registry, q queueView, ready, live func() (bool, st
 	})
 	if fc != nil {
 		mux.HandleFunc("GET /debug/forecast/{namespace}/{name}", serveForecast(fc, q))
+		mux.HandleFunc("POST /debug/whatif", serveWhatIf(fc))
 	}
 	return mux
 }
