@@ -24,11 +24,28 @@ type explainAnswer struct {
 
 func (a explainAnswer) String() string {
 	s := a.Explanation.String()
+	if x := a.Explanation; x.Position != nil && x.Location != schedq.InActive {
+		s = strings.Replace(s, fmt.Sprintf("%-22s %s\n", "position:", x.Position), fmt.Sprintf("%-22s %s\n", "position:", notActiveText(x)), 1)
+	}
 	switch {
 	case a.PredictedStart != nil:
 		s += fmt.Sprintf("%-22s %s\n", "forecast:", a.PredictedStart)
 	case a.ForecastError != "":
 		s += fmt.Sprintf("%-22s %s\n", "forecast:", a.ForecastError)
+	}
+	return s
+}
+
+// notActiveText says where an item that is not in activeQ (backing off,
+// parked, gated) would stand: the queue's Position counts the items ahead
+// of it as if it were in activeQ, which "0 ahead of 1 in activeQ" would
+// misstate as its being in line there.
+func notActiveText(x schedq.Explanation) string {
+	p := x.Position
+	s := fmt.Sprintf("not in activeQ (%s); it would have %d of activeQ's %d ahead of it if it entered now (and %d backing off, %d parked, ahead in order)",
+		x.Location, p.Ahead, p.Active, p.BackoffAhead, p.ParkedAhead)
+	if p.Estimated {
+		s += fmt.Sprintf("; next attempt in about %v (estimate)", p.EstimatedWait.Round(time.Millisecond))
 	}
 	return s
 }

@@ -275,3 +275,24 @@ func BenchmarkLiveStateCopy(b *testing.B) {
 	b.ReportMetric(float64(worstQ.Microseconds()), "max-queue-hold-µs")
 	b.ReportMetric(float64(worstC.Microseconds()), "max-cache-hold-µs")
 }
+
+// TestExplainParkedPosition: a parked pod's position does not read as a
+// place in activeQ ("0 ahead of 1 in activeQ").
+func TestExplainParkedPosition(t *testing.T) {
+	l := newLiveCluster(t, 1)
+	l.pending(l.pod("p", "8", ""))
+	l.pending(l.pod("q", "1", ""))
+	a, err := l.queue.Pop(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.queue.Requeue(a, schedq.Failure{UnschedulablePlugins: []string{"NodeResourcesFit"}, Message: "0/1 nodes are available: 1 Insufficient cpu."}); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(Handler(prometheus.NewRegistry(), l.queue, func() (bool, string) { return true, "ok" }, nil))
+	defer srv.Close()
+	_, text := get(t, srv.URL+"/debug/queue/default/p?format=text")
+	if strings.Contains(text, "ahead of 1 in activeQ") || !strings.Contains(text, "not in activeQ (unschedulable); it would have 1 of activeQ's 1 ahead of it if it entered now") {
+		t.Errorf("parked pod's explanation:\n%s", text)
+	}
+}

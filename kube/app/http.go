@@ -106,11 +106,11 @@ func handler(reg *prometheus.Registry, q queueView, ready, live func() (bool, st
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
+		a := explainAnswer{Explanation: x}
 		if fc == nil {
-			write(w, r, x, x.String())
+			write(w, r, x, a.String())
 			return
 		}
-		a := explainAnswer{Explanation: x}
 		if p, err := fc.predict(key); err != nil {
 			a.ForecastError = err.Error()
 		} else {
