@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -87,6 +88,7 @@ type podStat struct {
 // sim is one run.
 type sim struct {
 	sc        *Scenario
+	soft      *softCounter // the plugins' log: soft constraints counted, not logged
 	o         Options
 	now       time.Time
 	end       time.Time
@@ -151,7 +153,8 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	if sc.Scheduler.Scoring == "balanced" {
 		strategy = plugins.BalancedAllocation
 	}
-	profile := disable(plugins.Default(strategy), sc.Scheduler.DisablePlugins)
+	s.soft = newSoftCounter()
+	profile := disable(plugins.DefaultLogged(strategy, slog.New(s.soft)), sc.Scheduler.DisablePlugins)
 	cfg := scheduler.QueueConfig(profile)
 	q := sc.Queue
 	if q.backoffOff() {
