@@ -296,3 +296,57 @@ func TestExplainParkedPosition(t *testing.T) {
 		t.Errorf("parked pod's explanation:\n%s", text)
 	}
 }
+
+// TestForecastWhileSchedulerChanges: forecasts, listings and what-ifs
+// are served while the cache and the queue change under them (pods bound
+// and removed, pods queued and deleted), concurrently, under -race. Every
+// answer is a forecast or a clear error, never a failed run.
+func TestForecastWhileSchedulerChanges(t *testing.T) {
+	l := newLiveCluster(t, 3)
+	for i := range 6 {
+		l.running(l.pod(fmt.Sprintf("r%d", i), "1", "30m"), fmt.Sprintf("n%d", i%3), 0)
+	}
+	fc := l.forecaster()
+	fc.ttl = 0 // every request copies the state again
+	srv := httptest.NewServer(handler(prometheus.NewRegistry(), l.queue, func() (bool, string) { return true, "ok" }, nil, fc))
+	defer srv.Close()
+	done := make(chan struct{})
+	go func() { // the informers' side
+		defer close(done)
+		for i := range 200 {
+			p := l.pod(fmt.Sprintf("c%d", i), "1", "10m")
+			l.pending(p)
+			if i%2 == 0 {
+				b := p.DeepCopy()
+				b.Spec.NodeName = fmt.Sprintf("n%d", i%3)
+				l.queue.Delete(types.NamespacedName{Namespace: "default", Name: p.Name})
+				l.pods.Update(b)
+				if err := l.cache.AddPod(b); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			if i%5 == 0 {
+				l.cache.RemovePod(types.NamespacedName{Namespace: "default", Name: fmt.Sprintf("c%d", i-2)})
+			}
+		}
+	}()
+	for n := 0; ; n++ {
+		select {
+		case <-done:
+			if n == 0 {
+				t.Error("no request ran while the state changed")
+			}
+			return
+		default:
+		}
+		code, body := get(t, srv.URL+"/debug/queue?order=pop&format=text")
+		if code != 200 || strings.Contains(body, "no forecast") {
+			t.Fatalf("listing: HTTP %d %s", code, body)
+		}
+		code, body = post(t, srv.URL+"/debug/whatif", strings.Replace(whatIfPod, "%s", "1", 1))
+		if code != 200 && !strings.Contains(body, "exists already") {
+			t.Fatalf("what-if: HTTP %d %s", code, body)
+		}
+	}
+}
