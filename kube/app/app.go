@@ -257,6 +257,9 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	fc := newForecaster(o, &liveState{queue: queues, cache: c, pods: pods.GetStore(),
 		namespaces: factory.Core().V1().Namespaces().Informer().GetStore(), groups: storeOf(podGroups),
 		schedulerName: o.SchedulerName, clock: o.Clock})
+	if _, err := pods.AddEventHandler(fc.hist.handler()); err != nil {
+		return err
+	}
 	serving := handler(reg, queues, st.ready, watch.live, fc)
 	if o.Address != "" {
 		if err := serveInsecure(ctx, o.Address, serving, log); err != nil {

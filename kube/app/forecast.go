@@ -33,6 +33,8 @@ type forecaster struct {
 	// schedulerName is the live scheduler's: what-if pods naming it are
 	// the simulated scheduler's.
 	schedulerName string
+	// hist, if set, estimates the runtimes of pods that declare none.
+	hist *liveHistory
 
 	mu   sync.Mutex
 	last *liveForecast
@@ -45,13 +47,17 @@ type liveForecast struct {
 	Copy CopyStats
 	// Took is how long the forecast ran, the copy aside.
 	Took time.Duration
+	// O are the options it ran with (its history included).
+	O sim.ForecastOptions
 }
 
 // newForecaster forecasts from l's copies with the scheduler's settings,
-// over DefaultForecastHorizon, one forecast per DefaultForecastTTL.
+// over DefaultForecastHorizon, one forecast per DefaultForecastTTL, with
+// the runtimes its history learns (feed it: hist.handler()).
 func newForecaster(o Options, l *liveState) *forecaster {
 	return &forecaster{state: l.copy, sc: scenarioOf(o), o: sim.ForecastOptions{Horizon: DefaultForecastHorizon},
-		ttl: DefaultForecastTTL, clock: l.clock, schedulerName: l.schedulerName}
+		ttl: DefaultForecastTTL, clock: l.clock, schedulerName: l.schedulerName,
+		hist: &liveHistory{schedulerName: l.schedulerName, clock: l.clock}}
 }
 
 // storeOf is an informer's store, nil without an informer.
@@ -98,11 +104,15 @@ func (f *forecaster) get() (*liveForecast, error) {
 		return nil, fmt.Errorf("no forecast: %w", sim.ErrNoNodes)
 	}
 	t := f.clock.Now()
-	fc, err := sim.RunForecast(f.sc, st, f.o)
+	o := f.o
+	if f.hist != nil {
+		o.History = f.hist.history()
+	}
+	fc, err := sim.RunForecast(f.sc, st, o)
 	if err != nil {
 		return nil, fmt.Errorf("forecast: %w", err)
 	}
-	f.last = &liveForecast{F: fc, St: st, Copy: cs, Took: f.clock.Since(t)}
+	f.last = &liveForecast{F: fc, St: st, Copy: cs, Took: f.clock.Since(t), O: o}
 	return f.last, nil
 }
 

@@ -350,3 +350,36 @@ func TestForecastWhileSchedulerChanges(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveForecastLearnsRuntimes: pods of a Job that ran 20 minutes each,
+// seen ending by the pod informer's handler, give a running pod of that
+// Job without an estimate 15 more minutes (it ran 5): the pending pod
+// starts then, on a basis of one end from history.
+func TestLiveForecastLearnsRuntimes(t *testing.T) {
+	l := newLiveCluster(t, 1)
+	job := func(p *v1.Pod) *v1.Pod {
+		yes := true
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "Job", Name: "j", Controller: &yes}}
+		return p
+	}
+	srv, fc := l.server()
+	h := fc.hist.handler()
+	for i := range 3 {
+		old := job(l.pod(fmt.Sprintf("done%d", i), "1", ""))
+		old.Spec.NodeName, old.Status.Phase = "n0", v1.PodRunning
+		old.Status.StartTime = &metav1.Time{Time: liveNow.Add(-2 * time.Hour)}
+		ended := old.DeepCopy()
+		ended.Status.Phase = v1.PodSucceeded
+		ended.Status.ContainerStatuses = []v1.ContainerStatus{{State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+			FinishedAt: metav1.Time{Time: liveNow.Add(-100 * time.Minute)}}}}}
+		h.OnUpdate(old, ended)
+	}
+	l.running(job(l.pod("r", "4", "")), "n0", 5*time.Minute)
+	l.pending(l.pod("p", "4", "1h"))
+	_, body := get(t, srv.URL+"/debug/forecast/default/p")
+	var p Prediction
+	if err := json.Unmarshal([]byte(body), &p); err != nil || !p.Starts || !about(p.Wait, 15*time.Minute) ||
+		len(p.Basis) != 1 || p.Basis[0] != (sim.SourceCount{Source: sim.SourceHistory, Count: 1}) || p.Unknown != 0 {
+		t.Errorf("%v %s, want a start in 15m on one end from history", err, body)
+	}
+}

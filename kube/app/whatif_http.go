@@ -117,7 +117,8 @@ func (f *forecaster) whatIf(in *sim.WhatIfInput, o sim.ForecastOptions) (whatIfA
 		return whatIfAnswer{}, err
 	}
 	var x *sim.WhatIf
-	if o.Horizon == f.o.Horizon {
+	o.History = lf.O.History
+	if o.Horizon == lf.O.Horizon {
 		x, err = sim.RunWhatIfFrom(f.sc, lf.St, lf.F, in, o)
 	} else {
 		x, err = sim.RunWhatIf(f.sc, lf.St, in, o)
