@@ -256,7 +256,7 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	watch := newLoopWatch(o.Clock, o.StallTimeout)
 	fc := newForecaster(o, &liveState{queue: queues, cache: c, pods: pods.GetStore(),
 		namespaces: factory.Core().V1().Namespaces().Informer().GetStore(), groups: storeOf(podGroups),
-		schedulerName: o.SchedulerName, clock: o.Clock})
+		schedulerName: o.SchedulerName, clock: o.Clock}, o.Clock)
 	if _, err := pods.AddEventHandler(fc.hist.handler()); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -18,12 +19,16 @@ import (
 const (
 	DefaultForecastHorizon = 24 * time.Hour
 	DefaultForecastTTL     = 10 * time.Second
+	// forecastWait is how long a request waits for a forecast under way
+	// before it is answered with the last one (or told it is under way).
+	forecastWait = 5 * time.Second
 )
 
 // forecaster runs forecasts of the live state and shares one between the
 // requests of a TTL: listing every pending pod with its predicted start
-// runs one forecast, not one per pod. One forecast runs at a time; a
-// request that comes while one runs waits for it. Safe for concurrent use.
+// runs one forecast, not one per pod. One forecast runs at a time, in the
+// background; a request waits for it a bounded time (see get). Safe for
+// concurrent use.
 type forecaster struct {
 	state func() (*sim.ForecastState, CopyStats)
 	sc    *sim.Scenario
@@ -36,8 +41,15 @@ type forecaster struct {
 	// hist, if set, estimates the runtimes of pods that declare none.
 	hist *liveHistory
 
-	mu   sync.Mutex
-	last *liveForecast
+	// wait is how long a request waits for a forecast under way, on
+	// timers.
+	wait   time.Duration
+	timers clock.Clock
+
+	mu      sync.Mutex
+	last    *liveForecast
+	err     error         // of the latest run
+	running chan struct{} // closed when the run under way ends; nil if none
 }
 
 // liveForecast is one forecast with the state it ran from.
@@ -54,9 +66,9 @@ type liveForecast struct {
 // newForecaster forecasts from l's copies with the scheduler's settings,
 // over DefaultForecastHorizon, one forecast per DefaultForecastTTL, with
 // the runtimes its history learns (feed it: hist.handler()).
-func newForecaster(o Options, l *liveState) *forecaster {
+func newForecaster(o Options, l *liveState, timers clock.Clock) *forecaster {
 	return &forecaster{state: l.copy, sc: scenarioOf(o), o: sim.ForecastOptions{Horizon: DefaultForecastHorizon},
-		ttl: DefaultForecastTTL, clock: l.clock, schedulerName: l.schedulerName,
+		ttl: DefaultForecastTTL, wait: forecastWait, timers: timers, clock: l.clock, schedulerName: l.schedulerName,
 		hist: &liveHistory{schedulerName: l.schedulerName, clock: l.clock}}
 }
 
@@ -91,14 +103,67 @@ func scenarioOf(o Options) *sim.Scenario {
 	return sc
 }
 
-// get returns the last forecast if it is younger than the TTL, else runs
-// a new one from a fresh copy of the state.
+// get returns the last forecast if it is younger than the TTL. Otherwise
+// it starts a new one from a fresh copy of the state, unless one is under
+// way, and waits for it at most f.wait: a forecast of a large cluster can
+// take longer than a request should, so after the wait the request gets
+// the last forecast, older than the TTL (its At says when it was taken),
+// or, before the first one, an error saying that it is under way. An
+// error of the latest run (no nodes, a failed run) is returned until a
+// run succeeds. One run at a time, in its own goroutine.
 func (f *forecaster) get() (*liveForecast, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.last != nil && f.clock.Since(f.last.F.At) < f.ttl {
+		defer f.mu.Unlock()
 		return f.last, nil
 	}
+	if f.running == nil {
+		f.running = make(chan struct{})
+		go f.run(f.running)
+	}
+	done := f.running
+	f.mu.Unlock()
+	t := f.timers.NewTimer(f.wait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C():
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.running == done && f.last == nil:
+		return nil, errors.New("forecast: the first forecast is under way; ask again in a moment")
+	case f.running == done:
+		return f.last, nil // the last one, older than the TTL
+	case f.err != nil:
+		return nil, f.err
+	}
+	return f.last, nil
+}
+
+// run makes one forecast and publishes it (or its error), then closes
+// done. A panic in the run fails the forecast, not the process.
+func (f *forecaster) run(done chan struct{}) {
+	var lf *liveForecast
+	var err error
+	defer func() {
+		if r := recover(); r != nil {
+			lf, err = nil, fmt.Errorf("forecast: the run panicked: %v", r)
+		}
+		f.mu.Lock()
+		if err == nil {
+			f.last = lf
+		}
+		f.err, f.running = err, nil
+		f.mu.Unlock()
+		close(done)
+	}()
+	lf, err = f.compute()
+}
+
+// compute copies the state and runs the forecast.
+func (f *forecaster) compute() (*liveForecast, error) {
 	st, cs := f.state()
 	if len(st.Nodes) == 0 {
 		return nil, fmt.Errorf("no forecast: %w", sim.ErrNoNodes)
@@ -112,8 +177,7 @@ func (f *forecaster) get() (*liveForecast, error) {
 	if err != nil {
 		return nil, fmt.Errorf("forecast: %w", err)
 	}
-	f.last = &liveForecast{F: fc, St: st, Copy: cs, Took: f.clock.Since(t), O: o}
-	return f.last, nil
+	return &liveForecast{F: fc, St: st, Copy: cs, Took: f.clock.Since(t), O: o}, nil
 }
 
 // Prediction is one pending pod's predicted start, with its basis.

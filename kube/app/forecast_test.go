@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,7 +39,9 @@ type liveCluster struct {
 	pods   cache.Store
 	nss    cache.Store
 	groups cache.Store
-	copies int
+	copies atomic.Int32
+	// block, if set, holds each forecast's copy until it is closed.
+	block chan struct{}
 }
 
 var liveNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -95,9 +99,15 @@ func (l *liveCluster) pending(p *v1.Pod) {
 func (l *liveCluster) forecaster() *forecaster {
 	ls := &liveState{queue: l.queue, cache: l.cache, pods: l.pods, namespaces: l.nss, groups: l.groups,
 		schedulerName: "schedq", clock: l.clk}
-	f := newForecaster(Options{Scoring: plugins.LeastAllocated}, ls)
+	f := newForecaster(Options{Scoring: plugins.LeastAllocated}, ls, l.clk)
 	state := f.state
-	f.state = func() (*sim.ForecastState, CopyStats) { l.copies++; return state() }
+	f.state = func() (*sim.ForecastState, CopyStats) {
+		l.copies.Add(1)
+		if l.block != nil {
+			<-l.block
+		}
+		return state()
+	}
 	return f
 }
 
@@ -234,13 +244,13 @@ func TestOneForecastServesEveryPod(t *testing.T) {
 	for _, n := range []string{"p1", "p2", "p3"} {
 		get(t, srv.URL+"/debug/queue/default/"+n)
 	}
-	if l.copies != 1 {
-		t.Errorf("%d forecasts for one listing and three explanations within the TTL, want 1", l.copies)
+	if l.copies.Load() != 1 {
+		t.Errorf("%d forecasts for one listing and three explanations within the TTL, want 1", l.copies.Load())
 	}
 	l.clk.Step(DefaultForecastTTL)
 	get(t, srv.URL+"/debug/queue/default/p1")
-	if l.copies != 2 {
-		t.Errorf("%d forecasts after the TTL, want 2", l.copies)
+	if l.copies.Load() != 2 {
+		t.Errorf("%d forecasts after the TTL, want 2", l.copies.Load())
 	}
 }
 
@@ -381,5 +391,66 @@ func TestLiveForecastLearnsRuntimes(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &p); err != nil || !p.Starts || !about(p.Wait, 15*time.Minute) ||
 		len(p.Basis) != 1 || p.Basis[0] != (sim.SourceCount{Source: sim.SourceHistory, Count: 1}) || p.Unknown != 0 {
 		t.Errorf("%v %s, want a start in 15m on one end from history", err, body)
+	}
+}
+
+// TestForecastWaitIsBounded: a forecast that takes longer than the wait
+// does not hold requests: before the first one, the answer says it is
+// under way (503); once one exists, a request after the TTL gets it,
+// older than the TTL, while the next one runs.
+func TestForecastWaitIsBounded(t *testing.T) {
+	l := newLiveCluster(t, 1)
+	l.pending(l.pod("p", "1", "1h"))
+	l.block = make(chan struct{})
+	srv, fc := l.server()
+	ask := func() (int, string) {
+		type answer struct {
+			code int
+			body string
+		}
+		ch := make(chan answer, 1)
+		go func() {
+			code, body := get(t, srv.URL+"/debug/forecast/default/p")
+			ch <- answer{code, body}
+		}()
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			select {
+			case a := <-ch:
+				return a.code, a.body
+			default:
+			}
+			if l.clk.HasWaiters() {
+				l.clk.Step(forecastWait) // the request's wait ends
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the request was not answered")
+			}
+			runtime.Gosched()
+		}
+	}
+	code, body := ask()
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "the first forecast is under way") {
+		t.Fatalf("before the first forecast: HTTP %d %s", code, body)
+	}
+	close(l.block) // the first forecast ends
+	waitFor(t, func() bool { fc.mu.Lock(); defer fc.mu.Unlock(); return fc.last != nil })
+	first := fc.last.F.At
+	l.block = make(chan struct{}) // the next one hangs
+	l.clk.Step(DefaultForecastTTL)
+	code, body = ask()
+	var p Prediction
+	if err := json.Unmarshal([]byte(body), &p); code != 200 || err != nil || !p.At.Equal(first) {
+		t.Fatalf("while the second forecast runs: HTTP %d %v %s, want the first one", code, err, body)
+	}
+	close(l.block)
+}
+
+// waitFor polls cond until it holds, for at most 10 seconds.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatal("the condition never held")
+		}
 	}
 }
