@@ -139,3 +139,30 @@ func TestForecastEndpointsGuarded(t *testing.T) {
 		t.Errorf("authorizer asked %q, last want %q", auth.asked, want)
 	}
 }
+
+// TestWhatIfGang: a PodGroup and its two members, sent together, start
+// together when the second node frees.
+func TestWhatIfGang(t *testing.T) {
+	l := newLiveCluster(t, 2)
+	l.running(l.pod("a", "4", "10m"), "n0", 0)
+	l.running(l.pod("b", "4", "30m"), "n1", 0)
+	srv, _ := l.server()
+	body := `apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: g, namespace: default}
+spec: {schedulingPolicy: {gang: {minCount: 2}}}
+`
+	for _, n := range []string{"m0", "m1"} {
+		body += "---\n" + strings.Replace(strings.Replace(whatIfPod, "%s", "4", 1), "name: w,", "name: "+n+",", 1) + "  schedulingGroup: {podGroupName: g}\n"
+	}
+	code, out := post(t, srv.URL+"/debug/whatif", body)
+	var a whatIfAnswer
+	if err := json.Unmarshal([]byte(out), &a); code != 200 || err != nil || len(a.Pods) != 2 {
+		t.Fatalf("HTTP %d %v: %s", code, err, out)
+	}
+	for _, p := range a.Pods {
+		if p.FitsNow || !p.Forecast.Starts || p.Forecast.Gang != "default/g" || !about(p.Forecast.Wait, 30*time.Minute) {
+			t.Errorf("%s: %+v, want the gang's one start in 30m", p.Pod, p)
+		}
+	}
+}
