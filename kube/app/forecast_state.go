@@ -29,6 +29,10 @@ const copyChunk = 1000
 // copyChunk nodes at a time. The copy is therefore not one instant of the
 // scheduler but a few milliseconds of it, which a forecast of minutes
 // does not notice.
+//
+// copy is safe to call concurrently with the scheduler (it takes the
+// cache's, the queue's and the stores' own locks); the forecaster calls it
+// from one run at a time.
 type liveState struct {
 	queue         pendingView
 	cache         *scheduler.Cache
