@@ -256,14 +256,20 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 
 	st := &state{}
 	watch := newLoopWatch(o.Clock, o.StallTimeout)
-	handler := Handler(reg, queues, st.ready, watch.live)
+	fc := newForecaster(o, &liveState{queue: queues, cache: c, pods: pods.GetStore(),
+		namespaces: factory.Core().V1().Namespaces().Informer().GetStore(), groups: storeOf(podGroups),
+		schedulerName: o.SchedulerName, clock: o.Clock}, o.Clock)
+	if _, err := pods.AddEventHandler(fc.hist.handler()); err != nil {
+		return err
+	}
+	serving := handler(reg, queues, st.ready, watch.live, fc)
 	if o.Address != "" {
-		if err := serveInsecure(ctx, o.Address, handler, log); err != nil {
+		if err := serveInsecure(ctx, o.Address, serving, log); err != nil {
 			return err
 		}
 	}
 	if sp != nil {
-		if err := sp.serve(ctx, handler, log); err != nil {
+		if err := sp.serve(ctx, serving, log); err != nil {
 			return err
 		}
 	}

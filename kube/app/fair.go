@@ -122,7 +122,7 @@ type pendingView interface {
 
 // servePending serves /debug/queue?order=pop: one page of the pending
 // pods in the order they wait, each with its reason.
-func servePending(w http.ResponseWriter, r *http.Request, qv queueView) {
+func servePending(w http.ResponseWriter, r *http.Request, qv queueView, fc *forecaster) {
 	q, ok := qv.(pendingView)
 	if !ok {
 		http.Error(w, "this queue cannot list its pods in pop order", http.StatusNotImplemented)
@@ -134,5 +134,10 @@ func servePending(w http.ResponseWriter, r *http.Request, qv queueView) {
 		return
 	}
 	p := q.Pending(o)
+	if fc != nil {
+		a := withStarts(p, fc)
+		write(w, r, a, a.String())
+		return
+	}
 	write(w, r, p, p.String())
 }

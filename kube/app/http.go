@@ -57,6 +57,14 @@ const (
 // probe then restarts a leader whose scheduling loop hangs, and its lease
 // passes to a standby.
 func Handler(reg *prometheus.Registry, q queueView, ready, live func() (bool, string)) http.Handler {
+	return handler(reg, q, ready, live, nil)
+}
+
+// handler is Handler with forecasts if fc is not nil: the explanation of
+// a pending pod and the listing in pop order gain predicted starts, and
+// GET /debug/forecast/{namespace}/{name} and POST /debug/whatif are
+// served (see docs/forecast.md).
+func handler(reg *prometheus.Registry, q queueView, ready, live func() (bool, string), fc *forecaster) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	if live == nil {
@@ -82,7 +90,7 @@ func Handler(reg *prometheus.Registry, q queueView, ready, live func() (bool, st
 	snap := &snapshots{q: q, ttl: queueSnapshotTTL, now: time.Now}
 	mux.HandleFunc("GET /debug/queue", func(w http.ResponseWriter, r *http.Request) {
 		if wantsPending(r) {
-			servePending(w, r, q)
+			servePending(w, r, q, fc)
 			return
 		}
 		queuePages(snap)(w, r)
@@ -98,8 +106,22 @@ func Handler(reg *prometheus.Registry, q queueView, ready, live func() (bool, st
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		write(w, r, x, x.String())
+		a := explainAnswer{Explanation: x}
+		if fc == nil {
+			write(w, r, x, a.String())
+			return
+		}
+		if p, err := fc.predict(key); err != nil {
+			a.ForecastError = err.Error()
+		} else {
+			a.PredictedStart = p
+		}
+		write(w, r, a, a.String())
 	})
+	if fc != nil {
+		mux.HandleFunc("GET /debug/forecast/{namespace}/{name}", serveForecast(fc, q))
+		mux.HandleFunc("POST /debug/whatif", serveWhatIf(fc))
+	}
 	return mux
 }
 

@@ -123,10 +123,11 @@ func (pl *NodeResourcesFit) EventsToRegister() []schedq.EventHint[*v1.Pod] {
 	}
 }
 
-// requestsOf computes pod's effective requests as framework.NewPodInfo
-// does, without parsing its affinity; they are clamped if invalid.
+// requestsOf returns pod's effective requests as framework.NewPodInfo
+// computes them, without parsing its affinity; they are clamped if
+// invalid. They are computed once per pod object (framework.RequestsOf).
 func requestsOf(pod *v1.Pod) framework.Resource {
-	r, _ := framework.PodRequests(pod)
+	r, _ := framework.RequestsOf(pod)
 	return r
 }
 
@@ -140,7 +141,7 @@ func (*NodeResourcesFit) afterNodeChange(pod *v1.Pod, oldObj, newObj any) (sched
 	if err != nil {
 		return schedq.HintQueue, err
 	}
-	req, invalid := framework.PodRequests(pod)
+	req, invalid := framework.RequestsOf(pod)
 	if invalid != nil {
 		return schedq.HintSkip, nil // no node can take it; only its own update can help
 	}
@@ -211,7 +212,7 @@ func (*NodeResourcesFit) afterPodChange(pod *v1.Pod, oldObj, newObj any) (schedq
 	case newPod != nil && (oldPod == nil || newPod.Spec.NodeName == ""):
 		return schedq.HintSkip, nil
 	}
-	req, invalid := framework.PodRequests(pod)
+	req, invalid := framework.RequestsOf(pod)
 	switch {
 	case invalid != nil:
 		return schedq.HintSkip, nil // freed room cannot help; only its own update can

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -48,6 +49,9 @@ func newForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra [
 		return nil, err
 	}
 	r.s = s
+	// A forecast logs nothing: the live scheduler runs one every few
+	// seconds, and its own log already says what the handlers would.
+	s.h.Logger = slog.New(slog.DiscardHandler)
 	for _, ns := range st.Namespaces {
 		s.h.Cache.SetNamespace(ns)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -19,7 +20,12 @@ import (
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
-const schedulerName = "schedq"
+const schedulerName = SchedulerName
+
+// SchedulerName is the name the simulated scheduler answers to: a pod of
+// another schedulerName is not its own. A forecast of a live scheduler of
+// another name gives its pods this one.
+const SchedulerName = "schedq"
 
 // epoch is virtual time zero: every run starts at the same instant.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -82,6 +88,7 @@ type podStat struct {
 // sim is one run.
 type sim struct {
 	sc        *Scenario
+	soft      *softCounter // the plugins' log: soft constraints counted, not logged
 	o         Options
 	now       time.Time
 	end       time.Time
@@ -146,7 +153,8 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	if sc.Scheduler.Scoring == "balanced" {
 		strategy = plugins.BalancedAllocation
 	}
-	profile := disable(plugins.Default(strategy), sc.Scheduler.DisablePlugins)
+	s.soft = newSoftCounter()
+	profile := disable(plugins.DefaultLogged(strategy, slog.New(s.soft)), sc.Scheduler.DisablePlugins)
 	cfg := scheduler.QueueConfig(profile)
 	q := sc.Queue
 	if q.backoffOff() {

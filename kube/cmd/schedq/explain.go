@@ -24,7 +24,9 @@ func explainCmd(stdout io.Writer) *cobra.Command {
 		Short: "Ask a running schedq scheduler why a pod is pending",
 		Long: `Ask a running schedq scheduler why a pod is pending: where the pod is in
 the queue (active, backoff or unschedulable), what its last attempt found,
-and which cluster events would move it. It reads the scheduler's
+and which cluster events would move it, and when it is predicted to
+start (a forecast of the scheduler's own state run forward in virtual
+time, with the runtime estimates it rests on). It reads the scheduler's
 /debug/queue endpoint at --address.`,
 		Example: `  # The scheduler runs in a cluster: forward the leader's port (the
   # Lease holder's identity is its pod's name, then _ and a number).

@@ -21,7 +21,8 @@ func pendingCmd(stdout io.Writer) *cobra.Command {
 		Long: `List the pods a running schedq scheduler has pending, in the order they
 wait: those ready in pop order first (with fair sharing on, as the
 namespaces' usage interleaves them), then those backing off, then the
-unschedulable and the gated ones, each with the one-line reason it waits.
+unschedulable and the gated ones, each with the one-line reason it waits
+and its predicted start (one forecast serves the whole listing).
 It reads the scheduler's /debug/queue endpoint at --address, a page at a
 time.`,
 		Example: `  # Everything pending, first page.

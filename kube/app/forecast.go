@@ -1,0 +1,235 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/schedq/schedq/kube/plugins"
+	"github.com/schedq/schedq/kube/sim"
+)
+
+// Forecast defaults: how far a live forecast looks ahead, and how long one
+// forecast serves every request before the next asks for a new one.
+const (
+	DefaultForecastHorizon = 24 * time.Hour
+	DefaultForecastTTL     = 10 * time.Second
+	// forecastWait is how long a request waits for a forecast under way
+	// before it is answered with the last one (or told it is under way).
+	forecastWait = 5 * time.Second
+)
+
+// forecaster runs forecasts of the live state and shares one between the
+// requests of a TTL: listing every pending pod with its predicted start
+// runs one forecast, not one per pod. One forecast runs at a time, in the
+// background; a request waits for it a bounded time (see get). Safe for
+// concurrent use.
+type forecaster struct {
+	state func() (*sim.ForecastState, CopyStats)
+	sc    *sim.Scenario
+	o     sim.ForecastOptions
+	ttl   time.Duration
+	clock clock.PassiveClock
+	// schedulerName is the live scheduler's: what-if pods naming it are
+	// the simulated scheduler's.
+	schedulerName string
+	// hist, if set, estimates the runtimes of pods that declare none.
+	hist *liveHistory
+
+	// wait is how long a request waits for a forecast under way, on
+	// timers.
+	wait   time.Duration
+	timers clock.Clock
+
+	mu      sync.Mutex
+	last    *liveForecast
+	err     error         // of the latest run
+	running chan struct{} // closed when the run under way ends; nil if none
+}
+
+// liveForecast is one forecast with the state it ran from.
+type liveForecast struct {
+	F    *sim.Forecast
+	St   *sim.ForecastState
+	Copy CopyStats
+	// Took is how long the forecast ran, the copy aside.
+	Took time.Duration
+	// O are the options it ran with (its history included).
+	O sim.ForecastOptions
+}
+
+// newForecaster forecasts from l's copies with the scheduler's settings,
+// over DefaultForecastHorizon, one forecast per DefaultForecastTTL, with
+// the runtimes its history learns (feed it: hist.handler()).
+func newForecaster(o Options, l *liveState, timers clock.Clock) *forecaster {
+	return &forecaster{state: l.copy, sc: scenarioOf(o), o: sim.ForecastOptions{Horizon: DefaultForecastHorizon},
+		ttl: DefaultForecastTTL, wait: forecastWait, timers: timers, clock: l.clock, schedulerName: l.schedulerName,
+		hist: &liveHistory{schedulerName: l.schedulerName, clock: l.clock}}
+}
+
+// storeOf is an informer's store, nil without an informer.
+func storeOf(inf cache.SharedIndexInformer) cache.Store {
+	if inf == nil {
+		return nil
+	}
+	return inf.GetStore()
+}
+
+// scenarioOf is the simulator's scheduler set up as the live one: the same
+// scoring, percentage of nodes to score, backoff, wake budget and
+// fairness, with gangs and preemption on.
+func scenarioOf(o Options) *sim.Scenario {
+	sc := &sim.Scenario{Name: "live", Seed: 1}
+	if o.Scoring == plugins.BalancedAllocation {
+		sc.Scheduler.Scoring = "balanced"
+	}
+	sc.Scheduler.PercentageOfNodesToScore = o.PercentageOfNodesToScore
+	sc.Scheduler.Preemption = &sim.PreemptionSpec{}
+	sc.Queue.InitialBackoff = o.Config.InitialBackoff
+	if o.Config.MaxBackoff > 0 {
+		mb := o.Config.MaxBackoff
+		sc.Queue.MaxBackoff = &mb
+	}
+	wake := !o.NoWakeBudget
+	sc.Queue.WakeBudget = &wake
+	if o.Fairness.Namespaces {
+		sc.Queue.Fairness, sc.Queue.FairnessWeights, sc.Queue.FairnessHalfLife = true, o.Fairness.Weights, o.Fairness.HalfLife
+	}
+	return sc
+}
+
+// get returns the last forecast if it is younger than the TTL. Otherwise
+// it starts a new one from a fresh copy of the state, unless one is under
+// way, and waits for it at most f.wait: a forecast of a large cluster can
+// take longer than a request should, so after the wait the request gets
+// the last forecast, older than the TTL (its At says when it was taken),
+// or, before the first one, an error saying that it is under way. An
+// error of the latest run (no nodes, a failed run) is returned until a
+// run succeeds. One run at a time, in its own goroutine.
+func (f *forecaster) get() (*liveForecast, error) {
+	f.mu.Lock()
+	if f.last != nil && f.clock.Since(f.last.F.At) < f.ttl {
+		defer f.mu.Unlock()
+		return f.last, nil
+	}
+	if f.running == nil {
+		f.running = make(chan struct{})
+		go f.run(f.running)
+	}
+	done := f.running
+	f.mu.Unlock()
+	t := f.timers.NewTimer(f.wait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C():
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.running == done && f.last == nil:
+		return nil, errors.New("forecast: the first forecast is under way; ask again in a moment")
+	case f.running == done:
+		return f.last, nil // the last one, older than the TTL
+	case f.err != nil:
+		return nil, f.err
+	}
+	return f.last, nil
+}
+
+// run makes one forecast and publishes it (or its error), then closes
+// done. A panic in the run fails the forecast, not the process.
+func (f *forecaster) run(done chan struct{}) {
+	var lf *liveForecast
+	var err error
+	defer func() {
+		if r := recover(); r != nil {
+			lf, err = nil, fmt.Errorf("forecast: the run panicked: %v", r)
+		}
+		f.mu.Lock()
+		if err == nil {
+			f.last = lf
+		}
+		f.err, f.running = err, nil
+		f.mu.Unlock()
+		close(done)
+	}()
+	lf, err = f.compute()
+}
+
+// compute copies the state and runs the forecast.
+func (f *forecaster) compute() (*liveForecast, error) {
+	st, cs := f.state()
+	if len(st.Nodes) == 0 {
+		return nil, fmt.Errorf("no forecast: %w", sim.ErrNoNodes)
+	}
+	t := f.clock.Now()
+	o := f.o
+	if f.hist != nil {
+		o.History = f.hist.history()
+	}
+	fc, err := sim.RunForecast(f.sc, st, o)
+	if err != nil {
+		return nil, fmt.Errorf("forecast: %w", err)
+	}
+	return &liveForecast{F: fc, St: st, Copy: cs, Took: f.clock.Since(t), O: o}, nil
+}
+
+// Prediction is one pending pod's predicted start, with its basis.
+type Prediction struct {
+	sim.PodForecast
+	// At is when the state was copied; Horizon how far the forecast looked.
+	At      time.Time     `json:"at"`
+	Horizon time.Duration `json:"horizon"`
+	// Arrivals says what the forecast assumes of pods not yet created.
+	Arrivals string `json:"arrivals"`
+	// Copy says how the state was copied, with the longest lock holds.
+	Copy CopyStats `json:"copy"`
+}
+
+// of returns key's prediction, or an error naming why there is none: the
+// pod is not pending, or it arrived after the last forecast.
+func (lf *liveForecast) of(key types.NamespacedName) (*Prediction, error) {
+	pf, err := lf.F.Of(key)
+	if err != nil {
+		return nil, err
+	}
+	return &Prediction{PodForecast: pf, At: lf.F.At, Horizon: lf.F.Horizon, Arrivals: lf.F.Arrivals, Copy: lf.Copy}, nil
+}
+
+// String says the prediction in one line, with its basis.
+func (p *Prediction) String() string {
+	var s string
+	switch {
+	case p.Starts && p.Gang != "":
+		s = fmt.Sprintf("predicted start: %s (in %v), gang %s starts together", p.Start.UTC().Format(time.RFC3339), p.Wait.Round(time.Second), p.Gang)
+	case p.Starts:
+		s = fmt.Sprintf("predicted start: %s (in %v) on %s", p.Start.UTC().Format(time.RFC3339), p.Wait.Round(time.Second), p.Node)
+	default:
+		s = fmt.Sprintf("predicted start: not within the horizon of %v", p.Horizon)
+	}
+	s += "; basis: " + basisText(p.Basis)
+	if p.Unknown > 0 {
+		s += fmt.Sprintf("; %d running pods have no runtime estimate and are taken to run until unknown (the pod may start earlier if they end)", p.Unknown)
+	}
+	return s + "; new arrivals: " + p.Arrivals
+}
+
+func basisText(b []sim.SourceCount) string {
+	if len(b) == 0 {
+		return "no estimated end needed"
+	}
+	s := ""
+	for i, c := range b {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%d ends by %s", c.Count, c.Source)
+	}
+	return s
+}

@@ -1,0 +1,108 @@
+package app
+
+import (
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/schedq/schedq/kube/sim"
+)
+
+// historyMax is how many runtimes the live history keeps: the latest.
+const historyMax = 10_000
+
+// liveHistory learns the runtimes of this scheduler's pods from the pod
+// informer, for the forecasts of pods that declare none: a pod that
+// succeeds or fails ran from its status.startTime to its containers' last
+// finish; a pod deleted while running ran until its deletion. It keeps
+// the latest historyMax runtimes, and gives each forecast a sim.History of
+// them. Safe for concurrent use.
+type liveHistory struct {
+	schedulerName string
+	clock         clock.PassiveClock
+
+	mu   sync.Mutex
+	runs []observed // a ring of the latest runtimes
+	next int
+}
+
+type observed struct {
+	pod *v1.Pod // only what sim.History.Kind reads: labels, owners, namespace
+	d   time.Duration
+}
+
+// handler is the pod informer's event handler that feeds the history.
+func (h *liveHistory) handler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			old, ok1 := oldObj.(*v1.Pod)
+			p, ok2 := newObj.(*v1.Pod)
+			if ok1 && ok2 && !terminal(old) && terminal(p) {
+				h.observe(p, finishedAt(p, h.clock.Now()))
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if p, ok := obj.(*v1.Pod); ok && !terminal(p) && p.Spec.NodeName != "" {
+				h.observe(p, h.clock.Now())
+			}
+		},
+	}
+}
+
+func terminal(p *v1.Pod) bool {
+	return p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
+}
+
+// finishedAt is the last finish of p's containers, or now if none says.
+func finishedAt(p *v1.Pod, now time.Time) time.Time {
+	var last time.Time
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil && t.FinishedAt.After(last) {
+			last = t.FinishedAt.Time
+		}
+	}
+	if last.IsZero() {
+		return now
+	}
+	return last
+}
+
+// observe records that p, of this scheduler and started, ended at end.
+// O(1).
+func (h *liveHistory) observe(p *v1.Pod, end time.Time) {
+	if p.Spec.SchedulerName != h.schedulerName || p.Status.StartTime == nil {
+		return
+	}
+	d := end.Sub(p.Status.StartTime.Time)
+	if d <= 0 {
+		return
+	}
+	kind := &v1.Pod{}
+	kind.Namespace, kind.Labels, kind.OwnerReferences = p.Namespace, p.Labels, p.OwnerReferences
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.runs) < historyMax {
+		h.runs = append(h.runs, observed{kind, d})
+		return
+	}
+	h.runs[h.next] = observed{kind, d}
+	h.next = (h.next + 1) % historyMax
+}
+
+// history returns a sim.History of the runtimes kept, for one forecast.
+// O(historyMax).
+func (h *liveHistory) history() *sim.History {
+	out := sim.NewHistory("")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, o := range h.runs {
+		out.Observe(o.pod, o.d)
+	}
+	return out
+}

@@ -1,0 +1,180 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/sim"
+)
+
+// explainAnswer is /debug/queue/{namespace}/{name}'s answer: the queue's
+// explanation, and the pod's predicted start when the scheduler forecasts
+// (ForecastError says why there is none).
+type explainAnswer struct {
+	schedq.Explanation
+	PredictedStart *Prediction `json:"predictedStart,omitempty"`
+	ForecastError  string      `json:"forecastError,omitempty"`
+}
+
+func (a explainAnswer) String() string {
+	s := a.Explanation.String()
+	if x := a.Explanation; x.Position != nil && x.Location != schedq.InActive {
+		s = strings.Replace(s, fmt.Sprintf("%-22s %s\n", "position:", x.Position), fmt.Sprintf("%-22s %s\n", "position:", notActiveText(x)), 1)
+	}
+	switch {
+	case a.PredictedStart != nil:
+		s += fmt.Sprintf("%-22s %s\n", "forecast:", a.PredictedStart)
+	case a.ForecastError != "":
+		s += fmt.Sprintf("%-22s %s\n", "forecast:", a.ForecastError)
+	}
+	return s
+}
+
+// notActiveText says where an item that is not in activeQ (backing off,
+// parked, gated) would stand: the queue's Position counts the items ahead
+// of it as if it were in activeQ, which "0 ahead of 1 in activeQ" would
+// misstate as its being in line there.
+func notActiveText(x schedq.Explanation) string {
+	p := x.Position
+	s := fmt.Sprintf("not in activeQ (%s); it would have %d of activeQ's %d ahead of it if it entered now (and %d backing off, %d parked, ahead in order)",
+		x.Location, p.Ahead, p.Active, p.BackoffAhead, p.ParkedAhead)
+	if p.Estimated {
+		s += fmt.Sprintf("; next attempt in about %v (estimate)", p.EstimatedWait.Round(time.Millisecond))
+	}
+	return s
+}
+
+// predict returns key's prediction from the shared forecast, or why there
+// is none.
+func (f *forecaster) predict(key types.NamespacedName) (*Prediction, error) {
+	lf, err := f.get()
+	if err != nil {
+		return nil, err
+	}
+	p, err := lf.of(key)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s is not in the forecast of %s: it is not pending, or it arrived since (the next forecast is at most %v away)",
+			key, lf.F.At.UTC().Format(time.RFC3339), f.ttl)
+	}
+	return p, nil
+}
+
+// serveForecast answers GET /debug/forecast/{namespace}/{name}: the pod's
+// predicted start, 404 if it is not pending.
+func serveForecast(f *forecaster, q queueView) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+		if _, err := q.Explain(key); errors.Is(err, schedq.ErrNotFound) {
+			http.Error(w, fmt.Sprintf("pod %s is not pending in schedq's queue (unknown, bound, or not ours): a forecast is only of pending pods", key), http.StatusNotFound)
+			return
+		}
+		p, err := f.predict(key)
+		if err != nil {
+			http.Error(w, err.Error(), forecastStatus(err))
+			return
+		}
+		write(w, r, p, p.String()+"\n")
+	}
+}
+
+// forecastStatus is the HTTP status of a forecast's error: 503 when there
+// is nothing to forecast on, 404 for a pod the forecast does not hold.
+func forecastStatus(err error) int {
+	if errors.Is(err, sim.ErrNoNodes) || strings.HasPrefix(err.Error(), "forecast:") {
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusNotFound
+}
+
+// pendingAnswer is /debug/queue?order=pop's answer when the scheduler
+// forecasts: the page, each item's predicted start (Starts, in the
+// order of Items), and the forecast's basis.
+type pendingAnswer struct {
+	schedq.PendingPage
+	Starts   []itemStart `json:"starts"`
+	Forecast *basis      `json:"forecast,omitempty"`
+	// ForecastError says why there are no predicted starts.
+	ForecastError string `json:"forecastError,omitempty"`
+}
+
+// itemStart is one listed item's predicted start.
+type itemStart struct {
+	Key    string        `json:"key"`
+	Starts bool          `json:"starts"`
+	Start  time.Time     `json:"start,omitzero"`
+	Wait   time.Duration `json:"wait,omitempty"`
+	Gang   string        `json:"gang,omitempty"`
+	// Missing says why the item has no forecast (it arrived since).
+	Missing string `json:"missing,omitempty"`
+}
+
+// basis is what a whole forecast rests on.
+type basis struct {
+	At       time.Time         `json:"at"`
+	Horizon  time.Duration     `json:"horizon"`
+	Arrivals string            `json:"arrivals"`
+	Ends     []sim.SourceCount `json:"ends"`
+	Unknown  int               `json:"unknown"`
+	Copy     CopyStats         `json:"copy"`
+	Took     time.Duration     `json:"took"`
+}
+
+func withStarts(p schedq.PendingPage, f *forecaster) pendingAnswer {
+	a := pendingAnswer{PendingPage: p, Starts: []itemStart{}}
+	lf, err := f.get()
+	if err != nil {
+		a.ForecastError = err.Error()
+		return a
+	}
+	a.Forecast = &basis{At: lf.F.At, Horizon: lf.F.Horizon, Arrivals: lf.F.Arrivals, Ends: lf.F.Ends, Unknown: lf.F.Unknown, Copy: lf.Copy, Took: lf.Took}
+	for _, it := range p.Items {
+		s := itemStart{Key: it.Key}
+		ns, name, _ := strings.Cut(it.Key, "/")
+		if pf, err := lf.F.Of(types.NamespacedName{Namespace: ns, Name: name}); err != nil {
+			s.Missing = "not yet forecast"
+		} else {
+			s.Starts, s.Start, s.Wait, s.Gang = pf.Starts, pf.Start, pf.Wait, pf.Gang
+		}
+		a.Starts = append(a.Starts, s)
+	}
+	return a
+}
+
+// String is the page's text with each item's predicted start at the end
+// of its line, and the forecast's basis below.
+func (a pendingAnswer) String() string {
+	lines := strings.SplitAfter(a.PendingPage.String(), "\n")
+	var b strings.Builder
+	for i, l := range lines {
+		if i >= 1 && i-1 < len(a.Starts) {
+			l = strings.TrimSuffix(l, "\n") + " | start: " + a.Starts[i-1].short(a.Forecast) + "\n"
+		}
+		b.WriteString(l)
+	}
+	switch {
+	case a.ForecastError != "":
+		fmt.Fprintf(&b, "no forecast: %s\n", a.ForecastError)
+	case a.Forecast != nil:
+		fmt.Fprintf(&b, "forecast of %s, horizon %v; running pods' ends by %s; %d running until unknown; new arrivals: %s\n",
+			a.Forecast.At.UTC().Format(time.RFC3339), a.Forecast.Horizon, basisText(a.Forecast.Ends), a.Forecast.Unknown, a.Forecast.Arrivals)
+	}
+	return b.String()
+}
+
+func (s itemStart) short(b *basis) string {
+	switch {
+	case s.Missing != "":
+		return s.Missing
+	case !s.Starts:
+		return fmt.Sprintf("not within %v", b.Horizon)
+	case s.Gang != "":
+		return fmt.Sprintf("in %v (gang %s)", s.Wait.Round(time.Second), s.Gang)
+	}
+	return fmt.Sprintf("in %v", s.Wait.Round(time.Second))
+}

@@ -1,0 +1,227 @@
+package app
+
+import (
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/scheduler"
+	"github.com/schedq/schedq/kube/sim"
+)
+
+// copyChunk is how many queue items or nodes one hold of the queue's or
+// the cache's lock copies for a forecast's state.
+const copyChunk = 1000
+
+// liveState copies the scheduler's state for a forecast: the cache's nodes
+// and the pods on them, the queue's pending pods in the order they wait
+// with their nominations, and the PodGroups. Neither the queue's lock nor
+// the cache's is held for the whole copy: the queue is read a page of
+// copyChunk items at a time (each page copies the queue's order under the
+// lock, O(queued), and explains its items, O(page)), the cache a chunk of
+// copyChunk nodes at a time. The copy is therefore not one instant of the
+// scheduler but a few milliseconds of it, which a forecast of minutes
+// does not notice.
+//
+// copy is safe to call concurrently with the scheduler (it takes the
+// cache's, the queue's and the stores' own locks); the forecaster calls it
+// from one run at a time.
+type liveState struct {
+	queue         pendingView
+	cache         *scheduler.Cache
+	pods          cache.Store // the pod informer's: pending pods' objects
+	namespaces    cache.Store // the namespace informer's
+	groups        cache.Store // the PodGroup informer's; nil without
+	schedulerName string
+	clock         clock.PassiveClock
+}
+
+// CopyStats says how the state was copied: how long it took, and the
+// longest single hold of the queue's or the cache's lock (an upper bound:
+// the time of the call that held it).
+type CopyStats struct {
+	Took         time.Duration `json:"took"`
+	MaxQueueHold time.Duration `json:"maxQueueHold"`
+	MaxCacheHold time.Duration `json:"maxCacheHold"`
+	QueueHolds   int           `json:"queueHolds"`
+	CacheHolds   int           `json:"cacheHolds"`
+}
+
+// copy takes the state. O(nodes + pods + queued²/copyChunk).
+func (l *liveState) copy() (*sim.ForecastState, CopyStats) {
+	var cs CopyStats
+	start := l.clock.Now()
+	st := &sim.ForecastState{Now: start}
+	seen := map[types.UID]bool{}
+	l.copyCache(st, seen, &cs)
+	order, nominated := l.copyQueue(&cs)
+	st.Pending = l.pending(order, nominated, seen)
+	for _, obj := range l.namespaces.List() {
+		if ns, ok := obj.(*v1.Namespace); ok {
+			st.Namespaces = append(st.Namespaces, ns)
+		}
+	}
+	slices.SortFunc(st.Namespaces, func(a, b *v1.Namespace) int { return compareKeys(a.Name, b.Name) })
+	if l.groups != nil {
+		for _, obj := range l.groups.List() {
+			if pg, ok := obj.(*schedulingv1beta1.PodGroup); ok {
+				st.PodGroups = append(st.PodGroups, pg)
+			}
+		}
+		slices.SortFunc(st.PodGroups, func(a, b *schedulingv1beta1.PodGroup) int {
+			return compareKeys(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+		})
+	}
+	cs.Took = l.clock.Since(start)
+	return st, cs
+}
+
+// copyCache copies the nodes and their pods, copyChunk nodes per hold of
+// the cache's lock.
+func (l *liveState) copyCache(st *sim.ForecastState, seen map[types.UID]bool, cs *CopyStats) {
+	var names []string
+	l.hold(&cs.MaxCacheHold, &cs.CacheHolds, func() {
+		l.cache.View(func(s framework.Snapshot) {
+			for _, ni := range s.Nodes() {
+				names = append(names, ni.Node.Name)
+			}
+		})
+	})
+	for i := 0; i < len(names); i += copyChunk {
+		part := names[i:min(i+copyChunk, len(names))]
+		l.hold(&cs.MaxCacheHold, &cs.CacheHolds, func() {
+			l.cache.View(func(s framework.Snapshot) {
+				for _, name := range part {
+					if ni, ok := s.Node(name); ok {
+						l.addNode(st, ni, name, seen)
+					}
+				}
+			})
+		})
+	}
+}
+
+func (l *liveState) addNode(st *sim.ForecastState, ni *framework.NodeInfo, name string, seen map[types.UID]bool) {
+	st.Nodes = append(st.Nodes, ni.Node)
+	for _, pi := range ni.Pods {
+		p := pi.Pod
+		if seen[p.UID] {
+			continue
+		}
+		seen[p.UID] = true
+		if p.Spec.NodeName != name { // assumed: its binding is under way
+			c := *p
+			c.Spec.NodeName = name
+			p = &c
+		}
+		started := st.Now
+		if p.Status.StartTime != nil {
+			started = p.Status.StartTime.Time
+		}
+		st.Running = append(st.Running, sim.RunningPod{Pod: p, Started: started})
+	}
+}
+
+// copyQueue lists the queue's pending pods in the order they wait,
+// copyChunk per page, with their nominations.
+func (l *liveState) copyQueue(cs *CopyStats) ([]string, map[string]string) {
+	var order []string
+	nominated := map[string]string{}
+	listed := map[string]bool{}
+	for off := 0; ; off += copyChunk {
+		var page schedq.PendingPage
+		l.hold(&cs.MaxQueueHold, &cs.QueueHolds, func() {
+			page = l.queue.Pending(schedq.PendingOptions[*v1.Pod]{Offset: off, Limit: copyChunk})
+		})
+		for _, it := range page.Items {
+			if listed[it.Key] {
+				continue // moved between pages
+			}
+			listed[it.Key] = true
+			order = append(order, it.Key)
+			if it.NominatedTarget != "" {
+				nominated[it.Key] = it.NominatedTarget
+			}
+		}
+		if off+copyChunk >= page.Total {
+			return order, nominated
+		}
+	}
+}
+
+// pending returns the unbound pods of this scheduler from the pod
+// informer: those the queue does not list (in flight, or members of a
+// gang the queue holds as one) first, by key, then the queue's in its
+// order, each carrying its nomination. Pods seen on a node are left out.
+func (l *liveState) pending(order []string, nominated map[string]string, seen map[types.UID]bool) []*v1.Pod {
+	unbound := map[string]*v1.Pod{}
+	for _, obj := range l.pods.List() {
+		p, ok := obj.(*v1.Pod)
+		if !ok || p.Spec.NodeName != "" || p.Spec.SchedulerName != l.schedulerName || p.DeletionTimestamp != nil ||
+			p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed || seen[p.UID] {
+			continue
+		}
+		unbound[p.Namespace+"/"+p.Name] = p
+	}
+	withNomination := func(key string) *v1.Pod {
+		p := unbound[key]
+		node := nominated[key]
+		if (node == "" || node == p.Status.NominatedNodeName) && p.Spec.SchedulerName == sim.SchedulerName {
+			return p
+		}
+		c := *p // shallow: the forecast changes no pod in place
+		c.Spec.SchedulerName = sim.SchedulerName
+		if node != "" {
+			c.Status.NominatedNodeName = node
+		}
+		return &c
+	}
+	var queued, out []*v1.Pod
+	listed := map[string]bool{}
+	for _, key := range order {
+		if unbound[key] != nil {
+			listed[key] = true
+			queued = append(queued, withNomination(key))
+		}
+	}
+	for _, key := range sortedNames(unbound) {
+		if !listed[key] {
+			out = append(out, withNomination(key))
+		}
+	}
+	return append(out, queued...)
+}
+
+// hold runs f, which takes one lock once, and keeps the longest duration.
+func (l *liveState) hold(longest *time.Duration, n *int, f func()) {
+	t := l.clock.Now()
+	f()
+	*n++
+	*longest = max(*longest, l.clock.Since(t))
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func compareKeys(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,143 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/schedq/schedq/kube/sim"
+)
+
+// whatIfAnswer is POST /debug/whatif's answer.
+type whatIfAnswer struct {
+	*sim.WhatIf
+	At      time.Time     `json:"at"`
+	Horizon time.Duration `json:"horizon"`
+}
+
+func (a whatIfAnswer) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "at %s, %d pods pending; horizon %v; new arrivals: %s\n", a.At.UTC().Format(time.RFC3339), a.Pending, a.Horizon, a.Arrivals)
+	for _, p := range a.Pods {
+		switch {
+		case p.FitsNow:
+			fmt.Fprintf(&b, "%s: fits now on %s\n", p.Pod, p.Node)
+		case len(p.Preempts) > 0:
+			fmt.Fprintf(&b, "%s: fits on %s by preempting %v\n", p.Pod, p.Node, p.Preempts)
+		default:
+			fmt.Fprintf(&b, "%s: does not fit now\n", p.Pod)
+		}
+		fmt.Fprintf(&b, "  predicted start: %s\n", predictionText(p.Forecast, a.Horizon))
+	}
+	fmt.Fprintf(&b, "pending pods whose predicted start changes: %d\n", len(a.Changed))
+	for _, c := range a.Changed {
+		fmt.Fprintf(&b, "  %s: %s -> %s\n", c.Pod, predictionText(c.Before, a.Horizon), predictionText(c.After, a.Horizon))
+	}
+	return b.String()
+}
+
+func predictionText(f sim.PodForecast, horizon time.Duration) string {
+	s := fmt.Sprintf("not within %v", horizon)
+	if f.Starts {
+		s = fmt.Sprintf("in %v on %s", f.Wait.Round(time.Second), f.Node)
+	}
+	if f.Unknown > 0 {
+		s += fmt.Sprintf(" (%d running pods until unknown)", f.Unknown)
+	}
+	return s
+}
+
+// serveWhatIf answers POST /debug/whatif: the body holds Pods and
+// PodGroups as they would be created (YAML or JSON, at most
+// sim.MaxWhatIfBytes and sim.MaxWhatIfObjects), ?horizon= how far to look
+// (default the forecaster's; positive, at most sim.MaxHorizon). It adds
+// them to a copy of the state of the last forecast and answers whether
+// each fits now and where, whom it would preempt, its predicted start and
+// how the pending pods' forecasts change. Nothing is changed. One what-if
+// runs at a time; another gets 429.
+func serveWhatIf(f *forecaster) http.HandlerFunc {
+	busy := make(chan struct{}, 1)
+	return func(w http.ResponseWriter, r *http.Request) {
+		o := f.o
+		if v := r.URL.Query().Get("horizon"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				http.Error(w, fmt.Sprintf("horizon %q: not a duration such as 2h", v), http.StatusBadRequest)
+				return
+			}
+			o.Horizon = d
+		}
+		if o.Horizon <= 0 || o.Horizon > sim.MaxHorizon {
+			http.Error(w, fmt.Sprintf("horizon %v: want more than 0 and at most %v", o.Horizon, sim.MaxHorizon), http.StatusBadRequest)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, sim.MaxWhatIfBytes))
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			http.Error(w, fmt.Sprintf("the manifests are larger than the limit of %d bytes", sim.MaxWhatIfBytes), http.StatusRequestEntityTooLarge)
+			return
+		case err != nil:
+			http.Error(w, fmt.Sprintf("reading the manifests: %v", err), http.StatusBadRequest)
+			return
+		}
+		in, err := sim.ParseWhatIf(body)
+		if err != nil {
+			http.Error(w, "manifests: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		for _, p := range in.Pods {
+			if p.Spec.SchedulerName == f.schedulerName {
+				p.Spec.SchedulerName = sim.SchedulerName
+			}
+		}
+		select {
+		case busy <- struct{}{}:
+			defer func() { <-busy }()
+		default:
+			http.Error(w, "another what-if is running; try again when it is done", http.StatusTooManyRequests)
+			return
+		}
+		a, err := f.whatIf(in, o)
+		if err != nil {
+			http.Error(w, err.Error(), whatIfStatus(err))
+			return
+		}
+		write(w, r, a, a.String())
+	}
+}
+
+// whatIf runs in against the last forecast's state.
+func (f *forecaster) whatIf(in *sim.WhatIfInput, o sim.ForecastOptions) (whatIfAnswer, error) {
+	lf, err := f.get()
+	if err != nil {
+		return whatIfAnswer{}, err
+	}
+	var x *sim.WhatIf
+	o.History = lf.O.History
+	if o.Horizon == lf.O.Horizon {
+		x, err = sim.RunWhatIfFrom(f.sc, lf.St, lf.F, in, o)
+	} else {
+		x, err = sim.RunWhatIf(f.sc, lf.St, in, o)
+	}
+	if err != nil {
+		return whatIfAnswer{}, err
+	}
+	return whatIfAnswer{WhatIf: x, At: lf.F.At, Horizon: o.Horizon}, nil
+}
+
+// whatIfStatus: 503 without nodes, 500 for a run that failed, 400 for
+// input that names what does not exist.
+func whatIfStatus(err error) int {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, sim.ErrNoNodes):
+		return http.StatusServiceUnavailable
+	case strings.HasPrefix(msg, "what-if:") || strings.HasPrefix(msg, "forecast:"):
+		return http.StatusInternalServerError
+	}
+	return http.StatusBadRequest
+}

@@ -1,0 +1,168 @@
+package app
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq/kube/sim"
+)
+
+func post(t *testing.T, url, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(url, "application/yaml", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := resp.Body.Read(buf)
+		b.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	return resp.StatusCode, b.String()
+}
+
+const whatIfPod = `apiVersion: v1
+kind: Pod
+metadata: {name: w, namespace: default, annotations: {schedq.io/expected-runtime: 1h}}
+spec:
+  schedulerName: schedq
+  containers: [{name: c, image: x, resources: {requests: {cpu: "%s"}}}]
+`
+
+// TestWhatIfEndpoint: a pod that fits now is placed where there is room;
+// a 4-core one, behind a pending 4-core pod that takes n0 when r ends,
+// waits for s's end on n1 and changes no pending pod's start; the
+// cluster and the queue are unchanged.
+func TestWhatIfEndpoint(t *testing.T) {
+	l := newLiveCluster(t, 2)
+	l.running(l.pod("r", "4", "20m"), "n0", 0)
+	l.running(l.pod("s", "2", "1h"), "n1", 0)
+	srv, _ := l.server()
+	code, body := post(t, srv.URL+"/debug/whatif", strings.Replace(whatIfPod, "%s", "1", 1))
+	var a whatIfAnswer
+	if err := json.Unmarshal([]byte(body), &a); code != 200 || err != nil || len(a.Pods) != 1 {
+		t.Fatalf("HTTP %d %v: %s", code, err, body)
+	}
+	if p := a.Pods[0]; !p.FitsNow || p.Node != "n1" || !p.Forecast.Starts || p.Forecast.Wait > time.Second {
+		t.Errorf("got %+v, want it to fit now on n1", p)
+	}
+
+	l.pending(l.pod("p", "4", "1h"))
+	l.clk.Step(DefaultForecastTTL) // the next forecast sees p
+	code, text := post(t, srv.URL+"/debug/whatif?format=text", strings.Replace(whatIfPod, "%s", "4", 1))
+	for _, want := range []string{"1 pods pending", "default/w: does not fit now", "predicted start: in 59m50s on n1", "pending pods whose predicted start changes: 0"} {
+		if code != 200 || !strings.Contains(text, want) {
+			t.Errorf("HTTP %d: no %q in\n%s", code, want, text)
+		}
+	}
+	if n := l.queue.Counts(); n.Active+n.Backoff+n.Unschedulable != 1 || l.cache.NodeCount() != 2 {
+		t.Errorf("the what-if changed the queue (%+v) or the cache", n)
+	}
+	if _, ok := l.cache.NodeOf(types.NamespacedName{Namespace: "default", Name: "w"}); ok {
+		t.Error("the what-if's pod is in the live cache")
+	}
+}
+
+// TestWhatIfBadInput: each bad request gets a 4xx naming the problem.
+func TestWhatIfBadInput(t *testing.T) {
+	l := newLiveCluster(t, 1)
+	srv, _ := l.server()
+	pod := strings.Replace(whatIfPod, "%s", "1", 1)
+	for _, tc := range []struct {
+		name, query, body string
+		code              int
+		has               string
+	}{
+		{"unparsable", "", "kind: [", 400, "manifests: document 1"},
+		{"other kind", "", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", 400, "kind ConfigMap is not a Pod or a PodGroup"},
+		{"empty", "", "", 400, "no Pod or PodGroup"},
+		{"missing namespace", "", strings.Replace(pod, "namespace: default", "namespace: nowhere", 1), 400, `namespace "nowhere" does not exist`},
+		{"missing PodGroup", "", pod + "  schedulingGroup: {podGroupName: nog}\n", 400, "PodGroup default/nog does not exist"},
+		{"zero horizon", "?horizon=0s", pod, 400, "horizon 0s: want more than 0"},
+		{"negative horizon", "?horizon=-1h", pod, 400, "horizon -1h0m0s: want more than 0"},
+		{"horizon not a duration", "?horizon=soon", pod, 400, `horizon "soon": not a duration`},
+		{"too large", "", pod + "#" + strings.Repeat("x", sim.MaxWhatIfBytes), 413, "larger than the limit of 1048576 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := post(t, srv.URL+"/debug/whatif"+tc.query, tc.body)
+			if code != tc.code || !strings.Contains(body, tc.has) {
+				t.Errorf("HTTP %d %q, want %d with %q", code, body, tc.code, tc.has)
+			}
+		})
+	}
+	if code, _ := get(t, srv.URL+"/debug/whatif"); code != http.StatusMethodNotAllowed {
+		t.Errorf("GET /debug/whatif: HTTP %d, want 405", code)
+	}
+}
+
+// TestForecastEndpointsGuarded: the forecast and the what-if need the
+// same authentication and authorization as /debug/queue; the what-if is
+// authorized as the verb post.
+func TestForecastEndpointsGuarded(t *testing.T) {
+	l := newLiveCluster(t, 1)
+	l.pending(l.pod("p", "1", "1h"))
+	auth := &fakeAuth{}
+	h := guarded(handler(testRegistry(), l.queue, func() (bool, string) { return true, "ok" }, nil, l.forecaster()), refuseAnonymous(auth), auth)
+	do := func(method, path, token string) int {
+		r := httptest.NewRequest(method, path, strings.NewReader(strings.Replace(whatIfPod, "%s", "1", 1)))
+		if token != "" {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+		rr := httptest.NewRecorder()
+		h.ServeHTTP(rr, r)
+		return rr.Code
+	}
+	for _, tc := range []struct {
+		method, path, token string
+		code                int
+	}{
+		{"GET", "/debug/forecast/default/p", "", 401}, {"POST", "/debug/whatif", "", 401},
+		{"GET", "/debug/forecast/default/p", "other", 403}, {"POST", "/debug/whatif", "other", 403},
+		{"GET", "/debug/forecast/default/p", "good", 200}, {"POST", "/debug/whatif", "good", 200},
+	} {
+		if got := do(tc.method, tc.path, tc.token); got != tc.code {
+			t.Errorf("%s %s as %q: %d, want %d", tc.method, tc.path, tc.token, got, tc.code)
+		}
+	}
+	if want := "good post /debug/whatif"; auth.asked[len(auth.asked)-1] != want {
+		t.Errorf("authorizer asked %q, last want %q", auth.asked, want)
+	}
+}
+
+// TestWhatIfGang: a PodGroup and its two members, sent together, start
+// together when the second node frees.
+func TestWhatIfGang(t *testing.T) {
+	l := newLiveCluster(t, 2)
+	l.running(l.pod("a", "4", "10m"), "n0", 0)
+	l.running(l.pod("b", "4", "30m"), "n1", 0)
+	srv, _ := l.server()
+	body := `apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: g, namespace: default}
+spec: {schedulingPolicy: {gang: {minCount: 2}}}
+`
+	for _, n := range []string{"m0", "m1"} {
+		body += "---\n" + strings.Replace(strings.Replace(whatIfPod, "%s", "4", 1), "name: w,", "name: "+n+",", 1) + "  schedulingGroup: {podGroupName: g}\n"
+	}
+	code, out := post(t, srv.URL+"/debug/whatif", body)
+	var a whatIfAnswer
+	if err := json.Unmarshal([]byte(out), &a); code != 200 || err != nil || len(a.Pods) != 2 {
+		t.Fatalf("HTTP %d %v: %s", code, err, out)
+	}
+	for _, p := range a.Pods {
+		if p.FitsNow || !p.Forecast.Starts || p.Forecast.Gang != "default/g" || !about(p.Forecast.Wait, 30*time.Minute) {
+			t.Errorf("%s: %+v, want the gang's one start in 30m", p.Pod, p)
+		}
+	}
+}
