@@ -148,6 +148,8 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 	f.Var(&memLimit, "memory-limit", "refuse a scenario estimated to need more memory than this (e.g. 16Gi); default: the machine's available memory")
 	f.StringVar(&progress, "progress", "auto", "progress bar on stderr: auto (on a terminal), on or off")
 	f.StringVar(&in.trace, "trace", "", "replay the Alibaba GPU trace v2023 (openb CSV files) in this directory")
+	f.StringVar(&in.tracePods, "trace-pods", "", "with --trace: the pod list's file in that directory (default openb_pod_list_default.csv)")
+	f.StringVar(&in.traceOrder, "trace-order", "", "with a pod list without time columns: file (default) or random (shuffled with the seed)")
 	f.Float64Var(&in.traceSpeed, "trace-speed", 1, "bring the trace's arrivals this many times closer, keeping lifetimes (more load)")
 	f.StringVar(&in.snapshot, "snapshot", "", "start from a cluster saved with kubectl get nodes,pods -A -o yaml (a file or a directory of them)")
 	f.StringVar(&in.records, "records", "", "write one record per pod to this file (.jsonl or .csv)")
