@@ -115,6 +115,8 @@ type tracePod struct {
 	gpuMilli, cpuMilli int64
 	gpus, share        int64 // num_gpu and gpu_milli
 	memMiB             int64
+	models             []string // gpu_spec
+	line               int      // in the pod list
 }
 
 // alibabaTrace is a parsed trace.
@@ -219,12 +221,13 @@ func readAlibabaTrace(spec *TraceSpec) (*alibabaTrace, error) {
 		return nil, err
 	}
 	clear(names)
-	err = csvRows(podsFile, [][]string{podColumns, podColumnsShort}, maxTracePods, func(rec []string, _ int, header []string) error {
+	err = csvRows(podsFile, [][]string{podColumns, podColumnsShort}, maxTracePods, func(rec []string, line int, header []string) error {
 		t.untimed = len(header) == len(podColumnsShort)
 		p, err := alibabaPod(rec, t.untimed)
 		if err != nil {
 			return err
 		}
+		p.line = line
 		if names[p.pod.Name] {
 			return fmt.Errorf("duplicate pod %q", p.pod.Name)
 		}
@@ -354,7 +357,11 @@ func alibabaPod(rec []string, untimed bool) (tracePod, error) {
 			}}},
 		}}
 	}
-	return tracePod{pod: p, created: created, deleted: deleted, scheduled: scheduled, gpuMilli: gpus * share, cpuMilli: cpu, gpus: gpus, share: share, memMiB: mem}, nil
+	tp := tracePod{pod: p, created: created, deleted: deleted, scheduled: scheduled, gpuMilli: gpus * share, cpuMilli: cpu, gpus: gpus, share: share, memMiB: mem}
+	if rec[5] != "" {
+		tp.models = strings.Split(rec[5], "|")
+	}
+	return tp, nil
 }
 
 // loadTrace adds the trace's nodes now and plans its pods: each arrives
