@@ -91,7 +91,7 @@ func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 // Memory does not enter, as in the artifact. O(GPUs).
 func FragFor(n *Node, m Request) int64 {
 	free := n.FreeGPU()
-	if free == 0 || m.Count == 0 || !n.Accepts(m) || n.CPUFree < m.CPU || !n.gpusFit(m) {
+	if free == 0 || m.Count == 0 || !n.Accepts(m) || n.CPUFree < m.CPU || !n.FitsGPUs(m) {
 		return free
 	}
 	var frag int64

@@ -127,9 +127,9 @@ func (n *Node) Accepts(r Request) bool {
 	return len(r.Models) == 0 || slices.Contains(r.Models, n.Model)
 }
 
-// gpusFit reports whether Count GPUs each have Share free, using only the
-// GPUs (not the node's model, CPU or memory). O(GPUs).
-func (n *Node) gpusFit(r Request) bool {
+// FitsGPUs reports whether r.Count GPUs each have r.Share free, looking
+// only at the GPUs (not at the node's model, CPU or memory). O(GPUs).
+func (n *Node) FitsGPUs(r Request) bool {
 	need := r.Count
 	for _, f := range n.Free {
 		if need == 0 {
@@ -145,7 +145,7 @@ func (n *Node) gpusFit(r Request) bool {
 // Fits reports whether r fits on the node now: model, CPU, memory and GPU
 // by GPU. O(GPUs).
 func (n *Node) Fits(r Request) bool {
-	return n.Accepts(r) && n.CPUFree >= r.CPU && n.MemFree >= r.Mem && n.gpusFit(r)
+	return n.Accepts(r) && n.CPUFree >= r.CPU && n.MemFree >= r.Mem && n.FitsGPUs(r)
 }
 
 // Place takes r on the node, on the GPUs named (len(gpus) == r.Count, each
@@ -199,7 +199,7 @@ func kind(r Request) int {
 // equals); for whole GPUs, the first r.Count fully free ones. Nil if r
 // does not fit the GPUs, or asks for none. O(GPUs).
 func (n *Node) BestFit(r Request) []int {
-	if r.Count == 0 || !n.gpusFit(r) {
+	if r.Count == 0 || !n.FitsGPUs(r) {
 		return nil
 	}
 	if r.Shared() {

@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"github.com/schedq/schedq/kube/gpu"
 	"io"
 	"math/rand/v2"
 	"path/filepath"
@@ -381,6 +382,13 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 		s.cl.nodeGroups[traceGroup] = append(s.cl.nodeGroups[traceGroup], n.Name)
 		s.x.alloc.nodeAdded(s.now, n)
 		s.h.AddNode(n)
+	}
+	if s.x.gpu != nil {
+		reqs := make([]gpu.Request, len(t.pods))
+		for i, tp := range t.pods {
+			reqs[i] = gpu.Request{CPU: tp.cpuMilli, Mem: tp.memMiB, Count: int(tp.gpus), Share: tp.share, Models: tp.models}
+		}
+		s.x.gpu.workload = gpu.Typical(reqs, gpu.TypicalShare)
 	}
 	if t.untimed {
 		s.loadBatch(spec, t)

@@ -18,13 +18,15 @@ type gpuFlags struct {
 	demand     float64
 	seeds      int
 	policy     string
+	model      string
 }
 
 func (g *gpuFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&g.experiment, "gpu-experiment", false, "with --trace: run the GPU-sharing paper's experiment (pods drawn until --demand, no pod leaves) instead of a replay")
 	f.Float64Var(&g.demand, "demand", 1.3, "with --gpu-experiment: draw pods until their GPU requests reach this multiple of the cluster's GPU capacity")
 	f.IntVar(&g.seeds, "seeds", 1, "with --gpu-experiment: runs per policy, seeds --seed, --seed+1, ...")
-	f.StringVar(&g.policy, "gpu-policy", "all", "with --gpu-experiment: "+strings.Join(policyNames(), ", ")+" or all")
+	f.StringVar(&g.policy, "gpu-policy", "", "the GPU policy ("+strings.Join(policyNames(), ", ")+"): with --gpu-experiment, several joined by commas or all (the default); in a trace replay, one, scoring nodes and choosing GPUs (scenario scheduler.gpuPolicy)")
+	f.StringVar(&g.model, "gpu-model", "", "in a trace replay: device (the default, each GPU on its own) or capacity (one number of thousandths per node) (scenario scheduler.gpuModel)")
 }
 
 func policyNames() []string {
@@ -37,7 +39,7 @@ func policyNames() []string {
 
 // policies reads --gpu-policy: one name, several joined by commas, or all.
 func (g *gpuFlags) policies() ([]gpu.Policy, error) {
-	if g.policy == "all" {
+	if g.policy == "all" || g.policy == "" {
 		return gpu.Policies(), nil
 	}
 	var out []gpu.Policy
@@ -55,12 +57,15 @@ func (g *gpuFlags) policies() ([]gpu.Policy, error) {
 // and bad values with the flag named, before anything runs.
 func (g *gpuFlags) check(changed func(string) bool) error {
 	if !g.experiment {
-		for _, f := range []string{"demand", "seeds", "gpu-policy"} {
+		for _, f := range []string{"demand", "seeds"} {
 			if changed(f) {
 				return fmt.Errorf("--%s: only with --gpu-experiment", f)
 			}
 		}
 		return nil
+	}
+	if changed("gpu-model") {
+		return fmt.Errorf("--gpu-model: the experiment always models GPUs one by one")
 	}
 	switch {
 	case math.IsNaN(g.demand) || g.demand <= 0 || g.demand > gpu.MaxDemand:

@@ -80,3 +80,29 @@ func TestGPUExperimentBadInput(t *testing.T) {
 		})
 	}
 }
+
+// --gpu-model and --gpu-policy set the replay's GPU model and policy, and
+// --compare can change either.
+func TestGPUReplayFlags(t *testing.T) {
+	fixture := "../../sim/testdata/alibaba"
+	out, err := runSimulate("--trace", fixture, "--gpu-model", "capacity", "--compare", "gpuModel=device")
+	if err != nil || !strings.Contains(out, "gpuModel=device") {
+		t.Fatalf("--gpu-model capacity --compare gpuModel=device: %v\n%s", err, out)
+	}
+	if out, err = runSimulate("--trace", fixture, "--gpu-policy", "fgd", "--compare", "gpuPolicy=bestfit"); err != nil {
+		t.Fatalf("--gpu-policy fgd --compare gpuPolicy=bestfit: %v\n%s", err, out)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--trace", fixture, "--gpu-policy", "tetris"}, `--gpu-model, --gpu-policy: scheduler.gpuPolicy: "tetris" is not a GPU policy`},
+		{[]string{"--trace", fixture, "--gpu-model", "cards"}, `scheduler.gpuModel: "cards" is not device or capacity`},
+		{[]string{"--gpu-policy", "fgd"}, "--gpu-model, --gpu-policy: there is no trace"},
+		{[]string{"--trace", fixture, "--gpu-experiment", "--gpu-model", "capacity"}, "--gpu-model: the experiment always models GPUs one by one"},
+	} {
+		if _, err := runSimulate(c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
+}

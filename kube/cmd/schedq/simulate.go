@@ -77,6 +77,7 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 			if err := in.check(); err != nil {
 				return err
 			}
+			in.gpuModel, in.gpuPolicy = gf.model, gf.policy
 			scenarioSet := cmd.Flags().Changed("scenario")
 			sc, err := in.load(scenario, scenarioSet)
 			if err != nil {
