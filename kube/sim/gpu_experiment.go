@@ -27,6 +27,10 @@ type GPUExperiment struct {
 	// FirstSeed+1, ...
 	Seeds     int
 	FirstSeed uint64
+	// TypicalShare is the share of the pod list's pods whose kinds make
+	// the workload fragmentation is measured against (see gpu.Typical);
+	// 0 means gpu.TypicalShare (0.95, the artifact's setting).
+	TypicalShare float64
 }
 
 // MaxGPUSeeds is the most seeds a GPUExperiment runs.
@@ -40,6 +44,7 @@ type GPUExperimentReport struct {
 	GPUs     int64        `json:"gpus"`
 	Pods     int          `json:"pods"`
 	Kinds    int          `json:"typicalKinds"`
+	Typical  float64      `json:"typicalShare"`
 	Demand   float64      `json:"demand"`
 	Seeds    []uint64     `json:"seeds"`
 	Runs     []GPURun     `json:"runs"`
@@ -112,6 +117,9 @@ func (e *GPUExperiment) Validate() error {
 	if e.Seeds < 1 || e.Seeds > MaxGPUSeeds {
 		bad("seeds", "%d: want 1 to %d", e.Seeds, MaxGPUSeeds)
 	}
+	if math.IsNaN(e.TypicalShare) || e.TypicalShare < 0 || e.TypicalShare > 1 {
+		bad("typical share", "%v: want more than 0 and at most 1", e.TypicalShare)
+	}
 	if len(e.Policies) == 0 {
 		bad("policies", "none")
 	}
@@ -137,9 +145,13 @@ func RunGPUExperiment(e GPUExperiment) (*GPUExperimentReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("trace %s: %w", e.Trace.Format, err)
 	}
-	w := gpu.Typical(reqs, gpu.TypicalShare)
+	share := e.TypicalShare
+	if share == 0 {
+		share = gpu.TypicalShare
+	}
+	w := gpu.Typical(reqs, share)
 	_, podsFile := e.Trace.files()
-	rep := &GPUExperimentReport{Trace: e.Trace.Format, PodList: podsFile, Nodes: len(nodes), Pods: len(reqs), Kinds: len(w), Demand: e.Demand}
+	rep := &GPUExperimentReport{Trace: e.Trace.Format, PodList: podsFile, Nodes: len(nodes), Pods: len(reqs), Kinds: len(w), Typical: share, Demand: e.Demand}
 	for _, n := range nodes {
 		rep.GPUs += int64(len(n.Free))
 	}
@@ -244,8 +256,8 @@ func gpuInputs(spec *TraceSpec, t *alibabaTrace) ([]*gpu.Node, []gpu.Request, er
 // seeds), then every run.
 func (r *GPUExperimentReport) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "gpu experiment: trace %s, %s\n", r.Trace, r.PodList)
-	fmt.Fprintf(w, "  %d nodes, %d GPUs; %d pods listed (typical workload: %d kinds); drawn to %.0f%% of GPU capacity; seeds %d..%d\n",
-		r.Nodes, r.GPUs, r.Pods, r.Kinds, 100*r.Demand, r.Seeds[0], r.Seeds[len(r.Seeds)-1])
+	fmt.Fprintf(w, "  %d nodes, %d GPUs; %d pods listed (typical workload: %d kinds, %.0f%% of the pods); drawn to %.0f%% of GPU capacity; seeds %d..%d\n",
+		r.Nodes, r.GPUs, r.Pods, r.Kinds, 100*r.Typical, 100*r.Demand, r.Seeds[0], r.Seeds[len(r.Seeds)-1])
 	table := func(title string, get func(GPUSummary) Spread) {
 		fmt.Fprintf(w, "\n%s (mean ± sd over seeds, %%)\n  %-8s", title, "arrived")
 		for _, p := range r.Policies {

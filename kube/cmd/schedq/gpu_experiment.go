@@ -19,6 +19,7 @@ type gpuFlags struct {
 	seeds      int
 	policy     string
 	model      string
+	typical    float64
 }
 
 func (g *gpuFlags) register(f *pflag.FlagSet) {
@@ -26,6 +27,7 @@ func (g *gpuFlags) register(f *pflag.FlagSet) {
 	f.Float64Var(&g.demand, "demand", 1.3, "with --gpu-experiment: draw pods until their GPU requests reach this multiple of the cluster's GPU capacity")
 	f.IntVar(&g.seeds, "seeds", 1, "with --gpu-experiment: runs per policy, seeds --seed, --seed+1, ...")
 	f.StringVar(&g.policy, "gpu-policy", "", "the GPU policy ("+strings.Join(policyNames(), ", ")+"): with --gpu-experiment, several joined by commas or all (the default); in a trace replay, one, scoring nodes and choosing GPUs (scenario scheduler.gpuPolicy)")
+	f.Float64Var(&g.typical, "typical-share", gpu.TypicalShare, "with --gpu-experiment: fragmentation is measured against the most popular pod kinds covering this share of the pod list (0.95 in the paper's artifact; 1: every kind)")
 	f.StringVar(&g.model, "gpu-model", "", "in a trace replay: device (the default, each GPU on its own) or capacity (one number of thousandths per node) (scenario scheduler.gpuModel)")
 }
 
@@ -57,7 +59,7 @@ func (g *gpuFlags) policies() ([]gpu.Policy, error) {
 // and bad values with the flag named, before anything runs.
 func (g *gpuFlags) check(changed func(string) bool) error {
 	if !g.experiment {
-		for _, f := range []string{"demand", "seeds"} {
+		for _, f := range []string{"demand", "seeds", "typical-share"} {
 			if changed(f) {
 				return fmt.Errorf("--%s: only with --gpu-experiment", f)
 			}
@@ -72,6 +74,8 @@ func (g *gpuFlags) check(changed func(string) bool) error {
 		return fmt.Errorf("--demand %v: want more than 0 and at most %d (times the cluster's GPU capacity)", g.demand, gpu.MaxDemand)
 	case g.seeds < 1 || g.seeds > sim.MaxGPUSeeds:
 		return fmt.Errorf("--seeds %d: want 1 to %d", g.seeds, sim.MaxGPUSeeds)
+	case math.IsNaN(g.typical) || g.typical <= 0 || g.typical > 1:
+		return fmt.Errorf("--typical-share %v: want more than 0 and at most 1", g.typical)
 	}
 	_, err := g.policies()
 	return err
@@ -90,7 +94,7 @@ func runGPUExperiment(stdout io.Writer, g *gpuFlags, in inputs, firstSeed uint64
 	if err != nil {
 		return err
 	}
-	e := sim.GPUExperiment{Trace: sim.TraceSpec{Format: sim.TraceAlibabaGPU, Dir: in.trace, Pods: in.tracePods}, Policies: ps, Demand: g.demand, Seeds: g.seeds, FirstSeed: firstSeed}
+	e := sim.GPUExperiment{Trace: sim.TraceSpec{Format: sim.TraceAlibabaGPU, Dir: in.trace, Pods: in.tracePods}, Policies: ps, Demand: g.demand, Seeds: g.seeds, FirstSeed: firstSeed, TypicalShare: g.typical}
 	rep, err := sim.RunGPUExperiment(e)
 	if err != nil {
 		return err

@@ -24,7 +24,7 @@ func TestGPUExperiment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"3 nodes, 3 GPUs; 7 pods listed", "seeds 5..7", "random", "fgd", "130%", "fragmentation / unallocated gpu", "bestfit        seed 7"} {
+	for _, want := range []string{"3 nodes, 3 GPUs; 7 pods listed (typical workload: 6 kinds, 95% of the pods)", "seeds 5..7", "random", "fgd", "130%", "fragmentation / unallocated gpu", "bestfit        seed 7"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
@@ -63,6 +63,7 @@ func TestGPUExperimentBadInput(t *testing.T) {
 		{"NaN demand", []string{"--trace", fixture, "--gpu-experiment", "--demand", "NaN"}, "--demand NaN"},
 		{"absurd demand", []string{"--trace", fixture, "--gpu-experiment", "--demand", "1e12"}, "--demand 1e+12: want more than 0 and at most 100"},
 		{"no seeds", []string{"--trace", fixture, "--gpu-experiment", "--seeds", "0"}, "--seeds 0: want 1 to 1000"},
+		{"typical share over 1", []string{"--trace", fixture, "--gpu-experiment", "--typical-share", "1.5"}, "--typical-share 1.5: want more than 0 and at most 1"},
 		{"unknown policy", []string{"--trace", fixture, "--gpu-experiment", "--gpu-policy", "tetris"}, `--gpu-policy: "tetris" is not a GPU policy`},
 		{"demand without experiment", []string{"--trace", fixture, "--demand", "2"}, "--demand: only with --gpu-experiment"},
 		{"no trace", []string{"--gpu-experiment"}, "--gpu-experiment: needs --trace DIR"},
