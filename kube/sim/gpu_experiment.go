@@ -169,6 +169,10 @@ func RunGPUExperiment(e GPUExperiment) (*GPUExperimentReport, error) {
 	for i := range e.Seeds {
 		rep.Seeds = append(rep.Seeds, e.FirstSeed+uint64(i))
 	}
+	check := gpu.Config{Nodes: nodes, Pods: reqs, Workload: w, Policy: e.Policies[0], Demand: e.Demand, Seed: e.FirstSeed}
+	if err := check.Validate(); err != nil {
+		return nil, fmt.Errorf("gpu experiment: %w", err)
+	}
 	results := make([]gpu.Result, len(jobs))
 	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup
@@ -185,7 +189,7 @@ func RunGPUExperiment(e GPUExperiment) (*GPUExperimentReport, error) {
 	wg.Wait()
 	for i, r := range results {
 		if errs[i] != nil {
-			return nil, fmt.Errorf("demand: %w", errs[i])
+			return nil, fmt.Errorf("gpu experiment: %w", errs[i])
 		}
 		run := GPURun{Policy: r.Policy.String(), Seed: r.Seed, Arrived: r.Arrived, Placed: r.Placed}
 		for _, p := range r.Points {

@@ -107,3 +107,16 @@ func TestGPUReplayFlags(t *testing.T) {
 		}
 	}
 }
+
+// A pod list without any GPU pod can never reach the demand: refused
+// before the runs start.
+func TestGPUExperimentNoGPUPods(t *testing.T) {
+	dir := t.TempDir()
+	nodes, _ := os.ReadFile("../../sim/testdata/alibaba/openb_node_list_all_node.csv")
+	os.WriteFile(filepath.Join(dir, "openb_node_list_all_node.csv"), nodes, 0o644)
+	os.WriteFile(filepath.Join(dir, "openb_pod_list_default.csv"), []byte("name,cpu_milli,memory_mib,num_gpu,gpu_milli\na,1000,1024,0,0\n"), 0o644)
+	_, err := runSimulate("--trace", dir, "--gpu-experiment")
+	if err == nil || !strings.Contains(err.Error(), "gpu experiment: no pod of the list asks for a GPU") {
+		t.Fatalf("error %v", err)
+	}
+}
