@@ -155,6 +155,14 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	}
 	s.soft = newSoftCounter()
 	profile := disable(plugins.DefaultLogged(strategy, slog.New(s.soft)), sc.Scheduler.DisablePlugins)
+	if sc.Trace != nil && sc.Scheduler.GPUModel != GPUModelCapacity {
+		s.x.gpu = newGPUDevices(sc)
+		profile.Filter = append(profile.Filter, s.x.gpu)
+		profile.Enqueue = append(profile.Enqueue, s.x.gpu)
+		if s.x.gpu.hasPolicy {
+			profile.Score = []framework.ScorePlugin{gpuScore{s.x.gpu}}
+		}
+	}
 	cfg := scheduler.QueueConfig(profile)
 	q := sc.Queue
 	if q.backoffOff() {
@@ -177,6 +185,9 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	cfg.Recorder = s.rec
 	cfg.Fairness = q.fairness()
 	cache := scheduler.NewCache()
+	if s.x.gpu != nil {
+		s.x.gpu.view = cache.View
+	}
 	if q.WakeBudget == nil || *q.WakeBudget {
 		cfg.Budget = scheduler.WakeBudget(cache)
 	}
@@ -605,6 +616,12 @@ func (b binder) Bind(_ context.Context, pod *v1.Pod, node string, done func(erro
 	lat := b.s.sc.Scheduler.BindLatency
 	if lat == 0 {
 		lat = 20 * time.Millisecond
+	}
+	if g := b.s.x.gpu; g != nil {
+		if err := g.assign(pod, node); err != nil {
+			done(err)
+			return
+		}
 	}
 	b.s.binds++
 	b.s.at(b.s.now.Add(lat), func() {

@@ -11,6 +11,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"github.com/schedq/schedq/kube/gpu"
 	"io"
 	"io/fs"
 	"math"
@@ -63,6 +64,16 @@ type SchedulerSpec struct {
 	// Preemption, if set, lets pods that fit nowhere evict pods of lower
 	// priority (see PreemptionSpec).
 	Preemption *PreemptionSpec `yaml:"preemption"`
+	// GPUModel is how a trace's GPUs are modelled: device (the default:
+	// each GPU on its own, the GPUDevices filter) or capacity (one
+	// extended resource of thousandths per node, as NodeResourcesFit
+	// sees it).
+	GPUModel string `yaml:"gpuModel"`
+	// GPUPolicy, with the device model, replaces the default scoring with
+	// one of the GPU-sharing paper's policies (random, dotprod,
+	// gpuclustering, gpupacking, bestfit, fgd), which also chooses the
+	// GPUs; empty: the default scoring, GPUs by best fit.
+	GPUPolicy string `yaml:"gpuPolicy"`
 }
 
 // QueueSpec sets the queue. Unset fields take the queue's defaults.
@@ -356,6 +367,20 @@ func (s *Scenario) Validate() error {
 	if p := s.Scheduler.PercentageOfNodesToScore; p < 0 || p > 100 {
 		bad("scheduler.percentageOfNodesToScore", "must be 0 to 100, got %d", p)
 	}
+	switch s.Scheduler.GPUModel {
+	case "", GPUModelDevice:
+	case GPUModelCapacity:
+		if s.Scheduler.GPUPolicy != "" {
+			bad("scheduler.gpuPolicy", "needs gpuModel device, got gpuModel capacity")
+		}
+	default:
+		bad("scheduler.gpuModel", "%q is not %s or %s", s.Scheduler.GPUModel, GPUModelDevice, GPUModelCapacity)
+	}
+	if p := s.Scheduler.GPUPolicy; p != "" {
+		if _, err := gpu.ParsePolicy(p); err != nil {
+			bad("scheduler.gpuPolicy", "%v", err)
+		}
+	}
 	for i, p := range s.Scheduler.DisablePlugins {
 		if !slices.Contains(pluginNames, p) {
 			bad(fmt.Sprintf("scheduler.disablePlugins[%d]", i), "unknown plugin %q (known: %s)", p, strings.Join(pluginNames, ", "))
@@ -585,7 +610,7 @@ func resourceQuantity(s string) *resource.Quantity {
 
 // settable lists the keys Set takes, for --compare.
 var settable = []string{"gangs", "popFromBackoff", "hints", "wakeBudget", "disableBackoff", "initialBackoff", "maxBackoff", "maxInUnschedulable",
-	"attemptCost", "bindLatency", "scoring", "percentageOfNodesToScore", "seed", "fairness"}
+	"attemptCost", "bindLatency", "scoring", "percentageOfNodesToScore", "seed", "fairness", "gpuModel", "gpuPolicy"}
 
 // Settable lists the keys Set takes (and --compare), besides the alias
 // queueingHints of hints.
@@ -647,6 +672,10 @@ func (s *Scenario) Set(key, value string) error {
 		if s.Seed, err = strconv.ParseUint(value, 10, 64); err != nil {
 			err = fmt.Errorf("%s: %q is not a whole number from 0 to %d", key, value, uint64(math.MaxUint64))
 		}
+	case "gpuModel":
+		s.Scheduler.GPUModel = value
+	case "gpuPolicy":
+		s.Scheduler.GPUPolicy = value
 	case "fairness":
 		var b *bool
 		if b, err = boolean(); err == nil {

@@ -4,7 +4,9 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"github.com/schedq/schedq/kube/gpu"
 	"io"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -35,6 +37,11 @@ type TraceSpec struct {
 	// that long after its arrival), so the load grows about Speed-fold.
 	// Default 1: the trace's own times.
 	Speed float64 `yaml:"speed"`
+	// Order is the arrival order of a pod list without time columns
+	// (name,cpu_milli,memory_mib,num_gpu,gpu_milli): "file" (the
+	// default) or "random" (shuffled with the scenario's seed). Such pods
+	// all arrive at the start and are never deleted.
+	Order string `yaml:"order"`
 }
 
 // TraceAlibabaGPU is the format of the Alibaba GPU cluster trace v2023
@@ -69,6 +76,16 @@ const (
 var (
 	nodeColumns = []string{"sn", "cpu_milli", "memory_mib", "gpu", "model"}
 	podColumns  = []string{"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos", "pod_phase", "creation_time", "deletion_time", "scheduled_time"}
+	// podColumnsShort is the column set of the trace's pod lists without
+	// times, model constraints or QoS (the multi-GPU and GPU-sharing
+	// lists, for example).
+	podColumnsShort = podColumns[:5]
+)
+
+// Trace pod orders, for TraceSpec.Order.
+const (
+	TraceOrderFile   = "file"
+	TraceOrderRandom = "random"
 )
 
 func (t *TraceSpec) validate(f string, bad func(string, string, ...any)) {
@@ -80,6 +97,9 @@ func (t *TraceSpec) validate(f string, bad func(string, string, ...any)) {
 	}
 	if !(t.Speed >= 0 && t.Speed <= MaxTraceSpeed) { // NaN too
 		bad(f+".speed", "must be from 0 (meaning 1) to %d, got %v", MaxTraceSpeed, t.Speed)
+	}
+	if t.Order != "" && t.Order != TraceOrderFile && t.Order != TraceOrderRandom {
+		bad(f+".order", "%q is not %s or %s", t.Order, TraceOrderFile, TraceOrderRandom)
 	}
 }
 
@@ -94,36 +114,45 @@ type tracePod struct {
 	created, deleted   int64
 	scheduled          int64 // -1: never scheduled in production
 	gpuMilli, cpuMilli int64
+	gpus, share        int64 // num_gpu and gpu_milli
+	memMiB             int64
+	models             []string // gpu_spec
+	line               int      // in the pod list
 }
 
 // alibabaTrace is a parsed trace.
 type alibabaTrace struct {
 	nodes []*v1.Node
 	pods  []tracePod
+	// untimed: the pod list has no time columns (podColumnsShort).
+	untimed bool
 }
 
-// csvRows reads a CSV file with the given header, refusing a file over
-// the size limit, an empty file, a wrong header and more than maxRows
-// rows; row gets each record and its line.
-func csvRows(path string, header []string, maxRows int, row func(rec []string, line int) error) error {
+// csvRows reads a CSV file whose header is one of headers, refusing a
+// file over the size limit, an empty file, any other header, a row with
+// another number of fields and more than maxRows rows; row gets each
+// record, its line and the header found (one of headers).
+func csvRows(path string, headers [][]string, maxRows int, row func(rec []string, line int, header []string) error) error {
 	f, err := openLimited(path, maxTraceFileBytes)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	r := csv.NewReader(f)
-	r.FieldsPerRecord = len(header)
+	r.FieldsPerRecord = -1 // checked below, with a message that names the columns
 	r.ReuseRecord = true
 	rec, err := r.Read()
 	if errors.Is(err, io.EOF) {
-		return fmt.Errorf("%s: empty file (want the header %s)", path, strings.Join(header, ","))
+		return fmt.Errorf("%s: empty file (want the header %s)", path, wantHeaders(headers))
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if !slices.Equal(rec, header) {
-		return fmt.Errorf("%s:1: header is %q, want %q", path, strings.Join(rec, ","), strings.Join(header, ","))
+	i := slices.IndexFunc(headers, func(h []string) bool { return slices.Equal(rec, h) })
+	if i < 0 {
+		return fmt.Errorf("%s:1: header is %q, want %s", path, strings.Join(rec, ","), wantHeaders(headers))
 	}
+	header := headers[i]
 	for n := 0; ; n++ {
 		rec, err := r.Read()
 		if errors.Is(err, io.EOF) {
@@ -136,10 +165,22 @@ func csvRows(path string, header []string, maxRows int, row func(rec []string, l
 		if n >= maxRows {
 			return fmt.Errorf("%s:%d: more than the limit of %d rows", path, line, maxRows)
 		}
-		if err := row(rec, line); err != nil {
+		if len(rec) != len(header) {
+			return fmt.Errorf("%s:%d: %d fields, want %d: %s", path, line, len(rec), len(header), strings.Join(header, ","))
+		}
+		if err := row(rec, line, header); err != nil {
 			return fmt.Errorf("%s:%d: %w", path, line, err)
 		}
 	}
+}
+
+// wantHeaders names the accepted headers: "a,b" or "a,b" or "a".
+func wantHeaders(headers [][]string) string {
+	var out []string
+	for _, h := range headers {
+		out = append(out, strconv.Quote(strings.Join(h, ",")))
+	}
+	return strings.Join(out, " or ")
 }
 
 // field parses the integer in column i, between lo and hi.
@@ -165,7 +206,7 @@ func readAlibabaTrace(spec *TraceSpec) (*alibabaTrace, error) {
 	nodesFile, podsFile := spec.files()
 	t := &alibabaTrace{}
 	names := map[string]bool{}
-	err := csvRows(nodesFile, nodeColumns, maxTraceNodes, func(rec []string, _ int) error {
+	err := csvRows(nodesFile, [][]string{nodeColumns}, maxTraceNodes, func(rec []string, _ int, _ []string) error {
 		n, err := alibabaNode(rec)
 		if err != nil {
 			return err
@@ -181,11 +222,13 @@ func readAlibabaTrace(spec *TraceSpec) (*alibabaTrace, error) {
 		return nil, err
 	}
 	clear(names)
-	err = csvRows(podsFile, podColumns, maxTracePods, func(rec []string, _ int) error {
-		p, err := alibabaPod(rec)
+	err = csvRows(podsFile, [][]string{podColumns, podColumnsShort}, maxTracePods, func(rec []string, line int, header []string) error {
+		t.untimed = len(header) == len(podColumnsShort)
+		p, err := alibabaPod(rec, t.untimed)
 		if err != nil {
 			return err
 		}
+		p.line = line
 		if names[p.pod.Name] {
 			return fmt.Errorf("duplicate pod %q", p.pod.Name)
 		}
@@ -238,7 +281,9 @@ func alibabaNode(rec []string) (*v1.Node, error) {
 	}, nil
 }
 
-func alibabaPod(rec []string) (tracePod, error) {
+// alibabaPod parses a row of the pod list; untimed: the row has only
+// podColumnsShort, and the pod has no times, model constraint or QoS.
+func alibabaPod(rec []string, untimed bool) (tracePod, error) {
 	c := podColumns
 	if errs := validation.IsDNS1123Subdomain(rec[0]); len(errs) > 0 {
 		return tracePod{}, fmt.Errorf("column name: %q is not a valid pod name", rec[0])
@@ -257,6 +302,9 @@ func alibabaPod(rec []string) (tracePod, error) {
 	}
 	if gpus > 1 && share != 1000 {
 		return tracePod{}, fmt.Errorf("column gpu_milli: %d with num_gpu %d (a pod with several GPUs takes them whole: 1000)", share, gpus)
+	}
+	if untimed {
+		rec = append(rec[:5:5], "", "", "", "0", "0", "")
 	}
 	for _, col := range []int{6, 7} { // qos, pod_phase
 		if err := labelValue(c[col], rec[col]); err != nil {
@@ -310,7 +358,11 @@ func alibabaPod(rec []string) (tracePod, error) {
 			}}},
 		}}
 	}
-	return tracePod{pod: p, created: created, deleted: deleted, scheduled: scheduled, gpuMilli: gpus * share, cpuMilli: cpu}, nil
+	tp := tracePod{pod: p, created: created, deleted: deleted, scheduled: scheduled, gpuMilli: gpus * share, cpuMilli: cpu, gpus: gpus, share: share, memMiB: mem}
+	if rec[5] != "" {
+		tp.models = strings.Split(rec[5], "|")
+	}
+	return tp, nil
 }
 
 // loadTrace adds the trace's nodes now and plans its pods: each arrives
@@ -330,6 +382,17 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 		s.cl.nodeGroups[traceGroup] = append(s.cl.nodeGroups[traceGroup], n.Name)
 		s.x.alloc.nodeAdded(s.now, n)
 		s.h.AddNode(n)
+	}
+	if s.x.gpu != nil {
+		reqs := make([]gpu.Request, len(t.pods))
+		for i, tp := range t.pods {
+			reqs[i] = gpu.Request{CPU: tp.cpuMilli, Mem: tp.memMiB, Count: int(tp.gpus), Share: tp.share, Models: tp.models}
+		}
+		s.x.gpu.workload = gpu.Typical(reqs, gpu.TypicalShare)
+	}
+	if t.untimed {
+		s.loadBatch(spec, t)
+		return nil
 	}
 	s.x.traceLife = make(map[types.NamespacedName]time.Duration, len(t.pods))
 	speed := spec.Speed
@@ -366,4 +429,27 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 	}
 	s.x.production = production(spec, t)
 	return nil
+}
+
+// loadBatch plans a pod list without times: every pod arrives at the
+// start, in file order or shuffled with the scenario's seed
+// (TraceSpec.Order), and none is ever deleted. There is no production
+// run to compare with.
+func (s *sim) loadBatch(spec *TraceSpec, t *alibabaTrace) {
+	pods := t.pods
+	if spec.Order == TraceOrderRandom {
+		pods = slices.Clone(pods)
+		r := rand.New(rand.NewPCG(s.sc.Seed, s.sc.Seed^0x0bde))
+		r.Shuffle(len(pods), func(i, j int) { pods[i], pods[j] = pods[j], pods[i] })
+	}
+	for _, tp := range pods {
+		p := tp.pod
+		p.UID = s.cl.nextUID()
+		s.planned++
+		s.at(epoch, func() {
+			s.planned--
+			s.track(traceGroup, p)
+			s.arrive(p)
+		})
+	}
 }

@@ -70,7 +70,7 @@ func TestAlibabaTraceMalformed(t *testing.T) {
 		{"empty node list", "", string(pods), "openb_node_list_all_node.csv: empty file"},
 		{"wrong header", "sn,cpu,memory_mib,gpu,model\n", string(pods), "openb_node_list_all_node.csv:1: header is"},
 		{"no nodes", "sn,cpu_milli,memory_mib,gpu,model\n", string(pods), "openb_node_list_all_node.csv: no nodes"},
-		{"missing column", string(nodes) + "node-x,1000,1024,0\n", string(pods), "openb_node_list_all_node.csv: record on line 5: wrong number of fields"},
+		{"missing column", string(nodes) + "node-x,1000,1024,0\n", string(pods), "openb_node_list_all_node.csv:5: 4 fields, want 5: sn,cpu_milli,memory_mib,gpu,model"},
 		{"not a number", string(nodes) + "node-x,lots,1024,0,\n", string(pods), `openb_node_list_all_node.csv:5: column cpu_milli: "lots" is not an integer`},
 		{"too many gpus", string(nodes) + "node-x,1000,1024,65,\n", string(pods), "openb_node_list_all_node.csv:5: column gpu"},
 		{"duplicate node", string(nodes) + "node-cpu,1000,1024,0,\n", string(pods), `openb_node_list_all_node.csv:5: duplicate node "node-cpu"`},

@@ -29,6 +29,7 @@ func simulateCmd(stdout, stderr io.Writer) *cobra.Command {
 		noWall, check     bool
 		progress          string
 		in                inputs
+		gf                gpuFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate",
@@ -63,9 +64,20 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 				return err
 			}
 			in.speedSet = cmd.Flags().Changed("trace-speed")
+			if err := gf.check(cmd.Flags().Changed); err != nil {
+				return err
+			}
+			if gf.experiment {
+				first := uint64(1)
+				if seed.set {
+					first = seed.v
+				}
+				return runGPUExperiment(stdout, &gf, in, first, output, noWall)
+			}
 			if err := in.check(); err != nil {
 				return err
 			}
+			in.gpuModel, in.gpuPolicy = gf.model, gf.policy
 			scenarioSet := cmd.Flags().Changed("scenario")
 			sc, err := in.load(scenario, scenarioSet)
 			if err != nil {
@@ -148,7 +160,10 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 	f.Var(&memLimit, "memory-limit", "refuse a scenario estimated to need more memory than this (e.g. 16Gi); default: the machine's available memory")
 	f.StringVar(&progress, "progress", "auto", "progress bar on stderr: auto (on a terminal), on or off")
 	f.StringVar(&in.trace, "trace", "", "replay the Alibaba GPU trace v2023 (openb CSV files) in this directory")
+	f.StringVar(&in.tracePods, "trace-pods", "", "with --trace: the pod list's file in that directory (default openb_pod_list_default.csv)")
+	f.StringVar(&in.traceOrder, "trace-order", "", "with a pod list without time columns: file (default) or random (shuffled with the seed)")
 	f.Float64Var(&in.traceSpeed, "trace-speed", 1, "bring the trace's arrivals this many times closer, keeping lifetimes (more load)")
+	gf.register(f)
 	f.StringVar(&in.snapshot, "snapshot", "", "start from a cluster saved with kubectl get nodes,pods -A -o yaml (a file or a directory of them)")
 	f.StringVar(&in.records, "records", "", "write one record per pod to this file (.jsonl or .csv)")
 	f.StringVar(&in.series, "series", "", "write the sub-queue sizes and the cluster's allocation over virtual time to this file (.csv)")

@@ -16,6 +16,10 @@ import (
 // results out.
 type inputs struct {
 	trace, snapshot string
+	tracePods       string // --trace-pods: the pod list's file name in --trace
+	traceOrder      string // --trace-order: file or random, for a list without times
+	gpuModel        string // --gpu-model: the replay's scheduler.gpuModel
+	gpuPolicy       string // --gpu-policy: the replay's scheduler.gpuPolicy
 	traceSpeed      float64
 	speedSet        bool // --trace-speed was given
 	records, series string
@@ -58,6 +62,28 @@ func (in inputs) load(scenario string, scenarioSet bool) (*sim.Scenario, error) 
 	}
 	if in.trace != "" {
 		sc.Trace = &sim.TraceSpec{Format: sim.TraceAlibabaGPU, Dir: in.trace}
+	}
+	if in.tracePods != "" || in.traceOrder != "" {
+		if sc.Trace == nil {
+			return nil, fmt.Errorf("--trace-pods, --trace-order: there is no trace (give --trace, or a scenario with a trace)")
+		}
+		if in.tracePods != "" {
+			sc.Trace.Pods = in.tracePods
+		}
+		sc.Trace.Order = cmpOr(in.traceOrder, sc.Trace.Order)
+		if o := sc.Trace.Order; o != "" && o != sim.TraceOrderFile && o != sim.TraceOrderRandom {
+			return nil, fmt.Errorf("--trace-order: %q is not %s or %s", o, sim.TraceOrderFile, sim.TraceOrderRandom)
+		}
+	}
+	if in.gpuModel != "" || in.gpuPolicy != "" {
+		if sc.Trace == nil {
+			return nil, fmt.Errorf("--gpu-model, --gpu-policy: there is no trace (give --trace, or a scenario with a trace)")
+		}
+		sc.Scheduler.GPUModel = cmpOr(in.gpuModel, sc.Scheduler.GPUModel)
+		sc.Scheduler.GPUPolicy = cmpOr(in.gpuPolicy, sc.Scheduler.GPUPolicy)
+		if err := sc.Validate(); err != nil {
+			return nil, fmt.Errorf("--gpu-model, --gpu-policy: %w", err)
+		}
 	}
 	if in.speedSet {
 		if sc.Trace == nil {
@@ -169,4 +195,11 @@ func writeFile(path string, w func(*os.File) error) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Close()
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

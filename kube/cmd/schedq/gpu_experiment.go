@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/schedq/schedq/kube/gpu"
+	"github.com/schedq/schedq/kube/sim"
+)
+
+// gpuFlags are the flags of the GPU experiment (--gpu-experiment).
+type gpuFlags struct {
+	experiment bool
+	demand     float64
+	seeds      int
+	policy     string
+	model      string
+	typical    float64
+}
+
+func (g *gpuFlags) register(f *pflag.FlagSet) {
+	f.BoolVar(&g.experiment, "gpu-experiment", false, "with --trace: run the GPU-sharing paper's experiment (pods drawn until --demand, no pod leaves) instead of a replay")
+	f.Float64Var(&g.demand, "demand", 1.3, "with --gpu-experiment: draw pods until their GPU requests reach this multiple of the cluster's GPU capacity")
+	f.IntVar(&g.seeds, "seeds", 1, "with --gpu-experiment: runs per policy, seeds --seed, --seed+1, ...")
+	f.StringVar(&g.policy, "gpu-policy", "", "the GPU policy ("+strings.Join(policyNames(), ", ")+"): with --gpu-experiment, several joined by commas or all (the default); in a trace replay, one, scoring nodes and choosing GPUs (scenario scheduler.gpuPolicy)")
+	f.Float64Var(&g.typical, "typical-share", gpu.TypicalShare, "with --gpu-experiment: fragmentation is measured against the most popular pod kinds covering this share of the pod list (0.95 in the paper's artifact; 1: every kind)")
+	f.StringVar(&g.model, "gpu-model", "", "in a trace replay: device (the default, each GPU on its own) or capacity (one number of thousandths per node) (scenario scheduler.gpuModel)")
+}
+
+func policyNames() []string {
+	var out []string
+	for _, p := range gpu.Policies() {
+		out = append(out, p.String())
+	}
+	return out
+}
+
+// policies reads --gpu-policy: one name, several joined by commas, or all.
+func (g *gpuFlags) policies() ([]gpu.Policy, error) {
+	if g.policy == "all" || g.policy == "" {
+		return gpu.Policies(), nil
+	}
+	var out []gpu.Policy
+	for _, s := range strings.Split(g.policy, ",") {
+		p, err := gpu.ParsePolicy(s)
+		if err != nil {
+			return nil, fmt.Errorf("--gpu-policy: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// checkGPUFlags refuses the experiment's flags without --gpu-experiment,
+// and bad values with the flag named, before anything runs.
+func (g *gpuFlags) check(changed func(string) bool) error {
+	if !g.experiment {
+		for _, f := range []string{"demand", "seeds", "typical-share"} {
+			if changed(f) {
+				return fmt.Errorf("--%s: only with --gpu-experiment", f)
+			}
+		}
+		return nil
+	}
+	if changed("gpu-model") {
+		return fmt.Errorf("--gpu-model: the experiment always models GPUs one by one")
+	}
+	switch {
+	case math.IsNaN(g.demand) || g.demand <= 0 || g.demand > gpu.MaxDemand:
+		return fmt.Errorf("--demand %v: want more than 0 and at most %d (times the cluster's GPU capacity)", g.demand, gpu.MaxDemand)
+	case g.seeds < 1 || g.seeds > sim.MaxGPUSeeds:
+		return fmt.Errorf("--seeds %d: want 1 to %d", g.seeds, sim.MaxGPUSeeds)
+	case math.IsNaN(g.typical) || g.typical <= 0 || g.typical > 1:
+		return fmt.Errorf("--typical-share %v: want more than 0 and at most 1", g.typical)
+	}
+	_, err := g.policies()
+	return err
+}
+
+// runGPUExperiment runs the experiment on the trace of in and prints its
+// report (text or JSON).
+func runGPUExperiment(stdout io.Writer, g *gpuFlags, in inputs, firstSeed uint64, output string, noWall bool) error {
+	if in.trace == "" {
+		return fmt.Errorf("--gpu-experiment: needs --trace DIR")
+	}
+	if in.snapshot != "" || in.records != "" || in.series != "" || in.speedSet || in.traceOrder != "" {
+		return fmt.Errorf("--gpu-experiment: --snapshot, --records, --series, --trace-speed and --trace-order do not apply (pods are drawn at random)")
+	}
+	ps, err := g.policies()
+	if err != nil {
+		return err
+	}
+	e := sim.GPUExperiment{Trace: sim.TraceSpec{Format: sim.TraceAlibabaGPU, Dir: in.trace, Pods: in.tracePods}, Policies: ps, Demand: g.demand, Seeds: g.seeds, FirstSeed: firstSeed, TypicalShare: g.typical}
+	rep, err := sim.RunGPUExperiment(e)
+	if err != nil {
+		return err
+	}
+	if output == "json" {
+		return writeJSON(stdout, rep, noWall)
+	}
+	rep.WriteText(stdout)
+	return nil
+}

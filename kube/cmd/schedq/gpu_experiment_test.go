@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runSimulate(args ...string) (string, error) {
+	var out, errOut bytes.Buffer
+	root := newRoot(&out, &errOut)
+	root.SetArgs(append([]string{"simulate", "--progress=off", "--no-wall"}, args...))
+	err := root.Execute()
+	return out.String(), err
+}
+
+// The experiment on the fixture: every policy reported at every point,
+// and the same bytes from the same inputs and seeds, text and JSON.
+func TestGPUExperiment(t *testing.T) {
+	args := []string{"--trace", "../../sim/testdata/alibaba", "--gpu-experiment", "--demand", "1.3", "--seeds", "3", "--seed", "5"}
+	out, err := runSimulate(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"3 nodes, 3 GPUs; 7 pods listed (typical workload: 6 kinds, 95% of the pods)", "seeds 5..7", "random", "fgd", "130%", "fragmentation / unallocated gpu", "bestfit        seed 7"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	again, _ := runSimulate(args...)
+	if again != out {
+		t.Fatalf("two runs of the same seeds differ:\n%s\n%s", out, again)
+	}
+	j1, err := runSimulate(append(args, "-o", "json")...)
+	j2, _ := runSimulate(append(args, "-o", "json")...)
+	if err != nil || j1 != j2 || !strings.Contains(j1, `"allocationRate"`) {
+		t.Fatalf("json: %v, same bytes %v\n%s", err, j1 == j2, j1)
+	}
+	one, err := runSimulate("--trace", "../../sim/testdata/alibaba", "--gpu-experiment", "--gpu-policy", "FGD,bestfit")
+	if err != nil || strings.Contains(one, "random") || !strings.Contains(one, "bestfit") {
+		t.Fatalf("--gpu-policy FGD,bestfit: %v\n%s", err, one)
+	}
+}
+
+// Bad input is refused before anything runs, naming the flag, the file
+// and the line.
+func TestGPUExperimentBadInput(t *testing.T) {
+	dir := t.TempDir()
+	nodes, _ := os.ReadFile("../../sim/testdata/alibaba/openb_node_list_all_node.csv")
+	os.WriteFile(filepath.Join(dir, "openb_node_list_all_node.csv"), nodes, 0o644)
+	os.WriteFile(filepath.Join(dir, "openb_pod_list_default.csv"), []byte("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"+
+		"a,1000,1024,1,500,T4,LS,Running,0,10,0\nb,1000,1024,1,500,A100|H100,LS,Running,0,10,0\n"), 0o644)
+	fixture := "../../sim/testdata/alibaba"
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"zero demand", []string{"--trace", fixture, "--gpu-experiment", "--demand", "0"}, "--demand 0: want more than 0"},
+		{"negative demand", []string{"--trace", fixture, "--gpu-experiment", "--demand", "-1"}, "--demand -1"},
+		{"NaN demand", []string{"--trace", fixture, "--gpu-experiment", "--demand", "NaN"}, "--demand NaN"},
+		{"absurd demand", []string{"--trace", fixture, "--gpu-experiment", "--demand", "1e12"}, "--demand 1e+12: want more than 0 and at most 100"},
+		{"no seeds", []string{"--trace", fixture, "--gpu-experiment", "--seeds", "0"}, "--seeds 0: want 1 to 1000"},
+		{"typical share over 1", []string{"--trace", fixture, "--gpu-experiment", "--typical-share", "1.5"}, "--typical-share 1.5: want more than 0 and at most 1"},
+		{"unknown policy", []string{"--trace", fixture, "--gpu-experiment", "--gpu-policy", "tetris"}, `--gpu-policy: "tetris" is not a GPU policy`},
+		{"demand without experiment", []string{"--trace", fixture, "--demand", "2"}, "--demand: only with --gpu-experiment"},
+		{"no trace", []string{"--gpu-experiment"}, "--gpu-experiment: needs --trace DIR"},
+		{"with records", []string{"--trace", fixture, "--gpu-experiment", "--records", filepath.Join(dir, "r.csv")}, "do not apply"},
+		{"gpu_spec of no model", []string{"--trace", dir, "--gpu-experiment"}, `openb_pod_list_default.csv:3: column gpu_spec: "A100|H100" names no model of a node with GPUs (models: T4, V100M16)`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := runSimulate(c.args...)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want %q", err, c.want)
+			}
+			if out != "" {
+				t.Fatalf("printed a report: %s", out)
+			}
+		})
+	}
+}
+
+// --gpu-model and --gpu-policy set the replay's GPU model and policy, and
+// --compare can change either.
+func TestGPUReplayFlags(t *testing.T) {
+	fixture := "../../sim/testdata/alibaba"
+	out, err := runSimulate("--trace", fixture, "--gpu-model", "capacity", "--compare", "gpuModel=device")
+	if err != nil || !strings.Contains(out, "gpuModel=device") {
+		t.Fatalf("--gpu-model capacity --compare gpuModel=device: %v\n%s", err, out)
+	}
+	if out, err = runSimulate("--trace", fixture, "--gpu-policy", "fgd", "--compare", "gpuPolicy=bestfit"); err != nil {
+		t.Fatalf("--gpu-policy fgd --compare gpuPolicy=bestfit: %v\n%s", err, out)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--trace", fixture, "--gpu-policy", "tetris"}, `--gpu-model, --gpu-policy: scheduler.gpuPolicy: "tetris" is not a GPU policy`},
+		{[]string{"--trace", fixture, "--gpu-model", "cards"}, `scheduler.gpuModel: "cards" is not device or capacity`},
+		{[]string{"--gpu-policy", "fgd"}, "--gpu-model, --gpu-policy: there is no trace"},
+		{[]string{"--trace", fixture, "--gpu-experiment", "--gpu-model", "capacity"}, "--gpu-model: the experiment always models GPUs one by one"},
+	} {
+		if _, err := runSimulate(c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
+}
+
+// A pod list without any GPU pod can never reach the demand: refused
+// before the runs start.
+func TestGPUExperimentNoGPUPods(t *testing.T) {
+	dir := t.TempDir()
+	nodes, _ := os.ReadFile("../../sim/testdata/alibaba/openb_node_list_all_node.csv")
+	os.WriteFile(filepath.Join(dir, "openb_node_list_all_node.csv"), nodes, 0o644)
+	os.WriteFile(filepath.Join(dir, "openb_pod_list_default.csv"), []byte("name,cpu_milli,memory_mib,num_gpu,gpu_milli\na,1000,1024,0,0\n"), 0o644)
+	_, err := runSimulate("--trace", dir, "--gpu-experiment")
+	if err == nil || !strings.Contains(err.Error(), "gpu experiment: no pod of the list asks for a GPU") {
+		t.Fatalf("error %v", err)
+	}
+}

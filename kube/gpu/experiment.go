@@ -1,0 +1,249 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// MaxDemand is the largest demand multiple an Experiment accepts: the
+// draw grows with it, and 100 times the cluster's GPUs is far beyond any
+// point of interest.
+const MaxDemand = 100
+
+// maxDraws bounds the pods an Experiment draws, so that a list of tiny
+// requests cannot make the draw outgrow memory.
+const maxDraws = 50_000_000
+
+// DefaultPoints are the points of arrived demand the paper reports, as
+// fractions of the cluster's GPU capacity.
+var DefaultPoints = []float64{0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3}
+
+// Config is one run of the paper's experiment.
+type Config struct {
+	// Nodes are the cluster, empty; they are cloned, not changed.
+	Nodes []*Node
+	// Pods is the pod list drawn from; Workload the distribution
+	// fragmentation is measured against (Typical(Pods, TypicalShare) if
+	// nil).
+	Pods     []Request
+	Workload Workload
+	Policy   Policy
+	// Demand is the multiple of the cluster's GPU capacity that the
+	// drawn pods' GPU requests reach (1.3 in the paper).
+	Demand float64
+	Seed   uint64
+	// Points are the fractions of GPU capacity at which the cluster is
+	// measured (DefaultPoints if nil), each at most Demand.
+	Points []float64
+}
+
+// Point is the cluster measured once the arrived GPU demand reached a
+// fraction of its capacity.
+type Point struct {
+	Demand float64 // the point, a fraction of the cluster's GPU capacity
+	Stats
+	Arrived, Placed int // pods drawn and placed so far
+}
+
+// Result is one run.
+type Result struct {
+	Policy  Policy
+	Seed    uint64
+	Points  []Point
+	Arrived int // pods drawn
+	Placed  int // pods placed; the others found no node and were dropped
+}
+
+// Validate refuses a config that cannot run, before anything runs.
+func (c *Config) Validate() error {
+	switch {
+	case math.IsNaN(c.Demand) || c.Demand <= 0:
+		return fmt.Errorf("demand %v: want more than 0", c.Demand)
+	case c.Demand > MaxDemand:
+		return fmt.Errorf("demand %v: at most %d times the cluster's GPU capacity", c.Demand, MaxDemand)
+	case len(c.Nodes) == 0:
+		return errors.New("no nodes")
+	case c.Policy < Random || c.Policy > FGD:
+		return fmt.Errorf("unknown policy %d", int(c.Policy))
+	}
+	var capacity, gpuPods int64
+	for _, n := range c.Nodes {
+		capacity += int64(len(n.Free)) * Milli
+	}
+	if capacity == 0 {
+		return errors.New("the cluster has no GPUs")
+	}
+	var total int64
+	for i, r := range c.Pods {
+		if err := r.Validate(); err != nil {
+			return fmt.Errorf("pod %d: %w", i, err)
+		}
+		total += r.GPU()
+		if r.Count > 0 {
+			gpuPods++
+		}
+	}
+	if gpuPods == 0 {
+		return errors.New("no pod of the list asks for a GPU: the demand can never be reached")
+	}
+	// The expected number of draws: demand over the mean GPU request.
+	if draws := c.Demand * float64(capacity) / (float64(total) / float64(len(c.Pods))); draws > maxDraws {
+		return fmt.Errorf("demand %v: about %.0f pods would be drawn, more than the limit of %d", c.Demand, draws, maxDraws)
+	}
+	for _, p := range c.points() {
+		if !(p > 0 && p <= c.Demand) {
+			return fmt.Errorf("point %v: want more than 0 and at most the demand %v", p, c.Demand)
+		}
+	}
+	return nil
+}
+
+func (c *Config) points() []float64 {
+	if c.Points == nil {
+		var out []float64
+		for _, p := range DefaultPoints {
+			if p <= c.Demand+1e-9 {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	return c.Points
+}
+
+// Run runs the experiment: pods are drawn from the list uniformly with
+// replacement (seeded) until their GPU requests reach Demand times the
+// cluster's GPU capacity; each is placed at once on a node of the highest
+// score that fits it (ties broken at random, seeded) or dropped if none
+// fits; no pod leaves. The cluster is measured at each point. Same config,
+// same result. O(draws × nodes × score), with scores cached per node
+// until the node changes.
+func Run(c Config) (Result, error) {
+	if err := c.Validate(); err != nil {
+		return Result{}, err
+	}
+	w := c.Workload
+	if w == nil {
+		w = Typical(c.Pods, TypicalShare)
+	}
+	nodes := make([]*Node, len(c.Nodes))
+	var capacity int64
+	for i, n := range c.Nodes {
+		nodes[i] = n.Clone()
+		capacity += int64(len(n.Free)) * Milli
+	}
+	draw := rand.New(rand.NewPCG(c.Seed, 0x9d1))
+	pick := rand.New(rand.NewPCG(c.Seed, 0x5c0))
+	cl := newClasses(c.Pods)
+	cache := newScoreCache(len(nodes), len(cl.reqs))
+	res := Result{Policy: c.Policy, Seed: c.Seed}
+	points := slices.Clone(c.points())
+	slices.Sort(points)
+	var arrived int64
+	target := int64(math.Ceil(c.Demand * float64(capacity)))
+	for arrived < target {
+		id := cl.ids[draw.IntN(len(c.Pods))]
+		r := cl.reqs[id]
+		arrived += r.GPU()
+		res.Arrived++
+		if best, gpus := c.choose(nodes, r, id, w, cache, pick); best >= 0 {
+			nodes[best].Place(r, gpus)
+			cache.changed(best)
+			res.Placed++
+		}
+		for len(points) > 0 && float64(arrived) >= points[0]*float64(capacity)-1e-6 {
+			res.Points = append(res.Points, Point{Demand: points[0], Stats: Measure(nodes, w), Arrived: res.Arrived, Placed: res.Placed})
+			points = points[1:]
+		}
+	}
+	return res, nil
+}
+
+// choose returns the node of the highest score that fits r, and its GPUs;
+// -1 if none fits. Among equal scores each is kept with probability
+// 1/(number seen), so the choice is uniform among them.
+func (c *Config) choose(nodes []*Node, r Request, id int, w Workload, cache *scoreCache, pick *rand.Rand) (int, []int) {
+	best, ties := -1, 0
+	var bestScore int64
+	var bestGPUs []int
+	for i, n := range nodes {
+		if !n.Fits(r) {
+			continue
+		}
+		var s int64
+		var gpus []int
+		if c.Policy == Random {
+			s, gpus = c.Policy.Score(n, r, w, pick)
+		} else {
+			s, gpus = cache.score(i, id, func() (int64, []int) { return c.Policy.Score(n, r, w, nil) })
+		}
+		switch {
+		case best < 0 || s > bestScore:
+			best, bestScore, bestGPUs, ties = i, s, gpus, 1
+		case s == bestScore:
+			ties++
+			if pick.IntN(ties) == 0 {
+				best, bestGPUs = i, gpus
+			}
+		}
+	}
+	return best, bestGPUs
+}
+
+// classes numbers the distinct requests of a pod list.
+type classes struct {
+	reqs []Request
+	ids  []int // per pod of the list
+}
+
+func newClasses(pods []Request) classes {
+	var cl classes
+	seen := map[string]int{}
+	for _, r := range pods {
+		k := itoa(r.Mem) + "/" + kindKey(r)
+		id, ok := seen[k]
+		if !ok {
+			id = len(cl.reqs)
+			seen[k] = id
+			cl.reqs = append(cl.reqs, r)
+		}
+		cl.ids = append(cl.ids, id)
+	}
+	return cl
+}
+
+// scoreCache keeps each node's score for each class of request until the
+// node changes: a score depends only on the node and the request.
+type scoreCache struct {
+	classes int
+	version []uint32 // per node, from 1
+	entries []cacheEntry
+}
+
+type cacheEntry struct {
+	version uint32
+	score   int64
+	gpus    []int
+}
+
+func newScoreCache(nodes, classes int) *scoreCache {
+	c := &scoreCache{classes: classes, version: make([]uint32, nodes), entries: make([]cacheEntry, nodes*classes)}
+	for i := range c.version {
+		c.version[i] = 1
+	}
+	return c
+}
+
+func (c *scoreCache) changed(node int) { c.version[node]++ }
+
+func (c *scoreCache) score(node, class int, compute func() (int64, []int)) (int64, []int) {
+	e := &c.entries[node*c.classes+class]
+	if e.version != c.version[node] {
+		e.score, e.gpus = compute()
+		e.version = c.version[node]
+	}
+	return e.score, e.gpus
+}
