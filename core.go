@@ -633,12 +633,6 @@ type Failure struct {
 	PendingPlugins []string
 	// Message says why, for people (Info.Message, Explain).
 	Message string
-	// Placed lists, for a group attempt, the members that were placed, as
-	// indexes into Attempt.Members. Non-empty, the attempt counts as a
-	// success: the placed members leave the queue and the others go back
-	// with the group to activeQ at once, keeping the group's Timestamp,
-	// with its counts reset.
-	Placed []int
 }
 
 // Requeue puts an item back after its attempt a failed, and ends the
@@ -652,21 +646,15 @@ type Failure struct {
 // If an Update arrived during the attempt, the updated item is requeued
 // instead of a.Item. If a Delete did, the item is dropped. If the key is
 // queued already (re-added during the attempt), the queued copy stays and
-// ErrAlreadyQueued is returned. If the attempt has ended (a newer pop of
-// the key superseded it, or Done or Requeue ended it), nothing is requeued
-// and ErrNotInFlight is returned.
-//
-// An attempt with Cycle 0, which no Pop returned, queues a.Item as if it
-// had failed so: a scheduler that takes over from another uses it to park
-// the items its predecessor found unschedulable. O(log n) plus the hints
-// of the events seen during the attempt.
+// ErrAlreadyQueued is returned. If a is not in flight (no Pop returned it,
+// a newer pop of the key superseded it, or Done or Requeue ended it),
+// nothing is requeued and ErrNotInFlight is returned: Park queues an item
+// that no Pop returned. O(log n) plus the hints of the events seen during
+// the attempt.
 func (c *Core[K, T]) Requeue(a Attempt[K, T], f Failure, now time.Time) error {
 	defer c.check()
 	if a.Group != "" {
 		return c.requeueGroup(a, f, now)
-	}
-	if c.cfg.Group != nil && a.Cycle == 0 && c.cfg.Group(a.Item) != "" {
-		return c.requeueMember(a.Item, f, now)
 	}
 	item, cycle := a.Item, a.Cycle
 	key := c.cfg.Key(item)
@@ -681,28 +669,53 @@ func (c *Core[K, T]) Requeue(a Attempt[K, T], f Failure, now time.Time) error {
 		}
 		return fmt.Errorf("%w: requeue %v", ErrAlreadyQueued, key)
 	}
-	var events []flightEvent[K, T]
 	if e == nil {
-		if cycle >= 1 && cycle <= c.cycle {
-			// That attempt has ended: superseded by a newer pop of the key,
-			// or deleted, or finished. Its item is not brought back.
-			return fmt.Errorf("%w: requeue %v: the attempt of cycle %d has ended", ErrNotInFlight, key, cycle)
+		// That attempt has ended: superseded by a newer pop of the key,
+		// or deleted, or finished; or it never was. Its item is not
+		// brought back.
+		if cycle == 0 {
+			return fmt.Errorf("%w: requeue %v: cycle 0, which no Pop returned (Park queues such an item)", ErrNotInFlight, key)
 		}
-		// Not popped from this queue: take it as a failure anyway, so that
-		// nothing is lost.
-		e = c.newEntry(item, now)
-	} else {
-		if e.deleted {
-			c.endFlight(e, false)
-			c.retire(e, now)
-			return nil
-		}
-		c.release(e, now)
-		if !e.updated {
-			e.Item = item
-		}
-		events = c.flights.since(e)
+		return fmt.Errorf("%w: requeue %v: no attempt of cycle %d in flight", ErrNotInFlight, key, cycle)
 	}
+	if e.deleted {
+		c.endFlight(e, false)
+		c.retire(e, now)
+		return nil
+	}
+	c.release(e, now)
+	if !e.updated {
+		e.Item = item
+	}
+	c.failed(e, f, cycle, c.flights.since(e), now)
+	return nil
+}
+
+// Park queues item, which no Pop of this queue returned, as if an attempt
+// had just failed with f: parked behind f's plugins (with hints on; with
+// hints off it backs off), or in error backoff if f names none. A
+// scheduler that takes over from another uses it for the items its
+// predecessor found unschedulable. A group member joins its group as
+// failed; if it creates the group's entity, the entity takes the failure.
+// It returns ErrAlreadyQueued, and changes nothing, if the key is queued
+// or in flight. O(log n).
+func (c *Core[K, T]) Park(item T, f Failure, now time.Time) error {
+	defer c.check()
+	key := c.cfg.Key(item)
+	if c.keys[key] != nil {
+		return fmt.Errorf("%w: park %v: queued or in flight already", ErrAlreadyQueued, key)
+	}
+	if c.cfg.Group != nil && c.cfg.Group(item) != "" {
+		c.parkMember(key, item, f, now)
+		return nil
+	}
+	c.failed(c.newEntry(item, now), f, 0, nil, now)
+	return nil
+}
+
+// failed records failure f on e, released from its attempt of cycle (0
+// for Park) during which events happened, and queues it where they say.
+func (c *Core[K, T]) failed(e *entry[K, T], f Failure, cycle int64, events []flightEvent[K, T], now time.Time) {
 	e.Timestamp = now
 	e.BackoffExpiry = time.Time{}
 	e.FlushedFromUnschedulable = false
@@ -728,7 +741,7 @@ func (c *Core[K, T]) Requeue(a Attempt[K, T], f Failure, now time.Time) error {
 	default:
 		for i := range events {
 			ev := &events[i]
-			if ev.hasTarget && ev.target != key {
+			if ev.hasTarget && ev.target != e.key {
 				continue
 			}
 			if s = max(s, c.worth(e, ev.event, ev.label, ev.oldObj, ev.newObj)); s == immediately ||
@@ -744,7 +757,6 @@ func (c *Core[K, T]) Requeue(a Attempt[K, T], f Failure, now time.Time) error {
 		c.enqueue(e)
 	}
 	c.requeue(e, s, labelAttemptFailure, now)
-	return nil
 }
 
 // unlink takes a queued entry out of whichever sub-queue holds it.

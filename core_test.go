@@ -308,11 +308,19 @@ func TestReaddDuringAttempt(t *testing.T) {
 	if newer.Cycle == old.Cycle {
 		t.Fatal("two pops share a cycle")
 	}
-	// A requeue of an item this queue never popped (cycle 0) is queued.
-	if err := h2.c.Requeue(req(mk("b", 1), 0), Failure{}, h2.now); err != nil {
+	// A requeue of an item this queue never popped (cycle 0) is refused;
+	// Park queues it as failed, once.
+	if err := h2.c.Requeue(req(mk("b", 1), 0), Failure{}, h2.now); !errors.Is(err, ErrNotInFlight) {
+		t.Fatalf("requeue of cycle 0: %v, want ErrNotInFlight", err)
+	}
+	h2.want("b", absent)
+	if err := h2.c.Park(mk("b", 1), Failure{}, h2.now); err != nil {
 		t.Fatal(err)
 	}
 	h2.want("b", InBackoff)
+	if err := h2.c.Park(mk("b", 1), Failure{}, h2.now); !errors.Is(err, ErrAlreadyQueued) {
+		t.Fatalf("second park: %v, want ErrAlreadyQueued", err)
+	}
 }
 
 func TestRaceRule(t *testing.T) {

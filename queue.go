@@ -75,6 +75,18 @@ func (q *Queue[K, T]) Requeue(a Attempt[K, T], f Failure) error {
 	return q.do(func(now time.Time) error { return q.core.Requeue(a, f, now) })
 }
 
+// Park queues an item no Pop returned as if an attempt had failed (see
+// Core.Park).
+func (q *Queue[K, T]) Park(item T, f Failure) error {
+	return q.do(func(now time.Time) error { return q.core.Park(item, f, now) })
+}
+
+// DoneMembers ends a group attempt that placed some of its members (see
+// Core.DoneMembers).
+func (q *Queue[K, T]) DoneMembers(a Attempt[K, T], placed []int, message string) error {
+	return q.do(func(now time.Time) error { return q.core.DoneMembers(a, placed, message, now) })
+}
+
 // Move is a move request (see Core.Move).
 func (q *Queue[K, T]) Move(ev Event, oldObj, newObj any, match func(info *Info[T]) bool) error {
 	return q.do(func(now time.Time) error { q.core.Move(ev, oldObj, newObj, match, now); return nil })

@@ -660,6 +660,20 @@ func (q coreQueue) Requeue(a scheduler.Attempt, f schedq.Failure) error {
 	return err
 }
 
+func (q coreQueue) DoneMembers(a scheduler.Attempt, placed []int, message string) error {
+	q.s.trace(Op{Kind: "doneMembers", Cycle: a.Cycle, Group: a.Group, Placed: placed, Failure: schedq.Failure{Message: message}})
+	err := q.c.DoneMembers(a, placed, message, q.s.now)
+	q.s.settleAttempt(a)
+	return err
+}
+
+func (q coreQueue) Park(p *v1.Pod, f schedq.Failure) error {
+	q.s.trace(Op{Kind: "park", Pod: p, Failure: f})
+	err := q.c.Park(p, f, q.s.now)
+	q.s.settle(framework.Key(p), true)
+	return err
+}
+
 func (q coreQueue) Move(ev schedq.Event, o, n any, m func(*schedq.Info[*v1.Pod]) bool) error {
 	kind := "move"
 	if m != nil {
