@@ -631,6 +631,10 @@ type Failure struct {
 	// PendingPlugins left it waiting for something that will happen by
 	// itself; an event they accept requeues it at once.
 	PendingPlugins []string
+	// Reasons are why, as data for programs: the distinct reasons the
+	// plugins gave (a scheduler's "Insufficient cpu"), which the queue
+	// keeps (Info.Reasons, Explain) and never reads.
+	Reasons []string
 	// Message says why, for people (Info.Message, Explain).
 	Message string
 }
@@ -721,6 +725,7 @@ func (c *Core[K, T]) failed(e *entry[K, T], f Failure, cycle int64, events []fli
 	e.FlushedFromUnschedulable = false
 	e.UnschedulablePlugins = slices.Clone(f.UnschedulablePlugins)
 	e.PendingPlugins = slices.Clone(f.PendingPlugins)
+	e.Reasons = slices.Clone(f.Reasons)
 	e.Message = f.Message
 	rejected := len(f.UnschedulablePlugins)+len(f.PendingPlugins) > 0
 	if rejected {

@@ -24,6 +24,8 @@ type Explanation struct {
 	ConsecutiveErrors       int       `json:"consecutiveErrors"`
 	UnschedulablePlugins    []string  `json:"unschedulablePlugins,omitempty"`
 	PendingPlugins          []string  `json:"pendingPlugins,omitempty"`
+	// Reasons are the last failure's reasons, as data (Failure.Reasons).
+	Reasons []string `json:"reasons,omitempty"`
 	// Message is the last failure's message, as the scheduler gave it.
 	Message      string `json:"message,omitempty"`
 	GatingPlugin string `json:"gatingPlugin,omitempty"`
@@ -79,6 +81,7 @@ func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation {
 		ConsecutiveErrors:       e.ConsecutiveErrors,
 		UnschedulablePlugins:    slices.Clone(e.UnschedulablePlugins),
 		PendingPlugins:          slices.Clone(e.PendingPlugins),
+		Reasons:                 slices.Clone(e.Reasons),
 		Message:                 e.Message,
 		GatingPlugin:            e.GatingPlugin,
 		BackoffExpiry:           e.BackoffExpiry,

@@ -138,3 +138,38 @@ func TestExplainCarriesTheFailureMessage(t *testing.T) {
 		t.Fatalf("explanation %+v (%v)\n%s", x, err, x)
 	}
 }
+
+// TestReasonsAsData: a failure's reasons reach Info and Explain as given,
+// for a lone item, a parked item and a group, and a later failure replaces
+// them.
+func TestReasonsAsData(t *testing.T) {
+	h := newHarness(t, groupsOn)
+	h.add(mk("a", 1))
+	h.pop()
+	h.failWith("a", Failure{UnschedulablePlugins: []string{"Fit"}, Reasons: []string{"Insufficient cpu", "Insufficient memory"}, Message: "0/2 fit"})
+	want := []string{"Insufficient cpu", "Insufficient memory"}
+	if info, _, _ := h.c.Get("a"); !slices.Equal(info.Reasons, want) {
+		t.Fatalf("Info.Reasons %q, want %q", info.Reasons, want)
+	}
+	if x, err := h.c.Explain("a", h.now); err != nil || !slices.Equal(x.Reasons, want) {
+		t.Fatalf("Explanation.Reasons %q (%v), want %q", x.Reasons, err, want)
+	}
+	if err := h.c.Park(mk("b", 1), Failure{UnschedulablePlugins: []string{"Fit"}, Reasons: []string{"Too many pods"}}, h.now); err != nil {
+		t.Fatal(err)
+	}
+	if x, _ := h.c.Explain("b", h.now); !slices.Equal(x.Reasons, []string{"Too many pods"}) {
+		t.Fatalf("parked: Reasons %q", x.Reasons)
+	}
+	h.setGroup("g", 1, 0)
+	h.add(gm("g", "m", 0))
+	h.requeueGroup(h.popGroup("g"), Failure{UnschedulablePlugins: []string{"Fit"}, Reasons: []string{"Insufficient gpu"}})
+	if x, _ := h.c.Explain("m", h.now); !slices.Equal(x.Reasons, []string{"Insufficient gpu"}) {
+		t.Fatalf("group member: Reasons %q", x.Reasons)
+	}
+	h.c.Activate([]string{"a"}, h.now)
+	h.pop()
+	h.failWith("a", Failure{})
+	if info, _, _ := h.c.Get("a"); info.Reasons != nil {
+		t.Fatalf("an error kept the old reasons %q", info.Reasons)
+	}
+}

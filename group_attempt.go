@@ -165,7 +165,7 @@ func (c *Core[K, T]) endGroup(g *group[K, T], a Attempt[K, T], placed []int, f F
 	rejected := len(f.UnschedulablePlugins)+len(f.PendingPlugins) > 0
 	e.BackoffExpiry = time.Time{}
 	e.FlushedFromUnschedulable = false
-	e.Message = f.Message
+	e.Message, e.Reasons = f.Message, slices.Clone(f.Reasons)
 	e.UnschedulablePlugins, e.PendingPlugins = nil, nil
 	switch {
 	case len(placed) > 0:

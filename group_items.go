@@ -172,7 +172,7 @@ func (c *Core[K, T]) parkMember(key K, item T, f Failure, now time.Time) {
 	m := c.newMember(item, now)
 	m.UnschedulablePlugins = slices.Clone(f.UnschedulablePlugins)
 	m.PendingPlugins = slices.Clone(f.PendingPlugins)
-	m.Message = f.Message
+	m.Message, m.Reasons = f.Message, slices.Clone(f.Reasons)
 	c.keys[key] = m
 	g := c.group(c.cfg.Group(item))
 	m.grp = g
@@ -182,7 +182,7 @@ func (c *Core[K, T]) parkMember(key K, item T, f Failure, now time.Time) {
 	}
 	g.put(m, locMember)
 	e := c.newEntity(g, m)
-	e.Message = f.Message
+	e.Message, e.Reasons = f.Message, slices.Clone(f.Reasons)
 	rejected := len(f.UnschedulablePlugins)+len(f.PendingPlugins) > 0
 	s := afterBackoff
 	if rejected {

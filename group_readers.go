@@ -109,6 +109,7 @@ func (c *Core[K, T]) explainMember(m *entry[K, T], now time.Time) Explanation {
 			InitialAttemptTimestamp: m.InitialAttemptTimestamp,
 			UnschedulablePlugins:    m.UnschedulablePlugins,
 			PendingPlugins:          m.PendingPlugins,
+			Reasons:                 m.Reasons,
 			Message:                 m.Message,
 		}
 	}

@@ -24,6 +24,8 @@ type Info[T any] struct {
 	// PendingPlugins left the item waiting for something that will happen
 	// by itself; an event they accept requeues it at once, not after backoff.
 	PendingPlugins []string
+	// Reasons are the last failure's Failure.Reasons.
+	Reasons []string
 	// Message is the last failure's Failure.Message.
 	Message string
 	// GatingPlugin is the PreEnqueue check that holds the item back, if any.

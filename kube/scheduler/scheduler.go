@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -172,6 +173,9 @@ type Outcome struct {
 	Node    string // chosen node (binding may still fail)
 	Message string // why not, for Unschedulable and Error
 	Plugins []string
+	// Reasons are why not as data (schedq.Failure.Reasons): the distinct
+	// reasons the filters gave, sorted, then preemption's.
+	Reasons []string
 	// Nominated is the node that preemption chose for the pod, and
 	// Victims the pods it evicts there (see EnablePreemption).
 	Nominated string
@@ -241,7 +245,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, info Attempt) Outcome {
 // fail requeues a failed attempt and reports it.
 func (s *Scheduler) fail(ctx context.Context, info Attempt, start time.Time, out Outcome) Outcome {
 	pod := info.Item
-	f := schedq.Failure{Message: out.Message}
+	f := schedq.Failure{Message: out.Message, Reasons: out.Reasons}
 	reason := "SchedulerError"
 	if out.Result == Unschedulable {
 		f.UnschedulablePlugins = out.Plugins
@@ -266,7 +270,8 @@ func (s *Scheduler) findNode(ctx context.Context, pi *framework.PodInfo, snap fr
 		for _, f := range p.Filter {
 			names = append(names, f.Name())
 		}
-		return Outcome{Result: Unschedulable, Plugins: names, Message: "0/0 nodes are available: no nodes available to schedule pods."}
+		return Outcome{Result: Unschedulable, Plugins: names, Reasons: []string{"no nodes available to schedule pods"},
+			Message: "0/0 nodes are available: no nodes available to schedule pods."}
 	}
 	state := framework.NewCycleState()
 	filters := p.Filter
@@ -282,7 +287,7 @@ func (s *Scheduler) findNode(ctx context.Context, pi *framework.PodInfo, snap fr
 		if st.Code == framework.Error {
 			return Outcome{Result: Error, Message: fmt.Sprintf("%s: %s", pf.Name(), st.Message())}
 		}
-		return Outcome{Result: Unschedulable, Plugins: []string{pf.Name()},
+		return Outcome{Result: Unschedulable, Plugins: []string{pf.Name()}, Reasons: slices.Clone(st.Reasons),
 			Message: fmt.Sprintf("0/%d nodes are available: %s.", len(nodes), st.Message())}
 	}
 
@@ -316,7 +321,7 @@ func (s *Scheduler) findNode(ctx context.Context, pi *framework.PodInfo, snap fr
 	}
 	s.nextStart = (s.nextStart + processed) % len(nodes)
 	if len(feasible) == 0 {
-		return Outcome{Result: Unschedulable, Plugins: rejectors, Message: fitMessage(len(nodes), reasons)}
+		return Outcome{Result: Unschedulable, Plugins: rejectors, Reasons: slices.Sorted(maps.Keys(reasons)), Message: fitMessage(len(nodes), reasons)}
 	}
 	return Outcome{Result: Scheduled, Node: s.pick(ctx, state, pi, feasible)}
 }

@@ -382,7 +382,7 @@ func (s *sim) attempt(ctx context.Context, info scheduler.Attempt) {
 		// An attempt that fails for the same reasons as the pod's last
 		// failure learned nothing: the cluster had not changed in any way
 		// that matters to this pod.
-		reasons := reasonKinds(out.Message)
+		reasons := reasonKinds(out)
 		if st.failed && st.lastReasons == reasons {
 			s.wasted++
 		}
@@ -390,21 +390,15 @@ func (s *sim) attempt(ctx context.Context, info scheduler.Attempt) {
 	}
 }
 
-// reasonKinds strips the counts from a failure message: "0/40 nodes are
-// available: 30 Insufficient cpu, 10 node(s) had untolerated taint {a: b}."
-// becomes "Insufficient cpu|node(s) had untolerated taint {a: b}".
-func reasonKinds(msg string) string {
-	_, list, ok := strings.Cut(msg, " nodes are available: ")
-	if !ok {
-		return msg
+// reasonKinds is a failed attempt's reasons, as the scheduler gave them
+// (Outcome.Reasons, without the counts of nodes), joined: "Insufficient
+// cpu|node(s) had untolerated taint {a: b}". An error has none: its message
+// stands for them.
+func reasonKinds(out scheduler.Outcome) string {
+	if len(out.Reasons) == 0 {
+		return out.Message
 	}
-	var kinds []string
-	for part := range strings.SplitSeq(strings.TrimSuffix(list, "."), ", ") {
-		if _, kind, ok := strings.Cut(part, " "); ok {
-			kinds = append(kinds, kind)
-		}
-	}
-	return strings.Join(kinds, "|")
+	return strings.Join(out.Reasons, "|")
 }
 
 func (s *sim) bound() int {
