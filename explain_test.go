@@ -26,20 +26,20 @@ func TestExplain(t *testing.T) {
 		key    string
 		loc    Location
 		reason string
-		check  func(t *testing.T, x Explanation)
+		check  func(t *testing.T, x Explanation[string])
 	}{
 		{"active", InActive, "ready", nil},
-		{"flight", InFlight, "being tried now", func(t *testing.T, x Explanation) {
+		{"flight", InFlight, "being tried now", func(t *testing.T, x Explanation[string]) {
 			if x.Attempts != 3 {
 				t.Errorf("attempts %d", x.Attempts)
 			}
 		}},
-		{"backoff", InBackoff, "backing off after 1 failed attempt(s) (failed with an error)", func(t *testing.T, x Explanation) {
+		{"backoff", InBackoff, "backing off after 1 failed attempt(s) (failed with an error)", func(t *testing.T, x Explanation[string]) {
 			if !x.BackoffExpiry.Equal(h.now.Add(time.Second)) {
 				t.Errorf("backoff expiry %v", x.BackoffExpiry)
 			}
 		}},
-		{"parked", InUnschedulable, "rejected by Fit, Affinity", func(t *testing.T, x Explanation) {
+		{"parked", InUnschedulable, "rejected by Fit, Affinity", func(t *testing.T, x Explanation[string]) {
 			want := []string{"Affinity:PlacedAdd", "Affinity:ItemRelabel", "Fit:MachineAdd", "Fit:MachineTaint"}
 			if !slices.Equal(x.WakingEvents, want) {
 				t.Errorf("waking events %q, want %q", x.WakingEvents, want)
@@ -51,7 +51,7 @@ func TestExplain(t *testing.T) {
 				t.Errorf("since %v, want %v", x.Since, h.now)
 			}
 		}},
-		{"gated", InGated, "gated by Gate; waiting for Gate:ItemUngated", func(t *testing.T, x Explanation) {
+		{"gated", InGated, "gated by Gate; waiting for Gate:ItemUngated", func(t *testing.T, x Explanation[string]) {
 			if !x.Since.Equal(t0) {
 				t.Errorf("since %v, want %v", x.Since, t0)
 			}
@@ -171,5 +171,34 @@ func TestReasonsAsData(t *testing.T) {
 	h.failWith("a", Failure{})
 	if info, _, _ := h.c.Get("a"); info.Reasons != nil {
 		t.Fatalf("an error kept the old reasons %q", info.Reasons)
+	}
+}
+
+// TestExplanationKeyType: Explanation carries the item's own key type, and
+// its JSON writes the key as text, whatever the type; a PendingItem keeps
+// its rank beside it.
+func TestExplanationKeyType(t *testing.T) {
+	type nsName struct{ ns, name string }
+	c, err := NewCore(Config[nsName, nsName]{Key: func(k nsName) nsName { return k }, Priority: func(nsName) int32 { return 0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := nsName{"default", "web"}
+	c.Add(k, t0)
+	x, err := c.Explain(k, t0)
+	if err != nil || x.Key != k {
+		t.Fatalf("Explain key %v (%v), want %v", x.Key, err, k)
+	}
+	js, err := json.Marshal(x)
+	if err != nil || !strings.Contains(string(js), `"key":"{default web}"`) || strings.Count(string(js), `"key"`) != 1 {
+		t.Fatalf("json %s (%v)", js, err)
+	}
+	p := c.Pending(PendingOptions[nsName]{}, t0)
+	js, err = json.Marshal(p)
+	if err != nil || !strings.Contains(string(js), `"items":[{"rank":0,"key":"{default web}"`) {
+		t.Fatalf("pending json %s (%v)", js, err)
+	}
+	if d := c.Dump(t0); len(d.Items) != 1 || d.Items[0].Key != k {
+		t.Fatalf("dump %+v", d.Items)
 	}
 }

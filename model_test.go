@@ -179,7 +179,7 @@ func (m *model) gatingMatches(it *mItem, ev Event) bool {
 
 func (m *model) add(p job, now time.Time) {
 	old := m.items[p.name]
-	it := &mItem{Info: Info[job]{Item: p, Timestamp: now}}
+	it := &mItem{Info: Info[job]{Item: p, Status: Status{Timestamp: now}}}
 	m.items[p.name] = it
 	if old != nil {
 		m.giveBack(old)
@@ -197,7 +197,7 @@ func (m *model) update(old, p job, now time.Time) {
 			}
 			return
 		}
-		it = &mItem{Info: Info[job]{Item: p, Timestamp: now}}
+		it = &mItem{Info: Info[job]{Item: p, Status: Status{Timestamp: now}}}
 		m.items[p.name] = it
 		m.toActive(it, false, now)
 		return
@@ -332,7 +332,7 @@ func (m *model) parkNew(p job, f Failure, now time.Time) error {
 	if m.items[p.name] != nil || m.flights[p.name] != nil {
 		return ErrAlreadyQueued
 	}
-	m.failed(&mItem{Info: Info[job]{Item: p, Timestamp: now}}, p, 0, f, nil, now)
+	m.failed(&mItem{Info: Info[job]{Item: p, Status: Status{Timestamp: now}}}, p, 0, f, nil, now)
 	return nil
 }
 

@@ -201,7 +201,7 @@ func (q *Queue[K, T]) Stats() Stats {
 }
 
 // Explain says where the item with key is and why (see Core.Explain).
-func (q *Queue[K, T]) Explain(key K) (Explanation, error) {
+func (q *Queue[K, T]) Explain(key K) (Explanation[K], error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.core.Explain(key, q.clock.Now())
@@ -209,7 +209,7 @@ func (q *Queue[K, T]) Explain(key K) (Explanation, error) {
 
 // Dump explains every item (see Core.Dump). It holds the lock for O(n)
 // and sorts outside it.
-func (q *Queue[K, T]) Dump() Dump {
+func (q *Queue[K, T]) Dump() Dump[K] {
 	q.mu.Lock()
 	d := q.core.collect(q.clock.Now())
 	q.mu.Unlock()

@@ -136,9 +136,9 @@ func (s *switchQueue) Counts() schedq.Counts { return s.get().Counts() }
 func (s *switchQueue) Stats() schedq.Stats { return s.get().Stats() }
 
 // Dump implements queueView.
-func (s *switchQueue) Dump() schedq.Dump { return s.get().Dump() }
+func (s *switchQueue) Dump() schedq.Dump[types.NamespacedName] { return s.get().Dump() }
 
 // Explain implements queueView.
-func (s *switchQueue) Explain(key types.NamespacedName) (schedq.Explanation, error) {
+func (s *switchQueue) Explain(key types.NamespacedName) (schedq.Explanation[types.NamespacedName], error) {
 	return s.get().Explain(key)
 }

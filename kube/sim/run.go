@@ -92,7 +92,7 @@ type sim struct {
 	h         *scheduler.Handlers
 	sched     *scheduler.Scheduler
 	rec       *countingRecorder
-	explained map[string]schedq.Explanation // by explainAtEnd
+	explained map[types.NamespacedName]schedq.Explanation[types.NamespacedName] // by explainAtEnd
 	busyUntil time.Time
 
 	ticked         bool  // the queue's flush schedule is anchored
