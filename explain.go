@@ -197,8 +197,8 @@ func (x Explanation[K]) String() string {
 
 // Dump is every item with its explanation, and a summary per place.
 type Dump[K comparable] struct {
-	Time    time.Time     `json:"time"`
-	Summary []Summary     `json:"summary"`
+	Time    time.Time        `json:"time"`
+	Summary []Summary        `json:"summary"`
 	Items   []Explanation[K] `json:"items"`
 }
 

@@ -28,8 +28,8 @@ type PendingOptions[T any] struct {
 type PendingPage[K comparable] struct {
 	Time time.Time `json:"time"`
 	// Total is how many items matched, on all pages.
-	Total  int           `json:"total"`
-	Offset int           `json:"offset"`
+	Total  int              `json:"total"`
+	Offset int              `json:"offset"`
 	Items  []PendingItem[K] `json:"items"`
 }
 
