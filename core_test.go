@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func TestPopOrder(t *testing.T) {
@@ -960,5 +961,15 @@ func TestPoppableAgreesWithPop(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestEntrySizeClass: an entry keyed by a two-string key (a pod's
+// namespace and name) holding a pointer fits the 448-byte size class
+// (docs/benchmarks.md's memory per item rests on it).
+func TestEntrySizeClass(t *testing.T) {
+	type nsName struct{ ns, name string }
+	if n := unsafe.Sizeof(entry[nsName, *int]{}); n > 448 {
+		t.Fatalf("entry is %d bytes, want at most 448", n)
 	}
 }

@@ -25,7 +25,7 @@ func (c *Core[K, T]) popGroup(e *entry[K, T], now time.Time) Attempt[K, T] {
 			c.flights.end(prev)
 			c.retire(prev, now)
 		}
-		m.loc, m.mpos = locMemberFlight, i
+		m.loc, m.mpos = locMemberFlight, int32(i)
 		m.Attempts++
 		m.Cycle = e.Cycle
 		m.updated, m.deleted = false, false
