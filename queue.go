@@ -8,10 +8,9 @@ import (
 
 // Queue is the concurrent scheduling queue: Core behind one mutex, with a
 // blocking Pop and a Run loop that drives Tick on the configured Clock. All
-// methods are safe for concurrent use. Of the caller's code, only the
-// Config's Key, Priority or Less, Match, UpdateEvents, hints, PreEnqueue
-// checks and Budget (with the budgets it returns) run under the lock, and
-// the Recorder; nothing else does.
+// methods are safe for concurrent use. Every callback of the caller's runs
+// under the lock, inside the operation that calls it (the package
+// documentation lists them).
 type Queue[K comparable, T any] struct {
 	mu      sync.Mutex
 	cond    sync.Cond
