@@ -28,14 +28,14 @@ type indexedActive[K comparable, T any] struct {
 }
 
 func newIndexedActive[K comparable, T any](less func(a, b *entry[K, T]) bool) *indexedActive[K, T] {
-	return &indexedActive[K, T]{h: heap.New(less, func(e *entry[K, T], i int) { e.idx = i })}
+	return &indexedActive[K, T]{h: heap.New(less, func(e *entry[K, T], i int) { e.idx = int32(i) })}
 }
 
 func (a *indexedActive[K, T]) Len() int                  { return a.h.Len() }
 func (a *indexedActive[K, T]) Push(e *entry[K, T])       { a.h.Push(e) }
 func (a *indexedActive[K, T]) Pop() (*entry[K, T], bool) { return a.h.Pop() }
-func (a *indexedActive[K, T]) Remove(e *entry[K, T])     { a.h.Remove(e.idx) }
-func (a *indexedActive[K, T]) Fix(e *entry[K, T])        { a.h.Fix(e.idx) }
+func (a *indexedActive[K, T]) Remove(e *entry[K, T])     { a.h.Remove(int(e.idx)) }
+func (a *indexedActive[K, T]) Fix(e *entry[K, T])        { a.h.Fix(int(e.idx)) }
 
 func (a *indexedActive[K, T]) Each(f func(*entry[K, T])) {
 	for i := range a.h.Len() {
@@ -46,7 +46,7 @@ func (a *indexedActive[K, T]) Each(f func(*entry[K, T])) {
 func (a *indexedActive[K, T]) Check() error {
 	for i := range a.h.Len() {
 		e := a.h.At(i)
-		if e.loc != locActive || e.idx != i {
+		if e.loc != locActive || int(e.idx) != i {
 			return fmt.Errorf("activeQ[%d] key %v: loc %d idx %d", i, e.key, e.loc, e.idx)
 		}
 		if i > 0 && a.h.Less(i, heap.Parent(i)) {

@@ -179,7 +179,7 @@ func (f *fairActive[K, T]) Remove(e *entry[K, T]) {
 	t.live--
 	f.live--
 	if f.custom != nil {
-		t.h.removeAt(e.idx) // eager under a custom order (see slotHeap)
+		t.h.removeAt(int(e.idx)) // eager under a custom order (see slotHeap)
 		e.idx = -1
 	} else {
 		t.stale++
@@ -299,7 +299,7 @@ func (f *fairActive[K, T]) Check() error {
 				continue
 			}
 			n++
-			if f.custom != nil && s.e.idx != i {
+			if f.custom != nil && int(s.e.idx) != i {
 				return fmt.Errorf("fair activeQ: key %v at %d records index %d", s.e.key, i, s.e.idx)
 			}
 			if s.e.fair.t != t {

@@ -306,3 +306,40 @@ func BenchmarkGroupPopRequeue(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFailRequeue: pop the head and fail it with an error, with n
+// items queued; once all n are in error backoff, the clock steps a second
+// at a time and Tick's backoff flush brings them back (bench/compare's
+// fail+requeue(backoff) on Core, with int keys).
+func BenchmarkFailRequeue(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			c := benchCore(b, nil)
+			r := rand.New(rand.NewPCG(1, 1))
+			now := t0
+			for i := range n {
+				c.Add(benchItem{id: i, prio: int32(r.IntN(100))}, now)
+			}
+			popped := 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for popped == n && !c.Poppable() {
+					now = now.Add(time.Second)
+					c.Tick(now) // the backoff flush
+				}
+				if popped == n {
+					popped = 0
+				}
+				a, ok := c.Pop(now)
+				if !ok {
+					b.Fatal("nothing to pop")
+				}
+				if err := c.Requeue(a, Failure{}, now); err != nil {
+					b.Fatal(err)
+				}
+				popped++
+			}
+		})
+	}
+}

@@ -285,7 +285,7 @@ func (c *Core[K, T]) settle(g *roomGroup[K, T], _ time.Time) {
 // waits on more than one. O(n) operations for n events.
 type deferrals[K comparable, T any] struct {
 	first *roomGroup[K, T]
-	more  []*roomGroup[K, T]
+	more  *[]*roomGroup[K, T] // rare: allocated at the second deferral
 }
 
 func (d *deferrals[K, T]) add(g *roomGroup[K, T]) {
@@ -293,32 +293,46 @@ func (d *deferrals[K, T]) add(g *roomGroup[K, T]) {
 		d.first = g
 		return
 	}
-	d.more = append(d.more, g)
+	if d.more == nil {
+		d.more = new([]*roomGroup[K, T])
+	}
+	*d.more = append(*d.more, g)
+}
+
+// rest returns the events after the first.
+func (d *deferrals[K, T]) rest() []*roomGroup[K, T] {
+	if d.more == nil {
+		return nil
+	}
+	return *d.more
 }
 
 func (d *deferrals[K, T]) has(g *roomGroup[K, T]) bool {
-	return d.first == g || slices.Contains(d.more, g)
+	return d.first == g || slices.Contains(d.rest(), g)
 }
 
 func (d *deferrals[K, T]) remove(g *roomGroup[K, T]) {
+	more := d.rest()
 	if d.first == g {
 		d.first = nil
-		if n := len(d.more); n > 0 {
-			d.first, d.more[0] = d.more[0], d.more[n-1]
-			d.more[n-1] = nil
-			d.more = d.more[:n-1]
+		if n := len(more); n > 0 {
+			d.first, more[0] = more[0], more[n-1]
+			more[n-1] = nil
+			*d.more = more[:n-1]
 		}
 		return
 	}
-	if i := slices.Index(d.more, g); i >= 0 {
-		d.more = slices.Delete(d.more, i, i+1)
+	if i := slices.Index(more, g); i >= 0 {
+		*d.more = slices.Delete(more, i, i+1)
 	}
 }
 
 func (d *deferrals[K, T]) clear() {
 	d.first = nil
-	clear(d.more)
-	d.more = d.more[:0]
+	if d.more != nil {
+		clear(*d.more)
+		*d.more = (*d.more)[:0]
+	}
 }
 
 // all lists the events, for the invariant checker.
@@ -326,5 +340,5 @@ func (d *deferrals[K, T]) all() []*roomGroup[K, T] {
 	if d.first == nil {
 		return nil
 	}
-	return append([]*roomGroup[K, T]{d.first}, d.more...)
+	return append([]*roomGroup[K, T]{d.first}, d.rest()...)
 }

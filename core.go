@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/schedq/schedq/internal/backoff"
-	"github.com/schedq/schedq/internal/heap"
 )
 
 // held reports whether a plugin holds the item back: it rejected the last
@@ -65,46 +62,50 @@ func (l loc) subQueue() Location {
 
 // entry is an item and the queue's bookkeeping for it. Entries are recycled
 // after Done, so nothing outside the queue may hold one.
+//
+// The small fields are packed together (a pod's entry fits the 448-byte
+// size class, not 512): indexes are int32, which bounds a queue to 2^31
+// items.
 type entry[K comparable, T any] struct {
 	// The heap's sort keys and index come first, to share a cache line.
-	idx  int    // index in its heap
+	idx  int32  // index in its heap
 	prio int32  // cached Priority(Item), with the default order
 	gen  uint32 // its live slot in a lazy activeQ
-	ts   int64  // cached Timestamp, as Unix nanoseconds
-	seq  uint64 // entry order into activeQ, for ties under a caller's Less
+	pos  int32  // index in parked.all
+	mpos int32  // a group member's index in its group's list for its place
+	loc  loc
+	kind kind // lone item, group entity or group member (group.go)
+	// counted: its plugins are in Core.byPlugin; updated, deleted: an
+	// Update or a Delete arrived during the attempt in flight.
+	counted, updated, deleted bool
+	// strategy is what its hints chose for the last event (Config.Budget).
+	strategy strategy
+	ts       int64  // cached Timestamp, as Unix nanoseconds
+	seq      uint64 // entry order into activeQ, for ties under a caller's Less
 
 	Info[T]
 	key       K
-	loc       loc
-	kind      kind // lone item, group entity or group member (group.go)
-	pos       int  // index in parked.all
 	slots     []slot[K, T]
 	entered   int64        // when it entered its current sub-queue (Unix ns)
 	lastFlush int64        // last leftover flush that tried it, or budget that deferred it (Unix ns)
 	visit     uint64       // move-request epoch, to visit an entry once
 	shadow    *entry[K, T] // an attempt in flight for the same key
-	counted   bool         // its plugins are in Core.byPlugin
 
 	// Budgets (Config.Budget): the group whose room it holds, from its
 	// wake to the end of its next attempt; the groups that deferred it,
-	// while parked; and the strategy its hints chose for the last event.
+	// while parked.
 	tookFrom *roomGroup[K, T]
 	deferred deferrals[K, T]
-	strategy strategy
 
 	fair fairLink[K, T] // its tenant and live slot, under Config.Fairness
 
 	// While in flight.
 	startSeq   uint64
 	prev, next *entry[K, T]
-	updated    bool  // an Update arrived during the attempt
-	deleted    bool  // a Delete arrived during the attempt
 	poppedAt   int64 // Unix ns
 
-	// Groups (group.go): an entity's or a member's group, and a member's
-	// index in its group's list for its place.
-	grp  *group[K, T]
-	mpos int
+	// Groups (group.go): an entity's or a member's group.
+	grp *group[K, T]
 }
 
 // Core is the queue's deterministic state machine. It takes the current
@@ -122,8 +123,8 @@ type Core[K comparable, T any] struct {
 	keys     map[K]*entry[K, T]
 	queued   int // entries in the sub-queues
 	active   activeQueue[K, T]
-	backoffU *heap.Heap[*entry[K, T]] // failed with a rejecting plugin
-	backoffE *heap.Heap[*entry[K, T]] // failed with an error
+	backoffU *backoffHeap[K, T] // failed with a rejecting plugin
+	backoffE *backoffHeap[K, T] // failed with an error
 	parked   parked[K, T]
 	flights  flights[K, T]
 	groups   map[string]*group[K, T] // by name (group.go)
@@ -175,7 +176,6 @@ func NewCore[K comparable, T any](cfg Config[K, T]) (*Core[K, T], error) {
 		byPlugin:         map[string]int{},
 		moveRequestCycle: -1,
 	}
-	setIdx := func(e *entry[K, T], i int) { e.idx = i }
 	less := func(a, b *entry[K, T]) bool {
 		if cfg.Less(&a.Info, &b.Info) {
 			return true
@@ -201,23 +201,11 @@ func NewCore[K comparable, T any](cfg Config[K, T]) (*Core[K, T], error) {
 		c.active = newIndexedActive(less)
 	}
 	if cfg.DisablePopFromBackoff {
-		c.backoffU = heap.New(byExpiry[K, T], setIdx)
+		c.backoffU = newBackoffHeap[K, T](nil)
 	} else {
-		c.backoffU = heap.New(func(a, b *entry[K, T]) bool {
-			wa, wb := backoff.WindowOf(a.BackoffExpiry), backoff.WindowOf(b.BackoffExpiry)
-			if wa != wb {
-				return wa < wb
-			}
-			if less(a, b) {
-				return true
-			}
-			if less(b, a) {
-				return false
-			}
-			return a.BackoffExpiry.Before(b.BackoffExpiry)
-		}, setIdx)
+		c.backoffU = newBackoffHeap(less)
 	}
-	c.backoffE = heap.New(byExpiry[K, T], setIdx)
+	c.backoffE = newBackoffHeap[K, T](nil)
 	return c, nil
 }
 
@@ -293,10 +281,6 @@ func (c *Core[K, T]) sortKeys(e *entry[K, T]) {
 		}
 		e.ts = e.Timestamp.UnixNano()
 	}
-}
-
-func byExpiry[K comparable, T any](a, b *entry[K, T]) bool {
-	return a.BackoffExpiry.Before(b.BackoffExpiry)
 }
 
 func (c *Core[K, T]) newEntry(item T, now time.Time) *entry[K, T] {
@@ -462,7 +446,7 @@ func (c *Core[K, T]) Update(oldItem, newItem T, now time.Time) {
 		old := e.Info
 		e.Item = newItem
 		if c.resorted(e, &old) {
-			c.backoffU.Fix(e.idx)
+			c.backoffU.Fix(int(e.idx))
 		}
 		return
 	case locBackoffError:
@@ -631,14 +615,12 @@ type Failure struct {
 	// PendingPlugins left it waiting for something that will happen by
 	// itself; an event they accept requeues it at once.
 	PendingPlugins []string
+	// Reasons are why, as data for programs: the distinct reasons the
+	// plugins gave (a scheduler's "Insufficient cpu"), which the queue
+	// keeps (Info.Reasons, Explain) and never reads.
+	Reasons []string
 	// Message says why, for people (Info.Message, Explain).
 	Message string
-	// Placed lists, for a group attempt, the members that were placed, as
-	// indexes into Attempt.Members. Non-empty, the attempt counts as a
-	// success: the placed members leave the queue and the others go back
-	// with the group to activeQ at once, keeping the group's Timestamp,
-	// with its counts reset.
-	Placed []int
 }
 
 // Requeue puts an item back after its attempt a failed, and ends the
@@ -652,62 +634,87 @@ type Failure struct {
 // If an Update arrived during the attempt, the updated item is requeued
 // instead of a.Item. If a Delete did, the item is dropped. If the key is
 // queued already (re-added during the attempt), the queued copy stays and
-// ErrAlreadyQueued is returned. If the attempt has ended (a newer pop of
-// the key superseded it, or Done or Requeue ended it), nothing is requeued
-// and ErrNotInFlight is returned.
-//
-// An attempt with Cycle 0, which no Pop returned, queues a.Item as if it
-// had failed so: a scheduler that takes over from another uses it to park
-// the items its predecessor found unschedulable. O(log n) plus the hints
-// of the events seen during the attempt.
+// ErrAlreadyQueued is returned. If a is not in flight (no Pop returned it,
+// a newer pop of the key superseded it, or Done or Requeue ended it),
+// nothing is requeued and ErrNotInFlight is returned: Park queues an item
+// that no Pop returned. O(log n) plus the hints of the events seen during
+// the attempt.
 func (c *Core[K, T]) Requeue(a Attempt[K, T], f Failure, now time.Time) error {
 	defer c.check()
 	if a.Group != "" {
 		return c.requeueGroup(a, f, now)
 	}
-	if c.cfg.Group != nil && a.Cycle == 0 && c.cfg.Group(a.Item) != "" {
-		return c.requeueMember(a.Item, f, now)
-	}
 	item, cycle := a.Item, a.Cycle
 	key := c.cfg.Key(item)
-	e := c.flightEntry(key)
+	// One map lookup: the key's queued entry, if any, and its attempt in
+	// flight (the entry itself, or the queued one's shadow).
+	e, queued := c.keys[key], false
+	if e != nil && e.loc != locFlight {
+		e, queued = e.shadow, true
+	}
 	if e != nil && e.Cycle != cycle {
 		e = nil // a stale cycle: that attempt was superseded
 	}
-	if c.queuedEntry(key) != nil {
+	if queued {
 		if e != nil {
 			c.endFlight(e, false)
 			c.retire(e, now)
 		}
 		return fmt.Errorf("%w: requeue %v", ErrAlreadyQueued, key)
 	}
-	var events []flightEvent[K, T]
 	if e == nil {
-		if cycle >= 1 && cycle <= c.cycle {
-			// That attempt has ended: superseded by a newer pop of the key,
-			// or deleted, or finished. Its item is not brought back.
-			return fmt.Errorf("%w: requeue %v: the attempt of cycle %d has ended", ErrNotInFlight, key, cycle)
+		// That attempt has ended: superseded by a newer pop of the key,
+		// or deleted, or finished; or it never was. Its item is not
+		// brought back.
+		if cycle == 0 {
+			return fmt.Errorf("%w: requeue %v: cycle 0, which no Pop returned (Park queues such an item)", ErrNotInFlight, key)
 		}
-		// Not popped from this queue: take it as a failure anyway, so that
-		// nothing is lost.
-		e = c.newEntry(item, now)
-	} else {
-		if e.deleted {
-			c.endFlight(e, false)
-			c.retire(e, now)
-			return nil
-		}
-		c.release(e, now)
-		if !e.updated {
-			e.Item = item
-		}
-		events = c.flights.since(e)
+		return fmt.Errorf("%w: requeue %v: no attempt of cycle %d in flight", ErrNotInFlight, key, cycle)
 	}
+	if e.deleted {
+		c.endFlight(e, false)
+		c.retire(e, now)
+		return nil
+	}
+	c.release(e, now)
+	if !e.updated {
+		e.Item = item
+	}
+	c.failed(e, f, cycle, c.flights.since(e), now)
+	return nil
+}
+
+// Park queues item, which no Pop of this queue returned, as if an attempt
+// had just failed with f: parked behind f's plugins (with hints on; with
+// hints off it backs off), or in error backoff if f names none. A
+// scheduler that takes over from another uses it for the items its
+// predecessor found unschedulable. A group member joins its group as
+// failed; if it creates the group's entity, the entity takes the failure.
+// It returns ErrAlreadyQueued, and changes nothing, if the key is queued
+// or in flight. O(log n).
+func (c *Core[K, T]) Park(item T, f Failure, now time.Time) error {
+	defer c.check()
+	key := c.cfg.Key(item)
+	if c.keys[key] != nil {
+		return fmt.Errorf("%w: park %v: queued or in flight already", ErrAlreadyQueued, key)
+	}
+	if c.cfg.Group != nil && c.cfg.Group(item) != "" {
+		c.parkMember(key, item, f, now)
+		return nil
+	}
+	c.failed(c.newEntry(item, now), f, 0, nil, now)
+	return nil
+}
+
+// failed records failure f on e, released from its attempt of cycle (0
+// for Park) during which events happened, and queues it where they say.
+func (c *Core[K, T]) failed(e *entry[K, T], f Failure, cycle int64, events []flightEvent[K, T], now time.Time) {
 	e.Timestamp = now
 	e.BackoffExpiry = time.Time{}
 	e.FlushedFromUnschedulable = false
 	e.UnschedulablePlugins = slices.Clone(f.UnschedulablePlugins)
 	e.PendingPlugins = slices.Clone(f.PendingPlugins)
+	e.Reasons = slices.Clone(f.Reasons)
 	e.Message = f.Message
 	rejected := len(f.UnschedulablePlugins)+len(f.PendingPlugins) > 0
 	if rejected {
@@ -728,7 +735,7 @@ func (c *Core[K, T]) Requeue(a Attempt[K, T], f Failure, now time.Time) error {
 	default:
 		for i := range events {
 			ev := &events[i]
-			if ev.hasTarget && ev.target != key {
+			if ev.hasTarget && ev.target != e.key {
 				continue
 			}
 			if s = max(s, c.worth(e, ev.event, ev.label, ev.oldObj, ev.newObj)); s == immediately ||
@@ -744,7 +751,6 @@ func (c *Core[K, T]) Requeue(a Attempt[K, T], f Failure, now time.Time) error {
 		c.enqueue(e)
 	}
 	c.requeue(e, s, labelAttemptFailure, now)
-	return nil
 }
 
 // unlink takes a queued entry out of whichever sub-queue holds it.
@@ -754,9 +760,9 @@ func (c *Core[K, T]) unlink(e *entry[K, T], now time.Time) {
 	case locActive:
 		c.active.Remove(e)
 	case locBackoffUnsched:
-		c.backoffU.Remove(e.idx)
+		c.backoffU.Remove(int(e.idx))
 	case locBackoffError:
-		c.backoffE.Remove(e.idx)
+		c.backoffE.Remove(int(e.idx))
 	case locParked, locGated:
 		c.parked.remove(e)
 		e.deferred.clear()

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func TestPopOrder(t *testing.T) {
@@ -308,11 +309,19 @@ func TestReaddDuringAttempt(t *testing.T) {
 	if newer.Cycle == old.Cycle {
 		t.Fatal("two pops share a cycle")
 	}
-	// A requeue of an item this queue never popped (cycle 0) is queued.
-	if err := h2.c.Requeue(req(mk("b", 1), 0), Failure{}, h2.now); err != nil {
+	// A requeue of an item this queue never popped (cycle 0) is refused;
+	// Park queues it as failed, once.
+	if err := h2.c.Requeue(req(mk("b", 1), 0), Failure{}, h2.now); !errors.Is(err, ErrNotInFlight) {
+		t.Fatalf("requeue of cycle 0: %v, want ErrNotInFlight", err)
+	}
+	h2.want("b", absent)
+	if err := h2.c.Park(mk("b", 1), Failure{}, h2.now); err != nil {
 		t.Fatal(err)
 	}
 	h2.want("b", InBackoff)
+	if err := h2.c.Park(mk("b", 1), Failure{}, h2.now); !errors.Is(err, ErrAlreadyQueued) {
+		t.Fatalf("second park: %v, want ErrAlreadyQueued", err)
+	}
 }
 
 func TestRaceRule(t *testing.T) {
@@ -952,5 +961,15 @@ func TestPoppableAgreesWithPop(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestEntrySizeClass: an entry keyed by a two-string key (a pod's
+// namespace and name) holding a pointer fits the 448-byte size class
+// (docs/benchmarks.md's memory per item rests on it).
+func TestEntrySizeClass(t *testing.T) {
+	type nsName struct{ ns, name string }
+	if n := unsafe.Sizeof(entry[nsName, *int]{}); n > 448 {
+		t.Fatalf("entry is %d bytes, want at most 448", n)
 	}
 }

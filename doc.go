@@ -32,8 +32,10 @@
 //
 // # Using it
 //
-// Pop returns an Attempt. When the attempt succeeds, pass it to Done; when
+// Pop returns an Attempt. When the attempt succeeds, pass it to Done (a
+// group attempt that placed some of its members only: DoneMembers); when
 // it fails, pass it to Requeue with the plugins that rejected the item.
+// Park queues an item that no Pop returned as if an attempt had failed.
 // Report what happens in the world with Move (an Event, with its objects
 // for the hints), and changes to queued items with Add, Update and Delete.
 // Activate sends items straight to activeQ. Get, Explain, Dump, Pending,

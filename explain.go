@@ -2,6 +2,7 @@ package schedq
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,26 +10,16 @@ import (
 )
 
 // Explanation answers "why is this item still pending?" for one key.
-type Explanation struct {
-	Key string `json:"key"`
-	// Group names the item's group, if it is a group member; the fields
-	// below then describe the group's entity, except Attempts and Since.
+type Explanation[K comparable] struct {
+	// Key is the item's key; JSON writes it as text (fmt.Sprint).
+	Key K `json:"key"`
+	// Group names the item's group, if it is a group member; Status then
+	// describes the group's entity, except Attempts and Since.
 	Group    string   `json:"group,omitempty"`
 	Location Location `json:"location"`
 	// Since is when the item entered its current place.
-	Since                   time.Time `json:"since"`
-	Timestamp               time.Time `json:"timestamp"`
-	InitialAttemptTimestamp time.Time `json:"initialAttemptTimestamp,omitzero"`
-	Attempts                int       `json:"attempts"`
-	UnschedulableCount      int       `json:"unschedulableCount"`
-	ConsecutiveErrors       int       `json:"consecutiveErrors"`
-	UnschedulablePlugins    []string  `json:"unschedulablePlugins,omitempty"`
-	PendingPlugins          []string  `json:"pendingPlugins,omitempty"`
-	// Message is the last failure's message, as the scheduler gave it.
-	Message      string `json:"message,omitempty"`
-	GatingPlugin string `json:"gatingPlugin,omitempty"`
-	// BackoffExpiry is when the item's backoff ends (in backoffQ only).
-	BackoffExpiry time.Time `json:"backoffExpiry,omitzero"`
+	Since time.Time `json:"since"`
+	Status
 	// WakingEvents are the events, registered by the plugins holding the
 	// item back, that can move it (parked and gated items only).
 	WakingEvents []string `json:"wakingEvents,omitempty"`
@@ -51,38 +42,37 @@ type Explanation struct {
 	Position *Position `json:"position,omitempty"`
 }
 
+// explanationJSON is Explanation without its methods.
+type explanationJSON[K comparable] Explanation[K]
+
+// MarshalJSON implements json.Marshaler: the fields as tagged, with the
+// key as text, whatever its type.
+func (x Explanation[K]) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Key string `json:"key"` // hides the embedded Key
+		*explanationJSON[K]
+	}{fmt.Sprint(x.Key), (*explanationJSON[K])(&x)})
+}
+
 // Explain says where the item with key is and why, and where it stands
 // in line (Explanation.Position). It returns an error wrapping
 // ErrNotFound if the key is neither queued nor in flight. O(r + n) for r
 // hint registrations and n queued items (the position).
-func (c *Core[K, T]) Explain(key K, now time.Time) (Explanation, error) {
+func (c *Core[K, T]) Explain(key K, now time.Time) (Explanation[K], error) {
 	e := c.keys[key]
 	if e == nil {
-		return Explanation{}, fmt.Errorf("%w: %v is neither queued nor in flight", ErrNotFound, key)
+		return Explanation[K]{}, fmt.Errorf("%w: %v is neither queued nor in flight", ErrNotFound, key)
 	}
 	x := c.explain(e, now)
 	x.Position = c.locate(e, now)
 	return x, nil
 }
 
-func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation {
+func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation[K] {
 	if e.kind == kindMember {
 		return c.explainMember(e, now)
 	}
-	x := Explanation{
-		Key:                     fmt.Sprint(e.key),
-		Location:                e.loc.location(),
-		Timestamp:               e.Timestamp,
-		InitialAttemptTimestamp: e.InitialAttemptTimestamp,
-		Attempts:                e.Attempts,
-		UnschedulableCount:      e.UnschedulableCount,
-		ConsecutiveErrors:       e.ConsecutiveErrors,
-		UnschedulablePlugins:    slices.Clone(e.UnschedulablePlugins),
-		PendingPlugins:          slices.Clone(e.PendingPlugins),
-		Message:                 e.Message,
-		GatingPlugin:            e.GatingPlugin,
-		BackoffExpiry:           e.BackoffExpiry,
-	}
+	x := Explanation[K]{Key: e.key, Location: e.loc.location(), Status: e.Status}
 	switch e.loc {
 	case locFlight:
 		x.Since = time.Unix(0, e.poppedAt).UTC()
@@ -120,7 +110,7 @@ func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation {
 	return x
 }
 
-func (x Explanation) reason(now time.Time) string {
+func (x Explanation[K]) reason(now time.Time) string {
 	plugins := strings.Join(append(slices.Clone(x.UnschedulablePlugins), x.PendingPlugins...), ", ")
 	switch x.Location {
 	case InActive:
@@ -156,12 +146,12 @@ func waitingFor(events []string) string {
 }
 
 // String renders the explanation for people, one fact a line.
-func (x Explanation) String() string {
+func (x Explanation[K]) String() string {
 	var b strings.Builder
 	line := func(k, format string, args ...any) {
 		fmt.Fprintf(&b, "%-22s %s\n", k+":", fmt.Sprintf(format, args...))
 	}
-	line("item", "%s", x.Key)
+	line("item", "%v", x.Key)
 	line("where", "%s since %s", x.Location, x.Since.Format(time.RFC3339Nano))
 	line("why", "%s", x.Reason)
 	if x.Tenant != "" {
@@ -206,10 +196,10 @@ func (x Explanation) String() string {
 }
 
 // Dump is every item with its explanation, and a summary per place.
-type Dump struct {
-	Time    time.Time     `json:"time"`
-	Summary []Summary     `json:"summary"`
-	Items   []Explanation `json:"items"`
+type Dump[K comparable] struct {
+	Time    time.Time        `json:"time"`
+	Summary []Summary        `json:"summary"`
+	Items   []Explanation[K] `json:"items"`
 }
 
 // Summary describes one place: its size, its oldest item, and (for the
@@ -223,7 +213,7 @@ type Summary struct {
 
 // Dump explains every queued and in-flight item, in a stable order (by
 // place, then key). O(n log n).
-func (c *Core[K, T]) Dump(now time.Time) Dump {
+func (c *Core[K, T]) Dump(now time.Time) Dump[K] {
 	d := c.collect(now)
 	d.finish()
 	return d
@@ -231,8 +221,8 @@ func (c *Core[K, T]) Dump(now time.Time) Dump {
 
 // collect explains every item, unsorted: the part of Dump that reads the
 // core. O(n).
-func (c *Core[K, T]) collect(now time.Time) Dump {
-	d := Dump{Time: now, Items: make([]Explanation, 0, len(c.keys))}
+func (c *Core[K, T]) collect(now time.Time) Dump[K] {
+	d := Dump[K]{Time: now, Items: make([]Explanation[K], 0, len(c.keys))}
 	for _, e := range c.keys {
 		d.Items = append(d.Items, c.explain(e, now))
 		if f := e.shadow; f != nil {
@@ -244,9 +234,13 @@ func (c *Core[K, T]) collect(now time.Time) Dump {
 
 // finish sorts the items and summarises each place; it reads only d, so
 // the concurrent Queue runs it outside its lock. O(n log n).
-func (d *Dump) finish() {
-	slices.SortFunc(d.Items, func(a, b Explanation) int {
-		return cmp.Or(cmp.Compare(a.Location, b.Location), cmp.Compare(a.Key, b.Key))
+func (d *Dump[K]) finish() {
+	text := make(map[K]string, len(d.Items))
+	for _, x := range d.Items {
+		text[x.Key] = fmt.Sprint(x.Key)
+	}
+	slices.SortFunc(d.Items, func(a, b Explanation[K]) int {
+		return cmp.Or(cmp.Compare(a.Location, b.Location), cmp.Compare(text[a.Key], text[b.Key]))
 	})
 	for loc := InActive; loc <= InPending; loc++ {
 		s := Summary{Location: loc}
@@ -278,7 +272,7 @@ func (d *Dump) finish() {
 }
 
 // String renders the dump for people: the summary, then one line an item.
-func (d Dump) String() string {
+func (d Dump[K]) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "queue at %s\n", d.Time.Format(time.RFC3339Nano))
 	for _, s := range d.Summary {
@@ -301,7 +295,7 @@ func (d Dump) String() string {
 		b.WriteByte('\n')
 	}
 	for _, x := range d.Items {
-		fmt.Fprintf(&b, "%-14s %s: %s\n", x.Location, x.Key, x.Reason)
+		fmt.Fprintf(&b, "%-14s %v: %s\n", x.Location, x.Key, x.Reason)
 	}
 	return b.String()
 }

@@ -26,20 +26,20 @@ func TestExplain(t *testing.T) {
 		key    string
 		loc    Location
 		reason string
-		check  func(t *testing.T, x Explanation)
+		check  func(t *testing.T, x Explanation[string])
 	}{
 		{"active", InActive, "ready", nil},
-		{"flight", InFlight, "being tried now", func(t *testing.T, x Explanation) {
+		{"flight", InFlight, "being tried now", func(t *testing.T, x Explanation[string]) {
 			if x.Attempts != 3 {
 				t.Errorf("attempts %d", x.Attempts)
 			}
 		}},
-		{"backoff", InBackoff, "backing off after 1 failed attempt(s) (failed with an error)", func(t *testing.T, x Explanation) {
+		{"backoff", InBackoff, "backing off after 1 failed attempt(s) (failed with an error)", func(t *testing.T, x Explanation[string]) {
 			if !x.BackoffExpiry.Equal(h.now.Add(time.Second)) {
 				t.Errorf("backoff expiry %v", x.BackoffExpiry)
 			}
 		}},
-		{"parked", InUnschedulable, "rejected by Fit, Affinity", func(t *testing.T, x Explanation) {
+		{"parked", InUnschedulable, "rejected by Fit, Affinity", func(t *testing.T, x Explanation[string]) {
 			want := []string{"Affinity:PlacedAdd", "Affinity:ItemRelabel", "Fit:MachineAdd", "Fit:MachineTaint"}
 			if !slices.Equal(x.WakingEvents, want) {
 				t.Errorf("waking events %q, want %q", x.WakingEvents, want)
@@ -51,7 +51,7 @@ func TestExplain(t *testing.T) {
 				t.Errorf("since %v, want %v", x.Since, h.now)
 			}
 		}},
-		{"gated", InGated, "gated by Gate; waiting for Gate:ItemUngated", func(t *testing.T, x Explanation) {
+		{"gated", InGated, "gated by Gate; waiting for Gate:ItemUngated", func(t *testing.T, x Explanation[string]) {
 			if !x.Since.Equal(t0) {
 				t.Errorf("since %v, want %v", x.Since, t0)
 			}
@@ -136,5 +136,69 @@ func TestExplainCarriesTheFailureMessage(t *testing.T) {
 	x, err := h.c.Explain("a", h.now)
 	if err != nil || x.Message != "request overflows" || !strings.Contains(x.String(), "last failure:          request overflows") {
 		t.Fatalf("explanation %+v (%v)\n%s", x, err, x)
+	}
+}
+
+// TestReasonsAsData: a failure's reasons reach Info and Explain as given,
+// for a lone item, a parked item and a group, and a later failure replaces
+// them.
+func TestReasonsAsData(t *testing.T) {
+	h := newHarness(t, groupsOn)
+	h.add(mk("a", 1))
+	h.pop()
+	h.failWith("a", Failure{UnschedulablePlugins: []string{"Fit"}, Reasons: []string{"Insufficient cpu", "Insufficient memory"}, Message: "0/2 fit"})
+	want := []string{"Insufficient cpu", "Insufficient memory"}
+	if info, _, _ := h.c.Get("a"); !slices.Equal(info.Reasons, want) {
+		t.Fatalf("Info.Reasons %q, want %q", info.Reasons, want)
+	}
+	if x, err := h.c.Explain("a", h.now); err != nil || !slices.Equal(x.Reasons, want) {
+		t.Fatalf("Explanation.Reasons %q (%v), want %q", x.Reasons, err, want)
+	}
+	if err := h.c.Park(mk("b", 1), Failure{UnschedulablePlugins: []string{"Fit"}, Reasons: []string{"Too many pods"}}, h.now); err != nil {
+		t.Fatal(err)
+	}
+	if x, _ := h.c.Explain("b", h.now); !slices.Equal(x.Reasons, []string{"Too many pods"}) {
+		t.Fatalf("parked: Reasons %q", x.Reasons)
+	}
+	h.setGroup("g", 1, 0)
+	h.add(gm("g", "m", 0))
+	h.requeueGroup(h.popGroup("g"), Failure{UnschedulablePlugins: []string{"Fit"}, Reasons: []string{"Insufficient gpu"}})
+	if x, _ := h.c.Explain("m", h.now); !slices.Equal(x.Reasons, []string{"Insufficient gpu"}) {
+		t.Fatalf("group member: Reasons %q", x.Reasons)
+	}
+	h.c.Activate([]string{"a"}, h.now)
+	h.pop()
+	h.failWith("a", Failure{})
+	if info, _, _ := h.c.Get("a"); info.Reasons != nil {
+		t.Fatalf("an error kept the old reasons %q", info.Reasons)
+	}
+}
+
+// TestExplanationKeyType: Explanation carries the item's own key type, and
+// its JSON writes the key as text, whatever the type; a PendingItem keeps
+// its rank beside it.
+func TestExplanationKeyType(t *testing.T) {
+	type nsName struct{ ns, name string }
+	c, err := NewCore(Config[nsName, nsName]{Key: func(k nsName) nsName { return k }, Priority: func(nsName) int32 { return 0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := nsName{"default", "web"}
+	c.Add(k, t0)
+	x, err := c.Explain(k, t0)
+	if err != nil || x.Key != k {
+		t.Fatalf("Explain key %v (%v), want %v", x.Key, err, k)
+	}
+	js, err := json.Marshal(x)
+	if err != nil || !strings.Contains(string(js), `"key":"{default web}"`) || strings.Count(string(js), `"key"`) != 1 {
+		t.Fatalf("json %s (%v)", js, err)
+	}
+	p := c.Pending(PendingOptions[nsName]{}, t0)
+	js, err = json.Marshal(p)
+	if err != nil || !strings.Contains(string(js), `"items":[{"rank":0,"key":"{default web}"`) {
+		t.Fatalf("pending json %s (%v)", js, err)
+	}
+	if d := c.Dump(t0); len(d.Items) != 1 || d.Items[0].Key != k {
+		t.Fatalf("dump %+v", d.Items)
 	}
 }

@@ -83,7 +83,7 @@ func (h *slotHeap[K, T]) removeAt(i int) {
 // place records slot i's index in its entry, under a custom order.
 func (h *slotHeap[K, T]) place(i int) {
 	if h.custom != nil {
-		h.items[i].e.idx = i
+		h.items[i].e.idx = int32(i)
 	}
 }
 

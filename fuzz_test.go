@@ -130,14 +130,20 @@ func runOps(t *testing.T, data []byte) {
 			}
 		case 6, 7:
 			info, loc, ok := c.Get(name)
+			f := fuzzFailures[(arg>>3)%len(fuzzFailures)]
 			if !ok || loc != InFlight {
-				if f := m.flights[name]; f != nil {
-					info = f.Info // queued again, and in flight too
+				if fl := m.flights[name]; fl != nil {
+					info = fl.Info // queued again, and in flight too
 				} else {
-					continue
+					// Not in flight: parked as failed without a pop.
+					p := fuzzJob(i, labels[(arg>>6)%3], false)
+					desc = fmt.Sprintf("Park %+v %+v", p, f)
+					if e1, e2 := c.Park(p, f, now), m.parkNew(p, f, now); !errors.Is(e1, e2) || (e1 == nil) != (e2 == nil) {
+						t.Fatalf("step %d %s: core %v, model %v", step, desc, e1, e2)
+					}
+					break
 				}
 			}
-			f := fuzzFailures[(arg>>3)%len(fuzzFailures)]
 			cycle := info.Cycle
 			if arg&0x80 != 0 {
 				cycle-- // a stale cycle

@@ -78,7 +78,7 @@ func (g *group[K, T]) list(l loc) *[]*entry[K, T] {
 // put appends m to the list for l and sets its place. O(1).
 func (g *group[K, T]) put(m *entry[K, T], l loc) {
 	s := g.list(l)
-	m.loc, m.mpos = l, len(*s)
+	m.loc, m.mpos = l, int32(len(*s))
 	*s = append(*s, m)
 }
 
@@ -140,7 +140,7 @@ func (c *Core[K, T]) SetGroup(name string, spec GroupSpec, now time.Time) error 
 		case locActive:
 			c.active.Fix(e)
 		case locBackoffUnsched:
-			c.backoffU.Fix(e.idx)
+			c.backoffU.Fix(int(e.idx))
 		}
 	}
 	if e := g.ent; e != nil && spec.MinCount < old.MinCount && (e.loc == locParked || e.loc == locGated) {
@@ -360,7 +360,7 @@ func (c *Core[K, T]) represent(e *entry[K, T], item T) {
 	case locActive:
 		c.active.Fix(e)
 	case locBackoffUnsched:
-		c.backoffU.Fix(e.idx)
+		c.backoffU.Fix(int(e.idx))
 	}
 }
 

@@ -25,7 +25,7 @@ func (c *Core[K, T]) popGroup(e *entry[K, T], now time.Time) Attempt[K, T] {
 			c.flights.end(prev)
 			c.retire(prev, now)
 		}
-		m.loc, m.mpos = locMemberFlight, i
+		m.loc, m.mpos = locMemberFlight, int32(i)
 		m.Attempts++
 		m.Cycle = e.Cycle
 		m.updated, m.deleted = false, false
@@ -104,7 +104,34 @@ func (c *Core[K, T]) endGroupFlight(g *group[K, T], now time.Time) {
 	c.forget(g)
 }
 
-// requeueGroup reports the outcome of group attempt a (see Requeue). O(m
+// DoneMembers ends group attempt a after some of its members were placed
+// and the others were not: a success of the group, short of all its
+// members. The members at indexes placed (into a.Members) leave the queue;
+// the others, with those that arrived during the attempt, go back with the
+// group to activeQ at once, keeping the group's Timestamp, with its
+// failure counts reset and message as its Message. With every member
+// placed, use Done. It returns ErrInvalidGroup if a is not a group attempt,
+// placed is empty or an index is out of range, and ErrNotInFlight if a is
+// not in flight; either changes nothing. O(m log n) for m members.
+func (c *Core[K, T]) DoneMembers(a Attempt[K, T], placed []int, message string, now time.Time) error {
+	defer c.check()
+	if a.Group == "" || len(placed) == 0 {
+		return fmt.Errorf("%w: done members of %q: a group attempt and at least one placed member are needed", ErrInvalidGroup, a.Group)
+	}
+	g, err := c.flyingGroup(a, "done members of")
+	if err != nil {
+		return err
+	}
+	for _, i := range placed {
+		if i < 0 || i >= len(a.Members) {
+			return fmt.Errorf("%w: done members of group %q: index %d out of range [0,%d)", ErrInvalidGroup, a.Group, i, len(a.Members))
+		}
+	}
+	c.endGroup(g, a, placed, Failure{Message: message}, now)
+	return nil
+}
+
+// requeueGroup reports the failure of group attempt a (see Requeue). O(m
 // log n) for m members, plus the hints of the events seen during the
 // attempt, per member.
 func (c *Core[K, T]) requeueGroup(a Attempt[K, T], f Failure, now time.Time) error {
@@ -112,14 +139,16 @@ func (c *Core[K, T]) requeueGroup(a Attempt[K, T], f Failure, now time.Time) err
 	if err != nil {
 		return err
 	}
-	for _, i := range f.Placed {
-		if i < 0 || i >= len(a.Members) {
-			return fmt.Errorf("%w: requeue group %q: Failure.Placed index %d out of range [0,%d)", ErrInvalidGroup, a.Group, i, len(a.Members))
-		}
-	}
+	c.endGroup(g, a, nil, f, now)
+	return nil
+}
+
+// endGroup ends g's attempt a: the members at placed leave, the others
+// come back with the group, which takes failure f unless some were placed.
+func (c *Core[K, T]) endGroup(g *group[K, T], a Attempt[K, T], placed []int, f Failure, now time.Time) {
 	e := g.flight
-	c.placeLeftovers(g, a, f)
-	if !g.known || len(g.flying) == 0 && (len(g.waiting) == 0 || len(f.Placed) > 0) {
+	c.placeLeftovers(g, a, placed)
+	if !g.known || len(g.flying) == 0 && (len(g.waiting) == 0 || len(placed) > 0) {
 		// The group was deleted during the attempt: its members wait for
 		// the group object. Or the attempt left no member and no failure
 		// to keep (none waits, or it was a success): those that waited
@@ -131,15 +160,15 @@ func (c *Core[K, T]) requeueGroup(a Attempt[K, T], f Failure, now time.Time) err
 			g.put(m, locIncomplete)
 		}
 		c.endGroupFlight(g, now)
-		return nil
+		return
 	}
 	rejected := len(f.UnschedulablePlugins)+len(f.PendingPlugins) > 0
 	e.BackoffExpiry = time.Time{}
 	e.FlushedFromUnschedulable = false
-	e.Message = f.Message
+	e.Message, e.Reasons = f.Message, slices.Clone(f.Reasons)
 	e.UnschedulablePlugins, e.PendingPlugins = nil, nil
 	switch {
-	case len(f.Placed) > 0:
+	case len(placed) > 0:
 		e.UnschedulableCount, e.ConsecutiveErrors = 0, 0
 	case rejected:
 		e.Timestamp = now
@@ -164,18 +193,17 @@ func (c *Core[K, T]) requeueGroup(a Attempt[K, T], f Failure, now time.Time) err
 	}
 	g.rep = g.queued[0]
 	e.Item = g.rep.Item
-	s := c.groupStrategy(g, e, a.Cycle, rejected, len(f.Placed) > 0)
+	s := c.groupStrategy(g, e, a.Cycle, rejected, len(placed) > 0)
 	c.flights.end(e)
 	g.flight, g.ent = nil, e
 	c.queued++
 	c.requeue(e, s, labelAttemptFailure, now)
-	return nil
 }
 
 // placeLeftovers drops from g's attempt the members that were placed and
 // those deleted during it.
-func (c *Core[K, T]) placeLeftovers(g *group[K, T], a Attempt[K, T], f Failure) {
-	for _, i := range f.Placed {
+func (c *Core[K, T]) placeLeftovers(g *group[K, T], a Attempt[K, T], placed []int) {
+	for _, i := range placed {
 		if m, ok := c.flyingMember(g, a.Members[i].Key); ok {
 			c.leave(m)
 		}

@@ -47,7 +47,7 @@ func Example_groups() {
 
 	q.Move(gpusFreed, nil, 16, nil)
 	a, _ = q.Pop(ctx)
-	q.Requeue(a, schedq.Failure{Placed: []int{0, 1}}) // two placed
+	q.DoneMembers(a, []int{0, 1}, "2 of 3 placed") // a success short of all members
 	a, _ = q.Pop(ctx)
 	fmt.Printf("left to place: %d member(s), %s\n", len(a.Members), a.Members[0].Key)
 	q.Done(a)

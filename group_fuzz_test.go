@@ -11,8 +11,8 @@ var fuzzGroups = []string{"", "g0", "g1", "p0"} // "p0" is also an item key
 
 // runGroupOps interprets data as operations on a Core with groups on: the
 // item operations of runOps, each item in a group the data picks, plus
-// SetGroup and DeleteGroup, and group attempts ended with Done, Placed
-// leftovers, rejections and errors. After each step it checks the
+// SetGroup and DeleteGroup, and group attempts ended with Done, DoneMembers (with
+// leftovers), Requeue with rejections and errors. After each step it checks the
 // invariants (every member in exactly one place, entity sizes, counts),
 // the members' places against groupModel (which group objects exist and
 // which groups are in flight, kept here apart from the queue), that a
@@ -164,8 +164,8 @@ func runGroupOps(t *testing.T, flags byte, data []byte) {
 				p := fuzzJob(i, "", false)
 				p.group = fuzzGroups[(arg>>3)%len(fuzzGroups)]
 				f := fuzzFailures[(arg>>5)%len(fuzzFailures)]
-				desc = fmt.Sprintf("Requeue cycle 0 %+v %+v", p, f)
-				err := c.Requeue(req(p, 0), f, now)
+				desc = fmt.Sprintf("Park %+v %+v", p, f)
+				err := c.Park(p, f, now)
 				switch {
 				case err == nil:
 					owed[name] = true
@@ -176,12 +176,15 @@ func runGroupOps(t *testing.T, flags byte, data []byte) {
 			}
 			f := fuzzFailures[(arg>>3)%len(fuzzFailures)]
 			if a.Group != "" && arg&0x80 != 0 {
-				f.Placed = []int{0}
+				desc = fmt.Sprintf("DoneMembers %q [0] %q", a.Group, f.Message)
+				leaving(a, []int{0})
+				if err := c.DoneMembers(a, []int{0}, f.Message, now); err != nil {
+					t.Fatalf("step %d %s: %v", step, desc, err)
+				}
+				delete(gm.flying, a.Group)
+				break
 			}
 			desc = fmt.Sprintf("Requeue %q%q %+v", a.Group, a.Key, f)
-			if a.Group != "" && f.Placed != nil {
-				leaving(a, f.Placed)
-			}
 			if err := c.Requeue(a, f, now); err != nil && !errors.Is(err, ErrAlreadyQueued) {
 				t.Fatalf("step %d %s: %v", step, desc, err)
 			}

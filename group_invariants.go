@@ -76,7 +76,7 @@ func (c *Core[K, T]) checkGroups(bad func(string, ...any)) {
 			continue
 		}
 		l := *g.list(m.loc)
-		if m.mpos < 0 || m.mpos >= len(l) || l[m.mpos] != m {
+		if m.mpos < 0 || int(m.mpos) >= len(l) || l[m.mpos] != m {
 			bad("member %v: not at its index %d in group %q", key, m.mpos, g.name)
 		}
 		if m.counted {
@@ -100,12 +100,12 @@ func (c *Core[K, T]) checkGroups(bad func(string, ...any)) {
 			} else if !m.deleted {
 				bad("group %q: in-flight member %v left the map but is not deleted", name, m.key)
 			}
-			if m.loc != locMemberFlight || m.mpos != i || m.grp != g {
+			if m.loc != locMemberFlight || int(m.mpos) != i || m.grp != g {
 				bad("group %q: in-flight member %v misfiled", name, m.key)
 			}
 		}
 		for i, m := range g.queued {
-			if m.loc != locMember || m.mpos != i || m.grp != g {
+			if m.loc != locMember || int(m.mpos) != i || m.grp != g {
 				bad("group %q: queued member %v misfiled", name, m.key)
 			}
 		}
@@ -114,7 +114,7 @@ func (c *Core[K, T]) checkGroups(bad func(string, ...any)) {
 			want = locPending
 		}
 		for i, m := range g.waiting {
-			if m.loc != want || m.mpos != i || m.grp != g {
+			if m.loc != want || int(m.mpos) != i || m.grp != g {
 				bad("group %q: waiting member %v at %d, want %d", name, m.key, m.loc, want)
 			}
 		}

@@ -1,7 +1,6 @@
 package schedq
 
 import (
-	"fmt"
 	"slices"
 	"time"
 )
@@ -166,29 +165,24 @@ func (c *Core[K, T]) activateMember(m *entry[K, T], now time.Time) {
 	c.moveRequestCycle = c.cycle
 }
 
-// requeueMember is Requeue of one member with Cycle 0: it comes back as
-// failed and joins its group. If it creates the group's entity, the entity
-// takes the failure; it joins an existing entity as by Add. A key queued
-// already, or in flight with its group, is ErrAlreadyQueued.
-func (c *Core[K, T]) requeueMember(item T, f Failure, now time.Time) error {
-	key := c.cfg.Key(item)
-	if prev := c.keys[key]; prev != nil {
-		return fmt.Errorf("%w: requeue %v: queued or in flight already", ErrAlreadyQueued, key)
-	}
+// parkMember is Park of member item, whose key is unknown: it comes back
+// as failed and joins its group. If it creates the group's entity, the
+// entity takes the failure; it joins an existing entity as by Add.
+func (c *Core[K, T]) parkMember(key K, item T, f Failure, now time.Time) {
 	m := c.newMember(item, now)
 	m.UnschedulablePlugins = slices.Clone(f.UnschedulablePlugins)
 	m.PendingPlugins = slices.Clone(f.PendingPlugins)
-	m.Message = f.Message
+	m.Message, m.Reasons = f.Message, slices.Clone(f.Reasons)
 	c.keys[key] = m
 	g := c.group(c.cfg.Group(item))
 	m.grp = g
 	if !g.known || g.flight != nil || g.ent != nil {
 		c.attach(m, labelAttemptFailure, now)
-		return nil
+		return
 	}
 	g.put(m, locMember)
 	e := c.newEntity(g, m)
-	e.Message = f.Message
+	e.Message, e.Reasons = f.Message, slices.Clone(f.Reasons)
 	rejected := len(f.UnschedulablePlugins)+len(f.PendingPlugins) > 0
 	s := afterBackoff
 	if rejected {
@@ -200,5 +194,4 @@ func (c *Core[K, T]) requeueMember(item T, f Failure, now time.Time) error {
 		e.ConsecutiveErrors++
 	}
 	c.requeue(e, s, labelAttemptFailure, now)
-	return nil
 }

@@ -116,14 +116,20 @@ func TestMemberOverLoneAttempt(t *testing.T) {
 	h.want("a", absent)
 }
 
-// A bad Placed index is refused and changes nothing.
+// A bad placed index, no placed member, or a lone attempt is refused by
+// DoneMembers and changes nothing.
 func TestGroupPlacedOutOfRange(t *testing.T) {
 	h := newHarness(t, groupsOn)
 	h.setGroup("g", 1, 0)
 	h.add(gm("g", "a", 0))
 	a := h.popGroup("g")
-	if err := h.c.Requeue(a, Failure{Placed: []int{1}}, h.now); !errors.Is(err, ErrInvalidGroup) {
-		t.Fatalf("Placed out of range: %v", err)
+	for _, placed := range [][]int{{1}, {-1}, nil} {
+		if err := h.c.DoneMembers(a, placed, "", h.now); !errors.Is(err, ErrInvalidGroup) {
+			t.Fatalf("DoneMembers %v: %v", placed, err)
+		}
+	}
+	if err := h.c.DoneMembers(Attempt[string, job]{Key: "a"}, []int{0}, "", h.now); !errors.Is(err, ErrInvalidGroup) {
+		t.Fatalf("DoneMembers of a lone attempt: %v", err)
 	}
 	h.check()
 	h.want("a", InFlight)

@@ -93,26 +93,29 @@ func (c *Core[K, T]) entities() EntityCounts {
 }
 
 // explainMember explains member m: its group, its group's place, and why.
-func (c *Core[K, T]) explainMember(m *entry[K, T], now time.Time) Explanation {
+func (c *Core[K, T]) explainMember(m *entry[K, T], now time.Time) Explanation[K] {
 	g := m.grp
-	var x Explanation
+	var x Explanation[K]
 	switch e := g.ent; {
 	case m.loc == locMember:
 		x = c.explain(e, now)
 	case m.loc == locMemberFlight:
 		x = c.explain(g.flight, now)
 	default:
-		x = Explanation{
-			Location:                c.memberLocation(m),
-			Since:                   time.Unix(0, m.Timestamp.UnixNano()).UTC(),
-			Timestamp:               m.Timestamp,
-			InitialAttemptTimestamp: m.InitialAttemptTimestamp,
-			UnschedulablePlugins:    m.UnschedulablePlugins,
-			PendingPlugins:          m.PendingPlugins,
-			Message:                 m.Message,
+		x = Explanation[K]{
+			Location: c.memberLocation(m),
+			Since:    time.Unix(0, m.Timestamp.UnixNano()).UTC(),
+			Status: Status{
+				Timestamp:               m.Timestamp,
+				InitialAttemptTimestamp: m.InitialAttemptTimestamp,
+				UnschedulablePlugins:    m.UnschedulablePlugins,
+				PendingPlugins:          m.PendingPlugins,
+				Reasons:                 m.Reasons,
+				Message:                 m.Message,
+			},
 		}
 	}
-	x.Key = fmt.Sprint(m.key)
+	x.Key = m.key
 	x.Group = g.name
 	x.Attempts = m.Attempts
 	x.Reason = c.memberReason(m, x.Reason)

@@ -41,6 +41,15 @@ func memberNames(a Attempt[string, job]) []string {
 	return out
 }
 
+// doneMembers ends group attempt a with the members at placed placed.
+func (h *harness) doneMembers(a Attempt[string, job], placed ...int) {
+	h.t.Helper()
+	if err := h.c.DoneMembers(a, placed, "", h.now); err != nil {
+		h.t.Fatalf("DoneMembers(group %q): %v", a.Group, err)
+	}
+	h.check()
+}
+
 func (h *harness) requeueGroup(a Attempt[string, job], f Failure) {
 	h.t.Helper()
 	if err := h.c.Requeue(a, f, h.now); err != nil {
@@ -293,7 +302,7 @@ func TestGroupScenarios(t *testing.T) {
 			h.step(time.Second)
 			a := h.popGroup("g")
 			h.step(time.Second)
-			h.requeueGroup(a, Failure{Placed: []int{0, 1}})
+			h.doneMembers(a, 0, 1)
 			h.want("a", absent)
 			h.want("b", absent)
 			h.want("c", InActive)
@@ -440,20 +449,23 @@ func TestGroupScenarios(t *testing.T) {
 			h.check()
 			h.want("a", InActive)
 		}},
-		{"a member requeued alone with Cycle 0 joins its group, or makes it failed", func(t *testing.T, h *harness) {
+		{"a member parked joins its group, or makes it failed", func(t *testing.T, h *harness) {
 			h.setGroup("g", 1, 0)
-			if err := h.c.Requeue(req(gm("g", "a", 0), 0), Failure{UnschedulablePlugins: []string{"Fit"}}, h.now); err != nil {
+			if err := h.c.Park(gm("g", "a", 0), Failure{UnschedulablePlugins: []string{"Fit"}}, h.now); err != nil {
 				t.Fatal(err)
 			}
 			h.check()
 			h.want("a", InUnschedulable)
-			if err := h.c.Requeue(req(gm("g", "b", 0), 0), Failure{UnschedulablePlugins: []string{"Fit"}}, h.now); err != nil {
+			if err := h.c.Park(gm("g", "b", 0), Failure{UnschedulablePlugins: []string{"Fit"}}, h.now); err != nil {
 				t.Fatal(err)
 			}
 			h.check()
 			h.want("b", InUnschedulable)
-			if err := h.c.Requeue(req(gm("g", "b", 0), 0), Failure{}, h.now); !errors.Is(err, ErrAlreadyQueued) {
-				t.Fatalf("requeue of a queued member: %v", err)
+			if err := h.c.Park(gm("g", "b", 0), Failure{}, h.now); !errors.Is(err, ErrAlreadyQueued) {
+				t.Fatalf("park of a queued member: %v", err)
+			}
+			if err := h.c.Requeue(req(gm("g", "c", 0), 0), Failure{}, h.now); !errors.Is(err, ErrNotInFlight) {
+				t.Fatalf("requeue of cycle 0: %v, want ErrNotInFlight", err)
 			}
 		}},
 		{"members are tried by priority, then attempts, then Timestamp", func(t *testing.T, h *harness) {
@@ -462,7 +474,7 @@ func TestGroupScenarios(t *testing.T) {
 			h.step(time.Second)
 			h.add(gm("g", "late", 0))
 			a := h.popGroup("g")
-			h.requeueGroup(a, Failure{Placed: []int{0}})
+			h.doneMembers(a, 0)
 			h.step(time.Second)
 			h.add(gm("g", "new", 0))
 			a = h.popGroup("g")

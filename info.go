@@ -2,34 +2,42 @@ package schedq
 
 import "time"
 
+// Status is an item's queueing history and why it waits: what Info and
+// Explanation share.
+type Status struct {
+	// Timestamp is when the item was added, refreshed when a failed attempt
+	// requeues it. Backoff and the leftover flush count from it.
+	Timestamp time.Time `json:"timestamp"`
+	// InitialAttemptTimestamp is when the item first entered activeQ. It
+	// never changes afterwards; the zero time means never.
+	InitialAttemptTimestamp time.Time `json:"initialAttemptTimestamp,omitzero"`
+	// Attempts counts pops.
+	Attempts int `json:"attempts"`
+	// UnschedulableCount counts failed attempts that named a plugin.
+	UnschedulableCount int `json:"unschedulableCount"`
+	// ConsecutiveErrors counts failed attempts in a row that named no plugin
+	// (errors). An unschedulable failure resets it.
+	ConsecutiveErrors int `json:"consecutiveErrors"`
+	// UnschedulablePlugins rejected the item in its last failed attempt.
+	UnschedulablePlugins []string `json:"unschedulablePlugins,omitempty"`
+	// PendingPlugins left the item waiting for something that will happen
+	// by itself; an event they accept requeues it at once, not after backoff.
+	PendingPlugins []string `json:"pendingPlugins,omitempty"`
+	// Reasons are the last failure's Failure.Reasons: why, as data.
+	Reasons []string `json:"reasons,omitempty"`
+	// Message is the last failure's Failure.Message: why, for people.
+	Message string `json:"message,omitempty"`
+	// GatingPlugin is the PreEnqueue check that holds the item back, if any.
+	GatingPlugin string `json:"gatingPlugin,omitempty"`
+	// BackoffExpiry is when the current backoff ends; zero outside backoffQ.
+	BackoffExpiry time.Time `json:"backoffExpiry,omitzero"`
+}
+
 // Info is what the queue knows about an item. Readers get copies; the
 // slices in it are never changed after they are handed out.
 type Info[T any] struct {
 	Item T
-	// Timestamp is when the item was added, refreshed when a failed attempt
-	// requeues it. Backoff and the leftover flush count from it.
-	Timestamp time.Time
-	// InitialAttemptTimestamp is when the item first entered activeQ. It
-	// never changes afterwards; the zero time means never.
-	InitialAttemptTimestamp time.Time
-	// Attempts counts pops.
-	Attempts int
-	// UnschedulableCount counts failed attempts that named a plugin.
-	UnschedulableCount int
-	// ConsecutiveErrors counts failed attempts in a row that named no plugin
-	// (errors). An unschedulable failure resets it.
-	ConsecutiveErrors int
-	// UnschedulablePlugins rejected the item in its last failed attempt.
-	UnschedulablePlugins []string
-	// PendingPlugins left the item waiting for something that will happen
-	// by itself; an event they accept requeues it at once, not after backoff.
-	PendingPlugins []string
-	// Message is the last failure's Failure.Message.
-	Message string
-	// GatingPlugin is the PreEnqueue check that holds the item back, if any.
-	GatingPlugin string
-	// BackoffExpiry is when the current backoff ends; zero outside backoffQ.
-	BackoffExpiry time.Time
+	Status
 	// FlushedFromUnschedulable is true once the leftover flush, not an
 	// event, brought the item out of the parking area.
 	FlushedFromUnschedulable bool

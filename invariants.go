@@ -37,7 +37,7 @@ func (c *Core[K, T]) checkInvariants() error {
 		total += n
 		for i := 0; i < n; i++ {
 			e := hv.h.At(i)
-			if e.loc != hv.loc || e.idx != i {
+			if e.loc != hv.loc || int(e.idx) != i {
 				bad("%s[%d] key %v: loc %d idx %d", hv.name, i, e.key, e.loc, e.idx)
 			}
 			if !c.owns(e) {
@@ -58,7 +58,7 @@ func (c *Core[K, T]) checkInvariants() error {
 	gated := 0
 	for i, e := range c.parked.all {
 		total++
-		if e.pos != i || (e.loc != locParked && e.loc != locGated) {
+		if int(e.pos) != i || (e.loc != locParked && e.loc != locGated) {
 			bad("parked[%d] key %v: loc %d pos %d", i, e.key, e.loc, e.pos)
 		}
 		if !c.owns(e) {

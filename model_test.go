@@ -179,7 +179,7 @@ func (m *model) gatingMatches(it *mItem, ev Event) bool {
 
 func (m *model) add(p job, now time.Time) {
 	old := m.items[p.name]
-	it := &mItem{Info: Info[job]{Item: p, Timestamp: now}}
+	it := &mItem{Info: Info[job]{Item: p, Status: Status{Timestamp: now}}}
 	m.items[p.name] = it
 	if old != nil {
 		m.giveBack(old)
@@ -197,7 +197,7 @@ func (m *model) update(old, p job, now time.Time) {
 			}
 			return
 		}
-		it = &mItem{Info: Info[job]{Item: p, Timestamp: now}}
+		it = &mItem{Info: Info[job]{Item: p, Status: Status{Timestamp: now}}}
 		m.items[p.name] = it
 		m.toActive(it, false, now)
 		return
@@ -309,25 +309,36 @@ func (m *model) fail(p job, cycle int64, f Failure, now time.Time) error {
 		}
 		return ErrAlreadyQueued
 	}
-	var since []mEvent
 	if it == nil {
-		if cycle >= 1 && cycle <= m.cycle {
-			return ErrNotInFlight
-		}
-		it = &mItem{Info: Info[job]{Item: p, Timestamp: now}}
-	} else {
-		if it.deleted {
-			m.endFlight(p.name)
-			m.giveBack(it)
-			return nil
-		}
-		m.giveBack(it)
-		if !it.updated {
-			it.Item = p
-		}
-		since = slices.Clone(m.events[it.start:])
-		m.endFlight(p.name)
+		return ErrNotInFlight
 	}
+	if it.deleted {
+		m.endFlight(p.name)
+		m.giveBack(it)
+		return nil
+	}
+	m.giveBack(it)
+	if !it.updated {
+		it.Item = p
+	}
+	since := slices.Clone(m.events[it.start:])
+	m.endFlight(p.name)
+	m.failed(it, p, cycle, f, since, now)
+	return nil
+}
+
+// parkNew is Core.Park: p, unknown, comes in as failed with f.
+func (m *model) parkNew(p job, f Failure, now time.Time) error {
+	if m.items[p.name] != nil || m.flights[p.name] != nil {
+		return ErrAlreadyQueued
+	}
+	m.failed(&mItem{Info: Info[job]{Item: p, Status: Status{Timestamp: now}}}, p, 0, f, nil, now)
+	return nil
+}
+
+// failed records f on it, released from its attempt of cycle during which
+// the events since happened, and queues it where they say.
+func (m *model) failed(it *mItem, p job, cycle int64, f Failure, since []mEvent, now time.Time) {
 	it.Timestamp = now
 	it.BackoffExpiry = time.Time{}
 	it.FlushedFromUnschedulable = false
@@ -357,7 +368,6 @@ func (m *model) fail(p job, cycle int64, f Failure, now time.Time) error {
 	}
 	m.items[p.name] = it
 	m.requeue(it, s, now)
-	return nil
 }
 
 func (m *model) deleteKey(name string) error {

@@ -2,8 +2,6 @@ package schedq
 
 import (
 	"time"
-
-	"github.com/schedq/schedq/internal/heap"
 )
 
 // Move is a move request: ev happened, with its old and new objects
@@ -198,7 +196,7 @@ func (c *Core[K, T]) NextDeadline() (deadline time.Time, ok bool) {
 // m moved items.
 func (c *Core[K, T]) flushBackoff(now time.Time) {
 	c.recheckRoom(now)
-	for _, h := range [...]*heap.Heap[*entry[K, T]]{c.backoffU, c.backoffE} {
+	for _, h := range [...]*backoffHeap[K, T]{c.backoffU, c.backoffE} {
 		for {
 			e, ok := h.Peek()
 			if !ok || c.backoffDone(e.BackoffExpiry).After(now) {

@@ -30,7 +30,7 @@ func (p *parked[K, T]) len() int { return len(p.all) }
 // add parks e. Gated items are indexed under their gating plugin only;
 // others under each plugin that rejected them.
 func (p *parked[K, T]) add(e *entry[K, T]) {
-	e.pos = len(p.all)
+	e.pos = int32(len(p.all))
 	p.all = append(p.all, e)
 	if e.GatingPlugin != "" {
 		e.loc = locGated

@@ -2,6 +2,7 @@ package schedq
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,16 +25,16 @@ type PendingOptions[T any] struct {
 // PendingPage is one page of the queued items, in the order they wait:
 // activeQ in pop order, then backoffQ by the end of the backoff, then the
 // unschedulable and the gated items, each in the queue's order.
-type PendingPage struct {
+type PendingPage[K comparable] struct {
 	Time time.Time `json:"time"`
 	// Total is how many items matched, on all pages.
-	Total  int           `json:"total"`
-	Offset int           `json:"offset"`
-	Items  []PendingItem `json:"items"`
+	Total  int              `json:"total"`
+	Offset int              `json:"offset"`
+	Items  []PendingItem[K] `json:"items"`
 }
 
 // PendingItem is one listed item.
-type PendingItem struct {
+type PendingItem[K comparable] struct {
 	// Rank is the item's place in the listing of the matching items,
 	// from 0.
 	Rank int `json:"rank"`
@@ -42,7 +43,17 @@ type PendingItem struct {
 	// holds only Ahead, its place among all of activeQ's items. An item
 	// that left its place between the listing and the explanation (see
 	// Queue.Pending) is explained where it is now.
-	Explanation
+	Explanation[K]
+}
+
+// MarshalJSON implements json.Marshaler: Rank, then the explanation's
+// fields (whose own MarshalJSON would otherwise drop Rank).
+func (it PendingItem[K]) MarshalJSON() ([]byte, error) {
+	x, err := json.Marshal(it.Explanation)
+	if err != nil {
+		return nil, err
+	}
+	return append(fmt.Appendf(nil, `{"rank":%d,`, it.Rank), x[1:]...), nil
 }
 
 // Pending lists the queued items in the order they wait (see
@@ -50,7 +61,7 @@ type PendingItem struct {
 // activeQ is the order the items would pop in if nothing arrived and the
 // pops happened at now. O(n log n) for n queued items; the concurrent
 // Queue sorts outside its lock.
-func (c *Core[K, T]) Pending(o PendingOptions[T], now time.Time) PendingPage {
+func (c *Core[K, T]) Pending(o PendingOptions[T], now time.Time) PendingPage[K] {
 	s := c.snapshot(o, now)
 	s.sort()
 	return c.page(s, o, now)
@@ -235,8 +246,8 @@ func (s *pendingSnap[K, T]) fairKeys() {
 }
 
 // page explains the page's items as they are now. O(page · r).
-func (c *Core[K, T]) page(s *pendingSnap[K, T], o PendingOptions[T], now time.Time) PendingPage {
-	p := PendingPage{Time: now, Offset: max(o.Offset, 0), Items: []PendingItem{}}
+func (c *Core[K, T]) page(s *pendingSnap[K, T], o PendingOptions[T], now time.Time) PendingPage[K] {
+	p := PendingPage[K]{Time: now, Offset: max(o.Offset, 0), Items: []PendingItem[K]{}}
 	limit := o.Limit
 	if limit <= 0 {
 		limit = 100
@@ -250,14 +261,14 @@ func (c *Core[K, T]) page(s *pendingSnap[K, T], o PendingOptions[T], now time.Ti
 		if rank < p.Offset || len(p.Items) >= limit {
 			continue
 		}
-		it := PendingItem{Rank: rank}
+		it := PendingItem[K]{Rank: rank}
 		if e := c.queuedEntry(r.key); e != nil {
 			it.Explanation = c.explain(e, now)
 			if r.loc == locActive {
 				it.Position = &Position{Ahead: r.ahead}
 			}
 		} else {
-			it.Explanation = Explanation{Key: fmt.Sprint(r.key), Reason: "left the queue since it was listed"}
+			it.Explanation = Explanation[K]{Key: r.key, Reason: "left the queue since it was listed"}
 		}
 		p.Items = append(p.Items, it)
 	}
@@ -268,7 +279,7 @@ func (c *Core[K, T]) page(s *pendingSnap[K, T], o PendingOptions[T], now time.Ti
 // Core.Pending). It holds the lock to copy what the order needs (O(n)),
 // sorts outside it, and takes it again to explain the page's items
 // (O(page)); an item that moved in between is explained where it is.
-func (q *Queue[K, T]) Pending(o PendingOptions[T]) PendingPage {
+func (q *Queue[K, T]) Pending(o PendingOptions[T]) PendingPage[K] {
 	q.mu.Lock()
 	s := q.core.snapshot(o, q.clock.Now())
 	q.mu.Unlock()
@@ -280,7 +291,7 @@ func (q *Queue[K, T]) Pending(o PendingOptions[T]) PendingPage {
 
 // String renders the page for people: one line an item, with its rank,
 // place, key, tenant if any, and reason.
-func (p PendingPage) String() string {
+func (p PendingPage[K]) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d pending at %s", p.Total, p.Time.Format(time.RFC3339Nano))
 	if len(p.Items) > 0 {
@@ -288,7 +299,7 @@ func (p PendingPage) String() string {
 	}
 	b.WriteByte('\n')
 	for _, it := range p.Items {
-		fmt.Fprintf(&b, "%5d %-13s %s", it.Rank+1, it.Location, it.Key)
+		fmt.Fprintf(&b, "%5d %-13s %v", it.Rank+1, it.Location, it.Key)
 		if it.Tenant != "" {
 			fmt.Fprintf(&b, " [%s]", it.Tenant)
 		}

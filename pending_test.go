@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-func pendingKeys(p PendingPage) []string {
+func pendingKeys(p PendingPage[string]) []string {
 	var keys []string
 	for _, it := range p.Items {
 		keys = append(keys, it.Key)

@@ -8,10 +8,9 @@ import (
 
 // Queue is the concurrent scheduling queue: Core behind one mutex, with a
 // blocking Pop and a Run loop that drives Tick on the configured Clock. All
-// methods are safe for concurrent use. Of the caller's code, only the
-// Config's Key, Priority or Less, Match, UpdateEvents, hints, PreEnqueue
-// checks and Budget (with the budgets it returns) run under the lock, and
-// the Recorder; nothing else does.
+// methods are safe for concurrent use. Every callback of the caller's runs
+// under the lock, inside the operation that calls it (the package
+// documentation lists them).
 type Queue[K comparable, T any] struct {
 	mu      sync.Mutex
 	cond    sync.Cond
@@ -73,6 +72,18 @@ func (q *Queue[K, T]) Done(a Attempt[K, T]) error {
 // Requeue puts an item back after its attempt failed (see Core.Requeue).
 func (q *Queue[K, T]) Requeue(a Attempt[K, T], f Failure) error {
 	return q.do(func(now time.Time) error { return q.core.Requeue(a, f, now) })
+}
+
+// Park queues an item no Pop returned as if an attempt had failed (see
+// Core.Park).
+func (q *Queue[K, T]) Park(item T, f Failure) error {
+	return q.do(func(now time.Time) error { return q.core.Park(item, f, now) })
+}
+
+// DoneMembers ends a group attempt that placed some of its members (see
+// Core.DoneMembers).
+func (q *Queue[K, T]) DoneMembers(a Attempt[K, T], placed []int, message string) error {
+	return q.do(func(now time.Time) error { return q.core.DoneMembers(a, placed, message, now) })
 }
 
 // Move is a move request (see Core.Move).
@@ -189,7 +200,7 @@ func (q *Queue[K, T]) Stats() Stats {
 }
 
 // Explain says where the item with key is and why (see Core.Explain).
-func (q *Queue[K, T]) Explain(key K) (Explanation, error) {
+func (q *Queue[K, T]) Explain(key K) (Explanation[K], error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.core.Explain(key, q.clock.Now())
@@ -197,7 +208,7 @@ func (q *Queue[K, T]) Explain(key K) (Explanation, error) {
 
 // Dump explains every item (see Core.Dump). It holds the lock for O(n)
 // and sorts outside it.
-func (q *Queue[K, T]) Dump() Dump {
+func (q *Queue[K, T]) Dump() Dump[K] {
 	q.mu.Lock()
 	d := q.core.collect(q.clock.Now())
 	q.mu.Unlock()

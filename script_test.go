@@ -39,9 +39,12 @@ var update = flag.Bool("update", false, "rewrite the expected outputs of testdat
 //	update NAME [prio=N] [label=L] [gated]   the new version (fields not named: zero)
 //	delete NAME
 //	pop                        the next entity, and its attempt's cycle
-//	done NAME | done group=G
+//	done NAME | done group=G [placed=I[,I]]
+//	                           Done, or DoneMembers of the members at indexes I
 //	fail NAME error | fail NAME PLUGIN[,PLUGIN] [pending=P]
 //	                           Requeue of NAME's (or group=G's) last attempt
+//	park NAME [prio=N] [label=L] [group=G] error|PLUGIN[,PLUGIN] [pending=P]
+//	                           Park of a new item, as failed so
 //	move EVENT [new=V|room=N]  EVENT: MachineAdd, MachineTaint, PlacedAdd,
 //	                           VolumeAdd, GateGone, Relabel; V an int or a
 //	                           string; room=N a machine with room for N items
@@ -296,18 +299,25 @@ func (s *scriptRun) run(op string) (string, error) {
 			return "", fmt.Errorf("%s was never popped", who)
 		}
 		if fs[0] == "done" {
-			res = errText(s.core().Done(a, s.now))
+			res = errText(s.done(a, kv["placed"]))
 			break
 		}
-		how := plain[len(plain)-1]
-		var f Failure
-		if how != "error" {
-			f.UnschedulablePlugins = strings.Split(how, ",")
+		res = errText(s.core().Requeue(a, failureOf(plain, kv), s.now))
+	case "park":
+		n, err := arg(0)
+		if err != nil {
+			return "", err
 		}
-		if p := kv["pending"]; p != "" {
-			f.PendingPlugins = strings.Split(p, ",")
+		if len(plain) < 2 {
+			return "", errors.New("park: missing error or plugins")
 		}
-		res = errText(s.core().Requeue(a, f, s.now))
+		j, err := s.jobOf(n, kv, nil)
+		if err != nil {
+			return "", err
+		}
+		s.name(n)
+		s.items[n] = j
+		res = errText(s.core().Park(j, failureOf(plain, kv), s.now))
 	case "move":
 		n, err := arg(0)
 		if err != nil {
@@ -388,6 +398,35 @@ func errText(err error) string {
 		}
 	}
 	return "error: " + err.Error()
+}
+
+// done ends attempt a: Done, or DoneMembers of the indexes in placed.
+func (s *scriptRun) done(a Attempt[string, job], placed string) error {
+	if placed == "" {
+		return s.core().Done(a, s.now)
+	}
+	var is []int
+	for _, f := range strings.Split(placed, ",") {
+		i, err := strconv.Atoi(f)
+		if err != nil {
+			return err
+		}
+		is = append(is, i)
+	}
+	return s.core().DoneMembers(a, is, "", s.now)
+}
+
+// failureOf reads a failure: the last plain word, "error" or plugins, and
+// pending=P.
+func failureOf(plain []string, kv map[string]string) Failure {
+	var f Failure
+	if how := plain[len(plain)-1]; how != "error" {
+		f.UnschedulablePlugins = strings.Split(how, ",")
+	}
+	if p := kv["pending"]; p != "" {
+		f.PendingPlugins = strings.Split(p, ",")
+	}
+	return f
 }
 
 // places lists where each item named so far is, grouped by place, with

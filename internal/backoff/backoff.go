@@ -31,8 +31,10 @@ const Window = time.Second
 
 // WindowOf returns the start of the 1-second window that holds t, counted
 // from the Unix epoch so that every queue agrees on the windows.
-func WindowOf(t time.Time) int64 {
-	ns := t.UnixNano()
+func WindowOf(t time.Time) int64 { return WindowOfNs(t.UnixNano()) }
+
+// WindowOfNs is WindowOf of a time given in Unix nanoseconds.
+func WindowOfNs(ns int64) int64 {
 	w := int64(Window)
 	if ns < 0 {
 		return (ns - w + 1) / w

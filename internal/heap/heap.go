@@ -134,6 +134,13 @@ func (h *Heap[E]) fillRoot(x E) {
 	h.rise(i, x)
 }
 
+// Replace puts e at i in place of the element there, without restoring
+// the order: call Fix(i) next if the order may have changed. O(1).
+func (h *Heap[E]) Replace(i int, e E) {
+	h.items[i] = e
+	h.place(e, i)
+}
+
 // Fix restores the order after the element at index i changed. O(log n).
 func (h *Heap[E]) Fix(i int) {
 	if !h.down(i) {

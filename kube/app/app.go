@@ -347,6 +347,6 @@ func reachable(ctx context.Context, client kubernetes.Interface, host string) er
 
 // queueView is what the HTTP endpoints read.
 type queueView interface {
-	Dump() schedq.Dump
-	Explain(key types.NamespacedName) (schedq.Explanation, error)
+	Dump() schedq.Dump[types.NamespacedName]
+	Explain(key types.NamespacedName) (schedq.Explanation[types.NamespacedName], error)
 }

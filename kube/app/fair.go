@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/scheduler"
@@ -71,7 +72,7 @@ func ParseWeights(s string) (map[string]float64, error) {
 }
 
 // Pending lists the current queue's pods in the order they wait.
-func (s *switchQueue) Pending(o schedq.PendingOptions[*v1.Pod]) schedq.PendingPage {
+func (s *switchQueue) Pending(o schedq.PendingOptions[*v1.Pod]) schedq.PendingPage[types.NamespacedName] {
 	return s.get().Pending(o)
 }
 
@@ -117,7 +118,7 @@ func pendingOptions(r *http.Request) (schedq.PendingOptions[*v1.Pod], error) {
 // pendingView is a queueView that lists its pods in the order they wait;
 // *schedq.Queue and switchQueue are.
 type pendingView interface {
-	Pending(o schedq.PendingOptions[*v1.Pod]) schedq.PendingPage
+	Pending(o schedq.PendingOptions[*v1.Pod]) schedq.PendingPage[types.NamespacedName]
 }
 
 // servePending serves /debug/queue?order=pop: one page of the pending

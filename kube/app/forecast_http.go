@@ -17,7 +17,7 @@ import (
 // explanation, and the pod's predicted start when the scheduler forecasts
 // (ForecastError says why there is none).
 type explainAnswer struct {
-	schedq.Explanation
+	schedq.Explanation[types.NamespacedName]
 	PredictedStart *Prediction `json:"predictedStart,omitempty"`
 	ForecastError  string      `json:"forecastError,omitempty"`
 }
@@ -40,7 +40,7 @@ func (a explainAnswer) String() string {
 // parked, gated) would stand: the queue's Position counts the items ahead
 // of it as if it were in activeQ, which "0 ahead of 1 in activeQ" would
 // misstate as its being in line there.
-func notActiveText(x schedq.Explanation) string {
+func notActiveText(x schedq.Explanation[types.NamespacedName]) string {
 	p := x.Position
 	s := fmt.Sprintf("not in activeQ (%s); it would have %d of activeQ's %d ahead of it if it entered now (and %d backing off, %d parked, ahead in order)",
 		x.Location, p.Ahead, p.Active, p.BackoffAhead, p.ParkedAhead)
@@ -96,7 +96,7 @@ func forecastStatus(err error) int {
 // forecasts: the page, each item's predicted start (Starts, in the
 // order of Items), and the forecast's basis.
 type pendingAnswer struct {
-	schedq.PendingPage
+	schedq.PendingPage[types.NamespacedName]
 	Starts   []itemStart `json:"starts"`
 	Forecast *basis      `json:"forecast,omitempty"`
 	// ForecastError says why there are no predicted starts.
@@ -125,7 +125,7 @@ type basis struct {
 	Took     time.Duration     `json:"took"`
 }
 
-func withStarts(p schedq.PendingPage, f *forecaster) pendingAnswer {
+func withStarts(p schedq.PendingPage[types.NamespacedName], f *forecaster) pendingAnswer {
 	a := pendingAnswer{PendingPage: p, Starts: []itemStart{}}
 	lf, err := f.get()
 	if err != nil {
@@ -134,9 +134,8 @@ func withStarts(p schedq.PendingPage, f *forecaster) pendingAnswer {
 	}
 	a.Forecast = &basis{At: lf.F.At, Horizon: lf.F.Horizon, Arrivals: lf.F.Arrivals, Ends: lf.F.Ends, Unknown: lf.F.Unknown, Copy: lf.Copy, Took: lf.Took}
 	for _, it := range p.Items {
-		s := itemStart{Key: it.Key}
-		ns, name, _ := strings.Cut(it.Key, "/")
-		if pf, err := lf.F.Of(types.NamespacedName{Namespace: ns, Name: name}); err != nil {
+		s := itemStart{Key: it.Key.String()}
+		if pf, err := lf.F.Of(it.Key); err != nil {
 			s.Missing = "not yet forecast"
 		} else {
 			s.Starts, s.Start, s.Wait, s.Gang = pf.Starts, pf.Start, pf.Wait, pf.Gang

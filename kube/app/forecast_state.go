@@ -136,18 +136,19 @@ func (l *liveState) copyQueue(cs *CopyStats) ([]string, map[string]string) {
 	nominated := map[string]string{}
 	listed := map[string]bool{}
 	for off := 0; ; off += copyChunk {
-		var page schedq.PendingPage
+		var page schedq.PendingPage[types.NamespacedName]
 		l.hold(&cs.MaxQueueHold, &cs.QueueHolds, func() {
 			page = l.queue.Pending(schedq.PendingOptions[*v1.Pod]{Offset: off, Limit: copyChunk})
 		})
 		for _, it := range page.Items {
-			if listed[it.Key] {
+			key := it.Key.String()
+			if listed[key] {
 				continue // moved between pages
 			}
-			listed[it.Key] = true
-			order = append(order, it.Key)
+			listed[key] = true
+			order = append(order, key)
 			if it.NominatedTarget != "" {
-				nominated[it.Key] = it.NominatedTarget
+				nominated[key] = it.NominatedTarget
 			}
 		}
 		if off+copyChunk >= page.Total {

@@ -134,10 +134,10 @@ type snapshots struct {
 
 	mu sync.Mutex
 	at time.Time
-	d  schedq.Dump
+	d  schedq.Dump[types.NamespacedName]
 }
 
-func (s *snapshots) get() schedq.Dump {
+func (s *snapshots) get() schedq.Dump[types.NamespacedName] {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if now := s.now(); s.at.IsZero() || now.Sub(s.at) >= s.ttl {
@@ -149,16 +149,16 @@ func (s *snapshots) get() schedq.Dump {
 // queuePage is a page of /debug/queue: the summary of the whole queue,
 // and up to limit of its items, in the dump's order (place, then key).
 type queuePage struct {
-	Time    time.Time            `json:"time"`
-	Summary []schedq.Summary     `json:"summary"`
-	Items   []schedq.Explanation `json:"items"`
+	Time    time.Time                                  `json:"time"`
+	Summary []schedq.Summary                           `json:"summary"`
+	Items   []schedq.Explanation[types.NamespacedName] `json:"items"`
 	// Continue is the token of the next page; empty on the last page.
 	Continue  string `json:"continue,omitempty"`
 	Remaining int    `json:"remaining"`
 }
 
 func (p queuePage) String() string {
-	s := schedq.Dump{Time: p.Time, Summary: p.Summary, Items: p.Items}.String()
+	s := schedq.Dump[types.NamespacedName]{Time: p.Time, Summary: p.Summary, Items: p.Items}.String()
 	if p.Continue != "" {
 		s += fmt.Sprintf("... %d more: ?continue=%s\n", p.Remaining, p.Continue)
 	}
@@ -166,7 +166,7 @@ func (p queuePage) String() string {
 }
 
 // page cuts the page the request asks for out of d.
-func page(d schedq.Dump, r *http.Request) (queuePage, error) {
+func page(d schedq.Dump[types.NamespacedName], r *http.Request) (queuePage, error) {
 	limit := DefaultQueuePageLimit
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -183,8 +183,8 @@ func page(d schedq.Dump, r *http.Request) (queuePage, error) {
 		}
 		// The first item after the last one of the previous page; items
 		// that left the queue since are skipped, new ones may appear.
-		start, _ = slices.BinarySearchFunc(d.Items, struct{}{}, func(x schedq.Explanation, _ struct{}) int {
-			if c := cmp.Or(cmp.Compare(x.Location, loc), cmp.Compare(x.Key, key)); c != 0 {
+		start, _ = slices.BinarySearchFunc(d.Items, struct{}{}, func(x schedq.Explanation[types.NamespacedName], _ struct{}) int {
+			if c := cmp.Or(cmp.Compare(x.Location, loc), cmp.Compare(x.Key.String(), key)); c != 0 {
 				return c
 			}
 			return -1

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -205,7 +206,7 @@ type countingView struct {
 	dumps int
 }
 
-func (c *countingView) Dump() schedq.Dump {
+func (c *countingView) Dump() schedq.Dump[types.NamespacedName] {
 	c.dumps++
 	return c.queueView.Dump()
 }

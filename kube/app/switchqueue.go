@@ -87,6 +87,16 @@ func (s *switchQueue) Requeue(a scheduler.Attempt, f schedq.Failure) error {
 	return s.do(func(q *podQueue) error { return q.Requeue(a, f) })
 }
 
+// DoneMembers implements scheduler.Queue.
+func (s *switchQueue) DoneMembers(a scheduler.Attempt, placed []int, message string) error {
+	return s.do(func(q *podQueue) error { return q.DoneMembers(a, placed, message) })
+}
+
+// Park implements scheduler.Queue.
+func (s *switchQueue) Park(pod *v1.Pod, f schedq.Failure) error {
+	return s.do(func(q *podQueue) error { return q.Park(pod, f) })
+}
+
 // Move implements scheduler.Queue.
 func (s *switchQueue) Move(ev schedq.Event, oldObj, newObj any, match func(*schedq.Info[*v1.Pod]) bool) error {
 	return s.do(func(q *podQueue) error { return q.Move(ev, oldObj, newObj, match) })
@@ -126,9 +136,9 @@ func (s *switchQueue) Counts() schedq.Counts { return s.get().Counts() }
 func (s *switchQueue) Stats() schedq.Stats { return s.get().Stats() }
 
 // Dump implements queueView.
-func (s *switchQueue) Dump() schedq.Dump { return s.get().Dump() }
+func (s *switchQueue) Dump() schedq.Dump[types.NamespacedName] { return s.get().Dump() }
 
 // Explain implements queueView.
-func (s *switchQueue) Explain(key types.NamespacedName) (schedq.Explanation, error) {
+func (s *switchQueue) Explain(key types.NamespacedName) (schedq.Explanation[types.NamespacedName], error) {
 	return s.get().Explain(key)
 }

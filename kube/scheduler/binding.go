@@ -117,7 +117,7 @@ func (s *Scheduler) aborted(info Attempt, node string) {
 	pod := info.Item
 	s.o.Logger.Debug("binding not started: node deleted", "pod", framework.Key(pod), "node", node)
 	s.o.Metrics.binding(bindingNodeDeleted, 0)
-	if err := s.queue.Requeue(info, schedq.Failure{}); err != nil {
+	if err := s.giveBack(info, schedq.Failure{}); err != nil {
 		s.o.Logger.Debug("requeue after node deletion", "pod", framework.Key(pod), "err", err)
 	}
 }
@@ -215,7 +215,7 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 		// PodScheduled=False patch lands, and the patch would then
 		// contradict the binding.
 		s.reporter.Unschedulable(ctx, pod, "SchedulerError", fmt.Sprintf("binding rejected: %v", err))
-		if qerr := s.queue.Requeue(info, schedq.Failure{}); qerr != nil {
+		if qerr := s.giveBack(info, schedq.Failure{}); qerr != nil {
 			s.o.Logger.Debug("requeue after binding failure", "pod", key, "err", qerr)
 		}
 	}
@@ -236,7 +236,7 @@ func (s *Scheduler) staleTerm(ctx context.Context, info Attempt, node string, pb
 		pb.gang.retry(ctx, info, err)
 		return
 	}
-	if qerr := s.queue.Requeue(info, schedq.Failure{}); qerr != nil {
+	if qerr := s.giveBack(info, schedq.Failure{}); qerr != nil {
 		s.o.Logger.Debug("requeue after a stale-term refusal", "pod", framework.Key(pod), "err", qerr)
 	}
 }

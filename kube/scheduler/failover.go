@@ -180,9 +180,8 @@ func (w *warmStart) park(h *Handlers, pod *v1.Pod) bool {
 	if !ok || !h.wakeable(rec.plugins) {
 		return false
 	}
-	// An attempt no Pop returned (cycle 0): queued as if it had failed so.
-	err := h.Queue.Requeue(Attempt{Key: framework.Key(pod), Info: schedq.Info[*v1.Pod]{Item: pod}},
-		schedq.Failure{UnschedulablePlugins: rec.plugins})
+	// Queued as if an attempt had failed so.
+	err := h.Queue.Park(pod, schedq.Failure{UnschedulablePlugins: rec.plugins})
 	if err != nil {
 		h.check("park", pod, err)
 		return errors.Is(err, schedq.ErrAlreadyQueued) || errors.Is(err, schedq.ErrClosed)

@@ -230,9 +230,22 @@ func (s *Scheduler) fwPick(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 // fitOutcome is the Unschedulable outcome of a diagnosis: upstream's
 // FitError message ("0/N nodes are available: ..."), the rejecting
 // plugins and the pending ones, sorted.
+// Reasons are the distinct reasons of the nodes' statuses, sorted (the
+// absent nodes' status included), and PreFilter's message if it rejected
+// the pod on every node.
 func fitOutcome(pod *v1.Pod, numAll int, diag fwframework.Diagnosis) Outcome {
 	fe := &fwframework.FitError{Pod: pod, NumAllNodes: numAll, Diagnosis: diag}
-	return Outcome{Result: Unschedulable, Message: fe.Error(),
+	reasons := sets.New[string]()
+	if diag.NodeToStatus != nil {
+		diag.NodeToStatus.ForEachExplicitNode(func(_ string, st *fwk.Status) { reasons.Insert(st.Reasons()...) })
+		if st := diag.NodeToStatus.AbsentNodesStatus(); st != nil {
+			reasons.Insert(st.Reasons()...)
+		}
+	}
+	if diag.PreFilterMsg != "" {
+		reasons.Insert(diag.PreFilterMsg)
+	}
+	return Outcome{Result: Unschedulable, Message: fe.Error(), Reasons: sets.List(reasons),
 		Plugins: sets.List(diag.UnschedulablePlugins), Pending: sets.List(diag.PendingPlugins)}
 }
 

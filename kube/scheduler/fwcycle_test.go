@@ -82,6 +82,9 @@ func TestFrameworkNodePortsKeepsSecondPodOff(t *testing.T) {
 	if third.Result != Unschedulable || third.Message != want || !slices.Equal(third.Plugins, []string{"NodePorts"}) {
 		t.Fatalf("third: %+v, want Unschedulable by NodePorts: %q", third, want)
 	}
+	if want := []string{"node(s) didn't have free ports for the requested pod ports"}; !slices.Equal(third.Reasons, want) {
+		t.Fatalf("third's reasons %q, want %q", third.Reasons, want)
+	}
 	if _, loc, _ := f.q.Get(framework.Key(pod("third", 0))); loc != schedq.InUnschedulable {
 		t.Fatalf("third is %v, want parked", loc)
 	}
@@ -125,6 +128,9 @@ func TestFrameworkMissingClaimIsUnschedulable(t *testing.T) {
 	want := `0/1 nodes are available: persistentvolumeclaim "missing" not found.`
 	if out.Result != Unschedulable || out.Message != want || !slices.Equal(out.Plugins, []string{"VolumeRestrictions"}) {
 		t.Fatalf("outcome %+v, want Unschedulable by VolumeRestrictions: %q", out, want)
+	}
+	if want := []string{`persistentvolumeclaim "missing" not found`}; !slices.Equal(out.Reasons, want) {
+		t.Fatalf("reasons %q, want %q", out.Reasons, want)
 	}
 	if len(f.b.binds) != 0 {
 		t.Fatalf("bound %v", f.b.binds)

@@ -39,7 +39,7 @@ type groupTry struct {
 // in which each placement counts for the next members. If the profile's
 // group plugin says the quorum is met, the placements become assumptions
 // and the members are bound in parallel; the members that did not fit go
-// back with the group (Failure.Placed). If not, nothing is placed and the
+// back with the group (DoneMembers). If not, nothing is placed and the
 // group goes back to the queue with the plugins that rejected its members.
 // O(members x nodes) filter calls, under the cache's write lock.
 func (s *Scheduler) scheduleGroup(ctx context.Context, a Attempt) Outcome {
@@ -112,10 +112,19 @@ func (g *groupTry) fail(out Outcome) {
 
 // memberAttempt is a placed member as its binding sees it: outside any
 // attempt (Cycle 0), so that a failed binding puts it back as a failed
-// member of its group (schedq's Requeue of a lone Info).
+// member of its group (giveBack parks it).
 func memberAttempt(m Attempt) Attempt {
 	m.Cycle = 0
 	return m
+}
+
+// giveBack returns a failed attempt to the queue: a member's, which no Pop
+// returned (memberAttempt), is parked as failed; any other is requeued.
+func (s *Scheduler) giveBack(a Attempt, f schedq.Failure) error {
+	if a.Cycle == 0 {
+		return s.queue.Park(a.Item, f)
+	}
+	return s.queue.Requeue(a, f)
 }
 
 // groupOutcome says why a group attempt failed.
@@ -175,7 +184,7 @@ func (s *Scheduler) bindGroup(ctx context.Context, a Attempt, start time.Time, g
 		err = s.queue.Done(a)
 	} else {
 		left := s.groupOutcome(a, g)
-		err = s.queue.Requeue(a, schedq.Failure{Placed: g.placed, UnschedulablePlugins: left.Plugins, Message: left.Message})
+		err = s.queue.DoneMembers(a, g.placed, left.Message)
 	}
 	if err != nil {
 		s.o.Logger.Debug("end of group attempt", "group", a.Group, "err", err)

@@ -81,7 +81,7 @@ func (g *gangBinds) end(ctx context.Context) {
 	for _, r := range retries {
 		msg := fmt.Sprintf("%s; binding this member failed: %v; it is retried with its group", summary, r.err)
 		s.reporter.Unschedulable(ctx, r.info.Item, "SchedulerError", msg)
-		if err := s.queue.Requeue(r.info, schedq.Failure{Message: msg}); err != nil {
+		if err := s.giveBack(r.info, schedq.Failure{Message: msg}); err != nil {
 			s.o.Logger.Debug("requeue after group binding failure", "pod", framework.Key(r.info.Item), "err", err)
 		}
 	}

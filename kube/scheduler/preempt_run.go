@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -23,6 +25,7 @@ func (s *Scheduler) planPreemption(ctx context.Context, pi *framework.PodInfo, s
 	s.pre.o.Metrics.attempt()
 	if why, ok := s.eligible(pi.Pod, snap); !ok {
 		out.Message += " preemption: " + why
+		out.Reasons = append(out.Reasons, "preemption: "+why)
 		return
 	}
 	out.preempt = &preemption{}
@@ -33,6 +36,7 @@ func (s *Scheduler) planPreemption(ctx context.Context, pi *framework.PodInfo, s
 	state, filters, st := s.preFilter(ctx, pi, snap)
 	if !st.IsSuccess() {
 		out.Message += " preemption: not helpful: " + st.Plugin + ": " + st.Message()
+		out.Reasons = append(out.Reasons, "preemption: not helpful: "+st.Plugin)
 		return
 	}
 	x := &s.srch
@@ -54,6 +58,9 @@ func (s *Scheduler) planPreemption(ctx context.Context, pi *framework.PodInfo, s
 	x.state, x.nominated, x.leaving = nil, nil, nil // pin nothing between cycles
 	if len(cands) == 0 {
 		out.Message += " " + x.message(len(nodes))
+		for _, r := range slices.Sorted(maps.Keys(x.reasons)) {
+			out.Reasons = append(out.Reasons, "preemption: "+r)
+		}
 		return
 	}
 	c := pickCandidate(cands)

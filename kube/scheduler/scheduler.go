@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -51,6 +52,8 @@ type Queue interface {
 	Delete(key types.NamespacedName) error
 	Done(a Attempt) error
 	Requeue(a Attempt, f schedq.Failure) error
+	DoneMembers(a Attempt, placed []int, message string) error
+	Park(pod *v1.Pod, f schedq.Failure) error
 	Move(ev schedq.Event, oldObj, newObj any, match func(*schedq.Info[*v1.Pod]) bool) error
 	Get(key types.NamespacedName) (schedq.Info[*v1.Pod], schedq.Location, bool)
 
@@ -189,6 +192,9 @@ type Outcome struct {
 	// Pending are the plugins that left the pod waiting for something
 	// that happens by itself (the framework's Pending status).
 	Pending []string
+	// Reasons are why not as data (schedq.Failure.Reasons): the distinct
+	// reasons the filters gave, sorted, then preemption's.
+	Reasons []string
 	// Nominated is the node that preemption chose for the pod, and
 	// Victims the pods it evicts there (see EnablePreemption).
 	Nominated string
@@ -261,7 +267,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, info Attempt) Outcome {
 // fail requeues a failed attempt and reports it.
 func (s *Scheduler) fail(ctx context.Context, info Attempt, start time.Time, out Outcome) Outcome {
 	pod := info.Item
-	f := schedq.Failure{Message: out.Message}
+	f := schedq.Failure{Message: out.Message, Reasons: out.Reasons}
 	reason := "SchedulerError"
 	if out.Result == Unschedulable {
 		f.UnschedulablePlugins, f.PendingPlugins = out.Plugins, out.Pending
@@ -286,7 +292,8 @@ func (s *Scheduler) findNode(ctx context.Context, pi *framework.PodInfo, snap fr
 		for _, f := range p.Filter {
 			names = append(names, f.Name())
 		}
-		return Outcome{Result: Unschedulable, Plugins: names, Message: "0/0 nodes are available: no nodes available to schedule pods."}
+		return Outcome{Result: Unschedulable, Plugins: names, Reasons: []string{"no nodes available to schedule pods"},
+			Message: "0/0 nodes are available: no nodes available to schedule pods."}
 	}
 	state := framework.NewCycleState()
 	filters := p.Filter
@@ -302,7 +309,7 @@ func (s *Scheduler) findNode(ctx context.Context, pi *framework.PodInfo, snap fr
 		if st.Code == framework.Error {
 			return Outcome{Result: Error, Message: fmt.Sprintf("%s: %s", pf.Name(), st.Message())}
 		}
-		return Outcome{Result: Unschedulable, Plugins: []string{pf.Name()},
+		return Outcome{Result: Unschedulable, Plugins: []string{pf.Name()}, Reasons: slices.Clone(st.Reasons),
 			Message: fmt.Sprintf("0/%d nodes are available: %s.", len(nodes), st.Message())}
 	}
 
@@ -336,7 +343,7 @@ func (s *Scheduler) findNode(ctx context.Context, pi *framework.PodInfo, snap fr
 	}
 	s.nextStart = (s.nextStart + processed) % len(nodes)
 	if len(feasible) == 0 {
-		return Outcome{Result: Unschedulable, Plugins: rejectors, Message: fitMessage(len(nodes), reasons)}
+		return Outcome{Result: Unschedulable, Plugins: rejectors, Reasons: slices.Sorted(maps.Keys(reasons)), Message: fitMessage(len(nodes), reasons)}
 	}
 	return Outcome{Result: Scheduled, Node: s.pick(ctx, state, pi, feasible)}
 }

@@ -123,17 +123,17 @@ func onOff(b bool) string {
 // pending reasons. Explain costs O(n) a pod for its position in line,
 // which the report does not use; one Dump explains them all, without
 // positions, in O(n log n), and later calls look it up.
-func (s *sim) explainAtEnd(key types.NamespacedName) (schedq.Explanation, error) {
+func (s *sim) explainAtEnd(key types.NamespacedName) (schedq.Explanation[types.NamespacedName], error) {
 	if s.explained == nil {
 		d := s.core.Dump(s.now)
-		s.explained = make(map[string]schedq.Explanation, len(d.Items))
+		s.explained = make(map[types.NamespacedName]schedq.Explanation[types.NamespacedName], len(d.Items))
 		for _, x := range d.Items {
 			if _, dup := s.explained[x.Key]; !dup || x.Location != schedq.InFlight {
 				s.explained[x.Key] = x // queued before in flight, as Explain
 			}
 		}
 	}
-	x, ok := s.explained[key.String()]
+	x, ok := s.explained[key]
 	if !ok {
 		return x, schedq.ErrNotFound
 	}

@@ -148,8 +148,8 @@ func (r *Replay) pendingOrder(unbound map[string]*v1.Pod) []*v1.Pod {
 	listed := make(map[string]bool, len(page.Items))
 	var queued []*v1.Pod
 	for _, it := range page.Items {
-		if p := unbound[it.Key]; p != nil {
-			listed[it.Key] = true
+		if p := unbound[it.Key.String()]; p != nil {
+			listed[it.Key.String()] = true
 			queued = append(queued, r.nominated(p))
 		}
 	}

@@ -99,7 +99,7 @@ type sim struct {
 	h         *scheduler.Handlers
 	sched     *scheduler.Scheduler
 	rec       *countingRecorder
-	explained map[string]schedq.Explanation // by explainAtEnd
+	explained map[types.NamespacedName]schedq.Explanation[types.NamespacedName] // by explainAtEnd
 	busyUntil time.Time
 
 	ticked         bool  // the queue's flush schedule is anchored
@@ -401,7 +401,7 @@ func (s *sim) attempt(ctx context.Context, info scheduler.Attempt) {
 		// An attempt that fails for the same reasons as the pod's last
 		// failure learned nothing: the cluster had not changed in any way
 		// that matters to this pod.
-		reasons := reasonKinds(out.Message)
+		reasons := reasonKinds(out)
 		if st.failed && st.lastReasons == reasons {
 			s.wasted++
 		}
@@ -409,21 +409,15 @@ func (s *sim) attempt(ctx context.Context, info scheduler.Attempt) {
 	}
 }
 
-// reasonKinds strips the counts from a failure message: "0/40 nodes are
-// available: 30 Insufficient cpu, 10 node(s) had untolerated taint {a: b}."
-// becomes "Insufficient cpu|node(s) had untolerated taint {a: b}".
-func reasonKinds(msg string) string {
-	_, list, ok := strings.Cut(msg, " nodes are available: ")
-	if !ok {
-		return msg
+// reasonKinds is a failed attempt's reasons, as the scheduler gave them
+// (Outcome.Reasons, without the counts of nodes), joined: "Insufficient
+// cpu|node(s) had untolerated taint {a: b}". An error has none: its message
+// stands for them.
+func reasonKinds(out scheduler.Outcome) string {
+	if len(out.Reasons) == 0 {
+		return out.Message
 	}
-	var kinds []string
-	for part := range strings.SplitSeq(strings.TrimSuffix(list, "."), ", ") {
-		if _, kind, ok := strings.Cut(part, " "); ok {
-			kinds = append(kinds, kind)
-		}
-	}
-	return strings.Join(kinds, "|")
+	return strings.Join(out.Reasons, "|")
 }
 
 func (s *sim) bound() int {
@@ -682,6 +676,20 @@ func (q coreQueue) Requeue(a scheduler.Attempt, f schedq.Failure) error {
 	q.s.trace(Op{Kind: "fail", Pod: a.Item, Cycle: a.Cycle, Failure: f, Group: a.Group})
 	err := q.c.Requeue(a, f, q.s.now)
 	q.s.settleAttempt(a)
+	return err
+}
+
+func (q coreQueue) DoneMembers(a scheduler.Attempt, placed []int, message string) error {
+	q.s.trace(Op{Kind: "doneMembers", Cycle: a.Cycle, Group: a.Group, Placed: placed, Failure: schedq.Failure{Message: message}})
+	err := q.c.DoneMembers(a, placed, message, q.s.now)
+	q.s.settleAttempt(a)
+	return err
+}
+
+func (q coreQueue) Park(p *v1.Pod, f schedq.Failure) error {
+	q.s.trace(Op{Kind: "park", Pod: p, Failure: f})
+	err := q.c.Park(p, f, q.s.now)
+	q.s.settle(framework.Key(p), true)
 	return err
 }
 

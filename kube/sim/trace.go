@@ -14,7 +14,7 @@ import (
 type Op struct {
 	// At is the virtual time of the operation.
 	At time.Duration
-	// Kind is add, update, delete, pop, done, fail, move, moveMatching (a
+	// Kind is add, update, delete, pop, done, doneMembers, fail, park, move, moveMatching (a
 	// move with a match function, for an assigned pod's affinity) or tick
 	// (a step at which the queue's Tick had work: the flushes that are due
 	// on their schedule from the start of the run run then).
@@ -26,6 +26,8 @@ type Op struct {
 	NewObj   any
 	Failure  schedq.Failure
 	Cycle    int64
+	// Placed are the indexes of the members placed, for doneMembers.
+	Placed []int
 	// Group names the group of a group attempt's pop, done and fail (Pod
 	// is then nil); SetGroup and DeleteGroup are not traced.
 	Group string

@@ -104,6 +104,8 @@ func (s *Schedq) apply(op sim.Op, now time.Time) error {
 		a := s.attempt(kframework.Key(op.Pod), op.Cycle)
 		a.Item = op.Pod
 		return s.c.Requeue(a, op.Failure, now)
+	case "park":
+		return s.c.Park(op.Pod, op.Failure, now)
 	case "move":
 		s.c.Move(op.Event, op.OldObj, op.NewObj, nil, now)
 	case "moveMatching":
