@@ -1,6 +1,7 @@
 package app
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -20,6 +21,25 @@ type explainAnswer struct {
 	schedq.Explanation[types.NamespacedName]
 	PredictedStart *Prediction `json:"predictedStart,omitempty"`
 	ForecastError  string      `json:"forecastError,omitempty"`
+}
+
+// MarshalJSON writes the explanation's fields (schedq.Explanation has
+// its own MarshalJSON, which an embedding struct would otherwise inherit,
+// dropping the fields below) followed by the forecast's.
+func (a explainAnswer) MarshalJSON() ([]byte, error) {
+	x, err := json.Marshal(a.Explanation)
+	if err != nil {
+		return nil, err
+	}
+	f, err := json.Marshal(struct {
+		PredictedStart *Prediction `json:"predictedStart,omitempty"`
+		ForecastError  string      `json:"forecastError,omitempty"`
+	}{a.PredictedStart, a.ForecastError})
+	if err != nil || string(f) == "{}" {
+		return x, err
+	}
+	// Both are JSON objects: x's fields, then f's.
+	return append(append(x[:len(x)-1:len(x)-1], ','), f[1:]...), nil
 }
 
 func (a explainAnswer) String() string {
