@@ -173,6 +173,10 @@ func (g *gpuDevices) assign(pod *v1.Pod, node string) error {
 	return err
 }
 
+// forget drops the GPUs a pod took, when it leaves the cluster, so that
+// the map holds only pods on nodes. O(1).
+func (g *gpuDevices) forget(uid types.UID) { delete(g.assigned, uid) }
+
 // gpuScore is the GPU policy as a score plugin (GPUPolicy).
 type gpuScore struct{ g *gpuDevices }
 

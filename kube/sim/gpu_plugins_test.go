@@ -68,6 +68,35 @@ func TestGPUPolicyInReplay(t *testing.T) {
 	}
 }
 
+// The GPUs each pod took are forgotten when it ends: after a replay in
+// which a and b end and c still runs (the replay stops at its deletion
+// time), the model remembers c's two GPUs only.
+func TestGPUDevicesForgetEndedPods(t *testing.T) {
+	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,2,T4\n", timedHeader+
+		"a,1000,1024,1,500,,LS,Running,0,100,0\nb,1000,1024,1,1000,,LS,Running,5,50,5\nc,1000,1024,2,1000,,LS,Running,200,300,200\n")
+	s, err := newSim(traceScenario(dir), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.loop(); err != nil {
+		t.Fatal(err)
+	}
+	r := s.report()
+	for _, p := range []string{"a", "b", "c"} {
+		if _, bound := nodeOf(r, p); !bound {
+			t.Fatalf("%s was never bound", p)
+		}
+	}
+	if n := len(s.x.gpu.assigned); n != 1 {
+		t.Fatalf("the model remembers the GPUs of %d pods, want only c's", n)
+	}
+	for _, at := range s.x.gpu.assigned {
+		if len(at) != 2 {
+			t.Fatalf("c's GPUs %v, want two", at)
+		}
+	}
+}
+
 func TestGPUScenarioFields(t *testing.T) {
 	for _, c := range []struct{ yaml, want string }{
 		{"scheduler: {gpuModel: cards}", `scheduler.gpuModel: "cards" is not device or capacity`},

@@ -157,6 +157,9 @@ func (s *sim) ended(p *v1.Pod, how string) {
 	if p.Spec.NodeName != "" {
 		s.x.alloc.podRemoved(s.now, p)
 	}
+	if s.x.gpu != nil {
+		s.x.gpu.forget(p.UID)
+	}
 }
 
 // endings counts how the pods' runs ended.
