@@ -205,10 +205,11 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	if o.Klog {
 		klog.SetLogger(lib)
 	}
+	factory := informers.NewSharedInformerFactory(cs.sched, 0)
 	var fw *fwprofile.Framework
 	if o.Config.Upstream {
 		var err error
-		if fw, err = upstreamFramework(ctx, o, &qcfg, lib); err != nil {
+		if fw, err = upstreamFramework(ctx, o, &qcfg, cs.sched, factory, lib); err != nil {
 			return err
 		}
 		defer fw.Close()
@@ -228,7 +229,6 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 		return err
 	}
 
-	factory := informers.NewSharedInformerFactory(cs.sched, 0)
 	h := &scheduler.Handlers{Queue: queues, Cache: c, SchedulerName: o.SchedulerName, Logger: log, AffinityMatch: plugins.MatchesRequiredAffinity,
 		Hints: qcfg.Hints}
 	pods := factory.Core().V1().Pods().Informer()

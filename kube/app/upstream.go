@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -17,12 +18,18 @@ import (
 )
 
 // upstreamFramework builds kube-scheduler's framework for --upstream-plugins
-// and makes qcfg take its plugins' hints and gates, so that the queue wakes
-// a pod rejected by an upstream plugin (NodePorts, PodTopologySpread,
-// VolumeBinding...) on the events that plugin registers for. Call it before
-// the queue is built. The caller closes the framework.
-func upstreamFramework(ctx context.Context, o Options, qcfg *schedq.Config[types.NamespacedName, *v1.Pod], logger klog.Logger) (*fwprofile.Framework, error) {
-	fw, err := fwprofile.NewFrameworkOn(ctx, o.Config.Profile, fwprofile.Setup{Snapshot: backendcache.NewEmptySnapshot()})
+// on the cluster's client and informer factory, and makes qcfg take its
+// plugins' hints and gates, so that the queue wakes a pod rejected by an
+// upstream plugin (NodePorts, PodTopologySpread, VolumeBinding...) on the
+// events that plugin registers for. Call it before the queue is built and
+// before factory starts (the plugins create their informers while they are
+// built); the caller waits for the factory's sync before scheduling, and
+// closes the framework.
+func upstreamFramework(ctx context.Context, o Options, qcfg *schedq.Config[types.NamespacedName, *v1.Pod],
+	client kubernetes.Interface, factory informers.SharedInformerFactory, logger klog.Logger) (*fwprofile.Framework, error) {
+	fw, err := fwprofile.NewFrameworkOn(ctx, o.Config.Profile, fwprofile.Setup{
+		Snapshot: backendcache.NewEmptySnapshot(), Informers: factory, Client: client,
+	})
 	if err != nil {
 		return nil, err
 	}
