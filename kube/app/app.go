@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/schedq/schedq"
@@ -201,6 +200,20 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	if !o.NoWakeBudget {
 		qcfg.Budget = scheduler.WakeBudget(c)
 	}
+	lib, libQuiet := libraryLogger(quiet.next)
+	go libQuiet.run(ctx)
+	if o.Klog {
+		klog.SetLogger(lib)
+	}
+	factory := informers.NewSharedInformerFactory(cs.sched, 0)
+	var fw *fwprofile.Framework
+	if o.Config.Upstream {
+		var err error
+		if fw, err = upstreamFramework(ctx, o, &qcfg, cs.sched, factory, lib); err != nil {
+			return err
+		}
+		defer fw.Close()
+	}
 	q, err := schedq.New(qcfg)
 	if err != nil {
 		return err
@@ -216,28 +229,15 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 		return err
 	}
 
-	factory := informers.NewSharedInformerFactory(cs.sched, 0)
 	h := &scheduler.Handlers{Queue: queues, Cache: c, SchedulerName: o.SchedulerName, Logger: log, AffinityMatch: plugins.MatchesRequiredAffinity,
 		Hints: qcfg.Hints}
 	pods := factory.Core().V1().Pods().Informer()
-	others := map[string]cache.SharedIndexInformer{
-		clusterevent.PersistentVolume:      factory.Core().V1().PersistentVolumes().Informer(),
-		clusterevent.PersistentVolumeClaim: factory.Core().V1().PersistentVolumeClaims().Informer(),
-		clusterevent.StorageClass:          factory.Storage().V1().StorageClasses().Informer(),
-		clusterevent.CSINode:               factory.Storage().V1().CSINodes().Informer(),
-		clusterevent.Service:               factory.Core().V1().Services().Informer(),
-	}
 	handlersSynced, err := h.Register(pods, factory.Core().V1().Nodes().Informer(),
-		factory.Core().V1().Namespaces().Informer(), others)
+		factory.Core().V1().Namespaces().Informer(), watched(factory, qcfg.Hints))
 	if err != nil {
 		return err
 	}
 
-	lib, libQuiet := libraryLogger(quiet.next)
-	go libQuiet.run(ctx)
-	if o.Klog {
-		klog.SetLogger(lib)
-	}
 	broadcaster, err := startEvents(ctx, cs.events, lib)
 	if err != nil {
 		return err
@@ -289,14 +289,7 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	counts := queues.Counts()
 	log.Info("caches synced", "nodes", c.NodeCount(), "pending", counts.Active+counts.Backoff+counts.Unschedulable+counts.Gated)
 
-	var fw *fwprofile.Framework
-	if o.Config.Upstream {
-		// Objects other than nodes and pods (volumes, claims, DRA...) do
-		// not reach its plugins yet: see docs/framework.md.
-		if fw, err = fwprofile.NewFrameworkOn(ctx, o.Config.Profile, fwprofile.Setup{Snapshot: backendcache.NewEmptySnapshot()}); err != nil {
-			return err
-		}
-		defer fw.Close()
+	if fw != nil {
 		log.Info("lone pods are scheduled with kube-scheduler's framework", "profile", o.Config.Profile.SchedulerName)
 	}
 	t := &terms{

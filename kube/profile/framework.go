@@ -2,14 +2,19 @@ package profile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	feature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/dynamic-resource-allocation/deviceclass/extendedresourcecache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -69,13 +74,54 @@ type Setup struct {
 	// Plugins are added to Registry for this framework only (a test's
 	// plugin, say); a name already in Registry is an error.
 	Plugins frameworkruntime.Registry
+	// Informers, if set, is a real cluster's informer factory: the
+	// plugins list what its informers hold and add their handlers to
+	// them, and Client (required with it) is what they write with
+	// (VolumeBinding binds claims at PreBind, DRA writes allocations).
+	// The plugins create their informers while NewFrameworkOn builds
+	// them, so the caller starts the factory after it returns, and waits
+	// for its caches to sync before the first cycle. Objects must then be
+	// empty. Without Informers, the plugins get a fake clientset and the
+	// synchronous factory (tests, the simulator).
+	Informers informers.SharedInformerFactory
+	Client    kubernetes.Interface
+}
+
+// wiring is the clientset, informer factory and DRA manager a framework's
+// plugins are given. add, nil on a real factory, puts an object in the
+// synchronous factory.
+type wiring struct {
+	client  kubernetes.Interface
+	factory informers.SharedInformerFactory
+	dra     fwk.SharedDRAManager
+	add     func(runtime.Object) error
+}
+
+// wire builds s's wiring: the real client and factory if s has them, else
+// a fake clientset and the synchronous factory.
+func wire(ctx context.Context, s Setup) (wiring, error) {
+	if s.Informers == nil {
+		client := fake.NewClientset()
+		sf := newSyncFactory(informers.NewSharedInformerFactory(client, 0))
+		dra, err := newDRAManager(ctx, client, sf, false)
+		return wiring{client: client, factory: sf, dra: dra, add: sf.Add}, err
+	}
+	if s.Client == nil {
+		return wiring{}, errors.New("an informer factory without a client")
+	}
+	if len(s.Objects) > 0 {
+		return wiring{}, errors.New("objects are read from the informer factory; Objects must be empty")
+	}
+	dra, err := newDRAManager(ctx, s.Client, s.Informers, feature.DefaultFeatureGate.Enabled(features.DRADeviceTaintRules))
+	return wiring{client: s.Client, factory: s.Informers, dra: dra}, err
 }
 
 // NewFrameworkOn builds the framework of prof with Registry (and
 // s.Plugins) over s. It registers kube-scheduler's metrics (once per
-// process), and gives the plugins a fake clientset, the synchronous
-// informer factory and a DRA manager on it. Close releases it. Errors are
-// upstream's (an unknown plugin, bad args...).
+// process), and gives the plugins s's client and informer factory (or a
+// fake clientset and the synchronous informer factory) and a DRA manager
+// on them. Close releases it. Errors are upstream's (an unknown plugin,
+// bad args...).
 func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Setup) (*Framework, error) {
 	if s.Snapshot == nil {
 		return nil, fmt.Errorf("profile %q: no snapshot", prof.SchedulerName)
@@ -89,19 +135,17 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	client := fake.NewClientset()
-	factory := newSyncFactory(informers.NewSharedInformerFactory(client, 0))
-	dra, err := newDRAManager(ctx, client, factory)
+	w, err := wire(ctx, s)
 	if err != nil {
 		cancel()
-		return nil, err
+		return nil, fmt.Errorf("profile %q: %w", prof.SchedulerName, err)
 	}
 	f, err := frameworkruntime.NewFramework(ctx, r, prof,
-		frameworkruntime.WithClientSet(client),
-		frameworkruntime.WithInformerFactory(factory),
-		frameworkruntime.WithSharedDRAManager(dra),
+		frameworkruntime.WithClientSet(w.client),
+		frameworkruntime.WithInformerFactory(w.factory),
+		frameworkruntime.WithSharedDRAManager(w.dra),
 		// NodeVolumeLimits' Filter dereferences it for any pod with a claim.
-		frameworkruntime.WithSharedCSIManager(nodevolumelimits.NewCSIManager(factory.Storage().V1().CSINodes().Lister())),
+		frameworkruntime.WithSharedCSIManager(nodevolumelimits.NewCSIManager(w.factory.Storage().V1().CSINodes().Lister())),
 		frameworkruntime.WithSnapshotSharedLister(s.Snapshot),
 		frameworkruntime.WithParallelism(1),
 		frameworkruntime.WithLogger(klog.FromContext(ctx)),
@@ -111,7 +155,7 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 		return nil, fmt.Errorf("profile %q: %w", prof.SchedulerName, err)
 	}
 	for _, obj := range s.Objects {
-		if err := factory.Add(obj); err != nil {
+		if err := w.add(obj); err != nil {
 			cancel()
 			return nil, err
 		}
@@ -132,18 +176,33 @@ func podsAndNodes(c Cluster) []runtime.Object {
 }
 
 // newDRAManager builds the DRA manager as kube-scheduler does, on the
-// factory's ResourceClaim and ResourceSlice informers (without device
-// taint rules, which would start goroutines of their own).
-func newDRAManager(ctx context.Context, client *fake.Clientset, factory *syncFactory) (fwk.SharedDRAManager, error) {
+// factory's ResourceClaim and ResourceSlice informers, with device taint
+// rules if taintRules (the synchronous factory goes without: they would
+// start goroutines of their own). Its DeviceClass resolver, when the
+// DRAExtendedResource gate gives it one, listens to the DeviceClass
+// informer, as kube-scheduler's event handlers make it.
+func newDRAManager(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory, taintRules bool) (fwk.SharedDRAManager, error) {
 	claims := assumecache.NewAssumeCache(klog.FromContext(ctx), factory.Resource().V1().ResourceClaims().Informer(), "ResourceClaim", "", nil)
-	slices, err := resourceslicetracker.StartTracker(ctx, resourceslicetracker.Options{
-		SliceInformer: factory.Resource().V1().ResourceSlices(),
-		KubeClient:    client,
-	})
+	opts := resourceslicetracker.Options{
+		SliceInformer:            factory.Resource().V1().ResourceSlices(),
+		KubeClient:               client,
+		EnableConsumableCapacity: feature.DefaultFeatureGate.Enabled(features.DRAConsumableCapacity),
+	}
+	if taintRules {
+		opts.EnableDeviceTaintRules = true
+		opts.TaintInformer = factory.Resource().V1().DeviceTaintRules()
+	}
+	slices, err := resourceslicetracker.StartTracker(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("resource slice tracker: %w", err)
 	}
-	return dynamicresources.NewDRAManager(ctx, claims, slices, factory), nil
+	m := dynamicresources.NewDRAManager(ctx, claims, slices, factory)
+	if ext, ok := m.DeviceClassResolver().(*extendedresourcecache.ExtendedResourceCache); ok && ext != nil {
+		if _, err := factory.Resource().V1().DeviceClasses().Informer().AddEventHandler(ext); err != nil {
+			return nil, fmt.Errorf("device classes: %w", err)
+		}
+	}
+	return m, nil
 }
 
 // Close stops the framework's plugins and its background metrics flush.

@@ -144,6 +144,23 @@ func TestVolumeBindingMissingClaim(t *testing.T) {
 // listers and assume caches: a claim bound to a volume pinned to node n2
 // sends the pod there.
 func TestVolumeBindingBoundClaim(t *testing.T) {
+	pv, pvc := boundClaim()
+	f := defaultFramework(t, Cluster{Nodes: []*v1.Node{node("n1", "a"), node("n2", "a")}, Objects: []runtime.Object{pv, pvc}})
+	res := schedule(t, f, withClaim(pod("with-volume", "")))
+	if strings.Join(res.Feasible, ",") != "n2" {
+		t.Fatalf("feasible %v (status %v %v), want n2 only", res.Feasible, res.Status, res.Rejected)
+	}
+}
+
+// withClaim gives p a volume from the claim "data".
+func withClaim(p *v1.Pod) *v1.Pod {
+	p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{
+		PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+	return p
+}
+
+// boundClaim is the claim ns/data bound to a local volume on node n2.
+func boundClaim() (*v1.PersistentVolume, *v1.PersistentVolumeClaim) {
 	pv := &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: "pv", ResourceVersion: "1"},
 		Spec: v1.PersistentVolumeSpec{
@@ -163,14 +180,7 @@ func TestVolumeBindingBoundClaim(t *testing.T) {
 		Spec:   v1.PersistentVolumeClaimSpec{VolumeName: "pv", AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}},
 		Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound},
 	}
-	f := defaultFramework(t, Cluster{Nodes: []*v1.Node{node("n1", "a"), node("n2", "a")}, Objects: []runtime.Object{pv, pvc}})
-	res := schedule(t, f, pod("with-volume", "", func(p *v1.Pod) {
-		p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{
-			PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
-	}))
-	if strings.Join(res.Feasible, ",") != "n2" {
-		t.Fatalf("feasible %v (status %v %v), want n2 only", res.Feasible, res.Status, res.Rejected)
-	}
+	return pv, pvc
 }
 
 func TestTaintTolerationScoresPreferNoSchedule(t *testing.T) {

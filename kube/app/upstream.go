@@ -1,0 +1,74 @@
+package app
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
+	fwprofile "github.com/schedq/schedq/kube/profile"
+	"github.com/schedq/schedq/kube/scheduler"
+)
+
+// upstreamFramework builds kube-scheduler's framework for --upstream-plugins
+// on the cluster's client and informer factory, and makes qcfg take its
+// plugins' hints and gates, so that the queue wakes a pod rejected by an
+// upstream plugin (NodePorts, PodTopologySpread, VolumeBinding...) on the
+// events that plugin registers for. Call it before the queue is built and
+// before factory starts (the plugins create their informers while they are
+// built); the caller waits for the factory's sync before scheduling, and
+// closes the framework.
+func upstreamFramework(ctx context.Context, o Options, qcfg *schedq.Config[types.NamespacedName, *v1.Pod],
+	client kubernetes.Interface, factory informers.SharedInformerFactory, logger klog.Logger) (*fwprofile.Framework, error) {
+	fw, err := fwprofile.NewFrameworkOn(ctx, o.Config.Profile, fwprofile.Setup{
+		Snapshot: backendcache.NewEmptySnapshot(), Informers: factory, Client: client,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := scheduler.UseFrameworkHints(ctx, qcfg, fw, logger); err != nil {
+		fw.Close()
+		return nil, err
+	}
+	return fw, nil
+}
+
+// watched returns the informers of the kinds other than pods, nodes and
+// namespaces whose events the handlers send to the queue: the five every
+// profile's plugins may register for, and, for each kind only upstream's
+// plugins register for (DRA objects, CSI drivers, storage capacities,
+// volume attachments), its informer if some registration in hints names
+// it, so the hand-written path opens no watch it does not need.
+func watched(factory informers.SharedInformerFactory, hints map[string][]schedq.EventHint[*v1.Pod]) map[string]cache.SharedIndexInformer {
+	out := map[string]cache.SharedIndexInformer{
+		clusterevent.PersistentVolume:      factory.Core().V1().PersistentVolumes().Informer(),
+		clusterevent.PersistentVolumeClaim: factory.Core().V1().PersistentVolumeClaims().Informer(),
+		clusterevent.StorageClass:          factory.Storage().V1().StorageClasses().Informer(),
+		clusterevent.CSINode:               factory.Storage().V1().CSINodes().Informer(),
+		clusterevent.Service:               factory.Core().V1().Services().Informer(),
+	}
+	extra := map[string]func() cache.SharedIndexInformer{
+		clusterevent.ResourceClaim:      func() cache.SharedIndexInformer { return factory.Resource().V1().ResourceClaims().Informer() },
+		clusterevent.ResourceSlice:      func() cache.SharedIndexInformer { return factory.Resource().V1().ResourceSlices().Informer() },
+		clusterevent.DeviceClass:        func() cache.SharedIndexInformer { return factory.Resource().V1().DeviceClasses().Informer() },
+		clusterevent.CSIDriver:          func() cache.SharedIndexInformer { return factory.Storage().V1().CSIDrivers().Informer() },
+		clusterevent.CSIStorageCapacity: func() cache.SharedIndexInformer { return factory.Storage().V1().CSIStorageCapacities().Informer() },
+		clusterevent.VolumeAttachment:   func() cache.SharedIndexInformer { return factory.Storage().V1().VolumeAttachments().Informer() },
+	}
+	for _, regs := range hints {
+		for _, r := range regs {
+			kind := r.Event.Kind
+			if build, ok := extra[kind]; ok && out[kind] == nil {
+				out[kind] = build()
+			}
+		}
+	}
+	return out
+}
