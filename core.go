@@ -144,6 +144,7 @@ type Core[K comparable, T any] struct {
 
 	labels  map[Event]string // Event.Label() of events seen, to build each once
 	hearing hearing          // the registrations that hear the last event judged
+	held    []heldReg        // scratch of heldBy
 
 	rechecks []*roomGroup[K, T]        // budgets to offer once more (budget.go)
 	rooms    map[string]*roomKey[K, T] // shared rooms of Keyed budgets
