@@ -103,11 +103,11 @@ func (c *Core[K, T]) park(e *entry[K, T], label string, now time.Time) {
 	c.release(e, now) // parked without an attempt: it holds no room
 	switch e.loc {
 	case locParked, locGated:
-		if (e.loc == locGated) == e.gated() && (!e.gated() || e.slots[0].b.plugin == e.GatingPlugin) {
+		if (e.loc == locGated) == e.gated() && (!e.gated() || e.more.slots[0].b.plugin == e.GatingPlugin) {
 			return
 		}
 		c.parked.remove(e)
-		e.deferred.clear() // a gated item waits for its gate, not for room
+		e.clearDeferred() // a gated item waits for its gate, not for room
 		c.parked.add(e)
 		return
 	}
