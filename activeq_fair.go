@@ -103,7 +103,7 @@ func (f *fairActive[K, T]) Len() int { return f.live }
 func (f *fairActive[K, T]) Push(e *entry[K, T]) {
 	t := f.tenant(f.cfg.Tenant(e.Item))
 	f.stamp++
-	e.fair = fairLink[K, T]{t: t, stamp: f.stamp}
+	e.ext().fair = fairLink[K, T]{t: t, stamp: f.stamp}
 	s := fairSlot[K, T]{prio: e.prio, ts: e.ts, stamp: f.stamp, e: e}
 	t.h.push(s)
 	t.live++
@@ -152,7 +152,7 @@ func (f *fairActive[K, T]) Pop() (*entry[K, T], bool) {
 	}
 	t := f.order.At(0)
 	e := t.h.pop().e
-	e.fair.stamp = 0
+	e.more.fair.stamp = 0
 	t.live--
 	f.live--
 	f.popped = e
@@ -173,9 +173,9 @@ func (f *fairActive[K, T]) Pop() (*entry[K, T], bool) {
 
 // Remove leaves e's slot stale. O(log) amortized.
 func (f *fairActive[K, T]) Remove(e *entry[K, T]) {
-	t := e.fair.t
-	wasHead := t.head.stamp == e.fair.stamp
-	e.fair.stamp = 0
+	t := e.more.fair.t
+	wasHead := t.head.stamp == e.more.fair.stamp
+	e.more.fair.stamp = 0
 	t.live--
 	f.live--
 	if f.custom != nil {
@@ -217,7 +217,7 @@ func (f *fairActive[K, T]) Each(fn func(*entry[K, T])) {
 // Pop took it from, or, for an item popped from backoffQ, the tenant of
 // its item. O(log tenants).
 func (f *fairActive[K, T]) charge(e *entry[K, T], now int64) {
-	t := e.fair.t
+	t := e.fairOf().t
 	if f.popped != e || t == nil {
 		t = f.tenant(f.cfg.Tenant(e.Item))
 	}
@@ -302,7 +302,7 @@ func (f *fairActive[K, T]) Check() error {
 			if f.custom != nil && int(s.e.idx) != i {
 				return fmt.Errorf("fair activeQ: key %v at %d records index %d", s.e.key, i, s.e.idx)
 			}
-			if s.e.fair.t != t {
+			if s.e.more.fair.t != t {
 				return fmt.Errorf("fair activeQ: key %v in tenant %q's heap, linked to another", s.e.key, name)
 			}
 			if f.custom == nil && (s.prio != s.e.prio || s.ts != s.e.ts) {

@@ -86,7 +86,7 @@ func (c *Core[K, T]) wakeWithin(b Budget[T], label string, ready []*entry[K, T],
 			c.wake(g, e, label, now)
 			continue
 		}
-		e.deferred.add(g)
+		e.ext().deferred.add(g)
 		g.deferred = append(g.deferred, e)
 	}
 	if g.woken > 0 {
@@ -153,12 +153,12 @@ type orderKey struct {
 // wake requeues e with the strategy its hints chose; it then holds the
 // room Take reserved in g, unless a PreEnqueue check parked it again.
 func (c *Core[K, T]) wake(g *roomGroup[K, T], e *entry[K, T], label string, now time.Time) {
-	e.deferred.clear()
+	e.clearDeferred()
 	if l := c.requeue(e, e.strategy, label, now); l == locParked || l == locGated {
 		g.b.Return(e.Item)
 		return
 	}
-	e.tookFrom = g
+	e.ext().tookFrom = g
 	g.woken++
 	if g.key != "" {
 		c.roomKey(g.key).woken++
@@ -190,11 +190,11 @@ type roomKey[K comparable, T any] struct {
 // of the same key deferred; when the last woken item of the event ends,
 // its deferred items get one more offer at the next backoff flush anyway.
 func (c *Core[K, T]) release(e *entry[K, T], now time.Time) {
-	g := e.tookFrom
+	g := e.tookFromGroup()
 	if g == nil {
 		return
 	}
-	e.tookFrom = nil
+	e.more.tookFrom = nil
 	g.woken--
 	var rk *roomKey[K, T]
 	if g.key != "" {
@@ -232,7 +232,7 @@ func (c *Core[K, T]) wakeDormant(key string, rk *roomKey[K, T], now time.Time) {
 func (c *Core[K, T]) offer(g *roomGroup[K, T], now time.Time) {
 	kept := g.deferred[:0]
 	for _, e := range g.deferred {
-		if !e.deferred.has(g) {
+		if !e.more.deferred.has(g) {
 			continue
 		}
 		if g.b.Take(e.Item) {
@@ -275,7 +275,7 @@ func (c *Core[K, T]) settle(g *roomGroup[K, T], _ time.Time) {
 		}
 	}
 	for _, e := range g.deferred {
-		e.deferred.remove(g)
+		e.more.deferred.remove(g)
 	}
 	g.deferred = nil
 }

@@ -63,9 +63,10 @@ func (l loc) subQueue() Location {
 // entry is an item and the queue's bookkeeping for it. Entries are recycled
 // after Done, so nothing outside the queue may hold one.
 //
-// The small fields are packed together (a pod's entry fits the 448-byte
-// size class, not 512): indexes are int32, which bounds a queue to 2^31
-// items.
+// The small fields are packed together and what only parked items and
+// the optional features use is out of line (entryMore), so a pod's entry
+// fits the 384-byte size class: indexes are int32, which bounds a queue
+// to 2^31 items.
 type entry[K comparable, T any] struct {
 	// The heap's sort keys and index come first, to share a cache line.
 	idx  int32  // index in its heap
@@ -80,24 +81,19 @@ type entry[K comparable, T any] struct {
 	counted, updated, deleted bool
 	// strategy is what its hints chose for the last event (Config.Budget).
 	strategy strategy
+	visit    uint32 // move-request epoch, to visit an entry once (Core.nextEpoch)
 	ts       int64  // cached Timestamp, as Unix nanoseconds
 	seq      uint64 // entry order into activeQ, for ties under a caller's Less
 
 	Info[T]
 	key       K
-	slots     []slot[K, T]
 	entered   int64        // when it entered its current sub-queue (Unix ns)
 	lastFlush int64        // last leftover flush that tried it, or budget that deferred it (Unix ns)
-	visit     uint64       // move-request epoch, to visit an entry once
 	shadow    *entry[K, T] // an attempt in flight for the same key
 
-	// Budgets (Config.Budget): the group whose room it holds, from its
-	// wake to the end of its next attempt; the groups that deferred it,
-	// while parked.
-	tookFrom *roomGroup[K, T]
-	deferred deferrals[K, T]
-
-	fair fairLink[K, T] // its tenant and live slot, under Config.Fairness
+	// more holds what only parked items and the optional features need
+	// (entry_more.go); nil until first needed, kept when recycled.
+	more *entryMore[K, T]
 
 	// While in flight.
 	startSeq   uint64
@@ -144,6 +140,7 @@ type Core[K comparable, T any] struct {
 
 	labels  map[Event]string // Event.Label() of events seen, to build each once
 	hearing hearing          // the registrations that hear the last event judged
+	held    []heldReg        // scratch of heldBy
 
 	rechecks []*roomGroup[K, T]        // budgets to offer once more (budget.go)
 	rooms    map[string]*roomKey[K, T] // shared rooms of Keyed budgets
@@ -153,7 +150,7 @@ type Core[K comparable, T any] struct {
 
 	nom nominator[K] // nominations (nominator.go)
 
-	epoch   uint64
+	epoch   uint32
 	free    []*entry[K, T]
 	scratch []*entry[K, T]
 
@@ -308,8 +305,11 @@ func (c *Core[K, T]) retire(e *entry[K, T], now time.Time) {
 // recycle returns e to the free list, wiped so it pins nothing.
 func (c *Core[K, T]) recycle(e *entry[K, T]) {
 	c.uncount(e)
-	slots := e.slots[:0]
-	*e = entry[K, T]{slots: slots}
+	m := e.more
+	if m != nil {
+		*m = entryMore[K, T]{slots: m.slots[:0]}
+	}
+	*e = entry[K, T]{more: m}
 	if len(c.free) < 1024 {
 		c.free = append(c.free, e)
 	}
@@ -765,7 +765,7 @@ func (c *Core[K, T]) unlink(e *entry[K, T], now time.Time) {
 		c.backoffE.Remove(int(e.idx))
 	case locParked, locGated:
 		c.parked.remove(e)
-		e.deferred.clear()
+		e.clearDeferred()
 	default:
 		return
 	}

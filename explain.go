@@ -95,7 +95,7 @@ func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation[K] {
 				}
 			}
 		}
-		if g := e.deferred.first; g != nil {
+		if g := e.deferredFirst(); g != nil {
 			x.DeferredBy = g.label
 		}
 		from := max(e.Timestamp.UnixNano(), e.lastFlush)

@@ -136,7 +136,7 @@ func (c *Core[K, T]) retenanted(e *entry[K, T]) bool {
 	if c.fair == nil {
 		return false
 	}
-	t := e.fair.t
+	t := e.fairOf().t
 	return t == nil || t.name != c.fair.cfg.Tenant(e.Item)
 }
 

@@ -13,7 +13,7 @@ type fairSlot[K comparable, T any] struct {
 
 // live reports whether s is its entry's current place in activeQ.
 func (s *fairSlot[K, T]) live() bool {
-	return s.e.loc == locActive && s.e.fair.stamp == s.stamp
+	return s.e.loc == locActive && s.e.more.fair.stamp == s.stamp
 }
 
 // slotHeap is a 4-ary min-heap of one tenant's slots. With custom nil it

@@ -422,11 +422,23 @@ func (c *Core[K, T]) admitGroup(e *entry[K, T]) bool {
 }
 
 // worthGroup judges an event for entity e member by member, against the
-// group's rejecting plugins: the best verdict wins.
+// group's own plugins (decided once for the entity, not per member): the
+// best verdict wins. It stops at the first member that earns the best
+// verdict the group can get: at once, or, if the group has no pending
+// plugin, after backoff. O(m·h) for m members and h hearing hints.
 func (c *Core[K, T]) worthGroup(e *entry[K, T], ev Event, label string, oldObj, newObj any) strategy {
+	regs := c.heldBy(e, ev)
+	if len(regs) == 0 {
+		return stayParked
+	}
+	anyPending := len(e.PendingPlugins) > 0
+	best := afterBackoff
+	if anyPending {
+		best = immediately
+	}
 	s := stayParked
 	for _, m := range e.grp.queued {
-		if s = max(s, c.worthItem(e, m.Item, ev, label, oldObj, newObj)); s == immediately {
+		if s = max(s, c.askHints(regs, m.Item, label, anyPending, oldObj, newObj)); s == best {
 			break
 		}
 	}

@@ -137,3 +137,24 @@ func TestGroupPlacedOutOfRange(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A move asks a parked group's hints member by member only until the
+// group's verdict cannot improve: with no pending plugin, the first Queue
+// moves the whole group after backoff, so the other members are not asked.
+func TestMoveGroupStopsAtFirstQueue(t *testing.T) {
+	calls := 0
+	h := newHarness(t, groupsOn, func(c *Config[string, job]) {
+		c.Hints["Fit"] = []EventHint[job]{{Event: evMachineAdd, Fn: func(job, any, any) (Hint, error) {
+			calls++
+			return HintQueue, nil
+		}}}
+	})
+	h.setGroup("g", 3, 0)
+	h.add(gm("g", "a", 0), gm("g", "b", 0), gm("g", "c", 0))
+	h.requeueGroup(h.popGroup("g"), Failure{UnschedulablePlugins: []string{"Fit"}})
+	h.move(evMachineAdd, 4)
+	h.want("a", InBackoff)
+	if calls != 1 {
+		t.Fatalf("the hint was asked %d times for one move of a group of 3, want 1 (the first Queue decides)", calls)
+	}
+}

@@ -84,10 +84,10 @@ func (c *Core[K, T]) checkInvariants() error {
 				bad("parked key %v has no rejecting plugin", e.key)
 			}
 		}
-		if len(e.slots) != len(want) {
-			bad("parked key %v indexed under %d plugins, want %d", e.key, len(e.slots), len(want))
+		if len(e.slotList()) != len(want) {
+			bad("parked key %v indexed under %d plugins, want %d", e.key, len(e.slotList()), len(want))
 		}
-		for _, s := range e.slots {
+		for _, s := range e.slotList() {
 			if !want[s.b.plugin] || s.pos >= len(s.b.items) || s.b.items[s.pos] != e {
 				bad("parked key %v: bad index slot for %q", e.key, s.b.plugin)
 			}
@@ -107,7 +107,7 @@ func (c *Core[K, T]) checkInvariants() error {
 	}
 	slots := 0
 	for _, e := range c.parked.all {
-		slots += len(e.slots)
+		slots += len(e.slotList())
 	}
 	if indexed != slots {
 		bad("index holds %d entries, parked items have %d slots", indexed, slots)
@@ -196,14 +196,14 @@ func (c *Core[K, T]) checkRoom(bad func(string, ...any)) {
 	groups := map[*roomGroup[K, T]]bool{}
 	byKey := map[string]int{}
 	each := func(e *entry[K, T]) {
-		if g := e.tookFrom; g != nil {
+		if g := e.tookFromGroup(); g != nil {
 			holding[g]++
 			groups[g] = true
 			if g.key != "" {
 				byKey[g.key]++
 			}
 		}
-		for _, g := range e.deferred.all() {
+		for _, g := range e.deferredAll() {
 			groups[g] = true
 			if e.loc != locParked {
 				bad("key %v deferred by %s but at loc %d", e.key, g.label, e.loc)

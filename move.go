@@ -44,7 +44,7 @@ func (c *Core[K, T]) candidates(ev Event) []*entry[K, T] {
 		c.scratch = out
 		return out
 	}
-	c.epoch++
+	c.nextEpoch()
 	last := ""
 	for _, i := range c.hears(ev) {
 		r := &c.regs[i]
@@ -65,6 +65,21 @@ func (c *Core[K, T]) candidates(ev Event) []*entry[K, T] {
 	}
 	c.scratch = out
 	return out
+}
+
+// nextEpoch starts a move request's epoch, in which candidates visits
+// each parked entry once. An entry's mark is cleared when it is parked,
+// so only parked entries carry marks; when the counter wraps (once every
+// 2^32 requests) their marks are cleared too, so that no old mark equals
+// a new epoch. O(1), O(p) for p parked items on a wrap.
+func (c *Core[K, T]) nextEpoch() {
+	c.epoch++
+	if c.epoch == 0 {
+		for _, e := range c.parked.all {
+			e.visit = 0
+		}
+		c.epoch = 1
+	}
 }
 
 // moveItems requeues the candidates that match accepts (nil: all), then

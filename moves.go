@@ -103,11 +103,11 @@ func (c *Core[K, T]) park(e *entry[K, T], label string, now time.Time) {
 	c.release(e, now) // parked without an attempt: it holds no room
 	switch e.loc {
 	case locParked, locGated:
-		if (e.loc == locGated) == e.gated() && (!e.gated() || e.slots[0].b.plugin == e.GatingPlugin) {
+		if (e.loc == locGated) == e.gated() && (!e.gated() || e.more.slots[0].b.plugin == e.GatingPlugin) {
 			return
 		}
 		c.parked.remove(e)
-		e.deferred.clear() // a gated item waits for its gate, not for room
+		e.clearDeferred() // a gated item waits for its gate, not for room
 		c.parked.add(e)
 		return
 	}
@@ -188,25 +188,55 @@ func (c *Core[K, T]) worth(e *entry[K, T], ev Event, label string, oldObj, newOb
 // worthItem is worth for item, judged against e's plugins: e's own item,
 // or a member of the group entity e.
 func (c *Core[K, T]) worthItem(e *entry[K, T], item T, ev Event, label string, oldObj, newObj any) strategy {
-	s := stayParked
+	return c.askHints(c.heldBy(e, ev), item, label, len(e.PendingPlugins) > 0, oldObj, newObj)
+}
+
+// heldReg is a registration that hears an event, of a plugin that holds an
+// entry back; pending says the plugin is one of the entry's PendingPlugins.
+type heldReg struct {
+	reg     int32
+	pending bool
+}
+
+// heldBy returns, into a scratch list valid until the next call, the
+// registrations that hear ev of the plugins that hold e back (its
+// pending, rejecting and gating plugins), in the order of c.regs.
+// O(r·p) for r hearing registrations and p plugins of e; no allocation
+// once warm.
+func (c *Core[K, T]) heldBy(e *entry[K, T], ev Event) []heldReg {
+	out := c.held[:0]
 	for _, i := range c.hears(ev) {
-		r := &c.regs[i]
-		pending := slices.Contains(e.PendingPlugins, r.plugin)
-		if !pending && r.plugin != e.GatingPlugin && !slices.Contains(e.UnschedulablePlugins, r.plugin) {
-			continue
+		plugin := c.regs[i].plugin
+		pending := slices.Contains(e.PendingPlugins, plugin)
+		if pending || plugin == e.GatingPlugin || slices.Contains(e.UnschedulablePlugins, plugin) {
+			out = append(out, heldReg{reg: i, pending: pending})
 		}
+	}
+	c.held = out
+	return out
+}
+
+// askHints asks the hints of regs about item, in order: a Queue from a
+// pending plugin means at once; from another plugin, after backoff (at
+// once, if the entry has no pending plugin that could make it sooner);
+// no Queue, stay. A registration without a hint, or with hints disabled,
+// answers Queue; a hint error counts as Queue.
+func (c *Core[K, T]) askHints(regs []heldReg, item T, label string, anyPending bool, oldObj, newObj any) strategy {
+	s := stayParked
+	for _, h := range regs {
+		r := &c.regs[h.reg]
 		if r.fn != nil && !c.cfg.DisableQueueingHints {
 			tok := c.rec.HintStart()
-			h, err := r.fn(item, oldObj, newObj)
-			c.rec.HintDone(tok, r.plugin, label, h, err)
-			if err == nil && h == HintSkip {
+			v, err := r.fn(item, oldObj, newObj)
+			c.rec.HintDone(tok, r.plugin, label, v, err)
+			if err == nil && v == HintSkip {
 				continue
 			}
 		}
-		if pending {
+		if h.pending {
 			return immediately
 		}
-		if len(e.PendingPlugins) == 0 {
+		if !anyPending {
 			return afterBackoff
 		}
 		s = afterBackoff

@@ -28,8 +28,10 @@ type slot[K comparable, T any] struct {
 func (p *parked[K, T]) len() int { return len(p.all) }
 
 // add parks e. Gated items are indexed under their gating plugin only;
-// others under each plugin that rejected them.
+// others under each plugin that rejected them. The first time an entry
+// is parked it allocates its index slots (entryMore).
 func (p *parked[K, T]) add(e *entry[K, T]) {
+	e.visit = 0 // no mark from an earlier epoch (Core.nextEpoch)
 	e.pos = int32(len(p.all))
 	p.all = append(p.all, e)
 	if e.GatingPlugin != "" {
@@ -48,7 +50,7 @@ func (p *parked[K, T]) add(e *entry[K, T]) {
 }
 
 func (p *parked[K, T]) index(e *entry[K, T], plugin string) {
-	for _, s := range e.slots {
+	for _, s := range e.slotList() {
 		if s.b.plugin == plugin {
 			return // named twice
 		}
@@ -61,7 +63,8 @@ func (p *parked[K, T]) index(e *entry[K, T], plugin string) {
 		b = &bucket[K, T]{plugin: plugin}
 		p.buckets[plugin] = b
 	}
-	e.slots = append(e.slots, slot[K, T]{b: b, pos: len(b.items)})
+	m := e.ext()
+	m.slots = append(m.slots, slot[K, T]{b: b, pos: len(b.items)})
 	b.items = append(b.items, e)
 }
 
@@ -75,21 +78,23 @@ func (p *parked[K, T]) remove(e *entry[K, T]) {
 	if e.loc == locGated {
 		p.gated--
 	}
-	for _, s := range e.slots {
+	for _, s := range e.slotList() {
 		b := s.b
 		moved := b.items[len(b.items)-1]
 		b.items[s.pos] = moved
-		for j := range moved.slots {
-			if moved.slots[j].b == b {
-				moved.slots[j].pos = s.pos
+		for j, ms := range moved.more.slots {
+			if ms.b == b {
+				moved.more.slots[j].pos = s.pos
 				break
 			}
 		}
 		b.items[len(b.items)-1] = nil
 		b.items = b.items[:len(b.items)-1]
 	}
-	clear(e.slots)
-	e.slots = e.slots[:0]
+	if m := e.more; m != nil {
+		clear(m.slots)
+		m.slots = m.slots[:0]
+	}
 	e.pos = -1
 	e.loc = locNone
 }

@@ -1,0 +1,11 @@
+package main
+
+import "testing"
+
+// BenchmarkGroups runs the pods-and-groups stream with 10,000 entities
+// queued on each peer; -benchtime 60000x measures the steady state (most
+// entities parked gangs), 2000x the start.
+func BenchmarkGroups(b *testing.B) {
+	b.Run("upstream", upstreamGroups(10000))
+	b.Run("schedq", schedqGroups(10000))
+}
