@@ -43,9 +43,10 @@ type Cluster struct {
 // Schedule is not safe for concurrent use (the framework's parallelism is
 // 1, so a cycle runs on the caller's goroutine only).
 type Framework struct {
-	fwk    framework.Framework
-	snap   *backendcache.Snapshot
-	cancel context.CancelFunc
+	fwk     framework.Framework
+	snap    *backendcache.Snapshot
+	factory *syncFactory
+	cancel  context.CancelFunc
 }
 
 // NewFramework builds the framework of prof (a profile of a Config from
@@ -116,7 +117,7 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 			return nil, err
 		}
 	}
-	return &Framework{fwk: f, snap: s.Snapshot, cancel: cancel}, nil
+	return &Framework{fwk: f, snap: s.Snapshot, factory: factory, cancel: cancel}, nil
 }
 
 // podsAndNodes lists c's pods and nodes as objects for the informers.
@@ -155,6 +156,23 @@ func (f *Framework) Close() error {
 // Framework returns upstream's framework, to run extension points this
 // type does not wrap.
 func (f *Framework) Framework() framework.Framework { return f.fwk }
+
+// AddObject puts obj (a PersistentVolume, a StorageClass...: a type some
+// plugin reads) in its informer's store and calls that informer's
+// handlers on the caller's goroutine before it returns; an object with
+// the key of one stored is an update. UpdateObject replaces a stored
+// object, DeleteObject removes one; each fails if none is stored. They
+// let an owner that is the only writer (the simulator's event loop) keep
+// the plugins' view of the cluster in step, deterministically. Safe for
+// concurrent use, but not during a cycle: the plugins read the stores
+// without a lock of this type. O(handlers).
+func (f *Framework) AddObject(obj runtime.Object) error { return f.factory.Add(obj) }
+
+// UpdateObject: see AddObject.
+func (f *Framework) UpdateObject(obj runtime.Object) error { return f.factory.Update(obj) }
+
+// DeleteObject: see AddObject.
+func (f *Framework) DeleteObject(obj runtime.Object) error { return f.factory.Delete(obj) }
 
 // Snapshot returns the snapshot the framework's plugins read.
 func (f *Framework) Snapshot() *backendcache.Snapshot { return f.snap }
