@@ -16,6 +16,7 @@ import (
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
 	"github.com/schedq/schedq/kube/plugins"
+	"github.com/schedq/schedq/kube/profile"
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
@@ -108,11 +109,12 @@ type sim struct {
 	evicted  int
 	pre      *preemptions // nil: preemption off (preemption.go)
 	series   []Sample
-	peak     schedq.Counts // exact, updated after every queue operation
-	instant  schedq.Counts // the largest sizes of the current instant
-	pl       places        // where each pod is, and has been (places.go)
-	x        extras        // lifetimes, inputs and allocation (inputs.go)
-	build    buildProgress // while the cluster is built (progress.go)
+	peak     schedq.Counts      // exact, updated after every queue operation
+	instant  schedq.Counts      // the largest sizes of the current instant
+	pl       places             // where each pod is, and has been (places.go)
+	x        extras             // lifetimes, inputs and allocation (inputs.go)
+	build    buildProgress      // while the cluster is built (progress.go)
+	fw       *profile.Framework // kube-scheduler's, if the scenario asks (upstream.go)
 }
 
 // Run runs a scenario to its end and returns the report.
@@ -122,6 +124,7 @@ func Run(sc *Scenario, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer s.close()
 	if err := s.loop(); err != nil {
 		return nil, err
 	}
@@ -168,6 +171,11 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	s.popFromBackoff = !cfg.DisablePopFromBackoff
 	cfg.Recorder = s.rec
 	cfg.Fairness = q.fairness()
+	fw, err := s.newFramework(context.Background(), &cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.fw = fw
 	cache := scheduler.NewCache()
 	if q.WakeBudget == nil || *q.WakeBudget {
 		cfg.Budget = scheduler.WakeBudget(cache)
@@ -185,6 +193,7 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 		Rand:                     rand.New(rand.NewPCG(sc.Seed, sc.Seed^0x5eed)),
 		Now:                      func() time.Time { return s.now },
 		Logger:                   discardLogger,
+		Framework:                s.fw,
 	})
 	if err := s.enablePreemption(); err != nil {
 		return nil, err

@@ -63,6 +63,12 @@ type SchedulerSpec struct {
 	// Preemption, if set, lets pods that fit nowhere evict pods of lower
 	// priority (see PreemptionSpec).
 	Preemption *PreemptionSpec `yaml:"preemption"`
+	// Plugins is schedq (the default: schedq's hand-written plugins) or
+	// upstream: lone pods go through kube-scheduler v1.37.2's framework
+	// with its default profile, or Config's (a KubeSchedulerConfiguration
+	// file with one profile). Groups and preemption keep schedq's plugins.
+	Plugins string `yaml:"plugins"`
+	Config  string `yaml:"config"`
 }
 
 // QueueSpec sets the queue. Unset fields take the queue's defaults.
@@ -356,6 +362,7 @@ func (s *Scenario) Validate() error {
 	if p := s.Scheduler.PercentageOfNodesToScore; p < 0 || p > 100 {
 		bad("scheduler.percentageOfNodesToScore", "must be 0 to 100, got %d", p)
 	}
+	s.Scheduler.validatePlugins(bad)
 	for i, p := range s.Scheduler.DisablePlugins {
 		if !slices.Contains(pluginNames, p) {
 			bad(fmt.Sprintf("scheduler.disablePlugins[%d]", i), "unknown plugin %q (known: %s)", p, strings.Join(pluginNames, ", "))
@@ -585,7 +592,7 @@ func resourceQuantity(s string) *resource.Quantity {
 
 // settable lists the keys Set takes, for --compare.
 var settable = []string{"gangs", "popFromBackoff", "hints", "wakeBudget", "disableBackoff", "initialBackoff", "maxBackoff", "maxInUnschedulable",
-	"attemptCost", "bindLatency", "scoring", "percentageOfNodesToScore", "seed", "fairness"}
+	"attemptCost", "bindLatency", "scoring", "percentageOfNodesToScore", "seed", "fairness", "plugins", "config"}
 
 // Settable lists the keys Set takes (and --compare), besides the alias
 // queueingHints of hints.
@@ -647,6 +654,10 @@ func (s *Scenario) Set(key, value string) error {
 		if s.Seed, err = strconv.ParseUint(value, 10, 64); err != nil {
 			err = fmt.Errorf("%s: %q is not a whole number from 0 to %d", key, value, uint64(math.MaxUint64))
 		}
+	case "plugins":
+		s.Scheduler.Plugins = value
+	case "config":
+		s.Scheduler.Config = value
 	case "fairness":
 		var b *bool
 		if b, err = boolean(); err == nil {
