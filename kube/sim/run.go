@@ -115,6 +115,7 @@ type sim struct {
 	x        extras             // lifetimes, inputs and allocation (inputs.go)
 	build    buildProgress      // while the cluster is built (progress.go)
 	fw       *profile.Framework // kube-scheduler's, if the scenario asks (upstream.go)
+	obj      objects            // the objects its plugins read (upstream.go)
 }
 
 // Run runs a scenario to its end and returns the report.
@@ -200,6 +201,7 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	}
 	s.build = buildProgress{total: sc.toBuild()}
 
+	s.createObjects(sc.Objects)
 	for _, g := range sc.Nodes {
 		s.addNodes(g)
 	}
@@ -472,6 +474,10 @@ func (s *sim) apply(e EventSpec) {
 			s.cl.pods[k] = nw
 			s.h.UpdatePod(old, nw)
 		}
+	case e.CreateObjects != nil:
+		s.createObjects(e.CreateObjects)
+	case e.DeleteObjects != nil:
+		s.deleteObjects(e.DeleteObjects)
 	}
 }
 
