@@ -48,9 +48,10 @@ type Cluster struct {
 // Schedule is not safe for concurrent use (the framework's parallelism is
 // 1, so a cycle runs on the caller's goroutine only).
 type Framework struct {
-	fwk    framework.Framework
-	snap   *backendcache.Snapshot
-	cancel context.CancelFunc
+	fwk     framework.Framework
+	snap    *backendcache.Snapshot
+	factory *syncFactory
+	cancel  context.CancelFunc
 }
 
 // NewFramework builds the framework of prof (a profile of a Config from
@@ -88,13 +89,13 @@ type Setup struct {
 }
 
 // wiring is the clientset, informer factory and DRA manager a framework's
-// plugins are given. add, nil on a real factory, puts an object in the
-// synchronous factory.
+// plugins are given; sync is the synchronous factory (nil on a real
+// one), through which objects are added, updated and deleted.
 type wiring struct {
 	client  kubernetes.Interface
 	factory informers.SharedInformerFactory
 	dra     fwk.SharedDRAManager
-	add     func(runtime.Object) error
+	sync    *syncFactory
 }
 
 // wire builds s's wiring: the real client and factory if s has them, else
@@ -104,7 +105,7 @@ func wire(ctx context.Context, s Setup) (wiring, error) {
 		client := fake.NewClientset()
 		sf := newSyncFactory(informers.NewSharedInformerFactory(client, 0))
 		dra, err := newDRAManager(ctx, client, sf, false)
-		return wiring{client: client, factory: sf, dra: dra, add: sf.Add}, err
+		return wiring{client: client, factory: sf, dra: dra, sync: sf}, err
 	}
 	if s.Client == nil {
 		return wiring{}, errors.New("an informer factory without a client")
@@ -155,12 +156,12 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 		return nil, fmt.Errorf("profile %q: %w", prof.SchedulerName, err)
 	}
 	for _, obj := range s.Objects {
-		if err := w.add(obj); err != nil {
+		if err := w.sync.Add(obj); err != nil {
 			cancel()
 			return nil, err
 		}
 	}
-	return &Framework{fwk: f, snap: s.Snapshot, cancel: cancel}, nil
+	return &Framework{fwk: f, snap: s.Snapshot, factory: w.sync, cancel: cancel}, nil
 }
 
 // podsAndNodes lists c's pods and nodes as objects for the informers.
@@ -214,6 +215,41 @@ func (f *Framework) Close() error {
 // Framework returns upstream's framework, to run extension points this
 // type does not wrap.
 func (f *Framework) Framework() framework.Framework { return f.fwk }
+
+// AddObject puts obj (a PersistentVolume, a StorageClass...: a type some
+// plugin reads) in its informer's store and calls that informer's
+// handlers on the caller's goroutine before it returns; an object with
+// the key of one stored is an update. UpdateObject replaces a stored
+// object, DeleteObject removes one; each fails if none is stored. They
+// let an owner that is the only writer (the simulator's event loop) keep
+// the plugins' view of the cluster in step, deterministically. Safe for
+// concurrent use, but not during a cycle: the plugins read the stores
+// without a lock of this type. O(handlers). On a real cluster's informer
+// factory (Setup.Informers) they fail: the informers own their stores.
+func (f *Framework) AddObject(obj runtime.Object) error {
+	if f.factory == nil {
+		return errRealInformers
+	}
+	return f.factory.Add(obj)
+}
+
+// UpdateObject: see AddObject.
+func (f *Framework) UpdateObject(obj runtime.Object) error {
+	if f.factory == nil {
+		return errRealInformers
+	}
+	return f.factory.Update(obj)
+}
+
+// DeleteObject: see AddObject.
+func (f *Framework) DeleteObject(obj runtime.Object) error {
+	if f.factory == nil {
+		return errRealInformers
+	}
+	return f.factory.Delete(obj)
+}
+
+var errRealInformers = errors.New("the framework reads a real cluster's informers: objects come from the API server")
 
 // Snapshot returns the snapshot the framework's plugins read.
 func (f *Framework) Snapshot() *backendcache.Snapshot { return f.snap }

@@ -246,3 +246,68 @@ func cpuTime(b *testing.B) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// TestObjectsChangeBetweenCycles: AddObject, UpdateObject and DeleteObject
+// reach the plugins' listers and assume caches at once: a pod whose claim
+// is missing is refused, fits only where the claim's local volume is once
+// both exist, follows the volume when its node affinity changes, and is
+// refused again once the claim is deleted.
+func TestObjectsChangeBetweenCycles(t *testing.T) {
+	f := defaultFramework(t, Cluster{Nodes: []*v1.Node{node("n1", "a"), node("n2", "a")}})
+	p := pod("with-volume", "", func(p *v1.Pod) {
+		p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{
+			PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+	})
+	feasible := func(want string) {
+		t.Helper()
+		res := schedule(t, f, p)
+		if got := strings.Join(res.Feasible, ","); got != want {
+			t.Fatalf("feasible %q (status %v), want %q", got, res.Status, want)
+		}
+	}
+	feasible("")
+	pv := func(node, version string) *v1.PersistentVolume {
+		return &v1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: "pv", ResourceVersion: version},
+			Spec: v1.PersistentVolumeSpec{
+				Capacity:               v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+				AccessModes:            []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+				PersistentVolumeSource: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/mnt"}},
+				ClaimRef:               &v1.ObjectReference{Namespace: "ns", Name: "data", UID: "pvc-data"},
+				NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+					MatchExpressions: []v1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: v1.NodeSelectorOpIn, Values: []string{node}}},
+				}}}},
+			},
+			Status: v1.PersistentVolumeStatus{Phase: v1.VolumeBound},
+		}
+	}
+	pvc := &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data", UID: "pvc-data", ResourceVersion: "1",
+			Annotations: map[string]string{"pv.kubernetes.io/bind-completed": "yes"}},
+		Spec:   v1.PersistentVolumeClaimSpec{VolumeName: "pv", AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}},
+		Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound},
+	}
+	if err := f.UpdateObject(pvc); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("UpdateObject of a claim never added: %v, want not found", err)
+	}
+	for _, obj := range []runtime.Object{pv("n2", "1"), pvc} {
+		if err := f.AddObject(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	feasible("n2")
+	if err := f.UpdateObject(pv("n1", "2")); err != nil {
+		t.Fatal(err)
+	}
+	feasible("n1")
+	if err := f.DeleteObject(pvc); err != nil {
+		t.Fatal(err)
+	}
+	feasible("")
+	if err := f.DeleteObject(pvc); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("second DeleteObject: %v, want not found", err)
+	}
+	if err := f.AddObject(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}); err == nil || !strings.Contains(err.Error(), "no plugin reads it") {
+		t.Fatalf("AddObject of a ConfigMap: %v, want no plugin reads it", err)
+	}
+}

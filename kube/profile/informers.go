@@ -85,14 +85,43 @@ func (f *syncFactory) WaitForCacheSync(<-chan struct{}) map[reflect.Type]bool {
 // one, so that a later plugin finds it) and tells that informer's
 // handlers. An object with the key of one stored is an update. O(handlers).
 func (f *syncFactory) Add(obj runtime.Object) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	t := reflect.TypeOf(obj)
-	inf, ok := f.informers[t]
-	if !ok {
-		return fmt.Errorf("no informer for %T: no plugin reads it", obj)
+	inf, err := f.informerOf(obj)
+	if err != nil {
+		return err
 	}
 	return inf.add(obj)
+}
+
+// Update replaces the stored object with obj's key and tells the
+// handlers (OnUpdate with the old object); it is an error if none is
+// stored. O(handlers).
+func (f *syncFactory) Update(obj runtime.Object) error {
+	inf, err := f.informerOf(obj)
+	if err != nil {
+		return err
+	}
+	return inf.update(obj)
+}
+
+// Delete removes the stored object with obj's key and tells the handlers
+// (OnDelete with the stored object); it is an error if none is stored.
+// O(handlers).
+func (f *syncFactory) Delete(obj runtime.Object) error {
+	inf, err := f.informerOf(obj)
+	if err != nil {
+		return err
+	}
+	return inf.delete(obj)
+}
+
+func (f *syncFactory) informerOf(obj runtime.Object) (*syncInformer, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	inf, ok := f.informers[reflect.TypeOf(obj)]
+	if !ok {
+		return nil, fmt.Errorf("no informer for %T: no plugin reads it", obj)
+	}
+	return inf, nil
 }
 
 // syncInformer is an informer that never runs (see syncFactory).
@@ -120,6 +149,53 @@ func (i *syncInformer) add(obj runtime.Object) error {
 		}
 	}
 	return nil
+}
+
+func (i *syncInformer) update(obj runtime.Object) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	old, exists, err := i.GetIndexer().Get(obj)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return fmt.Errorf("update of %T %s: not found", obj, objKey(obj))
+	}
+	if err := i.GetIndexer().Update(obj); err != nil {
+		return err
+	}
+	for _, h := range i.handlers {
+		h.OnUpdate(old, obj)
+	}
+	return nil
+}
+
+func (i *syncInformer) delete(obj runtime.Object) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	old, exists, err := i.GetIndexer().Get(obj)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return fmt.Errorf("delete of %T %s: not found", obj, objKey(obj))
+	}
+	if err := i.GetIndexer().Delete(old); err != nil {
+		return err
+	}
+	for _, h := range i.handlers {
+		h.OnDelete(old)
+	}
+	return nil
+}
+
+// objKey is obj's namespace/name, for errors.
+func objKey(obj runtime.Object) string {
+	k, err := cache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return "?"
+	}
+	return k
 }
 
 // AddEventHandler records h and calls it for the objects already stored.

@@ -121,6 +121,7 @@ func (c *cluster) makePod(g *PodGroup, i int) *v1.Pod {
 	for _, gate := range g.SchedulingGates {
 		p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, v1.PodSchedulingGate{Name: gate})
 	}
+	upstreamFields(g, i, p)
 	return p
 }
 

@@ -160,7 +160,7 @@ func (s *sim) report() *Report {
 		MaxInUnschedulable: orDefault(sc.Queue.MaxInUnschedulable, defaultMaxInUnschedulable).String(),
 		AttemptCost:        orDefault(sc.Scheduler.AttemptCost, 5*time.Millisecond).String(),
 		BindLatency:        orDefault(sc.Scheduler.BindLatency, 20*time.Millisecond).String(),
-		Scoring:            cmpOr(sc.Scheduler.Scoring, "least-allocated"),
+		Scoring:            sc.Scheduler.scoringLabel(),
 		Fairness:           sc.Queue.Fairness,
 	}
 	if sc.Queue.backoffOff() {

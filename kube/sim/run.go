@@ -17,6 +17,7 @@ import (
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
 	"github.com/schedq/schedq/kube/plugins"
+	"github.com/schedq/schedq/kube/profile"
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
@@ -115,11 +116,13 @@ type sim struct {
 	evicted  int
 	pre      *preemptions // nil: preemption off (preemption.go)
 	series   []Sample
-	peak     schedq.Counts // exact, updated after every queue operation
-	instant  schedq.Counts // the largest sizes of the current instant
-	pl       places        // where each pod is, and has been (places.go)
-	x        extras        // lifetimes, inputs and allocation (inputs.go)
-	build    buildProgress // while the cluster is built (progress.go)
+	peak     schedq.Counts      // exact, updated after every queue operation
+	instant  schedq.Counts      // the largest sizes of the current instant
+	pl       places             // where each pod is, and has been (places.go)
+	x        extras             // lifetimes, inputs and allocation (inputs.go)
+	build    buildProgress      // while the cluster is built (progress.go)
+	fw       *profile.Framework // kube-scheduler's, if the scenario asks (upstream.go)
+	obj      objects            // the objects its plugins read (upstream.go)
 }
 
 // Run runs a scenario to its end and returns the report.
@@ -129,6 +132,7 @@ func Run(sc *Scenario, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer s.close()
 	if err := s.loop(); err != nil {
 		return nil, err
 	}
@@ -184,6 +188,11 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	s.popFromBackoff = !cfg.DisablePopFromBackoff
 	cfg.Recorder = s.rec
 	cfg.Fairness = q.fairness()
+	fw, err := s.newFramework(context.Background(), &cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.fw = fw
 	cache := scheduler.NewCache()
 	if s.x.gpu != nil {
 		s.x.gpu.view = cache.View
@@ -204,12 +213,14 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 		Rand:                     rand.New(rand.NewPCG(sc.Seed, sc.Seed^0x5eed)),
 		Now:                      func() time.Time { return s.now },
 		Logger:                   discardLogger,
+		Framework:                s.fw,
 	})
 	if err := s.enablePreemption(); err != nil {
 		return nil, err
 	}
 	s.build = buildProgress{total: sc.toBuild()}
 
+	s.createObjects(sc.Objects)
 	for _, g := range sc.Nodes {
 		s.addNodes(g)
 	}
@@ -476,6 +487,10 @@ func (s *sim) apply(e EventSpec) {
 			s.cl.pods[k] = nw
 			s.h.UpdatePod(old, nw)
 		}
+	case e.CreateObjects != nil:
+		s.createObjects(e.CreateObjects)
+	case e.DeleteObjects != nil:
+		s.deleteObjects(e.DeleteObjects)
 	}
 }
 

@@ -45,6 +45,10 @@ type Scenario struct {
 	// from a cluster saved with kubectl.
 	Trace    *TraceSpec `yaml:"trace"`
 	Snapshot string     `yaml:"snapshot"`
+	// Objects are created at the start: PersistentVolumes,
+	// PersistentVolumeClaims, StorageClasses, CSINodes, as manifests
+	// (read only by kube-scheduler's plugins).
+	Objects []Object `yaml:"objects"`
 }
 
 // SchedulerSpec sets the scheduler's costs and choices.
@@ -74,6 +78,12 @@ type SchedulerSpec struct {
 	// gpuclustering, gpupacking, bestfit, fgd), which also chooses the
 	// GPUs; empty: the default scoring, GPUs by best fit.
 	GPUPolicy string `yaml:"gpuPolicy"`
+	// Plugins is schedq (the default: schedq's hand-written plugins) or
+	// upstream: lone pods go through kube-scheduler v1.37.2's framework
+	// with its default profile, or Config's (a KubeSchedulerConfiguration
+	// file with one profile). Groups and preemption keep schedq's plugins.
+	Plugins string `yaml:"plugins"`
+	Config  string `yaml:"config"`
 }
 
 // QueueSpec sets the queue. Unset fields take the queue's defaults.
@@ -137,6 +147,14 @@ type PodGroup struct {
 	Lifetime *LifetimeSpec `yaml:"lifetime"`
 	// Gang makes the pods gangs (see GangSpec).
 	Gang *GangSpec `yaml:"gang"`
+	// Read only by kube-scheduler's plugins (scheduler.plugins:
+	// upstream): topology spread constraints and node affinity as in a
+	// pod's spec, host ports, and the PersistentVolumeClaims each pod
+	// mounts ("{i}" in a name is the pod's index in its group).
+	TopologySpreadConstraints Kube[[]v1.TopologySpreadConstraint] `yaml:"topologySpreadConstraints"`
+	NodeAffinity              Kube[v1.NodeAffinity]               `yaml:"nodeAffinity"`
+	HostPorts                 []int32                             `yaml:"hostPorts"`
+	Claims                    []string                            `yaml:"claims"`
 }
 
 // TermSpec is a required pod (anti-)affinity term.
@@ -169,6 +187,10 @@ type EventSpec struct {
 	UntaintNodes *TaintChange  `yaml:"untaintNodes"`
 	DeletePods   *Selection    `yaml:"deletePods"`
 	RemoveGates  *Selection    `yaml:"removeGates"`
+	// CreateObjects creates objects (as Scenario.Objects; one that exists
+	// is updated), DeleteObjects deletes them (kind and name suffice).
+	CreateObjects []Object `yaml:"createObjects"`
+	DeleteObjects []Object `yaml:"deleteObjects"`
 }
 
 // Selection picks the first Count members of a node or pod group, or all
@@ -381,6 +403,7 @@ func (s *Scenario) Validate() error {
 			bad("scheduler.gpuPolicy", "%v", err)
 		}
 	}
+	s.Scheduler.validatePlugins(bad)
 	for i, p := range s.Scheduler.DisablePlugins {
 		if !slices.Contains(pluginNames, p) {
 			bad(fmt.Sprintf("scheduler.disablePlugins[%d]", i), "unknown plugin %q (known: %s)", p, strings.Join(pluginNames, ", "))
@@ -414,13 +437,14 @@ func (s *Scenario) Validate() error {
 		f := fmt.Sprintf("events[%d]", i)
 		nonNeg(f+".at", e.At)
 		n := 0
-		for _, set := range []bool{e.AddNodes != nil, e.RemoveNodes != nil, e.TaintNodes != nil, e.UntaintNodes != nil, e.DeletePods != nil, e.RemoveGates != nil} {
+		for _, set := range []bool{e.AddNodes != nil, e.RemoveNodes != nil, e.TaintNodes != nil, e.UntaintNodes != nil, e.DeletePods != nil, e.RemoveGates != nil,
+			e.CreateObjects != nil, e.DeleteObjects != nil} {
 			if set {
 				n++
 			}
 		}
 		if n != 1 {
-			bad(f, "needs exactly one of addNodes, removeNodes, taintNodes, untaintNodes, deletePods, removeGates (has %d)", n)
+			bad(f, "needs exactly one of addNodes, removeNodes, taintNodes, untaintNodes, deletePods, removeGates, createObjects, deleteObjects (has %d)", n)
 			continue
 		}
 		sel := func(field string, x *Selection, groups map[string]bool, kind string) {
@@ -455,7 +479,14 @@ func (s *Scenario) Validate() error {
 			sel("deletePods", e.DeletePods, podGroups, "pod")
 		case e.RemoveGates != nil:
 			sel("removeGates", e.RemoveGates, podGroups, "pod")
+		case e.CreateObjects != nil:
+			for j, o := range e.CreateObjects {
+				o.validate(fmt.Sprintf("%s.createObjects[%d]", f, j), bad)
+			}
 		}
+	}
+	for i, o := range s.Objects {
+		o.validate(fmt.Sprintf("objects[%d]", i), bad)
 	}
 	s.validateInputs(bad)
 	s.validateFairness(bad)
@@ -578,6 +609,7 @@ func (g *PodGroup) validate(f string, bad func(string, string, ...any)) {
 	if g.Gang != nil {
 		g.Gang.validate(f+".gang", bad)
 	}
+	g.validateUpstream(f, bad)
 	for i, t := range g.Tolerations {
 		switch v1.TolerationOperator(t.Operator) {
 		case "", v1.TolerationOpEqual, v1.TolerationOpExists:
@@ -610,7 +642,7 @@ func resourceQuantity(s string) *resource.Quantity {
 
 // settable lists the keys Set takes, for --compare.
 var settable = []string{"gangs", "popFromBackoff", "hints", "wakeBudget", "disableBackoff", "initialBackoff", "maxBackoff", "maxInUnschedulable",
-	"attemptCost", "bindLatency", "scoring", "percentageOfNodesToScore", "seed", "fairness", "gpuModel", "gpuPolicy"}
+	"attemptCost", "bindLatency", "scoring", "percentageOfNodesToScore", "seed", "fairness", "gpuModel", "gpuPolicy", "plugins", "config"}
 
 // Settable lists the keys Set takes (and --compare), besides the alias
 // queueingHints of hints.
@@ -676,6 +708,10 @@ func (s *Scenario) Set(key, value string) error {
 		s.Scheduler.GPUModel = value
 	case "gpuPolicy":
 		s.Scheduler.GPUPolicy = value
+	case "plugins":
+		s.Scheduler.Plugins = value
+	case "config":
+		s.Scheduler.Config = value
 	case "fairness":
 		var b *bool
 		if b, err = boolean(); err == nil {

@@ -29,6 +29,12 @@ func checkFields(n *yaml.Node, t reflect.Type, path string, bad func(field, form
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if k, ok := reflect.New(t).Interface().(kubeDecoder); ok && n.Kind != yaml.AliasNode {
+		if err := k.decodeKube(n); err != nil {
+			bad(path, "%v", err)
+		}
+		return
+	}
 	switch {
 	case n.Kind == yaml.AliasNode, n.Kind == yaml.ScalarNode && n.Tag == "!!null":
 		return // anchors are checked where they are defined; null is the zero value

@@ -17,7 +17,7 @@ func TestBadScenarios(t *testing.T) {
 		want       []string
 	}{
 		{"negative count", "name: x\npods: [{name: p, count: -3}]\n", []string{"pods[0].count: must not be negative, got -3"}},
-		{"unknown field", valid + "nodez: []\n", []string{"nodez: unknown field (fields here: name, description, seed, duration, scheduler, queue, nodes, pods, events, trace, snapshot)"}},
+		{"unknown field", valid + "nodez: []\n", []string{"nodez: unknown field (fields here: name, description, seed, duration, scheduler, queue, nodes, pods, events, trace, snapshot, objects)"}},
 		{"cordoned is unschedulable", "name: x\nnodes: [{name: n, count: 1, cordoned: true}]\npods: [{name: p, count: 1}]\n",
 			[]string{"nodes[0].cordoned: unknown field (fields here: name, count, capacity, labels, zones, taints, unschedulable); did you mean unschedulable?"}},
 		{"unknown field deep down", valid + "events: [{at: 1s, taintNodes: {group: g, taint: {key: k, efect: NoSchedule}}}]\n",
@@ -104,7 +104,7 @@ func TestSet(t *testing.T) {
 }
 
 func TestBuiltinsAreListed(t *testing.T) {
-	want := []string{"Autoscaler", "EarlyRetry", "GangScheduling", "MixedChurn", "NodeArrival", "PriorityPressure", "SchedulingBasic", "SchedulingWhileGated", "TenantFlood", "Unschedulable"}
+	want := []string{"Autoscaler", "EarlyRetry", "GangScheduling", "MixedChurn", "NodeArrival", "PriorityPressure", "SchedulingBasic", "SchedulingWhileGated", "TenantFlood", "Unschedulable", "VolumeWait", "ZoneSpread"}
 	if got := strings.Join(Builtins(), ","); got != strings.Join(want, ",") {
 		t.Fatalf("built-ins %s", got)
 	}

@@ -30,6 +30,7 @@ func simulateCmd(stdout, stderr io.Writer) *cobra.Command {
 		progress          string
 		in                inputs
 		gf                gpuFlags
+		fw                frameworkFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate",
@@ -86,9 +87,15 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 			if seed.set {
 				sc.Seed = seed.v
 			}
+			if err := fw.apply(sc, ""); err != nil {
+				return err
+			}
 			var alt *sim.Scenario
 			if compare != "" {
 				if alt, err = in.compareScenario(scenario, scenarioSet, sc.Seed, compare); err != nil {
+					return err
+				}
+				if err := fw.apply(alt, compare); err != nil {
 					return err
 				}
 			}
@@ -166,6 +173,8 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 	gf.register(f)
 	f.StringVar(&in.snapshot, "snapshot", "", "start from a cluster saved with kubectl get nodes,pods -A -o yaml (a file or a directory of them)")
 	f.StringVar(&in.records, "records", "", "write one record per pod to this file (.jsonl or .csv)")
+	f.BoolVar(&fw.upstream, "upstream-plugins", false, "schedule lone pods with kube-scheduler v1.37.2's framework and plugins (the scenario's scheduler.plugins: upstream); groups and preemption keep schedq's")
+	f.StringVar(&fw.config, "config", "", "with --upstream-plugins: a KubeSchedulerConfiguration file whose one profile replaces the default (scheduler.config)")
 	f.StringVar(&in.series, "series", "", "write the sub-queue sizes and the cluster's allocation over virtual time to this file (.csv)")
 	return cmd
 }
@@ -243,4 +252,26 @@ func writeJSON(w io.Writer, v any, noWall bool) error {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// frameworkFlags are --upstream-plugins and --config.
+type frameworkFlags struct {
+	upstream bool
+	config   string
+}
+
+// apply sets the flags on sc, except a setting that --compare (compare)
+// changes in the second run.
+func (f frameworkFlags) apply(sc *sim.Scenario, compare string) error {
+	if f.upstream && !strings.Contains(compare, "plugins=") {
+		if err := sc.Set("plugins", sim.PluginsUpstream); err != nil {
+			return fmt.Errorf("--upstream-plugins: %w", err)
+		}
+	}
+	if f.config != "" && !strings.Contains(compare, "config=") {
+		if err := sc.Set("config", f.config); err != nil {
+			return fmt.Errorf("--config: %w", err)
+		}
+	}
+	return nil
 }

@@ -1,0 +1,213 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/schedq/schedq/kube/clusterevent"
+)
+
+// kubeDecoder is a scenario value written as Kubernetes writes it (a
+// manifest's fields), decoded strictly: checkFields calls decodeKube to
+// report a bad one at its path.
+type kubeDecoder interface {
+	decodeKube(n *yaml.Node) error
+}
+
+// Kube is a value of a Kubernetes API type (T) written in a scenario as
+// in a manifest: pods[].topologySpreadConstraints,
+// pods[].nodeAffinity. Unknown fields are errors.
+type Kube[T any] struct {
+	v   T
+	set bool
+}
+
+// UnmarshalYAML decodes the value strictly, through its JSON form.
+func (k *Kube[T]) UnmarshalYAML(n *yaml.Node) error { return k.decodeKube(n) }
+
+func (k *Kube[T]) decodeKube(n *yaml.Node) error {
+	b, err := yamlToJSON(n)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var v T
+	if err := dec.Decode(&v); err != nil {
+		return fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	k.v, k.set = v, true
+	return nil
+}
+
+func yamlToJSON(n *yaml.Node) ([]byte, error) {
+	var raw any
+	if err := n.Decode(&raw); err != nil {
+		return nil, err
+	}
+	return json.Marshal(raw)
+}
+
+// Object is a Kubernetes object written in a scenario as in a manifest,
+// with apiVersion and kind: a PersistentVolume, PersistentVolumeClaim,
+// StorageClass or CSINode (objects[], events[].createObjects,
+// events[].deleteObjects). It is decoded strictly, with client-go's
+// scheme.
+type Object struct{ obj runtime.Object }
+
+var strictDecoder = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+
+// UnmarshalYAML decodes the object.
+func (o *Object) UnmarshalYAML(n *yaml.Node) error { return o.decodeKube(n) }
+
+func (o *Object) decodeKube(n *yaml.Node) error {
+	b, err := yamlToJSON(n)
+	if err != nil {
+		return err
+	}
+	obj, _, err := strictDecoder.Decode(b, nil, nil)
+	if err != nil {
+		return err
+	}
+	switch x := obj.(type) {
+	case *v1.PersistentVolume, *storagev1.StorageClass, *storagev1.CSINode:
+	case *v1.PersistentVolumeClaim:
+		if x.Namespace == "" {
+			x.Namespace = "default"
+		}
+	default:
+		return fmt.Errorf("kind %s: the simulator takes PersistentVolume, PersistentVolumeClaim, StorageClass and CSINode", obj.GetObjectKind().GroupVersionKind().Kind)
+	}
+	o.obj = obj
+	return nil
+}
+
+// resource is the cluster event resource of the object's kind.
+func (o Object) resource() string {
+	switch o.obj.(type) {
+	case *v1.PersistentVolume:
+		return clusterevent.PersistentVolume
+	case *v1.PersistentVolumeClaim:
+		return clusterevent.PersistentVolumeClaim
+	case *storagev1.StorageClass:
+		return clusterevent.StorageClass
+	default:
+		return clusterevent.CSINode
+	}
+}
+
+// key names the object: kind/namespace/name.
+func (o Object) key() string {
+	m := o.meta()
+	return fmt.Sprintf("%T/%s/%s", o.obj, m.GetNamespace(), m.GetName())
+}
+
+func (o Object) meta() interface {
+	GetName() string
+	GetNamespace() string
+} {
+	return o.obj.(interface {
+		GetName() string
+		GetNamespace() string
+	})
+}
+
+// validate checks what the simulator needs of an object: a name, and a
+// claim that names its volume (no volume controller or provisioner runs,
+// so a claim is bound from the start).
+func (o Object) validate(f string, bad func(string, string, ...any)) {
+	if o.obj == nil {
+		return
+	}
+	if o.meta().GetName() == "" {
+		bad(f+".metadata.name", "must not be empty")
+	}
+	if pvc, ok := o.obj.(*v1.PersistentVolumeClaim); ok && pvc.Spec.VolumeName == "" {
+		bad(f+".spec.volumeName", "must name the claim's volume: the simulator runs no volume controller or provisioner, so a claim is bound to its volume from the start")
+	}
+}
+
+// validateUpstream checks the fields only kube-scheduler's plugins read.
+func (g *PodGroup) validateUpstream(f string, bad func(string, string, ...any)) {
+	for i, c := range g.TopologySpreadConstraints.v {
+		p := fmt.Sprintf("%s.topologySpreadConstraints[%d]", f, i)
+		if c.MaxSkew < 1 {
+			bad(p+".maxSkew", "must be at least 1, got %d", c.MaxSkew)
+		}
+		if c.TopologyKey == "" {
+			bad(p+".topologyKey", "must not be empty (for example %s)", zoneLabel)
+		}
+		switch c.WhenUnsatisfiable {
+		case v1.DoNotSchedule, v1.ScheduleAnyway:
+		default:
+			bad(p+".whenUnsatisfiable", "%q is not DoNotSchedule or ScheduleAnyway", c.WhenUnsatisfiable)
+		}
+	}
+	for i, port := range g.HostPorts {
+		if port < 1 || port > 65535 {
+			bad(fmt.Sprintf("%s.hostPorts[%d]", f, i), "must be 1 to 65535, got %d", port)
+		}
+	}
+	for i, c := range g.Claims {
+		if c == "" {
+			bad(fmt.Sprintf("%s.claims[%d]", f, i), "must not be empty")
+		}
+	}
+}
+
+// upstreamOnly names the first field set that only kube-scheduler's
+// plugins read, "" if none.
+func (s *Scenario) upstreamOnly() string {
+	if len(s.Objects) > 0 {
+		return "objects"
+	}
+	for i, e := range s.Events {
+		if e.CreateObjects != nil || e.DeleteObjects != nil {
+			return fmt.Sprintf("events[%d]", i)
+		}
+	}
+	for i, g := range s.Pods {
+		f := fmt.Sprintf("pods[%d].", i)
+		switch {
+		case g.TopologySpreadConstraints.set:
+			return f + "topologySpreadConstraints"
+		case g.NodeAffinity.set:
+			return f + "nodeAffinity"
+		case len(g.HostPorts) > 0:
+			return f + "hostPorts"
+		case len(g.Claims) > 0:
+			return f + "claims"
+		}
+	}
+	return ""
+}
+
+// upstreamFields sets on pod i of g the fields only kube-scheduler's
+// plugins read. The constraints are shared by the group's pods
+// (read-only, as every object of the simulator).
+func upstreamFields(g *PodGroup, i int, p *v1.Pod) {
+	p.Spec.TopologySpreadConstraints = g.TopologySpreadConstraints.v
+	if g.NodeAffinity.set {
+		if p.Spec.Affinity == nil {
+			p.Spec.Affinity = &v1.Affinity{}
+		}
+		p.Spec.Affinity.NodeAffinity = &g.NodeAffinity.v
+	}
+	for _, port := range g.HostPorts {
+		p.Spec.Containers[0].Ports = append(p.Spec.Containers[0].Ports, v1.ContainerPort{ContainerPort: port, HostPort: port, Protocol: v1.ProtocolTCP})
+	}
+	for j, c := range g.Claims {
+		p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: fmt.Sprintf("claim-%d", j), VolumeSource: v1.VolumeSource{
+			PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: strings.ReplaceAll(c, "{i}", strconv.Itoa(i))}}})
+	}
+}

@@ -1,0 +1,180 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/go-logr/logr"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
+	"github.com/schedq/schedq/kube/profile"
+	"github.com/schedq/schedq/kube/scheduler"
+)
+
+// Plugin sets of SchedulerSpec.Plugins.
+const (
+	PluginsSchedq   = "schedq"   // schedq's hand-written plugins (the default)
+	PluginsUpstream = "upstream" // kube-scheduler v1.37.2's framework and in-tree plugins
+)
+
+// upstream reports whether the scenario runs lone pods through
+// kube-scheduler's framework.
+func (sp SchedulerSpec) upstream() bool { return sp.Plugins == PluginsUpstream }
+
+// newFramework builds kube-scheduler's framework for a scenario that asks
+// for it (nil otherwise): the profile of scheduler.config, or the default
+// one, over an empty snapshot that the scheduler's cache keeps up to date,
+// with the scenario's objects in its informers. It makes cfg wake and gate
+// pods as the framework's plugins ask. Groups and preemption keep schedq's
+// own plugins.
+func (s *sim) newFramework(ctx context.Context, cfg *schedq.Config[types.NamespacedName, *v1.Pod]) (*profile.Framework, error) {
+	sp := s.sc.Scheduler
+	if !sp.upstream() {
+		if f := s.sc.upstreamOnly(); f != "" {
+			return nil, fmt.Errorf("%s: only kube-scheduler's plugins read it, and schedq's would ignore it: set scheduler.plugins: upstream (--upstream-plugins)", f)
+		}
+		return nil, nil
+	}
+	kcfg, err := profile.Load(sp.Config)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler.config: %w", err)
+	}
+	if n := len(kcfg.Profiles); n != 1 {
+		return nil, fmt.Errorf("scheduler.config %s: the simulator runs one profile, the file has %d", sp.Config, n)
+	}
+	fw, err := profile.NewFrameworkOn(ctx, &kcfg.Profiles[0], profile.Setup{Snapshot: backendcache.NewEmptySnapshot()})
+	if err != nil {
+		return nil, err
+	}
+	if err := scheduler.UseFrameworkHints(ctx, cfg, fw, logr.Discard()); err != nil {
+		fw.Close()
+		return nil, err
+	}
+	return fw, nil
+}
+
+// close releases the framework, if any.
+func (s *sim) close() {
+	if s.fw != nil {
+		s.fw.Close()
+	}
+}
+
+// validatePlugins checks plugins and config, and refuses the settings of
+// schedq's plugins with kube-scheduler's, which would ignore them.
+func (sp SchedulerSpec) validatePlugins(bad func(string, string, ...any)) {
+	switch sp.Plugins {
+	case "", PluginsSchedq, PluginsUpstream:
+	default:
+		bad("scheduler.plugins", "%q is not %s or %s", sp.Plugins, PluginsSchedq, PluginsUpstream)
+		return
+	}
+	if sp.upstream() {
+		if len(sp.DisablePlugins) > 0 {
+			bad("scheduler.disablePlugins", "names schedq's plugins; with plugins: upstream, disable plugins in the profile of scheduler.config")
+		}
+		if sp.Scoring != "" {
+			bad("scheduler.scoring", "sets schedq's scoring; with plugins: upstream, the profile of scheduler.config scores")
+		}
+		return
+	}
+	if sp.Config != "" {
+		bad("scheduler.config", "is kube-scheduler's profile: set scheduler.plugins: upstream (--upstream-plugins) too")
+	}
+}
+
+// objects are the objects the scenario created (objects[], createObjects),
+// as the plugins' informers hold them, by Object.key.
+type objects struct {
+	byKey   map[string]runtime.Object
+	version int // the last resourceVersion given
+}
+
+// createObjects creates each object, or updates the one of its key: in
+// the framework's informers first (the plugins' handlers run at once),
+// then as an event to the queue. The simulator plays the volume
+// controller: a claim (which names its volume) is bound, and so is a
+// volume with a claimRef. Each write gets the next resourceVersion, as
+// the assume caches of the plugins compare them.
+func (s *sim) createObjects(list []Object) {
+	for _, o := range list {
+		obj := o.obj.DeepCopyObject()
+		m := obj.(metav1.Object)
+		s.obj.version++
+		m.SetResourceVersion(strconv.Itoa(s.obj.version))
+		if m.GetUID() == "" {
+			m.SetUID(types.UID("uid-" + o.key()))
+		}
+		switch x := obj.(type) {
+		case *v1.PersistentVolumeClaim:
+			metav1.SetMetaDataAnnotation(&x.ObjectMeta, "pv.kubernetes.io/bind-completed", "yes")
+			x.Status.Phase = v1.ClaimBound
+		case *v1.PersistentVolume:
+			if x.Status.Phase == "" {
+				x.Status.Phase = v1.VolumeAvailable
+				if x.Spec.ClaimRef != nil {
+					x.Status.Phase = v1.VolumeBound
+				}
+			}
+		}
+		if err := s.fw.AddObject(obj); err != nil {
+			s.fail(err)
+			return
+		}
+		if s.obj.byKey == nil {
+			s.obj.byKey = map[string]runtime.Object{}
+		}
+		old := s.obj.byKey[o.key()]
+		s.obj.byKey[o.key()] = obj
+		if old == nil {
+			s.h.Other(o.resource(), clusterevent.Add, nil, obj)
+		} else {
+			s.h.Other(o.resource(), clusterevent.Update, old, obj)
+		}
+	}
+}
+
+// deleteObjects deletes each object (by kind and name); one that does not
+// exist fails the run.
+func (s *sim) deleteObjects(list []Object) {
+	for _, o := range list {
+		old := s.obj.byKey[o.key()]
+		if old == nil {
+			s.fail(fmt.Errorf("deleteObjects: %s %s/%s does not exist", o.obj.GetObjectKind().GroupVersionKind().Kind, o.meta().GetNamespace(), o.meta().GetName()))
+			return
+		}
+		if err := s.fw.DeleteObject(old); err != nil {
+			s.fail(err)
+			return
+		}
+		delete(s.obj.byKey, o.key())
+		s.h.Other(o.resource(), clusterevent.Delete, old, nil)
+	}
+}
+
+// fail ends the run with err at the next step.
+func (s *sim) fail(err error) {
+	if s.violation == nil {
+		s.violation = fmt.Errorf("at %v: %w", s.now.Sub(epoch), err)
+	}
+}
+
+// scoringLabel says in the report which plugins placed the pods: schedq's
+// scoring strategy, or kube-scheduler's profile.
+func (sp SchedulerSpec) scoringLabel() string {
+	if !sp.upstream() {
+		return cmpOr(sp.Scoring, "least-allocated")
+	}
+	prof := "default profile"
+	if sp.Config != "" {
+		prof = sp.Config
+	}
+	return "kube-scheduler v1.37.2's plugins (" + prof + "; groups and preemption: schedq's)"
+}
