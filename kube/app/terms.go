@@ -185,12 +185,14 @@ func campaignOnce(ctx context.Context, lock *fencedLock, f *fence, o Options, lo
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lctx context.Context) {
 				ts.run(func() {
-					tctx, cancel := context.WithCancel(lctx)
-					defer cancel()
-					defer context.AfterFunc(ctx, cancel)()
-					f.begin(cancel)
-					defer f.end()
-					term(tctx)
+					// A read of the lease that shows another holder ends the
+					// term (fence.lost), but the elector may go on leading:
+					// its next read shows our record again and it renews.
+					// Then the next term starts at once, and schedules when
+					// a renewal of ours opens the fence.
+					for runTerm(ctx, lctx, f, term); lctx.Err() == nil && ctx.Err() == nil; runTerm(ctx, lctx, f, term) {
+						log.Info("the term ended while the lease is still ours: a new term begins", "identity", lock.Identity())
+					}
 				})
 			},
 			// The fence closed at the first failed renewal already.
@@ -213,6 +215,17 @@ func campaignOnce(ctx context.Context, lock *fencedLock, f *fence, o Options, lo
 	le.Run(leCtx)
 	ts.close()
 	return nil
+}
+
+// runTerm runs one term: until the lease is lost (lctx ends), the fence
+// ends it, or ctx ends.
+func runTerm(ctx, lctx context.Context, f *fence, term func(context.Context)) {
+	tctx, cancel := context.WithCancel(lctx)
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	f.begin(cancel)
+	defer f.end()
+	term(tctx)
 }
 
 // termGuard runs at most the terms started before close, and close waits

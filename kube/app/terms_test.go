@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"sync"
@@ -144,5 +145,91 @@ func TestLostLeaseStandbyAndCampaignAgain(t *testing.T) {
 			t.Errorf("binding requests while another replica held the lease: %v", boundWhileStolen)
 		}
 		mu.Unlock()
+	})
+}
+
+// TestTermRestartsWhenAReadShowsAnotherHolder is the interleaving that
+// left a new leader scheduling nothing (seen in the e2e test
+// TestZombieHeldBindings under load): a renewal fails, the elector reads
+// the lease, and that read shows another holder, which ends the term
+// (fence.lost); but the elector's next read shows our record again and it
+// goes on renewing, so it never stops leading and never starts a term. A pod created after that read must
+// still be bound: a new term begins while the lease is ours.
+func TestTermRestartsWhenAReadShowsAnotherHolder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client := fakeCluster(testNode("n1", "8"), testPod("a", "schedq", "1"))
+		var mu sync.Mutex
+		ghostReads, failedUpdates := 0, 0
+		// The elector renews without reading while it leads; a failed
+		// renewal makes it read the lease before it tries again.
+		client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if failedUpdates == 0 {
+				return false, nil, nil
+			}
+			failedUpdates--
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "leases"}, "schedq", errors.New("the object has been modified"))
+		})
+		client.PrependReactor("get", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if ghostReads == 0 {
+				return false, nil, nil
+			}
+			ghostReads--
+			obj, err := client.Tracker().Get(coordinationv1.SchemeGroupVersion.WithResource("leases"), "kube-system", "schedq")
+			if err != nil {
+				return true, nil, err
+			}
+			l := obj.(*coordinationv1.Lease).DeepCopy()
+			ghost := "zombie"
+			l.Spec.HolderIdentity = &ghost
+			return true, l, nil
+		})
+		o := Options{SchedulerName: "schedq", Scoring: plugins.LeastAllocated, Clock: clock.RealClock{},
+			LeaderElect: true, LeaseNamespace: "kube-system", LeaseName: "schedq", Identity: "me",
+			LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 250 * time.Millisecond}
+		f, err := newLeaderFence(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- run(ctx, clients{sched: client, events: client, lease: client}, f, nil, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		}()
+		defer func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("run: %v", err)
+			}
+		}()
+		bg := context.Background()
+		nodeOf := func(name string) string {
+			p, err := client.CoreV1().Pods("default").Get(bg, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p.Spec.NodeName
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if nodeOf("a") == "" {
+			t.Fatal("a was not bound while leading")
+		}
+		mu.Lock()
+		ghostReads, failedUpdates = 1, 1
+		mu.Unlock()
+		time.Sleep(time.Second) // the elector's next reads: the ghost, then ours
+		synctest.Wait()
+		if _, err := client.CoreV1().Pods("default").Create(bg, testPod("b", "schedq", "1"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if n := nodeOf("b"); n == "" {
+			t.Fatal("b is still pending 5s after it was created: the lease is ours, but no term runs")
+		}
 	})
 }

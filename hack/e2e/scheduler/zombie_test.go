@@ -35,7 +35,7 @@ func TestZombieHeldBindings(t *testing.T) {
 			// b binds slowly (10/s), so that the zombie's held bindings
 			// reach the API server before b binds the same pods (it pops
 			// them in the same order).
-			b := startReplica(t, "b", name, lease, "--kube-api-qps=10", "--kube-api-burst=10")
+			b := startReplica(t, "b", name, lease, "--kube-api-qps=10", "--kube-api-burst=10", "--log-level=debug")
 			waitFor(t, time.Minute, "replica b to be ready (standby)", func(context.Context) (bool, error) {
 				return readyzBody(b.addr) == "ok: standby", nil
 			})
