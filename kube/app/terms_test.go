@@ -15,11 +15,51 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
 
 	"github.com/schedq/schedq/kube/plugins"
 )
+
+// runLeader runs the scheduler with leader election on client (lease
+// kube-system/schedq, identity "me", lease 4s, renewal deadline 3s, retry
+// 250ms) until the test ends, then checks that run returned nil. done
+// has run's result if it returned before. Call it in a synctest bubble.
+func runLeader(t *testing.T, client *fake.Clientset) (done <-chan error) {
+	o := Options{SchedulerName: "schedq", Scoring: plugins.LeastAllocated, Clock: clock.RealClock{},
+		LeaderElect: true, LeaseNamespace: "kube-system", LeaseName: "schedq", Identity: "me",
+		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 250 * time.Millisecond}
+	f, err := newLeaderFence(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan error, 1)
+	go func() {
+		ch <- run(ctx, clients{sched: client, events: client, lease: client}, f, nil, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Errorf("run: %v", err)
+			}
+		case <-time.After(time.Minute): // the test read it already, or run hangs
+		}
+	})
+	return ch
+}
+
+// podNode returns the node default/name is bound to, or "".
+func podNode(t *testing.T, client *fake.Clientset, name string) string {
+	p, err := client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Spec.NodeName
+}
 
 // TestLostLeaseStandbyAndCampaignAgain runs the scheduler with leader
 // election on a fake cluster, in virtual time. Its renewals start failing
@@ -51,24 +91,7 @@ func TestLostLeaseStandbyAndCampaignAgain(t *testing.T) {
 			}
 			return false, nil, nil
 		})
-		o := Options{SchedulerName: "schedq", Scoring: plugins.LeastAllocated, Clock: clock.RealClock{},
-			LeaderElect: true, LeaseNamespace: "kube-system", LeaseName: "schedq", Identity: "me",
-			LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 250 * time.Millisecond}
-		f, err := newLeaderFence(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() {
-			done <- run(ctx, clients{sched: client, events: client, lease: client}, f, nil, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		}()
-		defer func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("run: %v", err)
-			}
-		}()
+		done := runLeader(t, client)
 		bg := context.Background()
 		leases := client.CoordinationV1().Leases("kube-system")
 		holder := func() string {
@@ -78,13 +101,7 @@ func TestLostLeaseStandbyAndCampaignAgain(t *testing.T) {
 			}
 			return *l.Spec.HolderIdentity
 		}
-		nodeOf := func(name string) string {
-			p, err := client.CoreV1().Pods("default").Get(bg, name, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return p.Spec.NodeName
-		}
+		nodeOf := func(name string) string { return podNode(t, client, name) }
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
 		if holder() != "me" || nodeOf("a") == "" {
@@ -187,32 +204,9 @@ func TestTermRestartsWhenAReadShowsAnotherHolder(t *testing.T) {
 			l.Spec.HolderIdentity = &ghost
 			return true, l, nil
 		})
-		o := Options{SchedulerName: "schedq", Scoring: plugins.LeastAllocated, Clock: clock.RealClock{},
-			LeaderElect: true, LeaseNamespace: "kube-system", LeaseName: "schedq", Identity: "me",
-			LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 250 * time.Millisecond}
-		f, err := newLeaderFence(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() {
-			done <- run(ctx, clients{sched: client, events: client, lease: client}, f, nil, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		}()
-		defer func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("run: %v", err)
-			}
-		}()
+		runLeader(t, client)
 		bg := context.Background()
-		nodeOf := func(name string) string {
-			p, err := client.CoreV1().Pods("default").Get(bg, name, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return p.Spec.NodeName
-		}
+		nodeOf := func(name string) string { return podNode(t, client, name) }
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
 		if nodeOf("a") == "" {
