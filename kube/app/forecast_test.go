@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -125,20 +126,21 @@ func about(d, want time.Duration) bool { return d >= want && d <= want+time.Seco
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
 	resp, err := http.Get(url)
+	return readAnswer(t, resp, err)
+}
+
+// readAnswer returns resp's status and body, failing t on err.
+func readAnswer(t *testing.T, resp *http.Response, err error) (int, string) {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var b strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := resp.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			break
-		}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return resp.StatusCode, b.String()
+	return resp.StatusCode, string(b)
 }
 
 func TestLiveForecast(t *testing.T) {
