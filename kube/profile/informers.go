@@ -131,60 +131,54 @@ type syncInformer struct {
 	handlers []cache.ResourceEventHandler
 }
 
+// add stores obj and calls the handlers' OnAdd, or OnUpdate if an
+// object with its key is stored.
 func (i *syncInformer) add(obj runtime.Object) error {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	old, exists, err := i.GetIndexer().Get(obj)
-	if err != nil {
-		return err
-	}
-	if err := i.GetIndexer().Add(obj); err != nil {
-		return err
-	}
-	for _, h := range i.handlers {
+	return i.change(obj, "add", func(old any, exists bool, h cache.ResourceEventHandler) {
 		if exists {
 			h.OnUpdate(old, obj)
 		} else {
 			h.OnAdd(obj, true)
 		}
-	}
-	return nil
+	})
 }
 
+// update replaces the stored object with obj's key and calls OnUpdate.
 func (i *syncInformer) update(obj runtime.Object) error {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	old, exists, err := i.GetIndexer().Get(obj)
-	if err != nil {
-		return err
-	}
-	if !exists {
-		return fmt.Errorf("update of %T %s: not found", obj, objKey(obj))
-	}
-	if err := i.GetIndexer().Update(obj); err != nil {
-		return err
-	}
-	for _, h := range i.handlers {
-		h.OnUpdate(old, obj)
-	}
-	return nil
+	return i.change(obj, "update", func(old any, _ bool, h cache.ResourceEventHandler) { h.OnUpdate(old, obj) })
 }
 
+// delete removes the stored object with obj's key and calls OnDelete.
 func (i *syncInformer) delete(obj runtime.Object) error {
+	return i.change(obj, "delete", func(old any, _ bool, h cache.ResourceEventHandler) { h.OnDelete(old) })
+}
+
+// change looks obj's key up, applies op to the store (update and delete
+// need the key stored), then calls notify for each handler, all under
+// i.mu. O(handlers).
+func (i *syncInformer) change(obj runtime.Object, op string, notify func(old any, exists bool, h cache.ResourceEventHandler)) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	old, exists, err := i.GetIndexer().Get(obj)
+	store := i.GetIndexer()
+	old, exists, err := store.Get(obj)
 	if err != nil {
 		return err
 	}
-	if !exists {
-		return fmt.Errorf("delete of %T %s: not found", obj, objKey(obj))
+	switch {
+	case op == "add":
+		err = store.Add(obj)
+	case !exists:
+		return fmt.Errorf("%s of %T %s: not found", op, obj, objKey(obj))
+	case op == "update":
+		err = store.Update(obj)
+	default:
+		err = store.Delete(old)
 	}
-	if err := i.GetIndexer().Delete(old); err != nil {
+	if err != nil {
 		return err
 	}
 	for _, h := range i.handlers {
-		h.OnDelete(old)
+		notify(old, exists, h)
 	}
 	return nil
 }

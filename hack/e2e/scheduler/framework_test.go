@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -30,14 +29,7 @@ func startFrameworkScheduler(t *testing.T, name string) *sched {
 	}
 	o.Config.Upstream, o.Config.Profile = true, &cfg.Profiles[0]
 	s.inProcess = runInProcess(t, o)
-	waitFor(t, 60*time.Second, "scheduler "+name+" ready", func(context.Context) (bool, error) {
-		resp, err := http.Get("http://" + s.addr + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
+	s.waitReady(t)
 	return s
 }
 

@@ -68,7 +68,14 @@ func startScheduler(t *testing.T, name string) *sched {
 	t.Helper()
 	s := &sched{name: name, addr: freeAddr(t)}
 	s.inProcess = runInProcess(t, app.Options{SchedulerName: name, Address: s.addr})
-	waitFor(t, 60*time.Second, "scheduler "+name+" ready", func(context.Context) (bool, error) {
+	s.waitReady(t)
+	return s
+}
+
+// waitReady waits up to a minute for s's /readyz to answer 200.
+func (s *sched) waitReady(t *testing.T) {
+	t.Helper()
+	waitFor(t, 60*time.Second, "scheduler "+s.name+" ready", func(context.Context) (bool, error) {
 		resp, err := http.Get("http://" + s.addr + "/readyz")
 		if err != nil {
 			return false, nil
@@ -76,7 +83,6 @@ func startScheduler(t *testing.T, name string) *sched {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil
 	})
-	return s
 }
 
 // get fetches a path of the scheduler's HTTP server.
