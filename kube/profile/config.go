@@ -13,6 +13,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
 	frameworkplugins "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/podtopologyspread"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 )
 
@@ -25,9 +26,11 @@ type Config = config.KubeSchedulerConfiguration
 func OutOfTree() frameworkruntime.Registry { return frameworkruntime.Registry{} }
 
 // Registry returns kube-scheduler v1.37.2's in-tree registry merged with
-// OutOfTree. It fails if a name is in both.
+// OutOfTree. It fails if a name is in both. PodTopologySpread signs more
+// pods than upstream's (spreadSigner); nothing else differs.
 func Registry() (frameworkruntime.Registry, error) {
 	r := frameworkplugins.NewInTreeRegistry()
+	r[podtopologyspread.Name] = signingSpread(r[podtopologyspread.Name])
 	if err := r.Merge(OutOfTree()); err != nil {
 		return nil, err
 	}
