@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 
@@ -74,7 +75,9 @@ func (s *Scheduler) scheduleFramework(ctx context.Context, info Attempt) Outcome
 		return s.fail(ctx, info, start, Outcome{Result: Error, Message: "invalid pod: " + err.Error()})
 	}
 	s.readFWNominations(info.Key, pod)
-	defer func() { s.ownNom, s.hasNom = "", false; clear(s.fwNom.pods) }()
+	s.fwCycle++
+	s.sig = s.o.Framework.Framework().SignPod(ctx, pod)
+	defer func() { s.ownNom, s.hasNom, s.sig = "", false, nil; clear(s.fwNom.pods) }()
 	st, err := s.cache.UpdateSnapshot(s.o.Framework.Snapshot())
 	if err != nil {
 		return s.fail(ctx, info, start, Outcome{Result: Error, Message: "snapshot: " + err.Error()})
@@ -86,9 +89,14 @@ func (s *Scheduler) scheduleFramework(ctx context.Context, info Attempt) Outcome
 		s.clearNomination(info.Key, out.clearNom)
 	}
 	if out.Result != Scheduled {
+		s.batch.drop()
 		return s.fail(ctx, info, start, out)
 	}
-	return s.fwCommit(ctx, info, pi, cs, out, start)
+	done := s.fwCommit(ctx, info, pi, cs, out, start)
+	if done.Result != Scheduled {
+		s.batch.drop()
+	}
+	return done
 }
 
 // fwFind finds the node for pod: its nominated node if it passes the
@@ -127,8 +135,13 @@ func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod) 
 			out.clearNom = "nominated node is gone"
 		case fw.RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni).IsSuccess():
 			out.Result, out.Node = Scheduled, s.ownNom
+			s.batch.drop()
 			return out
 		}
+	}
+	if node, ok := s.fwHint(ctx, cs, pod); ok {
+		out.Result, out.Node = Scheduled, node
+		return out
 	}
 	nodes := all
 	if !pre.AllNodes() {
@@ -154,6 +167,7 @@ func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod) 
 	out.Result = Scheduled
 	if len(feasible) == 1 {
 		out.Node = feasible[0].Node().Name
+		s.batch.drop()
 		return out
 	}
 	node, err := s.fwPick(ctx, cs, pod, feasible)
@@ -201,8 +215,9 @@ func (s *Scheduler) fwFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod
 }
 
 // fwPick runs PreScore and Score on the feasible nodes and returns the
-// best, breaking ties at random (reservoir sampling, so that every best
-// node is equally likely).
+// best, ties broken at random (each node gets a random tie-breaker, as
+// kube-scheduler's do). The others, best first, start a batch for the
+// next cycle (fwbatch.go). O(feasible x scorers).
 func (s *Scheduler) fwPick(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, feasible []fwk.NodeInfo) (string, error) {
 	fw := s.o.Framework.Framework()
 	if st := fw.RunPreScorePlugins(ctx, cs, pod, feasible); !st.IsSuccess() {
@@ -212,18 +227,13 @@ func (s *Scheduler) fwPick(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if !st.IsSuccess() {
 		return "", st.AsError()
 	}
-	best, bestScore, ties := "", int64(-1), 0
-	for _, ns := range scores {
-		switch {
-		case ns.TotalScore > bestScore:
-			best, bestScore, ties = ns.Name, ns.TotalScore, 1
-		case ns.TotalScore == bestScore:
-			ties++
-			if s.o.Rand.IntN(ties) == 0 {
-				best = ns.Name
-			}
-		}
+	for i := range scores {
+		scores[i].Randomizer = s.o.Rand.Int()
 	}
+	rest := scoreHeap(scores)
+	heap.Init(&rest)
+	best := heap.Pop(&rest).(fwk.NodePluginScores).Name
+	s.keepBatch(best, rest)
 	return best, nil
 }
 

@@ -19,6 +19,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
@@ -147,6 +148,13 @@ type Scheduler struct {
 	// fwNom serves Options.Framework the nominations read before the
 	// cycle.
 	fwNom fwNominator
+	// fwCycle numbers the framework path's lone-pod cycles, sig is the
+	// current one's pod signature (nil outside such a cycle or if a
+	// plugin cannot sign the pod), and batch is what it may reuse of the
+	// cycle before (fwbatch.go).
+	fwCycle uint64
+	sig     fwk.PodSignature
+	batch   fwBatch
 	// committed says the cycle handed its attempt to bindings: a panic
 	// after that point does not requeue it (see recovered).
 	committed bool
