@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -227,5 +228,88 @@ func TestFrameworkGangReservesAndUnreserves(t *testing.T) {
 	}
 	if n := f.c.GroupPlaced("default/ok"); n != 2 {
 		t.Fatalf("%d members cached", n)
+	}
+}
+
+// TestFrameworkGroupCyclesWithConcurrentWriters runs group attempts and
+// lone pods' cycles on the framework path while two goroutines, as
+// informers do, add and delete nodes and bound pods: under -race, a
+// plugin or the snapshot's trial reading what a writer changes would be
+// reported. The writers' nodes are tainted, so every group fits the four
+// others and is bound whole, each member on a node of its own (the
+// members of a group ask for one host port); and the snapshot, brought up
+// to date at the end, holds what the cache holds.
+func TestFrameworkGroupCyclesWithConcurrentWriters(t *testing.T) {
+	f := newFWFixture(t, nil, nil)
+	for i := range 4 {
+		f.h.AddNode(zonedNode(fmt.Sprint("n", i), "a"))
+	}
+	const groups, lone = 8, 16
+	for g := range groups {
+		f.addFWGang(fmt.Sprint("g", g), 3, 3, func(_ int, p *v1.Pod) { withHostPort(p, int32(9000+g)) })
+	}
+	for i := range lone {
+		f.h.AddPod(pod(fmt.Sprint("p", i), 10))
+	}
+	stop := make(chan struct{})
+	var writers sync.WaitGroup
+	writers.Go(func() { // nodes
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n := zonedNode(fmt.Sprint("x", i%3), "b")
+			n.Spec.Taints = []v1.Taint{{Key: "writer", Effect: v1.TaintEffectNoSchedule}}
+			f.h.AddNode(n)
+			f.h.DeleteNode(n)
+		}
+	})
+	writers.Go(func() { // bound pods
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			other := pod(fmt.Sprint("other", i%5), 10)
+			other.Spec.SchedulerName, other.Spec.NodeName = "default-scheduler", fmt.Sprint("n", i%4)
+			f.h.AddPod(other)
+			f.h.DeletePod(other)
+		}
+	})
+	f.s.reporter = &lockedReporter{}
+	for range groups + lone {
+		info, ok := tryPop(f.q)
+		if !ok {
+			break
+		}
+		if out := f.s.ScheduleOne(context.Background(), info); out.Result != Scheduled {
+			t.Errorf("%s%s: %+v", info.Group, info.Key, out)
+		}
+	}
+	close(stop)
+	writers.Wait()
+	for g := range groups {
+		nodes := map[string]bool{}
+		for i := range 3 {
+			if n, ok := f.b.binds[fmt.Sprintf("g%d-%d", g, i)]; ok {
+				nodes[n] = true
+			}
+		}
+		if len(nodes) != 3 {
+			t.Errorf("group g%d bound on %v, want 3 nodes", g, nodes)
+		}
+	}
+	if len(f.b.binds) != groups*3+lone {
+		t.Errorf("%d bound, want %d", len(f.b.binds), groups*3+lone)
+	}
+	snap := f.s.o.Framework.Snapshot()
+	if _, err := f.c.UpdateSnapshot(snap); err != nil {
+		t.Fatal(err)
+	}
+	if want, got := contentOfCache(f.c), contentOfSnapshot(t, snap); fmt.Sprint(want) != fmt.Sprint(got) {
+		t.Fatalf("after the cycles:\n cache    %v\n snapshot %v", want, got)
 	}
 }
