@@ -67,6 +67,12 @@ func TestFrameworkBatchEnds(t *testing.T) {
 	}{
 		{"another signature in between", func(f *fixture, _ *time.Time) { f.place(pod("other", 2000)) }},
 		{"too old", func(_ *fixture, now *time.Time) { *now = now.Add(batchMaxAge) }},
+		{"a group attempt in between", func(f *fixture, _ *time.Time) {
+			f.addFWGang("g", 2, 2, nil)
+			if out := f.once(); out.Result != Scheduled {
+				f.t.Fatalf("group: %+v", out)
+			}
+		}},
 		{"a failed cycle in between", func(f *fixture, _ *time.Time) {
 			f.h.AddPod(pod("huge", 100000))
 			if out := f.once(); out.Result != Unschedulable {

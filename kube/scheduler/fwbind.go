@@ -51,11 +51,8 @@ func (s *Scheduler) forget(ctx context.Context, pod *v1.Pod, pb *pendingBinding)
 }
 
 // fwCommit assumes pod on the chosen node, runs Reserve and Permit there
-// and starts the binding: on this goroutine if no PreBind plugin has work
-// (RunPreBindPreFlights skips), else on one of its own that runs PreBind
-// first. A rejection at Reserve or Permit (or a panic) unreserves and
-// forgets the pod before the attempt fails. Permit's Wait is refused:
-// schedq does not hold pods at Permit.
+// and starts the binding (startBinding). A rejection at Reserve or Permit
+// (or a panic) unreserves and forgets the pod before the attempt fails.
 func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.PodInfo, cs fwk.CycleState, out Outcome, start time.Time) Outcome {
 	fw := s.o.Framework.Framework()
 	node := out.Node
@@ -78,14 +75,7 @@ func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.Po
 		}
 	}
 	defer release() // a panic in Reserve or Permit
-	if st := fw.RunReservePluginsReserve(ctx, cs, assumed, node); !st.IsSuccess() {
-		release()
-		return s.fail(ctx, info, start, onNodeOutcome(assumed, node, st))
-	}
-	if _, st := fw.RunPermitPlugins(ctx, cs, assumed, node); !st.IsSuccess() {
-		if st.IsWait() {
-			st = fwk.NewStatus(fwk.Error, fmt.Sprintf("Permit plugin %s asked the pod to wait; schedq does not wait at Permit", st.Plugin()))
-		}
+	if st := fb.reservePermit(ctx); st != nil {
 		release()
 		return s.fail(ctx, info, start, onNodeOutcome(assumed, node, st))
 	}
@@ -93,7 +83,38 @@ func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.Po
 	s.committed = true // the binding owns the attempt from here
 	s.assumed(info.Key)
 	s.o.Metrics.attempt(Scheduled, s.o.Now().Sub(start))
-	switch st := fw.RunPreBindPreFlights(ctx, cs, assumed, node); {
+	s.startBinding(ctx, info, node, pb, start)
+	return out
+}
+
+// reservePermit runs the Reserve plugins, then the Permit plugins, on b's
+// node, and returns the status that stopped them (nil if none did). The
+// caller unreserves after a failure. Permit's Wait is an error: schedq
+// does not hold pods at Permit.
+func (b *fwBinding) reservePermit(ctx context.Context) *fwk.Status {
+	if st := b.fw.RunReservePluginsReserve(ctx, b.state, b.pod, b.node); !st.IsSuccess() {
+		return st
+	}
+	if _, st := b.fw.RunPermitPlugins(ctx, b.state, b.pod, b.node); !st.IsSuccess() {
+		if st.IsWait() {
+			st = fwk.NewStatus(fwk.Error, fmt.Sprintf("Permit plugin %s asked the pod to wait; schedq does not wait at Permit", st.Plugin()))
+		}
+		return st
+	}
+	return nil
+}
+
+// startBinding starts the binding of an assumed pod. For a pod placed by
+// the framework (pb.fw), it binds on this goroutine if no PreBind plugin
+// has work (RunPreBindPreFlights skips), else on one of its own that runs
+// PreBind first; a PreFlight or PreBind failure is a failed binding.
+func (s *Scheduler) startBinding(ctx context.Context, info Attempt, node string, pb *pendingBinding, start time.Time) {
+	fb := pb.fw
+	if fb == nil {
+		s.bind(ctx, info, node, pb, start)
+		return
+	}
+	switch st := fb.fw.RunPreBindPreFlights(ctx, fb.state, fb.pod, node); {
 	case st.IsSkip():
 		s.bind(ctx, info, node, pb, start)
 	case !st.IsSuccess():
@@ -107,7 +128,6 @@ func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.Po
 			s.bind(ctx, info, node, pb, start)
 		}()
 	}
-	return out
 }
 
 // onNodeOutcome is the outcome of a rejection on the chosen node (at

@@ -87,7 +87,10 @@ func (c *Cache) TrackUpstream() {
 // upstream (TrackUpstream). It holds the cache's read lock only while it
 // copies; the caller then reads snap with no lock, while writers go on.
 // It fails if upstream's cache refused a write since the last call (the
-// snapshot may then be wrong) or found itself inconsistent.
+// snapshot may then be wrong) or found itself inconsistent. Pods added to
+// snap since (Snapshot.AssumePod, a group attempt's members) must be
+// forgotten before the next call: they keep their nodes' generation, so
+// the nodes the cache did not change are not copied again.
 func (c *Cache) UpdateSnapshot(snap *backendcache.Snapshot) (clusterState, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()

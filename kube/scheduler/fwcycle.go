@@ -17,8 +17,9 @@ import (
 
 // The single-pod cycle on kube-scheduler's framework (Options.Framework):
 // the snapshot is brought up to date from the cache (Cache.UpdateSnapshot)
-// and every plugin then runs on it with no lock of schedq's held. Groups,
-// preemption and the simulator keep the hand-written plugins.
+// and every plugin then runs on it with no lock of schedq's held. Group
+// attempts reuse fwFind (fwgroup.go); preemption keeps the hand-written
+// plugins.
 
 // fwNominator serves the framework's PodNominator from the queue's
 // nominations, read before each cycle (readFWNominations) as the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/plugins"
 )
 
 // Warner is a Reporter that can also emit a warning event about an object
@@ -34,9 +35,11 @@ type groupTry struct {
 	bindings *gangBinds
 }
 
-// scheduleGroup runs a group attempt: the members are placed one by one,
-// in the order the queue gives them, in a trial on the cache (Cache.Trial)
-// in which each placement counts for the next members. If the profile's
+// scheduleGroup runs a group attempt (on the framework path with
+// scheduleGroupFramework; here with the profile's plugins): the members
+// are placed one by one, in the order the queue gives them, in a trial on
+// the cache (Cache.Trial) in which each placement counts for the next
+// members. If the profile's
 // group plugin says the quorum is met, the placements become assumptions
 // and the members are bound in parallel; the members that did not fit go
 // back with the group (DoneMembers). If not, nothing is placed and the
@@ -44,11 +47,14 @@ type groupTry struct {
 // O(members x nodes) filter calls, under the cache's write lock.
 func (s *Scheduler) scheduleGroup(ctx context.Context, a Attempt) Outcome {
 	start := s.o.Now()
-	gp := s.o.Profile.Group
+	gp := s.groupPlugin()
 	if gp == nil {
 		return s.failGroup(ctx, a, start, &groupTry{}, Outcome{Result: Error, Message: "the profile has no group plugin"})
 	}
 	s.checkPriorities(ctx, a)
+	if s.o.Framework != nil {
+		return s.scheduleGroupFramework(ctx, a, gp)
+	}
 	g := &groupTry{}
 	s.cache.Trial(func(snap framework.Snapshot, t *Trial) bool {
 		s.tryMembers(ctx, a, gp, snap, t, g)
@@ -59,6 +65,19 @@ func (s *Scheduler) scheduleGroup(ctx context.Context, a Attempt) Outcome {
 		return s.failGroup(ctx, a, start, g, s.groupOutcome(a, g))
 	}
 	return s.bindGroup(ctx, a, start, g)
+}
+
+// groupPlugin is the plugin that decides a group attempt's quorum: the
+// profile's, else, on the framework path, schedq's GangScheduling
+// (kube-scheduler's own is off with GenericWorkload); nil if none.
+func (s *Scheduler) groupPlugin() framework.GroupPlugin {
+	if s.o.Profile.Group != nil {
+		return s.o.Profile.Group
+	}
+	if s.o.Framework != nil {
+		return plugins.GangScheduling{}
+	}
+	return nil
 }
 
 // tryMembers places a's members in the trial t until the quorum is met
@@ -134,7 +153,7 @@ func (s *Scheduler) groupOutcome(a Attempt, g *groupTry) Outcome {
 		a.Group, len(g.placed), len(a.Members), g.before, a.Spec.MinCount)
 	if g.before+len(a.Members) < a.Spec.MinCount {
 		// Too few members to make it, even if they all fit.
-		out.Plugins = append(out.Plugins, s.o.Profile.Group.Name())
+		out.Plugins = append(out.Plugins, s.groupPlugin().Name())
 		head = fmt.Sprintf("group %s: %d members waiting and %d bound, fewer than minCount %d",
 			a.Group, len(a.Members), g.before, a.Spec.MinCount)
 	}
@@ -193,7 +212,7 @@ func (s *Scheduler) bindGroup(ctx context.Context, a Attempt, start time.Time, g
 	// not bound: StartBinding refuses it, and its binding ends once,
 	// through the abort or as not sent.
 	for j, i := range g.placed {
-		s.bind(ctx, memberAttempt(a.Members[i]), g.nodes[j], g.pbs[j], start)
+		s.startBinding(ctx, memberAttempt(a.Members[i]), g.nodes[j], g.pbs[j], start)
 	}
 	return Outcome{Result: Scheduled, Node: fmt.Sprintf("%d members of group %s", len(g.placed), a.Group)}
 }

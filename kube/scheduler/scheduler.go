@@ -106,9 +106,10 @@ type Options struct {
 	Metrics *Metrics
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
-	// Framework, if not nil, schedules lone pods with kube-scheduler's
-	// framework and plugins (fwcycle.go) instead of Profile's; group
-	// attempts and preemption still use Profile. New makes the cache track
+	// Framework, if not nil, schedules lone pods and group attempts with
+	// kube-scheduler's framework and plugins (fwcycle.go, fwgroup.go)
+	// instead of Profile's; preemption still uses Profile, and Profile's
+	// group plugin (else GangScheduling) decides a group's quorum. New makes the cache track
 	// kube-scheduler's cache for its snapshot (Cache.TrackUpstream) and
 	// gives the framework the queue's nominations. Its profile's
 	// percentageOfNodesToScore, if set, overrides PercentageOfNodesToScore.

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,5 +126,68 @@ func TestVolumeWaitBindsAfterVolumes(t *testing.T) {
 	}
 	if b := s.bound(); b != 46 {
 		t.Errorf("%d of 46 pods bound", b)
+	}
+}
+
+// TestGangsOnUpstreamPluginsAllOrNothing: on kube-scheduler's plugins a
+// group's members are placed in one snapshot, each seeing those placed
+// before. A gang of 4 asking for host port 8080 fits 3 nodes only
+// (NodePorts rejects the 4th), so none of it is bound; a gang of 3 with
+// another port is bound on the 3 nodes; and 3 lone pods asking for 8080
+// are bound too: the failed gang left nothing behind.
+func TestGangsOnUpstreamPluginsAllOrNothing(t *testing.T) {
+	sc, err := Parse([]byte(`
+name: GangPorts
+scheduler: {plugins: upstream}
+nodes:
+  - {name: n, count: 3, capacity: {cpu: "8", memory: 32Gi}}
+pods:
+  - {name: four, count: 4, requests: {cpu: "1"}, hostPorts: [8080], gang: {size: 4}}
+  - {name: three, count: 3, requests: {cpu: "1"}, hostPorts: [9090], gang: {size: 3}}
+  - {name: lone, count: 3, requests: {cpu: "1"}, hostPorts: [8080], arrival: {at: 1s}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := runSim(t, sc)
+	r := s.report()
+	if g := r.Gangs; g == nil || g.Gangs != 2 || g.Placed != 1 || g.Waiting != 1 || g.PartlyPlaced != 0 || r.Scheduled != 6 {
+		t.Fatalf("scheduled %d, gangs %+v", r.Scheduled, r.Gangs)
+	}
+	nodes := map[string]map[string]bool{}
+	for _, st := range s.order {
+		p := s.cl.pods[st.key]
+		if st.bound.IsZero() || p == nil {
+			continue
+		}
+		group := p.Labels["group"]
+		if nodes[group] == nil {
+			nodes[group] = map[string]bool{}
+		}
+		nodes[group][p.Spec.NodeName] = true
+	}
+	if len(nodes["four"]) != 0 || len(nodes["three"]) != 3 || len(nodes["lone"]) != 3 {
+		t.Fatalf("nodes per group %v", nodes)
+	}
+	if len(r.PendingReasons) != 1 || !strings.Contains(r.PendingReasons[0].Label, "3 of 4 members fit") ||
+		!strings.Contains(r.PendingReasons[0].Label, "didn't have free ports") {
+		t.Fatalf("pending reasons %+v", r.PendingReasons)
+	}
+}
+
+// TestGangSchedulingScenarioOnUpstreamPlugins: the built-in gang
+// scenario on kube-scheduler's plugins places every gang whole, never
+// one partly.
+func TestGangSchedulingScenarioOnUpstreamPlugins(t *testing.T) {
+	sc := load(t, "GangScheduling")
+	if err := sc.Set("plugins", "upstream"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(sc, Options{CheckInvariants: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := r.Gangs; g == nil || g.Gangs != 13 || g.Placed != 13 || g.PartlyPlaced != 0 || g.Waiting != 0 {
+		t.Fatalf("gangs %+v", r.Gangs)
 	}
 }

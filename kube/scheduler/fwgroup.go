@@ -1,0 +1,208 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/klog/v2"
+	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	fwframework "k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// Group attempts on kube-scheduler's framework (Options.Framework). The
+// framework's snapshot is brought up to date once (Cache.UpdateSnapshot),
+// then the members are placed one by one with the same functions as a
+// lone pod (fwFind: PreFilter, Filter with the nominated pods, PreScore,
+// Score, pick), each placed member being added to the snapshot
+// (Snapshot.AssumePod) and reserved and permitted there, so that the next
+// members' plugins count it. No lock of schedq's is held while a plugin
+// runs. The quorum is schedq's group plugin's (groupPlugin). Only if it is
+// met do the placed members become assumptions in the Cache, in one step
+// under its lock (Cache.Trial, which re-checks the quorum against what the
+// cache holds then); otherwise they are unreserved and nothing is assumed.
+//
+// The snapshot is always restored (fwTrial.end: the members are forgotten
+// in reverse order, Snapshot.ForgetPod), on every path, panics included.
+// It must be: AssumePod keeps the node's generation, so the next
+// UpdateSnapshot copies only the nodes the cache changed since and would
+// otherwise leave a failed attempt's members in the others.
+
+// fwTrial is a framework group attempt's members placed in the snapshot,
+// in the order placed. Only the scheduling loop uses it.
+type fwTrial struct {
+	s       *Scheduler
+	snap    *backendcache.Snapshot
+	members []fwMember
+}
+
+// fwMember is a member placed in the snapshot and reserved on its node.
+type fwMember struct {
+	index int                // into Attempt.Members
+	pi    *framework.PodInfo // for the cache
+	pb    *pendingBinding    // its binding; pb.fw holds the framework's side
+	kept  bool               // assumed in the cache: the binding unreserves
+}
+
+// scheduleGroupFramework is scheduleGroup on the framework: see above.
+// O(members x examined nodes x plugins), with no lock held but the
+// cache's read lock while the snapshot is updated and its write lock
+// while the placements become assumptions (O(members)).
+func (s *Scheduler) scheduleGroupFramework(ctx context.Context, a Attempt, gp framework.GroupPlugin) Outcome {
+	start := s.o.Now()
+	s.batch.drop() // the members change nodes the batch's scores describe
+	snap := s.o.Framework.Snapshot()
+	st, err := s.cache.UpdateSnapshot(snap)
+	g := &groupTry{state: st}
+	if err != nil {
+		return s.failGroup(ctx, a, start, g, Outcome{Result: Error, Message: "snapshot: " + err.Error()})
+	}
+	g.before = s.cache.GroupPlaced(a.Group)
+	g.bindings = newGangBinds(s, a.Group, a.Spec.MinCount, g.before, 0)
+	tr := &fwTrial{s: s, snap: snap}
+	defer tr.end(ctx) // a panic in a plugin
+	s.fwPlaceMembers(ctx, a, gp, g, tr)
+	if g.verdict == framework.QuorumMet {
+		s.fwAssumeMembers(a, gp, g, tr)
+	}
+	tr.end(ctx)
+	if g.verdict != framework.QuorumMet {
+		return s.failGroup(ctx, a, start, g, s.groupOutcome(a, g))
+	}
+	return s.bindGroup(ctx, a, start, g)
+}
+
+// fwPlaceMembers places a's members in the snapshot until the quorum is
+// met for all of them or can no longer be met, and records the verdict and
+// the placements in g.
+func (s *Scheduler) fwPlaceMembers(ctx context.Context, a Attempt, gp framework.GroupPlugin, g *groupTry, tr *fwTrial) {
+	for i, m := range a.Members {
+		n := len(tr.members)
+		if gp.Quorum(g.before+n, n, len(a.Members)-i, a.Spec.MinCount) == framework.QuorumLost {
+			break
+		}
+		g.tried++
+		if out := s.fwPlaceMember(ctx, m, i, g, tr); out.Result != Scheduled {
+			g.fail(out)
+		}
+	}
+	n := len(tr.members)
+	g.verdict = gp.Quorum(g.before+n, n, 0, a.Spec.MinCount)
+	for _, m := range tr.members {
+		g.placed = append(g.placed, m.index)
+		g.nodes = append(g.nodes, m.pb.fw.node)
+		g.pbs = append(g.pbs, m.pb)
+	}
+}
+
+// fwPlaceMember finds a node for the member m (a.Members[i]) with the
+// framework's plugins, adds it to the snapshot there, and runs Reserve
+// and Permit. A rejection at Reserve or Permit unreserves it and takes it
+// out of the snapshot again.
+func (s *Scheduler) fwPlaceMember(ctx context.Context, m Attempt, i int, g *groupTry, tr *fwTrial) Outcome {
+	pi, err := framework.NewPodInfo(m.Item)
+	if err != nil {
+		return Outcome{Result: Error, Message: "invalid pod: " + err.Error()}
+	}
+	s.readFWNominations(m.Key, m.Item)
+	defer func() { s.ownNom, s.hasNom = "", false; clear(s.fwNom.pods) }()
+	cs := fwframework.NewCycleState()
+	out := s.fwFind(ctx, cs, m.Item)
+	if out.clearNom != "" {
+		s.clearNomination(m.Key, out.clearNom)
+	}
+	if out.Result != Scheduled {
+		return out
+	}
+	assumed := m.Item.DeepCopy()
+	assumed.Spec.NodeName = out.Node
+	upi, err := fwframework.NewPodInfo(assumed)
+	if err != nil {
+		return Outcome{Result: Error, Message: "invalid pod: " + err.Error()}
+	}
+	if err := tr.snap.AssumePod(upi); err != nil {
+		return Outcome{Result: Error, Message: fmt.Sprintf("snapshot: %v", err)}
+	}
+	fb := &fwBinding{fw: s.o.Framework.Framework(), state: cs, pod: assumed, node: out.Node}
+	member := memberAttempt(m)
+	pb := &pendingBinding{gang: g.bindings, fw: fb}
+	pb.abort = func() { fb.unreserve(ctx); s.abortedMember(ctx, member, g.bindings) }
+	tr.members = append(tr.members, fwMember{index: i, pi: pi, pb: pb})
+	if st := fb.reservePermit(ctx); st != nil {
+		tr.drop(ctx)
+		return onNodeOutcome(assumed, out.Node, st)
+	}
+	return out
+}
+
+// fwAssumeMembers makes the members placed in the snapshot assumptions in
+// the cache, in one step under its lock, if the quorum is still met with
+// what the cache holds then (a member may have been bound or deleted, a
+// node deleted, since the snapshot): else none is assumed. It leaves in
+// g's placements the members assumed and records the others as failed.
+func (s *Scheduler) fwAssumeMembers(a Attempt, gp framework.GroupPlugin, g *groupTry, tr *fwTrial) {
+	kept := make([]bool, len(tr.members))
+	s.cache.Trial(func(_ framework.Snapshot, t *Trial) bool {
+		n := 0
+		for j, m := range tr.members {
+			if kept[j] = t.Place(m.pi, m.pb.fw.node, m.pb); kept[j] {
+				n++
+			}
+		}
+		g.verdict = gp.Quorum(t.Placed(a.Group), n, 0, a.Spec.MinCount)
+		return g.verdict == framework.QuorumMet
+	})
+	met := g.verdict == framework.QuorumMet
+	g.placed, g.nodes, g.pbs = g.placed[:0], g.nodes[:0], g.pbs[:0]
+	for j := range tr.members {
+		m := &tr.members[j]
+		node := m.pb.fw.node
+		switch {
+		case met && kept[j]:
+			m.kept = true
+			g.placed = append(g.placed, m.index)
+			g.nodes = append(g.nodes, node)
+			g.pbs = append(g.pbs, m.pb)
+		case !kept[j]:
+			g.fail(Outcome{Result: Error, Message: fmt.Sprintf("pod %s: already on a node, or node %s deleted, since the snapshot", framework.Key(m.pi.Pod), node)})
+		}
+	}
+	if !met {
+		g.fail(Outcome{Result: Error, Message: "the group's quorum was lost while its members were placed"})
+	}
+	g.bindings.pending = len(g.placed)
+}
+
+// drop takes the last member placed out of the snapshot and unreserves it.
+func (t *fwTrial) drop(ctx context.Context) {
+	m := t.members[len(t.members)-1]
+	t.members = t.members[:len(t.members)-1]
+	t.forget(m)
+	m.pb.fw.unreserve(ctx)
+}
+
+// end restores the snapshot: every member is taken out of it, the last
+// placed first (ForgetPod's order), then the members that did not become
+// assumptions are unreserved. Calling it again does nothing.
+func (t *fwTrial) end(ctx context.Context) {
+	members := t.members
+	t.members = nil
+	for j := len(members) - 1; j >= 0; j-- {
+		t.forget(members[j])
+	}
+	for j := len(members) - 1; j >= 0; j-- {
+		if !members[j].kept {
+			members[j].pb.fw.unreserve(ctx)
+		}
+	}
+}
+
+// forget takes m out of the snapshot. It cannot fail for a pod AssumePod
+// took; if it does, upstream's next UpdateSnapshot forgets what is left
+// (and logs it), so the error is only logged.
+func (t *fwTrial) forget(m fwMember) {
+	if err := t.snap.ForgetPod(klog.Background(), m.pb.fw.pod); err != nil {
+		t.s.o.Logger.Error("group attempt: restoring the framework's snapshot", "pod", framework.Key(m.pi.Pod), "err", err)
+	}
+}
