@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -36,27 +37,42 @@ import (
 // last pod is bound; it reports pods/s and the process's CPU time per
 // pod. Both take the fake clientset's cost (copies, watch fan-out).
 //
+// In Arrivals the cluster starts empty: once each pod has been found
+// unschedulable (its status written once), the nodes are created, one
+// after another, as fast as the fake takes them, and the clock runs from
+// the first node to the last binding. How many pods each node wakes, and
+// when, is the queue's decision.
+//
 //	go test -run '^$' -bench BenchmarkWholeScheduler -benchtime=1x -count=3 ./kube/app/
 func BenchmarkWholeScheduler(b *testing.B) {
 	watch.DefaultChanSize = 1 << 20 // the fake's watchers panic on a full channel
 	for _, w := range []struct {
 		name        string
 		nodes, pods int
-	}{{"SchedulingBasic", 5000, 10000}, {"Small", 500, 2000}} {
+		arrive      bool
+	}{{"SchedulingBasic", 5000, 10000, false}, {"Small", 500, 2000, false}, {"Arrivals", 500, 2000, true}} {
 		for _, who := range []string{"kube-scheduler", "schedq"} {
 			b.Run(w.name+"/"+who, func(b *testing.B) {
 				for b.Loop() {
 					b.StopTimer()
-					c := newBenchCluster(w.nodes, w.pods)
+					c := newBenchCluster(w.nodes, w.pods, w.arrive)
 					b.StartTimer()
 					cpu0 := procCPU(b)
 					start := time.Now()
+					first := make(chan arrival, 1)
+					if w.arrive {
+						go c.arrive(b, first)
+					}
 					if who == "schedq" {
 						runSchedqOn(b, c)
 					} else {
 						runKubeSchedulerOn(b, c)
 					}
 					wall := time.Since(start)
+					if w.arrive {
+						a := <-first
+						wall, cpu0 = time.Since(a.start), a.cpu
+					}
 					b.ReportMetric(float64(w.pods)/wall.Seconds(), "pods/s")
 					b.ReportMetric(float64(procCPU(b)-cpu0)/float64(w.pods), "cpu-ns/pod")
 				}
@@ -72,17 +88,32 @@ type benchCluster struct {
 	pods   int64
 	bound  atomic.Int64
 	done   chan struct{}
+	// failedAll closes once every pod's status was written (Arrivals);
+	// later are the nodes to create then.
+	failed    sync.Map
+	nFailed   atomic.Int64
+	failedAll chan struct{}
+	later     []*v1.Node
 }
 
-func newBenchCluster(nodes, pods int) *benchCluster {
+func benchNode(i int) *v1.Node {
+	name := fmt.Sprintf("node-%d", i)
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name),
+		Labels: map[string]string{"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": fmt.Sprint("zone-", i%3)}},
+		Status: v1.NodeStatus{Allocatable: v1.ResourceList{
+			v1.ResourceCPU: resource.MustParse("32"), v1.ResourceMemory: resource.MustParse("128Gi"), v1.ResourcePods: resource.MustParse("110"),
+		}}}
+}
+
+func newBenchCluster(nodes, pods int, arrive bool) *benchCluster {
 	objs := make([]runtime.Object, 0, nodes+pods)
+	var later []*v1.Node
 	for i := range nodes {
-		name := fmt.Sprintf("node-%d", i)
-		objs = append(objs, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name),
-			Labels: map[string]string{"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": fmt.Sprint("zone-", i%3)}},
-			Status: v1.NodeStatus{Allocatable: v1.ResourceList{
-				v1.ResourceCPU: resource.MustParse("32"), v1.ResourceMemory: resource.MustParse("128Gi"), v1.ResourcePods: resource.MustParse("110"),
-			}}})
+		if arrive {
+			later = append(later, benchNode(i))
+		} else {
+			objs = append(objs, benchNode(i))
+		}
 	}
 	for i := range pods {
 		name := fmt.Sprintf("pod-%d", i)
@@ -91,7 +122,24 @@ func newBenchCluster(nodes, pods int) *benchCluster {
 				Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
 					v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("128Mi")}}}}}})
 	}
-	c := &benchCluster{client: fake.NewSimpleClientset(objs...), pods: int64(pods), done: make(chan struct{})}
+	c := &benchCluster{client: fake.NewSimpleClientset(objs...), pods: int64(pods), done: make(chan struct{}),
+		failedAll: make(chan struct{}), later: later}
+	c.client.PrependReactor("*", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" || (a.GetVerb() != "patch" && a.GetVerb() != "update") {
+			return false, nil, nil
+		}
+		var name string
+		switch a := a.(type) {
+		case k8stesting.PatchAction:
+			name = a.GetName()
+		case k8stesting.UpdateAction:
+			name = a.GetObject().(*v1.Pod).Name
+		}
+		if _, seen := c.failed.LoadOrStore(name, true); !seen && c.nFailed.Add(1) == c.pods {
+			close(c.failedAll)
+		}
+		return false, nil, nil
+	})
 	c.client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		ca, ok := a.(k8stesting.CreateAction)
 		if !ok || a.GetSubresource() != "binding" {
@@ -116,6 +164,25 @@ func newBenchCluster(nodes, pods int) *benchCluster {
 		return true, nil, nil
 	})
 	return c
+}
+
+// arrival is when the first node was created, and the CPU time then.
+type arrival struct {
+	start time.Time
+	cpu   time.Duration
+}
+
+// arrive creates the nodes once every pod was found unschedulable, and
+// sends when it began.
+func (c *benchCluster) arrive(b *testing.B, first chan<- arrival) {
+	<-c.failedAll
+	first <- arrival{time.Now(), procCPU(b)}
+	for _, n := range c.later {
+		if _, err := c.client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+			b.Error(err)
+			return
+		}
+	}
 }
 
 // wait waits for the last binding, failing b after a generous bound.
