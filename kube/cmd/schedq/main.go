@@ -56,6 +56,9 @@ gives a configuration, the cluster it runs in (its service account).
 Every flag is checked before it connects.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Config.Upstream && cmd.Flags().Changed("scoring") {
+				return fmt.Errorf("--scoring: applies to schedq's own plugins only (--upstream-plugins=false); with kube-scheduler's, set NodeResourcesFit's scoringStrategy (or the weight of NodeResourcesBalancedAllocation) in --config")
+			}
 			switch scoring {
 			case "least-allocated":
 				o.Scoring = plugins.LeastAllocated
@@ -80,11 +83,11 @@ Every flag is checked before it connects.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Config.File, "config", "", "a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file; its profile's schedulerName, percentageOfNodesToScore and the pod backoffs replace the flags (see docs/scheduler.md)")
-	f.BoolVar(&o.Config.Upstream, "upstream-plugins", false, "schedule lone pods with kube-scheduler v1.37.2's framework and in-tree plugins (the --config profile, whose plugins and pluginConfig are then honoured, or the default one) instead of schedq's own; experimental: pod groups and preemption keep schedq's plugins (see docs/framework.md)")
+	f.BoolVar(&o.Config.Upstream, "upstream-plugins", true, "schedule with kube-scheduler v1.37.2's framework and in-tree plugins: the --config profile (its plugins, weights and pluginConfig honoured) or kube-scheduler's default one; =false: schedq's own hand-written plugins, deprecated, which ignore topology spread, volumes, host ports, DRA and soft affinity (see docs/framework.md)")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, then ~/.kube/config, then the in-cluster configuration")
 	f.StringVar(&o.SchedulerName, "scheduler-name", "schedq", "schedule pods whose spec.schedulerName is this")
 	f.StringVar(&o.Address, "address", "", "plain-HTTP address of /metrics, /healthz, /readyz, /livez and /debug/queue, without authentication: development only, loopback addresses only (127.0.0.1:10351); empty: off (see --secure-port)")
-	f.StringVar(&scoring, "scoring", "least-allocated", "node scoring: least-allocated or balanced")
+	f.StringVar(&scoring, "scoring", "least-allocated", "with --upstream-plugins=false: node scoring of schedq's plugins, least-allocated or balanced")
 	f.IntVar(&o.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0, "feasible nodes to find before scoring, in % of nodes; 0: adaptive, as kube-scheduler")
 	f.BoolVar(&o.Fairness.Namespaces, "fair-namespaces", false, "share the queue fairly between namespaces: within a priority, the next pod comes from the namespace that used the least recently")
 	f.Func("fair-namespace-weights", "NAMESPACE=WEIGHT,... for --fair-namespaces: a namespace of weight 2 gets twice the pops of one of weight 1 (default 1)", func(s string) (err error) {
