@@ -55,7 +55,8 @@ func (s *Scheduler) forget(ctx context.Context, pod *v1.Pod, pb *pendingBinding)
 // (RunPreBindPreFlights skips), else on one of its own that runs PreBind
 // first. A rejection at Reserve or Permit (or a panic) unreserves and
 // forgets the pod before the attempt fails. Permit's Wait is refused:
-// schedq does not hold pods at Permit.
+// schedq does not hold pods at Permit. With Options.SyncPreBind, PreBind
+// runs on this goroutine too.
 func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.PodInfo, cs fwk.CycleState, out Outcome, start time.Time) Outcome {
 	fw := s.o.Framework.Framework()
 	node := out.Node
@@ -99,13 +100,18 @@ func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.Po
 	case !st.IsSuccess():
 		s.bound(ctx, info, node, pb, start, st.AsError())
 	default:
-		go func() {
+		bind := func() {
 			if st := fb.preBind(ctx); !st.IsSuccess() {
 				s.bound(ctx, info, node, pb, start, fmt.Errorf("PreBind: %w", st.AsError()))
 				return
 			}
 			s.bind(ctx, info, node, pb, start)
-		}()
+		}
+		if s.o.SyncPreBind {
+			bind()
+		} else {
+			go bind()
+		}
 	}
 	return out
 }

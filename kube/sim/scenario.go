@@ -149,12 +149,15 @@ type PodGroup struct {
 	Gang *GangSpec `yaml:"gang"`
 	// Read only by kube-scheduler's plugins (scheduler.plugins:
 	// upstream): topology spread constraints and node affinity as in a
-	// pod's spec, host ports, and the PersistentVolumeClaims each pod
-	// mounts ("{i}" in a name is the pod's index in its group).
+	// pod's spec, host ports, the PersistentVolumeClaims each pod
+	// mounts ("{i}" in a name is the pod's index in its group), and its
+	// DRA claims as in a pod's spec.resourceClaims (a
+	// resourceClaimTemplateName, or a resourceClaimName with "{i}").
 	TopologySpreadConstraints Kube[[]v1.TopologySpreadConstraint] `yaml:"topologySpreadConstraints"`
 	NodeAffinity              Kube[v1.NodeAffinity]               `yaml:"nodeAffinity"`
 	HostPorts                 []int32                             `yaml:"hostPorts"`
 	Claims                    []string                            `yaml:"claims"`
+	ResourceClaims            Kube[[]v1.PodResourceClaim]         `yaml:"resourceClaims"`
 }
 
 // TermSpec is a required pod (anti-)affinity term.
