@@ -159,7 +159,7 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	}
 	s.soft = newSoftCounter()
 	profile := disable(plugins.DefaultLogged(strategy, slog.New(s.soft)), sc.Scheduler.DisablePlugins)
-	if sc.Trace != nil && sc.Scheduler.GPUModel != GPUModelCapacity {
+	if sc.Trace != nil && (sc.Scheduler.GPUModel == "" || sc.Scheduler.GPUModel == GPUModelDevice) {
 		s.x.gpu = newGPUDevices(sc)
 		profile.Filter = append(profile.Filter, s.x.gpu)
 		profile.Enqueue = append(profile.Enqueue, s.x.gpu)

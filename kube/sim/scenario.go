@@ -69,9 +69,10 @@ type SchedulerSpec struct {
 	// priority (see PreemptionSpec).
 	Preemption *PreemptionSpec `yaml:"preemption"`
 	// GPUModel is how a trace's GPUs are modelled: device (the default:
-	// each GPU on its own, the GPUDevices filter) or capacity (one
+	// each GPU on its own, the GPUDevices filter), capacity (one
 	// extended resource of thousandths per node, as NodeResourcesFit
-	// sees it).
+	// sees it) or dra (each GPU a DRA device that DynamicResources
+	// allocates; needs plugins: upstream).
 	GPUModel string `yaml:"gpuModel"`
 	// GPUPolicy, with the device model, replaces the default scoring with
 	// one of the GPU-sharing paper's policies (random, dotprod,
@@ -394,12 +395,12 @@ func (s *Scenario) Validate() error {
 	}
 	switch s.Scheduler.GPUModel {
 	case "", GPUModelDevice:
-	case GPUModelCapacity:
+	case GPUModelCapacity, GPUModelDRA:
 		if s.Scheduler.GPUPolicy != "" {
-			bad("scheduler.gpuPolicy", "needs gpuModel device, got gpuModel capacity")
+			bad("scheduler.gpuPolicy", "needs gpuModel device, got gpuModel %s", s.Scheduler.GPUModel)
 		}
 	default:
-		bad("scheduler.gpuModel", "%q is not %s or %s", s.Scheduler.GPUModel, GPUModelDevice, GPUModelCapacity)
+		bad("scheduler.gpuModel", "%q is not %s, %s or %s", s.Scheduler.GPUModel, GPUModelDevice, GPUModelCapacity, GPUModelDRA)
 	}
 	if p := s.Scheduler.GPUPolicy; p != "" {
 		if _, err := gpu.ParsePolicy(p); err != nil {

@@ -38,6 +38,9 @@ func (sp SchedulerSpec) upstream() bool { return sp.Plugins == PluginsUpstream }
 func (s *sim) newFramework(ctx context.Context, cfg *schedq.Config[types.NamespacedName, *v1.Pod]) (*profile.Framework, error) {
 	sp := s.sc.Scheduler
 	if !sp.upstream() {
+		if sp.GPUModel == GPUModelDRA {
+			return nil, fmt.Errorf("scheduler.gpuModel: dra needs kube-scheduler's DynamicResources plugin: set scheduler.plugins: upstream (--upstream-plugins)")
+		}
 		if f := s.sc.upstreamOnly(); f != "" {
 			return nil, fmt.Errorf("%s: only kube-scheduler's plugins read it, and schedq's would ignore it: set scheduler.plugins: upstream (--upstream-plugins)", f)
 		}
