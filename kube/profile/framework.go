@@ -82,8 +82,9 @@ type Setup struct {
 	// The plugins create their informers while NewFrameworkOn builds
 	// them, so the caller starts the factory after it returns, and waits
 	// for its caches to sync before the first cycle. Objects must then be
-	// empty. Without Informers, the plugins get a fake clientset and the
-	// synchronous factory (tests, the simulator).
+	// empty. Without Informers, the plugins get the synchronous factory
+	// (tests, the simulator), and Client if set (the simulator's, which
+	// answers DRA's writes of claims), else a fake clientset.
 	Informers informers.SharedInformerFactory
 	Client    kubernetes.Interface
 }
@@ -102,7 +103,10 @@ type wiring struct {
 // a fake clientset and the synchronous factory.
 func wire(ctx context.Context, s Setup) (wiring, error) {
 	if s.Informers == nil {
-		client := fake.NewClientset()
+		client := s.Client
+		if client == nil {
+			client = fake.NewClientset()
+		}
 		sf := newSyncFactory(informers.NewSharedInformerFactory(client, 0))
 		dra, err := newDRAManager(ctx, client, sf, false)
 		return wiring{client: client, factory: sf, dra: dra, sync: sf}, err

@@ -14,7 +14,8 @@ import (
 
 // PodUpdateEvents classifies an update of a queued pod into the
 // fine-grained events plugins register for: labels changed, resources
-// scaled down or up, scheduling gates removed, tolerations changed. An
+// scaled down or up, scheduling gates removed, tolerations changed, the
+// claims made for it from templates named in its status. An
 // update that is none of these is one general Update event, which only
 // plugins registered for all updates hear. The queue sends them about the
 // pod itself, so the resource is TargetPod, as in kube-scheduler v1.37
@@ -40,6 +41,9 @@ func PodUpdateEvents(oldPod, newPod *v1.Pod) []schedq.Event {
 	}
 	if !equality.Semantic.DeepEqual(oldPod.Spec.Tolerations, newPod.Spec.Tolerations) {
 		add(clusterevent.UpdatePodToleration)
+	}
+	if !equality.Semantic.DeepEqual(oldPod.Status.ResourceClaimStatuses, newPod.Status.ResourceClaimStatuses) {
+		add(clusterevent.UpdatePodGeneratedResourceClaim)
 	}
 	if len(out) == 0 {
 		add(clusterevent.Update)

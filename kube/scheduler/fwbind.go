@@ -107,7 +107,8 @@ func (b *fwBinding) reservePermit(ctx context.Context) *fwk.Status {
 // startBinding starts the binding of an assumed pod. For a pod placed by
 // the framework (pb.fw), it binds on this goroutine if no PreBind plugin
 // has work (RunPreBindPreFlights skips), else on one of its own that runs
-// PreBind first; a PreFlight or PreBind failure is a failed binding.
+// PreBind first (on this one too with Options.SyncPreBind); a PreFlight
+// or PreBind failure is a failed binding.
 func (s *Scheduler) startBinding(ctx context.Context, info Attempt, node string, pb *pendingBinding, start time.Time) {
 	fb := pb.fw
 	if fb == nil {
@@ -120,13 +121,18 @@ func (s *Scheduler) startBinding(ctx context.Context, info Attempt, node string,
 	case !st.IsSuccess():
 		s.bound(ctx, info, node, pb, start, st.AsError())
 	default:
-		go func() {
+		bind := func() {
 			if st := fb.preBind(ctx); !st.IsSuccess() {
 				s.bound(ctx, info, node, pb, start, fmt.Errorf("PreBind: %w", st.AsError()))
 				return
 			}
 			s.bind(ctx, info, node, pb, start)
-		}()
+		}
+		if s.o.SyncPreBind {
+			bind()
+		} else {
+			go bind()
+		}
 	}
 }
 

@@ -114,6 +114,11 @@ type Options struct {
 	// gives the framework the queue's nominations. Its profile's
 	// percentageOfNodesToScore, if set, overrides PercentageOfNodesToScore.
 	Framework *profile.Framework
+	// SyncPreBind runs the framework's PreBind plugins on the cycle's
+	// goroutine, before the binding starts, instead of on one of the
+	// binding's own: for the simulator, whose event loop is the only
+	// writer of its cluster and answers the plugins' API calls itself.
+	SyncPreBind bool
 }
 
 // Scheduler runs scheduling cycles. ScheduleOne is not safe for concurrent

@@ -285,6 +285,9 @@ func TestPodAndNodeUpdateEvents(t *testing.T) {
 	gated := base.DeepCopy()
 	gated.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "g"}}
 	smaller := pod("p", 50)
+	claimed := base.DeepCopy()
+	claimName := "p-gpu-1"
+	claimed.Status.ResourceClaimStatuses = []v1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &claimName}}
 	tests := []struct {
 		name     string
 		old, new *v1.Pod
@@ -294,6 +297,7 @@ func TestPodAndNodeUpdateEvents(t *testing.T) {
 		{"gates removed", gated, base, []schedq.Action{clusterevent.UpdatePodSchedulingGatesEliminated}},
 		{"scale down", base, smaller, []schedq.Action{clusterevent.UpdatePodScaleDown}},
 		{"scale up", smaller, base, []schedq.Action{clusterevent.UpdatePodScaleUp}},
+		{"claim generated", base, claimed, []schedq.Action{clusterevent.UpdatePodGeneratedResourceClaim}},
 		{"nothing that matters", base, base.DeepCopy(), []schedq.Action{clusterevent.Update}},
 	}
 	for _, tc := range tests {

@@ -99,7 +99,7 @@ func TestGPUDevicesForgetEndedPods(t *testing.T) {
 
 func TestGPUScenarioFields(t *testing.T) {
 	for _, c := range []struct{ yaml, want string }{
-		{"scheduler: {gpuModel: cards}", `scheduler.gpuModel: "cards" is not device or capacity`},
+		{"scheduler: {gpuModel: cards}", `scheduler.gpuModel: "cards" is not device, capacity or dra`},
 		{"scheduler: {gpuPolicy: tetris}", `scheduler.gpuPolicy: "tetris" is not a GPU policy`},
 		{"scheduler: {gpuModel: capacity, gpuPolicy: fgd}", "scheduler.gpuPolicy: needs gpuModel device"},
 	} {

@@ -160,6 +160,7 @@ func (s *sim) ended(p *v1.Pod, how string) {
 	if s.x.gpu != nil {
 		s.x.gpu.forget(p.UID)
 	}
+	s.releaseClaims(p)
 }
 
 // endings counts how the pods' runs ended.

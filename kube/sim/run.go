@@ -159,7 +159,7 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	}
 	s.soft = newSoftCounter()
 	profile := disable(plugins.DefaultLogged(strategy, slog.New(s.soft)), sc.Scheduler.DisablePlugins)
-	if sc.Trace != nil && sc.Scheduler.GPUModel != GPUModelCapacity {
+	if sc.Trace != nil && (sc.Scheduler.GPUModel == "" || sc.Scheduler.GPUModel == GPUModelDevice) {
 		s.x.gpu = newGPUDevices(sc)
 		profile.Filter = append(profile.Filter, s.x.gpu)
 		profile.Enqueue = append(profile.Enqueue, s.x.gpu)
@@ -214,6 +214,7 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 		Now:                      func() time.Time { return s.now },
 		Logger:                   discardLogger,
 		Framework:                s.fw,
+		SyncPreBind:              true,
 	})
 	if err := s.enablePreemption(); err != nil {
 		return nil, err
@@ -283,6 +284,9 @@ func (s *sim) arrive(p *v1.Pod) {
 	s.stats[p.UID] = st
 	s.order = append(s.order, st)
 	s.pl.add(key, st, p.Annotations[gangAnnotation] != "")
+	if s.fw != nil && len(p.Spec.ResourceClaims) > 0 {
+		s.makeClaims(p)
+	}
 	s.h.AddPod(p)
 }
 

@@ -69,9 +69,10 @@ type SchedulerSpec struct {
 	// priority (see PreemptionSpec).
 	Preemption *PreemptionSpec `yaml:"preemption"`
 	// GPUModel is how a trace's GPUs are modelled: device (the default:
-	// each GPU on its own, the GPUDevices filter) or capacity (one
+	// each GPU on its own, the GPUDevices filter), capacity (one
 	// extended resource of thousandths per node, as NodeResourcesFit
-	// sees it).
+	// sees it) or dra (each GPU a DRA device that DynamicResources
+	// allocates; needs plugins: upstream).
 	GPUModel string `yaml:"gpuModel"`
 	// GPUPolicy, with the device model, replaces the default scoring with
 	// one of the GPU-sharing paper's policies (random, dotprod,
@@ -149,12 +150,15 @@ type PodGroup struct {
 	Gang *GangSpec `yaml:"gang"`
 	// Read only by kube-scheduler's plugins (scheduler.plugins:
 	// upstream): topology spread constraints and node affinity as in a
-	// pod's spec, host ports, and the PersistentVolumeClaims each pod
-	// mounts ("{i}" in a name is the pod's index in its group).
+	// pod's spec, host ports, the PersistentVolumeClaims each pod
+	// mounts ("{i}" in a name is the pod's index in its group), and its
+	// DRA claims as in a pod's spec.resourceClaims (a
+	// resourceClaimTemplateName, or a resourceClaimName with "{i}").
 	TopologySpreadConstraints Kube[[]v1.TopologySpreadConstraint] `yaml:"topologySpreadConstraints"`
 	NodeAffinity              Kube[v1.NodeAffinity]               `yaml:"nodeAffinity"`
 	HostPorts                 []int32                             `yaml:"hostPorts"`
 	Claims                    []string                            `yaml:"claims"`
+	ResourceClaims            Kube[[]v1.PodResourceClaim]         `yaml:"resourceClaims"`
 }
 
 // TermSpec is a required pod (anti-)affinity term.
@@ -391,12 +395,12 @@ func (s *Scenario) Validate() error {
 	}
 	switch s.Scheduler.GPUModel {
 	case "", GPUModelDevice:
-	case GPUModelCapacity:
+	case GPUModelCapacity, GPUModelDRA:
 		if s.Scheduler.GPUPolicy != "" {
-			bad("scheduler.gpuPolicy", "needs gpuModel device, got gpuModel capacity")
+			bad("scheduler.gpuPolicy", "needs gpuModel device, got gpuModel %s", s.Scheduler.GPUModel)
 		}
 	default:
-		bad("scheduler.gpuModel", "%q is not %s or %s", s.Scheduler.GPUModel, GPUModelDevice, GPUModelCapacity)
+		bad("scheduler.gpuModel", "%q is not %s, %s or %s", s.Scheduler.GPUModel, GPUModelDevice, GPUModelCapacity, GPUModelDRA)
 	}
 	if p := s.Scheduler.GPUPolicy; p != "" {
 		if _, err := gpu.ParsePolicy(p); err != nil {

@@ -9,10 +9,13 @@ import (
 
 	"go.yaml.in/yaml/v3"
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/kubernetes/scheme"
+	resourcedefaults "k8s.io/kubernetes/pkg/apis/resource/v1"
 
 	"github.com/schedq/schedq/kube/clusterevent"
 )
@@ -60,12 +63,24 @@ func yamlToJSON(n *yaml.Node) ([]byte, error) {
 
 // Object is a Kubernetes object written in a scenario as in a manifest,
 // with apiVersion and kind: a PersistentVolume, PersistentVolumeClaim,
-// StorageClass or CSINode (objects[], events[].createObjects,
+// StorageClass, CSINode, or DRA's DeviceClass, ResourceSlice,
+// ResourceClaim or ResourceClaimTemplate (objects[], events[].createObjects,
 // events[].deleteObjects). It is decoded strictly, with client-go's
 // scheme.
 type Object struct{ obj runtime.Object }
 
 var strictDecoder = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+
+// defaulter sets the defaults the API server sets on DRA's objects (a
+// request's allocationMode ExactCount and count 1, a taint's time): the
+// allocator refuses a request without them.
+var defaulter = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := resourcedefaults.RegisterDefaults(s); err != nil {
+		panic(err)
+	}
+	return s
+}()
 
 // UnmarshalYAML decodes the object.
 func (o *Object) UnmarshalYAML(n *yaml.Node) error { return o.decodeKube(n) }
@@ -79,37 +94,58 @@ func (o *Object) decodeKube(n *yaml.Node) error {
 	if err != nil {
 		return err
 	}
+	defaulter.Default(obj)
 	switch x := obj.(type) {
-	case *v1.PersistentVolume, *storagev1.StorageClass, *storagev1.CSINode:
-	case *v1.PersistentVolumeClaim:
-		if x.Namespace == "" {
-			x.Namespace = "default"
+	case *v1.PersistentVolume, *storagev1.StorageClass, *storagev1.CSINode,
+		*resourceapi.DeviceClass, *resourceapi.ResourceSlice:
+	case *v1.PersistentVolumeClaim, *resourceapi.ResourceClaim, *resourceapi.ResourceClaimTemplate:
+		if m := x.(metav1.Object); m.GetNamespace() == "" {
+			m.SetNamespace("default")
 		}
 	default:
-		return fmt.Errorf("kind %s: the simulator takes PersistentVolume, PersistentVolumeClaim, StorageClass and CSINode", obj.GetObjectKind().GroupVersionKind().Kind)
+		return fmt.Errorf("kind %s: the simulator takes %s", obj.GetObjectKind().GroupVersionKind().Kind, objectKinds)
 	}
 	o.obj = obj
 	return nil
 }
 
+// objectKinds are the kinds an Object may be.
+const objectKinds = "PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode, DeviceClass, ResourceSlice, ResourceClaim and ResourceClaimTemplate"
+
 // resource is the cluster event resource of the object's kind.
-func (o Object) resource() string {
-	switch o.obj.(type) {
+func (o Object) resource() string { return eventResource(o.obj) }
+
+// eventResource is the cluster event resource of obj's kind, "" for a
+// ResourceClaimTemplate, which no plugin reads (the simulator plays the
+// resourceclaim controller that does).
+func eventResource(obj runtime.Object) string {
+	switch obj.(type) {
 	case *v1.PersistentVolume:
 		return clusterevent.PersistentVolume
 	case *v1.PersistentVolumeClaim:
 		return clusterevent.PersistentVolumeClaim
 	case *storagev1.StorageClass:
 		return clusterevent.StorageClass
+	case *resourceapi.DeviceClass:
+		return clusterevent.DeviceClass
+	case *resourceapi.ResourceSlice:
+		return clusterevent.ResourceSlice
+	case *resourceapi.ResourceClaim:
+		return clusterevent.ResourceClaim
+	case *resourceapi.ResourceClaimTemplate:
+		return ""
 	default:
 		return clusterevent.CSINode
 	}
 }
 
 // key names the object: kind/namespace/name.
-func (o Object) key() string {
-	m := o.meta()
-	return fmt.Sprintf("%T/%s/%s", o.obj, m.GetNamespace(), m.GetName())
+func (o Object) key() string { return objectKey(o.obj) }
+
+// objectKey names obj: kind/namespace/name.
+func objectKey(obj runtime.Object) string {
+	m := obj.(metav1.Object)
+	return fmt.Sprintf("%T/%s/%s", obj, m.GetNamespace(), m.GetName())
 }
 
 func (o Object) meta() interface {
@@ -163,6 +199,15 @@ func (g *PodGroup) validateUpstream(f string, bad func(string, string, ...any)) 
 			bad(fmt.Sprintf("%s.claims[%d]", f, i), "must not be empty")
 		}
 	}
+	for i, c := range g.ResourceClaims.v {
+		p := fmt.Sprintf("%s.resourceClaims[%d]", f, i)
+		if c.Name == "" {
+			bad(p+".name", "must not be empty")
+		}
+		if (c.ResourceClaimName == nil) == (c.ResourceClaimTemplateName == nil) {
+			bad(p, "needs exactly one of resourceClaimName and resourceClaimTemplateName")
+		}
+	}
 }
 
 // upstreamOnly names the first field set that only kube-scheduler's
@@ -187,6 +232,8 @@ func (s *Scenario) upstreamOnly() string {
 			return f + "hostPorts"
 		case len(g.Claims) > 0:
 			return f + "claims"
+		case g.ResourceClaims.set:
+			return f + "resourceClaims"
 		}
 	}
 	return ""
@@ -209,5 +256,13 @@ func upstreamFields(g *PodGroup, i int, p *v1.Pod) {
 	for j, c := range g.Claims {
 		p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: fmt.Sprintf("claim-%d", j), VolumeSource: v1.VolumeSource{
 			PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: strings.ReplaceAll(c, "{i}", strconv.Itoa(i))}}})
+	}
+	for _, c := range g.ResourceClaims.v {
+		if c.ResourceClaimName != nil {
+			name := strings.ReplaceAll(*c.ResourceClaimName, "{i}", strconv.Itoa(i))
+			c.ResourceClaimName = &name
+		}
+		p.Spec.ResourceClaims = append(p.Spec.ResourceClaims, c)
+		p.Spec.Containers[0].Resources.Claims = append(p.Spec.Containers[0].Resources.Claims, v1.ResourceClaim{Name: c.Name})
 	}
 }

@@ -104,7 +104,7 @@ func TestSet(t *testing.T) {
 }
 
 func TestBuiltinsAreListed(t *testing.T) {
-	want := []string{"Autoscaler", "EarlyRetry", "GangScheduling", "MixedChurn", "NodeArrival", "PriorityPressure", "SchedulingBasic", "SchedulingWhileGated", "TenantFlood", "Unschedulable", "VolumeWait", "ZoneSpread"}
+	want := []string{"Autoscaler", "DeviceClaims", "EarlyRetry", "GangScheduling", "MixedChurn", "NodeArrival", "PriorityPressure", "SchedulingBasic", "SchedulingWhileGated", "TenantFlood", "Unschedulable", "VolumeWait", "ZoneSpread"}
 	if got := strings.Join(Builtins(), ","); got != strings.Join(want, ",") {
 		t.Fatalf("built-ins %s", got)
 	}

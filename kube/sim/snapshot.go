@@ -14,8 +14,13 @@ import (
 
 	"go.yaml.in/yaml/v3"
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
 
@@ -45,6 +50,8 @@ type SnapshotSummary struct {
 	Pending    int `json:"pendingPods"`
 	LeftAlone  int `json:"leftToOtherSchedulers"`
 	Terminal   int `json:"terminalPods"`
+	// Objects are the volumes, claims, classes and DRA objects it held.
+	Objects int `json:"objects,omitempty"`
 }
 
 // snapshotObjects is what the snapshot's files hold, in file order.
@@ -52,6 +59,9 @@ type snapshotObjects struct {
 	nodes      []*v1.Node
 	pods       []*v1.Pod
 	namespaces []*v1.Namespace
+	// others are what only kube-scheduler's plugins read: volumes,
+	// claims, storage classes, CSI nodes and DRA's objects.
+	others []runtime.Object
 }
 
 // snapshotFiles lists path, or the .yaml, .yml and .json files of the
@@ -145,38 +155,68 @@ func (o *snapshotObjects) add(dec runtime.Decoder, data []byte, where string) er
 	if err != nil {
 		return fmt.Errorf("%s%s", where+describeObject(data), decodeError(err))
 	}
-	switch x := obj.(type) {
-	case *v1.List:
+	if x, ok := obj.(*v1.List); ok {
 		for i, item := range x.Items {
 			if err := o.add(dec, item.Raw, fmt.Sprintf("%sitems[%d]: ", where, i)); err != nil {
 				return err
 			}
 		}
-	case *v1.NodeList:
-		for i := range x.Items {
-			o.nodes = append(o.nodes, &x.Items[i])
+		return nil
+	}
+	if meta.IsListType(obj) {
+		// A typed list (NodeList, PersistentVolumeList...): its items
+		// are decoded already.
+		items, err := meta.ExtractList(obj)
+		if err != nil {
+			return fmt.Errorf("%s%s%w", where, describeObject(data), err)
 		}
-	case *v1.PodList:
-		for i := range x.Items {
-			o.pods = append(o.pods, &x.Items[i])
+		for i, item := range items {
+			if !o.keep(item) {
+				return fmt.Errorf("%s%sitems[%d]: kind %s is not in a snapshot (%s)", where, describeObject(data), i, gvk.Kind, snapshotKinds)
+			}
 		}
-	case *v1.NamespaceList:
-		for i := range x.Items {
-			o.namespaces = append(o.namespaces, &x.Items[i])
-		}
+		return nil
+	}
+	if !o.keep(obj) {
+		return fmt.Errorf("%s%skind %s is not in a snapshot (%s)", where, describeObject(data), gvk.Kind, snapshotKinds)
+	}
+	return nil
+}
+
+// keep adds obj to its list, false if it is of no kind a snapshot holds.
+// A namespaced object without a namespace is in "default"; DRA's objects
+// get the API server's defaults.
+func (o *snapshotObjects) keep(obj runtime.Object) bool {
+	switch x := obj.(type) {
 	case *v1.Node:
 		o.nodes = append(o.nodes, x)
 	case *v1.Pod:
 		o.pods = append(o.pods, x)
 	case *v1.Namespace:
 		o.namespaces = append(o.namespaces, x)
+	case *v1.PersistentVolume, *v1.PersistentVolumeClaim, *storagev1.StorageClass, *storagev1.CSINode,
+		*resourceapi.DeviceClass, *resourceapi.ResourceSlice, *resourceapi.ResourceClaim, *resourceapi.ResourceClaimTemplate:
+		if m := obj.(metav1.Object); m.GetNamespace() == "" && namespaced(obj) {
+			m.SetNamespace("default")
+		}
+		defaulter.Default(obj)
+		o.others = append(o.others, obj)
 	default:
-		return fmt.Errorf("%s%skind %s is not in a snapshot (%s)", where, describeObject(data), gvk.Kind, snapshotKinds)
+		return false
 	}
-	return nil
+	return true
 }
 
-const snapshotKinds = "Node, Pod, Namespace, or a List, NodeList, PodList or NamespaceList of them"
+// namespaced reports whether obj's kind lives in a namespace.
+func namespaced(obj runtime.Object) bool {
+	switch obj.(type) {
+	case *v1.PersistentVolumeClaim, *resourceapi.ResourceClaim, *resourceapi.ResourceClaimTemplate:
+		return true
+	}
+	return false
+}
+
+const snapshotKinds = "Node, Pod, Namespace, PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode, DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate, or a List of them"
 
 // describeObject names an object by kind and name ("Pod default/web-0: "),
 // as far as its data can be read; "" if not at all.
@@ -261,17 +301,67 @@ func (s *sim) loadSnapshot(path string) error {
 		sum.Nodes++
 	}
 	seen := map[string]bool{}
+	uids := map[types.UID]types.UID{} // the snapshot's pod UIDs: the simulator's
 	for _, p := range objs.pods {
 		key := framework.Key(p).String()
 		if seen[key] {
 			return fmt.Errorf("snapshot %s: pod %s appears twice", path, key)
 		}
 		seen[key] = true
+		old := p.UID
 		if err := s.snapshotPod(p, sum); err != nil {
 			return fmt.Errorf("snapshot %s: %w", path, err)
 		}
+		if old != "" {
+			uids[old] = p.UID
+		}
+	}
+	if err := s.snapshotObjects(objs.others, uids, sum); err != nil {
+		return fmt.Errorf("snapshot %s: %w", path, err)
 	}
 	s.x.snapshot = sum
+	return nil
+}
+
+// snapshotObjects creates the snapshot's volumes, claims, classes and
+// DRA objects, which only kube-scheduler's plugins read. A claim made for
+// a pod, or reserved for one, names the pod by UID: the simulator gives
+// pods UIDs of its own, so uids (the snapshot's to the simulator's)
+// rewrites them. Before the pending pods arrive, so that their claims
+// exist.
+func (s *sim) snapshotObjects(others []runtime.Object, uids map[types.UID]types.UID, sum *SnapshotSummary) error {
+	if len(others) == 0 {
+		return nil
+	}
+	if s.fw == nil {
+		m := others[0].(metav1.Object)
+		return fmt.Errorf("%T %s: only kube-scheduler's plugins read it, and schedq's would ignore it: set scheduler.plugins: upstream (--upstream-plugins)", others[0], m.GetName())
+	}
+	seen := map[string]bool{}
+	for _, obj := range others {
+		key := objectKey(obj)
+		if seen[key] {
+			m := obj.(metav1.Object)
+			return fmt.Errorf("%s %s/%s appears twice", strings.TrimPrefix(fmt.Sprintf("%T", obj), "*"), m.GetNamespace(), m.GetName())
+		}
+		seen[key] = true
+		if c, ok := obj.(*resourceapi.ResourceClaim); ok {
+			for i, r := range c.OwnerReferences {
+				if u, ok := uids[r.UID]; ok && r.Kind == "Pod" {
+					c.OwnerReferences[i].UID = u
+				}
+			}
+			for i, r := range c.Status.ReservedFor {
+				if u, ok := uids[r.UID]; ok && r.Resource == "pods" {
+					c.Status.ReservedFor[i].UID = u
+				}
+			}
+		}
+		if !s.put(obj) {
+			return s.violation
+		}
+		sum.Objects++
+	}
 	return nil
 }
 
@@ -313,7 +403,11 @@ func (s *sim) snapshotPod(p *v1.Pod, sum *SnapshotSummary) error {
 // writeSnapshot says what the snapshot held.
 func (r *Report) writeSnapshot(p func(string, ...any)) {
 	if x := r.Snapshot; x != nil {
-		p("snapshot         %s: %d nodes, %d bound pods (%d by other schedulers), %d pending, %d left to other schedulers, %d terminal left out",
-			x.Path, x.Nodes, x.Bound, x.BoundOther, x.Pending, x.LeftAlone, x.Terminal)
+		objects := ""
+		if x.Objects > 0 {
+			objects = fmt.Sprintf("; %d volumes, claims, classes and DRA objects", x.Objects)
+		}
+		p("snapshot         %s: %d nodes, %d bound pods (%d by other schedulers), %d pending, %d left to other schedulers, %d terminal left out%s",
+			x.Path, x.Nodes, x.Bound, x.BoundOther, x.Pending, x.LeftAlone, x.Terminal, objects)
 	}
 }

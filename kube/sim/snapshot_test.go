@@ -121,3 +121,52 @@ events: [{at: 10s, removeNodes: {group: big}}]
 			r.Evicted, r.DeletedBound, r.Pending)
 	}
 }
+
+// TestSnapshotVolumesAndDevices: a snapshot's volumes, claims, classes
+// and DRA objects reach kube-scheduler's plugins. Of two nodes' four GPUs
+// a running pod holds one (its claim, allocated and reserved in the
+// snapshot, still names it after the simulator renames the pods' UIDs),
+// so three of four pending pods that claim one each are bound and the
+// fourth waits with DynamicResources' reason; the pod that mounts a local
+// volume is bound to its node.
+func TestSnapshotVolumesAndDevices(t *testing.T) {
+	sc := snapshotScenario("testdata/snapshot/dra.yaml")
+	sc.Scheduler.Plugins = PluginsUpstream
+	s, err := newSim(sc, Options{CheckInvariants: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	if err := s.loop(); err != nil {
+		t.Fatal(err)
+	}
+	want := SnapshotSummary{Path: "testdata/snapshot/dra.yaml", Nodes: 2, Bound: 1, BoundOther: 1, Pending: 5, Objects: 8}
+	if *s.x.snapshot != want {
+		t.Fatalf("snapshot %+v, want %+v", *s.x.snapshot, want)
+	}
+	infer, waiting := 0, ""
+	for _, st := range s.order {
+		p := s.cl.pods[st.key]
+		switch {
+		case st.key.Name == "db-0" && p.Spec.NodeName != "gpu-b":
+			t.Errorf("db-0 on %q (%s), its volume is on gpu-b", p.Spec.NodeName, st.lastMessage)
+		case strings.HasPrefix(st.key.Name, "infer-") && p.Spec.NodeName != "":
+			infer++
+		case strings.HasPrefix(st.key.Name, "infer-"):
+			waiting = st.lastMessage
+		}
+	}
+	if infer != 3 || !strings.Contains(waiting, "cannot allocate all claims") {
+		t.Errorf("%d of 4 inference pods bound, want 3; the last waits with %q", infer, waiting)
+	}
+	checkClaimsMatchPods(t, s)
+}
+
+// TestSnapshotObjectsNeedUpstreamPlugins: schedq's own plugins would
+// ignore a snapshot's volumes and devices, so the run is refused.
+func TestSnapshotObjectsNeedUpstreamPlugins(t *testing.T) {
+	_, err := Run(snapshotScenario("testdata/snapshot/dra.yaml"), Options{})
+	if err == nil || !strings.Contains(err.Error(), "set scheduler.plugins: upstream") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -373,6 +373,9 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 	if err != nil {
 		return fmt.Errorf("trace %s: %w", spec.Format, err)
 	}
+	if s.sc.Scheduler.GPUModel == GPUModelDRA {
+		s.traceGPUsAsDevices(t)
+	}
 	for _, n := range t.nodes {
 		if _, dup := s.cl.nodes[n.Name]; dup {
 			return fmt.Errorf("trace %s: node %s is also in the scenario", spec.Format, n.Name)

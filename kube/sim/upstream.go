@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,6 +38,9 @@ func (sp SchedulerSpec) upstream() bool { return sp.Plugins == PluginsUpstream }
 func (s *sim) newFramework(ctx context.Context, cfg *schedq.Config[types.NamespacedName, *v1.Pod]) (*profile.Framework, error) {
 	sp := s.sc.Scheduler
 	if !sp.upstream() {
+		if sp.GPUModel == GPUModelDRA {
+			return nil, fmt.Errorf("scheduler.gpuModel: dra needs kube-scheduler's DynamicResources plugin: set scheduler.plugins: upstream (--upstream-plugins)")
+		}
 		if f := s.sc.upstreamOnly(); f != "" {
 			return nil, fmt.Errorf("%s: only kube-scheduler's plugins read it, and schedq's would ignore it: set scheduler.plugins: upstream (--upstream-plugins)", f)
 		}
@@ -49,7 +53,7 @@ func (s *sim) newFramework(ctx context.Context, cfg *schedq.Config[types.Namespa
 	if n := len(kcfg.Profiles); n != 1 {
 		return nil, fmt.Errorf("scheduler.config %s: the simulator runs one profile, the file has %d", sp.Config, n)
 	}
-	fw, err := profile.NewFrameworkOn(ctx, &kcfg.Profiles[0], profile.Setup{Snapshot: backendcache.NewEmptySnapshot()})
+	fw, err := profile.NewFrameworkOn(ctx, &kcfg.Profiles[0], profile.Setup{Snapshot: backendcache.NewEmptySnapshot(), Client: s.draClient()})
 	if err != nil {
 		return nil, err
 	}
@@ -90,28 +94,23 @@ func (sp SchedulerSpec) validatePlugins(bad func(string, string, ...any)) {
 	}
 }
 
-// objects are the objects the scenario created (objects[], createObjects),
-// as the plugins' informers hold them, by Object.key.
+// objects are the objects the scenario created (objects[], createObjects)
+// and the simulator's controllers wrote, as the plugins' informers hold
+// them, by objectKey.
 type objects struct {
-	byKey   map[string]runtime.Object
-	version int // the last resourceVersion given
+	byKey    map[string]runtime.Object
+	version  int // the last resourceVersion given
+	claimSeq int // the last suffix given to a claim made from a template
 }
 
-// createObjects creates each object, or updates the one of its key: in
-// the framework's informers first (the plugins' handlers run at once),
-// then as an event to the queue. The simulator plays the volume
-// controller: a claim (which names its volume) is bound, and so is a
-// volume with a claimRef. Each write gets the next resourceVersion, as
-// the assume caches of the plugins compare them.
+// createObjects creates each object, or updates the one of its key (see
+// put). The simulator plays the volume controller: a claim (which names
+// its volume) is bound, and so is a volume with a claimRef. A
+// ResourceClaimTemplate gives its claims to the pending pods that were
+// waiting for it (dra.go).
 func (s *sim) createObjects(list []Object) {
 	for _, o := range list {
 		obj := o.obj.DeepCopyObject()
-		m := obj.(metav1.Object)
-		s.obj.version++
-		m.SetResourceVersion(strconv.Itoa(s.obj.version))
-		if m.GetUID() == "" {
-			m.SetUID(types.UID("uid-" + o.key()))
-		}
 		switch x := obj.(type) {
 		case *v1.PersistentVolumeClaim:
 			metav1.SetMetaDataAnnotation(&x.ObjectMeta, "pv.kubernetes.io/bind-completed", "yes")
@@ -124,21 +123,54 @@ func (s *sim) createObjects(list []Object) {
 				}
 			}
 		}
-		if err := s.fw.AddObject(obj); err != nil {
-			s.fail(err)
+		if !s.put(obj) {
 			return
 		}
-		if s.obj.byKey == nil {
-			s.obj.byKey = map[string]runtime.Object{}
-		}
-		old := s.obj.byKey[o.key()]
-		s.obj.byKey[o.key()] = obj
-		if old == nil {
-			s.h.Other(o.resource(), clusterevent.Add, nil, obj)
-		} else {
-			s.h.Other(o.resource(), clusterevent.Update, old, obj)
+		if t, ok := obj.(*resourceapi.ResourceClaimTemplate); ok {
+			s.templateCreated(t)
 		}
 	}
+}
+
+// put stores obj (a new object, or a new version of one) as the API
+// server would: with the next resourceVersion, since the assume caches of
+// the plugins compare them, and a UID if it has none. It is put in the
+// framework's informers first (the plugins' handlers run at once), then
+// sent to the queue as an event. False if the informers refused it (the
+// run fails).
+func (s *sim) put(obj runtime.Object) bool {
+	m := obj.(metav1.Object)
+	key := objectKey(obj)
+	s.obj.version++
+	m.SetResourceVersion(strconv.Itoa(s.obj.version))
+	if m.GetUID() == "" {
+		m.SetUID(types.UID("uid-" + key))
+	}
+	res := eventResource(obj)
+	if res != "" {
+		if err := s.fw.AddObject(obj); err != nil {
+			s.fail(err)
+			return false
+		}
+	}
+	if s.obj.byKey == nil {
+		s.obj.byKey = map[string]runtime.Object{}
+	}
+	old := s.obj.byKey[key]
+	s.obj.byKey[key] = obj
+	if _, ok := obj.(*resourceapi.ResourceClaim); ok && s.o.CheckInvariants {
+		if err := s.checkDevices(); err != nil {
+			s.fail(err)
+		}
+	}
+	switch {
+	case res == "":
+	case old == nil:
+		s.h.Other(res, clusterevent.Add, nil, obj)
+	default:
+		s.h.Other(res, clusterevent.Update, old, obj)
+	}
+	return true
 }
 
 // deleteObjects deletes each object (by kind and name); one that does not
@@ -150,13 +182,27 @@ func (s *sim) deleteObjects(list []Object) {
 			s.fail(fmt.Errorf("deleteObjects: %s %s/%s does not exist", o.obj.GetObjectKind().GroupVersionKind().Kind, o.meta().GetNamespace(), o.meta().GetName()))
 			return
 		}
-		if err := s.fw.DeleteObject(old); err != nil {
-			s.fail(err)
+		if !s.remove(old) {
 			return
 		}
-		delete(s.obj.byKey, o.key())
-		s.h.Other(o.resource(), clusterevent.Delete, old, nil)
 	}
+}
+
+// remove deletes a stored object: from the informers, then as an event
+// to the queue. False if the informers refused it (the run fails).
+func (s *sim) remove(old runtime.Object) bool {
+	res := eventResource(old)
+	if res != "" {
+		if err := s.fw.DeleteObject(old); err != nil {
+			s.fail(err)
+			return false
+		}
+	}
+	delete(s.obj.byKey, objectKey(old))
+	if res != "" {
+		s.h.Other(res, clusterevent.Delete, old, nil)
+	}
+	return true
 }
 
 // fail ends the run with err at the next step.

@@ -98,7 +98,7 @@ func TestGPUReplayFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"--trace", fixture, "--gpu-policy", "tetris"}, `--gpu-model, --gpu-policy: scheduler.gpuPolicy: "tetris" is not a GPU policy`},
-		{[]string{"--trace", fixture, "--gpu-model", "cards"}, `scheduler.gpuModel: "cards" is not device or capacity`},
+		{[]string{"--trace", fixture, "--gpu-model", "cards"}, `scheduler.gpuModel: "cards" is not device, capacity or dra`},
 		{[]string{"--gpu-policy", "fgd"}, "--gpu-model, --gpu-policy: there is no trace"},
 		{[]string{"--trace", fixture, "--gpu-experiment", "--gpu-model", "capacity"}, "--gpu-model: the experiment always models GPUs one by one"},
 	} {

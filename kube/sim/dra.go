@@ -1,0 +1,300 @@
+package sim
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// The simulator plays, for DRA, the parts of a cluster that kube-scheduler
+// relies on but does not run:
+//
+//   - the API server, for ResourceClaims: DynamicResources writes a
+//     claim's allocation and reservation at PreBind and removes the
+//     reservation at Unreserve through its clientset; draClient answers
+//     those calls from the simulator's objects (objects.byKey) and puts
+//     the new version in the informers, as a watch would;
+//   - the resourceclaim controller of kube-controller-manager: a pod's
+//     claims from templates are created when the pod is (named
+//     <pod>-<claim>-<n>, owned by the pod, and listed in its
+//     status.resourceClaimStatuses), and when a pod ends (finished,
+//     deleted, preempted, evicted with its node) its reservation is
+//     removed from each of its claims, a claim reserved for no pod any
+//     more is deallocated, and the claims made for the pod are deleted.
+//     Without this the devices of ended pods would stay allocated for
+//     ever: the plugin frees nothing itself.
+//
+// Every call runs on the simulator's goroutine: PreBind runs on the
+// cycle's (scheduler.Options.SyncPreBind), Unreserve on the cycle's or the
+// binding's answer, both in the event loop.
+
+// podClaimAnnotation names, on a claim made from a template, the pod's
+// claim it was made for, as the resourceclaim controller writes it.
+const podClaimAnnotation = "resource.kubernetes.io/pod-claim-name"
+
+var claimsResource = resourceapi.Resource("resourceclaims")
+
+// draClient returns the clientset the framework's plugins write with: a
+// fake one whose ResourceClaim calls (get, update, update of the status,
+// strategic merge patch) are answered from the simulator's objects.
+func (s *sim) draClient() *fake.Clientset {
+	c := fake.NewClientset()
+	c.PrependReactor("*", "resourceclaims", s.claimCall)
+	return c
+}
+
+// claimCall answers one ResourceClaim call of the plugins. Unknown verbs
+// fall through to the fake clientset, which holds no claim.
+func (s *sim) claimCall(a clienttesting.Action) (bool, runtime.Object, error) {
+	switch a.GetVerb() {
+	case "get":
+		g := a.(clienttesting.GetAction)
+		cur := s.storedClaim(g.GetNamespace(), g.GetName())
+		if cur == nil {
+			return true, nil, apierrors.NewNotFound(claimsResource, g.GetName())
+		}
+		return true, cur.DeepCopy(), nil
+	case "update":
+		u := a.(clienttesting.UpdateAction)
+		in, ok := u.GetObject().(*resourceapi.ResourceClaim)
+		if !ok {
+			return true, nil, fmt.Errorf("update of resourceclaims with a %T", u.GetObject())
+		}
+		nw, err := s.updateClaim(u.GetNamespace(), in.Name, in.ResourceVersion, in.UID, u.GetSubresource(), in)
+		return true, nw, err
+	case "patch":
+		pa := a.(clienttesting.PatchAction)
+		cur := s.storedClaim(pa.GetNamespace(), pa.GetName())
+		if cur == nil {
+			return true, nil, apierrors.NewNotFound(claimsResource, pa.GetName())
+		}
+		if pa.GetPatchType() != types.StrategicMergePatchType {
+			return true, nil, fmt.Errorf("patch of resourceclaims of type %s: the simulator answers strategic merge patches only", pa.GetPatchType())
+		}
+		in, err := mergePatch(cur, pa.GetPatch())
+		if err != nil {
+			return true, nil, apierrors.NewBadRequest(err.Error())
+		}
+		nw, err := s.updateClaim(pa.GetNamespace(), pa.GetName(), "", in.UID, pa.GetSubresource(), in)
+		return true, nw, err
+	}
+	return false, nil, nil
+}
+
+// mergePatch applies a strategic merge patch to a claim.
+func mergePatch(cur *resourceapi.ResourceClaim, patch []byte) (*resourceapi.ResourceClaim, error) {
+	orig, err := json.Marshal(cur)
+	if err != nil {
+		return nil, err
+	}
+	b, err := strategicpatch.StrategicMergePatch(orig, patch, &resourceapi.ResourceClaim{})
+	if err != nil {
+		return nil, err
+	}
+	out := &resourceapi.ResourceClaim{}
+	return out, json.Unmarshal(b, out)
+}
+
+// updateClaim writes in over the stored claim ns/name, as the API server
+// would: a resourceVersion or UID that is not the stored one is a
+// conflict; the status subresource changes only the status, the main
+// resource everything but the status.
+func (s *sim) updateClaim(ns, name, version string, uid types.UID, sub string, in *resourceapi.ResourceClaim) (*resourceapi.ResourceClaim, error) {
+	cur := s.storedClaim(ns, name)
+	switch {
+	case cur == nil:
+		return nil, apierrors.NewNotFound(claimsResource, name)
+	case version != "" && version != cur.ResourceVersion, uid != "" && uid != cur.UID:
+		return nil, apierrors.NewConflict(claimsResource, name, errors.New("the object has been modified"))
+	}
+	var nw *resourceapi.ResourceClaim
+	switch sub {
+	case "status":
+		nw = cur.DeepCopy()
+		nw.Status = *in.Status.DeepCopy()
+	case "":
+		nw = in.DeepCopy()
+		nw.Status = *cur.Status.DeepCopy()
+		nw.UID = cur.UID
+	default:
+		return nil, fmt.Errorf("resourceclaims/%s: no such subresource", sub)
+	}
+	if !s.put(nw) {
+		return nil, errors.New("the simulator's informers refused the claim")
+	}
+	return nw.DeepCopy(), nil
+}
+
+// storedClaim is the claim ns/name as the API server has it, nil if none.
+// Read-only.
+func (s *sim) storedClaim(ns, name string) *resourceapi.ResourceClaim {
+	c, _ := s.obj.byKey[objectKey(&resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})].(*resourceapi.ResourceClaim)
+	return c
+}
+
+// storedTemplate is the ResourceClaimTemplate ns/name, nil if none.
+func (s *sim) storedTemplate(ns, name string) *resourceapi.ResourceClaimTemplate {
+	t, _ := s.obj.byKey[objectKey(&resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})].(*resourceapi.ResourceClaimTemplate)
+	return t
+}
+
+// makeClaims creates, for each of a new pod's claims from a template that
+// exists, the claim, and names it in the pod's status (p is changed in
+// place: it is not yet in the cluster). A claim whose template does not
+// exist yet is made when the template is created (templateCreated); the
+// pod waits meanwhile (DynamicResources' PreEnqueue). It reports whether
+// it named a claim.
+func (s *sim) makeClaims(p *v1.Pod) bool {
+	made := false
+	for _, pc := range p.Spec.ResourceClaims {
+		if pc.ResourceClaimTemplateName == nil || hasClaimStatus(p, pc.Name) {
+			continue
+		}
+		t := s.storedTemplate(p.Namespace, *pc.ResourceClaimTemplateName)
+		if t == nil {
+			continue
+		}
+		s.obj.claimSeq++
+		c := &resourceapi.ResourceClaim{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace:   p.Namespace,
+				Name:        fmt.Sprintf("%s-%s-%d", p.Name, pc.Name, s.obj.claimSeq),
+				Labels:      t.Spec.Labels,
+				Annotations: map[string]string{podClaimAnnotation: pc.Name},
+				OwnerReferences: []metav1.OwnerReference{{
+					APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID,
+					Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true),
+				}},
+			},
+			Spec: *t.Spec.Spec.DeepCopy(),
+		}
+		if !s.put(c) {
+			return made
+		}
+		p.Status.ResourceClaimStatuses = append(p.Status.ResourceClaimStatuses, v1.PodResourceClaimStatus{Name: pc.Name, ResourceClaimName: ptrTo(c.Name)})
+		made = true
+	}
+	return made
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func hasClaimStatus(p *v1.Pod, name string) bool {
+	return slices.ContainsFunc(p.Status.ResourceClaimStatuses, func(st v1.PodResourceClaimStatus) bool { return st.Name == name })
+}
+
+// templateCreated makes the claims of the pending pods that were waiting
+// for template t, and updates those pods (their status now names the
+// claims), in the order of their groups. O(pods).
+func (s *sim) templateCreated(t *resourceapi.ResourceClaimTemplate) {
+	for _, k := range s.cl.podGroupsOrder() {
+		old := s.cl.pods[k]
+		if old == nil || old.Spec.NodeName != "" || old.Namespace != t.Namespace || !usesTemplate(old, t.Name) {
+			continue
+		}
+		nw := old.DeepCopy()
+		if s.makeClaims(nw) {
+			s.cl.pods[k] = nw
+			s.h.UpdatePod(old, nw)
+		}
+	}
+}
+
+func usesTemplate(p *v1.Pod, name string) bool {
+	return slices.ContainsFunc(p.Spec.ResourceClaims, func(pc v1.PodResourceClaim) bool {
+		return pc.ResourceClaimTemplateName != nil && *pc.ResourceClaimTemplateName == name
+	})
+}
+
+// releaseClaims does what the resourceclaim controller does when pod p
+// ends: each of its claims loses p's reservation; one that no pod holds
+// any more is deallocated (its allocation and DRA's finalizer removed,
+// an update that wakes the pods waiting for devices); a claim made for p
+// is deleted.
+func (s *sim) releaseClaims(p *v1.Pod) {
+	if s.fw == nil {
+		return
+	}
+	for _, pc := range p.Spec.ResourceClaims {
+		name := pc.ResourceClaimName
+		if pc.ResourceClaimTemplateName != nil {
+			name = nil
+			for _, st := range p.Status.ResourceClaimStatuses {
+				if st.Name == pc.Name {
+					name = st.ResourceClaimName
+				}
+			}
+		}
+		if name == nil {
+			continue
+		}
+		cur := s.storedClaim(p.Namespace, *name)
+		if cur == nil {
+			continue
+		}
+		if held := slices.ContainsFunc(cur.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == p.UID }); held {
+			nw := cur.DeepCopy()
+			nw.Status.ReservedFor = slices.DeleteFunc(nw.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == p.UID })
+			if len(nw.Status.ReservedFor) == 0 {
+				nw.Status.ReservedFor = nil
+				nw.Status.Allocation = nil
+				nw.Finalizers = slices.DeleteFunc(nw.Finalizers, func(f string) bool { return f == resourceapi.Finalizer })
+			}
+			if !s.put(nw) {
+				return
+			}
+			cur = nw
+		}
+		if metav1.IsControlledBy(cur, p) && len(cur.Status.ReservedFor) == 0 && !s.remove(cur) {
+			return
+		}
+	}
+}
+
+// checkDevices is an invariant of DRA, checked after every write of a
+// claim when Options.CheckInvariants is set: each allocated device is in
+// a ResourceSlice of its driver and pool, and no device is allocated to
+// two claims (a share of a device, with consumable capacity, is not
+// checked here). O(objects).
+func (s *sim) checkDevices() error {
+	exists := map[string]bool{} // driver/pool/device
+	owner := map[string]string{}
+	for _, k := range slices.Sorted(maps.Keys(s.obj.byKey)) {
+		if sl, ok := s.obj.byKey[k].(*resourceapi.ResourceSlice); ok {
+			for _, d := range sl.Spec.Devices {
+				exists[sl.Spec.Driver+"/"+sl.Spec.Pool.Name+"/"+d.Name] = true
+			}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.obj.byKey)) {
+		c, ok := s.obj.byKey[k].(*resourceapi.ResourceClaim)
+		if !ok || c.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			id := r.Driver + "/" + r.Pool + "/" + r.Device
+			switch {
+			case !exists[id]:
+				return fmt.Errorf("claim %s/%s is allocated device %s, which no ResourceSlice has", c.Namespace, c.Name, id)
+			case r.ShareID != nil:
+			case owner[id] != "":
+				return fmt.Errorf("device %s is allocated to two claims: %s and %s/%s", id, owner[id], c.Namespace, c.Name)
+			default:
+				owner[id] = c.Namespace + "/" + c.Name
+			}
+		}
+	}
+	return nil
+}
