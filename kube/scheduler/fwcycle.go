@@ -16,8 +16,9 @@ import (
 
 // The single-pod cycle on kube-scheduler's framework (Options.Framework):
 // the snapshot is brought up to date from the cache (Cache.UpdateSnapshot)
-// and every plugin then runs on it with no lock of schedq's held. Groups,
-// preemption and the simulator keep the hand-written plugins.
+// and every plugin then runs on it with no lock of schedq's held. A pod
+// that fits nowhere runs the PostFilter plugins (fwpreempt.go). Groups
+// keep the hand-written plugins.
 
 // fwNominator serves the framework's PodNominator from the queue's
 // nominations, read before each cycle (readFWNominations) as the
@@ -81,11 +82,13 @@ func (s *Scheduler) scheduleFramework(ctx context.Context, info Attempt) Outcome
 	}
 	cs := fwframework.NewCycleState()
 	out := s.fwFind(ctx, cs, pod)
+	s.fwPreempt(ctx, cs, info, &out)
 	out.state = st
 	if out.clearNom != "" {
 		s.clearNomination(info.Key, out.clearNom)
 	}
 	if out.Result != Scheduled {
+		s.act(ctx, info, &out)
 		return s.fail(ctx, info, start, out)
 	}
 	return s.fwCommit(ctx, info, pi, cs, out, start)
@@ -246,7 +249,8 @@ func fitOutcome(pod *v1.Pod, numAll int, diag fwframework.Diagnosis) Outcome {
 		reasons.Insert(diag.PreFilterMsg)
 	}
 	return Outcome{Result: Unschedulable, Message: fe.Error(), Reasons: sets.List(reasons),
-		Plugins: sets.List(diag.UnschedulablePlugins), Pending: sets.List(diag.PendingPlugins)}
+		Plugins: sets.List(diag.UnschedulablePlugins), Pending: sets.List(diag.PendingPlugins),
+		fwStatus: diag.NodeToStatus}
 }
 
 // fwFilterNames lists the framework's filter plugins.

@@ -19,6 +19,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	fwframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
@@ -106,8 +107,9 @@ type Options struct {
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
 	// Framework, if not nil, schedules lone pods with kube-scheduler's
-	// framework and plugins (fwcycle.go) instead of Profile's; group
-	// attempts and preemption still use Profile. New makes the cache track
+	// framework and plugins (fwcycle.go) instead of Profile's, and
+	// preempts with its PostFilter plugins (fwpreempt.go); group
+	// attempts still use Profile. New makes the cache track
 	// kube-scheduler's cache for its snapshot (Cache.TrackUpstream) and
 	// gives the framework the queue's nominations. Its profile's
 	// percentageOfNodesToScore, if set, overrides PercentageOfNodesToScore.
@@ -147,6 +149,9 @@ type Scheduler struct {
 	// fwNom serves Options.Framework the nominations read before the
 	// cycle.
 	fwNom fwNominator
+	// fwPre adapts Options.Framework's DefaultPreemption (fwpreempt.go):
+	// nil without preemption or without that plugin.
+	fwPre *fwPreemption
 	// committed says the cycle handed its attempt to bindings: a panic
 	// after that point does not requeue it (see recovered).
 	committed bool
@@ -205,6 +210,8 @@ type Outcome struct {
 	// clearNom, if set, is why the pod's nomination is cleared after the
 	// cycle's view.
 	clearNom string
+	// fwStatus is the framework path's node statuses, for PostFilter.
+	fwStatus *fwframework.NodeToStatus
 }
 
 // ScheduleOne runs the scheduling cycle for a popped pod: filter, score,
