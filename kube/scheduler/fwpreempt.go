@@ -3,14 +3,17 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+	fwframework "k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
 	fwpreemption "k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 
@@ -30,10 +33,13 @@ import (
 //     preemption off): the cycle, not a goroutine of the plugin, decides;
 //   - it reads the preemptor as the queue knows it (its nomination in
 //     status.nominatedNodeName) and the budgets of PreemptionOptions;
-//   - terminating pods and victims being evicted are never victims, and
-//     a pod whose victims are still being evicted does not preempt again;
-//   - the pick is deterministic: the dry run starts at an offset drawn
-//     from Options.Rand, victims of one priority are ordered by start
+//   - terminating pods and victims being evicted are never victims,
+//     their room counts as free (a node where that is enough is taken
+//     at once, with no victim), and a pod whose victims are still being
+//     evicted does not preempt again;
+//   - the pick is deterministic: the dry run visits the nodes in the
+//     snapshot's order (orderedStatus), from an offset drawn from
+//     Options.Rand, victims of one priority are ordered by start
 //     time (creation if not started), never the wall clock, and ties
 //     between candidates go to the first found (pickCandidate);
 //   - a plugin's panic during the dry run (which runs on the framework's
@@ -55,6 +61,7 @@ type fwPreemption struct {
 	node       string
 	victims    []*v1.Pod
 	violations int
+	free       string // the first node where leaving pods make room enough
 }
 
 // usePreemption adapts pl, the framework's DefaultPreemption, to the
@@ -87,7 +94,15 @@ func (s *Scheduler) fwPreempt(ctx context.Context, cs fwk.CycleState, info Attem
 		f.begin(info.Item)
 		defer f.end()
 	}
-	res, st := fw.RunPostFilterPlugins(ctx, cs, info.Item, out.fwStatus)
+	res, st := fw.RunPostFilterPlugins(ctx, cs, info.Item, orderedStatus{out.fwStatus})
+	if f != nil && f.free != "" {
+		// Pods leaving a node make room enough: nominated there, nobody
+		// is evicted, whatever DefaultPreemption chose elsewhere.
+		out.Message += " preemption: pods leaving node " + f.free + " make room."
+		out.preempt = &preemption{cand: Candidate{Node: f.free}, found: true}
+		out.Nominated, out.Victims = f.free, nil
+		return
+	}
 	if msg := st.Message(); msg != "" {
 		out.Message += " " + msg
 		if !st.IsSuccess() {
@@ -126,7 +141,7 @@ func (f *fwPreemption) begin(pod *v1.Pod) {
 	f.leaving = f.s.pre.leaving()
 	f.order = f.order[:0]
 	f.mu.Lock()
-	f.node, f.victims, f.violations = "", nil, 0
+	f.node, f.victims, f.violations, f.free = "", nil, 0, ""
 	f.mu.Unlock()
 }
 
@@ -148,15 +163,20 @@ func (f *fwPreemption) collect(_ context.Context, c fwpreemption.Candidate, _ fw
 // freed already).
 func (f *fwPreemption) eligibleVictim(_ fwk.NodeInfo, v fwpreemption.Victim, _ *v1.Pod) bool {
 	for _, pi := range v.Pods() {
-		p := pi.GetPod()
-		if p.DeletionTimestamp != nil {
-			return false
-		}
-		if _, ok := f.leaving[p.UID]; ok {
+		if f.isLeaving(pi.GetPod()) {
 			return false
 		}
 	}
 	return true
+}
+
+// isLeaving reports whether p is terminating or being evicted.
+func (f *fwPreemption) isLeaving(p *v1.Pod) bool {
+	if p.DeletionTimestamp != nil {
+		return true
+	}
+	_, ok := f.leaving[p.UID]
+	return ok
 }
 
 // moreImportantVictim orders single-pod victims as the hand-written
@@ -220,9 +240,13 @@ func (r *fwPreemptRules) PodEligibleToPreemptOthers(ctx context.Context, pod *v1
 	return true, ""
 }
 
-// SelectVictimsOnNode is upstream's, with a plugin's panic turned into
-// an error for that node: the dry run calls it on the parallelizer's
-// goroutine, where a panic would end the process.
+// SelectVictimsOnNode is upstream's on ni (the dry run's copy of the
+// node) without the pods that are leaving it, terminating or being
+// evicted: their room counts as free. If the pod fits with that alone,
+// the node needs no victim: it is recorded (the first such node the dry
+// run finds) and the pod is nominated there (fwPreempt). A plugin's
+// panic is an error for that node: the dry run calls this on the
+// parallelizer's goroutine, where a panic would end the process.
 func (r *fwPreemptRules) SelectVictimsOnNode(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo, all []*fwpreemption.DomainVictim, pdbs []*policyv1.PodDisruptionBudget) (victims []*v1.Pod, violations int, st *fwk.Status) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -230,6 +254,28 @@ func (r *fwPreemptRules) SelectVictimsOnNode(ctx context.Context, cs fwk.CycleSt
 			st = fwk.AsStatus(fmt.Errorf("preemption on node %s: plugin panic: %v", ni.Node().Name, p))
 		}
 	}()
+	fw, f := r.f.s.o.Framework.Framework(), r.f
+	removed := false
+	for _, pi := range slices.Clone(ni.GetPods()) {
+		if !f.isLeaving(pi.GetPod()) {
+			continue
+		}
+		if err := ni.RemovePod(klog.FromContext(ctx), pi.GetPod()); err != nil {
+			return nil, 0, fwk.AsStatus(err)
+		}
+		if st := fw.RunPreFilterExtensionRemovePod(ctx, cs, pod, pi, ni); !st.IsSuccess() {
+			return nil, 0, st
+		}
+		removed = true
+	}
+	if removed && fw.RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni).IsSuccess() {
+		f.mu.Lock()
+		if f.free == "" {
+			f.free = ni.Node().Name
+		}
+		f.mu.Unlock()
+		return nil, 0, fwk.NewStatus(fwk.Unschedulable, "room is being freed by pods leaving the node")
+	}
 	return r.DefaultPreemption.SelectVictimsOnNode(ctx, cs, pod, ni, all, pdbs)
 }
 
@@ -264,4 +310,30 @@ func (r *fwPreemptRules) OrderedScoreFuncs(_ context.Context, m map[string]*exte
 		}
 		return 0
 	}}
+}
+
+// orderedStatus is the cycle's node statuses as PostFilter reads them,
+// with the nodes of a status code listed in the snapshot's order:
+// upstream's NodeToStatus lists them from a map, in an order that
+// changes from run to run, and DefaultPreemption's dry run visits them
+// in that order. O(nodes) per call.
+type orderedStatus struct{ m *fwframework.NodeToStatus }
+
+// Get returns node's status.
+func (o orderedStatus) Get(node string) *fwk.Status { return o.m.Get(node) }
+
+// NodesForStatusCode lists the nodes of l whose status has code, in l's
+// order.
+func (o orderedStatus) NodesForStatusCode(l fwk.NodeInfoLister, code fwk.Code) ([]fwk.NodeInfo, error) {
+	all, err := l.List()
+	if err != nil {
+		return nil, err
+	}
+	var out []fwk.NodeInfo
+	for _, ni := range all {
+		if o.m.Get(ni.Node().Name).Code() == code {
+			out = append(out, ni)
+		}
+	}
+	return out, nil
 }

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -14,10 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/profile"
 )
 
 // newFWPreemptFixture is newFWFixture with preemption on, through
@@ -251,5 +254,60 @@ func TestFrameworkPreemptionPanicFailsOnlyThatPod(t *testing.T) {
 	f.h.AddPod(prioPod("fine", 2000, 100))
 	if out := f.once(); out.Nominated != "a" || len(e.calls) != 1 {
 		t.Fatalf("the next pod: nominated %q, calls %v: %s", out.Nominated, e.calls, out.Message)
+	}
+}
+
+// TestFrameworkPreemptionBurstWithChurn is the preemption burst on the
+// framework path (DefaultPreemption through the framework, the queue's
+// hints from the framework), while another goroutine adds and deletes
+// nodes and pods bound by another scheduler through the handlers, as
+// informers do: under -race, exactly one victim per preemptor, every
+// preemptor bound.
+func TestFrameworkPreemptionBurstWithChurn(t *testing.T) {
+	cfg, err := profile.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, err := profile.NewFrameworkOn(context.Background(), &cfg.Profiles[0], profile.Setup{Snapshot: backendcache.NewEmptySnapshot()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fw.Close() })
+	churn := func(ctx context.Context, h *Handlers) {
+		for i := 0; ctx.Err() == nil; i++ {
+			name := fmt.Sprint("churn", i%3)
+			n := node(name, 500) // too small for a preemptor
+			h.AddNode(n)
+			other := pod(fmt.Sprint("other", i%5), 100)
+			other.Spec.SchedulerName, other.Spec.NodeName = "default-scheduler", name
+			h.AddPod(other)
+			h.DeletePod(other)
+			h.DeleteNode(n)
+		}
+	}
+	burstPreemption(t, fw, churn)
+}
+
+// TestFrameworkLeavingPodsRoomCountsAsFree: a terminating pod is never a
+// victim and its room counts as free: where that room is enough, the
+// pod is nominated with no victim; elsewhere the search evicts only
+// what the leaving pods do not free.
+func TestFrameworkLeavingPodsRoomCountsAsFree(t *testing.T) {
+	f, e := newFWPreemptFixture(t, nil, nil)
+	f.h.AddNode(node("a", 2000))
+	leaving := runningPod("leaving", "a", 1000, 1, t0)
+	leaving.DeletionTimestamp = &metav1.Time{Time: t0}
+	f.h.AddPod(leaving)
+	f.h.AddPod(runningPod("stays", "a", 1000, 1, t0))
+	f.h.AddPod(prioPod("small", 1000, 100))
+	out := f.once()
+	if out.Nominated != "a" || len(out.Victims) != 0 || len(e.calls) != 1 || e.calls[0] != "small->a: " {
+		t.Fatalf("nominated %q, victims %s, calls %v: %s", out.Nominated, victimNames(out), e.calls, out.Message)
+	}
+	// A larger pod needs "stays" gone too, not "leaving" again.
+	f.h.AddPod(prioPod("large", 2000, 200))
+	out = f.once()
+	if out.Nominated != "a" || victimNames(out) != "stays" {
+		t.Fatalf("nominated %q, victims %s, calls %v: %s", out.Nominated, victimNames(out), e.calls, out.Message)
 	}
 }
