@@ -66,7 +66,10 @@ type fwPreemption struct {
 }
 
 // usePreemption adapts pl, the framework's DefaultPreemption, to the
-// scheduler (see above). Called by EnablePreemption.
+// scheduler (see above). Called by EnablePreemption. The plugin serves
+// the last scheduler adapted to it, as the framework's nominator serves
+// the last one New built on it: one scheduler runs on a framework at a
+// time (a leader's terms follow each other).
 func (s *Scheduler) usePreemption(pl *defaultpreemption.DefaultPreemption) {
 	f := &fwPreemption{s: s, pl: pl}
 	pl.Executor.PreemptPod = f.collect
