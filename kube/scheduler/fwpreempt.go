@@ -43,8 +43,9 @@ import (
 //     time (creation if not started), never the wall clock, and ties
 //     between candidates go to the first found (pickCandidate);
 //   - a plugin's panic during the dry run (which runs on the framework's
-//     parallelizer goroutine, out of the cycle's recovery) fails that
-//     node, with the panic in the pod's message.
+//     parallelizer goroutine, out of the cycle's recovery, where it
+//     would end the process) fails that node, with the panic in the
+//     pod's message.
 
 // fwPreemption is the scheduler's hold on DefaultPreemption. The fields
 // below mu are written by the executor on the framework's parallelizer
@@ -250,7 +251,9 @@ func (r *fwPreemptRules) PodEligibleToPreemptOthers(ctx context.Context, pod *v1
 // the node needs no victim: it is recorded (the first such node the dry
 // run finds) and the pod is nominated there (fwPreempt). A plugin's
 // panic is an error for that node: the dry run calls this on the
-// parallelizer's goroutine, out of reach of the cycle's recovery.
+// parallelizer's goroutine, out of reach of the cycle's recovery: the
+// parallelizer logs a panic there and panics again, which ends the
+// process.
 func (r *fwPreemptRules) SelectVictimsOnNode(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo, all []*fwpreemption.DomainVictim, pdbs []*policyv1.PodDisruptionBudget) (victims []*v1.Pod, violations int, st *fwk.Status) {
 	defer func() {
 		if p := recover(); p != nil {
