@@ -18,6 +18,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodevolumelimits"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
@@ -49,6 +50,7 @@ type Cluster struct {
 // 1, so a cycle runs on the caller's goroutine only).
 type Framework struct {
 	fwk     framework.Framework
+	dp      *defaultpreemption.DefaultPreemption
 	snap    *backendcache.Snapshot
 	factory *syncFactory
 	cancel  context.CancelFunc
@@ -139,6 +141,8 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 	if err := r.Merge(s.Plugins); err != nil {
 		return nil, err
 	}
+	var dp *defaultpreemption.DefaultPreemption
+	capturePreemption(r, &dp)
 	ctx, cancel := context.WithCancel(ctx)
 	w, err := wire(ctx, s)
 	if err != nil {
@@ -152,6 +156,8 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 		// NodeVolumeLimits' Filter dereferences it for any pod with a claim.
 		frameworkruntime.WithSharedCSIManager(nodevolumelimits.NewCSIManager(w.factory.Storage().V1().CSINodes().Lister())),
 		frameworkruntime.WithSnapshotSharedLister(s.Snapshot),
+		// DefaultPreemption lists the nodes through it.
+		frameworkruntime.WithMutableSnapshotLister(s.Snapshot),
 		frameworkruntime.WithParallelism(1),
 		frameworkruntime.WithLogger(klog.FromContext(ctx)),
 	)
@@ -165,7 +171,7 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 			return nil, err
 		}
 	}
-	return &Framework{fwk: f, snap: s.Snapshot, factory: w.sync, cancel: cancel}, nil
+	return &Framework{fwk: f, dp: dp, snap: s.Snapshot, factory: w.sync, cancel: cancel}, nil
 }
 
 // podsAndNodes lists c's pods and nodes as objects for the informers.

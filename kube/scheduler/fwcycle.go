@@ -17,9 +17,9 @@ import (
 
 // The single-pod cycle on kube-scheduler's framework (Options.Framework):
 // the snapshot is brought up to date from the cache (Cache.UpdateSnapshot)
-// and every plugin then runs on it with no lock of schedq's held. Group
-// attempts reuse fwFind (fwgroup.go); preemption keeps the hand-written
-// plugins.
+// and every plugin then runs on it with no lock of schedq's held. A pod
+// that fits nowhere runs the PostFilter plugins (fwpreempt.go). Group
+// attempts reuse fwFind (fwgroup.go).
 
 // fwNominator serves the framework's PodNominator from the queue's
 // nominations, read before each cycle (readFWNominations) as the
@@ -85,12 +85,14 @@ func (s *Scheduler) scheduleFramework(ctx context.Context, info Attempt) Outcome
 	}
 	cs := fwframework.NewCycleState()
 	out := s.fwFind(ctx, cs, pod)
+	s.fwPreempt(ctx, cs, info, &out)
 	out.state = st
 	if out.clearNom != "" {
 		s.clearNomination(info.Key, out.clearNom)
 	}
 	if out.Result != Scheduled {
 		s.batch.drop()
+		s.act(ctx, info, &out)
 		return s.fail(ctx, info, start, out)
 	}
 	done := s.fwCommit(ctx, info, pi, cs, out, start)
@@ -257,7 +259,8 @@ func fitOutcome(pod *v1.Pod, numAll int, diag fwframework.Diagnosis) Outcome {
 		reasons.Insert(diag.PreFilterMsg)
 	}
 	return Outcome{Result: Unschedulable, Message: fe.Error(), Reasons: sets.List(reasons),
-		Plugins: sets.List(diag.UnschedulablePlugins), Pending: sets.List(diag.PendingPlugins)}
+		Plugins: sets.List(diag.UnschedulablePlugins), Pending: sets.List(diag.PendingPlugins),
+		fwStatus: diag.NodeToStatus}
 }
 
 // fwFilterNames lists the framework's filter plugins.

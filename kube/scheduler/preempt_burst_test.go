@@ -10,9 +10,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/profile"
 )
 
 // laggingEvictor reports each preemption done as soon as its requests
@@ -46,9 +48,22 @@ func (e *laggingEvictor) Preempt(_ context.Context, _ *v1.Pod, _ string, victims
 // bindings and informer events. Exactly 60 victims must be evicted: none
 // for room that an eviction in flight already frees.
 func TestPreemptionBurstEvictsTheMinimalSet(t *testing.T) {
+	burstPreemption(t, nil, nil)
+}
+
+// burstPreemption runs TestPreemptionBurstEvictsTheMinimalSet on
+// schedq's plugins, or on fw's (the framework path) if fw is set; churn,
+// if set, runs meanwhile on a goroutine of its own, until its context
+// ends, with the handlers.
+func burstPreemption(t *testing.T, fw *profile.Framework, churn func(context.Context, *Handlers)) {
 	const nodes, perNode, preemptors = 20, 4, 60
 	c := NewCache()
 	cfg := QueueConfig(testProfile())
+	if fw != nil {
+		if err := UseFrameworkHints(context.Background(), &cfg, fw, klog.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cfg.Budget = WakeBudget(c)
 	q, err := schedq.New(cfg)
 	if err != nil {
@@ -57,7 +72,7 @@ func TestPreemptionBurstEvictsTheMinimalSet(t *testing.T) {
 	h := &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
 	srv := &fakeServer{h: h, events: make(chan func(), 4096), pods: map[types.NamespacedName]*v1.Pod{}, deleted: map[types.NamespacedName]bool{}}
 	ev := &laggingEvictor{c: srv, victims: map[types.NamespacedName]bool{}}
-	s := New(q, c, asyncBinder{srv}, &lockedReporter{}, Options{Profile: testProfile(), Rand: rand.New(rand.NewPCG(3, 4))})
+	s := New(q, c, asyncBinder{srv}, &lockedReporter{}, Options{Profile: testProfile(), Framework: fw, Rand: rand.New(rand.NewPCG(3, 4))})
 	if err := s.EnablePreemption(PreemptionOptions{Evictor: ev}); err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +89,10 @@ func TestPreemptionBurstEvictsTheMinimalSet(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Add(3)
+	if churn != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); churn(ctx, h) }()
+	}
 	go func() { defer wg.Done(); q.Run(ctx) }()
 	go func() { defer wg.Done(); srv.run(ctx) }()
 	go func() {

@@ -105,12 +105,20 @@ func (p *preemptor) seen(uid types.UID) {
 
 // EnablePreemption makes the scheduler preempt lower-priority pods for a
 // pod that fits nowhere, as kube-scheduler's DefaultPreemption does. Call
-// it before the first cycle.
+// it before the first cycle. On the framework path (Options.Framework)
+// the profile's PostFilter plugins decide (fwpreempt.go), with the
+// profile's DefaultPreemption args: o's MinCandidateNodes fields are
+// not read.
 func (s *Scheduler) EnablePreemption(o PreemptionOptions) error {
 	if o.Evictor == nil {
 		return fmt.Errorf("preemption: no Evictor")
 	}
 	s.pre = &preemptor{o: o, running: map[types.UID]bool{}, evicting: map[types.UID]time.Time{}}
+	if s.o.Framework != nil {
+		if pl := s.o.Framework.Preemption(); pl != nil {
+			s.usePreemption(pl)
+		}
+	}
 	return nil
 }
 

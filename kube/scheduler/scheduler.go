@@ -20,6 +20,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
+	fwframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
@@ -108,8 +109,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Framework, if not nil, schedules lone pods and group attempts with
 	// kube-scheduler's framework and plugins (fwcycle.go, fwgroup.go)
-	// instead of Profile's; preemption still uses Profile, and Profile's
-	// group plugin (else GangScheduling) decides a group's quorum. New makes the cache track
+	// instead of Profile's, and preempts with its PostFilter plugins
+	// (fwpreempt.go); Profile's group plugin (else GangScheduling) decides
+	// a group's quorum. New makes the cache track
 	// kube-scheduler's cache for its snapshot (Cache.TrackUpstream) and
 	// gives the framework the queue's nominations. Its profile's
 	// percentageOfNodesToScore, if set, overrides PercentageOfNodesToScore.
@@ -161,6 +163,9 @@ type Scheduler struct {
 	fwCycle uint64
 	sig     fwk.PodSignature
 	batch   fwBatch
+	// fwPre adapts Options.Framework's DefaultPreemption (fwpreempt.go):
+	// nil without preemption or without that plugin.
+	fwPre *fwPreemption
 	// committed says the cycle handed its attempt to bindings: a panic
 	// after that point does not requeue it (see recovered).
 	committed bool
@@ -219,6 +224,8 @@ type Outcome struct {
 	// clearNom, if set, is why the pod's nomination is cleared after the
 	// cycle's view.
 	clearNom string
+	// fwStatus is the framework path's node statuses, for PostFilter.
+	fwStatus *fwframework.NodeToStatus
 }
 
 // ScheduleOne runs the scheduling cycle for a popped pod: filter, score,

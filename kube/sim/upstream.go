@@ -33,8 +33,9 @@ func (sp SchedulerSpec) upstream() bool { return sp.Plugins == PluginsUpstream }
 // for it (nil otherwise): the profile of scheduler.config, or the default
 // one, over an empty snapshot that the scheduler's cache keeps up to date,
 // with the scenario's objects in its informers. It makes cfg wake and gate
-// pods as the framework's plugins ask. Groups and preemption keep schedq's
-// own plugins.
+// pods as the framework's plugins ask. Preemption runs the profile's
+// DefaultPreemption (the scheduler adapts it), and gangs go through it
+// too, with schedq's quorum.
 func (s *sim) newFramework(ctx context.Context, cfg *schedq.Config[types.NamespacedName, *v1.Pod]) (*profile.Framework, error) {
 	sp := s.sc.Scheduler
 	if !sp.upstream() {
@@ -222,5 +223,5 @@ func (sp SchedulerSpec) scoringLabel() string {
 	if sp.Config != "" {
 		prof = sp.Config
 	}
-	return "kube-scheduler v1.37.2's plugins (" + prof + "; groups and preemption: schedq's)"
+	return "kube-scheduler v1.37.2's plugins (" + prof + ")"
 }

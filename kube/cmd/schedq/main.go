@@ -83,7 +83,7 @@ Every flag is checked before it connects.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Config.File, "config", "", "a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file; its profile's schedulerName, percentageOfNodesToScore and the pod backoffs replace the flags (see docs/scheduler.md)")
-	f.BoolVar(&o.Config.Upstream, "upstream-plugins", true, "schedule with kube-scheduler v1.37.2's framework and in-tree plugins: the --config profile (its plugins, weights and pluginConfig honoured) or kube-scheduler's default one; =false: schedq's own hand-written plugins, deprecated, which ignore topology spread, volumes, host ports, DRA and soft affinity (see docs/framework.md)")
+	f.BoolVar(&o.Config.Upstream, "upstream-plugins", true, "schedule with kube-scheduler v1.37.2's framework and in-tree plugins: the --config profile (its plugins, weights and pluginConfig honoured) or kube-scheduler's default one, preempting with its DefaultPreemption; =false: schedq's own hand-written plugins, deprecated, which ignore topology spread, volumes, host ports, DRA and soft affinity (see docs/framework.md)")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, then ~/.kube/config, then the in-cluster configuration")
 	f.StringVar(&o.SchedulerName, "scheduler-name", "schedq", "schedule pods whose spec.schedulerName is this")
 	f.StringVar(&o.Address, "address", "", "plain-HTTP address of /metrics, /healthz, /readyz, /livez and /debug/queue, without authentication: development only, loopback addresses only (127.0.0.1:10351); empty: off (see --secure-port)")

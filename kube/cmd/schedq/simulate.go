@@ -173,7 +173,7 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 	gf.register(f)
 	f.StringVar(&in.snapshot, "snapshot", "", "start from a cluster saved with kubectl get nodes,pods -A -o yaml (a file or a directory of them)")
 	f.StringVar(&in.records, "records", "", "write one record per pod to this file (.jsonl or .csv)")
-	f.BoolVar(&fw.upstream, "upstream-plugins", false, "schedule lone pods with kube-scheduler v1.37.2's framework and plugins (the scenario's scheduler.plugins: upstream); groups and preemption keep schedq's")
+	f.BoolVar(&fw.upstream, "upstream-plugins", false, "schedule lone pods with kube-scheduler v1.37.2's framework and plugins (the scenario's scheduler.plugins: upstream), and gangs, preempting with its DefaultPreemption")
 	f.StringVar(&fw.config, "config", "", "with --upstream-plugins: a KubeSchedulerConfiguration file whose one profile replaces the default (scheduler.config)")
 	f.StringVar(&in.series, "series", "", "write the sub-queue sizes and the cluster's allocation over virtual time to this file (.csv)")
 	return cmd
