@@ -97,6 +97,54 @@ func TestFrameworkZoneSpread(t *testing.T) {
 	}
 }
 
+// TestFrameworkPreferredAffinity: soft constraints are scored. Of three
+// otherwise equal nodes, a pod that prefers the node labelled disk=ssd
+// (NodeAffinity) lands there, and a pod that prefers not to share a node
+// with it (InterPodAffinity) does not; a node tainted PreferNoSchedule
+// (TaintToleration) gets neither.
+func TestFrameworkPreferredAffinity(t *testing.T) {
+	c := client(t)
+	ns := namespace(t, c)
+	nodes := makeNodes(t, c, "fw-soft", 3, nodeSpec{cpu: "4", memory: "16Gi"})
+	ctx := context.Background()
+	label := func(node string, mutate func(*v1.Node)) {
+		n, err := c.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mutate(n)
+		if _, err := c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	label(nodes[1], func(n *v1.Node) { n.Labels["disk"] = "ssd" })
+	label(nodes[2], func(n *v1.Node) {
+		n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: "spare", Value: "yes", Effect: v1.TaintEffectPreferNoSchedule})
+	})
+	s := startFrameworkScheduler(t, "schedq-fw-soft")
+	create := func(name string, labels map[string]string, aff *v1.Affinity) {
+		p := newPod(ns, name, podSpec{scheduler: s.name, cpu: "100m", memory: "64Mi", labels: labels,
+			nodeSelector: onNodes("fw-soft"), affinity: aff})
+		if _, err := c.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitBound(t, c, ns, []string{name}, time.Minute)
+	}
+	create("ssd", map[string]string{"app": "db"}, &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []v1.PreferredSchedulingTerm{{Weight: 100, Preference: v1.NodeSelectorTerm{
+			MatchExpressions: []v1.NodeSelectorRequirement{{Key: "disk", Operator: v1.NodeSelectorOpIn, Values: []string{"ssd"}}}}}}}})
+	create("apart", nil, &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []v1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: v1.PodAffinityTerm{
+			TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}}}}})
+	b := bound(t, c, ns)
+	if b["ssd"] != nodes[1] {
+		t.Errorf("ssd on %s, want %s, the node labelled disk=ssd", b["ssd"], nodes[1])
+	}
+	if b["apart"] != nodes[0] {
+		t.Errorf("apart on %s, want %s: not with ssd's pod, not on the PreferNoSchedule node", b["apart"], nodes[0])
+	}
+}
+
 // localVolume is a local PersistentVolume of class on node.
 func localVolume(name, class, node string) *v1.PersistentVolume {
 	return &v1.PersistentVolume{

@@ -51,8 +51,19 @@ func gone(t testing.TB, c kubernetes.Interface, ns, name string) bool {
 // protects (of the lowest priority), the other pods of a higher priority
 // but unprotected. A high-priority pod preempts on the unprotected node,
 // is nominated there and binds there; the protected pods stay. A pod
-// whose policy is Never preempts nothing.
+// whose policy is Never preempts nothing. Both on schedq's own plugins
+// and on kube-scheduler's framework, whose DefaultPreemption chooses the
+// victims there.
 func TestPreemption(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		start func(*testing.T, string) *sched
+	}{{"schedq-plugins", startScheduler}, {"framework", startFrameworkScheduler}} {
+		t.Run(tc.name, func(t *testing.T) { testPreemption(t, tc.name, tc.start) })
+	}
+}
+
+func testPreemption(t *testing.T, path string, start func(*testing.T, string) *sched) {
 	c := client(t)
 	ns := namespace(t, c)
 	ctx := context.Background()
@@ -75,8 +86,8 @@ func TestPreemption(t *testing.T) {
 	if _, err := c.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	nodes := makeNodes(t, c, "preempt", 2, nodeSpec{cpu: "2", memory: "4Gi"})
-	s := startScheduler(t, "schedq-preempt")
+	nodes := makeNodes(t, c, "preempt-"+path, 2, nodeSpec{cpu: "2", memory: "4Gi"})
+	s := start(t, "schedq-preempt-"+path)
 	spec := func(class string, labels map[string]string) podSpec {
 		return podSpec{scheduler: s.name, cpu: "1", memory: "64Mi", priorityClass: class, labels: labels}
 	}
@@ -89,7 +100,7 @@ func TestPreemption(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	start := time.Now()
+	begin := time.Now()
 	p := newPod(ns, "high", podSpec{scheduler: s.name, cpu: "2", memory: "64Mi", priorityClass: "e2e-high"})
 	if _, err := c.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -98,7 +109,7 @@ func TestPreemption(t *testing.T) {
 	watchFor(t, w, 30*time.Second, "high nominated to "+nodes[1]+" and the web pods marked DisruptionTarget", func(seen map[string]bool) bool {
 		return seen["nominated:high:"+nodes[1]] && seen["target:web-0"] && seen["target:web-1"]
 	})
-	took := time.Since(start)
+	took := time.Since(begin)
 	if b := bound(t, c, ns); b["high"] != nodes[1] {
 		t.Fatalf("high bound to %q, want %s (the node whose victims no budget protects)", b["high"], nodes[1])
 	}
