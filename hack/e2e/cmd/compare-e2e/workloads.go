@@ -35,7 +35,7 @@ type report struct {
 func n(base int, scale float64) int { return max(1, int(float64(base)*scale)) }
 
 func workloads(scale float64) []workload {
-	return append(basicWorkloads(scale), gangWorkload(scale), preemptionWorkload(scale))
+	return append(basicWorkloads(scale), bestNodeWorkload(scale), gangWorkload(scale), preemptionWorkload(scale))
 }
 
 func basicWorkloads(scale float64) []workload {
