@@ -83,6 +83,7 @@ type entry[K comparable, T any] struct {
 	strategy strategy
 	visit    uint32 // move-request epoch, to visit an entry once (Core.nextEpoch)
 	ts       int64  // cached Timestamp, as Unix nanoseconds
+	hclass   uint64 // a member's cached Config.HintClass
 	seq      uint64 // entry order into activeQ, for ties under a caller's Less
 
 	Info[T]
@@ -141,6 +142,7 @@ type Core[K comparable, T any] struct {
 	labels  map[Event]string // Event.Label() of events seen, to build each once
 	hearing hearing          // the registrations that hear the last event judged
 	held    []heldReg        // scratch of heldBy
+	asked   classSet         // scratch of worthGroup: the classes asked
 
 	rechecks []*roomGroup[K, T]        // budgets to offer once more (budget.go)
 	rooms    map[string]*roomKey[K, T] // shared rooms of Keyed budgets

@@ -253,6 +253,14 @@ func (c *Core[K, T]) memberKeys(m *entry[K, T]) {
 		m.prio = c.cfg.Priority(m.Item)
 	}
 	m.ts = m.Timestamp.UnixNano()
+	c.classify(m)
+}
+
+// classify caches member m's Config.HintClass, if the queue has one.
+func (c *Core[K, T]) classify(m *entry[K, T]) {
+	if c.cfg.HintClass != nil {
+		m.hclass = c.cfg.HintClass(m.Item)
+	}
 }
 
 // attach places member m, in no list yet, by the state of its group (named
@@ -425,7 +433,10 @@ func (c *Core[K, T]) admitGroup(e *entry[K, T]) bool {
 // group's own plugins (decided once for the entity, not per member): the
 // best verdict wins. It stops at the first member that earns the best
 // verdict the group can get: at once, or, if the group has no pending
-// plugin, after backoff. O(m·h) for m members and h hearing hints.
+// plugin, after backoff. With Config.HintClass, a member whose class an
+// earlier member had is not asked: its verdict would be that member's.
+// O(m·h) for m members and h hearing hints, the hints running for one
+// member per class.
 func (c *Core[K, T]) worthGroup(e *entry[K, T], ev Event, label string, oldObj, newObj any) strategy {
 	regs := c.heldBy(e, ev)
 	if len(regs) == 0 {
@@ -436,8 +447,13 @@ func (c *Core[K, T]) worthGroup(e *entry[K, T], ev Event, label string, oldObj, 
 	if anyPending {
 		best = immediately
 	}
+	classes := c.cfg.HintClass != nil
+	c.asked.reset()
 	s := stayParked
 	for _, m := range e.grp.queued {
+		if classes && !c.asked.first(m.hclass) {
+			continue
+		}
 		if s = max(s, c.askHints(regs, m.Item, label, anyPending, oldObj, newObj)); s == best {
 			break
 		}

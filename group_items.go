@@ -20,6 +20,7 @@ func (c *Core[K, T]) addGrouped(item T, now time.Time) bool {
 		if prev.loc == locMemberFlight {
 			if name == prev.grp.name && !prev.deleted {
 				prev.Item = item
+				c.classify(prev)
 				prev.updated = true
 				return true
 			}
