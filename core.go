@@ -143,6 +143,7 @@ type Core[K comparable, T any] struct {
 	hearing hearing          // the registrations that hear the last event judged
 	held    []heldReg        // scratch of heldBy
 	asked   classSet         // scratch of worthGroup: the classes asked
+	memo    hintMemo         // a move request's hint answers by class
 
 	rechecks []*roomGroup[K, T]        // budgets to offer once more (budget.go)
 	rooms    map[string]*roomKey[K, T] // shared rooms of Keyed budgets
@@ -457,6 +458,9 @@ func (c *Core[K, T]) Update(oldItem, newItem T, now time.Time) {
 	}
 	// Parked or gated.
 	e.Item = newItem
+	if e.kind == kindLone {
+		c.classify(e)
+	}
 	events := c.updateEvents(oldItem, newItem)
 	if c.cfg.DisableQueueingHints {
 		if len(events) > 0 {

@@ -454,7 +454,7 @@ func (c *Core[K, T]) worthGroup(e *entry[K, T], ev Event, label string, oldObj, 
 		if classes && !c.asked.first(m.hclass) {
 			continue
 		}
-		if s = max(s, c.askHints(regs, m.Item, label, anyPending, oldObj, newObj)); s == best {
+		if s = max(s, c.askHints(regs, m.Item, m.hclass, label, anyPending, oldObj, newObj)); s == best {
 			break
 		}
 	}

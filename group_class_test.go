@@ -92,3 +92,97 @@ func TestMoveGroupManyClasses(t *testing.T) {
 	h.move(evMachineAdd, 4)
 	h.want("m0", InBackoff)
 }
+
+// labelHints is a test configuration whose Fit and Affinity hints read
+// only an item's label, with counts of their calls: Fit queues items
+// labelled "wake", Affinity items whose label is the new object.
+func labelHints(calls map[string]int) func(*Config[string, job]) {
+	return func(c *Config[string, job]) {
+		c.HintClass = classOfLabel
+		c.Hints["Fit"] = []EventHint[job]{{Event: evMachineAdd, Fn: func(p job, _, _ any) (Hint, error) {
+			calls["Fit"]++
+			if p.label == "wake" {
+				return HintQueue, nil
+			}
+			return HintSkip, nil
+		}}}
+		c.Hints["Affinity"] = []EventHint[job]{{Event: evMachineAdd, Fn: func(p job, _, newObj any) (Hint, error) {
+			calls["Affinity"]++
+			if s, ok := newObj.(string); ok && s == p.label {
+				return HintQueue, nil
+			}
+			return HintSkip, nil
+		}}}
+	}
+}
+
+// TestMoveAsksOneItemPerClass: with Config.HintClass, a move request asks
+// each hint once per class of the parked items; the others of the class
+// take that answer. The answers are per hint and per request: another
+// plugin's hint is asked on its own, and the next request asks again.
+func TestMoveAsksOneItemPerClass(t *testing.T) {
+	calls := map[string]int{}
+	h := newHarness(t, labelHints(calls))
+	var names []string
+	for i := range 6 {
+		p := mk(fmt.Sprint("p", i), int32(i))
+		p.label = []string{"wake", "x"}[i%2]
+		h.add(p)
+		names = append(names, p.name)
+	}
+	for range names {
+		a, ok := h.c.Pop(h.now)
+		if !ok {
+			t.Fatal("nothing to pop")
+		}
+		h.fail(a.Key, "Fit", "Affinity")
+	}
+	h.move(evMachineAdd, "nothing")
+	for i, n := range names {
+		h.want(n, []Location{InBackoff, InUnschedulable}[i%2])
+	}
+	// The hints run in plugin order, Affinity first: each once per class.
+	if calls["Fit"] != 2 || calls["Affinity"] != 2 {
+		t.Fatalf("hint calls %v, want Fit:2 Affinity:2", calls)
+	}
+	h.move(evMachineAdd, "x")
+	for _, n := range names {
+		h.want(n, InBackoff)
+	}
+	// Only the x items are left, and Affinity queues their class.
+	if calls["Fit"] != 2 || calls["Affinity"] != 3 {
+		t.Fatalf("hint calls after the second move %v, want Fit:2 Affinity:3 (asked again)", calls)
+	}
+}
+
+// TestMoveMemoManyClasses: with more classes than the memo has slots,
+// colliding classes are asked again, and every item gets its own
+// class's answer.
+func TestMoveMemoManyClasses(t *testing.T) {
+	calls := map[string]int{}
+	h := newHarness(t, labelHints(calls))
+	n := 4 * memoSlots
+	for i := range n {
+		p := mk(fmt.Sprint("p", i), int32(i))
+		p.label = fmt.Sprint("l", i)
+		h.add(p)
+	}
+	for range n {
+		a, ok := h.c.Pop(h.now)
+		if !ok {
+			t.Fatal("nothing to pop")
+		}
+		h.fail(a.Key, "Affinity")
+	}
+	h.move(evMachineAdd, "l7")
+	for i := range n {
+		want := InUnschedulable
+		if i == 7 {
+			want = InBackoff
+		}
+		h.want(fmt.Sprint("p", i), want)
+	}
+	if calls["Affinity"] != n {
+		t.Fatalf("Affinity asked %d times for %d items of distinct classes, want %d", calls["Affinity"], n, n)
+	}
+}

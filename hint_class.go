@@ -52,3 +52,64 @@ func (s *classSet) first(class uint64) bool {
 	s.big = true
 	return true
 }
+
+// hintMemo remembers, for one move request, the hints' answers by
+// registration and class (Config.HintClass): items of one class get the
+// same answer from a hint, so the first item of a class asks and the
+// others read. It is direct-mapped, with memoSlots slots: a collision
+// forgets the older answer (the hint runs again), so a request with many
+// classes costs a hint call per item, as without a memo, and never more
+// memory. Answers are valid for the request's generation only, so
+// starting a request is O(1) (O(memoSlots) when the counter wraps).
+type hintMemo struct {
+	active bool
+	gen    uint32
+	slots  [memoSlots]memoSlot
+}
+
+// The memo's size: memoSlots slots, a power of two.
+const (
+	memoBits  = 6
+	memoSlots = 1 << memoBits
+)
+
+// memoSlot is one remembered answer: whether the hint of registration
+// reg skipped items of class, in generation gen.
+type memoSlot struct {
+	gen   uint32
+	reg   int32
+	class uint64
+	skip  bool
+}
+
+// start begins a move request's generation.
+func (m *hintMemo) start() {
+	m.gen++
+	if m.gen == 0 {
+		m.slots = [memoSlots]memoSlot{}
+		m.gen = 1
+	}
+	m.active = true
+}
+
+// stop ends the move request: until the next start, nothing is read or
+// remembered.
+func (m *hintMemo) stop() { m.active = false }
+
+// slot returns the slot for registration reg and class, or nil if the
+// memo is not in use. O(1).
+func (m *hintMemo) slot(reg int32, class uint64) *memoSlot {
+	if !m.active {
+		return nil
+	}
+	h := (class ^ uint64(reg)*0x9e3779b97f4a7c15) * 0xbf58476d1ce4e5b9
+	return &m.slots[h>>(64-memoBits)]
+}
+
+func (s *memoSlot) valid(gen uint32, reg int32, class uint64) bool {
+	return s.gen == gen && s.reg == reg && s.class == class
+}
+
+func (s *memoSlot) set(gen uint32, reg int32, class uint64, skip bool) {
+	*s = memoSlot{gen: gen, reg: reg, class: class, skip: skip}
+}

@@ -90,6 +90,10 @@ func (c *Core[K, T]) moveItems(cands []*entry[K, T], ev Event, oldObj, newObj an
 	if c.cfg.Budget != nil && !ev.wildcard() {
 		b, _ = c.cfg.Budget(ev, oldObj, newObj)
 	}
+	if c.cfg.HintClass != nil && !ev.wildcard() {
+		c.memo.start()
+		defer c.memo.stop()
+	}
 	moved, fit, ready := 0, 0, cands[:0]
 	for _, e := range cands {
 		if match != nil && !c.matchEntry(e, match) {
