@@ -144,6 +144,8 @@ type Core[K comparable, T any] struct {
 	held    []heldReg        // scratch of heldBy
 	asked   classSet         // scratch of worthGroup: the classes asked
 	memo    hintMemo         // a move request's hint answers by class
+	movers  []mover[K, T]    // scratch of judgeAll
+	ready   []*entry[K, T]   // scratch of moveItems: the items a budget is offered
 
 	rechecks []*roomGroup[K, T]        // budgets to offer once more (budget.go)
 	rooms    map[string]*roomKey[K, T] // shared rooms of Keyed budgets
