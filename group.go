@@ -60,6 +60,7 @@ type group[K comparable, T any] struct {
 	ent     *entry[K, T] // the queued entity, if any
 	flight  *entry[K, T] // the entity in flight, if any
 	queued  []*entry[K, T]
+	classes []uint64 // the queued members' hint classes, in queued's order
 	flying  []*entry[K, T]
 	waiting []*entry[K, T]
 }
@@ -80,12 +81,19 @@ func (g *group[K, T]) put(m *entry[K, T], l loc) {
 	s := g.list(l)
 	m.loc, m.mpos = l, int32(len(*s))
 	*s = append(*s, m)
+	if l == locMember {
+		g.classes = append(g.classes, m.hclass)
+	}
 }
 
 // take removes m from its list (swap-remove). O(1).
 func (g *group[K, T]) take(m *entry[K, T]) {
 	s := g.list(m.loc)
 	last := (*s)[len(*s)-1]
+	if m.loc == locMember {
+		g.classes[m.mpos] = g.classes[len(g.classes)-1]
+		g.classes = g.classes[:len(g.classes)-1]
+	}
 	(*s)[m.mpos] = last
 	last.mpos = m.mpos
 	(*s)[len(*s)-1] = nil
@@ -447,11 +455,14 @@ func (c *Core[K, T]) worthGroup(e *entry[K, T], ev Event, label string, oldObj, 
 	if anyPending {
 		best = immediately
 	}
+	g := e.grp
 	classes := c.cfg.HintClass != nil
 	c.asked.reset()
 	s := stayParked
-	for _, m := range e.grp.queued {
-		if classes && !c.asked.first(m.hclass) {
+	for i, m := range g.queued {
+		// The class is read from the group's list: a member skipped is
+		// never read, so a group of alike members costs one member's read.
+		if classes && !c.asked.first(g.classes[i]) {
 			continue
 		}
 		if s = max(s, c.askHints(regs, m.Item, m.hclass, label, anyPending, oldObj, newObj)); s == best {

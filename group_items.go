@@ -95,6 +95,9 @@ func (c *Core[K, T]) updateGrouped(oldItem, newItem T, now time.Time) bool {
 	}
 	m.Item = newItem
 	c.memberKeys(m)
+	if m.loc == locMember {
+		m.grp.classes[m.mpos] = m.hclass
+	}
 	g := m.grp
 	switch m.loc {
 	case locMemberFlight:
