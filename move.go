@@ -20,7 +20,8 @@ import (
 // lock and must be pure and fast.
 //
 // O(k log n) for k examined items; the hints run once per examined item
-// and interested plugin.
+// and interested plugin, or with Config.HintClass once per class of
+// items and interested plugin (moveItems keeps the answers).
 func (c *Core[K, T]) Move(ev Event, oldObj, newObj any, match func(info *Info[T]) bool, now time.Time) {
 	defer c.check()
 	if ev.wildcard() {
