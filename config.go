@@ -31,6 +31,20 @@ type Config[K comparable, T any] struct {
 	// keys. An item's group must not change while it is in flight. It runs
 	// under the lock and must be pure and fast. See docs/groups.md.
 	Group func(item T) string
+	// HintClass, if set, says which items every hint judges alike: for
+	// any event, two items with the same class get the same answer from
+	// every hint (their items differ only in what no hint reads, as pods
+	// made from one template). A move request then asks each hint once
+	// per class: in a group, of one member per class; across the parked
+	// items, the first item of a class asks and the others of the class
+	// take its answer (remembered for that request only, in a table of
+	// 64 answers, so with many classes some are asked again). A class
+	// that joins items the hints tell apart makes items miss events
+	// until the leftover flush. Nil: every item is asked. The recorder
+	// hears only the hint calls made. It runs under the lock when an
+	// item is parked or updated while parked, and when a group member
+	// is added or updated, and must be pure and fast.
+	HintClass func(item T) uint64
 	// Less, if set, replaces the default order: true if a goes first. Set
 	// it instead of Priority, not with it.
 	// Items that Less finds equal pop in the order they entered activeQ.

@@ -83,6 +83,7 @@ type entry[K comparable, T any] struct {
 	strategy strategy
 	visit    uint32 // move-request epoch, to visit an entry once (Core.nextEpoch)
 	ts       int64  // cached Timestamp, as Unix nanoseconds
+	hclass   uint64 // a member's cached Config.HintClass
 	seq      uint64 // entry order into activeQ, for ties under a caller's Less
 
 	Info[T]
@@ -141,6 +142,10 @@ type Core[K comparable, T any] struct {
 	labels  map[Event]string // Event.Label() of events seen, to build each once
 	hearing hearing          // the registrations that hear the last event judged
 	held    []heldReg        // scratch of heldBy
+	asked   classSet         // scratch of worthGroup: the classes asked
+	memo    hintMemo         // a move request's hint answers by class
+	movers  []mover[K, T]    // scratch of judgeAll
+	ready   []*entry[K, T]   // scratch of moveItems: the items a budget is offered
 
 	rechecks []*roomGroup[K, T]        // budgets to offer once more (budget.go)
 	rooms    map[string]*roomKey[K, T] // shared rooms of Keyed budgets
@@ -455,6 +460,9 @@ func (c *Core[K, T]) Update(oldItem, newItem T, now time.Time) {
 	}
 	// Parked or gated.
 	e.Item = newItem
+	if e.kind == kindLone {
+		c.classify(e)
+	}
 	events := c.updateEvents(oldItem, newItem)
 	if c.cfg.DisableQueueingHints {
 		if len(events) > 0 {

@@ -80,8 +80,8 @@
 // drives Tick on Config.Clock. Every callback of the caller's runs under
 // that lock, inside the operation that calls it:
 //
-//   - from Config: Key, Priority or Less, Group, Match, UpdateEvents, the
-//     hint functions (EventHint.Fn), the PreEnqueue checks (Admit), Budget
+//   - from Config: Key, Priority or Less, Group, HintClass, Match,
+//     UpdateEvents, the hint functions (EventHint.Fn), the PreEnqueue checks (Admit), Budget
 //     and the Take, Return and (Keyed) Key of the budgets it returns, Fairness's
 //     Tenant, Weight and Cost, CheckInvariants, the Recorder's methods
 //     (and TenantRecorder's and GroupRecorder's), and Clock.Now;
@@ -89,7 +89,7 @@
 //     calls it while it holds the lock to copy the queue; it sorts after
 //     releasing it).
 //
-// The pure ones (Key, Priority, Less, Group, Match, UpdateEvents, the
+// The pure ones (Key, Priority, Less, Group, HintClass, Match, UpdateEvents, the
 // hints, Admit, Tenant, Weight, Cost and the two match functions) must
 // depend only on their arguments. Budgets and the Recorder keep state of
 // their own, and they too run under the lock, for a reason: a budget's

@@ -57,6 +57,9 @@ func runOps(t *testing.T, data []byte) {
 		// Fair between labels; a caller's Less needs fairness first.
 		cfg.Fairness = fairTestConfig(flags&64 != 0 || cfg.Priority == nil)
 	}
+	if flags&128 != 0 {
+		cfg.HintClass = classOfLabel // the test hints read only the label
+	}
 	rec := &balanceRecorder{}
 	cfg.Recorder = rec
 	c, err := NewCore(cfg)
@@ -219,6 +222,13 @@ func FuzzQueue(f *testing.F) {
 // a plain go test covers far more than the corpus.
 func TestQueueRandomLong(t *testing.T) {
 	randomRuns(t, 42, 600, func(run int) byte { return byte(run % 128) })
+}
+
+// TestQueueRandomHintClass runs TestQueueRandomLong's kind of sequences
+// with Config.HintClass set (flag 128), lone items and groups: the model,
+// which asks every item's hints, must agree with the queue's memo.
+func TestQueueRandomHintClass(t *testing.T) {
+	randomRuns(t, 43, 600, func(run int) byte { return byte(run%128) | 128 })
 }
 
 // randomRuns runs runOps on 300 inputs (30 with -short) of size bytes,

@@ -60,6 +60,7 @@ type group[K comparable, T any] struct {
 	ent     *entry[K, T] // the queued entity, if any
 	flight  *entry[K, T] // the entity in flight, if any
 	queued  []*entry[K, T]
+	classes []uint64 // the queued members' hint classes, in queued's order
 	flying  []*entry[K, T]
 	waiting []*entry[K, T]
 }
@@ -80,12 +81,19 @@ func (g *group[K, T]) put(m *entry[K, T], l loc) {
 	s := g.list(l)
 	m.loc, m.mpos = l, int32(len(*s))
 	*s = append(*s, m)
+	if l == locMember {
+		g.classes = append(g.classes, m.hclass)
+	}
 }
 
 // take removes m from its list (swap-remove). O(1).
 func (g *group[K, T]) take(m *entry[K, T]) {
 	s := g.list(m.loc)
 	last := (*s)[len(*s)-1]
+	if m.loc == locMember {
+		g.classes[m.mpos] = g.classes[len(g.classes)-1]
+		g.classes = g.classes[:len(g.classes)-1]
+	}
 	(*s)[m.mpos] = last
 	last.mpos = m.mpos
 	(*s)[len(*s)-1] = nil
@@ -253,6 +261,14 @@ func (c *Core[K, T]) memberKeys(m *entry[K, T]) {
 		m.prio = c.cfg.Priority(m.Item)
 	}
 	m.ts = m.Timestamp.UnixNano()
+	c.classify(m)
+}
+
+// classify caches member m's Config.HintClass, if the queue has one.
+func (c *Core[K, T]) classify(m *entry[K, T]) {
+	if c.cfg.HintClass != nil {
+		m.hclass = c.cfg.HintClass(m.Item)
+	}
 }
 
 // attach places member m, in no list yet, by the state of its group (named
@@ -425,7 +441,10 @@ func (c *Core[K, T]) admitGroup(e *entry[K, T]) bool {
 // group's own plugins (decided once for the entity, not per member): the
 // best verdict wins. It stops at the first member that earns the best
 // verdict the group can get: at once, or, if the group has no pending
-// plugin, after backoff. O(m·h) for m members and h hearing hints.
+// plugin, after backoff. With Config.HintClass, a member whose class an
+// earlier member had is not asked: its verdict would be that member's.
+// O(m·h) for m members and h hearing hints, the hints running for one
+// member per class.
 func (c *Core[K, T]) worthGroup(e *entry[K, T], ev Event, label string, oldObj, newObj any) strategy {
 	regs := c.heldBy(e, ev)
 	if len(regs) == 0 {
@@ -436,9 +455,17 @@ func (c *Core[K, T]) worthGroup(e *entry[K, T], ev Event, label string, oldObj, 
 	if anyPending {
 		best = immediately
 	}
+	g := e.grp
+	classes := c.cfg.HintClass != nil
+	c.asked.reset()
 	s := stayParked
-	for _, m := range e.grp.queued {
-		if s = max(s, c.askHints(regs, m.Item, label, anyPending, oldObj, newObj)); s == best {
+	for i, m := range g.queued {
+		// The class is read from the group's list: a member skipped is
+		// never read, so a group of alike members costs one member's read.
+		if classes && !c.asked.first(g.classes[i]) {
+			continue
+		}
+		if s = max(s, c.askHints(regs, m.Item, m.hclass, label, anyPending, oldObj, newObj)); s == best {
 			break
 		}
 	}

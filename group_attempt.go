@@ -15,6 +15,7 @@ func (c *Core[K, T]) popGroup(e *entry[K, T], now time.Time) Attempt[K, T] {
 	g.ent, g.flight, g.rep = nil, e, nil
 	c.sortMembers(g.queued)
 	g.queued, g.flying = g.flying[:0], g.queued
+	g.classes = g.classes[:0]
 	a := Attempt[K, T]{Info: e.Info, Group: g.name, Spec: g.spec, Members: make([]Attempt[K, T], len(g.flying))}
 	var zero T
 	a.Item = zero

@@ -32,6 +32,9 @@ func runGroupOps(t *testing.T, flags byte, data []byte) {
 	if flags&16 != 0 {
 		cfg.Budget = fuzzBudget // budgets for lone items; groups ignore them
 	}
+	if flags&128 != 0 {
+		cfg.HintClass = classOfLabel // the hints read only the label
+	}
 	rec := &balanceRecorder{}
 	cfg.Recorder = rec
 	c, err := NewCore(cfg)

@@ -104,9 +104,15 @@ func (c *Core[K, T]) checkGroups(bad func(string, ...any)) {
 				bad("group %q: in-flight member %v misfiled", name, m.key)
 			}
 		}
+		if len(g.classes) != len(g.queued) {
+			bad("group %q: %d hint classes for %d queued members", name, len(g.classes), len(g.queued))
+		}
 		for i, m := range g.queued {
 			if m.loc != locMember || int(m.mpos) != i || m.grp != g {
 				bad("group %q: queued member %v misfiled", name, m.key)
+			}
+			if i < len(g.classes) && g.classes[i] != m.hclass {
+				bad("group %q: queued member %v has hint class %#x, its group lists %#x", name, m.key, m.hclass, g.classes[i])
 			}
 		}
 		want := locIncomplete

@@ -20,6 +20,7 @@ func (c *Core[K, T]) addGrouped(item T, now time.Time) bool {
 		if prev.loc == locMemberFlight {
 			if name == prev.grp.name && !prev.deleted {
 				prev.Item = item
+				c.classify(prev)
 				prev.updated = true
 				return true
 			}
@@ -94,6 +95,9 @@ func (c *Core[K, T]) updateGrouped(oldItem, newItem T, now time.Time) bool {
 	}
 	m.Item = newItem
 	c.memberKeys(m)
+	if m.loc == locMember {
+		m.grp.classes[m.mpos] = m.hclass
+	}
 	g := m.grp
 	switch m.loc {
 	case locMemberFlight:

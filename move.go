@@ -20,13 +20,19 @@ import (
 // lock and must be pure and fast.
 //
 // O(k log n) for k examined items; the hints run once per examined item
-// and interested plugin.
+// and interested plugin, or with Config.HintClass once per class of
+// items and interested plugin (moveItems keeps the answers).
 func (c *Core[K, T]) Move(ev Event, oldObj, newObj any, match func(info *Info[T]) bool, now time.Time) {
 	defer c.check()
-	if !ev.wildcard() && !c.interested(ev) {
+	if ev.wildcard() {
+		out := append(c.scratch[:0], c.parked.all...)
+		c.scratch = out
+		c.moveItems(out, false, ev, oldObj, newObj, match, now)
 		return
 	}
-	c.moveItems(c.candidates(ev), ev, oldObj, newObj, match, now)
+	if c.interested(ev) {
+		c.moveItems(nil, true, ev, oldObj, newObj, match, now)
+	}
 }
 
 // interested reports whether any plugin registered for an event matching ev.
@@ -34,18 +40,29 @@ func (c *Core[K, T]) interested(ev Event) bool {
 	return len(c.hears(ev)) > 0
 }
 
-// candidates collects into c.scratch the parked items that ev could move:
-// all of them for a wildcard event, else those indexed under a plugin that
-// registered for a matching event, each once.
-func (c *Core[K, T]) candidates(ev Event) []*entry[K, T] {
-	out := c.scratch[:0]
-	if ev.wildcard() {
-		out = append(out, c.parked.all...)
-		c.scratch = out
-		return out
+// mover is a candidate of a move request that its hints send somewhere.
+type mover[K comparable, T any] struct {
+	e *entry[K, T]
+	s strategy
+}
+
+// judgeAll judges the candidates of a move request and returns, into a
+// scratch list, those that move, with their strategies, and how many it
+// examined. The candidates are list or, with fromBuckets, the parked
+// items indexed under a plugin that registered for an event matching ev,
+// each once. Each is judged as it is found, while its entry is in the
+// cache, and nothing moves until all are judged: judging changes nothing.
+func (c *Core[K, T]) judgeAll(list []*entry[K, T], fromBuckets bool, ev Event, label string, oldObj, newObj any, match func(*Info[T]) bool) ([]mover[K, T], int) {
+	out := c.movers[:0]
+	if !fromBuckets {
+		for _, e := range list {
+			out = c.judge(out, e, ev, label, oldObj, newObj, match)
+		}
+		c.movers = out
+		return out, len(list)
 	}
 	c.nextEpoch()
-	last := ""
+	examined, last := 0, ""
 	for _, i := range c.hears(ev) {
 		r := &c.regs[i]
 		if r.plugin == last {
@@ -59,15 +76,31 @@ func (c *Core[K, T]) candidates(ev Event) []*entry[K, T] {
 		for _, e := range b.items {
 			if e.visit != c.epoch {
 				e.visit = c.epoch
-				out = append(out, e)
+				examined++
+				out = c.judge(out, e, ev, label, oldObj, newObj, match)
 			}
 		}
 	}
-	c.scratch = out
+	c.movers = out
+	return out, examined
+}
+
+// judge appends e to out, with its strategy, if match accepts it (nil
+// accepts all), its gate may lift, and its hints send it somewhere.
+func (c *Core[K, T]) judge(out []mover[K, T], e *entry[K, T], ev Event, label string, oldObj, newObj any, match func(*Info[T]) bool) []mover[K, T] {
+	if match != nil && !c.matchEntry(e, match) {
+		return out
+	}
+	if e.loc == locGated && !c.gatingMatches(e, ev) {
+		return out
+	}
+	if s := c.worth(e, ev, label, oldObj, newObj); s != stayParked {
+		out = append(out, mover[K, T]{e: e, s: s})
+	}
 	return out
 }
 
-// nextEpoch starts a move request's epoch, in which candidates visits
+// nextEpoch starts a move request's epoch, in which judgeAll visits
 // each parked entry once. An entry's mark is cleared when it is parked,
 // so only parked entries carry marks; when the counter wraps (once every
 // 2^32 requests) their marks are cleared too, so that no old mark equals
@@ -82,43 +115,43 @@ func (c *Core[K, T]) nextEpoch() {
 	}
 }
 
-// moveItems requeues the candidates that match accepts (nil: all), then
-// records the move request. It clears the scratch list.
-func (c *Core[K, T]) moveItems(cands []*entry[K, T], ev Event, oldObj, newObj any, match func(*Info[T]) bool, now time.Time) {
+// moveItems requeues the candidates (list, or the parked items of the
+// plugins that hear ev, see judgeAll) that match accepts (nil: all) and
+// their hints send somewhere, then records the move request. It clears
+// its scratch lists.
+func (c *Core[K, T]) moveItems(list []*entry[K, T], fromBuckets bool, ev Event, oldObj, newObj any, match func(*Info[T]) bool, now time.Time) {
 	label := c.label(ev)
 	var b Budget[T]
 	if c.cfg.Budget != nil && !ev.wildcard() {
 		b, _ = c.cfg.Budget(ev, oldObj, newObj)
 	}
-	moved, fit, ready := 0, 0, cands[:0]
-	for _, e := range cands {
-		if match != nil && !c.matchEntry(e, match) {
-			continue
-		}
-		if e.loc == locGated && !c.gatingMatches(e, ev) {
-			continue
-		}
-		s := c.worth(e, ev, label, oldObj, newObj)
-		if s == stayParked {
-			continue
-		}
+	if c.cfg.HintClass != nil && !ev.wildcard() {
+		c.memo.start()
+	}
+	movers, examined := c.judgeAll(list, fromBuckets, ev, label, oldObj, newObj, match)
+	c.memo.stop()
+	moved, fit, ready := 0, 0, c.ready[:0]
+	for _, m := range movers {
+		e := m.e
 		if b != nil && e.loc == locParked && e.kind != kindGroup {
-			e.strategy = s
-			ready = append(ready, e) // in place: cands is behind it
+			e.strategy = m.s
+			ready = append(ready, e)
 			if fit == len(ready)-1 && b.Take(e.Item) {
 				fit++ // so far they all fit (see wakeWithin)
 			}
 			continue
 		}
-		if l := c.requeue(e, s, label, now); l != locParked && l != locGated {
+		if l := c.requeue(e, m.s, label, now); l != locParked && l != locGated {
 			moved++
 		}
 	}
-	examined := len(cands)
 	if len(ready) > 0 {
 		moved += c.wakeWithin(b, label, ready, fit, now)
 	}
-	clear(cands)
+	clear(ready)
+	c.ready = ready[:0]
+	clear(movers)
+	clear(list)
 	c.moveRequestCycle = c.cycle
 	c.flights.record(flightEvent[K, T]{event: ev, label: label, oldObj: oldObj, newObj: newObj})
 	c.rec.Moved(label, examined, moved)
@@ -245,5 +278,5 @@ func (c *Core[K, T]) flushLeftover(now time.Time) {
 		e.FlushedFromUnschedulable = true
 		e.lastFlush = now.UnixNano()
 	}
-	c.moveItems(out, eventTimeout, nil, nil, nil, now)
+	c.moveItems(out, false, eventTimeout, nil, nil, nil, now)
 }

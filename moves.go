@@ -114,6 +114,9 @@ func (c *Core[K, T]) park(e *entry[K, T], label string, now time.Time) {
 	c.unlink(e, now)
 	e.BackoffExpiry = time.Time{}
 	e.entered = now.UnixNano()
+	if e.kind == kindLone {
+		c.classify(e) // the class a move request's memo uses
+	}
 	c.parked.add(e)
 	c.incoming(e, InUnschedulable, label)
 }
@@ -182,13 +185,14 @@ func (c *Core[K, T]) worth(e *entry[K, T], ev Event, label string, oldObj, newOb
 	if e.kind == kindGroup {
 		return c.worthGroup(e, ev, label, oldObj, newObj)
 	}
-	return c.worthItem(e, e.Item, ev, label, oldObj, newObj)
+	return c.askHints(c.heldBy(e, ev), e.Item, e.hclass, label, len(e.PendingPlugins) > 0, oldObj, newObj)
 }
 
-// worthItem is worth for item, judged against e's plugins: e's own item,
-// or a member of the group entity e.
+// worthItem is worth for item, judged against e's plugins: a member of
+// the group entity e, updated. It runs outside move requests, so the
+// hint memo is not in use and the class is not needed.
 func (c *Core[K, T]) worthItem(e *entry[K, T], item T, ev Event, label string, oldObj, newObj any) strategy {
-	return c.askHints(c.heldBy(e, ev), item, label, len(e.PendingPlugins) > 0, oldObj, newObj)
+	return c.askHints(c.heldBy(e, ev), item, 0, label, len(e.PendingPlugins) > 0, oldObj, newObj)
 }
 
 // heldReg is a registration that hears an event, of a plugin that holds an
@@ -220,18 +224,15 @@ func (c *Core[K, T]) heldBy(e *entry[K, T], ev Event) []heldReg {
 // pending plugin means at once; from another plugin, after backoff (at
 // once, if the entry has no pending plugin that could make it sooner);
 // no Queue, stay. A registration without a hint, or with hints disabled,
-// answers Queue; a hint error counts as Queue.
-func (c *Core[K, T]) askHints(regs []heldReg, item T, label string, anyPending bool, oldObj, newObj any) strategy {
+// answers Queue; a hint error counts as Queue. Within a move request
+// and with Config.HintClass, a hint's answer for the item's class is
+// taken from the memo if an item of that class was asked already.
+func (c *Core[K, T]) askHints(regs []heldReg, item T, class uint64, label string, anyPending bool, oldObj, newObj any) strategy {
 	s := stayParked
 	for _, h := range regs {
 		r := &c.regs[h.reg]
-		if r.fn != nil && !c.cfg.DisableQueueingHints {
-			tok := c.rec.HintStart()
-			v, err := r.fn(item, oldObj, newObj)
-			c.rec.HintDone(tok, r.plugin, label, v, err)
-			if err == nil && v == HintSkip {
-				continue
-			}
+		if r.fn != nil && !c.cfg.DisableQueueingHints && c.skips(h.reg, r, item, class, label, oldObj, newObj) {
+			continue
 		}
 		if h.pending {
 			return immediately
@@ -242,6 +243,23 @@ func (c *Core[K, T]) askHints(regs []heldReg, item T, label string, anyPending b
 		s = afterBackoff
 	}
 	return s
+}
+
+// skips asks registration r's hint about item, or the move request's
+// memo about item's class, and reports whether the answer is Skip.
+func (c *Core[K, T]) skips(i int32, r *registration[T], item T, class uint64, label string, oldObj, newObj any) bool {
+	slot := c.memo.slot(i, class)
+	if slot != nil && slot.valid(c.memo.gen, i, class) {
+		return slot.skip
+	}
+	tok := c.rec.HintStart()
+	v, err := r.fn(item, oldObj, newObj)
+	c.rec.HintDone(tok, r.plugin, label, v, err)
+	skip := err == nil && v == HintSkip
+	if slot != nil {
+		slot.set(c.memo.gen, i, class, skip)
+	}
+	return skip
 }
 
 // gatingMatches reports whether ev may lift e's gate: the gating plugin

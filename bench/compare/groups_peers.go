@@ -84,12 +84,18 @@ func podGroupName(p *v1.Pod) string {
 	return ""
 }
 
+// withClasses is schedqGroups with the driver's Config.HintClass.
+func withClasses(n int) func(b *testing.B) { return schedqGroups(n, true) }
+
 // schedqGroups runs the pods-and-groups stream on schedq's locked Queue
 // with groups named by the pods' PodGroup.
-func schedqGroups(n int) func(b *testing.B) {
+func schedqGroups(n int, classes bool) func(b *testing.B) {
 	return func(b *testing.B) {
 		clk := newRunClock()
 		cfg := schedqdrv.Config(upstream.Options{})
+		if !classes {
+			cfg.HintClass = nil // every hint asked for every item, as upstream
+		}
 		cfg.Clock = clk
 		cfg.Group = podGroupName
 		q, err := schedq.New(cfg)

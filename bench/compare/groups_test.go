@@ -6,7 +6,9 @@ import "testing"
 // every pop finds an entity the stream knows, and no outcome is refused
 // (each failure stops the benchmark with its error).
 func TestGroupStream(t *testing.T) {
-	for name, f := range map[string]func(int) func(*testing.B){"upstream": upstreamGroups, "schedq": schedqGroups} {
+	for name, f := range map[string]func(int) func(*testing.B){
+		"upstream": upstreamGroups, "schedq": withClasses, "schedq-noclass": func(n int) func(*testing.B) { return schedqGroups(n, false) },
+	} {
 		res := testing.Benchmark(f(1000))
 		if res.N == 0 {
 			t.Fatalf("%s: the stream failed (see the log above)", name)

@@ -28,7 +28,7 @@ func schedqPeer() Peer {
 		MoveAll:      schedqMoveAll,
 		BytesPerItem: schedqBytesPerItem,
 		Mixed:        schedqMixed,
-		Groups:       schedqGroups,
+		Groups:       withClasses,
 		Stream:       schedqStream,
 	}
 }

@@ -68,6 +68,9 @@ func Config(o upstream.Options) schedq.Config[types.NamespacedName, *v1.Pod] {
 		FlushBackoffInterval:       time.Nanosecond,
 		FlushUnschedulableInterval: time.Nanosecond,
 		Match:                      clusterevent.Match,
+		// The fake plugins' hints read only a pod's wake label: members
+		// with one wake label get the same verdicts.
+		HintClass: func(p *v1.Pod) uint64 { return wakeClass(p.Labels[upstream.LabelWake]) },
 		Hints: map[string][]schedq.EventHint[*v1.Pod]{
 			upstream.PluginA:  {reg(upstream.PluginA, events[upstream.NodeAdd])},
 			upstream.PluginB:  {reg(upstream.PluginB, events[upstream.NodeAdd]), reg(upstream.PluginB, events[upstream.NodeUpdateTaint])},
@@ -250,4 +253,13 @@ func (d *Driver) Where(name string) string {
 		return upstream.Absent
 	}
 	return loc.String()
+}
+
+// wakeClass hashes a wake label (FNV-1a) into a Config.HintClass.
+func wakeClass(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * 1099511628211
+	}
+	return h
 }
