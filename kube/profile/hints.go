@@ -75,12 +75,26 @@ func Event(ev fwk.ClusterEvent) schedq.Event {
 }
 
 // hintFn wraps an upstream queueing hint; nil stays nil (the queue
-// treats it as always Queue, as upstream's default hint does).
+// treats it as always Queue, as upstream's default hint does). An event
+// without objects (a new leader's replay of what changed while it
+// waited, see scheduler's warm start) queues the pod without asking the
+// hint, which upstream always calls with an object and which may
+// dereference it. A hint that panics queues the pod too, with the panic
+// as its error: it fails that pod's judgement, not the process.
 func hintFn(logger klog.Logger, plugin string, fn fwk.QueueingHintFn) schedq.HintFn[*v1.Pod] {
 	if fn == nil {
 		return nil
 	}
-	return func(p *v1.Pod, oldObj, newObj any) (schedq.Hint, error) {
+	return func(p *v1.Pod, oldObj, newObj any) (hint schedq.Hint, err error) {
+		if oldObj == nil && newObj == nil {
+			return schedq.HintQueue, nil
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				hint, err = schedq.HintQueue, fmt.Errorf("queueing hint of %s panicked: %v", plugin, r)
+				logger.Error(err, "queueing hint panicked; the pod is queued", "pod", klog.KObj(p))
+			}
+		}()
 		h, err := fn(logger, p, oldObj, newObj)
 		if err != nil {
 			logger.V(4).Info("queueing hint failed; the pod is queued", "plugin", plugin, "pod", klog.KObj(p), "err", err)

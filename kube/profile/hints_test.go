@@ -45,6 +45,30 @@ func TestQueueHintsOfTheDefaultProfile(t *testing.T) {
 			t.Errorf("large node: %v, %v; want queue", got, err)
 		}
 	})
+	t.Run("every hint queues on an event without objects", func(t *testing.T) {
+		// A new leader replays what changed while it waited as events
+		// without objects; upstream's hints may dereference them.
+		for plugin, regs := range hints {
+			for _, h := range regs {
+				if h.Fn == nil {
+					continue
+				}
+				if got, err := h.Fn(big, nil, nil); got != schedq.HintQueue || err != nil {
+					t.Errorf("%s on %s without objects: %v, %v; want queue", plugin, h.Event.Label, got, err)
+				}
+			}
+		}
+	})
+	t.Run("a hint that panics queues the pod", func(t *testing.T) {
+		fn := hintFn(klog.Background(), "Broken", func(klog.Logger, *v1.Pod, any, any) (fwk.QueueingHint, error) {
+			var n *v1.Node
+			_ = n.Name
+			return fwk.QueueSkip, nil
+		})
+		if got, err := fn(big, nil, small); got != schedq.HintQueue || err == nil {
+			t.Errorf("panicking hint: %v, %v; want queue with an error", got, err)
+		}
+	})
 	t.Run("a Pod registration hears the unscheduled pod's own events", func(t *testing.T) {
 		findHint(t, hints, "SchedulingGates", clusterevent.New(clusterevent.TargetPod, clusterevent.UpdatePodSchedulingGatesEliminated))
 	})

@@ -154,6 +154,10 @@ type warmStart struct {
 	pending []warmPod
 	batch   *[]warmPod // parks during AddPods, reconciled together
 	others  []string   // registered informers of other resources
+	// seen are the other resources whose initial lists held an object:
+	// only those are replayed, since a kind with no object cannot have
+	// changed anything a record saw.
+	seen map[string]bool
 
 	finishOnce sync.Once
 }
@@ -294,6 +298,17 @@ type warmMove struct {
 
 func always(*warmPod, *v1.Pod) bool { return true }
 
+// listed records that the initial list of the other resource res held an
+// object. Safe for concurrent use.
+func (w *warmStart) listed(res string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seen == nil {
+		w.seen = map[string]bool{}
+	}
+	w.seen[res] = true
+}
+
 // reconcile replays, for each of pods, the changes made since its record
 // that its plugins may care about, through their hints. It returns how
 // many pods had any.
@@ -305,7 +320,9 @@ func (w *warmStart) reconcile(h *Handlers, pods []warmPod) int {
 	h.Cache.View(func(framework.Snapshot) { moves = h.Cache.planLocked(pods, h.AffinityMatch) })
 	w.mu.Lock()
 	for _, r := range w.others {
-		moves = append(moves, warmMove{ev: clusterevent.New(r, clusterevent.Add), match: always})
+		if w.seen[r] {
+			moves = append(moves, warmMove{ev: clusterevent.New(r, clusterevent.Add), match: always})
+		}
 	}
 	w.mu.Unlock()
 	byKey := make(map[types.NamespacedName]*warmPod, len(pods))

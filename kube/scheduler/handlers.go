@@ -264,9 +264,12 @@ func (h *Handlers) Register(pods, nodes, namespaces cache.SharedIndexInformer, o
 	for res, inf := range others {
 		regs = append(regs, reg{inf, cache.ResourceEventHandlerDetailedFuncs{
 			AddFunc: func(obj any, initial bool) {
-				if !initial || h.warm == nil { // the warm start replays them
+				if !initial || h.warm == nil {
 					h.Other(res, clusterevent.Add, nil, obj)
+					return
 				}
+				h.warm.listed(res) // the warm start replays the kind
+
 			},
 			UpdateFunc: func(o, n any) { h.Other(res, clusterevent.Update, o, n) },
 			DeleteFunc: func(obj any) { h.Other(res, clusterevent.Delete, obj, nil) },
