@@ -53,28 +53,7 @@ func BenchmarkCycle(b *testing.B) {
 
 func benchmarkCycle(b *testing.B, nodes int, upstream, alternate bool) {
 	ctx := context.Background()
-	c := scheduler.NewCache()
-	for i := range nodes {
-		name := fmt.Sprintf("node-%d", i)
-		c.AddNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
-			Status: v1.NodeStatus{Allocatable: v1.ResourceList{
-				v1.ResourceCPU: resource.MustParse("32"), v1.ResourceMemory: resource.MustParse("128Gi"), v1.ResourcePods: resource.MustParse("110"),
-			}}})
-	}
-	prof := framework.Profile(plugins.Default(plugins.LeastAllocated))
-	o := scheduler.Options{Profile: prof, Rand: rand.New(rand.NewPCG(1, 2))}
-	if upstream {
-		cfg, err := profile.Default()
-		if err != nil {
-			b.Fatal(err)
-		}
-		fw, err := profile.NewFrameworkOn(ctx, &cfg.Profiles[0], profile.Setup{Snapshot: backendcache.NewEmptySnapshot()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer fw.Close()
-		o.Framework = fw
-	}
+	c, o, prof := benchSetup(b, nodes, upstream)
 	q, err := schedq.New(scheduler.QueueConfig(prof))
 	if err != nil {
 		b.Fatal(err)
@@ -106,6 +85,36 @@ func benchmarkCycle(b *testing.B, nodes int, upstream, alternate bool) {
 		cycle()
 	}
 	b.ReportMetric(float64(benchCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
+// benchSetup is a cache of nodes empty nodes (32 CPUs each) and the
+// options of a scheduler on schedq's plugins or, if upstream, on
+// kube-scheduler's framework with its default profile (closed when b
+// ends).
+func benchSetup(b *testing.B, nodes int, upstream bool) (*scheduler.Cache, scheduler.Options, framework.Profile) {
+	c := scheduler.NewCache()
+	for i := range nodes {
+		name := fmt.Sprintf("node-%d", i)
+		c.AddNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
+			Status: v1.NodeStatus{Allocatable: v1.ResourceList{
+				v1.ResourceCPU: resource.MustParse("32"), v1.ResourceMemory: resource.MustParse("128Gi"), v1.ResourcePods: resource.MustParse("110"),
+			}}})
+	}
+	prof := framework.Profile(plugins.Default(plugins.LeastAllocated))
+	o := scheduler.Options{Profile: prof, Rand: rand.New(rand.NewPCG(1, 2))}
+	if upstream {
+		cfg, err := profile.Default()
+		if err != nil {
+			b.Fatal(err)
+		}
+		fw, err := profile.NewFrameworkOn(context.Background(), &cfg.Profiles[0], profile.Setup{Snapshot: backendcache.NewEmptySnapshot()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { fw.Close() })
+		o.Framework = fw
+	}
+	return c, o, prof
 }
 
 // benchCPU is the process's user and system CPU time.

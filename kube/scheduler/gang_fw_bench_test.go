@@ -3,19 +3,13 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 
 	"github.com/schedq/schedq"
-	"github.com/schedq/schedq/kube/framework"
-	"github.com/schedq/schedq/kube/plugins"
-	"github.com/schedq/schedq/kube/profile"
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
@@ -35,28 +29,7 @@ func BenchmarkGangCycle(b *testing.B) {
 
 func benchmarkGangCycle(b *testing.B, nodes, members int, upstream bool) {
 	ctx := context.Background()
-	c := scheduler.NewCache()
-	for i := range nodes {
-		name := fmt.Sprintf("node-%d", i)
-		c.AddNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
-			Status: v1.NodeStatus{Allocatable: v1.ResourceList{
-				v1.ResourceCPU: resource.MustParse("32"), v1.ResourceMemory: resource.MustParse("128Gi"), v1.ResourcePods: resource.MustParse("110"),
-			}}})
-	}
-	prof := framework.Profile(plugins.Default(plugins.LeastAllocated))
-	o := scheduler.Options{Profile: prof, Rand: rand.New(rand.NewPCG(1, 2))}
-	if upstream {
-		cfg, err := profile.Default()
-		if err != nil {
-			b.Fatal(err)
-		}
-		fw, err := profile.NewFrameworkOn(ctx, &cfg.Profiles[0], profile.Setup{Snapshot: backendcache.NewEmptySnapshot()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer fw.Close()
-		o.Framework = fw
-	}
+	c, o, prof := benchSetup(b, nodes, upstream)
 	q, err := schedq.New(scheduler.QueueConfig(prof))
 	if err != nil {
 		b.Fatal(err)
