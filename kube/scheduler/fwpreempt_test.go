@@ -165,26 +165,6 @@ func TestFrameworkFailingEvictionClearsTheNomination(t *testing.T) {
 	}
 }
 
-// TestFrameworkNoSecondPreemptionWhileVictimsLeave: while its victims
-// are being evicted, the preemptor does not preempt again.
-func TestFrameworkNoSecondPreemptionWhileVictimsLeave(t *testing.T) {
-	f, e := newFWPreemptFixture(t, nil, nil)
-	e.hold = true
-	f.h.AddNode(node("a", 2000))
-	f.h.AddNode(node("b", 2000))
-	f.h.AddPod(runningPod("low-a", "a", 2000, 1, t0))
-	f.h.AddPod(runningPod("low-b", "b", 2000, 1, t0))
-	f.h.AddPod(prioPod("high", 2000, 100))
-	f.once()
-	if err := f.q.Activate(types.NamespacedName{Namespace: "default", Name: "high"}); err != nil {
-		t.Fatal(err)
-	}
-	out := f.once()
-	if len(e.calls) != 1 || !strings.Contains(out.Message, "still being evicted") {
-		t.Fatalf("nominated %q, calls %v: %s", out.Nominated, e.calls, out.Message)
-	}
-}
-
 // panickyPostFilter panics at PostFilter for pods labelled
 // fail=postfilter; panickyDryRun's filter panics for pods labelled
 // fail=dryrun on a node that is not the snapshot's (the copy that

@@ -263,8 +263,27 @@ func TestNominatedNodeGoneClearsTheNomination(t *testing.T) {
 	}
 }
 
+// preemptionPaths build a preemption fixture on schedq's own plugins and
+// on kube-scheduler's framework (DefaultPreemption), for the tests whose
+// rules both paths keep.
+var preemptionPaths = []struct {
+	name string
+	new  func(*testing.T) (*fixture, *syncEvictor)
+}{
+	{"schedq-plugins", func(t *testing.T) (*fixture, *syncEvictor) { return newPreemptFixture(t) }},
+	{"framework", func(t *testing.T) (*fixture, *syncEvictor) { return newFWPreemptFixture(t, nil, nil) }},
+}
+
+// TestNoSecondPreemptionWhileVictimsLeave: while its victims are being
+// evicted, the preemptor does not preempt again.
 func TestNoSecondPreemptionWhileVictimsLeave(t *testing.T) {
-	f, e := newPreemptFixture(t)
+	for _, path := range preemptionPaths {
+		t.Run(path.name, func(t *testing.T) { testNoSecondPreemption(t, path.new) })
+	}
+}
+
+func testNoSecondPreemption(t *testing.T, newFixture func(*testing.T) (*fixture, *syncEvictor)) {
+	f, e := newFixture(t)
 	e.hold = true
 	f.h.AddNode(node("a", 2000))
 	f.h.AddNode(node("b", 2000))
