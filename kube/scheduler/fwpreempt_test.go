@@ -101,28 +101,6 @@ func TestFrameworkPreemptionEvictsTheFewestLowestVictimsAndBindsThere(t *testing
 	}
 }
 
-// TestFrameworkPreemptionRespectsBudgets: the lowest-priority pod is
-// protected by a budget that allows no disruption; DefaultPreemption
-// preempts on the other node.
-func TestFrameworkPreemptionRespectsBudgets(t *testing.T) {
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "keep"},
-		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
-	}
-	f, e := newFWPreemptFixture(t, nil, nil, pdb)
-	f.h.AddNode(node("a", 2000))
-	f.h.AddNode(node("b", 2000))
-	db := runningPod("db", "a", 2000, 1, t0)
-	db.Labels = map[string]string{"app": "db"}
-	f.h.AddPod(db)
-	f.h.AddPod(runningPod("web", "b", 2000, 5, t0))
-	f.h.AddPod(prioPod("high", 2000, 100))
-	out := f.once()
-	if out.Nominated != "b" || len(e.calls) != 1 || e.calls[0] != "high->b: web" {
-		t.Fatalf("nominated %q, victims %s, calls %v: %s", out.Nominated, victimNames(out), e.calls, out.Message)
-	}
-}
-
 func TestFrameworkPreemptionPolicyNever(t *testing.T) {
 	f, e := newFWPreemptFixture(t, nil, nil)
 	f.h.AddNode(node("a", 2000))

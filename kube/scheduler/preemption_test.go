@@ -157,23 +157,26 @@ func TestPreemptionSparesEqualPriority(t *testing.T) {
 }
 
 func TestPreemptionRespectsBudgetsWhenAnotherNodeOffersAChoice(t *testing.T) {
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "keep"},
-		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
-		Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0},
-	}
-	f, e := newPreemptFixture(t, pdb)
-	f.h.AddNode(node("a", 2000))
-	f.h.AddNode(node("b", 2000))
-	db := runningPod("db", "a", 2000, 1, t0) // lowest priority, but protected
-	db.Labels = map[string]string{"app": "db"}
-	f.h.AddPod(db)
-	f.h.AddPod(runningPod("web", "b", 2000, 5, t0))
-	f.h.AddPod(prioPod("high", 2000, 100))
-	out := f.once()
-	if out.Nominated != "b" || len(e.calls) != 1 || e.calls[0] != "high->b: web" {
-		t.Fatalf("nominated %q, victims %s, calls %v: %s", out.Nominated, victimNames(out), e.calls, out.Message)
-	}
+	// On both paths: DefaultPreemption respects budgets the same way.
+	onPreemptionPaths(t, func(t *testing.T, newFixture preemptFixtureFunc) {
+		pdb := &policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "keep"},
+			Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
+			Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0},
+		}
+		f, e := newFixture(t, pdb)
+		f.h.AddNode(node("a", 2000))
+		f.h.AddNode(node("b", 2000))
+		db := runningPod("db", "a", 2000, 1, t0) // lowest priority, but protected
+		db.Labels = map[string]string{"app": "db"}
+		f.h.AddPod(db)
+		f.h.AddPod(runningPod("web", "b", 2000, 5, t0))
+		f.h.AddPod(prioPod("high", 2000, 100))
+		out := f.once()
+		if out.Nominated != "b" || len(e.calls) != 1 || e.calls[0] != "high->b: web" {
+			t.Fatalf("nominated %q, victims %s, calls %v: %s", out.Nominated, victimNames(out), e.calls, out.Message)
+		}
+	})
 }
 
 func TestPreemptionViolatesBudgetOnlyWithoutChoice(t *testing.T) {
@@ -268,36 +271,44 @@ func TestNominatedNodeGoneClearsTheNomination(t *testing.T) {
 // rules both paths keep.
 var preemptionPaths = []struct {
 	name string
-	new  func(*testing.T) (*fixture, *syncEvictor)
+	new  preemptFixtureFunc
 }{
-	{"schedq-plugins", func(t *testing.T) (*fixture, *syncEvictor) { return newPreemptFixture(t) }},
-	{"framework", func(t *testing.T) (*fixture, *syncEvictor) { return newFWPreemptFixture(t, nil, nil) }},
+	{"schedq-plugins", newPreemptFixture},
+	{"framework", func(t *testing.T, budgets ...*policyv1.PodDisruptionBudget) (*fixture, *syncEvictor) {
+		return newFWPreemptFixture(t, nil, nil, budgets...)
+	}},
+}
+
+// preemptFixtureFunc builds a preemption fixture with budgets.
+type preemptFixtureFunc func(*testing.T, ...*policyv1.PodDisruptionBudget) (*fixture, *syncEvictor)
+
+// onPreemptionPaths runs test on each of preemptionPaths.
+func onPreemptionPaths(t *testing.T, test func(*testing.T, preemptFixtureFunc)) {
+	for _, path := range preemptionPaths {
+		t.Run(path.name, func(t *testing.T) { test(t, path.new) })
+	}
 }
 
 // TestNoSecondPreemptionWhileVictimsLeave: while its victims are being
 // evicted, the preemptor does not preempt again.
 func TestNoSecondPreemptionWhileVictimsLeave(t *testing.T) {
-	for _, path := range preemptionPaths {
-		t.Run(path.name, func(t *testing.T) { testNoSecondPreemption(t, path.new) })
-	}
-}
-
-func testNoSecondPreemption(t *testing.T, newFixture func(*testing.T) (*fixture, *syncEvictor)) {
-	f, e := newFixture(t)
-	e.hold = true
-	f.h.AddNode(node("a", 2000))
-	f.h.AddNode(node("b", 2000))
-	f.h.AddPod(runningPod("low-a", "a", 2000, 1, t0))
-	f.h.AddPod(runningPod("low-b", "b", 2000, 1, t0))
-	f.h.AddPod(prioPod("high", 2000, 100))
-	f.once()
-	if err := f.q.Activate(types.NamespacedName{Namespace: "default", Name: "high"}); err != nil {
-		t.Fatal(err)
-	}
-	out := f.once()
-	if len(e.calls) != 1 || !strings.Contains(out.Message, "still being evicted") {
-		t.Fatalf("nominated %q, victims %s, calls %v: %s", out.Nominated, victimNames(out), e.calls, out.Message)
-	}
+	onPreemptionPaths(t, func(t *testing.T, newFixture preemptFixtureFunc) {
+		f, e := newFixture(t)
+		e.hold = true
+		f.h.AddNode(node("a", 2000))
+		f.h.AddNode(node("b", 2000))
+		f.h.AddPod(runningPod("low-a", "a", 2000, 1, t0))
+		f.h.AddPod(runningPod("low-b", "b", 2000, 1, t0))
+		f.h.AddPod(prioPod("high", 2000, 100))
+		f.once()
+		if err := f.q.Activate(types.NamespacedName{Namespace: "default", Name: "high"}); err != nil {
+			t.Fatal(err)
+		}
+		out := f.once()
+		if len(e.calls) != 1 || !strings.Contains(out.Message, "still being evicted") {
+			t.Fatalf("nominated %q, victims %s, calls %v: %s", out.Nominated, victimNames(out), e.calls, out.Message)
+		}
+	})
 }
 
 func TestPickCandidateCriteria(t *testing.T) {
