@@ -3,7 +3,6 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,18 +84,5 @@ func TestForecastGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := forecastText(f) + "what-if:\n" + string(wj) + "\n"
-	path := filepath.Join("testdata", "forecast.golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Fatalf("forecast changed; run with -update if that is intended\n--- got\n%s--- want\n%s", got, want)
-	}
+	checkGolden(t, filepath.Join("testdata", "forecast.golden"), got)
 }

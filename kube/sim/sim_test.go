@@ -41,21 +41,7 @@ func text(r *Report) string {
 func TestGolden(t *testing.T) {
 	for _, name := range Builtins() {
 		t.Run(name, func(t *testing.T) {
-			got := text(run(t, load(t, name)))
-			path := filepath.Join("testdata", name+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Fatalf("summary changed; run with -update if that is intended\n--- got\n%s--- want\n%s", got, want)
-			}
+			checkGolden(t, filepath.Join("testdata", name+".golden"), text(run(t, load(t, name))))
 		})
 	}
 }
@@ -244,5 +230,24 @@ func TestHTMLReport(t *testing.T) {
 	}
 	if strings.Contains(html, "<script") || strings.Contains(html, "src=") || strings.Contains(html, "href=") {
 		t.Error("the report must be self-contained")
+	}
+}
+
+// checkGolden fails t if got differs from the golden file at path, or
+// rewrites the file with got under -update.
+func checkGolden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Fatalf("%s changed; run with -update if that is intended\n--- got\n%s--- want\n%s", path, got, want)
 	}
 }
