@@ -16,6 +16,9 @@ import (
 	"github.com/schedq/schedq/kube/gpu"
 )
 
+// gpuName is the GPU's extended resource.
+const gpuName = v1.ResourceName(ResourceGPUMilli)
+
 // gpuDevicesName is the out-of-tree plugin's name in kube-scheduler's
 // profile, the same as the filter of schedq's plugins.
 const gpuDevicesName = "GPUDevices"
@@ -144,25 +147,30 @@ func (*gpuFramework) PreFilterExtensions() fwk.PreFilterExtensions { return nil 
 
 // node rebuilds a node of the framework's snapshot (see gpuDevices.build).
 func (p *gpuFramework) node(ni fwk.NodeInfo, skip types.UID) *gpu.Node {
+	return p.g.build(nodeInOf(ni), skip)
+}
+
+// nodeInOf is what the model reads of a node of the framework's snapshot.
+func nodeInOf(ni fwk.NodeInfo) nodeIn {
 	alloc, used := ni.GetAllocatable(), ni.GetRequested()
-	return p.g.build(nodeIn{
+	return nodeIn{
 		name: ni.Node().Name, model: ni.Node().Labels[LabelGPUModel],
-		cpu: alloc.GetMilliCPU(), mem: alloc.GetMemory(), gpuMilli: alloc.GetScalarResources()[v1.ResourceName(ResourceGPUMilli)],
+		cpu: alloc.GetMilliCPU(), mem: alloc.GetMemory(), gpuMilli: alloc.GetScalarResources()[gpuName],
 		usedCPU: used.GetMilliCPU(), usedMem: used.GetMemory(),
 		pods: func(yield func(types.UID, podUsage) bool) {
 			for _, pi := range ni.GetPods() {
 				res := pi.CalculateResource().Resource
-				u := podUsage{gpuMilli: res.GetScalarResources()[v1.ResourceName(ResourceGPUMilli)], cpu: res.GetMilliCPU(), mem: res.GetMemory()}
+				u := podUsage{gpuMilli: res.GetScalarResources()[gpuName], cpu: res.GetMilliCPU(), mem: res.GetMemory()}
 				if !yield(pi.GetPod().UID, u) {
 					return
 				}
 			}
 		},
-	}, skip)
+	}
 }
 
 // Filter refuses a node whose GPUs cannot hold the pod one by one.
-// O(pods on the node + GPUs).
+// O(1) on a node whose pods hold no GPU, else O(pods on the node + GPUs).
 func (p *gpuFramework) Filter(_ context.Context, cs fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) *fwk.Status {
 	s := stateOf(cs, pod)
 	switch {
@@ -170,7 +178,8 @@ func (p *gpuFramework) Filter(_ context.Context, cs fwk.CycleState, pod *v1.Pod,
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, badRequest(s.use.gpuMilli))
 	case s.r.Count == 0:
 		return nil
-	case !p.node(ni, pod.UID).FitsGPUs(s.r):
+	case !p.g.fits(ni.GetRequested().GetScalarResources()[gpuName], ni.GetAllocatable().GetScalarResources()[gpuName],
+		func() nodeIn { return nodeInOf(ni) }, pod.UID, s.r):
 		return fwk.NewStatus(fwk.Unschedulable, reasonNoFit)
 	}
 	return nil
