@@ -3,6 +3,8 @@ package sim
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
@@ -209,5 +211,42 @@ func TestGPUPluginSigns(t *testing.T) {
 				t.Fatalf("signatures: half %s, half again %s, whole %s", half, half2, whole)
 			}
 		})
+	}
+}
+
+// A burst of shares and whole GPUs on a few small nodes, where GPUs often
+// fit in aggregate but not one by one: with kube-scheduler's plugins no
+// binding is refused for its GPUs (the filter and Reserve see them), on
+// the default scoring and under each policy, and the policies place the
+// pods differently from the default scoring.
+func TestGPUUpstreamBurstNoBindingRefused(t *testing.T) {
+	nodes := "sn,cpu_milli,memory_mib,gpu,model\n"
+	for i := range 6 {
+		nodes += fmt.Sprintf("n%d,64000,262144,2,T4\n", i)
+	}
+	pods := timedHeader
+	shares := []struct{ n, milli int }{{1, 300}, {1, 600}, {1, 1000}, {2, 1000}, {1, 500}, {1, 700}}
+	for i := range 40 {
+		s := shares[(i*7)%len(shares)]
+		pods += fmt.Sprintf("p%02d,1000,1024,%d,%d,,LS,Running,%d,%d,%d\n", i, s.n, s.milli, i, i+200+(i*37)%300, i)
+	}
+	dir := writeTrace(t, nodes, pods)
+	placed := map[string]map[string]string{}
+	for _, policy := range []string{"", "bestfit", "fgd"} {
+		sc := traceScenario(dir)
+		sc.Scheduler.Plugins, sc.Scheduler.GPUPolicy = PluginsUpstream, policy
+		r := run(t, sc)
+		placed[policy] = map[string]string{}
+		for _, rec := range r.Records {
+			if strings.Contains(rec.LastFailure, "binding rejected") {
+				t.Fatalf("policy %q: %s: %s", policy, rec.Name, rec.LastFailure)
+			}
+			placed[policy][rec.Name] = rec.Node
+		}
+	}
+	for _, policy := range []string{"bestfit", "fgd"} {
+		if maps.Equal(placed[policy], placed[""]) {
+			t.Errorf("policy %s places every pod as the default scoring does", policy)
+		}
 	}
 }
