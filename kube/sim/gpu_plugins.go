@@ -39,8 +39,9 @@ const (
 //
 // Later cycles see each GPU's free share from the GPUs remembered. A
 // node's GPUs are rebuilt from its pods on each call: O(pods on the node
-// + GPUs). Safe for concurrent use (mu guards what is remembered), though
-// the simulator runs one cycle at a time.
+// + GPUs). Filter, Score, Reserve and binding run one cycle at a time
+// (the Random policy's rnd has no lock); what is remembered is guarded by
+// mu, so that Unreserve and forget may come from other goroutines.
 type gpuDevices struct {
 	policy    gpu.Policy
 	hasPolicy bool
