@@ -26,7 +26,7 @@ import (
 // benchmark starts from the same state (no victim leaving, no nomination).
 type failEvict struct{}
 
-func (failEvict) Preempt(_ context.Context, _ *v1.Pod, _ string, _ []*v1.Pod, done func([]error)) {
+func (failEvict) Preempt(_ context.Context, _ Preemption, done func([]error)) {
 	done([]error{errors.New("benchmark")})
 }
 
