@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 
-	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
@@ -38,18 +37,19 @@ func newPreemption(factory informers.SharedInformerFactory, client kubernetes.In
 	return &scheduler.PreemptionOptions{Evictor: guardedEvictor{next: ev, fence: f}, Budgets: list, Metrics: m}, nil
 }
 
-// guardedEvictor evicts nobody once the lease may be lost: a replica that
-// is no longer sure to lead must not delete pods.
+// guardedEvictor evicts nobody, and writes no nomination, once the lease
+// may be lost: a replica that is no longer sure to lead must not delete
+// pods.
 type guardedEvictor struct {
 	next  scheduler.Evictor
 	fence *fence
 }
 
 // Preempt implements scheduler.Evictor.
-func (g guardedEvictor) Preempt(ctx context.Context, preemptor *v1.Pod, node string, victims []*v1.Pod, done func([]error)) {
+func (g guardedEvictor) Preempt(ctx context.Context, p scheduler.Preemption, done func([]error)) {
 	if err := g.fence.held(); err != nil {
 		done([]error{err})
 		return
 	}
-	g.next.Preempt(ctx, preemptor, node, victims, done)
+	g.next.Preempt(ctx, p, done)
 }

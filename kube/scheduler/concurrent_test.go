@@ -91,9 +91,9 @@ func (b asyncBinder) Bind(_ context.Context, p *v1.Pod, node string, done func(e
 // asyncEvictor deletes the victims from a goroutine of its own.
 type asyncEvictor struct{ c *fakeServer }
 
-func (e asyncEvictor) Preempt(_ context.Context, _ *v1.Pod, _ string, victims []*v1.Pod, done func([]error)) {
+func (e asyncEvictor) Preempt(_ context.Context, p Preemption, done func([]error)) {
 	go func() {
-		for _, v := range victims {
+		for _, v := range p.Victims {
 			e.c.delete(framework.Key(v))
 		}
 		done(nil)

@@ -17,11 +17,15 @@ import (
 )
 
 // APIEvictor carries out preemptions against the API server, each in its
-// own goroutine: it sets the preemptor's status.nominatedNodeName, then
-// for each victim adds the DisruptionTarget condition, records a
-// Preempted event and deletes the pod, with its UID as a precondition so
-// that a pod recreated under the same name is not touched. A victim
-// already gone counts as evicted. Safe for concurrent use.
+// own goroutine: it sets the preemptor's status.nominatedNodeName, clears
+// that of the pods that lost their nomination to it, then for each victim
+// adds the DisruptionTarget condition, records a Preempted event and
+// deletes the pod, with its UID as a precondition so that a pod recreated
+// under the same name is not touched. A victim already gone counts as
+// evicted. A nomination that cannot be cleared is logged, not retried
+// (as the PodScheduled condition), and does not fail the preemption. The
+// writes of one pod's nomination are ordered (nomWrites): the last
+// decided is the one left. Safe for concurrent use.
 type APIEvictor struct {
 	Client   kubernetes.Interface
 	Recorder events.EventRecorder // nil: no events
@@ -33,19 +37,33 @@ type APIEvictor struct {
 	// Timeout bounds each request; default 30s.
 	Timeout time.Duration
 	running sync.WaitGroup
+	noms    nomWrites
 }
 
-// Preempt implements Evictor.
-func (e *APIEvictor) Preempt(ctx context.Context, preemptor *v1.Pod, node string, victims []*v1.Pod, done func(errs []error)) {
+// Preempt implements Evictor. The nominations are claimed here, in the
+// order of the calls, and written in the goroutine.
+func (e *APIEvictor) Preempt(ctx context.Context, p Preemption, done func(errs []error)) {
+	nom := e.noms.claim(p.Preemptor.UID)
+	clears := make([]nomClaim, len(p.Unnominated))
+	for i, u := range p.Unnominated {
+		clears[i] = e.noms.claim(u.UID)
+	}
 	e.running.Add(1)
 	go func() {
 		defer e.running.Done()
 		var errs []error
-		if err := e.nominate(ctx, preemptor, node); err != nil {
-			errs = append(errs, fmt.Errorf("nominate %s/%s: %w", preemptor.Namespace, preemptor.Name, err))
+		pre := p.Preemptor
+		if err := e.noms.write(ctx, nom, func() error { return e.nominate(ctx, pre, p.Node) }); err != nil {
+			errs = append(errs, fmt.Errorf("nominate %s/%s: %w", pre.Namespace, pre.Name, err))
 		}
-		for _, v := range victims {
-			if err := e.evict(ctx, preemptor, node, v); err != nil {
+		for i, u := range p.Unnominated {
+			if err := e.noms.write(ctx, clears[i], func() error { return e.nominate(ctx, u, "") }); err != nil {
+				e.log().Warn("could not clear status.nominatedNodeName", "pod", u.Namespace+"/"+u.Name,
+					"node", p.Node, "preemptor", pre.Namespace+"/"+pre.Name, "err", err)
+			}
+		}
+		for _, v := range p.Victims {
+			if err := e.evict(ctx, pre, p.Node, v); err != nil {
 				errs = append(errs, fmt.Errorf("evict %s/%s: %w", v.Namespace, v.Name, err))
 			}
 		}
@@ -70,8 +88,9 @@ func (e *APIEvictor) log() *slog.Logger {
 	return e.Logger
 }
 
-// nominate patches status.nominatedNodeName. A preemptor deleted since is
-// no failure: there is nothing left to schedule.
+// nominate patches status.nominatedNodeName to node ("" clears it). A pod
+// deleted since, or replaced by one of the same name, is no failure:
+// there is nothing left to nominate.
 func (e *APIEvictor) nominate(ctx context.Context, pod *v1.Pod, node string) error {
 	patch, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"uid": pod.UID},

@@ -41,7 +41,7 @@ func TestAPIEvictor(t *testing.T) {
 	e := &APIEvictor{Client: cs, SchedulerName: "schedq"}
 	var errs []error
 	done := make(chan struct{})
-	e.Preempt(context.Background(), high, "a", []*v1.Pod{low, gone}, func(es []error) {
+	e.Preempt(context.Background(), Preemption{Preemptor: high, Node: "a", Victims: []*v1.Pod{low, gone}}, func(es []error) {
 		errs = es
 		close(done)
 	})

@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -262,20 +261,21 @@ func (r *fwPreemptRules) SelectVictimsOnNode(ctx context.Context, cs fwk.CycleSt
 		}
 	}()
 	fw, f := r.f.s.o.Framework.Framework(), r.f
-	removed := false
-	for _, pi := range slices.Clone(ni.GetPods()) {
-		if !f.isLeaving(pi.GetPod()) {
-			continue
+	var leaving []fwk.PodInfo // nil, and nothing copied, on a node no pod leaves
+	for _, pi := range ni.GetPods() {
+		if f.isLeaving(pi.GetPod()) {
+			leaving = append(leaving, pi)
 		}
+	}
+	for _, pi := range leaving {
 		if err := ni.RemovePod(klog.FromContext(ctx), pi.GetPod()); err != nil {
 			return nil, 0, fwk.AsStatus(err)
 		}
 		if st := fw.RunPreFilterExtensionRemovePod(ctx, cs, pod, pi, ni); !st.IsSuccess() {
 			return nil, 0, st
 		}
-		removed = true
 	}
-	if removed && fw.RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni).IsSuccess() {
+	if len(leaving) > 0 && fw.RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni).IsSuccess() {
 		f.mu.Lock()
 		if f.free == "" {
 			f.free = ni.Node().Name

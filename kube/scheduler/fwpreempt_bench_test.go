@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 
 	"github.com/schedq/schedq"
@@ -26,7 +27,7 @@ import (
 // benchmark starts from the same state (no victim leaving, no nomination).
 type failEvict struct{}
 
-func (failEvict) Preempt(_ context.Context, _ *v1.Pod, _ string, _ []*v1.Pod, done func([]error)) {
+func (failEvict) Preempt(_ context.Context, _ Preemption, done func([]error)) {
 	done([]error{errors.New("benchmark")})
 }
 
@@ -37,11 +38,38 @@ func (failEvict) Preempt(_ context.Context, _ *v1.Pod, _ string, _ []*v1.Pod, do
 // then DefaultPreemption's dry run on 500 candidates and its pick. It
 // reports the process's CPU time per cycle (cpu-ns/op, GC included)
 // beside the wall time, as BenchmarkCycle does.
-func BenchmarkFrameworkPreemptionCycle(b *testing.B) {
+func BenchmarkFrameworkPreemptionCycle(b *testing.B) { benchFrameworkPreemption(b, nil) }
+
+// BenchmarkFrameworkPreemptionCycleFewerCandidates is the same cycle
+// with DefaultPreemptionArgs asking for 100 candidates (1%, at least
+// 100) instead of the default 500 (10%, at least 100): what a smaller
+// dry run saves.
+func BenchmarkFrameworkPreemptionCycleFewerCandidates(b *testing.B) {
+	benchFrameworkPreemption(b, func(args *config.DefaultPreemptionArgs) {
+		args.MinCandidateNodesPercentage, args.MinCandidateNodesAbsolute = 1, 100
+	})
+}
+
+// benchFrameworkPreemption runs the cycle of BenchmarkFrameworkPreemptionCycle
+// with the default profile, its DefaultPreemptionArgs changed by args if
+// not nil.
+func benchFrameworkPreemption(b *testing.B, args func(*config.DefaultPreemptionArgs)) {
 	const nodes, perNode = 5000, 20
 	cfg, err := profile.Default()
 	if err != nil {
 		b.Fatal(err)
+	}
+	if args != nil {
+		found := false
+		for _, pc := range cfg.Profiles[0].PluginConfig {
+			if a, ok := pc.Args.(*config.DefaultPreemptionArgs); ok {
+				args(a)
+				found = true
+			}
+		}
+		if !found {
+			b.Fatal("the default profile has no DefaultPreemptionArgs")
+		}
 	}
 	fw, err := profile.NewFrameworkOn(context.Background(), &cfg.Profiles[0], profile.Setup{Snapshot: backendcache.NewEmptySnapshot()})
 	if err != nil {

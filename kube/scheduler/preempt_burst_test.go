@@ -28,7 +28,8 @@ type laggingEvictor struct {
 	victims map[types.NamespacedName]bool
 }
 
-func (e *laggingEvictor) Preempt(_ context.Context, _ *v1.Pod, _ string, victims []*v1.Pod, done func([]error)) {
+func (e *laggingEvictor) Preempt(_ context.Context, p Preemption, done func([]error)) {
+	victims := p.Victims
 	e.mu.Lock()
 	for _, v := range victims {
 		e.victims[framework.Key(v)] = true

@@ -16,11 +16,29 @@ import (
 
 // Evictor carries out a preemption without holding the scheduling cycle
 // back: it records the preemptor's nominated node (status.nominatedNodeName
-// in a real cluster), marks each victim with the DisruptionTarget
-// condition, deletes it, and then calls done with the failures (a victim
-// already gone is not one). done may run on another goroutine.
+// in a real cluster), clears the nominations of the pods that lost theirs
+// to it, marks each victim with the DisruptionTarget condition, deletes
+// it, and then calls done with the failures (a victim already gone is not
+// one; a nomination that could not be cleared is not one either: it is
+// logged). done may run on another goroutine. Preempt is called by the
+// scheduling loop with no lock of the scheduler held, in the order the
+// preemptions were decided.
 type Evictor interface {
-	Preempt(ctx context.Context, preemptor *v1.Pod, node string, victims []*v1.Pod, done func(errs []error))
+	Preempt(ctx context.Context, p Preemption, done func(errs []error))
+}
+
+// Preemption is one preemption for the Evictor to carry out.
+type Preemption struct {
+	// Preemptor is nominated to Node.
+	Preemptor *v1.Pod
+	Node      string
+	// Victims are the pods to evict from Node.
+	Victims []*v1.Pod
+	// Unnominated are the pods of lower priority than Preemptor that were
+	// nominated to Node: they lost that nomination in the queue and can
+	// no longer count on the room, so their status.nominatedNodeName is
+	// cleared too, as kube-scheduler does.
+	Unnominated []*v1.Pod
 }
 
 // PreemptionOptions turns preemption on (see EnablePreemption).
@@ -223,12 +241,16 @@ func (s *Scheduler) tryNominated(ctx context.Context, pi *framework.PodInfo, sna
 	return s.ownNom, true, false
 }
 
-func (s *Scheduler) clearNomination(key types.NamespacedName, why string) {
+// clearNomination drops key's nomination in the queue (only there: the
+// pod's status is the Evictor's) and reports whether it did; why is
+// logged.
+func (s *Scheduler) clearNomination(key types.NamespacedName, why string) bool {
 	if err := s.queue.Nominate(key, ""); err != nil {
 		s.o.Logger.Debug("clear nomination", "pod", key, "err", err)
-	} else {
-		s.o.Logger.Debug("nomination cleared", "pod", key, "why", why)
+		return false
 	}
+	s.o.Logger.Debug("nomination cleared", "pod", key, "why", why)
+	return true
 }
 
 // preFilter runs the PreFilter plugins and returns the cycle state and

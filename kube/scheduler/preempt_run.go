@@ -104,12 +104,14 @@ func (s *Scheduler) eligible(pod *v1.Pod, snap framework.Snapshot) (string, bool
 	return "", true
 }
 
-// act carries out what planPreemption decided, outside the cache's lock:
-// it nominates the pod to the chosen node, takes the nomination from the
-// pods of lower priority nominated there, and hands the victims to the
-// Evictor, which deletes them without holding the cycle (with none, it
-// only records the nomination: the room is being freed already). Without
-// a candidate, the pod's nomination is cleared.
+// act carries out what planPreemption (or fwPreempt) decided, outside
+// the cache's lock and the queue's: it nominates the pod to the chosen
+// node, takes the nomination from the pods of lower priority nominated
+// there, and hands both, with the victims, to the Evictor, which writes
+// the nominations to the pods' status and deletes the victims without
+// holding the cycle (with no victim, it only writes the nominations: the
+// room is being freed already). Without a candidate, the pod's
+// nomination is cleared.
 func (s *Scheduler) act(ctx context.Context, info Attempt, out *Outcome) {
 	p := out.preempt
 	if p == nil || s.pre == nil {
@@ -128,9 +130,10 @@ func (s *Scheduler) act(ctx context.Context, info Attempt, out *Outcome) {
 		return
 	}
 	prio := framework.Priority(pod)
+	var unnominated []*v1.Pod
 	for _, other := range nom.Nominated(c.Node) {
-		if framework.Priority(other) < prio {
-			s.clearNomination(framework.Key(other), "a higher-priority pod took its room")
+		if framework.Priority(other) < prio && s.clearNomination(framework.Key(other), "a higher-priority pod took its room") {
+			unnominated = append(unnominated, other)
 		}
 	}
 	s.pre.o.Metrics.victims(len(c.Victims))
@@ -138,7 +141,7 @@ func (s *Scheduler) act(ctx context.Context, info Attempt, out *Outcome) {
 	uid, key := pod.UID, info.Key
 	s.pre.setRunning(uid, true)
 	s.pre.evict(c.Victims, s.o.Now())
-	s.pre.o.Evictor.Preempt(ctx, pod, c.Node, c.Victims, func(errs []error) {
+	s.pre.o.Evictor.Preempt(ctx, Preemption{Preemptor: pod, Node: c.Node, Victims: c.Victims, Unnominated: unnominated}, func(errs []error) {
 		s.pre.setRunning(uid, false)
 		if len(errs) > 0 {
 			// Some room may not come: look again from scratch next time,

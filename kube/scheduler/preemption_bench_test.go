@@ -20,7 +20,7 @@ import (
 
 type noEvict struct{}
 
-func (noEvict) Preempt(context.Context, *v1.Pod, string, []*v1.Pod, func([]error)) {}
+func (noEvict) Preempt(context.Context, scheduler.Preemption, func([]error)) {}
 
 func benchPod(name string, milliCPU int64, prio int32) *v1.Pod {
 	return &v1.Pod{

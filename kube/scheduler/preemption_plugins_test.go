@@ -17,8 +17,8 @@ import (
 
 type recordEvict struct{ victims []string }
 
-func (r *recordEvict) Preempt(_ context.Context, _ *v1.Pod, _ string, victims []*v1.Pod, done func([]error)) {
-	for _, v := range victims {
+func (r *recordEvict) Preempt(_ context.Context, p scheduler.Preemption, done func([]error)) {
+	for _, v := range p.Victims {
 		r.victims = append(r.victims, v.Name)
 	}
 	done(nil)

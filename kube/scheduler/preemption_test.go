@@ -26,15 +26,22 @@ type syncEvictor struct {
 	hold  bool
 	fail  error
 	calls []string // "preemptor->node: victim,victim"
-	held  []func()
+	// unnominated lists, per call, the pods that lost their nomination.
+	unnominated [][]string
+	held        []func()
 }
 
-func (e *syncEvictor) Preempt(_ context.Context, p *v1.Pod, node string, victims []*v1.Pod, done func([]error)) {
-	var names []string
+func (e *syncEvictor) Preempt(_ context.Context, pr Preemption, done func([]error)) {
+	var names, unnominated []string
+	victims := pr.Victims
 	for _, v := range victims {
 		names = append(names, v.Name)
 	}
-	e.calls = append(e.calls, fmt.Sprintf("%s->%s: %s", p.Name, node, strings.Join(names, ",")))
+	for _, u := range pr.Unnominated {
+		unnominated = append(unnominated, u.Name)
+	}
+	e.calls = append(e.calls, fmt.Sprintf("%s->%s: %s", pr.Preemptor.Name, pr.Node, strings.Join(names, ",")))
+	e.unnominated = append(e.unnominated, unnominated)
 	run := func() {
 		if e.fail != nil {
 			done([]error{e.fail})

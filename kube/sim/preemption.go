@@ -79,14 +79,17 @@ func (p *preemptions) count(prio int32) *PreemptionCount {
 }
 
 // evictor deletes victims as the API server would: after the bind
-// latency, and, with a grace period, after they have terminated.
+// latency, and, with a grace period, after they have terminated. The
+// simulated cluster keeps no status.nominatedNodeName: the nominations,
+// the preemptor's and those p.Unnominated lost, live in the queue only.
 type evictor struct{ s *sim }
 
 // Preempt implements scheduler.Evictor.
-func (e evictor) Preempt(_ context.Context, preemptor *v1.Pod, _ string, victims []*v1.Pod, done func([]error)) {
+func (e evictor) Preempt(_ context.Context, p scheduler.Preemption, done func([]error)) {
 	s := e.s
+	victims := p.Victims
 	s.pre.preemptions++
-	s.pre.count(framework.Priority(preemptor)).Preemptors++
+	s.pre.count(framework.Priority(p.Preemptor)).Preemptors++
 	for _, v := range victims {
 		s.pre.victims++
 		s.pre.count(framework.Priority(v)).Victims++

@@ -207,17 +207,20 @@ type podSpec struct {
 	gates         []string
 	priorityClass string
 	affinity      *v1.Affinity
+	// grace is the pod's termination grace period; nil: the default.
+	grace *int64
 }
 
 func newPod(ns, name string, s podSpec) *v1.Pod {
 	p := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: s.labels},
 		Spec: v1.PodSpec{
-			SchedulerName:     s.scheduler,
-			NodeSelector:      s.nodeSelector,
-			Tolerations:       s.tolerations,
-			PriorityClassName: s.priorityClass,
-			Affinity:          s.affinity,
+			SchedulerName:                 s.scheduler,
+			NodeSelector:                  s.nodeSelector,
+			Tolerations:                   s.tolerations,
+			PriorityClassName:             s.priorityClass,
+			Affinity:                      s.affinity,
+			TerminationGracePeriodSeconds: s.grace,
 			Containers: []v1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10", Resources: v1.ResourceRequirements{
 				Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(s.cpu), v1.ResourceMemory: resource.MustParse(s.memory)},
 			}}},

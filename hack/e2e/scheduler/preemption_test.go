@@ -17,15 +17,18 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// victimPods creates count pods that terminate at once when deleted
-// (there is no kubelet to end a graceful termination), pinned to node.
+// victimPods creates count pods pinned to node that terminate at once
+// when deleted (there is no kubelet to end a graceful termination),
+// unless s sets a grace period: then they stay terminating.
 func victimPods(t *testing.T, c kubernetes.Interface, ns, prefix, node string, count int, s podSpec) []string {
 	t.Helper()
 	zero := int64(0)
 	var names []string
 	for i := range count {
 		p := newPod(ns, fmt.Sprintf("%s-%d", prefix, i), s)
-		p.Spec.TerminationGracePeriodSeconds = &zero
+		if s.grace == nil {
+			p.Spec.TerminationGracePeriodSeconds = &zero
+		}
 		p.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node}
 		if _, err := c.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -142,11 +145,52 @@ func testPreemption(t *testing.T, path string, start func(*testing.T, string) *s
 	}
 	figure(t, "high-priority pod bound %v after it arrived in a full cluster, on the node without a budget; a Never pod preempted nothing",
 		took.Round(time.Millisecond))
+	zero := int64(0)
+	if err := c.CoreV1().Pods(ns).Delete(ctx, "polite", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	testPreemptionTakesLowerNominations(t, c, ns, path, s.name)
+}
+
+// testPreemptionTakesLowerNominations: on a node of its own, full of two
+// low-priority pods that stay terminating once deleted (no kubelet ends
+// their grace period), mid preempts one and is nominated there; then
+// top, of a higher priority, is nominated there too (the terminating
+// victim's room is enough for it), and mid's status.nominatedNodeName is
+// cleared: it can no longer count on that room.
+func testPreemptionTakesLowerNominations(t *testing.T, c kubernetes.Interface, ns, path, scheduler string) {
+	ctx := context.Background()
+	n := makeNodes(t, c, "preempt-nom-"+path, 1, nodeSpec{cpu: "2", memory: "4Gi"})[0]
+	hour := int64(3600)
+	pinned := func(class string) podSpec {
+		return podSpec{scheduler: scheduler, cpu: "1", memory: "64Mi", priorityClass: class,
+			nodeSelector: map[string]string{"kubernetes.io/hostname": n}, grace: &hour}
+	}
+	waitBound(t, c, ns, victimPods(t, c, ns, "keep", n, 2, pinned("e2e-low")), time.Minute)
+	w, err := c.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if _, err := c.CoreV1().Pods(ns).Create(ctx, newPod(ns, "mid", pinned("e2e-mid")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	watchFor(t, w, 30*time.Second, "mid nominated to "+n, func(seen map[string]bool) bool {
+		return seen["nominated:mid:"+n] && (seen["target:keep-0"] || seen["target:keep-1"])
+	})
+	if _, err := c.CoreV1().Pods(ns).Create(ctx, newPod(ns, "top", pinned("e2e-high")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	watchFor(t, w, 30*time.Second, "top nominated to "+n+" and mid's nomination cleared", func(seen map[string]bool) bool {
+		return seen["nominated:top:"+n] && seen["unnominated:mid"]
+	})
 }
 
 // watchFor reads pod events from w until done says that what it has seen
-// is enough: "nominated:POD:NODE" for a status.nominatedNodeName, and
-// "target:POD" for a DisruptionTarget condition.
+// is enough: "nominated:POD:NODE" for a status.nominatedNodeName,
+// "unnominated:POD" for an event of POD without one (once an earlier
+// call saw POD nominated, a clear), and "target:POD" for a
+// DisruptionTarget condition.
 func watchFor(t *testing.T, w watch.Interface, timeout time.Duration, what string, done func(map[string]bool) bool) {
 	t.Helper()
 	seen := map[string]bool{}
@@ -163,6 +207,8 @@ func watchFor(t *testing.T, w watch.Interface, timeout time.Duration, what strin
 			}
 			if n := p.Status.NominatedNodeName; n != "" {
 				seen["nominated:"+p.Name+":"+n] = true
+			} else {
+				seen["unnominated:"+p.Name] = true
 			}
 			for _, cond := range p.Status.Conditions {
 				if cond.Type == v1.DisruptionTarget && cond.Status == v1.ConditionTrue {
