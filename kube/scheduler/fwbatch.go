@@ -117,7 +117,7 @@ func (s *Scheduler) refreshBatch(ctx context.Context, cs fwk.CycleState, pod *v1
 		return false
 	}
 	scores = append(scores, fwk.NodePluginScores{Name: last.Node().Name, RawScores: raw, Randomizer: s.o.Rand.Int()})
-	if !fw.NormalizeScores(ctx, state, pod, scores).IsSuccess() {
+	if !s.o.Framework.NormalizeScores(ctx, state, pod, scores).IsSuccess() {
 		return false
 	}
 	heap.Init(&scores)

@@ -1,0 +1,175 @@
+package profile
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+// normCluster is a cluster in which every default score plugin with a
+// normaliser has something to score: PreferNoSchedule taints, labels for
+// preferred node affinity, zones and pods for topology spread and
+// inter-pod affinity.
+func normCluster(n int) Cluster {
+	var c Cluster
+	for i := range n {
+		var taints []v1.Taint
+		if i%3 == 0 {
+			taints = append(taints, v1.Taint{Key: "spot", Value: "true", Effect: v1.TaintEffectPreferNoSchedule})
+		}
+		if i%5 == 0 {
+			taints = append(taints, v1.Taint{Key: "old", Value: "true", Effect: v1.TaintEffectPreferNoSchedule})
+		}
+		nd := node(fmt.Sprintf("n%02d", i), fmt.Sprintf("z%d", i%4), taints...)
+		nd.Labels["disk"] = []string{"ssd", "hdd", "nvme"}[i%3]
+		if i%7 == 0 {
+			delete(nd.Labels, zoneKey) // ignored by topology spread
+		}
+		c.Nodes = append(c.Nodes, nd)
+		for j := range i % 4 {
+			c.Pods = append(c.Pods, pod(fmt.Sprintf("on-%d-%d", i, j), nd.Name))
+		}
+	}
+	return c
+}
+
+// rich is a pod that every normalising score plugin scores.
+func rich(p *v1.Pod) {
+	p.Spec.Tolerations = []v1.Toleration{{Key: "old", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectPreferNoSchedule}}
+	p.Spec.Affinity = &v1.Affinity{
+		NodeAffinity: &v1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1.PreferredSchedulingTerm{
+			{Weight: 5, Preference: v1.NodeSelectorTerm{MatchExpressions: []v1.NodeSelectorRequirement{{Key: "disk", Operator: v1.NodeSelectorOpIn, Values: []string{"ssd"}}}}},
+			{Weight: 2, Preference: v1.NodeSelectorTerm{MatchExpressions: []v1.NodeSelectorRequirement{{Key: "disk", Operator: v1.NodeSelectorOpIn, Values: []string{"nvme"}}}}},
+		}},
+		PodAffinity: &v1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1.WeightedPodAffinityTerm{
+			{Weight: 3, PodAffinityTerm: v1.PodAffinityTerm{TopologyKey: zoneKey, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}},
+		}},
+		PodAntiAffinity: &v1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1.WeightedPodAffinityTerm{
+			{Weight: 4, PodAffinityTerm: v1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}},
+		}},
+	}
+	p.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: zoneKey,
+		WhenUnsatisfiable: v1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+}
+
+// TestNormalizeScoresAsFramework: Framework.NormalizeScores gives exactly
+// what the framework's NormalizeScores gives (scores, totals, success) on
+// random raw scores of random subsets of nodes, after a real PreScore,
+// for a pod every normalising plugin scores (TaintToleration,
+// NodeAffinity, InterPodAffinity, PodTopologySpread) and for a plain pod
+// (most plugins skipped), with ties, zeros, negative and out-of-range raw
+// scores, nodes missing a plugin's raw score, and reused Scores slices.
+func TestNormalizeScoresAsFramework(t *testing.T) {
+	c := normCluster(40)
+	f := defaultFramework(t, c)
+	if f.norm == nil {
+		t.Fatal("the default profile's score plugins were not captured")
+	}
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+	nodes, err := f.Snapshot().NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	compared, refused := 0, 0
+	for _, p := range []*v1.Pod{pod("rich", "", rich), pod("plain", "")} {
+		for round := range 300 {
+			sub := make([]fwk.NodeInfo, 0, len(nodes))
+			for _, i := range rng.Perm(len(nodes))[:1+rng.IntN(len(nodes))] {
+				sub = append(sub, nodes[i])
+			}
+			state := framework.NewCycleState()
+			if _, st, _ := f.fwk.RunPreFilterPlugins(ctx, state, p); !st.IsSuccess() {
+				t.Fatal(st.AsError())
+			}
+			if st := f.fwk.RunPreScorePlugins(ctx, state, p, sub); !st.IsSuccess() {
+				t.Fatal(st.AsError())
+			}
+			scores, st := f.fwk.RunScorePlugins(ctx, state, p, sub)
+			if !st.IsSuccess() {
+				t.Fatal(st.AsError())
+			}
+			if skip := state.GetSkipScorePlugins(); p.Name == "rich" && skip.HasAny(normalising...) {
+				t.Fatalf("the rich pod skips %v", skip.UnsortedList())
+			}
+			perturb(rng, scores, round)
+			want := cloneScores(scores)
+			got := cloneScores(scores)
+			if round%2 == 0 { // Scores slices too short to reuse
+				for i := range got {
+					got[i].Scores = got[i].Scores[:0:0]
+				}
+			}
+			wantSt := f.fwk.NormalizeScores(ctx, state, p, want)
+			gotSt := f.NormalizeScores(ctx, state, p, got)
+			if wantSt.IsSuccess() != gotSt.IsSuccess() || wantSt.Code() != gotSt.Code() {
+				t.Fatalf("%s round %d: status %v, framework's %v", p.Name, round, gotSt, wantSt)
+			}
+			if wantSt.IsSuccess() && !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s round %d:\n got %+v\nwant %+v", p.Name, round, got, want)
+			}
+			if wantSt.IsSuccess() {
+				compared++
+			} else {
+				refused++
+			}
+		}
+	}
+	if compared < 500 || refused == 0 {
+		t.Errorf("%d calls compared, %d refused: the cases do not cover both", compared, refused)
+	}
+}
+
+// normalising are the default score plugins with a NormalizeScore.
+var normalising = []string{"TaintToleration", "NodeAffinity", "InterPodAffinity", "PodTopologySpread"}
+
+// perturb replaces raw scores at random: ties, zeros, and for the
+// normalising plugins large values (negative ones for InterPodAffinity);
+// every 10th round, a score out of range for NodeResourcesFit, which has
+// no normaliser; every 7th round a node may lose a raw score.
+func perturb(rng *rand.Rand, scores []fwk.NodePluginScores, round int) {
+	for i := range scores {
+		raw := scores[i].RawScores
+		for j := range raw {
+			norm := slices.Contains(normalising, raw[j].Name)
+			switch rng.IntN(4) {
+			case 0:
+				raw[j].Score = 0
+			case 1:
+				raw[j].Score = int64(rng.IntN(5))
+			case 2:
+				raw[j].Score = rng.Int64N(fwk.MaxNodeScore + 1)
+				if norm {
+					raw[j].Score = int64(rng.IntN(1000))
+				}
+				if raw[j].Name == "InterPodAffinity" {
+					raw[j].Score -= 300
+				}
+			}
+			if round%10 == 0 && raw[j].Name == "NodeResourcesFit" && rng.IntN(20) == 0 {
+				raw[j].Score = fwk.MaxNodeScore + 1
+			}
+		}
+		if round%7 == 0 && len(raw) > 0 && rng.IntN(10) == 0 {
+			k := rng.IntN(len(raw))
+			scores[i].RawScores = append(raw[:k:k], raw[k+1:]...)
+		}
+	}
+}
+
+func cloneScores(in []fwk.NodePluginScores) []fwk.NodePluginScores {
+	out := make([]fwk.NodePluginScores, len(in))
+	for i, s := range in {
+		out[i] = fwk.NodePluginScores{Name: s.Name, RawScores: append([]fwk.PluginScore(nil), s.RawScores...),
+			Scores: append([]fwk.PluginScore(nil), s.Scores...), TotalScore: s.TotalScore, Randomizer: s.Randomizer}
+	}
+	return out
+}
