@@ -115,22 +115,22 @@ func (n *normalizer) fill(scores []fwk.NodePluginScores) {
 	}
 	for i, ns := range scores {
 		for k, idx := range n.active {
-			n.lists[k][i] = rawScore(ns, k, n.scorers[idx].name)
+			n.lists[k][i] = rawScore(ns.Name, ns.RawScores, k, n.scorers[idx].name)
 		}
 	}
 }
 
-// rawScore is ns's raw score of plugin name as a NodeScore, the zero one
-// if ns has none. The framework lists the raw scores in its plugins'
-// order, one per plugin, so the k-th is tried first.
-func rawScore(ns fwk.NodePluginScores, k int, name string) fwk.NodeScore {
-	if k < len(ns.RawScores) && ns.RawScores[k].Name == name {
-		return fwk.NodeScore{Name: ns.Name, Score: ns.RawScores[k].Score}
+// rawScore is node's raw score of plugin among raws as a NodeScore, the
+// zero one if it has none. The framework lists the raw scores in its
+// plugins' order, one per plugin, so the k-th is tried first.
+func rawScore(node string, raws []fwk.PluginScore, k int, plugin string) fwk.NodeScore {
+	if k < len(raws) && raws[k].Name == plugin {
+		return fwk.NodeScore{Name: node, Score: raws[k].Score}
 	}
 	var out fwk.NodeScore
-	for _, raw := range ns.RawScores {
-		if raw.Name == name {
-			out = fwk.NodeScore{Name: ns.Name, Score: raw.Score}
+	for _, raw := range raws {
+		if raw.Name == plugin {
+			out = fwk.NodeScore{Name: node, Score: raw.Score}
 		}
 	}
 	return out

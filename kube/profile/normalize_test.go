@@ -173,3 +173,109 @@ func cloneScores(in []fwk.NodePluginScores) []fwk.NodePluginScores {
 	}
 	return out
 }
+
+// TestScoreTableAsFramework: a ScoreTable's totals after each Normalize
+// are exactly the framework's NormalizeScores totals over the live nodes,
+// through random sequences of nodes re-scored (Set) and left out (Kill),
+// with the skipped plugins changing between calls (a rich pod's state and
+// a plain pod's), and Normalize's "changed" is never false when a total
+// of a node not re-scored moved. Random raw scores as in
+// TestNormalizeScoresAsFramework, where the framework errs the table errs.
+func TestScoreTableAsFramework(t *testing.T) {
+	c := normCluster(40)
+	f := defaultFramework(t, c)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(3, 4))
+	nodes, err := f.Snapshot().NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type prepared struct {
+		pod    *v1.Pod
+		state  fwk.CycleState
+		scores []fwk.NodePluginScores
+	}
+	prep := func(p *v1.Pod) prepared {
+		state := framework.NewCycleState()
+		if _, st, _ := f.fwk.RunPreFilterPlugins(ctx, state, p); !st.IsSuccess() {
+			t.Fatal(st.AsError())
+		}
+		if st := f.fwk.RunPreScorePlugins(ctx, state, p, nodes); !st.IsSuccess() {
+			t.Fatal(st.AsError())
+		}
+		scores, st := f.fwk.RunScorePlugins(ctx, state, p, nodes)
+		if !st.IsSuccess() {
+			t.Fatal(st.AsError())
+		}
+		return prepared{p, state, scores}
+	}
+	kinds := []prepared{prep(pod("rich", "", rich)), prep(pod("plain", ""))}
+	normalised, refused := 0, 0
+	for round := range 60 {
+		first := kinds[round%2]
+		tab := f.NewScoreTable(cloneScores(first.scores))
+		live := make([]bool, len(nodes))
+		raws := make([][]fwk.PluginScore, len(nodes))
+		for i := range nodes {
+			live[i], raws[i] = true, first.scores[i].RawScores
+		}
+		prev := map[int]int64{}
+		for step := range 40 {
+			kind := first
+			if rng.IntN(8) == 0 {
+				kind = kinds[rng.IntN(2)]
+			}
+			dirty := map[int]bool{}
+			for range 1 + rng.IntN(3) {
+				i := rng.IntN(len(nodes))
+				if rng.IntN(6) == 0 {
+					tab.Kill(i)
+					live[i] = false
+					continue
+				}
+				fresh := cloneScores(kind.scores[i : i+1])
+				perturb(rng, fresh, step)
+				tab.Set(i, fresh[0].RawScores)
+				live[i], raws[i], dirty[i] = true, fresh[0].RawScores, true
+			}
+			var want []fwk.NodePluginScores
+			var idx []int
+			for i := range nodes {
+				if live[i] {
+					want = append(want, fwk.NodePluginScores{Name: nodes[i].Node().Name, RawScores: raws[i]})
+					idx = append(idx, i)
+				}
+			}
+			rng.Shuffle(len(want), func(a, b int) { want[a], want[b] = want[b], want[a]; idx[a], idx[b] = idx[b], idx[a] })
+			wantSt := f.fwk.NormalizeScores(ctx, kind.state, kind.pod, want)
+			changed, gotSt := tab.Normalize(ctx, kind.state, kind.pod)
+			if wantSt.IsSuccess() != gotSt.IsSuccess() {
+				t.Fatalf("round %d step %d: status %v, framework's %v", round, step, gotSt, wantSt)
+			}
+			if !wantSt.IsSuccess() {
+				refused++
+				break // the batch ends on an error
+			}
+			normalised++
+			moved := false
+			for k, i := range idx {
+				if got := tab.Total(i); got != want[k].TotalScore {
+					t.Fatalf("round %d step %d: %s total %d, framework's %d", round, step, tab.Name(i), got, want[k].TotalScore)
+				}
+				if old, ok := prev[i]; ok && !dirty[i] && old != want[k].TotalScore {
+					moved = true
+				}
+			}
+			if moved && !changed {
+				t.Fatalf("round %d step %d: a total moved but Normalize says nothing changed", round, step)
+			}
+			clear(prev)
+			for k, i := range idx {
+				prev[i] = want[k].TotalScore
+			}
+		}
+	}
+	if normalised < 500 || refused == 0 {
+		t.Errorf("%d normalisations compared, %d refused: the cases do not cover both", normalised, refused)
+	}
+}
