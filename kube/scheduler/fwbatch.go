@@ -35,6 +35,10 @@ const batchMaxAge = 500 * time.Millisecond
 // plugin cannot sign it), a nominated pod, a failed cycle, a group
 // attempt or a cycle of another pod in between ends the batch.
 //
+// The candidates' scores live in a profile.ScoreTable, which re-normalises
+// them as the framework would with one NormalizeScore call per
+// normalising plugin over a column, not a walk of every node's scores.
+//
 // Unlike kube-scheduler's, the batch is kept by schedq's cycle rather
 // than inside the framework, so that its age is measured on schedq's
 // clock. It is used only by the scheduling loop's goroutine.
