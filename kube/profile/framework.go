@@ -54,7 +54,7 @@ type Framework struct {
 	snap    *backendcache.Snapshot
 	factory *syncFactory
 	cancel  context.CancelFunc
-	norm    *normalizer // nil: NormalizeScores is the framework's
+	norm    *normalizer // nil: no ScoreTable
 }
 
 // NewFramework builds the framework of prof (a profile of a Config from

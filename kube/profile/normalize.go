@@ -2,9 +2,7 @@ package profile
 
 import (
 	"context"
-	"fmt"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -19,12 +17,11 @@ type scorer struct {
 	pl     fwk.ScorePlugin
 }
 
-// normalizer is what Framework.NormalizeScores needs: the score plugins
-// and per-plugin buffers reused from call to call.
+// normalizer is what a ScoreTable needs of its framework: the score
+// plugins, and the list of those a state does not skip, reused.
 type normalizer struct {
 	scorers []scorer
 	active  []int // indexes into scorers of this call's plugins
-	lists   []fwk.NodeScoreList
 }
 
 // captureScorers wraps every factory of r so that each score plugin it
@@ -43,8 +40,8 @@ func captureScorers(r frameworkruntime.Registry, into map[string]fwk.ScorePlugin
 }
 
 // newNormalizer lists f's score plugins, in f's order with f's weights,
-// from the instances captured. Nil if one was not captured (the caller
-// then uses the framework's own NormalizeScores).
+// from the instances captured. Nil if one was not captured (no
+// ScoreTable can then be made).
 func newNormalizer(f framework.Framework, captured map[string]fwk.ScorePlugin) *normalizer {
 	n := &normalizer{}
 	for _, p := range f.ListPlugins().Score.Enabled {
@@ -57,41 +54,6 @@ func newNormalizer(f framework.Framework, captured map[string]fwk.ScorePlugin) *
 	return n
 }
 
-// NormalizeScores sets each node's Scores and TotalScore from its
-// RawScores exactly as the framework's NormalizeScores does (the same
-// plugins not skipped in state, the same NormalizeScore calls over the
-// same lists, the same weights and range check, the same errors' codes),
-// without its per-call maps and per-node slices: a node's Scores is
-// reused when it is large enough. It serves a batch that normalises its
-// few hundred candidates again on every cycle. O(nodes x score plugins).
-// Not safe for concurrent use.
-func (f *Framework) NormalizeScores(ctx context.Context, state fwk.CycleState, pod *v1.Pod, scores []fwk.NodePluginScores) *fwk.Status {
-	n := f.norm
-	if n == nil {
-		return f.fwk.NormalizeScores(ctx, state, pod, scores)
-	}
-	n.activate(state)
-	if len(n.active) == 0 {
-		for i := range scores {
-			scores[i].Scores = make([]fwk.PluginScore, 0)
-			scores[i].TotalScore = 0
-		}
-		return nil
-	}
-	n.fill(scores)
-	for k, idx := range n.active {
-		sc := n.scorers[idx]
-		ext := sc.pl.ScoreExtensions()
-		if ext == nil {
-			continue
-		}
-		if st := ext.NormalizeScore(ctx, state, pod, n.lists[k]); !st.IsSuccess() {
-			return fwk.AsStatus(fmt.Errorf("normalising the scores of plugin %q: %w", sc.name, st.AsError()))
-		}
-	}
-	return n.weigh(scores)
-}
-
 // activate lists the scorers state does not skip, in order.
 func (n *normalizer) activate(state fwk.CycleState) {
 	skip := state.GetSkipScorePlugins()
@@ -99,23 +61,6 @@ func (n *normalizer) activate(state fwk.CycleState) {
 	for i, sc := range n.scorers {
 		if !skip.Has(sc.name) {
 			n.active = append(n.active, i)
-		}
-	}
-}
-
-// fill makes one list per active plugin of every node's raw score, as
-// the framework does: the entry of a node without a raw score of that
-// plugin is the zero NodeScore.
-func (n *normalizer) fill(scores []fwk.NodePluginScores) {
-	for len(n.lists) < len(n.active) {
-		n.lists = append(n.lists, nil)
-	}
-	for k := range n.active {
-		n.lists[k] = resize(n.lists[k], len(scores))
-	}
-	for i, ns := range scores {
-		for k, idx := range n.active {
-			n.lists[k][i] = rawScore(ns.Name, ns.RawScores, k, n.scorers[idx].name)
 		}
 	}
 }
@@ -134,32 +79,6 @@ func rawScore(node string, raws []fwk.PluginScore, k int, plugin string) fwk.Nod
 		}
 	}
 	return out
-}
-
-// weigh checks each normalised score's range and sets the weighted
-// scores and totals.
-func (n *normalizer) weigh(scores []fwk.NodePluginScores) *fwk.Status {
-	for i := range scores {
-		out := scores[i].Scores
-		if cap(out) < len(n.active) {
-			out = make([]fwk.PluginScore, len(n.active))
-		}
-		out = out[:len(n.active)]
-		var total int64
-		for k, idx := range n.active {
-			sc := n.scorers[idx]
-			s := n.lists[k][i].Score
-			if s > fwk.MaxScore || s < fwk.MinScore {
-				return fwk.AsStatus(fmt.Errorf("plugin %q: normalised score %d is outside [%d, %d]",
-					sc.name, s, fwk.MinScore, fwk.MaxScore))
-			}
-			out[k] = fwk.PluginScore{Name: sc.name, Score: s * sc.weight}
-			total += s * sc.weight
-		}
-		scores[i].Scores = out
-		scores[i].TotalScore = total
-	}
-	return nil
 }
 
 // resize returns l with length n, reallocated only if too small.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"slices"
 	"testing"
 
@@ -58,74 +57,6 @@ func rich(p *v1.Pod) {
 	}
 	p.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: zoneKey,
 		WhenUnsatisfiable: v1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
-}
-
-// TestNormalizeScoresAsFramework: Framework.NormalizeScores gives exactly
-// what the framework's NormalizeScores gives (scores, totals, success) on
-// random raw scores of random subsets of nodes, after a real PreScore,
-// for a pod every normalising plugin scores (TaintToleration,
-// NodeAffinity, InterPodAffinity, PodTopologySpread) and for a plain pod
-// (most plugins skipped), with ties, zeros, negative and out-of-range raw
-// scores, nodes missing a plugin's raw score, and reused Scores slices.
-func TestNormalizeScoresAsFramework(t *testing.T) {
-	c := normCluster(40)
-	f := defaultFramework(t, c)
-	if f.norm == nil {
-		t.Fatal("the default profile's score plugins were not captured")
-	}
-	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(1, 2))
-	nodes, err := f.Snapshot().NodeInfos().List()
-	if err != nil {
-		t.Fatal(err)
-	}
-	compared, refused := 0, 0
-	for _, p := range []*v1.Pod{pod("rich", "", rich), pod("plain", "")} {
-		for round := range 300 {
-			sub := make([]fwk.NodeInfo, 0, len(nodes))
-			for _, i := range rng.Perm(len(nodes))[:1+rng.IntN(len(nodes))] {
-				sub = append(sub, nodes[i])
-			}
-			state := framework.NewCycleState()
-			if _, st, _ := f.fwk.RunPreFilterPlugins(ctx, state, p); !st.IsSuccess() {
-				t.Fatal(st.AsError())
-			}
-			if st := f.fwk.RunPreScorePlugins(ctx, state, p, sub); !st.IsSuccess() {
-				t.Fatal(st.AsError())
-			}
-			scores, st := f.fwk.RunScorePlugins(ctx, state, p, sub)
-			if !st.IsSuccess() {
-				t.Fatal(st.AsError())
-			}
-			if skip := state.GetSkipScorePlugins(); p.Name == "rich" && skip.HasAny(normalising...) {
-				t.Fatalf("the rich pod skips %v", skip.UnsortedList())
-			}
-			perturb(rng, scores, round)
-			want := cloneScores(scores)
-			got := cloneScores(scores)
-			if round%2 == 0 { // Scores slices too short to reuse
-				for i := range got {
-					got[i].Scores = got[i].Scores[:0:0]
-				}
-			}
-			wantSt := f.fwk.NormalizeScores(ctx, state, p, want)
-			gotSt := f.NormalizeScores(ctx, state, p, got)
-			if wantSt.IsSuccess() != gotSt.IsSuccess() || wantSt.Code() != gotSt.Code() {
-				t.Fatalf("%s round %d: status %v, framework's %v", p.Name, round, gotSt, wantSt)
-			}
-			if wantSt.IsSuccess() && !reflect.DeepEqual(got, want) {
-				t.Fatalf("%s round %d:\n got %+v\nwant %+v", p.Name, round, got, want)
-			}
-			if wantSt.IsSuccess() {
-				compared++
-			} else {
-				refused++
-			}
-		}
-	}
-	if compared < 500 || refused == 0 {
-		t.Errorf("%d calls compared, %d refused: the cases do not cover both", compared, refused)
-	}
 }
 
 // normalising are the default score plugins with a NormalizeScore.

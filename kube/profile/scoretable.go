@@ -50,7 +50,7 @@ type ScoreTable struct {
 // NewScoreTable starts a table of the nodes of scores, every one live,
 // with their RawScores (kept, not copied: the caller gives them up) and
 // TotalScores as they are. Nil if the framework's score plugins are not
-// known to it (NormalizeScores then falls back to the framework's).
+// known to it.
 // O(nodes).
 func (f *Framework) NewScoreTable(scores []fwk.NodePluginScores) *ScoreTable {
 	if f.norm == nil {
