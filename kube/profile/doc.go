@@ -11,4 +11,8 @@
 //     immutable snapshot of nodes and pods, with the clientset, informer
 //     factory and DRA manager its plugins need, all fed synchronously from
 //     in-memory objects (no informer goroutine runs).
+//   - ScoreTable normalises and weighs nodes' raw scores exactly as the
+//     framework's NormalizeScores does, with the plugin instances the
+//     registry built, for a batch that re-scores one node among hundreds
+//     per cycle.
 package profile

@@ -54,6 +54,7 @@ type Framework struct {
 	snap    *backendcache.Snapshot
 	factory *syncFactory
 	cancel  context.CancelFunc
+	norm    *normalizer // nil: no ScoreTable
 }
 
 // NewFramework builds the framework of prof (a profile of a Config from
@@ -143,6 +144,8 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 	}
 	var dp *defaultpreemption.DefaultPreemption
 	capturePreemption(r, &dp)
+	scorers := map[string]fwk.ScorePlugin{}
+	captureScorers(r, scorers)
 	ctx, cancel := context.WithCancel(ctx)
 	w, err := wire(ctx, s)
 	if err != nil {
@@ -171,7 +174,8 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 			return nil, err
 		}
 	}
-	return &Framework{fwk: f, dp: dp, snap: s.Snapshot, factory: w.sync, cancel: cancel}, nil
+	return &Framework{fwk: f, dp: dp, snap: s.Snapshot, factory: w.sync, cancel: cancel,
+		norm: newNormalizer(f, scorers)}, nil
 }
 
 // podsAndNodes lists c's pods and nodes as objects for the informers.

@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/schedq/schedq/kube/profile"
 )
 
 // batchMaxAge is how long a batch's scores may serve later pods, as
@@ -33,52 +35,83 @@ const batchMaxAge = 500 * time.Millisecond
 // plugin cannot sign it), a nominated pod, a failed cycle, a group
 // attempt or a cycle of another pod in between ends the batch.
 //
+// The candidates' scores live in a profile.ScoreTable, which re-normalises
+// them as the framework would with one NormalizeScore call per
+// normalising plugin over a column, not a walk of every node's scores.
+//
 // Unlike kube-scheduler's, the batch is kept by schedq's cycle rather
 // than inside the framework, so that its age is measured on schedq's
 // clock. It is used only by the scheduling loop's goroutine.
 type fwBatch struct {
 	sig   fwk.PodSignature
-	rest  scoreHeap // candidates not yet handed out, best first
-	last  string    // the node the last cycle chose
-	cycle uint64    // that cycle's number
-	born  time.Time
-	hints uint64 // hints taken, for tests and metrics
+	tab   *profile.ScoreTable // every candidate of the cycle that started the batch
+	infos []fwk.NodeInfo      // their NodeInfos, by table index
+	rnd   []int               // their random tie-breakers
+	rest  candHeap            // live candidates not handed out, best first
+	last  int                 // table index of the node the last cycle chose
+	cycle uint64              // that cycle's number
+	// removals is the cache's count of node removals when infos were
+	// taken from the snapshot: while it holds, they are the snapshot's.
+	removals uint64
+	pre      []fwk.NodeInfo // PreScore's nodes, reused
+	born     time.Time
+	hints    uint64 // hints taken, for tests and metrics
 }
 
 // drop ends the batch.
-func (b *fwBatch) drop() { b.rest, b.sig, b.last = b.rest[:0], nil, "" }
+func (b *fwBatch) drop() {
+	b.sig, b.tab, b.infos, b.rnd, b.rest.idx = nil, nil, nil, nil, b.rest.idx[:0]
+}
 
-// keep starts a batch from a cycle that chose node and left the others
-// in rest. O(1).
-func (s *Scheduler) keepBatch(node string, rest scoreHeap) {
-	if s.sig == nil || len(rest) == 0 {
+// keepBatch starts a batch from a cycle that chose scores[best] among
+// the feasible nodes (scores[i] is feasible[i]'s, with its tie-breaker),
+// the others kept as candidates. The batch keeps scores' raw scores.
+// O(candidates).
+func (s *Scheduler) keepBatch(best int, scores []fwk.NodePluginScores, feasible []fwk.NodeInfo) {
+	var tab *profile.ScoreTable
+	if s.sig != nil && len(scores) > 1 {
+		tab = s.o.Framework.NewScoreTable(scores)
+	}
+	if tab == nil {
 		s.batch.drop()
 		return
 	}
-	s.batch = fwBatch{sig: s.sig, rest: rest, last: node, cycle: s.fwCycle, born: s.o.Now(), hints: s.batch.hints}
+	b := fwBatch{sig: s.sig, tab: tab, infos: feasible, rnd: make([]int, len(scores)), last: best,
+		cycle: s.fwCycle, removals: s.snapRemovals, born: s.o.Now(), hints: s.batch.hints, pre: s.batch.pre}
+	b.rest = candHeap{idx: s.batch.rest.idx[:0], tab: tab, rnd: b.rnd}
+	for i := range scores {
+		b.rnd[i] = scores[i].Randomizer
+		if i != best {
+			b.rest.idx = append(b.rest.idx, i)
+		}
+	}
+	heap.Init(&b.rest)
+	s.batch = b
 }
 
 // fwHint returns the batch's best node for pod if the batch applies and
 // pod passes the filters there, with the nominated pods. On a hint the
 // batch goes on with the hinted node as its last choice; without one the
-// batch is dropped and the cycle searches as usual. O(candidates) to
-// rescore the last node, plus one or two nodes' filters.
+// batch is dropped and the cycle searches as usual. O(candidates x
+// normalising plugins) to rescore the last node, plus one or two nodes'
+// filters.
 func (s *Scheduler) fwHint(ctx context.Context, cs fwk.CycleState, pod *v1.Pod) (string, bool) {
 	b := &s.batch
-	usable := s.sig != nil && !s.hasNom && len(b.rest) > 0 &&
+	usable := s.sig != nil && !s.hasNom && b.tab != nil && len(b.rest.idx) > 0 &&
 		b.cycle+1 == s.fwCycle && bytes.Equal(s.sig, b.sig) && s.o.Now().Sub(b.born) < batchMaxAge
-	if !usable || !s.refreshBatch(ctx, cs, pod) {
+	if !usable || !s.refreshBatch(ctx, cs, pod) || len(b.rest.idx) == 0 {
 		b.drop()
 		return "", false
 	}
 	fw := s.o.Framework.Framework()
-	hint := heap.Pop(&b.rest).(fwk.NodePluginScores).Name
+	i := heap.Pop(&b.rest).(int)
+	hint := b.tab.Name(i)
 	ni, err := s.o.Framework.Snapshot().NodeInfos().Get(hint)
 	if err != nil || !fw.RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni).IsSuccess() {
 		b.drop()
 		return "", false
 	}
-	b.last, b.cycle = hint, s.fwCycle
+	b.last, b.cycle = i, s.fwCycle
 	b.hints++
 	return hint, true
 }
@@ -89,59 +122,99 @@ func (s *Scheduler) fwHint(ctx context.Context, cs fwk.CycleState, pod *v1.Pod) 
 // gone, or a plugin erred.
 func (s *Scheduler) refreshBatch(ctx context.Context, cs fwk.CycleState, pod *v1.Pod) bool {
 	fw := s.o.Framework.Framework()
+	b := &s.batch
 	nodes := s.o.Framework.Snapshot().NodeInfos()
-	last, err := nodes.Get(s.batch.last)
+	last, err := nodes.Get(b.tab.Name(b.last))
 	if err != nil {
 		return false
 	}
 	st := fw.RunFilterPlugins(ctx, cs, pod, last)
 	if !st.IsSuccess() {
+		b.tab.Kill(b.last)
 		return st.IsRejected()
 	}
-	scores := s.batch.rest
-	infos := make([]fwk.NodeInfo, 0, len(scores)+1)
-	for _, sc := range scores {
-		ni, err := nodes.Get(sc.Name)
-		if err != nil {
-			return false
-		}
-		infos = append(infos, ni)
+	if !s.resolveBatch() {
+		return false
 	}
-	infos = append(infos, last)
+	b.infos[b.last] = last
+	b.pre = b.pre[:0]
+	for _, i := range b.rest.idx {
+		b.pre = append(b.pre, b.infos[i])
+	}
+	b.pre = append(b.pre, last)
 	state := cs.Clone()
-	if !fw.RunPreScorePlugins(ctx, state, pod, infos).IsSuccess() {
+	if !fw.RunPreScorePlugins(ctx, state, pod, b.pre).IsSuccess() {
 		return false
 	}
 	raw, st := fw.RunRawScorePlugins(ctx, state, pod, last)
 	if !st.IsSuccess() {
 		return false
 	}
-	scores = append(scores, fwk.NodePluginScores{Name: last.Node().Name, RawScores: raw, Randomizer: s.o.Rand.Int()})
-	if !fw.NormalizeScores(ctx, state, pod, scores).IsSuccess() {
+	b.rnd[b.last] = s.o.Rand.Int()
+	b.tab.Set(b.last, raw)
+	changed, st := b.tab.Normalize(ctx, state, pod)
+	if !st.IsSuccess() {
 		return false
 	}
-	heap.Init(&scores)
-	s.batch.rest = scores
+	if changed {
+		b.rest.idx = append(b.rest.idx, b.last)
+		heap.Init(&b.rest)
+	} else {
+		heap.Push(&b.rest, b.last)
+	}
 	return true
 }
 
-// scoreHeap orders nodes by total score, highest first, ties by
-// Randomizer, highest first, as kube-scheduler's sorted nodes are.
-// It implements container/heap.
-type scoreHeap []fwk.NodePluginScores
-
-func (h scoreHeap) Len() int { return len(h) }
-func (h scoreHeap) Less(i, j int) bool {
-	if h[i].TotalScore != h[j].TotalScore {
-		return h[i].TotalScore > h[j].TotalScore
+// resolveBatch makes sure every candidate still waiting is in the
+// snapshot, with its NodeInfo: at no cost while no node was removed
+// since the batch took them, else by looking each up again. O(1) or
+// O(candidates).
+func (s *Scheduler) resolveBatch() bool {
+	b := &s.batch
+	if b.removals == s.snapRemovals {
+		return true
 	}
-	return h[i].Randomizer > h[j].Randomizer
+	nodes := s.o.Framework.Snapshot().NodeInfos()
+	for _, i := range b.rest.idx {
+		ni, err := nodes.Get(b.tab.Name(i))
+		if err != nil {
+			return false
+		}
+		b.infos[i] = ni
+	}
+	b.removals = s.snapRemovals
+	return true
 }
-func (h scoreHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *scoreHeap) Push(x any)   { *h = append(*h, x.(fwk.NodePluginScores)) }
-func (h *scoreHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
+
+// scoreBefore orders nodes by total score, highest first, ties by
+// Randomizer, highest first, as kube-scheduler's sorted nodes are.
+func scoreBefore(a, b fwk.NodePluginScores) bool {
+	if a.TotalScore != b.TotalScore {
+		return a.TotalScore > b.TotalScore
+	}
+	return a.Randomizer > b.Randomizer
+}
+
+// candHeap is a batch's candidates not handed out (indexes into tab),
+// best first in scoreBefore's order. It implements container/heap.
+type candHeap struct {
+	idx []int
+	tab *profile.ScoreTable
+	rnd []int
+}
+
+func (h *candHeap) Len() int { return len(h.idx) }
+func (h *candHeap) Less(i, j int) bool {
+	a, b := h.idx[i], h.idx[j]
+	if ta, tb := h.tab.Total(a), h.tab.Total(b); ta != tb {
+		return ta > tb
+	}
+	return h.rnd[a] > h.rnd[b]
+}
+func (h *candHeap) Swap(i, j int) { h.idx[i], h.idx[j] = h.idx[j], h.idx[i] }
+func (h *candHeap) Push(x any)    { h.idx = append(h.idx, x.(int)) }
+func (h *candHeap) Pop() any {
+	x := h.idx[len(h.idx)-1]
+	h.idx = h.idx[:len(h.idx)-1]
 	return x
 }

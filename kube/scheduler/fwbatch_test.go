@@ -137,7 +137,47 @@ func TestFrameworkBatchNeedsASignature(t *testing.T) {
 	}
 	f.place(unsigned("u0"))
 	f.place(unsigned("u1"))
-	if f.s.batch.hints != 0 || len(f.s.batch.rest) != 0 {
+	if f.s.batch.hints != 0 || len(f.s.batch.rest.idx) != 0 {
 		t.Fatalf("%d hints for unsigned pods, want none and no batch kept", f.s.batch.hints)
+	}
+}
+
+func TestFrameworkBatchCandidateNodeGone(t *testing.T) {
+	// A candidate the batch would not hint next is deleted between two
+	// cycles: the batch ends (as a full re-score of the candidates, which
+	// looks each one up, ends it), though its best node is still there.
+	// Deleted and added again, the node is the snapshot's new NodeInfo
+	// and the batch goes on.
+	for _, readd := range []bool{false, true} {
+		t.Run(fmt.Sprint("added again=", readd), func(t *testing.T) {
+			f, _ := batchFixture(t, 4)
+			f.place(pod("a0", 1000))
+			f.place(pod("a1", 1000))
+			b := &f.s.batch
+			if b.hints != 1 || len(b.rest.idx) != 3 {
+				t.Fatalf("%d hints, %d candidates left; want 1 and 3", b.hints, len(b.rest.idx))
+			}
+			gone := b.tab.Name(b.rest.idx[2]) // not the heap's top
+			n := zonedNode(gone, "a")
+			f.h.DeleteNode(n)
+			if readd {
+				f.h.AddNode(zonedNode(gone, "a"))
+			}
+			f.place(pod("a2", 1000))
+			if want := map[bool]uint64{false: 1, true: 2}[readd]; b.hints != want {
+				t.Fatalf("%d hints, want %d", b.hints, want)
+			}
+			if readd {
+				ni, err := f.s.o.Framework.Snapshot().NodeInfos().Get(gone)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, i := range b.rest.idx {
+					if b.tab.Name(i) == gone && b.infos[i] != ni {
+						t.Fatalf("the batch kept %s's old NodeInfo", gone)
+					}
+				}
+			}
+		})
 	}
 }

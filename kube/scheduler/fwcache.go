@@ -35,6 +35,11 @@ type upstreamMirror struct {
 	// pods are the pods given to c, nodes the node objects given.
 	pods  map[types.NamespacedName]mirroredPod
 	nodes map[string]*v1.Node
+	// removals counts the nodes removed from c: while it stays the same,
+	// a snapshot's NodeInfo of a node stays that node's (upstream updates
+	// a snapshot's NodeInfos in place, and drops them only when their
+	// node goes).
+	removals uint64
 	// err is the first error upstream's cache returned since the last
 	// UpdateSnapshot, which reports it. errMu guards it: it is set under
 	// the Cache's write lock but taken under its read lock.
@@ -92,17 +97,25 @@ func (c *Cache) TrackUpstream() {
 // forgotten before the next call: they keep their nodes' generation, so
 // the nodes the cache did not change are not copied again.
 func (c *Cache) UpdateSnapshot(snap *backendcache.Snapshot) (clusterState, error) {
+	st, _, err := c.updateSnapshot(snap)
+	return st, err
+}
+
+// updateSnapshot is UpdateSnapshot that also returns how many nodes the
+// cache had removed when snap was brought up to date (see
+// upstreamMirror.removals).
+func (c *Cache) updateSnapshot(snap *backendcache.Snapshot) (clusterState, uint64, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.up == nil {
-		return clusterState{}, errors.New("the cache does not track kube-scheduler's cache (TrackUpstream)")
+		return clusterState{}, 0, errors.New("the cache does not track kube-scheduler's cache (TrackUpstream)")
 	}
 	st := c.stateLocked()
 	err := c.up.c.UpdateSnapshot(c.up.logger, snap)
 	if upErr := c.up.takeErr(); upErr != nil {
 		err = errors.Join(upErr, err)
 	}
-	return st, err
+	return st, c.up.removals, err
 }
 
 // takeErr returns and clears the recorded error.
@@ -136,6 +149,7 @@ func (m *upstreamMirror) syncNode(c *Cache, name string) {
 	case node == old:
 	case node == nil:
 		delete(m.nodes, name)
+		m.removals++
 		m.record(m.c.RemoveNode(m.logger, old))
 	case !had:
 		m.nodes[name] = node

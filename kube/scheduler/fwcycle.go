@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 
@@ -79,10 +78,11 @@ func (s *Scheduler) scheduleFramework(ctx context.Context, info Attempt) Outcome
 	s.fwCycle++
 	s.sig = s.o.Framework.Framework().SignPod(ctx, pod)
 	defer func() { s.ownNom, s.hasNom, s.sig = "", false, nil; clear(s.fwNom.pods) }()
-	st, err := s.cache.UpdateSnapshot(s.o.Framework.Snapshot())
+	st, removals, err := s.cache.updateSnapshot(s.o.Framework.Snapshot())
 	if err != nil {
 		return s.fail(ctx, info, start, Outcome{Result: Error, Message: "snapshot: " + err.Error()})
 	}
+	s.snapRemovals = removals
 	cs := fwframework.NewCycleState()
 	out := s.fwFind(ctx, cs, pi)
 	s.fwPreempt(ctx, cs, info, &out)
@@ -241,14 +241,15 @@ func (s *Scheduler) fwPick(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if !st.IsSuccess() {
 		return "", st.AsError()
 	}
+	best := 0
 	for i := range scores {
 		scores[i].Randomizer = s.o.Rand.Int()
+		if scoreBefore(scores[i], scores[best]) {
+			best = i
+		}
 	}
-	rest := scoreHeap(scores)
-	heap.Init(&rest)
-	best := heap.Pop(&rest).(fwk.NodePluginScores).Name
-	s.keepBatch(best, rest)
-	return best, nil
+	s.keepBatch(best, scores, feasible)
+	return scores[best].Name, nil
 }
 
 // fitOutcome is the Unschedulable outcome of a diagnosis: upstream's

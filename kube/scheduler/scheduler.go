@@ -163,6 +163,9 @@ type Scheduler struct {
 	fwCycle uint64
 	sig     fwk.PodSignature
 	batch   fwBatch
+	// snapRemovals is the cache's count of node removals as of the
+	// cycle's snapshot (upstreamMirror.removals).
+	snapRemovals uint64
 	// fwPre adapts Options.Framework's DefaultPreemption (fwpreempt.go):
 	// nil without preemption or without that plugin.
 	fwPre *fwPreemption
