@@ -120,8 +120,8 @@ type Core[K comparable, T any] struct {
 	keys     map[K]*entry[K, T]
 	queued   int // entries in the sub-queues
 	active   activeQueue[K, T]
-	backoffU *backoffHeap[K, T] // failed with a rejecting plugin
-	backoffE *backoffHeap[K, T] // failed with an error
+	backoffU *backoffHeap[K, T]  // failed with a rejecting plugin
+	backoffE *errorBackoff[K, T] // failed with an error
 	parked   parked[K, T]
 	flights  flights[K, T]
 	groups   map[string]*group[K, T] // by name (group.go)
@@ -207,7 +207,7 @@ func NewCore[K comparable, T any](cfg Config[K, T]) (*Core[K, T], error) {
 	} else {
 		c.backoffU = newBackoffHeap(less)
 	}
-	c.backoffE = newBackoffHeap[K, T](nil)
+	c.backoffE = newErrorBackoff[K, T]()
 	return c, nil
 }
 
@@ -358,16 +358,13 @@ func (c *Core[K, T]) dequeue(e *entry[K, T]) {
 	}
 }
 
-// endFlight stops tracking an attempt. A shadow's queued entry keeps the
-// key; otherwise the key is forgotten unless keep is set (the entry is
-// being requeued).
-func (c *Core[K, T]) endFlight(e *entry[K, T], keep bool) {
+// endFlight stops tracking an attempt that is not requeued. A shadow's
+// queued entry keeps the key; otherwise the key is forgotten.
+func (c *Core[K, T]) endFlight(e *entry[K, T]) {
 	c.flights.end(e)
 	switch q := c.keys[e.key]; {
 	case q == e:
-		if !keep {
-			delete(c.keys, e.key)
-		}
+		delete(c.keys, e.key)
 	case q != nil && q.shadow == e:
 		q.shadow = nil
 	}
@@ -665,7 +662,7 @@ func (c *Core[K, T]) Requeue(a Attempt[K, T], f Failure, now time.Time) error {
 	}
 	if queued {
 		if e != nil {
-			c.endFlight(e, false)
+			c.endFlight(e)
 			c.retire(e, now)
 		}
 		return fmt.Errorf("%w: requeue %v", ErrAlreadyQueued, key)
@@ -680,7 +677,7 @@ func (c *Core[K, T]) Requeue(a Attempt[K, T], f Failure, now time.Time) error {
 		return fmt.Errorf("%w: requeue %v: no attempt of cycle %d in flight", ErrNotInFlight, key, cycle)
 	}
 	if e.deleted {
-		c.endFlight(e, false)
+		c.endFlight(e)
 		c.retire(e, now)
 		return nil
 	}
@@ -753,7 +750,9 @@ func (c *Core[K, T]) failed(e *entry[K, T], f Failure, cycle int64, events []fli
 		}
 	}
 	if e.loc == locFlight {
-		c.endFlight(e, true) // the key stays, now queued
+		// Requeue found e as the map's entry for its key, which stays,
+		// now queued: no second lookup.
+		c.flights.end(e)
 		c.queued++
 	} else {
 		c.enqueue(e)
@@ -770,7 +769,7 @@ func (c *Core[K, T]) unlink(e *entry[K, T], now time.Time) {
 	case locBackoffUnsched:
 		c.backoffU.Remove(int(e.idx))
 	case locBackoffError:
-		c.backoffE.Remove(int(e.idx))
+		c.backoffE.Remove(e)
 	case locParked, locGated:
 		c.parked.remove(e)
 		e.clearDeferred()

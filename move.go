@@ -244,7 +244,7 @@ func (c *Core[K, T]) NextDeadline() (deadline time.Time, ok bool) {
 // m moved items.
 func (c *Core[K, T]) flushBackoff(now time.Time) {
 	c.recheckRoom(now)
-	for _, h := range [...]*backoffHeap[K, T]{c.backoffU, c.backoffE} {
+	for _, h := range [...]interface{ Peek() (*entry[K, T], bool) }{c.backoffU, c.backoffE} {
 		for {
 			e, ok := h.Peek()
 			if !ok || c.backoffDone(e.BackoffExpiry).After(now) {
