@@ -77,8 +77,10 @@ type entry[K comparable, T any] struct {
 	loc  loc
 	kind kind // lone item, group entity or group member (group.go)
 	// counted: its plugins are in Core.byPlugin; updated, deleted: an
-	// Update or a Delete arrived during the attempt in flight.
-	counted, updated, deleted bool
+	// Update or a Delete arrived during the attempt in flight; readded:
+	// its key was queued again during that attempt (a queued entry may
+	// have it as shadow; until its next pop, so possibly no longer).
+	counted, updated, deleted, readded bool
 	// strategy is what its hints chose for the last event (Config.Budget).
 	strategy strategy
 	visit    uint32 // move-request epoch, to visit an entry once (Core.nextEpoch)
@@ -341,7 +343,7 @@ func (c *Core[K, T]) flightEntry(key K) *entry[K, T] {
 // An attempt in flight for the same key becomes its shadow.
 func (c *Core[K, T]) enqueue(e *entry[K, T]) {
 	if f := c.keys[e.key]; f != nil {
-		e.shadow = f
+		e.shadow, f.readded = f, true
 	}
 	c.keys[e.key] = e
 	c.queued++
@@ -393,7 +395,7 @@ func (c *Core[K, T]) Add(item T, now time.Time) {
 	case prev == nil:
 		c.queued++
 	case prev.loc == locFlight:
-		e.shadow = prev
+		e.shadow, prev.readded = prev, true
 		c.queued++
 	default: // queued: replace it, keeping its attempt in flight if any
 		c.unlink(prev, now)
@@ -573,12 +575,12 @@ func (c *Core[K, T]) Pop(now time.Time) (a Attempt[K, T], ok bool) {
 	e.Cycle = c.cycle
 	e.BackoffExpiry = time.Time{}
 	e.poppedAt = now.UnixNano()
-	e.updated, e.deleted = false, false
+	e.updated, e.deleted, e.readded = false, false, false
 	c.flights.start(e)
 	if e.kind == kindGroup {
 		return c.popGroup(e, now), true
 	}
-	return Attempt[K, T]{Key: e.key, Info: e.Info}, true
+	return Attempt[K, T]{Key: e.key, Info: e.Info, ent: e}, true
 }
 
 // Done ends attempt a after it succeeded or was given up. It returns
@@ -650,6 +652,12 @@ func (c *Core[K, T]) Requeue(a Attempt[K, T], f Failure, now time.Time) error {
 		return c.requeueGroup(a, f, now)
 	}
 	item, cycle := a.Item, a.Cycle
+	if e := a.ent; e != nil && e.loc == locFlight && e.Cycle == cycle && !e.readded && e.key == a.Key {
+		// The entry Pop returned, still in this attempt (cycles are
+		// unique) and nothing re-added its key: the map's entry for the
+		// key is this one, so no lookup (nor Config.Key) is needed.
+		return c.requeueFlight(e, item, f, now)
+	}
 	key := c.cfg.Key(item)
 	// One map lookup: the key's queued entry, if any, and its attempt in
 	// flight (the entry itself, or the queued one's shadow).
@@ -676,6 +684,12 @@ func (c *Core[K, T]) Requeue(a Attempt[K, T], f Failure, now time.Time) error {
 		}
 		return fmt.Errorf("%w: requeue %v: no attempt of cycle %d in flight", ErrNotInFlight, key, cycle)
 	}
+	return c.requeueFlight(e, item, f, now)
+}
+
+// requeueFlight is Requeue of e, in flight and the map's entry for its
+// key, with the attempt's item.
+func (c *Core[K, T]) requeueFlight(e *entry[K, T], item T, f Failure, now time.Time) error {
 	if e.deleted {
 		c.endFlight(e)
 		c.retire(e, now)
@@ -685,7 +699,7 @@ func (c *Core[K, T]) Requeue(a Attempt[K, T], f Failure, now time.Time) error {
 	if !e.updated {
 		e.Item = item
 	}
-	c.failed(e, f, cycle, c.flights.since(e), now)
+	c.failed(e, f, e.Cycle, c.flights.since(e), now)
 	return nil
 }
 

@@ -51,6 +51,9 @@ func (c *Core[K, T]) addGrouped(item T, now time.Time) bool {
 	}
 	m := c.newMember(item, now)
 	m.shadow = shadow
+	if shadow != nil {
+		shadow.readded = true
+	}
 	c.keys[key] = m
 	c.attach(m, labelAdd, now)
 	return true

@@ -144,6 +144,12 @@ func (c *Core[K, T]) checkInvariants() error {
 	if flying != c.flights.len() {
 		bad("map has %d attempts in flight, list %d", flying, c.flights.len())
 	}
+	// Requeue skips the map for an attempt whose key nothing re-added.
+	for e := c.flights.head; e != nil; e = e.next {
+		if e.kind == kindLone && !e.readded && c.keys[e.key] != e {
+			bad("key %v: in flight, not re-added, but not the map's entry", e.key)
+		}
+	}
 
 	want := map[string]int{}
 	for _, e := range c.queuedEntities() {
