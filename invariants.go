@@ -60,8 +60,8 @@ func (c *Core[K, T]) checkInvariants() error {
 	gated := 0
 	for i, e := range c.parked.all {
 		total++
-		if int(e.pos) != i || (e.loc != locParked && e.loc != locGated) {
-			bad("parked[%d] key %v: loc %d pos %d", i, e.key, e.loc, e.pos)
+		if int(e.idx) != i || (e.loc != locParked && e.loc != locGated) {
+			bad("parked[%d] key %v: loc %d pos %d", i, e.key, e.loc, e.idx)
 		}
 		if !c.owns(e) {
 			bad("parked[%d] key %v is not the map's entry", i, e.key)
@@ -120,7 +120,7 @@ func (c *Core[K, T]) checkInvariants() error {
 			bad("map key %v holds key %v", key, e.key)
 		}
 		if e.kind == kindMember {
-			if e.shadow != nil {
+			if e.shadowOf() != nil {
 				flying++
 			}
 			continue
@@ -130,7 +130,7 @@ func (c *Core[K, T]) checkInvariants() error {
 			continue
 		}
 		queued++
-		if s := e.shadow; s != nil {
+		if s := e.shadowOf(); s != nil {
 			flying++
 			if s.loc != locFlight || s.key != key {
 				bad("key %v: shadow is not in flight", key)
@@ -227,8 +227,8 @@ func (c *Core[K, T]) checkRoom(bad func(string, ...any)) {
 	}
 	for _, e := range c.keys {
 		each(e)
-		if e.shadow != nil {
-			each(e.shadow)
+		if e.shadowOf() != nil {
+			each(e.shadowOf())
 		}
 	}
 	for _, g := range c.rechecks {
