@@ -357,8 +357,8 @@ func (c *Core[K, T]) enqueue(e *entry[K, T]) {
 // dequeue forgets a queued entry that left the sub-queues for good.
 func (c *Core[K, T]) dequeue(e *entry[K, T]) {
 	c.queued--
-	if e.shadowOf() != nil {
-		c.keys[e.key] = e.shadowOf()
+	if f := e.shadowOf(); f != nil {
+		c.keys[e.key] = f
 		e.setShadow(nil)
 	} else {
 		delete(c.keys, e.key)
