@@ -62,6 +62,13 @@ func (b *backoffHeap[K, T]) Peek() (*entry[K, T], bool) {
 
 func (b *backoffHeap[K, T]) Remove(i int) { b.h.Remove(i) }
 
+// Each calls f for every entry, in heap (not sorted) order. O(n).
+func (b *backoffHeap[K, T]) Each(f func(*entry[K, T])) {
+	for i := range b.h.Len() {
+		f(b.h.At(i).e)
+	}
+}
+
 // Less reports whether the element at i orders before the element at j.
 func (b *backoffHeap[K, T]) Less(i, j int) bool { return b.h.Less(i, j) }
 

@@ -93,7 +93,7 @@ func (c *Core[K, T]) wakeWithin(b Budget[T], label string, ready []*entry[K, T],
 		// The event made room and others took it: the deferred items heard
 		// their event, and wait for room, not for the leftover flush.
 		for _, e := range g.deferred {
-			e.lastFlush = now.UnixNano()
+			e.ext().lastFlush = now.UnixNano()
 		}
 	}
 	woken := g.woken

@@ -63,22 +63,31 @@ func (l loc) subQueue() Location {
 // entry is an item and the queue's bookkeeping for it. Entries are recycled
 // after Done, so nothing outside the queue may hold one.
 //
-// The small fields are packed together and what only parked items and
-// the optional features use is out of line (entryMore), so a pod's entry
-// fits the 384-byte size class: indexes are int32, which bounds a queue
-// to 2^31 items.
+// The small fields are packed together, one index serves whichever
+// container holds the entry, the time it entered a sub-queue and the
+// time of its pop share a field, and what only parked items, re-added
+// keys and the optional features use is out of line (entryMore), so a
+// pod's entry fits the 352-byte size class: indexes are int32, which
+// bounds a queue to 2^31 items.
 type entry[K comparable, T any] struct {
 	// The heap's sort keys and index come first, to share a cache line.
-	idx  int32  // index in its heap
+	// idx is its index in the one container that indexes it: a heap
+	// that records indexes (backoffQ's unschedulable heap, activeQ
+	// under a caller's Less), parked.all, or, for a group member, its
+	// group's list for its place. -1 if none.
+	idx  int32
 	prio int32  // cached Priority(Item), with the default order
-	gen  uint32 // its live slot in a lazy activeQ
-	pos  int32  // index in parked.all
-	mpos int32  // a group member's index in its group's list for its place
+	gen  uint32 // its live slot in a lazy activeQ or the error backoff
 	loc  loc
 	kind kind // lone item, group entity or group member (group.go)
 	// counted: its plugins are in Core.byPlugin; updated, deleted: an
-	// Update or a Delete arrived during the attempt in flight.
-	counted, updated, deleted bool
+	// Update or a Delete arrived during the attempt in flight; readded:
+	// its key was queued again during that attempt (a queued entry may
+	// have it as shadow; until its next pop, so possibly no longer).
+	counted, updated, deleted, readded bool
+	// hasShadow: more.shadow is set (a queued entry whose key is in
+	// flight too), so that reading it costs no load of more otherwise.
+	hasShadow bool
 	// strategy is what its hints chose for the last event (Config.Budget).
 	strategy strategy
 	visit    uint32 // move-request epoch, to visit an entry once (Core.nextEpoch)
@@ -87,10 +96,8 @@ type entry[K comparable, T any] struct {
 	seq      uint64 // entry order into activeQ, for ties under a caller's Less
 
 	Info[T]
-	key       K
-	entered   int64        // when it entered its current sub-queue (Unix ns)
-	lastFlush int64        // last leftover flush that tried it, or budget that deferred it (Unix ns)
-	shadow    *entry[K, T] // an attempt in flight for the same key
+	key     K
+	entered int64 // when it entered its current place: a sub-queue, or flight (Unix ns)
 
 	// more holds what only parked items and the optional features need
 	// (entry_more.go); nil until first needed, kept when recycled.
@@ -99,7 +106,6 @@ type entry[K comparable, T any] struct {
 	// While in flight.
 	startSeq   uint64
 	prev, next *entry[K, T]
-	poppedAt   int64 // Unix ns
 
 	// Groups (group.go): an entity's or a member's group.
 	grp *group[K, T]
@@ -120,8 +126,8 @@ type Core[K comparable, T any] struct {
 	keys     map[K]*entry[K, T]
 	queued   int // entries in the sub-queues
 	active   activeQueue[K, T]
-	backoffU *backoffHeap[K, T] // failed with a rejecting plugin
-	backoffE *backoffHeap[K, T] // failed with an error
+	backoffU *backoffHeap[K, T]  // failed with a rejecting plugin
+	backoffE *errorBackoff[K, T] // failed with an error
 	parked   parked[K, T]
 	flights  flights[K, T]
 	groups   map[string]*group[K, T] // by name (group.go)
@@ -207,7 +213,7 @@ func NewCore[K comparable, T any](cfg Config[K, T]) (*Core[K, T], error) {
 	} else {
 		c.backoffU = newBackoffHeap(less)
 	}
-	c.backoffE = newBackoffHeap[K, T](nil)
+	c.backoffE = newErrorBackoff[K, T]()
 	return c, nil
 }
 
@@ -297,7 +303,7 @@ func (c *Core[K, T]) newEntry(item T, now time.Time) *entry[K, T] {
 	e.Item = item
 	e.key = c.cfg.Key(item)
 	e.Timestamp = now
-	e.idx, e.pos = -1, -1
+	e.idx = -1
 	return e
 }
 
@@ -334,14 +340,15 @@ func (c *Core[K, T]) flightEntry(key K) *entry[K, T] {
 	if e == nil || e.loc == locFlight {
 		return e
 	}
-	return e.shadow
+	return e.shadowOf()
 }
 
 // enqueue registers a new queued entry, which must not be in the map yet.
 // An attempt in flight for the same key becomes its shadow.
 func (c *Core[K, T]) enqueue(e *entry[K, T]) {
 	if f := c.keys[e.key]; f != nil {
-		e.shadow = f
+		e.setShadow(f)
+		f.readded = true
 	}
 	c.keys[e.key] = e
 	c.queued++
@@ -350,26 +357,23 @@ func (c *Core[K, T]) enqueue(e *entry[K, T]) {
 // dequeue forgets a queued entry that left the sub-queues for good.
 func (c *Core[K, T]) dequeue(e *entry[K, T]) {
 	c.queued--
-	if e.shadow != nil {
-		c.keys[e.key] = e.shadow
-		e.shadow = nil
+	if f := e.shadowOf(); f != nil {
+		c.keys[e.key] = f
+		e.setShadow(nil)
 	} else {
 		delete(c.keys, e.key)
 	}
 }
 
-// endFlight stops tracking an attempt. A shadow's queued entry keeps the
-// key; otherwise the key is forgotten unless keep is set (the entry is
-// being requeued).
-func (c *Core[K, T]) endFlight(e *entry[K, T], keep bool) {
+// endFlight stops tracking an attempt that is not requeued. A shadow's
+// queued entry keeps the key; otherwise the key is forgotten.
+func (c *Core[K, T]) endFlight(e *entry[K, T]) {
 	c.flights.end(e)
 	switch q := c.keys[e.key]; {
 	case q == e:
-		if !keep {
-			delete(c.keys, e.key)
-		}
-	case q != nil && q.shadow == e:
-		q.shadow = nil
+		delete(c.keys, e.key)
+	case q != nil && q.shadowOf() == e:
+		q.setShadow(nil)
 	}
 }
 
@@ -396,11 +400,13 @@ func (c *Core[K, T]) Add(item T, now time.Time) {
 	case prev == nil:
 		c.queued++
 	case prev.loc == locFlight:
-		e.shadow = prev
+		e.setShadow(prev)
+		prev.readded = true
 		c.queued++
 	default: // queued: replace it, keeping its attempt in flight if any
 		c.unlink(prev, now)
-		e.shadow, prev.shadow = prev.shadow, nil
+		e.setShadow(prev.shadowOf())
+		prev.setShadow(nil)
 		c.retire(prev, now)
 	}
 	c.keys[e.key] = e
@@ -563,10 +569,10 @@ func (c *Core[K, T]) Pop(now time.Time) (a Attempt[K, T], ok bool) {
 	}
 	c.queued--
 	c.uncount(e)
-	if prev := e.shadow; prev != nil {
+	if prev := e.shadowOf(); prev != nil {
 		// The key was re-added during an older attempt, which this pop
 		// supersedes.
-		e.shadow = nil
+		e.setShadow(nil)
 		c.flights.end(prev)
 		c.retire(prev, now)
 	}
@@ -575,13 +581,13 @@ func (c *Core[K, T]) Pop(now time.Time) (a Attempt[K, T], ok bool) {
 	e.Attempts++
 	e.Cycle = c.cycle
 	e.BackoffExpiry = time.Time{}
-	e.poppedAt = now.UnixNano()
-	e.updated, e.deleted = false, false
+	e.entered = now.UnixNano() // its pop
+	e.updated, e.deleted, e.readded = false, false, false
 	c.flights.start(e)
 	if e.kind == kindGroup {
 		return c.popGroup(e, now), true
 	}
-	return Attempt[K, T]{Key: e.key, Info: e.Info}, true
+	return Attempt[K, T]{Key: e.key, Info: e.Info, ent: e}, true
 }
 
 // Done ends attempt a after it succeeded or was given up. It returns
@@ -596,7 +602,7 @@ func (c *Core[K, T]) Done(a Attempt[K, T], now time.Time) error {
 	key, cycle := a.Key, a.Cycle
 	e, queued := c.keys[key], (*entry[K, T])(nil)
 	if e != nil && e.loc != locFlight {
-		queued, e = e, e.shadow // re-added during the attempt
+		queued, e = e, e.shadowOf() // re-added during the attempt
 	}
 	if e == nil || e.Cycle != cycle {
 		return fmt.Errorf("%w: done %v: no attempt of cycle %d in flight", ErrNotInFlight, key, cycle)
@@ -604,12 +610,12 @@ func (c *Core[K, T]) Done(a Attempt[K, T], now time.Time) error {
 	c.flights.end(e)
 	c.nom.drop(key)
 	if queued != nil {
-		queued.shadow = nil
+		queued.setShadow(nil)
 	} else {
 		delete(c.keys, key)
 	}
 	if !e.InitialAttemptTimestamp.IsZero() {
-		c.rec.Scheduled(time.Duration(e.poppedAt-e.InitialAttemptTimestamp.UnixNano()), e.FlushedFromUnschedulable)
+		c.rec.Scheduled(time.Duration(e.entered-e.InitialAttemptTimestamp.UnixNano()), e.FlushedFromUnschedulable)
 	}
 	c.retire(e, now)
 	return nil
@@ -653,19 +659,25 @@ func (c *Core[K, T]) Requeue(a Attempt[K, T], f Failure, now time.Time) error {
 		return c.requeueGroup(a, f, now)
 	}
 	item, cycle := a.Item, a.Cycle
+	if e := a.ent; e != nil && e.loc == locFlight && e.Cycle == cycle && !e.readded && e.key == a.Key {
+		// The entry Pop returned, still in this attempt (cycles are
+		// unique) and nothing re-added its key: the map's entry for the
+		// key is this one, so no lookup (nor Config.Key) is needed.
+		return c.requeueFlight(e, item, f, now)
+	}
 	key := c.cfg.Key(item)
 	// One map lookup: the key's queued entry, if any, and its attempt in
 	// flight (the entry itself, or the queued one's shadow).
 	e, queued := c.keys[key], false
 	if e != nil && e.loc != locFlight {
-		e, queued = e.shadow, true
+		e, queued = e.shadowOf(), true
 	}
 	if e != nil && e.Cycle != cycle {
 		e = nil // a stale cycle: that attempt was superseded
 	}
 	if queued {
 		if e != nil {
-			c.endFlight(e, false)
+			c.endFlight(e)
 			c.retire(e, now)
 		}
 		return fmt.Errorf("%w: requeue %v", ErrAlreadyQueued, key)
@@ -679,8 +691,14 @@ func (c *Core[K, T]) Requeue(a Attempt[K, T], f Failure, now time.Time) error {
 		}
 		return fmt.Errorf("%w: requeue %v: no attempt of cycle %d in flight", ErrNotInFlight, key, cycle)
 	}
+	return c.requeueFlight(e, item, f, now)
+}
+
+// requeueFlight is Requeue of e, in flight and the map's entry for its
+// key, with the attempt's item.
+func (c *Core[K, T]) requeueFlight(e *entry[K, T], item T, f Failure, now time.Time) error {
 	if e.deleted {
-		c.endFlight(e, false)
+		c.endFlight(e)
 		c.retire(e, now)
 		return nil
 	}
@@ -688,7 +706,7 @@ func (c *Core[K, T]) Requeue(a Attempt[K, T], f Failure, now time.Time) error {
 	if !e.updated {
 		e.Item = item
 	}
-	c.failed(e, f, cycle, c.flights.since(e), now)
+	c.failed(e, f, e.Cycle, c.flights.since(e), now)
 	return nil
 }
 
@@ -753,7 +771,9 @@ func (c *Core[K, T]) failed(e *entry[K, T], f Failure, cycle int64, events []fli
 		}
 	}
 	if e.loc == locFlight {
-		c.endFlight(e, true) // the key stays, now queued
+		// Requeue found e as the map's entry for its key, which stays,
+		// now queued: no second lookup.
+		c.flights.end(e)
 		c.queued++
 	} else {
 		c.enqueue(e)
@@ -770,7 +790,7 @@ func (c *Core[K, T]) unlink(e *entry[K, T], now time.Time) {
 	case locBackoffUnsched:
 		c.backoffU.Remove(int(e.idx))
 	case locBackoffError:
-		c.backoffE.Remove(int(e.idx))
+		c.backoffE.Remove(e)
 	case locParked, locGated:
 		c.parked.remove(e)
 		e.clearDeferred()

@@ -1,13 +1,14 @@
 package schedq
 
-// entryMore is the part of an entry that only parked items and the
-// optional features use: the plugin-index slots of a parked item, the
-// wake budget's links (Config.Budget) and the fairness link
-// (Config.Fairness). An entry allocates it when it first needs it and
+// entryMore is the part of an entry that only parked items, re-added
+// keys and the optional features use: the plugin-index slots and the
+// last leftover flush of a parked item, the attempt a re-added key's
+// entry shadows, the wake budget's links (Config.Budget) and the
+// fairness link (Config.Fairness). An entry allocates it when it first needs it and
 // keeps it when recycled, so a queue whose items are only ever active
 // or backing off never allocates it, and the steady state allocates
 // nothing either way. Keeping it out of line keeps a pod's entry in the
-// 384-byte size class.
+// 352-byte size class.
 type entryMore[K comparable, T any] struct {
 	slots []slot[K, T] // the index slots of a parked item (parked.go)
 	// Budgets: the group whose room it holds, from its wake to the end of
@@ -15,6 +16,12 @@ type entryMore[K comparable, T any] struct {
 	tookFrom *roomGroup[K, T]
 	deferred deferrals[K, T]
 	fair     fairLink[K, T] // its tenant and live slot, under Config.Fairness
+	// shadow is, for a queued entry, an attempt in flight for the same
+	// key (re-added during it); rare, so out of line (entry.shadowOf).
+	shadow *entry[K, T]
+	// lastFlush is, while parked, the last leftover flush that tried it,
+	// or the last budget that deferred it (Unix ns).
+	lastFlush int64
 }
 
 // ext returns e's entryMore, allocating it on first use. O(1).
@@ -55,6 +62,34 @@ func (e *entry[K, T]) deferredFirst() *roomGroup[K, T] {
 		return nil
 	}
 	return e.more.deferred.first
+}
+
+// shadowOf returns the attempt in flight that queued entry e shadows (its
+// key's older attempt), or nil. O(1).
+func (e *entry[K, T]) shadowOf() *entry[K, T] {
+	if !e.hasShadow {
+		return nil
+	}
+	return e.more.shadow
+}
+
+// setShadow makes f the attempt that e shadows (nil: none). O(1).
+func (e *entry[K, T]) setShadow(f *entry[K, T]) {
+	if f == nil {
+		if e.hasShadow {
+			e.more.shadow, e.hasShadow = nil, false
+		}
+		return
+	}
+	e.ext().shadow, e.hasShadow = f, true
+}
+
+// lastFlushed returns e's entryMore.lastFlush, 0 if it has none.
+func (e *entry[K, T]) lastFlushed() int64 {
+	if e.more == nil {
+		return 0
+	}
+	return e.more.lastFlush
 }
 
 // deferredAll returns the budget groups that deferred e.

@@ -73,12 +73,7 @@ func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation[K] {
 		return c.explainMember(e, now)
 	}
 	x := Explanation[K]{Key: e.key, Location: e.loc.location(), Status: e.Status}
-	switch e.loc {
-	case locFlight:
-		x.Since = time.Unix(0, e.poppedAt).UTC()
-	default:
-		x.Since = time.Unix(0, e.entered).UTC()
-	}
+	x.Since = time.Unix(0, e.entered).UTC()
 	if c.fair != nil {
 		x.Tenant = c.fair.cfg.Tenant(e.Item)
 	}
@@ -98,7 +93,7 @@ func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation[K] {
 		if g := e.deferredFirst(); g != nil {
 			x.DeferredBy = g.label
 		}
-		from := max(e.Timestamp.UnixNano(), e.lastFlush)
+		from := max(e.Timestamp.UnixNano(), e.lastFlushed())
 		// The flush takes items older than the maximum, at its next tick.
 		x.LeftoverFlushAt = time.Unix(0, from).Add(c.cfg.MaxInUnschedulable).UTC()
 	}
@@ -225,7 +220,7 @@ func (c *Core[K, T]) collect(now time.Time) Dump[K] {
 	d := Dump[K]{Time: now, Items: make([]Explanation[K], 0, len(c.keys))}
 	for _, e := range c.keys {
 		d.Items = append(d.Items, c.explain(e, now))
-		if f := e.shadow; f != nil {
+		if f := e.shadowOf(); f != nil {
 			d.Items = append(d.Items, c.explain(f, now))
 		}
 	}

@@ -79,7 +79,7 @@ func (g *group[K, T]) list(l loc) *[]*entry[K, T] {
 // put appends m to the list for l and sets its place. O(1).
 func (g *group[K, T]) put(m *entry[K, T], l loc) {
 	s := g.list(l)
-	m.loc, m.mpos = l, int32(len(*s))
+	m.loc, m.idx = l, int32(len(*s))
 	*s = append(*s, m)
 	if l == locMember {
 		g.classes = append(g.classes, m.hclass)
@@ -91,14 +91,14 @@ func (g *group[K, T]) take(m *entry[K, T]) {
 	s := g.list(m.loc)
 	last := (*s)[len(*s)-1]
 	if m.loc == locMember {
-		g.classes[m.mpos] = g.classes[len(g.classes)-1]
+		g.classes[m.idx] = g.classes[len(g.classes)-1]
 		g.classes = g.classes[:len(g.classes)-1]
 	}
-	(*s)[m.mpos] = last
-	last.mpos = m.mpos
+	(*s)[m.idx] = last
+	last.idx = m.idx
 	(*s)[len(*s)-1] = nil
 	*s = (*s)[:len(*s)-1]
-	m.loc, m.mpos = locNone, -1
+	m.loc, m.idx = locNone, -1
 }
 
 // group returns the group named name, created unknown if need be.
@@ -239,7 +239,7 @@ func (c *Core[K, T]) newEntity(g *group[K, T], m *entry[K, T]) *entry[K, T] {
 	e.kind, e.grp = kindGroup, g
 	e.Item, e.Timestamp = m.Item, m.Timestamp
 	g.rep = m
-	e.idx, e.pos = -1, -1
+	e.idx = -1
 	g.ent = e
 	c.queued++
 	return e
@@ -394,9 +394,9 @@ func (c *Core[K, T]) unkey(m *entry[K, T]) {
 	if c.keys[m.key] != m {
 		return
 	}
-	if s := m.shadow; s != nil {
+	if s := m.shadowOf(); s != nil {
 		c.keys[m.key] = s
-		m.shadow = nil
+		m.setShadow(nil)
 		return
 	}
 	delete(c.keys, m.key)

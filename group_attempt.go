@@ -20,13 +20,13 @@ func (c *Core[K, T]) popGroup(e *entry[K, T], now time.Time) Attempt[K, T] {
 	var zero T
 	a.Item = zero
 	for i, m := range g.flying {
-		if prev := m.shadow; prev != nil {
+		if prev := m.shadowOf(); prev != nil {
 			// A lone attempt of the same key, which this pop supersedes.
-			m.shadow = nil
+			m.setShadow(nil)
 			c.flights.end(prev)
 			c.retire(prev, now)
 		}
-		m.loc, m.mpos = locMemberFlight, int32(i)
+		m.loc, m.idx = locMemberFlight, int32(i)
 		m.Attempts++
 		m.Cycle = e.Cycle
 		m.updated, m.deleted = false, false
@@ -78,7 +78,7 @@ func (c *Core[K, T]) doneGroup(a Attempt[K, T], now time.Time) error {
 	for len(g.flying) > 0 {
 		m := g.flying[len(g.flying)-1]
 		if !m.deleted && !e.InitialAttemptTimestamp.IsZero() {
-			c.rec.Scheduled(time.Duration(e.poppedAt-e.InitialAttemptTimestamp.UnixNano()), e.FlushedFromUnschedulable)
+			c.rec.Scheduled(time.Duration(e.entered-e.InitialAttemptTimestamp.UnixNano()), e.FlushedFromUnschedulable)
 		}
 		c.leave(m)
 	}

@@ -76,13 +76,13 @@ func (c *Core[K, T]) checkGroups(bad func(string, ...any)) {
 			continue
 		}
 		l := *g.list(m.loc)
-		if m.mpos < 0 || int(m.mpos) >= len(l) || l[m.mpos] != m {
-			bad("member %v: not at its index %d in group %q", key, m.mpos, g.name)
+		if m.idx < 0 || int(m.idx) >= len(l) || l[m.idx] != m {
+			bad("member %v: not at its index %d in group %q", key, m.idx, g.name)
 		}
 		if m.counted {
 			bad("member %v counted per plugin", key)
 		}
-		if s := m.shadow; s != nil && (s.loc != locFlight || s.key != key) {
+		if s := m.shadowOf(); s != nil && (s.loc != locFlight || s.key != key) {
 			bad("member %v: shadow is not in flight", key)
 		}
 	}
@@ -100,7 +100,7 @@ func (c *Core[K, T]) checkGroups(bad func(string, ...any)) {
 			} else if !m.deleted {
 				bad("group %q: in-flight member %v left the map but is not deleted", name, m.key)
 			}
-			if m.loc != locMemberFlight || int(m.mpos) != i || m.grp != g {
+			if m.loc != locMemberFlight || int(m.idx) != i || m.grp != g {
 				bad("group %q: in-flight member %v misfiled", name, m.key)
 			}
 		}
@@ -108,7 +108,7 @@ func (c *Core[K, T]) checkGroups(bad func(string, ...any)) {
 			bad("group %q: %d hint classes for %d queued members", name, len(g.classes), len(g.queued))
 		}
 		for i, m := range g.queued {
-			if m.loc != locMember || int(m.mpos) != i || m.grp != g {
+			if m.loc != locMember || int(m.idx) != i || m.grp != g {
 				bad("group %q: queued member %v misfiled", name, m.key)
 			}
 			if i < len(g.classes) && g.classes[i] != m.hclass {
@@ -120,7 +120,7 @@ func (c *Core[K, T]) checkGroups(bad func(string, ...any)) {
 			want = locPending
 		}
 		for i, m := range g.waiting {
-			if m.loc != want || int(m.mpos) != i || m.grp != g {
+			if m.loc != want || int(m.idx) != i || m.grp != g {
 				bad("group %q: waiting member %v at %d, want %d", name, m.key, m.loc, want)
 			}
 		}

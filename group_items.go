@@ -50,7 +50,10 @@ func (c *Core[K, T]) addGrouped(item T, now time.Time) bool {
 		c.retire(prev, now)
 	}
 	m := c.newMember(item, now)
-	m.shadow = shadow
+	m.setShadow(shadow)
+	if shadow != nil {
+		shadow.readded = true
+	}
 	c.keys[key] = m
 	c.attach(m, labelAdd, now)
 	return true
@@ -96,7 +99,7 @@ func (c *Core[K, T]) updateGrouped(oldItem, newItem T, now time.Time) bool {
 	m.Item = newItem
 	c.memberKeys(m)
 	if m.loc == locMember {
-		m.grp.classes[m.mpos] = m.hclass
+		m.grp.classes[m.idx] = m.hclass
 	}
 	g := m.grp
 	switch m.loc {

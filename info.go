@@ -65,6 +65,11 @@ type Attempt[K comparable, T any] struct {
 	// higher priority first, then more attempts, then earlier Timestamp,
 	// then arrival order; each carries the group's Cycle.
 	Members []Attempt[K, T]
+
+	// ent is the entry Pop returned, so that Requeue finds it without a
+	// map lookup while it is still this attempt's (Cycle) and nothing
+	// re-added the key; an Attempt built by hand has none.
+	ent *entry[K, T]
 }
 
 // Location says where an item is. The zero Location means nowhere.

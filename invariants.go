@@ -27,39 +27,41 @@ func (c *Core[K, T]) checkInvariants() error {
 			bad("activeQ key %v is not the map's entry", e.key)
 		}
 	})
-	heaps := []struct {
-		name string
-		h    heapView[K, T]
-		loc  loc
-	}{{"backoffQ(unschedulable)", c.backoffU, locBackoffUnsched}, {"backoffQ(error)", c.backoffE, locBackoffError}}
-	for _, hv := range heaps {
-		n := hv.h.Len()
-		total += n
-		for i := 0; i < n; i++ {
-			e := hv.h.At(i)
-			if e.loc != hv.loc || int(e.idx) != i {
-				bad("%s[%d] key %v: loc %d idx %d", hv.name, i, e.key, e.loc, e.idx)
-			}
-			if !c.owns(e) {
-				bad("%s[%d] key %v is not the map's entry", hv.name, i, e.key)
-			}
-			if i > 0 && hv.h.Less(i, heap.Parent(i)) {
-				bad("%s: heap order broken at %d (key %v)", hv.name, i, e.key)
-			}
-			if e.BackoffExpiry.IsZero() {
-				bad("%s: key %v has no backoff expiry", hv.name, e.key)
-			}
-			rejected := len(e.UnschedulablePlugins)+len(e.PendingPlugins) > 0
-			if hv.loc == locBackoffUnsched && !rejected || hv.loc == locBackoffError && rejected {
-				bad("%s: key %v in the wrong backoff heap", hv.name, e.key)
-			}
+	backingOff := func(name string, e *entry[K, T], want loc) {
+		if e.loc != want {
+			bad("%s key %v: loc %d", name, e.key, e.loc)
+		}
+		if !c.owns(e) {
+			bad("%s key %v is not the map's entry", name, e.key)
+		}
+		if e.BackoffExpiry.IsZero() {
+			bad("%s: key %v has no backoff expiry", name, e.key)
+		}
+		if e.rejected() != (want == locBackoffUnsched) {
+			bad("%s: key %v in the wrong backoff heap", name, e.key)
 		}
 	}
+	total += c.backoffU.Len()
+	for i := range c.backoffU.Len() {
+		e := c.backoffU.At(i)
+		if int(e.idx) != i {
+			bad("backoffQ(unschedulable)[%d] key %v: idx %d", i, e.key, e.idx)
+		}
+		if i > 0 && c.backoffU.Less(i, heap.Parent(i)) {
+			bad("backoffQ(unschedulable): heap order broken at %d (key %v)", i, e.key)
+		}
+		backingOff("backoffQ(unschedulable)", e, locBackoffUnsched)
+	}
+	if err := c.backoffE.Check(); err != nil {
+		bad("%v", err)
+	}
+	total += c.backoffE.Len()
+	c.backoffE.Each(func(e *entry[K, T]) { backingOff("backoffQ(error)", e, locBackoffError) })
 	gated := 0
 	for i, e := range c.parked.all {
 		total++
-		if int(e.pos) != i || (e.loc != locParked && e.loc != locGated) {
-			bad("parked[%d] key %v: loc %d pos %d", i, e.key, e.loc, e.pos)
+		if int(e.idx) != i || (e.loc != locParked && e.loc != locGated) {
+			bad("parked[%d] key %v: loc %d pos %d", i, e.key, e.loc, e.idx)
 		}
 		if !c.owns(e) {
 			bad("parked[%d] key %v is not the map's entry", i, e.key)
@@ -118,7 +120,7 @@ func (c *Core[K, T]) checkInvariants() error {
 			bad("map key %v holds key %v", key, e.key)
 		}
 		if e.kind == kindMember {
-			if e.shadow != nil {
+			if e.shadowOf() != nil {
 				flying++
 			}
 			continue
@@ -128,7 +130,7 @@ func (c *Core[K, T]) checkInvariants() error {
 			continue
 		}
 		queued++
-		if s := e.shadow; s != nil {
+		if s := e.shadowOf(); s != nil {
 			flying++
 			if s.loc != locFlight || s.key != key {
 				bad("key %v: shadow is not in flight", key)
@@ -141,6 +143,12 @@ func (c *Core[K, T]) checkInvariants() error {
 	}
 	if flying != c.flights.len() {
 		bad("map has %d attempts in flight, list %d", flying, c.flights.len())
+	}
+	// Requeue skips the map for an attempt whose key nothing re-added.
+	for e := c.flights.head; e != nil; e = e.next {
+		if e.kind == kindLone && !e.readded && c.keys[e.key] != e {
+			bad("key %v: in flight, not re-added, but not the map's entry", e.key)
+		}
 	}
 
 	want := map[string]int{}
@@ -219,8 +227,8 @@ func (c *Core[K, T]) checkRoom(bad func(string, ...any)) {
 	}
 	for _, e := range c.keys {
 		each(e)
-		if e.shadow != nil {
-			each(e.shadow)
+		if e.shadowOf() != nil {
+			each(e.shadowOf())
 		}
 	}
 	for _, g := range c.rechecks {
@@ -241,10 +249,4 @@ func (c *Core[K, T]) checkRoom(bad func(string, ...any)) {
 			}
 		}
 	}
-}
-
-type heapView[K comparable, T any] interface {
-	Len() int
-	At(int) *entry[K, T]
-	Less(i, j int) bool
 }

@@ -244,7 +244,7 @@ func (c *Core[K, T]) NextDeadline() (deadline time.Time, ok bool) {
 // m moved items.
 func (c *Core[K, T]) flushBackoff(now time.Time) {
 	c.recheckRoom(now)
-	for _, h := range [...]*backoffHeap[K, T]{c.backoffU, c.backoffE} {
+	for _, h := range [...]interface{ Peek() (*entry[K, T], bool) }{c.backoffU, c.backoffE} {
 		for {
 			e, ok := h.Peek()
 			if !ok || c.backoffDone(e.BackoffExpiry).After(now) {
@@ -265,7 +265,7 @@ func (c *Core[K, T]) flushBackoff(now time.Time) {
 func (c *Core[K, T]) flushLeftover(now time.Time) {
 	out := c.scratch[:0]
 	for _, e := range c.parked.all {
-		from := max(e.Timestamp.UnixNano(), e.lastFlush)
+		from := max(e.Timestamp.UnixNano(), e.lastFlushed())
 		if time.Duration(now.UnixNano()-from) > c.cfg.MaxInUnschedulable {
 			out = append(out, e)
 		}
@@ -276,7 +276,7 @@ func (c *Core[K, T]) flushLeftover(now time.Time) {
 	}
 	for _, e := range out {
 		e.FlushedFromUnschedulable = true
-		e.lastFlush = now.UnixNano()
+		e.ext().lastFlush = now.UnixNano()
 	}
 	c.moveItems(out, false, eventTimeout, nil, nil, nil, now)
 }

@@ -32,7 +32,7 @@ func (p *parked[K, T]) len() int { return len(p.all) }
 // is parked it allocates its index slots (entryMore).
 func (p *parked[K, T]) add(e *entry[K, T]) {
 	e.visit = 0 // no mark from an earlier epoch (Core.nextEpoch)
-	e.pos = int32(len(p.all))
+	e.idx = int32(len(p.all))
 	p.all = append(p.all, e)
 	if e.GatingPlugin != "" {
 		e.loc = locGated
@@ -71,8 +71,8 @@ func (p *parked[K, T]) index(e *entry[K, T], plugin string) {
 // remove unparks e.
 func (p *parked[K, T]) remove(e *entry[K, T]) {
 	last := p.all[len(p.all)-1]
-	p.all[e.pos] = last
-	last.pos = e.pos
+	p.all[e.idx] = last
+	last.idx = e.idx
 	p.all[len(p.all)-1] = nil
 	p.all = p.all[:len(p.all)-1]
 	if e.loc == locGated {
@@ -95,6 +95,6 @@ func (p *parked[K, T]) remove(e *entry[K, T]) {
 		clear(m.slots)
 		m.slots = m.slots[:0]
 	}
-	e.pos = -1
+	e.idx = -1
 	e.loc = locNone
 }

@@ -138,11 +138,8 @@ func (c *Core[K, T]) snapshot(o PendingOptions[T], now time.Time) *pendingSnap[K
 		s.refs = append(s.refs, r)
 	}
 	c.active.Each(add)
-	for _, h := range [...]heapView[K, T]{c.backoffU, c.backoffE} {
-		for i := range h.Len() {
-			add(h.At(i))
-		}
-	}
+	c.backoffU.Each(add)
+	c.backoffE.Each(add)
 	for _, e := range c.parked.all {
 		add(e)
 	}

@@ -96,13 +96,13 @@ func (c *Core[K, T]) estimate(e *entry[K, T], p *Position, now time.Time) {
 // order puts before e. O(n).
 func (c *Core[K, T]) othersAhead(e *entry[K, T], p *Position) {
 	before := func(y *entry[K, T]) bool { return y != e && c.cfg.Less(&y.Info, &e.Info) }
-	for _, h := range [...]heapView[K, T]{c.backoffU, c.backoffE} {
-		for i := range h.Len() {
-			if before(h.At(i)) {
-				p.BackoffAhead++
-			}
+	ahead := func(y *entry[K, T]) {
+		if before(y) {
+			p.BackoffAhead++
 		}
 	}
+	c.backoffU.Each(ahead)
+	c.backoffE.Each(ahead)
 	for _, y := range c.parked.all {
 		if before(y) {
 			p.ParkedAhead++
