@@ -323,10 +323,12 @@ func TestPodHintClassUnshareable(t *testing.T) {
 		t.Fatalf("alike pods: classes %x and %x, want one even class", PodHintClass(a), PodHintClass(b))
 	}
 	for name, mutate := range map[string]func(*v1.Pod){
-		"claim":     func(p *v1.Pod) { p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "c"}} },
-		"ephemeral": func(p *v1.Pod) { p.Spec.Volumes = []v1.Volume{{Name: "e", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}}} },
-		"resizing":  func(p *v1.Pod) { p.Status.Conditions = []v1.PodCondition{{Type: v1.PodResizePending}} },
-		"statuses":  func(p *v1.Pod) { p.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "c"}} },
+		"claim": func(p *v1.Pod) { p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "c"}} },
+		"ephemeral": func(p *v1.Pod) {
+			p.Spec.Volumes = []v1.Volume{{Name: "e", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}}}
+		},
+		"resizing": func(p *v1.Pod) { p.Status.Conditions = []v1.PodCondition{{Type: v1.PodResizePending}} },
+		"statuses": func(p *v1.Pod) { p.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "c"}} },
 	} {
 		a, b := pod("a", 100), pod("b", 100)
 		mutate(a)
