@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
+	"github.com/schedq/schedq/kube/framework"
 	"github.com/schedq/schedq/kube/plugins"
 	"github.com/schedq/schedq/kube/profile"
 )
@@ -336,5 +338,104 @@ func TestPodHintClassUnshareable(t *testing.T) {
 		if PodHintClass(a) == PodHintClass(b) || PodHintClass(a)&1 != 1 {
 			t.Errorf("%s: classes %x and %x, want two odd ones", name, PodHintClass(a), PodHintClass(b))
 		}
+	}
+}
+
+// hintCounter is a schedq.Recorder that counts hint calls by plugin.
+type hintCounter struct{ calls map[string]int }
+
+func (*hintCounter) Incoming(schedq.Location, string)                             {}
+func (*hintCounter) Left(schedq.Location, time.Duration)                          {}
+func (*hintCounter) Scheduled(time.Duration, bool)                                {}
+func (*hintCounter) HintStart() int64                                             { return 0 }
+func (*hintCounter) Moved(string, int, int)                                       {}
+func (c *hintCounter) HintDone(_ int64, plugin, _ string, _ schedq.Hint, _ error) { c.calls[plugin]++ }
+
+// replicaRun schedules 100 replicas of one template on the framework
+// path (the default profile) on a node with room for two, then adds a big
+// node and counts the hint calls of that one event; it returns the calls
+// and where every pod went in the end. classes false turns HintClass off.
+func replicaRun(t *testing.T, classes bool) (map[string]int, map[string]string) {
+	t.Helper()
+	cfg, err := profile.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, err := profile.NewFrameworkOn(context.Background(), &cfg.Profiles[0], profile.Setup{Snapshot: backendcache.NewEmptySnapshot()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fw.Close()
+	qc := QueueConfig(framework.Profile{})
+	if err := UseFrameworkHints(context.Background(), &qc, fw, klog.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !classes {
+		qc.HintClass = nil
+	}
+	rec := &hintCounter{calls: map[string]int{}}
+	qc.Recorder = rec
+	q, err := schedq.New(qc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	c := NewCache()
+	b := &syncBinder{}
+	h := &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
+	s := New(q, c, b, &recReporter{}, Options{Framework: fw, Rand: rand.New(rand.NewPCG(1, 1))})
+	h.AddNode(zonedNode("small", "a"))
+	tmpl := pod("tmpl", 3000)
+	tmpl.Labels = map[string]string{"app": "web"}
+	for i := range 100 {
+		h.AddPod(genReplica(rand.New(rand.NewPCG(uint64(i), 1)), tmpl, i))
+	}
+	placed := map[string]string{}
+	drain := func() {
+		for {
+			info, err := q.Pop(ended)
+			if err != nil {
+				return
+			}
+			if o := s.ScheduleOne(context.Background(), info); o.Result == Scheduled {
+				placed[info.Item.Name] = o.Node
+			}
+		}
+	}
+	drain()
+	if got := q.Counts().Unschedulable; got != 98 {
+		t.Fatalf("%d pods parked, want 98 (two fit on the small node)", got)
+	}
+	clear(rec.calls)
+	big := zonedNode("big", "a")
+	big.Status.Allocatable[v1.ResourceCPU] = *resource.NewMilliQuantity(30000, resource.DecimalSI)
+	h.AddNode(big)
+	calls := maps.Clone(rec.calls)
+	drain()
+	return calls, placed
+}
+
+// TestHintClassAsksOncePerTemplate: with the class, a node added while 98
+// replicas of one template are parked costs one call of each hint, not
+// 98; and every pod lands where it lands without the class.
+func TestHintClassAsksOncePerTemplate(t *testing.T) {
+	with, placedWith := replicaRun(t, true)
+	without, placedWithout := replicaRun(t, false)
+	if without["NodeResourcesFit"] != 98 {
+		t.Fatalf("without classes: %v hint calls, want 98 of NodeResourcesFit", without)
+	}
+	for plugin, n := range with {
+		if n != 1 {
+			t.Errorf("with classes: %s asked %d times, want once", plugin, n)
+		}
+	}
+	if with["NodeResourcesFit"] != 1 {
+		t.Errorf("with classes: %v, want one call of NodeResourcesFit", with)
+	}
+	if !maps.Equal(placedWith, placedWithout) {
+		t.Errorf("placements differ with the class:\n with    %v\n without %v", placedWith, placedWithout)
+	}
+	if len(placedWith) != 12 {
+		t.Errorf("%d pods placed, want 12 (2 on the small node, 10 on the big one)", len(placedWith))
 	}
 }
