@@ -16,7 +16,9 @@ import (
 // hand-written plugin of the same name, if any, in cfg.Hints and
 // cfg.PreEnqueue; schedq's own plugins that fw lacks (GangScheduling, when
 // GenericWorkload is off upstream) keep theirs. Call it before the queue
-// is built. O(plugins × events).
+// is built. It also sets cfg.HintClass to PodHintClass, so that a move
+// request asks each hint once per class of alike pods (the replicas of
+// a template) instead of once per pod. O(plugins × events).
 func UseFrameworkHints(ctx context.Context, cfg *schedq.Config[types.NamespacedName, *v1.Pod], fw *profile.Framework, logger klog.Logger) error {
 	hints, gates, err := profile.QueueHints(ctx, fw.Framework(), logger)
 	if err != nil {
@@ -40,5 +42,6 @@ func UseFrameworkHints(ctx context.Context, cfg *schedq.Config[types.NamespacedN
 		}
 	}
 	cfg.PreEnqueue = gates
+	cfg.HintClass = PodHintClass
 	return nil
 }
