@@ -84,7 +84,7 @@ func (s *Scheduler) scheduleFramework(ctx context.Context, info Attempt) Outcome
 		return s.fail(ctx, info, start, Outcome{Result: Error, Message: "snapshot: " + err.Error()})
 	}
 	cs := fwframework.NewCycleState()
-	out := s.fwFind(ctx, cs, pod)
+	out := s.fwFind(ctx, cs, pi)
 	s.fwPreempt(ctx, cs, info, &out)
 	out.state = st
 	if out.clearNom != "" {
@@ -104,8 +104,12 @@ func (s *Scheduler) scheduleFramework(ctx context.Context, info Attempt) Outcome
 
 // fwFind finds the node for pod: its nominated node if it passes the
 // filters there, else the best of the feasible nodes found among
-// feasibleToFind of them, starting where the last cycle stopped.
-func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod) Outcome {
+// feasibleToFind of them, starting where the last cycle stopped. A pod
+// whose requests cannot be accounted (pi.InvalidRequests) fits nowhere:
+// kube-scheduler's NodeResourcesFit would place it on a node it
+// overflows.
+func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pi *framework.PodInfo) Outcome {
+	pod := pi.Pod
 	fw := s.o.Framework.Framework()
 	snap := s.o.Framework.Snapshot()
 	all, err := snap.NodeInfos().List()
@@ -119,6 +123,13 @@ func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod) 
 			Message: "0/0 nodes are available: no nodes available to schedule pods."}
 	}
 	diag := fwframework.Diagnosis{NodeToStatus: fwframework.NewDefaultNodeToStatus()}
+	if pi.InvalidRequests != nil {
+		st := fwk.NewStatus(fwk.UnschedulableAndUnresolvable, pi.InvalidRequests.Error()).WithPlugin(nodeResourcesFit)
+		diag.NodeToStatus.SetAbsentNodesStatus(st)
+		diag.PreFilterMsg = st.Message()
+		diag.AddPluginStatus(st)
+		return fitOutcome(pod, len(all), diag)
+	}
 	pre, st, unsched := fw.RunPreFilterPlugins(ctx, cs, pod)
 	diag.UnschedulablePlugins = unsched
 	if !st.IsSuccess() {
@@ -273,3 +284,7 @@ func fwFilterNames(fw fwframework.Framework) []string {
 	}
 	return names
 }
+
+// nodeResourcesFit is the name of kube-scheduler's plugin that accounts
+// requests: a pod whose requests overflow is parked behind it.
+const nodeResourcesFit = "NodeResourcesFit"

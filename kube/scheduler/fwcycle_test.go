@@ -11,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -284,4 +285,46 @@ func TestFrameworkPluginsRunWithNoLockHeld(t *testing.T) {
 	if f.c.NodeCount() != 2 {
 		t.Fatalf("%d nodes, want n1 and the one the filter added", f.c.NodeCount())
 	}
+}
+
+// overflowCPU makes p request 1e18 cpus, which overflow int64 milli-cpus.
+func overflowCPU(_ int, p *v1.Pod) {
+	p.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("1e18")
+}
+
+// TestFrameworkOverflowingRequestsFitNowhere: kube-scheduler's
+// NodeResourcesFit reads a request of 1e18 cpus as a small number and
+// would bind it; the framework path refuses it, alone or in a gang, with
+// the reason of schedq's own path, and parks it behind NodeResourcesFit.
+func TestFrameworkOverflowingRequestsFitNowhere(t *testing.T) {
+	const reason = "invalid resource request cpu=1e18: overflows int64 milli-units"
+	t.Run("lone", func(t *testing.T) {
+		f := newFWFixture(t, nil, nil)
+		f.h.AddNode(zonedNode("n1", "a"))
+		p := pod("huge", 100)
+		overflowCPU(0, p)
+		f.h.AddPod(p)
+		out := f.once()
+		if out.Result != Unschedulable || !strings.Contains(out.Message, "0/1 nodes are available: "+reason) ||
+			!slices.Equal(out.Plugins, []string{"NodeResourcesFit"}) || len(f.b.binds) != 0 {
+			t.Fatalf("outcome %+v, binds %v", out, f.b.binds)
+		}
+		if loc := f.where("huge"); loc != schedq.InUnschedulable {
+			t.Fatalf("huge is %v, want parked", loc)
+		}
+	})
+	t.Run("gang", func(t *testing.T) {
+		f := newFWFixture(t, nil, nil)
+		f.h.AddNode(zonedNode("n1", "a"))
+		f.h.AddNode(zonedNode("n2", "a"))
+		f.addFWGang("g", 2, 2, func(i int, p *v1.Pod) {
+			if i == 1 {
+				overflowCPU(i, p)
+			}
+		})
+		out := f.once()
+		if out.Result != Unschedulable || !strings.Contains(out.Message, reason) || len(f.b.binds) != 0 {
+			t.Fatalf("outcome %+v, binds %v", out, f.b.binds)
+		}
+	})
 }

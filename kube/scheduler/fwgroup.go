@@ -108,7 +108,7 @@ func (s *Scheduler) fwPlaceMember(ctx context.Context, m Attempt, i int, g *grou
 	s.readFWNominations(m.Key, m.Item)
 	defer func() { s.ownNom, s.hasNom = "", false; clear(s.fwNom.pods) }()
 	cs := fwframework.NewCycleState()
-	out := s.fwFind(ctx, cs, m.Item)
+	out := s.fwFind(ctx, cs, pi)
 	if out.clearNom != "" {
 		s.clearNomination(m.Key, out.clearNom)
 	}
