@@ -1,11 +1,33 @@
 package sim
 
 import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+
+	"github.com/schedq/schedq/kube/profile"
 )
 
 const timedHeader = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+
+func recordOf(r *Report, name string) PodRecord {
+	for _, rec := range r.Records {
+		if rec.Name == name {
+			return rec
+		}
+	}
+	return PodRecord{}
+}
 
 func nodeOf(r *Report, name string) (string, bool) {
 	for _, rec := range r.Records {
@@ -24,15 +46,21 @@ func TestGPUDeviceModelRefusesSplitCapacity(t *testing.T) {
 		"a,1000,1024,1,600,,LS,Running,0,100,0\nb,1000,1024,1,600,,LS,Running,0,100,0\nc,1000,1024,1,600,,LS,Running,0,100,0\n"+
 		"d,1000,1024,1,1000,,LS,Running,10,50,10\n")
 	for _, c := range []struct {
-		model string
-		bound bool
-	}{{"", false}, {GPUModelDevice, false}, {GPUModelCapacity, true}} {
-		t.Run("model "+c.model, func(t *testing.T) {
+		plugins, model string
+		bound          bool
+	}{{"", "", false}, {"", GPUModelDevice, false}, {"", GPUModelCapacity, true},
+		{PluginsUpstream, "", false}, {PluginsUpstream, GPUModelCapacity, true}} {
+		t.Run("plugins "+c.plugins+" model "+c.model, func(t *testing.T) {
 			sc := traceScenario(dir)
-			sc.Scheduler.GPUModel = c.model
+			sc.Scheduler.GPUModel, sc.Scheduler.Plugins = c.model, c.plugins
 			r := run(t, sc)
-			if _, bound := nodeOf(r, "d"); bound != c.bound {
-				t.Fatalf("whole-GPU pod bound %v, want %v", bound, c.bound)
+			d := recordOf(r, "d")
+			if d.Bound != c.bound {
+				t.Fatalf("whole-GPU pod bound %v, want %v", d.Bound, c.bound)
+			}
+			// Refused by the filter, not by a binding that failed.
+			if !c.bound && (d.Attempts != 1 || !strings.Contains(d.LastFailure, "GPUs do not fit one by one")) {
+				t.Fatalf("whole-GPU pod: %d attempts, last failure %q; want one attempt refused by the GPU filter", d.Attempts, d.LastFailure)
 			}
 			for _, p := range []string{"a", "b", "c"} {
 				if n, ok := nodeOf(r, p); !ok || n != "n0" {
@@ -55,14 +83,35 @@ func TestGPUPolicyInReplay(t *testing.T) {
 		policy   string
 		together bool
 	}{{"", false}, {"gpupacking", true}, {"bestfit", true}, {"fgd", true}} {
-		t.Run("policy "+c.policy, func(t *testing.T) {
+		for _, plugins := range []string{PluginsSchedq, PluginsUpstream} {
+			t.Run("policy "+c.policy+" plugins "+plugins, func(t *testing.T) {
+				sc := traceScenario(dir)
+				sc.Scheduler.GPUPolicy, sc.Scheduler.Plugins = c.policy, plugins
+				r := run(t, sc)
+				na, _ := nodeOf(r, "a")
+				nb, ok := nodeOf(r, "b")
+				if !ok || (na == nb) != c.together {
+					t.Fatalf("a on %s, b on %s: want together %v", na, nb, c.together)
+				}
+			})
+		}
+	}
+}
+
+// A pod refused only because the GPUs do not fit one by one is parked,
+// and tried again when pods holding GPUs leave: the three shares end at
+// 100 s and the whole-GPU pod is bound then, at its second attempt.
+func TestGPUPodWakesWhenGPUsFree(t *testing.T) {
+	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,3,T4\n", timedHeader+
+		"a,1000,1024,1,600,,LS,Running,0,100,0\nb,1000,1024,1,600,,LS,Running,0,100,0\nc,1000,1024,1,600,,LS,Running,0,100,0\n"+
+		"d,1000,1024,1,1000,,LS,Running,10,500,10\n")
+	for _, plugins := range []string{PluginsSchedq, PluginsUpstream} {
+		t.Run(plugins, func(t *testing.T) {
 			sc := traceScenario(dir)
-			sc.Scheduler.GPUPolicy = c.policy
-			r := run(t, sc)
-			na, _ := nodeOf(r, "a")
-			nb, ok := nodeOf(r, "b")
-			if !ok || (na == nb) != c.together {
-				t.Fatalf("a on %s, b on %s: want together %v", na, nb, c.together)
+			sc.Scheduler.Plugins = plugins
+			d := recordOf(run(t, sc), "d")
+			if !d.Bound || d.BoundAt < 100 || d.BoundAt > 101 || d.Attempts != 2 {
+				t.Fatalf("whole-GPU pod: bound %v at %.3f s after %d attempts; want bound just after 100 s at the second", d.Bound, d.BoundAt, d.Attempts)
 			}
 		})
 	}
@@ -74,10 +123,19 @@ func TestGPUPolicyInReplay(t *testing.T) {
 func TestGPUDevicesForgetEndedPods(t *testing.T) {
 	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,2,T4\n", timedHeader+
 		"a,1000,1024,1,500,,LS,Running,0,100,0\nb,1000,1024,1,1000,,LS,Running,5,50,5\nc,1000,1024,2,1000,,LS,Running,200,300,200\n")
-	s, err := newSim(traceScenario(dir), Options{})
+	for _, plugins := range []string{PluginsSchedq, PluginsUpstream} {
+		t.Run(plugins, func(t *testing.T) { testGPUDevicesForget(t, dir, plugins) })
+	}
+}
+
+func testGPUDevicesForget(t *testing.T, dir, plugins string) {
+	sc := traceScenario(dir)
+	sc.Scheduler.Plugins = plugins
+	s, err := newSim(sc, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer s.close()
 	if err := s.loop(); err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +163,90 @@ func TestGPUScenarioFields(t *testing.T) {
 	} {
 		if _, err := Parse([]byte("name: x\n" + c.yaml + "\n")); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.yaml, err, c.want)
+		}
+	}
+}
+
+// gpuPod is a trace-like pod asking for gpuMilli thousandths of GPU.
+func gpuPod(name string, gpuMilli int64) *v1.Pod {
+	req := v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("1Gi")}
+	if gpuMilli > 0 {
+		req[v1.ResourceName(ResourceGPUMilli)] = *resource.NewQuantity(gpuMilli, resource.DecimalSI)
+	}
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name)},
+		Spec: v1.PodSpec{SchedulerName: schedulerName, Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: req}}}}}
+}
+
+// The GPU plugin signs pods, so that kube-scheduler's default profile with
+// it still batches (a filter or score plugin that cannot sign turns
+// signatures off for the whole profile): pods of one GPU request share a
+// signature, pods of another do not. With the Random policy a pod with
+// GPUs is not signed, since its scores are drawn afresh.
+func TestGPUPluginSigns(t *testing.T) {
+	for _, policy := range []string{"", "fgd", "random"} {
+		t.Run("policy "+policy, func(t *testing.T) {
+			g := newGPUDevices(&Scenario{Seed: 1, Scheduler: SchedulerSpec{GPUPolicy: policy}})
+			cfg, err := profile.Default()
+			if err != nil {
+				t.Fatal(err)
+			}
+			enableGPUPlugin(&cfg.Profiles[0], g.hasPolicy)
+			fw, err := profile.NewFrameworkOn(context.Background(), &cfg.Profiles[0], profile.Setup{Snapshot: backendcache.NewEmptySnapshot(), Plugins: gpuPlugins(g)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fw.Close()
+			sign := func(p *v1.Pod) fwk.PodSignature { return fw.Framework().SignPod(context.Background(), p) }
+			half, half2, whole, none := sign(gpuPod("a", 500)), sign(gpuPod("b", 500)), sign(gpuPod("c", 1000)), sign(gpuPod("d", 0))
+			if none == nil {
+				t.Fatal("a pod without GPUs is not signed")
+			}
+			if policy == "random" {
+				if half != nil || whole != nil {
+					t.Fatalf("pods with GPUs signed under the Random policy: %s, %s", half, whole)
+				}
+				return
+			}
+			if half == nil || !bytes.Equal(half, half2) || bytes.Equal(half, whole) {
+				t.Fatalf("signatures: half %s, half again %s, whole %s", half, half2, whole)
+			}
+		})
+	}
+}
+
+// A burst of shares and whole GPUs on a few small nodes, where GPUs often
+// fit in aggregate but not one by one: with kube-scheduler's plugins no
+// binding is refused for its GPUs (the filter and Reserve see them), on
+// the default scoring and under each policy, and the policies place the
+// pods differently from the default scoring.
+func TestGPUUpstreamBurstNoBindingRefused(t *testing.T) {
+	nodes := "sn,cpu_milli,memory_mib,gpu,model\n"
+	for i := range 6 {
+		nodes += fmt.Sprintf("n%d,64000,262144,2,T4\n", i)
+	}
+	pods := timedHeader
+	shares := []struct{ n, milli int }{{1, 300}, {1, 600}, {1, 1000}, {2, 1000}, {1, 500}, {1, 700}}
+	for i := range 40 {
+		s := shares[(i*7)%len(shares)]
+		pods += fmt.Sprintf("p%02d,1000,1024,%d,%d,,LS,Running,%d,%d,%d\n", i, s.n, s.milli, i, i+200+(i*37)%300, i)
+	}
+	dir := writeTrace(t, nodes, pods)
+	placed := map[string]map[string]string{}
+	for _, policy := range []string{"", "bestfit", "fgd"} {
+		sc := traceScenario(dir)
+		sc.Scheduler.Plugins, sc.Scheduler.GPUPolicy = PluginsUpstream, policy
+		r := run(t, sc)
+		placed[policy] = map[string]string{}
+		for _, rec := range r.Records {
+			if strings.Contains(rec.LastFailure, "binding rejected") {
+				t.Fatalf("policy %q: %s: %s", policy, rec.Name, rec.LastFailure)
+			}
+			placed[policy][rec.Name] = rec.Node
+		}
+	}
+	for _, policy := range []string{"bestfit", "fgd"} {
+		if maps.Equal(placed[policy], placed[""]) {
+			t.Errorf("policy %s places every pod as the default scoring does", policy)
 		}
 	}
 }

@@ -161,10 +161,12 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	profile := disable(plugins.DefaultLogged(strategy, slog.New(s.soft)), sc.Scheduler.DisablePlugins)
 	if sc.Trace != nil && (sc.Scheduler.GPUModel == "" || sc.Scheduler.GPUModel == GPUModelDevice) {
 		s.x.gpu = newGPUDevices(sc)
-		profile.Filter = append(profile.Filter, s.x.gpu)
-		profile.Enqueue = append(profile.Enqueue, s.x.gpu)
-		if s.x.gpu.hasPolicy {
-			profile.Score = []framework.ScorePlugin{gpuScore{s.x.gpu}}
+		if !sc.Scheduler.upstream() { // else the framework's plugin (gpu_framework.go)
+			profile.Filter = append(profile.Filter, s.x.gpu)
+			profile.Enqueue = append(profile.Enqueue, s.x.gpu)
+			if s.x.gpu.hasPolicy {
+				profile.Score = []framework.ScorePlugin{gpuScore{s.x.gpu}}
+			}
 		}
 	}
 	cfg := scheduler.QueueConfig(profile)
@@ -194,7 +196,7 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	}
 	s.fw = fw
 	cache := scheduler.NewCache()
-	if s.x.gpu != nil {
+	if s.x.gpu != nil && s.fw == nil {
 		s.x.gpu.view = cache.View
 	}
 	if q.WakeBudget == nil || *q.WakeBudget {
@@ -630,7 +632,7 @@ func (b binder) Bind(_ context.Context, pod *v1.Pod, node string, done func(erro
 	if lat == 0 {
 		lat = 20 * time.Millisecond
 	}
-	if g := b.s.x.gpu; g != nil {
+	if g := b.s.x.gpu; g != nil && b.s.fw == nil { // the framework's plugin took them at Reserve
 		if err := g.assign(pod, node); err != nil {
 			done(err)
 			return

@@ -77,7 +77,8 @@ type SchedulerSpec struct {
 	// GPUPolicy, with the device model, replaces the default scoring with
 	// one of the GPU-sharing paper's policies (random, dotprod,
 	// gpuclustering, gpupacking, bestfit, fgd), which also chooses the
-	// GPUs; empty: the default scoring, GPUs by best fit.
+	// GPUs; empty: the default scoring, GPUs by best fit. With plugins:
+	// upstream it is the profile's only score plugin (gpu_framework.go).
 	GPUPolicy string `yaml:"gpuPolicy"`
 	// Plugins is schedq (the default: schedq's hand-written plugins) or
 	// upstream: lone pods go through kube-scheduler v1.37.2's framework
