@@ -81,12 +81,18 @@ func storeOf(inf cache.SharedIndexInformer) cache.Store {
 }
 
 // scenarioOf is the simulator's scheduler set up as the live one: the same
-// scoring, percentage of nodes to score, backoff, wake budget and
+// plugins (kube-scheduler's with the --config profile, or schedq's with
+// their scoring), percentage of nodes to score, backoff, wake budget and
 // fairness, with gangs and preemption on.
 func scenarioOf(o Options) *sim.Scenario {
 	sc := &sim.Scenario{Name: "live", Seed: 1}
-	if o.Scoring == plugins.BalancedAllocation {
-		sc.Scheduler.Scoring = "balanced"
+	switch {
+	case o.Config.Upstream:
+		sc.Scheduler.Plugins, sc.Scheduler.Config = sim.PluginsUpstream, o.Config.File
+	case o.Scoring == plugins.BalancedAllocation:
+		sc.Scheduler.Plugins, sc.Scheduler.Scoring = sim.PluginsSchedq, "balanced"
+	default:
+		sc.Scheduler.Plugins = sim.PluginsSchedq
 	}
 	sc.Scheduler.PercentageOfNodesToScore = o.PercentageOfNodesToScore
 	sc.Scheduler.Preemption = &sim.PreemptionSpec{}

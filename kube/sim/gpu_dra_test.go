@@ -64,8 +64,8 @@ func TestTraceGPUsAsDRADevices(t *testing.T) {
 // DynamicResources, so gpuModel dra without them is refused.
 func TestGPUModelDRANeedsUpstreamPlugins(t *testing.T) {
 	sc := &Scenario{Name: "dra", Seed: 1, Trace: &TraceSpec{Format: TraceAlibabaGPU, Dir: "testdata/alibaba"}}
-	sc.Scheduler.GPUModel = GPUModelDRA
-	if _, err := Run(sc, Options{}); err == nil || !strings.Contains(err.Error(), "set scheduler.plugins: upstream") {
+	sc.Scheduler.GPUModel, sc.Scheduler.Plugins = GPUModelDRA, PluginsSchedq
+	if _, err := Run(sc, Options{}); err == nil || !strings.Contains(err.Error(), "drop scheduler.plugins: schedq") {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -88,7 +88,7 @@ func TestBadScenarios(t *testing.T) {
 
 func TestSet(t *testing.T) {
 	sc := load(t, "NodeArrival")
-	for _, kv := range [][2]string{{"popFromBackoff", "false"}, {"hints", "false"}, {"maxBackoff", "30s"}, {"scoring", "balanced"}, {"seed", "9"}} {
+	for _, kv := range [][2]string{{"popFromBackoff", "false"}, {"hints", "false"}, {"maxBackoff", "30s"}, {"plugins", "schedq"}, {"scoring", "balanced"}, {"seed", "9"}} {
 		if err := sc.Set(kv[0], kv[1]); err != nil {
 			t.Errorf("Set(%s, %s): %v", kv[0], kv[1], err)
 		}

@@ -165,8 +165,10 @@ func TestSnapshotVolumesAndDevices(t *testing.T) {
 // TestSnapshotObjectsNeedUpstreamPlugins: schedq's own plugins would
 // ignore a snapshot's volumes and devices, so the run is refused.
 func TestSnapshotObjectsNeedUpstreamPlugins(t *testing.T) {
-	_, err := Run(snapshotScenario("testdata/snapshot/dra.yaml"), Options{})
-	if err == nil || !strings.Contains(err.Error(), "set scheduler.plugins: upstream") {
+	sc := snapshotScenario("testdata/snapshot/dra.yaml")
+	sc.Scheduler.Plugins = PluginsSchedq
+	_, err := Run(sc, Options{})
+	if err == nil || !strings.Contains(err.Error(), "drop scheduler.plugins: schedq") {
 		t.Fatalf("got %v", err)
 	}
 }

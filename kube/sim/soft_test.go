@@ -16,6 +16,7 @@ func TestSoftConstraintsCountedNotLogged(t *testing.T) {
 	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
 	defer slog.SetDefault(prev)
 	sc, err := Parse([]byte(`name: soft
+scheduler: {plugins: schedq}
 nodes: [{name: n, count: 2, capacity: {cpu: "8", memory: 16Gi}}]
 pods:
 - {name: p, count: 5, requests: {cpu: "1"}, tolerations: [{key: k, operator: Exists, effect: PreferNoSchedule}]}

@@ -21,13 +21,13 @@ import (
 
 // Plugin sets of SchedulerSpec.Plugins.
 const (
-	PluginsSchedq   = "schedq"   // schedq's hand-written plugins (the default)
-	PluginsUpstream = "upstream" // kube-scheduler v1.37.2's framework and in-tree plugins
+	PluginsUpstream = "upstream" // kube-scheduler v1.37.2's framework and in-tree plugins (the default)
+	PluginsSchedq   = "schedq"   // schedq's hand-written plugins, deprecated
 )
 
-// upstream reports whether the scenario runs lone pods through
-// kube-scheduler's framework.
-func (sp SchedulerSpec) upstream() bool { return sp.Plugins == PluginsUpstream }
+// upstream reports whether the scenario schedules through
+// kube-scheduler's framework: unless it asks for schedq's plugins.
+func (sp SchedulerSpec) upstream() bool { return sp.Plugins != PluginsSchedq }
 
 // newFramework builds kube-scheduler's framework for a scenario that asks
 // for it (nil otherwise): the profile of scheduler.config, or the default
@@ -41,10 +41,10 @@ func (s *sim) newFramework(ctx context.Context, cfg *schedq.Config[types.Namespa
 	sp := s.sc.Scheduler
 	if !sp.upstream() {
 		if sp.GPUModel == GPUModelDRA {
-			return nil, fmt.Errorf("scheduler.gpuModel: dra needs kube-scheduler's DynamicResources plugin: set scheduler.plugins: upstream (--upstream-plugins)")
+			return nil, fmt.Errorf("scheduler.gpuModel: dra needs kube-scheduler's DynamicResources plugin: drop scheduler.plugins: schedq (--upstream-plugins=false)")
 		}
 		if f := s.sc.upstreamOnly(); f != "" {
-			return nil, fmt.Errorf("%s: only kube-scheduler's plugins read it, and schedq's would ignore it: set scheduler.plugins: upstream (--upstream-plugins)", f)
+			return nil, fmt.Errorf("%s: only kube-scheduler's plugins read it, and schedq's would ignore it: drop scheduler.plugins: schedq (--upstream-plugins=false)", f)
 		}
 		return nil, nil
 	}
@@ -89,15 +89,15 @@ func (sp SchedulerSpec) validatePlugins(bad func(string, string, ...any)) {
 	}
 	if sp.upstream() {
 		if len(sp.DisablePlugins) > 0 {
-			bad("scheduler.disablePlugins", "names schedq's plugins; with plugins: upstream, disable plugins in the profile of scheduler.config")
+			bad("scheduler.disablePlugins", "names schedq's plugins (plugins: schedq); with kube-scheduler's, the default, disable plugins in the profile of scheduler.config")
 		}
 		if sp.Scoring != "" {
-			bad("scheduler.scoring", "sets schedq's scoring; with plugins: upstream, the profile of scheduler.config scores")
+			bad("scheduler.scoring", "sets the scoring of schedq's plugins (plugins: schedq); with kube-scheduler's, the default, set NodeResourcesFit's scoringStrategy in the profile of scheduler.config")
 		}
 		return
 	}
 	if sp.Config != "" {
-		bad("scheduler.config", "is kube-scheduler's profile: set scheduler.plugins: upstream (--upstream-plugins) too")
+		bad("scheduler.config", "is kube-scheduler's profile, which plugins: schedq does not run")
 	}
 }
 

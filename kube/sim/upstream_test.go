@@ -67,7 +67,7 @@ func TestUpstreamDeterministic(t *testing.T) {
 func TestUpstreamSettingsRefused(t *testing.T) {
 	for _, tc := range []struct{ key, value, want string }{
 		{"plugins", "kube", `scheduler.plugins: "kube" is not schedq or upstream`},
-		{"scoring", "balanced", "scheduler.scoring: sets schedq's scoring"},
+		{"scoring", "balanced", "scheduler.scoring: sets the scoring of schedq's plugins"},
 	} {
 		sc := upstreamScenario(t, "NodeArrival")
 		err := sc.Set(tc.key, tc.value)
@@ -76,8 +76,11 @@ func TestUpstreamSettingsRefused(t *testing.T) {
 		}
 	}
 	sc := load(t, "NodeArrival")
+	if err := sc.Set("plugins", PluginsSchedq); err != nil {
+		t.Fatal(err)
+	}
 	if err := sc.Set("config", "x.yaml"); err == nil || !strings.Contains(err.Error(), "scheduler.config: is kube-scheduler's profile") {
-		t.Errorf("config without upstream: %v", err)
+		t.Errorf("config with schedq's plugins: %v", err)
 	}
 }
 
@@ -155,7 +158,7 @@ func TestUpstreamFieldsRefused(t *testing.T) {
 			t.Errorf("%s: %v, want %q", tc.yaml, err, tc.want)
 		}
 	}
-	sc, err := Parse([]byte("name: x\npods:\n  - {name: p, count: 1, hostPorts: [80]}\n"))
+	sc, err := Parse([]byte("name: x\nscheduler: {plugins: schedq}\npods:\n  - {name: p, count: 1, hostPorts: [80]}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,6 +87,7 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 			if seed.set {
 				sc.Seed = seed.v
 			}
+			fw.set = cmd.Flags().Changed("upstream-plugins")
 			if err := fw.apply(sc, ""); err != nil {
 				return err
 			}
@@ -173,8 +174,8 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 	gf.register(f)
 	f.StringVar(&in.snapshot, "snapshot", "", "start from a cluster saved with kubectl get nodes,pods -A -o yaml (a file or a directory of them)")
 	f.StringVar(&in.records, "records", "", "write one record per pod to this file (.jsonl or .csv)")
-	f.BoolVar(&fw.upstream, "upstream-plugins", false, "schedule lone pods with kube-scheduler v1.37.2's framework and plugins (the scenario's scheduler.plugins: upstream), and gangs, preempting with its DefaultPreemption")
-	f.StringVar(&fw.config, "config", "", "with --upstream-plugins: a KubeSchedulerConfiguration file whose one profile replaces the default (scheduler.config)")
+	f.BoolVar(&fw.upstream, "upstream-plugins", true, "schedule with kube-scheduler v1.37.2's framework and plugins, for lone pods and gangs, preempting with its DefaultPreemption (the scenario's scheduler.plugins: upstream, the default); =false: schedq's own hand-written plugins (plugins: schedq), deprecated, faster, which ignore topology spread, volumes, host ports, DRA and soft affinity")
+	f.StringVar(&fw.config, "config", "", "a KubeSchedulerConfiguration file whose one profile replaces kube-scheduler's default (scheduler.config)")
 	f.StringVar(&in.series, "series", "", "write the sub-queue sizes and the cluster's allocation over virtual time to this file (.csv)")
 	return cmd
 }
@@ -257,14 +258,19 @@ func isTerminal(w io.Writer) bool {
 // frameworkFlags are --upstream-plugins and --config.
 type frameworkFlags struct {
 	upstream bool
+	set      bool // --upstream-plugins was given: it overrides the scenario's plugins
 	config   string
 }
 
 // apply sets the flags on sc, except a setting that --compare (compare)
 // changes in the second run.
 func (f frameworkFlags) apply(sc *sim.Scenario, compare string) error {
-	if f.upstream && !strings.Contains(compare, "plugins=") {
-		if err := sc.Set("plugins", sim.PluginsUpstream); err != nil {
+	if f.set && !strings.Contains(compare, "plugins=") {
+		p := sim.PluginsSchedq
+		if f.upstream {
+			p = sim.PluginsUpstream
+		}
+		if err := sc.Set("plugins", p); err != nil {
 			return fmt.Errorf("--upstream-plugins: %w", err)
 		}
 	}

@@ -47,3 +47,35 @@ func TestSimulateBadScenarioFile(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulatePluginsDefault: the simulator schedules with kube-scheduler's
+// plugins unless told otherwise; --upstream-plugins, given either way,
+// overrides the scenario's scheduler.plugins, and left out, does not.
+func TestSimulatePluginsDefault(t *testing.T) {
+	dir := t.TempDir()
+	schedqFile := filepath.Join(dir, "schedq.yaml")
+	plain := filepath.Join(dir, "plain.yaml")
+	pods := "nodes: [{name: n, count: 1, capacity: {cpu: \"1\"}}]\npods: [{name: p, count: 1}]\n"
+	if err := os.WriteFile(schedqFile, []byte("name: s\nscheduler: {plugins: schedq}\n"+pods), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(plain, []byte("name: p\n"+pods), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const upstream, own = "kube-scheduler v1.37.2's plugins", "least-allocated"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"default", []string{"--scenario", plain}, upstream},
+		{"flag false", []string{"--scenario", plain, "--upstream-plugins=false"}, own},
+		{"scenario schedq", []string{"--scenario", schedqFile}, own},
+		{"flag true over scenario", []string{"--scenario", schedqFile, "--upstream-plugins"}, upstream},
+	} {
+		out, err := execute(append([]string{"simulate", "--progress", "off", "--no-wall"}, tc.args...)...)
+		if err != nil || !strings.Contains(out, "bind 20ms, "+tc.want) {
+			t.Errorf("%s: error %v, output %q; want %q", tc.name, err, out, tc.want)
+		}
+	}
+}
