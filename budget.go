@@ -81,8 +81,9 @@ func (c *Core[K, T]) wakeWithin(b Budget[T], label string, ready []*entry[K, T],
 		b.Return(e.Item) // undone: they are offered again, in pop order
 	}
 	c.popOrder(ready)
+	var full classSet
 	for _, e := range ready {
-		if b.Take(e.Item) {
+		if c.take(b, e, &full) {
 			c.wake(g, e, label, now)
 			continue
 		}
@@ -148,6 +149,26 @@ type orderKey struct {
 	prio int32
 	i    int32
 	ts   int64
+}
+
+// take offers e to b, unless an item of e's class found no room in b
+// earlier in the same offer (Config.ClassBudget; full holds those
+// classes). Within one offer the room only shrinks: Take is additive, and
+// an item that a PreEnqueue check parks again gives back only what it
+// took, so a class that did not fit still does not. O(1) besides Take,
+// once full has its map.
+func (c *Core[K, T]) take(b Budget[T], e *entry[K, T], full *classSet) bool {
+	if !c.cfg.ClassBudget || c.cfg.HintClass == nil {
+		return b.Take(e.Item)
+	}
+	if full.has(e.hclass) {
+		return false
+	}
+	if b.Take(e.Item) {
+		return true
+	}
+	full.first(e.hclass)
+	return false
 }
 
 // wake requeues e with the strategy its hints chose; it then holds the
@@ -228,14 +249,16 @@ func (c *Core[K, T]) wakeDormant(key string, rk *roomKey[K, T], now time.Time) {
 }
 
 // offer wakes the deferred items of g that fit now, in order, then settles
-// g. O(d) for d deferred items, plus the requeues.
+// g. O(d) for d deferred items, plus the requeues; a Take per item, or
+// with Config.ClassBudget per class until a class finds no room.
 func (c *Core[K, T]) offer(g *roomGroup[K, T], now time.Time) {
 	kept := g.deferred[:0]
+	var full classSet
 	for _, e := range g.deferred {
 		if !e.more.deferred.has(g) {
 			continue
 		}
-		if g.b.Take(e.Item) {
+		if c.take(g.b, e, &full) {
 			c.wake(g, e, g.label, now)
 			continue
 		}

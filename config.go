@@ -98,6 +98,15 @@ type Config[K comparable, T any] struct {
 	// run under the lock: they keep state, but must be fast and must not
 	// block or call back into the queue.
 	Budget func(ev Event, oldObj, newObj any) (Budget[T], bool)
+	// ClassBudget, with Budget and HintClass set, says that a budget's
+	// Take also answers alike for items of one hint class, given the same
+	// room (they ask for the same room, as pods of one template do). Once
+	// an item of a class does not fit in an event's room, the queue then
+	// offers that room to no later item of the class, until room comes
+	// back within the offer: an offer of room costs a Take per class that
+	// does not fit, not per item. The items skipped are deferred as if
+	// Take had said no. Without HintClass it does nothing.
+	ClassBudget bool
 	// Match reports whether a registered event covers a sent one. Nil: the
 	// kinds agree (or the registered Kind is AnyKind) and the action bits
 	// overlap. A registration with AnyKind and AnyAction hears every event

@@ -25,6 +25,16 @@ func (s *classSet) reset() {
 	}
 }
 
+// has reports whether class is in s. O(1) once the set uses its map,
+// O(k) for k classes before.
+func (s *classSet) has(class uint64) bool {
+	if s.big {
+		_, ok := s.many[class]
+		return ok
+	}
+	return slices.Contains(s.few, class)
+}
+
 // first adds class to s and reports whether it was new. O(1) amortized
 // once the set uses its map, O(k) for k classes before.
 func (s *classSet) first(class uint64) bool {

@@ -199,6 +199,7 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	qcfg.InitialBackoff, qcfg.MaxBackoff = o.Config.InitialBackoff, o.Config.MaxBackoff
 	if !o.NoWakeBudget {
 		qcfg.Budget = scheduler.WakeBudget(c)
+		qcfg.ClassBudget = true // see WakeBudget
 	}
 	lib, libQuiet := libraryLogger(quiet.next)
 	go libQuiet.run(ctx)

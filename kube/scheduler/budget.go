@@ -16,6 +16,11 @@ import (
 // events are not limited. One ledger of promised room serves every event,
 // so two events on one node do not promise its room twice. This goes beyond
 // kube-scheduler, which wakes every pod whose hint accepts the event.
+//
+// A budget's Take reads only the pod's requests, which are equal for the
+// pods of one PodHintClass (equal specs, no resize status), so the queue
+// may set Config.ClassBudget with it: an event's room is then offered to
+// one pod per class that does not fit, not to every parked pod.
 func WakeBudget(c *Cache) func(ev schedq.Event, oldObj, newObj any) (schedq.Budget[*v1.Pod], bool) {
 	ledger := plugins.NewRoomLedger(c)
 	return func(ev schedq.Event, oldObj, newObj any) (schedq.Budget[*v1.Pod], bool) {

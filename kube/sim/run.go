@@ -201,6 +201,7 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	}
 	if q.WakeBudget == nil || *q.WakeBudget {
 		cfg.Budget = scheduler.WakeBudget(cache)
+		cfg.ClassBudget = true // see WakeBudget
 	}
 	core, err := schedq.NewCore(cfg)
 	if err != nil {
