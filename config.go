@@ -38,7 +38,7 @@ type Config[K comparable, T any] struct {
 	// per class: in a group, of one member per class; across the parked
 	// items, the first item of a class asks and the others of the class
 	// take its answer (remembered for that request only, in a table of
-	// 64 answers, so with many classes some are asked again). A class
+	// 256 answers, so with many classes some are asked again). A class
 	// that joins items the hints tell apart makes items miss events
 	// until the leftover flush. Nil: every item is asked. The recorder
 	// hears only the hint calls made. It runs under the lock when an
