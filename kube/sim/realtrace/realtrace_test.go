@@ -3,6 +3,12 @@
 // $SCHEDQ_ALIBABA_TRACE, or from ../shared/traces/alibaba-gpu-v2023 beside
 // the checkout. Without it the package's "ok" line ends in
 // "[no tests to run]".
+//
+// Under the race detector it runs nothing and says so: the replay is
+// single-threaded, so the detector has nothing to find in it, and two
+// replays of the whole trace on kube-scheduler's plugins take more than
+// the test command's 30 minutes there (61 s of CPU each without it).
+// .ci/run runs the package again without -race.
 package realtrace
 
 import (
@@ -18,6 +24,10 @@ import (
 var dir string
 
 func TestMain(m *testing.M) {
+	if raceDetector {
+		fmt.Println("SKIP: realtrace: not under -race (a single-threaded replay of minutes); run go test -count=1 ./kube/sim/realtrace, as .ci/run does\ntesting: warning: no tests to run")
+		os.Exit(0)
+	}
 	dir = os.Getenv("SCHEDQ_ALIBABA_TRACE")
 	if dir == "" {
 		dir = filepath.Join("..", "..", "..", "..", "shared", "traces", "alibaba-gpu-v2023")
