@@ -21,6 +21,7 @@ func nsStats(t *testing.T, r *Report, ns string) NamespaceStats {
 // schedule is within 2x of what it is alone; without it, the small
 // namespace waits behind the flood.
 func TestTenantFlood(t *testing.T) {
+	longReplay(t)
 	fair := run(t, load(t, "TenantFlood"))
 	sc := load(t, "TenantFlood")
 	if err := sc.Set("fairness", "false"); err != nil {

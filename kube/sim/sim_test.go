@@ -36,9 +36,21 @@ func text(r *Report) string {
 	return b.String()
 }
 
+// longReplay skips t under the race detector: t replays built-in
+// scenarios of thousands of pods on kube-scheduler's plugins on one
+// goroutine, where the detector has nothing to find and which take many
+// minutes with it. .ci/run runs the package again without -race.
+func longReplay(t *testing.T) {
+	t.Helper()
+	if raceDetector {
+		t.Skip("a long single-threaded replay: checked without -race (.ci/run runs kube/sim so)")
+	}
+}
+
 // TestGolden runs every built-in scenario and compares its summary with
 // testdata/NAME.golden. Regenerate with: go test ./sim -run Golden -update
 func TestGolden(t *testing.T) {
+	longReplay(t)
 	for _, name := range Builtins() {
 		t.Run(name, func(t *testing.T) {
 			checkGolden(t, filepath.Join("testdata", name+".golden"), text(run(t, load(t, name))))
@@ -49,6 +61,7 @@ func TestGolden(t *testing.T) {
 // TestDeterminism: the same scenario and seed give the same bytes, text
 // and JSON; another seed may differ.
 func TestDeterminism(t *testing.T) {
+	longReplay(t)
 	sc := load(t, "MixedChurn")
 	a, b := run(t, sc), run(t, load(t, "MixedChurn"))
 	if text(a) != text(b) {
@@ -65,6 +78,7 @@ func TestDeterminism(t *testing.T) {
 // TestInvariantsHoldThroughout runs a scenario with the queue's invariant
 // checker after every step.
 func TestInvariantsHoldThroughout(t *testing.T) {
+	longReplay(t)
 	sc := load(t, "MixedChurn")
 	if _, err := Run(sc, Options{CheckInvariants: true}); err != nil {
 		t.Fatal(err)
@@ -73,6 +87,7 @@ func TestInvariantsHoldThroughout(t *testing.T) {
 
 // Each queue feature has a scenario whose result shows it.
 func TestFeatures(t *testing.T) {
+	longReplay(t)
 	t.Run("hints save the attempts that irrelevant nodes would cause", func(t *testing.T) {
 		on := run(t, load(t, "NodeArrival"))
 		sc := load(t, "NodeArrival")
