@@ -16,6 +16,14 @@ import (
 type allocation struct {
 	alloc, used amounts
 	series      []AllocSample
+	// frag follows the GPUs' fragmentation in a trace replay on the
+	// device model; nil otherwise.
+	frag *fragMeter
+	// gpuMilliHours is the integral of the requested GPU amount over
+	// virtual time, up to lastT; level is that amount as of lastT.
+	gpuMilliHours float64
+	lastT         time.Duration
+	level         int64
 }
 
 // amounts is CPU in millicores, memory in bytes and GPU in the resource's
@@ -46,25 +54,45 @@ func isGPU(name v1.ResourceName) bool { return strings.Contains(strings.ToLower(
 type AllocSample struct {
 	T             time.Duration
 	CPU, Mem, GPU float64
+	// Frag and FragRatio are the paper's fragmentation of the GPUs over
+	// their capacity and over their unallocated capacity, when the run
+	// measures it (AllocSummary.Frag); 0 otherwise.
+	Frag, FragRatio float64
 }
 
 func podAmounts(p *v1.Pod) amounts {
 	return amountsOf(framework.NewResource(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})))
 }
 
-func (a *allocation) podAdded(now time.Time, p *v1.Pod) { a.used.add(podAmounts(p), 1); a.sample(now) }
+func (a *allocation) podAdded(now time.Time, p *v1.Pod) {
+	a.used.add(podAmounts(p), 1)
+	if a.frag != nil {
+		a.frag.podAdded(p)
+	}
+	a.sample(now)
+}
+
 func (a *allocation) podRemoved(now time.Time, p *v1.Pod) {
 	a.used.add(podAmounts(p), -1)
+	if a.frag != nil {
+		a.frag.podRemoved(p)
+	}
 	a.sample(now)
 }
 
 func (a *allocation) nodeAdded(now time.Time, n *v1.Node) {
 	a.alloc.add(amountsOf(framework.NewResource(n.Status.Allocatable)), 1)
+	if a.frag != nil {
+		a.frag.nodeAdded(n)
+	}
 	a.sample(now)
 }
 
 func (a *allocation) nodeRemoved(now time.Time, n *v1.Node) {
 	a.alloc.add(amountsOf(framework.NewResource(n.Status.Allocatable)), -1)
+	if a.frag != nil {
+		a.frag.nodeRemoved(n)
+	}
 	a.sample(now)
 }
 
@@ -78,7 +106,19 @@ func frac(used, alloc int64) float64 {
 // sample records the fractions at now, replacing a sample of the same
 // instant.
 func (a *allocation) sample(now time.Time) {
+	if t := now.Sub(epoch); t > a.lastT {
+		a.gpuMilliHours += float64(a.level) * (t - a.lastT).Hours()
+		a.lastT = t
+	}
+	a.level = a.used.gpu
 	s := AllocSample{T: now.Sub(epoch), CPU: frac(a.used.cpu, a.alloc.cpu), Mem: frac(a.used.mem, a.alloc.mem), GPU: frac(a.used.gpu, a.alloc.gpu)}
+	if a.frag != nil {
+		st := a.frag.stats()
+		if st.Capacity > 0 {
+			s.Frag = st.Frag / float64(st.Capacity)
+		}
+		s.FragRatio = st.FragRatio()
+	}
 	if n := len(a.series); n > 0 && a.series[n-1].T == s.T {
 		a.series[n-1] = s
 		return
@@ -97,6 +137,22 @@ type AllocSummary struct {
 	PeakGPU  float64 `json:"peakGPU"`
 	HasGPU   bool    `json:"hasGPU"`
 	Duration float64 `json:"seconds"` // the window the means are over
+	// Frag is the GPUs' fragmentation, when the run measures it.
+	Frag *FragSummary `json:"gpuFragmentation,omitempty"`
+}
+
+// FragSummary is the paper's fragmentation of the cluster's GPUs over a
+// run, against the trace's typical workload: time-weighted means and
+// peaks of the fragmented GPU capacity over the whole (Frag) and over the
+// unallocated capacity (Ratio), and the ratio at the first instant of the
+// GPU allocation's peak.
+type FragSummary struct {
+	Kinds       int     `json:"workloadKinds"`
+	MeanFrag    float64 `json:"meanFrag"`
+	PeakFrag    float64 `json:"peakFrag"`
+	MeanRatio   float64 `json:"meanRatio"`
+	PeakRatio   float64 `json:"peakRatio"`
+	RatioAtPeak float64 `json:"ratioAtGPUPeak"`
 }
 
 // summarize weighs each sample by how long it held, up to end.
@@ -119,4 +175,26 @@ func summarize(series []AllocSample, end time.Duration, hasGPU bool) AllocSummar
 		s.PeakCPU, s.PeakMem, s.PeakGPU = max(s.PeakCPU, x.CPU), max(s.PeakMem, x.Mem), max(s.PeakGPU, x.GPU)
 	}
 	return s
+}
+
+// summarizeFrag weighs the fragmentation of each sample by how long it
+// held, up to end, as summarize does. O(samples).
+func summarizeFrag(series []AllocSample, end time.Duration, kinds int) *FragSummary {
+	f := &FragSummary{Kinds: kinds}
+	peakGPU := -1.0
+	for i, x := range series {
+		next := end
+		if i+1 < len(series) {
+			next = min(end, series[i+1].T)
+		}
+		if w := next - x.T; w > 0 && end > 0 {
+			f.MeanFrag += x.Frag * float64(w) / float64(end)
+			f.MeanRatio += x.FragRatio * float64(w) / float64(end)
+		}
+		f.PeakFrag, f.PeakRatio = max(f.PeakFrag, x.Frag), max(f.PeakRatio, x.FragRatio)
+		if x.GPU > peakGPU {
+			peakGPU, f.RatioAtPeak = x.GPU, x.FragRatio
+		}
+	}
+	return f
 }

@@ -49,6 +49,10 @@ svg text{font-size:11px;fill:#555} svg text.mk{fill:#444;font-weight:600}
 {{if .ShowAlloc}}<h2>Cluster allocation over virtual time</h2>
 <div class="legend"><span><i style="border-color:#2563eb"></i>cpu</span><span><i style="border-color:#d97706"></i>memory</span>{{if .Base.Allocation.HasGPU}}<span><i style="border-color:#7c3aed"></i>gpu</span>{{end}}{{template "runs" .}}</div>
 {{template "chart" .Alloc}}{{end}}
+{{if .ShowFrag}}<h2>GPU fragmentation over virtual time</h2>
+<p class="cap">Fragmented: the free GPU capacity that the pod list's typical pod could not use (the GPU-sharing paper's measure), over all GPUs and over the unallocated ones.</p>
+<div class="legend"><span><i style="border-color:#7c3aed"></i>gpu allocated</span><span><i style="border-color:#dc2626"></i>gpu fragmented</span><span><i style="border-color:#059669"></i>fragmented of unallocated</span>{{template "runs" .}}</div>
+{{template "chart" .Frag}}{{end}}
 <h2>Sub-queue sizes over virtual time</h2>
 <p class="cap">One panel per place, each on its own scale. Each column shows the largest size in its slice of time; the peaks are the run's exact peaks.</p>
 <div id="queue-panels">{{range .Panels}}{{$pn := .Name}}<div class="panel" data-panel="{{.Name}}"><div class="ptitle"><i style="background:{{.Color}}"></i>{{.Name}}: peak {{range $i, $p := .Peaks}}{{if $i}} / {{end}}<span class="peak" data-series="{{$pn}}" data-run="{{index $.RunNamesList $i}}">{{$p}}</span>{{end}}{{if $.Compare}} ({{$.RunNames}}; the second dashed){{end}}</div>
@@ -106,6 +110,8 @@ type pageData struct {
 	Pods, CDF    svgChart
 	Alloc        svgChart
 	ShowAlloc    bool
+	Frag         svgChart
+	ShowFrag     bool
 	Panels       []queuePanel
 	Markers      []markerView
 	Groups       []string
@@ -193,6 +199,9 @@ func writePage(w io.Writer, title string, runs []pageRun, win Window) error {
 	d.Panels = queuePanels(runs, win, ms)
 	if r := runs[0].R; r.showAlloc && r.Allocation != nil {
 		d.ShowAlloc, d.Alloc = true, allocChart(runs, win, ms)
+		if r.Allocation.Frag != nil {
+			d.ShowFrag, d.Frag = true, fragChart(runs, win, ms)
+		}
 	}
 	d.CDF, d.Groups, d.GroupsLeft = cdfChart(runs)
 	for _, m := range ms {

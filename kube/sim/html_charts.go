@@ -320,14 +320,37 @@ func cdfPoints(c *svgChart, g groupWaits, x func(float64) float64) string {
 // the largest fraction in its slice of time.
 func allocChart(runs []pageRun, w Window, ms []Marker) svgChart {
 	c := newChart("alloc-chart", "allocated fractions of the cluster over virtual time", 200)
-	parts := []struct {
-		name, color string
-		v           func(AllocSample) float64
-	}{
+	parts := []allocPart{
 		{"cpu", "#2563eb", func(a AllocSample) float64 { return a.CPU }},
 		{"memory", "#d97706", func(a AllocSample) float64 { return a.Mem }},
 		{"gpu", "#7c3aed", func(a AllocSample) float64 { return a.GPU }},
 	}
+	return fractionChart(c, parts, runs, w, ms)
+}
+
+// fragChart draws the GPUs' allocation rate and the paper's
+// fragmentation, over the whole GPU capacity and over the unallocated
+// capacity, over virtual time, per run.
+func fragChart(runs []pageRun, w Window, ms []Marker) svgChart {
+	c := newChart("frag-chart", "GPU allocation and fragmentation over virtual time", 200)
+	parts := []allocPart{
+		{"gpu allocated", "#7c3aed", func(a AllocSample) float64 { return a.GPU }},
+		{"gpu fragmented", "#dc2626", func(a AllocSample) float64 { return a.Frag }},
+		{"fragmented of unallocated", "#059669", func(a AllocSample) float64 { return a.FragRatio }},
+	}
+	return fractionChart(c, parts, runs, w, ms)
+}
+
+// allocPart is one line of a chart of fractions over virtual time.
+type allocPart struct {
+	name, color string
+	v           func(AllocSample) float64
+}
+
+// fractionChart draws parts of the runs' allocation samples, each column
+// holding the largest value in its slice of time, on a scale that fits
+// the peak.
+func fractionChart(c svgChart, parts []allocPart, runs []pageRun, w Window, ms []Marker) svgChart {
 	type line struct {
 		name, color, run, dash string
 		vals                   []int

@@ -71,7 +71,11 @@ func (s *sim) reportExtras(r *Report) {
 	s.x.alloc.sample(s.now)
 	r.Alloc = s.x.alloc.series
 	a := summarize(r.Alloc, s.now.Sub(epoch), s.x.alloc.alloc.gpu > 0)
+	if m := s.x.alloc.frag; m != nil {
+		a.Frag = summarizeFrag(r.Alloc, s.now.Sub(epoch), len(m.workload))
+	}
 	r.Allocation = &a
+	r.gpuHours = s.x.alloc.gpuMilliHours / 1000
 	r.Production = s.x.production
 	r.TraceSim = s.traceSim()
 	r.showAlloc = s.x.showAlloc
@@ -92,6 +96,10 @@ func (r *Report) writeExtras(p func(string, ...any), showAlloc bool) {
 			line += fmt.Sprintf(", gpu mean %.1f%% peak %.1f%%", 100*a.MeanGPU, 100*a.PeakGPU)
 		}
 		p("%s (of allocatable, time-weighted over the run)", line)
+		if f := a.Frag; f != nil {
+			p("gpu fragmented   mean %.1f%% peak %.1f%% of unallocated GPUs, %.1f%% at the gpu peak; mean %.1f%% peak %.1f%% of all GPUs (against the pod list's %d typical kinds)",
+				100*f.MeanRatio, 100*f.PeakRatio, 100*f.RatioAtPeak, 100*f.MeanFrag, 100*f.PeakFrag, f.Kinds)
+		}
 	}
 	if r.Production != nil {
 		r.writeProduction(p)
@@ -118,6 +126,18 @@ func compareExtras(row func(string, func(*Report) string), a, b *Report) {
 		if a.Allocation.HasGPU {
 			row("gpu allocated mean", pct(func(s *AllocSummary) float64 { return s.MeanGPU }))
 			row("gpu allocated peak", pct(func(s *AllocSummary) float64 { return s.PeakGPU }))
+			if a.Allocation.Frag != nil || b.Allocation.Frag != nil {
+				frag := func(f func(*FragSummary) float64) func(*Report) string {
+					return func(r *Report) string {
+						if r.Allocation.Frag == nil {
+							return "-"
+						}
+						return fmt.Sprintf("%.1f%%", 100*f(r.Allocation.Frag))
+					}
+				}
+				row("gpu fragmented mean", frag(func(f *FragSummary) float64 { return f.MeanRatio }))
+				row("gpu fragmented peak", frag(func(f *FragSummary) float64 { return f.PeakRatio }))
+			}
 		}
 	}
 	if pr := a.Production; pr != nil {

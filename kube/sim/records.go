@@ -151,10 +151,18 @@ var seriesColumns = []string{"t", "active", "backoff", "unschedulable", "gated",
 
 // WriteSeries writes, as CSV, the sub-queue sizes and the allocated
 // fractions of CPU, memory and GPU at every virtual instant either
-// changed (t in seconds); each row holds until the next.
+// changed (t in seconds); each row holds until the next. A run that
+// measures the GPUs' fragmentation adds two columns: gpu_frag, the
+// fragmented GPU capacity over the whole, and gpu_frag_ratio, over the
+// unallocated capacity.
 func (r *Report) WriteSeries(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	cw.Write(seriesColumns)
+	withFrag := r.Allocation != nil && r.Allocation.Frag != nil
+	if withFrag {
+		cw.Write(append(slices.Clone(seriesColumns), "gpu_frag", "gpu_frag_ratio"))
+	} else {
+		cw.Write(seriesColumns)
+	}
 	i, j := 0, 0
 	var q Sample
 	var a AllocSample
@@ -178,6 +186,9 @@ func (r *Report) WriteSeries(w io.Writer) error {
 		c := q.Counts
 		row := []string{ftoa(t.Seconds()), strconv.Itoa(c.Active), strconv.Itoa(c.Backoff), strconv.Itoa(c.Unschedulable),
 			strconv.Itoa(c.Gated), strconv.Itoa(c.InFlight), ftoa(a.CPU), ftoa(a.Mem), ftoa(a.GPU)}
+		if withFrag {
+			row = append(row, ftoa(a.Frag), ftoa(a.FragRatio))
+		}
 		if last != nil && slices.Equal(row[1:], last[1:]) {
 			continue // a new peak within an instant, not a new level
 		}

@@ -57,6 +57,9 @@ type Report struct {
 	Markers []Marker `json:"-"`
 	// showAlloc prints the allocation in the text report.
 	showAlloc bool
+	// gpuHours is the GPU capacity bound pods requested over the run, in
+	// GPU-hours (PolicyRowOf).
+	gpuHours float64
 	// PendingReasons groups the pods still pending by where they are and
 	// why (the queue's explanation and the last failure message).
 	PendingReasons []Count `json:"pendingReasons,omitempty"`

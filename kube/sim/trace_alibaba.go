@@ -376,6 +376,14 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 	if s.sc.Scheduler.GPUModel == GPUModelDRA {
 		s.traceGPUsAsDevices(t)
 	}
+	if s.x.gpu != nil {
+		reqs := make([]gpu.Request, len(t.pods))
+		for i, tp := range t.pods {
+			reqs[i] = gpu.Request{CPU: tp.cpuMilli, Mem: tp.memMiB, Count: int(tp.gpus), Share: tp.share, Models: tp.models}
+		}
+		s.x.gpu.workload = gpu.Typical(reqs, gpu.TypicalShare)
+		s.x.alloc.frag = newFragMeter(s.x.gpu, s.x.gpu.workload)
+	}
 	for _, n := range t.nodes {
 		if _, dup := s.cl.nodes[n.Name]; dup {
 			return fmt.Errorf("trace %s: node %s is also in the scenario", spec.Format, n.Name)
@@ -385,13 +393,6 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 		s.cl.nodeGroups[traceGroup] = append(s.cl.nodeGroups[traceGroup], n.Name)
 		s.x.alloc.nodeAdded(s.now, n)
 		s.h.AddNode(n)
-	}
-	if s.x.gpu != nil {
-		reqs := make([]gpu.Request, len(t.pods))
-		for i, tp := range t.pods {
-			reqs[i] = gpu.Request{CPU: tp.cpuMilli, Mem: tp.memMiB, Count: int(tp.gpus), Share: tp.share, Models: tp.models}
-		}
-		s.x.gpu.workload = gpu.Typical(reqs, gpu.TypicalShare)
 	}
 	if t.untimed {
 		s.loadBatch(spec, t)

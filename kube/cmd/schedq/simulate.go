@@ -75,10 +75,20 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 				}
 				return runGPUExperiment(stdout, &gf, in, first, output, noWall)
 			}
+			var sweep []string
+			if gf.sweep() {
+				var err error
+				if sweep, err = gf.checkSweep(cmd.Flags().Changed, in); err != nil {
+					return err
+				}
+			}
 			if err := in.check(); err != nil {
 				return err
 			}
 			in.gpuModel, in.gpuPolicy = gf.model, gf.policy
+			if sweep != nil {
+				in.gpuPolicy = ""
+			}
 			scenarioSet := cmd.Flags().Changed("scenario")
 			sc, err := in.load(scenario, scenarioSet)
 			if err != nil {
@@ -90,6 +100,39 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 			fw.set = cmd.Flags().Changed("upstream-plugins")
 			if err := fw.apply(sc, ""); err != nil {
 				return err
+			}
+			showProgress := progress == "on" || progress == "auto" && isTerminal(stderr)
+			run := func(sc *sim.Scenario, label string) (*sim.Report, error) {
+				o := sim.Options{CheckInvariants: check}
+				if showProgress {
+					o.Status = statusBar(stderr, label, time.Now)
+				}
+				r, err := sim.Run(sc, o)
+				if showProgress {
+					fmt.Fprintln(stderr)
+				}
+				return r, err
+			}
+			if sweep != nil {
+				scs, err := sweepScenarios(sweep, func(policy string) (*sim.Scenario, error) {
+					one := in
+					one.gpuPolicy = policy
+					s, err := one.load(scenario, scenarioSet)
+					if err != nil {
+						return nil, err
+					}
+					s.Seed = sc.Seed
+					return s, fw.apply(s, "")
+				})
+				if err != nil {
+					return err
+				}
+				if err := checkMemory(stderr, sc, memLimit); err != nil {
+					return err
+				}
+				return runPolicies(stdout, sweep, func(i int, name string) (*sim.Report, error) {
+					return run(scs[i], name)
+				}, output, noWall)
 			}
 			var alt *sim.Scenario
 			if compare != "" {
@@ -105,18 +148,6 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 			}
 			if err := checkMemory(stderr, sc, memLimit); err != nil {
 				return err
-			}
-			showProgress := progress == "on" || progress == "auto" && isTerminal(stderr)
-			run := func(sc *sim.Scenario, label string) (*sim.Report, error) {
-				o := sim.Options{CheckInvariants: check}
-				if showProgress {
-					o.Status = statusBar(stderr, label, time.Now)
-				}
-				r, err := sim.Run(sc, o)
-				if showProgress {
-					fmt.Fprintln(stderr)
-				}
-				return r, err
 			}
 			base, err := run(sc, sc.Name)
 			if err != nil {
