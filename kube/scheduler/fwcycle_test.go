@@ -55,6 +55,22 @@ func newFWFixture(t *testing.T, extra frameworkruntime.Registry, mutate func(*co
 	return f
 }
 
+// defaultFramework builds kube-scheduler's framework with its default
+// profile over an empty snapshot, closed when the test ends.
+func defaultFramework(t testing.TB) *profile.Framework {
+	t.Helper()
+	cfg, err := profile.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, err := profile.NewFrameworkOn(context.Background(), &cfg.Profiles[0], profile.Setup{Snapshot: backendcache.NewEmptySnapshot()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fw.Close() })
+	return fw
+}
+
 func zonedNode(name, zone string) *v1.Node {
 	n := node(name, 8000)
 	n.Labels = map[string]string{zoneLabel: zone, "kubernetes.io/hostname": name}

@@ -7,7 +7,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
-	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/plugins"
@@ -15,15 +14,7 @@ import (
 )
 
 func TestUseFrameworkHints(t *testing.T) {
-	cfg, err := profile.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fw, err := profile.NewFrameworkOn(context.Background(), &cfg.Profiles[0], profile.Setup{Snapshot: backendcache.NewEmptySnapshot()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fw.Close()
+	fw := defaultFramework(t)
 	qc := QueueConfig(plugins.Default(plugins.LeastAllocated))
 	if len(qc.Hints["NodePorts"]) != 0 {
 		t.Fatal("the hand-written profile has NodePorts hints; the test needs a plugin only upstream has")

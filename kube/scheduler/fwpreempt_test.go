@@ -15,12 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
-	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
-	"github.com/schedq/schedq/kube/profile"
 )
 
 // newFWPreemptFixture is newFWFixture with preemption on, through
@@ -222,15 +220,7 @@ func TestFrameworkPreemptionPanicFailsOnlyThatPod(t *testing.T) {
 // informers do: under -race, exactly one victim per preemptor, every
 // preemptor bound.
 func TestFrameworkPreemptionBurstWithChurn(t *testing.T) {
-	cfg, err := profile.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fw, err := profile.NewFrameworkOn(context.Background(), &cfg.Profiles[0], profile.Setup{Snapshot: backendcache.NewEmptySnapshot()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fw.Close() })
+	fw := defaultFramework(t)
 	churn := func(ctx context.Context, h *Handlers) {
 		for i := 0; ctx.Err() == nil; i++ {
 			name := fmt.Sprint("churn", i%3)

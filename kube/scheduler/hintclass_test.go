@@ -18,28 +18,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 	"github.com/schedq/schedq/kube/plugins"
-	"github.com/schedq/schedq/kube/profile"
 )
 
 // defaultFrameworkHints returns the hints of the framework path with
 // kube-scheduler's default profile, as UseFrameworkHints merges them.
 func defaultFrameworkHints(t *testing.T) schedq.Config[types.NamespacedName, *v1.Pod] {
 	t.Helper()
-	cfg, err := profile.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fw, err := profile.NewFrameworkOn(context.Background(), &cfg.Profiles[0], profile.Setup{Snapshot: backendcache.NewEmptySnapshot()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fw.Close() })
+	fw := defaultFramework(t)
 	qc := QueueConfig(plugins.Default(plugins.LeastAllocated))
 	if err := UseFrameworkHints(context.Background(), &qc, fw, klog.Background()); err != nil {
 		t.Fatal(err)
@@ -372,15 +362,7 @@ func (c *hintCounter) HintDone(_ int64, plugin, _ string, _ schedq.Hint, _ error
 // and where every pod went in the end. classes false turns HintClass off.
 func replicaRun(t *testing.T, classes bool) (map[string]int, map[string]string) {
 	t.Helper()
-	cfg, err := profile.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fw, err := profile.NewFrameworkOn(context.Background(), &cfg.Profiles[0], profile.Setup{Snapshot: backendcache.NewEmptySnapshot()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fw.Close()
+	fw := defaultFramework(t)
 	qc := QueueConfig(framework.Profile{})
 	if err := UseFrameworkHints(context.Background(), &qc, fw, klog.Background()); err != nil {
 		t.Fatal(err)
