@@ -55,9 +55,11 @@ type AllocSample struct {
 	T             time.Duration
 	CPU, Mem, GPU float64
 	// Frag and FragRatio are the paper's fragmentation of the GPUs over
-	// their capacity and over their unallocated capacity, when the run
-	// measures it (AllocSummary.Frag); 0 otherwise.
-	Frag, FragRatio float64
+	// their capacity and over their unallocated capacity, and Demand the
+	// GPU requests of every pod arrived so far (bound, pending or gone)
+	// over that capacity, when the run measures fragmentation
+	// (AllocSummary.Frag); 0 otherwise.
+	Frag, FragRatio, Demand float64
 }
 
 func podAmounts(p *v1.Pod) amounts {
@@ -70,6 +72,15 @@ func (a *allocation) podAdded(now time.Time, p *v1.Pod) {
 		a.frag.podAdded(p)
 	}
 	a.sample(now)
+}
+
+// podArrived counts a new pod's GPU request in the arrived demand, when
+// the run measures fragmentation. O(1).
+func (a *allocation) podArrived(now time.Time, p *v1.Pod) {
+	if a.frag != nil {
+		a.frag.podArrived(p)
+		a.sample(now)
+	}
 }
 
 func (a *allocation) podRemoved(now time.Time, p *v1.Pod) {
@@ -118,6 +129,7 @@ func (a *allocation) sample(now time.Time) {
 			s.Frag = st.Frag / float64(st.Capacity)
 		}
 		s.FragRatio = st.FragRatio()
+		s.Demand = a.frag.demand()
 	}
 	if n := len(a.series); n > 0 && a.series[n-1].T == s.T {
 		a.series[n-1] = s
@@ -153,7 +165,24 @@ type FragSummary struct {
 	MeanRatio   float64 `json:"meanRatio"`
 	PeakRatio   float64 `json:"peakRatio"`
 	RatioAtPeak float64 `json:"ratioAtGPUPeak"`
+	// AtDemand is the cluster when the arrived GPU demand first reached
+	// each of demandPoints, as in the paper's figures; points the run
+	// never reached are left out.
+	AtDemand []DemandPoint `json:"atDemand,omitempty"`
 }
+
+// DemandPoint is the GPUs' allocation rate and fragmentation at the first
+// instant the arrived GPU demand reached Demand (a fraction of the GPU
+// capacity).
+type DemandPoint struct {
+	Demand    float64 `json:"demand"`
+	Allocated float64 `json:"allocated"`
+	Frag      float64 `json:"frag"`
+	FragRatio float64 `json:"fragRatio"`
+}
+
+// demandPoints are the paper's points of arrived GPU demand.
+var demandPoints = []float64{0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3}
 
 // summarize weighs each sample by how long it held, up to end.
 func summarize(series []AllocSample, end time.Duration, hasGPU bool) AllocSummary {
@@ -194,6 +223,9 @@ func summarizeFrag(series []AllocSample, end time.Duration, kinds int) *FragSumm
 		f.PeakFrag, f.PeakRatio = max(f.PeakFrag, x.Frag), max(f.PeakRatio, x.FragRatio)
 		if x.GPU > peakGPU {
 			peakGPU, f.RatioAtPeak = x.GPU, x.FragRatio
+		}
+		for len(f.AtDemand) < len(demandPoints) && x.Demand >= demandPoints[len(f.AtDemand)]-1e-9 {
+			f.AtDemand = append(f.AtDemand, DemandPoint{Demand: demandPoints[len(f.AtDemand)], Allocated: x.GPU, Frag: x.Frag, FragRatio: x.FragRatio})
 		}
 	}
 	return f

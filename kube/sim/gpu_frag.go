@@ -25,6 +25,8 @@ type fragMeter struct {
 	// sum of their fragmentation.
 	capacity, used int64
 	frag           float64
+	// arrived is the GPU thousandths every pod arrived so far asked for.
+	arrived int64
 }
 
 type fragNode struct {
@@ -127,6 +129,23 @@ func (m *fragMeter) refresh(fn *fragNode) {
 	f := gpu.Frag(fn.n, m.workload)
 	m.frag += f - fn.frag
 	fn.frag = f
+}
+
+// podArrived adds a new pod's GPU request, in thousandths, to the arrived
+// demand. O(1).
+func (m *fragMeter) podArrived(p *v1.Pod) {
+	if r, ok := usageOfPod(p).request(); ok {
+		m.arrived += r.GPU()
+	}
+}
+
+// demand is the arrived GPU demand over the followed GPU capacity (0
+// without GPUs).
+func (m *fragMeter) demand() float64 {
+	if m.capacity <= 0 {
+		return 0
+	}
+	return float64(m.arrived) / float64(m.capacity)
 }
 
 // stats are the followed nodes' figures now.

@@ -85,8 +85,42 @@ func TestFragmentationSeries(t *testing.T) {
 	if err := r.WriteSeries(&b); err != nil {
 		t.Fatal(err)
 	}
-	if h, _, _ := strings.Cut(b.String(), "\n"); h != "t,active,backoff,unschedulable,gated,inflight,cpu,memory,gpu,gpu_frag,gpu_frag_ratio" {
+	if h, _, _ := strings.Cut(b.String(), "\n"); h != "t,active,backoff,unschedulable,gated,inflight,cpu,memory,gpu,gpu_frag,gpu_frag_ratio,gpu_demand" {
 		t.Errorf("series header %q", h)
+	}
+}
+
+// The arrived GPU demand of fragTrace, over its 2000 thousandths: a (500)
+// and c (none) at 0, 25%; b (1000) at 10 s, 75%, when a alone is bound:
+// the points of 50, 60 and 70% are all that instant (25% allocated, the
+// fragmentation 1/3 of all GPUs and 4/9 of the free ones), and the run
+// never reaches 80%.
+func TestFragmentationAgainstArrivedDemand(t *testing.T) {
+	r := run(t, traceScenario(fragTrace(t)))
+	var demand []float64
+	for _, a := range r.Alloc {
+		if n := len(demand); n == 0 || math.Abs(demand[n-1]-a.Demand) > 1e-9 {
+			demand = append(demand, a.Demand)
+		}
+	}
+	if want := []float64{0.25, 0.75}; len(demand) != 2 || math.Abs(demand[0]-want[0]) > 1e-9 || math.Abs(demand[1]-want[1]) > 1e-9 {
+		t.Errorf("arrived demand %v, want %v", demand, want)
+	}
+	at := r.Allocation.Frag.AtDemand
+	if len(at) != 3 {
+		t.Fatalf("points %+v, want 50, 60 and 70%%", at)
+	}
+	for i, p := range at {
+		if want := []float64{0.5, 0.6, 0.7}[i]; p.Demand != want || p.Allocated != 0.25 || math.Abs(p.Frag-1.0/3) > 1e-9 || math.Abs(p.FragRatio-4.0/9) > 1e-9 {
+			t.Errorf("point %d: %+v, want demand %v, 25%% allocated, frag 1/3, ratio 4/9", i, p, want)
+		}
+	}
+	var page bytes.Buffer
+	if err := r.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), `id="frag-demand-chart"`) {
+		t.Error("the page lacks the chart against arrived demand")
 	}
 }
 

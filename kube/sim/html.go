@@ -52,7 +52,10 @@ svg text{font-size:11px;fill:#555} svg text.mk{fill:#444;font-weight:600}
 {{if .ShowFrag}}<h2>GPU fragmentation over virtual time</h2>
 <p class="cap">Fragmented: the free GPU capacity that the pod list's typical pod could not use (the GPU-sharing paper's measure), over all GPUs and over the unallocated ones.</p>
 <div class="legend"><span><i style="border-color:#7c3aed"></i>gpu allocated</span><span><i style="border-color:#dc2626"></i>gpu fragmented</span><span><i style="border-color:#059669"></i>fragmented of unallocated</span>{{template "runs" .}}</div>
-{{template "chart" .Frag}}{{end}}
+{{template "chart" .Frag}}
+<h2>GPU fragmentation against arrived GPU demand</h2>
+<p class="cap">The same measures against the GPU requests of every pod arrived so far (bound, pending or gone), as a share of the GPU capacity: the GPU-sharing paper's horizontal axis. Pods that left still count as arrived.</p>
+{{template "chart" .FragDemand}}{{end}}
 <h2>Sub-queue sizes over virtual time</h2>
 <p class="cap">One panel per place, each on its own scale. Each column shows the largest size in its slice of time; the peaks are the run's exact peaks.</p>
 <div id="queue-panels">{{range .Panels}}{{$pn := .Name}}<div class="panel" data-panel="{{.Name}}"><div class="ptitle"><i style="background:{{.Color}}"></i>{{.Name}}: peak {{range $i, $p := .Peaks}}{{if $i}} / {{end}}<span class="peak" data-series="{{$pn}}" data-run="{{index $.RunNamesList $i}}">{{$p}}</span>{{end}}{{if $.Compare}} ({{$.RunNames}}; the second dashed){{end}}</div>
@@ -112,6 +115,7 @@ type pageData struct {
 	ShowAlloc    bool
 	Frag         svgChart
 	ShowFrag     bool
+	FragDemand   svgChart
 	Panels       []queuePanel
 	Markers      []markerView
 	Groups       []string
@@ -200,7 +204,7 @@ func writePage(w io.Writer, title string, runs []pageRun, win Window) error {
 	if r := runs[0].R; r.showAlloc && r.Allocation != nil {
 		d.ShowAlloc, d.Alloc = true, allocChart(runs, win, ms)
 		if r.Allocation.Frag != nil {
-			d.ShowFrag, d.Frag = true, fragChart(runs, win, ms)
+			d.ShowFrag, d.Frag, d.FragDemand = true, fragChart(runs, win, ms), fragDemandChart(runs)
 		}
 	}
 	d.CDF, d.Groups, d.GroupsLeft = cdfChart(runs)

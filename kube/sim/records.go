@@ -152,14 +152,15 @@ var seriesColumns = []string{"t", "active", "backoff", "unschedulable", "gated",
 // WriteSeries writes, as CSV, the sub-queue sizes and the allocated
 // fractions of CPU, memory and GPU at every virtual instant either
 // changed (t in seconds); each row holds until the next. A run that
-// measures the GPUs' fragmentation adds two columns: gpu_frag, the
-// fragmented GPU capacity over the whole, and gpu_frag_ratio, over the
-// unallocated capacity.
+// measures the GPUs' fragmentation adds three columns: gpu_frag, the
+// fragmented GPU capacity over the whole, gpu_frag_ratio, over the
+// unallocated capacity, and gpu_demand, the GPU requests of the pods
+// arrived so far over the capacity.
 func (r *Report) WriteSeries(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	withFrag := r.Allocation != nil && r.Allocation.Frag != nil
 	if withFrag {
-		cw.Write(append(slices.Clone(seriesColumns), "gpu_frag", "gpu_frag_ratio"))
+		cw.Write(append(slices.Clone(seriesColumns), "gpu_frag", "gpu_frag_ratio", "gpu_demand"))
 	} else {
 		cw.Write(seriesColumns)
 	}
@@ -187,7 +188,7 @@ func (r *Report) WriteSeries(w io.Writer) error {
 		row := []string{ftoa(t.Seconds()), strconv.Itoa(c.Active), strconv.Itoa(c.Backoff), strconv.Itoa(c.Unschedulable),
 			strconv.Itoa(c.Gated), strconv.Itoa(c.InFlight), ftoa(a.CPU), ftoa(a.Mem), ftoa(a.GPU)}
 		if withFrag {
-			row = append(row, ftoa(a.Frag), ftoa(a.FragRatio))
+			row = append(row, ftoa(a.Frag), ftoa(a.FragRatio), ftoa(a.Demand))
 		}
 		if last != nil && slices.Equal(row[1:], last[1:]) {
 			continue // a new peak within an instant, not a new level

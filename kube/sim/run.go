@@ -287,6 +287,7 @@ func (s *sim) arrive(p *v1.Pod) {
 	s.stats[p.UID] = st
 	s.order = append(s.order, st)
 	s.pl.add(key, st, p.Annotations[gangAnnotation] != "")
+	s.x.alloc.podArrived(s.now, p)
 	if s.fw != nil && len(p.Spec.ResourceClaims) > 0 {
 		s.makeClaims(p)
 	}
