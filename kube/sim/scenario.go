@@ -409,6 +409,7 @@ func (s *Scenario) Validate() error {
 		}
 	}
 	s.Scheduler.validatePlugins(bad)
+	s.checkGPUConfig(bad)
 	for i, p := range s.Scheduler.DisablePlugins {
 		if !slices.Contains(pluginNames, p) {
 			bad(fmt.Sprintf("scheduler.disablePlugins[%d]", i), "unknown plugin %q (known: %s)", p, strings.Join(pluginNames, ", "))
