@@ -11,10 +11,27 @@ import (
 	"github.com/schedq/schedq/kube/profile"
 )
 
-// gpuDeviceModel reports whether the scenario replays a trace on the
-// device model, the one GPUDevices implements.
-func (s *Scenario) gpuDeviceModel() bool {
-	return s.Trace != nil && (s.Scheduler.GPUModel == "" || s.Scheduler.GPUModel == GPUModelDevice)
+// gpuMode is how GPUDevices runs in a replay.
+type gpuMode int
+
+const (
+	gpuModeNone   gpuMode = iota // no trace, or gpuModel capacity: no GPUDevices
+	gpuModeDevice                // the device model: GPUDevices fits, scores and reserves
+	gpuModeDRA                   // gpuModel dra: DynamicResources allocates, GPUDevices only scores
+)
+
+// gpuMode is the scenario's: a trace on the device model (the default
+// with a trace) or on DRA, else none.
+func (s *Scenario) gpuMode() gpuMode {
+	switch {
+	case s.Trace == nil:
+		return gpuModeNone
+	case s.Scheduler.GPUModel == "" || s.Scheduler.GPUModel == GPUModelDevice:
+		return gpuModeDevice
+	case s.Scheduler.GPUModel == GPUModelDRA:
+		return gpuModeDRA
+	}
+	return gpuModeNone
 }
 
 // gpuPoints are GPUDevices' extension points that the device model needs:
@@ -29,13 +46,14 @@ var gpuPoints = []struct {
 }
 
 // applyGPUConfig sets GPUDevices in prof, a profile of scheduler.config
-// (or the default one), for the scenario sp, on the device model if
-// device (else prof must not name GPUDevices). The profile decides where
-// it names the plugin, and scheduler.gpuPolicy is a shorthand:
+// (or the default one), for the scenario sp in mode (with none, prof must
+// not name GPUDevices). The profile decides where it names the plugin,
+// and scheduler.gpuPolicy is a shorthand:
 //
-//   - GPUDevices is enabled at PreFilter, Filter and Reserve, where the
-//     profile does not enable it; disabling it there is an error (those
-//     are the device model itself);
+//   - on the device model, GPUDevices is enabled at PreFilter, Filter and
+//     Reserve, where the profile does not enable it; disabling it there
+//     is an error (those are the device model itself); with DRA, which
+//     fits and allocates the devices, enabling it there is an error;
 //   - the policy is GPUDevicesArgs.Policy, from pluginConfig or from
 //     scheduler.gpuPolicy (which sets the args); both, naming different
 //     policies, is an error naming both;
@@ -47,7 +65,7 @@ var gpuPoints = []struct {
 //   - GPUDevices enabled at score without a policy is an error.
 //
 // O(plugins of the profile).
-func applyGPUConfig(prof *config.KubeSchedulerProfile, sp SchedulerSpec, device bool) error {
+func applyGPUConfig(prof *config.KubeSchedulerProfile, sp SchedulerSpec, mode gpuMode) error {
 	where := cmpOr(sp.Config, "the default profile")
 	base := fieldpath.NewPath("profiles").Index(0)
 	if prof.Plugins == nil {
@@ -55,15 +73,22 @@ func applyGPUConfig(prof *config.KubeSchedulerProfile, sp SchedulerSpec, device 
 	}
 	p := prof.Plugins
 	argsAt := slices.IndexFunc(prof.PluginConfig, func(pc config.PluginConfig) bool { return pc.Name == profile.GPUDevices })
-	if !device {
+	if mode == gpuModeNone {
 		if at := gpuNamedAt(p); at != "" || argsAt >= 0 {
-			return fmt.Errorf("%s names %s (%s): it is the device model's plugin, which runs in a trace replay with gpuModel device",
+			return fmt.Errorf("%s names %s (%s): it is the GPU models' plugin, which runs in a trace replay with gpuModel device or dra",
 				where, profile.GPUDevices, cmpOr(at, base.Child("pluginConfig").Index(argsAt).String()))
 		}
 		return nil
 	}
 	for _, pt := range gpuPoints {
 		set := pt.set(p)
+		if mode == gpuModeDRA {
+			if has(set.Enabled, false) {
+				return fmt.Errorf("%s enables %s at %s: with gpuModel dra, DynamicResources fits and allocates the GPUs, and GPUDevices only scores",
+					where, profile.GPUDevices, pt.name)
+			}
+			continue
+		}
 		if disabled(set, false) || disabled(&p.MultiPoint, false) {
 			return fmt.Errorf("%s disables %s at %s: its PreFilter, Filter and Reserve are the device model (gpuModel: capacity has no per-GPU fit)",
 				where, profile.GPUDevices, pt.name)
@@ -174,7 +199,7 @@ func (s *Scenario) checkGPUConfig(bad func(string, string, ...any)) {
 	if err != nil || len(kcfg.Profiles) != 1 {
 		return
 	}
-	if err := applyGPUConfig(&kcfg.Profiles[0], sp, s.gpuDeviceModel()); err != nil {
+	if err := applyGPUConfig(&kcfg.Profiles[0], sp, s.gpuMode()); err != nil {
 		bad("scheduler.config", "%v", err)
 	}
 }

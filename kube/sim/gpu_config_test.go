@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
 	"github.com/schedq/schedq/kube/gpu"
@@ -99,7 +101,7 @@ func TestApplyGPUConfig(t *testing.T) {
 	)
 	for _, tc := range []struct {
 		name, config, flag string
-		noDevices          bool   // a replay without the device model
+		mode               string // "" (the device model), "none" or "dra"
 		policy             string // accepted: the args' policy
 		only               bool   // accepted: GPUDevices the only scorer
 		weight             int32  // accepted: its weight at score (0: not scoring)
@@ -123,14 +125,21 @@ func TestApplyGPUConfig(t *testing.T) {
 			want: []string{"gpu.yaml disables GPUDevices at preFilter"}},
 		{name: "multiPoint enabled scores too", config: "profiles:\n- plugins:\n    multiPoint:\n      enabled: [{name: GPUDevices, weight: 2}]\n",
 			want: []string{"enables GPUDevices at score without a policy"}},
-		{name: "named without the device model", config: argsAlone, noDevices: true,
-			want: []string{"gpu.yaml names GPUDevices (profiles[0].pluginConfig[", "gpuModel device"}},
-		{name: "enabled without the device model", config: scoreW5, noDevices: true,
+		{name: "named without the device model", config: argsAlone, mode: "none",
+			want: []string{"gpu.yaml names GPUDevices (profiles[0].pluginConfig[", "gpuModel device or dra"}},
+		{name: "dra: flag alone makes the policy the only scorer", mode: "dra", flag: "gpupacking", policy: "GpuPacking", only: true, weight: 1},
+		{name: "dra: config's weight and args", mode: "dra", config: scoreW5 + argsBest, policy: "BestFit", weight: 5},
+		{name: "dra: GPUDevices at filter", mode: "dra", config: "profiles:\n- plugins:\n    filter:\n      enabled: [{name: GPUDevices}]\n",
+			want: []string{"gpu.yaml enables GPUDevices at filter: with gpuModel dra, DynamicResources fits and allocates"}},
+		{name: "dra: score without a policy", mode: "dra", config: scoreW5,
+			want: []string{"gpu.yaml enables GPUDevices at score without a policy"}},
+		{name: "enabled without the device model", config: scoreW5, mode: "none",
 			want: []string{"gpu.yaml names GPUDevices (profiles[0].plugins.score.enabled[0])"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			prof := gpuProfileOf(t, tc.config)
-			err := applyGPUConfig(prof, SchedulerSpec{Config: "gpu.yaml", GPUPolicy: tc.flag}, !tc.noDevices)
+			mode := map[string]gpuMode{"": gpuModeDevice, "none": gpuModeNone, "dra": gpuModeDRA}[tc.mode]
+			err := applyGPUConfig(prof, SchedulerSpec{Config: "gpu.yaml", GPUPolicy: tc.flag}, mode)
 			if tc.want != nil {
 				if err == nil {
 					t.Fatal("accepted")
@@ -145,20 +154,20 @@ func TestApplyGPUConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkGPUProfile(t, prof, tc.policy, tc.only, tc.weight)
+			checkGPUProfile(t, prof, mode, tc.policy, tc.only, tc.weight)
 		})
 	}
 }
 
 // checkGPUProfile checks that prof runs GPUDevices at PreFilter, Filter
-// and Reserve, with policy in its args, at score with weight (0: not at
+// and Reserve on the device model (not with DRA), with policy in its args, at score with weight (0: not at
 // score), and as the only scorer if only.
-func checkGPUProfile(t *testing.T, prof *config.KubeSchedulerProfile, policy string, only bool, weight int32) {
+func checkGPUProfile(t *testing.T, prof *config.KubeSchedulerProfile, mode gpuMode, policy string, only bool, weight int32) {
 	t.Helper()
 	p := prof.Plugins
 	for _, pt := range gpuPoints {
-		if !enabledAt(p, pt.set(p)) {
-			t.Errorf("GPUDevices not at %s", pt.name)
+		if at := enabledAt(p, pt.set(p)); at != (mode == gpuModeDevice) {
+			t.Errorf("GPUDevices at %s: %v, want %v", pt.name, at, mode == gpuModeDevice)
 		}
 	}
 	var got int32
@@ -209,5 +218,109 @@ func TestGPUConfigConflictRefusedAtValidate(t *testing.T) {
 	err := sc.Validate()
 	if err == nil || !strings.Contains(err.Error(), "scheduler.config: scheduler.gpuPolicy (--gpu-policy) random and "+file) {
 		t.Fatalf("got %v, want the disagreement refused", err)
+	}
+}
+
+// draRun replays sc (gpuModel dra) and returns each pod's node and the
+// devices its claim was allocated.
+func draRun(t *testing.T, sc *Scenario) (nodes map[string]string, devices map[string]string) {
+	t.Helper()
+	s, err := newSim(sc, Options{CheckInvariants: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	if err := s.loop(); err != nil {
+		t.Fatal(err)
+	}
+	nodes, devices = map[string]string{}, map[string]string{}
+	for _, st := range s.order {
+		if st.bound.IsZero() {
+			t.Fatalf("%s not bound: %s", st.key.Name, st.lastMessage)
+		}
+		nodes[st.key.Name] = st.ext.node
+	}
+	for _, o := range s.obj.byKey {
+		c, ok := o.(*resourceapi.ResourceClaim)
+		if !ok || c.Status.Allocation == nil {
+			continue
+		}
+		var ds []string
+		for _, d := range c.Status.Allocation.Devices.Results {
+			ds = append(ds, d.Pool+"/"+d.Device)
+		}
+		devices[metav1.GetControllerOf(c).Name] = strings.Join(ds, ",")
+	}
+	checkClaimsMatchPods(t, s)
+	return nodes, devices
+}
+
+// TestGPUPolicyUnderDRA: with gpuModel dra, GPUDevices scores by the
+// policy from the devices DRA allocated, and DRA's allocator chooses the
+// devices. Three idle nodes of two T4s, and shares of 600, 300, 500 and
+// 500 in turn: GpuPacking puts all four on the node of the first (each
+// later share fits a partly used GPU there, or needs one fresh GPU of a
+// node in use, which beats an idle node), on the GPUs DRA takes, the
+// first that hold each share: 600 and 300 on gpu-0, 500 and 500 on
+// gpu-1. The default scoring spreads them. The example configuration,
+// with GpuPacking, places them as --gpu-policy does.
+func TestGPUPolicyUnderDRA(t *testing.T) {
+	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,65536,2,T4\nn1,32000,65536,2,T4\nn2,32000,65536,2,T4\n",
+		timedHeader+
+			"a600,1000,1024,1,600,,LS,Running,0,1000,0\n"+
+			"b300,1000,1024,1,300,,LS,Running,1,1000,1\n"+
+			"c500,1000,1024,1,500,,LS,Running,2,1000,2\n"+
+			"d500,1000,1024,1,500,,LS,Running,3,1000,3\n")
+	scenario := func(policy, config string) *Scenario {
+		sc := traceScenario(dir)
+		sc.Scheduler.GPUModel, sc.Scheduler.GPUPolicy, sc.Scheduler.Config = GPUModelDRA, policy, config
+		return sc
+	}
+	nodes, devices := draRun(t, scenario("gpupacking", ""))
+	n := nodes["a600"]
+	for pod, want := range map[string]string{"a600": "gpu-0", "b300": "gpu-0", "c500": "gpu-1", "d500": "gpu-1"} {
+		if nodes[pod] != n || devices[pod] != n+"/"+want {
+			t.Errorf("gpupacking: %s on %s (%s), want %s/%s", pod, nodes[pod], devices[pod], n, want)
+		}
+	}
+	if def, _ := draRun(t, scenario("", "")); def["a600"] == def["b300"] && def["b300"] == def["c500"] {
+		t.Errorf("default scoring packs too: %v", def)
+	}
+	example, err := os.ReadFile("testdata/gpu-policy-fgd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(file, []byte(strings.Replace(string(example), "policy: FGD", "policy: GpuPacking", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if byConfig, _ := draRun(t, scenario("", file)); !maps.Equal(byConfig, nodes) {
+		t.Errorf("the configuration places %v, --gpu-policy %v", byConfig, nodes)
+	}
+}
+
+// TestGPUPolicyUnderDRAReadsAllocations: the node GPUDevices scores under
+// DRA is the one DRA's allocations make, not one rebuilt from the pods in
+// order. On node a (two T4s), x and y take 600 each (gpu-0, gpu-1); v
+// takes 200 of b's (V100) gpu-0; x leaves, and z's 300 goes to a's gpu-0,
+// the first that holds it. A share of 500 then fits a partly used GPU on
+// a (700 free: GpuPacking 93) and on b (800 free: 92), so it goes to a,
+// gpu-0. Rebuilt in pod order (y then z on gpu-0), a would have no partly
+// used GPU that holds it (49) and the share would go to b.
+func TestGPUPolicyUnderDRAReadsAllocations(t *testing.T) {
+	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\na,32000,65536,2,T4\nb,32000,65536,2,V100\n",
+		timedHeader+
+			"x,1000,1024,1,600,T4,LS,Running,0,5,0\n"+
+			"y,1000,1024,1,600,T4,LS,Running,1,1000,1\n"+
+			"v,1000,1024,1,200,V100,LS,Running,2,1000,2\n"+
+			"z,1000,1024,1,300,T4,LS,Running,6,1000,6\n"+
+			"w,1000,1024,1,500,,LS,Running,7,1000,7\n")
+	sc := traceScenario(dir)
+	sc.Scheduler.GPUModel, sc.Scheduler.GPUPolicy = GPUModelDRA, "gpupacking"
+	nodes, devices := draRun(t, sc)
+	for pod, want := range map[string]string{"y": "a/gpu-1", "v": "b/gpu-0", "z": "a/gpu-0", "w": "a/gpu-0"} {
+		if devices[pod] != want {
+			t.Errorf("%s on %s (%s), want %s", pod, nodes[pod], devices[pod], want)
+		}
 	}
 }

@@ -64,18 +64,11 @@ var (
 // profile's pluginConfig, or scheduler.gpuPolicy's (applyGPUConfig).
 func gpuPlugins(g *gpuDevices) frameworkruntime.Registry {
 	return frameworkruntime.Registry{gpuDevicesName: func(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		args, err := profile.DecodeGPUDevicesArgs(obj)
+		p, ok, err := policyOfArgs(obj)
 		if err != nil {
 			return nil, err
 		}
-		g.policy, g.hasPolicy = 0, false
-		if args.Policy != "" {
-			p, err := gpu.ParsePolicy(args.Policy)
-			if err != nil {
-				return nil, err
-			}
-			g.policy, g.hasPolicy = p, true
-		}
+		g.policy, g.hasPolicy = p, ok
 		return &gpuFramework{g: g, h: h}, nil
 	}}
 }
@@ -253,8 +246,14 @@ func podFreesGPUs(_ klog.Logger, _ *v1.Pod, oldObj, _ any) (fwk.QueueingHint, er
 // policy a pod with GPUs is not signed: its scores are drawn per call, so
 // another pod's ranking is not its own.
 func (p *gpuFramework) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	return signGPU(pod, p.g.hasPolicy && p.g.policy == gpu.Random)
+}
+
+// signGPU signs pod by its GPU, CPU and memory requests; a pod with GPUs
+// is not signed if random (the Random policy). O(containers).
+func signGPU(pod *v1.Pod, random bool) ([]fwk.SignFragment, *fwk.Status) {
 	u := usageOfPod(pod)
-	if u.gpuMilli > 0 && p.g.hasPolicy && p.g.policy == gpu.Random {
+	if u.gpuMilli > 0 && random {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "the Random GPU policy scores each pod afresh")
 	}
 	return []fwk.SignFragment{{Key: string(gpuStateKey), Value: [3]int64{u.gpuMilli, u.cpu, u.mem}}}, nil

@@ -395,10 +395,10 @@ func (s *Scenario) Validate() error {
 		bad("scheduler.percentageOfNodesToScore", "must be 0 to 100, got %d", p)
 	}
 	switch s.Scheduler.GPUModel {
-	case "", GPUModelDevice:
-	case GPUModelCapacity, GPUModelDRA:
+	case "", GPUModelDevice, GPUModelDRA:
+	case GPUModelCapacity:
 		if s.Scheduler.GPUPolicy != "" {
-			bad("scheduler.gpuPolicy", "needs gpuModel device, got gpuModel %s", s.Scheduler.GPUModel)
+			bad("scheduler.gpuPolicy", "needs gpuModel device or dra, got gpuModel %s", s.Scheduler.GPUModel)
 		}
 	default:
 		bad("scheduler.gpuModel", "%q is not %s, %s or %s", s.Scheduler.GPUModel, GPUModelDevice, GPUModelCapacity, GPUModelDRA)

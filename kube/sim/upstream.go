@@ -57,11 +57,16 @@ func (s *sim) newFramework(ctx context.Context, cfg *schedq.Config[types.Namespa
 		return nil, fmt.Errorf("scheduler.config %s: the simulator runs one profile, the file has %d", sp.Config, n)
 	}
 	setup := profile.Setup{Snapshot: backendcache.NewEmptySnapshot(), Client: s.draClient()}
-	if err := applyGPUConfig(&kcfg.Profiles[0], sp, s.x.gpu != nil); err != nil {
+	mode := s.sc.gpuMode()
+	if err := applyGPUConfig(&kcfg.Profiles[0], sp, mode); err != nil {
 		return nil, fmt.Errorf("scheduler.config: %w", err)
 	}
-	if s.x.gpu != nil {
+	switch {
+	case s.x.gpu != nil:
 		setup.Plugins = gpuPlugins(s.x.gpu)
+	case mode == gpuModeDRA:
+		s.x.gpuDRA = newGPUDRAModel(s.sc)
+		setup.Plugins = gpuDRAPlugins(s.x.gpuDRA)
 	}
 	fw, err := profile.NewFrameworkOn(ctx, &kcfg.Profiles[0], setup)
 	if err != nil {
