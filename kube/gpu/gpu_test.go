@@ -267,25 +267,15 @@ func TestRandomPolicy(t *testing.T) {
 	}
 }
 
-// TestScoreAtFirstFit: an allocator that takes GPUs in index order gives
-// a share the first GPU that holds it; scored there, FGD and GpuPacking
-// rate what that allocator does, and equal Score where Score's choice is
-// the same GPU. Node: GPUs free 1000, 1000, 500, 0.
-func TestScoreAtFirstFit(t *testing.T) {
+// TestScoreAt: scored on GPUs an allocator chose, FGD and GpuPacking
+// rate those GPUs, and equal Score on the GPUs Score would choose. Node:
+// GPUs free 1000, 1000, 500, 0.
+func TestScoreAt(t *testing.T) {
 	n := NewNode("n", "T4", 64_000, 1<<20, 4)
 	n.Place(Request{Count: 1, Share: 500}, []int{2})
 	n.Place(Request{Count: 1, Share: 1000}, []int{3})
-	share, whole := Request{CPU: 1000, Count: 1, Share: 500}, Request{CPU: 1000, Count: 2, Share: 1000}
+	share := Request{CPU: 1000, Count: 1, Share: 500}
 	w := Workload{{Req: Request{Count: 1, Share: 500}, P: 0.5}, {Req: Request{Count: 1, Share: 1000}, P: 0.5}}
-	if got := n.FirstFit(share); len(got) != 1 || got[0] != 0 {
-		t.Fatalf("first fit of a share: %v, want [0]", got)
-	}
-	if got := n.FirstFit(whole); len(got) != 2 || got[0] != 0 || got[1] != 1 {
-		t.Fatalf("first fit of two GPUs: %v, want [0 1]", got)
-	}
-	if got := n.FirstFit(Request{Count: 3, Share: 1000}); got != nil {
-		t.Fatalf("first fit of three GPUs: %v, want nil", got)
-	}
 	for _, p := range []Policy{FGD, GpuPacking} {
 		best, at := p.Score(n, share, w, nil)
 		if at[0] != 2 {
@@ -295,7 +285,7 @@ func TestScoreAtFirstFit(t *testing.T) {
 			t.Errorf("%s at its own choice: %d, want Score's %d", p, got, best)
 		}
 		if got := p.ScoreAt(n, share, []int{0}, w, nil); got >= best {
-			t.Errorf("%s at the first fit, a fresh GPU: %d, want below %d", p, got, best)
+			t.Errorf("%s on a fresh GPU: %d, want below %d", p, got, best)
 		}
 	}
 	if free := n.Free; free[0] != 1000 || free[2] != 500 {

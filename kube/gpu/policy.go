@@ -259,26 +259,6 @@ func fgd(n *Node, r Request, w Workload) (int64, []int) {
 	return s, gpus
 }
 
-// FirstFit returns the GPUs an allocator that takes devices in index
-// order gives r (as DRA's structured allocator does): the first r.Count
-// GPUs that each hold r.Share. Nil if there are fewer, or r asks for
-// none. O(GPUs).
-func (n *Node) FirstFit(r Request) []int {
-	if r.Count == 0 {
-		return nil
-	}
-	out := make([]int, 0, r.Count)
-	for i, f := range n.Free {
-		if f >= r.Share {
-			out = append(out, i)
-			if len(out) == r.Count {
-				return out
-			}
-		}
-	}
-	return nil
-}
-
 // ScoreAt rates the node for r placed on gpus, GPUs chosen by someone
 // else (an allocator), which must hold r: FGD and GpuPacking score those
 // GPUs, the other policies do not depend on which GPUs are taken and

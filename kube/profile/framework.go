@@ -91,6 +91,11 @@ type Setup struct {
 	// answers DRA's writes of claims), else a fake clientset.
 	Informers informers.SharedInformerFactory
 	Client    kubernetes.Interface
+	// WrapDRA, if set, wraps the DRA manager the plugins are given (the
+	// framework's documented way to present DRA objects as a program
+	// sees them: the simulator's GPUDevices orders a node's devices for
+	// DRA's allocator).
+	WrapDRA func(fwk.SharedDRAManager) fwk.SharedDRAManager
 }
 
 // wiring is the clientset, informer factory and DRA manager a framework's
@@ -152,6 +157,9 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("profile %q: %w", prof.SchedulerName, err)
+	}
+	if s.WrapDRA != nil {
+		w.dra = s.WrapDRA(w.dra)
 	}
 	f, err := frameworkruntime.NewFramework(ctx, r, prof,
 		frameworkruntime.WithClientSet(w.client),

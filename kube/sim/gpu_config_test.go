@@ -261,8 +261,7 @@ func draRun(t *testing.T, sc *Scenario) (nodes map[string]string, devices map[st
 // 500 in turn: GpuPacking puts all four on the node of the first (each
 // later share fits a partly used GPU there, or needs one fresh GPU of a
 // node in use, which beats an idle node), on the GPUs DRA takes, the
-// first that hold each share: 600 and 300 on gpu-0, 500 and 500 on
-// gpu-1. The default scoring spreads them. The example configuration,
+// best fit: 600 and 300 on gpu-0, 500 and 500 on gpu-1. The default scoring spreads them. The example configuration,
 // with GpuPacking, places them as --gpu-policy does.
 func TestGPUPolicyUnderDRA(t *testing.T) {
 	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,65536,2,T4\nn1,32000,65536,2,T4\nn2,32000,65536,2,T4\n",
@@ -299,26 +298,28 @@ func TestGPUPolicyUnderDRA(t *testing.T) {
 	}
 }
 
-// TestGPUPolicyUnderDRAReadsAllocations: the node GPUDevices scores under
-// DRA is the one DRA's allocations make, not one rebuilt from the pods in
-// order. On node a (two T4s), x and y take 600 each (gpu-0, gpu-1); v
-// takes 200 of b's (V100) gpu-0; x leaves, and z's 300 goes to a's gpu-0,
-// the first that holds it. A share of 500 then fits a partly used GPU on
-// a (700 free: GpuPacking 93) and on b (800 free: 92), so it goes to a,
-// gpu-0. Rebuilt in pod order (y then z on gpu-0), a would have no partly
-// used GPU that holds it (49) and the share would go to b.
+// TestGPUPolicyUnderDRAReadsAllocations: under DRA the policy's choice
+// of GPU is DRA's allocation (the devices listed fullest first), and the
+// node GPUDevices scores is the one DRA's allocations make, not one
+// rebuilt from the pods in order. On node a (two T4s): a400 and b300 take
+// gpu-0, c700 gpu-1 (300 left); a400 leaves (gpu-0: 700 left). A share of
+// 300 then fits a partly used GPU exactly on a (GpuPacking 97), more than
+// on b, whose gpu-0 v200 holds (800 left: 92), and goes to a's gpu-1, the
+// best fit, where DRA in index order would take gpu-0. Rebuilt from the
+// pods in order (b300 and c700 both on gpu-0), a would have no partly used
+// GPU that holds 300 (49), and w300 would go to b.
 func TestGPUPolicyUnderDRAReadsAllocations(t *testing.T) {
 	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\na,32000,65536,2,T4\nb,32000,65536,2,V100\n",
 		timedHeader+
-			"x,1000,1024,1,600,T4,LS,Running,0,5,0\n"+
-			"y,1000,1024,1,600,T4,LS,Running,1,1000,1\n"+
-			"v,1000,1024,1,200,V100,LS,Running,2,1000,2\n"+
-			"z,1000,1024,1,300,T4,LS,Running,6,1000,6\n"+
-			"w,1000,1024,1,500,,LS,Running,7,1000,7\n")
+			"a400,1000,1024,1,400,T4,LS,Running,0,5,0\n"+
+			"b300,1000,1024,1,300,T4,LS,Running,1,1000,1\n"+
+			"c700,1000,1024,1,700,T4,LS,Running,2,1000,2\n"+
+			"v200,1000,1024,1,200,V100,LS,Running,3,1000,3\n"+
+			"w300,1000,1024,1,300,,LS,Running,7,1000,7\n")
 	sc := traceScenario(dir)
 	sc.Scheduler.GPUModel, sc.Scheduler.GPUPolicy = GPUModelDRA, "gpupacking"
 	nodes, devices := draRun(t, sc)
-	for pod, want := range map[string]string{"y": "a/gpu-1", "v": "b/gpu-0", "z": "a/gpu-0", "w": "a/gpu-0"} {
+	for pod, want := range map[string]string{"b300": "a/gpu-0", "c700": "a/gpu-1", "v200": "b/gpu-0", "w300": "a/gpu-1"} {
 		if devices[pod] != want {
 			t.Errorf("%s on %s (%s), want %s", pod, nodes[pod], devices[pod], want)
 		}

@@ -36,7 +36,8 @@ func newGPUDRAModel(sc *Scenario) *gpuDRAModel {
 // are rebuilt from the allocations of the claims of its pods (the DRA
 // manager's view: the claims as the simulator stored them, with the
 // allocations in flight), and the pod is put on the GPUs DRA's allocator
-// takes, the first that hold it in the slice's order (gpu.Node.FirstFit).
+// takes, which, with the devices listed fullest first (draFullestFirst),
+// are the best fit (gpu.Node.BestFit).
 //
 // Not safe for concurrent cycles (the framework's parallelism is 1, and
 // the Random policy's source has no lock).
@@ -78,7 +79,7 @@ func policyOfArgs(obj runtime.Object) (p gpu.Policy, ok bool, err error) {
 func (*gpuDRAScore) Name() string { return gpuDevicesName }
 
 // Score is the policy's score (0 to 100) of the node with the pod on the
-// GPUs DRA would allocate it; 0 if they do not hold it. O(pods on the
+// GPUs DRA would allocate it (the best fit); 0 if they do not hold it. O(pods on the
 // node + the policy's cost), a claim looked up per GPU pod.
 func (p *gpuDRAScore) Score(_ context.Context, _ fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
 	r, ok := usageOfPod(pod).request()
@@ -89,7 +90,7 @@ func (p *gpuDRAScore) Score(_ context.Context, _ fwk.CycleState, pod *v1.Pod, ni
 	if !n.Fits(r) {
 		return 0, nil
 	}
-	return p.m.policy.ScoreAt(n, r, n.FirstFit(r), p.m.workload, p.m.rnd), nil
+	return p.m.policy.ScoreAt(n, r, n.BestFit(r), p.m.workload, p.m.rnd), nil
 }
 
 // ScoreExtensions: none; the policies score from 0 to 100 already.
@@ -97,7 +98,7 @@ func (*gpuDRAScore) ScoreExtensions() fwk.ScoreExtensions { return nil }
 
 // node rebuilds a node's GPUs from the devices its pods' claims were
 // allocated, leaving out skip. A pod whose claim has no allocation on the
-// node's pool (not expected once bound) takes the first fit, as DRA would.
+// node's pool (not expected once bound) takes the best fit, as DRA would.
 func (p *gpuDRAScore) node(ni fwk.NodeInfo, skip types.UID) *gpu.Node {
 	in := nodeInOf(ni)
 	n := gpu.NewNode(in.name, in.model, in.cpu, in.mem>>20, int(in.gpuMilli/gpu.Milli))
@@ -118,7 +119,7 @@ func (p *gpuDRAScore) node(ni fwk.NodeInfo, skip types.UID) *gpu.Node {
 		r.CPU, r.Mem = 0, 0 // counted above
 		at := p.allocated(pod, in.name)
 		if len(at) != r.Count || !fitsAt(n, r, at) {
-			at = n.FirstFit(r)
+			at = n.BestFit(r)
 		}
 		if at != nil {
 			n.Place(r, at)

@@ -66,7 +66,7 @@ func (s *sim) newFramework(ctx context.Context, cfg *schedq.Config[types.Namespa
 		setup.Plugins = gpuPlugins(s.x.gpu)
 	case mode == gpuModeDRA:
 		s.x.gpuDRA = newGPUDRAModel(s.sc)
-		setup.Plugins = gpuDRAPlugins(s.x.gpuDRA)
+		setup.Plugins, setup.WrapDRA = gpuDRAPlugins(s.x.gpuDRA), newDRAFullestFirst(s.x.gpuDRA)
 	}
 	fw, err := profile.NewFrameworkOn(ctx, &kcfg.Profiles[0], setup)
 	if err != nil {
