@@ -90,7 +90,7 @@ func TestGPUPolicyTableBadInput(t *testing.T) {
 		{[]string{"--trace", dir, "--gpu-policy", "all", "--series", filepath.Join(dir, "s.csv")}, "not with --series"},
 		{[]string{"--trace", dir, "--gpu-policy", "all", "--report", filepath.Join(dir, "r.html")}, "not with --report"},
 		{[]string{"--trace", dir, "--gpu-policy", "all", "--records", filepath.Join(dir, "r.csv")}, "not with --records"},
-		{[]string{"--trace", dir, "--gpu-policy", "all", "--gpu-model", "capacity"}, "the policies need --gpu-model device, not capacity"},
+		{[]string{"--trace", dir, "--gpu-policy", "all", "--gpu-model", "capacity"}, "the policies need --gpu-model device or dra, not capacity"},
 		{[]string{"--gpu-policy", "all"}, "needs --trace DIR"},
 		{[]string{"--trace", dir, "--gpu-policy", "all", "--trace-speed", "0"}, "--trace-speed"},
 		{[]string{"--trace", dir, "--gpu-policy", "all", "-o", "yaml"}, "--output"},
