@@ -67,19 +67,31 @@ var gpuPoints = []struct {
 // O(plugins of the profile).
 func applyGPUConfig(prof *config.KubeSchedulerProfile, sp SchedulerSpec, mode gpuMode) error {
 	where := cmpOr(sp.Config, "the default profile")
-	base := fieldpath.NewPath("profiles").Index(0)
 	if prof.Plugins == nil {
 		prof.Plugins = &config.Plugins{}
 	}
-	p := prof.Plugins
 	argsAt := slices.IndexFunc(prof.PluginConfig, func(pc config.PluginConfig) bool { return pc.Name == profile.GPUDevices })
 	if mode == gpuModeNone {
-		if at := gpuNamedAt(p); at != "" || argsAt >= 0 {
+		if at := gpuNamedAt(prof.Plugins); at != "" || argsAt >= 0 {
 			return fmt.Errorf("%s names %s (%s): it is the GPU models' plugin, which runs in a trace replay with gpuModel device or dra",
-				where, profile.GPUDevices, cmpOr(at, base.Child("pluginConfig").Index(argsAt).String()))
+				where, profile.GPUDevices, cmpOr(at, argsPath(argsAt).String()))
 		}
 		return nil
 	}
+	if err := gpuPointsFor(prof.Plugins, mode, where); err != nil {
+		return err
+	}
+	return gpuPolicyFor(prof, argsAt, sp.GPUPolicy, where)
+}
+
+// argsPath is the field path of the profile's pluginConfig entry i.
+func argsPath(i int) *fieldpath.Path {
+	return fieldpath.NewPath("profiles").Index(0).Child("pluginConfig").Index(i)
+}
+
+// gpuPointsFor enables GPUDevices at PreFilter, Filter and Reserve on the
+// device model, or checks that p does not with DRA. O(plugins).
+func gpuPointsFor(p *config.Plugins, mode gpuMode, where string) error {
 	for _, pt := range gpuPoints {
 		set := pt.set(p)
 		if mode == gpuModeDRA {
@@ -97,23 +109,32 @@ func applyGPUConfig(prof *config.KubeSchedulerProfile, sp SchedulerSpec, mode gp
 			set.Enabled = append(set.Enabled, config.Plugin{Name: profile.GPUDevices})
 		}
 	}
+	return nil
+}
+
+// gpuPolicyFor reconciles the policy of prof's GPUDevices args (entry
+// argsAt, -1 if none) with flag (scheduler.gpuPolicy), which sets the
+// args and, unless prof names GPUDevices at score, makes it the only
+// scorer. O(plugins).
+func gpuPolicyFor(prof *config.KubeSchedulerProfile, argsAt int, flag, where string) error {
+	p := prof.Plugins
 	args := &profile.GPUDevicesArgs{}
 	if argsAt >= 0 {
 		a, err := profile.DecodeGPUDevicesArgs(prof.PluginConfig[argsAt].Args)
 		if err != nil { // Load checked them
-			return fmt.Errorf("%s: %s.args: %w", where, base.Child("pluginConfig").Index(argsAt), err)
+			return fmt.Errorf("%s: %s.args: %w", where, argsPath(argsAt), err)
 		}
 		args = a
 	}
 	scoring := enabledAt(p, &p.Score)
-	if flag := sp.GPUPolicy; flag != "" {
+	if flag != "" {
 		name, err := gpuPolicyArg(flag)
 		if err != nil {
 			return fmt.Errorf("scheduler.gpuPolicy (--gpu-policy): %w", err)
 		}
 		if args.Policy != "" && args.Policy != name {
 			return fmt.Errorf("scheduler.gpuPolicy (--gpu-policy) %s and %s's %s.args.policy %s disagree: set the policy in one of them",
-				flag, where, base.Child("pluginConfig").Index(argsAt), args.Policy)
+				flag, where, argsPath(argsAt), args.Policy)
 		}
 		args.Policy = name
 		switch {
