@@ -76,6 +76,32 @@ func TestGPUPolicyTable(t *testing.T) {
 	}
 }
 
+// With --gpu-model dra the table is DRA's: the default scoring spreads the
+// shares and leaves the 2-GPU pod out, and GpuPacking and BestFit, which
+// score from DRA's allocations, pack them and place it.
+func TestGPUPolicyTableOnDRA(t *testing.T) {
+	out, err := runSimulate("--trace", policyTrace(t), "--gpu-model", "dra", "--gpu-policy", "default,gpupacking,bestfit", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table struct {
+		Policies []struct {
+			Policy string `json:"policy"`
+			Never  int    `json:"neverPlaced"`
+		} `json:"policies"`
+	}
+	if err := json.Unmarshal([]byte(out), &table); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, p := range table.Policies {
+		got[p.Policy] = p.Never
+	}
+	if len(got) != 3 || got["default"] != 1 || got["gpupacking"] != 0 || got["bestfit"] != 0 {
+		t.Fatalf("never placed by policy %v, want 1 for default and 0 for gpupacking and bestfit", got)
+	}
+}
+
 // A per-policy replay refuses, before anything runs, what it cannot do.
 func TestGPUPolicyTableBadInput(t *testing.T) {
 	dir := policyTrace(t)
