@@ -266,3 +266,29 @@ func TestRandomPolicy(t *testing.T) {
 		t.Fatalf("unknown policy: %v", err)
 	}
 }
+
+// TestScoreAt: scored on GPUs an allocator chose, FGD and GpuPacking
+// rate those GPUs, and equal Score on the GPUs Score would choose. Node:
+// GPUs free 1000, 1000, 500, 0.
+func TestScoreAt(t *testing.T) {
+	n := NewNode("n", "T4", 64_000, 1<<20, 4)
+	n.Place(Request{Count: 1, Share: 500}, []int{2})
+	n.Place(Request{Count: 1, Share: 1000}, []int{3})
+	share := Request{CPU: 1000, Count: 1, Share: 500}
+	w := Workload{{Req: Request{Count: 1, Share: 500}, P: 0.5}, {Req: Request{Count: 1, Share: 1000}, P: 0.5}}
+	for _, p := range []Policy{FGD, GpuPacking} {
+		best, at := p.Score(n, share, w, nil)
+		if at[0] != 2 {
+			t.Fatalf("%s chooses %v, want GPU 2 (the half-used one)", p, at)
+		}
+		if got := p.ScoreAt(n, share, at, w, nil); got != best {
+			t.Errorf("%s at its own choice: %d, want Score's %d", p, got, best)
+		}
+		if got := p.ScoreAt(n, share, []int{0}, w, nil); got >= best {
+			t.Errorf("%s on a fresh GPU: %d, want below %d", p, got, best)
+		}
+	}
+	if free := n.Free; free[0] != 1000 || free[2] != 500 {
+		t.Fatalf("ScoreAt changed the node: %v", free)
+	}
+}

@@ -158,17 +158,24 @@ func clustering(n *Node, r Request) int64 {
 	return MaxScore/4*(MaxGPU-n.FreeGPU())/MaxGPU + base
 }
 
+// packing scores the GPUs taken least free first: partly used ones if
+// they can.
 func packing(n *Node, r Request) int64 {
 	if r.Count == 0 {
 		return 0
 	}
+	return packingAt(n, r, n.BestFitAll(r))
+}
+
+// packingAt is GpuPacking's score of a node in use with r on taken.
+func packingAt(n *Node, r Request, taken []int) int64 {
+	if r.Count == 0 {
+		return 0
+	}
 	gpus := len(n.Free)
-	full := n.FullyFree()
-	if full == gpus {
+	if full := n.FullyFree(); full == gpus {
 		return max(MaxScore/3-int64(full), int64(full))
 	}
-	// The GPUs taken, least free first: partly used ones if they can.
-	taken := n.BestFitAll(r)
 	fullTaken := 0
 	var freePct int64
 	for _, g := range taken {
@@ -250,4 +257,23 @@ func fgd(n *Node, r Request, w Workload) (int64, []int) {
 	s := sigmoidScore(before - Frag(n, w))
 	n.Release(r, gpus)
 	return s, gpus
+}
+
+// ScoreAt rates the node for r placed on gpus, GPUs chosen by someone
+// else (an allocator), which must hold r: FGD and GpuPacking score those
+// GPUs, the other policies do not depend on which GPUs are taken and
+// score as Score does. O(Score).
+func (p Policy) ScoreAt(n *Node, r Request, gpus []int, w Workload, rnd *rand.Rand) int64 {
+	switch p {
+	case FGD:
+		before := Frag(n, w)
+		n.Place(r, gpus)
+		s := sigmoidScore(before - Frag(n, w))
+		n.Release(r, gpus)
+		return s
+	case GpuPacking:
+		return packingAt(n, r, gpus)
+	}
+	s, _ := p.Score(n, r, w, rnd)
+	return s
 }

@@ -21,10 +21,6 @@ import (
 // and validated.
 type Config = config.KubeSchedulerConfiguration
 
-// OutOfTree is schedq's registry of the plugins it adds to kube-scheduler's
-// (none yet). It returns a new map on each call.
-func OutOfTree() frameworkruntime.Registry { return frameworkruntime.Registry{} }
-
 // Registry returns kube-scheduler v1.37.2's in-tree registry merged with
 // OutOfTree. It fails if a name is in both. PodTopologySpread signs more
 // pods than upstream's (spreadSigner); nothing else differs.
@@ -46,7 +42,8 @@ func Default() (*Config, error) {
 // Load reads the configuration in file: decoded strictly (unknown or
 // duplicate fields are errors) and defaulted by kube-scheduler's scheme,
 // then validated by its validation and checked against the registry (every
-// enabled plugin must exist). An empty file name gives Default. Errors name
+// enabled plugin must exist), and the args of schedq's out-of-tree plugins
+// are decoded strictly and validated (OutOfTree). An empty file name gives Default. Errors name
 // the file and, as upstream gives them, the field paths.
 func Load(file string) (*Config, error) {
 	if file == "" {
@@ -88,6 +85,9 @@ func Decode(data []byte) (*Config, error) {
 	}
 	if err := checkFitArgs(cfg); err != nil {
 		return nil, err
+	}
+	if errs := checkOutOfTreeArgs(cfg); len(errs) > 0 {
+		return nil, errs.ToAggregate()
 	}
 	return cfg, nil
 }

@@ -76,7 +76,8 @@ type Setup struct {
 	// Objects are put in the informers' stores, as Cluster's are.
 	Objects []runtime.Object
 	// Plugins are added to Registry for this framework only (a test's
-	// plugin, say); a name already in Registry is an error.
+	// plugin, say), or implement one of OutOfTree's (GPUDevices, whose
+	// model is the simulator's); an in-tree name is an error.
 	Plugins frameworkruntime.Registry
 	// Informers, if set, is a real cluster's informer factory: the
 	// plugins list what its informers hold and add their handlers to
@@ -90,6 +91,11 @@ type Setup struct {
 	// answers DRA's writes of claims), else a fake clientset.
 	Informers informers.SharedInformerFactory
 	Client    kubernetes.Interface
+	// WrapDRA, if set, wraps the DRA manager the plugins are given (the
+	// framework's documented way to present DRA objects as a program
+	// sees them: the simulator's GPUDevices orders a node's devices for
+	// DRA's allocator).
+	WrapDRA func(fwk.SharedDRAManager) fwk.SharedDRAManager
 }
 
 // wiring is the clientset, informer factory and DRA manager a framework's
@@ -139,7 +145,7 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 	if err != nil {
 		return nil, err
 	}
-	if err := r.Merge(s.Plugins); err != nil {
+	if err := mergeImplementations(r, s.Plugins); err != nil {
 		return nil, err
 	}
 	var dp *defaultpreemption.DefaultPreemption
@@ -151,6 +157,9 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("profile %q: %w", prof.SchedulerName, err)
+	}
+	if s.WrapDRA != nil {
+		w.dra = s.WrapDRA(w.dra)
 	}
 	f, err := frameworkruntime.NewFramework(ctx, r, prof,
 		frameworkruntime.WithClientSet(w.client),
@@ -176,6 +185,23 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 	}
 	return &Framework{fwk: f, dp: dp, snap: s.Snapshot, factory: w.sync, cancel: cancel,
 		norm: newNormalizer(f, scorers)}, nil
+}
+
+// mergeImplementations adds extra to r: a name of OutOfTree replaces its
+// placeholder factory, an in-tree name is an error. O(len(extra)).
+func mergeImplementations(r, extra frameworkruntime.Registry) error {
+	outOfTree := OutOfTree()
+	for name, f := range extra {
+		if _, ok := outOfTree[name]; ok {
+			r[name] = f
+			continue
+		}
+		if _, ok := r[name]; ok {
+			return fmt.Errorf("a plugin named %q is already registered", name)
+		}
+		r[name] = f
+	}
+	return nil
 }
 
 // podsAndNodes lists c's pods and nodes as objects for the informers.

@@ -10,10 +10,10 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/schedq/schedq/kube/gpu"
+	"github.com/schedq/schedq/kube/profile"
 )
 
 // gpuName is the GPU's extended resource.
@@ -21,7 +21,7 @@ const gpuName = v1.ResourceName(ResourceGPUMilli)
 
 // gpuDevicesName is the out-of-tree plugin's name in kube-scheduler's
 // profile, the same as the filter of schedq's plugins.
-const gpuDevicesName = "GPUDevices"
+const gpuDevicesName = profile.GPUDevices
 
 // gpuFramework is the device model (gpuDevices) as an out-of-tree plugin
 // of kube-scheduler's framework, for a replay with scheduler.plugins:
@@ -32,7 +32,8 @@ const gpuDevicesName = "GPUDevices"
 //     GPUs skips the Filter, one whose request is neither a share of one
 //     GPU nor whole GPUs is refused;
 //   - Filter refuses a node whose GPUs cannot hold the pod one by one;
-//   - Score (enabled with scheduler.gpuPolicy) is the policy's score;
+//   - Score (enabled by the profile or by scheduler.gpuPolicy) is the
+//     score of the policy its args name;
 //   - Reserve chooses the GPUs the pod takes on the chosen node and
 //     remembers them, Unreserve forgets them;
 //   - its queueing hints wake a pod it refused when a node with enough
@@ -58,33 +59,18 @@ var (
 	_ fwk.SignPlugin        = (*gpuFramework)(nil)
 )
 
-// gpuPlugins is the registry of the out-of-tree plugin for g, added to
-// the framework's (profile.Setup.Plugins).
+// gpuPlugins is the implementation of profile.GPUDevices for g, given to
+// the framework (profile.Setup.Plugins). Its args set g's policy: the
+// profile's pluginConfig, or scheduler.gpuPolicy's (applyGPUConfig).
 func gpuPlugins(g *gpuDevices) frameworkruntime.Registry {
-	return frameworkruntime.Registry{gpuDevicesName: func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	return frameworkruntime.Registry{gpuDevicesName: func(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		p, ok, err := policyOfArgs(obj)
+		if err != nil {
+			return nil, err
+		}
+		g.policy, g.hasPolicy = p, ok
 		return &gpuFramework{g: g, h: h}, nil
 	}}
-}
-
-// enableGPUPlugin enables the plugin in prof at PreFilter, Filter and
-// Reserve, and with a policy at Score, where the policy is the only
-// scorer: every other score (and pre-score) plugin of the profile is
-// disabled, as the policy replaces schedq's own scoring and as the
-// policies are defined.
-func enableGPUPlugin(prof *config.KubeSchedulerProfile, policy bool) {
-	if prof.Plugins == nil {
-		prof.Plugins = &config.Plugins{}
-	}
-	p := prof.Plugins
-	me := config.Plugin{Name: gpuDevicesName}
-	p.PreFilter.Enabled = append(p.PreFilter.Enabled, me)
-	p.Filter.Enabled = append(p.Filter.Enabled, me)
-	p.Reserve.Enabled = append(p.Reserve.Enabled, me)
-	if policy {
-		all := []config.Plugin{{Name: "*"}}
-		p.PreScore = config.PluginSet{Disabled: all}
-		p.Score = config.PluginSet{Disabled: all, Enabled: []config.Plugin{{Name: gpuDevicesName, Weight: 1}}}
-	}
 }
 
 // Name is the plugin's name.
@@ -260,8 +246,14 @@ func podFreesGPUs(_ klog.Logger, _ *v1.Pod, oldObj, _ any) (fwk.QueueingHint, er
 // policy a pod with GPUs is not signed: its scores are drawn per call, so
 // another pod's ranking is not its own.
 func (p *gpuFramework) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	return signGPU(pod, p.g.hasPolicy && p.g.policy == gpu.Random)
+}
+
+// signGPU signs pod by its GPU, CPU and memory requests; a pod with GPUs
+// is not signed if random (the Random policy). O(containers).
+func signGPU(pod *v1.Pod, random bool) ([]fwk.SignFragment, *fwk.Status) {
 	u := usageOfPod(pod)
-	if u.gpuMilli > 0 && p.g.hasPolicy && p.g.policy == gpu.Random {
+	if u.gpuMilli > 0 && random {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "the Random GPU policy scores each pod afresh")
 	}
 	return []fwk.SignFragment{{Key: string(gpuStateKey), Value: [3]int64{u.gpuMilli, u.cpu, u.mem}}}, nil

@@ -3,7 +3,6 @@ package sim
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -190,7 +189,9 @@ func TestGPUPluginSigns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			enableGPUPlugin(&cfg.Profiles[0], g.hasPolicy)
+			if err := applyGPUConfig(&cfg.Profiles[0], SchedulerSpec{GPUPolicy: policy}, gpuModeDevice); err != nil {
+				t.Fatal(err)
+			}
 			fw, err := profile.NewFrameworkOn(context.Background(), &cfg.Profiles[0], profile.Setup{Snapshot: backendcache.NewEmptySnapshot(), Plugins: gpuPlugins(g)})
 			if err != nil {
 				t.Fatal(err)
@@ -220,17 +221,7 @@ func TestGPUPluginSigns(t *testing.T) {
 // the default scoring and under each policy, and the policies place the
 // pods differently from the default scoring.
 func TestGPUUpstreamBurstNoBindingRefused(t *testing.T) {
-	nodes := "sn,cpu_milli,memory_mib,gpu,model\n"
-	for i := range 6 {
-		nodes += fmt.Sprintf("n%d,64000,262144,2,T4\n", i)
-	}
-	pods := timedHeader
-	shares := []struct{ n, milli int }{{1, 300}, {1, 600}, {1, 1000}, {2, 1000}, {1, 500}, {1, 700}}
-	for i := range 40 {
-		s := shares[(i*7)%len(shares)]
-		pods += fmt.Sprintf("p%02d,1000,1024,%d,%d,,LS,Running,%d,%d,%d\n", i, s.n, s.milli, i, i+200+(i*37)%300, i)
-	}
-	dir := writeTrace(t, nodes, pods)
+	dir := gpuBurstTrace(t)
 	placed := map[string]map[string]string{}
 	for _, policy := range []string{"", "bestfit", "fgd"} {
 		sc := traceScenario(dir)

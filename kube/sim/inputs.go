@@ -16,6 +16,7 @@ type extras struct {
 	groups    map[string]*PodGroup                   // pod groups by name, for lifetimes
 	traceLife map[types.NamespacedName]time.Duration // lifetimes of trace pods
 	gpu       *gpuDevices                            // the per-GPU model of a trace, nil without
+	gpuDRA    *gpuDRAModel                           // GPUDevices' policy when DRA allocates a trace's GPUs, nil without
 	alloc     allocation
 	// production holds the trace's own figures; showAlloc prints the
 	// allocation summary (for traces, snapshots and lifetimes).

@@ -395,10 +395,10 @@ func (s *Scenario) Validate() error {
 		bad("scheduler.percentageOfNodesToScore", "must be 0 to 100, got %d", p)
 	}
 	switch s.Scheduler.GPUModel {
-	case "", GPUModelDevice:
-	case GPUModelCapacity, GPUModelDRA:
+	case "", GPUModelDevice, GPUModelDRA:
+	case GPUModelCapacity:
 		if s.Scheduler.GPUPolicy != "" {
-			bad("scheduler.gpuPolicy", "needs gpuModel device, got gpuModel %s", s.Scheduler.GPUModel)
+			bad("scheduler.gpuPolicy", "needs gpuModel device or dra, got gpuModel %s", s.Scheduler.GPUModel)
 		}
 	default:
 		bad("scheduler.gpuModel", "%q is not %s, %s or %s", s.Scheduler.GPUModel, GPUModelDevice, GPUModelCapacity, GPUModelDRA)
@@ -409,6 +409,7 @@ func (s *Scenario) Validate() error {
 		}
 	}
 	s.Scheduler.validatePlugins(bad)
+	s.checkGPUConfig(bad)
 	for i, p := range s.Scheduler.DisablePlugins {
 		if !slices.Contains(pluginNames, p) {
 			bad(fmt.Sprintf("scheduler.disablePlugins[%d]", i), "unknown plugin %q (known: %s)", p, strings.Join(pluginNames, ", "))

@@ -376,13 +376,18 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 	if s.sc.Scheduler.GPUModel == GPUModelDRA {
 		s.traceGPUsAsDevices(t)
 	}
-	if s.x.gpu != nil {
+	if s.x.gpu != nil || s.x.gpuDRA != nil {
 		reqs := make([]gpu.Request, len(t.pods))
 		for i, tp := range t.pods {
 			reqs[i] = gpu.Request{CPU: tp.cpuMilli, Mem: tp.memMiB, Count: int(tp.gpus), Share: tp.share, Models: tp.models}
 		}
-		s.x.gpu.workload = gpu.Typical(reqs, gpu.TypicalShare)
-		s.x.alloc.frag = newFragMeter(s.x.gpu, s.x.gpu.workload)
+		w := gpu.Typical(reqs, gpu.TypicalShare)
+		if s.x.gpu != nil {
+			s.x.gpu.workload = w
+			s.x.alloc.frag = newFragMeter(s.x.gpu, w)
+		} else {
+			s.x.gpuDRA.workload = w
+		}
 	}
 	for _, n := range t.nodes {
 		if _, dup := s.cl.nodes[n.Name]; dup {

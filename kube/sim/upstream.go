@@ -35,8 +35,9 @@ func (sp SchedulerSpec) upstream() bool { return sp.Plugins != PluginsSchedq }
 // with the scenario's objects in its informers. It makes cfg wake and gate
 // pods as the framework's plugins ask. Preemption runs the profile's
 // DefaultPreemption (the scheduler adapts it), and gangs go through it
-// too, with schedq's quorum. A trace replayed with the device model adds
-// the out-of-tree GPUDevices plugin to the profile (gpu_framework.go).
+// too, with schedq's quorum. A trace replayed with the device model runs
+// the out-of-tree GPUDevices plugin, where the profile and
+// scheduler.gpuPolicy say (applyGPUConfig, gpu_framework.go).
 func (s *sim) newFramework(ctx context.Context, cfg *schedq.Config[types.NamespacedName, *v1.Pod]) (*profile.Framework, error) {
 	sp := s.sc.Scheduler
 	if !sp.upstream() {
@@ -56,9 +57,16 @@ func (s *sim) newFramework(ctx context.Context, cfg *schedq.Config[types.Namespa
 		return nil, fmt.Errorf("scheduler.config %s: the simulator runs one profile, the file has %d", sp.Config, n)
 	}
 	setup := profile.Setup{Snapshot: backendcache.NewEmptySnapshot(), Client: s.draClient()}
-	if s.x.gpu != nil {
-		enableGPUPlugin(&kcfg.Profiles[0], s.x.gpu.hasPolicy)
+	mode := s.sc.gpuMode()
+	if err := applyGPUConfig(&kcfg.Profiles[0], sp, mode); err != nil {
+		return nil, fmt.Errorf("scheduler.config: %w", err)
+	}
+	switch {
+	case s.x.gpu != nil:
 		setup.Plugins = gpuPlugins(s.x.gpu)
+	case mode == gpuModeDRA:
+		s.x.gpuDRA = newGPUDRAModel(s.sc)
+		setup.Plugins, setup.WrapDRA = gpuDRAPlugins(s.x.gpuDRA), newDRAFullestFirst(s.x.gpuDRA)
 	}
 	fw, err := profile.NewFrameworkOn(ctx, &kcfg.Profiles[0], setup)
 	if err != nil {

@@ -64,8 +64,8 @@ func (g *gpuFlags) checkSweep(changed func(string) bool, in inputs) ([]string, e
 			return nil, fmt.Errorf("--gpu-policy %s: not with --%s (each policy is its own run, and the table is the output)", g.policy, f)
 		}
 	}
-	if g.model != "" && g.model != sim.GPUModelDevice {
-		return nil, fmt.Errorf("--gpu-policy %s: the policies need --gpu-model %s, not %s", g.policy, sim.GPUModelDevice, g.model)
+	if g.model == sim.GPUModelCapacity {
+		return nil, fmt.Errorf("--gpu-policy %s: the policies need --gpu-model %s or %s, not %s", g.policy, sim.GPUModelDevice, sim.GPUModelDRA, g.model)
 	}
 	if in.trace == "" && !changed("scenario") {
 		return nil, fmt.Errorf("--gpu-policy %s: a per-policy replay needs --trace DIR (or a scenario with a trace)", g.policy)

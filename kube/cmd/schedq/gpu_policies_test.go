@@ -76,6 +76,32 @@ func TestGPUPolicyTable(t *testing.T) {
 	}
 }
 
+// With --gpu-model dra the table is DRA's: the default scoring spreads the
+// shares and leaves the 2-GPU pod out, and GpuPacking and BestFit, which
+// score from DRA's allocations, pack them and place it.
+func TestGPUPolicyTableOnDRA(t *testing.T) {
+	out, err := runSimulate("--trace", policyTrace(t), "--gpu-model", "dra", "--gpu-policy", "default,gpupacking,bestfit", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table struct {
+		Policies []struct {
+			Policy string `json:"policy"`
+			Never  int    `json:"neverPlaced"`
+		} `json:"policies"`
+	}
+	if err := json.Unmarshal([]byte(out), &table); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, p := range table.Policies {
+		got[p.Policy] = p.Never
+	}
+	if len(got) != 3 || got["default"] != 1 || got["gpupacking"] != 0 || got["bestfit"] != 0 {
+		t.Fatalf("never placed by policy %v, want 1 for default and 0 for gpupacking and bestfit", got)
+	}
+}
+
 // A per-policy replay refuses, before anything runs, what it cannot do.
 func TestGPUPolicyTableBadInput(t *testing.T) {
 	dir := policyTrace(t)
@@ -90,7 +116,7 @@ func TestGPUPolicyTableBadInput(t *testing.T) {
 		{[]string{"--trace", dir, "--gpu-policy", "all", "--series", filepath.Join(dir, "s.csv")}, "not with --series"},
 		{[]string{"--trace", dir, "--gpu-policy", "all", "--report", filepath.Join(dir, "r.html")}, "not with --report"},
 		{[]string{"--trace", dir, "--gpu-policy", "all", "--records", filepath.Join(dir, "r.csv")}, "not with --records"},
-		{[]string{"--trace", dir, "--gpu-policy", "all", "--gpu-model", "capacity"}, "the policies need --gpu-model device, not capacity"},
+		{[]string{"--trace", dir, "--gpu-policy", "all", "--gpu-model", "capacity"}, "the policies need --gpu-model device or dra, not capacity"},
 		{[]string{"--gpu-policy", "all"}, "needs --trace DIR"},
 		{[]string{"--trace", dir, "--gpu-policy", "all", "--trace-speed", "0"}, "--trace-speed"},
 		{[]string{"--trace", dir, "--gpu-policy", "all", "-o", "yaml"}, "--output"},

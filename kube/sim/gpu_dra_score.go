@@ -1,0 +1,160 @@
+package sim
+
+import (
+	"context"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
+	"github.com/schedq/schedq/kube/gpu"
+	"github.com/schedq/schedq/kube/profile"
+)
+
+// gpuDRAModel is what GPUDevices keeps when DRA allocates the trace's GPUs
+// (scheduler.gpuModel: dra): the policy of its args, the trace's typical
+// workload (for FGD) and the Random policy's source.
+type gpuDRAModel struct {
+	policy    gpu.Policy
+	hasPolicy bool
+	workload  gpu.Workload
+	rnd       *rand.Rand
+}
+
+func newGPUDRAModel(sc *Scenario) *gpuDRAModel {
+	return &gpuDRAModel{rnd: rand.New(rand.NewPCG(sc.Seed, 0x6770))}
+}
+
+// gpuDRAScore is GPUDevices when DRA allocates: a score plugin only, since
+// DynamicResources fits the claims and chooses the devices. It rates a
+// node by the policy for the placement DRA makes there: the node's GPUs
+// are rebuilt from the allocations of the claims of its pods (the DRA
+// manager's view: the claims as the simulator stored them, with the
+// allocations in flight), and the pod is put on the GPUs DRA's allocator
+// takes, which, with the devices listed fullest first (draFullestFirst),
+// are the best fit (gpu.Node.BestFit).
+//
+// Not safe for concurrent cycles (the framework's parallelism is 1, and
+// the Random policy's source has no lock).
+type gpuDRAScore struct {
+	m *gpuDRAModel
+	h fwk.Handle
+}
+
+var (
+	_ fwk.ScorePlugin = (*gpuDRAScore)(nil)
+	_ fwk.SignPlugin  = (*gpuDRAScore)(nil)
+)
+
+// gpuDRAPlugins is the implementation of profile.GPUDevices with gpuModel
+// dra, given to the framework; its args set m's policy.
+func gpuDRAPlugins(m *gpuDRAModel) frameworkruntime.Registry {
+	return frameworkruntime.Registry{gpuDevicesName: func(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		p, ok, err := policyOfArgs(obj)
+		if err != nil {
+			return nil, err
+		}
+		m.policy, m.hasPolicy = p, ok
+		return &gpuDRAScore{m: m, h: h}, nil
+	}}
+}
+
+// policyOfArgs reads the policy of GPUDevices' args; ok is false if they
+// name none.
+func policyOfArgs(obj runtime.Object) (p gpu.Policy, ok bool, err error) {
+	args, err := profile.DecodeGPUDevicesArgs(obj)
+	if err != nil || args.Policy == "" {
+		return 0, false, err
+	}
+	p, err = gpu.ParsePolicy(args.Policy)
+	return p, err == nil, err
+}
+
+// Name is the plugin's name.
+func (*gpuDRAScore) Name() string { return gpuDevicesName }
+
+// Score is the policy's score (0 to 100) of the node with the pod on the
+// GPUs DRA would allocate it (the best fit); 0 if they do not hold it. O(pods on the
+// node + the policy's cost), a claim looked up per GPU pod.
+func (p *gpuDRAScore) Score(_ context.Context, _ fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
+	r, ok := usageOfPod(pod).request()
+	if !ok || !p.m.hasPolicy {
+		return 0, nil
+	}
+	n := p.node(ni, pod.UID)
+	if !n.Fits(r) {
+		return 0, nil
+	}
+	return p.m.policy.ScoreAt(n, r, n.BestFit(r), p.m.workload, p.m.rnd), nil
+}
+
+// ScoreExtensions: none; the policies score from 0 to 100 already.
+func (*gpuDRAScore) ScoreExtensions() fwk.ScoreExtensions { return nil }
+
+// node rebuilds a node's GPUs from the devices its pods' claims were
+// allocated, leaving out skip. A pod whose claim has no allocation on the
+// node's pool (not expected once bound) takes the best fit, as DRA would.
+func (p *gpuDRAScore) node(ni fwk.NodeInfo, skip types.UID) *gpu.Node {
+	in := nodeInOf(ni)
+	n := gpu.NewNode(in.name, in.model, in.cpu, in.mem>>20, int(in.gpuMilli/gpu.Milli))
+	n.CPUFree = in.cpu - in.usedCPU
+	n.MemFree = (in.mem - in.usedMem) >> 20
+	for _, pi := range ni.GetPods() {
+		pod := pi.GetPod()
+		res := pi.CalculateResource().Resource
+		r, ok := podUsage{gpuMilli: res.GetScalarResources()[gpuName], cpu: res.GetMilliCPU(), mem: res.GetMemory()}.request()
+		if pod.UID == skip {
+			n.CPUFree += r.CPU
+			n.MemFree += r.Mem
+			continue
+		}
+		if !ok || r.Count == 0 {
+			continue
+		}
+		r.CPU, r.Mem = 0, 0 // counted above
+		at := p.allocated(pod, in.name)
+		if len(at) != r.Count || !fitsAt(n, r, at) {
+			at = n.BestFit(r)
+		}
+		if at != nil {
+			n.Place(r, at)
+		}
+	}
+	return n
+}
+
+// allocated lists the GPUs (device indexes of the node's pool) that the
+// pod's claims were allocated. O(claims of the pod × their devices).
+func (p *gpuDRAScore) allocated(pod *v1.Pod, node string) []int {
+	var at []int
+	claims := p.h.SharedDRAManager().ResourceClaims()
+	for _, st := range pod.Status.ResourceClaimStatuses {
+		if st.ResourceClaimName == nil {
+			continue
+		}
+		c, err := claims.Get(pod.Namespace, *st.ResourceClaimName)
+		if err != nil || c.Status.Allocation == nil {
+			continue
+		}
+		for _, d := range c.Status.Allocation.Devices.Results {
+			if d.Driver != traceGPUDriver || d.Pool != node {
+				continue
+			}
+			if i, err := strconv.Atoi(strings.TrimPrefix(d.Device, "gpu-")); err == nil {
+				at = append(at, i)
+			}
+		}
+	}
+	return at
+}
+
+// SignPod signs pod by what the policy reads of it, as on the device
+// model (gpuFramework.SignPod).
+func (p *gpuDRAScore) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	return signGPU(pod, p.m.hasPolicy && p.m.policy == gpu.Random)
+}
