@@ -10,7 +10,6 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -56,24 +55,13 @@ type PodInfo struct {
 	// Requests are the pod's effective requests: containers, init
 	// containers (as the kubelet runs them) and overhead, plus one pod.
 	Requests Resource
-	// NonZeroRequests are the pod's cpu and memory requests counting
-	// DefaultMilliCPURequest and DefaultMemoryRequest for each container
-	// that does not set them, the figures resource scoring spreads by.
-	NonZeroRequests Resource
 	// InvalidRequests says why the requests cannot be accounted (an
 	// amount overflows int64 or is negative), nil if they can. Requests
-	// and NonZeroRequests then hold the clamped amounts (see
+	// then holds the clamped amounts (see
 	// ConvertResources); such a pod must not be scheduled.
 	InvalidRequests      error
 	RequiredAffinity     []AffinityTerm
 	RequiredAntiAffinity []AffinityTerm
-}
-
-// nonZeroDefaults fills in a container's missing cpu and memory requests
-// for NonZeroRequests.
-var nonZeroDefaults = v1.ResourceList{
-	v1.ResourceCPU:    *resource.NewMilliQuantity(DefaultMilliCPURequest, resource.DecimalSI),
-	v1.ResourceMemory: *resource.NewQuantity(DefaultMemoryRequest, resource.BinarySI),
 }
 
 // NewPodInfo computes a pod's scheduling data. It fails on a malformed
@@ -112,30 +100,6 @@ func PodRequests(p *v1.Pod) (Resource, error) {
 
 func (pi *PodInfo) setRequests() {
 	pi.Requests, pi.InvalidRequests = PodRequests(pi.Pod)
-	pi.NonZeroRequests = nonZeroRequests(pi.Pod, pi.Requests)
-}
-
-// nonZeroRequests computes a pod's NonZeroRequests. For the common pod,
-// with regular containers only, that is its requests plus the default for
-// each container missing one (the defaults are whole milli-cpus and
-// bytes, so adding them after rounding gives what adding them before
-// would); other pods go through component-helpers again.
-func nonZeroRequests(p *v1.Pod, requests Resource) Resource {
-	if len(p.Spec.InitContainers) > 0 || p.Spec.Overhead != nil || p.Spec.Resources != nil {
-		nz := NewResource(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{NonMissingContainerRequests: nonZeroDefaults}))
-		return Resource{MilliCPU: nz.MilliCPU, Memory: nz.Memory}
-	}
-	nz := Resource{MilliCPU: requests.MilliCPU, Memory: requests.Memory}
-	for i := range p.Spec.Containers {
-		rl := p.Spec.Containers[i].Resources.Requests
-		if _, ok := rl[v1.ResourceCPU]; !ok {
-			nz.MilliCPU = AddSat(nz.MilliCPU, DefaultMilliCPURequest)
-		}
-		if _, ok := rl[v1.ResourceMemory]; !ok {
-			nz.Memory = AddSat(nz.Memory, DefaultMemoryRequest)
-		}
-	}
-	return nz
 }
 
 func parseTerms(p *v1.Pod, terms []v1.PodAffinityTerm) ([]AffinityTerm, error) {
@@ -160,24 +124,13 @@ func parseTerms(p *v1.Pod, terms []v1.PodAffinityTerm) ([]AffinityTerm, error) {
 }
 
 // NodeInfo is a node with the pods on it (bound or assumed) and their sums.
-//
-// Its first fields copy what the filters read of the v1.Node on every
-// cycle (SetNode keeps them current): a cycle tries thousands of nodes in
-// order, and reading one small NodeInfo after another costs far less than
-// chasing each large v1.Node through memory. Treat them as read-only.
 type NodeInfo struct {
-	// Unschedulable is Node.Spec.Unschedulable (the node is cordoned).
-	Unschedulable bool
-	// Taints is Node.Spec.Taints.
-	Taints      []v1.Taint
 	Pods        []*PodInfo
 	Allocatable Resource
-	// Requested sums the pods' Requests, NonZeroRequested their
-	// NonZeroRequests; both saturate rather than wrap.
-	Requested        Resource
-	NonZeroRequested Resource
-	name             string
-	Node             *v1.Node
+	// Requested sums the pods' Requests; it saturates rather than wraps.
+	Requested Resource
+	name      string
+	Node      *v1.Node
 	// AllocatableInvalid says which allocatable amounts were clamped (see
 	// ConvertResources), nil if none was.
 	AllocatableInvalid error
@@ -193,7 +146,7 @@ func NewNodeInfo(node *v1.Node) *NodeInfo {
 // SetNode replaces the node object (on an update), keeping the pods.
 func (n *NodeInfo) SetNode(node *v1.Node) {
 	n.Node = node
-	n.name, n.Unschedulable, n.Taints = node.Name, node.Spec.Unschedulable, node.Spec.Taints
+	n.name = node.Name
 	n.Allocatable, n.AllocatableInvalid = ConvertResources(node.Status.Allocatable)
 }
 
@@ -204,7 +157,6 @@ func (n *NodeInfo) Name() string { return n.name }
 func (n *NodeInfo) AddPod(p *PodInfo) {
 	n.Pods = append(n.Pods, p)
 	n.Requested.Add(p.Requests)
-	n.NonZeroRequested.Add(p.NonZeroRequests)
 }
 
 // RemovePod removes the pod with key from the node and reports whether it
@@ -216,21 +168,19 @@ func (n *NodeInfo) RemovePod(key types.NamespacedName) bool {
 	}
 	p := n.Pods[i]
 	n.Pods = slices.Delete(n.Pods, i, i+1)
-	if n.Requested.Saturated() || n.NonZeroRequested.Saturated() {
+	if n.Requested.Saturated() {
 		n.recount()
 	} else {
 		n.Requested.Sub(p.Requests)
-		n.NonZeroRequested.Sub(p.NonZeroRequests)
 	}
 	return true
 }
 
 // recount sums the pods' requests from scratch.
 func (n *NodeInfo) recount() {
-	n.Requested, n.NonZeroRequested = Resource{}, Resource{}
+	n.Requested = Resource{}
 	for _, p := range n.Pods {
 		n.Requested.Add(p.Requests)
-		n.NonZeroRequested.Add(p.NonZeroRequests)
 	}
 }
 
