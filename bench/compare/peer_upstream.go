@@ -216,7 +216,10 @@ func upstreamStream(ops []sim.Op) func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
-			u := stream.NewUpstream()
+			u, err := stream.NewUpstream()
+			if err != nil {
+				b.Fatal(err)
+			}
 			b.StartTimer()
 			if err := u.Replay(ops, false); err != nil {
 				b.Fatal(err)

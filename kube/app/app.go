@@ -24,9 +24,7 @@ import (
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
-	"github.com/schedq/schedq/kube/framework"
 	"github.com/schedq/schedq/kube/plugins"
-	fwprofile "github.com/schedq/schedq/kube/profile"
 	"github.com/schedq/schedq/kube/scheduler"
 	"github.com/schedq/schedq/metrics"
 )
@@ -42,7 +40,6 @@ type Options struct {
 	// Serving is the HTTPS port with delegated authentication and
 	// authorization (see NewServingOptions). Nil: off.
 	Serving *ServingOptions
-	Scoring plugins.ScoringStrategy
 	// PercentageOfNodesToScore: see scheduler.Options.
 	PercentageOfNodesToScore int
 	// NoWakeBudget wakes every pending pod a cluster event may help, as
@@ -189,11 +186,15 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	go quiet.run(ctx)
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), plugins.UnsupportedMetrics)
-	profile := framework.Profile(plugins.DefaultLogged(o.Scoring, log))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if o.Config.Profile == nil {
+		if err := o.loadProfile(); err != nil {
+			return err
+		}
+	}
 	rec := metrics.New(metrics.Options{Profile: o.SchedulerName, EventLabels: clusterevent.QueueLabels})
 	c := scheduler.NewCache()
-	qcfg := scheduler.QueueConfig(profile)
+	qcfg := scheduler.QueueConfig()
 	qcfg.Recorder = rec
 	qcfg.Fairness = o.Fairness.fairness()
 	qcfg.InitialBackoff, qcfg.MaxBackoff = o.Config.InitialBackoff, o.Config.MaxBackoff
@@ -207,14 +208,11 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 		klog.SetLogger(lib)
 	}
 	factory := informers.NewSharedInformerFactory(cs.sched, 0)
-	var fw *fwprofile.Framework
-	if o.Config.Upstream {
-		var err error
-		if fw, err = upstreamFramework(ctx, o, &qcfg, cs.sched, factory, lib); err != nil {
-			return err
-		}
-		defer fw.Close()
+	fw, err := upstreamFramework(ctx, o, &qcfg, cs.sched, factory, lib)
+	if err != nil {
+		return err
 	}
+	defer fw.Close()
 	q, err := schedq.New(qcfg)
 	if err != nil {
 		return err
@@ -290,13 +288,11 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	counts := queues.Counts()
 	log.Info("caches synced", "nodes", c.NodeCount(), "pending", counts.Active+counts.Backoff+counts.Unschedulable+counts.Gated)
 
-	if fw != nil {
-		log.Info("lone pods are scheduled with kube-scheduler's framework", "profile", o.Config.Profile.SchedulerName)
-	}
+	log.Info("scheduling with kube-scheduler's framework", "profile", o.Config.Profile.SchedulerName)
 	t := &terms{
 		queues: queues, cache: c, handlers: h, pods: pods, podGroups: podGroups, qcfg: qcfg, client: cs.sched, fence: f,
 		backoff: newOutageBackoff(o.Clock), state: st, watch: watch, log: log, reporter: reporter,
-		opts:     scheduler.Options{Profile: profile, PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: sm, Logger: log, Framework: fw},
+		opts:     scheduler.Options{PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: sm, Logger: log, Framework: fw},
 		preempt:  preempt,
 		releaser: &scheduler.APIReleaser{Client: cs.sched, Recorder: broadcaster.NewRecorder(scheme.Scheme, o.SchedulerName)},
 	}

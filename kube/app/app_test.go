@@ -19,12 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/schedq/schedq"
-	"github.com/schedq/schedq/kube/framework"
-	"github.com/schedq/schedq/kube/plugins"
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
@@ -39,7 +38,9 @@ func testNode(name string, cpu string) *v1.Node {
 
 func testPod(name, scheduler, cpu string) *v1.Pod {
 	return &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		// A UID, as the API server gives: kube-scheduler's cache refuses
+		// a pod without one.
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name)},
 		Spec: v1.PodSpec{SchedulerName: scheduler, Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{
 			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)},
 		}}}},
@@ -84,7 +85,7 @@ func TestRunSchedulesPodsOfOurs(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
-			done <- run(ctx, clients{sched: client, events: client, lease: client}, nil, nil, Options{SchedulerName: "schedq", Scoring: plugins.LeastAllocated}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			done <- run(ctx, clients{sched: client, events: client, lease: client}, nil, nil, Options{SchedulerName: "schedq"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		}()
 		// Virtual time: the start-up waits poll every 100ms, so let a
 		// second pass in the bubble, then wait for everything to settle.
@@ -165,7 +166,7 @@ current-context: c
 }
 
 func TestDebugEndpoints(t *testing.T) {
-	q, err := schedq.New(scheduler.QueueConfig(framework.Profile(plugins.Default(plugins.LeastAllocated))))
+	q, err := schedq.New(scheduler.QueueConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

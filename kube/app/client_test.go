@@ -10,8 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/schedq/schedq"
-	"github.com/schedq/schedq/kube/framework"
-	"github.com/schedq/schedq/kube/plugins"
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
@@ -19,7 +17,7 @@ import (
 // text and JSON, and Handler's 404 for a pod the queue does not hold
 // (which it must tell from another server's 404).
 func TestExplainAgainstHandler(t *testing.T) {
-	q, err := schedq.New(scheduler.QueueConfig(framework.Profile(plugins.Default(plugins.LeastAllocated))))
+	q, err := schedq.New(scheduler.QueueConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

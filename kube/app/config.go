@@ -21,20 +21,14 @@ type ConfigOptions struct {
 	// file's podInitialBackoffSeconds and podMaxBackoffSeconds. Zero: the
 	// queue's defaults (1s and 10s, as kube-scheduler's).
 	InitialBackoff, MaxBackoff time.Duration
-	// Upstream (--upstream-plugins) schedules lone pods with
-	// kube-scheduler's framework and in-tree plugins, as Profile
-	// configures them, instead of schedq's own plugins (see
-	// scheduler.Options.Framework). With it, the file's plugins and
-	// pluginConfig are honoured.
-	Upstream bool
 	// Profile is the file's profile, or kube-scheduler's default one
-	// without a file; set by Validate when Upstream is.
+	// without a file, that kube-scheduler's framework runs (its plugins,
+	// weights and pluginConfig); set by Validate, else by Run.
 	Profile *config.KubeSchedulerProfile
 }
 
 // loadProfile sets Config.Profile to kube-scheduler's default profile,
-// for --upstream-plugins without --config (--scheduler-name still names
-// the pods to schedule).
+// without --config (--scheduler-name still names the pods to schedule).
 func (o *Options) loadProfile() error {
 	cfg, err := profile.Default()
 	if err != nil {
@@ -51,9 +45,7 @@ func (o *Options) loadProfile() error {
 // file's; replacing --percentage-of-nodes-to-score) and the backoffs.
 //
 // Refused, because schedq would silently run something else: more than
-// one profile; plugins or pluginConfig other than kube-scheduler's
-// defaults, unless --upstream-plugins runs kube-scheduler's plugins
-// (otherwise schedq runs its own); extenders; and clientConnection,
+// one profile; extenders; and clientConnection,
 // leaderElection or parallelism other than the defaults (schedq's flags
 // set these).
 func (o *Options) applyConfig() error {
@@ -69,13 +61,7 @@ func (o *Options) applyConfig() error {
 	if len(cfg.Profiles) != 1 {
 		unsupported = append(unsupported, fmt.Sprintf("profiles: %d profiles; schedq runs one", len(cfg.Profiles)))
 	}
-	p, dp := cfg.Profiles[0], def.Profiles[0]
-	if !o.Config.Upstream && !apiequality.Semantic.DeepEqual(p.Plugins, dp.Plugins) {
-		unsupported = append(unsupported, "profiles[0].plugins: schedq runs its own plugins and cannot enable, disable or weigh kube-scheduler's (--upstream-plugins runs kube-scheduler's)")
-	}
-	if !o.Config.Upstream && !apiequality.Semantic.DeepEqual(p.PluginConfig, dp.PluginConfig) {
-		unsupported = append(unsupported, "profiles[0].pluginConfig: schedq runs its own plugins and takes no plugin args (--upstream-plugins runs kube-scheduler's)")
-	}
+	p := cfg.Profiles[0]
 	if len(cfg.Extenders) > 0 {
 		unsupported = append(unsupported, "extenders: not supported")
 	}

@@ -59,10 +59,6 @@ func TestValidateConfigRefuses(t *testing.T) {
 		{"upstream validation", cfgHeader + "podInitialBackoffSeconds: 0\n", []string{"--config", "podInitialBackoffSeconds", "must be greater than 0"}},
 		{"duplicate schedulerName", cfgHeader + "profiles:\n- schedulerName: a\n- schedulerName: a\n", []string{"profiles[1].schedulerName", "Duplicate value"}},
 		{"two profiles", cfgHeader + "profiles:\n- schedulerName: a\n- schedulerName: b\n", []string{"2 profiles; schedq runs one"}},
-		{"plugins", cfgHeader + "profiles:\n- schedulerName: a\n  plugins:\n    score:\n      disabled:\n      - name: ImageLocality\n",
-			[]string{"profiles[0].plugins: schedq runs its own plugins"}},
-		{"plugin args", cfgHeader + "profiles:\n- schedulerName: a\n  pluginConfig:\n  - name: InterPodAffinity\n    args:\n      hardPodAffinityWeight: 5\n",
-			[]string{"profiles[0].pluginConfig"}},
 		{"leader election", cfgHeader + "leaderElection:\n  leaderElect: false\n", []string{"leaderElection: set by the --leader-elect* flags"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,13 +83,12 @@ func TestValidateConfigRefuses(t *testing.T) {
 	}
 }
 
-// TestValidateConfigUpstreamPlugins: with --upstream-plugins, a file's
-// plugins and pluginConfig are taken (kube-scheduler's framework runs
-// them) and its profile kept; without a file, the default profile is,
-// and --scheduler-name still names the pods.
+// TestValidateConfigUpstreamPlugins: a file's plugins and pluginConfig
+// are taken (kube-scheduler's framework runs them) and its profile kept;
+// without a file, the default profile is, and --scheduler-name still
+// names the pods.
 func TestValidateConfigUpstreamPlugins(t *testing.T) {
 	o := valid()
-	o.Config.Upstream = true
 	o.Config.File = configFile(t, cfgHeader+"profiles:\n- schedulerName: a\n  plugins:\n    score:\n      disabled:\n      - name: ImageLocality\n"+
 		"  pluginConfig:\n  - name: InterPodAffinity\n    args:\n      hardPodAffinityWeight: 5\n")
 	if err := o.Validate(); err != nil {
@@ -107,7 +102,6 @@ func TestValidateConfigUpstreamPlugins(t *testing.T) {
 		t.Fatalf("score disabled %v, want ImageLocality", d)
 	}
 	o = valid()
-	o.Config.Upstream = true
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}

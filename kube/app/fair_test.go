@@ -13,8 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/schedq/schedq"
-	"github.com/schedq/schedq/kube/framework"
-	"github.com/schedq/schedq/kube/plugins"
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
@@ -28,7 +26,7 @@ func nsPod(ns, name string) *v1.Pod {
 // holding a flood of team-a's pods and two of team-b's, added later.
 func fairQueue(t *testing.T) *podQueue {
 	t.Helper()
-	cfg := scheduler.QueueConfig(framework.Profile(plugins.Default(plugins.LeastAllocated)))
+	cfg := scheduler.QueueConfig()
 	cfg.Fairness = FairnessOptions{Namespaces: true}.fairness()
 	q, err := schedq.New(cfg)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
-	"github.com/schedq/schedq/kube/plugins"
 	"github.com/schedq/schedq/kube/sim"
 )
 
@@ -81,19 +80,12 @@ func storeOf(inf cache.SharedIndexInformer) cache.Store {
 }
 
 // scenarioOf is the simulator's scheduler set up as the live one: the same
-// plugins (kube-scheduler's with the --config profile, or schedq's with
-// their scoring), percentage of nodes to score, backoff, wake budget and
+// plugins (kube-scheduler's with the --config profile), percentage of
+// nodes to score, backoff, wake budget and
 // fairness, with gangs and preemption on.
 func scenarioOf(o Options) *sim.Scenario {
 	sc := &sim.Scenario{Name: "live", Seed: 1}
-	switch {
-	case o.Config.Upstream:
-		sc.Scheduler.Plugins, sc.Scheduler.Config = sim.PluginsUpstream, o.Config.File
-	case o.Scoring == plugins.BalancedAllocation:
-		sc.Scheduler.Plugins, sc.Scheduler.Scoring = sim.PluginsSchedq, "balanced"
-	default:
-		sc.Scheduler.Plugins = sim.PluginsSchedq
-	}
+	sc.Scheduler.Plugins, sc.Scheduler.Config = sim.PluginsUpstream, o.Config.File
 	sc.Scheduler.PercentageOfNodesToScore = o.PercentageOfNodesToScore
 	sc.Scheduler.Preemption = &sim.PreemptionSpec{}
 	sc.Queue.InitialBackoff = o.Config.InitialBackoff

@@ -24,8 +24,6 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/schedq/schedq"
-	"github.com/schedq/schedq/kube/framework"
-	"github.com/schedq/schedq/kube/plugins"
 	"github.com/schedq/schedq/kube/scheduler"
 	"github.com/schedq/schedq/kube/sim"
 )
@@ -49,7 +47,7 @@ var liveNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func newLiveCluster(t *testing.T, nodes int) *liveCluster {
 	t.Helper()
-	q, err := schedq.New(scheduler.QueueConfig(framework.Profile(plugins.Default(plugins.LeastAllocated))))
+	q, err := schedq.New(scheduler.QueueConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +98,7 @@ func (l *liveCluster) pending(p *v1.Pod) {
 func (l *liveCluster) forecaster() *forecaster {
 	ls := &liveState{queue: l.queue, cache: l.cache, pods: l.pods, namespaces: l.nss, groups: l.groups,
 		schedulerName: "schedq", clock: l.clk}
-	f := newForecaster(Options{Scoring: plugins.LeastAllocated}, ls, l.clk)
+	f := newForecaster(Options{}, ls, l.clk)
 	state := f.state
 	f.state = func() (*sim.ForecastState, CopyStats) {
 		l.copies.Add(1)
@@ -109,6 +107,17 @@ func (l *liveCluster) forecaster() *forecaster {
 		}
 		return state()
 	}
+	// A forecast still running when the test ends runs kube-scheduler's
+	// plugins, which read klog's logger, which other tests set: wait for
+	// it (every test that blocks a forecast releases it before it ends).
+	l.t.Cleanup(func() {
+		f.mu.Lock()
+		done := f.running
+		f.mu.Unlock()
+		if done != nil {
+			<-done
+		}
+	})
 	return f
 }
 

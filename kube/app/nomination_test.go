@@ -9,8 +9,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/schedq/schedq/kube/plugins"
 )
 
 // TestNewProcessTakesOverNominations runs the whole scheduler (run, with
@@ -35,7 +33,7 @@ func TestNewProcessTakesOverNominations(t *testing.T) {
 		done := make(chan error, 1)
 		go func() {
 			done <- run(ctx, clients{sched: client, events: client, lease: client}, nil, nil,
-				Options{SchedulerName: "schedq", Scoring: plugins.LeastAllocated}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+				Options{SchedulerName: "schedq"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		}()
 		time.Sleep(time.Second) // virtual time: let the start-up polls pass
 		synctest.Wait()

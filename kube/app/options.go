@@ -9,8 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/leaderelection"
-
-	"github.com/schedq/schedq/kube/plugins"
 )
 
 // Validate checks every option before anything connects, and returns all
@@ -24,7 +22,7 @@ func (o *Options) Validate() error {
 		if err := o.applyConfig(); err != nil {
 			return err
 		}
-	} else if o.Config.Upstream {
+	} else {
 		if err := o.loadProfile(); err != nil {
 			return err
 		}
@@ -44,9 +42,6 @@ func (o *Options) Validate() error {
 		} else if err := checkLoopback(o.Address); err != nil {
 			errs = append(errs, err)
 		}
-	}
-	if o.Scoring != plugins.LeastAllocated && o.Scoring != plugins.BalancedAllocation {
-		bad("scoring", "unknown strategy %v", o.Scoring)
 	}
 	if o.PercentageOfNodesToScore < 0 || o.PercentageOfNodesToScore > 100 {
 		bad("percentage-of-nodes-to-score", "%d is not between 0 and 100 (0: adaptive)", o.PercentageOfNodesToScore)

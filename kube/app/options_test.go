@@ -4,16 +4,14 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/schedq/schedq/kube/plugins"
 )
 
 // valid is a complete set of options that passes Validate: the flags'
 // defaults.
 func valid() Options {
 	return Options{
-		SchedulerName: "schedq", Scoring: plugins.LeastAllocated,
-		LeaderElect: true, LeaseNamespace: "kube-system", LeaseName: "schedq",
+		SchedulerName: "schedq",
+		LeaderElect:   true, LeaseNamespace: "kube-system", LeaseName: "schedq",
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		QPS: 50, Burst: 100,
 	}
@@ -29,7 +27,6 @@ func TestValidate(t *testing.T) {
 		func(o *Options) { o.Address = "localhost:0" },
 		func(o *Options) { o.Address = "[::1]:8080" },
 		func(o *Options) { o.PercentageOfNodesToScore = 100 },
-		func(o *Options) { o.Scoring = plugins.BalancedAllocation },
 		func(o *Options) { o.LeaderElect, o.LeaseNamespace, o.LeaseDuration = false, "", 5*time.Second },
 	}
 	for i, change := range ok {
@@ -53,7 +50,6 @@ func TestValidate(t *testing.T) {
 		{func(o *Options) { o.Address = "0.0.0.0:10351" }, "must be a loopback address"},
 		{func(o *Options) { o.FenceMargin = -time.Second }, "--leader-elect-fence-margin: -1s"},
 		{func(o *Options) { o.FenceMargin = 15 * time.Second }, "--leader-elect-fence-margin: 15s must be 0"},
-		{func(o *Options) { o.Scoring = plugins.ScoringStrategy(9) }, "--scoring: unknown strategy"},
 		{func(o *Options) { o.PercentageOfNodesToScore = 200 }, "--percentage-of-nodes-to-score: 200 is not between 0 and 100"},
 		{func(o *Options) { o.PercentageOfNodesToScore = -5 }, "--percentage-of-nodes-to-score: -5"},
 		{func(o *Options) { o.QPS = -1 }, "--kube-api-qps: must be more than 0, got -1"},

@@ -17,15 +17,13 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/schedq/schedq"
-	"github.com/schedq/schedq/kube/framework"
-	"github.com/schedq/schedq/kube/plugins"
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
 // newTestQueue returns a queue holding n pending pods.
 func newTestQueue(t *testing.T, n int) *podQueue {
 	t.Helper()
-	q, err := schedq.New(scheduler.QueueConfig(framework.Profile(plugins.Default(plugins.LeastAllocated))))
+	q, err := schedq.New(scheduler.QueueConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +214,7 @@ func (c *countingView) Dump() schedq.Dump[types.NamespacedName] {
 // holds the queue's lock), at most once a second however many clients
 // ask; "page" is a request served from the snapshot (default page).
 func BenchmarkDebugQueue20k(b *testing.B) {
-	q, err := schedq.New(scheduler.QueueConfig(framework.Profile(plugins.Default(plugins.LeastAllocated))))
+	q, err := schedq.New(scheduler.QueueConfig())
 	if err != nil {
 		b.Fatal(err)
 	}

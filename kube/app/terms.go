@@ -51,7 +51,11 @@ func (t *terms) run(ctx context.Context) {
 	q := t.queues.get()
 	binder := scheduler.NewAPIBinder(t.client, 0)
 	binder.Stamp = t.fence.stamp
-	s := scheduler.New(q, t.cache, guardedBinder{next: binder, fence: t.fence, backoff: t.backoff}, t.reporter, t.opts)
+	s, err := scheduler.New(q, t.cache, guardedBinder{next: binder, fence: t.fence, backoff: t.backoff}, t.reporter, t.opts)
+	if err != nil {
+		t.log.Error("cannot schedule", "err", err)
+		return
+	}
 	if t.preempt != nil {
 		if err := s.EnablePreemption(*t.preempt); err != nil {
 			t.log.Error("preemption off", "err", err)

@@ -18,8 +18,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
-
-	"github.com/schedq/schedq/kube/plugins"
 )
 
 // runLeader runs the scheduler with leader election on client (lease
@@ -27,7 +25,7 @@ import (
 // 250ms) until the test ends, then checks that run returned nil. done
 // has run's result if it returned before. Call it in a synctest bubble.
 func runLeader(t *testing.T, client *fake.Clientset) (done <-chan error) {
-	o := Options{SchedulerName: "schedq", Scoring: plugins.LeastAllocated, Clock: clock.RealClock{},
+	o := Options{SchedulerName: "schedq", Clock: clock.RealClock{},
 		LeaderElect: true, LeaseNamespace: "kube-system", LeaseName: "schedq", Identity: "me",
 		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 250 * time.Millisecond}
 	f, err := newLeaderFence(o)

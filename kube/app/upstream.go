@@ -17,7 +17,7 @@ import (
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
-// upstreamFramework builds kube-scheduler's framework for --upstream-plugins
+// upstreamFramework builds kube-scheduler's framework for Config.Profile
 // on the cluster's client and informer factory, and makes qcfg take its
 // plugins' hints and gates, so that the queue wakes a pod rejected by an
 // upstream plugin (NodePorts, PodTopologySpread, VolumeBinding...) on the
@@ -45,7 +45,7 @@ func upstreamFramework(ctx context.Context, o Options, qcfg *schedq.Config[types
 // profile's plugins may register for, and, for each kind only upstream's
 // plugins register for (DRA objects, CSI drivers, storage capacities,
 // volume attachments), its informer if some registration in hints names
-// it, so the hand-written path opens no watch it does not need.
+// it, so that no watch is opened that no plugin needs.
 func watched(factory informers.SharedInformerFactory, hints map[string][]schedq.EventHint[*v1.Pod]) map[string]cache.SharedIndexInformer {
 	out := map[string]cache.SharedIndexInformer{
 		clusterevent.PersistentVolume:      factory.Core().V1().PersistentVolumes().Informer(),

@@ -10,8 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestUpstreamPluginsPreempt: with --upstream-plugins, the whole
-// scheduler on a fake clientset preempts through kube-scheduler's
+// TestUpstreamPluginsPreempt: the whole scheduler on a fake clientset preempts through kube-scheduler's
 // DefaultPreemption: a high-priority pod that fits nowhere has the
 // low-priority pod deleted through the API evictor, its
 // status.nominatedNodeName set, and is bound to that node once the victim

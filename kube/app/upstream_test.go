@@ -12,31 +12,22 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
-
-	"github.com/schedq/schedq/kube/plugins"
 )
 
 // upstreamOptions are the options of a scheduler named schedq that runs
 // lone pods through kube-scheduler's default profile.
 func upstreamOptions(t *testing.T) Options {
 	t.Helper()
-	o := Options{SchedulerName: "schedq", Scoring: plugins.LeastAllocated}
-	o.Config.Upstream = true
+	o := Options{SchedulerName: "schedq"}
 	if err := o.loadProfile(); err != nil {
 		t.Fatal(err)
 	}
 	return o
 }
 
-// uidPod is a pending pod of ours with a UID, as the API server gives
-// (kube-scheduler's cache refuses a pod without one).
-func uidPod(name string) *v1.Pod {
-	p := testPod(name, "schedq", "100m")
-	p.UID = types.UID("uid-" + name)
-	return p
-}
+// uidPod is a pending pod of ours (testPod gives it a UID).
+func uidPod(name string) *v1.Pod { return testPod(name, "schedq", "100m") }
 
 func hostPortPod(name string) *v1.Pod {
 	p := uidPod(name)
@@ -71,8 +62,8 @@ func nodeOf(t *testing.T, client *fake.Clientset, name string) string {
 	return p.Spec.NodeName
 }
 
-// TestUpstreamPluginsWakeOnTheirEvents: with --upstream-plugins, a pod that
-// only NodePorts (a plugin schedq's own profile lacks) rejects is woken by
+// TestUpstreamPluginsWakeOnTheirEvents: a pod that only NodePorts rejects
+// is woken by
 // the node that makes room for it, long before the queue's 5-minute flush
 // of parked pods.
 func TestUpstreamPluginsWakeOnTheirEvents(t *testing.T) {
@@ -131,8 +122,7 @@ func claimPod(name, claim string) *v1.Pod {
 	return p
 }
 
-// TestUpstreamPluginsReadTheClustersVolumes: with --upstream-plugins, the
-// volume plugins read the cluster's claims and volumes through the
+// TestUpstreamPluginsReadTheClustersVolumes: the volume plugins read the cluster's claims and volumes through the
 // scheduler's informers: a pod whose claim does not exist waits with the
 // plugin's reason, and when the claim and its local volume on n2 are
 // created, the claim's event wakes it and it is bound to n2.

@@ -11,13 +11,13 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/schedq/schedq"
-	"github.com/schedq/schedq/kube/framework"
-	"github.com/schedq/schedq/kube/plugins"
+	fwprofile "github.com/schedq/schedq/kube/profile"
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
@@ -44,8 +44,7 @@ func TestProbesFailWhileACycleHangs(t *testing.T) {
 	watch := newLoopWatch(clk, time.Minute)
 	st := &state{}
 	st.synced.Store(true)
-	profile := framework.Profile(plugins.Default(plugins.LeastAllocated))
-	q, err := schedq.New(scheduler.QueueConfig(profile))
+	q, err := schedq.New(scheduler.QueueConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +59,19 @@ func TestProbesFailWhileACycleHangs(t *testing.T) {
 	c.AddNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: v1.NodeStatus{Allocatable: v1.ResourceList{
 		v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi"), v1.ResourcePods: resource.MustParse("110")}}})
 	b := stuckBinder{release: make(chan struct{})}
-	s := scheduler.New(q, c, b, nopReporter{}, scheduler.Options{Profile: profile})
+	cfg, err := fwprofile.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, err := fwprofile.NewFrameworkOn(context.Background(), &cfg.Profiles[0], fwprofile.Setup{Snapshot: backendcache.NewEmptySnapshot()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fw.Close()
+	s, err := scheduler.New(q, c, b, nopReporter{}, scheduler.Options{Framework: fw})
+	if err != nil {
+		t.Fatal(err)
+	}
 	tm := &terms{watch: watch}
 	if err := q.Add(testPod("p", "schedq", "1")); err != nil {
 		t.Fatal(err)

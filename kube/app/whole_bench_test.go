@@ -24,14 +24,12 @@ import (
 	kubescheduler "k8s.io/kubernetes/pkg/scheduler"
 	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 	schedprofile "k8s.io/kubernetes/pkg/scheduler/profile"
-
-	"github.com/schedq/schedq/kube/plugins"
 )
 
 // BenchmarkWholeScheduler runs kube-scheduler v1.37.2 (pkg/scheduler,
 // in-process, its default profile and parallelism) and schedq's scheduler
-// (run, on kube-scheduler's framework with the same default profile:
-// --upstream-plugins) side by side on the same workload: a fake
+// (run, on kube-scheduler's framework with the same default profile)
+// side by side on the same workload: a fake
 // clientset holding the nodes and the pending pods, all of which fit.
 // One iteration is one whole run, from the scheduler's start until the
 // last pod is bound; it reports pods/s and the process's CPU time per
@@ -195,8 +193,7 @@ func (c *benchCluster) wait(b *testing.B) {
 }
 
 func runSchedqOn(b *testing.B, c *benchCluster) {
-	o := Options{SchedulerName: v1.DefaultSchedulerName, Scoring: plugins.LeastAllocated}
-	o.Config.Upstream = true
+	o := Options{SchedulerName: v1.DefaultSchedulerName}
 	if err := o.loadProfile(); err != nil {
 		b.Fatal(err)
 	}

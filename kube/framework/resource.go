@@ -22,14 +22,6 @@ type Resource struct {
 	Scalar map[v1.ResourceName]int64
 }
 
-// The requests that a container setting none of cpu or memory counts as
-// for NonZeroRequests: kube-scheduler's values, so that pods without
-// requests still spread when scored.
-const (
-	DefaultMilliCPURequest int64 = 100
-	DefaultMemoryRequest   int64 = 200 << 20
-)
-
 // The largest quantities that convert to int64 units and milli-units.
 var (
 	maxUnits      = *resource.NewQuantity(math.MaxInt64, resource.DecimalSI)

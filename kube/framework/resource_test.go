@@ -8,7 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 const maxInt64 = math.MaxInt64
@@ -129,25 +128,10 @@ func TestPodInfoInvalidRequests(t *testing.T) {
 			case tc.message != "" && (pi.InvalidRequests == nil || pi.InvalidRequests.Error() != tc.message):
 				t.Fatalf("InvalidRequests %v, want %q", pi.InvalidRequests, tc.message)
 			}
-			if pi.Requests.MilliCPU < 0 || pi.Requests.Memory < 0 || pi.NonZeroRequests.MilliCPU < 0 || pi.NonZeroRequests.Memory < 0 {
-				t.Fatalf("negative amounts: %+v %+v", pi.Requests, pi.NonZeroRequests)
+			if pi.Requests.MilliCPU < 0 || pi.Requests.Memory < 0 {
+				t.Fatalf("negative amounts: %+v", pi.Requests)
 			}
 		})
-	}
-}
-
-func TestPodInfoNonZeroRequests(t *testing.T) {
-	pi, err := NewPodInfo(podRequesting("a",
-		v1.ResourceList{"cpu": resource.MustParse("1")},
-		v1.ResourceList{"memory": resource.MustParse("1Gi")},
-		v1.ResourceList{"cpu": resource.MustParse("0")}, // explicit zero stays zero
-	))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := Resource{MilliCPU: 1000 + DefaultMilliCPURequest, Memory: 2*DefaultMemoryRequest + 1<<30}
-	if pi.NonZeroRequests.MilliCPU != want.MilliCPU || pi.NonZeroRequests.Memory != want.Memory {
-		t.Fatalf("non-zero requests %+v, want %+v", pi.NonZeroRequests, want)
 	}
 }
 
@@ -171,18 +155,18 @@ func TestNodeInfoSaturates(t *testing.T) {
 	a, b := big("a"), big("b")
 	n.AddPod(a)
 	n.AddPod(b)
-	if n.Requested.Memory != maxInt64 || n.Requested.MilliCPU != maxInt64 || n.NonZeroRequested.Memory != maxInt64 {
-		t.Fatalf("requested %+v, non-zero %+v: want memory and cpu saturated", n.Requested, n.NonZeroRequested)
+	if n.Requested.Memory != maxInt64 || n.Requested.MilliCPU != maxInt64 {
+		t.Fatalf("requested %+v: want memory and cpu saturated", n.Requested)
 	}
 	if !n.RemovePod(Key(a.Pod)) {
 		t.Fatal("RemovePod")
 	}
-	if n.Requested.Memory != 5e18 || n.Requested.MilliCPU != 5e18 || n.Requested.Pods != 1 || n.NonZeroRequested.Memory != 5e18 {
-		t.Fatalf("after removing a: requested %+v, non-zero %+v; want b's alone", n.Requested, n.NonZeroRequested)
+	if n.Requested.Memory != 5e18 || n.Requested.MilliCPU != 5e18 || n.Requested.Pods != 1 {
+		t.Fatalf("after removing a: requested %+v; want b's alone", n.Requested)
 	}
 	n.RemovePod(Key(b.Pod))
-	if n.Requested.Memory != 0 || n.Requested.MilliCPU != 0 || n.Requested.Pods != 0 || n.NonZeroRequested.MilliCPU != 0 {
-		t.Fatalf("empty node: requested %+v, non-zero %+v", n.Requested, n.NonZeroRequested)
+	if n.Requested.Memory != 0 || n.Requested.MilliCPU != 0 || n.Requested.Pods != 0 {
+		t.Fatalf("empty node: requested %+v", n.Requested)
 	}
 }
 
@@ -203,36 +187,5 @@ func TestNodeInfoAccountsAnInvalidPodAsFull(t *testing.T) {
 	n.RemovePod(Key(bad.Pod))
 	if n.Requested.MilliCPU != 1000 {
 		t.Fatalf("requested cpu %d after the invalid pod left, want 1000", n.Requested.MilliCPU)
-	}
-}
-
-// TestNonZeroRequestsFastPath: the shortcut for pods with regular
-// containers only agrees with component-helpers on every shape it takes.
-func TestNonZeroRequestsFastPath(t *testing.T) {
-	rl := func(kv ...string) v1.ResourceList {
-		out := v1.ResourceList{}
-		for i := 0; i < len(kv); i += 2 {
-			out[v1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-		}
-		return out
-	}
-	for _, pod := range []*v1.Pod{
-		podRequesting("none"),
-		podRequesting("empty", rl()),
-		podRequesting("cpu only", rl("cpu", "250m")),
-		podRequesting("memory only", rl("memory", "1Gi")),
-		podRequesting("explicit zeros", rl("cpu", "0", "memory", "0")),
-		podRequesting("fractions", rl("cpu", "0.5m", "memory", "100.5")),
-		podRequesting("mixed", rl("cpu", "1"), rl("memory", "1Gi"), rl(), rl("cpu", "1m", "memory", "1")),
-		podRequesting("overflowing", rl("cpu", "1e18", "memory", "10E"), rl()),
-	} {
-		t.Run(pod.Name, func(t *testing.T) {
-			req, _ := PodRequests(pod)
-			got := nonZeroRequests(pod, req)
-			slow := NewResource(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{NonMissingContainerRequests: nonZeroDefaults}))
-			if got.MilliCPU != slow.MilliCPU || got.Memory != slow.Memory {
-				t.Fatalf("fast path %d m, %d B; component-helpers %d m, %d B", got.MilliCPU, got.Memory, slow.MilliCPU, slow.Memory)
-			}
-		})
 	}
 }

@@ -1,17 +1,15 @@
-// Package framework holds the types that schedq's Kubernetes scheduler and
-// its plugins share: pods and nodes with their precomputed scheduling data,
-// statuses, and the plugin interfaces. It is a small, own design modelled on
-// kube-scheduler's extension points, not a copy of them.
+// Package framework holds schedq's own view of pods and nodes, which its
+// scheduler's cache, wake budgets and handlers read: pods with their
+// requests computed once, nodes with the pods on them and their sums, and
+// the interfaces of schedq's own plugins (the gang quorum, its hints).
+// Scheduling itself runs kube-scheduler's framework (kube/profile).
 package framework
 
 import (
-	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -57,24 +55,13 @@ type PodInfo struct {
 	// Requests are the pod's effective requests: containers, init
 	// containers (as the kubelet runs them) and overhead, plus one pod.
 	Requests Resource
-	// NonZeroRequests are the pod's cpu and memory requests counting
-	// DefaultMilliCPURequest and DefaultMemoryRequest for each container
-	// that does not set them, the figures resource scoring spreads by.
-	NonZeroRequests Resource
 	// InvalidRequests says why the requests cannot be accounted (an
 	// amount overflows int64 or is negative), nil if they can. Requests
-	// and NonZeroRequests then hold the clamped amounts (see
+	// then holds the clamped amounts (see
 	// ConvertResources); such a pod must not be scheduled.
 	InvalidRequests      error
 	RequiredAffinity     []AffinityTerm
 	RequiredAntiAffinity []AffinityTerm
-}
-
-// nonZeroDefaults fills in a container's missing cpu and memory requests
-// for NonZeroRequests.
-var nonZeroDefaults = v1.ResourceList{
-	v1.ResourceCPU:    *resource.NewMilliQuantity(DefaultMilliCPURequest, resource.DecimalSI),
-	v1.ResourceMemory: *resource.NewQuantity(DefaultMemoryRequest, resource.BinarySI),
 }
 
 // NewPodInfo computes a pod's scheduling data. It fails on a malformed
@@ -113,30 +100,6 @@ func PodRequests(p *v1.Pod) (Resource, error) {
 
 func (pi *PodInfo) setRequests() {
 	pi.Requests, pi.InvalidRequests = PodRequests(pi.Pod)
-	pi.NonZeroRequests = nonZeroRequests(pi.Pod, pi.Requests)
-}
-
-// nonZeroRequests computes a pod's NonZeroRequests. For the common pod,
-// with regular containers only, that is its requests plus the default for
-// each container missing one (the defaults are whole milli-cpus and
-// bytes, so adding them after rounding gives what adding them before
-// would); other pods go through component-helpers again.
-func nonZeroRequests(p *v1.Pod, requests Resource) Resource {
-	if len(p.Spec.InitContainers) > 0 || p.Spec.Overhead != nil || p.Spec.Resources != nil {
-		nz := NewResource(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{NonMissingContainerRequests: nonZeroDefaults}))
-		return Resource{MilliCPU: nz.MilliCPU, Memory: nz.Memory}
-	}
-	nz := Resource{MilliCPU: requests.MilliCPU, Memory: requests.Memory}
-	for i := range p.Spec.Containers {
-		rl := p.Spec.Containers[i].Resources.Requests
-		if _, ok := rl[v1.ResourceCPU]; !ok {
-			nz.MilliCPU = AddSat(nz.MilliCPU, DefaultMilliCPURequest)
-		}
-		if _, ok := rl[v1.ResourceMemory]; !ok {
-			nz.Memory = AddSat(nz.Memory, DefaultMemoryRequest)
-		}
-	}
-	return nz
 }
 
 func parseTerms(p *v1.Pod, terms []v1.PodAffinityTerm) ([]AffinityTerm, error) {
@@ -161,30 +124,16 @@ func parseTerms(p *v1.Pod, terms []v1.PodAffinityTerm) ([]AffinityTerm, error) {
 }
 
 // NodeInfo is a node with the pods on it (bound or assumed) and their sums.
-//
-// Its first fields copy what the filters read of the v1.Node on every
-// cycle (SetNode keeps them current): a cycle tries thousands of nodes in
-// order, and reading one small NodeInfo after another costs far less than
-// chasing each large v1.Node through memory. Treat them as read-only.
 type NodeInfo struct {
-	// Unschedulable is Node.Spec.Unschedulable (the node is cordoned).
-	Unschedulable bool
-	// Taints is Node.Spec.Taints.
-	Taints      []v1.Taint
 	Pods        []*PodInfo
 	Allocatable Resource
-	// Requested sums the pods' Requests, NonZeroRequested their
-	// NonZeroRequests; both saturate rather than wrap.
-	Requested        Resource
-	NonZeroRequested Resource
-	name             string
-	Node             *v1.Node
+	// Requested sums the pods' Requests; it saturates rather than wraps.
+	Requested Resource
+	name      string
+	Node      *v1.Node
 	// AllocatableInvalid says which allocatable amounts were clamped (see
 	// ConvertResources), nil if none was.
 	AllocatableInvalid error
-	// PodsWithRequiredAntiAffinity lists the pods above that carry required
-	// anti-affinity terms, which a new pod must not violate.
-	PodsWithRequiredAntiAffinity []*PodInfo
 }
 
 // NewNodeInfo returns an empty NodeInfo for node.
@@ -197,7 +146,7 @@ func NewNodeInfo(node *v1.Node) *NodeInfo {
 // SetNode replaces the node object (on an update), keeping the pods.
 func (n *NodeInfo) SetNode(node *v1.Node) {
 	n.Node = node
-	n.name, n.Unschedulable, n.Taints = node.Name, node.Spec.Unschedulable, node.Spec.Taints
+	n.name = node.Name
 	n.Allocatable, n.AllocatableInvalid = ConvertResources(node.Status.Allocatable)
 }
 
@@ -208,10 +157,6 @@ func (n *NodeInfo) Name() string { return n.name }
 func (n *NodeInfo) AddPod(p *PodInfo) {
 	n.Pods = append(n.Pods, p)
 	n.Requested.Add(p.Requests)
-	n.NonZeroRequested.Add(p.NonZeroRequests)
-	if len(p.RequiredAntiAffinity) > 0 {
-		n.PodsWithRequiredAntiAffinity = append(n.PodsWithRequiredAntiAffinity, p)
-	}
 }
 
 // RemovePod removes the pod with key from the node and reports whether it
@@ -223,28 +168,24 @@ func (n *NodeInfo) RemovePod(key types.NamespacedName) bool {
 	}
 	p := n.Pods[i]
 	n.Pods = slices.Delete(n.Pods, i, i+1)
-	if n.Requested.Saturated() || n.NonZeroRequested.Saturated() {
+	if n.Requested.Saturated() {
 		n.recount()
 	} else {
 		n.Requested.Sub(p.Requests)
-		n.NonZeroRequested.Sub(p.NonZeroRequests)
-	}
-	if j := slices.Index(n.PodsWithRequiredAntiAffinity, p); j >= 0 {
-		n.PodsWithRequiredAntiAffinity = slices.Delete(n.PodsWithRequiredAntiAffinity, j, j+1)
 	}
 	return true
 }
 
 // recount sums the pods' requests from scratch.
 func (n *NodeInfo) recount() {
-	n.Requested, n.NonZeroRequested = Resource{}, Resource{}
+	n.Requested = Resource{}
 	for _, p := range n.Pods {
 		n.Requested.Add(p.Requests)
-		n.NonZeroRequested.Add(p.NonZeroRequests)
 	}
 }
 
-// Snapshot is the cluster as one scheduling cycle sees it.
+// Snapshot is the scheduler cache's nodes and namespaces, as Cache.View
+// shows them under its read lock.
 type Snapshot interface {
 	// Nodes lists every node, in a stable order.
 	Nodes() []*NodeInfo
@@ -252,133 +193,10 @@ type Snapshot interface {
 	Node(name string) (*NodeInfo, bool)
 	// NamespaceLabels returns a namespace's labels, for namespace selectors.
 	NamespaceLabels(ns string) labels.Set
-	// MayHavePodsWithRequiredAntiAffinity is false only if no node holds
-	// a pod with required anti-affinity terms (see
-	// NodeInfo.PodsWithRequiredAntiAffinity), so that a pod without terms
-	// of its own need not look at any node. True is always correct.
-	MayHavePodsWithRequiredAntiAffinity() bool
-}
-
-// Code is the outcome of a plugin call.
-type Code int
-
-const (
-	// Success: the node passes.
-	Success Code = iota
-	// Unschedulable: the node fails, but could pass after the cluster
-	// changes (preemption could help, in kube-scheduler).
-	Unschedulable
-	// UnschedulableAndUnresolvable: the node fails and changing other pods
-	// would not help.
-	UnschedulableAndUnresolvable
-	// Error: the plugin failed; the attempt is a failure by error.
-	Error
-	// Skip, from PreFilter only: the pod gives the plugin's Filter nothing
-	// to check (no node selector, no affinity terms...), so the scheduler
-	// does not call it in this cycle. It counts as success.
-	Skip
-)
-
-// Status is a plugin's verdict. A nil *Status is Success.
-type Status struct {
-	Code    Code
-	Reasons []string
-	Plugin  string
-	Err     error
-}
-
-// NewStatus returns a status with reasons.
-func NewStatus(code Code, reasons ...string) *Status { return &Status{Code: code, Reasons: reasons} }
-
-// AsStatus wraps an error.
-func AsStatus(err error) *Status {
-	return &Status{Code: Error, Err: err, Reasons: []string{err.Error()}}
-}
-
-// IsSuccess reports whether s is nil or Success.
-func (s *Status) IsSuccess() bool { return s == nil || s.Code == Success }
-
-// IsSkip reports whether s is Skip.
-func (s *Status) IsSkip() bool { return s != nil && s.Code == Skip }
-
-// Message joins the reasons.
-func (s *Status) Message() string {
-	if s == nil {
-		return ""
-	}
-	return strings.Join(s.Reasons, ", ")
-}
-
-// CycleState carries data from PreFilter to Filter and Score within one
-// scheduling cycle. Not safe for concurrent writes.
-//
-// It holds a handful of entries, one per plugin that keeps state, and
-// Filter reads them once per node: a short list searched in order costs
-// less than hashing the key every time.
-type CycleState struct{ entries []stateEntry }
-
-type stateEntry struct {
-	key string
-	v   any
-}
-
-// NewCycleState returns an empty state.
-func NewCycleState() *CycleState { return &CycleState{} }
-
-// Write stores v under key, replacing what was there.
-func (c *CycleState) Write(key string, v any) {
-	for i := range c.entries {
-		if c.entries[i].key == key {
-			c.entries[i].v = v
-			return
-		}
-	}
-	c.entries = append(c.entries, stateEntry{key, v})
-}
-
-// Read returns the value under key.
-func (c *CycleState) Read(key string) (any, bool) {
-	for i := range c.entries {
-		if c.entries[i].key == key {
-			return c.entries[i].v, true
-		}
-	}
-	return nil, false
 }
 
 // Plugin is anything with a name.
 type Plugin interface{ Name() string }
-
-// PreFilterPlugin runs once per cycle before Filter, for example to index
-// the pods that affinity rules care about. A status other than success or
-// Skip fails the pod on every node; Skip spares the plugin's Filter for
-// this cycle.
-type PreFilterPlugin interface {
-	Plugin
-	PreFilter(ctx context.Context, state *CycleState, pod *PodInfo, snap Snapshot) *Status
-}
-
-// FilterPlugin says whether pod fits node.
-type FilterPlugin interface {
-	Plugin
-	Filter(ctx context.Context, state *CycleState, pod *PodInfo, node *NodeInfo) *Status
-}
-
-// ScorePlugin rates a feasible node from 0 to MaxNodeScore.
-type ScorePlugin interface {
-	Plugin
-	Score(ctx context.Context, state *CycleState, pod *PodInfo, node *NodeInfo) (int64, *Status)
-}
-
-// MaxNodeScore is the highest score a ScorePlugin gives.
-const MaxNodeScore = 100
-
-// PreEnqueuePlugin gates a pod before it can be tried. It must be pure and
-// fast: it runs under the queue's lock.
-type PreEnqueuePlugin interface {
-	Plugin
-	PreEnqueue(pod *v1.Pod) bool
-}
 
 // EnqueueExtensions lists the cluster events that may make a pod this
 // plugin rejected schedulable, each with a queueing hint. Hints run under
@@ -386,25 +204,4 @@ type PreEnqueuePlugin interface {
 type EnqueueExtensions interface {
 	Plugin
 	EventsToRegister() []schedq.EventHint[*v1.Pod]
-}
-
-// Profile is the set of plugins a scheduler runs, each list in order.
-type Profile struct {
-	PreEnqueue []PreEnqueuePlugin
-	PreFilter  []PreFilterPlugin
-	Filter     []FilterPlugin
-	Score      []ScorePlugin
-	Enqueue    []EnqueueExtensions
-	// Group decides group attempts (see GroupPlugin). Nil: every group
-	// attempt fails with an error.
-	Group GroupPlugin
-}
-
-// Hints builds the queue's hint registrations from the plugins' events.
-func (p Profile) Hints() map[string][]schedq.EventHint[*v1.Pod] {
-	out := map[string][]schedq.EventHint[*v1.Pod]{}
-	for _, pl := range p.Enqueue {
-		out[pl.Name()] = append(out[pl.Name()], pl.EventsToRegister()...)
-	}
-	return out
 }

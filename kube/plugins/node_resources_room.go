@@ -60,7 +60,29 @@ func (l *RoomLedger) fits(node string, req framework.Resource) bool {
 		used.Add(p.res)
 		pods += p.pods
 	}
-	return len(shortages(req, alloc, used, pods)) == 0
+	return fits(req, alloc, used, pods)
+}
+
+// fits reports whether a node with allocatable alloc, whose pods number
+// pods and request used in all, has room for one more pod requesting
+// req, as NodeResourcesFit counts room: a pod slot, cpu, memory,
+// ephemeral storage and each extended resource the pod requests.
+// O(extended resources requested).
+func fits(req, alloc, used framework.Resource, pods int64) bool {
+	if pods+1 > alloc.Pods {
+		return false
+	}
+	if req.MilliCPU > 0 && req.MilliCPU > alloc.MilliCPU-used.MilliCPU ||
+		req.Memory > 0 && req.Memory > alloc.Memory-used.Memory ||
+		req.EphemeralStorage > 0 && req.EphemeralStorage > alloc.EphemeralStorage-used.EphemeralStorage {
+		return false
+	}
+	for name, q := range req.Scalar {
+		if q > 0 && q > alloc.Scalar[name]-used.Scalar[name] {
+			return false
+		}
+	}
+	return true
 }
 
 func (l *RoomLedger) promise(node string, req framework.Resource, sign int64) {
@@ -98,7 +120,7 @@ func (r *NodeRoom) Key() string { return r.node }
 
 // Take promises pod room on the node if it fits.
 func (r *NodeRoom) Take(pod *v1.Pod) bool {
-	req := requestsOf(pod)
+	req, _ := framework.RequestsOf(pod) // clamped if invalid
 	if !r.l.fits(r.node, req) {
 		return false
 	}

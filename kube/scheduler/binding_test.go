@@ -62,7 +62,7 @@ func newAPIFixture(t *testing.T, parallelism int, bindErr func(pod string) error
 	f.binder = NewAPIBinder(f.client, parallelism)
 	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	rep := APIReporter{Client: f.client, Recorder: f.events, Logger: log}
-	f.s = New(f.q, f.c, f.binder, rep, Options{Profile: testProfile(), Rand: rand.New(rand.NewPCG(1, 1)), Metrics: m, Logger: log})
+	f.s = mustNew(t, f.q, f.c, f.binder, rep, Options{Rand: rand.New(rand.NewPCG(1, 1)), Metrics: m, Logger: log})
 	return f
 }
 
@@ -236,7 +236,7 @@ func (b *guardedBinder) BindGuarded(_ context.Context, _ *v1.Pod, _ string, star
 func TestNodeDeletedBeforeBindingStarts(t *testing.T) {
 	f := newFixture(t)
 	gb := &guardedBinder{}
-	f.s = New(f.q, f.c, gb, f.r, Options{Profile: testProfile(), Rand: rand.New(rand.NewPCG(1, 1))})
+	f.s = mustNew(t, f.q, f.c, gb, f.r, Options{Rand: rand.New(rand.NewPCG(1, 1))})
 	n := node("n", 1000)
 	f.h.AddNode(n)
 	p := pod("p", 100)
@@ -270,7 +270,7 @@ func TestNodeDeletedBeforeBindingStarts(t *testing.T) {
 func TestNodeDeletedAfterBindingStarted(t *testing.T) {
 	f := newFixture(t)
 	gb := &guardedBinder{}
-	f.s = New(f.q, f.c, gb, f.r, Options{Profile: testProfile(), Rand: rand.New(rand.NewPCG(1, 1))})
+	f.s = mustNew(t, f.q, f.c, gb, f.r, Options{Rand: rand.New(rand.NewPCG(1, 1))})
 	n := node("n", 1000)
 	f.h.AddNode(n)
 	p := pod("p", 100)

@@ -40,10 +40,6 @@ import (
 // With a writer waiting on mu (which blocks new readers), breaking either
 // of the first two rules deadlocks the cycle, the queue and the writer.
 type Cache struct {
-	// antiAffinityPods counts the cached pods (on known nodes or not) with
-	// required anti-affinity terms, see MayHavePodsWithRequiredAntiAffinity.
-	antiAffinityPods int
-
 	mu      sync.RWMutex
 	nodes   map[string]*framework.NodeInfo
 	order   []*framework.NodeInfo // stable: insertion order
@@ -243,9 +239,6 @@ func (c *Cache) placeLocked(pi *framework.PodInfo, node string) {
 	c.podNode[framework.Key(pi.Pod)] = node
 	c.touchPod(framework.Key(pi.Pod), node)
 	c.groups.add(pi.Pod)
-	if len(pi.RequiredAntiAffinity) > 0 {
-		c.antiAffinityPods++
-	}
 	if ni, ok := c.nodes[node]; ok {
 		ni.AddPod(pi)
 	} else {
@@ -262,13 +255,8 @@ func (c *Cache) removeLocked(key types.NamespacedName) {
 	c.touchPod(key, node)
 	c.groups.remove(key)
 	if ni, ok := c.nodes[node]; ok {
-		n := len(ni.PodsWithRequiredAntiAffinity)
 		ni.RemovePod(key)
-		c.antiAffinityPods -= n - len(ni.PodsWithRequiredAntiAffinity)
 	} else if m := c.orphans[node]; m != nil {
-		if pi := m[key]; pi != nil && len(pi.RequiredAntiAffinity) > 0 {
-			c.antiAffinityPods--
-		}
 		delete(m, key)
 		if len(m) == 0 {
 			delete(c.orphans, node)
@@ -287,7 +275,3 @@ func (s snapshot) Node(name string) (*framework.NodeInfo, bool) {
 }
 
 func (s snapshot) NamespaceLabels(ns string) labels.Set { return s.c.namespaces[ns] }
-
-// MayHavePodsWithRequiredAntiAffinity counts pods on unknown nodes too,
-// which can only make it say true when false would do.
-func (s snapshot) MayHavePodsWithRequiredAntiAffinity() bool { return s.c.antiAffinityPods > 0 }

@@ -113,7 +113,7 @@ func TestConcurrentCacheQueueBudgetCycle(t *testing.T) {
 		low, high      = 150, 20
 	)
 	c := NewCache()
-	cfg := QueueConfig(testProfile())
+	cfg := testQueueConfig(t)
 	cfg.Budget = WakeBudget(c)
 	q, err := schedq.New(cfg)
 	if err != nil {
@@ -121,7 +121,7 @@ func TestConcurrentCacheQueueBudgetCycle(t *testing.T) {
 	}
 	h := &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
 	cl := &fakeServer{h: h, events: make(chan func(), 1024), pods: map[types.NamespacedName]*v1.Pod{}, deleted: map[types.NamespacedName]bool{}}
-	s := New(q, c, asyncBinder{cl}, &lockedReporter{}, Options{Profile: testProfile(), Rand: rand.New(rand.NewPCG(1, 2))})
+	s := mustNew(t, q, c, asyncBinder{cl}, &lockedReporter{}, Options{Rand: rand.New(rand.NewPCG(1, 2))})
 	if err := s.EnablePreemption(PreemptionOptions{Evictor: asyncEvictor{cl}}); err != nil {
 		t.Fatal(err)
 	}

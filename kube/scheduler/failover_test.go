@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/schedq/schedq"
-	"github.com/schedq/schedq/kube/framework"
 	"github.com/schedq/schedq/kube/plugins"
 )
 
@@ -81,10 +80,6 @@ type cluster struct {
 	pending  []*v1.Pod
 }
 
-func defaultProfile() framework.Profile {
-	return framework.Profile(plugins.Default(plugins.LeastAllocated))
-}
-
 // fullCluster is 10 nodes of 4 cpu, each with 3900m taken, and n pending
 // pods of 2 cpu plus one of 250m ("small"), all tried once by a previous
 // leader, which left its records on them.
@@ -101,14 +96,14 @@ func fullCluster(t testing.TB, n int) cluster {
 		pending = append(pending, cpuPod(fmt.Sprint("big-", i), "2"))
 	}
 	// The previous leader.
-	q, err := schedq.New(QueueConfig(defaultProfile()))
+	q, err := schedq.New(testQueueConfig(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cache := NewCache()
 	h := &Handlers{Queue: q, Cache: cache, SchedulerName: "schedq"}
 	rep := &recordingReporter{pods: map[string]*v1.Pod{}}
-	s := New(q, cache, &syncBinder{}, rep, Options{Profile: defaultProfile(), Rand: rand.New(rand.NewPCG(1, 1))})
+	s := mustNew(t, q, cache, &syncBinder{}, rep, Options{Rand: rand.New(rand.NewPCG(1, 1))})
 	for _, nd := range c.nodes {
 		h.AddNode(nd)
 	}
@@ -141,7 +136,7 @@ func fullCluster(t testing.TB, n int) cluster {
 // start on, before its informers deliver anything.
 func newLeader(t testing.TB, cold bool, clock schedq.Clock) (*schedq.Queue[types.NamespacedName, *v1.Pod], *Handlers) {
 	t.Helper()
-	cfg := QueueConfig(defaultProfile())
+	cfg := testQueueConfig(t)
 	cfg.Clock = clock
 	q, err := schedq.New(cfg)
 	if err != nil {
@@ -210,7 +205,7 @@ func TestWarmStartParksRecordedPods(t *testing.T) {
 	// Records naming a plugin no event wakes (another version's, say)
 	// park nothing.
 	q, h = newLeader(t, false, nil)
-	h.Hints = QueueConfig(defaultProfile()).Hints
+	h.Hints = testQueueConfig(t).Hints
 	delete(h.Hints, "NodeResourcesFit")
 	c.list(h, false)
 	if got := q.Counts(); got.Active != 1001 {
@@ -319,7 +314,7 @@ func firstMinute(t *testing.T, c cluster, cold bool) (attempts int, smallBound t
 		go q.Run(ctx)
 		c.list(h, true)
 		binder := &syncBinder{}
-		s := New(q, h.Cache, binder, &recReporter{}, Options{Profile: defaultProfile(), Rand: rand.New(rand.NewPCG(1, 1))})
+		s := mustNew(t, q, h.Cache, binder, &recReporter{}, Options{Rand: rand.New(rand.NewPCG(1, 1))})
 		smallBound = -1
 		const step = 10 * time.Millisecond
 		for time.Since(start) < time.Minute {

@@ -21,8 +21,8 @@ import (
 // attempts reuse fwFind (fwgroup.go).
 
 // fwNominator serves the framework's PodNominator from the queue's
-// nominations, read before each cycle (readFWNominations) as the
-// hand-written cycle reads them, so that no plugin calls the queue.
+// nominations, read before each cycle (readFWNominations), so that no
+// plugin calls the queue.
 // Nominations are written through the queue only, after the cycle: the
 // framework's writes are ignored. Only the scheduling loop uses it.
 type fwNominator struct {

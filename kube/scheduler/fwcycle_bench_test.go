@@ -11,11 +11,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 
 	"github.com/schedq/schedq"
-	"github.com/schedq/schedq/kube/framework"
-	"github.com/schedq/schedq/kube/plugins"
 	"github.com/schedq/schedq/kube/profile"
 	"github.com/schedq/schedq/kube/scheduler"
 )
@@ -29,36 +28,35 @@ type benchReporter struct{}
 func (benchReporter) Unschedulable(context.Context, *v1.Pod, string, string) {}
 func (benchReporter) Scheduled(context.Context, *v1.Pod, string)             {}
 
-// BenchmarkCycle compares one lone pod's scheduling cycle (pop, filter,
-// score, pick, assume, bind) on schedq's own plugins ("schedq") and on
-// kube-scheduler's framework with its default profile ("framework"), on
-// 500 and 5,000 empty nodes with adaptive sampling (every node fits: 230
-// and 500 nodes examined). Each pod stays assumed, so the framework's
-// snapshot update copies one changed node per cycle. Besides the wall
-// time it reports the process's CPU time per cycle (cpu-ns/op, GC
-// included), which a shared machine distorts less. On the framework,
-// consecutive pods are alike, so every cycle but the first of a batch
+// BenchmarkCycle is one lone pod's scheduling cycle (pop, filter,
+// score, pick, assume, bind) on kube-scheduler's framework with its
+// default profile, on 500 and 5,000 empty nodes with adaptive sampling
+// (every node fits: 230 and 500 nodes examined). Each pod stays assumed,
+// so the framework's snapshot update copies one changed node per cycle.
+// Besides the wall time it reports the process's CPU time per cycle
+// (cpu-ns/op, GC included), which a shared machine distorts less.
+// Consecutive pods are alike, so every cycle but the first of a batch
 // takes the batch's hint ("framework"); "framework-unbatched" alternates
 // two CPU requests, so that no two consecutive pods share a signature and
 // every cycle filters and scores a sample.
 func BenchmarkCycle(b *testing.B) {
 	for _, n := range []int{500, 5000} {
-		for _, path := range []string{"schedq", "framework", "framework-unbatched"} {
+		for _, path := range []string{"framework", "framework-unbatched"} {
 			b.Run(fmt.Sprintf("%s/%dNodes", path, n), func(b *testing.B) {
-				benchmarkCycle(b, n, path != "schedq", path == "framework-unbatched")
+				benchmarkCycle(b, n, path == "framework-unbatched")
 			})
 		}
 	}
 }
 
-func benchmarkCycle(b *testing.B, nodes int, upstream, alternate bool) {
+func benchmarkCycle(b *testing.B, nodes int, alternate bool) {
 	ctx := context.Background()
-	c, o, prof := benchSetup(b, nodes, upstream)
-	q, err := schedq.New(scheduler.QueueConfig(prof))
+	c, o := benchSetup(b, nodes)
+	q, err := schedq.New(scheduler.QueueConfig())
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := scheduler.New(q, c, benchBinder{}, benchReporter{}, o)
+	s := newBenchScheduler(b, q, c, o)
 	i := 0
 	cycle := func() {
 		i++
@@ -88,10 +86,9 @@ func benchmarkCycle(b *testing.B, nodes int, upstream, alternate bool) {
 }
 
 // benchSetup is a cache of nodes empty nodes (32 CPUs each) and the
-// options of a scheduler on schedq's plugins or, if upstream, on
-// kube-scheduler's framework with its default profile (closed when b
-// ends).
-func benchSetup(b *testing.B, nodes int, upstream bool) (*scheduler.Cache, scheduler.Options, framework.Profile) {
+// options of a scheduler on kube-scheduler's framework with its default
+// profile (closed when b ends).
+func benchSetup(b *testing.B, nodes int) (*scheduler.Cache, scheduler.Options) {
 	c := scheduler.NewCache()
 	for i := range nodes {
 		name := fmt.Sprintf("node-%d", i)
@@ -100,21 +97,37 @@ func benchSetup(b *testing.B, nodes int, upstream bool) (*scheduler.Cache, sched
 				v1.ResourceCPU: resource.MustParse("32"), v1.ResourceMemory: resource.MustParse("128Gi"), v1.ResourcePods: resource.MustParse("110"),
 			}}})
 	}
-	prof := framework.Profile(plugins.Default(plugins.LeastAllocated))
-	o := scheduler.Options{Profile: prof, Rand: rand.New(rand.NewPCG(1, 2))}
-	if upstream {
-		cfg, err := profile.Default()
-		if err != nil {
-			b.Fatal(err)
-		}
-		fw, err := profile.NewFrameworkOn(context.Background(), &cfg.Profiles[0], profile.Setup{Snapshot: backendcache.NewEmptySnapshot()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { fw.Close() })
-		o.Framework = fw
+	cfg, err := profile.Default()
+	if err != nil {
+		b.Fatal(err)
 	}
-	return c, o, prof
+	fw, err := profile.NewFrameworkOn(context.Background(), &cfg.Profiles[0], profile.Setup{Snapshot: backendcache.NewEmptySnapshot()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { fw.Close() })
+	return c, scheduler.Options{Framework: fw, Rand: rand.New(rand.NewPCG(1, 2))}
+}
+
+// newBenchScheduler is scheduler.New, failing b on an error.
+func newBenchScheduler(b *testing.B, q scheduler.Queue, c *scheduler.Cache, o scheduler.Options) *scheduler.Scheduler {
+	s, err := scheduler.New(q, c, benchBinder{}, benchReporter{}, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+func benchPod(name string, milliCPU int64, prio int32) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(name)},
+		Spec: v1.PodSpec{Priority: &prio, Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{
+			Requests: v1.ResourceList{
+				v1.ResourceCPU:    *resource.NewMilliQuantity(milliCPU, resource.DecimalSI),
+				v1.ResourceMemory: resource.MustParse("1Gi"),
+			},
+		}}}},
+	}
 }
 
 // benchCPU is the process's user and system CPU time.

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -27,8 +28,9 @@ import (
 
 const zoneLabel = "topology.kubernetes.io/zone"
 
-// newFWFixture is newFixture with the framework path on: the default
-// profile of kube-scheduler, changed by mutate, with the plugins of extra.
+// newFWFixture is the scheduler on kube-scheduler's framework: the
+// default profile, changed by mutate, with the plugins of extra; its
+// queue takes the profile's hints and gates (UseFrameworkHints).
 func newFWFixture(t *testing.T, extra frameworkruntime.Registry, mutate func(*config.KubeSchedulerProfile)) *fixture {
 	t.Helper()
 	cfg, err := profile.Default()
@@ -44,14 +46,18 @@ func newFWFixture(t *testing.T, extra frameworkruntime.Registry, mutate func(*co
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fw.Close() })
-	q, err := schedq.New(QueueConfig(framework.Profile{}))
+	qc := QueueConfig()
+	if err := UseFrameworkHints(context.Background(), &qc, fw, klog.Background()); err != nil {
+		t.Fatal(err)
+	}
+	q, err := schedq.New(qc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := NewCache()
 	f := &fixture{t: t, q: q, c: c, b: &syncBinder{}, r: &recReporter{}}
 	f.h = &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
-	f.s = New(q, c, f.b, f.r, Options{Framework: fw, Rand: rand.New(rand.NewPCG(1, 1))})
+	f.s = mustNew(t, q, c, f.b, f.r, Options{Framework: fw, Rand: rand.New(rand.NewPCG(1, 1))})
 	return f
 }
 
@@ -271,9 +277,8 @@ func (w writingFilter) Filter(_ context.Context, _ fwk.CycleState, p *v1.Pod, ni
 }
 
 // TestFrameworkPluginsRunWithNoLockHeld: a filter that takes the cache's
-// write lock and the queue's lock completes: the framework path runs its
-// plugins holding no lock of schedq's (on the hand-written path, a filter
-// doing so would deadlock on the cache's read lock).
+// write lock and the queue's lock completes: the cycle runs its plugins
+// holding no lock of schedq's.
 func TestFrameworkPluginsRunWithNoLockHeld(t *testing.T) {
 	var f *fixture
 	extra := frameworkruntime.Registry{"WritingFilter": func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
@@ -310,8 +315,9 @@ func overflowCPU(_ int, p *v1.Pod) {
 
 // TestFrameworkOverflowingRequestsFitNowhere: kube-scheduler's
 // NodeResourcesFit reads a request of 1e18 cpus as a small number and
-// would bind it; the framework path refuses it, alone or in a gang, with
-// the reason of schedq's own path, and parks it behind NodeResourcesFit.
+// would bind it; schedq refuses it, alone or in a gang, with the reason
+// of its own accounting (framework.PodRequests), and parks it behind
+// NodeResourcesFit.
 func TestFrameworkOverflowingRequestsFitNowhere(t *testing.T) {
 	const reason = "invalid resource request cpu=1e18: overflows int64 milli-units"
 	t.Run("lone", func(t *testing.T) {

@@ -12,9 +12,9 @@ import (
 )
 
 // UseFrameworkHints makes cfg (a QueueConfig) wake and gate pods as fw's
-// plugins ask (profile.QueueHints): each plugin of fw replaces the
-// hand-written plugin of the same name, if any, in cfg.Hints and
-// cfg.PreEnqueue; schedq's own plugins that fw lacks (GangScheduling, when
+// plugins ask (profile.QueueHints): each plugin of fw sets its hints in
+// cfg.Hints and its gate in cfg.PreEnqueue, replacing any of the same
+// name; schedq's own plugins that fw lacks (GangScheduling, when
 // GenericWorkload is off upstream) keep theirs. Call it before the queue
 // is built. It also sets cfg.HintClass to PodHintClass, so that a move
 // request asks each hint once per class of alike pods (the replicas of

@@ -9,15 +9,14 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedq/schedq"
-	"github.com/schedq/schedq/kube/plugins"
 	"github.com/schedq/schedq/kube/profile"
 )
 
 func TestUseFrameworkHints(t *testing.T) {
 	fw := defaultFramework(t)
-	qc := QueueConfig(plugins.Default(plugins.LeastAllocated))
+	qc := QueueConfig()
 	if len(qc.Hints["NodePorts"]) != 0 {
-		t.Fatal("the hand-written profile has NodePorts hints; the test needs a plugin only upstream has")
+		t.Fatal("QueueConfig has NodePorts hints before UseFrameworkHints")
 	}
 	if err := UseFrameworkHints(context.Background(), &qc, fw, klog.Background()); err != nil {
 		t.Fatal(err)
@@ -34,7 +33,7 @@ func TestUseFrameworkHints(t *testing.T) {
 			t.Error("GangScheduling lost its hints")
 		}
 	})
-	t.Run("a plugin both have takes upstream's registrations", func(t *testing.T) {
+	t.Run("a plugin takes upstream's registrations", func(t *testing.T) {
 		up, _, err := profile.QueueHints(context.Background(), fw.Framework(), klog.Background())
 		if err != nil {
 			t.Fatal(err)

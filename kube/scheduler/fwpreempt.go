@@ -26,8 +26,8 @@ import (
 //
 //   - its executor only collects the victims (Executor.PreemptPod); act
 //     then nominates the pod in the queue, clears the nominations of the
-//     lower-priority pods there, and hands the victims to the Evictor,
-//     as on the hand-written path. The executor is synchronous
+//     lower-priority pods there, and hands the victims to the Evictor.
+//     The executor is synchronous
 //     (profile.Framework.Preemption builds it with asynchronous
 //     preemption off): the cycle, not a goroutine of the plugin, decides;
 //   - it reads the preemptor as the queue knows it (its nomination in
@@ -183,9 +183,8 @@ func (f *fwPreemption) isLeaving(p *v1.Pod) bool {
 	return ok
 }
 
-// moreImportantVictim orders single-pod victims as the hand-written
-// search does (higher priority, then earlier start, creation if not
-// started), without reading the wall clock as upstream's does for a pod
+// moreImportantVictim orders single-pod victims by morePod (higher
+// priority, then earlier start, creation if not started), without reading the wall clock as upstream's does for a pod
 // that has not started; group victims keep upstream's order.
 func moreImportantVictim(a, b fwpreemption.Victim) bool {
 	if a.Type() != fwk.PodKeyType || b.Type() != fwk.PodKeyType || len(a.Pods()) == 0 || len(b.Pods()) == 0 {
@@ -296,8 +295,8 @@ func (r *fwPreemptRules) CandidatesToVictimsMap(cands []fwpreemption.Candidate) 
 	return r.DefaultPreemption.CandidatesToVictimsMap(cands)
 }
 
-// OrderedScoreFuncs picks the candidate as the hand-written path does
-// (pickCandidate: upstream's criteria, then the first found) and scores
+// OrderedScoreFuncs picks the candidate with pickCandidate (upstream's
+// criteria, then the first found) and scores
 // it alone, so that upstream's pick, which ranges over a map, cannot
 // break the last tie at random.
 func (r *fwPreemptRules) OrderedScoreFuncs(_ context.Context, m map[string]*extenderv1.Victims) []func(string) int64 {

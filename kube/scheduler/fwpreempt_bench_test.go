@@ -19,7 +19,6 @@ import (
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 
 	"github.com/schedq/schedq"
-	"github.com/schedq/schedq/kube/framework"
 	"github.com/schedq/schedq/kube/profile"
 )
 
@@ -76,13 +75,13 @@ func benchFrameworkPreemption(b *testing.B, args func(*config.DefaultPreemptionA
 		b.Fatal(err)
 	}
 	defer fw.Close()
-	q, err := schedq.New(QueueConfig(framework.Profile{}))
+	q, err := schedq.New(QueueConfig())
 	if err != nil {
 		b.Fatal(err)
 	}
 	c := NewCache()
 	h := &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
-	s := New(q, c, &syncBinder{}, &recReporter{}, Options{Framework: fw, Rand: rand.New(rand.NewPCG(1, 2)),
+	s := mustNew(b, q, c, &syncBinder{}, &recReporter{}, Options{Framework: fw, Rand: rand.New(rand.NewPCG(1, 2)),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := s.EnablePreemption(PreemptionOptions{Evictor: failEvict{}}); err != nil {
 		b.Fatal(err)

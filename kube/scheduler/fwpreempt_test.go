@@ -259,3 +259,25 @@ func TestFrameworkLeavingPodsRoomCountsAsFree(t *testing.T) {
 		t.Fatalf("nominated %q, victims %s, calls %v: %s", out.Nominated, victimNames(out), e.calls, out.Message)
 	}
 }
+
+// TestPreemptionLiftsAVictimsAntiAffinity: the node has room, but a pod
+// of lower priority there forbids the preemptor by its required
+// anti-affinity. InterPodAffinity's PreFilter extensions let
+// DefaultPreemption's dry run see that evicting it helps, and only it.
+func TestPreemptionLiftsAVictimsAntiAffinity(t *testing.T) {
+	f, e := newPreemptFixture(t)
+	f.h.AddNode(zonedNode("a", "z"))
+	guard := runningPod("guard", "a", 1000, 1, t0)
+	guard.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, TopologyKey: "kubernetes.io/hostname",
+	}}}}
+	f.h.AddPod(guard)
+	f.h.AddPod(runningPod("bystander", "a", 1000, 1, t0))
+	web := prioPod("web", 1000, 100)
+	web.Labels = map[string]string{"app": "web"}
+	f.h.AddPod(web)
+	out := f.once()
+	if out.Nominated != "a" || victimNames(out) != "guard" {
+		t.Fatalf("nominated %q, victims %q, calls %v: %s", out.Nominated, victimNames(out), e.calls, out.Message)
+	}
+}

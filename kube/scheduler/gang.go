@@ -35,86 +35,23 @@ type groupTry struct {
 	bindings *gangBinds
 }
 
-// scheduleGroup runs a group attempt (on the framework path with
-// scheduleGroupFramework; here with the profile's plugins): the members
-// are placed one by one, in the order the queue gives them, in a trial on
-// the cache (Cache.Trial) in which each placement counts for the next
-// members. If the profile's
-// group plugin says the quorum is met, the placements become assumptions
-// and the members are bound in parallel; the members that did not fit go
-// back with the group (DoneMembers). If not, nothing is placed and the
-// group goes back to the queue with the plugins that rejected its members.
-// O(members x nodes) filter calls, under the cache's write lock.
+// scheduleGroup runs a group attempt on the framework
+// (scheduleGroupFramework): the members are placed one by one, in the
+// order the queue gives them, each placement counting for the next
+// members. If GangScheduling says the quorum is met, the placements
+// become assumptions and the members are bound in parallel; the members
+// that did not fit go back with the group (DoneMembers). If not, nothing
+// is placed and the group goes back to the queue with the plugins that
+// rejected its members.
 func (s *Scheduler) scheduleGroup(ctx context.Context, a Attempt) Outcome {
-	start := s.o.Now()
-	gp := s.groupPlugin()
-	if gp == nil {
-		return s.failGroup(ctx, a, start, &groupTry{}, Outcome{Result: Error, Message: "the profile has no group plugin"})
-	}
 	s.checkPriorities(ctx, a)
-	if s.o.Framework != nil {
-		return s.scheduleGroupFramework(ctx, a, gp)
-	}
-	g := &groupTry{}
-	s.cache.Trial(func(snap framework.Snapshot, t *Trial) bool {
-		s.tryMembers(ctx, a, gp, snap, t, g)
-		g.state = s.cache.stateLocked()
-		return g.verdict == framework.QuorumMet
-	})
-	if g.verdict != framework.QuorumMet {
-		return s.failGroup(ctx, a, start, g, s.groupOutcome(a, g))
-	}
-	return s.bindGroup(ctx, a, start, g)
+	return s.scheduleGroupFramework(ctx, a, s.groupPlugin())
 }
 
-// groupPlugin is the plugin that decides a group attempt's quorum: the
-// profile's, else, on the framework path, schedq's GangScheduling
-// (kube-scheduler's own is off with GenericWorkload); nil if none.
-func (s *Scheduler) groupPlugin() framework.GroupPlugin {
-	if s.o.Profile.Group != nil {
-		return s.o.Profile.Group
-	}
-	if s.o.Framework != nil {
-		return plugins.GangScheduling{}
-	}
-	return nil
-}
-
-// tryMembers places a's members in the trial t until the quorum is met
-// for all of them or can no longer be met.
-func (s *Scheduler) tryMembers(ctx context.Context, a Attempt, gp framework.GroupPlugin, snap framework.Snapshot, t *Trial, g *groupTry) {
-	g.before = t.Placed(a.Group)
-	g.bindings = newGangBinds(s, a.Group, a.Spec.MinCount, g.before, 0)
-	for i, m := range a.Members {
-		remaining := len(a.Members) - i
-		if gp.Quorum(t.Placed(a.Group), len(g.placed), remaining, a.Spec.MinCount) == framework.QuorumLost {
-			break
-		}
-		g.tried++
-		pi, err := framework.NewPodInfo(m.Item)
-		if err != nil {
-			g.fail(Outcome{Result: Error, Message: "invalid pod: " + err.Error()})
-			continue
-		}
-		out := s.findNode(ctx, pi, snap)
-		if out.Result != Scheduled {
-			g.fail(out)
-			continue
-		}
-		pb := &pendingBinding{gang: g.bindings}
-		member := memberAttempt(m)
-		pb.abort = func() { s.abortedMember(ctx, member, g.bindings) }
-		if !t.Place(pi, out.Node, pb) {
-			g.fail(Outcome{Result: Error, Message: fmt.Sprintf("pod %s is already on a node", framework.Key(m.Item))})
-			continue
-		}
-		g.placed = append(g.placed, i)
-		g.nodes = append(g.nodes, out.Node)
-		g.pbs = append(g.pbs, pb)
-	}
-	g.verdict = gp.Quorum(t.Placed(a.Group), len(g.placed), 0, a.Spec.MinCount)
-	g.bindings.pending = len(g.placed)
-}
+// groupPlugin is the plugin that decides a group attempt's quorum:
+// schedq's GangScheduling (kube-scheduler's own is off with
+// GenericWorkload).
+func (s *Scheduler) groupPlugin() framework.GroupPlugin { return plugins.GangScheduling{} }
 
 // fail records a member that was not placed.
 func (g *groupTry) fail(out Outcome) {

@@ -15,27 +15,24 @@ import (
 
 // BenchmarkGangCycle is one group attempt of a gang of 8 (minCount 8) on
 // 500 empty nodes, through the real Scheduler (pop, place the members one
-// by one, assume, bind with a binder that returns at once), on schedq's
-// own plugins ("schedq": a trial in the cache under its write lock) and
-// on kube-scheduler's framework with its default profile ("framework":
-// the members placed in the framework's snapshot). Each gang is a new
+// by one, assume, bind with a binder that returns at once), on
+// kube-scheduler's framework with its default profile (the members
+// placed in the framework's snapshot). Each gang is a new
 // PodGroup and stays assumed. It reports the process's CPU time per
 // attempt (cpu-ns/op) and per member (cpu-ns/member).
 func BenchmarkGangCycle(b *testing.B) {
-	for _, path := range []string{"schedq", "framework"} {
-		b.Run(path+"/500Nodes", func(b *testing.B) { benchmarkGangCycle(b, 500, 8, path == "framework") })
-	}
+	b.Run("framework/500Nodes", func(b *testing.B) { benchmarkGangCycle(b, 500, 8) })
 }
 
-func benchmarkGangCycle(b *testing.B, nodes, members int, upstream bool) {
+func benchmarkGangCycle(b *testing.B, nodes, members int) {
 	ctx := context.Background()
-	c, o, prof := benchSetup(b, nodes, upstream)
-	q, err := schedq.New(scheduler.QueueConfig(prof))
+	c, o := benchSetup(b, nodes)
+	q, err := schedq.New(scheduler.QueueConfig())
 	if err != nil {
 		b.Fatal(err)
 	}
 	h := &scheduler.Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
-	s := scheduler.New(q, c, benchBinder{}, benchReporter{}, o)
+	s := newBenchScheduler(b, q, c, o)
 	i := 0
 	attempt := func() {
 		i++

@@ -54,7 +54,7 @@ func partialGang(t *testing.T, controlled bool) (*fixture, *warnings, *recReleas
 	t.Helper()
 	f, w := newGangFixture(t)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	f.s = New(f.q, f.c, f.b, warnReporter{f.r, w}, Options{Profile: gangProfile(), Now: func() time.Time { return now }})
+	f.s = mustNew(t, f.q, f.c, f.b, warnReporter{f.r, w}, Options{Now: func() time.Time { return now }})
 	rel := &recReleaser{}
 	if err := f.s.EnableGangRelease(GangReleaseOptions{Releaser: rel, After: 30 * time.Second}); err != nil {
 		t.Fatal(err)
@@ -80,9 +80,11 @@ func partialGang(t *testing.T, controlled bool) (*fixture, *warnings, *recReleas
 	return f, w, rel, &now
 }
 
-// wake adds a node too small for a member, which wakes the parked gang.
+// wake adds a node with room for one member, which wakes the parked gang
+// (NodeResourcesFit's hint), and deletes it before the gang is tried.
 func (f *fixture) wake(name string) {
-	f.h.AddNode(node(name, 500))
+	f.h.AddNode(node(name, 1000))
+	f.h.DeleteNode(node(name, 1000))
 }
 
 // A gang left below its minCount by a failover, whose missing members do

@@ -16,16 +16,7 @@ import (
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
-	"github.com/schedq/schedq/kube/plugins"
 )
-
-// gangProfile is the test profile with the GangScheduling plugin.
-func gangProfile() framework.Profile {
-	p := testProfile()
-	p.Enqueue = append(p.Enqueue, plugins.GangScheduling{})
-	p.Group = plugins.GangScheduling{}
-	return p
-}
 
 // warnings records the warning events of Warner.
 type warnings struct{ got []string }
@@ -46,7 +37,7 @@ type warnReporter struct {
 
 func newGangFixture(t *testing.T) (*fixture, *warnings) {
 	t.Helper()
-	q, err := schedq.New(QueueConfig(gangProfile()))
+	q, err := schedq.New(testQueueConfig(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +45,7 @@ func newGangFixture(t *testing.T) (*fixture, *warnings) {
 	w := &warnings{}
 	f := &fixture{t: t, q: q, c: c, b: &syncBinder{}, r: &recReporter{}}
 	f.h = &Handlers{Queue: q, Cache: c, SchedulerName: "schedq", Events: w}
-	f.s = New(q, c, f.b, warnReporter{f.r, w}, Options{Profile: gangProfile()})
+	f.s = mustNew(t, q, c, f.b, warnReporter{f.r, w}, Options{})
 	return f, w
 }
 
@@ -184,7 +175,7 @@ func (b *flakyBinder) Bind(ctx context.Context, p *v1.Pod, node string, done fun
 func TestGangPartialBindFailureRequeuesTheFailedMembersWithTheCount(t *testing.T) {
 	f, w := newGangFixture(t)
 	fb := &flakyBinder{fail: map[string]bool{"train-1": true}}
-	f.s = New(f.q, f.c, fb, warnReporter{f.r, w}, Options{Profile: gangProfile()})
+	f.s = mustNew(t, f.q, f.c, fb, warnReporter{f.r, w}, Options{})
 	f.h.AddNode(node("a", 8000))
 	f.h.AddPodGroup(podGroup("train", 4, 0))
 	f.addGang("train", 4, 1000)
@@ -332,7 +323,7 @@ func TestGroupAttemptsMetric(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.s = New(f.q, f.c, f.b, warnReporter{f.r, w}, Options{Profile: gangProfile(), Metrics: m})
+	f.s = mustNew(t, f.q, f.c, f.b, warnReporter{f.r, w}, Options{Metrics: m})
 	f.h.AddNode(node("a", 1000))
 	f.h.AddPodGroup(podGroup("g", 2, 0))
 	f.addGang("g", 2, 1000)
@@ -381,7 +372,7 @@ func (b *laterBinder) run() {
 func TestGangNodeDeletedBeforeBindingRetriesTheMemberOnce(t *testing.T) {
 	f, w := newGangFixture(t)
 	lb := &laterBinder{binds: map[string]string{}}
-	f.s = New(f.q, f.c, lb, warnReporter{f.r, w}, Options{Profile: gangProfile()})
+	f.s = mustNew(t, f.q, f.c, lb, warnReporter{f.r, w}, Options{})
 	f.h.AddNode(node("a", 1000))
 	f.h.AddNode(node("b", 1000))
 	f.h.AddPodGroup(podGroup("g", 2, 0))

@@ -11,7 +11,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedq/schedq"
-	"github.com/schedq/schedq/kube/framework"
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
@@ -35,8 +34,8 @@ func BenchmarkParkedReplicasNodeUpdate(b *testing.B) {
 
 func benchmarkParkedReplicas(b *testing.B, pods, templates int, classes bool) {
 	ctx := context.Background()
-	c, o, _ := benchSetup(b, 0, true)
-	qc := scheduler.QueueConfig(framework.Profile{})
+	c, o := benchSetup(b, 0)
+	qc := scheduler.QueueConfig()
 	if err := scheduler.UseFrameworkHints(ctx, &qc, o.Framework, klog.Background()); err != nil {
 		b.Fatal(err)
 	}
@@ -49,7 +48,7 @@ func benchmarkParkedReplicas(b *testing.B, pods, templates int, classes bool) {
 	}
 	defer q.Close()
 	h := &scheduler.Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
-	s := scheduler.New(q, c, benchBinder{}, benchReporter{}, o)
+	s := newBenchScheduler(b, q, c, o)
 	small := func(milliCPU int64) *v1.Node {
 		return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "small", Labels: map[string]string{"kubernetes.io/hostname": "small"}},
 			Status: v1.NodeStatus{Allocatable: v1.ResourceList{

@@ -21,8 +21,6 @@ import (
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
-	"github.com/schedq/schedq/kube/framework"
-	"github.com/schedq/schedq/kube/plugins"
 )
 
 // defaultFrameworkHints returns the hints of the framework path with
@@ -30,7 +28,7 @@ import (
 func defaultFrameworkHints(t *testing.T) schedq.Config[types.NamespacedName, *v1.Pod] {
 	t.Helper()
 	fw := defaultFramework(t)
-	qc := QueueConfig(plugins.Default(plugins.LeastAllocated))
+	qc := testQueueConfig(t)
 	if err := UseFrameworkHints(context.Background(), &qc, fw, klog.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +361,7 @@ func (c *hintCounter) HintDone(_ int64, plugin, _ string, _ schedq.Hint, _ error
 func replicaRun(t *testing.T, classes bool) (map[string]int, map[string]string) {
 	t.Helper()
 	fw := defaultFramework(t)
-	qc := QueueConfig(framework.Profile{})
+	qc := QueueConfig()
 	if err := UseFrameworkHints(context.Background(), &qc, fw, klog.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +378,7 @@ func replicaRun(t *testing.T, classes bool) (map[string]int, map[string]string) 
 	c := NewCache()
 	b := &syncBinder{}
 	h := &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
-	s := New(q, c, b, &recReporter{}, Options{Framework: fw, Rand: rand.New(rand.NewPCG(1, 1))})
+	s := mustNew(t, q, c, b, &recReporter{}, Options{Framework: fw, Rand: rand.New(rand.NewPCG(1, 1))})
 	h.AddNode(zonedNode("small", "a"))
 	tmpl := pod("tmpl", 3000)
 	tmpl.Labels = map[string]string{"app": "web"}

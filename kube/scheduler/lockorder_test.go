@@ -3,20 +3,26 @@ package scheduler
 import (
 	"context"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
-	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/profile"
 )
 
-// gateFilter is a test filter that, once armed, signals entered and waits
-// for release on its first call: it holds a cycle inside the cache's View.
+// gateFilter is an out-of-tree filter that, once armed, signals entered
+// and waits for release on its first call: it holds a cycle in the middle
+// of its plugins.
 type gateFilter struct {
 	mu       sync.Mutex
 	armed    bool
@@ -30,7 +36,7 @@ func newGateFilter() *gateFilter {
 
 func (*gateFilter) Name() string { return "Gate" }
 
-func (g *gateFilter) Filter(context.Context, *framework.CycleState, *framework.PodInfo, *framework.NodeInfo) *framework.Status {
+func (g *gateFilter) Filter(context.Context, fwk.CycleState, *v1.Pod, fwk.NodeInfo) *fwk.Status {
 	g.mu.Lock()
 	armed := g.armed
 	g.armed = false
@@ -57,37 +63,21 @@ func (r hookedRoom) Take(p *v1.Pod) bool {
 	return r.Budget.Take(p)
 }
 
-// writerWaiting polls, until the deadline, for a writer waiting on the
-// cache's lock (TryRLock fails while one waits).
-func writerWaiting(t *testing.T, c *Cache, deadline <-chan time.Time) {
-	t.Helper()
-	for {
-		if !c.mu.TryRLock() {
-			return
-		}
-		c.mu.RUnlock()
-		select {
-		case <-deadline:
-			t.Fatal("the writer never waited on the cache")
-		default:
-			runtime.Gosched()
-		}
-	}
-}
-
-// TestLockOrderCycleMoveWriter runs the interleaving that deadlocked: a
-// cycle inside the cache's View that then reads the queue's nominations
-// (its preemption check), a Move whose wake budget takes room under the
-// queue's lock, and a writer (AddNode) waiting on the cache's lock. All
-// three must finish.
+// TestLockOrderCycleMoveWriter runs the interleaving that deadlocked
+// when plugins ran under the cache's read lock: a cycle in the middle of
+// its filters, which then reads the queue's nominations (its preemption
+// check), a Move whose wake budget takes room under the queue's lock, and
+// a writer (AddNode) of the cache. The plugins run holding no lock of
+// schedq's, so the writer and the Move finish while the cycle is held,
+// and the cycle finishes once released.
 func TestLockOrderCycleMoveWriter(t *testing.T) {
 	gate := newGateFilter()
-	profile := framework.Profile{
-		Filter:  []framework.FilterPlugin{gate, fitCPU{}},
-		Enqueue: []framework.EnqueueExtensions{fitCPU{}},
-	}
+	fw := gatedFramework(t, gate)
 	c := NewCache()
-	cfg := QueueConfig(profile)
+	cfg := QueueConfig()
+	if err := UseFrameworkHints(context.Background(), &cfg, fw, klog.Background()); err != nil {
+		t.Fatal(err)
+	}
 	inner := WakeBudget(c)
 	var once sync.Once
 	taking := make(chan struct{})
@@ -104,7 +94,7 @@ func TestLockOrderCycleMoveWriter(t *testing.T) {
 	}
 	// Not closed on failure: Close would wait for the deadlocked lock.
 	h := &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
-	s := New(q, c, &syncBinder{}, &recReporter{}, Options{Profile: profile, Rand: rand.New(rand.NewPCG(1, 1))})
+	s := mustNew(t, q, c, &syncBinder{}, &recReporter{}, Options{Framework: fw, Rand: rand.New(rand.NewPCG(1, 1))})
 	if err := s.EnablePreemption(PreemptionOptions{Evictor: &syncEvictor{}}); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +119,7 @@ func TestLockOrderCycleMoveWriter(t *testing.T) {
 	gate.mu.Lock()
 	gate.armed = true
 	gate.mu.Unlock()
-	go func() { // the cycle: filters under View, then preemption reads nominations
+	go func() { // the cycle: filters, then preemption reads nominations
 		s.ScheduleOne(context.Background(), info)
 		done <- "cycle"
 	}()
@@ -140,12 +130,11 @@ func TestLockOrderCycleMoveWriter(t *testing.T) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 	}
-	wait(gate.entered, "the cycle to enter View")
-	go func() { // a writer: waits for the cycle's read lock
+	wait(gate.entered, "the cycle to enter its filters")
+	go func() { // a writer of the cache
 		c.AddNode(node("n2", 1000))
 		done <- "writer"
 	}()
-	writerWaiting(t, c, deadline)
 	go func() { // a Move: the wake budget takes room under the queue's lock
 		if err := q.Move(clusterevent.NodeAdd, nil, node("n3", 4000), nil); err != nil {
 			t.Errorf("move: %v", err)
@@ -153,15 +142,43 @@ func TestLockOrderCycleMoveWriter(t *testing.T) {
 		done <- "move"
 	}()
 	wait(taking, "the budget to take room")
-	close(gate.released)
 	finished := map[string]bool{}
-	for len(finished) < 3 {
-		select {
-		case who := <-done:
-			finished[who] = true
-		case <-deadline:
-			t.Fatalf("deadlock: only %v finished", finished)
+	collect := func(n int) {
+		for len(finished) < n {
+			select {
+			case who := <-done:
+				finished[who] = true
+			case <-deadline:
+				t.Fatalf("deadlock: only %v finished", finished)
+			}
 		}
 	}
+	collect(2)
+	if finished["cycle"] {
+		t.Fatal("the cycle finished while its filter was held")
+	}
+	close(gate.released)
+	collect(3)
 	q.Close()
+}
+
+// gatedFramework is kube-scheduler's default profile with gate as its
+// first filter (first of MultiPoint: a filter enabled at Filter alone
+// would run after the default ones, which reject the cycle's pod first),
+// closed when t ends.
+func gatedFramework(t *testing.T, gate *gateFilter) *profile.Framework {
+	t.Helper()
+	cfg, err := profile.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof := &cfg.Profiles[0]
+	prof.Plugins.MultiPoint.Enabled = append([]config.Plugin{{Name: "Gate"}}, prof.Plugins.MultiPoint.Enabled...)
+	extra := frameworkruntime.Registry{"Gate": func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) { return gate, nil }}
+	fw, err := profile.NewFrameworkOn(context.Background(), prof, profile.Setup{Snapshot: backendcache.NewEmptySnapshot(), Plugins: extra})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fw.Close() })
+	return fw
 }

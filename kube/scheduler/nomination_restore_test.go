@@ -20,7 +20,7 @@ func TestAddPodRestoresNomination(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			q, err := schedq.New(QueueConfig(defaultProfile()))
+			q, err := schedq.New(testQueueConfig(t))
 			if err != nil {
 				t.Fatal(err)
 			}

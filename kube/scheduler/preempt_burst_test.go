@@ -52,18 +52,19 @@ func TestPreemptionBurstEvictsTheMinimalSet(t *testing.T) {
 	burstPreemption(t, nil, nil)
 }
 
-// burstPreemption runs TestPreemptionBurstEvictsTheMinimalSet on
-// schedq's plugins, or on fw's (the framework path) if fw is set; churn,
+// burstPreemption runs TestPreemptionBurstEvictsTheMinimalSet on fw's
+// plugins (the default profile's if fw is nil); churn,
 // if set, runs meanwhile on a goroutine of its own, until its context
 // ends, with the handlers.
 func burstPreemption(t *testing.T, fw *profile.Framework, churn func(context.Context, *Handlers)) {
 	const nodes, perNode, preemptors = 20, 4, 60
 	c := NewCache()
-	cfg := QueueConfig(testProfile())
-	if fw != nil {
-		if err := UseFrameworkHints(context.Background(), &cfg, fw, klog.Background()); err != nil {
-			t.Fatal(err)
-		}
+	if fw == nil {
+		fw = defaultFramework(t)
+	}
+	cfg := QueueConfig()
+	if err := UseFrameworkHints(context.Background(), &cfg, fw, klog.Background()); err != nil {
+		t.Fatal(err)
 	}
 	cfg.Budget = WakeBudget(c)
 	q, err := schedq.New(cfg)
@@ -73,7 +74,7 @@ func burstPreemption(t *testing.T, fw *profile.Framework, churn func(context.Con
 	h := &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
 	srv := &fakeServer{h: h, events: make(chan func(), 4096), pods: map[types.NamespacedName]*v1.Pod{}, deleted: map[types.NamespacedName]bool{}}
 	ev := &laggingEvictor{c: srv, victims: map[types.NamespacedName]bool{}}
-	s := New(q, c, asyncBinder{srv}, &lockedReporter{}, Options{Profile: testProfile(), Framework: fw, Rand: rand.New(rand.NewPCG(3, 4))})
+	s := mustNew(t, q, c, asyncBinder{srv}, &lockedReporter{}, Options{Framework: fw, Rand: rand.New(rand.NewPCG(3, 4))})
 	if err := s.EnablePreemption(PreemptionOptions{Evictor: ev}); err != nil {
 		t.Fatal(err)
 	}

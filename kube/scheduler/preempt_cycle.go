@@ -10,8 +10,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/schedq/schedq/kube/framework"
 )
 
 // Evictor carries out a preemption without holding the scheduling cycle
@@ -48,11 +46,6 @@ type PreemptionOptions struct {
 	// Budgets lists the PodDisruptionBudgets to respect where possible,
 	// from an informer in a real cluster. Nil: none.
 	Budgets func() []*policyv1.PodDisruptionBudget
-	// MinCandidateNodesPercentage and MinCandidateNodesAbsolute bound how
-	// many candidate nodes a search looks for before it picks one, as
-	// kube-scheduler's DefaultPreemption arguments (defaults 10 and 100).
-	MinCandidateNodesPercentage int
-	MinCandidateNodesAbsolute   int
 	// Metrics records attempts and victims. Nil records nothing.
 	Metrics *PreemptionMetrics
 }
@@ -123,19 +116,16 @@ func (p *preemptor) seen(uid types.UID) {
 
 // EnablePreemption makes the scheduler preempt lower-priority pods for a
 // pod that fits nowhere, as kube-scheduler's DefaultPreemption does. Call
-// it before the first cycle. On the framework path (Options.Framework)
-// the profile's PostFilter plugins decide (fwpreempt.go), with the
-// profile's DefaultPreemption args: o's MinCandidateNodes fields are
-// not read.
+// it before the first cycle. The framework profile's PostFilter plugins
+// decide (fwpreempt.go), with the profile's DefaultPreemption args; a
+// profile without DefaultPreemption does not preempt.
 func (s *Scheduler) EnablePreemption(o PreemptionOptions) error {
 	if o.Evictor == nil {
 		return fmt.Errorf("preemption: no Evictor")
 	}
 	s.pre = &preemptor{o: o, running: map[types.UID]bool{}, evicting: map[types.UID]time.Time{}}
-	if s.o.Framework != nil {
-		if pl := s.o.Framework.Preemption(); pl != nil {
-			s.usePreemption(pl)
-		}
+	if pl := s.o.Framework.Preemption(); pl != nil {
+		s.usePreemption(pl)
 	}
 	return nil
 }
@@ -156,91 +146,6 @@ func (p *preemptor) setRunning(uid types.UID, on bool) {
 	}
 }
 
-// nominatedPods returns, per node, the pods nominated there that pod must
-// leave room for: those of its priority or higher, not itself. Nil when
-// none. O(m) for m nominated pods.
-func (s *Scheduler) nominatedPods(pod *v1.Pod) map[string][]*framework.PodInfo {
-	nom := s.queue
-	targets := nom.NominatedTargets()
-	if len(targets) == 0 {
-		return nil
-	}
-	prio, key := framework.Priority(pod), framework.Key(pod)
-	var out map[string][]*framework.PodInfo
-	for _, node := range targets {
-		for _, p := range nom.Nominated(node) {
-			if framework.Priority(p) < prio || framework.Key(p) == key {
-				continue
-			}
-			pi, err := framework.NewPodInfo(p)
-			if err != nil {
-				continue
-			}
-			if out == nil {
-				out = map[string][]*framework.PodInfo{}
-			}
-			out[node] = append(out[node], pi)
-		}
-	}
-	return out
-}
-
-// readNominations reads, before the cycle takes the cache's read lock,
-// what it needs of the queue's nominations: the pods nominated per node
-// that pod must leave room for, and pod's own nomination. The cycle never
-// calls the queue under the cache's lock (see the lock order on Cache).
-func (s *Scheduler) readNominations(key types.NamespacedName, pod *v1.Pod) {
-	s.nomPods = s.nominatedPods(pod)
-	s.ownNom, s.hasNom = s.queue.Nomination(key)
-}
-
-// forgetNominations drops what readNominations read, so that nothing is
-// pinned between cycles.
-func (s *Scheduler) forgetNominations() {
-	s.nomPods, s.ownNom, s.hasNom = nil, "", false
-}
-
-// place finds a node for pi: its nominated node first, if it still fits
-// there, then every node; if none fits and preemption is on, it plans a
-// preemption, which out carries for act to start outside the cache's lock.
-// It runs under the cache's read lock and calls nothing of the queue: the
-// nominations were read before (readNominations), and a nomination to
-// clear is carried in out (clearNom) to be cleared after.
-func (s *Scheduler) place(ctx context.Context, pi *framework.PodInfo, snap framework.Snapshot) Outcome {
-	node, ok, gone := s.tryNominated(ctx, pi, snap)
-	if ok {
-		return Outcome{Result: Scheduled, Node: node}
-	}
-	out := s.findNode(ctx, pi, snap)
-	if gone {
-		out.clearNom = "nominated node is gone"
-	}
-	if out.Result == Unschedulable && s.pre != nil {
-		s.planPreemption(ctx, pi, snap, &out)
-	}
-	return out
-}
-
-// tryNominated returns the node the pod is nominated to if it passes the
-// filters there; gone says the nominated node no longer exists.
-func (s *Scheduler) tryNominated(ctx context.Context, pi *framework.PodInfo, snap framework.Snapshot) (node string, ok, gone bool) {
-	if !s.hasNom {
-		return "", false, false
-	}
-	ni, ok := snap.Node(s.ownNom)
-	if !ok {
-		return "", false, true
-	}
-	state, filters, st := s.preFilter(ctx, pi, snap)
-	if !st.IsSuccess() {
-		return "", false, false
-	}
-	if !s.filterNominated(ctx, filters, state, pi, ni).IsSuccess() {
-		return "", false, false
-	}
-	return s.ownNom, true, false
-}
-
 // clearNomination drops key's nomination in the queue (only there: the
 // pod's status is the Evictor's) and reports whether it did; why is
 // logged.
@@ -251,45 +156,6 @@ func (s *Scheduler) clearNomination(key types.NamespacedName, why string) bool {
 	}
 	s.o.Logger.Debug("nomination cleared", "pod", key, "why", why)
 	return true
-}
-
-// preFilter runs the PreFilter plugins and returns the cycle state and
-// the filters to run; a status other than success says the pod fits
-// nowhere.
-func (s *Scheduler) preFilter(ctx context.Context, pi *framework.PodInfo, snap framework.Snapshot) (*framework.CycleState, []framework.FilterPlugin, *framework.Status) {
-	state := framework.NewCycleState()
-	filters := s.o.Profile.Filter
-	for _, pf := range s.o.Profile.PreFilter {
-		st := pf.PreFilter(ctx, state, pi, snap)
-		if st.IsSkip() {
-			filters = s.without(filters, pf.Name())
-			continue
-		}
-		if !st.IsSuccess() {
-			st.Plugin = pf.Name()
-			return nil, nil, st
-		}
-	}
-	return state, filters, nil
-}
-
-// filterNominated runs the filters on ni as it will be once the pods
-// nominated there that outrank pi take their room: with them, and, as
-// kube-scheduler does, without them too (a filter such as affinity may
-// pass only thanks to them).
-func (s *Scheduler) filterNominated(ctx context.Context, filters []framework.FilterPlugin, state *framework.CycleState, pi *framework.PodInfo, ni *framework.NodeInfo) *framework.Status {
-	extra := s.nomPods[ni.Name()]
-	if len(extra) == 0 {
-		return filter(ctx, filters, state, pi, ni)
-	}
-	ni.CopyInto(&s.nomNode, nil)
-	for _, p := range extra {
-		s.nomNode.AddPod(p)
-	}
-	if st := filter(ctx, filters, state, pi, &s.nomNode); !st.IsSuccess() {
-		return st
-	}
-	return filter(ctx, filters, state, pi, ni)
 }
 
 // assumed drops the nomination of a pod the cache now counts on its node,

@@ -2,8 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"maps"
-	"slices"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -18,93 +16,7 @@ type preemption struct {
 	found bool
 }
 
-// planPreemption looks for victims whose eviction lets pi fit, after
-// every node rejected it, and records the choice in out. The cycle's
-// message gains the reason when there is none. It reads snap only.
-func (s *Scheduler) planPreemption(ctx context.Context, pi *framework.PodInfo, snap framework.Snapshot, out *Outcome) {
-	s.pre.o.Metrics.attempt()
-	if why, ok := s.eligible(pi.Pod, snap); !ok {
-		out.Message += " preemption: " + why
-		out.Reasons = append(out.Reasons, "preemption: "+why)
-		return
-	}
-	out.preempt = &preemption{}
-	nodes := snap.Nodes()
-	if len(nodes) == 0 {
-		return
-	}
-	state, filters, st := s.preFilter(ctx, pi, snap)
-	if !st.IsSuccess() {
-		out.Message += " preemption: not helpful: " + st.Plugin + ": " + st.Message()
-		out.Reasons = append(out.Reasons, "preemption: not helpful: "+st.Plugin)
-		return
-	}
-	x := &s.srch
-	x.pod, x.prio, x.filters, x.state, x.nominated = pi, framework.Priority(pi.Pod), filters, state, s.nomPods
-	x.reasons = map[string]int{}
-	x.exts = x.exts[:0]
-	for _, pf := range s.o.Profile.PreFilter {
-		if e, ok := pf.(framework.PreFilterExtensions); ok && ranFilter(filters, pf.Name()) {
-			x.exts = append(x.exts, e)
-		}
-	}
-	x.leaving = s.pre.leaving()
-	x.budgets = newBudgets(nil)
-	if b := s.pre.o.Budgets; b != nil {
-		x.budgets = newBudgets(b())
-	}
-	want := candidatesToFind(len(nodes), s.pre.o.MinCandidateNodesPercentage, s.pre.o.MinCandidateNodesAbsolute)
-	cands := x.run(ctx, nodes, s.o.Rand.IntN(len(nodes)), want)
-	x.state, x.nominated, x.leaving = nil, nil, nil // pin nothing between cycles
-	if len(cands) == 0 {
-		out.Message += " " + x.message(len(nodes))
-		for _, r := range slices.Sorted(maps.Keys(x.reasons)) {
-			out.Reasons = append(out.Reasons, "preemption: "+r)
-		}
-		return
-	}
-	c := pickCandidate(cands)
-	out.preempt.cand, out.preempt.found = c, true
-	out.Nominated, out.Victims = c.Node, c.Victims
-}
-
-// eligible says whether pod may preempt now, and if not why: its policy
-// forbids it, its last preemption is still being carried out, or a pod of
-// lower priority on its nominated node is still terminating or being
-// evicted (the cache has not shown it terminating yet).
-func (s *Scheduler) eligible(pod *v1.Pod, snap framework.Snapshot) (string, bool) {
-	if p := pod.Spec.PreemptionPolicy; p != nil && *p == v1.PreemptNever {
-		return "not eligible due to preemptionPolicy=Never.", false
-	}
-	if s.pre.isRunning(pod.UID) {
-		return "not eligible: its victims are still being evicted.", false
-	}
-	if !s.hasNom {
-		return "", true
-	}
-	node := s.ownNom
-	ni, ok := snap.Node(node)
-	if !ok {
-		return "", true
-	}
-	prio := framework.Priority(pod)
-	leaving := s.pre.leaving()
-	for _, p := range ni.Pods {
-		if framework.Priority(p.Pod) >= prio {
-			continue
-		}
-		if p.Pod.DeletionTimestamp != nil {
-			s.pre.seen(p.Pod.UID)
-			return "not eligible: a pod on its nominated node " + node + " is still terminating.", false
-		}
-		if _, ok := leaving[p.Pod.UID]; ok {
-			return "not eligible: a pod on its nominated node " + node + " is being evicted.", false
-		}
-	}
-	return "", true
-}
-
-// act carries out what planPreemption (or fwPreempt) decided, outside
+// act carries out what fwPreempt decided, outside
 // the cache's lock and the queue's: it nominates the pod to the chosen
 // node, takes the nomination from the pods of lower priority nominated
 // there, and hands both, with the victims, to the Evictor, which writes
@@ -151,15 +63,4 @@ func (s *Scheduler) act(ctx context.Context, info Attempt, out *Outcome) {
 			s.clearNomination(key, "a victim could not be evicted")
 		}
 	})
-}
-
-// ranFilter reports whether the filter named name is among filters: its
-// PreFilter did not skip it.
-func ranFilter(filters []framework.FilterPlugin, name string) bool {
-	for _, f := range filters {
-		if f.Name() == name {
-			return true
-		}
-	}
-	return false
 }

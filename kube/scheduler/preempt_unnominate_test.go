@@ -31,9 +31,9 @@ type apiPreemption struct {
 	log *bytes.Buffer
 }
 
-func newAPIPreemption(t *testing.T, newFixture preemptFixtureFunc) *apiPreemption {
+func newAPIPreemption(t *testing.T) *apiPreemption {
 	t.Helper()
-	f, _ := newFixture(t)
+	f, _ := newPreemptFixture(t)
 	nominated := func(name string, milliCPU int64, prio int32, node string) *v1.Pod {
 		p := prioPod(name, milliCPU, prio)
 		p.Status.NominatedNodeName = node
@@ -90,24 +90,22 @@ func (a *apiPreemption) statusNomination(t *testing.T, name string) string {
 // a pod of its own priority nominated there, and pods nominated
 // elsewhere, keep theirs.
 func TestPreemptionClearsLowerPriorityNominationsInTheAPI(t *testing.T) {
-	onPreemptionPaths(t, func(t *testing.T, newFixture preemptFixtureFunc) {
-		a := newAPIPreemption(t, newFixture)
-		a.preempt(t)
-		want := map[string]string{"high": "a", "peer": "a", "mid": "", "side": "b"}
-		for name, node := range want {
-			if got := a.statusNomination(t, name); got != node {
-				t.Errorf("%s: status.nominatedNodeName %q, want %q", name, got, node)
-			}
-			if got := a.f.nomination(name); got != node {
-				t.Errorf("%s: nominated to %q in the queue, want %q", name, got, node)
-			}
+	a := newAPIPreemption(t)
+	a.preempt(t)
+	want := map[string]string{"high": "a", "peer": "a", "mid": "", "side": "b"}
+	for name, node := range want {
+		if got := a.statusNomination(t, name); got != node {
+			t.Errorf("%s: status.nominatedNodeName %q, want %q", name, got, node)
 		}
-		for _, v := range []string{"low1", "low2"} {
-			if _, err := a.cs.CoreV1().Pods("default").Get(context.Background(), v, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-				t.Errorf("victim %s not deleted: %v", v, err)
-			}
+		if got := a.f.nomination(name); got != node {
+			t.Errorf("%s: nominated to %q in the queue, want %q", name, got, node)
 		}
-	})
+	}
+	for _, v := range []string{"low1", "low2"} {
+		if _, err := a.cs.CoreV1().Pods("default").Get(context.Background(), v, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("victim %s not deleted: %v", v, err)
+		}
+	}
 }
 
 // TestFailingNominationClearIsLoggedAndThePreemptionGoesOn: the API
@@ -115,33 +113,31 @@ func TestPreemptionClearsLowerPriorityNominationsInTheAPI(t *testing.T) {
 // victims are still evicted, and the preemptor keeps its nomination (a
 // failed preemption would clear it).
 func TestFailingNominationClearIsLoggedAndThePreemptionGoesOn(t *testing.T) {
-	onPreemptionPaths(t, func(t *testing.T, newFixture preemptFixtureFunc) {
-		a := newAPIPreemption(t, newFixture)
-		a.cs.PrependReactor("patch", "pods", func(act k8stesting.Action) (bool, runtime.Object, error) {
-			if act.(k8stesting.PatchAction).GetName() == "mid" {
-				return true, nil, errors.New("apiserver says no")
-			}
-			return false, nil, nil
-		})
-		a.preempt(t)
-		if got := a.f.nomination("high"); got != "a" {
-			t.Fatalf("the preemptor is nominated to %q in the queue: the failed clear failed its preemption", got)
+	a := newAPIPreemption(t)
+	a.cs.PrependReactor("patch", "pods", func(act k8stesting.Action) (bool, runtime.Object, error) {
+		if act.(k8stesting.PatchAction).GetName() == "mid" {
+			return true, nil, errors.New("apiserver says no")
 		}
-		if got := a.statusNomination(t, "high"); got != "a" {
-			t.Fatalf("the preemptor's status.nominatedNodeName is %q", got)
-		}
-		if a.f.s.pre.isRunning("uid-high") {
-			t.Fatal("the preemption never ended")
-		}
-		for _, v := range []string{"low1", "low2"} {
-			if _, err := a.cs.CoreV1().Pods("default").Get(context.Background(), v, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-				t.Errorf("victim %s not deleted: %v", v, err)
-			}
-		}
-		log := a.log.String()
-		if !strings.Contains(log, "could not clear status.nominatedNodeName") || !strings.Contains(log, "pod=default/mid") ||
-			!strings.Contains(log, "apiserver says no") {
-			t.Fatalf("the failure was not logged: %q", log)
-		}
+		return false, nil, nil
 	})
+	a.preempt(t)
+	if got := a.f.nomination("high"); got != "a" {
+		t.Fatalf("the preemptor is nominated to %q in the queue: the failed clear failed its preemption", got)
+	}
+	if got := a.statusNomination(t, "high"); got != "a" {
+		t.Fatalf("the preemptor's status.nominatedNodeName is %q", got)
+	}
+	if a.f.s.pre.isRunning("uid-high") {
+		t.Fatal("the preemption never ended")
+	}
+	for _, v := range []string{"low1", "low2"} {
+		if _, err := a.cs.CoreV1().Pods("default").Get(context.Background(), v, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("victim %s not deleted: %v", v, err)
+		}
+	}
+	log := a.log.String()
+	if !strings.Contains(log, "could not clear status.nominatedNodeName") || !strings.Contains(log, "pod=default/mid") ||
+		!strings.Contains(log, "apiserver says no") {
+		t.Fatalf("the failure was not logged: %q", log)
+	}
 }

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq"
-	"github.com/schedq/schedq/kube/framework"
 )
 
 // syncEvictor records preemptions and, unless hold is set, evicts the
@@ -83,17 +82,15 @@ func runningPod(name, node string, milliCPU int64, prio int32, start time.Time) 
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// newPreemptFixture is newFWPreemptFixture on the default profile.
 func newPreemptFixture(t *testing.T, budgets ...*policyv1.PodDisruptionBudget) (*fixture, *syncEvictor) {
 	t.Helper()
-	f := newFixture(t)
-	e := &syncEvictor{f: f}
-	err := f.s.EnablePreemption(PreemptionOptions{Evictor: e,
-		Budgets: func() []*policyv1.PodDisruptionBudget { return budgets }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f, e
+	return newFWPreemptFixture(t, nil, nil, budgets...)
 }
+
+// noLowerPriority is DefaultPreemption's reason for a node with nothing
+// to evict.
+const noLowerPriority = "No preemption victims found for incoming pod"
 
 func (f *fixture) nomination(name string) string {
 	n, _ := f.q.Nomination(types.NamespacedName{Namespace: "default", Name: name})
@@ -164,26 +161,23 @@ func TestPreemptionSparesEqualPriority(t *testing.T) {
 }
 
 func TestPreemptionRespectsBudgetsWhenAnotherNodeOffersAChoice(t *testing.T) {
-	// On both paths: DefaultPreemption respects budgets the same way.
-	onPreemptionPaths(t, func(t *testing.T, newFixture preemptFixtureFunc) {
-		pdb := &policyv1.PodDisruptionBudget{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "keep"},
-			Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
-			Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0},
-		}
-		f, e := newFixture(t, pdb)
-		f.h.AddNode(node("a", 2000))
-		f.h.AddNode(node("b", 2000))
-		db := runningPod("db", "a", 2000, 1, t0) // lowest priority, but protected
-		db.Labels = map[string]string{"app": "db"}
-		f.h.AddPod(db)
-		f.h.AddPod(runningPod("web", "b", 2000, 5, t0))
-		f.h.AddPod(prioPod("high", 2000, 100))
-		out := f.once()
-		if out.Nominated != "b" || len(e.calls) != 1 || e.calls[0] != "high->b: web" {
-			t.Fatalf("nominated %q, victims %s, calls %v: %s", out.Nominated, victimNames(out), e.calls, out.Message)
-		}
-	})
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "keep"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
+		Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0},
+	}
+	f, e := newPreemptFixture(t, pdb)
+	f.h.AddNode(node("a", 2000))
+	f.h.AddNode(node("b", 2000))
+	db := runningPod("db", "a", 2000, 1, t0) // lowest priority, but protected
+	db.Labels = map[string]string{"app": "db"}
+	f.h.AddPod(db)
+	f.h.AddPod(runningPod("web", "b", 2000, 5, t0))
+	f.h.AddPod(prioPod("high", 2000, 100))
+	out := f.once()
+	if out.Nominated != "b" || len(e.calls) != 1 || e.calls[0] != "high->b: web" {
+		t.Fatalf("nominated %q, victims %s, calls %v: %s", out.Nominated, victimNames(out), e.calls, out.Message)
+	}
 }
 
 func TestPreemptionViolatesBudgetOnlyWithoutChoice(t *testing.T) {
@@ -224,7 +218,9 @@ func TestPreemptorTooBigForAnEmptyNodePreemptsNobody(t *testing.T) {
 	f.h.AddPod(runningPod("low-b", "b", 1000, 1, t0))
 	f.h.AddPod(prioPod("huge", 3000, 100))
 	out := f.once()
-	want := "preemption: 0/2 nodes are available: 2 Insufficient cpu (even without lower-priority pods)."
+	// NodeResourcesFit finds the request above the nodes' allocatable
+	// (unresolvable), so DefaultPreemption tries no node.
+	want := "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
 	if out.Nominated != "" || len(e.calls) != 0 || !strings.HasSuffix(out.Message, want) {
 		t.Fatalf("nominated %q, calls %v: %s; want message ending %q", out.Nominated, e.calls, out.Message, want)
 	}
@@ -273,49 +269,24 @@ func TestNominatedNodeGoneClearsTheNomination(t *testing.T) {
 	}
 }
 
-// preemptionPaths build a preemption fixture on schedq's own plugins and
-// on kube-scheduler's framework (DefaultPreemption), for the tests whose
-// rules both paths keep.
-var preemptionPaths = []struct {
-	name string
-	new  preemptFixtureFunc
-}{
-	{"schedq-plugins", newPreemptFixture},
-	{"framework", func(t *testing.T, budgets ...*policyv1.PodDisruptionBudget) (*fixture, *syncEvictor) {
-		return newFWPreemptFixture(t, nil, nil, budgets...)
-	}},
-}
-
-// preemptFixtureFunc builds a preemption fixture with budgets.
-type preemptFixtureFunc func(*testing.T, ...*policyv1.PodDisruptionBudget) (*fixture, *syncEvictor)
-
-// onPreemptionPaths runs test on each of preemptionPaths.
-func onPreemptionPaths(t *testing.T, test func(*testing.T, preemptFixtureFunc)) {
-	for _, path := range preemptionPaths {
-		t.Run(path.name, func(t *testing.T) { test(t, path.new) })
-	}
-}
-
 // TestNoSecondPreemptionWhileVictimsLeave: while its victims are being
 // evicted, the preemptor does not preempt again.
 func TestNoSecondPreemptionWhileVictimsLeave(t *testing.T) {
-	onPreemptionPaths(t, func(t *testing.T, newFixture preemptFixtureFunc) {
-		f, e := newFixture(t)
-		e.hold = true
-		f.h.AddNode(node("a", 2000))
-		f.h.AddNode(node("b", 2000))
-		f.h.AddPod(runningPod("low-a", "a", 2000, 1, t0))
-		f.h.AddPod(runningPod("low-b", "b", 2000, 1, t0))
-		f.h.AddPod(prioPod("high", 2000, 100))
-		f.once()
-		if err := f.q.Activate(types.NamespacedName{Namespace: "default", Name: "high"}); err != nil {
-			t.Fatal(err)
-		}
-		out := f.once()
-		if len(e.calls) != 1 || !strings.Contains(out.Message, "still being evicted") {
-			t.Fatalf("nominated %q, victims %s, calls %v: %s", out.Nominated, victimNames(out), e.calls, out.Message)
-		}
-	})
+	f, e := newPreemptFixture(t)
+	e.hold = true
+	f.h.AddNode(node("a", 2000))
+	f.h.AddNode(node("b", 2000))
+	f.h.AddPod(runningPod("low-a", "a", 2000, 1, t0))
+	f.h.AddPod(runningPod("low-b", "b", 2000, 1, t0))
+	f.h.AddPod(prioPod("high", 2000, 100))
+	f.once()
+	if err := f.q.Activate(types.NamespacedName{Namespace: "default", Name: "high"}); err != nil {
+		t.Fatal(err)
+	}
+	out := f.once()
+	if len(e.calls) != 1 || !strings.Contains(out.Message, "still being evicted") {
+		t.Fatalf("nominated %q, victims %s, calls %v: %s", out.Nominated, victimNames(out), e.calls, out.Message)
+	}
 }
 
 func TestPickCandidateCriteria(t *testing.T) {
@@ -367,53 +338,6 @@ func TestPickCandidateCriteria(t *testing.T) {
 				if got := pickCandidate(rev).Node; got != tc.want {
 					t.Fatalf("reversed: picked %s, want %s", got, tc.want)
 				}
-			}
-		})
-	}
-}
-
-func TestBudgetsSplit(t *testing.T) {
-	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}
-	pdb := func(ns string, allowed int32, disrupted ...string) *policyv1.PodDisruptionBudget {
-		b := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b"},
-			Spec: policyv1.PodDisruptionBudgetSpec{Selector: sel}, Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed}}
-		for _, d := range disrupted {
-			if b.Status.DisruptedPods == nil {
-				b.Status.DisruptedPods = map[string]metav1.Time{}
-			}
-			b.Status.DisruptedPods[d] = metav1.Now()
-		}
-		return b
-	}
-	mk := func(name string, labels map[string]string) *framework.PodInfo {
-		p := pod(name, 1)
-		p.Labels = labels
-		pi, _ := framework.NewPodInfo(p)
-		return pi
-	}
-	x := map[string]string{"app": "x"}
-	pods := []*framework.PodInfo{mk("p1", x), mk("p2", x), mk("p3", nil), mk("p4", x)}
-	tests := []struct {
-		name    string
-		list    []*policyv1.PodDisruptionBudget
-		violate []string
-	}{
-		{"none", nil, nil},
-		{"one allowed: the rest violate", []*policyv1.PodDisruptionBudget{pdb("default", 1)}, []string{"p2", "p4"}},
-		{"already disrupted costs nothing", []*policyv1.PodDisruptionBudget{pdb("default", 1, "p1")}, []string{"p4"}},
-		{"other namespace", []*policyv1.PodDisruptionBudget{pdb("other", 0)}, nil},
-		{"empty selector selects nothing", []*policyv1.PodDisruptionBudget{{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "default"}, Spec: policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{}}}}, nil},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			bad, _ := newBudgets(tc.list).split(pods, nil, nil)
-			var got []string
-			for _, p := range bad {
-				got = append(got, p.Pod.Name)
-			}
-			if !slices.Equal(got, tc.violate) {
-				t.Fatalf("violating %v, want %v", got, tc.violate)
 			}
 		})
 	}

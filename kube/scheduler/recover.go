@@ -14,7 +14,6 @@ import (
 // handed the attempt to its bindings, they end it: it is not requeued
 // twice. The scheduling loop goes on with the next pod.
 func (s *Scheduler) recovered(ctx context.Context, info Attempt, start time.Time, r any) Outcome {
-	s.forgetNominations()
 	out := Outcome{Result: Error, Message: fmt.Sprintf("internal error: scheduling cycle panicked: %v", r)}
 	key := info.Key
 	if info.Group != "" {

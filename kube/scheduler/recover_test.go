@@ -2,46 +2,33 @@ package scheduler
 
 import (
 	"context"
-	"math/rand/v2"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/schedq/schedq"
-	"github.com/schedq/schedq/kube/framework"
 )
-
-// panicky is a test filter that panics for the pod named boom.
-type panicky struct{}
-
-func (panicky) Name() string { return "Panicky" }
-func (panicky) Filter(_ context.Context, _ *framework.CycleState, p *framework.PodInfo, _ *framework.NodeInfo) *framework.Status {
-	if p.Pod.Name == "boom" {
-		var victims []int
-		_ = victims[0] // index out of range, as a buggy plugin would
-	}
-	return nil
-}
 
 // TestPanicInACycleFailsThatPodOnly: a plugin that panics fails its pod's
 // attempt as an error (requeued with backoff, reported), and the next pod
 // still schedules.
 func TestPanicInACycleFailsThatPodOnly(t *testing.T) {
-	profile := testProfile()
-	profile.Filter = append([]framework.FilterPlugin{panicky{}}, profile.Filter...)
-	q, err := schedq.New(QueueConfig(profile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
-	c := NewCache()
-	f := &fixture{t: t, q: q, c: c, b: &syncBinder{}, r: &recReporter{}}
-	f.h = &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
-	f.s = New(q, c, f.b, f.r, Options{Profile: profile, Rand: rand.New(rand.NewPCG(1, 1))})
+	extra := frameworkruntime.Registry{"FailingFilter": func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+		return failingFilter{}, nil
+	}}
+	f := newFWFixture(t, extra, func(p *config.KubeSchedulerProfile) {
+		p.Plugins.Filter.Enabled = append(p.Plugins.Filter.Enabled, config.Plugin{Name: "FailingFilter"})
+	})
 	f.h.AddNode(node("n", 4000))
-	f.h.AddPod(prioPod("boom", 1000, 10))
+	boom := prioPod("boom", 1000, 10)
+	boom.Labels = map[string]string{"fail": "panic"}
+	f.h.AddPod(boom)
 	f.h.AddPod(pod("fine", 1000))
 	out := f.once()
 	if out.Result != Error || !strings.Contains(out.Message, "panicked") {
@@ -50,7 +37,7 @@ func TestPanicInACycleFailsThatPodOnly(t *testing.T) {
 	if len(f.r.failures) != 1 || !strings.HasPrefix(f.r.failures[0], "boom: SchedulerError: internal error: scheduling cycle panicked") {
 		t.Fatalf("reported %v", f.r.failures)
 	}
-	if _, loc, _ := q.Get(types.NamespacedName{Namespace: "default", Name: "boom"}); loc != schedq.InBackoff {
+	if _, loc, _ := f.q.Get(types.NamespacedName{Namespace: "default", Name: "boom"}); loc != schedq.InBackoff {
 		t.Fatalf("boom is %v, want backing off", loc)
 	}
 	if out := f.once(); out.Result != Scheduled || f.b.binds["fine"] != "n" {

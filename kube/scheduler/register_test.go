@@ -36,7 +36,7 @@ func TestRegisterSyncedMeansQueued(t *testing.T) {
 		objs = append(objs, pod(fmt.Sprintf("p%d", i), 100))
 	}
 	held, release := make(chan struct{}), make(chan struct{})
-	cfg := QueueConfig(testProfile())
+	cfg := testQueueConfig(t)
 	first := true
 	cfg.PreEnqueue = append(cfg.PreEnqueue, schedq.PreEnqueue[*v1.Pod]{Name: "Hold", Admit: func(*v1.Pod) bool {
 		if first {

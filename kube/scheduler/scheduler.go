@@ -8,13 +8,9 @@ package scheduler
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"log/slog"
-	"maps"
 	"math/rand/v2"
-	"slices"
-	"sort"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -25,6 +21,7 @@ import (
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/plugins"
 	"github.com/schedq/schedq/kube/profile"
 )
 
@@ -92,8 +89,15 @@ type RecordingReporter interface {
 
 // Options configures a Scheduler. Zero fields take the defaults noted.
 type Options struct {
-	// Profile is the plugins to run. Required.
-	Profile framework.Profile
+	// Framework is kube-scheduler's framework with its profile's plugins
+	// (profile.NewFrameworkOn). Required. It schedules lone pods and group
+	// attempts (fwcycle.go, fwgroup.go) and preempts with its PostFilter
+	// plugins (fwpreempt.go); schedq's GangScheduling decides a group's
+	// quorum. New makes the cache track kube-scheduler's cache for its
+	// snapshot (Cache.TrackUpstream) and gives the framework the queue's
+	// nominations. Its profile's percentageOfNodesToScore, if set,
+	// overrides PercentageOfNodesToScore.
+	Framework *profile.Framework
 	// PercentageOfNodesToScore bounds how many feasible nodes a cycle looks
 	// for before scoring, as kube-scheduler does. 0: adaptive (all nodes up
 	// to 100, then 50% falling to 5% as the cluster grows, at least 100).
@@ -107,15 +111,6 @@ type Options struct {
 	Metrics *Metrics
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
-	// Framework, if not nil, schedules lone pods and group attempts with
-	// kube-scheduler's framework and plugins (fwcycle.go, fwgroup.go)
-	// instead of Profile's, and preempts with its PostFilter plugins
-	// (fwpreempt.go); Profile's group plugin (else GangScheduling) decides
-	// a group's quorum. New makes the cache track
-	// kube-scheduler's cache for its snapshot (Cache.TrackUpstream) and
-	// gives the framework the queue's nominations. Its profile's
-	// percentageOfNodesToScore, if set, overrides PercentageOfNodesToScore.
-	Framework *profile.Framework
 	// SyncPreBind runs the framework's PreBind plugins on the cycle's
 	// goroutine, before the binding starts, instead of on one of the
 	// binding's own: for the simulator, whose event loop is the only
@@ -133,26 +128,15 @@ type Scheduler struct {
 	o        Options
 
 	nextStart int
-	// feasible is findNode's list of feasible nodes, kept from cycle to
-	// cycle so that a large cluster does not allocate one per cycle.
-	feasible []*framework.NodeInfo
-	// filters is findNode's list of the filters a cycle runs, when
-	// PreFilter lets it skip some.
-	filters []framework.FilterPlugin
-
 	// release is gang release (gang_release.go): nil when off.
 	release *gangRelease
 
-	// Preemption (preempt_*.go): nil when off; the cycle's nominated
-	// pods per node and scratch space.
-	pre     *preemptor
-	nomPods map[string][]*framework.PodInfo
-	// ownNom is the popped pod's nomination (if hasNom), read with
-	// nomPods before the cycle's view.
-	ownNom  string
-	hasNom  bool
-	nomNode framework.NodeInfo
-	srch    search
+	// Preemption (preempt_*.go): nil when off.
+	pre *preemptor
+	// ownNom is the popped pod's nomination (if hasNom), read before the
+	// cycle's snapshot.
+	ownNom string
+	hasNom bool
 	// fwNom serves Options.Framework the nominations read before the
 	// cycle.
 	fwNom fwNominator
@@ -174,8 +158,11 @@ type Scheduler struct {
 	committed bool
 }
 
-// New returns a scheduler.
-func New(q Queue, c *Cache, b Binder, r Reporter, o Options) *Scheduler {
+// New returns a scheduler. It fails if o has no Framework.
+func New(q Queue, c *Cache, b Binder, r Reporter, o Options) (*Scheduler, error) {
+	if o.Framework == nil {
+		return nil, errors.New("scheduler: Options.Framework is required: build kube-scheduler's framework with profile.NewFrameworkOn")
+	}
 	if o.Rand == nil {
 		o.Rand = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
 	}
@@ -186,11 +173,9 @@ func New(q Queue, c *Cache, b Binder, r Reporter, o Options) *Scheduler {
 		o.Logger = slog.Default()
 	}
 	s := &Scheduler{queue: q, cache: c, binder: b, reporter: r, o: o}
-	if o.Framework != nil {
-		c.TrackUpstream()
-		o.Framework.Framework().SetPodNominator(&s.fwNom)
-	}
-	return s
+	c.TrackUpstream()
+	o.Framework.Framework().SetPodNominator(&s.fwNom)
+	return s, nil
 }
 
 // Result is how an attempt ended.
@@ -252,40 +237,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, info Attempt) Outcome {
 	if info.Group != "" {
 		return s.scheduleGroup(ctx, info)
 	}
-	if s.o.Framework != nil {
-		return s.scheduleFramework(ctx, info)
-	}
-	pod := info.Item
-	start := s.o.Now()
-	pi, err := framework.NewPodInfo(pod)
-	if err != nil {
-		return s.fail(ctx, info, start, Outcome{Result: Error, Message: "invalid pod: " + err.Error()})
-	}
-	// Lock order: the queue's nominations are read before the cache's
-	// read lock is taken and written after it is released.
-	s.readNominations(info.Key, pod)
-	defer s.forgetNominations()
-	var out Outcome
-	s.cache.View(func(snap framework.Snapshot) {
-		out = s.place(ctx, pi, snap)
-		out.state = s.cache.stateLocked() // the cluster the verdict is about
-	})
-	if out.clearNom != "" {
-		s.clearNomination(info.Key, out.clearNom)
-	}
-	if out.Result != Scheduled {
-		s.act(ctx, info, &out)
-		return s.fail(ctx, info, start, out)
-	}
-	pb := s.newBinding(info, out.Node)
-	if err := s.cache.Assume(pi, out.Node, pb); err != nil {
-		return s.fail(ctx, info, start, Outcome{Result: Error, Message: err.Error()})
-	}
-	s.committed = true // the binding owns the attempt from here
-	s.assumed(info.Key)
-	s.o.Metrics.attempt(Scheduled, s.o.Now().Sub(start))
-	s.bind(ctx, info, out.Node, pb, start)
-	return out
+	return s.scheduleFramework(ctx, info)
 }
 
 // fail requeues a failed attempt and reports it.
@@ -305,124 +257,6 @@ func (s *Scheduler) fail(ctx context.Context, info Attempt, start time.Time, out
 	return out
 }
 
-// findNode filters and scores the nodes of snap for pi.
-func (s *Scheduler) findNode(ctx context.Context, pi *framework.PodInfo, snap framework.Snapshot) Outcome {
-	p := s.o.Profile
-	nodes := snap.Nodes()
-	if len(nodes) == 0 {
-		// Every filter would have to pass on a new node: let their hints
-		// decide when a node arrives.
-		names := make([]string, 0, len(p.Filter))
-		for _, f := range p.Filter {
-			names = append(names, f.Name())
-		}
-		return Outcome{Result: Unschedulable, Plugins: names, Reasons: []string{"no nodes available to schedule pods"},
-			Message: "0/0 nodes are available: no nodes available to schedule pods."}
-	}
-	state := framework.NewCycleState()
-	filters := p.Filter
-	for _, pf := range p.PreFilter {
-		st := pf.PreFilter(ctx, state, pi, snap)
-		if st.IsSkip() {
-			filters = s.without(filters, pf.Name())
-			continue
-		}
-		if st.IsSuccess() {
-			continue
-		}
-		if st.Code == framework.Error {
-			return Outcome{Result: Error, Message: fmt.Sprintf("%s: %s", pf.Name(), st.Message())}
-		}
-		return Outcome{Result: Unschedulable, Plugins: []string{pf.Name()}, Reasons: slices.Clone(st.Reasons),
-			Message: fmt.Sprintf("0/%d nodes are available: %s.", len(nodes), st.Message())}
-	}
-
-	want := feasibleToFind(len(nodes), s.o.PercentageOfNodesToScore)
-	feasible := s.feasible[:0]
-	defer func() { s.feasible = feasible[:0] }()
-	reasons := map[string]int{}
-	var rejectors []string
-	processed := 0
-	next := s.nextStart % len(nodes) // wraps by hand: no division per node
-	for i := 0; i < len(nodes) && len(feasible) < want; i++ {
-		ni := nodes[next]
-		if next++; next == len(nodes) {
-			next = 0
-		}
-		processed++
-		st := s.filterNominated(ctx, filters, state, pi, ni)
-		if st.IsSuccess() {
-			feasible = append(feasible, ni)
-			continue
-		}
-		if st.Code == framework.Error {
-			return Outcome{Result: Error, Message: fmt.Sprintf("%s on node %s: %s", st.Plugin, ni.Name(), st.Message())}
-		}
-		for _, r := range st.Reasons {
-			reasons[r]++
-		}
-		if !slices.Contains(rejectors, st.Plugin) {
-			rejectors = append(rejectors, st.Plugin)
-		}
-	}
-	s.nextStart = (s.nextStart + processed) % len(nodes)
-	if len(feasible) == 0 {
-		return Outcome{Result: Unschedulable, Plugins: rejectors, Reasons: slices.Sorted(maps.Keys(reasons)), Message: fitMessage(len(nodes), reasons)}
-	}
-	return Outcome{Result: Scheduled, Node: s.pick(ctx, state, pi, feasible)}
-}
-
-// without returns filters less the one named, in s.filters, a buffer
-// kept from cycle to cycle; filters may be that buffer already.
-func (s *Scheduler) without(filters []framework.FilterPlugin, name string) []framework.FilterPlugin {
-	out := s.filters[:0]
-	for _, f := range filters {
-		if f.Name() != name {
-			out = append(out, f)
-		}
-	}
-	s.filters = out
-	return out
-}
-
-// filter runs filters on one node, stopping at the first failure.
-func filter(ctx context.Context, filters []framework.FilterPlugin, state *framework.CycleState, pi *framework.PodInfo, ni *framework.NodeInfo) *framework.Status {
-	for _, f := range filters {
-		if st := f.Filter(ctx, state, pi, ni); !st.IsSuccess() {
-			st.Plugin = f.Name()
-			return st
-		}
-	}
-	return nil
-}
-
-// pick scores the feasible nodes and returns the best, breaking ties at
-// random (reservoir sampling, so every best node is equally likely).
-func (s *Scheduler) pick(ctx context.Context, state *framework.CycleState, pi *framework.PodInfo, feasible []*framework.NodeInfo) string {
-	if len(feasible) == 1 || len(s.o.Profile.Score) == 0 {
-		return feasible[0].Name()
-	}
-	best, bestScore, ties := "", int64(-1), 0
-	for _, ni := range feasible {
-		var total int64
-		for _, sp := range s.o.Profile.Score {
-			if v, st := sp.Score(ctx, state, pi, ni); st.IsSuccess() {
-				total += v
-			}
-		}
-		switch {
-		case total > bestScore:
-			best, bestScore, ties = ni.Name(), total, 1
-		case total == bestScore:
-			ties++
-			if s.o.Rand.IntN(ties) == 0 {
-				best = ni.Name()
-			}
-		}
-	}
-	return best
-}
-
 // feasibleToFind is how many feasible nodes a cycle looks for among n,
 // given a percentage of nodes to score, as kube-scheduler bounds it.
 func feasibleToFind(n, pct int) int {
@@ -435,36 +269,19 @@ func feasibleToFind(n, pct int) int {
 	return max(n*pct/100, 100)
 }
 
-// fitMessage renders the reasons the way kube-scheduler does:
-// "0/5 nodes are available: 3 Insufficient cpu, 2 node(s) had untolerated
-// taint {dedicated: gpu}."
-func fitMessage(nodes int, reasons map[string]int) string {
-	keys := make([]string, 0, len(reasons))
-	for r := range reasons {
-		keys = append(keys, r)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, r := range keys {
-		parts[i] = fmt.Sprintf("%d %s", reasons[r], r)
-	}
-	return fmt.Sprintf("0/%d nodes are available: %s.", nodes, strings.Join(parts, ", "))
-}
-
-// QueueConfig is the queue configuration for a profile's pods: keyed by
-// namespace/name, ordered by priority then enqueue time (PrioritySort),
-// gated by the PreEnqueue plugins, woken by the plugins' hints.
-func QueueConfig(p framework.Profile) schedq.Config[types.NamespacedName, *v1.Pod] {
-	cfg := schedq.Config[types.NamespacedName, *v1.Pod]{
+// QueueConfig is the queue configuration of the scheduler's pods: keyed
+// by namespace/name, ordered by priority then enqueue time (as
+// kube-scheduler's PrioritySort), grouped by PodGroup, with the hints of
+// schedq's GangScheduling. UseFrameworkHints adds the framework's
+// plugins' hints and gates; call it before the queue is built.
+func QueueConfig() schedq.Config[types.NamespacedName, *v1.Pod] {
+	gang := plugins.GangScheduling{}
+	return schedq.Config[types.NamespacedName, *v1.Pod]{
 		Key:          framework.Key,
 		Group:        framework.GroupName,
 		Priority:     framework.Priority,
-		Hints:        p.Hints(),
+		Hints:        map[string][]schedq.EventHint[*v1.Pod]{gang.Name(): gang.EventsToRegister()},
 		UpdateEvents: PodUpdateEvents,
 		Match:        clusterevent.Match,
 	}
-	for _, pe := range p.PreEnqueue {
-		cfg.PreEnqueue = append(cfg.PreEnqueue, schedq.PreEnqueue[*v1.Pod]{Name: pe.Name(), Admit: pe.PreEnqueue})
-	}
-	return cfg
 }

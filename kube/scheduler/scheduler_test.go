@@ -12,53 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 )
-
-// fitCPU is a test filter: the pod's cpu request must fit the node's free cpu.
-type fitCPU struct{}
-
-func (fitCPU) Name() string { return "FitCPU" }
-func (fitCPU) Filter(_ context.Context, _ *framework.CycleState, p *framework.PodInfo, n *framework.NodeInfo) *framework.Status {
-	if n.Allocatable.MilliCPU-n.Requested.MilliCPU < p.Requests.MilliCPU {
-		return framework.NewStatus(framework.Unschedulable, "Insufficient cpu")
-	}
-	return nil
-}
-func (fitCPU) EventsToRegister() []schedq.EventHint[*v1.Pod] {
-	return []schedq.EventHint[*v1.Pod]{{Event: clusterevent.NodeAdd}, {Event: clusterevent.AssignedPodDelete}}
-}
-
-// taintFree is a test filter: nodes with any taint fail.
-type taintFree struct{}
-
-func (taintFree) Name() string { return "Taints" }
-func (taintFree) Filter(_ context.Context, _ *framework.CycleState, _ *framework.PodInfo, n *framework.NodeInfo) *framework.Status {
-	if len(n.Node.Spec.Taints) > 0 {
-		t := n.Node.Spec.Taints[0]
-		return framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("node(s) had untolerated taint {%s: %s}", t.Key, t.Value))
-	}
-	return nil
-}
-
-// mostFree scores nodes by free cpu.
-type mostFree struct{}
-
-func (mostFree) Name() string { return "MostFree" }
-func (mostFree) Score(_ context.Context, _ *framework.CycleState, _ *framework.PodInfo, n *framework.NodeInfo) (int64, *framework.Status) {
-	return (n.Allocatable.MilliCPU - n.Requested.MilliCPU) * 100 / max(n.Allocatable.MilliCPU, 1), nil
-}
-
-func testProfile() framework.Profile {
-	return framework.Profile{
-		Filter:  []framework.FilterPlugin{taintFree{}, fitCPU{}},
-		Score:   []framework.ScorePlugin{mostFree{}},
-		Enqueue: []framework.EnqueueExtensions{fitCPU{}},
-	}
-}
 
 func node(name string, milliCPU int64, taints ...v1.Taint) *v1.Node {
 	return &v1.Node{
@@ -116,17 +75,36 @@ type fixture struct {
 	r *recReporter
 }
 
+// newFixture is the scheduler on kube-scheduler's default profile (see
+// newFWFixture).
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	q, err := schedq.New(QueueConfig(testProfile()))
+	return newFWFixture(t, nil, nil)
+}
+
+// mustNew is New with, if o has none, kube-scheduler's default framework
+// (defaultFramework), failing t on an error.
+func mustNew(t testing.TB, q Queue, c *Cache, b Binder, r Reporter, o Options) *Scheduler {
+	t.Helper()
+	if o.Framework == nil {
+		o.Framework = defaultFramework(t)
+	}
+	s, err := New(q, c, b, r, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := NewCache()
-	f := &fixture{t: t, q: q, c: c, b: &syncBinder{}, r: &recReporter{}}
-	f.h = &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
-	f.s = New(q, c, f.b, f.r, Options{Profile: testProfile(), Rand: rand.New(rand.NewPCG(1, 1))})
-	return f
+	return s
+}
+
+// testQueueConfig is QueueConfig with the hints and gates of
+// kube-scheduler's default profile, as the scheduler's queue has them.
+func testQueueConfig(t testing.TB) schedq.Config[types.NamespacedName, *v1.Pod] {
+	t.Helper()
+	qc := QueueConfig()
+	if err := UseFrameworkHints(context.Background(), &qc, defaultFramework(t), klog.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return qc
 }
 
 // once pops and schedules one pod.
@@ -175,12 +153,12 @@ func TestFailureMessageAndRequeue(t *testing.T) {
 	}
 	f.h.AddPod(pod("big", 2000))
 	out := f.once()
-	want := "0/5 nodes are available: 3 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}."
+	want := "0/5 nodes are available: 2 node(s) had untolerated taint(s), 3 Insufficient cpu."
 	if out.Result != Unschedulable || out.Message != want {
 		t.Fatalf("message %q, want %q", out.Message, want)
 	}
 	slices.Sort(out.Plugins)
-	if !slices.Equal(out.Plugins, []string{"FitCPU", "Taints"}) {
+	if !slices.Equal(out.Plugins, []string{"NodeResourcesFit", "TaintToleration"}) {
 		t.Fatalf("plugins %v", out.Plugins)
 	}
 	if len(f.r.failures) != 1 || !strings.Contains(f.r.failures[0], "big: Unschedulable: "+want) {
@@ -190,7 +168,7 @@ func TestFailureMessageAndRequeue(t *testing.T) {
 	if loc != schedq.InUnschedulable {
 		t.Fatalf("pod is %v, want parked", loc)
 	}
-	// A node that FitCPU's registration hears wakes it.
+	// A node with room wakes it (NodeResourcesFit's hint).
 	f.h.AddNode(node("huge", 16000))
 	_, loc, _ = f.q.Get(framework.Key(pod("big", 0)))
 	if loc != schedq.InBackoff && loc != schedq.InActive {
@@ -354,7 +332,7 @@ func (b *heldBinder) Bind(_ context.Context, _ *v1.Pod, _ string, done func(erro
 func TestDeleteDuringBinding(t *testing.T) {
 	f := newFixture(t)
 	hb := &heldBinder{}
-	f.s = New(f.q, f.c, hb, f.r, Options{Profile: testProfile(), Rand: rand.New(rand.NewPCG(1, 1))})
+	f.s = mustNew(t, f.q, f.c, hb, f.r, Options{Rand: rand.New(rand.NewPCG(1, 1))})
 	f.h.AddNode(node("n", 1000))
 	p := pod("p", 100)
 	f.h.AddPod(p)

@@ -25,25 +25,3 @@ func benchScenario(b *testing.B, name string) {
 		b.ReportMetric(float64(r.Attempts)/r.Wall.Seconds, "cycles/s")
 	}
 }
-
-// BenchmarkSchedulingBasicPlugins is the built-in SchedulingBasic (5,000
-// nodes, 10,000 pods) on schedq's plugins and on kube-scheduler's
-// (scheduler.plugins: upstream): what the framework's fidelity costs.
-func BenchmarkSchedulingBasicPlugins(b *testing.B) {
-	for _, plugins := range []string{PluginsSchedq, PluginsUpstream} {
-		b.Run(plugins, func(b *testing.B) {
-			sc := load(b, "SchedulingBasic")
-			if err := sc.Set("plugins", plugins); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				r, err := Run(sc, Options{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.ReportMetric(float64(r.Attempts)/r.Wall.Seconds, "cycles/s")
-			}
-		})
-	}
-}

@@ -224,9 +224,6 @@ func usesTemplate(p *v1.Pod, name string) bool {
 // an update that wakes the pods waiting for devices); a claim made for p
 // is deleted.
 func (s *sim) releaseClaims(p *v1.Pod) {
-	if s.fw == nil {
-		return
-	}
 	for _, pc := range p.Spec.ResourceClaims {
 		name := pc.ResourceClaimName
 		if pc.ResourceClaimTemplateName != nil {

@@ -30,11 +30,9 @@ func benchState(nodes, pending int) *ForecastState {
 // nodes (the goal is under 2 s per forecast, see docs/forecast.md).
 // BenchmarkForecastFifth is the same at a fifth of the size: 2,000
 // pending on 300 nodes. Both run the default plugins (kube-scheduler's
-// framework); the ...Schedq ones run schedq's hand-written plugins.
-func BenchmarkForecast(b *testing.B)            { benchForecast(b, "", 1500, 10_000) }
-func BenchmarkForecastFifth(b *testing.B)       { benchForecast(b, "", 300, 2000) }
-func BenchmarkForecastSchedq(b *testing.B)      { benchForecast(b, PluginsSchedq, 1500, 10_000) }
-func BenchmarkForecastFifthSchedq(b *testing.B) { benchForecast(b, PluginsSchedq, 300, 2000) }
+// framework).
+func BenchmarkForecast(b *testing.B)      { benchForecast(b, "", 1500, 10_000) }
+func BenchmarkForecastFifth(b *testing.B) { benchForecast(b, "", 300, 2000) }
 
 func benchForecast(b *testing.B, plugins string, nodes, pending int) {
 	st := benchState(nodes, pending)
@@ -88,11 +86,8 @@ func (m *cpuMeter) report() {
 // BenchmarkWhatIf asks about one pod on a 5,000-node cluster with 100
 // pods pending (the goal is under 200 ms). BenchmarkWhatIfFrom starts
 // from the forecast without the pod, made once, as a live scheduler would.
-// The ...Schedq ones run schedq's hand-written plugins.
-func BenchmarkWhatIf(b *testing.B)           { benchWhatIf(b, "", false) }
-func BenchmarkWhatIfFrom(b *testing.B)       { benchWhatIf(b, "", true) }
-func BenchmarkWhatIfSchedq(b *testing.B)     { benchWhatIf(b, PluginsSchedq, false) }
-func BenchmarkWhatIfFromSchedq(b *testing.B) { benchWhatIf(b, PluginsSchedq, true) }
+func BenchmarkWhatIf(b *testing.B)     { benchWhatIf(b, "", false) }
+func BenchmarkWhatIfFrom(b *testing.B) { benchWhatIf(b, "", true) }
 
 func benchWhatIf(b *testing.B, plugins string, from bool) {
 	st := benchState(5000, 100)

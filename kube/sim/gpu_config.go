@@ -213,7 +213,7 @@ func gpuNamedAt(p *config.Plugins) string {
 // left to the run, which reports it.
 func (s *Scenario) checkGPUConfig(bad func(string, string, ...any)) {
 	sp := s.Scheduler
-	if !sp.upstream() || sp.Config == "" {
+	if sp.Config == "" {
 		return
 	}
 	kcfg, err := profile.Load(sp.Config)

@@ -59,13 +59,3 @@ func TestTraceGPUsAsDRADevices(t *testing.T) {
 		t.Errorf("device: %v, want share-c pending and whole-t4 on t4", d)
 	}
 }
-
-// TestGPUModelDRANeedsUpstreamPlugins: schedq's plugins have no
-// DynamicResources, so gpuModel dra without them is refused.
-func TestGPUModelDRANeedsUpstreamPlugins(t *testing.T) {
-	sc := &Scenario{Name: "dra", Seed: 1, Trace: &TraceSpec{Format: TraceAlibabaGPU, Dir: "testdata/alibaba"}}
-	sc.Scheduler.GPUModel, sc.Scheduler.Plugins = GPUModelDRA, PluginsSchedq
-	if _, err := Run(sc, Options{}); err == nil || !strings.Contains(err.Error(), "drop scheduler.plugins: schedq") {
-		t.Fatalf("got %v", err)
-	}
-}

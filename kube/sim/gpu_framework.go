@@ -20,7 +20,7 @@ import (
 const gpuName = v1.ResourceName(ResourceGPUMilli)
 
 // gpuDevicesName is the out-of-tree plugin's name in kube-scheduler's
-// profile, the same as the filter of schedq's plugins.
+// profile.
 const gpuDevicesName = profile.GPUDevices
 
 // gpuFramework is the device model (gpuDevices) as an out-of-tree plugin

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -9,8 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/schedq/schedq"
-	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 	"github.com/schedq/schedq/kube/gpu"
 )
@@ -23,19 +20,10 @@ const (
 
 // gpuDevices models the GPUs of the trace's nodes one by one in a replay
 // (scheduler.gpuModel: device, the default with a trace). It is the one
-// implementation of the per-GPU fit, scoring and choice of GPUs, which two
-// thin adapters plug into a scheduler:
-//
-//   - with schedq's own plugins, it is itself a filter plugin
-//     (GPUDevices) that refuses a node whose GPUs cannot hold the pod GPU
-//     by GPU, as gpu.Node.FitsGPUs; with scheduler.gpuPolicy, a score
-//     plugin (GPUPolicy, see gpuScore) replaces the default scoring. At
-//     binding it chooses the GPUs the pod takes (the policy's choice, or
-//     the best fit without a policy) and remembers them;
-//   - with kube-scheduler's framework (scheduler.plugins: upstream),
-//     gpuFramework (gpu_framework.go) is an out-of-tree plugin doing the
-//     same at PreFilter, Filter, Score and Reserve, on the cycle's
-//     snapshot.
+// implementation of the per-GPU fit, scoring and choice of GPUs, which
+// gpuFramework (gpu_framework.go), an out-of-tree plugin of
+// kube-scheduler's framework, runs at PreFilter, Filter, Score and
+// Reserve, on the cycle's snapshot.
 //
 // Later cycles see each GPU's free share from the GPUs remembered. A
 // node's GPUs are rebuilt from its pods on each call: O(pods on the node
@@ -47,14 +35,12 @@ type gpuDevices struct {
 	hasPolicy bool
 	workload  gpu.Workload // the trace's typical workload, for FGD
 	rnd       *rand.Rand   // for the Random policy
-	view      func(func(framework.Snapshot))
 
 	mu       sync.Mutex
 	assigned map[types.UID][]int // the GPUs each bound or binding pod took
 }
 
-// newGPUDevices returns the model for the scenario; with schedq's plugins,
-// view must be set to the scheduler cache's View before the first binding.
+// newGPUDevices returns the model for the scenario.
 func newGPUDevices(sc *Scenario) *gpuDevices {
 	g := &gpuDevices{assigned: map[types.UID][]int{}, rnd: rand.New(rand.NewPCG(sc.Seed, 0x6770))}
 	if sc.Scheduler.GPUPolicy != "" {
@@ -162,27 +148,6 @@ func (g *gpuDevices) fits(usedGPU, gpuMilli int64, in func() nodeIn, skip types.
 	return g.build(in(), skip).FitsGPUs(r)
 }
 
-// node rebuilds a node of schedq's snapshot (see build).
-func (g *gpuDevices) node(ni *framework.NodeInfo, skip types.UID) *gpu.Node {
-	return g.build(g.nodeIn(ni), skip)
-}
-
-// nodeIn is what the model reads of a node of schedq's snapshot.
-func (*gpuDevices) nodeIn(ni *framework.NodeInfo) nodeIn {
-	return nodeIn{
-		name: ni.Name(), model: ni.Node.Labels[LabelGPUModel],
-		cpu: ni.Allocatable.MilliCPU, mem: ni.Allocatable.Memory, gpuMilli: ni.Allocatable.Scalar[v1.ResourceName(ResourceGPUMilli)],
-		usedCPU: ni.Requested.MilliCPU, usedMem: ni.Requested.Memory,
-		pods: func(yield func(types.UID, podUsage) bool) {
-			for _, pi := range ni.Pods {
-				if !yield(pi.Pod.UID, usageOf(pi)) {
-					return
-				}
-			}
-		},
-	}
-}
-
 func fitsAt(n *gpu.Node, r gpu.Request, at []int) bool {
 	for _, i := range at {
 		if i < 0 || i >= len(n.Free) || n.Free[i] < r.Share {
@@ -221,72 +186,10 @@ func (g *gpuDevices) take(uid types.UID, n *gpu.Node, r gpu.Request) error {
 	return nil
 }
 
-// Filter refuses a node whose GPUs cannot hold the pod one by one.
-func (g *gpuDevices) Filter(_ context.Context, _ *framework.CycleState, pi *framework.PodInfo, ni *framework.NodeInfo) *framework.Status {
-	r, ok := gpuRequest(pi)
-	if !ok {
-		return framework.NewStatus(framework.UnschedulableAndUnresolvable, badRequest(usageOf(pi).gpuMilli))
-	}
-	if r.Count == 0 {
-		return nil
-	}
-	in := func() nodeIn { return g.nodeIn(ni) }
-	if !g.fits(ni.Requested.Scalar[gpuName], ni.Allocatable.Scalar[gpuName], in, pi.Pod.UID, r) {
-		return framework.NewStatus(framework.Unschedulable, reasonNoFit)
-	}
-	return nil
-}
-
-// EventsToRegister: a new node, or a pod leaving, may free GPUs.
-func (g *gpuDevices) EventsToRegister() []schedq.EventHint[*v1.Pod] {
-	queue := func(*v1.Pod, any, any) (schedq.Hint, error) { return schedq.HintQueue, nil }
-	return []schedq.EventHint[*v1.Pod]{
-		{Event: clusterevent.New(clusterevent.Node, clusterevent.Add|clusterevent.UpdateNodeAllocatable), Fn: queue},
-		{Event: clusterevent.New(clusterevent.Pod, clusterevent.Delete), Fn: queue},
-	}
-}
-
-// assign chooses and remembers the GPUs the pod takes on node: the
-// policy's choice, or the best fit. An error if they no longer fit.
-func (g *gpuDevices) assign(pod *v1.Pod, node string) error {
-	pi, err := framework.NewPodInfo(pod)
-	if err != nil {
-		return err
-	}
-	r, ok := gpuRequest(pi)
-	if !ok || r.Count == 0 {
-		return nil
-	}
-	g.view(func(snap framework.Snapshot) {
-		ni, found := snap.Node(node)
-		if !found {
-			err = fmt.Errorf("node %s not found", node)
-			return
-		}
-		err = g.take(pod.UID, g.node(ni, pod.UID), r)
-	})
-	return err
-}
-
 // forget drops the GPUs a pod took, when it leaves the cluster, so that
 // the map holds only pods on nodes. O(1).
 func (g *gpuDevices) forget(uid types.UID) {
 	g.mu.Lock()
 	delete(g.assigned, uid)
 	g.mu.Unlock()
-}
-
-// gpuScore is the GPU policy as a score plugin (GPUPolicy).
-type gpuScore struct{ g *gpuDevices }
-
-// Name is the plugin's name.
-func (gpuScore) Name() string { return "GPUPolicy" }
-
-// Score is the policy's score of the node for the pod (0 to 100).
-func (s gpuScore) Score(_ context.Context, _ *framework.CycleState, pi *framework.PodInfo, ni *framework.NodeInfo) (int64, *framework.Status) {
-	r, ok := gpuRequest(pi)
-	if !ok {
-		return 0, nil
-	}
-	return s.g.score(s.g.node(ni, pi.Pod.UID), r), nil
 }

@@ -82,7 +82,7 @@ func TestGPUPolicyInReplay(t *testing.T) {
 		policy   string
 		together bool
 	}{{"", false}, {"gpupacking", true}, {"bestfit", true}, {"fgd", true}} {
-		for _, plugins := range []string{PluginsSchedq, PluginsUpstream} {
+		for _, plugins := range []string{PluginsUpstream} {
 			t.Run("policy "+c.policy+" plugins "+plugins, func(t *testing.T) {
 				sc := traceScenario(dir)
 				sc.Scheduler.GPUPolicy, sc.Scheduler.Plugins = c.policy, plugins
@@ -104,7 +104,7 @@ func TestGPUPodWakesWhenGPUsFree(t *testing.T) {
 	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,3,T4\n", timedHeader+
 		"a,1000,1024,1,600,,LS,Running,0,100,0\nb,1000,1024,1,600,,LS,Running,0,100,0\nc,1000,1024,1,600,,LS,Running,0,100,0\n"+
 		"d,1000,1024,1,1000,,LS,Running,10,500,10\n")
-	for _, plugins := range []string{PluginsSchedq, PluginsUpstream} {
+	for _, plugins := range []string{PluginsUpstream} {
 		t.Run(plugins, func(t *testing.T) {
 			sc := traceScenario(dir)
 			sc.Scheduler.Plugins = plugins
@@ -122,7 +122,7 @@ func TestGPUPodWakesWhenGPUsFree(t *testing.T) {
 func TestGPUDevicesForgetEndedPods(t *testing.T) {
 	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,2,T4\n", timedHeader+
 		"a,1000,1024,1,500,,LS,Running,0,100,0\nb,1000,1024,1,1000,,LS,Running,5,50,5\nc,1000,1024,2,1000,,LS,Running,200,300,200\n")
-	for _, plugins := range []string{PluginsSchedq, PluginsUpstream} {
+	for _, plugins := range []string{PluginsUpstream} {
 		t.Run(plugins, func(t *testing.T) { testGPUDevicesForget(t, dir, plugins) })
 	}
 }

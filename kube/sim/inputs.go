@@ -83,7 +83,6 @@ func (s *sim) reportExtras(r *Report) {
 	r.Snapshot = s.x.snapshot
 	r.Records = s.records()
 	r.Markers = s.sc.markers(s.now.Sub(epoch))
-	r.SoftConstraints = s.soft.counts()
 }
 
 // writeExtras prints the allocation and, for a trace, the production

@@ -43,9 +43,6 @@ type Report struct {
 	TraceSim   *TraceSim     `json:"traceSimulated,omitempty"`
 	// Gangs says how the scenario's gangs fared.
 	Gangs *GangSummary `json:"gangs,omitempty"`
-	// SoftConstraints counts, per soft constraint schedq does not score
-	// yet, the pods scheduled without it.
-	SoftConstraints []SoftCount `json:"softConstraints,omitempty"`
 	// Snapshot says what the starting snapshot held.
 	Snapshot *SnapshotSummary `json:"snapshot,omitempty"`
 	// Alloc is the allocated fractions over virtual time; not in the JSON.
@@ -328,7 +325,6 @@ func (r *Report) WriteText(w io.Writer, wall bool) {
 	r.writeNamespaces(p)
 	r.writeThroughput(p)
 	r.writeGangs(p)
-	r.writeSoft(p)
 	if wall && r.Wall != nil {
 		p("wall clock       %.2fs, %.0f scheduling cycles/s", r.Wall.Seconds, r.Wall.CyclesPerSecond)
 	}

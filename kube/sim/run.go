@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -89,7 +88,6 @@ type podStat struct {
 // sim is one run.
 type sim struct {
 	sc        *Scenario
-	soft      *softCounter // the plugins' log: soft constraints counted, not logged
 	o         Options
 	now       time.Time
 	end       time.Time
@@ -153,23 +151,10 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	}
 	s.end = epoch.Add(dur)
 
-	strategy := plugins.LeastAllocated
-	if sc.Scheduler.Scoring == "balanced" {
-		strategy = plugins.BalancedAllocation
-	}
-	s.soft = newSoftCounter()
-	profile := disable(plugins.DefaultLogged(strategy, slog.New(s.soft)), sc.Scheduler.DisablePlugins)
 	if sc.Trace != nil && (sc.Scheduler.GPUModel == "" || sc.Scheduler.GPUModel == GPUModelDevice) {
-		s.x.gpu = newGPUDevices(sc)
-		if !sc.Scheduler.upstream() { // else the framework's plugin (gpu_framework.go)
-			profile.Filter = append(profile.Filter, s.x.gpu)
-			profile.Enqueue = append(profile.Enqueue, s.x.gpu)
-			if s.x.gpu.hasPolicy {
-				profile.Score = []framework.ScorePlugin{gpuScore{s.x.gpu}}
-			}
-		}
+		s.x.gpu = newGPUDevices(sc) // the framework's plugin (gpu_framework.go)
 	}
-	cfg := scheduler.QueueConfig(profile)
+	cfg := scheduler.QueueConfig()
 	q := sc.Queue
 	if q.backoffOff() {
 		cfg.DisableBackoff = true
@@ -196,9 +181,6 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	}
 	s.fw = fw
 	cache := scheduler.NewCache()
-	if s.x.gpu != nil && s.fw == nil {
-		s.x.gpu.view = cache.View
-	}
 	if q.WakeBudget == nil || *q.WakeBudget {
 		cfg.Budget = scheduler.WakeBudget(cache)
 		cfg.ClassBudget = true // see WakeBudget
@@ -210,8 +192,7 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	s.core = core
 	qv := coreQueue{c: core, s: s}
 	s.h = &scheduler.Handlers{Queue: qv, Cache: cache, SchedulerName: schedulerName, AffinityMatch: plugins.MatchesRequiredAffinity}
-	s.sched = scheduler.New(qv, cache, binder{s}, reporter{s}, scheduler.Options{
-		Profile:                  profile,
+	s.sched, err = scheduler.New(qv, cache, binder{s}, reporter{s}, scheduler.Options{
 		PercentageOfNodesToScore: sc.Scheduler.PercentageOfNodesToScore,
 		Rand:                     rand.New(rand.NewPCG(sc.Seed, sc.Seed^0x5eed)),
 		Now:                      func() time.Time { return s.now },
@@ -219,6 +200,9 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 		Framework:                s.fw,
 		SyncPreBind:              true,
 	})
+	if err != nil {
+		return nil, err
+	}
 	if err := s.enablePreemption(); err != nil {
 		return nil, err
 	}
@@ -241,17 +225,6 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	}
 	s.build.over = true
 	return s, nil
-}
-
-// disable drops the named plugins from a profile.
-func disable(p framework.Profile, names []string) framework.Profile {
-	keep := func(n framework.Plugin) bool { return !slices.Contains(names, n.Name()) }
-	p.PreEnqueue = slices.DeleteFunc(p.PreEnqueue, func(x framework.PreEnqueuePlugin) bool { return !keep(x) })
-	p.PreFilter = slices.DeleteFunc(p.PreFilter, func(x framework.PreFilterPlugin) bool { return !keep(x) })
-	p.Filter = slices.DeleteFunc(p.Filter, func(x framework.FilterPlugin) bool { return !keep(x) })
-	p.Score = slices.DeleteFunc(p.Score, func(x framework.ScorePlugin) bool { return !keep(x) })
-	p.Enqueue = slices.DeleteFunc(p.Enqueue, func(x framework.EnqueueExtensions) bool { return !keep(x) })
-	return p
 }
 
 // at plans fn at t.
@@ -288,7 +261,7 @@ func (s *sim) arrive(p *v1.Pod) {
 	s.order = append(s.order, st)
 	s.pl.add(key, st, p.Annotations[gangAnnotation] != "")
 	s.x.alloc.podArrived(s.now, p)
-	if s.fw != nil && len(p.Spec.ResourceClaims) > 0 {
+	if len(p.Spec.ResourceClaims) > 0 {
 		s.makeClaims(p)
 	}
 	s.h.AddPod(p)
@@ -633,12 +606,6 @@ func (b binder) Bind(_ context.Context, pod *v1.Pod, node string, done func(erro
 	lat := b.s.sc.Scheduler.BindLatency
 	if lat == 0 {
 		lat = 20 * time.Millisecond
-	}
-	if g := b.s.x.gpu; g != nil && b.s.fw == nil { // the framework's plugin took them at Reserve
-		if err := g.assign(pod, node); err != nil {
-			done(err)
-			return
-		}
 	}
 	b.s.binds++
 	b.s.at(b.s.now.Add(lat), func() {

@@ -58,10 +58,12 @@ type SchedulerSpec struct {
 	AttemptCost time.Duration `yaml:"attemptCost"`
 	// BindLatency is the virtual time from the start of a binding to the
 	// API server's answer. Default 20ms.
-	BindLatency              time.Duration `yaml:"bindLatency"`
-	Scoring                  string        `yaml:"scoring"` // least-allocated (default) or balanced
-	PercentageOfNodesToScore int           `yaml:"percentageOfNodesToScore"`
-	DisablePlugins           []string      `yaml:"disablePlugins"`
+	BindLatency time.Duration `yaml:"bindLatency"`
+	// Scoring and DisablePlugins set schedq's former hand-written
+	// plugins: refused, with the replacement named (validatePlugins).
+	Scoring                  string   `yaml:"scoring"`
+	PercentageOfNodesToScore int      `yaml:"percentageOfNodesToScore"`
+	DisablePlugins           []string `yaml:"disablePlugins"`
 	// Gangs makes the pod groups' gangs PodGroups (default true); false
 	// schedules the same pods one by one, for comparison.
 	Gangs *bool `yaml:"gangs"`
@@ -77,13 +79,13 @@ type SchedulerSpec struct {
 	// GPUPolicy, with the device model, replaces the default scoring with
 	// one of the GPU-sharing paper's policies (random, dotprod,
 	// gpuclustering, gpupacking, bestfit, fgd), which also chooses the
-	// GPUs; empty: the default scoring, GPUs by best fit. With plugins:
-	// upstream it is the profile's only score plugin (gpu_framework.go).
+	// GPUs; empty: the default scoring, GPUs by best fit. It is the
+	// profile's only score plugin (gpu_framework.go).
 	GPUPolicy string `yaml:"gpuPolicy"`
-	// Plugins is schedq (the default: schedq's hand-written plugins) or
-	// upstream: lone pods go through kube-scheduler v1.37.2's framework
-	// with its default profile, or Config's (a KubeSchedulerConfiguration
-	// file with one profile). Groups and preemption keep schedq's plugins.
+	// Plugins is upstream, or empty, the same: lone pods, groups and
+	// preemption go through kube-scheduler v1.37.2's framework with its
+	// default profile, or Config's (a KubeSchedulerConfiguration file with
+	// one profile). Any other value is refused (validatePlugins).
 	Plugins string `yaml:"plugins"`
 	Config  string `yaml:"config"`
 }
@@ -369,9 +371,6 @@ func yamlError(err error) error {
 	return errors.New(msg)
 }
 
-// Known plugin names, for scheduler.disablePlugins.
-var pluginNames = []string{"SchedulingGates", "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit", "InterPodAffinity"}
-
 // Validate reports the first problem, naming the field.
 func (s *Scenario) Validate() error {
 	var errs []error
@@ -386,11 +385,6 @@ func (s *Scenario) Validate() error {
 	nonNeg("duration", s.Duration)
 	nonNeg("scheduler.attemptCost", s.Scheduler.AttemptCost)
 	nonNeg("scheduler.bindLatency", s.Scheduler.BindLatency)
-	switch s.Scheduler.Scoring {
-	case "", "least-allocated", "balanced":
-	default:
-		bad("scheduler.scoring", "%q is not least-allocated or balanced", s.Scheduler.Scoring)
-	}
 	if p := s.Scheduler.PercentageOfNodesToScore; p < 0 || p > 100 {
 		bad("scheduler.percentageOfNodesToScore", "must be 0 to 100, got %d", p)
 	}
@@ -410,11 +404,6 @@ func (s *Scenario) Validate() error {
 	}
 	s.Scheduler.validatePlugins(bad)
 	s.checkGPUConfig(bad)
-	for i, p := range s.Scheduler.DisablePlugins {
-		if !slices.Contains(pluginNames, p) {
-			bad(fmt.Sprintf("scheduler.disablePlugins[%d]", i), "unknown plugin %q (known: %s)", p, strings.Join(pluginNames, ", "))
-		}
-	}
 	q := s.Queue
 	for _, f := range []struct {
 		n string

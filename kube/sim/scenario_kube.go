@@ -210,35 +210,6 @@ func (g *PodGroup) validateUpstream(f string, bad func(string, string, ...any)) 
 	}
 }
 
-// upstreamOnly names the first field set that only kube-scheduler's
-// plugins read, "" if none.
-func (s *Scenario) upstreamOnly() string {
-	if len(s.Objects) > 0 {
-		return "objects"
-	}
-	for i, e := range s.Events {
-		if e.CreateObjects != nil || e.DeleteObjects != nil {
-			return fmt.Sprintf("events[%d]", i)
-		}
-	}
-	for i, g := range s.Pods {
-		f := fmt.Sprintf("pods[%d].", i)
-		switch {
-		case g.TopologySpreadConstraints.set:
-			return f + "topologySpreadConstraints"
-		case g.NodeAffinity.set:
-			return f + "nodeAffinity"
-		case len(g.HostPorts) > 0:
-			return f + "hostPorts"
-		case len(g.Claims) > 0:
-			return f + "claims"
-		case g.ResourceClaims.set:
-			return f + "resourceClaims"
-		}
-	}
-	return ""
-}
-
 // upstreamFields sets on pod i of g the fields only kube-scheduler's
 // plugins read. The constraints are shared by the group's pods
 // (read-only, as every object of the simulator).

@@ -46,12 +46,12 @@ func TestBadScenarios(t *testing.T) {
 		{"count 0 in a taint change", "name: x\nnodes: [{name: n, count: 1}]\npods: [{name: p, count: 1}]\nevents: [{at: 1s, taintNodes: {group: n, count: 0, taint: {key: k}}}]\n",
 			[]string{"events[0].taintNodes.count: 0 selects nothing"}},
 		{"malformed", "name: [x\n", []string{"line"}},
-		{"unknown plugin", valid + "scheduler: {disablePlugins: [NodePorts]}\n", []string{`scheduler.disablePlugins[0]: unknown plugin "NodePorts"`}},
+		{"disablePlugins", valid + "scheduler: {disablePlugins: [NodePorts]}\n", []string{"scheduler.disablePlugins: was removed"}},
 		{"bad quantity", "name: x\npods: [{name: p, count: 1, requests: {cpu: lots}}]\n", []string{`pods[0].requests: cpu: "lots" is not a quantity`}},
 		{"negative duration", valid + "queue: {maxBackoff: -1s}\n", []string{"queue.maxBackoff: must not be negative"}},
 		{"two actions", valid + "events: [{at: 1s, deletePods: {group: p}, removeGates: {group: p}}]\n", []string{"events[0]: needs exactly one of"}},
 		{"unknown group", valid + "events: [{at: 1s, removeNodes: {group: ghosts}}]\n", []string{`events[0].removeNodes.group: unknown node group "ghosts"`}},
-		{"bad scoring", valid + "scheduler: {scoring: fastest}\n", []string{`scheduler.scoring: "fastest"`}},
+		{"scoring", valid + "scheduler: {scoring: fastest}\n", []string{"scheduler.scoring: was removed"}},
 		{"bad taint effect", "name: x\nnodes: [{name: n, count: 1, taints: [{key: k, effect: Sometimes}]}]\npods: [{name: p, count: 1}]\n", []string{`nodes[0].taints[0].effect: "Sometimes"`}},
 		{"no pods", "name: x\n", []string{"pods: a scenario needs at least one pod group"}},
 		{"duplicate group", "name: x\npods: [{name: p, count: 1}, {name: p, count: 2}]\n", []string{`pods[1].name: duplicate group "p"`}},
@@ -88,7 +88,7 @@ func TestBadScenarios(t *testing.T) {
 
 func TestSet(t *testing.T) {
 	sc := load(t, "NodeArrival")
-	for _, kv := range [][2]string{{"popFromBackoff", "false"}, {"hints", "false"}, {"maxBackoff", "30s"}, {"plugins", "schedq"}, {"scoring", "balanced"}, {"seed", "9"}} {
+	for _, kv := range [][2]string{{"popFromBackoff", "false"}, {"hints", "false"}, {"maxBackoff", "30s"}, {"plugins", "upstream"}, {"seed", "9"}} {
 		if err := sc.Set(kv[0], kv[1]); err != nil {
 			t.Errorf("Set(%s, %s): %v", kv[0], kv[1], err)
 		}

@@ -333,10 +333,6 @@ func (s *sim) snapshotObjects(others []runtime.Object, uids map[types.UID]types.
 	if len(others) == 0 {
 		return nil
 	}
-	if s.fw == nil {
-		m := others[0].(metav1.Object)
-		return fmt.Errorf("%T %s: only kube-scheduler's plugins read it, and schedq's would ignore it: drop scheduler.plugins: schedq (--upstream-plugins=false)", others[0], m.GetName())
-	}
 	seen := map[string]bool{}
 	for _, obj := range others {
 		key := objectKey(obj)

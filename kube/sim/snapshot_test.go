@@ -161,14 +161,3 @@ func TestSnapshotVolumesAndDevices(t *testing.T) {
 	}
 	checkClaimsMatchPods(t, s)
 }
-
-// TestSnapshotObjectsNeedUpstreamPlugins: schedq's own plugins would
-// ignore a snapshot's volumes and devices, so the run is refused.
-func TestSnapshotObjectsNeedUpstreamPlugins(t *testing.T) {
-	sc := snapshotScenario("testdata/snapshot/dra.yaml")
-	sc.Scheduler.Plugins = PluginsSchedq
-	_, err := Run(sc, Options{})
-	if err == nil || !strings.Contains(err.Error(), "drop scheduler.plugins: schedq") {
-		t.Fatalf("got %v", err)
-	}
-}

@@ -19,18 +19,12 @@ import (
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
-// Plugin sets of SchedulerSpec.Plugins.
-const (
-	PluginsUpstream = "upstream" // kube-scheduler v1.37.2's framework and in-tree plugins (the default)
-	PluginsSchedq   = "schedq"   // schedq's hand-written plugins, deprecated
-)
+// PluginsUpstream is the one value of SchedulerSpec.Plugins:
+// kube-scheduler v1.37.2's framework and in-tree plugins (the default).
+const PluginsUpstream = "upstream"
 
-// upstream reports whether the scenario schedules through
-// kube-scheduler's framework: unless it asks for schedq's plugins.
-func (sp SchedulerSpec) upstream() bool { return sp.Plugins != PluginsSchedq }
-
-// newFramework builds kube-scheduler's framework for a scenario that asks
-// for it (nil otherwise): the profile of scheduler.config, or the default
+// newFramework builds kube-scheduler's framework: the profile of
+// scheduler.config, or the default
 // one, over an empty snapshot that the scheduler's cache keeps up to date,
 // with the scenario's objects in its informers. It makes cfg wake and gate
 // pods as the framework's plugins ask. Preemption runs the profile's
@@ -40,15 +34,6 @@ func (sp SchedulerSpec) upstream() bool { return sp.Plugins != PluginsSchedq }
 // scheduler.gpuPolicy say (applyGPUConfig, gpu_framework.go).
 func (s *sim) newFramework(ctx context.Context, cfg *schedq.Config[types.NamespacedName, *v1.Pod]) (*profile.Framework, error) {
 	sp := s.sc.Scheduler
-	if !sp.upstream() {
-		if sp.GPUModel == GPUModelDRA {
-			return nil, fmt.Errorf("scheduler.gpuModel: dra needs kube-scheduler's DynamicResources plugin: drop scheduler.plugins: schedq (--upstream-plugins=false)")
-		}
-		if f := s.sc.upstreamOnly(); f != "" {
-			return nil, fmt.Errorf("%s: only kube-scheduler's plugins read it, and schedq's would ignore it: drop scheduler.plugins: schedq (--upstream-plugins=false)", f)
-		}
-		return nil, nil
-	}
 	kcfg, err := profile.Load(sp.Config)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler.config: %w", err)
@@ -86,26 +71,21 @@ func (s *sim) close() {
 	}
 }
 
-// validatePlugins checks plugins and config, and refuses the settings of
-// schedq's plugins with kube-scheduler's, which would ignore them.
+// validatePlugins refuses the keys of schedq's former hand-written
+// plugins, naming what replaces each: the profile of scheduler.config.
 func (sp SchedulerSpec) validatePlugins(bad func(string, string, ...any)) {
 	switch sp.Plugins {
-	case "", PluginsSchedq, PluginsUpstream:
+	case "", PluginsUpstream:
+	case "schedq":
+		bad("scheduler.plugins", "schedq's own plugins were removed: the simulator runs kube-scheduler v1.37.2's framework and plugins; drop the key and configure the plugins in the KubeSchedulerConfiguration profile of scheduler.config")
 	default:
-		bad("scheduler.plugins", "%q is not %s or %s", sp.Plugins, PluginsSchedq, PluginsUpstream)
-		return
+		bad("scheduler.plugins", "%q is not %s (the default)", sp.Plugins, PluginsUpstream)
 	}
-	if sp.upstream() {
-		if len(sp.DisablePlugins) > 0 {
-			bad("scheduler.disablePlugins", "names schedq's plugins (plugins: schedq); with kube-scheduler's, the default, disable plugins in the profile of scheduler.config")
-		}
-		if sp.Scoring != "" {
-			bad("scheduler.scoring", "sets the scoring of schedq's plugins (plugins: schedq); with kube-scheduler's, the default, set NodeResourcesFit's scoringStrategy in the profile of scheduler.config")
-		}
-		return
+	if len(sp.DisablePlugins) > 0 {
+		bad("scheduler.disablePlugins", "was removed with schedq's own plugins: disable plugins in the KubeSchedulerConfiguration profile of scheduler.config")
 	}
-	if sp.Config != "" {
-		bad("scheduler.config", "is kube-scheduler's profile, which plugins: schedq does not run")
+	if sp.Scoring != "" {
+		bad("scheduler.scoring", "was removed with schedq's own plugins: set NodeResourcesFit's scoringStrategy in the KubeSchedulerConfiguration profile of scheduler.config")
 	}
 }
 
@@ -227,12 +207,9 @@ func (s *sim) fail(err error) {
 	}
 }
 
-// scoringLabel says in the report which plugins placed the pods: schedq's
-// scoring strategy, or kube-scheduler's profile.
+// scoringLabel says in the report which plugins placed the pods:
+// kube-scheduler's profile.
 func (sp SchedulerSpec) scoringLabel() string {
-	if !sp.upstream() {
-		return cmpOr(sp.Scoring, "least-allocated")
-	}
 	prof := "default profile"
 	if sp.Config != "" {
 		prof = sp.Config

@@ -62,12 +62,14 @@ func TestUpstreamDeterministic(t *testing.T) {
 	}
 }
 
-// TestUpstreamSettingsRefused: settings of schedq's own plugins, or an
-// unknown plugin set, are refused with the field named.
+// TestUpstreamSettingsRefused: the settings of schedq's former plugins,
+// or an unknown plugin set, are refused with the field and what
+// replaces it named.
 func TestUpstreamSettingsRefused(t *testing.T) {
 	for _, tc := range []struct{ key, value, want string }{
-		{"plugins", "kube", `scheduler.plugins: "kube" is not schedq or upstream`},
-		{"scoring", "balanced", "scheduler.scoring: sets the scoring of schedq's plugins"},
+		{"plugins", "kube", `scheduler.plugins: "kube" is not upstream`},
+		{"plugins", "schedq", "scheduler.plugins: schedq's own plugins were removed"},
+		{"scoring", "balanced", "scheduler.scoring: was removed with schedq's own plugins: set NodeResourcesFit's scoringStrategy"},
 	} {
 		sc := upstreamScenario(t, "NodeArrival")
 		err := sc.Set(tc.key, tc.value)
@@ -75,12 +77,15 @@ func TestUpstreamSettingsRefused(t *testing.T) {
 			t.Errorf("%s=%s: %v, want %q", tc.key, tc.value, err, tc.want)
 		}
 	}
-	sc := load(t, "NodeArrival")
-	if err := sc.Set("plugins", PluginsSchedq); err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Set("config", "x.yaml"); err == nil || !strings.Contains(err.Error(), "scheduler.config: is kube-scheduler's profile") {
-		t.Errorf("config with schedq's plugins: %v", err)
+	for _, tc := range []struct{ yaml, want string }{
+		{"scheduler: {plugins: schedq}\n", "scheduler.plugins: schedq's own plugins were removed"},
+		{"scheduler: {disablePlugins: [NodeAffinity]}\n", "scheduler.disablePlugins: was removed with schedq's own plugins: disable plugins in the KubeSchedulerConfiguration profile of scheduler.config"},
+		{"scheduler: {scoring: balanced}\n", "scheduler.scoring: was removed"},
+	} {
+		_, err := Parse([]byte("name: x\npods: [{name: p}]\n" + tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.yaml, err, tc.want)
+		}
 	}
 }
 
@@ -139,8 +144,7 @@ func TestUpstreamFieldsReachPlugins(t *testing.T) {
 	}
 }
 
-// TestUpstreamFieldsRefused: bad Kubernetes values name their field, and
-// a field only kube-scheduler's plugins read is refused with schedq's.
+// TestUpstreamFieldsRefused: bad Kubernetes values name their field.
 func TestUpstreamFieldsRefused(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
 		{"pods:\n  - {name: p, topologySpreadConstraints: [{maxSkw: 1}]}\n", `pods[0].topologySpreadConstraints: unknown field "maxSkw"`},
@@ -157,13 +161,6 @@ func TestUpstreamFieldsRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.yaml, err, tc.want)
 		}
-	}
-	sc, err := Parse([]byte("name: x\nscheduler: {plugins: schedq}\npods:\n  - {name: p, count: 1, hostPorts: [80]}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Run(sc, Options{}); err == nil || !strings.Contains(err.Error(), "pods[0].hostPorts: only kube-scheduler's plugins read it") {
-		t.Errorf("hostPorts with schedq's plugins: %v", err)
 	}
 }
 

@@ -27,7 +27,6 @@ import (
 
 	"github.com/schedq/schedq/hack/e2e/cluster"
 	"github.com/schedq/schedq/kube/app"
-	"github.com/schedq/schedq/kube/plugins"
 )
 
 // gangFlags turn PodGroups on in kube-apiserver v1.37.
@@ -111,7 +110,7 @@ func startScheduler(t *testing.T, name string) *logBuffer {
 	done := make(chan error, 1)
 	go func() {
 		done <- app.Run(ctx, app.Options{
-			Kubeconfig: cl.Kubeconfig(), SchedulerName: name, Address: addr, Scoring: plugins.LeastAllocated,
+			Kubeconfig: cl.Kubeconfig(), SchedulerName: name, Address: addr,
 			QPS: 500, Burst: 1000, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		})
 	}()

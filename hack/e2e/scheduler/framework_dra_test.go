@@ -98,7 +98,7 @@ func TestFrameworkDRAClaims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := startFrameworkScheduler(t, "schedq-fw-dra")
+	s := startScheduler(t, "schedq-fw-dra")
 	var names []string
 	for i := range 5 {
 		p := newPod(ns, fmt.Sprintf("gpu-%d", i), podSpec{scheduler: s.name, cpu: "100m", memory: "64Mi", nodeSelector: labels})

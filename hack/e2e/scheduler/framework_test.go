@@ -11,27 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/schedq/schedq/kube/app"
-	"github.com/schedq/schedq/kube/profile"
 )
-
-// startFrameworkScheduler runs schedq with --upstream-plugins (lone pods
-// through kube-scheduler's framework and default profile) in this
-// process until the test ends, and waits until it is ready.
-func startFrameworkScheduler(t *testing.T, name string) *sched {
-	t.Helper()
-	s := &sched{name: name, addr: freeAddr(t)}
-	o := app.Options{SchedulerName: name, Address: s.addr, Kubeconfig: cl.Kubeconfig(), QPS: 500, Burst: 1000}
-	cfg, err := profile.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Config.Upstream, o.Config.Profile = true, &cfg.Profiles[0]
-	s.inProcess = runInProcess(t, o)
-	s.waitReady(t)
-	return s
-}
 
 // onNodes keeps a pod on the nodes makeNodes made with prefix.
 func onNodes(prefix string) map[string]string { return map[string]string{"e2e-test": prefix} }
@@ -42,7 +22,7 @@ func TestFrameworkHostPorts(t *testing.T) {
 	c := client(t)
 	ns := namespace(t, c)
 	makeNodes(t, c, "fw-ports", 2, nodeSpec{cpu: "4", memory: "16Gi"})
-	s := startFrameworkScheduler(t, "schedq-fw-ports")
+	s := startScheduler(t, "schedq-fw-ports")
 	var names []string
 	for _, name := range []string{"port-a", "port-b"} {
 		p := newPod(ns, name, podSpec{scheduler: s.name, cpu: "100m", memory: "64Mi", nodeSelector: onNodes("fw-ports")})
@@ -67,7 +47,7 @@ func TestFrameworkZoneSpread(t *testing.T) {
 	const zone = "topology.kubernetes.io/zone"
 	makeNodes(t, c, "fw-spread-a", 3, nodeSpec{cpu: "4", memory: "16Gi", labels: map[string]string{zone: "a", "fw-spread": "yes"}})
 	makeNodes(t, c, "fw-spread-b", 1, nodeSpec{cpu: "4", memory: "16Gi", labels: map[string]string{zone: "b", "fw-spread": "yes"}})
-	s := startFrameworkScheduler(t, "schedq-fw-spread")
+	s := startScheduler(t, "schedq-fw-spread")
 	labels := map[string]string{"app": "spread"}
 	names := make([]string, 0, 4)
 	for _, name := range []string{"r0", "r1", "r2", "r3"} {
@@ -121,7 +101,7 @@ func TestFrameworkPreferredAffinity(t *testing.T) {
 	label(nodes[2], func(n *v1.Node) {
 		n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: "spare", Value: "yes", Effect: v1.TaintEffectPreferNoSchedule})
 	})
-	s := startFrameworkScheduler(t, "schedq-fw-soft")
+	s := startScheduler(t, "schedq-fw-soft")
 	create := func(name string, labels map[string]string, aff *v1.Affinity) {
 		p := newPod(ns, name, podSpec{scheduler: s.name, cpu: "100m", memory: "64Mi", labels: labels,
 			nodeSelector: onNodes("fw-soft"), affinity: aff})
@@ -212,7 +192,7 @@ func TestFrameworkClaimCreatedLater(t *testing.T) {
 	c := client(t)
 	ns := namespace(t, c)
 	nodes := makeNodes(t, c, "fw-claim", 2, nodeSpec{cpu: "4", memory: "16Gi"})
-	s := startFrameworkScheduler(t, "schedq-fw-claim")
+	s := startScheduler(t, "schedq-fw-claim")
 	claimingPod(t, c, ns, "vol", "data", "fw-claim", s)
 	waitClaimMissing(t, c, ns, "vol", "data")
 
@@ -264,7 +244,7 @@ func TestFrameworkWaitForFirstConsumer(t *testing.T) {
 	if pv, err = c.CoreV1().PersistentVolumes().UpdateStatus(ctx, pv, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s := startFrameworkScheduler(t, "schedq-fw-wffc")
+	s := startScheduler(t, "schedq-fw-wffc")
 	claimingPod(t, c, ns, "vol", "data", "fw-wffc", s)
 	defer func() {
 		if t.Failed() {

@@ -54,16 +54,10 @@ func gone(t testing.TB, c kubernetes.Interface, ns, name string) bool {
 // protects (of the lowest priority), the other pods of a higher priority
 // but unprotected. A high-priority pod preempts on the unprotected node,
 // is nominated there and binds there; the protected pods stay. A pod
-// whose policy is Never preempts nothing. Both on schedq's own plugins
-// and on kube-scheduler's framework, whose DefaultPreemption chooses the
-// victims there.
+// whose policy is Never preempts nothing. kube-scheduler's
+// DefaultPreemption chooses the victims, through the framework.
 func TestPreemption(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		start func(*testing.T, string) *sched
-	}{{"schedq-plugins", startScheduler}, {"framework", startFrameworkScheduler}} {
-		t.Run(tc.name, func(t *testing.T) { testPreemption(t, tc.name, tc.start) })
-	}
+	testPreemption(t, "framework", startScheduler)
 }
 
 func testPreemption(t *testing.T, path string, start func(*testing.T, string) *sched) {

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,7 +18,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedq/schedq/kube/app"
-	"github.com/schedq/schedq/kube/plugins"
 )
 
 func main() {
@@ -44,6 +44,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 func schedulerCmd(stderr io.Writer) *cobra.Command {
 	o := app.Options{Serving: app.NewServingOptions()}
 	var scoring, logLevel, logFormat string
+	upstream := true
 	cmd := &cobra.Command{
 		Use:   "scheduler",
 		Short: "Run schedq as a secondary Kubernetes scheduler",
@@ -56,16 +57,8 @@ gives a configuration, the cluster it runs in (its service account).
 Every flag is checked before it connects.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.Config.Upstream && cmd.Flags().Changed("scoring") {
-				return fmt.Errorf("--scoring: applies to schedq's own plugins only (--upstream-plugins=false); with kube-scheduler's, set NodeResourcesFit's scoringStrategy (or the weight of NodeResourcesBalancedAllocation) in --config")
-			}
-			switch scoring {
-			case "least-allocated":
-				o.Scoring = plugins.LeastAllocated
-			case "balanced":
-				o.Scoring = plugins.BalancedAllocation
-			default:
-				return fmt.Errorf("--scoring: %q is not least-allocated or balanced", scoring)
+			if err := removedFlags(cmd, upstream); err != nil {
+				return err
 			}
 			if err := o.Validate(); err != nil {
 				return err
@@ -83,11 +76,13 @@ Every flag is checked before it connects.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Config.File, "config", "", "a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file; its profile's schedulerName, percentageOfNodesToScore and the pod backoffs replace the flags (see docs/scheduler.md)")
-	f.BoolVar(&o.Config.Upstream, "upstream-plugins", true, "schedule with kube-scheduler v1.37.2's framework and in-tree plugins: the --config profile (its plugins, weights and pluginConfig honoured) or kube-scheduler's default one, preempting with its DefaultPreemption; =false: schedq's own hand-written plugins, deprecated, which ignore topology spread, volumes, host ports, DRA and soft affinity (see docs/framework.md)")
+	f.BoolVar(&upstream, "upstream-plugins", true, "schedq always schedules with kube-scheduler v1.37.2's framework and in-tree plugins (the --config profile, or the default one); =false is refused")
+	must(f.MarkDeprecated("upstream-plugins", "kube-scheduler's framework is the only one: the flag does nothing"))
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, then ~/.kube/config, then the in-cluster configuration")
 	f.StringVar(&o.SchedulerName, "scheduler-name", "schedq", "schedule pods whose spec.schedulerName is this")
 	f.StringVar(&o.Address, "address", "", "plain-HTTP address of /metrics, /healthz, /readyz, /livez and /debug/queue, without authentication: development only, loopback addresses only (127.0.0.1:10351); empty: off (see --secure-port)")
-	f.StringVar(&scoring, "scoring", "least-allocated", "with --upstream-plugins=false: node scoring of schedq's plugins, least-allocated or balanced")
+	f.StringVar(&scoring, "scoring", "", "removed: refused; set NodeResourcesFit's scoringStrategy in the --config profile")
+	must(f.MarkHidden("scoring"))
 	f.IntVar(&o.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0, "feasible nodes to find before scoring, in % of nodes; 0: adaptive, as kube-scheduler")
 	f.BoolVar(&o.Fairness.Namespaces, "fair-namespaces", false, "share the queue fairly between namespaces: within a priority, the next pod comes from the namespace that used the least recently")
 	f.Func("fair-namespace-weights", "NAMESPACE=WEIGHT,... for --fair-namespaces: a namespace of weight 2 gets twice the pops of one of weight 1 (default 1)", func(s string) (err error) {
@@ -133,4 +128,26 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	logger := slog.New(h)
 	klog.SetSlogLogger(logger)
 	return logger, nil
+}
+
+// removedFlags refuses the flags of schedq's former hand-written plugins,
+// naming what replaces each: --upstream-plugins=false (kube-scheduler's
+// framework is the only one; --config's profile configures its plugins)
+// and --scoring (NodeResourcesFit's scoringStrategy in that profile).
+// --upstream-plugins=true is accepted and does nothing.
+func removedFlags(cmd *cobra.Command, upstream bool) error {
+	if cmd.Flags().Changed("upstream-plugins") && !upstream {
+		return errors.New("--upstream-plugins=false: schedq's own plugins were removed; schedq runs kube-scheduler v1.37.2's framework and plugins: configure them with --config (a KubeSchedulerConfiguration profile)")
+	}
+	if cmd.Flags().Changed("scoring") {
+		return errors.New("--scoring: removed with schedq's own plugins: set NodeResourcesFit's scoringStrategy (or the weight of NodeResourcesBalancedAllocation) in the profile of --config (a KubeSchedulerConfiguration)")
+	}
+	return nil
+}
+
+// must panics on err: a flag named wrong is a programming error.
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
 }

@@ -15,7 +15,8 @@ func TestBadInput(t *testing.T) {
 	}{
 		{[]string{"scheduler", "--kubeconfig", "/no/such/file"}, "kubeconfig /no/such/file"},
 		{[]string{"scheduler", "--nope"}, "unknown flag: --nope"},
-		{[]string{"scheduler", "--kubeconfig", "x", "--upstream-plugins=false", "--scoring", "fastest"}, `--scoring: "fastest"`},
+		{[]string{"scheduler", "--kubeconfig", "x", "--upstream-plugins=false"}, "--upstream-plugins=false: schedq's own plugins were removed"},
+		{[]string{"scheduler", "--kubeconfig", "x", "--scoring", "balanced"}, "--scoring: removed with schedq's own plugins"},
 		{[]string{"scheduler", "--log-level", "loud"}, `--log-level: "loud"`},
 		{[]string{"scheduler", "--scheduler-name", ""}, "--scheduler-name: must not be empty"},
 		{[]string{"explain", "no-slash"}, `"no-slash" is not NAMESPACE/NAME`},

@@ -205,7 +205,8 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 	gf.register(f)
 	f.StringVar(&in.snapshot, "snapshot", "", "start from a cluster saved with kubectl get nodes,pods -A -o yaml (a file or a directory of them)")
 	f.StringVar(&in.records, "records", "", "write one record per pod to this file (.jsonl or .csv)")
-	f.BoolVar(&fw.upstream, "upstream-plugins", true, "schedule with kube-scheduler v1.37.2's framework and plugins, for lone pods and gangs, preempting with its DefaultPreemption (the scenario's scheduler.plugins: upstream, the default); =false: schedq's own hand-written plugins (plugins: schedq), deprecated, faster, which ignore topology spread, volumes, host ports, DRA and soft affinity")
+	f.BoolVar(&fw.upstream, "upstream-plugins", true, "the simulator always schedules with kube-scheduler v1.37.2's framework and plugins (--config's profile, or the default one); =false is refused")
+	must(f.MarkDeprecated("upstream-plugins", "kube-scheduler's framework is the only one: the flag does nothing"))
 	f.StringVar(&fw.config, "config", "", "a KubeSchedulerConfiguration file whose one profile replaces kube-scheduler's default (scheduler.config)")
 	f.StringVar(&in.series, "series", "", "write the sub-queue sizes and the cluster's allocation over virtual time to this file (.csv)")
 	return cmd
@@ -286,24 +287,19 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// frameworkFlags are --upstream-plugins and --config.
+// frameworkFlags are --upstream-plugins (deprecated: true does nothing,
+// false is refused) and --config.
 type frameworkFlags struct {
 	upstream bool
-	set      bool // --upstream-plugins was given: it overrides the scenario's plugins
+	set      bool // --upstream-plugins was given
 	config   string
 }
 
 // apply sets the flags on sc, except a setting that --compare (compare)
 // changes in the second run.
 func (f frameworkFlags) apply(sc *sim.Scenario, compare string) error {
-	if f.set && !strings.Contains(compare, "plugins=") {
-		p := sim.PluginsSchedq
-		if f.upstream {
-			p = sim.PluginsUpstream
-		}
-		if err := sc.Set("plugins", p); err != nil {
-			return fmt.Errorf("--upstream-plugins: %w", err)
-		}
+	if f.set && !f.upstream {
+		return errors.New("--upstream-plugins=false: schedq's own plugins were removed; the simulator runs kube-scheduler v1.37.2's framework and plugins: configure them with --config (a KubeSchedulerConfiguration profile)")
 	}
 	if f.config != "" && !strings.Contains(compare, "config=") {
 		if err := sc.Set("config", f.config); err != nil {

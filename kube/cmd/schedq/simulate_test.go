@@ -49,8 +49,9 @@ func TestSimulateBadScenarioFile(t *testing.T) {
 }
 
 // TestSimulatePluginsDefault: the simulator schedules with kube-scheduler's
-// plugins unless told otherwise; --upstream-plugins, given either way,
-// overrides the scenario's scheduler.plugins, and left out, does not.
+// plugins; --upstream-plugins (deprecated) changes nothing, and
+// --upstream-plugins=false and scheduler.plugins: schedq are refused
+// with what replaces them named.
 func TestSimulatePluginsDefault(t *testing.T) {
 	dir := t.TempDir()
 	schedqFile := filepath.Join(dir, "schedq.yaml")
@@ -62,20 +63,31 @@ func TestSimulatePluginsDefault(t *testing.T) {
 	if err := os.WriteFile(plain, []byte("name: p\n"+pods), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	const upstream, own = "kube-scheduler v1.37.2's plugins", "least-allocated"
+	const upstream = "kube-scheduler v1.37.2's plugins"
 	for _, tc := range []struct {
 		name string
 		args []string
 		want string
 	}{
 		{"default", []string{"--scenario", plain}, upstream},
-		{"flag false", []string{"--scenario", plain, "--upstream-plugins=false"}, own},
-		{"scenario schedq", []string{"--scenario", schedqFile}, own},
-		{"flag true over scenario", []string{"--scenario", schedqFile, "--upstream-plugins"}, upstream},
+		{"flag true", []string{"--scenario", plain, "--upstream-plugins"}, upstream},
 	} {
 		out, err := execute(append([]string{"simulate", "--progress", "off", "--no-wall"}, tc.args...)...)
 		if err != nil || !strings.Contains(out, "bind 20ms, "+tc.want) {
 			t.Errorf("%s: error %v, output %q; want %q", tc.name, err, out, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"flag false", []string{"--scenario", plain, "--upstream-plugins=false"}, "--upstream-plugins=false: schedq's own plugins were removed; the simulator runs kube-scheduler v1.37.2's framework and plugins: configure them with --config"},
+		{"scenario schedq", []string{"--scenario", schedqFile}, "scheduler.plugins: schedq's own plugins were removed"},
+	} {
+		_, err := execute(append([]string{"simulate", "--progress", "off", "--no-wall"}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
 		}
 	}
 }

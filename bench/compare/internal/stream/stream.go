@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/backend/queue"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
@@ -23,7 +24,7 @@ import (
 
 	"github.com/schedq/schedq"
 	kframework "github.com/schedq/schedq/kube/framework"
-	"github.com/schedq/schedq/kube/plugins"
+	"github.com/schedq/schedq/kube/profile"
 	"github.com/schedq/schedq/kube/scheduler"
 	"github.com/schedq/schedq/kube/sim"
 )
@@ -46,8 +47,23 @@ func Record(scenario string) ([]sim.Op, error) {
 	return ops, nil
 }
 
-// profile is the plugin set the simulator runs.
-func profile() kframework.Profile { return plugins.Default(plugins.LeastAllocated) }
+// queueConfig is the queue configuration of the simulator's scheduler:
+// scheduler.QueueConfig with the hints and gates of kube-scheduler's
+// default profile (scheduler.UseFrameworkHints). The framework is built
+// once and kept for the process: its plugins' hints may read it.
+var queueConfig = sync.OnceValues(func() (schedq.Config[types.NamespacedName, *v1.Pod], error) {
+	cfg := scheduler.QueueConfig()
+	kcfg, err := profile.Default()
+	if err != nil {
+		return cfg, err
+	}
+	fw, err := profile.NewFrameworkOn(context.Background(), &kcfg.Profiles[0], profile.Setup{Snapshot: backendcache.NewEmptySnapshot()})
+	if err != nil {
+		return cfg, err
+	}
+	err = scheduler.UseFrameworkHints(context.Background(), &cfg, fw, klog.Background())
+	return cfg, err
+})
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -63,7 +79,11 @@ type Schedq struct {
 
 // NewSchedq builds schedq's queue as the simulator configures it.
 func NewSchedq() (*Schedq, error) {
-	c, err := schedq.NewCore(scheduler.QueueConfig(profile()))
+	cfg, err := queueConfig()
+	if err != nil {
+		return nil, err
+	}
+	c, err := schedq.NewCore(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -141,19 +161,23 @@ type Upstream struct {
 	anchor, nextBackoff, nextLeftover time.Time
 }
 
-// NewUpstream builds the upstream queue.
-func NewUpstream() *Upstream {
+// NewUpstream builds the upstream queue, with the hints and gates of
+// schedq's queue (queueConfig).
+func NewUpstream() (*Upstream, error) {
+	cfg, err := queueConfig()
+	if err != nil {
+		return nil, err
+	}
 	metricsOnce()
 	ctx, cancel := context.WithCancel(context.Background())
 	clk := testingclock.NewFakeClock(epoch)
-	p := profile()
 	hints := queue.QueueingHintMapPerProfile{"schedq": {}}
-	for _, ext := range p.Enqueue {
-		for _, eh := range ext.EventsToRegister() {
+	for name, regs := range cfg.Hints {
+		for _, eh := range regs {
 			ce := clusterEvent(eh.Event)
 			fn := eh.Fn
 			hints["schedq"][ce] = append(hints["schedq"][ce], &queue.QueueingHintFunction{
-				PluginName: ext.Name(),
+				PluginName: name,
 				QueueingHintFn: func(_ klog.Logger, pod *v1.Pod, oldObj, newObj interface{}) (fwk.QueueingHint, error) {
 					if fn == nil {
 						return fwk.Queue, nil
@@ -168,8 +192,8 @@ func NewUpstream() *Upstream {
 		}
 	}
 	pre := map[string]map[string]fwk.PreEnqueuePlugin{"schedq": {}}
-	for _, pe := range p.PreEnqueue {
-		pre["schedq"][pe.Name()] = preEnqueue{pe}
+	for _, pe := range cfg.PreEnqueue {
+		pre["schedq"][pe.Name] = preEnqueue{pe}
 	}
 	less := func(a, b fwk.QueuedEntityInfo) bool {
 		pa, pb := a.GetPriority(), b.GetPriority()
@@ -184,7 +208,7 @@ func NewUpstream() *Upstream {
 		queue.WithPreEnqueuePluginMap(pre),
 		queue.WithMetricsRecorder(metrics.NewMetricsAsyncRecorder(1000, time.Second, ctx.Done())),
 	)
-	return &Upstream{q: q, clk: clk, ctx: ctx, cancel: cancel, logger: klog.FromContext(ctx), popped: map[types.NamespacedName]*framework.QueuedPodInfo{}}
+	return &Upstream{q: q, clk: clk, ctx: ctx, cancel: cancel, logger: klog.FromContext(ctx), popped: map[types.NamespacedName]*framework.QueuedPodInfo{}}, nil
 }
 
 // Close stops the queue.
@@ -291,12 +315,12 @@ func clusterEvent(e schedq.Event) fwk.ClusterEvent {
 	return fwk.ClusterEvent{Resource: fwk.EventResource(e.Kind), ActionType: fwk.ActionType(e.Action), CustomLabel: e.Label}
 }
 
-// preEnqueue adapts our PreEnqueue plugin to upstream's interface.
-type preEnqueue struct{ p kframework.PreEnqueuePlugin }
+// preEnqueue adapts the queue's gate to upstream's PreEnqueue interface.
+type preEnqueue struct{ p schedq.PreEnqueue[*v1.Pod] }
 
-func (p preEnqueue) Name() string { return p.p.Name() }
+func (p preEnqueue) Name() string { return p.p.Name }
 func (p preEnqueue) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
-	if p.p.PreEnqueue(pod) {
+	if p.p.Admit(pod) {
 		return nil
 	}
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "gated")

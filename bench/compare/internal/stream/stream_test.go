@@ -25,7 +25,10 @@ func TestReplayNodeArrival(t *testing.T) {
 	if err := s.Replay(ops); err != nil {
 		t.Fatalf("schedq: %v", err)
 	}
-	u := NewUpstream()
+	u, err := NewUpstream()
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer u.Close()
 	if err := u.Replay(ops, true); err != nil {
 		t.Fatalf("upstream: %v", err)
