@@ -196,7 +196,9 @@ func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pi *framework
 // nextStart on, until it has found as many feasible nodes as
 // feasibleToFind allows (one, without score plugins), recording each
 // rejection in diag. A filter's error ends the search with an Error
-// outcome. O(examined nodes x filters).
+// outcome. O(examined nodes x filters); a node that has not changed since
+// a pod of the same signature was filtered there costs O(1) instead, when
+// the memo applies (fwfiltermemo.go).
 func (s *Scheduler) fwFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, numAll int, diag *fwframework.Diagnosis) ([]fwk.NodeInfo, *Outcome) {
 	fw := s.o.Framework.Framework()
 	pct := s.o.PercentageOfNodesToScore
@@ -208,11 +210,12 @@ func (s *Scheduler) fwFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod
 		want = 1
 	}
 	feasible := make([]fwk.NodeInfo, 0, min(want, len(nodes)))
+	memo := s.verdicts(cs)
 	processed := 0
 	for i := 0; i < len(nodes) && len(feasible) < want; i++ {
 		ni := nodes[(s.nextStart+i)%len(nodes)]
 		processed++
-		st := fw.RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni)
+		st := s.filterNode(ctx, cs, pod, ni, memo)
 		if st.IsSuccess() {
 			feasible = append(feasible, ni)
 			continue

@@ -1,0 +1,102 @@
+package scheduler
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// nodeLocalFilters are the filter plugins whose verdict on a node depends
+// only on the pod and on that node's NodeInfo (its node object and the
+// pods on it): none of them reads other nodes, the cluster's objects or a
+// lister.
+var nodeLocalFilters = map[string]bool{
+	"NodeUnschedulable": true,
+	"NodeName":          true,
+	"TaintToleration":   true,
+	"NodeAffinity":      true,
+	"NodePorts":         true,
+	nodeResourcesFit:    true,
+}
+
+// filterMemoSigs bounds the signatures whose verdicts are kept.
+const filterMemoSigs = 16
+
+// filterMemo keeps the framework's filter verdicts per pod signature and
+// node, each with the generation of the NodeInfo it was given for: a node
+// whose generation has not changed since has the same pods and object, so
+// a pod of that signature gets the same verdict there. kube-scheduler's
+// cache gives every change of a node a new generation, unique in the
+// process, so a (node, generation) pair names one content.
+//
+// A forecast's pods mostly wait on a full cluster: each end of a running
+// pod frees room on one node, and the pod that takes it would otherwise
+// filter every node to find that one. With the memo it filters the nodes
+// that changed, and reads the others' verdicts.
+//
+// It is used only when every filter that runs for the pod is node-local
+// (nodeLocalFilters; the others skipped by their PreFilter), no pod is
+// nominated anywhere (the nominated pods would join the filters), in a
+// lone pod's cycle whose pod has a signature (never a group attempt, which
+// assumes pods in the snapshot without changing their nodes' generation),
+// so the verdicts, statuses and the order in which nodes are examined are
+// the ones a full filtering gives. Used only by the scheduling loop.
+type filterMemo struct {
+	sigs map[string]map[string]memoVerdict
+}
+
+// memoVerdict is one node's verdict: nil status for a node that fits.
+type memoVerdict struct {
+	gen int64
+	st  *fwk.Status
+}
+
+// verdicts returns the memo of the cycle's signature if the cycle may use
+// it, nil if not. O(filter plugins).
+func (s *Scheduler) verdicts(cs fwk.CycleState) map[string]memoVerdict {
+	if s.noFilterMemo || s.sig == nil || len(s.fwNom.pods) > 0 {
+		return nil
+	}
+	skip := cs.GetSkipFilterPlugins()
+	for _, name := range fwFilterNames(s.o.Framework.Framework()) {
+		if !nodeLocalFilters[name] && !skip.Has(name) {
+			return nil
+		}
+	}
+	m := &s.fmemo
+	if m.sigs == nil {
+		m.sigs = map[string]map[string]memoVerdict{}
+	}
+	v, ok := m.sigs[string(s.sig)]
+	if !ok {
+		if len(m.sigs) >= filterMemoSigs {
+			clear(m.sigs)
+		}
+		v = map[string]memoVerdict{}
+		m.sigs[string(s.sig)] = v
+	}
+	return v
+}
+
+// filterNode runs the filters, with the nominated pods, on ni, or reads
+// its verdict from memo (nil: no memo) if ni has not changed since; a
+// verdict that is not an error is kept. O(filters), O(1) on a hit.
+func (s *Scheduler) filterNode(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo, memo map[string]memoVerdict) *fwk.Status {
+	if memo == nil {
+		return s.o.Framework.Framework().RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni)
+	}
+	name, gen := ni.Node().Name, ni.GetGeneration()
+	if v, ok := memo[name]; ok && v.gen == gen {
+		s.fmemoHits++
+		return v.st
+	}
+	st := s.o.Framework.Framework().RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni)
+	switch {
+	case st.IsSuccess():
+		memo[name] = memoVerdict{gen: gen}
+	case st.Code() != fwk.Error:
+		memo[name] = memoVerdict{gen: gen, st: st}
+	}
+	return st
+}
