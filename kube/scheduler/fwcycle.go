@@ -168,13 +168,20 @@ func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pi *framework
 		diag.NodeToStatus.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
 			fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(unsched))))
 	}
-	feasible, errOut := s.fwFilter(ctx, cs, pod, nodes, len(all), &diag)
+	memo := s.verdicts(cs)
+	if o, ok := s.repeated(memo, nodes, len(all)); ok {
+		s.nextStart = (s.nextStart + len(nodes)) % len(all)
+		o.clearNom = out.clearNom
+		return o
+	}
+	feasible, errOut := s.fwFilter(ctx, cs, pod, nodes, len(all), &diag, memo)
 	if errOut != nil {
 		errOut.clearNom = out.clearNom
 		return *errOut
 	}
 	if len(feasible) == 0 {
 		o := fitOutcome(pod, len(all), diag)
+		memo.failed(o, len(nodes), len(all))
 		o.clearNom = out.clearNom
 		return o
 	}
@@ -199,7 +206,7 @@ func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pi *framework
 // outcome. O(examined nodes x filters); a node that has not changed since
 // a pod of the same signature was filtered there costs O(1) instead, when
 // the memo applies (fwfiltermemo.go).
-func (s *Scheduler) fwFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, numAll int, diag *fwframework.Diagnosis) ([]fwk.NodeInfo, *Outcome) {
+func (s *Scheduler) fwFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, numAll int, diag *fwframework.Diagnosis, memo *sigMemo) ([]fwk.NodeInfo, *Outcome) {
 	fw := s.o.Framework.Framework()
 	pct := s.o.PercentageOfNodesToScore
 	if p := fw.PercentageOfNodesToScore(); p != nil {
@@ -210,7 +217,6 @@ func (s *Scheduler) fwFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod
 		want = 1
 	}
 	feasible := make([]fwk.NodeInfo, 0, min(want, len(nodes)))
-	memo := s.verdicts(cs)
 	processed := 0
 	for i := 0; i < len(nodes) && len(feasible) < want; i++ {
 		ni := nodes[(s.nextStart+i)%len(nodes)]

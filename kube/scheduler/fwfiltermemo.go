@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -43,7 +44,24 @@ const filterMemoSigs = 16
 // so the verdicts, statuses and the order in which nodes are examined are
 // the ones a full filtering gives. Used only by the scheduling loop.
 type filterMemo struct {
-	sigs map[string]map[string]memoVerdict
+	sigs map[string]*sigMemo
+}
+
+// sigMemo is the memo of one signature: each node's verdict, and the
+// outcome of the last cycle that found no node, with the count of
+// verdicts written when it was made. While no verdict has been written
+// since and every node still has its verdict, a cycle would examine every
+// node and get those verdicts again: the same diagnosis and outcome.
+type sigMemo struct {
+	nodes  map[string]memoVerdict
+	writes uint64
+	fail   *memoFailure
+}
+
+type memoFailure struct {
+	writes        uint64
+	nodes, numAll int
+	out           Outcome
 }
 
 // memoVerdict is one node's verdict: nil status for a node that fits.
@@ -54,7 +72,7 @@ type memoVerdict struct {
 
 // verdicts returns the memo of the cycle's signature if the cycle may use
 // it, nil if not. O(filter plugins).
-func (s *Scheduler) verdicts(cs fwk.CycleState) map[string]memoVerdict {
+func (s *Scheduler) verdicts(cs fwk.CycleState) *sigMemo {
 	if s.noFilterMemo || s.sig == nil || len(s.fwNom.pods) > 0 {
 		return nil
 	}
@@ -66,14 +84,14 @@ func (s *Scheduler) verdicts(cs fwk.CycleState) map[string]memoVerdict {
 	}
 	m := &s.fmemo
 	if m.sigs == nil {
-		m.sigs = map[string]map[string]memoVerdict{}
+		m.sigs = map[string]*sigMemo{}
 	}
 	v, ok := m.sigs[string(s.sig)]
 	if !ok {
 		if len(m.sigs) >= filterMemoSigs {
 			clear(m.sigs)
 		}
-		v = map[string]memoVerdict{}
+		v = &sigMemo{nodes: map[string]memoVerdict{}}
 		m.sigs[string(s.sig)] = v
 	}
 	return v
@@ -82,21 +100,54 @@ func (s *Scheduler) verdicts(cs fwk.CycleState) map[string]memoVerdict {
 // filterNode runs the filters, with the nominated pods, on ni, or reads
 // its verdict from memo (nil: no memo) if ni has not changed since; a
 // verdict that is not an error is kept. O(filters), O(1) on a hit.
-func (s *Scheduler) filterNode(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo, memo map[string]memoVerdict) *fwk.Status {
+func (s *Scheduler) filterNode(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo, memo *sigMemo) *fwk.Status {
 	if memo == nil {
 		return s.o.Framework.Framework().RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni)
 	}
 	name, gen := ni.Node().Name, ni.GetGeneration()
-	if v, ok := memo[name]; ok && v.gen == gen {
+	if v, ok := memo.nodes[name]; ok && v.gen == gen {
 		s.fmemoHits++
 		return v.st
 	}
 	st := s.o.Framework.Framework().RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni)
 	switch {
 	case st.IsSuccess():
-		memo[name] = memoVerdict{gen: gen}
+		memo.nodes[name] = memoVerdict{gen: gen}
 	case st.Code() != fwk.Error:
-		memo[name] = memoVerdict{gen: gen, st: st}
+		memo.nodes[name] = memoVerdict{gen: gen, st: st}
 	}
+	memo.writes++
 	return st
+}
+
+// repeated returns the outcome of the signature's last cycle that found
+// no node if a cycle over nodes (of numAll) would repeat it: no verdict
+// written since, and every node unchanged and rejected. Its slices are
+// clipped, so appending to them copies. O(nodes).
+func (s *Scheduler) repeated(memo *sigMemo, nodes []fwk.NodeInfo, numAll int) (Outcome, bool) {
+	if memo == nil {
+		return Outcome{}, false
+	}
+	f := memo.fail
+	if f == nil || f.writes != memo.writes || f.nodes != len(nodes) || f.numAll != numAll {
+		return Outcome{}, false
+	}
+	for _, ni := range nodes {
+		v, ok := memo.nodes[ni.Node().Name]
+		if !ok || v.gen != ni.GetGeneration() || v.st == nil {
+			return Outcome{}, false
+		}
+	}
+	s.fmemoHits += uint64(len(nodes))
+	s.fmemoRepeats++
+	out := f.out
+	out.Plugins, out.Pending, out.Reasons = slices.Clip(out.Plugins), slices.Clip(out.Pending), slices.Clip(out.Reasons)
+	return out, true
+}
+
+// failed keeps out, the outcome of a cycle over nodes that found none.
+func (memo *sigMemo) failed(out Outcome, nodes, numAll int) {
+	if memo != nil {
+		memo.fail = &memoFailure{writes: memo.writes, nodes: nodes, numAll: numAll, out: out}
+	}
 }

@@ -13,7 +13,7 @@ import (
 // five pending 1-CPU pods (made by mk), frees node n7 and places a sixth,
 // taints n3 and fails a seventh, with the filter memo on or off. It
 // returns the outcomes and the verdicts read from the memo.
-func memoRun(t *testing.T, memo bool, mk func(name string) *v1.Pod) ([]Outcome, uint64) {
+func memoRun(t *testing.T, memo bool, mk func(name string) *v1.Pod) ([]Outcome, uint64, uint64) {
 	f := newFWFixture(t, nil, nil)
 	f.s.noFilterMemo = !memo
 	for i := range 20 {
@@ -39,7 +39,7 @@ func memoRun(t *testing.T, memo bool, mk func(name string) *v1.Pod) ([]Outcome, 
 	tainted.Spec.Taints = []v1.Taint{{Key: "k", Value: "v", Effect: v1.TaintEffectNoSchedule}}
 	f.h.UpdateNode(old, tainted)
 	try("r")
-	return outs, f.s.fmemoHits
+	return outs, f.s.fmemoHits, f.s.fmemoRepeats
 }
 
 // TestFrameworkFilterMemoGivesTheFullFiltersOutcomes: pods of one
@@ -48,18 +48,19 @@ func memoRun(t *testing.T, memo bool, mk func(name string) *v1.Pod) ([]Outcome, 
 // every node gives; a freed node and a tainted one are filtered again.
 func TestFrameworkFilterMemoGivesTheFullFiltersOutcomes(t *testing.T) {
 	plain := func(name string) *v1.Pod { return pod(name, 1000) }
-	without, hits := memoRun(t, false, plain)
+	without, hits, _ := memoRun(t, false, plain)
 	if hits != 0 {
 		t.Fatalf("%d verdicts read with the memo off", hits)
 	}
-	with, hits := memoRun(t, true, plain)
+	with, hits, repeats := memoRun(t, true, plain)
 	if !reflect.DeepEqual(with, without) {
 		t.Fatalf("with the memo:\n%+v\nwithout:\n%+v", with, without)
 	}
-	// p0 filters 20 nodes; p1..p4 read 20 each; q reads 19 and filters
-	// n7 (freed); r reads 18 and filters n3 (tainted) and n7 (q is on it).
-	if want := uint64(4*20 + 19 + 18); hits != want {
-		t.Fatalf("%d verdicts read from the memo, want %d", hits, want)
+	// p0 filters 20 nodes; p1..p4 repeat its failure whole (20 verdicts
+	// read each); q reads 19 and filters n7 (freed); r reads 18 and
+	// filters n3 (tainted) and n7 (q is on it).
+	if want := uint64(4*20 + 19 + 18); hits != want || repeats != 4 {
+		t.Fatalf("%d verdicts read from the memo, %d failures repeated; want %d, 4", hits, repeats, want)
 	}
 	if with[5].Result != Scheduled || with[5].Node != "n7" || with[6].Result != Scheduled {
 		t.Fatalf("q and r: %+v, %+v", with[5], with[6])
@@ -79,8 +80,8 @@ func TestFrameworkFilterMemoOffForCrossNodeFilters(t *testing.T) {
 		}}}}
 		return p
 	}
-	without, _ := memoRun(t, false, anti)
-	with, hits := memoRun(t, true, anti)
+	without, _, _ := memoRun(t, false, anti)
+	with, hits, _ := memoRun(t, true, anti)
 	if hits != 0 {
 		t.Fatalf("%d verdicts read from the memo for pods with anti-affinity", hits)
 	}

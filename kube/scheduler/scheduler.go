@@ -164,11 +164,12 @@ type Scheduler struct {
 	sig     fwk.PodSignature
 	batch   fwBatch
 	// fmemo keeps filter verdicts per signature and node generation
-	// (fwfiltermemo.go); fmemoHits counts the verdicts read from it;
-	// noFilterMemo turns it off (tests compare with and without).
-	fmemo        filterMemo
-	fmemoHits    uint64
-	noFilterMemo bool
+	// (fwfiltermemo.go); fmemoHits counts the verdicts read from it and
+	// fmemoRepeats the failed cycles repeated whole; noFilterMemo turns it
+	// off (tests compare with and without).
+	fmemo                   filterMemo
+	fmemoHits, fmemoRepeats uint64
+	noFilterMemo            bool
 	// snapRemovals is the cache's count of node removals as of the
 	// cycle's snapshot (upstreamMirror.removals).
 	snapRemovals uint64
