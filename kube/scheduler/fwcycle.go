@@ -168,7 +168,7 @@ func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pi *framework
 		diag.NodeToStatus.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
 			fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(unsched))))
 	}
-	memo := s.verdicts(cs)
+	memo := s.verdicts(cs, pod)
 	if o, ok := s.repeated(memo, nodes, len(all)); ok {
 		s.nextStart = (s.nextStart + len(nodes)) % len(all)
 		o.clearNom = out.clearNom

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -37,7 +38,8 @@ const filterMemoSigs = 16
 // that changed, and reads the others' verdicts.
 //
 // It is used only when every filter that runs for the pod is node-local
-// (nodeLocalFilters; the others skipped by their PreFilter), no pod is
+// (nodeLocalFilters; the others skipped by their PreFilter), the pod
+// requests no extended resource (requestsExtended), no pod is
 // nominated anywhere (the nominated pods would join the filters), in a
 // lone pod's cycle whose pod has a signature (never a group attempt, which
 // assumes pods in the snapshot without changing their nodes' generation),
@@ -72,8 +74,8 @@ type memoVerdict struct {
 
 // verdicts returns the memo of the cycle's signature if the cycle may use
 // it, nil if not. O(filter plugins).
-func (s *Scheduler) verdicts(cs fwk.CycleState) *sigMemo {
-	if s.noFilterMemo || s.sig == nil || len(s.fwNom.pods) > 0 {
+func (s *Scheduler) verdicts(cs fwk.CycleState, pod *v1.Pod) *sigMemo {
+	if s.noFilterMemo || s.sig == nil || len(s.fwNom.pods) > 0 || requestsExtended(pod) {
 		return nil
 	}
 	skip := cs.GetSkipFilterPlugins()
@@ -95,6 +97,30 @@ func (s *Scheduler) verdicts(cs fwk.CycleState) *sigMemo {
 		m.sigs[string(s.sig)] = v
 	}
 	return v
+}
+
+// requestsExtended reports whether pod requests an extended resource
+// (a name with a domain other than kubernetes.io): NodeResourcesFit may
+// then count devices of DRA (resource slices, device classes), which no
+// node's generation follows. O(containers x resources).
+func requestsExtended(pod *v1.Pod) bool {
+	lists := []v1.ResourceList{pod.Spec.Overhead}
+	if pod.Spec.Resources != nil {
+		lists = append(lists, pod.Spec.Resources.Requests, pod.Spec.Resources.Limits)
+	}
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			lists = append(lists, cs[i].Resources.Requests, cs[i].Resources.Limits)
+		}
+	}
+	for _, l := range lists {
+		for name := range l {
+			if n := string(name); strings.Contains(n, "/") && !strings.Contains(n, "kubernetes.io/") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // filterNode runs the filters, with the nominated pods, on ni, or reads

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -84,6 +85,25 @@ func TestFrameworkFilterMemoOffForCrossNodeFilters(t *testing.T) {
 	with, hits, _ := memoRun(t, true, anti)
 	if hits != 0 {
 		t.Fatalf("%d verdicts read from the memo for pods with anti-affinity", hits)
+	}
+	if !reflect.DeepEqual(with, without) {
+		t.Fatalf("with the memo:\n%+v\nwithout:\n%+v", with, without)
+	}
+}
+
+// TestFrameworkFilterMemoOffForExtendedResources: NodeResourcesFit may
+// count an extended resource from DRA's objects, which no node's
+// generation follows: a pod that requests one is filtered on every node.
+func TestFrameworkFilterMemoOffForExtendedResources(t *testing.T) {
+	gpu := func(name string) *v1.Pod {
+		p := pod(name, 1000)
+		p.Spec.Containers[0].Resources.Requests["example.com/gpu"] = resource.MustParse("1")
+		return p
+	}
+	without, _, _ := memoRun(t, false, gpu)
+	with, hits, _ := memoRun(t, true, gpu)
+	if hits != 0 {
+		t.Fatalf("%d verdicts read from the memo for pods with an extended resource", hits)
 	}
 	if !reflect.DeepEqual(with, without) {
 		t.Fatalf("with the memo:\n%+v\nwithout:\n%+v", with, without)
