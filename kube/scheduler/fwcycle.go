@@ -169,6 +169,7 @@ func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pi *framework
 			fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(unsched))))
 	}
 	memo := s.verdicts(cs, pod)
+	memo.bound(len(all))
 	if o, ok := s.repeated(memo, nodes, len(all)); ok {
 		s.nextStart = (s.nextStart + len(nodes)) % len(all)
 		o.clearNom = out.clearNom

@@ -171,6 +171,18 @@ func (s *Scheduler) repeated(memo *sigMemo, nodes []fwk.NodeInfo, numAll int) (O
 	return out, true
 }
 
+// bound forgets every verdict of memo once it holds more than twice as
+// many nodes as the cluster has (nodes deleted since, in a cluster whose
+// nodes come and go), so that it stays O(nodes). O(1), or O(kept) when
+// it forgets.
+func (memo *sigMemo) bound(numAll int) {
+	if memo != nil && len(memo.nodes) > 2*numAll+64 {
+		clear(memo.nodes)
+		memo.fail = nil
+		memo.writes++
+	}
+}
+
 // failed keeps out, the outcome of a cycle over nodes that found none.
 func (memo *sigMemo) failed(out Outcome, nodes, numAll int) {
 	if memo != nil {

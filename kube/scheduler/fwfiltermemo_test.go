@@ -109,3 +109,21 @@ func TestFrameworkFilterMemoOffForExtendedResources(t *testing.T) {
 		t.Fatalf("with the memo:\n%+v\nwithout:\n%+v", with, without)
 	}
 }
+
+// TestFilterMemoForgetsDeletedNodes: the verdicts of nodes that are gone
+// do not pile up: past twice the cluster's nodes, the memo starts over.
+func TestFilterMemoForgetsDeletedNodes(t *testing.T) {
+	m := &sigMemo{nodes: map[string]memoVerdict{}, fail: &memoFailure{}}
+	for i := range 2*100 + 64 {
+		m.nodes[fmt.Sprint("old", i)] = memoVerdict{gen: int64(i)}
+	}
+	m.bound(100)
+	if len(m.nodes) != 264 || m.fail == nil {
+		t.Fatalf("forgot at %d verdicts for 100 nodes", len(m.nodes))
+	}
+	m.nodes["one-more"] = memoVerdict{}
+	m.bound(100)
+	if len(m.nodes) != 0 || m.fail != nil {
+		t.Fatalf("%d verdicts kept for a cluster of 100 nodes", len(m.nodes))
+	}
+}
