@@ -168,13 +168,21 @@ func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pi *framework
 		diag.NodeToStatus.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
 			fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(unsched))))
 	}
-	feasible, errOut := s.fwFilter(ctx, cs, pod, nodes, len(all), &diag)
+	memo := s.verdicts(cs, pod)
+	memo.bound(len(all))
+	if o, ok := s.repeated(memo, nodes, len(all)); ok {
+		s.nextStart = (s.nextStart + len(nodes)) % len(all)
+		o.clearNom = out.clearNom
+		return o
+	}
+	feasible, errOut := s.fwFilter(ctx, cs, pod, nodes, len(all), &diag, memo)
 	if errOut != nil {
 		errOut.clearNom = out.clearNom
 		return *errOut
 	}
 	if len(feasible) == 0 {
 		o := fitOutcome(pod, len(all), diag)
+		memo.failed(o, len(nodes), len(all))
 		o.clearNom = out.clearNom
 		return o
 	}
@@ -196,8 +204,10 @@ func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pi *framework
 // nextStart on, until it has found as many feasible nodes as
 // feasibleToFind allows (one, without score plugins), recording each
 // rejection in diag. A filter's error ends the search with an Error
-// outcome. O(examined nodes x filters).
-func (s *Scheduler) fwFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, numAll int, diag *fwframework.Diagnosis) ([]fwk.NodeInfo, *Outcome) {
+// outcome. O(examined nodes x filters); a node that has not changed since
+// a pod of the same signature was filtered there costs O(1) instead, when
+// the memo applies (fwfiltermemo.go).
+func (s *Scheduler) fwFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, numAll int, diag *fwframework.Diagnosis, memo *sigMemo) ([]fwk.NodeInfo, *Outcome) {
 	fw := s.o.Framework.Framework()
 	pct := s.o.PercentageOfNodesToScore
 	if p := fw.PercentageOfNodesToScore(); p != nil {
@@ -212,7 +222,7 @@ func (s *Scheduler) fwFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod
 	for i := 0; i < len(nodes) && len(feasible) < want; i++ {
 		ni := nodes[(s.nextStart+i)%len(nodes)]
 		processed++
-		st := fw.RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni)
+		st := s.filterNode(ctx, cs, pod, ni, memo)
 		if st.IsSuccess() {
 			feasible = append(feasible, ni)
 			continue

@@ -147,6 +147,13 @@ type Scheduler struct {
 	fwCycle uint64
 	sig     fwk.PodSignature
 	batch   fwBatch
+	// fmemo keeps filter verdicts per signature and node generation
+	// (fwfiltermemo.go); fmemoHits counts the verdicts read from it and
+	// fmemoRepeats the failed cycles repeated whole; noFilterMemo turns it
+	// off (tests compare with and without).
+	fmemo                   filterMemo
+	fmemoHits, fmemoRepeats uint64
+	noFilterMemo            bool
 	// snapRemovals is the cache's count of node removals as of the
 	// cycle's snapshot (upstreamMirror.removals).
 	snapRemovals uint64

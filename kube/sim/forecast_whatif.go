@@ -182,9 +182,11 @@ const whatIfNowHorizon = 10 * time.Minute
 // RunWhatIf adds in to a copy of st and answers, for each added pod,
 // whether it fits now and where, which pods it would preempt and when it
 // would start; and how the forecasts of the pods already pending change.
-// Three forward runs: the added pods alone on the cluster as it is, and
-// the forecast without and with them (RunWhatIfFrom takes the first
-// forecast, made once for every what-if, and saves one). Nothing is
+// Two forward runs, the forecast without and with them (RunWhatIfFrom
+// takes the first, made once for every what-if), and whether a pod fits
+// now from one scheduling cycle on the second run's starting state
+// (probeNow), or, where one cycle cannot tell (preemption, gangs,
+// several pods), a third run of the added pods alone. Nothing is
 // written; st and in are not changed except for the defaults check fills
 // into in.
 func RunWhatIf(sc *Scenario, st *ForecastState, in *WhatIfInput, o ForecastOptions) (*WhatIf, error) {
@@ -216,15 +218,17 @@ func RunWhatIfFrom(sc *Scenario, st *ForecastState, before *Forecast, in *WhatIf
 	if err := in.check(st); err != nil {
 		return nil, err
 	}
-	now, err := whatIfNow(sc, st, in, o)
-	if err != nil {
-		return nil, err
-	}
 	with := *st
 	with.PodGroups = append(slices.Clip(st.PodGroups), in.PodGroups...)
 	r, err := newForecastRun(sc, &with, &o, in.Pods)
 	if err != nil {
 		return nil, err
+	}
+	now, ok := r.probeNow(sc, st, in)
+	if !ok {
+		if now, err = whatIfNow(sc, st, in, o); err != nil {
+			return nil, err
+		}
 	}
 	if err := r.s.loop(); err != nil {
 		return nil, fmt.Errorf("what-if: %w", err)

@@ -1,0 +1,191 @@
+package scheduler
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// nodeLocalFilters are the filter plugins whose verdict on a node depends
+// only on the pod and on that node's NodeInfo (its node object and the
+// pods on it): none of them reads other nodes, the cluster's objects or a
+// lister.
+var nodeLocalFilters = map[string]bool{
+	"NodeUnschedulable": true,
+	"NodeName":          true,
+	"TaintToleration":   true,
+	"NodeAffinity":      true,
+	"NodePorts":         true,
+	nodeResourcesFit:    true,
+}
+
+// filterMemoSigs bounds the signatures whose verdicts are kept.
+const filterMemoSigs = 16
+
+// filterMemo keeps the framework's filter verdicts per pod signature and
+// node, each with the generation of the NodeInfo it was given for: a node
+// whose generation has not changed since has the same pods and object, so
+// a pod of that signature gets the same verdict there. kube-scheduler's
+// cache gives every change of a node a new generation, unique in the
+// process, so a (node, generation) pair names one content.
+//
+// A forecast's pods mostly wait on a full cluster: each end of a running
+// pod frees room on one node, and the pod that takes it would otherwise
+// filter every node to find that one. With the memo it filters the nodes
+// that changed, and reads the others' verdicts.
+//
+// It is used only when every filter that runs for the pod is node-local
+// (nodeLocalFilters; the others skipped by their PreFilter), the pod
+// requests no extended resource (requestsExtended), no pod is
+// nominated anywhere (the nominated pods would join the filters), in a
+// lone pod's cycle whose pod has a signature (never a group attempt, which
+// assumes pods in the snapshot without changing their nodes' generation),
+// so the verdicts, statuses and the order in which nodes are examined are
+// the ones a full filtering gives. Used only by the scheduling loop.
+type filterMemo struct {
+	sigs map[string]*sigMemo
+}
+
+// sigMemo is the memo of one signature: each node's verdict, and the
+// outcome of the last cycle that found no node, with the count of
+// verdicts written when it was made. While no verdict has been written
+// since and every node still has its verdict, a cycle would examine every
+// node and get those verdicts again: the same diagnosis and outcome.
+type sigMemo struct {
+	nodes  map[string]memoVerdict
+	writes uint64
+	fail   *memoFailure
+}
+
+type memoFailure struct {
+	writes        uint64
+	nodes, numAll int
+	out           Outcome
+}
+
+// memoVerdict is one node's verdict: nil status for a node that fits.
+type memoVerdict struct {
+	gen int64
+	st  *fwk.Status
+}
+
+// verdicts returns the memo of the cycle's signature if the cycle may use
+// it, nil if not. O(filter plugins).
+func (s *Scheduler) verdicts(cs fwk.CycleState, pod *v1.Pod) *sigMemo {
+	if s.noFilterMemo || s.sig == nil || len(s.fwNom.pods) > 0 || requestsExtended(pod) {
+		return nil
+	}
+	skip := cs.GetSkipFilterPlugins()
+	for _, name := range fwFilterNames(s.o.Framework.Framework()) {
+		if !nodeLocalFilters[name] && !skip.Has(name) {
+			return nil
+		}
+	}
+	m := &s.fmemo
+	if m.sigs == nil {
+		m.sigs = map[string]*sigMemo{}
+	}
+	v, ok := m.sigs[string(s.sig)]
+	if !ok {
+		if len(m.sigs) >= filterMemoSigs {
+			clear(m.sigs)
+		}
+		v = &sigMemo{nodes: map[string]memoVerdict{}}
+		m.sigs[string(s.sig)] = v
+	}
+	return v
+}
+
+// requestsExtended reports whether pod requests an extended resource
+// (a name with a domain other than kubernetes.io): NodeResourcesFit may
+// then count devices of DRA (resource slices, device classes), which no
+// node's generation follows. O(containers x resources).
+func requestsExtended(pod *v1.Pod) bool {
+	lists := []v1.ResourceList{pod.Spec.Overhead}
+	if pod.Spec.Resources != nil {
+		lists = append(lists, pod.Spec.Resources.Requests, pod.Spec.Resources.Limits)
+	}
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			lists = append(lists, cs[i].Resources.Requests, cs[i].Resources.Limits)
+		}
+	}
+	for _, l := range lists {
+		for name := range l {
+			if n := string(name); strings.Contains(n, "/") && !strings.Contains(n, "kubernetes.io/") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// filterNode runs the filters, with the nominated pods, on ni, or reads
+// its verdict from memo (nil: no memo) if ni has not changed since; a
+// verdict that is not an error is kept. O(filters), O(1) on a hit.
+func (s *Scheduler) filterNode(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo, memo *sigMemo) *fwk.Status {
+	if memo == nil {
+		return s.o.Framework.Framework().RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni)
+	}
+	name, gen := ni.Node().Name, ni.GetGeneration()
+	if v, ok := memo.nodes[name]; ok && v.gen == gen {
+		s.fmemoHits++
+		return v.st
+	}
+	st := s.o.Framework.Framework().RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni)
+	switch {
+	case st.IsSuccess():
+		memo.nodes[name] = memoVerdict{gen: gen}
+	case st.Code() != fwk.Error:
+		memo.nodes[name] = memoVerdict{gen: gen, st: st}
+	}
+	memo.writes++
+	return st
+}
+
+// repeated returns the outcome of the signature's last cycle that found
+// no node if a cycle over nodes (of numAll) would repeat it: no verdict
+// written since, and every node unchanged and rejected. Its slices are
+// clipped, so appending to them copies. O(nodes).
+func (s *Scheduler) repeated(memo *sigMemo, nodes []fwk.NodeInfo, numAll int) (Outcome, bool) {
+	if memo == nil {
+		return Outcome{}, false
+	}
+	f := memo.fail
+	if f == nil || f.writes != memo.writes || f.nodes != len(nodes) || f.numAll != numAll {
+		return Outcome{}, false
+	}
+	for _, ni := range nodes {
+		v, ok := memo.nodes[ni.Node().Name]
+		if !ok || v.gen != ni.GetGeneration() || v.st == nil {
+			return Outcome{}, false
+		}
+	}
+	s.fmemoHits += uint64(len(nodes))
+	s.fmemoRepeats++
+	out := f.out
+	out.Plugins, out.Pending, out.Reasons = slices.Clip(out.Plugins), slices.Clip(out.Pending), slices.Clip(out.Reasons)
+	return out, true
+}
+
+// bound forgets every verdict of memo once it holds more than twice as
+// many nodes as the cluster has (nodes deleted since, in a cluster whose
+// nodes come and go), so that it stays O(nodes). O(1), or O(kept) when
+// it forgets.
+func (memo *sigMemo) bound(numAll int) {
+	if memo != nil && len(memo.nodes) > 2*numAll+64 {
+		clear(memo.nodes)
+		memo.fail = nil
+		memo.writes++
+	}
+}
+
+// failed keeps out, the outcome of a cycle over nodes that found none.
+func (memo *sigMemo) failed(out Outcome, nodes, numAll int) {
+	if memo != nil {
+		memo.fail = &memoFailure{writes: memo.writes, nodes: nodes, numAll: numAll, out: out}
+	}
+}

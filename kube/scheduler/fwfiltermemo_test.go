@@ -1,0 +1,129 @@
+package scheduler
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// memoRun fills 20 nodes of 8 CPUs with one bound 8-CPU pod each, fails
+// five pending 1-CPU pods (made by mk), frees node n7 and places a sixth,
+// taints n3 and fails a seventh, with the filter memo on or off. It
+// returns the outcomes and the verdicts read from the memo.
+func memoRun(t *testing.T, memo bool, mk func(name string) *v1.Pod) ([]Outcome, uint64, uint64) {
+	f := newFWFixture(t, nil, nil)
+	f.s.noFilterMemo = !memo
+	for i := range 20 {
+		f.h.AddNode(zonedNode(fmt.Sprint("n", i), "a"))
+		full := pod(fmt.Sprint("full", i), 8000)
+		full.Spec.NodeName = fmt.Sprint("n", i)
+		f.h.AddPod(full)
+	}
+	var outs []Outcome
+	try := func(name string) {
+		f.h.AddPod(mk(name))
+		out := f.once()
+		out.state, out.fwStatus = clusterState{}, nil
+		outs = append(outs, out)
+	}
+	for i := range 5 {
+		try(fmt.Sprint("p", i))
+	}
+	f.h.DeletePod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "full7", UID: "uid-full7"}, Spec: v1.PodSpec{NodeName: "n7"}})
+	try("q")
+	old := zonedNode("n3", "a")
+	tainted := old.DeepCopy()
+	tainted.Spec.Taints = []v1.Taint{{Key: "k", Value: "v", Effect: v1.TaintEffectNoSchedule}}
+	f.h.UpdateNode(old, tainted)
+	try("r")
+	return outs, f.s.fmemoHits, f.s.fmemoRepeats
+}
+
+// TestFrameworkFilterMemoGivesTheFullFiltersOutcomes: pods of one
+// signature on a full cluster read the verdicts of the nodes that did
+// not change, and get the outcomes (nodes, messages, reasons) filtering
+// every node gives; a freed node and a tainted one are filtered again.
+func TestFrameworkFilterMemoGivesTheFullFiltersOutcomes(t *testing.T) {
+	plain := func(name string) *v1.Pod { return pod(name, 1000) }
+	without, hits, _ := memoRun(t, false, plain)
+	if hits != 0 {
+		t.Fatalf("%d verdicts read with the memo off", hits)
+	}
+	with, hits, repeats := memoRun(t, true, plain)
+	if !reflect.DeepEqual(with, without) {
+		t.Fatalf("with the memo:\n%+v\nwithout:\n%+v", with, without)
+	}
+	// p0 filters 20 nodes; p1..p4 repeat its failure whole (20 verdicts
+	// read each); q reads 19 and filters n7 (freed); r reads 18 and
+	// filters n3 (tainted) and n7 (q is on it).
+	if want := uint64(4*20 + 19 + 18); hits != want || repeats != 4 {
+		t.Fatalf("%d verdicts read from the memo, %d failures repeated; want %d, 4", hits, repeats, want)
+	}
+	if with[5].Result != Scheduled || with[5].Node != "n7" || with[6].Result != Scheduled {
+		t.Fatalf("q and r: %+v, %+v", with[5], with[6])
+	}
+}
+
+// TestFrameworkFilterMemoOffForCrossNodeFilters: a pod with required
+// anti-affinity is filtered by InterPodAffinity, whose verdict on a node
+// depends on the pods of others: the memo is not used.
+func TestFrameworkFilterMemoOffForCrossNodeFilters(t *testing.T) {
+	anti := func(name string) *v1.Pod {
+		p := pod(name, 1000)
+		p.Labels = map[string]string{"app": "x"}
+		p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
+			TopologyKey:   "kubernetes.io/hostname",
+		}}}}
+		return p
+	}
+	without, _, _ := memoRun(t, false, anti)
+	with, hits, _ := memoRun(t, true, anti)
+	if hits != 0 {
+		t.Fatalf("%d verdicts read from the memo for pods with anti-affinity", hits)
+	}
+	if !reflect.DeepEqual(with, without) {
+		t.Fatalf("with the memo:\n%+v\nwithout:\n%+v", with, without)
+	}
+}
+
+// TestFrameworkFilterMemoOffForExtendedResources: NodeResourcesFit may
+// count an extended resource from DRA's objects, which no node's
+// generation follows: a pod that requests one is filtered on every node.
+func TestFrameworkFilterMemoOffForExtendedResources(t *testing.T) {
+	gpu := func(name string) *v1.Pod {
+		p := pod(name, 1000)
+		p.Spec.Containers[0].Resources.Requests["example.com/gpu"] = resource.MustParse("1")
+		return p
+	}
+	without, _, _ := memoRun(t, false, gpu)
+	with, hits, _ := memoRun(t, true, gpu)
+	if hits != 0 {
+		t.Fatalf("%d verdicts read from the memo for pods with an extended resource", hits)
+	}
+	if !reflect.DeepEqual(with, without) {
+		t.Fatalf("with the memo:\n%+v\nwithout:\n%+v", with, without)
+	}
+}
+
+// TestFilterMemoForgetsDeletedNodes: the verdicts of nodes that are gone
+// do not pile up: past twice the cluster's nodes, the memo starts over.
+func TestFilterMemoForgetsDeletedNodes(t *testing.T) {
+	m := &sigMemo{nodes: map[string]memoVerdict{}, fail: &memoFailure{}}
+	for i := range 2*100 + 64 {
+		m.nodes[fmt.Sprint("old", i)] = memoVerdict{gen: int64(i)}
+	}
+	m.bound(100)
+	if len(m.nodes) != 264 || m.fail == nil {
+		t.Fatalf("forgot at %d verdicts for 100 nodes", len(m.nodes))
+	}
+	m.nodes["one-more"] = memoVerdict{}
+	m.bound(100)
+	if len(m.nodes) != 0 || m.fail != nil {
+		t.Fatalf("%d verdicts kept for a cluster of 100 nodes", len(m.nodes))
+	}
+}
