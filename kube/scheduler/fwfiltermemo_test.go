@@ -127,3 +127,47 @@ func TestFilterMemoForgetsDeletedNodes(t *testing.T) {
 		t.Fatalf("%d verdicts kept for a cluster of 100 nodes", len(m.nodes))
 	}
 }
+
+// TestFrameworkFilterMemoOffWhileAPlacedPodRepels: a plain pod, which has
+// a signature, is still filtered by InterPodAffinity while a placed pod's
+// required anti-affinity selects it, and that verdict changes when the
+// placed pod leaves another node. q1 fits only on n1, in the zone of the
+// repelling pod on n0, and is refused; the repelling pod leaves (n0
+// changes, n1 does not); q2, of q1's signature, must then land on n1. Had
+// q1's cycle kept n1's verdict, q2 would read it and be refused.
+func TestFrameworkFilterMemoOffWhileAPlacedPodRepels(t *testing.T) {
+	f := newFWFixture(t, nil, nil)
+	for i, zone := range []string{"a", "a", "b", "b"} {
+		f.h.AddNode(zonedNode(fmt.Sprint("n", i), zone))
+	}
+	for n, milli := range map[string]int64{"n0": 7500, "n2": 8000, "n3": 8000} {
+		full := pod("full-"+n, milli)
+		full.Spec.NodeName = n
+		f.h.AddPod(full)
+	}
+	repel := pod("repel", 500) // n0 has no room for q1 or q2 with or without it
+	repel.Spec.NodeName = "n0"
+	repel.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
+		TopologyKey:   zoneLabel,
+	}}}}
+	f.h.AddPod(repel)
+	mk := func(name string) *v1.Pod {
+		p := pod(name, 1000)
+		p.Labels = map[string]string{"app": "x"}
+		return p
+	}
+	f.h.AddPod(mk("q1"))
+	if out := f.once(); out.Result != Unschedulable {
+		t.Fatalf("q1: %v on %q (%s), want unschedulable: n1 is in the repelling pod's zone", out.Result, out.Node, out.Message)
+	}
+	f.h.DeletePod(repel)
+	f.h.AddPod(mk("q2"))
+	out := f.once()
+	if out.Result != Scheduled {
+		t.Fatalf("q2: %v (%s), want scheduled once the repelling pod left", out.Result, out.Message)
+	}
+	if out.Node != "n1" {
+		t.Fatalf("q2 on %q, want n1", out.Node)
+	}
+}
