@@ -86,7 +86,7 @@ func newLazyActive[K comparable, T any]() *lazyActive[K, T] {
 }
 
 func (a *lazyActive[K, T]) valid(s activeSlot[K, T]) bool {
-	return s.Ref.loc == locActive && s.Ref.gen == s.Gen
+	return s.Ref.loc == locActive && s.Ref.gen == s.Gen()
 }
 
 func (a *lazyActive[K, T]) Len() int { return a.live }
@@ -94,7 +94,7 @@ func (a *lazyActive[K, T]) Len() int { return a.live }
 func (a *lazyActive[K, T]) Push(e *entry[K, T]) {
 	a.gen++ // from 1: 0 is no slot's
 	e.gen = a.gen
-	a.h.Push(activeSlot[K, T]{Prio: e.prio, TS: e.ts, Gen: a.gen, Ref: e})
+	a.h.Push(heap.NewSlot(e.prio, e.ts, a.gen, e))
 	a.live++
 	if a.pushes++; a.pushes == 1<<31 {
 		a.rebuild()
@@ -144,7 +144,8 @@ func (a *lazyActive[K, T]) rebuild() {
 	a.gen = 0
 	a.h.Each(func(s *activeSlot[K, T]) {
 		a.gen++
-		s.Gen, s.Ref.gen = a.gen, a.gen
+		s.SetGen(a.gen)
+		s.Ref.gen = a.gen
 	})
 	a.stale = 0
 	a.pushes = 0
@@ -169,7 +170,7 @@ func (a *lazyActive[K, T]) Check() error {
 			continue
 		}
 		live++
-		if n.Prio != n.Ref.prio || n.TS != n.Ref.ts {
+		if n.Prio() != n.Ref.prio || n.TS() != n.Ref.ts {
 			return fmt.Errorf("activeQ: key %v has stale sort keys", n.Ref.key)
 		}
 	}
