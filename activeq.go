@@ -19,6 +19,9 @@ type activeQueue[K comparable, T any] interface {
 	Each(f func(*entry[K, T]))
 	// Check verifies the structure against the entries.
 	Check() error
+	// WarmFront loads the entry that Pop most likely returns next
+	// (entry.warm), or does nothing.
+	WarmFront()
 }
 
 // indexedActive orders entries with the caller's Less. Each entry records
@@ -37,6 +40,7 @@ func (a *indexedActive[K, T]) Pop() (*entry[K, T], bool) { return a.h.Pop() }
 func (a *indexedActive[K, T]) Remove(e *entry[K, T])     { a.h.Remove(int(e.idx)) }
 func (a *indexedActive[K, T]) Fix(e *entry[K, T])        { a.h.Fix(int(e.idx)) }
 
+func (a *indexedActive[K, T]) WarmFront() {}
 func (a *indexedActive[K, T]) Each(f func(*entry[K, T])) {
 	for i := range a.h.Len() {
 		f(a.h.At(i))
@@ -77,6 +81,7 @@ type lazyActive[K comparable, T any] struct {
 	stale  int
 	gen    uint32
 	pushes uint32 // since the last full rebuild
+	sink   uint64 // what WarmFront loaded, kept so that the loads are made
 }
 
 type activeSlot[K comparable, T any] = heap.Slot[*entry[K, T]]
@@ -113,6 +118,13 @@ func (a *lazyActive[K, T]) Pop() (*entry[K, T], bool) {
 			return n.Ref, true
 		}
 		a.stale--
+	}
+}
+
+// WarmFront loads the entry of the front slot, if any. O(1).
+func (a *lazyActive[K, T]) WarmFront() {
+	if a.h.Len() > 0 {
+		a.sink += a.h.At(0).Ref.warm()
 	}
 }
 
