@@ -19,6 +19,9 @@ type activeQueue[K comparable, T any] interface {
 	Each(f func(*entry[K, T]))
 	// Check verifies the structure against the entries.
 	Check() error
+	// WarmFront loads the entry that Pop most likely returns next
+	// (entry.warm), or does nothing.
+	WarmFront()
 }
 
 // indexedActive orders entries with the caller's Less. Each entry records
@@ -37,6 +40,7 @@ func (a *indexedActive[K, T]) Pop() (*entry[K, T], bool) { return a.h.Pop() }
 func (a *indexedActive[K, T]) Remove(e *entry[K, T])     { a.h.Remove(int(e.idx)) }
 func (a *indexedActive[K, T]) Fix(e *entry[K, T])        { a.h.Fix(int(e.idx)) }
 
+func (a *indexedActive[K, T]) WarmFront() {}
 func (a *indexedActive[K, T]) Each(f func(*entry[K, T])) {
 	for i := range a.h.Len() {
 		f(a.h.At(i))
@@ -77,6 +81,7 @@ type lazyActive[K comparable, T any] struct {
 	stale  int
 	gen    uint32
 	pushes uint32 // since the last full rebuild
+	sink   uint64 // what WarmFront loaded, kept so that the loads are made
 }
 
 type activeSlot[K comparable, T any] = heap.Slot[*entry[K, T]]
@@ -86,7 +91,7 @@ func newLazyActive[K comparable, T any]() *lazyActive[K, T] {
 }
 
 func (a *lazyActive[K, T]) valid(s activeSlot[K, T]) bool {
-	return s.Ref.loc == locActive && s.Ref.gen == s.Gen
+	return s.Ref.loc == locActive && s.Ref.gen == s.Gen()
 }
 
 func (a *lazyActive[K, T]) Len() int { return a.live }
@@ -94,7 +99,7 @@ func (a *lazyActive[K, T]) Len() int { return a.live }
 func (a *lazyActive[K, T]) Push(e *entry[K, T]) {
 	a.gen++ // from 1: 0 is no slot's
 	e.gen = a.gen
-	a.h.Push(activeSlot[K, T]{Prio: e.prio, TS: e.ts, Gen: a.gen, Ref: e})
+	a.h.Push(heap.NewSlot(e.prio, e.ts, a.gen, e))
 	a.live++
 	if a.pushes++; a.pushes == 1<<31 {
 		a.rebuild()
@@ -113,6 +118,13 @@ func (a *lazyActive[K, T]) Pop() (*entry[K, T], bool) {
 			return n.Ref, true
 		}
 		a.stale--
+	}
+}
+
+// WarmFront loads the entry of the front slot, if any. O(1).
+func (a *lazyActive[K, T]) WarmFront() {
+	if a.h.Len() > 0 {
+		a.sink += a.h.At(0).Ref.warm()
 	}
 }
 
@@ -144,7 +156,8 @@ func (a *lazyActive[K, T]) rebuild() {
 	a.gen = 0
 	a.h.Each(func(s *activeSlot[K, T]) {
 		a.gen++
-		s.Gen, s.Ref.gen = a.gen, a.gen
+		s.SetGen(a.gen)
+		s.Ref.gen = a.gen
 	})
 	a.stale = 0
 	a.pushes = 0
@@ -169,7 +182,7 @@ func (a *lazyActive[K, T]) Check() error {
 			continue
 		}
 		live++
-		if n.Prio != n.Ref.prio || n.TS != n.Ref.ts {
+		if n.Prio() != n.Ref.prio || n.TS() != n.Ref.ts {
 			return fmt.Errorf("activeQ: key %v has stale sort keys", n.Ref.key)
 		}
 	}

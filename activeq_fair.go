@@ -202,6 +202,9 @@ func (f *fairActive[K, T]) Fix(e *entry[K, T]) {
 }
 
 // Each calls fn for every entry in activeQ, tenant by tenant. O(n).
+// WarmFront does nothing: which tenant pops next is not known in O(1).
+func (f *fairActive[K, T]) WarmFront() {}
+
 func (f *fairActive[K, T]) Each(fn func(*entry[K, T])) {
 	for i := range f.order.Len() {
 		t := f.order.At(i)

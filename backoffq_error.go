@@ -38,6 +38,7 @@ type errorBackoff[K comparable, T any] struct {
 	live   int
 	stale  int
 	pushes uint32 // since the last rebuild
+	sink   uint64 // what warm loaded, kept so that the loads are made
 }
 
 func newErrorBackoff[K comparable, T any]() *errorBackoff[K, T] {
@@ -102,6 +103,16 @@ func (q *errorBackoff[K, T]) front() (s errorSlot[K, T], fromRun, ok bool) {
 		q.drop(fromRun)
 		q.stale--
 	}
+}
+
+// warm loads the entries of the run's next n slots (entry.warm), the
+// ones a flush moves next unless the heap's front comes first. O(n).
+func (q *errorBackoff[K, T]) warm(n int) {
+	var x uint64
+	for _, s := range q.run[q.head:min(q.head+n, len(q.run))] {
+		x += s.e.warm()
+	}
+	q.sink += x
 }
 
 // drop removes the front of the run or of the heap.

@@ -23,8 +23,12 @@ type Config[K comparable, T any] struct {
 	// Priority selects the default order of activeQ: higher priority
 	// first, then earlier Timestamp, then the order in which the items
 	// entered activeQ. The queue caches each item's priority and compares
-	// without calling back, which is the fastest order. It runs under the
-	// lock. Set Priority or Less, not both: setting both is an error.
+	// without calling back, which is the fastest order: it asks when an
+	// item is added, updated, parked or requeued as another value than
+	// popped (for a pointer, another pointer), so an item changed in
+	// place keeps its priority until its Update. It runs under the lock
+	// and must be pure. Set Priority or Less, not both: setting both is
+	// an error.
 	Priority func(item T) int32
 	// Group names the group an item belongs to; "" means a lone item. Nil:
 	// no groups. Group names have their own name space, apart from item

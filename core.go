@@ -279,15 +279,26 @@ func (c *Core[K, T]) matches(reg, ev Event) bool {
 }
 
 // sortKeys refreshes the keys the default order compares, before e enters
-// or moves within a heap ordered by them.
+// or moves within a heap ordered by them. A lone item's priority is the
+// one cached when its item was set (setItem), so that moving it between
+// sub-queues never reads the caller's item.
 func (c *Core[K, T]) sortKeys(e *entry[K, T]) {
 	if c.cfg.Priority != nil {
-		if e.kind == kindGroup {
+		switch e.kind {
+		case kindGroup:
 			e.prio = e.grp.spec.Priority
-		} else {
+		case kindMember:
 			e.prio = c.cfg.Priority(e.Item)
 		}
 		e.ts = e.Timestamp.UnixNano()
+	}
+}
+
+// setItem makes item the lone entry e's item and caches its priority.
+func (c *Core[K, T]) setItem(e *entry[K, T], item T) {
+	e.Item = item
+	if c.cfg.Priority != nil {
+		e.prio = c.cfg.Priority(item)
 	}
 }
 
@@ -300,7 +311,7 @@ func (c *Core[K, T]) newEntry(item T, now time.Time) *entry[K, T] {
 	} else {
 		e = &entry[K, T]{}
 	}
-	e.Item = item
+	c.setItem(e, item)
 	e.key = c.cfg.Key(item)
 	e.Timestamp = now
 	e.idx = -1
@@ -433,7 +444,7 @@ func (c *Core[K, T]) Update(oldItem, newItem T, now time.Time) {
 	e := c.queuedEntry(key)
 	if e == nil {
 		if f := c.flightEntry(key); f != nil {
-			f.Item = newItem
+			c.setItem(f, newItem)
 			f.updated = true
 			for _, ev := range c.updateEvents(oldItem, newItem) {
 				c.flights.record(flightEvent[K, T]{event: ev, label: c.label(ev), oldObj: oldItem, newObj: newItem})
@@ -461,11 +472,11 @@ func (c *Core[K, T]) Update(oldItem, newItem T, now time.Time) {
 		}
 		return
 	case locBackoffError:
-		e.Item = newItem
+		c.setItem(e, newItem)
 		return
 	}
 	// Parked or gated.
-	e.Item = newItem
+	c.setItem(e, newItem)
 	if e.kind == kindLone {
 		c.classify(e)
 	}
@@ -703,8 +714,10 @@ func (c *Core[K, T]) requeueFlight(e *entry[K, T], item T, f Failure, now time.T
 		return nil
 	}
 	c.release(e, now)
-	if !e.updated {
-		e.Item = item
+	if !e.updated && !sameValue(&e.Item, &item) {
+		// The attempt's item is requeued; the one popped (the usual case)
+		// keeps its cached priority, so a failure need not read it.
+		c.setItem(e, item)
 	}
 	c.failed(e, f, e.Cycle, c.flights.since(e), now)
 	return nil

@@ -125,6 +125,12 @@ func (c *Core[K, T]) checkInvariants() error {
 			}
 			continue
 		}
+		if e.kind == kindLone && c.cfg.Priority != nil {
+			c.checkPriority(e, bad)
+			if s := e.shadowOf(); s != nil {
+				c.checkPriority(s, bad)
+			}
+		}
 		if e.loc == locFlight {
 			flying++
 			continue
@@ -248,5 +254,12 @@ func (c *Core[K, T]) checkRoom(bad func(string, ...any)) {
 				bad("room %q lists %s as dormant", key, g.label)
 			}
 		}
+	}
+}
+
+// checkPriority verifies a lone entry's cached priority against its item.
+func (c *Core[K, T]) checkPriority(e *entry[K, T], bad func(string, ...any)) {
+	if p := c.cfg.Priority(e.Item); e.prio != p {
+		bad("key %v: cached priority %d, Priority says %d", e.key, e.prio, p)
 	}
 }

@@ -245,7 +245,10 @@ func (c *Core[K, T]) NextDeadline() (deadline time.Time, ok bool) {
 func (c *Core[K, T]) flushBackoff(now time.Time) {
 	c.recheckRoom(now)
 	for _, h := range [...]interface{ Peek() (*entry[K, T], bool) }{c.backoffU, c.backoffE} {
-		for {
+		for i := 0; ; i++ {
+			if h == c.backoffE && i%warmBatch == 0 {
+				c.backoffE.warm(warmBatch) // the next ones, in expiry order
+			}
 			e, ok := h.Peek()
 			if !ok || c.backoffDone(e.BackoffExpiry).After(now) {
 				break
@@ -254,6 +257,11 @@ func (c *Core[K, T]) flushBackoff(now time.Time) {
 		}
 	}
 }
+
+// warmBatch is how many entries a flush warms at a time (entry.warm):
+// enough for their cache misses to overlap, few enough that they are
+// still in the cache when their turn comes.
+const warmBatch = 16
 
 // flushLeftover retries the parked items that have waited longer than
 // MaxInUnschedulable, counted from the later of their Timestamp and the

@@ -17,6 +17,10 @@ func (c *Core[K, T]) admit(e *entry[K, T]) bool {
 	if e.kind == kindGroup {
 		return c.admitGroup(e)
 	}
+	// The checks read the caller's item, which is often not in the cache
+	// when queued items are many: load the next pop's entry first, so
+	// that its misses overlap with theirs.
+	c.active.WarmFront()
 	if g := e.GatingPlugin; g != "" {
 		for _, p := range checks {
 			if p.Name == g && !p.Admit(e.Item) {

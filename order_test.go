@@ -193,3 +193,60 @@ func TestDefaultUpdateEvent(t *testing.T) {
 		t.Fatalf("explain %+v", x)
 	}
 }
+
+// TestUpdatedPriorityWherever: the default order caches each item's
+// priority; an Update wherever the item is, or a Requeue handed a changed
+// item, refreshes it, so the item pops at its new priority once back in
+// activeQ. "a" (1) and "b" (5) go to the same place, "a" becomes 9.
+func TestUpdatedPriorityWherever(t *testing.T) {
+	a1, a9, b := mk("a", 1), mk("a", 9), mk("b", 5)
+	for _, tc := range []struct {
+		place string
+		run   func(h *harness)
+	}{
+		{"error backoff", func(h *harness) {
+			h.attemptFail("b")
+			h.attemptFail("a")
+			h.c.Update(a1, a9, h.now)
+		}},
+		{"unschedulable backoff", func(h *harness) {
+			h.attemptFail("b", "Fit")
+			h.attemptFail("a", "Fit")
+			h.move(evMachineAdd, 0)
+			h.want("a", InBackoff)
+			h.c.Update(a1, a9, h.now)
+		}},
+		{"parked", func(h *harness) {
+			h.attemptFail("b", "Fit")
+			h.attemptFail("a", "Fit")
+			h.c.Update(a1, a9, h.now)
+			h.want("a", InUnschedulable)
+			h.move(evMachineAdd, 0)
+		}},
+		{"in flight", func(h *harness) {
+			h.attemptFail("b")
+			h.popName()
+			h.c.Update(a1, a9, h.now)
+			h.fail("a")
+		}},
+		{"requeued as a new item", func(h *harness) {
+			h.attemptFail("b")
+			a := h.pop()
+			if err := h.c.Requeue(req(a9, a.Cycle), Failure{}, h.now); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.place, func(t *testing.T) {
+			h := newHarness(t, func(c *Config[string, job]) { c.Less, c.Priority = nil, jobPrio })
+			h.add(a1, b)
+			tc.run(h)
+			h.check()
+			h.step(time.Minute)
+			h.c.Tick(h.now)
+			h.step(time.Minute)
+			h.c.Tick(h.now)
+			h.wantOrder("a", "b")
+		})
+	}
+}

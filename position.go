@@ -160,7 +160,7 @@ func (a *lazyActive[K, T]) ahead(k sortKeysOf) int {
 	all := a.stale == 0 // then every slot is live, without reading its entry
 	for i := range a.h.Len() {
 		s := a.h.At(i)
-		if (s.Prio > k.prio || s.Prio == k.prio && (s.TS < k.ts || s.TS == k.ts && uint64(s.Gen) < k.tie)) && (all || a.valid(s)) {
+		if p, ts := s.Prio(), s.TS(); (p > k.prio || p == k.prio && (ts < k.ts || ts == k.ts && uint64(s.Gen()) < k.tie)) && (all || a.valid(s)) {
 			n++
 		}
 	}

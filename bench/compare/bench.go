@@ -5,6 +5,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"text/tabwriter"
@@ -165,15 +166,38 @@ func runAll(peers []Peer, sizes, moveSizes []int, only string, progress io.Write
 	}
 	if want("memory") {
 		for _, n := range sizes {
-			for _, p := range peers {
-				r := row{scenario: "memory/queued item", peer: p.Name, n: n, na: p.BytesPerItem == nil}
-				if !r.na {
-					fmt.Fprintf(progress, "measuring memory n=%d %s ...\n", n, p.Name)
-					r.bytesPerItem = p.BytesPerItem(n)
-				}
-				rows = append(rows, r)
+			fmt.Fprintf(progress, "measuring memory n=%d, %d rounds ...\n", n, memRounds)
+			rows = append(rows, memoryRows(peers, n, memRounds)...)
+		}
+	}
+	return rows
+}
+
+// memRounds is how many times memoryRows measures each peer.
+const memRounds = 7
+
+// memoryRows measures each peer's bytes per queued item rounds times, the
+// peers taking turns within each round, so that whatever drifts in the
+// process (the runtime's own caches, a peer's background goroutines)
+// falls on all alike. A row reports the median, and its note the range.
+func memoryRows(peers []Peer, n, rounds int) []row {
+	got := make([][]float64, len(peers))
+	for range rounds {
+		for i, p := range peers {
+			if p.BytesPerItem != nil {
+				got[i] = append(got[i], p.BytesPerItem(n))
 			}
 		}
+	}
+	var rows []row
+	for i, p := range peers {
+		r := row{scenario: "memory/queued item", peer: p.Name, n: n, na: p.BytesPerItem == nil}
+		if !r.na {
+			v := slices.Sorted(slices.Values(got[i]))
+			r.bytesPerItem = v[len(v)/2]
+			r.note = fmt.Sprintf("median of %d alternated rounds; range %.0f-%.0f", rounds, v[0], v[len(v)-1])
+		}
+		rows = append(rows, r)
 	}
 	return rows
 }

@@ -143,6 +143,7 @@ func schedqMoveAll(n int, move bool) func(b *testing.B) {
 
 func schedqBytesPerItem(n int) float64 {
 	q, _ := newSchedq(&testing.B{})
+	defer q.Close() // ends its Run: a bare testing.B never runs cleanups
 	pods := upstreamPods(n)
 	before := heapBytes()
 	for _, p := range pods {

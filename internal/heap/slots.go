@@ -1,27 +1,51 @@
 package heap
 
-import "slices"
+import (
+	"math/bits"
+	"slices"
+)
 
 // Slot is an element of a SlotHeap: the sort keys of an item, copied so
 // that comparisons never leave the heap's array, and a reference to the
-// item that the heap carries but never reads.
+// item that the heap carries but never reads. The keys are packed into
+// one 128-bit number (hi, lo) that orders as the keys do: the priority
+// inverted, then the timestamp with its sign bit flipped, then the
+// generation. So a comparison is one subtraction with borrow, without a
+// branch, and a slot stays at 24 bytes.
 type Slot[R any] struct {
-	Prio int32
-	Gen  uint32 // the last tie-breaker (schedq: the slot's generation, in push order)
-	TS   int64
-	Ref  R
+	hi, lo uint64
+	Ref    R
 }
 
-// before is the SlotHeap order: higher Prio first, then earlier TS, then
-// lower Gen.
+// NewSlot returns the slot of ref with priority prio, timestamp ts and
+// generation gen (the last tie-breaker; schedq: push order).
+func NewSlot[R any](prio int32, ts int64, gen uint32, ref R) Slot[R] {
+	u := uint64(ts) ^ 1<<63
+	return Slot[R]{
+		hi:  uint64(uint32(prio)^0x7fffffff)<<32 | u>>32,
+		lo:  u<<32 | uint64(gen),
+		Ref: ref,
+	}
+}
+
+// Prio returns the slot's priority.
+func (s *Slot[R]) Prio() int32 { return int32(uint32(s.hi>>32) ^ 0x7fffffff) }
+
+// TS returns the slot's timestamp.
+func (s *Slot[R]) TS() int64 { return int64((s.hi<<32 | s.lo>>32) ^ 1<<63) }
+
+// Gen returns the slot's generation.
+func (s *Slot[R]) Gen() uint32 { return uint32(s.lo) }
+
+// SetGen changes the slot's generation.
+func (s *Slot[R]) SetGen(gen uint32) { s.lo = s.lo&^0xffffffff | uint64(gen) }
+
+// before is the SlotHeap order: higher priority first, then earlier
+// timestamp, then lower generation; as numbers, hi:lo below the other's.
 func (a *Slot[R]) before(b *Slot[R]) bool {
-	if a.Prio != b.Prio {
-		return a.Prio > b.Prio
-	}
-	if a.TS != b.TS {
-		return a.TS < b.TS
-	}
-	return a.Gen < b.Gen
+	_, borrow := bits.Sub64(a.lo, b.lo, 0)
+	_, borrow = bits.Sub64(a.hi, b.hi, borrow)
+	return borrow != 0
 }
 
 // SlotHeap is a 4-ary heap of Slots in one fixed order, higher Prio first,
@@ -128,15 +152,30 @@ func (h *SlotHeap[R]) Filter(keep func(Slot[R]) bool) {
 }
 
 // bestChild returns the index of i's child that orders first, if i has
-// children.
+// children. With all four children, as at every level but the last, it
+// picks by a tournament whose comparisons select rather than branch.
 func (h *SlotHeap[R]) bestChild(i int) (int, bool) {
 	items := h.items
 	first := arity*i + 1
+	if first+arity <= len(items) {
+		c := items[first : first+arity : first+arity]
+		j, k := 0, 2
+		if c[1].before(&c[0]) {
+			j = 1
+		}
+		if c[3].before(&c[2]) {
+			k = 3
+		}
+		if c[k].before(&c[j]) {
+			j = k
+		}
+		return first + j, true
+	}
 	if first >= len(items) {
 		return 0, false
 	}
 	j := first
-	for c := first + 1; c < first+arity && c < len(items); c++ {
+	for c := first + 1; c < len(items); c++ {
 		if items[c].before(&items[j]) {
 			j = c
 		}

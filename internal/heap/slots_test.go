@@ -2,6 +2,7 @@ package heap
 
 import (
 	"cmp"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -18,7 +19,41 @@ func checkSlots(t *testing.T, h *SlotHeap[int]) {
 
 // slotOrder is the SlotHeap order as a comparison, for the model.
 func slotOrder(a, b Slot[int]) int {
-	return cmp.Or(cmp.Compare(b.Prio, a.Prio), cmp.Compare(a.TS, b.TS), cmp.Compare(a.Gen, b.Gen))
+	return cmp.Or(cmp.Compare(b.Prio(), a.Prio()), cmp.Compare(a.TS(), b.TS()), cmp.Compare(a.Gen(), b.Gen()))
+}
+
+var (
+	prios  = []int32{math.MinInt32, -7, -1, 0, 1, 2, 3, 4, math.MaxInt32}
+	stamps = []int64{math.MinInt64, -1 << 40, -1, 0, 1, 2, 49, 1 << 32, 1<<32 + 1, 1 << 62, math.MaxInt64}
+)
+
+// TestSlotKeys: a slot gives back the keys it was made with, a new
+// generation leaves the others alone, and slots order as their keys do.
+func TestSlotKeys(t *testing.T) {
+	var all []Slot[int]
+	for _, p := range prios {
+		for _, ts := range stamps {
+			for _, g := range []uint32{0, 1, math.MaxUint32} {
+				s := NewSlot(p, ts, g, 0)
+				if s.Prio() != p || s.TS() != ts || s.Gen() != g {
+					t.Fatalf("NewSlot(%d, %d, %d) gives back %d, %d, %d", p, ts, g, s.Prio(), s.TS(), s.Gen())
+				}
+				s.SetGen(7)
+				if s.Prio() != p || s.TS() != ts || s.Gen() != 7 {
+					t.Fatalf("SetGen(7) on (%d, %d, %d) gives %d, %d, %d", p, ts, g, s.Prio(), s.TS(), s.Gen())
+				}
+				s.SetGen(g)
+				all = append(all, s)
+			}
+		}
+	}
+	for _, a := range all {
+		for _, b := range all {
+			if got, want := a.before(&b), slotOrder(a, b) < 0; got != want {
+				t.Fatalf("(%d, %d, %d) before (%d, %d, %d): %v, want %v", a.Prio(), a.TS(), a.Gen(), b.Prio(), b.TS(), b.Gen(), got, want)
+			}
+		}
+	}
 }
 
 // TestSlotHeapRandomOps checks SlotHeap against a sorted slice: Pop gives
@@ -32,15 +67,16 @@ func TestSlotHeapRandomOps(t *testing.T) {
 	for step := range 20000 {
 		switch op := r.IntN(8); {
 		case op < 4 || len(model) == 0:
-			// Few priorities and timestamps, so that ties are common.
-			s := Slot[int]{Prio: int32(r.IntN(5)), TS: int64(r.IntN(50)), Gen: uint32(step), Ref: step}
+			// Few priorities and timestamps, so that ties are common,
+			// and the extremes of each key.
+			s := NewSlot(prios[r.IntN(len(prios))], stamps[r.IntN(len(stamps))], uint32(step), step)
 			h.Push(s)
 			model = append(model, s)
 		case op < 7:
 			want := slices.MinFunc(model, slotOrder)
 			got, ok := h.Pop()
 			if !ok || got.Ref != want.Ref {
-				t.Fatalf("step %d: Pop %+v, want prio %d ts %d", step, got, want.Prio, want.TS)
+				t.Fatalf("step %d: Pop %+v, want prio %d ts %d", step, got, want.Prio(), want.TS())
 			}
 			model = slices.DeleteFunc(model, func(s Slot[int]) bool { return s.Ref == got.Ref })
 		default:
@@ -72,7 +108,7 @@ func TestSlotHeapRandomOps(t *testing.T) {
 func TestSlotHeapShrinks(t *testing.T) {
 	var h SlotHeap[int]
 	for i := range 10000 {
-		h.Push(Slot[int]{TS: int64(i)})
+		h.Push(NewSlot(0, int64(i), 0, 0))
 	}
 	for range 9990 {
 		h.Pop()
