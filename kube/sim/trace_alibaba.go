@@ -42,6 +42,18 @@ type TraceSpec struct {
 	// default) or "random" (shuffled with the scenario's seed). Such pods
 	// all arrive at the start and are never deleted.
 	Order string `yaml:"order"`
+	// QoSPriority gives the pods of each qos value (LS, BE, Burstable and
+	// Guaranteed in the public trace) that priority; a pod whose qos is
+	// empty or not listed has priority 0. Unset, every pod has priority 0
+	// and the queue takes them in arrival order.
+	QoSPriority map[string]int32 `yaml:"qosPriority"`
+	// Namespaces is where the pods are: "default" (the default) puts them
+	// all in namespace default; "qos" puts each in a namespace named after
+	// its qos, lower-cased (ls, be, burstable, guaranteed), so that the
+	// queue's fairness between namespaces shares it between QoS classes
+	// and the report breaks the time to schedule down by qos. A pod
+	// without qos stays in default.
+	Namespaces string `yaml:"namespaces"`
 }
 
 // TraceAlibabaGPU is the format of the Alibaba GPU cluster trace v2023
@@ -101,6 +113,43 @@ func (t *TraceSpec) validate(f string, bad func(string, string, ...any)) {
 	if t.Order != "" && t.Order != TraceOrderFile && t.Order != TraceOrderRandom {
 		bad(f+".order", "%q is not %s or %s", t.Order, TraceOrderFile, TraceOrderRandom)
 	}
+	if t.Namespaces != "" && t.Namespaces != TraceNamespacesDefault && t.Namespaces != TraceNamespacesQoS {
+		bad(f+".namespaces", "%q is not %s or %s", t.Namespaces, TraceNamespacesDefault, TraceNamespacesQoS)
+	}
+	for _, q := range sortedKeys(t.QoSPriority) {
+		if err := labelValue("qos", q); err != nil || q == "" {
+			bad(f+".qosPriority", "%q is not a qos value of the trace", q)
+		}
+		if v := t.QoSPriority[q]; v > maxUserPriority {
+			bad(f+".qosPriority."+q, "at most %d (the highest user-definable priority), got %d", maxUserPriority, v)
+		}
+	}
+}
+
+// Where a trace's pods are, for TraceSpec.Namespaces.
+const (
+	TraceNamespacesDefault = "default"
+	TraceNamespacesQoS     = "qos"
+)
+
+// maxUserPriority is Kubernetes' highest user-definable priority.
+const maxUserPriority = 1_000_000_000
+
+// applyQoS gives a pod of the trace its priority and namespace from its
+// qos, as spec says (TraceSpec.QoSPriority, TraceSpec.Namespaces).
+func (t *TraceSpec) applyQoS(p *v1.Pod) error {
+	qos := p.Labels[LabelQoS]
+	if prio, ok := t.QoSPriority[qos]; ok && qos != "" {
+		p.Spec.Priority = &prio
+	}
+	if t.Namespaces == TraceNamespacesQoS && qos != "" {
+		ns := strings.ToLower(qos)
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("column qos: %q makes no valid namespace (trace.namespaces: qos)", qos)
+		}
+		p.Namespace = ns
+	}
+	return nil
 }
 
 func (t *TraceSpec) files() (nodes, pods string) {
@@ -226,6 +275,9 @@ func readAlibabaTrace(spec *TraceSpec) (*alibabaTrace, error) {
 		t.untimed = len(header) == len(podColumnsShort)
 		p, err := alibabaPod(rec, t.untimed)
 		if err != nil {
+			return err
+		}
+		if err := spec.applyQoS(p.pod); err != nil {
 			return err
 		}
 		p.line = line
