@@ -93,6 +93,15 @@ func TestGPUReplayFlags(t *testing.T) {
 	if out, err = runSimulate("--trace", fixture, "--gpu-policy", "fgd", "--compare", "gpuPolicy=bestfit"); err != nil {
 		t.Fatalf("--gpu-policy fgd --compare gpuPolicy=bestfit: %v\n%s", err, out)
 	}
+	// default alone names the profile's own scoring, as in a list: the
+	// same bytes as no flag.
+	plain, err := runSimulate("--trace", fixture, "--no-wall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err = runSimulate("--trace", fixture, "--no-wall", "--gpu-policy", "default"); err != nil || out != plain {
+		t.Fatalf("--gpu-policy default: %v\n%s\nwant, as without the flag:\n%s", err, out, plain)
+	}
 	for _, c := range []struct {
 		args []string
 		want string

@@ -81,6 +81,9 @@ func (in inputs) load(scenario string, scenarioSet bool) (*sim.Scenario, error) 
 		}
 		sc.Scheduler.GPUModel = cmpOr(in.gpuModel, sc.Scheduler.GPUModel)
 		sc.Scheduler.GPUPolicy = cmpOr(in.gpuPolicy, sc.Scheduler.GPUPolicy)
+		if strings.EqualFold(in.gpuPolicy, defaultScoring) {
+			sc.Scheduler.GPUPolicy = "" // the profile's own scoring, over a scenario's policy
+		}
 		if err := sc.Validate(); err != nil {
 			return nil, fmt.Errorf("--gpu-model, --gpu-policy: %w", err)
 		}
