@@ -101,29 +101,12 @@ func (*gpuDRAScore) ScoreExtensions() fwk.ScoreExtensions { return nil }
 // node's pool (not expected once bound) takes the best fit, as DRA would.
 func (p *gpuDRAScore) node(ni fwk.NodeInfo, skip types.UID) *gpu.Node {
 	in := nodeInOf(ni)
-	n := gpu.NewNode(in.name, in.model, in.cpu, in.mem>>20, int(in.gpuMilli/gpu.Milli))
-	n.CPUFree = in.cpu - in.usedCPU
-	n.MemFree = (in.mem - in.usedMem) >> 20
+	n := emptyNode(in)
 	for _, pi := range ni.GetPods() {
 		pod := pi.GetPod()
 		res := pi.CalculateResource().Resource
-		r, ok := podUsage{gpuMilli: res.GetScalarResources()[gpuName], cpu: res.GetMilliCPU(), mem: res.GetMemory()}.request()
-		if pod.UID == skip {
-			n.CPUFree += r.CPU
-			n.MemFree += r.Mem
-			continue
-		}
-		if !ok || r.Count == 0 {
-			continue
-		}
-		r.CPU, r.Mem = 0, 0 // counted above
-		at := p.allocated(pod, in.name)
-		if len(at) != r.Count || !fitsAt(n, r, at) {
-			at = n.BestFit(r)
-		}
-		if at != nil {
-			n.Place(r, at)
-		}
+		u := podUsage{gpuMilli: res.GetScalarResources()[gpuName], cpu: res.GetMilliCPU(), mem: res.GetMemory()}
+		placeHeld(n, u, pod.UID == skip, func() []int { return p.allocated(pod, in.name) })
 	}
 	return n
 }

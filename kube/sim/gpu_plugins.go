@@ -110,31 +110,46 @@ type nodeIn struct {
 // Pods without remembered GPUs (pods nominated there, or not placed by
 // the model) take the best fit, in the node's pod order. O(pods + GPUs).
 func (g *gpuDevices) build(in nodeIn, skip types.UID) *gpu.Node {
-	n := gpu.NewNode(in.name, in.model, in.cpu, in.mem>>20, int(in.gpuMilli/gpu.Milli))
-	n.CPUFree = in.cpu - in.usedCPU
-	n.MemFree = (in.mem - in.usedMem) >> 20
+	n := emptyNode(in)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for uid, u := range in.pods {
-		r, ok := u.request()
-		if uid == skip {
-			n.CPUFree += r.CPU
-			n.MemFree += r.Mem
-			continue
-		}
-		if !ok || r.Count == 0 {
-			continue
-		}
-		r.CPU, r.Mem = 0, 0 // counted above
-		at := g.assigned[uid]
-		if len(at) != r.Count || !fitsAt(n, r, at) {
-			at = n.BestFit(r)
-		}
-		if at != nil {
-			n.Place(r, at)
-		}
+		placeHeld(n, u, uid == skip, func() []int { return g.assigned[uid] })
 	}
 	return n
+}
+
+// emptyNode is in's node with its pods' CPU and memory taken and all its
+// GPUs free, for placeHeld to fill. O(GPUs).
+func emptyNode(in nodeIn) *gpu.Node {
+	n := gpu.NewNode(in.name, in.model, in.cpu, in.mem>>20, int(in.gpuMilli/gpu.Milli))
+	n.CPUFree = in.cpu - in.usedCPU
+	n.MemFree = (in.mem - in.usedMem) >> 20
+	return n
+}
+
+// placeHeld puts one pod of a node being rebuilt back on n: a skipped
+// pod gives its CPU and memory back; a pod with GPUs takes the ones held
+// (read only for such a pod) if they still fit, else the best fit.
+// O(GPUs).
+func placeHeld(n *gpu.Node, u podUsage, skipped bool, held func() []int) {
+	r, ok := u.request()
+	if skipped {
+		n.CPUFree += r.CPU
+		n.MemFree += r.Mem
+		return
+	}
+	if !ok || r.Count == 0 {
+		return
+	}
+	r.CPU, r.Mem = 0, 0 // counted in emptyNode
+	at := held()
+	if len(at) != r.Count || !fitsAt(n, r, at) {
+		at = n.BestFit(r)
+	}
+	if at != nil {
+		n.Place(r, at)
+	}
 }
 
 // fits reports whether r's GPUs fit the node one by one. A node whose
