@@ -39,6 +39,10 @@ type forecaster struct {
 	schedulerName string
 	// hist, if set, estimates the runtimes of pods that declare none.
 	hist *liveHistory
+	// busy, if set, says whether the scheduler has a pod ready to try: a
+	// forecast waits while it has (see pace), until stop is closed.
+	busy func() bool
+	stop <-chan struct{}
 
 	// wait is how long a request waits for a forecast under way, on
 	// timers.
@@ -56,8 +60,9 @@ type liveForecast struct {
 	F    *sim.Forecast
 	St   *sim.ForecastState
 	Copy CopyStats
-	// Took is how long the forecast ran, the copy aside.
-	Took time.Duration
+	// Took is how long the forecast ran, the copy aside, and Waited how
+	// much of it the forecast spent waiting for the scheduler (see pace).
+	Took, Waited time.Duration
 	// O are the options it ran with (its history included).
 	O sim.ForecastOptions
 }
@@ -171,11 +176,14 @@ func (f *forecaster) compute() (*liveForecast, error) {
 	if f.hist != nil {
 		o.History = f.hist.history()
 	}
+	var waited time.Duration
+	o.Pace = f.pace(&waited)
 	fc, err := sim.RunForecast(f.sc, st, o)
 	if err != nil {
 		return nil, fmt.Errorf("forecast: %w", err)
 	}
-	return &liveForecast{F: fc, St: st, Copy: cs, Took: f.clock.Since(t), O: o}, nil
+	o.Pace = nil // a what-if from this forecast is not paced
+	return &liveForecast{F: fc, St: st, Copy: cs, Took: f.clock.Since(t), Waited: waited, O: o}, nil
 }
 
 // Prediction is one pending pod's predicted start, with its basis.
