@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -38,9 +37,10 @@ import (
 // last pod is bound; it reports pods/s and the process's CPU time per
 // pod. Both take the fake clientset's cost (copies, watch fan-out).
 //
-// schedq-forecasting is schedq with a client asking it, back to back, for
-// a pending pod's predicted start (GET /debug/forecast/...): forecasts of
-// the whole live state run beside the scheduling.
+// schedq-forecasting is schedq with a client asking it, once a second, for
+// a pending pod's predicted start (GET /debug/forecast/...): a forecast of
+// the whole live state is under way whenever the last is older than its
+// TTL, beside the scheduling.
 //
 // In Arrivals the cluster starts empty: once each pod has been found
 // unschedulable (its status written once), the nodes are created, one
@@ -219,7 +219,8 @@ func runSchedqOn(b *testing.B, c *benchCluster, forecasting bool) {
 	}()
 	asked := make(chan int)
 	if forecasting {
-		go askForecasts(ctx, "http://"+o.Address+"/debug/forecast/default/pod-0", asked)
+		url := fmt.Sprintf("http://%s/debug/forecast/default/pod-%d", o.Address, c.pods-1)
+		go askForecasts(ctx, url, asked)
 	}
 	c.wait(b)
 	cancel()
@@ -241,19 +242,27 @@ func freeAddress(b *testing.B) string {
 	return ln.Addr().String()
 }
 
-// askForecasts GETs url back to back until ctx ends, then sends how many
-// answers were forecasts (HTTP 200; before the server listens, and while
-// the first forecast is under way, the answers are errors).
+// askForecasts GETs url once a second, as a user's dashboard would, until
+// ctx ends, then sends how many answers were forecasts (HTTP 200; before
+// the server listens, while the first forecast is under way, and once the
+// pod is bound, the answers are errors).
 func askForecasts(ctx context.Context, url string, asked chan<- int) {
 	n := 0
-	for ctx.Err() == nil {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			asked <- n
+			return
+		case <-tick.C:
+		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
-			break
+			continue
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			goruntime.Gosched()
 			continue
 		}
 		io.Copy(io.Discard, resp.Body)
@@ -262,7 +271,6 @@ func askForecasts(ctx context.Context, url string, asked chan<- int) {
 			n++
 		}
 	}
-	asked <- n
 }
 
 func runKubeSchedulerOn(b *testing.B, c *benchCluster) {
