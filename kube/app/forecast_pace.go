@@ -13,13 +13,15 @@ const (
 	paceRecheck = 10 * time.Millisecond
 )
 
-// pace returns the pace of one forecast run (sim.ForecastOptions.Pace),
-// or nil if f has no busy signal. On the run's first operation and every
-// paceEvery after it, the pace asks f.busy (one Counts of the queue: O(1)
-// under its lock) and, while the scheduler has a pod ready to try, waits
-// paceRecheck on f.timers and asks again. Once f.stop is closed it waits
-// no more, so a forecast under way at shutdown ends. The wait it adds up
-// is kept in *waited. Not safe for concurrent use: one per run.
+// pace returns the pace of one forecast (sim.ForecastOptions.Pace), or
+// nil if f has no busy signal. compute calls it once before it copies the
+// state, and the run before each object it builds and each operation. On
+// the first call and every paceEvery-th after it, the pace asks f.busy
+// (one Counts of the queue: O(1) under its lock) and, while the scheduler
+// has a pod ready to try, waits paceRecheck on f.timers and asks again.
+// Once f.stop is closed it waits no more, so a forecast under way at
+// shutdown ends. The wait it adds up is kept in *waited. Not safe for
+// concurrent use: one per forecast.
 func (f *forecaster) pace(waited *time.Duration) func() {
 	if f.busy == nil {
 		return nil
