@@ -258,6 +258,8 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	fc := newForecaster(o, &liveState{queue: queues, cache: c, pods: pods.GetStore(),
 		namespaces: factory.Core().V1().Namespaces().Informer().GetStore(), groups: storeOf(podGroups),
 		schedulerName: o.SchedulerName, clock: o.Clock}, o.Clock)
+	fc.busy = func() bool { return queues.Counts().Active > 0 }
+	fc.stop = ctx.Done()
 	if _, err := pods.AddEventHandler(fc.hist.handler()); err != nil {
 		return err
 	}

@@ -39,6 +39,10 @@ type forecaster struct {
 	schedulerName string
 	// hist, if set, estimates the runtimes of pods that declare none.
 	hist *liveHistory
+	// busy, if set, says whether the scheduler has a pod ready to try: a
+	// forecast waits while it has (see pace), until stop is closed.
+	busy func() bool
+	stop <-chan struct{}
 
 	// wait is how long a request waits for a forecast under way, on
 	// timers.
@@ -56,8 +60,10 @@ type liveForecast struct {
 	F    *sim.Forecast
 	St   *sim.ForecastState
 	Copy CopyStats
-	// Took is how long the forecast ran, the copy aside.
-	Took time.Duration
+	// Took is how long the forecast took, the copy aside, and Waited how
+	// much of it the forecast spent waiting for the scheduler (see pace),
+	// before the copy and during the run.
+	Took, Waited time.Duration
 	// O are the options it ran with (its history included).
 	O sim.ForecastOptions
 }
@@ -162,20 +168,28 @@ func (f *forecaster) run(done chan struct{}) {
 
 // compute copies the state and runs the forecast.
 func (f *forecaster) compute() (*liveForecast, error) {
+	t := f.clock.Now()
+	var waited time.Duration
+	pace := f.pace(&waited)
+	if pace != nil {
+		pace() // the copy, too, waits while the scheduler is busy
+	}
 	st, cs := f.state()
 	if len(st.Nodes) == 0 {
 		return nil, fmt.Errorf("no forecast: %w", sim.ErrNoNodes)
 	}
-	t := f.clock.Now()
 	o := f.o
 	if f.hist != nil {
 		o.History = f.hist.history()
 	}
+	o.Pace = pace
 	fc, err := sim.RunForecast(f.sc, st, o)
 	if err != nil {
 		return nil, fmt.Errorf("forecast: %w", err)
 	}
-	return &liveForecast{F: fc, St: st, Copy: cs, Took: f.clock.Since(t), O: o}, nil
+	o.Pace = nil // a what-if from this forecast is not paced
+	took := f.clock.Since(t) - cs.Took
+	return &liveForecast{F: fc, St: st, Copy: cs, Took: took, Waited: waited, O: o}, nil
 }
 
 // Prediction is one pending pod's predicted start, with its basis.

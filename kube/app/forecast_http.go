@@ -143,6 +143,8 @@ type basis struct {
 	Unknown  int               `json:"unknown"`
 	Copy     CopyStats         `json:"copy"`
 	Took     time.Duration     `json:"took"`
+	// Waited is how much of Took the forecast yielded to scheduling.
+	Waited time.Duration `json:"waited,omitempty"`
 }
 
 func withStarts(p schedq.PendingPage[types.NamespacedName], f *forecaster) pendingAnswer {
@@ -152,7 +154,7 @@ func withStarts(p schedq.PendingPage[types.NamespacedName], f *forecaster) pendi
 		a.ForecastError = err.Error()
 		return a
 	}
-	a.Forecast = &basis{At: lf.F.At, Horizon: lf.F.Horizon, Arrivals: lf.F.Arrivals, Ends: lf.F.Ends, Unknown: lf.F.Unknown, Copy: lf.Copy, Took: lf.Took}
+	a.Forecast = &basis{At: lf.F.At, Horizon: lf.F.Horizon, Arrivals: lf.F.Arrivals, Ends: lf.F.Ends, Unknown: lf.F.Unknown, Copy: lf.Copy, Took: lf.Took, Waited: lf.Waited}
 	for _, it := range p.Items {
 		s := itemStart{Key: it.Key.String()}
 		if pf, err := lf.F.Of(it.Key); err != nil {

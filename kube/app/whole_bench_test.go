@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -35,6 +37,11 @@ import (
 // last pod is bound; it reports pods/s and the process's CPU time per
 // pod. Both take the fake clientset's cost (copies, watch fan-out).
 //
+// schedq-forecasting is schedq with a client asking it, once a second, for
+// a pending pod's predicted start (GET /debug/forecast/...): a forecast of
+// the whole live state is under way whenever the last is older than its
+// TTL, beside the scheduling.
+//
 // In Arrivals the cluster starts empty: once each pod has been found
 // unschedulable (its status written once), the nodes are created, one
 // after another, as fast as the fake takes them, and the clock runs from
@@ -49,7 +56,7 @@ func BenchmarkWholeScheduler(b *testing.B) {
 		nodes, pods int
 		arrive      bool
 	}{{"SchedulingBasic", 5000, 10000, false}, {"Small", 500, 2000, false}, {"Arrivals", 500, 2000, true}} {
-		for _, who := range []string{"kube-scheduler", "schedq"} {
+		for _, who := range []string{"kube-scheduler", "schedq", "schedq-forecasting"} {
 			b.Run(w.name+"/"+who, func(b *testing.B) {
 				for b.Loop() {
 					b.StopTimer()
@@ -61,9 +68,12 @@ func BenchmarkWholeScheduler(b *testing.B) {
 					if w.arrive {
 						go c.arrive(b, first)
 					}
-					if who == "schedq" {
-						runSchedqOn(b, c)
-					} else {
+					switch who {
+					case "schedq":
+						runSchedqOn(b, c, false)
+					case "schedq-forecasting":
+						runSchedqOn(b, c, true)
+					default:
 						runKubeSchedulerOn(b, c)
 					}
 					wall := time.Since(start)
@@ -192,20 +202,74 @@ func (c *benchCluster) wait(b *testing.B) {
 	}
 }
 
-func runSchedqOn(b *testing.B, c *benchCluster) {
+// runSchedqOn runs schedq's scheduler on c until every pod is bound; with
+// forecasting, a client asks it for forecasts back to back meanwhile.
+func runSchedqOn(b *testing.B, c *benchCluster, forecasting bool) {
 	o := Options{SchedulerName: v1.DefaultSchedulerName}
 	if err := o.loadProfile(); err != nil {
 		b.Fatal(err)
+	}
+	if forecasting {
+		o.Address = freeAddress(b)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, clients{sched: c.client, events: c.client, lease: c.client}, nil, nil, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}()
+	asked := make(chan int)
+	if forecasting {
+		url := fmt.Sprintf("http://%s/debug/forecast/default/pod-%d", o.Address, c.pods-1)
+		go askForecasts(ctx, url, asked)
+	}
 	c.wait(b)
 	cancel()
+	if forecasting {
+		b.ReportMetric(float64(<-asked), "forecast-answers")
+	}
 	if err := <-done; err != nil {
 		b.Fatal(err)
+	}
+}
+
+// freeAddress is a loopback address with a port free a moment ago.
+func freeAddress(b *testing.B) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// askForecasts GETs url once a second, as a user's dashboard would, until
+// ctx ends, then sends how many answers were forecasts (HTTP 200; before
+// the server listens, while the first forecast is under way, and once the
+// pod is bound, the answers are errors).
+func askForecasts(ctx context.Context, url string, asked chan<- int) {
+	n := 0
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			asked <- n
+			return
+		case <-tick.C:
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			continue
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			continue
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			n++
+		}
 	}
 }
 

@@ -55,6 +55,13 @@ type ForecastOptions struct {
 	// over Window) for the whole horizon: new pods at the recent rate and
 	// mix of priorities. Without it no new pod arrives.
 	Arrivals bool
+	// Pace, if set, is called on the run's goroutine before each object
+	// the run builds (a node, a running or a pending pod) and each
+	// operation of the virtual run (an attempt, a binding, a tick, an
+	// end). It may block, to yield the CPU to other work: the live
+	// scheduler's forecasts wait in it while the scheduler has pods to
+	// try. It must not call into the run.
+	Pace func()
 	// noEnds keeps every running pod running (the what-if's "fits now").
 	noEnds bool
 }

@@ -56,11 +56,13 @@ func newForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra [
 		s.h.Cache.SetNamespace(ns)
 	}
 	for _, n := range st.Nodes {
+		r.pace()
 		s.cl.nodes[n.Name] = n
 		s.h.AddNode(n)
 	}
 	seen := map[types.UID]bool{}
 	for _, rp := range st.Running {
+		r.pace()
 		if err := r.addRunning(rp, seen); err != nil {
 			return nil, err
 		}
@@ -71,6 +73,7 @@ func newForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra [
 	}
 	r.asked = append(slices.Clip(st.Pending), extra...)
 	for _, p := range r.asked {
+		r.pace()
 		if err := r.addPending(p, seen); err != nil {
 			return nil, err
 		}
@@ -159,9 +162,19 @@ func (r *forecastRun) setLifetime(p *v1.Pod) {
 	r.s.x.traceLife[framework.Key(p)] = d
 }
 
+// pace calls ForecastOptions.Pace, if set: before each object the run
+// builds and each operation of the queue.
+func (r *forecastRun) pace() {
+	if r.o.Pace != nil {
+		r.o.Pace()
+	}
+}
+
 // observe follows the queue's operations: once every asked pod is bound
-// the run ends. O(1) per operation, O(members) for a group's.
+// the run ends. It paces the run first (ForecastOptions.Pace). O(1) per
+// operation, O(members) for a group's, the pace aside.
 func (r *forecastRun) observe(op Op) {
+	r.pace()
 	if op.Kind != "done" || r.left == 0 {
 		return
 	}
