@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -100,14 +101,9 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 	}
-	base, err := Config(o.Kubeconfig)
+	base, err := apiConfig(o)
 	if err != nil {
 		return err
-	}
-	base.QPS, base.Burst = o.QPS, o.Burst
-	base.UserAgent = "schedq/" + o.SchedulerName
-	if o.WrapTransport != nil {
-		base.Wrap(o.WrapTransport)
 	}
 	var f *fence
 	if o.LeaderElect {
@@ -127,6 +123,27 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	return run(ctx, cs, f, sp, o, log)
+}
+
+// apiConfig is the API clients' configuration: the kubeconfig's cluster
+// and credentials, o's rate limit and transport wrapper, and protobuf, as
+// kube-scheduler's default clientConnection asks (JSON is accepted too,
+// for kinds served only as JSON). Protobuf costs the API server and the
+// scheduler less per object than JSON: the pod and node watches and the
+// bindings are most of the traffic.
+func apiConfig(o Options) (*rest.Config, error) {
+	base, err := Config(o.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	base.QPS, base.Burst = o.QPS, o.Burst
+	base.UserAgent = "schedq/" + o.SchedulerName
+	base.ContentType = runtime.ContentTypeProtobuf
+	base.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	if o.WrapTransport != nil {
+		base.Wrap(o.WrapTransport)
+	}
+	return base, nil
 }
 
 // newLeaderFence checks the lease timings and makes the fence.
