@@ -3,6 +3,8 @@ package sim
 import (
 	"strings"
 	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
 )
 
 // TestTraceGPUsAsDRADevices: with gpuModel dra, DynamicResources places
@@ -57,5 +59,45 @@ func TestTraceGPUsAsDRADevices(t *testing.T) {
 	}
 	if d := placed(GPUModelDevice, false); !strings.HasPrefix(d["share-c"], "pending") || d["whole-t4"] != "t4" {
 		t.Errorf("device: %v, want share-c pending and whole-t4 on t4", d)
+	}
+}
+
+// TestTraceGPUClassNarrowsForOtherDrivers: the trace's DeviceClass has
+// no selector while the trace's driver is the only one, and a scenario's
+// ResourceSlice of another driver, created before the trace's objects or
+// by an event, narrows it to the trace's driver. Three shares of 600 take
+// the three GPUs of the node; a whole GPU then fits in its thousandths
+// (1,200 free) but on no GPU, so it waits: it never takes the other
+// driver's device on that node.
+func TestTraceGPUClassNarrowsForOtherDrivers(t *testing.T) {
+	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nv100,16000,65536,3,V100\n",
+		"name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"+
+			"a,1000,1024,1,600,,LS,Running,10,1000,10\n"+
+			"b,1000,1024,1,600,,LS,Running,11,1000,11\n"+
+			"c,1000,1024,1,600,,LS,Running,12,1000,12\n"+
+			"whole,1000,1024,1,1000,,LS,Running,13,1000,13\n")
+	slice := `
+      - apiVersion: resource.k8s.io/v1
+        kind: ResourceSlice
+        metadata: {name: v100-nic}
+        spec: {nodeName: v100, driver: nic.example.com, pool: {name: v100-nic, generation: 1, resourceSliceCount: 1}, devices: [{name: nic-0}]}`
+	for name, yaml := range map[string]string{
+		"objects": "objects:" + slice,
+		"event":   "events:\n  - at: 1s\n    createObjects:" + slice,
+	} {
+		sc, err := Parse([]byte("name: narrow\nscheduler: {plugins: upstream, gpuModel: dra}\ntrace: {format: alibaba-gpu-v2023, dir: " + dir + "}\n" + yaml + "\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := runSim(t, sc)
+		for _, st := range s.order {
+			if bound := !st.bound.IsZero(); bound != (st.key.Name != "whole") {
+				t.Errorf("%s: %s bound %v (%s), want the shares bound and the whole GPU pending", name, st.key.Name, bound, st.lastMessage)
+			}
+		}
+		class := s.obj.byKey[objectKey(traceGPUClass(false))].(*resourceapi.DeviceClass)
+		if len(class.Spec.Selectors) != 1 {
+			t.Errorf("%s: the trace's class has %d selectors, want 1", name, len(class.Spec.Selectors))
+		}
 	}
 }

@@ -118,7 +118,7 @@ func (s *sim) createObjects(list []Object) {
 				}
 			}
 		}
-		if !s.put(obj) {
+		if !s.put(obj) || !s.narrowTraceClass(obj) {
 			return
 		}
 		if t, ok := obj.(*resourceapi.ResourceClaimTemplate); ok {
