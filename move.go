@@ -250,7 +250,7 @@ func (c *Core[K, T]) flushBackoff(now time.Time) {
 				c.backoffE.warm(warmBatch) // the next ones, in expiry order
 			}
 			e, ok := h.Peek()
-			if !ok || c.backoffDone(e.BackoffExpiry).After(now) {
+			if !ok || c.backoffRunning(e.BackoffExpiry, now) {
 				break
 			}
 			c.toActive(e, labelBackoffComplete, true, now)

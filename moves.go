@@ -78,15 +78,17 @@ func (c *Core[K, T]) toActive(e *entry[K, T], label string, fromBackoff bool, no
 }
 
 // toBackoff moves e into the backoff heap that fits it: the unschedulable
-// one if a plugin rejected it, else the error one. With pop-from-backoff on,
-// the PreEnqueue checks run first, since a pop may take it from there.
-func (c *Core[K, T]) toBackoff(e *entry[K, T], label string, now time.Time) {
+// one if a plugin rejected it, else the error one, to back off for d from
+// its Timestamp (backoffDuration, which the caller computed already). With
+// pop-from-backoff on, the PreEnqueue checks run first, since a pop may
+// take it from there.
+func (c *Core[K, T]) toBackoff(e *entry[K, T], d time.Duration, label string, now time.Time) {
 	if !c.cfg.DisablePopFromBackoff && !c.admit(e) {
 		c.park(e, label, now)
 		return
 	}
 	c.unlink(e, now)
-	e.BackoffExpiry = e.Timestamp.Add(c.backoffDuration(e))
+	e.BackoffExpiry = e.Timestamp.Add(d)
 	e.entered = now.UnixNano()
 	if e.rejected() {
 		e.loc = locBackoffUnsched
@@ -127,14 +129,17 @@ func (c *Core[K, T]) park(e *entry[K, T], label string, now time.Time) {
 
 // requeue applies a strategy to e and returns where e ended up.
 func (c *Core[K, T]) requeue(e *entry[K, T], s strategy, label string, now time.Time) loc {
-	switch {
-	case s == stayParked:
+	if s == stayParked {
 		c.park(e, label, now)
-	case s == afterBackoff && c.backingOff(e, now):
-		c.toBackoff(e, label, now)
-	default:
-		c.toActive(e, label, false, now)
+		return e.loc
 	}
+	if s == afterBackoff {
+		if d := c.backoffDuration(e); c.backingOffFor(e, d, now) {
+			c.toBackoff(e, d, label, now)
+			return e.loc
+		}
+	}
+	c.toActive(e, label, false, now)
 	return e.loc
 }
 
@@ -157,11 +162,12 @@ func (c *Core[K, T]) backoffDuration(e *entry[K, T]) time.Duration {
 // holds its expiry, so a window leaves backoffQ whole and in priority order.
 // No backoff means none, even within a window.
 func (c *Core[K, T]) backingOff(e *entry[K, T], now time.Time) bool {
-	d := c.backoffDuration(e)
-	if d == 0 {
-		return false
-	}
-	return c.backoffDone(e.Timestamp.Add(d)).After(now)
+	return c.backingOffFor(e, c.backoffDuration(e), now)
+}
+
+// backingOffFor is backingOff for e's backoff d (backoffDuration).
+func (c *Core[K, T]) backingOffFor(e *entry[K, T], d time.Duration, now time.Time) bool {
+	return d != 0 && c.backoffRunning(e.Timestamp.Add(d), now)
 }
 
 // backoffDone is the first instant at which a backoff that expires at
@@ -173,6 +179,16 @@ func (c *Core[K, T]) backoffDone(expiry time.Time) time.Time {
 		return expiry.Add(time.Nanosecond)
 	}
 	return time.Unix(0, (backoff.WindowOf(expiry)+1)*int64(backoff.Window))
+}
+
+// backoffRunning reports whether a backoff that expires at expiry still
+// holds its item at now: backoffDone(expiry).After(now), compared as that
+// does (monotonic readings included), without building a time.Time.
+func (c *Core[K, T]) backoffRunning(expiry, now time.Time) bool {
+	if c.cfg.DisablePopFromBackoff {
+		return !expiry.Before(now)
+	}
+	return (backoff.WindowOf(expiry)+1)*int64(backoff.Window) > now.UnixNano()
 }
 
 // worth decides, for a queued item and an event, where the item should go.
