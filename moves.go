@@ -78,17 +78,17 @@ func (c *Core[K, T]) toActive(e *entry[K, T], label string, fromBackoff bool, no
 }
 
 // toBackoff moves e into the backoff heap that fits it: the unschedulable
-// one if a plugin rejected it, else the error one, to back off for d from
-// its Timestamp (backoffDuration, which the caller computed already). With
+// one if a plugin rejected it, else the error one, until expiry (its
+// Timestamp plus backoffDuration, which the caller computed already). With
 // pop-from-backoff on, the PreEnqueue checks run first, since a pop may
 // take it from there.
-func (c *Core[K, T]) toBackoff(e *entry[K, T], d time.Duration, label string, now time.Time) {
+func (c *Core[K, T]) toBackoff(e *entry[K, T], expiry time.Time, label string, now time.Time) {
 	if !c.cfg.DisablePopFromBackoff && !c.admit(e) {
 		c.park(e, label, now)
 		return
 	}
 	c.unlink(e, now)
-	e.BackoffExpiry = e.Timestamp.Add(d)
+	e.BackoffExpiry = expiry
 	e.entered = now.UnixNano()
 	if e.rejected() {
 		e.loc = locBackoffUnsched
@@ -134,9 +134,12 @@ func (c *Core[K, T]) requeue(e *entry[K, T], s strategy, label string, now time.
 		return e.loc
 	}
 	if s == afterBackoff {
-		if d := c.backoffDuration(e); c.backingOffFor(e, d, now) {
-			c.toBackoff(e, d, label, now)
-			return e.loc
+		// The backoff and its expiry are computed once, for both steps.
+		if d := c.backoffDuration(e); d != 0 {
+			if expiry := e.Timestamp.Add(d); c.backoffRunning(expiry, now) {
+				c.toBackoff(e, expiry, label, now)
+				return e.loc
+			}
 		}
 	}
 	c.toActive(e, label, false, now)
@@ -162,11 +165,7 @@ func (c *Core[K, T]) backoffDuration(e *entry[K, T]) time.Duration {
 // holds its expiry, so a window leaves backoffQ whole and in priority order.
 // No backoff means none, even within a window.
 func (c *Core[K, T]) backingOff(e *entry[K, T], now time.Time) bool {
-	return c.backingOffFor(e, c.backoffDuration(e), now)
-}
-
-// backingOffFor is backingOff for e's backoff d (backoffDuration).
-func (c *Core[K, T]) backingOffFor(e *entry[K, T], d time.Duration, now time.Time) bool {
+	d := c.backoffDuration(e)
 	return d != 0 && c.backoffRunning(e.Timestamp.Add(d), now)
 }
 
