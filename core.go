@@ -566,8 +566,10 @@ func (c *Core[K, T]) Pop(now time.Time) (a Attempt[K, T], ok bool) {
 	return a, ok
 }
 
-// pop is Pop, writing the attempt into *a (left as it is if nothing is
-// poppable), so that Queue's Pop gets it without a copy.
+// pop is Pop, writing the attempt into *a, which must be the zero
+// Attempt (left so if nothing is poppable), so that Queue's Pop gets it
+// without a copy. A lone item's attempt is written field by field: a
+// composite literal would be built on the stack and copied.
 func (c *Core[K, T]) pop(now time.Time, a *Attempt[K, T]) bool {
 	defer c.check()
 	var e *entry[K, T]
@@ -606,7 +608,7 @@ func (c *Core[K, T]) pop(now time.Time, a *Attempt[K, T]) bool {
 		*a = c.popGroup(e, now)
 		return true
 	}
-	*a = Attempt[K, T]{Key: e.key, Info: e.Info, ent: e}
+	a.Key, a.Info, a.ent = e.key, e.Info, e
 	return true
 }
 
