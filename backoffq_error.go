@@ -133,10 +133,15 @@ func (q *errorBackoff[K, T]) Peek() (*entry[K, T], bool) {
 	return s.e, ok
 }
 
-// Remove takes e out: at once if it is the front, else lazily. Amortized
+// Remove takes e out: at once if its slot heads the run or it is the
+// front, else lazily. O(1) in the first case (a flush's), else amortized
 // O(log n).
 func (q *errorBackoff[K, T]) Remove(e *entry[K, T]) {
 	q.live--
+	if q.head < len(q.run) && q.run[q.head].e == e && q.run[q.head].gen == e.gen {
+		q.drop(true) // e's live slot, wherever the front is
+		return
+	}
 	if s, fromRun, ok := q.front(); ok && s.e == e {
 		q.drop(fromRun)
 		return

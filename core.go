@@ -562,6 +562,15 @@ func (c *Core[K, T]) Delete(key K, now time.Time) error {
 // Requeue of the returned attempt. ok is false when nothing is poppable.
 // O(log n).
 func (c *Core[K, T]) Pop(now time.Time) (a Attempt[K, T], ok bool) {
+	ok = c.pop(now, &a)
+	return a, ok
+}
+
+// pop is Pop, writing the attempt into *a, which must be the zero
+// Attempt (left so if nothing is poppable), so that Queue's Pop gets it
+// without a copy. A lone item's attempt is written field by field: a
+// composite literal would be built on the stack and copied.
+func (c *Core[K, T]) pop(now time.Time, a *Attempt[K, T]) bool {
 	defer c.check()
 	var e *entry[K, T]
 	switch {
@@ -576,7 +585,7 @@ func (c *Core[K, T]) Pop(now time.Time) (a Attempt[K, T], ok bool) {
 			e.InitialAttemptTimestamp = now
 		}
 	default:
-		return a, false
+		return false
 	}
 	c.queued--
 	c.uncount(e)
@@ -596,9 +605,11 @@ func (c *Core[K, T]) Pop(now time.Time) (a Attempt[K, T], ok bool) {
 	e.updated, e.deleted, e.readded = false, false, false
 	c.flights.start(e)
 	if e.kind == kindGroup {
-		return c.popGroup(e, now), true
+		*a = c.popGroup(e, now)
+		return true
 	}
-	return Attempt[K, T]{Key: e.key, Info: e.Info, ent: e}, true
+	a.Key, a.Info, a.ent = e.key, e.Info, e
+	return true
 }
 
 // Done ends attempt a after it succeeded or was given up. It returns
@@ -665,9 +676,15 @@ type Failure struct {
 // that no Pop returned. O(log n) plus the hints of the events seen during
 // the attempt.
 func (c *Core[K, T]) Requeue(a Attempt[K, T], f Failure, now time.Time) error {
+	return c.requeueAttempt(&a, &f, now)
+}
+
+// requeueAttempt is Requeue, reading a and f in place, so that Queue's
+// Requeue passes them on without a copy. Neither is kept nor changed.
+func (c *Core[K, T]) requeueAttempt(a *Attempt[K, T], f *Failure, now time.Time) error {
 	defer c.check()
 	if a.Group != "" {
-		return c.requeueGroup(a, f, now)
+		return c.requeueGroup(*a, *f, now)
 	}
 	item, cycle := a.Item, a.Cycle
 	if e := a.ent; e != nil && e.loc == locFlight && e.Cycle == cycle && !e.readded && e.key == a.Key {
@@ -707,7 +724,7 @@ func (c *Core[K, T]) Requeue(a Attempt[K, T], f Failure, now time.Time) error {
 
 // requeueFlight is Requeue of e, in flight and the map's entry for its
 // key, with the attempt's item.
-func (c *Core[K, T]) requeueFlight(e *entry[K, T], item T, f Failure, now time.Time) error {
+func (c *Core[K, T]) requeueFlight(e *entry[K, T], item T, f *Failure, now time.Time) error {
 	if e.deleted {
 		c.endFlight(e)
 		c.retire(e, now)
@@ -741,13 +758,13 @@ func (c *Core[K, T]) Park(item T, f Failure, now time.Time) error {
 		c.parkMember(key, item, f, now)
 		return nil
 	}
-	c.failed(c.newEntry(item, now), f, 0, nil, now)
+	c.failed(c.newEntry(item, now), &f, 0, nil, now)
 	return nil
 }
 
 // failed records failure f on e, released from its attempt of cycle (0
 // for Park) during which events happened, and queues it where they say.
-func (c *Core[K, T]) failed(e *entry[K, T], f Failure, cycle int64, events []flightEvent[K, T], now time.Time) {
+func (c *Core[K, T]) failed(e *entry[K, T], f *Failure, cycle int64, events []flightEvent[K, T], now time.Time) {
 	e.Timestamp = now
 	e.BackoffExpiry = time.Time{}
 	e.FlushedFromUnschedulable = false

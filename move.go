@@ -244,17 +244,22 @@ func (c *Core[K, T]) NextDeadline() (deadline time.Time, ok bool) {
 // m moved items.
 func (c *Core[K, T]) flushBackoff(now time.Time) {
 	c.recheckRoom(now)
-	for _, h := range [...]interface{ Peek() (*entry[K, T], bool) }{c.backoffU, c.backoffE} {
-		for i := 0; ; i++ {
-			if h == c.backoffE && i%warmBatch == 0 {
-				c.backoffE.warm(warmBatch) // the next ones, in expiry order
-			}
-			e, ok := h.Peek()
-			if !ok || c.backoffDone(e.BackoffExpiry).After(now) {
-				break
-			}
-			c.toActive(e, labelBackoffComplete, true, now)
+	for {
+		e, ok := c.backoffU.Peek()
+		if !ok || c.backoffRunning(e.BackoffExpiry, now) {
+			break
 		}
+		c.toActive(e, labelBackoffComplete, true, now)
+	}
+	for i := 0; ; i++ {
+		if i%warmBatch == 0 {
+			c.backoffE.warm(warmBatch) // the next ones, in expiry order
+		}
+		e, ok := c.backoffE.Peek()
+		if !ok || c.backoffRunning(e.BackoffExpiry, now) {
+			break
+		}
+		c.toActive(e, labelBackoffComplete, true, now)
 	}
 }
 

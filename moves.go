@@ -78,15 +78,17 @@ func (c *Core[K, T]) toActive(e *entry[K, T], label string, fromBackoff bool, no
 }
 
 // toBackoff moves e into the backoff heap that fits it: the unschedulable
-// one if a plugin rejected it, else the error one. With pop-from-backoff on,
-// the PreEnqueue checks run first, since a pop may take it from there.
-func (c *Core[K, T]) toBackoff(e *entry[K, T], label string, now time.Time) {
+// one if a plugin rejected it, else the error one, until expiry (its
+// Timestamp plus backoffDuration, which the caller computed already). With
+// pop-from-backoff on, the PreEnqueue checks run first, since a pop may
+// take it from there.
+func (c *Core[K, T]) toBackoff(e *entry[K, T], expiry time.Time, label string, now time.Time) {
 	if !c.cfg.DisablePopFromBackoff && !c.admit(e) {
 		c.park(e, label, now)
 		return
 	}
 	c.unlink(e, now)
-	e.BackoffExpiry = e.Timestamp.Add(c.backoffDuration(e))
+	e.BackoffExpiry = expiry
 	e.entered = now.UnixNano()
 	if e.rejected() {
 		e.loc = locBackoffUnsched
@@ -127,14 +129,20 @@ func (c *Core[K, T]) park(e *entry[K, T], label string, now time.Time) {
 
 // requeue applies a strategy to e and returns where e ended up.
 func (c *Core[K, T]) requeue(e *entry[K, T], s strategy, label string, now time.Time) loc {
-	switch {
-	case s == stayParked:
+	if s == stayParked {
 		c.park(e, label, now)
-	case s == afterBackoff && c.backingOff(e, now):
-		c.toBackoff(e, label, now)
-	default:
-		c.toActive(e, label, false, now)
+		return e.loc
 	}
+	if s == afterBackoff {
+		// The backoff and its expiry are computed once, for both steps.
+		if d := c.backoffDuration(e); d != 0 {
+			if expiry := e.Timestamp.Add(d); c.backoffRunning(expiry, now) {
+				c.toBackoff(e, expiry, label, now)
+				return e.loc
+			}
+		}
+	}
+	c.toActive(e, label, false, now)
 	return e.loc
 }
 
@@ -158,10 +166,7 @@ func (c *Core[K, T]) backoffDuration(e *entry[K, T]) time.Duration {
 // No backoff means none, even within a window.
 func (c *Core[K, T]) backingOff(e *entry[K, T], now time.Time) bool {
 	d := c.backoffDuration(e)
-	if d == 0 {
-		return false
-	}
-	return c.backoffDone(e.Timestamp.Add(d)).After(now)
+	return d != 0 && c.backoffRunning(e.Timestamp.Add(d), now)
 }
 
 // backoffDone is the first instant at which a backoff that expires at
@@ -173,6 +178,16 @@ func (c *Core[K, T]) backoffDone(expiry time.Time) time.Time {
 		return expiry.Add(time.Nanosecond)
 	}
 	return time.Unix(0, (backoff.WindowOf(expiry)+1)*int64(backoff.Window))
+}
+
+// backoffRunning reports whether a backoff that expires at expiry still
+// holds its item at now: backoffDone(expiry).After(now), compared as that
+// does (monotonic readings included), without building a time.Time.
+func (c *Core[K, T]) backoffRunning(expiry, now time.Time) bool {
+	if c.cfg.DisablePopFromBackoff {
+		return !expiry.Before(now)
+	}
+	return (backoff.WindowOf(expiry)+1)*int64(backoff.Window) > now.UnixNano()
 }
 
 // worth decides, for a queued item and an event, where the item should go.

@@ -71,7 +71,7 @@ func (q *Queue[K, T]) Done(a Attempt[K, T]) error {
 
 // Requeue puts an item back after its attempt failed (see Core.Requeue).
 func (q *Queue[K, T]) Requeue(a Attempt[K, T], f Failure) error {
-	return q.do(func(now time.Time) error { return q.core.Requeue(a, f, now) })
+	return q.do(func(now time.Time) error { return q.core.requeueAttempt(&a, &f, now) })
 }
 
 // Park queues an item no Pop returned as if an attempt had failed (see
@@ -102,9 +102,18 @@ func (q *Queue[K, T]) Activate(keys ...K) error {
 // ended context never blocks. After Close, Pop returns ErrClosed, even if
 // items are still queued: they stay readable through Dump. If ctx ends
 // first, Pop returns ctx's error.
-func (q *Queue[K, T]) Pop(ctx context.Context) (Attempt[K, T], error) {
+func (q *Queue[K, T]) Pop(ctx context.Context) (a Attempt[K, T], err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if !q.closed && q.core.pop(q.clock.Now(), &a) {
+		return a, nil // the attempt written in place, without a copy
+	}
+	return q.popWait(ctx)
+}
+
+// popWait is Pop once nothing was poppable at once (or the queue is
+// closed), under the lock: it waits for a change, then tries again.
+func (q *Queue[K, T]) popWait(ctx context.Context) (Attempt[K, T], error) {
 	var stop func() bool
 	defer func() {
 		if stop != nil {
@@ -114,9 +123,6 @@ func (q *Queue[K, T]) Pop(ctx context.Context) (Attempt[K, T], error) {
 	for {
 		if q.closed {
 			return Attempt[K, T]{}, ErrClosed
-		}
-		if a, ok := q.core.Pop(q.clock.Now()); ok {
-			return a, nil
 		}
 		if err := ctx.Err(); err != nil {
 			return Attempt[K, T]{}, err
@@ -131,6 +137,13 @@ func (q *Queue[K, T]) Pop(ctx context.Context) (Attempt[K, T], error) {
 		q.waiting++
 		q.cond.Wait()
 		q.waiting--
+		if q.closed {
+			continue // ErrClosed, above
+		}
+		var a Attempt[K, T]
+		if q.core.pop(q.clock.Now(), &a) {
+			return a, nil
+		}
 	}
 }
 
