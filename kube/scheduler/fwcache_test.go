@@ -336,3 +336,38 @@ func TestAssumedObjectShared(t *testing.T) {
 		t.Error("the cache does not hold the assumed object")
 	}
 }
+
+// TestSameButNode: a shallow copy placed on a node is recognised by its
+// bytes; an equal deep copy by its values; a changed label, status or
+// request is a different pod.
+func TestSameButNode(t *testing.T) {
+	a := pod("a", 100)
+	a.Labels = map[string]string{"app": "web"}
+	if !sameBytesButNode(a, assumedOn(a, "n1")) {
+		t.Error("a shallow copy placed on a node is not recognised by its bytes")
+	}
+	deep := a.DeepCopy()
+	deep.Spec.NodeName = "n1"
+	relabelled := assumedOn(a, "n1")
+	relabelled.Labels = map[string]string{"app": "db"}
+	running := assumedOn(a, "n1")
+	running.Status.Phase = v1.PodRunning
+	bigger := pod("a", 200)
+	bigger.Labels = a.Labels
+	cases := []struct {
+		name string
+		b    *v1.Pod
+		want bool
+	}{
+		{"shallow copy on a node", assumedOn(a, "n1"), true},
+		{"deep copy on a node", deep, true},
+		{"relabelled", relabelled, false},
+		{"running", running, false},
+		{"larger request", bigger, false},
+	}
+	for _, c := range cases {
+		if got := SameButNode(a, c.b); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
