@@ -55,6 +55,7 @@ type Framework struct {
 	factory *syncFactory
 	cancel  context.CancelFunc
 	norm    *normalizer // nil: no ScoreTable
+	signs   signMemo    // SignPod's last signature
 }
 
 // NewFramework builds the framework of prof (a profile of a Config from

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -32,6 +33,9 @@ type syncFactory struct {
 	informers.SharedInformerFactory
 	mu        sync.Mutex
 	informers map[reflect.Type]*syncInformer
+	// writes counts the calls of Add, Update and Delete (read by
+	// Framework.SignPod's memo).
+	writes atomic.Uint64
 }
 
 var _ informers.SharedInformerFactory = (*syncFactory)(nil)
@@ -85,6 +89,7 @@ func (f *syncFactory) WaitForCacheSync(<-chan struct{}) map[reflect.Type]bool {
 // one, so that a later plugin finds it) and tells that informer's
 // handlers. An object with the key of one stored is an update. O(handlers).
 func (f *syncFactory) Add(obj runtime.Object) error {
+	f.writes.Add(1)
 	inf, err := f.informerOf(obj)
 	if err != nil {
 		return err
@@ -96,6 +101,7 @@ func (f *syncFactory) Add(obj runtime.Object) error {
 // handlers (OnUpdate with the old object); it is an error if none is
 // stored. O(handlers).
 func (f *syncFactory) Update(obj runtime.Object) error {
+	f.writes.Add(1)
 	inf, err := f.informerOf(obj)
 	if err != nil {
 		return err
@@ -107,6 +113,7 @@ func (f *syncFactory) Update(obj runtime.Object) error {
 // (OnDelete with the stored object); it is an error if none is stored.
 // O(handlers).
 func (f *syncFactory) Delete(obj runtime.Object) error {
+	f.writes.Add(1)
 	inf, err := f.informerOf(obj)
 	if err != nil {
 		return err

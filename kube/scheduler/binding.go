@@ -97,8 +97,11 @@ type GuardedBinder interface {
 // bind starts the binding of an assumed pod.
 func (s *Scheduler) bind(ctx context.Context, info Attempt, node string, pb *pendingBinding, start time.Time) {
 	pod := info.Item
-	ready := func() bool { return s.cache.StartBinding(pod, node) }
+	ready := func() bool { return s.cache.StartBinding(info.Item, node) }
 	done := func(err error) { s.bound(ctx, info, node, pb, start, err) }
+	if pb.fw != nil {
+		pod = pb.fw.pod // the assumed pod: see Binder
+	}
 	if gb, ok := s.binder.(GuardedBinder); ok {
 		gb.BindGuarded(ctx, pod, node, ready, done)
 		return

@@ -1,9 +1,12 @@
 package scheduler
 
 import (
+	"bytes"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
+	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -132,11 +135,16 @@ func (c *Cache) orphan(pi *framework.PodInfo, node string) {
 }
 
 // AddPod accounts a pod bound to a node (from the API server). If the pod
-// was assumed, the assumption is confirmed.
+// was assumed, the assumption is confirmed; when the bound pod is the
+// assumed one with spec.nodeName set and nothing else changed
+// (SameButNode), its scheduling data are kept rather than computed again.
 func (c *Cache) AddPod(p *v1.Pod) error {
-	pi, err := framework.NewPodInfo(p)
-	if err != nil {
-		return err
+	pi := c.confirmedInfo(p)
+	if pi == nil {
+		var err error
+		if pi, err = framework.NewPodInfo(p); err != nil {
+			return err
+		}
 	}
 	c.lock()
 	defer c.unlock()
@@ -146,6 +154,59 @@ func (c *Cache) AddPod(p *v1.Pod) error {
 	c.placeLocked(pi, p.Spec.NodeName)
 	c.fp.setPod(key, p)
 	return nil
+}
+
+// confirmedInfo returns p's PodInfo copied from the one its assumption
+// holds, if p is bound to the node it was assumed on and is otherwise that
+// pod unchanged; nil if not. A PodInfo depends on the pod's content only,
+// so the copy is p's whatever the cache does meanwhile. O(pods on the
+// node), plus a comparison that stops at the first difference and skips
+// the maps and slices the two objects share.
+func (c *Cache) confirmedInfo(p *v1.Pod) *framework.PodInfo {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	key := framework.Key(p)
+	a, ok := c.assumed[key]
+	if !ok || a.uid != p.UID || a.node != p.Spec.NodeName {
+		return nil
+	}
+	old := c.podInfoLocked(key)
+	if old == nil || !SameButNode(old.Pod, p) {
+		return nil
+	}
+	pi := *old
+	pi.Pod = p
+	return &pi
+}
+
+// SameButNode reports whether pods a and b are equal but for
+// spec.nodeName: exactly equal (reflect.DeepEqual), which maps and slices
+// the two share pass at once. A shallow copy with spec.nodeName set (the
+// assumed pod) is recognised without reflection: its bytes are a's.
+// Objects from an API server differ at least in their resourceVersion,
+// an early field. O(size of a Pod) for a shallow copy, else O(the pods'
+// fields not shared).
+func SameButNode(a, b *v1.Pod) bool {
+	if a == b || sameBytesButNode(a, b) {
+		return true
+	}
+	if a.TypeMeta != b.TypeMeta || !reflect.DeepEqual(&a.ObjectMeta, &b.ObjectMeta) {
+		return false
+	}
+	spec := a.Spec
+	spec.NodeName = b.Spec.NodeName
+	return reflect.DeepEqual(&spec, &b.Spec) && reflect.DeepEqual(&a.Status, &b.Status)
+}
+
+// sameBytesButNode reports whether b's memory is a's with b's
+// spec.nodeName: every field the same bits, every pointer, map and slice
+// the same, so the two are equal. False says nothing (padding may differ):
+// SameButNode then compares their values.
+func sameBytesButNode(a, b *v1.Pod) bool {
+	cp := *a
+	cp.Spec.NodeName = b.Spec.NodeName
+	size := unsafe.Sizeof(cp)
+	return bytes.Equal(unsafe.Slice((*byte)(unsafe.Pointer(&cp)), size), unsafe.Slice((*byte)(unsafe.Pointer(b)), size))
 }
 
 // RemovePod forgets a bound or assumed pod.

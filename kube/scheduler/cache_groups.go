@@ -139,6 +139,15 @@ func (c *Cache) GroupMembers(name string) (bound []*v1.Pod, assumed int) {
 // podLocked returns the cached pod key, on a known node or an orphan; nil
 // if not cached. The caller holds the lock. O(pods on its node).
 func (c *Cache) podLocked(key types.NamespacedName) *v1.Pod {
+	if pi := c.podInfoLocked(key); pi != nil {
+		return pi.Pod
+	}
+	return nil
+}
+
+// podInfoLocked is podLocked's PodInfo. The caller holds the lock (read
+// or write). O(pods on its node).
+func (c *Cache) podInfoLocked(key types.NamespacedName) *framework.PodInfo {
 	node, ok := c.podNode[key]
 	if !ok {
 		return nil
@@ -146,12 +155,9 @@ func (c *Cache) podLocked(key types.NamespacedName) *v1.Pod {
 	if n := c.nodes[node]; n != nil {
 		for _, pi := range n.Pods {
 			if framework.Key(pi.Pod) == key {
-				return pi.Pod
+				return pi
 			}
 		}
 	}
-	if pi := c.orphans[node][key]; pi != nil {
-		return pi.Pod
-	}
-	return nil
+	return c.orphans[node][key]
 }

@@ -50,14 +50,24 @@ func (s *Scheduler) forget(ctx context.Context, pod *v1.Pod, pb *pendingBinding)
 	}
 }
 
+// assumedOn returns pod placed on node, the object the framework's
+// Reserve, Permit and binding plugins are given: a shallow copy with
+// spec.nodeName set, which shares pod's maps and slices. Objects from the
+// informers are read-only (every writer copies first), and so they are
+// to plugins: kube-scheduler's plugins take the pod as read-only too. O(1).
+func assumedOn(pod *v1.Pod, node string) *v1.Pod {
+	cp := *pod
+	cp.Spec.NodeName = node
+	return &cp
+}
+
 // fwCommit assumes pod on the chosen node, runs Reserve and Permit there
 // and starts the binding (startBinding). A rejection at Reserve or Permit
 // (or a panic) unreserves and forgets the pod before the attempt fails.
 func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.PodInfo, cs fwk.CycleState, out Outcome, start time.Time) Outcome {
 	fw := s.o.Framework.Framework()
 	node := out.Node
-	assumed := info.Item.DeepCopy()
-	assumed.Spec.NodeName = node
+	assumed := assumedOn(info.Item, node)
 	fb := &fwBinding{fw: fw, state: cs, pod: assumed, node: node}
 	pb := s.newBinding(info, node)
 	abort := pb.abort

@@ -49,10 +49,13 @@ type upstreamMirror struct {
 
 // mirroredPod is a pod as upstream's cache holds it: src is the Cache's
 // object, given the one given to upstream (src, or a copy of it with
-// spec.nodeName set to the node it is assumed on).
+// spec.nodeName set to the node it is assumed on, or the assumed object
+// that src confirmed). assumed is the Cache's state, upAssumed upstream's:
+// they differ once an assumption is confirmed by the assumed pod itself
+// (see syncPod).
 type mirroredPod struct {
-	src, given *v1.Pod
-	assumed    bool
+	src, given         *v1.Pod
+	assumed, upAssumed bool
 }
 
 func newUpstreamMirror() *upstreamMirror {
@@ -175,8 +178,21 @@ func (m *upstreamMirror) syncPod(c *Cache, key types.NamespacedName) {
 	if had && pod == old.src && assumed == old.assumed && node == old.given.Spec.NodeName {
 		return
 	}
+	if had && old.assumed && !assumed && pod != nil && node == old.given.Spec.NodeName &&
+		pod.Spec.SchedulingGroup == nil && SameButNode(old.given, pod) {
+		// The assumed pod, bound where it was assumed and otherwise
+		// unchanged: upstream's cache keeps the assumed entry, an equal
+		// object, rather than removing it and adding it again (a new
+		// PodInfo, its requests computed again, and two changes of the
+		// node that the next snapshot copies). Its assumed state has no
+		// effect here: the expiry goroutine is stopped and FinishBinding
+		// never called. Pod group members are left out: upstream counts
+		// their assumed and bound states apart.
+		m.pods[key] = mirroredPod{src: pod, given: old.given, upAssumed: true}
+		return
+	}
 	if had {
-		if old.assumed {
+		if old.upAssumed {
 			m.record(m.c.ForgetPod(m.logger, old.given))
 		} else {
 			m.record(m.c.RemovePod(m.logger, old.given))
@@ -188,16 +204,31 @@ func (m *upstreamMirror) syncPod(c *Cache, key types.NamespacedName) {
 	}
 	given := pod
 	if pod.Spec.NodeName != node {
-		cp := *pod
-		cp.Spec.NodeName = node
-		given = &cp
+		given = placedObject(c, key, pod, node)
 	}
-	m.pods[key] = mirroredPod{src: pod, given: given, assumed: assumed}
+	m.pods[key] = mirroredPod{src: pod, given: given, assumed: assumed, upAssumed: assumed}
 	if assumed {
 		m.record(m.c.AssumePod(m.logger, given))
 		return
 	}
 	m.record(m.c.AddPod(m.logger, given))
+}
+
+// placedObject returns pod placed on node for upstream's cache: the
+// object the binding of its assumption carries (the framework path's
+// assumed pod, which the binder is given and a simulator keeps as the
+// bound pod, so that confirming it changes nothing upstream and holds no
+// second copy), if it is pod on node; else a shallow copy of pod with
+// spec.nodeName set. The caller holds c's write lock.
+func placedObject(c *Cache, key types.NamespacedName, pod *v1.Pod, node string) *v1.Pod {
+	if a := c.assumed[key]; a != nil && a.b != nil && a.b.fw != nil {
+		if p := a.b.fw.pod; p.UID == pod.UID && p.Spec.NodeName == node && SameButNode(pod, p) {
+			return p
+		}
+	}
+	cp := *pod
+	cp.Spec.NodeName = node
+	return &cp
 }
 
 func (m *upstreamMirror) record(err error) {

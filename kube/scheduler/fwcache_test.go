@@ -237,3 +237,137 @@ func TestUpstreamSnapshotConcurrent(t *testing.T) {
 		t.Fatalf("after the writes:\n cache    %v\n snapshot %v", want, got)
 	}
 }
+
+// TestConfirmedAssumptionKeepsNode: an assumed pod confirmed by the same
+// pod bound where it was assumed (a shallow copy with spec.nodeName set)
+// leaves upstream's snapshot of its node as it was, same generation, and
+// the pod can then be removed. A bound pod that differs (a label) is
+// added again, and the snapshot shows the new object.
+func TestConfirmedAssumptionKeepsNode(t *testing.T) {
+	c := NewCache()
+	c.TrackUpstream()
+	c.AddNode(node("n1", 4000))
+	snap := backendcache.NewEmptySnapshot()
+	gen := func() int64 {
+		t.Helper()
+		if _, err := c.UpdateSnapshot(snap); err != nil {
+			t.Fatal(err)
+		}
+		ni, err := snap.NodeInfos().Get("n1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ni.GetGeneration()
+	}
+	a := pod("a", 100)
+	assume(t, c, a, "n1", nil)
+	before := gen()
+	bound := *a
+	bound.Spec.NodeName = "n1"
+	if err := c.AddPod(&bound); err != nil {
+		t.Fatal(err)
+	}
+	if g := gen(); g != before {
+		t.Errorf("confirming the assumed pod unchanged moved the node's generation from %d to %d", before, g)
+	}
+	if c.IsAssumed(framework.Key(a)) {
+		t.Error("still assumed after AddPod")
+	}
+	if got, want := contentOfSnapshot(t, snap), contentOfCache(c); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("snapshot %v, cache %v", got, want)
+	}
+	c.mu.RLock()
+	held := c.podLocked(framework.Key(a))
+	c.mu.RUnlock()
+	if held != &bound {
+		t.Error("the cache does not hold the bound object")
+	}
+	c.RemovePod(framework.Key(a))
+	gen()
+	if got := contentOfSnapshot(t, snap)["n1"]; len(got.pods) != 0 || got.milliCPU != 0 {
+		t.Errorf("after removal the snapshot shows %+v", got)
+	}
+
+	// Bound with a label added: a changed pod, added again.
+	b := pod("b", 100)
+	assume(t, c, b, "n1", nil)
+	before = gen()
+	relabelled := *b
+	relabelled.Spec.NodeName = "n1"
+	relabelled.Labels = map[string]string{"new": "label"}
+	if err := c.AddPod(&relabelled); err != nil {
+		t.Fatal(err)
+	}
+	if g := gen(); g == before {
+		t.Error("a changed bound pod left the node's generation as it was")
+	}
+	ni, _ := snap.NodeInfos().Get("n1")
+	if pods := ni.GetPods(); len(pods) != 1 || pods[0].GetPod() != &relabelled {
+		t.Errorf("the snapshot does not hold the relabelled pod: %v", pods)
+	}
+}
+
+// TestAssumedObjectShared: a pod assumed by the framework path is given
+// to kube-scheduler's cache as its binding's assumed object, and once
+// that very object is bound (as the simulator binds), the cache, the
+// snapshot and the binding hold one object.
+func TestAssumedObjectShared(t *testing.T) {
+	c := NewCache()
+	c.TrackUpstream()
+	c.AddNode(node("n1", 4000))
+	snap := backendcache.NewEmptySnapshot()
+	a := pod("a", 100)
+	placed := assumedOn(a, "n1")
+	assume(t, c, a, "n1", &pendingBinding{fw: &fwBinding{pod: placed, node: "n1"}})
+	if err := c.AddPod(placed); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.UpdateSnapshot(snap); err != nil {
+		t.Fatal(err)
+	}
+	ni, _ := snap.NodeInfos().Get("n1")
+	if pods := ni.GetPods(); len(pods) != 1 || pods[0].GetPod() != placed {
+		t.Errorf("the snapshot does not hold the assumed object: %v", pods)
+	}
+	c.mu.RLock()
+	held := c.podLocked(framework.Key(a))
+	c.mu.RUnlock()
+	if held != placed {
+		t.Error("the cache does not hold the assumed object")
+	}
+}
+
+// TestSameButNode: a shallow copy placed on a node is recognised by its
+// bytes; an equal deep copy by its values; a changed label, status or
+// request is a different pod.
+func TestSameButNode(t *testing.T) {
+	a := pod("a", 100)
+	a.Labels = map[string]string{"app": "web"}
+	if !sameBytesButNode(a, assumedOn(a, "n1")) {
+		t.Error("a shallow copy placed on a node is not recognised by its bytes")
+	}
+	deep := a.DeepCopy()
+	deep.Spec.NodeName = "n1"
+	relabelled := assumedOn(a, "n1")
+	relabelled.Labels = map[string]string{"app": "db"}
+	running := assumedOn(a, "n1")
+	running.Status.Phase = v1.PodRunning
+	bigger := pod("a", 200)
+	bigger.Labels = a.Labels
+	cases := []struct {
+		name string
+		b    *v1.Pod
+		want bool
+	}{
+		{"shallow copy on a node", assumedOn(a, "n1"), true},
+		{"deep copy on a node", deep, true},
+		{"relabelled", relabelled, false},
+		{"running", running, false},
+		{"larger request", bigger, false},
+	}
+	for _, c := range cases {
+		if got := SameButNode(a, c.b); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}

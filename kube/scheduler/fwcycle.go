@@ -76,7 +76,7 @@ func (s *Scheduler) scheduleFramework(ctx context.Context, info Attempt) Outcome
 	}
 	s.readFWNominations(info.Key, pod)
 	s.fwCycle++
-	s.sig = s.o.Framework.Framework().SignPod(ctx, pod)
+	s.sig = s.o.Framework.SignPod(ctx, pod)
 	defer func() { s.ownNom, s.hasNom, s.sig = "", false, nil; clear(s.fwNom.pods) }()
 	st, removals, err := s.cache.updateSnapshot(s.o.Framework.Snapshot())
 	if err != nil {

@@ -115,8 +115,7 @@ func (s *Scheduler) fwPlaceMember(ctx context.Context, m Attempt, i int, g *grou
 	if out.Result != Scheduled {
 		return out
 	}
-	assumed := m.Item.DeepCopy()
-	assumed.Spec.NodeName = out.Node
+	assumed := assumedOn(m.Item, out.Node)
 	upi, err := fwframework.NewPodInfo(assumed)
 	if err != nil {
 		return Outcome{Result: Error, Message: "invalid pod: " + err.Error()}

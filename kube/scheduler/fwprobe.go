@@ -38,7 +38,7 @@ func (s *Scheduler) Probe(ctx context.Context, pod *v1.Pod, rnd *rand.Rand) (Out
 	s.ownNom, s.hasNom = "", false
 	clear(s.fwNom.pods)
 	s.fwCycle++
-	s.sig = s.o.Framework.Framework().SignPod(ctx, pod)
+	s.sig = s.o.Framework.SignPod(ctx, pod)
 	if _, s.snapRemovals, err = s.cache.updateSnapshot(s.o.Framework.Snapshot()); err != nil {
 		return Outcome{}, err
 	}

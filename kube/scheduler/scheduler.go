@@ -68,7 +68,11 @@ type Queue interface {
 var _ Queue = (*schedq.Queue[types.NamespacedName, *v1.Pod])(nil)
 
 // Binder binds a pod to a node and calls done with the result, now or
-// later (from another goroutine in a real cluster).
+// later (from another goroutine in a real cluster). On the framework path
+// pod is the assumed pod, the pod popped with spec.nodeName set to node
+// (a shallow copy, read-only like every pod): a binder that keeps the
+// bound pod (the simulator) may keep that object, which the cache and
+// kube-scheduler's cache then hold already.
 type Binder interface {
 	Bind(ctx context.Context, pod *v1.Pod, node string, done func(error))
 }

@@ -556,12 +556,18 @@ func (s *sim) bindDone(pod *v1.Pod, node string, done func(error)) {
 		done(fmt.Errorf("node %s not found", node))
 		return
 	}
-	// A shallow copy: the simulator never changes a pod's maps or slices
+	// The pod the scheduler gives is its assumed pod, cur with
+	// spec.nodeName set, which its caches hold already: kept as the bound
+	// pod, it is one object for the three. Otherwise (cur changed since),
+	// a shallow copy: the simulator never changes a pod's maps or slices
 	// in place (updates deep-copy first), so the bound pod shares them
 	// with the pending one instead of doubling every pod's memory.
-	bound := *cur
-	bound.Spec.NodeName = node
-	nw := &bound
+	nw := pod
+	if pod.Spec.NodeName != node || !scheduler.SameButNode(cur, pod) {
+		bound := *cur
+		bound.Spec.NodeName = node
+		nw = &bound
+	}
 	s.cl.pods[key] = nw
 	if st := s.stats[pod.UID]; st != nil {
 		st.bound = s.now

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -90,4 +91,43 @@ func size(b int64) string {
 		return fmt.Sprintf("%.1fGi", float64(b)/(1<<30))
 	}
 	return fmt.Sprintf("%dMi", (b+(1<<20)-1)>>20)
+}
+
+// gcBudget is the heap a run may grow to before the simulator's tuned
+// garbage collection falls back to Go's default (see gcPercent).
+const gcBudget = 1 << 30
+
+// gcPercent is the GOGC a run of a scenario estimated at est bytes gets:
+// the heap may grow by what is left of budget (gcBudget, or half the
+// memory limit if that is less), as a percentage of est, between Go's
+// default of 100 and 400. A simulation is a batch job whose allocation
+// rate is high and whose live heap is small next to the machine: at 5,000
+// nodes and 10,000 pods (about 70 MiB) it collects a quarter as often,
+// which saves about a quarter of the CPU for a peak of about 400 MiB
+// instead of 200; from about 500 MiB up (50,000 × 100,000 is about 700
+// MiB) it keeps the default, so that large runs stay within their memory.
+// limit is the limit checkMemory used (0 if none).
+func gcPercent(est, limit int64) int {
+	budget := int64(gcBudget)
+	if limit > 0 {
+		budget = min(budget, limit/2)
+	}
+	if est <= 0 {
+		return 400
+	}
+	return int(min(max(100*(budget-est)/est, 100), 400))
+}
+
+// tuneGC sets the garbage collector's GOGC for a run of sc (gcPercent),
+// unless the GOGC environment variable was set, which then decides.
+func tuneGC(sc *sim.Scenario, limit memoryLimit) {
+	if _, set := os.LookupEnv("GOGC"); set {
+		return
+	}
+	est, _, _ := sc.MemoryEstimate()
+	avail := limit.bytes
+	if !limit.set {
+		avail = memAvailable()
+	}
+	debug.SetGCPercent(gcPercent(est, avail))
 }
