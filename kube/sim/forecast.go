@@ -55,6 +55,9 @@ type ForecastOptions struct {
 	// over Window) for the whole horizon: new pods at the recent rate and
 	// mix of priorities. Without it no new pod arrives.
 	Arrivals bool
+	// Base, if set, is the state's cluster built once (NewForecastBase of
+	// the same state): the run starts from it rather than building it.
+	Base *ForecastBase
 	// noEnds keeps every running pod running (the what-if's "fits now").
 	noEnds bool
 }
@@ -144,6 +147,7 @@ func RunForecast(sc *Scenario, st *ForecastState, o ForecastOptions) (*Forecast,
 	if err != nil {
 		return nil, err
 	}
+	defer r.close()
 	if err := r.s.loop(); err != nil {
 		return nil, fmt.Errorf("forecast: %w", err)
 	}

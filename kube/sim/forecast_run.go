@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -29,6 +30,8 @@ type forecastRun struct {
 	fired   map[types.UID]bool
 	isAsked map[types.UID]bool
 	counted map[types.UID]bool
+	// base, if not nil, lent the cache, which close gives back.
+	base *ForecastBase
 }
 
 type sourcedEnd struct {
@@ -38,31 +41,66 @@ type sourcedEnd struct {
 
 // newForecastRun builds the run: the state's nodes, running pods with
 // their ends planned, PodGroups, then the pending pods and extra in order.
+// With o.Base, the cluster comes from the base, taken until close.
 func newForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra []*v1.Pod) (*forecastRun, error) {
+	r, err := buildForecastRun(sc, st, o, extra)
+	if err != nil && r != nil {
+		r.close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// close gives the base back, if the run took one. Idempotent.
+func (r *forecastRun) close() {
+	if r.base != nil {
+		r.base.give()
+		r.base = nil
+	}
+}
+
+func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra []*v1.Pod) (*forecastRun, error) {
 	fsc := *sc
 	fsc.Pods, fsc.Events, fsc.Trace, fsc.Snapshot, fsc.Duration = nil, nil, nil, "", o.Horizon
 	r := &forecastRun{st: st, o: o, source: map[types.UID]string{}, minOf: map[string]int{},
 		members: map[string][]*v1.Pod{}, fired: map[types.UID]bool{},
 		isAsked: map[types.UID]bool{}, counted: map[types.UID]bool{}}
-	s, err := newSim(&fsc, Options{Trace: r.observe})
+	so := Options{Trace: r.observe}
+	if b := o.Base; b != nil {
+		if !b.of(st) {
+			return nil, errors.New("forecast: the base given is not of this state")
+		}
+		c, err := b.take()
+		if err != nil {
+			return nil, err
+		}
+		r.base, so.cache = b, c
+	}
+	s, err := newSim(&fsc, so)
 	if err != nil {
-		return nil, err
+		return r, err
 	}
 	r.s = s
 	// A forecast logs nothing: the live scheduler runs one every few
 	// seconds, and its own log already says what the handlers would.
 	s.h.Logger = slog.New(slog.DiscardHandler)
 	for _, ns := range st.Namespaces {
-		s.h.Cache.SetNamespace(ns)
+		if r.base == nil {
+			s.h.Cache.SetNamespace(ns)
+		}
 	}
 	for _, n := range st.Nodes {
 		s.cl.nodes[n.Name] = n
-		s.h.AddNode(n)
+		if r.base == nil {
+			s.h.AddNode(n)
+		}
 	}
 	seen := map[types.UID]bool{}
 	for _, rp := range st.Running {
 		if err := r.addRunning(rp, seen); err != nil {
-			return nil, err
+			return r, err
 		}
 	}
 	for _, pg := range st.PodGroups {
@@ -72,7 +110,7 @@ func newForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra [
 	r.asked = append(slices.Clip(st.Pending), extra...)
 	for _, p := range r.asked {
 		if err := r.addPending(p, seen); err != nil {
-			return nil, err
+			return r, err
 		}
 	}
 	r.left = len(r.asked)
@@ -83,6 +121,18 @@ func newForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra [
 		r.planArrivals()
 	}
 	return r, nil
+}
+
+// checkRunning refuses a running pod with an empty or repeated UID, or
+// not on a node of the state (onNode false).
+func checkRunning(p *v1.Pod, seen map[types.UID]bool, onNode bool) error {
+	if err := checkUID(p, seen); err != nil {
+		return err
+	}
+	if !onNode {
+		return fmt.Errorf("pod %s runs on node %q, which is not in the state", framework.Key(p), p.Spec.NodeName)
+	}
+	return nil
 }
 
 func checkUID(p *v1.Pod, seen map[types.UID]bool) error {
@@ -96,15 +146,14 @@ func checkUID(p *v1.Pod, seen map[types.UID]bool) error {
 // addRunning binds a running pod and plans its end at its estimate.
 func (r *forecastRun) addRunning(rp RunningPod, seen map[types.UID]bool) error {
 	s, p := r.s, rp.Pod
-	if err := checkUID(p, seen); err != nil {
+	if err := checkRunning(p, seen, s.cl.nodes[p.Spec.NodeName] != nil); err != nil {
 		return err
-	}
-	if s.cl.nodes[p.Spec.NodeName] == nil {
-		return fmt.Errorf("pod %s runs on node %q, which is not in the state", framework.Key(p), p.Spec.NodeName)
 	}
 	key := framework.Key(p)
 	s.cl.pods[key] = p
-	s.h.AddPod(p)
+	if r.base == nil { // else the base's cache holds it
+		s.h.AddPod(p)
+	}
 	if r.o.noEnds {
 		return nil
 	}

@@ -196,6 +196,13 @@ func RunWhatIf(sc *Scenario, st *ForecastState, in *WhatIfInput, o ForecastOptio
 	if err := in.check(st); err != nil { // before any run; idempotent
 		return nil, err
 	}
+	if o.Base == nil { // one build for the two or three runs
+		b, err := NewForecastBase(st)
+		if err != nil {
+			return nil, err
+		}
+		o.Base = b
+	}
 	before, err := RunForecast(sc, st, o)
 	if err != nil {
 		return nil, err
@@ -220,14 +227,27 @@ func RunWhatIfFrom(sc *Scenario, st *ForecastState, before *Forecast, in *WhatIf
 	}
 	with := *st
 	with.PodGroups = append(slices.Clip(st.PodGroups), in.PodGroups...)
+	var now []WhatIfPod
+	var err error
+	probe := canProbe(sc, st, in)
+	if !probe { // before the run below, which holds the base
+		if now, err = whatIfNow(sc, st, in, o); err != nil {
+			return nil, err
+		}
+	}
 	r, err := newForecastRun(sc, &with, &o, in.Pods)
 	if err != nil {
 		return nil, err
 	}
-	now, ok := r.probeNow(sc, st, in)
-	if !ok {
-		if now, err = whatIfNow(sc, st, in, o); err != nil {
-			return nil, err
+	defer r.close()
+	if probe {
+		var ok bool
+		if now, ok = r.probeNow(sc, st, in); !ok { // the cycle failed
+			alone := o
+			alone.Base = nil // r holds it
+			if now, err = whatIfNow(sc, st, in, alone); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := r.s.loop(); err != nil {
@@ -253,11 +273,12 @@ func whatIfNow(sc *Scenario, st *ForecastState, in *WhatIfInput, o ForecastOptio
 	alone := *st
 	alone.Pending = nil
 	alone.PodGroups = append(slices.Clip(st.PodGroups), in.PodGroups...)
-	no := ForecastOptions{Horizon: whatIfNowHorizon, noEnds: true}
+	no := ForecastOptions{Horizon: whatIfNowHorizon, noEnds: true, Base: o.Base}
 	r, err := newForecastRun(sc, &alone, &no, in.Pods)
 	if err != nil {
 		return nil, err
 	}
+	defer r.close()
 	if err := r.s.loop(); err != nil {
 		return nil, fmt.Errorf("what-if: %w", err)
 	}
