@@ -58,7 +58,8 @@ type liveForecast struct {
 	Copy CopyStats
 	// Took is how long the forecast ran, the copy aside.
 	Took time.Duration
-	// O are the options it ran with (its history included).
+	// O are the options it ran with (its history and its base included:
+	// the what-ifs of St start from that base).
 	O sim.ForecastOptions
 }
 
@@ -171,6 +172,13 @@ func (f *forecaster) compute() (*liveForecast, error) {
 	if f.hist != nil {
 		o.History = f.hist.history()
 	}
+	// The cluster is built once, for the forecast and the what-ifs asked
+	// of its state after it (whatIf), which start from it.
+	b, err := sim.NewForecastBase(st)
+	if err != nil {
+		return nil, fmt.Errorf("forecast: %w", err)
+	}
+	o.Base = b
 	fc, err := sim.RunForecast(f.sc, st, o)
 	if err != nil {
 		return nil, fmt.Errorf("forecast: %w", err)
