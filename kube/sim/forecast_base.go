@@ -22,7 +22,8 @@ import (
 type ForecastBase struct {
 	st    *ForecastState
 	mu    sync.Mutex
-	cache *scheduler.Cache // nil: to build again
+	cache *scheduler.Cache   // nil: to build again
+	uids  map[types.UID]bool // of the running pods
 }
 
 // NewForecastBase builds st's cluster. It fails as a forecast of st
@@ -56,7 +57,7 @@ func (b *ForecastBase) build() (*scheduler.Cache, error) {
 		nodes[n.Name] = true
 		c.AddNode(n)
 	}
-	seen := map[types.UID]bool{}
+	seen := uids{own: make(map[types.UID]bool, len(st.Running))}
 	for _, rp := range st.Running {
 		p := rp.Pod
 		if err := checkRunning(p, seen, nodes[p.Spec.NodeName]); err != nil {
@@ -68,6 +69,7 @@ func (b *ForecastBase) build() (*scheduler.Cache, error) {
 		_ = c.AddPod(p) // an error is the handlers' warning: the pod is left out
 	}
 	c.Mark()
+	b.uids = seen.own
 	return c, nil
 }
 

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"container/heap"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -97,12 +98,22 @@ func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra
 			s.h.AddNode(n)
 		}
 	}
-	seen := map[types.UID]bool{}
+	n := len(st.Running) + len(st.Pending) + len(extra)
+	if len(s.cl.pods) == 0 {
+		s.cl.pods = make(map[types.NamespacedName]*v1.Pod, n)
+	}
+	r.source = make(map[types.UID]string, n)
+	s.queue = slices.Grow(s.queue, len(st.Running))
+	seen := uids{own: map[types.UID]bool{}}
+	if r.base != nil {
+		seen.base = r.base.uids
+	}
 	for _, rp := range st.Running {
 		if err := r.addRunning(rp, seen); err != nil {
 			return r, err
 		}
 	}
+	heap.Init(&s.queue) // the ends, appended by addRunning
 	for _, pg := range st.PodGroups {
 		r.minOf[pg.Namespace+"/"+pg.Name] = int(pg.Spec.SchedulingPolicy.Gang.MinCount)
 		s.h.AddPodGroup(pg)
@@ -123,10 +134,23 @@ func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra
 	return r, nil
 }
 
+// uids are the UIDs of a state's pods seen so far: base, if set, the
+// running pods' that a ForecastBase checked, then own.
+type uids struct{ base, own map[types.UID]bool }
+
+// add refuses an empty UID or one seen already. O(1).
+func (u uids) add(p *v1.Pod) error {
+	if p.UID == "" || u.base[p.UID] || u.own[p.UID] {
+		return fmt.Errorf("pod %s: its UID %q is empty or not unique in the state", framework.Key(p), p.UID)
+	}
+	u.own[p.UID] = true
+	return nil
+}
+
 // checkRunning refuses a running pod with an empty or repeated UID, or
 // not on a node of the state (onNode false).
-func checkRunning(p *v1.Pod, seen map[types.UID]bool, onNode bool) error {
-	if err := checkUID(p, seen); err != nil {
+func checkRunning(p *v1.Pod, seen uids, onNode bool) error {
+	if err := seen.add(p); err != nil {
 		return err
 	}
 	if !onNode {
@@ -135,25 +159,19 @@ func checkRunning(p *v1.Pod, seen map[types.UID]bool, onNode bool) error {
 	return nil
 }
 
-func checkUID(p *v1.Pod, seen map[types.UID]bool) error {
-	if p.UID == "" || seen[p.UID] {
-		return fmt.Errorf("pod %s: its UID %q is empty or not unique in the state", framework.Key(p), p.UID)
-	}
-	seen[p.UID] = true
-	return nil
-}
-
 // addRunning binds a running pod and plans its end at its estimate.
-func (r *forecastRun) addRunning(rp RunningPod, seen map[types.UID]bool) error {
+// Its end is appended to the simulator's events, which the caller then
+// makes a heap again.
+func (r *forecastRun) addRunning(rp RunningPod, seen uids) error {
 	s, p := r.s, rp.Pod
-	if err := checkRunning(p, seen, s.cl.nodes[p.Spec.NodeName] != nil); err != nil {
-		return err
+	if r.base == nil { // else the base checked it, and its cache holds it
+		if err := checkRunning(p, seen, s.cl.nodes[p.Spec.NodeName] != nil); err != nil {
+			return err
+		}
+		s.h.AddPod(p)
 	}
 	key := framework.Key(p)
 	s.cl.pods[key] = p
-	if r.base == nil { // else the base's cache holds it
-		s.h.AddPod(p)
-	}
 	if r.o.noEnds {
 		return nil
 	}
@@ -164,7 +182,8 @@ func (r *forecastRun) addRunning(rp RunningPod, seen map[types.UID]bool) error {
 		return nil
 	}
 	uid := p.UID
-	s.at(s.now.Add(left), func() {
+	s.seq++
+	s.queue = append(s.queue, event{at: s.now.Add(left), seq: s.seq, fn: func() {
 		cur := s.cl.pods[key]
 		if cur == nil || cur.UID != uid {
 			return // preempted meanwhile
@@ -174,13 +193,13 @@ func (r *forecastRun) addRunning(rp RunningPod, seen map[types.UID]bool) error {
 		s.ended(cur, endFinished)
 		delete(s.cl.pods, key)
 		s.h.DeletePod(cur)
-	})
+	}})
 	return nil
 }
 
 // addPending adds a pending pod to the queue, with its runtime once bound.
-func (r *forecastRun) addPending(p *v1.Pod, seen map[types.UID]bool) error {
-	if err := checkUID(p, seen); err != nil {
+func (r *forecastRun) addPending(p *v1.Pod, seen uids) error {
+	if err := seen.add(p); err != nil {
 		return err
 	}
 	if p.Spec.NodeName != "" {
