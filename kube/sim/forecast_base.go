@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/schedq/schedq/kube/framework"
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
@@ -22,8 +23,9 @@ import (
 type ForecastBase struct {
 	st    *ForecastState
 	mu    sync.Mutex
-	cache *scheduler.Cache   // nil: to build again
-	uids  map[types.UID]bool // of the running pods
+	cache *scheduler.Cache                 // nil: to build again
+	uids  map[types.UID]bool               // of the running pods
+	pods  map[types.NamespacedName]*v1.Pod // the running pods, by key
 }
 
 // NewForecastBase builds st's cluster. It fails as a forecast of st
@@ -58,18 +60,20 @@ func (b *ForecastBase) build() (*scheduler.Cache, error) {
 		c.AddNode(n)
 	}
 	seen := uids{own: make(map[types.UID]bool, len(st.Running))}
+	pods := make(map[types.NamespacedName]*v1.Pod, len(st.Running))
 	for _, rp := range st.Running {
 		p := rp.Pod
 		if err := checkRunning(p, seen, nodes[p.Spec.NodeName]); err != nil {
 			return nil, err
 		}
+		pods[framework.Key(p)] = p
 		if p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 			continue // the handlers ignore a pod that ended
 		}
 		_ = c.AddPod(p) // an error is the handlers' warning: the pod is left out
 	}
 	c.Mark()
-	b.uids = seen.own
+	b.uids, b.pods = seen.own, pods
 	return c, nil
 }
 

@@ -142,4 +142,10 @@ func TestForecastBaseBadInput(t *testing.T) {
 	if want := "not of this state"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("a base of another state: got %v, want an error saying %q", err, want)
 	}
+	taken := testPod("r-3", "", "1", "1h") // the name of a running pod
+	taken.UID = ""
+	_, err = RunWhatIf(&Scenario{Name: "t"}, base.st, &WhatIfInput{Pods: []*v1.Pod{taken}}, ForecastOptions{Horizon: time.Hour, Base: base})
+	if want := "exists already"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a what-if pod named as a running pod, from a base: got %v, want an error saying %q", err, want)
+	}
 }

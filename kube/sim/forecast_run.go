@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -99,7 +100,10 @@ func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra
 		}
 	}
 	n := len(st.Running) + len(st.Pending) + len(extra)
-	if len(s.cl.pods) == 0 {
+	switch {
+	case r.base != nil && len(s.cl.pods) == 0:
+		s.cl.pods = maps.Clone(r.base.pods) // addRunning adds none
+	case len(s.cl.pods) == 0:
 		s.cl.pods = make(map[types.NamespacedName]*v1.Pod, n)
 	}
 	r.source = make(map[types.UID]string, n)
@@ -164,14 +168,14 @@ func checkRunning(p *v1.Pod, seen uids, onNode bool) error {
 // makes a heap again.
 func (r *forecastRun) addRunning(rp RunningPod, seen uids) error {
 	s, p := r.s, rp.Pod
+	key := framework.Key(p)
 	if r.base == nil { // else the base checked it, and its cache holds it
 		if err := checkRunning(p, seen, s.cl.nodes[p.Spec.NodeName] != nil); err != nil {
 			return err
 		}
+		s.cl.pods[key] = p
 		s.h.AddPod(p)
 	}
-	key := framework.Key(p)
-	s.cl.pods[key] = p
 	if r.o.noEnds {
 		return nil
 	}
