@@ -24,8 +24,8 @@ func (r *forecastRun) result() *Forecast {
 	ends := newBasis(r.ends())
 	gangStart := r.gangStarts()
 	running := map[string]int{}
-	for _, rp := range r.st.Running {
-		running[r.source[rp.Pod.UID]]++
+	for _, src := range r.runSrc {
+		running[src]++
 	}
 	f.Ends = counts(running)
 	for _, p := range r.asked {

@@ -22,7 +22,8 @@ type forecastRun struct {
 	st      *ForecastState
 	o       *ForecastOptions
 	asked   []*v1.Pod // the state's pending pods, then any extra ones
-	source  map[types.UID]string
+	source  map[types.UID]string // of the pods that arrive in the run
+	runSrc  []string             // of the running pods, by their index
 	endsAt  []sourcedEnd // running pods' planned ends, as they happen
 	unknown int
 	left    int // asked pods not yet bound
@@ -106,14 +107,15 @@ func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra
 	case len(s.cl.pods) == 0:
 		s.cl.pods = make(map[types.NamespacedName]*v1.Pod, n)
 	}
-	r.source = make(map[types.UID]string, n)
+	r.source = make(map[types.UID]string, len(st.Pending)+len(extra))
+	r.runSrc = make([]string, len(st.Running))
 	s.queue = slices.Grow(s.queue, len(st.Running))
 	seen := uids{own: map[types.UID]bool{}}
 	if r.base != nil {
 		seen.base = r.base.uids
 	}
-	for _, rp := range st.Running {
-		if err := r.addRunning(rp, seen); err != nil {
+	for i, rp := range st.Running {
+		if err := r.addRunning(i, rp, seen); err != nil {
 			return r, err
 		}
 	}
@@ -166,7 +168,7 @@ func checkRunning(p *v1.Pod, seen uids, onNode bool) error {
 // addRunning binds a running pod and plans its end at its estimate.
 // Its end is appended to the simulator's events, which the caller then
 // makes a heap again.
-func (r *forecastRun) addRunning(rp RunningPod, seen uids) error {
+func (r *forecastRun) addRunning(i int, rp RunningPod, seen uids) error {
 	s, p := r.s, rp.Pod
 	key := framework.Key(p)
 	if r.base == nil { // else the base checked it, and its cache holds it
@@ -180,7 +182,7 @@ func (r *forecastRun) addRunning(rp RunningPod, seen uids) error {
 		return nil
 	}
 	left, src := r.o.remaining(p, r.st.Now.Sub(rp.Started))
-	r.source[p.UID] = src
+	r.runSrc[i] = src
 	if src == SourceUnknown {
 		r.unknown++
 		return nil
