@@ -21,10 +21,10 @@ type forecastRun struct {
 	s       *sim
 	st      *ForecastState
 	o       *ForecastOptions
-	asked   []*v1.Pod // the state's pending pods, then any extra ones
+	asked   []*v1.Pod            // the state's pending pods, then any extra ones
 	source  map[types.UID]string // of the pods that arrive in the run
 	runSrc  []string             // of the running pods, by their index
-	endsAt  []sourcedEnd // running pods' planned ends, as they happen
+	endsAt  []sourcedEnd         // running pods' planned ends, as they happen
 	unknown int
 	left    int // asked pods not yet bound
 	minOf   map[string]int
