@@ -14,18 +14,19 @@ import (
 )
 
 // cacheMark is the cache as Mark found it: copies of what pod writes
-// change, and the nodes written since (touched), which Rollback restores.
+// change, and the nodes and pods written since (touched, pods), which
+// Rollback restores.
 type cacheMark struct {
 	nodes      map[string]*v1.Node             // the node objects
 	pods       map[string][]*framework.PodInfo // each node's pods, in order
 	requested  map[string]framework.Resource
 	podNode    map[types.NamespacedName]string
 	assumed    map[types.NamespacedName]*assumption
-	orphans    map[string]map[types.NamespacedName]*framework.PodInfo
 	namespaces map[string]labels.Set
-	fp         fingerprints
+	fp         timeIndex[types.NamespacedName] // the pods' fingerprints
 	groups     groupCounts
 	touched    map[string]struct{}
+	written    map[types.NamespacedName]struct{}
 }
 
 // Mark records the cache's state so that Rollback can bring it back: a
@@ -40,19 +41,16 @@ func (c *Cache) Mark() {
 	defer c.unlock()
 	m := &cacheMark{nodes: make(map[string]*v1.Node, len(c.nodes)), pods: make(map[string][]*framework.PodInfo, len(c.nodes)),
 		requested: make(map[string]framework.Resource, len(c.nodes)),
-		podNode:   maps.Clone(c.podNode), assumed: maps.Clone(c.assumed),
-		orphans: map[string]map[types.NamespacedName]*framework.PodInfo{}, namespaces: maps.Clone(c.namespaces),
-		fp:     fingerprints{nodes: c.fp.nodes.clone(), pods: c.fp.pods.clone()},
-		groups: groupCounts{of: maps.Clone(c.groups.of), count: maps.Clone(c.groups.count)}, touched: map[string]struct{}{}}
+		podNode:   maps.Clone(c.podNode), assumed: maps.Clone(c.assumed), namespaces: maps.Clone(c.namespaces),
+		fp:      c.fp.pods.clone(),
+		groups:  groupCounts{of: maps.Clone(c.groups.of), count: maps.Clone(c.groups.count)},
+		touched: map[string]struct{}{}, written: map[types.NamespacedName]struct{}{}}
 	for name, ni := range c.nodes {
 		m.nodes[name] = ni.Node
 		m.pods[name] = slices.Clone(ni.Pods)
 		r := ni.Requested
 		r.Scalar = maps.Clone(r.Scalar)
 		m.requested[name] = r
-	}
-	for name, o := range c.orphans {
-		m.orphans[name] = maps.Clone(o)
 	}
 	c.mark = m
 }
@@ -64,8 +62,9 @@ func (c *Cache) Mark() {
 // again, in the mark's order, so that it holds what it would have held
 // had the cache been built up to the mark and no further. It fails,
 // changing nothing, without a mark or if a node or namespace changed
-// since. O(nodes + pods) copies, plus upstream's work for the pods of the
-// nodes written since the mark. Safe for concurrent use.
+// since, or a pod on a node the cache does not know. O(nodes and pods
+// written since), plus upstream's work for the pods of those nodes. Safe
+// for concurrent use.
 func (c *Cache) Rollback() error {
 	c.lock()
 	defer c.unlock()
@@ -73,13 +72,8 @@ func (c *Cache) Rollback() error {
 	if m == nil {
 		return errors.New("cache rollback: no mark")
 	}
-	if !m.sameNodes(c) || !maps.EqualFunc(m.namespaces, c.namespaces, labels.Equals) {
-		return errors.New("cache rollback: a node or namespace changed since the mark")
-	}
-	for name := range m.touched {
-		if c.nodes[name] == nil {
-			return fmt.Errorf("cache rollback: a pod on node %q, which the cache does not know, changed since the mark", name)
-		}
+	if err := m.check(c); err != nil {
+		return err
 	}
 	var gone []*framework.PodInfo // upstream's pods of the touched nodes
 	for name := range m.touched {
@@ -90,52 +84,80 @@ func (c *Cache) Rollback() error {
 		r.Scalar = maps.Clone(r.Scalar)
 		ni.Requested = r
 	}
-	for key := range c.podNode {
-		if _, ok := m.podNode[key]; !ok {
-			c.dirty.pods[key] = struct{}{} // placed since: the room index forgets it
-		}
+	for key := range m.written {
+		m.restorePod(c, key)
+		c.dirty.pods[key] = struct{}{}
 	}
-	c.podNode = maps.Clone(m.podNode)
-	c.assumed = maps.Clone(m.assumed)
-	c.orphans = map[string]map[types.NamespacedName]*framework.PodInfo{}
-	for name, o := range m.orphans {
-		c.orphans[name] = maps.Clone(o)
-	}
-	c.fp = fingerprints{nodes: m.fp.nodes.clone(), pods: m.fp.pods.clone()}
-	c.groups = groupCounts{of: maps.Clone(m.groups.of), count: maps.Clone(m.groups.count)}
+	c.fp.pods.latest = m.fp.latest
 	if c.up != nil {
 		c.up.reload(c, gone, m.touched)
 	}
 	for name := range m.touched {
 		c.dirty.nodes[name] = struct{}{}
-		for _, pi := range c.nodes[name].Pods {
-			c.dirty.pods[framework.Key(pi.Pod)] = struct{}{}
-		}
-	}
-	for _, pi := range gone {
-		c.dirty.pods[framework.Key(pi.Pod)] = struct{}{}
 	}
 	clear(m.touched)
+	clear(m.written)
 	return nil
 }
 
-// sameNodes reports whether c has the mark's nodes, with the same objects.
-func (m *cacheMark) sameNodes(c *Cache) bool {
-	if len(c.nodes) != len(m.nodes) {
-		return false
+// check refuses a rollback whose writes it cannot undo: a node or
+// namespace changed, or a pod written on a node the cache does not know.
+// O(nodes written + namespaces).
+func (m *cacheMark) check(c *Cache) error {
+	if !maps.EqualFunc(m.namespaces, c.namespaces, labels.Equals) {
+		return errors.New("cache rollback: a namespace changed since the mark")
 	}
-	for name, ni := range c.nodes {
-		if n, ok := m.nodes[name]; !ok || n != ni.Node {
-			return false
+	if len(c.nodes) != len(m.nodes) {
+		return errors.New("cache rollback: a node was added or removed since the mark")
+	}
+	for name := range m.touched {
+		ni, was := c.nodes[name], m.nodes[name]
+		switch {
+		case ni == nil && was == nil:
+			return fmt.Errorf("cache rollback: a pod on node %q, which the cache does not know, changed since the mark", name)
+		case ni == nil || ni.Node != was:
+			return fmt.Errorf("cache rollback: node %q changed since the mark", name)
 		}
 	}
-	return true
+	return nil
+}
+
+// restorePod gives the pod key the node, assumption, fingerprint and
+// group count it had at the mark. The caller holds c's write lock. O(1)
+// besides the fingerprint's bucket.
+func (m *cacheMark) restorePod(c *Cache, key types.NamespacedName) {
+	if node, ok := m.podNode[key]; ok {
+		c.podNode[key] = node
+	} else {
+		delete(c.podNode, key)
+	}
+	if a, ok := m.assumed[key]; ok {
+		c.assumed[key] = a
+	} else {
+		delete(c.assumed, key)
+	}
+	c.fp.pods.remove(key)
+	if e, ok := m.fp.entries[key]; ok {
+		c.fp.pods.set(key, e.hash, e.at, e.obj)
+	}
+	c.groups.remove(key)
+	if name, ok := m.groups.of[key]; ok {
+		c.groups.of[key] = name
+		c.groups.count[name]++
+	}
 }
 
 // markTouched notes a node written since the mark.
 func (c *Cache) markTouched(node string) {
 	if c.mark != nil {
 		c.mark.touched[node] = struct{}{}
+	}
+}
+
+// markWritten notes a pod written since the mark.
+func (c *Cache) markWritten(key types.NamespacedName) {
+	if c.mark != nil {
+		c.mark.written[key] = struct{}{}
 	}
 }
 

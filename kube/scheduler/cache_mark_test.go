@@ -47,7 +47,10 @@ func orderedContent(t *testing.T, c *Cache, keys []types.NamespacedName) string 
 		node, ok := c.NodeOf(k)
 		out += fmt.Sprintf("%s on %q %v placed=%v assumed=%v\n", k.Name, node, ok, c.Placed(k), c.IsAssumed(k))
 	}
-	return out + fmt.Sprintf("group g: %d\n", c.GroupPlaced("default/g"))
+	c.mu.RLock()
+	st := c.stateLocked() // the failure records' fingerprints
+	c.mu.RUnlock()
+	return out + fmt.Sprintf("group g: %d\nstate %+v\n", c.GroupPlaced("default/g"), st)
 }
 
 // TestCacheRollbackLeavesNoTrace writes to a marked cache what a forward
@@ -82,7 +85,9 @@ func TestCacheRollbackLeavesNoTrace(t *testing.T) {
 	c.Mark()
 	for round := range 2 {
 		c.RemovePod(keys[0]) // a ends: its node's order changes upstream
-		if err := c.AddPod(podOn("x", 700, "n1")); err != nil {
+		x := podOn("x", 700, "n1")
+		x.CreationTimestamp = metav1.Unix(1000, 0) // later than any built pod's
+		if err := c.AddPod(x); err != nil {
 			t.Fatal(err)
 		}
 		c.RemovePod(keys[4]) // the gang member ends

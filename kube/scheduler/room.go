@@ -54,6 +54,7 @@ func (c *Cache) touchNode(name string) {
 
 func (c *Cache) touchPod(key types.NamespacedName, node string) {
 	c.dirty.pods[key] = struct{}{}
+	c.markWritten(key)
 	c.touchNode(node)
 }
 
