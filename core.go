@@ -148,6 +148,7 @@ type Core[K comparable, T any] struct {
 	labels  map[Event]string // Event.Label() of events seen, to build each once
 	hearing hearing          // the registrations that hear the last event judged
 	held    []heldReg        // scratch of heldBy
+	heldFor heldKey          // what held answers for, if set
 	asked   classSet         // scratch of worthGroup: the classes asked
 	memo    hintMemo         // a move request's hint answers by class
 	movers  []mover[K, T]    // scratch of judgeAll

@@ -224,9 +224,18 @@ type heldReg struct {
 // heldBy returns, into a scratch list valid until the next call, the
 // registrations that hear ev of the plugins that hold e back (its
 // pending, rejecting and gating plugins), in the order of c.regs.
-// O(r·p) for r hearing registrations and p plugins of e; no allocation
-// once warm.
+// O(r·p) for r hearing registrations and p plugins of e; O(p) when ev
+// and e's plugins are those of the last call, whose answer it returns
+// again. No allocation once warm.
 func (c *Core[K, T]) heldBy(e *entry[K, T], ev Event) []heldReg {
+	k := &c.heldFor
+	if k.set && k.ev == ev && k.gating == e.GatingPlugin &&
+		slices.Equal(k.pending, e.PendingPlugins) && slices.Equal(k.unsched, e.UnschedulablePlugins) {
+		return c.held // a move's candidates mostly share their plugins
+	}
+	k.set, k.ev, k.gating = true, ev, e.GatingPlugin
+	k.pending = append(k.pending[:0], e.PendingPlugins...)
+	k.unsched = append(k.unsched[:0], e.UnschedulablePlugins...)
 	out := c.held[:0]
 	for _, i := range c.hears(ev) {
 		plugin := c.regs[i].plugin
@@ -237,6 +246,16 @@ func (c *Core[K, T]) heldBy(e *entry[K, T], ev Event) []heldReg {
 	}
 	c.held = out
 	return out
+}
+
+// heldKey is what heldBy's last answer depends on: the event and the
+// entry's plugins (copies, so that a later change to an entry's lists
+// cannot make a stale answer look current).
+type heldKey struct {
+	set              bool
+	ev               Event
+	gating           string
+	pending, unsched []string
 }
 
 // askHints asks the hints of regs about item, in order: a Queue from a

@@ -64,7 +64,8 @@ type liveForecast struct {
 	// much of it the forecast spent waiting for the scheduler (see pace),
 	// before the copy and during the run.
 	Took, Waited time.Duration
-	// O are the options it ran with (its history included).
+	// O are the options it ran with (its history and its base included:
+	// the what-ifs of St start from that base).
 	O sim.ForecastOptions
 }
 
@@ -182,7 +183,13 @@ func (f *forecaster) compute() (*liveForecast, error) {
 	if f.hist != nil {
 		o.History = f.hist.history()
 	}
-	o.Pace = pace
+	// The cluster is built once, for the forecast and the what-ifs asked
+	// of its state after it (whatIf), which start from it.
+	b, err := sim.NewForecastBase(st)
+	if err != nil {
+		return nil, fmt.Errorf("forecast: %w", err)
+	}
+	o.Base, o.Pace = b, pace
 	fc, err := sim.RunForecast(f.sc, st, o)
 	if err != nil {
 		return nil, fmt.Errorf("forecast: %w", err)

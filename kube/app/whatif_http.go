@@ -117,7 +117,7 @@ func (f *forecaster) whatIf(in *sim.WhatIfInput, o sim.ForecastOptions) (whatIfA
 		return whatIfAnswer{}, err
 	}
 	var x *sim.WhatIf
-	o.History = lf.O.History
+	o.History, o.Base = lf.O.History, lf.O.Base
 	if o.Horizon == lf.O.Horizon {
 		x, err = sim.RunWhatIfFrom(f.sc, lf.St, lf.F, in, o)
 	} else {

@@ -62,6 +62,8 @@ type Cache struct {
 	// up, if not nil, is kube-scheduler's cache kept equal to this one,
 	// fed with dirty as room is (see TrackUpstream).
 	up *upstreamMirror
+	// mark, if not nil, is the state Rollback restores (cache_mark.go).
+	mark *cacheMark
 }
 
 // NewCache returns an empty cache.

@@ -47,11 +47,15 @@ func (c *Cache) unlock() {
 	c.mu.Unlock()
 }
 
-func (c *Cache) touchNode(name string) { c.dirty.nodes[name] = struct{}{} }
+func (c *Cache) touchNode(name string) {
+	c.dirty.nodes[name] = struct{}{}
+	c.markTouched(name)
+}
 
 func (c *Cache) touchPod(key types.NamespacedName, node string) {
 	c.dirty.pods[key] = struct{}{}
-	c.dirty.nodes[node] = struct{}{}
+	c.markWritten(key)
+	c.touchNode(node)
 }
 
 // publishLocked copies the nodes and pods the write changed into the room

@@ -56,12 +56,15 @@ type ForecastOptions struct {
 	// mix of priorities. Without it no new pod arrives.
 	Arrivals bool
 	// Pace, if set, is called on the run's goroutine before each object
-	// the run builds (a node, a running or a pending pod) and each
-	// operation of the virtual run (an attempt, a binding, a tick, an
+	// the run builds (a node, a running or a pending pod; not those of a
+	// Base, built before) and each operation of the virtual run (an attempt, a binding, a tick, an
 	// end). It may block, to yield the CPU to other work: the live
 	// scheduler's forecasts wait in it while the scheduler has pods to
 	// try. It must not call into the run.
 	Pace func()
+	// Base, if set, is the state's cluster built once (NewForecastBase of
+	// the same state): the run starts from it rather than building it.
+	Base *ForecastBase
 	// noEnds keeps every running pod running (the what-if's "fits now").
 	noEnds bool
 }
@@ -151,6 +154,7 @@ func RunForecast(sc *Scenario, st *ForecastState, o ForecastOptions) (*Forecast,
 	if err != nil {
 		return nil, err
 	}
+	defer r.close()
 	if err := r.s.loop(); err != nil {
 		return nil, fmt.Errorf("forecast: %w", err)
 	}

@@ -21,11 +21,11 @@ func (r *forecastRun) real(t time.Time) time.Time { return r.st.Now.Add(t.Sub(ep
 func (r *forecastRun) result() *Forecast {
 	f := &Forecast{At: r.st.Now, Horizon: r.o.Horizon, Arrivals: r.arrivals(), Unknown: r.unknown,
 		byKey: make(map[types.NamespacedName]int, len(r.asked))}
-	ends := r.ends()
+	ends := newBasis(r.ends())
 	gangStart := r.gangStarts()
 	running := map[string]int{}
-	for _, rp := range r.st.Running {
-		running[r.source[rp.Pod.UID]]++
+	for _, src := range r.runSrc {
+		running[src]++
 	}
 	f.Ends = counts(running)
 	for _, p := range r.asked {
@@ -42,7 +42,7 @@ func (r *forecastRun) result() *Forecast {
 		if ok {
 			pf.Starts, pf.Start, pf.Wait, upTo = true, r.real(start), start.Sub(epoch), start
 		}
-		pf.Basis = basisUpTo(ends, upTo)
+		pf.Basis = ends.upTo(upTo)
 		f.byKey[pf.Pod] = len(f.Pods)
 		f.Pods = append(f.Pods, pf)
 	}
@@ -64,15 +64,44 @@ func (r *forecastRun) ends() []sourcedEnd {
 	return out
 }
 
-func basisUpTo(ends []sourcedEnd, t time.Time) []SourceCount {
-	m := map[string]int{}
-	for _, e := range ends {
-		if e.at.After(t) {
-			break
-		}
-		m[e.source]++
+// basis is the estimated ends of a run, by time, with the count of each
+// source among the first i of them (cum[i], in the order of sources), so
+// that the basis of each of n pods costs O(log ends), not O(ends).
+type basis struct {
+	ends []sourcedEnd
+	cum  [][]int
+}
+
+func newBasis(ends []sourcedEnd) *basis {
+	b := &basis{ends: ends, cum: make([][]int, len(ends)+1)}
+	flat := make([]int, (len(ends)+1)*len(sources))
+	for i := range b.cum {
+		b.cum[i] = flat[i*len(sources) : (i+1)*len(sources)]
 	}
-	return counts(m)
+	for i, e := range ends {
+		copy(b.cum[i+1], b.cum[i])
+		if k := slices.Index(sources, e.source); k >= 0 {
+			b.cum[i+1][k]++
+		}
+	}
+	return b
+}
+
+// upTo counts, per source, the ends at or before t. O(log ends).
+func (b *basis) upTo(t time.Time) []SourceCount {
+	n, _ := slices.BinarySearchFunc(b.ends, t, func(e sourcedEnd, t time.Time) int {
+		if e.at.After(t) {
+			return 1
+		}
+		return -1
+	})
+	var out []SourceCount
+	for k, s := range sources {
+		if c := b.cum[n][k]; c > 0 {
+			out = append(out, SourceCount{s, c})
+		}
+	}
+	return out
 }
 
 func counts(m map[string]int) []SourceCount {

@@ -1,8 +1,11 @@
 package sim
 
 import (
+	"container/heap"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -18,9 +21,10 @@ type forecastRun struct {
 	s       *sim
 	st      *ForecastState
 	o       *ForecastOptions
-	asked   []*v1.Pod // the state's pending pods, then any extra ones
-	source  map[types.UID]string
-	endsAt  []sourcedEnd // running pods' planned ends, as they happen
+	asked   []*v1.Pod            // the state's pending pods, then any extra ones
+	source  map[types.UID]string // of the pods that arrive in the run
+	runSrc  []string             // of the running pods, by their index
+	endsAt  []sourcedEnd         // running pods' planned ends, as they happen
 	unknown int
 	left    int // asked pods not yet bound
 	minOf   map[string]int
@@ -29,6 +33,8 @@ type forecastRun struct {
 	fired   map[types.UID]bool
 	isAsked map[types.UID]bool
 	counted map[types.UID]bool
+	// base, if not nil, lent the cache, which close gives back.
+	base *ForecastBase
 }
 
 type sourcedEnd struct {
@@ -38,35 +44,84 @@ type sourcedEnd struct {
 
 // newForecastRun builds the run: the state's nodes, running pods with
 // their ends planned, PodGroups, then the pending pods and extra in order.
+// With o.Base, the cluster comes from the base, taken until close.
 func newForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra []*v1.Pod) (*forecastRun, error) {
+	r, err := buildForecastRun(sc, st, o, extra)
+	if err != nil && r != nil {
+		r.close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// close gives the base back, if the run took one. Idempotent.
+func (r *forecastRun) close() {
+	if r.base != nil {
+		r.base.give()
+		r.base = nil
+	}
+}
+
+func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra []*v1.Pod) (*forecastRun, error) {
 	fsc := *sc
 	fsc.Pods, fsc.Events, fsc.Trace, fsc.Snapshot, fsc.Duration = nil, nil, nil, "", o.Horizon
 	r := &forecastRun{st: st, o: o, source: map[types.UID]string{}, minOf: map[string]int{},
 		members: map[string][]*v1.Pod{}, fired: map[types.UID]bool{},
 		isAsked: map[types.UID]bool{}, counted: map[types.UID]bool{}}
-	s, err := newSim(&fsc, Options{Trace: r.observe})
+	so := Options{Trace: r.observe}
+	if b := o.Base; b != nil {
+		if !b.of(st) {
+			return nil, errors.New("forecast: the base given is not of this state")
+		}
+		c, err := b.take()
+		if err != nil {
+			return nil, err
+		}
+		r.base, so.cache = b, c
+	}
+	s, err := newSim(&fsc, so)
 	if err != nil {
-		return nil, err
+		return r, err
 	}
 	r.s = s
 	// A forecast logs nothing: the live scheduler runs one every few
 	// seconds, and its own log already says what the handlers would.
 	s.h.Logger = slog.New(slog.DiscardHandler)
 	for _, ns := range st.Namespaces {
-		s.h.Cache.SetNamespace(ns)
+		if r.base == nil {
+			s.h.Cache.SetNamespace(ns)
+		}
 	}
 	for _, n := range st.Nodes {
 		r.pace()
 		s.cl.nodes[n.Name] = n
-		s.h.AddNode(n)
-	}
-	seen := map[types.UID]bool{}
-	for _, rp := range st.Running {
-		r.pace()
-		if err := r.addRunning(rp, seen); err != nil {
-			return nil, err
+		if r.base == nil {
+			s.h.AddNode(n)
 		}
 	}
+	n := len(st.Running) + len(st.Pending) + len(extra)
+	switch {
+	case r.base != nil && len(s.cl.pods) == 0:
+		s.cl.pods = maps.Clone(r.base.pods) // addRunning adds none
+	case len(s.cl.pods) == 0:
+		s.cl.pods = make(map[types.NamespacedName]*v1.Pod, n)
+	}
+	r.source = make(map[types.UID]string, len(st.Pending)+len(extra))
+	r.runSrc = make([]string, len(st.Running))
+	s.queue = slices.Grow(s.queue, len(st.Running))
+	seen := uids{own: map[types.UID]bool{}}
+	if r.base != nil {
+		seen.base = r.base.uids
+	}
+	for i, rp := range st.Running {
+		r.pace()
+		if err := r.addRunning(i, rp, seen); err != nil {
+			return r, err
+		}
+	}
+	heap.Init(&s.queue) // the ends, appended by addRunning
 	for _, pg := range st.PodGroups {
 		r.minOf[pg.Namespace+"/"+pg.Name] = int(pg.Spec.SchedulingPolicy.Gang.MinCount)
 		s.h.AddPodGroup(pg)
@@ -75,7 +130,7 @@ func newForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra [
 	for _, p := range r.asked {
 		r.pace()
 		if err := r.addPending(p, seen); err != nil {
-			return nil, err
+			return r, err
 		}
 	}
 	r.left = len(r.asked)
@@ -88,37 +143,56 @@ func newForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra [
 	return r, nil
 }
 
-func checkUID(p *v1.Pod, seen map[types.UID]bool) error {
-	if p.UID == "" || seen[p.UID] {
+// uids are the UIDs of a state's pods seen so far: base, if set, the
+// running pods' that a ForecastBase checked, then own.
+type uids struct{ base, own map[types.UID]bool }
+
+// add refuses an empty UID or one seen already. O(1).
+func (u uids) add(p *v1.Pod) error {
+	if p.UID == "" || u.base[p.UID] || u.own[p.UID] {
 		return fmt.Errorf("pod %s: its UID %q is empty or not unique in the state", framework.Key(p), p.UID)
 	}
-	seen[p.UID] = true
+	u.own[p.UID] = true
+	return nil
+}
+
+// checkRunning refuses a running pod with an empty or repeated UID, or
+// not on a node of the state (onNode false).
+func checkRunning(p *v1.Pod, seen uids, onNode bool) error {
+	if err := seen.add(p); err != nil {
+		return err
+	}
+	if !onNode {
+		return fmt.Errorf("pod %s runs on node %q, which is not in the state", framework.Key(p), p.Spec.NodeName)
+	}
 	return nil
 }
 
 // addRunning binds a running pod and plans its end at its estimate.
-func (r *forecastRun) addRunning(rp RunningPod, seen map[types.UID]bool) error {
+// Its end is appended to the simulator's events, which the caller then
+// makes a heap again.
+func (r *forecastRun) addRunning(i int, rp RunningPod, seen uids) error {
 	s, p := r.s, rp.Pod
-	if err := checkUID(p, seen); err != nil {
-		return err
-	}
-	if s.cl.nodes[p.Spec.NodeName] == nil {
-		return fmt.Errorf("pod %s runs on node %q, which is not in the state", framework.Key(p), p.Spec.NodeName)
-	}
 	key := framework.Key(p)
-	s.cl.pods[key] = p
-	s.h.AddPod(p)
+	if r.base == nil { // else the base checked it, and its cache holds it
+		if err := checkRunning(p, seen, s.cl.nodes[p.Spec.NodeName] != nil); err != nil {
+			return err
+		}
+		s.cl.pods[key] = p
+		s.h.AddPod(p)
+	}
 	if r.o.noEnds {
 		return nil
 	}
 	left, src := r.o.remaining(p, r.st.Now.Sub(rp.Started))
-	r.source[p.UID] = src
+	r.runSrc[i] = src
 	if src == SourceUnknown {
 		r.unknown++
 		return nil
 	}
 	uid := p.UID
-	s.at(s.now.Add(left), func() {
+	s.seq++
+	s.queue = append(s.queue, event{at: s.now.Add(left), seq: s.seq, fn: func() {
 		cur := s.cl.pods[key]
 		if cur == nil || cur.UID != uid {
 			return // preempted meanwhile
@@ -128,13 +202,13 @@ func (r *forecastRun) addRunning(rp RunningPod, seen map[types.UID]bool) error {
 		s.ended(cur, endFinished)
 		delete(s.cl.pods, key)
 		s.h.DeletePod(cur)
-	})
+	}})
 	return nil
 }
 
 // addPending adds a pending pod to the queue, with its runtime once bound.
-func (r *forecastRun) addPending(p *v1.Pod, seen map[types.UID]bool) error {
-	if err := checkUID(p, seen); err != nil {
+func (r *forecastRun) addPending(p *v1.Pod, seen uids) error {
+	if err := seen.add(p); err != nil {
 		return err
 	}
 	if p.Spec.NodeName != "" {

@@ -89,15 +89,21 @@ func ParseWhatIf(data []byte) (*WhatIfInput, error) {
 
 // check refuses objects that name a missing namespace or PodGroup, a
 // name already taken, or a bound pod; it fills in what the API server
-// would (the namespace default, a UID, the scheduler's name).
-func (in *WhatIfInput) check(st *ForecastState) error {
+// would (the namespace default, a UID, the scheduler's name). base, if
+// not nil, may give the running pods' names. O(state + input).
+func (in *WhatIfInput) check(st *ForecastState, base *ForecastBase) error {
 	nss := map[string]bool{}
 	for _, ns := range st.Namespaces {
 		nss[ns.Name] = true
 	}
+	var running map[types.NamespacedName]*v1.Pod // a base's, if of st
 	taken := map[types.NamespacedName]bool{}
-	for _, rp := range st.Running {
-		taken[framework.Key(rp.Pod)] = true
+	if base != nil && base.of(st) {
+		running = base.pods
+	} else {
+		for _, rp := range st.Running {
+			taken[framework.Key(rp.Pod)] = true
+		}
 	}
 	for _, p := range st.Pending {
 		taken[framework.Key(p)] = true
@@ -124,7 +130,7 @@ func (in *WhatIfInput) check(st *ForecastState) error {
 			return fmt.Errorf("pod %d: no name", i+1)
 		case !nss[p.Namespace]:
 			return fmt.Errorf("pod %s: namespace %q does not exist", key, p.Namespace)
-		case taken[key]:
+		case taken[key] || running[key] != nil:
 			return fmt.Errorf("pod %s: a pod of that name exists already", key)
 		case p.Spec.NodeName != "":
 			return fmt.Errorf("pod %s: names node %s; a what-if pod is one not yet scheduled", key, p.Spec.NodeName)
@@ -193,8 +199,15 @@ func RunWhatIf(sc *Scenario, st *ForecastState, in *WhatIfInput, o ForecastOptio
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	if err := in.check(st); err != nil { // before any run; idempotent
+	if err := in.check(st, o.Base); err != nil { // before any run; idempotent
 		return nil, err
+	}
+	if o.Base == nil { // one build for the two or three runs
+		b, err := NewForecastBase(st)
+		if err != nil {
+			return nil, err
+		}
+		o.Base = b
 	}
 	before, err := RunForecast(sc, st, o)
 	if err != nil {
@@ -215,19 +228,32 @@ func RunWhatIfFrom(sc *Scenario, st *ForecastState, before *Forecast, in *WhatIf
 	if len(before.Pods) != len(st.Pending) || !before.At.Equal(st.Now) {
 		return nil, errors.New("what-if: the forecast given is not of this state")
 	}
-	if err := in.check(st); err != nil {
+	if err := in.check(st, o.Base); err != nil {
 		return nil, err
 	}
 	with := *st
 	with.PodGroups = append(slices.Clip(st.PodGroups), in.PodGroups...)
+	var now []WhatIfPod
+	var err error
+	probe := canProbe(sc, st, in)
+	if !probe { // before the run below, which holds the base
+		if now, err = whatIfNow(sc, st, in, o); err != nil {
+			return nil, err
+		}
+	}
 	r, err := newForecastRun(sc, &with, &o, in.Pods)
 	if err != nil {
 		return nil, err
 	}
-	now, ok := r.probeNow(sc, st, in)
-	if !ok {
-		if now, err = whatIfNow(sc, st, in, o); err != nil {
-			return nil, err
+	defer r.close()
+	if probe {
+		var ok bool
+		if now, ok = r.probeNow(sc, st, in); !ok { // the cycle failed
+			alone := o
+			alone.Base = nil // r holds it
+			if now, err = whatIfNow(sc, st, in, alone); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := r.s.loop(); err != nil {
@@ -253,11 +279,12 @@ func whatIfNow(sc *Scenario, st *ForecastState, in *WhatIfInput, o ForecastOptio
 	alone := *st
 	alone.Pending = nil
 	alone.PodGroups = append(slices.Clip(st.PodGroups), in.PodGroups...)
-	no := ForecastOptions{Horizon: whatIfNowHorizon, noEnds: true}
+	no := ForecastOptions{Horizon: whatIfNowHorizon, noEnds: true, Base: o.Base}
 	r, err := newForecastRun(sc, &alone, &no, in.Pods)
 	if err != nil {
 		return nil, err
 	}
+	defer r.close()
 	if err := r.s.loop(); err != nil {
 		return nil, fmt.Errorf("what-if: %w", err)
 	}

@@ -23,18 +23,10 @@ import (
 // cycle (gates, a PodGroup, volumes, resource claims, extended
 // resources), or no framework. O(one cycle).
 func (r *forecastRun) probeNow(sc *Scenario, st *ForecastState, in *WhatIfInput) ([]WhatIfPod, bool) {
-	if len(in.Pods) != 1 || len(in.PodGroups) != 0 || !probeable(in.Pods[0]) {
+	if !canProbe(sc, st, in) {
 		return nil, false
 	}
 	p := in.Pods[0]
-	if sc.Scheduler.Preemption != nil {
-		prio := framework.Priority(p)
-		for _, rp := range st.Running {
-			if framework.Priority(rp.Pod) < prio || rp.Pod.DeletionTimestamp != nil {
-				return nil, false
-			}
-		}
-	}
 	out, err := r.s.sched.Probe(context.Background(), p, schedRand(sc.Seed))
 	if err != nil {
 		return nil, false
@@ -44,6 +36,23 @@ func (r *forecastRun) probeNow(sc *Scenario, st *ForecastState, in *WhatIfInput)
 		w.FitsNow, w.Node = true, out.Node
 	}
 	return []WhatIfPod{w}, true
+}
+
+// canProbe reports whether one cycle can tell (see probeNow): one plain
+// pod, which preemption could not serve. O(running pods).
+func canProbe(sc *Scenario, st *ForecastState, in *WhatIfInput) bool {
+	if len(in.Pods) != 1 || len(in.PodGroups) != 0 || !probeable(in.Pods[0]) {
+		return false
+	}
+	if sc.Scheduler.Preemption != nil {
+		prio := framework.Priority(in.Pods[0])
+		for _, rp := range st.Running {
+			if framework.Priority(rp.Pod) < prio || rp.Pod.DeletionTimestamp != nil {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // schedRand is the simulator's tie-breaker for a scenario's seed, as a

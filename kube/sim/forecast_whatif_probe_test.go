@@ -49,7 +49,7 @@ func TestWhatIfProbeAnswersAsTheRunAlone(t *testing.T) {
 			o := ForecastOptions{Horizon: 3 * time.Hour}
 			in := &WhatIfInput{Pods: []*v1.Pod{testPod("w", "", c.cpu, "30m")}}
 			in.Pods[0].UID, in.Pods[0].Spec.Priority = types.UID(""), &c.prio
-			if err := in.check(c.st); err != nil {
+			if err := in.check(c.st, nil); err != nil {
 				t.Fatal(err)
 			}
 			with := *c.st

@@ -43,6 +43,9 @@ type Options struct {
 	CheckInvariants bool
 	// Trace, if set, receives every queue operation in order.
 	Trace func(Op)
+	// cache, if set, is the scheduler's cache to start from (a forecast
+	// base's, see ForecastBase) instead of an empty one.
+	cache *scheduler.Cache
 }
 
 // event is something that happens at a virtual instant; seq keeps events
@@ -180,7 +183,10 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 		return nil, err
 	}
 	s.fw = fw
-	cache := scheduler.NewCache()
+	cache := o.cache
+	if cache == nil {
+		cache = scheduler.NewCache()
+	}
 	if q.WakeBudget == nil || *q.WakeBudget {
 		cfg.Budget = scheduler.WakeBudget(cache)
 		cfg.ClassBudget = true // see WakeBudget
