@@ -182,7 +182,7 @@ func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pi *framework
 	}
 	if len(feasible) == 0 {
 		o := fitOutcome(pod, len(all), diag)
-		memo.failed(o, len(nodes), len(all))
+		memo.failed(o, nodes, len(all))
 		o.clearNom = out.clearNom
 		return o
 	}

@@ -63,7 +63,13 @@ type sigMemo struct {
 type memoFailure struct {
 	writes        uint64
 	nodes, numAll int
-	out           Outcome
+	// newest is the highest generation of the nodes the cycle examined.
+	// kube-scheduler takes every node's generation from one counter of
+	// the process, so a node that changed, or one that came, has a newer
+	// one: while the whole cluster (as many nodes as then) has none newer,
+	// no node changed.
+	newest int64
+	out    Outcome
 }
 
 // memoVerdict is one node's verdict: nil status for a node that fits.
@@ -158,10 +164,12 @@ func (s *Scheduler) repeated(memo *sigMemo, nodes []fwk.NodeInfo, numAll int) (O
 	if f == nil || f.writes != memo.writes || f.nodes != len(nodes) || f.numAll != numAll {
 		return Outcome{}, false
 	}
-	for _, ni := range nodes {
-		v, ok := memo.nodes[ni.Node().Name]
-		if !ok || v.gen != ni.GetGeneration() || v.st == nil {
-			return Outcome{}, false
+	if len(nodes) != numAll || newestGeneration(nodes) != f.newest {
+		for _, ni := range nodes {
+			v, ok := memo.nodes[ni.Node().Name]
+			if !ok || v.gen != ni.GetGeneration() || v.st == nil {
+				return Outcome{}, false
+			}
 		}
 	}
 	s.fmemoHits += uint64(len(nodes))
@@ -184,8 +192,19 @@ func (memo *sigMemo) bound(numAll int) {
 }
 
 // failed keeps out, the outcome of a cycle over nodes that found none.
-func (memo *sigMemo) failed(out Outcome, nodes, numAll int) {
+// O(nodes).
+func (memo *sigMemo) failed(out Outcome, nodes []fwk.NodeInfo, numAll int) {
 	if memo != nil {
-		memo.fail = &memoFailure{writes: memo.writes, nodes: nodes, numAll: numAll, out: out}
+		memo.fail = &memoFailure{writes: memo.writes, nodes: len(nodes), numAll: numAll, newest: newestGeneration(nodes), out: out}
 	}
+}
+
+// newestGeneration is the highest generation of nodes. O(nodes), with
+// no look-up: the whole cluster's check in repeated.
+func newestGeneration(nodes []fwk.NodeInfo) int64 {
+	var g int64
+	for _, ni := range nodes {
+		g = max(g, ni.GetGeneration())
+	}
+	return g
 }
