@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // RuntimeAnnotation is the annotation in which a pod declares how long it
@@ -29,18 +30,42 @@ const minHistory = 3
 
 // History learns pods' runtimes: the runtimes observed for pods of the
 // same kind, where a pod's kind is the value of the configured label if
-// the pod has it, and otherwise its owner's kind and its namespace. It
-// estimates a running pod's remaining runtime as the median of the
-// runtimes longer than the time it has already run, less that time.
-// Observe is O(1), Estimate O(n log n) after an Observe of its kind and
-// O(log n) otherwise. Not safe for concurrent use.
+// the pod has it, and otherwise its owner's kind and its namespace. By
+// default (MedianFinished) it estimates a running pod's remaining
+// runtime as the median of the finished runtimes longer than the time it
+// has already run, less that time. With KaplanMeier it also counts the
+// runs still going (ObserveRunning) as right-censored observations. A
+// quantile other than the median can be assigned per pod (Stratified,
+// Sampled). Observe is O(1); Estimate O(n log n) after an Observe of its
+// kind, then O(log n) with MedianFinished and O(n) with KaplanMeier. Not
+// safe for concurrent use.
 type History struct {
 	label   string
 	samples map[string]*runtimes
+	// Method is how a remaining runtime is estimated (default
+	// MedianFinished).
+	Method HistoryMethod
+	// quantile, if set, is the quantile of the conditional runtime
+	// distribution each pod gets instead of the median.
+	quantile map[types.UID]float64
 }
 
+// HistoryMethod names how History estimates a remaining runtime.
+type HistoryMethod string
+
+// The methods of History.
+const (
+	// MedianFinished uses only the runtimes of finished pods.
+	MedianFinished HistoryMethod = ""
+	// KaplanMeier also counts the runs still going, and any run cut short,
+	// as right-censored: the product-limit estimator of the runtime
+	// distribution, conditioned on the time the pod has run.
+	KaplanMeier HistoryMethod = "kaplan-meier"
+)
+
 type runtimes struct {
-	d      []time.Duration
+	d      []time.Duration // finished runs
+	c      []time.Duration // censored runs: still going, or cut short
 	sorted bool
 }
 
@@ -66,35 +91,65 @@ func (h *History) Kind(p *v1.Pod) string {
 
 // Observe records that p ran for d.
 func (h *History) Observe(p *v1.Pod, d time.Duration) {
+	r := h.kind(p)
+	r.d = append(r.d, d)
+	r.sorted = false
+}
+
+// ObserveRunning records that p has run for elapsed and not finished (it
+// is still going, or was cut short): a right-censored runtime, which only
+// KaplanMeier uses.
+func (h *History) ObserveRunning(p *v1.Pod, elapsed time.Duration) {
+	r := h.kind(p)
+	r.c = append(r.c, elapsed)
+	r.sorted = false
+}
+
+func (h *History) kind(p *v1.Pod) *runtimes {
 	k := h.Kind(p)
 	r := h.samples[k]
 	if r == nil {
 		r = &runtimes{}
 		h.samples[k] = r
 	}
-	r.d = append(r.d, d)
-	r.sorted = false
+	return r
 }
 
 // Estimate returns how much longer p, which has run for elapsed, is
-// expected to run: the median of its kind's runtimes longer than
-// elapsed, less elapsed. ok is false with fewer than minHistory such
-// runtimes.
+// expected to run: the median (or p's assigned quantile) of its kind's
+// runtimes longer than elapsed, less elapsed; see Quantile.
 func (h *History) Estimate(p *v1.Pod, elapsed time.Duration) (time.Duration, bool) {
+	q, ok := h.quantile[p.UID]
+	if !ok {
+		q = 0.5
+	}
+	return h.Quantile(p, elapsed, q)
+}
+
+// Quantile returns the q-quantile (0 < q < 1) of p's remaining runtime,
+// given that it has run for elapsed. With MedianFinished it is the
+// runtime at rank ⌊q·n⌋ of the n finished runtimes longer than elapsed,
+// less elapsed, and ok is false when n < minHistory. With KaplanMeier see
+// kmQuantile.
+func (h *History) Quantile(p *v1.Pod, elapsed time.Duration, q float64) (time.Duration, bool) {
 	r := h.samples[h.Kind(p)]
 	if r == nil {
 		return 0, false
 	}
 	if !r.sorted {
 		slices.Sort(r.d)
+		slices.Sort(r.c)
 		r.sorted = true
+	}
+	if h.Method == KaplanMeier {
+		return kmQuantile(r.d, r.c, elapsed, q)
 	}
 	i, _ := slices.BinarySearch(r.d, elapsed+1)
 	tail := r.d[i:]
 	if len(tail) < minHistory {
 		return 0, false
 	}
-	return tail[len(tail)/2] - elapsed, true
+	return tail[min(int(q*float64(len(tail))), len(tail)-1)] - elapsed, true
 }
 
 // ParseRuntime reads p's RuntimeAnnotation; ok is false without one.
