@@ -30,21 +30,28 @@ const minHistory = 3
 
 // History learns pods' runtimes: the runtimes observed for pods of the
 // same kind, where a pod's kind is the value of the configured label if
-// the pod has it, and otherwise its owner's kind and its namespace. By
-// default (MedianFinished) it estimates a running pod's remaining
-// runtime as the median of the finished runtimes longer than the time it
-// has already run, less that time. With KaplanMeier it also counts the
-// runs still going (ObserveRunning) as right-censored observations. A
-// quantile other than the median can be assigned per pod (Stratified,
-// Sampled). Observe is O(1); Estimate O(n log n) after an Observe of its
-// kind, then O(log n) with MedianFinished and O(n) with KaplanMeier. Not
+// the pod has it, and otherwise its owner's kind and its namespace. It
+// estimates a pod's remaining runtime, given the time it has already
+// run, from the distribution of its kind's runtimes longer than that:
+// by default (KaplanMeier) the product-limit estimate, which counts the
+// runs still going and those cut short (ObserveRunning) as
+// right-censored; with MedianFinished, from the finished runs alone. A
+// forecast gives the pods of one kind distinct quantiles of that
+// distribution (Spread), by default spread evenly in an order drawn from
+// Seed. Observe is O(1); Estimate O(n log n) after an Observe of its
+// kind, then O(n) with KaplanMeier and O(log n) with MedianFinished. Not
 // safe for concurrent use.
 type History struct {
 	label   string
 	samples map[string]*runtimes
-	// Method is how a remaining runtime is estimated (default
-	// MedianFinished).
+	// Method is how the runtime distribution is estimated (default
+	// KaplanMeier).
 	Method HistoryMethod
+	// Spread is which quantile of it each pod gets (default
+	// SpreadStratified).
+	Spread HistorySpread
+	// Seed draws the order of SpreadStratified.
+	Seed uint64
 	// quantile, if set, is the quantile of the conditional runtime
 	// distribution each pod gets instead of the median.
 	quantile map[types.UID]float64
@@ -55,12 +62,26 @@ type HistoryMethod string
 
 // The methods of History.
 const (
-	// MedianFinished uses only the runtimes of finished pods.
-	MedianFinished HistoryMethod = ""
 	// KaplanMeier also counts the runs still going, and any run cut short,
 	// as right-censored: the product-limit estimator of the runtime
 	// distribution, conditioned on the time the pod has run.
-	KaplanMeier HistoryMethod = "kaplan-meier"
+	KaplanMeier HistoryMethod = ""
+	// MedianFinished uses only the runtimes of finished pods.
+	MedianFinished HistoryMethod = "finished"
+)
+
+// HistorySpread names which quantile of its kind's conditional runtime
+// distribution each pod of a forecast gets.
+type HistorySpread string
+
+// The spreads of History.
+const (
+	// SpreadStratified gives the n pods of a kind whose runtimes History
+	// estimates the quantiles (i+0.5)/n, in an order drawn from Seed: the
+	// ends of all of them follow the distribution (see Stratified).
+	SpreadStratified HistorySpread = ""
+	// SpreadMedian gives every pod the median: their ends cluster.
+	SpreadMedian HistorySpread = "median"
 )
 
 type runtimes struct {
@@ -116,8 +137,9 @@ func (h *History) kind(p *v1.Pod) *runtimes {
 }
 
 // Estimate returns how much longer p, which has run for elapsed, is
-// expected to run: the median (or p's assigned quantile) of its kind's
-// runtimes longer than elapsed, less elapsed; see Quantile.
+// expected to run: the quantile assigned to p (Stratified, Sampled; the
+// median if none) of its kind's runtimes longer than elapsed, less
+// elapsed; see Quantile.
 func (h *History) Estimate(p *v1.Pod, elapsed time.Duration) (time.Duration, bool) {
 	q, ok := h.quantile[p.UID]
 	if !ok {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -84,5 +85,53 @@ func (h *History) Sampled(pods []*v1.Pod, seed uint64) *History {
 func (h *History) withQuantiles(q map[types.UID]float64) *History {
 	c := *h
 	c.quantile = q
+	return &c
+}
+
+// historyFor returns the History a forecast of st uses: a copy of
+// o.History with, under KaplanMeier, st's running pods added as censored
+// at the time they have run, and, under SpreadStratified and unless
+// quantiles are already assigned, the stratified quantiles of the pods
+// whose runtimes it estimates (running, then pending, then extra; those
+// with a known, declared or deadline runtime are left out; a what-if's
+// extra pods form strata of their own, so that the pods of the state
+// keep the quantiles they get without them). The caller's
+// History is not changed. O(n log n) in observations and pods.
+func (o *ForecastOptions) historyFor(st *ForecastState, extra []*v1.Pod) *History {
+	h := o.History
+	if h == nil {
+		return nil
+	}
+	c := *h
+	if h.Method == KaplanMeier && len(st.Running) > 0 {
+		c.samples = make(map[string]*runtimes, len(h.samples))
+		for k, r := range h.samples {
+			c.samples[k] = &runtimes{d: slices.Clone(r.d), c: slices.Clone(r.c)}
+		}
+		for _, rp := range st.Running {
+			c.ObserveRunning(rp.Pod, st.Now.Sub(rp.Started))
+		}
+	}
+	if h.Spread == SpreadStratified && h.quantile == nil {
+		declared := *o
+		declared.History = nil
+		var pods, added []*v1.Pod
+		add := func(to *[]*v1.Pod, p *v1.Pod, elapsed time.Duration) {
+			if _, src := declared.remaining(p, elapsed); src == SourceUnknown {
+				*to = append(*to, p)
+			}
+		}
+		for _, rp := range st.Running {
+			add(&pods, rp.Pod, st.Now.Sub(rp.Started))
+		}
+		for _, p := range st.Pending {
+			add(&pods, p, 0)
+		}
+		for _, p := range extra {
+			add(&added, p, 0)
+		}
+		c.quantile = c.Stratified(pods, h.Seed).quantile
+		maps.Copy(c.quantile, c.Stratified(added, h.Seed+1).quantile)
+	}
 	return &c
 }

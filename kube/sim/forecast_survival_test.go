@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -34,6 +35,7 @@ func TestKaplanMeierMedianCensored(t *testing.T) {
 		h.ObserveRunning(teamPod("r"), d*time.Minute)
 	}
 	p := teamPod("p")
+	h.Method = MedianFinished
 	if d, ok := h.Estimate(p, 0); !ok || d != 3*time.Minute {
 		t.Errorf("finished only, from 0: got %v %v, want 3m (upper median of 1,2,3,10)", d, ok)
 	}
@@ -111,5 +113,44 @@ func TestStratifiedQuantiles(t *testing.T) {
 	a, b := ends(h.Sampled(pods, 3)), ends(h.Sampled(pods, 3))
 	if !slices.Equal(a, b) {
 		t.Errorf("Sampled, same seed: got %v then %v", a, b)
+	}
+}
+
+// TestHistoryForForecast: a forecast's History counts the state's running
+// pods as censored: with finished runs of 1, 2, 3 and 10 min and three
+// runs going for 5 min, S steps at 1 (6/7), 2 (5/7), 3 (4/7) and 10 (0),
+// so the median is 10 min where the finished runs alone say 2 min (S(2) =
+// 2/4). It stratifies only the pods whose runtimes it estimates: the 3
+// running and 2 pending pods get 0.1, 0.3, 0.5, 0.7 and 0.9, the pod with
+// a deadline none. The caller's History is unchanged.
+func TestHistoryForForecast(t *testing.T) {
+	h := NewHistory("team")
+	for _, d := range []time.Duration{1, 2, 3, 10} {
+		h.Observe(teamPod("f"), d*time.Minute)
+	}
+	now := epoch.Add(time.Hour)
+	st := &ForecastState{Now: now}
+	for i := range 3 {
+		st.Running = append(st.Running, RunningPod{Pod: teamPod(fmt.Sprint("r", i)), Started: now.Add(-5 * time.Minute)})
+	}
+	ds := int64(60)
+	withDeadline := teamPod("deadline")
+	withDeadline.Spec.ActiveDeadlineSeconds = &ds
+	st.Pending = []*v1.Pod{teamPod("p0"), withDeadline, teamPod("p1")}
+	o := ForecastOptions{History: h}
+	f := o.historyFor(st, nil)
+	var qs []float64
+	for _, q := range f.quantile {
+		qs = append(qs, math.Round(q*10)/10)
+	}
+	if _, ok := f.quantile[withDeadline.UID]; ok || !slices.Equal(slices.Sorted(slices.Values(qs)), []float64{0.1, 0.3, 0.5, 0.7, 0.9}) {
+		t.Errorf("quantiles %v: want 0.1 to 0.9 for the 3 running and 2 pending pods without a deadline", f.quantile)
+	}
+	p := teamPod("x")
+	if d, _ := f.Quantile(p, 0, 0.5); d != 10*time.Minute {
+		t.Errorf("median with the running pods censored: got %v, want 10m", d)
+	}
+	if d, _ := h.Quantile(p, 0, 0.5); d != 2*time.Minute || len(h.samples["label team=x"].c) != 0 || h.quantile != nil {
+		t.Errorf("the caller's History changed: median %v", d)
 	}
 }
