@@ -39,8 +39,7 @@ const minHistory = 3
 // forecast gives the pods of one kind distinct quantiles of that
 // distribution (Spread), by default spread evenly in an order drawn from
 // Seed. Observe is O(1); Estimate O(n log n) after an Observe of its
-// kind, then O(n) with KaplanMeier and O(log n) with MedianFinished. Not
-// safe for concurrent use.
+// kind, then O(log n). Not safe for concurrent use.
 type History struct {
 	label   string
 	samples map[string]*runtimes
@@ -87,7 +86,11 @@ const (
 type runtimes struct {
 	d      []time.Duration // finished runs
 	c      []time.Duration // censored runs: still going, or cut short
-	sorted bool
+	sorted bool            // d and c sorted, ts and s built
+	// ts are the distinct finished times and s the Kaplan–Meier S(t) at
+	// each (see kmQuantile).
+	ts []time.Duration
+	s  []float64
 }
 
 // NewHistory returns an empty history; label, if set, names the label
@@ -158,13 +161,9 @@ func (h *History) Quantile(p *v1.Pod, elapsed time.Duration, q float64) (time.Du
 	if r == nil {
 		return 0, false
 	}
-	if !r.sorted {
-		slices.Sort(r.d)
-		slices.Sort(r.c)
-		r.sorted = true
-	}
+	r.prepare()
 	if h.Method == KaplanMeier {
-		return kmQuantile(r.d, r.c, elapsed, q)
+		return r.kmQuantile(elapsed, q)
 	}
 	i, _ := slices.BinarySearch(r.d, elapsed+1)
 	tail := r.d[i:]

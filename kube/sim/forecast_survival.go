@@ -4,48 +4,69 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// kmQuantile is the q-quantile of the remaining runtime of a run that has
-// lasted elapsed, from the Kaplan–Meier product-limit estimate of the
-// runtime distribution given finished runtimes d and censored ones c
-// (both sorted): S(t) = Π over finished times u ≤ t of (1 − deaths(u) ÷
-// at risk(u)), where at risk(u) counts the observations of at least u
-// (a censored run tied with a finish counts as at risk), taken over the
-// observations longer than elapsed only, which conditions on the run
-// having lasted elapsed. The quantile is the first finished time t with
-// S(t) ≤ 1 − q, less elapsed. When S never falls that low (the last
-// observation is censored), it is the longest observation less elapsed:
-// a lower bound. ok is false with fewer than minHistory observations
-// longer than elapsed, or none of them finished. O(n).
-func kmQuantile(d, c []time.Duration, elapsed time.Duration, q float64) (time.Duration, bool) {
-	i, _ := slices.BinarySearch(d, elapsed+1)
-	j, _ := slices.BinarySearch(c, elapsed+1)
-	d, c = d[i:], c[j:]
-	if len(d) == 0 || len(d)+len(c) < minHistory {
-		return 0, false
+// prepare sorts r's runs and builds the Kaplan–Meier (product-limit)
+// estimate of the survival function from them: S(t) = Π over finished
+// times u ≤ t of (1 − finished at u ÷ at risk at u), where at risk counts
+// the runs of at least u (a censored run tied with a finish is at risk).
+// O(n log n) once after an Observe, O(1) after.
+func (r *runtimes) prepare() {
+	if r.sorted {
+		return
 	}
-	atRisk, s, k := len(d)+len(c), 1.0, 0
-	for i := 0; i < len(d); {
-		t := d[i]
-		for ; k < len(c) && c[k] < t; k++ {
+	slices.Sort(r.d)
+	slices.Sort(r.c)
+	r.ts, r.s = r.ts[:0], r.s[:0]
+	atRisk, s, k := len(r.d)+len(r.c), 1.0, 0
+	for i := 0; i < len(r.d); {
+		t := r.d[i]
+		for ; k < len(r.c) && r.c[k] < t; k++ {
 			atRisk--
 		}
 		deaths := 0
-		for ; i < len(d) && d[i] == t; i++ {
+		for ; i < len(r.d) && r.d[i] == t; i++ {
 			deaths++
 		}
 		s *= 1 - float64(deaths)/float64(atRisk)
 		atRisk -= deaths
-		if s <= 1-q+1e-9 {
-			return t - elapsed, true
-		}
+		r.ts, r.s = append(r.ts, t), append(r.s, s)
 	}
-	return c[len(c)-1] - elapsed, true
+	r.sorted = true
+}
+
+// kmQuantile is the q-quantile of the remaining runtime of a run that has
+// lasted elapsed, from the Kaplan–Meier estimate conditioned on T >
+// elapsed: S(t) ÷ S(elapsed), which is the product over the finished
+// times after elapsed alone (the runs at risk then are all longer than
+// elapsed). The quantile is the first finished time t with S(t) ÷
+// S(elapsed) ≤ 1 − q, less elapsed. When S never falls that low (the
+// last observation is censored), it is the longest observation less
+// elapsed: a lower bound. ok is false with fewer than minHistory
+// observations longer than elapsed, or none of them finished. r must be
+// prepared. O(log n).
+func (r *runtimes) kmQuantile(elapsed time.Duration, q float64) (time.Duration, bool) {
+	i, _ := slices.BinarySearch(r.d, elapsed+1)
+	j, _ := slices.BinarySearch(r.c, elapsed+1)
+	if i == len(r.d) || len(r.d)-i+len(r.c)-j < minHistory {
+		return 0, false
+	}
+	a, _ := slices.BinarySearch(r.ts, elapsed+1) // the first finished time after elapsed
+	se := 1.0
+	if a > 0 {
+		se = r.s[a-1]
+	}
+	target := (1 - q + 1e-9) * se
+	b := a + sort.Search(len(r.ts)-a, func(x int) bool { return r.s[a+x] <= target })
+	if b < len(r.ts) {
+		return r.ts[b] - elapsed, true
+	}
+	return r.c[len(r.c)-1] - elapsed, true
 }
 
 // Stratified returns a copy of h (sharing its observations) that gives
@@ -89,7 +110,8 @@ func (h *History) withQuantiles(q map[types.UID]float64) *History {
 }
 
 // historyFor returns the History a forecast of st uses: a copy of
-// o.History with, under KaplanMeier, st's running pods added as censored
+// o.History (its own, so that forecasts sharing o.History do not share
+// its lazy sort) with, under KaplanMeier, st's running pods added as censored
 // at the time they have run, and, under SpreadStratified and unless
 // quantiles are already assigned, the stratified quantiles of the pods
 // whose runtimes it estimates (running, then pending, then extra; those
@@ -103,11 +125,11 @@ func (o *ForecastOptions) historyFor(st *ForecastState, extra []*v1.Pod) *Histor
 		return nil
 	}
 	c := *h
-	if h.Method == KaplanMeier && len(st.Running) > 0 {
-		c.samples = make(map[string]*runtimes, len(h.samples))
-		for k, r := range h.samples {
-			c.samples[k] = &runtimes{d: slices.Clone(r.d), c: slices.Clone(r.c)}
-		}
+	c.samples = make(map[string]*runtimes, len(h.samples))
+	for k, r := range h.samples {
+		c.samples[k] = &runtimes{d: slices.Clone(r.d), c: slices.Clone(r.c)}
+	}
+	if h.Method == KaplanMeier {
 		for _, rp := range st.Running {
 			c.ObserveRunning(rp.Pod, st.Now.Sub(rp.Started))
 		}

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -152,5 +153,73 @@ func TestHistoryForForecast(t *testing.T) {
 	}
 	if d, _ := h.Quantile(p, 0, 0.5); d != 2*time.Minute || len(h.samples["label team=x"].c) != 0 || h.quantile != nil {
 		t.Errorf("the caller's History changed: median %v", d)
+	}
+}
+
+// kmDirect is the Kaplan–Meier quantile computed directly over the
+// observations longer than elapsed, for TestKaplanMeierConditional.
+func kmDirect(d, c []time.Duration, elapsed time.Duration, q float64) (time.Duration, bool) {
+	var dd, cc []time.Duration
+	for _, x := range d {
+		if x > elapsed {
+			dd = append(dd, x)
+		}
+	}
+	for _, x := range c {
+		if x > elapsed {
+			cc = append(cc, x)
+		}
+	}
+	if len(dd) == 0 || len(dd)+len(cc) < minHistory {
+		return 0, false
+	}
+	s := 1.0
+	for i, t := range dd {
+		if i > 0 && dd[i-1] == t {
+			continue // dd is sorted: one step per distinct time
+		}
+		atRisk, deaths := 0, 0
+		for _, x := range append(slices.Clone(dd), cc...) {
+			if x >= t {
+				atRisk++
+			}
+		}
+		for _, x := range dd {
+			if x == t {
+				deaths++
+			}
+		}
+		s *= 1 - float64(deaths)/float64(atRisk)
+		if s <= 1-q+1e-9 {
+			return t - elapsed, true
+		}
+	}
+	return slices.Max(cc) - elapsed, true
+}
+
+// TestKaplanMeierConditional: the quantile from the whole sample's S(t)
+// ÷ S(elapsed) is the one computed directly over the observations longer
+// than elapsed, on random runs with many ties.
+func TestKaplanMeierConditional(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 200 {
+		var d, c []time.Duration
+		for range 1 + rng.IntN(30) {
+			d = append(d, time.Duration(1+rng.IntN(20))*time.Minute)
+		}
+		for range rng.IntN(30) {
+			c = append(c, time.Duration(1+rng.IntN(20))*time.Minute)
+		}
+		slices.Sort(d)
+		slices.Sort(c)
+		r := &runtimes{d: slices.Clone(d), c: slices.Clone(c)}
+		r.prepare()
+		elapsed := time.Duration(rng.IntN(20)) * time.Minute
+		q := rng.Float64()
+		got, ok := r.kmQuantile(elapsed, q)
+		want, wok := kmDirect(d, c, elapsed, q)
+		if got != want || ok != wok {
+			t.Fatalf("trial %d: finished %v censored %v, after %v, q %.3f: got %v %v, want %v %v", trial, d, c, elapsed, q, got, ok, want, wok)
+		}
 	}
 }
