@@ -30,6 +30,8 @@ type EvalOptions struct {
 	MonteCarlo int
 	// Seed seeds the stratified and Monte Carlo methods (default 1).
 	Seed uint64
+	// GPUModel is the replay's Scheduler.GPUModel (default device).
+	GPUModel string
 }
 
 // EvalMethod is one way of predicting starts.
@@ -84,6 +86,7 @@ func Eval(o EvalOptions) (*EvalReport, error) {
 	o.Every, o.Horizon, o.Label = cmp.Or(o.Every, time.Hour), cmp.Or(o.Horizon, 24*time.Hour), cmp.Or(o.Label, LabelQoS)
 	o.MonteCarlo, o.Seed = cmp.Or(o.MonteCarlo, 5), cmp.Or(o.Seed, 1)
 	sc := &Scenario{Name: "forecast-eval", Seed: 1, Trace: &TraceSpec{Format: TraceAlibabaGPU, Dir: o.Dir, Speed: o.Speed}}
+	sc.Scheduler.GPUModel = o.GPUModel
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
@@ -279,8 +282,8 @@ func median(xs []float64) float64 {
 // Write prints the report as a Markdown table.
 func (rep *EvalReport) Write(w io.Writer) {
 	o := rep.Options
-	fmt.Fprintf(w, "trace %s, speed %v, every %d-th node kept, a fork every %v, horizon %v, history label %s\n",
-		o.Dir, o.Speed, max(o.NodeEvery, 1), o.Every, o.Horizon, o.Label)
+	fmt.Fprintf(w, "trace %s, speed %v, every %d-th node kept, a fork every %v, horizon %v, history label %s, GPU model %s\n",
+		o.Dir, o.Speed, max(o.NodeEvery, 1), o.Every, o.Horizon, o.Label, cmp.Or(o.GPUModel, GPUModelDevice))
 	fmt.Fprintf(w, "%d forks, %d pending pods forecast, %d started later in the replay, %d of them waited ≥ 1 min (median wait %v); forecasts took %v\n\n",
 		rep.Instants, rep.Forecasts, rep.Started, rep.Counted, rep.MedianWait.Round(time.Second), rep.Wall.Round(time.Millisecond))
 	fmt.Fprintln(w, "| method | median error ÷ wait | within 2× | median absolute error | pods with an estimate |")
