@@ -17,7 +17,8 @@ const historyMax = 10_000
 // liveHistory learns the runtimes of this scheduler's pods from the pod
 // informer, for the forecasts of pods that declare none: a pod that
 // succeeds or fails ran from its status.startTime to its containers' last
-// finish; a pod deleted while running ran until its deletion. It keeps
+// finish; a pod deleted while running ran at least until its deletion (a
+// censored runtime, sim.History.ObserveRunning). It keeps
 // the latest historyMax runtimes, and gives each forecast a sim.History of
 // them. Safe for concurrent use.
 type liveHistory struct {
@@ -32,6 +33,7 @@ type liveHistory struct {
 type observed struct {
 	pod *v1.Pod // only what sim.History.Kind reads: labels, owners, namespace
 	d   time.Duration
+	cut bool // deleted while running: it would have run longer
 }
 
 // handler is the pod informer's event handler that feeds the history.
@@ -41,7 +43,7 @@ func (h *liveHistory) handler() cache.ResourceEventHandler {
 			old, ok1 := oldObj.(*v1.Pod)
 			p, ok2 := newObj.(*v1.Pod)
 			if ok1 && ok2 && !terminal(old) && terminal(p) {
-				h.observe(p, finishedAt(p, h.clock.Now()))
+				h.observe(p, finishedAt(p, h.clock.Now()), false)
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -49,7 +51,7 @@ func (h *liveHistory) handler() cache.ResourceEventHandler {
 				obj = d.Obj
 			}
 			if p, ok := obj.(*v1.Pod); ok && !terminal(p) && p.Spec.NodeName != "" {
-				h.observe(p, h.clock.Now())
+				h.observe(p, h.clock.Now(), true)
 			}
 		},
 	}
@@ -73,9 +75,10 @@ func finishedAt(p *v1.Pod, now time.Time) time.Time {
 	return last
 }
 
-// observe records that p, of this scheduler and started, ended at end.
+// observe records that p, of this scheduler and started, ended at end;
+// cut says it was deleted while running.
 // O(1).
-func (h *liveHistory) observe(p *v1.Pod, end time.Time) {
+func (h *liveHistory) observe(p *v1.Pod, end time.Time, cut bool) {
 	if p.Spec.SchedulerName != h.schedulerName || p.Status.StartTime == nil {
 		return
 	}
@@ -88,10 +91,10 @@ func (h *liveHistory) observe(p *v1.Pod, end time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.runs) < historyMax {
-		h.runs = append(h.runs, observed{kind, d})
+		h.runs = append(h.runs, observed{kind, d, cut})
 		return
 	}
-	h.runs[h.next] = observed{kind, d}
+	h.runs[h.next] = observed{kind, d, cut}
 	h.next = (h.next + 1) % historyMax
 }
 
@@ -102,7 +105,11 @@ func (h *liveHistory) history() *sim.History {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, o := range h.runs {
-		out.Observe(o.pod, o.d)
+		if o.cut {
+			out.ObserveRunning(o.pod, o.d)
+		} else {
+			out.Observe(o.pod, o.d)
+		}
 	}
 	return out
 }

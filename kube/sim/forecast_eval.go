@@ -26,6 +26,12 @@ type EvalOptions struct {
 	// NodeEvery keeps only every NodeEvery-th node of the trace (0 or 1:
 	// all), to bring the load up where compressing arrivals cannot.
 	NodeEvery int
+	// MonteCarlo is how many runs the Monte Carlo method makes (default 5).
+	MonteCarlo int
+	// Seed seeds the stratified and Monte Carlo methods (default 1).
+	Seed uint64
+	// GPUModel is the replay's Scheduler.GPUModel (default device).
+	GPUModel string
 }
 
 // EvalMethod is one way of predicting starts.
@@ -34,6 +40,9 @@ type EvalMethod struct {
 	// waits are (predicted, actual) remaining waits; predicted is +Inf
 	// when the method gave no start.
 	pairs [][2]float64
+	// ranges, for a method that gives one, are the (low, high) predicted
+	// waits, by pair.
+	ranges [][2]float64
 }
 
 // EvalReport is the measured accuracy of every method.
@@ -54,13 +63,18 @@ type evalFork struct {
 	now   time.Time
 	uids  []types.UID
 	preds [][]float64 // by method, by pod: predicted wait in seconds, +Inf if none
+	// ranges are the Monte Carlo method's (low, high) waits, by pod.
+	ranges [][2]float64
 }
 
 // evalMethods names the methods in the order the table lists them.
 var evalMethods = []string{
 	"forecast, trace's true runtimes",
-	"forecast, history by label",
-	"forecast, history by owner+namespace",
+	"forecast, history by label, median of finished runs",
+	"forecast, history by owner+namespace, median of finished runs",
+	"forecast, history by label, Kaplan–Meier, median",
+	"forecast, history by label, Kaplan–Meier, stratified quantiles (default)",
+	"forecast, history by label, Kaplan–Meier, Monte Carlo median",
 	"simple: Explain's estimate of the next attempt",
 	"simple: rank ÷ recent start rate",
 }
@@ -70,7 +84,9 @@ var evalMethods = []string{
 // the same replay.
 func Eval(o EvalOptions) (*EvalReport, error) {
 	o.Every, o.Horizon, o.Label = cmp.Or(o.Every, time.Hour), cmp.Or(o.Horizon, 24*time.Hour), cmp.Or(o.Label, LabelQoS)
+	o.MonteCarlo, o.Seed = cmp.Or(o.MonteCarlo, 5), cmp.Or(o.Seed, 1)
 	sc := &Scenario{Name: "forecast-eval", Seed: 1, Trace: &TraceSpec{Format: TraceAlibabaGPU, Dir: o.Dir, Speed: o.Speed}}
+	sc.Scheduler.GPUModel = o.GPUModel
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
@@ -119,26 +135,49 @@ func evalFork1(sc *Scenario, rp *Replay, st *ForecastState, o EvalOptions) (*eva
 	for _, p := range st.Pending {
 		f.uids = append(f.uids, p.UID)
 	}
-	for _, fo := range []ForecastOptions{
-		{Horizon: o.Horizon, Known: rp.Known},
-		{Horizon: o.Horizon, History: rp.History(o.Label)},
-		{Horizon: o.Horizon, History: rp.History("")},
-	} {
-		fc, err := RunForecast(sc, st, fo)
+	hs := make([]*History, 5)
+	for i, label := range []string{o.Label, "", o.Label, o.Label} {
+		hs[i+1] = rp.History(label)
+		hs[i+1].Seed = o.Seed
+	}
+	hs[1].Method, hs[1].Spread = MedianFinished, SpreadMedian
+	hs[2].Method, hs[2].Spread = MedianFinished, SpreadMedian
+	hs[3].Spread = SpreadMedian
+	for _, h := range hs {
+		fo := ForecastOptions{Horizon: o.Horizon, History: h}
+		if h == nil {
+			fo.Known = rp.Known
+		}
+		w, err := forecastWaits(sc, st, fo)
 		if err != nil {
 			return nil, err
 		}
-		w := make([]float64, len(fc.Pods))
-		for i, pf := range fc.Pods {
-			w[i] = math.Inf(1)
-			if pf.Starts {
-				w[i] = pf.Wait.Seconds()
-			}
-		}
 		f.preds = append(f.preds, w)
 	}
-	f.preds = append(f.preds, rp.explainWaits(st), rp.rankWaits(st))
+	mc, ranges, err := monteCarloWaits(sc, st, rp.History(o.Label), forecastPods(st), o)
+	if err != nil {
+		return nil, err
+	}
+	f.ranges = ranges
+	f.preds = append(f.preds, mc, rp.explainWaits(st), rp.rankWaits(st))
 	return f, nil
+}
+
+// forecastWaits runs one forecast and returns each pending pod's
+// predicted wait in seconds, +Inf if it does not start.
+func forecastWaits(sc *Scenario, st *ForecastState, fo ForecastOptions) ([]float64, error) {
+	fc, err := RunForecast(sc, st, fo)
+	if err != nil {
+		return nil, err
+	}
+	w := make([]float64, len(fc.Pods))
+	for i, pf := range fc.Pods {
+		w[i] = math.Inf(1)
+		if pf.Starts {
+			w[i] = pf.Wait.Seconds()
+		}
+	}
+	return w, nil
 }
 
 // explainWaits is the queue's own estimate of each pod's next attempt.
@@ -191,6 +230,8 @@ func (rep *EvalReport) score(rp *Replay, forks []*evalFork) {
 			for m, preds := range f.preds {
 				rep.Methods[m].pairs = append(rep.Methods[m].pairs, [2]float64{preds[i], actual})
 			}
+			mc := rep.Methods[evalMonteCarlo]
+			mc.ranges = append(mc.ranges, f.ranges[i])
 			if actual >= 60 {
 				rep.Counted++
 				waits = append(waits, actual)
@@ -241,8 +282,8 @@ func median(xs []float64) float64 {
 // Write prints the report as a Markdown table.
 func (rep *EvalReport) Write(w io.Writer) {
 	o := rep.Options
-	fmt.Fprintf(w, "trace %s, speed %v, every %d-th node kept, a fork every %v, horizon %v, history label %s\n",
-		o.Dir, o.Speed, max(o.NodeEvery, 1), o.Every, o.Horizon, o.Label)
+	fmt.Fprintf(w, "trace %s, speed %v, every %d-th node kept, a fork every %v, horizon %v, history label %s, GPU model %s\n",
+		o.Dir, o.Speed, max(o.NodeEvery, 1), o.Every, o.Horizon, o.Label, cmp.Or(o.GPUModel, GPUModelDevice))
 	fmt.Fprintf(w, "%d forks, %d pending pods forecast, %d started later in the replay, %d of them waited ≥ 1 min (median wait %v); forecasts took %v\n\n",
 		rep.Instants, rep.Forecasts, rep.Started, rep.Counted, rep.MedianWait.Round(time.Second), rep.Wall.Round(time.Millisecond))
 	fmt.Fprintln(w, "| method | median error ÷ wait | within 2× | median absolute error | pods with an estimate |")
@@ -257,5 +298,12 @@ func (rep *EvalReport) Write(w io.Writer) {
 			absS = time.Duration(abs * float64(time.Second)).Round(time.Second).String()
 		}
 		fmt.Fprintf(w, "| %s | %s | %.0f%% | %s | %.0f%% |\n", m.Name, relS, 100*in, absS, 100*cov)
+	}
+	for _, m := range rep.Methods {
+		if inside, width, ok := m.Coverage(); ok {
+			k := float64(o.MonteCarlo)
+			fmt.Fprintf(w, "\n%s (%d runs): the range of its runs holds %.0f%% of the actual waits of ≥ 1 min (nominal %.0f%%); its median width is %.0f%% of the wait\n",
+				m.Name, o.MonteCarlo, 100*inside, 100*(k-1)/(k+1), 100*width)
+		}
 	}
 }

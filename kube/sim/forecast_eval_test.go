@@ -34,7 +34,8 @@ func TestMain(m *testing.M) {
 //	SCHEDQ_FORECAST_EVAL=/work/shared/traces/alibaba-gpu-v2023 go test -run TestForecastAccuracy ./kube/sim -v
 //
 // SCHEDQ_FORECAST_SPEED sets the trace's speed (default 1000) and
-// SCHEDQ_FORECAST_NODES keeps every n-th node (default 10).
+// SCHEDQ_FORECAST_NODES keeps every n-th node (default 10);
+// SCHEDQ_FORECAST_GPU_MODEL sets the replay's GPU model (default device).
 func TestForecastAccuracy(t *testing.T) {
 	dir := os.Getenv("SCHEDQ_FORECAST_EVAL")
 	if dir == "" {
@@ -53,7 +54,7 @@ func TestForecastAccuracy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rep, err := Eval(EvalOptions{Dir: dir, Speed: speed, Every: time.Hour, NodeEvery: nodes})
+	rep, err := Eval(EvalOptions{Dir: dir, Speed: speed, Every: time.Hour, NodeEvery: nodes, GPUModel: os.Getenv("SCHEDQ_FORECAST_GPU_MODEL")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,19 +78,25 @@ func (r *Replay) Started(uid types.UID) (time.Time, bool) {
 func (r *Replay) Known(p *v1.Pod) (time.Duration, bool) { return r.s.lifetime(p) }
 
 // History returns the runtimes of the pods that finished by now, filed
-// by label (see History). O(n log n).
+// by label (see History), with those of the pods deleted or preempted
+// while running as censored (History.ObserveRunning): they would have
+// run longer. A forecast adds the pods still running. O(n log n).
 func (r *Replay) History(label string) *History {
 	h := NewHistory(label)
 	uids := make([]types.UID, 0, len(r.s.stats))
 	for uid, st := range r.s.stats {
-		if st.ext.end == endFinished && r.pods[uid] != nil {
+		if st.ext.end != "" && st.ext.end != endWithdrawn && !st.bound.IsZero() && r.pods[uid] != nil {
 			uids = append(uids, uid)
 		}
 	}
 	slices.Sort(uids)
 	for _, uid := range uids {
 		st := r.s.stats[uid]
-		h.Observe(r.pods[uid], st.ext.ended.Sub(st.bound))
+		if d := st.ext.ended.Sub(st.bound); st.ext.end == endFinished {
+			h.Observe(r.pods[uid], d)
+		} else if d > 0 {
+			h.ObserveRunning(r.pods[uid], d)
+		}
 	}
 	return h
 }

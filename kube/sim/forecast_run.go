@@ -67,6 +67,7 @@ func (r *forecastRun) close() {
 func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra []*v1.Pod) (*forecastRun, error) {
 	fsc := *sc
 	fsc.Pods, fsc.Events, fsc.Trace, fsc.Snapshot, fsc.Duration = nil, nil, nil, "", o.Horizon
+	o.History = o.historyFor(st, extra)
 	r := &forecastRun{st: st, o: o, source: map[types.UID]string{}, minOf: map[string]int{},
 		members: map[string][]*v1.Pod{}, fired: map[types.UID]bool{},
 		isAsked: map[types.UID]bool{}, counted: map[types.UID]bool{}}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // RuntimeAnnotation is the annotation in which a pod declares how long it
@@ -30,18 +31,66 @@ const minHistory = 3
 // History learns pods' runtimes: the runtimes observed for pods of the
 // same kind, where a pod's kind is the value of the configured label if
 // the pod has it, and otherwise its owner's kind and its namespace. It
-// estimates a running pod's remaining runtime as the median of the
-// runtimes longer than the time it has already run, less that time.
-// Observe is O(1), Estimate O(n log n) after an Observe of its kind and
-// O(log n) otherwise. Not safe for concurrent use.
+// estimates a pod's remaining runtime, given the time it has already
+// run, from the distribution of its kind's runtimes longer than that:
+// by default (KaplanMeier) the product-limit estimate, which counts the
+// runs still going and those cut short (ObserveRunning) as
+// right-censored; with MedianFinished, from the finished runs alone. A
+// forecast gives the pods of one kind distinct quantiles of that
+// distribution (Spread), by default spread evenly in an order drawn from
+// Seed. Observe is O(1); Estimate O(n log n) after an Observe of its
+// kind, then O(log n). Not safe for concurrent use.
 type History struct {
 	label   string
 	samples map[string]*runtimes
+	// Method is how the runtime distribution is estimated (default
+	// KaplanMeier).
+	Method HistoryMethod
+	// Spread is which quantile of it each pod gets (default
+	// SpreadStratified).
+	Spread HistorySpread
+	// Seed draws the order of SpreadStratified.
+	Seed uint64
+	// quantile, if set, is the quantile of the conditional runtime
+	// distribution each pod gets instead of the median.
+	quantile map[types.UID]float64
 }
 
+// HistoryMethod names how History estimates a remaining runtime.
+type HistoryMethod string
+
+// The methods of History.
+const (
+	// KaplanMeier also counts the runs still going, and any run cut short,
+	// as right-censored: the product-limit estimator of the runtime
+	// distribution, conditioned on the time the pod has run.
+	KaplanMeier HistoryMethod = ""
+	// MedianFinished uses only the runtimes of finished pods.
+	MedianFinished HistoryMethod = "finished"
+)
+
+// HistorySpread names which quantile of its kind's conditional runtime
+// distribution each pod of a forecast gets.
+type HistorySpread string
+
+// The spreads of History.
+const (
+	// SpreadStratified gives the n pods of a kind whose runtimes History
+	// estimates the quantiles (i+0.5)/n, in an order drawn from Seed: the
+	// ends of all of them follow the distribution (see Stratified).
+	SpreadStratified HistorySpread = ""
+	// SpreadMedian gives every pod the median: their ends cluster.
+	SpreadMedian HistorySpread = "median"
+)
+
 type runtimes struct {
-	d      []time.Duration
-	sorted bool
+	d      []time.Duration // finished runs
+	c      []time.Duration // censored runs: still going, or cut short
+	sorted bool            // d and c sorted, ts and s built
+	// ts are the distinct finished times and s the Kaplan–Meier S(t) at
+	// each (see kmQuantile).
+	ts []time.Duration
+	s  []float64
 }
 
 // NewHistory returns an empty history; label, if set, names the label
@@ -66,35 +115,62 @@ func (h *History) Kind(p *v1.Pod) string {
 
 // Observe records that p ran for d.
 func (h *History) Observe(p *v1.Pod, d time.Duration) {
+	r := h.kind(p)
+	r.d = append(r.d, d)
+	r.sorted = false
+}
+
+// ObserveRunning records that p has run for elapsed and not finished (it
+// is still going, or was cut short): a right-censored runtime, which only
+// KaplanMeier uses.
+func (h *History) ObserveRunning(p *v1.Pod, elapsed time.Duration) {
+	r := h.kind(p)
+	r.c = append(r.c, elapsed)
+	r.sorted = false
+}
+
+func (h *History) kind(p *v1.Pod) *runtimes {
 	k := h.Kind(p)
 	r := h.samples[k]
 	if r == nil {
 		r = &runtimes{}
 		h.samples[k] = r
 	}
-	r.d = append(r.d, d)
-	r.sorted = false
+	return r
 }
 
 // Estimate returns how much longer p, which has run for elapsed, is
-// expected to run: the median of its kind's runtimes longer than
-// elapsed, less elapsed. ok is false with fewer than minHistory such
-// runtimes.
+// expected to run: the quantile assigned to p (Stratified, Sampled; the
+// median if none) of its kind's runtimes longer than elapsed, less
+// elapsed; see Quantile.
 func (h *History) Estimate(p *v1.Pod, elapsed time.Duration) (time.Duration, bool) {
+	q, ok := h.quantile[p.UID]
+	if !ok {
+		q = 0.5
+	}
+	return h.Quantile(p, elapsed, q)
+}
+
+// Quantile returns the q-quantile (0 < q < 1) of p's remaining runtime,
+// given that it has run for elapsed. With MedianFinished it is the
+// runtime at rank ⌊q·n⌋ of the n finished runtimes longer than elapsed,
+// less elapsed, and ok is false when n < minHistory. With KaplanMeier see
+// kmQuantile.
+func (h *History) Quantile(p *v1.Pod, elapsed time.Duration, q float64) (time.Duration, bool) {
 	r := h.samples[h.Kind(p)]
 	if r == nil {
 		return 0, false
 	}
-	if !r.sorted {
-		slices.Sort(r.d)
-		r.sorted = true
+	r.prepare()
+	if h.Method == KaplanMeier {
+		return r.kmQuantile(elapsed, q)
 	}
 	i, _ := slices.BinarySearch(r.d, elapsed+1)
 	tail := r.d[i:]
 	if len(tail) < minHistory {
 		return 0, false
 	}
-	return tail[len(tail)/2] - elapsed, true
+	return tail[min(int(q*float64(len(tail))), len(tail)-1)] - elapsed, true
 }
 
 // ParseRuntime reads p's RuntimeAnnotation; ok is false without one.

@@ -1,0 +1,77 @@
+package sim
+
+import (
+	"math"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// evalMonteCarlo is the index of the Monte Carlo method in evalMethods.
+const evalMonteCarlo = 5
+
+// forecastPods lists the running pods, then the pending ones: those whose
+// runtimes a forecast estimates.
+func forecastPods(st *ForecastState) []*v1.Pod {
+	pods := make([]*v1.Pod, 0, len(st.Running)+len(st.Pending))
+	for _, rp := range st.Running {
+		pods = append(pods, rp.Pod)
+	}
+	return append(pods, st.Pending...)
+}
+
+// monteCarloWaits runs o.MonteCarlo forecasts, run k drawing every
+// runtime from its conditional distribution under h with seed o.Seed+k,
+// and returns each pending pod's median predicted wait over the runs and
+// its range, the lowest and highest of them (+Inf for a run in which it
+// does not start). The range of K draws holds a further draw with
+// probability (K−1)/(K+1). O(K) forecasts.
+func monteCarloWaits(sc *Scenario, st *ForecastState, h *History, pods []*v1.Pod, o EvalOptions) ([]float64, [][2]float64, error) {
+	runs := make([][]float64, o.MonteCarlo)
+	for k := range runs {
+		w, err := forecastWaits(sc, st, ForecastOptions{Horizon: o.Horizon, History: h.Sampled(pods, o.Seed+uint64(k))})
+		if err != nil {
+			return nil, nil, err
+		}
+		runs[k] = w
+	}
+	med := make([]float64, len(st.Pending))
+	ranges := make([][2]float64, len(st.Pending))
+	for i := range med {
+		ws := make([]float64, len(runs))
+		for k, w := range runs {
+			ws[k] = w[i]
+		}
+		slices.Sort(ws)
+		med[i], ranges[i] = ws[len(ws)/2], [2]float64{ws[0], ws[len(ws)-1]}
+	}
+	return med, ranges, nil
+}
+
+// Coverage returns, for a method that gives a range, the share of the
+// pods that waited at least a minute whose actual wait lies in it, and
+// the median width of the range as a fraction of the actual wait; ok is
+// false for a method without ranges.
+func (m *EvalMethod) Coverage() (inside, width float64, ok bool) {
+	if len(m.ranges) == 0 {
+		return 0, 0, false
+	}
+	n, in := 0, 0
+	var widths []float64
+	for i, pa := range m.pairs {
+		actual := pa[1]
+		if actual < 60 {
+			continue
+		}
+		n++
+		lo, hi := m.ranges[i][0], m.ranges[i][1]
+		if lo <= actual && actual <= hi {
+			in++
+		}
+		widths = append(widths, (hi-lo)/actual)
+	}
+	if n == 0 {
+		return math.NaN(), math.NaN(), true
+	}
+	return float64(in) / float64(n), median(widths), true
+}
