@@ -34,6 +34,10 @@ type ForecastState struct {
 type RunningPod struct {
 	Pod     *v1.Pod
 	Started time.Time
+	// GPUs are the node's GPUs the pod holds (their indexes), in a state
+	// taken from a trace replay on the GPU device model; without them the
+	// forecast places the pod's GPUs again, best fit.
+	GPUs []int
 }
 
 // Arrival is a pod and when it arrived.

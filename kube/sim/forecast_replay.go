@@ -122,7 +122,11 @@ func (r *Replay) State() *ForecastState {
 		case p.Spec.NodeName == "" && p.DeletionTimestamp == nil:
 			unbound[k.String()] = p
 		case p.Spec.NodeName != "":
-			st.Running = append(st.Running, RunningPod{Pod: p, Started: r.started(p)})
+			rp := RunningPod{Pod: p, Started: r.started(p)}
+			if s.x.gpu != nil {
+				rp.GPUs = slices.Clone(s.x.gpu.assigned[p.UID])
+			}
+			st.Running = append(st.Running, rp)
 		}
 	}
 	for _, ns := range sortedKeys(nss) {

@@ -66,6 +66,12 @@ func (r *forecastRun) close() {
 
 func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra []*v1.Pod) (*forecastRun, error) {
 	fsc := *sc
+	if sc.gpuMode() == gpuModeDevice {
+		// The replay's GPUs stay devices: the running pods' GPUs are
+		// placed again, best fit, as the device model places any pod it
+		// has no record of. A DRA replay's claims are not in the state.
+		fsc.forkedGPU = gpuModeDevice
+	}
 	fsc.Pods, fsc.Events, fsc.Trace, fsc.Snapshot, fsc.Duration = nil, nil, nil, "", o.Horizon
 	o.History = o.historyFor(st, extra)
 	r := &forecastRun{st: st, o: o, source: map[types.UID]string{}, minOf: map[string]int{},
@@ -175,6 +181,9 @@ func checkRunning(p *v1.Pod, seen uids, onNode bool) error {
 func (r *forecastRun) addRunning(i int, rp RunningPod, seen uids) error {
 	s, p := r.s, rp.Pod
 	key := framework.Key(p)
+	if s.x.gpu != nil && len(rp.GPUs) > 0 {
+		s.x.gpu.assigned[p.UID] = slices.Clone(rp.GPUs) // the GPUs it holds
+	}
 	if r.base == nil { // else the base checked it, and its cache holds it
 		if err := checkRunning(p, seen, s.cl.nodes[p.Spec.NodeName] != nil); err != nil {
 			return err

@@ -21,11 +21,12 @@ const (
 )
 
 // gpuMode is the scenario's: a trace on the device model (the default
-// with a trace) or on DRA, else none.
+// with a trace) or on DRA, else none; for a forecast forked from a trace
+// replay, the replay's device model.
 func (s *Scenario) gpuMode() gpuMode {
 	switch {
 	case s.Trace == nil:
-		return gpuModeNone
+		return s.forkedGPU
 	case s.Scheduler.GPUModel == "" || s.Scheduler.GPUModel == GPUModelDevice:
 		return gpuModeDevice
 	case s.Scheduler.GPUModel == GPUModelDRA:

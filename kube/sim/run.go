@@ -154,7 +154,7 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	}
 	s.end = epoch.Add(dur)
 
-	if sc.Trace != nil && (sc.Scheduler.GPUModel == "" || sc.Scheduler.GPUModel == GPUModelDevice) {
+	if sc.gpuMode() == gpuModeDevice {
 		s.x.gpu = newGPUDevices(sc) // the framework's plugin (gpu_framework.go)
 	}
 	cfg := scheduler.QueueConfig()

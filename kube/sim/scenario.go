@@ -49,6 +49,11 @@ type Scenario struct {
 	// PersistentVolumeClaims, StorageClasses, CSINodes, as manifests
 	// (read only by kube-scheduler's plugins).
 	Objects []Object `yaml:"objects"`
+
+	// forkedGPU is the GPU model of the trace replay a forecast's
+	// scenario was forked from: the forecast drops the trace's workload
+	// but keeps its scheduler (see gpuMode).
+	forkedGPU gpuMode
 }
 
 // SchedulerSpec sets the scheduler's costs and choices.

@@ -1,0 +1,82 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// A forecast forked from a trace replay keeps the replay's GPU device
+// model: three 600-thousandth shares, each on its own GPU of a 3-GPU
+// node, leave 1,200 thousandths free but no whole GPU, so the whole-GPU
+// pod d waits for the shares' ends at 100 s, as it does in the replay.
+// Counted as plain capacity, it would fit at once.
+func TestForecastKeepsTheReplaysGPUDevices(t *testing.T) {
+	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,3,T4\n", timedHeader+
+		"a,1000,1024,1,600,,LS,Running,0,100,0\nb,1000,1024,1,600,,LS,Running,0,100,0\nc,1000,1024,1,600,,LS,Running,0,100,0\n"+
+		"d,1000,1024,1,1000,,LS,Running,10,500,10\n")
+	sc := traceScenario(dir)
+	r, err := NewReplay(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Until(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	st := r.State()
+	if len(st.Running) != 3 || len(st.Pending) != 1 {
+		t.Fatalf("at 20 s: %d running, %d pending; want 3 and d", len(st.Running), len(st.Pending))
+	}
+	f, err := RunForecast(sc, st, ForecastOptions{Horizon: time.Hour, Known: r.Known})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.Of(types.NamespacedName{Namespace: st.Pending[0].Namespace, Name: st.Pending[0].Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Starts || d.Wait < 80*time.Second || d.Wait > 81*time.Second {
+		t.Fatalf("d: %+v; want a start when the shares end, 80 s after the fork", d)
+	}
+}
+
+// The forecast keeps the GPUs each running pod holds in the replay:
+// a and b share GPU 0 and c takes GPU 1; once a ends, GPU 0 holds b's
+// half and GPU 1 c's 300, so no GPU is whole for d until b ends at 200 s.
+// Placed again, best fit, c would join b on GPU 0 and leave GPU 1 whole.
+func TestForecastKeepsTheGPUsPodsHold(t *testing.T) {
+	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,2,T4\n", timedHeader+
+		"a,1000,1024,1,500,,LS,Running,0,50,0\nb,1000,1024,1,500,,LS,Running,1,200,1\nc,1000,1024,1,300,,LS,Running,2,400,2\n"+
+		"d,1000,1024,1,1000,,LS,Running,60,900,60\n")
+	sc := traceScenario(dir)
+	r, err := NewReplay(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Until(70 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	st := r.State()
+	if len(st.Running) != 2 || len(st.Pending) != 1 {
+		t.Fatalf("at 70 s: %d running, %d pending; want b, c and d", len(st.Running), len(st.Pending))
+	}
+	f, err := RunForecast(sc, st, ForecastOptions{Horizon: time.Hour, Known: r.Known})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.Of(types.NamespacedName{Namespace: st.Pending[0].Namespace, Name: st.Pending[0].Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Until(1000 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	actual, ok := r.Started(st.Pending[0].UID)
+	if !ok || actual.Sub(st.Now) < 129*time.Second || actual.Sub(st.Now) > 131*time.Second {
+		t.Fatalf("the replay started d at %v, %v after the fork; want when b ends, 130 s after", ok, actual.Sub(st.Now))
+	}
+	if !d.Starts || d.Wait < 130*time.Second || d.Wait > 131*time.Second {
+		t.Fatalf("d: %+v; want a start when b ends, 130 s after the fork", d)
+	}
+}
