@@ -16,26 +16,7 @@ func TestForecastKeepsTheReplaysGPUDevices(t *testing.T) {
 	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,3,T4\n", timedHeader+
 		"a,1000,1024,1,600,,LS,Running,0,100,0\nb,1000,1024,1,600,,LS,Running,0,100,0\nc,1000,1024,1,600,,LS,Running,0,100,0\n"+
 		"d,1000,1024,1,1000,,LS,Running,10,500,10\n")
-	sc := traceScenario(dir)
-	r, err := NewReplay(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Until(20 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	st := r.State()
-	if len(st.Running) != 3 || len(st.Pending) != 1 {
-		t.Fatalf("at 20 s: %d running, %d pending; want 3 and d", len(st.Running), len(st.Pending))
-	}
-	f, err := RunForecast(sc, st, ForecastOptions{Horizon: time.Hour, Known: r.Known})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := f.Of(types.NamespacedName{Namespace: st.Pending[0].Namespace, Name: st.Pending[0].Name})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, d := forecastOfFork(t, dir, 20*time.Second, 3)
 	if !d.Starts || d.Wait < 80*time.Second || d.Wait > 81*time.Second {
 		t.Fatalf("d: %+v; want a start when the shares end, 80 s after the fork", d)
 	}
@@ -49,26 +30,7 @@ func TestForecastKeepsTheGPUsPodsHold(t *testing.T) {
 	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,2,T4\n", timedHeader+
 		"a,1000,1024,1,500,,LS,Running,0,50,0\nb,1000,1024,1,500,,LS,Running,1,200,1\nc,1000,1024,1,300,,LS,Running,2,400,2\n"+
 		"d,1000,1024,1,1000,,LS,Running,60,900,60\n")
-	sc := traceScenario(dir)
-	r, err := NewReplay(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Until(70 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	st := r.State()
-	if len(st.Running) != 2 || len(st.Pending) != 1 {
-		t.Fatalf("at 70 s: %d running, %d pending; want b, c and d", len(st.Running), len(st.Pending))
-	}
-	f, err := RunForecast(sc, st, ForecastOptions{Horizon: time.Hour, Known: r.Known})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := f.Of(types.NamespacedName{Namespace: st.Pending[0].Namespace, Name: st.Pending[0].Name})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, st, d := forecastOfFork(t, dir, 70*time.Second, 2)
 	if err := r.Until(1000 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -79,4 +41,32 @@ func TestForecastKeepsTheGPUsPodsHold(t *testing.T) {
 	if !d.Starts || d.Wait < 130*time.Second || d.Wait > 131*time.Second {
 		t.Fatalf("d: %+v; want a start when b ends, 130 s after the fork", d)
 	}
+}
+
+// forecastOfFork replays the trace in dir to at, where running pods run
+// and one pod is pending, and forecasts that pod's start with the
+// replay's own runtimes.
+func forecastOfFork(t *testing.T, dir string, at time.Duration, running int) (*Replay, *ForecastState, PodForecast) {
+	t.Helper()
+	sc := traceScenario(dir)
+	r, err := NewReplay(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Until(at); err != nil {
+		t.Fatal(err)
+	}
+	st := r.State()
+	if len(st.Running) != running || len(st.Pending) != 1 {
+		t.Fatalf("at %v: %d running, %d pending; want %d and one", at, len(st.Running), len(st.Pending), running)
+	}
+	f, err := RunForecast(sc, st, ForecastOptions{Horizon: time.Hour, Known: r.Known})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.Of(types.NamespacedName{Namespace: st.Pending[0].Namespace, Name: st.Pending[0].Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, st, p
 }
