@@ -225,14 +225,7 @@ func TestGPUConfigConflictRefusedAtValidate(t *testing.T) {
 // devices its claim was allocated.
 func draRun(t *testing.T, sc *Scenario) (nodes map[string]string, devices map[string]string) {
 	t.Helper()
-	s, err := newSim(sc, Options{CheckInvariants: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
-	if err := s.loop(); err != nil {
-		t.Fatal(err)
-	}
+	s := runSim(t, sc)
 	nodes, devices = map[string]string{}, map[string]string{}
 	for _, st := range s.order {
 		if st.bound.IsZero() {

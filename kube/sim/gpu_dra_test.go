@@ -26,14 +26,7 @@ func TestTraceGPUsAsDRADevices(t *testing.T) {
 		if upstream {
 			sc.Scheduler.Plugins = PluginsUpstream
 		}
-		s, err := newSim(sc, Options{CheckInvariants: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.close()
-		if err := s.loop(); err != nil {
-			t.Fatal(err)
-		}
+		s := runSim(t, sc)
 		out := map[string]string{}
 		for _, st := range s.order {
 			node := st.ext.node

@@ -132,14 +132,7 @@ events: [{at: 10s, removeNodes: {group: big}}]
 func TestSnapshotVolumesAndDevices(t *testing.T) {
 	sc := snapshotScenario("testdata/snapshot/dra.yaml")
 	sc.Scheduler.Plugins = PluginsUpstream
-	s, err := newSim(sc, Options{CheckInvariants: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
-	if err := s.loop(); err != nil {
-		t.Fatal(err)
-	}
+	s := runSim(t, sc)
 	want := SnapshotSummary{Path: "testdata/snapshot/dra.yaml", Nodes: 2, Bound: 1, BoundOther: 1, Pending: 5, Objects: 8}
 	if *s.x.snapshot != want {
 		t.Fatalf("snapshot %+v, want %+v", *s.x.snapshot, want)

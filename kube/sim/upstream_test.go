@@ -197,11 +197,12 @@ func TestUpstreamDeleteObjects(t *testing.T) {
 	}
 }
 
-// runSim runs a scenario and returns the finished run, for tests that
-// look at the placements.
+// runSim runs a scenario with the queue's invariants checked after every
+// step and returns the finished run, for tests that look at the
+// placements.
 func runSim(t *testing.T, sc *Scenario) *sim {
 	t.Helper()
-	s, err := newSim(sc, Options{})
+	s, err := newSim(sc, Options{CheckInvariants: true})
 	if err != nil {
 		t.Fatal(err)
 	}
