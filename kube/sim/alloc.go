@@ -27,7 +27,7 @@ type allocation struct {
 	lastT         time.Duration
 	level         int64
 	// last is the last pod whose requests were summed, lastAmounts the
-	// sum (see amountsOf).
+	// sum (see allocation.podAmounts).
 	last        *v1.Pod
 	lastAmounts amounts
 }
