@@ -10,7 +10,6 @@ import (
 	feature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/dynamic-resource-allocation/deviceclass/extendedresourcecache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -115,7 +114,7 @@ func wire(ctx context.Context, s Setup) (wiring, error) {
 	if s.Informers == nil {
 		client := s.Client
 		if client == nil {
-			client = fake.NewClientset()
+			client = FakeClient()
 		}
 		sf := newSyncFactory(informers.NewSharedInformerFactory(client, 0))
 		dra, err := newDRAManager(ctx, client, sf, false)

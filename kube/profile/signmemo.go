@@ -1,9 +1,11 @@
 package profile
 
 import (
+	"bytes"
 	"context"
 	"reflect"
 	"sync"
+	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -50,6 +52,9 @@ func (f *Framework) SignPod(ctx context.Context, pod *v1.Pod) fwk.PodSignature {
 // sameButIdentity reports whether pods a and b are equal in every field
 // but metadata.name and metadata.uid (reflect.DeepEqual: exactly, with
 // nil and empty apart; maps and slices the two share compare at once).
+// Each part whose bytes are the same (the pods share every list, map and
+// pointer in it, as pods copied from one template do) is equal without a
+// walk of its fields.
 func sameButIdentity(a, b *v1.Pod) bool {
 	if a == b {
 		return true
@@ -59,5 +64,18 @@ func sameButIdentity(a, b *v1.Pod) bool {
 	}
 	am, bm := a.ObjectMeta, b.ObjectMeta
 	am.Name, am.UID = bm.Name, bm.UID
-	return reflect.DeepEqual(&am, &bm) && reflect.DeepEqual(&a.Spec, &b.Spec) && reflect.DeepEqual(&a.Status, &b.Status)
+	return deepEqual(&am, &bm) && deepEqual(&a.Spec, &b.Spec) && deepEqual(&a.Status, &b.Status)
+}
+
+// deepEqual is reflect.DeepEqual(a, b) for T without floating-point
+// fields (a NaN is the one value whose bytes can be the same while
+// DeepEqual says it differs): when *a and *b have the same bytes, every
+// pointer, slice, map and string in them is the same, so they are equal.
+// Bytes that differ (padding included) fall back to the walk.
+func deepEqual[T any](a, b *T) bool {
+	n := unsafe.Sizeof(*a)
+	if bytes.Equal(unsafe.Slice((*byte)(unsafe.Pointer(a)), n), unsafe.Slice((*byte)(unsafe.Pointer(b)), n)) {
+		return true
+	}
+	return reflect.DeepEqual(a, b)
 }

@@ -2,11 +2,13 @@ package profile
 
 import (
 	"bytes"
+	"reflect"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // TestSignPodMemo: Framework.SignPod gives every pod the signature
@@ -58,10 +60,64 @@ func TestSameButIdentity(t *testing.T) {
 		{"another label", pod("b", "", func(p *v1.Pod) { p.Labels["x"] = "y" }), false},
 		{"a node name", pod("b", "n1"), false},
 		{"a status", pod("b", "", func(p *v1.Pod) { p.Status.Phase = v1.PodRunning }), false},
+		{"a copy renamed", renamed(a, "b"), true},
+		{"a copy on a node", func() *v1.Pod { p := renamed(a, "b"); p.Spec.NodeName = "n1"; return p }(), false},
+		{"a copy with another namespace", func() *v1.Pod { p := renamed(a, "b"); p.Namespace = "other"; return p }(), false},
 	}
 	for _, c := range cases {
 		if got := sameButIdentity(a, c.b); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
+	// Equal values behind pointers of their own are equal; the bytes
+	// differ, so this is DeepEqual's answer.
+	prio := func(v int32) func(*v1.Pod) { return func(p *v1.Pod) { p.Spec.Priority = &v } }
+	a = pod("a", "", prio(5))
+	if !sameButIdentity(a, pod("b", "", prio(5))) {
+		t.Error("an equal priority of its own: different")
+	}
+	if sameButIdentity(a, pod("b", "", prio(6))) {
+		t.Error("another priority: the same")
+	}
+	if b := renamed(a, "b"); !sameButIdentity(a, b) {
+		t.Error("a renamed copy of a pod with a priority: different")
+	}
+}
+
+// renamed is a shallow copy of p, sharing its lists and maps, with
+// another name and UID.
+func renamed(p *v1.Pod, name string) *v1.Pod {
+	cp := *p
+	cp.Name, cp.UID = name, "uid-"+types.UID(name)
+	return &cp
+}
+
+// TestPodHasNoFloats: sameButIdentity's comparison of bytes is exact only
+// for types without floating-point fields (a NaN's bytes equal themselves,
+// DeepEqual's NaN does not); this fails if kube's Pod gains one.
+func TestPodHasNoFloats(t *testing.T) {
+	seen := map[reflect.Type]bool{}
+	var walk func(reflect.Type, string)
+	walk = func(ty reflect.Type, path string) {
+		if seen[ty] {
+			return
+		}
+		seen[ty] = true
+		switch ty.Kind() {
+		case reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+			t.Errorf("%s is a %s", path, ty)
+		case reflect.Pointer, reflect.Slice, reflect.Array:
+			walk(ty.Elem(), path+"[]")
+		case reflect.Map:
+			walk(ty.Key(), path+"{key}")
+			walk(ty.Elem(), path+"{}")
+		case reflect.Struct:
+			for i := range ty.NumField() {
+				walk(ty.Field(i).Type, path+"."+ty.Field(i).Name)
+			}
+		case reflect.Interface:
+			t.Errorf("%s is an interface, whose value may hold a float", path)
+		}
+	}
+	walk(reflect.TypeFor[v1.Pod](), "Pod")
 }

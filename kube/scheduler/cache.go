@@ -211,6 +211,15 @@ func sameBytesButNode(a, b *v1.Pod) bool {
 	return bytes.Equal(unsafe.Slice((*byte)(unsafe.Pointer(&cp)), size), unsafe.Slice((*byte)(unsafe.Pointer(b)), size))
 }
 
+// sameBytes reports whether *a and *b have the same bytes: every field
+// the same bits, every pointer, map and slice the same, so that the two
+// are equal (for types without floating-point fields, as the pod's
+// parts). False says nothing: padding may differ.
+func sameBytes[T any](a, b *T) bool {
+	size := unsafe.Sizeof(*a)
+	return bytes.Equal(unsafe.Slice((*byte)(unsafe.Pointer(a)), size), unsafe.Slice((*byte)(unsafe.Pointer(b)), size))
+}
+
 // RemovePod forgets a bound or assumed pod.
 func (c *Cache) RemovePod(key types.NamespacedName) {
 	c.lock()

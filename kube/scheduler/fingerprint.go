@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"encoding/json"
-	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -185,32 +184,33 @@ func (h *hasher) addInt(v int64) {
 }
 
 func (h *hasher) addMap(m map[string]string) {
-	if len(m) < 2 {
-		for k, v := range m {
-			h.add(k, v)
-		}
-	} else {
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			h.add(k, m[k])
-		}
+	for _, k := range sortedKeys(m, &[8]string{}) {
+		h.add(k, m[k])
 	}
 	h.add("}")
+}
+
+// sortedKeys returns m's keys, sorted, in buf if they fit (so that a
+// small map's, the usual case, are sorted without allocating).
+func sortedKeys[K ~string, V any](m map[K]V, buf *[8]K) []K {
+	keys := buf[:0]
+	if len(m) > len(buf) {
+		keys = make([]K, 0, len(m))
+	}
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // addResources hashes a resource list by name and milli-value (a value
 // too large for that still hashes the same every time).
 func (h *hasher) addResources(rl v1.ResourceList) {
-	if len(rl) < 2 {
-		for n, q := range rl {
-			h.add(string(n))
-			h.addInt(q.MilliValue())
-		}
-	} else {
-		for _, n := range slices.Sorted(maps.Keys(rl)) {
-			q := rl[n]
-			h.add(string(n))
-			h.addInt(q.MilliValue())
-		}
+	for _, n := range sortedKeys(rl, &[8]v1.ResourceName{}) {
+		q := rl[n]
+		h.add(string(n))
+		h.addInt(q.MilliValue())
 	}
 	h.add("}")
 }

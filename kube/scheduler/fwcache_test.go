@@ -3,11 +3,14 @@ package scheduler
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 
 	"github.com/schedq/schedq/kube/framework"
@@ -368,6 +371,38 @@ func TestSameButNode(t *testing.T) {
 	for _, c := range cases {
 		if got := SameButNode(a, c.b); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestPodInfoReuse: a cycle's PodInfo is NewPodInfo's for its pod, whether
+// it is built or copied from the last cycle's (a pod whose namespace and
+// spec are the last pod's, byte for byte).
+func TestPodInfoReuse(t *testing.T) {
+	var s Scheduler
+	anti := func(p *v1.Pod) *v1.Pod {
+		p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, TopologyKey: "zone"}}}}
+		return p
+	}
+	renamed := func(p *v1.Pod, name string) *v1.Pod {
+		cp := *p
+		cp.Name, cp.UID = name, types.UID("uid-"+name)
+		return &cp
+	}
+	a := anti(pod("a", 100))
+	other := renamed(a, "other")
+	other.Namespace = "other" // its anti-affinity term is of its namespace
+	bigger := renamed(a, "bigger")
+	bigger.Spec.Containers = pod("x", 200).Spec.Containers
+	for _, p := range []*v1.Pod{a, renamed(a, "b"), other, renamed(other, "c"), bigger, a} {
+		got, err := s.podInfo(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := framework.NewPodInfo(p)
+		if got.Pod != p || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s/%s: PodInfo %+v, want %+v", p.Namespace, p.Name, got, want)
 		}
 	}
 }

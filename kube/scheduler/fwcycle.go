@@ -70,7 +70,7 @@ func (s *Scheduler) readFWNominations(key types.NamespacedName, pod *v1.Pod) {
 func (s *Scheduler) scheduleFramework(ctx context.Context, info Attempt) Outcome {
 	pod := info.Item
 	start := s.o.Now()
-	pi, err := framework.NewPodInfo(pod)
+	pi, err := s.podInfo(pod)
 	if err != nil {
 		return s.fail(ctx, info, start, Outcome{Result: Error, Message: "invalid pod: " + err.Error()})
 	}
@@ -100,6 +100,25 @@ func (s *Scheduler) scheduleFramework(ctx context.Context, info Attempt) Outcome
 		s.batch.drop()
 	}
 	return done
+}
+
+// podInfo returns pod's PodInfo. A pod whose namespace and spec are the
+// last cycle's pod's, byte for byte (pods copied from one template, as a
+// controller's or the simulator's are), gets a copy of that pod's: a
+// PodInfo depends on nothing else, so its requests and affinity terms are
+// not computed again. O(size of a PodSpec) then, else NewPodInfo's cost.
+// Used by the scheduling loop only.
+func (s *Scheduler) podInfo(pod *v1.Pod) (*framework.PodInfo, error) {
+	if last := s.lastPI; last != nil && last.Pod.Namespace == pod.Namespace && sameBytes(&last.Pod.Spec, &pod.Spec) {
+		pi := *last
+		pi.Pod = pod
+		return &pi, nil
+	}
+	pi, err := framework.NewPodInfo(pod)
+	if err == nil {
+		s.lastPI = pi
+	}
+	return pi, err
 }
 
 // fwFind finds the node for pod: its nominated node if it passes the

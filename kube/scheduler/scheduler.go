@@ -151,6 +151,8 @@ type Scheduler struct {
 	fwCycle uint64
 	sig     fwk.PodSignature
 	batch   fwBatch
+	// lastPI is the PodInfo the last lone-pod cycle built (podInfo).
+	lastPI *framework.PodInfo
 	// fmemo keeps filter verdicts per signature and node generation
 	// (fwfiltermemo.go); fmemoHits counts the verdicts read from it and
 	// fmemoRepeats the failed cycles repeated whole; noFilterMemo turns it

@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"bytes"
 	"strings"
 	"time"
+	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -24,6 +26,10 @@ type allocation struct {
 	gpuMilliHours float64
 	lastT         time.Duration
 	level         int64
+	// last is the last pod whose requests were summed, lastAmounts the
+	// sum (see allocation.podAmounts).
+	last        *v1.Pod
+	lastAmounts amounts
 }
 
 // amounts is CPU in millicores, memory in bytes and GPU in the resource's
@@ -66,8 +72,34 @@ func podAmounts(p *v1.Pod) amounts {
 	return amountsOf(framework.NewResource(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})))
 }
 
+// podAmounts is p's requests, which depend on its spec alone: those of the
+// last pod summed if p's spec has that pod's bytes but for spec.nodeName
+// (pods copied from one template, bound to different nodes), else summed.
+// O(size of a PodSpec) then.
+func (a *allocation) podAmounts(p *v1.Pod) amounts {
+	if l := a.last; l != nil {
+		spec := l.Spec
+		spec.NodeName = p.Spec.NodeName
+		if sameBytes(&spec, &p.Spec) {
+			return a.lastAmounts
+		}
+	}
+	am := podAmounts(p)
+	a.last, a.lastAmounts = p, am
+	return am
+}
+
+// sameBytes reports whether *a and *b have the same bytes: every field
+// the same bits, every pointer, map and slice the same, so that the two
+// are equal (for types without floating-point fields, such as a pod's
+// spec). False says nothing: padding may differ.
+func sameBytes[T any](a, b *T) bool {
+	size := unsafe.Sizeof(*a)
+	return bytes.Equal(unsafe.Slice((*byte)(unsafe.Pointer(a)), size), unsafe.Slice((*byte)(unsafe.Pointer(b)), size))
+}
+
 func (a *allocation) podAdded(now time.Time, p *v1.Pod) {
-	a.used.add(podAmounts(p), 1)
+	a.used.add(a.podAmounts(p), 1)
 	if a.frag != nil {
 		a.frag.podAdded(p)
 	}
@@ -84,7 +116,7 @@ func (a *allocation) podArrived(now time.Time, p *v1.Pod) {
 }
 
 func (a *allocation) podRemoved(now time.Time, p *v1.Pod) {
-	a.used.add(podAmounts(p), -1)
+	a.used.add(a.podAmounts(p), -1)
 	if a.frag != nil {
 		a.frag.podRemoved(p)
 	}

@@ -20,13 +20,16 @@ type cluster struct {
 	// requests holds each pod group's parsed requests, shared by its pods
 	// (read-only, like every object here).
 	requests map[string]v1.ResourceList
+	// templates holds, per pod group whose pods differ only by name and
+	// UID, the pod its pods are shallow copies of (see makePod).
+	templates map[string]*v1.Pod
 }
 
 func newCluster() *cluster {
 	return &cluster{
 		nodes: map[string]*v1.Node{}, nodeGroups: map[string][]string{},
 		pods: map[types.NamespacedName]*v1.Pod{}, podGroups: map[string][]types.NamespacedName{},
-		requests: map[string]v1.ResourceList{},
+		requests: map[string]v1.ResourceList{}, templates: map[string]*v1.Pod{},
 	}
 }
 
@@ -79,8 +82,33 @@ func (t TaintSpec) taint() v1.Taint {
 	return v1.Taint{Key: t.Key, Value: t.Value, Effect: eff}
 }
 
-// makePod builds pod i of a group.
+// makePod builds pod i of a group. The pods of a group whose fields do
+// not depend on the pod's index (no claims, whose names may) are shallow
+// copies of one template: they share its labels, containers, affinity and
+// the rest, read-only like every object here, so that making a pod costs
+// its name and UID, and comparing two of them (the signature's reuse)
+// stops at the shared parts. O(1) for such a group, else O(the group's
+// fields).
 func (c *cluster) makePod(g *PodGroup, i int) *v1.Pod {
+	if len(g.Claims) > 0 || len(g.ResourceClaims.v) > 0 {
+		p := c.buildPod(g, i)
+		p.Name, p.UID = podName(g, i), c.nextUID()
+		return p
+	}
+	t, ok := c.templates[g.Name]
+	if !ok {
+		t = c.buildPod(g, 0)
+		c.templates[g.Name] = t
+	}
+	p := &v1.Pod{ObjectMeta: t.ObjectMeta, Spec: t.Spec}
+	p.Name, p.UID = podName(g, i), c.nextUID()
+	return p
+}
+
+func podName(g *PodGroup, i int) string { return g.Name + "-" + strconv.Itoa(i) }
+
+// buildPod builds pod i of a group, without its name and UID.
+func (c *cluster) buildPod(g *PodGroup, i int) *v1.Pod {
 	ns := g.Namespace
 	if ns == "" {
 		ns = "default"
@@ -96,7 +124,7 @@ func (c *cluster) makePod(g *PodGroup, i int) *v1.Pod {
 	}
 	prio := g.Priority
 	p := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", g.Name, i), UID: c.nextUID(), Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Labels: labels},
 		Spec: v1.PodSpec{
 			SchedulerName: schedulerName,
 			Priority:      &prio,

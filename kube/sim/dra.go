@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/schedq/schedq/kube/profile"
 )
 
 // The simulator plays, for DRA, the parts of a cluster that kube-scheduler
@@ -50,7 +52,7 @@ var claimsResource = resourceapi.Resource("resourceclaims")
 // fake one whose ResourceClaim calls (get, update, update of the status,
 // strategic merge patch) are answered from the simulator's objects.
 func (s *sim) draClient() *fake.Clientset {
-	c := fake.NewClientset()
+	c := profile.FakeClient()
 	c.PrependReactor("*", "resourceclaims", s.claimCall)
 	return c
 }
