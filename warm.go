@@ -8,5 +8,5 @@ package schedq
 func (e *entry[K, T]) warm() uint64 {
 	return uint64(e.loc) + uint64(e.Status.InitialAttemptTimestamp.Nanosecond()) +
 		uint64(len(e.UnschedulablePlugins)) + uint64(len(e.GatingPlugin)) +
-		uint64(e.entered) + e.startSeq
+		uint64(e.entered) + uint64(e.gen)
 }
