@@ -78,7 +78,7 @@ func (f *flights[K, T]) end(e *entry[K, T]) {
 	e.loc = locNone
 	switch {
 	case f.n == 0:
-		clear(f.slots)
+		// Every slot is a hole: no entry to clear.
 		f.slots, f.first = f.slots[:0], 0
 	case len(f.slots) > 2*f.n+32:
 		f.compact()
