@@ -92,10 +92,13 @@ type entry[K comparable, T any] struct {
 	ts       int64  // cached Timestamp, as Unix nanoseconds
 	hclass   uint64 // a member's cached Config.HintClass
 	seq      uint64 // entry order into activeQ, for ties under a caller's Less
+	// entered is when it entered its current place: a sub-queue, or
+	// flight (Unix ns). In the first cache line, so that a move between
+	// sub-queues leaves the last one, the key's, alone.
+	entered int64
 
 	Info[T]
-	key     K
-	entered int64 // when it entered its current place: a sub-queue, or flight (Unix ns)
+	key K
 
 	// more holds what only parked items and the optional features need
 	// (entry_more.go); nil until first needed, kept when recycled.
