@@ -124,7 +124,7 @@ func (a *lazyActive[K, T]) Pop() (*entry[K, T], bool) {
 // WarmFront loads the entry of the front slot, if any. O(1).
 func (a *lazyActive[K, T]) WarmFront() {
 	if a.h.Len() > 0 {
-		a.sink += a.h.At(0).Ref.warm()
+		a.sink += a.h.At(0).Ref.warmAll()
 	}
 }
 

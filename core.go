@@ -65,50 +65,78 @@ func (l loc) subQueue() Location {
 //
 // The small fields are packed together, one index serves whichever
 // container holds the entry, the time it entered a sub-queue and the
-// time of its pop share a field, and what only parked items, re-added
-// keys and the optional features use is out of line (entryMore), so a
-// pod's entry fits the 352-byte size class: indexes are int32, which
-// bounds a queue to 2^31 items.
+// time of its pop share a field, the pop order of flights is kept by
+// flights rather than in the entries, and what only parked items,
+// re-added keys and the optional features use is out of line
+// (entryMore), so a pod's entry fits the 320-byte size class, five
+// whole cache lines: indexes are int32, which bounds a queue to 2^31
+// items.
 type entry[K comparable, T any] struct {
 	// The heap's sort keys and index come first, to share a cache line.
 	// idx is its index in the one container that indexes it: a heap
 	// that records indexes (backoffQ's unschedulable heap, activeQ
-	// under a caller's Less), parked.all, or, for a group member, its
-	// group's list for its place. -1 if none.
+	// under a caller's Less), parked.all, flights, or, for a group
+	// member, its group's list for its place. -1 if none.
 	idx  int32
-	prio int32  // cached Priority(Item), with the default order
-	gen  uint32 // its live slot in a lazy activeQ or the error backoff
-	loc  loc
-	kind kind // lone item, group entity or group member (group.go)
-	// counted: its plugins are in Core.byPlugin; updated, deleted: an
-	// Update or a Delete arrived during the attempt in flight; readded:
-	// its key was queued again during that attempt (a queued entry may
-	// have it as shadow; until its next pop, so possibly no longer).
-	counted, updated, deleted, readded bool
-	// hasShadow: more.shadow is set (a queued entry whose key is in
-	// flight too), so that reading it costs no load of more otherwise.
-	hasShadow bool
+	prio int32 // cached Priority(Item), with the default order
+	// gen is its live slot in a lazy activeQ or the error backoff, or,
+	// while parked, the move-request epoch that last visited it
+	// (Core.nextEpoch). A slot is live only while loc names its
+	// container, so the two uses never meet.
+	gen   uint32
+	loc   loc
+	kind  kind   // lone item, group entity or group member (group.go)
+	flags eflags // counted, updated, deleted, readded, shadow
 	// strategy is what its hints chose for the last event (Config.Budget).
 	strategy strategy
-	visit    uint32 // move-request epoch, to visit an entry once (Core.nextEpoch)
 	ts       int64  // cached Timestamp, as Unix nanoseconds
 	hclass   uint64 // a member's cached Config.HintClass
 	seq      uint64 // entry order into activeQ, for ties under a caller's Less
+	// entered is when it entered its current place: a sub-queue, or
+	// flight (Unix ns). In the first cache line, so that a move between
+	// sub-queues leaves the last one, the key's, alone.
+	entered int64
 
 	Info[T]
-	key     K
-	entered int64 // when it entered its current place: a sub-queue, or flight (Unix ns)
+	key K
 
 	// more holds what only parked items and the optional features need
 	// (entry_more.go); nil until first needed, kept when recycled.
 	more *entryMore[K, T]
 
-	// While in flight.
-	startSeq   uint64
-	prev, next *entry[K, T]
-
 	// Groups (group.go): an entity's or a member's group.
 	grp *group[K, T]
+}
+
+// eflags are an entry's flags.
+type eflags uint8
+
+const (
+	// flagCounted: its plugins are in Core.byPlugin.
+	flagCounted eflags = 1 << iota
+	// flagUpdated, flagDeleted: an Update or a Delete arrived during the
+	// attempt in flight.
+	flagUpdated
+	flagDeleted
+	// flagReadded: its key was queued again during that attempt (a
+	// queued entry may have it as shadow; until its next pop, so
+	// possibly no longer).
+	flagReadded
+	// flagShadow: more.shadow is set (a queued entry whose key is in
+	// flight too), so that reading it costs no load of more otherwise.
+	flagShadow
+)
+
+// is reports whether e has all of flags f. O(1).
+func (e *entry[K, T]) is(f eflags) bool { return e.flags&f == f }
+
+// set turns flags f on or off. O(1).
+func (e *entry[K, T]) set(f eflags, on bool) {
+	if on {
+		e.flags |= f
+	} else {
+		e.flags &^= f
+	}
 }
 
 // Core is the queue's deterministic state machine. It takes the current
@@ -237,10 +265,10 @@ func (e *entry[K, T]) plugins(f func(string)) {
 
 // uncount takes e out of the per-plugin counts.
 func (c *Core[K, T]) uncount(e *entry[K, T]) {
-	if !e.counted {
+	if !e.is(flagCounted) {
 		return
 	}
-	e.counted = false
+	e.set(flagCounted, false)
 	e.plugins(func(p string) {
 		if c.byPlugin[p]--; c.byPlugin[p] <= 0 {
 			delete(c.byPlugin, p)
@@ -251,10 +279,10 @@ func (c *Core[K, T]) uncount(e *entry[K, T]) {
 // recount puts e back into the per-plugin counts if it is out of them.
 // Whatever changes e's plugins takes it out first (see setGate and Pop).
 func (c *Core[K, T]) recount(e *entry[K, T]) {
-	if e.counted || !e.held() {
+	if e.is(flagCounted) || !e.held() {
 		return
 	}
-	e.counted = true
+	e.set(flagCounted, true)
 	e.plugins(func(p string) { c.byPlugin[p]++ })
 }
 
@@ -360,7 +388,7 @@ func (c *Core[K, T]) flightEntry(key K) *entry[K, T] {
 func (c *Core[K, T]) enqueue(e *entry[K, T]) {
 	if f := c.keys[e.key]; f != nil {
 		e.setShadow(f)
-		f.readded = true
+		f.set(flagReadded, true)
 	}
 	c.keys[e.key] = e
 	c.queued++
@@ -413,7 +441,7 @@ func (c *Core[K, T]) Add(item T, now time.Time) {
 		c.queued++
 	case prev.loc == locFlight:
 		e.setShadow(prev)
-		prev.readded = true
+		prev.set(flagReadded, true)
 		c.queued++
 	default: // queued: replace it, keeping its attempt in flight if any
 		c.unlink(prev, now)
@@ -446,7 +474,7 @@ func (c *Core[K, T]) Update(oldItem, newItem T, now time.Time) {
 	if e == nil {
 		if f := c.flightEntry(key); f != nil {
 			c.setItem(f, newItem)
-			f.updated = true
+			f.set(flagUpdated, true)
 			for _, ev := range c.updateEvents(oldItem, newItem) {
 				c.flights.record(flightEvent[K, T]{event: ev, label: c.label(ev), oldObj: oldItem, newObj: newItem})
 			}
@@ -547,7 +575,7 @@ func (c *Core[K, T]) Delete(key K, now time.Time) error {
 		return fmt.Errorf("%w: delete %v", ErrNotFound, key)
 	}
 	if f != nil {
-		f.deleted = true
+		f.set(flagDeleted, true)
 	}
 	if q != nil {
 		c.unlink(q, now)
@@ -603,7 +631,7 @@ func (c *Core[K, T]) pop(now time.Time, a *Attempt[K, T]) bool {
 	e.Cycle = c.cycle
 	e.BackoffExpiry = time.Time{}
 	e.entered = now.UnixNano() // its pop
-	e.updated, e.deleted, e.readded = false, false, false
+	e.set(flagUpdated|flagDeleted|flagReadded, false)
 	c.flights.start(e)
 	if e.kind == kindGroup {
 		*a = c.popGroup(e, now)
@@ -688,7 +716,7 @@ func (c *Core[K, T]) requeueAttempt(a *Attempt[K, T], f *Failure, now time.Time)
 		return c.requeueGroup(*a, *f, now)
 	}
 	item, cycle := a.Item, a.Cycle
-	if e := a.ent; e != nil && e.loc == locFlight && e.Cycle == cycle && !e.readded && e.key == a.Key {
+	if e := a.ent; e != nil && e.loc == locFlight && e.Cycle == cycle && !e.is(flagReadded) && e.key == a.Key {
 		// The entry Pop returned, still in this attempt (cycles are
 		// unique) and nothing re-added its key: the map's entry for the
 		// key is this one, so no lookup (nor Config.Key) is needed.
@@ -726,13 +754,13 @@ func (c *Core[K, T]) requeueAttempt(a *Attempt[K, T], f *Failure, now time.Time)
 // requeueFlight is Requeue of e, in flight and the map's entry for its
 // key, with the attempt's item.
 func (c *Core[K, T]) requeueFlight(e *entry[K, T], item T, f *Failure, now time.Time) error {
-	if e.deleted {
+	if e.is(flagDeleted) {
 		c.endFlight(e)
 		c.retire(e, now)
 		return nil
 	}
 	c.release(e, now)
-	if !e.updated && !sameValue(&e.Item, &item) {
+	if !e.is(flagUpdated) && !sameValue(&e.Item, &item) {
 		// The attempt's item is requeued; the one popped (the usual case)
 		// keeps its cached priority, so a failure need not read it.
 		c.setItem(e, item)

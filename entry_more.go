@@ -8,7 +8,7 @@ package schedq
 // keeps it when recycled, so a queue whose items are only ever active
 // or backing off never allocates it, and the steady state allocates
 // nothing either way. Keeping it out of line keeps a pod's entry in the
-// 352-byte size class.
+// 320-byte size class.
 type entryMore[K comparable, T any] struct {
 	slots []slot[K, T] // the index slots of a parked item (parked.go)
 	// Budgets: the group whose room it holds, from its wake to the end of
@@ -67,7 +67,7 @@ func (e *entry[K, T]) deferredFirst() *roomGroup[K, T] {
 // shadowOf returns the attempt in flight that queued entry e shadows (its
 // key's older attempt), or nil. O(1).
 func (e *entry[K, T]) shadowOf() *entry[K, T] {
-	if !e.hasShadow {
+	if !e.is(flagShadow) {
 		return nil
 	}
 	return e.more.shadow
@@ -76,12 +76,14 @@ func (e *entry[K, T]) shadowOf() *entry[K, T] {
 // setShadow makes f the attempt that e shadows (nil: none). O(1).
 func (e *entry[K, T]) setShadow(f *entry[K, T]) {
 	if f == nil {
-		if e.hasShadow {
-			e.more.shadow, e.hasShadow = nil, false
+		if e.is(flagShadow) {
+			e.more.shadow = nil
+			e.set(flagShadow, false)
 		}
 		return
 	}
-	e.ext().shadow, e.hasShadow = f, true
+	e.ext().shadow = f
+	e.set(flagShadow, true)
 }
 
 // lastFlushed returns e's entryMore.lastFlush, 0 if it has none.

@@ -29,7 +29,7 @@ func (c *Core[K, T]) popGroup(e *entry[K, T], now time.Time) Attempt[K, T] {
 		m.loc, m.idx = locMemberFlight, int32(i)
 		m.Attempts++
 		m.Cycle = e.Cycle
-		m.updated, m.deleted = false, false
+		m.set(flagUpdated|flagDeleted, false)
 		if m.InitialAttemptTimestamp.IsZero() {
 			m.InitialAttemptTimestamp = e.InitialAttemptTimestamp
 		}
@@ -77,7 +77,7 @@ func (c *Core[K, T]) doneGroup(a Attempt[K, T], now time.Time) error {
 	e := g.flight
 	for len(g.flying) > 0 {
 		m := g.flying[len(g.flying)-1]
-		if !m.deleted && !e.InitialAttemptTimestamp.IsZero() {
+		if !m.is(flagDeleted) && !e.InitialAttemptTimestamp.IsZero() {
 			c.rec.Scheduled(time.Duration(e.entered-e.InitialAttemptTimestamp.UnixNano()), e.FlushedFromUnschedulable)
 		}
 		c.leave(m)
@@ -210,7 +210,7 @@ func (c *Core[K, T]) placeLeftovers(g *group[K, T], a Attempt[K, T], placed []in
 		}
 	}
 	for i := len(g.flying) - 1; i >= 0; i-- {
-		if i < len(g.flying) && g.flying[i].deleted {
+		if i < len(g.flying) && g.flying[i].is(flagDeleted) {
 			c.leave(g.flying[i])
 		}
 	}

@@ -79,7 +79,7 @@ func (c *Core[K, T]) checkGroups(bad func(string, ...any)) {
 		if m.idx < 0 || int(m.idx) >= len(l) || l[m.idx] != m {
 			bad("member %v: not at its index %d in group %q", key, m.idx, g.name)
 		}
-		if m.counted {
+		if m.is(flagCounted) {
 			bad("member %v counted per plugin", key)
 		}
 		if s := m.shadowOf(); s != nil && (s.loc != locFlight || s.key != key) {
@@ -97,7 +97,7 @@ func (c *Core[K, T]) checkGroups(bad func(string, ...any)) {
 			// attempt has left the map.
 			if c.keys[m.key] == m {
 				listed++
-			} else if !m.deleted {
+			} else if !m.is(flagDeleted) {
 				bad("group %q: in-flight member %v left the map but is not deleted", name, m.key)
 			}
 			if m.loc != locMemberFlight || int(m.idx) != i || m.grp != g {

@@ -18,13 +18,13 @@ func (c *Core[K, T]) addGrouped(item T, now time.Time) bool {
 	prev := c.keys[key]
 	if prev != nil && prev.kind == kindMember {
 		if prev.loc == locMemberFlight {
-			if name == prev.grp.name && !prev.deleted {
+			if name == prev.grp.name && !prev.is(flagDeleted) {
 				prev.Item = item
 				c.classify(prev)
-				prev.updated = true
+				prev.set(flagUpdated, true)
 				return true
 			}
-			prev.deleted = true
+			prev.set(flagDeleted, true)
 			delete(c.keys, key)
 			prev = nil
 		} else {
@@ -52,7 +52,7 @@ func (c *Core[K, T]) addGrouped(item T, now time.Time) bool {
 	m := c.newMember(item, now)
 	m.setShadow(shadow)
 	if shadow != nil {
-		shadow.readded = true
+		shadow.set(flagReadded, true)
 	}
 	c.keys[key] = m
 	c.attach(m, labelAdd, now)
@@ -86,7 +86,7 @@ func (c *Core[K, T]) updateGrouped(oldItem, newItem T, now time.Time) bool {
 		// Out of its group: a lone item now, queued even if an older lone
 		// attempt of the key is still in flight.
 		if m.loc == locMemberFlight {
-			m.deleted = true
+			m.set(flagDeleted, true)
 			delete(c.keys, key)
 		} else {
 			c.removeMember(m, now)
@@ -104,7 +104,7 @@ func (c *Core[K, T]) updateGrouped(oldItem, newItem T, now time.Time) bool {
 	g := m.grp
 	switch m.loc {
 	case locMemberFlight:
-		m.updated = true
+		m.set(flagUpdated, true)
 		for _, ev := range c.updateEvents(oldItem, newItem) {
 			c.flights.record(flightEvent[K, T]{event: ev, label: c.label(ev), oldObj: oldItem, newObj: newItem})
 		}
@@ -149,7 +149,7 @@ func (c *Core[K, T]) updateGrouped(oldItem, newItem T, now time.Time) bool {
 // its attempt's outcome drops it. O(log n).
 func (c *Core[K, T]) deleteMember(m *entry[K, T], now time.Time) error {
 	if m.loc == locMemberFlight {
-		m.deleted = true
+		m.set(flagDeleted, true)
 		return nil
 	}
 	c.removeMember(m, now)

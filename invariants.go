@@ -151,16 +151,16 @@ func (c *Core[K, T]) checkInvariants() error {
 		bad("map has %d attempts in flight, list %d", flying, c.flights.len())
 	}
 	// Requeue skips the map for an attempt whose key nothing re-added.
-	for e := c.flights.head; e != nil; e = e.next {
-		if e.kind == kindLone && !e.readded && c.keys[e.key] != e {
+	c.flights.each(func(e *entry[K, T], _ uint64, _ int) {
+		if e.kind == kindLone && !e.is(flagReadded) && c.keys[e.key] != e {
 			bad("key %v: in flight, not re-added, but not the map's entry", e.key)
 		}
-	}
+	})
 
 	want := map[string]int{}
 	for _, e := range c.queuedEntities() {
-		if e.counted != e.held() {
-			bad("key %v: counted %v, held %v", e.key, e.counted, e.held())
+		if e.is(flagCounted) != e.held() {
+			bad("key %v: counted %v, held %v", e.key, e.is(flagCounted), e.held())
 		}
 		e.plugins(func(p string) { want[p]++ })
 	}
@@ -168,20 +168,19 @@ func (c *Core[K, T]) checkInvariants() error {
 		bad("per-plugin counts %v, want %v", c.byPlugin, want)
 	}
 
-	n := 0
-	var prev *entry[K, T]
-	for e := c.flights.head; e != nil; e = e.next {
+	n, last := 0, uint64(0)
+	c.flights.each(func(e *entry[K, T], seq uint64, i int) {
 		n++
-		if e.loc != locFlight || e.prev != prev || !c.flies(e) {
-			bad("in-flight key %v: broken list or map", e.key)
+		if e.loc != locFlight || int(e.idx) != i || !c.flies(e) {
+			bad("in-flight key %v: slot %d, records %d, or not in the map", e.key, i, e.idx)
 		}
-		if prev != nil && prev.startSeq > e.startSeq {
+		if seq < last {
 			bad("in-flight list out of pop order at key %v", e.key)
 		}
-		prev = e
-	}
-	if prev != c.flights.tail || n != c.flights.len() {
-		bad("in-flight list has %d entries, counted %d", n, c.flights.len())
+		last = seq
+	})
+	if n != c.flights.len() || n > 0 && c.flights.slots[c.flights.first].e == nil {
+		bad("in-flight list has %d entries, counted %d, or starts at a hole", n, c.flights.len())
 	}
 	for i := 1; i < len(c.flights.log); i++ {
 		if c.flights.log[i].seq != c.flights.log[i-1].seq+1 {
@@ -191,11 +190,12 @@ func (c *Core[K, T]) checkInvariants() error {
 	c.checkRoom(bad)
 	c.checkGroups(bad)
 	c.checkNominations(bad)
-	if c.flights.head == nil && len(c.flights.log) > 0 {
+	oldest, anyFlying := c.flights.oldestSeq()
+	if !anyFlying && len(c.flights.log) > 0 {
 		bad("%d in-flight events kept with nothing in flight", len(c.flights.log))
 	}
-	if h := c.flights.head; h != nil && len(c.flights.log) > 0 && c.flights.log[0].seq < h.startSeq {
-		bad("in-flight event %d kept, but the oldest attempt started at %d", c.flights.log[0].seq, h.startSeq)
+	if anyFlying && len(c.flights.log) > 0 && c.flights.log[0].seq < oldest {
+		bad("in-flight event %d kept, but the oldest attempt started at %d", c.flights.log[0].seq, oldest)
 	}
 	return errors.Join(errs...)
 }

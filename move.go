@@ -74,8 +74,8 @@ func (c *Core[K, T]) judgeAll(list []*entry[K, T], fromBuckets bool, ev Event, l
 			continue
 		}
 		for _, e := range b.items {
-			if e.visit != c.epoch {
-				e.visit = c.epoch
+			if e.gen != c.epoch {
+				e.gen = c.epoch
 				examined++
 				out = c.judge(out, e, ev, label, oldObj, newObj, match)
 			}
@@ -109,7 +109,7 @@ func (c *Core[K, T]) nextEpoch() {
 	c.epoch++
 	if c.epoch == 0 {
 		for _, e := range c.parked.all {
-			e.visit = 0
+			e.gen = 0
 		}
 		c.epoch = 1
 	}

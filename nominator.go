@@ -86,7 +86,7 @@ func (c *Core[K, T]) nominable(key K) bool {
 		return true
 	}
 	f := c.flightEntry(key)
-	return f != nil && !f.deleted
+	return f != nil && !f.is(flagDeleted)
 }
 
 // Nomination returns the target the item with key is nominated to. O(1).

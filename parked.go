@@ -31,7 +31,7 @@ func (p *parked[K, T]) len() int { return len(p.all) }
 // others under each plugin that rejected them. The first time an entry
 // is parked it allocates its index slots (entryMore).
 func (p *parked[K, T]) add(e *entry[K, T]) {
-	e.visit = 0 // no mark from an earlier epoch (Core.nextEpoch)
+	e.gen = 0 // no mark from an earlier epoch (Core.nextEpoch)
 	e.idx = int32(len(p.all))
 	p.all = append(p.all, e)
 	if e.GatingPlugin != "" {
