@@ -53,11 +53,29 @@ type roomGroup[K comparable, T any] struct {
 	// dormant: no woken item is left, but items of other events hold room
 	// under the same key; the deferred items wait for it (roomKey).
 	dormant bool
-	// deferred is in pop order. An entry counts only while its deferred
-	// set holds this group; others (woken or moved since, or recycled) are
-	// skipped. An item may wait on the room of several events.
-	deferred []*entry[K, T]
+	// ended: settled for good; the items it deferred forget it lazily
+	// (deferrals).
+	ended bool
+	// deferred is in pop order. An entry counts only while its deferrals
+	// are those it had when this group deferred it (deferRef.gen); others
+	// (woken or moved since, or recycled) are skipped. An item may wait on
+	// the room of several events.
+	deferred []deferRef[K, T]
 }
+
+// deferRef is an item a group deferred, and the generation of its
+// deferrals then (entryMore.deferGen): the entry still waits on the
+// group's room while the generation is unchanged. O(1) to check, so that
+// an offer costs O(d) for d deferred items, however many events each
+// waits on.
+type deferRef[K comparable, T any] struct {
+	e   *entry[K, T]
+	gen uint32
+}
+
+// waits reports whether r's entry still waits on the room of the group
+// that holds r.
+func (r deferRef[K, T]) waits() bool { return r.gen == r.e.more.deferGen }
 
 // wakeWithin wakes the ready candidates (each with its strategy) that fit
 // in b, in pop order, and defers the rest. It returns how many it woke.
@@ -87,14 +105,15 @@ func (c *Core[K, T]) wakeWithin(b Budget[T], label string, ready []*entry[K, T],
 			c.wake(g, e, label, now)
 			continue
 		}
-		e.ext().deferred.add(g)
-		g.deferred = append(g.deferred, e)
+		m := e.ext()
+		m.deferred.add(g)
+		g.deferred = append(g.deferred, deferRef[K, T]{e: e, gen: m.deferGen})
 	}
 	if g.woken > 0 {
 		// The event made room and others took it: the deferred items heard
 		// their event, and wait for room, not for the leftover flush.
-		for _, e := range g.deferred {
-			e.ext().lastFlush = now.UnixNano()
+		for _, r := range g.deferred {
+			r.e.more.lastFlush = now.UnixNano()
 		}
 	}
 	woken := g.woken
@@ -254,15 +273,15 @@ func (c *Core[K, T]) wakeDormant(key string, rk *roomKey[K, T], now time.Time) {
 func (c *Core[K, T]) offer(g *roomGroup[K, T], now time.Time) {
 	kept := g.deferred[:0]
 	var full classSet
-	for _, e := range g.deferred {
-		if !e.more.deferred.has(g) {
+	for _, r := range g.deferred {
+		if !r.waits() {
 			continue
 		}
-		if c.take(g.b, e, &full) {
-			c.wake(g, e, g.label, now)
+		if c.take(g.b, r.e, &full) {
+			c.wake(g, r.e, g.label, now)
 			continue
 		}
-		kept = append(kept, e)
+		kept = append(kept, r)
 	}
 	clear(g.deferred[len(kept):])
 	g.deferred = kept
@@ -297,32 +316,39 @@ func (c *Core[K, T]) settle(g *roomGroup[K, T], _ time.Time) {
 			return
 		}
 	}
-	for _, e := range g.deferred {
-		e.more.deferred.remove(g)
-	}
+	g.ended = true // its items drop it as they next defer (O(1) here)
 	g.deferred = nil
 }
 
 // deferrals is the set of events an item waits on for room. The first is
-// kept inline, so that deferring an item allocates nothing; an item rarely
-// waits on more than one. O(n) operations for n events.
+// kept inline, so that deferring an item allocates nothing; an item
+// rarely waits on more than one. An event that ends (settle) is not taken
+// out of its items' sets, which would cost O(d·k) for d items waiting on
+// k events each: it is marked ended, skipped by first and all, and
+// dropped when an item's set would otherwise grow, so that the set holds
+// at most twice the live events, and adding is O(1) amortized. Whether an
+// item still waits on an event's room is asked of the event's deferRef,
+// not of this set, which serves Explain and the invariant checker.
 type deferrals[K comparable, T any] struct {
 	first *roomGroup[K, T]
 	more  *[]*roomGroup[K, T] // rare: allocated at the second deferral
 }
 
 func (d *deferrals[K, T]) add(g *roomGroup[K, T]) {
-	if d.first == nil {
+	if d.first == nil || d.first.ended {
 		d.first = g
 		return
 	}
 	if d.more == nil {
 		d.more = new([]*roomGroup[K, T])
 	}
+	if m := *d.more; len(m) == cap(m) {
+		*d.more = slices.DeleteFunc(m, func(x *roomGroup[K, T]) bool { return x.ended })
+	}
 	*d.more = append(*d.more, g)
 }
 
-// rest returns the events after the first.
+// rest returns the events after the first, ended ones included.
 func (d *deferrals[K, T]) rest() []*roomGroup[K, T] {
 	if d.more == nil {
 		return nil
@@ -330,24 +356,17 @@ func (d *deferrals[K, T]) rest() []*roomGroup[K, T] {
 	return *d.more
 }
 
-func (d *deferrals[K, T]) has(g *roomGroup[K, T]) bool {
-	return d.first == g || slices.Contains(d.rest(), g)
-}
-
-func (d *deferrals[K, T]) remove(g *roomGroup[K, T]) {
-	more := d.rest()
-	if d.first == g {
-		d.first = nil
-		if n := len(more); n > 0 {
-			d.first, more[0] = more[0], more[n-1]
-			more[n-1] = nil
-			*d.more = more[:n-1]
+// live returns a live event that deferred the item, or nil.
+func (d *deferrals[K, T]) live() *roomGroup[K, T] {
+	if d.first != nil && !d.first.ended {
+		return d.first
+	}
+	for _, g := range d.rest() {
+		if !g.ended {
+			return g
 		}
-		return
 	}
-	if i := slices.Index(more, g); i >= 0 {
-		*d.more = slices.Delete(more, i, i+1)
-	}
+	return nil
 }
 
 func (d *deferrals[K, T]) clear() {
@@ -358,10 +377,13 @@ func (d *deferrals[K, T]) clear() {
 	}
 }
 
-// all lists the events, for the invariant checker.
+// all lists the live events, for the invariant checker.
 func (d *deferrals[K, T]) all() []*roomGroup[K, T] {
-	if d.first == nil {
-		return nil
+	var out []*roomGroup[K, T]
+	for _, g := range append([]*roomGroup[K, T]{d.first}, d.rest()...) {
+		if g != nil && !g.ended {
+			out = append(out, g)
+		}
 	}
-	return append([]*roomGroup[K, T]{d.first}, d.rest()...)
+	return out
 }

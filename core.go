@@ -330,7 +330,7 @@ func (c *Core[K, T]) recycle(e *entry[K, T]) {
 	c.uncount(e)
 	m := e.more
 	if m != nil {
-		*m = entryMore[K, T]{slots: m.slots[:0]}
+		*m = entryMore[K, T]{slots: m.slots[:0], deferGen: m.deferGen + 1} // its deferRefs go stale
 	}
 	*e = entry[K, T]{more: m}
 	if len(c.free) < 1024 {

@@ -15,6 +15,9 @@ type entryMore[K comparable, T any] struct {
 	// its next attempt; the groups that deferred it, while parked.
 	tookFrom *roomGroup[K, T]
 	deferred deferrals[K, T]
+	// deferGen counts the times deferred was cleared (or the entry
+	// recycled): a group's deferRef of an older generation is stale.
+	deferGen uint32
 	fair     fairLink[K, T] // its tenant and live slot, under Config.Fairness
 	// shadow is, for a queued entry, an attempt in flight for the same
 	// key (re-added during it); rare, so out of line (entry.shadowOf).
@@ -56,12 +59,13 @@ func (e *entry[K, T]) tookFromGroup() *roomGroup[K, T] {
 	return e.more.tookFrom
 }
 
-// deferredFirst returns the first budget group that deferred e, or nil.
+// deferredFirst returns a budget group that deferred e and has not
+// ended, or nil.
 func (e *entry[K, T]) deferredFirst() *roomGroup[K, T] {
 	if e.more == nil {
 		return nil
 	}
-	return e.more.deferred.first
+	return e.more.deferred.live()
 }
 
 // shadowOf returns the attempt in flight that queued entry e shadows (its
@@ -104,5 +108,6 @@ func (e *entry[K, T]) deferredAll() []*roomGroup[K, T] {
 func (e *entry[K, T]) clearDeferred() {
 	if e.more != nil {
 		e.more.deferred.clear()
+		e.more.deferGen++
 	}
 }
