@@ -53,8 +53,7 @@ type roomGroup[K comparable, T any] struct {
 	// dormant: no woken item is left, but items of other events hold room
 	// under the same key; the deferred items wait for it (roomKey).
 	dormant bool
-	// ended: settled for good; the items it deferred forget it lazily
-	// (deferrals).
+	// ended: settled for good, its deferred items let go.
 	ended bool
 	// deferred is in pop order. An entry counts only while its deferrals
 	// are those it had when this group deferred it (deferRef.gen); others
@@ -76,6 +75,15 @@ type deferRef[K comparable, T any] struct {
 // waits reports whether r's entry still waits on the room of the group
 // that holds r.
 func (r deferRef[K, T]) waits() bool { return r.gen == r.e.more.deferGen }
+
+// deferEntry appends e to g's deferred items and counts g among the live
+// events e waits on. O(1) amortized.
+func (g *roomGroup[K, T]) deferEntry(e *entry[K, T]) {
+	m := e.ext()
+	m.deferCount++
+	m.lastDeferrer = g
+	g.deferred = append(g.deferred, deferRef[K, T]{e: e, gen: m.deferGen})
+}
 
 // wakeWithin wakes the ready candidates (each with its strategy) that fit
 // in b, in pop order, and defers the rest. It returns how many it woke.
@@ -105,9 +113,7 @@ func (c *Core[K, T]) wakeWithin(b Budget[T], label string, ready []*entry[K, T],
 			c.wake(g, e, label, now)
 			continue
 		}
-		m := e.ext()
-		m.deferred.add(g)
-		g.deferred = append(g.deferred, deferRef[K, T]{e: e, gen: m.deferGen})
+		g.deferEntry(e)
 	}
 	if g.woken > 0 {
 		// The event made room and others took it: the deferred items heard
@@ -316,74 +322,11 @@ func (c *Core[K, T]) settle(g *roomGroup[K, T], _ time.Time) {
 			return
 		}
 	}
-	g.ended = true // its items drop it as they next defer (O(1) here)
+	for _, r := range g.deferred {
+		if r.waits() {
+			r.e.more.deferCount--
+		}
+	}
+	g.ended = true
 	g.deferred = nil
-}
-
-// deferrals is the set of events an item waits on for room. The first is
-// kept inline, so that deferring an item allocates nothing; an item
-// rarely waits on more than one. An event that ends (settle) is not taken
-// out of its items' sets, which would cost O(d·k) for d items waiting on
-// k events each: it is marked ended, skipped by first and all, and
-// dropped when an item's set would otherwise grow, so that the set holds
-// at most twice the live events, and adding is O(1) amortized. Whether an
-// item still waits on an event's room is asked of the event's deferRef,
-// not of this set, which serves Explain and the invariant checker.
-type deferrals[K comparable, T any] struct {
-	first *roomGroup[K, T]
-	more  *[]*roomGroup[K, T] // rare: allocated at the second deferral
-}
-
-func (d *deferrals[K, T]) add(g *roomGroup[K, T]) {
-	if d.first == nil || d.first.ended {
-		d.first = g
-		return
-	}
-	if d.more == nil {
-		d.more = new([]*roomGroup[K, T])
-	}
-	if m := *d.more; len(m) == cap(m) {
-		*d.more = slices.DeleteFunc(m, func(x *roomGroup[K, T]) bool { return x.ended })
-	}
-	*d.more = append(*d.more, g)
-}
-
-// rest returns the events after the first, ended ones included.
-func (d *deferrals[K, T]) rest() []*roomGroup[K, T] {
-	if d.more == nil {
-		return nil
-	}
-	return *d.more
-}
-
-// live returns a live event that deferred the item, or nil.
-func (d *deferrals[K, T]) live() *roomGroup[K, T] {
-	if d.first != nil && !d.first.ended {
-		return d.first
-	}
-	for _, g := range d.rest() {
-		if !g.ended {
-			return g
-		}
-	}
-	return nil
-}
-
-func (d *deferrals[K, T]) clear() {
-	d.first = nil
-	if d.more != nil {
-		clear(*d.more)
-		*d.more = (*d.more)[:0]
-	}
-}
-
-// all lists the live events, for the invariant checker.
-func (d *deferrals[K, T]) all() []*roomGroup[K, T] {
-	var out []*roomGroup[K, T]
-	for _, g := range append([]*roomGroup[K, T]{d.first}, d.rest()...) {
-		if g != nil && !g.ended {
-			out = append(out, g)
-		}
-	}
-	return out
 }
