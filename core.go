@@ -149,6 +149,7 @@ type Core[K comparable, T any] struct {
 	hearing hearing          // the registrations that hear the last event judged
 	held    []heldReg        // scratch of heldBy
 	heldFor heldKey          // what held answers for, if set
+	lists   pluginLists      // the items' plugin lists, shared (plugin_lists.go)
 	asked   classSet         // scratch of worthGroup: the classes asked
 	memo    hintMemo         // a move request's hint answers by class
 	movers  []mover[K, T]    // scratch of judgeAll
@@ -769,8 +770,8 @@ func (c *Core[K, T]) failed(e *entry[K, T], f *Failure, cycle int64, events []fl
 	e.Timestamp = now
 	e.BackoffExpiry = time.Time{}
 	e.FlushedFromUnschedulable = false
-	e.UnschedulablePlugins = slices.Clone(f.UnschedulablePlugins)
-	e.PendingPlugins = slices.Clone(f.PendingPlugins)
+	e.UnschedulablePlugins = c.lists.of(f.UnschedulablePlugins)
+	e.PendingPlugins = c.lists.of(f.PendingPlugins)
 	e.Reasons = slices.Clone(f.Reasons)
 	e.Message = f.Message
 	rejected := len(f.UnschedulablePlugins)+len(f.PendingPlugins) > 0
