@@ -1,7 +1,6 @@
 package schedq
 
 import (
-	"cmp"
 	"slices"
 	"time"
 )
@@ -60,6 +59,25 @@ type roomGroup[K comparable, T any] struct {
 	// (woken or moved since, or recycled) are skipped. An item may wait on
 	// the room of several events.
 	deferred []deferRef[K, T]
+	// tail, with Config.ClassBudget and the default order, holds deferred
+	// items that come after all of deferred in pop order, as a heap on
+	// their sort keys, not sorted: their classes (among tailClasses) found
+	// no room when they were deferred (wakeByClass, offerTail).
+	tail        []tailItem[K, T]
+	tailClasses []uint64
+}
+
+// hasDeferred reports whether g holds deferred items (some may be stale).
+func (g *roomGroup[K, T]) hasDeferred() bool { return len(g.deferred)+len(g.tail) > 0 }
+
+// eachDeferred calls f with each of g's deferred items (stale ones too).
+func (g *roomGroup[K, T]) eachDeferred(f func(deferRef[K, T])) {
+	for _, r := range g.deferred {
+		f(r)
+	}
+	for _, it := range g.tail {
+		f(it.r)
+	}
 }
 
 // deferRef is an item a group deferred, and the generation of its
@@ -106,21 +124,23 @@ func (c *Core[K, T]) wakeWithin(b Budget[T], label string, ready []*entry[K, T],
 	for _, e := range ready[:fit] {
 		b.Return(e.Item) // undone: they are offered again, in pop order
 	}
-	c.popOrder(ready)
-	var full classSet
-	for _, e := range ready {
-		if c.take(b, e, &full) {
-			c.wake(g, e, label, now)
-			continue
+	if c.cfg.Priority != nil && c.cfg.ClassBudget && c.cfg.HintClass != nil {
+		c.wakeByClass(g, ready, now)
+	} else {
+		c.popOrder(ready)
+		var full classSet
+		for _, e := range ready {
+			if c.take(b, e, &full) {
+				c.wake(g, e, label, now)
+				continue
+			}
+			g.deferEntry(e)
 		}
-		g.deferEntry(e)
 	}
 	if g.woken > 0 {
 		// The event made room and others took it: the deferred items heard
 		// their event, and wait for room, not for the leftover flush.
-		for _, r := range g.deferred {
-			r.e.more.lastFlush = now.UnixNano()
-		}
+		g.eachDeferred(func(r deferRef[K, T]) { r.e.more.lastFlush = now.UnixNano() })
 	}
 	woken := g.woken
 	c.settle(g, now)
@@ -149,16 +169,7 @@ func (c *Core[K, T]) popOrder(es []*entry[K, T]) {
 		c.sortKeys(e)
 		keys = append(keys, orderKey{prio: e.prio, ts: e.ts, i: int32(i)})
 	}
-	// A total order (the index last), so the unstable sort is deterministic.
-	slices.SortFunc(keys, func(x, y orderKey) int {
-		if x.prio != y.prio {
-			return cmp.Compare(y.prio, x.prio)
-		}
-		if x.ts != y.ts {
-			return cmp.Compare(x.ts, y.ts)
-		}
-		return cmp.Compare(x.i, y.i)
-	})
+	slices.SortFunc(keys, cmpOrderKey)
 	sorted := slices.Grow(c.orderScratch[:0], len(es))
 	for _, k := range keys {
 		sorted = append(sorted, es[k.i])
@@ -248,7 +259,7 @@ func (c *Core[K, T]) release(e *entry[K, T], now time.Time) {
 		rk.woken--
 	}
 	back := g.b.Return(e.Item)
-	if !back && g.woken == 0 && len(g.deferred) > 0 && !g.recheck {
+	if !back && g.woken == 0 && g.hasDeferred() && !g.recheck {
 		g.recheck = true
 		c.rechecks = append(c.rechecks, g)
 	}
@@ -275,7 +286,8 @@ func (c *Core[K, T]) wakeDormant(key string, rk *roomKey[K, T], now time.Time) {
 
 // offer wakes the deferred items of g that fit now, in order, then settles
 // g. O(d) for d deferred items, plus the requeues; a Take per item, or
-// with Config.ClassBudget per class until a class finds no room.
+// with Config.ClassBudget per class until a class finds no room. The
+// tail, if any, is offered after the rest (offerTail).
 func (c *Core[K, T]) offer(g *roomGroup[K, T], now time.Time) {
 	kept := g.deferred[:0]
 	var full classSet
@@ -291,6 +303,9 @@ func (c *Core[K, T]) offer(g *roomGroup[K, T], now time.Time) {
 	}
 	clear(g.deferred[len(kept):])
 	g.deferred = kept
+	if len(g.tail) > 0 {
+		c.offerTail(g, &full, now)
+	}
 	c.settle(g, now)
 }
 
@@ -315,18 +330,18 @@ func (c *Core[K, T]) settle(g *roomGroup[K, T], _ time.Time) {
 	if g.woken > 0 || g.recheck || g.dormant {
 		return
 	}
-	if len(g.deferred) > 0 && g.key != "" {
+	if g.hasDeferred() && g.key != "" {
 		if rk := c.rooms[g.key]; rk != nil && rk.woken > 0 {
 			g.dormant = true
 			rk.dormant = append(rk.dormant, g)
 			return
 		}
 	}
-	for _, r := range g.deferred {
+	g.eachDeferred(func(r deferRef[K, T]) {
 		if r.waits() {
 			r.e.more.deferCount--
 		}
-	}
+	})
 	g.ended = true
-	g.deferred = nil
+	g.deferred, g.tail, g.tailClasses = nil, nil, nil
 }

@@ -248,11 +248,11 @@ func (c *Core[K, T]) checkRoom(bad func(string, ...any)) {
 		if g.ended {
 			bad("budget of %s ended but still held", g.label)
 		}
-		for _, r := range g.deferred {
+		g.eachDeferred(func(r deferRef[K, T]) {
 			if r.waits() {
 				waiting[r.e]++
 			}
-		}
+		})
 	}
 	for _, e := range deferred {
 		if n := waiting[e]; n != e.deferredCount() {
