@@ -140,7 +140,10 @@ func (c *Core[K, T]) wakeWithin(b Budget[T], label string, ready []*entry[K, T],
 	if g.woken > 0 {
 		// The event made room and others took it: the deferred items heard
 		// their event, and wait for room, not for the leftover flush.
-		g.eachDeferred(func(r deferRef[K, T]) { r.e.more.lastFlush = now.UnixNano() })
+		// (wakeByClass sets the tail's as it makes it.)
+		for _, r := range g.deferred {
+			r.e.more.lastFlush = now.UnixNano()
+		}
 	}
 	woken := g.woken
 	c.settle(g, now)

@@ -53,6 +53,9 @@ func (c *Core[K, T]) wakeByClass(g *roomGroup[K, T], ready []*entry[K, T], now t
 			m := e.ext()
 			m.deferCount++
 			m.lastDeferrer = g
+			if g.woken > 0 {
+				m.lastFlush = now.UnixNano() // see wakeWithin
+			}
 			g.tail[j] = tailItem[K, T]{k: k, r: deferRef[K, T]{e: e, gen: m.deferGen}}
 		}
 	}
