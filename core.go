@@ -93,15 +93,16 @@ type entry[K comparable, T any] struct {
 	visit    uint32 // move-request epoch, to visit an entry once (Core.nextEpoch)
 	ts       int64  // cached Timestamp, as Unix nanoseconds
 	hclass   uint64 // a member's cached Config.HintClass
-	seq      uint64 // entry order into activeQ, for ties under a caller's Less
+	// more holds what only parked items and the optional features need
+	// (entry_more.go); nil until first needed, kept when recycled. In the
+	// first cache line, beside what a move request reads of each parked
+	// item.
+	more *entryMore[K, T]
 
 	Info[T]
 	key     K
-	entered int64 // when it entered its current place: a sub-queue, or flight (Unix ns)
-
-	// more holds what only parked items and the optional features need
-	// (entry_more.go); nil until first needed, kept when recycled.
-	more *entryMore[K, T]
+	entered int64  // when it entered its current place: a sub-queue, or flight (Unix ns)
+	seq     uint64 // entry order into activeQ, for ties under a caller's Less
 
 	// While in flight.
 	startSeq   uint64
