@@ -346,5 +346,6 @@ func (c *Core[K, T]) settle(g *roomGroup[K, T], _ time.Time) {
 		}
 	})
 	g.ended = true
+	c.recycleTail(g.tail)
 	g.deferred, g.tail, g.tailClasses = nil, nil, nil
 }

@@ -43,7 +43,7 @@ func (c *Core[K, T]) wakeByClass(g *roomGroup[K, T], ready []*entry[K, T], now t
 	}
 	if len(keys) > 0 {
 		// Still a heap: the same keys, in the same places.
-		g.tail = make([]tailItem[K, T], len(keys))
+		g.tail = c.newTail(len(keys))
 		var tc classSet
 		for j, k := range keys {
 			e := ready[k.i]
@@ -62,6 +62,34 @@ func (c *Core[K, T]) wakeByClass(g *roomGroup[K, T], ready []*entry[K, T], now t
 	clear(keys)
 	c.orderKeys = keys[:0]
 }
+
+// newTail returns a tail of n zero items, reusing an ended group's if
+// one is large enough. O(1) besides the allocation.
+func (c *Core[K, T]) newTail(n int) []tailItem[K, T] {
+	if k := len(c.tails); k > 0 {
+		t := c.tails[k-1]
+		c.tails[k-1] = nil
+		c.tails = c.tails[:k-1]
+		if cap(t) >= n {
+			return t[:n]
+		}
+	}
+	return make([]tailItem[K, T], n)
+}
+
+// recycleTail keeps an ended group's tail for newTail, cleared so that it
+// pins no entry: a forecast defers thousands of pods per pod end, and
+// their tails were most of what it allocated. O(len(t)).
+func (c *Core[K, T]) recycleTail(t []tailItem[K, T]) {
+	if cap(t) == 0 || len(c.tails) >= maxTails {
+		return
+	}
+	clear(t)
+	c.tails = append(c.tails, t[:0])
+}
+
+// maxTails bounds the tails kept for reuse.
+const maxTails = 64
 
 // tailItem is a deferred item of a group's tail, with its sort keys.
 type tailItem[K comparable, T any] struct {
@@ -90,6 +118,7 @@ func (c *Core[K, T]) offerTail(g *roomGroup[K, T], full *classSet, now time.Time
 		done = full.hasAll(g.tailClasses)
 	}
 	if len(g.tail) == 0 {
+		c.recycleTail(g.tail)
 		g.tail, g.tailClasses = nil, nil
 	}
 }

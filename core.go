@@ -157,6 +157,7 @@ type Core[K comparable, T any] struct {
 	ready   []*entry[K, T]   // scratch of moveItems: the items a budget is offered
 
 	rechecks []*roomGroup[K, T]        // budgets to offer once more (budget.go)
+	tails    [][]tailItem[K, T]        // ended groups' tails, for reuse (budget_class.go)
 	rooms    map[string]*roomKey[K, T] // shared rooms of Keyed budgets
 	// Scratch space of popOrder.
 	orderKeys    []orderKey
