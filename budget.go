@@ -1,7 +1,6 @@
 package schedq
 
 import (
-	"cmp"
 	"slices"
 	"time"
 )
@@ -53,10 +52,55 @@ type roomGroup[K comparable, T any] struct {
 	// dormant: no woken item is left, but items of other events hold room
 	// under the same key; the deferred items wait for it (roomKey).
 	dormant bool
-	// deferred is in pop order. An entry counts only while its deferred
-	// set holds this group; others (woken or moved since, or recycled) are
-	// skipped. An item may wait on the room of several events.
-	deferred []*entry[K, T]
+	// ended: settled for good, its deferred items let go.
+	ended bool
+	// deferred is in pop order. An entry counts only while its deferrals
+	// are those it had when this group deferred it (deferRef.gen); others
+	// (woken or moved since, or recycled) are skipped. An item may wait on
+	// the room of several events.
+	deferred []deferRef[K, T]
+	// tail, with Config.ClassBudget and the default order, holds deferred
+	// items that come after all of deferred in pop order, as a heap on
+	// their sort keys, not sorted: their classes (among tailClasses) found
+	// no room when they were deferred (wakeByClass, offerTail).
+	tail        []tailItem[K, T]
+	tailClasses []uint64
+}
+
+// hasDeferred reports whether g holds deferred items (some may be stale).
+func (g *roomGroup[K, T]) hasDeferred() bool { return len(g.deferred)+len(g.tail) > 0 }
+
+// eachDeferred calls f with each of g's deferred items (stale ones too).
+func (g *roomGroup[K, T]) eachDeferred(f func(deferRef[K, T])) {
+	for _, r := range g.deferred {
+		f(r)
+	}
+	for _, it := range g.tail {
+		f(it.r)
+	}
+}
+
+// deferRef is an item a group deferred, and the generation of its
+// deferrals then (entryMore.deferGen): the entry still waits on the
+// group's room while the generation is unchanged. O(1) to check, so that
+// an offer costs O(d) for d deferred items, however many events each
+// waits on.
+type deferRef[K comparable, T any] struct {
+	e   *entry[K, T]
+	gen uint32
+}
+
+// waits reports whether r's entry still waits on the room of the group
+// that holds r.
+func (r deferRef[K, T]) waits() bool { return r.gen == r.e.more.deferGen }
+
+// deferEntry appends e to g's deferred items and counts g among the live
+// events e waits on. O(1) amortized.
+func (g *roomGroup[K, T]) deferEntry(e *entry[K, T]) {
+	m := e.ext()
+	m.deferCount++
+	m.lastDeferrer = g
+	g.deferred = append(g.deferred, deferRef[K, T]{e: e, gen: m.deferGen})
 }
 
 // wakeWithin wakes the ready candidates (each with its strategy) that fit
@@ -80,21 +124,25 @@ func (c *Core[K, T]) wakeWithin(b Budget[T], label string, ready []*entry[K, T],
 	for _, e := range ready[:fit] {
 		b.Return(e.Item) // undone: they are offered again, in pop order
 	}
-	c.popOrder(ready)
-	var full classSet
-	for _, e := range ready {
-		if c.take(b, e, &full) {
-			c.wake(g, e, label, now)
-			continue
+	if c.cfg.Priority != nil && c.cfg.ClassBudget && c.cfg.HintClass != nil {
+		c.wakeByClass(g, ready, now)
+	} else {
+		c.popOrder(ready)
+		var full classSet
+		for _, e := range ready {
+			if c.take(b, e, &full) {
+				c.wake(g, e, label, now)
+				continue
+			}
+			g.deferEntry(e)
 		}
-		e.ext().deferred.add(g)
-		g.deferred = append(g.deferred, e)
 	}
 	if g.woken > 0 {
 		// The event made room and others took it: the deferred items heard
 		// their event, and wait for room, not for the leftover flush.
-		for _, e := range g.deferred {
-			e.ext().lastFlush = now.UnixNano()
+		// (wakeByClass sets the tail's as it makes it.)
+		for _, r := range g.deferred {
+			r.e.more.lastFlush = now.UnixNano()
 		}
 	}
 	woken := g.woken
@@ -124,16 +172,7 @@ func (c *Core[K, T]) popOrder(es []*entry[K, T]) {
 		c.sortKeys(e)
 		keys = append(keys, orderKey{prio: e.prio, ts: e.ts, i: int32(i)})
 	}
-	// A total order (the index last), so the unstable sort is deterministic.
-	slices.SortFunc(keys, func(x, y orderKey) int {
-		if x.prio != y.prio {
-			return cmp.Compare(y.prio, x.prio)
-		}
-		if x.ts != y.ts {
-			return cmp.Compare(x.ts, y.ts)
-		}
-		return cmp.Compare(x.i, y.i)
-	})
+	slices.SortFunc(keys, cmpOrderKey)
 	sorted := slices.Grow(c.orderScratch[:0], len(es))
 	for _, k := range keys {
 		sorted = append(sorted, es[k.i])
@@ -223,7 +262,7 @@ func (c *Core[K, T]) release(e *entry[K, T], now time.Time) {
 		rk.woken--
 	}
 	back := g.b.Return(e.Item)
-	if !back && g.woken == 0 && len(g.deferred) > 0 && !g.recheck {
+	if !back && g.woken == 0 && g.hasDeferred() && !g.recheck {
 		g.recheck = true
 		c.rechecks = append(c.rechecks, g)
 	}
@@ -250,22 +289,26 @@ func (c *Core[K, T]) wakeDormant(key string, rk *roomKey[K, T], now time.Time) {
 
 // offer wakes the deferred items of g that fit now, in order, then settles
 // g. O(d) for d deferred items, plus the requeues; a Take per item, or
-// with Config.ClassBudget per class until a class finds no room.
+// with Config.ClassBudget per class until a class finds no room. The
+// tail, if any, is offered after the rest (offerTail).
 func (c *Core[K, T]) offer(g *roomGroup[K, T], now time.Time) {
 	kept := g.deferred[:0]
 	var full classSet
-	for _, e := range g.deferred {
-		if !e.more.deferred.has(g) {
+	for _, r := range g.deferred {
+		if !r.waits() {
 			continue
 		}
-		if c.take(g.b, e, &full) {
-			c.wake(g, e, g.label, now)
+		if c.take(g.b, r.e, &full) {
+			c.wake(g, r.e, g.label, now)
 			continue
 		}
-		kept = append(kept, e)
+		kept = append(kept, r)
 	}
 	clear(g.deferred[len(kept):])
 	g.deferred = kept
+	if len(g.tail) > 0 {
+		c.offerTail(g, &full, now)
+	}
 	c.settle(g, now)
 }
 
@@ -290,78 +333,19 @@ func (c *Core[K, T]) settle(g *roomGroup[K, T], _ time.Time) {
 	if g.woken > 0 || g.recheck || g.dormant {
 		return
 	}
-	if len(g.deferred) > 0 && g.key != "" {
+	if g.hasDeferred() && g.key != "" {
 		if rk := c.rooms[g.key]; rk != nil && rk.woken > 0 {
 			g.dormant = true
 			rk.dormant = append(rk.dormant, g)
 			return
 		}
 	}
-	for _, e := range g.deferred {
-		e.more.deferred.remove(g)
-	}
-	g.deferred = nil
-}
-
-// deferrals is the set of events an item waits on for room. The first is
-// kept inline, so that deferring an item allocates nothing; an item rarely
-// waits on more than one. O(n) operations for n events.
-type deferrals[K comparable, T any] struct {
-	first *roomGroup[K, T]
-	more  *[]*roomGroup[K, T] // rare: allocated at the second deferral
-}
-
-func (d *deferrals[K, T]) add(g *roomGroup[K, T]) {
-	if d.first == nil {
-		d.first = g
-		return
-	}
-	if d.more == nil {
-		d.more = new([]*roomGroup[K, T])
-	}
-	*d.more = append(*d.more, g)
-}
-
-// rest returns the events after the first.
-func (d *deferrals[K, T]) rest() []*roomGroup[K, T] {
-	if d.more == nil {
-		return nil
-	}
-	return *d.more
-}
-
-func (d *deferrals[K, T]) has(g *roomGroup[K, T]) bool {
-	return d.first == g || slices.Contains(d.rest(), g)
-}
-
-func (d *deferrals[K, T]) remove(g *roomGroup[K, T]) {
-	more := d.rest()
-	if d.first == g {
-		d.first = nil
-		if n := len(more); n > 0 {
-			d.first, more[0] = more[0], more[n-1]
-			more[n-1] = nil
-			*d.more = more[:n-1]
+	g.eachDeferred(func(r deferRef[K, T]) {
+		if r.waits() {
+			r.e.more.deferCount--
 		}
-		return
-	}
-	if i := slices.Index(more, g); i >= 0 {
-		*d.more = slices.Delete(more, i, i+1)
-	}
-}
-
-func (d *deferrals[K, T]) clear() {
-	d.first = nil
-	if d.more != nil {
-		clear(*d.more)
-		*d.more = (*d.more)[:0]
-	}
-}
-
-// all lists the events, for the invariant checker.
-func (d *deferrals[K, T]) all() []*roomGroup[K, T] {
-	if d.first == nil {
-		return nil
-	}
-	return append([]*roomGroup[K, T]{d.first}, d.rest()...)
+	})
+	g.ended = true
+	c.recycleTail(g.tail)
+	g.deferred, g.tail, g.tailClasses = nil, nil, nil
 }

@@ -91,18 +91,19 @@ type entry[K comparable, T any] struct {
 	strategy strategy
 	ts       int64  // cached Timestamp, as Unix nanoseconds
 	hclass   uint64 // a member's cached Config.HintClass
-	seq      uint64 // entry order into activeQ, for ties under a caller's Less
 	// entered is when it entered its current place: a sub-queue, or
 	// flight (Unix ns). In the first cache line, so that a move between
 	// sub-queues leaves the last one, the key's, alone.
 	entered int64
+	// more holds what only parked items and the optional features need
+	// (entry_more.go); nil until first needed, kept when recycled. In the
+	// first cache line, beside what a move request reads of each parked
+	// item.
+	more *entryMore[K, T]
 
 	Info[T]
 	key K
-
-	// more holds what only parked items and the optional features need
-	// (entry_more.go); nil until first needed, kept when recycled.
-	more *entryMore[K, T]
+	seq uint64 // entry order into activeQ, for ties under a caller's Less
 
 	// Groups (group.go): an entity's or a member's group.
 	grp *group[K, T]
@@ -177,12 +178,14 @@ type Core[K comparable, T any] struct {
 	hearing hearing          // the registrations that hear the last event judged
 	held    []heldReg        // scratch of heldBy
 	heldFor heldKey          // what held answers for, if set
+	lists   pluginLists      // the items' plugin lists, shared (plugin_lists.go)
 	asked   classSet         // scratch of worthGroup: the classes asked
 	memo    hintMemo         // a move request's hint answers by class
 	movers  []mover[K, T]    // scratch of judgeAll
 	ready   []*entry[K, T]   // scratch of moveItems: the items a budget is offered
 
 	rechecks []*roomGroup[K, T]        // budgets to offer once more (budget.go)
+	tails    [][]tailItem[K, T]        // ended groups' tails, for reuse (budget_class.go)
 	rooms    map[string]*roomKey[K, T] // shared rooms of Keyed budgets
 	// Scratch space of popOrder.
 	orderKeys    []orderKey
@@ -358,7 +361,7 @@ func (c *Core[K, T]) recycle(e *entry[K, T]) {
 	c.uncount(e)
 	m := e.more
 	if m != nil {
-		*m = entryMore[K, T]{slots: m.slots[:0]}
+		*m = entryMore[K, T]{slots: m.slots[:0], deferGen: m.deferGen + 1} // its deferRefs go stale
 	}
 	*e = entry[K, T]{more: m}
 	if len(c.free) < 1024 {
@@ -797,8 +800,8 @@ func (c *Core[K, T]) failed(e *entry[K, T], f *Failure, cycle int64, events []fl
 	e.Timestamp = now
 	e.BackoffExpiry = time.Time{}
 	e.FlushedFromUnschedulable = false
-	e.UnschedulablePlugins = slices.Clone(f.UnschedulablePlugins)
-	e.PendingPlugins = slices.Clone(f.PendingPlugins)
+	e.UnschedulablePlugins = c.lists.of(f.UnschedulablePlugins)
+	e.PendingPlugins = c.lists.of(f.PendingPlugins)
 	e.Reasons = slices.Clone(f.Reasons)
 	e.Message = f.Message
 	rejected := len(f.UnschedulablePlugins)+len(f.PendingPlugins) > 0

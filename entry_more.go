@@ -12,10 +12,18 @@ package schedq
 type entryMore[K comparable, T any] struct {
 	slots []slot[K, T] // the index slots of a parked item (parked.go)
 	// Budgets: the group whose room it holds, from its wake to the end of
-	// its next attempt; the groups that deferred it, while parked.
-	tookFrom *roomGroup[K, T]
-	deferred deferrals[K, T]
-	fair     fairLink[K, T] // its tenant and live slot, under Config.Fairness
+	// its next attempt. While parked, how many events that have not ended
+	// deferred it, and the last of them (for Explain; it may have ended
+	// since). The groups keep the items they deferred (deferRef), not the
+	// reverse: an item may wait on the room of many events, and each
+	// event's end costs O(1) per item. deferGen counts the times the
+	// item's deferrals were cleared (or the entry recycled): a group's
+	// deferRef of an older generation is stale.
+	tookFrom     *roomGroup[K, T]
+	lastDeferrer *roomGroup[K, T]
+	deferCount   int32
+	deferGen     uint32
+	fair         fairLink[K, T] // its tenant and live slot, under Config.Fairness
 	// shadow is, for a queued entry, an attempt in flight for the same
 	// key (re-added during it); rare, so out of line (entry.shadowOf).
 	shadow *entry[K, T]
@@ -56,12 +64,21 @@ func (e *entry[K, T]) tookFromGroup() *roomGroup[K, T] {
 	return e.more.tookFrom
 }
 
-// deferredFirst returns the first budget group that deferred e, or nil.
-func (e *entry[K, T]) deferredFirst() *roomGroup[K, T] {
-	if e.more == nil {
+// deferredBy returns the last budget group that deferred e, if e still
+// waits on the room of a group that has not ended, else nil.
+func (e *entry[K, T]) deferredBy() *roomGroup[K, T] {
+	if e.more == nil || e.more.deferCount == 0 {
 		return nil
 	}
-	return e.more.deferred.first
+	return e.more.lastDeferrer
+}
+
+// deferredCount returns how many events that have not ended deferred e.
+func (e *entry[K, T]) deferredCount() int {
+	if e.more == nil {
+		return 0
+	}
+	return int(e.more.deferCount)
 }
 
 // shadowOf returns the attempt in flight that queued entry e shadows (its
@@ -94,17 +111,11 @@ func (e *entry[K, T]) lastFlushed() int64 {
 	return e.more.lastFlush
 }
 
-// deferredAll returns the budget groups that deferred e.
-func (e *entry[K, T]) deferredAll() []*roomGroup[K, T] {
-	if e.more == nil {
-		return nil
-	}
-	return e.more.deferred.all()
-}
-
-// clearDeferred forgets the budget groups that deferred e.
+// clearDeferred forgets the budget groups that deferred e: their refs
+// to it go stale. O(1).
 func (e *entry[K, T]) clearDeferred() {
-	if e.more != nil {
-		e.more.deferred.clear()
+	if m := e.more; m != nil && (m.deferCount > 0 || m.lastDeferrer != nil) {
+		m.deferCount, m.lastDeferrer = 0, nil
+		m.deferGen++
 	}
 }

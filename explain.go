@@ -90,7 +90,7 @@ func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation[K] {
 				}
 			}
 		}
-		if g := e.deferredFirst(); g != nil {
+		if g := e.deferredBy(); g != nil {
 			x.DeferredBy = g.label
 		}
 		from := max(e.Timestamp.UnixNano(), e.lastFlushed())

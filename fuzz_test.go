@@ -33,7 +33,11 @@ var fuzzSteps = []time.Duration{0, 100 * time.Millisecond, 700 * time.Millisecon
 
 // runOps interprets data as operations on a Core and on the model, and
 // fails at the first disagreement or broken invariant.
-func runOps(t *testing.T, data []byte) {
+func runOps(t *testing.T, data []byte) { runOpsWith(t, data, nil) }
+
+// runOpsWith is runOps with mutate applied to the Core's configuration
+// (not to the model's, which has no such setting).
+func runOpsWith(t *testing.T, data []byte, mutate func(*Config[string, job])) {
 	if len(data) == 0 {
 		return
 	}
@@ -62,11 +66,14 @@ func runOps(t *testing.T, data []byte) {
 	}
 	rec := &balanceRecorder{}
 	cfg.Recorder = rec
+	m := newModel(cfg)
+	if mutate != nil {
+		mutate(&cfg)
+	}
 	c, err := NewCore(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newModel(cfg)
 	now := t0
 	labels := []string{"", "web", "db"}
 	next := func() int {
@@ -229,6 +236,32 @@ func TestQueueRandomLong(t *testing.T) {
 // which asks every item's hints, must agree with the queue's memo.
 func TestQueueRandomHintClass(t *testing.T) {
 	randomRuns(t, 43, 600, func(run int) byte { return byte(run%128) | 128 })
+}
+
+// TestQueueRandomClassBudget runs TestQueueRandomLong's kind of sequences
+// with budgets, hint classes, the cached default order and
+// Config.ClassBudget, which the model does not have: every item asks one
+// slot of the test budgets, so a class that finds no room is no different
+// from a Take per item, and the queue must agree with the model's.
+func TestQueueRandomClassBudget(t *testing.T) {
+	n := 300
+	if testing.Short() {
+		n = 30
+	}
+	state := uint64(44)
+	for run := range n {
+		data := make([]byte, 600)
+		for i := range data {
+			state ^= state << 13
+			state ^= state >> 7
+			state ^= state << 17
+			data[i] = byte(state)
+		}
+		data[0] = byte(run%8) | 8 | 16 | 128
+		t.Run(fmt.Sprint(run), func(t *testing.T) {
+			runOpsWith(t, data, func(c *Config[string, job]) { c.ClassBudget = true })
+		})
+	}
 }
 
 // randomRuns runs runOps on 300 inputs (30 with -short) of size bytes,

@@ -173,8 +173,8 @@ func (c *Core[K, T]) endGroup(g *group[K, T], a Attempt[K, T], placed []int, f F
 		e.UnschedulableCount, e.ConsecutiveErrors = 0, 0
 	case rejected:
 		e.Timestamp = now
-		e.UnschedulablePlugins = slices.Clone(f.UnschedulablePlugins)
-		e.PendingPlugins = slices.Clone(f.PendingPlugins)
+		e.UnschedulablePlugins = c.lists.of(f.UnschedulablePlugins)
+		e.PendingPlugins = c.lists.of(f.PendingPlugins)
 		e.UnschedulableCount++
 		e.ConsecutiveErrors = 0
 	default:

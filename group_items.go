@@ -177,8 +177,8 @@ func (c *Core[K, T]) activateMember(m *entry[K, T], now time.Time) {
 // entity takes the failure; it joins an existing entity as by Add.
 func (c *Core[K, T]) parkMember(key K, item T, f Failure, now time.Time) {
 	m := c.newMember(item, now)
-	m.UnschedulablePlugins = slices.Clone(f.UnschedulablePlugins)
-	m.PendingPlugins = slices.Clone(f.PendingPlugins)
+	m.UnschedulablePlugins = c.lists.of(f.UnschedulablePlugins)
+	m.PendingPlugins = c.lists.of(f.PendingPlugins)
 	m.Message, m.Reasons = f.Message, slices.Clone(f.Reasons)
 	c.keys[key] = m
 	g := c.group(c.cfg.Group(item))
@@ -193,8 +193,8 @@ func (c *Core[K, T]) parkMember(key K, item T, f Failure, now time.Time) {
 	rejected := len(f.UnschedulablePlugins)+len(f.PendingPlugins) > 0
 	s := afterBackoff
 	if rejected {
-		e.UnschedulablePlugins = slices.Clone(f.UnschedulablePlugins)
-		e.PendingPlugins = slices.Clone(f.PendingPlugins)
+		e.UnschedulablePlugins = c.lists.of(f.UnschedulablePlugins)
+		e.PendingPlugins = c.lists.of(f.PendingPlugins)
 		e.UnschedulableCount++
 		s = stayParked
 	} else {

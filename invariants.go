@@ -202,13 +202,15 @@ func (c *Core[K, T]) checkInvariants() error {
 
 // checkRoom verifies the budgets: each event's count of woken items
 // equals the items (queued or in flight) that hold room in it, and so does
-// each shared room's; a deferred item is parked, in an event that will
-// offer it room again: one whose woken items hold room, or due a recheck,
-// or dormant on a shared room that items hold.
+// each shared room's; a deferred item is parked, and the count of events
+// it waits on is the count of live events that still hold it: those whose
+// woken items hold room, or due a recheck, or dormant on a shared room
+// (none of which has ended).
 func (c *Core[K, T]) checkRoom(bad func(string, ...any)) {
 	holding := map[*roomGroup[K, T]]int{}
 	groups := map[*roomGroup[K, T]]bool{}
 	byKey := map[string]int{}
+	var deferred []*entry[K, T]
 	each := func(e *entry[K, T]) {
 		if g := e.tookFromGroup(); g != nil {
 			holding[g]++
@@ -217,17 +219,10 @@ func (c *Core[K, T]) checkRoom(bad func(string, ...any)) {
 				byKey[g.key]++
 			}
 		}
-		for _, g := range e.deferredAll() {
-			groups[g] = true
+		if e.deferredCount() != 0 {
+			deferred = append(deferred, e)
 			if e.loc != locParked {
-				bad("key %v deferred by %s but at loc %d", e.key, g.label, e.loc)
-			}
-			live := g.woken > 0 || g.recheck
-			if rk := c.rooms[g.key]; g.dormant && rk != nil && rk.woken > 0 {
-				live = true
-			}
-			if !live {
-				bad("key %v deferred by %s, which will not offer it room again", e.key, g.label)
+				bad("key %v deferred by %d events but at loc %d", e.key, e.deferredCount(), e.loc)
 			}
 		}
 	}
@@ -240,10 +235,33 @@ func (c *Core[K, T]) checkRoom(bad func(string, ...any)) {
 	for _, g := range c.rechecks {
 		groups[g] = true
 	}
+	for _, rk := range c.rooms {
+		for _, g := range rk.dormant {
+			groups[g] = true
+		}
+	}
+	waiting := map[*entry[K, T]]int{}
 	for g := range groups {
 		if g.woken != holding[g] {
 			bad("budget of %s: %d woken items hold room, counted %d", g.label, holding[g], g.woken)
 		}
+		if g.ended {
+			bad("budget of %s ended but still held", g.label)
+		}
+		g.eachDeferred(func(r deferRef[K, T]) {
+			if r.waits() {
+				waiting[r.e]++
+			}
+		})
+	}
+	for _, e := range deferred {
+		if n := waiting[e]; n != e.deferredCount() {
+			bad("key %v waits on the room of %d events, %d of them live", e.key, e.deferredCount(), n)
+		}
+		delete(waiting, e)
+	}
+	for e, n := range waiting {
+		bad("key %v held deferred by %d live events but counts none", e.key, n)
 	}
 	for key, rk := range c.rooms {
 		if rk.woken != byKey[key] {

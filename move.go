@@ -128,7 +128,9 @@ func (c *Core[K, T]) moveItems(list []*entry[K, T], fromBuckets bool, ev Event, 
 	if c.cfg.HintClass != nil && !ev.wildcard() {
 		c.memo.start()
 	}
+	c.heldFor.inMove, c.heldFor.lastPending, c.heldFor.lastUnsched = true, nil, nil
 	movers, examined := c.judgeAll(list, fromBuckets, ev, label, oldObj, newObj, match)
+	c.heldFor.inMove = false
 	c.memo.stop()
 	moved, fit, ready := 0, 0, c.ready[:0]
 	for _, m := range movers {

@@ -230,9 +230,12 @@ type heldReg struct {
 func (c *Core[K, T]) heldBy(e *entry[K, T], ev Event) []heldReg {
 	k := &c.heldFor
 	if k.set && k.ev == ev && k.gating == e.GatingPlugin &&
-		slices.Equal(k.pending, e.PendingPlugins) && slices.Equal(k.unsched, e.UnschedulablePlugins) {
+		sameList(e.PendingPlugins, k.lastPending, k.pending, k.inMove) &&
+		sameList(e.UnschedulablePlugins, k.lastUnsched, k.unsched, k.inMove) {
+		k.lastPending, k.lastUnsched = e.PendingPlugins, e.UnschedulablePlugins
 		return c.held // a move's candidates mostly share their plugins
 	}
+	k.lastPending, k.lastUnsched = e.PendingPlugins, e.UnschedulablePlugins
 	k.set, k.ev, k.gating = true, ev, e.GatingPlugin
 	k.pending = append(k.pending[:0], e.PendingPlugins...)
 	k.unsched = append(k.unsched[:0], e.UnschedulablePlugins...)
@@ -251,11 +254,17 @@ func (c *Core[K, T]) heldBy(e *entry[K, T], ev Event) []heldReg {
 // heldKey is what heldBy's last answer depends on: the event and the
 // entry's plugins (copies, so that a later change to an entry's lists
 // cannot make a stale answer look current).
+//
+// Within a move request (inMove), in which nothing changes an item's
+// lists, lists at the address of the last call's (lastPending,
+// lastUnsched: shared, see pluginLists) are equal to them without a look.
 type heldKey struct {
-	set              bool
-	ev               Event
-	gating           string
-	pending, unsched []string
+	set                      bool
+	inMove                   bool
+	ev                       Event
+	gating                   string
+	pending, unsched         []string
+	lastPending, lastUnsched []string
 }
 
 // askHints asks the hints of regs about item, in order: a Queue from a

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"sync"
 
 	"github.com/cespare/xxhash/v2"
@@ -11,10 +12,10 @@ import (
 )
 
 // PodHintClass is the queue's Config.HintClass on the framework path
-// (UseFrameworkHints sets it): pods whose namespace, labels, annotations,
-// owner references and whole spec are equal share a class, as the
-// replicas of one Deployment or the members of one gang do; any other
-// pod has a class of its own.
+// (UseFrameworkHints sets it): pods whose namespace, labels, annotations
+// (less InertAnnotations), owner references and whole spec are equal
+// share a class, as the replicas of one Deployment or the members of one
+// gang do; any other pod has a class of its own.
 //
 // Why it is sound: the queue asks a hint once per class only within a
 // move request (Move) and within a group entity. kube-scheduler v1.37.2's
@@ -29,6 +30,12 @@ import (
 //   - generic ephemeral volumes (their claims are named after the pod);
 //   - container statuses or a resize condition (an in-place resize makes
 //     the requests and NodeResourcesFit's answers depend on the status).
+//
+// The annotations are in the class although no hint reads a pod's
+// annotations (kube-scheduler v1.37.2's plugins read those of claims,
+// PVCs, nodes and CSINodes only; schedq's plugins none), because a plugin
+// configured beside them may. InertAnnotations, schedq's own that nothing
+// reads while scheduling, are left out.
 //
 // No hint compares the judged pod's identity (name, UID) with the
 // event's object: the events about a pod itself (TargetPod) reach a
@@ -54,11 +61,46 @@ func PodHintClass(p *v1.Pod) uint64 {
 	buf := classBufs.Get().(*bytes.Buffer)
 	defer classBufs.Put(buf)
 	buf.Reset()
-	v := classView{NS: p.Namespace, Labels: p.Labels, Annotations: p.Annotations, Owners: p.OwnerReferences, Spec: &p.Spec}
+	v := classView{NS: p.Namespace, Labels: p.Labels, Annotations: classAnnotations(p.Annotations), Owners: p.OwnerReferences, Spec: &p.Spec}
 	if err := json.NewEncoder(buf).Encode(&v); err != nil {
 		return ownClass(p)
 	}
 	return xxhash.Sum64(buf.Bytes()) &^ 1
+}
+
+// ExpectedRuntimeAnnotation is the annotation in which a pod declares how
+// long it expects to run once started (a Go duration). Only forecasts read
+// it (see the simulator's RuntimeAnnotation).
+const ExpectedRuntimeAnnotation = "schedq.io/expected-runtime"
+
+// InertAnnotations are the annotations PodHintClass leaves out: no
+// scheduling plugin and no queueing hint reads them. ExpectedRuntimeAnnotation
+// is read by forecasts only, to end a started pod; FailureAnnotation by
+// the failover's warm start only, to park a pod as it is added or updated
+// (never by a hint), and its value differs from pod to pod (the cluster's
+// fingerprints when each failed). Both vary between replicas of one
+// template, which would split the template's class.
+var InertAnnotations = []string{ExpectedRuntimeAnnotation, FailureAnnotation}
+
+// classAnnotations returns a, less InertAnnotations: a itself if it holds
+// none of them, else a copy without them. O(len(a)) when it copies.
+func classAnnotations(a map[string]string) map[string]string {
+	inert := 0
+	for _, k := range InertAnnotations {
+		if _, ok := a[k]; ok {
+			inert++
+		}
+	}
+	if inert == 0 {
+		return a
+	}
+	out := make(map[string]string, len(a)-inert)
+	for k, v := range a {
+		if !slices.Contains(InertAnnotations, k) {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // classView is what PodHintClass encodes of a pod.

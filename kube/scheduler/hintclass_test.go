@@ -125,6 +125,12 @@ func genReplica(r *rand.Rand, tmpl *v1.Pod, i int) *v1.Pod {
 	}
 	p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "Unschedulable"}}
 	p.Status.Phase = v1.PodPending
+	if r.IntN(2) == 0 { // annotations that vary per replica, which no hint reads
+		p.Annotations = map[string]string{ExpectedRuntimeAnnotation: fmt.Sprintf("%dm", 1+r.IntN(60))}
+		if r.IntN(2) == 0 {
+			p.Annotations[FailureAnnotation] = fmt.Sprintf(`{"plugins":["NodeResourcesFit"],"nodes":"%x"}`, r.Uint64())
+		}
+	}
 	for i := range p.Status.ResourceClaimStatuses {
 		p.Status.ResourceClaimStatuses[i].ResourceClaimName = ptr(p.Name + "-gpu") // generated for this pod
 	}
@@ -307,7 +313,7 @@ func TestPodHintClassPropertyHasTeeth(t *testing.T) {
 		return xxhash.Sum64(append(b, p.Namespace...))
 	}
 	everyone := func(p *v1.Pod) uint64 { // PodHintClass without its exceptions
-		b, _ := json.Marshal(classView{NS: p.Namespace, Labels: p.Labels, Annotations: p.Annotations, Owners: p.OwnerReferences, Spec: &p.Spec})
+		b, _ := json.Marshal(classView{NS: p.Namespace, Labels: p.Labels, Annotations: classAnnotations(p.Annotations), Owners: p.OwnerReferences, Spec: &p.Spec})
 		return xxhash.Sum64(b)
 	}
 	for name, class := range map[string]func(*v1.Pod) uint64{"spec only": specOnly, "spec and namespace": withNamespace, "no exceptions": everyone} {
@@ -432,5 +438,38 @@ func TestHintClassAsksOncePerTemplate(t *testing.T) {
 	}
 	if len(placedWith) != 12 {
 		t.Errorf("%d pods placed, want 12 (2 on the small node, 10 on the big one)", len(placedWith))
+	}
+}
+
+// TestPodHintClassIgnoresInertAnnotations: replicas that differ only in
+// an annotation no plugin or hint reads (a declared runtime, a failure
+// record) share a class; replicas that differ in any other annotation
+// keep two.
+func TestPodHintClassIgnoresInertAnnotations(t *testing.T) {
+	annotated := func(name string, kv ...string) *v1.Pod {
+		p := pod(name, 100)
+		p.Annotations = map[string]string{"team": "a"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			p.Annotations[kv[i]] = kv[i+1]
+		}
+		return p
+	}
+	for _, key := range InertAnnotations {
+		a, b := annotated("a", key, "10m"), annotated("b", key, "70m")
+		if PodHintClass(a) != PodHintClass(b) {
+			t.Errorf("%s: pods differing only in it have classes %x and %x, want one", key, PodHintClass(a), PodHintClass(b))
+		}
+		if c := annotated("c"); PodHintClass(a) != PodHintClass(c) {
+			t.Errorf("%s: a pod with it and one without have classes %x and %x, want one", key, PodHintClass(a), PodHintClass(c))
+		}
+	}
+	if a, b := annotated("a", ExpectedRuntimeAnnotation, "1h"), annotated("b", FailureAnnotation, "{}"); PodHintClass(a) != PodHintClass(b) {
+		t.Errorf("pods differing only in inert annotations: classes %x and %x, want one", PodHintClass(a), PodHintClass(b))
+	}
+	for _, key := range []string{"team", "example.com/read-by-a-plugin", "schedq.io/other"} {
+		a, b := annotated("a", key, "x"), annotated("b", key, "y")
+		if PodHintClass(a) == PodHintClass(b) {
+			t.Errorf("%s: pods differing in it share class %x, want two", key, PodHintClass(a))
+		}
 	}
 }

@@ -8,12 +8,15 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq/kube/scheduler"
 )
 
 // RuntimeAnnotation is the annotation in which a pod declares how long it
 // expects to run once started, as a Go duration ("90s", "2h30m"). The
-// forecast ends the pod that long after its start.
-const RuntimeAnnotation = "schedq.io/expected-runtime"
+// forecast ends the pod that long after its start. No plugin reads it, so
+// it is left out of the pod's hint class (scheduler.InertAnnotations).
+const RuntimeAnnotation = scheduler.ExpectedRuntimeAnnotation
 
 // The sources of a runtime estimate, as a forecast names them.
 const (
