@@ -34,7 +34,9 @@ type Status struct {
 }
 
 // Info is what the queue knows about an item. Readers get copies; the
-// slices in it are never changed after they are handed out.
+// slices in it are never changed after they are handed out, and items
+// rejected alike may share them (the plugin lists): read them, never
+// write to them.
 type Info[T any] struct {
 	Item T
 	Status
