@@ -1,6 +1,10 @@
 package schedq
 
-import "github.com/schedq/schedq/internal/heap"
+import (
+	"math"
+
+	"github.com/schedq/schedq/internal/heap"
+)
 
 // fairTally is what one tenant has in activeQ, as seen from the item
 // whose position is being found (x): its items of higher priority than x
@@ -84,20 +88,23 @@ func (f *fairActive[K, T]) ahead(e *entry[K, T], k sortKeysOf, now int64) int {
 // of the slots' own keys. O(len(items)).
 func (f *fairActive[K, T]) tallyPlain(ty *fairTally, h *heap.SlotHeap[*entry[K, T]], e *entry[K, T], k sortKeysOf) {
 	higher, level, before := 0, 0, 0
+	// x's keys as a slot, so that "before x" is one packed comparison. A
+	// tie past 32 bits is past all generations, as is the largest one
+	// (see renumber).
+	x := heap.NewSlot(k.prio, k.ts, uint32(min(k.tie, math.MaxUint32)), e)
 	for j := range h.Len() {
 		s := h.At(j)
 		if s.Ref == e {
 			continue
 		}
-		p := s.Prio()
-		if !f.cfg.BeforePriority && p != k.prio {
+		if p := s.Prio(); !f.cfg.BeforePriority && p != k.prio {
 			if p > k.prio {
 				higher++
 			}
 			continue
 		}
 		level++
-		if ts := s.TS(); p > k.prio || p == k.prio && (ts < k.ts || ts == k.ts && uint64(s.Gen()) < k.tie) {
+		if s.Before(&x) {
 			before++
 		}
 	}
