@@ -6,11 +6,10 @@ import (
 	"github.com/schedq/schedq/internal/heap"
 )
 
-// fairLink is an entry's place under fairness: its tenant and the stamp of
-// its live slot (0: none).
+// fairLink is an entry's place under fairness: its tenant (its live slot
+// is entry.gen's, as in lazyActive).
 type fairLink[K comparable, T any] struct {
-	t     *fairTenant[K, T]
-	stamp uint64
+	t *fairTenant[K, T]
 }
 
 // fairTenant is one tenant: its items in activeQ, in their own heap, and
@@ -20,7 +19,7 @@ type fairTenant[K comparable, T any] struct {
 	weight float64
 	usage  float64 // stored scaled (see decay)
 	norm   float64 // usage / weight, the key tenants are compared by
-	h      slotHeap[K, T]
+	h      fairItems[K, T]
 	head   fairSlot[K, T] // h's top, which is always live, while live > 0
 	live   int
 	stale  int
@@ -47,7 +46,8 @@ type fairActive[K comparable, T any] struct {
 	tenants map[string]*fairTenant[K, T]
 	order   *heap.Heap[*fairTenant[K, T]] // tenants with items in activeQ (tenantBefore)
 	live    int
-	stamp   uint64
+	gen     uint32 // the latest entry.gen given (see renumber)
+	pushes  uint32 // since the last renumber
 	decay   decay
 	lastNow int64             // of the latest charge, for forgetting tenants
 	pruneAt int               // tenant count that triggers forgetting
@@ -67,7 +67,7 @@ func newFairActive[K comparable, T any](cfg Fairness[T], custom func(a, b *entry
 		decay:   decay{halfLife: float64(cfg.HalfLife)},
 		pruneAt: 64,
 	}
-	f.order = heap.New(tenantBefore[K, T](cfg.BeforePriority), func(t *fairTenant[K, T], i int) { t.idx = i })
+	f.order = heap.New(tenantBefore(cfg.BeforePriority, custom), func(t *fairTenant[K, T], i int) { t.idx = i })
 	return f
 }
 
@@ -80,7 +80,9 @@ func (f *fairActive[K, T]) tenant(name string) *fairTenant[K, T] {
 		f.prune()
 	}
 	t := &fairTenant[K, T]{name: name, weight: f.cfg.weight(name), idx: -1}
-	t.h.custom = f.custom
+	if f.custom != nil {
+		t.h.byLess = heap.New(byLessOrder(f.custom), func(e *entry[K, T], i int) { e.idx = int32(i) })
+	}
 	f.tenants[name] = t
 	return t
 }
@@ -102,15 +104,19 @@ func (f *fairActive[K, T]) Len() int { return f.live }
 // Push adds e to its tenant's heap. O(log items-in-tenant + log tenants).
 func (f *fairActive[K, T]) Push(e *entry[K, T]) {
 	t := f.tenant(f.cfg.Tenant(e.Item))
-	f.stamp++
-	e.ext().fair = fairLink[K, T]{t: t, stamp: f.stamp}
-	s := fairSlot[K, T]{prio: e.prio, ts: e.ts, stamp: f.stamp, e: e}
+	f.gen++ // from 1: 0 is no slot's
+	e.gen = f.gen
+	e.ext().fair = fairLink[K, T]{t: t}
+	s := heap.NewSlot(e.prio, e.ts, f.gen, e)
 	t.h.push(s)
 	t.live++
 	f.live++
-	if t.live == 1 || t.h.items[0].stamp == s.stamp {
+	if t.live == 1 || t.h.isTop(e) {
 		t.head = s
 		f.place(t)
+	}
+	if f.pushes++; f.pushes == 1<<31 {
+		f.renumber()
 	}
 }
 
@@ -128,8 +134,9 @@ func (f *fairActive[K, T]) place(t *fairTenant[K, T]) {
 // left in activeQ.
 func (f *fairActive[K, T]) settle(t *fairTenant[K, T]) {
 	if t.live == 0 {
-		clear(t.h.items)
-		t.h.items = t.h.items[:0]
+		if t.stale > 0 {
+			t.h.filter()
+		}
 		t.stale = 0
 		t.head = fairSlot[K, T]{}
 		if t.idx >= 0 {
@@ -137,11 +144,8 @@ func (f *fairActive[K, T]) settle(t *fairTenant[K, T]) {
 		}
 		return
 	}
-	for t.stale > 0 && !t.h.items[0].live() { // no stale slots: the top is live
-		t.h.pop()
-		t.stale--
-	}
-	t.head = t.h.items[0]
+	t.dropStale()
+	t.head = t.h.at(0)
 	f.place(t)
 }
 
@@ -151,8 +155,8 @@ func (f *fairActive[K, T]) Pop() (*entry[K, T], bool) {
 		return nil, false
 	}
 	t := f.order.At(0)
-	e := t.h.pop().e
-	e.more.fair.stamp = 0
+	e := t.h.pop()
+	e.gen = 0
 	t.live--
 	f.live--
 	f.popped = e
@@ -162,11 +166,8 @@ func (f *fairActive[K, T]) Pop() (*entry[K, T], bool) {
 	}
 	// Core.Pop charges the tenant at once, which moves it anyway: settle
 	// its head now, and leave its one fix to charge.
-	for t.stale > 0 && !t.h.items[0].live() { // no stale slots: the top is live
-		t.h.pop()
-		t.stale--
-	}
-	t.head = t.h.items[0]
+	t.dropStale()
+	t.head = t.h.at(0)
 	f.refix = t
 	return e, true
 }
@@ -174,16 +175,15 @@ func (f *fairActive[K, T]) Pop() (*entry[K, T], bool) {
 // Remove leaves e's slot stale. O(log) amortized.
 func (f *fairActive[K, T]) Remove(e *entry[K, T]) {
 	t := e.more.fair.t
-	wasHead := t.head.stamp == e.more.fair.stamp
-	e.more.fair.stamp = 0
+	wasHead := t.head.Ref == e // the head is live, and so is e's slot
 	t.live--
 	f.live--
-	if f.custom != nil {
-		t.h.removeAt(int(e.idx)) // eager under a custom order (see slotHeap)
-		e.idx = -1
+	if t.h.byLess != nil {
+		t.h.byLess.Remove(int(e.idx)) // eager under a custom order (see fairItems)
 	} else {
 		t.stale++
 	}
+	e.gen = 0
 	if wasHead || t.live == 0 {
 		f.settle(t)
 		return
@@ -191,6 +191,15 @@ func (f *fairActive[K, T]) Remove(e *entry[K, T]) {
 	if t.stale > t.live+64 {
 		t.h.filter()
 		t.stale = 0
+	}
+}
+
+// dropStale pops t's stale top slots, so that its top is live. O(log n)
+// per slot dropped.
+func (t *fairTenant[K, T]) dropStale() {
+	for t.stale > 0 && !fairLive(t.h.slots.At(0)) { // no stale slots: the top is live
+		t.h.pop()
+		t.stale--
 	}
 }
 
@@ -208,9 +217,9 @@ func (f *fairActive[K, T]) WarmFront() {}
 func (f *fairActive[K, T]) Each(fn func(*entry[K, T])) {
 	for i := range f.order.Len() {
 		t := f.order.At(i)
-		for j := range t.h.items {
-			if s := &t.h.items[j]; s.live() {
-				fn(s.e)
+		for j := range t.h.size() {
+			if s := t.h.at(j); fairLive(s) {
+				fn(s.Ref)
 			}
 		}
 	}
@@ -292,42 +301,19 @@ func (f *fairActive[K, T]) Check() error {
 		if t.name != name {
 			return fmt.Errorf("fair activeQ: tenant %q filed under %q", t.name, name)
 		}
-		n := 0
-		for i := range t.h.items {
-			s := &t.h.items[i]
-			if i > 0 && t.h.before(s, &t.h.items[(i-1)/4]) {
-				return fmt.Errorf("fair activeQ: tenant %q: heap order broken at %d", name, i)
-			}
-			if !s.live() {
-				continue
-			}
-			n++
-			if f.custom != nil && int(s.e.idx) != i {
-				return fmt.Errorf("fair activeQ: key %v at %d records index %d", s.e.key, i, s.e.idx)
-			}
-			if s.e.more.fair.t != t {
-				return fmt.Errorf("fair activeQ: key %v in tenant %q's heap, linked to another", s.e.key, name)
-			}
-			if f.custom == nil && (s.prio != s.e.prio || s.ts != s.e.ts) {
-				return fmt.Errorf("fair activeQ: key %v has stale sort keys", s.e.key)
-			}
-			if want := f.cfg.Tenant(s.e.Item); want != name {
-				return fmt.Errorf("fair activeQ: key %v of tenant %q is in tenant %q's heap", s.e.key, want, name)
-			}
-		}
-		if n != t.live || len(t.h.items)-n != t.stale {
-			return fmt.Errorf("fair activeQ: tenant %q: %d live and %d stale slots, counted %d and %d", name, n, len(t.h.items)-n, t.live, t.stale)
+		if err := f.checkTenant(t, name); err != nil {
+			return err
 		}
 		if (t.live > 0) != (t.idx >= 0) || t.idx >= 0 && (t.idx >= f.order.Len() || f.order.At(t.idx) != t) {
 			return fmt.Errorf("fair activeQ: tenant %q with %d items at index %d of the tenant heap", name, t.live, t.idx)
 		}
-		if t.live > 0 && (!t.h.items[0].live() || t.head != t.h.items[0]) {
+		if t.live > 0 && (!fairLive(t.h.at(0)) || t.head != t.h.at(0)) {
 			return fmt.Errorf("fair activeQ: tenant %q: its head is not its live top", name)
 		}
 		if t.norm != t.usage/t.weight {
 			return fmt.Errorf("fair activeQ: tenant %q: key %v, usage/weight %v", name, t.norm, t.usage/t.weight)
 		}
-		live += n
+		live += t.live
 	}
 	if live != f.live {
 		return fmt.Errorf("fair activeQ: %d live items, counted %d", live, f.live)
@@ -341,6 +327,39 @@ func (f *fairActive[K, T]) Check() error {
 		if t := f.order.At(i); f.tenants[t.name] != t {
 			return fmt.Errorf("fair activeQ: tenant %q in the tenant heap is forgotten", t.name)
 		}
+	}
+	return nil
+}
+
+// checkTenant verifies t's heap: its order, its live and stale counts,
+// and that each live item is t's and has its sort keys.
+func (f *fairActive[K, T]) checkTenant(t *fairTenant[K, T], name string) error {
+	n := 0
+	for i := range t.h.size() {
+		if i > 0 && t.h.less(i, heap.Parent(i)) {
+			return fmt.Errorf("fair activeQ: tenant %q: heap order broken at %d", name, i)
+		}
+		s := t.h.at(i)
+		if !fairLive(s) {
+			continue
+		}
+		n++
+		e := s.Ref
+		if f.custom != nil && int(e.idx) != i {
+			return fmt.Errorf("fair activeQ: key %v at %d records index %d", e.key, i, e.idx)
+		}
+		if e.more.fair.t != t {
+			return fmt.Errorf("fair activeQ: key %v in tenant %q's heap, linked to another", e.key, name)
+		}
+		if s.Prio() != e.prio || s.TS() != e.ts {
+			return fmt.Errorf("fair activeQ: key %v has stale sort keys", e.key)
+		}
+		if want := f.cfg.Tenant(e.Item); want != name {
+			return fmt.Errorf("fair activeQ: key %v of tenant %q is in tenant %q's heap", e.key, want, name)
+		}
+	}
+	if n != t.live || t.h.size()-n != t.stale {
+		return fmt.Errorf("fair activeQ: tenant %q: %d live and %d stale slots, counted %d and %d", name, n, t.h.size()-n, t.live, t.stale)
 	}
 	return nil
 }

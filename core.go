@@ -79,9 +79,9 @@ type entry[K comparable, T any] struct {
 	// member, its group's list for its place. -1 if none.
 	idx  int32
 	prio int32 // cached Priority(Item), with the default order
-	// gen is its live slot in a lazy activeQ or the error backoff, or,
-	// while parked, the move-request epoch that last visited it
-	// (Core.nextEpoch). A slot is live only while loc names its
+	// gen is its live slot in a lazy activeQ, a tenant's heap
+	// (Config.Fairness) or the error backoff, or, while parked, the
+	// move-request epoch that last visited it (Core.nextEpoch). A slot is live only while loc names its
 	// container, so the two uses never meet.
 	gen   uint32
 	loc   loc

@@ -23,7 +23,7 @@ type entryMore[K comparable, T any] struct {
 	lastDeferrer *roomGroup[K, T]
 	deferCount   int32
 	deferGen     uint32
-	fair         fairLink[K, T] // its tenant and live slot, under Config.Fairness
+	fair         fairLink[K, T] // its tenant, under Config.Fairness
 	// shadow is, for a queued entry, an attempt in flight for the same
 	// key (re-added during it); rare, so out of line (entry.shadowOf).
 	shadow *entry[K, T]

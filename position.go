@@ -140,7 +140,7 @@ func (c *Core[K, T]) keysOf(e *entry[K, T]) sortKeysOf {
 		k.queued = true
 		switch {
 		case c.fair != nil:
-			k.tie = e.fairOf().stamp
+			k.tie = uint64(e.gen)
 		case c.cfg.Priority == nil:
 			k.tie = e.seq
 		default:

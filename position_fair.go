@@ -1,5 +1,11 @@
 package schedq
 
+import (
+	"math"
+
+	"github.com/schedq/schedq/internal/heap"
+)
+
 // fairTally is what one tenant has in activeQ, as seen from the item
 // whose position is being found (x): its items of higher priority than x
 // (which all pop first, in the priority-first order), its items of x's
@@ -38,12 +44,12 @@ func (f *fairActive[K, T]) ahead(e *entry[K, T], k sortKeysOf, now int64) int {
 		// entries, which would cost a cache miss each.
 		all := t.stale == 0
 		if all && f.custom == nil && f.cfg.Cost == nil {
-			f.tallyPlain(ty, t.h.items, e, k)
+			f.tallyPlain(ty, &t.h.slots, e, k)
 			continue
 		}
-		for j := range t.h.items {
-			if s := &t.h.items[j]; s.e != e && (all || s.live()) {
-				f.tally(ty, s, e, k)
+		for j := range t.h.size() {
+			if s := t.h.at(j); s.Ref != e && (all || fairLive(s)) {
+				f.tally(ty, &s, e, k)
 			}
 		}
 	}
@@ -80,21 +86,25 @@ func (f *fairActive[K, T]) ahead(e *entry[K, T], k sortKeysOf, now int64) int {
 // tallyPlain is tally over all of a tenant's slots, all live, in the
 // default order with uniform costs: the common case, kept to comparisons
 // of the slots' own keys. O(len(items)).
-func (f *fairActive[K, T]) tallyPlain(ty *fairTally, items []fairSlot[K, T], e *entry[K, T], k sortKeysOf) {
+func (f *fairActive[K, T]) tallyPlain(ty *fairTally, h *heap.SlotHeap[*entry[K, T]], e *entry[K, T], k sortKeysOf) {
 	higher, level, before := 0, 0, 0
-	for j := range items {
-		s := &items[j]
-		if s.e == e {
+	// x's keys as a slot, so that "before x" is one packed comparison. A
+	// tie past 32 bits is past all generations, as is the largest one
+	// (see renumber).
+	x := heap.NewSlot(k.prio, k.ts, uint32(min(k.tie, math.MaxUint32)), e)
+	for j := range h.Len() {
+		s := h.At(j)
+		if s.Ref == e {
 			continue
 		}
-		if !f.cfg.BeforePriority && s.prio != k.prio {
-			if s.prio > k.prio {
+		if p := s.Prio(); !f.cfg.BeforePriority && p != k.prio {
+			if p > k.prio {
 				higher++
 			}
 			continue
 		}
 		level++
-		if s.prio > k.prio || s.prio == k.prio && (s.ts < k.ts || s.ts == k.ts && s.stamp < k.tie) {
+		if s.Before(&x) {
 			before++
 		}
 	}
@@ -108,10 +118,11 @@ func (f *fairActive[K, T]) tallyPlain(ty *fairTally, items []fairSlot[K, T], e *
 func (f *fairActive[K, T]) tally(ty *fairTally, s *fairSlot[K, T], e *entry[K, T], k sortKeysOf) {
 	cost := 1.0
 	if f.cfg.Cost != nil {
-		cost = f.cfg.cost(s.e.Item)
+		cost = f.cfg.cost(s.Ref.Item)
 	}
-	if !f.cfg.BeforePriority && s.prio != k.prio {
-		if s.prio > k.prio {
+	p, ts, gen := s.Prio(), s.TS(), uint64(s.Gen())
+	if !f.cfg.BeforePriority && p != k.prio {
+		if p > k.prio {
 			ty.higher++
 			ty.higherCost += cost
 		}
@@ -121,9 +132,9 @@ func (f *fairActive[K, T]) tally(ty *fairTally, s *fairSlot[K, T], e *entry[K, T
 	ty.levelCost += cost
 	var first bool
 	if f.custom != nil {
-		first = f.custom(s.e, e) || !f.custom(e, s.e) && s.stamp < k.tie
+		first = f.custom(s.Ref, e) || !f.custom(e, s.Ref) && gen < k.tie
 	} else {
-		first = s.prio > k.prio || s.prio == k.prio && (s.ts < k.ts || s.ts == k.ts && s.stamp < k.tie)
+		first = p > k.prio || p == k.prio && (ts < k.ts || ts == k.ts && gen < k.tie)
 	}
 	if first {
 		ty.before++

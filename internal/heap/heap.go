@@ -1,9 +1,22 @@
-// Package heap is a 4-ary heap of elements that record their own position.
+// Package heap is schedq's one 4-ary heap, in two forms: SlotHeap, whose
+// order (higher priority, earlier timestamp, lower generation) is
+// compiled in over keys packed into its 24-byte slots, and Heap, ordered
+// by any function, whose elements may record their own position. Both
+// are 4-ary min-heaps with the same costs: Push, Pop, Remove and Fix
+// O(log n); Len, At and Peek O(1); Filter and Heapify O(n) (SlotHeap's
+// Filter sorts, O(n log n)). Neither is safe for concurrent use.
 //
-// It is the ordered half of schedq's keyed heap: the queue keeps one map from
-// key to element, and each element stores the index this heap gives it, so
-// that lookup is O(1) through the map and Fix and Remove are O(log n) without
-// a second map. The heap is not safe for concurrent use.
+// There are two forms because a type parameter's method is called through
+// a dictionary and never inlined: one generic heap for all orders made
+// the default activeQ order, the queue's hottest path, a third to twice
+// as slow. SlotHeap serves activeQ and each tenant's items under
+// fairness in the default order; Heap serves a caller's Less there, the
+// backoff heaps and the heap of tenants.
+//
+// Heap is the ordered half of schedq's keyed heap: the queue keeps one
+// map from key to element, and each element stores the index the heap
+// gives it, so that lookup is O(1) through the map and Fix and Remove are
+// O(log n) without a second map.
 package heap
 
 // Heap is a 4-ary min-heap under Less: the element for which Less is true against

@@ -40,9 +40,9 @@ func (s *Slot[R]) Gen() uint32 { return uint32(s.lo) }
 // SetGen changes the slot's generation.
 func (s *Slot[R]) SetGen(gen uint32) { s.lo = s.lo&^0xffffffff | uint64(gen) }
 
-// before is the SlotHeap order: higher priority first, then earlier
+// Before is the SlotHeap order: higher priority first, then earlier
 // timestamp, then lower generation; as numbers, hi:lo below the other's.
-func (a *Slot[R]) before(b *Slot[R]) bool {
+func (a *Slot[R]) Before(b *Slot[R]) bool {
 	_, borrow := bits.Sub64(a.lo, b.lo, 0)
 	_, borrow = bits.Sub64(a.hi, b.hi, borrow)
 	return borrow != 0
@@ -64,7 +64,7 @@ func (h *SlotHeap[R]) Len() int { return len(h.items) }
 func (h *SlotHeap[R]) At(i int) Slot[R] { return h.items[i] }
 
 // Less reports whether the slot at i orders before the slot at j. O(1).
-func (h *SlotHeap[R]) Less(i, j int) bool { return h.items[i].before(&h.items[j]) }
+func (h *SlotHeap[R]) Less(i, j int) bool { return h.items[i].Before(&h.items[j]) }
 
 // Push adds s. O(log n).
 func (h *SlotHeap[R]) Push(s Slot[R]) {
@@ -108,7 +108,7 @@ func (h *SlotHeap[R]) up(i int, x Slot[R]) {
 	items := h.items
 	for i > 0 {
 		p := (i - 1) / arity
-		if !x.before(&items[p]) {
+		if !x.Before(&items[p]) {
 			break
 		}
 		items[i] = items[p]
@@ -141,9 +141,9 @@ func (h *SlotHeap[R]) Filter(keep func(Slot[R]) bool) {
 	clear(h.items[len(kept):])
 	slices.SortFunc(kept, func(a, b Slot[R]) int {
 		switch {
-		case a.before(&b):
+		case a.Before(&b):
 			return -1
-		case b.before(&a):
+		case b.Before(&a):
 			return 1
 		}
 		return 0
@@ -160,13 +160,13 @@ func (h *SlotHeap[R]) bestChild(i int) (int, bool) {
 	if first+arity <= len(items) {
 		c := items[first : first+arity : first+arity]
 		j, k := 0, 2
-		if c[1].before(&c[0]) {
+		if c[1].Before(&c[0]) {
 			j = 1
 		}
-		if c[3].before(&c[2]) {
+		if c[3].Before(&c[2]) {
 			k = 3
 		}
-		if c[k].before(&c[j]) {
+		if c[k].Before(&c[j]) {
 			j = k
 		}
 		return first + j, true
@@ -176,7 +176,7 @@ func (h *SlotHeap[R]) bestChild(i int) (int, bool) {
 	}
 	j := first
 	for c := first + 1; c < len(items); c++ {
-		if items[c].before(&items[j]) {
+		if items[c].Before(&items[j]) {
 			j = c
 		}
 	}

@@ -49,7 +49,7 @@ func TestSlotKeys(t *testing.T) {
 	}
 	for _, a := range all {
 		for _, b := range all {
-			if got, want := a.before(&b), slotOrder(a, b) < 0; got != want {
+			if got, want := a.Before(&b), slotOrder(a, b) < 0; got != want {
 				t.Fatalf("(%d, %d, %d) before (%d, %d, %d): %v, want %v", a.Prio(), a.TS(), a.Gen(), b.Prio(), b.TS(), b.Gen(), got, want)
 			}
 		}
