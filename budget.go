@@ -63,20 +63,20 @@ type roomGroup[K comparable, T any] struct {
 	// items that come after all of deferred in pop order, as a heap on
 	// their sort keys, not sorted: their classes (among tailClasses) found
 	// no room when they were deferred (wakeByClass, offerTail).
-	tail        []tailItem[K, T]
+	tail        tailHeap[K, T]
 	tailClasses []uint64
 }
 
 // hasDeferred reports whether g holds deferred items (some may be stale).
-func (g *roomGroup[K, T]) hasDeferred() bool { return len(g.deferred)+len(g.tail) > 0 }
+func (g *roomGroup[K, T]) hasDeferred() bool { return len(g.deferred)+g.tail.Len() > 0 }
 
 // eachDeferred calls f with each of g's deferred items (stale ones too).
 func (g *roomGroup[K, T]) eachDeferred(f func(deferRef[K, T])) {
 	for _, r := range g.deferred {
 		f(r)
 	}
-	for _, it := range g.tail {
-		f(it.r)
+	for i := range g.tail.Len() {
+		f(g.tail.At(i).Ref)
 	}
 }
 
@@ -306,7 +306,7 @@ func (c *Core[K, T]) offer(g *roomGroup[K, T], now time.Time) {
 	}
 	clear(g.deferred[len(kept):])
 	g.deferred = kept
-	if len(g.tail) > 0 {
+	if g.tail.Len() > 0 {
 		c.offerTail(g, &full, now)
 	}
 	c.settle(g, now)
@@ -346,6 +346,6 @@ func (c *Core[K, T]) settle(g *roomGroup[K, T], _ time.Time) {
 		}
 	})
 	g.ended = true
-	c.recycleTail(g.tail)
-	g.deferred, g.tail, g.tailClasses = nil, nil, nil
+	c.recycleTail(g.tail.Release())
+	g.deferred, g.tailClasses = nil, nil
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/schedq/schedq/internal/heap"
 )
 
 // held reports whether a plugin holds the item back: it rejected the last
@@ -184,9 +186,9 @@ type Core[K comparable, T any] struct {
 	movers  []mover[K, T]    // scratch of judgeAll
 	ready   []*entry[K, T]   // scratch of moveItems: the items a budget is offered
 
-	rechecks []*roomGroup[K, T]        // budgets to offer once more (budget.go)
-	tails    [][]tailItem[K, T]        // ended groups' tails, for reuse (budget_class.go)
-	rooms    map[string]*roomKey[K, T] // shared rooms of Keyed budgets
+	rechecks []*roomGroup[K, T]            // budgets to offer once more (budget.go)
+	tails    [][]heap.Slot[deferRef[K, T]] // ended groups' tails, for reuse (budget_class.go)
+	rooms    map[string]*roomKey[K, T]     // shared rooms of Keyed budgets
 	// Scratch space of popOrder.
 	orderKeys    []orderKey
 	orderScratch []*entry[K, T]

@@ -3,15 +3,17 @@
 // compiled in over keys packed into its 24-byte slots, and Heap, ordered
 // by any function, whose elements may record their own position. Both
 // are 4-ary min-heaps with the same costs: Push, Pop, Remove and Fix
-// O(log n); Len, At and Peek O(1); Filter and Heapify O(n) (SlotHeap's
-// Filter sorts, O(n log n)). Neither is safe for concurrent use.
+// O(log n); Len, At and Peek O(1); Filter, Heapify and SlotHeap's Init
+// O(n) (SlotHeap's Filter sorts, O(n log n)). Neither is safe for
+// concurrent use.
 //
 // There are two forms because a type parameter's method is called through
 // a dictionary and never inlined: one generic heap for all orders made
 // the default activeQ order, the queue's hottest path, a third to twice
 // as slow. SlotHeap serves activeQ and each tenant's items under
-// fairness in the default order; Heap serves a caller's Less there, the
-// backoff heaps and the heap of tenants.
+// fairness in the default order, and the wake budget's deferred items in
+// pop order (ClassBudget); Heap serves a caller's Less there, the backoff
+// heaps and the heap of tenants.
 //
 // Heap is the ordered half of schedq's keyed heap: the queue keeps one
 // map from key to element, and each element stores the index the heap

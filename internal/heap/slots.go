@@ -66,6 +66,27 @@ func (h *SlotHeap[R]) At(i int) Slot[R] { return h.items[i] }
 // Less reports whether the slot at i orders before the slot at j. O(1).
 func (h *SlotHeap[R]) Less(i, j int) bool { return h.items[i].Before(&h.items[j]) }
 
+// Init replaces the heap's slots with items, in any order, and orders
+// them (Floyd's construction): O(n) for n items. The heap owns items
+// afterwards.
+func (h *SlotHeap[R]) Init(items []Slot[R]) {
+	h.items = items
+	if len(items) < 2 {
+		return
+	}
+	for i := (len(items) - 2) / arity; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+// Release empties the heap and returns its slots, in heap order, so that
+// the caller can reuse the array (Init). O(1).
+func (h *SlotHeap[R]) Release() []Slot[R] {
+	s := h.items
+	h.items = nil
+	return s
+}
+
 // Push adds s. O(log n).
 func (h *SlotHeap[R]) Push(s Slot[R]) {
 	h.items = append(h.items, s)
@@ -101,6 +122,21 @@ func (h *SlotHeap[R]) fillRoot(x Slot[R]) {
 		i = j
 	}
 	h.up(i, x)
+}
+
+// down lets the slot at i sink below the children that order before it.
+func (h *SlotHeap[R]) down(i int) {
+	items := h.items
+	x := items[i]
+	for {
+		j, ok := h.bestChild(i)
+		if !ok || !items[j].Before(&x) {
+			break
+		}
+		items[i] = items[j]
+		i = j
+	}
+	items[i] = x
 }
 
 // up places x at the hole i and lets it rise.

@@ -119,3 +119,31 @@ func TestSlotHeapShrinks(t *testing.T) {
 	}
 	checkSlots(t, &h)
 }
+
+// TestSlotHeapInit: a heap built from slots in any order pops them in
+// the SlotHeap order, for sizes around each level of the 4-ary tree, and
+// Release hands back the slots not popped.
+func TestSlotHeapInit(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 2, 4, 5, 6, 20, 21, 22, 85, 86, 300} {
+		items := make([]Slot[int], n)
+		for i := range items {
+			items[i] = NewSlot(prios[r.IntN(len(prios))], stamps[r.IntN(len(stamps))], uint32(r.IntN(5)), i)
+		}
+		want := slices.Clone(items)
+		slices.SortStableFunc(want, slotOrder)
+		var h SlotHeap[int]
+		h.Init(items)
+		checkSlots(t, &h)
+		for i := range n / 2 {
+			got, ok := h.Pop()
+			if !ok || slotOrder(got, want[i]) != 0 {
+				t.Fatalf("n=%d: pop %d gave %v, want %v", n, i, got, want[i])
+			}
+			checkSlots(t, &h)
+		}
+		if rest := h.Release(); len(rest) != n-n/2 || h.Len() != 0 {
+			t.Fatalf("n=%d: Release gave %d slots and left %d, want %d and 0", n, len(rest), h.Len(), n-n/2)
+		}
+	}
+}
