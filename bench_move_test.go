@@ -32,7 +32,7 @@ func BenchmarkMoveSkipManyRegs(b *testing.B) {
 			for i := range n {
 				c.Add(benchItem{id: i, prio: int32(i % 100)}, now)
 			}
-			fail := Failure{UnschedulablePlugins: []string{"P1", "P3", "P5", "P7"}}
+			fail := Failure{RejectedBy: []string{"P1", "P3", "P5", "P7"}}
 			for range n {
 				a, _ := c.Pop(now)
 				c.Requeue(a, fail, now)
@@ -76,7 +76,7 @@ func BenchmarkMoveGroups(b *testing.B) {
 			for i := range g * size {
 				c.Add(benchItem{id: i, prio: int32(i % 100)}, now)
 			}
-			fail := Failure{UnschedulablePlugins: []string{"P1", "P3", "P5", "P7"}}
+			fail := Failure{RejectedBy: []string{"P1", "P3", "P5", "P7"}}
 			for range g {
 				a, _ := c.Pop(now)
 				if err := c.Requeue(a, fail, now); err != nil {

@@ -95,7 +95,7 @@ func BenchmarkRequeue(b *testing.B) {
 			for i := range n {
 				c.Add(benchItem{id: i, prio: int32(i % 100)}, now)
 			}
-			fail := Failure{UnschedulablePlugins: []string{"Fit"}}
+			fail := Failure{RejectedBy: []string{"Fit"}}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -114,7 +114,7 @@ func parkAll(b *testing.B, c *Core[int, benchItem], n int, now time.Time) {
 	for i := range n {
 		c.Add(benchItem{id: i, prio: int32(i % 100)}, now)
 	}
-	fail := Failure{UnschedulablePlugins: []string{"Fit"}}
+	fail := Failure{RejectedBy: []string{"Fit"}}
 	for range n {
 		info, _ := c.Pop(now)
 		c.Requeue(info, fail, now)

@@ -113,7 +113,7 @@ func TestBudgetFailureToBackoffReturnsRoom(t *testing.T) {
 	h.wantDeferred("b", "MachineAdd")
 	a := h.pop()
 	h.move(evMachineTaint, &machine{size: 0}) // during the attempt; no room
-	if err := h.c.Requeue(a, Failure{UnschedulablePlugins: []string{"Fit"}}, h.now); err != nil {
+	if err := h.c.Requeue(a, Failure{RejectedBy: []string{"Fit"}}, h.now); err != nil {
 		t.Fatal(err)
 	}
 	h.check()
@@ -197,7 +197,7 @@ func TestBudgetSharedRoomAcrossEvents(t *testing.T) {
 			h.c.Tick(h.now)
 			h.wantDeferred("p2", "MachineAdd")
 		}
-		if err := h.c.Requeue(a3, Failure{UnschedulablePlugins: []string{"Fit"}}, h.now); err != nil {
+		if err := h.c.Requeue(a3, Failure{RejectedBy: []string{"Fit"}}, h.now); err != nil {
 			t.Fatal(err)
 		}
 		h.check()

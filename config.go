@@ -78,7 +78,7 @@ type Config[K comparable, T any] struct {
 	// goes to backoff instead of parking (the moveRequestCycle rule).
 	DisableQueueingHints bool
 
-	// Hints maps a plugin name to the events it wants to hear about, each
+	// Hints maps a check's name to the events it wants to hear about, each
 	// with an optional hint function.
 	Hints map[string][]EventHint[T]
 	// PreEnqueue gates run, in order, before an item enters activeQ (and,

@@ -11,13 +11,13 @@ import (
 // held reports whether a plugin holds the item back: it rejected the last
 // attempt, or it gates the item.
 func (e *entry[K, T]) held() bool {
-	return e.GatingPlugin != "" || len(e.UnschedulablePlugins)+len(e.PendingPlugins) > 0
+	return e.GatedBy != "" || len(e.RejectedBy)+len(e.WaitingOn) > 0
 }
 
 // rejected reports whether the last attempt failed on a plugin rather than
 // an error.
 func (e *entry[K, T]) rejected() bool {
-	return len(e.UnschedulablePlugins)+len(e.PendingPlugins) > 0
+	return len(e.RejectedBy)+len(e.WaitingOn) > 0
 }
 
 // loc is where an entry is, in more detail than Location.
@@ -253,17 +253,17 @@ func NewCore[K comparable, T any](cfg Config[K, T]) (*Core[K, T], error) {
 
 // plugins calls f once for each distinct plugin that holds e back.
 func (e *entry[K, T]) plugins(f func(string)) {
-	for i, p := range e.UnschedulablePlugins {
-		if !slices.Contains(e.UnschedulablePlugins[:i], p) {
+	for i, p := range e.RejectedBy {
+		if !slices.Contains(e.RejectedBy[:i], p) {
 			f(p)
 		}
 	}
-	for i, p := range e.PendingPlugins {
-		if !slices.Contains(e.PendingPlugins[:i], p) && !slices.Contains(e.UnschedulablePlugins, p) {
+	for i, p := range e.WaitingOn {
+		if !slices.Contains(e.WaitingOn[:i], p) && !slices.Contains(e.RejectedBy, p) {
 			f(p)
 		}
 	}
-	if g := e.GatingPlugin; g != "" && !slices.Contains(e.UnschedulablePlugins, g) && !slices.Contains(e.PendingPlugins, g) {
+	if g := e.GatedBy; g != "" && !slices.Contains(e.RejectedBy, g) && !slices.Contains(e.WaitingOn, g) {
 		f(g)
 	}
 }
@@ -677,16 +677,19 @@ func (c *Core[K, T]) Done(a Attempt[K, T], now time.Time) error {
 	return nil
 }
 
-// Failure says why an attempt failed. No plugins means an error: the item
-// goes to error backoff and is never parked.
+// Failure says why an attempt failed, by the names of the checks
+// (kube-scheduler's plugins) that decided it. No check means an error: the
+// item goes to error backoff and is never parked.
 type Failure struct {
-	// UnschedulablePlugins found the item unschedulable.
-	UnschedulablePlugins []string
-	// PendingPlugins left it waiting for something that will happen by
-	// itself; an event they accept requeues it at once.
-	PendingPlugins []string
+	// RejectedBy names the checks that found the item unschedulable
+	// (upstream: unschedulable plugins).
+	RejectedBy []string
+	// WaitingOn names the checks that left it waiting for something that
+	// will happen by itself (upstream: pending plugins); an event they
+	// accept requeues it at once.
+	WaitingOn []string
 	// Reasons are why, as data for programs: the distinct reasons the
-	// plugins gave (a scheduler's "Insufficient cpu"), which the queue
+	// checks gave (a scheduler's "Insufficient cpu"), which the queue
 	// keeps (Info.Reasons, Explain) and never reads.
 	Reasons []string
 	// Message says why, for people (Info.Message, Explain).
@@ -802,11 +805,11 @@ func (c *Core[K, T]) failed(e *entry[K, T], f *Failure, cycle int64, events []fl
 	e.Timestamp = now
 	e.BackoffExpiry = time.Time{}
 	e.FlushedFromUnschedulable = false
-	e.UnschedulablePlugins = c.lists.of(f.UnschedulablePlugins)
-	e.PendingPlugins = c.lists.of(f.PendingPlugins)
+	e.RejectedBy = c.lists.of(f.RejectedBy)
+	e.WaitingOn = c.lists.of(f.WaitingOn)
 	e.Reasons = slices.Clone(f.Reasons)
 	e.Message = f.Message
-	rejected := len(f.UnschedulablePlugins)+len(f.PendingPlugins) > 0
+	rejected := len(f.RejectedBy)+len(f.WaitingOn) > 0
 	if rejected {
 		e.UnschedulableCount++
 		e.ConsecutiveErrors = 0
@@ -829,7 +832,7 @@ func (c *Core[K, T]) failed(e *entry[K, T], f *Failure, cycle int64, events []fl
 				continue
 			}
 			if s = max(s, c.worth(e, ev.event, ev.label, ev.oldObj, ev.newObj)); s == immediately ||
-				s == afterBackoff && len(e.PendingPlugins) == 0 {
+				s == afterBackoff && len(e.WaitingOn) == 0 {
 				break
 			}
 		}
@@ -866,4 +869,4 @@ func (c *Core[K, T]) unlink(e *entry[K, T], now time.Time) {
 }
 
 // gated reports whether a PreEnqueue check holds e back.
-func (e *entry[K, T]) gated() bool { return e.GatingPlugin != "" }
+func (e *entry[K, T]) gated() bool { return e.GatedBy != "" }

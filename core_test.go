@@ -148,7 +148,7 @@ func TestUpdate(t *testing.T) {
 		}
 		// The attempt fails on Affinity, which registered for label updates:
 		// the update seen in flight sends it to backoff, not to parking.
-		if err := h.c.Requeue(req(info.Item, info.Cycle), Failure{UnschedulablePlugins: []string{"Affinity"}}, h.now); err != nil {
+		if err := h.c.Requeue(req(info.Item, info.Cycle), Failure{RejectedBy: []string{"Affinity"}}, h.now); err != nil {
 			t.Fatal(err)
 		}
 		h.check()
@@ -169,14 +169,14 @@ func TestUpdate(t *testing.T) {
 		h := newHarness(t)
 		h.add(job{name: "g", gated: true})
 		h.want("g", InGated)
-		if g := h.info("g").GatingPlugin; g != "Gate" {
+		if g := h.info("g").GatedBy; g != "Gate" {
 			t.Fatalf("gating plugin %q", g)
 		}
 		h.noPop()
 		h.c.Update(job{name: "g", gated: true}, job{name: "g"}, h.now)
 		h.check()
 		h.want("g", InActive)
-		if h.info("g").GatingPlugin != "" {
+		if h.info("g").GatedBy != "" {
 			t.Fatal("gate still recorded")
 		}
 		h.wantOrder("g")
@@ -232,9 +232,9 @@ func TestDelete(t *testing.T) {
 		readd   bool // the key is added again during the attempt, before the Delete
 		failure Failure
 	}{
-		{"in flight, rejected: the failed attempt is dropped", false, Failure{UnschedulablePlugins: []string{"Fit"}}},
+		{"in flight, rejected: the failed attempt is dropped", false, Failure{RejectedBy: []string{"Fit"}}},
 		{"in flight, error: the failed attempt is dropped", false, Failure{}},
-		{"re-added during the attempt, rejected: the failed attempt is dropped", true, Failure{UnschedulablePlugins: []string{"Fit"}}},
+		{"re-added during the attempt, rejected: the failed attempt is dropped", true, Failure{RejectedBy: []string{"Fit"}}},
 		{"re-added during the attempt, error: the failed attempt is dropped", true, Failure{}},
 	}
 	for _, tc := range inFlight {
@@ -267,7 +267,7 @@ func TestReaddDuringAttempt(t *testing.T) {
 	info := h.pop()
 	h.add(mk("a", 7)) // deleted and recreated while in flight
 	h.want("a", InActive)
-	err := h.c.Requeue(req(info.Item, info.Cycle), Failure{UnschedulablePlugins: []string{"Fit"}}, h.now)
+	err := h.c.Requeue(req(info.Item, info.Cycle), Failure{RejectedBy: []string{"Fit"}}, h.now)
 	if !errors.Is(err, ErrAlreadyQueued) {
 		t.Fatalf("err %v, want ErrAlreadyQueued", err)
 	}
@@ -337,15 +337,15 @@ func TestRaceRule(t *testing.T) {
 		failure Failure
 		want    Location
 	}{
-		{"legacy: no move request parks", false, nil, nil, Failure{UnschedulablePlugins: []string{"Fit"}}, InUnschedulable},
-		{"legacy: move request sends to backoff", false, &evMachineAdd, nil, Failure{UnschedulablePlugins: []string{"Fit"}}, InBackoff},
-		{"legacy: move request of any registered kind counts", false, &evVolumeAdd, nil, Failure{UnschedulablePlugins: []string{"Fit"}}, InBackoff},
-		{"legacy: unregistered event is no move request", false, &evService, nil, Failure{UnschedulablePlugins: []string{"Fit"}}, InUnschedulable},
-		{"hints: no event parks", true, nil, nil, Failure{UnschedulablePlugins: []string{"Fit"}}, InUnschedulable},
-		{"hints: accepted event sends to backoff", true, &evMachineAdd, 2, Failure{UnschedulablePlugins: []string{"Fit"}}, InBackoff},
-		{"hints: skipped event parks", true, &evMachineAdd, 3, Failure{UnschedulablePlugins: []string{"Fit"}}, InUnschedulable},
-		{"hints: event for another plugin parks", true, &evVolumeAdd, nil, Failure{UnschedulablePlugins: []string{"Fit"}}, InUnschedulable},
-		{"hints: pending plugin's event queues at once", true, &evVolumeAdd, nil, Failure{PendingPlugins: []string{"Volume"}}, InActive},
+		{"legacy: no move request parks", false, nil, nil, Failure{RejectedBy: []string{"Fit"}}, InUnschedulable},
+		{"legacy: move request sends to backoff", false, &evMachineAdd, nil, Failure{RejectedBy: []string{"Fit"}}, InBackoff},
+		{"legacy: move request of any registered kind counts", false, &evVolumeAdd, nil, Failure{RejectedBy: []string{"Fit"}}, InBackoff},
+		{"legacy: unregistered event is no move request", false, &evService, nil, Failure{RejectedBy: []string{"Fit"}}, InUnschedulable},
+		{"hints: no event parks", true, nil, nil, Failure{RejectedBy: []string{"Fit"}}, InUnschedulable},
+		{"hints: accepted event sends to backoff", true, &evMachineAdd, 2, Failure{RejectedBy: []string{"Fit"}}, InBackoff},
+		{"hints: skipped event parks", true, &evMachineAdd, 3, Failure{RejectedBy: []string{"Fit"}}, InUnschedulable},
+		{"hints: event for another plugin parks", true, &evVolumeAdd, nil, Failure{RejectedBy: []string{"Fit"}}, InUnschedulable},
+		{"hints: pending plugin's event queues at once", true, &evVolumeAdd, nil, Failure{WaitingOn: []string{"Volume"}}, InActive},
 		{"hints: error goes to backoff", true, nil, nil, Failure{}, InBackoff},
 		{"legacy: error goes to backoff", false, nil, nil, Failure{}, InBackoff},
 	}
@@ -737,7 +737,7 @@ func TestActivate(t *testing.T) {
 	h.want("flight", InFlight)
 	// The activation of the in-flight item is replayed when it fails.
 	h.step(time.Minute)
-	if err := h.c.Requeue(req(info.Item, info.Cycle), Failure{UnschedulablePlugins: []string{"Quiet"}}, h.now); err != nil {
+	if err := h.c.Requeue(req(info.Item, info.Cycle), Failure{RejectedBy: []string{"Quiet"}}, h.now); err != nil {
 		t.Fatal(err)
 	}
 	h.check()

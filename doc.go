@@ -10,8 +10,8 @@
 //     Config.Less); equals pop in the order they entered activeQ.
 //   - backoffQ: failed recently; waits out an exponential backoff
 //     (Config.InitialBackoff doubling up to Config.MaxBackoff).
-//   - unschedulable: parked after a plugin rejected it, until an event that
-//     plugin registered for (Config.Hints) and whose hint accepts the item,
+//   - unschedulable: parked after a check rejected it, until an event that
+//     check registered for (Config.Hints) and whose hint accepts the item,
 //     or until the leftover flush after Config.MaxInUnschedulable.
 //   - gated: held by a PreEnqueue check (Config.PreEnqueue) until it admits
 //     the item.
@@ -34,7 +34,11 @@
 //
 // Pop returns an Attempt. When the attempt succeeds, pass it to Done (a
 // group attempt that placed some of its members only: DoneMembers); when
-// it fails, pass it to Requeue with the plugins that rejected the item.
+// it fails, pass it to Requeue with the names of the checks that rejected
+// the item (Failure.RejectedBy), or that make it wait for something that
+// happens by itself (Failure.WaitingOn). A check is one test of the
+// scheduler's that an item must pass, known to the queue by its name
+// alone: kube-scheduler calls them plugins.
 // Park queues an item that no Pop returned as if an attempt had failed.
 // Report what happens in the world with Move (an Event, with its objects
 // for the hints), and changes to queued items with Add, Update and Delete.
@@ -103,9 +107,9 @@
 //
 // With n queued items: Add, Update, Delete, Pop, Requeue and Activate of
 // one item are O(log n); Done, Get and Counts are O(1). A move request is
-// O(k log n) for the k items held back by the plugins the event concerns
-// (found through an index by plugin, not by a scan), plus one hint call per
-// such item and plugin. Tick is O(m log n) for m items moved, plus O(p) for
+// O(k log n) for the k items held back by the checks the event concerns
+// (found through an index by check, not by a scan), plus one hint call per
+// such item and check. Tick is O(m log n) for m items moved, plus O(p) for
 // p parked items when the leftover flush runs. Explain is O(r + n) for r
 // hint registrations and n queued items (its position in line), plus O(m)
 // for a member of a group of m members; Dump is O(n log n), of which the

@@ -58,7 +58,7 @@ func Example() {
 
 	a, _ := q.Pop(ctx) // eval is gated, so train
 	fmt.Println("trying", a.Item.Name)
-	q.Requeue(a, schedq.Failure{UnschedulablePlugins: []string{"GPUFit"}}) // no machine has 8 free GPUs
+	q.Requeue(a, schedq.Failure{RejectedBy: []string{"GPUFit"}}) // no machine has 8 free GPUs
 
 	q.Move(gpusFreed, nil, 2, nil) // 2 GPUs are not enough for train
 	_, where, _ := q.Get("train")

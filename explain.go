@@ -81,7 +81,7 @@ func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation[K] {
 		holders := map[string]bool{}
 		e.plugins(func(p string) { holders[p] = true })
 		if e.loc == locGated {
-			holders = map[string]bool{e.GatingPlugin: true}
+			holders = map[string]bool{e.GatedBy: true}
 		}
 		for _, r := range c.regs {
 			if holders[r.plugin] {
@@ -106,7 +106,7 @@ func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation[K] {
 }
 
 func (x Explanation[K]) reason(now time.Time) string {
-	plugins := strings.Join(append(slices.Clone(x.UnschedulablePlugins), x.PendingPlugins...), ", ")
+	plugins := strings.Join(append(slices.Clone(x.RejectedBy), x.WaitingOn...), ", ")
 	switch x.Location {
 	case InActive:
 		return "ready: waiting in activeQ for its turn"
@@ -120,7 +120,7 @@ func (x Explanation[K]) reason(now time.Time) string {
 		return fmt.Sprintf("backing off after %d failed attempt(s) (%s) until %s (in %v)",
 			x.Attempts, why, x.BackoffExpiry.Format(time.RFC3339Nano), x.BackoffExpiry.Sub(now).Round(time.Millisecond))
 	case InGated:
-		return fmt.Sprintf("gated by %s; waiting for %s", x.GatingPlugin, waitingFor(x.WakingEvents))
+		return fmt.Sprintf("gated by %s; waiting for %s", x.GatedBy, waitingFor(x.WakingEvents))
 	case InUnschedulable:
 		if x.DeferredBy != "" {
 			return fmt.Sprintf("unschedulable: rejected by %s; %s made room, but items ahead of it took it: "+
@@ -156,11 +156,11 @@ func (x Explanation[K]) String() string {
 		line("position", "%s", x.Position)
 	}
 	line("attempts", "%d (%d unschedulable, %d errors in a row)", x.Attempts, x.UnschedulableCount, x.ConsecutiveErrors)
-	if len(x.UnschedulablePlugins) > 0 {
-		line("rejected by", "%s", strings.Join(x.UnschedulablePlugins, ", "))
+	if len(x.RejectedBy) > 0 {
+		line("rejected by", "%s", strings.Join(x.RejectedBy, ", "))
 	}
-	if len(x.PendingPlugins) > 0 {
-		line("pending on", "%s", strings.Join(x.PendingPlugins, ", "))
+	if len(x.WaitingOn) > 0 {
+		line("pending on", "%s", strings.Join(x.WaitingOn, ", "))
 	}
 	if x.Message != "" {
 		line("last failure", "%s", x.Message)
@@ -168,8 +168,8 @@ func (x Explanation[K]) String() string {
 	if x.NominatedTarget != "" {
 		line("nominated to", "%s", x.NominatedTarget)
 	}
-	if x.GatingPlugin != "" {
-		line("gated by", "%s", x.GatingPlugin)
+	if x.GatedBy != "" {
+		line("gated by", "%s", x.GatedBy)
 	}
 	if !x.BackoffExpiry.IsZero() {
 		line("backoff ends", "%s", x.BackoffExpiry.Format(time.RFC3339Nano))
@@ -198,12 +198,12 @@ type Dump[K comparable] struct {
 }
 
 // Summary describes one place: its size, its oldest item, and (for the
-// parking area) the plugins holding items back.
+// parking area) how many items each check holds back.
 type Summary struct {
 	Location Location       `json:"location"`
 	Count    int            `json:"count"`
 	Oldest   time.Time      `json:"oldest,omitzero"`
-	ByPlugin map[string]int `json:"byPlugin,omitempty"`
+	ByCheck  map[string]int `json:"byCheck,omitempty"`
 }
 
 // Dump explains every queued and in-flight item, in a stable order (by
@@ -248,17 +248,17 @@ func (d *Dump[K]) finish() {
 				s.Oldest = x.Since
 			}
 			if loc == InUnschedulable || loc == InGated {
-				if s.ByPlugin == nil {
-					s.ByPlugin = map[string]int{}
+				if s.ByCheck == nil {
+					s.ByCheck = map[string]int{}
 				}
-				for _, p := range x.UnschedulablePlugins {
-					s.ByPlugin[p]++
+				for _, p := range x.RejectedBy {
+					s.ByCheck[p]++
 				}
-				for _, p := range x.PendingPlugins {
-					s.ByPlugin[p]++
+				for _, p := range x.WaitingOn {
+					s.ByCheck[p]++
 				}
-				if x.GatingPlugin != "" {
-					s.ByPlugin[x.GatingPlugin]++
+				if x.GatedBy != "" {
+					s.ByCheck[x.GatedBy]++
 				}
 			}
 		}
@@ -275,15 +275,15 @@ func (d Dump[K]) String() string {
 		if !s.Oldest.IsZero() {
 			fmt.Fprintf(&b, "  oldest since %s", s.Oldest.Format(time.RFC3339))
 		}
-		if len(s.ByPlugin) > 0 {
-			names := make([]string, 0, len(s.ByPlugin))
-			for p := range s.ByPlugin {
+		if len(s.ByCheck) > 0 {
+			names := make([]string, 0, len(s.ByCheck))
+			for p := range s.ByCheck {
 				names = append(names, p)
 			}
 			slices.Sort(names)
 			parts := make([]string, len(names))
 			for i, p := range names {
-				parts[i] = fmt.Sprintf("%s=%d", p, s.ByPlugin[p])
+				parts[i] = fmt.Sprintf("%s=%d", p, s.ByCheck[p])
 			}
 			fmt.Fprintf(&b, "  by plugin: %s", strings.Join(parts, " "))
 		}

@@ -112,8 +112,8 @@ func TestDump(t *testing.T) {
 		t.Fatalf("%d items", len(d.Items))
 	}
 	for _, s := range d.Summary {
-		if s.Location == InUnschedulable && s.ByPlugin["Fit"] != 1 {
-			t.Errorf("by plugin %v", s.ByPlugin)
+		if s.Location == InUnschedulable && s.ByCheck["Fit"] != 1 {
+			t.Errorf("by plugin %v", s.ByCheck)
 		}
 	}
 	text := d.String()
@@ -132,7 +132,7 @@ func TestDump(t *testing.T) {
 func TestExplainCarriesTheFailureMessage(t *testing.T) {
 	h := newHarness(t)
 	h.add(mk("a", 1))
-	h.failWith(h.popName(), Failure{UnschedulablePlugins: []string{"Fit"}, Message: "request overflows"})
+	h.failWith(h.popName(), Failure{RejectedBy: []string{"Fit"}, Message: "request overflows"})
 	x, err := h.c.Explain("a", h.now)
 	if err != nil || x.Message != "request overflows" || !strings.Contains(x.String(), "last failure:          request overflows") {
 		t.Fatalf("explanation %+v (%v)\n%s", x, err, x)
@@ -146,7 +146,7 @@ func TestReasonsAsData(t *testing.T) {
 	h := newHarness(t, groupsOn)
 	h.add(mk("a", 1))
 	h.pop()
-	h.failWith("a", Failure{UnschedulablePlugins: []string{"Fit"}, Reasons: []string{"Insufficient cpu", "Insufficient memory"}, Message: "0/2 fit"})
+	h.failWith("a", Failure{RejectedBy: []string{"Fit"}, Reasons: []string{"Insufficient cpu", "Insufficient memory"}, Message: "0/2 fit"})
 	want := []string{"Insufficient cpu", "Insufficient memory"}
 	if info, _, _ := h.c.Get("a"); !slices.Equal(info.Reasons, want) {
 		t.Fatalf("Info.Reasons %q, want %q", info.Reasons, want)
@@ -154,7 +154,7 @@ func TestReasonsAsData(t *testing.T) {
 	if x, err := h.c.Explain("a", h.now); err != nil || !slices.Equal(x.Reasons, want) {
 		t.Fatalf("Explanation.Reasons %q (%v), want %q", x.Reasons, err, want)
 	}
-	if err := h.c.Park(mk("b", 1), Failure{UnschedulablePlugins: []string{"Fit"}, Reasons: []string{"Too many pods"}}, h.now); err != nil {
+	if err := h.c.Park(mk("b", 1), Failure{RejectedBy: []string{"Fit"}, Reasons: []string{"Too many pods"}}, h.now); err != nil {
 		t.Fatal(err)
 	}
 	if x, _ := h.c.Explain("b", h.now); !slices.Equal(x.Reasons, []string{"Too many pods"}) {
@@ -162,7 +162,7 @@ func TestReasonsAsData(t *testing.T) {
 	}
 	h.setGroup("g", 1, 0)
 	h.add(gm("g", "m", 0))
-	h.requeueGroup(h.popGroup("g"), Failure{UnschedulablePlugins: []string{"Fit"}, Reasons: []string{"Insufficient gpu"}})
+	h.requeueGroup(h.popGroup("g"), Failure{RejectedBy: []string{"Fit"}, Reasons: []string{"Insufficient gpu"}})
 	if x, _ := h.c.Explain("m", h.now); !slices.Equal(x.Reasons, []string{"Insufficient gpu"}) {
 		t.Fatalf("group member: Reasons %q", x.Reasons)
 	}

@@ -20,13 +20,13 @@ var fuzzEvents = []Event{evMachineAdd, evMachineTaint, evMachineLabel, evPlacedA
 
 var fuzzFailures = []Failure{
 	{},
-	{UnschedulablePlugins: []string{"Fit"}},
-	{UnschedulablePlugins: []string{"Affinity"}},
-	{UnschedulablePlugins: []string{"Fit", "Affinity"}},
-	{PendingPlugins: []string{"Volume"}},
-	{UnschedulablePlugins: []string{"Fit"}, PendingPlugins: []string{"Volume"}},
-	{UnschedulablePlugins: []string{"Quiet"}},
-	{UnschedulablePlugins: []string{"Fit", "Fit"}},
+	{RejectedBy: []string{"Fit"}},
+	{RejectedBy: []string{"Affinity"}},
+	{RejectedBy: []string{"Fit", "Affinity"}},
+	{WaitingOn: []string{"Volume"}},
+	{RejectedBy: []string{"Fit"}, WaitingOn: []string{"Volume"}},
+	{RejectedBy: []string{"Quiet"}},
+	{RejectedBy: []string{"Fit", "Fit"}},
 }
 
 var fuzzSteps = []time.Duration{0, 100 * time.Millisecond, 700 * time.Millisecond, time.Second, 3 * time.Second, 11 * time.Second, time.Minute, 6 * time.Minute}

@@ -319,7 +319,7 @@ func (c *Core[K, T]) gateOn(e, m *entry[K, T], label string, now time.Time) {
 	if len(c.cfg.PreEnqueue) == 0 || c.admit(m) {
 		return
 	}
-	c.setGate(e, m.GatingPlugin)
+	c.setGate(e, m.GatedBy)
 	c.park(e, label, now)
 }
 
@@ -430,7 +430,7 @@ func (c *Core[K, T]) admitGroup(e *entry[K, T]) bool {
 	gate := ""
 	for _, m := range e.grp.queued {
 		if !c.admit(m) && gate == "" {
-			gate = m.GatingPlugin
+			gate = m.GatedBy
 		}
 	}
 	c.setGate(e, gate)
@@ -450,7 +450,7 @@ func (c *Core[K, T]) worthGroup(e *entry[K, T], ev Event, label string, oldObj, 
 	if len(regs) == 0 {
 		return stayParked
 	}
-	anyPending := len(e.PendingPlugins) > 0
+	anyPending := len(e.WaitingOn) > 0
 	best := afterBackoff
 	if anyPending {
 		best = immediately

@@ -163,18 +163,18 @@ func (c *Core[K, T]) endGroup(g *group[K, T], a Attempt[K, T], placed []int, f F
 		c.endGroupFlight(g, now)
 		return
 	}
-	rejected := len(f.UnschedulablePlugins)+len(f.PendingPlugins) > 0
+	rejected := len(f.RejectedBy)+len(f.WaitingOn) > 0
 	e.BackoffExpiry = time.Time{}
 	e.FlushedFromUnschedulable = false
 	e.Message, e.Reasons = f.Message, slices.Clone(f.Reasons)
-	e.UnschedulablePlugins, e.PendingPlugins = nil, nil
+	e.RejectedBy, e.WaitingOn = nil, nil
 	switch {
 	case len(placed) > 0:
 		e.UnschedulableCount, e.ConsecutiveErrors = 0, 0
 	case rejected:
 		e.Timestamp = now
-		e.UnschedulablePlugins = c.lists.of(f.UnschedulablePlugins)
-		e.PendingPlugins = c.lists.of(f.PendingPlugins)
+		e.RejectedBy = c.lists.of(f.RejectedBy)
+		e.WaitingOn = c.lists.of(f.WaitingOn)
 		e.UnschedulableCount++
 		e.ConsecutiveErrors = 0
 	default:
@@ -251,7 +251,7 @@ func (c *Core[K, T]) groupStrategy(g *group[K, T], e *entry[K, T], cycle int64, 
 			}
 		}
 		if s = max(s, c.worth(e, ev.event, ev.label, ev.oldObj, ev.newObj)); s == immediately ||
-			s == afterBackoff && len(e.PendingPlugins) == 0 {
+			s == afterBackoff && len(e.WaitingOn) == 0 {
 			break
 		}
 	}

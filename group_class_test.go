@@ -35,7 +35,7 @@ func TestMoveGroupAsksOneMemberPerClass(t *testing.T) {
 	for i := range 4 {
 		h.add(gm("g", fmt.Sprint("a", i), 0))
 	}
-	h.requeueGroup(h.popGroup("g"), Failure{UnschedulablePlugins: []string{"Fit"}})
+	h.requeueGroup(h.popGroup("g"), Failure{RejectedBy: []string{"Fit"}})
 	h.move(evMachineAdd, 4)
 	h.want("a0", InUnschedulable)
 	if calls != 1 {
@@ -75,7 +75,7 @@ func TestMoveGroupManyClasses(t *testing.T) {
 		m.label = fmt.Sprint("l", i%(2*classSetSmall))
 		h.add(m)
 	}
-	h.requeueGroup(h.popGroup("g"), Failure{UnschedulablePlugins: []string{"Fit"}})
+	h.requeueGroup(h.popGroup("g"), Failure{RejectedBy: []string{"Fit"}})
 	h.move(evMachineAdd, 4)
 	h.want("m0", InUnschedulable)
 	if calls != 2*classSetSmall {

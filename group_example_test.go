@@ -41,7 +41,7 @@ func Example_groups() {
 
 	a, _ := q.Pop(ctx)
 	fmt.Printf("trying group %s with %d members\n", a.Group, len(a.Members))
-	q.Requeue(a, schedq.Failure{UnschedulablePlugins: []string{"GPUFit"}, Message: "only 1 of 2 fit"})
+	q.Requeue(a, schedq.Failure{RejectedBy: []string{"GPUFit"}, Message: "only 1 of 2 fit"})
 	x, _ := q.Explain("w1")
 	fmt.Println(strings.SplitN(x.Reason, ";", 2)[0])
 

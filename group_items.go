@@ -177,8 +177,8 @@ func (c *Core[K, T]) activateMember(m *entry[K, T], now time.Time) {
 // entity takes the failure; it joins an existing entity as by Add.
 func (c *Core[K, T]) parkMember(key K, item T, f Failure, now time.Time) {
 	m := c.newMember(item, now)
-	m.UnschedulablePlugins = c.lists.of(f.UnschedulablePlugins)
-	m.PendingPlugins = c.lists.of(f.PendingPlugins)
+	m.RejectedBy = c.lists.of(f.RejectedBy)
+	m.WaitingOn = c.lists.of(f.WaitingOn)
 	m.Message, m.Reasons = f.Message, slices.Clone(f.Reasons)
 	c.keys[key] = m
 	g := c.group(c.cfg.Group(item))
@@ -190,11 +190,11 @@ func (c *Core[K, T]) parkMember(key K, item T, f Failure, now time.Time) {
 	g.put(m, locMember)
 	e := c.newEntity(g, m)
 	e.Message, e.Reasons = f.Message, slices.Clone(f.Reasons)
-	rejected := len(f.UnschedulablePlugins)+len(f.PendingPlugins) > 0
+	rejected := len(f.RejectedBy)+len(f.WaitingOn) > 0
 	s := afterBackoff
 	if rejected {
-		e.UnschedulablePlugins = c.lists.of(f.UnschedulablePlugins)
-		e.PendingPlugins = c.lists.of(f.PendingPlugins)
+		e.RejectedBy = c.lists.of(f.RejectedBy)
+		e.WaitingOn = c.lists.of(f.WaitingOn)
 		e.UnschedulableCount++
 		s = stayParked
 	} else {

@@ -58,7 +58,7 @@ func TestGroupIgnoresBudget(t *testing.T) {
 	})
 	h.setGroup("g", 1, 0)
 	h.add(gm("g", "a", 0), mk("lone", 0))
-	h.requeueGroup(h.popGroup("g"), Failure{UnschedulablePlugins: []string{"Fit"}})
+	h.requeueGroup(h.popGroup("g"), Failure{RejectedBy: []string{"Fit"}})
 	h.attemptFail("lone", "Fit")
 	h.move(evMachineAdd, 2)
 	h.want("a", InBackoff)
@@ -151,7 +151,7 @@ func TestMoveGroupStopsAtFirstQueue(t *testing.T) {
 	})
 	h.setGroup("g", 3, 0)
 	h.add(gm("g", "a", 0), gm("g", "b", 0), gm("g", "c", 0))
-	h.requeueGroup(h.popGroup("g"), Failure{UnschedulablePlugins: []string{"Fit"}})
+	h.requeueGroup(h.popGroup("g"), Failure{RejectedBy: []string{"Fit"}})
 	h.move(evMachineAdd, 4)
 	h.want("a", InBackoff)
 	if calls != 1 {

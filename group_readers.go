@@ -108,8 +108,8 @@ func (c *Core[K, T]) explainMember(m *entry[K, T], now time.Time) Explanation[K]
 			Status: Status{
 				Timestamp:               m.Timestamp,
 				InitialAttemptTimestamp: m.InitialAttemptTimestamp,
-				UnschedulablePlugins:    m.UnschedulablePlugins,
-				PendingPlugins:          m.PendingPlugins,
+				RejectedBy:              m.RejectedBy,
+				WaitingOn:               m.WaitingOn,
 				Reasons:                 m.Reasons,
 				Message:                 m.Message,
 			},
@@ -137,7 +137,7 @@ func (c *Core[K, T]) memberReason(m *entry[K, T], entity string) string {
 	if g.ent.loc == locGated {
 		for _, o := range g.queued {
 			if o.gated() {
-				return fmt.Sprintf("%s: member %v is gated by %s; %s", prefix, o.key, o.GatingPlugin, entity)
+				return fmt.Sprintf("%s: member %v is gated by %s; %s", prefix, o.key, o.GatedBy, entity)
 			}
 		}
 	}

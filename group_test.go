@@ -147,7 +147,7 @@ func TestGroupScenarios(t *testing.T) {
 		{"gated member joins a parked group: stays parked, not gated", func(t *testing.T, h *harness) {
 			h.setGroup("g", 1, 0)
 			h.add(gm("g", "a", 0))
-			h.requeueGroup(h.popGroup("g"), Failure{UnschedulablePlugins: []string{"Fit"}})
+			h.requeueGroup(h.popGroup("g"), Failure{RejectedBy: []string{"Fit"}})
 			h.want("a", InUnschedulable)
 			h.add(gated(gm("g", "b", 0)))
 			h.want("b", InUnschedulable)
@@ -170,7 +170,7 @@ func TestGroupScenarios(t *testing.T) {
 		{"update of a member of a parked group that a hint accepts moves the group", func(t *testing.T, h *harness) {
 			h.setGroup("g", 1, 0)
 			h.add(gm("g", "a", 0), gm("g", "b", 0))
-			h.requeueGroup(h.popGroup("g"), Failure{UnschedulablePlugins: []string{"Affinity"}})
+			h.requeueGroup(h.popGroup("g"), Failure{RejectedBy: []string{"Affinity"}})
 			h.want("a", InUnschedulable)
 			old := gm("g", "b", 0)
 			nu := old
@@ -194,7 +194,7 @@ func TestGroupScenarios(t *testing.T) {
 				t.Fatalf("prio %d", got)
 			}
 			h.want("b", InPending)
-			h.requeueGroup(a, Failure{UnschedulablePlugins: []string{"Fit"}})
+			h.requeueGroup(a, Failure{RejectedBy: []string{"Fit"}})
 			h.want("b", InUnschedulable)
 		}},
 		{"ungating the sole gated member ungates; another still gated keeps it gated", func(t *testing.T, h *harness) {
@@ -215,7 +215,7 @@ func TestGroupScenarios(t *testing.T) {
 			if err := h.c.Delete("a", h.now); err != nil {
 				t.Fatal(err)
 			}
-			h.requeueGroup(a, Failure{UnschedulablePlugins: []string{"Fit"}})
+			h.requeueGroup(a, Failure{RejectedBy: []string{"Fit"}})
 			h.want("a", absent)
 			h.noPop()
 			if len(h.c.groups) != 1 || h.c.groups["g"].ent != nil {
@@ -253,10 +253,10 @@ func TestGroupScenarios(t *testing.T) {
 				t.Fatal(err)
 			}
 			h.add(gm("g", "x", 0))
-			h.requeueGroup(a, Failure{UnschedulablePlugins: []string{"Fit"}})
+			h.requeueGroup(a, Failure{RejectedBy: []string{"Fit"}})
 			h.want("x", InUnschedulable)
 			h.noPop()
-			if e := h.c.groups["g"].ent; e == nil || e.UnschedulableCount != 1 || !slices.Equal(e.UnschedulablePlugins, []string{"Fit"}) {
+			if e := h.c.groups["g"].ent; e == nil || e.UnschedulableCount != 1 || !slices.Equal(e.RejectedBy, []string{"Fit"}) {
 				t.Fatalf("entity %+v, want parked on Fit with one unschedulable count", e)
 			}
 			h.move(evMachineAdd, 2)
@@ -274,7 +274,7 @@ func TestGroupScenarios(t *testing.T) {
 			a = h.popGroup("g")
 			h.move(evMachineAdd, 2)
 			h.step(time.Second)
-			h.requeueGroup(a, Failure{UnschedulablePlugins: []string{"Fit"}})
+			h.requeueGroup(a, Failure{RejectedBy: []string{"Fit"}})
 			x := h.info("a")
 			if _, l, _ := h.c.Get("a"); l != InBackoff {
 				t.Fatalf("at %v", l)
@@ -340,7 +340,7 @@ func TestGroupScenarios(t *testing.T) {
 			}
 			h.check()
 			h.want("b", InIncomplete)
-			h.requeueGroup(a, Failure{UnschedulablePlugins: []string{"Fit"}})
+			h.requeueGroup(a, Failure{RejectedBy: []string{"Fit"}})
 			h.want("a", InIncomplete)
 			if err := h.c.DeleteGroup("g", h.now); !errors.Is(err, ErrNotFound) {
 				t.Fatalf("second DeleteGroup: %v", err)
@@ -350,7 +350,7 @@ func TestGroupScenarios(t *testing.T) {
 			h.setGroup("g", 1, 0)
 			h.setGroup("q", 1, 0)
 			h.add(gm("g", "a", 0), gated(gm("q", "z", 0)))
-			h.requeueGroup(h.popGroup("g"), Failure{UnschedulablePlugins: []string{"Quiet"}})
+			h.requeueGroup(h.popGroup("g"), Failure{RejectedBy: []string{"Quiet"}})
 			h.want("a", InUnschedulable)
 			h.c.Activate([]string{"a", "z"}, h.now)
 			h.check()
@@ -358,7 +358,7 @@ func TestGroupScenarios(t *testing.T) {
 			h.want("z", InGated)
 			a := h.popGroup("g")
 			h.c.Activate([]string{"a"}, h.now)
-			h.requeueGroup(a, Failure{UnschedulablePlugins: []string{"Quiet"}})
+			h.requeueGroup(a, Failure{RejectedBy: []string{"Quiet"}})
 			h.want("a", InBackoff)
 		}},
 		{"move: one member's hint queues the group; an unregistered event does not", func(t *testing.T, h *harness) {
@@ -366,7 +366,7 @@ func TestGroupScenarios(t *testing.T) {
 			a, b := gm("g", "a", 0), gm("g", "b", 0)
 			b.label = "L"
 			h.add(a, b)
-			h.requeueGroup(h.popGroup("g"), Failure{UnschedulablePlugins: []string{"Affinity"}})
+			h.requeueGroup(h.popGroup("g"), Failure{RejectedBy: []string{"Affinity"}})
 			h.move(evService, nil)
 			h.want("a", InUnschedulable)
 			h.move(evPlacedAdd, "nope")
@@ -385,7 +385,7 @@ func TestGroupScenarios(t *testing.T) {
 			h.c.Tick(h.now)
 			h.check()
 			h.want("a", InActive)
-			h.requeueGroup(h.popGroup("g"), Failure{UnschedulablePlugins: []string{"Quiet"}})
+			h.requeueGroup(h.popGroup("g"), Failure{RejectedBy: []string{"Quiet"}})
 			h.step(5*time.Minute + time.Minute)
 			h.c.Tick(h.now)
 			h.check()
@@ -395,7 +395,7 @@ func TestGroupScenarios(t *testing.T) {
 		{"rejected without events: parked on its plugins, not spinning in backoff", func(t *testing.T, h *harness) {
 			h.setGroup("g", 1, 0)
 			h.add(gm("g", "a", 0))
-			h.requeueGroup(h.popGroup("g"), Failure{UnschedulablePlugins: []string{"Fit"}})
+			h.requeueGroup(h.popGroup("g"), Failure{RejectedBy: []string{"Fit"}})
 			h.want("a", InUnschedulable)
 			h.move(evMachineAdd, 3) // odd: the hint skips
 			h.want("a", InUnschedulable)
@@ -413,7 +413,7 @@ func TestGroupScenarios(t *testing.T) {
 			if x := h.c.Stats().Entities.Groups.InFlight; x != 2 {
 				t.Fatalf("groups in flight %d", x)
 			}
-			h.requeueGroup(aq, Failure{UnschedulablePlugins: []string{"Fit"}})
+			h.requeueGroup(aq, Failure{RejectedBy: []string{"Fit"}})
 			if err := h.c.Done(lone, h.now); err != nil {
 				t.Fatal(err)
 			}
@@ -451,12 +451,12 @@ func TestGroupScenarios(t *testing.T) {
 		}},
 		{"a member parked joins its group, or makes it failed", func(t *testing.T, h *harness) {
 			h.setGroup("g", 1, 0)
-			if err := h.c.Park(gm("g", "a", 0), Failure{UnschedulablePlugins: []string{"Fit"}}, h.now); err != nil {
+			if err := h.c.Park(gm("g", "a", 0), Failure{RejectedBy: []string{"Fit"}}, h.now); err != nil {
 				t.Fatal(err)
 			}
 			h.check()
 			h.want("a", InUnschedulable)
-			if err := h.c.Park(gm("g", "b", 0), Failure{UnschedulablePlugins: []string{"Fit"}}, h.now); err != nil {
+			if err := h.c.Park(gm("g", "b", 0), Failure{RejectedBy: []string{"Fit"}}, h.now); err != nil {
 				t.Fatal(err)
 			}
 			h.check()
@@ -515,7 +515,7 @@ func TestGroupScenarios(t *testing.T) {
 			h.want("a", InIncomplete)
 			h.add(gm("g", "b", 0))
 			h.setGroup("g", 1, 0)
-			h.requeueGroup(h.popGroup("g"), Failure{UnschedulablePlugins: []string{"Quiet"}})
+			h.requeueGroup(h.popGroup("g"), Failure{RejectedBy: []string{"Quiet"}})
 			h.c.Update(gm("g", "b", 0), gated(gm("g", "b", 0)), h.now)
 			h.want("b", InUnschedulable)
 			h.c.Activate([]string{"a"}, h.now) // runs the gates again

@@ -172,7 +172,7 @@ func (h *harness) noPop() {
 // means an error).
 func (h *harness) fail(name string, plugins ...string) {
 	h.t.Helper()
-	h.failWith(name, Failure{UnschedulablePlugins: plugins})
+	h.failWith(name, Failure{RejectedBy: plugins})
 }
 
 func (h *harness) failWith(name string, f Failure) {

@@ -13,22 +13,25 @@ type Status struct {
 	InitialAttemptTimestamp time.Time `json:"initialAttemptTimestamp,omitzero"`
 	// Attempts counts pops.
 	Attempts int `json:"attempts"`
-	// UnschedulableCount counts failed attempts that named a plugin.
+	// UnschedulableCount counts failed attempts that named a check.
 	UnschedulableCount int `json:"unschedulableCount"`
-	// ConsecutiveErrors counts failed attempts in a row that named no plugin
+	// ConsecutiveErrors counts failed attempts in a row that named no check
 	// (errors). An unschedulable failure resets it.
 	ConsecutiveErrors int `json:"consecutiveErrors"`
-	// UnschedulablePlugins rejected the item in its last failed attempt.
-	UnschedulablePlugins []string `json:"unschedulablePlugins,omitempty"`
-	// PendingPlugins left the item waiting for something that will happen
-	// by itself; an event they accept requeues it at once, not after backoff.
-	PendingPlugins []string `json:"pendingPlugins,omitempty"`
+	// RejectedBy names the checks that rejected the item in its last
+	// failed attempt (Failure.RejectedBy).
+	RejectedBy []string `json:"rejectedBy,omitempty"`
+	// WaitingOn names the checks that left the item waiting for something
+	// that will happen by itself; an event they accept requeues it at
+	// once, not after backoff (Failure.WaitingOn).
+	WaitingOn []string `json:"waitingOn,omitempty"`
 	// Reasons are the last failure's Failure.Reasons: why, as data.
 	Reasons []string `json:"reasons,omitempty"`
 	// Message is the last failure's Failure.Message: why, for people.
 	Message string `json:"message,omitempty"`
-	// GatingPlugin is the PreEnqueue check that holds the item back, if any.
-	GatingPlugin string `json:"gatingPlugin,omitempty"`
+	// GatedBy names the PreEnqueue check that holds the item back, if any
+	// (upstream: the gating plugin).
+	GatedBy string `json:"gatedBy,omitempty"`
 	// BackoffExpiry is when the current backoff ends; zero outside backoffQ.
 	BackoffExpiry time.Time `json:"backoffExpiry,omitzero"`
 }

@@ -67,19 +67,19 @@ func (c *Core[K, T]) checkInvariants() error {
 			bad("parked[%d] key %v is not the map's entry", i, e.key)
 		}
 		if (e.loc == locGated) != e.gated() {
-			bad("parked key %v: loc %d but gating plugin %q", e.key, e.loc, e.GatingPlugin)
+			bad("parked key %v: loc %d but gating plugin %q", e.key, e.loc, e.GatedBy)
 		}
 		if e.loc == locGated {
 			gated++
 		}
 		want := map[string]bool{}
 		if e.gated() {
-			want[e.GatingPlugin] = true
+			want[e.GatedBy] = true
 		} else {
-			for _, p := range e.UnschedulablePlugins {
+			for _, p := range e.RejectedBy {
 				want[p] = true
 			}
-			for _, p := range e.PendingPlugins {
+			for _, p := range e.WaitingOn {
 				want[p] = true
 			}
 			if len(want) == 0 {

@@ -53,15 +53,15 @@ func newModel(cfg Config[string, job]) *model {
 }
 
 func (m *model) rejected(it *mItem) bool {
-	return len(it.UnschedulablePlugins)+len(it.PendingPlugins) > 0
+	return len(it.RejectedBy)+len(it.WaitingOn) > 0
 }
 
 func (m *model) admit(it *mItem) bool {
 	if it.Item.gated {
-		it.GatingPlugin = "Gate"
+		it.GatedBy = "Gate"
 		return false
 	}
-	it.GatingPlugin = ""
+	it.GatedBy = ""
 	return true
 }
 
@@ -95,7 +95,7 @@ func (m *model) park(it *mItem) {
 	if it.loc != InUnschedulable && it.loc != InGated {
 		it.BackoffExpiry = time.Time{}
 	}
-	if it.GatingPlugin != "" {
+	if it.GatedBy != "" {
 		it.loc = InGated
 		it.deferredBy = nil // a gated item waits for its gate, not for room
 	} else {
@@ -140,11 +140,11 @@ func (m *model) requeue(it *mItem, s strategy, now time.Time) {
 }
 
 func (m *model) holds(it *mItem, plugin string) bool {
-	return plugin == it.GatingPlugin || slices.Contains(it.UnschedulablePlugins, plugin) || slices.Contains(it.PendingPlugins, plugin)
+	return plugin == it.GatedBy || slices.Contains(it.RejectedBy, plugin) || slices.Contains(it.WaitingOn, plugin)
 }
 
 func (m *model) worth(it *mItem, e mEvent) strategy {
-	if ev := e.ev; ev.wildcard() || !m.rejected(it) && it.GatingPlugin == "" {
+	if ev := e.ev; ev.wildcard() || !m.rejected(it) && it.GatedBy == "" {
 		return afterBackoff
 	}
 	s := stayParked
@@ -157,7 +157,7 @@ func (m *model) worth(it *mItem, e mEvent) strategy {
 				continue
 			}
 		}
-		if slices.Contains(it.PendingPlugins, r.plugin) {
+		if slices.Contains(it.WaitingOn, r.plugin) {
 			return immediately
 		}
 		s = afterBackoff
@@ -170,7 +170,7 @@ func (m *model) gatingMatches(it *mItem, ev Event) bool {
 		return true
 	}
 	for _, r := range m.regs {
-		if r.plugin == it.GatingPlugin && modelMatch(r.event, ev) {
+		if r.plugin == it.GatedBy && modelMatch(r.event, ev) {
 			return true
 		}
 	}
@@ -342,8 +342,8 @@ func (m *model) failed(it *mItem, p job, cycle int64, f Failure, since []mEvent,
 	it.Timestamp = now
 	it.BackoffExpiry = time.Time{}
 	it.FlushedFromUnschedulable = false
-	it.UnschedulablePlugins = slices.Clone(f.UnschedulablePlugins)
-	it.PendingPlugins = slices.Clone(f.PendingPlugins)
+	it.RejectedBy = slices.Clone(f.RejectedBy)
+	it.WaitingOn = slices.Clone(f.WaitingOn)
 	if m.rejected(it) {
 		it.UnschedulableCount++
 		it.ConsecutiveErrors = 0
@@ -537,9 +537,9 @@ func (m *model) compare(c *Core[string, job], names []string) error {
 		g, w := info, want.Info
 		if g.Item != w.Item || !g.Timestamp.Equal(w.Timestamp) || !g.InitialAttemptTimestamp.Equal(w.InitialAttemptTimestamp) ||
 			g.Attempts != w.Attempts || g.UnschedulableCount != w.UnschedulableCount || g.ConsecutiveErrors != w.ConsecutiveErrors ||
-			g.GatingPlugin != w.GatingPlugin || !g.BackoffExpiry.Equal(w.BackoffExpiry) ||
+			g.GatedBy != w.GatedBy || !g.BackoffExpiry.Equal(w.BackoffExpiry) ||
 			g.FlushedFromUnschedulable != w.FlushedFromUnschedulable || g.Cycle != w.Cycle ||
-			!slices.Equal(g.UnschedulablePlugins, w.UnschedulablePlugins) || !slices.Equal(g.PendingPlugins, w.PendingPlugins) {
+			!slices.Equal(g.RejectedBy, w.RejectedBy) || !slices.Equal(g.WaitingOn, w.WaitingOn) {
 			return fmt.Errorf("%s: info\n  core  %+v\n  model %+v", name, g, w)
 		}
 	}

@@ -21,7 +21,7 @@ func (c *Core[K, T]) admit(e *entry[K, T]) bool {
 	// when queued items are many: load the next pop's entry first, so
 	// that its misses overlap with theirs.
 	c.active.WarmFront()
-	if g := e.GatingPlugin; g != "" {
+	if g := e.GatedBy; g != "" {
 		for _, p := range checks {
 			if p.Name == g && !p.Admit(e.Item) {
 				return false
@@ -29,7 +29,7 @@ func (c *Core[K, T]) admit(e *entry[K, T]) bool {
 		}
 	}
 	for _, p := range checks {
-		if p.Name != e.GatingPlugin && !p.Admit(e.Item) {
+		if p.Name != e.GatedBy && !p.Admit(e.Item) {
 			c.setGate(e, p.Name)
 			return false
 		}
@@ -42,9 +42,9 @@ func (c *Core[K, T]) admit(e *entry[K, T]) bool {
 // first, since they are kept by plugin name; the caller's placement puts
 // them back.
 func (c *Core[K, T]) setGate(e *entry[K, T], plugin string) {
-	if e.GatingPlugin != plugin {
+	if e.GatedBy != plugin {
 		c.uncount(e)
-		e.GatingPlugin = plugin
+		e.GatedBy = plugin
 	}
 }
 
@@ -109,7 +109,7 @@ func (c *Core[K, T]) park(e *entry[K, T], label string, now time.Time) {
 	c.release(e, now) // parked without an attempt: it holds no room
 	switch e.loc {
 	case locParked, locGated:
-		if (e.loc == locGated) == e.gated() && (!e.gated() || e.more.slots[0].b.plugin == e.GatingPlugin) {
+		if (e.loc == locGated) == e.gated() && (!e.gated() || e.more.slots[0].b.plugin == e.GatedBy) {
 			return
 		}
 		c.parked.remove(e)
@@ -204,14 +204,14 @@ func (c *Core[K, T]) worth(e *entry[K, T], ev Event, label string, oldObj, newOb
 	if e.kind == kindGroup {
 		return c.worthGroup(e, ev, label, oldObj, newObj)
 	}
-	return c.askHints(c.heldBy(e, ev), e.Item, e.hclass, label, len(e.PendingPlugins) > 0, oldObj, newObj)
+	return c.askHints(c.heldBy(e, ev), e.Item, e.hclass, label, len(e.WaitingOn) > 0, oldObj, newObj)
 }
 
 // worthItem is worth for item, judged against e's plugins: a member of
 // the group entity e, updated. It runs outside move requests, so the
 // hint memo is not in use and the class is not needed.
 func (c *Core[K, T]) worthItem(e *entry[K, T], item T, ev Event, label string, oldObj, newObj any) strategy {
-	return c.askHints(c.heldBy(e, ev), item, 0, label, len(e.PendingPlugins) > 0, oldObj, newObj)
+	return c.askHints(c.heldBy(e, ev), item, 0, label, len(e.WaitingOn) > 0, oldObj, newObj)
 }
 
 // heldReg is a registration that hears an event, of a plugin that holds an
@@ -229,21 +229,21 @@ type heldReg struct {
 // again. No allocation once warm.
 func (c *Core[K, T]) heldBy(e *entry[K, T], ev Event) []heldReg {
 	k := &c.heldFor
-	if k.set && k.ev == ev && k.gating == e.GatingPlugin &&
-		sameList(e.PendingPlugins, k.lastPending, k.pending, k.inMove) &&
-		sameList(e.UnschedulablePlugins, k.lastUnsched, k.unsched, k.inMove) {
-		k.lastPending, k.lastUnsched = e.PendingPlugins, e.UnschedulablePlugins
+	if k.set && k.ev == ev && k.gating == e.GatedBy &&
+		sameList(e.WaitingOn, k.lastPending, k.pending, k.inMove) &&
+		sameList(e.RejectedBy, k.lastUnsched, k.unsched, k.inMove) {
+		k.lastPending, k.lastUnsched = e.WaitingOn, e.RejectedBy
 		return c.held // a move's candidates mostly share their plugins
 	}
-	k.lastPending, k.lastUnsched = e.PendingPlugins, e.UnschedulablePlugins
-	k.set, k.ev, k.gating = true, ev, e.GatingPlugin
-	k.pending = append(k.pending[:0], e.PendingPlugins...)
-	k.unsched = append(k.unsched[:0], e.UnschedulablePlugins...)
+	k.lastPending, k.lastUnsched = e.WaitingOn, e.RejectedBy
+	k.set, k.ev, k.gating = true, ev, e.GatedBy
+	k.pending = append(k.pending[:0], e.WaitingOn...)
+	k.unsched = append(k.unsched[:0], e.RejectedBy...)
 	out := c.held[:0]
 	for _, i := range c.hears(ev) {
 		plugin := c.regs[i].plugin
-		pending := slices.Contains(e.PendingPlugins, plugin)
-		if pending || plugin == e.GatingPlugin || slices.Contains(e.UnschedulablePlugins, plugin) {
+		pending := slices.Contains(e.WaitingOn, plugin)
+		if pending || plugin == e.GatedBy || slices.Contains(e.RejectedBy, plugin) {
 			out = append(out, heldReg{reg: i, pending: pending})
 		}
 	}
@@ -316,7 +316,7 @@ func (c *Core[K, T]) gatingMatches(e *entry[K, T], ev Event) bool {
 		return true
 	}
 	for _, i := range c.hears(ev) {
-		if c.regs[i].plugin == e.GatingPlugin {
+		if c.regs[i].plugin == e.GatedBy {
 			return true
 		}
 	}

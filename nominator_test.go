@@ -87,7 +87,7 @@ func TestNominator(t *testing.T) {
 			if err := h.c.Nominate("a", "t1"); !errors.Is(err, ErrNotFound) {
 				h.t.Fatalf("nominate a deleted item: %v", err)
 			}
-			if err := h.c.Requeue(req(a.Item, a.Cycle), Failure{UnschedulablePlugins: []string{"Fit"}}, h.now); err != nil {
+			if err := h.c.Requeue(req(a.Item, a.Cycle), Failure{RejectedBy: []string{"Fit"}}, h.now); err != nil {
 				h.t.Fatal(err)
 			}
 		}, map[string][]string{"t1": nil}},
@@ -95,7 +95,7 @@ func TestNominator(t *testing.T) {
 			h.add(mk("a", 1))
 			a := h.pop()
 			h.nominate("a", "t1")
-			if err := h.c.Requeue(req(a.Item, a.Cycle), Failure{UnschedulablePlugins: []string{"Fit"}}, h.now); err != nil {
+			if err := h.c.Requeue(req(a.Item, a.Cycle), Failure{RejectedBy: []string{"Fit"}}, h.now); err != nil {
 				h.t.Fatal(err)
 			}
 			h.want("a", InUnschedulable)

@@ -34,17 +34,17 @@ func (p *parked[K, T]) add(e *entry[K, T]) {
 	e.gen = 0 // no mark from an earlier epoch (Core.nextEpoch)
 	e.idx = int32(len(p.all))
 	p.all = append(p.all, e)
-	if e.GatingPlugin != "" {
+	if e.GatedBy != "" {
 		e.loc = locGated
 		p.gated++
-		p.index(e, e.GatingPlugin)
+		p.index(e, e.GatedBy)
 		return
 	}
 	e.loc = locParked
-	for _, name := range e.UnschedulablePlugins {
+	for _, name := range e.RejectedBy {
 		p.index(e, name)
 	}
-	for _, name := range e.PendingPlugins {
+	for _, name := range e.WaitingOn {
 		p.index(e, name)
 	}
 }

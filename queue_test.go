@@ -149,7 +149,7 @@ func TestQueueRunFlushes(t *testing.T) {
 		if waited := time.Since(start); waited < time.Second || waited > 2*time.Second {
 			t.Fatalf("popped after %v, want within the second after the 1s backoff", waited)
 		}
-		if err := q.Requeue(req(info.Item, info.Cycle+1), Failure{UnschedulablePlugins: []string{"Quiet"}}); err != nil {
+		if err := q.Requeue(req(info.Item, info.Cycle+1), Failure{RejectedBy: []string{"Quiet"}}); err != nil {
 			t.Fatal(err)
 		}
 		// Parked on a plugin no event wakes: the leftover flush retries it
@@ -220,7 +220,7 @@ func TestQueueConcurrent(t *testing.T) {
 				name := info.Item.name
 				if info.Attempts == 1 && len(name)%2 == 0 {
 					// Fail some once, and bring them straight back.
-					if err := q.Requeue(req(info.Item, info.Cycle), Failure{UnschedulablePlugins: []string{"Fit"}}); err != nil {
+					if err := q.Requeue(req(info.Item, info.Cycle), Failure{RejectedBy: []string{"Fit"}}); err != nil {
 						t.Error(err)
 					}
 					q.Activate(name)

@@ -421,10 +421,10 @@ func (s *scriptRun) done(a Attempt[string, job], placed string) error {
 func failureOf(plain []string, kv map[string]string) Failure {
 	var f Failure
 	if how := plain[len(plain)-1]; how != "error" {
-		f.UnschedulablePlugins = strings.Split(how, ",")
+		f.RejectedBy = strings.Split(how, ",")
 	}
 	if p := kv["pending"]; p != "" {
-		f.PendingPlugins = strings.Split(p, ",")
+		f.WaitingOn = strings.Split(p, ",")
 	}
 	return f
 }

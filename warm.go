@@ -8,7 +8,7 @@ package schedq
 // in the cache. O(1).
 func (e *entry[K, T]) warm() uint64 {
 	return uint64(e.loc) + uint64(e.Status.InitialAttemptTimestamp.Nanosecond()) +
-		uint64(len(e.UnschedulablePlugins)) + uint64(len(e.GatingPlugin))
+		uint64(len(e.RejectedBy)) + uint64(len(e.GatedBy))
 }
 
 // warmAll is warm and the last cache line too, the key's, which a pop

@@ -82,7 +82,7 @@ func (f *fixture) fail(name string, plugins ...string) {
 	if !ok || info.Item.name != name {
 		f.t.Fatalf("popped %q, want %q", info.Item.name, name)
 	}
-	if err := f.c.Requeue(info, schedq.Failure{UnschedulablePlugins: plugins}, f.now); err != nil {
+	if err := f.c.Requeue(info, schedq.Failure{RejectedBy: plugins}, f.now); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -160,7 +160,7 @@ scheduler_inflight_events{event="NodeAdd"} 1
 scheduler_inflight_events{event="PodPopped"} 1
 `, "scheduler_inflight_events")
 	// Parked again, flushed by the timeout, and scheduled: counted.
-	f.c.Requeue(info, schedq.Failure{UnschedulablePlugins: []string{"Quiet"}}, f.now)
+	f.c.Requeue(info, schedq.Failure{RejectedBy: []string{"Quiet"}}, f.now)
 	f.now = f.now.Add(6 * time.Minute)
 	f.c.Tick(f.now)
 	f.wantIncoming("active", "UnschedulableTimeout", 1)
@@ -323,7 +323,7 @@ func gaugesFollowTheQueue(t *testing.T, seed uint64, steps int) {
 				if r.IntN(2) == 0 {
 					plugins = []string{"Fit"}
 				}
-				f.c.Requeue(info, schedq.Failure{UnschedulablePlugins: plugins}, f.now)
+				f.c.Requeue(info, schedq.Failure{RejectedBy: plugins}, f.now)
 				delete(inflight, n)
 				break
 			}

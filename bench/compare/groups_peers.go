@@ -131,7 +131,7 @@ func schedqGroups(n int, classes bool) func(b *testing.B) {
 				return a.Item.Name
 			},
 			fail: func(plugins []string) {
-				if err := q.Requeue(cur, schedq.Failure{UnschedulablePlugins: plugins}); err != nil {
+				if err := q.Requeue(cur, schedq.Failure{RejectedBy: plugins}); err != nil {
 					b.Fatal(err)
 				}
 			},

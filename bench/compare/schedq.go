@@ -106,7 +106,7 @@ func schedqMoveAll(n int, move bool) func(b *testing.B) {
 		for _, p := range upstreamPods(n) {
 			q.Add(p)
 		}
-		fail := schedq.Failure{UnschedulablePlugins: []string{upstream.PluginA}}
+		fail := schedq.Failure{RejectedBy: []string{upstream.PluginA}}
 		park := func() {
 			for range n {
 				info, err := q.Pop(ctx)
@@ -172,7 +172,7 @@ func schedqMixed(n int) func(b *testing.B) {
 				return info.Item
 			},
 			fail: func(plugins []string) {
-				q.Requeue(cur, schedq.Failure{UnschedulablePlugins: plugins})
+				q.Requeue(cur, schedq.Failure{RejectedBy: plugins})
 			},
 			done: func() { q.Done(cur) },
 			event: func(oldObj, newObj any) {

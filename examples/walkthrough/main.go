@@ -66,7 +66,7 @@ func main() {
 
 	gpu, _ := q.Pop(now)
 	show("pop gpu")
-	q.Requeue(gpu, schedq.Failure{UnschedulablePlugins: []string{"Fit"}}, now)
+	q.Requeue(gpu, schedq.Failure{RejectedBy: []string{"Fit"}}, now)
 	show("gpu fits no node: parked until an event helps")
 	if x, err := q.Explain("gpu", now); err == nil {
 		fmt.Printf("\nwhy is gpu pending?\n%s\n", x)

@@ -307,7 +307,7 @@ func TestExplainParkedPosition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.queue.Requeue(a, schedq.Failure{UnschedulablePlugins: []string{"NodeResourcesFit"}, Message: "0/1 nodes are available: 1 Insufficient cpu."}); err != nil {
+	if err := l.queue.Requeue(a, schedq.Failure{RejectedBy: []string{"NodeResourcesFit"}, Message: "0/1 nodes are available: 1 Insufficient cpu."}); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(Handler(prometheus.NewRegistry(), l.queue, func() (bool, string) { return true, "ok" }, nil))

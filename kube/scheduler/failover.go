@@ -185,7 +185,7 @@ func (w *warmStart) park(h *Handlers, pod *v1.Pod) bool {
 		return false
 	}
 	// Queued as if an attempt had failed so.
-	err := h.Queue.Park(pod, schedq.Failure{UnschedulablePlugins: rec.plugins})
+	err := h.Queue.Park(pod, schedq.Failure{RejectedBy: rec.plugins})
 	if err != nil {
 		h.check("park", pod, err)
 		return errors.Is(err, schedq.ErrAlreadyQueued) || errors.Is(err, schedq.ErrClosed)

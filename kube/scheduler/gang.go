@@ -110,7 +110,7 @@ func (s *Scheduler) failGroup(ctx context.Context, a Attempt, start time.Time, g
 	f := schedq.Failure{Message: out.Message}
 	reason := "SchedulerError"
 	if out.Result == Unschedulable {
-		f.UnschedulablePlugins = out.Plugins
+		f.RejectedBy = out.Plugins
 		reason = "Unschedulable"
 	}
 	s.o.Metrics.attempt(out.Result, s.o.Now().Sub(start))

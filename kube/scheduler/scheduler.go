@@ -259,7 +259,7 @@ func (s *Scheduler) fail(ctx context.Context, info Attempt, start time.Time, out
 	f := schedq.Failure{Message: out.Message, Reasons: out.Reasons}
 	reason := "SchedulerError"
 	if out.Result == Unschedulable {
-		f.UnschedulablePlugins, f.PendingPlugins = out.Plugins, out.Pending
+		f.RejectedBy, f.WaitingOn = out.Plugins, out.Pending
 		reason = v1.PodReasonUnschedulable
 	}
 	s.o.Metrics.attempt(out.Result, s.o.Now().Sub(start))

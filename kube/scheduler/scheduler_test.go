@@ -200,7 +200,7 @@ func TestBindingFailureIsAnError(t *testing.T) {
 		t.Fatal("a pod whose binding failed is still assumed")
 	}
 	info, loc, _ := f.q.Get(key)
-	if loc != schedq.InBackoff || info.ConsecutiveErrors != 1 || len(info.UnschedulablePlugins) != 0 {
+	if loc != schedq.InBackoff || info.ConsecutiveErrors != 1 || len(info.RejectedBy) != 0 {
 		t.Fatalf("after a binding error: %v %+v", loc, info)
 	}
 }

@@ -250,7 +250,7 @@ func (s *sim) pendingReason(st *podStat) string {
 	}
 	switch x.Location {
 	case schedq.InGated:
-		return "gated by " + x.GatingPlugin
+		return "gated by " + x.GatedBy
 	case schedq.InActive, schedq.InFlight:
 		return x.Location.String() + ": not tried yet when the run ended"
 	}

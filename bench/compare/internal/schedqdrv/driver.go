@@ -169,7 +169,7 @@ func (d *Driver) Pop() (string, bool) {
 
 // FailUnschedulable returns an in-flight pod as rejected by plugins.
 func (d *Driver) FailUnschedulable(name string, plugins []string) error {
-	return d.fail(name, schedq.Failure{UnschedulablePlugins: plugins})
+	return d.fail(name, schedq.Failure{RejectedBy: plugins})
 }
 
 // FailError returns an in-flight pod as failed by an error.

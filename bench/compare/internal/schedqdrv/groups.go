@@ -44,7 +44,7 @@ func (d *Driver) FailGroup(group string, plugins []string) error {
 	if err != nil {
 		return err
 	}
-	return d.c.Requeue(a, schedq.Failure{UnschedulablePlugins: plugins}, d.now)
+	return d.c.Requeue(a, schedq.Failure{RejectedBy: plugins}, d.now)
 }
 
 // DoneGroup ends group's attempt as a success: every member was placed.

@@ -258,8 +258,8 @@ func (u *Upstream) Replay(ops []sim.Op, check bool) error {
 			}
 			delete(u.popped, kframework.Key(op.Pod))
 			pi.ClearRejectorPlugins()
-			pi.UnschedulablePlugins = sets.New(op.Failure.UnschedulablePlugins...)
-			pi.PendingPlugins = sets.New(op.Failure.PendingPlugins...)
+			pi.UnschedulablePlugins = sets.New(op.Failure.RejectedBy...)
+			pi.PendingPlugins = sets.New(op.Failure.WaitingOn...)
 			u.q.AddUnschedulablePodIfNotPresent(u.logger, pi, op.Cycle)
 		case "move":
 			u.q.MoveAllToActiveOrBackoffQueue(u.logger, clusterEvent(op.Event), op.OldObj, op.NewObj, nil)
