@@ -39,17 +39,7 @@ func (s *sized) Return(j job) bool { s.room += sizeOf(j); return true }
 // the Take calls of each. cached uses the default order on cached
 // priorities (Config.Priority) instead of a Less.
 func classBudgetRun(t *testing.T, byClass, cached bool, drop ...string) (active [2][]string, takes [2][]string) {
-	h := newHarness(t, func(c *Config[string, job]) {
-		c.HintClass = classOfLabel
-		c.ClassBudget = byClass
-		c.Budget = func(ev Event, _, newObj any) (Budget[job], bool) {
-			s, ok := newObj.(*sized)
-			return s, ok
-		}
-		if cached {
-			c.Less, c.Priority = nil, jobPrio
-		}
-	})
+	h := newHarness(t, sizedRoom(byClass, cached))
 	items := []job{
 		{name: "big1", prio: 9, label: "big"}, {name: "big2", prio: 8, label: "big"},
 		{name: "small1", prio: 7, label: "small"}, {name: "big3", prio: 6, label: "big"},
@@ -148,15 +138,7 @@ func TestClassBudgetCachedOrderRandom(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed, 7))
 		var hs [2]*harness
 		for i, byClass := range []bool{false, true} {
-			hs[i] = newHarness(t, func(c *Config[string, job]) {
-				c.HintClass = classOfLabel
-				c.ClassBudget = byClass
-				c.Budget = func(ev Event, _, newObj any) (Budget[job], bool) {
-					s, ok := newObj.(*sized)
-					return s, ok
-				}
-				c.Less, c.Priority = nil, jobPrio
-			})
+			hs[i] = newHarness(t, sizedRoom(byClass, true))
 		}
 		items := make([]job, 30)
 		for i := range items {
@@ -231,15 +213,7 @@ func TestClassBudgetCachedOrderRandom(t *testing.T) {
 // best of the tail (s3), as a Take per item in pop order gives it.
 func TestClassBudgetTailInPopOrder(t *testing.T) {
 	for _, byClass := range []bool{false, true} {
-		h := newHarness(t, func(c *Config[string, job]) {
-			c.HintClass = classOfLabel
-			c.ClassBudget = byClass
-			c.Budget = func(ev Event, _, newObj any) (Budget[job], bool) {
-				s, ok := newObj.(*sized)
-				return s, ok
-			}
-			c.Less, c.Priority = nil, jobPrio
-		})
+		h := newHarness(t, sizedRoom(byClass, true))
 		// Added (and so found) out of pop order.
 		for _, p := range []int32{4, 9, 6, 8, 5, 7} {
 			h.add(job{name: fmt.Sprint("s", 10-p), prio: p, label: "small"})
@@ -258,5 +232,23 @@ func TestClassBudgetTailInPopOrder(t *testing.T) {
 			h.want(name, InUnschedulable)
 		}
 		h.want("s3", InActive)
+	}
+}
+
+// sizedRoom configures a harness whose events carry their room as a
+// *sized budget, with hint classes by label; byClass sets ClassBudget,
+// and cached the default order on cached priorities (Config.Priority)
+// instead of the harness's Less.
+func sizedRoom(byClass, cached bool) func(c *Config[string, job]) {
+	return func(c *Config[string, job]) {
+		c.HintClass = classOfLabel
+		c.ClassBudget = byClass
+		c.Budget = func(ev Event, _, newObj any) (Budget[job], bool) {
+			s, ok := newObj.(*sized)
+			return s, ok
+		}
+		if cached {
+			c.Less, c.Priority = nil, jobPrio
+		}
 	}
 }
