@@ -1,6 +1,7 @@
 package schedq
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -188,6 +189,19 @@ type orderKey struct {
 	prio int32
 	i    int32
 	ts   int64
+}
+
+// cmpOrderKey is the pop order of sort keys: higher priority first, then
+// the earlier timestamp, then the earlier index (a total order, so that
+// an unstable sort is deterministic).
+func cmpOrderKey(x, y orderKey) int {
+	if x.prio != y.prio {
+		return cmp.Compare(y.prio, x.prio)
+	}
+	if x.ts != y.ts {
+		return cmp.Compare(x.ts, y.ts)
+	}
+	return cmp.Compare(x.i, y.i)
 }
 
 // take offers e to b, unless an item of e's class found no room in b

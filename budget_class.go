@@ -1,7 +1,6 @@
 package schedq
 
 import (
-	"cmp"
 	"time"
 
 	"github.com/schedq/schedq/internal/heap"
@@ -121,19 +120,6 @@ func (c *Core[K, T]) offerTail(g *roomGroup[K, T], full *classSet, now time.Time
 		c.recycleTail(g.tail.Release())
 		g.tailClasses = nil
 	}
-}
-
-// cmpOrderKey is the pop order of sort keys: higher priority first, then
-// the earlier timestamp, then the earlier index (a total order, so that
-// an unstable sort is deterministic).
-func cmpOrderKey(x, y orderKey) int {
-	if x.prio != y.prio {
-		return cmp.Compare(y.prio, x.prio)
-	}
-	if x.ts != y.ts {
-		return cmp.Compare(x.ts, y.ts)
-	}
-	return cmp.Compare(x.i, y.i)
 }
 
 // hasAll reports whether every class of cs is in s. O(len(cs)) once s
