@@ -248,8 +248,9 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	h := &scheduler.Handlers{Queue: queues, Cache: c, SchedulerName: o.SchedulerName, Logger: log, AffinityMatch: plugins.MatchesRequiredAffinity,
 		Hints: qcfg.Hints}
 	pods := factory.Core().V1().Pods().Informer()
+	others := watched(factory, qcfg.Hints)
 	handlersSynced, err := h.Register(pods, factory.Core().V1().Nodes().Informer(),
-		factory.Core().V1().Namespaces().Informer(), watched(factory, qcfg.Hints))
+		factory.Core().V1().Namespaces().Informer(), others)
 	if err != nil {
 		return err
 	}
@@ -274,6 +275,7 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	watch := newLoopWatch(o.Clock, o.StallTimeout)
 	fc := newForecaster(o, &liveState{queue: queues, cache: c, pods: pods.GetStore(),
 		namespaces: factory.Core().V1().Namespaces().Informer().GetStore(), groups: storeOf(podGroups),
+		objects:       forecastStores(others),
 		schedulerName: o.SchedulerName, clock: o.Clock}, o.Clock)
 	fc.busy = func() bool { return queues.Counts().Active > 0 }
 	fc.stop = ctx.Done()

@@ -6,11 +6,13 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 	"github.com/schedq/schedq/kube/scheduler"
 	"github.com/schedq/schedq/kube/sim"
@@ -34,11 +36,14 @@ const copyChunk = 1000
 // cache's, the queue's and the stores' own locks); the forecaster calls it
 // from one run at a time.
 type liveState struct {
-	queue         pendingView
-	cache         *scheduler.Cache
-	pods          cache.Store // the pod informer's: pending pods' objects
-	namespaces    cache.Store // the namespace informer's
-	groups        cache.Store // the PodGroup informer's; nil without
+	queue      pendingView
+	cache      *scheduler.Cache
+	pods       cache.Store // the pod informer's: pending pods' objects
+	namespaces cache.Store // the namespace informer's
+	groups     cache.Store // the PodGroup informer's; nil without
+	// objects are the stores of the volumes, claims and DRA objects the
+	// plugins watch (forecastStores): sim.ForecastState.Objects.
+	objects       []cache.Store
 	schedulerName string
 	clock         clock.PassiveClock
 }
@@ -69,6 +74,7 @@ func (l *liveState) copy() (*sim.ForecastState, CopyStats) {
 		}
 	}
 	slices.SortFunc(st.Namespaces, func(a, b *v1.Namespace) int { return compareKeys(a.Name, b.Name) })
+	st.Objects = l.copyObjects()
 	if l.groups != nil {
 		for _, obj := range l.groups.List() {
 			if pg, ok := obj.(*schedulingv1beta1.PodGroup); ok {
@@ -198,6 +204,41 @@ func (l *liveState) pending(order []string, nominated map[string]string, seen ma
 		}
 	}
 	return append(out, queued...)
+}
+
+// copyObjects lists the objects of l.objects, store by store, each sorted
+// by key. They are the informers' objects, shared and read-only, as the
+// pods are. O(k log k) for k objects; each store holds its own lock.
+func (l *liveState) copyObjects() []runtime.Object {
+	var out []runtime.Object
+	for _, s := range l.objects {
+		keys := s.ListKeys()
+		slices.Sort(keys)
+		for _, k := range keys {
+			if obj, ok, _ := s.GetByKey(k); ok {
+				if o, ok := obj.(runtime.Object); ok {
+					out = append(out, o)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// forecastStores returns, in a fixed order, the stores of the watched
+// informers (see watched) whose objects a forecast's state carries:
+// volumes, volume claims, storage classes, CSI nodes and DRA's device
+// classes, slices and claims. A kind no plugin watches is left out.
+func forecastStores(w map[string]cache.SharedIndexInformer) []cache.Store {
+	var out []cache.Store
+	for _, kind := range []string{clusterevent.PersistentVolume, clusterevent.PersistentVolumeClaim,
+		clusterevent.StorageClass, clusterevent.CSINode, clusterevent.DeviceClass,
+		clusterevent.ResourceSlice, clusterevent.ResourceClaim} {
+		if inf := w[kind]; inf != nil {
+			out = append(out, inf.GetStore())
+		}
+	}
+	return out
 }
 
 // hold runs f, which takes one lock once, and keeps the longest duration.

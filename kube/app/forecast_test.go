@@ -38,6 +38,8 @@ type liveCluster struct {
 	pods   cache.Store
 	nss    cache.Store
 	groups cache.Store
+	// objs holds the volumes and claims (liveState.objects).
+	objs   cache.Store
 	copies atomic.Int32
 	// block, if set, holds each forecast's copy until it is closed.
 	block chan struct{}
@@ -53,12 +55,13 @@ func newLiveCluster(t *testing.T, nodes int) *liveCluster {
 	}
 	l := &liveCluster{t: t, clk: testingclock.NewFakeClock(liveNow), cache: scheduler.NewCache(), queue: q,
 		pods: cache.NewStore(cache.MetaNamespaceKeyFunc), nss: cache.NewStore(cache.MetaNamespaceKeyFunc),
-		groups: cache.NewStore(cache.MetaNamespaceKeyFunc)}
+		groups: cache.NewStore(cache.MetaNamespaceKeyFunc), objs: cache.NewStore(cache.MetaNamespaceKeyFunc)}
 	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
 	l.nss.Add(ns)
 	l.cache.SetNamespace(ns)
 	for i := range nodes {
-		n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n" + string(rune('0'+i))},
+		name := "n" + string(rune('0'+i))
+		n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelHostname: name}},
 			Status: v1.NodeStatus{Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"),
 				v1.ResourceMemory: resource.MustParse("8Gi"), v1.ResourcePods: resource.MustParse("110")}}}
 		l.cache.AddNode(n)
@@ -97,7 +100,7 @@ func (l *liveCluster) pending(p *v1.Pod) {
 
 func (l *liveCluster) forecaster() *forecaster {
 	ls := &liveState{queue: l.queue, cache: l.cache, pods: l.pods, namespaces: l.nss, groups: l.groups,
-		schedulerName: "schedq", clock: l.clk}
+		objects: []cache.Store{l.objs}, schedulerName: "schedq", clock: l.clk}
 	f := newForecaster(Options{}, ls, l.clk)
 	state := f.state
 	f.state = func() (*sim.ForecastState, CopyStats) {
@@ -180,6 +183,38 @@ func TestLiveForecast(t *testing.T) {
 		text, err := Explain(context.Background(), http.DefaultClient, srv.URL, "default", "p", "text")
 		if err != nil || !strings.Contains(string(text), "predicted start: 2026-03-01T12:06:00Z (in 6m0s) on n0; basis: 1 ends by "+sim.SourceDeadline) {
 			t.Errorf("schedq explain: %v %s", err, text)
+		}
+	})
+	t.Run("pod with a volume claim starts on its volume's node", func(t *testing.T) {
+		l := newLiveCluster(t, 2)
+		pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv"},
+			Spec: v1.PersistentVolumeSpec{Capacity: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+				AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+				ClaimRef:    &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: "data", UID: "uid-data"},
+				NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+					MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{"n1"}}}}}}}},
+			Status: v1.PersistentVolumeStatus{Phase: v1.VolumeBound}}
+		pvc := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "data", UID: "uid-data",
+			Annotations: map[string]string{"pv.kubernetes.io/bind-completed": "yes"}},
+			Spec:   v1.PersistentVolumeClaimSpec{VolumeName: "pv", AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}},
+			Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound}}
+		l.objs.Add(pv)
+		l.objs.Add(pvc)
+		p := l.pod("p", "1", "1h")
+		p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{
+			PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+		l.pending(p)
+		srv, _ := l.server()
+		code, body := get(t, srv.URL+"/debug/forecast/default/p")
+		var f sim.PodForecast
+		if err := json.Unmarshal([]byte(body), &f); code != 200 || err != nil {
+			t.Fatalf("HTTP %d %v: %s", code, err, body)
+		}
+		if !f.Starts || f.Node != "n1" || !about(f.Wait, 0) {
+			t.Errorf("got %+v, want a start now on n1, where its volume is", f)
+		}
+		if pvc.ResourceVersion != "" || pv.ResourceVersion != "" {
+			t.Errorf("the informers' objects were written: versions %q %q", pvc.ResourceVersion, pv.ResourceVersion)
 		}
 	})
 	t.Run("pod with no estimate says until unknown", func(t *testing.T) {
@@ -284,7 +319,7 @@ func BenchmarkLiveStateCopy(b *testing.B) {
 		l.pending(l.pod(fmt.Sprintf("p-%d", i), "2", "1h"))
 	}
 	ls := &liveState{queue: l.queue, cache: l.cache, pods: l.pods, namespaces: l.nss, groups: l.groups,
-		schedulerName: "schedq", clock: clock.RealClock{}}
+		objects: []cache.Store{l.objs}, schedulerName: "schedq", clock: clock.RealClock{}}
 	var worstQ, worstC time.Duration
 	for b.Loop() {
 		st, cs := ls.copy()

@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -24,6 +25,14 @@ type ForecastState struct {
 	// carries its node in Status.NominatedNodeName.
 	Pending   []*v1.Pod
 	PodGroups []*schedulingv1beta1.PodGroup
+	// Objects are the cluster's volumes and claims and DRA's objects, the
+	// kinds a snapshot keeps besides nodes, pods and namespaces
+	// (PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode,
+	// DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate):
+	// without them a pending pod that mounts a claim or asks for a device
+	// could never start in the forecast, and the devices running pods
+	// hold would count as free.
+	Objects []runtime.Object
 	// Recent are the pods that arrived in the Window before Now, with
 	// their arrival times, for ForecastOptions.Arrivals.
 	Recent []Arrival

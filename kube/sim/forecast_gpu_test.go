@@ -7,8 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// A forecast forked from a trace replay keeps the replay's GPU device
-// model: three 600-thousandth shares, each on its own GPU of a 3-GPU
+// A forecast forked from a trace replay keeps the replay's GPU devices,
+// in the device model and with DRA: three 600-thousandth shares, each on its own GPU of a 3-GPU
 // node, leave 1,200 thousandths free but no whole GPU, so the whole-GPU
 // pod d waits for the shares' ends at 100 s, as it does in the replay.
 // Counted as plain capacity, it would fit at once.
@@ -16,9 +16,13 @@ func TestForecastKeepsTheReplaysGPUDevices(t *testing.T) {
 	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,3,T4\n", timedHeader+
 		"a,1000,1024,1,600,,LS,Running,0,100,0\nb,1000,1024,1,600,,LS,Running,0,100,0\nc,1000,1024,1,600,,LS,Running,0,100,0\n"+
 		"d,1000,1024,1,1000,,LS,Running,10,500,10\n")
-	_, _, d := forecastOfFork(t, dir, 20*time.Second, 3)
-	if !d.Starts || d.Wait < 80*time.Second || d.Wait > 81*time.Second {
-		t.Fatalf("d: %+v; want a start when the shares end, 80 s after the fork", d)
+	for _, model := range []string{GPUModelDevice, GPUModelDRA} {
+		sc := traceScenario(dir)
+		sc.Scheduler.GPUModel = model
+		_, _, d := forecastOfFork(t, sc, 20*time.Second, 3)
+		if !d.Starts || d.Wait < 80*time.Second || d.Wait > 81*time.Second {
+			t.Errorf("%s: d: %+v; want a start when the shares end, 80 s after the fork", model, d)
+		}
 	}
 }
 
@@ -30,7 +34,7 @@ func TestForecastKeepsTheGPUsPodsHold(t *testing.T) {
 	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,2,T4\n", timedHeader+
 		"a,1000,1024,1,500,,LS,Running,0,50,0\nb,1000,1024,1,500,,LS,Running,1,200,1\nc,1000,1024,1,300,,LS,Running,2,400,2\n"+
 		"d,1000,1024,1,1000,,LS,Running,60,900,60\n")
-	r, st, d := forecastOfFork(t, dir, 70*time.Second, 2)
+	r, st, d := forecastOfFork(t, traceScenario(dir), 70*time.Second, 2)
 	if err := r.Until(1000 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -43,12 +47,11 @@ func TestForecastKeepsTheGPUsPodsHold(t *testing.T) {
 	}
 }
 
-// forecastOfFork replays the trace in dir to at, where running pods run
+// forecastOfFork replays the trace of sc to at, where running pods run
 // and one pod is pending, and forecasts that pod's start with the
 // replay's own runtimes.
-func forecastOfFork(t *testing.T, dir string, at time.Duration, running int) (*Replay, *ForecastState, PodForecast) {
+func forecastOfFork(t *testing.T, sc *Scenario, at time.Duration, running int) (*Replay, *ForecastState, PodForecast) {
 	t.Helper()
-	sc := traceScenario(dir)
 	r, err := NewReplay(sc)
 	if err != nil {
 		t.Fatal(err)

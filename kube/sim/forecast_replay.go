@@ -132,6 +132,9 @@ func (r *Replay) State() *ForecastState {
 	for _, ns := range sortedKeys(nss) {
 		st.Namespaces = append(st.Namespaces, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
+	for _, k := range sortedKeys(s.obj.byKey) {
+		st.Objects = append(st.Objects, s.obj.byKey[k])
+	}
 	st.Pending = r.pendingOrder(unbound)
 	st.PodGroups = r.podGroups(unbound)
 	for i := len(r.arrived) - 1; i >= 0 && s.now.Sub(r.arrived[i].At) < r.Window; i-- {

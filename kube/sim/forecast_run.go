@@ -10,6 +10,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq/kube/framework"
@@ -107,6 +109,9 @@ func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra
 		if r.base == nil {
 			s.h.AddNode(n)
 		}
+	}
+	if err := r.addObjects(st.Objects); err != nil {
+		return r, err
 	}
 	n := len(st.Running) + len(st.Pending) + len(extra)
 	switch {
@@ -229,7 +234,37 @@ func (r *forecastRun) addPending(p *v1.Pod, seen uids) error {
 	}
 	r.isAsked[p.UID] = true
 	r.setLifetime(p)
+	if len(p.Spec.ResourceClaims) > 0 {
+		// Its claims from templates may be made now and named in its
+		// status, which must not reach the state's pod.
+		c := *p
+		c.Status.ResourceClaimStatuses = slices.Clip(c.Status.ResourceClaimStatuses)
+		p = &c
+	}
 	r.s.arrive(p)
+	return nil
+}
+
+// addObjects creates copies of the state's volumes, claims and DRA
+// objects, before any pending pod arrives, so that their claims exist.
+// An object of another kind, or one listed twice, is refused. O(objects).
+func (r *forecastRun) addObjects(objs []runtime.Object) error {
+	seen := make(map[string]bool, len(objs))
+	for _, obj := range objs {
+		r.pace()
+		if !isClusterObject(obj) {
+			return fmt.Errorf("forecast: the state's object %T is not one of %s", obj, objectKinds)
+		}
+		key := objectKey(obj)
+		if seen[key] {
+			m := obj.(metav1.Object)
+			return fmt.Errorf("forecast: the state lists %T %s/%s twice", obj, m.GetNamespace(), m.GetName())
+		}
+		seen[key] = true
+		if !r.s.put(obj.DeepCopyObject()) {
+			return fmt.Errorf("forecast: %w", r.s.violation)
+		}
+	}
 	return nil
 }
 

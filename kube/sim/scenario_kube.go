@@ -95,18 +95,25 @@ func (o *Object) decodeKube(n *yaml.Node) error {
 		return err
 	}
 	defaulter.Default(obj)
-	switch x := obj.(type) {
-	case *v1.PersistentVolume, *storagev1.StorageClass, *storagev1.CSINode,
-		*resourceapi.DeviceClass, *resourceapi.ResourceSlice:
-	case *v1.PersistentVolumeClaim, *resourceapi.ResourceClaim, *resourceapi.ResourceClaimTemplate:
-		if m := x.(metav1.Object); m.GetNamespace() == "" {
-			m.SetNamespace("default")
-		}
-	default:
+	if !isClusterObject(obj) {
 		return fmt.Errorf("kind %s: the simulator takes %s", obj.GetObjectKind().GroupVersionKind().Kind, objectKinds)
+	}
+	if m := obj.(metav1.Object); m.GetNamespace() == "" && namespaced(obj) {
+		m.SetNamespace("default")
 	}
 	o.obj = obj
 	return nil
+}
+
+// isClusterObject reports whether obj is of one of objectKinds: what only
+// kube-scheduler's plugins read, besides nodes, pods and namespaces.
+func isClusterObject(obj runtime.Object) bool {
+	switch obj.(type) {
+	case *v1.PersistentVolume, *v1.PersistentVolumeClaim, *storagev1.StorageClass, *storagev1.CSINode,
+		*resourceapi.DeviceClass, *resourceapi.ResourceSlice, *resourceapi.ResourceClaim, *resourceapi.ResourceClaimTemplate:
+		return true
+	}
+	return false
 }
 
 // objectKinds are the kinds an Object may be.

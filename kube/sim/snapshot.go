@@ -15,7 +15,6 @@ import (
 	"go.yaml.in/yaml/v3"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -194,15 +193,15 @@ func (o *snapshotObjects) keep(obj runtime.Object) bool {
 		o.pods = append(o.pods, x)
 	case *v1.Namespace:
 		o.namespaces = append(o.namespaces, x)
-	case *v1.PersistentVolume, *v1.PersistentVolumeClaim, *storagev1.StorageClass, *storagev1.CSINode,
-		*resourceapi.DeviceClass, *resourceapi.ResourceSlice, *resourceapi.ResourceClaim, *resourceapi.ResourceClaimTemplate:
+	default:
+		if !isClusterObject(obj) {
+			return false
+		}
 		if m := obj.(metav1.Object); m.GetNamespace() == "" && namespaced(obj) {
 			m.SetNamespace("default")
 		}
 		defaulter.Default(obj)
 		o.others = append(o.others, obj)
-	default:
-		return false
 	}
 	return true
 }
