@@ -4,11 +4,15 @@ package schedq
 // with Config.HintClass every held lone item is in the cohort of its key
 // and at its place there, and no other item is in one; each bucket's
 // cohorts sit beside its items, its list of cohorts names each cohort of
-// its items once, and its count of loose items is right. O(p) for p
-// parked items and their index slots.
+// its items once, and its count of loose items is right. A parked lone
+// item's sort keys are current. O(p) for p parked items and their index
+// slots.
 func (c *Core[K, T]) checkCohorts(bad func(string, ...any)) {
 	members := 0
 	for _, e := range c.parked.all {
+		if c.cfg.Priority != nil && e.kind == kindLone && (e.ts != e.Timestamp.UnixNano() || e.prio != c.cfg.Priority(e.Item)) {
+			bad("parked key %v: stale sort keys", e.key) // wakeByClass reads them
+		}
 		co := e.cohortOf()
 		want := c.parked.byClass && e.kind == kindLone && e.held()
 		switch {
