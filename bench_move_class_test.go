@@ -86,3 +86,34 @@ func BenchmarkMoveBudgetClasses(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMoveSkipClasses: one move request over n parked items of 4
+// hint classes (Config.HintClass) whose hint answers Skip for every
+// class: the request judges the classes, and the items stay parked.
+func BenchmarkMoveSkipClasses(b *testing.B) {
+	skip := func(benchItem, any, any) (Hint, error) { return HintSkip, nil }
+	for _, n := range []int{1_000, 10_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			c, err := NewCore(Config[int, benchItem]{
+				Key:       func(it benchItem) int { return it.id },
+				Priority:  func(it benchItem) int32 { return it.prio },
+				HintClass: func(it benchItem) uint64 { return uint64(it.id % 4) },
+				Hints:     map[string][]EventHint[benchItem]{"Fit": {{Event: evMachineAdd, Fn: skip}}},
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			parkAll(b, c, n, t0)
+			later := t0.Add(time.Hour)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				c.Move(evMachineAdd, nil, nil, nil, later)
+			}
+			b.StopTimer()
+			if got := c.Counts().Unschedulable; got != n {
+				b.Fatalf("%d parked, want %d", got, n)
+			}
+		})
+	}
+}
