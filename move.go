@@ -21,7 +21,10 @@ import (
 //
 // O(k log n) for k examined items; the hints run once per examined item
 // and interested plugin, or with Config.HintClass once per class of
-// items and interested plugin (moveItems keeps the answers).
+// items and interested plugin (moveItems keeps the answers). With
+// Config.HintClass and no match, the items are judged by cohort
+// (judgeBucket): O(c) for c cohorts if none moves, else O(k) reads of
+// the index beside the items and O(m log n) for m moved.
 func (c *Core[K, T]) Move(ev Event, oldObj, newObj any, match func(info *Info[T]) bool, now time.Time) {
 	defer c.check()
 	if ev.wildcard() {
