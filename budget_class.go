@@ -21,7 +21,9 @@ func (c *Core[K, T]) wakeByClass(g *roomGroup[K, T], ready []*entry[K, T], now t
 	var classes classSet
 	n := 0
 	for i, e := range ready {
-		c.sortKeys(e) // refreshed: a parked item's priority may have changed
+		if e.kind != kindLone {
+			c.sortKeys(e) // a lone item's are current: see park
+		}
 		slots = append(slots, heap.NewSlot(e.prio, e.ts, uint32(i), deferRef[K, T]{e: e}))
 		if classes.first(e.hclass) {
 			n++

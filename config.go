@@ -40,9 +40,13 @@ type Config[K comparable, T any] struct {
 	// every hint (their items differ only in what no hint reads, as pods
 	// made from one template). A move request then asks each hint once
 	// per class: in a group, of one member per class; across the parked
-	// items, the first item of a class asks and the others of the class
-	// take its answer (remembered for that request only, in a table of
-	// 256 answers, so with many classes some are asked again). A class
+	// items, a request without a match judges each cohort of the class
+	// (items with the same gate and plugin lists) once, with one of its
+	// items, and does not look at the items of a cohort that stays
+	// parked; with a match, the first item of a class asks and the
+	// others of the class take its answer (remembered for that request
+	// only, in a table of 256 answers, so with many classes some are
+	// asked again). A class
 	// that joins items the hints tell apart makes items miss events
 	// until the leftover flush. Nil: every item is asked. The recorder
 	// hears only the hint calls made. It runs under the lock when an

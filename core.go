@@ -196,6 +196,7 @@ type Core[K comparable, T any] struct {
 	nom nominator[K] // nominations (nominator.go)
 
 	epoch   uint32
+	judged  int // items whose hints a move request asked, in all (tests)
 	free    []*entry[K, T]
 	scratch []*entry[K, T]
 
@@ -218,6 +219,7 @@ func NewCore[K comparable, T any](cfg Config[K, T]) (*Core[K, T], error) {
 		byPlugin:         map[string]int{},
 		moveRequestCycle: -1,
 	}
+	c.parked.byClass = cfg.HintClass != nil
 	less := func(a, b *entry[K, T]) bool {
 		if cfg.Less(&a.Info, &b.Info) {
 			return true
@@ -513,6 +515,7 @@ func (c *Core[K, T]) Update(oldItem, newItem T, now time.Time) {
 	c.setItem(e, newItem)
 	if e.kind == kindLone {
 		c.classify(e)
+		c.parked.recohort(e)
 	}
 	events := c.updateEvents(oldItem, newItem)
 	if c.cfg.DisableQueueingHints {

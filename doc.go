@@ -109,7 +109,11 @@
 // one item are O(log n); Done, Get and Counts are O(1). A move request is
 // O(k log n) for the k items held back by the checks the event concerns
 // (found through an index by check, not by a scan), plus one hint call per
-// such item and check. Tick is O(m log n) for m items moved, plus O(p) for
+// such item and check; with Config.HintClass and no match, O(c) for the c
+// cohorts of alike items among them (one hint call per cohort and check)
+// when none moves, else also O(k) reads of a dense index and O(m log n)
+// for the m items moved; a wake budget adds O(k) for the items it
+// defers. Tick is O(m log n) for m items moved, plus O(p) for
 // p parked items when the leftover flush runs. Explain is O(r + n) for r
 // hint registrations and n queued items (its position in line), plus O(m)
 // for a member of a group of m members; Dump is O(n log n), of which the

@@ -11,6 +11,10 @@ package schedq
 // 320-byte size class.
 type entryMore[K comparable, T any] struct {
 	slots []slot[K, T] // the index slots of a parked item (parked.go)
+	// coh is a parked lone item's cohort, cpos its place in it
+	// (parked_cohort.go).
+	coh  *cohort[K, T]
+	cpos int32
 	// Budgets: the group whose room it holds, from its wake to the end of
 	// its next attempt. While parked, how many events that have not ended
 	// deferred it, and the last of them (for Explain; it may have ended

@@ -114,6 +114,7 @@ func (c *Core[K, T]) checkInvariants() error {
 	if indexed != slots {
 		bad("index holds %d entries, parked items have %d slots", indexed, slots)
 	}
+	c.checkCohorts(bad)
 	queued, flying := 0, 0
 	for key, e := range c.keys {
 		if e.key != key {

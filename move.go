@@ -21,7 +21,10 @@ import (
 //
 // O(k log n) for k examined items; the hints run once per examined item
 // and interested plugin, or with Config.HintClass once per class of
-// items and interested plugin (moveItems keeps the answers).
+// items and interested plugin (moveItems keeps the answers). With
+// Config.HintClass and no match, the items are judged by cohort
+// (judgeBucket): O(c) for c cohorts if none moves, else O(k) reads of
+// the index beside the items and O(m log n) for m moved.
 func (c *Core[K, T]) Move(ev Event, oldObj, newObj any, match func(info *Info[T]) bool, now time.Time) {
 	defer c.check()
 	if ev.wildcard() {
@@ -73,6 +76,10 @@ func (c *Core[K, T]) judgeAll(list []*entry[K, T], fromBuckets bool, ev Event, l
 		if b == nil {
 			continue
 		}
+		if match == nil && c.parked.byClass {
+			out, examined = c.judgeBucket(out, examined, b, ev, label, oldObj, newObj)
+			continue
+		}
 		for _, e := range b.items {
 			if e.gen != c.epoch {
 				e.gen = c.epoch
@@ -91,13 +98,61 @@ func (c *Core[K, T]) judge(out []mover[K, T], e *entry[K, T], ev Event, label st
 	if match != nil && !c.matchEntry(e, match) {
 		return out
 	}
-	if e.loc == locGated && !c.gatingMatches(e, ev) {
-		return out
-	}
-	if s := c.worth(e, ev, label, oldObj, newObj); s != stayParked {
+	if s := c.judgeOne(e, ev, label, oldObj, newObj); s != stayParked {
 		out = append(out, mover[K, T]{e: e, s: s})
 	}
 	return out
+}
+
+// judgeOne returns where ev sends parked e: nowhere if its gate cannot
+// lift, else where its hints send it.
+func (c *Core[K, T]) judgeOne(e *entry[K, T], ev Event, label string, oldObj, newObj any) strategy {
+	c.judged++
+	if e.loc == locGated && !c.gatingMatches(e, ev) {
+		return stayParked
+	}
+	return c.worth(e, ev, label, oldObj, newObj)
+}
+
+// judgeBucket is judgeAll's pass over bucket b, for a request that no
+// match narrows, with the items filed in cohorts (Config.HintClass). It
+// judges each cohort that it meets first in b once, with one of its
+// items; if none of them moves and b holds no item outside a cohort, it
+// is done without looking at b's items. Otherwise it walks b in order,
+// reading each item's cohort beside it, and adds the items of the
+// cohorts that move, as judge would have, and judges the items outside
+// a cohort one by one. O(k) for k cohorts in b, plus O(len(b.items))
+// when any moves. It returns out and examined, updated; the items
+// counted are those of the cohorts met first in b, and the others b
+// holds that no earlier bucket did.
+func (c *Core[K, T]) judgeBucket(out []mover[K, T], examined int, b *bucket[K, T], ev Event, label string, oldObj, newObj any) ([]mover[K, T], int) {
+	moves := b.loose > 0
+	for _, co := range b.cohorts {
+		if co.epoch == c.epoch {
+			continue // met in an earlier bucket
+		}
+		co.epoch, co.first = c.epoch, b
+		examined += len(co.members)
+		co.verdict = c.judgeOne(co.members[0], ev, label, oldObj, newObj)
+		moves = moves || co.verdict != stayParked
+	}
+	if !moves {
+		return out, examined
+	}
+	for i, co := range b.cohs {
+		if co == nil {
+			if e := b.items[i]; e.gen != c.epoch {
+				e.gen = c.epoch
+				examined++
+				out = c.judge(out, e, ev, label, oldObj, newObj, nil)
+			}
+			continue
+		}
+		if co.first == b && co.verdict != stayParked {
+			out = append(out, mover[K, T]{e: b.items[i], s: co.verdict})
+		}
+	}
+	return out, examined
 }
 
 // nextEpoch starts a move request's epoch, in which judgeAll visits
@@ -110,6 +165,9 @@ func (c *Core[K, T]) nextEpoch() {
 	if c.epoch == 0 {
 		for _, e := range c.parked.all {
 			e.gen = 0
+		}
+		for _, co := range c.parked.byKey {
+			co.epoch = 0
 		}
 		c.epoch = 1
 	}

@@ -122,6 +122,11 @@ func (c *Core[K, T]) park(e *entry[K, T], label string, now time.Time) {
 	e.entered = now.UnixNano()
 	if e.kind == kindLone {
 		c.classify(e) // the class a move request's memo uses
+		// Its sort keys, current while it is parked: its priority is
+		// cached with its item (setItem) and its Timestamp does not
+		// change, so a budget's pop order (wakeByClass) reads them as
+		// they are.
+		c.sortKeys(e)
 	}
 	c.parked.add(e)
 	c.incoming(e, InUnschedulable, label)

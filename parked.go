@@ -7,16 +7,29 @@ package schedq
 // the event's interested plugins rejected. Lists are dense slices with
 // swap-remove: O(1) add and remove, and an iteration order that depends only
 // on the sequence of operations, never on map order.
+//
+// With Config.HintClass (byClass) the lone items are also filed in
+// cohorts (parked_cohort.go), and each bucket lists the cohorts of its
+// items, so that a move request judges a cohort once.
 type parked[K comparable, T any] struct {
 	all     []*entry[K, T]
 	buckets map[string]*bucket[K, T]
 	gated   int
+	byClass bool
+	byKey   map[cohortKey]*cohort[K, T]
 }
 
-// bucket is the set of parked items one plugin holds back.
+// bucket is the set of parked items one plugin holds back. cohs is
+// beside items: the cohort of the item at each place, nil for an item in
+// none (loose, as a group entity), so that a move request reads an
+// item's cohort without loading the item. cohorts lists the cohorts of
+// its items, each once; loose counts the items in none.
 type bucket[K comparable, T any] struct {
-	plugin string
-	items  []*entry[K, T]
+	plugin  string
+	items   []*entry[K, T]
+	cohs    []*cohort[K, T]
+	cohorts []*cohort[K, T]
+	loose   int
 }
 
 // slot is an entry's place in one bucket.
@@ -34,22 +47,30 @@ func (p *parked[K, T]) add(e *entry[K, T]) {
 	e.gen = 0 // no mark from an earlier epoch (Core.nextEpoch)
 	e.idx = int32(len(p.all))
 	p.all = append(p.all, e)
+	co := p.cohortFor(e)
+	fresh := false
+	if co != nil {
+		fresh = len(co.members) == 0
+		co.join(e)
+	}
 	if e.GatedBy != "" {
 		e.loc = locGated
 		p.gated++
-		p.index(e, e.GatedBy)
+		p.index(e, e.GatedBy, co, fresh)
 		return
 	}
 	e.loc = locParked
 	for _, name := range e.RejectedBy {
-		p.index(e, name)
+		p.index(e, name, co, fresh)
 	}
 	for _, name := range e.WaitingOn {
-		p.index(e, name)
+		p.index(e, name, co, fresh)
 	}
 }
 
-func (p *parked[K, T]) index(e *entry[K, T], plugin string) {
+// index files e under plugin, in its cohort co (nil: none), which e
+// has just made anew if fresh.
+func (p *parked[K, T]) index(e *entry[K, T], plugin string, co *cohort[K, T], fresh bool) {
 	for _, s := range e.slotList() {
 		if s.b.plugin == plugin {
 			return // named twice
@@ -66,6 +87,13 @@ func (p *parked[K, T]) index(e *entry[K, T], plugin string) {
 	m := e.ext()
 	m.slots = append(m.slots, slot[K, T]{b: b, pos: len(b.items)})
 	b.items = append(b.items, e)
+	b.cohs = append(b.cohs, co)
+	switch {
+	case co == nil:
+		b.loose++
+	case fresh:
+		co.enter(b)
+	}
 }
 
 // remove unparks e.
@@ -78,19 +106,26 @@ func (p *parked[K, T]) remove(e *entry[K, T]) {
 	if e.loc == locGated {
 		p.gated--
 	}
+	loose := e.cohortOf() == nil
 	for _, s := range e.slotList() {
 		b := s.b
-		moved := b.items[len(b.items)-1]
+		n := len(b.items) - 1
+		moved := b.items[n]
 		b.items[s.pos] = moved
+		b.cohs[s.pos] = b.cohs[n]
 		for j, ms := range moved.more.slots {
 			if ms.b == b {
 				moved.more.slots[j].pos = s.pos
 				break
 			}
 		}
-		b.items[len(b.items)-1] = nil
-		b.items = b.items[:len(b.items)-1]
+		b.items[n], b.cohs[n] = nil, nil
+		b.items, b.cohs = b.items[:n], b.cohs[:n]
+		if loose {
+			b.loose--
+		}
 	}
+	p.leave(e)
 	if m := e.more; m != nil {
 		clear(m.slots)
 		m.slots = m.slots[:0]

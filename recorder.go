@@ -28,7 +28,9 @@ type Recorder interface {
 	// HintDone reports one queueing hint call.
 	HintDone(token int64, plugin, event string, h Hint, err error)
 	// Moved reports one move request: how many parked items it examined
-	// (the index narrows this) and how many it moved out.
+	// (the index narrows this; with Config.HintClass, the items of the
+	// cohorts it judged count, whether or not it loaded each) and how
+	// many it moved out.
 	Moved(event string, examined, moved int)
 }
 
