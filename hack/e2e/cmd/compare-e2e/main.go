@@ -2,7 +2,9 @@
 // against the same real kube-apiserver, with the same workloads, and
 // prints one table: pods/s, time to bind (p50, p99), scheduling attempts
 // per pod (read from each scheduler's metrics endpoint) and the
-// scheduler's peak memory.
+// scheduler's peak memory; below it, what each run cost the API server and
+// etcd per pod: their CPU, the requests by verb and resource, the watch
+// events sent and the watches opened (apiload.go).
 //
 //	export SCHEDQ_BIN="$(hack/build-servers.sh | tail -n 1)"
 //	go run ./hack/e2e/cmd/compare-e2e            # or: make compare-e2e
@@ -75,8 +77,12 @@ type result struct {
 	p50, p99            time.Duration
 	attempts            float64
 	peakRSS             int64 // bytes
-	report              report
-	err                 error
+	// load is what the run cost the API server and etcd (apiload.go);
+	// schedCPU is the scheduler's own CPU time.
+	load     apiLoad
+	schedCPU time.Duration
+	report   report
+	err      error
 	// position is 1 if this scheduler ran the workload first, 2 if second:
 	// a machine whose load changes favours one of the two.
 	position int
@@ -187,6 +193,10 @@ func run(scale float64, only, first string) error {
 				if err != nil {
 					return err
 				}
+				loadBefore, err := snapshotAPILoad(ctx, client, cl.APIServerPID(), cl.EtcdPID())
+				if err != nil {
+					return err
+				}
 				begin := time.Now()
 				if err := cmd.Start(); err != nil {
 					return err
@@ -205,6 +215,12 @@ func run(scale float64, only, first string) error {
 				r.pods = len(env.pods)
 				r.p50, r.p99 = env.percentiles()
 				r.peakRSS = peakRSS(cmd.Process.Pid)
+				r.schedCPU = procCPU(cmd.Process.Pid)
+				loadAfter, err := snapshotAPILoad(ctx, client, cl.APIServerPID(), cl.EtcdPID())
+				if err != nil {
+					return err
+				}
+				r.load = loadAfter.since(loadBefore)
 				metrics, err := scrape(httpc, s.metricsURL(addr), token)
 				if err != nil {
 					return err
@@ -240,6 +256,7 @@ func print(w io.Writer, results []result) {
 	}
 	tw.Flush()
 	printReports(w, results)
+	printAPILoad(w, results)
 }
 
 // scrape returns the text of a scheduler's metrics endpoint.
