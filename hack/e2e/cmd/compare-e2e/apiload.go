@@ -22,6 +22,7 @@ type apiLoad struct {
 	requests    map[string]float64 // "VERB resource[/subresource]"
 	seconds     map[string]float64 // the same requests' total time in the API server
 	watchEvents map[string]float64 // by resource
+	admission   map[string]float64 // seconds in each admission plugin ("name type")
 	watches     map[string]float64 // open watches by resource (a gauge)
 	apiCPU      time.Duration
 	etcdCPU     time.Duration
@@ -43,12 +44,15 @@ func snapshotAPILoad(ctx context.Context, client kubernetes.Interface, apiPID, e
 // parseAPILoad reads an apiLoad from the API server's metrics text.
 // O(len(text)).
 func parseAPILoad(text string, apiCPU, etcdCPU time.Duration) apiLoad {
-	l := apiLoad{requests: map[string]float64{}, seconds: map[string]float64{}, watchEvents: map[string]float64{}, watches: map[string]float64{}, apiCPU: apiCPU, etcdCPU: etcdCPU}
+	l := apiLoad{requests: map[string]float64{}, seconds: map[string]float64{}, admission: map[string]float64{}, watchEvents: map[string]float64{}, watches: map[string]float64{}, apiCPU: apiCPU, etcdCPU: etcdCPU}
 	eachSample(text, "apiserver_request_total", func(labels string, v float64) {
 		l.requests[requestKey(labels)] += v
 	})
 	eachSample(text, "apiserver_request_duration_seconds_sum", func(labels string, v float64) {
 		l.seconds[requestKey(labels)] += v
+	})
+	eachSample(text, "apiserver_admission_controller_admission_duration_seconds_sum", func(labels string, v float64) {
+		l.admission[labelValue(labels, "name")+" "+labelValue(labels, "type")] += v
 	})
 	eachSample(text, "apiserver_watch_events_total", func(labels string, v float64) {
 		r := labelValue(labels, "resource")
@@ -97,7 +101,7 @@ func eachSample(text, name string, f func(labels string, v float64)) {
 // since returns what happened between before and l (watches: l's open
 // watches less before's).
 func (l apiLoad) since(before apiLoad) apiLoad {
-	d := apiLoad{requests: diff(l.requests, before.requests), seconds: diff(l.seconds, before.seconds), watchEvents: diff(l.watchEvents, before.watchEvents),
+	d := apiLoad{requests: diff(l.requests, before.requests), seconds: diff(l.seconds, before.seconds), admission: diff(l.admission, before.admission), watchEvents: diff(l.watchEvents, before.watchEvents),
 		watches: diff(l.watches, before.watches), apiCPU: l.apiCPU - before.apiCPU, etcdCPU: l.etcdCPU - before.etcdCPU, selfCPU: l.selfCPU - before.selfCPU}
 	return d
 }
@@ -151,6 +155,7 @@ func printAPILoad(w io.Writer, results []result) {
 			perPod(r.load.apiCPU), perPod(r.load.etcdCPU), perPod(r.schedCPU), perPod(r.load.selfCPU))
 		fmt.Fprintf(w, "    requests: %s\n", perPodCounts(r.load.requests, n, 0.005))
 		fmt.Fprintf(w, "    mean time in the API server: %s\n", meanTimes(r.load, n, 0.005))
+		fmt.Fprintf(w, "    admission plugins' time (ms): %s\n", perPodCounts(scaled(r.load.admission, 1000), n, 0.005))
 		fmt.Fprintf(w, "    watch events sent: %s\n", perPodCounts(r.load.watchEvents, n, 0.005))
 		fmt.Fprintf(w, "    watches open at the end, beyond those open before the scheduler started: %s\n", formatCounts(r.load.watches))
 	}
@@ -200,4 +205,13 @@ func sortedKeys(m map[string]float64) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// scaled returns m with every value multiplied by f.
+func scaled(m map[string]float64, f float64) map[string]float64 {
+	out := make(map[string]float64, len(m))
+	for k, v := range m {
+		out[k] = v * f
+	}
+	return out
 }
