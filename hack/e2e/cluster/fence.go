@@ -75,25 +75,36 @@ func fencePolicy() (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.Validat
 // it, and removes the binding when the test ends.
 func (c *Cluster) BindingFence(t testing.TB, leaseNamespace, leaseName string) {
 	t.Helper()
-	policy, binding, err := fencePolicy()
+	remove, err := c.ApplyBindingFence(context.Background(), leaseNamespace, leaseName)
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(remove)
+}
+
+// ApplyBindingFence is BindingFence outside a test: it returns a function
+// that removes the policy's binding.
+func (c *Cluster) ApplyBindingFence(ctx context.Context, leaseNamespace, leaseName string) (remove func(), err error) {
+	policy, binding, err := fencePolicy()
+	if err != nil {
+		return nil, err
 	}
 	cs, err := c.Client()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	ctx := context.Background()
 	vap := cs.AdmissionregistrationV1()
 	if _, err := vap.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("creating the policy of %s: %v", Manifest(), err)
+		return nil, fmt.Errorf("creating the policy of %s: %w", Manifest(), err)
 	}
 	binding.Name += "-" + leaseName
 	binding.Spec.ParamRef.Namespace, binding.Spec.ParamRef.Name = leaseNamespace, leaseName
 	if _, err := vap.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating the policy binding: %v", err)
+		return nil, fmt.Errorf("creating the policy binding: %w", err)
 	}
-	t.Cleanup(func() { vap.ValidatingAdmissionPolicyBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{}) })
+	remove = func() {
+		vap.ValidatingAdmissionPolicyBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+	}
 	// A dry-run binding stamped with a term no one holds is refused once
 	// the policy is in force (the pod need not exist: admission comes
 	// first).
@@ -112,6 +123,8 @@ func (c *Cluster) BindingFence(t testing.TB, leaseNamespace, leaseName string) {
 		return apierrors.IsForbidden(last) || apierrors.IsInvalid(last), nil
 	})
 	if err != nil {
-		t.Fatalf("the binding fence for lease %s/%s is not in force after a minute: last probe: %v", leaseNamespace, leaseName, last)
+		remove()
+		return nil, fmt.Errorf("the binding fence for lease %s/%s is not in force after a minute: last probe: %v", leaseNamespace, leaseName, last)
 	}
+	return remove, nil
 }

@@ -2,7 +2,9 @@
 // against the same real kube-apiserver, with the same workloads, and
 // prints one table: pods/s, time to bind (p50, p99), scheduling attempts
 // per pod (read from each scheduler's metrics endpoint) and the
-// scheduler's peak memory.
+// scheduler's peak memory; below it, what each run cost the API server and
+// etcd per pod: their CPU, the requests by verb and resource, the watch
+// events sent and the watches opened (apiload.go).
 //
 //	export SCHEDQ_BIN="$(hack/build-servers.sh | tail -n 1)"
 //	go run ./hack/e2e/cmd/compare-e2e            # or: make compare-e2e
@@ -26,12 +28,14 @@ import (
 	"text/tabwriter"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/schedq/schedq/hack/e2e/cluster"
@@ -40,6 +44,7 @@ import (
 func main() {
 	scale := flag.Float64("scale", 1, "multiply every workload's size (0.1 for a quick run)")
 	only := flag.String("only", "", "run only workloads whose name contains this")
+	fence := flag.Bool("fence", false, "run both schedulers with leader election, and schedq's bindings under the binding fence of deploy/schedq.yaml (to measure what the fence costs; use with one workload, as a scheduler started again waits for its old lease)")
 	first := flag.String("first", "alternate", "which scheduler runs each workload first: alternate (kube-scheduler on the 1st, 3rd... workload, schedq on the others), kube-scheduler or schedq")
 	flag.Parse()
 	if *scale <= 0 {
@@ -50,7 +55,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "compare-e2e: -first %q: want alternate, kube-scheduler or schedq\n", *first)
 		os.Exit(2)
 	}
-	if err := run(*scale, *only, *first); err != nil {
+	if err := run(*scale, *only, *first, *fence); err != nil {
 		fmt.Fprintln(os.Stderr, "compare-e2e:", err)
 		os.Exit(1)
 	}
@@ -75,8 +80,12 @@ type result struct {
 	p50, p99            time.Duration
 	attempts            float64
 	peakRSS             int64 // bytes
-	report              report
-	err                 error
+	// load is what the run cost the API server and etcd (apiload.go);
+	// schedCPU is the scheduler's own CPU time.
+	load     apiLoad
+	schedCPU time.Duration
+	report   report
+	err      error
 	// position is 1 if this scheduler ran the workload first, 2 if second:
 	// a machine whose load changes favours one of the two.
 	position int
@@ -92,7 +101,7 @@ func runOrder(c []scheduler, i int, first string) []scheduler {
 	return c
 }
 
-func run(scale float64, only, first string) error {
+func run(scale float64, only, first string, fence bool) error {
 	ctx := context.Background()
 	var selected []workload
 	var apiFlags []string
@@ -108,6 +117,23 @@ func run(scale float64, only, first string) error {
 		return err
 	}
 	defer cl.Stop()
+	cfg := cl.RESTConfig()
+	cfg.QPS, cfg.Burst = 1000, 2000
+	leaderElect := "--leader-elect=false"
+	if fence {
+		// The policy refuses every binding, kube-scheduler's unstamped ones
+		// too, while its Lease does not exist: create it, with no holder,
+		// for schedq to take.
+		if err := createLease(ctx, cfg, "kube-system", "schedq"); err != nil {
+			return err
+		}
+		remove, err := cl.ApplyBindingFence(ctx, "kube-system", "schedq")
+		if err != nil {
+			return err
+		}
+		defer remove()
+		leaderElect = "--leader-elect=true"
+	}
 	kubeScheduler, err := cl.SchedulerBinary()
 	if err != nil {
 		return err
@@ -122,8 +148,6 @@ func run(scale float64, only, first string) error {
 	if out, err := exec.Command("go", "build", "-o", schedqBin, "github.com/schedq/schedq/kube/cmd/schedq").CombinedOutput(); err != nil {
 		return fmt.Errorf("go build schedq: %v\n%s", err, out)
 	}
-	cfg := cl.RESTConfig()
-	cfg.QPS, cfg.Burst = 1000, 2000
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -134,7 +158,7 @@ func run(scale float64, only, first string) error {
 			name: binaryLabel("kube-scheduler", kubeScheduler), podScheduler: "default-scheduler",
 			start: func(ctx context.Context, addr string, extra []string) (*exec.Cmd, error) {
 				_, port, _ := net.SplitHostPort(addr)
-				args := append([]string{"--kubeconfig=" + cl.Kubeconfig(), "--leader-elect=false",
+				args := append([]string{"--kubeconfig=" + cl.Kubeconfig(), leaderElect,
 					"--bind-address=127.0.0.1", "--secure-port=" + port,
 					"--authentication-kubeconfig=" + cl.Kubeconfig(), "--authorization-kubeconfig=" + cl.Kubeconfig(),
 					"--kube-api-qps=1000", "--kube-api-burst=2000"}, extra...)
@@ -145,7 +169,7 @@ func run(scale float64, only, first string) error {
 		{
 			name: "schedq", podScheduler: "schedq",
 			start: func(ctx context.Context, addr string, _ []string) (*exec.Cmd, error) {
-				return exec.CommandContext(ctx, schedqBin, "scheduler", "--kubeconfig="+cl.Kubeconfig(), "--leader-elect=false",
+				return exec.CommandContext(ctx, schedqBin, "scheduler", "--kubeconfig="+cl.Kubeconfig(), leaderElect,
 					"--address="+addr, "--kube-api-qps=1000", "--kube-api-burst=2000"), nil
 			},
 			metricsURL: func(addr string) string { return "http://" + addr + "/metrics" },
@@ -187,6 +211,10 @@ func run(scale float64, only, first string) error {
 				if err != nil {
 					return err
 				}
+				loadBefore, err := snapshotAPILoad(ctx, client, cl.APIServerPID(), cl.EtcdPID())
+				if err != nil {
+					return err
+				}
 				begin := time.Now()
 				if err := cmd.Start(); err != nil {
 					return err
@@ -205,6 +233,12 @@ func run(scale float64, only, first string) error {
 				r.pods = len(env.pods)
 				r.p50, r.p99 = env.percentiles()
 				r.peakRSS = peakRSS(cmd.Process.Pid)
+				r.schedCPU = procCPU(cmd.Process.Pid)
+				loadAfter, err := snapshotAPILoad(ctx, client, cl.APIServerPID(), cl.EtcdPID())
+				if err != nil {
+					return err
+				}
+				r.load = loadAfter.since(loadBefore)
 				metrics, err := scrape(httpc, s.metricsURL(addr), token)
 				if err != nil {
 					return err
@@ -240,6 +274,7 @@ func print(w io.Writer, results []result) {
 	}
 	tw.Flush()
 	printReports(w, results)
+	printAPILoad(w, results)
 }
 
 // scrape returns the text of a scheduler's metrics endpoint.
@@ -480,4 +515,17 @@ func (e *env) percentiles() (time.Duration, time.Duration) {
 	}
 	slices.Sort(ds)
 	return ds[len(ds)/2], ds[min(len(ds)-1, len(ds)*99/100)]
+}
+
+// createLease creates the Lease namespace/name with no holder.
+func createLease(ctx context.Context, cfg *rest.Config, namespace, name string) error {
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	if _, err := client.CoordinationV1().Leases(namespace).Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the Lease %s/%s: %w", namespace, name, err)
+	}
+	return nil
 }
