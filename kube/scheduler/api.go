@@ -80,7 +80,7 @@ func (b *APIBinder) BindGuarded(ctx context.Context, pod *v1.Pod, node string, s
 		}
 		if b.Stamp != nil {
 			if st, ok := b.Stamp(); ok {
-				binding.Annotations = st.annotations()
+				binding.Annotations, binding.Labels = st.annotations(), st.labels()
 			}
 		}
 		err := b.Client.CoreV1().Pods(pod.Namespace).Bind(bctx, binding, metav1.CreateOptions{})

@@ -22,6 +22,15 @@ const (
 	StampTransitionsAnnotation = "schedq.io/lease-transitions"
 )
 
+// FencedLabel marks a stamped Binding, so that the binding fence's
+// policy matches it by its object selector. The policy is matched before
+// its parameter (the Lease) is looked up, and a match condition only
+// after: selecting by label is what lets every other binding through
+// while the Lease does not exist. The API server copies a Binding's
+// labels to the pod (PodTopologyLabelsAdmission, on since v1.35), so a
+// pod schedq bound keeps it too.
+const FencedLabel = "schedq.io/fenced"
+
 // StaleTermMarker is in the message of every refusal by the admission
 // policy deploy/schedq.yaml ships (schedq-binding-fence): the binding's
 // stamp does not match the Lease as the API server sees it.
@@ -43,6 +52,9 @@ func (s LeaseStamp) annotations() map[string]string {
 		StampTransitionsAnnotation: strconv.FormatInt(int64(s.Transitions), 10),
 	}
 }
+
+// labels returns the stamp's label for the Binding: FencedLabel.
+func (s LeaseStamp) labels() map[string]string { return map[string]string{FencedLabel: "true"} }
 
 // IsStaleTerm reports whether err is the API server's refusal of a
 // binding whose stamp is not the Lease's current term.

@@ -22,16 +22,18 @@ func staleTerm(pod string) error {
 			StaleTermMarker+": the binding was made under holder a, transitions 3; the Lease says holder b, transitions 4"))
 }
 
-// A binding carries the stamp of its term in its annotations; one the API
+// A binding carries the stamp of its term in its annotations, and the
+// label the fence selects stamped bindings by; one the API
 // server refuses as made under a stale term is handled like a conflict:
 // no PodScheduled=False patch, no event, no "binding failed"; the pod is
 // back in its term's queue (backoff), not bound, not assumed.
 func TestStaleTermBindingIsNotAFailure(t *testing.T) {
 	f := newAPIFixture(t, 0, staleTerm)
-	var stamped map[string]string
+	var stamped, labels map[string]string
 	f.client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() == "binding" {
-			stamped = a.(k8stesting.CreateAction).GetObject().(*v1.Binding).Annotations
+			b := a.(k8stesting.CreateAction).GetObject().(*v1.Binding)
+			stamped, labels = b.Annotations, b.Labels
 		}
 		return false, nil, nil
 	})
@@ -48,6 +50,9 @@ func TestStaleTermBindingIsNotAFailure(t *testing.T) {
 		if stamped[k] != v {
 			t.Errorf("binding annotation %s = %q, want %q (all: %v)", k, stamped[k], v, stamped)
 		}
+	}
+	if labels[FencedLabel] != "true" {
+		t.Errorf("binding labels %v, want %s=true, which the fence's policy selects by", labels, FencedLabel)
 	}
 	if n := f.statusPatches(); n != 0 {
 		t.Errorf("%d PodScheduled patches for a stale-term refusal", n)

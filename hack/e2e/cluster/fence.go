@@ -109,7 +109,7 @@ func (c *Cluster) ApplyBindingFence(ctx context.Context, leaseNamespace, leaseNa
 	// the policy is in force (the pod need not exist: admission comes
 	// first).
 	probe := &v1.Binding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "schedq-fence-probe", Annotations: map[string]string{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "schedq-fence-probe", Labels: map[string]string{scheduler.FencedLabel: "true"}, Annotations: map[string]string{
 			scheduler.StampLeaseAnnotation: leaseNamespace + "/" + leaseName, scheduler.StampHolderAnnotation: "nobody",
 			scheduler.StampTransitionsAnnotation: "-1",
 		}},

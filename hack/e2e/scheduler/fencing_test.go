@@ -5,6 +5,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/schedq/schedq/kube/scheduler"
 )
 
 // 8. Zombie leader: the leader is stopped (SIGSTOP) for longer than its
@@ -95,4 +101,30 @@ func TestZombieLeader(t *testing.T) {
 	waitBound(t, c, ns, second, time.Minute)
 	checkFits(t, c, ns)
 	figure(t, "after b was killed, a (back from standby) bound 50 new pods %v later", time.Since(killed).Round(time.Millisecond))
+}
+
+// The binding fence checks schedq's stamped bindings only. While its
+// Lease does not exist (before schedq's first election, or after the
+// Lease is deleted), a binding without the stamp, another scheduler's,
+// is admitted, and a stamped one refused. Both are dry runs of a pod that
+// does not exist: admission comes first, so an admitted one then fails
+// with "not found".
+func TestFenceWithoutLeaseAdmitsOtherSchedulers(t *testing.T) {
+	c := client(t)
+	lease := "schedq-no-such-lease"
+	cl.BindingFence(t, "kube-system", lease)
+	ctx := context.Background()
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	plain := &v1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "no-such-pod"},
+		Target: v1.ObjectReference{Kind: "Node", Name: "none"}}
+	if err := c.CoreV1().Pods("default").Bind(ctx, plain, dry); !apierrors.IsNotFound(err) {
+		t.Errorf("an unstamped binding while schedq's Lease does not exist: %v; want it admitted (then not found)", err)
+	}
+	stamped := plain.DeepCopy()
+	stamped.Labels = map[string]string{scheduler.FencedLabel: "true"}
+	stamped.Annotations = map[string]string{scheduler.StampLeaseAnnotation: "kube-system/" + lease,
+		scheduler.StampHolderAnnotation: "a", scheduler.StampTransitionsAnnotation: "0"}
+	if err := c.CoreV1().Pods("default").Bind(ctx, stamped, dry); !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+		t.Errorf("a stamped binding while its Lease does not exist: %v; want it refused", err)
+	}
 }
