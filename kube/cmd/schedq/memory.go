@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -97,7 +96,8 @@ func size(b int64) string {
 // garbage collection falls back to Go's default (see gcPercent).
 const gcBudget = 1 << 30
 
-// gcPercent is the GOGC a run of a scenario estimated at est bytes gets:
+// gcPercent is the GOGC a run of a scenario estimated at est bytes gets
+// (and, once running, a run whose live heap is est bytes: followGC):
 // the heap may grow by what is left of budget (gcBudget, or half the
 // memory limit if that is less), as a percentage of est, between Go's
 // default of 100 and 400. A simulation is a batch job whose allocation
@@ -119,15 +119,17 @@ func gcPercent(est, limit int64) int {
 }
 
 // tuneGC sets the garbage collector's GOGC for a run of sc (gcPercent),
-// unless the GOGC environment variable was set, which then decides.
-func tuneGC(sc *sim.Scenario, limit memoryLimit) {
+// then after each collection from the live heap (followGC), until the
+// returned stop; unless the GOGC environment variable was set, which
+// then decides.
+func tuneGC(sc *sim.Scenario, limit memoryLimit) (stop func()) {
 	if _, set := os.LookupEnv("GOGC"); set {
-		return
+		return func() {}
 	}
 	est, _, _ := sc.MemoryEstimate()
 	avail := limit.bytes
 	if !limit.set {
 		avail = memAvailable()
 	}
-	debug.SetGCPercent(gcPercent(est, avail))
+	return followGC(est, avail)
 }
