@@ -32,6 +32,10 @@ func TestGCPercent(t *testing.T) {
 			t.Errorf("%s: gcPercent(%d, %d) = %d, want %d", c.name, c.est, c.limit, got, c.want)
 		}
 	}
+	// Once running, 800 MiB live: 28% by the budget, raised to the floor.
+	if got := percentOf(800<<20, 0, followFloor); got != followFloor {
+		t.Errorf("percentOf(800 MiB, 0, %d) = %d, want the floor", followFloor, got)
+	}
 }
 
 // TestTuneGC: the GOGC environment variable, when set, decides; unset, a
