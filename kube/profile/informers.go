@@ -36,6 +36,8 @@ type syncFactory struct {
 	// writes counts the calls of Add, Update and Delete (read by
 	// Framework.SignPod's memo).
 	writes atomic.Uint64
+	// missing are the namespace lister's not-found errors (syncCore).
+	missing notFoundMemo
 }
 
 var _ informers.SharedInformerFactory = (*syncFactory)(nil)
@@ -66,7 +68,7 @@ func (f *syncFactory) Start(<-chan struct{}) {}
 
 // Core, Apps, Storage, Resource, Scheduling and Policy build their
 // informers through f.
-func (f *syncFactory) Core() core.Interface             { return core.New(f, "", nil) }
+func (f *syncFactory) Core() core.Interface             { return syncCore{core.New(f, "", nil), &f.missing} }
 func (f *syncFactory) Apps() apps.Interface             { return apps.New(f, "", nil) }
 func (f *syncFactory) Storage() storage.Interface       { return storage.New(f, "", nil) }
 func (f *syncFactory) Resource() resource.Interface     { return resource.New(f, "", nil) }

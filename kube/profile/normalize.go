@@ -80,11 +80,3 @@ func rawScore(node string, raws []fwk.PluginScore, k int, plugin string) fwk.Nod
 	}
 	return out
 }
-
-// resize returns l with length n, reallocated only if too small.
-func resize(l fwk.NodeScoreList, n int) fwk.NodeScoreList {
-	if cap(l) < n {
-		return make(fwk.NodeScoreList, n)
-	}
-	return l[:n]
-}

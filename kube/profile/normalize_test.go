@@ -110,7 +110,8 @@ func cloneScores(in []fwk.NodePluginScores) []fwk.NodePluginScores {
 // through random sequences of nodes re-scored (Set) and left out (Kill),
 // with the skipped plugins changing between calls (a rich pod's state and
 // a plain pod's), and Normalize's "changed" is never false when a total
-// of a node not re-scored moved. Random raw scores as in
+// of a node not re-scored moved; every other table is made in the memory
+// of the one before. Random raw scores as in
 // TestNormalizeScoresAsFramework, where the framework errs the table errs.
 func TestScoreTableAsFramework(t *testing.T) {
 	c := normCluster(40)
@@ -142,9 +143,14 @@ func TestScoreTableAsFramework(t *testing.T) {
 	}
 	kinds := []prepared{prep(pod("rich", "", rich)), prep(pod("plain", ""))}
 	normalised, refused := 0, 0
+	var spare *ScoreTable
 	for round := range 60 {
 		first := kinds[round%2]
-		tab := f.NewScoreTable(cloneScores(first.scores))
+		tab := f.NewScoreTable(cloneScores(first.scores), spare) // odd rounds: in the last round's memory
+		spare = nil
+		if round%2 == 0 {
+			spare = tab
+		}
 		live := make([]bool, len(nodes))
 		raws := make([][]fwk.PluginScore, len(nodes))
 		for i := range nodes {

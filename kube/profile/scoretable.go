@@ -21,7 +21,8 @@ import (
 //
 // The normalisers see the live nodes in the table's order, not in the
 // order a caller of the framework would list them: a NormalizeScore must
-// not depend on the order of its list (none of the in-tree ones does).
+// not depend on the order of its list, nor change the nodes' names in it
+// (none of the in-tree ones does).
 //
 // Not safe for concurrent use.
 type ScoreTable struct {
@@ -36,28 +37,44 @@ type ScoreTable struct {
 	// n.scorers), valid when built: each node's weighted sum of those
 	// without a normaliser, and a column of raw scores per normalising
 	// one (norm, positions in active).
-	built   bool
-	active  []int
-	norm    []int
-	fixed   []int64
-	cols    []fwk.NodeScoreList
-	scratch fwk.NodeScoreList
-	order   []int // live indexes, in scratch order
+	built  bool
+	active []int
+	norm   []int
+	fixed  []int64
+	cols   []fwk.NodeScoreList
+
+	// The live nodes in table order (order, positions in pos, -1 for a
+	// node left out), valid while ordered: Kill and Set of a node not
+	// live undo it. Each normalising plugin's column is copied by
+	// position into its own list (lists), of which a cycle rewrites only
+	// the scores, so that the copy writes no pointers; sums are the live
+	// nodes' new totals by position.
+	ordered bool
+	order   []int
+	pos     []int
+	lists   []fwk.NodeScoreList
+	sums    []int64
 	mark    []bool
-	next    []int64
 }
 
 // NewScoreTable starts a table of the nodes of scores, every one live,
 // with their RawScores (kept, not copied: the caller gives them up) and
 // TotalScores as they are. Nil if the framework's score plugins are not
-// known to it.
+// known to it. If spare is not nil, the new table is made in its memory:
+// spare must be a table of f that nothing uses any more.
 // O(nodes).
-func (f *Framework) NewScoreTable(scores []fwk.NodePluginScores) *ScoreTable {
+func (f *Framework) NewScoreTable(scores []fwk.NodePluginScores, spare *ScoreTable) *ScoreTable {
 	if f.norm == nil {
 		return nil
 	}
-	t := &ScoreTable{n: f.norm, names: make([]string, len(scores)), raws: make([][]fwk.PluginScore, len(scores)),
-		live: make([]bool, len(scores)), totals: make([]int64, len(scores))}
+	t := spare
+	if t == nil || t.n != f.norm {
+		t = &ScoreTable{}
+	}
+	*t = ScoreTable{n: f.norm, names: resizeOf(t.names, len(scores)), raws: resizeOf(t.raws, len(scores)),
+		live: resizeOf(t.live, len(scores)), totals: resizeOf(t.totals, len(scores)), dirty: t.dirty[:0],
+		active: t.active[:0], norm: t.norm[:0], fixed: t.fixed, cols: t.cols, order: t.order[:0], pos: t.pos,
+		lists: t.lists, sums: t.sums, mark: t.mark}
 	for i, s := range scores {
 		t.names[i], t.raws[i], t.live[i], t.totals[i] = s.Name, s.RawScores, true, s.TotalScore
 	}
@@ -77,11 +94,18 @@ func (t *ScoreTable) Total(i int) int64 { return t.totals[i] }
 func (t *ScoreTable) Live(i int) bool { return t.live[i] }
 
 // Kill leaves node i out of the next normalisations. O(1).
-func (t *ScoreTable) Kill(i int) { t.live[i] = false }
+func (t *ScoreTable) Kill(i int) {
+	if t.live[i] {
+		t.live[i], t.ordered = false, false
+	}
+}
 
 // Set gives node i new raw scores (kept) and makes it live. O(1).
 func (t *ScoreTable) Set(i int, raw []fwk.PluginScore) {
-	t.raws[i], t.live[i] = raw, true
+	if !t.live[i] {
+		t.live[i], t.ordered = true, false
+	}
+	t.raws[i] = raw
 	t.dirty = append(t.dirty, i)
 }
 
@@ -94,7 +118,7 @@ func (t *ScoreTable) Set(i int, raw []fwk.PluginScore) {
 func (t *ScoreTable) Normalize(ctx context.Context, state fwk.CycleState, pod *v1.Pod) (changed bool, st *fwk.Status) {
 	t.n.activate(state)
 	if !t.built || !slices.Equal(t.active, t.n.active) {
-		t.built = false
+		t.built, t.ordered = false, false
 		t.active = append(t.active[:0], t.n.active...)
 		t.norm = t.norm[:0]
 		for k, idx := range t.active {
@@ -102,7 +126,7 @@ func (t *ScoreTable) Normalize(ctx context.Context, state fwk.CycleState, pod *v
 				t.norm = append(t.norm, k)
 			}
 		}
-		t.fixed = resizeInts(t.fixed, len(t.names))
+		t.fixed = resizeOf(t.fixed, len(t.names))
 		t.cols = resizeCols(t.cols, len(t.norm), len(t.names))
 		for i := range t.names {
 			if st := t.load(i); st != nil && t.live[i] {
@@ -117,20 +141,27 @@ func (t *ScoreTable) Normalize(ctx context.Context, state fwk.CycleState, pod *v
 			}
 		}
 	}
-	wasDirty := t.markDirty()
 	defer func() { t.dirty = t.dirty[:0] }()
-	next := t.scratchTotals()
+	t.arrange()
+	sums := t.sums
+	if len(t.norm) == 0 {
+		for p, i := range t.order {
+			sums[p] = t.fixed[i]
+		}
+	}
 	for j, k := range t.norm {
-		if st := t.normalise(ctx, state, pod, j, k, next); st != nil {
+		if st := t.normalise(ctx, state, pod, j, k); st != nil {
 			return false, st
 		}
 	}
-	for _, i := range t.order {
-		if next[i] != t.totals[i] && !wasDirty[i] {
+	mark := t.markDirty(true)
+	for p, i := range t.order {
+		if sums[p] != t.totals[i] && !mark[i] {
 			changed = true
 		}
-		t.totals[i] = next[i]
+		t.totals[i] = sums[p]
 	}
+	t.markDirty(false)
 	return changed, nil
 }
 
@@ -156,52 +187,89 @@ func (t *ScoreTable) load(i int) *fwk.Status {
 	return nil
 }
 
-// markDirty returns a set of the nodes Set since the last call, as a
-// slice indexed by node, reused.
-func (t *ScoreTable) markDirty() []bool {
-	if cap(t.mark) < len(t.names) {
-		t.mark = make([]bool, len(t.names))
+// arrange brings the live nodes' order and the normalising plugins'
+// lists up to date: all of them after a change of the live nodes or of
+// the plugins, O(live nodes x normalising plugins), else only the names
+// of the nodes Set since the last call, O(those x normalising plugins).
+// Every node Set while the order holds is live and has a position.
+func (t *ScoreTable) arrange() {
+	if !t.ordered {
+		t.order = t.order[:0]
+		if cap(t.pos) < len(t.names) {
+			t.pos = make([]int, len(t.names))
+		}
+		t.pos = t.pos[:len(t.names)]
+		for i, ok := range t.live {
+			t.pos[i] = -1
+			if ok {
+				t.pos[i] = len(t.order)
+				t.order = append(t.order, i)
+			}
+		}
+		t.lists = resizeCols(t.lists, len(t.norm), len(t.order))
+		for j, list := range t.lists {
+			for p, i := range t.order {
+				list[p] = t.cols[j][i]
+			}
+		}
+		t.sums = resizeOf(t.sums, len(t.order))
+		t.ordered = true
+		return
 	}
-	t.mark = t.mark[:len(t.names)]
-	clear(t.mark)
 	for _, i := range t.dirty {
-		t.mark[i] = true
+		p := t.pos[i]
+		for j, list := range t.lists {
+			if list[p].Name != t.cols[j][i].Name {
+				list[p].Name = t.cols[j][i].Name
+			}
+		}
+	}
+}
+
+// markDirty sets (on) or clears the marks of the nodes Set since the
+// last Normalize in a slice indexed by node, kept clear between calls,
+// and returns it.
+func (t *ScoreTable) markDirty(on bool) []bool {
+	if len(t.mark) != len(t.names) {
+		t.mark = resizeOf(t.mark, len(t.names))
+		clear(t.mark)
+	}
+	for _, i := range t.dirty {
+		t.mark[i] = on
 	}
 	return t.mark
 }
 
-// scratchTotals lists the live nodes in t.order and returns their fixed
-// sums, indexed by node, to which the normalised scores are added.
-func (t *ScoreTable) scratchTotals() []int64 {
-	t.order = t.order[:0]
-	t.next = resizeInts(t.next, len(t.names))
-	next := t.next
-	for i, ok := range t.live {
-		if ok {
-			t.order = append(t.order, i)
-			next[i] = t.fixed[i]
-		}
-	}
-	return next
-}
-
 // normalise runs the j-th normalising plugin (k-th active) over the live
-// nodes' column and adds its weighted scores to next.
-func (t *ScoreTable) normalise(ctx context.Context, state fwk.CycleState, pod *v1.Pod, j, k int, next []int64) *fwk.Status {
+// nodes' column, restored from their raw scores, and adds its weighted
+// scores to the live nodes' sums: the first one to their fixed sums.
+// The plugin changes the scores of its list, never the names.
+func (t *ScoreTable) normalise(ctx context.Context, state fwk.CycleState, pod *v1.Pod, j, k int) *fwk.Status {
 	sc := t.n.scorers[t.active[k]]
-	t.scratch = resize(t.scratch, len(t.order))
+	list, col := t.lists[j], t.cols[j]
 	for p, i := range t.order {
-		t.scratch[p] = t.cols[j][i]
+		list[p].Score = col[i].Score
 	}
-	if st := sc.pl.ScoreExtensions().NormalizeScore(ctx, state, pod, t.scratch); !st.IsSuccess() {
+	if st := sc.pl.ScoreExtensions().NormalizeScore(ctx, state, pod, list); !st.IsSuccess() {
 		return fwk.AsStatus(fmt.Errorf("normalising the scores of plugin %q: %w", sc.name, st.AsError()))
 	}
-	for p, i := range t.order {
-		s := t.scratch[p].Score
+	sums, w := t.sums, sc.weight
+	if j == 0 {
+		for p, i := range t.order {
+			s := list[p].Score
+			if s > fwk.MaxScore || s < fwk.MinScore {
+				return outOfRange(sc.name, s)
+			}
+			sums[p] = t.fixed[i] + s*w
+		}
+		return nil
+	}
+	for p := range t.order {
+		s := list[p].Score
 		if s > fwk.MaxScore || s < fwk.MinScore {
 			return outOfRange(sc.name, s)
 		}
-		next[i] += s * sc.weight
+		sums[p] += s * w
 	}
 	return nil
 }
@@ -210,9 +278,10 @@ func outOfRange(plugin string, s int64) *fwk.Status {
 	return fwk.AsStatus(fmt.Errorf("plugin %q: normalised score %d is outside [%d, %d]", plugin, s, fwk.MinScore, fwk.MaxScore))
 }
 
-func resizeInts(l []int64, n int) []int64 {
+// resizeOf returns l with length n, reallocated only if too small.
+func resizeOf[T any](l []T, n int) []T {
 	if cap(l) < n {
-		return make([]int64, n)
+		return make([]T, n)
 	}
 	return l[:n]
 }
@@ -223,7 +292,7 @@ func resizeCols(cols []fwk.NodeScoreList, k, n int) []fwk.NodeScoreList {
 	}
 	cols = cols[:k]
 	for j := range cols {
-		cols[j] = resize(cols[j], n)
+		cols[j] = resizeOf(cols[j], n)
 	}
 	return cols
 }

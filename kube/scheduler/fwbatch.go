@@ -53,14 +53,28 @@ type fwBatch struct {
 	// removals is the cache's count of node removals when infos were
 	// taken from the snapshot: while it holds, they are the snapshot's.
 	removals uint64
-	pre      []fwk.NodeInfo // PreScore's nodes, reused
-	born     time.Time
+	// pre is PreScore's list of nodes: the live candidates (those
+	// waiting and the last choice) in table order, their positions in
+	// prePos by table index, -1 for a node left out. While preOK, only
+	// the last choice's NodeInfo changes in it; a node left out or
+	// NodeInfos looked up again make it be listed again.
+	pre    []fwk.NodeInfo
+	prePos []int
+	preOK  bool
+	born   time.Time
+	// spare is the table (and tie-breakers) of a batch ended, whose
+	// memory the next batch takes.
+	spare    *profile.ScoreTable
+	spareRnd []int
 	hints    uint64 // hints taken, for tests and metrics
 }
 
 // drop ends the batch.
 func (b *fwBatch) drop() {
-	b.sig, b.tab, b.infos, b.rnd, b.rest.idx = nil, nil, nil, nil, b.rest.idx[:0]
+	if b.tab != nil {
+		b.spare, b.spareRnd = b.tab, b.rnd
+	}
+	b.sig, b.tab, b.infos, b.rnd, b.rest.idx, b.preOK = nil, nil, nil, nil, b.rest.idx[:0], false
 }
 
 // keepBatch starts a batch from a cycle that chose scores[best] among
@@ -68,16 +82,20 @@ func (b *fwBatch) drop() {
 // the others kept as candidates. The batch keeps scores' raw scores.
 // O(candidates).
 func (s *Scheduler) keepBatch(best int, scores []fwk.NodePluginScores, feasible []fwk.NodeInfo) {
+	s.batch.drop()
 	var tab *profile.ScoreTable
 	if s.sig != nil && len(scores) > 1 {
-		tab = s.o.Framework.NewScoreTable(scores)
+		tab = s.o.Framework.NewScoreTable(scores, s.batch.spare)
 	}
 	if tab == nil {
-		s.batch.drop()
 		return
 	}
-	b := fwBatch{sig: s.sig, tab: tab, infos: feasible, rnd: make([]int, len(scores)), last: best,
-		cycle: s.fwCycle, removals: s.snapRemovals, born: s.o.Now(), hints: s.batch.hints, pre: s.batch.pre}
+	rnd := s.batch.spareRnd
+	if cap(rnd) < len(scores) {
+		rnd = make([]int, len(scores))
+	}
+	b := fwBatch{sig: s.sig, tab: tab, infos: feasible, rnd: rnd[:len(scores)], last: best,
+		cycle: s.fwCycle, removals: s.snapRemovals, born: s.o.Now(), hints: s.batch.hints, pre: s.batch.pre[:0], prePos: s.batch.prePos}
 	b.rest = candHeap{idx: s.batch.rest.idx[:0], tab: tab, rnd: b.rnd}
 	for i := range scores {
 		b.rnd[i] = scores[i].Randomizer
@@ -131,17 +149,18 @@ func (s *Scheduler) refreshBatch(ctx context.Context, cs fwk.CycleState, pod *v1
 	st := fw.RunFilterPlugins(ctx, cs, pod, last)
 	if !st.IsSuccess() {
 		b.tab.Kill(b.last)
+		b.preOK = false
 		return st.IsRejected()
 	}
 	if !s.resolveBatch() {
 		return false
 	}
 	b.infos[b.last] = last
-	b.pre = b.pre[:0]
-	for _, i := range b.rest.idx {
-		b.pre = append(b.pre, b.infos[i])
+	if b.preOK {
+		b.pre[b.prePos[b.last]] = last
+	} else {
+		b.listPre()
 	}
-	b.pre = append(b.pre, last)
 	state := cs.Clone()
 	if !fw.RunPreScorePlugins(ctx, state, pod, b.pre).IsSuccess() {
 		return false
@@ -182,8 +201,28 @@ func (s *Scheduler) resolveBatch() bool {
 		}
 		b.infos[i] = ni
 	}
-	b.removals = s.snapRemovals
+	b.removals, b.preOK = s.snapRemovals, false
 	return true
+}
+
+// listPre lists the live candidates' NodeInfos in b.pre, in table order:
+// the candidates waiting and the last choice, the nodes PreScore is
+// given (in an order of their own: no PreScore depends on the order of
+// its list). O(candidates).
+func (b *fwBatch) listPre() {
+	b.pre = b.pre[:0]
+	if cap(b.prePos) < len(b.infos) {
+		b.prePos = make([]int, len(b.infos))
+	}
+	b.prePos = b.prePos[:len(b.infos)]
+	for i, ni := range b.infos {
+		b.prePos[i] = -1
+		if b.tab.Live(i) {
+			b.prePos[i] = len(b.pre)
+			b.pre = append(b.pre, ni)
+		}
+	}
+	b.preOK = true
 }
 
 // scoreBefore orders nodes by total score, highest first, ties by

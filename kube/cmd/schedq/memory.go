@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -97,8 +96,9 @@ func size(b int64) string {
 // garbage collection falls back to Go's default (see gcPercent).
 const gcBudget = 1 << 30
 
-// gcPercent is the GOGC a run of a scenario estimated at est bytes gets:
-// the heap may grow by what is left of budget (gcBudget, or half the
+// gcPercent is the GOGC a run of a scenario estimated at est bytes gets
+// (and, once running, a run whose live heap is est bytes, with a floor of
+// its own: followGC): the heap may grow by what is left of budget (gcBudget, or half the
 // memory limit if that is less), as a percentage of est, between Go's
 // default of 100 and 400. A simulation is a batch job whose allocation
 // rate is high and whose live heap is small next to the machine: at 5,000
@@ -107,7 +107,10 @@ const gcBudget = 1 << 30
 // instead of 200; from about 500 MiB up (50,000 × 100,000 is about 700
 // MiB) it keeps the default, so that large runs stay within their memory.
 // limit is the limit checkMemory used (0 if none).
-func gcPercent(est, limit int64) int {
+func gcPercent(est, limit int64) int { return percentOf(est, limit, 100) }
+
+// percentOf is gcPercent with floor as its least GOGC.
+func percentOf(est, limit int64, floor int) int {
 	budget := int64(gcBudget)
 	if limit > 0 {
 		budget = min(budget, limit/2)
@@ -115,19 +118,21 @@ func gcPercent(est, limit int64) int {
 	if est <= 0 {
 		return 400
 	}
-	return int(min(max(100*(budget-est)/est, 100), 400))
+	return int(min(max(100*(budget-est)/est, int64(floor)), 400))
 }
 
 // tuneGC sets the garbage collector's GOGC for a run of sc (gcPercent),
-// unless the GOGC environment variable was set, which then decides.
-func tuneGC(sc *sim.Scenario, limit memoryLimit) {
+// then after each collection from the live heap (followGC), until the
+// returned stop; unless the GOGC environment variable was set, which
+// then decides.
+func tuneGC(sc *sim.Scenario, limit memoryLimit) (stop func()) {
 	if _, set := os.LookupEnv("GOGC"); set {
-		return
+		return func() {}
 	}
 	est, _, _ := sc.MemoryEstimate()
 	avail := limit.bytes
 	if !limit.set {
 		avail = memAvailable()
 	}
-	debug.SetGCPercent(gcPercent(est, avail))
+	return followGC(est, avail)
 }

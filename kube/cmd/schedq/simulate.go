@@ -130,7 +130,7 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 				if err := checkMemory(stderr, sc, memLimit); err != nil {
 					return err
 				}
-				tuneGC(sc, memLimit)
+				defer tuneGC(sc, memLimit)()
 				return runPolicies(stdout, sweep, func(i int, name string) (*sim.Report, error) {
 					return run(scs[i], name)
 				}, output, noWall)
@@ -150,7 +150,7 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 			if err := checkMemory(stderr, sc, memLimit); err != nil {
 				return err
 			}
-			tuneGC(sc, memLimit)
+			defer tuneGC(sc, memLimit)()
 			base, err := run(sc, sc.Name)
 			if err != nil {
 				return err
