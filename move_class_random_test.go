@@ -2,6 +2,7 @@ package schedq
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -17,12 +18,14 @@ func (r *hintLog) HintDone(_ int64, plugin, event string, h Hint, err error) {
 // TestMoveByClassSameAsByItemRandom drives two queues with
 // Config.HintClass, one judging by cohort and one item by item, through
 // the same random operations (adds, failures with shared and distinct
-// plugin lists, updates of label, priority and gate while parked,
-// deletes, activations, events, flushes), with and without a wake budget
-// by class: what comes in where, each move request's counts, each hint
-// call and each item's place must be the same at every step.
+// plugin lists, updates of label, priority, gate and group while parked,
+// deletes, activations, events, flushes, group entities beside the
+// cohorts, the move request's epoch wrapping), with and without a wake
+// budget by class: what comes in where, each move request's counts, the
+// hint calls (in any order) and each item's place must be the same at
+// every step. O(runs × steps) small queues; about 2 s.
 func TestMoveByClassSameAsByItemRandom(t *testing.T) {
-	labels := []string{"", "web", "db", "a", "b"}
+	labels := []string{"", "web", "db", "a"}
 	fails := []Failure{
 		{}, {RejectedBy: []string{"Fit"}}, {RejectedBy: []string{"Affinity"}},
 		{RejectedBy: []string{"Fit", "Affinity"}}, {RejectedBy: []string{"Affinity", "Fit"}},
@@ -41,25 +44,34 @@ func TestMoveByClassSameAsByItemRandom(t *testing.T) {
 	}
 	for run := range runs {
 		seed := state
-		budget := run%2 == 1
+		budget, groups := run%2 == 1, run%4 >= 2
 		one := func(byClass bool) (*harness, *hintLog) {
 			log := &hintLog{}
 			h := newHarness(t, withClass, func(c *Config[string, job]) {
 				c.Recorder = log
 				c.Hints["Fit"] = append(c.Hints["Fit"], EventHint[job]{Event: evPlacedAdd, Fn: affinityHint})
+				if groups {
+					groupsOn(c)
+				}
 				if budget {
 					c.Less, c.Priority = nil, jobPrio
 					c.Budget, c.ClassBudget = fuzzBudget, true
 				}
 			})
 			h.c.parked.byClass = byClass
+			h.c.epoch = math.MaxUint32 - uint32(run%64) // wraps in the run (nextEpoch)
+			if groups {
+				// Group entities park beside the cohorts, outside them.
+				h.setGroup("g0", 1, 3)
+				h.setGroup("g1", 2, 1)
+			}
 			return h, log
 		}
 		hc, lc := one(true)
 		hi, li := one(false)
 		for step := range 400 {
 			state = seed // both queues see the same choices
-			op, k, x := rnd(9), rnd(10), rnd(1<<16)
+			op, k, x := rnd(9), rnd(16), rnd(1<<16)
 			seed = state
 			name := fmt.Sprint("j", k)
 			desc := ""
@@ -67,11 +79,15 @@ func TestMoveByClassSameAsByItemRandom(t *testing.T) {
 				switch op {
 				case 0:
 					desc = "add " + name
-					h.c.Add(job{name: name, prio: int32(x % 4), label: labels[x%len(labels)], gated: x%13 == 0}, h.now)
+					p := job{name: name, prio: int32(x % 4), label: labels[x%len(labels)], gated: x%13 == 0}
+					if groups && x%3 != 0 {
+						p.group = []string{"g0", "g1"}[x%2]
+					}
+					h.c.Add(p, h.now)
 				case 1, 2:
 					desc = "pop and fail"
 					if a, ok := h.c.Pop(h.now); ok {
-						_ = h.c.Requeue(req(a.Item, a.Cycle), fails[x%len(fails)], h.now)
+						_ = h.c.Requeue(a, fails[x%len(fails)], h.now)
 					}
 				case 3:
 					desc = "update " + name
@@ -84,6 +100,9 @@ func TestMoveByClassSameAsByItemRandom(t *testing.T) {
 							p.prio = int32(x / 3 % 5)
 						case 2:
 							p.gated = !p.gated
+						}
+						if groups && x%7 == 0 {
+							p.group = []string{"", "g0", "g1"}[x/7%3] // into or out of a group
 						}
 						h.c.Update(info.Item, p, h.now)
 					}
@@ -113,7 +132,7 @@ func TestMoveByClassSameAsByItemRandom(t *testing.T) {
 			if !slices.Equal(sortedHints(lc.lines), sortedHints(li.lines)) {
 				t.Fatalf("run %d step %d %s: by cohort %q, by item %q", run, step, desc, lc.lines, li.lines)
 			}
-			for i := range 10 {
+			for i := range 16 {
 				n := fmt.Sprint("j", i)
 				if a, b := hc.where(n), hi.where(n); a != b {
 					t.Fatalf("run %d step %d %s: %s by cohort %v, by item %v", run, step, desc, n, a, b)
