@@ -109,6 +109,17 @@ func runOpsWith(t *testing.T, data []byte, mutate func(*Config[string, job])) {
 			} else {
 				p.label = labels[(arg>>3)%3]
 			}
+			if arg&0x20 != 0 {
+				// A new priority, also of a parked item, whose sort keys
+				// a wake budget's pop order reads (wakeByClass).
+				// Unique still (the model breaks no ties): i*10 or,
+				// in reverse order, (n-i)*10+5.
+				if p.prio%10 == 0 {
+					p.prio = int32((len(fuzzNames)-i)*10 + 5)
+				} else {
+					p.prio = int32(i * 10)
+				}
+			}
 			desc = fmt.Sprintf("Update %+v -> %+v", old, p)
 			c.Update(old, p, now)
 			m.update(old, p, now)
