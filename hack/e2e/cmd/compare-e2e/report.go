@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -56,21 +55,7 @@ func metricSum(text, name string) float64 {
 // label ("" sums everything under the key ""). O(len(text)).
 func metricByLabel(text, name, label string) map[string]float64 {
 	out := map[string]float64{}
-	for _, line := range strings.Split(text, "\n") {
-		rest, ok := strings.CutPrefix(line, name)
-		if !ok || (rest != "" && rest[0] != '{' && rest[0] != ' ') {
-			continue
-		}
-		i := strings.LastIndex(rest, " ")
-		if i < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(rest[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		out[labelValue(rest[:i], label)] += v
-	}
+	eachSample(text, name, func(labels string, v float64) { out[labelValue(labels, label)] += v })
 	return out
 }
 
