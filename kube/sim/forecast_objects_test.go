@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -108,5 +109,29 @@ func TestReplayStateHasObjects(t *testing.T) {
 		if pf.Starts != !got.IsZero() {
 			t.Errorf("%s: forecast %+v, replay started it at %v", p.Name, pf, got)
 		}
+	}
+}
+
+// A state's object of a kind the forecast does not take, or one listed
+// twice, is refused with its kind and name, before anything runs.
+func TestForecastRefusesBadObjects(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(st *ForecastState)
+		want string
+	}{
+		{"another kind", func(st *ForecastState) { st.Objects = append(st.Objects, st.Pending[0]) },
+			"the state's object *v1.Pod is not one of PersistentVolume"},
+		{"listed twice", func(st *ForecastState) { st.Objects = append(st.Objects, st.Objects[len(st.Objects)-1]) },
+			"the state lists *v1.ResourceClaim ml/train-0-gpu-x7k2q twice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := draState(t)
+			tc.edit(st)
+			_, err := RunForecast(&Scenario{Name: "t", Seed: 1}, st, ForecastOptions{Horizon: time.Hour})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
 	}
 }
