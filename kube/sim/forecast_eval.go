@@ -77,6 +77,7 @@ var evalMethods = []string{
 	"forecast, history by labels qos, GPU request, requests, Kaplan–Meier, stratified quantiles",
 	"forecast, history by label, Kaplan–Meier, exponential tail, stratified quantiles",
 	"forecast, history by labels qos, GPU request, requests, Kaplan–Meier, exponential tail, stratified quantiles",
+	"forecast, history by labels qos, GPU request, Kaplan–Meier, stratified quantiles",
 	"forecast, history by label, Kaplan–Meier, Monte Carlo median",
 	"simple: Explain's estimate of the next attempt",
 	"simple: rank ÷ recent start rate",
@@ -139,8 +140,8 @@ func evalFork1(sc *Scenario, rp *Replay, st *ForecastState, o EvalOptions) (*eva
 		f.uids = append(f.uids, p.UID)
 	}
 	fine := []string{o.Label, LabelGPURequest, LabelRequests}
-	hs := make([]*History, 8)
-	for i, labels := range [][]string{{o.Label}, {""}, {o.Label}, {o.Label}, fine, {o.Label}, fine} {
+	hs := make([]*History, 9)
+	for i, labels := range [][]string{{o.Label}, {""}, {o.Label}, {o.Label}, fine, {o.Label}, fine, fine[:2]} {
 		hs[i+1] = rp.History(labels...)
 		hs[i+1].Seed = o.Seed
 	}
