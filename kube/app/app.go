@@ -49,6 +49,8 @@ type Options struct {
 	NoWakeBudget bool
 	// Fairness shares the queue fairly between namespaces. Zero: off.
 	Fairness FairnessOptions
+	// History is how the forecasts learn runtimes from past pods.
+	History HistoryOptions
 	// Config is what Validate took from --config, if given.
 	Config ConfigOptions
 

@@ -75,7 +75,7 @@ type liveForecast struct {
 func newForecaster(o Options, l *liveState, timers clock.Clock) *forecaster {
 	return &forecaster{state: l.copy, sc: scenarioOf(o), o: sim.ForecastOptions{Horizon: DefaultForecastHorizon},
 		ttl: DefaultForecastTTL, wait: forecastWait, timers: timers, clock: l.clock, schedulerName: l.schedulerName,
-		hist: &liveHistory{schedulerName: l.schedulerName, clock: l.clock}}
+		hist: &liveHistory{schedulerName: l.schedulerName, clock: l.clock, opts: o.History}}
 }
 
 // storeOf is an informer's store, nil without an informer.

@@ -1,10 +1,12 @@
 package app
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
@@ -13,6 +15,37 @@ import (
 
 // historyMax is how many runtimes the live history keeps: the latest.
 const historyMax = 10_000
+
+// HistoryOptions are how the forecasts learn runtimes from past pods
+// (sim.History). Zero: by owner kind and namespace, the longest run past
+// the estimate's end.
+type HistoryOptions struct {
+	// Labels group the runtimes by these labels' values, coarsest first:
+	// a pod is estimated from the finest class with enough runs (see
+	// sim.History). A pod without the first label falls back to its
+	// owner kind and namespace.
+	Labels []string
+	// Tail names sim.History.Tail: "longest" (or empty) or "exponential".
+	Tail string
+}
+
+// validate returns every problem, each naming its flag.
+func (o HistoryOptions) validate() []error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, l := range o.Labels {
+		if msgs := validation.IsQualifiedName(l); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--history-label: %q is not a label key: %s", l, msgs[0]))
+		} else if seen[l] {
+			errs = append(errs, fmt.Errorf("--history-label: %q is listed twice", l))
+		}
+		seen[l] = true
+	}
+	if _, err := sim.ParseHistoryTail(o.Tail); err != nil {
+		errs = append(errs, fmt.Errorf("--history-tail: %w", err))
+	}
+	return errs
+}
 
 // liveHistory learns the runtimes of this scheduler's pods from the pod
 // informer, for the forecasts of pods that declare none: a pod that
@@ -24,6 +57,7 @@ const historyMax = 10_000
 type liveHistory struct {
 	schedulerName string
 	clock         clock.PassiveClock
+	opts          HistoryOptions // valid
 
 	mu   sync.Mutex
 	runs []observed // a ring of the latest runtimes
@@ -101,7 +135,8 @@ func (h *liveHistory) observe(p *v1.Pod, end time.Time, cut bool) {
 // history returns a sim.History of the runtimes kept, for one forecast.
 // O(historyMax).
 func (h *liveHistory) history() *sim.History {
-	out := sim.NewHistory("")
+	out := sim.NewHistory(h.opts.Labels...)
+	out.Tail, _ = sim.ParseHistoryTail(h.opts.Tail)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, o := range h.runs {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -36,5 +37,59 @@ func TestLiveHistoryCensorsDeleted(t *testing.T) {
 	}
 	if d, ok := h.history().Estimate(pod("x", 0), 0); !ok || d != 40*time.Minute {
 		t.Errorf("median: got %v %v, want 40m, the deletions counted as censored", d, ok)
+	}
+}
+
+// TestLiveHistoryOptions: the live history groups runtimes by the labels
+// configured and continues the estimate past its data as configured.
+// Team a's pods of size big ran 60 min (20 of them, enough for a class
+// of their own), its others 10 min (40); one more run of team a was cut
+// at 90 min. By team and size, a big pod's median is 60 min; by owner
+// and namespace (the default), every pod's is 10 min. Team b ran once
+// for 10 min and nine times was cut at 60 min: S never falls to 1/2,
+// and its median is the longest run, 60 min, or with the exponential
+// tail 10·ln 0.5 ÷ ln 0.9 min.
+func TestLiveHistoryOptions(t *testing.T) {
+	pod := func(name, team, size string, ran time.Duration) *v1.Pod {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"team": team, "size": size}}}
+		p.Spec.SchedulerName, p.Spec.NodeName, p.Status.Phase = "schedq", "n0", v1.PodRunning
+		p.Status.StartTime = &metav1.Time{Time: liveNow.Add(-ran)}
+		return p
+	}
+	feed := func(o HistoryOptions) *liveHistory {
+		h := &liveHistory{schedulerName: "schedq", clock: testingclock.NewFakeClock(liveNow), opts: o}
+		handler := h.handler()
+		finish := func(p *v1.Pod) {
+			ended := p.DeepCopy()
+			ended.Status.Phase = v1.PodSucceeded
+			handler.OnUpdate(p, ended)
+		}
+		for i := range 20 {
+			finish(pod(fmt.Sprint("big", i), "a", "big", 60*time.Minute))
+		}
+		for i := range 40 {
+			finish(pod(fmt.Sprint("small", i), "a", "small", 10*time.Minute))
+		}
+		handler.OnDelete(pod("cut", "a", "small", 90*time.Minute))
+		finish(pod("b0", "b", "small", 10*time.Minute))
+		for i := range 9 {
+			handler.OnDelete(pod(fmt.Sprint("bcut", i), "b", "small", 60*time.Minute))
+		}
+		return h
+	}
+	byLabels := feed(HistoryOptions{Labels: []string{"team", "size"}}).history()
+	if d, ok := byLabels.Estimate(pod("x", "a", "big", 0), 0); !ok || d != 60*time.Minute {
+		t.Errorf("by team and size, a big pod: got %v %v, want 60m", d, ok)
+	}
+	if d, ok := byLabels.Estimate(pod("x", "b", "small", 0), 0); !ok || d != 60*time.Minute {
+		t.Errorf("team b, longest tail: got %v %v, want 60m", d, ok)
+	}
+	if d, ok := feed(HistoryOptions{}).history().Estimate(pod("x", "a", "big", 0), 0); !ok || d != 10*time.Minute {
+		t.Errorf("by owner and namespace, a big pod: got %v %v, want 10m", d, ok)
+	}
+	exp := feed(HistoryOptions{Labels: []string{"team"}, Tail: "exponential"}).history()
+	want := time.Duration(float64(10*time.Minute) * math.Log(0.5) / math.Log(0.9))
+	if d, ok := exp.Estimate(pod("x", "b", "small", 0), 0); !ok || (d-want).Abs() > time.Second {
+		t.Errorf("team b, exponential tail: got %v %v, want %v", d, ok, want)
 	}
 }

@@ -57,6 +57,7 @@ func (o *Options) Validate() error {
 	}
 	errs = append(errs, o.validateLeaderElection()...)
 	errs = append(errs, o.Fairness.validate()...)
+	errs = append(errs, o.History.validate()...)
 	return errors.Join(errs...)
 }
 

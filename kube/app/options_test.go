@@ -63,6 +63,9 @@ func TestValidate(t *testing.T) {
 		{func(o *Options) { o.RetryPeriod = 9 * time.Second }, "--leader-elect-renew-deadline: 10s must be longer than 1.2 x --leader-elect-retry-period (9s)"},
 		{func(o *Options) { o.LeaseNamespace = "Kube_System" }, `--leader-elect-resource-namespace: "Kube_System"`},
 		{func(o *Options) { o.LeaseName = "" }, `--leader-elect-resource-name: ""`},
+		{func(o *Options) { o.History.Labels = []string{"app", "bad key!"} }, `--history-label: "bad key!" is not a label key`},
+		{func(o *Options) { o.History.Labels = []string{"app", "app"} }, `--history-label: "app" is listed twice`},
+		{func(o *Options) { o.History.Tail = "weibull" }, `--history-tail: history tail "weibull": not longest or exponential`},
 	}
 	for _, tc := range bad {
 		o := valid()

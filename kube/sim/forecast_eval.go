@@ -74,6 +74,10 @@ var evalMethods = []string{
 	"forecast, history by owner+namespace, median of finished runs",
 	"forecast, history by label, Kaplan–Meier, median",
 	"forecast, history by label, Kaplan–Meier, stratified quantiles (default)",
+	"forecast, history by labels qos, GPU request, requests, Kaplan–Meier, stratified quantiles",
+	"forecast, history by label, Kaplan–Meier, exponential tail, stratified quantiles",
+	"forecast, history by labels qos, GPU request, requests, Kaplan–Meier, exponential tail, stratified quantiles",
+	"forecast, history by labels qos, GPU request, Kaplan–Meier, stratified quantiles",
 	"forecast, history by label, Kaplan–Meier, Monte Carlo median",
 	"simple: Explain's estimate of the next attempt",
 	"simple: rank ÷ recent start rate",
@@ -135,14 +139,16 @@ func evalFork1(sc *Scenario, rp *Replay, st *ForecastState, o EvalOptions) (*eva
 	for _, p := range st.Pending {
 		f.uids = append(f.uids, p.UID)
 	}
-	hs := make([]*History, 5)
-	for i, label := range []string{o.Label, "", o.Label, o.Label} {
-		hs[i+1] = rp.History(label)
+	fine := []string{o.Label, LabelGPURequest, LabelRequests}
+	hs := make([]*History, 9)
+	for i, labels := range [][]string{{o.Label}, {""}, {o.Label}, {o.Label}, fine, {o.Label}, fine, fine[:2]} {
+		hs[i+1] = rp.History(labels...)
 		hs[i+1].Seed = o.Seed
 	}
 	hs[1].Method, hs[1].Spread = MedianFinished, SpreadMedian
 	hs[2].Method, hs[2].Spread = MedianFinished, SpreadMedian
 	hs[3].Spread = SpreadMedian
+	hs[6].Tail, hs[7].Tail = TailExponential, TailExponential
 	for _, h := range hs {
 		fo := ForecastOptions{Horizon: o.Horizon, History: h}
 		if h == nil {

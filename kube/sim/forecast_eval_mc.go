@@ -8,7 +8,7 @@ import (
 )
 
 // evalMonteCarlo is the index of the Monte Carlo method in evalMethods.
-const evalMonteCarlo = 5
+const evalMonteCarlo = 9
 
 // forecastPods lists the running pods, then the pending ones: those whose
 // runtimes a forecast estimates.

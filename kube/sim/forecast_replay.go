@@ -78,11 +78,11 @@ func (r *Replay) Started(uid types.UID) (time.Time, bool) {
 func (r *Replay) Known(p *v1.Pod) (time.Duration, bool) { return r.s.lifetime(p) }
 
 // History returns the runtimes of the pods that finished by now, filed
-// by label (see History), with those of the pods deleted or preempted
+// by labels (see History), with those of the pods deleted or preempted
 // while running as censored (History.ObserveRunning): they would have
 // run longer. A forecast adds the pods still running. O(n log n).
-func (r *Replay) History(label string) *History {
-	h := NewHistory(label)
+func (r *Replay) History(labels ...string) *History {
+	h := NewHistory(labels...)
 	uids := make([]types.UID, 0, len(r.s.stats))
 	for uid, st := range r.s.stats {
 		if st.ext.end != "" && st.ext.end != endWithdrawn && !st.bound.IsZero() && r.pods[uid] != nil {

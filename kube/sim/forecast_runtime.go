@@ -31,9 +31,20 @@ const (
 // it estimates one.
 const minHistory = 3
 
+// minClass is how many runtimes longer than a pod's elapsed time a class
+// finer than the coarsest of a History's labels needs before it estimates
+// the pod's; with fewer, the next coarser class does. A median from 20
+// runs is within about a quarter of its spread of the true one, where a
+// coarser class's bias is usually larger.
+const minClass = 20
+
 // History learns pods' runtimes: the runtimes observed for pods of the
-// same kind, where a pod's kind is the value of the configured label if
-// the pod has it, and otherwise its owner's kind and its namespace. It
+// same kind, where a pod's kind is the values of the configured labels
+// if the pod has the first, and otherwise its owner's kind and its
+// namespace. With several labels the classes nest: a pod is estimated
+// from the finest class (the values of the longest prefix of the labels
+// it has) that holds at least minClass runs longer than it has run, and
+// otherwise from the next coarser, down to the first label alone. It
 // estimates a pod's remaining runtime, given the time it has already
 // run, from the distribution of its kind's runtimes longer than that:
 // by default (KaplanMeier) the product-limit estimate, which counts the
@@ -44,7 +55,7 @@ const minHistory = 3
 // Seed. Observe is O(1); Estimate O(n log n) after an Observe of its
 // kind, then O(log n). Not safe for concurrent use.
 type History struct {
-	label   string
+	labels  []string
 	samples map[string]*runtimes
 	// Method is how the runtime distribution is estimated (default
 	// KaplanMeier).
@@ -52,6 +63,9 @@ type History struct {
 	// Spread is which quantile of it each pod gets (default
 	// SpreadStratified).
 	Spread HistorySpread
+	// Tail is the quantile KaplanMeier gives beyond its last finished
+	// run (default TailLongest).
+	Tail HistoryTail
 	// Seed draws the order of SpreadStratified.
 	Seed uint64
 	// quantile, if set, is the quantile of the conditional runtime
@@ -86,6 +100,35 @@ const (
 	SpreadMedian HistorySpread = "median"
 )
 
+// HistoryTail names what KaplanMeier gives a quantile that its estimate
+// never reaches: when the runs longer than the pod's elapsed time that
+// are still going are so many that S(t) never falls to 1 − q.
+type HistoryTail string
+
+// The tails of History.
+const (
+	// TailLongest gives the longest run observed, less the elapsed time:
+	// a lower bound, set by the single longest run.
+	TailLongest HistoryTail = ""
+	// TailExponential continues the estimate past its last finished run
+	// at the constant hazard it shows from the elapsed time to that run:
+	// with S the conditional survival at the last finished time t, the
+	// q-quantile of the remaining runtime is (t − e)·ln(1 − q) ÷ ln S.
+	TailExponential HistoryTail = "exponential"
+)
+
+// ParseHistoryTail reads a tail's name: "longest" or "" (TailLongest), or
+// "exponential".
+func ParseHistoryTail(s string) (HistoryTail, error) {
+	switch s {
+	case "", "longest":
+		return TailLongest, nil
+	case string(TailExponential):
+		return TailExponential, nil
+	}
+	return "", fmt.Errorf("history tail %q: not longest or exponential", s)
+}
+
 type runtimes struct {
 	d      []time.Duration // finished runs
 	c      []time.Duration // censored runs: still going, or cut short
@@ -96,16 +139,44 @@ type runtimes struct {
 	s  []float64
 }
 
-// NewHistory returns an empty history; label, if set, names the label
-// whose value groups pods.
-func NewHistory(label string) *History {
-	return &History{label: label, samples: map[string]*runtimes{}}
+// NewHistory returns an empty history; labels, if set, name the labels
+// whose values group pods, coarsest first (empty names are left out).
+func NewHistory(labels ...string) *History {
+	var ls []string
+	for _, l := range labels {
+		if l != "" {
+			ls = append(ls, l)
+		}
+	}
+	return &History{labels: ls, samples: map[string]*runtimes{}}
 }
 
-// Kind returns the kind History files p under.
+// Kind returns the finest kind History files p under.
 func (h *History) Kind(p *v1.Pod) string {
-	if v, ok := p.Labels[h.label]; ok && h.label != "" {
-		return "label " + h.label + "=" + v
+	ks := h.kinds(p)
+	return ks[len(ks)-1]
+}
+
+// kinds returns the kinds p is filed under, coarsest first: one per
+// prefix of the labels that p has, or its owner kind and namespace if it
+// has not the first. O(labels).
+func (h *History) kinds(p *v1.Pod) []string {
+	var ks []string
+	var b strings.Builder
+	b.WriteString("label ")
+	for i, l := range h.labels {
+		v, ok := p.Labels[l]
+		if !ok {
+			break
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(l + "=" + v)
+		ks = append(ks, b.String())
+	}
+	if len(ks) > 0 {
+		return ks
 	}
 	kind := "none"
 	for _, o := range p.OwnerReferences {
@@ -113,33 +184,41 @@ func (h *History) Kind(p *v1.Pod) string {
 			kind = o.Kind
 		}
 	}
-	return "owner " + kind + " in " + p.Namespace
+	return []string{"owner " + kind + " in " + p.Namespace}
 }
 
-// Observe records that p ran for d.
+// Observe records that p ran for d. O(labels).
 func (h *History) Observe(p *v1.Pod, d time.Duration) {
-	r := h.kind(p)
-	r.d = append(r.d, d)
-	r.sorted = false
+	for _, r := range h.classes(p) {
+		r.d = append(r.d, d)
+		r.sorted = false
+	}
 }
 
 // ObserveRunning records that p has run for elapsed and not finished (it
 // is still going, or was cut short): a right-censored runtime, which only
-// KaplanMeier uses.
+// KaplanMeier uses. O(labels).
 func (h *History) ObserveRunning(p *v1.Pod, elapsed time.Duration) {
-	r := h.kind(p)
-	r.c = append(r.c, elapsed)
-	r.sorted = false
+	for _, r := range h.classes(p) {
+		r.c = append(r.c, elapsed)
+		r.sorted = false
+	}
 }
 
-func (h *History) kind(p *v1.Pod) *runtimes {
-	k := h.Kind(p)
-	r := h.samples[k]
-	if r == nil {
-		r = &runtimes{}
-		h.samples[k] = r
+// classes returns the runtimes of each of p's kinds, coarsest first,
+// made if missing.
+func (h *History) classes(p *v1.Pod) []*runtimes {
+	ks := h.kinds(p)
+	rs := make([]*runtimes, len(ks))
+	for i, k := range ks {
+		r := h.samples[k]
+		if r == nil {
+			r = &runtimes{}
+			h.samples[k] = r
+		}
+		rs[i] = r
 	}
-	return r
+	return rs
 }
 
 // Estimate returns how much longer p, which has run for elapsed, is
@@ -155,18 +234,34 @@ func (h *History) Estimate(p *v1.Pod, elapsed time.Duration) (time.Duration, boo
 }
 
 // Quantile returns the q-quantile (0 < q < 1) of p's remaining runtime,
-// given that it has run for elapsed. With MedianFinished it is the
-// runtime at rank ⌊q·n⌋ of the n finished runtimes longer than elapsed,
-// less elapsed, and ok is false when n < minHistory. With KaplanMeier see
-// kmQuantile.
+// given that it has run for elapsed, from the finest of p's classes
+// that has minClass runs longer than elapsed (the coarsest needs
+// minHistory). With MedianFinished it is the runtime at rank ⌊q·n⌋ of
+// the n finished runtimes longer than elapsed, less elapsed, and ok is
+// false when n < minHistory. With KaplanMeier see kmQuantile.
+// O(labels · log n) once prepared.
 func (h *History) Quantile(p *v1.Pod, elapsed time.Duration, q float64) (time.Duration, bool) {
-	r := h.samples[h.Kind(p)]
-	if r == nil {
-		return 0, false
+	ks := h.kinds(p)
+	for i := len(ks) - 1; i >= 0; i-- {
+		r := h.samples[ks[i]]
+		if r == nil {
+			continue
+		}
+		r.prepare()
+		if i > 0 && r.longer(elapsed, h.Method == KaplanMeier) < minClass {
+			continue
+		}
+		if d, ok := h.quantileOf(r, elapsed, q); ok || i == 0 {
+			return d, ok
+		}
 	}
-	r.prepare()
+	return 0, false
+}
+
+// quantileOf is Quantile from the runtimes of one class, prepared.
+func (h *History) quantileOf(r *runtimes, elapsed time.Duration, q float64) (time.Duration, bool) {
 	if h.Method == KaplanMeier {
-		return r.kmQuantile(elapsed, q)
+		return r.kmQuantile(elapsed, q, h.Tail)
 	}
 	i, _ := slices.BinarySearch(r.d, elapsed+1)
 	tail := r.d[i:]

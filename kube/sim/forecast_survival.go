@@ -2,6 +2,7 @@ package sim
 
 import (
 	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -40,20 +41,32 @@ func (r *runtimes) prepare() {
 	r.sorted = true
 }
 
+// longer counts the finished runs longer than elapsed and, with
+// censored, the censored ones too. r must be prepared. O(log n).
+func (r *runtimes) longer(elapsed time.Duration, censored bool) int {
+	i, _ := slices.BinarySearch(r.d, elapsed+1)
+	n := len(r.d) - i
+	if censored {
+		j, _ := slices.BinarySearch(r.c, elapsed+1)
+		n += len(r.c) - j
+	}
+	return n
+}
+
 // kmQuantile is the q-quantile of the remaining runtime of a run that has
 // lasted elapsed, from the Kaplan–Meier estimate conditioned on T >
 // elapsed: S(t) ÷ S(elapsed), which is the product over the finished
 // times after elapsed alone (the runs at risk then are all longer than
 // elapsed). The quantile is the first finished time t with S(t) ÷
 // S(elapsed) ≤ 1 − q, less elapsed. When S never falls that low (the
-// last observation is censored), it is the longest observation less
-// elapsed: a lower bound. ok is false with fewer than minHistory
-// observations longer than elapsed, or none of them finished. r must be
-// prepared. O(log n).
-func (r *runtimes) kmQuantile(elapsed time.Duration, q float64) (time.Duration, bool) {
+// runs still going are many), tail says what it is: the longest
+// observation less elapsed, a lower bound (TailLongest), or the
+// estimate continued at its constant hazard (TailExponential). ok is
+// false with fewer than minHistory observations longer than elapsed, or
+// none of them finished. r must be prepared. O(log n).
+func (r *runtimes) kmQuantile(elapsed time.Duration, q float64, tail HistoryTail) (time.Duration, bool) {
 	i, _ := slices.BinarySearch(r.d, elapsed+1)
-	j, _ := slices.BinarySearch(r.c, elapsed+1)
-	if i == len(r.d) || len(r.d)-i+len(r.c)-j < minHistory {
+	if i == len(r.d) || r.longer(elapsed, true) < minHistory {
 		return 0, false
 	}
 	a, _ := slices.BinarySearch(r.ts, elapsed+1) // the first finished time after elapsed
@@ -66,7 +79,23 @@ func (r *runtimes) kmQuantile(elapsed time.Duration, q float64) (time.Duration, 
 	if b < len(r.ts) {
 		return r.ts[b] - elapsed, true
 	}
+	if tail == TailExponential {
+		return exponentialTail(r.ts[len(r.ts)-1]-elapsed, r.s[len(r.s)-1]/se, q), true
+	}
 	return r.c[len(r.c)-1] - elapsed, true
+}
+
+// exponentialTail is the q-quantile of a remaining runtime whose
+// conditional survival is s at last (0 < s < 1) and falls at a constant
+// hazard, −ln(s) ÷ last, from 0 on: last·ln(1 − q) ÷ ln(s). It is past
+// last when s > 1 − q, the case it is asked for; at most ten horizons.
+// O(1).
+func exponentialTail(last time.Duration, s, q float64) time.Duration {
+	if s >= 1 || s <= 0 || last <= 0 {
+		return last
+	}
+	x := float64(last) * math.Log(1-q) / math.Log(s)
+	return time.Duration(min(x, float64(10*MaxHorizon)))
 }
 
 // Stratified returns a copy of h (sharing its observations) that gives

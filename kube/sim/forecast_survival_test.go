@@ -216,10 +216,102 @@ func TestKaplanMeierConditional(t *testing.T) {
 		r.prepare()
 		elapsed := time.Duration(rng.IntN(20)) * time.Minute
 		q := rng.Float64()
-		got, ok := r.kmQuantile(elapsed, q)
+		got, ok := r.kmQuantile(elapsed, q, TailLongest)
 		want, wok := kmDirect(d, c, elapsed, q)
 		if got != want || ok != wok {
 			t.Fatalf("trial %d: finished %v censored %v, after %v, q %.3f: got %v %v, want %v %v", trial, d, c, elapsed, q, got, ok, want, wok)
+		}
+	}
+}
+
+// TestHistoryClassesFallBack: with the labels team and size, a pod is
+// estimated from its team and size while that class holds minClass runs
+// longer than the pod has run, and from its team alone otherwise. Team x
+// has minClass runs of size big, of 60 min, and 3·minClass of size small,
+// of 10 min; the team's median is 10 min. Size tiny has two runs of 5
+// min, too few: its pod gets the team's 10 min. A big pod that has run
+// 30 min still has minClass longer runs in its class: 30 min remain. A
+// history of the team label alone gives 10 min to all of them.
+func TestHistoryClassesFallBack(t *testing.T) {
+	sized := func(name, size string) *v1.Pod {
+		p := teamPod(name)
+		p.Labels["size"] = size
+		return p
+	}
+	fill := func(h *History) {
+		for i := range minClass {
+			h.Observe(sized(fmt.Sprint("b", i), "big"), 60*time.Minute)
+		}
+		for i := range 3 * minClass {
+			h.Observe(sized(fmt.Sprint("s", i), "small"), 10*time.Minute)
+		}
+		h.Observe(sized("t0", "tiny"), 5*time.Minute)
+		h.Observe(sized("t1", "tiny"), 5*time.Minute)
+	}
+	cases := []struct {
+		size    string
+		elapsed time.Duration
+		fine    time.Duration // by team and size
+		coarse  time.Duration // by team alone
+	}{
+		{"big", 0, 60 * time.Minute, 10 * time.Minute},
+		{"big", 30 * time.Minute, 30 * time.Minute, 30 * time.Minute},
+		{"small", 0, 10 * time.Minute, 10 * time.Minute},
+		{"tiny", 0, 10 * time.Minute, 10 * time.Minute},
+	}
+	fine, coarse := NewHistory("team", "size"), NewHistory("team")
+	fill(fine)
+	fill(coarse)
+	for _, c := range cases {
+		p := sized("p", c.size)
+		if d, ok := fine.Estimate(p, c.elapsed); !ok || d != c.fine {
+			t.Errorf("by team and size, %s after %v: got %v %v, want %v", c.size, c.elapsed, d, ok, c.fine)
+		}
+		if d, ok := coarse.Estimate(p, c.elapsed); !ok || d != c.coarse {
+			t.Errorf("by team, %s after %v: got %v %v, want %v", c.size, c.elapsed, d, ok, c.coarse)
+		}
+	}
+	if k := fine.Kind(sized("p", "big")); k != "label team=x,size=big" {
+		t.Errorf("Kind: got %q, want the finest class", k)
+	}
+	if k := fine.Kind(teamPod("p")); k != "label team=x" {
+		t.Errorf("Kind of a pod without size: got %q, want its team", k)
+	}
+}
+
+// TestKaplanMeierExponentialTail: one run finished at 10 min and nine
+// still going at 60 min: S falls to 0.9 at 10 min and no lower, so the
+// median lies beyond the data. TailLongest gives the longest run, 60
+// min; TailExponential continues S at the hazard −ln 0.9 per 10 min, so
+// the median is 10·ln 0.5 ÷ ln 0.9 = 65.79 min, and the 0.05-quantile,
+// which S reaches, is still the finished run's 10 min. After 5 min run,
+// S conditioned falls to 0.9 in 5 min: half as long, 32.9 min.
+func TestKaplanMeierExponentialTail(t *testing.T) {
+	h := NewHistory("team")
+	h.Observe(teamPod("f"), 10*time.Minute)
+	for range 9 {
+		h.ObserveRunning(teamPod("r"), 60*time.Minute)
+	}
+	p := teamPod("p")
+	if d, ok := h.Estimate(p, 0); !ok || d != 60*time.Minute {
+		t.Errorf("TailLongest: got %v %v, want 60m", d, ok)
+	}
+	h.Tail = TailExponential
+	near := func(d, want time.Duration) bool { return (d - want).Abs() < time.Second }
+	median := time.Duration(float64(10*time.Minute) * math.Log(0.5) / math.Log(0.9))
+	if d, ok := h.Estimate(p, 0); !ok || !near(d, median) {
+		t.Errorf("TailExponential: got %v %v, want %v", d, ok, median)
+	}
+	if d, ok := h.Quantile(p, 0, 0.05); !ok || d != 10*time.Minute {
+		t.Errorf("TailExponential, 0.05-quantile: got %v %v, want 10m", d, ok)
+	}
+	if d, ok := h.Estimate(p, 5*time.Minute); !ok || !near(d, median/2) {
+		t.Errorf("TailExponential after 5m: got %v %v, want %v", d, ok, median/2)
+	}
+	for _, s := range []string{"", "longest", "exponential", "weibull"} {
+		tail, err := ParseHistoryTail(s)
+		if (err != nil) != (s == "weibull") {
+			t.Errorf("ParseHistoryTail(%q): %q %v", s, tail, err)
 		}
 	}
 }

@@ -71,6 +71,16 @@ const (
 	traceGroup       = "trace"
 )
 
+// The labels a trace pod gets from its requests, for History to group
+// runtimes by (the trace's pods have no owners): LabelGPURequest is its
+// GPUs, "0" or num_gpu "x" gpu_milli ("1x470", "8x1000"), and
+// LabelRequests all its requests, CPU, memory and GPUs
+// ("3152m-5600Mi-1x1000"), which pods of one template share.
+const (
+	LabelGPURequest = "alibaba.com/gpu-request"
+	LabelRequests   = "alibaba.com/requests"
+)
+
 // maxTraceFileBytes is the largest trace file read; a larger one is
 // refused before it is read (a variable for tests).
 var maxTraceFileBytes int64 = 64 << 20
@@ -384,7 +394,12 @@ func alibabaPod(rec []string, untimed bool) (tracePod, error) {
 	if gpus > 0 {
 		requests[ResourceGPUMilli] = *resource.NewQuantity(gpus*share, resource.DecimalSI)
 	}
-	labels := map[string]string{"group": traceGroup}
+	gpuReq := "0"
+	if gpus > 0 {
+		gpuReq = fmt.Sprintf("%dx%d", gpus, share)
+	}
+	labels := map[string]string{"group": traceGroup, LabelGPURequest: gpuReq,
+		LabelRequests: fmt.Sprintf("%dm-%dMi-%s", cpu, mem, gpuReq)}
 	if rec[6] != "" {
 		labels[LabelQoS] = rec[6]
 	}

@@ -90,3 +90,21 @@ func TestAlibabaTraceColumnSets(t *testing.T) {
 		})
 	}
 }
+
+// A trace pod carries its requests as labels, for History to group
+// runtimes by: its GPUs (none, a share of one, several whole) and all of
+// its requests.
+func TestAlibabaTraceRequestLabels(t *testing.T) {
+	pods := "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np-a,3152,5600,1,470\np-b,1000,1024,0,0\np-c,32000,49152,2,1000\n"
+	tr, err := readAlibabaTrace(&TraceSpec{Format: TraceAlibabaGPU, Dir: writeTrace(t, shortNodes, pods)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][2]string{{"1x470", "3152m-5600Mi-1x470"}, {"0", "1000m-1024Mi-0"}, {"2x1000", "32000m-49152Mi-2x1000"}}
+	for i, tp := range tr.pods {
+		l := tp.pod.Labels
+		if got := [2]string{l[LabelGPURequest], l[LabelRequests]}; got != want[i] {
+			t.Errorf("%s: labels %v, want %s=%s and %s=%s", tp.pod.Name, l, LabelGPURequest, want[i][0], LabelRequests, want[i][1])
+		}
+	}
+}

@@ -19,7 +19,8 @@ func whatifCmd(stdout io.Writer) *cobra.Command {
 	var (
 		in                   inputs
 		scenario, file, out  string
-		label                string
+		labels               []string
+		tail                 string
 		at, horizon          time.Duration
 		arrivals, knownTimes bool
 	)
@@ -47,6 +48,10 @@ activeDeadlineSeconds, or the runtimes of finished pods of its kind
 			if at < 0 {
 				return fmt.Errorf("--at: must not be negative, got %v", at)
 			}
+			histTail, err := sim.ParseHistoryTail(tail)
+			if err != nil {
+				return fmt.Errorf("--history-tail: %w", err)
+			}
 			add, err := readWhatIf(file, cmd.InOrStdin())
 			if err != nil {
 				return fmt.Errorf("-f %s: %w", file, err)
@@ -62,7 +67,9 @@ activeDeadlineSeconds, or the runtimes of finished pods of its kind
 			if err := rp.Until(at); err != nil {
 				return err
 			}
-			o := sim.ForecastOptions{Horizon: horizon, History: rp.History(label), Arrivals: arrivals}
+			hist := rp.History(labels...)
+			hist.Tail = histTail
+			o := sim.ForecastOptions{Horizon: horizon, History: hist, Arrivals: arrivals}
 			if knownTimes {
 				o.Known = rp.Known
 			}
@@ -86,7 +93,8 @@ activeDeadlineSeconds, or the runtimes of finished pods of its kind
 	f.StringVar(&in.snapshot, "snapshot", "", "start from a cluster saved with kubectl get nodes,pods -A -o yaml")
 	f.DurationVar(&at, "at", 0, "the virtual time at which the objects are added")
 	f.DurationVar(&horizon, "horizon", 24*time.Hour, "how far ahead to forecast (positive, at most 720h)")
-	f.StringVar(&label, "history-label", "", "learn runtimes per value of this label (default: per owner kind and namespace)")
+	f.StringSliceVar(&labels, "history-label", nil, "learn runtimes per value of these labels, coarsest first (repeat or comma-separate; a class with too few runs falls back to the coarser; default: per owner kind and namespace)")
+	f.StringVar(&tail, "history-tail", "longest", "what a runtime from history is when most runs like it are still going: longest (the longest run seen) or exponential (the estimate continued at its constant hazard)")
 	f.BoolVar(&arrivals, "arrivals", false, "assume pods keep arriving as in the last hour (default: no new pods)")
 	f.BoolVar(&knownTimes, "known-runtimes", true, "end pods at the runtimes the simulator gives them (a trace's, a scenario's lifetimes)")
 	f.StringVarP(&out, "output", "o", "text", "text or json")
