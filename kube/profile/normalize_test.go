@@ -216,3 +216,105 @@ func TestScoreTableAsFramework(t *testing.T) {
 		t.Errorf("%d normalisations compared, %d refused: the cases do not cover both", normalised, refused)
 	}
 }
+
+// TestScoreTableSkipsPureColumns: while the live nodes stay the same and
+// only scores without a normaliser change (as when a batch re-scores the
+// node its last pod went to: NodeResourcesFit and BalancedAllocation
+// move, TaintToleration's count of taints does not), a table whose
+// normalising plugins are all pure calls no NormalizeScore, and its
+// totals are still the framework's; a changed normalising score or a node
+// left out normalises again.
+func TestScoreTableSkipsPureColumns(t *testing.T) {
+	c := normCluster(40)
+	f := defaultFramework(t, c)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(5, 6))
+	nodes, err := f.Snapshot().NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pod("plain", "")
+	state := framework.NewCycleState()
+	if _, st, _ := f.fwk.RunPreFilterPlugins(ctx, state, p); !st.IsSuccess() {
+		t.Fatal(st.AsError())
+	}
+	if st := f.fwk.RunPreScorePlugins(ctx, state, p, nodes); !st.IsSuccess() {
+		t.Fatal(st.AsError())
+	}
+	first, st := f.fwk.RunScorePlugins(ctx, state, p, nodes)
+	if !st.IsSuccess() {
+		t.Fatal(st.AsError())
+	}
+	tab := f.NewScoreTable(cloneScores(first), nil)
+	if _, st := tab.Normalize(ctx, state, p); !st.IsSuccess() {
+		t.Fatal(st.AsError())
+	}
+	if len(tab.norm) == 0 || slices.Contains(tab.pure, false) {
+		t.Fatalf("normalising plugins %v, pure %v: want some, all pure", tab.norm, tab.pure)
+	}
+	live := make([]bool, len(nodes))
+	raws := make([][]fwk.PluginScore, len(nodes))
+	for i := range nodes {
+		live[i], raws[i] = true, first[i].RawScores
+	}
+	skipped, renormalised := 0, 0
+	for step := range 200 {
+		i := rng.IntN(len(nodes))
+		fresh := append([]fwk.PluginScore(nil), raws[i]...)
+		for j := range fresh {
+			if !slices.Contains(normalising, fresh[j].Name) && fresh[j].Name != "DynamicResources" {
+				fresh[j].Score = rng.Int64N(fwk.MaxNodeScore + 1)
+			}
+		}
+		change := step%10 == 9 || !live[i] // a node left out comes back
+		switch {
+		case step%20 == 9:
+			change = live[i] // a node left out again changes nothing
+			tab.Kill(i)
+			live[i] = false
+		case step%10 == 9:
+			for j := range fresh {
+				if fresh[j].Name == "TaintToleration" {
+					fresh[j].Score++
+				}
+			}
+			fallthrough
+		default:
+			tab.Set(i, fresh)
+			live[i], raws[i] = true, fresh
+		}
+		before := tab.calls
+		if _, st := tab.Normalize(ctx, state, p); !st.IsSuccess() {
+			t.Fatal(st.AsError())
+		}
+		var want []fwk.NodePluginScores
+		var idx []int
+		for i := range nodes {
+			if live[i] {
+				want = append(want, fwk.NodePluginScores{Name: nodes[i].Node().Name, RawScores: raws[i]})
+				idx = append(idx, i)
+			}
+		}
+		if st := f.fwk.NormalizeScores(ctx, state, p, want); !st.IsSuccess() {
+			t.Fatal(st.AsError())
+		}
+		for k, i := range idx {
+			if got := tab.Total(i); got != want[k].TotalScore {
+				t.Fatalf("step %d: %s total %d, framework's %d", step, tab.Name(i), got, want[k].TotalScore)
+			}
+		}
+		switch calls := tab.calls - before; {
+		case change && calls == 0:
+			t.Fatalf("step %d: a normalising score or the live nodes changed, and no NormalizeScore ran", step)
+		case change:
+			renormalised++
+		case calls != 0:
+			t.Fatalf("step %d: %d NormalizeScore calls for a change of scores without a normaliser, want 0", step, calls)
+		default:
+			skipped++
+		}
+	}
+	if skipped < 150 || renormalised < 15 {
+		t.Errorf("%d normalisations skipped, %d done: the cases do not cover both", skipped, renormalised)
+	}
+}

@@ -7,6 +7,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodeaffinity"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/tainttoleration"
 )
 
 // ScoreTable keeps the raw scores of a fixed list of candidate nodes from
@@ -17,7 +20,11 @@ import (
 // a column and the weighted sum of the plugins without a NormalizeScore
 // per node, so that a cycle costs one NormalizeScore call per normalising
 // plugin over a copied column and one addition per node and such plugin,
-// not a walk of every node's scores.
+// not a walk of every node's scores. A column whose normaliser gives
+// each node a score that depends on the column's scores alone
+// (pureNormaliser) is not normalised again while its scores and the live
+// nodes are the same: a cycle that changes neither costs O(nodes Set x
+// plugins).
 //
 // The normalisers see the live nodes in the table's order, not in the
 // order a caller of the framework would list them: a NormalizeScore must
@@ -42,6 +49,12 @@ type ScoreTable struct {
 	norm   []int
 	fixed  []int64
 	cols   []fwk.NodeScoreList
+	// pure tells, per normalising plugin, that its normaliser is
+	// pureNormaliser's; stale that its column (or the live nodes) changed
+	// since its list was last normalised, or that it never was.
+	pure  []bool
+	stale []bool
+	calls int // NormalizeScore calls made, for tests
 
 	// The live nodes in table order (order, positions in pos, -1 for a
 	// node left out), valid while ordered: Kill and Set of a node not
@@ -73,8 +86,8 @@ func (f *Framework) NewScoreTable(scores []fwk.NodePluginScores, spare *ScoreTab
 	}
 	*t = ScoreTable{n: f.norm, names: resizeOf(t.names, len(scores)), raws: resizeOf(t.raws, len(scores)),
 		live: resizeOf(t.live, len(scores)), totals: resizeOf(t.totals, len(scores)), dirty: t.dirty[:0],
-		active: t.active[:0], norm: t.norm[:0], fixed: t.fixed, cols: t.cols, order: t.order[:0], pos: t.pos,
-		lists: t.lists, sums: t.sums, mark: t.mark}
+		active: t.active[:0], norm: t.norm[:0], fixed: t.fixed, cols: t.cols, pure: t.pure[:0], stale: t.stale[:0],
+		order: t.order[:0], pos: t.pos, lists: t.lists, sums: t.sums, mark: t.mark}
 	for i, s := range scores {
 		t.names[i], t.raws[i], t.live[i], t.totals[i] = s.Name, s.RawScores, true, s.TotalScore
 	}
@@ -114,18 +127,22 @@ func (t *ScoreTable) Set(i int, raw []fwk.PluginScore) {
 // same normalisers, weights and range checks, an error where it gives
 // one), and reports whether the total of a node not Set since the last
 // call changed. O(live nodes x normalising plugins), plus O(nodes x
-// plugins) when the plugins state skips differ from the last call's.
+// plugins) when the plugins state skips differ from the last call's;
+// O(nodes Set x plugins) when the live nodes are the same and every
+// normalising plugin is pure (pureNormaliser) with the same scores.
 func (t *ScoreTable) Normalize(ctx context.Context, state fwk.CycleState, pod *v1.Pod) (changed bool, st *fwk.Status) {
 	t.n.activate(state)
 	if !t.built || !slices.Equal(t.active, t.n.active) {
 		t.built, t.ordered = false, false
 		t.active = append(t.active[:0], t.n.active...)
-		t.norm = t.norm[:0]
+		t.norm, t.pure = t.norm[:0], t.pure[:0]
 		for k, idx := range t.active {
-			if t.n.scorers[idx].pl.ScoreExtensions() != nil {
+			if pl := t.n.scorers[idx].pl; pl.ScoreExtensions() != nil {
 				t.norm = append(t.norm, k)
+				t.pure = append(t.pure, pureNormaliser(pl))
 			}
 		}
+		t.stale = resizeOf(t.stale, len(t.norm))
 		t.fixed = resizeOf(t.fixed, len(t.names))
 		t.cols = resizeCols(t.cols, len(t.norm), len(t.names))
 		for i := range t.names {
@@ -142,12 +159,19 @@ func (t *ScoreTable) Normalize(ctx context.Context, state fwk.CycleState, pod *v
 		}
 	}
 	defer func() { t.dirty = t.dirty[:0] }()
-	t.arrange()
-	sums := t.sums
-	if len(t.norm) == 0 {
-		for p, i := range t.order {
-			sums[p] = t.fixed[i]
+	if !t.ordered {
+		for j := range t.stale {
+			t.stale[j] = true
 		}
+	}
+	t.arrange()
+	if !t.renormalises() {
+		t.totalDirty()
+		return false, nil
+	}
+	sums := t.sums
+	for p, i := range t.order {
+		sums[p] = t.fixed[i]
 	}
 	for j, k := range t.norm {
 		if st := t.normalise(ctx, state, pod, j, k); st != nil {
@@ -165,8 +189,34 @@ func (t *ScoreTable) Normalize(ctx context.Context, state fwk.CycleState, pod *v
 	return changed, nil
 }
 
+// renormalises tells whether a normalising plugin's list must be
+// normalised again: its normaliser is not pure, or its column is stale.
+func (t *ScoreTable) renormalises() bool {
+	for j := range t.norm {
+		if !t.pure[j] || t.stale[j] {
+			return true
+		}
+	}
+	return false
+}
+
+// totalDirty sets the totals of the nodes Set since the last Normalize
+// from their fixed sums and the normalised scores of the lists, which
+// are current: the other nodes' totals are unchanged. Every such node
+// is live, with its position (arrange).
+func (t *ScoreTable) totalDirty() {
+	for _, i := range t.dirty {
+		total, p := t.fixed[i], t.pos[i]
+		for j, k := range t.norm {
+			total += t.lists[j][p].Score * t.n.scorers[t.active[k]].weight
+		}
+		t.totals[i] = total
+	}
+}
+
 // load computes node i's fixed sum and its column entries for the active
-// plugins, checking the range of the scores no normaliser changes.
+// plugins, checking the range of the scores no normaliser changes, and
+// marks stale the columns whose entry for i changed.
 func (t *ScoreTable) load(i int) *fwk.Status {
 	var fixed int64
 	j := 0
@@ -174,7 +224,9 @@ func (t *ScoreTable) load(i int) *fwk.Status {
 		sc := t.n.scorers[idx]
 		ns := rawScore(t.names[i], t.raws[i], k, sc.name)
 		if j < len(t.norm) && t.norm[j] == k {
-			t.cols[j][i] = ns
+			if t.cols[j][i] != ns {
+				t.cols[j][i], t.stale[j] = ns, true
+			}
 			j++
 			continue
 		}
@@ -241,28 +293,26 @@ func (t *ScoreTable) markDirty(on bool) []bool {
 }
 
 // normalise runs the j-th normalising plugin (k-th active) over the live
-// nodes' column, restored from their raw scores, and adds its weighted
-// scores to the live nodes' sums: the first one to their fixed sums.
-// The plugin changes the scores of its list, never the names.
+// nodes' column, restored from their raw scores, unless it is pure and
+// its column not stale (its list then holds the same normalised scores),
+// and adds its weighted scores to the live nodes' sums. The plugin
+// changes the scores of its list, never the names.
 func (t *ScoreTable) normalise(ctx context.Context, state fwk.CycleState, pod *v1.Pod, j, k int) *fwk.Status {
 	sc := t.n.scorers[t.active[k]]
-	list, col := t.lists[j], t.cols[j]
+	list, sums, w := t.lists[j], t.sums, sc.weight
+	if t.pure[j] && !t.stale[j] {
+		for p := range t.order {
+			sums[p] += list[p].Score * w
+		}
+		return nil
+	}
+	col := t.cols[j]
 	for p, i := range t.order {
 		list[p].Score = col[i].Score
 	}
+	t.calls++
 	if st := sc.pl.ScoreExtensions().NormalizeScore(ctx, state, pod, list); !st.IsSuccess() {
 		return fwk.AsStatus(fmt.Errorf("normalising the scores of plugin %q: %w", sc.name, st.AsError()))
-	}
-	sums, w := t.sums, sc.weight
-	if j == 0 {
-		for p, i := range t.order {
-			s := list[p].Score
-			if s > fwk.MaxScore || s < fwk.MinScore {
-				return outOfRange(sc.name, s)
-			}
-			sums[p] = t.fixed[i] + s*w
-		}
-		return nil
 	}
 	for p := range t.order {
 		s := list[p].Score
@@ -271,7 +321,22 @@ func (t *ScoreTable) normalise(ctx context.Context, state fwk.CycleState, pod *v
 		}
 		sums[p] += s * w
 	}
+	t.stale[j] = false
 	return nil
+}
+
+// pureNormaliser tells whether pl's NormalizeScore gives each node a
+// score that depends on nothing but the scores of its list (not their
+// order, the nodes' names, the pod or the cycle's state), so that a list
+// of the same scores is normalised to the same scores again:
+// kube-scheduler's TaintToleration, NodeAffinity and DynamicResources,
+// which scale each score by the list's largest.
+func pureNormaliser(pl fwk.ScorePlugin) bool {
+	switch pl.(type) {
+	case *tainttoleration.TaintToleration, *nodeaffinity.NodeAffinity, *dynamicresources.DynamicResources:
+		return true
+	}
+	return false
 }
 
 func outOfRange(plugin string, s int64) *fwk.Status {

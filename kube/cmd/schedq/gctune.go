@@ -4,7 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
-	"sync/atomic"
+	"sync"
 )
 
 // liveHeapMetric is the runtime's count of the bytes the last collection
@@ -23,14 +23,24 @@ const followFloor = 80
 
 // gcFollower sets GOGC again after every collection, from the heap the
 // collection found live (gcPercent's rule, with followFloor as its
-// floor): the estimate a run starts from is its largest heap, and while
-// the heap is smaller (building the cluster, the first pods bound) the
-// heap may grow to the same budget with fewer collections. It runs on
-// the runtime's finalizer goroutine until stop; a run's output does not
-// depend on it. Safe for concurrent use.
+// floor), and, if the run owns it, the soft memory limit (limitOf): the
+// estimate a run starts from is its largest heap, and while the heap is
+// smaller (building the cluster, the first pods bound) the heap may grow
+// to the same budget with fewer collections. The limit counts all of the
+// runtime's memory, not only the heap, and makes the runtime return
+// freed pages early: at 50,000 nodes × 100,000 pods a limit of 1.2 GiB
+// let the heap grow between collections about as far as a GOGC goal of 1
+// GiB did, for the same peak resident memory, with 12 collections
+// instead of 19 (4-5% less CPU). It runs on the runtime's finalizer
+// goroutine until stop; a run's output does not depend on it. Safe for
+// concurrent use.
 type gcFollower struct {
-	limit   int64 // as gcPercent's
-	stopped atomic.Bool
+	budget int64
+	ceil   int  // gcCeiling of the estimate
+	limit  bool // whether to set the memory limit
+	mu     sync.Mutex
+	// stopped, under mu, tells collected to set nothing more.
+	stopped bool
 	sample  []metrics.Sample
 }
 
@@ -39,13 +49,32 @@ type gcFollower struct {
 // packs together.
 type gcSentinel struct{ f *gcFollower }
 
-// followGC sets GOGC to gcPercent(est, limit) now, then after each
-// collection from the live heap (gcFollower), until the returned stop.
-func followGC(est, limit int64) (stop func()) {
-	f := &gcFollower{limit: limit, sample: []metrics.Sample{{Name: liveHeapMetric}}}
-	debug.SetGCPercent(gcPercent(est, limit))
+// limitOf is the soft memory limit of a run whose live heap is live
+// bytes (or estimated at that): the budget, or twice the live heap if
+// more, so that a heap the estimate did not foresee is collected as Go's
+// default GOGC would rather than near the limit over and over.
+func limitOf(live, budget int64) int64 { return max(budget, 2*live) }
+
+// followGC sets GOGC to percentOf(est, budget, 100, gcCeiling) now and, if limit,
+// the memory limit to limitOf(est, budget); then again after each
+// collection from the live heap (gcFollower), until the returned stop,
+// which also gives the memory limit back its former value.
+func followGC(est, budget int64, limit bool) (stop func()) {
+	f := &gcFollower{budget: budget, ceil: gcCeiling(est, budget), limit: limit, sample: []metrics.Sample{{Name: liveHeapMetric}}}
+	debug.SetGCPercent(percentOf(est, budget, 100, f.ceil))
+	var prev int64
+	if limit {
+		prev = debug.SetMemoryLimit(limitOf(est, budget))
+	}
 	f.arm()
-	return func() { f.stopped.Store(true) }
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.stopped = true
+		if limit {
+			debug.SetMemoryLimit(prev)
+		}
+	}
 }
 
 // arm leaves a sentinel for the next collection to find unreachable.
@@ -56,12 +85,18 @@ func (f *gcFollower) arm() {
 // collected follows one collection and arms for the next, unless
 // stopped. Only the finalizer goroutine calls it.
 func (f *gcFollower) collected() {
-	if f.stopped.Load() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped {
 		return
 	}
 	metrics.Read(f.sample)
 	if f.sample[0].Value.Kind() == metrics.KindUint64 {
-		debug.SetGCPercent(percentOf(int64(f.sample[0].Value.Uint64()), f.limit, followFloor))
+		live := int64(f.sample[0].Value.Uint64())
+		debug.SetGCPercent(percentOf(live, f.budget, followFloor, f.ceil))
+		if f.limit {
+			debug.SetMemoryLimit(limitOf(live, f.budget))
+		}
 	}
 	f.arm()
 }

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -92,39 +94,64 @@ func size(b int64) string {
 	return fmt.Sprintf("%dMi", (b+(1<<20)-1)>>20)
 }
 
-// gcBudget is the heap a run may grow to before the simulator's tuned
-// garbage collection falls back to Go's default (see gcPercent).
-const gcBudget = 1 << 30
+// gcBudget is the memory a run may grow to before the simulator's tuned
+// garbage collection falls back to Go's default (see gcPercent), and the
+// soft memory limit it keeps (see followGC): about 1.2 GiB of peak
+// resident memory at 50,000 nodes × 100,000 pods.
+const gcBudget = 1200 << 20
+
+// budgetOf is the budget of a run whose memory limit (checkMemory's) is
+// limit, 0 if none: gcBudget, or half the limit if that is less.
+func budgetOf(limit int64) int64 {
+	if limit > 0 {
+		return min(gcBudget, limit/2)
+	}
+	return gcBudget
+}
 
 // gcPercent is the GOGC a run of a scenario estimated at est bytes gets
 // (and, once running, a run whose live heap is est bytes, with a floor of
-// its own: followGC): the heap may grow by what is left of budget (gcBudget, or half the
-// memory limit if that is less), as a percentage of est, between Go's
-// default of 100 and 400. A simulation is a batch job whose allocation
-// rate is high and whose live heap is small next to the machine: at 5,000
-// nodes and 10,000 pods (about 70 MiB) it collects a quarter as often,
-// which saves about a quarter of the CPU for a peak of about 400 MiB
-// instead of 200; from about 500 MiB up (50,000 × 100,000 is about 700
-// MiB) it keeps the default, so that large runs stay within their memory.
-// limit is the limit checkMemory used (0 if none).
-func gcPercent(est, limit int64) int { return percentOf(est, limit, 100) }
-
-// percentOf is gcPercent with floor as its least GOGC.
-func percentOf(est, limit int64, floor int) int {
-	budget := int64(gcBudget)
-	if limit > 0 {
-		budget = min(budget, limit/2)
-	}
-	if est <= 0 {
-		return 400
-	}
-	return int(min(max(100*(budget-est)/est, int64(floor)), 400))
+// its own: followGC): the heap may grow by what is left of the budget
+// (budgetOf the memory limit) over est, as a percentage of est, from Go's
+// default of 100 up to gcCeiling. A simulation is a batch job whose
+// allocation rate is high and whose live heap is small next to the
+// machine: at 5,000 nodes and 10,000 pods (about 70 MiB) it collects a
+// quarter as often, which saves about a quarter of the CPU for a peak of
+// about 400 MiB instead of 200; from about 600 MiB up (50,000 × 100,000
+// is about 700 MiB) it keeps the default, so that large runs stay within
+// their memory. limit is the limit checkMemory used (0 if none).
+func gcPercent(est, limit int64) int {
+	budget := budgetOf(limit)
+	return percentOf(est, budget, 100, gcCeiling(est, budget))
 }
 
-// tuneGC sets the garbage collector's GOGC for a run of sc (gcPercent),
-// then after each collection from the live heap (followGC), until the
-// returned stop; unless the GOGC environment variable was set, which
-// then decides.
+// gcCeiling is the largest GOGC of a run estimated at est bytes: 400 if
+// its heap at that GOGC would stay within the budget, so that a small run
+// does not take the whole budget; else none, as the budget bounds the
+// heap of a larger one (percentOf reaches no further), which then starts
+// collecting only once its heap nears the budget, not while the cluster
+// is built.
+func gcCeiling(est, budget int64) int {
+	if 5*est <= budget {
+		return 400
+	}
+	return math.MaxInt32
+}
+
+// percentOf is the GOGC of a heap of est bytes that may grow to budget,
+// at least floor and at most ceil.
+func percentOf(est, budget int64, floor, ceil int) int {
+	if est <= 0 {
+		return ceil
+	}
+	return int(min(max(100*(budget-est)/est, int64(floor)), int64(ceil)))
+}
+
+// tuneGC sets the garbage collector's GOGC and soft memory limit for a
+// run of sc (followGC), until the returned stop; unless the GOGC
+// environment variable was set, which then decides alone. A GOMEMLIMIT
+// environment variable, if set, stays the memory limit and is the
+// budget, if less than budgetOf's.
 func tuneGC(sc *sim.Scenario, limit memoryLimit) (stop func()) {
 	if _, set := os.LookupEnv("GOGC"); set {
 		return func() {}
@@ -134,5 +161,9 @@ func tuneGC(sc *sim.Scenario, limit memoryLimit) (stop func()) {
 	if !limit.set {
 		avail = memAvailable()
 	}
-	return followGC(est, avail)
+	budget := budgetOf(avail)
+	if _, set := os.LookupEnv("GOMEMLIMIT"); set {
+		return followGC(est, min(budget, debug.SetMemoryLimit(-1)), false)
+	}
+	return followGC(est, budget, true)
 }
