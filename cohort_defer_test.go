@@ -60,22 +60,22 @@ func TestDeferByCohortSameAsByItem(t *testing.T) {
 		{"room for one: a1 wakes, a2 is deferred, a3-a6 are the tail", func(h *harness) {
 			h.move(evMachineAdd, &sized{room: 1})
 		}},
-		{"a4 and a6 change class while deferred", func(h *harness) {
-			for _, n := range []string{"a4", "a6"} {
-				p := h.info(n).Item
-				p2 := p
-				p2.label = "big" // asks for more room than any event makes
-				h.c.Update(p, p2, h.now)
-				h.check()
-			}
-		}},
-		{"a clock gone back: a2 wakes, a3 and a4 are deferred, a5 and a6 are the tail", func(h *harness) {
+		{"a clock gone back: a2 wakes, a3 is deferred, a4-a6 are the tail", func(h *harness) {
 			h.now = h.now.Add(-30 * time.Second)
 			h.move(evMachineAdd, &sized{room: 1})
 			h.now = h.now.Add(30 * time.Second)
 		}},
 		{"no room: every one deferred, and the event ends at once", func(h *harness) {
 			h.move(evMachineAdd, &sized{room: 0})
+		}},
+		{"a4 and a6 change class while deferred", func(h *harness) {
+			for _, nl := range [][2]string{{"a4", "y"}, {"a6", "big"}} { // big asks for more room than any event makes
+				p := h.info(nl[0]).Item
+				p2 := p
+				p2.label = nl[1]
+				h.c.Update(p, p2, h.now)
+				h.check()
+			}
 		}},
 		{"a1 fails: its room goes to a3, a4 is taken from the tail and deferred", func(h *harness) {
 			h.attemptFail("a1", "Fit")
