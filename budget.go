@@ -47,6 +47,9 @@ type roomGroup[K comparable, T any] struct {
 	label string
 	key   string // Keyed budgets: the shared room's key
 	woken int
+	// seq is parked.seq at its making: an item whose deferrals were
+	// cleared since is no longer deferred by it (waits).
+	seq uint64
 	// recheck: no woken item is left, and the deferred items wait for one
 	// more offer at the next backoff flush.
 	recheck bool
@@ -55,10 +58,11 @@ type roomGroup[K comparable, T any] struct {
 	dormant bool
 	// ended: settled for good, its deferred items let go.
 	ended bool
-	// deferred is in pop order. An entry counts only while its deferrals
-	// are those it had when this group deferred it (deferRef.gen); others
-	// (woken or moved since, or recycled) are skipped. An item may wait on
-	// the room of several events.
+	// deferred is in pop order, each item counted in its deferCount. An
+	// entry counts only while its deferrals have not been cleared since
+	// the group was made (waits); others (woken or moved since, or
+	// recycled) are skipped. An item may wait on the room of several
+	// events.
 	deferred []deferRef[K, T]
 	// tail, with Config.ClassBudget and the default order, holds deferred
 	// items that come after all of deferred in pop order, as a heap on
@@ -66,6 +70,14 @@ type roomGroup[K comparable, T any] struct {
 	// no room when they were deferred (wakeByClass, offerTail).
 	tail        tailHeap[K, T]
 	tailClasses []uint64
+	// lazy, if the tail's items are deferred with their cohorts
+	// (cohort_defer.go): those cohorts, whose members that joined before
+	// seq and are not in deferred are the tail's items, uncounted.
+	// moved is the tail's items that left those cohorts for another
+	// while parked (recohort), counted one by one since.
+	lazy     []*cohort[K, T]
+	lazyTail bool
+	moved    []*entry[K, T]
 }
 
 // hasDeferred reports whether g holds deferred items (some may be stale).
@@ -81,19 +93,16 @@ func (g *roomGroup[K, T]) eachDeferred(f func(deferRef[K, T])) {
 	}
 }
 
-// deferRef is an item a group deferred, and the generation of its
-// deferrals then (entryMore.deferGen): the entry still waits on the
-// group's room while the generation is unchanged. O(1) to check, so that
-// an offer costs O(d) for d deferred items, however many events each
-// waits on.
+// deferRef is an item a group deferred.
 type deferRef[K comparable, T any] struct {
-	e   *entry[K, T]
-	gen uint32
+	e *entry[K, T]
 }
 
-// waits reports whether r's entry still waits on the room of the group
-// that holds r.
-func (r deferRef[K, T]) waits() bool { return r.gen == r.e.more.deferGen }
+// waits reports whether e, which g deferred, still waits on g's room:
+// its deferrals have not been cleared since g was made. O(1) to check,
+// so that an offer costs O(d) for d deferred items, however many events
+// each waits on.
+func (g *roomGroup[K, T]) waits(e *entry[K, T]) bool { return e.more.clearedAt < g.seq }
 
 // deferEntry appends e to g's deferred items and counts g among the live
 // events e waits on. O(1) amortized.
@@ -101,7 +110,7 @@ func (g *roomGroup[K, T]) deferEntry(e *entry[K, T]) {
 	m := e.ext()
 	m.deferCount++
 	m.lastDeferrer = g
-	g.deferred = append(g.deferred, deferRef[K, T]{e: e, gen: m.deferGen})
+	g.deferred = append(g.deferred, deferRef[K, T]{e: e})
 }
 
 // wakeWithin wakes the ready candidates (each with its strategy) that fit
@@ -112,7 +121,8 @@ func (g *roomGroup[K, T]) deferEntry(e *entry[K, T]) {
 // then the order they are offered in cannot matter (Take is additive), and
 // sorting them is not needed.
 func (c *Core[K, T]) wakeWithin(b Budget[T], label string, ready []*entry[K, T], fit int, now time.Time) int {
-	g := &roomGroup[K, T]{b: b, label: label}
+	c.parked.seq++
+	g := &roomGroup[K, T]{b: b, label: label, seq: c.parked.seq}
 	if k, ok := b.(Keyed); ok {
 		g.key = k.Key()
 	}
@@ -143,7 +153,7 @@ func (c *Core[K, T]) wakeWithin(b Budget[T], label string, ready []*entry[K, T],
 		// their event, and wait for room, not for the leftover flush.
 		// (wakeByClass sets the tail's as it makes it.)
 		for _, r := range g.deferred {
-			r.e.more.lastFlush = now.UnixNano()
+			c.noteFlushed(r.e, now.UnixNano())
 		}
 	}
 	woken := g.woken
@@ -227,7 +237,7 @@ func (c *Core[K, T]) take(b Budget[T], e *entry[K, T], full *classSet) bool {
 // wake requeues e with the strategy its hints chose; it then holds the
 // room Take reserved in g, unless a PreEnqueue check parked it again.
 func (c *Core[K, T]) wake(g *roomGroup[K, T], e *entry[K, T], label string, now time.Time) {
-	e.clearDeferred()
+	c.clearDeferred(e)
 	if l := c.requeue(e, e.strategy, label, now); l == locParked || l == locGated {
 		g.b.Return(e.Item)
 		return
@@ -309,7 +319,7 @@ func (c *Core[K, T]) offer(g *roomGroup[K, T], now time.Time) {
 	kept := g.deferred[:0]
 	var full classSet
 	for _, r := range g.deferred {
-		if !r.waits() {
+		if !g.waits(r.e) {
 			continue
 		}
 		if c.take(g.b, r.e, &full) {
@@ -354,12 +364,23 @@ func (c *Core[K, T]) settle(g *roomGroup[K, T], _ time.Time) {
 			return
 		}
 	}
-	g.eachDeferred(func(r deferRef[K, T]) {
-		if r.waits() {
+	uncount := func(r deferRef[K, T]) {
+		if g.waits(r.e) {
 			r.e.more.deferCount--
 		}
-	})
+	}
+	if g.lazyTail {
+		for _, r := range g.deferred {
+			uncount(r)
+		}
+		for _, e := range g.moved {
+			uncount(deferRef[K, T]{e: e})
+		}
+		c.endLazy(g)
+	} else {
+		g.eachDeferred(uncount)
+	}
 	g.ended = true
 	c.recycleTail(g.tail.Release())
-	g.deferred, g.tailClasses = nil, nil
+	g.deferred, g.tailClasses, g.moved = nil, nil, nil
 }

@@ -13,10 +13,13 @@ import (
 // rest stay in the heap, g's tail, unsorted. A burst of events that each
 // free room for one of many parked items of a few classes costs
 // O(k + w log k) each, for k candidates and w taken from the heap, not
-// O(k log k).
+// O(k log k). When the candidates are the members of the cohorts the
+// request moved (c.moving), the tail's items are deferred with their
+// cohorts (deferLazily): no item of the tail is written to.
 func (c *Core[K, T]) wakeByClass(g *roomGroup[K, T], ready []*entry[K, T], now time.Time) {
 	// The slots' last key is the index in ready, so ties keep ready's
 	// order; the array becomes g's tail if anything is left in it.
+	lazy := c.movingMembers() == len(ready) // before any leaves its cohort
 	slots := c.newTail(len(ready))[:0]
 	var classes classSet
 	n := 0
@@ -49,6 +52,10 @@ func (c *Core[K, T]) wakeByClass(g *roomGroup[K, T], ready []*entry[K, T], now t
 		c.recycleTail(h.Release())
 		return
 	}
+	g.tail = h
+	if c.deferLazily(g, lazy, now.UnixNano()) {
+		return
+	}
 	var tc classSet
 	h.Each(func(s *heap.Slot[deferRef[K, T]]) {
 		e := s.Ref.e
@@ -59,11 +66,9 @@ func (c *Core[K, T]) wakeByClass(g *roomGroup[K, T], ready []*entry[K, T], now t
 		m.deferCount++
 		m.lastDeferrer = g
 		if g.woken > 0 {
-			m.lastFlush = now.UnixNano() // see wakeWithin
+			m.lastFlush, m.flushSeq = now.UnixNano(), g.seq // see wakeWithin
 		}
-		s.Ref.gen = m.deferGen
 	})
-	g.tail = h
 }
 
 // newTail returns a tail of n zero items, reusing an ended group's if
@@ -108,12 +113,15 @@ func (c *Core[K, T]) offerTail(g *roomGroup[K, T], full *classSet, now time.Time
 	for g.tail.Len() > 0 && !done {
 		s, _ := g.tail.Pop()
 		r := s.Ref
-		if !r.waits() {
+		if !g.waits(r.e) {
 			continue
 		}
 		if c.take(g.b, r.e, full) {
 			c.wake(g, r.e, g.label, now)
 			continue
+		}
+		if g.lazyTail {
+			g.countOut(r.e) // out of the tail: counted one by one
 		}
 		g.deferred = append(g.deferred, r)
 		done = full.hasAll(g.tailClasses)

@@ -185,6 +185,10 @@ type Core[K comparable, T any] struct {
 	memo    hintMemo         // a move request's hint answers by class
 	movers  []mover[K, T]    // scratch of judgeAll
 	ready   []*entry[K, T]   // scratch of moveItems: the items a budget is offered
+	// moving is the cohorts (not gated) a request judged by cohort moves,
+	// if movingOK (cohort_defer.go).
+	moving   []*cohort[K, T]
+	movingOK bool
 
 	rechecks []*roomGroup[K, T]            // budgets to offer once more (budget.go)
 	tails    [][]heap.Slot[deferRef[K, T]] // ended groups' tails, for reuse (budget_class.go)
@@ -365,7 +369,7 @@ func (c *Core[K, T]) recycle(e *entry[K, T]) {
 	c.uncount(e)
 	m := e.more
 	if m != nil {
-		*m = entryMore[K, T]{slots: m.slots[:0], deferGen: m.deferGen + 1} // its deferRefs go stale
+		*m = entryMore[K, T]{slots: m.slots[:0], clearedAt: c.parked.seq} // its deferRefs go stale
 	}
 	*e = entry[K, T]{more: m}
 	if len(c.free) < 1024 {
@@ -863,7 +867,7 @@ func (c *Core[K, T]) unlink(e *entry[K, T], now time.Time) {
 		c.backoffE.Remove(e)
 	case locParked, locGated:
 		c.parked.remove(e)
-		e.clearDeferred()
+		c.clearDeferred(e)
 	default:
 		return
 	}

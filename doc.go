@@ -113,11 +113,16 @@
 // cohorts of alike items among them (one hint call per cohort and check)
 // when none moves, else also O(k) reads of a dense index and O(m log n)
 // for the m items moved; a wake budget adds O(k) for the items it
-// defers. Tick is O(m log n) for m items moved, plus O(p) for
+// defers (a heap of their sort keys; those deferred with their cohorts
+// are not written to, and an event that ends lets them go in O(c·e)
+// for c cohorts and e live events deferring each).
+// Tick is O(m log n) for m items moved, plus O(p) for
 // p parked items when the leftover flush runs. Explain is O(r + n) for r
 // hint registrations and n queued items (its position in line), plus O(m)
-// for a member of a group of m members; Dump is O(n log n), of which the
-// concurrent Queue holds its lock for O(n). In steady state Add, Pop and Done allocate nothing.
+// for a member of a group of m members, plus O(e·d) for the e live
+// events that defer a parked item's cohort, d items each holds alone;
+// Dump is O(n log n), of which the concurrent Queue holds its lock for
+// O(n). In steady state Add, Pop and Done allocate nothing.
 // A group of m members costs O(m log m) to pop, with one allocation (its
 // Members), and O(m) to requeue; Counts and Stats are O(g) for g groups.
 //

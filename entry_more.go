@@ -15,25 +15,32 @@ type entryMore[K comparable, T any] struct {
 	// (parked_cohort.go).
 	coh  *cohort[K, T]
 	cpos int32
+	// joined is parked.seq when it joined its cohort: the groups made
+	// after it that defer the cohort lazily defer it (cohortDefer).
+	joined uint64
 	// Budgets: the group whose room it holds, from its wake to the end of
 	// its next attempt. While parked, how many events that have not ended
-	// deferred it, and the last of them (for Explain; it may have ended
-	// since). The groups keep the items they deferred (deferRef), not the
-	// reverse: an item may wait on the room of many events, and each
-	// event's end costs O(1) per item. deferGen counts the times the
-	// item's deferrals were cleared (or the entry recycled): a group's
-	// deferRef of an older generation is stale.
+	// deferred it one by one, and the last of them (for Explain; it may
+	// have ended since); its cohort's records add those that deferred it
+	// with its cohort (lazyDefer). The groups keep the items they
+	// deferred (deferRef), not the reverse: an item may wait on the room
+	// of many events, and each event's end costs O(1) per item.
+	// clearedAt is parked.seq when its deferrals were last cleared (or
+	// the entry recycled): a group made before then no longer holds it.
 	tookFrom     *roomGroup[K, T]
 	lastDeferrer *roomGroup[K, T]
+	clearedAt    uint64
 	deferCount   int32
-	deferGen     uint32
 	fair         fairLink[K, T] // its tenant, under Config.Fairness
 	// shadow is, for a queued entry, an attempt in flight for the same
 	// key (re-added during it); rare, so out of line (entry.shadowOf).
 	shadow *entry[K, T]
 	// lastFlush is, while parked, the last leftover flush that tried it,
-	// or the last budget that deferred it (Unix ns).
+	// or the last budget that deferred it (Unix ns), noted at flushSeq
+	// (parked.seq then); its cohort's record, if newer, overrides it
+	// (cohortFlush).
 	lastFlush int64
+	flushSeq  uint64
 }
 
 // ext returns e's entryMore, allocating it on first use. O(1).
@@ -68,23 +75,6 @@ func (e *entry[K, T]) tookFromGroup() *roomGroup[K, T] {
 	return e.more.tookFrom
 }
 
-// deferredBy returns the last budget group that deferred e, if e still
-// waits on the room of a group that has not ended, else nil.
-func (e *entry[K, T]) deferredBy() *roomGroup[K, T] {
-	if e.more == nil || e.more.deferCount == 0 {
-		return nil
-	}
-	return e.more.lastDeferrer
-}
-
-// deferredCount returns how many events that have not ended deferred e.
-func (e *entry[K, T]) deferredCount() int {
-	if e.more == nil {
-		return 0
-	}
-	return int(e.more.deferCount)
-}
-
 // shadowOf returns the attempt in flight that queued entry e shadows (its
 // key's older attempt), or nil. O(1).
 func (e *entry[K, T]) shadowOf() *entry[K, T] {
@@ -107,19 +97,12 @@ func (e *entry[K, T]) setShadow(f *entry[K, T]) {
 	e.set(flagShadow, true)
 }
 
-// lastFlushed returns e's entryMore.lastFlush, 0 if it has none.
-func (e *entry[K, T]) lastFlushed() int64 {
-	if e.more == nil {
-		return 0
-	}
-	return e.more.lastFlush
-}
-
 // clearDeferred forgets the budget groups that deferred e: their refs
-// to it go stale. O(1).
-func (e *entry[K, T]) clearDeferred() {
-	if m := e.more; m != nil && (m.deferCount > 0 || m.lastDeferrer != nil) {
+// to it go stale. e is out of its cohort, or about to leave it, so its
+// cohort's lazy deferrals no longer count it either. O(1).
+func (c *Core[K, T]) clearDeferred(e *entry[K, T]) {
+	if m := e.more; m != nil {
 		m.deferCount, m.lastDeferrer = 0, nil
-		m.deferGen++
+		m.clearedAt = c.parked.seq
 	}
 }

@@ -90,10 +90,10 @@ func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation[K] {
 				}
 			}
 		}
-		if g := e.deferredBy(); g != nil {
+		if g := c.deferredBy(e); g != nil {
 			x.DeferredBy = g.label
 		}
-		from := max(e.Timestamp.UnixNano(), e.lastFlushed())
+		from := max(e.Timestamp.UnixNano(), c.lastFlushed(e))
 		// The flush takes items older than the maximum, at its next tick.
 		x.LeftoverFlushAt = time.Unix(0, from).Add(c.cfg.MaxInUnschedulable).UTC()
 	}

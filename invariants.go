@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/schedq/schedq/internal/heap"
 )
@@ -220,10 +221,10 @@ func (c *Core[K, T]) checkRoom(bad func(string, ...any)) {
 				byKey[g.key]++
 			}
 		}
-		if e.deferredCount() != 0 {
+		if c.deferredCount(e) != 0 {
 			deferred = append(deferred, e)
 			if e.loc != locParked {
-				bad("key %v deferred by %d events but at loc %d", e.key, e.deferredCount(), e.loc)
+				bad("key %v deferred by %d events but at loc %d", e.key, c.deferredCount(e), e.loc)
 			}
 		}
 	}
@@ -250,20 +251,21 @@ func (c *Core[K, T]) checkRoom(bad func(string, ...any)) {
 			bad("budget of %s ended but still held", g.label)
 		}
 		g.eachDeferred(func(r deferRef[K, T]) {
-			if r.waits() {
+			if g.waits(r.e) {
 				waiting[r.e]++
 			}
 		})
 	}
 	for _, e := range deferred {
-		if n := waiting[e]; n != e.deferredCount() {
-			bad("key %v waits on the room of %d events, %d of them live", e.key, e.deferredCount(), n)
+		if n := waiting[e]; n != c.deferredCount(e) {
+			bad("key %v waits on the room of %d events, %d of them live", e.key, c.deferredCount(e), n)
 		}
 		delete(waiting, e)
 	}
 	for e, n := range waiting {
 		bad("key %v held deferred by %d live events but counts none", e.key, n)
 	}
+	c.checkLazy(groups, bad)
 	for key, rk := range c.rooms {
 		if rk.woken != byKey[key] {
 			bad("room %q: %d woken items hold room, counted %d", key, byKey[key], rk.woken)
@@ -271,6 +273,30 @@ func (c *Core[K, T]) checkRoom(bad func(string, ...any)) {
 		for _, g := range rk.dormant {
 			if !g.dormant || g.key != key {
 				bad("room %q lists %s as dormant", key, g.label)
+			}
+		}
+	}
+}
+
+// checkLazy verifies the deferrals by cohort (cohort_defer.go): a live
+// group that defers cohorts is on each one's list, and only such groups
+// are; a group that does not holds no item moved from them. Which items
+// they defer is checked by checkRoom's counts.
+func (c *Core[K, T]) checkLazy(live map[*roomGroup[K, T]]bool, bad func(string, ...any)) {
+	for g := range live {
+		if !g.lazyTail && (len(g.lazy) > 0 || len(g.moved) > 0) {
+			bad("budget of %s defers cohorts but not its tail by them", g.label)
+		}
+		for _, co := range g.lazy {
+			if !slices.Contains(co.lazy, g) {
+				bad("budget of %s defers a cohort that does not list it", g.label)
+			}
+		}
+	}
+	for _, co := range c.parked.byKey {
+		for _, g := range co.lazy {
+			if !live[g] || !slices.Contains(g.lazy, co) {
+				bad("cohort of class %#x lists budget %s, ended or not deferring it", co.key.class, g.label)
 			}
 		}
 	}

@@ -65,6 +65,7 @@ func (c *Core[K, T]) judgeAll(list []*entry[K, T], fromBuckets bool, ev Event, l
 		return out, len(list)
 	}
 	c.nextEpoch()
+	c.moving, c.movingOK = c.moving[:0], match == nil && c.parked.byClass
 	examined, last := 0, ""
 	for _, i := range c.hears(ev) {
 		r := &c.regs[i]
@@ -134,7 +135,10 @@ func (c *Core[K, T]) judgeBucket(out []mover[K, T], examined int, b *bucket[K, T
 		co.epoch, co.first = c.epoch, b
 		examined += len(co.members)
 		co.verdict = c.judgeOne(co.members[0], ev, label, oldObj, newObj)
-		moves = moves || co.verdict != stayParked
+		if co.verdict != stayParked {
+			moves = true
+			c.noteMoving(co)
+		}
 	}
 	if !moves {
 		return out, examined
@@ -210,6 +214,8 @@ func (c *Core[K, T]) moveItems(list []*entry[K, T], fromBuckets bool, ev Event, 
 	}
 	clear(ready)
 	c.ready = ready[:0]
+	clear(c.moving)
+	c.moving, c.movingOK = c.moving[:0], false
 	clear(movers)
 	clear(list)
 	c.moveRequestCycle = c.cycle
@@ -338,7 +344,7 @@ const warmBatch = 16
 func (c *Core[K, T]) flushLeftover(now time.Time) {
 	out := c.scratch[:0]
 	for _, e := range c.parked.all {
-		from := max(e.Timestamp.UnixNano(), e.lastFlushed())
+		from := max(e.Timestamp.UnixNano(), c.lastFlushed(e))
 		if time.Duration(now.UnixNano()-from) > c.cfg.MaxInUnschedulable {
 			out = append(out, e)
 		}
@@ -349,7 +355,7 @@ func (c *Core[K, T]) flushLeftover(now time.Time) {
 	}
 	for _, e := range out {
 		e.FlushedFromUnschedulable = true
-		e.ext().lastFlush = now.UnixNano()
+		c.noteFlushed(e, now.UnixNano())
 	}
 	c.moveItems(out, false, eventTimeout, nil, nil, nil, now)
 }

@@ -22,8 +22,9 @@ func (r *hintLog) HintDone(_ int64, plugin, event string, h Hint, err error) {
 // deletes, activations, events, flushes, group entities beside the
 // cohorts, the move request's epoch wrapping), with and without a wake
 // budget by class: what comes in where, each move request's counts, the
-// hint calls (in any order) and each item's place must be the same at
-// every step. O(runs × steps) small queues; about 2 s.
+// hint calls (in any order), each item's place and its explanation (the
+// event that deferred it, its leftover flush) must be the same at every
+// step. O(runs × steps) small queues; about 2 s.
 func TestMoveByClassSameAsByItemRandom(t *testing.T) {
 	labels := []string{"", "web", "db", "a"}
 	fails := []Failure{
@@ -136,6 +137,9 @@ func TestMoveByClassSameAsByItemRandom(t *testing.T) {
 				n := fmt.Sprint("j", i)
 				if a, b := hc.where(n), hi.where(n); a != b {
 					t.Fatalf("run %d step %d %s: %s by cohort %v, by item %v", run, step, desc, n, a, b)
+				}
+				if a, b := deferralOf(hc, n), deferralOf(hi, n); a != b {
+					t.Fatalf("run %d step %d %s: %s by cohort %s, by item %s", run, step, desc, n, a, b)
 				}
 			}
 			lc.lines, li.lines = lc.lines[:0], li.lines[:0]

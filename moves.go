@@ -113,7 +113,7 @@ func (c *Core[K, T]) park(e *entry[K, T], label string, now time.Time) {
 			return
 		}
 		c.parked.remove(e)
-		e.clearDeferred() // a gated item waits for its gate, not for room
+		c.clearDeferred(e) // a gated item waits for its gate, not for room
 		c.parked.add(e)
 		return
 	}

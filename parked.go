@@ -17,6 +17,10 @@ type parked[K comparable, T any] struct {
 	gated   int
 	byClass bool
 	byKey   map[cohortKey]*cohort[K, T]
+	// seq numbers the budget groups as they are made; an item that
+	// joins a cohort, or whose deferrals are cleared, notes it
+	// (cohort_defer.go).
+	seq uint64
 }
 
 // bucket is the set of parked items one plugin holds back. cohs is
@@ -51,7 +55,7 @@ func (p *parked[K, T]) add(e *entry[K, T]) {
 	fresh := false
 	if co != nil {
 		fresh = len(co.members) == 0
-		co.join(e)
+		co.join(e, p.seq)
 	}
 	if e.GatedBy != "" {
 		e.loc = locGated
@@ -125,7 +129,7 @@ func (p *parked[K, T]) remove(e *entry[K, T]) {
 			b.loose--
 		}
 	}
-	p.leave(e)
+	p.leave(e, false)
 	if m := e.more; m != nil {
 		clear(m.slots)
 		m.slots = m.slots[:0]

@@ -19,6 +19,16 @@ type cohort[K comparable, T any] struct {
 	epoch   uint32
 	first   *bucket[K, T]
 	verdict strategy
+	// Deferral by cohort (cohort_defer.go): the live groups that defer
+	// the cohort's members that joined before them, the last group that
+	// did (for Explain; it may have ended since), and the last instant
+	// such a group's event made room for others, with the group's seq.
+	// mark is deferLazily's scratch.
+	lazy     []*roomGroup[K, T]
+	lastG    *roomGroup[K, T]
+	flushAt  int64
+	flushSeq uint64
+	mark     int
 }
 
 // cohortKey is what the hints' answer to a lone item depends on, besides
@@ -67,21 +77,23 @@ func (p *parked[K, T]) cohortFor(e *entry[K, T]) *cohort[K, T] {
 	return co
 }
 
-// join adds e to co. O(1) amortized.
-func (co *cohort[K, T]) join(e *entry[K, T]) {
+// join adds e to co, at seq (parked.seq). O(1) amortized.
+func (co *cohort[K, T]) join(e *entry[K, T], seq uint64) {
 	m := e.ext()
-	m.coh, m.cpos = co, int32(len(co.members))
+	m.coh, m.cpos, m.joined = co, int32(len(co.members)), seq
 	co.members = append(co.members, e)
 }
 
 // leave takes e out of its cohort, and an emptied cohort out of its
-// buckets' lists and the index. O(b) for the b buckets of an emptied
-// cohort, else O(1).
-func (p *parked[K, T]) leave(e *entry[K, T]) {
+// buckets' lists and the index; moving says e stays parked, in another
+// cohort (leaveDefers). O(b) for the b buckets of an emptied cohort,
+// else O(1), besides leaveDefers.
+func (p *parked[K, T]) leave(e *entry[K, T], moving bool) {
 	m := e.more
 	if m == nil || m.coh == nil {
 		return
 	}
+	leaveDefers(e, moving)
 	co := m.coh
 	last := co.members[len(co.members)-1]
 	co.members[m.cpos] = last
@@ -124,10 +136,10 @@ func (p *parked[K, T]) recohort(e *entry[K, T]) {
 	if old == nil || old.key == keyOf(e) {
 		return
 	}
-	p.leave(e)
+	p.leave(e, true)
 	co := p.cohortFor(e)
 	fresh := len(co.members) == 0
-	co.join(e)
+	co.join(e, p.seq)
 	for _, s := range e.more.slots {
 		s.b.cohs[s.pos] = co
 		if fresh {

@@ -1,0 +1,128 @@
+package schedq
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// explainAll returns the explanation of each of names, as text, for
+// comparing two queues.
+func explainAll(h *harness, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		x, err := h.c.Explain(n, h.now)
+		out[i] = fmt.Sprintf("%+v %v", x, err)
+	}
+	return out
+}
+
+// deferralOf returns what Explain says of a parked item's deferral and
+// leftover flush, without its position (which costs O(n)).
+func deferralOf(h *harness, name string) string {
+	e := h.c.keys[name]
+	if e == nil {
+		return "absent"
+	}
+	x := h.c.explain(e, h.now)
+	return fmt.Sprintf("%v deferred by %q, flush after %v: %s", x.Location, x.DeferredBy, x.LeftoverFlushAt, x.Reason)
+}
+
+// TestDeferByCohortSameAsByItem drives a queue whose budgets defer by
+// cohort and one that defers item by item (its cohorts off) through the
+// cases the random comparison seldom meets: an item deferred with its
+// cohort changes class while parked, and is later taken from the tail
+// one by one; a move request whose clock went back defers the same
+// cohort again. Where every item is and its explanation must be the
+// same at every step.
+func TestDeferByCohortSameAsByItem(t *testing.T) {
+	names := []string{"a1", "a2", "a3", "a4", "a5", "a6"}
+	run := func(byClass bool) (*harness, *sized) {
+		h := newHarness(t, sizedRoom(true, true))
+		h.c.parked.byClass = byClass
+		return h, nil
+	}
+	hc, _ := run(true)
+	hi, _ := run(false)
+	steps := []struct {
+		desc string
+		do   func(h *harness)
+	}{
+		{"park six of one class", func(h *harness) {
+			for i, n := range names {
+				h.add(job{name: n, prio: int32(10 - i), label: "x"})
+			}
+			for range names {
+				h.fail(h.popName(), "Fit")
+			}
+			h.step(time.Minute)
+		}},
+		{"room for one: a1 wakes, a2 is deferred, a3-a6 are the tail", func(h *harness) {
+			h.move(evMachineAdd, &sized{room: 1})
+		}},
+		{"a clock gone back: a2 wakes, a3 is deferred, a4-a6 are the tail", func(h *harness) {
+			h.now = h.now.Add(-30 * time.Second)
+			h.move(evMachineAdd, &sized{room: 1})
+			h.now = h.now.Add(30 * time.Second)
+		}},
+		{"no room: every one deferred, and the event ends at once", func(h *harness) {
+			h.move(evMachineAdd, &sized{room: 0})
+		}},
+		{"a4 and a6 change class while deferred", func(h *harness) {
+			for _, nl := range [][2]string{{"a4", "y"}, {"a6", "big"}} { // big asks for more room than any event makes
+				p := h.info(nl[0]).Item
+				p2 := p
+				p2.label = nl[1]
+				h.c.Update(p, p2, h.now)
+				h.check()
+			}
+		}},
+		{"a1 fails: its room goes to a3, a4 is taken from the tail and deferred", func(h *harness) {
+			h.attemptFail("a1", "Fit")
+		}},
+		{"a2 is placed: its room is offered again", func(h *harness) {
+			a := h.pop()
+			if err := h.c.Done(a, h.now); err != nil {
+				t.Fatal(err)
+			}
+			h.check()
+		}},
+		{"a5 goes", func(h *harness) {
+			if err := h.c.Delete("a5", h.now); err != nil {
+				t.Fatal(err)
+			}
+			h.check()
+		}},
+		{"a3 is placed: the first event ends", func(h *harness) {
+			a := h.pop()
+			if err := h.c.Done(a, h.now); err != nil {
+				t.Fatal(err)
+			}
+			h.check()
+		}},
+		{"the next backoff flush", func(h *harness) {
+			h.step(2 * time.Second)
+			h.c.Tick(h.now)
+			h.check()
+		}},
+		{"the leftover flush", func(h *harness) {
+			for range 12 {
+				h.step(30 * time.Second)
+				h.c.Tick(h.now)
+				h.check()
+			}
+		}},
+	}
+	for _, s := range steps {
+		s.do(hc)
+		s.do(hi)
+		for i, n := range names {
+			if a, b := hc.where(n), hi.where(n); a != b {
+				t.Fatalf("%s: %s by cohort %v, by item %v", s.desc, n, a, b)
+			}
+			if a, b := explainAll(hc, names)[i], explainAll(hi, names)[i]; a != b {
+				t.Fatalf("%s: %s explained\nby cohort %s\nby item   %s", s.desc, n, a, b)
+			}
+		}
+	}
+}
