@@ -23,10 +23,12 @@ type signMemo struct {
 // SignPod returns the framework's signature of pod, as upstream's
 // Framework.SignPod computes it. With the synchronous informers (the
 // simulator's), a pod equal to the last one signed but for its name and
-// UID gets that pod's signature again while no object has been added,
-// updated or deleted since: every signer of the registry reads nothing
-// but the pod's fields, except PodTopologySpread's (spreadSigner), which
-// also reads the Services and controllers of its namespace. Upstream's
+// UID, its annotations and its creation time (sameForSigning) gets that
+// pod's signature again while no object has been added, updated or
+// deleted since: every signer of the registry reads nothing but the
+// pod's fields, and none of those four, except PodTopologySpread's
+// (spreadSigner), which also reads the Services and controllers of its
+// namespace. Upstream's
 // sign metrics are then not observed for that pod. The signature's bytes
 // are shared: callers must not change them.
 //
@@ -41,7 +43,7 @@ func (f *Framework) SignPod(ctx context.Context, pod *v1.Pod) fwk.PodSignature {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	writes := f.factory.writes.Load()
-	if m.pod != nil && m.writes == writes && sameButIdentity(m.pod, pod) {
+	if m.pod != nil && m.writes == writes && sameForSigning(m.pod, pod) {
 		return m.sig
 	}
 	sig := f.fwk.SignPod(ctx, pod)
@@ -49,13 +51,19 @@ func (f *Framework) SignPod(ctx context.Context, pod *v1.Pod) fwk.PodSignature {
 	return sig
 }
 
-// sameButIdentity reports whether pods a and b are equal in every field
-// but metadata.name and metadata.uid (reflect.DeepEqual: exactly, with
-// nil and empty apart; maps and slices the two share compare at once).
+// sameForSigning reports whether pods a and b are equal in every field
+// but metadata's name, uid, annotations and creationTimestamp
+// (reflect.DeepEqual: exactly, with nil and empty apart; maps and slices
+// the two share compare at once). No signer of kube-scheduler v1.37.2's
+// registry or of schedq's reads those four (the framework signs the
+// scheduler's name, and each plugin the spec fields it filters and
+// scores by, and InterPodAffinity the labels); pods made one by one from
+// a template differ in them, as a trace's or a forecast's pods do in
+// their creation time and declared runtime.
 // Each part whose bytes are the same (the pods share every list, map and
 // pointer in it, as pods copied from one template do) is equal without a
 // walk of its fields.
-func sameButIdentity(a, b *v1.Pod) bool {
+func sameForSigning(a, b *v1.Pod) bool {
 	if a == b {
 		return true
 	}
@@ -63,7 +71,7 @@ func sameButIdentity(a, b *v1.Pod) bool {
 		return false
 	}
 	am, bm := a.ObjectMeta, b.ObjectMeta
-	am.Name, am.UID = bm.Name, bm.UID
+	am.Name, am.UID, am.Annotations, am.CreationTimestamp = bm.Name, bm.UID, bm.Annotations, bm.CreationTimestamp
 	return deepEqual(&am, &bm) && deepEqual(&a.Spec, &b.Spec) && deepEqual(&a.Status, &b.Status)
 }
 

@@ -47,8 +47,9 @@ func TestSignPodMemo(t *testing.T) {
 	}), false)
 }
 
-// TestSameButIdentity: only the name and UID may differ.
-func TestSameButIdentity(t *testing.T) {
+// TestSameForSigning: only the name, UID, annotations and creation time
+// may differ.
+func TestSameForSigning(t *testing.T) {
 	a := pod("a", "")
 	cases := []struct {
 		name string
@@ -60,12 +61,15 @@ func TestSameButIdentity(t *testing.T) {
 		{"another label", pod("b", "", func(p *v1.Pod) { p.Labels["x"] = "y" }), false},
 		{"a node name", pod("b", "n1"), false},
 		{"a status", pod("b", "", func(p *v1.Pod) { p.Status.Phase = v1.PodRunning }), false},
+		{"another annotation", pod("b", "", func(p *v1.Pod) { p.Annotations = map[string]string{"schedq.io/expected-runtime": "10m"} }), true},
+		{"another creation time", pod("b", "", func(p *v1.Pod) { p.CreationTimestamp = metav1.Unix(100, 0) }), true},
+		{"another resource version", pod("b", "", func(p *v1.Pod) { p.ResourceVersion = "7" }), false},
 		{"a copy renamed", renamed(a, "b"), true},
 		{"a copy on a node", func() *v1.Pod { p := renamed(a, "b"); p.Spec.NodeName = "n1"; return p }(), false},
 		{"a copy with another namespace", func() *v1.Pod { p := renamed(a, "b"); p.Namespace = "other"; return p }(), false},
 	}
 	for _, c := range cases {
-		if got := sameButIdentity(a, c.b); got != c.want {
+		if got := sameForSigning(a, c.b); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
@@ -73,13 +77,13 @@ func TestSameButIdentity(t *testing.T) {
 	// differ, so this is DeepEqual's answer.
 	prio := func(v int32) func(*v1.Pod) { return func(p *v1.Pod) { p.Spec.Priority = &v } }
 	a = pod("a", "", prio(5))
-	if !sameButIdentity(a, pod("b", "", prio(5))) {
+	if !sameForSigning(a, pod("b", "", prio(5))) {
 		t.Error("an equal priority of its own: different")
 	}
-	if sameButIdentity(a, pod("b", "", prio(6))) {
+	if sameForSigning(a, pod("b", "", prio(6))) {
 		t.Error("another priority: the same")
 	}
-	if b := renamed(a, "b"); !sameButIdentity(a, b) {
+	if b := renamed(a, "b"); !sameForSigning(a, b) {
 		t.Error("a renamed copy of a pod with a priority: different")
 	}
 }
@@ -92,7 +96,7 @@ func renamed(p *v1.Pod, name string) *v1.Pod {
 	return &cp
 }
 
-// TestPodHasNoFloats: sameButIdentity's comparison of bytes is exact only
+// TestPodHasNoFloats: sameForSigning's comparison of bytes is exact only
 // for types without floating-point fields (a NaN's bytes equal themselves,
 // DeepEqual's NaN does not); this fails if kube's Pod gains one.
 func TestPodHasNoFloats(t *testing.T) {
