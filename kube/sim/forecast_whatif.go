@@ -245,7 +245,7 @@ func RunWhatIfFrom(sc *Scenario, st *ForecastState, before *Forecast, in *WhatIf
 	if err != nil {
 		return nil, err
 	}
-	defer r.close()
+	defer func() { r.closeOnPanic(recover()) }()
 	if probe {
 		var ok bool
 		if now, ok = r.probeNow(sc, st, in); !ok { // the cycle failed
@@ -284,7 +284,7 @@ func whatIfNow(sc *Scenario, st *ForecastState, in *WhatIfInput, o ForecastOptio
 	if err != nil {
 		return nil, err
 	}
-	defer r.close()
+	defer func() { r.closeOnPanic(recover()) }()
 	if err := r.s.loop(); err != nil {
 		return nil, fmt.Errorf("what-if: %w", err)
 	}
