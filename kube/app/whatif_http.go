@@ -110,8 +110,15 @@ func serveWhatIf(f *forecaster) http.HandlerFunc {
 	}
 }
 
-// whatIf runs in against the last forecast's state.
-func (f *forecaster) whatIf(in *sim.WhatIfInput, o sim.ForecastOptions) (whatIfAnswer, error) {
+// whatIf runs in against the last forecast's state. A panic in the run
+// fails this what-if with an error that says so (500), not the process:
+// the run has given the forecast's base back (see sim.ForecastBase).
+func (f *forecaster) whatIf(in *sim.WhatIfInput, o sim.ForecastOptions) (a whatIfAnswer, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			a, err = whatIfAnswer{}, fmt.Errorf("what-if: the run panicked: %v", r)
+		}
+	}()
 	lf, err := f.get()
 	if err != nil {
 		return whatIfAnswer{}, err

@@ -2,9 +2,11 @@ package app
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,6 +152,59 @@ spec: {schedulingPolicy: {gang: {minCount: 2}}}
 	for _, p := range a.Pods {
 		if p.FitsNow || !p.Forecast.Starts || p.Forecast.Gang != "default/g" || !about(p.Forecast.Wait, 30*time.Minute) {
 			t.Errorf("%s: %+v, want the gang's one start in 30m", p.Pod, p)
+		}
+	}
+}
+
+// TestWhatIfPanicFailsTheRequest: a what-if whose run panics is answered
+// 500 with an error that says so, and the next what-if, on the same
+// forecast and its base, is answered as usual. Each request runs on its
+// own goroutine, bounded by a deadline: a run that kept the base would
+// block the next one.
+func TestWhatIfPanicFailsTheRequest(t *testing.T) {
+	l := newLiveCluster(t, 2)
+	l.running(l.pod("r", "4", "20m"), "n0", 0)
+	srv, fc := l.server()
+	var armed atomic.Bool
+	fc.o.Pace = func() { // what-ifs run with fc.o; forecasts set their own
+		if armed.Load() {
+			panic("boom")
+		}
+	}
+	type answer struct {
+		code int
+		body string
+		err  error
+	}
+	ask := func(query string) answer {
+		t.Helper()
+		ch := make(chan answer, 1)
+		go func() {
+			resp, err := http.Post(srv.URL+"/debug/whatif"+query, "application/yaml", strings.NewReader(strings.Replace(whatIfPod, "%s", "1", 1)))
+			if err != nil {
+				ch <- answer{err: err}
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			ch <- answer{resp.StatusCode, string(b), err}
+		}()
+		select {
+		case a := <-ch:
+			return a
+		case <-time.After(30 * time.Second):
+			t.Fatal("no answer after 30s")
+		}
+		return answer{}
+	}
+	for _, query := range []string{"", "?horizon=2h"} { // from the forecast, and a run of its own
+		armed.Store(true)
+		if a := ask(query); a.err != nil || a.code != http.StatusInternalServerError || !strings.Contains(a.body, "what-if: the run panicked: boom") {
+			t.Errorf("%q: a what-if that panics: HTTP %d %q %v, want 500 saying it panicked", query, a.code, a.body, a.err)
+		}
+		armed.Store(false)
+		if a := ask(query); a.err != nil || a.code != 200 || !strings.Contains(a.body, `"fitsNow": true`) {
+			t.Errorf("%q: the what-if after it: HTTP %d %q %v, want 200", query, a.code, a.body, a.err)
 		}
 	}
 }
