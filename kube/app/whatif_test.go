@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq/kube/sim"
@@ -66,8 +67,13 @@ func TestWhatIfEndpoint(t *testing.T) {
 // TestWhatIfBadInput: each bad request gets a 4xx naming the problem.
 func TestWhatIfBadInput(t *testing.T) {
 	l := newLiveCluster(t, 1)
+	l.groups.Add(&schedulingv1beta1.PodGroup{ObjectMeta: metav1ObjectMeta("default", "taken"),
+		Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 1}}}})
 	srv, _ := l.server()
 	pod := strings.Replace(whatIfPod, "%s", "1", 1)
+	group := func(name string) string {
+		return "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: " + name + ", namespace: default}\nspec: {schedulingPolicy: {gang: {minCount: 1}}}\n---\n"
+	}
 	for _, tc := range []struct {
 		name, query, body string
 		code              int
@@ -78,6 +84,9 @@ func TestWhatIfBadInput(t *testing.T) {
 		{"empty", "", "", 400, "no Pod or PodGroup"},
 		{"missing namespace", "", strings.Replace(pod, "namespace: default", "namespace: nowhere", 1), 400, `namespace "nowhere" does not exist`},
 		{"missing PodGroup", "", pod + "  schedulingGroup: {podGroupName: nog}\n", 400, "PodGroup default/nog does not exist"},
+		{"PodGroup name taken", "", group("taken") + pod, 400, "PodGroup default/taken: a PodGroup of that name exists already"},
+		{"PodGroup twice", "", group("g2") + group("g2") + pod, 400, "PodGroup default/g2: a PodGroup of that name exists already"},
+		{"PodGroup without a name", "", group(`""`) + pod, 400, "PodGroup 1: no name"},
 		{"zero horizon", "?horizon=0s", pod, 400, "horizon 0s: want more than 0"},
 		{"negative horizon", "?horizon=-1h", pod, 400, "horizon -1h0m0s: want more than 0"},
 		{"horizon not a duration", "?horizon=soon", pod, 400, `horizon "soon": not a duration`},
