@@ -136,12 +136,12 @@ func (f *forecaster) whatIf(in *sim.WhatIfInput, o sim.ForecastOptions) (a whatI
 	return whatIfAnswer{WhatIf: x, At: lf.F.At, Horizon: o.Horizon}, nil
 }
 
-// whatIfStatus: 503 without nodes, 500 for a run that failed, 400 for
-// input that names what does not exist.
+// whatIfStatus: 503 without nodes or before the first forecast, 500 for
+// a run that failed, 400 for input that names what does not exist.
 func whatIfStatus(err error) int {
 	msg := err.Error()
 	switch {
-	case errors.Is(err, sim.ErrNoNodes):
+	case errors.Is(err, sim.ErrNoNodes) || errors.Is(err, errUnderWay):
 		return http.StatusServiceUnavailable
 	case strings.HasPrefix(msg, "what-if:") || strings.HasPrefix(msg, "forecast:"):
 		return http.StatusInternalServerError
