@@ -53,6 +53,8 @@ type forecaster struct {
 	wait   time.Duration
 	timers clock.Clock
 
+	// mu guards the fields below. A leaf: nothing is called while it
+	// is held (the copy and the run happen outside it).
 	mu      sync.Mutex
 	last    *liveForecast
 	err     error         // of the latest run

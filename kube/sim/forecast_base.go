@@ -19,10 +19,16 @@ import (
 // the state as built (scheduler.Cache.Rollback): what a run places,
 // preempts or ends never reaches the base or another run. Runs on one
 // base take turns; it is safe for concurrent use. A base whose rollback
-// fails is built again at its next run.
+// fails, or whose run panicked, is built again at its next run.
+//
+// Lock order: mu is held for a whole run (take to give), and under it
+// only the run's own cache and scheduler, and the run's Pace, which may
+// block and take its caller's locks (the live scheduler's queue): no one
+// may take mu while holding a lock that Pace takes. st, uids and pods
+// never change after NewForecastBase and are read without mu.
 type ForecastBase struct {
 	st    *ForecastState
-	mu    sync.Mutex
+	mu    sync.Mutex // see Lock order above
 	cache *scheduler.Cache                 // nil: to build again
 	uids  map[types.UID]bool               // of the running pods
 	pods  map[types.NamespacedName]*v1.Pod // the running pods, by key
