@@ -28,7 +28,7 @@ import (
 // never change after NewForecastBase and are read without mu.
 type ForecastBase struct {
 	st    *ForecastState
-	mu    sync.Mutex // see Lock order above
+	mu    sync.Mutex                       // see Lock order above
 	cache *scheduler.Cache                 // nil: to build again
 	uids  map[types.UID]bool               // of the running pods
 	pods  map[types.NamespacedName]*v1.Pod // the running pods, by key
