@@ -23,6 +23,10 @@ const (
 	forecastWait = 5 * time.Second
 )
 
+// errUnderWay answers a request that waited for the first forecast in
+// vain: 503, on every endpoint.
+var errUnderWay = errors.New("forecast: the first forecast is under way; ask again in a moment")
+
 // forecaster runs forecasts of the live state and shares one between the
 // requests of a TTL: listing every pending pod with its predicted start
 // runs one forecast, not one per pod. One forecast runs at a time, in the
@@ -49,6 +53,8 @@ type forecaster struct {
 	wait   time.Duration
 	timers clock.Clock
 
+	// mu guards the fields below. A leaf: nothing is called while it
+	// is held (the copy and the run happen outside it).
 	mu      sync.Mutex
 	last    *liveForecast
 	err     error         // of the latest run
@@ -138,7 +144,7 @@ func (f *forecaster) get() (*liveForecast, error) {
 	defer f.mu.Unlock()
 	switch {
 	case f.running == done && f.last == nil:
-		return nil, errors.New("forecast: the first forecast is under way; ask again in a moment")
+		return nil, errUnderWay
 	case f.running == done:
 		return f.last, nil // the last one, older than the TTL
 	case f.err != nil:

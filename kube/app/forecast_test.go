@@ -442,21 +442,22 @@ func TestLiveForecastLearnsRuntimes(t *testing.T) {
 
 // TestForecastWaitIsBounded: a forecast that takes longer than the wait
 // does not hold requests: before the first one, the answer says it is
-// under way (503); once one exists, a request after the TTL gets it,
+// under way (503, to a what-if too); once one exists, a request after the TTL gets it,
 // older than the TTL, while the next one runs.
 func TestForecastWaitIsBounded(t *testing.T) {
 	l := newLiveCluster(t, 1)
 	l.pending(l.pod("p", "1", "1h"))
 	l.block = make(chan struct{})
 	srv, fc := l.server()
-	ask := func() (int, string) {
+	forecast := func() (int, string) { return get(t, srv.URL+"/debug/forecast/default/p") }
+	ask := func(do ...func() (int, string)) (int, string) {
 		type answer struct {
 			code int
 			body string
 		}
 		ch := make(chan answer, 1)
 		go func() {
-			code, body := get(t, srv.URL+"/debug/forecast/default/p")
+			code, body := append(do, forecast)[0]()
 			ch <- answer{code, body}
 		}()
 		for deadline := time.Now().Add(10 * time.Second); ; {
@@ -477,6 +478,12 @@ func TestForecastWaitIsBounded(t *testing.T) {
 	code, body := ask()
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "the first forecast is under way") {
 		t.Fatalf("before the first forecast: HTTP %d %s", code, body)
+	}
+	code, body = ask(func() (int, string) {
+		return post(t, srv.URL+"/debug/whatif", strings.Replace(whatIfPod, "%s", "1", 1))
+	})
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "the first forecast is under way") {
+		t.Errorf("a what-if before the first forecast: HTTP %d %s, want 503", code, body)
 	}
 	close(l.block) // the first forecast ends
 	waitFor(t, func() bool { fc.mu.Lock(); defer fc.mu.Unlock(); return fc.last != nil })

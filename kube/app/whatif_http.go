@@ -110,8 +110,15 @@ func serveWhatIf(f *forecaster) http.HandlerFunc {
 	}
 }
 
-// whatIf runs in against the last forecast's state.
-func (f *forecaster) whatIf(in *sim.WhatIfInput, o sim.ForecastOptions) (whatIfAnswer, error) {
+// whatIf runs in against the last forecast's state. A panic in the run
+// fails this what-if with an error that says so (500), not the process:
+// the run has given the forecast's base back (see sim.ForecastBase).
+func (f *forecaster) whatIf(in *sim.WhatIfInput, o sim.ForecastOptions) (a whatIfAnswer, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			a, err = whatIfAnswer{}, fmt.Errorf("what-if: the run panicked: %v", r)
+		}
+	}()
 	lf, err := f.get()
 	if err != nil {
 		return whatIfAnswer{}, err
@@ -129,12 +136,12 @@ func (f *forecaster) whatIf(in *sim.WhatIfInput, o sim.ForecastOptions) (whatIfA
 	return whatIfAnswer{WhatIf: x, At: lf.F.At, Horizon: o.Horizon}, nil
 }
 
-// whatIfStatus: 503 without nodes, 500 for a run that failed, 400 for
-// input that names what does not exist.
+// whatIfStatus: 503 without nodes or before the first forecast, 500 for
+// a run that failed, 400 for input that names what does not exist.
 func whatIfStatus(err error) int {
 	msg := err.Error()
 	switch {
-	case errors.Is(err, sim.ErrNoNodes):
+	case errors.Is(err, sim.ErrNoNodes) || errors.Is(err, errUnderWay):
 		return http.StatusServiceUnavailable
 	case strings.HasPrefix(msg, "what-if:") || strings.HasPrefix(msg, "forecast:"):
 		return http.StatusInternalServerError

@@ -2,12 +2,15 @@ package app
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq/kube/sim"
@@ -64,8 +67,13 @@ func TestWhatIfEndpoint(t *testing.T) {
 // TestWhatIfBadInput: each bad request gets a 4xx naming the problem.
 func TestWhatIfBadInput(t *testing.T) {
 	l := newLiveCluster(t, 1)
+	l.groups.Add(&schedulingv1beta1.PodGroup{ObjectMeta: metav1ObjectMeta("default", "taken"),
+		Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 1}}}})
 	srv, _ := l.server()
 	pod := strings.Replace(whatIfPod, "%s", "1", 1)
+	group := func(name string) string {
+		return "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: " + name + ", namespace: default}\nspec: {schedulingPolicy: {gang: {minCount: 1}}}\n---\n"
+	}
 	for _, tc := range []struct {
 		name, query, body string
 		code              int
@@ -76,6 +84,9 @@ func TestWhatIfBadInput(t *testing.T) {
 		{"empty", "", "", 400, "no Pod or PodGroup"},
 		{"missing namespace", "", strings.Replace(pod, "namespace: default", "namespace: nowhere", 1), 400, `namespace "nowhere" does not exist`},
 		{"missing PodGroup", "", pod + "  schedulingGroup: {podGroupName: nog}\n", 400, "PodGroup default/nog does not exist"},
+		{"PodGroup name taken", "", group("taken") + pod, 400, "PodGroup default/taken: a PodGroup of that name exists already"},
+		{"PodGroup twice", "", group("g2") + group("g2") + pod, 400, "PodGroup default/g2: a PodGroup of that name exists already"},
+		{"PodGroup without a name", "", group(`""`) + pod, 400, "PodGroup 1: no name"},
 		{"zero horizon", "?horizon=0s", pod, 400, "horizon 0s: want more than 0"},
 		{"negative horizon", "?horizon=-1h", pod, 400, "horizon -1h0m0s: want more than 0"},
 		{"horizon not a duration", "?horizon=soon", pod, 400, `horizon "soon": not a duration`},
@@ -150,6 +161,59 @@ spec: {schedulingPolicy: {gang: {minCount: 2}}}
 	for _, p := range a.Pods {
 		if p.FitsNow || !p.Forecast.Starts || p.Forecast.Gang != "default/g" || !about(p.Forecast.Wait, 30*time.Minute) {
 			t.Errorf("%s: %+v, want the gang's one start in 30m", p.Pod, p)
+		}
+	}
+}
+
+// TestWhatIfPanicFailsTheRequest: a what-if whose run panics is answered
+// 500 with an error that says so, and the next what-if, on the same
+// forecast and its base, is answered as usual. Each request runs on its
+// own goroutine, bounded by a deadline: a run that kept the base would
+// block the next one.
+func TestWhatIfPanicFailsTheRequest(t *testing.T) {
+	l := newLiveCluster(t, 2)
+	l.running(l.pod("r", "4", "20m"), "n0", 0)
+	srv, fc := l.server()
+	var armed atomic.Bool
+	fc.o.Pace = func() { // what-ifs run with fc.o; forecasts set their own
+		if armed.Load() {
+			panic("boom")
+		}
+	}
+	type answer struct {
+		code int
+		body string
+		err  error
+	}
+	ask := func(query string) answer {
+		t.Helper()
+		ch := make(chan answer, 1)
+		go func() {
+			resp, err := http.Post(srv.URL+"/debug/whatif"+query, "application/yaml", strings.NewReader(strings.Replace(whatIfPod, "%s", "1", 1)))
+			if err != nil {
+				ch <- answer{err: err}
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			ch <- answer{resp.StatusCode, string(b), err}
+		}()
+		select {
+		case a := <-ch:
+			return a
+		case <-time.After(30 * time.Second):
+			t.Fatal("no answer after 30s")
+		}
+		return answer{}
+	}
+	for _, query := range []string{"", "?horizon=2h"} { // from the forecast, and a run of its own
+		armed.Store(true)
+		if a := ask(query); a.err != nil || a.code != http.StatusInternalServerError || !strings.Contains(a.body, "what-if: the run panicked: boom") {
+			t.Errorf("%q: a what-if that panics: HTTP %d %q %v, want 500 saying it panicked", query, a.code, a.body, a.err)
+		}
+		armed.Store(false)
+		if a := ask(query); a.err != nil || a.code != 200 || !strings.Contains(a.body, `"fitsNow": true`) {
+			t.Errorf("%q: the what-if after it: HTTP %d %q %v, want 200", query, a.code, a.body, a.err)
 		}
 	}
 }

@@ -167,7 +167,7 @@ func RunForecast(sc *Scenario, st *ForecastState, o ForecastOptions) (*Forecast,
 	if err != nil {
 		return nil, err
 	}
-	defer r.close()
+	defer func() { r.closeOnPanic(recover()) }()
 	if err := r.s.loop(); err != nil {
 		return nil, fmt.Errorf("forecast: %w", err)
 	}

@@ -19,10 +19,16 @@ import (
 // the state as built (scheduler.Cache.Rollback): what a run places,
 // preempts or ends never reaches the base or another run. Runs on one
 // base take turns; it is safe for concurrent use. A base whose rollback
-// fails is built again at its next run.
+// fails, or whose run panicked, is built again at its next run.
+//
+// Lock order: mu is held for a whole run (take to give), and under it
+// only the run's own cache and scheduler, and the run's Pace, which may
+// block and take its caller's locks (the live scheduler's queue): no one
+// may take mu while holding a lock that Pace takes. st, uids and pods
+// never change after NewForecastBase and are read without mu.
 type ForecastBase struct {
 	st    *ForecastState
-	mu    sync.Mutex
+	mu    sync.Mutex                       // see Lock order above
 	cache *scheduler.Cache                 // nil: to build again
 	uids  map[types.UID]bool               // of the running pods
 	pods  map[types.NamespacedName]*v1.Pod // the running pods, by key
@@ -33,21 +39,23 @@ type ForecastBase struct {
 // unique, or on a node that is not in the state. O(nodes + running pods).
 func NewForecastBase(st *ForecastState) (*ForecastBase, error) {
 	b := &ForecastBase{st: st}
-	c, err := b.build()
+	c, seen, pods, err := b.build()
 	if err != nil {
 		return nil, err
 	}
-	b.cache = c
+	b.cache, b.uids, b.pods = c, seen, pods
 	return b, nil
 }
 
 // build fills a cache with st's cluster, as a fresh run's handlers do,
-// and marks it. A fresh run's queue is empty while they do, so their
-// move requests change nothing and are left out.
-func (b *ForecastBase) build() (*scheduler.Cache, error) {
+// and marks it, and returns it with the running pods' UIDs and the pods
+// by key. A fresh run's queue is empty while they do, so their move
+// requests change nothing and are left out. It writes nothing of b:
+// uids and pods, set once by NewForecastBase, are read without the lock.
+func (b *ForecastBase) build() (*scheduler.Cache, map[types.UID]bool, map[types.NamespacedName]*v1.Pod, error) {
 	st := b.st
 	if len(st.Nodes) == 0 {
-		return nil, ErrNoNodes
+		return nil, nil, nil, ErrNoNodes
 	}
 	c := scheduler.NewCache()
 	c.TrackUpstream() // as scheduler.New does, before any object
@@ -64,7 +72,7 @@ func (b *ForecastBase) build() (*scheduler.Cache, error) {
 	for _, rp := range st.Running {
 		p := rp.Pod
 		if err := checkRunning(p, seen, nodes[p.Spec.NodeName]); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		pods[framework.Key(p)] = p
 		if p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
@@ -73,8 +81,7 @@ func (b *ForecastBase) build() (*scheduler.Cache, error) {
 		_ = c.AddPod(p) // an error is the handlers' warning: the pod is left out
 	}
 	c.Mark()
-	b.uids, b.pods = seen.own, pods
-	return c, nil
+	return c, seen.own, pods, nil
 }
 
 // of reports whether st has the base's cluster: the same instant and the
@@ -93,7 +100,7 @@ func sameList[T any](a, b []T) bool {
 func (b *ForecastBase) take() (*scheduler.Cache, error) {
 	b.mu.Lock()
 	if b.cache == nil {
-		c, err := b.build()
+		c, _, _, err := b.build()
 		if err != nil {
 			b.mu.Unlock()
 			return nil, err
@@ -103,10 +110,12 @@ func (b *ForecastBase) take() (*scheduler.Cache, error) {
 	return b.cache, nil
 }
 
-// give rolls the cache back for the next run.
-func (b *ForecastBase) give() {
-	if err := b.cache.Rollback(); err != nil {
+// give rolls the cache back for the next run, or drops it to be built
+// again if broken (a run that panicked may have left a write half done,
+// which a rollback would not undo) or if the rollback fails.
+func (b *ForecastBase) give(broken bool) {
+	defer b.mu.Unlock()
+	if broken || b.cache.Rollback() != nil {
 		b.cache = nil
 	}
-	b.mu.Unlock()
 }

@@ -59,11 +59,29 @@ func newForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra [
 }
 
 // close gives the base back, if the run took one. Idempotent.
-func (r *forecastRun) close() {
+func (r *forecastRun) close() { r.release(false) }
+
+// release gives the base back, if the run took one; broken (the run
+// panicked, its writes to the cache may be half done) has the base built
+// again at its next run instead of rolled back. Idempotent.
+func (r *forecastRun) release(broken bool) {
 	if r.base != nil {
-		r.base.give()
+		r.base.give(broken)
 		r.base = nil
 	}
+}
+
+// closeOnPanic, deferred by whoever runs r, gives the base back broken
+// if the run panicked, and panics again: the caller's panic is not
+// swallowed, and the base does not stay taken by a run that is gone.
+// Called with recover() from the deferred function itself.
+func (r *forecastRun) closeOnPanic(p any) {
+	if p == nil {
+		r.close()
+		return
+	}
+	r.release(true)
+	panic(p)
 }
 
 func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra []*v1.Pod) (*forecastRun, error) {
@@ -80,6 +98,11 @@ func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra
 		members: map[string][]*v1.Pod{}, fired: map[types.UID]bool{},
 		isAsked: map[types.UID]bool{}, counted: map[types.UID]bool{}}
 	so := Options{Trace: r.observe}
+	defer func() {
+		if p := recover(); p != nil { // the base, if taken, is given back
+			r.closeOnPanic(p)
+		}
+	}()
 	if b := o.Base; b != nil {
 		if !b.of(st) {
 			return nil, errors.New("forecast: the base given is not of this state")

@@ -88,7 +88,8 @@ func ParseWhatIf(data []byte) (*WhatIfInput, error) {
 }
 
 // check refuses objects that name a missing namespace or PodGroup, a
-// name already taken, or a bound pod; it fills in what the API server
+// name already taken (a pod's or a PodGroup's, in the state or twice in
+// in), a PodGroup without a name, or a bound pod; it fills in what the API server
 // would (the namespace default, a UID, the scheduler's name). base, if
 // not nil, may give the running pods' names. O(state + input).
 func (in *WhatIfInput) check(st *ForecastState, base *ForecastBase) error {
@@ -112,10 +113,15 @@ func (in *WhatIfInput) check(st *ForecastState, base *ForecastBase) error {
 	for _, pg := range st.PodGroups {
 		groups[pg.Namespace+"/"+pg.Name] = true
 	}
-	for _, pg := range in.PodGroups {
+	for i, pg := range in.PodGroups {
 		pg.Namespace = cmpOr(pg.Namespace, "default")
-		if !nss[pg.Namespace] {
-			return fmt.Errorf("PodGroup %s/%s: namespace %q does not exist", pg.Namespace, pg.Name, pg.Namespace)
+		switch key := pg.Namespace + "/" + pg.Name; {
+		case pg.Name == "":
+			return fmt.Errorf("PodGroup %d: no name", i+1)
+		case !nss[pg.Namespace]:
+			return fmt.Errorf("PodGroup %s: namespace %q does not exist", key, pg.Namespace)
+		case groups[key]:
+			return fmt.Errorf("PodGroup %s: a PodGroup of that name exists already", key)
 		}
 		if pg.Spec.SchedulingPolicy.Gang == nil || pg.Spec.SchedulingPolicy.Gang.MinCount < 1 {
 			return fmt.Errorf("PodGroup %s/%s: want a gang policy with minCount of at least 1", pg.Namespace, pg.Name)
@@ -245,7 +251,7 @@ func RunWhatIfFrom(sc *Scenario, st *ForecastState, before *Forecast, in *WhatIf
 	if err != nil {
 		return nil, err
 	}
-	defer r.close()
+	defer func() { r.closeOnPanic(recover()) }()
 	if probe {
 		var ok bool
 		if now, ok = r.probeNow(sc, st, in); !ok { // the cycle failed
@@ -284,7 +290,7 @@ func whatIfNow(sc *Scenario, st *ForecastState, in *WhatIfInput, o ForecastOptio
 	if err != nil {
 		return nil, err
 	}
-	defer r.close()
+	defer func() { r.closeOnPanic(recover()) }()
 	if err := r.s.loop(); err != nil {
 		return nil, fmt.Errorf("what-if: %w", err)
 	}
