@@ -85,6 +85,11 @@ type Options struct {
 	// /healthz, /livez and /readyz fail (see Handler). Default
 	// DefaultStallTimeout.
 	StallTimeout time.Duration
+
+	// forecasting, if set, is given the forecaster run makes and the live
+	// state it copies, before the informers start: for tests that copy
+	// the state while the scheduler runs. Nil in production.
+	forecasting func(*forecaster, *liveState)
 }
 
 // Run runs the scheduler until ctx ends (SIGTERM). With leader election,
@@ -275,12 +280,16 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 
 	st := &state{}
 	watch := newLoopWatch(o.Clock, o.StallTimeout)
-	fc := newForecaster(o, &liveState{queue: queues, cache: c, pods: pods.GetStore(),
+	live := &liveState{queue: queues, cache: c, pods: pods.GetStore(),
 		namespaces: factory.Core().V1().Namespaces().Informer().GetStore(), groups: storeOf(podGroups),
 		objects:       forecastStores(others),
-		schedulerName: o.SchedulerName, clock: o.Clock}, o.Clock)
+		schedulerName: o.SchedulerName, clock: o.Clock}
+	fc := newForecaster(o, live, o.Clock)
 	fc.busy = func() bool { return queues.Counts().Active > 0 }
 	fc.stop = ctx.Done()
+	if o.forecasting != nil {
+		o.forecasting(fc, live)
+	}
 	if _, err := pods.AddEventHandler(fc.hist.handler()); err != nil {
 		return err
 	}

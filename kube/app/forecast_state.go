@@ -24,7 +24,9 @@ const copyChunk = 1000
 
 // liveState copies the scheduler's state for a forecast: the cache's nodes
 // and the pods on them, the queue's pending pods in the order they wait
-// with their nominations, and the PodGroups. Neither the queue's lock nor
+// with their nominations, and the PodGroups. The pod informer's list is
+// read before the cache, so that a pod bound during the copy is in it,
+// pending or running, and once. Neither the queue's lock nor
 // the cache's is held for the whole copy: the queue is read a page of
 // copyChunk items at a time (each page copies the queue's order under the
 // lock, O(queued), and explains its items, O(page)), the cache a chunk of
@@ -65,9 +67,14 @@ func (l *liveState) copy() (*sim.ForecastState, CopyStats) {
 	start := l.clock.Now()
 	st := &sim.ForecastState{Now: start}
 	seen := map[types.UID]bool{}
+	// The pod informer first: the cache holds a pod the scheduler binds
+	// (assumed) before the informer sees it bound, so a pod bound during
+	// the copy is unbound in this list or on a node in the cache's copy,
+	// never in neither.
+	pods := l.pods.List()
 	l.copyCache(st, seen, &cs)
 	order, nominated := l.copyQueue(&cs)
-	st.Pending = l.pending(order, nominated, seen)
+	st.Pending = l.pending(pods, order, nominated, seen)
 	for _, obj := range l.namespaces.List() {
 		if ns, ok := obj.(*v1.Namespace); ok {
 			st.Namespaces = append(st.Namespaces, ns)
@@ -163,13 +170,14 @@ func (l *liveState) copyQueue(cs *CopyStats) ([]string, map[string]string) {
 	}
 }
 
-// pending returns the unbound pods of this scheduler from the pod
-// informer: those the queue does not list (in flight, or members of a
-// gang the queue holds as one) first, by key, then the queue's in its
-// order, each carrying its nomination. Pods seen on a node are left out.
-func (l *liveState) pending(order []string, nominated map[string]string, seen map[types.UID]bool) []*v1.Pod {
+// pending returns the unbound pods of this scheduler in pods, the pod
+// informer's list: those the queue does not list (in flight, or members
+// of a gang the queue holds as one) first, by key, then the queue's in
+// its order, each carrying its nomination. Pods seen on a node are left
+// out.
+func (l *liveState) pending(pods []any, order []string, nominated map[string]string, seen map[types.UID]bool) []*v1.Pod {
 	unbound := map[string]*v1.Pod{}
-	for _, obj := range l.pods.List() {
+	for _, obj := range pods {
 		p, ok := obj.(*v1.Pod)
 		if !ok || p.Spec.NodeName != "" || p.Spec.SchedulerName != l.schedulerName || p.DeletionTimestamp != nil ||
 			p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed || seen[p.UID] {

@@ -89,11 +89,7 @@ func serveWhatIf(f *forecaster) http.HandlerFunc {
 			http.Error(w, "manifests: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		for _, p := range in.Pods {
-			if p.Spec.SchedulerName == f.schedulerName {
-				p.Spec.SchedulerName = sim.SchedulerName
-			}
-		}
+		in.Profiles = []string{f.schedulerName} // a pod of another scheduler is refused
 		select {
 		case busy <- struct{}{}:
 			defer func() { <-busy }()

@@ -47,10 +47,15 @@ func TestWhatIfEndpoint(t *testing.T) {
 	if p := a.Pods[0]; !p.FitsNow || p.Node != "n1" || !p.Forecast.Starts || p.Forecast.Wait > time.Second {
 		t.Errorf("got %+v, want it to fit now on n1", p)
 	}
+	// An empty schedulerName is the default profile's: this scheduler's.
+	code, text := post(t, srv.URL+"/debug/whatif?format=text", strings.Replace(strings.Replace(whatIfPod, "%s", "1", 1), "  schedulerName: schedq\n", "", 1))
+	if code != 200 || !strings.Contains(text, "default/w: fits now on n1") {
+		t.Errorf("no schedulerName: HTTP %d %s, want it to fit now on n1", code, text)
+	}
 
 	l.pending(l.pod("p", "4", "1h"))
 	l.clk.Step(DefaultForecastTTL) // the next forecast sees p
-	code, text := post(t, srv.URL+"/debug/whatif?format=text", strings.Replace(whatIfPod, "%s", "4", 1))
+	code, text = post(t, srv.URL+"/debug/whatif?format=text", strings.Replace(whatIfPod, "%s", "4", 1))
 	for _, want := range []string{"1 pods pending", "default/w: does not fit now", "predicted start: in 59m50s on n1", "pending pods whose predicted start changes: 0"} {
 		if code != 200 || !strings.Contains(text, want) {
 			t.Errorf("HTTP %d: no %q in\n%s", code, want, text)
@@ -91,6 +96,10 @@ func TestWhatIfBadInput(t *testing.T) {
 		{"negative horizon", "?horizon=-1h", pod, 400, "horizon -1h0m0s: want more than 0"},
 		{"horizon not a duration", "?horizon=soon", pod, 400, `horizon "soon": not a duration`},
 		{"too large", "", pod + "#" + strings.Repeat("x", sim.MaxWhatIfBytes), 413, "larger than the limit of 1048576 bytes"},
+		{"other scheduler", "", strings.Replace(pod, "schedulerName: schedq", "schedulerName: other", 1), 400,
+			`pod default/w: schedulerName "other" is not one of the scheduler's profiles ("schedq")`},
+		{"the default scheduler, not this one", "", strings.Replace(pod, "schedulerName: schedq", "schedulerName: default-scheduler", 1), 400,
+			`schedulerName "default-scheduler" is not one of the scheduler's profiles ("schedq")`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, body := post(t, srv.URL+"/debug/whatif"+tc.query, tc.body)

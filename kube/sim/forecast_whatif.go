@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -30,6 +32,15 @@ const (
 type WhatIfInput struct {
 	Pods      []*v1.Pod
 	PodGroups []*schedulingv1beta1.PodGroup
+	// Profiles are the scheduler names (spec.schedulerName) a pod may
+	// give, the scheduler's profiles: the simulated scheduler schedules
+	// them. An empty name is the default profile's, as the API server's
+	// defaulting makes it. Nil means the simulator's own: SchedulerName
+	// and the default scheduler's, which it takes over. A pod naming
+	// another scheduler is refused, since no profile would schedule it.
+	Profiles []string
+
+	named bool // check has given the pods the simulated scheduler's name
 }
 
 // ParseWhatIf reads manifests (YAML or JSON documents, or Lists) of Pods
@@ -89,10 +100,15 @@ func ParseWhatIf(data []byte) (*WhatIfInput, error) {
 
 // check refuses objects that name a missing namespace or PodGroup, a
 // name already taken (a pod's or a PodGroup's, in the state or twice in
-// in), a PodGroup without a name, or a bound pod; it fills in what the API server
-// would (the namespace default, a UID, the scheduler's name). base, if
-// not nil, may give the running pods' names. O(state + input).
+// in), a PodGroup without a name, a bound pod, or a pod of a scheduler
+// that is not one of in.Profiles; it fills in what the API server would
+// (the namespace default, a UID) and gives the pods the simulated
+// scheduler's name. base, if not nil, may give the running pods' names.
+// O(state + input). Idempotent.
 func (in *WhatIfInput) check(st *ForecastState, base *ForecastBase) error {
+	if err := in.checkSchedulers(); err != nil {
+		return err
+	}
 	nss := map[string]bool{}
 	for _, ns := range st.Namespaces {
 		nss[ns.Name] = true
@@ -149,8 +165,38 @@ func (in *WhatIfInput) check(st *ForecastState, base *ForecastBase) error {
 		}
 		taken[key] = true
 		p.UID = types.UID(fmt.Sprintf("whatif-%d", i+1))
-		if p.Spec.SchedulerName == "" || p.Spec.SchedulerName == v1.DefaultSchedulerName {
-			p.Spec.SchedulerName = schedulerName
+	}
+	for _, p := range in.Pods {
+		p.Spec.SchedulerName = schedulerName
+	}
+	in.named = true
+	return nil
+}
+
+// checkSchedulers refuses a pod whose schedulerName is neither empty nor
+// one of in.Profiles, naming the pod, its schedulerName and the
+// profiles. O(pods × profiles).
+func (in *WhatIfInput) checkSchedulers() error {
+	if in.named {
+		return nil
+	}
+	profiles := in.Profiles
+	if profiles == nil {
+		profiles = []string{schedulerName, v1.DefaultSchedulerName}
+	}
+	for i, p := range in.Pods {
+		if name := p.Spec.SchedulerName; name != "" && !slices.Contains(profiles, name) {
+			what := fmt.Sprint(i + 1)
+			if p.Name != "" {
+				what = cmpOr(p.Namespace, "default") + "/" + p.Name
+			}
+			quoted := make([]string, len(profiles))
+			for j, n := range profiles {
+				quoted[j] = strconv.Quote(n)
+			}
+			return fmt.Errorf("pod %s: schedulerName %q is not one of the scheduler's profiles (%s); "+
+				"no profile would schedule it (leave it empty for the default profile)",
+				what, name, strings.Join(quoted, ", "))
 		}
 	}
 	return nil

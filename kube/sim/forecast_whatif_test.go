@@ -101,10 +101,20 @@ func TestWhatIfBadInput(t *testing.T) {
 		{"missing PodGroup", strings.Replace(fmt.Sprintf(podYAML, "w", 0, "1"), "spec:\n", "spec:\n  schedulingGroup: {podGroupName: g}\n", 1), "PodGroup default/g does not exist"},
 		{"name taken", fmt.Sprintf(podYAML, "b", 0, "1"), "exists already"},
 		{"bad runtime", strings.Replace(fmt.Sprintf(podYAML, "w", 0, "1"), "{name: w}", "{name: w, annotations: {schedq.io/expected-runtime: soon}}", 1), "not a positive duration"},
+		{"other scheduler", strings.Replace(fmt.Sprintf(podYAML, "w", 0, "1"), "spec:\n", "spec:\n  schedulerName: other\n", 1),
+			`pod default/w: schedulerName "other" is not one of the scheduler's profiles ("schedq", "default-scheduler")`},
 	} {
 		in := whatIfPod(t, c.yaml)
 		if _, err := RunWhatIf(sc, whatIfState(), in, ForecastOptions{Horizon: time.Hour}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
+		}
+	}
+	for _, name := range []string{"", v1.DefaultSchedulerName, SchedulerName} { // the default profile, and those taken over
+		in := whatIfPod(t, strings.Replace(fmt.Sprintf(podYAML, "w", 0, "1"), "spec:\n", "spec:\n  schedulerName: \""+name+"\"\n", 1))
+		st := whatIfState()
+		st.Nodes = append(st.Nodes, newCluster().makeNodes(NodeGroup{Name: "m", Count: 1, Capacity: map[string]string{"cpu": "2"}})...)
+		if w, err := RunWhatIf(sc, st, in, ForecastOptions{Horizon: time.Hour}); err != nil || !w.Pods[0].FitsNow {
+			t.Errorf("schedulerName %q: got %+v, %v; want it to fit now", name, w, err)
 		}
 	}
 	if _, err := RunWhatIf(sc, whatIfState(), whatIfPod(t, fmt.Sprintf(podYAML, "w", 0, "1")), ForecastOptions{}); err == nil || !strings.Contains(err.Error(), "horizon") {

@@ -55,6 +55,8 @@ func TestWhatIfBadInput(t *testing.T) {
 		{"missing namespace", strings.Replace(urgentPod, "{name: urgent}", "{name: urgent, namespace: nowhere}", 1), nil, `namespace "nowhere" does not exist`},
 		{"horizon", urgentPod, []string{"--horizon", "0s"}, "horizon must be positive"},
 		{"output", urgentPod, []string{"-o", "yaml"}, `--output: "yaml"`},
+		{"other scheduler", strings.Replace(urgentPod, "spec:\n", "spec:\n  schedulerName: other\n", 1), nil,
+			`pod default/urgent: schedulerName "other" is not one of the scheduler's profiles ("schedq", "default-scheduler")`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, err := runWhatIf(t, c.manifest, c.args...)

@@ -1,0 +1,51 @@
+package app
+
+import (
+	"sync"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+)
+
+// bindingStore is a pod store in which a pod binds while it is being
+// read: the moment a copy of the live state reads the pod informer.
+type bindingStore struct {
+	cache.Store
+	once sync.Once
+	bind func()
+}
+
+func (s *bindingStore) List() []any {
+	s.once.Do(s.bind)
+	return s.Store.List()
+}
+
+// TestLiveStateCopyOfPodBoundMeanwhile: a pending pod that the scheduler
+// binds while the state is copied (assumed in the cache, then seen bound
+// by the pod informer) is in the copy, running on its node, not lost
+// between the cache's copy and the pod informer's.
+func TestLiveStateCopyOfPodBoundMeanwhile(t *testing.T) {
+	l := newLiveCluster(t, 1)
+	p := l.pod("p", "1", "1h")
+	l.pending(p)
+	pods := &bindingStore{Store: l.pods, bind: func() {
+		b := p.DeepCopy()
+		b.Spec.NodeName = "n0"
+		if err := l.cache.AddPod(b); err != nil {
+			t.Error(err)
+		}
+		if err := l.pods.Update(b); err != nil {
+			t.Error(err)
+		}
+	}}
+	ls := &liveState{queue: l.queue, cache: l.cache, pods: pods, namespaces: l.nss, groups: l.groups,
+		objects: []cache.Store{l.objs}, schedulerName: "schedq", clock: l.clk}
+	st, _ := ls.copy()
+	if len(st.Running) != 1 || st.Running[0].Pod.Name != "p" || st.Running[0].Pod.Spec.NodeName != "n0" || len(st.Pending) != 0 {
+		t.Fatalf("%d running, %d pending; want p running on n0, as it is by the end of the copy", len(st.Running), len(st.Pending))
+	}
+	if err := checkCopy(st, map[types.UID]string{p.UID: "default/p"}, oursIn(l.pods)); err != nil {
+		t.Error(err)
+	}
+}
