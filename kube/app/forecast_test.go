@@ -498,12 +498,8 @@ func TestForecastWaitIsBounded(t *testing.T) {
 	close(l.block)
 }
 
-// waitFor polls cond until it holds, for at most 10 seconds.
+// waitFor polls cond until it holds (pollFor).
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); runtime.Gosched() {
-		if time.Now().After(deadline) {
-			t.Fatal("the condition never held")
-		}
-	}
+	pollFor(t, "the condition", cond)
 }
