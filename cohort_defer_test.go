@@ -126,3 +126,80 @@ func TestDeferByCohortSameAsByItem(t *testing.T) {
 		}
 	}
 }
+
+// TestDeferByCohortSameAsByItemRandom compares a queue deferring by
+// cohort with one deferring by item (its cohorts off) as
+// TestMoveByClassSameAsByItemRandom does, on the cases that deferral by
+// cohort must get right: many parked items of few classes, so that
+// budgets leave tails, and room held while the tail's items change
+// class or priority, are gated, placed, deleted or re-added, and the
+// events end, with both budgets (one slot per item; room by label) and
+// the clock going back. O(runs × steps) small queues; about 3 s at a
+// load of 3.
+func TestDeferByCohortSameAsByItemRandom(t *testing.T) {
+	labels := []string{"web", "db", "a"}
+	fit := Failure{RejectedBy: []string{"Fit"}}
+	fails := []Failure{fit, fit, fit, {RejectedBy: []string{"Fit", "Affinity"}}, {RejectedBy: []string{"Affinity"}}, {}}
+	// classOp's operations, weighted: mostly events, label updates and
+	// attempts that end.
+	ops := []int{6, 6, 6, 7, 7, 11, 3, 3, 3, 3, 3, 1, 1, 10, 10, 4, 0, 5, 8, 9, 12}
+	const keys = 24
+	runs := 50
+	if testing.Short() {
+		runs = 10
+	}
+	state := uint64(7)
+	rnd := func(n int) int {
+		state ^= state << 13
+		state ^= state >> 7
+		state ^= state << 17
+		return int(state>>1) % n
+	}
+	for run := range runs {
+		groups := run%4 == 3
+		room := fuzzBudget
+		if run%2 == 1 {
+			room = labelRoomBudget
+		}
+		one := func(byClass bool) (*harness, *hintLog) {
+			log := &hintLog{}
+			h := newHarness(t, withClass, func(c *Config[string, job]) {
+				c.Recorder = log
+				c.Less, c.Priority = nil, jobPrio
+				c.Budget, c.ClassBudget = room, true
+				if groups {
+					groupsOn(c)
+				}
+			})
+			h.c.parked.byClass = byClass
+			if groups {
+				h.setGroup("g0", 1, 3)
+			}
+			for i := range keys {
+				h.c.Add(job{name: fmt.Sprint("j", i), prio: int32(i % 5), label: labels[i%len(labels)]}, h.now)
+			}
+			for range keys {
+				a, _ := h.c.Pop(h.now)
+				_ = h.c.Requeue(a, fit, h.now)
+			}
+			h.check()
+			return h, log
+		}
+		hc, lc := one(true)
+		hi, li := one(false)
+		sameClassQueues(t, fmt.Sprintf("run %d start", run), hc, hi, lc, li, keys, true)
+		seed := state
+		for step := range 300 {
+			state = seed
+			op, k, x := ops[rnd(len(ops))], rnd(keys), rnd(1<<16)
+			seed = state
+			name := fmt.Sprint("j", k)
+			desc := ""
+			for _, h := range []*harness{hc, hi} {
+				desc = classOp(h, op, x, name, labels, fails, groups)
+				h.check()
+			}
+			sameClassQueues(t, fmt.Sprintf("run %d step %d %s", run, step, desc), hc, hi, lc, li, keys, step%50 == 49)
+		}
+	}
+}
