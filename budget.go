@@ -286,9 +286,15 @@ func (c *Core[K, T]) release(e *entry[K, T], now time.Time) {
 		rk.woken--
 	}
 	back := g.b.Return(e.Item)
-	if !back && g.woken == 0 && g.hasDeferred() && !g.recheck {
-		g.recheck = true
-		c.rechecks = append(c.rechecks, g)
+	if !back && g.woken == 0 && !g.recheck {
+		if g.hasDeferred() {
+			g.recheck = true
+			c.rechecks = append(c.rechecks, g)
+		} else {
+			// Nothing left to offer: it ends now, and the cohorts it
+			// deferred (cohort_defer.go) stop listing it.
+			c.settle(g, now)
+		}
 	}
 	if back {
 		c.offer(g, now)

@@ -126,3 +126,133 @@ func TestDeferByCohortSameAsByItem(t *testing.T) {
 		}
 	}
 }
+
+// TestDeferByCohortSameAsByItemRandom compares a queue deferring by
+// cohort with one deferring by item (its cohorts off) as
+// TestMoveByClassSameAsByItemRandom does, on the cases that deferral by
+// cohort must get right: many parked items of few classes, so that
+// budgets leave tails, and room held while the tail's items change
+// class or priority, are gated, placed, deleted or re-added, and the
+// events end, with both budgets (one slot per item; room by label) and
+// the clock going back. O(runs × steps) small queues; about 3 s at a
+// load of 3.
+func TestDeferByCohortSameAsByItemRandom(t *testing.T) {
+	labels := []string{"web", "db", "a"}
+	fit := Failure{RejectedBy: []string{"Fit"}}
+	fails := []Failure{fit, fit, fit, {RejectedBy: []string{"Fit", "Affinity"}}, {RejectedBy: []string{"Affinity"}}, {}}
+	// classOp's operations, weighted: mostly events, label updates and
+	// attempts that end.
+	ops := []int{6, 6, 6, 7, 7, 11, 3, 3, 3, 3, 3, 1, 1, 10, 10, 4, 0, 5, 8, 9, 12}
+	const keys = 24
+	runs := 50
+	if testing.Short() {
+		runs = 10
+	}
+	state := uint64(404) // its run 2 leaves an event with nothing deferred (release)
+	rnd := func(n int) int {
+		state ^= state << 13
+		state ^= state >> 7
+		state ^= state << 17
+		return int(state>>1) % n
+	}
+	for run := range runs {
+		groups := run%4 == 3
+		room := fuzzBudget
+		if run%2 == 1 {
+			room = labelRoomBudget
+		}
+		one := func(byClass bool) (*harness, *hintLog) {
+			log := &hintLog{}
+			h := newHarness(t, withClass, func(c *Config[string, job]) {
+				c.Recorder = log
+				c.Less, c.Priority = nil, jobPrio
+				c.Budget, c.ClassBudget = room, true
+				if groups {
+					groupsOn(c)
+				}
+			})
+			h.c.parked.byClass = byClass
+			if groups {
+				h.setGroup("g0", 1, 3)
+			}
+			for i := range keys {
+				h.c.Add(job{name: fmt.Sprint("j", i), prio: int32(i % 5), label: labels[i%len(labels)]}, h.now)
+			}
+			for range keys {
+				a, _ := h.c.Pop(h.now)
+				_ = h.c.Requeue(a, fit, h.now)
+			}
+			h.check()
+			return h, log
+		}
+		hc, lc := one(true)
+		hi, li := one(false)
+		sameClassQueues(t, fmt.Sprintf("run %d start", run), hc, hi, lc, li, keys, true)
+		seed := state
+		for step := range 300 {
+			state = seed
+			op, k, x := ops[rnd(len(ops))], rnd(keys), rnd(1<<16)
+			seed = state
+			name := fmt.Sprint("j", k)
+			desc := ""
+			for _, h := range []*harness{hc, hi} {
+				desc = classOp(h, op, x, name, labels, fails, groups)
+				h.check()
+			}
+			sameClassQueues(t, fmt.Sprintf("run %d step %d %s", run, step, desc), hc, hi, lc, li, keys, step%50 == 49)
+		}
+	}
+}
+
+// TestDeferByCohortEventEndsWhenNothingLeft: an event whose deferred
+// items all left (woken by its own returned room, or deleted) ends when
+// its last woken item's attempt ends and says the room was used: the
+// cohort it deferred no longer lists it (else the invariants fail, and
+// the list grows with each such event, walked by each Explain and each
+// event's end).
+func TestDeferByCohortEventEndsWhenNothingLeft(t *testing.T) {
+	h := newHarness(t, withClass, func(c *Config[string, job]) {
+		c.Less, c.Priority = nil, jobPrio
+		c.Budget, c.ClassBudget = fuzzBudget, true // room 2 for MachineAdd 2
+	})
+	var x string
+	for round := range 3 {
+		// a's room comes back (45%20 != 0), b's and d's is used.
+		a, b, c, d := fmt.Sprint("a", round), fmt.Sprint("b", round), fmt.Sprint("c", round), fmt.Sprint("d", round)
+		h.add(job{name: a, prio: 45, label: "web"}, job{name: b, prio: 40, label: "web"},
+			job{name: c, prio: 35, label: "web"}, job{name: d, prio: 20, label: "web"})
+		for range 4 {
+			h.fail(h.popName(), "Fit")
+		}
+		if round > 0 { // the last round's leftovers go; the cohort stays
+			for _, n := range []string{x, fmt.Sprint("a", round-1)} {
+				if err := h.c.Delete(n, h.now); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		h.step(time.Minute)
+		h.move(evMachineAdd, 2) // a and b wake, c is deferred, d is the tail
+		x = fmt.Sprint("x", round)
+		if err := h.c.Park(job{name: x, prio: 1, label: "web"}, Failure{RejectedBy: []string{"Fit"}}, h.now); err != nil {
+			t.Fatal(err) // joins the cohort after the event
+		}
+		if err := h.c.Delete(c, h.now); err != nil {
+			t.Fatal(err)
+		}
+		h.check()
+		h.attemptFail(a, "Fit") // its room goes to d, from the tail
+		for _, n := range []string{b, d} {
+			if got := h.popName(); got != n {
+				t.Fatalf("round %d: popped %s, want %s", round, got, n)
+			}
+			if err := h.c.Done(req(h.info(n).Item, h.info(n).Cycle), h.now); err != nil {
+				t.Fatal(err)
+			}
+			h.check()
+		}
+	}
+	if co := h.c.keys[x].cohortOf(); co == nil || len(co.lazy) != 0 {
+		t.Fatalf("the cohort lists %d events, want none", len(co.lazy))
+	}
+}

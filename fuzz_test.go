@@ -3,6 +3,7 @@ package schedq
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -234,6 +235,24 @@ func FuzzQueue(f *testing.F) {
 	f.Add([]byte{4, 0, 3, 3, 0, 6, 3, 11, 1, 3, 0})
 	f.Add([]byte{32, 0, 0, 1, 0, 1, 1, 13, 1, 3, 0, 6, 0x88, 13, 2, 0, 2, 1, 3, 0, 5, 0, 14, 1})
 	f.Fuzz(runOps)
+}
+
+// FuzzQueueClassBudget is FuzzQueue with budgets, hint classes, the
+// cached default order and Config.ClassBudget always on (as
+// TestQueueRandomClassBudget), where a budget's tail is deferred with its
+// cohorts; the flag byte's low three bits still choose hints, backoff
+// from pop and backoff.
+func FuzzQueueClassBudget(f *testing.F) {
+	f.Add([]byte{0, 0, 1, 0, 9, 3, 0, 6, 8, 8, 0, 3, 0, 8, 4, 3, 0, 6, 8, 1, 0x11, 12, 7})
+	f.Add([]byte{2, 0, 0x81, 1, 0x41, 3, 0, 0, 5, 3, 0, 6, 1, 8, 2, 5, 1, 12, 7, 12, 7})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		data = slices.Clone(data)
+		data[0] = data[0]&7 | 8 | 16 | 128
+		runOpsWith(t, data, func(c *Config[string, job]) { c.ClassBudget = true })
+	})
 }
 
 // TestQueueRandomLong runs long random sequences from a fixed seed, so that
