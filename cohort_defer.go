@@ -112,29 +112,17 @@ func (g *roomGroup[K, T]) holds(e *entry[K, T]) bool {
 // the events it waits on, unless it was counted when it changed cohort
 // (g.moved). O(1), O(len(g.moved)) if any.
 func (g *roomGroup[K, T]) countOut(e *entry[K, T]) {
-	for i, x := range g.moved {
-		if x == e {
-			g.moved[i] = g.moved[len(g.moved)-1]
-			g.moved[len(g.moved)-1] = nil
-			g.moved = g.moved[:len(g.moved)-1]
-			return
-		}
+	var found bool
+	if g.moved, found = dropOne(g.moved, e); !found {
+		e.more.deferCount++
 	}
-	e.more.deferCount++
 }
 
 // endLazy takes ended g out of the lists of the cohorts it deferred.
 // O(c·l) for c cohorts and l live groups on each.
 func (c *Core[K, T]) endLazy(g *roomGroup[K, T]) {
 	for _, co := range g.lazy {
-		for i, x := range co.lazy {
-			if x == g {
-				co.lazy[i] = co.lazy[len(co.lazy)-1]
-				co.lazy[len(co.lazy)-1] = nil
-				co.lazy = co.lazy[:len(co.lazy)-1]
-				break
-			}
-		}
+		co.lazy, _ = dropOne(co.lazy, g)
 	}
 	g.lazy = nil
 }
@@ -224,4 +212,19 @@ func leaveDefers[K comparable, T any](e *entry[K, T], moving bool) {
 		}
 	}
 	m.lastDeferrer = lastDeferrer(e)
+}
+
+// dropOne removes the first x from s by moving the last element into its
+// place (the order is not kept), clears the vacated slot so that it holds
+// no pointer, and reports whether x was there. O(len(s)).
+func dropOne[P comparable](s []P, x P) ([]P, bool) {
+	for i, y := range s {
+		if y == x {
+			var zero P
+			s[i] = s[len(s)-1]
+			s[len(s)-1] = zero
+			return s[:len(s)-1], true
+		}
+	}
+	return s, false
 }

@@ -105,6 +105,32 @@ func cloneScores(in []fwk.NodePluginScores) []fwk.NodePluginScores {
 	return out
 }
 
+// prepared is a pod with its cycle state and raw scores after PreFilter,
+// PreScore and Score.
+type prepared struct {
+	pod    *v1.Pod
+	state  fwk.CycleState
+	scores []fwk.NodePluginScores
+}
+
+// scorePod runs f's PreFilter, PreScore and Score for p on nodes.
+func scorePod(t *testing.T, f *Framework, p *v1.Pod, nodes []fwk.NodeInfo) prepared {
+	t.Helper()
+	ctx := context.Background()
+	state := framework.NewCycleState()
+	if _, st, _ := f.fwk.RunPreFilterPlugins(ctx, state, p); !st.IsSuccess() {
+		t.Fatal(st.AsError())
+	}
+	if st := f.fwk.RunPreScorePlugins(ctx, state, p, nodes); !st.IsSuccess() {
+		t.Fatal(st.AsError())
+	}
+	scores, st := f.fwk.RunScorePlugins(ctx, state, p, nodes)
+	if !st.IsSuccess() {
+		t.Fatal(st.AsError())
+	}
+	return prepared{p, state, scores}
+}
+
 // TestScoreTableAsFramework: a ScoreTable's totals after each Normalize
 // are exactly the framework's NormalizeScores totals over the live nodes,
 // through random sequences of nodes re-scored (Set) and left out (Kill),
@@ -122,25 +148,7 @@ func TestScoreTableAsFramework(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type prepared struct {
-		pod    *v1.Pod
-		state  fwk.CycleState
-		scores []fwk.NodePluginScores
-	}
-	prep := func(p *v1.Pod) prepared {
-		state := framework.NewCycleState()
-		if _, st, _ := f.fwk.RunPreFilterPlugins(ctx, state, p); !st.IsSuccess() {
-			t.Fatal(st.AsError())
-		}
-		if st := f.fwk.RunPreScorePlugins(ctx, state, p, nodes); !st.IsSuccess() {
-			t.Fatal(st.AsError())
-		}
-		scores, st := f.fwk.RunScorePlugins(ctx, state, p, nodes)
-		if !st.IsSuccess() {
-			t.Fatal(st.AsError())
-		}
-		return prepared{p, state, scores}
-	}
+	prep := func(p *v1.Pod) prepared { return scorePod(t, f, p, nodes) }
 	kinds := []prepared{prep(pod("rich", "", rich)), prep(pod("plain", ""))}
 	normalised, refused := 0, 0
 	var spare *ScoreTable
@@ -233,18 +241,8 @@ func TestScoreTableSkipsPureColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := pod("plain", "")
-	state := framework.NewCycleState()
-	if _, st, _ := f.fwk.RunPreFilterPlugins(ctx, state, p); !st.IsSuccess() {
-		t.Fatal(st.AsError())
-	}
-	if st := f.fwk.RunPreScorePlugins(ctx, state, p, nodes); !st.IsSuccess() {
-		t.Fatal(st.AsError())
-	}
-	first, st := f.fwk.RunScorePlugins(ctx, state, p, nodes)
-	if !st.IsSuccess() {
-		t.Fatal(st.AsError())
-	}
+	pr := scorePod(t, f, pod("plain", ""), nodes)
+	p, state, first := pr.pod, pr.state, pr.scores
 	tab := f.NewScoreTable(cloneScores(first), nil)
 	if _, st := tab.Normalize(ctx, state, p); !st.IsSuccess() {
 		t.Fatal(st.AsError())
