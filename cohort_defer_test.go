@@ -148,13 +148,8 @@ func TestDeferByCohortSameAsByItemRandom(t *testing.T) {
 	if testing.Short() {
 		runs = 10
 	}
-	state := uint64(404) // its run 2 leaves an event with nothing deferred (release)
-	rnd := func(n int) int {
-		state ^= state << 13
-		state ^= state >> 7
-		state ^= state << 17
-		return int(state>>1) % n
-	}
+	state := xorshift(404) // its run 2 leaves an event with nothing deferred (release)
+	rnd := state.intn
 	for run := range runs {
 		groups := run%4 == 3
 		room := fuzzBudget

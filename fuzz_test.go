@@ -258,14 +258,14 @@ func FuzzQueueClassBudget(f *testing.F) {
 // TestQueueRandomLong runs long random sequences from a fixed seed, so that
 // a plain go test covers far more than the corpus.
 func TestQueueRandomLong(t *testing.T) {
-	randomRuns(t, 42, 600, func(run int) byte { return byte(run % 128) })
+	randomRuns(t, 42, 600, func(run int) byte { return byte(run % 128) }, nil)
 }
 
 // TestQueueRandomHintClass runs TestQueueRandomLong's kind of sequences
 // with Config.HintClass set (flag 128), lone items and groups: the model,
 // which asks every item's hints, must agree with the queue's memo.
 func TestQueueRandomHintClass(t *testing.T) {
-	randomRuns(t, 43, 600, func(run int) byte { return byte(run%128) | 128 })
+	randomRuns(t, 43, 600, func(run int) byte { return byte(run%128) | 128 }, nil)
 }
 
 // TestQueueRandomClassBudget runs TestQueueRandomLong's kind of sequences
@@ -274,46 +274,44 @@ func TestQueueRandomHintClass(t *testing.T) {
 // slot of the test budgets, so a class that finds no room is no different
 // from a Take per item, and the queue must agree with the model's.
 func TestQueueRandomClassBudget(t *testing.T) {
-	n := 300
-	if testing.Short() {
-		n = 30
-	}
-	state := uint64(44)
-	for run := range n {
-		data := make([]byte, 600)
-		for i := range data {
-			state ^= state << 13
-			state ^= state >> 7
-			state ^= state << 17
-			data[i] = byte(state)
-		}
-		data[0] = byte(run%8) | 8 | 16 | 128
-		t.Run(fmt.Sprint(run), func(t *testing.T) {
-			runOpsWith(t, data, func(c *Config[string, job]) { c.ClassBudget = true })
-		})
-	}
+	randomRuns(t, 44, 600, func(run int) byte { return byte(run%8) | 8 | 16 | 128 },
+		func(c *Config[string, job]) { c.ClassBudget = true })
 }
 
-// randomRuns runs runOps on 300 inputs (30 with -short) of size bytes,
-// drawn by xorshift from seed, with flags(run) as each input's flag byte.
-func randomRuns(t *testing.T, seed uint64, size int, flags func(run int) byte) {
+// randomRuns runs runOpsWith(mutate) on 300 inputs (30 with -short) of
+// size bytes, drawn by xorshift from seed, with flags(run) as each input's
+// flag byte.
+func randomRuns(t *testing.T, seed uint64, size int, flags func(run int) byte, mutate func(*Config[string, job])) {
 	n := 300
 	if testing.Short() {
 		n = 30
 	}
-	state := seed
+	rng := xorshift(seed)
 	for run := range n {
 		data := make([]byte, size)
 		for i := range data {
-			state ^= state << 13
-			state ^= state >> 7
-			state ^= state << 17
-			data[i] = byte(state)
+			data[i] = byte(rng.next())
 		}
 		data[0] = flags(run)
-		t.Run(fmt.Sprint(run), func(t *testing.T) { runOps(t, data) })
+		t.Run(fmt.Sprint(run), func(t *testing.T) { runOpsWith(t, data, mutate) })
 	}
 }
+
+// xorshift is the random tests' generator (Marsaglia's xorshift64): a
+// value, so that a test can save and restore its state to make the same
+// draws twice.
+type xorshift uint64
+
+// next advances x and returns its new state.
+func (x *xorshift) next() uint64 {
+	*x ^= *x << 13
+	*x ^= *x >> 7
+	*x ^= *x << 17
+	return uint64(*x)
+}
+
+// intn draws from [0, n).
+func (x *xorshift) intn(n int) int { return int(x.next()>>1) % n }
 
 // balanceRecorder checks the pushed metrics against the queue: for each
 // place, items that came in minus items that left must equal its size, so

@@ -252,5 +252,5 @@ func runGroupOps(t *testing.T, flags byte, data []byte) {
 // TestGroupQueueRandomLong runs long random group sequences from a fixed
 // seed (flag bit 32 of the fuzz input turns groups on).
 func TestGroupQueueRandomLong(t *testing.T) {
-	randomRuns(t, 7, 800, func(run int) byte { return byte(32 | run%32) })
+	randomRuns(t, 7, 800, func(run int) byte { return byte(32 | run%32) }, nil)
 }

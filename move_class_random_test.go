@@ -39,13 +39,8 @@ func TestMoveByClassSameAsByItemRandom(t *testing.T) {
 	if testing.Short() {
 		runs = 20
 	}
-	state := uint64(45)
-	rnd := func(n int) int {
-		state ^= state << 13
-		state ^= state >> 7
-		state ^= state << 17
-		return int(state>>1) % n
-	}
+	state := xorshift(45)
+	rnd := state.intn
 	for run := range runs {
 		seed := state
 		budget, groups := run%2 == 1, run%4 >= 2

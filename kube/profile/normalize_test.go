@@ -113,6 +113,18 @@ type prepared struct {
 	scores []fwk.NodePluginScores
 }
 
+// normFramework is the default profile's framework on normCluster(40),
+// with its snapshot's nodes.
+func normFramework(t *testing.T) (*Framework, []fwk.NodeInfo) {
+	t.Helper()
+	f := defaultFramework(t, normCluster(40))
+	nodes, err := f.Snapshot().NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, nodes
+}
+
 // scorePod runs f's PreFilter, PreScore and Score for p on nodes.
 func scorePod(t *testing.T, f *Framework, p *v1.Pod, nodes []fwk.NodeInfo) prepared {
 	t.Helper()
@@ -140,14 +152,9 @@ func scorePod(t *testing.T, f *Framework, p *v1.Pod, nodes []fwk.NodeInfo) prepa
 // of the one before. Random raw scores as in
 // TestNormalizeScoresAsFramework, where the framework errs the table errs.
 func TestScoreTableAsFramework(t *testing.T) {
-	c := normCluster(40)
-	f := defaultFramework(t, c)
+	f, nodes := normFramework(t)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(3, 4))
-	nodes, err := f.Snapshot().NodeInfos().List()
-	if err != nil {
-		t.Fatal(err)
-	}
 	prep := func(p *v1.Pod) prepared { return scorePod(t, f, p, nodes) }
 	kinds := []prepared{prep(pod("rich", "", rich)), prep(pod("plain", ""))}
 	normalised, refused := 0, 0
@@ -233,14 +240,9 @@ func TestScoreTableAsFramework(t *testing.T) {
 // totals are still the framework's; a changed normalising score or a node
 // left out normalises again.
 func TestScoreTableSkipsPureColumns(t *testing.T) {
-	c := normCluster(40)
-	f := defaultFramework(t, c)
+	f, nodes := normFramework(t)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(5, 6))
-	nodes, err := f.Snapshot().NodeInfos().List()
-	if err != nil {
-		t.Fatal(err)
-	}
 	pr := scorePod(t, f, pod("plain", ""), nodes)
 	p, state, first := pr.pod, pr.state, pr.scores
 	tab := f.NewScoreTable(cloneScores(first), nil)
