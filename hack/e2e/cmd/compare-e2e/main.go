@@ -1,6 +1,8 @@
 // Command compare-e2e runs kube-scheduler and schedq one after the other
 // against the same real kube-apiserver, with the same workloads, and
-// prints one table: pods/s, time to bind (p50, p99), scheduling attempts
+// prints one table: pods/s (from the scheduler's start to its last
+// binding), its first binding (the start-up that pods/s includes), time to
+// bind (p50, p99), scheduling attempts
 // per pod (read from each scheduler's metrics endpoint) and the
 // scheduler's peak memory; below it, what each run cost the API server and
 // etcd per pod: their CPU, the requests by verb and resource, the watch
@@ -77,9 +79,12 @@ type result struct {
 	workload, scheduler string
 	pods                int
 	elapsed             time.Duration
-	p50, p99            time.Duration
-	attempts            float64
-	peakRSS             int64 // bytes
+	// firstBind is from the scheduler's start to its first binding: its
+	// start-up, which elapsed (to the last binding) includes.
+	firstBind time.Duration
+	p50, p99  time.Duration
+	attempts  float64
+	peakRSS   int64 // bytes
 	// load is what the run cost the API server and etcd (apiload.go);
 	// schedCPU is the scheduler's own CPU time.
 	load     apiLoad
@@ -229,7 +234,8 @@ func run(scale float64, only, first string, fence bool) error {
 				if err := env.waitAll(bindings, 10*time.Minute); err != nil {
 					return fmt.Errorf("%w (log: %s)", err, logf.Name())
 				}
-				r.elapsed = env.lastBind().Sub(begin)
+				first, last := env.bindSpan()
+				r.elapsed, r.firstBind = last.Sub(begin), first.Sub(begin)
 				r.pods = len(env.pods)
 				r.p50, r.p99 = env.percentiles()
 				r.peakRSS = peakRSS(cmd.Process.Pid)
@@ -261,15 +267,15 @@ func run(scale float64, only, first string, fence bool) error {
 
 func print(w io.Writer, results []result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tscheduler\tran\tpods\tpods/s\ttime to bind p50\tp99\tattempts/pod\tpeak RSS\t")
+	fmt.Fprintln(tw, "workload\tscheduler\tran\tpods\tpods/s\tfirst bind\ttime to bind p50\tp99\tattempts/pod\tpeak RSS\t")
 	for _, r := range results {
 		ran := [...]string{"", "1st", "2nd"}[r.position]
 		if r.err != nil {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t\tfailed: %v\t\t\t\t\t\n", r.workload, r.scheduler, ran, r.err)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t\tfailed: %v\t\t\t\t\t\t\n", r.workload, r.scheduler, ran, r.err)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%v\t%v\t%.2f\t%d MiB\t\n", r.workload, r.scheduler, ran, r.pods,
-			float64(r.pods)/r.elapsed.Seconds(), r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%v\t%v\t%v\t%.2f\t%d MiB\t\n", r.workload, r.scheduler, ran, r.pods,
+			float64(r.pods)/r.elapsed.Seconds(), r.firstBind.Round(time.Millisecond), r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond),
 			r.attempts/float64(r.pods), r.peakRSS>>20)
 	}
 	tw.Flush()
@@ -489,16 +495,19 @@ func (e *env) waitAll(changed <-chan struct{}, timeout time.Duration) error {
 	})
 }
 
-func (e *env) lastBind() time.Time {
+// bindSpan returns when the first and the last of the pods were bound.
+func (e *env) bindSpan() (first, last time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var last time.Time
 	for _, t := range e.boundAt {
+		if first.IsZero() || t.Before(first) {
+			first = t
+		}
 		if t.After(last) {
 			last = t
 		}
 	}
-	return last
+	return first, last
 }
 
 func (e *env) percentiles() (time.Duration, time.Duration) {
