@@ -78,6 +78,7 @@ func (c *Core[K, T]) newTail(n int) []heap.Slot[deferRef[K, T]] {
 		t := c.tails[k-1]
 		c.tails[k-1] = nil
 		c.tails = c.tails[:k-1]
+		c.tailSlots -= cap(t)
 		if cap(t) >= n {
 			return t[:n]
 		}
@@ -86,18 +87,24 @@ func (c *Core[K, T]) newTail(n int) []heap.Slot[deferRef[K, T]] {
 }
 
 // recycleTail keeps an ended group's tail for newTail, cleared so that it
-// pins no entry: a forecast defers thousands of pods per pod end, and
-// their tails were most of what it allocated. O(len(t)).
+// pins no entry, while the kept tails hold at most maxTailSlots slots in
+// all. A forecast's pod ends come in bursts at one instant, each
+// deferring thousands of pods, and the burst's groups hold their tails
+// until the next backoff flush: about 180 at once in BenchmarkForecast,
+// whose tails were a third of what it allocated while the pool kept 64.
+// O(len(t)).
 func (c *Core[K, T]) recycleTail(t []heap.Slot[deferRef[K, T]]) {
-	if cap(t) == 0 || len(c.tails) >= maxTails {
+	if cap(t) == 0 || c.tailSlots+cap(t) > maxTailSlots {
 		return
 	}
 	clear(t)
 	c.tails = append(c.tails, t[:0])
+	c.tailSlots += cap(t)
 }
 
-// maxTails bounds the tails kept for reuse.
-const maxTails = 64
+// maxTailSlots bounds the slots of the tails kept for reuse: 24 MiB at 24
+// bytes a slot, no more than the groups that held them had at once.
+const maxTailSlots = 1 << 20
 
 // tailHeap holds a group's tail: deferred items in pop order, keyed by
 // priority, timestamp and their index among the event's candidates.

@@ -190,9 +190,10 @@ type Core[K comparable, T any] struct {
 	moving   []*cohort[K, T]
 	movingOK bool
 
-	rechecks []*roomGroup[K, T]            // budgets to offer once more (budget.go)
-	tails    [][]heap.Slot[deferRef[K, T]] // ended groups' tails, for reuse (budget_class.go)
-	rooms    map[string]*roomKey[K, T]     // shared rooms of Keyed budgets
+	rechecks  []*roomGroup[K, T]            // budgets to offer once more (budget.go)
+	tails     [][]heap.Slot[deferRef[K, T]] // ended groups' tails, for reuse (budget_class.go)
+	tailSlots int                           // their capacity in all
+	rooms     map[string]*roomKey[K, T]     // shared rooms of Keyed budgets
 	// Scratch space of popOrder.
 	orderKeys    []orderKey
 	orderScratch []*entry[K, T]
