@@ -221,11 +221,13 @@ func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pi *framework
 
 // fwFilter runs the filters, with the nominated pods, on nodes from
 // nextStart on, until it has found as many feasible nodes as
-// feasibleToFind allows (one, without score plugins), recording each
-// rejection in diag. A filter's error ends the search with an Error
-// outcome. O(examined nodes x filters); a node that has not changed since
-// a pod of the same signature was filtered there costs O(1) instead, when
-// the memo applies (fwfiltermemo.go).
+// feasibleToFind allows (one, without score plugins). If it finds none,
+// it records each rejection in diag; a cycle that finds a node reads no
+// diagnosis, so the rejections are only listed until then (on a full
+// cluster, most examined nodes reject the pod). A filter's error ends the
+// search with an Error outcome. O(examined nodes x filters); a node that
+// has not changed since a pod of the same signature was filtered there
+// costs O(1) instead, when the memo applies (fwfiltermemo.go).
 func (s *Scheduler) fwFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, numAll int, diag *fwframework.Diagnosis, memo *sigMemo) ([]fwk.NodeInfo, *Outcome) {
 	fw := s.o.Framework.Framework()
 	pct := s.o.PercentageOfNodesToScore
@@ -237,6 +239,8 @@ func (s *Scheduler) fwFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod
 		want = 1
 	}
 	feasible := make([]fwk.NodeInfo, 0, min(want, len(nodes)))
+	rejected := s.rejected[:0]
+	defer func() { clear(rejected); s.rejected = rejected[:0] }()
 	processed := 0
 	for i := 0; i < len(nodes) && len(feasible) < want; i++ {
 		ni := nodes[(s.nextStart+i)%len(nodes)]
@@ -250,11 +254,22 @@ func (s *Scheduler) fwFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod
 			s.nextStart = (s.nextStart + processed) % numAll
 			return nil, &Outcome{Result: Error, Message: fmt.Sprintf("node %s: %v", ni.Node().Name, st.AsError())}
 		}
-		diag.NodeToStatus.Set(ni.Node().Name, st)
-		diag.AddPluginStatus(st)
+		rejected = append(rejected, nodeStatus{ni, st})
 	}
 	s.nextStart = (s.nextStart + processed) % numAll
+	if len(feasible) == 0 {
+		for _, r := range rejected {
+			diag.NodeToStatus.Set(r.node.Node().Name, r.st)
+			diag.AddPluginStatus(r.st)
+		}
+	}
 	return feasible, nil
+}
+
+// nodeStatus is a node's filter status.
+type nodeStatus struct {
+	node fwk.NodeInfo
+	st   *fwk.Status
 }
 
 // fwPick runs PreScore and Score on the feasible nodes and returns the

@@ -132,6 +132,8 @@ type Scheduler struct {
 	o        Options
 
 	nextStart int
+	// rejected is fwFilter's scratch list of the nodes it rejected.
+	rejected []nodeStatus
 	// release is gang release (gang_release.go): nil when off.
 	release *gangRelease
 
