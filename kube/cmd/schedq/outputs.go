@@ -73,10 +73,12 @@ func compareFile(path string) string {
 	return strings.TrimSuffix(path, ext) + ".compare" + ext
 }
 
-// inputPaths lists the files a run of sc reads: the scenario file (not a
-// built-in scenario), and the trace's and the snapshot's files, named by
-// the flag that gave them or, if the scenario file did, by its field.
-func (in inputs) inputPaths(scenario string, scenarioSet bool, sc *sim.Scenario) []namedPath {
+// inputPaths lists the files the runs of sc and alt (nil without
+// --compare) read: the scenario file (not a built-in scenario), and the
+// trace's, the snapshot's and the scheduler configuration's files, named
+// by the flag that gave them (config: --config's value) or, if the
+// scenario file did, by its field.
+func (in inputs) inputPaths(scenario string, scenarioSet bool, sc, alt *sim.Scenario, config string) []namedPath {
 	var out []namedPath
 	if scenarioSet && !slices.Contains(sim.Builtins(), scenario) {
 		out = append(out, namedPath{"--scenario", scenario})
@@ -86,10 +88,16 @@ func (in inputs) inputPaths(scenario string, scenarioSet bool, sc *sim.Scenario)
 	}
 	for _, f := range sc.InputFiles() {
 		flag := "the scenario's " + f.Source
-		if f.Source == "trace" && in.trace != "" || f.Source == "snapshot" && in.snapshot != "" {
+		switch {
+		case f.Source == "trace" && in.trace != "" || f.Source == "snapshot" && in.snapshot != "":
 			flag = "--" + f.Source
+		case f.Source == "scheduler.config" && config != "":
+			flag = "--config"
 		}
 		out = append(out, namedPath{flag, f.Path})
+	}
+	if alt != nil && alt.Scheduler.Config != "" && alt.Scheduler.Config != sc.Scheduler.Config {
+		out = append(out, namedPath{"--compare config", alt.Scheduler.Config})
 	}
 	return out
 }

@@ -144,7 +144,7 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 					return err
 				}
 			}
-			if err := checkOutputs(in.outputPaths(report, alt != nil), in.inputPaths(scenario, scenarioSet, sc)); err != nil {
+			if err := checkOutputs(in.outputPaths(report, alt != nil), in.inputPaths(scenario, scenarioSet, sc, alt, fw.config)); err != nil {
 				return err
 			}
 			if err := checkMemory(stderr, sc, memLimit); err != nil {

@@ -66,6 +66,13 @@ func TestSimulateRefusesToOverwriteInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	same := filepath.Join(dir, "same.csv")
+	profile := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles: [{schedulerName: s}]\n"
+	config, configJSON, configCSV := filepath.Join(dir, "config.yaml"), filepath.Join(dir, "config.json"), filepath.Join(dir, "config.csv")
+	for _, f := range []string{config, configJSON, configCSV} {
+		os.WriteFile(f, []byte(profile), 0o644)
+	}
+	withConfig := filepath.Join(dir, "c.scenario.yaml")
+	os.WriteFile(withConfig, []byte("name: c\nscheduler: {config: "+configCSV+"}\npods: [{name: p, count: 1}]\n"), 0o644)
 	tests := []struct {
 		name  string
 		args  []string
@@ -83,6 +90,9 @@ func TestSimulateRefusesToOverwriteInputs(t *testing.T) {
 		{"relative and absolute", []string{"--snapshot", relSnap, "--report", filepath.Join(dir, "x", "..", "c.yaml")}, []string{"--report", "--snapshot " + relSnap}, snap},
 		{"the --compare run's records as series", []string{"--scenario", scenario, "--compare", "hints=false", "--records", filepath.Join(dir, "r.csv"), "--series", filepath.Join(dir, "r.compare.csv")},
 			[]string{"--records (the --compare run's) " + filepath.Join(dir, "r.compare.csv"), "--series " + filepath.Join(dir, "r.compare.csv")}, ""},
+		{"config as report", []string{"--scenario", scenario, "--config", config, "--report", config}, []string{"--report " + config, "--config " + config}, config},
+		{"the --compare run's config as records", []string{"--scenario", scenario, "--compare", "config=" + configJSON, "--records", configJSON}, []string{"--records " + configJSON, "--compare config " + configJSON}, configJSON},
+		{"the scenario's config as series", []string{"--scenario", withConfig, "--series", configCSV}, []string{"--series " + configCSV, "the scenario's scheduler.config " + configCSV}, configCSV},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
