@@ -15,12 +15,16 @@ import (
 type namedPath struct{ flag, path string }
 
 // checkOutputs refuses, before anything is written, an output file that is
-// one of the inputs or another output: writing it would destroy data. Two
+// a directory (it could not be written after the run), or one of the
+// inputs or another output: writing it would destroy data. Two
 // paths are the same file if they are equal once made absolute and clean,
 // or if both exist and are one file (a symbolic or a hard link).
 // O(outputs × (outputs + inputs)) stat calls.
 func checkOutputs(outputs, inputs []namedPath) error {
 	for i, o := range outputs {
+		if st, err := os.Stat(o.path); err == nil && st.IsDir() {
+			return fmt.Errorf("%s %s: is a directory; name a file", o.flag, o.path)
+		}
 		for _, other := range outputs[:i] {
 			if samePath(o.path, other.path) {
 				return fmt.Errorf("%s %s and %s %s are the same file: each output needs its own file", other.flag, other.path, o.flag, o.path)

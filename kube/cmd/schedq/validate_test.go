@@ -140,12 +140,19 @@ func TestSimulateChecksEverythingBeforeRunning(t *testing.T) {
 	prio := scenario("prio.yaml", "name: x\npods: [{name: p, count: 1, priority: 99999999999}]\n")
 	count := scenario("count.yaml", "name: x\npods: [{name: p, count: 2000000000}, {name: q, count: 5}]\n")
 	trace := "../../sim/testdata/alibaba"
+	for _, d := range []string{"r.html", "r.csv", "s.csv", "c.compare.csv"} {
+		os.Mkdir(filepath.Join(dir, d), 0o755)
+	}
 	tests := []struct {
 		name    string
 		args    []string
 		want    string
 		notWant string
 	}{
+		{"report is a directory", []string{"--report", filepath.Join(dir, "r.html")}, "--report " + filepath.Join(dir, "r.html") + ": is a directory", ""},
+		{"records is a directory", []string{"--records", filepath.Join(dir, "r.csv")}, "--records " + filepath.Join(dir, "r.csv") + ": is a directory", ""},
+		{"series is a directory", []string{"--series", filepath.Join(dir, "s.csv")}, "--series " + filepath.Join(dir, "s.csv") + ": is a directory", ""},
+		{"the --compare run's records is a directory", []string{"--compare", "hints=false", "--records", filepath.Join(dir, "c.csv")}, "--records (the --compare run's) " + filepath.Join(dir, "c.compare.csv") + ": is a directory", ""},
 		{"unknown compare key", []string{"--compare", "foo=bar"}, `--compare foo=bar: unknown setting "foo" (settable: gangs`, ""},
 		{"compare without =", []string{"--compare", "hints"}, `--compare hints: "hints" is not key=value`, ""},
 		{"compare second setting without =", []string{"--compare", "hints=false,"}, `--compare hints=false,: "" is not key=value`, ""},
