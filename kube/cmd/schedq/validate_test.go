@@ -140,6 +140,7 @@ func TestSimulateChecksEverythingBeforeRunning(t *testing.T) {
 	prio := scenario("prio.yaml", "name: x\npods: [{name: p, count: 1, priority: 99999999999}]\n")
 	count := scenario("count.yaml", "name: x\npods: [{name: p, count: 2000000000}, {name: q, count: 5}]\n")
 	trace := "../../sim/testdata/alibaba"
+	twoProfiles := scenario("two.yaml", "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles: [{schedulerName: a}, {schedulerName: b}]\n")
 	for _, d := range []string{"r.html", "r.csv", "s.csv", "c.compare.csv"} {
 		os.Mkdir(filepath.Join(dir, d), 0o755)
 	}
@@ -149,6 +150,9 @@ func TestSimulateChecksEverythingBeforeRunning(t *testing.T) {
 		want    string
 		notWant string
 	}{
+		{"compare config missing", []string{"--compare", "config=" + filepath.Join(dir, "none.yaml")}, "--compare config=" + filepath.Join(dir, "none.yaml") + ": scheduler.config: open " + filepath.Join(dir, "none.yaml"), ""},
+		{"compare config of two profiles", []string{"--compare", "config=" + twoProfiles}, "--compare config=" + twoProfiles + ": scheduler.config: " + twoProfiles + ": the simulator runs one profile, the file has 2", ""},
+		{"config missing", []string{"--config", filepath.Join(dir, "none.yaml")}, "--config: scheduler.config: open " + filepath.Join(dir, "none.yaml"), ""},
 		{"report is a directory", []string{"--report", filepath.Join(dir, "r.html")}, "--report " + filepath.Join(dir, "r.html") + ": is a directory", ""},
 		{"records is a directory", []string{"--records", filepath.Join(dir, "r.csv")}, "--records " + filepath.Join(dir, "r.csv") + ": is a directory", ""},
 		{"series is a directory", []string{"--series", filepath.Join(dir, "s.csv")}, "--series " + filepath.Join(dir, "s.csv") + ": is a directory", ""},
