@@ -58,6 +58,7 @@ func (o *Options) Validate() error {
 	errs = append(errs, o.validateLeaderElection()...)
 	errs = append(errs, o.Fairness.validate()...)
 	errs = append(errs, o.History.validate()...)
+	errs = append(errs, o.Serving.validate()...)
 	return errors.Join(errs...)
 }
 

@@ -66,6 +66,7 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 	server, hits := apiServer(t)
 	kc := kubeconfigFor(t, server)
 	base := []string{"scheduler", "--kubeconfig", kc, "--leader-elect=false", "--address="}
+	missing := filepath.Join(t.TempDir(), "missing")
 	tests := []struct {
 		args []string
 		want string
@@ -88,6 +89,13 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 		{[]string{"--leader-elect=true", "--leader-elect-resource-namespace", "Kube System"}, "--leader-elect-resource-namespace"},
 		{[]string{"--leader-elect=true", "--leader-elect-resource-name", ""}, "--leader-elect-resource-name"},
 		{[]string{"--kube-api-qps", "fast"}, `invalid argument "fast" for "--kube-api-qps"`},
+		{[]string{"--secure-port", "-5"}, "--secure-port: -5 is not a port from 1 to 65535 (0: off)"},
+		{[]string{"--secure-port", "99999"}, "--secure-port: 99999 is not a port from 1 to 65535 (0: off)"},
+		{[]string{"--tls-cert-file", missing, "--tls-private-key-file", missing}, `--tls-cert-file "` + missing + `", --tls-private-key-file "` + missing + `": open ` + missing},
+		{[]string{"--tls-cert-file", kc}, `--tls-cert-file "` + kc + `", --tls-private-key-file ""`},
+		{[]string{"--authentication-kubeconfig", missing}, "--authentication-kubeconfig: stat " + missing},
+		{[]string{"--authorization-kubeconfig", missing}, "--authorization-kubeconfig: stat " + missing},
+		{[]string{"--client-ca-file", missing}, "--client-ca-file: stat " + missing},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
