@@ -48,6 +48,9 @@ activeDeadlineSeconds, or the runtimes of finished pods of its kind
 			if at < 0 {
 				return fmt.Errorf("--at: must not be negative, got %v", at)
 			}
+			if horizon <= 0 || horizon > sim.MaxHorizon {
+				return fmt.Errorf("--horizon: must be more than 0 and at most %v, got %v", sim.MaxHorizon, horizon)
+			}
 			histTail, err := sim.ParseHistoryTail(tail)
 			if err != nil {
 				return fmt.Errorf("--history-tail: %w", err)
