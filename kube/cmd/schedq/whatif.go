@@ -51,6 +51,10 @@ activeDeadlineSeconds, or the runtimes of finished pods of its kind
 			if horizon <= 0 || horizon > sim.MaxHorizon {
 				return fmt.Errorf("--horizon: must be more than 0 and at most %v, got %v", sim.MaxHorizon, horizon)
 			}
+			in.speedSet = cmd.Flags().Changed("trace-speed")
+			if err := in.check(); err != nil {
+				return err
+			}
 			histTail, err := sim.ParseHistoryTail(tail)
 			if err != nil {
 				return fmt.Errorf("--history-tail: %w", err)

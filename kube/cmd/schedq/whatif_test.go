@@ -65,6 +65,8 @@ func TestWhatIfBadInput(t *testing.T) {
 		{"horizon before the replay", urgentPod, []string{"--snapshot", badSnap, "--horizon", "-1h"}, "--horizon: must be more than 0 and at most 720h0m0s, got -1h0m0s"},
 		{"horizon too long before the replay", urgentPod, []string{"--snapshot", badSnap, "--horizon", "1000h"}, "--horizon: must be more than 0 and at most 720h0m0s, got 1000h0m0s"},
 		{"output", urgentPod, []string{"-o", "yaml"}, `--output: "yaml"`},
+		{"trace speed zero", urgentPod, []string{"--snapshot", badSnap, "--trace", "../../sim/testdata/alibaba", "--trace-speed", "0"}, "--trace-speed: must be more than 0 and at most 1000000, got 0"},
+		{"trace speed without a trace", urgentPod, []string{"--snapshot", badSnap, "--trace-speed", "2"}, "--trace-speed 2: there is no trace to speed up"},
 		{"other scheduler", strings.Replace(urgentPod, "spec:\n", "spec:\n  schedulerName: other\n", 1), nil,
 			`pod default/urgent: schedulerName "other" is not one of the scheduler's profiles ("schedq", "default-scheduler")`},
 	} {
@@ -78,6 +80,29 @@ func TestWhatIfBadInput(t *testing.T) {
 			}
 			if out != "" {
 				t.Errorf("printed %q on an error", out)
+			}
+		})
+	}
+}
+
+// TestWhatIfTraceSpeed: --trace-speed brings the trace's arrivals closer
+// in the replay the what-if starts from: at 15s, the pods created from
+// 20s to 60s have arrived only when the speed is 10.
+func TestWhatIfTraceSpeed(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "m.yaml")
+	if err := os.WriteFile(f, []byte(urgentPod), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, speed, want string
+	}{
+		{"as in the trace", "1", ", 0 pods pending"},
+		{"ten times closer", "10", ", 3 pods pending"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, _, err := executeErr("whatif", "--trace", "../../sim/testdata/alibaba", "--at", "15s", "--trace-speed", c.speed, "-f", f)
+			if err != nil || !strings.Contains(out, c.want) {
+				t.Fatalf("error %v, output %q; want %q", err, out, c.want)
 			}
 		})
 	}
