@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/schedq/schedq/kube/app"
 	"github.com/schedq/schedq/kube/sim"
 )
 
@@ -53,6 +54,9 @@ activeDeadlineSeconds, or the runtimes of finished pods of its kind
 			}
 			in.speedSet = cmd.Flags().Changed("trace-speed")
 			if err := in.check(); err != nil {
+				return err
+			}
+			if err := (app.HistoryOptions{Labels: labels, Tail: tail}).Validate(); err != nil {
 				return err
 			}
 			histTail, err := sim.ParseHistoryTail(tail)
