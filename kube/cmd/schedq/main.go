@@ -37,6 +37,11 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(simulateCmd(stdout, stderr), schedulerCmd(stderr), explainCmd(stdout), pendingCmd(stdout), whatifCmd(stdout))
+	for _, c := range root.Commands() {
+		// pflag's warnings (a deprecated flag) go to stderr: cobra would
+		// print them on stdout, before the results.
+		c.Flags().SetOutput(stderr)
+	}
 	setVersion(root, version(debug.ReadBuildInfo()))
 	return root
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,5 +90,30 @@ func TestSimulatePluginsDefault(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestDeprecatedFlagWarnsOnStderr: the warning for a deprecated flag goes
+// to stderr, so that stdout holds only the results (-o json parses).
+func TestDeprecatedFlagWarnsOnStderr(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"simulate", []string{"simulate", "--progress=off", "--no-wall", "-o", "json", "--scenario", "EarlyRetry", "--upstream-plugins"}},
+		{"scheduler", []string{"scheduler", "--upstream-plugins", "--kube-api-qps", "0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, stderr, _ := executeErr(tc.args...)
+			if strings.Contains(out, "deprecated") {
+				t.Errorf("stdout has the warning: %q", out)
+			}
+			if !strings.Contains(stderr, "Flag --upstream-plugins has been deprecated") {
+				t.Errorf("stderr %q, want the warning", stderr)
+			}
+			if tc.name == "simulate" && !json.Valid([]byte(out)) {
+				t.Errorf("stdout is not JSON: %q", out)
+			}
+		})
 	}
 }
