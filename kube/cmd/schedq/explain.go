@@ -50,6 +50,9 @@ time, with the runtime estimates it rests on). It reads the scheduler's
 			if output != "text" && output != "json" {
 				return fmt.Errorf("--output: %q is not text or json", output)
 			}
+			if err := app.CheckAddress(address); err != nil {
+				return err
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
 			defer cancel()
 			client, err := explainClient(token, caFile, insecure)

@@ -22,6 +22,12 @@ func TestBadInput(t *testing.T) {
 		{[]string{"explain", "no-slash"}, `"no-slash" is not NAMESPACE/NAME`},
 		{[]string{"explain", "ns/p", "--address", "127.0.0.1:1"}, "scheduler at 127.0.0.1:1 is not reachable"},
 		{[]string{"explain", "ns/p", "-o", "yaml"}, `--output: "yaml"`},
+		{[]string{"explain", "ns/p", "--address", ""}, "--address: empty; give the scheduler's host:port or URL"},
+		{[]string{"explain", "ns/p", "--address", "ftp://127.0.0.1:1"}, `--address "ftp://127.0.0.1:1": the scheme must be http or https, not ftp`},
+		{[]string{"explain", "ns/p", "--address", "http://"}, `--address "http://": no host`},
+		{[]string{"pending", "--address", ""}, "--address: empty"},
+		{[]string{"pending", "--address", "::nonsense"}, `--address "::nonsense": not host:port nor a URL`},
+		{[]string{"pending", "--address", "https:///debug"}, `--address "https:///debug": no host`},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 	}
 	for _, tc := range tests {

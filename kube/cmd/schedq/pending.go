@@ -41,6 +41,9 @@ time.`,
 			if limit < 0 || limit > app.MaxQueuePageLimit {
 				return fmt.Errorf("--limit: %d is not between 1 and %d (0: the server's default)", limit, app.MaxQueuePageLimit)
 			}
+			if err := app.CheckAddress(address); err != nil {
+				return err
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
 			defer cancel()
 			client, err := explainClient(token, caFile, insecure)
