@@ -21,10 +21,43 @@ import (
 )
 
 func main() {
-	if err := newRoot(os.Stdout, os.Stderr).Execute(); err != nil {
+	if err := runCLI(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "schedq:", err)
 		os.Exit(1)
 	}
+}
+
+// runCLI runs the command line args. A write to stdout that fails (a
+// full disk, a closed pipe) makes it fail too, so that results that were
+// lost are never reported as a success.
+func runCLI(args []string, stdout, stderr io.Writer) error {
+	out := &stickyWriter{w: stdout}
+	root := newRoot(out, stderr)
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		return err
+	}
+	if out.err != nil {
+		return fmt.Errorf("writing the output: %w", out.err)
+	}
+	return nil
+}
+
+// stickyWriter remembers the first error of w and returns it for every
+// write after it.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+// Write implements io.Writer.
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	s.err = err
+	return n, err
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {

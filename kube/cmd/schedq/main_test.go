@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -88,5 +89,32 @@ func TestSimulate(t *testing.T) {
 		if _, err := run(bad.args...); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%v: %v, want %q", bad.args, err, bad.want)
 		}
+	}
+}
+
+// fullWriter fails every write, as stdout on a full disk does.
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// TestOutputWriteErrorFails: when the results cannot be written, the
+// command fails, whatever the format.
+func TestOutputWriteErrorFails(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"simulate text", []string{"simulate", "--progress=off", "--scenario", "EarlyRetry"}},
+		{"simulate compare", []string{"simulate", "--progress=off", "--scenario", "EarlyRetry", "--compare", "hints=false"}},
+		{"simulate json", []string{"simulate", "--progress=off", "--scenario", "EarlyRetry", "-o", "json"}},
+		{"simulate list", []string{"simulate", "--list"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			err := runCLI(tc.args, fullWriter{}, &stderr)
+			if err == nil || !strings.Contains(err.Error(), "no space left on device") {
+				t.Fatalf("error %v, want the write's", err)
+			}
+		})
 	}
 }
