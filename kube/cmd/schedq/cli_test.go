@@ -108,10 +108,39 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 			}
 		})
 	}
-	// The same command line with good flags does contact it.
-	_, err := execute(base...)
-	if err == nil || !strings.Contains(err.Error(), "API server "+server+" is not reachable") || hits.Load() == 0 {
-		t.Fatalf("good flags: err %v, %d requests; want the stand-in contacted", err, hits.Load())
+	// --config's profile and the flags it replaces: a conflict is refused.
+	cfgDir := t.TempDir()
+	noName, named := filepath.Join(cfgDir, "no-name.yaml"), filepath.Join(cfgDir, "named.yaml")
+	const header = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+	os.WriteFile(noName, []byte(header+"profiles: [{plugins: {}}]\n"), 0o600)
+	os.WriteFile(named, []byte(header+"profiles: [{schedulerName: schedq, percentageOfNodesToScore: 30}]\n"), 0o600)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"flag name, file without one", []string{"--config", noName, "--scheduler-name", "schedq"}, "--scheduler-name schedq: with --config the profile's schedulerName decides, and " + noName + "'s is default-scheduler"},
+		{"flag name, file's other", []string{"--config", named, "--scheduler-name", "other"}, "--scheduler-name other: with --config the profile's schedulerName decides, and " + named + "'s is schedq"},
+		{"flag percentage, file's other", []string{"--config", named, "--percentage-of-nodes-to-score", "50"}, "--percentage-of-nodes-to-score 50: with --config the file decides, and " + named + "'s is 30"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := execute(append(append([]string{}, base...), tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want one containing %q", err, tc.want)
+			}
+			if n := hits.Load(); n != 0 {
+				t.Fatalf("the API server got %d requests before the flags were checked", n)
+			}
+		})
+	}
+	// The same command line with good flags does contact it, as does one
+	// whose flags repeat the file's values.
+	for _, good := range [][]string{nil, {"--config", named, "--scheduler-name", "schedq", "--percentage-of-nodes-to-score", "30"}} {
+		before := hits.Load()
+		_, err := execute(append(append([]string{}, base...), good...)...)
+		if err == nil || !strings.Contains(err.Error(), "API server "+server+" is not reachable") || hits.Load() == before {
+			t.Fatalf("good flags %v: err %v, %d requests; want the stand-in contacted", good, err, hits.Load()-before)
+		}
 	}
 }
 

@@ -98,7 +98,11 @@ Every flag is checked before it connects.`,
 			if err := removedFlags(cmd, upstream); err != nil {
 				return err
 			}
+			flagName, flagPercent := o.SchedulerName, o.PercentageOfNodesToScore
 			if err := o.Validate(); err != nil {
+				return err
+			}
+			if err := configOverrides(cmd, o, flagName, flagPercent); err != nil {
 				return err
 			}
 			logger, err := newLogger(stderr, logLevel, logFormat)
@@ -181,6 +185,24 @@ func removedFlags(cmd *cobra.Command, upstream bool) error {
 	}
 	if cmd.Flags().Changed("scoring") {
 		return errors.New("--scoring: removed with schedq's own plugins: set NodeResourcesFit's scoringStrategy (or the weight of NodeResourcesBalancedAllocation) in the profile of --config (a KubeSchedulerConfiguration)")
+	}
+	return nil
+}
+
+// configOverrides refuses --scheduler-name or --percentage-of-nodes-to-score
+// given with a --config whose profile sets another value (Validate has
+// applied the file's to o): the file's would replace the flag silently,
+// and a profile without a schedulerName would schedule every pod of
+// kube-scheduler's default-scheduler.
+func configOverrides(cmd *cobra.Command, o app.Options, name string, percent int) error {
+	if o.Config.File == "" {
+		return nil
+	}
+	if cmd.Flags().Changed("scheduler-name") && o.SchedulerName != name {
+		return fmt.Errorf("--scheduler-name %s: with --config the profile's schedulerName decides, and %s's is %s (kube-scheduler's default-scheduler if the profile sets none); set it in the file only", name, o.Config.File, o.SchedulerName)
+	}
+	if cmd.Flags().Changed("percentage-of-nodes-to-score") && o.PercentageOfNodesToScore != percent {
+		return fmt.Errorf("--percentage-of-nodes-to-score %d: with --config the file decides, and %s's is %d (0 if the file sets none); set it in the file only", percent, o.Config.File, o.PercentageOfNodesToScore)
 	}
 	return nil
 }
