@@ -161,11 +161,8 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 					return err
 				}
 			}
-			if report != "" {
-				if err := writeHTML(report, base, other, compare, win); err != nil {
-					return err
-				}
-			}
+			// The report last: a window the run turns out not to reach
+			// (ErrWindow) must not lose the records and the summary.
 			if err := in.write(base, false); err != nil {
 				return err
 			}
@@ -174,15 +171,11 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 					return err
 				}
 			}
-			switch {
-			case output == "json" && other != nil:
-				return writeJSON(stdout, map[string]any{"baseline": base, "compare": map[string]any{"setting": compare, "report": other}}, noWall)
-			case output == "json":
-				return writeJSON(stdout, base, noWall)
-			case other != nil:
-				sim.WriteComparison(stdout, base, other, "baseline", compare, !noWall)
-			default:
-				base.WriteText(stdout, !noWall)
+			if err := printRuns(stdout, output, base, other, compare, noWall); err != nil {
+				return err
+			}
+			if report != "" {
+				return writeHTML(report, base, other, compare, win)
 			}
 			return nil
 		},
@@ -212,6 +205,22 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 	f.StringVar(&fw.config, "config", "", "a KubeSchedulerConfiguration file whose one profile replaces kube-scheduler's default (scheduler.config)")
 	f.StringVar(&in.series, "series", "", "write the sub-queue sizes and the cluster's allocation over virtual time to this file (.csv)")
 	return cmd
+}
+
+// printRuns prints the report of the run r, or of both runs of --compare
+// (other non-nil, with setting), as text or JSON (output).
+func printRuns(stdout io.Writer, output string, r, other *sim.Report, setting string, noWall bool) error {
+	switch {
+	case output == "json" && other != nil:
+		return writeJSON(stdout, map[string]any{"baseline": r, "compare": map[string]any{"setting": setting, "report": other}}, noWall)
+	case output == "json":
+		return writeJSON(stdout, r, noWall)
+	case other != nil:
+		sim.WriteComparison(stdout, r, other, "baseline", setting, !noWall)
+	default:
+		r.WriteText(stdout, !noWall)
+	}
+	return nil
 }
 
 // checkWritableDir fails, before a run that may be long, if the report

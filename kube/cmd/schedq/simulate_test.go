@@ -117,3 +117,24 @@ func TestDeprecatedFlagWarnsOnStderr(t *testing.T) {
 		})
 	}
 }
+
+// TestSimulateWindowPastTheRunKeepsTheRest: a --window-start after the
+// run's end, known only once the run is over, fails the report alone:
+// the records and the summary are still written.
+func TestSimulateWindowPastTheRunKeepsTheRest(t *testing.T) {
+	dir := t.TempDir()
+	report, records := filepath.Join(dir, "r.html"), filepath.Join(dir, "r.csv")
+	out, _, err := executeErr("simulate", "--progress=off", "--scenario", "EarlyRetry", "--report", report, "--window-start", "100h", "--records", records)
+	if err == nil || !strings.Contains(err.Error(), "--window-start, --window-end: window 100h0m0s to 0s: starts after the run's end") {
+		t.Fatalf("error %v, want the window's", err)
+	}
+	if !strings.Contains(out, "scenario EarlyRetry") {
+		t.Errorf("no summary on stdout: %q", out)
+	}
+	if st, err := os.Stat(records); err != nil || st.Size() == 0 {
+		t.Errorf("records not written: %v", err)
+	}
+	if _, err := os.Stat(report); err == nil {
+		t.Errorf("%s was written", report)
+	}
+}
