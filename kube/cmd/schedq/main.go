@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -127,8 +128,12 @@ Every flag is checked before it connects.`,
 	must(f.MarkHidden("scoring"))
 	f.IntVar(&o.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0, "feasible nodes to find before scoring, in % of nodes; 0: adaptive, as kube-scheduler")
 	f.BoolVar(&o.Fairness.Namespaces, "fair-namespaces", false, "share the queue fairly between namespaces: within a priority, the next pod comes from the namespace that used the least recently")
+	var weights []string // each --fair-namespace-weights: repeats add up
 	f.Func("fair-namespace-weights", "NAMESPACE=WEIGHT,... for --fair-namespaces: a namespace of weight 2 gets twice the pops of one of weight 1 (default 1)", func(s string) (err error) {
-		o.Fairness.Weights, err = app.ParseWeights(s)
+		if s != "" {
+			weights = append(weights, s)
+		}
+		o.Fairness.Weights, err = app.ParseWeights(strings.Join(weights, ","))
 		return err
 	})
 	f.DurationVar(&o.Fairness.HalfLife, "fair-half-life", 0, "for --fair-namespaces: how fast a namespace's usage fades (0: 1m)")
