@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/schedq/schedq/kube/app"
 )
@@ -46,6 +47,12 @@ time, with the runtime estimates it rests on). It reads the scheduler's
 			ns, name, ok := strings.Cut(args[0], "/")
 			if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
 				return fmt.Errorf("%q is not NAMESPACE/NAME", args[0])
+			}
+			if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+				return fmt.Errorf("%q: %q is not a namespace name: %s", args[0], ns, msgs[0])
+			}
+			if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+				return fmt.Errorf("%q: %q is not a pod name: %s", args[0], name, msgs[0])
 			}
 			if output != "text" && output != "json" {
 				return fmt.Errorf("--output: %q is not text or json", output)

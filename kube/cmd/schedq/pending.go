@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/schedq/schedq/kube/app"
 )
@@ -34,6 +35,11 @@ time.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "text" && output != "json" {
 				return fmt.Errorf("--output: %q is not text or json", output)
+			}
+			if namespace != "" {
+				if msgs := validation.IsDNS1123Label(namespace); len(msgs) > 0 {
+					return fmt.Errorf("--namespace: %q is not a namespace name: %s", namespace, msgs[0])
+				}
 			}
 			if offset < 0 {
 				return fmt.Errorf("--offset: must not be negative, got %d", offset)
