@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -110,6 +111,25 @@ func (o *ServingOptions) validate() []error {
 		}
 	}
 	return errs
+}
+
+// portTaken refuses a plain-HTTP address (a valid loopback host:port)
+// whose port the HTTPS port also listens on, on all addresses or on the
+// same one: the second listener would fail, after the API server had been
+// contacted.
+func (o *ServingOptions) portTaken(addr string) error {
+	if o == nil || o.Secure == nil || o.Secure.BindPort <= 0 {
+		return nil
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	if port != strconv.Itoa(o.Secure.BindPort) {
+		return nil
+	}
+	bind := o.Secure.BindAddress
+	if ip := netutils.ParseIPSloppy(host); bind == nil || bind.IsUnspecified() || bind.Equal(ip) || host == "localhost" && bind.IsLoopback() {
+		return fmt.Errorf("--address %s and --secure-port %d (on --bind-address %v) listen on one port: give --secure-port=0, or another port to either", addr, o.Secure.BindPort, bind)
+	}
+	return nil
 }
 
 // checkLoopback refuses a plain-HTTP address that is not on loopback.

@@ -93,6 +93,8 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 		{[]string{"--fair-namespaces", "--fair-namespace-weights", "a=1,a=2"}, "--fair-namespace-weights: a is listed twice"},
 		{[]string{"--fair-namespaces", "--fair-namespace-weights", "a=1", "--fair-namespace-weights", "a=2"}, "--fair-namespace-weights: a is listed twice"},
 		{[]string{"--fair-namespace-weights", "a=2", "--fair-namespace-weights", "b=0"}, "--fair-namespace-weights: b=0: a weight is a number above 0"},
+		{[]string{"--address", "127.0.0.1:10351"}, "--address 127.0.0.1:10351 and --secure-port 10351 (on --bind-address 0.0.0.0) listen on one port"},
+		{[]string{"--address", "localhost:8443", "--secure-port", "8443", "--bind-address", "127.0.0.1"}, "--address localhost:8443 and --secure-port 8443 (on --bind-address 127.0.0.1) listen on one port"},
 		{[]string{"--secure-port", "-5"}, "--secure-port: -5 is not a port from 1 to 65535 (0: off)"},
 		{[]string{"--secure-port", "99999"}, "--secure-port: 99999 is not a port from 1 to 65535 (0: off)"},
 		{[]string{"--tls-cert-file", missing, "--tls-private-key-file", missing}, `--tls-cert-file "` + missing + `", --tls-private-key-file "` + missing + `": open ` + missing},
@@ -139,7 +141,8 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 	}
 	// The same command line with good flags does contact it, as does one
 	// whose flags repeat the file's values.
-	for _, good := range [][]string{nil, {"--config", named, "--scheduler-name", "schedq", "--percentage-of-nodes-to-score", "30"}} {
+	for _, good := range [][]string{nil, {"--config", named, "--scheduler-name", "schedq", "--percentage-of-nodes-to-score", "30"},
+		{"--address", "127.0.0.1:10351", "--secure-port", "0"}, {"--address", "127.0.0.1:10351", "--bind-address", "10.0.0.1"}} {
 		before := hits.Load()
 		_, err := execute(append(append([]string{}, base...), good...)...)
 		if err == nil || !strings.Contains(err.Error(), "API server "+server+" is not reachable") || hits.Load() == before {
