@@ -85,6 +85,9 @@ time, with the runtime estimates it rests on). It reads the scheduler's
 // explainClient is the HTTP client of explain: TLS settings for a
 // scheduler's HTTPS port, and the bearer token on every request.
 func explainClient(token, caFile string, insecure bool) (*http.Client, error) {
+	if insecure && caFile != "" {
+		return nil, fmt.Errorf("--insecure-skip-tls-verify, --certificate-authority %s: give one; with the first the certificate is not checked against the second", caFile)
+	}
 	tlsConfig := &tls.Config{InsecureSkipVerify: insecure}
 	if caFile != "" {
 		pem, err := os.ReadFile(caFile)

@@ -23,6 +23,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"explain", "no-slash"}, `"no-slash" is not NAMESPACE/NAME`},
 		{[]string{"explain", "Team A/web-0", "--address", "127.0.0.1:1"}, `"Team A/web-0": "Team A" is not a namespace name`},
 		{[]string{"explain", "default/Web_0", "--address", "127.0.0.1:1"}, `"default/Web_0": "Web_0" is not a pod name`},
+		{[]string{"explain", "ns/p", "--address", "https://127.0.0.1:1", "--insecure-skip-tls-verify", "--certificate-authority", "/no/ca.pem"}, "--insecure-skip-tls-verify, --certificate-authority /no/ca.pem: give one"},
+		{[]string{"pending", "--address", "https://127.0.0.1:1", "--insecure-skip-tls-verify", "--certificate-authority", "/no/ca.pem"}, "--insecure-skip-tls-verify, --certificate-authority /no/ca.pem: give one"},
 		{[]string{"pending", "--namespace", "Team A", "--address", "127.0.0.1:1"}, `--namespace: "Team A" is not a namespace name`},
 		{[]string{"explain", "ns/p", "--address", "127.0.0.1:1"}, "scheduler at 127.0.0.1:1 is not reachable"},
 		{[]string{"explain", "ns/p", "-o", "yaml"}, `--output: "yaml"`},
