@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/schedq/schedq/kube/sim"
@@ -41,6 +42,9 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if list {
+				if err := listAlone(cmd); err != nil {
+					return err
+				}
 				for _, n := range sim.Builtins() {
 					sc, err := sim.Load(n)
 					if err != nil {
@@ -205,6 +209,21 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 	f.StringVar(&fw.config, "config", "", "a KubeSchedulerConfiguration file whose one profile replaces kube-scheduler's default (scheduler.config)")
 	f.StringVar(&in.series, "series", "", "write the sub-queue sizes and the cluster's allocation over virtual time to this file (.csv)")
 	return cmd
+}
+
+// listAlone refuses --list with any other flag, which it would ignore,
+// except --progress (a display preference, with nothing to show).
+func listAlone(cmd *cobra.Command) error {
+	var other []string
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if f.Name != "list" && f.Name != "progress" {
+			other = append(other, "--"+f.Name)
+		}
+	})
+	if len(other) > 0 {
+		return fmt.Errorf("--list: lists the built-in scenarios and runs nothing; not with %s", strings.Join(other, ", "))
+	}
+	return nil
 }
 
 // printRuns prints the report of the run r, or of both runs of --compare

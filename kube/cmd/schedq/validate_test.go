@@ -207,6 +207,29 @@ func TestSimulateChecksEverythingBeforeRunning(t *testing.T) {
 	}
 }
 
+// TestSimulateListAlone: --list with another flag, which it would ignore,
+// is refused, naming it; alone it lists the scenarios.
+func TestSimulateListAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"output", []string{"--list", "-o", "json"}, "--list: lists the built-in scenarios and runs nothing; not with --output"},
+		{"scenario and seed", []string{"--list", "--scenario", "x.yaml", "--seed", "3"}, "not with --scenario, --seed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _, err := executeErr(append([]string{"simulate"}, tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || out != "" {
+				t.Fatalf("error %v, output %q; want an error containing %q", err, out, tc.want)
+			}
+		})
+	}
+	if out, _, err := executeErr("simulate", "--list"); err != nil || !strings.Contains(out, "NodeArrival") {
+		t.Fatalf("--list: %v, %q", err, out)
+	}
+}
+
 // TestExplainUsage: explain with no argument, or two, says what it wants.
 func TestExplainUsage(t *testing.T) {
 	for _, args := range [][]string{{"explain"}, {"explain", "a/b", "c/d"}} {
