@@ -68,6 +68,9 @@ func (in inputs) load(scenario string, scenarioSet bool) (*sim.Scenario, error) 
 			return nil, fmt.Errorf("--trace-pods, --trace-order: there is no trace (give --trace, or a scenario with a trace)")
 		}
 		if in.tracePods != "" {
+			if filepath.IsAbs(in.tracePods) {
+				return nil, fmt.Errorf("--trace-pods %s: names a file in the trace's directory (%s), not an absolute path", in.tracePods, sc.Trace.Dir)
+			}
 			sc.Trace.Pods = in.tracePods
 		}
 		sc.Trace.Order = cmpOr(in.traceOrder, sc.Trace.Order)

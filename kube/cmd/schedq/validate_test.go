@@ -172,6 +172,7 @@ func TestSimulateChecksEverythingBeforeRunning(t *testing.T) {
 		{"compare schedq's plugins", []string{"--compare", "plugins=schedq"}, "scheduler.plugins: schedq's own plugins were removed", ""},
 		{"seed not a number", []string{"--seed", "abc"}, `"--seed" flag: not a whole number from 0 to 18446744073709551615`, "strconv"},
 		{"seed negative", []string{"--seed", "-1"}, `"--seed" flag: not a whole number from 0`, "strconv"},
+		{"trace pods absolute", []string{"--trace", trace, "--trace-pods", "/etc/pods.csv"}, "--trace-pods /etc/pods.csv: names a file in the trace's directory (" + trace + "), not an absolute path", ""},
 		{"trace speed NaN", []string{"--trace", trace, "--trace-speed", "NaN"}, "--trace-speed: must be more than 0 and at most 1000000, got NaN", ""},
 		{"trace speed Inf", []string{"--trace", trace, "--trace-speed", "Inf"}, "--trace-speed: must be more than 0 and at most 1000000, got +Inf", ""},
 		{"trace speed zero", []string{"--trace", trace, "--trace-speed", "0"}, "--trace-speed: must be more than 0", ""},
