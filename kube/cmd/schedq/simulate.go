@@ -165,8 +165,12 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 					return err
 				}
 			}
-			// The report last: a window the run turns out not to reach
-			// (ErrWindow) must not lose the records and the summary.
+			// The summary first and the report last: a file that cannot be
+			// written, or a window the run turns out not to reach
+			// (ErrWindow), must not lose the rest.
+			if err := printRuns(stdout, output, base, other, compare, noWall); err != nil {
+				return err
+			}
 			if err := in.write(base, false); err != nil {
 				return err
 			}
@@ -174,9 +178,6 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 				if err := in.write(other, true); err != nil {
 					return err
 				}
-			}
-			if err := printRuns(stdout, output, base, other, compare, noWall); err != nil {
-				return err
 			}
 			if report != "" {
 				return writeHTML(report, base, other, compare, win)
@@ -275,7 +276,7 @@ func writeHTML(path string, r, other *sim.Report, setting string, win sim.Window
 	if err != nil {
 		return fmt.Errorf("--report %s: %w", path, err)
 	}
-	if err := os.WriteFile(path, page.Bytes(), 0o644); err != nil {
+	if err := writeFile(path, func(f *os.File) error { _, err := f.Write(page.Bytes()); return err }); err != nil {
 		return fmt.Errorf("--report: %w", err)
 	}
 	return nil

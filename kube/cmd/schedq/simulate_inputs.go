@@ -191,16 +191,25 @@ func (in inputs) write(r *sim.Report, second bool) error {
 	return nil
 }
 
+// writeFile writes the file at path with w. If writing fails (a full
+// disk), the file is removed rather than left half-written, looking
+// complete; unless path is a symbolic link, which is left as it is.
 func writeFile(path string, w func(*os.File) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := w(f); err != nil {
-		f.Close()
+	err = w(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		if st, lerr := os.Lstat(path); lerr == nil && st.Mode().IsRegular() {
+			os.Remove(path)
+		}
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	return f.Close()
+	return nil
 }
 
 func cmpOr(a, b string) string {
