@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -66,6 +67,24 @@ func contentType(h http.Header) string {
 // worth showing as it is.
 func oneLine(msg string) bool {
 	return msg != "" && len(msg) <= 300 && !strings.ContainsAny(msg, "\n<\x00")
+}
+
+// CheckAddress refuses, before any connection, a scheduler address that
+// Explain and Pending could not ask: empty, not a URL, a scheme other than
+// http or https, or no host.
+func CheckAddress(address string) error {
+	u, err := url.Parse(baseURL(address))
+	switch {
+	case address == "":
+		return errors.New("--address: empty; give the scheduler's host:port or URL")
+	case err != nil:
+		return fmt.Errorf("--address %q: not host:port nor a URL", address)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("--address %q: the scheme must be http or https, not %s", address, u.Scheme)
+	case u.Host == "":
+		return fmt.Errorf("--address %q: no host", address)
+	}
+	return nil
 }
 
 // baseURL is address as a URL: host:port is taken as plain HTTP.

@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/scheduler"
@@ -51,7 +52,7 @@ func (o FairnessOptions) validate() []error {
 }
 
 // ParseWeights parses NAMESPACE=WEIGHT[,NAMESPACE=WEIGHT...], the value
-// of --fair-namespace-weights.
+// of --fair-namespace-weights: each a namespace name, listed once.
 func ParseWeights(s string) (map[string]float64, error) {
 	if s == "" {
 		return nil, nil
@@ -61,6 +62,12 @@ func ParseWeights(s string) (map[string]float64, error) {
 		ns, v, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if !ok || ns == "" {
 			return nil, fmt.Errorf("--fair-namespace-weights: %q is not NAMESPACE=WEIGHT", part)
+		}
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			return nil, fmt.Errorf("--fair-namespace-weights: %q is not a namespace name: %s", ns, msgs[0])
+		}
+		if _, dup := out[ns]; dup {
+			return nil, fmt.Errorf("--fair-namespace-weights: %s is listed twice", ns)
 		}
 		w, err := strconv.ParseFloat(v, 64)
 		if err != nil {

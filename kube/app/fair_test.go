@@ -89,9 +89,15 @@ func TestFairnessOptions(t *testing.T) {
 	if err != nil || w["team-a"] != 2 || w["team-b"] != 0.5 {
 		t.Fatalf("ParseWeights: %v, %v", w, err)
 	}
-	for _, bad := range []string{"team-a", "=2", "team-a=two"} {
-		if _, err := ParseWeights(bad); err == nil || !strings.Contains(err.Error(), "--fair-namespace-weights") {
-			t.Errorf("ParseWeights(%q): %v", bad, err)
+	for _, bad := range []struct{ name, in, want string }{
+		{"no weight", "team-a", `"team-a" is not NAMESPACE=WEIGHT`},
+		{"no namespace", "=2", `"=2" is not NAMESPACE=WEIGHT`},
+		{"not a number", "team-a=two", `team-a: "two" is not a number`},
+		{"not a namespace name", "Team A=2", `"Team A" is not a namespace name`},
+		{"listed twice", "team-a=1,team-a=2", "team-a is listed twice"},
+	} {
+		if _, err := ParseWeights(bad.in); err == nil || !strings.Contains(err.Error(), "--fair-namespace-weights: "+bad.want) {
+			t.Errorf("%s: ParseWeights(%q): %v, want %q", bad.name, bad.in, err, bad.want)
 		}
 	}
 	for _, tc := range []struct {

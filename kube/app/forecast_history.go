@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -27,6 +28,12 @@ type HistoryOptions struct {
 	Labels []string
 	// Tail names sim.History.Tail: "longest" (or empty) or "exponential".
 	Tail string
+}
+
+// Validate returns every problem, each naming its flag (--history-label,
+// --history-tail), joined; for the commands that share the flags.
+func (o HistoryOptions) Validate() error {
+	return errors.Join(o.validate()...)
 }
 
 // validate returns every problem, each naming its flag.

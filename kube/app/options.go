@@ -41,6 +41,8 @@ func (o *Options) Validate() error {
 			bad("address", "%q: %v", o.Address, err)
 		} else if err := checkLoopback(o.Address); err != nil {
 			errs = append(errs, err)
+		} else if err := o.Serving.portTaken(o.Address); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if o.PercentageOfNodesToScore < 0 || o.PercentageOfNodesToScore > 100 {
@@ -58,6 +60,7 @@ func (o *Options) Validate() error {
 	errs = append(errs, o.validateLeaderElection()...)
 	errs = append(errs, o.Fairness.validate()...)
 	errs = append(errs, o.History.validate()...)
+	errs = append(errs, o.Serving.validate()...)
 	return errors.Join(errs...)
 }
 

@@ -2,11 +2,16 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"os"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -66,6 +71,65 @@ func (o *ServingOptions) AddFlags(fs *pflag.FlagSet) {
 	o.Secure.AddFlags(fs)
 	o.Authentication.AddFlags(fs)
 	o.Authorization.AddFlags(fs)
+}
+
+// validate checks the HTTPS flags before anything connects: the port's
+// range (a negative port is refused, not taken for off), the options' own
+// checks, that the certificate and its key load as a pair, and that the
+// other files named exist. O(1), and reads only the files named.
+func (o *ServingOptions) validate() []error {
+	if o == nil || o.Secure == nil {
+		return nil
+	}
+	var errs []error
+	if p := o.Secure.BindPort; p < 0 || p > 65535 {
+		errs = append(errs, fmt.Errorf("--secure-port: %d is not a port from 1 to 65535 (0: off)", p))
+	} else {
+		errs = append(errs, o.Secure.Validate()...)
+	}
+	if ck := o.Secure.ServerCert.CertKey; ck.CertFile != "" || ck.KeyFile != "" {
+		if _, err := tls.LoadX509KeyPair(ck.CertFile, ck.KeyFile); err != nil {
+			errs = append(errs, fmt.Errorf("--tls-cert-file %q, --tls-private-key-file %q: %w", ck.CertFile, ck.KeyFile, err))
+		}
+	}
+	files := map[string]string{} // flag: file
+	if a := o.Authentication; a != nil {
+		errs = append(errs, a.Validate()...)
+		files["authentication-kubeconfig"], files["client-ca-file"] = a.RemoteKubeConfigFile, a.ClientCert.ClientCA
+		files["requestheader-client-ca-file"] = a.RequestHeader.ClientCAFile
+	}
+	if a := o.Authorization; a != nil {
+		errs = append(errs, a.Validate()...)
+		files["authorization-kubeconfig"] = a.RemoteKubeConfigFile
+	}
+	for _, flag := range slices.Sorted(maps.Keys(files)) {
+		if files[flag] == "" {
+			continue
+		}
+		if _, err := os.Stat(files[flag]); err != nil {
+			errs = append(errs, fmt.Errorf("--%s: %w", flag, err))
+		}
+	}
+	return errs
+}
+
+// portTaken refuses a plain-HTTP address (a valid loopback host:port)
+// whose port the HTTPS port also listens on, on all addresses or on the
+// same one: the second listener would fail, after the API server had been
+// contacted.
+func (o *ServingOptions) portTaken(addr string) error {
+	if o == nil || o.Secure == nil || o.Secure.BindPort <= 0 {
+		return nil
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	if port != strconv.Itoa(o.Secure.BindPort) {
+		return nil
+	}
+	bind := o.Secure.BindAddress
+	if ip := netutils.ParseIPSloppy(host); bind == nil || bind.IsUnspecified() || bind.Equal(ip) || host == "localhost" && bind.IsLoopback() {
+		return fmt.Errorf("--address %s and --secure-port %d (on --bind-address %v) listen on one port: give --secure-port=0, or another port to either", addr, o.Secure.BindPort, bind)
+	}
+	return nil
 }
 
 // checkLoopback refuses a plain-HTTP address that is not on loopback.

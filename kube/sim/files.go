@@ -25,13 +25,13 @@ func openLimited(path string, limit int64) (*os.File, error) {
 }
 
 // InputFile is a file a run reads: Source says where it was named ("trace",
-// "snapshot").
+// "snapshot", "scheduler.config").
 type InputFile struct {
 	Source, Path string
 }
 
-// InputFiles lists the files the scenario's trace and snapshot will read,
-// so that a caller can refuse to write over them. A snapshot directory
+// InputFiles lists the files the scenario's trace, snapshot and
+// scheduler.config will read, so that a caller can refuse to write over them. A snapshot directory
 // that cannot be listed yields no files (the run reports the error).
 // O(files in the snapshot directory).
 func (s *Scenario) InputFiles() []InputFile {
@@ -45,6 +45,9 @@ func (s *Scenario) InputFiles() []InputFile {
 		for _, f := range files {
 			out = append(out, InputFile{"snapshot", f})
 		}
+	}
+	if s.Scheduler.Config != "" {
+		out = append(out, InputFile{"scheduler.config", s.Scheduler.Config})
 	}
 	return out
 }

@@ -66,6 +66,7 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 	server, hits := apiServer(t)
 	kc := kubeconfigFor(t, server)
 	base := []string{"scheduler", "--kubeconfig", kc, "--leader-elect=false", "--address="}
+	missing := filepath.Join(t.TempDir(), "missing")
 	tests := []struct {
 		args []string
 		want string
@@ -88,6 +89,19 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 		{[]string{"--leader-elect=true", "--leader-elect-resource-namespace", "Kube System"}, "--leader-elect-resource-namespace"},
 		{[]string{"--leader-elect=true", "--leader-elect-resource-name", ""}, "--leader-elect-resource-name"},
 		{[]string{"--kube-api-qps", "fast"}, `invalid argument "fast" for "--kube-api-qps"`},
+		{[]string{"--fair-namespaces", "--fair-namespace-weights", "Team A=2"}, `--fair-namespace-weights: "Team A" is not a namespace name`},
+		{[]string{"--fair-namespaces", "--fair-namespace-weights", "a=1,a=2"}, "--fair-namespace-weights: a is listed twice"},
+		{[]string{"--fair-namespaces", "--fair-namespace-weights", "a=1", "--fair-namespace-weights", "a=2"}, "--fair-namespace-weights: a is listed twice"},
+		{[]string{"--fair-namespace-weights", "a=2", "--fair-namespace-weights", "b=0"}, "--fair-namespace-weights: b=0: a weight is a number above 0"},
+		{[]string{"--address", "127.0.0.1:10351"}, "--address 127.0.0.1:10351 and --secure-port 10351 (on --bind-address 0.0.0.0) listen on one port"},
+		{[]string{"--address", "localhost:8443", "--secure-port", "8443", "--bind-address", "127.0.0.1"}, "--address localhost:8443 and --secure-port 8443 (on --bind-address 127.0.0.1) listen on one port"},
+		{[]string{"--secure-port", "-5"}, "--secure-port: -5 is not a port from 1 to 65535 (0: off)"},
+		{[]string{"--secure-port", "99999"}, "--secure-port: 99999 is not a port from 1 to 65535 (0: off)"},
+		{[]string{"--tls-cert-file", missing, "--tls-private-key-file", missing}, `--tls-cert-file "` + missing + `", --tls-private-key-file "` + missing + `": open ` + missing},
+		{[]string{"--tls-cert-file", kc}, `--tls-cert-file "` + kc + `", --tls-private-key-file ""`},
+		{[]string{"--authentication-kubeconfig", missing}, "--authentication-kubeconfig: stat " + missing},
+		{[]string{"--authorization-kubeconfig", missing}, "--authorization-kubeconfig: stat " + missing},
+		{[]string{"--client-ca-file", missing}, "--client-ca-file: stat " + missing},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -100,10 +114,40 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 			}
 		})
 	}
-	// The same command line with good flags does contact it.
-	_, err := execute(base...)
-	if err == nil || !strings.Contains(err.Error(), "API server "+server+" is not reachable") || hits.Load() == 0 {
-		t.Fatalf("good flags: err %v, %d requests; want the stand-in contacted", err, hits.Load())
+	// --config's profile and the flags it replaces: a conflict is refused.
+	cfgDir := t.TempDir()
+	noName, named := filepath.Join(cfgDir, "no-name.yaml"), filepath.Join(cfgDir, "named.yaml")
+	const header = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+	os.WriteFile(noName, []byte(header+"profiles: [{plugins: {}}]\n"), 0o600)
+	os.WriteFile(named, []byte(header+"profiles: [{schedulerName: schedq, percentageOfNodesToScore: 30}]\n"), 0o600)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"flag name, file without one", []string{"--config", noName, "--scheduler-name", "schedq"}, "--scheduler-name schedq: with --config the profile's schedulerName decides, and " + noName + "'s is default-scheduler"},
+		{"flag name, file's other", []string{"--config", named, "--scheduler-name", "other"}, "--scheduler-name other: with --config the profile's schedulerName decides, and " + named + "'s is schedq"},
+		{"flag percentage, file's other", []string{"--config", named, "--percentage-of-nodes-to-score", "50"}, "--percentage-of-nodes-to-score 50: with --config the file decides, and " + named + "'s is 30"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := execute(append(append([]string{}, base...), tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want one containing %q", err, tc.want)
+			}
+			if n := hits.Load(); n != 0 {
+				t.Fatalf("the API server got %d requests before the flags were checked", n)
+			}
+		})
+	}
+	// The same command line with good flags does contact it, as does one
+	// whose flags repeat the file's values.
+	for _, good := range [][]string{nil, {"--config", named, "--scheduler-name", "schedq", "--percentage-of-nodes-to-score", "30"},
+		{"--address", "127.0.0.1:10351", "--secure-port", "0"}, {"--address", "127.0.0.1:10351", "--bind-address", "10.0.0.1"}} {
+		before := hits.Load()
+		_, err := execute(append(append([]string{}, base...), good...)...)
+		if err == nil || !strings.Contains(err.Error(), "API server "+server+" is not reachable") || hits.Load() == before {
+			t.Fatalf("good flags %v: err %v, %d requests; want the stand-in contacted", good, err, hits.Load()-before)
+		}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/schedq/schedq/kube/app"
 )
@@ -47,8 +48,17 @@ time, with the runtime estimates it rests on). It reads the scheduler's
 			if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
 				return fmt.Errorf("%q is not NAMESPACE/NAME", args[0])
 			}
+			if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+				return fmt.Errorf("%q: %q is not a namespace name: %s", args[0], ns, msgs[0])
+			}
+			if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+				return fmt.Errorf("%q: %q is not a pod name: %s", args[0], name, msgs[0])
+			}
 			if output != "text" && output != "json" {
 				return fmt.Errorf("--output: %q is not text or json", output)
+			}
+			if err := app.CheckAddress(address); err != nil {
+				return err
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
 			defer cancel()
@@ -75,6 +85,9 @@ time, with the runtime estimates it rests on). It reads the scheduler's
 // explainClient is the HTTP client of explain: TLS settings for a
 // scheduler's HTTPS port, and the bearer token on every request.
 func explainClient(token, caFile string, insecure bool) (*http.Client, error) {
+	if insecure && caFile != "" {
+		return nil, fmt.Errorf("--insecure-skip-tls-verify, --certificate-authority %s: give one; with the first the certificate is not checked against the second", caFile)
+	}
 	tlsConfig := &tls.Config{InsecureSkipVerify: insecure}
 	if caFile != "" {
 		pem, err := os.ReadFile(caFile)

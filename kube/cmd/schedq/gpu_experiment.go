@@ -55,6 +55,11 @@ func (g *gpuFlags) policies() ([]gpu.Policy, error) {
 	return out, nil
 }
 
+// experimentIgnores are the flags of a simulation run that the GPU
+// experiment has no use for: given with it, they are refused rather than
+// ignored.
+var experimentIgnores = []string{"scenario", "compare", "report", "window-start", "window-end", "config", "check", "memory-limit"}
+
 // checkGPUFlags refuses the experiment's flags without --gpu-experiment,
 // and bad values with the flag named, before anything runs.
 func (g *gpuFlags) check(changed func(string) bool) error {
@@ -68,6 +73,11 @@ func (g *gpuFlags) check(changed func(string) bool) error {
 	}
 	if changed("gpu-model") {
 		return fmt.Errorf("--gpu-model: the experiment always models GPUs one by one")
+	}
+	for _, f := range experimentIgnores {
+		if changed(f) {
+			return fmt.Errorf("--gpu-experiment: --%s does not apply (the experiment draws its pods from --trace at random and prints one table)", f)
+		}
 	}
 	switch {
 	case math.IsNaN(g.demand) || g.demand <= 0 || g.demand > gpu.MaxDemand:

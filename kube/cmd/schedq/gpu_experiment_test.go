@@ -68,6 +68,12 @@ func TestGPUExperimentBadInput(t *testing.T) {
 		{"demand without experiment", []string{"--trace", fixture, "--demand", "2"}, "--demand: only with --gpu-experiment"},
 		{"no trace", []string{"--gpu-experiment"}, "--gpu-experiment: needs --trace DIR"},
 		{"with records", []string{"--trace", fixture, "--gpu-experiment", "--records", filepath.Join(dir, "r.csv")}, "do not apply"},
+		{"with a report", []string{"--trace", fixture, "--gpu-experiment", "--report", filepath.Join(dir, "r.html")}, "--gpu-experiment: --report does not apply"},
+		{"with compare", []string{"--trace", fixture, "--gpu-experiment", "--compare", "hints=false"}, "--gpu-experiment: --compare does not apply"},
+		{"with a scenario", []string{"--trace", fixture, "--gpu-experiment", "--scenario", "NodeArrival"}, "--gpu-experiment: --scenario does not apply"},
+		{"with a config", []string{"--trace", fixture, "--gpu-experiment", "--config", filepath.Join(dir, "c.yaml")}, "--gpu-experiment: --config does not apply"},
+		{"with check", []string{"--trace", fixture, "--gpu-experiment", "--check"}, "--gpu-experiment: --check does not apply"},
+		{"with a memory limit", []string{"--trace", fixture, "--gpu-experiment", "--memory-limit", "1Gi"}, "--gpu-experiment: --memory-limit does not apply"},
 		{"gpu_spec of no model", []string{"--trace", dir, "--gpu-experiment"}, `openb_pod_list_default.csv:3: column gpu_spec: "A100|H100" names no model of a node with GPUs (models: T4, V100M16)`},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,10 +22,43 @@ import (
 )
 
 func main() {
-	if err := newRoot(os.Stdout, os.Stderr).Execute(); err != nil {
+	if err := runCLI(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "schedq:", err)
 		os.Exit(1)
 	}
+}
+
+// runCLI runs the command line args. A write to stdout that fails (a
+// full disk, a closed pipe) makes it fail too, so that results that were
+// lost are never reported as a success.
+func runCLI(args []string, stdout, stderr io.Writer) error {
+	out := &stickyWriter{w: stdout}
+	root := newRoot(out, stderr)
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		return err
+	}
+	if out.err != nil {
+		return fmt.Errorf("writing the output: %w", out.err)
+	}
+	return nil
+}
+
+// stickyWriter remembers the first error of w and returns it for every
+// write after it.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+// Write implements io.Writer.
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	s.err = err
+	return n, err
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
@@ -37,6 +71,11 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(simulateCmd(stdout, stderr), schedulerCmd(stderr), explainCmd(stdout), pendingCmd(stdout), whatifCmd(stdout))
+	for _, c := range root.Commands() {
+		// pflag's warnings (a deprecated flag) go to stderr: cobra would
+		// print them on stdout, before the results.
+		c.Flags().SetOutput(stderr)
+	}
 	setVersion(root, version(debug.ReadBuildInfo()))
 	return root
 }
@@ -60,7 +99,11 @@ Every flag is checked before it connects.`,
 			if err := removedFlags(cmd, upstream); err != nil {
 				return err
 			}
+			flagName, flagPercent := o.SchedulerName, o.PercentageOfNodesToScore
 			if err := o.Validate(); err != nil {
+				return err
+			}
+			if err := configOverrides(cmd, o, flagName, flagPercent); err != nil {
 				return err
 			}
 			logger, err := newLogger(stderr, logLevel, logFormat)
@@ -85,8 +128,12 @@ Every flag is checked before it connects.`,
 	must(f.MarkHidden("scoring"))
 	f.IntVar(&o.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0, "feasible nodes to find before scoring, in % of nodes; 0: adaptive, as kube-scheduler")
 	f.BoolVar(&o.Fairness.Namespaces, "fair-namespaces", false, "share the queue fairly between namespaces: within a priority, the next pod comes from the namespace that used the least recently")
+	var weights []string // each --fair-namespace-weights: repeats add up
 	f.Func("fair-namespace-weights", "NAMESPACE=WEIGHT,... for --fair-namespaces: a namespace of weight 2 gets twice the pops of one of weight 1 (default 1)", func(s string) (err error) {
-		o.Fairness.Weights, err = app.ParseWeights(s)
+		if s != "" {
+			weights = append(weights, s)
+		}
+		o.Fairness.Weights, err = app.ParseWeights(strings.Join(weights, ","))
 		return err
 	})
 	f.DurationVar(&o.Fairness.HalfLife, "fair-half-life", 0, "for --fair-namespaces: how fast a namespace's usage fades (0: 1m)")
@@ -143,6 +190,24 @@ func removedFlags(cmd *cobra.Command, upstream bool) error {
 	}
 	if cmd.Flags().Changed("scoring") {
 		return errors.New("--scoring: removed with schedq's own plugins: set NodeResourcesFit's scoringStrategy (or the weight of NodeResourcesBalancedAllocation) in the profile of --config (a KubeSchedulerConfiguration)")
+	}
+	return nil
+}
+
+// configOverrides refuses --scheduler-name or --percentage-of-nodes-to-score
+// given with a --config whose profile sets another value (Validate has
+// applied the file's to o): the file's would replace the flag silently,
+// and a profile without a schedulerName would schedule every pod of
+// kube-scheduler's default-scheduler.
+func configOverrides(cmd *cobra.Command, o app.Options, name string, percent int) error {
+	if o.Config.File == "" {
+		return nil
+	}
+	if cmd.Flags().Changed("scheduler-name") && o.SchedulerName != name {
+		return fmt.Errorf("--scheduler-name %s: with --config the profile's schedulerName decides, and %s's is %s (kube-scheduler's default-scheduler if the profile sets none); set it in the file only", name, o.Config.File, o.SchedulerName)
+	}
+	if cmd.Flags().Changed("percentage-of-nodes-to-score") && o.PercentageOfNodesToScore != percent {
+		return fmt.Errorf("--percentage-of-nodes-to-score %d: with --config the file decides, and %s's is %d (0 if the file sets none); set it in the file only", percent, o.Config.File, o.PercentageOfNodesToScore)
 	}
 	return nil
 }

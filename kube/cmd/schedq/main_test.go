@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -20,8 +21,19 @@ func TestBadInput(t *testing.T) {
 		{[]string{"scheduler", "--log-level", "loud"}, `--log-level: "loud"`},
 		{[]string{"scheduler", "--scheduler-name", ""}, "--scheduler-name: must not be empty"},
 		{[]string{"explain", "no-slash"}, `"no-slash" is not NAMESPACE/NAME`},
+		{[]string{"explain", "Team A/web-0", "--address", "127.0.0.1:1"}, `"Team A/web-0": "Team A" is not a namespace name`},
+		{[]string{"explain", "default/Web_0", "--address", "127.0.0.1:1"}, `"default/Web_0": "Web_0" is not a pod name`},
+		{[]string{"explain", "ns/p", "--address", "https://127.0.0.1:1", "--insecure-skip-tls-verify", "--certificate-authority", "/no/ca.pem"}, "--insecure-skip-tls-verify, --certificate-authority /no/ca.pem: give one"},
+		{[]string{"pending", "--address", "https://127.0.0.1:1", "--insecure-skip-tls-verify", "--certificate-authority", "/no/ca.pem"}, "--insecure-skip-tls-verify, --certificate-authority /no/ca.pem: give one"},
+		{[]string{"pending", "--namespace", "Team A", "--address", "127.0.0.1:1"}, `--namespace: "Team A" is not a namespace name`},
 		{[]string{"explain", "ns/p", "--address", "127.0.0.1:1"}, "scheduler at 127.0.0.1:1 is not reachable"},
 		{[]string{"explain", "ns/p", "-o", "yaml"}, `--output: "yaml"`},
+		{[]string{"explain", "ns/p", "--address", ""}, "--address: empty; give the scheduler's host:port or URL"},
+		{[]string{"explain", "ns/p", "--address", "ftp://127.0.0.1:1"}, `--address "ftp://127.0.0.1:1": the scheme must be http or https, not ftp`},
+		{[]string{"explain", "ns/p", "--address", "http://"}, `--address "http://": no host`},
+		{[]string{"pending", "--address", ""}, "--address: empty"},
+		{[]string{"pending", "--address", "::nonsense"}, `--address "::nonsense": not host:port nor a URL`},
+		{[]string{"pending", "--address", "https:///debug"}, `--address "https:///debug": no host`},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 	}
 	for _, tc := range tests {
@@ -82,5 +94,32 @@ func TestSimulate(t *testing.T) {
 		if _, err := run(bad.args...); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%v: %v, want %q", bad.args, err, bad.want)
 		}
+	}
+}
+
+// fullWriter fails every write, as stdout on a full disk does.
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// TestOutputWriteErrorFails: when the results cannot be written, the
+// command fails, whatever the format.
+func TestOutputWriteErrorFails(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"simulate text", []string{"simulate", "--progress=off", "--scenario", "EarlyRetry"}},
+		{"simulate compare", []string{"simulate", "--progress=off", "--scenario", "EarlyRetry", "--compare", "hints=false"}},
+		{"simulate json", []string{"simulate", "--progress=off", "--scenario", "EarlyRetry", "-o", "json"}},
+		{"simulate list", []string{"simulate", "--list"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			err := runCLI(tc.args, fullWriter{}, &stderr)
+			if err == nil || !strings.Contains(err.Error(), "no space left on device") {
+				t.Fatalf("error %v, want the write's", err)
+			}
+		})
 	}
 }

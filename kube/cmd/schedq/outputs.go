@@ -15,12 +15,16 @@ import (
 type namedPath struct{ flag, path string }
 
 // checkOutputs refuses, before anything is written, an output file that is
-// one of the inputs or another output: writing it would destroy data. Two
+// a directory (it could not be written after the run), or one of the
+// inputs or another output: writing it would destroy data. Two
 // paths are the same file if they are equal once made absolute and clean,
 // or if both exist and are one file (a symbolic or a hard link).
 // O(outputs × (outputs + inputs)) stat calls.
 func checkOutputs(outputs, inputs []namedPath) error {
 	for i, o := range outputs {
+		if st, err := os.Stat(o.path); err == nil && st.IsDir() {
+			return fmt.Errorf("%s %s: is a directory; name a file", o.flag, o.path)
+		}
 		for _, other := range outputs[:i] {
 			if samePath(o.path, other.path) {
 				return fmt.Errorf("%s %s and %s %s are the same file: each output needs its own file", other.flag, other.path, o.flag, o.path)
@@ -73,10 +77,12 @@ func compareFile(path string) string {
 	return strings.TrimSuffix(path, ext) + ".compare" + ext
 }
 
-// inputPaths lists the files a run of sc reads: the scenario file (not a
-// built-in scenario), and the trace's and the snapshot's files, named by
-// the flag that gave them or, if the scenario file did, by its field.
-func (in inputs) inputPaths(scenario string, scenarioSet bool, sc *sim.Scenario) []namedPath {
+// inputPaths lists the files the runs of sc and alt (nil without
+// --compare) read: the scenario file (not a built-in scenario), and the
+// trace's, the snapshot's and the scheduler configuration's files, named
+// by the flag that gave them (config: --config's value) or, if the
+// scenario file did, by its field.
+func (in inputs) inputPaths(scenario string, scenarioSet bool, sc, alt *sim.Scenario, config string) []namedPath {
 	var out []namedPath
 	if scenarioSet && !slices.Contains(sim.Builtins(), scenario) {
 		out = append(out, namedPath{"--scenario", scenario})
@@ -86,10 +92,16 @@ func (in inputs) inputPaths(scenario string, scenarioSet bool, sc *sim.Scenario)
 	}
 	for _, f := range sc.InputFiles() {
 		flag := "the scenario's " + f.Source
-		if f.Source == "trace" && in.trace != "" || f.Source == "snapshot" && in.snapshot != "" {
+		switch {
+		case f.Source == "trace" && in.trace != "" || f.Source == "snapshot" && in.snapshot != "":
 			flag = "--" + f.Source
+		case f.Source == "scheduler.config" && config != "":
+			flag = "--config"
 		}
 		out = append(out, namedPath{flag, f.Path})
+	}
+	if alt != nil && alt.Scheduler.Config != "" && alt.Scheduler.Config != sc.Scheduler.Config {
+		out = append(out, namedPath{"--compare config", alt.Scheduler.Config})
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/schedq/schedq/kube/app"
 )
@@ -35,11 +36,19 @@ time.`,
 			if output != "text" && output != "json" {
 				return fmt.Errorf("--output: %q is not text or json", output)
 			}
+			if namespace != "" {
+				if msgs := validation.IsDNS1123Label(namespace); len(msgs) > 0 {
+					return fmt.Errorf("--namespace: %q is not a namespace name: %s", namespace, msgs[0])
+				}
+			}
 			if offset < 0 {
 				return fmt.Errorf("--offset: must not be negative, got %d", offset)
 			}
 			if limit < 0 || limit > app.MaxQueuePageLimit {
 				return fmt.Errorf("--limit: %d is not between 1 and %d (0: the server's default)", limit, app.MaxQueuePageLimit)
+			}
+			if err := app.CheckAddress(address); err != nil {
+				return err
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
 			defer cancel()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/schedq/schedq/kube/sim"
@@ -41,6 +42,9 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if list {
+				if err := listAlone(cmd); err != nil {
+					return err
+				}
 				for _, n := range sim.Builtins() {
 					sc, err := sim.Load(n)
 					if err != nil {
@@ -144,7 +148,7 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 					return err
 				}
 			}
-			if err := checkOutputs(in.outputPaths(report, alt != nil), in.inputPaths(scenario, scenarioSet, sc)); err != nil {
+			if err := checkOutputs(in.outputPaths(report, alt != nil), in.inputPaths(scenario, scenarioSet, sc, alt, fw.config)); err != nil {
 				return err
 			}
 			if err := checkMemory(stderr, sc, memLimit); err != nil {
@@ -161,10 +165,11 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 					return err
 				}
 			}
-			if report != "" {
-				if err := writeHTML(report, base, other, compare, win); err != nil {
-					return err
-				}
+			// The summary first and the report last: a file that cannot be
+			// written, or a window the run turns out not to reach
+			// (ErrWindow), must not lose the rest.
+			if err := printRuns(stdout, output, base, other, compare, noWall); err != nil {
+				return err
 			}
 			if err := in.write(base, false); err != nil {
 				return err
@@ -174,15 +179,8 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 					return err
 				}
 			}
-			switch {
-			case output == "json" && other != nil:
-				return writeJSON(stdout, map[string]any{"baseline": base, "compare": map[string]any{"setting": compare, "report": other}}, noWall)
-			case output == "json":
-				return writeJSON(stdout, base, noWall)
-			case other != nil:
-				sim.WriteComparison(stdout, base, other, "baseline", compare, !noWall)
-			default:
-				base.WriteText(stdout, !noWall)
+			if report != "" {
+				return writeHTML(report, base, other, compare, win)
 			}
 			return nil
 		},
@@ -212,6 +210,37 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 	f.StringVar(&fw.config, "config", "", "a KubeSchedulerConfiguration file whose one profile replaces kube-scheduler's default (scheduler.config)")
 	f.StringVar(&in.series, "series", "", "write the sub-queue sizes and the cluster's allocation over virtual time to this file (.csv)")
 	return cmd
+}
+
+// listAlone refuses --list with any other flag, which it would ignore,
+// except --progress (a display preference, with nothing to show).
+func listAlone(cmd *cobra.Command) error {
+	var other []string
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if f.Name != "list" && f.Name != "progress" {
+			other = append(other, "--"+f.Name)
+		}
+	})
+	if len(other) > 0 {
+		return fmt.Errorf("--list: lists the built-in scenarios and runs nothing; not with %s", strings.Join(other, ", "))
+	}
+	return nil
+}
+
+// printRuns prints the report of the run r, or of both runs of --compare
+// (other non-nil, with setting), as text or JSON (output).
+func printRuns(stdout io.Writer, output string, r, other *sim.Report, setting string, noWall bool) error {
+	switch {
+	case output == "json" && other != nil:
+		return writeJSON(stdout, map[string]any{"baseline": r, "compare": map[string]any{"setting": setting, "report": other}}, noWall)
+	case output == "json":
+		return writeJSON(stdout, r, noWall)
+	case other != nil:
+		sim.WriteComparison(stdout, r, other, "baseline", setting, !noWall)
+	default:
+		r.WriteText(stdout, !noWall)
+	}
+	return nil
 }
 
 // checkWritableDir fails, before a run that may be long, if the report
@@ -247,7 +276,7 @@ func writeHTML(path string, r, other *sim.Report, setting string, win sim.Window
 	if err != nil {
 		return fmt.Errorf("--report %s: %w", path, err)
 	}
-	if err := os.WriteFile(path, page.Bytes(), 0o644); err != nil {
+	if err := writeFile(path, func(f *os.File) error { _, err := f.Write(page.Bytes()); return err }); err != nil {
 		return fmt.Errorf("--report: %w", err)
 	}
 	return nil

@@ -68,6 +68,9 @@ func (in inputs) load(scenario string, scenarioSet bool) (*sim.Scenario, error) 
 			return nil, fmt.Errorf("--trace-pods, --trace-order: there is no trace (give --trace, or a scenario with a trace)")
 		}
 		if in.tracePods != "" {
+			if filepath.IsAbs(in.tracePods) {
+				return nil, fmt.Errorf("--trace-pods %s: names a file in the trace's directory (%s), not an absolute path", in.tracePods, sc.Trace.Dir)
+			}
 			sc.Trace.Pods = in.tracePods
 		}
 		sc.Trace.Order = cmpOr(in.traceOrder, sc.Trace.Order)
@@ -188,16 +191,25 @@ func (in inputs) write(r *sim.Report, second bool) error {
 	return nil
 }
 
+// writeFile writes the file at path with w. If writing fails (a full
+// disk), the file is removed rather than left half-written, looking
+// complete; unless path is a symbolic link, which is left as it is.
 func writeFile(path string, w func(*os.File) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := w(f); err != nil {
-		f.Close()
+	err = w(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		if st, lerr := os.Lstat(path); lerr == nil && st.Mode().IsRegular() {
+			os.Remove(path)
+		}
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	return f.Close()
+	return nil
 }
 
 func cmpOr(a, b string) string {

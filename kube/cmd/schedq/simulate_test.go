@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,5 +90,51 @@ func TestSimulatePluginsDefault(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestDeprecatedFlagWarnsOnStderr: the warning for a deprecated flag goes
+// to stderr, so that stdout holds only the results (-o json parses).
+func TestDeprecatedFlagWarnsOnStderr(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"simulate", []string{"simulate", "--progress=off", "--no-wall", "-o", "json", "--scenario", "EarlyRetry", "--upstream-plugins"}},
+		{"scheduler", []string{"scheduler", "--upstream-plugins", "--kube-api-qps", "0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, stderr, _ := executeErr(tc.args...)
+			if strings.Contains(out, "deprecated") {
+				t.Errorf("stdout has the warning: %q", out)
+			}
+			if !strings.Contains(stderr, "Flag --upstream-plugins has been deprecated") {
+				t.Errorf("stderr %q, want the warning", stderr)
+			}
+			if tc.name == "simulate" && !json.Valid([]byte(out)) {
+				t.Errorf("stdout is not JSON: %q", out)
+			}
+		})
+	}
+}
+
+// TestSimulateWindowPastTheRunKeepsTheRest: a --window-start after the
+// run's end, known only once the run is over, fails the report alone:
+// the records and the summary are still written.
+func TestSimulateWindowPastTheRunKeepsTheRest(t *testing.T) {
+	dir := t.TempDir()
+	report, records := filepath.Join(dir, "r.html"), filepath.Join(dir, "r.csv")
+	out, _, err := executeErr("simulate", "--progress=off", "--scenario", "EarlyRetry", "--report", report, "--window-start", "100h", "--records", records)
+	if err == nil || !strings.Contains(err.Error(), "--window-start, --window-end: window 100h0m0s to 0s: starts after the run's end") {
+		t.Fatalf("error %v, want the window's", err)
+	}
+	if !strings.Contains(out, "scenario EarlyRetry") {
+		t.Errorf("no summary on stdout: %q", out)
+	}
+	if st, err := os.Stat(records); err != nil || st.Size() == 0 {
+		t.Errorf("records not written: %v", err)
+	}
+	if _, err := os.Stat(report); err == nil {
+		t.Errorf("%s was written", report)
 	}
 }

@@ -66,6 +66,13 @@ func TestSimulateRefusesToOverwriteInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	same := filepath.Join(dir, "same.csv")
+	profile := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles: [{schedulerName: s}]\n"
+	config, configJSON, configCSV := filepath.Join(dir, "config.yaml"), filepath.Join(dir, "config.json"), filepath.Join(dir, "config.csv")
+	for _, f := range []string{config, configJSON, configCSV} {
+		os.WriteFile(f, []byte(profile), 0o644)
+	}
+	withConfig := filepath.Join(dir, "c.scenario.yaml")
+	os.WriteFile(withConfig, []byte("name: c\nscheduler: {config: "+configCSV+"}\npods: [{name: p, count: 1}]\n"), 0o644)
 	tests := []struct {
 		name  string
 		args  []string
@@ -83,6 +90,9 @@ func TestSimulateRefusesToOverwriteInputs(t *testing.T) {
 		{"relative and absolute", []string{"--snapshot", relSnap, "--report", filepath.Join(dir, "x", "..", "c.yaml")}, []string{"--report", "--snapshot " + relSnap}, snap},
 		{"the --compare run's records as series", []string{"--scenario", scenario, "--compare", "hints=false", "--records", filepath.Join(dir, "r.csv"), "--series", filepath.Join(dir, "r.compare.csv")},
 			[]string{"--records (the --compare run's) " + filepath.Join(dir, "r.compare.csv"), "--series " + filepath.Join(dir, "r.compare.csv")}, ""},
+		{"config as report", []string{"--scenario", scenario, "--config", config, "--report", config}, []string{"--report " + config, "--config " + config}, config},
+		{"the --compare run's config as records", []string{"--scenario", scenario, "--compare", "config=" + configJSON, "--records", configJSON}, []string{"--records " + configJSON, "--compare config " + configJSON}, configJSON},
+		{"the scenario's config as series", []string{"--scenario", withConfig, "--series", configCSV}, []string{"--series " + configCSV, "the scenario's scheduler.config " + configCSV}, configCSV},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -130,12 +140,23 @@ func TestSimulateChecksEverythingBeforeRunning(t *testing.T) {
 	prio := scenario("prio.yaml", "name: x\npods: [{name: p, count: 1, priority: 99999999999}]\n")
 	count := scenario("count.yaml", "name: x\npods: [{name: p, count: 2000000000}, {name: q, count: 5}]\n")
 	trace := "../../sim/testdata/alibaba"
+	twoProfiles := scenario("two.yaml", "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles: [{schedulerName: a}, {schedulerName: b}]\n")
+	for _, d := range []string{"r.html", "r.csv", "s.csv", "c.compare.csv"} {
+		os.Mkdir(filepath.Join(dir, d), 0o755)
+	}
 	tests := []struct {
 		name    string
 		args    []string
 		want    string
 		notWant string
 	}{
+		{"compare config missing", []string{"--compare", "config=" + filepath.Join(dir, "none.yaml")}, "--compare config=" + filepath.Join(dir, "none.yaml") + ": scheduler.config: open " + filepath.Join(dir, "none.yaml"), ""},
+		{"compare config of two profiles", []string{"--compare", "config=" + twoProfiles}, "--compare config=" + twoProfiles + ": scheduler.config: " + twoProfiles + ": the simulator runs one profile, the file has 2", ""},
+		{"config missing", []string{"--config", filepath.Join(dir, "none.yaml")}, "--config: scheduler.config: open " + filepath.Join(dir, "none.yaml"), ""},
+		{"report is a directory", []string{"--report", filepath.Join(dir, "r.html")}, "--report " + filepath.Join(dir, "r.html") + ": is a directory", ""},
+		{"records is a directory", []string{"--records", filepath.Join(dir, "r.csv")}, "--records " + filepath.Join(dir, "r.csv") + ": is a directory", ""},
+		{"series is a directory", []string{"--series", filepath.Join(dir, "s.csv")}, "--series " + filepath.Join(dir, "s.csv") + ": is a directory", ""},
+		{"the --compare run's records is a directory", []string{"--compare", "hints=false", "--records", filepath.Join(dir, "c.csv")}, "--records (the --compare run's) " + filepath.Join(dir, "c.compare.csv") + ": is a directory", ""},
 		{"unknown compare key", []string{"--compare", "foo=bar"}, `--compare foo=bar: unknown setting "foo" (settable: gangs`, ""},
 		{"compare without =", []string{"--compare", "hints"}, `--compare hints: "hints" is not key=value`, ""},
 		{"compare second setting without =", []string{"--compare", "hints=false,"}, `--compare hints=false,: "" is not key=value`, ""},
@@ -151,6 +172,7 @@ func TestSimulateChecksEverythingBeforeRunning(t *testing.T) {
 		{"compare schedq's plugins", []string{"--compare", "plugins=schedq"}, "scheduler.plugins: schedq's own plugins were removed", ""},
 		{"seed not a number", []string{"--seed", "abc"}, `"--seed" flag: not a whole number from 0 to 18446744073709551615`, "strconv"},
 		{"seed negative", []string{"--seed", "-1"}, `"--seed" flag: not a whole number from 0`, "strconv"},
+		{"trace pods absolute", []string{"--trace", trace, "--trace-pods", "/etc/pods.csv"}, "--trace-pods /etc/pods.csv: names a file in the trace's directory (" + trace + "), not an absolute path", ""},
 		{"trace speed NaN", []string{"--trace", trace, "--trace-speed", "NaN"}, "--trace-speed: must be more than 0 and at most 1000000, got NaN", ""},
 		{"trace speed Inf", []string{"--trace", trace, "--trace-speed", "Inf"}, "--trace-speed: must be more than 0 and at most 1000000, got +Inf", ""},
 		{"trace speed zero", []string{"--trace", trace, "--trace-speed", "0"}, "--trace-speed: must be more than 0", ""},
@@ -183,6 +205,29 @@ func TestSimulateChecksEverythingBeforeRunning(t *testing.T) {
 				t.Fatalf("the run started before the check: %v, %q", err, out)
 			}
 		})
+	}
+}
+
+// TestSimulateListAlone: --list with another flag, which it would ignore,
+// is refused, naming it; alone it lists the scenarios.
+func TestSimulateListAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"output", []string{"--list", "-o", "json"}, "--list: lists the built-in scenarios and runs nothing; not with --output"},
+		{"scenario and seed", []string{"--list", "--scenario", "x.yaml", "--seed", "3"}, "not with --scenario, --seed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _, err := executeErr(append([]string{"simulate"}, tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || out != "" {
+				t.Fatalf("error %v, output %q; want an error containing %q", err, out, tc.want)
+			}
+		})
+	}
+	if out, _, err := executeErr("simulate", "--list"); err != nil || !strings.Contains(out, "NodeArrival") {
+		t.Fatalf("--list: %v, %q", err, out)
 	}
 }
 

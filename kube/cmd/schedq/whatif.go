@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/schedq/schedq/kube/app"
 	"github.com/schedq/schedq/kube/sim"
 )
 
@@ -47,6 +48,16 @@ activeDeadlineSeconds, or the runtimes of finished pods of its kind
 			}
 			if at < 0 {
 				return fmt.Errorf("--at: must not be negative, got %v", at)
+			}
+			if horizon <= 0 || horizon > sim.MaxHorizon {
+				return fmt.Errorf("--horizon: must be more than 0 and at most %v, got %v", sim.MaxHorizon, horizon)
+			}
+			in.speedSet = cmd.Flags().Changed("trace-speed")
+			if err := in.check(); err != nil {
+				return err
+			}
+			if err := (app.HistoryOptions{Labels: labels, Tail: tail}).Validate(); err != nil {
+				return err
 			}
 			histTail, err := sim.ParseHistoryTail(tail)
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -44,7 +45,14 @@ func TestWhatIf(t *testing.T) {
 	}
 }
 
+// TestWhatIfBadInput: bad input is an error naming it, printed before
+// anything else. The cases with badSnap, a snapshot only the replay
+// reads, show that the flag is refused before the replay starts.
 func TestWhatIfBadInput(t *testing.T) {
+	badSnap := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(badSnap, []byte("apiVersion: v1\nkind: Nonsense\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name, manifest string
 		args           []string
@@ -53,8 +61,15 @@ func TestWhatIfBadInput(t *testing.T) {
 		{"other kind", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", nil, "kind Service is not a Pod or a PodGroup"},
 		{"not yaml", "{", nil, "-f "},
 		{"missing namespace", strings.Replace(urgentPod, "{name: urgent}", "{name: urgent, namespace: nowhere}", 1), nil, `namespace "nowhere" does not exist`},
-		{"horizon", urgentPod, []string{"--horizon", "0s"}, "horizon must be positive"},
+		{"horizon", urgentPod, []string{"--horizon", "0s"}, "--horizon: must be more than 0 and at most 720h0m0s, got 0s"},
+		{"horizon before the replay", urgentPod, []string{"--snapshot", badSnap, "--horizon", "-1h"}, "--horizon: must be more than 0 and at most 720h0m0s, got -1h0m0s"},
+		{"horizon too long before the replay", urgentPod, []string{"--snapshot", badSnap, "--horizon", "1000h"}, "--horizon: must be more than 0 and at most 720h0m0s, got 1000h0m0s"},
 		{"output", urgentPod, []string{"-o", "yaml"}, `--output: "yaml"`},
+		{"history label not a label key", urgentPod, []string{"--snapshot", badSnap, "--history-label", "team name"}, `--history-label: "team name" is not a label key`},
+		{"history label twice", urgentPod, []string{"--snapshot", badSnap, "--history-label", "team,team"}, `--history-label: "team" is listed twice`},
+		{"history tail", urgentPod, []string{"--snapshot", badSnap, "--history-tail", "short"}, `--history-tail: history tail "short": not longest or exponential`},
+		{"trace speed zero", urgentPod, []string{"--snapshot", badSnap, "--trace", "../../sim/testdata/alibaba", "--trace-speed", "0"}, "--trace-speed: must be more than 0 and at most 1000000, got 0"},
+		{"trace speed without a trace", urgentPod, []string{"--snapshot", badSnap, "--trace-speed", "2"}, "--trace-speed 2: there is no trace to speed up"},
 		{"other scheduler", strings.Replace(urgentPod, "spec:\n", "spec:\n  schedulerName: other\n", 1), nil,
 			`pod default/urgent: schedulerName "other" is not one of the scheduler's profiles ("schedq", "default-scheduler")`},
 	} {
@@ -63,8 +78,34 @@ func TestWhatIfBadInput(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("got %v, want an error containing %q", err, c.want)
 			}
+			if slices.Contains(c.args, badSnap) && strings.Contains(err.Error(), "snapshot") {
+				t.Errorf("the replay started before the check: %v", err)
+			}
 			if out != "" {
 				t.Errorf("printed %q on an error", out)
+			}
+		})
+	}
+}
+
+// TestWhatIfTraceSpeed: --trace-speed brings the trace's arrivals closer
+// in the replay the what-if starts from: at 15s, the pods created from
+// 20s to 60s have arrived only when the speed is 10.
+func TestWhatIfTraceSpeed(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "m.yaml")
+	if err := os.WriteFile(f, []byte(urgentPod), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, speed, want string
+	}{
+		{"as in the trace", "1", ", 0 pods pending"},
+		{"ten times closer", "10", ", 3 pods pending"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, _, err := executeErr("whatif", "--trace", "../../sim/testdata/alibaba", "--at", "15s", "--trace-speed", c.speed, "-f", f)
+			if err != nil || !strings.Contains(out, c.want) {
+				t.Fatalf("error %v, output %q; want %q", err, out, c.want)
 			}
 		})
 	}
