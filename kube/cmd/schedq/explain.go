@@ -62,7 +62,7 @@ time, with the runtime estimates it rests on). It reads the scheduler's
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
 			defer cancel()
-			client, err := explainClient(token, caFile, insecure)
+			client, err := explainClient(address, token, caFile, insecure)
 			if err != nil {
 				return err
 			}
@@ -82,9 +82,15 @@ time, with the runtime estimates it rests on). It reads the scheduler's
 	return cmd
 }
 
-// explainClient is the HTTP client of explain: TLS settings for a
-// scheduler's HTTPS port, and the bearer token on every request.
-func explainClient(token, caFile string, insecure bool) (*http.Client, error) {
+// explainClient is the HTTP client of explain and pending for the
+// scheduler at address: TLS settings for a scheduler's HTTPS port, and
+// the bearer token on every request. The token goes only over HTTPS (a
+// plain HTTP address with a token is refused), and the client follows no
+// redirect, which would carry the token to another address.
+func explainClient(address, token, caFile string, insecure bool) (*http.Client, error) {
+	if token != "" && !strings.HasPrefix(strings.ToLower(address), "https://") {
+		return nil, fmt.Errorf("--token: sent only over HTTPS, and --address %s is plain HTTP (give https://HOST:PORT, the scheduler's --secure-port)", address)
+	}
 	if insecure && caFile != "" {
 		return nil, fmt.Errorf("--insecure-skip-tls-verify, --certificate-authority %s: give one; with the first the certificate is not checked against the second", caFile)
 	}
@@ -105,7 +111,8 @@ func explainClient(token, caFile string, insecure bool) (*http.Client, error) {
 	if token != "" {
 		rt = bearer{token: token, next: base}
 	}
-	return &http.Client{Transport: rt}, nil
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &http.Client{Transport: rt, CheckRedirect: noRedirect}, nil
 }
 
 // bearer adds a bearer token to each request.

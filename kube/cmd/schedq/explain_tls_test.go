@@ -50,3 +50,30 @@ func TestExplainOverHTTPS(t *testing.T) {
 		t.Fatalf("missing CA file: %v", err)
 	}
 }
+
+// TestExplainTokenNotRedirected: a redirect from the scheduler's HTTPS
+// port is not followed, so the bearer token never reaches the address it
+// points to; explain fails on the redirect instead.
+func TestExplainTokenNotRedirected(t *testing.T) {
+	var leaked []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked = append(leaked, r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprintln(w, "ready: waiting in activeQ")
+	}))
+	defer other.Close()
+	srv := httptest.NewTLSServer(http.RedirectHandler(other.URL+"/debug/queue/default/web-0", http.StatusFound))
+	defer srv.Close()
+	for _, cmd := range [][]string{
+		{"explain", "default/web-0"},
+		{"pending"},
+	} {
+		_, err := execute(append(cmd, "--address", srv.URL, "--token", "s3cret", "--insecure-skip-tls-verify")...)
+		if err == nil {
+			t.Errorf("%s: a redirect was followed", cmd[0])
+		}
+	}
+	if len(leaked) > 0 {
+		t.Fatalf("the token reached the redirect's target: %q", leaked)
+	}
+}

@@ -34,6 +34,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"pending", "--address", ""}, "--address: empty"},
 		{[]string{"pending", "--address", "::nonsense"}, `--address "::nonsense": not host:port nor a URL`},
 		{[]string{"pending", "--address", "https:///debug"}, `--address "https:///debug": no host`},
+		{[]string{"explain", "ns/p", "--address", "10.0.0.1:10351", "--token", "secret"}, "--token: sent only over HTTPS, and --address 10.0.0.1:10351 is plain HTTP"},
+		{[]string{"pending", "--address", "http://10.0.0.1:10351", "--token", "secret"}, "--token: sent only over HTTPS, and --address http://10.0.0.1:10351 is plain HTTP"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 	}
 	for _, tc := range tests {

@@ -52,7 +52,7 @@ time.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
 			defer cancel()
-			client, err := explainClient(token, caFile, insecure)
+			client, err := explainClient(address, token, caFile, insecure)
 			if err != nil {
 				return err
 			}
