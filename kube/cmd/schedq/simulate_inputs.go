@@ -191,11 +191,48 @@ func (in inputs) write(r *sim.Report, second bool) error {
 	return nil
 }
 
-// writeFile writes the file at path with w. If writing fails (a full
-// disk), the file is removed rather than left half-written, looking
-// complete; unless path is a symbolic link, which is left as it is.
+// writeFile writes the file at path with w, atomically: into a new file
+// beside it, renamed over path once complete, so that a write that fails
+// (a full disk) leaves no half-written file and the file that was there
+// before as it was. A symbolic link is followed (its target is replaced);
+// a path that is not a regular file (a device, a pipe) is written in
+// place.
 func writeFile(path string, w func(*os.File) error) error {
-	f, err := os.Create(path)
+	target, mode := path, os.FileMode(0o644)
+	if t, err := filepath.EvalSymlinks(path); err == nil {
+		target = t
+	}
+	if st, err := os.Stat(target); err == nil {
+		if !st.Mode().IsRegular() {
+			return writeInPlace(path, w)
+		}
+		mode = st.Mode().Perm()
+	}
+	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	err = w(f)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), target)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// writeInPlace writes the file at path with w, for a path that is not a
+// regular file.
+func writeInPlace(path string, w func(*os.File) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}
@@ -204,9 +241,6 @@ func writeFile(path string, w func(*os.File) error) error {
 		err = cerr
 	}
 	if err != nil {
-		if st, lerr := os.Lstat(path); lerr == nil && st.Mode().IsRegular() {
-			os.Remove(path)
-		}
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil

@@ -10,8 +10,9 @@ import (
 
 // TestSimulateFailedWriteLeavesNoFile: an output that cannot be written in
 // full (here past a file size limit, as on a full disk) is an error naming
-// the flag, and is removed rather than left half-written; the summary is
-// still printed.
+// the flag, and leaves no half-written file, nor the temporary file it was
+// written to; an output that was there before is kept as it was; the
+// summary is still printed.
 func TestSimulateFailedWriteLeavesNoFile(t *testing.T) {
 	for _, tc := range []struct{ flag, file string }{
 		{"--records", "r.csv"},
@@ -31,10 +32,40 @@ func TestSimulateFailedWriteLeavesNoFile(t *testing.T) {
 			if _, serr := os.Stat(path); serr == nil {
 				t.Errorf("%s was left behind", path)
 			}
+			if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*")); len(left) > 0 {
+				t.Errorf("temporary files left behind: %q", left)
+			}
 			if !strings.Contains(out, "scenario EarlyRetry") {
 				t.Errorf("no summary on stdout: %q", out)
 			}
 		})
+	}
+}
+
+// TestSimulateFailedWriteKeepsTheOldOutput: a run whose output cannot be
+// written leaves the output of the run before untouched.
+func TestSimulateFailedWriteKeepsTheOldOutput(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.csv")
+	if err := os.WriteFile(path, []byte("the last run's records\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	withFileSizeLimit(t, 1024, func() {
+		_, _, err = executeErr("simulate", "--progress=off", "--scenario", "EarlyRetry", "--records", path)
+	})
+	if err == nil {
+		t.Fatal("the write past the limit succeeded")
+	}
+	b, rerr := os.ReadFile(path)
+	if rerr != nil || string(b) != "the last run's records\n" {
+		t.Fatalf("the old output is now %q, %v", b, rerr)
+	}
+	if _, _, err := executeErr("simulate", "--progress=off", "--scenario", "EarlyRetry", "--records", path); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o640 || st.Size() < 1024 {
+		t.Fatalf("after a run that succeeds: %v, %v (want mode 0640 kept and the new records)", st, err)
 	}
 }
 
