@@ -593,9 +593,7 @@ func (g *PodGroup) validate(f string, bad func(string, string, ...any)) {
 	if g.Arrival.At < 0 {
 		bad(f+".arrival.at", "must not be negative, got %v", g.Arrival.At)
 	}
-	if g.Arrival.Rate < 0 {
-		bad(f+".arrival.rate", "must not be negative, got %v", g.Arrival.Rate)
-	}
+	g.Arrival.validate(f+".arrival", g.Count, bad)
 	for _, list := range []struct {
 		name  string
 		terms []TermSpec
@@ -616,6 +614,20 @@ func (g *PodGroup) validate(f string, bad func(string, string, ...any)) {
 		default:
 			bad(fmt.Sprintf("%s.tolerations[%d].operator", f, i), "%q is not Equal or Exists", t.Operator)
 		}
+	}
+}
+
+// validate refuses a rate that is negative, not a number or infinite,
+// and one so slow that the group's last pod would arrive after the
+// longest virtual time a run can have (time.Duration's).
+func (a ArrivalSpec) validate(f string, count int, bad func(string, string, ...any)) {
+	switch r := a.Rate; {
+	case r < 0:
+		bad(f+".rate", "must not be negative, got %v", r)
+	case math.IsNaN(r) || math.IsInf(r, 0):
+		bad(f+".rate", "must be a number of pods per second, got %v", r)
+	case r > 0 && a.At >= 0 && float64(count-1)/r*float64(time.Second) >= float64(math.MaxInt64-a.At):
+		bad(f+".rate", "%v pods/s: the last of %d pods would arrive after the longest virtual time (%v)", r, count, time.Duration(math.MaxInt64))
 	}
 }
 

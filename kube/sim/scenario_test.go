@@ -54,6 +54,10 @@ func TestBadScenarios(t *testing.T) {
 		{"scoring", valid + "scheduler: {scoring: fastest}\n", []string{"scheduler.scoring: was removed"}},
 		{"bad taint effect", "name: x\nnodes: [{name: n, count: 1, taints: [{key: k, effect: Sometimes}]}]\npods: [{name: p, count: 1}]\n", []string{`nodes[0].taints[0].effect: "Sometimes"`}},
 		{"no pods", "name: x\n", []string{"pods: a scenario needs at least one pod group"}},
+		{"rate not a number", "name: x\npods: [{name: p, count: 3, arrival: {rate: .nan}}]\n", []string{"pods[0].arrival.rate: must be a number of pods per second, got NaN"}},
+		{"rate infinite", "name: x\npods: [{name: p, count: 3, arrival: {rate: .inf}}]\n", []string{"pods[0].arrival.rate: must be a number of pods per second, got +Inf"}},
+		{"rate past the longest run", "name: x\npods: [{name: p, count: 3, arrival: {rate: 1e-12}}]\n",
+			[]string{"pods[0].arrival.rate: 1e-12 pods/s: the last of 3 pods would arrive after the longest virtual time (2562047h47m16.854775807s)"}},
 		{"duplicate group", "name: x\npods: [{name: p, count: 1}, {name: p, count: 2}]\n", []string{`pods[1].name: duplicate group "p"`}},
 	}
 	dir := t.TempDir()
