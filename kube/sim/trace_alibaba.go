@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/schedq/schedq/kube/gpu"
 	"io"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -260,6 +261,14 @@ func labelValue(col, v string) error {
 
 const maxInt = 1 << 53 // more than any figure of a real trace
 
+// The largest memory_mib, whose bytes fit in an int64, and the largest
+// time, in seconds, that fits in a time.Duration (about 292 years): a
+// larger figure would wrap around when converted.
+const (
+	maxMemoryMiB   = math.MaxInt64 >> 20
+	maxTraceSecond = int64(math.MaxInt64 / time.Second)
+)
+
 // readAlibabaTrace reads and checks the node and pod lists.
 func readAlibabaTrace(spec *TraceSpec) (*alibabaTrace, error) {
 	nodesFile, podsFile := spec.files()
@@ -312,7 +321,7 @@ func alibabaNode(rec []string) (*v1.Node, error) {
 		return nil, fmt.Errorf("column sn: %q is not a valid node name", rec[0])
 	}
 	var v [3]int64
-	for i, hi := range []int64{maxInt, maxInt, maxGPUsPerObject} {
+	for i, hi := range []int64{maxInt, maxMemoryMiB, maxGPUsPerObject} {
 		x, err := field(rec, nodeColumns, i+1, 0, hi)
 		if err != nil {
 			return nil, err
@@ -351,7 +360,7 @@ func alibabaPod(rec []string, untimed bool) (tracePod, error) {
 		return tracePod{}, fmt.Errorf("column name: %q is not a valid pod name", rec[0])
 	}
 	var v [4]int64
-	for i, hi := range []int64{maxInt, maxInt, maxGPUsPerObject, 1000} {
+	for i, hi := range []int64{maxInt, maxMemoryMiB, maxGPUsPerObject, 1000} {
 		x, err := field(rec, c, i+1, 0, hi)
 		if err != nil {
 			return tracePod{}, err
@@ -373,11 +382,11 @@ func alibabaPod(rec []string, untimed bool) (tracePod, error) {
 			return tracePod{}, err
 		}
 	}
-	created, err := field(rec, c, 8, 0, maxInt)
+	created, err := field(rec, c, 8, 0, maxTraceSecond)
 	if err != nil {
 		return tracePod{}, err
 	}
-	deleted, err := field(rec, c, 9, created, maxInt)
+	deleted, err := field(rec, c, 9, created, maxTraceSecond)
 	if err != nil {
 		return tracePod{}, err
 	}
@@ -477,7 +486,11 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 	}
 	arrival := func(sec int64) time.Duration { return time.Duration(float64(sec) * float64(time.Second) / speed) }
 	var span time.Duration
+	_, podsFile := spec.files()
 	for _, tp := range t.pods {
+		if float64(tp.created)*float64(time.Second)/speed+float64(tp.deleted-tp.created)*float64(time.Second) >= math.MaxInt64 {
+			return fmt.Errorf("trace %s: %s:%d: at speed %v the pod ends after the longest virtual time (%v)", spec.Format, podsFile, tp.line, speed, time.Duration(math.MaxInt64))
+		}
 		p := tp.pod
 		p.UID = s.cl.nextUID()
 		key := framework.Key(p)

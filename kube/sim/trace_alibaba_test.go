@@ -81,6 +81,10 @@ func TestAlibabaTraceMalformed(t *testing.T) {
 		{"share over 1000", string(nodes), podHeader + "p,1000,1024,1,1200,,LS,Running,5,10,\n", "column gpu_milli"},
 		{"share without gpu", string(nodes), podHeader + "p,1000,1024,0,500,,LS,Running,5,10,\n", "columns num_gpu and gpu_milli"},
 		{"bad spec", string(nodes), podHeader + "p,1000,1024,1,500,T4||,LS,Running,5,10,\n", "column gpu_spec"},
+		{"memory too large for bytes", string(nodes) + "node-x,1000,8796093022208,0,\n", string(pods), `openb_node_list_all_node.csv:5: column memory_mib: "8796093022208" is not an integer from 0 to 8796093022207`},
+		{"pod memory too large for bytes", string(nodes), podHeader + "p,1000,99999999999999,0,0,,LS,Running,5,10,\n", `openb_pod_list_default.csv:2: column memory_mib: "99999999999999" is not an integer from 0 to 8796093022207`},
+		{"deleted after the longest run", string(nodes), podHeader + "p,1000,1024,0,0,,LS,Running,0,10000000000,\n", `openb_pod_list_default.csv:2: column deletion_time: "10000000000" is not an integer from 0 to 9223372036`},
+		{"created after the longest run", string(nodes), podHeader + "p,1000,1024,0,0,,LS,Running,10000000000,10000000001,\n", `openb_pod_list_default.csv:2: column creation_time: "10000000000" is not an integer from 0 to 9223372036`},
 		{"bad quote", string(nodes), podHeader + "p,1000,1024,1,500,\"T4,LS,Running,5,10,\n", "openb_pod_list_default.csv"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -148,6 +152,18 @@ func TestAlibabaTraceSpeed(t *testing.T) {
 	if _, err := Parse([]byte("name: x\ntrace: {format: alibaba-gpu-v2023, dir: d, speed: -1}\n")); err == nil || !strings.Contains(err.Error(), "trace.speed") {
 		t.Fatalf("negative speed: %v", err)
 	}
+	t.Run("slowed past the longest run", func(t *testing.T) {
+		dir := t.TempDir()
+		nodes, _ := os.ReadFile("testdata/alibaba/openb_node_list_all_node.csv")
+		os.WriteFile(filepath.Join(dir, "openb_node_list_all_node.csv"), nodes, 0o644)
+		os.WriteFile(filepath.Join(dir, "openb_pod_list_default.csv"), []byte(strings.Join(podColumns, ",")+"\np,1000,1024,0,0,,LS,Running,0,10,\nq,1000,1024,0,0,,LS,Running,9000000000,9000000001,\n"), 0o644)
+		sc := traceScenario(dir)
+		sc.Trace.Speed = 0.5
+		_, err := Run(sc, Options{})
+		if err == nil || !strings.Contains(err.Error(), "openb_pod_list_default.csv:3: at speed 0.5 the pod ends after the longest virtual time") {
+			t.Fatalf("error %v, want the pod's line and the speed", err)
+		}
+	})
 }
 
 // Idle virtual time costs nothing: 100 days between two pods take a
