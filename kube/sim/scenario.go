@@ -631,10 +631,13 @@ func (a ArrivalSpec) validate(f string, count int, bad func(string, string, ...a
 	}
 }
 
-// resources parses a resource map such as {cpu: 500m, memory: 1Gi}.
+// resources parses a resource map such as {cpu: 500m, memory: 1Gi}. Its
+// error names the first bad resource by name, so that it is the same
+// from run to run.
 func resources(m map[string]string) (v1.ResourceList, error) {
 	rl := v1.ResourceList{}
-	for k, v := range m {
+	for _, k := range sortedKeys(m) {
+		v := m[k]
 		q, err := resource.ParseQuantity(v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %q is not a quantity", k, v)

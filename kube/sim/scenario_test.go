@@ -54,6 +54,8 @@ func TestBadScenarios(t *testing.T) {
 		{"scoring", valid + "scheduler: {scoring: fastest}\n", []string{"scheduler.scoring: was removed"}},
 		{"bad taint effect", "name: x\nnodes: [{name: n, count: 1, taints: [{key: k, effect: Sometimes}]}]\npods: [{name: p, count: 1}]\n", []string{`nodes[0].taints[0].effect: "Sometimes"`}},
 		{"no pods", "name: x\n", []string{"pods: a scenario needs at least one pod group"}},
+		{"bad quantities name the first by name", "name: x\nnodes: [{name: n, count: 1, capacity: {pods: z, memory: 4y, cpu: 4x, gpu: q}}]\npods: [{name: p, count: 1}]\n",
+			[]string{`nodes[0].capacity: cpu: "4x" is not a quantity`}},
 		{"rate not a number", "name: x\npods: [{name: p, count: 3, arrival: {rate: .nan}}]\n", []string{"pods[0].arrival.rate: must be a number of pods per second, got NaN"}},
 		{"rate infinite", "name: x\npods: [{name: p, count: 3, arrival: {rate: .inf}}]\n", []string{"pods[0].arrival.rate: must be a number of pods per second, got +Inf"}},
 		{"rate past the longest run", "name: x\npods: [{name: p, count: 3, arrival: {rate: 1e-12}}]\n",
