@@ -489,6 +489,7 @@ func (s *Scenario) Validate() error {
 		o.validate(fmt.Sprintf("objects[%d]", i), bad)
 	}
 	s.validateInputs(bad)
+	s.validateGroupNames(bad)
 	s.validateFairness(bad)
 	if len(s.Pods) == 0 && s.Trace == nil && s.Snapshot == "" {
 		bad("pods", "a scenario needs at least one pod group (or a trace or a snapshot)")

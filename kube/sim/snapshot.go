@@ -289,6 +289,9 @@ func (s *sim) loadSnapshot(path string) error {
 		if _, dup := s.cl.nodes[n.Name]; dup {
 			return fmt.Errorf("snapshot %s: node %s appears twice (or is also in the scenario)", path, n.Name)
 		}
+		if g := s.sc.nodeGroupOf(n.Name); g != "" {
+			return fmt.Errorf("snapshot %s: node %s is also the scenario's (node group %s)", path, n.Name, g)
+		}
 		if err := checkNode(n); err != nil {
 			return fmt.Errorf("snapshot %s: %w", path, err)
 		}
@@ -301,10 +304,17 @@ func (s *sim) loadSnapshot(path string) error {
 	}
 	seen := map[string]bool{}
 	uids := map[types.UID]types.UID{} // the snapshot's pod UIDs: the simulator's
+	s.x.snapshotPods = map[types.NamespacedName]bool{}
 	for _, p := range objs.pods {
+		if p.Namespace == "" {
+			p.Namespace = "default"
+		}
 		key := framework.Key(p).String()
 		if seen[key] {
 			return fmt.Errorf("snapshot %s: pod %s appears twice", path, key)
+		}
+		if g := s.sc.podGroupOf(framework.Key(p)); g != "" {
+			return fmt.Errorf("snapshot %s: pod %s is also the scenario's (pod group %s)", path, key, g)
 		}
 		seen[key] = true
 		old := p.UID
@@ -361,9 +371,6 @@ func (s *sim) snapshotObjects(others []runtime.Object, uids map[types.UID]types.
 }
 
 func (s *sim) snapshotPod(p *v1.Pod, sum *SnapshotSummary) error {
-	if p.Namespace == "" {
-		p.Namespace = "default"
-	}
 	p.UID = s.cl.nextUID()
 	switch {
 	case p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed:
@@ -376,12 +383,14 @@ func (s *sim) snapshotPod(p *v1.Pod, sum *SnapshotSummary) error {
 			sum.BoundOther++
 		}
 		sum.Bound++
+		s.x.snapshotPods[framework.Key(p)] = true
 		s.cl.pods[framework.Key(p)] = p
 		s.track(snapshotGroup, p)
 		s.x.alloc.podAdded(s.now, p)
 		s.h.AddPod(p)
 	case slices.Contains(takenOver, p.Spec.SchedulerName):
 		sum.Pending++
+		s.x.snapshotPods[framework.Key(p)] = true
 		p.Spec.SchedulerName = schedulerName
 		s.planned++
 		s.at(s.now, func() {

@@ -469,11 +469,17 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 		if _, dup := s.cl.nodes[n.Name]; dup {
 			return fmt.Errorf("trace %s: node %s is also in the scenario", spec.Format, n.Name)
 		}
+		if g := s.sc.nodeGroupOf(n.Name); g != "" {
+			return fmt.Errorf("trace %s: node %s is also the scenario's (node group %s)", spec.Format, n.Name, g)
+		}
 		n.UID = s.cl.nextUID()
 		s.cl.nodes[n.Name] = n
 		s.cl.nodeGroups[traceGroup] = append(s.cl.nodeGroups[traceGroup], n.Name)
 		s.x.alloc.nodeAdded(s.now, n)
 		s.h.AddNode(n)
+	}
+	if err := s.checkTracePods(spec, t); err != nil {
+		return err
 	}
 	if t.untimed {
 		s.loadBatch(spec, t)
@@ -517,6 +523,23 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 		s.end = epoch.Add(span)
 	}
 	s.x.production = production(spec, t)
+	return nil
+}
+
+// checkTracePods refuses a trace pod that has the name of a pod of the
+// scenario or of the snapshot: one would replace the other in the
+// cluster. O(pods × pod groups).
+func (s *sim) checkTracePods(spec *TraceSpec, t *alibabaTrace) error {
+	_, podsFile := spec.files()
+	for _, tp := range t.pods {
+		key := framework.Key(tp.pod)
+		if g := s.sc.podGroupOf(key); g != "" {
+			return fmt.Errorf("trace %s: %s:%d: pod %s is also the scenario's (pod group %s)", spec.Format, podsFile, tp.line, key, g)
+		}
+		if s.x.snapshotPods[key] {
+			return fmt.Errorf("trace %s: %s:%d: pod %s is also the snapshot's", spec.Format, podsFile, tp.line, key)
+		}
+	}
 	return nil
 }
 
