@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bufio"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -198,7 +199,11 @@ func csvRows(path string, headers [][]string, maxRows int, row func(rec []string
 		return err
 	}
 	defer f.Close()
-	r := csv.NewReader(f)
+	br := bufio.NewReader(f)
+	if b, err := br.Peek(len(utf8BOM)); err == nil && string(b) == utf8BOM {
+		br.Discard(len(utf8BOM)) // as a spreadsheet saves a CSV file
+	}
+	r := csv.NewReader(br)
 	r.FieldsPerRecord = -1 // checked below, with a message that names the columns
 	r.ReuseRecord = true
 	rec, err := r.Read()
@@ -233,6 +238,10 @@ func csvRows(path string, headers [][]string, maxRows int, row func(rec []string
 		}
 	}
 }
+
+// utf8BOM is the byte-order mark some programs write at the start of a
+// UTF-8 file; a CSV file's header is read after it.
+const utf8BOM = "\ufeff"
 
 // wantHeaders names the accepted headers: "a,b" or "a,b" or "a".
 func wantHeaders(headers [][]string) string {

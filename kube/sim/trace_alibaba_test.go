@@ -116,6 +116,31 @@ func TestAlibabaTraceMalformed(t *testing.T) {
 	})
 }
 
+// TestAlibabaTraceBOMAndCRLF: a trace saved with a byte-order mark and
+// CRLF line ends, as a spreadsheet saves CSV, replays as the fixture does.
+func TestAlibabaTraceBOMAndCRLF(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"openb_node_list_all_node.csv", "openb_pod_list_default.csv"} {
+		data, err := os.ReadFile(filepath.Join("testdata/alibaba", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = append([]byte("\ufeff"), strings.ReplaceAll(string(data), "\n", "\r\n")...)
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := text(run(t, traceScenario("testdata/alibaba")))
+	sc := traceScenario(dir)
+	r, err := Run(sc, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(r); got != want {
+		t.Fatalf("report differs from the fixture's:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 // The trace composes with a scenario: its queue settings apply.
 func TestAlibabaTraceWithScenario(t *testing.T) {
 	sc := parse(t, `
