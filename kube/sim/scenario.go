@@ -485,8 +485,17 @@ func (s *Scenario) Validate() error {
 			}
 		}
 	}
+	objects := map[string]int{}
 	for i, o := range s.Objects {
-		o.validate(fmt.Sprintf("objects[%d]", i), bad)
+		f := fmt.Sprintf("objects[%d]", i)
+		o.validate(f, bad)
+		if o.obj == nil {
+			continue
+		}
+		if j, dup := objects[o.key()]; dup {
+			bad(f, "%s is also objects[%d]", o.describe(), j)
+		}
+		objects[o.key()] = i
 	}
 	s.validateInputs(bad)
 	s.validateGroupNames(bad)

@@ -155,6 +155,12 @@ func objectKey(obj runtime.Object) string {
 	return fmt.Sprintf("%T/%s/%s", obj, m.GetNamespace(), m.GetName())
 }
 
+// describe names the object: its kind, namespace and name.
+func (o Object) describe() string {
+	m := o.meta()
+	return strings.TrimSpace(o.obj.GetObjectKind().GroupVersionKind().Kind + " " + strings.TrimPrefix(m.GetNamespace()+"/"+m.GetName(), "/"))
+}
+
 func (o Object) meta() interface {
 	GetName() string
 	GetNamespace() string

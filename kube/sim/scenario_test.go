@@ -56,6 +56,8 @@ func TestBadScenarios(t *testing.T) {
 		{"no pods", "name: x\n", []string{"pods: a scenario needs at least one pod group"}},
 		{"bad quantities name the first by name", "name: x\nnodes: [{name: n, count: 1, capacity: {pods: z, memory: 4y, cpu: 4x, gpu: q}}]\npods: [{name: p, count: 1}]\n",
 			[]string{`nodes[0].capacity: cpu: "4x" is not a quantity`}},
+		{"duplicate object", valid + "objects:\n- {apiVersion: storage.k8s.io/v1, kind: StorageClass, metadata: {name: fast}, provisioner: a}\n- {apiVersion: storage.k8s.io/v1, kind: StorageClass, metadata: {name: fast}, provisioner: b}\n",
+			[]string{"objects[1]: StorageClass fast is also objects[0]"}},
 		{"rate not a number", "name: x\npods: [{name: p, count: 3, arrival: {rate: .nan}}]\n", []string{"pods[0].arrival.rate: must be a number of pods per second, got NaN"}},
 		{"rate infinite", "name: x\npods: [{name: p, count: 3, arrival: {rate: .inf}}]\n", []string{"pods[0].arrival.rate: must be a number of pods per second, got +Inf"}},
 		{"rate past the longest run", "name: x\npods: [{name: p, count: 3, arrival: {rate: 1e-12}}]\n",

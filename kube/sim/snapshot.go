@@ -282,7 +282,12 @@ func (s *sim) loadSnapshot(path string) error {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	sum := &SnapshotSummary{Path: path}
+	namespaces := map[string]bool{}
 	for _, ns := range objs.namespaces {
+		if namespaces[ns.Name] {
+			return fmt.Errorf("snapshot %s: namespace %s appears twice", path, ns.Name)
+		}
+		namespaces[ns.Name] = true
 		s.h.Cache.SetNamespace(ns)
 	}
 	for _, n := range objs.nodes {
@@ -350,6 +355,10 @@ func (s *sim) snapshotObjects(others []runtime.Object, uids map[types.UID]types.
 			return fmt.Errorf("%s %s/%s appears twice", strings.TrimPrefix(fmt.Sprintf("%T", obj), "*"), m.GetNamespace(), m.GetName())
 		}
 		seen[key] = true
+		if s.obj.byKey[key] != nil {
+			m := obj.(metav1.Object)
+			return fmt.Errorf("%s %s/%s is also in the scenario's objects", strings.TrimPrefix(fmt.Sprintf("%T", obj), "*"), m.GetNamespace(), m.GetName())
+		}
 		if c, ok := obj.(*resourceapi.ResourceClaim); ok {
 			for i, r := range c.OwnerReferences {
 				if u, ok := uids[r.UID]; ok && r.Kind == "Pod" {
