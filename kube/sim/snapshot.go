@@ -398,6 +398,9 @@ func (s *sim) snapshotPod(p *v1.Pod, sum *SnapshotSummary) error {
 		s.x.alloc.podAdded(s.now, p)
 		s.h.AddPod(p)
 	case slices.Contains(takenOver, p.Spec.SchedulerName):
+		if g := framework.GroupName(p); g != "" {
+			return fmt.Errorf("pod %s is pending in PodGroup %s (spec.schedulingGroup), which a snapshot cannot hold: it would never be scheduled", framework.Key(p), g)
+		}
 		sum.Pending++
 		s.x.snapshotPods[framework.Key(p)] = true
 		p.Spec.SchedulerName = schedulerName

@@ -52,6 +52,8 @@ func TestSnapshotMalformed(t *testing.T) {
 		{"other kind", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n", "kind Deployment is not in a snapshot"},
 		{"not yaml", "apiVersion: v1\nkind: [\n", "document 1"},
 		{"duplicate node", node + "---\n" + node, "node n1 appears twice"},
+		{"pending pod of a PodGroup", node + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {schedulingGroup: {podGroupName: train}, containers: [{name: c, image: x}]}\n",
+			"pod default/p is pending in PodGroup default/train (spec.schedulingGroup), which a snapshot cannot hold"},
 		{"duplicate namespace", "apiVersion: v1\nkind: Namespace\nmetadata: {name: a, labels: {x: \"1\"}}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: a, labels: {x: \"2\"}}\n",
 			"namespace a appears twice"},
 		{"pod on a missing node", node + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {nodeName: n9, containers: [{name: c, image: x}]}\n", "pod default/p is bound to node n9, which is not in the snapshot"},
