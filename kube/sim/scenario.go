@@ -14,6 +14,7 @@ import (
 	"github.com/schedq/schedq/kube/gpu"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"reflect"
@@ -425,6 +426,7 @@ func (s *Scenario) Validate() error {
 		}
 		nodeGroups[s.Nodes[i].Name] = true
 	}
+	nodeGroupAt := s.nodeGroupAt(maps.Clone(nodeGroups))
 	podGroups := map[string]bool{}
 	for i := range s.Pods {
 		s.Pods[i].validate(fmt.Sprintf("pods[%d]", i), bad)
@@ -447,15 +449,21 @@ func (s *Scenario) Validate() error {
 			bad(f, "needs exactly one of addNodes, removeNodes, taintNodes, untaintNodes, deletePods, removeGates, createObjects, deleteObjects (has %d)", n)
 			continue
 		}
-		sel := func(field string, x *Selection, groups map[string]bool, kind string) {
+		podGroup := func(g string) string {
+			if podGroups[g] {
+				return ""
+			}
+			return fmt.Sprintf("unknown pod group %q", g)
+		}
+		sel := func(field string, x *Selection, known func(string) string) {
 			switch {
 			case x.Count < 0:
 				bad(f+"."+field+".count", "must not be negative, got %d", x.Count)
 			case x.Count == 0 && x.countSet:
 				bad(f+"."+field+".count", "0 selects nothing; leave count out to select the whole group")
 			}
-			if !groups[x.Group] {
-				bad(f+"."+field+".group", "unknown %s group %q", kind, x.Group)
+			if problem := known(x.Group); problem != "" {
+				bad(f+"."+field+".group", "%s", problem)
 			}
 		}
 		switch {
@@ -466,19 +474,19 @@ func (s *Scenario) Validate() error {
 			}
 			nodeGroups[e.AddNodes.Name] = true
 		case e.RemoveNodes != nil:
-			sel("removeNodes", e.RemoveNodes, nodeGroups, "node")
+			sel("removeNodes", e.RemoveNodes, nodeGroupAt(i))
 		case e.TaintNodes != nil:
-			sel("taintNodes", &e.TaintNodes.Selection, nodeGroups, "node")
+			sel("taintNodes", &e.TaintNodes.Selection, nodeGroupAt(i))
 			e.TaintNodes.Taint.validate(f+".taintNodes.taint", bad)
 		case e.UntaintNodes != nil:
-			sel("untaintNodes", &e.UntaintNodes.Selection, nodeGroups, "node")
+			sel("untaintNodes", &e.UntaintNodes.Selection, nodeGroupAt(i))
 			if e.UntaintNodes.Taint.Key == "" {
 				bad(f+".untaintNodes.taint.key", "must not be empty")
 			}
 		case e.DeletePods != nil:
-			sel("deletePods", e.DeletePods, podGroups, "pod")
+			sel("deletePods", e.DeletePods, podGroup)
 		case e.RemoveGates != nil:
-			sel("removeGates", e.RemoveGates, podGroups, "pod")
+			sel("removeGates", e.RemoveGates, podGroup)
 		case e.CreateObjects != nil:
 			for j, o := range e.CreateObjects {
 				o.validate(fmt.Sprintf("%s.createObjects[%d]", f, j), bad)
@@ -506,6 +514,35 @@ func (s *Scenario) Validate() error {
 	s.validateBackoff(bad)
 	s.validateSize(bad)
 	return errors.Join(errs...)
+}
+
+// nodeGroupAt returns a check that event i's node group exists when the
+// event happens: a node group (atStart), or an addNodes event's that
+// comes before it in time (events of one instant happen in list order).
+// The check returns the problem, "" if none.
+func (s *Scenario) nodeGroupAt(atStart map[string]bool) func(i int) func(string) string {
+	added := map[string]int{} // addNodes groups: the event that adds each
+	for j, e := range s.Events {
+		if e.AddNodes != nil {
+			if _, dup := added[e.AddNodes.Name]; !dup {
+				added[e.AddNodes.Name] = j
+			}
+		}
+	}
+	return func(i int) func(string) string {
+		return func(g string) string {
+			j, ok := added[g]
+			switch {
+			case atStart[g]:
+				return ""
+			case !ok:
+				return fmt.Sprintf("unknown node group %q", g)
+			case s.Events[j].At > s.Events[i].At || s.Events[j].At == s.Events[i].At && j > i:
+				return fmt.Sprintf("node group %q is added at %v (events[%d]), after this event at %v", g, s.Events[j].At, j, s.Events[i].At)
+			}
+			return ""
+		}
+	}
 }
 
 // validateBackoff checks the backoff bounds the queue will get, defaults

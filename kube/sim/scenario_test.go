@@ -56,6 +56,10 @@ func TestBadScenarios(t *testing.T) {
 		{"no pods", "name: x\n", []string{"pods: a scenario needs at least one pod group"}},
 		{"bad quantities name the first by name", "name: x\nnodes: [{name: n, count: 1, capacity: {pods: z, memory: 4y, cpu: 4x, gpu: q}}]\npods: [{name: p, count: 1}]\n",
 			[]string{`nodes[0].capacity: cpu: "4x" is not a quantity`}},
+		{"nodes removed before they are added", "name: x\nnodes: [{name: n, count: 1}]\npods: [{name: p, count: 1}]\nevents:\n- {at: 10s, addNodes: {name: late, count: 2}}\n- {at: 5s, removeNodes: {group: late}}\n",
+			[]string{`events[1].removeNodes.group: node group "late" is added at 10s (events[0]), after this event at 5s`}},
+		{"tainted in the instant before they are added", "name: x\npods: [{name: p, count: 1}]\nevents:\n- {at: 10s, taintNodes: {group: late, taint: {key: k}}}\n- {at: 10s, addNodes: {name: late, count: 2}}\n",
+			[]string{`events[0].taintNodes.group: node group "late" is added at 10s (events[1]), after this event at 10s`}},
 		{"duplicate object", valid + "objects:\n- {apiVersion: storage.k8s.io/v1, kind: StorageClass, metadata: {name: fast}, provisioner: a}\n- {apiVersion: storage.k8s.io/v1, kind: StorageClass, metadata: {name: fast}, provisioner: b}\n",
 			[]string{"objects[1]: StorageClass fast is also objects[0]"}},
 		{"rate not a number", "name: x\npods: [{name: p, count: 3, arrival: {rate: .nan}}]\n", []string{"pods[0].arrival.rate: must be a number of pods per second, got NaN"}},
@@ -91,6 +95,15 @@ func TestBadScenarios(t *testing.T) {
 	}
 	if _, err := Load("NoSuchScenario"); !errors.Is(err, ErrUnknownScenario) || !strings.Contains(err.Error(), "NodeArrival") {
 		t.Errorf("unknown scenario: %v", err)
+	}
+}
+
+// TestEventsInAnyListOrder: an event may name a node group that an
+// addNodes event listed after it adds earlier in time.
+func TestEventsInAnyListOrder(t *testing.T) {
+	sc := "name: x\npods: [{name: p, count: 1}]\nevents:\n- {at: 20s, removeNodes: {group: late}}\n- {at: 10s, addNodes: {name: late, count: 2}}\n"
+	if _, err := Parse([]byte(sc)); err != nil {
+		t.Fatal(err)
 	}
 }
 
