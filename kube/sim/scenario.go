@@ -391,6 +391,9 @@ func (s *Scenario) Validate() error {
 	nonNeg("duration", s.Duration)
 	nonNeg("scheduler.attemptCost", s.Scheduler.AttemptCost)
 	nonNeg("scheduler.bindLatency", s.Scheduler.BindLatency)
+	if p := s.Scheduler.Preemption; p != nil {
+		nonNeg("scheduler.preemption.gracePeriod", p.GracePeriod)
+	}
 	if p := s.Scheduler.PercentageOfNodesToScore; p < 0 || p > 100 {
 		bad("scheduler.percentageOfNodesToScore", "must be 0 to 100, got %d", p)
 	}

@@ -60,6 +60,7 @@ func TestBadScenarios(t *testing.T) {
 			[]string{`events[1].removeNodes.group: node group "late" is added at 10s (events[0]), after this event at 5s`}},
 		{"tainted in the instant before they are added", "name: x\npods: [{name: p, count: 1}]\nevents:\n- {at: 10s, taintNodes: {group: late, taint: {key: k}}}\n- {at: 10s, addNodes: {name: late, count: 2}}\n",
 			[]string{`events[0].taintNodes.group: node group "late" is added at 10s (events[1]), after this event at 10s`}},
+		{"negative grace period", valid + "scheduler: {preemption: {gracePeriod: -5s}}\n", []string{"scheduler.preemption.gracePeriod: must not be negative, got -5s"}},
 		{"duplicate object", valid + "objects:\n- {apiVersion: storage.k8s.io/v1, kind: StorageClass, metadata: {name: fast}, provisioner: a}\n- {apiVersion: storage.k8s.io/v1, kind: StorageClass, metadata: {name: fast}, provisioner: b}\n",
 			[]string{"objects[1]: StorageClass fast is also objects[0]"}},
 		{"rate not a number", "name: x\npods: [{name: p, count: 3, arrival: {rate: .nan}}]\n", []string{"pods[0].arrival.rate: must be a number of pods per second, got NaN"}},
