@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // nodeGroupOf names the scenario's node group (of nodes or of an addNodes
@@ -87,5 +88,57 @@ func (s *Scenario) validateGroupNames(bad func(string, string, ...any)) {
 	}
 	for i, g := range s.Pods {
 		check(fmt.Sprintf("pods[%d].name", i), g.Name, "pods")
+	}
+}
+
+// validateNames checks that the group's nodes get valid names and
+// kubernetes.io/hostname labels, and that its labels are valid: the
+// plugins would otherwise refuse a selector of them at every attempt.
+func (g *NodeGroup) validateNames(f string, bad func(string, string, ...any)) {
+	if g.Name != "" {
+		last := g.Name + "-" + strconv.Itoa(max(g.Count-1, 0))
+		if errs := append(validation.IsDNS1123Subdomain(last), validation.IsValidLabelValue(last)...); len(errs) > 0 {
+			bad(f+".name", "%q makes node names such as %q, which are not valid: %s", g.Name, last, strings.Join(errs, "; "))
+		}
+	}
+	validateLabels(f+".labels", g.Labels, bad)
+}
+
+// validateNames checks that the group's pods get valid names, namespace
+// and group label, and that its labels and selectors are valid.
+func (g *PodGroup) validateNames(f string, bad func(string, string, ...any)) {
+	if g.Name != "" {
+		last := g.Name + "-" + strconv.Itoa(max(g.Count-1, 0))
+		if errs := append(validation.IsDNS1123Subdomain(last), validation.IsValidLabelValue(g.Name)...); len(errs) > 0 {
+			bad(f+".name", "%q is not valid as the pods' group label and in their names (such as %q): %s", g.Name, last, strings.Join(errs, "; "))
+		}
+	}
+	if g.Namespace != "" {
+		if errs := validation.IsDNS1123Label(g.Namespace); len(errs) > 0 {
+			bad(f+".namespace", "%q is not a valid namespace: %s", g.Namespace, strings.Join(errs, "; "))
+		}
+	}
+	validateLabels(f+".labels", g.Labels, bad)
+	validateLabels(f+".nodeSelector", g.NodeSelector, bad)
+	for _, list := range []struct {
+		name  string
+		terms []TermSpec
+	}{{"affinity", g.Affinity}, {"antiAffinity", g.AntiAffinity}} {
+		for i, t := range list.terms {
+			validateLabels(fmt.Sprintf("%s.%s[%d].matchLabels", f, list.name, i), t.MatchLabels, bad)
+		}
+	}
+}
+
+// validateLabels checks each key and value of a label map or selector,
+// in key order.
+func validateLabels(f string, m map[string]string, bad func(string, string, ...any)) {
+	for _, k := range sortedKeys(m) {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			bad(f, "%q is not a valid label key: %s", k, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(m[k]); len(errs) > 0 {
+			bad(f+"."+k, "%q is not a valid label value: %s", m[k], strings.Join(errs, "; "))
+		}
 	}
 }

@@ -611,6 +611,7 @@ func (g *NodeGroup) validate(f string, bad func(string, string, ...any)) {
 	if g.Zones < 0 {
 		bad(f+".zones", "must not be negative, got %d", g.Zones)
 	}
+	g.validateNames(f, bad)
 	if _, err := resources(g.Capacity); err != nil {
 		bad(f+".capacity", "%v", err)
 	}
@@ -657,6 +658,7 @@ func (g *PodGroup) validate(f string, bad func(string, string, ...any)) {
 	if g.Gang != nil {
 		g.Gang.validate(f+".gang", bad)
 	}
+	g.validateNames(f, bad)
 	g.validateUpstream(f, bad)
 	for i, t := range g.Tolerations {
 		switch v1.TolerationOperator(t.Operator) {
