@@ -322,6 +322,9 @@ func readAlibabaTrace(spec *TraceSpec) (*alibabaTrace, error) {
 	if len(t.nodes) == 0 {
 		return nil, fmt.Errorf("%s: no nodes", nodesFile)
 	}
+	if len(t.pods) == 0 {
+		return nil, fmt.Errorf("%s: no pods", podsFile)
+	}
 	return t, nil
 }
 

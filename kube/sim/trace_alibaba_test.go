@@ -76,6 +76,7 @@ func TestAlibabaTraceMalformed(t *testing.T) {
 		{"duplicate node", string(nodes) + "node-cpu,1000,1024,0,\n", string(pods), `openb_node_list_all_node.csv:5: duplicate node "node-cpu"`},
 		{"bad model", string(nodes) + "node-x,1000,1024,1,a b\n", string(pods), "column model"},
 		{"empty pod list", string(nodes), "", "openb_pod_list_default.csv: empty file"},
+		{"no pods", string(nodes), podHeader, "openb_pod_list_default.csv: no pods"},
 		{"deleted before created", string(nodes), podHeader + "p,1000,1024,0,0,,LS,Running,50,10,\n", `openb_pod_list_default.csv:2: column deletion_time: "10" is not an integer from 50`},
 		{"scheduled after deleted", string(nodes), podHeader + "p,1000,1024,0,0,,LS,Running,5,10,11\n", "openb_pod_list_default.csv:2: column scheduled_time"},
 		{"share over 1000", string(nodes), podHeader + "p,1000,1024,1,1200,,LS,Running,5,10,\n", "column gpu_milli"},
