@@ -274,6 +274,36 @@ func checkNode(n *v1.Node) error {
 	return nil
 }
 
+// checkPod refuses a pod with a negative request, limit or overhead: it
+// would give its node room instead of taking it.
+func checkPod(p *v1.Pod) error {
+	check := func(where string, rl v1.ResourceList) error {
+		for _, r := range slices.Sorted(maps.Keys(rl)) {
+			if q := rl[r]; q.Sign() < 0 {
+				return fmt.Errorf("pod %s: %s %s must not be negative, got %s", framework.Key(p), where, r, q.String())
+			}
+		}
+		return nil
+	}
+	if err := check("spec.overhead", p.Spec.Overhead); err != nil {
+		return err
+	}
+	for _, cs := range []struct {
+		field string
+		list  []v1.Container
+	}{{"initContainers", p.Spec.InitContainers}, {"containers", p.Spec.Containers}} {
+		for _, c := range cs.list {
+			if err := check(cs.field+" "+c.Name+" requests", c.Resources.Requests); err != nil {
+				return err
+			}
+			if err := check(cs.field+" "+c.Name+" limits", c.Resources.Limits); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // loadSnapshot starts the cluster from a snapshot: its nodes and the pods
 // bound to them now, and its pending pods arriving at the start.
 func (s *sim) loadSnapshot(path string) error {
@@ -322,6 +352,9 @@ func (s *sim) loadSnapshot(path string) error {
 			return fmt.Errorf("snapshot %s: pod %s is also the scenario's (pod group %s)", path, key, g)
 		}
 		seen[key] = true
+		if err := checkPod(p); err != nil {
+			return fmt.Errorf("snapshot %s: %w", path, err)
+		}
 		old := p.UID
 		if err := s.snapshotPod(p, sum); err != nil {
 			return fmt.Errorf("snapshot %s: %w", path, err)

@@ -54,6 +54,8 @@ func TestSnapshotMalformed(t *testing.T) {
 		{"duplicate node", node + "---\n" + node, "node n1 appears twice"},
 		{"pending pod of a PodGroup", node + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {schedulingGroup: {podGroupName: train}, containers: [{name: c, image: x}]}\n",
 			"pod default/p is pending in PodGroup default/train (spec.schedulingGroup), which a snapshot cannot hold"},
+		{"negative request", node + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {nodeName: n1, containers: [{name: c, image: x, resources: {requests: {cpu: \"-8\"}}}]}\n",
+			"pod default/p: containers c requests cpu must not be negative, got -8"},
 		{"duplicate namespace", "apiVersion: v1\nkind: Namespace\nmetadata: {name: a, labels: {x: \"1\"}}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: a, labels: {x: \"2\"}}\n",
 			"namespace a appears twice"},
 		{"pod on a missing node", node + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {nodeName: n9, containers: [{name: c, image: x}]}\n", "pod default/p is bound to node n9, which is not in the snapshot"},
