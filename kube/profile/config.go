@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
@@ -64,7 +65,7 @@ func Load(file string) (*Config, error) {
 func Decode(data []byte) (*Config, error) {
 	obj, gvk, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
 	if err != nil {
-		return nil, err
+		return nil, decodeError(data, err)
 	}
 	cfg, ok := obj.(*Config)
 	if !ok {
@@ -90,6 +91,37 @@ func Decode(data []byte) (*Config, error) {
 		return nil, errs.ToAggregate()
 	}
 	return cfg, nil
+}
+
+// wantKind is what a configuration file must declare.
+const wantKind = "apiVersion: kubescheduler.config.k8s.io/v1, kind: KubeSchedulerConfiguration"
+
+// decodeError says what the decoder found wrong without quoting the whole
+// file, as its errors for a missing kind or apiVersion do, or the scheme's
+// Go source location.
+func decodeError(data []byte, err error) error {
+	switch {
+	case blank(data):
+		return fmt.Errorf("empty file (want %s)", wantKind)
+	case runtime.IsMissingKind(err):
+		return fmt.Errorf("no kind field (want %s)", wantKind)
+	case runtime.IsMissingVersion(err):
+		return fmt.Errorf("no apiVersion field (want %s)", wantKind)
+	case runtime.IsNotRegisteredError(err):
+		msg, _, _ := strings.Cut(err.Error(), " in scheme ")
+		return fmt.Errorf("%s (want %s)", msg, wantKind)
+	}
+	return err
+}
+
+// blank reports whether data holds nothing but blank lines and comments.
+func blank(data []byte) bool {
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") {
+			return false
+		}
+	}
+	return true
 }
 
 // checkFitArgs validates NodeResourcesFit's args with upstream's

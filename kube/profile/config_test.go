@@ -49,6 +49,12 @@ func TestLoadRefuses(t *testing.T) {
 `, []string{"defaultConstraints", "cannot unmarshal"}},
 		{"two profiles, one schedulerName", header + "profiles:\n- schedulerName: a\n- schedulerName: a\n",
 			[]string{"profiles[1].schedulerName", "Duplicate value"}},
+		{"empty file", "", []string{"config.yaml: empty file (want apiVersion: kubescheduler.config.k8s.io/v1, kind: KubeSchedulerConfiguration)"}},
+		{"comments only", "# later\n\n", []string{"config.yaml: empty file (want"}},
+		{"no kind", "apiVersion: kubescheduler.config.k8s.io/v1\nprofiles:\n- schedulerName: secret-sauce\n", []string{"config.yaml: no kind field (want"}},
+		{"no apiVersion", "kind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: secret-sauce\n", []string{"config.yaml: no apiVersion field (want"}},
+		{"removed version", "apiVersion: kubescheduler.config.k8s.io/v1beta3\nkind: KubeSchedulerConfiguration\n",
+			[]string{`no kind "KubeSchedulerConfiguration" is registered for version "kubescheduler.config.k8s.io/v1beta3" (want apiVersion: kubescheduler.config.k8s.io/v1`}},
 		{"percentage out of range", header + "percentageOfNodesToScore: 101\n", []string{"percentageOfNodesToScore", "101"}},
 		{"backoff below initial", header + "podInitialBackoffSeconds: 5\npodMaxBackoffSeconds: 2\n",
 			[]string{"podMaxBackoffSeconds", "must be greater than or equal to PodInitialBackoffSeconds"}},
@@ -62,6 +68,10 @@ func TestLoadRefuses(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not contain %q", err, w)
 				}
+			}
+			// Neither the file's content nor the scheme's Go source.
+			if msg := err.Error(); strings.Contains(msg, "secret-sauce") || strings.Contains(msg, ".go:") {
+				t.Errorf("error %q quotes the file or the scheme's source", msg)
 			}
 		})
 	}
