@@ -209,16 +209,21 @@ func gpuNamedAt(p *config.Plugins) string {
 }
 
 // checkGPUConfig loads scheduler.config and applies the scenario's GPU
-// settings to it (applyGPUConfig), so that a conflict is refused when the
-// scenario is validated, before any run. A file that does not load is
-// left to the run, which reports it.
+// settings to it (applyGPUConfig), so that a file that does not load, has
+// other than one profile, or conflicts with them is refused when the
+// scenario is validated, before any run (--compare config=FILE too).
 func (s *Scenario) checkGPUConfig(bad func(string, string, ...any)) {
 	sp := s.Scheduler
 	if sp.Config == "" {
 		return
 	}
 	kcfg, err := profile.Load(sp.Config)
-	if err != nil || len(kcfg.Profiles) != 1 {
+	if err != nil {
+		bad("scheduler.config", "%v", err)
+		return
+	}
+	if n := len(kcfg.Profiles); n != 1 {
+		bad("scheduler.config", "%s: the simulator runs one profile, the file has %d", sp.Config, n)
 		return
 	}
 	if err := applyGPUConfig(&kcfg.Profiles[0], sp, s.gpuMode()); err != nil {
