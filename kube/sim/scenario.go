@@ -516,7 +516,36 @@ func (s *Scenario) Validate() error {
 	}
 	s.validateBackoff(bad)
 	s.validateSize(bad)
+	s.validateEnd(bad)
 	return errors.Join(errs...)
+}
+
+// defaultDuration is the longest virtual time of a run whose scenario
+// sets no duration.
+const defaultDuration = 15 * time.Minute
+
+// validateEnd refuses a pod group whose pods would all arrive, and an
+// event that would happen, after the run's end: it would never happen,
+// and the report would not say so. A trace's run without a duration ends
+// with the trace, which is not read yet: not checked then.
+func (s *Scenario) validateEnd(bad func(string, string, ...any)) {
+	if s.Duration == 0 && s.Trace != nil {
+		return
+	}
+	end, by := s.Duration, ""
+	if end == 0 {
+		end, by = defaultDuration, ", the default"
+	}
+	for i, g := range s.Pods {
+		if g.Count > 0 && g.Arrival.At > end {
+			bad(fmt.Sprintf("pods[%d].arrival.at", i), "%v is after the run's end (duration %v%s): the group's pods would never arrive", g.Arrival.At, end, by)
+		}
+	}
+	for i, e := range s.Events {
+		if e.At > end {
+			bad(fmt.Sprintf("events[%d].at", i), "%v is after the run's end (duration %v%s): the event would never happen", e.At, end, by)
+		}
+	}
 }
 
 // nodeGroupAt returns a check that event i's node group exists when the
