@@ -686,6 +686,7 @@ func (g *PodGroup) validate(f string, bad func(string, string, ...any)) {
 	}
 	if g.Gang != nil {
 		g.Gang.validate(f+".gang", bad)
+		g.validateLastGang(f+".gang", bad)
 	}
 	g.validateNames(f, bad)
 	g.validateUpstream(f, bad)
