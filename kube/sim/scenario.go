@@ -365,10 +365,29 @@ func Parse(data []byte) (*Scenario, error) {
 	if err := dec.Decode(&s); err != nil {
 		return nil, yamlError(err)
 	}
+	if err := oneDocument(dec); err != nil {
+		return nil, err
+	}
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// oneDocument refuses a second YAML document after the scenario (after
+// a "---"): it would be ignored. An empty one is no document.
+func oneDocument(dec *yaml.Decoder) error {
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case errors.Is(err, io.EOF):
+		return nil
+	case err != nil:
+		return yamlError(err)
+	case len(extra.Content) == 0 || extra.Content[0].Tag == "!!null":
+		return oneDocument(dec)
+	default:
+		return fmt.Errorf("line %d: a second YAML document (after ---); a scenario file holds one scenario", extra.Content[0].Line)
+	}
 }
 
 func yamlError(err error) error {

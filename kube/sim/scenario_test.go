@@ -79,6 +79,7 @@ func TestBadScenarios(t *testing.T) {
 			[]string{"pods[1].arrival.at: 20m0s is after the run's end (duration 15m0s, the default): the group's pods would never arrive"}},
 		{"event after the end", "name: x\nduration: 1m\nnodes: [{name: n, count: 1}]\npods: [{name: p, count: 1}]\nevents: [{at: 30m, removeNodes: {group: n}}]\n",
 			[]string{"events[0].at: 30m0s is after the run's end (duration 1m0s): the event would never happen"}},
+		{"two documents", valid + "---\nname: y\npods: [{name: q, count: 5}]\n", []string{"line 4: a second YAML document (after ---); a scenario file holds one scenario"}},
 		{"duplicate object", valid + "objects:\n- {apiVersion: storage.k8s.io/v1, kind: StorageClass, metadata: {name: fast}, provisioner: a}\n- {apiVersion: storage.k8s.io/v1, kind: StorageClass, metadata: {name: fast}, provisioner: b}\n",
 			[]string{"objects[1]: StorageClass fast is also objects[0]"}},
 		{"rate not a number", "name: x\npods: [{name: p, count: 3, arrival: {rate: .nan}}]\n", []string{"pods[0].arrival.rate: must be a number of pods per second, got NaN"}},
@@ -123,6 +124,19 @@ func TestEventsInAnyListOrder(t *testing.T) {
 	sc := "name: x\npods: [{name: p, count: 1}]\nevents:\n- {at: 20s, removeNodes: {group: late}}\n- {at: 10s, addNodes: {name: late, count: 2}}\n"
 	if _, err := Parse([]byte(sc)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDocumentSeparators: a scenario may start or end with "---", and be
+// followed by empty documents or comments.
+func TestDocumentSeparators(t *testing.T) {
+	body := "name: x\npods: [{name: p, count: 1}]\n"
+	for _, c := range []struct{ name, doc string }{
+		{"leading", "---\n" + body}, {"trailing", body + "---\n"}, {"comment after", body + "---\n# more later\n"},
+	} {
+		if _, err := Parse([]byte(c.doc)); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
 	}
 }
 
