@@ -1,14 +1,18 @@
 package profile
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
@@ -63,6 +67,9 @@ func Load(file string) (*Config, error) {
 
 // Decode decodes, defaults and validates a configuration, as Load does.
 func Decode(data []byte) (*Config, error) {
+	if err := oneDocument(data); err != nil {
+		return nil, err
+	}
 	obj, gvk, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
 	if err != nil {
 		return nil, decodeError(data, err)
@@ -112,6 +119,28 @@ func decodeError(data []byte, err error) error {
 		return fmt.Errorf("%s (want %s)", msg, wantKind)
 	}
 	return err
+}
+
+// oneDocument refuses a file of more than one YAML document: the decoder
+// reads the first and ignores the rest. Empty documents and comments do
+// not count.
+func oneDocument(data []byte) error {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for n, i := 0, 1; ; i++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if blank(doc) {
+			continue
+		}
+		if n++; n > 1 {
+			return fmt.Errorf("document %d: a second YAML document (after ---); the file holds one KubeSchedulerConfiguration", i)
+		}
+	}
 }
 
 // blank reports whether data holds nothing but blank lines and comments.
