@@ -26,6 +26,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Scenario is a workload: a cluster, pods arriving over time, timed
@@ -671,6 +672,11 @@ func (g *NodeGroup) validate(f string, bad func(string, string, ...any)) {
 func (t TaintSpec) validate(f string, bad func(string, string, ...any)) {
 	if t.Key == "" {
 		bad(f+".key", "must not be empty")
+	} else if errs := validation.IsQualifiedName(t.Key); len(errs) > 0 {
+		bad(f+".key", "%q is not a valid taint key: %s", t.Key, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsValidLabelValue(t.Value); len(errs) > 0 {
+		bad(f+".value", "%q is not a valid taint value: %s", t.Value, strings.Join(errs, "; "))
 	}
 	switch v1.TaintEffect(t.Effect) {
 	case "", v1.TaintEffectNoSchedule, v1.TaintEffectPreferNoSchedule, v1.TaintEffectNoExecute:
@@ -710,11 +716,35 @@ func (g *PodGroup) validate(f string, bad func(string, string, ...any)) {
 	g.validateNames(f, bad)
 	g.validateUpstream(f, bad)
 	for i, t := range g.Tolerations {
-		switch v1.TolerationOperator(t.Operator) {
-		case "", v1.TolerationOpEqual, v1.TolerationOpExists:
-		default:
-			bad(fmt.Sprintf("%s.tolerations[%d].operator", f, i), "%q is not Equal or Exists", t.Operator)
+		t.validate(fmt.Sprintf("%s.tolerations[%d]", f, i), bad)
+	}
+}
+
+// validate refuses what the API server refuses in a toleration: an
+// unknown operator or effect (a toleration of effect NoSchedul tolerates
+// nothing), a value with Exists, an invalid key or value.
+func (t TolerationSpec) validate(f string, bad func(string, string, ...any)) {
+	switch v1.TolerationOperator(t.Operator) {
+	case "", v1.TolerationOpEqual:
+	case v1.TolerationOpExists:
+		if t.Value != "" {
+			bad(f+".value", "must be empty with operator Exists, got %q", t.Value)
 		}
+	default:
+		bad(f+".operator", "%q is not Equal or Exists", t.Operator)
+	}
+	switch v1.TaintEffect(t.Effect) {
+	case "", v1.TaintEffectNoSchedule, v1.TaintEffectPreferNoSchedule, v1.TaintEffectNoExecute:
+	default:
+		bad(f+".effect", "%q is not NoSchedule, PreferNoSchedule or NoExecute (or empty: all effects)", t.Effect)
+	}
+	if t.Key != "" {
+		if errs := validation.IsQualifiedName(t.Key); len(errs) > 0 {
+			bad(f+".key", "%q is not a valid taint key: %s", t.Key, strings.Join(errs, "; "))
+		}
+	}
+	if errs := validation.IsValidLabelValue(t.Value); len(errs) > 0 {
+		bad(f+".value", "%q is not a valid taint value: %s", t.Value, strings.Join(errs, "; "))
 	}
 }
 
