@@ -1,13 +1,18 @@
 package profile
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
@@ -62,9 +67,12 @@ func Load(file string) (*Config, error) {
 
 // Decode decodes, defaults and validates a configuration, as Load does.
 func Decode(data []byte) (*Config, error) {
+	if err := oneDocument(data); err != nil {
+		return nil, err
+	}
 	obj, gvk, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
 	if err != nil {
-		return nil, err
+		return nil, decodeError(data, err)
 	}
 	cfg, ok := obj.(*Config)
 	if !ok {
@@ -90,6 +98,59 @@ func Decode(data []byte) (*Config, error) {
 		return nil, errs.ToAggregate()
 	}
 	return cfg, nil
+}
+
+// wantKind is what a configuration file must declare.
+const wantKind = "apiVersion: kubescheduler.config.k8s.io/v1, kind: KubeSchedulerConfiguration"
+
+// decodeError says what the decoder found wrong without quoting the whole
+// file, as its errors for a missing kind or apiVersion do, or the scheme's
+// Go source location.
+func decodeError(data []byte, err error) error {
+	switch {
+	case blank(data):
+		return fmt.Errorf("empty file (want %s)", wantKind)
+	case runtime.IsMissingKind(err):
+		return fmt.Errorf("no kind field (want %s)", wantKind)
+	case runtime.IsMissingVersion(err):
+		return fmt.Errorf("no apiVersion field (want %s)", wantKind)
+	case runtime.IsNotRegisteredError(err):
+		msg, _, _ := strings.Cut(err.Error(), " in scheme ")
+		return fmt.Errorf("%s (want %s)", msg, wantKind)
+	}
+	return err
+}
+
+// oneDocument refuses a file of more than one YAML document: the decoder
+// reads the first and ignores the rest. Empty documents and comments do
+// not count.
+func oneDocument(data []byte) error {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for n, i := 0, 1; ; i++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if blank(doc) {
+			continue
+		}
+		if n++; n > 1 {
+			return fmt.Errorf("document %d: a second YAML document (after ---); the file holds one KubeSchedulerConfiguration", i)
+		}
+	}
+}
+
+// blank reports whether data holds nothing but blank lines and comments.
+func blank(data []byte) bool {
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") {
+			return false
+		}
+	}
+	return true
 }
 
 // checkFitArgs validates NodeResourcesFit's args with upstream's

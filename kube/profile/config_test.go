@@ -49,6 +49,13 @@ func TestLoadRefuses(t *testing.T) {
 `, []string{"defaultConstraints", "cannot unmarshal"}},
 		{"two profiles, one schedulerName", header + "profiles:\n- schedulerName: a\n- schedulerName: a\n",
 			[]string{"profiles[1].schedulerName", "Duplicate value"}},
+		{"empty file", "", []string{"config.yaml: empty file (want apiVersion: kubescheduler.config.k8s.io/v1, kind: KubeSchedulerConfiguration)"}},
+		{"comments only", "# later\n\n", []string{"config.yaml: empty file (want"}},
+		{"no kind", "apiVersion: kubescheduler.config.k8s.io/v1\nprofiles:\n- schedulerName: secret-sauce\n", []string{"config.yaml: no kind field (want"}},
+		{"no apiVersion", "kind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: secret-sauce\n", []string{"config.yaml: no apiVersion field (want"}},
+		{"removed version", "apiVersion: kubescheduler.config.k8s.io/v1beta3\nkind: KubeSchedulerConfiguration\n",
+			[]string{`no kind "KubeSchedulerConfiguration" is registered for version "kubescheduler.config.k8s.io/v1beta3" (want apiVersion: kubescheduler.config.k8s.io/v1`}},
+		{"two documents", header + "profiles:\n- schedulerName: a\n---\n" + header + "percentageOfNodesToScore: 500\n", []string{"config.yaml: document 2: a second YAML document (after ---)"}},
 		{"percentage out of range", header + "percentageOfNodesToScore: 101\n", []string{"percentageOfNodesToScore", "101"}},
 		{"backoff below initial", header + "podInitialBackoffSeconds: 5\npodMaxBackoffSeconds: 2\n",
 			[]string{"podMaxBackoffSeconds", "must be greater than or equal to PodInitialBackoffSeconds"}},
@@ -63,7 +70,24 @@ func TestLoadRefuses(t *testing.T) {
 					t.Errorf("error %q does not contain %q", err, w)
 				}
 			}
+			// Neither the file's content nor the scheme's Go source.
+			if msg := err.Error(); strings.Contains(msg, "secret-sauce") || strings.Contains(msg, ".go:") {
+				t.Errorf("error %q quotes the file or the scheme's source", msg)
+			}
 		})
+	}
+}
+
+// TestLoadSeparators: a file may start or end with "---", and hold
+// comments after it.
+func TestLoadSeparators(t *testing.T) {
+	body := header + "profiles:\n- schedulerName: a\n"
+	for _, c := range []struct{ name, doc string }{
+		{"leading", "---\n" + body}, {"trailing", body + "---\n"}, {"comment after", body + "---\n# later\n"},
+	} {
+		if _, err := Load(writeConfig(t, c.doc)); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
 	}
 }
 

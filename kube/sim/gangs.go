@@ -33,6 +33,21 @@ func (g *GangSpec) validate(f string, bad func(string, string, ...any)) {
 	}
 }
 
+// validateLastGang refuses an explicit minCount above the members of the
+// group's last gang, when count is not a multiple of size: that PodGroup
+// could never be placed as asked. (Without minCount the last gang's
+// minCount is its size.)
+func (g *PodGroup) validateLastGang(f string, bad func(string, string, ...any)) {
+	gg := g.Gang
+	if gg.Size < 1 || gg.MinCount < 1 || gg.MinCount > gg.Size {
+		return // refused by GangSpec.validate
+	}
+	if last := g.Count % gg.Size; last > 0 && gg.MinCount > last {
+		bad(f+".minCount", "%d is more than the %d members of the last gang (count %d in gangs of %d): make count a multiple of size, or minCount at most %d",
+			gg.MinCount, last, g.Count, gg.Size, last)
+	}
+}
+
 func (g *GangSpec) minCount() int {
 	if g.MinCount == 0 {
 		return g.Size

@@ -69,6 +69,7 @@ func TestGangSpecValidation(t *testing.T) {
 		{"{size: 0}", "pods[0].gang.size: must be at least 1"},
 		{"{size: 4, minCount: 5}", "pods[0].gang.minCount: must be between 1 and size (4), got 5"},
 		{"{size: 4, minCount: -1}", "pods[0].gang.minCount"},
+		{"{size: 3, minCount: 2}", "pods[0].gang.minCount: 2 is more than the 1 members of the last gang (count 4 in gangs of 3): make count a multiple of size, or minCount at most 1"},
 	} {
 		_, err := Parse([]byte("name: x\nnodes: [{name: n, count: 1}]\npods: [{name: p, count: 4, gang: " + tc.gang + "}]\n"))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

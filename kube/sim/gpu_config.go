@@ -209,10 +209,9 @@ func gpuNamedAt(p *config.Plugins) string {
 }
 
 // checkGPUConfig loads scheduler.config and applies the scenario's GPU
-// settings to it (applyGPUConfig), so that a file that does not load or
-// has other than one profile, or a conflict, is refused when the scenario
-// is validated, before any run (the run would fail on it, after a
-// --compare baseline had run in full).
+// settings to it (applyGPUConfig), so that a file that does not load, has
+// other than one profile, or conflicts with them is refused when the
+// scenario is validated, before any run (--compare config=FILE too).
 func (s *Scenario) checkGPUConfig(bad func(string, string, ...any)) {
 	sp := s.Scheduler
 	if sp.Config == "" {

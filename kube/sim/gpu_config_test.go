@@ -318,3 +318,26 @@ func TestGPUPolicyUnderDRAReadsAllocations(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigRefusedAtValidate: a scheduler.config that does not load, or
+// has two profiles, is refused when the scenario is validated, so that
+// --compare config=FILE fails before the first run rather than after it.
+func TestConfigRefusedAtValidate(t *testing.T) {
+	dir := t.TempDir()
+	two := filepath.Join(dir, "two.yaml")
+	if err := os.WriteFile(two, []byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: a\n- schedulerName: b\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.yaml")
+	for _, c := range []struct{ name, file, want string }{
+		{"missing file", missing, "scheduler.config: open " + missing},
+		{"two profiles", two, "scheduler.config: " + two + ": the simulator runs one profile, the file has 2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sc := load(t, "VolumeWait")
+			if err := sc.Set("config", c.file); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want %q", err, c.want)
+			}
+		})
+	}
+}

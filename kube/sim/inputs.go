@@ -23,7 +23,10 @@ type extras struct {
 	production *Production
 	showAlloc  bool
 	snapshot   *SnapshotSummary
-	gangs      gangs
+	// snapshotPods are the snapshot's pods in the run (bound or
+	// pending), which a trace's pods must not be.
+	snapshotPods map[types.NamespacedName]bool
+	gangs        gangs
 }
 
 // loadInputs prepares lifetimes and loads the scenario's trace and

@@ -150,7 +150,7 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	s.rec.left = s.stayEnded
 	dur := sc.Duration
 	if dur == 0 {
-		dur = 15 * time.Minute
+		dur = defaultDuration
 	}
 	s.end = epoch.Add(dur)
 

@@ -14,6 +14,7 @@ import (
 	"github.com/schedq/schedq/kube/gpu"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"reflect"
@@ -25,6 +26,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Scenario is a workload: a cluster, pods arriving over time, timed
@@ -364,10 +366,29 @@ func Parse(data []byte) (*Scenario, error) {
 	if err := dec.Decode(&s); err != nil {
 		return nil, yamlError(err)
 	}
+	if err := oneDocument(dec); err != nil {
+		return nil, err
+	}
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// oneDocument refuses a second YAML document after the scenario (after
+// a "---"): it would be ignored. An empty one is no document.
+func oneDocument(dec *yaml.Decoder) error {
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case errors.Is(err, io.EOF):
+		return nil
+	case err != nil:
+		return yamlError(err)
+	case len(extra.Content) == 0 || extra.Content[0].Tag == "!!null":
+		return oneDocument(dec)
+	default:
+		return fmt.Errorf("line %d: a second YAML document (after ---); a scenario file holds one scenario", extra.Content[0].Line)
+	}
 }
 
 func yamlError(err error) error {
@@ -390,6 +411,9 @@ func (s *Scenario) Validate() error {
 	nonNeg("duration", s.Duration)
 	nonNeg("scheduler.attemptCost", s.Scheduler.AttemptCost)
 	nonNeg("scheduler.bindLatency", s.Scheduler.BindLatency)
+	if p := s.Scheduler.Preemption; p != nil {
+		nonNeg("scheduler.preemption.gracePeriod", p.GracePeriod)
+	}
 	if p := s.Scheduler.PercentageOfNodesToScore; p < 0 || p > 100 {
 		bad("scheduler.percentageOfNodesToScore", "must be 0 to 100, got %d", p)
 	}
@@ -425,6 +449,7 @@ func (s *Scenario) Validate() error {
 		}
 		nodeGroups[s.Nodes[i].Name] = true
 	}
+	nodeGroupAt := s.nodeGroupAt(maps.Clone(nodeGroups))
 	podGroups := map[string]bool{}
 	for i := range s.Pods {
 		s.Pods[i].validate(fmt.Sprintf("pods[%d]", i), bad)
@@ -447,15 +472,21 @@ func (s *Scenario) Validate() error {
 			bad(f, "needs exactly one of addNodes, removeNodes, taintNodes, untaintNodes, deletePods, removeGates, createObjects, deleteObjects (has %d)", n)
 			continue
 		}
-		sel := func(field string, x *Selection, groups map[string]bool, kind string) {
+		podGroup := func(g string) string {
+			if podGroups[g] {
+				return ""
+			}
+			return fmt.Sprintf("unknown pod group %q", g)
+		}
+		sel := func(field string, x *Selection, known func(string) string) {
 			switch {
 			case x.Count < 0:
 				bad(f+"."+field+".count", "must not be negative, got %d", x.Count)
 			case x.Count == 0 && x.countSet:
 				bad(f+"."+field+".count", "0 selects nothing; leave count out to select the whole group")
 			}
-			if !groups[x.Group] {
-				bad(f+"."+field+".group", "unknown %s group %q", kind, x.Group)
+			if problem := known(x.Group); problem != "" {
+				bad(f+"."+field+".group", "%s", problem)
 			}
 		}
 		switch {
@@ -466,36 +497,104 @@ func (s *Scenario) Validate() error {
 			}
 			nodeGroups[e.AddNodes.Name] = true
 		case e.RemoveNodes != nil:
-			sel("removeNodes", e.RemoveNodes, nodeGroups, "node")
+			sel("removeNodes", e.RemoveNodes, nodeGroupAt(i))
 		case e.TaintNodes != nil:
-			sel("taintNodes", &e.TaintNodes.Selection, nodeGroups, "node")
+			sel("taintNodes", &e.TaintNodes.Selection, nodeGroupAt(i))
 			e.TaintNodes.Taint.validate(f+".taintNodes.taint", bad)
 		case e.UntaintNodes != nil:
-			sel("untaintNodes", &e.UntaintNodes.Selection, nodeGroups, "node")
+			sel("untaintNodes", &e.UntaintNodes.Selection, nodeGroupAt(i))
 			if e.UntaintNodes.Taint.Key == "" {
 				bad(f+".untaintNodes.taint.key", "must not be empty")
 			}
 		case e.DeletePods != nil:
-			sel("deletePods", e.DeletePods, podGroups, "pod")
+			sel("deletePods", e.DeletePods, podGroup)
 		case e.RemoveGates != nil:
-			sel("removeGates", e.RemoveGates, podGroups, "pod")
+			sel("removeGates", e.RemoveGates, podGroup)
 		case e.CreateObjects != nil:
 			for j, o := range e.CreateObjects {
 				o.validate(fmt.Sprintf("%s.createObjects[%d]", f, j), bad)
 			}
 		}
 	}
+	objects := map[string]int{}
 	for i, o := range s.Objects {
-		o.validate(fmt.Sprintf("objects[%d]", i), bad)
+		f := fmt.Sprintf("objects[%d]", i)
+		o.validate(f, bad)
+		if o.obj == nil {
+			continue
+		}
+		if j, dup := objects[o.key()]; dup {
+			bad(f, "%s is also objects[%d]", o.describe(), j)
+		}
+		objects[o.key()] = i
 	}
 	s.validateInputs(bad)
+	s.validateGroupNames(bad)
 	s.validateFairness(bad)
 	if len(s.Pods) == 0 && s.Trace == nil && s.Snapshot == "" {
 		bad("pods", "a scenario needs at least one pod group (or a trace or a snapshot)")
 	}
 	s.validateBackoff(bad)
 	s.validateSize(bad)
+	s.validateEnd(bad)
 	return errors.Join(errs...)
+}
+
+// defaultDuration is the longest virtual time of a run whose scenario
+// sets no duration.
+const defaultDuration = 15 * time.Minute
+
+// validateEnd refuses a pod group whose pods would all arrive, and an
+// event that would happen, after the run's end: it would never happen,
+// and the report would not say so. A trace's run without a duration ends
+// with the trace, which is not read yet: not checked then.
+func (s *Scenario) validateEnd(bad func(string, string, ...any)) {
+	if s.Duration == 0 && s.Trace != nil {
+		return
+	}
+	end, by := s.Duration, ""
+	if end == 0 {
+		end, by = defaultDuration, ", the default"
+	}
+	for i, g := range s.Pods {
+		if g.Count > 0 && g.Arrival.At > end {
+			bad(fmt.Sprintf("pods[%d].arrival.at", i), "%v is after the run's end (duration %v%s): the group's pods would never arrive", g.Arrival.At, end, by)
+		}
+	}
+	for i, e := range s.Events {
+		if e.At > end {
+			bad(fmt.Sprintf("events[%d].at", i), "%v is after the run's end (duration %v%s): the event would never happen", e.At, end, by)
+		}
+	}
+}
+
+// nodeGroupAt returns a check that event i's node group exists when the
+// event happens: a node group (atStart), or an addNodes event's that
+// comes before it in time (events of one instant happen in list order).
+// The check returns the problem, "" if none.
+func (s *Scenario) nodeGroupAt(atStart map[string]bool) func(i int) func(string) string {
+	added := map[string]int{} // addNodes groups: the event that adds each
+	for j, e := range s.Events {
+		if e.AddNodes != nil {
+			if _, dup := added[e.AddNodes.Name]; !dup {
+				added[e.AddNodes.Name] = j
+			}
+		}
+	}
+	return func(i int) func(string) string {
+		return func(g string) string {
+			j, ok := added[g]
+			switch {
+			case atStart[g]:
+				return ""
+			case !ok:
+				return fmt.Sprintf("unknown node group %q", g)
+			case s.Events[j].At > s.Events[i].At || s.Events[j].At == s.Events[i].At && j > i:
+				return fmt.Sprintf("node group %q is added at %v (events[%d]), after this event at %v", g, s.Events[j].At, j, s.Events[i].At)
+			}
+			return ""
+		}
+	}
 }
 
 // validateBackoff checks the backoff bounds the queue will get, defaults
@@ -561,6 +660,7 @@ func (g *NodeGroup) validate(f string, bad func(string, string, ...any)) {
 	if g.Zones < 0 {
 		bad(f+".zones", "must not be negative, got %d", g.Zones)
 	}
+	g.validateNames(f, bad)
 	if _, err := resources(g.Capacity); err != nil {
 		bad(f+".capacity", "%v", err)
 	}
@@ -572,6 +672,11 @@ func (g *NodeGroup) validate(f string, bad func(string, string, ...any)) {
 func (t TaintSpec) validate(f string, bad func(string, string, ...any)) {
 	if t.Key == "" {
 		bad(f+".key", "must not be empty")
+	} else if errs := validation.IsQualifiedName(t.Key); len(errs) > 0 {
+		bad(f+".key", "%q is not a valid taint key: %s", t.Key, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsValidLabelValue(t.Value); len(errs) > 0 {
+		bad(f+".value", "%q is not a valid taint value: %s", t.Value, strings.Join(errs, "; "))
 	}
 	switch v1.TaintEffect(t.Effect) {
 	case "", v1.TaintEffectNoSchedule, v1.TaintEffectPreferNoSchedule, v1.TaintEffectNoExecute:
@@ -593,9 +698,7 @@ func (g *PodGroup) validate(f string, bad func(string, string, ...any)) {
 	if g.Arrival.At < 0 {
 		bad(f+".arrival.at", "must not be negative, got %v", g.Arrival.At)
 	}
-	if g.Arrival.Rate < 0 {
-		bad(f+".arrival.rate", "must not be negative, got %v", g.Arrival.Rate)
-	}
+	g.Arrival.validate(f+".arrival", g.Count, bad)
 	for _, list := range []struct {
 		name  string
 		terms []TermSpec
@@ -608,21 +711,64 @@ func (g *PodGroup) validate(f string, bad func(string, string, ...any)) {
 	}
 	if g.Gang != nil {
 		g.Gang.validate(f+".gang", bad)
+		g.validateLastGang(f+".gang", bad)
 	}
+	g.validateNames(f, bad)
 	g.validateUpstream(f, bad)
 	for i, t := range g.Tolerations {
-		switch v1.TolerationOperator(t.Operator) {
-		case "", v1.TolerationOpEqual, v1.TolerationOpExists:
-		default:
-			bad(fmt.Sprintf("%s.tolerations[%d].operator", f, i), "%q is not Equal or Exists", t.Operator)
-		}
+		t.validate(fmt.Sprintf("%s.tolerations[%d]", f, i), bad)
 	}
 }
 
-// resources parses a resource map such as {cpu: 500m, memory: 1Gi}.
+// validate refuses what the API server refuses in a toleration: an
+// unknown operator or effect (a toleration of effect NoSchedul tolerates
+// nothing), a value with Exists, an invalid key or value.
+func (t TolerationSpec) validate(f string, bad func(string, string, ...any)) {
+	switch v1.TolerationOperator(t.Operator) {
+	case "", v1.TolerationOpEqual:
+	case v1.TolerationOpExists:
+		if t.Value != "" {
+			bad(f+".value", "must be empty with operator Exists, got %q", t.Value)
+		}
+	default:
+		bad(f+".operator", "%q is not Equal or Exists", t.Operator)
+	}
+	switch v1.TaintEffect(t.Effect) {
+	case "", v1.TaintEffectNoSchedule, v1.TaintEffectPreferNoSchedule, v1.TaintEffectNoExecute:
+	default:
+		bad(f+".effect", "%q is not NoSchedule, PreferNoSchedule or NoExecute (or empty: all effects)", t.Effect)
+	}
+	if t.Key != "" {
+		if errs := validation.IsQualifiedName(t.Key); len(errs) > 0 {
+			bad(f+".key", "%q is not a valid taint key: %s", t.Key, strings.Join(errs, "; "))
+		}
+	}
+	if errs := validation.IsValidLabelValue(t.Value); len(errs) > 0 {
+		bad(f+".value", "%q is not a valid taint value: %s", t.Value, strings.Join(errs, "; "))
+	}
+}
+
+// validate refuses a rate that is negative, not a number or infinite,
+// and one so slow that the group's last pod would arrive after the
+// longest virtual time a run can have (time.Duration's).
+func (a ArrivalSpec) validate(f string, count int, bad func(string, string, ...any)) {
+	switch r := a.Rate; {
+	case r < 0:
+		bad(f+".rate", "must not be negative, got %v", r)
+	case math.IsNaN(r) || math.IsInf(r, 0):
+		bad(f+".rate", "must be a number of pods per second, got %v", r)
+	case r > 0 && a.At >= 0 && float64(count-1)/r*float64(time.Second) >= float64(math.MaxInt64-a.At):
+		bad(f+".rate", "%v pods/s: the last of %d pods would arrive after the longest virtual time (%v)", r, count, time.Duration(math.MaxInt64))
+	}
+}
+
+// resources parses a resource map such as {cpu: 500m, memory: 1Gi}. Its
+// error names the first bad resource by name, so that it is the same
+// from run to run.
 func resources(m map[string]string) (v1.ResourceList, error) {
 	rl := v1.ResourceList{}
-	for k, v := range m {
+	for _, k := range sortedKeys(m) {
+		v := m[k]
 		q, err := resource.ParseQuantity(v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %q is not a quantity", k, v)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	resourcedefaults "k8s.io/kubernetes/pkg/apis/resource/v1"
 
 	"github.com/schedq/schedq/kube/clusterevent"
@@ -155,6 +156,12 @@ func objectKey(obj runtime.Object) string {
 	return fmt.Sprintf("%T/%s/%s", obj, m.GetNamespace(), m.GetName())
 }
 
+// describe names the object: its kind, namespace and name.
+func (o Object) describe() string {
+	m := o.meta()
+	return strings.TrimSpace(o.obj.GetObjectKind().GroupVersionKind().Kind + " " + strings.TrimPrefix(m.GetNamespace()+"/"+m.GetName(), "/"))
+}
+
 func (o Object) meta() interface {
 	GetName() string
 	GetNamespace() string
@@ -195,7 +202,11 @@ func (g *PodGroup) validateUpstream(f string, bad func(string, string, ...any)) 
 		default:
 			bad(p+".whenUnsatisfiable", "%q is not DoNotSchedule or ScheduleAnyway", c.WhenUnsatisfiable)
 		}
+		if _, err := metav1.LabelSelectorAsSelector(c.LabelSelector); err != nil {
+			bad(p+".labelSelector", "%v", err)
+		}
 	}
+	g.validateNodeAffinity(f+".nodeAffinity", bad)
 	for i, port := range g.HostPorts {
 		if port < 1 || port > 65535 {
 			bad(fmt.Sprintf("%s.hostPorts[%d]", f, i), "must be 1 to 65535, got %d", port)
@@ -214,6 +225,24 @@ func (g *PodGroup) validateUpstream(f string, bad func(string, string, ...any)) 
 		if (c.ResourceClaimName == nil) == (c.ResourceClaimTemplateName == nil) {
 			bad(p, "needs exactly one of resourceClaimName and resourceClaimTemplateName")
 		}
+	}
+}
+
+// validateNodeAffinity refuses node selector terms that kube-scheduler's
+// plugins cannot read (an unknown operator, an invalid key or value),
+// with the path of the bad field.
+func (g *PodGroup) validateNodeAffinity(f string, bad func(string, string, ...any)) {
+	if !g.NodeAffinity.set {
+		return
+	}
+	na := g.NodeAffinity.v
+	if r := na.RequiredDuringSchedulingIgnoredDuringExecution; r != nil {
+		if _, err := nodeaffinity.NewNodeSelector(r); err != nil {
+			bad(f+".requiredDuringSchedulingIgnoredDuringExecution", "%v", err)
+		}
+	}
+	if _, err := nodeaffinity.NewPreferredSchedulingTerms(na.PreferredDuringSchedulingIgnoredDuringExecution); err != nil {
+		bad(f+".preferredDuringSchedulingIgnoredDuringExecution", "%v", err)
 	}
 }
 

@@ -54,6 +54,44 @@ func TestBadScenarios(t *testing.T) {
 		{"scoring", valid + "scheduler: {scoring: fastest}\n", []string{"scheduler.scoring: was removed"}},
 		{"bad taint effect", "name: x\nnodes: [{name: n, count: 1, taints: [{key: k, effect: Sometimes}]}]\npods: [{name: p, count: 1}]\n", []string{`nodes[0].taints[0].effect: "Sometimes"`}},
 		{"no pods", "name: x\n", []string{"pods: a scenario needs at least one pod group"}},
+		{"bad quantities name the first by name", "name: x\nnodes: [{name: n, count: 1, capacity: {pods: z, memory: 4y, cpu: 4x, gpu: q}}]\npods: [{name: p, count: 1}]\n",
+			[]string{`nodes[0].capacity: cpu: "4x" is not a quantity`}},
+		{"nodes removed before they are added", "name: x\nnodes: [{name: n, count: 1}]\npods: [{name: p, count: 1}]\nevents:\n- {at: 10s, addNodes: {name: late, count: 2}}\n- {at: 5s, removeNodes: {group: late}}\n",
+			[]string{`events[1].removeNodes.group: node group "late" is added at 10s (events[0]), after this event at 5s`}},
+		{"tainted in the instant before they are added", "name: x\npods: [{name: p, count: 1}]\nevents:\n- {at: 10s, taintNodes: {group: late, taint: {key: k}}}\n- {at: 10s, addNodes: {name: late, count: 2}}\n",
+			[]string{`events[0].taintNodes.group: node group "late" is added at 10s (events[1]), after this event at 10s`}},
+		{"negative grace period", valid + "scheduler: {preemption: {gracePeriod: -5s}}\n", []string{"scheduler.preemption.gracePeriod: must not be negative, got -5s"}},
+		{"selector value not a label value", "name: x\npods: [{name: p, count: 1, antiAffinity: [{matchLabels: {group: \"x y\"}, topologyKey: zone}]}]\n",
+			[]string{`pods[0].antiAffinity[0].matchLabels.group: "x y" is not a valid label value`}},
+		{"spread selector operator", "name: x\npods: [{name: p, count: 1, topologySpreadConstraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchExpressions: [{key: a, operator: Bogus}]}}]}]\n",
+			[]string{`pods[0].topologySpreadConstraints[0].labelSelector: "Bogus" is not a valid label selector operator`}},
+		{"node affinity operator", "name: x\npods: [{name: p, count: 1, nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: Bogus, values: [x]}]}]}}}]\n",
+			[]string{`pods[0].nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution: nodeSelectorTerms[0].matchExpressions[0].operator: Unsupported value: "Bogus"`}},
+		{"preferred node affinity value", "name: x\npods: [{name: p, count: 1, nodeAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1, preference: {matchExpressions: [{key: a, operator: In, values: [\"x y\"]}]}}]}}]\n",
+			[]string{`pods[0].nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution: `, `"x y"`}},
+		{"label key not a label key", "name: x\nnodes: [{name: n, count: 1, labels: {\"disk type\": ssd}}]\npods: [{name: p, count: 1}]\n",
+			[]string{`nodes[0].labels: "disk type" is not a valid label key`}},
+		{"namespace not a namespace", "name: x\npods: [{name: p, namespace: Team_A, count: 1}]\n", []string{`pods[0].namespace: "Team_A" is not a valid namespace`}},
+		{"pod group name not a name", "name: x\npods: [{name: Web Pods, count: 2}]\n", []string{`pods[0].name: "Web Pods" is not valid as the pods' group label and in their names (such as "Web Pods-1")`}},
+		{"node group name too long for a hostname", "name: x\nnodes: [{name: " + strings.Repeat("n", 62) + ", count: 10}]\npods: [{name: p, count: 1}]\n",
+			[]string{`nodes[0].name: "` + strings.Repeat("n", 62) + `" makes node names such as "` + strings.Repeat("n", 62) + `-9", which are not valid: must be no more than 63`}},
+		{"pods after the end", "name: x\npods: [{name: p, count: 1}, {name: q, count: 3, arrival: {at: 20m}}]\n",
+			[]string{"pods[1].arrival.at: 20m0s is after the run's end (duration 15m0s, the default): the group's pods would never arrive"}},
+		{"event after the end", "name: x\nduration: 1m\nnodes: [{name: n, count: 1}]\npods: [{name: p, count: 1}]\nevents: [{at: 30m, removeNodes: {group: n}}]\n",
+			[]string{"events[0].at: 30m0s is after the run's end (duration 1m0s): the event would never happen"}},
+		{"two documents", valid + "---\nname: y\npods: [{name: q, count: 5}]\n", []string{"line 4: a second YAML document (after ---); a scenario file holds one scenario"}},
+		{"toleration effect", "name: x\npods: [{name: p, count: 1, tolerations: [{key: k, operator: Exists, effect: NoSchedul}]}]\n",
+			[]string{`pods[0].tolerations[0].effect: "NoSchedul" is not NoSchedule, PreferNoSchedule or NoExecute`}},
+		{"toleration value with Exists", "name: x\npods: [{name: p, count: 1, tolerations: [{key: k, operator: Exists, value: gpu}]}]\n",
+			[]string{`pods[0].tolerations[0].value: must be empty with operator Exists, got "gpu"`}},
+		{"taint key", "name: x\nnodes: [{name: n, count: 1, taints: [{key: \"gpu only\"}]}]\npods: [{name: p, count: 1}]\n",
+			[]string{`nodes[0].taints[0].key: "gpu only" is not a valid taint key`}},
+		{"duplicate object", valid + "objects:\n- {apiVersion: storage.k8s.io/v1, kind: StorageClass, metadata: {name: fast}, provisioner: a}\n- {apiVersion: storage.k8s.io/v1, kind: StorageClass, metadata: {name: fast}, provisioner: b}\n",
+			[]string{"objects[1]: StorageClass fast is also objects[0]"}},
+		{"rate not a number", "name: x\npods: [{name: p, count: 3, arrival: {rate: .nan}}]\n", []string{"pods[0].arrival.rate: must be a number of pods per second, got NaN"}},
+		{"rate infinite", "name: x\npods: [{name: p, count: 3, arrival: {rate: .inf}}]\n", []string{"pods[0].arrival.rate: must be a number of pods per second, got +Inf"}},
+		{"rate past the longest run", "name: x\npods: [{name: p, count: 3, arrival: {rate: 1e-12}}]\n",
+			[]string{"pods[0].arrival.rate: 1e-12 pods/s: the last of 3 pods would arrive after the longest virtual time (2562047h47m16.854775807s)"}},
 		{"duplicate group", "name: x\npods: [{name: p, count: 1}, {name: p, count: 2}]\n", []string{`pods[1].name: duplicate group "p"`}},
 	}
 	dir := t.TempDir()
@@ -83,6 +121,28 @@ func TestBadScenarios(t *testing.T) {
 	}
 	if _, err := Load("NoSuchScenario"); !errors.Is(err, ErrUnknownScenario) || !strings.Contains(err.Error(), "NodeArrival") {
 		t.Errorf("unknown scenario: %v", err)
+	}
+}
+
+// TestEventsInAnyListOrder: an event may name a node group that an
+// addNodes event listed after it adds earlier in time.
+func TestEventsInAnyListOrder(t *testing.T) {
+	sc := "name: x\npods: [{name: p, count: 1}]\nevents:\n- {at: 20s, removeNodes: {group: late}}\n- {at: 10s, addNodes: {name: late, count: 2}}\n"
+	if _, err := Parse([]byte(sc)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDocumentSeparators: a scenario may start or end with "---", and be
+// followed by empty documents or comments.
+func TestDocumentSeparators(t *testing.T) {
+	body := "name: x\npods: [{name: p, count: 1}]\n"
+	for _, c := range []struct{ name, doc string }{
+		{"leading", "---\n" + body}, {"trailing", body + "---\n"}, {"comment after", body + "---\n# more later\n"},
+	} {
+		if _, err := Parse([]byte(c.doc)); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
 	}
 }
 

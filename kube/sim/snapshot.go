@@ -274,6 +274,36 @@ func checkNode(n *v1.Node) error {
 	return nil
 }
 
+// checkPod refuses a pod with a negative request, limit or overhead: it
+// would give its node room instead of taking it.
+func checkPod(p *v1.Pod) error {
+	check := func(where string, rl v1.ResourceList) error {
+		for _, r := range slices.Sorted(maps.Keys(rl)) {
+			if q := rl[r]; q.Sign() < 0 {
+				return fmt.Errorf("pod %s: %s %s must not be negative, got %s", framework.Key(p), where, r, q.String())
+			}
+		}
+		return nil
+	}
+	if err := check("spec.overhead", p.Spec.Overhead); err != nil {
+		return err
+	}
+	for _, cs := range []struct {
+		field string
+		list  []v1.Container
+	}{{"initContainers", p.Spec.InitContainers}, {"containers", p.Spec.Containers}} {
+		for _, c := range cs.list {
+			if err := check(cs.field+" "+c.Name+" requests", c.Resources.Requests); err != nil {
+				return err
+			}
+			if err := check(cs.field+" "+c.Name+" limits", c.Resources.Limits); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // loadSnapshot starts the cluster from a snapshot: its nodes and the pods
 // bound to them now, and its pending pods arriving at the start.
 func (s *sim) loadSnapshot(path string) error {
@@ -282,12 +312,20 @@ func (s *sim) loadSnapshot(path string) error {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	sum := &SnapshotSummary{Path: path}
+	namespaces := map[string]bool{}
 	for _, ns := range objs.namespaces {
+		if namespaces[ns.Name] {
+			return fmt.Errorf("snapshot %s: namespace %s appears twice", path, ns.Name)
+		}
+		namespaces[ns.Name] = true
 		s.h.Cache.SetNamespace(ns)
 	}
 	for _, n := range objs.nodes {
 		if _, dup := s.cl.nodes[n.Name]; dup {
 			return fmt.Errorf("snapshot %s: node %s appears twice (or is also in the scenario)", path, n.Name)
+		}
+		if g := s.sc.nodeGroupOf(n.Name); g != "" {
+			return fmt.Errorf("snapshot %s: node %s is also the scenario's (node group %s)", path, n.Name, g)
 		}
 		if err := checkNode(n); err != nil {
 			return fmt.Errorf("snapshot %s: %w", path, err)
@@ -301,12 +339,22 @@ func (s *sim) loadSnapshot(path string) error {
 	}
 	seen := map[string]bool{}
 	uids := map[types.UID]types.UID{} // the snapshot's pod UIDs: the simulator's
+	s.x.snapshotPods = map[types.NamespacedName]bool{}
 	for _, p := range objs.pods {
+		if p.Namespace == "" {
+			p.Namespace = "default"
+		}
 		key := framework.Key(p).String()
 		if seen[key] {
 			return fmt.Errorf("snapshot %s: pod %s appears twice", path, key)
 		}
+		if g := s.sc.podGroupOf(framework.Key(p)); g != "" {
+			return fmt.Errorf("snapshot %s: pod %s is also the scenario's (pod group %s)", path, key, g)
+		}
 		seen[key] = true
+		if err := checkPod(p); err != nil {
+			return fmt.Errorf("snapshot %s: %w", path, err)
+		}
 		old := p.UID
 		if err := s.snapshotPod(p, sum); err != nil {
 			return fmt.Errorf("snapshot %s: %w", path, err)
@@ -340,6 +388,10 @@ func (s *sim) snapshotObjects(others []runtime.Object, uids map[types.UID]types.
 			return fmt.Errorf("%s %s/%s appears twice", strings.TrimPrefix(fmt.Sprintf("%T", obj), "*"), m.GetNamespace(), m.GetName())
 		}
 		seen[key] = true
+		if s.obj.byKey[key] != nil {
+			m := obj.(metav1.Object)
+			return fmt.Errorf("%s %s/%s is also in the scenario's objects", strings.TrimPrefix(fmt.Sprintf("%T", obj), "*"), m.GetNamespace(), m.GetName())
+		}
 		if c, ok := obj.(*resourceapi.ResourceClaim); ok {
 			for i, r := range c.OwnerReferences {
 				if u, ok := uids[r.UID]; ok && r.Kind == "Pod" {
@@ -361,9 +413,6 @@ func (s *sim) snapshotObjects(others []runtime.Object, uids map[types.UID]types.
 }
 
 func (s *sim) snapshotPod(p *v1.Pod, sum *SnapshotSummary) error {
-	if p.Namespace == "" {
-		p.Namespace = "default"
-	}
 	p.UID = s.cl.nextUID()
 	switch {
 	case p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed:
@@ -376,12 +425,17 @@ func (s *sim) snapshotPod(p *v1.Pod, sum *SnapshotSummary) error {
 			sum.BoundOther++
 		}
 		sum.Bound++
+		s.x.snapshotPods[framework.Key(p)] = true
 		s.cl.pods[framework.Key(p)] = p
 		s.track(snapshotGroup, p)
 		s.x.alloc.podAdded(s.now, p)
 		s.h.AddPod(p)
 	case slices.Contains(takenOver, p.Spec.SchedulerName):
+		if g := framework.GroupName(p); g != "" {
+			return fmt.Errorf("pod %s is pending in PodGroup %s (spec.schedulingGroup), which a snapshot cannot hold: it would never be scheduled", framework.Key(p), g)
+		}
 		sum.Pending++
+		s.x.snapshotPods[framework.Key(p)] = true
 		p.Spec.SchedulerName = schedulerName
 		s.planned++
 		s.at(s.now, func() {

@@ -1,11 +1,13 @@
 package sim
 
 import (
+	"bufio"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"github.com/schedq/schedq/kube/gpu"
 	"io"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -197,7 +199,11 @@ func csvRows(path string, headers [][]string, maxRows int, row func(rec []string
 		return err
 	}
 	defer f.Close()
-	r := csv.NewReader(f)
+	br := bufio.NewReader(f)
+	if b, err := br.Peek(len(utf8BOM)); err == nil && string(b) == utf8BOM {
+		br.Discard(len(utf8BOM)) // as a spreadsheet saves a CSV file
+	}
+	r := csv.NewReader(br)
 	r.FieldsPerRecord = -1 // checked below, with a message that names the columns
 	r.ReuseRecord = true
 	rec, err := r.Read()
@@ -233,6 +239,10 @@ func csvRows(path string, headers [][]string, maxRows int, row func(rec []string
 	}
 }
 
+// utf8BOM is the byte-order mark some programs write at the start of a
+// UTF-8 file; a CSV file's header is read after it.
+const utf8BOM = "\ufeff"
+
 // wantHeaders names the accepted headers: "a,b" or "a,b" or "a".
 func wantHeaders(headers [][]string) string {
 	var out []string
@@ -259,6 +269,14 @@ func labelValue(col, v string) error {
 }
 
 const maxInt = 1 << 53 // more than any figure of a real trace
+
+// The largest memory_mib, whose bytes fit in an int64, and the largest
+// time, in seconds, that fits in a time.Duration (about 292 years): a
+// larger figure would wrap around when converted.
+const (
+	maxMemoryMiB   = math.MaxInt64 >> 20
+	maxTraceSecond = int64(math.MaxInt64 / time.Second)
+)
 
 // readAlibabaTrace reads and checks the node and pod lists.
 func readAlibabaTrace(spec *TraceSpec) (*alibabaTrace, error) {
@@ -304,6 +322,9 @@ func readAlibabaTrace(spec *TraceSpec) (*alibabaTrace, error) {
 	if len(t.nodes) == 0 {
 		return nil, fmt.Errorf("%s: no nodes", nodesFile)
 	}
+	if len(t.pods) == 0 {
+		return nil, fmt.Errorf("%s: no pods", podsFile)
+	}
 	return t, nil
 }
 
@@ -312,7 +333,7 @@ func alibabaNode(rec []string) (*v1.Node, error) {
 		return nil, fmt.Errorf("column sn: %q is not a valid node name", rec[0])
 	}
 	var v [3]int64
-	for i, hi := range []int64{maxInt, maxInt, maxGPUsPerObject} {
+	for i, hi := range []int64{maxInt, maxMemoryMiB, maxGPUsPerObject} {
 		x, err := field(rec, nodeColumns, i+1, 0, hi)
 		if err != nil {
 			return nil, err
@@ -351,7 +372,7 @@ func alibabaPod(rec []string, untimed bool) (tracePod, error) {
 		return tracePod{}, fmt.Errorf("column name: %q is not a valid pod name", rec[0])
 	}
 	var v [4]int64
-	for i, hi := range []int64{maxInt, maxInt, maxGPUsPerObject, 1000} {
+	for i, hi := range []int64{maxInt, maxMemoryMiB, maxGPUsPerObject, 1000} {
 		x, err := field(rec, c, i+1, 0, hi)
 		if err != nil {
 			return tracePod{}, err
@@ -373,11 +394,11 @@ func alibabaPod(rec []string, untimed bool) (tracePod, error) {
 			return tracePod{}, err
 		}
 	}
-	created, err := field(rec, c, 8, 0, maxInt)
+	created, err := field(rec, c, 8, 0, maxTraceSecond)
 	if err != nil {
 		return tracePod{}, err
 	}
-	deleted, err := field(rec, c, 9, created, maxInt)
+	deleted, err := field(rec, c, 9, created, maxTraceSecond)
 	if err != nil {
 		return tracePod{}, err
 	}
@@ -460,11 +481,17 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 		if _, dup := s.cl.nodes[n.Name]; dup {
 			return fmt.Errorf("trace %s: node %s is also in the scenario", spec.Format, n.Name)
 		}
+		if g := s.sc.nodeGroupOf(n.Name); g != "" {
+			return fmt.Errorf("trace %s: node %s is also the scenario's (node group %s)", spec.Format, n.Name, g)
+		}
 		n.UID = s.cl.nextUID()
 		s.cl.nodes[n.Name] = n
 		s.cl.nodeGroups[traceGroup] = append(s.cl.nodeGroups[traceGroup], n.Name)
 		s.x.alloc.nodeAdded(s.now, n)
 		s.h.AddNode(n)
+	}
+	if err := s.checkTracePods(spec, t); err != nil {
+		return err
 	}
 	if t.untimed {
 		s.loadBatch(spec, t)
@@ -477,7 +504,11 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 	}
 	arrival := func(sec int64) time.Duration { return time.Duration(float64(sec) * float64(time.Second) / speed) }
 	var span time.Duration
+	_, podsFile := spec.files()
 	for _, tp := range t.pods {
+		if float64(tp.created)*float64(time.Second)/speed+float64(tp.deleted-tp.created)*float64(time.Second) >= math.MaxInt64 {
+			return fmt.Errorf("trace %s: %s:%d: at speed %v the pod ends after the longest virtual time (%v)", spec.Format, podsFile, tp.line, speed, time.Duration(math.MaxInt64))
+		}
 		p := tp.pod
 		p.UID = s.cl.nextUID()
 		key := framework.Key(p)
@@ -504,6 +535,23 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 		s.end = epoch.Add(span)
 	}
 	s.x.production = production(spec, t)
+	return nil
+}
+
+// checkTracePods refuses a trace pod that has the name of a pod of the
+// scenario or of the snapshot: one would replace the other in the
+// cluster. O(pods × pod groups).
+func (s *sim) checkTracePods(spec *TraceSpec, t *alibabaTrace) error {
+	_, podsFile := spec.files()
+	for _, tp := range t.pods {
+		key := framework.Key(tp.pod)
+		if g := s.sc.podGroupOf(key); g != "" {
+			return fmt.Errorf("trace %s: %s:%d: pod %s is also the scenario's (pod group %s)", spec.Format, podsFile, tp.line, key, g)
+		}
+		if s.x.snapshotPods[key] {
+			return fmt.Errorf("trace %s: %s:%d: pod %s is also the snapshot's", spec.Format, podsFile, tp.line, key)
+		}
+	}
 	return nil
 }
 

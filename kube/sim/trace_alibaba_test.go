@@ -76,11 +76,16 @@ func TestAlibabaTraceMalformed(t *testing.T) {
 		{"duplicate node", string(nodes) + "node-cpu,1000,1024,0,\n", string(pods), `openb_node_list_all_node.csv:5: duplicate node "node-cpu"`},
 		{"bad model", string(nodes) + "node-x,1000,1024,1,a b\n", string(pods), "column model"},
 		{"empty pod list", string(nodes), "", "openb_pod_list_default.csv: empty file"},
+		{"no pods", string(nodes), podHeader, "openb_pod_list_default.csv: no pods"},
 		{"deleted before created", string(nodes), podHeader + "p,1000,1024,0,0,,LS,Running,50,10,\n", `openb_pod_list_default.csv:2: column deletion_time: "10" is not an integer from 50`},
 		{"scheduled after deleted", string(nodes), podHeader + "p,1000,1024,0,0,,LS,Running,5,10,11\n", "openb_pod_list_default.csv:2: column scheduled_time"},
 		{"share over 1000", string(nodes), podHeader + "p,1000,1024,1,1200,,LS,Running,5,10,\n", "column gpu_milli"},
 		{"share without gpu", string(nodes), podHeader + "p,1000,1024,0,500,,LS,Running,5,10,\n", "columns num_gpu and gpu_milli"},
 		{"bad spec", string(nodes), podHeader + "p,1000,1024,1,500,T4||,LS,Running,5,10,\n", "column gpu_spec"},
+		{"memory too large for bytes", string(nodes) + "node-x,1000,8796093022208,0,\n", string(pods), `openb_node_list_all_node.csv:5: column memory_mib: "8796093022208" is not an integer from 0 to 8796093022207`},
+		{"pod memory too large for bytes", string(nodes), podHeader + "p,1000,99999999999999,0,0,,LS,Running,5,10,\n", `openb_pod_list_default.csv:2: column memory_mib: "99999999999999" is not an integer from 0 to 8796093022207`},
+		{"deleted after the longest run", string(nodes), podHeader + "p,1000,1024,0,0,,LS,Running,0,10000000000,\n", `openb_pod_list_default.csv:2: column deletion_time: "10000000000" is not an integer from 0 to 9223372036`},
+		{"created after the longest run", string(nodes), podHeader + "p,1000,1024,0,0,,LS,Running,10000000000,10000000001,\n", `openb_pod_list_default.csv:2: column creation_time: "10000000000" is not an integer from 0 to 9223372036`},
 		{"bad quote", string(nodes), podHeader + "p,1000,1024,1,500,\"T4,LS,Running,5,10,\n", "openb_pod_list_default.csv"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -110,6 +115,31 @@ func TestAlibabaTraceMalformed(t *testing.T) {
 			t.Fatalf("error %v", err)
 		}
 	})
+}
+
+// TestAlibabaTraceBOMAndCRLF: a trace saved with a byte-order mark and
+// CRLF line ends, as a spreadsheet saves CSV, replays as the fixture does.
+func TestAlibabaTraceBOMAndCRLF(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"openb_node_list_all_node.csv", "openb_pod_list_default.csv"} {
+		data, err := os.ReadFile(filepath.Join("testdata/alibaba", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = append([]byte("\ufeff"), strings.ReplaceAll(string(data), "\n", "\r\n")...)
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := text(run(t, traceScenario("testdata/alibaba")))
+	sc := traceScenario(dir)
+	r, err := Run(sc, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(r); got != want {
+		t.Fatalf("report differs from the fixture's:\n%s\nwant:\n%s", got, want)
+	}
 }
 
 // The trace composes with a scenario: its queue settings apply.
@@ -148,6 +178,18 @@ func TestAlibabaTraceSpeed(t *testing.T) {
 	if _, err := Parse([]byte("name: x\ntrace: {format: alibaba-gpu-v2023, dir: d, speed: -1}\n")); err == nil || !strings.Contains(err.Error(), "trace.speed") {
 		t.Fatalf("negative speed: %v", err)
 	}
+	t.Run("slowed past the longest run", func(t *testing.T) {
+		dir := t.TempDir()
+		nodes, _ := os.ReadFile("testdata/alibaba/openb_node_list_all_node.csv")
+		os.WriteFile(filepath.Join(dir, "openb_node_list_all_node.csv"), nodes, 0o644)
+		os.WriteFile(filepath.Join(dir, "openb_pod_list_default.csv"), []byte(strings.Join(podColumns, ",")+"\np,1000,1024,0,0,,LS,Running,0,10,\nq,1000,1024,0,0,,LS,Running,9000000000,9000000001,\n"), 0o644)
+		sc := traceScenario(dir)
+		sc.Trace.Speed = 0.5
+		_, err := Run(sc, Options{})
+		if err == nil || !strings.Contains(err.Error(), "openb_pod_list_default.csv:3: at speed 0.5 the pod ends after the longest virtual time") {
+			t.Fatalf("error %v, want the pod's line and the speed", err)
+		}
+	})
 }
 
 // Idle virtual time costs nothing: 100 days between two pods take a
