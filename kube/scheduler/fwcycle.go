@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -138,7 +139,7 @@ func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pi *framework
 	if len(all) == 0 {
 		// Every filter would have to pass on a new node: their hints
 		// decide when one arrives.
-		return Outcome{Result: Unschedulable, Plugins: fwFilterNames(fw),
+		return Outcome{Result: Unschedulable, Plugins: slices.Clone(s.filterPlugins()),
 			Message: "0/0 nodes are available: no nodes available to schedule pods."}
 	}
 	diag := fwframework.Diagnosis{NodeToStatus: fwframework.NewDefaultNodeToStatus()}
@@ -319,9 +320,20 @@ func fitOutcome(pod *v1.Pod, numAll int, diag fwframework.Diagnosis) Outcome {
 		fwStatus: diag.NodeToStatus}
 }
 
+// filterPlugins lists the framework's filter plugins, which it keeps for
+// its life: listed once, since the framework builds its whole
+// configuration to list them. The caller must not change the list. O(1)
+// after the first call.
+func (s *Scheduler) filterPlugins() []string {
+	if s.filterNames == nil {
+		s.filterNames = fwFilterNames(s.o.Framework.Framework())
+	}
+	return s.filterNames
+}
+
 // fwFilterNames lists the framework's filter plugins.
 func fwFilterNames(fw fwframework.Framework) []string {
-	var names []string
+	names := []string{} // not nil: filterPlugins lists them once
 	if p := fw.ListPlugins(); p != nil {
 		for _, pl := range p.Filter.Enabled {
 			names = append(names, pl.Name)

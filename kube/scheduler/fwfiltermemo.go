@@ -85,7 +85,7 @@ func (s *Scheduler) verdicts(cs fwk.CycleState, pod *v1.Pod) *sigMemo {
 		return nil
 	}
 	skip := cs.GetSkipFilterPlugins()
-	for _, name := range fwFilterNames(s.o.Framework.Framework()) {
+	for _, name := range s.filterPlugins() {
 		if !nodeLocalFilters[name] && !skip.Has(name) {
 			return nil
 		}

@@ -134,6 +134,9 @@ type Scheduler struct {
 	nextStart int
 	// rejected is fwFilter's scratch list of the nodes it rejected.
 	rejected []nodeStatus
+	// filterNames lists Options.Framework's filter plugins, once
+	// (filterPlugins).
+	filterNames []string
 	// release is gang release (gang_release.go): nil when off.
 	release *gangRelease
 
