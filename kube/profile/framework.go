@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -55,6 +56,10 @@ type Framework struct {
 	cancel  context.CancelFunc
 	norm    *normalizer // nil: no ScoreTable
 	signs   signMemo    // SignPod's last signature
+	// signWrites counts the writes of the objects a signer reads besides
+	// the pod: every write of the synchronous factory, or, on a real
+	// cluster, those of the kinds spreadSigner reads (signInputs).
+	signWrites *atomic.Uint64
 }
 
 // NewFramework builds the framework of prof (a profile of a Config from
@@ -183,8 +188,15 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 			return nil, err
 		}
 	}
-	return &Framework{fwk: f, dp: dp, snap: s.Snapshot, factory: w.sync, cancel: cancel,
-		norm: newNormalizer(f, scorers)}, nil
+	fr := &Framework{fwk: f, dp: dp, snap: s.Snapshot, factory: w.sync, cancel: cancel,
+		norm: newNormalizer(f, scorers)}
+	if w.sync != nil {
+		fr.signWrites = &w.sync.writes
+	} else if fr.signWrites, err = signInputs(f, w.factory); err != nil {
+		cancel()
+		return nil, fmt.Errorf("profile %q: %w", prof.SchedulerName, err)
+	}
+	return fr, nil
 }
 
 // mergeImplementations adds extra to r: a name of OutOfTree replaces its

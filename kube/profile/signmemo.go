@@ -5,10 +5,16 @@ import (
 	"context"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/podtopologyspread"
 )
 
 // signMemo is the last signature SignPod computed, with the pod it was
@@ -21,14 +27,16 @@ type signMemo struct {
 }
 
 // SignPod returns the framework's signature of pod, as upstream's
-// Framework.SignPod computes it. With the synchronous informers (the
-// simulator's), a pod equal to the last one signed but for its name and
-// UID, its annotations and its creation time (sameForSigning) gets that
-// pod's signature again while no object has been added, updated or
-// deleted since: every signer of the registry reads nothing but the
-// pod's fields, and none of those four, except PodTopologySpread's
-// (spreadSigner), which also reads the Services and controllers of its
-// namespace. Upstream's
+// Framework.SignPod computes it. A pod equal to the last one signed but
+// for its name and UID, its annotations and its creation time
+// (sameForSigning) gets that pod's signature again while no object a
+// signer reads has been added, updated or deleted since: every signer of
+// the registry reads nothing but the pod's fields, and none of those
+// four, except PodTopologySpread's (spreadSigner), which also reads the
+// Services and controllers of its namespace. With the synchronous
+// informers (the simulator's) any write counts; on a real cluster, the
+// writes of those four kinds, which the informers' handlers count
+// (signInputs). Upstream's
 // sign metrics are then not observed for that pod. The signature's bytes
 // are shared: callers must not change them.
 //
@@ -36,13 +44,13 @@ type signMemo struct {
 // two pods share), else upstream's cost (each signer's fragments, and
 // JSON). Safe for concurrent use.
 func (f *Framework) SignPod(ctx context.Context, pod *v1.Pod) fwk.PodSignature {
-	if f.factory == nil {
+	if f.signWrites == nil {
 		return f.fwk.SignPod(ctx, pod)
 	}
 	m := &f.signs
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	writes := f.factory.writes.Load()
+	writes := f.signWrites.Load()
 	if m.pod != nil && m.writes == writes && sameForSigning(m.pod, pod) {
 		return m.sig
 	}
@@ -86,4 +94,53 @@ func deepEqual[T any](a, b *T) bool {
 		return true
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// signInputs returns the count of writes of the objects spreadSigner
+// reads (Services, ReplicationControllers, ReplicaSets, StatefulSets),
+// kept by handlers on factory's informers of those kinds, if fw runs
+// PodTopologySpread; a count that never moves if it does not (no other
+// signer reads an object). The handlers count each event after the
+// informer's store has it, so a signature reused meanwhile is one
+// computed an event earlier, as a lister behind the API server gives.
+// O(1).
+func signInputs(fw framework.Framework, factory informers.SharedInformerFactory) (*atomic.Uint64, error) {
+	n := &atomic.Uint64{}
+	if !runsPlugin(fw, podtopologyspread.Name) {
+		return n, nil
+	}
+	bump := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { n.Add(1) },
+		UpdateFunc: func(any, any) { n.Add(1) },
+		DeleteFunc: func(any) { n.Add(1) },
+	}
+	for _, inf := range []cache.SharedIndexInformer{
+		factory.Core().V1().Services().Informer(),
+		factory.Core().V1().ReplicationControllers().Informer(),
+		factory.Apps().V1().ReplicaSets().Informer(),
+		factory.Apps().V1().StatefulSets().Informer(),
+	} {
+		if _, err := inf.AddEventHandler(bump); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// runsPlugin reports whether fw runs the plugin name at any extension
+// point. O(plugins).
+func runsPlugin(fw framework.Framework, name string) bool {
+	p := fw.ListPlugins()
+	if p == nil {
+		return false
+	}
+	for _, set := range []config.PluginSet{p.PreEnqueue, p.QueueSort, p.PreFilter, p.Filter, p.PostFilter,
+		p.PreScore, p.Score, p.Reserve, p.Permit, p.PreBind, p.Bind, p.PostBind} {
+		for _, pl := range set.Enabled {
+			if pl.Name == name {
+				return true
+			}
+		}
+	}
+	return false
 }
