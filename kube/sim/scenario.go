@@ -17,6 +17,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -295,10 +296,12 @@ const (
 var ErrEmptyScenario = errors.New("the file is empty; a scenario needs at least a name and a pods list (see docs/simulator.md)")
 
 // Load reads a built-in scenario by name, or a scenario file by path.
+// A file's relative paths (snapshot, trace.dir, scheduler.config) are
+// relative to the directory the file is in, as a kubeconfig's are.
 // Errors name the scenario or the file.
 func Load(nameOrFile string) (*Scenario, error) {
 	data, err := builtin.ReadFile("scenarios/" + nameOrFile + ".yaml")
-	source := "built-in scenario " + nameOrFile
+	source, base := "built-in scenario "+nameOrFile, ""
 	if err != nil {
 		data, err = readScenarioFile(nameOrFile)
 		if err != nil {
@@ -308,8 +311,9 @@ func Load(nameOrFile string) (*Scenario, error) {
 			return nil, fmt.Errorf("scenario %s: %w", nameOrFile, err)
 		}
 		source = "scenario " + nameOrFile
+		base = filepath.Dir(nameOrFile)
 	}
-	s, err := Parse(data)
+	s, err := parseAt(data, base)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
@@ -338,8 +342,13 @@ func tooLarge() error {
 }
 
 // Parse decodes and validates a scenario. Unknown fields and values of the
-// wrong kind are errors that give their exact path.
-func Parse(data []byte) (*Scenario, error) {
+// wrong kind are errors that give their exact path. Relative paths are
+// relative to the current directory.
+func Parse(data []byte) (*Scenario, error) { return parseAt(data, "") }
+
+// parseAt is Parse with relative paths taken relative to base ("": the
+// current directory).
+func parseAt(data []byte, base string) (*Scenario, error) {
 	if len(data) > MaxScenarioBytes {
 		return nil, tooLarge()
 	}
@@ -369,10 +378,29 @@ func Parse(data []byte) (*Scenario, error) {
 	if err := oneDocument(dec); err != nil {
 		return nil, err
 	}
+	s.resolvePaths(base)
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// resolvePaths makes s's relative paths (snapshot, trace.dir,
+// scheduler.config) relative to base instead of the current directory.
+func (s *Scenario) resolvePaths(base string) {
+	if base == "" || base == "." {
+		return
+	}
+	at := func(p *string) {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(base, *p)
+		}
+	}
+	at(&s.Snapshot)
+	at(&s.Scheduler.Config)
+	if s.Trace != nil {
+		at(&s.Trace.Dir)
+	}
 }
 
 // oneDocument refuses a second YAML document after the scenario (after

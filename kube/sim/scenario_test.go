@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -234,5 +235,46 @@ events:
 	// 2s: the recreated pod has nowhere to go.
 	if r.Scheduled != 3 || r.Pending != 1 || r.Evicted != 1 {
 		t.Fatalf("scheduled %d, pending %d, evicted %d", r.Scheduled, r.Pending, r.Evicted)
+	}
+}
+
+// TestLoadPathsRelativeToTheFile: a scenario file's relative paths are
+// taken from the file's directory, wherever the command runs; an
+// absolute path is kept; a scenario parsed from bytes keeps them
+// relative to the current directory.
+func TestLoadPathsRelativeToTheFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "exp")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := []byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: default-scheduler\n")
+	if err := os.WriteFile(filepath.Join(dir, "cfg.yaml"), cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	abs := filepath.Join(t.TempDir(), "abs.yaml")
+	if err := os.WriteFile(abs, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	body := "name: rel\nnodes: [{name: n, count: 1, capacity: {cpu: '1', memory: 1Gi}}]\npods: [{name: p, count: 1, requests: {cpu: 100m}}]\nscheduler: {config: %s}\n"
+	for _, tc := range []struct{ name, config, want string }{
+		{"relative", "cfg.yaml", filepath.Join(dir, "cfg.yaml")},
+		{"absolute", abs, abs},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(dir, tc.name+".yaml")
+			if err := os.WriteFile(file, fmt.Appendf(nil, body, tc.config), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Load(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Scheduler.Config != tc.want {
+				t.Fatalf("scheduler.config %q, want %q", s.Scheduler.Config, tc.want)
+			}
+		})
+	}
+	if _, err := Parse(fmt.Appendf(nil, body, "cfg.yaml")); err == nil || !strings.Contains(err.Error(), "cfg.yaml") {
+		t.Fatalf("Parse: %v, want the config not found in the current directory", err)
 	}
 }
