@@ -92,12 +92,12 @@ func serveWhatIf(f *forecaster) http.HandlerFunc {
 		in.Profiles = []string{f.schedulerName} // a pod of another scheduler is refused
 		select {
 		case busy <- struct{}{}:
-			defer func() { <-busy }()
 		default:
 			http.Error(w, "another what-if is running; try again when it is done", http.StatusTooManyRequests)
 			return
 		}
-		a, err := f.whatIf(in, o)
+		a, err := f.whatIf(in, o) // recovers a panic of the run
+		<-busy                    // before writing: a slow reader holds no slot
 		if err != nil {
 			http.Error(w, err.Error(), whatIfStatus(err))
 			return
