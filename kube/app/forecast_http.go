@@ -89,6 +89,10 @@ func (f *forecaster) predict(key types.NamespacedName) (*Prediction, error) {
 // predicted start, 404 if it is not pending.
 func serveForecast(f *forecaster, q queueView) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if err := checkQuery(r, "/debug/forecast/{namespace}/{name}", "format"); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
 		key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
 		if _, err := q.Explain(key); errors.Is(err, schedq.ErrNotFound) {
 			http.Error(w, fmt.Sprintf("pod %s is not pending in schedq's queue (unknown, bound, or not ours): a forecast is only of pending pods", key), http.StatusNotFound)

@@ -54,3 +54,45 @@ func TestWhatIfSlowReaderHoldsNoSlot(t *testing.T) {
 		t.Errorf("the slow client's what-if: HTTP %d %q, want 200", slow.Code, slow.Body.String())
 	}
 }
+
+// TestDebugQueryChecked: a parameter the endpoint does not take (one of
+// another mode, a misspelt one), one given twice, a malformed query or an
+// unknown format is a 400 naming it, not ignored; the parameters each
+// endpoint takes still work.
+func TestDebugQueryChecked(t *testing.T) {
+	l := newLiveCluster(t, 1)
+	l.pending(l.pod("p", "1", "1h"))
+	srv, _ := l.server()
+	for _, tc := range []struct {
+		name, method, path string
+		code               int
+		has                string
+	}{
+		{"dump", "GET", "/debug/queue?limit=1&continue=&format=text", 200, "activeQ"},
+		{"offset of the dump", "GET", "/debug/queue?offset=5", 400, `parameter "offset": not one of /debug/queue's (limit, continue, format)`},
+		{"limit twice", "GET", "/debug/queue?limit=1&limit=2", 400, `parameter "limit": given 2 times`},
+		{"malformed query", "GET", "/debug/queue?limit=%zz", 400, "query"},
+		{"format yaml", "GET", "/debug/queue?format=yaml", 400, `format "yaml": want text or json`},
+		{"pop order", "GET", "/debug/queue?order=pop&namespace=default&tenant=&offset=0&limit=5&format=json", 200, "default/p"},
+		{"continue of the pop order", "GET", "/debug/queue?order=pop&continue=abc", 400, `parameter "continue": not one of /debug/queue?order=pop's`},
+		{"misspelt offset", "GET", "/debug/queue?order=pop&ofset=5", 400, `parameter "ofset"`},
+		{"explain", "GET", "/debug/queue/default/p?format=text", 200, "default/p"},
+		{"explain misspelt format", "GET", "/debug/queue/default/p?fromat=text", 400, `parameter "fromat"`},
+		{"forecast format txt", "GET", "/debug/forecast/default/p?format=txt", 400, `format "txt"`},
+		{"forecast offset", "GET", "/debug/forecast/default/p?offset=1", 400, `parameter "offset"`},
+		{"what-if horizon twice", "POST", "/debug/whatif?horizon=1h&horizon=2h", 400, `parameter "horizon": given 2 times`},
+		{"what-if limit", "POST", "/debug/whatif?limit=1", 400, `parameter "limit"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(tc.method, srv.URL+tc.path, strings.NewReader(strings.Replace(whatIfPod, "%s", "1", 1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			code, body := readAnswer(t, resp, err)
+			if code != tc.code || !strings.Contains(body, tc.has) {
+				t.Errorf("HTTP %d %q, want %d with %q", code, body, tc.code, tc.has)
+			}
+		})
+	}
+}

@@ -61,6 +61,10 @@ func predictionText(f sim.PodForecast, horizon time.Duration) string {
 func serveWhatIf(f *forecaster) http.HandlerFunc {
 	busy := make(chan struct{}, 1)
 	return func(w http.ResponseWriter, r *http.Request) {
+		if err := checkQuery(r, "/debug/whatif", "horizon", "format"); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
 		o := f.o
 		if v := r.URL.Query().Get("horizon"); v != "" {
 			d, err := time.ParseDuration(v)
