@@ -96,3 +96,43 @@ func TestDebugQueryChecked(t *testing.T) {
 		})
 	}
 }
+
+// TestWhatIfContentType: manifests come as YAML or JSON (or untyped, or
+// as curl --data-binary types them); a body of another type, such as a
+// form upload, is a 415 naming the type, not a parse error of its bytes.
+func TestWhatIfContentType(t *testing.T) {
+	l := newLiveCluster(t, 1)
+	srv, _ := l.server()
+	pod := strings.Replace(whatIfPod, "%s", "1", 1)
+	for _, tc := range []struct {
+		name, contentType string
+		code              int
+		has               string
+	}{
+		{"yaml", "application/yaml", 200, "fitsNow"},
+		{"yaml with charset", "application/yaml; charset=utf-8", 200, "fitsNow"},
+		{"x-yaml", "application/x-yaml", 200, "fitsNow"},
+		{"json type", "application/json", 200, "fitsNow"}, // YAML is parsed whatever it says
+		{"text", "text/plain", 200, "fitsNow"},
+		{"curl --data-binary", "application/x-www-form-urlencoded", 200, "fitsNow"},
+		{"none", "", 200, "fitsNow"},
+		{"form upload", "multipart/form-data; boundary=x", 415, `Content-Type "multipart/form-data; boundary=x": want application/yaml or application/json`},
+		{"protobuf", "application/vnd.kubernetes.protobuf", 415, `Content-Type "application/vnd.kubernetes.protobuf"`},
+		{"malformed", "application/", 415, `Content-Type "application/"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodPost, srv.URL+"/debug/whatif", strings.NewReader(pod))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.contentType != "" {
+				req.Header.Set("Content-Type", tc.contentType)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			code, body := readAnswer(t, resp, err)
+			if code != tc.code || !strings.Contains(body, tc.has) {
+				t.Errorf("HTTP %d %q, want %d with %q", code, body, tc.code, tc.has)
+			}
+		})
+	}
+}
