@@ -136,3 +136,35 @@ func TestWhatIfContentType(t *testing.T) {
 		})
 	}
 }
+
+// TestForecastOfPodArrivedSince: a pod that is pending but arrived after
+// the forecast is not missing (404 means not pending): its forecast is a
+// TTL away, a 503 with Retry-After; the explanation of the same pod says
+// so in forecastError, and the listing "not yet forecast".
+func TestForecastOfPodArrivedSince(t *testing.T) {
+	l := newLiveCluster(t, 1)
+	l.pending(l.pod("p", "1", "1h"))
+	srv, _ := l.server()
+	if code, body := get(t, srv.URL+"/debug/forecast/default/p"); code != 200 {
+		t.Fatalf("the pod of the forecast: HTTP %d %s", code, body)
+	}
+	l.pending(l.pod("q", "1", "1h")) // within the forecast's TTL
+	resp, err := http.Get(srv.URL + "/debug/forecast/default/q")
+	retry := ""
+	if resp != nil {
+		retry = resp.Header.Get("Retry-After")
+	}
+	code, body := readAnswer(t, resp, err)
+	if code != http.StatusServiceUnavailable || retry != "10" || !strings.Contains(body, "arrived since") {
+		t.Errorf("a pod pending since the forecast: HTTP %d, Retry-After %q, %q; want 503, 10 and why", code, retry, body)
+	}
+	if code, body := get(t, srv.URL+"/debug/queue/default/q"); code != 200 || !strings.Contains(body, "arrived since") {
+		t.Errorf("its explanation: HTTP %d %s, want 200 with forecastError", code, body)
+	}
+	if code, body := get(t, srv.URL+"/debug/queue?order=pop&format=text"); code != 200 || !strings.Contains(body, "default/q: ready: waiting in activeQ for its turn | start: not yet forecast") {
+		t.Errorf("the listing: HTTP %d %s, want q not yet forecast", code, body)
+	}
+	if code, body := get(t, srv.URL+"/debug/forecast/default/gone"); code != http.StatusNotFound || !strings.Contains(body, "not pending") {
+		t.Errorf("a pod that is not pending: HTTP %d %s, want 404", code, body)
+	}
+}
