@@ -136,6 +136,10 @@ func servePending(w http.ResponseWriter, r *http.Request, qv queueView, fc *fore
 		http.Error(w, "this queue cannot list its pods in pop order", http.StatusNotImplemented)
 		return
 	}
+	if err := checkQuery(r, "/debug/queue?order=pop", "order", "namespace", "tenant", "offset", "limit", "format"); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	o, err := pendingOptions(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)

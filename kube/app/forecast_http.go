@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -86,9 +88,14 @@ func (f *forecaster) predict(key types.NamespacedName) (*Prediction, error) {
 }
 
 // serveForecast answers GET /debug/forecast/{namespace}/{name}: the pod's
-// predicted start, 404 if it is not pending.
+// predicted start, 404 if it is not pending, 503 with Retry-After (the
+// forecast's TTL) if there is no forecast of it yet.
 func serveForecast(f *forecaster, q queueView) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if err := checkQuery(r, "/debug/forecast/{namespace}/{name}", "format"); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
 		key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
 		if _, err := q.Explain(key); errors.Is(err, schedq.ErrNotFound) {
 			http.Error(w, fmt.Sprintf("pod %s is not pending in schedq's queue (unknown, bound, or not ours): a forecast is only of pending pods", key), http.StatusNotFound)
@@ -96,20 +103,14 @@ func serveForecast(f *forecaster, q queueView) http.HandlerFunc {
 		}
 		p, err := f.predict(key)
 		if err != nil {
-			http.Error(w, err.Error(), forecastStatus(err))
+			// The pod is pending: the forecast is under way or failed,
+			// there are no nodes, or the pod arrived after it.
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(f.ttl.Seconds()))))
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		write(w, r, p, p.String()+"\n")
 	}
-}
-
-// forecastStatus is the HTTP status of a forecast's error: 503 when there
-// is nothing to forecast on, 404 for a pod the forecast does not hold.
-func forecastStatus(err error) int {
-	if errors.Is(err, sim.ErrNoNodes) || strings.HasPrefix(err.Error(), "forecast:") {
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusNotFound
 }
 
 // pendingAnswer is /debug/queue?order=pop's answer when the scheduler

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,6 +98,10 @@ func handler(reg *prometheus.Registry, q queueView, ready, live func() (bool, st
 		queuePages(snap)(w, r)
 	})
 	mux.HandleFunc("GET /debug/queue/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) {
+		if err := checkQuery(r, "/debug/queue/{namespace}/{name}", "format"); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
 		key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
 		x, err := q.Explain(key)
 		if errors.Is(err, schedq.ErrNotFound) {
@@ -216,6 +222,29 @@ func parseToken(tok string) (schedq.Location, string, error) {
 	return schedq.Location(loc), key, nil
 }
 
+// checkQuery refuses, naming it, a query that does not parse, a
+// parameter that endpoint does not take, one given twice, or a format
+// other than text or json: each would be ignored, and the answer would not
+// be the one asked for.
+func checkQuery(r *http.Request, endpoint string, allowed ...string) error {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return fmt.Errorf("query %q: %v", r.URL.RawQuery, err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		switch {
+		case !slices.Contains(allowed, k):
+			return fmt.Errorf("parameter %q: not one of %s's (%s)", k, endpoint, strings.Join(allowed, ", "))
+		case len(q[k]) > 1:
+			return fmt.Errorf("parameter %q: given %d times, want it once", k, len(q[k]))
+		}
+	}
+	if v := q.Get("format"); v != "" && v != "text" && v != "json" {
+		return fmt.Errorf("format %q: want text or json", v)
+	}
+	return nil
+}
+
 func write(w http.ResponseWriter, r *http.Request, v any, text string) {
 	if r.URL.Query().Get("format") == "text" {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -235,6 +264,10 @@ func metav1ObjectMeta(namespace, name string) metav1.ObjectMeta {
 // queuePages serves /debug/queue: one page of the latest snapshot.
 func queuePages(snap *snapshots) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if err := checkQuery(r, "/debug/queue", "limit", "continue", "format"); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
 		p, err := page(snap.get(), r)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)

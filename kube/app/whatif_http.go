@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,7 +54,8 @@ func predictionText(f sim.PodForecast, horizon time.Duration) string {
 
 // serveWhatIf answers POST /debug/whatif: the body holds Pods and
 // PodGroups as they would be created (YAML or JSON, at most
-// sim.MaxWhatIfBytes and sim.MaxWhatIfObjects), ?horizon= how far to look
+// sim.MaxWhatIfBytes and sim.MaxWhatIfObjects; another Content-Type than
+// manifestTypes is a 415), ?horizon= how far to look
 // (default the forecaster's; positive, at most sim.MaxHorizon). It adds
 // them to a copy of the state of the last forecast and answers whether
 // each fits now and where, whom it would preempt, its predicted start and
@@ -61,6 +64,14 @@ func predictionText(f sim.PodForecast, horizon time.Duration) string {
 func serveWhatIf(f *forecaster) http.HandlerFunc {
 	busy := make(chan struct{}, 1)
 	return func(w http.ResponseWriter, r *http.Request) {
+		if err := checkQuery(r, "/debug/whatif", "horizon", "format"); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if err := checkManifestType(r.Header.Get("Content-Type")); err != nil {
+			http.Error(w, err.Error(), http.StatusUnsupportedMediaType)
+			return
+		}
 		o := f.o
 		if v := r.URL.Query().Get("horizon"); v != "" {
 			d, err := time.ParseDuration(v)
@@ -92,18 +103,35 @@ func serveWhatIf(f *forecaster) http.HandlerFunc {
 		in.Profiles = []string{f.schedulerName} // a pod of another scheduler is refused
 		select {
 		case busy <- struct{}{}:
-			defer func() { <-busy }()
 		default:
 			http.Error(w, "another what-if is running; try again when it is done", http.StatusTooManyRequests)
 			return
 		}
-		a, err := f.whatIf(in, o)
+		a, err := f.whatIf(in, o) // recovers a panic of the run
+		<-busy                    // before writing: a slow reader holds no slot
 		if err != nil {
 			http.Error(w, err.Error(), whatIfStatus(err))
 			return
 		}
 		write(w, r, a, a.String())
 	}
+}
+
+// manifestTypes are the Content-Types a what-if's body may have besides
+// none: YAML and JSON, text, and curl --data-binary's form type (the body
+// is parsed as YAML, of which JSON is a part, whatever it says).
+var manifestTypes = []string{"application/yaml", "application/x-yaml", "text/yaml", "application/json", "text/plain", "application/x-www-form-urlencoded"}
+
+// checkManifestType refuses a body whose Content-Type says it is not
+// manifests, such as a form upload's multipart/form-data.
+func checkManifestType(ct string) error {
+	if ct == "" {
+		return nil
+	}
+	if t, _, err := mime.ParseMediaType(ct); err == nil && slices.Contains(manifestTypes, t) {
+		return nil
+	}
+	return fmt.Errorf("Content-Type %q: want application/yaml or application/json (or %s)", ct, strings.Join(manifestTypes[2:], ", "))
 }
 
 // whatIf runs in against the last forecast's state. A panic in the run
