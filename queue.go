@@ -230,10 +230,14 @@ func (q *Queue[K, T]) Dump() Dump[K] {
 }
 
 // Nominate nominates the item with key to target, or clears its
-// nomination if target is empty (see Core.Nominate).
+// nomination if target is empty (see Core.Nominate). Like every change,
+// it returns ErrClosed once the queue is closed.
 func (q *Queue[K, T]) Nominate(key K, target string) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.closed {
+		return ErrClosed
+	}
 	return q.core.Nominate(key, target)
 }
 
