@@ -145,7 +145,9 @@ func (e *entry[K, T]) set(f eflags, on bool) {
 // Core is the queue's deterministic state machine. It takes the current
 // time as an argument, starts no goroutines, takes no locks and reads no
 // clock, so it is not safe for concurrent use: Queue wraps it with a mutex.
-// Tests and the simulator drive it directly in virtual time.
+// Tests and the simulator drive it directly in virtual time. Make one with
+// NewCore: the zero Core has no Config (whose Key is required), is not
+// usable, and panics on Add or Pop.
 type Core[K comparable, T any] struct {
 	cfg  Config[K, T]
 	rec  Recorder

@@ -423,3 +423,29 @@ func TestQueueWakesOnlyWhenPoppable(t *testing.T) {
 		}
 	})
 }
+
+// TestZeroValuePanics checks what the doc comments of Core and Queue
+// promise of their zero values: not a hang, nor a silent success, but a
+// panic.
+func TestZeroValuePanics(t *testing.T) {
+	tests := []struct {
+		name string
+		call func()
+	}{
+		{"Core.Add", func() { var c Core[string, job]; c.Add(mk("a", 1), t0) }},
+		{"Core.Pop", func() { var c Core[string, job]; c.Pop(t0) }},
+		{"Queue.Add", func() { var q Queue[string, job]; _ = q.Add(mk("a", 1)) }},
+		{"Queue.Pop", func() { var q Queue[string, job]; _, _ = q.Pop(context.Background()) }},
+		{"Queue.Close", func() { var q Queue[string, job]; _ = q.Close() }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Fatalf("%s on a zero value did not panic", tc.name)
+				}
+			}()
+			tc.call()
+		})
+	}
+}
