@@ -734,10 +734,13 @@ func (c *Core[K, T]) requeueAttempt(a *Attempt[K, T], f *Failure, now time.Time)
 		return c.requeueGroup(*a, *f, now)
 	}
 	item, cycle := a.Item, a.Cycle
-	if e := a.ent; e != nil && e.loc == locFlight && e.Cycle == cycle && !e.is(flagReadded) && e.key == a.Key {
+	if e := a.ent; e != nil && e.loc == locFlight && e.Cycle == cycle && !e.is(flagReadded) && e.key == a.Key &&
+		c.flights.holds(e) {
 		// The entry Pop returned, still in this attempt (cycles are
-		// unique) and nothing re-added its key: the map's entry for the
-		// key is this one, so no lookup (nor Config.Key) is needed.
+		// unique within a Core) and nothing re-added its key: the map's
+		// entry for the key is this one, so no lookup (nor Config.Key)
+		// is needed. holds makes sure the entry is this Core's: another
+		// Core's attempt of the same key and cycle goes the long way.
 		return c.requeueFlight(e, item, f, now)
 	}
 	key := c.cfg.Key(item)
