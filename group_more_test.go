@@ -3,6 +3,8 @@ package schedq
 import (
 	"context"
 	"errors"
+	"fmt"
+
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -156,5 +158,45 @@ func TestMoveGroupStopsAtFirstQueue(t *testing.T) {
 	h.want("a", InBackoff)
 	if calls != 1 {
 		t.Fatalf("the hint was asked %d times for one move of a group of 3, want 1 (the first Queue decides)", calls)
+	}
+}
+
+// TestGroupPopAllocatesOnlyMembers checks the cost the package
+// documentation gives for a group's pop: one allocation, its Members, once
+// the queue is warm. Its requeue (after an error, with backoff off, so that
+// the group is poppable again) allocates nothing.
+func TestGroupPopAllocatesOnlyMembers(t *testing.T) {
+	tests := []struct {
+		name    string
+		members int
+		mutate  func(*Config[string, job])
+	}{
+		{"Less, 8 members", 8, func(*Config[string, job]) {}},
+		{"Priority, 64 members", 64, func(c *Config[string, job]) { c.Less, c.Priority = nil, jobPrio }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, groupsOn, tc.mutate, func(c *Config[string, job]) { c.DisableBackoff = true })
+			h.setGroup("g", tc.members, 1)
+			for i := range tc.members {
+				h.add(gm("g", fmt.Sprintf("m%d", i), int32(i%3)))
+			}
+			popRequeue := func() {
+				a, ok := h.c.Pop(h.now)
+				if !ok || a.Group != "g" || len(a.Members) != tc.members {
+					t.Fatalf("pop: %v group %q with %d members", ok, a.Group, len(a.Members))
+				}
+				if err := h.c.Requeue(a, Failure{}, h.now); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 100 { // warm up
+				popRequeue()
+			}
+			if n := testing.AllocsPerRun(1000, popRequeue); n != 1 {
+				t.Fatalf("%v allocations per pop and requeue, want 1 (the Members)", n)
+			}
+			h.check()
+		})
 	}
 }
