@@ -809,6 +809,14 @@ func TestConfigValidate(t *testing.T) {
 		{"negative flush", func(c *Config[string, job]) { c.FlushBackoffInterval = -1 }, "FlushBackoffInterval"},
 		{"empty event", func(c *Config[string, job]) { c.Hints["X"] = []EventHint[job]{{}} }, `Hints["X"][0]`},
 		{"nameless gate", func(c *Config[string, job]) { c.PreEnqueue = append(c.PreEnqueue, PreEnqueue[job]{}) }, "PreEnqueue[1]"},
+		{"negative leftover flush", func(c *Config[string, job]) { c.FlushUnschedulableInterval = -1 }, "FlushUnschedulableInterval"},
+		{"initial above the default max", func(c *Config[string, job]) { c.InitialBackoff = 11 * time.Second }, "MaxBackoff 10s"},
+		{"empty plugin name", func(c *Config[string, job]) { c.Hints[""] = []EventHint[job]{{Event: evMachineAdd}} }, "Hints"},
+		{"event without kind", func(c *Config[string, job]) { c.Hints["X"] = []EventHint[job]{{Event: Event{Action: actAdd}}} }, `Hints["X"][0].Event.Kind`},
+		{"event without action", func(c *Config[string, job]) { c.Hints["X"] = []EventHint[job]{{Event: Event{Kind: "Machine"}}} }, `Hints["X"][0].Event.Action`},
+		{"gate without Admit", func(c *Config[string, job]) { c.PreEnqueue = append(c.PreEnqueue, PreEnqueue[job]{Name: "X"}) }, "PreEnqueue[1]"},
+		{"duplicate gate", func(c *Config[string, job]) { c.PreEnqueue = append(c.PreEnqueue, c.PreEnqueue[0]) }, `duplicate name "Gate"`},
+		{"nil Priority and Less", func(c *Config[string, job]) { c.Less, c.Priority = nil, nil }, "Priority"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
