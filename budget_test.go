@@ -219,3 +219,27 @@ func TestBudgetGatedWhileDeferred(t *testing.T) {
 	h.wantDeferred("b", "")
 	h.check()
 }
+
+// TestBudgetNotOK: a Config.Budget that answers ok false sets no limit,
+// as its doc says, whatever budget it returns with it: a typed nil (as
+// budgetHarness returns for an event without a machine), or one that has
+// no room.
+func TestBudgetNotOK(t *testing.T) {
+	tests := []struct {
+		name string
+		room Budget[job]
+	}{
+		{"typed nil", (*machine)(nil)},
+		{"a budget without room", &machine{size: 0}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := budgetHarness(t, mk("a", 1), mk("b", 5))
+			h.c.cfg.Budget = func(Event, any, any) (Budget[job], bool) { return tc.room, false }
+			h.move(evMachineAdd, nil)
+			h.want("a", InActive)
+			h.want("b", InActive)
+			h.wantDeferred("a", "")
+		})
+	}
+}

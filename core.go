@@ -145,7 +145,9 @@ func (e *entry[K, T]) set(f eflags, on bool) {
 // Core is the queue's deterministic state machine. It takes the current
 // time as an argument, starts no goroutines, takes no locks and reads no
 // clock, so it is not safe for concurrent use: Queue wraps it with a mutex.
-// Tests and the simulator drive it directly in virtual time.
+// Tests and the simulator drive it directly in virtual time. Make one with
+// NewCore: the zero Core has no Config (whose Key is required), is not
+// usable, and panics on Add or Pop.
 type Core[K comparable, T any] struct {
 	cfg  Config[K, T]
 	rec  Recorder
@@ -732,10 +734,13 @@ func (c *Core[K, T]) requeueAttempt(a *Attempt[K, T], f *Failure, now time.Time)
 		return c.requeueGroup(*a, *f, now)
 	}
 	item, cycle := a.Item, a.Cycle
-	if e := a.ent; e != nil && e.loc == locFlight && e.Cycle == cycle && !e.is(flagReadded) && e.key == a.Key {
+	if e := a.ent; e != nil && e.loc == locFlight && e.Cycle == cycle && !e.is(flagReadded) && e.key == a.Key &&
+		c.flights.holds(e) {
 		// The entry Pop returned, still in this attempt (cycles are
-		// unique) and nothing re-added its key: the map's entry for the
-		// key is this one, so no lookup (nor Config.Key) is needed.
+		// unique within a Core) and nothing re-added its key: the map's
+		// entry for the key is this one, so no lookup (nor Config.Key)
+		// is needed. holds makes sure the entry is this Core's: another
+		// Core's attempt of the same key and cycle goes the long way.
 		return c.requeueFlight(e, item, f, now)
 	}
 	key := c.cfg.Key(item)

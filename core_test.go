@@ -809,6 +809,14 @@ func TestConfigValidate(t *testing.T) {
 		{"negative flush", func(c *Config[string, job]) { c.FlushBackoffInterval = -1 }, "FlushBackoffInterval"},
 		{"empty event", func(c *Config[string, job]) { c.Hints["X"] = []EventHint[job]{{}} }, `Hints["X"][0]`},
 		{"nameless gate", func(c *Config[string, job]) { c.PreEnqueue = append(c.PreEnqueue, PreEnqueue[job]{}) }, "PreEnqueue[1]"},
+		{"negative leftover flush", func(c *Config[string, job]) { c.FlushUnschedulableInterval = -1 }, "FlushUnschedulableInterval"},
+		{"initial above the default max", func(c *Config[string, job]) { c.InitialBackoff = 11 * time.Second }, "MaxBackoff 10s"},
+		{"empty plugin name", func(c *Config[string, job]) { c.Hints[""] = []EventHint[job]{{Event: evMachineAdd}} }, "Hints"},
+		{"event without kind", func(c *Config[string, job]) { c.Hints["X"] = []EventHint[job]{{Event: Event{Action: actAdd}}} }, `Hints["X"][0].Event.Kind`},
+		{"event without action", func(c *Config[string, job]) { c.Hints["X"] = []EventHint[job]{{Event: Event{Kind: "Machine"}}} }, `Hints["X"][0].Event.Action`},
+		{"gate without Admit", func(c *Config[string, job]) { c.PreEnqueue = append(c.PreEnqueue, PreEnqueue[job]{Name: "X"}) }, "PreEnqueue[1]"},
+		{"duplicate gate", func(c *Config[string, job]) { c.PreEnqueue = append(c.PreEnqueue, c.PreEnqueue[0]) }, `duplicate name "Gate"`},
+		{"nil Priority and Less", func(c *Config[string, job]) { c.Less, c.Priority = nil, nil }, "Priority"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -988,4 +996,42 @@ func TestMoveEpochWraps(t *testing.T) {
 	h.c.epoch = math.MaxUint32
 	h.move(evMachineAdd, 4)
 	h.want("a", InBackoff)
+}
+
+// TestRequeueAttemptOfAnotherCore passes one Core's attempt to another
+// Core. The attempt is only a key and a cycle to the other Core, as a
+// handle built by hand: it must neither touch the Core that popped it nor
+// corrupt the one it is passed to.
+func TestRequeueAttemptOfAnotherCore(t *testing.T) {
+	tests := []struct {
+		name    string
+		other   []job // added to the other Core, whose first is popped
+		want    Location
+		wantErr error
+	}{
+		{"same key and cycle in flight there", []job{mk("a", 1)}, InUnschedulable, nil},
+		{"another key in flight there", []job{mk("b", 1)}, absent, ErrNotInFlight},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			popper, other := newHarness(t), newHarness(t)
+			popper.add(mk("a", 1))
+			a := popper.pop()
+			other.add(tc.other...)
+			other.pop()
+			err := other.c.Requeue(a, Failure{RejectedBy: []string{"Fit"}}, other.now)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("Requeue: %v, want %v", err, tc.wantErr)
+			}
+			popper.check()
+			other.check()
+			popper.want("a", InFlight)
+			other.want("a", tc.want)
+			if err := popper.c.Requeue(a, Failure{RejectedBy: []string{"Fit"}}, popper.now); err != nil {
+				t.Fatalf("Requeue on the Core that popped it: %v", err)
+			}
+			popper.check()
+			popper.want("a", InUnschedulable)
+		})
+	}
 }

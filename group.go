@@ -411,7 +411,9 @@ func (e *entry[K, T]) groupSize() int {
 }
 
 // maxBackoff is the backoff cap for e: MaxBackoff, times the square root
-// of its size for a group of more than one member.
+// of its size for a group of more than one member, saturated at the
+// longest Duration (a float64 beyond it would convert to a negative one,
+// which means no backoff at all).
 func (c *Core[K, T]) maxBackoff(e *entry[K, T]) time.Duration {
 	if e.kind != kindGroup {
 		return c.cfg.MaxBackoff
@@ -420,7 +422,11 @@ func (c *Core[K, T]) maxBackoff(e *entry[K, T]) time.Duration {
 	if n <= 1 {
 		return c.cfg.MaxBackoff
 	}
-	return time.Duration(float64(c.cfg.MaxBackoff) * math.Sqrt(float64(n)))
+	d := float64(c.cfg.MaxBackoff) * math.Sqrt(float64(n))
+	if d >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(d)
 }
 
 // admitGroup runs the PreEnqueue checks on every member of entity e: any

@@ -3,9 +3,13 @@ package schedq
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
+
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 )
 
 // A Pop blocked on an empty queue wakes when SetGroup turns incomplete
@@ -156,5 +160,87 @@ func TestMoveGroupStopsAtFirstQueue(t *testing.T) {
 	h.want("a", InBackoff)
 	if calls != 1 {
 		t.Fatalf("the hint was asked %d times for one move of a group of 3, want 1 (the first Queue decides)", calls)
+	}
+}
+
+// TestGroupPopAllocatesOnlyMembers checks the cost the package
+// documentation gives for a group's pop: one allocation, its Members, once
+// the queue is warm. Its requeue (after an error, with backoff off, so that
+// the group is poppable again) allocates nothing.
+func TestGroupPopAllocatesOnlyMembers(t *testing.T) {
+	tests := []struct {
+		name    string
+		members int
+		mutate  func(*Config[string, job])
+	}{
+		{"Less, 8 members", 8, func(*Config[string, job]) {}},
+		{"Priority, 64 members", 64, func(c *Config[string, job]) { c.Less, c.Priority = nil, jobPrio }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, groupsOn, tc.mutate, func(c *Config[string, job]) { c.DisableBackoff = true })
+			h.setGroup("g", tc.members, 1)
+			for i := range tc.members {
+				h.add(gm("g", fmt.Sprintf("m%d", i), int32(i%3)))
+			}
+			popRequeue := func() {
+				a, ok := h.c.Pop(h.now)
+				if !ok || a.Group != "g" || len(a.Members) != tc.members {
+					t.Fatalf("pop: %v group %q with %d members", ok, a.Group, len(a.Members))
+				}
+				if err := h.c.Requeue(a, Failure{}, h.now); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 100 { // warm up
+				popRequeue()
+			}
+			if n := testing.AllocsPerRun(1000, popRequeue); n != 1 {
+				t.Fatalf("%v allocations per pop and requeue, want 1 (the Members)", n)
+			}
+			h.check()
+		})
+	}
+}
+
+// TestGroupBackoffCapNeverOverflows: a group's backoff cap is MaxBackoff
+// times the square root of its size, which for a long MaxBackoff passes the
+// longest Duration. It must saturate there, as the package documentation's
+// "it never overflows" says, not wrap to a negative cap that means no
+// backoff at all.
+func TestGroupBackoffCapNeverOverflows(t *testing.T) {
+	const century = 100 * 365 * 24 * time.Hour
+	tests := []struct {
+		name    string
+		members int
+		want    time.Duration
+	}{
+		{"one member: MaxBackoff", 1, century},
+		{"four members: twice MaxBackoff", 4, 2 * century},
+		{"nine members: past the longest Duration", 9, math.MaxInt64},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, groupsOn, func(c *Config[string, job]) {
+				c.InitialBackoff, c.MaxBackoff = century, century
+			})
+			h.setGroup("g", tc.members, 1)
+			for i := range tc.members {
+				h.add(gm("g", fmt.Sprintf("m%d", i), 1))
+			}
+			a := h.popGroup("g")
+			if got := h.c.maxBackoff(h.c.keys["m0"].grp.flight); got != tc.want {
+				t.Fatalf("backoff cap %v, want %v", got, tc.want)
+			}
+			if err := h.c.Requeue(a, Failure{}, h.now); err != nil {
+				t.Fatal(err)
+			}
+			h.check()
+			h.c.Tick(h.now)
+			h.step(2 * time.Second)
+			h.c.Tick(h.now) // a backoff flush
+			h.check()
+			h.want("m0", InBackoff)
+		})
 	}
 }

@@ -69,6 +69,12 @@ func (f *flights[K, T]) start(e *entry[K, T]) {
 	f.n++
 }
 
+// holds reports whether e, an entry in flight, is one of these flights
+// (and not another Core's). O(1).
+func (f *flights[K, T]) holds(e *entry[K, T]) bool {
+	return int(e.idx) < len(f.slots) && f.slots[e.idx].e == e
+}
+
 // end stops tracking e and drops the events no remaining flight needs.
 // O(1) amortized.
 func (f *flights[K, T]) end(e *entry[K, T]) {

@@ -54,7 +54,9 @@ type Info[T any] struct {
 // Attempt is a popped item: the handle of one attempt to schedule it. Pass
 // it back to Done when the attempt succeeds or is given up, or to Requeue
 // when it fails. An attempt that has ended, or that a newer pop of the same
-// key superseded, is refused with ErrNotInFlight.
+// key superseded, is refused with ErrNotInFlight. An attempt belongs to
+// the queue that popped it: another queue sees only its Key (or Group) and
+// Cycle, as in a handle built by hand.
 type Attempt[K comparable, T any] struct {
 	// Key is Config.Key(Item).
 	Key K

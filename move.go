@@ -185,7 +185,9 @@ func (c *Core[K, T]) moveItems(list []*entry[K, T], fromBuckets bool, ev Event, 
 	label := c.label(ev)
 	var b Budget[T]
 	if c.cfg.Budget != nil && !ev.wildcard() {
-		b, _ = c.cfg.Budget(ev, oldObj, newObj)
+		if room, ok := c.cfg.Budget(ev, oldObj, newObj); ok {
+			b = room // ok false: no limit, whatever room holds
+		}
 	}
 	if c.cfg.HintClass != nil && !ev.wildcard() {
 		c.memo.start()

@@ -10,7 +10,8 @@ import (
 // blocking Pop and a Run loop that drives Tick on the configured Clock. All
 // methods are safe for concurrent use. Every callback of the caller's runs
 // under the lock, inside the operation that calls it (the package
-// documentation lists them).
+// documentation lists them). Make one with New: the zero Queue has no
+// Config, is not usable, and panics on Add, Pop or Close.
 type Queue[K comparable, T any] struct {
 	mu      sync.Mutex
 	cond    sync.Cond
@@ -230,10 +231,14 @@ func (q *Queue[K, T]) Dump() Dump[K] {
 }
 
 // Nominate nominates the item with key to target, or clears its
-// nomination if target is empty (see Core.Nominate).
+// nomination if target is empty (see Core.Nominate). Like every change,
+// it returns ErrClosed once the queue is closed.
 func (q *Queue[K, T]) Nominate(key K, target string) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.closed {
+		return ErrClosed
+	}
 	return q.core.Nominate(key, target)
 }
 

@@ -91,8 +91,11 @@ func TestQueuePopContext(t *testing.T) {
 }
 
 func TestQueueAfterClose(t *testing.T) {
-	q := newQueue(t)
+	q := newQueue(t, groupsOn)
 	if err := q.Add(mk("a", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Nominate("a", "m1"); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.Close(); err != nil {
@@ -106,7 +109,14 @@ func TestQueueAfterClose(t *testing.T) {
 		"Requeue":  q.Requeue(req(mk("a", 1), 1), Failure{}),
 		"MoveAll":  q.Move(evMachineAdd, nil, nil, nil),
 		"Activate": q.Activate("a"),
-		"Close":    q.Close(),
+		"Park":     q.Park(mk("c", 1), Failure{RejectedBy: []string{"Fit"}}),
+		"DoneMembers": q.DoneMembers(Attempt[string, job]{Group: "g", Info: Info[job]{Cycle: 1}},
+			[]int{0}, ""),
+		"SetGroup":    q.SetGroup("g", GroupSpec{MinCount: 1}),
+		"DeleteGroup": q.DeleteGroup("g"),
+		"Nominate":    q.Nominate("a", "m2"),
+		"Unnominate":  q.Nominate("a", ""),
+		"Close":       q.Close(),
 	}
 	for name, err := range ops {
 		if !errors.Is(err, ErrClosed) {
@@ -119,6 +129,9 @@ func TestQueueAfterClose(t *testing.T) {
 	// Nothing is lost: the queued item is still readable.
 	if d := q.Dump(); len(d.Items) != 1 || d.Items[0].Key != "a" {
 		t.Fatalf("dump after Close: %+v", d.Items)
+	}
+	if target, ok := q.Nomination("a"); target != "m1" || !ok {
+		t.Fatalf("nomination after Close: %q %v, want m1 as before", target, ok)
 	}
 }
 
@@ -409,4 +422,30 @@ func TestQueueWakesOnlyWhenPoppable(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestZeroValuePanics checks what the doc comments of Core and Queue
+// promise of their zero values: not a hang, nor a silent success, but a
+// panic.
+func TestZeroValuePanics(t *testing.T) {
+	tests := []struct {
+		name string
+		call func()
+	}{
+		{"Core.Add", func() { var c Core[string, job]; c.Add(mk("a", 1), t0) }},
+		{"Core.Pop", func() { var c Core[string, job]; c.Pop(t0) }},
+		{"Queue.Add", func() { var q Queue[string, job]; _ = q.Add(mk("a", 1)) }},
+		{"Queue.Pop", func() { var q Queue[string, job]; _, _ = q.Pop(context.Background()) }},
+		{"Queue.Close", func() { var q Queue[string, job]; _ = q.Close() }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Fatalf("%s on a zero value did not panic", tc.name)
+				}
+			}()
+			tc.call()
+		})
+	}
 }
