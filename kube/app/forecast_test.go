@@ -137,7 +137,21 @@ func about(d, want time.Duration) bool { return d >= want && d <= want+time.Seco
 
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
+	return send(t, http.MethodGet, url, "", "")
+}
+
+// send makes a request of method to url with body, of contentType if not
+// empty, and returns the answer's status and body.
+func send(t *testing.T, method, url, contentType, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	return readAnswer(t, resp, err)
 }
 

@@ -84,12 +84,7 @@ func TestDebugQueryChecked(t *testing.T) {
 		{"what-if limit", "POST", "/debug/whatif?limit=1", 400, `parameter "limit"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, err := http.NewRequest(tc.method, srv.URL+tc.path, strings.NewReader(strings.Replace(whatIfPod, "%s", "1", 1)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			code, body := readAnswer(t, resp, err)
+			code, body := send(t, tc.method, srv.URL+tc.path, "", strings.Replace(whatIfPod, "%s", "1", 1))
 			if code != tc.code || !strings.Contains(body, tc.has) {
 				t.Errorf("HTTP %d %q, want %d with %q", code, body, tc.code, tc.has)
 			}
@@ -121,15 +116,7 @@ func TestWhatIfContentType(t *testing.T) {
 		{"malformed", "application/", 415, `Content-Type "application/"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, err := http.NewRequest(http.MethodPost, srv.URL+"/debug/whatif", strings.NewReader(pod))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.contentType != "" {
-				req.Header.Set("Content-Type", tc.contentType)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			code, body := readAnswer(t, resp, err)
+			code, body := send(t, http.MethodPost, srv.URL+"/debug/whatif", tc.contentType, pod)
 			if code != tc.code || !strings.Contains(body, tc.has) {
 				t.Errorf("HTTP %d %q, want %d with %q", code, body, tc.code, tc.has)
 			}

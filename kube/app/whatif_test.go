@@ -18,8 +18,7 @@ import (
 
 func post(t *testing.T, url, body string) (int, string) {
 	t.Helper()
-	resp, err := http.Post(url, "application/yaml", strings.NewReader(body))
-	return readAnswer(t, resp, err)
+	return send(t, http.MethodPost, url, "application/yaml", body)
 }
 
 const whatIfPod = `apiVersion: v1
