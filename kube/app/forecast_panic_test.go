@@ -14,7 +14,8 @@ import (
 
 // TestForecastPanicFailsTheForecast: a forecast whose run panics (here
 // in its copy of the state) answers its requests with an error that says
-// so (503 from /debug/forecast, forecastError in the explanation), the
+// so (503 from /debug/forecast and from /debug/whatif, with Retry-After,
+// forecastError in the explanation), the
 // process goes on, and the next forecast, after the TTL, succeeds.
 func TestForecastPanicFailsTheForecast(t *testing.T) {
 	l := newLiveCluster(t, 1)
@@ -38,6 +39,12 @@ func TestForecastPanicFailsTheForecast(t *testing.T) {
 	}
 	if _, body := get(t, srv.URL+"/debug/queue/default/p?format=text"); !strings.Contains(body, "forecast: the run panicked: boom") {
 		t.Errorf("the explanation during the failed forecast: %q, want its error", body)
+	}
+	resp, err := http.Post(srv.URL+"/debug/whatif", "application/yaml", strings.NewReader(strings.Replace(whatIfPod, "%s", "1", 1)))
+	code, body = readAnswer(t, resp, err)
+	if code != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "10" || !strings.Contains(body, "forecast: the run panicked: boom") {
+		t.Errorf("a what-if during the failed forecast: HTTP %d (Retry-After %q) %q, want 503 as /debug/forecast answers, Retry-After 10",
+			code, resp.Header.Get("Retry-After"), body)
 	}
 	armed.Store(false)
 	l.clk.Step(DefaultForecastTTL)

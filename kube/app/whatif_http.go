@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -110,7 +112,11 @@ func serveWhatIf(f *forecaster) http.HandlerFunc {
 		a, err := f.whatIf(in, o) // recovers a panic of the run
 		<-busy                    // before writing: a slow reader holds no slot
 		if err != nil {
-			http.Error(w, err.Error(), whatIfStatus(err))
+			code := whatIfStatus(err)
+			if code == http.StatusServiceUnavailable {
+				w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(f.ttl.Seconds()))))
+			}
+			http.Error(w, err.Error(), code)
 			return
 		}
 		write(w, r, a, a.String())
@@ -145,7 +151,7 @@ func (f *forecaster) whatIf(in *sim.WhatIfInput, o sim.ForecastOptions) (a whatI
 	}()
 	lf, err := f.get()
 	if err != nil {
-		return whatIfAnswer{}, err
+		return whatIfAnswer{}, noForecast{err}
 	}
 	var x *sim.WhatIf
 	o.History, o.Base = lf.O.History, lf.O.Base
@@ -160,12 +166,21 @@ func (f *forecaster) whatIf(in *sim.WhatIfInput, o sim.ForecastOptions) (a whatI
 	return whatIfAnswer{WhatIf: x, At: lf.F.At, Horizon: o.Horizon}, nil
 }
 
-// whatIfStatus: 503 without nodes or before the first forecast, 500 for
-// a run that failed, 400 for input that names what does not exist.
+// noForecast is the error of a what-if asked while there is no forecast
+// to run it from: the first is under way, or the last failed (the next,
+// a TTL later, may not).
+type noForecast struct{ err error }
+
+func (e noForecast) Error() string { return e.err.Error() }
+func (e noForecast) Unwrap() error { return e.err }
+
+// whatIfStatus: 503 without nodes or without a forecast (the first under
+// way, or the last failed: as /debug/forecast answers), 500 for a run
+// that failed, 400 for input that names what does not exist.
 func whatIfStatus(err error) int {
 	msg := err.Error()
 	switch {
-	case errors.Is(err, sim.ErrNoNodes) || errors.Is(err, errUnderWay):
+	case errors.Is(err, sim.ErrNoNodes) || errors.As(err, new(noForecast)):
 		return http.StatusServiceUnavailable
 	case strings.HasPrefix(msg, "what-if:") || strings.HasPrefix(msg, "forecast:"):
 		return http.StatusInternalServerError
