@@ -54,7 +54,7 @@ func Load(file string) (*Config, error) {
 	if file == "" {
 		return Default()
 	}
-	data, err := os.ReadFile(file)
+	data, err := readLimited(file, MaxConfigBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -63,6 +63,27 @@ func Load(file string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return cfg, nil
+}
+
+// MaxConfigBytes bounds a configuration file: a real one is a few
+// kilobytes, and a path such as /dev/zero must fail, not read for ever.
+const MaxConfigBytes = 4 << 20
+
+// readLimited reads file, refusing one of more than max bytes.
+func readLimited(file string, max int64) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s: larger than the %d MiB a configuration file may have", file, max>>20)
+	}
+	return data, nil
 }
 
 // Decode decodes, defaults and validates a configuration, as Load does.

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,5 +118,24 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	if len(cfg.Profiles) != 2 || cfg.Profiles[1].SchedulerName != "b" || cfg.Profiles[1].Plugins == nil {
 		t.Errorf("profiles %+v, want a and b with the default plugins", cfg.Profiles)
+	}
+}
+
+// TestLoadRefusesEndlessFile: a path that never ends (/dev/zero) or a file
+// over MaxConfigBytes is refused with the limit, not read for ever.
+func TestLoadRefusesEndlessFile(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("#\n"), MaxConfigBytes/2+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{"/dev/zero", big} {
+		if _, err := os.Stat(file); err != nil {
+			t.Logf("%s: %v", file, err)
+			continue
+		}
+		_, err := Load(file)
+		if err == nil || !strings.Contains(err.Error(), file+": larger than the 4 MiB a configuration file may have") {
+			t.Errorf("%s: %v, want the limit named", file, err)
+		}
 	}
 }
