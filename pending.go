@@ -46,14 +46,23 @@ type PendingItem[K comparable] struct {
 	Explanation[K]
 }
 
-// MarshalJSON implements json.Marshaler: Rank, then the explanation's
-// fields (whose own MarshalJSON would otherwise drop Rank).
+// MarshalJSON implements json.Marshaler: Rank, the explanation's fields
+// (whose own MarshalJSON would otherwise drop Rank), then the position as
+// far as the listing knows it: {"ahead": N}, not the queue-wide counts it
+// leaves at zero, which would read as facts.
 func (it PendingItem[K]) MarshalJSON() ([]byte, error) {
-	x, err := json.Marshal(it.Explanation)
+	x := it.Explanation
+	pos := x.Position
+	x.Position = nil
+	b, err := json.Marshal(x)
 	if err != nil {
 		return nil, err
 	}
-	return append(fmt.Appendf(nil, `{"rank":%d,`, it.Rank), x[1:]...), nil
+	out := append(fmt.Appendf(nil, `{"rank":%d,`, it.Rank), b[1:len(b)-1]...)
+	if pos != nil {
+		out = fmt.Appendf(out, `,"position":{"ahead":%d}`, pos.Ahead)
+	}
+	return append(out, '}'), nil
 }
 
 // Pending lists the queued items in the order they wait (see

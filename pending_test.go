@@ -1,6 +1,8 @@
 package schedq
 
 import (
+	"encoding/json"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -72,5 +74,37 @@ func TestQueuePending(t *testing.T) {
 	}
 	if got := pendingKeys(q.Pending(PendingOptions[job]{})); !slices.Equal(got, []string{"y", "z", "x"}) {
 		t.Errorf("Queue.Pending: %v", got)
+	}
+}
+
+// TestPendingItemJSON: a listed item's JSON gives its rank and, in
+// activeQ, the position the listing knows ({"ahead": N}), not the
+// queue-wide counts it leaves at zero ("active": 0 with items in
+// activeQ would be false); an item elsewhere has no position.
+func TestPendingItemJSON(t *testing.T) {
+	h := newHarness(t, fairBy(nil))
+	h.add(lj("err", 8, "a"))
+	h.attemptFail("err")
+	h.add(lj("a1", 0, "a"), lj("a2", 0, "a"))
+	p := h.c.Pending(PendingOptions[job]{}, h.now)
+	var got []map[string]any
+	for _, it := range p.Items {
+		b, err := json.Marshal(it)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		got = append(got, m)
+	}
+	for i, want := range []map[string]any{{"ahead": 0.0}, {"ahead": 1.0}} {
+		if pos := got[i]["position"]; !reflect.DeepEqual(pos, want) || got[i]["rank"] != float64(i) || got[i]["key"] == nil {
+			t.Errorf("item %d: %v, want rank %d and position %v", i, got[i], i, want)
+		}
+	}
+	if _, ok := got[2]["position"]; ok || got[2]["key"] != "err" {
+		t.Errorf("the item backing off: %v, want no position", got[2])
 	}
 }
