@@ -23,13 +23,26 @@ func (c *Core[K, T]) wakeByClass(g *roomGroup[K, T], ready []*entry[K, T], now t
 	slots := c.newTail(len(ready))[:0]
 	var classes classSet
 	n := 0
-	for i, e := range ready {
-		if e.kind != kindLone {
-			c.sortKeys(e) // a lone item's are current: see park
+	if lazy {
+		// The candidates are the moving cohorts' members: lone items,
+		// whose keys are current (see park), of their cohort's class.
+		for _, co := range c.moving {
+			if len(co.members) > 0 && classes.first(co.key.class) {
+				n++
+			}
 		}
-		slots = append(slots, heap.NewSlot(e.prio, e.ts, uint32(i), deferRef[K, T]{e: e}))
-		if classes.first(e.hclass) {
-			n++
+		for i, e := range ready {
+			slots = append(slots, heap.NewSlot(e.prio, e.ts, uint32(i), deferRef[K, T]{e: e}))
+		}
+	} else {
+		for i, e := range ready {
+			if e.kind != kindLone {
+				c.sortKeys(e) // a lone item's are current: see park
+			}
+			slots = append(slots, heap.NewSlot(e.prio, e.ts, uint32(i), deferRef[K, T]{e: e}))
+			if classes.first(e.hclass) {
+				n++
+			}
 		}
 	}
 	var h tailHeap[K, T]
