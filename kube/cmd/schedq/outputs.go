@@ -15,8 +15,9 @@ import (
 type namedPath struct{ flag, path string }
 
 // checkOutputs refuses, before anything is written, an output file that is
-// a directory (it could not be written after the run), or one of the
-// inputs or another output: writing it would destroy data. Two
+// a directory (it could not be written after the run), one of the
+// inputs or another output: writing it would destroy data, or a file a
+// snapshot directory would read on the next run. Two
 // paths are the same file if they are equal once made absolute and clean,
 // or if both exist and are one file (a symbolic or a hard link).
 // O(outputs × (outputs + inputs)) stat calls.
@@ -35,8 +36,29 @@ func checkOutputs(outputs, inputs []namedPath) error {
 				return fmt.Errorf("%s %s is the input %s %s: refusing to write over it", o.flag, o.path, in.flag, in.path)
 			}
 		}
+		for _, in := range inputs {
+			if in.flag == "--snapshot" && snapshotReads(in.path, o.path) {
+				return fmt.Errorf("%s %s is in the snapshot directory %s %s: the next run would read it as part of the snapshot", o.flag, o.path, in.flag, in.path)
+			}
+		}
 	}
 	return nil
+}
+
+// snapshotReads reports whether a snapshot directory dir would read the
+// file out: a .yaml, .yml or .json file in it (sim's snapshot reader).
+func snapshotReads(dir, out string) bool {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return false
+	}
+	switch filepath.Ext(out) {
+	case ".yaml", ".yml", ".json":
+	default:
+		return false
+	}
+	absDir, errD := filepath.Abs(dir)
+	absOut, errO := filepath.Abs(out)
+	return errD == nil && errO == nil && filepath.Dir(absOut) == absDir
 }
 
 func samePath(a, b string) bool {

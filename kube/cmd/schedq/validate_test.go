@@ -85,6 +85,8 @@ func TestSimulateRefusesToOverwriteInputs(t *testing.T) {
 		{"records as series", []string{"--scenario", scenario, "--records", same, "--series", same}, []string{"--records " + same, "--series " + same, "same file"}, ""},
 		{"the scenario's trace", []string{"--scenario", withTrace, "--series", podsCSV}, []string{"--series", "the scenario's trace " + podsCSV}, podsCSV},
 		{"a file of a snapshot directory", []string{"--snapshot", snapDir, "--records", filepath.Join(snapDir, "b.json")}, []string{"--records", "--snapshot " + filepath.Join(snapDir, "b.json")}, filepath.Join(snapDir, "b.json")},
+		{"a new file of a snapshot directory", []string{"--snapshot", snapDir, "--records", filepath.Join(snapDir, "new.json")},
+			[]string{"--records " + filepath.Join(snapDir, "new.json") + " is in the snapshot directory --snapshot " + snapDir, "the next run would read it"}, ""},
 		{"symbolic link to the snapshot", []string{"--snapshot", snap, "--report", symlink}, []string{"--report " + symlink, "--snapshot " + snap}, snap},
 		{"hard link to the snapshot", []string{"--snapshot", snap, "--report", hardlink}, []string{"--report " + hardlink, "--snapshot " + snap}, snap},
 		{"relative and absolute", []string{"--snapshot", relSnap, "--report", filepath.Join(dir, "x", "..", "c.yaml")}, []string{"--report", "--snapshot " + relSnap}, snap},
