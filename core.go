@@ -476,6 +476,11 @@ func (c *Core[K, T]) Add(item T, now time.Time) {
 //     hints are off).
 //   - Unknown: added, as by Add.
 //
+// The item is found by newItem's key: oldItem only gives the update's
+// events to the hints. An update whose two versions have different keys
+// is the new key's (added if unknown) and leaves the old key's item as it
+// was; to rename an item, Delete the old key and Add the new one.
+//
 // An update that leaves the item's priority as it was keeps its place
 // among its equals in activeQ. O(log n) plus the hints of its events.
 func (c *Core[K, T]) Update(oldItem, newItem T, now time.Time) {

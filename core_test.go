@@ -77,6 +77,17 @@ func TestDoneErrors(t *testing.T) {
 }
 
 func TestUpdate(t *testing.T) {
+	t.Run("to another key adds it and leaves the old one", func(t *testing.T) {
+		h := newHarness(t)
+		h.add(mk("a", 1))
+		h.c.Update(mk("a", 1), mk("b", 2), h.now)
+		h.check()
+		h.want("a", InActive)
+		h.want("b", InActive)
+		if h.info("a").Item.prio != 1 {
+			t.Fatal("the old key's item changed")
+		}
+	})
 	t.Run("in activeQ reorders in place", func(t *testing.T) {
 		h := newHarness(t)
 		h.add(mk("a", 1), mk("b", 2))

@@ -107,7 +107,8 @@ func (c *Core[K, T]) endGroupFlight(g *group[K, T], now time.Time) {
 
 // DoneMembers ends group attempt a after some of its members were placed
 // and the others were not: a success of the group, short of all its
-// members. The members at indexes placed (into a.Members) leave the queue;
+// members. The members at indexes placed (into a.Members; an index given
+// twice counts once) leave the queue;
 // the others, with those that arrived during the attempt, go back with the
 // group to activeQ at once, keeping the group's Timestamp, with its
 // failure counts reset and message as its Message. With every member

@@ -142,6 +142,27 @@ func TestGroupPlacedOutOfRange(t *testing.T) {
 	}
 }
 
+// TestGroupPlacedTwice: an index DoneMembers is given twice places its
+// member once; the others go back with the group.
+func TestGroupPlacedTwice(t *testing.T) {
+	h := newHarness(t, groupsOn)
+	h.setGroup("g", 1, 0)
+	h.add(gm("g", "a", 0), gm("g", "b", 0))
+	a := h.popGroup("g")
+	if err := h.c.DoneMembers(a, []int{0, 0}, "", h.now); err != nil {
+		t.Fatal(err)
+	}
+	h.check()
+	placed := a.Members[0].Key
+	other := a.Members[1].Key
+	if _, err := h.c.Explain(placed, h.now); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the placed member %s: %v, want it gone", placed, err)
+	}
+	if _, err := h.c.Explain(other, h.now); err != nil {
+		t.Errorf("the other member %s: %v, want it queued with its group", other, err)
+	}
+}
+
 // A move asks a parked group's hints member by member only until the
 // group's verdict cannot improve: with no pending plugin, the first Queue
 // moves the whole group after backoff, so the other members are not asked.
