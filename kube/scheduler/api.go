@@ -138,12 +138,13 @@ func (r APIReporter) report(ctx context.Context, pod *v1.Pod, reason, message st
 		}
 		meta["annotations"] = map[string]string{FailureAnnotation: string(value)}
 	}
+	probe := metav1.NewTime(now())
 	patch, err := json.Marshal(map[string]any{
 		"metadata": meta,
 		"status": map[string]any{
 			"conditions": []v1.PodCondition{{
 				Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: reason, Message: message,
-				LastTransitionTime: metav1.NewTime(now()), LastProbeTime: metav1.NewTime(now()),
+				LastTransitionTime: transitionTime(pod, probe), LastProbeTime: probe,
 			}},
 		},
 	})
@@ -157,6 +158,18 @@ func (r APIReporter) report(ctx context.Context, pod *v1.Pod, reason, message st
 	if err != nil {
 		r.log().Warn("could not set PodScheduled=False", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 	}
+}
+
+// transitionTime is the lastTransitionTime of pod's PodScheduled=False
+// condition: kept if the pod is PodScheduled=False already (only the
+// reason or message changes), now otherwise.
+func transitionTime(pod *v1.Pod, now metav1.Time) metav1.Time {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && !c.LastTransitionTime.IsZero() {
+			return c.LastTransitionTime
+		}
+	}
+	return now
 }
 
 // unchanged reports whether pod already carries this condition and, if
