@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -119,7 +120,7 @@ func (r APIReporter) UnschedulableRecorded(ctx context.Context, pod *v1.Pod, mes
 }
 
 func (r APIReporter) report(ctx context.Context, pod *v1.Pod, reason, message string, rec *FailureRecord) {
-	r.Recorder.Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", "%s", message)
+	r.Recorder.Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", "%s", note(message))
 	if r.unchanged(pod, reason, message, rec) {
 		return
 	}
@@ -158,6 +159,23 @@ func (r APIReporter) report(ctx context.Context, pod *v1.Pod, reason, message st
 	if err != nil {
 		r.log().Warn("could not set PodScheduled=False", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 	}
+}
+
+// noteLimit is the longest note, in bytes, the events API accepts.
+const noteLimit = 1024
+
+// note is message cut to fit an event's note: a longer one is cut at a
+// character boundary and ends in "...", since the API server refuses the
+// whole event otherwise. The PodScheduled condition keeps the message.
+func note(message string) string {
+	if len(message) <= noteLimit {
+		return message
+	}
+	cut := noteLimit - len("...")
+	for cut > 0 && !utf8.RuneStart(message[cut]) {
+		cut--
+	}
+	return message[:cut] + "..."
 }
 
 // transitionTime is the lastTransitionTime of pod's PodScheduled=False

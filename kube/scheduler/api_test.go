@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,4 +60,42 @@ func scheduledCondition(p *v1.Pod) *v1.PodCondition {
 		}
 	}
 	return nil
+}
+
+// TestFailedSchedulingNoteFitsTheEventsAPI: the events API refuses a note
+// longer than 1024 bytes, so a long failure message is cut to fit (ending
+// in "...") in the event, as kube-scheduler cuts it; the condition keeps
+// the whole message.
+func TestFailedSchedulingNoteFitsTheEventsAPI(t *testing.T) {
+	for name, tc := range map[string]struct {
+		message string
+		cut     bool
+	}{
+		"short":       {"0/1 nodes are available: 1 Insufficient cpu.", false},
+		"exactly max": {strings.Repeat("x", noteLimit), false},
+		"long":        {strings.Repeat("0/9 nodes are available: 9 Insufficient cpu. ", 40), true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := cpuPod("p", "1")
+			client := fake.NewClientset(p)
+			rec := events.NewFakeRecorder(10)
+			r := APIReporter{Client: client, Recorder: rec}
+			r.Unschedulable(context.Background(), p, v1.PodReasonUnschedulable, tc.message)
+			ev := <-rec.Events
+			note := strings.TrimPrefix(ev, "Warning FailedScheduling ")
+			if len(note) > noteLimit {
+				t.Errorf("note is %d bytes, over the events API's %d", len(note), noteLimit)
+			}
+			if cut := note != tc.message; cut != tc.cut {
+				t.Errorf("note cut %v, want %v: %q", cut, tc.cut, note)
+			}
+			if tc.cut && (!strings.HasSuffix(note, "...") || !strings.HasPrefix(tc.message, strings.TrimSuffix(note, "..."))) {
+				t.Errorf("note %q is not the message's start and \"...\"", note)
+			}
+			got, _ := client.CoreV1().Pods("default").Get(context.Background(), "p", metav1.GetOptions{})
+			if c := scheduledCondition(got); c == nil || c.Message != tc.message {
+				t.Errorf("condition %+v does not carry the whole message", c)
+			}
+		})
+	}
 }
