@@ -163,7 +163,7 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 	pod := info.Item
 	key := framework.Key(pod)
 	result := bindingResult(err)
-	s.bindingEnded(pb, start, result)
+	s.bindingEnded(start, result)
 	if result == bindingNodeDeleted {
 		// Not sent. If the node's deletion aborted it, the abort requeues
 		// the pod. Otherwise the assumption went another way: the pod was
@@ -225,14 +225,10 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 	}
 }
 
-// bindingEnded counts a lone pod's attempt once its binding has ended, as
-// kube-scheduler does: scheduled if the pod was bound, an error otherwise
-// (its latency then covers the binding). A group's attempt was counted
-// when the group was placed.
-func (s *Scheduler) bindingEnded(pb *pendingBinding, start time.Time, result string) {
-	if pb.gang != nil {
-		return
-	}
+// bindingEnded counts a pod's attempt (a group member's too) once its
+// binding has ended, as kube-scheduler does: scheduled if the pod was
+// bound, an error otherwise (its latency then covers the binding).
+func (s *Scheduler) bindingEnded(start time.Time, result string) {
 	r := Error
 	if result == bindingSuccess {
 		r = Scheduled
