@@ -118,6 +118,9 @@ func (s *Scheduler) failGroup(ctx context.Context, a Attempt, start time.Time, g
 	if err := s.queue.Requeue(a, f); err != nil {
 		s.o.Logger.Debug("requeue after failed group attempt", "group", a.Group, "err", err)
 	}
+	if out.Result == Error && !out.logged {
+		s.o.Logger.Error("group scheduling attempt failed", "group", a.Group, "members", len(a.Members), "err", out.Message)
+	}
 	s.o.Logger.Debug("group attempt failed", "group", a.Group, "members", len(a.Members), "placed", len(g.placed), "minCount", a.Spec.MinCount, "message", out.Message)
 	for _, m := range a.Members {
 		s.report(ctx, m.Item, reason, out)
