@@ -37,7 +37,7 @@ type Options struct {
 	DisableTenantLabel bool
 	// EventLabels renames event labels on their way out: the queue names
 	// its own events generically ("ItemAdd"), and a Kubernetes scheduler
-	// maps them to kube-scheduler's names ("UnschedulablePodAdd"). Labels
+	// maps them to kube-scheduler's names ("UnscheduledPodAdd"). Labels
 	// not in the map pass unchanged.
 	EventLabels map[string]string
 	// ItemType and GroupType are the type labels of the entity metrics
