@@ -146,6 +146,7 @@ func (r APIReporter) report(ctx context.Context, pod *v1.Pod, reason, message st
 			"conditions": []v1.PodCondition{{
 				Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: reason, Message: message,
 				LastTransitionTime: transitionTime(pod, probe), LastProbeTime: probe,
+				ObservedGeneration: pod.Generation,
 			}},
 		},
 	})

@@ -99,3 +99,23 @@ func TestFailedSchedulingNoteFitsTheEventsAPI(t *testing.T) {
 		})
 	}
 }
+
+// TestReporterSetsObservedGeneration: the PodScheduled=False condition
+// names the pod generation it was found for, as kube-scheduler v1.37 sets
+// it (PodObservedGenerationTracking is GA and always on), so that a
+// client can tell a condition about an older spec.
+func TestReporterSetsObservedGeneration(t *testing.T) {
+	for name, gen := range map[string]int64{"first generation": 1, "after spec updates": 4} {
+		t.Run(name, func(t *testing.T) {
+			p := cpuPod("p", "1")
+			p.Generation = gen
+			client := fake.NewClientset(p)
+			r := APIReporter{Client: client, Recorder: events.NewFakeRecorder(10)}
+			r.Unschedulable(context.Background(), p, v1.PodReasonUnschedulable, "0/1 nodes are available: 1 Insufficient cpu.")
+			got, _ := client.CoreV1().Pods("default").Get(context.Background(), "p", metav1.GetOptions{})
+			if c := scheduledCondition(got); c == nil || c.ObservedGeneration != gen {
+				t.Fatalf("condition %+v, want observedGeneration %d", c, gen)
+			}
+		})
+	}
+}
