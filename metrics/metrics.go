@@ -37,7 +37,7 @@ type Options struct {
 	DisableTenantLabel bool
 	// EventLabels renames event labels on their way out: the queue names
 	// its own events generically ("ItemAdd"), and a Kubernetes scheduler
-	// maps them to kube-scheduler's names ("UnschedulablePodAdd"). Labels
+	// maps them to kube-scheduler's names ("UnscheduledPodAdd"). Labels
 	// not in the map pass unchanged.
 	EventLabels map[string]string
 	// ItemType and GroupType are the type labels of the entity metrics
@@ -76,6 +76,9 @@ type Recorder struct {
 	hintObs  cache[hintKey, prometheus.Observer]
 	mu       sync.Mutex
 	source   Source
+	// shown are the plugins and event labels the level gauges have
+	// exported, reported at 0 once the queue has none (guarded by mu).
+	shownPlugins, shownEvents map[string]bool
 
 	pending, unschedulable, inflight, entities *prometheus.Desc
 }
@@ -341,10 +344,33 @@ func (l levels) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(l.r.entities, prometheus.GaugeValue, float64(v.n), v.q, t.name)
 		}
 	}
-	for plugin, n := range s.HeldBy {
+	l.r.mu.Lock()
+	held := withShown(s.HeldBy, &l.r.shownPlugins)
+	events := withShown(s.InFlightEvents, &l.r.shownEvents)
+	l.r.mu.Unlock()
+	for plugin, n := range held {
 		ch <- prometheus.MustNewConstMetric(l.r.unschedulable, prometheus.GaugeValue, float64(n), plugin, l.r.opts.Profile)
 	}
-	for event, n := range s.InFlightEvents {
+	for event, n := range events {
 		ch <- prometheus.MustNewConstMetric(l.r.inflight, prometheus.GaugeValue, float64(n), l.r.event(event))
 	}
+}
+
+// withShown returns levels with a 0 for every label in shown it lacks, and
+// adds its labels to shown: a gauge once exported reads 0 when its level
+// is gone, as kube-scheduler's gauges do, instead of vanishing. The labels
+// are plugin names and event labels, so shown stays small.
+func withShown(levels map[string]int, shown *map[string]bool) map[string]int {
+	if *shown == nil {
+		*shown = map[string]bool{}
+	}
+	out := make(map[string]int, len(*shown))
+	for label := range *shown {
+		out[label] = 0
+	}
+	for label, n := range levels {
+		out[label] = n
+		(*shown)[label] = true
+	}
+	return out
 }

@@ -172,7 +172,17 @@ scheduler_inflight_events{event="PodPopped"} 1
 	if got := testutil.CollectAndCount(f.r.wait); got != 1 {
 		t.Errorf("wait histogram has %d series", got)
 	}
-	f.wantGauges("", "scheduler_inflight_events", "scheduler_unschedulable_pods")
+	// Emptied, the gauges read 0, as kube-scheduler's do: a series once
+	// exported does not vanish.
+	f.wantGauges(`
+# HELP scheduler_inflight_events Number of events currently tracked in the scheduling queue.
+# TYPE scheduler_inflight_events gauge
+scheduler_inflight_events{event="NodeAdd"} 0
+scheduler_inflight_events{event="PodPopped"} 0
+# HELP scheduler_unschedulable_pods The number of unschedulable pods broken down by plugin name. A pod will increment the gauge for all plugins that caused it to not schedule and so this metric have meaning only when broken down by plugin.
+# TYPE scheduler_unschedulable_pods gauge
+scheduler_unschedulable_pods{plugin="Fit",profile="default-scheduler"} 0
+`, "scheduler_inflight_events", "scheduler_unschedulable_pods")
 }
 
 func TestHintDurationAndMoveCounters(t *testing.T) {

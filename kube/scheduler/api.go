@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -119,7 +120,7 @@ func (r APIReporter) UnschedulableRecorded(ctx context.Context, pod *v1.Pod, mes
 }
 
 func (r APIReporter) report(ctx context.Context, pod *v1.Pod, reason, message string, rec *FailureRecord) {
-	r.Recorder.Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", "%s", message)
+	r.Recorder.Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", "%s", note(message))
 	if r.unchanged(pod, reason, message, rec) {
 		return
 	}
@@ -138,12 +139,14 @@ func (r APIReporter) report(ctx context.Context, pod *v1.Pod, reason, message st
 		}
 		meta["annotations"] = map[string]string{FailureAnnotation: string(value)}
 	}
+	probe := metav1.NewTime(now())
 	patch, err := json.Marshal(map[string]any{
 		"metadata": meta,
 		"status": map[string]any{
 			"conditions": []v1.PodCondition{{
 				Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: reason, Message: message,
-				LastTransitionTime: metav1.NewTime(now()), LastProbeTime: metav1.NewTime(now()),
+				LastTransitionTime: transitionTime(pod, probe), LastProbeTime: probe,
+				ObservedGeneration: pod.Generation,
 			}},
 		},
 	})
@@ -157,6 +160,35 @@ func (r APIReporter) report(ctx context.Context, pod *v1.Pod, reason, message st
 	if err != nil {
 		r.log().Warn("could not set PodScheduled=False", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 	}
+}
+
+// noteLimit is the longest note, in bytes, the events API accepts.
+const noteLimit = 1024
+
+// note is message cut to fit an event's note: a longer one is cut at a
+// character boundary and ends in "...", since the API server refuses the
+// whole event otherwise. The PodScheduled condition keeps the message.
+func note(message string) string {
+	if len(message) <= noteLimit {
+		return message
+	}
+	cut := noteLimit - len("...")
+	for cut > 0 && !utf8.RuneStart(message[cut]) {
+		cut--
+	}
+	return message[:cut] + "..."
+}
+
+// transitionTime is the lastTransitionTime of pod's PodScheduled=False
+// condition: kept if the pod is PodScheduled=False already (only the
+// reason or message changes), now otherwise.
+func transitionTime(pod *v1.Pod, now metav1.Time) metav1.Time {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && !c.LastTransitionTime.IsZero() {
+			return c.LastTransitionTime
+		}
+	}
+	return now
 }
 
 // unchanged reports whether pod already carries this condition and, if

@@ -9,5 +9,5 @@ import (
 
 // Warn implements Warner: a Warning event on obj (a pod or a PodGroup).
 func (r APIReporter) Warn(_ context.Context, obj runtime.Object, reason, message string) {
-	r.Recorder.Eventf(obj, nil, v1.EventTypeWarning, reason, "Scheduling", "%s", message)
+	r.Recorder.Eventf(obj, nil, v1.EventTypeWarning, reason, "Scheduling", "%s", note(message))
 }

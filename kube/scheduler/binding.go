@@ -163,6 +163,7 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 	pod := info.Item
 	key := framework.Key(pod)
 	result := bindingResult(err)
+	s.bindingEnded(start, result)
 	if result == bindingNodeDeleted {
 		// Not sent. If the node's deletion aborted it, the abort requeues
 		// the pod. Otherwise the assumption went another way: the pod was
@@ -222,6 +223,17 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 			s.o.Logger.Debug("requeue after binding failure", "pod", key, "err", qerr)
 		}
 	}
+}
+
+// bindingEnded counts a pod's attempt (a group member's too) once its
+// binding has ended, as kube-scheduler does: scheduled if the pod was
+// bound, an error otherwise (its latency then covers the binding).
+func (s *Scheduler) bindingEnded(start time.Time, result string) {
+	r := Error
+	if result == bindingSuccess {
+		r = Scheduled
+	}
+	s.o.Metrics.attempt(r, s.o.Now().Sub(start))
 }
 
 // staleTerm handles a binding the API server refused because its stamp is

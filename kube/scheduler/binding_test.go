@@ -387,3 +387,38 @@ func TestRecreatedPodSeenAsUpdate(t *testing.T) {
 		t.Fatal("the recreated pod is not queued")
 	}
 }
+
+// TestAttemptCountedWhenItsBindingEnds: as in kube-scheduler, an attempt
+// counts in schedule_attempts_total once its binding has ended: as
+// scheduled if the pod was bound, as an error if the binding failed. An
+// attempt whose binding failed is not a scheduled one.
+func TestAttemptCountedWhenItsBindingEnds(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err                  error
+		scheduled, errResult float64
+	}{
+		"bound":          {nil, 1, 0},
+		"binding failed": {apierrors.NewInternalError(errFake), 0, 1},
+		"409 conflict":   {alreadyAssigned("p"), 0, 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newAPIFixture(t, 0, func(string) error { return tc.err })
+			f.h.AddNode(node("n", 1000))
+			f.h.AddPod(pod("p", 100))
+			f.once()
+			f.binder.Wait()
+			attempts := func(r Result) float64 {
+				return testutil.ToFloat64(f.m.attempts.WithLabelValues(r.String(), "schedq"))
+			}
+			if got := attempts(Scheduled); got != tc.scheduled {
+				t.Errorf("schedule_attempts_total{result=scheduled} = %v, want %v", got, tc.scheduled)
+			}
+			if got := attempts(Error); got != tc.errResult {
+				t.Errorf("schedule_attempts_total{result=error} = %v, want %v", got, tc.errResult)
+			}
+			if n := testutil.CollectAndCount(f.m.latency); n != 1 {
+				t.Errorf("%d latency series, want 1 (one attempt)", n)
+			}
+		})
+	}
+}

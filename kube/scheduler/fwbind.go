@@ -92,7 +92,6 @@ func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.Po
 	held = false
 	s.committed = true // the binding owns the attempt from here
 	s.assumed(info.Key)
-	s.o.Metrics.attempt(Scheduled, s.o.Now().Sub(start))
 	s.startBinding(ctx, info, node, pb, start)
 	return out
 }

@@ -113,10 +113,13 @@ func (s *Scheduler) failGroup(ctx context.Context, a Attempt, start time.Time, g
 		f.RejectedBy = out.Plugins
 		reason = "Unschedulable"
 	}
-	s.o.Metrics.attempt(out.Result, s.o.Now().Sub(start))
+	s.o.Metrics.memberAttempts(out.Result, len(a.Members), s.o.Now().Sub(start))
 	s.o.Metrics.groupAttempt(out.Result)
 	if err := s.queue.Requeue(a, f); err != nil {
 		s.o.Logger.Debug("requeue after failed group attempt", "group", a.Group, "err", err)
+	}
+	if out.Result == Error && !out.logged {
+		s.o.Logger.Error("group scheduling attempt failed", "group", a.Group, "members", len(a.Members), "err", out.Message)
 	}
 	s.o.Logger.Debug("group attempt failed", "group", a.Group, "members", len(a.Members), "placed", len(g.placed), "minCount", a.Spec.MinCount, "message", out.Message)
 	for _, m := range a.Members {
@@ -130,7 +133,8 @@ func (s *Scheduler) failGroup(ctx context.Context, a Attempt, start time.Time, g
 // members were placed, then the placed members are bound in parallel.
 func (s *Scheduler) bindGroup(ctx context.Context, a Attempt, start time.Time, g *groupTry) Outcome {
 	s.committed = true // the placements are assumptions now
-	s.o.Metrics.attempt(Scheduled, s.o.Now().Sub(start))
+	// Placed members count as pods' attempts once their bindings end.
+	s.o.Metrics.memberAttempts(Unschedulable, len(a.Members)-len(g.placed), s.o.Now().Sub(start))
 	s.o.Metrics.groupAttempt(Scheduled)
 	if g.before+len(g.placed) >= a.Spec.MinCount {
 		s.release.completed(a.Group)

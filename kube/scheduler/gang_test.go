@@ -407,3 +407,33 @@ func TestGangNodeDeletedBeforeBindingRetriesTheMemberOnce(t *testing.T) {
 		t.Fatalf("%s reported %d times: %v", onB, retried, f.r.failures)
 	}
 }
+
+// TestGroupMembersCountAsPodAttempts: schedule_attempts_total counts pods,
+// as kube-scheduler's does for a pod group's members: a failed group
+// attempt counts each member once, a placed member counts once its
+// binding ends; podgroup_schedule_attempts_total counts the group once.
+func TestGroupMembersCountAsPodAttempts(t *testing.T) {
+	f, w := newGangFixture(t)
+	m, err := NewMetrics(prometheus.NewRegistry(), "schedq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.s = mustNew(t, f.q, f.c, f.b, warnReporter{f.r, w}, Options{Metrics: m})
+	f.h.AddNode(node("a", 1000))
+	f.h.AddPodGroup(podGroup("g", 2, 0))
+	f.addGang("g", 2, 1000)
+	attempts := func(r Result) float64 { return testutil.ToFloat64(m.attempts.WithLabelValues(r.String(), "schedq")) }
+	f.once()
+	if got := attempts(Unschedulable); got != 2 {
+		t.Errorf("after the failed group attempt: schedule_attempts_total{result=unschedulable} = %v, want 2 (one per member)", got)
+	}
+	f.h.AddNode(node("b", 1000))
+	f.q.Activate(framework.Key(pod("g-0", 0)))
+	f.once()
+	if got := attempts(Scheduled); got != 2 {
+		t.Errorf("after both members bound: schedule_attempts_total{result=scheduled} = %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(m.groups.WithLabelValues("scheduled", "schedq")); got != 1 {
+		t.Errorf("podgroup_schedule_attempts_total{result=scheduled} = %v, want 1", got)
+	}
+}

@@ -28,7 +28,7 @@ func NewMetrics(reg prometheus.Registerer, profile string) (*Metrics, error) {
 		}, []string{"result", "profile"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Subsystem: "scheduler", Name: "scheduling_attempt_duration_seconds",
-			Help:    "Scheduling attempt latency in seconds (scheduling algorithm + binding start).",
+			Help:    "Scheduling attempt latency in seconds (scheduling algorithm + binding).",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
 		}, []string{"result", "profile"}),
 		bindings: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -1,11 +1,15 @@
 package scheduler
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // newGroupAttempts is scheduler_podgroup_schedule_attempts_total, as
 // kube-scheduler v1.37 names it: group attempts by result (scheduled,
-// unschedulable, error) and profile. A group attempt also counts once in
-// schedule_attempts_total.
+// unschedulable, error) and profile. Its members count as pods in
+// schedule_attempts_total (memberAttempts).
 func newGroupAttempts() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{
 		Subsystem: "scheduler", Name: "podgroup_schedule_attempts_total",
@@ -19,4 +23,13 @@ func (m *Metrics) groupAttempt(r Result) {
 		return
 	}
 	m.groups.WithLabelValues(r.String(), m.profile).Inc()
+}
+
+// memberAttempts counts n members of a group attempt as pods' attempts
+// with result r, as kube-scheduler counts each member of a pod group in
+// schedule_attempts_total. Safe on a nil Metrics.
+func (m *Metrics) memberAttempts(r Result, n int, d time.Duration) {
+	for range n {
+		m.attempt(r, d)
+	}
 }

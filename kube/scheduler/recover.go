@@ -14,7 +14,7 @@ import (
 // handed the attempt to its bindings, they end it: it is not requeued
 // twice. The scheduling loop goes on with the next pod.
 func (s *Scheduler) recovered(ctx context.Context, info Attempt, start time.Time, r any) Outcome {
-	out := Outcome{Result: Error, Message: fmt.Sprintf("internal error: scheduling cycle panicked: %v", r)}
+	out := Outcome{Result: Error, Message: fmt.Sprintf("internal error: scheduling cycle panicked: %v", r), logged: true}
 	key := info.Key
 	if info.Group != "" {
 		s.o.Logger.Error("group scheduling cycle panicked", "group", info.Group, "panic", r, "stack", string(debug.Stack()))

@@ -1,7 +1,9 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -69,5 +71,42 @@ func TestPreemptionCandidateWithoutVictims(t *testing.T) {
 	}
 	if len(e.calls) != 1 || e.calls[0] != "high->a: " {
 		t.Fatalf("evictor calls %q", e.calls)
+	}
+}
+
+// TestSchedulingErrorLoggedOnceWithThePod: an attempt that fails as an
+// error (a plugin's error, or its panic) is logged once, at error level,
+// naming the pod, as kube-scheduler logs "Error scheduling pod".
+func TestSchedulingErrorLoggedOnceWithThePod(t *testing.T) {
+	for name, tc := range map[string]struct{ fail, want string }{
+		"plugin error": {"error", "backend unreachable"},
+		"plugin panic": {"panic", "failing filter"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			extra := frameworkruntime.Registry{"FailingFilter": func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+				return failingFilter{}, nil
+			}}
+			f := newFWFixture(t, extra, func(p *config.KubeSchedulerProfile) {
+				p.Plugins.Filter.Enabled = append(p.Plugins.Filter.Enabled, config.Plugin{Name: "FailingFilter"})
+			})
+			var logs bytes.Buffer
+			f.s.o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			f.h.AddNode(node("n", 4000))
+			p := pod("boom", 1000)
+			p.Labels = map[string]string{"fail": tc.fail}
+			f.h.AddPod(p)
+			if out := f.once(); out.Result != Error {
+				t.Fatalf("%+v, want an Error", out)
+			}
+			var errs []string
+			for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+				if strings.Contains(l, "level=ERROR") {
+					errs = append(errs, l)
+				}
+			}
+			if len(errs) != 1 || !strings.Contains(errs[0], "pod=default/boom") || !strings.Contains(errs[0], tc.want) {
+				t.Fatalf("error lines %q, want one naming default/boom with %q", errs, tc.want)
+			}
+		})
 	}
 }

@@ -232,6 +232,9 @@ type Outcome struct {
 	clearNom string
 	// fwStatus is the framework path's node statuses, for PostFilter.
 	fwStatus *fwframework.NodeToStatus
+	// logged says the failure was logged already (a panic, with its
+	// stack), so that fail does not log it again.
+	logged bool
 }
 
 // ScheduleOne runs the scheduling cycle for a popped pod: filter, score,
@@ -266,6 +269,9 @@ func (s *Scheduler) fail(ctx context.Context, info Attempt, start time.Time, out
 	if out.Result == Unschedulable {
 		f.RejectedBy, f.WaitingOn = out.Plugins, out.Pending
 		reason = v1.PodReasonUnschedulable
+	}
+	if out.Result == Error && !out.logged {
+		s.o.Logger.Error("scheduling attempt failed", "pod", framework.Key(pod), "err", out.Message)
 	}
 	s.o.Metrics.attempt(out.Result, s.o.Now().Sub(start))
 	if err := s.queue.Requeue(info, f); err != nil {
