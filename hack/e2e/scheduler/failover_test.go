@@ -161,9 +161,10 @@ func TestFailover(t *testing.T) {
 			if n := metricAt(t, b.addr, "scheduler_schedule_attempts_total"); n != 0 {
 				t.Fatalf("the standby made %v scheduling attempts", n)
 			}
-			if n := metricAt(t, a.addr, "scheduler_schedule_attempts_total"); n < 30 {
-				t.Fatalf("the leader made %v attempts for 30 bound pods", n)
-			}
+			// Counted when each binding's answer arrives: wait for it.
+			waitFor(t, 10*time.Second, "the leader's attempts for 30 bound pods to be counted", func(context.Context) (bool, error) {
+				return metricAt(t, a.addr, "scheduler_schedule_attempts_total") >= 30, nil
+			})
 			killed := time.Now()
 			if err := a.cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)

@@ -56,6 +56,11 @@ func TestBasic(t *testing.T) {
 	if got := s.metric(t, "scheduler_bindings_total", `result="error"`); got != 0 {
 		t.Errorf("%v bindings failed (a pod bound twice would be refused)", got)
 	}
+	// An attempt counts as scheduled when its binding's answer reaches
+	// the scheduler, which may be just after the test sees the pod bound.
+	waitFor(t, 10*time.Second, "the 500 bindings' attempts to be counted", func(context.Context) (bool, error) {
+		return s.metric(t, "scheduler_schedule_attempts_total", `result="scheduled"`) >= 500, nil
+	})
 	if got := s.metric(t, "scheduler_schedule_attempts_total", `result="scheduled"`); got != 500 {
 		t.Errorf("%v scheduled attempts for 500 pods", got)
 	}
@@ -116,6 +121,9 @@ func TestSchedulingGates(t *testing.T) {
 	if b := bound(t, c, ns); b["gated-0"] != "" {
 		t.Fatal("a gated pod was bound")
 	}
+	waitFor(t, 10*time.Second, "the free pod's attempt to be counted", func(context.Context) (bool, error) {
+		return s.metric(t, "scheduler_schedule_attempts_total") >= 1, nil
+	})
 	if got := s.metric(t, "scheduler_schedule_attempts_total"); got != 1 {
 		t.Fatalf("%v attempts: the gated pod was tried", got)
 	}
