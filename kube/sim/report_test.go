@@ -81,3 +81,35 @@ pods: [{name: job, count: 2, requests: {cpu: "1"}, lifetime: {mean: 1m}}]
 		t.Fatalf("run length\n%s", out)
 	}
 }
+
+// A run in which no pod arrives (a pod group of count 0) has an empty
+// span from the first arrival to the last binding, not one from the zero
+// time, in the text and in the JSON.
+func TestReportNoPodArrived(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+	}{
+		{"empty pod group", `
+name: empty
+nodes: [{name: n, count: 2, capacity: {cpu: "2", memory: 2Gi}}]
+pods: [{name: a, count: 0}]
+`},
+		{"empty pod group and a later node", `
+name: empty-later
+duration: 1m
+nodes: [{name: n, count: 1, capacity: {cpu: "2", memory: 2Gi}}]
+pods: [{name: a, count: 0}]
+events: [{at: 30s, addNodes: {name: m, count: 1, capacity: {cpu: "2", memory: 2Gi}}}]
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, parse(t, tc.yaml))
+			if r.VirtualSeconds != 0 || r.PodsPerSecond != 0 {
+				t.Errorf("virtualSeconds %v, podsPerSecond %v, want 0 and 0", r.VirtualSeconds, r.PodsPerSecond)
+			}
+			if out := text(r); !strings.Contains(out, "throughput       0.0 pods/s over 0s") {
+				t.Errorf("throughput line\n%s", out)
+			}
+		})
+	}
+}
