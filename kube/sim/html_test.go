@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -175,5 +176,47 @@ func TestPageWindow(t *testing.T) {
 		if err := r.WriteHTMLWindow(&bytes.Buffer{}, w); !errors.Is(err, ErrWindow) {
 			t.Errorf("window %+v: error %v, want ErrWindow", w, err)
 		}
+	}
+}
+
+// A run that bound no pod has no time to schedule: the page's summary
+// says so, as the text report does, instead of 0s, and gives no delta
+// against it.
+func TestPageNoneScheduled(t *testing.T) {
+	none := run(t, parse(t, `
+name: none
+nodes: [{name: n, count: 1, capacity: {cpu: "1", memory: 1Gi}}]
+pods: [{name: big, count: 3, requests: {cpu: "2"}}]
+`))
+	some := run(t, parse(t, `
+name: some
+nodes: [{name: n, count: 1, capacity: {cpu: "1", memory: 1Gi}}]
+pods: [{name: small, count: 1, requests: {cpu: "1"}}]
+`))
+	for _, tc := range []struct {
+		name      string
+		runs      []*Report
+		vals      []string
+		wantDelta string
+	}{
+		{"one run", []*Report{none}, []string{"none scheduled"}, ""},
+		{"first bound none", []*Report{none, some}, []string{"none scheduled", "20ms"}, ""},
+		{"second bound none", []*Report{some, none}, []string{"20ms", "none scheduled"}, ""},
+		{"both bound some", []*Report{some, some}, []string{"20ms", "20ms"}, "="},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var runs []pageRun
+			for _, r := range tc.runs {
+				runs = append(runs, pageRun{R: r})
+			}
+			for _, row := range summaryRows(runs) {
+				if !strings.HasPrefix(row.Name, "time to schedule") {
+					continue
+				}
+				if !slices.Equal(row.Vals, tc.vals) || len(runs) == 2 && row.Delta != tc.wantDelta {
+					t.Errorf("%s: %q, delta %q; want %q, delta %q", row.Name, row.Vals, row.Delta, tc.vals, tc.wantDelta)
+				}
+			}
+		})
 	}
 }
