@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math"
-	"time"
 )
 
 // summaryRow is one line of the summary: a figure per run and, for two
@@ -34,12 +33,7 @@ func summaryRows(runs []pageRun) []summaryRow {
 		rows = append(rows, row)
 	}
 	count := func(v float64) string { return fmt.Sprint(int(v)) }
-	seconds := func(v float64) string {
-		if v >= 3600 {
-			return fmtDur(time.Duration(v * float64(time.Second)))
-		}
-		return secs(v)
-	}
+	seconds := secs // as the text report writes them
 	n := func(name string, f func(*Report) int) {
 		num(name, func(r *Report) float64 { return float64(f(r)) }, count)
 	}

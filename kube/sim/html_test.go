@@ -220,3 +220,35 @@ pods: [{name: small, count: 1, requests: {cpu: "1"}}]
 		})
 	}
 }
+
+// The page's summary writes a duration as the text report does, to the
+// millisecond: one of an hour or more is not cut to the minute.
+func TestPageSummaryDurations(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		secs float64
+		want string
+	}{
+		{"under an hour", 59*60 + 59.9, "59m59.9s"},
+		{"just under two hours", 2*3600 - 0.1, "1h59m59.9s"},
+		{"hours, minutes and seconds", 3600 + 11*60 + 43.025, "1h11m43.025s"},
+		{"over a day", 25*3600 + 30*60 + 15, "25h30m15s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Report{Scheduled: 1, TimeToSchedule: Percentiles{P50: tc.secs, P90: tc.secs, P99: tc.secs, Max: tc.secs},
+				VirtualSeconds: tc.secs, RunSeconds: tc.secs}
+			n := 0
+			for _, row := range summaryRows([]pageRun{{R: r}}) {
+				if strings.HasPrefix(row.Name, "time to schedule") || row.Name == "first arrival to last binding" || row.Name == "run length (virtual)" {
+					n++
+					if row.Vals[0] != tc.want {
+						t.Errorf("%s: %q, want %q (the text report's)", row.Name, row.Vals[0], tc.want)
+					}
+				}
+			}
+			if n != 6 {
+				t.Errorf("%d duration rows, want 6", n)
+			}
+		})
+	}
+}
