@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/schedq/schedq"
 )
 
 const pageScenario = `
@@ -248,6 +250,37 @@ func TestPageSummaryDurations(t *testing.T) {
 			}
 			if n != 6 {
 				t.Errorf("%d duration rows, want 6", n)
+			}
+		})
+	}
+}
+
+// A level drawn over time shows in the columns of the time it held, and
+// not in the column that starts the instant it ended: a sub-queue
+// emptied, or the cluster freed, at a column's start is empty or free in
+// that column, and a level that ended as the window starts is not drawn.
+func TestChartColumnsEndAtTheChange(t *testing.T) {
+	mid := columns / 2
+	for _, tc := range []struct {
+		name string
+		w    Window
+		want map[int]int // column: value
+	}{
+		{"whole run", Window{From: 0, To: 120 * time.Second, whole: true}, map[int]int{0: 5, mid - 1: 5, mid: 0, columns - 1: 0}},
+		{"window from the change", Window{From: 60 * time.Second, To: 120 * time.Second}, map[int]int{0: 0, columns - 1: 0}},
+		{"window up to the change", Window{From: 0, To: 60 * time.Second}, map[int]int{0: 5, columns - 1: 5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			series := []Sample{{T: 0, Counts: schedq.Counts{Active: 5}, Peak: schedq.Counts{Active: 5}}, {T: 60 * time.Second}, {T: 120 * time.Second}}
+			active := func(s Sample) int { return s.Active }
+			peak := func(s Sample) int { return s.Peak.Active }
+			alloc := []AllocSample{{T: 0, CPU: 0.005}, {T: 60 * time.Second}, {T: 120 * time.Second}}
+			q := queueColumns(series, tc.w, peak, active)
+			f := fractionColumns(alloc, tc.w, func(a AllocSample) float64 { return a.CPU })
+			for c, want := range tc.want {
+				if q[c] != want || f[c] != want {
+					t.Errorf("column %d: queue %d, allocation %d tenths of a percent; want %d", c, q[c], f[c], want)
+				}
 			}
 		})
 	}
