@@ -113,3 +113,31 @@ events: [{at: 30s, addNodes: {name: m, count: 1, capacity: {cpu: "2", memory: 2G
 		})
 	}
 }
+
+// A namespace none of whose pods was bound has no time to schedule: the
+// text report and the comparison say so, as they do for the whole run,
+// instead of percentiles of 0s.
+func TestReportNamespaceNoneScheduled(t *testing.T) {
+	r := run(t, parse(t, `
+name: two-namespaces
+nodes: [{name: n, count: 1, capacity: {cpu: "2", memory: 2Gi}}]
+pods:
+  - {name: small, namespace: fits, count: 1, requests: {cpu: "1"}}
+  - {name: big, namespace: never, count: 2, requests: {cpu: "4"}}
+`))
+	var cmp strings.Builder
+	WriteComparison(&cmp, r, r, "a", "b", false)
+	for _, tc := range []struct {
+		name, out, want, notWant string
+	}{
+		{"text", text(r), "  namespace never          0 of 2 scheduled; no time to schedule\n", "namespace never          0 of 2 scheduled; time to schedule p50 0s"},
+		{"text, the bound namespace", text(r), "  namespace fits           1 of 1 scheduled; time to schedule p50 20ms, p99 20ms, max 20ms\n", ""},
+		{"comparison", cmp.String(), "namespace never p50/p99           none scheduled", "0s/0s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(tc.out, tc.want) || tc.notWant != "" && strings.Contains(tc.out, tc.notWant) {
+				t.Errorf("want %q, not %q, in\n%s", tc.want, tc.notWant, tc.out)
+			}
+		})
+	}
+}
