@@ -141,3 +141,29 @@ pods:
 		})
 	}
 }
+
+// A trace replay in which no trace pod is bound has no scheduling delay:
+// the trace table and the per-policy table say none, not 0s, while
+// production's delays, of pods it did schedule, are printed.
+func TestReportTraceNoneScheduled(t *testing.T) {
+	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nn0,4000,16384,0,\n",
+		"name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"+
+			"big-0,8000,1024,0,0,,BE,Running,0,100,2\n"+
+			"big-1,8000,1024,0,0,,BE,Running,10,100,12\n")
+	r := run(t, traceScenario(dir))
+	var table strings.Builder
+	WritePolicyTable(&table, []PolicyRow{PolicyRowOf("default", r)})
+	for _, tc := range []struct {
+		name, out, want string
+	}{
+		{"trace table", text(r), "  scheduling delay p50     none       2s\n"},
+		{"trace table, max", text(r), "  scheduling delay max     none       2s\n"},
+		{"policy table", table.String(), "      none      none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(tc.out, tc.want) || strings.Contains(tc.out, " 0s") {
+				t.Errorf("want %q and no 0s in\n%s", tc.want, tc.out)
+			}
+		})
+	}
+}
