@@ -285,3 +285,37 @@ func TestChartColumnsEndAtTheChange(t *testing.T) {
 		})
 	}
 }
+
+// The charts over time span the whole run, up to its end, not only up to
+// its last binding: a run that lasted until a later event draws that
+// event, and a window within it is not refused.
+func TestPageSpansTheRun(t *testing.T) {
+	r := run(t, parse(t, `
+name: late-event
+duration: 5m
+nodes: [{name: n, count: 1, capacity: {cpu: "2", memory: 2Gi}}]
+pods: [{name: a, count: 1, requests: {cpu: "1"}}]
+events: [{at: 60s, addNodes: {name: m, count: 1, capacity: {cpu: "2", memory: 2Gi}}}]
+`))
+	for _, tc := range []struct {
+		name string
+		win  Window
+		want string
+	}{
+		{"whole run", Window{}, `text-anchor="middle">1m<`},
+		{"window after the last binding", Window{From: 30 * time.Second}, "The charts over virtual time show 30s to 1m of a run of 1m."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := r.WriteHTMLWindow(&b, tc.win); err != nil {
+				t.Fatalf("run of %vs: %v", r.RunSeconds, err)
+			}
+			html := b.String()
+			pods := html[strings.Index(html, `id="pods-chart"`):]
+			pods = pods[:strings.Index(pods, "</svg>")]
+			if !strings.Contains(html, tc.want) || !strings.Contains(pods, `class="marker"`) {
+				t.Errorf("run of %vs: page lacks %q or the pods chart its event marker at 1m", r.RunSeconds, tc.want)
+			}
+		})
+	}
+}
