@@ -216,18 +216,20 @@ type DemandPoint struct {
 // demandPoints are the paper's points of arrived GPU demand.
 var demandPoints = []float64{0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3}
 
-// summarize weighs each sample by how long it held, up to end.
+// summarize weighs each sample by how long it held, up to end. A run of
+// no length has its one level as its mean, and its peak.
 func summarize(series []AllocSample, end time.Duration, hasGPU bool) AllocSummary {
 	s := AllocSummary{HasGPU: hasGPU, Duration: end.Seconds()}
-	if end <= 0 {
-		return s
+	if end <= 0 && len(series) > 0 {
+		x := series[len(series)-1]
+		s.MeanCPU, s.MeanMem, s.MeanGPU = x.CPU, x.Mem, x.GPU
 	}
 	for i, x := range series {
 		next := end
 		if i+1 < len(series) {
 			next = min(end, series[i+1].T)
 		}
-		if w := next - x.T; w > 0 {
+		if w := next - x.T; w > 0 && end > 0 {
 			f := float64(w) / float64(end)
 			s.MeanCPU += x.CPU * f
 			s.MeanMem += x.Mem * f
@@ -239,9 +241,14 @@ func summarize(series []AllocSample, end time.Duration, hasGPU bool) AllocSummar
 }
 
 // summarizeFrag weighs the fragmentation of each sample by how long it
-// held, up to end, as summarize does. O(samples).
+// held, up to end, as summarize does (a run of no length has its one
+// level as its mean). O(samples).
 func summarizeFrag(series []AllocSample, end time.Duration, kinds int) *FragSummary {
 	f := &FragSummary{Kinds: kinds}
+	if end <= 0 && len(series) > 0 {
+		x := series[len(series)-1]
+		f.MeanFrag, f.MeanRatio = x.Frag, x.FragRatio
+	}
 	peakGPU := -1.0
 	for i, x := range series {
 		next := end

@@ -89,6 +89,10 @@ func (r *Report) writeNamespaces(p func(string, ...any)) {
 	}
 	for _, n := range r.ByNamespace {
 		t := n.TimeToSchedule
+		if n.Scheduled == 0 {
+			p("  namespace %-14s 0 of %d scheduled; no time to schedule", n.Namespace, n.Pods)
+			continue
+		}
 		p("  namespace %-14s %d of %d scheduled; time to schedule p50 %s, p99 %s, max %s",
 			n.Namespace, n.Scheduled, n.Pods, secs(t.P50), secs(t.P99), secs(t.Max))
 	}
@@ -103,6 +107,9 @@ func compareNamespaces(row func(string, func(*Report) string), a, b *Report) {
 		ns := n.Namespace
 		row(fmt.Sprintf("namespace %s p50/p99", ns), func(r *Report) string {
 			for _, m := range r.ByNamespace {
+				if m.Namespace == ns && m.Scheduled == 0 {
+					return "none scheduled"
+				}
 				if m.Namespace == ns {
 					return strings.Join([]string{secs(m.TimeToSchedule.P50), secs(m.TimeToSchedule.P99)}, "/")
 				}

@@ -52,6 +52,6 @@ func WritePolicyTable(w io.Writer, rows []PolicyRow) {
 		"policy", "pods", "scheduled", "never placed", "gpu-hours", "p50", "p99", "gpu peak", "frag mean")
 	for _, r := range rows {
 		fmt.Fprintf(w, "%-14s %7d %9d %12d %10.1f %10s %9s %9.1f%% %11.1f%%\n",
-			r.Policy, r.Pods, r.Scheduled, r.Never, r.GPUHours, secs(r.P50), secs(r.P99), 100*r.PeakGPU, 100*r.FragMean)
+			r.Policy, r.Pods, r.Scheduled, r.Never, r.GPUHours, delayOf(r.P50, r.Scheduled), delayOf(r.P99, r.Scheduled), 100*r.PeakGPU, 100*r.FragMean)
 	}
 }

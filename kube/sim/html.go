@@ -226,12 +226,12 @@ func writePage(w io.Writer, title string, runs []pageRun, win Window) error {
 	return page.Execute(w, d)
 }
 
-// end is the virtual time the run's charts span: its last sample, or its
-// last record's event.
+// end is the virtual time the run's charts span: the run's length, or
+// its last sample or last record's event if later.
 func (r *Report) end() time.Duration {
-	var end time.Duration
+	end := time.Duration(r.RunSeconds * float64(time.Second))
 	if n := len(r.Series); n > 0 {
-		end = r.Series[n-1].T
+		end = max(end, r.Series[n-1].T)
 	}
 	for _, rec := range r.Records {
 		end = max(end, time.Duration(max(rec.Created, rec.BoundAt, rec.EndedAt)*float64(time.Second)))

@@ -75,6 +75,16 @@ func col(t time.Duration, w Window) int {
 	return min(columns-1, max(0, int(float64(columns)*w.frac(t))))
 }
 
+// lastCol is the last column in which a level that held from t until
+// next (exclusive) shows: the column of next itself only when the level
+// held for part of it.
+func lastCol(t, next time.Duration, w Window) int {
+	if next > t {
+		return max(col(t, w), col(next-1, w))
+	}
+	return col(t, w)
+}
+
 // queueColumns spreads one sub-queue's series over the columns: each
 // column holds the largest size reached in its slice of time, so that
 // short peaks stay visible and the line's peak is the run's exact peak.
@@ -88,10 +98,10 @@ func queueColumns(series []Sample, w Window, peak, last func(Sample) int) []int 
 		if i+1 < len(series) {
 			next = series[i+1].T
 		}
-		if next < w.From || s.T > w.To {
+		if next <= w.From && next > s.T || s.T > w.To {
 			continue // outside the window
 		}
-		from, to := col(s.T, w), col(next, w)
+		from, to := col(s.T, w), lastCol(s.T, next, w)
 		if s.T >= w.From {
 			out[from] = max(out[from], peak(s))
 		} else {
@@ -362,23 +372,7 @@ func fractionChart(c svgChart, parts []allocPart, runs []pageRun, w Window, ms [
 			continue
 		}
 		for _, r := range runs {
-			vals := make([]int, columns) // in tenths of a percent
-			for i := range vals {
-				vals[i] = -1
-			}
-			for i, a := range r.R.Alloc {
-				next := w.To
-				if i+1 < len(r.R.Alloc) {
-					next = r.R.Alloc[i+1].T
-				}
-				if next < w.From || a.T > w.To {
-					continue // outside the window
-				}
-				v := int(math.Round(1000 * p.v(a)))
-				for b := col(a.T, w); b <= col(next, w); b++ {
-					vals[b] = max(vals[b], v)
-				}
-			}
+			vals := fractionColumns(r.R.Alloc, w, p.v)
 			hi = max(hi, slices.Max(vals))
 			lines = append(lines, line{p.name, p.color, r.Label, r.Dash, vals})
 		}
@@ -394,4 +388,28 @@ func fractionChart(c svgChart, parts []allocPart, runs []pageRun, w Window, ms [
 	c.XTicks = timeTicks(w, 8, func(t time.Duration) float64 { return c.x(t, w) }, float64(c.Width))
 	c.addMarkers(ms, w, false)
 	return c
+}
+
+// fractionColumns spreads one fraction of the allocation samples over the
+// columns, in tenths of a percent: each column holds the largest value
+// that held in its slice of time, -1 where none did.
+func fractionColumns(alloc []AllocSample, w Window, v func(AllocSample) float64) []int {
+	vals := make([]int, columns)
+	for i := range vals {
+		vals[i] = -1
+	}
+	for i, a := range alloc {
+		next := w.To
+		if i+1 < len(alloc) {
+			next = alloc[i+1].T
+		}
+		if next <= w.From && next > a.T || a.T > w.To {
+			continue // outside the window
+		}
+		x := int(math.Round(1000 * v(a)))
+		for b := col(a.T, w); b <= lastCol(a.T, next, w); b++ {
+			vals[b] = max(vals[b], x)
+		}
+	}
+	return vals
 }

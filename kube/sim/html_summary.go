@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math"
-	"time"
 )
 
 // summaryRow is one line of the summary: a figure per run and, for two
@@ -34,12 +33,7 @@ func summaryRows(runs []pageRun) []summaryRow {
 		rows = append(rows, row)
 	}
 	count := func(v float64) string { return fmt.Sprint(int(v)) }
-	seconds := func(v float64) string {
-		if v >= 3600 {
-			return fmtDur(time.Duration(v * float64(time.Second)))
-		}
-		return secs(v)
-	}
+	seconds := secs // as the text report writes them
 	n := func(name string, f func(*Report) int) {
 		num(name, func(r *Report) float64 { return float64(f(r)) }, count)
 	}
@@ -75,10 +69,18 @@ func summaryRows(runs []pageRun) []summaryRow {
 		n("attempts", func(r *Report) int { return r.Attempts })
 	}
 	n("wasted attempts", func(r *Report) int { return r.WastedAttempts })
-	num("time to schedule p50", func(r *Report) float64 { return r.TimeToSchedule.P50 }, seconds)
-	num("time to schedule p90", func(r *Report) float64 { return r.TimeToSchedule.P90 }, seconds)
-	num("time to schedule p99", func(r *Report) float64 { return r.TimeToSchedule.P99 }, seconds)
-	num("time to schedule max", func(r *Report) float64 { return r.TimeToSchedule.Max }, seconds)
+	for _, w := range []struct {
+		name string
+		f    func(Percentiles) float64
+	}{
+		{"time to schedule p50", func(p Percentiles) float64 { return p.P50 }},
+		{"time to schedule p90", func(p Percentiles) float64 { return p.P90 }},
+		{"time to schedule p99", func(p Percentiles) float64 { return p.P99 }},
+		{"time to schedule max", func(p Percentiles) float64 { return p.Max }},
+	} {
+		num(w.name, func(r *Report) float64 { return w.f(r.TimeToSchedule) }, seconds)
+		noneScheduled(&rows[len(rows)-1], runs)
+	}
 	num("throughput (virtual pods/s)", func(r *Report) float64 { return r.PodsPerSecond }, func(v float64) string { return fmt.Sprintf("%.1f", v) })
 	num("first arrival to last binding", func(r *Report) float64 { return r.VirtualSeconds }, seconds)
 	num("run length (virtual)", func(r *Report) float64 { return r.RunSeconds }, seconds)
@@ -108,6 +110,17 @@ func summaryRows(runs []pageRun) []summaryRow {
 			summaryRow{Name: "production: delay p50 / p90 / p99", Vals: same(fmt.Sprintf("%s / %s / %s", secs(pr.Delay.P50), secs(pr.Delay.P90), secs(pr.Delay.P99)))})
 	}
 	return rows
+}
+
+// noneScheduled says "none scheduled" in a time to schedule row for a
+// run that bound no pod, as the text report does, and then gives no
+// delta: there is no time to compare.
+func noneScheduled(row *summaryRow, runs []pageRun) {
+	for i, r := range runs {
+		if r.R.Scheduled == 0 {
+			row.Vals[i], row.Delta = "none scheduled", ""
+		}
+	}
 }
 
 // delta writes b − a in the figure's own format, and the relative change.

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/schedq/schedq"
 )
 
 const pageScenario = `
@@ -175,5 +178,144 @@ func TestPageWindow(t *testing.T) {
 		if err := r.WriteHTMLWindow(&bytes.Buffer{}, w); !errors.Is(err, ErrWindow) {
 			t.Errorf("window %+v: error %v, want ErrWindow", w, err)
 		}
+	}
+}
+
+// A run that bound no pod has no time to schedule: the page's summary
+// says so, as the text report does, instead of 0s, and gives no delta
+// against it.
+func TestPageNoneScheduled(t *testing.T) {
+	none := run(t, parse(t, `
+name: none
+nodes: [{name: n, count: 1, capacity: {cpu: "1", memory: 1Gi}}]
+pods: [{name: big, count: 3, requests: {cpu: "2"}}]
+`))
+	some := run(t, parse(t, `
+name: some
+nodes: [{name: n, count: 1, capacity: {cpu: "1", memory: 1Gi}}]
+pods: [{name: small, count: 1, requests: {cpu: "1"}}]
+`))
+	for _, tc := range []struct {
+		name      string
+		runs      []*Report
+		vals      []string
+		wantDelta string
+	}{
+		{"one run", []*Report{none}, []string{"none scheduled"}, ""},
+		{"first bound none", []*Report{none, some}, []string{"none scheduled", "20ms"}, ""},
+		{"second bound none", []*Report{some, none}, []string{"20ms", "none scheduled"}, ""},
+		{"both bound some", []*Report{some, some}, []string{"20ms", "20ms"}, "="},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var runs []pageRun
+			for _, r := range tc.runs {
+				runs = append(runs, pageRun{R: r})
+			}
+			for _, row := range summaryRows(runs) {
+				if !strings.HasPrefix(row.Name, "time to schedule") {
+					continue
+				}
+				if !slices.Equal(row.Vals, tc.vals) || len(runs) == 2 && row.Delta != tc.wantDelta {
+					t.Errorf("%s: %q, delta %q; want %q, delta %q", row.Name, row.Vals, row.Delta, tc.vals, tc.wantDelta)
+				}
+			}
+		})
+	}
+}
+
+// The page's summary writes a duration as the text report does, to the
+// millisecond: one of an hour or more is not cut to the minute.
+func TestPageSummaryDurations(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		secs float64
+		want string
+	}{
+		{"under an hour", 59*60 + 59.9, "59m59.9s"},
+		{"just under two hours", 2*3600 - 0.1, "1h59m59.9s"},
+		{"hours, minutes and seconds", 3600 + 11*60 + 43.025, "1h11m43.025s"},
+		{"over a day", 25*3600 + 30*60 + 15, "25h30m15s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Report{Scheduled: 1, TimeToSchedule: Percentiles{P50: tc.secs, P90: tc.secs, P99: tc.secs, Max: tc.secs},
+				VirtualSeconds: tc.secs, RunSeconds: tc.secs}
+			n := 0
+			for _, row := range summaryRows([]pageRun{{R: r}}) {
+				if strings.HasPrefix(row.Name, "time to schedule") || row.Name == "first arrival to last binding" || row.Name == "run length (virtual)" {
+					n++
+					if row.Vals[0] != tc.want {
+						t.Errorf("%s: %q, want %q (the text report's)", row.Name, row.Vals[0], tc.want)
+					}
+				}
+			}
+			if n != 6 {
+				t.Errorf("%d duration rows, want 6", n)
+			}
+		})
+	}
+}
+
+// A level drawn over time shows in the columns of the time it held, and
+// not in the column that starts the instant it ended: a sub-queue
+// emptied, or the cluster freed, at a column's start is empty or free in
+// that column, and a level that ended as the window starts is not drawn.
+func TestChartColumnsEndAtTheChange(t *testing.T) {
+	mid := columns / 2
+	for _, tc := range []struct {
+		name string
+		w    Window
+		want map[int]int // column: value
+	}{
+		{"whole run", Window{From: 0, To: 120 * time.Second, whole: true}, map[int]int{0: 5, mid - 1: 5, mid: 0, columns - 1: 0}},
+		{"window from the change", Window{From: 60 * time.Second, To: 120 * time.Second}, map[int]int{0: 0, columns - 1: 0}},
+		{"window up to the change", Window{From: 0, To: 60 * time.Second}, map[int]int{0: 5, columns - 1: 5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			series := []Sample{{T: 0, Counts: schedq.Counts{Active: 5}, Peak: schedq.Counts{Active: 5}}, {T: 60 * time.Second}, {T: 120 * time.Second}}
+			active := func(s Sample) int { return s.Active }
+			peak := func(s Sample) int { return s.Peak.Active }
+			alloc := []AllocSample{{T: 0, CPU: 0.005}, {T: 60 * time.Second}, {T: 120 * time.Second}}
+			q := queueColumns(series, tc.w, peak, active)
+			f := fractionColumns(alloc, tc.w, func(a AllocSample) float64 { return a.CPU })
+			for c, want := range tc.want {
+				if q[c] != want || f[c] != want {
+					t.Errorf("column %d: queue %d, allocation %d tenths of a percent; want %d", c, q[c], f[c], want)
+				}
+			}
+		})
+	}
+}
+
+// The charts over time span the whole run, up to its end, not only up to
+// its last binding: a run that lasted until a later event draws that
+// event, and a window within it is not refused.
+func TestPageSpansTheRun(t *testing.T) {
+	r := run(t, parse(t, `
+name: late-event
+duration: 5m
+nodes: [{name: n, count: 1, capacity: {cpu: "2", memory: 2Gi}}]
+pods: [{name: a, count: 1, requests: {cpu: "1"}}]
+events: [{at: 60s, addNodes: {name: m, count: 1, capacity: {cpu: "2", memory: 2Gi}}}]
+`))
+	for _, tc := range []struct {
+		name string
+		win  Window
+		want string
+	}{
+		{"whole run", Window{}, `text-anchor="middle">1m<`},
+		{"window after the last binding", Window{From: 30 * time.Second}, "The charts over virtual time show 30s to 1m of a run of 1m."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := r.WriteHTMLWindow(&b, tc.win); err != nil {
+				t.Fatalf("run of %vs: %v", r.RunSeconds, err)
+			}
+			html := b.String()
+			pods := html[strings.Index(html, `id="pods-chart"`):]
+			pods = pods[:strings.Index(pods, "</svg>")]
+			if !strings.Contains(html, tc.want) || !strings.Contains(pods, `class="marker"`) {
+				t.Errorf("run of %vs: page lacks %q or the pods chart its event marker at 1m", r.RunSeconds, tc.want)
+			}
+		})
 	}
 }

@@ -129,12 +129,21 @@ func (r *Report) writeProduction(p func(string, ...any)) {
 	row("pods", fmt.Sprint(ts.Pods), fmt.Sprint(pr.Pods))
 	row("scheduled", fmt.Sprint(ts.Scheduled), fmt.Sprint(pr.Scheduled))
 	row("never scheduled", fmt.Sprint(ts.Never), fmt.Sprint(pr.Never))
-	row("scheduling delay p50", secs(ts.Delay.P50), secs(pr.Delay.P50))
-	row("scheduling delay p90", secs(ts.Delay.P90), secs(pr.Delay.P90))
-	row("scheduling delay p99", secs(ts.Delay.P99), secs(pr.Delay.P99))
-	row("scheduling delay max", secs(ts.Delay.Max), secs(pr.Delay.Max))
+	row("scheduling delay p50", delayOf(ts.Delay.P50, ts.Scheduled), delayOf(pr.Delay.P50, pr.Scheduled))
+	row("scheduling delay p90", delayOf(ts.Delay.P90, ts.Scheduled), delayOf(pr.Delay.P90, pr.Scheduled))
+	row("scheduling delay p99", delayOf(ts.Delay.P99, ts.Scheduled), delayOf(pr.Delay.P99, pr.Scheduled))
+	row("scheduling delay max", delayOf(ts.Delay.Max, ts.Scheduled), delayOf(pr.Delay.Max, pr.Scheduled))
 	if a := r.Allocation; a != nil && ts.Pods == r.Pods && r.Snapshot == nil {
 		row("gpu allocated mean", fmt.Sprintf("%.1f%%", 100*a.MeanGPU), fmt.Sprintf("%.1f%%", 100*pr.MeanGPU))
 		row("gpu allocated peak", fmt.Sprintf("%.1f%%", 100*a.PeakGPU), fmt.Sprintf("%.1f%%", 100*pr.PeakGPU))
 	}
+}
+
+// delayOf writes a percentile of the delays of scheduled pods, or "none"
+// when no pod was scheduled: there is no delay, not one of 0s.
+func delayOf(v float64, scheduled int) string {
+	if scheduled == 0 {
+		return "none"
+	}
+	return secs(v)
 }

@@ -229,6 +229,9 @@ func (s *sim) report() *Report {
 	if last.IsZero() {
 		last = s.now
 	}
+	if first.IsZero() {
+		first = last // no pod arrived: the span is empty
+	}
 	r.VirtualSeconds = last.Sub(first).Seconds()
 	r.RunSeconds = s.now.Sub(epoch).Seconds()
 	if r.VirtualSeconds > 0 {

@@ -81,3 +81,89 @@ pods: [{name: job, count: 2, requests: {cpu: "1"}, lifetime: {mean: 1m}}]
 		t.Fatalf("run length\n%s", out)
 	}
 }
+
+// A run in which no pod arrives (a pod group of count 0) has an empty
+// span from the first arrival to the last binding, not one from the zero
+// time, in the text and in the JSON.
+func TestReportNoPodArrived(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+	}{
+		{"empty pod group", `
+name: empty
+nodes: [{name: n, count: 2, capacity: {cpu: "2", memory: 2Gi}}]
+pods: [{name: a, count: 0}]
+`},
+		{"empty pod group and a later node", `
+name: empty-later
+duration: 1m
+nodes: [{name: n, count: 1, capacity: {cpu: "2", memory: 2Gi}}]
+pods: [{name: a, count: 0}]
+events: [{at: 30s, addNodes: {name: m, count: 1, capacity: {cpu: "2", memory: 2Gi}}}]
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, parse(t, tc.yaml))
+			if r.VirtualSeconds != 0 || r.PodsPerSecond != 0 {
+				t.Errorf("virtualSeconds %v, podsPerSecond %v, want 0 and 0", r.VirtualSeconds, r.PodsPerSecond)
+			}
+			if out := text(r); !strings.Contains(out, "throughput       0.0 pods/s over 0s") {
+				t.Errorf("throughput line\n%s", out)
+			}
+		})
+	}
+}
+
+// A namespace none of whose pods was bound has no time to schedule: the
+// text report and the comparison say so, as they do for the whole run,
+// instead of percentiles of 0s.
+func TestReportNamespaceNoneScheduled(t *testing.T) {
+	r := run(t, parse(t, `
+name: two-namespaces
+nodes: [{name: n, count: 1, capacity: {cpu: "2", memory: 2Gi}}]
+pods:
+  - {name: small, namespace: fits, count: 1, requests: {cpu: "1"}}
+  - {name: big, namespace: never, count: 2, requests: {cpu: "4"}}
+`))
+	var cmp strings.Builder
+	WriteComparison(&cmp, r, r, "a", "b", false)
+	for _, tc := range []struct {
+		name, out, want, notWant string
+	}{
+		{"text", text(r), "  namespace never          0 of 2 scheduled; no time to schedule\n", "namespace never          0 of 2 scheduled; time to schedule p50 0s"},
+		{"text, the bound namespace", text(r), "  namespace fits           1 of 1 scheduled; time to schedule p50 20ms, p99 20ms, max 20ms\n", ""},
+		{"comparison", cmp.String(), "namespace never p50/p99           none scheduled", "0s/0s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(tc.out, tc.want) || tc.notWant != "" && strings.Contains(tc.out, tc.notWant) {
+				t.Errorf("want %q, not %q, in\n%s", tc.want, tc.notWant, tc.out)
+			}
+		})
+	}
+}
+
+// A trace replay in which no trace pod is bound has no scheduling delay:
+// the trace table and the per-policy table say none, not 0s, while
+// production's delays, of pods it did schedule, are printed.
+func TestReportTraceNoneScheduled(t *testing.T) {
+	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nn0,4000,16384,0,\n",
+		"name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"+
+			"big-0,8000,1024,0,0,,BE,Running,0,100,2\n"+
+			"big-1,8000,1024,0,0,,BE,Running,10,100,12\n")
+	r := run(t, traceScenario(dir))
+	var table strings.Builder
+	WritePolicyTable(&table, []PolicyRow{PolicyRowOf("default", r)})
+	for _, tc := range []struct {
+		name, out, want string
+	}{
+		{"trace table", text(r), "  scheduling delay p50     none       2s\n"},
+		{"trace table, max", text(r), "  scheduling delay max     none       2s\n"},
+		{"policy table", table.String(), "      none      none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(tc.out, tc.want) || strings.Contains(tc.out, " 0s") {
+				t.Errorf("want %q and no 0s in\n%s", tc.want, tc.out)
+			}
+		})
+	}
+}
