@@ -89,19 +89,9 @@ func lastCol(t, next time.Duration, w Window) int {
 // column holds the largest size reached in its slice of time, so that
 // short peaks stay visible and the line's peak is the run's exact peak.
 func queueColumns(series []Sample, w Window, peak, last func(Sample) int) []int {
-	out := make([]int, columns)
-	for i := range out {
-		out[i] = -1
-	}
-	for i, s := range series {
-		next := w.To
-		if i+1 < len(series) {
-			next = series[i+1].T
-		}
-		if next <= w.From && next > s.T || s.T > w.To {
-			continue // outside the window
-		}
-		from, to := col(s.T, w), lastCol(s.T, next, w)
+	out := emptyColumns()
+	eachLevel(len(series), func(i int) time.Duration { return series[i].T }, w, func(i, from, to int) {
+		s := series[i]
 		if s.T >= w.From {
 			out[from] = max(out[from], peak(s))
 		} else {
@@ -110,8 +100,33 @@ func queueColumns(series []Sample, w Window, peak, last func(Sample) int) []int 
 		for b := from + 1; b <= to; b++ {
 			out[b] = max(out[b], last(s))
 		}
+	})
+	return out
+}
+
+// emptyColumns returns columns that hold no value (-1).
+func emptyColumns() []int {
+	out := make([]int, columns)
+	for i := range out {
+		out[i] = -1
 	}
 	return out
+}
+
+// eachLevel calls f for each of n levels that shows in window w, with the
+// columns it fills: level i holds from at(i) until at(i+1), the last
+// until the window's end. O(n).
+func eachLevel(n int, at func(int) time.Duration, w Window, f func(i, from, to int)) {
+	for i := range n {
+		t, next := at(i), w.To
+		if i+1 < n {
+			next = at(i + 1)
+		}
+		if next <= w.From && next > t || t > w.To {
+			continue // outside the window
+		}
+		f(i, col(t, w), lastCol(t, next, w))
+	}
 }
 
 // podLines returns, per column, the pods bound so far (at the column's
@@ -394,22 +409,12 @@ func fractionChart(c svgChart, parts []allocPart, runs []pageRun, w Window, ms [
 // columns, in tenths of a percent: each column holds the largest value
 // that held in its slice of time, -1 where none did.
 func fractionColumns(alloc []AllocSample, w Window, v func(AllocSample) float64) []int {
-	vals := make([]int, columns)
-	for i := range vals {
-		vals[i] = -1
-	}
-	for i, a := range alloc {
-		next := w.To
-		if i+1 < len(alloc) {
-			next = alloc[i+1].T
-		}
-		if next <= w.From && next > a.T || a.T > w.To {
-			continue // outside the window
-		}
-		x := int(math.Round(1000 * v(a)))
-		for b := col(a.T, w); b <= lastCol(a.T, next, w); b++ {
+	vals := emptyColumns()
+	eachLevel(len(alloc), func(i int) time.Duration { return alloc[i].T }, w, func(i, from, to int) {
+		x := int(math.Round(1000 * v(alloc[i])))
+		for b := from; b <= to; b++ {
 			vals[b] = max(vals[b], x)
 		}
-	}
+	})
 	return vals
 }
