@@ -317,7 +317,11 @@ func TestGroupDeletedMidAttemptLosesNoMember(t *testing.T) {
 	}
 }
 
-func TestGroupAttemptsMetric(t *testing.T) {
+// gangWithMetrics is a gang fixture with metrics, one node of 1000m and
+// a gang g of two members of 1000m each with minCount 2: both cannot fit
+// at once.
+func gangWithMetrics(t *testing.T) (*fixture, *Metrics) {
+	t.Helper()
 	f, w := newGangFixture(t)
 	m, err := NewMetrics(prometheus.NewRegistry(), "schedq")
 	if err != nil {
@@ -327,6 +331,11 @@ func TestGroupAttemptsMetric(t *testing.T) {
 	f.h.AddNode(node("a", 1000))
 	f.h.AddPodGroup(podGroup("g", 2, 0))
 	f.addGang("g", 2, 1000)
+	return f, m
+}
+
+func TestGroupAttemptsMetric(t *testing.T) {
+	f, m := gangWithMetrics(t)
 	f.once()
 	f.h.AddNode(node("b", 1000))
 	f.q.Activate(framework.Key(pod("g-0", 0)))
@@ -413,15 +422,7 @@ func TestGangNodeDeletedBeforeBindingRetriesTheMemberOnce(t *testing.T) {
 // attempt counts each member once, a placed member counts once its
 // binding ends; podgroup_schedule_attempts_total counts the group once.
 func TestGroupMembersCountAsPodAttempts(t *testing.T) {
-	f, w := newGangFixture(t)
-	m, err := NewMetrics(prometheus.NewRegistry(), "schedq")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.s = mustNew(t, f.q, f.c, f.b, warnReporter{f.r, w}, Options{Metrics: m})
-	f.h.AddNode(node("a", 1000))
-	f.h.AddPodGroup(podGroup("g", 2, 0))
-	f.addGang("g", 2, 1000)
+	f, m := gangWithMetrics(t)
 	attempts := func(r Result) float64 { return testutil.ToFloat64(m.attempts.WithLabelValues(r.String(), "schedq")) }
 	f.once()
 	if got := attempts(Unschedulable); got != 2 {
