@@ -28,12 +28,13 @@ type signMemo struct {
 
 // SignPod returns the framework's signature of pod, as upstream's
 // Framework.SignPod computes it. A pod equal to the last one signed but
-// for its name and UID, its annotations and its creation time
-// (sameForSigning) gets that pod's signature again while no object a
-// signer reads has been added, updated or deleted since: every signer of
-// the registry reads nothing but the pod's fields, and none of those
-// four, except PodTopologySpread's (spreadSigner), which also reads the
-// Services and controllers of its namespace. With the synchronous
+// for its name and UID, its annotations, its creation time, its resource
+// version and its managed fields (sameForSigning) gets that pod's
+// signature again while no object a signer reads has been added, updated
+// or deleted since: every signer of the registry reads nothing but the
+// pod's fields, and none of those six, except PodTopologySpread's
+// (spreadSigner), which also reads the Services and controllers of its
+// namespace. With the synchronous
 // informers (the simulator's) any write counts; on a real cluster, the
 // writes of those four kinds, which the informers' handlers count
 // (signInputs). Upstream's
@@ -60,14 +61,16 @@ func (f *Framework) SignPod(ctx context.Context, pod *v1.Pod) fwk.PodSignature {
 }
 
 // sameForSigning reports whether pods a and b are equal in every field
-// but metadata's name, uid, annotations and creationTimestamp
+// but metadata's name, uid, annotations, creationTimestamp,
+// resourceVersion and managedFields
 // (reflect.DeepEqual: exactly, with nil and empty apart; maps and slices
 // the two share compare at once). No signer of kube-scheduler v1.37.2's
-// registry or of schedq's reads those four (the framework signs the
+// registry or of schedq's reads those six (the framework signs the
 // scheduler's name, and each plugin the spec fields it filters and
 // scores by, and InterPodAffinity the labels); pods made one by one from
 // a template differ in them, as a trace's or a forecast's pods do in
-// their creation time and declared runtime.
+// their creation time and declared runtime, and pods from an API server
+// in their resource version and managed fields (whose timestamps differ).
 // Each part whose bytes are the same (the pods share every list, map and
 // pointer in it, as pods copied from one template do) is equal without a
 // walk of its fields.
@@ -80,6 +83,7 @@ func sameForSigning(a, b *v1.Pod) bool {
 	}
 	am, bm := a.ObjectMeta, b.ObjectMeta
 	am.Name, am.UID, am.Annotations, am.CreationTimestamp = bm.Name, bm.UID, bm.Annotations, bm.CreationTimestamp
+	am.ResourceVersion, am.ManagedFields = bm.ResourceVersion, bm.ManagedFields
 	return deepEqual(&am, &bm) && deepEqual(&a.Spec, &b.Spec) && deepEqual(&a.Status, &b.Status)
 }
 

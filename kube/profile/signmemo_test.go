@@ -47,8 +47,8 @@ func TestSignPodMemo(t *testing.T) {
 	}), false)
 }
 
-// TestSameForSigning: only the name, UID, annotations and creation time
-// may differ.
+// TestSameForSigning: only the name, UID, annotations, creation time,
+// resource version and managed fields may differ.
 func TestSameForSigning(t *testing.T) {
 	a := pod("a", "")
 	cases := []struct {
@@ -63,7 +63,11 @@ func TestSameForSigning(t *testing.T) {
 		{"a status", pod("b", "", func(p *v1.Pod) { p.Status.Phase = v1.PodRunning }), false},
 		{"another annotation", pod("b", "", func(p *v1.Pod) { p.Annotations = map[string]string{"schedq.io/expected-runtime": "10m"} }), true},
 		{"another creation time", pod("b", "", func(p *v1.Pod) { p.CreationTimestamp = metav1.Unix(100, 0) }), true},
-		{"another resource version", pod("b", "", func(p *v1.Pod) { p.ResourceVersion = "7" }), false},
+		{"another resource version", pod("b", "", func(p *v1.Pod) { p.ResourceVersion = "7" }), true},
+		{"other managed fields", pod("b", "", func(p *v1.Pod) {
+			p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Time: &metav1.Time{}}}
+		}), true},
+		{"another generation", pod("b", "", func(p *v1.Pod) { p.Generation = 2 }), false},
 		{"a copy renamed", renamed(a, "b"), true},
 		{"a copy on a node", func() *v1.Pod { p := renamed(a, "b"); p.Spec.NodeName = "n1"; return p }(), false},
 		{"a copy with another namespace", func() *v1.Pod { p := renamed(a, "b"); p.Namespace = "other"; return p }(), false},
