@@ -188,12 +188,7 @@ func TestDeferByCohortSameAsByItemRandom(t *testing.T) {
 			state = seed
 			op, k, x := ops[rnd(len(ops))], rnd(keys), rnd(1<<16)
 			seed = state
-			name := fmt.Sprint("j", k)
-			desc := ""
-			for _, h := range []*harness{hc, hi} {
-				desc = classOp(h, op, x, name, labels, fails, groups)
-				h.check()
-			}
+			desc := classOpBoth(hc, hi, op, x, fmt.Sprint("j", k), labels, fails, groups)
 			sameClassQueues(t, fmt.Sprintf("run %d step %d %s", run, step, desc), hc, hi, lc, li, keys, step%50 == 49)
 		}
 	}

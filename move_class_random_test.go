@@ -76,18 +76,24 @@ func TestMoveByClassSameAsByItemRandom(t *testing.T) {
 			state = seed // both queues see the same choices
 			op, k, x := rnd(13), rnd(16), rnd(1<<16)
 			seed = state
-			name := fmt.Sprint("j", k)
-			desc := ""
-			for _, h := range []*harness{hc, hi} {
-				desc = classOp(h, op, x, name, labels, fails, groups)
-				h.check()
-			}
+			desc := classOpBoth(hc, hi, op, x, fmt.Sprint("j", k), labels, fails, groups)
 			sameClassQueues(t, fmt.Sprintf("run %d step %d %s", run, step, desc), hc, hi, lc, li, 16, step%50 == 49)
 		}
 		if hc.c.judged > hi.c.judged {
 			t.Fatalf("run %d: judged %d items by cohort, %d by item", run, hc.c.judged, hi.c.judged)
 		}
 	}
+}
+
+// classOpBoth applies one operation (classOp) to both queues, checking
+// each's invariants after it, and returns its description.
+func classOpBoth(hc, hi *harness, op, x int, name string, labels []string, fails []Failure, groups bool) string {
+	desc := ""
+	for _, h := range []*harness{hc, hi} {
+		desc = classOp(h, op, x, name, labels, fails, groups)
+		h.check()
+	}
+	return desc
 }
 
 // classOp applies random operation op (0-12), with random argument x, to
