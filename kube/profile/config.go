@@ -18,6 +18,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
 	frameworkplugins "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/podtopologyspread"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 )
@@ -32,6 +33,7 @@ type Config = config.KubeSchedulerConfiguration
 func Registry() (frameworkruntime.Registry, error) {
 	r := frameworkplugins.NewInTreeRegistry()
 	r[podtopologyspread.Name] = signingSpread(r[podtopologyspread.Name])
+	r[dynamicresources.Name] = memoDRA(r[dynamicresources.Name])
 	if err := r.Merge(OutOfTree()); err != nil {
 		return nil, err
 	}

@@ -329,11 +329,11 @@ func (t *ScoreTable) normalise(ctx context.Context, state fwk.CycleState, pod *v
 // score that depends on nothing but the scores of its list (not their
 // order, the nodes' names, the pod or the cycle's state), so that a list
 // of the same scores is normalised to the same scores again:
-// kube-scheduler's TaintToleration, NodeAffinity and DynamicResources,
-// which scale each score by the list's largest.
+// kube-scheduler's TaintToleration, NodeAffinity and DynamicResources
+// (draMemo's is upstream's), which scale each score by the list's largest.
 func pureNormaliser(pl fwk.ScorePlugin) bool {
 	switch pl.(type) {
-	case *tainttoleration.TaintToleration, *nodeaffinity.NodeAffinity, *dynamicresources.DynamicResources:
+	case *tainttoleration.TaintToleration, *nodeaffinity.NodeAffinity, *dynamicresources.DynamicResources, *draMemo:
 		return true
 	}
 	return false

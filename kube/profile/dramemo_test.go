@@ -1,0 +1,254 @@
+package profile
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
+)
+
+const memoDriver = "gpu.example.com"
+
+// gpuNode is a node with a ResourceSlice of n GPUs of model, each of 1000
+// thousandths that several claims may share.
+func gpuNode(name, model string, n int) (*v1.Node, *resourceapi.ResourceSlice) {
+	yes := true
+	sl := &resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-gpus", UID: types.UID("slice-" + name)},
+		Spec: resourceapi.ResourceSliceSpec{Driver: memoDriver, NodeName: &name,
+			Pool: resourceapi.ResourcePool{Name: name, Generation: 1, ResourceSliceCount: 1}},
+	}
+	for i := range n {
+		sl.Spec.Devices = append(sl.Spec.Devices, resourceapi.Device{
+			Name:                     "gpu-" + strconv.Itoa(i),
+			Attributes:               map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"model": {StringValue: &model}},
+			Capacity:                 map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"milli": {Value: *resource.NewQuantity(1000, resource.DecimalSI)}},
+			AllowMultipleAllocations: &yes,
+		})
+	}
+	return node(name, "z"), sl
+}
+
+// shareClaim is a claim of milli thousandths of one GPU of model;
+// allocated on device of pool if pool is set.
+func shareClaim(name string, milli int64, model, pool, device string) *resourceapi.ResourceClaim {
+	q := *resource.NewQuantity(milli, resource.DecimalSI)
+	c := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("claim-" + name)},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: memoDriver, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1,
+				Capacity: &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{"milli": q}},
+				Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+					Expression: `device.attributes["` + memoDriver + `"].model == "` + model + `"`}}}},
+		}}}},
+	}
+	if pool != "" {
+		share := types.UID("share-" + name)
+		c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
+			Request: "gpu", Driver: memoDriver, Pool: pool, Device: device, ShareID: &share,
+			ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{"milli": q},
+		}}}}
+		c.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "holder-" + name, UID: types.UID("pod-holder-" + name)}}
+	}
+	return c
+}
+
+func withResourceClaim(claim string) func(*v1.Pod) {
+	return func(p *v1.Pod) {
+		p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &claim}}
+	}
+}
+
+// memoCluster has six nodes of four kinds for a share of 600 of a V100:
+// two empty V100 nodes (fit), one with half of one GPU used (fits on the
+// other GPU), two with half of each GPU used (no fit), and an empty T4
+// node (no fit: the model).
+func memoCluster() Cluster {
+	var c Cluster
+	c.Objects = append(c.Objects, &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: memoDriver}})
+	for _, n := range []struct{ name, model string }{{"a", "V100"}, {"b", "V100"}, {"c", "V100"}, {"d", "V100"}, {"e", "V100"}, {"f", "T4"}} {
+		nd, sl := gpuNode(n.name, n.model, 2)
+		c.Nodes = append(c.Nodes, nd)
+		c.Objects = append(c.Objects, sl)
+	}
+	for _, u := range []struct{ pool, device string }{{"c", "gpu-0"}, {"d", "gpu-0"}, {"d", "gpu-1"}, {"e", "gpu-1"}, {"e", "gpu-0"}} {
+		c.Objects = append(c.Objects, shareClaim("used-"+u.pool+"-"+u.device, 500, "V100", u.pool, u.device))
+	}
+	c.Objects = append(c.Objects, shareClaim("want", 600, "V100", "", ""))
+	return c
+}
+
+// memoPlugin builds a framework of the default profile without
+// DynamicResources over c, and on its handle the registry's
+// DynamicResources, which is a draMemo.
+func memoPlugin(t *testing.T, c Cluster) (*draMemo, *Framework) {
+	t.Helper()
+	cfg, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof := &cfg.Profiles[0]
+	prof.Plugins.MultiPoint.Enabled = slices.DeleteFunc(prof.Plugins.MultiPoint.Enabled, func(p config.Plugin) bool { return p.Name == dynamicresources.Name })
+	f, err := NewFramework(context.Background(), prof, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	var args runtime.Object
+	for _, pc := range cfg.Profiles[0].PluginConfig {
+		if pc.Name == dynamicresources.Name {
+			args = pc.Args
+		}
+	}
+	r, err := Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := r[dynamicresources.Name](context.Background(), args, f.fwk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := pl.(*draMemo)
+	if !ok {
+		t.Fatalf("the registry's DynamicResources is a %T, want a *draMemo", pl)
+	}
+	return m, f
+}
+
+// TestDRAMemoAnswersAsUpstream: on every node the memo's Filter answers
+// what upstream's Filter answers, while the allocator runs once per kind
+// of node (four kinds among six nodes); the schedule over the whole
+// framework finds the same nodes.
+func TestDRAMemoAnswersAsUpstream(t *testing.T) {
+	ctx := context.Background()
+	c := memoCluster()
+	m, f := memoPlugin(t, c)
+	p := pod("p", "", withResourceClaim("want"))
+	memoState, upState := framework.NewCycleState(), framework.NewCycleState()
+	if _, st := m.PreFilter(ctx, memoState, p, nil); !st.IsSuccess() {
+		t.Fatalf("PreFilter: %v", st)
+	}
+	if _, st := m.DynamicResources.PreFilter(ctx, upState, p, nil); !st.IsSuccess() {
+		t.Fatalf("upstream's PreFilter: %v", st)
+	}
+	cyc := cycleMemo(memoState)
+	if cyc == nil {
+		t.Fatal("no memo for a cycle of plain claims on nodes' own slices")
+	}
+	nodes, err := f.Snapshot().NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fit []string
+	for _, ni := range nodes {
+		got, want := m.Filter(ctx, memoState, p, ni), m.DynamicResources.Filter(ctx, upState, p, ni)
+		if got.Code() != want.Code() || got.Message() != want.Message() {
+			t.Errorf("node %s: memo %v, upstream %v", ni.Node().Name, got, want)
+		}
+		if got.IsSuccess() {
+			fit = append(fit, ni.Node().Name)
+		}
+	}
+	if len(fit) != 3 {
+		t.Errorf("fit on %v, want a, b and c", fit)
+	}
+	if len(cyc.answers) != 4 {
+		t.Errorf("%d kinds of node, want 4 (a=b, c, d=e, f)", len(cyc.answers))
+	}
+	res := schedule(t, defaultFramework(t, c), p)
+	if len(res.Feasible) != 3 {
+		t.Errorf("Schedule: feasible %v, want a, b and c", res.Feasible)
+	}
+}
+
+// TestDRAMemoReserveFiltersAnsweredNode: a node the memo answered
+// (its twin ran the allocator) is filtered for real at Reserve, so that
+// upstream's Reserve allocates the chosen node's own device.
+func TestDRAMemoReserveFiltersAnsweredNode(t *testing.T) {
+	ctx := context.Background()
+	m, f := memoPlugin(t, memoCluster())
+	p := pod("p", "", withResourceClaim("want"))
+	cs := framework.NewCycleState()
+	if _, st := m.PreFilter(ctx, cs, p, nil); !st.IsSuccess() {
+		t.Fatalf("PreFilter: %v", st)
+	}
+	for _, name := range []string{"a", "b"} {
+		ni, err := f.Snapshot().NodeInfos().Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := m.Filter(ctx, cs, p, ni); !st.IsSuccess() {
+			t.Fatalf("Filter %s: %v", name, st)
+		}
+	}
+	if !cycleMemo(cs).answered["b"] {
+		t.Fatal("b was not answered from a's result")
+	}
+	if st := m.Reserve(ctx, cs, p, "b"); !st.IsSuccess() {
+		t.Fatalf("Reserve b: %v", st)
+	}
+	state, err := f.fwk.SharedDRAManager().ResourceClaims().GatherAllocatedState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pools := map[string]bool{}
+	for id := range state.AggregatedCapacity {
+		pools[id.Pool.String()] = true
+	}
+	if !pools["b"] || pools["a"] {
+		t.Errorf("pools with capacity in use after Reserve on b: %v, want b's (and c, d, e's), not a's", pools)
+	}
+	m.Unreserve(ctx, cs, p, "b")
+}
+
+// TestDRAMemoStandsAside: cycles whose answers could depend on more than
+// the memo's key run upstream's Filter on every node: a claim allocated
+// already, a request with alternatives, a slice not of one node.
+func TestDRAMemoStandsAside(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Cluster)
+	}{
+		{"claim allocated", func(c *Cluster) {
+			c.Objects[len(c.Objects)-1] = shareClaim("want", 600, "V100", "a", "gpu-0")
+		}},
+		{"request with alternatives", func(c *Cluster) {
+			w := c.Objects[len(c.Objects)-1].(*resourceapi.ResourceClaim)
+			r := &w.Spec.Devices.Requests[0]
+			r.FirstAvailable = []resourceapi.DeviceSubRequest{{Name: "one", DeviceClassName: memoDriver, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}
+			r.Exactly = nil
+		}},
+		{"slice of all nodes", func(c *Cluster) {
+			yes := true
+			c.Objects = append(c.Objects, &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "shared"},
+				Spec: resourceapi.ResourceSliceSpec{Driver: "net.example.com", AllNodes: &yes,
+					Pool:    resourceapi.ResourcePool{Name: "shared", Generation: 1, ResourceSliceCount: 1},
+					Devices: []resourceapi.Device{{Name: "nic"}}}})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := memoCluster()
+			tc.mutate(&c)
+			m, _ := memoPlugin(t, c)
+			cs := framework.NewCycleState()
+			_, st := m.PreFilter(context.Background(), cs, pod("p", "", withResourceClaim("want")), nil)
+			if st.Code() == fwk.Error {
+				t.Fatalf("PreFilter: %v", st)
+			}
+			if cycleMemo(cs) != nil {
+				t.Error("the memo serves this cycle")
+			}
+		})
+	}
+}
