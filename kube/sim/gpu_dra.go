@@ -174,3 +174,15 @@ func quoteAll(xs []string) string {
 	}
 	return strings.Join(q, ", ")
 }
+
+// draAssigned lists the GPUs of its node that DRA allocated the bound
+// pod's claims, as the API server stores them (fragMeter's source with
+// gpuModel dra). O(the pod's claims × their devices).
+func (s *sim) draAssigned(p *v1.Pod) []int {
+	return allocatedGPUs(p, p.Spec.NodeName, func(ns, name string) (*resourceapi.ResourceClaim, error) {
+		if c := s.storedClaim(ns, name); c != nil {
+			return c, nil
+		}
+		return nil, fmt.Errorf("no claim %s/%s", ns, name)
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -125,15 +126,21 @@ func (p *gpuDRAScore) node(ni fwk.NodeInfo, skip types.UID) *gpu.Node {
 }
 
 // allocated lists the GPUs (device indexes of the node's pool) that the
-// pod's claims were allocated. O(claims of the pod × their devices).
+// pod's claims were allocated, as the DRA manager holds the claims.
 func (p *gpuDRAScore) allocated(pod *v1.Pod, node string) []int {
+	return allocatedGPUs(pod, node, p.h.SharedDRAManager().ResourceClaims().Get)
+}
+
+// allocatedGPUs lists the GPUs (device indexes of the node's pool) that
+// the pod's claims, as get gives them, were allocated. O(claims of the
+// pod × their devices).
+func allocatedGPUs(pod *v1.Pod, node string, get func(namespace, name string) (*resourceapi.ResourceClaim, error)) []int {
 	var at []int
-	claims := p.h.SharedDRAManager().ResourceClaims()
 	for _, st := range pod.Status.ResourceClaimStatuses {
 		if st.ResourceClaimName == nil {
 			continue
 		}
-		c, err := claims.Get(pod.Namespace, *st.ResourceClaimName)
+		c, err := get(pod.Namespace, *st.ResourceClaimName)
 		if err != nil || c.Status.Allocation == nil {
 			continue
 		}

@@ -10,14 +10,17 @@ import (
 // fragMeter follows the paper's fragmentation (gpu.Frag) of a replay's
 // nodes over virtual time, against the trace's typical workload. It keeps
 // its own gpu.Node per node with GPUs, updated as pods are bound and
-// leave, with the GPUs the device model chose for them, and each node's
+// leave, with the GPUs the device model chose for them or DRA allocated
+// them (assigned), and each node's
 // fragmentation, so that the cluster's is a running sum: a pod bound or
 // leaving costs one node's gpu.Frag, O(classes × GPUs), never a pass over
 // the cluster. Nodes without GPUs are not followed (their fragmentation
 // is 0). Not safe for concurrent use: the simulator calls it from its one
 // event loop.
 type fragMeter struct {
-	g        *gpuDevices
+	// assigned lists the GPUs (indexes on its node) a bound pod was
+	// given; nil if none are known.
+	assigned func(*v1.Pod) []int
 	workload gpu.Workload
 	nodes    map[string]*fragNode
 	pods     map[types.UID]fragPod
@@ -41,8 +44,8 @@ type fragPod struct {
 	at   []int
 }
 
-func newFragMeter(g *gpuDevices, w gpu.Workload) *fragMeter {
-	return &fragMeter{g: g, workload: w, nodes: map[string]*fragNode{}, pods: map[types.UID]fragPod{}}
+func newFragMeter(assigned func(*v1.Pod) []int, w gpu.Workload) *fragMeter {
+	return &fragMeter{assigned: assigned, workload: w, nodes: map[string]*fragNode{}, pods: map[types.UID]fragPod{}}
 }
 
 // nodeAdded follows a node with GPUs. O(classes × GPUs).
@@ -73,8 +76,8 @@ func (m *fragMeter) nodeRemoved(n *v1.Node) {
 	m.frag -= fn.frag
 }
 
-// podAdded places a bound pod on its node's copy: on the GPUs the device
-// model took for it, or the best fit when it remembers none that fit.
+// podAdded places a bound pod on its node's copy: on the GPUs it was
+// assigned, or the best fit when none that fit are known.
 // O(classes × GPUs).
 func (m *fragMeter) podAdded(p *v1.Pod) {
 	fn := m.nodes[p.Spec.NodeName]
@@ -90,10 +93,8 @@ func (m *fragMeter) podAdded(p *v1.Pod) {
 	}
 	var at []int
 	if r.Count > 0 {
-		if m.g != nil {
-			m.g.mu.Lock()
-			at = m.g.assigned[p.UID]
-			m.g.mu.Unlock()
+		if m.assigned != nil {
+			at = m.assigned(p)
 		}
 		if len(at) != r.Count || !fitsAt(fn.n, r, at) {
 			at = fn.n.BestFit(r)

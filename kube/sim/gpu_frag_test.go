@@ -9,8 +9,10 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/schedq/schedq/kube/gpu"
 )
@@ -35,8 +37,20 @@ func fragTrace(t *testing.T) string {
 //	b on GPU 1, [500 0]:    a 0, b 500, c 500 → 333.3 of 500: 2/3
 //	a leaves, [1000 0]:     a 0, b 0, c 1000 → 333.3 of 1000: 1/3
 //	b leaves: idle again, 1/3
+//
+// The device model and DRA (whose allocations the meter reads) measure
+// the same.
 func TestFragmentationSeries(t *testing.T) {
-	r := run(t, traceScenario(fragTrace(t)))
+	for _, model := range []string{GPUModelDevice, GPUModelDRA} {
+		t.Run(model, func(t *testing.T) {
+			sc := traceScenario(fragTrace(t))
+			sc.Scheduler.GPUModel = model
+			checkFragSeries(t, run(t, sc))
+		})
+	}
+}
+
+func checkFragSeries(t *testing.T, r *Report) {
 	var ratios, fracs []float64
 	for _, a := range r.Alloc {
 		if n := len(ratios); n == 0 || math.Abs(ratios[n-1]-a.FragRatio) > 1e-9 {
@@ -121,6 +135,29 @@ func TestFragmentationAgainstArrivedDemand(t *testing.T) {
 	}
 	if !strings.Contains(page.String(), `id="frag-demand-chart"`) {
 		t.Error("the page lacks the chart against arrived demand")
+	}
+}
+
+// TestDRAAssignedReadsAllocations: with gpuModel dra the meter places a
+// bound pod on the devices of its node that its claims were allocated
+// (gpu-1 here), not on a best fit of its own.
+func TestDRAAssignedReadsAllocations(t *testing.T) {
+	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p-gpu"}}
+	claim.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
+		{Request: "gpu", Driver: traceGPUDriver, Pool: "other", Device: "gpu-0"},
+		{Request: "gpu", Driver: traceGPUDriver, Pool: "n", Device: "gpu-1"},
+	}}}
+	s := &sim{}
+	s.obj.byKey = map[string]runtime.Object{objectKey(claim): claim}
+	name := "p-gpu"
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}, Spec: v1.PodSpec{NodeName: "n"},
+		Status: v1.PodStatus{ResourceClaimStatuses: []v1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &name}}}}
+	if at := s.draAssigned(p); len(at) != 1 || at[0] != 1 {
+		t.Errorf("assigned %v, want [1] (gpu-1 of n's pool)", at)
+	}
+	p.Status.ResourceClaimStatuses[0].ResourceClaimName = nil
+	if at := s.draAssigned(p); at != nil {
+		t.Errorf("assigned %v without a claim, want none", at)
 	}
 }
 

@@ -208,3 +208,11 @@ func (g *gpuDevices) forget(uid types.UID) {
 	delete(g.assigned, uid)
 	g.mu.Unlock()
 }
+
+// assignedTo lists the GPUs pod took (fragMeter's source with the device
+// model). O(1).
+func (g *gpuDevices) assignedTo(p *v1.Pod) []int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.assigned[p.UID]
+}

@@ -472,9 +472,10 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 		w := gpu.Typical(reqs, gpu.TypicalShare)
 		if s.x.gpu != nil {
 			s.x.gpu.workload = w
-			s.x.alloc.frag = newFragMeter(s.x.gpu, w)
+			s.x.alloc.frag = newFragMeter(s.x.gpu.assignedTo, w)
 		} else {
 			s.x.gpuDRA.workload = w
+			s.x.alloc.frag = newFragMeter(s.draAssigned, w)
 		}
 	}
 	for _, n := range t.nodes {
