@@ -32,7 +32,8 @@ const (
 // loses its node affinity on the model and claims from a
 // ResourceClaimTemplate: num_gpu whole devices, or a share of gpu_milli
 // of one, with gpu_spec as a CEL selector on the model. Pods with one
-// request share a template, named in order of first use.
+// request in one namespace share a template (a pod can only use its own
+// namespace's), named in order of first use.
 //
 // Nodes keep their extended resource of thousandths and pods their
 // request of it, as bookkeeping: the report's GPU allocation is measured
@@ -64,7 +65,7 @@ func (s *sim) traceGPUsAsDevices(t *alibabaTrace) {
 		p := tp.pod
 		p.Spec.Affinity = nil // alibabaPod's only affinity is gpu_spec's
 		req := deviceRequest(tp)
-		key := fmt.Sprintf("%d/%d/%s", tp.gpus, tp.share, strings.Join(tp.models, "|"))
+		key := fmt.Sprintf("%s/%d/%d/%s", p.Namespace, tp.gpus, tp.share, strings.Join(tp.models, "|"))
 		name, ok := templates[key]
 		if !ok {
 			name = "gpu-request-" + strconv.Itoa(len(templates))

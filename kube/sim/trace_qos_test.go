@@ -15,8 +15,16 @@ const qosPods = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_ph
 // By default every trace pod has priority 0 and namespace default, and the
 // GPU freed at 100 s goes to the pod that came first; with qosPriority
 // the LS pod takes it, and with namespaces: qos each pod is in its qos's
-// namespace.
+// namespace. The same on the device model and with DRA (where each
+// namespace gets its own ResourceClaimTemplates: a pod cannot claim from
+// another namespace's).
 func TestAlibabaTraceQoSPriorityAndNamespaces(t *testing.T) {
+	for _, model := range []string{GPUModelDevice, GPUModelDRA} {
+		t.Run(model, func(t *testing.T) { testTraceQoS(t, model) })
+	}
+}
+
+func testTraceQoS(t *testing.T, model string) {
 	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,1,T4\n", qosPods)
 	for _, c := range []struct {
 		name       string
@@ -41,14 +49,14 @@ func TestAlibabaTraceQoSPriorityAndNamespaces(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sc := traceScenario(dir)
-			sc.Trace.QoSPriority, sc.Trace.Namespaces = c.prio, c.namespaces
+			sc.Trace.QoSPriority, sc.Trace.Namespaces, sc.Scheduler.GPUModel = c.prio, c.namespaces, model
 			r := run(t, sc)
 			for _, rec := range r.Records {
 				if rec.Namespace != c.ns[rec.Name] || rec.Priority != c.priority[rec.Name] {
 					t.Errorf("%s in %s at priority %d, want %s at %d", rec.Name, rec.Namespace, rec.Priority, c.ns[rec.Name], c.priority[rec.Name])
 				}
 				if rec.Name == c.first && !(rec.Bound && rec.BoundAt >= 100 && rec.BoundAt < 101) {
-					t.Errorf("%s bound %v at %vs, want at 100s, when the GPU is freed", rec.Name, rec.Bound, rec.BoundAt)
+					t.Errorf("%s bound %v at %vs, want at 100s, when the GPU is freed (%s)", rec.Name, rec.Bound, rec.BoundAt, rec.LastFailure)
 				}
 			}
 		})
