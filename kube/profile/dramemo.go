@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -42,10 +41,19 @@ type draMemo struct {
 	*dynamicresources.DynamicResources
 	h fwk.Handle
 
+	tap *draTap // the DRA manager of h, if the framework was given one
+
 	mu     sync.Mutex
-	shapes map[*resourceapi.ResourceSlice]string // shape's name of each slice seen
-	ids    map[string]string                     // shape's name of each spec seen, as JSON
-	next   uint64                                // the last name given; never reused
+	shapes map[*resourceapi.ResourceSlice]sliceShape // each slice seen
+	ids    map[string]string                         // shape's name of each spec seen, as JSON
+	next   uint64                                    // the last name given; never reused
+}
+
+// sliceShape is a slice's shape name (shape) and its devices' IDs, in
+// the slice's order.
+type sliceShape struct {
+	name string
+	devs []structured.DeviceID
 }
 
 // forget drops the shapes kept once they are many more than the n
@@ -73,19 +81,22 @@ func memoDRA(inner frameworkruntime.PluginFactory) frameworkruntime.PluginFactor
 		if !ok || h.SharedDRAManager() == nil {
 			return pl, nil
 		}
-		return &draMemo{DynamicResources: dr, h: h, shapes: map[*resourceapi.ResourceSlice]string{}, ids: map[string]string{}}, nil
+		tap, _ := h.SharedDRAManager().(*draTap)
+		return &draMemo{DynamicResources: dr, h: h, tap: tap, shapes: map[*resourceapi.ResourceSlice]sliceShape{}, ids: map[string]string{}}, nil
 	}
 }
 
 const draMemoKey fwk.StateKey = "schedq.io/dra-memo"
 
-// draCycle is a cycle's memo: the slices of each node, what is used of
-// each pool's devices, the answers by filterKey, and the nodes answered
-// from the memo (which Reserve filters for real).
+// draCycle is a cycle's memo: the slices of each node, what is
+// allocated of the devices (the state the allocator starts from, and the
+// number of shares of each device), the answers by filterKey, and the
+// nodes answered from the memo (which Reserve filters for real).
 type draCycle struct {
 	mu       sync.Mutex
 	slices   map[string][]*resourceapi.ResourceSlice // by node name
-	used     map[string]string                       // by driver/pool: its devices' uses (usesByPool)
+	state    *structured.AllocatedState
+	shares   map[structured.DeviceID]int
 	answers  map[string]memoAnswer
 	answered map[string]bool
 	buf      []byte
@@ -104,19 +115,23 @@ func (c *draCycle) Clone() fwk.StateData { return c }
 // PreFilter is upstream's, and starts the cycle's memo when the cycle
 // is one it can serve. O(slices + allocated devices + the pod's claims).
 func (d *draMemo) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	d.tap.arm()
 	res, st := d.DynamicResources.PreFilter(ctx, cs, pod, nodes)
+	list, state := d.tap.take()
 	if !st.IsSuccess() {
 		return res, st
 	}
-	if c := d.newCycle(pod); c != nil {
+	if c := d.newCycle(pod, list, state); c != nil {
 		cs.Write(draMemoKey, c)
 	}
 	return res, st
 }
 
 // newCycle is the memo for pod's cycle, or nil if its answers could
-// depend on more than filterKey reads.
-func (d *draMemo) newCycle(pod *v1.Pod) *draCycle {
+// depend on more than filterKey reads. list and state are the slices and
+// the allocated state upstream's PreFilter read, if the tap kept them
+// (else they are read again).
+func (d *draMemo) newCycle(pod *v1.Pod, list []*resourceapi.ResourceSlice, state *structured.AllocatedState) *draCycle {
 	m := d.h.SharedDRAManager()
 	for i := range pod.Spec.ResourceClaims {
 		name, _, err := resourceclaim.Name(pod, &pod.Spec.ResourceClaims[i])
@@ -128,9 +143,11 @@ func (d *draMemo) newCycle(pod *v1.Pod) *draCycle {
 			return nil
 		}
 	}
-	list, err := m.ResourceSlices().ListWithDeviceTaintRules()
-	if err != nil {
-		return nil
+	var err error
+	if list == nil {
+		if list, err = m.ResourceSlices().ListWithDeviceTaintRules(); err != nil {
+			return nil
+		}
 	}
 	d.forget(len(list))
 	c := &draCycle{slices: map[string][]*resourceapi.ResourceSlice{}, answers: map[string]memoAnswer{}, answered: map[string]bool{}}
@@ -140,11 +157,15 @@ func (d *draMemo) newCycle(pod *v1.Pod) *draCycle {
 		}
 		c.slices[*sl.Spec.NodeName] = append(c.slices[*sl.Spec.NodeName], sl)
 	}
-	state, err := m.ResourceClaims().GatherAllocatedState()
-	if err != nil {
-		return nil
+	if state == nil {
+		if state, err = m.ResourceClaims().GatherAllocatedState(); err != nil {
+			return nil
+		}
 	}
-	c.used = usesByPool(state.AllocatedDevices.UnsortedList(), state.AllocatedSharedDeviceIDs.UnsortedList(), state.AggregatedCapacity)
+	c.state, c.shares = state, make(map[structured.DeviceID]int, len(state.AllocatedSharedDeviceIDs))
+	for id := range state.AllocatedSharedDeviceIDs {
+		c.shares[structured.DeviceID{Driver: id.Driver, Pool: id.Pool, Device: id.Device}]++
+	}
 	return c
 }
 
@@ -169,7 +190,7 @@ func (d *draMemo) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni
 	if c == nil {
 		return d.DynamicResources.Filter(ctx, cs, pod, ni)
 	}
-	key := d.filterKey(c, pod, ni)
+	key := d.filterKey(c, ni)
 	c.mu.Lock()
 	a, ok := c.answers[key]
 	if ok && a.code == fwk.Success {
@@ -228,27 +249,30 @@ func cycleMemo(cs fwk.CycleState) *draCycle {
 
 // filterKey is what upstream's Filter reads of the node for a pod whose
 // claims are plain (newCycle): each of its slices' specs without node
-// and pool names, what is used of each pool's devices, and which
-// extended resources the node has allocatable and whether each is zero
-// (DRA serves an extended resource the pod asks for only where the node
-// has none). The slices are
-// sorted, so the order the lister gives them in does not matter. O(the
-// node's devices), one allocation per new key.
-func (d *draMemo) filterKey(c *draCycle, pod *v1.Pod, ni fwk.NodeInfo) string {
+// and pool names, what is allocated of each of their devices, in the
+// slice's order (taken whole, the number of shares, the capacity
+// consumed), and which extended resources the node has allocatable and
+// whether each is zero (DRA serves an extended resource the pod asks for
+// only where the node has none). The slices are sorted, so the order the
+// lister gives them in does not matter. O(the node's devices), one
+// allocation per call with one slice.
+func (d *draMemo) filterKey(c *draCycle, ni fwk.NodeInfo) string {
 	node := ni.Node()
-	var parts []string
-	for _, sl := range c.slices[node.Name] {
-		parts = append(parts, d.shape(sl)+"\x00"+c.used[sl.Spec.Driver+"/"+sl.Spec.Pool.Name])
-	}
-	if len(parts) > 1 {
-		slices.Sort(parts)
-	}
+	own := c.slices[node.Name]
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b := c.buf[:0]
-	for _, p := range parts {
-		b = append(b, p...)
-		b = append(b, 1)
+	if len(own) == 1 {
+		b = c.appendSlice(b, d.shape(own[0]))
+	} else {
+		parts := make([]string, len(own))
+		for i, sl := range own {
+			parts[i] = string(c.appendSlice(nil, d.shape(sl)))
+		}
+		slices.Sort(parts)
+		for _, p := range parts {
+			b = append(b, p...)
+		}
 	}
 	alloc := ni.GetAllocatable().GetScalarResources()
 	names := make([]string, 0, len(alloc))
@@ -265,10 +289,44 @@ func (d *draMemo) filterKey(c *draCycle, pod *v1.Pod, ni fwk.NodeInfo) string {
 	return string(b)
 }
 
-// shape names sl's spec without its node name and pool name: specs
-// alike get one name, a short decimal number. Computed once per slice
-// object (O(its devices) then, O(1) after). Concurrency-safe.
-func (d *draMemo) shape(sl *resourceapi.ResourceSlice) string {
+// appendSlice appends a slice's shape name and what is allocated of
+// each of its devices. O(its devices).
+func (c *draCycle) appendSlice(b []byte, sh sliceShape) []byte {
+	b = append(append(b, sh.name...), 0)
+	for _, id := range sh.devs {
+		if c.state.AllocatedDevices.Has(id) {
+			b = append(b, '!')
+		}
+		if n := c.shares[id]; n > 0 {
+			b = strconv.AppendInt(append(b, '#'), int64(n), 10)
+		}
+		if caps := c.state.AggregatedCapacity[id]; len(caps) > 0 {
+			names := make([]string, 0, len(caps))
+			for name := range caps {
+				names = append(names, string(name))
+			}
+			slices.Sort(names)
+			for _, name := range names {
+				b = append(append(b, name...), '=')
+				q := caps[resourceapi.QualifiedName(name)]
+				if v, ok := q.AsInt64(); ok {
+					b = strconv.AppendInt(b, v, 10)
+				} else {
+					b = append(b, q.String()...)
+				}
+				b = append(b, ',')
+			}
+		}
+		b = append(b, 0)
+	}
+	return append(b, 1)
+}
+
+// shape names sl's spec without its node name and pool name (specs
+// alike get one name, a short decimal number) and lists its devices'
+// IDs. Computed once per slice object (O(its devices) then, O(1) after).
+// Concurrency-safe.
+func (d *draMemo) shape(sl *resourceapi.ResourceSlice) sliceShape {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if s, ok := d.shapes[sl]; ok {
@@ -286,45 +344,10 @@ func (d *draMemo) shape(sl *resourceapi.ResourceSlice) string {
 		id = strconv.FormatUint(d.next, 10)
 		d.ids[string(b)] = id
 	}
-	d.shapes[sl] = id
-	return id
-}
-
-// usesByPool lists, by driver/pool, what is used of each device: taken
-// whole, its number of shares, and the capacity its shares consume;
-// sorted and joined. O(allocated devices log).
-func usesByPool(whole []structured.DeviceID, shared []structured.SharedDeviceID, consumed structured.ConsumedCapacityCollection) map[string]string {
-	lists := map[string][]string{}
-	add := func(driver, pool, use string) {
-		k := driver + "/" + pool
-		lists[k] = append(lists[k], use)
+	sh := sliceShape{name: id, devs: make([]structured.DeviceID, len(sl.Spec.Devices))}
+	for i, dev := range sl.Spec.Devices {
+		sh.devs[i] = structured.MakeDeviceID(sl.Spec.Driver, sl.Spec.Pool.Name, dev.Name)
 	}
-	for _, id := range whole {
-		add(id.Driver.String(), id.Pool.String(), id.Device.String()+"!")
-	}
-	shares := map[structured.DeviceID]int{}
-	for _, id := range shared {
-		shares[structured.DeviceID{Driver: id.Driver, Pool: id.Pool, Device: id.Device}]++
-	}
-	for id, n := range shares {
-		add(id.Driver.String(), id.Pool.String(), id.Device.String()+"#"+strconv.Itoa(n))
-	}
-	for id, caps := range consumed {
-		names := make([]string, 0, len(caps))
-		for name := range caps {
-			names = append(names, string(name))
-		}
-		slices.Sort(names)
-		use := id.Device.String() + ":"
-		for _, name := range names {
-			use += name + "=" + caps[resourceapi.QualifiedName(name)].String() + ","
-		}
-		add(id.Driver.String(), id.Pool.String(), use)
-	}
-	out := make(map[string]string, len(lists))
-	for k, l := range lists {
-		slices.Sort(l)
-		out[k] = strings.Join(l, "\x00")
-	}
-	return out
+	d.shapes[sl] = sh
+	return sh
 }

@@ -166,6 +166,7 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 	if s.WrapDRA != nil {
 		w.dra = s.WrapDRA(w.dra)
 	}
+	w.dra = newDRATap(w.dra)
 	f, err := frameworkruntime.NewFramework(ctx, r, prof,
 		frameworkruntime.WithClientSet(w.client),
 		frameworkruntime.WithInformerFactory(w.factory),

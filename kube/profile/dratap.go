@@ -1,0 +1,93 @@
+package profile
+
+import (
+	"sync"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/dynamic-resource-allocation/structured"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// draTap is the DRA manager the plugins are given: the framework's own,
+// which, between arm and take, keeps the last slices listed and the last
+// allocated state gathered, so that draMemo reads what upstream's
+// PreFilter read instead of gathering it again (O(allocated devices) per
+// cycle, about 10% of a loaded replay). Nothing is kept while disarmed.
+// Concurrency-safe; arm and take pair up within one PreFilter.
+type draTap struct {
+	fwk.SharedDRAManager
+
+	mu     sync.Mutex
+	armed  bool
+	slices []*resourceapi.ResourceSlice
+	state  *structured.AllocatedState
+}
+
+func newDRATap(m fwk.SharedDRAManager) *draTap { return &draTap{SharedDRAManager: m} }
+
+// arm starts keeping what is read. A nil tap does nothing.
+func (t *draTap) arm() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	t.armed, t.slices, t.state = true, nil, nil
+	t.mu.Unlock()
+}
+
+// take returns what was read since arm, nil for what was not, and stops
+// keeping. A nil tap returns nothing.
+func (t *draTap) take() ([]*resourceapi.ResourceSlice, *structured.AllocatedState) {
+	if t == nil {
+		return nil, nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	l, s := t.slices, t.state
+	t.armed, t.slices, t.state = false, nil, nil
+	return l, s
+}
+
+// ResourceClaims is the manager's, with GatherAllocatedState kept.
+func (t *draTap) ResourceClaims() fwk.ResourceClaimTracker {
+	return tapClaims{ResourceClaimTracker: t.SharedDRAManager.ResourceClaims(), t: t}
+}
+
+// ResourceSlices is the manager's, with ListWithDeviceTaintRules kept.
+func (t *draTap) ResourceSlices() fwk.ResourceSliceLister {
+	return tapSlices{ResourceSliceLister: t.SharedDRAManager.ResourceSlices(), t: t}
+}
+
+type tapClaims struct {
+	fwk.ResourceClaimTracker
+	t *draTap
+}
+
+func (c tapClaims) GatherAllocatedState() (*structured.AllocatedState, error) {
+	s, err := c.ResourceClaimTracker.GatherAllocatedState()
+	if err == nil {
+		c.t.mu.Lock()
+		if c.t.armed {
+			c.t.state = s
+		}
+		c.t.mu.Unlock()
+	}
+	return s, err
+}
+
+type tapSlices struct {
+	fwk.ResourceSliceLister
+	t *draTap
+}
+
+func (l tapSlices) ListWithDeviceTaintRules() ([]*resourceapi.ResourceSlice, error) {
+	list, err := l.ResourceSliceLister.ListWithDeviceTaintRules()
+	if err == nil {
+		l.t.mu.Lock()
+		if l.t.armed {
+			l.t.slices = list
+		}
+		l.t.mu.Unlock()
+	}
+	return list, err
+}
