@@ -20,20 +20,23 @@ const (
 	gpuModeDRA                   // gpuModel dra: DynamicResources allocates, GPUDevices only scores
 )
 
-// gpuMode is the scenario's: a trace on the device model (the default
-// with a trace) or on DRA, else none; for a forecast forked from a trace
-// replay, the replay's device model.
+// gpuMode is the scenario's: a trace on DRA (the default with a trace) or
+// on the device model, else none; for a forecast forked from a trace
+// replay, the replay's.
 func (s *Scenario) gpuMode() gpuMode {
 	switch {
 	case s.Trace == nil:
 		return s.forkedGPU
-	case s.Scheduler.GPUModel == "" || s.Scheduler.GPUModel == GPUModelDevice:
+	case s.Scheduler.gpuModel() == GPUModelDevice:
 		return gpuModeDevice
-	case s.Scheduler.GPUModel == GPUModelDRA:
+	case s.Scheduler.gpuModel() == GPUModelDRA:
 		return gpuModeDRA
 	}
 	return gpuModeNone
 }
+
+// gpuModel is scheduler.gpuModel, dra if unset.
+func (sp SchedulerSpec) gpuModel() string { return cmpOr(sp.GPUModel, GPUModelDRA) }
 
 // gpuPoints are GPUDevices' extension points that the device model needs:
 // its fit and its choice of GPUs.

@@ -13,7 +13,7 @@ import (
 )
 
 // GPUModelDRA models a trace's GPUs as DRA devices (scheduler.gpuModel:
-// dra), allocated by kube-scheduler's DynamicResources plugin.
+// dra, the default), allocated by kube-scheduler's DynamicResources plugin.
 const GPUModelDRA = "dra"
 
 // The trace's GPUs as DRA sees them: one driver and DeviceClass, each GPU
@@ -119,7 +119,7 @@ func (s *sim) hasForeignSlices() bool {
 // if the run failed.
 func (s *sim) narrowTraceClass(obj runtime.Object) bool {
 	sl, ok := obj.(*resourceapi.ResourceSlice)
-	if !ok || sl.Spec.Driver == traceGPUDriver || s.sc.Trace == nil || s.sc.Scheduler.GPUModel != GPUModelDRA {
+	if !ok || sl.Spec.Driver == traceGPUDriver || s.sc.Trace == nil || s.sc.Scheduler.gpuModel() != GPUModelDRA {
 		return true
 	}
 	cur, ok := s.obj.byKey[objectKey(traceGPUClass(false))].(*resourceapi.DeviceClass)

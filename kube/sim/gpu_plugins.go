@@ -19,7 +19,7 @@ const (
 )
 
 // gpuDevices models the GPUs of the trace's nodes one by one in a replay
-// (scheduler.gpuModel: device, the default with a trace). It is the one
+// (scheduler.gpuModel: device; DRA is the default with a trace). It is the one
 // implementation of the per-GPU fit, scoring and choice of GPUs, which
 // gpuFramework (gpu_framework.go), an out-of-tree plugin of
 // kube-scheduler's framework, runs at PreFilter, Filter, Score and

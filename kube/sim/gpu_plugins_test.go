@@ -38,17 +38,20 @@ func nodeOf(r *Report, name string) (string, bool) {
 }
 
 // Three shares of 600 take one GPU each of a 3-GPU node, leaving 400 free
-// on each: the device model refuses a whole GPU there, the capacity model
-// (1,200 thousandths free) takes it.
+// on each: DRA (the default) and the device model refuse a whole GPU
+// there, each in one attempt by its filter; the capacity model (1,200
+// thousandths free) takes it.
 func TestGPUDeviceModelRefusesSplitCapacity(t *testing.T) {
 	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,3,T4\n", timedHeader+
 		"a,1000,1024,1,600,,LS,Running,0,100,0\nb,1000,1024,1,600,,LS,Running,0,100,0\nc,1000,1024,1,600,,LS,Running,0,100,0\n"+
 		"d,1000,1024,1,1000,,LS,Running,10,50,10\n")
+	const byDRA, byDevices = "cannot allocate all claims", "GPUs do not fit one by one"
 	for _, c := range []struct {
 		plugins, model string
 		bound          bool
-	}{{"", "", false}, {"", GPUModelDevice, false}, {"", GPUModelCapacity, true},
-		{PluginsUpstream, "", false}, {PluginsUpstream, GPUModelCapacity, true}} {
+		reason         string
+	}{{"", "", false, byDRA}, {"", GPUModelDevice, false, byDevices}, {"", GPUModelCapacity, true, ""},
+		{PluginsUpstream, "", false, byDRA}, {PluginsUpstream, GPUModelDevice, false, byDevices}, {PluginsUpstream, GPUModelCapacity, true, ""}} {
 		t.Run("plugins "+c.plugins+" model "+c.model, func(t *testing.T) {
 			sc := traceScenario(dir)
 			sc.Scheduler.GPUModel, sc.Scheduler.Plugins = c.model, c.plugins
@@ -58,7 +61,7 @@ func TestGPUDeviceModelRefusesSplitCapacity(t *testing.T) {
 				t.Fatalf("whole-GPU pod bound %v, want %v", d.Bound, c.bound)
 			}
 			// Refused by the filter, not by a binding that failed.
-			if !c.bound && (d.Attempts != 1 || !strings.Contains(d.LastFailure, "GPUs do not fit one by one")) {
+			if !c.bound && (d.Attempts != 1 || !strings.Contains(d.LastFailure, c.reason)) {
 				t.Fatalf("whole-GPU pod: %d attempts, last failure %q; want one attempt refused by the GPU filter", d.Attempts, d.LastFailure)
 			}
 			for _, p := range []string{"a", "b", "c"} {
@@ -129,7 +132,7 @@ func TestGPUDevicesForgetEndedPods(t *testing.T) {
 
 func testGPUDevicesForget(t *testing.T, dir, plugins string) {
 	sc := traceScenario(dir)
-	sc.Scheduler.Plugins = plugins
+	sc.Scheduler.Plugins, sc.Scheduler.GPUModel = plugins, GPUModelDevice
 	s, err := newSim(sc, Options{})
 	if err != nil {
 		t.Fatal(err)

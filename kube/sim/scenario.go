@@ -78,17 +78,19 @@ type SchedulerSpec struct {
 	// Preemption, if set, lets pods that fit nowhere evict pods of lower
 	// priority (see PreemptionSpec).
 	Preemption *PreemptionSpec `yaml:"preemption"`
-	// GPUModel is how a trace's GPUs are modelled: device (the default:
-	// each GPU on its own, the GPUDevices filter), capacity (one
-	// extended resource of thousandths per node, as NodeResourcesFit
-	// sees it) or dra (each GPU a DRA device that DynamicResources
-	// allocates; needs plugins: upstream).
+	// GPUModel is how a trace's GPUs are modelled: dra (the default:
+	// each GPU a DRA device in its node's ResourceSlice, each pod's GPUs
+	// a ResourceClaim that DynamicResources allocates), device (each GPU
+	// on its own in the simulator's GPUDevices filter, which gives a
+	// policy's own choice of GPUs) or capacity (one extended resource of
+	// thousandths per node, as NodeResourcesFit sees it).
 	GPUModel string `yaml:"gpuModel"`
-	// GPUPolicy, with the device model, replaces the default scoring with
-	// one of the GPU-sharing paper's policies (random, dotprod,
-	// gpuclustering, gpupacking, bestfit, fgd), which also chooses the
-	// GPUs; empty: the default scoring, GPUs by best fit. It is the
-	// profile's only score plugin (gpu_framework.go).
+	// GPUPolicy, with dra or the device model, replaces the default
+	// scoring with one of the GPU-sharing paper's policies (random,
+	// dotprod, gpuclustering, gpupacking, bestfit, fgd); on the device
+	// model it also chooses the GPUs, with DRA the allocator takes the
+	// best fit; empty: the default scoring. It is the profile's only
+	// score plugin (gpu_framework.go).
 	GPUPolicy string `yaml:"gpuPolicy"`
 	// Plugins is upstream, or empty, the same: lone pods, groups and
 	// preemption go through kube-scheduler v1.37.2's framework with its

@@ -461,7 +461,7 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 	if err != nil {
 		return fmt.Errorf("trace %s: %w", spec.Format, err)
 	}
-	if s.sc.Scheduler.GPUModel == GPUModelDRA {
+	if s.sc.Scheduler.gpuModel() == GPUModelDRA {
 		s.traceGPUsAsDevices(t)
 	}
 	if s.x.gpu != nil || s.x.gpuDRA != nil {

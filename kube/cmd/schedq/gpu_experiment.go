@@ -28,7 +28,7 @@ func (g *gpuFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&g.seeds, "seeds", 1, "with --gpu-experiment: runs per policy, seeds --seed, --seed+1, ...")
 	f.StringVar(&g.policy, "gpu-policy", "", "the GPU policy ("+strings.Join(policyNames(), ", ")+"): with --gpu-experiment, several joined by commas or all (the default); in a trace replay, one, scoring nodes and choosing GPUs (scenario scheduler.gpuPolicy; default: the profile's own scoring), or several joined by commas (default: the profile's scoring) or all, one replay each, printed as one table")
 	f.Float64Var(&g.typical, "typical-share", gpu.TypicalShare, "with --gpu-experiment: fragmentation is measured against the most popular pod kinds covering this share of the pod list (0.95 in the paper's artifact; 1: every kind)")
-	f.StringVar(&g.model, "gpu-model", "", "in a trace replay: device (the default, each GPU on its own), capacity (one number of thousandths per node) or dra (each GPU a DRA device) (scenario scheduler.gpuModel)")
+	f.StringVar(&g.model, "gpu-model", "", "in a trace replay: dra (the default, each GPU a DRA device that DynamicResources allocates), device (each GPU on its own in the simulator's GPUDevices plugin) or capacity (one number of thousandths per node) (scenario scheduler.gpuModel)")
 }
 
 func policyNames() []string {
