@@ -42,6 +42,11 @@ type draMemo struct {
 	h fwk.Handle
 
 	tap *draTap // the DRA manager of h, if the framework was given one
+	// pre serialises PreFilter, so that what the tap keeps between arm
+	// and take is this PreFilter's. Lock order: pre, then the tap's mu
+	// (taken inside upstream's PreFilter); mu and the cycle's own mu are
+	// never held while calling out.
+	pre sync.Mutex
 
 	mu     sync.Mutex
 	shapes map[*resourceapi.ResourceSlice]sliceShape // each slice seen
@@ -115,9 +120,11 @@ func (c *draCycle) Clone() fwk.StateData { return c }
 // PreFilter is upstream's, and starts the cycle's memo when the cycle
 // is one it can serve. O(slices + allocated devices + the pod's claims).
 func (d *draMemo) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	d.pre.Lock()
 	d.tap.arm()
 	res, st := d.DynamicResources.PreFilter(ctx, cs, pod, nodes)
 	list, state := d.tap.take()
+	d.pre.Unlock()
 	if !st.IsSuccess() {
 		return res, st
 	}

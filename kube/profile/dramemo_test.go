@@ -2,8 +2,10 @@ package profile
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -250,5 +252,62 @@ func TestDRAMemoStandsAside(t *testing.T) {
 				t.Error("the memo serves this cycle")
 			}
 		})
+	}
+}
+
+// TestDRAMemoConcurrentCycles: cycles of one plugin run from several
+// goroutines at once (each its own cycle state) get upstream's answers on
+// every node, and each takes its own PreFilter's allocated state from the
+// tap. Run with -race.
+func TestDRAMemoConcurrentCycles(t *testing.T) {
+	ctx := context.Background()
+	m, f := memoPlugin(t, memoCluster())
+	p := pod("p", "", withResourceClaim("want"))
+	nodes, err := f.Snapshot().NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]fwk.Code{}
+	up := framework.NewCycleState()
+	if _, st := m.DynamicResources.PreFilter(ctx, up, p, nil); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	for _, ni := range nodes {
+		want[ni.Node().Name] = m.DynamicResources.Filter(ctx, up, p, ni).Code()
+	}
+	var wg, ready sync.WaitGroup
+	errs := make(chan string, 64)
+	ready.Add(8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := range 20 {
+				cs := framework.NewCycleState()
+				_, st := m.PreFilter(ctx, cs, p, nil)
+				if round == 0 {
+					// Every goroutine's first Filters start together, on
+					// shapes no cycle has seen yet.
+					ready.Done()
+					ready.Wait()
+				}
+				if !st.IsSuccess() || cycleMemo(cs) == nil {
+					errs <- fmt.Sprintf("PreFilter %v, memo %v", st, cycleMemo(cs) != nil)
+					return
+				}
+				for i := range nodes {
+					ni := nodes[(i+g)%len(nodes)]
+					if got := m.Filter(ctx, cs, p, ni).Code(); got != want[ni.Node().Name] {
+						errs <- fmt.Sprintf("goroutine %d, node %s: %v, want %v", g, ni.Node().Name, got, want[ni.Node().Name])
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }

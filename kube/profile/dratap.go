@@ -13,7 +13,8 @@ import (
 // allocated state gathered, so that draMemo reads what upstream's
 // PreFilter read instead of gathering it again (O(allocated devices) per
 // cycle, about 10% of a loaded replay). Nothing is kept while disarmed.
-// Concurrency-safe; arm and take pair up within one PreFilter.
+// Concurrency-safe; draMemo serialises its PreFilters, so each take
+// returns what its own PreFilter read.
 type draTap struct {
 	fwk.SharedDRAManager
 
