@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	feature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 )
@@ -35,8 +38,11 @@ import (
 // score is 0 on every node.
 //
 // Whenever a cycle is not of that kind (a claim allocated or reserved
-// already, a request with alternatives, a slice that is not one node's),
-// every call goes to upstream's plugin unchanged.
+// already, a request with alternatives, a slice that is not one node's,
+// a pool whose slices are on several nodes, a PodGroup's cycle), every
+// call goes to upstream's plugin unchanged; with the
+// DRANodeAllocatableResources gate (alpha), whose Filter also reads the
+// node's pods, the registry gives upstream's plugin itself.
 type draMemo struct {
 	*dynamicresources.DynamicResources
 	h fwk.Handle
@@ -83,7 +89,9 @@ func memoDRA(inner frameworkruntime.PluginFactory) frameworkruntime.PluginFactor
 			return nil, err
 		}
 		dr, ok := pl.(*dynamicresources.DynamicResources)
-		if !ok || h.SharedDRAManager() == nil {
+		if !ok || h.SharedDRAManager() == nil || feature.DefaultFeatureGate.Enabled(features.DRANodeAllocatableResources) {
+			// With node-allocatable DRA resources, Filter also reads the
+			// CPU and memory the node's pods request.
 			return pl, nil
 		}
 		tap, _ := h.SharedDRAManager().(*draTap)
@@ -99,7 +107,7 @@ const draMemoKey fwk.StateKey = "schedq.io/dra-memo"
 // nodes answered from the memo (which Reserve filters for real).
 type draCycle struct {
 	mu       sync.Mutex
-	slices   map[string][]*resourceapi.ResourceSlice // by node name
+	pools    map[string][][]*resourceapi.ResourceSlice // by node name: the slices of each of its pools
 	state    *structured.AllocatedState
 	shares   map[structured.DeviceID]int
 	answers  map[string]memoAnswer
@@ -125,7 +133,9 @@ func (d *draMemo) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 	res, st := d.DynamicResources.PreFilter(ctx, cs, pod, nodes)
 	list, state := d.tap.take()
 	d.pre.Unlock()
-	if !st.IsSuccess() {
+	if !st.IsSuccess() || cs.GetPodGroupSchedulingCycle() != nil {
+		// A PodGroup's cycle may reuse another member's pending
+		// allocation, available on some nodes only.
 		return res, st
 	}
 	if c := d.newCycle(pod, list, state); c != nil {
@@ -150,24 +160,34 @@ func (d *draMemo) newCycle(pod *v1.Pod, list []*resourceapi.ResourceSlice, state
 			return nil
 		}
 	}
-	var err error
-	if list == nil {
-		if list, err = m.ResourceSlices().ListWithDeviceTaintRules(); err != nil {
-			return nil
-		}
+	if list == nil || state == nil {
+		// Upstream's PreFilter read neither (or the tap is missing): the
+		// allocator's view is not known.
+		return nil
 	}
 	d.forget(len(list))
-	c := &draCycle{slices: map[string][]*resourceapi.ResourceSlice{}, answers: map[string]memoAnswer{}, answered: map[string]bool{}}
+	c := &draCycle{pools: map[string][][]*resourceapi.ResourceSlice{}, answers: map[string]memoAnswer{}, answered: map[string]bool{}}
+	type poolKey struct{ driver, pool string }
+	byPool := map[poolKey][]*resourceapi.ResourceSlice{}
+	var order []poolKey
 	for _, sl := range list {
 		if sl.Spec.NodeName == nil || *sl.Spec.NodeName == "" {
 			return nil
 		}
-		c.slices[*sl.Spec.NodeName] = append(c.slices[*sl.Spec.NodeName], sl)
-	}
-	if state == nil {
-		if state, err = m.ResourceClaims().GatherAllocatedState(); err != nil {
+		k := poolKey{sl.Spec.Driver, sl.Spec.Pool.Name}
+		if prev := byPool[k]; len(prev) > 0 && *prev[0].Spec.NodeName != *sl.Spec.NodeName {
+			// A pool over several nodes: whether it is complete, and its
+			// newest generation, depend on other nodes' slices.
 			return nil
 		}
+		if byPool[k] == nil {
+			order = append(order, k)
+		}
+		byPool[k] = append(byPool[k], sl)
+	}
+	for _, k := range order {
+		n := *byPool[k][0].Spec.NodeName
+		c.pools[n] = append(c.pools[n], byPool[k])
 	}
 	c.state, c.shares = state, make(map[structured.DeviceID]int, len(state.AllocatedSharedDeviceIDs))
 	for id := range state.AllocatedSharedDeviceIDs {
@@ -211,7 +231,7 @@ func (d *draMemo) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni
 		return fwk.NewStatus(a.code, a.reasons...)
 	}
 	st := d.DynamicResources.Filter(ctx, cs, pod, ni)
-	if st.Code() != fwk.Error {
+	if st.Code() != fwk.Error && ctx.Err() == nil {
 		a := memoAnswer{code: st.Code()}
 		if st != nil {
 			a.reasons = st.Reasons()
@@ -255,31 +275,44 @@ func cycleMemo(cs fwk.CycleState) *draCycle {
 }
 
 // filterKey is what upstream's Filter reads of the node for a pod whose
-// claims are plain (newCycle): each of its slices' specs without node
-// and pool names, what is allocated of each of their devices, in the
-// slice's order (taken whole, the number of shares, the capacity
-// consumed), and which extended resources the node has allocatable and
-// whether each is zero (DRA serves an extended resource the pod asks for
-// only where the node has none). The slices are sorted, so the order the
-// lister gives them in does not matter. O(the node's devices), one
-// allocation per call with one slice.
+// claims are plain (newCycle): its pools, each the specs of its slices
+// without node and pool names (generation and slice count included,
+// which decide whether the allocator uses the pool) and what is
+// allocated of each of their devices, in the slice's order (taken
+// whole, the number of shares, the capacity consumed); the node's
+// declared features; and which extended resources the node has
+// allocatable and whether each is zero (DRA serves an extended resource
+// the pod asks for only where the node has none). Slices within a pool,
+// and pools, are sorted, so the order the lister gives them in does not
+// matter. O(the node's devices), one allocation per call for a node of
+// one pool of one slice.
 func (d *draMemo) filterKey(c *draCycle, ni fwk.NodeInfo) string {
 	node := ni.Node()
-	own := c.slices[node.Name]
+	pools := c.pools[node.Name]
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b := c.buf[:0]
-	if len(own) == 1 {
-		b = c.appendSlice(b, d.shape(own[0]))
+	if len(pools) == 1 && len(pools[0]) == 1 {
+		b = c.appendSlice(b, d.shape(pools[0][0]))
 	} else {
-		parts := make([]string, len(own))
-		for i, sl := range own {
-			parts[i] = string(c.appendSlice(nil, d.shape(sl)))
+		parts := make([]string, len(pools))
+		for i, pool := range pools {
+			sls := make([]string, len(pool))
+			for j, sl := range pool {
+				sls[j] = string(c.appendSlice(nil, d.shape(sl)))
+			}
+			slices.Sort(sls)
+			parts[i] = strings.Join(sls, "") + "\x03"
 		}
 		slices.Sort(parts)
 		for _, p := range parts {
 			b = append(b, p...)
 		}
+	}
+	features := slices.Clone(node.Status.DeclaredFeatures)
+	slices.Sort(features)
+	for _, f := range features {
+		b = append(append(b, f...), 4)
 	}
 	alloc := ni.GetAllocatable().GetScalarResources()
 	names := make([]string, 0, len(alloc))

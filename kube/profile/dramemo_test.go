@@ -14,7 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
@@ -96,6 +100,19 @@ func memoCluster() Cluster {
 // DynamicResources, which is a draMemo.
 func memoPlugin(t *testing.T, c Cluster) (*draMemo, *Framework) {
 	t.Helper()
+	pl, f := registryDRA(t, c)
+	m, ok := pl.(*draMemo)
+	if !ok {
+		t.Fatalf("the registry's DynamicResources is a %T, want a *draMemo", pl)
+	}
+	return m, f
+}
+
+// registryDRA builds a framework of the default profile without
+// DynamicResources over c, and on its handle the registry's
+// DynamicResources.
+func registryDRA(t *testing.T, c Cluster) (fwk.Plugin, *Framework) {
+	t.Helper()
 	cfg, err := Default()
 	if err != nil {
 		t.Fatal(err)
@@ -121,11 +138,7 @@ func memoPlugin(t *testing.T, c Cluster) (*draMemo, *Framework) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, ok := pl.(*draMemo)
-	if !ok {
-		t.Fatalf("the registry's DynamicResources is a %T, want a *draMemo", pl)
-	}
-	return m, f
+	return pl, f
 }
 
 // TestDRAMemoAnswersAsUpstream: on every node the memo's Filter answers
@@ -309,5 +322,130 @@ func TestDRAMemoConcurrentCycles(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// slice1 is a ResourceSlice of one shareable GPU of model on nodeName, in
+// pool at generation gen of count slices.
+func slice1(name, nodeName, pool string, gen, count int64, dev, model string) *resourceapi.ResourceSlice {
+	yes := true
+	return &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: resourceapi.ResourceSliceSpec{Driver: memoDriver, NodeName: &nodeName,
+			Pool: resourceapi.ResourcePool{Name: pool, Generation: gen, ResourceSliceCount: count},
+			Devices: []resourceapi.Device{{Name: dev,
+				Attributes:               map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"model": {StringValue: &model}},
+				Capacity:                 map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"milli": {Value: *resource.NewQuantity(1000, resource.DecimalSI)}},
+				AllowMultipleAllocations: &yes}}}}
+}
+
+// slicesCluster has the nodes the slices name, the slices, and the claim
+// "want" (600 of a V100).
+func slicesCluster(sls ...*resourceapi.ResourceSlice) Cluster {
+	var c Cluster
+	c.Objects = append(c.Objects, &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: memoDriver}})
+	seen := map[string]bool{}
+	for _, sl := range sls {
+		if n := *sl.Spec.NodeName; !seen[n] {
+			seen[n] = true
+			c.Nodes = append(c.Nodes, node(n, "z"))
+		}
+		c.Objects = append(c.Objects, sl)
+	}
+	c.Objects = append(c.Objects, shareClaim("want", 600, "V100", "", ""))
+	return c
+}
+
+// TestDRAMemoAnswersAsUpstreamOnPools: nodes whose slices look alike but
+// whose pools differ (how the slices group into pools, a pool's newest
+// generation, a pool spread over nodes), or whose declared features
+// differ, get upstream's answer on every node, in the order given (the
+// first node of a kind answers for the others).
+func TestDRAMemoAnswersAsUpstreamOnPools(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		c     Cluster
+		order []string
+		gate  featuregate.Feature // enabled for the case
+		plain bool                // the registry gives upstream's plugin itself
+	}{
+		{name: "one pool of two slices, and two incomplete pools of one", order: []string{"a", "z"}, c: slicesCluster(
+			slice1("a-0", "a", "a", 1, 2, "gpu-0", "V100"), slice1("a-1", "a", "a", 1, 2, "gpu-1", "V100"),
+			slice1("z-0", "z", "z0", 1, 2, "gpu-0", "V100"), slice1("z-1", "z", "z1", 1, 2, "gpu-1", "V100"))},
+		{name: "a pool's newer generation, and two pools", order: []string{"a", "z"}, c: slicesCluster(
+			slice1("a-0", "a", "a", 1, 1, "gpu-0", "V100"), slice1("a-1", "a", "a", 2, 1, "gpu-0", "T4"),
+			slice1("z-0", "z", "z0", 1, 1, "gpu-0", "V100"), slice1("z-1", "z", "z1", 2, 1, "gpu-0", "T4"))},
+		{name: "a pool over two nodes", order: []string{"a", "z", "b"}, c: slicesCluster(
+			slice1("a-0", "a", "p", 1, 2, "gpu-0", "V100"), slice1("b-0", "b", "p", 1, 2, "gpu-1", "V100"),
+			slice1("z-0", "z", "z", 1, 2, "gpu-0", "V100"))},
+		{name: "declared features", order: []string{"a", "b"}, gate: features.DRAOptionalNodeOperations, c: func() Cluster {
+			mk := func(n string) *resourceapi.ResourceSlice {
+				sl := slice1(n+"-0", n, n, 1, 1, "gpu-0", "V100")
+				sl.Spec.SkipNodeOperations = []resourceapi.SkipNodeOperation{resourceapi.SkipNodeOperationAll}
+				return sl
+			}
+			c := slicesCluster(mk("a"), mk("b"))
+			c.Nodes[0].Status.DeclaredFeatures = []string{string(features.DRAOptionalNodeOperations)}
+			return c
+		}()},
+		{name: "node-allocatable resources read the node's pods", order: []string{"a", "b"}, gate: features.DRANodeAllocatableResources, plain: true, c: func() Cluster {
+			seven := resource.MustParse("7")
+			mk := func(n string) *resourceapi.ResourceSlice {
+				sl := slice1(n+"-0", n, n, 1, 1, "gpu-0", "V100")
+				sl.Spec.Devices[0].NodeAllocatableResources = map[v1.ResourceName]resourceapi.NodeAllocatableResource{
+					v1.ResourceCPU: {Overhead: &resourceapi.NodeAllocatableOverhead{PerPod: &seven}}}
+				return sl
+			}
+			c := slicesCluster(mk("a"), mk("b"))
+			c.Pods = append(c.Pods, pod("busy", "b", func(p *v1.Pod) { p.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("4") }))
+			return c
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.gate != "" {
+				featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, tc.gate, true)
+			}
+			ctx := context.Background()
+			got, f := registryDRA(t, tc.c)
+			if _, isMemo := got.(*draMemo); isMemo == tc.plain {
+				t.Fatalf("the registry's DynamicResources is a %T", got)
+			}
+			if tc.plain {
+				return
+			}
+			pl := got.(*draMemo)
+			p := pod("p", "", withResourceClaim("want"))
+			ms, us := framework.NewCycleState(), framework.NewCycleState()
+			if _, st := pl.PreFilter(ctx, ms, p, nil); !st.IsSuccess() {
+				t.Fatalf("PreFilter: %v", st)
+			}
+			if _, st := pl.DynamicResources.PreFilter(ctx, us, p, nil); !st.IsSuccess() {
+				t.Fatalf("upstream's PreFilter: %v", st)
+			}
+			for _, n := range tc.order {
+				ni, err := f.Snapshot().NodeInfos().Get(n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, want := pl.Filter(ctx, ms, p, ni), pl.DynamicResources.Filter(ctx, us, p, ni)
+				if got.Code() != want.Code() || got.Message() != want.Message() {
+					t.Errorf("node %s: memo %v, upstream %v", n, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestDRAMemoStandsAsideInPodGroupCycles: a PodGroup's cycle may reuse
+// another member's pending allocation, available on its node only; the
+// memo does not serve it.
+func TestDRAMemoStandsAsideInPodGroupCycles(t *testing.T) {
+	pl, _ := memoPlugin(t, memoCluster())
+	cs := framework.NewCycleState()
+	cs.SetPodGroupSchedulingCycle(framework.NewCycleState())
+	if _, st := pl.PreFilter(context.Background(), cs, pod("p", "", withResourceClaim("want")), nil); !st.IsSuccess() {
+		t.Fatalf("PreFilter: %v", st)
+	}
+	if cycleMemo(cs) != nil {
+		t.Error("the memo serves a PodGroup's cycle")
 	}
 }
