@@ -2,10 +2,14 @@ package sim
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
+	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/schedq/schedq/kube/gpu"
 )
 
 // draFullestFirst is the DRA manager the framework's plugins get when
@@ -16,27 +20,40 @@ import (
 // the best fit: for a share, the GPU with the least left that holds it;
 // for whole GPUs, the first fully free ones. That is the choice of GPUs
 // of DotProd, GpuClustering, GpuPacking and BestFit, made by DRA's own
-// allocation. Without a policy the order is the published one.
+// allocation. Under FGD, for the share of the lone pod being scheduled,
+// each node's devices are listed with the GPU FGD chooses there first,
+// so that DRA's allocation takes it. Without a policy the order is the
+// published one.
 //
 // Its slice lists are for one cycle at a time (the framework's
 // parallelism is 1).
 type draFullestFirst struct {
 	fwk.SharedDRAManager
 	m     *gpuDRAModel
-	cache map[string]orderedSlice // by pool
+	cache map[string]orderedSlice // by pool and order
+	fgd   map[fgdKey]int          // FGD's GPU for a share on a node's content
 }
 
-// orderedSlice is a slice in fullest-first order, for as long as src and
-// the capacity its devices have left are unchanged.
+// orderedSlice is a slice with its devices in an order, the same object
+// for as long as src and the order are unchanged (so that what reads it
+// once per slice object, as DynamicResources' memo does, reads it once).
 type orderedSlice struct {
-	src  *resourceapi.ResourceSlice
-	left []int64
-	out  *resourceapi.ResourceSlice
+	src *resourceapi.ResourceSlice
+	out *resourceapi.ResourceSlice
+}
+
+// fgdKey names FGD's choice of GPU: the node's content (its NodeInfo's
+// generation) and the share's request.
+type fgdKey struct {
+	node       string
+	generation int64
+	share, cpu int64
+	models     string
 }
 
 func newDRAFullestFirst(m *gpuDRAModel) func(fwk.SharedDRAManager) fwk.SharedDRAManager {
 	return func(inner fwk.SharedDRAManager) fwk.SharedDRAManager {
-		return &draFullestFirst{SharedDRAManager: inner, m: m, cache: map[string]orderedSlice{}}
+		return &draFullestFirst{SharedDRAManager: inner, m: m, cache: map[string]orderedSlice{}, fgd: map[fgdKey]int{}}
 	}
 }
 
@@ -76,18 +93,61 @@ func (l fullestFirstLister) ListWithDeviceTaintRules() ([]*resourceapi.ResourceS
 		}
 		used[pool][id.Device.String()] += q.Value()
 	}
+	if len(l.d.cache) > 4*len(list)+64 {
+		clear(l.d.cache)
+	}
+	if len(l.d.fgd) > 4*len(list)+64 {
+		clear(l.d.fgd)
+	}
+	var share gpu.Request
+	fgd := false
+	if lone := l.d.m.lone; lone != nil {
+		if r, ok := usageOfPod(lone).request(); ok && l.d.m.fgdChooses(lone, r) {
+			share, fgd = r, true
+		}
+	}
 	out := slices.Clone(list)
 	for i, sl := range list {
 		if u := used[sl.Spec.Pool.Name]; sl.Spec.Driver == traceGPUDriver && len(u) > 0 {
-			out[i] = l.d.ordered(sl, u)
+			first := -1
+			if fgd {
+				first = l.d.fgdChoice(sl, share)
+			}
+			out[i] = l.d.ordered(sl, u, first)
 		}
 	}
 	return out, nil
 }
 
+// fgdChoice is the index of the GPU of sl's node that FGD puts the lone
+// pod's share r on, -1 if none (the share does not fit there, or the
+// node is not in the snapshot). O(pods on the node + FGD's cost) once
+// per node content and request, O(1) after.
+func (d *draFullestFirst) fgdChoice(sl *resourceapi.ResourceSlice, r gpu.Request) int {
+	if sl.Spec.NodeName == nil || d.m.h == nil {
+		return -1
+	}
+	ni, err := d.m.h.SnapshotSharedLister().NodeInfos().Get(*sl.Spec.NodeName)
+	if err != nil {
+		return -1
+	}
+	k := fgdKey{node: ni.Node().Name, generation: ni.GetGeneration(), share: r.Share, cpu: r.CPU, models: strings.Join(r.Models, "|")}
+	if at, ok := d.fgd[k]; ok {
+		return at
+	}
+	at := -1
+	if _, gpus := gpu.FGD.Score(draNode(d.m.h, ni, d.m.lone.UID), r, d.m.workload, nil); len(gpus) == 1 {
+		at = gpus[0]
+	}
+	d.fgd[k] = at
+	return at
+}
+
 // ordered returns sl with its devices fullest first, given what each has
-// used; from the cache if neither changed. O(devices log devices).
-func (d *draFullestFirst) ordered(sl *resourceapi.ResourceSlice, used map[string]int64) *resourceapi.ResourceSlice {
+// used, and device first (an index of sl), if not -1, before them all;
+// the same object as last time if neither the slice nor the order
+// changed. O(devices log devices).
+func (d *draFullestFirst) ordered(sl *resourceapi.ResourceSlice, used map[string]int64, first int) *resourceapi.ResourceSlice {
 	left := make([]int64, len(sl.Spec.Devices))
 	for i, dev := range sl.Spec.Devices {
 		left[i] = 1000 - used[dev.Name]
@@ -95,19 +155,28 @@ func (d *draFullestFirst) ordered(sl *resourceapi.ResourceSlice, used map[string
 			left[i] = q.Value.Value() - used[dev.Name]
 		}
 	}
-	if c, ok := d.cache[sl.Spec.Pool.Name]; ok && c.src == sl && slices.Equal(c.left, left) {
-		return c.out
-	}
 	idx := make([]int, len(left))
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(left[a], left[b]) })
+	slices.SortStableFunc(idx, func(a, b int) int {
+		switch {
+		case a == first:
+			return -1
+		case b == first:
+			return 1
+		}
+		return cmp.Compare(left[a], left[b])
+	})
+	key := sl.Spec.Pool.Name + "/" + fmt.Sprint(idx)
+	if c, ok := d.cache[key]; ok && c.src == sl {
+		return c.out
+	}
 	c := *sl
 	c.Spec.Devices = make([]resourceapi.Device, len(idx))
 	for i, j := range idx {
 		c.Spec.Devices[i] = sl.Spec.Devices[j]
 	}
-	d.cache[sl.Spec.Pool.Name] = orderedSlice{src: sl, left: left, out: &c}
+	d.cache[key] = orderedSlice{src: sl, out: &c}
 	return &c
 }

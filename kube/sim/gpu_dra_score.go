@@ -25,6 +25,12 @@ type gpuDRAModel struct {
 	hasPolicy bool
 	workload  gpu.Workload
 	rnd       *rand.Rand
+	// h is GPUDevices' handle, once the framework built the plugin.
+	h fwk.Handle
+	// lone is the pod of the lone pod's cycle the simulator runs now
+	// (nil in a group's cycle, and between cycles): with FGD its share
+	// goes to the GPU FGD chooses (draFullestFirst).
+	lone *v1.Pod
 }
 
 func newGPUDRAModel(sc *Scenario) *gpuDRAModel {
@@ -68,7 +74,7 @@ func gpuDRAPlugins(m *gpuDRAModel) frameworkruntime.Registry {
 		if err != nil {
 			return nil, err
 		}
-		m.policy, m.hasPolicy = p, ok
+		m.policy, m.hasPolicy, m.h = p, ok, h
 		return &gpuDRAScore{m: m, h: h}, nil
 	}}
 }
@@ -104,7 +110,17 @@ func (p *gpuDRAScore) Score(_ context.Context, _ fwk.CycleState, pod *v1.Pod, ni
 	if !n.Fits(r) {
 		return 0, nil
 	}
-	return p.m.policy.ScoreAt(n, r, n.BestFit(r), p.m.workload, p.m.rnd), nil
+	at := n.BestFit(r)
+	if p.m.fgdChooses(pod, r) {
+		_, at = p.m.policy.Score(n, r, p.m.workload, nil)
+	}
+	return p.m.policy.ScoreAt(n, r, at, p.m.workload, p.m.rnd), nil
+}
+
+// fgdChooses reports whether DRA is shown pod's GPUs in FGD's order:
+// under FGD, for the share of the lone pod being scheduled.
+func (m *gpuDRAModel) fgdChooses(pod *v1.Pod, r gpu.Request) bool {
+	return m.hasPolicy && m.policy == gpu.FGD && m.lone != nil && pod.UID == m.lone.UID && r.Shared()
 }
 
 // ScoreExtensions: none; the policies score from 0 to 100 already.
@@ -114,21 +130,22 @@ func (*gpuDRAScore) ScoreExtensions() fwk.ScoreExtensions { return nil }
 // allocated, leaving out skip. A pod whose claim has no allocation on the
 // node's pool (not expected once bound) takes the best fit, as DRA would.
 func (p *gpuDRAScore) node(ni fwk.NodeInfo, skip types.UID) *gpu.Node {
+	return draNode(p.h, ni, skip)
+}
+
+// draNode is gpuDRAScore.node with h's DRA manager.
+func draNode(h fwk.Handle, ni fwk.NodeInfo, skip types.UID) *gpu.Node {
 	in := nodeInOf(ni)
 	n := emptyNode(in)
 	for _, pi := range ni.GetPods() {
 		pod := pi.GetPod()
 		res := pi.CalculateResource().Resource
 		u := podUsage{gpuMilli: res.GetScalarResources()[gpuName], cpu: res.GetMilliCPU(), mem: res.GetMemory()}
-		placeHeld(n, u, pod.UID == skip, func() []int { return p.allocated(pod, in.name) })
+		placeHeld(n, u, pod.UID == skip, func() []int {
+			return allocatedGPUs(pod, in.name, h.SharedDRAManager().ResourceClaims().Get)
+		})
 	}
 	return n
-}
-
-// allocated lists the GPUs (device indexes of the node's pool) that the
-// pod's claims were allocated, as the DRA manager holds the claims.
-func (p *gpuDRAScore) allocated(pod *v1.Pod, node string) []int {
-	return allocatedGPUs(pod, node, p.h.SharedDRAManager().ResourceClaims().Get)
 }
 
 // allocatedGPUs lists the GPUs (device indexes of the node's pool) that

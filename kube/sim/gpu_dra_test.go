@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -92,5 +93,38 @@ func TestTraceGPUClassNarrowsForOtherDrivers(t *testing.T) {
 		if len(class.Spec.Selectors) != 1 {
 			t.Errorf("%s: the trace's class has %d selectors, want 1", name, len(class.Spec.Selectors))
 		}
+	}
+}
+
+// TestFGDChoosesTheGPUThroughDRA: under FGD with gpuModel dra, DRA's
+// allocation takes the GPU FGD chooses for a share. On a node of two
+// GPUs where x (300) holds GPU 0, y (200) fits on either: the best fit is
+// GPU 0 (700 left), but the workload is mostly shares of 600, which
+// could no longer use GPU 0 (500 left), so FGD puts y on GPU 1. DRA's
+// replay measures the fragmentation the device model's does; with
+// BestFit, which takes GPU 0, it differs.
+func TestFGDChoosesTheGPUThroughDRA(t *testing.T) {
+	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nn,64000,262144,2,V100\n", timedHeader+
+		"x,1000,1024,1,300,,LS,Running,0,1000,0\ny,1000,1024,1,200,,LS,Running,10,1000,10\n"+
+		"z1,1000,1024,1,600,,LS,Running,2000,2100,2000\nz2,1000,1024,1,600,,LS,Running,2200,2300,2200\n"+
+		"z3,1000,1024,1,600,,LS,Running,2400,2500,2400\nz4,1000,1024,1,600,,LS,Running,2600,2700,2600\n")
+	fragAt := func(model, policy string) []float64 {
+		sc := traceScenario(dir)
+		sc.Scheduler.GPUModel, sc.Scheduler.GPUPolicy = model, policy
+		r := run(t, sc)
+		var out []float64
+		for _, a := range r.Alloc {
+			if n := len(out); n == 0 || out[n-1] != a.Frag {
+				out = append(out, a.Frag)
+			}
+		}
+		return out
+	}
+	dra, device := fragAt(GPUModelDRA, "fgd"), fragAt(GPUModelDevice, "fgd")
+	if !slices.Equal(dra, device) {
+		t.Errorf("fragmentation with DRA %v, with the device model %v; want the same", dra, device)
+	}
+	if best := fragAt(GPUModelDRA, "bestfit"); slices.Equal(dra, best) {
+		t.Errorf("FGD and BestFit measure the same fragmentation %v: the case does not tell their GPUs apart", best)
 	}
 }

@@ -394,6 +394,10 @@ func (s *sim) attempt(ctx context.Context, info scheduler.Attempt) {
 		cost = 5 * time.Millisecond
 	}
 	s.busyUntil = s.now.Add(cost)
+	if m := s.x.gpuDRA; m != nil {
+		m.lone = info.Item
+		defer func() { m.lone = nil }()
+	}
 	out := s.sched.ScheduleOne(ctx, info)
 	if out.Result != scheduler.Scheduled && st != nil {
 		// An attempt that fails for the same reasons as the pod's last
