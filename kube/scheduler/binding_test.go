@@ -9,9 +9,11 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -421,4 +423,80 @@ func TestAttemptCountedWhenItsBindingEnds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPodSchedulingSLIObservedWhenBound: a pod bound is observed as
+// kube-scheduler observes it: its attempts in pod_scheduling_attempts,
+// the time since it first entered activeQ in
+// pod_scheduling_sli_duration_seconds by its attempts; a pod whose
+// binding failed is not.
+func TestPodSchedulingSLIObservedWhenBound(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err   error
+		bound bool
+	}{
+		"bound":          {nil, true},
+		"binding failed": {apierrors.NewInternalError(errFake), false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newAPIFixture(t, 0, func(string) error { return tc.err })
+			f.h.AddNode(node("n", 1000))
+			f.h.AddPod(pod("p", 100))
+			f.once()
+			f.binder.Wait()
+			want := 0
+			if tc.bound {
+				want = 1
+			}
+			if n := testutil.CollectAndCount(f.m.sli); n != want {
+				t.Errorf("%d pod_scheduling_sli_duration_seconds series, want %d", n, want)
+			}
+			if got := histogramCount(t, f.m.podAttempts); got != uint64(want) {
+				t.Errorf("pod_scheduling_attempts observed %d pods, want %d", got, want)
+			}
+			if tc.bound {
+				if got := histogramCount(t, f.m.sli.WithLabelValues("1").(prometheus.Histogram)); got != 1 {
+					t.Errorf("pod_scheduling_sli_duration_seconds{attempts=1} observed %d, want 1", got)
+				}
+			}
+		})
+	}
+}
+
+// TestScheduledMetricLabels: the attempts label is capped at "15+", a
+// pod never in activeQ has no SLI, and the leftover flush is counted.
+func TestScheduledMetricLabels(t *testing.T) {
+	m, err := NewMetrics(prometheus.NewRegistry(), "schedq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1000, 0)
+	for _, st := range []struct {
+		attempts int
+		first    time.Time
+		flushed  bool
+	}{{3, now.Add(-2 * time.Second), false}, {15, now.Add(-time.Minute), true}, {40, now, false}, {1, time.Time{}, false}} {
+		m.scheduled(schedq.Status{Attempts: st.attempts, InitialAttemptTimestamp: st.first}, st.flushed, now)
+	}
+	for label, want := range map[string]uint64{"3": 1, "15+": 2, "1": 0} {
+		if got := histogramCount(t, m.sli.WithLabelValues(label).(prometheus.Histogram)); got != want {
+			t.Errorf("sli{attempts=%q} observed %d, want %d", label, got, want)
+		}
+	}
+	if got := histogramCount(t, m.podAttempts); got != 4 {
+		t.Errorf("pod_scheduling_attempts observed %d, want 4", got)
+	}
+	if got := testutil.ToFloat64(m.afterFlush); got != 1 {
+		t.Errorf("pod_scheduled_after_flush_total = %v, want 1", got)
+	}
+}
+
+// histogramCount is how many observations h holds.
+func histogramCount(t *testing.T, h prometheus.Histogram) uint64 {
+	t.Helper()
+	var d dto.Metric
+	if err := h.Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	return d.GetHistogram().GetSampleCount()
 }

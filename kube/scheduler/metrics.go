@@ -1,9 +1,12 @@
 package scheduler
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/schedq/schedq"
 )
 
 // Metrics are the scheduler's own metrics, next to the queue's: attempts
@@ -15,6 +18,11 @@ type Metrics struct {
 	bindTime prometheus.Histogram
 	groups   *prometheus.CounterVec // group attempts (metrics_groups.go)
 	profile  string
+
+	// Per pod bound, as kube-scheduler observes them.
+	podAttempts prometheus.Histogram
+	sli         *prometheus.HistogramVec
+	afterFlush  prometheus.Counter
 }
 
 // NewMetrics registers the scheduler metrics on reg, with kube-scheduler's
@@ -41,8 +49,22 @@ func NewMetrics(reg prometheus.Registerer, profile string) (*Metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}),
 		groups: newGroupAttempts(),
+		podAttempts: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Subsystem: "scheduler", Name: "pod_scheduling_attempts",
+			Help:    "Number of attempts to successfully schedule a pod.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 5),
+		}),
+		sli: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: "scheduler", Name: "pod_scheduling_sli_duration_seconds",
+			Help:    "Time from a pod's first entry into the active queue to its binding, over all its attempts, by its number of attempts (15 or more: 15+).",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 20),
+		}, []string{"attempts"}),
+		afterFlush: prometheus.NewCounter(prometheus.CounterOpts{
+			Subsystem: "scheduler", Name: "pod_scheduled_after_flush_total",
+			Help: "Pods bound after the leftover flush, not an event, brought them out of the unschedulable pods.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.attempts, m.latency, m.bindings, m.bindTime, m.groups} {
+	for _, c := range []prometheus.Collector{m.attempts, m.latency, m.bindings, m.bindTime, m.groups, m.podAttempts, m.sli, m.afterFlush} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -56,6 +78,27 @@ func (m *Metrics) attempt(r Result, d time.Duration) {
 	}
 	m.attempts.WithLabelValues(r.String(), m.profile).Inc()
 	m.latency.WithLabelValues(r.String(), m.profile).Observe(d.Seconds())
+}
+
+// scheduled observes a pod bound after the attempts of info (its number
+// of attempts, the time since it first entered the active queue, whether
+// the leftover flush brought it back), as kube-scheduler does when a
+// binding succeeds. Safe on a nil Metrics.
+func (m *Metrics) scheduled(info schedq.Status, flushed bool, now time.Time) {
+	if m == nil {
+		return
+	}
+	m.podAttempts.Observe(float64(info.Attempts))
+	if !info.InitialAttemptTimestamp.IsZero() {
+		label := "15+"
+		if info.Attempts < 15 {
+			label = strconv.Itoa(info.Attempts)
+		}
+		m.sli.WithLabelValues(label).Observe(now.Sub(info.InitialAttemptTimestamp).Seconds())
+	}
+	if flushed {
+		m.afterFlush.Inc()
+	}
 }
 
 // binding counts a binding by its result (see bindingResult) and, for one
