@@ -73,3 +73,44 @@ func forecastOfFork(t *testing.T, sc *Scenario, at time.Duration, running int) (
 	}
 	return r, st, p
 }
+
+// TestWhatIfGPUPodClaimsDevices: in a trace replayed with GPUs as DRA
+// devices, a what-if pod that asks for alibaba.com/gpu-milli claims its
+// GPUs as the trace's pods do. Three shares of 600 hold a GPU each of a
+// 3-GPU node: a whole GPU does not fit now (counted as the extended
+// resource alone, 1,200 thousandths free, it would), and starts when the
+// shares end, 80 s after the fork; a share of 300 fits now. On the device
+// model the same.
+func TestWhatIfGPUPodClaimsDevices(t *testing.T) {
+	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,3,T4\n", timedHeader+
+		"a,1000,1024,1,600,,LS,Running,0,100,0\nb,1000,1024,1,600,,LS,Running,0,100,0\nc,1000,1024,1,600,,LS,Running,0,100,0\n")
+	podOf := func(name, milli string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + "}\nspec:\n  containers:\n  - name: c\n    resources:\n      requests: {cpu: \"1\", memory: 1Gi, alibaba.com/gpu-milli: \"" + milli + "\"}\n"
+	}
+	for _, model := range []string{GPUModelDRA, GPUModelDevice} {
+		sc := traceScenario(dir)
+		sc.Scheduler.GPUModel = model
+		r, err := NewReplay(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Until(20 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		in, err := ParseWhatIf([]byte(podOf("whole", "1000") + "---\n" + podOf("share", "300")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := RunWhatIf(sc, r.State(), in, ForecastOptions{Horizon: time.Hour, Known: r.Known})
+		if err != nil {
+			t.Fatalf("%s: %v", model, err)
+		}
+		whole, share := w.Pods[0], w.Pods[1]
+		if whole.FitsNow || !whole.Forecast.Starts || whole.Forecast.Wait < 80*time.Second || whole.Forecast.Wait > 81*time.Second {
+			t.Errorf("%s: whole GPU: fits now %v, %+v; want a start when the shares end, 80 s after the fork", model, whole.FitsNow, whole.Forecast)
+		}
+		if !share.FitsNow {
+			t.Errorf("%s: a share of 300 does not fit now: %+v", model, share)
+		}
+	}
+}

@@ -283,10 +283,18 @@ func RunWhatIfFrom(sc *Scenario, st *ForecastState, before *Forecast, in *WhatIf
 	if err := in.check(st, o.Base); err != nil {
 		return nil, err
 	}
+	templates, err := in.draWhatIf(st)
+	if err != nil {
+		return nil, err
+	}
+	if len(templates) > 0 { // the runs below see the added pods' templates
+		more := *st
+		more.Objects = append(slices.Clip(st.Objects), templates...)
+		st = &more
+	}
 	with := *st
 	with.PodGroups = append(slices.Clip(st.PodGroups), in.PodGroups...)
 	var now []WhatIfPod
-	var err error
 	probe := canProbe(sc, st, in)
 	if !probe { // before the run below, which holds the base
 		if now, err = whatIfNow(sc, st, in, o); err != nil {

@@ -112,9 +112,10 @@ func TestGPUReplayFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--trace", fixture, "--gpu-policy", "tetris"}, `--gpu-model, --gpu-policy: scheduler.gpuPolicy: "tetris" is not a GPU policy`},
-		{[]string{"--trace", fixture, "--gpu-model", "cards"}, `scheduler.gpuModel: "cards" is not device, capacity or dra`},
-		{[]string{"--gpu-policy", "fgd"}, "--gpu-model, --gpu-policy: there is no trace"},
+		{[]string{"--trace", fixture, "--gpu-policy", "tetris"}, `--gpu-policy: scheduler.gpuPolicy: "tetris" is not a GPU policy`},
+		{[]string{"--trace", fixture, "--gpu-model", "cards"}, `--gpu-model: scheduler.gpuModel: "cards" is not device, capacity or dra`},
+		{[]string{"--gpu-policy", "fgd"}, "--gpu-policy: there is no trace"},
+		{[]string{"--gpu-model", "device", "--gpu-policy", "fgd"}, "--gpu-model, --gpu-policy: there is no trace"},
 		{[]string{"--trace", fixture, "--gpu-experiment", "--gpu-model", "capacity"}, "--gpu-model: the experiment always models GPUs one by one"},
 	} {
 		if _, err := runSimulate(c.args...); err == nil || !strings.Contains(err.Error(), c.want) {

@@ -79,8 +79,15 @@ func (in inputs) load(scenario string, scenarioSet bool) (*sim.Scenario, error) 
 		}
 	}
 	if in.gpuModel != "" || in.gpuPolicy != "" {
+		flags := "--gpu-model"
+		switch {
+		case in.gpuModel == "":
+			flags = "--gpu-policy"
+		case in.gpuPolicy != "":
+			flags = "--gpu-model, --gpu-policy"
+		}
 		if sc.Trace == nil {
-			return nil, fmt.Errorf("--gpu-model, --gpu-policy: there is no trace (give --trace, or a scenario with a trace)")
+			return nil, fmt.Errorf("%s: there is no trace (give --trace, or a scenario with a trace)", flags)
 		}
 		sc.Scheduler.GPUModel = cmpOr(in.gpuModel, sc.Scheduler.GPUModel)
 		sc.Scheduler.GPUPolicy = cmpOr(in.gpuPolicy, sc.Scheduler.GPUPolicy)
@@ -88,7 +95,7 @@ func (in inputs) load(scenario string, scenarioSet bool) (*sim.Scenario, error) 
 			sc.Scheduler.GPUPolicy = "" // the profile's own scoring, over a scenario's policy
 		}
 		if err := sc.Validate(); err != nil {
-			return nil, fmt.Errorf("--gpu-model, --gpu-policy: %w", err)
+			return nil, fmt.Errorf("%s: %w", flags, err)
 		}
 	}
 	if in.speedSet {

@@ -101,6 +101,7 @@ activeDeadlineSeconds, or the runtimes of finished pods of its kind
 	f.StringVar(&scenario, "scenario", sim.DefaultScenario, "a built-in scenario's name, or a scenario file")
 	f.StringVar(&in.trace, "trace", "", "replay the Alibaba GPU trace v2023 (openb CSV files) in this directory")
 	f.Float64Var(&in.traceSpeed, "trace-speed", 1, "bring the trace's arrivals this many times closer, keeping lifetimes")
+	f.StringVar(&in.gpuModel, "gpu-model", "", "with a trace: dra (the default: GPUs as DRA devices; a pod's alibaba.com/gpu-milli request becomes a ResourceClaim), device or capacity (scenario scheduler.gpuModel)")
 	f.StringVar(&in.snapshot, "snapshot", "", "start from a cluster saved with kubectl get nodes,pods -A -o yaml")
 	f.DurationVar(&at, "at", 0, "the virtual time at which the objects are added")
 	f.DurationVar(&horizon, "horizon", 24*time.Hour, "how far ahead to forecast (positive, at most 720h)")

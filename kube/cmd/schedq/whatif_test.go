@@ -70,6 +70,8 @@ func TestWhatIfBadInput(t *testing.T) {
 		{"history tail", urgentPod, []string{"--snapshot", badSnap, "--history-tail", "short"}, `--history-tail: history tail "short": not longest or exponential`},
 		{"trace speed zero", urgentPod, []string{"--snapshot", badSnap, "--trace", "../../sim/testdata/alibaba", "--trace-speed", "0"}, "--trace-speed: must be more than 0 and at most 1000000, got 0"},
 		{"trace speed without a trace", urgentPod, []string{"--snapshot", badSnap, "--trace-speed", "2"}, "--trace-speed 2: there is no trace to speed up"},
+		{"gpu model without a trace", urgentPod, []string{"--snapshot", badSnap, "--gpu-model", "device"}, "--gpu-model: there is no trace"},
+		{"gpu model unknown", urgentPod, []string{"--snapshot", badSnap, "--trace", "../../sim/testdata/alibaba", "--gpu-model", "cards"}, `--gpu-model: scheduler.gpuModel: "cards" is not device, capacity or dra`},
 		{"other scheduler", strings.Replace(urgentPod, "spec:\n", "spec:\n  schedulerName: other\n", 1), nil,
 			`pod default/urgent: schedulerName "other" is not one of the scheduler's profiles ("schedq", "default-scheduler")`},
 	} {

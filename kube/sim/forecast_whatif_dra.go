@@ -1,0 +1,62 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// draWhatIf makes in's pods claim their GPUs as the trace's pods do when
+// st is of a trace replayed with GPUs as DRA devices (its DeviceClass is
+// in st.Objects): a pod that asks for alibaba.com/gpu-milli and names no
+// claim gets a claim from a ResourceClaimTemplate of its request (whole
+// GPUs, or a share of one), which this returns for the runs' objects
+// when st has none of that name. Otherwise the request would be counted
+// only as the extended resource the replay keeps as bookkeeping, and no
+// device would be taken. Idempotent; O(pods + objects).
+func (in *WhatIfInput) draWhatIf(st *ForecastState) ([]runtime.Object, error) {
+	if !slices.ContainsFunc(st.Objects, isTraceGPUClass) {
+		return nil, nil
+	}
+	have := map[string]bool{}
+	for _, o := range st.Objects {
+		if t, ok := o.(*resourceapi.ResourceClaimTemplate); ok {
+			have[t.Namespace+"/"+t.Name] = true
+		}
+	}
+	var add []runtime.Object
+	for _, p := range in.Pods {
+		u := usageOfPod(p)
+		if u.gpuMilli == 0 || len(p.Spec.ResourceClaims) > 0 || len(p.Spec.Containers) == 0 {
+			continue
+		}
+		r, ok := u.request()
+		if !ok {
+			return nil, fmt.Errorf("pod %s: %s", framework.Key(p), badRequest(u.gpuMilli))
+		}
+		name := fmt.Sprintf("whatif-gpu-%dx%d", r.Count, r.Share)
+		if !have[p.Namespace+"/"+name] {
+			have[p.Namespace+"/"+name] = true
+			add = append(add, &resourceapi.ResourceClaimTemplate{
+				ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: name},
+				Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+					Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: deviceRequest(tracePod{gpus: int64(r.Count), share: r.Share})}},
+				}}},
+			})
+		}
+		p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &name}}
+		p.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "gpu"}}
+	}
+	return add, nil
+}
+
+func isTraceGPUClass(o runtime.Object) bool {
+	c, ok := o.(*resourceapi.DeviceClass)
+	return ok && c.Name == traceGPUDriver
+}
