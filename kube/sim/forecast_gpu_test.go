@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -112,5 +113,17 @@ func TestWhatIfGPUPodClaimsDevices(t *testing.T) {
 		if !share.FitsNow {
 			t.Errorf("%s: a share of 300 does not fit now: %+v", model, share)
 		}
+	}
+	sc := traceScenario(dir)
+	r, err := NewReplay(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := ParseWhatIf([]byte(podOf("odd", "1500")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RunWhatIf(sc, r.State(), in, ForecastOptions{Horizon: time.Hour}); err == nil || !strings.Contains(err.Error(), "pod default/odd: GPU request of 1500 thousandths is neither a share of one GPU nor whole GPUs") {
+		t.Errorf("a request of 1500: %v", err)
 	}
 }
