@@ -390,6 +390,18 @@ func TestRecreatedPodSeenAsUpdate(t *testing.T) {
 	}
 }
 
+// bindOnce schedules pod p on node n once through the real binder, whose
+// binding request answers err, and waits for the binding to end.
+func bindOnce(t *testing.T, err error) *apiFixture {
+	t.Helper()
+	f := newAPIFixture(t, 0, func(string) error { return err })
+	f.h.AddNode(node("n", 1000))
+	f.h.AddPod(pod("p", 100))
+	f.once()
+	f.binder.Wait()
+	return f
+}
+
 // TestAttemptCountedWhenItsBindingEnds: as in kube-scheduler, an attempt
 // counts in schedule_attempts_total once its binding has ended: as
 // scheduled if the pod was bound, as an error if the binding failed. An
@@ -404,11 +416,7 @@ func TestAttemptCountedWhenItsBindingEnds(t *testing.T) {
 		"409 conflict":   {alreadyAssigned("p"), 0, 1},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := newAPIFixture(t, 0, func(string) error { return tc.err })
-			f.h.AddNode(node("n", 1000))
-			f.h.AddPod(pod("p", 100))
-			f.once()
-			f.binder.Wait()
+			f := bindOnce(t, tc.err)
 			attempts := func(r Result) float64 {
 				return testutil.ToFloat64(f.m.attempts.WithLabelValues(r.String(), "schedq"))
 			}
@@ -439,11 +447,7 @@ func TestPodSchedulingSLIObservedWhenBound(t *testing.T) {
 		"binding failed": {apierrors.NewInternalError(errFake), false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := newAPIFixture(t, 0, func(string) error { return tc.err })
-			f.h.AddNode(node("n", 1000))
-			f.h.AddPod(pod("p", 100))
-			f.once()
-			f.binder.Wait()
+			f := bindOnce(t, tc.err)
 			want := 0
 			if tc.bound {
 				want = 1
