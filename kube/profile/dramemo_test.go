@@ -141,6 +141,20 @@ func registryDRA(t *testing.T, c Cluster) (fwk.Plugin, *Framework) {
 	return pl, f
 }
 
+// preFilterBoth runs the memo's PreFilter for p on a new cycle state and
+// upstream's on another, to compare their Filters.
+func preFilterBoth(t *testing.T, m *draMemo, p *v1.Pod) (memo, up fwk.CycleState) {
+	t.Helper()
+	memo, up = framework.NewCycleState(), framework.NewCycleState()
+	if _, st := m.PreFilter(context.Background(), memo, p, nil); !st.IsSuccess() {
+		t.Fatalf("PreFilter: %v", st)
+	}
+	if _, st := m.DynamicResources.PreFilter(context.Background(), up, p, nil); !st.IsSuccess() {
+		t.Fatalf("upstream's PreFilter: %v", st)
+	}
+	return memo, up
+}
+
 // TestDRAMemoAnswersAsUpstream: on every node the memo's Filter answers
 // what upstream's Filter answers, while the allocator runs once per kind
 // of node (four kinds among six nodes); the schedule over the whole
@@ -150,13 +164,7 @@ func TestDRAMemoAnswersAsUpstream(t *testing.T) {
 	c := memoCluster()
 	m, f := memoPlugin(t, c)
 	p := pod("p", "", withResourceClaim("want"))
-	memoState, upState := framework.NewCycleState(), framework.NewCycleState()
-	if _, st := m.PreFilter(ctx, memoState, p, nil); !st.IsSuccess() {
-		t.Fatalf("PreFilter: %v", st)
-	}
-	if _, st := m.DynamicResources.PreFilter(ctx, upState, p, nil); !st.IsSuccess() {
-		t.Fatalf("upstream's PreFilter: %v", st)
-	}
+	memoState, upState := preFilterBoth(t, m, p)
 	cyc := cycleMemo(memoState)
 	if cyc == nil {
 		t.Fatal("no memo for a cycle of plain claims on nodes' own slices")
@@ -414,13 +422,7 @@ func TestDRAMemoAnswersAsUpstreamOnPools(t *testing.T) {
 			}
 			pl := got.(*draMemo)
 			p := pod("p", "", withResourceClaim("want"))
-			ms, us := framework.NewCycleState(), framework.NewCycleState()
-			if _, st := pl.PreFilter(ctx, ms, p, nil); !st.IsSuccess() {
-				t.Fatalf("PreFilter: %v", st)
-			}
-			if _, st := pl.DynamicResources.PreFilter(ctx, us, p, nil); !st.IsSuccess() {
-				t.Fatalf("upstream's PreFilter: %v", st)
-			}
+			ms, us := preFilterBoth(t, pl, p)
 			for _, n := range tc.order {
 				ni, err := f.Snapshot().NodeInfos().Get(n)
 				if err != nil {
