@@ -67,13 +67,18 @@ type tapClaims struct {
 func (c tapClaims) GatherAllocatedState() (*structured.AllocatedState, error) {
 	s, err := c.ResourceClaimTracker.GatherAllocatedState()
 	if err == nil {
-		c.t.mu.Lock()
-		if c.t.armed {
-			c.t.state = s
-		}
-		c.t.mu.Unlock()
+		c.t.keep(func() { c.t.state = s })
 	}
 	return s, err
+}
+
+// keep runs set, which stores what was read, if the tap is armed.
+func (t *draTap) keep(set func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.armed {
+		set()
+	}
 }
 
 type tapSlices struct {
@@ -84,11 +89,7 @@ type tapSlices struct {
 func (l tapSlices) ListWithDeviceTaintRules() ([]*resourceapi.ResourceSlice, error) {
 	list, err := l.ResourceSliceLister.ListWithDeviceTaintRules()
 	if err == nil {
-		l.t.mu.Lock()
-		if l.t.armed {
-			l.t.slices = list
-		}
-		l.t.mu.Unlock()
+		l.t.keep(func() { l.t.slices = list })
 	}
 	return list, err
 }
