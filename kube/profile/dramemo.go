@@ -25,9 +25,9 @@ import (
 // runs is a function of the pod's claims, the node's ResourceSlices and
 // what is allocated of their devices, and of nothing else of the node
 // when every claim is still to allocate and asks for devices Exactly
-// (filterKey lists what it reads). Two nodes whose slices are alike up to
-// their names and pools, with the same devices used alike, get the same
-// answer; a cluster of a few kinds of nodes, such as a trace's GPU
+// (filterKey lists what it reads). Two nodes whose pools are alike up to
+// their names, with the same devices used alike, get the same answer; a
+// cluster of a few kinds of nodes, such as a trace's GPU
 // nodes, runs the allocator on a few nodes per cycle instead of on every
 // node examined.
 //
@@ -50,8 +50,9 @@ type draMemo struct {
 	tap *draTap // the DRA manager of h, if the framework was given one
 	// pre serialises PreFilter, so that what the tap keeps between arm
 	// and take is this PreFilter's. Lock order: pre, then the tap's mu
-	// (taken inside upstream's PreFilter); mu and the cycle's own mu are
-	// never held while calling out.
+	// (taken inside upstream's PreFilter); a cycle's mu, then mu
+	// (filterKey names the shapes while it builds a key). Neither mu is
+	// held while upstream's code runs.
 	pre sync.Mutex
 
 	mu     sync.Mutex
