@@ -147,8 +147,9 @@ func (d *draMemo) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 
 // newCycle is the memo for pod's cycle, or nil if its answers could
 // depend on more than filterKey reads. list and state are the slices and
-// the allocated state upstream's PreFilter read, if the tap kept them
-// (else they are read again).
+// the allocated state upstream's PreFilter read, as the tap kept them;
+// without either the allocator's view is not known, and there is no
+// memo.
 func (d *draMemo) newCycle(pod *v1.Pod, list []*resourceapi.ResourceSlice, state *structured.AllocatedState) *draCycle {
 	m := d.h.SharedDRAManager()
 	for i := range pod.Spec.ResourceClaims {
@@ -162,8 +163,6 @@ func (d *draMemo) newCycle(pod *v1.Pod, list []*resourceapi.ResourceSlice, state
 		}
 	}
 	if list == nil || state == nil {
-		// Upstream's PreFilter read neither (or the tap is missing): the
-		// allocator's view is not known.
 		return nil
 	}
 	d.forget(len(list))
