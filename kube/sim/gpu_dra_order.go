@@ -43,10 +43,12 @@ type orderedSlice struct {
 }
 
 // fgdKey names FGD's choice of GPU: the node's content (its NodeInfo's
-// generation) and the share's request.
+// generation, and what its devices have left as DRA's allocated state
+// says, allocations in flight included) and the share's request.
 type fgdKey struct {
 	node       string
 	generation int64
+	left       string
 	share, cpu int64
 	models     string
 }
@@ -109,21 +111,24 @@ func (l fullestFirstLister) ListWithDeviceTaintRules() ([]*resourceapi.ResourceS
 	out := slices.Clone(list)
 	for i, sl := range list {
 		if u := used[sl.Spec.Pool.Name]; sl.Spec.Driver == traceGPUDriver && len(u) > 0 {
+			left := leftOf(sl, u)
 			first := -1
 			if fgd {
-				first = l.d.fgdChoice(sl, share)
+				first = l.d.fgdChoice(sl, left, share)
 			}
-			out[i] = l.d.ordered(sl, u, first)
+			out[i] = l.d.ordered(sl, left, first)
 		}
 	}
 	return out, nil
 }
 
-// fgdChoice is the index of the GPU of sl's node that FGD puts the lone
-// pod's share r on, -1 if none (the share does not fit there, or the
-// node is not in the snapshot). O(pods on the node + FGD's cost) once
-// per node content and request, O(1) after.
-func (d *draFullestFirst) fgdChoice(sl *resourceapi.ResourceSlice, r gpu.Request) int {
+// fgdChoice is the index of the device of sl (its node's GPUs, with what
+// each has left) that FGD puts the lone pod's share r on, -1 if none (the
+// share does not fit there, or the node is not in the snapshot). The
+// node is the snapshot's (its CPU and memory taken by its pods) with
+// the devices' thousandths left as DRA's allocated state has them. O(FGD's
+// cost) once per node content and request, O(devices) after.
+func (d *draFullestFirst) fgdChoice(sl *resourceapi.ResourceSlice, left []int64, r gpu.Request) int {
 	if sl.Spec.NodeName == nil || d.m.h == nil {
 		return -1
 	}
@@ -131,23 +136,26 @@ func (d *draFullestFirst) fgdChoice(sl *resourceapi.ResourceSlice, r gpu.Request
 	if err != nil {
 		return -1
 	}
-	k := fgdKey{node: ni.Node().Name, generation: ni.GetGeneration(), share: r.Share, cpu: r.CPU, models: strings.Join(r.Models, "|")}
+	k := fgdKey{node: ni.Node().Name, generation: ni.GetGeneration(), left: fmt.Sprint(left), share: r.Share, cpu: r.CPU, models: strings.Join(r.Models, "|")}
 	if at, ok := d.fgd[k]; ok {
 		return at
 	}
+	n := emptyNode(nodeInOf(ni))
+	if len(n.Free) != len(left) {
+		return -1
+	}
+	copy(n.Free, left)
 	at := -1
-	if _, gpus := gpu.FGD.Score(draNode(d.m.h, ni, d.m.lone.UID), r, d.m.workload, nil); len(gpus) == 1 {
+	if _, gpus := gpu.FGD.Score(n, r, d.m.workload, nil); len(gpus) == 1 {
 		at = gpus[0]
 	}
 	d.fgd[k] = at
 	return at
 }
 
-// ordered returns sl with its devices fullest first, given what each has
-// used, and device first (an index of sl), if not -1, before them all;
-// the same object as last time if neither the slice nor the order
-// changed. O(devices log devices).
-func (d *draFullestFirst) ordered(sl *resourceapi.ResourceSlice, used map[string]int64, first int) *resourceapi.ResourceSlice {
+// leftOf is what each device of sl has left, given what each has used.
+// O(devices).
+func leftOf(sl *resourceapi.ResourceSlice, used map[string]int64) []int64 {
 	left := make([]int64, len(sl.Spec.Devices))
 	for i, dev := range sl.Spec.Devices {
 		left[i] = 1000 - used[dev.Name]
@@ -155,6 +163,14 @@ func (d *draFullestFirst) ordered(sl *resourceapi.ResourceSlice, used map[string
 			left[i] = q.Value.Value() - used[dev.Name]
 		}
 	}
+	return left
+}
+
+// ordered returns sl with its devices fullest first, given what each has
+// left, and device first (an index of sl), if not -1, before them all;
+// the same object as last time if neither the slice nor the order
+// changed. O(devices log devices).
+func (d *draFullestFirst) ordered(sl *resourceapi.ResourceSlice, left []int64, first int) *resourceapi.ResourceSlice {
 	idx := make([]int, len(left))
 	for i := range idx {
 		idx[i] = i
