@@ -177,7 +177,7 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 	s.o.Metrics.binding(result, s.o.Now().Sub(start))
 	switch result {
 	case bindingSuccess:
-		s.o.Metrics.scheduled(info.Status, info.FlushedFromUnschedulable, s.o.Now())
+		s.o.Metrics.scheduled(info.Status, s.o.Now())
 		if pb.fw != nil {
 			pb.fw.fw.RunPostBindPlugins(ctx, pb.fw.state, pb.fw.pod, node)
 		}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/metrics"
 )
 
 // apiFixture is a fixture whose binder and reporter are the real ones, on
@@ -467,8 +468,8 @@ func TestPodSchedulingSLIObservedWhenBound(t *testing.T) {
 	}
 }
 
-// TestScheduledMetricLabels: the attempts label is capped at "15+", a
-// pod never in activeQ has no SLI, and the leftover flush is counted.
+// TestScheduledMetricLabels: the attempts label is capped at "15+", and
+// a pod never in activeQ has no SLI.
 func TestScheduledMetricLabels(t *testing.T) {
 	m, err := NewMetrics(prometheus.NewRegistry(), "schedq")
 	if err != nil {
@@ -478,9 +479,8 @@ func TestScheduledMetricLabels(t *testing.T) {
 	for _, st := range []struct {
 		attempts int
 		first    time.Time
-		flushed  bool
-	}{{3, now.Add(-2 * time.Second), false}, {15, now.Add(-time.Minute), true}, {40, now, false}, {1, time.Time{}, false}} {
-		m.scheduled(schedq.Status{Attempts: st.attempts, InitialAttemptTimestamp: st.first}, st.flushed, now)
+	}{{3, now.Add(-2 * time.Second)}, {15, now.Add(-time.Minute)}, {40, now}, {1, time.Time{}}} {
+		m.scheduled(schedq.Status{Attempts: st.attempts, InitialAttemptTimestamp: st.first}, now)
 	}
 	for label, want := range map[string]uint64{"3": 1, "15+": 2, "1": 0} {
 		if got := histogramCount(t, m.sli.WithLabelValues(label).(prometheus.Histogram)); got != want {
@@ -490,8 +490,22 @@ func TestScheduledMetricLabels(t *testing.T) {
 	if got := histogramCount(t, m.podAttempts); got != 4 {
 		t.Errorf("pod_scheduling_attempts observed %d, want 4", got)
 	}
-	if got := testutil.ToFloat64(m.afterFlush); got != 1 {
-		t.Errorf("pod_scheduled_after_flush_total = %v, want 1", got)
+}
+
+// TestMetricsRegisterBesideTheQueues: the scheduler's metrics and the
+// queue's recorder register on one registry, as the scheduler's process
+// does, with no name twice.
+func TestMetricsRegisterBesideTheQueues(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	q, err := schedq.New(QueueConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := metrics.New(metrics.Options{Profile: "schedq"}).Register(reg, q); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewMetrics(reg, "schedq"); err != nil {
+		t.Fatalf("the scheduler's metrics beside the queue's: %v", err)
 	}
 }
 

@@ -22,7 +22,6 @@ type Metrics struct {
 	// Per pod bound, as kube-scheduler observes them.
 	podAttempts prometheus.Histogram
 	sli         *prometheus.HistogramVec
-	afterFlush  prometheus.Counter
 }
 
 // NewMetrics registers the scheduler metrics on reg, with kube-scheduler's
@@ -59,12 +58,8 @@ func NewMetrics(reg prometheus.Registerer, profile string) (*Metrics, error) {
 			Help:    "Time from a pod's first entry into the active queue to its binding, over all its attempts, by its number of attempts (15 or more: 15+).",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 20),
 		}, []string{"attempts"}),
-		afterFlush: prometheus.NewCounter(prometheus.CounterOpts{
-			Subsystem: "scheduler", Name: "pod_scheduled_after_flush_total",
-			Help: "Pods bound after the leftover flush, not an event, brought them out of the unschedulable pods.",
-		}),
 	}
-	for _, c := range []prometheus.Collector{m.attempts, m.latency, m.bindings, m.bindTime, m.groups, m.podAttempts, m.sli, m.afterFlush} {
+	for _, c := range []prometheus.Collector{m.attempts, m.latency, m.bindings, m.bindTime, m.groups, m.podAttempts, m.sli} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -81,10 +76,10 @@ func (m *Metrics) attempt(r Result, d time.Duration) {
 }
 
 // scheduled observes a pod bound after the attempts of info (its number
-// of attempts, the time since it first entered the active queue, whether
-// the leftover flush brought it back), as kube-scheduler does when a
-// binding succeeds. Safe on a nil Metrics.
-func (m *Metrics) scheduled(info schedq.Status, flushed bool, now time.Time) {
+// of attempts, the time since it first entered the active queue), as
+// kube-scheduler does when a binding succeeds; the queue's recorder
+// counts pod_scheduled_after_flush_total. Safe on a nil Metrics.
+func (m *Metrics) scheduled(info schedq.Status, now time.Time) {
 	if m == nil {
 		return
 	}
@@ -95,9 +90,6 @@ func (m *Metrics) scheduled(info schedq.Status, flushed bool, now time.Time) {
 			label = strconv.Itoa(info.Attempts)
 		}
 		m.sli.WithLabelValues(label).Observe(now.Sub(info.InitialAttemptTimestamp).Seconds())
-	}
-	if flushed {
-		m.afterFlush.Inc()
 	}
 }
 
