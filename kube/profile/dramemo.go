@@ -21,7 +21,8 @@ import (
 )
 
 // draMemo is kube-scheduler's DynamicResources with its Filter answered
-// once per kind of node in a cycle. The structured allocator that Filter
+// once per kind of node and what the pod asks (its claims, their classes,
+// its requests), within a cycle and from cycle to cycle. The structured allocator that Filter
 // runs is a function of the pod's claims, the node's ResourceSlices and
 // what is allocated of their devices, and of nothing else of the node
 // when every claim is still to allocate and asks for devices Exactly
@@ -59,6 +60,14 @@ type draMemo struct {
 	shapes map[*resourceapi.ResourceSlice]sliceShape // each slice seen
 	ids    map[string]string                         // shape's name of each spec seen, as JSON
 	next   uint64                                    // the last name given; never reused
+	// across keeps answers from cycle to cycle: by what the pod asks
+	// (claimsOf), then by filterKey. Cleared with the shapes, whose
+	// names the keys hold.
+	across map[string]map[string]memoAnswer
+	// lastList and lastPools are the last slices listed and their pools
+	// by node, kept while the lister gives the same slice objects.
+	lastList  []*resourceapi.ResourceSlice
+	lastPools map[string][][]*resourceapi.ResourceSlice
 }
 
 // sliceShape is a slice's shape name (shape) and its devices' IDs, in
@@ -75,9 +84,10 @@ type sliceShape struct {
 func (d *draMemo) forget(n int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(d.shapes) > 2*n+1024 || len(d.ids) > 2*n+1024 {
+	if len(d.shapes) > 2*n+1024 || len(d.ids) > 2*n+1024 || len(d.across) > 256 {
 		clear(d.shapes)
 		clear(d.ids)
+		clear(d.across)
 	}
 }
 
@@ -96,7 +106,8 @@ func memoDRA(inner frameworkruntime.PluginFactory) frameworkruntime.PluginFactor
 			return pl, nil
 		}
 		tap, _ := h.SharedDRAManager().(*draTap)
-		return &draMemo{DynamicResources: dr, h: h, tap: tap, shapes: map[*resourceapi.ResourceSlice]sliceShape{}, ids: map[string]string{}}, nil
+		return &draMemo{DynamicResources: dr, h: h, tap: tap, shapes: map[*resourceapi.ResourceSlice]sliceShape{},
+			ids: map[string]string{}, across: map[string]map[string]memoAnswer{}}, nil
 	}
 }
 
@@ -108,6 +119,7 @@ const draMemoKey fwk.StateKey = "schedq.io/dra-memo"
 // nodes answered from the memo (which Reserve filters for real).
 type draCycle struct {
 	mu       sync.Mutex
+	asks     map[string]memoAnswer                     // the answers of earlier cycles to what the pod asks
 	pools    map[string][][]*resourceapi.ResourceSlice // by node name: the slices of each of its pools
 	state    *structured.AllocatedState
 	shares   map[structured.DeviceID]int
@@ -151,49 +163,105 @@ func (d *draMemo) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 // without either the allocator's view is not known, and there is no
 // memo.
 func (d *draMemo) newCycle(pod *v1.Pod, list []*resourceapi.ResourceSlice, state *structured.AllocatedState) *draCycle {
-	m := d.h.SharedDRAManager()
-	for i := range pod.Spec.ResourceClaims {
-		name, _, err := resourceclaim.Name(pod, &pod.Spec.ResourceClaims[i])
-		if err != nil || name == nil {
-			return nil
-		}
-		claim, err := m.ResourceClaims().Get(pod.Namespace, *name)
-		if err != nil || !plainClaim(claim) {
-			return nil
-		}
+	asks, ok := d.asksOf(pod)
+	if !ok {
+		return nil
 	}
 	if list == nil || state == nil {
 		return nil
 	}
 	d.forget(len(list))
-	c := &draCycle{pools: map[string][][]*resourceapi.ResourceSlice{}, answers: map[string]memoAnswer{}, answered: map[string]bool{}}
+	d.mu.Lock()
+	if d.across[asks] == nil {
+		d.across[asks] = map[string]memoAnswer{}
+	}
+	prior := d.across[asks]
+	if len(prior) > 1<<16 {
+		clear(prior)
+	}
+	d.mu.Unlock()
+	pools, ok := d.poolsOf(list)
+	if !ok {
+		return nil
+	}
+	c := &draCycle{asks: prior, pools: pools, answers: map[string]memoAnswer{}, answered: map[string]bool{}}
+	c.state, c.shares = state, make(map[structured.DeviceID]int, len(state.AllocatedSharedDeviceIDs))
+	for id := range state.AllocatedSharedDeviceIDs {
+		c.shares[structured.DeviceID{Driver: id.Driver, Pool: id.Pool, Device: id.Device}]++
+	}
+	return c
+}
+
+// poolsOf groups the slices by node and, within a node, by pool; ok is
+// false if a slice is not one node's, or a pool's slices are on several
+// nodes (whether it is complete, and its newest generation, then depend
+// on other nodes' slices). The grouping is kept while the list holds the
+// same slice objects. O(slices).
+func (d *draMemo) poolsOf(list []*resourceapi.ResourceSlice) (map[string][][]*resourceapi.ResourceSlice, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.lastPools != nil && slices.Equal(list, d.lastList) {
+		return d.lastPools, true
+	}
 	type poolKey struct{ driver, pool string }
 	byPool := map[poolKey][]*resourceapi.ResourceSlice{}
 	var order []poolKey
 	for _, sl := range list {
 		if sl.Spec.NodeName == nil || *sl.Spec.NodeName == "" {
-			return nil
+			return nil, false
 		}
 		k := poolKey{sl.Spec.Driver, sl.Spec.Pool.Name}
 		if prev := byPool[k]; len(prev) > 0 && *prev[0].Spec.NodeName != *sl.Spec.NodeName {
-			// A pool over several nodes: whether it is complete, and its
-			// newest generation, depend on other nodes' slices.
-			return nil
+			return nil, false
 		}
 		if byPool[k] == nil {
 			order = append(order, k)
 		}
 		byPool[k] = append(byPool[k], sl)
 	}
+	pools := make(map[string][][]*resourceapi.ResourceSlice, len(order))
 	for _, k := range order {
 		n := *byPool[k][0].Spec.NodeName
-		c.pools[n] = append(c.pools[n], byPool[k])
+		pools[n] = append(pools[n], byPool[k])
 	}
-	c.state, c.shares = state, make(map[structured.DeviceID]int, len(state.AllocatedSharedDeviceIDs))
-	for id := range state.AllocatedSharedDeviceIDs {
-		c.shares[structured.DeviceID{Driver: id.Driver, Pool: id.Pool, Device: id.Device}]++
+	d.lastList, d.lastPools = slices.Clone(list), pools
+	return pools, true
+}
+
+// asksOf is what the allocator and Filter read of pod: its claims' specs
+// (each still to allocate: plainClaim), the DeviceClasses they name, and
+// the pod's containers' requests (DRA serves extended resources of some
+// classes); ok is false if a claim is not plain or an object is missing.
+// O(claims + containers).
+func (d *draMemo) asksOf(pod *v1.Pod) (string, bool) {
+	m := d.h.SharedDRAManager()
+	var parts []any
+	for i := range pod.Spec.ResourceClaims {
+		name, _, err := resourceclaim.Name(pod, &pod.Spec.ResourceClaims[i])
+		if err != nil || name == nil {
+			return "", false
+		}
+		claim, err := m.ResourceClaims().Get(pod.Namespace, *name)
+		if err != nil || !plainClaim(claim) {
+			return "", false
+		}
+		parts = append(parts, pod.Spec.ResourceClaims[i].Name, claim.Spec)
+		for _, r := range claim.Spec.Devices.Requests {
+			class, err := m.DeviceClasses().Get(r.Exactly.DeviceClassName)
+			if err != nil {
+				return "", false
+			}
+			parts = append(parts, class.Spec)
+		}
 	}
-	return c
+	for _, ctrs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, ctr := range ctrs {
+			parts = append(parts, ctr.Resources)
+		}
+	}
+	parts = append(parts, pod.Spec.Overhead, pod.Spec.Resources)
+	b, err := json.Marshal(parts)
+	return string(b), err == nil
 }
 
 // plainClaim reports whether claim is still to allocate, reserved for no
@@ -220,6 +288,11 @@ func (d *draMemo) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni
 	key := d.filterKey(c, ni)
 	c.mu.Lock()
 	a, ok := c.answers[key]
+	if !ok {
+		d.mu.Lock()
+		a, ok = c.asks[key]
+		d.mu.Unlock()
+	}
 	if ok && a.code == fwk.Success {
 		c.answered[ni.Node().Name] = true
 	}
@@ -239,6 +312,9 @@ func (d *draMemo) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni
 		c.mu.Lock()
 		c.answers[key] = a
 		c.mu.Unlock()
+		d.mu.Lock()
+		c.asks[key] = a
+		d.mu.Unlock()
 	}
 	return st
 }

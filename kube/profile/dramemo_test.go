@@ -451,3 +451,44 @@ func TestDRAMemoStandsAsideInPodGroupCycles(t *testing.T) {
 		t.Error("the memo serves a PodGroup's cycle")
 	}
 }
+
+// TestDRAMemoAcrossCycles: a later cycle for a pod asking the same
+// (another claim of the same spec) reads the earlier cycle's answers for
+// nodes whose kind has not changed, and gets upstream's answer on every
+// node, also on a node whose devices were allocated since (a's GPUs, each
+// half used: a share of 600 no longer fits there). A pod asking for
+// something else does not read them.
+func TestDRAMemoAcrossCycles(t *testing.T) {
+	ctx := context.Background()
+	c := memoCluster()
+	c.Objects = append(c.Objects, shareClaim("again", 600, "V100", "", ""), shareClaim("other", 300, "V100", "", ""))
+	m, f := memoPlugin(t, c)
+	nodes, err := f.Snapshot().NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := preFilterBoth(t, m, pod("p1", "", withResourceClaim("want")))
+	for _, ni := range nodes {
+		m.Filter(ctx, first, pod("p1", "", withResourceClaim("want")), ni)
+	}
+	for _, dev := range []string{"gpu-0", "gpu-1"} {
+		if err := f.AddObject(shareClaim("later-"+dev, 500, "V100", "a", dev)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p2 := pod("p2", "", withResourceClaim("again"))
+	memo, up := preFilterBoth(t, m, p2)
+	if n := len(cycleMemo(memo).asks); n != 4 {
+		t.Errorf("the second cycle starts with %d answers of the first, want 4", n)
+	}
+	for _, ni := range nodes {
+		got, want := m.Filter(ctx, memo, p2, ni), m.DynamicResources.Filter(ctx, up, p2, ni)
+		if got.Code() != want.Code() || got.Message() != want.Message() {
+			t.Errorf("node %s: memo %v, upstream %v", ni.Node().Name, got, want)
+		}
+	}
+	other, _ := preFilterBoth(t, m, pod("p3", "", withResourceClaim("other")))
+	if n := len(cycleMemo(other).asks); n != 0 {
+		t.Errorf("a pod asking for another share starts with %d answers, want none", n)
+	}
+}
