@@ -146,7 +146,7 @@ func (d *draFullestFirst) fgdChoice(sl *resourceapi.ResourceSlice, left []int64,
 	}
 	copy(n.Free, left)
 	at := -1
-	if _, gpus := gpu.FGD.Score(n, r, d.m.workload, nil); len(gpus) == 1 {
+	if _, gpus := d.m.fgdMemo().Choose(n, r); len(gpus) == 1 {
 		at = gpus[0]
 	}
 	d.fgd[k] = at

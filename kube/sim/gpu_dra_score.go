@@ -31,6 +31,17 @@ type gpuDRAModel struct {
 	// (nil in a group's cycle, and between cycles): with FGD its share
 	// goes to the GPU FGD chooses (draFullestFirst).
 	lone *v1.Pod
+	// memo keeps FGD's scores by node content (made at the first score,
+	// once the trace has set the workload).
+	memo *gpu.Memo
+}
+
+// fgdMemo returns m's memo of FGD's scores.
+func (m *gpuDRAModel) fgdMemo() *gpu.Memo {
+	if m.memo == nil {
+		m.memo = gpu.NewMemo(m.workload)
+	}
+	return m.memo
 }
 
 func newGPUDRAModel(sc *Scenario) *gpuDRAModel {
@@ -111,10 +122,11 @@ func (p *gpuDRAScore) Score(_ context.Context, _ fwk.CycleState, pod *v1.Pod, ni
 		return 0, nil
 	}
 	at := n.BestFit(r)
+	memo := p.m.fgdMemo()
 	if p.m.fgdChooses(pod, r) {
-		_, at = p.m.policy.Score(n, r, p.m.workload, nil)
+		_, at = memo.Choose(n, r)
 	}
-	return p.m.policy.ScoreAt(n, r, at, p.m.workload, p.m.rnd), nil
+	return memo.ScoreAt(p.m.policy, n, r, at, p.m.rnd), nil
 }
 
 // fgdChooses reports whether DRA is shown pod's GPUs in FGD's order:

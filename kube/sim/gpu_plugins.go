@@ -35,6 +35,7 @@ type gpuDevices struct {
 	hasPolicy bool
 	workload  gpu.Workload // the trace's typical workload, for FGD
 	rnd       *rand.Rand   // for the Random policy
+	memo      *gpu.Memo    // FGD's scores by node content (see fgdScore)
 
 	mu       sync.Mutex
 	assigned map[types.UID][]int // the GPUs each bound or binding pod took
@@ -172,12 +173,25 @@ func fitsAt(n *gpu.Node, r gpu.Request, at []int) bool {
 	return true
 }
 
+// policyScore is g.policy.Score(n, r, ...), FGD's read from g's memo
+// (made at the first call, once the trace has set the workload). Only
+// from the scheduling cycle (Score, Reserve), one at a time.
+func (g *gpuDevices) policyScore(n *gpu.Node, r gpu.Request) (int64, []int) {
+	if g.policy != gpu.FGD {
+		return g.policy.Score(n, r, g.workload, g.rnd)
+	}
+	if g.memo == nil {
+		g.memo = gpu.NewMemo(g.workload)
+	}
+	return g.memo.Choose(n, r)
+}
+
 // score is the policy's score of n for r (0 to 100); 0 if r does not fit.
 func (g *gpuDevices) score(n *gpu.Node, r gpu.Request) int64 {
 	if !n.Fits(r) {
 		return 0
 	}
-	score, _ := g.policy.Score(n, r, g.workload, g.rnd)
+	score, _ := g.policyScore(n, r)
 	return score
 }
 
@@ -190,7 +204,7 @@ func (g *gpuDevices) take(uid types.UID, n *gpu.Node, r gpu.Request) error {
 	}
 	var at []int
 	if g.hasPolicy && n.Fits(r) {
-		_, at = g.policy.Score(n, r, g.workload, g.rnd)
+		_, at = g.policyScore(n, r)
 	}
 	if at == nil {
 		at = n.BestFit(r)

@@ -1,0 +1,142 @@
+package gpu
+
+import (
+	"math/rand/v2"
+	"strings"
+)
+
+// Memo keeps FGD's scores by what they are computed from: the node's GPU
+// model, CPU and memory (capacity and free), each GPU's free thousandths,
+// the request, and the GPUs the request is put on. FGD's score is a
+// function of these and of the workload, which is one per Memo, so an
+// answer read from the Memo is the one FGD would compute. A scheduler
+// scores the same few contents again and again (a cluster's idle nodes
+// of one model all look alike; a node's content changes only when a pod
+// comes or goes), and FGD is the costliest policy: O(classes × GPUs²)
+// per node. Nodes of more than maxMemoGPUs GPUs are computed each time.
+// The other policies are cheap, and two of them read what the key leaves
+// out (Random its source, GpuClustering the kinds of the node's pods):
+// they are never kept. Not safe for concurrent use; one per scheduling
+// goroutine.
+type Memo struct {
+	w      Workload
+	scores map[memoKey]memoScore
+}
+
+// memoScore is a kept score, with the GPUs FGD chose (as bits) for Choose.
+type memoScore struct {
+	score int64
+	at    uint8
+	none  bool // Choose: r fits on no GPU of the node
+}
+
+// maxMemoGPUs is the most GPUs a node may have for Memo to keep its
+// scores; the trace's nodes have at most 8.
+const maxMemoGPUs = 8
+
+// maxMemoScores bounds a Memo's size: when full, it starts again empty.
+const maxMemoScores = 1 << 16
+
+type memoKey struct {
+	model            string
+	cpu, mem         int64
+	cpuFree, memFree int64
+	free             [maxMemoGPUs]int16
+	gpus             int8
+	at               uint8 // the GPUs the request is put on, as bits
+	choose           bool  // FGD chooses the GPUs (Choose), at is 0
+	rCPU, rMem       int64
+	count            int
+	share            int64
+	models           string
+}
+
+// NewMemo returns an empty Memo for FGD's scores against the workload w.
+func NewMemo(w Workload) *Memo {
+	return &Memo{w: w, scores: map[memoKey]memoScore{}}
+}
+
+// Choose is FGD.Score(n, r, w, nil): FGD's score of n for r and the GPUs
+// it puts r on (nil if none holds it), read from m when m has it. O(GPUs
+// + request's models) for a kept answer.
+func (m *Memo) Choose(n *Node, r Request) (int64, []int) {
+	k, ok := memoKeyOf(n, r, nil)
+	if !ok {
+		return FGD.Score(n, r, m.w, nil)
+	}
+	k.choose = true
+	if v, ok := m.scores[k]; ok {
+		if v.none {
+			return v.score, nil
+		}
+		return v.score, gpusOf(v.at)
+	}
+	s, at := FGD.Score(n, r, m.w, nil)
+	v := memoScore{score: s, none: at == nil}
+	for _, g := range at {
+		v.at |= 1 << g
+	}
+	m.keep(k, v)
+	return s, at
+}
+
+// gpusOf lists the GPUs of the bits at, in increasing order.
+func gpusOf(at uint8) []int {
+	gpus := []int{}
+	for g := range maxMemoGPUs {
+		if at&(1<<g) != 0 {
+			gpus = append(gpus, g)
+		}
+	}
+	return gpus
+}
+
+// keep stores v under k, starting again empty when m is full.
+func (m *Memo) keep(k memoKey, v memoScore) {
+	if len(m.scores) >= maxMemoScores {
+		clear(m.scores)
+	}
+	m.scores[k] = v
+}
+
+// ScoreAt is p.ScoreAt(n, r, gpus, w, rnd), read from m when p is FGD and
+// m has it. O(GPUs + request's models) for a kept answer.
+func (m *Memo) ScoreAt(p Policy, n *Node, r Request, gpus []int, rnd *rand.Rand) int64 {
+	if p != FGD {
+		return p.ScoreAt(n, r, gpus, m.w, rnd)
+	}
+	k, ok := memoKeyOf(n, r, gpus)
+	if !ok {
+		return p.ScoreAt(n, r, gpus, m.w, rnd)
+	}
+	if v, ok := m.scores[k]; ok {
+		return v.score
+	}
+	s := p.ScoreAt(n, r, gpus, m.w, rnd)
+	m.keep(k, memoScore{score: s})
+	return s
+}
+
+// memoKeyOf is the key of FGD's score of r on n's GPUs gpus; false if n
+// has too many GPUs for the key.
+func memoKeyOf(n *Node, r Request, gpus []int) (memoKey, bool) {
+	if len(n.Free) > maxMemoGPUs {
+		return memoKey{}, false
+	}
+	k := memoKey{model: n.Model, cpu: n.CPU, mem: n.Mem, cpuFree: n.CPUFree, memFree: n.MemFree,
+		gpus: int8(len(n.Free)), rCPU: r.CPU, rMem: r.Mem, count: r.Count, share: r.Share}
+	for i, f := range n.Free {
+		k.free[i] = int16(f)
+	}
+	for _, g := range gpus {
+		k.at |= 1 << g
+	}
+	switch len(r.Models) {
+	case 0:
+	case 1:
+		k.models = r.Models[0]
+	default:
+		k.models = strings.Join(r.Models, "|")
+	}
+	return k, true
+}
