@@ -2,11 +2,10 @@ package sim
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
-	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/schedq/schedq/kube/gpu"
@@ -31,7 +30,12 @@ type draFullestFirst struct {
 	fwk.SharedDRAManager
 	m     *gpuDRAModel
 	cache map[string]orderedSlice // by pool and order
-	fgd   map[fgdKey]int          // FGD's GPU for a share on a node's content
+	key   []byte                  // ordered's scratch
+	// gathered is the allocated state the last GatherAllocatedState
+	// returned, until the slice list that follows it reads it: the
+	// state DynamicResources' PreFilter gathers just before it lists
+	// the slices.
+	gathered *structured.AllocatedState
 }
 
 // orderedSlice is a slice with its devices in an order, the same object
@@ -42,21 +46,34 @@ type orderedSlice struct {
 	out *resourceapi.ResourceSlice
 }
 
-// fgdKey names FGD's choice of GPU: the node's content (its NodeInfo's
-// generation, and what its devices have left as DRA's allocated state
-// says, allocations in flight included) and the share's request.
-type fgdKey struct {
-	node       string
-	generation int64
-	left       string
-	share, cpu int64
-	models     string
-}
-
 func newDRAFullestFirst(m *gpuDRAModel) func(fwk.SharedDRAManager) fwk.SharedDRAManager {
 	return func(inner fwk.SharedDRAManager) fwk.SharedDRAManager {
-		return &draFullestFirst{SharedDRAManager: inner, m: m, cache: map[string]orderedSlice{}, fgd: map[fgdKey]int{}}
+		return &draFullestFirst{SharedDRAManager: inner, m: m, cache: map[string]orderedSlice{}}
 	}
+}
+
+// ResourceClaims is the claims of the DRA manager, whose gathered state
+// the slice list that follows reads.
+func (d *draFullestFirst) ResourceClaims() fwk.ResourceClaimTracker {
+	return gatherNoter{ResourceClaimTracker: d.SharedDRAManager.ResourceClaims(), d: d}
+}
+
+// gatherNoter notes the allocated state it gathers in d.gathered.
+type gatherNoter struct {
+	fwk.ResourceClaimTracker
+	d *draFullestFirst
+}
+
+// GatherAllocatedState gathers the state, and notes it for the slice
+// list that follows. Gathering clones the consumed capacity of every
+// shared device of the cluster: done twice per cycle, it was a third of
+// a loaded replay's DRA work.
+func (g gatherNoter) GatherAllocatedState() (*structured.AllocatedState, error) {
+	s, err := g.ResourceClaimTracker.GatherAllocatedState()
+	if err == nil {
+		g.d.gathered = s
+	}
+	return s, err
 }
 
 // ResourceSlices lists the slices in fullest-first order.
@@ -79,9 +96,12 @@ func (l fullestFirstLister) ListWithDeviceTaintRules() ([]*resourceapi.ResourceS
 	if err != nil || !l.d.m.hasPolicy {
 		return list, err
 	}
-	state, err := l.d.SharedDRAManager.ResourceClaims().GatherAllocatedState()
-	if err != nil {
-		return list, nil
+	state := l.d.gathered
+	l.d.gathered = nil
+	if state == nil {
+		if state, err = l.d.SharedDRAManager.ResourceClaims().GatherAllocatedState(); err != nil {
+			return list, nil
+		}
 	}
 	used := map[string]map[string]int64{} // pool: device: thousandths consumed
 	for id, c := range state.AggregatedCapacity {
@@ -97,9 +117,6 @@ func (l fullestFirstLister) ListWithDeviceTaintRules() ([]*resourceapi.ResourceS
 	}
 	if len(l.d.cache) > 4*len(list)+64 {
 		clear(l.d.cache)
-	}
-	if len(l.d.fgd) > 4*len(list)+64 {
-		clear(l.d.fgd)
 	}
 	var share gpu.Request
 	fgd := false
@@ -136,10 +153,6 @@ func (d *draFullestFirst) fgdChoice(sl *resourceapi.ResourceSlice, left []int64,
 	if err != nil {
 		return -1
 	}
-	k := fgdKey{node: ni.Node().Name, generation: ni.GetGeneration(), left: fmt.Sprint(left), share: r.Share, cpu: r.CPU, models: strings.Join(r.Models, "|")}
-	if at, ok := d.fgd[k]; ok {
-		return at
-	}
 	n := emptyNode(nodeInOf(ni))
 	if len(n.Free) != len(left) {
 		return -1
@@ -149,7 +162,6 @@ func (d *draFullestFirst) fgdChoice(sl *resourceapi.ResourceSlice, left []int64,
 	if _, gpus := d.m.fgdMemo().Choose(n, r); len(gpus) == 1 {
 		at = gpus[0]
 	}
-	d.fgd[k] = at
 	return at
 }
 
@@ -184,10 +196,14 @@ func (d *draFullestFirst) ordered(sl *resourceapi.ResourceSlice, left []int64, f
 		}
 		return cmp.Compare(left[a], left[b])
 	})
-	key := sl.Spec.Pool.Name + "/" + fmt.Sprint(idx)
-	if c, ok := d.cache[key]; ok && c.src == sl {
+	d.key = append(append(d.key[:0], sl.Spec.Pool.Name...), '/')
+	for _, i := range idx {
+		d.key = append(d.key, byte(i), byte(i>>8))
+	}
+	if c, ok := d.cache[string(d.key)]; ok && c.src == sl {
 		return c.out
 	}
+	key := string(d.key)
 	c := *sl
 	c.Spec.Devices = make([]resourceapi.Device, len(idx))
 	for i, j := range idx {
