@@ -65,9 +65,14 @@ type draMemo struct {
 	// names the keys hold.
 	across map[string]map[string]memoAnswer
 	// lastList and lastPools are the last slices listed and their pools
-	// by node, kept while the lister gives the same slice objects.
+	// by node, kept while the lister gives the same slice objects, in
+	// any order (upstream's allocator sorts pools and slices itself);
+	// lastSet holds lastList's slices, each with the last check that
+	// saw it (seen), so that a check finds repeats.
 	lastList  []*resourceapi.ResourceSlice
 	lastPools map[string][][]*resourceapi.ResourceSlice
+	lastSet   map[*resourceapi.ResourceSlice]uint64
+	seen      uint64
 }
 
 // sliceShape is a slice's shape name (shape) and its devices' IDs, in
@@ -200,7 +205,7 @@ func (d *draMemo) newCycle(pod *v1.Pod, list []*resourceapi.ResourceSlice, state
 func (d *draMemo) poolsOf(list []*resourceapi.ResourceSlice) (map[string][][]*resourceapi.ResourceSlice, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.lastPools != nil && slices.Equal(list, d.lastList) {
+	if d.lastPools != nil && d.sameSlices(list) {
 		return d.lastPools, true
 	}
 	type poolKey struct{ driver, pool string }
@@ -225,7 +230,31 @@ func (d *draMemo) poolsOf(list []*resourceapi.ResourceSlice) (map[string][][]*re
 		pools[n] = append(pools[n], byPool[k])
 	}
 	d.lastList, d.lastPools = slices.Clone(list), pools
+	d.lastSet = make(map[*resourceapi.ResourceSlice]uint64, len(list))
+	for _, sl := range list {
+		d.lastSet[sl] = 0
+	}
 	return pools, true
+}
+
+// sameSlices reports whether list holds the slice objects of lastList,
+// each once, in any order: the kube-scheduler's slice tracker lists
+// them in no fixed order. O(slices), without allocating.
+func (d *draMemo) sameSlices(list []*resourceapi.ResourceSlice) bool {
+	if slices.Equal(list, d.lastList) {
+		return true
+	}
+	if len(list) != len(d.lastSet) {
+		return false
+	}
+	d.seen++
+	for _, sl := range list {
+		if v, ok := d.lastSet[sl]; !ok || v == d.seen {
+			return false
+		}
+		d.lastSet[sl] = d.seen
+	}
+	return true
 }
 
 // asksOf is what the allocator and Filter read of pod: its claims' specs

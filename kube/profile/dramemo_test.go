@@ -3,6 +3,7 @@ package profile
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -490,5 +491,42 @@ func TestDRAMemoAcrossCycles(t *testing.T) {
 	other, _ := preFilterBoth(t, m, pod("p3", "", withResourceClaim("other")))
 	if n := len(cycleMemo(other).asks); n != 0 {
 		t.Errorf("a pod asking for another share starts with %d answers, want none", n)
+	}
+}
+
+// TestDRAMemoKeepsPoolsOfTheSameSlices: the slices' grouping by node is
+// kept while the lister gives the same slice objects, in any order (the
+// tracker lists them in no fixed order; regrouping every cycle was a
+// third of what a replay allocated), and made again when a slice is
+// replaced, missing or listed twice.
+func TestDRAMemoKeepsPoolsOfTheSameSlices(t *testing.T) {
+	var list []*resourceapi.ResourceSlice
+	for _, n := range []string{"a", "b", "c"} {
+		_, sl := gpuNode(n, "V100", 2)
+		list = append(list, sl)
+	}
+	newer := list[1].DeepCopy()
+	for _, tc := range []struct {
+		name string
+		next []*resourceapi.ResourceSlice
+		kept bool
+	}{
+		{"the same order", slices.Clone(list), true},
+		{"another order", []*resourceapi.ResourceSlice{list[2], list[0], list[1]}, true},
+		{"a slice replaced", []*resourceapi.ResourceSlice{list[0], newer, list[2]}, false},
+		{"a slice missing", list[:2], false},
+		{"a slice twice", []*resourceapi.ResourceSlice{list[0], list[1], list[1]}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &draMemo{}
+			first, ok := d.poolsOf(list)
+			if !ok {
+				t.Fatal("the slices are one node's each, yet not grouped")
+			}
+			next, _ := d.poolsOf(tc.next)
+			if kept := reflect.ValueOf(next).Pointer() == reflect.ValueOf(first).Pointer(); kept != tc.kept {
+				t.Fatalf("grouping kept: %v, want %v", kept, tc.kept)
+			}
+		})
 	}
 }
