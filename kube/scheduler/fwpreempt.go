@@ -145,8 +145,13 @@ func (s *Scheduler) fwPreempt(ctx context.Context, cs fwk.CycleState, info Attem
 // message is added to out's; a nomination they return is ignored. An
 // error is logged only: DynamicResources' PostFilter fails ("not
 // found") for every pod whose cycle ended before its PreFilter ran,
-// which says nothing of the pod.
+// which says nothing of the pod. Group members, which never preempt,
+// run it too (fwPlaceMember), as kube-scheduler's PodGroupPostFilter
+// runs DynamicResources' PostFilter for each member left unscheduled.
 func (s *Scheduler) fwPostFilter(ctx context.Context, cs fwk.CycleState, info Attempt, out *Outcome) {
+	if out.Result != Unschedulable || out.fwStatus == nil || !s.o.Framework.Framework().HasPostFilterPlugins() {
+		return
+	}
 	_, st := s.o.Framework.RunPostFilterWithoutPreemption(ctx, cs, info.Item, orderedStatus{out.fwStatus})
 	if st.Code() == fwk.Error {
 		s.o.Logger.Debug("PostFilter", "pod", info.Key, "err", st.AsError())

@@ -44,3 +44,32 @@ events:
 		})
 	}
 }
+
+// TestDRAGangBindFailureFreesTheDevices: as TestDRABindFailureFreesTheDevices,
+// for a gang of two: both members' claims are allocated at PreBind on a-0,
+// removed before the bindings are answered; the gang binds whole on b-0.
+func TestDRAGangBindFailureFreesTheDevices(t *testing.T) {
+	sc := parseScenario(t, `name: gangbindfail
+seed: 1
+duration: 5m
+scheduler: {plugins: upstream, bindLatency: 1s}
+objects:`+draObjects(2, "a-0")+`
+nodes: [{name: a, count: 1, capacity: {cpu: "8", memory: 32Gi}}]
+pods:
+  - {name: p, count: 2, gang: {size: 2}, requests: {cpu: "1", memory: 1Gi}, resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]}
+events:
+  - {at: 500ms, removeNodes: {group: a}}
+  - {at: 600ms, addNodes: {name: b, count: 1, capacity: {cpu: "8", memory: 32Gi}}}
+  - at: 600ms
+    createObjects:`+strings.ReplaceAll(draSlice("b-0", 2), "\n  ", "\n      ")+`
+`)
+	s := runSim(t, sc)
+	for _, st := range s.order {
+		if st.bound.IsZero() {
+			t.Errorf("%s never bound: %s", st.key.Name, st.lastMessage)
+		} else if n := s.cl.pods[st.key].Spec.NodeName; n != "b-0" {
+			t.Errorf("%s on %q, want b-0", st.key.Name, n)
+		}
+	}
+	checkClaimsMatchPods(t, s)
+}
