@@ -133,7 +133,10 @@ func TestDRAReportAgreesWithTheDeviceModel(t *testing.T) {
 			of := func(model string) ([]string, []string) {
 				sc := traceScenario(dir)
 				sc.Scheduler.GPUModel, sc.Scheduler.GPUPolicy = model, policy
-				r := run(t, sc)
+				r, err := Run(sc, Options{CheckInvariants: true})
+				if err != nil {
+					t.Fatal(err)
+				}
 				var alloc, places []string
 				for _, a := range r.Alloc {
 					alloc = append(alloc, fmt.Sprintf("%v gpu %.4f frag %.4f ratio %.4f", a.T, a.GPU, a.Frag, a.FragRatio))
