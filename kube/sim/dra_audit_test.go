@@ -13,7 +13,8 @@ import (
 // go back to the pool. lo holds one of the node's two GPUs and all its
 // CPU; hi (priority 100) preempts it for the CPU and takes a GPU; mid,
 // arriving later, needs the other GPU, which only lo's deallocation
-// frees. With a grace period lo keeps its GPU while it terminates.
+// frees. With a grace period lo keeps its GPU while it terminates;
+// recreated, it comes back with a claim of its own, which waits.
 func TestDRAVictimsFreeTheirDevices(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -21,6 +22,7 @@ func TestDRAVictimsFreeTheirDevices(t *testing.T) {
 	}{
 		{name: "at once", grace: "0s"},
 		{name: "after a grace period", grace: "5s"},
+		{name: "recreated", grace: "0s, recreateVictims: true"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := parseScenario(t, `name: victims
@@ -41,6 +43,9 @@ pods:
 			}
 			if b["mid-0"] > 31*time.Second {
 				t.Errorf("mid bound at %v, want within a second of its arrival", b["mid-0"])
+			}
+			if want := strings.Count(tc.grace, "recreate"); s.pre.recreated != want {
+				t.Errorf("%d victims recreated, want %d", s.pre.recreated, want)
 			}
 			if s.pre.victims != 1 {
 				t.Errorf("%d victims, want lo", s.pre.victims)
