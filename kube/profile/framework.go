@@ -60,6 +60,9 @@ type Framework struct {
 	// the pod: every write of the synchronous factory, or, on a real
 	// cluster, those of the kinds spreadSigner reads (signInputs).
 	signWrites *atomic.Uint64
+	// postFilters are the profile's PostFilter plugins but
+	// DefaultPreemption (RunPostFilterWithoutPreemption).
+	postFilters []fwk.PostFilterPlugin
 }
 
 // NewFramework builds the framework of prof (a profile of a Config from
@@ -157,6 +160,8 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 	capturePreemption(r, &dp)
 	scorers := map[string]fwk.ScorePlugin{}
 	captureScorers(r, scorers)
+	built := map[string]fwk.Plugin{}
+	capturePlugins(r, built)
 	ctx, cancel := context.WithCancel(ctx)
 	w, err := wire(ctx, s)
 	if err != nil {
@@ -189,7 +194,7 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 			return nil, err
 		}
 	}
-	fr := &Framework{fwk: f, dp: dp, snap: s.Snapshot, factory: w.sync, cancel: cancel,
+	fr := &Framework{fwk: f, dp: dp, postFilters: postFiltersBut(f, built, defaultpreemption.Name), snap: s.Snapshot, factory: w.sync, cancel: cancel,
 		norm: newNormalizer(f, scorers)}
 	if w.sync != nil {
 		fr.signWrites = &w.sync.writes

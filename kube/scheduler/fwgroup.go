@@ -99,7 +99,8 @@ func (s *Scheduler) fwPlaceMembers(ctx context.Context, a Attempt, gp framework.
 // fwPlaceMember finds a node for the member m (a.Members[i]) with the
 // framework's plugins, adds it to the snapshot there, and runs Reserve
 // and Permit. A rejection at Reserve or Permit unreserves it and takes it
-// out of the snapshot again.
+// out of the snapshot again. A member that fits nowhere runs the
+// PostFilter plugins but DefaultPreemption (fwPostFilter).
 func (s *Scheduler) fwPlaceMember(ctx context.Context, m Attempt, i int, g *groupTry, tr *fwTrial) Outcome {
 	pi, err := framework.NewPodInfo(m.Item)
 	if err != nil {
@@ -113,6 +114,7 @@ func (s *Scheduler) fwPlaceMember(ctx context.Context, m Attempt, i int, g *grou
 		s.clearNomination(m.Key, out.clearNom)
 	}
 	if out.Result != Scheduled {
+		s.fwPostFilter(ctx, cs, m, &out)
 		return out
 	}
 	assumed := assumedOn(m.Item, out.Node)

@@ -89,7 +89,11 @@ func (s *Scheduler) usePreemption(pl *defaultpreemption.DefaultPreemption) {
 // is added to out's, as kube-scheduler adds it to its FitError.
 func (s *Scheduler) fwPreempt(ctx context.Context, cs fwk.CycleState, info Attempt, out *Outcome) {
 	fw := s.o.Framework.Framework()
-	if s.pre == nil || out.Result != Unschedulable || out.fwStatus == nil || !fw.HasPostFilterPlugins() {
+	if out.Result != Unschedulable || out.fwStatus == nil || !fw.HasPostFilterPlugins() {
+		return
+	}
+	if s.pre == nil {
+		s.fwPostFilter(ctx, cs, info, out)
 		return
 	}
 	s.pre.o.Metrics.attempt()
@@ -131,6 +135,34 @@ func (s *Scheduler) fwPreempt(ctx context.Context, cs fwk.CycleState, info Attem
 	}
 	out.preempt.cand, out.preempt.found = c, true
 	out.Nominated, out.Victims = c.Node, c.Victims
+}
+
+// fwPostFilter runs, without preemption, the profile's other PostFilter
+// plugins for a pod that fits nowhere, as kube-scheduler does with
+// DefaultPreemption disabled: DynamicResources' deallocates a claim of
+// the pod allocated where the pod no longer fits (a binding that failed
+// after PreBind leaves it so), or the pod would wait for ever. Their
+// message is added to out's; a nomination they return is ignored. An
+// error is logged only: DynamicResources' PostFilter fails ("not
+// found") for every pod whose cycle ended before its PreFilter ran,
+// which says nothing of the pod. Group members, which never preempt,
+// run it too (fwPlaceMember), as kube-scheduler's PodGroupPostFilter
+// runs DynamicResources' PostFilter for each member left unscheduled.
+func (s *Scheduler) fwPostFilter(ctx context.Context, cs fwk.CycleState, info Attempt, out *Outcome) {
+	if out.Result != Unschedulable || out.fwStatus == nil || !s.o.Framework.Framework().HasPostFilterPlugins() {
+		return
+	}
+	_, st := s.o.Framework.RunPostFilterWithoutPreemption(ctx, cs, info.Item, orderedStatus{out.fwStatus})
+	if st.Code() == fwk.Error {
+		s.o.Logger.Debug("PostFilter", "pod", info.Key, "err", st.AsError())
+		return
+	}
+	if msg := st.Message(); msg != "" {
+		out.Message += " " + msg
+		if !st.IsSuccess() {
+			out.Reasons = append(out.Reasons, msg)
+		}
+	}
 }
 
 // begin readies f for pod's PostFilter: the preemptor with the queue's

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -264,19 +265,28 @@ func (s *sim) releaseClaims(p *v1.Pod) {
 
 // checkDevices is an invariant of DRA, checked after every write of a
 // claim when Options.CheckInvariants is set: each allocated device is in
-// a ResourceSlice of its driver and pool, and no device is allocated to
-// two claims (a share of a device, with consumable capacity, is not
-// checked here). O(objects).
+// a ResourceSlice of its driver and pool, no device is allocated to two
+// claims unless as shares (consumable capacity), and the shares of a
+// device consume no more of a capacity than it has. O(objects).
 func (s *sim) checkDevices() error {
 	exists := map[string]bool{} // driver/pool/device
+	capacity := map[string]map[resourceapi.QualifiedName]int64{}
 	owner := map[string]string{}
 	for _, k := range slices.Sorted(maps.Keys(s.obj.byKey)) {
 		if sl, ok := s.obj.byKey[k].(*resourceapi.ResourceSlice); ok {
 			for _, d := range sl.Spec.Devices {
-				exists[sl.Spec.Driver+"/"+sl.Spec.Pool.Name+"/"+d.Name] = true
+				id := sl.Spec.Driver + "/" + sl.Spec.Pool.Name + "/" + d.Name
+				exists[id] = true
+				for name, c := range d.Capacity {
+					if capacity[id] == nil {
+						capacity[id] = map[resourceapi.QualifiedName]int64{}
+					}
+					capacity[id][name] = c.Value.Value()
+				}
 			}
 		}
 	}
+	consumed := map[string]map[resourceapi.QualifiedName]int64{}
 	for _, k := range slices.Sorted(maps.Keys(s.obj.byKey)) {
 		c, ok := s.obj.byKey[k].(*resourceapi.ResourceClaim)
 		if !ok || c.Status.Allocation == nil {
@@ -288,11 +298,29 @@ func (s *sim) checkDevices() error {
 			case !exists[id]:
 				return fmt.Errorf("claim %s/%s is allocated device %s, which no ResourceSlice has", c.Namespace, c.Name, id)
 			case r.ShareID != nil:
+				if err := consume(consumed, capacity, id, c, r.ConsumedCapacity); err != nil {
+					return err
+				}
 			case owner[id] != "":
 				return fmt.Errorf("device %s is allocated to two claims: %s and %s/%s", id, owner[id], c.Namespace, c.Name)
 			default:
 				owner[id] = c.Namespace + "/" + c.Name
 			}
+		}
+	}
+	return nil
+}
+
+// consume adds a share's consumption of device id to consumed, and fails
+// if a capacity of the device is then exceeded.
+func consume(consumed, capacity map[string]map[resourceapi.QualifiedName]int64, id string, c *resourceapi.ResourceClaim, q map[resourceapi.QualifiedName]resource.Quantity) error {
+	for name, v := range q {
+		if consumed[id] == nil {
+			consumed[id] = map[resourceapi.QualifiedName]int64{}
+		}
+		consumed[id][name] += v.Value()
+		if limit, ok := capacity[id][name]; ok && consumed[id][name] > limit {
+			return fmt.Errorf("device %s: its shares consume %d of %s, more than its %d (the last by claim %s/%s)", id, consumed[id][name], name, limit, c.Namespace, c.Name)
 		}
 	}
 	return nil

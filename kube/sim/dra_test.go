@@ -7,8 +7,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // TestDeviceClaimsAllocateWithinTheDevices runs DeviceClaims with the
@@ -118,10 +120,18 @@ func checkClaimsMatchPods(t *testing.T, s *sim) {
 func TestCheckDevicesCatches(t *testing.T) {
 	slice := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "n-gpus"}, Spec: resourceapi.ResourceSliceSpec{
 		Driver: "gpu.example.com", Pool: resourceapi.ResourcePool{Name: "n"}, Devices: []resourceapi.Device{{Name: "gpu-0"}, {Name: "gpu-1"}}}}
+	slice.Spec.Devices[1].Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"milli": {Value: resource.MustParse("1000")}}
 	claim := func(name, device string) *resourceapi.ResourceClaim {
 		return &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Status: resourceapi.ResourceClaimStatus{
 			Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
 				{Request: "gpu", Driver: "gpu.example.com", Pool: "n", Device: device}}}}}}
+	}
+	share := func(name string, milli int64) *resourceapi.ResourceClaim {
+		c := claim(name, "gpu-1")
+		r := &c.Status.Allocation.Devices.Results[0]
+		r.ShareID = ptrTo(types.UID(name))
+		r.ConsumedCapacity = map[resourceapi.QualifiedName]resource.Quantity{"milli": *resource.NewQuantity(milli, resource.DecimalSI)}
+		return c
 	}
 	for _, tc := range []struct {
 		name   string
@@ -131,6 +141,8 @@ func TestCheckDevicesCatches(t *testing.T) {
 		{"apart", []*resourceapi.ResourceClaim{claim("a", "gpu-0"), claim("b", "gpu-1")}, ""},
 		{"twice", []*resourceapi.ResourceClaim{claim("a", "gpu-0"), claim("b", "gpu-0")}, "allocated to two claims"},
 		{"missing", []*resourceapi.ResourceClaim{claim("a", "gpu-7")}, "which no ResourceSlice has"},
+		{"shares within the capacity", []*resourceapi.ResourceClaim{share("a", 600), share("b", 400)}, ""},
+		{"shares beyond the capacity", []*resourceapi.ResourceClaim{share("a", 600), share("b", 500)}, "consume 1100 of milli, more than its 1000"},
 	} {
 		s := &sim{}
 		s.obj.byKey = map[string]runtime.Object{objectKey(slice): slice}

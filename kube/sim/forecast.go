@@ -9,6 +9,8 @@ import (
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq/kube/gpu"
 )
 
 // ForecastState is the state a forecast starts from: what the scheduler
@@ -37,6 +39,10 @@ type ForecastState struct {
 	// their arrival times, for ForecastOptions.Arrivals.
 	Recent []Arrival
 	Window time.Duration
+	// gpuWorkload is the typical GPU workload of the trace replay the
+	// state was taken from (Replay.State), for FGD in the forecast as in
+	// the replay; nil otherwise.
+	gpuWorkload gpu.Workload
 }
 
 // RunningPod is a bound pod and when it started.

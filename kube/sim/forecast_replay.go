@@ -106,6 +106,12 @@ func (r *Replay) History(labels ...string) *History {
 func (r *Replay) State() *ForecastState {
 	s := r.s
 	st := &ForecastState{Now: s.now, Window: r.Window}
+	switch {
+	case s.x.gpu != nil:
+		st.gpuWorkload = s.x.gpu.workload
+	case s.x.gpuDRA != nil:
+		st.gpuWorkload = s.x.gpuDRA.workload
+	}
 	for _, g := range sortedKeys(s.cl.nodeGroups) {
 		for _, name := range s.cl.nodeGroups[g] {
 			if n := s.cl.nodes[name]; n != nil {

@@ -86,11 +86,18 @@ func (r *forecastRun) closeOnPanic(p any) {
 
 func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra []*v1.Pod) (*forecastRun, error) {
 	fsc := *sc
-	if sc.gpuMode() == gpuModeDevice {
+	switch m := sc.gpuMode(); m {
+	case gpuModeDevice:
 		// The replay's GPUs stay devices: the running pods' GPUs are
 		// placed again, best fit, as the device model places any pod it
-		// has no record of. A DRA replay's claims are not in the state.
-		fsc.forkedGPU = gpuModeDevice
+		// has no record of.
+		fsc.forkedGPU = m
+	case gpuModeDRA:
+		// The replay's claims are in the state's objects; its GPU policy
+		// (GPUDevices' score, the devices listed fullest first) must
+		// stay too, or the forecast would place by the profile's
+		// default scores and DRA's first fit in the slices' order.
+		fsc.forkedGPU = m
 	}
 	fsc.Pods, fsc.Events, fsc.Trace, fsc.Snapshot, fsc.Duration = nil, nil, nil, "", o.Horizon
 	o.History = o.historyFor(st, extra)
@@ -133,6 +140,7 @@ func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra
 			s.h.AddNode(n)
 		}
 	}
+	r.useGPUWorkload()
 	if err := r.addObjects(st.Objects); err != nil {
 		return r, err
 	}
@@ -266,6 +274,20 @@ func (r *forecastRun) addPending(p *v1.Pod, seen uids) error {
 	}
 	r.s.arrive(p)
 	return nil
+}
+
+// useGPUWorkload gives the run's GPU policy the replay's typical
+// workload, which FGD rates a placement against: without it FGD would
+// choose other GPUs than in the replay.
+func (r *forecastRun) useGPUWorkload() {
+	w := r.st.gpuWorkload
+	switch x := &r.s.x; {
+	case w == nil:
+	case x.gpu != nil:
+		x.gpu.workload = w
+	case x.gpuDRA != nil:
+		x.gpuDRA.workload = w
+	}
 }
 
 // addObjects creates copies of the state's volumes, claims and DRA

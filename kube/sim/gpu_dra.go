@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -44,9 +45,9 @@ const (
 // The DeviceClass selects every device (traceGPUClass) while the trace's
 // slices are the only ones; a scenario's slice of another driver narrows
 // it to the trace's driver (narrowTraceClass).
-func (s *sim) traceGPUsAsDevices(t *alibabaTrace) {
+func (s *sim) traceGPUsAsDevices(t *alibabaTrace) error {
 	if !s.put(traceGPUClass(s.hasForeignSlices())) {
-		return
+		return nil
 	}
 	for _, n := range t.nodes {
 		q, ok := n.Status.Capacity[ResourceGPUMilli]
@@ -54,7 +55,7 @@ func (s *sim) traceGPUsAsDevices(t *alibabaTrace) {
 			continue
 		}
 		if !s.put(gpuSlice(n.Name, n.Labels[LabelGPUModel], int(q.Value()/1000))) {
-			return
+			return nil
 		}
 	}
 	templates := map[string]string{} // request: template name
@@ -64,25 +65,82 @@ func (s *sim) traceGPUsAsDevices(t *alibabaTrace) {
 		}
 		p := tp.pod
 		p.Spec.Affinity = nil // alibabaPod's only affinity is gpu_spec's
-		req := deviceRequest(tp)
-		key := fmt.Sprintf("%s/%d/%d/%s", p.Namespace, tp.gpus, tp.share, strings.Join(tp.models, "|"))
-		name, ok := templates[key]
+		name, ok := s.gpuTemplate(templates, p.Namespace, tp)
 		if !ok {
-			name = "gpu-request-" + strconv.Itoa(len(templates))
-			templates[key] = name
-			tmpl := &resourceapi.ResourceClaimTemplate{
-				ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: name},
-				Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
-					Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: req}},
-				}}},
-			}
-			if !s.put(tmpl) {
-				return
-			}
+			return nil
 		}
 		p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &name}}
 		p.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "gpu"}}
 	}
+	return s.scenarioGPUClaims(templates)
+}
+
+// gpuTemplate is the name of the ResourceClaimTemplate of namespace ns
+// for tp's request, which it creates on first use (templates holds the
+// names given). ok is false if the run failed.
+func (s *sim) gpuTemplate(templates map[string]string, ns string, tp tracePod) (string, bool) {
+	key := fmt.Sprintf("%s/%d/%d/%s", ns, tp.gpus, tp.share, strings.Join(tp.models, "|"))
+	if name, ok := templates[key]; ok {
+		return name, true
+	}
+	name := "gpu-request-" + strconv.Itoa(len(templates))
+	templates[key] = name
+	tmpl := &resourceapi.ResourceClaimTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: deviceRequest(tp)}},
+		}}},
+	}
+	return name, s.put(tmpl)
+}
+
+// scenarioGPUClaims gives the scenario's pod groups that ask for the
+// trace's GPUs (alibaba.com/gpu-milli) and name no claim a claim of
+// their request, as the trace's pods: a template (shared with the
+// trace's pods of the same request), which their pods name when they
+// arrive (claimGPUs). Otherwise they would take the extended resource
+// the replay keeps as bookkeeping and no device. A request that is
+// neither a share of one GPU nor whole GPUs is refused.
+func (s *sim) scenarioGPUClaims(templates map[string]string) error {
+	for i := range s.sc.Pods {
+		g := &s.sc.Pods[i]
+		requests, err := resources(g.Requests)
+		if err != nil || len(g.ResourceClaims.v) > 0 {
+			continue // refused by validation; or claims of its own
+		}
+		q := requests[ResourceGPUMilli]
+		u := podUsage{gpuMilli: q.Value()}
+		if u.gpuMilli == 0 {
+			continue
+		}
+		r, ok := u.request()
+		if !ok {
+			return fmt.Errorf("pods[%d].requests: %s: %s (gpuModel %s claims whole devices or a share of one)", i, ResourceGPUMilli, badRequest(u.gpuMilli), GPUModelDRA)
+		}
+		ns := cmpOr(g.Namespace, "default")
+		name, ok := s.gpuTemplate(templates, ns, tracePod{gpus: int64(r.Count), share: r.Share})
+		if !ok {
+			return nil
+		}
+		if s.x.gpuClaims == nil {
+			s.x.gpuClaims = map[string]string{}
+		}
+		s.x.gpuClaims[g.Name] = name
+	}
+	return nil
+}
+
+// claimGPUs makes a new pod of group g claim its GPUs from the template
+// scenarioGPUClaims chose for g, if any. The pod's containers are
+// copied first: a group's pods share them.
+func (s *sim) claimGPUs(g *PodGroup, p *v1.Pod) {
+	name, ok := s.x.gpuClaims[g.Name]
+	if !ok {
+		return
+	}
+	p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &name}}
+	p.Spec.Containers = slices.Clone(p.Spec.Containers)
+	p.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "gpu"}}
 }
 
 // traceGPUClass is the trace's DeviceClass. Narrow, it selects the

@@ -17,6 +17,10 @@ type extras struct {
 	traceLife map[types.NamespacedName]time.Duration // lifetimes of trace pods
 	gpu       *gpuDevices                            // the per-GPU model of a trace, nil without
 	gpuDRA    *gpuDRAModel                           // GPUDevices' policy when DRA allocates a trace's GPUs, nil without
+	// gpuClaims names, for each pod group of the scenario that asks for
+	// a trace's GPUs replayed as DRA devices, the template its pods
+	// claim them from (scenarioGPUClaims).
+	gpuClaims map[string]string
 	alloc     allocation
 	// production holds the trace's own figures; showAlloc prints the
 	// allocation summary (for traces, snapshots and lifetimes).

@@ -250,6 +250,7 @@ func (s *sim) planArrivals(g *PodGroup) {
 		s.at(t, func() {
 			s.planned--
 			p := s.cl.makePod(g, i)
+			s.claimGPUs(g, p)
 			s.gangMember(g, i, p)
 			s.cl.podGroups[g.Name] = append(s.cl.podGroups[g.Name], framework.Key(p))
 			s.arrive(p)

@@ -462,7 +462,9 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 		return fmt.Errorf("trace %s: %w", spec.Format, err)
 	}
 	if s.sc.Scheduler.gpuModel() == GPUModelDRA {
-		s.traceGPUsAsDevices(t)
+		if err := s.traceGPUsAsDevices(t); err != nil {
+			return err
+		}
 	}
 	if s.x.gpu != nil || s.x.gpuDRA != nil {
 		reqs := make([]gpu.Request, len(t.pods))
