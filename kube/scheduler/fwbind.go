@@ -17,7 +17,10 @@ import (
 // its cycle: the framework, the cycle's state and the assumed pod
 // (spec.nodeName set), to run PreBind, PostBind or Unreserve from the
 // binding's goroutine. Unreserve runs at most once, from whichever of the
-// cycle, the binding or the cache's abort gets there first.
+// cycle or the binding gets there first, and never from the cache's abort:
+// a node deleted while Reserve, Permit or PreBind is still running on it
+// must not undo the reservation before (or while) it is made; the binding
+// unreserves when it ends as not sent (bound).
 type fwBinding struct {
 	fw    fwframework.Framework
 	state fwk.CycleState
@@ -70,8 +73,6 @@ func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.Po
 	assumed := assumedOn(info.Item, node)
 	fb := &fwBinding{fw: fw, state: cs, pod: assumed, node: node}
 	pb := s.newBinding(info, node)
-	abort := pb.abort
-	pb.abort = func() { fb.unreserve(ctx); abort() }
 	pb.fw = fb
 	if err := s.cache.Assume(pi, node, pb); err != nil {
 		return s.fail(ctx, info, start, Outcome{Result: Error, Message: err.Error()})
@@ -122,6 +123,10 @@ func (s *Scheduler) startBinding(ctx context.Context, info Attempt, node string,
 	fb := pb.fw
 	if fb == nil {
 		s.bind(ctx, info, node, pb, start)
+		return
+	}
+	if pb.state.Load() == bindAborted { // the node went during Reserve or Permit
+		s.bound(ctx, info, node, pb, start, ErrNodeDeleted)
 		return
 	}
 	switch st := fb.fw.RunPreBindPreFlights(ctx, fb.state, fb.pod, node); {

@@ -126,7 +126,7 @@ func (s *Scheduler) fwPlaceMember(ctx context.Context, m Attempt, i int, g *grou
 	fb := &fwBinding{fw: s.o.Framework.Framework(), state: cs, pod: assumed, node: out.Node}
 	member := memberAttempt(m)
 	pb := &pendingBinding{gang: g.bindings, fw: fb}
-	pb.abort = func() { fb.unreserve(ctx); s.abortedMember(ctx, member, g.bindings) }
+	pb.abort = func() { s.abortedMember(ctx, member, g.bindings) } // the binding unreserves (bound)
 	tr.members = append(tr.members, fwMember{index: i, pi: pi, pb: pb})
 	if st := fb.reservePermit(ctx); st != nil {
 		tr.drop(ctx)
