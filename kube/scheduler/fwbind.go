@@ -117,8 +117,8 @@ func (b *fwBinding) reservePermit(ctx context.Context) *fwk.Status {
 // startBinding starts the binding of an assumed pod. For a pod placed by
 // the framework (pb.fw), it binds on this goroutine if no PreBind plugin
 // has work (RunPreBindPreFlights skips), else on one of its own that runs
-// PreBind first (on this one too with Options.SyncPreBind); a PreFlight
-// or PreBind failure is a failed binding.
+// PreBind first (on this one too with Options.SyncPreBind), which Wait
+// waits for; a PreFlight or PreBind failure is a failed binding.
 func (s *Scheduler) startBinding(ctx context.Context, info Attempt, node string, pb *pendingBinding, start time.Time) {
 	fb := pb.fw
 	if fb == nil {
@@ -145,7 +145,7 @@ func (s *Scheduler) startBinding(ctx context.Context, info Attempt, node string,
 		if s.o.SyncPreBind {
 			bind()
 		} else {
-			go bind()
+			s.preBinds.Go(bind)
 		}
 	}
 }
@@ -162,3 +162,10 @@ func onNodeOutcome(pod *v1.Pod, node string, st *fwk.Status) Outcome {
 	diag.AddPluginStatus(st)
 	return fitOutcome(pod, 1, diag)
 }
+
+// Wait waits for the goroutines the scheduler started to run PreBind
+// before a binding (startBinding) to end, each having handed its binding
+// to the Binder or ended it. Call it once the scheduling loop has stopped,
+// then wait for the Binder's own bindings (APIBinder.Wait): a PreBind
+// that ends late still starts its binding.
+func (s *Scheduler) Wait() { s.preBinds.Wait() }
