@@ -23,8 +23,12 @@ type EventSource interface {
 // claim's event could reach the queue before the assume cache holds the
 // claim, and DynamicResources' PreEnqueue or a cycle would then still not
 // see it, leaving the pod waiting for another event (or the 5-minute
-// flush). A store's event comes once it holds the object. Nil on the
-// synchronous factory, which has no goroutines.
+// flush). A store's event comes once it holds the object. The assume
+// cache also sends the scheduler's own writes (a claim's allocation,
+// assumed once DynamicResources' PreBind has written it), on the
+// goroutine that made them: a binding's, which holds no lock of schedq's,
+// so the handler may take the queue's. Nil on the synchronous factory,
+// which has no goroutines.
 func (f *Framework) EventSources() map[string]EventSource { return f.sources }
 
 // claimEvents is the assume cache of claims as an EventSource. Its
