@@ -257,7 +257,7 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	pods := factory.Core().V1().Pods().Informer()
 	others := watched(factory, qcfg.Hints)
 	handlersSynced, err := h.Register(pods, factory.Core().V1().Nodes().Informer(),
-		factory.Core().V1().Namespaces().Informer(), others)
+		factory.Core().V1().Namespaces().Informer(), eventSources(others, fw.EventSources()))
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,14 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 
 	"github.com/schedq/schedq/kube/profile"
 )
@@ -44,6 +46,11 @@ func (o *Options) loadProfile() error {
 // --scheduler-name), percentageOfNodesToScore (the profile's, else the
 // file's; replacing --percentage-of-nodes-to-score) and the backoffs.
 //
+// What upstream's framework refuses as it is built (a plugin enabled at
+// an extension point it does not implement, say) is refused here too, by
+// building it once on no cluster (buildsOffline), as kube-scheduler does
+// before it connects.
+//
 // Refused, because schedq would silently run something else: more than
 // one profile; extenders; and clientConnection,
 // leaderElection or parallelism other than the defaults (schedq's flags
@@ -80,6 +87,9 @@ func (o *Options) applyConfig() error {
 	if len(unsupported) > 0 {
 		return fmt.Errorf("--config %s: this version of schedq cannot honour:\n  %s", o.Config.File, strings.Join(unsupported, "\n  "))
 	}
+	if err := buildsOffline(&cfg.Profiles[0]); err != nil {
+		return fmt.Errorf("--config %s: %w", o.Config.File, err)
+	}
 	o.SchedulerName = p.SchedulerName
 	o.Config.Profile = &cfg.Profiles[0]
 	switch {
@@ -91,4 +101,17 @@ func (o *Options) applyConfig() error {
 	o.Config.InitialBackoff = time.Duration(cfg.PodInitialBackoffSeconds) * time.Second
 	o.Config.MaxBackoff = time.Duration(cfg.PodMaxBackoffSeconds) * time.Second
 	return nil
+}
+
+// buildsOffline builds kube-scheduler's framework for prof on a fake
+// clientset and closes it: the errors NewFramework returns (a plugin at
+// an extension point it does not extend, a plugin's factory refusing its
+// args) are then found before anything connects. Upstream's message,
+// after the profile's name.
+func buildsOffline(prof *config.KubeSchedulerProfile) error {
+	fw, err := profile.NewFrameworkOn(context.Background(), prof, profile.Setup{Snapshot: backendcache.NewEmptySnapshot()})
+	if err != nil {
+		return err
+	}
+	return fw.Close()
 }

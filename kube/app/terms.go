@@ -79,7 +79,10 @@ func (t *terms) run(ctx context.Context) {
 		t.cycle(ctx, s, info)
 	}
 	// Bindings in flight were cancelled with ctx; those refused or
-	// cancelled have given their pods back to the cache by now.
+	// cancelled have given their pods back to the cache by now. Those
+	// still in PreBind (which may not heed ctx) are waited for first:
+	// each then hands its binding to the binder or ends it.
+	s.Wait()
 	binder.Wait()
 	t.state.leading.Store(false)
 }

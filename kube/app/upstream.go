@@ -72,3 +72,18 @@ func watched(factory informers.SharedInformerFactory, hints map[string][]schedq.
 	}
 	return out
 }
+
+// eventSources is what the handlers of the kinds in watched listen to:
+// each kind's informer, but for the kinds whose store DynamicResources
+// reads (claims, slices: see profile.Framework.EventSources), that store,
+// so that the queue hears of a claim only once the plugin can see it.
+func eventSources(watched map[string]cache.SharedIndexInformer, stores map[string]fwprofile.EventSource) map[string]scheduler.EventSource {
+	out := make(map[string]scheduler.EventSource, len(watched))
+	for kind, inf := range watched {
+		out[kind] = inf
+		if st, ok := stores[kind]; ok {
+			out[kind] = st
+		}
+	}
+	return out
+}

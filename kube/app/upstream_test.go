@@ -124,7 +124,7 @@ func claimPod(name, claim string) *v1.Pod {
 
 // TestUpstreamPluginsReadTheClustersVolumes: the volume plugins read the cluster's claims and volumes through the
 // scheduler's informers: a pod whose claim does not exist waits with the
-// plugin's reason, and when the claim and its local volume on n2 are
+// plugin's reason (PodScheduled and a FailedScheduling event), and when the claim and its local volume on n2 are
 // created, the claim's event wakes it and it is bound to n2.
 func TestUpstreamPluginsReadTheClustersVolumes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -139,6 +139,9 @@ func TestUpstreamPluginsReadTheClustersVolumes(t *testing.T) {
 		}
 		if c := scheduledCondition(p); c == nil || !strings.Contains(c.Message, `persistentvolumeclaim "data" not found`) {
 			t.Fatalf("PodScheduled of vol: %+v, want the claim's absence", c)
+		}
+		if notes := failedScheduling(t, client, "vol"); len(notes) != 1 || !strings.Contains(notes[0], `persistentvolumeclaim "data" not found`) {
+			t.Fatalf("FailedScheduling events %q, want one with the claim's absence", notes)
 		}
 		pv, pvc := boundVolume("data", "n2")
 		if _, err := client.CoreV1().PersistentVolumes().Create(context.Background(), pv, metav1.CreateOptions{}); err != nil {

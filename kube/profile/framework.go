@@ -26,6 +26,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
 
 	resourceslicetracker "k8s.io/dynamic-resource-allocation/resourceslice/tracker"
+
+	"github.com/schedq/schedq/kube/clusterevent"
 )
 
 // Cluster is the in-memory cluster a Framework schedules against.
@@ -63,6 +65,9 @@ type Framework struct {
 	// postFilters are the profile's PostFilter plugins but
 	// DefaultPreemption (RunPostFilterWithoutPreemption).
 	postFilters []fwk.PostFilterPlugin
+	// sources are the DRA manager's stores as event sources
+	// (EventSources); nil on the synchronous factory.
+	sources map[string]EventSource
 }
 
 // NewFramework builds the framework of prof (a profile of a Config from
@@ -114,6 +119,7 @@ type wiring struct {
 	factory informers.SharedInformerFactory
 	dra     fwk.SharedDRAManager
 	sync    *syncFactory
+	sources map[string]EventSource // the DRA manager's stores; nil on sync
 }
 
 // wire builds s's wiring: the real client and factory if s has them, else
@@ -125,7 +131,7 @@ func wire(ctx context.Context, s Setup) (wiring, error) {
 			client = FakeClient()
 		}
 		sf := newSyncFactory(informers.NewSharedInformerFactory(client, 0))
-		dra, err := newDRAManager(ctx, client, sf, false)
+		dra, _, err := newDRAManager(ctx, client, sf, false)
 		return wiring{client: client, factory: sf, dra: dra, sync: sf}, err
 	}
 	if s.Client == nil {
@@ -134,8 +140,8 @@ func wire(ctx context.Context, s Setup) (wiring, error) {
 	if len(s.Objects) > 0 {
 		return wiring{}, errors.New("objects are read from the informer factory; Objects must be empty")
 	}
-	dra, err := newDRAManager(ctx, s.Client, s.Informers, feature.DefaultFeatureGate.Enabled(features.DRADeviceTaintRules))
-	return wiring{client: s.Client, factory: s.Informers, dra: dra}, err
+	dra, sources, err := newDRAManager(ctx, s.Client, s.Informers, feature.DefaultFeatureGate.Enabled(features.DRADeviceTaintRules))
+	return wiring{client: s.Client, factory: s.Informers, dra: dra, sources: sources}, err
 }
 
 // NewFrameworkOn builds the framework of prof with Registry (and
@@ -195,7 +201,7 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 		}
 	}
 	fr := &Framework{fwk: f, dp: dp, postFilters: postFiltersBut(f, built, defaultpreemption.Name), snap: s.Snapshot, factory: w.sync, cancel: cancel,
-		norm: newNormalizer(f, scorers)}
+		norm: newNormalizer(f, scorers), sources: w.sources}
 	if w.sync != nil {
 		fr.signWrites = &w.sync.writes
 	} else if fr.signWrites, err = signInputs(f, w.factory); err != nil {
@@ -239,8 +245,9 @@ func podsAndNodes(c Cluster) []runtime.Object {
 // rules if taintRules (the synchronous factory goes without: they would
 // start goroutines of their own). Its DeviceClass resolver, when the
 // DRAExtendedResource gate gives it one, listens to the DeviceClass
-// informer, as kube-scheduler's event handlers make it.
-func newDRAManager(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory, taintRules bool) (fwk.SharedDRAManager, error) {
+// informer, as kube-scheduler's event handlers make it. It also returns
+// its claims' and slices' stores as event sources (see EventSources).
+func newDRAManager(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory, taintRules bool) (fwk.SharedDRAManager, map[string]EventSource, error) {
 	claims := assumecache.NewAssumeCache(klog.FromContext(ctx), factory.Resource().V1().ResourceClaims().Informer(), "ResourceClaim", "", nil)
 	opts := resourceslicetracker.Options{
 		SliceInformer:            factory.Resource().V1().ResourceSlices(),
@@ -253,15 +260,16 @@ func newDRAManager(ctx context.Context, client kubernetes.Interface, factory inf
 	}
 	slices, err := resourceslicetracker.StartTracker(ctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("resource slice tracker: %w", err)
+		return nil, nil, fmt.Errorf("resource slice tracker: %w", err)
 	}
 	m := dynamicresources.NewDRAManager(ctx, claims, slices, factory)
 	if ext, ok := m.DeviceClassResolver().(*extendedresourcecache.ExtendedResourceCache); ok && ext != nil {
 		if _, err := factory.Resource().V1().DeviceClasses().Informer().AddEventHandler(ext); err != nil {
-			return nil, fmt.Errorf("device classes: %w", err)
+			return nil, nil, fmt.Errorf("device classes: %w", err)
 		}
 	}
-	return m, nil
+	sources := map[string]EventSource{clusterevent.ResourceClaim: claimEvents{claims}, clusterevent.ResourceSlice: slices}
+	return m, sources, nil
 }
 
 // Close stops the framework's plugins and its background metrics flush.

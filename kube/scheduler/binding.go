@@ -167,10 +167,14 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 	if result == bindingNodeDeleted {
 		// Not sent. If the node's deletion aborted it, the abort requeues
 		// the pod. Otherwise the assumption went another way: the pod was
-		// deleted, or seen bound by someone else. Nothing to retry.
+		// deleted, or seen bound by someone else. Nothing to retry. Either
+		// way the framework's reservation is undone here, once the cycle
+		// and PreBind are done with it (see fwBinding).
 		if pb.state.Load() != bindAborted {
 			s.forget(ctx, pod, pb)
 			s.settle(ctx, info, pb, false)
+		} else if pb.fw != nil {
+			pb.fw.unreserve(ctx)
 		}
 		return
 	}

@@ -281,11 +281,38 @@ func (w *warmStart) finish(h *Handlers) {
 		w.pending = nil
 		w.mu.Unlock()
 		dirty := w.reconcile(h, pods)
+		w.regate(h)
 		if len(pods) > 0 {
 			h.log().Info("warm start: pods parked behind the plugins that rejected them",
 				"parked", len(pods), "cluster changed since their failure", dirty)
 		}
 	})
+}
+
+// regate asks the gates again, once the initial lists are in, for the
+// pods gated meanwhile. A gate may read a store that another kind's
+// initial list fills (DynamicResources' PreEnqueue reads the claims): run
+// as the pod was listed, it may not have seen an object listed after it,
+// and the initial adds, which the warm start keeps from the queue, would
+// not ask it again before the queue's periodic check of gated pods (5
+// minutes on). One move per kind the initial lists held, without an
+// object, to the gated pods only. O(kinds x gated pods).
+func (w *warmStart) regate(h *Handlers) {
+	w.mu.Lock()
+	var kinds []string
+	for _, r := range w.others {
+		if w.seen[r] {
+			kinds = append(kinds, r)
+		}
+	}
+	w.mu.Unlock()
+	gated := func(info *schedq.Info[*v1.Pod]) bool { return info.GatedBy != "" }
+	for _, r := range kinds {
+		ev := clusterevent.New(r, clusterevent.Add)
+		if err := h.Queue.Move(ev, nil, nil, gated); err != nil && !errors.Is(err, schedq.ErrClosed) {
+			h.log().Warn("queue", "op", "warm regate", "event", ev.Label, "err", err)
+		}
+	}
 }
 
 // warmMove is one move request of a reconciliation, for the parked pods

@@ -17,7 +17,10 @@ import (
 // its cycle: the framework, the cycle's state and the assumed pod
 // (spec.nodeName set), to run PreBind, PostBind or Unreserve from the
 // binding's goroutine. Unreserve runs at most once, from whichever of the
-// cycle, the binding or the cache's abort gets there first.
+// cycle or the binding gets there first, and never from the cache's abort:
+// a node deleted while Reserve, Permit or PreBind is still running on it
+// must not undo the reservation before (or while) it is made; the binding
+// unreserves when it ends as not sent (bound).
 type fwBinding struct {
 	fw    fwframework.Framework
 	state fwk.CycleState
@@ -70,8 +73,6 @@ func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.Po
 	assumed := assumedOn(info.Item, node)
 	fb := &fwBinding{fw: fw, state: cs, pod: assumed, node: node}
 	pb := s.newBinding(info, node)
-	abort := pb.abort
-	pb.abort = func() { fb.unreserve(ctx); abort() }
 	pb.fw = fb
 	if err := s.cache.Assume(pi, node, pb); err != nil {
 		return s.fail(ctx, info, start, Outcome{Result: Error, Message: err.Error()})
@@ -116,12 +117,16 @@ func (b *fwBinding) reservePermit(ctx context.Context) *fwk.Status {
 // startBinding starts the binding of an assumed pod. For a pod placed by
 // the framework (pb.fw), it binds on this goroutine if no PreBind plugin
 // has work (RunPreBindPreFlights skips), else on one of its own that runs
-// PreBind first (on this one too with Options.SyncPreBind); a PreFlight
-// or PreBind failure is a failed binding.
+// PreBind first (on this one too with Options.SyncPreBind), which Wait
+// waits for; a PreFlight or PreBind failure is a failed binding.
 func (s *Scheduler) startBinding(ctx context.Context, info Attempt, node string, pb *pendingBinding, start time.Time) {
 	fb := pb.fw
 	if fb == nil {
 		s.bind(ctx, info, node, pb, start)
+		return
+	}
+	if pb.state.Load() == bindAborted { // the node went during Reserve or Permit
+		s.bound(ctx, info, node, pb, start, ErrNodeDeleted)
 		return
 	}
 	switch st := fb.fw.RunPreBindPreFlights(ctx, fb.state, fb.pod, node); {
@@ -140,7 +145,7 @@ func (s *Scheduler) startBinding(ctx context.Context, info Attempt, node string,
 		if s.o.SyncPreBind {
 			bind()
 		} else {
-			go bind()
+			s.preBinds.Go(bind)
 		}
 	}
 }
@@ -157,3 +162,10 @@ func onNodeOutcome(pod *v1.Pod, node string, st *fwk.Status) Outcome {
 	diag.AddPluginStatus(st)
 	return fitOutcome(pod, 1, diag)
 }
+
+// Wait waits for the goroutines the scheduler started to run PreBind
+// before a binding (startBinding) to end, each having handed its binding
+// to the Binder or ended it. Call it once the scheduling loop has stopped,
+// then wait for the Binder's own bindings (APIBinder.Wait): a PreBind
+// that ends late still starts its binding.
+func (s *Scheduler) Wait() { s.preBinds.Wait() }

@@ -158,6 +158,15 @@ func TestFrameworkMissingClaimIsUnschedulable(t *testing.T) {
 	if len(f.b.binds) != 0 {
 		t.Fatalf("bound %v", f.b.binds)
 	}
+	// Explain says why, and what wakes the pod: a claim's arrival.
+	x, err := f.q.Explain(framework.Key(p))
+	if err != nil || x.Location != schedq.InUnschedulable || x.Message != want || !slices.Equal(x.RejectedBy, []string{"VolumeRestrictions"}) ||
+		!slices.Contains(x.WakingEvents, "VolumeRestrictions:PersistentVolumeClaimAdd") {
+		t.Fatalf("Explain %+v, want parked by VolumeRestrictions with %q until PersistentVolumeClaimAdd", x, want)
+	}
+	if len(f.r.failures) != 1 || !strings.Contains(f.r.failures[0], want) {
+		t.Fatalf("reported %q, want %q", f.r.failures, want)
+	}
 }
 
 // failingFilter is an out-of-tree filter that returns an error for pods

@@ -128,7 +128,7 @@ func (s *Scheduler) fwPlaceMember(ctx context.Context, m Attempt, i int, g *grou
 	fb := &fwBinding{fw: s.o.Framework.Framework(), state: cs, pod: assumed, node: out.Node}
 	member := memberAttempt(m)
 	pb := &pendingBinding{gang: g.bindings, fw: fb}
-	pb.abort = func() { fb.unreserve(ctx); s.abortedMember(ctx, member, g.bindings) }
+	pb.abort = func() { s.abortedMember(ctx, member, g.bindings) } // the binding unreserves (bound)
 	tr.members = append(tr.members, fwMember{index: i, pi: pi, pb: pb})
 	if st := fb.reservePermit(ctx); st != nil {
 		tr.drop(ctx)
@@ -141,7 +141,8 @@ func (s *Scheduler) fwPlaceMember(ctx context.Context, m Attempt, i int, g *grou
 // the cache, in one step under its lock, if the quorum is still met with
 // what the cache holds then (a member may have been bound or deleted, a
 // node deleted, since the snapshot): else none is assumed. It leaves in
-// g's placements the members assumed and records the others as failed.
+// g's placements the members assumed and records the others as failed,
+// and sets the tally of their bindings while the cache is still locked.
 func (s *Scheduler) fwAssumeMembers(a Attempt, gp framework.GroupPlugin, g *groupTry, tr *fwTrial) {
 	kept := make([]bool, len(tr.members))
 	s.cache.Trial(func(_ framework.Snapshot, t *Trial) bool {
@@ -152,6 +153,11 @@ func (s *Scheduler) fwAssumeMembers(a Attempt, gp framework.GroupPlugin, g *grou
 			}
 		}
 		g.verdict = gp.Quorum(t.Placed(a.Group), n, 0, a.Spec.MinCount)
+		if g.verdict == framework.QuorumMet {
+			// Counted before the lock is released: from then on a node's
+			// deletion may abort a member, which counts its binding down.
+			g.bindings.expect(n)
+		}
 		return g.verdict == framework.QuorumMet
 	})
 	met := g.verdict == framework.QuorumMet
@@ -172,7 +178,6 @@ func (s *Scheduler) fwAssumeMembers(a Attempt, gp framework.GroupPlugin, g *grou
 	if !met {
 		g.fail(Outcome{Result: Error, Message: "the group's quorum was lost while its members were placed"})
 	}
-	g.bindings.pending = len(g.placed)
 }
 
 // drop takes the last member placed out of the snapshot and unreserves it.

@@ -39,6 +39,15 @@ func newGangBinds(s *Scheduler, group string, minCount, before, placed int) *gan
 	return &gangBinds{s: s, group: group, minCount: minCount, before: before, pending: placed}
 }
 
+// expect sets how many bindings the attempt starts. It is called before
+// any of them can end: under the cache's lock, as the members become
+// assumptions, since an abort may end one as soon as that lock is free.
+func (g *gangBinds) expect(n int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.pending = n
+}
+
 // settle records a binding that ended without a retry: bound, or dropped
 // (the member was deleted, bound by someone else, or its namespace is
 // going away).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/plugins"
 )
 
 // warnings records the warning events of Warner.
@@ -436,5 +438,92 @@ func TestGroupMembersCountAsPodAttempts(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(m.groups.WithLabelValues("scheduled", "schedq")); got != 1 {
 		t.Errorf("podgroup_schedule_attempts_total{result=scheduled} = %v, want 1", got)
+	}
+}
+
+// trialHookGang is GangScheduling calling hook the first time it is asked
+// for the quorum under the cache's write lock: in Cache.Trial, as the
+// placements become assumptions.
+type trialHookGang struct {
+	framework.GroupPlugin
+	c    *Cache
+	once sync.Once
+	hook func()
+}
+
+func (g *trialHookGang) Quorum(scheduled, placedNow, remaining, minCount int) framework.Quorum {
+	if g.c.mu.TryLock() {
+		g.c.mu.Unlock()
+	} else {
+		g.once.Do(g.hook)
+	}
+	return g.GroupPlugin.Quorum(scheduled, placedNow, remaining, minCount)
+}
+
+// heldDoneQueue is a Queue whose Done waits for the next value on
+// release first: the scheduling loop held between a group's trial and the
+// end of its attempt.
+type heldDoneQueue struct {
+	Queue
+	release <-chan struct{}
+}
+
+func (q heldDoneQueue) Done(a Attempt) error {
+	<-q.release
+	return q.Queue.Done(a)
+}
+
+// TestGangNodeDeletedRightAfterTheTrial: a node deleted by the informer's
+// goroutine as soon as a group's trial has made its members assumptions
+// (it waits on the cache's lock meanwhile; the loop waits for it before
+// the attempt ends) aborts its member's binding. The tally of the
+// attempt's bindings must be complete before any abort can reach it: an
+// abort that counted down a tally not yet set requeued its member at once,
+// before the attempt's Done, which then dropped it from the queue for
+// good. The window is the few instructions after the trial, so the
+// attempt is repeated; under -race an abort there is also a data race.
+// Each time the member is retried with its group once every binding has
+// ended.
+func TestGangNodeDeletedRightAfterTheTrial(t *testing.T) {
+	f, w := newGangFixture(t)
+	lb := &laterBinder{binds: map[string]string{}}
+	deleted := make(chan struct{})
+	f.s = mustNew(t, heldDoneQueue{Queue: f.q, release: deleted}, f.c, lb, warnReporter{f.r, w}, Options{})
+	for i := range 200 {
+		a, b := node(fmt.Sprintf("a%d", i), 1000), node(fmt.Sprintf("b%d", i), 1000)
+		f.h.AddNode(a)
+		f.h.AddNode(b)
+		group := fmt.Sprintf("g%d", i)
+		f.h.AddPodGroup(podGroup(group, 2, 0))
+		f.addGang(group, 2, 1000)
+		gp := &trialHookGang{GroupPlugin: plugins.GangScheduling{}, c: f.c, hook: func() {
+			go func() { // the informer's goroutine
+				f.h.DeleteNode(b)
+				deleted <- struct{}{}
+			}()
+		}}
+		info, err := f.q.Pop(ended)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out := f.s.scheduleGroupFramework(context.Background(), info, gp); out.Result != Scheduled {
+			t.Fatalf("%s: outcome %+v", group, out)
+		}
+		clear(lb.binds)
+		lb.run()
+		if len(lb.binds) != 1 {
+			t.Fatalf("%s: binds %v", group, lb.binds)
+		}
+		onB := group + "-0"
+		if lb.binds[onB] == a.Name {
+			onB = group + "-1"
+		}
+		if loc := f.where(onB); loc != schedq.InBackoff && loc != schedq.InActive && loc != schedq.InUnschedulable {
+			t.Fatalf("%s is %v, want back with its group", onB, loc)
+		}
+		x, _ := f.q.Explain(framework.Key(pod(onB, 0)))
+		if !strings.Contains(x.Message, "1 of minCount 2 bound (below minCount)") {
+			t.Fatalf("%s: Explain message %q", onB, x.Message)
+		}
 	}
 }

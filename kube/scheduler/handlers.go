@@ -13,6 +13,7 @@ import (
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/profile"
 )
 
 // Handlers turn what the scheduler sees of the cluster into cache updates
@@ -244,9 +245,9 @@ func (h *Handlers) move(ev schedq.Event, oldObj, newObj any) {
 // pods with a failure record are parked behind their plugins, and synced,
 // the first time it reports true, has reconciled them with the cluster
 // (see failover.go).
-func (h *Handlers) Register(pods, nodes, namespaces cache.SharedIndexInformer, others map[string]cache.SharedIndexInformer) (synced func() bool, err error) {
+func (h *Handlers) Register(pods, nodes, namespaces cache.SharedIndexInformer, others map[string]EventSource) (synced func() bool, err error) {
 	type reg struct {
-		inf cache.SharedIndexInformer
+		inf EventSource
 		h   cache.ResourceEventHandler
 	}
 	if !h.ColdStart {
@@ -295,6 +296,12 @@ func (h *Handlers) Register(pods, nodes, namespaces cache.SharedIndexInformer, o
 		return true
 	}, nil
 }
+
+// EventSource is what Register adds a handler of other kinds to: their
+// informer, or the store DynamicResources reads, fed by the informer,
+// for claims and slices (profile.Framework.EventSources), so that the
+// queue hears of an object only once the plugins can see it.
+type EventSource = profile.EventSource
 
 // typed adapts typed handlers to an informer's, unwrapping the tombstones
 // of objects deleted while the watch was down.

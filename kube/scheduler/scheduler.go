@@ -11,6 +11,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -174,6 +175,9 @@ type Scheduler struct {
 	// committed says the cycle handed its attempt to bindings: a panic
 	// after that point does not requeue it (see recovered).
 	committed bool
+	// preBinds are the goroutines running PreBind before a binding
+	// (startBinding); Wait waits for them.
+	preBinds sync.WaitGroup
 }
 
 // New returns a scheduler. It fails if o has no Framework.

@@ -120,6 +120,8 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 	const header = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 	os.WriteFile(noName, []byte(header+"profiles: [{plugins: {}}]\n"), 0o600)
 	os.WriteFile(named, []byte(header+"profiles: [{schedulerName: schedq, percentageOfNodesToScore: 30}]\n"), 0o600)
+	wrongPoint := filepath.Join(cfgDir, "wrong-point.yaml")
+	os.WriteFile(wrongPoint, []byte(header+"profiles: [{schedulerName: schedq, plugins: {filter: {enabled: [{name: ImageLocality}]}}}]\n"), 0o600)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -128,6 +130,7 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 		{"flag name, file without one", []string{"--config", noName, "--scheduler-name", "schedq"}, "--scheduler-name schedq: with --config the profile's schedulerName decides, and " + noName + "'s is default-scheduler"},
 		{"flag name, file's other", []string{"--config", named, "--scheduler-name", "other"}, "--scheduler-name other: with --config the profile's schedulerName decides, and " + named + "'s is schedq"},
 		{"flag percentage, file's other", []string{"--config", named, "--percentage-of-nodes-to-score", "50"}, "--percentage-of-nodes-to-score 50: with --config the file decides, and " + named + "'s is 30"},
+		{"plugin at a point it does not extend", []string{"--config", wrongPoint}, "--config " + wrongPoint + `: profile "schedq": plugin "ImageLocality" does not extend FilterPlugin plugin`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := execute(append(append([]string{}, base...), tc.args...)...)
