@@ -13,7 +13,8 @@ import (
 // scores the same few contents again and again (a cluster's idle nodes
 // of one model all look alike; a node's content changes only when a pod
 // comes or goes), and FGD is the costliest policy: O(classes × GPUs²)
-// per node. Nodes of more than maxMemoGPUs GPUs are computed each time.
+// per node. Nodes of more than maxMemoGPUs GPUs, or with a GPU's free
+// share outside 0 to Milli, are computed each time.
 // The other policies are cheap, and two of them read what the key leaves
 // out (Random its source, GpuClustering the kinds of the node's pods):
 // they are never kept. Not safe for concurrent use; one per scheduling
@@ -118,7 +119,9 @@ func (m *Memo) ScoreAt(p Policy, n *Node, r Request, gpus []int, rnd *rand.Rand)
 }
 
 // memoKeyOf is the key of FGD's score of r on n's GPUs gpus; false if n
-// has too many GPUs for the key.
+// has too many GPUs for the key, or a GPU whose free share is outside 0
+// to Milli (the key holds each as an int16, which would wrap some such
+// values onto others).
 func memoKeyOf(n *Node, r Request, gpus []int) (memoKey, bool) {
 	if len(n.Free) > maxMemoGPUs {
 		return memoKey{}, false
@@ -126,6 +129,9 @@ func memoKeyOf(n *Node, r Request, gpus []int) (memoKey, bool) {
 	k := memoKey{model: n.Model, cpu: n.CPU, mem: n.Mem, cpuFree: n.CPUFree, memFree: n.MemFree,
 		gpus: int8(len(n.Free)), rCPU: r.CPU, rMem: r.Mem, count: r.Count, share: r.Share}
 	for i, f := range n.Free {
+		if f < 0 || f > Milli { // outside the model, and int16 may not hold it
+			return memoKey{}, false
+		}
 		k.free[i] = int16(f)
 	}
 	for _, g := range gpus {

@@ -8,7 +8,9 @@ import (
 
 // TestMemoAnswersAsFGD: on nodes of random content, asked in random order
 // and many times over, the memo's Choose and ScoreAt give what FGD
-// computes, and ScoreAt gives the other policies' scores as they are.
+// computes (Choose's GPUs in FGD's order, nil where FGD's are nil and
+// empty where they are empty), and ScoreAt gives the other policies'
+// scores as they are.
 func TestMemoAnswersAsFGD(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(1, 2))
 	reqs := []Request{
@@ -42,7 +44,7 @@ func TestMemoAnswersAsFGD(t *testing.T) {
 		before := n.Clone()
 		wantS, wantAt := FGD.Score(n, r, w, nil)
 		gotS, gotAt := m.Choose(n, r)
-		if gotS != wantS || !slices.Equal(gotAt, wantAt) && len(gotAt)+len(wantAt) > 0 {
+		if gotS != wantS || !slices.Equal(gotAt, wantAt) || (gotAt == nil) != (wantAt == nil) {
 			t.Fatalf("step %d: Choose on %v gives %d %v, FGD %d %v", step, n.Free, gotS, gotAt, wantS, wantAt)
 		}
 		for _, at := range [][]int{n.BestFit(r), anyGPUs(n, r, rnd)} {
@@ -101,4 +103,34 @@ func anyGPUs(n *Node, r Request, rnd *rand.Rand) []int {
 	at := ok[:r.Count]
 	slices.Sort(at)
 	return at
+}
+
+// TestMemoFreeOutsideTheKey: a node whose Free holds a value the memo's
+// key cannot hold as it is (beyond ±32767 thousandths) gets FGD's own
+// answer, not the one kept for a node whose values wrap to the same key.
+func TestMemoFreeOutsideTheKey(t *testing.T) {
+	w := Typical([]Request{{CPU: 4000, Mem: 8192, Count: 1, Share: Milli}, {CPU: 2000, Mem: 4096, Count: 1, Share: 500}}, 1)
+	for _, tc := range []struct {
+		name  string
+		first []int64 // the node asked first, whose answer is kept
+		then  []int64 // the node asked next
+	}{
+		{"a GPU above the key's range", []int64{Milli, Milli}, []int64{1<<16 + Milli, Milli}},
+		{"a GPU below the key's range", []int64{Milli, 0}, []int64{Milli - 1<<16, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Request{CPU: 4000, Mem: 8192, Count: 1, Share: Milli}
+			m := NewMemo(w)
+			a := NewNode("a", "V100", 32000, 131072, len(tc.first))
+			copy(a.Free, tc.first)
+			m.Choose(a, r)
+			b := NewNode("b", "V100", 32000, 131072, len(tc.then))
+			copy(b.Free, tc.then)
+			wantS, wantAt := FGD.Score(b.Clone(), r, w, nil)
+			gotS, gotAt := m.Choose(b, r)
+			if gotS != wantS || !slices.Equal(gotAt, wantAt) {
+				t.Fatalf("Choose on %v gives %d %v, FGD %d %v", tc.then, gotS, gotAt, wantS, wantAt)
+			}
+		})
+	}
 }
