@@ -65,11 +65,13 @@ type gatherNoter struct {
 }
 
 // GatherAllocatedState gathers the state, and notes it for the slice
-// list that follows. Gathering clones the consumed capacity of every
-// shared device of the cluster: done twice per cycle, it was a third of
-// a loaded replay's DRA work.
+// list that follows; a failed gather notes none, so that no state of an
+// earlier gather outlives it. Gathering clones the consumed capacity of
+// every shared device of the cluster: done twice per cycle, it was a
+// third of a loaded replay's DRA work.
 func (g gatherNoter) GatherAllocatedState() (*structured.AllocatedState, error) {
 	s, err := g.ResourceClaimTracker.GatherAllocatedState()
+	g.d.gathered = nil
 	if err == nil {
 		g.d.gathered = s
 	}
@@ -90,14 +92,15 @@ type fullestFirstLister struct {
 // hold some claims in fullest-first order. O(allocated devices + GPU
 // slices), and O(devices) more for a slice whose use changed since the
 // last call. If the allocated state cannot be read consistently, the
-// published order.
+// published order. The state noted by the gather just before is read by
+// this list only, even one that fails: a later list gathers its own.
 func (l fullestFirstLister) ListWithDeviceTaintRules() ([]*resourceapi.ResourceSlice, error) {
+	state := l.d.gathered
+	l.d.gathered = nil
 	list, err := l.ResourceSliceLister.ListWithDeviceTaintRules()
 	if err != nil || !l.d.m.hasPolicy {
 		return list, err
 	}
-	state := l.d.gathered
-	l.d.gathered = nil
 	if state == nil {
 		if state, err = l.d.SharedDRAManager.ResourceClaims().GatherAllocatedState(); err != nil {
 			return list, nil
