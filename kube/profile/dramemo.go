@@ -239,12 +239,14 @@ func (d *draMemo) poolsOf(list []*resourceapi.ResourceSlice) (map[string][][]*re
 
 // sameSlices reports whether list holds the slice objects of lastList,
 // each once, in any order: the kube-scheduler's slice tracker lists
-// them in no fixed order. O(slices), without allocating.
+// them in no fixed order. A lastList that held a slice twice (lastSet
+// then has fewer entries) is the same only as an equal list: its
+// grouping holds that slice twice. O(slices), without allocating.
 func (d *draMemo) sameSlices(list []*resourceapi.ResourceSlice) bool {
 	if slices.Equal(list, d.lastList) {
 		return true
 	}
-	if len(list) != len(d.lastSet) {
+	if len(list) != len(d.lastSet) || len(list) != len(d.lastList) {
 		return false
 	}
 	d.seen++

@@ -498,7 +498,9 @@ func TestDRAMemoAcrossCycles(t *testing.T) {
 // kept while the lister gives the same slice objects, in any order (the
 // tracker lists them in no fixed order; regrouping every cycle was a
 // third of what a replay allocated), and made again when a slice is
-// replaced, missing or listed twice.
+// replaced, missing or listed twice, or when the slices listed once each
+// were listed before with one of them twice (the grouping kept holds it
+// twice).
 func TestDRAMemoKeepsPoolsOfTheSameSlices(t *testing.T) {
 	var list []*resourceapi.ResourceSlice
 	for _, n := range []string{"a", "b", "c"} {
@@ -507,25 +509,34 @@ func TestDRAMemoKeepsPoolsOfTheSameSlices(t *testing.T) {
 	}
 	newer := list[1].DeepCopy()
 	for _, tc := range []struct {
-		name string
-		next []*resourceapi.ResourceSlice
-		kept bool
+		name  string
+		first []*resourceapi.ResourceSlice // nil: list
+		next  []*resourceapi.ResourceSlice
+		kept  bool
 	}{
-		{"the same order", slices.Clone(list), true},
-		{"another order", []*resourceapi.ResourceSlice{list[2], list[0], list[1]}, true},
-		{"a slice replaced", []*resourceapi.ResourceSlice{list[0], newer, list[2]}, false},
-		{"a slice missing", list[:2], false},
-		{"a slice twice", []*resourceapi.ResourceSlice{list[0], list[1], list[1]}, false},
+		{"the same order", nil, slices.Clone(list), true},
+		{"another order", nil, []*resourceapi.ResourceSlice{list[2], list[0], list[1]}, true},
+		{"a slice replaced", nil, []*resourceapi.ResourceSlice{list[0], newer, list[2]}, false},
+		{"a slice missing", nil, list[:2], false},
+		{"a slice twice", nil, []*resourceapi.ResourceSlice{list[0], list[1], list[1]}, false},
+		{"each once after one twice", []*resourceapi.ResourceSlice{list[0], list[1], list[1]}, list[:2], false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &draMemo{}
-			first, ok := d.poolsOf(list)
+			before := tc.first
+			if before == nil {
+				before = list
+			}
+			first, ok := d.poolsOf(before)
 			if !ok {
 				t.Fatal("the slices are one node's each, yet not grouped")
 			}
 			next, _ := d.poolsOf(tc.next)
 			if kept := reflect.ValueOf(next).Pointer() == reflect.ValueOf(first).Pointer(); kept != tc.kept {
 				t.Fatalf("grouping kept: %v, want %v", kept, tc.kept)
+			}
+			if fresh, _ := (&draMemo{}).poolsOf(tc.next); !reflect.DeepEqual(next, fresh) {
+				t.Fatalf("grouping %v, want the list's own %v", next, fresh)
 			}
 		})
 	}
