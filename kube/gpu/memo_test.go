@@ -28,7 +28,7 @@ func TestMemoAnswersAsFGD(t *testing.T) {
 	var nodes []*Node
 	for i := range 40 {
 		model := []string{"V100", "T4"}[i%2]
-		n := NewNode("n", model, 96000, 393216, []int{1, 2, 4, 8}[i%4])
+		n := NewNode("n", model, 96000, 393216, []int{1, 2, 4, 8, 16}[i%5]) // 16: computed, not kept
 		for g := range n.Free {
 			n.Free[g] = shares[rnd.IntN(len(shares))]
 		}
