@@ -90,6 +90,10 @@ type Options struct {
 	// state it copies, before the informers start: for tests that copy
 	// the state while the scheduler runs. Nil in production.
 	forecasting func(*forecaster, *liveState)
+	// serving, if set, is given the handler of the HTTP endpoints before
+	// the informers start: for tests that ask them without a listener.
+	// Nil in production.
+	serving func(http.Handler)
 }
 
 // Run runs the scheduler until ctx ends (SIGTERM). With leader election,
@@ -293,7 +297,10 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	if _, err := pods.AddEventHandler(fc.hist.handler()); err != nil {
 		return err
 	}
-	serving := handler(reg, queues, st.ready, watch.live, fc)
+	serving := handler(reg, gatedQueueView{queues, scheduler.NewGateReasons(ctx, fw)}, st.ready, watch.live, fc)
+	if o.serving != nil {
+		o.serving(serving)
+	}
 	if o.Address != "" {
 		if err := serveInsecure(ctx, o.Address, serving, log); err != nil {
 			return err

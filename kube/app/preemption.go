@@ -53,3 +53,6 @@ func (g guardedEvictor) Preempt(ctx context.Context, p scheduler.Preemption, don
 	}
 	g.next.Preempt(ctx, p, done)
 }
+
+// Wait waits for the preemptions next has under way, if next can say.
+func (g guardedEvictor) Wait() { waitOn(g.next) }

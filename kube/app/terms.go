@@ -23,7 +23,8 @@ import (
 
 // terms runs the terms of leadership (one term, without leader election):
 // each schedules from the current queue with a binder of its own, and
-// ends when its context does, once its bindings have ended.
+// ends when its context does, once its bindings, preemptions' evictions
+// and gang releases have ended.
 type terms struct {
 	queues   *switchQueue
 	cache    *scheduler.Cache
@@ -84,7 +85,31 @@ func (t *terms) run(ctx context.Context) {
 	// each then hands its binding to the binder or ends it.
 	s.Wait()
 	binder.Wait()
+	t.waitWrites()
 	t.state.leading.Store(false)
+}
+
+// waitWrites waits for the term's other writes still under way: the
+// evictions of its preemptions and the deletions of its gang releases.
+// Only the scheduling loop starts them, and it has stopped; their
+// callbacks take the queue's and the scheduler's leaf locks, none of
+// which the caller holds, so the wait cannot deadlock.
+func (t *terms) waitWrites() {
+	if t.preempt != nil {
+		waitOn(t.preempt.Evictor)
+	}
+	waitOn(t.releaser)
+}
+
+// waiter is an Evictor or Releaser whose writes run on goroutines of its
+// own: Wait returns once those started so far have ended.
+type waiter interface{ Wait() }
+
+// waitOn waits for x's writes if x has a Wait.
+func waitOn(x any) {
+	if w, ok := x.(waiter); ok {
+		w.Wait()
+	}
 }
 
 // cycle runs one scheduling cycle under the stall watch.

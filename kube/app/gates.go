@@ -1,0 +1,48 @@
+package app
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/scheduler"
+)
+
+// gatedQueueView is the queue view of the debug endpoints: the current
+// queue, whose explanation of a pod gated at PreEnqueue (Explain, and the
+// listing in pop order) also gives the gating plugin's own reason, asked
+// again (scheduler.GateReasons): the queue keeps only the plugin's name.
+// Each such pod costs a Get of the queue and one PreEnqueue call, with
+// no lock held.
+type gatedQueueView struct {
+	*switchQueue
+	gates *scheduler.GateReasons
+}
+
+// Explain implements queueView.
+func (v gatedQueueView) Explain(key types.NamespacedName) (schedq.Explanation[types.NamespacedName], error) {
+	x, err := v.switchQueue.Explain(key)
+	if err == nil {
+		v.complete(&x)
+	}
+	return x, err
+}
+
+// Pending implements pendingView.
+func (v gatedQueueView) Pending(o schedq.PendingOptions[*v1.Pod]) schedq.PendingPage[types.NamespacedName] {
+	p := v.switchQueue.Pending(o)
+	for i := range p.Items {
+		v.complete(&p.Items[i].Explanation)
+	}
+	return p
+}
+
+// complete adds the gating plugin's reason to x if x's pod is gated.
+func (v gatedQueueView) complete(x *schedq.Explanation[types.NamespacedName]) {
+	if x.Location != schedq.InGated {
+		return
+	}
+	if info, _, ok := v.switchQueue.Get(x.Key); ok {
+		v.gates.Explain(x, info.Item)
+	}
+}

@@ -1,0 +1,72 @@
+package scheduler
+
+import (
+	"context"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/profile"
+)
+
+// GateReasons asks a framework's PreEnqueue plugins again why they hold a
+// pod back. The queue's gates (profile.QueueHints) keep only whether a
+// plugin admits the pod, so its Explain names the gating plugin but not
+// its reason (DynamicResources' `resourceclaim "x" not found`); the
+// debug endpoints complete a gated pod's explanation with it (Explain).
+// A PreEnqueue plugin reads only the pod and informers' stores or assume
+// caches, whose locks are leaves, so asking it from any goroutine, with
+// no lock held, is safe and cheap. Safe for concurrent use.
+type GateReasons struct {
+	ctx     context.Context
+	plugins map[string]fwk.PreEnqueuePlugin
+}
+
+// NewGateReasons returns the PreEnqueue plugins of fw, asked with ctx (as
+// the queue's gates are).
+func NewGateReasons(ctx context.Context, fw *profile.Framework) *GateReasons {
+	g := &GateReasons{ctx: ctx, plugins: map[string]fwk.PreEnqueuePlugin{}}
+	for _, pl := range fw.Framework().PreEnqueuePlugins() {
+		g.plugins[pl.Name()] = pl
+	}
+	return g
+}
+
+// Of returns why plugin holds pod back now: its status's message, or its
+// code if it gives none. It returns "" if plugin is none of the
+// framework's (one of schedq's own gates) or if it admits pod now (the
+// event that will move the pod has not reached the queue yet).
+func (g *GateReasons) Of(plugin string, pod *v1.Pod) string {
+	pl := g.plugins[plugin]
+	if pl == nil {
+		return ""
+	}
+	st := pl.PreEnqueue(g.ctx, pod)
+	if st.IsSuccess() {
+		return ""
+	}
+	if msg := st.Message(); msg != "" {
+		return msg
+	}
+	return st.Code().String()
+}
+
+// Explain completes x, the explanation of pod, with its gating plugin's
+// reason (Of) if pod is gated: the reason reads "gated by P: <reason>;
+// waiting for ...". A group member's explanation is left as it is: its
+// group may be gated by another member. O(1) beyond the plugin's call.
+func (g *GateReasons) Explain(x *schedq.Explanation[types.NamespacedName], pod *v1.Pod) {
+	if x.Location != schedq.InGated || x.GatedBy == "" || x.Group != "" || pod == nil {
+		return
+	}
+	head := "gated by " + x.GatedBy
+	if !strings.HasPrefix(x.Reason, head) {
+		return
+	}
+	if msg := g.Of(x.GatedBy, pod); msg != "" {
+		x.Reason = head + ": " + msg + x.Reason[len(head):]
+	}
+}
