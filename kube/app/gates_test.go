@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
-
-	"github.com/schedq/schedq/kube/sim"
 )
 
 // TestUpstreamExplainsWhyAPodIsGated: the whole scheduler on a fake
@@ -24,11 +22,6 @@ func TestUpstreamExplainsWhyAPodIsGated(t *testing.T) {
 		o := upstreamOptions(t)
 		handlers := make(chan http.Handler, 1)
 		o.serving = func(h http.Handler) { handlers <- h }
-		// No forecasts (beside the point here): the simulator's framework
-		// of a forecast leaves a goroutine the bubble would wait for.
-		o.forecasting = func(fc *forecaster, _ *liveState) {
-			fc.state = func() (*sim.ForecastState, CopyStats) { return &sim.ForecastState{}, CopyStats{} }
-		}
 		runUpstream(t, client, o)
 		h := <-handlers
 		for _, tc := range []struct {

@@ -58,13 +58,20 @@ func newForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra [
 	return r, nil
 }
 
-// close gives the base back, if the run took one. Idempotent.
+// close stops the run's framework and gives the base back, if the run
+// took one. Idempotent.
 func (r *forecastRun) close() { r.release(false) }
 
-// release gives the base back, if the run took one; broken (the run
-// panicked, its writes to the cache may be half done) has the base built
-// again at its next run instead of rolled back. Idempotent.
+// release stops the run's framework (its plugins, and the metrics
+// recorder's goroutine that kube-scheduler's framework starts: without
+// this, every forecast of a live scheduler left one running) and gives
+// the base back, if the run took one; broken (the run panicked, its
+// writes to the cache may be half done) has the base built again at its
+// next run instead of rolled back. Idempotent.
 func (r *forecastRun) release(broken bool) {
+	if r.s != nil {
+		r.s.close()
+	}
 	if r.base != nil {
 		r.base.give(broken)
 		r.base = nil

@@ -64,10 +64,11 @@ func (s *sim) newFramework(ctx context.Context, cfg *schedq.Config[types.Namespa
 	return fw, nil
 }
 
-// close releases the framework, if any.
+// close releases the framework, if any. Idempotent.
 func (s *sim) close() {
 	if s.fw != nil {
 		s.fw.Close()
+		s.fw = nil
 	}
 }
 
