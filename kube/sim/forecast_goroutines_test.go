@@ -8,8 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// TestForecastsLeaveNoGoroutine: a forecast, a what-if and runs from a
-// base stop every goroutine they start (kube-scheduler's framework
+// TestForecastsLeaveNoGoroutine: a forecast, a what-if, runs from a base
+// and a replay run to its end stop every goroutine they start (kube-scheduler's framework
 // starts a metrics recorder per framework), so a live scheduler that
 // forecasts every few seconds does not pile them up. synctest fails the
 // bubble if a goroutine started in it is still blocked when it ends.
@@ -41,6 +41,15 @@ func TestForecastsLeaveNoGoroutine(t *testing.T) {
 			}
 			in := &WhatIfInput{Pods: []*v1.Pod{testPod("w", "", "2", "1h")}}
 			if _, err := RunWhatIfFrom(sc, st, before, in, o); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a replay run to its end", func(t *testing.T, _ *Scenario, _ *ForecastState) {
+			rp, err := NewReplay(traceScenario("testdata/alibaba"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rp.Run(); err != nil {
 				t.Fatal(err)
 			}
 		}},

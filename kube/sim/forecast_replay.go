@@ -61,8 +61,12 @@ func (r *Replay) Until(t time.Duration) error {
 	return nil
 }
 
-// Run runs the replay to its end.
-func (r *Replay) Run() error { return r.s.loop() }
+// Run runs the replay to its end, then stops its framework (Started,
+// Known and History read what the run recorded).
+func (r *Replay) Run() error {
+	defer r.s.close()
+	return r.s.loop()
+}
 
 // Started returns when the pod with uid was bound, if it was.
 func (r *Replay) Started(uid types.UID) (time.Time, bool) {
