@@ -320,7 +320,7 @@ func (c *Core[K, T]) gateOn(e, m *entry[K, T], label string, now time.Time) {
 		return
 	}
 	c.setGate(e, m.GatedBy)
-	c.park(e, label, now)
+	c.parkGated(e, label, now)
 }
 
 // joined tells a GroupRecorder that a member joined entity e where it is.

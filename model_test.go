@@ -105,6 +105,7 @@ func (m *model) park(it *mItem) {
 
 func (m *model) toActive(it *mItem, fromBackoff bool, now time.Time) bool {
 	if !(fromBackoff && m.popFromBackoff()) && !m.admit(it) {
+		it.FlushedFromUnschedulable = false // still gated: not flushed out
 		m.park(it)
 		return false
 	}
@@ -119,6 +120,7 @@ func (m *model) toActive(it *mItem, fromBackoff bool, now time.Time) bool {
 
 func (m *model) toBackoff(it *mItem, now time.Time) {
 	if m.popFromBackoff() && !m.admit(it) {
+		it.FlushedFromUnschedulable = false // still gated: not flushed out
 		m.park(it)
 		return
 	}

@@ -54,7 +54,7 @@ func (c *Core[K, T]) setGate(e *entry[K, T], plugin string) {
 // reports whether e landed in activeQ.
 func (c *Core[K, T]) toActive(e *entry[K, T], label string, fromBackoff bool, now time.Time) bool {
 	if !(fromBackoff && !c.cfg.DisablePopFromBackoff) && !c.admit(e) {
-		c.park(e, label, now)
+		c.parkGated(e, label, now)
 		return false
 	}
 	if e.loc == locActive {
@@ -84,7 +84,7 @@ func (c *Core[K, T]) toActive(e *entry[K, T], label string, fromBackoff bool, no
 // take it from there.
 func (c *Core[K, T]) toBackoff(e *entry[K, T], expiry time.Time, label string, now time.Time) {
 	if !c.cfg.DisablePopFromBackoff && !c.admit(e) {
-		c.park(e, label, now)
+		c.parkGated(e, label, now)
 		return
 	}
 	c.unlink(e, now)
@@ -100,6 +100,15 @@ func (c *Core[K, T]) toBackoff(e *entry[K, T], expiry time.Time, label string, n
 	}
 	c.recount(e)
 	c.incoming(e, InBackoff, label)
+}
+
+// parkGated parks e, which a PreEnqueue check has just gated. A gated
+// item is not out of the parking area, so it loses the mark of a leftover
+// flush that tried it: an event that ungates it later is what brings it
+// out (upstream v1.37.2 clears the mark there too).
+func (c *Core[K, T]) parkGated(e *entry[K, T], label string, now time.Time) {
+	e.FlushedFromUnschedulable = false
+	c.park(e, label, now)
 }
 
 // park puts e in the unschedulable area, or re-files it there if its gating
