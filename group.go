@@ -275,7 +275,8 @@ func (c *Core[K, T]) classify(m *entry[K, T]) {
 // by Config.Group): incomplete, pending, or in the entity, which it
 // creates if need be. An entity it joins goes where upstream sends it:
 // from activeQ through the PreEnqueue checks again, from backoffQ to
-// backoffQ (or activeQ if its backoff is over); a parked or gated entity
+// backoffQ (or activeQ if its backoff, as computed when it entered
+// backoffQ, is over); a parked or gated entity
 // stays. It reports whether m created the entity.
 func (c *Core[K, T]) attach(m *entry[K, T], label string, now time.Time) bool {
 	g := m.grp
@@ -303,7 +304,10 @@ func (c *Core[K, T]) attach(m *entry[K, T], label string, now time.Time) bool {
 	case locActive:
 		c.gateOn(e, m, label, now)
 	case locBackoffUnsched, locBackoffError:
-		if !c.backingOff(e, now) {
+		// The expiry computed when e entered backoffQ, at its size then:
+		// a join grows the cap, never the backoff under way (as upstream,
+		// which caches the expiry), and the flush frees e by it too.
+		if !c.backoffRunning(e.BackoffExpiry, now) {
 			c.toActive(e, label, false, now)
 		} else if !c.cfg.DisablePopFromBackoff {
 			c.gateOn(e, m, label, now)

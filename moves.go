@@ -173,16 +173,6 @@ func (c *Core[K, T]) backoffDuration(e *entry[K, T]) time.Duration {
 	return backoff.Duration(n, c.cfg.InitialBackoff, c.maxBackoff(e))
 }
 
-// backingOff reports whether e's backoff, counted from its Timestamp, is
-// still running at now: until strictly after its expiry, as upstream. With
-// pop-from-backoff on, backoff ends at the end of the 1-second window that
-// holds its expiry, so a window leaves backoffQ whole and in priority order.
-// No backoff means none, even within a window.
-func (c *Core[K, T]) backingOff(e *entry[K, T], now time.Time) bool {
-	d := c.backoffDuration(e)
-	return d != 0 && c.backoffRunning(e.Timestamp.Add(d), now)
-}
-
 // backoffDone is the first instant at which a backoff that expires at
 // expiry has let go of its item: just after the expiry (the item backs off
 // while its expiry is not before now), or with pop-from-backoff on, the end
