@@ -163,6 +163,14 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 	pod := info.Item
 	key := framework.Key(pod)
 	result := bindingResult(err)
+	if pb.state.Load() == bindAborted {
+		// The node's deletion aborted it, so the request was never sent,
+		// whatever ended it (PreBind or its PreFlight failing on a node
+		// that is gone, say): the abort has requeued the pod already (a
+		// member: counted down its group's tally), and ending it again
+		// would requeue and report it twice.
+		result = bindingNodeDeleted
+	}
 	s.bindingEnded(start, result)
 	if result == bindingNodeDeleted {
 		// Not sent. If the node's deletion aborted it, the abort requeues
