@@ -166,15 +166,16 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 	if pb.state.Load() == bindAborted {
 		// The node's deletion aborted it, so the request was never sent,
 		// whatever ended it (PreBind or its PreFlight failing on a node
-		// that is gone, say): the abort has requeued the pod already (a
-		// member: counted down its group's tally), and ending it again
-		// would requeue and report it twice.
+		// that is gone, say): it ends as not sent, requeued once by the
+		// abort (a member: counted down its group's tally once), not also
+		// reported and requeued as a failed binding.
 		result = bindingNodeDeleted
 	}
 	s.bindingEnded(start, result)
 	if result == bindingNodeDeleted {
 		// Not sent. If the node's deletion aborted it, the abort requeues
-		// the pod. Otherwise the assumption went another way: the pod was
+		// the pod (a framework binding's: once its plugins are done and it
+		// is unreserved, see fwBinding.ended). Otherwise the assumption went another way: the pod was
 		// deleted, or seen bound by someone else. Nothing to retry. Either
 		// way the framework's reservation is undone here, once the cycle
 		// and PreBind are done with it (see fwBinding).
@@ -182,7 +183,7 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 			s.forget(ctx, pod, pb)
 			s.settle(ctx, info, pb, false)
 		} else if pb.fw != nil {
-			pb.fw.unreserve(ctx)
+			pb.fw.ended(ctx, false)
 		}
 		return
 	}

@@ -107,6 +107,7 @@ func TestFrameworkNodeDeletedWhileReserved(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("never unreserved")
 			}
+			f.s.Wait() // the binding requeues the pod after Unreserve
 			probe.mu.Lock()
 			calls, held := slices.Clone(probe.calls), len(probe.held)
 			probe.mu.Unlock()
@@ -243,5 +244,78 @@ func TestGangMemberNodeDeletedThenPreBindFails(t *testing.T) {
 	}
 	if len(f.r.failures) != 1 || !strings.Contains(f.r.failures[0], "1 of minCount 2 bound") {
 		t.Fatalf("reports %q, want one for %s saying 1 of minCount 2 bound", f.r.failures, onB)
+	}
+}
+
+// TestFrameworkNodeDeletedDuringPreBindUnreservesBeforeRetry: a node
+// deleted while a pod's PreBind runs (on the binding's goroutine) must
+// not put the pod back in the queue before that binding has undone its
+// reservation: else the pod's next cycle reserves again (on another
+// node) first, and the late Unreserve of the aborted binding, keyed by
+// the same pod (DynamicResources' by its claims), undoes the reservation
+// of the binding that goes through.
+func TestFrameworkNodeDeletedDuringPreBindUnreservesBeforeRetry(t *testing.T) {
+	probe := &holdProbe{held: map[string]bool{}, unres: make(chan struct{}, 4)}
+	extra := frameworkruntime.Registry{"HoldProbe": func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) { return probe, nil }}
+	f := newFWFixture(t, extra, func(p *config.KubeSchedulerProfile) {
+		p.Plugins.Reserve.Enabled = append(p.Plugins.Reserve.Enabled, config.Plugin{Name: "HoldProbe"})
+		p.Plugins.PreBind.Enabled = append(p.Plugins.PreBind.Enabled, config.Plugin{Name: "HoldProbe"})
+	})
+	n1 := zonedNode("n1", "a")
+	f.h.AddNode(n1)
+	aborted, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	probe.hook = map[string]func(){"prebind": func() {
+		once.Do(func() {
+			deleted := make(chan struct{})
+			go func() { // the informer's goroutine
+				f.h.DeleteNode(n1)
+				close(deleted)
+			}()
+			<-deleted
+			close(aborted)
+			<-release // PreBind still writing when the deletion is seen
+		})
+	}}
+	p := pod("p", 100)
+	key := framework.Key(p)
+	f.h.AddPod(p)
+	f.once()
+	<-aborted
+	f.h.AddNode(zonedNode("n2", "a"))
+	retried := false
+	if _, loc, ok := f.q.Get(key); ok && loc != schedq.InFlight {
+		// Back in the queue while the aborted binding still holds its
+		// reservation: its backoff ends, and it is tried again.
+		if err := f.q.Activate(key); err != nil {
+			t.Fatal(err)
+		}
+		f.once()
+		retried = true
+	}
+	close(release)
+	f.s.Wait()
+	if !retried {
+		if err := f.q.Activate(key); err != nil {
+			t.Fatal(err)
+		}
+		f.once()
+		f.s.Wait()
+	}
+	probe.mu.Lock()
+	calls, held := slices.Clone(probe.calls), probe.held["p"]
+	probe.mu.Unlock()
+	if f.b.binds["p"] != "n2" {
+		t.Fatalf("binds %v, want p on n2", f.b.binds)
+	}
+	first := slices.Index(calls, "unreserve")
+	reservedFirst := 0 // Reserves before the aborted binding's Unreserve
+	for _, c := range calls[:max(first, 0)] {
+		if c == "reserve" {
+			reservedFirst++
+		}
+	}
+	if !held || first < 0 || reservedFirst != 1 {
+		t.Fatalf("calls %v (reservation of the bound pod held: %v); want the aborted binding's unreserve before the retry's reserve, and the bound pod's reservation held", calls, held)
 	}
 }
