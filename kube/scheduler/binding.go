@@ -174,9 +174,10 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 	s.bindingEnded(start, result)
 	if result == bindingNodeDeleted {
 		// Not sent. If the node's deletion aborted it, the abort requeues
-		// the pod (a framework binding's: once its plugins are done and it
-		// is unreserved, see fwBinding.ended). Otherwise the assumption went another way: the pod was
-		// deleted, or seen bound by someone else. Nothing to retry. Either
+		// the pod (a framework binding's: once its plugins are done and
+		// it is unreserved, see fwBinding.ended). Otherwise the assumption
+		// went another way: the pod was deleted, or seen bound by someone
+		// else. Nothing to retry. Either
 		// way the framework's reservation is undone here, once the cycle
 		// and PreBind are done with it (see fwBinding).
 		if pb.state.Load() != bindAborted {

@@ -17,14 +17,14 @@ import (
 // its cycle: the framework, the cycle's state and the assumed pod
 // (spec.nodeName set), to run PreBind, PostBind or Unreserve from the
 // binding's goroutine. Unreserve runs at most once, from whichever of the
-// cycle or the binding gets there first, and never from the cache's abort:
-// a node deleted while Reserve, Permit or PreBind is still running on it
-// must not undo the reservation before (or while) it is made; the binding
-// unreserves once both the abort has come and those plugins are done
-// (ended), and only then gives the pod back (requeue): a pod retried
-// earlier could reserve again before the late Unreserve, which would undo
-// that new reservation (plugins key theirs by pod, DynamicResources by
-// its claims).
+// cycle or the binding gets there first, and never from the cache's abort
+// while the plugins still run: a node deleted while Reserve, Permit or
+// PreBind is still running on it must not undo the reservation before (or
+// while) it is made; it unreserves once both the abort has come and those
+// plugins are done (ended), and only then gives the pod back (requeue): a
+// pod retried earlier could reserve again before the late Unreserve,
+// which would undo that new reservation (plugins key theirs by pod,
+// DynamicResources by its claims).
 type fwBinding struct {
 	fw    fwframework.Framework
 	state fwk.CycleState
