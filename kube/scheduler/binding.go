@@ -163,18 +163,28 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 	pod := info.Item
 	key := framework.Key(pod)
 	result := bindingResult(err)
+	if pb.state.Load() == bindAborted {
+		// The node's deletion aborted it, so the request was never sent,
+		// whatever ended it (PreBind or its PreFlight failing on a node
+		// that is gone, say): it ends as not sent, requeued once by the
+		// abort (a member: counted down its group's tally once), not also
+		// reported and requeued as a failed binding.
+		result = bindingNodeDeleted
+	}
 	s.bindingEnded(start, result)
 	if result == bindingNodeDeleted {
 		// Not sent. If the node's deletion aborted it, the abort requeues
-		// the pod. Otherwise the assumption went another way: the pod was
-		// deleted, or seen bound by someone else. Nothing to retry. Either
+		// the pod (a framework binding's: once its plugins are done and
+		// it is unreserved, see fwBinding.ended). Otherwise the assumption
+		// went another way: the pod was deleted, or seen bound by someone
+		// else. Nothing to retry. Either
 		// way the framework's reservation is undone here, once the cycle
 		// and PreBind are done with it (see fwBinding).
 		if pb.state.Load() != bindAborted {
 			s.forget(ctx, pod, pb)
 			s.settle(ctx, info, pb, false)
 		} else if pb.fw != nil {
-			pb.fw.unreserve(ctx)
+			pb.fw.ended(ctx, false)
 		}
 		return
 	}

@@ -17,16 +17,50 @@ import (
 // its cycle: the framework, the cycle's state and the assumed pod
 // (spec.nodeName set), to run PreBind, PostBind or Unreserve from the
 // binding's goroutine. Unreserve runs at most once, from whichever of the
-// cycle or the binding gets there first, and never from the cache's abort:
-// a node deleted while Reserve, Permit or PreBind is still running on it
-// must not undo the reservation before (or while) it is made; the binding
-// unreserves when it ends as not sent (bound).
+// cycle or the binding gets there first, and never from the cache's abort
+// while the plugins still run: a node deleted while Reserve, Permit or
+// PreBind is still running on it must not undo the reservation before (or
+// while) it is made; it unreserves once both the abort has come and those
+// plugins are done (ended), and only then gives the pod back (requeue): a
+// pod retried earlier could reserve again before the late Unreserve,
+// which would undo that new reservation (plugins key theirs by pod,
+// DynamicResources by its claims).
 type fwBinding struct {
 	fw    fwframework.Framework
 	state fwk.CycleState
 	pod   *v1.Pod
 	node  string
 	once  sync.Once
+	// requeue gives the pod back after its node's deletion aborted the
+	// binding, once unreserved (ended).
+	requeue func()
+
+	mu          sync.Mutex
+	aborted     bool // the node's deletion aborted the binding
+	pluginsDone bool // Reserve, Permit and PreBind have returned
+	requeued    bool
+}
+
+// ended records that the binding was aborted (abort) or that its plugins
+// are done (!abort); the second of the two to come unreserves and
+// requeues the pod, once. Safe for concurrent use: the abort comes from
+// the informer's goroutine.
+func (b *fwBinding) ended(ctx context.Context, abort bool) {
+	b.mu.Lock()
+	if abort {
+		b.aborted = true
+	} else {
+		b.pluginsDone = true
+	}
+	now := b.aborted && b.pluginsDone && !b.requeued
+	b.requeued = b.requeued || now
+	b.mu.Unlock()
+	if now {
+		b.unreserve(ctx)
+		if b.requeue != nil {
+			b.requeue()
+		}
+	}
 }
 
 func (b *fwBinding) unreserve(ctx context.Context) {
@@ -74,6 +108,8 @@ func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.Po
 	fb := &fwBinding{fw: fw, state: cs, pod: assumed, node: node}
 	pb := s.newBinding(info, node)
 	pb.fw = fb
+	fb.requeue = pb.abort
+	pb.abort = func() { fb.ended(ctx, true) }
 	if err := s.cache.Assume(pi, node, pb); err != nil {
 		return s.fail(ctx, info, start, Outcome{Result: Error, Message: err.Error()})
 	}
@@ -131,6 +167,7 @@ func (s *Scheduler) startBinding(ctx context.Context, info Attempt, node string,
 	}
 	switch st := fb.fw.RunPreBindPreFlights(ctx, fb.state, fb.pod, node); {
 	case st.IsSkip():
+		fb.ended(ctx, false)
 		s.bind(ctx, info, node, pb, start)
 	case !st.IsSuccess():
 		s.bound(ctx, info, node, pb, start, st.AsError())
@@ -140,6 +177,7 @@ func (s *Scheduler) startBinding(ctx context.Context, info Attempt, node string,
 				s.bound(ctx, info, node, pb, start, fmt.Errorf("PreBind: %w", st.AsError()))
 				return
 			}
+			fb.ended(ctx, false)
 			s.bind(ctx, info, node, pb, start)
 		}
 		if s.o.SyncPreBind {

@@ -128,7 +128,8 @@ func (s *Scheduler) fwPlaceMember(ctx context.Context, m Attempt, i int, g *grou
 	fb := &fwBinding{fw: s.o.Framework.Framework(), state: cs, pod: assumed, node: out.Node}
 	member := memberAttempt(m)
 	pb := &pendingBinding{gang: g.bindings, fw: fb}
-	pb.abort = func() { s.abortedMember(ctx, member, g.bindings) } // the binding unreserves (bound)
+	fb.requeue = func() { s.abortedMember(ctx, member, g.bindings) }
+	pb.abort = func() { fb.ended(ctx, true) } // unreserves, then requeues, once the plugins are done
 	tr.members = append(tr.members, fwMember{index: i, pi: pi, pb: pb})
 	if st := fb.reservePermit(ctx); st != nil {
 		tr.drop(ctx)
