@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	fwframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
@@ -68,6 +69,7 @@ func (s *Scheduler) scheduleGroupFramework(ctx context.Context, a Attempt, gp fr
 	}
 	tr.end(ctx)
 	if g.verdict != framework.QuorumMet {
+		s.fwGroupPostFilter(ctx, g)
 		return s.failGroup(ctx, a, start, g, s.groupOutcome(a, g))
 	}
 	return s.bindGroup(ctx, a, start, g)
@@ -83,8 +85,13 @@ func (s *Scheduler) fwPlaceMembers(ctx context.Context, a Attempt, gp framework.
 			break
 		}
 		g.tried++
-		if out := s.fwPlaceMember(ctx, m, i, g, tr); out.Result != Scheduled {
-			g.fail(out)
+		out, cs := s.fwPlaceMember(ctx, m, i, g, tr)
+		if out.Result == Scheduled {
+			continue
+		}
+		g.fail(out)
+		if cs != nil {
+			g.fitsNowhere = append(g.fitsNowhere, fwUnplaced{cs: cs, m: m, at: len(g.failed) - 1})
 		}
 	}
 	n := len(tr.members)
@@ -96,15 +103,39 @@ func (s *Scheduler) fwPlaceMembers(ctx context.Context, a Attempt, gp framework.
 	}
 }
 
+// fwUnplaced is a group member that fit nowhere: its cycle state, its
+// attempt, and its outcome's index in groupTry.failed.
+type fwUnplaced struct {
+	cs fwk.CycleState
+	m  Attempt
+	at int
+}
+
+// fwGroupPostFilter runs, once a group attempt has failed and its members
+// are out of the snapshot and unreserved, the PostFilter plugins but
+// DefaultPreemption (fwPostFilter) for each member that fit nowhere, with
+// its cycle state: kube-scheduler runs its PodGroupPostFilter plugins
+// only after a pod group cycle that failed, never for a member during the
+// cycle. Run during the attempt, DynamicResources' PostFilter could
+// deallocate a claim that the members placed before share (it is reserved
+// for them only at PreBind), and their PreBind would fail though the
+// quorum was met.
+func (s *Scheduler) fwGroupPostFilter(ctx context.Context, g *groupTry) {
+	for _, u := range g.fitsNowhere {
+		s.fwPostFilter(ctx, u.cs, u.m, &g.failed[u.at])
+	}
+	g.fitsNowhere = nil
+}
+
 // fwPlaceMember finds a node for the member m (a.Members[i]) with the
 // framework's plugins, adds it to the snapshot there, and runs Reserve
 // and Permit. A rejection at Reserve or Permit unreserves it and takes it
-// out of the snapshot again. A member that fits nowhere runs the
-// PostFilter plugins but DefaultPreemption (fwPostFilter).
-func (s *Scheduler) fwPlaceMember(ctx context.Context, m Attempt, i int, g *groupTry, tr *fwTrial) Outcome {
+// out of the snapshot again. For a member that fits nowhere it returns
+// its cycle state too, for fwGroupPostFilter; else nil.
+func (s *Scheduler) fwPlaceMember(ctx context.Context, m Attempt, i int, g *groupTry, tr *fwTrial) (Outcome, fwk.CycleState) {
 	pi, err := framework.NewPodInfo(m.Item)
 	if err != nil {
-		return Outcome{Result: Error, Message: "invalid pod: " + err.Error()}
+		return Outcome{Result: Error, Message: "invalid pod: " + err.Error()}, nil
 	}
 	s.readFWNominations(m.Key, m.Item)
 	defer func() { s.ownNom, s.hasNom = "", false; clear(s.fwNom.pods) }()
@@ -114,9 +145,15 @@ func (s *Scheduler) fwPlaceMember(ctx context.Context, m Attempt, i int, g *grou
 		s.clearNomination(m.Key, out.clearNom)
 	}
 	if out.Result != Scheduled {
-		s.fwPostFilter(ctx, cs, m, &out)
-		return out
+		return out, cs
 	}
+	return s.fwReserveMember(ctx, m, i, pi, cs, out, g, tr), nil
+}
+
+// fwReserveMember adds the member m, found a node (out.Node) with the
+// cycle state cs, to the snapshot there and runs Reserve and Permit; a
+// rejection unreserves it and takes it out of the snapshot again.
+func (s *Scheduler) fwReserveMember(ctx context.Context, m Attempt, i int, pi *framework.PodInfo, cs fwk.CycleState, out Outcome, g *groupTry, tr *fwTrial) Outcome {
 	assumed := assumedOn(m.Item, out.Node)
 	upi, err := fwframework.NewPodInfo(assumed)
 	if err != nil {

@@ -146,8 +146,8 @@ func (s *Scheduler) fwPreempt(ctx context.Context, cs fwk.CycleState, info Attem
 // error is logged only: DynamicResources' PostFilter fails ("not
 // found") for every pod whose cycle ended before its PreFilter ran,
 // which says nothing of the pod. Group members, which never preempt,
-// run it too (fwPlaceMember), as kube-scheduler's PodGroupPostFilter
-// runs DynamicResources' PostFilter for each member left unscheduled.
+// run it too, but only once their attempt has failed (fwGroupPostFilter),
+// as kube-scheduler runs its PodGroupPostFilter after a failed cycle.
 func (s *Scheduler) fwPostFilter(ctx context.Context, cs fwk.CycleState, info Attempt, out *Outcome) {
 	if out.Result != Unschedulable || out.fwStatus == nil || !s.o.Framework.Framework().HasPostFilterPlugins() {
 		return

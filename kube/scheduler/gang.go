@@ -33,6 +33,9 @@ type groupTry struct {
 	verdict  framework.Quorum
 	state    clusterState
 	bindings *gangBinds
+	// fitsNowhere is the members that fit nowhere, for the PostFilter
+	// plugins run if the attempt fails (fwGroupPostFilter).
+	fitsNowhere []fwUnplaced
 }
 
 // scheduleGroup runs a group attempt on the framework
