@@ -83,21 +83,9 @@ func (p *holdProbe) PreBind(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ 
 func TestFrameworkNodeDeletedWhileReserved(t *testing.T) {
 	for _, at := range []string{"reserve", "prebind"} {
 		t.Run(at, func(t *testing.T) {
-			probe := &holdProbe{held: map[string]bool{}, unres: make(chan struct{}, 4)}
-			extra := frameworkruntime.Registry{"HoldProbe": func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) { return probe, nil }}
-			f := newFWFixture(t, extra, func(p *config.KubeSchedulerProfile) {
-				p.Plugins.Reserve.Enabled = append(p.Plugins.Reserve.Enabled, config.Plugin{Name: "HoldProbe"})
-				p.Plugins.PreBind.Enabled = append(p.Plugins.PreBind.Enabled, config.Plugin{Name: "HoldProbe"})
-			})
-			n1 := zonedNode("n1", "a")
-			f.h.AddNode(n1)
+			probe, f, n1 := newHoldFixture(t, nil)
 			probe.hook = map[string]func(){at: func() {
-				deleted := make(chan struct{})
-				go func() { // the informer's goroutine
-					f.h.DeleteNode(n1)
-					close(deleted)
-				}()
-				<-deleted
+				deleteFromInformer(f, n1)
 			}}
 			p := pod("p", 100)
 			f.h.AddPod(p)
@@ -135,21 +123,9 @@ func TestFrameworkNodeDeletedWhileReserved(t *testing.T) {
 // back in the queue already (the loop may bind it elsewhere before that
 // report lands), and the pod in the queue.
 func TestFrameworkNodeDeletedThenPreBindFails(t *testing.T) {
-	probe := &holdProbe{held: map[string]bool{}, unres: make(chan struct{}, 4), fail: map[string]bool{"prebind": true}}
-	extra := frameworkruntime.Registry{"HoldProbe": func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) { return probe, nil }}
-	f := newFWFixture(t, extra, func(p *config.KubeSchedulerProfile) {
-		p.Plugins.Reserve.Enabled = append(p.Plugins.Reserve.Enabled, config.Plugin{Name: "HoldProbe"})
-		p.Plugins.PreBind.Enabled = append(p.Plugins.PreBind.Enabled, config.Plugin{Name: "HoldProbe"})
-	})
-	n1 := zonedNode("n1", "a")
-	f.h.AddNode(n1)
+	probe, f, n1 := newHoldFixture(t, map[string]bool{"prebind": true})
 	probe.hook = map[string]func(){"prebind": func() {
-		deleted := make(chan struct{})
-		go func() { // the informer's goroutine
-			f.h.DeleteNode(n1)
-			close(deleted)
-		}()
-		<-deleted
+		deleteFromInformer(f, n1)
 	}}
 	p := pod("p", 100)
 	f.h.AddPod(p)
@@ -255,24 +231,12 @@ func TestGangMemberNodeDeletedThenPreBindFails(t *testing.T) {
 // the same pod (DynamicResources' by its claims), undoes the reservation
 // of the binding that goes through.
 func TestFrameworkNodeDeletedDuringPreBindUnreservesBeforeRetry(t *testing.T) {
-	probe := &holdProbe{held: map[string]bool{}, unres: make(chan struct{}, 4)}
-	extra := frameworkruntime.Registry{"HoldProbe": func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) { return probe, nil }}
-	f := newFWFixture(t, extra, func(p *config.KubeSchedulerProfile) {
-		p.Plugins.Reserve.Enabled = append(p.Plugins.Reserve.Enabled, config.Plugin{Name: "HoldProbe"})
-		p.Plugins.PreBind.Enabled = append(p.Plugins.PreBind.Enabled, config.Plugin{Name: "HoldProbe"})
-	})
-	n1 := zonedNode("n1", "a")
-	f.h.AddNode(n1)
+	probe, f, n1 := newHoldFixture(t, nil)
 	aborted, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	probe.hook = map[string]func(){"prebind": func() {
 		once.Do(func() {
-			deleted := make(chan struct{})
-			go func() { // the informer's goroutine
-				f.h.DeleteNode(n1)
-				close(deleted)
-			}()
-			<-deleted
+			deleteFromInformer(f, n1)
 			close(aborted)
 			<-release // PreBind still writing when the deletion is seen
 		})
@@ -318,4 +282,30 @@ func TestFrameworkNodeDeletedDuringPreBindUnreservesBeforeRetry(t *testing.T) {
 	if !held || first < 0 || reservedFirst != 1 {
 		t.Fatalf("calls %v (reservation of the bound pod held: %v); want the aborted binding's unreserve before the retry's reserve, and the bound pod's reservation held", calls, held)
 	}
+}
+
+// newHoldFixture is a scheduler whose profile runs holdProbe at Reserve
+// and PreBind (failing the calls named in fail), with one node, n1.
+func newHoldFixture(t *testing.T, fail map[string]bool) (*holdProbe, *fixture, *v1.Node) {
+	t.Helper()
+	probe := &holdProbe{held: map[string]bool{}, unres: make(chan struct{}, 4), fail: fail}
+	extra := frameworkruntime.Registry{"HoldProbe": func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) { return probe, nil }}
+	f := newFWFixture(t, extra, func(p *config.KubeSchedulerProfile) {
+		p.Plugins.Reserve.Enabled = append(p.Plugins.Reserve.Enabled, config.Plugin{Name: "HoldProbe"})
+		p.Plugins.PreBind.Enabled = append(p.Plugins.PreBind.Enabled, config.Plugin{Name: "HoldProbe"})
+	})
+	n1 := zonedNode("n1", "a")
+	f.h.AddNode(n1)
+	return probe, f, n1
+}
+
+// deleteFromInformer deletes n from another goroutine, as the node
+// informer's handler would, and returns once it is done.
+func deleteFromInformer(f *fixture, n *v1.Node) {
+	deleted := make(chan struct{})
+	go func() {
+		f.h.DeleteNode(n)
+		close(deleted)
+	}()
+	<-deleted
 }
