@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -68,20 +69,7 @@ func TestTermEndsAfterItsPreBinds(t *testing.T) {
 		prof := &cfg.Profiles[0]
 		prof.Plugins.PreBind.Enabled = append(prof.Plugins.PreBind.Enabled, config.Plugin{Name: "SlowPreBind"})
 		extra := frameworkruntime.Registry{"SlowPreBind": func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) { return slow, nil }}
-		fw, err := profile.NewFrameworkOn(t.Context(), prof, profile.Setup{Snapshot: backendcache.NewEmptySnapshot(), Plugins: extra})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer fw.Close()
-		qcfg := scheduler.QueueConfig()
-		if err := scheduler.UseFrameworkHints(t.Context(), &qcfg, fw, klog.Background()); err != nil {
-			t.Fatal(err)
-		}
-		q, err := schedq.New(qcfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer q.Close()
+		fw, qcfg, q := frameworkAndQueue(t, prof, extra)
 		c := scheduler.NewCache()
 		h := &scheduler.Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
 		h.AddNode(testNode("n1", "2"))
@@ -114,4 +102,26 @@ func TestTermEndsAfterItsPreBinds(t *testing.T) {
 			t.Fatal("PreBind never ended")
 		}
 	})
+}
+
+// frameworkAndQueue builds kube-scheduler's framework of prof (with the
+// out-of-tree plugins of extra) and a queue with its hints (and the
+// queue's configuration), both closed when the test ends.
+func frameworkAndQueue(t *testing.T, prof *config.KubeSchedulerProfile, extra frameworkruntime.Registry) (*profile.Framework, schedq.Config[types.NamespacedName, *v1.Pod], *schedq.Queue[types.NamespacedName, *v1.Pod]) {
+	t.Helper()
+	fw, err := profile.NewFrameworkOn(t.Context(), prof, profile.Setup{Snapshot: backendcache.NewEmptySnapshot(), Plugins: extra})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fw.Close() })
+	qcfg := scheduler.QueueConfig()
+	if err := scheduler.UseFrameworkHints(t.Context(), &qcfg, fw, klog.Background()); err != nil {
+		t.Fatal(err)
+	}
+	q, err := schedq.New(qcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	return fw, qcfg, q
 }

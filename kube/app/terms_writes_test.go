@@ -10,11 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/klog/v2"
-	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/utils/clock"
 
-	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/profile"
 	"github.com/schedq/schedq/kube/scheduler"
 )
@@ -29,20 +26,7 @@ func TestTermEndsAfterItsEvictions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fw, err := profile.NewFrameworkOn(t.Context(), &cfg.Profiles[0], profile.Setup{Snapshot: backendcache.NewEmptySnapshot()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer fw.Close()
-		qcfg := scheduler.QueueConfig()
-		if err := scheduler.UseFrameworkHints(t.Context(), &qcfg, fw, klog.Background()); err != nil {
-			t.Fatal(err)
-		}
-		q, err := schedq.New(qcfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer q.Close()
+		fw, qcfg, q := frameworkAndQueue(t, &cfg.Profiles[0], nil)
 
 		lowPrio, highPrio := int32(1), int32(100)
 		low := testPod("low", "schedq", "2")
