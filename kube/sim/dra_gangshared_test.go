@@ -85,34 +85,17 @@ func sharedClaim(t *testing.T, s *sim) *resourceapi.ResourceClaim {
 }
 
 // TestDRAGangSharesUnallocatedClaim: the members of a gang share one
-// claim that no one has allocated yet. Within the pod group cycle the
-// first member's allocation, held in flight until PreBind, is the
-// others' too (kube-scheduler gives each member the cycle's pod group
-// state, and DynamicResources reuses its pending allocations there).
-// Cases: the gang fits and binds with the claim allocated once and
-// reserved for every member; the gang cannot meet its quorum (its third
-// member fits nowhere once two are placed) and leaves the claim
-// unallocated, reserved for no one. The first case is skipped: schedq
-// does not give the members the pod group cycle state, and with it
-// kube-scheduler v1.37.2's DynamicResources still fails the second
-// member's PreBind (see the case's skip).
+// claim that no one has allocated yet, and the gang cannot meet its
+// quorum (its third member fits nowhere once two are placed): what the
+// trial allocated is undone, and the claim stays unallocated, reserved
+// for no one. (A gang sharing an unallocated claim that does fit never
+// binds yet: see "Gangs and DynamicResources" in docs/framework.md.)
 func TestDRAGangSharesUnallocatedClaim(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		pods      string
 		wantBound int
-		skip      string // a known defect, why the case cannot pass yet
 	}{
-		{
-			name:      "gang of 2 binds",
-			pods:      `  - {name: p, count: 2, gang: {size: 2, minCount: 2}, requests: {cpu: "1", memory: 1Gi}, resourceClaims: [{name: gpu, resourceClaimName: shared}]}`,
-			wantBound: 2,
-			skip: "known defect: the group trial (kube/scheduler/fwgroup.go fwPlaceMember) gives each member a fresh cycle state " +
-				"without the pod group cycle's, so DynamicResources refuses the second member: the claim \"is in the process of being allocated\". " +
-				"Giving the members kube-scheduler's pod group and placement cycle states lets both reserve, but the second member's " +
-				"PreBind then fails (\"claim got allocated elsewhere in the meantime\", kube-scheduler v1.37.2, kubernetes/kubernetes#140053) " +
-				"and the gang is partly placed",
-		},
 		{
 			name:      "failed quorum allocates nothing",
 			pods:      `  - {name: p, count: 3, gang: {size: 3, minCount: 3}, requests: {cpu: "3", memory: 1Gi}, resourceClaims: [{name: gpu, resourceClaimName: shared}]}`,
@@ -120,9 +103,6 @@ func TestDRAGangSharesUnallocatedClaim(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.skip != "" {
-				t.Skip(tc.skip)
-			}
 			sc := parseScenario(t, `name: gangshared
 seed: 1
 duration: 2m
