@@ -37,6 +37,26 @@ pods:
   - {name: p, count: 3, gang: {size: 3, minCount: 2}, requests: {cpu: "1", memory: 1Gi}, resourceClaims: [{name: gpu, resourceClaimName: shared}]}
 `)
 	s := runSim(t, sc)
+	bound := boundMembers(t, s)
+	for _, st := range s.order {
+		if n := s.cl.pods[st.key].Spec.NodeName; !st.bound.IsZero() && n != "a-0" {
+			t.Errorf("%s on %q, want a-0", st.key.Name, n)
+		}
+	}
+	if len(bound) != 2 {
+		t.Errorf("members bound: %v, want 2", bound)
+	}
+	c := sharedClaim(t, s)
+	reserved := reservedFor(c)
+	if a := c.Status.Allocation; a == nil || len(a.Devices.Results) != 1 || a.Devices.Results[0].Pool != "a-0" || !slices.Equal(reserved, bound) {
+		t.Errorf("claim shared: allocation %v, reserved for %v; want allocated on a-0, reserved for the bound %v", a, reserved, bound)
+	}
+}
+
+// boundMembers lists the names of the pods bound by the end of s, sorted,
+// and logs why each of the others is not.
+func boundMembers(t *testing.T, s *sim) []string {
+	t.Helper()
 	var bound []string
 	for _, st := range s.order {
 		if st.bound.IsZero() {
@@ -44,31 +64,19 @@ pods:
 			continue
 		}
 		bound = append(bound, st.key.Name)
-		if n := s.cl.pods[st.key].Spec.NodeName; n != "a-0" {
-			t.Errorf("%s on %q, want a-0", st.key.Name, n)
-		}
 	}
 	slices.Sort(bound)
-	if len(bound) != 2 {
-		t.Errorf("members bound: %v, want 2", bound)
-	}
-	var c *resourceapi.ResourceClaim
-	for _, o := range s.obj.byKey {
-		if x, ok := o.(*resourceapi.ResourceClaim); ok && x.Name == "shared" {
-			c = x
-		}
-	}
-	if c == nil {
-		t.Fatal("claim shared missing")
-	}
+	return bound
+}
+
+// reservedFor lists the names of the pods c is reserved for, sorted.
+func reservedFor(c *resourceapi.ResourceClaim) []string {
 	var reserved []string
 	for _, r := range c.Status.ReservedFor {
 		reserved = append(reserved, r.Name)
 	}
 	slices.Sort(reserved)
-	if a := c.Status.Allocation; a == nil || len(a.Devices.Results) != 1 || a.Devices.Results[0].Pool != "a-0" || !slices.Equal(reserved, bound) {
-		t.Errorf("claim shared: allocation %v, reserved for %v; want allocated on a-0, reserved for the bound %v", a, reserved, bound)
-	}
+	return reserved
 }
 
 // sharedClaim returns the scenario's claim shared as the simulated API
@@ -91,19 +99,7 @@ func sharedClaim(t *testing.T, s *sim) *resourceapi.ResourceClaim {
 // for no one. (A gang sharing an unallocated claim that does fit never
 // binds yet: see "Gangs and DynamicResources" in docs/framework.md.)
 func TestDRAGangSharesUnallocatedClaim(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		pods      string
-		wantBound int
-	}{
-		{
-			name:      "failed quorum allocates nothing",
-			pods:      `  - {name: p, count: 3, gang: {size: 3, minCount: 3}, requests: {cpu: "3", memory: 1Gi}, resourceClaims: [{name: gpu, resourceClaimName: shared}]}`,
-			wantBound: 0, // a fits two: the third fits nowhere
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			sc := parseScenario(t, `name: gangshared
+	sc := parseScenario(t, `name: gangshared
 seed: 1
 duration: 2m
 scheduler: {plugins: upstream, bindLatency: 1s}
@@ -115,36 +111,14 @@ objects:`+draObjects(1, "a-0")+`
 nodes:
   - {name: a, count: 1, capacity: {cpu: "8", memory: 32Gi}}
 pods:
-`+tc.pods+"\n")
-			s := runSim(t, sc)
-			var bound []string
-			for _, st := range s.order {
-				if st.bound.IsZero() {
-					t.Logf("%s not bound: %s", st.key.Name, st.lastMessage)
-					continue
-				}
-				bound = append(bound, st.key.Name)
-			}
-			slices.Sort(bound)
-			if len(bound) != tc.wantBound {
-				t.Errorf("members bound: %v, want %d", bound, tc.wantBound)
-			}
-			c := sharedClaim(t, s)
-			var reserved []string
-			for _, r := range c.Status.ReservedFor {
-				reserved = append(reserved, r.Name)
-			}
-			slices.Sort(reserved)
-			a := c.Status.Allocation
-			if tc.wantBound == 0 {
-				if a != nil || len(reserved) != 0 {
-					t.Errorf("claim shared: allocation %v, reserved for %v; want neither", a, reserved)
-				}
-				return
-			}
-			if a == nil || len(a.Devices.Results) != 1 || a.Devices.Results[0].Pool != "a-0" || !slices.Equal(reserved, bound) {
-				t.Errorf("claim shared: allocation %v, reserved for %v; want allocated on a-0, reserved for the bound %v", a, reserved, bound)
-			}
-		})
+  - {name: p, count: 3, gang: {size: 3, minCount: 3}, requests: {cpu: "3", memory: 1Gi}, resourceClaims: [{name: gpu, resourceClaimName: shared}]}
+`)
+	s := runSim(t, sc)
+	if bound := boundMembers(t, s); len(bound) != 0 { // a fits two: the third fits nowhere
+		t.Errorf("members bound: %v, want none", bound)
+	}
+	c := sharedClaim(t, s)
+	if a, reserved := c.Status.Allocation, reservedFor(c); a != nil || len(reserved) != 0 {
+		t.Errorf("claim shared: allocation %v, reserved for %v; want neither", a, reserved)
 	}
 }
