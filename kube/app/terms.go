@@ -86,6 +86,7 @@ func (t *terms) run(ctx context.Context) {
 	s.Wait()
 	binder.Wait()
 	t.waitWrites()
+	s.Release() // the framework lives on: it must not keep this term
 	t.state.leading.Store(false)
 }
 

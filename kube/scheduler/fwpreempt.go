@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -58,6 +60,8 @@ type fwPreemption struct {
 	leaving map[types.UID]time.Time // victims being evicted, read per cycle
 	order   []string                // candidates in the order the dry run found them
 
+	own pluginHooks // the plugin's hooks as found, restored by Release
+
 	mu         sync.Mutex
 	node       string
 	victims    []*v1.Pod
@@ -69,9 +73,10 @@ type fwPreemption struct {
 // scheduler (see above). Called by EnablePreemption. The plugin serves
 // the last scheduler adapted to it, as the framework's nominator serves
 // the last one New built on it: one scheduler runs on a framework at a
-// time (a leader's terms follow each other).
+// time (a leader's terms follow each other), and Release gives the
+// plugin its own hooks back when a term ends.
 func (s *Scheduler) usePreemption(pl *defaultpreemption.DefaultPreemption) {
-	f := &fwPreemption{s: s, pl: pl}
+	f := &fwPreemption{s: s, pl: pl, own: hooksOf(pl)}
 	pl.Executor.PreemptPod = f.collect
 	pl.Evaluator.PodLister = cyclePodLister{f}
 	pl.Evaluator.PdbLister = budgetLister{s.pre.o.Budgets}
@@ -79,6 +84,29 @@ func (s *Scheduler) usePreemption(pl *defaultpreemption.DefaultPreemption) {
 	pl.IsEligiblePod = f.eligibleVictim
 	pl.MoreImportantVictim = moreImportantVictim
 	s.fwPre = f
+}
+
+// pluginHooks are the parts of DefaultPreemption that usePreemption
+// replaces.
+type pluginHooks struct {
+	preemptPod    func(context.Context, fwpreemption.Candidate, fwpreemption.ExecutorPreemptor, *v1.Pod, string) (bool, error)
+	podLister     corelisters.PodLister
+	pdbLister     policylisters.PodDisruptionBudgetLister
+	rules         fwpreemption.Interface
+	eligible      defaultpreemption.IsEligiblePodFunc
+	moreImportant defaultpreemption.MoreImportantVictimFunc
+}
+
+// hooksOf returns pl's hooks as they are.
+func hooksOf(pl *defaultpreemption.DefaultPreemption) pluginHooks {
+	return pluginHooks{pl.Executor.PreemptPod, pl.Evaluator.PodLister, pl.Evaluator.PdbLister,
+		pl.Evaluator.Interface, pl.IsEligiblePod, pl.MoreImportantVictim}
+}
+
+// restore gives pl back the hooks h holds.
+func (h pluginHooks) restore(pl *defaultpreemption.DefaultPreemption) {
+	pl.Executor.PreemptPod, pl.Evaluator.PodLister, pl.Evaluator.PdbLister = h.preemptPod, h.podLister, h.pdbLister
+	pl.Evaluator.Interface, pl.IsEligiblePod, pl.MoreImportantVictim = h.rules, h.eligible, h.moreImportant
 }
 
 // fwPreempt runs the PostFilter plugins for a pod that fits nowhere, if
