@@ -97,19 +97,10 @@ func (t *terms) run(ctx context.Context) {
 // which the caller holds, so the wait cannot deadlock.
 func (t *terms) waitWrites() {
 	if t.preempt != nil {
-		waitOn(t.preempt.Evictor)
+		t.preempt.Evictor.Wait()
 	}
-	waitOn(t.releaser)
-}
-
-// waiter is an Evictor or Releaser whose writes run on goroutines of its
-// own: Wait returns once those started so far have ended.
-type waiter interface{ Wait() }
-
-// waitOn waits for x's writes if x has a Wait.
-func waitOn(x any) {
-	if w, ok := x.(waiter); ok {
-		w.Wait()
+	if t.releaser != nil {
+		t.releaser.Wait()
 	}
 }
 

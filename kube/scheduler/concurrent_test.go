@@ -91,6 +91,8 @@ func (b asyncBinder) Bind(_ context.Context, p *v1.Pod, node string, done func(e
 // asyncEvictor deletes the victims from a goroutine of its own.
 type asyncEvictor struct{ c *fakeServer }
 
+func (asyncEvictor) Wait() {} // no test ends a term with it
+
 func (e asyncEvictor) Preempt(_ context.Context, p Preemption, done func([]error)) {
 	go func() {
 		for _, v := range p.Victims {

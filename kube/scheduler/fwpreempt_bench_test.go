@@ -26,6 +26,8 @@ import (
 // benchmark starts from the same state (no victim leaving, no nomination).
 type failEvict struct{}
 
+func (failEvict) Wait() {}
+
 func (failEvict) Preempt(_ context.Context, _ Preemption, done func([]error)) {
 	done([]error{errors.New("benchmark")})
 }

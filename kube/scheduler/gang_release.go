@@ -17,9 +17,12 @@ import (
 // Releaser deletes the bound members of a gang that stays below its
 // minCount, so that their controllers recreate them and the gang is
 // scheduled whole. done gets the errors, one per member that could not be
-// deleted (a member already gone is no error).
+// deleted (a member already gone is no error). Wait returns once the
+// releases started so far have ended (done called); the owner of a
+// scheduler calls it when the scheduler's term ends.
 type Releaser interface {
 	Release(ctx context.Context, group string, members []*v1.Pod, reason string, done func(errs []error))
+	Wait()
 }
 
 // GangReleaseOptions turn gang release on (EnableGangRelease).

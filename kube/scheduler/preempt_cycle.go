@@ -20,9 +20,12 @@ import (
 // one; a nomination that could not be cleared is not one either: it is
 // logged). done may run on another goroutine. Preempt is called by the
 // scheduling loop with no lock of the scheduler held, in the order the
-// preemptions were decided.
+// preemptions were decided. Wait returns once the preemptions started so
+// far have ended (done called); the owner of a scheduler calls it when
+// the scheduler's term ends.
 type Evictor interface {
 	Preempt(ctx context.Context, p Preemption, done func(errs []error))
+	Wait()
 }
 
 // Preemption is one preemption for the Evictor to carry out.

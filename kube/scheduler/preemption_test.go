@@ -30,6 +30,8 @@ type syncEvictor struct {
 	held        []func()
 }
 
+func (e *syncEvictor) Wait() {} // it evicts before Preempt returns, or holds for the test
+
 func (e *syncEvictor) Preempt(_ context.Context, pr Preemption, done func([]error)) {
 	var names, unnominated []string
 	victims := pr.Victims

@@ -84,6 +84,10 @@ func (p *preemptions) count(prio int32) *PreemptionCount {
 // the preemptor's and those p.Unnominated lost, live in the queue only.
 type evictor struct{ s *sim }
 
+// Wait implements scheduler.Evictor: the evictions are events of the
+// simulation's own loop, which no term's end waits for.
+func (e evictor) Wait() {}
+
 // Preempt implements scheduler.Evictor.
 func (e evictor) Preempt(_ context.Context, p scheduler.Preemption, done func([]error)) {
 	s := e.s
