@@ -41,7 +41,9 @@ import (
 // Whenever a cycle is not of that kind (a claim allocated or reserved
 // already, a request with alternatives, a slice that is not one node's,
 // a pool whose slices are on several nodes, a PodGroup's cycle), every
-// call goes to upstream's plugin unchanged; with the
+// call goes to upstream's plugin unchanged, but that PreBind mends a
+// PodGroup member's state that another member's PreBind made stale
+// (drashare.go); with the
 // DRANodeAllocatableResources gate (alpha), whose Filter also reads the
 // node's pods, the registry gives upstream's plugin itself.
 type draMemo struct {
@@ -50,7 +52,8 @@ type draMemo struct {
 
 	tap *draTap // the DRA manager of h, if the framework was given one
 	// pre serialises PreFilter, so that what the tap keeps between arm
-	// and take is this PreFilter's. Lock order: pre, then the tap's mu
+	// and take is this PreFilter's. Lock order: the claims' locks of a
+	// PreBind (locks, in UID order), then pre, then the tap's mu
 	// (taken inside upstream's PreFilter); a cycle's mu, then mu
 	// (filterKey names the shapes while it builds a key). Neither mu is
 	// held while upstream's code runs.
@@ -73,6 +76,8 @@ type draMemo struct {
 	lastPools map[string][][]*resourceapi.ResourceSlice
 	lastSet   map[*resourceapi.ResourceSlice]uint64
 	seen      uint64
+
+	locks claimLocks // PodGroup members' PreBinds, by shared claim (drashare.go)
 }
 
 // sliceShape is a slice's shape name (shape) and its devices' IDs, in
@@ -151,9 +156,13 @@ func (d *draMemo) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 	res, st := d.DynamicResources.PreFilter(ctx, cs, pod, nodes)
 	list, state := d.tap.take()
 	d.pre.Unlock()
-	if !st.IsSuccess() || cs.GetPodGroupSchedulingCycle() != nil {
+	if !st.IsSuccess() {
+		return res, st
+	}
+	if cs.GetPodGroupSchedulingCycle() != nil {
 		// A PodGroup's cycle may reuse another member's pending
 		// allocation, available on some nodes only.
+		d.noteShare(cs, pod)
 		return res, st
 	}
 	if c := d.newCycle(pod, list, state); c != nil {
@@ -352,8 +361,9 @@ func (d *draMemo) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni
 
 // Reserve filters the chosen node for real if the memo answered it, so
 // that upstream's Reserve has the allocator's result for it, then is
-// upstream's.
+// upstream's. For a PodGroup member it notes the node first (noteNode).
 func (d *draMemo) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	d.noteNode(cs, nodeName)
 	if c := cycleMemo(cs); c != nil {
 		c.mu.Lock()
 		answered := c.answered[nodeName]

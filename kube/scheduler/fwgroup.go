@@ -18,11 +18,14 @@ import (
 // lone pod (fwFind: PreFilter, Filter with the nominated pods, PreScore,
 // Score, pick), each placed member being added to the snapshot
 // (Snapshot.AssumePod) and reserved and permitted there, so that the next
-// members' plugins count it. No lock of schedq's is held while a plugin
-// runs. The quorum is schedq's group plugin's (groupPlugin). Only if it is
-// met do the placed members become assumptions in the Cache, in one step
-// under its lock (Cache.Trial, which re-checks the quorum against what the
-// cache holds then); otherwise they are unreserved and nothing is assumed.
+// members' plugins count it. The members' cycle states are within one pod
+// group cycle and placement, as kube-scheduler's are (memberCycleState),
+// until the members placed are to be bound (leaveGroupCycle). No lock of
+// schedq's is held while a plugin runs. The quorum is schedq's group
+// plugin's (groupPlugin). Only if it is met do the placed members become
+// assumptions in the Cache, in one step under its lock (Cache.Trial,
+// which re-checks the quorum against what the cache holds then);
+// otherwise they are unreserved and nothing is assumed.
 //
 // The snapshot is always restored (fwTrial.end: the members are forgotten
 // in reverse order, Snapshot.ForgetPod), on every path, panics included.
@@ -31,19 +34,58 @@ import (
 // otherwise leave a failed attempt's members in the others.
 
 // fwTrial is a framework group attempt's members placed in the snapshot,
-// in the order placed. Only the scheduling loop uses it.
+// in the order placed, and the attempt's pod group and placement cycle
+// states. Only the scheduling loop uses it.
 type fwTrial struct {
-	s       *Scheduler
-	snap    *backendcache.Snapshot
-	members []fwMember
+	s         *Scheduler
+	snap      *backendcache.Snapshot
+	members   []fwMember
+	group     *fwframework.CycleState // the pod group cycle's, shared by the members
+	placement *fwframework.CycleState // the one implicit placement's
+}
+
+// newFWTrial returns a trial on snap with fresh pod group and placement
+// cycle states, as kube-scheduler starts a pod group cycle when no
+// placement plugin proposes placements: one placement, whose state knows
+// the pod group's.
+func newFWTrial(s *Scheduler, snap *backendcache.Snapshot) *fwTrial {
+	tr := &fwTrial{s: s, snap: snap, group: fwframework.NewCycleState()}
+	tr.placement = fwframework.NewCycleState()
+	tr.placement.SetPodGroupSchedulingCycle(tr.group)
+	return tr
+}
+
+// memberCycleState returns a new cycle state for a member's placement,
+// marked as within the trial's pod group cycle and placement, as
+// kube-scheduler gives each member of a pod group cycle. Plugins share
+// data among the members through it: DynamicResources lets a member reuse
+// the allocation that another member's Reserve holds in flight for a
+// claim they share, which it refuses to any pod outside the cycle.
+func (tr *fwTrial) memberCycleState() *fwframework.CycleState {
+	cs := fwframework.NewCycleState()
+	cs.SetPodGroupSchedulingCycle(tr.group)
+	cs.SetPlacementCycleState(tr.placement)
+	return cs
+}
+
+// leaveGroupCycle ends the pod group cycle for the placed members' cycle
+// states, before their bindings can start or be aborted, as kube-scheduler
+// does before its binding cycles: from then on their plugins (Unreserve,
+// PreBind) treat them as lone pods. A trial that failed has unreserved
+// them already.
+func (tr *fwTrial) leaveGroupCycle() {
+	for _, m := range tr.members {
+		m.cs.SetPodGroupSchedulingCycle(nil)
+	}
 }
 
 // fwMember is a member placed in the snapshot and reserved on its node.
 type fwMember struct {
-	index int                // into Attempt.Members
-	pi    *framework.PodInfo // for the cache
-	pb    *pendingBinding    // its binding; pb.fw holds the framework's side
-	kept  bool               // assumed in the cache: the binding unreserves
+	index int                     // into Attempt.Members
+	pi    *framework.PodInfo      // for the cache
+	pb    *pendingBinding         // its binding; pb.fw holds the framework's side
+	cs    *fwframework.CycleState // pb.fw's state
+	kept  bool                    // assumed in the cache: the binding unreserves
 }
 
 // scheduleGroupFramework is scheduleGroup on the framework: see above.
@@ -61,10 +103,11 @@ func (s *Scheduler) scheduleGroupFramework(ctx context.Context, a Attempt, gp fr
 	}
 	g.before = s.cache.GroupPlaced(a.Group)
 	g.bindings = newGangBinds(s, a.Group, a.Spec.MinCount, g.before, 0)
-	tr := &fwTrial{s: s, snap: snap}
+	tr := newFWTrial(s, snap)
 	defer tr.end(ctx) // a panic in a plugin
 	s.fwPlaceMembers(ctx, a, gp, g, tr)
 	if g.verdict == framework.QuorumMet {
+		tr.leaveGroupCycle()
 		s.fwAssumeMembers(a, gp, g, tr)
 	}
 	tr.end(ctx)
@@ -139,7 +182,7 @@ func (s *Scheduler) fwPlaceMember(ctx context.Context, m Attempt, i int, g *grou
 	}
 	s.readFWNominations(m.Key, m.Item)
 	defer func() { s.ownNom, s.hasNom = "", false; clear(s.fwNom.pods) }()
-	cs := fwframework.NewCycleState()
+	cs := tr.memberCycleState()
 	out := s.fwFind(ctx, cs, pi)
 	if out.clearNom != "" {
 		s.clearNomination(m.Key, out.clearNom)
@@ -153,7 +196,7 @@ func (s *Scheduler) fwPlaceMember(ctx context.Context, m Attempt, i int, g *grou
 // fwReserveMember adds the member m, found a node (out.Node) with the
 // cycle state cs, to the snapshot there and runs Reserve and Permit; a
 // rejection unreserves it and takes it out of the snapshot again.
-func (s *Scheduler) fwReserveMember(ctx context.Context, m Attempt, i int, pi *framework.PodInfo, cs fwk.CycleState, out Outcome, g *groupTry, tr *fwTrial) Outcome {
+func (s *Scheduler) fwReserveMember(ctx context.Context, m Attempt, i int, pi *framework.PodInfo, cs *fwframework.CycleState, out Outcome, g *groupTry, tr *fwTrial) Outcome {
 	assumed := assumedOn(m.Item, out.Node)
 	upi, err := fwframework.NewPodInfo(assumed)
 	if err != nil {
@@ -167,7 +210,7 @@ func (s *Scheduler) fwReserveMember(ctx context.Context, m Attempt, i int, pi *f
 	pb := &pendingBinding{gang: g.bindings, fw: fb}
 	fb.requeue = func() { s.abortedMember(ctx, member, g.bindings) }
 	pb.abort = func() { fb.ended(ctx, true) } // unreserves, then requeues, once the plugins are done
-	tr.members = append(tr.members, fwMember{index: i, pi: pi, pb: pb})
+	tr.members = append(tr.members, fwMember{index: i, pi: pi, pb: pb, cs: cs})
 	if st := fb.reservePermit(ctx); st != nil {
 		tr.drop(ctx)
 		return onNodeOutcome(assumed, out.Node, st)

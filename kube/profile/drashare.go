@@ -1,0 +1,212 @@
+package profile
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
+	fwk "k8s.io/kube-scheduler/framework"
+	fwframework "k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+// PodGroup members that share a claim nobody has allocated. Within a
+// PodGroup cycle, upstream's DynamicResources lets every member after the
+// first reuse the allocation the first one's Reserve holds in flight, and
+// each member's state carries that allocation, to be written at its
+// PreBind. The first PreBind writes it; each later one then finds the
+// claim allocated and fails ("claim ... got allocated elsewhere in the
+// meantime": kube-scheduler v1.37.2, kubernetes/kubernetes#140053).
+//
+// draMemo keeps, for a pod in a PodGroup cycle, which of its claims were
+// unallocated at its PreFilter and the node Reserve was given (a
+// draShare). At PreBind, with those claims locked against the PreBinds
+// of the other pods that share them, if one of them has been allocated
+// since by another pod and is not reserved for this one, it derives the
+// pod's DynamicResources state again as a lone pod's cycle on that node
+// would, from the claims as they are now: Unreserve, PreFilter, Filter,
+// Reserve. Upstream's PreBind then only adds the pod to the claim's
+// reservedFor (and writes the allocations of its own claims, if any).
+// Whichever member's PreBind comes first writes the shared allocation, as
+// upstream intends; the order does not matter.
+
+const draShareKey fwk.StateKey = "schedq.io/dra-share"
+
+// draShare is what draMemo keeps of a PodGroup member's cycle: its claims
+// unallocated at PreFilter, sorted by UID (the order they are locked
+// in), and the node of its Reserve.
+type draShare struct {
+	claims []claimRef
+	node   *v1.Node
+}
+
+// Clone shares the record: it is written once per cycle, at PreFilter,
+// and its node at Reserve, both on the scheduling loop.
+func (s *draShare) Clone() fwk.StateData { return s }
+
+type claimRef struct {
+	ns, name string
+	uid      types.UID
+}
+
+func shareOf(cs fwk.CycleState) *draShare {
+	v, err := cs.Read(draShareKey)
+	if err != nil {
+		return nil
+	}
+	s, _ := v.(*draShare)
+	return s
+}
+
+// noteShare records, for a pod in a PodGroup cycle, its claims that are
+// not allocated. O(the pod's claims).
+func (d *draMemo) noteShare(cs fwk.CycleState, pod *v1.Pod) {
+	if cs.GetPodGroupSchedulingCycle() == nil {
+		return
+	}
+	tracker := d.h.SharedDRAManager().ResourceClaims()
+	var refs []claimRef
+	for i := range pod.Spec.ResourceClaims {
+		name, _, err := resourceclaim.Name(pod, &pod.Spec.ResourceClaims[i])
+		if err != nil || name == nil {
+			continue
+		}
+		c, err := tracker.Get(pod.Namespace, *name)
+		if err != nil || c.Status.Allocation != nil {
+			continue
+		}
+		refs = append(refs, claimRef{ns: c.Namespace, name: c.Name, uid: c.UID})
+	}
+	if len(refs) == 0 {
+		return
+	}
+	slices.SortFunc(refs, func(a, b claimRef) int { return cmp.Compare(a.uid, b.uid) })
+	refs = slices.CompactFunc(refs, func(a, b claimRef) bool { return a.uid == b.uid })
+	cs.Write(draShareKey, &draShare{claims: refs})
+}
+
+// noteNode records the node of a PodGroup member's Reserve, read from the
+// snapshot (on the scheduling loop), for a later rederive.
+func (d *draMemo) noteNode(cs fwk.CycleState, nodeName string) {
+	sh := shareOf(cs)
+	if sh == nil {
+		return
+	}
+	sh.node = nil
+	if ni, err := d.h.SnapshotSharedLister().NodeInfos().Get(nodeName); err == nil {
+		sh.node = ni.Node()
+	}
+}
+
+// PreBind is upstream's, after a rederive for a PodGroup member one of
+// whose claims another pod has allocated since its PreFilter (see above).
+func (d *draMemo) PreBind(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	sh := shareOf(cs)
+	if sh == nil {
+		return d.DynamicResources.PreBind(ctx, cs, pod, nodeName)
+	}
+	defer d.locks.lock(sh.claims)()
+	if d.allocatedSince(sh, pod) {
+		if st := d.rederive(ctx, cs, pod, nodeName, sh); !st.IsSuccess() {
+			return st
+		}
+	}
+	return d.DynamicResources.PreBind(ctx, cs, pod, nodeName)
+}
+
+// allocatedSince reports whether one of sh's claims is allocated now and
+// not reserved for pod (nor for its PodGroup).
+func (d *draMemo) allocatedSince(sh *draShare, pod *v1.Pod) bool {
+	tracker := d.h.SharedDRAManager().ResourceClaims()
+	for _, r := range sh.claims {
+		c, err := tracker.Get(r.ns, r.name)
+		if err == nil && c.UID == r.uid && c.Status.Allocation != nil && !resourceclaim.IsReservedForPod(pod, c, true) {
+			return true
+		}
+	}
+	return false
+}
+
+// errNoShareNode is a rederive's error for a member whose Reserve's node
+// was not in the snapshot.
+var errNoShareNode = errors.New("DynamicResources: the node of the pod's Reserve is not known")
+
+// rederive replaces pod's DynamicResources state with a lone pod's cycle
+// on nodeName, from the claims as they are now: its reservations undone
+// (the allocations of its own claims held in flight), then PreFilter,
+// Filter on the node and Reserve. Filter is given a NodeInfo of the node
+// alone, which is all upstream's Filter reads but with the
+// DRANodeAllocatableResources gate, under which the registry gives
+// upstream's plugin itself.
+func (d *draMemo) rederive(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string, sh *draShare) *fwk.Status {
+	if sh.node == nil || sh.node.Name != nodeName {
+		return fwk.AsStatus(errNoShareNode)
+	}
+	d.DynamicResources.Unreserve(ctx, cs, pod, nodeName)
+	d.pre.Lock() // the tap is not armed: what this PreFilter reads is kept by no one
+	_, st := d.DynamicResources.PreFilter(ctx, cs, pod, nil)
+	d.pre.Unlock()
+	if st.IsSkip() {
+		return nil
+	}
+	if !st.IsSuccess() {
+		return st
+	}
+	ni := fwframework.NewNodeInfo()
+	ni.SetNode(sh.node)
+	if st := d.DynamicResources.Filter(ctx, cs, pod, ni); !st.IsSuccess() {
+		return st
+	}
+	return d.DynamicResources.Reserve(ctx, cs, pod, nodeName)
+}
+
+// claimLocks serialises the PreBinds of the PodGroup members that share
+// a claim: each holds the locks of its claims unallocated at PreFilter,
+// taken in UID order, from its check of the claims to the end of
+// upstream's PreBind. A lock lives while some PreBind holds or waits for
+// it.
+type claimLocks struct {
+	mu   sync.Mutex
+	held map[types.UID]*claimLock
+}
+
+type claimLock struct {
+	sync.Mutex
+	users int // PreBinds holding or waiting for it
+}
+
+// lock takes the locks of refs (sorted by UID) and returns what releases
+// them.
+func (l *claimLocks) lock(refs []claimRef) (unlock func()) {
+	taken := make([]*claimLock, 0, len(refs))
+	for _, r := range refs {
+		l.mu.Lock()
+		if l.held == nil {
+			l.held = map[types.UID]*claimLock{}
+		}
+		c := l.held[r.uid]
+		if c == nil {
+			c = &claimLock{}
+			l.held[r.uid] = c
+		}
+		c.users++
+		l.mu.Unlock()
+		c.Lock()
+		taken = append(taken, c)
+	}
+	return func() {
+		for i := len(taken) - 1; i >= 0; i-- {
+			c := taken[i]
+			c.Unlock()
+			l.mu.Lock()
+			if c.users--; c.users == 0 {
+				delete(l.held, refs[i].uid)
+			}
+			l.mu.Unlock()
+		}
+	}
+}
