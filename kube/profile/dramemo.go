@@ -45,7 +45,9 @@ import (
 // PodGroup member's state that another member's PreBind made stale
 // (drashare.go); with the
 // DRANodeAllocatableResources gate (alpha), whose Filter also reads the
-// node's pods, the registry gives upstream's plugin itself.
+// node's pods, the registry gives upstream's plugin itself (draNoting).
+// Either tells the DRA manager which pod PreFilter runs for first
+// (DRAPodNoter).
 type draMemo struct {
 	*dynamicresources.DynamicResources
 	h fwk.Handle
@@ -110,15 +112,32 @@ func memoDRA(inner frameworkruntime.PluginFactory) frameworkruntime.PluginFactor
 			return nil, err
 		}
 		dr, ok := pl.(*dynamicresources.DynamicResources)
-		if !ok || h.SharedDRAManager() == nil || feature.DefaultFeatureGate.Enabled(features.DRANodeAllocatableResources) {
-			// With node-allocatable DRA resources, Filter also reads the
-			// CPU and memory the node's pods request.
+		if !ok || h.SharedDRAManager() == nil {
 			return pl, nil
 		}
 		tap, _ := h.SharedDRAManager().(*draTap)
+		if feature.DefaultFeatureGate.Enabled(features.DRANodeAllocatableResources) {
+			// With node-allocatable DRA resources, Filter also reads the
+			// CPU and memory the node's pods request.
+			return &draNoting{DynamicResources: dr, tap: tap}, nil
+		}
 		return &draMemo{DynamicResources: dr, h: h, tap: tap, shapes: map[*resourceapi.ResourceSlice]sliceShape{},
 			ids: map[string]string{}, across: map[string]map[string]memoAnswer{}}, nil
 	}
+}
+
+// draNoting is kube-scheduler's DynamicResources, whose PreFilter tells
+// the DRA manager which pod it runs for (DRAPodNoter), where the memo
+// cannot serve.
+type draNoting struct {
+	*dynamicresources.DynamicResources
+	tap *draTap
+}
+
+// PreFilter tells the DRA manager the pod, then is upstream's.
+func (d *draNoting) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	d.tap.preFilterFor(pod)
+	return d.DynamicResources.PreFilter(ctx, cs, pod, nodes)
 }
 
 const draMemoKey fwk.StateKey = "schedq.io/dra-memo"
@@ -148,10 +167,11 @@ type memoAnswer struct {
 // or a nominated pod's copy of the state gets the same answers.
 func (c *draCycle) Clone() fwk.StateData { return c }
 
-// PreFilter is upstream's, and starts the cycle's memo when the cycle
-// is one it can serve. O(slices + allocated devices + the pod's claims).
+// PreFilter tells the DRA manager the pod (DRAPodNoter), is upstream's,
+// and starts the cycle's memo when the cycle is one it can serve. O(slices + allocated devices + the pod's claims).
 func (d *draMemo) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	d.pre.Lock()
+	d.tap.preFilterFor(pod)
 	d.tap.arm()
 	res, st := d.DynamicResources.PreFilter(ctx, cs, pod, nodes)
 	list, state := d.tap.take()

@@ -3,6 +3,7 @@ package profile
 import (
 	"sync"
 
+	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -25,6 +26,27 @@ type draTap struct {
 }
 
 func newDRATap(m fwk.SharedDRAManager) *draTap { return &draTap{SharedDRAManager: m} }
+
+// DRAPodNoter is a DRA manager (Setup.WrapDRA's) whose slice lists
+// depend on the pod being scheduled: DynamicResources' PreFilter, which
+// lists the slices its allocator tries, calls PreFilterFor with the pod
+// first, in a lone pod's cycle and for each member of a group's alike.
+// (The simulator lists a node's GPUs with a GPU policy's choice for the
+// pod first.)
+type DRAPodNoter interface {
+	PreFilterFor(pod *v1.Pod)
+}
+
+// preFilterFor tells the manager t wraps, if it is a DRAPodNoter, that
+// DynamicResources' PreFilter runs for pod. A nil tap does nothing.
+func (t *draTap) preFilterFor(pod *v1.Pod) {
+	if t == nil {
+		return
+	}
+	if n, ok := t.SharedDRAManager.(DRAPodNoter); ok {
+		n.PreFilterFor(pod)
+	}
+}
 
 // arm starts keeping what is read. A nil tap does nothing.
 func (t *draTap) arm() {

@@ -107,7 +107,8 @@ type Setup struct {
 	// WrapDRA, if set, wraps the DRA manager the plugins are given (the
 	// framework's documented way to present DRA objects as a program
 	// sees them: the simulator's GPUDevices orders a node's devices for
-	// DRA's allocator).
+	// DRA's allocator). If it is a DRAPodNoter, DynamicResources'
+	// PreFilter tells it the pod it runs for.
 	WrapDRA func(fwk.SharedDRAManager) fwk.SharedDRAManager
 }
 

@@ -143,6 +143,9 @@ func (s *sim) groupAttempt(ctx context.Context, a scheduler.Attempt) {
 		cost = 5 * time.Millisecond
 	}
 	s.busyUntil = s.now.Add(cost * time.Duration(max(len(a.Members), 1)))
+	if m := s.x.gpuDRA; m != nil {
+		defer m.attemptEnded()
+	}
 	s.sched.ScheduleOne(ctx, a)
 }
 

@@ -2,8 +2,11 @@ package sim
 
 import (
 	"cmp"
+	"encoding/binary"
+	"hash/fnv"
 	"slices"
 
+	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -19,10 +22,11 @@ import (
 // the best fit: for a share, the GPU with the least left that holds it;
 // for whole GPUs, the first fully free ones. That is the choice of GPUs
 // of DotProd, GpuClustering, GpuPacking and BestFit, made by DRA's own
-// allocation. Under FGD, for the share of the lone pod being scheduled,
-// each node's devices are listed with the GPU FGD chooses there first,
-// so that DRA's allocation takes it. Without a policy the order is the
-// published one.
+// allocation. Under FGD and Random, for the share of the pod being
+// scheduled (a lone pod, or a group's member: DynamicResources' PreFilter
+// names it, PreFilterFor), each node's devices are listed with the GPU
+// the policy chooses there first, so that DRA's allocation takes it.
+// Without a policy the order is the published one.
 //
 // Its slice lists are for one cycle at a time (the framework's
 // parallelism is 1).
@@ -121,25 +125,98 @@ func (l fullestFirstLister) ListWithDeviceTaintRules() ([]*resourceapi.ResourceS
 	if len(l.d.cache) > 4*len(list)+64 {
 		clear(l.d.cache)
 	}
-	var share gpu.Request
-	fgd := false
-	if lone := l.d.m.lone; lone != nil {
-		if r, ok := usageOfPod(lone).request(); ok && l.d.m.fgdChooses(lone, r) {
-			share, fgd = r, true
-		}
-	}
+	choose := l.d.choice()
 	out := slices.Clone(list)
 	for i, sl := range list {
 		if u := used[sl.Spec.Pool.Name]; sl.Spec.Driver == traceGPUDriver && len(u) > 0 {
 			left := leftOf(sl, u)
 			first := -1
-			if fgd {
-				first = l.d.fgdChoice(sl, left, share)
+			if choose != nil {
+				first = choose(sl, left)
 			}
 			out[i] = l.d.ordered(sl, left, first)
 		}
 	}
 	return out, nil
+}
+
+// PreFilterFor notes the pod DynamicResources' PreFilter runs for
+// (profile.DRAPodNoter): the slices it lists then put the GPU the
+// policy chooses for the pod's share first.
+func (d *draFullestFirst) PreFilterFor(pod *v1.Pod) { d.m.pod = pod }
+
+// choice is how the policy chooses the GPU of the share of the pod
+// being scheduled (m.pod) on a GPU slice, given what each device has
+// left: the index of a device to list first, or -1 to keep the fullest
+// first. nil if the best fit is the policy's choice: the policy is
+// neither FGD nor Random, the pod asks for no share, or no pod is
+// noted.
+func (d *draFullestFirst) choice() func(sl *resourceapi.ResourceSlice, left []int64) int {
+	pod := d.m.pod
+	if pod == nil {
+		return nil
+	}
+	r, ok := usageOfPod(pod).request()
+	switch {
+	case !ok || !r.Shared():
+		return nil
+	case d.m.fgdChooses(pod, r):
+		return func(sl *resourceapi.ResourceSlice, left []int64) int { return d.fgdChoice(sl, left, r) }
+	case d.m.policy == gpu.Random:
+		draw := randomDraw(d.m.seed, pod)
+		return func(_ *resourceapi.ResourceSlice, left []int64) int { return randomChoice(left, r.Share, draw) }
+	}
+	return nil
+}
+
+// randomDraw is the Random policy's draw for pod's share, from the
+// run's seed and the pod's namespace, name and UID: the same pod draws
+// the same in a run of the same seed, on every node and in every
+// attempt, whatever else the run drew. O(the pod's names).
+func randomDraw(seed uint64, pod *v1.Pod) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], seed)
+	h.Write(b[:])
+	for _, s := range []string{pod.Namespace, pod.Name, string(pod.UID)} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	// FNV's high bits depend little on the last bytes: mix them in
+	// (splitmix64's finaliser), since the draw is taken modulo a
+	// small number.
+	x := h.Sum64()
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// randomChoice is the Random policy's GPU for a share, given what each
+// GPU of a node has left and the pod's draw: uniform among the GPUs that
+// hold it. GPUs with as much left are alike (one model, one capacity),
+// so the draw picks the amount left, each with the chance of the number
+// of GPUs that have it, and the first GPU (in index order) of that
+// amount: the node's GPUs end as a uniform draw would leave them, up to
+// their names, and nodes alike stay alike for DynamicResources' memo (an
+// idle node keeps its published order). -1 if the draw is the best fit
+// (the fullest-first order takes it) or no GPU holds the share.
+// O(GPUs log GPUs).
+func randomChoice(left []int64, share int64, draw uint64) int {
+	var holds []int64
+	for _, l := range left {
+		if l >= share {
+			holds = append(holds, l)
+		}
+	}
+	if len(holds) == 0 {
+		return -1
+	}
+	slices.Sort(holds)
+	amount := holds[draw%uint64(len(holds))]
+	if amount == holds[0] {
+		return -1
+	}
+	return slices.Index(left, amount)
 }
 
 // fgdChoice is the index of the device of sl (its node's GPUs, with what

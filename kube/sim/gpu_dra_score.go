@@ -27,10 +27,13 @@ type gpuDRAModel struct {
 	rnd       *rand.Rand
 	// h is GPUDevices' handle, once the framework built the plugin.
 	h fwk.Handle
-	// lone is the pod of the lone pod's cycle the simulator runs now
-	// (nil in a group's cycle, and between cycles): with FGD its share
-	// goes to the GPU FGD chooses (draFullestFirst).
-	lone *v1.Pod
+	// pod is the pod DynamicResources' PreFilter ran for last in the
+	// attempt now running (a lone pod, or the member of a group being
+	// placed; nil between attempts): with FGD or Random its share goes
+	// to the GPU the policy chooses (draFullestFirst).
+	pod *v1.Pod
+	// seed is the run's, from which Random draws a share's GPU.
+	seed uint64
 	// memo keeps FGD's scores by node content (made at the first score,
 	// once the trace has set the workload).
 	memo *gpu.Memo
@@ -45,7 +48,7 @@ func (m *gpuDRAModel) fgdMemo() *gpu.Memo {
 }
 
 func newGPUDRAModel(sc *Scenario) *gpuDRAModel {
-	return &gpuDRAModel{rnd: rand.New(rand.NewPCG(sc.Seed, 0x6770))}
+	return &gpuDRAModel{rnd: rand.New(rand.NewPCG(sc.Seed, 0x6770)), seed: sc.Seed}
 }
 
 // gpuDRAScore is GPUDevices when DRA allocates: a score plugin only, since
@@ -55,7 +58,8 @@ func newGPUDRAModel(sc *Scenario) *gpuDRAModel {
 // manager's view: the claims as the simulator stored them, with the
 // allocations in flight), and the pod is put on the GPUs DRA's allocator
 // takes, which, with the devices listed fullest first (draFullestFirst),
-// are the best fit (gpu.Node.BestFit).
+// are the best fit (gpu.Node.BestFit), or FGD's choice under FGD (Random's
+// score does not depend on the GPUs).
 //
 // Not safe for concurrent cycles (the framework's parallelism is 1, and
 // the Random policy's source has no lock).
@@ -105,7 +109,8 @@ func policyOfArgs(obj runtime.Object) (p gpu.Policy, ok bool, err error) {
 func (*gpuDRAScore) Name() string { return gpuDevicesName }
 
 // Score is the policy's score (0 to 100) of the node with the pod on the
-// GPUs DRA would allocate it (the best fit); 0 if they do not hold it.
+// GPUs DRA would allocate it (the best fit, or FGD's choice); 0 if they
+// do not hold it.
 // O(pods on the node + the policy's cost), a claim looked up per GPU pod;
 // the pod's request is summed once per pod object.
 func (p *gpuDRAScore) Score(_ context.Context, _ fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
@@ -130,10 +135,14 @@ func (p *gpuDRAScore) Score(_ context.Context, _ fwk.CycleState, pod *v1.Pod, ni
 }
 
 // fgdChooses reports whether DRA is shown pod's GPUs in FGD's order:
-// under FGD, for the share of the lone pod being scheduled.
+// under FGD, for the share of the pod being scheduled (m.pod).
 func (m *gpuDRAModel) fgdChooses(pod *v1.Pod, r gpu.Request) bool {
-	return m.hasPolicy && m.policy == gpu.FGD && m.lone != nil && pod.UID == m.lone.UID && r.Shared()
+	return m.hasPolicy && m.policy == gpu.FGD && m.pod != nil && pod.UID == m.pod.UID && r.Shared()
 }
+
+// attemptEnded forgets the pod of the attempt that ended, so that no
+// slice list outside an attempt is ordered for it.
+func (m *gpuDRAModel) attemptEnded() { m.pod = nil }
 
 // ScoreExtensions: none; the policies score from 0 to 100 already.
 func (*gpuDRAScore) ScoreExtensions() fwk.ScoreExtensions { return nil }

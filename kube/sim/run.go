@@ -396,8 +396,7 @@ func (s *sim) attempt(ctx context.Context, info scheduler.Attempt) {
 	}
 	s.busyUntil = s.now.Add(cost)
 	if m := s.x.gpuDRA; m != nil {
-		m.lone = info.Item
-		defer func() { m.lone = nil }()
+		defer m.attemptEnded()
 	}
 	out := s.sched.ScheduleOne(ctx, info)
 	if out.Result != scheduler.Scheduled && st != nil {
