@@ -149,11 +149,17 @@ type memoAnswer struct {
 func (c *draCycle) Clone() fwk.StateData { return c }
 
 // PreFilter is upstream's, and starts the cycle's memo when the cycle
-// is one it can serve. O(slices + allocated devices + the pod's claims).
+// is one it can serve. In a PodGroup's cycle upstream is given the pod
+// with its claims in flight last (inFlightLast). O(slices + allocated
+// devices + the pod's claims).
 func (d *draMemo) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	d.pre.Lock()
+	up := pod
+	if cs.GetPodGroupSchedulingCycle() != nil {
+		up = d.inFlightLast(pod)
+	}
 	d.tap.arm()
-	res, st := d.DynamicResources.PreFilter(ctx, cs, pod, nodes)
+	res, st := d.DynamicResources.PreFilter(ctx, cs, up, nodes)
 	list, state := d.tap.take()
 	d.pre.Unlock()
 	if !st.IsSuccess() {

@@ -89,6 +89,59 @@ func (d *draMemo) noteShare(cs fwk.CycleState, pod *v1.Pod) {
 	cs.Write(draShareKey, &draShare{claims: refs})
 }
 
+// inFlightLast returns pod, or, if one of its claims that some pod
+// holds in flight (unallocated, with an allocation pending) comes before
+// one that is not, a shallow copy of it whose claims in flight come after
+// the others, each part in the pod's order. Upstream's PreFilter gives
+// it, in a PodGroup's cycle, to upstream's plugin, whose state lists the
+// claims in that order: within such a cycle a member reuses another's
+// allocation in flight, and upstream's Filter (kube-scheduler v1.37.2)
+// lists the results of the claims it allocates before the allocations it
+// reuses while its Reserve pairs them with the claims in the order of
+// the pod, so that a member with a reused claim before one of its own
+// would hold (and write) each claim's allocation under the other's name:
+// devices in flight that the claim does not ask for, and its own devices
+// not in flight. Only the state's order changes: upstream's later calls
+// read the claims from the state, and the pod only for who it is and
+// its containers. O(the pod's claims).
+func (d *draMemo) inFlightLast(pod *v1.Pod) *v1.Pod {
+	tracker := d.h.SharedDRAManager().ResourceClaims()
+	var rest, inFlight []v1.PodResourceClaim
+	for i := range pod.Spec.ResourceClaims {
+		if claimInFlight(tracker, pod, &pod.Spec.ResourceClaims[i]) {
+			inFlight = append(inFlight, pod.Spec.ResourceClaims[i])
+		} else {
+			rest = append(rest, pod.Spec.ResourceClaims[i])
+		}
+	}
+	if len(inFlight) == 0 || slices.Equal(claimNames(pod.Spec.ResourceClaims[:len(rest)]), claimNames(rest)) {
+		return pod
+	}
+	cp := *pod
+	cp.Spec.ResourceClaims = append(rest, inFlight...)
+	return &cp
+}
+
+// claimInFlight reports whether pc names a claim that is not allocated
+// and has an allocation in flight.
+func claimInFlight(tracker fwk.ResourceClaimTracker, pod *v1.Pod, pc *v1.PodResourceClaim) bool {
+	name, _, err := resourceclaim.Name(pod, pc)
+	if err != nil || name == nil {
+		return false
+	}
+	c, err := tracker.Get(pod.Namespace, *name)
+	return err == nil && c.Status.Allocation == nil && tracker.GetPendingAllocation(c.UID) != nil
+}
+
+// claimNames lists the names of pod claims.
+func claimNames(pcs []v1.PodResourceClaim) []string {
+	names := make([]string, len(pcs))
+	for i, pc := range pcs {
+		names[i] = pc.Name
+	}
+	return names
+}
+
 // noteNode records the node of a PodGroup member's Reserve, read from the
 // snapshot (on the scheduling loop), for a later rederive.
 func (d *draMemo) noteNode(cs fwk.CycleState, nodeName string) {
@@ -148,7 +201,7 @@ func (d *draMemo) rederive(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	}
 	d.DynamicResources.Unreserve(ctx, cs, pod, nodeName)
 	d.pre.Lock() // the tap is not armed: what this PreFilter reads is kept by no one
-	_, st := d.DynamicResources.PreFilter(ctx, cs, pod, nil)
+	_, st := d.DynamicResources.PreFilter(ctx, cs, d.inFlightLast(pod), nil)
 	d.pre.Unlock()
 	if st.IsSkip() {
 		return nil
