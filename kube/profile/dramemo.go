@@ -53,11 +53,14 @@ type draMemo struct {
 	tap *draTap // the DRA manager of h, if the framework was given one
 	// pre serialises PreFilter, so that what the tap keeps between arm
 	// and take is this PreFilter's. Lock order: the claims' locks of a
-	// PreBind (locks, in UID order), then pre, then the tap's mu
-	// (taken inside upstream's PreFilter); a cycle's mu, then mu
+	// PreBind (locks, in UID order), then regroup, then pre, then the
+	// tap's mu (taken inside upstream's PreFilter); a cycle's mu, then mu
 	// (filterKey names the shapes while it builds a key). Neither mu is
 	// held while upstream's code runs.
 	pre sync.Mutex
+	// regroup serialises rederives (drashare.go): they write the pod
+	// group states of gangs in binding (upstream's, which has no lock).
+	regroup sync.Mutex
 
 	mu     sync.Mutex
 	shapes map[*resourceapi.ResourceSlice]sliceShape // each slice seen
