@@ -193,3 +193,30 @@ func (g *draGang) noDeviceTwice(claims []*resourceapi.ResourceClaim) {
 		}
 	}
 }
+
+// TestFrameworkGangMemberSharesTwoClaims: g-1 shares claim "left" with
+// g-0 and claim "right" with g-2, on n1's two GPUs; the PreBinds run on
+// the cycle, in the members' order. g-0's PreBind allocates "left", so
+// g-1's derives its state again while "right" is still in flight for it
+// and g-2: every member binds, "left" and "right" each allocated once.
+func TestFrameworkGangMemberSharesTwoClaims(t *testing.T) {
+	claims := []*resourceapi.ResourceClaim{namedGPUClaim("left"), namedGPUClaim("right")}
+	g := newDRAGangOn(t, gpusSlice("n1", 2), claims, true, nil)
+	uses := [][]string{{"left"}, {"left", "right"}, {"right"}}
+	g.f.addFWGang("g", 3, 3, func(i int, p *v1.Pod) { usesClaims(p, uses[i]...) })
+	out := g.f.once()
+	g.f.s.Wait()
+	if bound := g.bound(); !slices.Equal(bound, []string{"g-0", "g-1", "g-2"}) {
+		t.Fatalf("outcome %+v; bound %v, want every member; reported %q", out, bound, g.r.failures)
+	}
+	g.noDeviceTwice(claims)
+	for _, c := range claims {
+		got, err := g.client.ResourceV1().ResourceClaims(c.Namespace).Get(context.Background(), c.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Allocation == nil || len(got.Status.ReservedFor) != 2 {
+			t.Errorf("claim %s: allocation %v, reserved for %v; want allocated, reserved for two members", c.Name, got.Status.Allocation, got.Status.ReservedFor)
+		}
+	}
+}
