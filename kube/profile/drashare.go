@@ -266,7 +266,12 @@ func rederiveFailed(step string, st *fwk.Status) *fwk.Status {
 	if st.IsSkip() {
 		return fwk.AsStatus(fmt.Errorf("DynamicResources: deriving the pod's state again: %s skipped", step))
 	}
-	return fwk.NewStatus(st.Code(), append([]string{"deriving the pod's state again: " + step}, st.Reasons()...)...)
+	reasons := slices.Clone(st.Reasons())
+	if len(reasons) == 0 {
+		reasons = []string{st.Code().String()}
+	}
+	reasons[0] = "deriving the pod's state again, at " + step + ": " + reasons[0]
+	return fwk.NewStatus(st.Code(), reasons...)
 }
 
 // claimLocks serialises the PreBinds of the PodGroup members that share

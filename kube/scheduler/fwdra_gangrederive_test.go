@@ -10,7 +10,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clienttesting "k8s.io/client-go/testing"
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
@@ -219,4 +221,50 @@ func TestFrameworkGangMemberSharesTwoClaims(t *testing.T) {
 			t.Errorf("claim %s: allocation %v, reserved for %v; want allocated, reserved for two members", c.Name, got.Status.Allocation, got.Status.ReservedFor)
 		}
 	}
+}
+
+// TestFrameworkGangRederiveFailureGivesBack: two members share claim
+// "shared" and have a claim of their own each; the PreBinds run on the
+// cycle. While the first PreBind writes "shared", the other member's own
+// claim starts being deleted, so that member's rederive fails: it does
+// not bind, and what it held in flight is given back (nothing is left in
+// flight), while the first member binds.
+func TestFrameworkGangRederiveFailureGivesBack(t *testing.T) {
+	claims := []*resourceapi.ResourceClaim{namedGPUClaim("shared"), namedGPUClaim("own-0"), namedGPUClaim("own-1")}
+	g := newDRAGangOn(t, gpusSlice("n1", 3), claims, true, nil)
+	var once sync.Once
+	doomed := ""
+	g.client.PrependReactor("update", "resourceclaims", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		u := a.(clienttesting.UpdateAction)
+		in := u.GetObject().(*resourceapi.ResourceClaim)
+		if u.GetSubresource() != "status" || in.Name != "shared" || len(in.Status.ReservedFor) == 0 {
+			return false, nil, nil
+		}
+		once.Do(func() {
+			other := map[string]string{"g-0": "g-1", "g-1": "g-0"}[in.Status.ReservedFor[0].Name]
+			doomed = other
+			c := namedGPUClaim("own-" + other[len(other)-1:])
+			now := metav1.Now()
+			c.DeletionTimestamp, c.ResourceVersion = &now, "2"
+			if err := g.fw.UpdateObject(c); err != nil {
+				t.Error(err)
+			}
+		})
+		return false, nil, nil
+	})
+	g.f.addFWGang("g", 2, 2, func(i int, p *v1.Pod) { usesClaims(p, "shared", fmt.Sprintf("own-%d", i)) })
+	g.f.once()
+	g.f.s.Wait()
+	if doomed == "" {
+		t.Fatal("no PreBind wrote claim shared")
+	}
+	if bound := g.bound(); len(bound) != 1 || bound[0] == doomed {
+		t.Errorf("bound %v, want the member other than %s only; reported %q", bound, doomed, g.r.failures)
+	}
+	for _, c := range claims {
+		if p := g.fw.Framework().SharedDRAManager().ResourceClaims().GetPendingAllocation(c.UID); p != nil {
+			t.Errorf("claim %s still in flight after the failed rederive's binding ended: %v", c.Name, p)
+		}
+	}
+	g.noDeviceTwice(claims)
 }
