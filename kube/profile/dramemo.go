@@ -55,11 +55,14 @@ type draMemo struct {
 	tap *draTap // the DRA manager of h, if the framework was given one
 	// pre serialises PreFilter, so that what the tap keeps between arm
 	// and take is this PreFilter's. Lock order: the claims' locks of a
-	// PreBind (locks, in UID order), then pre, then the tap's mu
-	// (taken inside upstream's PreFilter); a cycle's mu, then mu
+	// PreBind (locks, in UID order), then regroup, then pre, then the
+	// tap's mu (taken inside upstream's PreFilter); a cycle's mu, then mu
 	// (filterKey names the shapes while it builds a key). Neither mu is
 	// held while upstream's code runs.
 	pre sync.Mutex
+	// regroup serialises rederives (drashare.go): they write the pod
+	// group states of gangs in binding (upstream's, which has no lock).
+	regroup sync.Mutex
 
 	mu     sync.Mutex
 	shapes map[*resourceapi.ResourceSlice]sliceShape // each slice seen
@@ -168,12 +171,18 @@ type memoAnswer struct {
 func (c *draCycle) Clone() fwk.StateData { return c }
 
 // PreFilter tells the DRA manager the pod (DRAPodNoter), is upstream's,
-// and starts the cycle's memo when the cycle is one it can serve. O(slices + allocated devices + the pod's claims).
+// and starts the cycle's memo when the cycle is one it can serve. In a
+// PodGroup's cycle upstream is given the pod with its claims in flight
+// last (inFlightLast). O(slices + allocated devices + the pod's claims).
 func (d *draMemo) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	d.pre.Lock()
 	d.tap.preFilterFor(pod)
+	up := pod
+	if cs.GetPodGroupSchedulingCycle() != nil {
+		up = d.inFlightLast(pod)
+	}
 	d.tap.arm()
-	res, st := d.DynamicResources.PreFilter(ctx, cs, pod, nodes)
+	res, st := d.DynamicResources.PreFilter(ctx, cs, up, nodes)
 	list, state := d.tap.take()
 	d.pre.Unlock()
 	if !st.IsSuccess() {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 
@@ -204,10 +205,21 @@ type draGang struct {
 // claim; syncBind runs PreBind on the cycle's goroutine.
 func newDRAGang(t *testing.T, claim *resourceapi.ResourceClaim, syncBind bool) *draGang {
 	t.Helper()
-	g := &draGang{client: claimServer(t, claim), b: &lockedBinder{binds: map[string]string{}}, r: &failureLog{}}
+	return newDRAGangOn(t, gpuSlice("n1"), []*resourceapi.ResourceClaim{claim}, syncBind, nil)
+}
+
+// newDRAGangOn builds a draGang whose node n1 has slice's devices, whose
+// claim server and framework hold claims, and whose framework's DRA
+// manager is wrapped by wrap if it is not nil.
+func newDRAGangOn(t *testing.T, slice *resourceapi.ResourceSlice, claims []*resourceapi.ResourceClaim, syncBind bool, wrap func(fwk.SharedDRAManager) fwk.SharedDRAManager) *draGang {
+	t.Helper()
+	g := &draGang{client: claimServer(t, claims...), b: &lockedBinder{binds: map[string]string{}}, r: &failureLog{}}
+	objs := []runtime.Object{gpuClass(), slice}
+	for _, c := range claims {
+		objs = append(objs, c)
+	}
 	fw, err := profile.NewFrameworkOn(context.Background(), defaultProfile(t), profile.Setup{
-		Snapshot: backendcache.NewEmptySnapshot(), Client: g.client,
-		Objects: []runtime.Object{gpuClass(), gpuSlice("n1"), claim},
+		Snapshot: backendcache.NewEmptySnapshot(), Client: g.client, Objects: objs, WrapDRA: wrap,
 	})
 	if err != nil {
 		t.Fatal(err)
