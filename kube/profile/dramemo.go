@@ -46,8 +46,7 @@ import (
 // (drashare.go); with the
 // DRANodeAllocatableResources gate (alpha), whose Filter also reads the
 // node's pods, the registry gives upstream's plugin itself (draNoting).
-// Either tells the DRA manager which pod PreFilter runs for first
-// (DRAPodNoter).
+// Either tells Setup.NotePod which pod PreFilter runs for first.
 type draMemo struct {
 	*dynamicresources.DynamicResources
 	h fwk.Handle
@@ -130,8 +129,7 @@ func memoDRA(inner frameworkruntime.PluginFactory) frameworkruntime.PluginFactor
 }
 
 // draNoting is kube-scheduler's DynamicResources, whose PreFilter tells
-// the DRA manager which pod it runs for (DRAPodNoter), where the memo
-// cannot serve.
+// Setup.NotePod which pod it runs for, where the memo cannot serve.
 type draNoting struct {
 	*dynamicresources.DynamicResources
 	tap *draTap
@@ -170,7 +168,7 @@ type memoAnswer struct {
 // or a nominated pod's copy of the state gets the same answers.
 func (c *draCycle) Clone() fwk.StateData { return c }
 
-// PreFilter tells the DRA manager the pod (DRAPodNoter), is upstream's,
+// PreFilter tells Setup.NotePod the pod, is upstream's,
 // and starts the cycle's memo when the cycle is one it can serve. In a
 // PodGroup's cycle upstream is given the pod with its claims in flight
 // last (inFlightLast). O(slices + allocated devices + the pod's claims).

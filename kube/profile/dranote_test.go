@@ -21,7 +21,7 @@ type podNoter struct {
 	listed []bool
 }
 
-func (n *podNoter) PreFilterFor(pod *v1.Pod) {
+func (n *podNoter) notePod(pod *v1.Pod) {
 	n.told = append(n.told, pod.Name)
 	n.listed = append(n.listed, false)
 }
@@ -43,8 +43,8 @@ func (l noterSlices) ListWithDeviceTaintRules() ([]*resourceapi.ResourceSlice, e
 }
 
 // TestDRAPreFilterTellsTheManagerThePod: DynamicResources' PreFilter
-// tells a DRA manager that is a DRAPodNoter (Setup.WrapDRA's) which pod
-// it runs for before it lists the slices, whether the memo serves
+// tells Setup.NotePod which pod it runs for before it lists the slices
+// (through Setup.WrapDRA's manager), whether the memo serves
 // (the default) or upstream's plugin does (the DRANodeAllocatableResources
 // gate): the manager can list them for that pod.
 func TestDRAPreFilterTellsTheManagerThePod(t *testing.T) {
@@ -72,6 +72,7 @@ func TestDRAPreFilterTellsTheManagerThePod(t *testing.T) {
 					n = &podNoter{SharedDRAManager: m}
 					return n
 				},
+				NotePod: func(p *v1.Pod) { n.notePod(p) },
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 // returns what its own PreFilter read.
 type draTap struct {
 	fwk.SharedDRAManager
+	notePod func(*v1.Pod) // Setup.NotePod
 
 	mu     sync.Mutex
 	armed  bool
@@ -25,26 +26,15 @@ type draTap struct {
 	state  *structured.AllocatedState
 }
 
-func newDRATap(m fwk.SharedDRAManager) *draTap { return &draTap{SharedDRAManager: m} }
-
-// DRAPodNoter is a DRA manager (Setup.WrapDRA's) whose slice lists
-// depend on the pod being scheduled: DynamicResources' PreFilter, which
-// lists the slices its allocator tries, calls PreFilterFor with the pod
-// first, in a lone pod's cycle and for each member of a group's alike.
-// (The simulator lists a node's GPUs with a GPU policy's choice for the
-// pod first.)
-type DRAPodNoter interface {
-	PreFilterFor(pod *v1.Pod)
+func newDRATap(m fwk.SharedDRAManager, notePod func(*v1.Pod)) *draTap {
+	return &draTap{SharedDRAManager: m, notePod: notePod}
 }
 
-// preFilterFor tells the manager t wraps, if it is a DRAPodNoter, that
-// DynamicResources' PreFilter runs for pod. A nil tap does nothing.
+// preFilterFor tells Setup.NotePod, if set, that DynamicResources'
+// PreFilter runs for pod. A nil tap does nothing.
 func (t *draTap) preFilterFor(pod *v1.Pod) {
-	if t == nil {
-		return
-	}
-	if n, ok := t.SharedDRAManager.(DRAPodNoter); ok {
-		n.PreFilterFor(pod)
+	if t != nil && t.notePod != nil {
+		t.notePod(pod)
 	}
 }
 

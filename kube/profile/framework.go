@@ -107,9 +107,15 @@ type Setup struct {
 	// WrapDRA, if set, wraps the DRA manager the plugins are given (the
 	// framework's documented way to present DRA objects as a program
 	// sees them: the simulator's GPUDevices orders a node's devices for
-	// DRA's allocator). If it is a DRAPodNoter, DynamicResources'
-	// PreFilter tells it the pod it runs for.
+	// DRA's allocator).
 	WrapDRA func(fwk.SharedDRAManager) fwk.SharedDRAManager
+	// NotePod, if set, is told the pod DynamicResources' PreFilter runs
+	// for, before that PreFilter lists the slices its allocator tries,
+	// in a lone pod's cycle and for each member of a group's alike: for
+	// a WrapDRA whose slice lists depend on the pod (the simulator lists
+	// a node's GPUs with a GPU policy's choice for the pod first). It
+	// runs on the scheduling loop and must be fast.
+	NotePod func(*v1.Pod)
 }
 
 // wiring is the clientset, informer factory and DRA manager a framework's
@@ -178,7 +184,7 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 	if s.WrapDRA != nil {
 		w.dra = s.WrapDRA(w.dra)
 	}
-	w.dra = newDRATap(w.dra)
+	w.dra = newDRATap(w.dra, s.NotePod)
 	f, err := frameworkruntime.NewFramework(ctx, r, prof,
 		frameworkruntime.WithClientSet(w.client),
 		frameworkruntime.WithInformerFactory(w.factory),

@@ -24,7 +24,7 @@ import (
 // of DotProd, GpuClustering, GpuPacking and BestFit, made by DRA's own
 // allocation. Under FGD and Random, for the share of the pod being
 // scheduled (a lone pod, or a group's member: DynamicResources' PreFilter
-// names it, PreFilterFor), each node's devices are listed with the GPU
+// names it, notePod), each node's devices are listed with the GPU
 // the policy chooses there first, so that DRA's allocation takes it.
 // Without a policy the order is the published one.
 //
@@ -140,10 +140,10 @@ func (l fullestFirstLister) ListWithDeviceTaintRules() ([]*resourceapi.ResourceS
 	return out, nil
 }
 
-// PreFilterFor notes the pod DynamicResources' PreFilter runs for
-// (profile.DRAPodNoter): the slices it lists then put the GPU the
-// policy chooses for the pod's share first.
-func (d *draFullestFirst) PreFilterFor(pod *v1.Pod) { d.m.pod = pod }
+// notePod notes the pod DynamicResources' PreFilter runs for
+// (profile.Setup.NotePod): the slices the manager lists then put the GPU
+// the policy chooses for the pod's share first.
+func (m *gpuDRAModel) notePod(pod *v1.Pod) { m.pod = pod }
 
 // choice is how the policy chooses the GPU of the share of the pod
 // being scheduled (m.pod) on a GPU slice, given what each device has

@@ -52,6 +52,7 @@ func (s *sim) newFramework(ctx context.Context, cfg *schedq.Config[types.Namespa
 	case mode == gpuModeDRA:
 		s.x.gpuDRA = newGPUDRAModel(s.sc)
 		setup.Plugins, setup.WrapDRA = gpuDRAPlugins(s.x.gpuDRA), newDRAFullestFirst(s.x.gpuDRA)
+		setup.NotePod = s.x.gpuDRA.notePod
 	}
 	fw, err := profile.NewFrameworkOn(ctx, &kcfg.Profiles[0], setup)
 	if err != nil {
