@@ -169,11 +169,10 @@ func (s *sim) makeClaims(p *v1.Pod) bool {
 		if t == nil {
 			continue
 		}
-		s.obj.claimSeq++
 		c := &resourceapi.ResourceClaim{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace:   p.Namespace,
-				Name:        fmt.Sprintf("%s-%s-%d", p.Name, pc.Name, s.obj.claimSeq),
+				Name:        s.newClaimName(p, pc.Name),
 				Labels:      t.Spec.Labels,
 				Annotations: map[string]string{podClaimAnnotation: pc.Name},
 				OwnerReferences: []metav1.OwnerReference{{
@@ -190,6 +189,20 @@ func (s *sim) makeClaims(p *v1.Pod) bool {
 		made = true
 	}
 	return made
+}
+
+// newClaimName names a claim made for pod p's claim pc from a template:
+// <pod>-<claim>-<n>, with the next n that no claim of p's namespace has
+// (a snapshot's or a forecast state's claims were named by others, and
+// put would write over one of the same name, losing its allocation).
+func (s *sim) newClaimName(p *v1.Pod, pc string) string {
+	for {
+		s.obj.claimSeq++
+		name := fmt.Sprintf("%s-%s-%d", p.Name, pc, s.obj.claimSeq)
+		if s.storedClaim(p.Namespace, name) == nil {
+			return name
+		}
+	}
 }
 
 func ptrTo[T any](v T) *T { return &v }
