@@ -8,6 +8,7 @@ import (
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
@@ -236,8 +237,13 @@ func (l *liveState) copyObjects() []runtime.Object {
 // forecastStores returns, in a fixed order, the stores of the watched
 // informers (see watched) whose objects a forecast's state carries:
 // volumes, volume claims, storage classes, CSI nodes and DRA's device
-// classes, slices and claims. A kind no plugin watches is left out.
-func forecastStores(w map[string]cache.SharedIndexInformer) []cache.Store {
+// classes, slices and claims. A kind no plugin watches is left out. With
+// DRA's claims watched, it adds an informer of factory's for the
+// ResourceClaimTemplates, which no plugin reads: the forecast makes from
+// them the claims of pods the resourceclaim controller has not served
+// yet, a what-if's pods above all; without them such a pod could never
+// start in the forecast.
+func forecastStores(factory informers.SharedInformerFactory, w map[string]cache.SharedIndexInformer) []cache.Store {
 	var out []cache.Store
 	for _, kind := range []string{clusterevent.PersistentVolume, clusterevent.PersistentVolumeClaim,
 		clusterevent.StorageClass, clusterevent.CSINode, clusterevent.DeviceClass,
@@ -245,6 +251,9 @@ func forecastStores(w map[string]cache.SharedIndexInformer) []cache.Store {
 		if inf := w[kind]; inf != nil {
 			out = append(out, inf.GetStore())
 		}
+	}
+	if w[clusterevent.ResourceClaim] != nil {
+		out = append(out, factory.Resource().V1().ResourceClaimTemplates().Informer().GetStore())
 	}
 	return out
 }

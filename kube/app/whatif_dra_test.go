@@ -1,0 +1,58 @@
+package app
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// draTemplate is a ResourceClaimTemplate of default asking for one
+// device of testDriver.
+func draTemplate(name string) *resourceapi.ResourceClaimTemplate {
+	c := draClaim(name, testDriver)
+	return &resourceapi.ResourceClaimTemplate{ObjectMeta: c.ObjectMeta,
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: c.Spec}}
+}
+
+// TestWhatIfClaimFromATemplate: the whole scheduler on a fake clientset,
+// with n1's one device free. A what-if pod that claims a device from a
+// ResourceClaimTemplate of the cluster fits now on n1 and starts at once:
+// the forecast's state carries the templates, from which the simulator
+// makes the pod's claim as the resourceclaim controller would. Without
+// them the pod's claim was never made, and it was answered "does not fit
+// now", never starting.
+func TestWhatIfClaimFromATemplate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client := fakeCluster(testNode("n1", "2"), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
+			draClass(), draSlice("n1"), draTemplate("one-gpu"))
+		o := upstreamOptions(t)
+		handlers := make(chan http.Handler, 1)
+		o.serving = func(h http.Handler) { handlers <- h }
+		runUpstream(t, client, o)
+		h := <-handlers
+		pod := `apiVersion: v1
+kind: Pod
+metadata: {name: w, namespace: default}
+spec:
+  containers: [{name: c, image: x, resources: {requests: {cpu: 100m}, claims: [{name: gpu}]}}]
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
+`
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/debug/whatif", strings.NewReader(pod)))
+		var a whatIfAnswer
+		if err := json.Unmarshal(rec.Body.Bytes(), &a); rec.Code != http.StatusOK || err != nil || len(a.Pods) != 1 {
+			t.Fatalf("HTTP %d %v: %s", rec.Code, err, rec.Body)
+		}
+		if p := a.Pods[0]; !p.FitsNow || p.Node != "n1" || !p.Forecast.Starts || p.Forecast.Wait > time.Second {
+			t.Errorf("got %+v, want it to fit now on n1 and start at once", p)
+		}
+	})
+}
