@@ -28,7 +28,8 @@ func draTemplate(name string) *resourceapi.ResourceClaimTemplate {
 // the forecast's state carries the templates, from which the simulator
 // makes the pod's claim as the resourceclaim controller would. Without
 // them the pod's claim was never made, and it was answered "does not fit
-// now", never starting.
+// now", never starting. One whose template the cluster does not have is
+// refused (400).
 func TestWhatIfClaimFromATemplate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		client := fakeCluster(testNode("n1", "2"), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
@@ -53,6 +54,13 @@ spec:
 		}
 		if p := a.Pods[0]; !p.FitsNow || p.Node != "n1" || !p.Forecast.Starts || p.Forecast.Wait > time.Second {
 			t.Errorf("got %+v, want it to fit now on n1 and start at once", p)
+		}
+		// A template the cluster does not have: refused, as a missing
+		// PodGroup is (sim.TestWhatIfRefusesMissingClaims).
+		rec = httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/debug/whatif", strings.NewReader(strings.Replace(pod, "one-gpu", "nope", 1))))
+		if want := "ResourceClaimTemplate default/nope (spec.resourceClaims gpu) does not exist"; rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("a missing template: HTTP %d %s, want 400 with %q", rec.Code, rec.Body, want)
 		}
 	})
 }

@@ -60,3 +60,52 @@ func isTraceGPUClass(o runtime.Object) bool {
 	c, ok := o.(*resourceapi.DeviceClass)
 	return ok && c.Name == traceGPUDriver
 }
+
+// draNames are the ResourceClaims and ResourceClaimTemplates of a state
+// (namespace/name), if it has DRA's objects at all (dra): without them
+// the scheduler's profile may not run DynamicResources, or the live
+// scheduler copies none.
+type draNames struct {
+	dra               bool
+	claims, templates map[string]bool
+}
+
+// draNamesOf lists st's claims and templates. O(objects).
+func draNamesOf(st *ForecastState) draNames {
+	d := draNames{claims: map[string]bool{}, templates: map[string]bool{}}
+	for _, o := range st.Objects {
+		switch x := o.(type) {
+		case *resourceapi.ResourceClaim:
+			d.claims[x.Namespace+"/"+x.Name] = true
+		case *resourceapi.ResourceClaimTemplate:
+			d.templates[x.Namespace+"/"+x.Name] = true
+		case *resourceapi.DeviceClass, *resourceapi.ResourceSlice:
+		default:
+			continue
+		}
+		d.dra = true
+	}
+	return d
+}
+
+// check refuses a what-if pod one of whose claims names a ResourceClaim
+// or ResourceClaimTemplate that the state does not have: a what-if adds
+// Pods and PodGroups only, so nothing would make it, and the pod, gated
+// by DynamicResources for ever, would be answered as if no device were
+// free. O(the pod's claims).
+func (d draNames) check(p *v1.Pod) error {
+	if !d.dra {
+		return nil
+	}
+	for _, pc := range p.Spec.ResourceClaims {
+		kind, name, have := "ResourceClaim", pc.ResourceClaimName, d.claims
+		if pc.ResourceClaimTemplateName != nil {
+			kind, name, have = "ResourceClaimTemplate", pc.ResourceClaimTemplateName, d.templates
+		}
+		if name != nil && !have[p.Namespace+"/"+*name] {
+			return fmt.Errorf("pod %s: %s %s/%s (spec.resourceClaims %s) does not exist; a what-if adds Pods and PodGroups only",
+				framework.Key(p), kind, p.Namespace, *name, pc.Name)
+		}
+	}
+	return nil
+}
