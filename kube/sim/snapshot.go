@@ -170,16 +170,39 @@ func (o *snapshotObjects) add(dec runtime.Decoder, data []byte, where string) er
 			return fmt.Errorf("%s%s%w", where, describeObject(data), err)
 		}
 		for i, item := range items {
+			if unnamed(item) {
+				return fmt.Errorf("%s%sitems[%d]: %s: no metadata.name", where, describeObject(data), i, kindOf(item, gvk.Kind))
+			}
 			if !o.keep(item) {
 				return fmt.Errorf("%s%sitems[%d]: kind %s is not in a snapshot (%s)", where, describeObject(data), i, gvk.Kind, snapshotKinds)
 			}
 		}
 		return nil
 	}
+	if unnamed(obj) {
+		return fmt.Errorf("%s%sno metadata.name", where, cmpOr(describeObject(data), gvk.Kind+": "))
+	}
 	if !o.keep(obj) {
 		return fmt.Errorf("%s%skind %s is not in a snapshot (%s)", where, describeObject(data), gvk.Kind, snapshotKinds)
 	}
 	return nil
+}
+
+// unnamed reports whether obj has no metadata.name, which the API server
+// never holds: such a node, pod or object would be keyed by its
+// namespace alone.
+func unnamed(obj runtime.Object) bool {
+	m, ok := obj.(metav1.Object)
+	return ok && m.GetName() == ""
+}
+
+// kindOf is the kind of a typed list's item: its own, or the list's
+// without "List" (the API leaves the items' kind out).
+func kindOf(obj runtime.Object, list string) string {
+	if k := obj.GetObjectKind().GroupVersionKind().Kind; k != "" {
+		return k
+	}
+	return strings.TrimSuffix(list, "List")
 }
 
 // keep adds obj to its list, false if it is of no kind a snapshot holds.
