@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -407,13 +408,11 @@ func (s *sim) snapshotObjects(others []runtime.Object, uids map[types.UID]types.
 	for _, obj := range others {
 		key := objectKey(obj)
 		if seen[key] {
-			m := obj.(metav1.Object)
-			return fmt.Errorf("%s %s/%s appears twice", strings.TrimPrefix(fmt.Sprintf("%T", obj), "*"), m.GetNamespace(), m.GetName())
+			return fmt.Errorf("%s appears twice", nameObject(obj))
 		}
 		seen[key] = true
 		if s.obj.byKey[key] != nil {
-			m := obj.(metav1.Object)
-			return fmt.Errorf("%s %s/%s is also in the scenario's objects", strings.TrimPrefix(fmt.Sprintf("%T", obj), "*"), m.GetNamespace(), m.GetName())
+			return fmt.Errorf("%s is also in the scenario's objects", nameObject(obj))
 		}
 		if c, ok := obj.(*resourceapi.ResourceClaim); ok {
 			for i, r := range c.OwnerReferences {
@@ -433,6 +432,18 @@ func (s *sim) snapshotObjects(others []runtime.Object, uids map[types.UID]types.
 		sum.Objects++
 	}
 	return nil
+}
+
+// nameObject names obj as a person would: its kind, then its namespace
+// and name, or its name alone for a kind without a namespace
+// ("ResourceClaim ml/c", "DeviceClass gpu.example.com").
+func nameObject(obj runtime.Object) string {
+	m := obj.(metav1.Object)
+	kind := reflect.TypeOf(obj).Elem().Name()
+	if m.GetNamespace() == "" {
+		return kind + " " + m.GetName()
+	}
+	return kind + " " + m.GetNamespace() + "/" + m.GetName()
 }
 
 func (s *sim) snapshotPod(p *v1.Pod, sum *SnapshotSummary) error {

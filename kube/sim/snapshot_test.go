@@ -70,6 +70,10 @@ func TestSnapshotMalformed(t *testing.T) {
 			"document 2: ResourceClaim ml/: no metadata.name"},
 		{"slice without a name in a typed list", "apiVersion: resource.k8s.io/v1\nkind: ResourceSliceList\nitems:\n- {spec: {driver: d, nodeName: n1, pool: {name: p, resourceSliceCount: 1}}}\n",
 			"document 1: ResourceSliceList: items[0]: ResourceSlice: no metadata.name"},
+		{"device class twice", "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu.example.com}\n---\napiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu.example.com}\n",
+			": DeviceClass gpu.example.com appears twice"},
+		{"claim twice", "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c, namespace: ml}\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c, namespace: ml}\n",
+			": ResourceClaim ml/c appears twice"},
 		{"negative allocatable", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: \"-4\", memory: 1Gi}}\n", "node n1: allocatable cpu must not be negative, got -4"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
