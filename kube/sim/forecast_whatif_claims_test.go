@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -56,5 +58,38 @@ func TestWhatIfRefusesMissingClaims(t *testing.T) {
 				t.Errorf("got %+v, %v; want an error containing %q", w, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestReplayStateHasSnapshotNamespaces: a replay's state has the
+// snapshot's namespaces, with their labels, even one that holds no pod,
+// as docs/forecast.md says: a what-if pod of such a namespace is
+// answered, where it was refused for a namespace that "does not exist".
+func TestReplayStateHasSnapshotNamespaces(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "snap.yaml")
+	snap := "apiVersion: v1\nkind: Namespace\nmetadata: {name: team, labels: {tier: gold}}\n---\n" +
+		"apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: \"8\", memory: 32Gi, pods: \"110\"}}\n"
+	if err := os.WriteFile(path, []byte(snap), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc := &Scenario{Name: "t", Seed: 1, Snapshot: path, Duration: time.Minute}
+	r, err := NewReplay(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Until(0); err != nil {
+		t.Fatal(err)
+	}
+	st := r.State()
+	labels := map[string]string{}
+	for _, ns := range st.Namespaces {
+		labels[ns.Name] = ns.Labels["tier"]
+	}
+	if l, ok := labels["team"]; !ok || l != "gold" {
+		t.Errorf("the state's namespaces (and their tier) %v, want team (gold)", labels)
+	}
+	in := whatIfPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: w, namespace: team}\nspec: {containers: [{name: c, image: x}]}\n")
+	if w, err := RunWhatIf(sc, st, in, ForecastOptions{Horizon: time.Hour}); err != nil || !w.Pods[0].FitsNow {
+		t.Errorf("a pod of team: got %+v, %v; want it to fit now", w, err)
 	}
 }

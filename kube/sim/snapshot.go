@@ -343,6 +343,10 @@ func (s *sim) loadSnapshot(path string) error {
 		}
 		namespaces[ns.Name] = true
 		s.h.Cache.SetNamespace(ns)
+		if s.x.namespaces == nil {
+			s.x.namespaces = map[string]*v1.Namespace{}
+		}
+		s.x.namespaces[ns.Name] = ns
 	}
 	for _, n := range objs.nodes {
 		if _, dup := s.cl.nodes[n.Name]; dup {
