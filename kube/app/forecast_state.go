@@ -1,14 +1,19 @@
 package app
 
 import (
+	"context"
+	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
+	resourceinformers "k8s.io/client-go/informers/resource/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
@@ -46,7 +51,11 @@ type liveState struct {
 	groups     cache.Store // the PodGroup informer's; nil without
 	// objects are the stores of the volumes, claims and DRA objects the
 	// plugins watch (forecastStores): sim.ForecastState.Objects.
-	objects       []cache.Store
+	objects []cache.Store
+	// templates lists the ResourceClaimTemplates (templateInformer); nil
+	// without DRA. Until it has synced, the state says it has none
+	// (sim.ForecastState.TemplatesUnlisted).
+	templates     cache.SharedIndexInformer
 	schedulerName string
 	clock         clock.PassiveClock
 }
@@ -83,6 +92,13 @@ func (l *liveState) copy() (*sim.ForecastState, CopyStats) {
 	}
 	slices.SortFunc(st.Namespaces, func(a, b *v1.Namespace) int { return compareKeys(a.Name, b.Name) })
 	st.Objects = l.copyObjects()
+	if l.templates != nil {
+		if l.templates.HasSynced() {
+			st.Objects = append(st.Objects, storeObjects(l.templates.GetStore())...)
+		} else {
+			st.TemplatesUnlisted = true
+		}
+	}
 	if l.groups != nil {
 		for _, obj := range l.groups.List() {
 			if pg, ok := obj.(*schedulingv1beta1.PodGroup); ok {
@@ -221,13 +237,20 @@ func (l *liveState) pending(pods []any, order []string, nominated map[string]str
 func (l *liveState) copyObjects() []runtime.Object {
 	var out []runtime.Object
 	for _, s := range l.objects {
-		keys := s.ListKeys()
-		slices.Sort(keys)
-		for _, k := range keys {
-			if obj, ok, _ := s.GetByKey(k); ok {
-				if o, ok := obj.(runtime.Object); ok {
-					out = append(out, o)
-				}
+		out = append(out, storeObjects(s)...)
+	}
+	return out
+}
+
+// storeObjects lists the objects of s, sorted by key. O(k log k).
+func storeObjects(s cache.Store) []runtime.Object {
+	var out []runtime.Object
+	keys := s.ListKeys()
+	slices.Sort(keys)
+	for _, k := range keys {
+		if obj, ok, _ := s.GetByKey(k); ok {
+			if o, ok := obj.(runtime.Object); ok {
+				out = append(out, o)
 			}
 		}
 	}
@@ -237,13 +260,8 @@ func (l *liveState) copyObjects() []runtime.Object {
 // forecastStores returns, in a fixed order, the stores of the watched
 // informers (see watched) whose objects a forecast's state carries:
 // volumes, volume claims, storage classes, CSI nodes and DRA's device
-// classes, slices and claims. A kind no plugin watches is left out. With
-// DRA's claims watched, it adds an informer of factory's for the
-// ResourceClaimTemplates, which no plugin reads: the forecast makes from
-// them the claims of pods the resourceclaim controller has not served
-// yet, a what-if's pods above all; without them such a pod could never
-// start in the forecast.
-func forecastStores(factory informers.SharedInformerFactory, w map[string]cache.SharedIndexInformer) []cache.Store {
+// classes, slices and claims. A kind no plugin watches is left out.
+func forecastStores(w map[string]cache.SharedIndexInformer) []cache.Store {
 	var out []cache.Store
 	for _, kind := range []string{clusterevent.PersistentVolume, clusterevent.PersistentVolumeClaim,
 		clusterevent.StorageClass, clusterevent.CSINode, clusterevent.DeviceClass,
@@ -252,10 +270,33 @@ func forecastStores(factory informers.SharedInformerFactory, w map[string]cache.
 			out = append(out, inf.GetStore())
 		}
 	}
-	if w[clusterevent.ResourceClaim] != nil {
-		out = append(out, factory.Resource().V1().ResourceClaimTemplates().Informer().GetStore())
-	}
 	return out
+}
+
+// templateInformer returns, when DRA's claims are watched (w), an
+// informer of the ResourceClaimTemplates, which no plugin reads: the
+// forecast makes from them the claims of pods the resourceclaim
+// controller has not served yet, a what-if's pods above all; without
+// them such a pod could never start in the forecast. Nil otherwise. It
+// is not the shared factory's, whose sync the scheduler's start waits
+// for: a role that does not grant the templates' list (kube-scheduler's
+// own does not) must not hold up scheduling, only the forecasts' templates.
+// A failed list or watch is logged once as a warning, then at debug
+// level: the reflector retries for ever.
+func templateInformer(client kubernetes.Interface, w map[string]cache.SharedIndexInformer, log *slog.Logger) cache.SharedIndexInformer {
+	if w[clusterevent.ResourceClaim] == nil {
+		return nil
+	}
+	inf := resourceinformers.NewResourceClaimTemplateInformer(client, metav1.NamespaceAll, 0, cache.Indexers{})
+	var warned atomic.Bool
+	inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+		level := slog.LevelDebug
+		if !warned.Swap(true) {
+			level = slog.LevelWarn
+		}
+		log.Log(context.Background(), level, "cannot list or watch ResourceClaimTemplates: what-ifs of pods that claim from one are refused", "err", err)
+	})
+	return inf
 }
 
 // hold runs f, which takes one lock once, and keeps the longest duration.

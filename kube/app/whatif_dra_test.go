@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,7 +12,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // draTemplate is a ResourceClaimTemplate of default asking for one
@@ -21,6 +25,16 @@ func draTemplate(name string) *resourceapi.ResourceClaimTemplate {
 	return &resourceapi.ResourceClaimTemplate{ObjectMeta: c.ObjectMeta,
 		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: c.Spec}}
 }
+
+// templatePod is a what-if pod that claims a device from the template
+// one-gpu.
+const templatePod = `apiVersion: v1
+kind: Pod
+metadata: {name: w, namespace: default}
+spec:
+  containers: [{name: c, image: x, resources: {requests: {cpu: 100m}, claims: [{name: gpu}]}}]
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
+`
 
 // TestWhatIfClaimFromATemplate: the whole scheduler on a fake clientset,
 // with n1's one device free. A what-if pod that claims a device from a
@@ -39,13 +53,7 @@ func TestWhatIfClaimFromATemplate(t *testing.T) {
 		o.serving = func(h http.Handler) { handlers <- h }
 		runUpstream(t, client, o)
 		h := <-handlers
-		pod := `apiVersion: v1
-kind: Pod
-metadata: {name: w, namespace: default}
-spec:
-  containers: [{name: c, image: x, resources: {requests: {cpu: 100m}, claims: [{name: gpu}]}}]
-  resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
-`
+		pod := templatePod
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/debug/whatif", strings.NewReader(pod)))
 		var a whatIfAnswer
@@ -61,6 +69,36 @@ spec:
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/debug/whatif", strings.NewReader(strings.Replace(pod, "one-gpu", "nope", 1))))
 		if want := "ResourceClaimTemplate default/nope (spec.resourceClaims gpu) does not exist"; rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("a missing template: HTTP %d %s, want 400 with %q", rec.Code, rec.Body, want)
+		}
+	})
+}
+
+// TestTemplatesUnlistedHoldUpNothing: ResourceClaimTemplates not listed
+// yet (the list is under way, or refused by a role that does not grant
+// it: kube-scheduler's own does not) hold up neither the scheduler's
+// start nor its scheduling, which the templates' informer being the
+// shared factory's would (the start waits for that factory's sync); a
+// what-if pod that claims from a template is then refused, saying why,
+// rather than answered as if no device were free.
+func TestTemplatesUnlistedHoldUpNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client := fakeCluster(testNode("n1", "2"), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
+			draClass(), draSlice("n1"), draTemplate("one-gpu"), uidPod("p"))
+		client.PrependReactor("list", "resourceclaimtemplates", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(resourceapi.Resource("resourceclaimtemplates"), "", errors.New("not granted"))
+		})
+		o := upstreamOptions(t)
+		handlers := make(chan http.Handler, 1)
+		o.serving = func(h http.Handler) { handlers <- h }
+		runUpstream(t, client, o)
+		if n := nodeOf(t, client, "p"); n != "n1" {
+			t.Fatalf("p is on %q, want n1: the scheduler waited for the templates", n)
+		}
+		h := <-handlers
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/debug/whatif", strings.NewReader(templatePod)))
+		if want := "the scheduler has not listed the templates"; rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("HTTP %d %s, want 400 with %q", rec.Code, rec.Body, want)
 		}
 	})
 }

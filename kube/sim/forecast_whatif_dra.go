@@ -68,11 +68,12 @@ func isTraceGPUClass(o runtime.Object) bool {
 type draNames struct {
 	dra               bool
 	claims, templates map[string]bool
+	unlisted          bool // ForecastState.TemplatesUnlisted
 }
 
 // draNamesOf lists st's claims and templates. O(objects).
 func draNamesOf(st *ForecastState) draNames {
-	d := draNames{claims: map[string]bool{}, templates: map[string]bool{}}
+	d := draNames{claims: map[string]bool{}, templates: map[string]bool{}, unlisted: st.TemplatesUnlisted}
 	for _, o := range st.Objects {
 		switch x := o.(type) {
 		case *resourceapi.ResourceClaim:
@@ -101,6 +102,11 @@ func (d draNames) check(p *v1.Pod) error {
 		kind, name, have := "ResourceClaim", pc.ResourceClaimName, d.claims
 		if pc.ResourceClaimTemplateName != nil {
 			kind, name, have = "ResourceClaimTemplate", pc.ResourceClaimTemplateName, d.templates
+		}
+		if pc.ResourceClaimTemplateName != nil && d.unlisted {
+			return fmt.Errorf("pod %s: claims from ResourceClaimTemplate %s/%s (spec.resourceClaims %s), but the scheduler has not listed the templates "+
+				"(its role must grant list and watch of resourceclaimtemplates), so the pod's claim could not be made",
+				framework.Key(p), p.Namespace, *name, pc.Name)
 		}
 		if name != nil && !have[p.Namespace+"/"+*name] {
 			return fmt.Errorf("pod %s: %s %s/%s (spec.resourceClaims %s) does not exist; a what-if adds Pods and PodGroups only",
