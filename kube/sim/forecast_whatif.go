@@ -162,6 +162,9 @@ func (in *WhatIfInput) check(st *ForecastState, base *ForecastBase) error {
 		if g := framework.GroupName(p); g != "" && !groups[g] {
 			return fmt.Errorf("pod %s: PodGroup %s does not exist", key, g)
 		}
+		if err := checkClaimEntries(p); err != nil {
+			return err
+		}
 		if err := claims.check(p); err != nil {
 			return err
 		}

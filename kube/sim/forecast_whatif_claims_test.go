@@ -38,13 +38,19 @@ func claimingWhatIf(claim string) string {
 // not have is refused, naming it, as a missing PodGroup is: nothing would
 // ever make it (a what-if adds Pods and PodGroups only), so the pod could
 // never start, and the answer "does not fit now" would blame the devices.
-// One whose claim or template exists is answered.
+// So is a claim entry the API server would refuse: without a name, or
+// with neither or both of a claim and a template. One whose claim or
+// template exists is answered.
 func TestWhatIfRefusesMissingClaims(t *testing.T) {
 	for _, tc := range []struct {
 		name, claim, want string
 	}{
 		{"missing claim", "{name: gpu, resourceClaimName: nope}", "pod ml/w: ResourceClaim ml/nope (spec.resourceClaims gpu) does not exist"},
 		{"missing template", "{name: gpu, resourceClaimTemplateName: nope}", "pod ml/w: ResourceClaimTemplate ml/nope (spec.resourceClaims gpu) does not exist"},
+		{"neither claim nor template", "{name: gpu}", "pod ml/w: spec.resourceClaims gpu: needs exactly one of resourceClaimName and resourceClaimTemplateName"},
+		{"both claim and template", "{name: gpu, resourceClaimName: train-0-gpu-x7k2q, resourceClaimTemplateName: one-gpu}",
+			"pod ml/w: spec.resourceClaims gpu: needs exactly one of resourceClaimName and resourceClaimTemplateName"},
+		{"no name", "{resourceClaimName: train-0-gpu-x7k2q}", "pod ml/w: spec.resourceClaims[0]: no name"},
 		{"claim", "{name: gpu, resourceClaimName: train-0-gpu-x7k2q}", ""},
 		{"template", "{name: gpu, resourceClaimTemplateName: one-gpu}", ""},
 	} {

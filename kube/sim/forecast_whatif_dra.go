@@ -115,3 +115,19 @@ func (d draNames) check(p *v1.Pod) error {
 	}
 	return nil
 }
+
+// checkClaimEntries refuses what the API server would in a pod's
+// spec.resourceClaims: an entry without a name, or with neither or both
+// of a claim and a template. Unchecked, DynamicResources kept such a pod
+// out for ever (neither) or used the claim (both). O(the pod's claims).
+func checkClaimEntries(p *v1.Pod) error {
+	for i, pc := range p.Spec.ResourceClaims {
+		switch {
+		case pc.Name == "":
+			return fmt.Errorf("pod %s: spec.resourceClaims[%d]: no name", framework.Key(p), i)
+		case (pc.ResourceClaimName == nil) == (pc.ResourceClaimTemplateName == nil):
+			return fmt.Errorf("pod %s: spec.resourceClaims %s: needs exactly one of resourceClaimName and resourceClaimTemplateName", framework.Key(p), pc.Name)
+		}
+	}
+	return nil
+}
