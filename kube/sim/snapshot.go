@@ -298,9 +298,13 @@ func checkNode(n *v1.Node) error {
 	return nil
 }
 
-// checkPod refuses a pod with a negative request, limit or overhead: it
-// would give its node room instead of taking it.
+// checkPod refuses a pod with a negative request, limit or overhead (it
+// would give its node room instead of taking it), or a claim entry the
+// API server would refuse (checkClaimEntries).
 func checkPod(p *v1.Pod) error {
+	if err := checkClaimEntries(p); err != nil {
+		return err
+	}
 	check := func(where string, rl v1.ResourceList) error {
 		for _, r := range slices.Sorted(maps.Keys(rl)) {
 			if q := rl[r]; q.Sign() < 0 {

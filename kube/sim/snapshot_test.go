@@ -74,6 +74,8 @@ func TestSnapshotMalformed(t *testing.T) {
 			": DeviceClass gpu.example.com appears twice"},
 		{"claim twice", "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c, namespace: ml}\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c, namespace: ml}\n",
 			": ResourceClaim ml/c appears twice"},
+		{"claim entry without a source", node + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: x}], resourceClaims: [{name: gpu}]}\n",
+			"pod default/p: spec.resourceClaims gpu: needs exactly one of resourceClaimName and resourceClaimTemplateName"},
 		{"negative allocatable", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: \"-4\", memory: 1Gi}}\n", "node n1: allocatable cpu must not be negative, got -4"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
