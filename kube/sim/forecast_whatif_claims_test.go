@@ -99,3 +99,18 @@ func TestReplayStateHasSnapshotNamespaces(t *testing.T) {
 		t.Errorf("a pod of team: got %+v, %v; want it to fit now", w, err)
 	}
 }
+
+// TestWhatIfTemplatesUnlisted: a state whose templates were not listed
+// (the live scheduler's, before its list or without the right to it)
+// refuses a what-if pod that claims from a template, saying why, even
+// when the state holds no other DRA object: the cluster has none yet,
+// but the scheduler watches DRA's claims, or it would not list templates.
+func TestWhatIfTemplatesUnlisted(t *testing.T) {
+	st := whatIfState()
+	st.TemplatesUnlisted = true
+	pod := strings.ReplaceAll(claimingWhatIf("{name: gpu, resourceClaimTemplateName: one-gpu}"), "namespace: ml", "namespace: default")
+	_, err := RunWhatIf(&Scenario{Name: "t", Seed: 1}, st, whatIfPod(t, pod), ForecastOptions{Horizon: time.Hour})
+	if want := "pod default/w: claims from ResourceClaimTemplate default/one-gpu (spec.resourceClaims gpu), but the scheduler has not listed the templates"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want an error containing %q", err, want)
+	}
+}

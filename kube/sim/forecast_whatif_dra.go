@@ -62,9 +62,10 @@ func isTraceGPUClass(o runtime.Object) bool {
 }
 
 // draNames are the ResourceClaims and ResourceClaimTemplates of a state
-// (namespace/name), if it has DRA's objects at all (dra): without them
-// the scheduler's profile may not run DynamicResources, or the live
-// scheduler copies none.
+// (namespace/name), if it has DRA's objects at all or its templates are
+// unlisted, which only a scheduler watching DRA's claims says (dra):
+// otherwise the scheduler's profile may not run DynamicResources, or the
+// live scheduler copies none.
 type draNames struct {
 	dra               bool
 	claims, templates map[string]bool
@@ -73,7 +74,7 @@ type draNames struct {
 
 // draNamesOf lists st's claims and templates. O(objects).
 func draNamesOf(st *ForecastState) draNames {
-	d := draNames{claims: map[string]bool{}, templates: map[string]bool{}, unlisted: st.TemplatesUnlisted}
+	d := draNames{dra: st.TemplatesUnlisted, claims: map[string]bool{}, templates: map[string]bool{}, unlisted: st.TemplatesUnlisted}
 	for _, o := range st.Objects {
 		switch x := o.(type) {
 		case *resourceapi.ResourceClaim:
