@@ -89,3 +89,48 @@ status:
 		t.Errorf("%d claims, a and b bound at %v; want 3 claims and one of the pods bound on the one free GPU", claims, b)
 	}
 }
+
+// TestSnapshotFinishedPodsFreeTheirDevices: a snapshot's finished pod
+// (Succeeded) whose claim is still reserved for it (the snapshot was
+// taken before the resourceclaim controller caught up) frees the claim's
+// device, as that controller would: its reservation goes, the claim made
+// for it is deleted, and both pending pods get one of the two GPUs.
+// Before, the device stayed taken for the whole run and one pod waited.
+func TestSnapshotFinishedPodsFreeTheirDevices(t *testing.T) {
+	s := runDRASnapshot(t, draSnapshotBase+`---
+apiVersion: v1
+kind: Pod
+metadata: {name: done, namespace: ml, uid: uid-done}
+spec:
+  nodeName: n1
+  containers: [{name: c, image: x, resources: {claims: [{name: gpu}]}}]
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
+status:
+  phase: Succeeded
+  resourceClaimStatuses: [{name: gpu, resourceClaimName: done-gpu-x1}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: done-gpu-x1
+  namespace: ml
+  annotations: {resource.kubernetes.io/pod-claim-name: gpu}
+  finalizers: [resource.kubernetes.io/delete-protection]
+  ownerReferences: [{apiVersion: v1, kind: Pod, name: done, uid: uid-done, controller: true}]
+spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}
+status:
+  allocation:
+    devices: {results: [{request: gpu, driver: gpu.example.com, pool: n1, device: gpu-0}]}
+    nodeSelector: {nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [n1]}]}]}
+  reservedFor: [{resource: pods, name: done, uid: uid-done}]
+`+draSnapshotPod("a", "{name: gpu, resourceClaimTemplateName: one-gpu}")+draSnapshotPod("b", "{name: gpu, resourceClaimTemplateName: one-gpu}"))
+	if b := boundAt(s); b["a"] < 0 || b["b"] < 0 {
+		t.Errorf("a and b bound at %v (%v), want both bound", b, lastMessages(s))
+	}
+	if c := s.storedClaim("ml", "done-gpu-x1"); c != nil {
+		t.Errorf("the finished pod's claim is still there: %+v", c.Status)
+	}
+	if s.x.snapshot.Terminal != 1 {
+		t.Errorf("snapshot %+v, want the finished pod counted as terminal", *s.x.snapshot)
+	}
+}

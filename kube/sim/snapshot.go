@@ -371,6 +371,7 @@ func (s *sim) loadSnapshot(path string) error {
 	}
 	seen := map[string]bool{}
 	uids := map[types.UID]types.UID{} // the snapshot's pod UIDs: the simulator's
+	var finished []*v1.Pod
 	s.x.snapshotPods = map[types.NamespacedName]bool{}
 	for _, p := range objs.pods {
 		if p.Namespace == "" {
@@ -394,9 +395,21 @@ func (s *sim) loadSnapshot(path string) error {
 		if old != "" {
 			uids[old] = p.UID
 		}
+		if p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+			finished = append(finished, p)
+		}
 	}
 	if err := s.snapshotObjects(objs.others, uids, sum); err != nil {
 		return fmt.Errorf("snapshot %s: %w", path, err)
+	}
+	// A finished pod's claims may still be reserved for it, if the
+	// resourceclaim controller had not caught up: it frees them as that
+	// controller would.
+	for _, p := range finished {
+		s.releaseClaims(p)
+	}
+	if s.violation != nil {
+		return fmt.Errorf("snapshot %s: %w", path, s.violation)
 	}
 	s.x.snapshot = sum
 	return nil
