@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"errors"
+	"io"
 	"log/slog"
 	"slices"
 	"sync/atomic"
@@ -9,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -282,7 +285,8 @@ func forecastStores(w map[string]cache.SharedIndexInformer) []cache.Store {
 // for: a role that does not grant the templates' list (kube-scheduler's
 // own does not) must not hold up scheduling, only the forecasts' templates.
 // A failed list or watch is logged once as a warning, then at debug
-// level: the reflector retries for ever.
+// level (the reflector retries for ever); a watch that ends as watches
+// do (closed, or its resourceVersion expired) only at debug level.
 func templateInformer(client kubernetes.Interface, w map[string]cache.SharedIndexInformer, log *slog.Logger) cache.SharedIndexInformer {
 	if w[clusterevent.ResourceClaim] == nil {
 		return nil
@@ -290,11 +294,12 @@ func templateInformer(client kubernetes.Interface, w map[string]cache.SharedInde
 	inf := resourceinformers.NewResourceClaimTemplateInformer(client, metav1.NamespaceAll, 0, cache.Indexers{})
 	var warned atomic.Bool
 	inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
-		level := slog.LevelDebug
-		if !warned.Swap(true) {
-			level = slog.LevelWarn
+		ended := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
+		if !ended && !warned.Swap(true) {
+			log.Warn("cannot list or watch ResourceClaimTemplates: what-ifs of pods that claim from one are refused until it can", "err", err)
+			return
 		}
-		log.Log(context.Background(), level, "cannot list or watch ResourceClaimTemplates: what-ifs of pods that claim from one are refused", "err", err)
+		log.Debug("ResourceClaimTemplates: list or watch ended", "err", err)
 	})
 	return inf
 }
