@@ -292,16 +292,22 @@ func templateInformer(client kubernetes.Interface, w map[string]cache.SharedInde
 		return nil
 	}
 	inf := resourceinformers.NewResourceClaimTemplateInformer(client, metav1.NamespaceAll, 0, cache.Indexers{})
+	inf.SetWatchErrorHandlerWithContext(templateWatchErrors(log))
+	return inf
+}
+
+// templateWatchErrors logs the templates' informer's errors (see
+// templateInformer). Safe for concurrent use.
+func templateWatchErrors(log *slog.Logger) cache.WatchErrorHandlerWithContext {
 	var warned atomic.Bool
-	inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+	return func(_ context.Context, _ *cache.Reflector, err error) {
 		ended := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
 		if !ended && !warned.Swap(true) {
 			log.Warn("cannot list or watch ResourceClaimTemplates: what-ifs of pods that claim from one are refused until it can", "err", err)
 			return
 		}
 		log.Debug("ResourceClaimTemplates: list or watch ended", "err", err)
-	})
-	return inf
+	}
 }
 
 // hold runs f, which takes one lock once, and keeps the longest duration.

@@ -1,8 +1,11 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -101,4 +104,27 @@ func TestTemplatesUnlistedHoldUpNothing(t *testing.T) {
 			t.Errorf("HTTP %d %s, want 400 with %q", rec.Code, rec.Body, want)
 		}
 	})
+}
+
+// TestTemplateWatchErrorsWarnOnce: of the templates' informer's errors,
+// the first that keeps the templates unlisted (a forbidden list) is a
+// warning, and the rest are at debug level; a watch that ends as every
+// watch does (closed, expired) is never a warning, even first.
+func TestTemplateWatchErrorsWarnOnce(t *testing.T) {
+	var b strings.Builder
+	log := slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h := templateWatchErrors(log)
+	forbidden := apierrors.NewForbidden(resourceapi.Resource("resourceclaimtemplates"), "", errors.New("not granted"))
+	for _, err := range []error{io.EOF, apierrors.NewResourceExpired("too old"), forbidden, forbidden} {
+		h(context.Background(), nil, err)
+	}
+	var levels []string
+	for line := range strings.Lines(b.String()) {
+		_, rest, _ := strings.Cut(line, "level=")
+		level, _, _ := strings.Cut(rest, " ")
+		levels = append(levels, level)
+	}
+	if got := strings.Join(levels, ","); got != "DEBUG,DEBUG,WARN,DEBUG" {
+		t.Errorf("levels %s, want DEBUG,DEBUG,WARN,DEBUG:\n%s", got, b.String())
+	}
 }
