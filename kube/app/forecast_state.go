@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,7 @@ import (
 	resourceinformers "k8s.io/client-go/informers/resource/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/clock"
 
 	"github.com/schedq/schedq"
@@ -55,6 +57,13 @@ type liveState struct {
 	// objects are the stores of the volumes, claims and DRA objects the
 	// plugins watch (forecastStores): sim.ForecastState.Objects.
 	objects []cache.Store
+	// claims lists DRA's claims as the scheduler's DynamicResources sees
+	// them (its claim tracker): with the allocations in flight of pods
+	// whose binding is under way, which the informer's claims lack until
+	// DynamicResources' PreBind has written them (after VolumeBinding's,
+	// which may wait minutes for a volume). Nil without DRA; then objects
+	// hold the claims, if any.
+	claims claimLister
 	// templates lists the ResourceClaimTemplates (templateInformer); nil
 	// without DRA. Until it has synced, the state says it has none
 	// (sim.ForecastState.TemplatesUnlisted).
@@ -95,6 +104,9 @@ func (l *liveState) copy() (*sim.ForecastState, CopyStats) {
 	}
 	slices.SortFunc(st.Namespaces, func(a, b *v1.Namespace) int { return compareKeys(a.Name, b.Name) })
 	st.Objects = l.copyObjects()
+	if l.claims != nil {
+		st.Objects = append(st.Objects, listClaims(l.claims)...)
+	}
 	if l.templates != nil {
 		if l.templates.HasSynced() {
 			st.Objects = append(st.Objects, storeObjects(l.templates.GetStore())...)
@@ -260,15 +272,55 @@ func storeObjects(s cache.Store) []runtime.Object {
 	return out
 }
 
+// claimLister lists ResourceClaims and their allocations in flight: the
+// part of fwk.ResourceClaimTracker the forecast reads.
+type claimLister interface {
+	List() ([]*resourceapi.ResourceClaim, error)
+	GetPendingAllocation(claimUID types.UID) *resourceapi.AllocationResult
+}
+
+// listClaims lists l's claims, sorted by namespace and name, each with
+// its allocation in flight if it has one (a copy then: the tracker's
+// claims are shared); none if the list fails (the tracker's does not).
+// O(k log k).
+func listClaims(l claimLister) []runtime.Object {
+	claims, err := l.List()
+	if err != nil {
+		return nil
+	}
+	slices.SortFunc(claims, func(a, b *resourceapi.ResourceClaim) int {
+		return compareKeys(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	out := make([]runtime.Object, len(claims))
+	for i, c := range claims {
+		if a := l.GetPendingAllocation(c.UID); a != nil && c.Status.Allocation == nil {
+			c = c.DeepCopy()
+			c.Status.Allocation = a.DeepCopy()
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// claimTracker returns the claim tracker of fw's DRA manager when DRA's
+// claims are watched (w), nil otherwise (see liveState.claims).
+func claimTracker(fw fwk.Handle, w map[string]cache.SharedIndexInformer) claimLister {
+	if w[clusterevent.ResourceClaim] == nil || fw.SharedDRAManager() == nil {
+		return nil
+	}
+	return fw.SharedDRAManager().ResourceClaims()
+}
+
 // forecastStores returns, in a fixed order, the stores of the watched
 // informers (see watched) whose objects a forecast's state carries:
 // volumes, volume claims, storage classes, CSI nodes and DRA's device
-// classes, slices and claims. A kind no plugin watches is left out.
+// classes and slices. A kind no plugin watches is left out; so are DRA's
+// claims, which liveState.claims lists.
 func forecastStores(w map[string]cache.SharedIndexInformer) []cache.Store {
 	var out []cache.Store
 	for _, kind := range []string{clusterevent.PersistentVolume, clusterevent.PersistentVolumeClaim,
 		clusterevent.StorageClass, clusterevent.CSINode, clusterevent.DeviceClass,
-		clusterevent.ResourceSlice, clusterevent.ResourceClaim} {
+		clusterevent.ResourceSlice} {
 		if inf := w[kind]; inf != nil {
 			out = append(out, inf.GetStore())
 		}
