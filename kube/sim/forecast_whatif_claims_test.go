@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 )
 
 // draReplayState is the state of testdata/snapshot/dra.yaml at its start:
@@ -112,5 +115,41 @@ func TestWhatIfTemplatesUnlisted(t *testing.T) {
 	_, err := RunWhatIf(&Scenario{Name: "t", Seed: 1}, st, whatIfPod(t, pod), ForecastOptions{Horizon: time.Hour})
 	if want := "pod default/w: claims from ResourceClaimTemplate default/one-gpu (spec.resourceClaims gpu), but the scheduler has not listed the templates"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("got %v, want an error containing %q", err, want)
+	}
+}
+
+// TestForecastRunningPodHoldsItsClaims: a running pod whose claim is
+// allocated but not yet reserved for it (the live scheduler's state
+// while the pod's binding is under way: DynamicResources reserves at
+// PreBind) holds the claim in the forecast, and frees its device when it
+// ends. Without its reservation the claim, named (not made for the pod),
+// stayed allocated after the pod's end, and the GPU pod waiting for the
+// device never started.
+func TestForecastRunningPodHoldsItsClaims(t *testing.T) {
+	st := draState(t) // train-0 ends in an hour; three GPUs free for four pods
+	for i, obj := range st.Objects {
+		if c, ok := obj.(*resourceapi.ResourceClaim); ok && c.Name == "train-0-gpu-x7k2q" {
+			c = c.DeepCopy()
+			c.OwnerReferences, c.Status.ReservedFor = nil, nil
+			st.Objects[i] = c
+		}
+	}
+	train := st.Running[0].Pod.DeepCopy()
+	name := "train-0-gpu-x7k2q"
+	train.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &name}}
+	train.Status.ResourceClaimStatuses = nil
+	st.Running[0].Pod = train
+	f, err := RunForecast(&Scenario{Name: "t", Seed: 1}, st, ForecastOptions{Horizon: 3 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := 0
+	for _, pf := range f.Pods {
+		if strings.HasPrefix(pf.Pod.Name, "infer-") && pf.Starts && pf.Wait > time.Hour && pf.Wait < time.Hour+time.Second {
+			later++
+		}
+	}
+	if later != 1 {
+		t.Errorf("%d GPU pods start when train-0 ends in 1h, want 1: %+v", later, f.Pods)
 	}
 }
