@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -286,7 +287,8 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	watch := newLoopWatch(o.Clock, o.StallTimeout)
 	live := &liveState{queue: queues, cache: c, pods: pods.GetStore(),
 		namespaces: factory.Core().V1().Namespaces().Informer().GetStore(), groups: storeOf(podGroups),
-		objects:       forecastStores(others),
+		objects: forecastStores(others), claims: claimTracker(fw.Framework(), others),
+		templates:     templateInformer(cs.sched, others, log),
 		schedulerName: o.SchedulerName, clock: o.Clock}
 	fc := newForecaster(o, live, o.Clock)
 	fc.busy = func() bool { return queues.Counts().Active > 0 }
@@ -315,6 +317,11 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	// On start every pending pod of ours is listed into the queue by the
 	// informers. The caches stay warm for the life of the process.
 	factory.Start(ctx.Done())
+	if live.templates != nil { // its sync is not waited for: see templateInformer
+		var running sync.WaitGroup
+		defer running.Wait() // it stops with ctx
+		running.Go(func() { live.templates.Run(ctx.Done()) })
+	}
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("informer for %v did not sync", typ)

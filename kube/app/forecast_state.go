@@ -1,14 +1,25 @@
 package app
 
 import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	resourceinformers "k8s.io/client-go/informers/resource/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/clock"
 
 	"github.com/schedq/schedq"
@@ -45,7 +56,18 @@ type liveState struct {
 	groups     cache.Store // the PodGroup informer's; nil without
 	// objects are the stores of the volumes, claims and DRA objects the
 	// plugins watch (forecastStores): sim.ForecastState.Objects.
-	objects       []cache.Store
+	objects []cache.Store
+	// claims lists DRA's claims as the scheduler's DynamicResources sees
+	// them (its claim tracker): with the allocations in flight of pods
+	// whose binding is under way, which the informer's claims lack until
+	// DynamicResources' PreBind has written them (after VolumeBinding's,
+	// which may wait minutes for a volume). Nil without DRA; then objects
+	// hold the claims, if any.
+	claims claimLister
+	// templates lists the ResourceClaimTemplates (templateInformer); nil
+	// without DRA. Until it has synced, the state says it has none
+	// (sim.ForecastState.TemplatesUnlisted).
+	templates     cache.SharedIndexInformer
 	schedulerName string
 	clock         clock.PassiveClock
 }
@@ -82,6 +104,16 @@ func (l *liveState) copy() (*sim.ForecastState, CopyStats) {
 	}
 	slices.SortFunc(st.Namespaces, func(a, b *v1.Namespace) int { return compareKeys(a.Name, b.Name) })
 	st.Objects = l.copyObjects()
+	if l.claims != nil {
+		st.Objects = append(st.Objects, listClaims(l.claims)...)
+	}
+	if l.templates != nil {
+		if l.templates.HasSynced() {
+			st.Objects = append(st.Objects, storeObjects(l.templates.GetStore())...)
+		} else {
+			st.TemplatesUnlisted = true
+		}
+	}
 	if l.groups != nil {
 		for _, obj := range l.groups.List() {
 			if pg, ok := obj.(*schedulingv1beta1.PodGroup); ok {
@@ -220,33 +252,114 @@ func (l *liveState) pending(pods []any, order []string, nominated map[string]str
 func (l *liveState) copyObjects() []runtime.Object {
 	var out []runtime.Object
 	for _, s := range l.objects {
-		keys := s.ListKeys()
-		slices.Sort(keys)
-		for _, k := range keys {
-			if obj, ok, _ := s.GetByKey(k); ok {
-				if o, ok := obj.(runtime.Object); ok {
-					out = append(out, o)
-				}
+		out = append(out, storeObjects(s)...)
+	}
+	return out
+}
+
+// storeObjects lists the objects of s, sorted by key. O(k log k).
+func storeObjects(s cache.Store) []runtime.Object {
+	var out []runtime.Object
+	keys := s.ListKeys()
+	slices.Sort(keys)
+	for _, k := range keys {
+		if obj, ok, _ := s.GetByKey(k); ok {
+			if o, ok := obj.(runtime.Object); ok {
+				out = append(out, o)
 			}
 		}
 	}
 	return out
 }
 
+// claimLister lists ResourceClaims and their allocations in flight: the
+// part of fwk.ResourceClaimTracker the forecast reads.
+type claimLister interface {
+	List() ([]*resourceapi.ResourceClaim, error)
+	GetPendingAllocation(claimUID types.UID) *resourceapi.AllocationResult
+}
+
+// listClaims lists l's claims, sorted by namespace and name, each with
+// its allocation in flight if it has one (a copy then: the tracker's
+// claims are shared); none if the list fails (the tracker's does not).
+// O(k log k).
+func listClaims(l claimLister) []runtime.Object {
+	claims, err := l.List()
+	if err != nil {
+		return nil
+	}
+	slices.SortFunc(claims, func(a, b *resourceapi.ResourceClaim) int {
+		return compareKeys(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	out := make([]runtime.Object, len(claims))
+	for i, c := range claims {
+		if a := l.GetPendingAllocation(c.UID); a != nil && c.Status.Allocation == nil {
+			c = c.DeepCopy()
+			c.Status.Allocation = a.DeepCopy()
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// claimTracker returns the claim tracker of fw's DRA manager when DRA's
+// claims are watched (w), nil otherwise (see liveState.claims).
+func claimTracker(fw fwk.Handle, w map[string]cache.SharedIndexInformer) claimLister {
+	if w[clusterevent.ResourceClaim] == nil || fw.SharedDRAManager() == nil {
+		return nil
+	}
+	return fw.SharedDRAManager().ResourceClaims()
+}
+
 // forecastStores returns, in a fixed order, the stores of the watched
 // informers (see watched) whose objects a forecast's state carries:
 // volumes, volume claims, storage classes, CSI nodes and DRA's device
-// classes, slices and claims. A kind no plugin watches is left out.
+// classes and slices. A kind no plugin watches is left out; so are DRA's
+// claims, which liveState.claims lists.
 func forecastStores(w map[string]cache.SharedIndexInformer) []cache.Store {
 	var out []cache.Store
 	for _, kind := range []string{clusterevent.PersistentVolume, clusterevent.PersistentVolumeClaim,
 		clusterevent.StorageClass, clusterevent.CSINode, clusterevent.DeviceClass,
-		clusterevent.ResourceSlice, clusterevent.ResourceClaim} {
+		clusterevent.ResourceSlice} {
 		if inf := w[kind]; inf != nil {
 			out = append(out, inf.GetStore())
 		}
 	}
 	return out
+}
+
+// templateInformer returns, when DRA's claims are watched (w), an
+// informer of the ResourceClaimTemplates, which no plugin reads: the
+// forecast makes from them the claims of pods the resourceclaim
+// controller has not served yet, a what-if's pods above all; without
+// them such a pod could never start in the forecast. Nil otherwise. It
+// is not the shared factory's, whose sync the scheduler's start waits
+// for: a role that does not grant the templates' list (kube-scheduler's
+// own does not) must not hold up scheduling, only the forecasts' templates.
+// A failed list or watch is logged once as a warning, then at debug
+// level (the reflector retries for ever); a watch that ends as watches
+// do (closed, or its resourceVersion expired) only at debug level.
+func templateInformer(client kubernetes.Interface, w map[string]cache.SharedIndexInformer, log *slog.Logger) cache.SharedIndexInformer {
+	if w[clusterevent.ResourceClaim] == nil {
+		return nil
+	}
+	inf := resourceinformers.NewResourceClaimTemplateInformer(client, metav1.NamespaceAll, 0, cache.Indexers{})
+	inf.SetWatchErrorHandlerWithContext(templateWatchErrors(log))
+	return inf
+}
+
+// templateWatchErrors logs the templates' informer's errors (see
+// templateInformer). Safe for concurrent use.
+func templateWatchErrors(log *slog.Logger) cache.WatchErrorHandlerWithContext {
+	var warned atomic.Bool
+	return func(_ context.Context, _ *cache.Reflector, err error) {
+		ended := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
+		if !ended && !warned.Swap(true) {
+			log.Warn("cannot list or watch ResourceClaimTemplates: what-ifs of pods that claim from one are refused until it can", "err", err)
+			return
+		}
+		log.Debug("ResourceClaimTemplates: list or watch ended", "err", err)
+	}
 }
 
 // hold runs f, which takes one lock once, and keeps the longest duration.

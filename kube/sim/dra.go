@@ -169,11 +169,10 @@ func (s *sim) makeClaims(p *v1.Pod) bool {
 		if t == nil {
 			continue
 		}
-		s.obj.claimSeq++
 		c := &resourceapi.ResourceClaim{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace:   p.Namespace,
-				Name:        fmt.Sprintf("%s-%s-%d", p.Name, pc.Name, s.obj.claimSeq),
+				Name:        s.newClaimName(p, pc.Name),
 				Labels:      t.Spec.Labels,
 				Annotations: map[string]string{podClaimAnnotation: pc.Name},
 				OwnerReferences: []metav1.OwnerReference{{
@@ -190,6 +189,20 @@ func (s *sim) makeClaims(p *v1.Pod) bool {
 		made = true
 	}
 	return made
+}
+
+// newClaimName names a claim made for pod p's claim pc from a template:
+// <pod>-<claim>-<n>, with the next n that no claim of p's namespace has
+// (a snapshot's or a forecast state's claims were named by others, and
+// put would write over one of the same name, losing its allocation).
+func (s *sim) newClaimName(p *v1.Pod, pc string) string {
+	for {
+		s.obj.claimSeq++
+		name := fmt.Sprintf("%s-%s-%d", p.Name, pc, s.obj.claimSeq)
+		if s.storedClaim(p.Namespace, name) == nil {
+			return name
+		}
+	}
 }
 
 func ptrTo[T any](v T) *T { return &v }
@@ -227,20 +240,8 @@ func usesTemplate(p *v1.Pod, name string) bool {
 // an update that wakes the pods waiting for devices); a claim made for p
 // is deleted.
 func (s *sim) releaseClaims(p *v1.Pod) {
-	for _, pc := range p.Spec.ResourceClaims {
-		name := pc.ResourceClaimName
-		if pc.ResourceClaimTemplateName != nil {
-			name = nil
-			for _, st := range p.Status.ResourceClaimStatuses {
-				if st.Name == pc.Name {
-					name = st.ResourceClaimName
-				}
-			}
-		}
-		if name == nil {
-			continue
-		}
-		cur := s.storedClaim(p.Namespace, *name)
+	for _, name := range claimNames(p) {
+		cur := s.storedClaim(p.Namespace, name)
 		if cur == nil {
 			continue
 		}
@@ -261,6 +262,49 @@ func (s *sim) releaseClaims(p *v1.Pod) {
 			return
 		}
 	}
+}
+
+// claimNames are the names of pod p's claims: those it names, and those
+// its status names for its claims from templates (made already).
+func claimNames(p *v1.Pod) []string {
+	var out []string
+	for _, pc := range p.Spec.ResourceClaims {
+		name := pc.ResourceClaimName
+		if pc.ResourceClaimTemplateName != nil {
+			name = nil
+			for _, st := range p.Status.ResourceClaimStatuses {
+				if st.Name == pc.Name {
+					name = st.ResourceClaimName
+				}
+			}
+		}
+		if name != nil {
+			out = append(out, *name)
+		}
+	}
+	return out
+}
+
+// holdClaims reserves for running pod p each of its claims that is
+// allocated but not reserved for it, as DynamicResources' PreBind does:
+// a forecast's state may catch p with its binding under way, its
+// allocation made and its reservation not yet. Held, the claim is
+// released when p ends (releaseClaims). False if the informers refused
+// the claim (the run fails).
+func (s *sim) holdClaims(p *v1.Pod) bool {
+	for _, name := range claimNames(p) {
+		cur := s.storedClaim(p.Namespace, name)
+		if cur == nil || cur.Status.Allocation == nil ||
+			slices.ContainsFunc(cur.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == p.UID }) {
+			continue
+		}
+		nw := cur.DeepCopy()
+		nw.Status.ReservedFor = append(nw.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: p.Name, UID: p.UID})
+		if !s.put(nw) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkDevices is an invariant of DRA, checked after every write of a

@@ -35,6 +35,11 @@ type ForecastState struct {
 	// could never start in the forecast, and the devices running pods
 	// hold would count as free.
 	Objects []runtime.Object
+	// TemplatesUnlisted says Objects may lack ResourceClaimTemplates: the
+	// live scheduler has not listed them (its role may not grant it). A
+	// what-if pod that claims from a template is then refused, since its
+	// claim could not be made.
+	TemplatesUnlisted bool
 	// Recent are the pods that arrived in the Window before Now, with
 	// their arrival times, for ForecastOptions.Arrivals.
 	Recent []Arrival

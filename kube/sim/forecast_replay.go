@@ -124,6 +124,9 @@ func (r *Replay) State() *ForecastState {
 		}
 	}
 	nss := map[string]bool{"default": true}
+	for name := range s.x.namespaces { // a snapshot's, with their labels
+		nss[name] = true
+	}
 	unbound := map[string]*v1.Pod{}
 	for _, k := range sortedPodKeys(s.cl.pods) {
 		p := s.cl.pods[k]
@@ -139,8 +142,12 @@ func (r *Replay) State() *ForecastState {
 			st.Running = append(st.Running, rp)
 		}
 	}
-	for _, ns := range sortedKeys(nss) {
-		st.Namespaces = append(st.Namespaces, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	for _, name := range sortedKeys(nss) {
+		ns := s.x.namespaces[name]
+		if ns == nil {
+			ns = &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		}
+		st.Namespaces = append(st.Namespaces, ns)
 	}
 	for _, k := range sortedKeys(s.obj.byKey) {
 		st.Objects = append(st.Objects, s.obj.byKey[k])

@@ -234,6 +234,9 @@ func (r *forecastRun) addRunning(i int, rp RunningPod, seen uids) error {
 		s.cl.pods[key] = p
 		s.h.AddPod(p)
 	}
+	if len(p.Spec.ResourceClaims) > 0 && !s.holdClaims(p) {
+		return fmt.Errorf("forecast: %w", s.violation)
+	}
 	if r.o.noEnds {
 		return nil
 	}

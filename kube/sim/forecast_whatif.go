@@ -98,8 +98,9 @@ func ParseWhatIf(data []byte) (*WhatIfInput, error) {
 	return in, nil
 }
 
-// check refuses objects that name a missing namespace or PodGroup, a
-// name already taken (a pod's or a PodGroup's, in the state or twice in
+// check refuses objects that name a missing namespace, PodGroup,
+// ResourceClaim or ResourceClaimTemplate (see draNames), a name already
+// taken (a pod's or a PodGroup's, in the state or twice in
 // in), a PodGroup without a name, a bound pod, or a pod of a scheduler
 // that is not one of in.Profiles; it fills in what the API server would
 // (the namespace default, a UID) and gives the pods the simulated
@@ -125,6 +126,7 @@ func (in *WhatIfInput) check(st *ForecastState, base *ForecastBase) error {
 	for _, p := range st.Pending {
 		taken[framework.Key(p)] = true
 	}
+	claims := draNamesOf(st)
 	groups := map[string]bool{}
 	for _, pg := range st.PodGroups {
 		groups[pg.Namespace+"/"+pg.Name] = true
@@ -159,6 +161,12 @@ func (in *WhatIfInput) check(st *ForecastState, base *ForecastBase) error {
 		}
 		if g := framework.GroupName(p); g != "" && !groups[g] {
 			return fmt.Errorf("pod %s: PodGroup %s does not exist", key, g)
+		}
+		if err := checkClaimEntries(p); err != nil {
+			return err
+		}
+		if err := claims.check(p); err != nil {
+			return err
 		}
 		if _, _, err := ParseRuntime(p); err != nil {
 			return err

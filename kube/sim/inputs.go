@@ -30,7 +30,10 @@ type extras struct {
 	// snapshotPods are the snapshot's pods in the run (bound or
 	// pending), which a trace's pods must not be.
 	snapshotPods map[types.NamespacedName]bool
-	gangs        gangs
+	// namespaces are the snapshot's Namespace objects, by name, for a
+	// replay's state (Replay.State).
+	namespaces map[string]*v1.Namespace
+	gangs      gangs
 }
 
 // loadInputs prepares lifetimes and loads the scenario's trace and

@@ -55,7 +55,7 @@ func TestInputsShareNoNames(t *testing.T) {
 		{"a trace pod of the scenario's name", "name: x\ntrace: {format: alibaba-gpu-v2023, dir: " + tr + "}\npods: [{name: job, count: 2}]\n",
 			"openb_pod_list_default.csv:9: pod default/job-0 is also the scenario's (pod group job)"},
 		{"a snapshot object in the scenario's objects", "name: x\nsnapshot: " + classSnap + "\nobjects: [{apiVersion: storage.k8s.io/v1, kind: StorageClass, metadata: {name: fast}, provisioner: b}]\n",
-			"snapshot " + classSnap + ": v1.StorageClass /fast is also in the scenario's objects"},
+			"snapshot " + classSnap + ": StorageClass fast is also in the scenario's objects"},
 		{"a trace pod in the snapshot", "name: x\nsnapshot: " + traceSnap + "\ntrace: {format: alibaba-gpu-v2023, dir: testdata/alibaba}\n",
 			"openb_pod_list_default.csv:2: pod default/pod-cpu is also the snapshot's"},
 	} {

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -170,16 +171,39 @@ func (o *snapshotObjects) add(dec runtime.Decoder, data []byte, where string) er
 			return fmt.Errorf("%s%s%w", where, describeObject(data), err)
 		}
 		for i, item := range items {
+			if unnamed(item) {
+				return fmt.Errorf("%s%sitems[%d]: %s: no metadata.name", where, describeObject(data), i, kindOf(item, gvk.Kind))
+			}
 			if !o.keep(item) {
 				return fmt.Errorf("%s%sitems[%d]: kind %s is not in a snapshot (%s)", where, describeObject(data), i, gvk.Kind, snapshotKinds)
 			}
 		}
 		return nil
 	}
+	if unnamed(obj) {
+		return fmt.Errorf("%s%sno metadata.name", where, cmpOr(describeObject(data), gvk.Kind+": "))
+	}
 	if !o.keep(obj) {
 		return fmt.Errorf("%s%skind %s is not in a snapshot (%s)", where, describeObject(data), gvk.Kind, snapshotKinds)
 	}
 	return nil
+}
+
+// unnamed reports whether obj has no metadata.name, which the API server
+// never holds: such a node, pod or object would be keyed by its
+// namespace alone.
+func unnamed(obj runtime.Object) bool {
+	m, ok := obj.(metav1.Object)
+	return ok && m.GetName() == ""
+}
+
+// kindOf is the kind of a typed list's item: its own, or the list's
+// without "List" (the API leaves the items' kind out).
+func kindOf(obj runtime.Object, list string) string {
+	if k := obj.GetObjectKind().GroupVersionKind().Kind; k != "" {
+		return k
+	}
+	return strings.TrimSuffix(list, "List")
 }
 
 // keep adds obj to its list, false if it is of no kind a snapshot holds.
@@ -274,9 +298,13 @@ func checkNode(n *v1.Node) error {
 	return nil
 }
 
-// checkPod refuses a pod with a negative request, limit or overhead: it
-// would give its node room instead of taking it.
+// checkPod refuses a pod with a negative request, limit or overhead (it
+// would give its node room instead of taking it), or a claim entry the
+// API server would refuse (checkClaimEntries).
 func checkPod(p *v1.Pod) error {
+	if err := checkClaimEntries(p); err != nil {
+		return err
+	}
 	check := func(where string, rl v1.ResourceList) error {
 		for _, r := range slices.Sorted(maps.Keys(rl)) {
 			if q := rl[r]; q.Sign() < 0 {
@@ -319,6 +347,10 @@ func (s *sim) loadSnapshot(path string) error {
 		}
 		namespaces[ns.Name] = true
 		s.h.Cache.SetNamespace(ns)
+		if s.x.namespaces == nil {
+			s.x.namespaces = map[string]*v1.Namespace{}
+		}
+		s.x.namespaces[ns.Name] = ns
 	}
 	for _, n := range objs.nodes {
 		if _, dup := s.cl.nodes[n.Name]; dup {
@@ -339,6 +371,7 @@ func (s *sim) loadSnapshot(path string) error {
 	}
 	seen := map[string]bool{}
 	uids := map[types.UID]types.UID{} // the snapshot's pod UIDs: the simulator's
+	var finished []*v1.Pod
 	s.x.snapshotPods = map[types.NamespacedName]bool{}
 	for _, p := range objs.pods {
 		if p.Namespace == "" {
@@ -362,9 +395,21 @@ func (s *sim) loadSnapshot(path string) error {
 		if old != "" {
 			uids[old] = p.UID
 		}
+		if p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+			finished = append(finished, p)
+		}
 	}
 	if err := s.snapshotObjects(objs.others, uids, sum); err != nil {
 		return fmt.Errorf("snapshot %s: %w", path, err)
+	}
+	// A finished pod's claims may still be reserved for it, if the
+	// resourceclaim controller had not caught up: it frees them as that
+	// controller would.
+	for _, p := range finished {
+		s.releaseClaims(p)
+	}
+	if s.violation != nil {
+		return fmt.Errorf("snapshot %s: %w", path, s.violation)
 	}
 	s.x.snapshot = sum
 	return nil
@@ -384,13 +429,11 @@ func (s *sim) snapshotObjects(others []runtime.Object, uids map[types.UID]types.
 	for _, obj := range others {
 		key := objectKey(obj)
 		if seen[key] {
-			m := obj.(metav1.Object)
-			return fmt.Errorf("%s %s/%s appears twice", strings.TrimPrefix(fmt.Sprintf("%T", obj), "*"), m.GetNamespace(), m.GetName())
+			return fmt.Errorf("%s appears twice", nameObject(obj))
 		}
 		seen[key] = true
 		if s.obj.byKey[key] != nil {
-			m := obj.(metav1.Object)
-			return fmt.Errorf("%s %s/%s is also in the scenario's objects", strings.TrimPrefix(fmt.Sprintf("%T", obj), "*"), m.GetNamespace(), m.GetName())
+			return fmt.Errorf("%s is also in the scenario's objects", nameObject(obj))
 		}
 		if c, ok := obj.(*resourceapi.ResourceClaim); ok {
 			for i, r := range c.OwnerReferences {
@@ -410,6 +453,18 @@ func (s *sim) snapshotObjects(others []runtime.Object, uids map[types.UID]types.
 		sum.Objects++
 	}
 	return nil
+}
+
+// nameObject names obj as a person would: its kind, then its namespace
+// and name, or its name alone for a kind without a namespace
+// ("ResourceClaim ml/c", "DeviceClass gpu.example.com").
+func nameObject(obj runtime.Object) string {
+	m := obj.(metav1.Object)
+	kind := reflect.TypeOf(obj).Elem().Name()
+	if m.GetNamespace() == "" {
+		return kind + " " + m.GetName()
+	}
+	return kind + " " + m.GetNamespace() + "/" + m.GetName()
 }
 
 func (s *sim) snapshotPod(p *v1.Pod, sum *SnapshotSummary) error {

@@ -64,6 +64,18 @@ func TestSnapshotMalformed(t *testing.T) {
 		{"unregistered kind", "apiVersion: v1\nkind: Nonsense\nmetadata: {name: x}\n", "document 1: Nonsense x: this kind is not in a snapshot (Node, Pod"},
 		{"no kind", "apiVersion: v1\nmetadata: {name: lonely}\nspec: {containers: [{name: c, image: " + strings.Repeat("x", 500) + "}]}\n", "document 1: object lonely: no kind field"},
 		{"no apiVersion", "kind: Pod\nmetadata: {name: p}\n", "document 1: Pod p: no apiVersion field"},
+		{"node without a name", "apiVersion: v1\nkind: Node\nmetadata: {labels: {a: b}}\n", "document 1: Node: no metadata.name"},
+		{"pod without a name", node + "---\napiVersion: v1\nkind: Pod\nmetadata: {namespace: ml}\nspec: {containers: [{name: c, image: x}]}\n", "document 2: Pod ml/: no metadata.name"},
+		{"claim without a name", node + "---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {namespace: ml}\nspec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}\n",
+			"document 2: ResourceClaim ml/: no metadata.name"},
+		{"slice without a name in a typed list", "apiVersion: resource.k8s.io/v1\nkind: ResourceSliceList\nitems:\n- {spec: {driver: d, nodeName: n1, pool: {name: p, resourceSliceCount: 1}}}\n",
+			"document 1: ResourceSliceList: items[0]: ResourceSlice: no metadata.name"},
+		{"device class twice", "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu.example.com}\n---\napiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu.example.com}\n",
+			": DeviceClass gpu.example.com appears twice"},
+		{"claim twice", "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c, namespace: ml}\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c, namespace: ml}\n",
+			": ResourceClaim ml/c appears twice"},
+		{"claim entry without a source", node + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: x}], resourceClaims: [{name: gpu}]}\n",
+			"pod default/p: spec.resourceClaims gpu: needs exactly one of resourceClaimName and resourceClaimTemplateName"},
 		{"negative allocatable", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: \"-4\", memory: 1Gi}}\n", "node n1: allocatable cpu must not be negative, got -4"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
