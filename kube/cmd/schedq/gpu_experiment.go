@@ -58,7 +58,7 @@ func (g *gpuFlags) policies() ([]gpu.Policy, error) {
 // experimentIgnores are the flags of a simulation run that the GPU
 // experiment has no use for: given with it, they are refused rather than
 // ignored.
-var experimentIgnores = []string{"scenario", "compare", "report", "window-start", "window-end", "config", "check", "memory-limit"}
+var experimentIgnores = []string{"scenario", "snapshot", "compare", "report", "records", "series", "window-start", "window-end", "config", "check", "memory-limit", "trace-speed", "trace-order"}
 
 // checkGPUFlags refuses the experiment's flags without --gpu-experiment,
 // and bad values with the flag named, before anything runs.
@@ -96,9 +96,6 @@ func (g *gpuFlags) check(changed func(string) bool) error {
 func runGPUExperiment(stdout io.Writer, g *gpuFlags, in inputs, firstSeed uint64, output string, noWall bool) error {
 	if in.trace == "" {
 		return fmt.Errorf("--gpu-experiment: needs --trace DIR")
-	}
-	if in.snapshot != "" || in.records != "" || in.series != "" || in.speedSet || in.traceOrder != "" {
-		return fmt.Errorf("--gpu-experiment: --snapshot, --records, --series, --trace-speed and --trace-order do not apply (pods are drawn at random)")
 	}
 	ps, err := g.policies()
 	if err != nil {
