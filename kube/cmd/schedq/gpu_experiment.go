@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -39,7 +40,8 @@ func policyNames() []string {
 	return out
 }
 
-// policies reads --gpu-policy: one name, several joined by commas, or all.
+// policies reads --gpu-policy: one name, several joined by commas (none
+// twice: a policy's runs are the same with the same seeds), or all.
 func (g *gpuFlags) policies() ([]gpu.Policy, error) {
 	if g.policy == "all" || g.policy == "" {
 		return gpu.Policies(), nil
@@ -48,7 +50,10 @@ func (g *gpuFlags) policies() ([]gpu.Policy, error) {
 	for _, s := range strings.Split(g.policy, ",") {
 		p, err := gpu.ParsePolicy(s)
 		if err != nil {
-			return nil, fmt.Errorf("--gpu-policy: %w", err)
+			return nil, fmt.Errorf("--gpu-policy %s: %w", g.policy, err)
+		}
+		if slices.Contains(out, p) {
+			return nil, fmt.Errorf("--gpu-policy %s: %s is named twice", g.policy, p)
 		}
 		out = append(out, p)
 	}
