@@ -102,6 +102,9 @@ func runGPUExperiment(stdout io.Writer, g *gpuFlags, in inputs, firstSeed uint64
 	if in.trace == "" {
 		return fmt.Errorf("--gpu-experiment: needs --trace DIR")
 	}
+	if err := checkTracePods(in.tracePods, in.trace); err != nil {
+		return err
+	}
 	ps, err := g.policies()
 	if err != nil {
 		return err

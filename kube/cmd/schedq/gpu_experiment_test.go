@@ -67,6 +67,7 @@ func TestGPUExperimentBadInput(t *testing.T) {
 		{"unknown policy", []string{"--trace", fixture, "--gpu-experiment", "--gpu-policy", "tetris"}, `--gpu-policy tetris: "tetris" is not a GPU policy`},
 		{"a policy twice", []string{"--trace", fixture, "--gpu-experiment", "--gpu-policy", "fgd,bestfit,FGD"}, "--gpu-policy fgd,bestfit,FGD: fgd is named twice"},
 		{"an empty name", []string{"--trace", fixture, "--gpu-experiment", "--gpu-policy", "fgd,"}, `--gpu-policy fgd,: "" is not a GPU policy`},
+		{"a pod list by absolute path", []string{"--trace", fixture, "--gpu-experiment", "--trace-pods", "/tmp/pods.csv"}, "--trace-pods /tmp/pods.csv: names a file in the trace's directory (" + fixture + "), not an absolute path"},
 		{"demand without experiment", []string{"--trace", fixture, "--demand", "2"}, "--demand: only with --gpu-experiment"},
 		{"no trace", []string{"--gpu-experiment"}, "--gpu-experiment: needs --trace DIR"},
 		{"with records", []string{"--trace", fixture, "--gpu-experiment", "--records", filepath.Join(dir, "r.csv")}, "--gpu-experiment: --records does not apply"},
