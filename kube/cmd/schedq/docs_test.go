@@ -179,3 +179,39 @@ func TestLibraryWalkthroughOutput(t *testing.T) {
 		t.Fatalf("docs/library.md shows\n%s\nwhich the walkthrough does not print; it prints\n%s", block, out)
 	}
 }
+
+// TestWhatIfFlagsDocumented: the flag table of docs/forecast.md's What-if
+// section lists every flag of "schedq whatif", so the page cannot fall
+// behind --help.
+func TestWhatIfFlagsDocumented(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "forecast.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## What-if\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	if !ok {
+		t.Fatal("docs/forecast.md has no What-if section")
+	}
+	var table strings.Builder
+	for line := range strings.SplitSeq(section, "\n") {
+		if strings.HasPrefix(line, "| `-") {
+			table.WriteString(line + "\n")
+		}
+	}
+	n := 0
+	for _, c := range newRoot(&bytes.Buffer{}, &bytes.Buffer{}).Commands() {
+		if c.Name() != "whatif" {
+			continue
+		}
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			n++
+			if !strings.Contains(table.String(), "`--"+f.Name+"`") {
+				t.Errorf("the what-if flag table lacks --%s", f.Name)
+			}
+		})
+	}
+	if n < 12 {
+		t.Fatalf("only %d whatif flags seen", n)
+	}
+}
