@@ -111,7 +111,7 @@ func sweepScenarios(names []string, load func(policy string) (*sim.Scenario, err
 		}
 		sc, err := load(policy)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("the replay of %s: %w", name, err)
 		}
 		if name == defaultScoring {
 			sc.Scheduler.GPUPolicy = ""

@@ -129,7 +129,7 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 					return s, fw.apply(s, "")
 				})
 				if err != nil {
-					return err
+					return fmt.Errorf("--gpu-policy %s: %w", gf.policy, err)
 				}
 				if err := checkMemory(stderr, sc, memLimit); err != nil {
 					return err
