@@ -60,6 +60,9 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 			if progress != "on" && progress != "off" && progress != "auto" {
 				return fmt.Errorf("--progress: %q is not auto, on or off", progress)
 			}
+			if cmd.Flags().Changed("compare") && compare == "" {
+				return fmt.Errorf(`--compare "": no setting (give key=value, e.g. hints=false)`)
+			}
 			if report != "" {
 				if err := checkWritableDir(report); err != nil {
 					return fmt.Errorf("--report %s: %w", report, err)
