@@ -108,3 +108,18 @@ func TestAlibabaTraceRequestLabels(t *testing.T) {
 		}
 	}
 }
+
+// A pod list with time columns arrives at its creation times: a random
+// order, which would be ignored, is refused, naming the field and the file.
+func TestAlibabaTraceRandomOrderNeedsAnUntimedList(t *testing.T) {
+	sc := traceScenario("testdata/alibaba")
+	sc.Trace.Order = TraceOrderRandom
+	_, err := Run(sc, Options{})
+	if err == nil || !strings.Contains(err.Error(), "trace.order (--trace-order) random: testdata/alibaba/openb_pod_list_default.csv has time columns: its pods arrive at their creation_time") {
+		t.Fatalf("error %v, want trace.order refused for a timed list", err)
+	}
+	sc.Trace.Order = TraceOrderFile
+	if _, err := Run(sc, Options{}); err != nil {
+		t.Fatalf("order file, the default: %v", err)
+	}
+}
