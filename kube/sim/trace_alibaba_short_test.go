@@ -123,3 +123,19 @@ func TestAlibabaTraceRandomOrderNeedsAnUntimedList(t *testing.T) {
 		t.Fatalf("order file, the default: %v", err)
 	}
 }
+
+// A pod list without time columns arrives whole at the start: a speed,
+// which would be ignored, is refused, naming the field and the file.
+func TestAlibabaTraceSpeedNeedsATimedList(t *testing.T) {
+	dir := writeTrace(t, shortNodes, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1024,1,500\n")
+	sc := traceScenario(dir)
+	sc.Trace.Speed = 10
+	_, err := Run(sc, Options{})
+	if err == nil || !strings.Contains(err.Error(), "trace.speed (--trace-speed) 10: "+filepath.Join(dir, "openb_pod_list_default.csv")+" has no time columns: its pods all arrive at the start") {
+		t.Fatalf("error %v, want trace.speed refused for an untimed list", err)
+	}
+	sc.Trace.Speed = 1
+	if _, err := Run(sc, Options{}); err != nil {
+		t.Fatalf("speed 1: %v", err)
+	}
+}
