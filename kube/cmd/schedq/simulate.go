@@ -121,6 +121,9 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 				return r, err
 			}
 			if sweep != nil {
+				if err := sweepConfigFree(gf.policy, sc); err != nil {
+					return err
+				}
 				scs, err := sweepScenarios(sweep, func(policy string) (*sim.Scenario, error) {
 					one := in
 					one.gpuPolicy = policy
