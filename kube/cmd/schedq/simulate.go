@@ -262,7 +262,23 @@ func checkWritableDir(path string) error {
 	case !st.IsDir():
 		return fmt.Errorf("%s is not a directory", dir)
 	}
-	return nil
+	return probeDir(dir)
+}
+
+// probeDir creates and removes a file in dir, so that a directory where
+// the output could not be written is refused before the run rather than
+// after it.
+func probeDir(dir string) error {
+	f, err := os.CreateTemp(dir, ".schedq-probe-*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("directory %s cannot be written: %w", dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // writeHTML writes the report page of a run, or of both runs of

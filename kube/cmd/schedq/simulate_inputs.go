@@ -166,11 +166,11 @@ func (in inputs) check() error {
 		if f.path == "" {
 			continue
 		}
-		if st, err := os.Stat(filepath.Dir(f.path)); err != nil || !st.IsDir() {
-			return fmt.Errorf("%s %s: directory %s does not exist", f.flag, f.path, filepath.Dir(f.path))
-		}
 		if exts := outputExts[f.flag]; !slices.Contains(exts, filepath.Ext(f.path)) {
 			return fmt.Errorf("%s %s: the file must end in %s", f.flag, f.path, orList(exts))
+		}
+		if err := checkWritableDir(f.path); err != nil {
+			return fmt.Errorf("%s %s: %w", f.flag, f.path, err)
 		}
 	}
 	return nil
