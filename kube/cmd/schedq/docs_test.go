@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -213,5 +214,49 @@ func TestWhatIfFlagsDocumented(t *testing.T) {
 	}
 	if n < 12 {
 		t.Fatalf("only %d whatif flags seen", n)
+	}
+}
+
+// otherTools are flags the pages give to other programs (kubectl, kind,
+// kube-apiserver, curl, valgrind), not to schedq.
+var otherTools = []string{"clusterrole", "data-binary", "feature-gates", "field-selector", "image", "name", "overrides", "prefix", "runtime-config", "serviceaccount", "tail", "tool"}
+
+// TestDocsFlagsExist: every --flag that README.md and docs/ mention is a
+// flag of a schedq command (hidden ones, deprecated or removed, included)
+// or of another program the pages run, and every flag of every command is
+// mentioned somewhere, so that a renamed or removed flag cannot linger in
+// the pages, nor a new one go unmentioned.
+func TestDocsFlagsExist(t *testing.T) {
+	root := filepath.Join("..", "..", "..")
+	pages, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	pages = append(pages, filepath.Join(root, "README.md"))
+	var all strings.Builder
+	for _, p := range pages {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Write(b)
+	}
+	text := all.String()
+	known := map[string]bool{}
+	for _, n := range otherTools {
+		known[n] = true
+	}
+	for _, c := range newRoot(&bytes.Buffer{}, &bytes.Buffer{}).Commands() {
+		c.InitDefaultHelpFlag()
+		c.InitDefaultVersionFlag()
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			known[f.Name] = true
+			if !regexp.MustCompile(`--` + regexp.QuoteMeta(f.Name) + `\b`).MatchString(text) {
+				t.Errorf("no page mentions schedq %s --%s", c.Name(), f.Name)
+			}
+		})
+	}
+	for _, m := range regexp.MustCompile(`(?:^|[^\w-])--([a-z][a-z0-9-]*[a-z0-9])`).FindAllStringSubmatch(text, -1) {
+		if !known[m[1]] {
+			t.Errorf("a page mentions --%s, which no schedq command has", m[1])
+			known[m[1]] = true // once
+		}
 	}
 }
