@@ -233,3 +233,29 @@ func (s *Scenario) checkGPUConfig(bad func(string, string, ...any)) {
 		bad("scheduler.config", "%v", err)
 	}
 }
+
+// ConfigGPUPolicy is the policy that scheduler.config gives GPUDevices in
+// its args, as the file spells it, or "" when there is no file or it
+// gives none. It reads the file; O(plugin configs).
+func (s *Scenario) ConfigGPUPolicy() (string, error) {
+	if s.Scheduler.Config == "" {
+		return "", nil
+	}
+	kcfg, err := profile.Load(s.Scheduler.Config)
+	if err != nil {
+		return "", fmt.Errorf("scheduler.config: %w", err)
+	}
+	for _, prof := range kcfg.Profiles {
+		for i, pc := range prof.PluginConfig {
+			if pc.Name != profile.GPUDevices {
+				continue
+			}
+			a, err := profile.DecodeGPUDevicesArgs(pc.Args)
+			if err != nil {
+				return "", fmt.Errorf("scheduler.config: %s: %s.args: %w", s.Scheduler.Config, argsPath(i), err)
+			}
+			return a.Policy, nil
+		}
+	}
+	return "", nil
+}

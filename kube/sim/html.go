@@ -145,13 +145,21 @@ func (w Window) frac(t time.Duration) float64 {
 // ErrWindow: the window does not fit the run.
 var ErrWindow = errors.New("window")
 
+// String gives the window as asked: an unset end (0) is the run's end.
+func (w Window) String() string {
+	if w.To == 0 {
+		return fmt.Sprintf("%v to the run's end", w.From)
+	}
+	return fmt.Sprintf("%v to %v", w.From, w.To)
+}
+
 // resolve fits the window to a run that ended at end.
 func (w Window) resolve(end time.Duration) (Window, error) {
 	if w.From < 0 || w.To < 0 || w.To != 0 && w.To <= w.From {
-		return w, fmt.Errorf("%w %v to %v: must start at 0 or later and end after it starts", ErrWindow, w.From, w.To)
+		return w, fmt.Errorf("%w %v: must start at 0 or later and end after it starts", ErrWindow, w)
 	}
 	if w.From >= end {
-		return w, fmt.Errorf("%w %v to %v: starts after the run's end (%v of virtual time)", ErrWindow, w.From, w.To, end)
+		return w, fmt.Errorf("%w %v: starts after the run's end (%v of virtual time)", ErrWindow, w, end)
 	}
 	if w.To == 0 || w.To >= end {
 		w.To, w.whole = end, true

@@ -461,6 +461,14 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 	if err != nil {
 		return fmt.Errorf("trace %s: %w", spec.Format, err)
 	}
+	if spec.Order == TraceOrderRandom && !t.untimed {
+		_, podsFile := spec.files()
+		return fmt.Errorf("trace %s: trace.order (--trace-order) random: %s has time columns: its pods arrive at their creation_time, in no order to shuffle (the order is for a list of %s)", spec.Format, podsFile, strings.Join(podColumnsShort, ","))
+	}
+	if spec.Speed != 0 && spec.Speed != 1 && t.untimed {
+		_, podsFile := spec.files()
+		return fmt.Errorf("trace %s: trace.speed (--trace-speed) %v: %s has no time columns: its pods all arrive at the start, with no arrivals to bring closer", spec.Format, spec.Speed, podsFile)
+	}
 	if s.sc.Scheduler.gpuModel() == GPUModelDRA {
 		if err := s.traceGPUsAsDevices(t); err != nil {
 			return err

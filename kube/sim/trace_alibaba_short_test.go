@@ -108,3 +108,34 @@ func TestAlibabaTraceRequestLabels(t *testing.T) {
 		}
 	}
 }
+
+// A pod list with time columns arrives at its creation times: a random
+// order, which would be ignored, is refused, naming the field and the file.
+func TestAlibabaTraceRandomOrderNeedsAnUntimedList(t *testing.T) {
+	sc := traceScenario("testdata/alibaba")
+	sc.Trace.Order = TraceOrderRandom
+	_, err := Run(sc, Options{})
+	if err == nil || !strings.Contains(err.Error(), "trace.order (--trace-order) random: testdata/alibaba/openb_pod_list_default.csv has time columns: its pods arrive at their creation_time") {
+		t.Fatalf("error %v, want trace.order refused for a timed list", err)
+	}
+	sc.Trace.Order = TraceOrderFile
+	if _, err := Run(sc, Options{}); err != nil {
+		t.Fatalf("order file, the default: %v", err)
+	}
+}
+
+// A pod list without time columns arrives whole at the start: a speed,
+// which would be ignored, is refused, naming the field and the file.
+func TestAlibabaTraceSpeedNeedsATimedList(t *testing.T) {
+	dir := writeTrace(t, shortNodes, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1024,1,500\n")
+	sc := traceScenario(dir)
+	sc.Trace.Speed = 10
+	_, err := Run(sc, Options{})
+	if err == nil || !strings.Contains(err.Error(), "trace.speed (--trace-speed) 10: "+filepath.Join(dir, "openb_pod_list_default.csv")+" has no time columns: its pods all arrive at the start") {
+		t.Fatalf("error %v, want trace.speed refused for an untimed list", err)
+	}
+	sc.Trace.Speed = 1
+	if _, err := Run(sc, Options{}); err != nil {
+		t.Fatalf("speed 1: %v", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -177,5 +178,85 @@ func TestLibraryWalkthroughOutput(t *testing.T) {
 	}
 	if !strings.Contains(string(out), block) {
 		t.Fatalf("docs/library.md shows\n%s\nwhich the walkthrough does not print; it prints\n%s", block, out)
+	}
+}
+
+// TestWhatIfFlagsDocumented: the flag table of docs/forecast.md's What-if
+// section lists every flag of "schedq whatif", so the page cannot fall
+// behind --help.
+func TestWhatIfFlagsDocumented(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "forecast.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## What-if\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	if !ok {
+		t.Fatal("docs/forecast.md has no What-if section")
+	}
+	var table strings.Builder
+	for line := range strings.SplitSeq(section, "\n") {
+		if strings.HasPrefix(line, "| `-") {
+			table.WriteString(line + "\n")
+		}
+	}
+	n := 0
+	for _, c := range newRoot(&bytes.Buffer{}, &bytes.Buffer{}).Commands() {
+		if c.Name() != "whatif" {
+			continue
+		}
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			n++
+			if !strings.Contains(table.String(), "`--"+f.Name+"`") {
+				t.Errorf("the what-if flag table lacks --%s", f.Name)
+			}
+		})
+	}
+	if n < 12 {
+		t.Fatalf("only %d whatif flags seen", n)
+	}
+}
+
+// otherTools are flags the pages give to other programs (kubectl, kind,
+// kube-apiserver, curl, valgrind), not to schedq.
+var otherTools = []string{"clusterrole", "data-binary", "feature-gates", "field-selector", "image", "name", "overrides", "prefix", "runtime-config", "serviceaccount", "tail", "tool"}
+
+// TestDocsFlagsExist: every --flag that README.md and docs/ mention is a
+// flag of a schedq command (hidden ones, deprecated or removed, included)
+// or of another program the pages run, and every flag of every command is
+// mentioned somewhere, so that a renamed or removed flag cannot linger in
+// the pages, nor a new one go unmentioned.
+func TestDocsFlagsExist(t *testing.T) {
+	root := filepath.Join("..", "..", "..")
+	pages, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	pages = append(pages, filepath.Join(root, "README.md"))
+	var all strings.Builder
+	for _, p := range pages {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Write(b)
+	}
+	text := all.String()
+	known := map[string]bool{}
+	for _, n := range otherTools {
+		known[n] = true
+	}
+	for _, c := range newRoot(&bytes.Buffer{}, &bytes.Buffer{}).Commands() {
+		c.InitDefaultHelpFlag()
+		c.InitDefaultVersionFlag()
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			known[f.Name] = true
+			if !regexp.MustCompile(`--` + regexp.QuoteMeta(f.Name) + `\b`).MatchString(text) {
+				t.Errorf("no page mentions schedq %s --%s", c.Name(), f.Name)
+			}
+		})
+	}
+	for _, m := range regexp.MustCompile(`(?:^|[^\w-])--([a-z][a-z0-9-]*[a-z0-9])`).FindAllStringSubmatch(text, -1) {
+		if !known[m[1]] {
+			t.Errorf("a page mentions --%s, which no schedq command has", m[1])
+			known[m[1]] = true // once
+		}
 	}
 }

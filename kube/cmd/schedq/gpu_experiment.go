@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -26,7 +27,7 @@ func (g *gpuFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&g.experiment, "gpu-experiment", false, "with --trace: run the GPU-sharing paper's experiment (pods drawn until --demand, no pod leaves) instead of a replay")
 	f.Float64Var(&g.demand, "demand", 1.3, "with --gpu-experiment: draw pods until their GPU requests reach this multiple of the cluster's GPU capacity")
 	f.IntVar(&g.seeds, "seeds", 1, "with --gpu-experiment: runs per policy, seeds --seed, --seed+1, ...")
-	f.StringVar(&g.policy, "gpu-policy", "", "the GPU policy ("+strings.Join(policyNames(), ", ")+"): with --gpu-experiment, several joined by commas or all (the default); in a trace replay, one, scoring nodes and choosing GPUs (scenario scheduler.gpuPolicy; default: the profile's own scoring), or several joined by commas (default: the profile's scoring) or all, one replay each, printed as one table")
+	f.StringVar(&g.policy, "gpu-policy", "", "the GPU policy ("+strings.Join(policyNames(), ", ")+"): with --gpu-experiment, several joined by commas or all (the default); in a trace replay, one, scoring nodes and choosing GPUs (scenario scheduler.gpuPolicy; default: the profile's own scoring), or several joined by commas (default among them names the profile's scoring) or all (default and the six), one replay each, printed as one table")
 	f.Float64Var(&g.typical, "typical-share", gpu.TypicalShare, "with --gpu-experiment: fragmentation is measured against the most popular pod kinds covering this share of the pod list (0.95 in the paper's artifact; 1: every kind)")
 	f.StringVar(&g.model, "gpu-model", "", "in a trace replay: dra (the default, each GPU a DRA device that DynamicResources allocates), device (each GPU on its own in the simulator's GPUDevices plugin) or capacity (one number of thousandths per node) (scenario scheduler.gpuModel)")
 }
@@ -39,7 +40,8 @@ func policyNames() []string {
 	return out
 }
 
-// policies reads --gpu-policy: one name, several joined by commas, or all.
+// policies reads --gpu-policy: one name, several joined by commas (none
+// twice: a policy's runs are the same with the same seeds), or all.
 func (g *gpuFlags) policies() ([]gpu.Policy, error) {
 	if g.policy == "all" || g.policy == "" {
 		return gpu.Policies(), nil
@@ -48,7 +50,10 @@ func (g *gpuFlags) policies() ([]gpu.Policy, error) {
 	for _, s := range strings.Split(g.policy, ",") {
 		p, err := gpu.ParsePolicy(s)
 		if err != nil {
-			return nil, fmt.Errorf("--gpu-policy: %w", err)
+			return nil, fmt.Errorf("--gpu-policy %s: %w", g.policy, err)
+		}
+		if slices.Contains(out, p) {
+			return nil, fmt.Errorf("--gpu-policy %s: %s is named twice", g.policy, p)
 		}
 		out = append(out, p)
 	}
@@ -58,7 +63,7 @@ func (g *gpuFlags) policies() ([]gpu.Policy, error) {
 // experimentIgnores are the flags of a simulation run that the GPU
 // experiment has no use for: given with it, they are refused rather than
 // ignored.
-var experimentIgnores = []string{"scenario", "compare", "report", "window-start", "window-end", "config", "check", "memory-limit"}
+var experimentIgnores = []string{"scenario", "snapshot", "compare", "report", "records", "series", "window-start", "window-end", "config", "check", "memory-limit", "trace-speed", "trace-order"}
 
 // checkGPUFlags refuses the experiment's flags without --gpu-experiment,
 // and bad values with the flag named, before anything runs.
@@ -97,8 +102,8 @@ func runGPUExperiment(stdout io.Writer, g *gpuFlags, in inputs, firstSeed uint64
 	if in.trace == "" {
 		return fmt.Errorf("--gpu-experiment: needs --trace DIR")
 	}
-	if in.snapshot != "" || in.records != "" || in.series != "" || in.speedSet || in.traceOrder != "" {
-		return fmt.Errorf("--gpu-experiment: --snapshot, --records, --series, --trace-speed and --trace-order do not apply (pods are drawn at random)")
+	if err := checkTracePods(in.tracePods, in.trace); err != nil {
+		return err
 	}
 	ps, err := g.policies()
 	if err != nil {

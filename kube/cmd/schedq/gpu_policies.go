@@ -73,6 +73,21 @@ func (g *gpuFlags) checkSweep(changed func(string) bool, in inputs) ([]string, e
 	return names, nil
 }
 
+// sweepConfigFree refuses a per-policy replay (--gpu-policy list) whose
+// scheduler configuration sets GPUDevices' policy: every other policy of
+// the list would disagree with it, and default would run it under
+// another name.
+func sweepConfigFree(list string, sc *sim.Scenario) error {
+	p, err := sc.ConfigGPUPolicy()
+	if err != nil {
+		return fmt.Errorf("--gpu-policy %s: %w", list, err)
+	}
+	if p != "" {
+		return fmt.Errorf("--gpu-policy %s: scheduler.config (--config) %s sets GPUDevices' policy %s: each replay of a list sets its own (%s: none); drop args.policy from the file, or the list", list, sc.Scheduler.Config, p, defaultScoring)
+	}
+	return nil
+}
+
 // policyRun runs the replay of the table's row i under its
 // policy (names[i]), or the default scoring.
 type policyRun func(i int, policy string) (*sim.Report, error)
@@ -111,7 +126,7 @@ func sweepScenarios(names []string, load func(policy string) (*sim.Scenario, err
 		}
 		sc, err := load(policy)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("the replay of %s: %w", name, err)
 		}
 		if name == defaultScoring {
 			sc.Scheduler.GPUPolicy = ""

@@ -118,6 +118,8 @@ func TestGPUPolicyTableBadInput(t *testing.T) {
 		{[]string{"--trace", dir, "--gpu-policy", "all", "--records", filepath.Join(dir, "r.csv")}, "not with --records"},
 		{[]string{"--trace", dir, "--gpu-policy", "all", "--gpu-model", "capacity"}, "the policies need --gpu-model device or dra, not capacity"},
 		{[]string{"--gpu-policy", "all"}, "needs --trace DIR"},
+		{[]string{"--trace", dir, "--gpu-policy", "all", "--config", "../../sim/testdata/gpu-policy-fgd.yaml"}, "--gpu-policy all: scheduler.config (--config) ../../sim/testdata/gpu-policy-fgd.yaml sets GPUDevices' policy FGD"},
+		{[]string{"--trace", dir, "--gpu-policy", "default,fgd", "--config", "../../sim/testdata/gpu-policy-fgd.yaml"}, "--gpu-policy default,fgd: scheduler.config (--config) ../../sim/testdata/gpu-policy-fgd.yaml sets GPUDevices' policy FGD: each replay of a list sets its own (default: none)"},
 		{[]string{"--trace", dir, "--gpu-policy", "all", "--trace-speed", "0"}, "--trace-speed"},
 		{[]string{"--trace", dir, "--gpu-policy", "all", "-o", "yaml"}, "--output"},
 	} {

@@ -60,6 +60,9 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 			if progress != "on" && progress != "off" && progress != "auto" {
 				return fmt.Errorf("--progress: %q is not auto, on or off", progress)
 			}
+			if cmd.Flags().Changed("compare") && compare == "" {
+				return fmt.Errorf(`--compare "": no setting (give key=value, e.g. hints=false)`)
+			}
 			if report != "" {
 				if err := checkWritableDir(report); err != nil {
 					return fmt.Errorf("--report %s: %w", report, err)
@@ -118,6 +121,9 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 				return r, err
 			}
 			if sweep != nil {
+				if err := sweepConfigFree(gf.policy, sc); err != nil {
+					return err
+				}
 				scs, err := sweepScenarios(sweep, func(policy string) (*sim.Scenario, error) {
 					one := in
 					one.gpuPolicy = policy
@@ -129,7 +135,7 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 					return s, fw.apply(s, "")
 				})
 				if err != nil {
-					return err
+					return fmt.Errorf("--gpu-policy %s: %w", gf.policy, err)
 				}
 				if err := checkMemory(stderr, sc, memLimit); err != nil {
 					return err
@@ -256,7 +262,23 @@ func checkWritableDir(path string) error {
 	case !st.IsDir():
 		return fmt.Errorf("%s is not a directory", dir)
 	}
-	return nil
+	return probeDir(dir)
+}
+
+// probeDir creates and removes a file in dir, so that a directory where
+// the output could not be written is refused before the run rather than
+// after it.
+func probeDir(dir string) error {
+	f, err := os.CreateTemp(dir, ".schedq-probe-*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("directory %s cannot be written: %w", dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // writeHTML writes the report page of a run, or of both runs of

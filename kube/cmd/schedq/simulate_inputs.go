@@ -68,8 +68,8 @@ func (in inputs) load(scenario string, scenarioSet bool) (*sim.Scenario, error) 
 			return nil, fmt.Errorf("--trace-pods, --trace-order: there is no trace (give --trace, or a scenario with a trace)")
 		}
 		if in.tracePods != "" {
-			if filepath.IsAbs(in.tracePods) {
-				return nil, fmt.Errorf("--trace-pods %s: names a file in the trace's directory (%s), not an absolute path", in.tracePods, sc.Trace.Dir)
+			if err := checkTracePods(in.tracePods, sc.Trace.Dir); err != nil {
+				return nil, err
 			}
 			sc.Trace.Pods = in.tracePods
 		}
@@ -111,6 +111,16 @@ func (in inputs) load(scenario string, scenarioSet bool) (*sim.Scenario, error) 
 		return nil, err
 	}
 	return sc, nil
+}
+
+// checkTracePods refuses a --trace-pods that is not a file name in the
+// trace's directory dir: an absolute path, which the trace would join to
+// dir all the same.
+func checkTracePods(pods, dir string) error {
+	if filepath.IsAbs(pods) {
+		return fmt.Errorf("--trace-pods %s: names a file in the trace's directory (%s), not an absolute path", pods, dir)
+	}
+	return nil
 }
 
 // compareScenario loads the scenario a second time, with the seed of the
@@ -156,11 +166,11 @@ func (in inputs) check() error {
 		if f.path == "" {
 			continue
 		}
-		if st, err := os.Stat(filepath.Dir(f.path)); err != nil || !st.IsDir() {
-			return fmt.Errorf("%s %s: directory %s does not exist", f.flag, f.path, filepath.Dir(f.path))
-		}
 		if exts := outputExts[f.flag]; !slices.Contains(exts, filepath.Ext(f.path)) {
 			return fmt.Errorf("%s %s: the file must end in %s", f.flag, f.path, orList(exts))
+		}
+		if err := checkWritableDir(f.path); err != nil {
+			return fmt.Errorf("%s %s: %w", f.flag, f.path, err)
 		}
 	}
 	return nil

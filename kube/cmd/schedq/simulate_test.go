@@ -125,7 +125,7 @@ func TestSimulateWindowPastTheRunKeepsTheRest(t *testing.T) {
 	dir := t.TempDir()
 	report, records := filepath.Join(dir, "r.html"), filepath.Join(dir, "r.csv")
 	out, _, err := executeErr("simulate", "--progress=off", "--scenario", "EarlyRetry", "--report", report, "--window-start", "100h", "--records", records)
-	if err == nil || !strings.Contains(err.Error(), "--window-start, --window-end: window 100h0m0s to 0s: starts after the run's end") {
+	if err == nil || !strings.Contains(err.Error(), "--window-start, --window-end: window 100h0m0s to the run's end: starts after the run's end (4.015s of virtual time)") {
 		t.Fatalf("error %v, want the window's", err)
 	}
 	if !strings.Contains(out, "scenario EarlyRetry") {

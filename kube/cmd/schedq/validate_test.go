@@ -160,6 +160,7 @@ func TestSimulateChecksEverythingBeforeRunning(t *testing.T) {
 		{"series is a directory", []string{"--series", filepath.Join(dir, "s.csv")}, "--series " + filepath.Join(dir, "s.csv") + ": is a directory", ""},
 		{"the --compare run's records is a directory", []string{"--compare", "hints=false", "--records", filepath.Join(dir, "c.csv")}, "--records (the --compare run's) " + filepath.Join(dir, "c.compare.csv") + ": is a directory", ""},
 		{"unknown compare key", []string{"--compare", "foo=bar"}, `--compare foo=bar: unknown setting "foo" (settable: gangs`, ""},
+		{"compare empty", []string{"--compare", ""}, `--compare "": no setting (give key=value, e.g. hints=false)`, ""},
 		{"compare without =", []string{"--compare", "hints"}, `--compare hints: "hints" is not key=value`, ""},
 		{"compare second setting without =", []string{"--compare", "hints=false,"}, `--compare hints=false,: "" is not key=value`, ""},
 		{"compare second setting bad", []string{"--compare", "hints=false,wakeBudget=no"}, `--compare hints=false,wakeBudget=no: wakeBudget: "no" is not true or false`, ""},

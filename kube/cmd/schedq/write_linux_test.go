@@ -87,3 +87,25 @@ func withFileSizeLimit(t *testing.T, limit uint64, f func()) {
 	}()
 	f()
 }
+
+// TestSimulateUnwritableOutputRefusedBeforeRunning: an output in a
+// directory where no file can be created (/proc) is refused before the
+// run, naming the flag, rather than after it, when the run's work would
+// be lost. The snapshot is malformed: an error about it would mean the
+// run had started.
+func TestSimulateUnwritableOutputRefusedBeforeRunning(t *testing.T) {
+	badSnap := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(badSnap, []byte("apiVersion: v1\nkind: Nonsense\n"), 0o644)
+	for _, tc := range []struct{ flag, path string }{
+		{"--records", "/proc/r.csv"},
+		{"--series", "/proc/s.csv"},
+		{"--report", "/proc/r.html"},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			_, _, err := executeErr("simulate", "--progress=off", "--snapshot", badSnap, tc.flag, tc.path)
+			if err == nil || !strings.Contains(err.Error(), tc.flag+" "+tc.path+": directory /proc cannot be written") {
+				t.Fatalf("error %v, want %s refused before the run", err, tc.flag)
+			}
+		})
+	}
+}

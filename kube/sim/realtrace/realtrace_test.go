@@ -7,7 +7,7 @@
 // Under the race detector it runs nothing and says so: the replay is
 // single-threaded, so the detector has nothing to find in it, and two
 // replays of the whole trace on kube-scheduler's plugins take more than
-// the test command's 30 minutes there (61 s of CPU each without it).
+// the test command's 30 minutes there (about 20 s of CPU each without it, GPUs as DRA devices).
 // .ci/run runs the package again without -race.
 package realtrace
 
