@@ -180,6 +180,8 @@ func (e noForecast) Unwrap() error { return e.err }
 func whatIfStatus(err error) int {
 	msg := err.Error()
 	switch {
+	case errors.As(err, new(*sim.BadWhatIfError)):
+		return http.StatusBadRequest
 	case errors.Is(err, sim.ErrNoNodes) || errors.As(err, new(noForecast)):
 		return http.StatusServiceUnavailable
 	case strings.HasPrefix(msg, "what-if:") || strings.HasPrefix(msg, "forecast:"):

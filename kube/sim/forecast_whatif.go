@@ -260,7 +260,7 @@ func RunWhatIf(sc *Scenario, st *ForecastState, in *WhatIfInput, o ForecastOptio
 		return nil, err
 	}
 	if err := in.check(st, o.Base); err != nil { // before any run; idempotent
-		return nil, err
+		return nil, &BadWhatIfError{err}
 	}
 	if o.Base == nil { // one build for the two or three runs
 		b, err := NewForecastBase(st)
@@ -276,6 +276,14 @@ func RunWhatIf(sc *Scenario, st *ForecastState, in *WhatIfInput, o ForecastOptio
 	return RunWhatIfFrom(sc, st, before, in, o)
 }
 
+// BadWhatIfError is RunWhatIf's error for input the state cannot take:
+// an object that names what does not exist there, or asks what the
+// model refuses. Any other error is the run's.
+type BadWhatIfError struct{ Err error }
+
+func (e *BadWhatIfError) Error() string { return e.Err.Error() }
+func (e *BadWhatIfError) Unwrap() error { return e.Err }
+
 // RunWhatIfFrom is RunWhatIf with the forecast of st without the added
 // pods already made, with the same options.
 func RunWhatIfFrom(sc *Scenario, st *ForecastState, before *Forecast, in *WhatIfInput, o ForecastOptions) (*WhatIf, error) {
@@ -289,11 +297,11 @@ func RunWhatIfFrom(sc *Scenario, st *ForecastState, before *Forecast, in *WhatIf
 		return nil, errors.New("what-if: the forecast given is not of this state")
 	}
 	if err := in.check(st, o.Base); err != nil {
-		return nil, err
+		return nil, &BadWhatIfError{err}
 	}
 	templates, err := in.draWhatIf(st)
 	if err != nil {
-		return nil, err
+		return nil, &BadWhatIfError{err}
 	}
 	if len(templates) > 0 { // the runs below see the added pods' templates
 		more := *st

@@ -86,6 +86,9 @@ activeDeadlineSeconds, or the runtimes of finished pods of its kind
 			}
 			st := rp.State()
 			w, err := sim.RunWhatIf(sc, st, add, o)
+			if bad := new(sim.BadWhatIfError); errors.As(err, &bad) {
+				return fmt.Errorf("-f %s: %w", file, err)
+			}
 			if err != nil {
 				return err
 			}

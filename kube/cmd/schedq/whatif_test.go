@@ -60,7 +60,7 @@ func TestWhatIfBadInput(t *testing.T) {
 	}{
 		{"other kind", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", nil, "kind Service is not a Pod or a PodGroup"},
 		{"not yaml", "{", nil, "-f "},
-		{"missing namespace", strings.Replace(urgentPod, "{name: urgent}", "{name: urgent, namespace: nowhere}", 1), nil, `namespace "nowhere" does not exist`},
+		{"missing namespace", strings.Replace(urgentPod, "{name: urgent}", "{name: urgent, namespace: nowhere}", 1), nil, `m.yaml: pod nowhere/urgent: namespace "nowhere" does not exist`},
 		{"horizon", urgentPod, []string{"--horizon", "0s"}, "--horizon: must be more than 0 and at most 720h0m0s, got 0s"},
 		{"horizon before the replay", urgentPod, []string{"--snapshot", badSnap, "--horizon", "-1h"}, "--horizon: must be more than 0 and at most 720h0m0s, got -1h0m0s"},
 		{"horizon too long before the replay", urgentPod, []string{"--snapshot", badSnap, "--horizon", "1000h"}, "--horizon: must be more than 0 and at most 720h0m0s, got 1000h0m0s"},
@@ -73,7 +73,7 @@ func TestWhatIfBadInput(t *testing.T) {
 		{"gpu model without a trace", urgentPod, []string{"--snapshot", badSnap, "--gpu-model", "device"}, "--gpu-model: there is no trace"},
 		{"gpu model unknown", urgentPod, []string{"--snapshot", badSnap, "--trace", "../../sim/testdata/alibaba", "--gpu-model", "cards"}, `--gpu-model: scheduler.gpuModel: "cards" is not device, capacity or dra`},
 		{"other scheduler", strings.Replace(urgentPod, "spec:\n", "spec:\n  schedulerName: other\n", 1), nil,
-			`pod default/urgent: schedulerName "other" is not one of the scheduler's profiles ("schedq", "default-scheduler")`},
+			`m.yaml: pod default/urgent: schedulerName "other" is not one of the scheduler's profiles ("schedq", "default-scheduler")`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, err := runWhatIf(t, c.manifest, c.args...)
