@@ -96,6 +96,13 @@ type ForecastOptions struct {
 // MaxHorizon is the longest forecast horizon.
 const MaxHorizon = 30 * 24 * time.Hour
 
+// MaxAssumedArrivals is how many pods a forecast with arrivals
+// (ForecastOptions.Arrivals) assumes at most: the recent arrivals stop
+// repeating there, and the answer says until when they were assumed. A
+// busy cluster's hour repeated over a long horizon would otherwise add
+// millions of pods to the run.
+const MaxAssumedArrivals = 10000
+
 func (o *ForecastOptions) validate() error {
 	if o.Horizon <= 0 {
 		return fmt.Errorf("forecast horizon must be positive, got %v", o.Horizon)

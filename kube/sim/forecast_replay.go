@@ -109,7 +109,10 @@ func (r *Replay) History(labels ...string) *History {
 // nodes; the objects are shared, read-only.
 func (r *Replay) State() *ForecastState {
 	s := r.s
-	st := &ForecastState{Now: s.now, Window: r.Window}
+	// The recent arrivals span what was replayed, at most the Window:
+	// before the replay's start nothing arrived, and a forecast repeats
+	// them at the rate seen.
+	st := &ForecastState{Now: s.now, Window: min(r.Window, s.now.Sub(epoch))}
 	switch {
 	case s.x.gpu != nil:
 		st.gpuWorkload = s.x.gpu.workload

@@ -139,5 +139,9 @@ func (r *forecastRun) arrivals() string {
 		return "none: pods not yet created are not counted"
 	}
 	rate := float64(len(r.st.Recent)) / r.st.Window.Hours()
-	return fmt.Sprintf("recent rate: the %d pods that arrived in the last %v, repeated (%.1f/h)", len(r.st.Recent), r.st.Window, rate)
+	s := fmt.Sprintf("recent rate: the %d pods that arrived in the last %v, repeated (%.1f/h)", len(r.st.Recent), r.st.Window, rate)
+	if r.arrivalsEnd > 0 {
+		s += fmt.Sprintf(" for %v, up to %d pods (a later start may be early)", r.arrivalsEnd, MaxAssumedArrivals)
+	}
+	return s
 }

@@ -37,6 +37,9 @@ type forecastRun struct {
 	counted map[types.UID]bool
 	// base, if not nil, lent the cache, which close gives back.
 	base *ForecastBase
+	// arrivalsEnd, if not zero, is where the assumed arrivals stopped
+	// short of the horizon (MaxAssumedArrivals).
+	arrivalsEnd time.Duration
 }
 
 type sourcedEnd struct {
@@ -375,7 +378,7 @@ func (r *forecastRun) count(uid types.UID) {
 }
 
 // planArrivals repeats the state's recent arrivals, window after window,
-// until the horizon.
+// until the horizon or MaxAssumedArrivals.
 func (r *forecastRun) planArrivals() {
 	st, s := r.st, r.s
 	if st.Window <= 0 || len(st.Recent) == 0 {
@@ -387,6 +390,10 @@ func (r *forecastRun) planArrivals() {
 			off := a.At.Sub(st.Now.Add(-st.Window)) + time.Duration(k)*st.Window
 			if off < 0 || off >= r.o.Horizon {
 				continue
+			}
+			if n == MaxAssumedArrivals {
+				r.arrivalsEnd = off
+				return
 			}
 			n++
 			p := a.Pod.DeepCopy()

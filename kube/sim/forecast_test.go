@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -167,5 +168,31 @@ func TestForecastWithArrivals(t *testing.T) {
 		if c.arrivals != strings.HasPrefix(f.Arrivals, "recent rate") {
 			t.Errorf("arrivals %v: the answer says %q", c.arrivals, f.Arrivals)
 		}
+	}
+}
+
+// TestForecastArrivalsStopAtTheLimit: recent arrivals of 20 a second,
+// repeated over three hours, would be 216,000 pods; the forecast assumes
+// MaxAssumedArrivals of them, until 500 s from now, and says so. (The
+// arrivals are gated, so that the run stays cheap.)
+func TestForecastArrivalsStopAtTheLimit(t *testing.T) {
+	st := testState()
+	low := int32(-1)
+	for i := range 20 {
+		p := testPod(fmt.Sprintf("gated-%d", i), "", "1", "1m")
+		p.Spec.Priority = &low
+		p.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/hold"}}
+		st.Recent = append(st.Recent, Arrival{Pod: p, At: st.Now.Add(-time.Second + time.Duration(i)*time.Second/20)})
+	}
+	st.Window = time.Second
+	f, err := RunForecast(&Scenario{Name: "t", Seed: 1}, st, ForecastOptions{Horizon: 3 * time.Hour, Arrivals: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("for 8m20s, up to %d pods", MaxAssumedArrivals); !strings.Contains(f.Arrivals, want) {
+		t.Errorf("arrivals %q, want it to say %q", f.Arrivals, want)
+	}
+	if b, _ := f.Of(types.NamespacedName{Namespace: "default", Name: "b"}); !b.Starts || b.Wait < 50*time.Minute || b.Wait > 50*time.Minute+time.Second {
+		t.Errorf("b: got %+v, want a start about 50m from now, the arrivals gated", b)
 	}
 }

@@ -1,0 +1,48 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestReplayStateWindowIsWhatWasSeen: early in a replay the recent
+// arrivals span only the time replayed, not Replay.Window's hour, so a
+// forecast that assumes arrivals repeats them at the rate seen: 20 pods
+// a second from 2 s on are 20 a second, not 1,200 an hour spread over an
+// hour's last minutes.
+func TestReplayStateWindowIsWhatWasSeen(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		at     time.Duration
+		window time.Duration
+	}{
+		{name: "before the hour", at: 3 * time.Second, window: 3 * time.Second},
+		{name: "at the start", at: 0, window: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, err := Parse([]byte(smallArrival))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rp, err := NewReplay(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rp.Until(tc.at); err != nil {
+				t.Fatal(err)
+			}
+			st := rp.State()
+			if st.Window != tc.window {
+				t.Fatalf("window %v, want %v", st.Window, tc.window)
+			}
+			f, err := RunForecast(sc, st, ForecastOptions{Horizon: time.Minute, Arrivals: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.window > 0 && !strings.Contains(f.Arrivals, "in the last 3s") {
+				t.Errorf("arrivals %q", f.Arrivals)
+			}
+		})
+	}
+}
