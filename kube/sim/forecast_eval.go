@@ -34,6 +34,10 @@ type EvalOptions struct {
 	// published accuracy figures were measured on it, and it replays in
 	// about half of DRA's CPU).
 	GPUModel string
+	// Arrivals, if true, has every forecast assume the recent arrivals
+	// (ForecastOptions.Arrivals). Forecasts with arrivals run much
+	// longer, so only the methods arrivalMethods lists are measured.
+	Arrivals bool
 }
 
 // EvalMethod is one way of predicting starts.
@@ -84,6 +88,11 @@ var evalMethods = []string{
 	"simple: Explain's estimate of the next attempt",
 	"simple: rank ÷ recent start rate",
 }
+
+// arrivalMethods are the indices in evalMethods of the forecasts measured
+// with arrivals assumed: the true runtimes, the default history and the
+// two finer classes; the simple estimates do not depend on arrivals.
+var arrivalMethods = []int{0, 4, 5, 8, 10, 11}
 
 // Eval replays the trace, forks it every Every, forecasts every pending
 // pod with each method and compares with the start the pod gets later in
@@ -151,8 +160,12 @@ func evalFork1(sc *Scenario, rp *Replay, st *ForecastState, o EvalOptions) (*eva
 	hs[2].Method, hs[2].Spread = MedianFinished, SpreadMedian
 	hs[3].Spread = SpreadMedian
 	hs[6].Tail, hs[7].Tail = TailExponential, TailExponential
-	for _, h := range hs {
-		fo := ForecastOptions{Horizon: o.Horizon, History: h}
+	for i, h := range hs {
+		if o.Arrivals && !slices.Contains(arrivalMethods, i) {
+			f.preds = append(f.preds, nil)
+			continue
+		}
+		fo := ForecastOptions{Horizon: o.Horizon, History: h, Arrivals: o.Arrivals}
 		if h == nil {
 			fo.Known = rp.Known
 		}
@@ -162,11 +175,13 @@ func evalFork1(sc *Scenario, rp *Replay, st *ForecastState, o EvalOptions) (*eva
 		}
 		f.preds = append(f.preds, w)
 	}
-	mc, ranges, err := monteCarloWaits(sc, st, rp.History(o.Label), forecastPods(st), o)
-	if err != nil {
-		return nil, err
+	var mc []float64
+	if !o.Arrivals {
+		var err error
+		if mc, f.ranges, err = monteCarloWaits(sc, st, rp.History(o.Label), forecastPods(st), o); err != nil {
+			return nil, err
+		}
 	}
-	f.ranges = ranges
 	f.preds = append(f.preds, mc, rp.explainWaits(st), rp.rankWaits(st))
 	return f, nil
 }
@@ -236,10 +251,15 @@ func (rep *EvalReport) score(rp *Replay, forks []*evalFork) {
 			rep.Started++
 			actual := start.Sub(f.now).Seconds()
 			for m, preds := range f.preds {
+				if preds == nil {
+					continue // not measured with these options
+				}
 				rep.Methods[m].pairs = append(rep.Methods[m].pairs, [2]float64{preds[i], actual})
 			}
-			mc := rep.Methods[evalMonteCarlo]
-			mc.ranges = append(mc.ranges, f.ranges[i])
+			if f.ranges != nil {
+				mc := rep.Methods[evalMonteCarlo]
+				mc.ranges = append(mc.ranges, f.ranges[i])
+			}
 			if actual >= 60 {
 				rep.Counted++
 				waits = append(waits, actual)
@@ -290,13 +310,16 @@ func median(xs []float64) float64 {
 // Write prints the report as a Markdown table.
 func (rep *EvalReport) Write(w io.Writer) {
 	o := rep.Options
-	fmt.Fprintf(w, "trace %s, speed %v, every %d-th node kept, a fork every %v, horizon %v, history label %s, GPU model %s\n",
-		o.Dir, o.Speed, max(o.NodeEvery, 1), o.Every, o.Horizon, o.Label, cmp.Or(o.GPUModel, GPUModelDevice))
+	fmt.Fprintf(w, "trace %s, speed %v, every %d-th node kept, a fork every %v, horizon %v, history label %s, GPU model %s, arrivals assumed %v\n",
+		o.Dir, o.Speed, max(o.NodeEvery, 1), o.Every, o.Horizon, o.Label, cmp.Or(o.GPUModel, GPUModelDevice), o.Arrivals)
 	fmt.Fprintf(w, "%d forks, %d pending pods forecast, %d started later in the replay, %d of them waited ≥ 1 min (median wait %v); forecasts took %v\n\n",
 		rep.Instants, rep.Forecasts, rep.Started, rep.Counted, rep.MedianWait.Round(time.Second), rep.Wall.Round(time.Millisecond))
 	fmt.Fprintln(w, "| method | median error ÷ wait | within 2× | median absolute error | pods with an estimate |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
 	for _, m := range rep.Methods {
+		if len(m.pairs) == 0 {
+			continue // not measured
+		}
 		rel, in, abs, cov := m.Figures()
 		relS, absS := fmt.Sprintf("%.0f%%", 100*rel), "none (most pods have no estimate)"
 		if math.IsInf(rel, 1) {

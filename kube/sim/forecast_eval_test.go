@@ -35,7 +35,9 @@ func TestMain(m *testing.M) {
 //
 // SCHEDQ_FORECAST_SPEED sets the trace's speed (default 1000) and
 // SCHEDQ_FORECAST_NODES keeps every n-th node (default 10);
-// SCHEDQ_FORECAST_GPU_MODEL sets the replay's GPU model (default device).
+// SCHEDQ_FORECAST_GPU_MODEL sets the replay's GPU model (default device);
+// SCHEDQ_FORECAST_ARRIVALS=1 has the forecasts assume the recent arrivals;
+// SCHEDQ_FORECAST_HORIZON sets each forecast's horizon (default 24h).
 func TestForecastAccuracy(t *testing.T) {
 	dir := os.Getenv("SCHEDQ_FORECAST_EVAL")
 	if dir == "" {
@@ -54,7 +56,14 @@ func TestForecastAccuracy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rep, err := Eval(EvalOptions{Dir: dir, Speed: speed, Every: time.Hour, NodeEvery: nodes, GPUModel: os.Getenv("SCHEDQ_FORECAST_GPU_MODEL")})
+	var horizon time.Duration
+	if v := os.Getenv("SCHEDQ_FORECAST_HORIZON"); v != "" {
+		if horizon, err = time.ParseDuration(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := Eval(EvalOptions{Dir: dir, Speed: speed, Every: time.Hour, NodeEvery: nodes, Horizon: horizon, GPUModel: os.Getenv("SCHEDQ_FORECAST_GPU_MODEL"),
+		Arrivals: os.Getenv("SCHEDQ_FORECAST_ARRIVALS") == "1"})
 	if err != nil {
 		t.Fatal(err)
 	}
