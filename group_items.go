@@ -20,7 +20,7 @@ func (c *Core[K, T]) addGrouped(item T, now time.Time) bool {
 		if prev.loc == locMemberFlight {
 			if name == prev.grp.name && !prev.is(flagDeleted) {
 				prev.Item = item
-				c.classify(prev)
+				c.memberKeys(prev) // its priority orders it in the next attempt
 				prev.set(flagUpdated, true)
 				return true
 			}
