@@ -844,7 +844,9 @@ func (c *Core[K, T]) failed(e *entry[K, T], f *Failure, cycle int64, events []fl
 	case !rejected:
 		s = afterBackoff
 	case c.cfg.DisableQueueingHints:
-		if c.moveRequestCycle >= cycle {
+		// Park (cycle 0) has no attempt to race a move request: it backs
+		// off, as documented, whatever moves came before.
+		if cycle == 0 || c.moveRequestCycle >= cycle {
 			s = afterBackoff
 		}
 	default:

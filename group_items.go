@@ -196,7 +196,9 @@ func (c *Core[K, T]) parkMember(key K, item T, f Failure, now time.Time) {
 		e.RejectedBy = c.lists.of(f.RejectedBy)
 		e.WaitingOn = c.lists.of(f.WaitingOn)
 		e.UnschedulableCount++
-		s = stayParked
+		if !c.cfg.DisableQueueingHints { // with hints off, Park backs off
+			s = stayParked
+		}
 	} else {
 		e.ConsecutiveErrors++
 	}
