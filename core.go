@@ -553,7 +553,8 @@ func (c *Core[K, T]) Update(oldItem, newItem T, now time.Time) {
 
 // resorted refreshes e's sort keys after its item changed from old, and
 // reports whether its heap must be fixed: whether the order sees a
-// difference. An item that moves so re-enters behind its new equals; one
+// difference. Under Config.Priority a group entity's item (the member
+// representing it) is no sort key: its GroupSpec.Priority is. An item that moves so re-enters behind its new equals; one
 // that does not keeps its place.
 func (c *Core[K, T]) resorted(e *entry[K, T], old *Info[T]) bool {
 	if c.cfg.Priority == nil {
@@ -563,6 +564,9 @@ func (c *Core[K, T]) resorted(e *entry[K, T], old *Info[T]) bool {
 		c.seq++
 		e.seq = c.seq
 		return true
+	}
+	if e.kind == kindGroup {
+		return false // its GroupSpec.Priority orders it, not its item's
 	}
 	p := c.cfg.Priority(e.Item)
 	if p == e.prio {
@@ -840,7 +844,9 @@ func (c *Core[K, T]) failed(e *entry[K, T], f *Failure, cycle int64, events []fl
 	case !rejected:
 		s = afterBackoff
 	case c.cfg.DisableQueueingHints:
-		if c.moveRequestCycle >= cycle {
+		// Park (cycle 0) has no attempt to race a move request: it backs
+		// off, as documented, whatever moves came before.
+		if cycle == 0 || c.moveRequestCycle >= cycle {
 			s = afterBackoff
 		}
 	default:

@@ -97,12 +97,19 @@ func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation[K] {
 		// The flush takes items older than the maximum, at its next tick.
 		x.LeftoverFlushAt = time.Unix(0, from).Add(c.cfg.MaxInUnschedulable).UTC()
 	}
-	x.NominatedTarget = c.nom.of[e.key]
 	x.Reason = x.reason(now)
+	if e.kind != kindGroup { // an entity's key is no item's: its members are nominated
+		c.noteNomination(&x, e.key)
+	}
+	return x
+}
+
+// noteNomination adds the nomination of the item with key, if any, to x.
+func (c *Core[K, T]) noteNomination(x *Explanation[K], key K) {
+	x.NominatedTarget = c.nom.of[key]
 	if x.NominatedTarget != "" {
 		x.Reason += "; nominated to " + x.NominatedTarget
 	}
-	return x
 }
 
 func (x Explanation[K]) reason(now time.Time) string {

@@ -80,15 +80,20 @@ func (c *Core[K, T]) doneGroup(a Attempt[K, T], now time.Time) error {
 		if !m.is(flagDeleted) && !e.InitialAttemptTimestamp.IsZero() {
 			c.rec.Scheduled(time.Duration(e.entered-e.InitialAttemptTimestamp.UnixNano()), e.FlushedFromUnschedulable)
 		}
+		c.nom.drop(m.key) // as a lone Done, even for a copy added again since
 		c.leave(m)
 	}
 	c.endGroupFlight(g, now)
 	return nil
 }
 
-// leave forgets member m of the attempt in flight, and its nomination.
+// leave forgets member m of the attempt in flight, and its nomination,
+// unless its key names another item now (m was deleted and the key added
+// again during the attempt): that item keeps its own.
 func (c *Core[K, T]) leave(m *entry[K, T]) {
-	c.nom.drop(m.key)
+	if c.keys[m.key] == m {
+		c.nom.drop(m.key)
+	}
 	m.grp.take(m)
 	c.unkey(m)
 	c.recycle(m)

@@ -140,7 +140,11 @@ func (c *Core[K, T]) checkGroups(bad func(string, ...any)) {
 			if g.rep == nil || g.rep.loc != locMember || g.rep.grp != g {
 				bad("group %q: representative member is not queued in it", name)
 			}
+			if c.cfg.Priority != nil && (e.loc == locActive || e.loc == locBackoffUnsched) && e.prio != g.spec.Priority {
+				bad("group %q: entity sorted at priority %d, its spec says %d", name, e.prio, g.spec.Priority)
+			}
 		}
+		c.checkMemberPriorities(g, bad)
 		if e := g.flight; e != nil && (e.kind != kindGroup || e.grp != g || e.loc != locFlight) {
 			bad("group %q: attempt in flight misfiled", name)
 		}
@@ -153,5 +157,21 @@ func (c *Core[K, T]) checkGroups(bad func(string, ...any)) {
 	}
 	if listed != members {
 		bad("groups list %d members, the map has %d", listed, members)
+	}
+}
+
+// checkMemberPriorities verifies, under Config.Priority, the priorities
+// cached in g's queued members and in those of its attempt, which order
+// them within the group's attempts.
+func (c *Core[K, T]) checkMemberPriorities(g *group[K, T], bad func(string, ...any)) {
+	if c.cfg.Priority == nil {
+		return
+	}
+	for _, l := range [][]*entry[K, T]{g.queued, g.flying} {
+		for _, m := range l {
+			if p := c.cfg.Priority(m.Item); !m.is(flagDeleted) && m.prio != p {
+				bad("group %q: member %v cached priority %d, Priority says %d", g.name, m.key, m.prio, p)
+			}
+		}
 	}
 }

@@ -20,7 +20,7 @@ func (c *Core[K, T]) addGrouped(item T, now time.Time) bool {
 		if prev.loc == locMemberFlight {
 			if name == prev.grp.name && !prev.is(flagDeleted) {
 				prev.Item = item
-				c.classify(prev)
+				c.memberKeys(prev) // its priority orders it in the next attempt
 				prev.set(flagUpdated, true)
 				return true
 			}
@@ -196,7 +196,9 @@ func (c *Core[K, T]) parkMember(key K, item T, f Failure, now time.Time) {
 		e.RejectedBy = c.lists.of(f.RejectedBy)
 		e.WaitingOn = c.lists.of(f.WaitingOn)
 		e.UnschedulableCount++
-		s = stayParked
+		if !c.cfg.DisableQueueingHints { // with hints off, Park backs off
+			s = stayParked
+		}
 	} else {
 		e.ConsecutiveErrors++
 	}

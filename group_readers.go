@@ -119,6 +119,7 @@ func (c *Core[K, T]) explainMember(m *entry[K, T], now time.Time) Explanation[K]
 	x.Group = g.name
 	x.Attempts = m.Attempts
 	x.Reason = c.memberReason(m, x.Reason)
+	c.noteNomination(&x, m.key)
 	return x
 }
 

@@ -357,7 +357,7 @@ func (m *model) failed(it *mItem, p job, cycle int64, f Failure, since []mEvent,
 	case !m.rejected(it):
 		s = afterBackoff
 	case m.cfg.DisableQueueingHints:
-		if m.moveReq >= cycle {
+		if cycle == 0 || m.moveReq >= cycle {
 			s = afterBackoff
 		}
 	default:

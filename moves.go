@@ -1,6 +1,7 @@
 package schedq
 
 import (
+	"math"
 	"slices"
 	"time"
 
@@ -150,7 +151,7 @@ func (c *Core[K, T]) requeue(e *entry[K, T], s strategy, label string, now time.
 	if s == afterBackoff {
 		// The backoff and its expiry are computed once, for both steps.
 		if d := c.backoffDuration(e); d != 0 {
-			if expiry := e.Timestamp.Add(d); c.backoffRunning(expiry, now) {
+			if expiry := backoffExpiry(e.Timestamp, d); c.backoffRunning(expiry, now) {
 				c.toBackoff(e, expiry, label, now)
 				return e.loc
 			}
@@ -171,6 +172,20 @@ func (c *Core[K, T]) backoffDuration(e *entry[K, T]) time.Duration {
 		n = e.ConsecutiveErrors
 	}
 	return backoff.Duration(n, c.cfg.InitialBackoff, c.maxBackoff(e))
+}
+
+// lastExpiry is the latest backoff expiry kept: the end of the last whole
+// window that Unix nanoseconds hold (year 2262). The heaps, the windows
+// and the flush read an expiry in Unix nanoseconds, which a later one
+// would wrap to a time long past, letting its item out at once.
+var lastExpiry = time.Unix(0, (math.MaxInt64/int64(backoff.Window))*int64(backoff.Window)-1)
+
+// backoffExpiry is when a backoff of d from ts ends, capped at lastExpiry.
+func backoffExpiry(ts time.Time, d time.Duration) time.Time {
+	if expiry := ts.Add(d); expiry.Before(lastExpiry) {
+		return expiry
+	}
+	return lastExpiry
 }
 
 // backoffDone is the first instant at which a backoff that expires at

@@ -82,6 +82,9 @@ func (c *Core[K, T]) Nominate(key K, target string) error {
 // nominable reports whether key may hold a nomination: it is queued, or
 // in flight and not deleted.
 func (c *Core[K, T]) nominable(key K) bool {
+	if m := c.keys[key]; m != nil && m.kind == kindMember {
+		return !m.is(flagDeleted) // a member in flight is in the map too
+	}
 	if c.queuedEntry(key) != nil {
 		return true
 	}

@@ -95,7 +95,7 @@ func (c *Core[K, T]) estimate(e *entry[K, T], p *Position, now time.Time) {
 // othersAhead counts the items backing off and parked that the queue's
 // order puts before e. O(n).
 func (c *Core[K, T]) othersAhead(e *entry[K, T], p *Position) {
-	before := func(y *entry[K, T]) bool { return y != e && c.cfg.Less(&y.Info, &e.Info) }
+	before := c.aheadOf(e)
 	ahead := func(y *entry[K, T]) {
 		if before(y) {
 			p.BackoffAhead++
@@ -107,6 +107,24 @@ func (c *Core[K, T]) othersAhead(e *entry[K, T], p *Position) {
 		if before(y) {
 			p.ParkedAhead++
 		}
+	}
+}
+
+// aheadOf returns whether an entry outside activeQ pops before e in the
+// queue's order: under a caller's Less, by Less; under Config.Priority, by
+// the sort keys, in which a group entity stands at its GroupSpec.Priority
+// (byPriority would read the priority of the member it carries).
+func (c *Core[K, T]) aheadOf(e *entry[K, T]) func(y *entry[K, T]) bool {
+	if c.cfg.Priority == nil {
+		return func(y *entry[K, T]) bool { return y != e && c.cfg.Less(&y.Info, &e.Info) }
+	}
+	ek := c.keysOf(e)
+	return func(y *entry[K, T]) bool {
+		if y == e {
+			return false
+		}
+		yk := c.keysOf(y)
+		return yk.prio > ek.prio || yk.prio == ek.prio && yk.ts < ek.ts
 	}
 }
 
@@ -150,6 +168,9 @@ func (c *Core[K, T]) keysOf(e *entry[K, T]) sortKeysOf {
 	}
 	if c.cfg.Priority != nil {
 		k.prio, k.ts = c.cfg.Priority(e.Item), e.Timestamp.UnixNano()
+		if e.kind == kindGroup {
+			k.prio = e.grp.spec.Priority // not its item's: a member's
+		}
 	}
 	return k
 }
