@@ -295,11 +295,22 @@ func listClaims(l claimLister) []runtime.Object {
 	for i, c := range claims {
 		if a := l.GetPendingAllocation(c.UID); a != nil && c.Status.Allocation == nil {
 			c = c.DeepCopy()
-			c.Status.Allocation = a.DeepCopy()
+			c.Status.Allocation = copyPendingAllocation(a)
 		}
 		out[i] = c
 	}
 	return out
+}
+
+// copyPendingAllocation copies an allocation in flight, a, all but its
+// AllocationTimestamp: DynamicResources' PreBind stamps that field of the
+// tracker's very object on the binding's goroutine, without a lock, while
+// the allocation is still in flight, so reading it here would be a data
+// race. The forecast does not use it (it times out no binding condition).
+// Devices and NodeSelector are written once, at Reserve, before the
+// tracker publishes the allocation under its lock.
+func copyPendingAllocation(a *resourceapi.AllocationResult) *resourceapi.AllocationResult {
+	return &resourceapi.AllocationResult{Devices: *a.Devices.DeepCopy(), NodeSelector: a.NodeSelector.DeepCopy()}
 }
 
 // claimTracker returns the claim tracker of fw's DRA manager when DRA's
