@@ -276,12 +276,14 @@ func storeObjects(s cache.Store) []runtime.Object {
 // part of fwk.ResourceClaimTracker the forecast reads.
 type claimLister interface {
 	List() ([]*resourceapi.ResourceClaim, error)
+	Get(namespace, name string) (*resourceapi.ResourceClaim, error)
 	GetPendingAllocation(claimUID types.UID) *resourceapi.AllocationResult
 }
 
 // listClaims lists l's claims, sorted by namespace and name, each with
 // its allocation in flight if it has one (a copy then: the tracker's
-// claims are shared); none if the list fails (the tracker's does not).
+// claims are shared) or written since the list (withAllocation); none if
+// the list fails (the tracker's does not).
 // O(k log k).
 func listClaims(l claimLister) []runtime.Object {
 	claims, err := l.List()
@@ -293,13 +295,31 @@ func listClaims(l claimLister) []runtime.Object {
 	})
 	out := make([]runtime.Object, len(claims))
 	for i, c := range claims {
-		if a := l.GetPendingAllocation(c.UID); a != nil && c.Status.Allocation == nil {
-			c = c.DeepCopy()
-			c.Status.Allocation = copyPendingAllocation(a)
-		}
-		out[i] = c
+		out[i] = withAllocation(l, c)
 	}
 	return out
+}
+
+// withAllocation returns c, listed unallocated or not, as allocated as
+// the tracker knows it now: with its allocation in flight (a copy of c
+// then), or, if there is none, as the tracker has it now. The second look
+// closes the window between the list and the look-up in flight, in which
+// a binding's PreBind may write the claim: it puts the written claim in
+// the tracker before it drops the allocation in flight, so a claim gone
+// from the one is in the other. O(1).
+func withAllocation(l claimLister, c *resourceapi.ResourceClaim) *resourceapi.ResourceClaim {
+	if c.Status.Allocation != nil {
+		return c
+	}
+	if a := l.GetPendingAllocation(c.UID); a != nil {
+		c = c.DeepCopy()
+		c.Status.Allocation = copyPendingAllocation(a)
+		return c
+	}
+	if now, err := l.Get(c.Namespace, c.Name); err == nil && now.UID == c.UID && now.Status.Allocation != nil {
+		return now
+	}
+	return c
 }
 
 // copyPendingAllocation copies an allocation in flight, a, all but its
