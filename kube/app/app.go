@@ -319,7 +319,10 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	factory.Start(ctx.Done())
 	if live.templates != nil { // its sync is not waited for: see templateInformer
 		var running sync.WaitGroup
-		defer running.Wait() // it stops with ctx
+		defer func() { // cancel first: run's deferred cancel comes only after this wait
+			cancel()
+			running.Wait()
+		}()
 		running.Go(func() { live.templates.Run(ctx.Done()) })
 	}
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
