@@ -39,7 +39,9 @@ type Options struct {
 	// handled out of all the run will create (see Progress).
 	Status func(Progress)
 	// CheckInvariants runs the queue's invariant checker after every step
-	// (slow; for tests).
+	// and, after every binding, checks that no node is over-committed
+	// (checkNode); the first broken invariant fails the run (slow; for
+	// tests).
 	CheckInvariants bool
 	// Trace, if set, receives every queue operation in order.
 	Trace func(Op)
@@ -586,6 +588,7 @@ func (s *sim) bindDone(pod *v1.Pod, node string, done func(error)) {
 	s.h.UpdatePod(cur, nw)
 	s.onBound(nw)
 	s.gangBound(nw)
+	s.checkNode(node)
 }
 
 // sample appends the sizes at the end of the current instant, and the
