@@ -514,7 +514,8 @@ func (s *sim) updateNode(name string, change func(*v1.Node)) {
 }
 
 // removeNode deletes a node; its pods are deleted and, as their
-// controllers would, created again as new pending pods.
+// controllers would, created again as new pending pods. A preemption
+// victim still terminating there leaves as removeVictim says.
 func (s *sim) removeNode(name string) {
 	n := s.cl.nodes[name]
 	delete(s.cl.nodes, name)
@@ -527,6 +528,13 @@ func (s *sim) removeNode(name string) {
 		}
 	}
 	for _, p := range victims {
+		if p.DeletionTimestamp != nil && s.pre != nil {
+			// A preemption victim terminating: its node's end ends its
+			// grace period; it leaves as a victim, recreated or not as
+			// the scenario says, never as a terminating copy.
+			s.removeVictim(p)
+			continue
+		}
 		s.ended(p, endDeleted)
 		delete(s.cl.pods, framework.Key(p))
 		s.h.DeletePod(p)

@@ -1,0 +1,69 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+)
+
+// edgeReport runs a scenario checked (Options.CheckInvariants: the queue's
+// checker and the node check) and checks what holds for every run: no pod
+// pending without a reason the queue gives, the ends adding up to the
+// scheduled pods, and each preemption victim ended as preempted.
+func edgeReport(t *testing.T, y string) *Report {
+	t.Helper()
+	r, err := Run(parse(t, y), Options{CheckInvariants: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range r.PendingReasons {
+		if strings.Contains(c.Label, "unknown to the queue") {
+			t.Errorf("%d pods pending unknown to the queue", c.Count)
+		}
+	}
+	if got := r.Finished + r.DeletedBound + r.Preempted + r.Running; got != r.Scheduled {
+		t.Errorf("ends %d (finished %d, deleted %d, preempted %d, running %d) != scheduled %d",
+			got, r.Finished, r.DeletedBound, r.Preempted, r.Running, r.Scheduled)
+	}
+	if x := r.Preemption; x != nil && x.Victims != r.Preempted {
+		t.Errorf("%d victims but %d pods ended preempted", x.Victims, r.Preempted)
+	}
+	return r
+}
+
+// TestEdgeScenarios probes the simulator's handling of preemption, gangs
+// and node events at their edges.
+func TestEdgeScenarios(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		yaml  string
+		check func(t *testing.T, r *Report)
+	}{
+		{
+			// Two low pods are evicted with a 30 s grace; their node is
+			// removed while they terminate. Recreated, they must be
+			// pending pods the queue knows, not terminating copies.
+			name: "terminating victims on a removed node are recreated pending",
+			yaml: `
+name: edge
+duration: 2m
+scheduler:
+  preemption: {recreateVictims: true, gracePeriod: 30s}
+nodes:
+  - {name: n, count: 1, capacity: {cpu: "2", memory: 4Gi, pods: "10"}}
+pods:
+  - {name: low, count: 2, requests: {cpu: "1"}, priority: 0}
+  - {name: high, count: 1, requests: {cpu: "2"}, priority: 100, arrival: {at: 5s}}
+events:
+  - {at: 10s, removeNodes: {group: n}}
+  - {at: 20s, addNodes: {name: m, count: 1, capacity: {cpu: "4", memory: 4Gi, pods: "10"}}}
+`,
+			check: func(t *testing.T, r *Report) {
+				if r.Pods != 5 || r.Scheduled != 5 || r.Pending != 0 {
+					t.Errorf("pods %d, scheduled %d, pending %d %+v", r.Pods, r.Scheduled, r.Pending, r.PendingReasons)
+				}
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.check(t, edgeReport(t, tc.yaml)) })
+	}
+}
