@@ -63,6 +63,31 @@ events:
 				}
 			},
 		},
+		{
+			// The victims' lifetimes end (at 10 s) during their 30 s grace:
+			// they leave then, as victims.
+			name: "a victim whose lifetime ends in its grace period ends preempted",
+			yaml: `
+name: edge
+duration: 2m
+scheduler:
+  preemption: {gracePeriod: 30s}
+nodes:
+  - {name: n, count: 1, capacity: {cpu: "2", memory: 4Gi, pods: "10"}}
+pods:
+  - {name: low, count: 2, requests: {cpu: "1"}, priority: 0, lifetime: {mean: 10s}}
+  - {name: high, count: 1, requests: {cpu: "2"}, priority: 100, arrival: {at: 5s}}
+`,
+			check: func(t *testing.T, r *Report) {
+				if r.Preempted != 2 || r.Finished != 0 || r.Scheduled != 3 {
+					t.Errorf("preempted %d, finished %d, scheduled %d", r.Preempted, r.Finished, r.Scheduled)
+				}
+				// The preemptor waits for its victims to leave at 10 s.
+				if r.TimeToSchedule.Max < 5 {
+					t.Errorf("time to schedule max %.3fs: bound before its victims left", r.TimeToSchedule.Max)
+				}
+			},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.check(t, edgeReport(t, tc.yaml)) })
 	}
