@@ -88,6 +88,61 @@ pods:
 				}
 			},
 		},
+		{
+			// A placed gang loses 2 members with their node; recreated,
+			// they are bound on a new node: the gang counts 4 bound, not 6.
+			name: "a gang's members recreated after node removal are not counted twice",
+			yaml: `
+name: edge
+duration: 2m
+nodes:
+  - {name: a, count: 1, capacity: {cpu: "2", memory: 4Gi, pods: "10"}}
+  - {name: b, count: 1, capacity: {cpu: "2", memory: 4Gi, pods: "10"}}
+pods:
+  - {name: g, count: 4, requests: {cpu: "1"}, gang: {size: 4}}
+events:
+  - {at: 10s, removeNodes: {group: b}}
+  - {at: 30s, addNodes: {name: c, count: 1, capacity: {cpu: "4", memory: 4Gi, pods: "10"}}}
+`,
+			check: func(t *testing.T, r *Report) {
+				g := r.Gangs
+				if g == nil || g.Placed != 1 || len(g.PerGang) != 1 || g.PerGang[0].Bound != 4 {
+					t.Fatalf("gangs %+v", g)
+				}
+				// Between 10 s and 30 s it had 2 of minCount 4 bound.
+				if g.PartlyPlaced != 1 {
+					t.Errorf("partly placed %d, want 1", g.PartlyPlaced)
+				}
+			},
+		},
+		{
+			// A higher-priority pod preempts one member of a placed gang:
+			// the gang is left 3 of minCount 4 bound (the simulator does not
+			// release gangs), with its recreated member pending. The
+			// report says so; the run does not fail, since the scheduler
+			// placed the gang whole.
+			name: "a placed gang that loses a member to preemption is reported partly placed",
+			yaml: `
+name: edge
+duration: 2m
+scheduler:
+  preemption: {recreateVictims: true}
+nodes:
+  - {name: a, count: 2, capacity: {cpu: "2", memory: 4Gi, pods: "10"}}
+pods:
+  - {name: g, count: 4, requests: {cpu: "1"}, gang: {size: 4}}
+  - {name: high, count: 1, requests: {cpu: "1"}, priority: 100, arrival: {at: 5s}}
+`,
+			check: func(t *testing.T, r *Report) {
+				g := r.Gangs
+				if g == nil || g.Placed != 1 || g.PartlyPlaced != 1 || g.PerGang[0].Bound != 3 {
+					t.Fatalf("gangs %+v", g)
+				}
+				if r.Pending != 1 || len(r.PendingReasons) != 1 || !strings.Contains(r.PendingReasons[0].Label, "3 bound before") {
+					t.Errorf("pending %d %+v", r.Pending, r.PendingReasons)
+				}
+			},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.check(t, edgeReport(t, tc.yaml)) })
 	}
