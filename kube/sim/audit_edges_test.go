@@ -143,6 +143,31 @@ pods:
 				}
 			},
 		},
+		{
+			// One of the two victims is deleted (a deletePods event) after
+			// the preemptor chose it and before the eviction reached it: it
+			// was never evicted, and is no victim.
+			name: "a victim deleted before its eviction is not counted a victim",
+			yaml: `
+name: edge
+duration: 2m
+scheduler:
+  preemption: {recreateVictims: true}
+nodes:
+  - {name: n, count: 1, capacity: {cpu: "2", memory: 4Gi, pods: "10"}}
+pods:
+  - {name: low, count: 2, requests: {cpu: "1"}, priority: 0}
+  - {name: high, count: 1, requests: {cpu: "2"}, priority: 100, arrival: {at: 5s}}
+events:
+  - {at: 5010ms, deletePods: {group: low, count: 1}}
+`,
+			check: func(t *testing.T, r *Report) {
+				x := r.Preemption
+				if x == nil || x.Preemptions != 1 || x.Victims != 1 || x.Recreated != 1 || r.DeletedBound != 1 {
+					t.Errorf("preemption %+v, deleted after binding %d", x, r.DeletedBound)
+				}
+			},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.check(t, edgeReport(t, tc.yaml)) })
 	}
