@@ -168,6 +168,37 @@ events:
 				}
 			},
 		},
+		{
+			// high evicts one low pod of 2 cpu for its 1, and the victim
+			// terminates for 10 s. mid, of no higher priority than anything
+			// bound, fits nowhere meanwhile; the scheduler nominates it to
+			// the cpu being freed beyond high's, evicting no one: that is
+			// no preemption.
+			name: "a nomination to room already being freed is not a preemption",
+			yaml: `
+name: edge
+duration: 2m
+scheduler:
+  preemption: {gracePeriod: 10s}
+nodes:
+  - {name: n, count: 1, capacity: {cpu: "4", memory: 4Gi, pods: "10"}}
+pods:
+  - {name: low, count: 2, requests: {cpu: "2"}, priority: 0}
+  - {name: high, count: 1, requests: {cpu: "1"}, priority: 100, arrival: {at: 5s}}
+  - {name: mid, count: 1, requests: {cpu: "1"}, priority: 0, arrival: {at: 6s}}
+`,
+			check: func(t *testing.T, r *Report) {
+				x := r.Preemption
+				if x == nil || x.Preemptions != 1 || x.Victims != 1 || r.Scheduled != 4 {
+					t.Fatalf("preemption %+v", x)
+				}
+				for _, c := range x.ByPriority {
+					if c.Priority == 0 && c.Preemptors != 0 {
+						t.Errorf("priority 0 counts %d preemptors: it evicted no one", c.Preemptors)
+					}
+				}
+			},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.check(t, edgeReport(t, tc.yaml)) })
 	}

@@ -29,7 +29,8 @@ type PreemptionSpec struct {
 
 // PreemptionSummary counts the preemptions of a run.
 type PreemptionSummary struct {
-	// Preemptions is how many times a pod chose victims; Victims how many
+	// Preemptions is how many times a pod chose victims (a nomination to
+	// room pods already leaving free, with none, is not one); Victims how many
 	// pods were evicted in all (a victim deleted otherwise before its
 	// eviction came is not one), and Recreated how many came back.
 	Preemptions int `json:"preemptions"`
@@ -93,8 +94,12 @@ func (e evictor) Wait() {}
 func (e evictor) Preempt(_ context.Context, p scheduler.Preemption, done func([]error)) {
 	s := e.s
 	victims := p.Victims
-	s.pre.preemptions++
-	s.pre.count(framework.Priority(p.Preemptor)).Preemptors++
+	if len(victims) > 0 {
+		// With none, the preemptor is only nominated to room pods
+		// leaving free already: it evicts no one, and is no preemptor.
+		s.pre.preemptions++
+		s.pre.count(framework.Priority(p.Preemptor)).Preemptors++
+	}
 	lat := s.sc.Scheduler.BindLatency
 	if lat == 0 {
 		lat = 20 * time.Millisecond
