@@ -199,6 +199,25 @@ pods:
 				}
 			},
 		},
+		{
+			// A gang's members finish their work one by one (lifetimes of
+			// 10 to 60 s): a gang ending is not a gang partly placed.
+			name: "a gang whose members finish one by one is not partly placed",
+			yaml: `
+name: edge
+duration: 5m
+nodes:
+  - {name: a, count: 2, capacity: {cpu: "2", memory: 4Gi, pods: "10"}}
+pods:
+  - {name: g, count: 4, requests: {cpu: "1"}, gang: {size: 4}, lifetime: {distribution: uniform, min: 10s, max: 60s}}
+`,
+			check: func(t *testing.T, r *Report) {
+				g := r.Gangs
+				if g == nil || g.Placed != 1 || g.PartlyPlaced != 0 || g.PerGang[0].Bound != 0 || r.Finished != 4 {
+					t.Fatalf("gangs %+v, finished %d", g, r.Finished)
+				}
+			},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.check(t, edgeReport(t, tc.yaml)) })
 	}

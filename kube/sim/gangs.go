@@ -68,6 +68,9 @@ type gangStat struct {
 	// than minCount members were bound (with PodGroups, possible only
 	// once the gang, placed, lost members: see checkGangs).
 	partly bool
+	// finished: a member ran its lifetime out; the gang is ending, and
+	// fewer than minCount bound is no longer partial placement.
+	finished bool
 }
 
 // gangs is the run's gangs, in order of creation.
@@ -169,9 +172,9 @@ func (s *sim) gangBound(p *v1.Pod) {
 	}
 }
 
-// gangEnded follows a bound pod's end (finished, deleted, preempted, or
-// its node removed): its gang has one member bound fewer.
-func (s *sim) gangEnded(p *v1.Pod) {
+// gangEnded follows a bound pod's end (how: finished, deleted, preempted,
+// or its node removed): its gang has one member bound fewer.
+func (s *sim) gangEnded(p *v1.Pod, how string) {
 	x := &s.x.gangs
 	gs := x.byName[p.Annotations[gangAnnotation]]
 	if gs == nil || p.Spec.NodeName == "" || gs.bound == 0 {
@@ -179,12 +182,14 @@ func (s *sim) gangEnded(p *v1.Pod) {
 	}
 	x.partly -= gs.partlyNow()
 	gs.bound--
+	gs.finished = gs.finished || how == endFinished
 	x.partly += gs.partlyNow()
 }
 
-// partlyNow is 1 if some but fewer than minCount members are bound now.
+// partlyNow is 1 if some but fewer than minCount members are bound now,
+// and the gang is not ending (no member finished).
 func (gs *gangStat) partlyNow() int {
-	if gs.bound > 0 && gs.bound < gs.minCount {
+	if !gs.finished && gs.bound > 0 && gs.bound < gs.minCount {
 		return 1
 	}
 	return 0
@@ -202,7 +207,7 @@ func (s *sim) checkGangs() error {
 		return nil
 	}
 	for _, gs := range s.x.gangs.order {
-		if gs.bound == 0 || gs.bound >= gs.minCount {
+		if gs.partlyNow() == 0 {
 			continue
 		}
 		if s.gangsOn() && gs.placed.IsZero() {
@@ -254,7 +259,7 @@ func (s *sim) gangReport(r *Report) {
 	var waits, attempts []float64
 	for _, gs := range x.order {
 		st := GangStats{Name: gs.name, Size: gs.size, MinCount: gs.minCount, Bound: gs.bound, Attempts: gs.attempts, TimeToSchedule: -1}
-		if gs.partly || gs.bound > 0 && gs.bound < gs.minCount {
+		if gs.partly || gs.partlyNow() == 1 {
 			g.PartlyPlaced++
 		}
 		switch {

@@ -163,7 +163,7 @@ func (s *sim) ended(p *v1.Pod, how string) {
 	}
 	if p.Spec.NodeName != "" {
 		s.x.alloc.podRemoved(s.now, p)
-		s.gangEnded(p)
+		s.gangEnded(p, how)
 	}
 	if s.x.gpu != nil {
 		s.x.gpu.forget(p.UID)
