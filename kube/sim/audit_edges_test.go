@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -23,6 +25,22 @@ func edgeReport(t *testing.T, y string) *Report {
 	if got := r.Finished + r.DeletedBound + r.Preempted + r.Running; got != r.Scheduled {
 		t.Errorf("ends %d (finished %d, deleted %d, preempted %d, running %d) != scheduled %d",
 			got, r.Finished, r.DeletedBound, r.Preempted, r.Running, r.Scheduled)
+	}
+	if r.Scheduled+r.Pending+r.Withdrawn != r.Pods {
+		t.Errorf("scheduled %d + pending %d + withdrawn %d != pods %d", r.Scheduled, r.Pending, r.Withdrawn, r.Pods)
+	}
+	hist, pending := 0, 0
+	for _, c := range r.AttemptsPerPod {
+		hist += c.Count
+	}
+	for _, c := range r.PendingReasons {
+		pending += c.Count
+	}
+	if hist != r.Pods || pending != r.Pending {
+		t.Errorf("attempts histogram %d pods, pending reasons %d pods; pods %d, pending %d", hist, pending, r.Pods, r.Pending)
+	}
+	if r.Attempts > r.PodAttempts || r.WastedAttempts > r.PodAttempts {
+		t.Errorf("attempts %d, pod attempts %d, wasted %d", r.Attempts, r.PodAttempts, r.WastedAttempts)
 	}
 	if x := r.Preemption; x != nil && x.Victims != r.Preempted {
 		t.Errorf("%d victims but %d pods ended preempted", x.Victims, r.Preempted)
@@ -218,7 +236,70 @@ pods:
 				}
 			},
 		},
+		{
+			// Gangs, lone pods and preemption from three namespaces under
+			// fairness, while nodes are removed, cordoned and added.
+			name: "churn with gangs, preemption and fairness",
+			yaml: mixedEdges,
+			check: func(t *testing.T, r *Report) {
+				if r.Preemption == nil || r.Preemption.Victims == 0 || r.Gangs == nil || r.Gangs.Placed == 0 {
+					t.Fatalf("preemption %+v, gangs %+v", r.Preemption, r.Gangs)
+				}
+			},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.check(t, edgeReport(t, tc.yaml)) })
+	}
+}
+
+const mixedEdges = `
+name: edge
+seed: 7
+duration: 5m
+scheduler:
+  preemption: {recreateVictims: true, gracePeriod: 5s}
+queue:
+  fairness: true
+nodes:
+  - {name: a, count: 4, capacity: {cpu: "4", memory: 16Gi, pods: "20"}}
+  - {name: b, count: 2, capacity: {cpu: "4", memory: 16Gi, pods: "20"}}
+pods:
+  - {name: g, namespace: t1, count: 12, requests: {cpu: "1"}, gang: {size: 4, minCount: 3}, arrival: {rate: 5}, lifetime: {distribution: exponential, mean: 40s}}
+  - {name: lone, namespace: t2, count: 30, requests: {cpu: "500m"}, arrival: {rate: 10}, lifetime: {distribution: uniform, min: 5s, max: 60s}}
+  - {name: high, namespace: t3, count: 6, requests: {cpu: "2"}, priority: 100, arrival: {at: 10s, rate: 1}}
+events:
+  - {at: 12s, removeNodes: {group: b, count: 1}}
+  - {at: 15s, taintNodes: {group: a, count: 1, taint: {key: cordon}}}
+  - {at: 40s, addNodes: {name: c, count: 2, capacity: {cpu: "4", memory: 16Gi, pods: "20"}}}
+  - {at: 60s, untaintNodes: {group: a, taint: {key: cordon}}}
+`
+
+// TestEdgeScenariosSameBytes: the same scenario and seed give the same
+// text and JSON, run twice with one processor and twice with two.
+func TestEdgeScenariosSameBytes(t *testing.T) {
+	var ref string
+	for _, tc := range []struct {
+		name  string
+		procs int
+	}{{"one processor", 1}, {"two processors", 2}} {
+		prev := runtime.GOMAXPROCS(tc.procs)
+		for i := range 2 {
+			r, err := Run(parse(t, mixedEdges), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Wall = nil
+			j, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := text(r) + string(j)
+			if ref == "" {
+				ref = got
+			} else if got != ref {
+				t.Errorf("%s, run %d: the bytes differ from the first run's", tc.name, i+1)
+			}
+		}
+		runtime.GOMAXPROCS(prev)
 	}
 }
