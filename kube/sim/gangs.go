@@ -71,6 +71,11 @@ type gangStat struct {
 	// finished: a member ran its lifetime out; the gang is ending, and
 	// fewer than minCount bound is no longer partial placement.
 	finished bool
+	// bindFailed: a member's binding failed (its node removed, say)
+	// before the gang was placed; the scheduler retries the member with
+	// its group (docs/gangs.md), and the gang may be partly bound until
+	// then.
+	bindFailed bool
 }
 
 // gangs is the run's gangs, in order of creation.
@@ -172,6 +177,15 @@ func (s *sim) gangBound(p *v1.Pod) {
 	}
 }
 
+// gangBindFailed notes that the binding of p, a gang member, failed:
+// until the gang is placed, its being partly bound is what the scheduler
+// documents, not a broken all-or-nothing.
+func (s *sim) gangBindFailed(p *v1.Pod) {
+	if gs := s.x.gangs.byName[p.Annotations[gangAnnotation]]; gs != nil && gs.placed.IsZero() {
+		gs.bindFailed = true
+	}
+}
+
 // gangEnded follows a bound pod's end (how: finished, deleted, preempted,
 // or its node removed): its gang has one member bound fewer.
 func (s *sim) gangEnded(p *v1.Pod, how string) {
@@ -197,7 +211,8 @@ func (gs *gangStat) partlyNow() int {
 
 // checkGangs fails the run if, with no binding under way, a gang never
 // placed is partly placed: with PodGroups, all-or-nothing must hold
-// whenever the bindings settle. A placed gang that lost members since
+// whenever the bindings settle, unless a member's binding failed (its
+// members are retried with their group). A placed gang that lost members since
 // (deleted, preempted, its node removed) is only noted for the report:
 // the simulator does not release gangs, and its recreated members wait to
 // complete it. Without PodGroups (gangs=false) every such gang is noted.
@@ -210,7 +225,7 @@ func (s *sim) checkGangs() error {
 		if gs.partlyNow() == 0 {
 			continue
 		}
-		if s.gangsOn() && gs.placed.IsZero() {
+		if s.gangsOn() && gs.placed.IsZero() && !gs.bindFailed {
 			return fmt.Errorf("at %v: gang %s is partly placed: %d of minCount %d members bound", s.now.Sub(epoch), gs.name, gs.bound, gs.minCount)
 		}
 		gs.partly = true

@@ -567,12 +567,15 @@ func (s *sim) bindDone(pod *v1.Pod, node string, done func(error)) {
 	cur := s.cl.pods[key]
 	switch {
 	case cur == nil || cur.UID != pod.UID:
+		s.gangBindFailed(pod)
 		done(errors.New("pod not found"))
 		return
 	case cur.Spec.NodeName != "":
+		s.gangBindFailed(pod)
 		done(fmt.Errorf("pod is already bound to %s", cur.Spec.NodeName))
 		return
 	case s.cl.nodes[node] == nil:
+		s.gangBindFailed(pod)
 		done(fmt.Errorf("node %s not found", node))
 		return
 	}
