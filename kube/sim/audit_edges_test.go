@@ -277,6 +277,31 @@ events:
 				}
 			},
 		},
+		{
+			// high evicts one low pod, which terminates for 30 s; a
+			// deletePods of (up to) two low pods at 10 s deletes the running
+			// one only, not the victim already leaving, which ends
+			// preempted.
+			name: "deletePods takes running pods, not terminating victims",
+			yaml: `
+name: edge
+duration: 2m
+scheduler:
+  preemption: {gracePeriod: 30s}
+nodes:
+  - {name: n, count: 1, capacity: {cpu: "2", memory: 4Gi, pods: "10"}}
+pods:
+  - {name: low, count: 2, requests: {cpu: "1"}, priority: 0}
+  - {name: high, count: 1, requests: {cpu: "1"}, priority: 100, arrival: {at: 5s}}
+events:
+  - {at: 10s, deletePods: {group: low, count: 2}}
+`,
+			check: func(t *testing.T, r *Report) {
+				if r.Preempted != 1 || r.DeletedBound != 1 || r.Scheduled != 3 {
+					t.Errorf("preempted %d, deleted %d, scheduled %d", r.Preempted, r.DeletedBound, r.Scheduled)
+				}
+			},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.check(t, edgeReport(t, tc.yaml)) })
 	}

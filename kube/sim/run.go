@@ -456,7 +456,8 @@ func (s *sim) apply(e EventSpec) {
 	case e.DeletePods != nil:
 		var bound []types.NamespacedName
 		for _, k := range s.cl.podGroups[e.DeletePods.Group] {
-			if p := s.cl.pods[k]; p != nil && p.Spec.NodeName != "" {
+			// Running pods: a victim terminating is on its way out.
+			if p := s.cl.pods[k]; p != nil && p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
 				bound = append(bound, k)
 			}
 		}
