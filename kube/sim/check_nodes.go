@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq/kube/framework"
 )
@@ -72,4 +73,25 @@ func overCommitted[K comparable](n *v1.Node, pods map[K]*v1.Pod) error {
 		}
 	}
 	return nil
+}
+
+// checkBindOnce fails a checked run if pod is bound while it is already
+// bound, or while a binding of it is under way: no pod is bound twice.
+func (s *sim) checkBindOnce(pod *v1.Pod, node string) {
+	if !s.o.CheckInvariants || s.violation != nil {
+		return
+	}
+	key := framework.Key(pod)
+	if to, ok := s.binding[pod.UID]; ok {
+		s.violation = fmt.Errorf("at %v: pod %s bound to %s while its binding to %s is under way", s.now.Sub(epoch), key, node, to)
+		return
+	}
+	if cur := s.cl.pods[key]; cur != nil && cur.UID == pod.UID && cur.Spec.NodeName != "" {
+		s.violation = fmt.Errorf("at %v: pod %s bound to %s while bound to %s", s.now.Sub(epoch), key, node, cur.Spec.NodeName)
+		return
+	}
+	if s.binding == nil {
+		s.binding = map[types.UID]string{}
+	}
+	s.binding[pod.UID] = node
 }

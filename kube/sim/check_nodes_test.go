@@ -1,12 +1,14 @@
 package sim
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // TestOverCommitted: the checked runs' node check counts every pod bound
@@ -49,6 +51,42 @@ func TestOverCommitted(t *testing.T) {
 			err := overCommitted(node, m)
 			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 				t.Fatalf("err %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestCheckBindOnce: a checked run fails on a second binding of a pod
+// whose binding is under way, or of a pod already bound.
+func TestCheckBindOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		bind func(s *sim, p *v1.Pod)
+		want string
+	}{
+		{"once", func(s *sim, p *v1.Pod) { binder{s}.Bind(context.Background(), p, "n-0", func(error) {}) }, ""},
+		{"twice in flight", func(s *sim, p *v1.Pod) {
+			binder{s}.Bind(context.Background(), p, "n-0", func(error) {})
+			binder{s}.Bind(context.Background(), p, "n-1", func(error) {})
+		}, "bound to n-1 while its binding to n-0 is under way"},
+		{"already bound", func(s *sim, p *v1.Pod) {
+			b := *p
+			b.Spec.NodeName = "n-0"
+			s.cl.pods[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = &b
+			binder{s}.Bind(context.Background(), p, "n-1", func(error) {})
+		}, "bound to n-1 while bound to n-0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := newSim(parse(t, "name: x\nnodes: [{name: n, count: 2, capacity: {cpu: \"2\"}}]\npods: [{name: q, count: 1, arrival: {at: 1m}}]\n"), Options{CheckInvariants: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.close()
+			p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "d", Name: "p", UID: "u"}}
+			s.cl.pods[types.NamespacedName{Namespace: "d", Name: "p"}] = p
+			tc.bind(s, p)
+			if tc.want == "" && s.violation != nil || tc.want != "" && (s.violation == nil || !strings.Contains(s.violation.Error(), tc.want)) {
+				t.Fatalf("violation %v, want %q", s.violation, tc.want)
 			}
 		})
 	}

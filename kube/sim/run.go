@@ -39,9 +39,9 @@ type Options struct {
 	// handled out of all the run will create (see Progress).
 	Status func(Progress)
 	// CheckInvariants runs the queue's invariant checker after every step
-	// and, after every binding, checks that no node is over-committed
-	// (checkNode); the first broken invariant fails the run (slow; for
-	// tests).
+	// and checks that no pod is bound twice (checkBindOnce) and, after
+	// every binding, that no node is over-committed (checkNode); the
+	// first broken invariant fails the run (slow; for tests).
 	CheckInvariants bool
 	// Trace, if set, receives every queue operation in order.
 	Trace func(Op)
@@ -106,9 +106,10 @@ type sim struct {
 	explained map[types.NamespacedName]schedq.Explanation[types.NamespacedName] // by explainAtEnd
 	busyUntil time.Time
 
-	ticked         bool  // the queue's flush schedule is anchored
-	popFromBackoff bool  // the queue's Pop takes from backoffQ
-	violation      error // the first broken invariant, in checked runs
+	ticked         bool                 // the queue's flush schedule is anchored
+	popFromBackoff bool                 // the queue's Pop takes from backoffQ
+	violation      error                // the first broken invariant, in checked runs
+	binding        map[types.UID]string // in checked runs: the pods being bound, and where
 
 	stats    map[types.UID]*podStat
 	order    []*podStat // arrival order
@@ -639,8 +640,10 @@ func (b binder) Bind(_ context.Context, pod *v1.Pod, node string, done func(erro
 		lat = 20 * time.Millisecond
 	}
 	b.s.binds++
+	b.s.checkBindOnce(pod, node)
 	b.s.at(b.s.now.Add(lat), func() {
 		b.s.binds--
+		delete(b.s.binding, pod.UID)
 		b.s.bindDone(pod, node, done)
 	})
 }
