@@ -61,19 +61,28 @@ type gangStat struct {
 	size     int
 	minCount int
 	arrived  time.Time // its first member's arrival
-	placed   time.Time // when its minCount-th member was bound
+	placed   time.Time // when its minCount-th member was first bound
 	attempts int       // group attempts
-	bound    int       // members ever bound
+	bound    int       // members bound now: bound and not yet ended
 	// partly: at some instant with no binding under way, some but fewer
-	// than minCount members were bound (possible only without PodGroups).
+	// than minCount members were bound (with PodGroups, possible only
+	// once the gang, placed, lost members: see checkGangs).
 	partly bool
+	// finished: a member ran its lifetime out; the gang is ending, and
+	// fewer than minCount bound is no longer partial placement.
+	finished bool
+	// bindFailed: a member's binding failed (its node removed, say)
+	// before the gang was placed; the scheduler retries the member with
+	// its group (docs/gangs.md), and the gang may be partly bound until
+	// then.
+	bindFailed bool
 }
 
 // gangs is the run's gangs, in order of creation.
 type gangs struct {
 	byName  map[string]*gangStat
 	order   []*gangStat
-	partly  int // gangs with some but fewer than minCount members bound
+	partly  int // gangs with some but fewer than minCount members bound now
 	waiting int // gangs arrived and not placed
 	// singlesWhileWaiting counts the lone pods bound while some gang waited.
 	singlesWhileWaiting int
@@ -159,32 +168,64 @@ func (s *sim) gangBound(p *v1.Pod) {
 		}
 		return
 	}
+	x.partly -= gs.partlyNow()
 	gs.bound++
-	switch {
-	case gs.bound == 1 && gs.minCount > 1:
-		x.partly++
-	case gs.bound == gs.minCount:
-		if gs.minCount > 1 {
-			x.partly--
-		}
+	x.partly += gs.partlyNow()
+	if gs.bound == gs.minCount && gs.placed.IsZero() {
 		gs.placed = s.now
 		x.waiting--
 	}
 }
 
-// checkGangs fails the run if, with no binding under way, a gang is
-// partly placed: with PodGroups, all-or-nothing must hold whenever the
-// bindings settle. Without them (gangs=false) it notes such gangs for the
-// report. O(1) unless some gang is partly bound, then O(gangs).
+// gangBindFailed notes that the binding of p, a gang member, failed:
+// until the gang is placed, its being partly bound is what the scheduler
+// documents, not a broken all-or-nothing.
+func (s *sim) gangBindFailed(p *v1.Pod) {
+	if gs := s.x.gangs.byName[p.Annotations[gangAnnotation]]; gs != nil && gs.placed.IsZero() {
+		gs.bindFailed = true
+	}
+}
+
+// gangEnded follows a bound pod's end (how: finished, deleted, preempted,
+// or its node removed): its gang has one member bound fewer.
+func (s *sim) gangEnded(p *v1.Pod, how string) {
+	x := &s.x.gangs
+	gs := x.byName[p.Annotations[gangAnnotation]]
+	if gs == nil || p.Spec.NodeName == "" || gs.bound == 0 {
+		return // not a gang's, or bound before the run (a snapshot's)
+	}
+	x.partly -= gs.partlyNow()
+	gs.bound--
+	gs.finished = gs.finished || how == endFinished
+	x.partly += gs.partlyNow()
+}
+
+// partlyNow is 1 if some but fewer than minCount members are bound now,
+// and the gang is not ending (no member finished).
+func (gs *gangStat) partlyNow() int {
+	if !gs.finished && gs.bound > 0 && gs.bound < gs.minCount {
+		return 1
+	}
+	return 0
+}
+
+// checkGangs fails the run if, with no binding under way, a gang never
+// placed is partly placed: with PodGroups, all-or-nothing must hold
+// whenever the bindings settle, unless a member's binding failed (its
+// members are retried with their group). A placed gang that lost members since
+// (deleted, preempted, its node removed) is only noted for the report:
+// the simulator does not release gangs, and its recreated members wait to
+// complete it. Without PodGroups (gangs=false) every such gang is noted.
+// O(1) unless some gang is partly bound, then O(gangs).
 func (s *sim) checkGangs() error {
 	if s.x.gangs.partly == 0 || s.binds > 0 {
 		return nil
 	}
 	for _, gs := range s.x.gangs.order {
-		if gs.bound == 0 || gs.bound >= gs.minCount {
+		if gs.partlyNow() == 0 {
 			continue
 		}
-		if s.gangsOn() {
+		if s.gangsOn() && gs.placed.IsZero() && !gs.bindFailed {
 			return fmt.Errorf("at %v: gang %s is partly placed: %d of minCount %d members bound", s.now.Sub(epoch), gs.name, gs.bound, gs.minCount)
 		}
 		gs.partly = true
@@ -196,9 +237,11 @@ func (s *sim) checkGangs() error {
 type GangSummary struct {
 	Gangs  int `json:"gangs"`
 	Placed int `json:"placed"`
-	// Waiting gangs have no member bound at the end; PartlyPlaced ones had
-	// some but fewer than minCount bound at some instant with no binding
-	// under way (always 0 with PodGroups: the run fails first).
+	// Waiting gangs were never placed and have no member bound at the
+	// end; PartlyPlaced ones had some but fewer than minCount bound at
+	// some instant with no binding under way (with PodGroups, only placed
+	// gangs that lost members since: otherwise the run fails first).
+	// GangStats.Bound is the members bound at the end.
 	Waiting      int `json:"waiting"`
 	PartlyPlaced int `json:"partlyPlaced"`
 	// TimeToSchedule is from a gang's first arrival to its minCount-th
@@ -231,7 +274,7 @@ func (s *sim) gangReport(r *Report) {
 	var waits, attempts []float64
 	for _, gs := range x.order {
 		st := GangStats{Name: gs.name, Size: gs.size, MinCount: gs.minCount, Bound: gs.bound, Attempts: gs.attempts, TimeToSchedule: -1}
-		if gs.partly || gs.bound > 0 && gs.bound < gs.minCount {
+		if gs.partly || gs.partlyNow() == 1 {
 			g.PartlyPlaced++
 		}
 		switch {

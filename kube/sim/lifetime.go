@@ -139,6 +139,13 @@ func (s *sim) onBound(p *v1.Pod) {
 		if cur == nil || cur.UID != uid || cur.Spec.NodeName == "" {
 			return // deleted or replaced meanwhile
 		}
+		if cur.DeletionTimestamp != nil && s.pre != nil {
+			// A victim terminating: its run ends early, and it leaves
+			// as the victim it is (counted preempted, recreated as the
+			// scenario says), not as a pod that finished its work.
+			s.removeVictim(cur)
+			return
+		}
 		s.ended(cur, endFinished)
 		delete(s.cl.pods, key)
 		s.h.DeletePod(cur)
@@ -156,6 +163,7 @@ func (s *sim) ended(p *v1.Pod, how string) {
 	}
 	if p.Spec.NodeName != "" {
 		s.x.alloc.podRemoved(s.now, p)
+		s.gangEnded(p, how)
 	}
 	if s.x.gpu != nil {
 		s.x.gpu.forget(p.UID)

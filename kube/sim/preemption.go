@@ -29,8 +29,10 @@ type PreemptionSpec struct {
 
 // PreemptionSummary counts the preemptions of a run.
 type PreemptionSummary struct {
-	// Preemptions is how many times a pod chose victims; Victims how many
-	// pods it evicted in all, and Recreated how many came back.
+	// Preemptions is how many times a pod chose victims (a nomination to
+	// room pods already leaving free, with none, is not one); Victims how many
+	// pods were evicted in all (a victim deleted otherwise before its
+	// eviction came is not one), and Recreated how many came back.
 	Preemptions int `json:"preemptions"`
 	Victims     int `json:"victims"`
 	Recreated   int `json:"recreated,omitempty"`
@@ -92,11 +94,11 @@ func (e evictor) Wait() {}
 func (e evictor) Preempt(_ context.Context, p scheduler.Preemption, done func([]error)) {
 	s := e.s
 	victims := p.Victims
-	s.pre.preemptions++
-	s.pre.count(framework.Priority(p.Preemptor)).Preemptors++
-	for _, v := range victims {
-		s.pre.victims++
-		s.pre.count(framework.Priority(v)).Victims++
+	if len(victims) > 0 {
+		// With none, the preemptor is only nominated to room pods
+		// leaving free already: it evicts no one, and is no preemptor.
+		s.pre.preemptions++
+		s.pre.count(framework.Priority(p.Preemptor)).Preemptors++
 	}
 	lat := s.sc.Scheduler.BindLatency
 	if lat == 0 {
@@ -117,6 +119,10 @@ func (s *sim) evict(key types.NamespacedName, uid types.UID) {
 	if cur == nil || cur.UID != uid || cur.DeletionTimestamp != nil {
 		return
 	}
+	// Counted here, not when chosen: a victim gone before its eviction
+	// came was never evicted, and Victims is the pods that end preempted.
+	s.pre.victims++
+	s.pre.count(framework.Priority(cur)).Victims++
 	grace := s.pre.spec.GracePeriod
 	if grace <= 0 {
 		s.removeVictim(cur)

@@ -39,7 +39,9 @@ type Options struct {
 	// handled out of all the run will create (see Progress).
 	Status func(Progress)
 	// CheckInvariants runs the queue's invariant checker after every step
-	// (slow; for tests).
+	// and checks that no pod is bound twice (checkBindOnce) and, after
+	// every binding, that no node is over-committed (checkNode); the
+	// first broken invariant fails the run (slow; for tests).
 	CheckInvariants bool
 	// Trace, if set, receives every queue operation in order.
 	Trace func(Op)
@@ -104,9 +106,10 @@ type sim struct {
 	explained map[types.NamespacedName]schedq.Explanation[types.NamespacedName] // by explainAtEnd
 	busyUntil time.Time
 
-	ticked         bool  // the queue's flush schedule is anchored
-	popFromBackoff bool  // the queue's Pop takes from backoffQ
-	violation      error // the first broken invariant, in checked runs
+	ticked         bool                 // the queue's flush schedule is anchored
+	popFromBackoff bool                 // the queue's Pop takes from backoffQ
+	violation      error                // the first broken invariant, in checked runs
+	binding        map[types.UID]string // in checked runs: the pods being bound, and where
 
 	stats    map[types.UID]*podStat
 	order    []*podStat // arrival order
@@ -454,7 +457,8 @@ func (s *sim) apply(e EventSpec) {
 	case e.DeletePods != nil:
 		var bound []types.NamespacedName
 		for _, k := range s.cl.podGroups[e.DeletePods.Group] {
-			if p := s.cl.pods[k]; p != nil && p.Spec.NodeName != "" {
+			// Running pods: a victim terminating is on its way out.
+			if p := s.cl.pods[k]; p != nil && p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
 				bound = append(bound, k)
 			}
 		}
@@ -512,7 +516,8 @@ func (s *sim) updateNode(name string, change func(*v1.Node)) {
 }
 
 // removeNode deletes a node; its pods are deleted and, as their
-// controllers would, created again as new pending pods.
+// controllers would, created again as new pending pods. A preemption
+// victim still terminating there leaves as removeVictim says.
 func (s *sim) removeNode(name string) {
 	n := s.cl.nodes[name]
 	delete(s.cl.nodes, name)
@@ -525,6 +530,13 @@ func (s *sim) removeNode(name string) {
 		}
 	}
 	for _, p := range victims {
+		if p.DeletionTimestamp != nil && s.pre != nil {
+			// A preemption victim terminating: its node's end ends its
+			// grace period; it leaves as a victim, recreated or not as
+			// the scenario says, never as a terminating copy.
+			s.removeVictim(p)
+			continue
+		}
 		s.ended(p, endDeleted)
 		delete(s.cl.pods, framework.Key(p))
 		s.h.DeletePod(p)
@@ -557,12 +569,15 @@ func (s *sim) bindDone(pod *v1.Pod, node string, done func(error)) {
 	cur := s.cl.pods[key]
 	switch {
 	case cur == nil || cur.UID != pod.UID:
+		s.gangBindFailed(pod)
 		done(errors.New("pod not found"))
 		return
 	case cur.Spec.NodeName != "":
+		s.gangBindFailed(pod)
 		done(fmt.Errorf("pod is already bound to %s", cur.Spec.NodeName))
 		return
 	case s.cl.nodes[node] == nil:
+		s.gangBindFailed(pod)
 		done(fmt.Errorf("node %s not found", node))
 		return
 	}
@@ -586,6 +601,7 @@ func (s *sim) bindDone(pod *v1.Pod, node string, done func(error)) {
 	s.h.UpdatePod(cur, nw)
 	s.onBound(nw)
 	s.gangBound(nw)
+	s.checkNode(node)
 }
 
 // sample appends the sizes at the end of the current instant, and the
@@ -624,8 +640,10 @@ func (b binder) Bind(_ context.Context, pod *v1.Pod, node string, done func(erro
 		lat = 20 * time.Millisecond
 	}
 	b.s.binds++
+	b.s.checkBindOnce(pod, node)
 	b.s.at(b.s.now.Add(lat), func() {
 		b.s.binds--
+		delete(b.s.binding, pod.UID)
 		b.s.bindDone(pod, node, done)
 	})
 }
