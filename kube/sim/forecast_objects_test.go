@@ -79,19 +79,7 @@ func TestForecastKeepsVolumesAndClaims(t *testing.T) {
 // volumes, claims and devices, and a forecast from it places the pods
 // the replay itself places.
 func TestReplayStateHasObjects(t *testing.T) {
-	sc := &Scenario{Name: "t", Seed: 1, Snapshot: "testdata/snapshot/dra.yaml", Duration: time.Minute}
-	r, err := NewReplay(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st *ForecastState
-	r.At(0, func(s *ForecastState) { st = s })
-	if err := r.Run(); err != nil {
-		t.Fatal(err)
-	}
-	if st == nil {
-		t.Fatal("no state at 0")
-	}
+	sc, r, st := draReplayState(t)
 	kinds := map[string]int{}
 	for _, obj := range st.Objects {
 		kinds[eventResource(obj)]++

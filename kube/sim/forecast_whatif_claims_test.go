@@ -11,9 +11,10 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 )
 
-// draReplayState is the state of testdata/snapshot/dra.yaml at its start:
-// namespace ml, its template one-gpu and claim train-0-gpu-x7k2q.
-func draReplayState(t *testing.T) (*Scenario, *ForecastState) {
+// draReplayState is the state of testdata/snapshot/dra.yaml at its start
+// (namespace ml, its template one-gpu and claim train-0-gpu-x7k2q), and
+// the replay run to its end from there.
+func draReplayState(t *testing.T) (*Scenario, *Replay, *ForecastState) {
 	t.Helper()
 	sc := &Scenario{Name: "t", Seed: 1, Snapshot: "testdata/snapshot/dra.yaml", Duration: time.Minute}
 	r, err := NewReplay(sc)
@@ -25,7 +26,10 @@ func draReplayState(t *testing.T) (*Scenario, *ForecastState) {
 	if err := r.Run(); err != nil {
 		t.Fatal(err)
 	}
-	return sc, st
+	if st == nil {
+		t.Fatal("no state at 0")
+	}
+	return sc, r, st
 }
 
 // claimingWhatIf is a what-if pod ml/w whose claim gpu is claim (a
@@ -58,7 +62,7 @@ func TestWhatIfRefusesMissingClaims(t *testing.T) {
 		{"template", "{name: gpu, resourceClaimTemplateName: one-gpu}", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sc, st := draReplayState(t)
+			sc, _, st := draReplayState(t)
 			w, err := RunWhatIf(sc, st, whatIfPod(t, claimingWhatIf(tc.claim)), ForecastOptions{Horizon: time.Hour})
 			switch {
 			case tc.want == "" && (err != nil || !w.Pods[0].FitsNow):
