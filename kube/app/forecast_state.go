@@ -94,7 +94,8 @@ func (l *liveState) copy() (*sim.ForecastState, CopyStats) {
 	// the copy is unbound in this list or on a node in the cache's copy,
 	// never in neither.
 	pods := l.pods.List()
-	l.copyCache(st, seen, &cs)
+	assumed := map[types.UID]*v1.Pod{}
+	l.copyCache(st, seen, assumed, &cs)
 	order, nominated := l.copyQueue(&cs)
 	st.Pending = l.pending(pods, order, nominated, seen)
 	for _, obj := range l.namespaces.List() {
@@ -105,7 +106,9 @@ func (l *liveState) copy() (*sim.ForecastState, CopyStats) {
 	slices.SortFunc(st.Namespaces, func(a, b *v1.Namespace) int { return compareKeys(a.Name, b.Name) })
 	st.Objects = l.copyObjects()
 	if l.claims != nil {
-		st.Objects = append(st.Objects, listClaims(l.claims)...)
+		claims := listClaims(l.claims)
+		st.Objects = append(st.Objects, claims...)
+		unassumeUnallocated(st, assumed, claims)
 	}
 	if l.templates != nil {
 		if l.templates.HasSynced() {
@@ -130,7 +133,7 @@ func (l *liveState) copy() (*sim.ForecastState, CopyStats) {
 
 // copyCache copies the nodes and their pods, copyChunk nodes per hold of
 // the cache's lock.
-func (l *liveState) copyCache(st *sim.ForecastState, seen map[types.UID]bool, cs *CopyStats) {
+func (l *liveState) copyCache(st *sim.ForecastState, seen map[types.UID]bool, assumed map[types.UID]*v1.Pod, cs *CopyStats) {
 	var names []string
 	l.hold(&cs.MaxCacheHold, &cs.CacheHolds, func() {
 		l.cache.View(func(s framework.Snapshot) {
@@ -145,7 +148,7 @@ func (l *liveState) copyCache(st *sim.ForecastState, seen map[types.UID]bool, cs
 			l.cache.View(func(s framework.Snapshot) {
 				for _, name := range part {
 					if ni, ok := s.Node(name); ok {
-						l.addNode(st, ni, name, seen)
+						l.addNode(st, ni, name, seen, assumed)
 					}
 				}
 			})
@@ -153,7 +156,9 @@ func (l *liveState) copyCache(st *sim.ForecastState, seen map[types.UID]bool, cs
 	}
 }
 
-func (l *liveState) addNode(st *sim.ForecastState, ni *framework.NodeInfo, name string, seen map[types.UID]bool) {
+// addNode copies node ni and its pods; the pods assumed (binding under
+// way) go in assumed too, as the cache has them (unbound).
+func (l *liveState) addNode(st *sim.ForecastState, ni *framework.NodeInfo, name string, seen map[types.UID]bool, assumed map[types.UID]*v1.Pod) {
 	st.Nodes = append(st.Nodes, ni.Node)
 	for _, pi := range ni.Pods {
 		p := pi.Pod
@@ -162,6 +167,7 @@ func (l *liveState) addNode(st *sim.ForecastState, ni *framework.NodeInfo, name 
 		}
 		seen[p.UID] = true
 		if p.Spec.NodeName != name { // assumed: its binding is under way
+			assumed[p.UID] = p
 			c := *p
 			c.Spec.NodeName = name
 			p = &c
@@ -244,6 +250,60 @@ func (l *liveState) pending(pods []any, order []string, nominated map[string]str
 		}
 	}
 	return append(out, queued...)
+}
+
+// unassumeUnallocated makes pending again, first in st.Pending (by key),
+// each assumed pod of st.Running one of whose claims the tracker's list
+// (claims) shows unallocated or lacks. The scheduler assumes a pod in its
+// cache before DynamicResources' Reserve allocates its claims (or fails
+// to), and the cache is copied before the claims: such a pod would run
+// in the forecast with its devices free, for another pod to take. It is
+// in flight, and pending. O(running + claims).
+func unassumeUnallocated(st *sim.ForecastState, assumed map[types.UID]*v1.Pod, claims []runtime.Object) {
+	if len(assumed) == 0 {
+		return
+	}
+	allocated := map[string]bool{}
+	for _, o := range claims {
+		if c, ok := o.(*resourceapi.ResourceClaim); ok {
+			allocated[c.Namespace+"/"+c.Name] = c.Status.Allocation != nil
+		}
+	}
+	var back []*v1.Pod
+	st.Running = slices.DeleteFunc(st.Running, func(rp sim.RunningPod) bool {
+		p := assumed[rp.Pod.UID]
+		if p == nil || !slices.ContainsFunc(podClaimNames(p), func(n string) bool { return !allocated[p.Namespace+"/"+n] }) {
+			return false
+		}
+		c := *p // shallow: the forecast changes no pod in place
+		c.Spec.SchedulerName = sim.SchedulerName
+		back = append(back, &c)
+		return true
+	})
+	slices.SortFunc(back, func(a, b *v1.Pod) int { return compareKeys(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
+	st.Pending = append(back, st.Pending...)
+}
+
+// podClaimNames are the names of p's ResourceClaims: those it names, and
+// those its status names for its claims from templates. A claim from a
+// template not made yet has no name; such a pod cannot have been placed.
+func podClaimNames(p *v1.Pod) []string {
+	var out []string
+	for _, pc := range p.Spec.ResourceClaims {
+		name := pc.ResourceClaimName
+		if pc.ResourceClaimTemplateName != nil {
+			name = nil
+			for _, st := range p.Status.ResourceClaimStatuses {
+				if st.Name == pc.Name {
+					name = st.ResourceClaimName
+				}
+			}
+		}
+		if name != nil {
+			out = append(out, *name)
+		}
+	}
+	return out
 }
 
 // copyObjects lists the objects of l.objects, store by store, each sorted

@@ -244,6 +244,12 @@ func (r *forecastRun) addRunning(i int, rp RunningPod, seen uids) error {
 		return nil
 	}
 	left, src := r.o.remaining(p, r.st.Now.Sub(rp.Started))
+	if grace, ok := r.graceLeft(p); ok && (src == SourceUnknown || grace < left) {
+		// Terminating: it leaves when its grace period ends, whatever
+		// its runtime, and that end is no estimate.
+		r.planLeave(p, grace)
+		return nil
+	}
 	r.runSrc[i] = src
 	if src == SourceUnknown {
 		r.unknown++
@@ -258,11 +264,59 @@ func (r *forecastRun) addRunning(i int, rp RunningPod, seen uids) error {
 		}
 		r.fired[uid] = true
 		r.endsAt = append(r.endsAt, sourcedEnd{s.now, src})
+		if cur.DeletionTimestamp != nil {
+			// A victim of the run in its grace period: its run ends
+			// early, and it leaves as the victim it is.
+			s.leaveTerminating(cur)
+			return
+		}
 		s.ended(cur, endFinished)
 		delete(s.cl.pods, key)
 		s.h.DeletePod(cur)
 	}})
 	return nil
+}
+
+// graceLeft returns how much of its grace period terminating pod p has
+// left at the state's instant (0 if none), and false if p is not
+// terminating. The API server stamps a deletion with the end of the grace
+// period (and sets deletionGracePeriodSeconds); the simulator's evictions
+// stamp its start, the scenario's grace period before its end.
+func (r *forecastRun) graceLeft(p *v1.Pod) (time.Duration, bool) {
+	if p.DeletionTimestamp == nil {
+		return 0, false
+	}
+	end := p.DeletionTimestamp.Time
+	if p.DeletionGracePeriodSeconds == nil && r.s.pre != nil {
+		end = end.Add(r.s.pre.spec.GracePeriod)
+	}
+	return max(end.Sub(r.st.Now), 0), true
+}
+
+// planLeave plans terminating running pod p to leave after left, as a
+// victim (leaveTerminating), if it is still there. Its end is in the
+// simulator's events, which the caller then makes a heap again.
+func (r *forecastRun) planLeave(p *v1.Pod, left time.Duration) {
+	s, key, uid := r.s, framework.Key(p), p.UID
+	s.seq++
+	s.queue = append(s.queue, event{at: s.now.Add(left), seq: s.seq, fn: func() {
+		if cur := s.cl.pods[key]; cur != nil && cur.UID == uid {
+			s.leaveTerminating(cur)
+		}
+	}})
+}
+
+// leaveTerminating removes terminating pod p: as a victim (counted
+// preempted, recreated if the scenario says so) when preemption is on,
+// otherwise as deleted.
+func (s *sim) leaveTerminating(p *v1.Pod) {
+	if s.pre != nil {
+		s.removeVictim(p)
+		return
+	}
+	s.ended(p, endDeleted)
+	delete(s.cl.pods, framework.Key(p))
+	s.h.DeletePod(p)
 }
 
 // addPending adds a pending pod to the queue, with its runtime once bound.
