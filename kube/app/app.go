@@ -299,7 +299,7 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	if _, err := pods.AddEventHandler(fc.hist.handler()); err != nil {
 		return err
 	}
-	serving := handler(reg, gatedQueueView{queues, scheduler.NewGateReasons(ctx, fw)}, st.ready, watch.live, fc)
+	serving := leaderOnly(handler(reg, gatedQueueView{queues, scheduler.NewGateReasons(ctx, fw)}, st.ready, watch.live, fc), st.role)
 	if o.serving != nil {
 		o.serving(serving)
 	}
