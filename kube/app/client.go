@@ -38,6 +38,8 @@ func answer(status int, ctype string, body []byte, address, format string) ([]by
 	notSchedq := fmt.Errorf("HTTP %d from %s: is this a schedq scheduler?", status, address)
 	msg := strings.TrimSpace(string(body))
 	switch {
+	case status == http.StatusBadRequest && strings.HasPrefix(msg, plainToTLS):
+		return nil, plainHTTPError(address)
 	case status == http.StatusUnauthorized:
 		return nil, fmt.Errorf("HTTP 401 from %s: not authenticated: pass --token (schedq's HTTPS port has the API server review callers' tokens)", address)
 	case status == http.StatusForbidden:
@@ -52,6 +54,20 @@ func answer(status int, ctype string, body []byte, address, format string) ([]by
 		return nil, fmt.Errorf("HTTP %d from %s: %s", status, address, msg)
 	}
 	return nil, notSchedq
+}
+
+// plainToTLS begins the 400 with which Go's HTTPS servers, the
+// scheduler's --secure-port among them, answer a plain HTTP request.
+const plainToTLS = "Client sent an HTTP request to an HTTPS server"
+
+// plainHTTPError says that address, asked over plain HTTP, serves HTTPS
+// (deploy/schedq.yaml's scheduler serves only HTTPS), and how to ask it.
+func plainHTTPError(address string) error {
+	host := address
+	if u, err := url.Parse(baseURL(address)); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	return fmt.Errorf("--address %s: the scheduler serves HTTPS there, and this is plain HTTP: give --address https://%s, with --token and --certificate-authority (or --insecure-skip-tls-verify)", address, host)
 }
 
 // contentType is the media type of a response, without its parameters.

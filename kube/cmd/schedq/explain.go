@@ -29,19 +29,19 @@ and which cluster events would move it, and when it is predicted to
 start (a forecast of the scheduler's own state run forward in virtual
 time, with the runtime estimates it rests on). It reads the scheduler's
 /debug/queue endpoint at --address.`,
-		Example: `  # The scheduler runs in a cluster: forward the leader's port (the
-  # Lease holder's identity is its pod's name, then _ and a number).
+		Example: `  # The scheduler runs in a cluster (deploy/schedq.yaml: HTTPS only):
+  # forward the leader's port (the Lease holder's identity is its pod's
+  # name, then _ and a number; a standby answers 503), and pass a token
+  # of a caller allowed to read /debug/queue (e.g. bound to the
+  # schedq-metrics-reader role).
   leader=$(kubectl -n kube-system get lease schedq -o jsonpath='{.spec.holderIdentity}')
   kubectl -n kube-system port-forward "pod/${leader%_*}" 10351:10351 &
-  schedq explain default/web-0
-
-  # The same answer as JSON, from a scheduler on another address.
-  schedq explain default/web-0 --address 10.0.0.7:10351 -o json
-
-  # A scheduler serving HTTPS (--secure-port): a token of a caller allowed
-  # to read /debug/queue (e.g. bound to the schedq-metrics-reader role).
   schedq explain default/web-0 --address https://127.0.0.1:10351 \
-    --token "$(kubectl create token default)" --insecure-skip-tls-verify`,
+    --token "$(kubectl create token default)" --insecure-skip-tls-verify
+
+  # The same answer as JSON, from a development scheduler serving plain
+  # HTTP on loopback (--secure-port=0 --address=127.0.0.1:10351).
+  schedq explain default/web-0 -o json`,
 		Args: oneNamespacedName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ns, name, ok := strings.Cut(args[0], "/")

@@ -77,3 +77,22 @@ func TestExplainTokenNotRedirected(t *testing.T) {
 		t.Fatalf("the token reached the redirect's target: %q", leaked)
 	}
 }
+
+// TestPlainHTTPToTheHTTPSPort: explain and pending at host:port (plain
+// HTTP) of a scheduler that serves HTTPS there, as deploy/schedq.yaml's
+// does, fail saying to give an https:// address, not asking whether it
+// is a schedq scheduler.
+func TestPlainHTTPToTheHTTPSPort(t *testing.T) {
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "https://")
+	want := fmt.Sprintf("--address %s: the scheduler serves HTTPS there, and this is plain HTTP: give --address https://%s", addr, addr)
+	for _, args := range [][]string{{"explain", "default/web-0"}, {"pending"}} {
+		t.Run(args[0], func(t *testing.T) {
+			out, err := execute(append(args, "--address", addr)...)
+			if err == nil || !strings.HasPrefix(err.Error(), want) || out != "" {
+				t.Errorf("out %q, err %v; want no output and an error starting %q", out, err, want)
+			}
+		})
+	}
+}
