@@ -16,8 +16,16 @@ import (
 // hold; Explain tells it from another server's 404 by it.
 const notInQueue = "is not in schedq's queue"
 
-// maxAnswer bounds how much of an answer Explain reads.
+// maxAnswer bounds how much of an answer Explain and Pending read.
 const maxAnswer = 8 << 20
+
+// answerTooLarge is the error of an answer longer than maxAnswer: cut,
+// it would not parse, and read as another server's.
+type answerTooLarge struct{ address string }
+
+func (e answerTooLarge) Error() string {
+	return fmt.Sprintf("the answer of %s is larger than %d MiB", e.address, maxAnswer>>20)
+}
 
 // Explain asks the scheduler serving Handler at address (host:port, or a
 // URL) why the pod namespace/name is pending, and returns its answer:
@@ -123,9 +131,12 @@ func ask(ctx context.Context, c *http.Client, address, u, format string) ([]byte
 		return nil, fmt.Errorf("scheduler at %s is not reachable: %w", address, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading the answer of %s: %w", address, err)
+	}
+	if len(body) > maxAnswer && resp.StatusCode == http.StatusOK {
+		return nil, answerTooLarge{address}
 	}
 	return answer(resp.StatusCode, contentType(resp.Header), body, address, format)
 }

@@ -96,3 +96,21 @@ func TestPlainHTTPToTheHTTPSPort(t *testing.T) {
 		})
 	}
 }
+
+// TestAnswerOverTheLimit: an answer larger than the client reads (a
+// listing of many pods with long reasons) is an error that says so and
+// suggests a smaller page, not a truncated page taken for another
+// server's.
+func TestAnswerOverTheLimit(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"items": [%q]}`, strings.Repeat("x", 9<<20))
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	out, err := execute("pending", "-o", "json", "--address", addr)
+	want := fmt.Sprintf("the answer of %s is larger than 8 MiB: ask for fewer pods (--limit)", addr)
+	if err == nil || err.Error() != want || out != "" {
+		t.Errorf("out of %d bytes, err %v; want %q", len(out), err, want)
+	}
+}
