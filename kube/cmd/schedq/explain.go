@@ -85,11 +85,21 @@ time, with the runtime estimates it rests on). It reads the scheduler's
 // explainClient is the HTTP client of explain and pending for the
 // scheduler at address: TLS settings for a scheduler's HTTPS port, and
 // the bearer token on every request. The token goes only over HTTPS (a
-// plain HTTP address with a token is refused), and the client follows no
-// redirect, which would carry the token to another address.
+// plain HTTP address with a token is refused, as is one with TLS options,
+// which would do nothing), and the client follows no redirect, which
+// would carry the token to another address.
 func explainClient(address, token, caFile string, insecure bool) (*http.Client, error) {
-	if token != "" && !strings.HasPrefix(strings.ToLower(address), "https://") {
+	plain := !strings.HasPrefix(strings.ToLower(address), "https://")
+	if token != "" && plain {
 		return nil, fmt.Errorf("--token: sent only over HTTPS, and --address %s is plain HTTP (give https://HOST:PORT, the scheduler's --secure-port)", address)
+	}
+	for _, tlsFlag := range []struct {
+		name string
+		set  bool
+	}{{"--certificate-authority", caFile != ""}, {"--insecure-skip-tls-verify", insecure}} {
+		if tlsFlag.set && plain {
+			return nil, fmt.Errorf("%s: only for HTTPS, and --address %s is plain HTTP (give https://HOST:PORT, the scheduler's --secure-port)", tlsFlag.name, address)
+		}
 	}
 	if insecure && caFile != "" {
 		return nil, fmt.Errorf("--insecure-skip-tls-verify, --certificate-authority %s: give one; with the first the certificate is not checked against the second", caFile)
