@@ -138,5 +138,8 @@ func ask(ctx context.Context, c *http.Client, address, u, format string) ([]byte
 	if len(body) > maxAnswer && resp.StatusCode == http.StatusOK {
 		return nil, answerTooLarge{address}
 	}
+	if resp.StatusCode == http.StatusUnauthorized && resp.Request != nil && resp.Request.Header.Get("Authorization") != "" {
+		return nil, fmt.Errorf("HTTP 401 from %s: not authenticated: the API server did not accept --token (expired, or not a token it knows)", address)
+	}
 	return answer(resp.StatusCode, contentType(resp.Header), body, address, format)
 }

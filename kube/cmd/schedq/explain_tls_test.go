@@ -114,3 +114,26 @@ func TestAnswerOverTheLimit(t *testing.T) {
 		t.Errorf("out of %d bytes, err %v; want %q", len(out), err, want)
 	}
 }
+
+// TestRejectedToken: a 401 to a request that carried a token says the
+// token was refused, not to pass one.
+func TestRejectedToken(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "Unauthorized", http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	for _, tc := range []struct{ name, token, want string }{
+		{"no token", "", "not authenticated: pass --token"},
+		{"expired token", "old", "not authenticated: the API server did not accept --token (expired, or not a token it knows)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"pending", "--address", srv.URL, "--insecure-skip-tls-verify"}
+			if tc.token != "" {
+				args = append(args, "--token", tc.token)
+			}
+			if _, err := execute(args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
