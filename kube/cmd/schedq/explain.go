@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 func explainCmd(stdout io.Writer) *cobra.Command {
 	var address, output, token, caFile string
 	var insecure bool
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "explain NAMESPACE/NAME",
 		Short: "Ask a running schedq scheduler why a pod is pending",
@@ -60,15 +62,18 @@ time, with the runtime estimates it rests on). It reads the scheduler's
 			if err := app.CheckAddress(address); err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
-			defer cancel()
+			if timeout <= 0 {
+				return fmt.Errorf("--timeout: must be positive, got %v", timeout)
+			}
 			client, err := explainClient(address, token, caFile, insecure)
 			if err != nil {
 				return err
 			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
 			body, err := app.Explain(ctx, client, address, ns, name, output)
 			if err != nil {
-				return err
+				return timedOut(ctx, err, address, timeout)
 			}
 			_, err = stdout.Write(body)
 			return err
@@ -79,7 +84,17 @@ time, with the runtime estimates it rests on). It reads the scheduler's
 	cmd.Flags().StringVar(&token, "token", "", "bearer token for a scheduler serving HTTPS (--address https://...)")
 	cmd.Flags().StringVar(&caFile, "certificate-authority", "", "PEM file of the CA that signed the scheduler's HTTPS certificate")
 	cmd.Flags().BoolVar(&insecure, "insecure-skip-tls-verify", false, "do not verify the scheduler's HTTPS certificate (its default one is self-signed)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "give up when the scheduler has not answered within this")
 	return cmd
+}
+
+// timedOut is err, or, if ctx's deadline ended the request, an error
+// that says the scheduler did not answer in time: it was reachable.
+func timedOut(ctx context.Context, err error, address string, timeout time.Duration) error {
+	if errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("scheduler at %s: no answer within %v (--timeout)", address, timeout)
+	}
+	return err
 }
 
 // explainClient is the HTTP client of explain and pending for the

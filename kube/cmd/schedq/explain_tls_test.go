@@ -137,3 +137,27 @@ func TestRejectedToken(t *testing.T) {
 		})
 	}
 }
+
+// TestNoAnswerInTime: a scheduler that takes the connection but does not
+// answer within --timeout is reported as such, not as unreachable; a bad
+// --timeout is refused before anything is sent.
+func TestNoAnswerInTime(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
+	defer srv.Close()
+	defer close(release)
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	for _, args := range [][]string{{"explain", "default/web-0"}, {"pending"}} {
+		t.Run(args[0], func(t *testing.T) {
+			_, err := execute(append(args, "--address", addr, "--timeout", "50ms")...)
+			want := fmt.Sprintf("scheduler at %s: no answer within 50ms (--timeout)", addr)
+			if err == nil || err.Error() != want {
+				t.Errorf("err %v, want %q", err, want)
+			}
+			_, err = execute(append(args, "--address", addr, "--timeout", "0s")...)
+			if err == nil || !strings.Contains(err.Error(), "--timeout: must be positive, got 0s") {
+				t.Errorf("--timeout 0s: err %v", err)
+			}
+		})
+	}
+}
