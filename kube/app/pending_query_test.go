@@ -33,3 +33,25 @@ func TestPendingNamespaceChecked(t *testing.T) {
 		})
 	}
 }
+
+// TestPendingOffsetPastTheEnd: a page from past the end of the listing
+// is empty, says how many match in JSON, and in text says that the
+// offset is past the end rather than showing the count alone, which
+// reads as a listing whose pods went missing.
+func TestPendingOffsetPastTheEnd(t *testing.T) {
+	h := Handler(testRegistry(), newTestQueue(t, 2), func() (bool, string) { return true, "ok" }, nil)
+	get := func(query string) (int, string) {
+		rr := httptest.NewRecorder()
+		h.ServeHTTP(rr, httptest.NewRequest(http.MethodGet, "/debug/queue?order=pop"+query, nil))
+		return rr.Code, rr.Body.String()
+	}
+	if code, body := get("&offset=5&format=text"); code != 200 || !strings.Contains(body, "; none from offset 5: past the end") {
+		t.Errorf("text: HTTP %d %q, want that offset 5 is past the end", code, body)
+	}
+	if code, body := get("&offset=5"); code != 200 || !strings.Contains(body, `"total": 2,`) || !strings.Contains(body, `"offset": 5,`) || !strings.Contains(body, `"items": []`) {
+		t.Errorf("json: HTTP %d %q, want total 2, offset 5, no items", code, body)
+	}
+	if code, body := get("&offset=1&format=text"); code != 200 || strings.Contains(body, "past the end") || !strings.Contains(body, "2 to 2:") {
+		t.Errorf("the last item: HTTP %d %q", code, body)
+	}
+}
