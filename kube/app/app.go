@@ -333,6 +333,11 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	if !cache.WaitForCacheSync(ctx.Done(), handlersSynced, groupsSynced) {
 		return shutdownErr(ctx)
 	}
+	if !o.LeaderElect {
+		// The only replica leads from the start: its debug endpoints
+		// answer as soon as /readyz does (see leaderOnly).
+		st.leading.Store(true)
+	}
 	st.synced.Store(true)
 	counts := queues.Counts()
 	log.Info("caches synced", "nodes", c.NodeCount(), "pending", counts.Active+counts.Backoff+counts.Unschedulable+counts.Gated)
