@@ -296,12 +296,16 @@ func (q *Queue[K, T]) Pending(o PendingOptions[T]) PendingPage[K] {
 }
 
 // String renders the page for people: one line an item, with its rank,
-// place, key, tenant if any, and reason.
+// place, key, tenant if any, and reason; a page from past the end says
+// so.
 func (p PendingPage[K]) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d pending at %s", p.Total, p.Time.Format(time.RFC3339Nano))
-	if len(p.Items) > 0 {
+	switch {
+	case len(p.Items) > 0:
 		fmt.Fprintf(&b, ", %d to %d:", p.Items[0].Rank+1, p.Items[len(p.Items)-1].Rank+1)
+	case p.Offset > 0 && p.Offset >= p.Total:
+		fmt.Fprintf(&b, "; none from offset %d: past the end", p.Offset)
 	}
 	b.WriteByte('\n')
 	for _, it := range p.Items {

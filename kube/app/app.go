@@ -299,7 +299,7 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	if _, err := pods.AddEventHandler(fc.hist.handler()); err != nil {
 		return err
 	}
-	serving := handler(reg, gatedQueueView{queues, scheduler.NewGateReasons(ctx, fw)}, st.ready, watch.live, fc)
+	serving := leaderOnly(handler(reg, gatedQueueView{queues, scheduler.NewGateReasons(ctx, fw)}, st.ready, watch.live, fc), st.role)
 	if o.serving != nil {
 		o.serving(serving)
 	}
@@ -332,6 +332,11 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), handlersSynced, groupsSynced) {
 		return shutdownErr(ctx)
+	}
+	if !o.LeaderElect {
+		// The only replica leads from the start: its debug endpoints
+		// answer as soon as /readyz does (see leaderOnly).
+		st.leading.Store(true)
 	}
 	st.synced.Store(true)
 	counts := queues.Counts()

@@ -16,8 +16,16 @@ import (
 // hold; Explain tells it from another server's 404 by it.
 const notInQueue = "is not in schedq's queue"
 
-// maxAnswer bounds how much of an answer Explain reads.
+// maxAnswer bounds how much of an answer Explain and Pending read.
 const maxAnswer = 8 << 20
+
+// answerTooLarge is the error of an answer longer than maxAnswer: cut,
+// it would not parse, and read as another server's.
+type answerTooLarge struct{ address string }
+
+func (e answerTooLarge) Error() string {
+	return fmt.Sprintf("the answer of %s is larger than %d MiB", e.address, maxAnswer>>20)
+}
 
 // Explain asks the scheduler serving Handler at address (host:port, or a
 // URL) why the pod namespace/name is pending, and returns its answer:
@@ -38,6 +46,8 @@ func answer(status int, ctype string, body []byte, address, format string) ([]by
 	notSchedq := fmt.Errorf("HTTP %d from %s: is this a schedq scheduler?", status, address)
 	msg := strings.TrimSpace(string(body))
 	switch {
+	case status == http.StatusBadRequest && strings.HasPrefix(msg, plainToTLS):
+		return nil, plainHTTPError(address)
 	case status == http.StatusUnauthorized:
 		return nil, fmt.Errorf("HTTP 401 from %s: not authenticated: pass --token (schedq's HTTPS port has the API server review callers' tokens)", address)
 	case status == http.StatusForbidden:
@@ -52,6 +62,20 @@ func answer(status int, ctype string, body []byte, address, format string) ([]by
 		return nil, fmt.Errorf("HTTP %d from %s: %s", status, address, msg)
 	}
 	return nil, notSchedq
+}
+
+// plainToTLS begins the 400 with which Go's HTTPS servers, the
+// scheduler's --secure-port among them, answer a plain HTTP request.
+const plainToTLS = "Client sent an HTTP request to an HTTPS server"
+
+// plainHTTPError says that address, asked over plain HTTP, serves HTTPS
+// (deploy/schedq.yaml's scheduler serves only HTTPS), and how to ask it.
+func plainHTTPError(address string) error {
+	host := address
+	if u, err := url.Parse(baseURL(address)); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	return fmt.Errorf("--address %s: the scheduler serves HTTPS there, and this is plain HTTP: give --address https://%s, with --token and --certificate-authority (or --insecure-skip-tls-verify)", address, host)
 }
 
 // contentType is the media type of a response, without its parameters.
@@ -107,9 +131,15 @@ func ask(ctx context.Context, c *http.Client, address, u, format string) ([]byte
 		return nil, fmt.Errorf("scheduler at %s is not reachable: %w", address, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading the answer of %s: %w", address, err)
+	}
+	if len(body) > maxAnswer && resp.StatusCode == http.StatusOK {
+		return nil, answerTooLarge{address}
+	}
+	if resp.StatusCode == http.StatusUnauthorized && resp.Request != nil && resp.Request.Header.Get("Authorization") != "" {
+		return nil, fmt.Errorf("HTTP 401 from %s: not authenticated: the API server did not accept --token (expired, or not a token it knows)", address)
 	}
 	return answer(resp.StatusCode, contentType(resp.Header), body, address, format)
 }

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -29,5 +31,9 @@ func Pending(ctx context.Context, c *http.Client, address, namespace string, off
 		q.Set("format", "text")
 	}
 	u := strings.TrimSuffix(base, "/") + "/debug/queue?" + q.Encode()
-	return ask(ctx, c, address, u, format)
+	body, err := ask(ctx, c, address, u, format)
+	if errors.As(err, new(answerTooLarge)) {
+		return nil, fmt.Errorf("%w: ask for fewer pods (--limit)", err)
+	}
+	return body, err
 }

@@ -95,14 +95,19 @@ func wantsPending(r *http.Request) bool {
 }
 
 // pendingOptions reads the listing's filter and page from a request:
-// ?namespace=, ?tenant=, ?offset=, ?limit=.
+// ?namespace= (a namespace name: an empty one would list them all),
+// ?tenant=, ?offset=, ?limit=.
 func pendingOptions(r *http.Request) (schedq.PendingOptions[*v1.Pod], error) {
 	q := r.URL.Query()
 	o := schedq.PendingOptions[*v1.Pod]{Tenant: q.Get("tenant"), Limit: DefaultQueuePageLimit}
 	if v := q.Get("order"); v != "" && v != "pop" {
 		return o, fmt.Errorf("order %q: the only order is pop", v)
 	}
-	if ns := q.Get("namespace"); ns != "" {
+	if q.Has("namespace") {
+		ns := q.Get("namespace")
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			return o, fmt.Errorf("namespace %q: not a namespace name: %s", ns, msgs[0])
+		}
 		o.Match = func(p *v1.Pod) bool { return p.Namespace == ns }
 	}
 	if v := q.Get("limit"); v != "" {

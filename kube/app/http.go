@@ -276,3 +276,32 @@ func queuePages(snap *snapshots) http.HandlerFunc {
 		write(w, r, p, p.String())
 	}
 }
+
+// role says whether the replica leads, and if not why: only the leader's
+// queue is the one being scheduled.
+func (s *state) role() (bool, string) {
+	switch {
+	case !s.synced.Load():
+		return false, "its informers have not synced, so its queue is not complete"
+	case !s.leading.Load():
+		return false, "it is on standby: its queue is not the one being scheduled; ask the leader (the holder of the Lease)"
+	}
+	return true, ""
+}
+
+// leaderOnly answers the debug endpoints (the queue, its forecast and
+// what-ifs on it) of a replica that does not lead with a 503 saying why:
+// a standby fills its queue from the informers, but the leader pops,
+// tries and parks the pods, so the standby's answers would be plausible
+// and wrong. /metrics and the health endpoints pass as they are.
+func leaderOnly(h http.Handler, role func() (bool, string)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/debug/") {
+			if ok, why := role(); !ok {
+				http.Error(w, "this replica does not lead: "+why, http.StatusServiceUnavailable)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}

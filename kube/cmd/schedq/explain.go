@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 func explainCmd(stdout io.Writer) *cobra.Command {
 	var address, output, token, caFile string
 	var insecure bool
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "explain NAMESPACE/NAME",
 		Short: "Ask a running schedq scheduler why a pod is pending",
@@ -29,19 +31,19 @@ and which cluster events would move it, and when it is predicted to
 start (a forecast of the scheduler's own state run forward in virtual
 time, with the runtime estimates it rests on). It reads the scheduler's
 /debug/queue endpoint at --address.`,
-		Example: `  # The scheduler runs in a cluster: forward the leader's port (the
-  # Lease holder's identity is its pod's name, then _ and a number).
+		Example: `  # The scheduler runs in a cluster (deploy/schedq.yaml: HTTPS only):
+  # forward the leader's port (the Lease holder's identity is its pod's
+  # name, then _ and a number; a standby answers 503), and pass a token
+  # of a caller allowed to read /debug/queue (e.g. bound to the
+  # schedq-metrics-reader role).
   leader=$(kubectl -n kube-system get lease schedq -o jsonpath='{.spec.holderIdentity}')
   kubectl -n kube-system port-forward "pod/${leader%_*}" 10351:10351 &
-  schedq explain default/web-0
-
-  # The same answer as JSON, from a scheduler on another address.
-  schedq explain default/web-0 --address 10.0.0.7:10351 -o json
-
-  # A scheduler serving HTTPS (--secure-port): a token of a caller allowed
-  # to read /debug/queue (e.g. bound to the schedq-metrics-reader role).
   schedq explain default/web-0 --address https://127.0.0.1:10351 \
-    --token "$(kubectl create token default)" --insecure-skip-tls-verify`,
+    --token "$(kubectl create token default)" --insecure-skip-tls-verify
+
+  # The same answer as JSON, from a development scheduler serving plain
+  # HTTP on loopback (--secure-port=0 --address=127.0.0.1:10351).
+  schedq explain default/web-0 -o json`,
 		Args: oneNamespacedName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ns, name, ok := strings.Cut(args[0], "/")
@@ -60,15 +62,18 @@ time, with the runtime estimates it rests on). It reads the scheduler's
 			if err := app.CheckAddress(address); err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
-			defer cancel()
+			if timeout <= 0 {
+				return fmt.Errorf("--timeout: must be positive, got %v", timeout)
+			}
 			client, err := explainClient(address, token, caFile, insecure)
 			if err != nil {
 				return err
 			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
 			body, err := app.Explain(ctx, client, address, ns, name, output)
 			if err != nil {
-				return err
+				return timedOut(ctx, err, address, timeout)
 			}
 			_, err = stdout.Write(body)
 			return err
@@ -79,17 +84,37 @@ time, with the runtime estimates it rests on). It reads the scheduler's
 	cmd.Flags().StringVar(&token, "token", "", "bearer token for a scheduler serving HTTPS (--address https://...)")
 	cmd.Flags().StringVar(&caFile, "certificate-authority", "", "PEM file of the CA that signed the scheduler's HTTPS certificate")
 	cmd.Flags().BoolVar(&insecure, "insecure-skip-tls-verify", false, "do not verify the scheduler's HTTPS certificate (its default one is self-signed)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "give up when the scheduler has not answered within this")
 	return cmd
+}
+
+// timedOut is err, or, if ctx's deadline ended the request, an error
+// that says the scheduler did not answer in time: it was reachable.
+func timedOut(ctx context.Context, err error, address string, timeout time.Duration) error {
+	if errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("scheduler at %s: no answer within %v (--timeout)", address, timeout)
+	}
+	return err
 }
 
 // explainClient is the HTTP client of explain and pending for the
 // scheduler at address: TLS settings for a scheduler's HTTPS port, and
 // the bearer token on every request. The token goes only over HTTPS (a
-// plain HTTP address with a token is refused), and the client follows no
-// redirect, which would carry the token to another address.
+// plain HTTP address with a token is refused, as is one with TLS options,
+// which would do nothing), and the client follows no redirect, which
+// would carry the token to another address.
 func explainClient(address, token, caFile string, insecure bool) (*http.Client, error) {
-	if token != "" && !strings.HasPrefix(strings.ToLower(address), "https://") {
+	plain := !strings.HasPrefix(strings.ToLower(address), "https://")
+	if token != "" && plain {
 		return nil, fmt.Errorf("--token: sent only over HTTPS, and --address %s is plain HTTP (give https://HOST:PORT, the scheduler's --secure-port)", address)
+	}
+	for _, tlsFlag := range []struct {
+		name string
+		set  bool
+	}{{"--certificate-authority", caFile != ""}, {"--insecure-skip-tls-verify", insecure}} {
+		if tlsFlag.set && plain {
+			return nil, fmt.Errorf("%s: only for HTTPS, and --address %s is plain HTTP (give https://HOST:PORT, the scheduler's --secure-port)", tlsFlag.name, address)
+		}
 	}
 	if insecure && caFile != "" {
 		return nil, fmt.Errorf("--insecure-skip-tls-verify, --certificate-authority %s: give one; with the first the certificate is not checked against the second", caFile)

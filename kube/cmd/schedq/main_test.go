@@ -36,6 +36,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"pending", "--address", "https:///debug"}, `--address "https:///debug": no host`},
 		{[]string{"explain", "ns/p", "--address", "10.0.0.1:10351", "--token", "secret"}, "--token: sent only over HTTPS, and --address 10.0.0.1:10351 is plain HTTP"},
 		{[]string{"pending", "--address", "http://10.0.0.1:10351", "--token", "secret"}, "--token: sent only over HTTPS, and --address http://10.0.0.1:10351 is plain HTTP"},
+		{[]string{"explain", "ns/p", "--address", "127.0.0.1:1", "--certificate-authority", "/no/ca.pem"}, "--certificate-authority: only for HTTPS, and --address 127.0.0.1:1 is plain HTTP"},
+		{[]string{"pending", "--address", "http://127.0.0.1:1", "--insecure-skip-tls-verify"}, "--insecure-skip-tls-verify: only for HTTPS, and --address http://127.0.0.1:1 is plain HTTP"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 	}
 	for _, tc := range tests {

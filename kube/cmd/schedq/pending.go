@@ -16,6 +16,7 @@ func pendingCmd(stdout io.Writer) *cobra.Command {
 	var address, output, token, caFile, namespace string
 	var insecure bool
 	var offset, limit int
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "pending",
 		Short: "List the pods a running schedq scheduler has pending, in the order they wait",
@@ -50,15 +51,18 @@ time.`,
 			if err := app.CheckAddress(address); err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
-			defer cancel()
+			if timeout <= 0 {
+				return fmt.Errorf("--timeout: must be positive, got %v", timeout)
+			}
 			client, err := explainClient(address, token, caFile, insecure)
 			if err != nil {
 				return err
 			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
 			body, err := app.Pending(ctx, client, address, namespace, offset, limit, output)
 			if err != nil {
-				return err
+				return timedOut(ctx, err, address, timeout)
 			}
 			_, err = stdout.Write(body)
 			return err
@@ -73,5 +77,6 @@ time.`,
 	f.StringVar(&token, "token", "", "bearer token for a scheduler serving HTTPS (--address https://...)")
 	f.StringVar(&caFile, "certificate-authority", "", "PEM file of the CA that signed the scheduler's HTTPS certificate")
 	f.BoolVar(&insecure, "insecure-skip-tls-verify", false, "do not verify the scheduler's HTTPS certificate (its default one is self-signed)")
+	f.DurationVar(&timeout, "timeout", 10*time.Second, "give up when the scheduler has not answered within this")
 	return cmd
 }

@@ -1,0 +1,57 @@
+package app
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestPendingNamespaceChecked: the listing's namespace filter is a
+// namespace name; an empty or malformed one is a 400 naming the
+// parameter, not a listing of every namespace (empty) or of none (a name
+// no pod can have), either of which reads as an answer.
+func TestPendingNamespaceChecked(t *testing.T) {
+	h := Handler(testRegistry(), newTestQueue(t, 1), func() (bool, string) { return true, "ok" }, nil)
+	for _, tc := range []struct {
+		name, query string
+		code        int
+		has         string
+	}{
+		{"a namespace", "?order=pop&namespace=default", 200, "default/p0000"},
+		{"empty", "?order=pop&namespace=", 400, `namespace "": not a namespace name`},
+		{"empty without order", "?namespace=", 400, `namespace "": not a namespace name`},
+		{"upper case", "?order=pop&namespace=Default", 400, `namespace "Default": not a namespace name`},
+		{"a path", "?order=pop&namespace=default/p0000", 400, `namespace "default/p0000"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rr := httptest.NewRecorder()
+			h.ServeHTTP(rr, httptest.NewRequest(http.MethodGet, "/debug/queue"+tc.query, nil))
+			if rr.Code != tc.code || !strings.Contains(rr.Body.String(), tc.has) {
+				t.Errorf("HTTP %d %q, want %d with %q", rr.Code, rr.Body.String(), tc.code, tc.has)
+			}
+		})
+	}
+}
+
+// TestPendingOffsetPastTheEnd: a page from past the end of the listing
+// is empty, says how many match in JSON, and in text says that the
+// offset is past the end rather than showing the count alone, which
+// reads as a listing whose pods went missing.
+func TestPendingOffsetPastTheEnd(t *testing.T) {
+	h := Handler(testRegistry(), newTestQueue(t, 2), func() (bool, string) { return true, "ok" }, nil)
+	get := func(query string) (int, string) {
+		rr := httptest.NewRecorder()
+		h.ServeHTTP(rr, httptest.NewRequest(http.MethodGet, "/debug/queue?order=pop"+query, nil))
+		return rr.Code, rr.Body.String()
+	}
+	if code, body := get("&offset=5&format=text"); code != 200 || !strings.Contains(body, "; none from offset 5: past the end") {
+		t.Errorf("text: HTTP %d %q, want that offset 5 is past the end", code, body)
+	}
+	if code, body := get("&offset=5"); code != 200 || !strings.Contains(body, `"total": 2,`) || !strings.Contains(body, `"offset": 5,`) || !strings.Contains(body, `"items": []`) {
+		t.Errorf("json: HTTP %d %q, want total 2, offset 5, no items", code, body)
+	}
+	if code, body := get("&offset=1&format=text"); code != 200 || strings.Contains(body, "past the end") || !strings.Contains(body, "2 to 2:") {
+		t.Errorf("the last item: HTTP %d %q", code, body)
+	}
+}
