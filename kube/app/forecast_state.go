@@ -272,7 +272,7 @@ func unassumeUnallocated(st *sim.ForecastState, assumed map[types.UID]*v1.Pod, c
 	var back []*v1.Pod
 	st.Running = slices.DeleteFunc(st.Running, func(rp sim.RunningPod) bool {
 		p := assumed[rp.Pod.UID]
-		if p == nil || !slices.ContainsFunc(podClaimNames(p), func(n string) bool { return !allocated[p.Namespace+"/"+n] }) {
+		if p == nil || !slices.ContainsFunc(sim.ClaimNames(p), func(n string) bool { return !allocated[p.Namespace+"/"+n] }) {
 			return false
 		}
 		c := *p // shallow: the forecast changes no pod in place
@@ -282,28 +282,6 @@ func unassumeUnallocated(st *sim.ForecastState, assumed map[types.UID]*v1.Pod, c
 	})
 	slices.SortFunc(back, func(a, b *v1.Pod) int { return compareKeys(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
 	st.Pending = append(back, st.Pending...)
-}
-
-// podClaimNames are the names of p's ResourceClaims: those it names, and
-// those its status names for its claims from templates. A claim from a
-// template not made yet has no name; such a pod cannot have been placed.
-func podClaimNames(p *v1.Pod) []string {
-	var out []string
-	for _, pc := range p.Spec.ResourceClaims {
-		name := pc.ResourceClaimName
-		if pc.ResourceClaimTemplateName != nil {
-			name = nil
-			for _, st := range p.Status.ResourceClaimStatuses {
-				if st.Name == pc.Name {
-					name = st.ResourceClaimName
-				}
-			}
-		}
-		if name != nil {
-			out = append(out, *name)
-		}
-	}
-	return out
 }
 
 // copyObjects lists the objects of l.objects, store by store, each sorted

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"maps"
 	"slices"
 
@@ -240,7 +241,7 @@ func usesTemplate(p *v1.Pod, name string) bool {
 // an update that wakes the pods waiting for devices); a claim made for p
 // is deleted.
 func (s *sim) releaseClaims(p *v1.Pod) {
-	for _, name := range claimNames(p) {
+	for _, name := range ClaimNames(p) {
 		cur := s.storedClaim(p.Namespace, name)
 		if cur == nil {
 			continue
@@ -264,21 +265,14 @@ func (s *sim) releaseClaims(p *v1.Pod) {
 	}
 }
 
-// claimNames are the names of pod p's claims: those it names, and those
-// its status names for its claims from templates (made already).
-func claimNames(p *v1.Pod) []string {
+// ClaimNames are the names of pod p's ResourceClaims: those it names,
+// and those its status names for its claims from templates (made
+// already), as DRA's resourceclaim.Name reads them; a claim from a
+// template not made yet has no name. O(claims × statuses).
+func ClaimNames(p *v1.Pod) []string {
 	var out []string
-	for _, pc := range p.Spec.ResourceClaims {
-		name := pc.ResourceClaimName
-		if pc.ResourceClaimTemplateName != nil {
-			name = nil
-			for _, st := range p.Status.ResourceClaimStatuses {
-				if st.Name == pc.Name {
-					name = st.ResourceClaimName
-				}
-			}
-		}
-		if name != nil {
+	for i := range p.Spec.ResourceClaims {
+		if name, _, err := resourceclaim.Name(p, &p.Spec.ResourceClaims[i]); err == nil && name != nil {
 			out = append(out, *name)
 		}
 	}
@@ -292,7 +286,7 @@ func claimNames(p *v1.Pod) []string {
 // released when p ends (releaseClaims). False if the informers refused
 // the claim (the run fails).
 func (s *sim) holdClaims(p *v1.Pod) bool {
-	for _, name := range claimNames(p) {
+	for _, name := range ClaimNames(p) {
 		cur := s.storedClaim(p.Namespace, name)
 		if cur == nil || cur.Status.Allocation == nil ||
 			slices.ContainsFunc(cur.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == p.UID }) {
