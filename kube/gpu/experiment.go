@@ -38,7 +38,48 @@ type Config struct {
 	// Points are the fractions of GPU capacity at which the cluster is
 	// measured (DefaultPoints if nil), each at most Demand.
 	Points []float64
+	// Sampling is how the arriving pods are made from Pods.
+	Sampling Sampling
 }
+
+// Sampling is how an experiment makes its arriving pods from the list.
+type Sampling int
+
+// String is the sampling's name: draws or artifact.
+func (s Sampling) String() string {
+	if s == SampleArtifact {
+		return "artifact"
+	}
+	return "draws"
+}
+
+// ParseSampling reads a Sampling's name.
+func ParseSampling(name string) (Sampling, error) {
+	switch name {
+	case "draws":
+		return SampleDraws, nil
+	case "artifact":
+		return SampleArtifact, nil
+	}
+	return 0, fmt.Errorf("%q is not draws or artifact", name)
+}
+
+const (
+	// SampleDraws draws every pod from the list uniformly with
+	// replacement until the requests reach the demand, as the paper
+	// describes its workload inflation.
+	SampleDraws Sampling = iota
+	// SampleArtifact makes them as the paper's artifact does: every pod
+	// of the list once, then pods drawn with replacement while the
+	// requests stay within the demand, a drawn pod counted for that
+	// check by its share of one GPU (a pod of k whole GPUs as one GPU)
+	// and added by its total; a list whose requests pass the demand
+	// loses pods drawn at random instead; the whole in a seeded random
+	// order. The requests may end up to one pod short of the demand: a
+	// point of demand within half a percent of the end is measured there,
+	// as the artifact's analysis rounds demand to whole percents.
+	SampleArtifact
+)
 
 // Point is the cluster measured once the arrived GPU demand reached a
 // fraction of its capacity.
@@ -144,8 +185,21 @@ func Run(c Config) (Result, error) {
 	slices.Sort(points)
 	var arrived int64
 	target := int64(math.Ceil(c.Demand * float64(capacity)))
-	for arrived < target {
-		id := cl.ids[draw.IntN(len(c.Pods))]
+	next := func() (int, bool) { // the class of the next pod to arrive
+		return cl.ids[draw.IntN(len(c.Pods))], arrived < target
+	}
+	if c.Sampling == SampleArtifact {
+		seq := artifactSequence(cl, target, draw)
+		next = func() (int, bool) {
+			if len(seq) == 0 {
+				return 0, false
+			}
+			id := seq[0]
+			seq = seq[1:]
+			return id, true
+		}
+	}
+	for id, ok := next(); ok; id, ok = next() {
 		r := cl.reqs[id]
 		arrived += r.GPU()
 		res.Arrived++
@@ -159,7 +213,37 @@ func Run(c Config) (Result, error) {
 			points = points[1:]
 		}
 	}
+	for len(points) > 0 && c.Sampling == SampleArtifact && float64(arrived) >= (points[0]-0.005)*float64(capacity) {
+		res.Points = append(res.Points, Point{Demand: points[0], Stats: Measure(nodes, w), Arrived: res.Arrived, Placed: res.Placed})
+		points = points[1:]
+	}
 	return res, nil
+}
+
+// artifactSequence is SampleArtifact's pods, as class ids, drawn with
+// draw: see SampleArtifact. O(pods of the sequence).
+func artifactSequence(cl classes, target int64, draw *rand.Rand) []int {
+	seq := slices.Clone(cl.ids)
+	var total int64
+	for _, id := range seq {
+		total += cl.reqs[id].GPU()
+	}
+	down := total > target
+	for total > target && len(seq) > 0 {
+		i := draw.IntN(len(seq))
+		total -= cl.reqs[seq[i]].GPU()
+		seq = slices.Delete(seq, i, i+1)
+	}
+	for !down && len(cl.ids) > 0 {
+		id := cl.ids[draw.IntN(len(cl.ids))]
+		if total+cl.reqs[id].Share > target {
+			break
+		}
+		total += cl.reqs[id].GPU()
+		seq = append(seq, id)
+	}
+	draw.Shuffle(len(seq), func(i, j int) { seq[i], seq[j] = seq[j], seq[i] })
+	return seq
 }
 
 // choose returns the node of the highest score that fits r, and its GPUs;

@@ -31,6 +31,9 @@ type GPUExperiment struct {
 	// the workload fragmentation is measured against (see gpu.Typical);
 	// 0 means gpu.TypicalShare (0.95, the artifact's setting).
 	TypicalShare float64
+	// Sampling is how the arriving pods are made from the list
+	// (gpu.SampleDraws, the paper's description, by default).
+	Sampling gpu.Sampling
 }
 
 // MaxGPUSeeds is the most seeds a GPUExperiment runs.
@@ -46,6 +49,7 @@ type GPUExperimentReport struct {
 	Kinds    int          `json:"typicalKinds"`
 	Typical  float64      `json:"typicalShare"`
 	Demand   float64      `json:"demand"`
+	Sampling string       `json:"sampling"` // draws or artifact
 	Seeds    []uint64     `json:"seeds"`
 	Runs     []GPURun     `json:"runs"`
 	Summary  []GPUSummary `json:"summary"`
@@ -151,7 +155,7 @@ func RunGPUExperiment(e GPUExperiment) (*GPUExperimentReport, error) {
 	}
 	w := gpu.Typical(reqs, share)
 	_, podsFile := e.Trace.files()
-	rep := &GPUExperimentReport{Trace: e.Trace.Format, PodList: podsFile, Nodes: len(nodes), Pods: len(reqs), Kinds: len(w), Typical: share, Demand: e.Demand}
+	rep := &GPUExperimentReport{Trace: e.Trace.Format, PodList: podsFile, Nodes: len(nodes), Pods: len(reqs), Kinds: len(w), Typical: share, Demand: e.Demand, Sampling: e.Sampling.String()}
 	for _, n := range nodes {
 		rep.GPUs += int64(len(n.Free))
 	}
@@ -183,7 +187,7 @@ func RunGPUExperiment(e GPUExperiment) (*GPUExperimentReport, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			results[i], errs[i] = gpu.Run(gpu.Config{Nodes: nodes, Pods: reqs, Workload: w, Policy: j.p, Demand: e.Demand, Seed: j.seed})
+			results[i], errs[i] = gpu.Run(gpu.Config{Nodes: nodes, Pods: reqs, Workload: w, Policy: j.p, Demand: e.Demand, Seed: j.seed, Sampling: e.Sampling})
 		}()
 	}
 	wg.Wait()
@@ -260,8 +264,12 @@ func gpuInputs(spec *TraceSpec, t *alibabaTrace) ([]*gpu.Node, []gpu.Request, er
 // seeds), then every run.
 func (r *GPUExperimentReport) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "gpu experiment: trace %s, %s\n", r.Trace, r.PodList)
-	fmt.Fprintf(w, "  %d nodes, %d GPUs; %d pods listed (typical workload: %d kinds, %.0f%% of the pods); drawn to %.0f%% of GPU capacity; seeds %d..%d\n",
-		r.Nodes, r.GPUs, r.Pods, r.Kinds, 100*r.Typical, 100*r.Demand, r.Seeds[0], r.Seeds[len(r.Seeds)-1])
+	drawn := "drawn"
+	if r.Sampling == gpu.SampleArtifact.String() {
+		drawn = "the list, then drawn as the artifact does,"
+	}
+	fmt.Fprintf(w, "  %d nodes, %d GPUs; %d pods listed (typical workload: %d kinds, %.0f%% of the pods); %s to %.0f%% of GPU capacity; seeds %d..%d\n",
+		r.Nodes, r.GPUs, r.Pods, r.Kinds, 100*r.Typical, drawn, 100*r.Demand, r.Seeds[0], r.Seeds[len(r.Seeds)-1])
 	table := func(title string, get func(GPUSummary) Spread) {
 		fmt.Fprintf(w, "\n%s (mean ± sd over seeds, %%)\n  %-8s", title, "arrived")
 		for _, p := range r.Policies {

@@ -21,6 +21,7 @@ type gpuFlags struct {
 	policy     string
 	model      string
 	typical    float64
+	sampling   string
 }
 
 func (g *gpuFlags) register(f *pflag.FlagSet) {
@@ -29,6 +30,7 @@ func (g *gpuFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&g.seeds, "seeds", 1, "with --gpu-experiment: runs per policy, seeds --seed, --seed+1, ...")
 	f.StringVar(&g.policy, "gpu-policy", "", "the GPU policy ("+strings.Join(policyNames(), ", ")+"): with --gpu-experiment, several joined by commas or all (the default); in a trace replay, one, scoring nodes and choosing GPUs (scenario scheduler.gpuPolicy; default: the profile's own scoring), or several joined by commas (default among them names the profile's scoring) or all (default and the six), one replay each, printed as one table")
 	f.Float64Var(&g.typical, "typical-share", gpu.TypicalShare, "with --gpu-experiment: fragmentation is measured against the most popular pod kinds covering this share of the pod list (0.95 in the paper's artifact; 1: every kind)")
+	f.StringVar(&g.sampling, "sampling", "draws", "with --gpu-experiment: draws (every pod drawn from the list with replacement, as the paper describes) or artifact (the list once, then draws, as the paper's artifact makes its pods)")
 	f.StringVar(&g.model, "gpu-model", "", "in a trace replay: dra (the default, each GPU a DRA device that DynamicResources allocates), device (each GPU on its own in the simulator's GPUDevices plugin) or capacity (one number of thousandths per node) (scenario scheduler.gpuModel)")
 }
 
@@ -69,7 +71,7 @@ var experimentIgnores = []string{"scenario", "snapshot", "compare", "report", "r
 // and bad values with the flag named, before anything runs.
 func (g *gpuFlags) check(changed func(string) bool) error {
 	if !g.experiment {
-		for _, f := range []string{"demand", "seeds", "typical-share"} {
+		for _, f := range []string{"demand", "seeds", "typical-share", "sampling"} {
 			if changed(f) {
 				return fmt.Errorf("--%s: only with --gpu-experiment", f)
 			}
@@ -92,6 +94,9 @@ func (g *gpuFlags) check(changed func(string) bool) error {
 	case math.IsNaN(g.typical) || g.typical <= 0 || g.typical > 1:
 		return fmt.Errorf("--typical-share %v: want more than 0 and at most 1", g.typical)
 	}
+	if _, err := gpu.ParseSampling(g.sampling); err != nil {
+		return fmt.Errorf("--sampling: %w", err)
+	}
 	_, err := g.policies()
 	return err
 }
@@ -109,7 +114,11 @@ func runGPUExperiment(stdout io.Writer, g *gpuFlags, in inputs, firstSeed uint64
 	if err != nil {
 		return err
 	}
-	e := sim.GPUExperiment{Trace: sim.TraceSpec{Format: sim.TraceAlibabaGPU, Dir: in.trace, Pods: in.tracePods}, Policies: ps, Demand: g.demand, Seeds: g.seeds, FirstSeed: firstSeed, TypicalShare: g.typical}
+	sampling, err := gpu.ParseSampling(g.sampling)
+	if err != nil {
+		return fmt.Errorf("--sampling: %w", err)
+	}
+	e := sim.GPUExperiment{Sampling: sampling, Trace: sim.TraceSpec{Format: sim.TraceAlibabaGPU, Dir: in.trace, Pods: in.tracePods}, Policies: ps, Demand: g.demand, Seeds: g.seeds, FirstSeed: firstSeed, TypicalShare: g.typical}
 	rep, err := sim.RunGPUExperiment(e)
 	if err != nil {
 		return err

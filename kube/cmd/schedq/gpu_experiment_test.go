@@ -69,6 +69,8 @@ func TestGPUExperimentBadInput(t *testing.T) {
 		{"an empty name", []string{"--trace", fixture, "--gpu-experiment", "--gpu-policy", "fgd,"}, `--gpu-policy fgd,: "" is not a GPU policy`},
 		{"a pod list by absolute path", []string{"--trace", fixture, "--gpu-experiment", "--trace-pods", "/tmp/pods.csv"}, "--trace-pods /tmp/pods.csv: names a file in the trace's directory (" + fixture + "), not an absolute path"},
 		{"demand without experiment", []string{"--trace", fixture, "--demand", "2"}, "--demand: only with --gpu-experiment"},
+		{"unknown sampling", []string{"--trace", fixture, "--gpu-experiment", "--sampling", "once"}, `--sampling: "once" is not draws or artifact`},
+		{"sampling without experiment", []string{"--trace", fixture, "--sampling", "artifact"}, "--sampling: only with --gpu-experiment"},
 		{"no trace", []string{"--gpu-experiment"}, "--gpu-experiment: needs --trace DIR"},
 		{"with records", []string{"--trace", fixture, "--gpu-experiment", "--records", filepath.Join(dir, "r.csv")}, "--gpu-experiment: --records does not apply"},
 		{"with a series", []string{"--trace", fixture, "--gpu-experiment", "--series", filepath.Join(dir, "s.csv")}, "--gpu-experiment: --series does not apply"},
