@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
@@ -393,4 +394,6 @@ func reachable(ctx context.Context, client kubernetes.Interface, host string) er
 type queueView interface {
 	Dump() schedq.Dump[types.NamespacedName]
 	Explain(key types.NamespacedName) (schedq.Explanation[types.NamespacedName], error)
+	// Pending lists the pods in the order they wait.
+	Pending(o schedq.PendingOptions[*v1.Pod]) schedq.PendingPage[types.NamespacedName]
 }

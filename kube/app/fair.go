@@ -127,20 +127,9 @@ func pendingOptions(r *http.Request) (schedq.PendingOptions[*v1.Pod], error) {
 	return o, nil
 }
 
-// pendingView is a queueView that lists its pods in the order they wait;
-// *schedq.Queue and switchQueue are.
-type pendingView interface {
-	Pending(o schedq.PendingOptions[*v1.Pod]) schedq.PendingPage[types.NamespacedName]
-}
-
 // servePending serves /debug/queue?order=pop: one page of the pending
 // pods in the order they wait, each with its reason.
-func servePending(w http.ResponseWriter, r *http.Request, qv queueView, fc *forecaster) {
-	q, ok := qv.(pendingView)
-	if !ok {
-		http.Error(w, "this queue cannot list its pods in pop order", http.StatusNotImplemented)
-		return
-	}
+func servePending(w http.ResponseWriter, r *http.Request, q queueView, fc *forecaster) {
 	if err := checkQuery(r, "/debug/queue?order=pop", "order", "namespace", "tenant", "offset", "limit", "format"); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return

@@ -49,7 +49,7 @@ const copyChunk = 1000
 // cache's, the queue's and the stores' own locks); the forecaster calls it
 // from one run at a time.
 type liveState struct {
-	queue      pendingView
+	queue      queueView
 	cache      *scheduler.Cache
 	pods       cache.Store // the pod informer's: pending pods' objects
 	namespaces cache.Store // the namespace informer's

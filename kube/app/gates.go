@@ -28,7 +28,7 @@ func (v gatedQueueView) Explain(key types.NamespacedName) (schedq.Explanation[ty
 	return x, err
 }
 
-// Pending implements pendingView.
+// Pending implements queueView.
 func (v gatedQueueView) Pending(o schedq.PendingOptions[*v1.Pod]) schedq.PendingPage[types.NamespacedName] {
 	p := v.switchQueue.Pending(o)
 	for i := range p.Items {
