@@ -3,7 +3,6 @@ package app
 import (
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -25,15 +24,7 @@ func TestGuardedDebugEndpoints(t *testing.T) {
 	auth := &fakeAuth{}
 	inner := leaderOnly(handler(prometheus.NewRegistry(), l.queue, st.ready, nil, l.forecaster()), st.role)
 	h := guarded(inner, refuseAnonymous(auth), auth)
-	do := func(method, path, token string) int {
-		r := httptest.NewRequest(method, path, strings.NewReader(strings.Replace(whatIfPod, "%s", "1", 1)))
-		if token != "" {
-			r.Header.Set("Authorization", "Bearer "+token)
-		}
-		rr := httptest.NewRecorder()
-		h.ServeHTTP(rr, r)
-		return rr.Code
-	}
+	do := func(method, path, token string) int { return whatIfCode(h, method, path, token) }
 	for _, tc := range []struct{ name, method, path, verb string }{
 		{"dump", "GET", "/debug/queue", "get"},
 		{"pop order", "GET", "/debug/queue?order=pop&namespace=default", "get"},

@@ -112,6 +112,18 @@ func TestWhatIfBadInput(t *testing.T) {
 	}
 }
 
+// whatIfCode is the status h answers a request of method to path, with
+// a what-if pod as its body and token, if any, as its bearer token.
+func whatIfCode(h http.Handler, method, path, token string) int {
+	r := httptest.NewRequest(method, path, strings.NewReader(strings.Replace(whatIfPod, "%s", "1", 1)))
+	if token != "" {
+		r.Header.Set("Authorization", "Bearer "+token)
+	}
+	rr := httptest.NewRecorder()
+	h.ServeHTTP(rr, r)
+	return rr.Code
+}
+
 // TestForecastEndpointsGuarded: the forecast and the what-if need the
 // same authentication and authorization as /debug/queue; the what-if is
 // authorized as the verb post.
@@ -120,15 +132,7 @@ func TestForecastEndpointsGuarded(t *testing.T) {
 	l.pending(l.pod("p", "1", "1h"))
 	auth := &fakeAuth{}
 	h := guarded(handler(testRegistry(), l.queue, func() (bool, string) { return true, "ok" }, nil, l.forecaster()), refuseAnonymous(auth), auth)
-	do := func(method, path, token string) int {
-		r := httptest.NewRequest(method, path, strings.NewReader(strings.Replace(whatIfPod, "%s", "1", 1)))
-		if token != "" {
-			r.Header.Set("Authorization", "Bearer "+token)
-		}
-		rr := httptest.NewRecorder()
-		h.ServeHTTP(rr, r)
-		return rr.Code
-	}
+	do := func(method, path, token string) int { return whatIfCode(h, method, path, token) }
 	for _, tc := range []struct {
 		method, path, token string
 		code                int

@@ -46,6 +46,18 @@ func newFWFixture(t *testing.T, extra frameworkruntime.Registry, mutate func(*co
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fw.Close() })
+	q := queueOn(t, fw)
+	c := NewCache()
+	f := &fixture{t: t, q: q, c: c, b: &syncBinder{}, r: &recReporter{}}
+	f.h = &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
+	f.s = mustNew(t, q, c, f.b, f.r, Options{Framework: fw, Rand: rand.New(rand.NewPCG(1, 1))})
+	return f
+}
+
+// queueOn is a queue with QueueConfig and fw's plugins' hints and gates,
+// as the scheduler's queue has them.
+func queueOn(t testing.TB, fw *profile.Framework) *schedq.Queue[types.NamespacedName, *v1.Pod] {
+	t.Helper()
 	qc := QueueConfig()
 	if err := UseFrameworkHints(context.Background(), &qc, fw, klog.Background()); err != nil {
 		t.Fatal(err)
@@ -54,11 +66,7 @@ func newFWFixture(t *testing.T, extra frameworkruntime.Registry, mutate func(*co
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := NewCache()
-	f := &fixture{t: t, q: q, c: c, b: &syncBinder{}, r: &recReporter{}}
-	f.h = &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
-	f.s = mustNew(t, q, c, f.b, f.r, Options{Framework: fw, Rand: rand.New(rand.NewPCG(1, 1))})
-	return f
+	return q
 }
 
 // defaultFramework builds kube-scheduler's framework with its default

@@ -18,12 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
-	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 
-	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/profile"
 )
 
@@ -226,14 +224,7 @@ func newDRAGangOn(t *testing.T, slice *resourceapi.ResourceSlice, claims []*reso
 	}
 	t.Cleanup(func() { fw.Close() })
 	g.fw = fw
-	qc := QueueConfig()
-	if err := UseFrameworkHints(context.Background(), &qc, fw, klog.Background()); err != nil {
-		t.Fatal(err)
-	}
-	q, err := schedq.New(qc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := queueOn(t, fw)
 	c := NewCache()
 	g.f = &fixture{t: t, q: q, c: c, h: &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}}
 	g.f.s = mustNew(t, q, c, g.b, g.r, Options{Framework: fw, SyncPreBind: syncBind, Rand: rand.New(rand.NewPCG(1, 1))})

@@ -9,7 +9,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/profile"
@@ -50,14 +49,7 @@ func TestReleaseLetsTheTermGo(t *testing.T) {
 // the term's scheduler and queue.
 func term(t *testing.T, fw *profile.Framework, c *Cache, release bool) (weak.Pointer[Scheduler], weak.Pointer[schedq.Queue[types.NamespacedName, *v1.Pod]]) {
 	t.Helper()
-	qc := QueueConfig()
-	if err := UseFrameworkHints(context.Background(), &qc, fw, klog.Background()); err != nil {
-		t.Fatal(err)
-	}
-	q, err := schedq.New(qc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := queueOn(t, fw)
 	s := mustNew(t, q, c, &syncBinder{}, &recReporter{}, Options{Framework: fw, Rand: rand.New(rand.NewPCG(1, 1))})
 	if err := s.EnablePreemption(PreemptionOptions{Evictor: &syncEvictor{hold: true}}); err != nil {
 		t.Fatal(err)
