@@ -184,7 +184,7 @@ func RunGPUExperiment(e GPUExperiment) (*GPUExperimentReport, error) {
 	for i := range e.Seeds {
 		rep.Seeds = append(rep.Seeds, e.FirstSeed+uint64(i))
 	}
-	check := gpu.Config{Nodes: nodes, Pods: reqs, Workload: w, Policy: e.Policies[0], Demand: e.Demand, Seed: e.FirstSeed}
+	check := gpu.Config{Nodes: nodes, Pods: reqs, Workload: w, Policy: e.Policies[0], Demand: e.Demand, Seed: e.FirstSeed, Ties: e.Ties}
 	if err := check.Validate(); err != nil {
 		return nil, fmt.Errorf("gpu experiment: %w", err)
 	}
