@@ -40,6 +40,45 @@ type Config struct {
 	Points []float64
 	// Sampling is how the arriving pods are made from Pods.
 	Sampling Sampling
+	// Ties is how a pod's node is chosen among those of the highest
+	// score (TiesRandom, kube-scheduler's way, by default).
+	Ties Ties
+}
+
+// Ties is how an experiment chooses among nodes of equal highest score.
+type Ties int
+
+const (
+	// TiesRandom chooses uniformly among them, afresh for each pod, as
+	// kube-scheduler's selectHost does (reservoir sampling).
+	TiesRandom Ties = iota
+	// TiesOrder chooses the first of them in an order of the nodes drawn
+	// once per run (seeded), as the paper's artifact does: its scheduler
+	// (a fork of kube-scheduler v1.20.5) takes the lexicographically
+	// smallest node name among equal scores, and its simulator prefixes
+	// every node's name with its place in a seeded random permutation.
+	// The Random policy still chooses uniformly: the artifact's gives one
+	// node drawn at random the top score, so it has no ties.
+	TiesOrder
+)
+
+// String is the tie-breaking's name: random or order.
+func (t Ties) String() string {
+	if t == TiesOrder {
+		return "order"
+	}
+	return "random"
+}
+
+// ParseTies reads a Ties' name.
+func ParseTies(name string) (Ties, error) {
+	switch name {
+	case "random":
+		return TiesRandom, nil
+	case "order":
+		return TiesOrder, nil
+	}
+	return 0, fmt.Errorf("%q is not random or order", name)
 }
 
 // Sampling is how an experiment makes its arriving pods from the list.
@@ -109,6 +148,8 @@ func (c *Config) Validate() error {
 		return errors.New("no nodes")
 	case c.Policy < Random || c.Policy > FGD:
 		return fmt.Errorf("unknown policy %d", int(c.Policy))
+	case c.Ties != TiesRandom && c.Ties != TiesOrder:
+		return fmt.Errorf("unknown tie-breaking %d", int(c.Ties))
 	}
 	var capacity, gpuPods int64
 	for _, n := range c.Nodes {
@@ -159,7 +200,8 @@ func (c *Config) points() []float64 {
 // replacement (seeded) until their GPU requests reach Demand times the
 // cluster's GPU capacity; each is placed at once on a node of the highest
 // score that fits it (ties broken at random, seeded) or dropped if none
-// fits; no pod leaves. The cluster is measured at each point. Same config,
+// fits; no pod leaves (Ties says how a node is chosen among equals). The
+// cluster is measured at each point. Same config,
 // same result. O(draws × nodes × score), with scores cached per node
 // until the node changes.
 func Run(c Config) (Result, error) {
@@ -178,6 +220,10 @@ func Run(c Config) (Result, error) {
 	}
 	draw := rand.New(rand.NewPCG(c.Seed, 0x9d1))
 	pick := rand.New(rand.NewPCG(c.Seed, 0x5c0))
+	var rank []int // TiesOrder: each node's place in the run's order
+	if c.Ties == TiesOrder && c.Policy != Random {
+		rank = tieOrder(c.Seed, len(nodes))
+	}
 	cl := newClasses(c.Pods)
 	cache := newScoreCache(len(nodes), len(cl.reqs))
 	res := Result{Policy: c.Policy, Seed: c.Seed}
@@ -203,7 +249,7 @@ func Run(c Config) (Result, error) {
 		r := cl.reqs[id]
 		arrived += r.GPU()
 		res.Arrived++
-		if best, gpus := c.choose(nodes, r, id, w, cache, pick); best >= 0 {
+		if best, gpus := c.choose(nodes, r, id, w, cache, pick, rank); best >= 0 {
 			nodes[best].Place(r, gpus)
 			cache.changed(best)
 			res.Placed++
@@ -246,10 +292,18 @@ func artifactSequence(cl classes, target int64, draw *rand.Rand) []int {
 	return seq
 }
 
+// tieOrder is TiesOrder's order of n nodes for the seed: each node's
+// place in a uniformly random permutation, drawn from a stream of its own
+// so that the other draws of the run do not move.
+func tieOrder(seed uint64, n int) []int {
+	return rand.New(rand.NewPCG(seed, 0x0de)).Perm(n)
+}
+
 // choose returns the node of the highest score that fits r, and its GPUs;
-// -1 if none fits. Among equal scores each is kept with probability
-// 1/(number seen), so the choice is uniform among them.
-func (c *Config) choose(nodes []*Node, r Request, id int, w Workload, cache *scoreCache, pick *rand.Rand) (int, []int) {
+// -1 if none fits. Among equal scores, with rank nil each is kept with
+// probability 1/(number seen), so the choice is uniform among them;
+// otherwise the node of the lowest rank is kept.
+func (c *Config) choose(nodes []*Node, r Request, id int, w Workload, cache *scoreCache, pick *rand.Rand, rank []int) (int, []int) {
 	best, ties := -1, 0
 	var bestScore int64
 	var bestGPUs []int
@@ -267,6 +321,10 @@ func (c *Config) choose(nodes []*Node, r Request, id int, w Workload, cache *sco
 		switch {
 		case best < 0 || s > bestScore:
 			best, bestScore, bestGPUs, ties = i, s, gpus, 1
+		case s == bestScore && rank != nil:
+			if rank[i] < rank[best] {
+				best, bestGPUs = i, gpus
+			}
 		case s == bestScore:
 			ties++
 			if pick.IntN(ties) == 0 {

@@ -86,6 +86,7 @@ func TestConfigValidate(t *testing.T) {
 		{"no GPUs", Config{Nodes: []*Node{NewNode("c", "", 1, 1, 0)}, Pods: []Request{share500}, Demand: 1}, "no GPUs"},
 		{"point beyond demand", Config{Nodes: nodes, Pods: []Request{share500}, Demand: 1, Points: []float64{1.2}}, "point 1.2"},
 		{"bad pod", Config{Nodes: nodes, Pods: []Request{{Count: 2, Share: 5}}, Demand: 1}, "pod 0: a pod of 2 GPUs"},
+		{"unknown tie-breaking", Config{Nodes: nodes, Pods: []Request{share500}, Demand: 1, Ties: Ties(7)}, "unknown tie-breaking 7"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Run(c.c)

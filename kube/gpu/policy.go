@@ -11,8 +11,8 @@ import (
 // comparison. Every policy scores a node that fits the pod from 0 to
 // MaxScore (higher is better, integers as in the artifact, where they are
 // kube-scheduler score plugins) and names the GPUs the pod would take
-// there; the scheduler takes a node of the highest score, the first among
-// equals in a seeded random order.
+// there; the scheduler takes a node of the highest score, chosen among
+// equals as Config.Ties says.
 type Policy int
 
 // The six policies.

@@ -34,6 +34,13 @@ type GPUExperiment struct {
 	// Sampling is how the arriving pods are made from the list
 	// (gpu.SampleDraws, the paper's description, by default).
 	Sampling gpu.Sampling
+	// Ties is how a node is chosen among equals (gpu.TiesRandom,
+	// kube-scheduler's way, by default; gpu.TiesOrder is the artifact's).
+	Ties gpu.Ties
+	// GPUNodesOnly leaves the trace's nodes without GPUs out of the
+	// cluster, as the artifact's input does (its node list is the
+	// trace's GPU nodes only).
+	GPUNodesOnly bool
 }
 
 // MaxGPUSeeds is the most seeds a GPUExperiment runs.
@@ -41,19 +48,22 @@ const MaxGPUSeeds = 1000
 
 // GPUExperimentReport is the experiment's result.
 type GPUExperimentReport struct {
-	Trace    string       `json:"trace"`
-	PodList  string       `json:"podList"`
-	Nodes    int          `json:"nodes"`
-	GPUs     int64        `json:"gpus"`
-	Pods     int          `json:"pods"`
-	Kinds    int          `json:"typicalKinds"`
-	Typical  float64      `json:"typicalShare"`
-	Demand   float64      `json:"demand"`
-	Sampling string       `json:"sampling"` // draws or artifact
-	Seeds    []uint64     `json:"seeds"`
-	Runs     []GPURun     `json:"runs"`
-	Summary  []GPUSummary `json:"summary"`
-	Policies []string     `json:"policies"`
+	Trace    string  `json:"trace"`
+	PodList  string  `json:"podList"`
+	Nodes    int     `json:"nodes"`
+	GPUs     int64   `json:"gpus"`
+	Pods     int     `json:"pods"`
+	Kinds    int     `json:"typicalKinds"`
+	Typical  float64 `json:"typicalShare"`
+	Demand   float64 `json:"demand"`
+	Sampling string  `json:"sampling"` // draws or artifact
+	Ties     string  `json:"ties"`     // random or order
+	// GPUNodesOnly: the nodes without GPUs were left out.
+	GPUNodesOnly bool         `json:"gpuNodesOnly"`
+	Seeds        []uint64     `json:"seeds"`
+	Runs         []GPURun     `json:"runs"`
+	Summary      []GPUSummary `json:"summary"`
+	Policies     []string     `json:"policies"`
 }
 
 // GPURun is one run: a policy and a seed.
@@ -145,7 +155,7 @@ func RunGPUExperiment(e GPUExperiment) (*GPUExperimentReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("trace %s: %w", e.Trace.Format, err)
 	}
-	nodes, reqs, err := gpuInputs(&e.Trace, t)
+	nodes, reqs, err := gpuInputs(&e.Trace, t, e.GPUNodesOnly)
 	if err != nil {
 		return nil, fmt.Errorf("trace %s: %w", e.Trace.Format, err)
 	}
@@ -155,7 +165,8 @@ func RunGPUExperiment(e GPUExperiment) (*GPUExperimentReport, error) {
 	}
 	w := gpu.Typical(reqs, share)
 	_, podsFile := e.Trace.files()
-	rep := &GPUExperimentReport{Trace: e.Trace.Format, PodList: podsFile, Nodes: len(nodes), Pods: len(reqs), Kinds: len(w), Typical: share, Demand: e.Demand, Sampling: e.Sampling.String()}
+	rep := &GPUExperimentReport{Trace: e.Trace.Format, PodList: podsFile, Nodes: len(nodes), Pods: len(reqs), Kinds: len(w), Typical: share, Demand: e.Demand, Sampling: e.Sampling.String(),
+		Ties: e.Ties.String(), GPUNodesOnly: e.GPUNodesOnly}
 	for _, n := range nodes {
 		rep.GPUs += int64(len(n.Free))
 	}
@@ -173,7 +184,7 @@ func RunGPUExperiment(e GPUExperiment) (*GPUExperimentReport, error) {
 	for i := range e.Seeds {
 		rep.Seeds = append(rep.Seeds, e.FirstSeed+uint64(i))
 	}
-	check := gpu.Config{Nodes: nodes, Pods: reqs, Workload: w, Policy: e.Policies[0], Demand: e.Demand, Seed: e.FirstSeed}
+	check := gpu.Config{Nodes: nodes, Pods: reqs, Workload: w, Policy: e.Policies[0], Demand: e.Demand, Seed: e.FirstSeed, Ties: e.Ties}
 	if err := check.Validate(); err != nil {
 		return nil, fmt.Errorf("gpu experiment: %w", err)
 	}
@@ -187,7 +198,7 @@ func RunGPUExperiment(e GPUExperiment) (*GPUExperimentReport, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			results[i], errs[i] = gpu.Run(gpu.Config{Nodes: nodes, Pods: reqs, Workload: w, Policy: j.p, Demand: e.Demand, Seed: j.seed, Sampling: e.Sampling})
+			results[i], errs[i] = gpu.Run(gpu.Config{Nodes: nodes, Pods: reqs, Workload: w, Policy: j.p, Demand: e.Demand, Seed: j.seed, Sampling: e.Sampling, Ties: e.Ties})
 		}()
 	}
 	wg.Wait()
@@ -225,16 +236,20 @@ func (r *GPUExperimentReport) summarize() {
 	}
 }
 
-// gpuInputs turns the trace into per-GPU nodes and requests, refusing a
-// gpu_spec none of whose models is that of a node with GPUs (with the pod
-// list's line): such a pod could never be placed.
-func gpuInputs(spec *TraceSpec, t *alibabaTrace) ([]*gpu.Node, []gpu.Request, error) {
+// gpuInputs turns the trace into per-GPU nodes (those with GPUs only if
+// gpuOnly) and requests, refusing a gpu_spec none of whose models is that
+// of a node with GPUs (with the pod list's line): such a pod could never
+// be placed.
+func gpuInputs(spec *TraceSpec, t *alibabaTrace, gpuOnly bool) ([]*gpu.Node, []gpu.Request, error) {
 	var nodes []*gpu.Node
 	models := map[string]bool{}
 	for _, n := range t.nodes {
 		a := n.Status.Allocatable
 		g := a[v1.ResourceName(ResourceGPUMilli)]
 		gn := gpu.NewNode(n.Name, n.Labels[LabelGPUModel], a.Cpu().MilliValue(), a.Memory().Value()>>20, int(g.Value()/gpu.Milli))
+		if gpuOnly && len(gn.Free) == 0 {
+			continue
+		}
 		nodes = append(nodes, gn)
 		if len(gn.Free) > 0 {
 			models[gn.Model] = true
@@ -268,8 +283,16 @@ func (r *GPUExperimentReport) WriteText(w io.Writer) {
 	if r.Sampling == gpu.SampleArtifact.String() {
 		drawn = "the list, then drawn as the artifact does,"
 	}
-	fmt.Fprintf(w, "  %d nodes, %d GPUs; %d pods listed (typical workload: %d kinds, %.0f%% of the pods); %s to %.0f%% of GPU capacity; seeds %d..%d\n",
-		r.Nodes, r.GPUs, r.Pods, r.Kinds, 100*r.Typical, drawn, 100*r.Demand, r.Seeds[0], r.Seeds[len(r.Seeds)-1])
+	ties := ""
+	if r.Ties == gpu.TiesOrder.String() {
+		ties = "; ties broken by a seeded order of the nodes, as the artifact does"
+	}
+	nodes := ""
+	if r.GPUNodesOnly {
+		nodes = " (the nodes with GPUs only)"
+	}
+	fmt.Fprintf(w, "  %d nodes%s, %d GPUs; %d pods listed (typical workload: %d kinds, %.0f%% of the pods); %s to %.0f%% of GPU capacity%s; seeds %d..%d\n",
+		r.Nodes, nodes, r.GPUs, r.Pods, r.Kinds, 100*r.Typical, drawn, 100*r.Demand, ties, r.Seeds[0], r.Seeds[len(r.Seeds)-1])
 	table := func(title string, get func(GPUSummary) Spread) {
 		fmt.Fprintf(w, "\n%s (mean ± sd over seeds, %%)\n  %-8s", title, "arrived")
 		for _, p := range r.Policies {

@@ -85,3 +85,51 @@ func TestGPUExperimentPointsByHand(t *testing.T) {
 		})
 	}
 }
+
+// TestGPUExperimentGPUNodesOnly: a node without GPUs holds the pods too
+// big for the GPU node (32 CPUs against 16); left out, as the artifact's
+// node list leaves it, those pods find no node. The four shares of 500
+// that reach 100% of the two GPUs are placed either way.
+func TestGPUExperimentGPUNodesOnly(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("openb_node_list_all_node.csv", "sn,cpu_milli,memory_mib,gpu,model\nn-cpu,10000000,100000000,0,\nn-t4,16000,262144,2,T4\n")
+	write("openb_pod_list_default.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"+
+		"big,32000,1024,0,0,,LS,Running,0,10,0\nshare,0,1024,1,500,,LS,Running,0,10,0\n")
+	for _, tc := range []struct {
+		name      string
+		gpuOnly   bool
+		wantNodes int
+	}{
+		{"every node", false, 2},
+		{"the nodes with GPUs only", true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := RunGPUExperiment(GPUExperiment{Trace: TraceSpec{Format: "alibaba-gpu-v2023", Dir: dir}, Policies: []gpu.Policy{gpu.BestFit}, Demand: 1, Seeds: 3, FirstSeed: 1, GPUNodesOnly: tc.gpuOnly})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Nodes != tc.wantNodes || rep.GPUs != 2 || rep.GPUNodesOnly != tc.gpuOnly {
+				t.Fatalf("report: %d nodes, %d GPUs, gpuNodesOnly %v; want %d, 2, %v", rep.Nodes, rep.GPUs, rep.GPUNodesOnly, tc.wantNodes, tc.gpuOnly)
+			}
+			bigDrawn := 0
+			for _, run := range rep.Runs {
+				want := run.Arrived // the CPU node holds every big pod
+				if tc.gpuOnly {
+					want = 4 // the shares only
+				}
+				if run.Placed != want {
+					t.Fatalf("seed %d: %d of %d placed, want %d", run.Seed, run.Placed, run.Arrived, want)
+				}
+				bigDrawn += run.Arrived - 4
+			}
+			if bigDrawn == 0 {
+				t.Fatal("no seed drew a big pod: the case checks nothing")
+			}
+		})
+	}
+}

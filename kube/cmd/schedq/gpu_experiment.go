@@ -22,6 +22,8 @@ type gpuFlags struct {
 	model      string
 	typical    float64
 	sampling   string
+	ties       string
+	gpuOnly    bool
 }
 
 func (g *gpuFlags) register(f *pflag.FlagSet) {
@@ -31,6 +33,8 @@ func (g *gpuFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&g.policy, "gpu-policy", "", "the GPU policy ("+strings.Join(policyNames(), ", ")+"): with --gpu-experiment, several joined by commas or all (the default); in a trace replay, one, scoring nodes and choosing GPUs (scenario scheduler.gpuPolicy; default: the profile's own scoring), or several joined by commas (default among them names the profile's scoring) or all (default and the six), one replay each, printed as one table")
 	f.Float64Var(&g.typical, "typical-share", gpu.TypicalShare, "with --gpu-experiment: fragmentation is measured against the most popular pod kinds covering this share of the pod list (0.95 in the paper's artifact; 1: every kind)")
 	f.StringVar(&g.sampling, "sampling", "draws", "with --gpu-experiment: draws (every pod drawn from the list with replacement, as the paper describes) or artifact (the list once, then draws, as the paper's artifact makes its pods)")
+	f.StringVar(&g.ties, "ties", "random", "with --gpu-experiment: how a node is chosen among those of the highest score: random (afresh for each pod, as kube-scheduler does) or order (the first in an order of the nodes drawn once per run, as the paper's artifact does)")
+	f.BoolVar(&g.gpuOnly, "gpu-nodes-only", false, "with --gpu-experiment: leave the trace's nodes without GPUs out of the cluster, as the paper's artifact does")
 	f.StringVar(&g.model, "gpu-model", "", "in a trace replay: dra (the default, each GPU a DRA device that DynamicResources allocates), device (each GPU on its own in the simulator's GPUDevices plugin) or capacity (one number of thousandths per node) (scenario scheduler.gpuModel)")
 }
 
@@ -71,7 +75,7 @@ var experimentIgnores = []string{"scenario", "snapshot", "compare", "report", "r
 // and bad values with the flag named, before anything runs.
 func (g *gpuFlags) check(changed func(string) bool) error {
 	if !g.experiment {
-		for _, f := range []string{"demand", "seeds", "typical-share", "sampling"} {
+		for _, f := range []string{"demand", "seeds", "typical-share", "sampling", "ties", "gpu-nodes-only"} {
 			if changed(f) {
 				return fmt.Errorf("--%s: only with --gpu-experiment", f)
 			}
@@ -97,6 +101,9 @@ func (g *gpuFlags) check(changed func(string) bool) error {
 	if _, err := gpu.ParseSampling(g.sampling); err != nil {
 		return fmt.Errorf("--sampling: %w", err)
 	}
+	if _, err := gpu.ParseTies(g.ties); err != nil {
+		return fmt.Errorf("--ties: %w", err)
+	}
 	_, err := g.policies()
 	return err
 }
@@ -118,7 +125,11 @@ func runGPUExperiment(stdout io.Writer, g *gpuFlags, in inputs, firstSeed uint64
 	if err != nil {
 		return fmt.Errorf("--sampling: %w", err)
 	}
-	e := sim.GPUExperiment{Sampling: sampling, Trace: sim.TraceSpec{Format: sim.TraceAlibabaGPU, Dir: in.trace, Pods: in.tracePods}, Policies: ps, Demand: g.demand, Seeds: g.seeds, FirstSeed: firstSeed, TypicalShare: g.typical}
+	ties, err := gpu.ParseTies(g.ties)
+	if err != nil {
+		return fmt.Errorf("--ties: %w", err)
+	}
+	e := sim.GPUExperiment{Sampling: sampling, Ties: ties, GPUNodesOnly: g.gpuOnly, Trace: sim.TraceSpec{Format: sim.TraceAlibabaGPU, Dir: in.trace, Pods: in.tracePods}, Policies: ps, Demand: g.demand, Seeds: g.seeds, FirstSeed: firstSeed, TypicalShare: g.typical}
 	rep, err := sim.RunGPUExperiment(e)
 	if err != nil {
 		return err

@@ -44,6 +44,29 @@ func TestGPUExperiment(t *testing.T) {
 	}
 }
 
+// --ties order and --gpu-nodes-only reach the experiment and its report:
+// the fixture's node without GPUs is left out.
+func TestGPUExperimentArtifactSettings(t *testing.T) {
+	args := []string{"--trace", "../../sim/testdata/alibaba", "--gpu-experiment", "--seeds", "2", "--ties", "order", "--gpu-nodes-only"}
+	out, err := runSimulate(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"2 nodes (the nodes with GPUs only), 3 GPUs", "ties broken by a seeded order of the nodes, as the artifact does"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	j, err := runSimulate(append(args, "-o", "json")...)
+	if err != nil || !strings.Contains(j, `"ties": "order"`) || !strings.Contains(j, `"gpuNodesOnly": true`) {
+		t.Fatalf("json: %v\n%s", err, j)
+	}
+	plain, err := runSimulate("--trace", "../../sim/testdata/alibaba", "--gpu-experiment", "--seeds", "2", "-o", "json")
+	if err != nil || !strings.Contains(plain, `"ties": "random"`) || !strings.Contains(plain, `"gpuNodesOnly": false`) {
+		t.Fatalf("json without the flags: %v\n%s", err, plain)
+	}
+}
+
 // Bad input is refused before anything runs, naming the flag, the file
 // and the line.
 func TestGPUExperimentBadInput(t *testing.T) {
@@ -71,6 +94,9 @@ func TestGPUExperimentBadInput(t *testing.T) {
 		{"demand without experiment", []string{"--trace", fixture, "--demand", "2"}, "--demand: only with --gpu-experiment"},
 		{"unknown sampling", []string{"--trace", fixture, "--gpu-experiment", "--sampling", "once"}, `--sampling: "once" is not draws or artifact`},
 		{"sampling without experiment", []string{"--trace", fixture, "--sampling", "artifact"}, "--sampling: only with --gpu-experiment"},
+		{"unknown ties", []string{"--trace", fixture, "--gpu-experiment", "--ties", "first"}, `--ties: "first" is not random or order`},
+		{"ties without experiment", []string{"--trace", fixture, "--ties", "order"}, "--ties: only with --gpu-experiment"},
+		{"gpu nodes only without experiment", []string{"--trace", fixture, "--gpu-nodes-only"}, "--gpu-nodes-only: only with --gpu-experiment"},
 		{"no trace", []string{"--gpu-experiment"}, "--gpu-experiment: needs --trace DIR"},
 		{"with records", []string{"--trace", fixture, "--gpu-experiment", "--records", filepath.Join(dir, "r.csv")}, "--gpu-experiment: --records does not apply"},
 		{"with a series", []string{"--trace", fixture, "--gpu-experiment", "--series", filepath.Join(dir, "s.csv")}, "--gpu-experiment: --series does not apply"},
