@@ -8,8 +8,6 @@ import (
 	"testing/synctest"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
 
 	"github.com/schedq/schedq/kube/profile"
@@ -33,14 +31,14 @@ func TestTermEndsAfterItsEvictions(t *testing.T) {
 		low.Spec.Priority, low.Spec.NodeName = &lowPrio, "n1"
 		high := testPod("high", "schedq", "2")
 		high.Spec.Priority = &highPrio
-		client := fakeCluster(low, high)
 		entered, release, deleted := make(chan struct{}), make(chan struct{}), make(chan struct{})
-		client.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-			close(entered)
-			<-release // the request is in flight whatever the context says
-			close(deleted)
-			return false, nil, nil
-		})
+		client := heldWrites{fakeCluster(low, high), func(resource, _ string) {
+			if resource == "pods" {
+				close(entered)
+				<-release // the request is in flight whatever the context says
+				close(deleted)
+			}
+		}}
 		c := scheduler.NewCache()
 		h := &scheduler.Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
 		h.AddNode(testNode("n1", "2"))
@@ -82,12 +80,12 @@ func TestTermEndsAfterItsEvictions(t *testing.T) {
 func TestTermWaitsForItsGangReleases(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		member := testPod("m", "schedq", "1")
-		client := fakeCluster(member)
 		release := make(chan struct{})
-		client.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-			<-release // the request is in flight whatever the context says
-			return false, nil, nil
-		})
+		client := heldWrites{fakeCluster(member), func(resource, _ string) {
+			if resource == "pods" {
+				<-release // the request is in flight whatever the context says
+			}
+		}}
 		r := &scheduler.APIReleaser{Client: client}
 		tm := &terms{releaser: r}
 		released := make(chan struct{})

@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -37,7 +38,7 @@ func hostPortPod(name string) *v1.Pod {
 
 // runUpstream runs the scheduler with o on client in the synctest bubble
 // until the test ends, and lets it settle.
-func runUpstream(t *testing.T, client *fake.Clientset, o Options) {
+func runUpstream(t *testing.T, client kubernetes.Interface, o Options) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {

@@ -13,8 +13,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	k8stesting "k8s.io/client-go/testing"
 )
 
 // TestWhatIfDuringClaimBindingIsRaceFree: a what-if reads p's allocation
@@ -31,20 +29,20 @@ func TestWhatIfDuringClaimBindingIsRaceFree(t *testing.T) {
 		client := fakeCluster(testNode("n1", "2"), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
 			draClass(), draSlice("n1"), draClaim("held", testDriver), draClaim("other", testDriver), claimingPod("p", "held"))
 		entered, release, answered := make(chan struct{}), make(chan struct{}), make(chan struct{})
-		client.PrependReactor("update", "resourceclaims", func(a k8stesting.Action) (bool, runtime.Object, error) {
-			switch a.GetSubresource() {
-			case "":
+		held := heldWrites{client, func(resource, subresource string) {
+			switch {
+			case resource != "resourceclaims":
+			case subresource == "":
 				close(entered)
 				<-release
-			case "status":
+			case subresource == "status":
 				<-answered
 			}
-			return false, nil, nil
-		})
+		}}
 		o := upstreamOptions(t)
 		handlers := make(chan http.Handler, 1)
 		o.serving = func(h http.Handler) { handlers <- h }
-		runUpstream(t, client, o)
+		runUpstream(t, held, o)
 		h := <-handlers
 		<-entered
 		var a whatIfAnswer
