@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -49,18 +50,59 @@ func main() {
 	fence := flag.Bool("fence", false, "run both schedulers with leader election, and schedq's bindings under the binding fence of deploy/schedq.yaml (to measure what the fence costs; use with one workload, as a scheduler started again waits for its old lease)")
 	first := flag.String("first", "alternate", "which scheduler runs each workload first: alternate (kube-scheduler on the 1st, 3rd... workload, schedq on the others), kube-scheduler or schedq")
 	flag.Parse()
-	if *scale <= 0 {
-		fmt.Fprintln(os.Stderr, "compare-e2e: -scale must be more than 0")
+	selected, err := checkFlags(*scale, *only, *first, *fence, flag.Args())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "compare-e2e:", err)
 		os.Exit(2)
 	}
-	if *first != "alternate" && *first != "kube-scheduler" && *first != "schedq" {
-		fmt.Fprintf(os.Stderr, "compare-e2e: -first %q: want alternate, kube-scheduler or schedq\n", *first)
-		os.Exit(2)
-	}
-	if err := run(*scale, *only, *first, *fence); err != nil {
+	if err := run(selected, *first, *fence); err != nil {
 		fmt.Fprintln(os.Stderr, "compare-e2e:", err)
 		os.Exit(1)
 	}
+}
+
+// checkFlags checks every flag before anything starts, and returns the
+// workloads -only picks at -scale.
+func checkFlags(scale float64, only, first string, fence bool, args []string) ([]workload, error) {
+	if len(args) > 0 {
+		return nil, fmt.Errorf("unexpected argument %q: every setting is a flag (-scale, -only, -first, -fence)", args[0])
+	}
+	if !(scale > 0) || math.IsInf(scale, 0) {
+		return nil, fmt.Errorf("-scale %v: must be a number more than 0", scale)
+	}
+	if first != "alternate" && first != "kube-scheduler" && first != "schedq" {
+		return nil, fmt.Errorf("-first %q: want alternate, kube-scheduler or schedq", first)
+	}
+	var selected []workload
+	var names, all []string
+	for _, w := range workloads(scale) {
+		all = append(all, w.name)
+		if only == "" || strings.Contains(w.name, only) {
+			selected = append(selected, w)
+			names = append(names, w.name)
+		}
+	}
+	if len(selected) == 0 {
+		return nil, fmt.Errorf("-only %q: no workload's name contains it (workloads: %s)", only, strings.Join(all, ", "))
+	}
+	if fence && len(selected) > 1 {
+		return nil, fmt.Errorf("-fence runs one workload (a scheduler started again waits for its old lease): -only picks %d (%s)", len(selected), strings.Join(names, ", "))
+	}
+	return selected, nil
+}
+
+// runsFailed says how many runs failed, as an error (nil if none did).
+func runsFailed(results []result) error {
+	failed := 0
+	for _, r := range results {
+		if r.err != nil {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d runs failed (see the table)", failed, len(results))
+	}
+	return nil
 }
 
 // scheduler is one of the two contestants.
@@ -106,15 +148,11 @@ func runOrder(c []scheduler, i int, first string) []scheduler {
 	return c
 }
 
-func run(scale float64, only, first string, fence bool) error {
+func run(selected []workload, first string, fence bool) error {
 	ctx := context.Background()
-	var selected []workload
 	var apiFlags []string
-	for _, w := range workloads(scale) {
-		if only == "" || strings.Contains(w.name, only) {
-			selected = append(selected, w)
-			apiFlags = append(apiFlags, w.apiServerFlags...)
-		}
+	for _, w := range selected {
+		apiFlags = append(apiFlags, w.apiServerFlags...)
 	}
 	fmt.Fprintln(os.Stderr, "starting etcd and kube-apiserver", strings.Join(apiFlags, " "), "...")
 	cl, err := cluster.Start(ctx, cluster.Options{APIServerFlags: apiFlags})
@@ -262,7 +300,7 @@ func run(scale float64, only, first string, fence bool) error {
 		}
 	}
 	print(os.Stdout, results)
-	return nil
+	return runsFailed(results)
 }
 
 func print(w io.Writer, results []result) {
