@@ -15,6 +15,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,6 +34,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -226,9 +228,10 @@ func run(selected []workload, first string, fence bool) error {
 		for pos, s := range runOrder(contestants, i, first) {
 			fmt.Fprintf(os.Stderr, "%s on %s ...\n", w.name, s.name)
 			r := result{workload: w.name, scheduler: s.name, position: pos + 1}
+			var leftover error
 			r.err = func() error {
 				env := &env{client: client, ns: sanitize(w.name + "-" + s.podScheduler), scheduler: s.podScheduler}
-				defer env.cleanup()
+				defer func() { leftover = env.cleanup() }()
 				if err := env.setup(); err != nil {
 					return err
 				}
@@ -297,6 +300,11 @@ func run(selected []workload, first string, fence bool) error {
 				fmt.Fprintf(os.Stderr, "  %v\n", r.err)
 			}
 			results = append(results, r)
+			if leftover != nil {
+				// The next runs would share the cluster with what is left.
+				print(os.Stdout, results)
+				return fmt.Errorf("%s on %s: %w; stopped, as the next runs would see what is left", w.name, s.name, leftover)
+			}
 		}
 	}
 	print(os.Stdout, results)
@@ -391,14 +399,24 @@ func (e *env) setup() error {
 	return err
 }
 
-func (e *env) cleanup() {
+// cleanup deletes the run's pods, nodes and namespace. An error means
+// that some are left, which the next runs' schedulers would see (nodes
+// are cluster-wide: the next workload's pods could land on them).
+func (e *env) cleanup() error {
 	ctx := context.Background()
 	zero := int64(0)
-	e.client.CoreV1().Pods(e.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
-	for _, n := range e.nodes {
-		e.client.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{})
+	var errs []error
+	gone := func(what string, err error) {
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting %s: %w", what, err))
+		}
 	}
-	e.client.CoreV1().Namespaces().Delete(ctx, e.ns, metav1.DeleteOptions{})
+	gone("the pods of "+e.ns, e.client.CoreV1().Pods(e.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}))
+	for _, n := range e.nodes {
+		gone("node "+n, e.client.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{}))
+	}
+	gone("namespace "+e.ns, e.client.CoreV1().Namespaces().Delete(ctx, e.ns, metav1.DeleteOptions{}))
+	return errors.Join(errs...)
 }
 
 // addNodes creates nodes with cpu/memory and a 110-pod capacity.
