@@ -140,6 +140,30 @@ type result struct {
 	position int
 }
 
+// The client rate limits both schedulers get, for every client.
+const apiQPS, apiBurst = "1000", "2000"
+
+// kubeSchedulerArgs is kube-scheduler's command line: what schedqArgs
+// gives schedq (kubeconfig, leader election, rate limits), its serving
+// address, the workload's extra flags, and no contention profiling. That
+// is on by default with profiling (runtime.SetBlockProfileRate(1): a
+// stack recorded at every blocking event), a cost of kube-scheduler's
+// debug endpoints that schedq, which has none, does not pay.
+func kubeSchedulerArgs(kubeconfig string, leaderElect bool, addr string, extra []string) []string {
+	_, port, _ := net.SplitHostPort(addr)
+	args := []string{"--kubeconfig=" + kubeconfig, fmt.Sprintf("--leader-elect=%t", leaderElect),
+		"--bind-address=127.0.0.1", "--secure-port=" + port,
+		"--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
+		"--kube-api-qps=" + apiQPS, "--kube-api-burst=" + apiBurst, "--contention-profiling=false"}
+	return append(args, extra...)
+}
+
+// schedqArgs is schedq's command line (see kubeSchedulerArgs).
+func schedqArgs(kubeconfig string, leaderElect bool, addr string) []string {
+	return []string{"scheduler", "--kubeconfig=" + kubeconfig, fmt.Sprintf("--leader-elect=%t", leaderElect),
+		"--address=" + addr, "--kube-api-qps=" + apiQPS, "--kube-api-burst=" + apiBurst}
+}
+
 // runOrder returns the contestants (kube-scheduler, schedq) in the order
 // they run the i-th workload: with first "alternate", kube-scheduler
 // first on even i and schedq first on odd i.
@@ -164,7 +188,6 @@ func run(selected []workload, first string, fence bool) error {
 	defer cl.Stop()
 	cfg := cl.RESTConfig()
 	cfg.QPS, cfg.Burst = 1000, 2000
-	leaderElect := "--leader-elect=false"
 	if fence {
 		// The policy refuses every binding, kube-scheduler's unstamped ones
 		// too, while its Lease does not exist: create it, with no holder,
@@ -177,7 +200,6 @@ func run(selected []workload, first string, fence bool) error {
 			return err
 		}
 		defer remove()
-		leaderElect = "--leader-elect=true"
 	}
 	kubeScheduler, err := cl.SchedulerBinary()
 	if err != nil {
@@ -202,20 +224,14 @@ func run(selected []workload, first string, fence bool) error {
 		{
 			name: binaryLabel("kube-scheduler", kubeScheduler), podScheduler: "default-scheduler",
 			start: func(ctx context.Context, addr string, extra []string) (*exec.Cmd, error) {
-				_, port, _ := net.SplitHostPort(addr)
-				args := append([]string{"--kubeconfig=" + cl.Kubeconfig(), leaderElect,
-					"--bind-address=127.0.0.1", "--secure-port=" + port,
-					"--authentication-kubeconfig=" + cl.Kubeconfig(), "--authorization-kubeconfig=" + cl.Kubeconfig(),
-					"--kube-api-qps=1000", "--kube-api-burst=2000"}, extra...)
-				return exec.CommandContext(ctx, kubeScheduler, args...), nil
+				return exec.CommandContext(ctx, kubeScheduler, kubeSchedulerArgs(cl.Kubeconfig(), fence, addr, extra)...), nil
 			},
 			metricsURL: func(addr string) string { return "https://" + addr + "/metrics" },
 		},
 		{
 			name: "schedq", podScheduler: "schedq",
 			start: func(ctx context.Context, addr string, _ []string) (*exec.Cmd, error) {
-				return exec.CommandContext(ctx, schedqBin, "scheduler", "--kubeconfig="+cl.Kubeconfig(), leaderElect,
-					"--address="+addr, "--kube-api-qps=1000", "--kube-api-burst=2000"), nil
+				return exec.CommandContext(ctx, schedqBin, schedqArgs(cl.Kubeconfig(), fence, addr)...), nil
 			},
 			metricsURL: func(addr string) string { return "http://" + addr + "/metrics" },
 		},
