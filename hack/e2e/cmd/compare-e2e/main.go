@@ -269,8 +269,7 @@ func run(selected []workload, first string, fence bool) error {
 				cmd.Stdout, cmd.Stderr = logf, logf
 				watchCtx, stopWatch := context.WithCancel(ctx)
 				defer stopWatch()
-				bindings, err := env.watchBindings(watchCtx)
-				if err != nil {
+				if err := env.watchBindings(watchCtx); err != nil {
 					return err
 				}
 				loadBefore, err := snapshotAPILoad(ctx, client, cl.APIServerPID(), cl.EtcdPID())
@@ -281,14 +280,23 @@ func run(selected []workload, first string, fence bool) error {
 				if err := cmd.Start(); err != nil {
 					return err
 				}
+				exited := make(chan struct{})
+				var exit error
+				go func() {
+					exit = cmd.Wait()
+					close(exited)
+				}()
 				defer func() {
 					cmd.Process.Signal(os.Interrupt)
-					cmd.Wait()
+					<-exited
 				}()
 				if err := w.drive(env, begin); err != nil {
 					return fmt.Errorf("%w (log: %s)", err, logf.Name())
 				}
-				if err := env.waitAll(bindings, 10*time.Minute); err != nil {
+				if err := env.waitAll(exited, 10*time.Minute); err != nil {
+					if errors.Is(err, errExited) {
+						err = fmt.Errorf("%w (%v)", err, exit)
+					}
 					return fmt.Errorf("%w (log: %s)", err, logf.Name())
 				}
 				first, last := env.bindSpan()
@@ -510,8 +518,7 @@ func (e *env) readyAt(t time.Time, names ...string) {
 
 // watchBindings records when each pod is first seen bound, through an
 // informer (whose reflector re-watches if the API server drops a watch).
-func (e *env) watchBindings(ctx context.Context) (<-chan struct{}, error) {
-	changed := make(chan struct{}, 1)
+func (e *env) watchBindings(ctx context.Context) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(e.client, 0, informers.WithNamespace(e.ns))
 	inf := factory.Core().V1().Pods().Informer()
 	seen := func(obj any) {
@@ -527,10 +534,6 @@ func (e *env) watchBindings(ctx context.Context) (<-chan struct{}, error) {
 			e.gone[p.Name] = p
 		}
 		e.mu.Unlock()
-		select {
-		case changed <- struct{}{}:
-		default:
-		}
 	}
 	deleted := func(obj any) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -546,25 +549,49 @@ func (e *env) watchBindings(ctx context.Context) (<-chan struct{}, error) {
 	}
 	handlers := cache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, n any) { seen(n) }, DeleteFunc: deleted}
 	if _, err := inf.AddEventHandler(handlers); err != nil {
-		return nil, err
+		return err
 	}
 	factory.Start(ctx.Done())
 	for _, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
-			return nil, fmt.Errorf("pod informer of %s did not sync", e.ns)
+			return fmt.Errorf("pod informer of %s did not sync", e.ns)
 		}
 	}
-	return changed, nil
+	return nil
 }
 
-func (e *env) waitAll(changed <-chan struct{}, timeout time.Duration) error {
+// errExited is waitAll's error when the scheduler exits first.
+var errExited = errors.New("the scheduler exited")
+
+// waitAll polls (every 50ms) until every pod is seen bound; it fails at
+// once if exited closes (the scheduler's process ended), or after
+// timeout, saying how many pods were bound.
+func (e *env) waitAll(exited <-chan struct{}, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+	var bound, all int
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
 		e.mu.Lock()
-		defer e.mu.Unlock()
-		return len(e.boundAt) >= len(e.pods), nil
+		bound, all = len(e.boundAt), len(e.pods)
+		e.mu.Unlock()
+		if bound >= all {
+			return true, nil
+		}
+		select {
+		case <-exited:
+			return false, errExited
+		default:
+			return false, nil
+		}
 	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errExited):
+		return fmt.Errorf("%w with %d of %d pods of %s bound", err, bound, all, e.ns)
+	default:
+		return fmt.Errorf("%d of %d pods of %s bound after %v", bound, all, e.ns, timeout)
+	}
 }
 
 // bindSpan returns when the first and the last of the pods were bound.
