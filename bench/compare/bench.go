@@ -61,6 +61,72 @@ type row struct {
 	res                  *testing.BenchmarkResult
 	bytesPerItem         float64
 	na                   bool
+	// failed says why the row has no figure: its benchmark failed (or
+	// skipped), or its input could not be made.
+	failed string
+}
+
+// The scenarios, as the table names them and -only matches them.
+const (
+	scenAddPopDone  = "add+pop+done"
+	scenFailRequeue = "fail+requeue(backoff)"
+	scenMoveSkip    = "moveall(skip all)"
+	scenMoveAll     = "moveall(all move)"
+	scenMixed       = "mixed stream"
+	scenGroups      = "pods+groups stream"
+	scenNodeArrival = "NodeArrival stream"
+	scenMemory      = "memory/queued item"
+)
+
+var scenarios = []string{scenAddPopDone, scenFailRequeue, scenMoveSkip, scenMoveAll, scenMixed, scenGroups, scenNodeArrival, scenMemory}
+
+// selects says whether -only picks scenario: a case-insensitive part of
+// its name ("" picks all).
+func selects(only, scenario string) bool {
+	return only == "" || strings.Contains(strings.ToLower(scenario), strings.ToLower(only))
+}
+
+// checkFlags refuses an -only that picks no scenario and arguments that
+// are not flags, so that a typo does not print an empty table.
+func checkFlags(only string, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unexpected argument %q: every setting is a flag (-quick, -only, -benchtime)", args[0])
+	}
+	if !slices.ContainsFunc(scenarios, func(s string) bool { return selects(only, s) }) {
+		return fmt.Errorf("-only %q: no scenario's name contains it (scenarios: %s)", only, strings.Join(scenarios, ", "))
+	}
+	return nil
+}
+
+// recordStream records the simulator's stream for the NodeArrival rows
+// (a variable for the tests).
+var recordStream = stream.Record
+
+// runBench runs f with testing.Benchmark and says whether it ran: a
+// benchmark that fails or skips gets a zero result, and testing.Benchmark
+// drops its message.
+func runBench(f func(*testing.B)) (testing.BenchmarkResult, bool) {
+	failed := false
+	res := testing.Benchmark(func(b *testing.B) {
+		defer func() {
+			if b.Failed() || b.Skipped() {
+				failed = true
+			}
+		}()
+		f(b)
+	})
+	return res, !failed && res.N > 0
+}
+
+// failures counts the rows whose benchmark failed.
+func failures(rows []row) int {
+	n := 0
+	for _, r := range rows {
+		if r.failed != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // priorities returns a deterministic pseudo-random priority per item.
@@ -84,7 +150,7 @@ func heapBytes() uint64 {
 
 func runAll(peers []Peer, sizes, moveSizes []int, only string, progress io.Writer) []row {
 	var rows []row
-	want := func(s string) bool { return only == "" || strings.Contains(strings.ToLower(s), strings.ToLower(only)) }
+	want := func(s string) bool { return selects(only, s) }
 	bench := func(scenario string, n int, p Peer, f func(b *testing.B), note string) {
 		if !want(scenario) {
 			return
@@ -94,8 +160,12 @@ func runAll(peers []Peer, sizes, moveSizes []int, only string, progress io.Write
 			r.na = true
 		} else {
 			fmt.Fprintf(progress, "running %s n=%d %s ...\n", scenario, n, p.Name)
-			res := testing.Benchmark(f)
+			res, ok := runBench(f)
 			r.res = &res
+			if !ok {
+				r.failed = "failed or skipped (testing.Benchmark drops the message)"
+				fmt.Fprintf(progress, "  %s\n", r.failed)
+			}
 		}
 		rows = append(rows, r)
 	}
@@ -105,7 +175,7 @@ func runAll(peers []Peer, sizes, moveSizes []int, only string, progress io.Write
 			if p.AddPopDone != nil {
 				f = p.AddPopDone(n)
 			}
-			bench("add+pop+done", n, p, f, "")
+			bench(scenAddPopDone, n, p, f, "")
 		}
 	}
 	for _, n := range sizes {
@@ -114,13 +184,13 @@ func runAll(peers []Peer, sizes, moveSizes []int, only string, progress io.Write
 			if p.FailRequeue != nil {
 				f = p.FailRequeue(n)
 			}
-			bench("fail+requeue(backoff)", n, p, f, failNotes[p.Name])
+			bench(scenFailRequeue, n, p, f, failNotes[p.Name])
 		}
 	}
 	for _, move := range []bool{false, true} {
-		scen := "moveall(skip all)"
+		scen := scenMoveSkip
 		if move {
-			scen = "moveall(all move)"
+			scen = scenMoveAll
 		}
 		for _, n := range moveSizes {
 			for _, p := range peers {
@@ -138,7 +208,7 @@ func runAll(peers []Peer, sizes, moveSizes []int, only string, progress io.Write
 			if p.Mixed != nil {
 				f = p.Mixed(n)
 			}
-			bench("mixed stream", n, p, f, "")
+			bench(scenMixed, n, p, f, "")
 		}
 	}
 	for _, n := range moveSizes {
@@ -147,24 +217,27 @@ func runAll(peers []Peer, sizes, moveSizes []int, only string, progress io.Write
 			if p.Groups != nil {
 				f = p.Groups(n)
 			}
-			bench("pods+groups stream", n, p, f, "a quarter of the entities are gangs of 8")
+			bench(scenGroups, n, p, f, "a quarter of the entities are gangs of 8")
 		}
 	}
-	if want("nodearrival") {
-		ops, err := stream.Record("NodeArrival")
+	if want(scenNodeArrival) {
+		ops, err := recordStream("NodeArrival")
 		if err != nil {
 			fmt.Fprintln(progress, "recording NodeArrival:", err)
+			for _, p := range peers {
+				rows = append(rows, row{scenario: scenNodeArrival, peer: p.Name, failed: "recording the simulator's NodeArrival run: " + err.Error()})
+			}
 		} else {
 			for _, p := range peers {
 				var f func(*testing.B)
 				if p.Stream != nil {
 					f = p.Stream(ops)
 				}
-				bench("NodeArrival stream", len(ops), p, f, "one op = replaying all N queue operations of the simulator's NodeArrival run")
+				bench(scenNodeArrival, len(ops), p, f, "one op = replaying all N queue operations of the simulator's NodeArrival run")
 			}
 		}
 	}
-	if want("memory") {
+	if want(scenMemory) {
 		for _, n := range sizes {
 			fmt.Fprintf(progress, "measuring memory n=%d, %d rounds ...\n", n, memRounds)
 			rows = append(rows, memoryRows(peers, n, memRounds)...)
@@ -191,7 +264,7 @@ func memoryRows(peers []Peer, n, rounds int) []row {
 	}
 	var rows []row
 	for i, p := range peers {
-		r := row{scenario: "memory/queued item", peer: p.Name, n: n, na: p.BytesPerItem == nil}
+		r := row{scenario: scenMemory, peer: p.Name, n: n, na: p.BytesPerItem == nil}
 		if !r.na {
 			v := slices.Sorted(slices.Values(got[i]))
 			r.bytesPerItem = v[len(v)/2]
@@ -218,7 +291,7 @@ func printTable(w io.Writer, rows []row) {
 	}
 	ours := map[at]row{}
 	for _, r := range rows {
-		if r.peer == "schedq" && !r.na {
+		if r.peer == "schedq" && !r.na && r.failed == "" {
 			ours[at{r.scenario, r.n}] = r
 		}
 	}
@@ -227,9 +300,12 @@ func printTable(w io.Writer, rows []row) {
 	for _, r := range rows {
 		ns, b, a, bi, ratio := "n/a", "n/a", "n/a", "-", "-"
 		s, have := ours[at{r.scenario, r.n}]
+		note := r.note
 		switch {
+		case r.failed != "":
+			ns, b, a, note = "failed", "-", "-", r.failed
 		case r.na:
-			if r.scenario == "memory/queued item" {
+			if r.scenario == scenMemory {
 				ns, b, a, bi = "-", "-", "-", "n/a"
 			}
 			ratio = "n/a"
@@ -237,19 +313,28 @@ func printTable(w io.Writer, rows []row) {
 			ns = fmt.Sprintf("%d", r.res.NsPerOp())
 			b = fmt.Sprintf("%d", r.res.AllocedBytesPerOp())
 			a = fmt.Sprintf("%d", r.res.AllocsPerOp())
-			if have && r.peer != "schedq" && s.res != nil && s.res.NsPerOp() > 0 {
-				ratio = speed(float64(r.res.NsPerOp()) / float64(s.res.NsPerOp()))
+			if have && r.peer != "schedq" && s.res != nil && nsPerOp(*s.res) > 0 && nsPerOp(*r.res) > 0 {
+				ratio = speed(nsPerOp(*r.res) / nsPerOp(*s.res))
 			}
 		default:
 			ns, b, a = "-", "-", "-"
 			bi = fmt.Sprintf("%.0f", r.bytesPerItem)
-			if have && r.peer != "schedq" && s.bytesPerItem > 0 {
+			if have && r.peer != "schedq" && s.bytesPerItem > 0 && r.bytesPerItem > 0 {
 				ratio = fmt.Sprintf("%.2fx the bytes", s.bytesPerItem/r.bytesPerItem)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.scenario, r.n, r.peer, ns, b, a, bi, ratio, r.note)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.scenario, r.n, r.peer, ns, b, a, bi, ratio, note)
 	}
 	tw.Flush()
+}
+
+// nsPerOp is r's time per op, unrounded (NsPerOp rounds down to whole
+// nanoseconds), 0 if r has no op.
+func nsPerOp(r testing.BenchmarkResult) float64 {
+	if r.N <= 0 {
+		return 0
+	}
+	return float64(r.T.Nanoseconds()) / float64(r.N)
 }
 
 // speed words a ratio of peer time to schedq time.

@@ -165,14 +165,14 @@ func runGroupMixed(b *testing.B, n int, ops groupOps) {
 			}
 			same.add(got)
 		}
-		if i%20 == 0 {
+		if i%nodeEvery == 0 {
 			ops.event(oldObj, newObj)
 		}
-		if i%100 == 0 {
-			ops.tick(time.Second)
+		if i%tickEvery == 0 {
+			ops.tick(tickStep)
 		}
-		if i%3000 == 0 {
-			ops.tick(30 * time.Second)
+		if i%leftoverEvery == 0 {
+			ops.tick(leftoverStep)
 			ops.leftover()
 		}
 	}

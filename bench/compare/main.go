@@ -18,8 +18,12 @@ func main() {
 	only := flag.String("only", "", "run only scenarios whose name contains this")
 	benchtime := flag.String("benchtime", "1s", "per-benchmark target time (testing -benchtime syntax)")
 	flag.Parse()
+	if err := checkFlags(*only, flag.Args()); err != nil {
+		fmt.Fprintln(os.Stderr, "compare:", err)
+		os.Exit(2)
+	}
 	if err := flag.Set("test.benchtime", *benchtime); err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintf(os.Stderr, "compare: -benchtime %q: want a duration (1s) or a count (100x)\n", *benchtime)
 		os.Exit(2)
 	}
 
@@ -32,4 +36,8 @@ func main() {
 	peers := []Peer{upstreamPeer(), workqueuePeer(), crPeer(), schedqPeer()}
 	rows := runAll(peers, sizes, moveSizes, *only, os.Stderr)
 	printTable(os.Stdout, rows)
+	if n := failures(rows); n > 0 {
+		fmt.Fprintf(os.Stderr, "compare: %d of the table's rows failed (see the note column)\n", n)
+		os.Exit(1)
+	}
 }

@@ -12,6 +12,22 @@ import (
 	"github.com/schedq/schedq/bench/compare/internal/upstream"
 )
 
+// The streams' schedule (runMixed, runGroupMixed): a node joins every
+// nodeEvery ops, tickStep passes every tickEvery ops (the backoff flush),
+// and leftoverStep more every leftoverEvery ops (the backoff flush, then
+// the leftover flush).
+const (
+	nodeEvery     = 20
+	tickEvery     = 100
+	tickStep      = time.Second
+	leftoverEvery = 3000
+	leftoverStep  = 30 * time.Second
+)
+
+// leftoverPeriod is the virtual time from one leftover flush of the
+// streams to the next.
+const leftoverPeriod = leftoverEvery/tickEvery*tickStep + leftoverStep
+
 // mixedOps is what the mixed stream needs from a peer. pop returns the
 // head; fail and done apply to the item popped last.
 type mixedOps struct {
@@ -87,14 +103,14 @@ func runMixed(b *testing.B, n int, ops mixedOps) {
 			ops.del(victim)
 			free = append(free, victim)
 		}
-		if i%20 == 0 {
+		if i%nodeEvery == 0 {
 			ops.event(oldObj, newObj)
 		}
-		if i%100 == 0 {
-			ops.tick(time.Second)
+		if i%tickEvery == 0 {
+			ops.tick(tickStep)
 		}
-		if i%3000 == 0 {
-			ops.tick(30 * time.Second)
+		if i%leftoverEvery == 0 {
+			ops.tick(leftoverStep)
 			ops.leftover()
 		}
 	}

@@ -35,11 +35,26 @@ func schedqPeer() Peer {
 
 type schedqQueue = schedq.Queue[types.NamespacedName, *v1.Pod]
 
-func newSchedq(b testing.TB) (*schedqQueue, *runClock) {
-	clk := newRunClock()
+// schedqConfig is the driver's configuration on clk, with Run flushing
+// where the upstream peer flushes. The driver's 1 ns flush periods make
+// every Tick run both flushes, as its Flush runs upstream's two; under
+// Run they would run the leftover flush, a scan of every parked pod, at
+// every clock step: 32 times per leftoverEvery ops of a stream where the
+// upstream peer runs it once. Here the backoff flush runs at every step
+// of the streams (tickStep or more), and the leftover flush once per
+// leftoverPeriod, in the leftoverStep step that precedes the upstream
+// peer's own.
+func schedqConfig(clk *runClock) schedq.Config[types.NamespacedName, *v1.Pod] {
 	cfg := schedqdrv.Config(upstream.Options{})
 	cfg.Clock = clk
-	q, err := schedq.New(cfg)
+	cfg.FlushBackoffInterval = tickStep
+	cfg.FlushUnschedulableInterval = leftoverPeriod
+	return cfg
+}
+
+func newSchedq(b testing.TB) (*schedqQueue, *runClock) {
+	clk := newRunClock()
+	q, err := schedq.New(schedqConfig(clk))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -158,31 +173,44 @@ func schedqBytesPerItem(n int) float64 {
 func schedqMixed(n int) func(b *testing.B) {
 	return func(b *testing.B) {
 		q, clk := newSchedq(b)
-		ctx := context.Background()
-		var cur schedq.Attempt[types.NamespacedName, *v1.Pod]
-		runMixed(b, n, mixedOps{
-			add: func(p *v1.Pod) { q.Add(p) },
-			del: func(p *v1.Pod) { q.Delete(schedqdrv.Key(p)) },
-			pop: func() *v1.Pod {
-				info, err := q.Pop(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				cur = info
-				return info.Item
-			},
-			fail: func(plugins []string) {
-				q.Requeue(cur, schedq.Failure{RejectedBy: plugins})
-			},
-			done: func() { q.Done(cur) },
-			event: func(oldObj, newObj any) {
-				q.Move(clusterevent.NodeAdd, oldObj, newObj, nil)
-			},
-			tick: func(d time.Duration) {
-				clk.Step(d) // Run flushes
-			},
-			leftover: func() { clk.Step(time.Nanosecond) }, // Run flushes both again
-		})
+		runMixed(b, n, schedqMixedOps(b, q, clk))
+	}
+}
+
+// schedqMixedOps are the mixed stream's operations on q, whose Run clk
+// drives.
+func schedqMixedOps(b testing.TB, q *schedqQueue, clk *runClock) mixedOps {
+	ctx := context.Background()
+	var cur schedq.Attempt[types.NamespacedName, *v1.Pod]
+	return mixedOps{
+		add: func(p *v1.Pod) { q.Add(p) },
+		del: func(p *v1.Pod) { q.Delete(schedqdrv.Key(p)) },
+		pop: func() *v1.Pod {
+			info, err := q.Pop(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cur = info
+			return info.Item
+		},
+		fail: func(plugins []string) {
+			if err := q.Requeue(cur, schedq.Failure{RejectedBy: plugins}); err != nil {
+				b.Fatal(err)
+			}
+		},
+		done: func() {
+			if err := q.Done(cur); err != nil {
+				b.Fatal(err)
+			}
+		},
+		event: func(oldObj, newObj any) {
+			q.Move(clusterevent.NodeAdd, oldObj, newObj, nil)
+		},
+		tick: func(d time.Duration) {
+			clk.Step(d) // Run flushes
+		},
+		// Run ran the leftover flush in the step before (schedqConfig).
+		leftover: func() {},
 	}
 }
 

@@ -34,8 +34,8 @@ import (
 // side by side on the same workload: a fake
 // clientset holding the nodes and the pending pods, all of which fit.
 // One iteration is one whole run, from the scheduler's start until the
-// last pod is bound; it reports pods/s and the process's CPU time per
-// pod. Both take the fake clientset's cost (copies, watch fan-out).
+// last pod is bound (its shutdown after that is not counted); it reports
+// pods/s and the process's CPU time per pod over that window. Both take the fake clientset's cost (copies, watch fan-out).
 //
 // schedq-forecasting is schedq with a client asking it, once a second, for
 // a pending pod's predicted start (GET /debug/forecast/...): a forecast of
@@ -76,13 +76,13 @@ func BenchmarkWholeScheduler(b *testing.B) {
 					default:
 						runKubeSchedulerOn(b, c)
 					}
-					wall := time.Since(start)
 					if w.arrive {
 						a := <-first
-						wall, cpu0 = time.Since(a.start), a.cpu
+						start, cpu0 = a.start, a.cpu
 					}
+					wall, cpu := c.span(start, cpu0)
 					b.ReportMetric(float64(w.pods)/wall.Seconds(), "pods/s")
-					b.ReportMetric(float64(procCPU(b)-cpu0)/float64(w.pods), "cpu-ns/pod")
+					b.ReportMetric(float64(cpu)/float64(w.pods), "cpu-ns/pod")
 				}
 			})
 		}
@@ -96,6 +96,10 @@ type benchCluster struct {
 	pods   int64
 	bound  atomic.Int64
 	done   chan struct{}
+	// end and endCPU are the time and the process's CPU time at the last
+	// binding, set before done closes.
+	end    time.Time
+	endCPU time.Duration
 	// failedAll closes once every pod's status was written (Arrivals);
 	// later are the nodes to create then.
 	failed    sync.Map
@@ -167,6 +171,8 @@ func newBenchCluster(nodes, pods int, arrive bool) *benchCluster {
 			return true, nil, err
 		}
 		if c.bound.Add(1) == c.pods {
+			c.end = time.Now()
+			c.endCPU, _ = cpuTime() // getrusage on this process does not fail
 			close(c.done)
 		}
 		return true, nil, nil
@@ -191,6 +197,14 @@ func (c *benchCluster) arrive(b *testing.B, first chan<- arrival) {
 			return
 		}
 	}
+}
+
+// span is a run's window, from start (when the process had used cpu0 of
+// CPU time) to the last binding: its wall time and the CPU time used in
+// it. The scheduler's shutdown after the last binding is not in it. Call
+// it once done has closed.
+func (c *benchCluster) span(start time.Time, cpu0 time.Duration) (wall, cpu time.Duration) {
+	return c.end.Sub(start), c.endCPU - cpu0
 }
 
 // wait waits for the last binding, failing b after a generous bound.
@@ -295,9 +309,18 @@ func runKubeSchedulerOn(b *testing.B, c *benchCluster) {
 
 // procCPU is the process's user and system CPU time.
 func procCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	d, err := cpuTime()
+	if err != nil {
 		b.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return d
+}
+
+// cpuTime is the process's user and system CPU time.
+func cpuTime() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, err
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }

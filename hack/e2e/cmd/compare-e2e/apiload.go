@@ -16,8 +16,9 @@ import (
 // apiLoad is what the API server and etcd had done at one moment: the
 // API server's request and watch-event counters, its open watches, and
 // the CPU time of both processes. The difference of two apiLoads taken
-// around a scheduler's run is what that run cost them, the workload's
-// own pod creations included (the same for both schedulers).
+// around a scheduler's run is what that run cost them, with what the
+// workload does once the scheduler has started (the same for both
+// schedulers): not the namespace, nodes and pods it made before.
 type apiLoad struct {
 	requests    map[string]float64 // "VERB resource[/subresource]"
 	seconds     map[string]float64 // the same requests' total time in the API server
@@ -144,7 +145,7 @@ func procCPU(pid int) time.Duration {
 // watch events sent per pod and the watches the scheduler opened.
 // Requests under 0.005 per pod are left out. O(results × keys).
 func printAPILoad(w io.Writer, results []result) {
-	fmt.Fprintln(w, "\nper pod, from the API server's /metrics and /proc (the workload's own requests included):")
+	fmt.Fprintln(w, "\nper pod, from the API server's /metrics and /proc, from the scheduler's start (the workload's requests from then on included):")
 	for _, r := range results {
 		if r.err != nil || r.pods == 0 {
 			continue

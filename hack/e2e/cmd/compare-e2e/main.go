@@ -15,9 +15,11 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -32,6 +34,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -49,18 +52,59 @@ func main() {
 	fence := flag.Bool("fence", false, "run both schedulers with leader election, and schedq's bindings under the binding fence of deploy/schedq.yaml (to measure what the fence costs; use with one workload, as a scheduler started again waits for its old lease)")
 	first := flag.String("first", "alternate", "which scheduler runs each workload first: alternate (kube-scheduler on the 1st, 3rd... workload, schedq on the others), kube-scheduler or schedq")
 	flag.Parse()
-	if *scale <= 0 {
-		fmt.Fprintln(os.Stderr, "compare-e2e: -scale must be more than 0")
+	selected, err := checkFlags(*scale, *only, *first, *fence, flag.Args())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "compare-e2e:", err)
 		os.Exit(2)
 	}
-	if *first != "alternate" && *first != "kube-scheduler" && *first != "schedq" {
-		fmt.Fprintf(os.Stderr, "compare-e2e: -first %q: want alternate, kube-scheduler or schedq\n", *first)
-		os.Exit(2)
-	}
-	if err := run(*scale, *only, *first, *fence); err != nil {
+	if err := run(selected, *first, *fence); err != nil {
 		fmt.Fprintln(os.Stderr, "compare-e2e:", err)
 		os.Exit(1)
 	}
+}
+
+// checkFlags checks every flag before anything starts, and returns the
+// workloads -only picks at -scale.
+func checkFlags(scale float64, only, first string, fence bool, args []string) ([]workload, error) {
+	if len(args) > 0 {
+		return nil, fmt.Errorf("unexpected argument %q: every setting is a flag (-scale, -only, -first, -fence)", args[0])
+	}
+	if !(scale > 0) || math.IsInf(scale, 0) {
+		return nil, fmt.Errorf("-scale %v: must be a number more than 0", scale)
+	}
+	if first != "alternate" && first != "kube-scheduler" && first != "schedq" {
+		return nil, fmt.Errorf("-first %q: want alternate, kube-scheduler or schedq", first)
+	}
+	var selected []workload
+	var names, all []string
+	for _, w := range workloads(scale) {
+		all = append(all, w.name)
+		if only == "" || strings.Contains(w.name, only) {
+			selected = append(selected, w)
+			names = append(names, w.name)
+		}
+	}
+	if len(selected) == 0 {
+		return nil, fmt.Errorf("-only %q: no workload's name contains it (workloads: %s)", only, strings.Join(all, ", "))
+	}
+	if fence && len(selected) > 1 {
+		return nil, fmt.Errorf("-fence runs one workload (a scheduler started again waits for its old lease): -only picks %d (%s)", len(selected), strings.Join(names, ", "))
+	}
+	return selected, nil
+}
+
+// runsFailed says how many runs failed, as an error (nil if none did).
+func runsFailed(results []result) error {
+	failed := 0
+	for _, r := range results {
+		if r.err != nil {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d runs failed (see the table)", failed, len(results))
+	}
+	return nil
 }
 
 // scheduler is one of the two contestants.
@@ -96,6 +140,30 @@ type result struct {
 	position int
 }
 
+// The client rate limits both schedulers get, for every client.
+const apiQPS, apiBurst = "1000", "2000"
+
+// kubeSchedulerArgs is kube-scheduler's command line: what schedqArgs
+// gives schedq (kubeconfig, leader election, rate limits), its serving
+// address, the workload's extra flags, and no contention profiling. That
+// is on by default with profiling (runtime.SetBlockProfileRate(1): a
+// stack recorded at every blocking event), a cost of kube-scheduler's
+// debug endpoints that schedq, which has none, does not pay.
+func kubeSchedulerArgs(kubeconfig string, leaderElect bool, addr string, extra []string) []string {
+	_, port, _ := net.SplitHostPort(addr)
+	args := []string{"--kubeconfig=" + kubeconfig, fmt.Sprintf("--leader-elect=%t", leaderElect),
+		"--bind-address=127.0.0.1", "--secure-port=" + port,
+		"--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
+		"--kube-api-qps=" + apiQPS, "--kube-api-burst=" + apiBurst, "--contention-profiling=false"}
+	return append(args, extra...)
+}
+
+// schedqArgs is schedq's command line (see kubeSchedulerArgs).
+func schedqArgs(kubeconfig string, leaderElect bool, addr string) []string {
+	return []string{"scheduler", "--kubeconfig=" + kubeconfig, fmt.Sprintf("--leader-elect=%t", leaderElect),
+		"--address=" + addr, "--kube-api-qps=" + apiQPS, "--kube-api-burst=" + apiBurst}
+}
+
 // runOrder returns the contestants (kube-scheduler, schedq) in the order
 // they run the i-th workload: with first "alternate", kube-scheduler
 // first on even i and schedq first on odd i.
@@ -106,15 +174,11 @@ func runOrder(c []scheduler, i int, first string) []scheduler {
 	return c
 }
 
-func run(scale float64, only, first string, fence bool) error {
+func run(selected []workload, first string, fence bool) error {
 	ctx := context.Background()
-	var selected []workload
 	var apiFlags []string
-	for _, w := range workloads(scale) {
-		if only == "" || strings.Contains(w.name, only) {
-			selected = append(selected, w)
-			apiFlags = append(apiFlags, w.apiServerFlags...)
-		}
+	for _, w := range selected {
+		apiFlags = append(apiFlags, w.apiServerFlags...)
 	}
 	fmt.Fprintln(os.Stderr, "starting etcd and kube-apiserver", strings.Join(apiFlags, " "), "...")
 	cl, err := cluster.Start(ctx, cluster.Options{APIServerFlags: apiFlags})
@@ -124,7 +188,6 @@ func run(scale float64, only, first string, fence bool) error {
 	defer cl.Stop()
 	cfg := cl.RESTConfig()
 	cfg.QPS, cfg.Burst = 1000, 2000
-	leaderElect := "--leader-elect=false"
 	if fence {
 		// The policy refuses every binding, kube-scheduler's unstamped ones
 		// too, while its Lease does not exist: create it, with no holder,
@@ -137,7 +200,6 @@ func run(scale float64, only, first string, fence bool) error {
 			return err
 		}
 		defer remove()
-		leaderElect = "--leader-elect=true"
 	}
 	kubeScheduler, err := cl.SchedulerBinary()
 	if err != nil {
@@ -162,20 +224,14 @@ func run(scale float64, only, first string, fence bool) error {
 		{
 			name: binaryLabel("kube-scheduler", kubeScheduler), podScheduler: "default-scheduler",
 			start: func(ctx context.Context, addr string, extra []string) (*exec.Cmd, error) {
-				_, port, _ := net.SplitHostPort(addr)
-				args := append([]string{"--kubeconfig=" + cl.Kubeconfig(), leaderElect,
-					"--bind-address=127.0.0.1", "--secure-port=" + port,
-					"--authentication-kubeconfig=" + cl.Kubeconfig(), "--authorization-kubeconfig=" + cl.Kubeconfig(),
-					"--kube-api-qps=1000", "--kube-api-burst=2000"}, extra...)
-				return exec.CommandContext(ctx, kubeScheduler, args...), nil
+				return exec.CommandContext(ctx, kubeScheduler, kubeSchedulerArgs(cl.Kubeconfig(), fence, addr, extra)...), nil
 			},
 			metricsURL: func(addr string) string { return "https://" + addr + "/metrics" },
 		},
 		{
 			name: "schedq", podScheduler: "schedq",
 			start: func(ctx context.Context, addr string, _ []string) (*exec.Cmd, error) {
-				return exec.CommandContext(ctx, schedqBin, "scheduler", "--kubeconfig="+cl.Kubeconfig(), leaderElect,
-					"--address="+addr, "--kube-api-qps=1000", "--kube-api-burst=2000"), nil
+				return exec.CommandContext(ctx, schedqBin, schedqArgs(cl.Kubeconfig(), fence, addr)...), nil
 			},
 			metricsURL: func(addr string) string { return "http://" + addr + "/metrics" },
 		},
@@ -188,9 +244,10 @@ func run(scale float64, only, first string, fence bool) error {
 		for pos, s := range runOrder(contestants, i, first) {
 			fmt.Fprintf(os.Stderr, "%s on %s ...\n", w.name, s.name)
 			r := result{workload: w.name, scheduler: s.name, position: pos + 1}
+			var leftover error
 			r.err = func() error {
 				env := &env{client: client, ns: sanitize(w.name + "-" + s.podScheduler), scheduler: s.podScheduler}
-				defer env.cleanup()
+				defer func() { leftover = env.cleanup() }()
 				if err := env.setup(); err != nil {
 					return err
 				}
@@ -212,8 +269,7 @@ func run(scale float64, only, first string, fence bool) error {
 				cmd.Stdout, cmd.Stderr = logf, logf
 				watchCtx, stopWatch := context.WithCancel(ctx)
 				defer stopWatch()
-				bindings, err := env.watchBindings(watchCtx)
-				if err != nil {
+				if err := env.watchBindings(watchCtx); err != nil {
 					return err
 				}
 				loadBefore, err := snapshotAPILoad(ctx, client, cl.APIServerPID(), cl.EtcdPID())
@@ -224,14 +280,23 @@ func run(scale float64, only, first string, fence bool) error {
 				if err := cmd.Start(); err != nil {
 					return err
 				}
+				exited := make(chan struct{})
+				var exit error
+				go func() {
+					exit = cmd.Wait()
+					close(exited)
+				}()
 				defer func() {
 					cmd.Process.Signal(os.Interrupt)
-					cmd.Wait()
+					<-exited
 				}()
 				if err := w.drive(env, begin); err != nil {
 					return fmt.Errorf("%w (log: %s)", err, logf.Name())
 				}
-				if err := env.waitAll(bindings, 10*time.Minute); err != nil {
+				if err := env.waitAll(exited, 10*time.Minute); err != nil {
+					if errors.Is(err, errExited) {
+						err = fmt.Errorf("%w (%v)", err, exit)
+					}
 					return fmt.Errorf("%w (log: %s)", err, logf.Name())
 				}
 				first, last := env.bindSpan()
@@ -259,10 +324,15 @@ func run(scale float64, only, first string, fence bool) error {
 				fmt.Fprintf(os.Stderr, "  %v\n", r.err)
 			}
 			results = append(results, r)
+			if leftover != nil {
+				// The next runs would share the cluster with what is left.
+				print(os.Stdout, results)
+				return fmt.Errorf("%s on %s: %w; stopped, as the next runs would see what is left", w.name, s.name, leftover)
+			}
 		}
 	}
 	print(os.Stdout, results)
-	return nil
+	return runsFailed(results)
 }
 
 func print(w io.Writer, results []result) {
@@ -353,14 +423,24 @@ func (e *env) setup() error {
 	return err
 }
 
-func (e *env) cleanup() {
+// cleanup deletes the run's pods, nodes and namespace. An error means
+// that some are left, which the next runs' schedulers would see (nodes
+// are cluster-wide: the next workload's pods could land on them).
+func (e *env) cleanup() error {
 	ctx := context.Background()
 	zero := int64(0)
-	e.client.CoreV1().Pods(e.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
-	for _, n := range e.nodes {
-		e.client.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{})
+	var errs []error
+	gone := func(what string, err error) {
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting %s: %w", what, err))
+		}
 	}
-	e.client.CoreV1().Namespaces().Delete(ctx, e.ns, metav1.DeleteOptions{})
+	gone("the pods of "+e.ns, e.client.CoreV1().Pods(e.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}))
+	for _, n := range e.nodes {
+		gone("node "+n, e.client.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{}))
+	}
+	gone("namespace "+e.ns, e.client.CoreV1().Namespaces().Delete(ctx, e.ns, metav1.DeleteOptions{}))
+	return errors.Join(errs...)
 }
 
 // addNodes creates nodes with cpu/memory and a 110-pod capacity.
@@ -438,8 +518,7 @@ func (e *env) readyAt(t time.Time, names ...string) {
 
 // watchBindings records when each pod is first seen bound, through an
 // informer (whose reflector re-watches if the API server drops a watch).
-func (e *env) watchBindings(ctx context.Context) (<-chan struct{}, error) {
-	changed := make(chan struct{}, 1)
+func (e *env) watchBindings(ctx context.Context) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(e.client, 0, informers.WithNamespace(e.ns))
 	inf := factory.Core().V1().Pods().Informer()
 	seen := func(obj any) {
@@ -455,10 +534,6 @@ func (e *env) watchBindings(ctx context.Context) (<-chan struct{}, error) {
 			e.gone[p.Name] = p
 		}
 		e.mu.Unlock()
-		select {
-		case changed <- struct{}{}:
-		default:
-		}
 	}
 	deleted := func(obj any) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -474,25 +549,49 @@ func (e *env) watchBindings(ctx context.Context) (<-chan struct{}, error) {
 	}
 	handlers := cache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, n any) { seen(n) }, DeleteFunc: deleted}
 	if _, err := inf.AddEventHandler(handlers); err != nil {
-		return nil, err
+		return err
 	}
 	factory.Start(ctx.Done())
 	for _, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
-			return nil, fmt.Errorf("pod informer of %s did not sync", e.ns)
+			return fmt.Errorf("pod informer of %s did not sync", e.ns)
 		}
 	}
-	return changed, nil
+	return nil
 }
 
-func (e *env) waitAll(changed <-chan struct{}, timeout time.Duration) error {
+// errExited is waitAll's error when the scheduler exits first.
+var errExited = errors.New("the scheduler exited")
+
+// waitAll polls (every 50ms) until every pod is seen bound; it fails at
+// once if exited closes (the scheduler's process ended), or after
+// timeout, saying how many pods were bound.
+func (e *env) waitAll(exited <-chan struct{}, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+	var bound, all int
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
 		e.mu.Lock()
-		defer e.mu.Unlock()
-		return len(e.boundAt) >= len(e.pods), nil
+		bound, all = len(e.boundAt), len(e.pods)
+		e.mu.Unlock()
+		if bound >= all {
+			return true, nil
+		}
+		select {
+		case <-exited:
+			return false, errExited
+		default:
+			return false, nil
+		}
 	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errExited):
+		return fmt.Errorf("%w with %d of %d pods of %s bound", err, bound, all, e.ns)
+	default:
+		return fmt.Errorf("%d of %d pods of %s bound after %v", bound, all, e.ns, timeout)
+	}
 }
 
 // bindSpan returns when the first and the last of the pods were bound.

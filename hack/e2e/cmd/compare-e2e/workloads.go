@@ -97,10 +97,13 @@ func basicWorkloads(scale float64) []workload {
 							return err
 						}
 						p.Spec.SchedulingGates = nil
+						// From the update's sending, as the other workloads
+						// count from a pod's creation request: the scheduler
+						// may bind the pod before the update's answer arrives.
+						e.readyAt(time.Now(), name)
 						if _, err := e.client.CoreV1().Pods(e.ns).Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
 							return err
 						}
-						e.readyAt(time.Now(), name)
 					}
 				}
 				return nil
