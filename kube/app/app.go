@@ -143,7 +143,9 @@ func Run(ctx context.Context, o Options) error {
 // kube-scheduler's default clientConnection asks (JSON is accepted too,
 // for kinds served only as JSON). Protobuf costs the API server and the
 // scheduler less per object than JSON: the pod and node watches and the
-// bindings are most of the traffic.
+// bindings are most of the traffic. Responses are not compressed, as
+// kube-scheduler asks: the API server is near, and gzip would cost both
+// sides CPU on every large list for bandwidth the link does not lack.
 func apiConfig(o Options) (*rest.Config, error) {
 	base, err := Config(o.Kubeconfig)
 	if err != nil {
@@ -153,6 +155,7 @@ func apiConfig(o Options) (*rest.Config, error) {
 	base.UserAgent = "schedq/" + o.SchedulerName
 	base.ContentType = runtime.ContentTypeProtobuf
 	base.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	base.DisableCompression = true
 	if o.WrapTransport != nil {
 		base.Wrap(o.WrapTransport)
 	}
