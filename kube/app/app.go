@@ -396,4 +396,7 @@ type queueView interface {
 	Explain(key types.NamespacedName) (schedq.Explanation[types.NamespacedName], error)
 	// Pending lists the pods in the order they wait.
 	Pending(o schedq.PendingOptions[*v1.Pod]) schedq.PendingPage[types.NamespacedName]
+	// Tenants reports the queue's tenants; nil without fair sharing,
+	// which is how the listing knows whether ?tenant= means anything.
+	Tenants() []schedq.TenantStats
 }
