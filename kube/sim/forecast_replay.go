@@ -22,6 +22,8 @@ type Replay struct {
 	arrived []Arrival
 	// Window is how far back Recent reaches (default one hour).
 	Window time.Duration
+	// end is the run's last instant, which Until moves s.end short of.
+	end time.Time
 }
 
 // NewReplay prepares a run of sc.
@@ -31,8 +33,21 @@ func NewReplay(sc *Scenario) (*Replay, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.s = s
+	r.s, r.end = s, s.end
 	return r, nil
+}
+
+// End returns the replay's last virtual instant and, for a message, what
+// sets it: the scenario's duration, else its trace's last pod end, else
+// the default duration (15m).
+func (r *Replay) End() (time.Duration, string) {
+	switch {
+	case r.s.sc.Duration != 0:
+		return r.end.Sub(epoch), "the scenario's duration"
+	case r.s.sc.Trace != nil:
+		return r.end.Sub(epoch), "the trace's last pod end"
+	}
+	return r.end.Sub(epoch), "the default duration of a scenario that sets none"
 }
 
 func (r *Replay) observe(op Op) {
@@ -53,7 +68,7 @@ func (r *Replay) At(t time.Duration, fn func(*ForecastState)) {
 
 // Until runs the replay to virtual time t (or its end, if sooner).
 func (r *Replay) Until(t time.Duration) error {
-	r.s.end = epoch.Add(t)
+	r.s.end = earliest(r.end, epoch.Add(t))
 	if err := r.s.loop(); err != nil {
 		return err
 	}

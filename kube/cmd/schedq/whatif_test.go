@@ -53,6 +53,10 @@ func TestWhatIfBadInput(t *testing.T) {
 	if err := os.WriteFile(badSnap, []byte("apiVersion: v1\nkind: Nonsense\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	noDuration := filepath.Join(t.TempDir(), "small.yaml")
+	if err := os.WriteFile(noDuration, []byte("name: small\nnodes: [{name: node, count: 1, capacity: {cpu: \"8\", memory: 32Gi}}]\npods: [{name: p, count: 1, requests: {cpu: \"1\"}}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name, manifest string
 		args           []string
@@ -65,6 +69,8 @@ func TestWhatIfBadInput(t *testing.T) {
 		{"horizon before the replay", urgentPod, []string{"--snapshot", badSnap, "--horizon", "-1h"}, "--horizon: must be more than 0 and at most 720h0m0s, got -1h0m0s"},
 		{"horizon too long before the replay", urgentPod, []string{"--snapshot", badSnap, "--horizon", "1000h"}, "--horizon: must be more than 0 and at most 720h0m0s, got 1000h0m0s"},
 		{"output", urgentPod, []string{"-o", "yaml"}, `--output: "yaml"`},
+		{"at past the scenario's end", urgentPod, []string{"--at", "6m"}, "--at 6m0s: past the end of PriorityPressure at 5m0s (the scenario's duration): there is no state there to add to"},
+		{"at past the default end", urgentPod, []string{"--scenario", noDuration, "--at", "16m"}, "--at 16m0s: past the end of small at 15m0s (the default duration of a scenario that sets none)"},
 		{"history label not a label key", urgentPod, []string{"--snapshot", badSnap, "--history-label", "team name"}, `--history-label: "team name" is not a label key`},
 		{"history label twice", urgentPod, []string{"--snapshot", badSnap, "--history-label", "team,team"}, `--history-label: "team" is listed twice`},
 		{"history tail", urgentPod, []string{"--snapshot", badSnap, "--history-tail", "short"}, `--history-tail: history tail "short": not longest or exponential`},
