@@ -15,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -175,7 +176,7 @@ func (o *snapshotObjects) add(dec runtime.Decoder, data []byte, where string) er
 				return fmt.Errorf("%s%sitems[%d]: %s: no metadata.name", where, describeObject(data), i, kindOf(item, gvk.Kind))
 			}
 			if !o.keep(item) {
-				return fmt.Errorf("%s%sitems[%d]: kind %s is not in a snapshot (%s)", where, describeObject(data), i, gvk.Kind, snapshotKinds)
+				return fmt.Errorf("%s%sitems[%d]: %s: %s", where, describeObject(data), i, kindOf(item, gvk.Kind)+" "+itemName(item), notKept(item, kindOf(item, gvk.Kind)))
 			}
 		}
 		return nil
@@ -184,9 +185,33 @@ func (o *snapshotObjects) add(dec runtime.Decoder, data []byte, where string) er
 		return fmt.Errorf("%s%sno metadata.name", where, cmpOr(describeObject(data), gvk.Kind+": "))
 	}
 	if !o.keep(obj) {
-		return fmt.Errorf("%s%skind %s is not in a snapshot (%s)", where, describeObject(data), gvk.Kind, snapshotKinds)
+		return fmt.Errorf("%s%s", where+describeObject(data), notKept(obj, gvk.Kind))
 	}
 	return nil
+}
+
+// itemName is a typed list item's namespace/name, or its name alone
+// when it has no namespace.
+func itemName(obj runtime.Object) string {
+	m, ok := obj.(metav1.Object)
+	switch {
+	case !ok:
+		return ""
+	case m.GetNamespace() == "":
+		return m.GetName()
+	}
+	return m.GetNamespace() + "/" + m.GetName()
+}
+
+// notKept says why a snapshot does not take obj, of kind: a
+// PodDisruptionBudget would be silently ignored by the simulator's
+// preemption, which is told of none, so it is refused as such; any other
+// kind is not one a snapshot holds.
+func notKept(obj runtime.Object, kind string) string {
+	if _, ok := obj.(*policyv1.PodDisruptionBudget); ok {
+		return "the simulator does not take PodDisruptionBudgets (its preemption would not respect them): leave them out of the snapshot (kubectl get nodes,pods -A -o yaml)"
+	}
+	return fmt.Sprintf("kind %s is not in a snapshot (%s)", kind, snapshotKinds)
 }
 
 // unnamed reports whether obj has no metadata.name, which the API server
