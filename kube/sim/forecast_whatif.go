@@ -56,7 +56,7 @@ func ParseWhatIf(data []byte) (*WhatIfInput, error) {
 	add = func(doc []byte, where string) error {
 		obj, gvk, err := dec.Decode(doc, nil, nil)
 		if err != nil {
-			return fmt.Errorf("%s%w", where, err)
+			return fmt.Errorf("%s%s", where+describeObject(doc), decodeError(err, whatIfWanted))
 		}
 		switch x := obj.(type) {
 		case *v1.List:
@@ -97,6 +97,9 @@ func ParseWhatIf(data []byte) (*WhatIfInput, error) {
 	}
 	return in, nil
 }
+
+// whatIfWanted is what a what-if's manifests may hold.
+var whatIfWanted = kindsWanted{"one a what-if adds", "Pod or PodGroup", "v1 for a Pod, scheduling.k8s.io/v1beta1 for a PodGroup"}
 
 // check refuses objects that name a missing namespace, PodGroup,
 // ResourceClaim or ResourceClaimTemplate (see draNames), a name already

@@ -154,7 +154,7 @@ func isComment(doc []byte) bool {
 func (o *snapshotObjects) add(dec runtime.Decoder, data []byte, where string) error {
 	obj, gvk, err := dec.Decode(data, nil, nil)
 	if err != nil {
-		return fmt.Errorf("%s%s", where+describeObject(data), decodeError(err))
+		return fmt.Errorf("%s%s", where+describeObject(data), decodeError(err, snapshotWanted))
 	}
 	if x, ok := obj.(*v1.List); ok {
 		for i, item := range x.Items {
@@ -290,15 +290,16 @@ func describeObject(data []byte) string {
 const maxErrorText = 200
 
 // decodeError rewrites the decoder's errors for people: without the
-// scheme's Go source location, and never longer than maxErrorText.
-func decodeError(err error) string {
+// scheme's Go source location, and never longer than maxErrorText. want
+// says which kinds the file may hold.
+func decodeError(err error, want kindsWanted) string {
 	switch {
 	case runtime.IsNotRegisteredError(err):
-		return "this kind is not in a snapshot (" + snapshotKinds + ")"
+		return "this kind is not " + want.place + " (" + want.kinds + ")"
 	case runtime.IsMissingKind(err):
-		return "no kind field (want " + snapshotKinds + ")"
+		return "no kind field (want " + want.kinds + ")"
 	case runtime.IsMissingVersion(err):
-		return "no apiVersion field (want v1)"
+		return "no apiVersion field (want " + want.versions + ")"
 	}
 	msg, _, _ := strings.Cut(err.Error(), "\n")
 	if len(msg) > maxErrorText {
@@ -306,6 +307,13 @@ func decodeError(err error) string {
 	}
 	return msg
 }
+
+// kindsWanted names, for decodeError, the kinds a file may hold: where
+// they belong ("in a snapshot"), the kinds, and their apiVersions.
+type kindsWanted struct{ place, kinds, versions string }
+
+// snapshotWanted is what a snapshot may hold.
+var snapshotWanted = kindsWanted{"in a snapshot", snapshotKinds, "v1"}
 
 // checkNode refuses a node whose capacity or allocatable has a negative
 // quantity: its room would be less than nothing.

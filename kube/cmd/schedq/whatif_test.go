@@ -64,6 +64,11 @@ func TestWhatIfBadInput(t *testing.T) {
 	}{
 		{"other kind", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", nil, "kind Service is not a Pod or a PodGroup"},
 		{"not yaml", "{", nil, "-f "},
+		// A decoding error says what is wrong in a line, not the decoder's
+		// message quoting the whole document.
+		{"no kind", "name: s\nduration: 1m\nnodes: [{name: " + strings.Repeat("n", 300) + "}]\n", nil, "m.yaml: document 1: no kind field (want Pod or PodGroup)"},
+		{"unregistered kind", "apiVersion: v1\nkind: Nonsense\nmetadata: {name: x}\n", nil, "m.yaml: document 1: Nonsense x: this kind is not one a what-if adds (Pod or PodGroup)"},
+		{"no apiVersion", "kind: Pod\nmetadata: {name: p}\n", nil, "m.yaml: document 1: Pod p: no apiVersion field"},
 		{"missing namespace", strings.Replace(urgentPod, "{name: urgent}", "{name: urgent, namespace: nowhere}", 1), nil, `m.yaml: pod nowhere/urgent: namespace "nowhere" does not exist`},
 		{"horizon", urgentPod, []string{"--horizon", "0s"}, "--horizon: must be more than 0 and at most 720h0m0s, got 0s"},
 		{"horizon before the replay", urgentPod, []string{"--snapshot", badSnap, "--horizon", "-1h"}, "--horizon: must be more than 0 and at most 720h0m0s, got -1h0m0s"},
@@ -91,6 +96,9 @@ func TestWhatIfBadInput(t *testing.T) {
 			}
 			if out != "" {
 				t.Errorf("printed %q on an error", out)
+			}
+			if err != nil && (len(err.Error()) > 500 || strings.Contains(err.Error(), strings.Repeat("n", 300))) {
+				t.Errorf("the error quotes the document: %v", err)
 			}
 		})
 	}
