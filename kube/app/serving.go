@@ -24,6 +24,7 @@ import (
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
 	apiserveroptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/kubernetes/scheme"
+	cliflag "k8s.io/component-base/cli/flag"
 	netutils "k8s.io/utils/net"
 )
 
@@ -87,6 +88,7 @@ func (o *ServingOptions) validate() []error {
 	} else {
 		errs = append(errs, o.Secure.Validate()...)
 	}
+	errs = append(errs, o.tlsSettings()...)
 	if ck := o.Secure.ServerCert.CertKey; ck.CertFile != "" || ck.KeyFile != "" {
 		if _, err := tls.LoadX509KeyPair(ck.CertFile, ck.KeyFile); err != nil {
 			errs = append(errs, fmt.Errorf("--tls-cert-file %q, --tls-private-key-file %q: %w", ck.CertFile, ck.KeyFile, err))
@@ -108,6 +110,29 @@ func (o *ServingOptions) validate() []error {
 		}
 		if _, err := os.Stat(files[flag]); err != nil {
 			errs = append(errs, fmt.Errorf("--%s: %w", flag, err))
+		}
+	}
+	return errs
+}
+
+// tlsSettings checks the TLS flags that the HTTPS port would otherwise
+// read only when it starts, after the API server was contacted: the
+// minimum version, the cipher suites, the curves, and that each SNI
+// certificate loads with its key.
+func (o *ServingOptions) tlsSettings() []error {
+	var errs []error
+	if _, err := cliflag.TLSVersion(o.Secure.MinTLSVersion); err != nil {
+		errs = append(errs, fmt.Errorf("--tls-min-version: %w", err))
+	}
+	if _, err := cliflag.TLSCipherSuites(o.Secure.CipherSuites); err != nil {
+		errs = append(errs, fmt.Errorf("--tls-cipher-suites: %w", err))
+	}
+	if _, err := cliflag.TLSCurvePreferences(o.Secure.CurvePreferences); err != nil {
+		errs = append(errs, fmt.Errorf("--tls-curve-preferences: %w", err))
+	}
+	for _, k := range o.Secure.SNICertKeys {
+		if _, err := tls.LoadX509KeyPair(k.CertFile, k.KeyFile); err != nil {
+			errs = append(errs, fmt.Errorf("--tls-sni-cert-key %s,%s: %w", k.CertFile, k.KeyFile, err))
 		}
 	}
 	return errs

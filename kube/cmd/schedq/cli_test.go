@@ -102,6 +102,15 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 		{[]string{"--authentication-kubeconfig", missing}, "--authentication-kubeconfig: stat " + missing},
 		{[]string{"--authorization-kubeconfig", missing}, "--authorization-kubeconfig: stat " + missing},
 		{[]string{"--client-ca-file", missing}, "--client-ca-file: stat " + missing},
+		// The TLS settings the HTTPS port reads only once it starts,
+		// after the API server was contacted.
+		{[]string{"--tls-min-version", "VersionTLS99"}, `--tls-min-version: unknown tls version "VersionTLS99"`},
+		{[]string{"--tls-cipher-suites", "TLS_NONSENSE"}, "--tls-cipher-suites: Cipher suite TLS_NONSENSE not supported"},
+		{[]string{"--tls-curve-preferences", "0"}, "--tls-curve-preferences: curve preference 0 is out of range"},
+		{[]string{"--tls-sni-cert-key", missing + "," + missing}, "--tls-sni-cert-key " + missing + "," + missing + ": open " + missing},
+		// Flags of leader election, which is off: they would do nothing.
+		{[]string{"--leader-elect-identity", "me"}, "--leader-elect-identity: only with leader election on, and --leader-elect=false turns it off"},
+		{[]string{"--leader-elect-resource-name", "other", "--leader-elect-lease-duration", "30s"}, "--leader-elect-lease-duration, --leader-elect-resource-name: only with leader election on"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

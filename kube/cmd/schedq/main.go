@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
 	"github.com/schedq/schedq/kube/app"
@@ -100,7 +101,7 @@ Every flag is checked before it connects.`,
 				return err
 			}
 			flagName, flagPercent := o.SchedulerName, o.PercentageOfNodesToScore
-			if err := o.Validate(); err != nil {
+			if err := errors.Join(o.Validate(), electionFlagsOff(cmd, o.LeaderElect)); err != nil {
 				return err
 			}
 			if err := configOverrides(cmd, o, flagName, flagPercent); err != nil {
@@ -217,4 +218,22 @@ func must(err error) {
 	if err != nil {
 		panic(err)
 	}
+}
+
+// electionFlagsOff refuses the --leader-elect-* flags given with
+// --leader-elect=false: with leader election off they would do nothing.
+func electionFlagsOff(cmd *cobra.Command, on bool) error {
+	if on {
+		return nil
+	}
+	var set []string
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if strings.HasPrefix(f.Name, "leader-elect-") {
+			set = append(set, "--"+f.Name)
+		}
+	})
+	if len(set) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: only with leader election on, and --leader-elect=false turns it off", strings.Join(set, ", "))
 }
