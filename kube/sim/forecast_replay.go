@@ -39,15 +39,12 @@ func NewReplay(sc *Scenario) (*Replay, error) {
 
 // End returns the replay's last virtual instant and, for a message, what
 // sets it: the scenario's duration, else its trace's last pod end, else
-// the default duration (15m).
+// the default duration (15m). See Scenario.KnownEnd.
 func (r *Replay) End() (time.Duration, string) {
-	switch {
-	case r.s.sc.Duration != 0:
-		return r.end.Sub(epoch), "the scenario's duration"
-	case r.s.sc.Trace != nil:
-		return r.end.Sub(epoch), "the trace's last pod end"
+	if _, why, ok := r.s.sc.KnownEnd(); ok {
+		return r.end.Sub(epoch), why
 	}
-	return r.end.Sub(epoch), "the default duration of a scenario that sets none"
+	return r.end.Sub(epoch), "the trace's last pod end"
 }
 
 func (r *Replay) observe(op Op) {
