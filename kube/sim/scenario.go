@@ -593,8 +593,8 @@ func (s *Scenario) KnownEnd() (end time.Duration, why string, ok bool) {
 // and the report would not say so. A trace's run without a duration ends
 // with the trace, which is not read yet: not checked then.
 func (s *Scenario) validateEnd(bad func(string, string, ...any)) {
-	if s.Duration == 0 && s.Trace != nil {
-		return
+	if s.Duration == 0 && s.Trace != nil || s.Duration < 0 {
+		return // no end yet, or a negative duration, refused as such
 	}
 	end, by := s.Duration, ""
 	if end == 0 {
