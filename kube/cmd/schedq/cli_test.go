@@ -108,6 +108,9 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 		{[]string{"--tls-cipher-suites", "TLS_NONSENSE"}, "--tls-cipher-suites: Cipher suite TLS_NONSENSE not supported"},
 		{[]string{"--tls-curve-preferences", "0"}, "--tls-curve-preferences: curve preference 0 is out of range"},
 		{[]string{"--tls-sni-cert-key", missing + "," + missing}, "--tls-sni-cert-key " + missing + "," + missing + ": open " + missing},
+		// Flags of the HTTPS port, which is off: they would do nothing.
+		{[]string{"--secure-port", "0", "--tls-min-version", "VersionTLS13"}, "--tls-min-version: only with the HTTPS port on, and --secure-port=0 turns it off"},
+		{[]string{"--secure-port=0", "--bind-address", "10.0.0.1", "--client-ca-file", kc}, "--bind-address, --client-ca-file: only with the HTTPS port on"},
 		// Flags of leader election, which is off: they would do nothing.
 		{[]string{"--leader-elect-identity", "me"}, "--leader-elect-identity: only with leader election on, and --leader-elect=false turns it off"},
 		{[]string{"--leader-elect-resource-name", "other", "--leader-elect-lease-duration", "30s"}, "--leader-elect-lease-duration, --leader-elect-resource-name: only with leader election on"},

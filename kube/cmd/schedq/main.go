@@ -101,7 +101,7 @@ Every flag is checked before it connects.`,
 				return err
 			}
 			flagName, flagPercent := o.SchedulerName, o.PercentageOfNodesToScore
-			if err := errors.Join(o.Validate(), electionFlagsOff(cmd, o.LeaderElect)); err != nil {
+			if err := errors.Join(o.Validate(), electionFlagsOff(cmd, o.LeaderElect), servingFlagsOff(cmd, o.Serving)); err != nil {
 				return err
 			}
 			if err := configOverrides(cmd, o, flagName, flagPercent); err != nil {
@@ -218,6 +218,27 @@ func must(err error) {
 	if err != nil {
 		panic(err)
 	}
+}
+
+// servingFlagsOff refuses the HTTPS port's flags (k8s.io/apiserver's
+// serving, authentication and authorization options) given with
+// --secure-port=0: with the port off they would do nothing.
+func servingFlagsOff(cmd *cobra.Command, o *app.ServingOptions) error {
+	if o == nil || o.Secure == nil || o.Secure.BindPort != 0 {
+		return nil
+	}
+	own := pflag.NewFlagSet("serving", pflag.ContinueOnError)
+	app.NewServingOptions().AddFlags(own)
+	var set []string
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if f.Name != "secure-port" && own.Lookup(f.Name) != nil {
+			set = append(set, "--"+f.Name)
+		}
+	})
+	if len(set) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: only with the HTTPS port on, and --secure-port=0 turns it off", strings.Join(set, ", "))
 }
 
 // electionFlagsOff refuses the --leader-elect-* flags given with
