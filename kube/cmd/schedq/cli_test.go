@@ -98,7 +98,6 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 		{[]string{"--secure-port", "-5"}, "--secure-port: -5 is not a port from 1 to 65535 (0: off)"},
 		{[]string{"--secure-port", "99999"}, "--secure-port: 99999 is not a port from 1 to 65535 (0: off)"},
 		{[]string{"--tls-cert-file", missing, "--tls-private-key-file", missing}, `--tls-cert-file "` + missing + `", --tls-private-key-file "` + missing + `": open ` + missing},
-		{[]string{"--tls-cert-file", kc}, `--tls-cert-file "` + kc + `", --tls-private-key-file ""`},
 		{[]string{"--authentication-kubeconfig", missing}, "--authentication-kubeconfig: stat " + missing},
 		{[]string{"--authorization-kubeconfig", missing}, "--authorization-kubeconfig: stat " + missing},
 		{[]string{"--client-ca-file", missing}, "--client-ca-file: stat " + missing},
@@ -108,6 +107,14 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 		{[]string{"--tls-cipher-suites", "TLS_NONSENSE"}, "--tls-cipher-suites: Cipher suite TLS_NONSENSE not supported"},
 		{[]string{"--tls-curve-preferences", "0"}, "--tls-curve-preferences: curve preference 0 is out of range"},
 		{[]string{"--tls-sni-cert-key", missing + "," + missing}, "--tls-sni-cert-key " + missing + "," + missing + ": open " + missing},
+		// Out of range, and accepted until now.
+		{[]string{"--kube-api-qps", "Inf"}, "--kube-api-qps: must be a finite number, got +Inf"},
+		{[]string{"--http2-max-streams-per-connection", "-1"}, "--http2-max-streams-per-connection: must not be negative, got -1 (0: Go's default)"},
+		{[]string{"--authentication-token-webhook-cache-ttl", "-1s"}, "--authentication-token-webhook-cache-ttl: must not be negative, got -1s"},
+		{[]string{"--authorization-webhook-cache-authorized-ttl", "-1s", "--authorization-webhook-cache-unauthorized-ttl", "-2s"},
+			"--authorization-webhook-cache-authorized-ttl: must not be negative, got -1s\n--authorization-webhook-cache-unauthorized-ttl: must not be negative, got -2s"},
+		{[]string{"--tls-private-key-file", kc}, "--tls-private-key-file: needs --tls-cert-file, the certificate of the key"},
+		{[]string{"--tls-cert-file", kc}, "--tls-cert-file: needs --tls-private-key-file, the key of the certificate"},
 		// Flags of the HTTPS port, which is off: they would do nothing.
 		{[]string{"--secure-port", "0", "--tls-min-version", "VersionTLS13"}, "--tls-min-version: only with the HTTPS port on, and --secure-port=0 turns it off"},
 		{[]string{"--secure-port=0", "--bind-address", "10.0.0.1", "--client-ca-file", kc}, "--bind-address, --client-ca-file: only with the HTTPS port on"},
