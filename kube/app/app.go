@@ -289,7 +289,7 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	live := &liveState{queue: queues, cache: c, pods: pods.GetStore(),
 		namespaces: factory.Core().V1().Namespaces().Informer().GetStore(), groups: storeOf(podGroups),
 		objects: forecastStores(others), claims: claimTracker(fw.Framework(), others),
-		templates:     templateInformer(cs.sched, others, log),
+		templates: templateInformer(cs.sched, others, log), budgets: preempt.Budgets,
 		schedulerName: o.SchedulerName, clock: o.Clock}
 	fc := newForecaster(o, live, o.Clock)
 	fc.busy = func() bool { return queues.Counts().Active > 0 }

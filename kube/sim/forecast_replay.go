@@ -167,6 +167,7 @@ func (r *Replay) State() *ForecastState {
 	for _, k := range sortedKeys(s.obj.byKey) {
 		st.Objects = append(st.Objects, s.obj.byKey[k])
 	}
+	st.Budgets = slices.Clip(s.x.budgets)
 	st.Pending = r.pendingOrder(unbound)
 	st.PodGroups = r.podGroups(unbound)
 	for i := len(r.arrived) - 1; i >= 0 && s.now.Sub(r.arrived[i].At) < r.Window; i-- {

@@ -53,6 +53,9 @@ type SnapshotSummary struct {
 	Terminal   int `json:"terminalPods"`
 	// Objects are the volumes, claims, classes and DRA objects it held.
 	Objects int `json:"objects,omitempty"`
+	// Budgets are its PodDisruptionBudgets, which preemption respects
+	// where it can.
+	Budgets int `json:"podDisruptionBudgets,omitempty"`
 }
 
 // snapshotObjects is what the snapshot's files hold, in file order.
@@ -60,6 +63,7 @@ type snapshotObjects struct {
 	nodes      []*v1.Node
 	pods       []*v1.Pod
 	namespaces []*v1.Namespace
+	budgets    []*policyv1.PodDisruptionBudget
 	// others are what only kube-scheduler's plugins read: volumes,
 	// claims, storage classes, CSI nodes and DRA's objects.
 	others []runtime.Object
@@ -176,7 +180,7 @@ func (o *snapshotObjects) add(dec runtime.Decoder, data []byte, where string) er
 				return fmt.Errorf("%s%sitems[%d]: %s: no metadata.name", where, describeObject(data), i, kindOf(item, gvk.Kind))
 			}
 			if !o.keep(item) {
-				return fmt.Errorf("%s%sitems[%d]: %s: %s", where, describeObject(data), i, kindOf(item, gvk.Kind)+" "+itemName(item), notKept(item, kindOf(item, gvk.Kind)))
+				return fmt.Errorf("%s%sitems[%d]: %s: %s", where, describeObject(data), i, kindOf(item, gvk.Kind)+" "+itemName(item), notKept(kindOf(item, gvk.Kind)))
 			}
 		}
 		return nil
@@ -185,7 +189,7 @@ func (o *snapshotObjects) add(dec runtime.Decoder, data []byte, where string) er
 		return fmt.Errorf("%s%sno metadata.name", where, cmpOr(describeObject(data), gvk.Kind+": "))
 	}
 	if !o.keep(obj) {
-		return fmt.Errorf("%s%s", where+describeObject(data), notKept(obj, gvk.Kind))
+		return fmt.Errorf("%s%s", where+describeObject(data), notKept(gvk.Kind))
 	}
 	return nil
 }
@@ -203,14 +207,8 @@ func itemName(obj runtime.Object) string {
 	return m.GetNamespace() + "/" + m.GetName()
 }
 
-// notKept says why a snapshot does not take obj, of kind: a
-// PodDisruptionBudget would be silently ignored by the simulator's
-// preemption, which is told of none, so it is refused as such; any other
-// kind is not one a snapshot holds.
-func notKept(obj runtime.Object, kind string) string {
-	if _, ok := obj.(*policyv1.PodDisruptionBudget); ok {
-		return "the simulator does not take PodDisruptionBudgets (its preemption would not respect them): leave them out of the snapshot (kubectl get nodes,pods -A -o yaml)"
-	}
+// notKept says why a snapshot does not take an object of kind.
+func notKept(kind string) string {
 	return fmt.Sprintf("kind %s is not in a snapshot (%s)", kind, snapshotKinds)
 }
 
@@ -242,6 +240,8 @@ func (o *snapshotObjects) keep(obj runtime.Object) bool {
 		o.pods = append(o.pods, x)
 	case *v1.Namespace:
 		o.namespaces = append(o.namespaces, x)
+	case *policyv1.PodDisruptionBudget:
+		o.budgets = append(o.budgets, x)
 	default:
 		if !isClusterObject(obj) {
 			return false
@@ -264,7 +264,7 @@ func namespaced(obj runtime.Object) bool {
 	return false
 }
 
-const snapshotKinds = "Node, Pod, Namespace, PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode, DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate, or a List of them"
+const snapshotKinds = "Node, Pod, Namespace, PodDisruptionBudget, PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode, DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate, or a List of them"
 
 // describeObject names an object by kind and name ("Pod default/web-0: "),
 // as far as its data can be read; "" if not at all.
@@ -432,6 +432,12 @@ func (s *sim) loadSnapshot(path string) error {
 			finished = append(finished, p)
 		}
 	}
+	for _, b := range objs.budgets {
+		if err := s.addBudget(b); err != nil {
+			return fmt.Errorf("snapshot %s: %w", path, err)
+		}
+		sum.Budgets++
+	}
 	if err := s.snapshotObjects(objs.others, uids, sum); err != nil {
 		return fmt.Errorf("snapshot %s: %w", path, err)
 	}
@@ -543,6 +549,9 @@ func (r *Report) writeSnapshot(p func(string, ...any)) {
 		objects := ""
 		if x.Objects > 0 {
 			objects = fmt.Sprintf("; %d volumes, claims, classes and DRA objects", x.Objects)
+		}
+		if x.Budgets > 0 {
+			objects += fmt.Sprintf("; %d PodDisruptionBudgets", x.Budgets)
 		}
 		p("snapshot         %s: %d nodes, %d bound pods (%d by other schedulers), %d pending, %d left to other schedulers, %d terminal left out%s",
 			x.Path, x.Nodes, x.Bound, x.BoundOther, x.Pending, x.LeftAlone, x.Terminal, objects)

@@ -50,11 +50,16 @@ func TestSnapshotMalformed(t *testing.T) {
 		{"unknown field", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nspec: {unschedulabel: true}\n", `unknown field "spec.unschedulabel"`},
 		{"unknown field in a list", "apiVersion: v1\nkind: List\nitems:\n- " + strings.ReplaceAll(node, "\n", "\n  ") + "bogus: 1\n", `items[0]: `},
 		{"other kind", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n", "kind Deployment is not in a snapshot"},
-		// A budget would not be respected by the simulator's preemption:
-		// refused as such, not as an unknown kind and not dropped.
-		{"budget", "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: db, namespace: shop}\nspec: {minAvailable: 1, selector: {matchLabels: {app: db}}}\n", "document 1: PodDisruptionBudget shop/db: the simulator does not take PodDisruptionBudgets (its preemption would not respect them)"},
-		{"budget in a typed list", "apiVersion: policy/v1\nkind: PodDisruptionBudgetList\nitems:\n- {metadata: {name: db, namespace: shop}, spec: {minAvailable: 1}}\n",
-			"items[0]: PodDisruptionBudget shop/db: the simulator does not take PodDisruptionBudgets"},
+		// Budgets the disruption controller could not read.
+		{"budget twice", "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: db, namespace: shop}\nspec: {minAvailable: 1, selector: {matchLabels: {app: db}}}\n---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: db, namespace: shop}\nspec: {minAvailable: 1, selector: {matchLabels: {app: db}}}\n", ": PodDisruptionBudget shop/db appears twice"},
+		{"budget with both bounds", "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: db}\nspec: {minAvailable: 1, maxUnavailable: 1}\n",
+			"PodDisruptionBudget default/db: spec: minAvailable and maxUnavailable are both set"},
+		{"budget percentage", "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: db}\nspec: {minAvailable: half}\n",
+			`PodDisruptionBudget default/db: spec.minAvailable: "half" is not a number of pods or a percentage`},
+		{"budget selector", "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: db}\nspec: {minAvailable: 1, selector: {matchExpressions: [{key: a, operator: Bogus}]}}\n",
+			`PodDisruptionBudget default/db: spec.selector: "Bogus" is not a valid`},
+		{"unknown kind in a typed list", "apiVersion: apps/v1\nkind: DeploymentList\nitems:\n- {metadata: {name: d, namespace: shop}}\n",
+			"items[0]: Deployment shop/d: kind Deployment is not in a snapshot"},
 		{"not yaml", "apiVersion: v1\nkind: [\n", "document 1"},
 		{"duplicate node", node + "---\n" + node, "node n1 appears twice"},
 		{"pending pod of a PodGroup", node + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {schedulingGroup: {podGroupName: train}, containers: [{name: c, image: x}]}\n",
