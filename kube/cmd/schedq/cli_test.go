@@ -306,6 +306,57 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+// TestVersionAlone: --version prints the version and runs nothing, so
+// an argument or another flag beside it, which it would ignore, is
+// refused, naming it, and nothing is printed.
+func TestVersionAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"an argument", []string{"--version", "extra"}, `unknown command "extra" for "schedq"`},
+		{"a flag of the run", []string{"simulate", "--version", "--scenario", "x.yaml"}, "--version: prints the version and runs nothing; not with --scenario"},
+		{"short, with flags", []string{"pending", "-v", "--limit", "5", "-o", "json"}, "--version: prints the version and runs nothing; not with --limit, --output"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := execute(tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || out != "" {
+				t.Errorf("out %q, err %v; want no output and an error containing %q", out, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestUnknownHelpTopicOrShell: help for a command that does not exist,
+// and completion for a shell it does not know, are errors, not a usage
+// page and success.
+func TestUnknownHelpTopicOrShell(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"help topic", []string{"help", "bogus"}, `help bogus: no such command (see schedq help)`},
+		{"help of an argument", []string{"help", "simulate", "bogus"}, `help simulate bogus: no such command (see schedq help)`},
+		{"completion shell", []string{"completion", "tcsh"}, `unknown command "tcsh" for "schedq completion"`},
+		{"completion without a shell", []string{"completion"}, "completion: name a shell: bash, fish, powershell or zsh"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := execute(tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || out != "" {
+				t.Errorf("out %q, err %v; want no output and an error containing %q", out, err, tc.want)
+			}
+		})
+	}
+	if out, err := execute("help", "simulate"); err != nil || !strings.Contains(out, "schedq simulate [flags]") {
+		t.Errorf("help simulate: %q, %v", out, err)
+	}
+	if out, err := execute("completion", "bash"); err != nil || !strings.Contains(out, "bash completion") {
+		t.Errorf("completion bash: %.100q, %v", out, err)
+	}
+}
+
 func TestVersionString(t *testing.T) {
 	release := &debug.BuildInfo{
 		GoVersion: "go1.26.8",

@@ -77,8 +77,44 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		// print them on stdout, before the results.
 		c.Flags().SetOutput(stderr)
 	}
+	root.SetHelpCommand(helpCmd())
+	strictCompletion(root)
 	setVersion(root, version(debug.ReadBuildInfo()))
 	return root
+}
+
+// helpCmd is `schedq help [command]`: cobra's prints the usage and
+// succeeds for a command that does not exist; this one fails, naming it.
+func helpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || len(rest) > 0 {
+				return fmt.Errorf("help %s: no such command (see schedq help)", strings.Join(args, " "))
+			}
+			return cmd.Help()
+		},
+	}
+}
+
+// strictCompletion adds cobra's completion command, failing for a shell
+// it does not know or none, where cobra's prints its usage and succeeds.
+func strictCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	c, _, err := root.Find([]string{"completion"})
+	if err != nil || c == root {
+		return
+	}
+	var shells []string
+	for _, sub := range c.Commands() {
+		shells = append(shells, sub.Name())
+	}
+	c.Args = cobra.NoArgs
+	c.RunE = func(*cobra.Command, []string) error {
+		return fmt.Errorf("completion: name a shell: %s", orList(shells))
+	}
 }
 
 func schedulerCmd(stderr io.Writer) *cobra.Command {
