@@ -64,6 +64,9 @@ activeDeadlineSeconds, or the runtimes of finished pods of its kind
 				return fmt.Errorf("--history-tail: %w", err)
 			}
 			add, err := readWhatIf(file, cmd.InOrStdin())
+			if err == nil {
+				err = add.Validate() // before the replay, which may be long
+			}
 			if err != nil {
 				return fmt.Errorf("-f %s: %w", file, err)
 			}

@@ -83,6 +83,15 @@ func TestWhatIfBadInput(t *testing.T) {
 		{"trace speed without a trace", urgentPod, []string{"--snapshot", badSnap, "--trace-speed", "2"}, "--trace-speed 2: there is no trace to speed up"},
 		{"gpu model without a trace", urgentPod, []string{"--snapshot", badSnap, "--gpu-model", "device"}, "--gpu-model: there is no trace"},
 		{"gpu model unknown", urgentPod, []string{"--snapshot", badSnap, "--trace", "../../sim/testdata/alibaba", "--gpu-model", "cards"}, `--gpu-model: scheduler.gpuModel: "cards" is not device, capacity or dra`},
+		// What needs no state is checked before the replay.
+		{"other scheduler before the replay", strings.Replace(urgentPod, "spec:\n", "spec:\n  schedulerName: other\n", 1), []string{"--snapshot", badSnap},
+			`pod default/urgent: schedulerName "other" is not one of the scheduler's profiles`},
+		{"bound pod before the replay", strings.Replace(urgentPod, "spec:\n", "spec:\n  nodeName: n1\n", 1), []string{"--snapshot", badSnap},
+			"pod default/urgent: names node n1; a what-if pod is one not yet scheduled"},
+		{"runtime before the replay", strings.Replace(urgentPod, "{name: urgent}", "{name: urgent, annotations: {schedq.io/expected-runtime: soon}}", 1), []string{"--snapshot", badSnap},
+			"pod default/urgent: "},
+		{"one pod twice before the replay", urgentPod + "---\n" + urgentPod, []string{"--snapshot", badSnap}, "pod default/urgent: a pod of that name exists already"},
+		{"pod without a name before the replay", strings.Replace(urgentPod, "{name: urgent}", "{labels: {a: b}}", 1), []string{"--snapshot", badSnap}, "pod 1: no name"},
 		{"other scheduler", strings.Replace(urgentPod, "spec:\n", "spec:\n  schedulerName: other\n", 1), nil,
 			`m.yaml: pod default/urgent: schedulerName "other" is not one of the scheduler's profiles ("schedq", "default-scheduler")`},
 	} {
