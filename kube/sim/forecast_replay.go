@@ -58,7 +58,8 @@ func (r *Replay) observe(op Op) {
 func (r *Replay) Epoch() time.Time { return epoch }
 
 // At calls fn with the state at virtual time t, once the events planned
-// for t have happened and before the scheduler's next attempt.
+// for t have happened and before the scheduler's next attempt, when a
+// later Until or Run reaches t: never for a t past End.
 func (r *Replay) At(t time.Duration, fn func(*ForecastState)) {
 	r.s.at(epoch.Add(t), func() { fn(r.State()) })
 }
