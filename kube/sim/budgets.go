@@ -46,15 +46,25 @@ func (s *sim) addBudget(b *policyv1.PodDisruptionBudget) error {
 // budgetsNow returns the budgets with the status the disruption
 // controller would give them now (budgetStatus), for DefaultPreemption:
 // a victim costs one of its budgets' disruptionsAllowed. Nil without
-// budgets. O(budgets × pods).
+// budgets. O(pods + budgets × pods of their namespaces), once per
+// preemption.
 func (s *sim) budgetsNow() []*policyv1.PodDisruptionBudget {
 	if len(s.x.budgets) == 0 {
 		return nil
 	}
+	inNS := map[string][]*v1.Pod{}
+	for _, b := range s.x.budgets {
+		inNS[b.Namespace] = nil
+	}
+	for _, p := range s.cl.pods {
+		if pods, ok := inNS[p.Namespace]; ok {
+			inNS[p.Namespace] = append(pods, p)
+		}
+	}
 	out := make([]*policyv1.PodDisruptionBudget, len(s.x.budgets))
 	for i, b := range s.x.budgets {
 		c := b.DeepCopy()
-		c.Status = budgetStatus(b, s.cl.pods)
+		c.Status = budgetStatus(b, inNS[b.Namespace])
 		out[i] = c
 	}
 	return out
@@ -65,8 +75,8 @@ func (s *sim) budgetsNow() []*policyv1.PodDisruptionBudget {
 // namespace (an empty selector selects none, as preemption reads it),
 // the healthy ones those bound and not terminating. The simulator has
 // no workload controllers, so a percentage and maxUnavailable are taken
-// of the pods selected, not of a controller's scale.
-func budgetStatus[K comparable](b *policyv1.PodDisruptionBudget, pods map[K]*v1.Pod) policyv1.PodDisruptionBudgetStatus {
+// of the pods selected, not of a controller's scale. O(pods).
+func budgetStatus(b *policyv1.PodDisruptionBudget, pods []*v1.Pod) policyv1.PodDisruptionBudgetStatus {
 	var expected, healthy int32
 	if sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector); err == nil && !sel.Empty() {
 		for _, p := range pods {

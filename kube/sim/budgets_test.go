@@ -74,13 +74,10 @@ func TestBudgetStatus(t *testing.T) {
 		}
 		return p
 	}
-	pods := map[string]*v1.Pod{}
-	for _, p := range []*v1.Pod{
+	pods := []*v1.Pod{
 		pod("a", "shop", "db", "n1", false), pod("b", "shop", "db", "n2", false), pod("c", "shop", "db", "n3", false),
 		pod("d", "shop", "db", "n3", true), pod("e", "shop", "db", "", false), // terminating, pending: expected, not healthy
 		pod("f", "other", "db", "n1", false), pod("g", "shop", "web", "n1", false), // not selected
-	} {
-		pods[p.Name] = p
 	}
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}
 	n, pct := intstr.FromInt32(2), intstr.FromString("50%")
