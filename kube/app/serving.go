@@ -113,8 +113,20 @@ func (o *ServingOptions) validate() []error {
 }
 
 // certKey checks that --tls-cert-file and --tls-private-key-file come
-// together and load as a pair.
+// together and load as a pair, and are not given with --cert-dir, which
+// they make ignored.
 func (o *ServingOptions) certKey() []error {
+	ck := o.Secure.ServerCert.CertKey
+	var errs []error
+	if o.Secure.ServerCert.CertDirectory != "" && (ck.CertFile != "" || ck.KeyFile != "") {
+		errs = append(errs, errors.New("--cert-dir: not with --tls-cert-file and --tls-private-key-file, which give the certificate: it would be ignored"))
+	}
+	return append(errs, o.certKeyPair()...)
+}
+
+// certKeyPair checks that --tls-cert-file and --tls-private-key-file
+// come together and load as a pair.
+func (o *ServingOptions) certKeyPair() []error {
 	ck := o.Secure.ServerCert.CertKey
 	switch {
 	case ck.CertFile == "" && ck.KeyFile == "":

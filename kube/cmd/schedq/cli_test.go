@@ -115,6 +115,7 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 			"--authorization-webhook-cache-authorized-ttl: must not be negative, got -1s\n--authorization-webhook-cache-unauthorized-ttl: must not be negative, got -2s"},
 		{[]string{"--tls-private-key-file", kc}, "--tls-private-key-file: needs --tls-cert-file, the certificate of the key"},
 		{[]string{"--tls-cert-file", kc}, "--tls-cert-file: needs --tls-private-key-file, the key of the certificate"},
+		{[]string{"--cert-dir", missing, "--tls-cert-file", kc, "--tls-private-key-file", kc}, "--cert-dir: not with --tls-cert-file and --tls-private-key-file, which give the certificate: it would be ignored"},
 		// Flags of the HTTPS port, which is off: they would do nothing.
 		{[]string{"--secure-port", "0", "--tls-min-version", "VersionTLS13"}, "--tls-min-version: only with the HTTPS port on, and --secure-port=0 turns it off"},
 		{[]string{"--secure-port=0", "--bind-address", "10.0.0.1", "--client-ca-file", kc}, "--bind-address, --client-ca-file: only with the HTTPS port on"},
