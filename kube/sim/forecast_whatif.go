@@ -56,7 +56,7 @@ func ParseWhatIf(data []byte) (*WhatIfInput, error) {
 	add = func(doc []byte, where string) error {
 		obj, gvk, err := dec.Decode(doc, nil, nil)
 		if err != nil {
-			return fmt.Errorf("%s%s", where+describeObject(doc), decodeError(err, whatIfWanted))
+			return fmt.Errorf("%s%s", where+describeObject(doc), decodeError(err, whatIfWanted, doc))
 		}
 		switch x := obj.(type) {
 		case *v1.List:

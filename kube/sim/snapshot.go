@@ -18,6 +18,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -158,7 +159,7 @@ func isComment(doc []byte) bool {
 func (o *snapshotObjects) add(dec runtime.Decoder, data []byte, where string) error {
 	obj, gvk, err := dec.Decode(data, nil, nil)
 	if err != nil {
-		return fmt.Errorf("%s%s", where+describeObject(data), decodeError(err, snapshotWanted))
+		return fmt.Errorf("%s%s", where+describeObject(data), decodeError(err, snapshotWanted, data))
 	}
 	if x, ok := obj.(*v1.List); ok {
 		for i, item := range x.Items {
@@ -290,9 +291,15 @@ func describeObject(data []byte) string {
 const maxErrorText = 200
 
 // decodeError rewrites the decoder's errors for people: without the
-// scheme's Go source location, and never longer than maxErrorText. want
-// says which kinds the file may hold.
-func decodeError(err error, want kindsWanted) string {
+// scheme's Go source location, never longer than maxErrorText, and for a
+// quantity that is not one, naming its field in data. want says which
+// kinds the file may hold.
+func decodeError(err error, want kindsWanted, data []byte) string {
+	if strings.Contains(err.Error(), resource.ErrFormatWrong.Error()) {
+		if where := badQuantity(data); where != "" {
+			return where
+		}
+	}
 	switch {
 	case runtime.IsNotRegisteredError(err):
 		return "this kind is not " + want.place + " (" + want.kinds + ")"
@@ -306,6 +313,48 @@ func decodeError(err error, want kindsWanted) string {
 		msg = msg[:maxErrorText] + "…"
 	}
 	return msg
+}
+
+// resourceLists are the fields whose values are quantities by name.
+var resourceLists = []string{"allocatable", "capacity", "limits", "overhead", "requests"}
+
+// badQuantity finds, in an object as YAML or JSON, the first quantity of
+// a resource list (requests, limits, overhead, capacity, allocatable)
+// that does not parse, and names it: "spec.containers[1].resources.
+// requests.cpu: \"lots\" is not a quantity". Empty if it finds none.
+func badQuantity(data []byte) string {
+	var v any
+	if yaml.Unmarshal(data, &v) != nil {
+		return ""
+	}
+	return badQuantityIn(v, "")
+}
+
+func badQuantityIn(v any, path string) string {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			at := strings.TrimPrefix(path+"."+k, ".")
+			if l, ok := x[k].(map[string]any); ok && slices.Contains(resourceLists, k) {
+				for _, name := range slices.Sorted(maps.Keys(l)) {
+					q := fmt.Sprint(l[name])
+					if _, err := resource.ParseQuantity(q); err != nil {
+						return fmt.Sprintf("%s.%s: %q is not a quantity", at, name, q)
+					}
+				}
+			}
+			if found := badQuantityIn(x[k], at); found != "" {
+				return found
+			}
+		}
+	case []any:
+		for i, item := range x {
+			if found := badQuantityIn(item, fmt.Sprintf("%s[%d]", path, i)); found != "" {
+				return found
+			}
+		}
+	}
+	return ""
 }
 
 // kindsWanted names, for decodeError, the kinds a file may hold: where

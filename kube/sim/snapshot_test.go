@@ -51,6 +51,10 @@ func TestSnapshotMalformed(t *testing.T) {
 		{"unknown field in a list", "apiVersion: v1\nkind: List\nitems:\n- " + strings.ReplaceAll(node, "\n", "\n  ") + "bogus: 1\n", `items[0]: `},
 		{"other kind", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n", "kind Deployment is not in a snapshot"},
 		// Budgets the disruption controller could not read.
+		{"quantity not a quantity", "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, image: x}, {name: d, image: x, resources: {requests: {cpu: lots}}}]}}\n",
+			`document 1: items[0]: Pod p: spec.containers[1].resources.requests.cpu: "lots" is not a quantity`},
+		{"node capacity not a quantity", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {capacity: {memory: 4 gigs}}\n",
+			`document 1: Node n1: status.capacity.memory: "4 gigs" is not a quantity`},
 		{"budget twice", "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: db, namespace: shop}\nspec: {minAvailable: 1, selector: {matchLabels: {app: db}}}\n---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: db, namespace: shop}\nspec: {minAvailable: 1, selector: {matchLabels: {app: db}}}\n", ": PodDisruptionBudget shop/db appears twice"},
 		{"budget with both bounds", "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: db}\nspec: {minAvailable: 1, maxUnavailable: 1}\n",
 			"PodDisruptionBudget default/db: spec: minAvailable and maxUnavailable are both set"},

@@ -68,6 +68,7 @@ func TestWhatIfBadInput(t *testing.T) {
 		// message quoting the whole document.
 		{"no kind", "name: s\nduration: 1m\nnodes: [{name: " + strings.Repeat("n", 300) + "}]\n", nil, "m.yaml: document 1: no kind field (want Pod or PodGroup)"},
 		{"unregistered kind", "apiVersion: v1\nkind: Nonsense\nmetadata: {name: x}\n", nil, "m.yaml: document 1: Nonsense x: this kind is not one a what-if adds (Pod or PodGroup)"},
+		{"request not a quantity", strings.Replace(urgentPod, `cpu: "1"`, "cpu: one", 1), nil, `m.yaml: document 1: Pod urgent: spec.containers[0].resources.requests.cpu: "one" is not a quantity`},
 		{"no apiVersion", "kind: Pod\nmetadata: {name: p}\n", nil, "m.yaml: document 1: Pod p: no apiVersion field"},
 		{"missing namespace", strings.Replace(urgentPod, "{name: urgent}", "{name: urgent, namespace: nowhere}", 1), nil, `m.yaml: pod nowhere/urgent: namespace "nowhere" does not exist`},
 		{"horizon", urgentPod, []string{"--horizon", "0s"}, "--horizon: must be more than 0 and at most 720h0m0s, got 0s"},
