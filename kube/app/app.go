@@ -292,7 +292,7 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	live := &liveState{queue: queues, cache: c, pods: pods.GetStore(),
 		namespaces: factory.Core().V1().Namespaces().Informer().GetStore(), groups: storeOf(podGroups),
 		objects: forecastStores(others), claims: claimTracker(fw.Framework(), others),
-		templates:     templateInformer(cs.sched, others, log),
+		templates: templateInformer(cs.sched, others, log), budgets: preempt.Budgets,
 		schedulerName: o.SchedulerName, clock: o.Clock}
 	fc := newForecaster(o, live, o.Clock)
 	fc.busy = func() bool { return queues.Counts().Active > 0 }
@@ -399,4 +399,7 @@ type queueView interface {
 	Explain(key types.NamespacedName) (schedq.Explanation[types.NamespacedName], error)
 	// Pending lists the pods in the order they wait.
 	Pending(o schedq.PendingOptions[*v1.Pod]) schedq.PendingPage[types.NamespacedName]
+	// Tenants reports the queue's tenants; nil without fair sharing,
+	// which is how the listing knows whether ?tenant= means anything.
+	Tenants() []schedq.TenantStats
 }

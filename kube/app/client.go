@@ -95,7 +95,9 @@ func oneLine(msg string) bool {
 
 // CheckAddress refuses, before any connection, a scheduler address that
 // Explain and Pending could not ask: empty, not a URL, a scheme other than
-// http or https, or no host.
+// http or https, no host, or a user and password, a query or a fragment,
+// which the request's path and query appended to it would break (the
+// first is refused without echoing the address, which holds a password).
 func CheckAddress(address string) error {
 	u, err := url.Parse(baseURL(address))
 	switch {
@@ -103,10 +105,16 @@ func CheckAddress(address string) error {
 		return errors.New("--address: empty; give the scheduler's host:port or URL")
 	case err != nil:
 		return fmt.Errorf("--address %q: not host:port nor a URL", address)
+	case u.User != nil:
+		return errors.New("--address: a user and password have no place in it; give --token")
 	case u.Scheme != "http" && u.Scheme != "https":
 		return fmt.Errorf("--address %q: the scheme must be http or https, not %s", address, u.Scheme)
 	case u.Host == "":
 		return fmt.Errorf("--address %q: no host", address)
+	case u.RawQuery != "" || u.ForceQuery:
+		return fmt.Errorf("--address %q: a query (?%s) has no place in it", address, u.RawQuery)
+	case u.Fragment != "":
+		return fmt.Errorf("--address %q: a fragment (#%s) has no place in it", address, u.Fragment)
 	}
 	return nil
 }

@@ -96,12 +96,19 @@ func wantsPending(r *http.Request) bool {
 
 // pendingOptions reads the listing's filter and page from a request:
 // ?namespace= (a namespace name: an empty one would list them all),
-// ?tenant=, ?offset=, ?limit=.
-func pendingOptions(r *http.Request) (schedq.PendingOptions[*v1.Pod], error) {
+// ?tenant= (only if fair is set, see tenantFilter), ?offset=, ?limit=.
+func pendingOptions(r *http.Request, fair bool) (schedq.PendingOptions[*v1.Pod], error) {
 	q := r.URL.Query()
-	o := schedq.PendingOptions[*v1.Pod]{Tenant: q.Get("tenant"), Limit: DefaultQueuePageLimit}
+	o := schedq.PendingOptions[*v1.Pod]{Limit: DefaultQueuePageLimit}
 	if v := q.Get("order"); v != "" && v != "pop" {
 		return o, fmt.Errorf("order %q: the only order is pop", v)
+	}
+	if q.Has("tenant") {
+		t, err := tenantFilter(q.Get("tenant"), fair)
+		if err != nil {
+			return o, err
+		}
+		o.Tenant = t
 	}
 	if q.Has("namespace") {
 		ns := q.Get("namespace")
@@ -127,6 +134,21 @@ func pendingOptions(r *http.Request) (schedq.PendingOptions[*v1.Pod], error) {
 	return o, nil
 }
 
+// tenantFilter checks the value of ?tenant=. A tenant exists only under
+// fair sharing, where it is the pod's namespace: without it no pod has
+// one, and a filter by tenant would answer an empty listing that reads as
+// "nothing of that tenant waits". Under it, an empty tenant would list
+// every pod.
+func tenantFilter(t string, fair bool) (string, error) {
+	if !fair {
+		return "", fmt.Errorf("tenant=: tenants exist only with fair sharing on (--fair-namespaces); filter by namespace= instead")
+	}
+	if msgs := validation.IsDNS1123Label(t); len(msgs) > 0 {
+		return "", fmt.Errorf("tenant %q: not a namespace name (under --fair-namespaces the tenant is the namespace): %s", t, msgs[0])
+	}
+	return t, nil
+}
+
 // servePending serves /debug/queue?order=pop: one page of the pending
 // pods in the order they wait, each with its reason.
 func servePending(w http.ResponseWriter, r *http.Request, q queueView, fc *forecaster) {
@@ -134,7 +156,8 @@ func servePending(w http.ResponseWriter, r *http.Request, q queueView, fc *forec
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	o, err := pendingOptions(r)
+	fair := r.URL.Query().Has("tenant") && q.Tenants() != nil
+	o, err := pendingOptions(r, fair)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return

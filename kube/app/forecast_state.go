@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -64,6 +65,9 @@ type liveState struct {
 	// which may wait minutes for a volume). Nil without DRA; then objects
 	// hold the claims, if any.
 	claims claimLister
+	// budgets lists the PodDisruptionBudgets (the preemption's lister,
+	// PreemptionOptions.Budgets): sim.ForecastState.Budgets. Nil: none.
+	budgets func() []*policyv1.PodDisruptionBudget
 	// templates lists the ResourceClaimTemplates (templateInformer); nil
 	// without DRA. Until it has synced, the state says it has none
 	// (sim.ForecastState.TemplatesUnlisted).
@@ -105,6 +109,9 @@ func (l *liveState) copy() (*sim.ForecastState, CopyStats) {
 	}
 	slices.SortFunc(st.Namespaces, func(a, b *v1.Namespace) int { return compareKeys(a.Name, b.Name) })
 	st.Objects = l.copyObjects()
+	if l.budgets != nil {
+		st.Budgets = l.budgets()
+	}
 	if l.claims != nil {
 		claims := listClaims(l.claims)
 		st.Objects = append(st.Objects, claims...)

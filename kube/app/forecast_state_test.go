@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 )
@@ -47,5 +49,19 @@ func TestLiveStateCopyOfPodBoundMeanwhile(t *testing.T) {
 	}
 	if err := checkCopy(st, map[types.UID]string{p.UID: "default/p"}, oursIn(l.pods)); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestLiveStateCopiesBudgets: the state a live forecast starts from
+// carries the PodDisruptionBudgets its preemption respects, so that a
+// forecast's or a what-if's preemption spares the same pods.
+func TestLiveStateCopiesBudgets(t *testing.T) {
+	l := newLiveCluster(t, 1)
+	b := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"}}
+	ls := &liveState{queue: l.queue, cache: l.cache, pods: l.pods, namespaces: l.nss, groups: l.groups,
+		objects: []cache.Store{l.objs}, schedulerName: "schedq", clock: l.clk,
+		budgets: func() []*policyv1.PodDisruptionBudget { return []*policyv1.PodDisruptionBudget{b} }}
+	if st, _ := ls.copy(); len(st.Budgets) != 1 || st.Budgets[0] != b {
+		t.Errorf("budgets %v, want db", st.Budgets)
 	}
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"time"
@@ -50,6 +51,8 @@ func (o *Options) Validate() error {
 	}
 	if !(o.QPS > 0) {
 		bad("kube-api-qps", "must be more than 0, got %v", o.QPS)
+	} else if math.IsInf(float64(o.QPS), 1) {
+		bad("kube-api-qps", "must be a finite number, got %v", o.QPS)
 	}
 	if o.Burst <= 0 {
 		bad("kube-api-burst", "must be more than 0, got %d", o.Burst)

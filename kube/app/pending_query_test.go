@@ -55,3 +55,32 @@ func TestPendingOffsetPastTheEnd(t *testing.T) {
 		t.Errorf("the last item: HTTP %d %q", code, body)
 	}
 }
+
+// TestPendingTenantNeedsFairness: a tenant exists only under fair sharing
+// (--fair-namespaces makes it the pod's namespace); without it no pod
+// has one, so ?tenant= is a 400 that says so and points at namespace=,
+// not an empty 200 that reads as "nothing of that tenant waits". Under
+// fairness an empty tenant is a 400 too, not a listing of every pod.
+func TestPendingTenantNeedsFairness(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		q     queueView
+		query string
+		code  int
+		has   string
+	}{
+		{"fairness off", newTestQueue(t, 1), "?tenant=default", 400, "tenant=: tenants exist only with fair sharing on (--fair-namespaces); filter by namespace= instead"},
+		{"fairness off, with order", newTestQueue(t, 1), "?order=pop&tenant=default", 400, "--fair-namespaces"},
+		{"fairness on", fairQueue(t), "?tenant=team-b&format=text", 200, "team-b/b1"},
+		{"fairness on, empty", fairQueue(t), "?tenant=", 400, `tenant "": not a namespace name`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := Handler(testRegistry(), tc.q, func() (bool, string) { return true, "ok" }, nil)
+			rr := httptest.NewRecorder()
+			h.ServeHTTP(rr, httptest.NewRequest(http.MethodGet, "/debug/queue"+tc.query, nil))
+			if rr.Code != tc.code || !strings.Contains(rr.Body.String(), tc.has) {
+				t.Errorf("HTTP %d %q, want %d with %q", rr.Code, rr.Body.String(), tc.code, tc.has)
+			}
+		})
+	}
+}

@@ -24,6 +24,7 @@ import (
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
 	apiserveroptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/kubernetes/scheme"
+	cliflag "k8s.io/component-base/cli/flag"
 	netutils "k8s.io/utils/net"
 )
 
@@ -87,11 +88,9 @@ func (o *ServingOptions) validate() []error {
 	} else {
 		errs = append(errs, o.Secure.Validate()...)
 	}
-	if ck := o.Secure.ServerCert.CertKey; ck.CertFile != "" || ck.KeyFile != "" {
-		if _, err := tls.LoadX509KeyPair(ck.CertFile, ck.KeyFile); err != nil {
-			errs = append(errs, fmt.Errorf("--tls-cert-file %q, --tls-private-key-file %q: %w", ck.CertFile, ck.KeyFile, err))
-		}
-	}
+	errs = append(errs, o.tlsSettings()...)
+	errs = append(errs, o.certKey()...)
+	errs = append(errs, o.limits()...)
 	files := map[string]string{} // flag: file
 	if a := o.Authentication; a != nil {
 		errs = append(errs, a.Validate()...)
@@ -108,6 +107,82 @@ func (o *ServingOptions) validate() []error {
 		}
 		if _, err := os.Stat(files[flag]); err != nil {
 			errs = append(errs, fmt.Errorf("--%s: %w", flag, err))
+		}
+	}
+	return errs
+}
+
+// certKey checks that --tls-cert-file and --tls-private-key-file come
+// together and load as a pair, and are not given with --cert-dir, which
+// they make ignored.
+func (o *ServingOptions) certKey() []error {
+	ck := o.Secure.ServerCert.CertKey
+	var errs []error
+	if o.Secure.ServerCert.CertDirectory != "" && (ck.CertFile != "" || ck.KeyFile != "") {
+		errs = append(errs, errors.New("--cert-dir: not with --tls-cert-file and --tls-private-key-file, which give the certificate: it would be ignored"))
+	}
+	return append(errs, o.certKeyPair()...)
+}
+
+// certKeyPair checks that --tls-cert-file and --tls-private-key-file
+// come together and load as a pair.
+func (o *ServingOptions) certKeyPair() []error {
+	ck := o.Secure.ServerCert.CertKey
+	switch {
+	case ck.CertFile == "" && ck.KeyFile == "":
+		return nil
+	case ck.CertFile == "":
+		return []error{errors.New("--tls-private-key-file: needs --tls-cert-file, the certificate of the key")}
+	case ck.KeyFile == "":
+		return []error{errors.New("--tls-cert-file: needs --tls-private-key-file, the key of the certificate")}
+	}
+	if _, err := tls.LoadX509KeyPair(ck.CertFile, ck.KeyFile); err != nil {
+		return []error{fmt.Errorf("--tls-cert-file %q, --tls-private-key-file %q: %w", ck.CertFile, ck.KeyFile, err)}
+	}
+	return nil
+}
+
+// limits refuses the negative numbers that k8s.io/apiserver's options
+// take without a check: a stream limit, and the webhook caches' TTLs.
+func (o *ServingOptions) limits() []error {
+	var errs []error
+	if n := o.Secure.HTTP2MaxStreamsPerConnection; n < 0 {
+		errs = append(errs, fmt.Errorf("--http2-max-streams-per-connection: must not be negative, got %d (0: Go's default)", n))
+	}
+	ttls := map[string]time.Duration{} // flag: TTL
+	if a := o.Authentication; a != nil {
+		ttls["authentication-token-webhook-cache-ttl"] = a.CacheTTL
+	}
+	if a := o.Authorization; a != nil {
+		ttls["authorization-webhook-cache-authorized-ttl"] = a.AllowCacheTTL
+		ttls["authorization-webhook-cache-unauthorized-ttl"] = a.DenyCacheTTL
+	}
+	for _, flag := range slices.Sorted(maps.Keys(ttls)) {
+		if d := ttls[flag]; d < 0 {
+			errs = append(errs, fmt.Errorf("--%s: must not be negative, got %v", flag, d))
+		}
+	}
+	return errs
+}
+
+// tlsSettings checks the TLS flags that the HTTPS port would otherwise
+// read only when it starts, after the API server was contacted: the
+// minimum version, the cipher suites, the curves, and that each SNI
+// certificate loads with its key.
+func (o *ServingOptions) tlsSettings() []error {
+	var errs []error
+	if _, err := cliflag.TLSVersion(o.Secure.MinTLSVersion); err != nil {
+		errs = append(errs, fmt.Errorf("--tls-min-version: %w", err))
+	}
+	if _, err := cliflag.TLSCipherSuites(o.Secure.CipherSuites); err != nil {
+		errs = append(errs, fmt.Errorf("--tls-cipher-suites: %w", err))
+	}
+	if _, err := cliflag.TLSCurvePreferences(o.Secure.CurvePreferences); err != nil {
+		errs = append(errs, fmt.Errorf("--tls-curve-preferences: %w", err))
+	}
+	for _, k := range o.Secure.SNICertKeys {
+		if _, err := tls.LoadX509KeyPair(k.CertFile, k.KeyFile); err != nil {
+			errs = append(errs, fmt.Errorf("--tls-sni-cert-key %s,%s: %w", k.CertFile, k.KeyFile, err))
 		}
 	}
 	return errs

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,6 +36,10 @@ type ForecastState struct {
 	// could never start in the forecast, and the devices running pods
 	// hold would count as free.
 	Objects []runtime.Object
+	// Budgets are the PodDisruptionBudgets that preemption respects where
+	// it can (their status is computed in the forecast, as the disruption
+	// controller would); a replay's come from its snapshot.
+	Budgets []*policyv1.PodDisruptionBudget
 	// TemplatesUnlisted says Objects may lack ResourceClaimTemplates: the
 	// live scheduler has not listed them (its role may not grant it). A
 	// what-if pod that claims from a template is then refused, since its

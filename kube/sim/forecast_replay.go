@@ -22,6 +22,8 @@ type Replay struct {
 	arrived []Arrival
 	// Window is how far back Recent reaches (default one hour).
 	Window time.Duration
+	// end is the run's last instant, which Until moves s.end short of.
+	end time.Time
 }
 
 // NewReplay prepares a run of sc.
@@ -31,8 +33,18 @@ func NewReplay(sc *Scenario) (*Replay, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.s = s
+	r.s, r.end = s, s.end
 	return r, nil
+}
+
+// End returns the replay's last virtual instant and, for a message, what
+// sets it: the scenario's duration, else its trace's last pod end, else
+// the default duration (15m). See Scenario.KnownEnd.
+func (r *Replay) End() (time.Duration, string) {
+	if _, why, ok := r.s.sc.KnownEnd(); ok {
+		return r.end.Sub(epoch), why
+	}
+	return r.end.Sub(epoch), "the trace's last pod end"
 }
 
 func (r *Replay) observe(op Op) {
@@ -46,14 +58,15 @@ func (r *Replay) observe(op Op) {
 func (r *Replay) Epoch() time.Time { return epoch }
 
 // At calls fn with the state at virtual time t, once the events planned
-// for t have happened and before the scheduler's next attempt.
+// for t have happened and before the scheduler's next attempt, when a
+// later Until or Run reaches t: never for a t past End.
 func (r *Replay) At(t time.Duration, fn func(*ForecastState)) {
 	r.s.at(epoch.Add(t), func() { fn(r.State()) })
 }
 
 // Until runs the replay to virtual time t (or its end, if sooner).
 func (r *Replay) Until(t time.Duration) error {
-	r.s.end = epoch.Add(t)
+	r.s.end = earliest(r.end, epoch.Add(t))
 	if err := r.s.loop(); err != nil {
 		return err
 	}
@@ -155,6 +168,7 @@ func (r *Replay) State() *ForecastState {
 	for _, k := range sortedKeys(s.obj.byKey) {
 		st.Objects = append(st.Objects, s.obj.byKey[k])
 	}
+	st.Budgets = slices.Clip(s.x.budgets)
 	st.Pending = r.pendingOrder(unbound)
 	st.PodGroups = r.podGroups(unbound)
 	for i := len(r.arrived) - 1; i >= 0 && s.now.Sub(r.arrived[i].At) < r.Window; i-- {

@@ -46,3 +46,42 @@ func TestReplayStateWindowIsWhatWasSeen(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayEndsAtTheScenariosEnd: End names the replay's last instant
+// and what sets it, and Until past it stops there, as its comment says,
+// instead of running the scenario on past its duration (a state the
+// scenario does not describe, stamped with the time asked).
+func TestReplayEndsAtTheScenariosEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		yaml    string
+		until   time.Duration
+		end     time.Duration
+		because string
+	}{
+		{name: "its duration", yaml: smallArrival + "duration: 90s\n", until: 2 * time.Minute, end: 90 * time.Second, because: "the scenario's duration"},
+		{name: "the default", yaml: smallArrival, until: time.Hour, end: 15 * time.Minute, because: "the default duration"},
+		{name: "before the end", yaml: smallArrival + "duration: 90s\n", until: 80 * time.Second, end: 90 * time.Second, because: "the scenario's duration"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, err := Parse([]byte(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rp, err := NewReplay(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			end, why := rp.End()
+			if end != tc.end || !strings.Contains(why, tc.because) {
+				t.Errorf("End: %v, %q; want %v, %q", end, why, tc.end, tc.because)
+			}
+			if err := rp.Until(tc.until); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := rp.State().Now.Sub(rp.Epoch()), min(tc.until, tc.end); got != want {
+				t.Errorf("state at %v after Until(%v), want %v", got, tc.until, want)
+			}
+		})
+	}
+}

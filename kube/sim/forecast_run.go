@@ -135,6 +135,7 @@ func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra
 		return r, err
 	}
 	r.s = s
+	s.x.budgets = st.Budgets // read-only: budgetsNow copies them
 	// A forecast logs nothing: the live scheduler runs one every few
 	// seconds, and its own log already says what the handlers would.
 	s.h.Logger = slog.New(slog.DiscardHandler)

@@ -56,7 +56,7 @@ func ParseWhatIf(data []byte) (*WhatIfInput, error) {
 	add = func(doc []byte, where string) error {
 		obj, gvk, err := dec.Decode(doc, nil, nil)
 		if err != nil {
-			return fmt.Errorf("%s%w", where, err)
+			return fmt.Errorf("%s%s", where+describeObject(doc), decodeError(err, whatIfWanted, doc))
 		}
 		switch x := obj.(type) {
 		case *v1.List:
@@ -98,6 +98,9 @@ func ParseWhatIf(data []byte) (*WhatIfInput, error) {
 	return in, nil
 }
 
+// whatIfWanted is what a what-if's manifests may hold.
+var whatIfWanted = kindsWanted{"one a what-if adds", "Pod or PodGroup", "v1 for a Pod, scheduling.k8s.io/v1beta1 for a PodGroup"}
+
 // check refuses objects that name a missing namespace, PodGroup,
 // ResourceClaim or ResourceClaimTemplate (see draNames), a name already
 // taken (a pod's or a PodGroup's, in the state or twice in
@@ -107,7 +110,7 @@ func ParseWhatIf(data []byte) (*WhatIfInput, error) {
 // scheduler's name. base, if not nil, may give the running pods' names.
 // O(state + input). Idempotent.
 func (in *WhatIfInput) check(st *ForecastState, base *ForecastBase) error {
-	if err := in.checkSchedulers(); err != nil {
+	if err := in.Validate(); err != nil {
 		return err
 	}
 	nss := map[string]bool{}
@@ -178,6 +181,57 @@ func (in *WhatIfInput) check(st *ForecastState, base *ForecastBase) error {
 		p.Spec.SchedulerName = schedulerName
 	}
 	in.named = true
+	return nil
+}
+
+// Validate checks what in's objects say alone, which needs no state, so
+// that a caller can refuse them before it builds one (schedq whatif
+// before its replay): a pod or PodGroup without a name or named twice, a
+// bound pod, a pod of a scheduler not among in.Profiles, a claim entry
+// the API server would refuse, a runtime annotation that is not a
+// duration, a PodGroup without a gang policy. It changes nothing; check
+// adds what needs the state. O(input).
+func (in *WhatIfInput) Validate() error {
+	if in.named {
+		return nil
+	}
+	if err := in.checkSchedulers(); err != nil {
+		return err
+	}
+	groups := map[string]bool{}
+	for i, pg := range in.PodGroups {
+		key := cmpOr(pg.Namespace, "default") + "/" + pg.Name
+		switch {
+		case pg.Name == "":
+			return fmt.Errorf("PodGroup %d: no name", i+1)
+		case groups[key]:
+			return fmt.Errorf("PodGroup %s: a PodGroup of that name exists already", key)
+		case pg.Spec.SchedulingPolicy.Gang == nil || pg.Spec.SchedulingPolicy.Gang.MinCount < 1:
+			return fmt.Errorf("PodGroup %s: want a gang policy with minCount of at least 1", key)
+		}
+		groups[key] = true
+	}
+	pods := map[types.NamespacedName]bool{}
+	for i, p := range in.Pods {
+		named := *p // the namespace defaulted, for the messages
+		named.Namespace = cmpOr(p.Namespace, "default")
+		key := framework.Key(&named)
+		switch {
+		case p.Name == "":
+			return fmt.Errorf("pod %d: no name", i+1)
+		case pods[key]:
+			return fmt.Errorf("pod %s: a pod of that name exists already", key)
+		case p.Spec.NodeName != "":
+			return fmt.Errorf("pod %s: names node %s; a what-if pod is one not yet scheduled", key, p.Spec.NodeName)
+		}
+		if err := checkClaimEntries(&named); err != nil {
+			return err
+		}
+		if _, _, err := ParseRuntime(&named); err != nil {
+			return err
+		}
+		pods[key] = true
+	}
 	return nil
 }
 

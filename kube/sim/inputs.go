@@ -5,6 +5,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq/kube/framework"
@@ -33,7 +34,10 @@ type extras struct {
 	// namespaces are the snapshot's Namespace objects, by name, for a
 	// replay's state (Replay.State).
 	namespaces map[string]*v1.Namespace
-	gangs      gangs
+	// budgets are the snapshot's PodDisruptionBudgets, which preemption
+	// respects where it can (budgets.go).
+	budgets []*policyv1.PodDisruptionBudget
+	gangs   gangs
 }
 
 // loadInputs prepares lifetimes and loads the scenario's trace and

@@ -68,7 +68,7 @@ func (s *sim) enablePreemption() error {
 		return fmt.Errorf("scenario: scheduler.preemption.gracePeriod: %v is negative", spec.GracePeriod)
 	}
 	s.pre = &preemptions{spec: spec, byPrio: map[int32]*PreemptionCount{}}
-	return s.sched.EnablePreemption(scheduler.PreemptionOptions{Evictor: evictor{s}})
+	return s.sched.EnablePreemption(scheduler.PreemptionOptions{Evictor: evictor{s}, Budgets: s.budgetsNow})
 }
 
 func (p *preemptions) count(prio int32) *PreemptionCount {

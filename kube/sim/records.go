@@ -35,7 +35,8 @@ type PodRecord struct {
 	End     string  `json:"end"`
 	EndedAt float64 `json:"endedAt"`
 	// Place is where a pod never bound was at the end (gated, active,
-	// backoff, unschedulable) and LastFailure its last failure message.
+	// backoff, unschedulable, or inflight: its attempt or binding under
+	// way) and LastFailure its last failure message.
 	Place       string `json:"place"`
 	LastFailure string `json:"lastFailure"`
 	// The virtual seconds it spent in each of the queue's places: activeQ,

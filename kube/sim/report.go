@@ -255,13 +255,28 @@ func (s *sim) pendingReason(st *podStat) string {
 	case schedq.InGated:
 		return "gated by " + x.GatedBy
 	case schedq.InActive, schedq.InFlight:
-		return x.Location.String() + ": not tried yet when the run ended"
+		return x.Location.String() + ": " + unfinished(st, x.Location)
 	}
 	msg := st.lastMessage
 	if msg == "" {
 		msg = x.Reason
 	}
 	return fmt.Sprintf("%s: %s", x.Location, msg)
+}
+
+// unfinished says what was happening to a pod in activeQ or in flight
+// when the run ended: its binding or its attempt under way, or its wait
+// for a first or another attempt.
+func unfinished(st *podStat, loc schedq.Location) string {
+	switch {
+	case st.bindingTo != "":
+		return "its binding to " + st.bindingTo + " was under way when the run ended"
+	case loc == schedq.InFlight:
+		return "its scheduling attempt was under way when the run ended"
+	case st.attempts > 0:
+		return "tried before, waiting for another attempt when the run ended"
+	}
+	return "not tried yet when the run ended"
 }
 
 func sortedCounts(m map[string]int) []Count {

@@ -86,6 +86,7 @@ type podStat struct {
 	lastReasons string // the reason kinds of its last failure, without counts
 	failed      bool
 	lastMessage string
+	bindingTo   string // the node of its binding under way, if one is
 	ext         podExt
 	place       place // where it is in the queue, and has been
 }
@@ -641,8 +642,15 @@ func (b binder) Bind(_ context.Context, pod *v1.Pod, node string, done func(erro
 	}
 	b.s.binds++
 	b.s.checkBindOnce(pod, node)
+	st := b.s.stats[pod.UID]
+	if st != nil {
+		st.bindingTo = node
+	}
 	b.s.at(b.s.now.Add(lat), func() {
 		b.s.binds--
+		if st != nil {
+			st.bindingTo = ""
+		}
 		delete(b.s.binding, pod.UID)
 		b.s.bindDone(pod, node, done)
 	})

@@ -574,13 +574,27 @@ func (s *Scenario) Validate() error {
 // sets no duration.
 const defaultDuration = 15 * time.Minute
 
+// KnownEnd returns the longest virtual time of a run of s and, for a
+// message, what sets it: its duration, else the default one. ok is false
+// for a trace without a duration, whose run ends with the trace, known
+// only once the trace is read.
+func (s *Scenario) KnownEnd() (end time.Duration, why string, ok bool) {
+	switch {
+	case s.Duration != 0:
+		return s.Duration, "the scenario's duration", true
+	case s.Trace != nil:
+		return 0, "", false
+	}
+	return defaultDuration, "the default duration of a scenario that sets none", true
+}
+
 // validateEnd refuses a pod group whose pods would all arrive, and an
 // event that would happen, after the run's end: it would never happen,
 // and the report would not say so. A trace's run without a duration ends
 // with the trace, which is not read yet: not checked then.
 func (s *Scenario) validateEnd(bad func(string, string, ...any)) {
-	if s.Duration == 0 && s.Trace != nil {
-		return
+	if s.Duration == 0 && s.Trace != nil || s.Duration < 0 {
+		return // no end yet, or a negative duration, refused as such
 	}
 	end, by := s.Duration, ""
 	if end == 0 {

@@ -278,3 +278,14 @@ func TestLoadPathsRelativeToTheFile(t *testing.T) {
 		t.Fatalf("Parse: %v, want the config not found in the current directory", err)
 	}
 }
+
+// TestNegativeDurationAlone: a negative duration is refused as such, and
+// the run's end it would make is not held against the pod groups and
+// events too (every one of them "after the run's end"), which would bury
+// the one mistake under messages about correct lines.
+func TestNegativeDurationAlone(t *testing.T) {
+	_, err := Parse([]byte("name: x\nduration: -1m\nnodes: [{name: n, count: 1}]\npods: [{name: p, count: 1}]\nevents: [{at: 10s, removeNodes: {group: n}}]\n"))
+	if err == nil || err.Error() != "duration: must not be negative, got -1m0s" {
+		t.Errorf("error %q, want the duration's alone", err)
+	}
+}

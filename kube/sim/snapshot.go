@@ -15,8 +15,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -52,6 +54,9 @@ type SnapshotSummary struct {
 	Terminal   int `json:"terminalPods"`
 	// Objects are the volumes, claims, classes and DRA objects it held.
 	Objects int `json:"objects,omitempty"`
+	// Budgets are its PodDisruptionBudgets, which preemption respects
+	// where it can.
+	Budgets int `json:"podDisruptionBudgets,omitempty"`
 }
 
 // snapshotObjects is what the snapshot's files hold, in file order.
@@ -59,6 +64,7 @@ type snapshotObjects struct {
 	nodes      []*v1.Node
 	pods       []*v1.Pod
 	namespaces []*v1.Namespace
+	budgets    []*policyv1.PodDisruptionBudget
 	// others are what only kube-scheduler's plugins read: volumes,
 	// claims, storage classes, CSI nodes and DRA's objects.
 	others []runtime.Object
@@ -153,7 +159,7 @@ func isComment(doc []byte) bool {
 func (o *snapshotObjects) add(dec runtime.Decoder, data []byte, where string) error {
 	obj, gvk, err := dec.Decode(data, nil, nil)
 	if err != nil {
-		return fmt.Errorf("%s%s", where+describeObject(data), decodeError(err))
+		return fmt.Errorf("%s%s", where+describeObject(data), decodeError(err, snapshotWanted, data))
 	}
 	if x, ok := obj.(*v1.List); ok {
 		for i, item := range x.Items {
@@ -175,7 +181,7 @@ func (o *snapshotObjects) add(dec runtime.Decoder, data []byte, where string) er
 				return fmt.Errorf("%s%sitems[%d]: %s: no metadata.name", where, describeObject(data), i, kindOf(item, gvk.Kind))
 			}
 			if !o.keep(item) {
-				return fmt.Errorf("%s%sitems[%d]: kind %s is not in a snapshot (%s)", where, describeObject(data), i, gvk.Kind, snapshotKinds)
+				return fmt.Errorf("%s%sitems[%d]: %s: %s", where, describeObject(data), i, kindOf(item, gvk.Kind)+" "+itemName(item), notKept(kindOf(item, gvk.Kind)))
 			}
 		}
 		return nil
@@ -184,9 +190,27 @@ func (o *snapshotObjects) add(dec runtime.Decoder, data []byte, where string) er
 		return fmt.Errorf("%s%sno metadata.name", where, cmpOr(describeObject(data), gvk.Kind+": "))
 	}
 	if !o.keep(obj) {
-		return fmt.Errorf("%s%skind %s is not in a snapshot (%s)", where, describeObject(data), gvk.Kind, snapshotKinds)
+		return fmt.Errorf("%s%s", where+describeObject(data), notKept(gvk.Kind))
 	}
 	return nil
+}
+
+// itemName is a typed list item's namespace/name, or its name alone
+// when it has no namespace.
+func itemName(obj runtime.Object) string {
+	m, ok := obj.(metav1.Object)
+	switch {
+	case !ok:
+		return ""
+	case m.GetNamespace() == "":
+		return m.GetName()
+	}
+	return m.GetNamespace() + "/" + m.GetName()
+}
+
+// notKept says why a snapshot does not take an object of kind.
+func notKept(kind string) string {
+	return fmt.Sprintf("kind %s is not in a snapshot (%s)", kind, snapshotKinds)
 }
 
 // unnamed reports whether obj has no metadata.name, which the API server
@@ -217,6 +241,8 @@ func (o *snapshotObjects) keep(obj runtime.Object) bool {
 		o.pods = append(o.pods, x)
 	case *v1.Namespace:
 		o.namespaces = append(o.namespaces, x)
+	case *policyv1.PodDisruptionBudget:
+		o.budgets = append(o.budgets, x)
 	default:
 		if !isClusterObject(obj) {
 			return false
@@ -239,7 +265,7 @@ func namespaced(obj runtime.Object) bool {
 	return false
 }
 
-const snapshotKinds = "Node, Pod, Namespace, PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode, DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate, or a List of them"
+const snapshotKinds = "Node, Pod, Namespace, PodDisruptionBudget, PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode, DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate, or a List of them"
 
 // describeObject names an object by kind and name ("Pod default/web-0: "),
 // as far as its data can be read; "" if not at all.
@@ -265,15 +291,22 @@ func describeObject(data []byte) string {
 const maxErrorText = 200
 
 // decodeError rewrites the decoder's errors for people: without the
-// scheme's Go source location, and never longer than maxErrorText.
-func decodeError(err error) string {
+// scheme's Go source location, never longer than maxErrorText, and for a
+// quantity that is not one, naming its field in data. want says which
+// kinds the file may hold.
+func decodeError(err error, want kindsWanted, data []byte) string {
+	if strings.Contains(err.Error(), resource.ErrFormatWrong.Error()) {
+		if where := badQuantity(data); where != "" {
+			return where
+		}
+	}
 	switch {
 	case runtime.IsNotRegisteredError(err):
-		return "this kind is not in a snapshot (" + snapshotKinds + ")"
+		return "this kind is not " + want.place + " (" + want.kinds + ")"
 	case runtime.IsMissingKind(err):
-		return "no kind field (want " + snapshotKinds + ")"
+		return "no kind field (want " + want.kinds + ")"
 	case runtime.IsMissingVersion(err):
-		return "no apiVersion field (want v1)"
+		return "no apiVersion field (want " + want.versions + ")"
 	}
 	msg, _, _ := strings.Cut(err.Error(), "\n")
 	if len(msg) > maxErrorText {
@@ -281,6 +314,55 @@ func decodeError(err error) string {
 	}
 	return msg
 }
+
+// resourceLists are the fields whose values are quantities by name.
+var resourceLists = []string{"allocatable", "capacity", "limits", "overhead", "requests"}
+
+// badQuantity finds, in an object as YAML or JSON, the first quantity of
+// a resource list (requests, limits, overhead, capacity, allocatable)
+// that does not parse, and names it: "spec.containers[1].resources.
+// requests.cpu: \"lots\" is not a quantity". Empty if it finds none.
+func badQuantity(data []byte) string {
+	var v any
+	if yaml.Unmarshal(data, &v) != nil {
+		return ""
+	}
+	return badQuantityIn(v, "")
+}
+
+func badQuantityIn(v any, path string) string {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			at := strings.TrimPrefix(path+"."+k, ".")
+			if l, ok := x[k].(map[string]any); ok && slices.Contains(resourceLists, k) {
+				for _, name := range slices.Sorted(maps.Keys(l)) {
+					q := fmt.Sprint(l[name])
+					if _, err := resource.ParseQuantity(q); err != nil {
+						return fmt.Sprintf("%s.%s: %q is not a quantity", at, name, q)
+					}
+				}
+			}
+			if found := badQuantityIn(x[k], at); found != "" {
+				return found
+			}
+		}
+	case []any:
+		for i, item := range x {
+			if found := badQuantityIn(item, fmt.Sprintf("%s[%d]", path, i)); found != "" {
+				return found
+			}
+		}
+	}
+	return ""
+}
+
+// kindsWanted names, for decodeError, the kinds a file may hold: where
+// they belong ("in a snapshot"), the kinds, and their apiVersions.
+type kindsWanted struct{ place, kinds, versions string }
+
+// snapshotWanted is what a snapshot may hold.
+var snapshotWanted = kindsWanted{"in a snapshot", snapshotKinds, "v1"}
 
 // checkNode refuses a node whose capacity or allocatable has a negative
 // quantity: its room would be less than nothing.
@@ -399,6 +481,12 @@ func (s *sim) loadSnapshot(path string) error {
 			finished = append(finished, p)
 		}
 	}
+	for _, b := range objs.budgets {
+		if err := s.addBudget(b); err != nil {
+			return fmt.Errorf("snapshot %s: %w", path, err)
+		}
+		sum.Budgets++
+	}
 	if err := s.snapshotObjects(objs.others, uids, sum); err != nil {
 		return fmt.Errorf("snapshot %s: %w", path, err)
 	}
@@ -510,6 +598,9 @@ func (r *Report) writeSnapshot(p func(string, ...any)) {
 		objects := ""
 		if x.Objects > 0 {
 			objects = fmt.Sprintf("; %d volumes, claims, classes and DRA objects", x.Objects)
+		}
+		if x.Budgets > 0 {
+			objects += fmt.Sprintf("; %d PodDisruptionBudgets", x.Budgets)
 		}
 		p("snapshot         %s: %d nodes, %d bound pods (%d by other schedulers), %d pending, %d left to other schedulers, %d terminal left out%s",
 			x.Path, x.Nodes, x.Bound, x.BoundOther, x.Pending, x.LeftAlone, x.Terminal, objects)

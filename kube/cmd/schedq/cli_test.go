@@ -98,10 +98,30 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 		{[]string{"--secure-port", "-5"}, "--secure-port: -5 is not a port from 1 to 65535 (0: off)"},
 		{[]string{"--secure-port", "99999"}, "--secure-port: 99999 is not a port from 1 to 65535 (0: off)"},
 		{[]string{"--tls-cert-file", missing, "--tls-private-key-file", missing}, `--tls-cert-file "` + missing + `", --tls-private-key-file "` + missing + `": open ` + missing},
-		{[]string{"--tls-cert-file", kc}, `--tls-cert-file "` + kc + `", --tls-private-key-file ""`},
 		{[]string{"--authentication-kubeconfig", missing}, "--authentication-kubeconfig: stat " + missing},
 		{[]string{"--authorization-kubeconfig", missing}, "--authorization-kubeconfig: stat " + missing},
 		{[]string{"--client-ca-file", missing}, "--client-ca-file: stat " + missing},
+		// The TLS settings the HTTPS port reads only once it starts,
+		// after the API server was contacted.
+		{[]string{"--tls-min-version", "VersionTLS99"}, `--tls-min-version: unknown tls version "VersionTLS99"`},
+		{[]string{"--tls-cipher-suites", "TLS_NONSENSE"}, "--tls-cipher-suites: Cipher suite TLS_NONSENSE not supported"},
+		{[]string{"--tls-curve-preferences", "0"}, "--tls-curve-preferences: curve preference 0 is out of range"},
+		{[]string{"--tls-sni-cert-key", missing + "," + missing}, "--tls-sni-cert-key " + missing + "," + missing + ": open " + missing},
+		// Out of range, and accepted until now.
+		{[]string{"--kube-api-qps", "Inf"}, "--kube-api-qps: must be a finite number, got +Inf"},
+		{[]string{"--http2-max-streams-per-connection", "-1"}, "--http2-max-streams-per-connection: must not be negative, got -1 (0: Go's default)"},
+		{[]string{"--authentication-token-webhook-cache-ttl", "-1s"}, "--authentication-token-webhook-cache-ttl: must not be negative, got -1s"},
+		{[]string{"--authorization-webhook-cache-authorized-ttl", "-1s", "--authorization-webhook-cache-unauthorized-ttl", "-2s"},
+			"--authorization-webhook-cache-authorized-ttl: must not be negative, got -1s\n--authorization-webhook-cache-unauthorized-ttl: must not be negative, got -2s"},
+		{[]string{"--tls-private-key-file", kc}, "--tls-private-key-file: needs --tls-cert-file, the certificate of the key"},
+		{[]string{"--tls-cert-file", kc}, "--tls-cert-file: needs --tls-private-key-file, the key of the certificate"},
+		{[]string{"--cert-dir", missing, "--tls-cert-file", kc, "--tls-private-key-file", kc}, "--cert-dir: not with --tls-cert-file and --tls-private-key-file, which give the certificate: it would be ignored"},
+		// Flags of the HTTPS port, which is off: they would do nothing.
+		{[]string{"--secure-port", "0", "--tls-min-version", "VersionTLS13"}, "--tls-min-version: only with the HTTPS port on, and --secure-port=0 turns it off"},
+		{[]string{"--secure-port=0", "--bind-address", "10.0.0.1", "--client-ca-file", kc}, "--bind-address, --client-ca-file: only with the HTTPS port on"},
+		// Flags of leader election, which is off: they would do nothing.
+		{[]string{"--leader-elect-identity", "me"}, "--leader-elect-identity: only with leader election on, and --leader-elect=false turns it off"},
+		{[]string{"--leader-elect-resource-name", "other", "--leader-elect-lease-duration", "30s"}, "--leader-elect-lease-duration, --leader-elect-resource-name: only with leader election on"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -284,6 +304,57 @@ func TestVersion(t *testing.T) {
 	// explain takes an argument; --version needs none.
 	if out, err := execute("explain", "--version"); err != nil || out != want+"\n" {
 		t.Errorf("explain --version: %q, %v", out, err)
+	}
+}
+
+// TestVersionAlone: --version prints the version and runs nothing, so
+// an argument or another flag beside it, which it would ignore, is
+// refused, naming it, and nothing is printed.
+func TestVersionAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"an argument", []string{"--version", "extra"}, `unknown command "extra" for "schedq"`},
+		{"a flag of the run", []string{"simulate", "--version", "--scenario", "x.yaml"}, "--version: prints the version and runs nothing; not with --scenario"},
+		{"short, with flags", []string{"pending", "-v", "--limit", "5", "-o", "json"}, "--version: prints the version and runs nothing; not with --limit, --output"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := execute(tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || out != "" {
+				t.Errorf("out %q, err %v; want no output and an error containing %q", out, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestUnknownHelpTopicOrShell: help for a command that does not exist,
+// and completion for a shell it does not know, are errors, not a usage
+// page and success.
+func TestUnknownHelpTopicOrShell(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"help topic", []string{"help", "bogus"}, `help bogus: no such command (see schedq help)`},
+		{"help of an argument", []string{"help", "simulate", "bogus"}, `help simulate bogus: no such command (see schedq help)`},
+		{"completion shell", []string{"completion", "tcsh"}, `unknown command "tcsh" for "schedq completion"`},
+		{"completion without a shell", []string{"completion"}, "completion: name a shell: bash, fish, powershell or zsh"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := execute(tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || out != "" {
+				t.Errorf("out %q, err %v; want no output and an error containing %q", out, err, tc.want)
+			}
+		})
+	}
+	if out, err := execute("help", "simulate"); err != nil || !strings.Contains(out, "schedq simulate [flags]") {
+		t.Errorf("help simulate: %q, %v", out, err)
+	}
+	if out, err := execute("completion", "bash"); err != nil || !strings.Contains(out, "bash completion") {
+		t.Errorf("completion bash: %.100q, %v", out, err)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
 	"github.com/schedq/schedq/kube/app"
@@ -76,8 +77,44 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		// print them on stdout, before the results.
 		c.Flags().SetOutput(stderr)
 	}
+	root.SetHelpCommand(helpCmd())
+	strictCompletion(root)
 	setVersion(root, version(debug.ReadBuildInfo()))
 	return root
+}
+
+// helpCmd is `schedq help [command]`: cobra's prints the usage and
+// succeeds for a command that does not exist; this one fails, naming it.
+func helpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || len(rest) > 0 {
+				return fmt.Errorf("help %s: no such command (see schedq help)", strings.Join(args, " "))
+			}
+			return cmd.Help()
+		},
+	}
+}
+
+// strictCompletion adds cobra's completion command, failing for a shell
+// it does not know or none, where cobra's prints its usage and succeeds.
+func strictCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	c, _, err := root.Find([]string{"completion"})
+	if err != nil || c == root {
+		return
+	}
+	var shells []string
+	for _, sub := range c.Commands() {
+		shells = append(shells, sub.Name())
+	}
+	c.Args = cobra.NoArgs
+	c.RunE = func(*cobra.Command, []string) error {
+		return fmt.Errorf("completion: name a shell: %s", orList(shells))
+	}
 }
 
 func schedulerCmd(stderr io.Writer) *cobra.Command {
@@ -100,7 +137,7 @@ Every flag is checked before it connects.`,
 				return err
 			}
 			flagName, flagPercent := o.SchedulerName, o.PercentageOfNodesToScore
-			if err := o.Validate(); err != nil {
+			if err := errors.Join(o.Validate(), electionFlagsOff(cmd, o.LeaderElect), servingFlagsOff(cmd, o.Serving)); err != nil {
 				return err
 			}
 			if err := configOverrides(cmd, o, flagName, flagPercent); err != nil {
@@ -217,4 +254,43 @@ func must(err error) {
 	if err != nil {
 		panic(err)
 	}
+}
+
+// servingFlagsOff refuses the HTTPS port's flags (k8s.io/apiserver's
+// serving, authentication and authorization options) given with
+// --secure-port=0: with the port off they would do nothing.
+func servingFlagsOff(cmd *cobra.Command, o *app.ServingOptions) error {
+	if o == nil || o.Secure == nil || o.Secure.BindPort != 0 {
+		return nil
+	}
+	own := pflag.NewFlagSet("serving", pflag.ContinueOnError)
+	app.NewServingOptions().AddFlags(own)
+	var set []string
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if f.Name != "secure-port" && own.Lookup(f.Name) != nil {
+			set = append(set, "--"+f.Name)
+		}
+	})
+	if len(set) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: only with the HTTPS port on, and --secure-port=0 turns it off", strings.Join(set, ", "))
+}
+
+// electionFlagsOff refuses the --leader-elect-* flags given with
+// --leader-elect=false: with leader election off they would do nothing.
+func electionFlagsOff(cmd *cobra.Command, on bool) error {
+	if on {
+		return nil
+	}
+	var set []string
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if strings.HasPrefix(f.Name, "leader-elect-") {
+			set = append(set, "--"+f.Name)
+		}
+	})
+	if len(set) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: only with leader election on, and --leader-elect=false turns it off", strings.Join(set, ", "))
 }

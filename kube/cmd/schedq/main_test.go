@@ -34,6 +34,11 @@ func TestBadInput(t *testing.T) {
 		{[]string{"pending", "--address", ""}, "--address: empty"},
 		{[]string{"pending", "--address", "::nonsense"}, `--address "::nonsense": not host:port nor a URL`},
 		{[]string{"pending", "--address", "https:///debug"}, `--address "https:///debug": no host`},
+		// The request's path and query are appended to the address: one of
+		// its own would make a URL that is not the scheduler's.
+		{[]string{"explain", "ns/p", "--address", "http://127.0.0.1:1/x?y=1"}, `--address "http://127.0.0.1:1/x?y=1": a query (?y=1) has no place in it`},
+		{[]string{"pending", "--address", "http://127.0.0.1:1#top"}, `--address "http://127.0.0.1:1#top": a fragment (#top) has no place in it`},
+		{[]string{"pending", "--address", "https://me:secret@127.0.0.1:1"}, `--address: a user and password have no place in it; give --token`},
 		{[]string{"explain", "ns/p", "--address", "10.0.0.1:10351", "--token", "secret"}, "--token: sent only over HTTPS, and --address 10.0.0.1:10351 is plain HTTP"},
 		{[]string{"pending", "--address", "http://10.0.0.1:10351", "--token", "secret"}, "--token: sent only over HTTPS, and --address http://10.0.0.1:10351 is plain HTTP"},
 		{[]string{"explain", "ns/p", "--address", "127.0.0.1:1", "--certificate-authority", "/no/ca.pem"}, "--certificate-authority: only for HTTPS, and --address 127.0.0.1:1 is plain HTTP"},

@@ -108,6 +108,9 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 			if err := fw.apply(sc, ""); err != nil {
 				return err
 			}
+			if err := windowInRun(win, sc); err != nil {
+				return err
+			}
 			showProgress := progress == "on" || progress == "auto" && isTerminal(stderr)
 			run := func(sc *sim.Scenario, label string) (*sim.Report, error) {
 				o := sim.Options{CheckInvariants: check}
@@ -300,6 +303,17 @@ func writeHTML(path string, r, other *sim.Report, setting string, win sim.Window
 	}
 	if err := writeFile(path, func(f *os.File) error { _, err := f.Write(page.Bytes()); return err }); err != nil {
 		return fmt.Errorf("--report: %w", err)
+	}
+	return nil
+}
+
+// windowInRun refuses, before the run, a window that starts at or after
+// the latest end of a run of sc: its charts would be empty. A run that
+// ends sooner (nothing left to do) is known only once it is over, and
+// so is a trace's end.
+func windowInRun(win sim.Window, sc *sim.Scenario) error {
+	if end, why, ok := sc.KnownEnd(); ok && win.From > 0 && win.From >= end {
+		return fmt.Errorf("--window-start %v: at or after the end of %s at %v (%s): the charts would be empty", win.From, sc.Name, end, why)
 	}
 	return nil
 }

@@ -185,6 +185,7 @@ func TestSimulateChecksEverythingBeforeRunning(t *testing.T) {
 		{"records not jsonl or csv", []string{"--records", filepath.Join(dir, "x.txt")}, "--records " + filepath.Join(dir, "x.txt") + ": the file must end in .jsonl, .json or .csv", ""},
 		{"window without a report", []string{"--window-start", "1m"}, "--window-start, --window-end: they set the charts of the HTML report; give --report too", ""},
 		{"window start negative", []string{"--report", filepath.Join(dir, "r.html"), "--window-start", "-1s"}, "--window-start: must not be negative, got -1s", ""},
+		{"window start past the scenario's end", []string{"--scenario", "PriorityPressure", "--report", filepath.Join(dir, "w.html"), "--window-start", "6m"}, "--window-start 6m0s: at or after the end of PriorityPressure at 5m0s (the scenario's duration): the charts would be empty", ""},
 		{"window end before start", []string{"--report", filepath.Join(dir, "r.html"), "--window-start", "2m", "--window-end", "1m"}, "--window-end 1m0s: must be after --window-start (2m0s)", ""},
 		{"output", []string{"-o", "yaml"}, `--output: "yaml" is not text or json`, ""},
 		{"progress", []string{"--progress", "sometimes"}, `--progress: "sometimes" is not auto, on or off`, ""},

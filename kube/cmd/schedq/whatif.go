@@ -64,6 +64,9 @@ activeDeadlineSeconds, or the runtimes of finished pods of its kind
 				return fmt.Errorf("--history-tail: %w", err)
 			}
 			add, err := readWhatIf(file, cmd.InOrStdin())
+			if err == nil {
+				err = add.Validate() // before the replay, which may be long
+			}
 			if err != nil {
 				return fmt.Errorf("-f %s: %w", file, err)
 			}
@@ -74,6 +77,9 @@ activeDeadlineSeconds, or the runtimes of finished pods of its kind
 			rp, err := sim.NewReplay(sc)
 			if err != nil {
 				return err
+			}
+			if end, why := rp.End(); at > end {
+				return fmt.Errorf("--at %v: past the end of %s at %v (%s): there is no state there to add to", at, sc.Name, end, why)
 			}
 			if err := rp.Until(at); err != nil {
 				return err
@@ -106,7 +112,7 @@ activeDeadlineSeconds, or the runtimes of finished pods of its kind
 	f.Float64Var(&in.traceSpeed, "trace-speed", 1, "bring the trace's arrivals this many times closer, keeping lifetimes")
 	f.StringVar(&in.gpuModel, "gpu-model", "", "with a trace: dra (the default: GPUs as DRA devices; a pod's alibaba.com/gpu-milli request becomes a ResourceClaim), device or capacity (scenario scheduler.gpuModel)")
 	f.StringVar(&in.snapshot, "snapshot", "", "start from a cluster saved with kubectl get nodes,pods -A -o yaml")
-	f.DurationVar(&at, "at", 0, "the virtual time at which the objects are added")
+	f.DurationVar(&at, "at", 0, "the virtual time at which the objects are added (at most the run's end: the scenario's duration, a trace's last pod end, or the default 15m)")
 	f.DurationVar(&horizon, "horizon", 24*time.Hour, "how far ahead to forecast (positive, at most 720h)")
 	f.StringSliceVar(&labels, "history-label", nil, "learn runtimes per value of these labels, coarsest first (repeat or comma-separate; a class with too few runs falls back to the coarser; default: per owner kind and namespace)")
 	f.StringVar(&tail, "history-tail", "longest", "what a runtime from history is when most runs like it are still going: longest (the longest run seen) or exponential (the estimate continued at its constant hazard)")

@@ -53,6 +53,10 @@ func TestWhatIfBadInput(t *testing.T) {
 	if err := os.WriteFile(badSnap, []byte("apiVersion: v1\nkind: Nonsense\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	noDuration := filepath.Join(t.TempDir(), "small.yaml")
+	if err := os.WriteFile(noDuration, []byte("name: small\nnodes: [{name: node, count: 1, capacity: {cpu: \"8\", memory: 32Gi}}]\npods: [{name: p, count: 1, requests: {cpu: \"1\"}}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name, manifest string
 		args           []string
@@ -60,11 +64,19 @@ func TestWhatIfBadInput(t *testing.T) {
 	}{
 		{"other kind", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", nil, "kind Service is not a Pod or a PodGroup"},
 		{"not yaml", "{", nil, "-f "},
+		// A decoding error says what is wrong in a line, not the decoder's
+		// message quoting the whole document.
+		{"no kind", "name: s\nduration: 1m\nnodes: [{name: " + strings.Repeat("n", 300) + "}]\n", nil, "m.yaml: document 1: no kind field (want Pod or PodGroup)"},
+		{"unregistered kind", "apiVersion: v1\nkind: Nonsense\nmetadata: {name: x}\n", nil, "m.yaml: document 1: Nonsense x: this kind is not one a what-if adds (Pod or PodGroup)"},
+		{"request not a quantity", strings.Replace(urgentPod, `cpu: "1"`, "cpu: one", 1), nil, `m.yaml: document 1: Pod urgent: spec.containers[0].resources.requests.cpu: "one" is not a quantity`},
+		{"no apiVersion", "kind: Pod\nmetadata: {name: p}\n", nil, "m.yaml: document 1: Pod p: no apiVersion field"},
 		{"missing namespace", strings.Replace(urgentPod, "{name: urgent}", "{name: urgent, namespace: nowhere}", 1), nil, `m.yaml: pod nowhere/urgent: namespace "nowhere" does not exist`},
 		{"horizon", urgentPod, []string{"--horizon", "0s"}, "--horizon: must be more than 0 and at most 720h0m0s, got 0s"},
 		{"horizon before the replay", urgentPod, []string{"--snapshot", badSnap, "--horizon", "-1h"}, "--horizon: must be more than 0 and at most 720h0m0s, got -1h0m0s"},
 		{"horizon too long before the replay", urgentPod, []string{"--snapshot", badSnap, "--horizon", "1000h"}, "--horizon: must be more than 0 and at most 720h0m0s, got 1000h0m0s"},
 		{"output", urgentPod, []string{"-o", "yaml"}, `--output: "yaml"`},
+		{"at past the scenario's end", urgentPod, []string{"--at", "6m"}, "--at 6m0s: past the end of PriorityPressure at 5m0s (the scenario's duration): there is no state there to add to"},
+		{"at past the default end", urgentPod, []string{"--scenario", noDuration, "--at", "16m"}, "--at 16m0s: past the end of small at 15m0s (the default duration of a scenario that sets none)"},
 		{"history label not a label key", urgentPod, []string{"--snapshot", badSnap, "--history-label", "team name"}, `--history-label: "team name" is not a label key`},
 		{"history label twice", urgentPod, []string{"--snapshot", badSnap, "--history-label", "team,team"}, `--history-label: "team" is listed twice`},
 		{"history tail", urgentPod, []string{"--snapshot", badSnap, "--history-tail", "short"}, `--history-tail: history tail "short": not longest or exponential`},
@@ -72,6 +84,15 @@ func TestWhatIfBadInput(t *testing.T) {
 		{"trace speed without a trace", urgentPod, []string{"--snapshot", badSnap, "--trace-speed", "2"}, "--trace-speed 2: there is no trace to speed up"},
 		{"gpu model without a trace", urgentPod, []string{"--snapshot", badSnap, "--gpu-model", "device"}, "--gpu-model: there is no trace"},
 		{"gpu model unknown", urgentPod, []string{"--snapshot", badSnap, "--trace", "../../sim/testdata/alibaba", "--gpu-model", "cards"}, `--gpu-model: scheduler.gpuModel: "cards" is not device, capacity or dra`},
+		// What needs no state is checked before the replay.
+		{"other scheduler before the replay", strings.Replace(urgentPod, "spec:\n", "spec:\n  schedulerName: other\n", 1), []string{"--snapshot", badSnap},
+			`pod default/urgent: schedulerName "other" is not one of the scheduler's profiles`},
+		{"bound pod before the replay", strings.Replace(urgentPod, "spec:\n", "spec:\n  nodeName: n1\n", 1), []string{"--snapshot", badSnap},
+			"pod default/urgent: names node n1; a what-if pod is one not yet scheduled"},
+		{"runtime before the replay", strings.Replace(urgentPod, "{name: urgent}", "{name: urgent, annotations: {schedq.io/expected-runtime: soon}}", 1), []string{"--snapshot", badSnap},
+			"pod default/urgent: "},
+		{"one pod twice before the replay", urgentPod + "---\n" + urgentPod, []string{"--snapshot", badSnap}, "pod default/urgent: a pod of that name exists already"},
+		{"pod without a name before the replay", strings.Replace(urgentPod, "{name: urgent}", "{labels: {a: b}}", 1), []string{"--snapshot", badSnap}, "pod 1: no name"},
 		{"other scheduler", strings.Replace(urgentPod, "spec:\n", "spec:\n  schedulerName: other\n", 1), nil,
 			`m.yaml: pod default/urgent: schedulerName "other" is not one of the scheduler's profiles ("schedq", "default-scheduler")`},
 	} {
@@ -85,6 +106,9 @@ func TestWhatIfBadInput(t *testing.T) {
 			}
 			if out != "" {
 				t.Errorf("printed %q on an error", out)
+			}
+			if err != nil && (len(err.Error()) > 500 || strings.Contains(err.Error(), strings.Repeat("n", 300))) {
+				t.Errorf("the error quotes the document: %v", err)
 			}
 		})
 	}

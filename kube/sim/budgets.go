@@ -1,0 +1,110 @@
+package sim
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// addBudget takes a snapshot's PodDisruptionBudget for the scheduler's
+// preemption (PreemptionOptions.Budgets), refusing one that appears
+// twice, or whose selector or minAvailable/maxUnavailable the
+// disruption controller could not read. A budget without a namespace is
+// in "default".
+func (s *sim) addBudget(b *policyv1.PodDisruptionBudget) error {
+	if b.Namespace == "" {
+		b.Namespace = "default"
+	}
+	name := "PodDisruptionBudget " + b.Namespace + "/" + b.Name
+	for _, o := range s.x.budgets {
+		if o.Namespace == b.Namespace && o.Name == b.Name {
+			return fmt.Errorf("%s appears twice", name)
+		}
+	}
+	if _, err := metav1.LabelSelectorAsSelector(b.Spec.Selector); err != nil {
+		return fmt.Errorf("%s: spec.selector: %w", name, err)
+	}
+	for field, v := range map[string]*intstr.IntOrString{"minAvailable": b.Spec.MinAvailable, "maxUnavailable": b.Spec.MaxUnavailable} {
+		if v == nil {
+			continue
+		}
+		if n, err := intstr.GetScaledValueFromIntOrPercent(v, 100, true); err != nil || n < 0 {
+			return fmt.Errorf("%s: spec.%s: %q is not a number of pods or a percentage", name, field, v.String())
+		}
+	}
+	if b.Spec.MinAvailable != nil && b.Spec.MaxUnavailable != nil {
+		return fmt.Errorf("%s: spec: minAvailable and maxUnavailable are both set; a budget has one", name)
+	}
+	s.x.budgets = append(s.x.budgets, b)
+	return nil
+}
+
+// budgetsNow returns the budgets with the status the disruption
+// controller would give them now (budgetStatus), for DefaultPreemption:
+// a victim costs one of its budgets' disruptionsAllowed. Nil without
+// budgets. O(pods + budgets × pods of their namespaces), once per
+// preemption.
+func (s *sim) budgetsNow() []*policyv1.PodDisruptionBudget {
+	if len(s.x.budgets) == 0 {
+		return nil
+	}
+	inNS := map[string][]*v1.Pod{}
+	for _, b := range s.x.budgets {
+		inNS[b.Namespace] = nil
+	}
+	for _, p := range s.cl.pods {
+		if pods, ok := inNS[p.Namespace]; ok {
+			inNS[p.Namespace] = append(pods, p)
+		}
+	}
+	out := make([]*policyv1.PodDisruptionBudget, len(s.x.budgets))
+	for i, b := range s.x.budgets {
+		c := b.DeepCopy()
+		c.Status = budgetStatus(b, inNS[b.Namespace])
+		out[i] = c
+	}
+	return out
+}
+
+// budgetStatus is b's status over pods, as the disruption controller
+// computes it: the expected pods are those its selector selects in its
+// namespace (an empty selector selects none, as preemption reads it),
+// the healthy ones those bound and not terminating. The simulator has
+// no workload controllers, so a percentage and maxUnavailable are taken
+// of the pods selected, not of a controller's scale. O(pods).
+func budgetStatus(b *policyv1.PodDisruptionBudget, pods []*v1.Pod) policyv1.PodDisruptionBudgetStatus {
+	var expected, healthy int32
+	if sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector); err == nil && !sel.Empty() {
+		for _, p := range pods {
+			if p.Namespace != b.Namespace || !sel.Matches(labels.Set(p.Labels)) {
+				continue
+			}
+			expected++
+			if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+				healthy++
+			}
+		}
+	}
+	desired := desiredHealthy(b.Spec, expected)
+	return policyv1.PodDisruptionBudgetStatus{ObservedGeneration: b.Generation, ExpectedPods: expected,
+		CurrentHealthy: healthy, DesiredHealthy: desired, DisruptionsAllowed: max(0, healthy-desired)}
+}
+
+// desiredHealthy is how many of expected pods the budget keeps: its
+// minAvailable, or expected less its maxUnavailable, a percentage
+// rounded up as the disruption controller rounds it; 0 with neither.
+func desiredHealthy(spec policyv1.PodDisruptionBudgetSpec, expected int32) int32 {
+	switch {
+	case spec.MinAvailable != nil:
+		n, _ := intstr.GetScaledValueFromIntOrPercent(spec.MinAvailable, int(expected), true)
+		return int32(n)
+	case spec.MaxUnavailable != nil:
+		n, _ := intstr.GetScaledValueFromIntOrPercent(spec.MaxUnavailable, int(expected), true)
+		return max(0, expected-int32(n))
+	}
+	return 0
+}

@@ -1,0 +1,140 @@
+package sim
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// budgetSnapshot: two full nodes, low (priority 0, app=db) on n1 and mid
+// (priority 5) on n2, and urgent (priority 100) pending for a whole node.
+// Without a budget DefaultPreemption takes low, the lowest victim; a
+// budget that protects low makes it take mid instead. (The snapshot's
+// bound pods have no records: the victim shows by its priority.)
+const budgetSnapshot = `apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: n1}, status: {allocatable: {cpu: "2", memory: 4Gi, pods: "10"}, conditions: [{type: Ready, status: "True"}]}}
+- {apiVersion: v1, kind: Node, metadata: {name: n2}, status: {allocatable: {cpu: "2", memory: 4Gi, pods: "10"}, conditions: [{type: Ready, status: "True"}]}}
+- {apiVersion: v1, kind: Pod, metadata: {name: low, namespace: shop, labels: {app: db}}, spec: {nodeName: n1, priority: 0, containers: [{name: c, image: x, resources: {requests: {cpu: "2"}}}]}, status: {phase: Running}}
+- {apiVersion: v1, kind: Pod, metadata: {name: mid, namespace: shop, labels: {app: web}}, spec: {nodeName: n2, priority: 5, containers: [{name: c, image: x, resources: {requests: {cpu: "2"}}}]}, status: {phase: Running}}
+- {apiVersion: v1, kind: Pod, metadata: {name: urgent, namespace: shop}, spec: {priority: 100, containers: [{name: c, image: x, resources: {requests: {cpu: "2"}}}]}}
+`
+
+// TestSnapshotBudgetsGuidePreemption: a snapshot's PodDisruptionBudgets
+// reach DefaultPreemption, with the status the disruption controller
+// would give them, and it spares the pods they protect where it can.
+func TestSnapshotBudgetsGuidePreemption(t *testing.T) {
+	for _, tc := range []struct {
+		name, budget   string
+		victimPriority int32
+	}{
+		{name: "no budget", victimPriority: 0},
+		{name: "a budget protects low", budget: "- {apiVersion: policy/v1, kind: PodDisruptionBudget, metadata: {name: db, namespace: shop}, spec: {minAvailable: 1, selector: {matchLabels: {app: db}}}}\n", victimPriority: 5},
+		{name: "a budget that allows it", budget: "- {apiVersion: policy/v1, kind: PodDisruptionBudget, metadata: {name: db, namespace: shop}, spec: {maxUnavailable: 1, selector: {matchLabels: {app: db}}}}\n", victimPriority: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "snap.yaml")
+			if err := os.WriteFile(path, []byte(budgetSnapshot+tc.budget), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			sc := snapshotScenario(path)
+			sc.Scheduler.Preemption = &PreemptionSpec{}
+			r := run(t, sc)
+			var victims []int32
+			for _, c := range r.Preemption.ByPriority {
+				for range c.Victims {
+					victims = append(victims, c.Priority)
+				}
+			}
+			if len(victims) != 1 || victims[0] != tc.victimPriority {
+				t.Errorf("victims of priorities %v, want one of %d", victims, tc.victimPriority)
+			}
+			if want := strings.Count(tc.budget, "PodDisruptionBudget"); r.Snapshot.Budgets != want {
+				t.Errorf("summary counts %d budgets, want %d", r.Snapshot.Budgets, want)
+			}
+		})
+	}
+}
+
+// TestBudgetStatus: the status is the disruption controller's, over the
+// pods the budget selects in its namespace.
+func TestBudgetStatus(t *testing.T) {
+	pod := func(name, ns, app, node string, terminating bool) *v1.Pod {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": app}}, Spec: v1.PodSpec{NodeName: node}}
+		if terminating {
+			p.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
+		}
+		return p
+	}
+	pods := []*v1.Pod{
+		pod("a", "shop", "db", "n1", false), pod("b", "shop", "db", "n2", false), pod("c", "shop", "db", "n3", false),
+		pod("d", "shop", "db", "n3", true), pod("e", "shop", "db", "", false), // terminating, pending: expected, not healthy
+		pod("f", "other", "db", "n1", false), pod("g", "shop", "web", "n1", false), // not selected
+	}
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}
+	n, pct := intstr.FromInt32(2), intstr.FromString("50%")
+	for _, tc := range []struct {
+		name string
+		spec policyv1.PodDisruptionBudgetSpec
+		want policyv1.PodDisruptionBudgetStatus
+	}{
+		{"minAvailable", policyv1.PodDisruptionBudgetSpec{Selector: sel, MinAvailable: &n},
+			policyv1.PodDisruptionBudgetStatus{ExpectedPods: 5, CurrentHealthy: 3, DesiredHealthy: 2, DisruptionsAllowed: 1}},
+		{"minAvailable percent, rounded up", policyv1.PodDisruptionBudgetSpec{Selector: sel, MinAvailable: &pct},
+			policyv1.PodDisruptionBudgetStatus{ExpectedPods: 5, CurrentHealthy: 3, DesiredHealthy: 3, DisruptionsAllowed: 0}},
+		{"maxUnavailable", policyv1.PodDisruptionBudgetSpec{Selector: sel, MaxUnavailable: &n},
+			policyv1.PodDisruptionBudgetStatus{ExpectedPods: 5, CurrentHealthy: 3, DesiredHealthy: 3, DisruptionsAllowed: 0}},
+		{"maxUnavailable percent, rounded up", policyv1.PodDisruptionBudgetSpec{Selector: sel, MaxUnavailable: &pct},
+			policyv1.PodDisruptionBudgetStatus{ExpectedPods: 5, CurrentHealthy: 3, DesiredHealthy: 2, DisruptionsAllowed: 1}},
+		{"empty selector selects none", policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{}, MinAvailable: &n},
+			policyv1.PodDisruptionBudgetStatus{DesiredHealthy: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "shop"}, Spec: tc.spec}
+			if got := budgetStatus(b, pods); got.ExpectedPods != tc.want.ExpectedPods || got.CurrentHealthy != tc.want.CurrentHealthy ||
+				got.DesiredHealthy != tc.want.DesiredHealthy || got.DisruptionsAllowed != tc.want.DisruptionsAllowed {
+				t.Errorf("status %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestWhatIfRespectsSnapshotBudgets: a what-if forked from a replay of a
+// snapshot preempts as the replay would, sparing the pod a budget
+// protects.
+func TestWhatIfRespectsSnapshotBudgets(t *testing.T) {
+	snap := strings.Replace(budgetSnapshot, "- {apiVersion: v1, kind: Pod, metadata: {name: urgent", "# - urgent", 1) +
+		"- {apiVersion: policy/v1, kind: PodDisruptionBudget, metadata: {name: db, namespace: shop}, spec: {minAvailable: 1, selector: {matchLabels: {app: db}}}}\n"
+	path := filepath.Join(t.TempDir(), "snap.yaml")
+	if err := os.WriteFile(path, []byte(snap), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sc := snapshotScenario(path)
+	sc.Scheduler.Preemption = &PreemptionSpec{}
+	rp, err := NewReplay(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rp.Until(0); err != nil {
+		t.Fatal(err)
+	}
+	in, err := ParseWhatIf([]byte("apiVersion: v1\nkind: Pod\nmetadata: {name: urgent, namespace: shop}\nspec: {priority: 100, containers: [{name: c, image: x, resources: {requests: {cpu: \"2\"}}}]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := RunWhatIf(sc, rp.State(), in, ForecastOptions{Horizon: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := w.Pods[0]; p.Node != "n2" || len(p.Preempts) != 1 || p.Preempts[0].Name != "mid" {
+		t.Errorf("urgent: node %q preempting %v; want n2 by preempting shop/mid", p.Node, p.Preempts)
+	}
+}
