@@ -219,7 +219,7 @@ func TestWhatIfFlagsDocumented(t *testing.T) {
 
 // otherTools are flags the pages give to other programs (kubectl, kind,
 // kube-apiserver, curl, valgrind, the paper's simulator), not to schedq.
-var otherTools = []string{"clusterrole", "data-binary", "feature-gates", "field-selector", "image", "name", "overrides", "prefix", "runtime-config", "serviceaccount", "shuffle-pod", "tail", "tool"}
+var otherTools = []string{"clusterrole", "contention-profiling", "data-binary", "feature-gates", "field-selector", "image", "name", "overrides", "prefix", "runtime-config", "serviceaccount", "shuffle-pod", "tail", "tool"}
 
 // TestDocsFlagsExist: every --flag that README.md and docs/ mention is a
 // flag of a schedq command (hidden ones, deprecated or removed, included)
