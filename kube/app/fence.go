@@ -66,17 +66,20 @@ func (f *fence) renewedAs(sentAt time.Time, st scheduler.LeaseStamp) {
 	f.renewed(sentAt)
 }
 
-// stamp returns the term bindings are made under now: false unless the
-// fence is open (a closed fence refuses them anyway). A nil *fence has no
-// term: its bindings are not stamped.
+// stamp returns the term bindings are made under: that of the last
+// successful write of our record, whether the fence is open or not. The
+// fence is checked again as the request leaves (fencedTransport), and may
+// have opened since: a binding built while it was closed must carry the
+// stamp all the same, or the API server would not check it. False only
+// before any write of our record, and for a nil *fence (no leader
+// election: bindings are not stamped).
 func (f *fence) stamp() (scheduler.LeaseStamp, bool) {
 	if f == nil {
 		return scheduler.LeaseStamp{}, false
 	}
-	now := f.clock.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.term, f.heldLocked(now) == nil && f.term.Holder != ""
+	return f.term, f.term.Holder != ""
 }
 
 // suspect closes the fence until the next successful renewal.

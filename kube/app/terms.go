@@ -50,8 +50,7 @@ type terms struct {
 // checked again before each binding and when its request leaves.
 func (t *terms) run(ctx context.Context) {
 	q := t.queues.get()
-	binder := scheduler.NewAPIBinder(t.client, 0)
-	binder.Stamp = t.fence.stamp
+	binder := termBinder(t.client, t.fence)
 	s, err := scheduler.New(q, t.cache, guardedBinder{next: binder, fence: t.fence, backoff: t.backoff}, t.reporter, t.opts)
 	if err != nil {
 		t.log.Error("cannot schedule", "err", err)
@@ -88,6 +87,14 @@ func (t *terms) run(ctx context.Context) {
 	t.waitWrites()
 	s.Release() // the framework lives on: it must not keep this term
 	t.state.leading.Store(false)
+}
+
+// termBinder is a term's binder: each binding stamped with the term of
+// the fence (none without leader election).
+func termBinder(client kubernetes.Interface, f *fence) *scheduler.APIBinder {
+	binder := scheduler.NewAPIBinder(client, 0)
+	binder.Stamp = f.stamp
+	return binder
 }
 
 // waitWrites waits for the term's other writes still under way: the
