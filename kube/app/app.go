@@ -164,6 +164,9 @@ func apiConfig(o Options) (*rest.Config, error) {
 
 // newLeaderFence checks the lease timings and makes the fence.
 func newLeaderFence(o Options) (*fence, error) {
+	if err := leaseSeconds(o.LeaseDuration); err != nil {
+		return nil, err
+	}
 	margin := o.FenceMargin
 	if margin == 0 {
 		margin = o.LeaseDuration - o.RenewDeadline
