@@ -98,7 +98,9 @@ func TestLeaseDurationInWholeSeconds(t *testing.T) {
 		change func(*Options)
 		want   string // "" for valid
 	}{
-		{"whole seconds", func(o *Options) { o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 2*time.Second, time.Second, 100*time.Millisecond }, ""},
+		{"whole seconds", func(o *Options) {
+			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 2*time.Second, time.Second, 100*time.Millisecond
+		}, ""},
 		{"under a second", func(o *Options) {
 			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 900*time.Millisecond, 500*time.Millisecond, 100*time.Millisecond
 		}, "--leader-elect-lease-duration: 900ms is not a whole number of seconds"},
