@@ -59,7 +59,7 @@ type Options struct {
 	LeaderElect    bool
 	LeaseNamespace string
 	LeaseName      string
-	Identity       string // default: hostname_pid
+	Identity       string // default: hostname_<random UUID>, new at each start
 	LeaseDuration  time.Duration
 	RenewDeadline  time.Duration
 	RetryPeriod    time.Duration

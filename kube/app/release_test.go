@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -111,4 +113,22 @@ func deref[T any](p *T) any {
 		return nil
 	}
 	return *p
+}
+
+// TestDefaultIdentityIsNeverReused: two starts of the scheduler on the
+// same host with the same pid (a container restarted in its pod, where
+// the process is pid 1 each time; two replicas with the host's network
+// on one node) must not share an identity. With one, the restarted
+// process renews the dead one's Lease at once, under the same term (the
+// same stamp), while the dead one's last bindings may still arrive, and
+// two live replicas would both lead.
+func TestDefaultIdentityIsNeverReused(t *testing.T) {
+	a, b := defaultIdentity(), defaultIdentity()
+	if a == b {
+		t.Fatalf("two starts on this host and pid share the identity %q", a)
+	}
+	host, _ := os.Hostname()
+	if !strings.HasPrefix(a, host+"_") {
+		t.Errorf("identity %q does not name the host %q", a, host)
+	}
 }
