@@ -59,7 +59,7 @@ type Options struct {
 	LeaderElect    bool
 	LeaseNamespace string
 	LeaseName      string
-	Identity       string // default: hostname_pid
+	Identity       string // default: hostname_<random UUID>, new at each start
 	LeaseDuration  time.Duration
 	RenewDeadline  time.Duration
 	RetryPeriod    time.Duration
@@ -164,6 +164,9 @@ func apiConfig(o Options) (*rest.Config, error) {
 
 // newLeaderFence checks the lease timings and makes the fence.
 func newLeaderFence(o Options) (*fence, error) {
+	if err := leaseSeconds(o.LeaseDuration); err != nil {
+		return nil, err
+	}
 	margin := o.FenceMargin
 	if margin == 0 {
 		margin = o.LeaseDuration - o.RenewDeadline

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -66,17 +67,20 @@ func (f *fence) renewedAs(sentAt time.Time, st scheduler.LeaseStamp) {
 	f.renewed(sentAt)
 }
 
-// stamp returns the term bindings are made under now: false unless the
-// fence is open (a closed fence refuses them anyway). A nil *fence has no
-// term: its bindings are not stamped.
+// stamp returns the term bindings are made under: that of the last
+// successful write of our record, whether the fence is open or not. The
+// fence is checked again as the request leaves (fencedTransport), and may
+// have opened since: a binding built while it was closed must carry the
+// stamp all the same, or the API server would not check it. False only
+// before any write of our record, and for a nil *fence (no leader
+// election: bindings are not stamped).
 func (f *fence) stamp() (scheduler.LeaseStamp, bool) {
 	if f == nil {
 		return scheduler.LeaseStamp{}, false
 	}
-	now := f.clock.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.term, f.heldLocked(now) == nil && f.term.Holder != ""
+	return f.term, f.term.Holder != ""
 }
 
 // suspect closes the fence until the next successful renewal.
@@ -176,14 +180,24 @@ func (f *fence) wait(ctx context.Context) error {
 // fencedLock is a Lease lock that tells the fence what each call of the
 // leader elector showed: a write of our record that succeeded renews it,
 // anything that failed closes it, a record held by another ends the term.
+// It also refuses to release a lease its last read showed held by
+// another replica (see Update).
 type fencedLock struct {
 	resourcelock.Interface
 	fence *fence
+
+	mu   sync.Mutex
+	read string // the holder the last successful Get showed
 }
 
 // Get implements resourcelock.Interface.
 func (l *fencedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
 	rec, raw, err := l.Interface.Get(ctx)
+	if err == nil {
+		l.mu.Lock()
+		l.read = rec.HolderIdentity
+		l.mu.Unlock()
+	}
 	switch {
 	case err != nil:
 		l.fence.suspect("reading the lease failed: " + err.Error())
@@ -193,13 +207,30 @@ func (l *fencedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecor
 	return rec, raw, err
 }
 
+// errNotOurs refuses the release of a lease another replica holds.
+var errNotOurs = errors.New("not releasing the lease: another replica holds it")
+
 // Create implements resourcelock.Interface.
 func (l *fencedLock) Create(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
 	return l.write(rec, func() error { return l.Interface.Create(ctx, rec) })
 }
 
-// Update implements resourcelock.Interface.
+// Update implements resourcelock.Interface. A release (a record with no
+// holder) is refused unless the read just before it showed our record:
+// client-go's elector releases after it gave up renewing, reads the lease
+// first, but decides by its own last observation, not by that read; a
+// partition that ends as the renew deadline passes, after another replica
+// took the lease over, would have it wipe that replica's record.
 func (l *fencedLock) Update(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
+	if rec.HolderIdentity == "" {
+		l.mu.Lock()
+		holder := l.read
+		l.mu.Unlock()
+		if holder != l.Identity() {
+			l.fence.suspect("the lease is held by " + strconv.Quote(holder))
+			return fmt.Errorf("%w (%q)", errNotOurs, holder)
+		}
+	}
 	return l.write(rec, func() error { return l.Interface.Update(ctx, rec) })
 }
 

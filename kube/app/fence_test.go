@@ -257,8 +257,9 @@ func TestFencedBindingThroughClientGo(t *testing.T) {
 
 // TestFenceStamp: the stamp bindings carry is the term of the last
 // successful write of our record (its holder and leaseTransitions, on the
-// Lease it names), and there is none while the fence is closed; a binding
-// the API server refuses as stale closes the fence until a renewal.
+// Lease it names), none before that write, and the same while the fence is
+// closed (the transport refuses the binding then); a binding the API
+// server refuses as stale closes the fence until a renewal.
 func TestFenceStamp(t *testing.T) {
 	clk := testingclock.NewFakePassiveClock(t0)
 	f := newFence(clk, 15*time.Second, 5*time.Second)
@@ -288,8 +289,8 @@ func TestFenceStamp(t *testing.T) {
 	if err := f.held(); !errors.Is(err, ErrFenced) || !strings.Contains(err.Error(), "refused a binding") {
 		t.Fatalf("after a stale-term refusal the fence is %v, want closed", err)
 	}
-	if _, ok := f.stamp(); ok {
-		t.Fatal("a stamp on a closed fence")
+	if st, ok := f.stamp(); !ok || st != want {
+		t.Fatalf("closed fence: stamp %+v %v, want %+v (the transport refuses the binding, not the stamp)", st, ok, want)
 	}
 	clk.SetTime(t0.Add(time.Second))
 	if err := lock.Update(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "a", LeaderTransitions: 2}); err != nil {
@@ -299,8 +300,8 @@ func TestFenceStamp(t *testing.T) {
 		t.Fatalf("after a renewal: stamp %+v %v, want %+v", st, ok, want)
 	}
 	clk.SetTime(t0.Add(time.Hour))
-	if _, ok := f.stamp(); ok {
-		t.Fatal("a stamp on an expired fence")
+	if st, ok := f.stamp(); !ok || st != want {
+		t.Fatalf("expired fence: stamp %+v %v, want %+v", st, ok, want)
 	}
 	var none *fence
 	if _, ok := none.stamp(); ok {
@@ -316,3 +317,57 @@ func staleTermErr() error {
 type refusingBinder struct{ err error }
 
 func (b refusingBinder) Bind(_ context.Context, _ *v1.Pod, _ string, done func(error)) { done(b.err) }
+
+// TestBindingStampedWhenTheFenceReopensBeforeItLeaves: the stamp is read
+// when the binding is built, the fence checked again when it leaves (the
+// transport). A fence closed at the first moment (a failed read of the
+// lease) and open again at the second (the next renewal) must not let an
+// unstamped binding out: the API server would not check it, and the
+// request could still arrive after another replica took the Lease over.
+func TestBindingStampedWhenTheFenceReopensBeforeItLeaves(t *testing.T) {
+	clk := testingclock.NewFakePassiveClock(t0)
+	f := newFence(clk, 15*time.Second, 5*time.Second)
+	f.begin(func() {})
+	lock := &fencedLock{fence: f, Interface: &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: "kube-system", Name: "l"},
+		Client:     fake.NewClientset().CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: "a"},
+	}}
+	ctx := context.Background()
+	rec := resourcelock.LeaderElectionRecord{HolderIdentity: "a", LeaderTransitions: 3}
+	if err := lock.Create(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	client := fake.NewClientset(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "d", Name: "p", UID: "u"}})
+	var sent []*v1.Binding
+	client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "binding" {
+			return false, nil, nil
+		}
+		if err := f.held(); err != nil { // what fencedTransport does as the request leaves
+			return true, nil, err
+		}
+		sent = append(sent, a.(k8stesting.CreateAction).GetObject().(*v1.Binding))
+		return true, nil, nil
+	})
+	binder := termBinder(client, f)
+	stamp := binder.Stamp
+	binder.Stamp = func() (scheduler.LeaseStamp, bool) {
+		f.suspect("reading the lease failed") // closed as the binding is built
+		st, ok := stamp()
+		if err := lock.Update(ctx, rec); err != nil { // open again before it leaves
+			t.Fatal(err)
+		}
+		return st, ok
+	}
+	done := make(chan error, 1)
+	binder.Bind(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "d", Name: "p", UID: "u"}}, "n", func(err error) { done <- err })
+	<-done
+	want := scheduler.LeaseStamp{Lease: "kube-system/l", Holder: "a", Transitions: 3}
+	for _, b := range sent {
+		if b.Labels[scheduler.FencedLabel] != "true" || b.Annotations[scheduler.StampHolderAnnotation] != want.Holder ||
+			b.Annotations[scheduler.StampTransitionsAnnotation] != "3" || b.Annotations[scheduler.StampLeaseAnnotation] != want.Lease {
+			t.Fatalf("a binding left without the term's stamp: labels %v, annotations %v", b.Labels, b.Annotations)
+		}
+	}
+}

@@ -93,6 +93,9 @@ func (o *Options) validateLeaderElection() []error {
 	if msgs := validation.IsDNS1123Subdomain(o.LeaseName); len(msgs) > 0 {
 		bad("resource-name", "%q is not a Lease name: %s", o.LeaseName, msgs[0])
 	}
+	if err := leaseSeconds(o.LeaseDuration); err != nil {
+		errs = append(errs, err)
+	}
 	if o.LeaseDuration <= o.RenewDeadline {
 		bad("lease-duration", "%v must be longer than --leader-elect-renew-deadline (%v)", o.LeaseDuration, o.RenewDeadline)
 	}
@@ -104,6 +107,20 @@ func (o *Options) validateLeaderElection() []error {
 			o.RenewDeadline, leaderelection.JitterFactor, o.RetryPeriod)
 	}
 	return errs
+}
+
+// leaseSeconds refuses a lease duration that is not a whole number of
+// seconds: the Lease records it in whole seconds (client-go truncates it
+// into leaseDurationSeconds), and the other replicas wait only that long
+// before they take the Lease over. Under a second it is recorded as 0 and
+// taken over at once; a fraction would keep the fence, which counts the
+// full duration, open past the time the others wait.
+func leaseSeconds(d time.Duration) error {
+	if d%time.Second == 0 {
+		return nil
+	}
+	return fmt.Errorf("--leader-elect-lease-duration: %v is not a whole number of seconds: the Lease records %ds, and the other replicas wait only that long",
+		d, d/time.Second)
 }
 
 // validateAddress checks a listen address: host:port with a numeric port,

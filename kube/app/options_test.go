@@ -85,3 +85,46 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseDurationInWholeSeconds: the Lease records its duration in whole
+// seconds (leaseDurationSeconds, truncated), and the other replicas wait
+// only that long before they take it over. A lease under a second is
+// recorded as 0, which they take over at once; a fractional one would
+// leave this replica's fence open past the time they wait. Both are
+// refused, by Validate and by the fence's constructor.
+func TestLeaseDurationInWholeSeconds(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*Options)
+		want   string // "" for valid
+	}{
+		{"whole seconds", func(o *Options) {
+			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 2*time.Second, time.Second, 100*time.Millisecond
+		}, ""},
+		{"under a second", func(o *Options) {
+			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 900*time.Millisecond, 500*time.Millisecond, 100*time.Millisecond
+		}, "--leader-elect-lease-duration: 900ms is not a whole number of seconds"},
+		{"fractional", func(o *Options) {
+			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod, o.FenceMargin = 2500*time.Millisecond, time.Second, 100*time.Millisecond, time.Second
+		}, "--leader-elect-lease-duration: 2.5s is not a whole number of seconds"},
+		{"fractional without leader election", func(o *Options) { o.LeaderElect, o.LeaseDuration = false, 2500*time.Millisecond }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := valid()
+			tc.change(&o)
+			err := o.Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate: %v, want one containing %q", err, tc.want)
+			}
+			if _, err := newLeaderFence(o); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("newLeaderFence: %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}

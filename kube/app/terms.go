@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
@@ -50,8 +51,7 @@ type terms struct {
 // checked again before each binding and when its request leaves.
 func (t *terms) run(ctx context.Context) {
 	q := t.queues.get()
-	binder := scheduler.NewAPIBinder(t.client, 0)
-	binder.Stamp = t.fence.stamp
+	binder := termBinder(t.client, t.fence)
 	s, err := scheduler.New(q, t.cache, guardedBinder{next: binder, fence: t.fence, backoff: t.backoff}, t.reporter, t.opts)
 	if err != nil {
 		t.log.Error("cannot schedule", "err", err)
@@ -88,6 +88,14 @@ func (t *terms) run(ctx context.Context) {
 	t.waitWrites()
 	s.Release() // the framework lives on: it must not keep this term
 	t.state.leading.Store(false)
+}
+
+// termBinder is a term's binder: each binding stamped with the term of
+// the fence (none without leader election).
+func termBinder(client kubernetes.Interface, f *fence) *scheduler.APIBinder {
+	binder := scheduler.NewAPIBinder(client, 0)
+	binder.Stamp = f.stamp
+	return binder
 }
 
 // waitWrites waits for the term's other writes still under way: the
@@ -149,8 +157,7 @@ func (t *terms) rebuild(ctx context.Context) {
 func campaign(ctx context.Context, client kubernetes.Interface, f *fence, o Options, log *slog.Logger, term func(context.Context)) error {
 	identity := o.Identity
 	if identity == "" {
-		host, _ := os.Hostname()
-		identity = fmt.Sprintf("%s_%d", host, os.Getpid())
+		identity = defaultIdentity()
 	}
 	lock := &fencedLock{fence: f, Interface: &resourcelock.LeaseLock{
 		LeaseMeta:  metav1ObjectMeta(o.LeaseNamespace, o.LeaseName),
@@ -170,6 +177,18 @@ func campaign(ctx context.Context, client kubernetes.Interface, f *fence, o Opti
 			return shutdownErr(ctx)
 		}
 	}
+}
+
+// defaultIdentity is this process's identity in the Lease when
+// --leader-elect-identity is not given: the host name and a random UUID,
+// new at each start. A process restarted on the same host (a container
+// restarted in its pod, pid 1 again) thus waits for its previous life's
+// Lease to expire instead of renewing it at once under the same term,
+// while that life's last bindings may still arrive; and two processes
+// never share one (two replicas on one node's network, say).
+func defaultIdentity() string {
+	host, _ := os.Hostname()
+	return host + "_" + string(uuid.NewUUID())
 }
 
 // awaitLease returns once the lease can be read (or is known not to

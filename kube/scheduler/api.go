@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"slices"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -86,9 +88,38 @@ func (b *APIBinder) BindGuarded(ctx context.Context, pod *v1.Pod, node string, s
 		}
 		err := b.Client.CoreV1().Pods(pod.Namespace).Bind(bctx, binding, metav1.CreateOptions{})
 		cancel()
+		if err != nil && answerLost(err) && b.madeAnyway(ctx, pod, node) {
+			err = nil
+		}
 		<-b.slots
 		done(err)
 	}()
+}
+
+// answerLost reports whether a binding that failed with err may have been
+// made all the same: no answer (the connection dropped, the request timed
+// out), or a server error that can come after the write (a 504, etcd's
+// "request timed out" as a 500).
+func answerLost(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return !errors.Is(err, context.Canceled)
+	}
+	return status.Status().Code >= 500
+}
+
+// madeAnyway asks the API server whether pod (the same UID) is bound to
+// node: a binding whose answer was lost is then a binding made. A read,
+// so the fence lets it through; it is skipped once ctx is done (the term
+// ended: the next one reads the pods from the informers).
+func (b *APIBinder) madeAnyway(ctx context.Context, pod *v1.Pod, node string) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	got, err := b.Client.CoreV1().Pods(pod.Namespace).Get(gctx, pod.Name, metav1.GetOptions{})
+	return err == nil && got.UID == pod.UID && got.Spec.NodeName == node
 }
 
 // Wait waits for the bindings in flight to end.

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -517,4 +518,70 @@ func histogramCount(t *testing.T, h prometheus.Histogram) uint64 {
 		t.Fatal(err)
 	}
 	return d.GetHistogram().GetSampleCount()
+}
+
+// TestBindingAnswerLost: a binding whose answer is lost (the connection
+// dropped, a 504, etcd's "request timed out" as a 500) may have been made.
+// The binder asks the API server: if the pod (same UID) is bound to that
+// node, the binding succeeded. Before, such a pod was reported
+// PodScheduled=False SchedulerError (the patch landing on the bound,
+// running pod, where nothing set it back), with a FailedScheduling event,
+// counted as an error and tried again. A pod the server shows unbound, or
+// bound elsewhere, or recreated, is still a failed binding.
+func TestBindingAnswerLost(t *testing.T) {
+	lost := func(string) error { return errors.New("http2: client connection lost") }
+	for _, tc := range []struct {
+		name   string
+		server func(p *v1.Pod) // what the API server did with the binding
+		answer func(pod string) error
+		bound  bool
+	}{
+		{"connection lost after the binding", func(p *v1.Pod) { p.Spec.NodeName = "n" }, lost, true},
+		{"504 after the binding", func(p *v1.Pod) { p.Spec.NodeName = "n" },
+			func(string) error { return apierrors.NewTimeoutError("the binding's answer was lost", 1) }, true},
+		{"etcd timed out after the write", func(p *v1.Pod) { p.Spec.NodeName = "n" },
+			func(string) error { return apierrors.NewInternalError(errors.New("etcdserver: request timed out")) }, true},
+		{"connection lost before the binding", func(*v1.Pod) {}, lost, false},
+		{"bound elsewhere meanwhile", func(p *v1.Pod) { p.Spec.NodeName = "other" }, lost, false},
+		{"recreated and bound there", func(p *v1.Pod) { p.UID, p.Spec.NodeName = "new", "n" }, lost, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var f *apiFixture
+			p := pod("p", 100)
+			f = newAPIFixture(t, 0, func(name string) error {
+				obj, err := f.client.Tracker().Get(v1.SchemeGroupVersion.WithResource("pods"), "default", name)
+				if err != nil {
+					t.Error(err)
+					return err
+				}
+				cp := obj.(*v1.Pod).DeepCopy()
+				tc.server(cp)
+				if err := f.client.Tracker().Update(v1.SchemeGroupVersion.WithResource("pods"), cp, "default"); err != nil {
+					t.Error(err)
+				}
+				return tc.answer(name)
+			})
+			if err := f.client.Tracker().Add(p); err != nil {
+				t.Fatal(err)
+			}
+			f.h.AddNode(node("n", 1000))
+			f.h.AddPod(p)
+			f.once()
+			f.binder.Wait()
+			failed := 0
+			for len(f.events.Events) > 0 {
+				if strings.Contains(<-f.events.Events, "FailedScheduling") {
+					failed++
+				}
+			}
+			c := f.q.Counts()
+			switch {
+			case tc.bound && (f.statusPatches() != 0 || failed != 0 || f.bindings(bindingSuccess) != 1 || queued(c) != 0 || c.InFlight != 0):
+				t.Fatalf("bound by the lost request, yet: %d status patches, %d FailedScheduling, %v successes, queue %+v",
+					f.statusPatches(), failed, f.bindings(bindingSuccess), c)
+			case !tc.bound && (f.statusPatches() != 1 || f.bindings(bindingError) != 1 || queued(c) != 1):
+				t.Fatalf("not bound by the request, yet: %d status patches, %v errors, queue %+v", f.statusPatches(), f.bindings(bindingError), c)
+			}
+		})
+	}
 }

@@ -181,7 +181,7 @@ Every flag is checked before it connects.`,
 	f.BoolVar(&o.LeaderElect, "leader-elect", true, "run leader election on a Lease; only the leader schedules")
 	f.StringVar(&o.LeaseNamespace, "leader-elect-resource-namespace", "kube-system", "namespace of the Lease")
 	f.StringVar(&o.LeaseName, "leader-elect-resource-name", "schedq", "name of the Lease")
-	f.StringVar(&o.Identity, "leader-elect-identity", "", "this replica's identity in the Lease; default hostname_pid")
+	f.StringVar(&o.Identity, "leader-elect-identity", "", "this replica's identity in the Lease; default hostname_<random UUID>, new at each start")
 	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a lease lasts without renewal")
 	f.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before it gives up")
 	f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often to try to acquire or renew")
