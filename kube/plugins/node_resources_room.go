@@ -19,6 +19,7 @@ import (
 // goroutine waiting for the queue (the cache's own lock is such a lock).
 type RoomLedger struct {
 	src      RoomSource
+	skip     func(name v1.ResourceName, alloc int64) bool
 	promised map[string]*promise
 }
 
@@ -37,9 +38,13 @@ type promise struct {
 	pods int64
 }
 
-// NewRoomLedger returns an empty ledger over src.
-func NewRoomLedger(src RoomSource) *RoomLedger {
-	return &RoomLedger{src: src, promised: map[string]*promise{}}
+// NewRoomLedger returns an empty ledger over src. skip, if not nil,
+// says which resources NodeResourcesFit leaves unchecked on a node that
+// has alloc of them (see profile.Framework.FitSkips): a pod's request of
+// such a resource never keeps it from fitting. It is called under the
+// queue's lock, so it may take only a leaf lock.
+func NewRoomLedger(src RoomSource, skip func(name v1.ResourceName, alloc int64) bool) *RoomLedger {
+	return &RoomLedger{src: src, skip: skip, promised: map[string]*promise{}}
 }
 
 // Room returns the room of the named node, as a schedq.Budget.
@@ -60,15 +65,16 @@ func (l *RoomLedger) fits(node string, req framework.Resource) bool {
 		used.Add(p.res)
 		pods += p.pods
 	}
-	return fits(req, alloc, used, pods)
+	return fits(req, alloc, used, pods, l.skip)
 }
 
 // fits reports whether a node with allocatable alloc, whose pods number
 // pods and request used in all, has room for one more pod requesting
 // req, as NodeResourcesFit counts room: a pod slot, cpu, memory,
-// ephemeral storage and each extended resource the pod requests.
+// ephemeral storage and each extended resource the pod requests, but
+// those skip (if not nil) says it leaves unchecked.
 // O(extended resources requested).
-func fits(req, alloc, used framework.Resource, pods int64) bool {
+func fits(req, alloc, used framework.Resource, pods int64, skip func(v1.ResourceName, int64) bool) bool {
 	if pods+1 > alloc.Pods {
 		return false
 	}
@@ -78,7 +84,7 @@ func fits(req, alloc, used framework.Resource, pods int64) bool {
 		return false
 	}
 	for name, q := range req.Scalar {
-		if q > 0 && q > alloc.Scalar[name]-used.Scalar[name] {
+		if q > 0 && q > alloc.Scalar[name]-used.Scalar[name] && (skip == nil || !skip(name, alloc.Scalar[name])) {
 			return false
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/plugins"
+	"github.com/schedq/schedq/kube/profile"
 )
 
 // WakeBudget is the queue's Config.Budget for a scheduler on cache: a
@@ -22,7 +23,22 @@ import (
 // may set Config.ClassBudget with it: an event's room is then offered to
 // one pod per class that does not fit, not to every parked pod.
 func WakeBudget(c *Cache) func(ev schedq.Event, oldObj, newObj any) (schedq.Budget[*v1.Pod], bool) {
-	ledger := plugins.NewRoomLedger(c)
+	return WakeBudgetOn(c, nil)
+}
+
+// WakeBudgetOn is WakeBudget for a scheduler that runs fw's plugins (nil:
+// none): a node's room leaves out, as fw's NodeResourcesFit does, the
+// extended resources its args ignore and, on a node that has none of one,
+// those that a DeviceClass provides (profile.Framework.FitSkips). Without
+// it, a pod asking for such a resource would never fit an event's room,
+// and would wait for another event or the leftover flush while its hints
+// said the new room might hold it.
+func WakeBudgetOn(c *Cache, fw *profile.Framework) func(ev schedq.Event, oldObj, newObj any) (schedq.Budget[*v1.Pod], bool) {
+	var skip func(v1.ResourceName, int64) bool
+	if fw != nil {
+		skip = fw.FitSkips
+	}
+	ledger := plugins.NewRoomLedger(c, skip)
 	return func(ev schedq.Event, oldObj, newObj any) (schedq.Budget[*v1.Pod], bool) {
 		node := roomOn(ev, oldObj, newObj)
 		if node == "" {

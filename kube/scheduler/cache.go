@@ -38,7 +38,13 @@ import (
 //     snapshot UpdateSnapshot fills is read with no lock at all: a cycle on
 //     the upstream framework runs its plugins holding nothing.
 //
-// In all: queue's lock -> room.mu; mu -> room.mu; mu -> up's lock.
+//   - The DRA manager's DeviceClass cache (read by the wake budget through
+//     profile.Framework.FitSkips) has its own lock, a leaf: taken under the
+//     queue's lock, and by that cache's informer handler alone, which
+//     calls nothing while it holds it.
+//
+// In all: queue's lock -> room.mu; queue's lock -> the DeviceClass
+// cache's lock; mu -> room.mu; mu -> up's lock.
 //
 // With a writer waiting on mu (which blocks new readers), breaking either
 // of the first two rules deadlocks the cycle, the queue and the writer.
