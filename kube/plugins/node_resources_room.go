@@ -48,8 +48,14 @@ func NewRoomLedger(src RoomSource, skip func(name v1.ResourceName, alloc int64) 
 }
 
 // Room returns the room of the named node, as a schedq.Budget.
-func (l *RoomLedger) Room(node string) *NodeRoom {
-	return &NodeRoom{l: l, node: node, to: map[types.NamespacedName]framework.Resource{}}
+func (l *RoomLedger) Room(node string) *NodeRoom { return l.RoomFreedBy(node, nil) }
+
+// RoomFreedBy is Room for the event of gone's deletion from the node
+// (nil: another event): gone's departure may also let pods onto other
+// nodes of a topology domain it shared with the node, which the room
+// does not limit (see NodeRoom.Take).
+func (l *RoomLedger) RoomFreedBy(node string, gone *v1.Pod) *NodeRoom {
+	return &NodeRoom{l: l, node: node, gone: gone, to: map[types.NamespacedName]framework.Resource{}}
 }
 
 // fits reports whether the node, with what it promised, can hold one more
@@ -113,6 +119,7 @@ func (l *RoomLedger) promise(node string, req framework.Resource, sign int64) {
 type NodeRoom struct {
 	l    *RoomLedger
 	node string
+	gone *v1.Pod // the deleted pod that made the room, or nil
 	to   map[types.NamespacedName]framework.Resource
 }
 
@@ -124,8 +131,15 @@ var (
 // Key implements schedq.Keyed: the events of one node share its room.
 func (r *NodeRoom) Key() string { return r.node }
 
-// Take promises pod room on the node if it fits.
+// Take promises pod room on the node if it fits. A pod that the deleted
+// pod counted against in a domain wider than one node (ReachesBeyond) is
+// taken without a promise: the event may let it onto another node of the
+// domain, whose room this budget does not know, as kube-scheduler's hints
+// say.
 func (r *NodeRoom) Take(pod *v1.Pod) bool {
+	if r.gone != nil && ReachesBeyond(pod, r.gone) {
+		return true
+	}
 	req, _ := framework.RequestsOf(pod) // clamped if invalid
 	if !r.l.fits(r.node, req) {
 		return false

@@ -14,12 +14,16 @@ import (
 // allocatable grew, a pod bound to it was deleted or scaled down) wakes
 // only the pending pods that fit in that node's free room, in pop order;
 // the others stay parked until room comes back (see schedq.Budget). Other
-// events are not limited. One ledger of promised room serves every event,
+// events are not limited, and neither are the pods that a deleted pod's
+// departure may let onto other nodes than its own: those its topology
+// constraints (spread or anti-affinity over a domain wider than a node)
+// counted it against (plugins.NodeRoom.Take). One ledger of promised room serves every event,
 // so two events on one node do not promise its room twice. This goes beyond
 // kube-scheduler, which wakes every pod whose hint accepts the event.
 //
-// A budget's Take reads only the pod's requests, which are equal for the
-// pods of one PodHintClass (equal specs, no resize status), so the queue
+// A budget's Take reads only the pod's requests, namespace, labels and
+// topology constraints, which are equal for the pods of one PodHintClass
+// (equal namespaces, labels and specs, no resize status), so the queue
 // may set Config.ClassBudget with it: an event's room is then offered to
 // one pod per class that does not fit, not to every parked pod.
 func WakeBudget(c *Cache) func(ev schedq.Event, oldObj, newObj any) (schedq.Budget[*v1.Pod], bool) {
@@ -40,34 +44,35 @@ func WakeBudgetOn(c *Cache, fw *profile.Framework) func(ev schedq.Event, oldObj,
 	}
 	ledger := plugins.NewRoomLedger(c, skip)
 	return func(ev schedq.Event, oldObj, newObj any) (schedq.Budget[*v1.Pod], bool) {
-		node := roomOn(ev, oldObj, newObj)
+		node, gone := roomOn(ev, oldObj, newObj)
 		if node == "" {
 			return nil, false
 		}
-		return ledger.Room(node), true
+		return ledger.RoomFreedBy(node, gone), true
 	}
 }
 
-// roomOn returns the node on which ev makes room, or "".
-func roomOn(ev schedq.Event, oldObj, newObj any) string {
+// roomOn returns the node on which ev makes room, or "", and the pod
+// whose deletion made it, if one did.
+func roomOn(ev schedq.Event, oldObj, newObj any) (string, *v1.Pod) {
 	switch ev.Kind {
 	case clusterevent.Node:
 		if ev.Action&(clusterevent.Add|clusterevent.UpdateNodeAllocatable) != 0 {
 			if n, ok := newObj.(*v1.Node); ok {
-				return n.Name
+				return n.Name, nil
 			}
 		}
 	case clusterevent.AssignedPod:
 		switch {
 		case ev.Action&clusterevent.Delete != 0:
 			if p, ok := oldObj.(*v1.Pod); ok {
-				return p.Spec.NodeName
+				return p.Spec.NodeName, p
 			}
 		case ev.Action&clusterevent.UpdatePodScaleDown != 0:
 			if p, ok := newObj.(*v1.Pod); ok {
-				return p.Spec.NodeName
+				return p.Spec.NodeName, nil
 			}
 		}
 	}
-	return ""
+	return "", nil
 }
