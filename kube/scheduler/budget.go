@@ -53,8 +53,12 @@ func WakeBudgetOn(c *Cache, fw *profile.Framework) func(ev schedq.Event, oldObj,
 }
 
 // roomOn returns the node on which ev makes room, or "", and the pod
-// whose deletion made it, if one did.
+// whose deletion made it, if one did. A general update (every update bit
+// set: a change of none of the kinds the handlers tell apart) makes none.
 func roomOn(ev schedq.Event, oldObj, newObj any) (string, *v1.Pod) {
+	if ev.Action == clusterevent.Update {
+		return "", nil
+	}
 	switch ev.Kind {
 	case clusterevent.Node:
 		if ev.Action&(clusterevent.Add|clusterevent.UpdateNodeAllocatable) != 0 {
