@@ -1,0 +1,77 @@
+package schedq
+
+// fairOrder reorders parked entries, already in the queue's own order
+// (popOrder), into the order fairness would pop them were they all in
+// activeQ now, and nothing else: by priority level (unless
+// BeforePriority), then the tenant whose usage over weight is lowest,
+// each item taken adding its charge to its tenant, ties by the queue's
+// order. A wake budget offers its room in this order (wakeWithin), so
+// that room that comes in pieces goes to the tenants that used the queue
+// least, not to whichever tenant's items were parked first. It reads the
+// tenants' usage and creates none. O(k·t) for k entries of t tenants,
+// besides popOrder's sort.
+func (c *Core[K, T]) fairOrder(es []*entry[K, T], nowNs int64) {
+	keys := map[string]*fairCursor{}
+	if c.fair.cfg.BeforePriority {
+		c.fairLevel(es, keys, nowNs)
+		return
+	}
+	for lo := 0; lo < len(es); {
+		hi := lo + 1
+		for hi < len(es) && es[hi].prio == es[lo].prio {
+			hi++
+		}
+		c.fairLevel(es[lo:hi], keys, nowNs)
+		lo = hi
+	}
+}
+
+// fairCursor is a tenant's state in fairOrder: its usage over weight, the
+// charges of the items taken so far added, and its items of the level
+// being ordered (their indexes in it, in order).
+type fairCursor struct {
+	key, weight float64
+	items       []int
+	next        int
+}
+
+// fairLevel orders es, one priority level in the queue's order, as
+// fairOrder says; keys carries the tenants' keys from level to level.
+func (c *Core[K, T]) fairLevel(es []*entry[K, T], keys map[string]*fairCursor, nowNs int64) {
+	f := c.fair
+	var live []*fairCursor
+	for i, e := range es {
+		name := f.cfg.Tenant(e.Item)
+		cu := keys[name]
+		if cu == nil {
+			cu = &fairCursor{weight: f.cfg.weight(name)}
+			if t := f.tenants[name]; t != nil {
+				cu.weight = t.weight
+				cu.key = f.usageAt(t, nowNs) / t.weight
+			}
+			keys[name] = cu
+		}
+		if cu.next == len(cu.items) {
+			cu.items, cu.next = cu.items[:0], 0
+			live = append(live, cu)
+		}
+		cu.items = append(cu.items, i)
+	}
+	order := make([]*entry[K, T], 0, len(es))
+	for range es {
+		var best *fairCursor
+		for _, cu := range live {
+			if cu.next == len(cu.items) {
+				continue
+			}
+			if best == nil || cu.key < best.key || cu.key == best.key && cu.items[cu.next] < best.items[best.next] {
+				best = cu
+			}
+		}
+		e := es[best.items[best.next]]
+		best.next++
+		best.key += f.cfg.cost(e.Item) / best.weight
+		order = append(order, e)
+	}
+	copy(es, order)
+}
