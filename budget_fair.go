@@ -12,8 +12,12 @@ package schedq
 // besides popOrder's sort.
 func (c *Core[K, T]) fairOrder(es []*entry[K, T], nowNs int64) {
 	keys := map[string]*fairCursor{}
+	scale := 1.0 // a charge at now, as Pop would add it (see decay)
+	if c.fair.decay.started {
+		scale = c.fair.decay.scale(nowNs)
+	}
 	if c.fair.cfg.BeforePriority {
-		c.fairLevel(es, keys, nowNs)
+		c.fairLevel(es, keys, scale)
 		return
 	}
 	for lo := 0; lo < len(es); {
@@ -21,23 +25,27 @@ func (c *Core[K, T]) fairOrder(es []*entry[K, T], nowNs int64) {
 		for hi < len(es) && es[hi].prio == es[lo].prio {
 			hi++
 		}
-		c.fairLevel(es[lo:hi], keys, nowNs)
+		c.fairLevel(es[lo:hi], keys, scale)
 		lo = hi
 	}
 }
 
-// fairCursor is a tenant's state in fairOrder: its usage over weight, the
-// charges of the items taken so far added, and its items of the level
-// being ordered (their indexes in it, in order).
+// fairCursor is a tenant's state in fairOrder: its usage, stored as the
+// queue stores it (see decay) with the charges of the items taken so far
+// added as Pop adds them, so that keys compare as Pop's would; and its
+// items of the level being ordered (their indexes in it, in order).
 type fairCursor struct {
-	key, weight float64
-	items       []int
-	next        int
+	usage, weight float64
+	items         []int
+	next          int
 }
 
+func (cu *fairCursor) key() float64 { return cu.usage / cu.weight }
+
 // fairLevel orders es, one priority level in the queue's order, as
-// fairOrder says; keys carries the tenants' keys from level to level.
-func (c *Core[K, T]) fairLevel(es []*entry[K, T], keys map[string]*fairCursor, nowNs int64) {
+// fairOrder says, with charges of scale per unit of cost; keys carries
+// the tenants' usage from level to level.
+func (c *Core[K, T]) fairLevel(es []*entry[K, T], keys map[string]*fairCursor, scale float64) {
 	f := c.fair
 	var live []*fairCursor
 	for i, e := range es {
@@ -46,8 +54,7 @@ func (c *Core[K, T]) fairLevel(es []*entry[K, T], keys map[string]*fairCursor, n
 		if cu == nil {
 			cu = &fairCursor{weight: f.cfg.weight(name)}
 			if t := f.tenants[name]; t != nil {
-				cu.weight = t.weight
-				cu.key = f.usageAt(t, nowNs) / t.weight
+				cu.usage, cu.weight = t.usage, t.weight
 			}
 			keys[name] = cu
 		}
@@ -64,13 +71,13 @@ func (c *Core[K, T]) fairLevel(es []*entry[K, T], keys map[string]*fairCursor, n
 			if cu.next == len(cu.items) {
 				continue
 			}
-			if best == nil || cu.key < best.key || cu.key == best.key && cu.items[cu.next] < best.items[best.next] {
+			if best == nil || cu.key() < best.key() || cu.key() == best.key() && cu.items[cu.next] < best.items[best.next] {
 				best = cu
 			}
 		}
 		e := es[best.items[best.next]]
 		best.next++
-		best.key += f.cfg.cost(e.Item) / best.weight
+		best.usage += f.cfg.cost(e.Item) * scale
 		order = append(order, e)
 	}
 	copy(es, order)
