@@ -17,9 +17,10 @@ import (
 // events are not limited, and neither are the pods that a deleted pod's
 // departure may let onto other nodes than its own: those its topology
 // constraints (spread or anti-affinity over a domain wider than a node)
-// counted it against (plugins.NodeRoom.Take). One ledger of promised room serves every event,
-// so two events on one node do not promise its room twice. This goes beyond
-// kube-scheduler, which wakes every pod whose hint accepts the event.
+// counted it against (plugins.NodeRoom.Take). One ledger of promised room
+// serves every event, so two events on one node do not promise its room
+// twice. This goes beyond kube-scheduler, which wakes every pod whose
+// hint accepts the event.
 //
 // A budget's Take reads only the pod's requests, namespace, labels and
 // topology constraints, which are equal for the pods of one PodHintClass
