@@ -1,5 +1,7 @@
 package schedq
 
+import "container/heap"
+
 // fairOrder reorders parked entries, already in the queue's own order
 // (popOrder), into the order fairness would pop them were they all in
 // activeQ now, and nothing else: by priority level (unless
@@ -8,8 +10,8 @@ package schedq
 // order. A wake budget offers its room in this order (wakeWithin), so
 // that room that comes in pieces goes to the tenants that used the queue
 // least, not to whichever tenant's items were parked first. It reads the
-// tenants' usage and creates none. O(k·t) for k entries of t tenants,
-// besides popOrder's sort.
+// tenants' usage and creates none. O(k log t) for k entries of t
+// tenants, besides popOrder's sort.
 func (c *Core[K, T]) fairOrder(es []*entry[K, T], nowNs int64) {
 	keys := map[string]*fairCursor{}
 	scale := 1.0 // a charge at now, as Pop would add it (see decay)
@@ -44,10 +46,10 @@ func (cu *fairCursor) key() float64 { return cu.usage / cu.weight }
 
 // fairLevel orders es, one priority level in the queue's order, as
 // fairOrder says, with charges of scale per unit of cost; keys carries
-// the tenants' usage from level to level.
+// the tenants' usage from level to level. O(k log t).
 func (c *Core[K, T]) fairLevel(es []*entry[K, T], keys map[string]*fairCursor, scale float64) {
 	f := c.fair
-	var live []*fairCursor
+	var live fairCursors
 	for i, e := range es {
 		name := f.cfg.Tenant(e.Item)
 		cu := keys[name]
@@ -64,21 +66,41 @@ func (c *Core[K, T]) fairLevel(es []*entry[K, T], keys map[string]*fairCursor, s
 		}
 		cu.items = append(cu.items, i)
 	}
+	heap.Init(&live)
 	order := make([]*entry[K, T], 0, len(es))
-	for range es {
-		var best *fairCursor
-		for _, cu := range live {
-			if cu.next == len(cu.items) {
-				continue
-			}
-			if best == nil || cu.key() < best.key() || cu.key() == best.key() && cu.items[cu.next] < best.items[best.next] {
-				best = cu
-			}
+	for live.Len() > 0 {
+		cu := live[0]
+		e := es[cu.items[cu.next]]
+		cu.next++
+		cu.usage += f.cfg.cost(e.Item) * scale
+		if cu.next == len(cu.items) {
+			heap.Pop(&live)
+		} else {
+			heap.Fix(&live, 0)
 		}
-		e := es[best.items[best.next]]
-		best.next++
-		best.usage += f.cfg.cost(e.Item) * scale
 		order = append(order, e)
 	}
 	copy(es, order)
+}
+
+// fairCursors is a heap of the tenants with items left in a level: the
+// lowest key first, then the one whose next item comes first in the
+// queue's order.
+type fairCursors []*fairCursor
+
+func (h fairCursors) Len() int { return len(h) }
+func (h fairCursors) Less(i, j int) bool {
+	a, b := h[i], h[j]
+	if ka, kb := a.key(), b.key(); ka != kb {
+		return ka < kb
+	}
+	return a.items[a.next] < b.items[b.next]
+}
+func (h fairCursors) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *fairCursors) Push(x any)   { *h = append(*h, x.(*fairCursor)) }
+func (h *fairCursors) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
