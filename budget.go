@@ -135,10 +135,13 @@ func (c *Core[K, T]) wakeWithin(b Budget[T], label string, ready []*entry[K, T],
 	for _, e := range ready[:fit] {
 		b.Return(e.Item) // undone: they are offered again, in pop order
 	}
-	if c.cfg.Priority != nil && c.cfg.ClassBudget && c.cfg.HintClass != nil {
+	if c.cfg.Priority != nil && c.cfg.ClassBudget && c.cfg.HintClass != nil && c.fair == nil {
 		c.wakeByClass(g, ready, now)
 	} else {
 		c.popOrder(ready)
+		if c.fair != nil {
+			c.fairOrder(ready, now.UnixNano())
+		}
 		var full classSet
 		for _, e := range ready {
 			if c.take(b, e, &full) {

@@ -1,6 +1,7 @@
 package schedq
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -241,5 +242,39 @@ func TestBudgetNotOK(t *testing.T) {
 			h.want("b", InActive)
 			h.wantDeferred("a", "")
 		})
+	}
+}
+
+// TestBudgetExplainSaysWhoHoldsTheRoom: Explain of a deferred item must
+// not say that items ahead of it took its room when the room is held by
+// an item behind it in pop order, woken earlier by another event of the
+// same room: it says the room was not enough beside what the items woken
+// before it hold.
+func TestBudgetExplainSaysWhoHoldsTheRoom(t *testing.T) {
+	hs := &host{size: 1, sizes: map[string]int{"low": 1, "high": 1}}
+	h := newHarness(t, func(c *Config[string, job]) {
+		c.Budget = func(ev Event, _, newObj any) (Budget[job], bool) { r, ok := newObj.(hostRoom); return r, ok }
+		c.Hints["Fit"] = []EventHint[job]{{Event: evMachineAdd}, {Event: evMachineTaint}}
+	})
+	h.add(mk("low", 1))
+	h.attemptFail("low", "Fit")
+	h.step(time.Minute)
+	h.move(evMachineTaint, hostRoom{hs}) // wakes low, which holds the host
+	h.add(mk("high", 9))
+	h.attemptFail("high", "Fit")
+	h.step(time.Minute)
+	h.move(evMachineAdd, hostRoom{hs}) // high does not fit beside low
+	h.wantDeferred("high", "MachineAdd")
+	x, err := h.c.Explain("high", h.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{x.Reason, x.String()} {
+		if strings.Contains(text, "items ahead") {
+			t.Errorf("Explain says items ahead of high took its room; low, behind it, holds it:\n%s", text)
+		}
+		if !strings.Contains(text, "woken before it") {
+			t.Errorf("Explain does not say that items woken before it hold the room:\n%s", text)
+		}
 	}
 }

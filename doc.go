@@ -115,7 +115,8 @@
 // for the m items moved; a wake budget adds O(k) for the items it
 // defers (a heap of their sort keys; those deferred with their cohorts
 // are not written to, and an event that ends lets them go in O(c·e)
-// for c cohorts and e live events deferring each).
+// for c cohorts and e live events deferring each); under Config.Fairness
+// it sorts them into fair pop order, O(k log k).
 // Tick is O(m log n) for m items moved, plus O(p) for
 // p parked items when the leftover flush runs. Explain is O(r + n) for r
 // hint registrations and n queued items (its position in line), plus O(m)

@@ -24,8 +24,10 @@ type Explanation[K comparable] struct {
 	// item back, that can move it (parked and gated items only).
 	WakingEvents []string `json:"wakingEvents,omitempty"`
 	// DeferredBy is the event (its label) that would have woken a parked
-	// item but whose room went to items ahead of it (Config.Budget); the
-	// item wakes if room comes back.
+	// item but whose room was not enough for it beside what the items
+	// woken before it hold (Config.Budget): items ahead of it in the same
+	// offer, or items that this or another event of the same room woke
+	// earlier, whatever their order. The item wakes if room comes back.
 	DeferredBy string `json:"deferredBy,omitempty"`
 	// LeftoverFlushAt is the earliest time the leftover flush retries a
 	// parked item even if no event comes.
@@ -130,7 +132,7 @@ func (x Explanation[K]) reason(now time.Time) string {
 		return fmt.Sprintf("gated by %s; waiting for %s", x.GatedBy, waitingFor(x.WakingEvents))
 	case InUnschedulable:
 		if x.DeferredBy != "" {
-			return fmt.Sprintf("unschedulable: rejected by %s; %s made room, but items ahead of it took it: "+
+			return fmt.Sprintf("unschedulable: rejected by %s; %s made room, not enough for it beside what items woken before it hold: "+
 				"waiting for that room to come back, for %s, or the leftover flush after %s",
 				plugins, x.DeferredBy, waitingFor(x.WakingEvents), x.LeftoverFlushAt.Format(time.RFC3339))
 		}
@@ -185,7 +187,7 @@ func (x Explanation[K]) String() string {
 		line("woken by", "%s", strings.Join(x.WakingEvents, ", "))
 	}
 	if x.DeferredBy != "" {
-		line("deferred by", "%s (its room went to items ahead)", x.DeferredBy)
+		line("deferred by", "%s (not enough room for it beside the items woken before it)", x.DeferredBy)
 	}
 	if !x.LeftoverFlushAt.IsZero() {
 		line("leftover flush after", "%s", x.LeftoverFlushAt.Format(time.RFC3339))

@@ -58,9 +58,11 @@ func runOpsWith(t *testing.T, data []byte, mutate func(*Config[string, job])) {
 	if flags&16 != 0 {
 		cfg.Budget = fuzzBudget // wake only what machine events make room for
 	}
-	if flags&32 != 0 {
-		// Fair between labels; a caller's Less needs fairness first.
-		cfg.Fairness = fairTestConfig(flags&64 != 0 || cfg.Priority == nil)
+	if flags&64 != 0 {
+		// Fair between labels; a caller's Less needs fairness first, and
+		// so, to draw on the bits left, does a run without backoff. (Bit
+		// 32, which it had, runs group ops since those came.)
+		cfg.Fairness = fairTestConfig(cfg.Priority == nil || cfg.DisableBackoff)
 	}
 	if flags&128 != 0 {
 		cfg.HintClass = classOfLabel // the test hints read only the label

@@ -41,6 +41,9 @@ func (m *model) wakeWithin(b Budget[job], ready []*mItem) {
 		}
 		return 1 // priorities are distinct
 	})
+	if m.fair != nil {
+		ready = m.fairWakeOrder(ready)
+	}
 	g := &mGroup{b: b}
 	if k, ok := b.(Keyed); ok {
 		g.key = k.Key()

@@ -1,7 +1,9 @@
 package schedq
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -77,8 +79,53 @@ func (m *model) charge(it *mItem, now time.Time) {
 	if !f.begun {
 		f.begun, f.ref = true, now
 	}
-	// Usage decays in steps of a 4096th of the half-life.
+	f.usage[f.cfg.Tenant(it.Item)] += f.cfg.cost(it.Item) * f.scale(now)
+}
+
+// scale is what a charge at now is multiplied by: usage decays in steps
+// of a 4096th of the half-life. 1 before the first charge.
+func (f *mFair) scale(now time.Time) float64 {
+	if !f.begun {
+		return 1
+	}
 	step := math.Floor(float64(now.Sub(f.ref)) / (float64(f.cfg.HalfLife) / 4096))
-	s := math.Exp2(step / 4096)
-	f.usage[f.cfg.Tenant(it.Item)] += f.cfg.cost(it.Item) * s
+	return math.Exp2(step / 4096)
+}
+
+// fairWakeOrder orders an event's candidates as the model states a
+// budget's order under fairness: the pop order were they all in activeQ
+// now and nothing else, each one taken charged to its tenant as a pop at
+// now would be.
+func (m *model) fairWakeOrder(ready []*mItem) []*mItem {
+	f := m.fair
+	s := f.scale(m.now)
+	usage := maps.Clone(f.usage)
+	norm := func(it *mItem) float64 {
+		return usage[f.cfg.Tenant(it.Item)] / f.cfg.weight(f.cfg.Tenant(it.Item))
+	}
+	left := slices.Clone(ready)
+	out := make([]*mItem, 0, len(ready))
+	for len(left) > 0 {
+		best := 0
+		for i, it := range left[1:] {
+			b := left[best]
+			switch {
+			case !f.cfg.BeforePriority && it.Item.prio != b.Item.prio:
+				if it.Item.prio > b.Item.prio {
+					best = i + 1
+				}
+			case norm(it) != norm(b):
+				if norm(it) < norm(b) {
+					best = i + 1
+				}
+			case m.cfg.Less(&it.Info, &b.Info):
+				best = i + 1
+			}
+		}
+		it := left[best]
+		out = append(out, it)
+		usage[f.cfg.Tenant(it.Item)] += f.cfg.cost(it.Item) * s
+		left = slices.Delete(left, best, best+1)
+	}
+	return out
 }

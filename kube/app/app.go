@@ -234,10 +234,6 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	qcfg.Recorder = rec
 	qcfg.Fairness = o.Fairness.fairness()
 	qcfg.InitialBackoff, qcfg.MaxBackoff = o.Config.InitialBackoff, o.Config.MaxBackoff
-	if !o.NoWakeBudget {
-		qcfg.Budget = scheduler.WakeBudget(c)
-		qcfg.ClassBudget = true // see WakeBudget
-	}
 	lib, libQuiet := libraryLogger(quiet.next)
 	go libQuiet.run(ctx)
 	if o.Klog {
@@ -249,6 +245,10 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 		return err
 	}
 	defer fw.Close()
+	if !o.NoWakeBudget {
+		qcfg.Budget = scheduler.WakeBudgetOn(c, fw) // room as fw's NodeResourcesFit counts it
+		qcfg.ClassBudget = true                     // see WakeBudget
+	}
 	q, err := schedq.New(qcfg)
 	if err != nil {
 		return err

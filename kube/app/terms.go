@@ -127,7 +127,7 @@ func (t *terms) cycle(ctx context.Context, s *scheduler.Scheduler, info schedule
 func (t *terms) rebuild(ctx context.Context) {
 	cfg := t.qcfg
 	if cfg.Budget != nil {
-		cfg.Budget = scheduler.WakeBudget(t.cache) // a fresh ledger: the old term's promises died with it
+		cfg.Budget = scheduler.WakeBudgetOn(t.cache, t.opts.Framework) // a fresh ledger: the old term's promises died with it
 	}
 	next, err := schedq.New(cfg)
 	if err != nil {

@@ -70,7 +70,9 @@ const (
 
 // ActionString names an action set as kube-scheduler does: "Add",
 // "Update", "All", a single bit's name; a set kube-scheduler has no name
-// for is its bits' names joined by "|".
+// for is its bits' names joined by "|", every update bit written as
+// "Update" when it holds them all (so "Add|Update", not a list of node and
+// pod updates for an object that is neither).
 func ActionString(a schedq.Action) string {
 	switch a {
 	case All, schedq.AnyAction:
@@ -82,12 +84,20 @@ func ActionString(a schedq.Action) string {
 		return name
 	}
 	var b strings.Builder
+	write := func(name string) {
+		if b.Len() > 0 {
+			b.WriteByte('|')
+		}
+		b.WriteString(name)
+	}
+	allUpdates := a&Update == Update
 	for bit := schedq.Action(1); bit <= All; bit <<= 1 {
-		if a&bit != 0 {
-			if b.Len() > 0 {
-				b.WriteByte('|')
-			}
-			b.WriteString(fwk.ActionType(bit).String())
+		switch {
+		case a&bit == 0:
+		case bit&Update == 0 || !allUpdates:
+			write(fwk.ActionType(bit).String())
+		case (bit-1)&Update == 0: // the lowest update bit stands for them all
+			write("Update")
 		}
 	}
 	return b.String()

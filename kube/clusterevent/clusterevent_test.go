@@ -47,6 +47,12 @@ func TestLabels(t *testing.T) {
 		"storage.k8s.io/CSINodeAdd":           New(CSINode, Add),
 		"resource.k8s.io/ResourceSliceUpdate": New(ResourceSlice, Update),
 		"NodeUpdateNodeDeclaredFeature":       New(Node, UpdateNodeDeclaredFeature),
+		// Every update bit is "Update", not each bit's name: a DeviceClass
+		// has no node allocatable and no pod labels (Explain shows these).
+		"resource.k8s.io/DeviceClassAdd|Update":   New(DeviceClass, Add|Update),
+		"resource.k8s.io/ResourceClaimAdd|Update": New(ResourceClaim, Add|Update),
+		"AssignedPodAdd|Delete|UpdatePodLabel":    New(AssignedPod, Add|Delete|UpdatePodLabel),
+		"NodeAdd|UpdateNodeLabel|UpdateNodeTaint": New(Node, Add|UpdateNodeLabel|UpdateNodeTaint),
 	}
 	for want, ev := range tests {
 		if ev.Label != want {

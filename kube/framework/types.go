@@ -14,7 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/kubernetes/pkg/features"
 
 	"github.com/schedq/schedq"
 )
@@ -88,14 +90,32 @@ func NewPodInfo(p *v1.Pod) (*PodInfo, error) {
 }
 
 // PodRequests converts a pod's effective requests, plus one pod, and says
-// whether they can be accounted (nil error) or why not.
+// whether they can be accounted (nil error) or why not. They are counted
+// as kube-scheduler counts a pod on a node (RequestOptions): for a pod
+// resized in place, the most of its spec and of what its status says is
+// allocated and running.
 func PodRequests(p *v1.Pod) (Resource, error) {
-	r, err := ConvertResources(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))
+	r, err := ConvertResources(resourcehelper.PodRequests(p, RequestOptions()))
 	r.Pods = 1
 	if err != nil {
 		return r, fmt.Errorf("invalid resource request %w", err)
 	}
 	return r, nil
+}
+
+// RequestOptions are the options with which kube-scheduler v1.37.2
+// counts a pod's requests in its node cache and in its pod scale events,
+// after the feature gates: the status's resources (in-place resize, GA)
+// and pod-level ones. For a pending pod, which has no container status,
+// they count its spec. O(1).
+func RequestOptions() resourcehelper.PodResourcesOptions {
+	gates := utilfeature.DefaultFeatureGate
+	return resourcehelper.PodResourcesOptions{
+		UseStatusResources: gates.Enabled(features.InPlacePodVerticalScaling),
+		InPlacePodLevelResourcesVerticalScalingEnabled: gates.Enabled(features.InPlacePodLevelResourcesVerticalScaling),
+		SkipPodLevelResources:                          !gates.Enabled(features.PodLevelResources),
+		UseDRANodeAllocatableResourceClaimStatus:       gates.Enabled(features.DRANodeAllocatableResources),
+	}
 }
 
 func (pi *PodInfo) setRequests() {

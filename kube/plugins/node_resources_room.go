@@ -19,6 +19,7 @@ import (
 // goroutine waiting for the queue (the cache's own lock is such a lock).
 type RoomLedger struct {
 	src      RoomSource
+	skip     func(name v1.ResourceName, alloc int64) bool
 	promised map[string]*promise
 }
 
@@ -37,14 +38,24 @@ type promise struct {
 	pods int64
 }
 
-// NewRoomLedger returns an empty ledger over src.
-func NewRoomLedger(src RoomSource) *RoomLedger {
-	return &RoomLedger{src: src, promised: map[string]*promise{}}
+// NewRoomLedger returns an empty ledger over src. skip, if not nil,
+// says which resources NodeResourcesFit leaves unchecked on a node that
+// has alloc of them (see profile.Framework.FitSkips): a pod's request of
+// such a resource never keeps it from fitting. It is called under the
+// queue's lock, so it may take only a leaf lock.
+func NewRoomLedger(src RoomSource, skip func(name v1.ResourceName, alloc int64) bool) *RoomLedger {
+	return &RoomLedger{src: src, skip: skip, promised: map[string]*promise{}}
 }
 
 // Room returns the room of the named node, as a schedq.Budget.
-func (l *RoomLedger) Room(node string) *NodeRoom {
-	return &NodeRoom{l: l, node: node, to: map[types.NamespacedName]framework.Resource{}}
+func (l *RoomLedger) Room(node string) *NodeRoom { return l.RoomFreedBy(node, nil) }
+
+// RoomFreedBy is Room for the event of gone's deletion from the node
+// (nil: another event): gone's departure may also let pods onto other
+// nodes of a topology domain it shared with the node, which the room
+// does not limit (see NodeRoom.Take).
+func (l *RoomLedger) RoomFreedBy(node string, gone *v1.Pod) *NodeRoom {
+	return &NodeRoom{l: l, node: node, gone: gone, to: map[types.NamespacedName]framework.Resource{}}
 }
 
 // fits reports whether the node, with what it promised, can hold one more
@@ -60,15 +71,16 @@ func (l *RoomLedger) fits(node string, req framework.Resource) bool {
 		used.Add(p.res)
 		pods += p.pods
 	}
-	return fits(req, alloc, used, pods)
+	return fits(req, alloc, used, pods, l.skip)
 }
 
 // fits reports whether a node with allocatable alloc, whose pods number
 // pods and request used in all, has room for one more pod requesting
 // req, as NodeResourcesFit counts room: a pod slot, cpu, memory,
-// ephemeral storage and each extended resource the pod requests.
+// ephemeral storage and each extended resource the pod requests, but
+// those skip (if not nil) says it leaves unchecked.
 // O(extended resources requested).
-func fits(req, alloc, used framework.Resource, pods int64) bool {
+func fits(req, alloc, used framework.Resource, pods int64, skip func(v1.ResourceName, int64) bool) bool {
 	if pods+1 > alloc.Pods {
 		return false
 	}
@@ -78,7 +90,7 @@ func fits(req, alloc, used framework.Resource, pods int64) bool {
 		return false
 	}
 	for name, q := range req.Scalar {
-		if q > 0 && q > alloc.Scalar[name]-used.Scalar[name] {
+		if q > 0 && q > alloc.Scalar[name]-used.Scalar[name] && (skip == nil || !skip(name, alloc.Scalar[name])) {
 			return false
 		}
 	}
@@ -107,6 +119,7 @@ func (l *RoomLedger) promise(node string, req framework.Resource, sign int64) {
 type NodeRoom struct {
 	l    *RoomLedger
 	node string
+	gone *v1.Pod // the deleted pod that made the room, or nil
 	to   map[types.NamespacedName]framework.Resource
 }
 
@@ -118,8 +131,15 @@ var (
 // Key implements schedq.Keyed: the events of one node share its room.
 func (r *NodeRoom) Key() string { return r.node }
 
-// Take promises pod room on the node if it fits.
+// Take promises pod room on the node if it fits. A pod that the deleted
+// pod counted against in a domain wider than one node (ReachesBeyond) is
+// taken without a promise: the event may let it onto another node of the
+// domain, whose room this budget does not know, as kube-scheduler's hints
+// say.
 func (r *NodeRoom) Take(pod *v1.Pod) bool {
+	if r.gone != nil && ReachesBeyond(pod, r.gone) {
+		return true
+	}
 	req, _ := framework.RequestsOf(pod) // clamped if invalid
 	if !r.l.fits(r.node, req) {
 		return false

@@ -68,6 +68,8 @@ type Framework struct {
 	// sources are the DRA manager's stores as event sources
 	// (EventSources); nil on the synchronous factory.
 	sources map[string]EventSource
+	// fitIgnored is what NodeResourcesFit's args ignore (FitSkips).
+	fitIgnored fitIgnored
 }
 
 // NewFramework builds the framework of prof (a profile of a Config from
@@ -208,7 +210,7 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 		}
 	}
 	fr := &Framework{fwk: f, dp: dp, postFilters: postFiltersBut(f, built, defaultpreemption.Name), snap: s.Snapshot, factory: w.sync, cancel: cancel,
-		norm: newNormalizer(f, scorers), sources: w.sources}
+		norm: newNormalizer(f, scorers), sources: w.sources, fitIgnored: newFitIgnored(prof)}
 	if w.sync != nil {
 		fr.signWrites = &w.sync.writes
 	} else if fr.signWrites, err = signInputs(f, w.factory); err != nil {

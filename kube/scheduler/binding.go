@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 )
 
@@ -172,6 +173,9 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 		result = bindingNodeDeleted
 	}
 	s.bindingEnded(start, result)
+	if result != bindingSuccess && result != bindingNodeDeleted {
+		defer s.roomFreed(pod, node) // after the pod's own requeue
+	}
 	if result == bindingNodeDeleted {
 		// Not sent. If the node's deletion aborted it, the abort requeues
 		// the pod (a framework binding's: once its plugins are done and
@@ -237,6 +241,22 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 		if qerr := s.giveBack(info, schedq.Failure{}); qerr != nil {
 			s.o.Logger.Debug("requeue after binding failure", "pod", key, "err", qerr)
 		}
+	}
+}
+
+// roomFreed tells the queue that pod, assumed on node until its binding
+// failed, holds its room there no more, as kube-scheduler does: the event
+// of an assigned pod's deletion, for every parked pod but pod itself
+// (its wake budget is that node's room). Nothing if the cache still
+// places the pod (seen bound meanwhile). Called with no lock held.
+func (s *Scheduler) roomFreed(pod *v1.Pod, node string) {
+	key := framework.Key(pod)
+	if _, placed := s.cache.NodeOf(key); placed {
+		return
+	}
+	others := func(info *schedq.Info[*v1.Pod]) bool { return framework.Key(info.Item) != key }
+	if err := s.queue.Move(clusterevent.AssignedPodDelete, assumedOn(pod, node), nil, others); err != nil && !errors.Is(err, schedq.ErrClosed) {
+		s.o.Logger.Debug("move after a failed binding", "pod", key, "node", node, "err", err)
 	}
 }
 

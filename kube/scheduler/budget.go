@@ -6,6 +6,7 @@ import (
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/plugins"
+	"github.com/schedq/schedq/kube/profile"
 )
 
 // WakeBudget is the queue's Config.Budget for a scheduler on cache: a
@@ -13,45 +14,70 @@ import (
 // allocatable grew, a pod bound to it was deleted or scaled down) wakes
 // only the pending pods that fit in that node's free room, in pop order;
 // the others stay parked until room comes back (see schedq.Budget). Other
-// events are not limited. One ledger of promised room serves every event,
-// so two events on one node do not promise its room twice. This goes beyond
-// kube-scheduler, which wakes every pod whose hint accepts the event.
+// events are not limited, and neither are the pods that a deleted pod's
+// departure may let onto other nodes than its own: those its topology
+// constraints (spread or anti-affinity over a domain wider than a node)
+// counted it against (plugins.NodeRoom.Take). One ledger of promised room
+// serves every event, so two events on one node do not promise its room
+// twice. This goes beyond kube-scheduler, which wakes every pod whose
+// hint accepts the event.
 //
-// A budget's Take reads only the pod's requests, which are equal for the
-// pods of one PodHintClass (equal specs, no resize status), so the queue
+// A budget's Take reads only the pod's requests, namespace, labels and
+// topology constraints, which are equal for the pods of one PodHintClass
+// (equal namespaces, labels and specs, no resize status), so the queue
 // may set Config.ClassBudget with it: an event's room is then offered to
 // one pod per class that does not fit, not to every parked pod.
 func WakeBudget(c *Cache) func(ev schedq.Event, oldObj, newObj any) (schedq.Budget[*v1.Pod], bool) {
-	ledger := plugins.NewRoomLedger(c)
+	return WakeBudgetOn(c, nil)
+}
+
+// WakeBudgetOn is WakeBudget for a scheduler that runs fw's plugins (nil:
+// none): a node's room leaves out, as fw's NodeResourcesFit does, the
+// extended resources its args ignore and, on a node that has none of one,
+// those that a DeviceClass provides (profile.Framework.FitSkips). Without
+// it, a pod asking for such a resource would never fit an event's room,
+// and would wait for another event or the leftover flush while its hints
+// said the new room might hold it.
+func WakeBudgetOn(c *Cache, fw *profile.Framework) func(ev schedq.Event, oldObj, newObj any) (schedq.Budget[*v1.Pod], bool) {
+	var skip func(v1.ResourceName, int64) bool
+	if fw != nil {
+		skip = fw.FitSkips
+	}
+	ledger := plugins.NewRoomLedger(c, skip)
 	return func(ev schedq.Event, oldObj, newObj any) (schedq.Budget[*v1.Pod], bool) {
-		node := roomOn(ev, oldObj, newObj)
+		node, gone := roomOn(ev, oldObj, newObj)
 		if node == "" {
 			return nil, false
 		}
-		return ledger.Room(node), true
+		return ledger.RoomFreedBy(node, gone), true
 	}
 }
 
-// roomOn returns the node on which ev makes room, or "".
-func roomOn(ev schedq.Event, oldObj, newObj any) string {
+// roomOn returns the node on which ev makes room, or "", and the pod
+// whose deletion made it, if one did. A general update (every update bit
+// set: a change of none of the kinds the handlers tell apart) makes none.
+func roomOn(ev schedq.Event, oldObj, newObj any) (string, *v1.Pod) {
+	if ev.Action == clusterevent.Update {
+		return "", nil
+	}
 	switch ev.Kind {
 	case clusterevent.Node:
 		if ev.Action&(clusterevent.Add|clusterevent.UpdateNodeAllocatable) != 0 {
 			if n, ok := newObj.(*v1.Node); ok {
-				return n.Name
+				return n.Name, nil
 			}
 		}
 	case clusterevent.AssignedPod:
 		switch {
 		case ev.Action&clusterevent.Delete != 0:
 			if p, ok := oldObj.(*v1.Pod); ok {
-				return p.Spec.NodeName
+				return p.Spec.NodeName, p
 			}
 		case ev.Action&clusterevent.UpdatePodScaleDown != 0:
 			if p, ok := newObj.(*v1.Pod); ok {
-				return p.Spec.NodeName
+				return p.Spec.NodeName, nil
 			}
 		}
 	}
-	return ""
+	return "", nil
 }

@@ -66,6 +66,10 @@ func TestWakeBudgetEvents(t *testing.T) {
 		{"assigned pod delete", clusterevent.AssignedPodDelete, bound, nil, true},
 		{"assigned pod scale-down", clusterevent.New(clusterevent.AssignedPod, clusterevent.UpdatePodScaleDown), bound, bound, true},
 		{"assigned pod add", clusterevent.AssignedPodAdd, nil, bound, false},
+		// A general update says nothing of room: kube-scheduler's general
+		// Update reaches only the plugins that asked for every update.
+		{"assigned pod general update", clusterevent.New(clusterevent.AssignedPod, clusterevent.Update), bound, bound, false},
+		{"node general update", clusterevent.New(clusterevent.Node, clusterevent.Update), node("n", 1000), node("n", 1000), false},
 	}
 	budget := WakeBudget(NewCache())
 	for _, tc := range tests {

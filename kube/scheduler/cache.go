@@ -21,7 +21,8 @@ import (
 // concurrent use; a scheduling cycle holds it with View.
 //
 // Lock order. Three locks meet here: the cache's (mu), the queue's, and
-// the room index's (room.mu, what the wake budget reads). The rules:
+// the room index's (room.mu, what the wake budget reads), besides two
+// leaves of kube-scheduler's. The rules:
 //   - No goroutine holding mu calls the queue: the cycle reads the queue's
 //     nominations before View and writes them after; handlers update the
 //     cache, release it, then call the queue; functions that View, Trial
@@ -37,8 +38,13 @@ import (
 //     UpdateSnapshot under the read lock), never the other way round. The
 //     snapshot UpdateSnapshot fills is read with no lock at all: a cycle on
 //     the upstream framework runs its plugins holding nothing.
+//   - The DRA manager's DeviceClass cache (read by the wake budget through
+//     profile.Framework.FitSkips) has its own lock, a leaf: taken under the
+//     queue's lock, and by that cache's informer handler alone, which
+//     calls nothing while it holds it.
 //
-// In all: queue's lock -> room.mu; mu -> room.mu; mu -> up's lock.
+// In all: queue's lock -> room.mu; queue's lock -> the DeviceClass
+// cache's lock; mu -> room.mu; mu -> up's lock.
 //
 // With a writer waiting on mu (which blocks new readers), breaking either
 // of the first two rules deadlocks the cycle, the queue and the writer.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
+	"github.com/schedq/schedq/kube/framework"
 )
 
 // PodUpdateEvents classifies an update of a queued pod into the
@@ -52,9 +53,12 @@ func PodUpdateEvents(oldPod, newPod *v1.Pod) []schedq.Event {
 }
 
 // scaled reports whether any request of the pod went down or away from
-// oldPod to newPod (with the arguments swapped: up, or added).
+// oldPod to newPod (with the arguments swapped: up, or added), counted as
+// kube-scheduler counts them (framework.RequestOptions): a resize
+// requested frees nothing until the status says it is done (or
+// infeasible), and then the status's change is the scale-down.
 func scaled(oldPod, newPod *v1.Pod) bool {
-	opts := resourcehelper.PodResourcesOptions{}
+	opts := framework.RequestOptions()
 	before, after := resourcehelper.PodRequests(oldPod, opts), resourcehelper.PodRequests(newPod, opts)
 	for name, q := range before {
 		n, ok := after[name]

@@ -160,15 +160,22 @@ func (h *Handlers) UpdatePod(oldPod, newPod *v1.Pod) {
 // DeletePod handles a deleted pod; it may be the last state of a cache
 // tombstone. A pod of ours that was not bound leaves the queue, even if it
 // was assumed and its binding is under way (the attempt is then dropped
-// when the binding fails). Whatever it held on a node is freed.
+// when the binding fails). Whatever it held on a node is freed, and the
+// event says on which node: the pod as placed there, for an assumed pod
+// that the informer saw unbound (the hints and the wake budget read the
+// deleted pod's node).
 func (h *Handlers) DeletePod(p *v1.Pod) {
 	key := framework.Key(p)
 	if !assigned(p) && p.Spec.SchedulerName == h.SchedulerName {
 		h.check("delete", p, h.Queue.Delete(key))
 	}
-	if _, onNode := h.Cache.NodeOf(key); onNode || assigned(p) {
+	if node, onNode := h.Cache.NodeOf(key); onNode || assigned(p) {
 		h.Cache.RemovePod(key)
-		h.check("move", p, h.Queue.Move(clusterevent.AssignedPodDelete, p, nil, nil))
+		gone := p
+		if onNode && p.Spec.NodeName == "" {
+			gone = assumedOn(p, node)
+		}
+		h.check("move", p, h.Queue.Move(clusterevent.AssignedPodDelete, gone, nil, nil))
 	}
 }
 

@@ -42,8 +42,8 @@ type Attempt = schedq.Attempt[types.NamespacedName, *v1.Pod]
 //
 // Lock order (see also Cache): the queue's methods run under the queue's
 // lock, and the wake budget's room (WakeBudget) runs under it too; under
-// that lock only the cache's room index, a leaf, is taken, never the
-// cache's own lock. The scheduling cycle calls no method of the queue
+// that lock only the cache's room index and the DRA manager's DeviceClass
+// cache (WakeBudgetOn), leaves both, are taken, never the cache's own lock. The scheduling cycle calls no method of the queue
 // while it holds the cache's lock: it reads nominations before its view
 // and writes them (and requeues) after it.
 type Queue interface {

@@ -192,7 +192,7 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 		cache = scheduler.NewCache()
 	}
 	if q.WakeBudget == nil || *q.WakeBudget {
-		cfg.Budget = scheduler.WakeBudget(cache)
+		cfg.Budget = scheduler.WakeBudgetOn(cache, s.fw)
 		cfg.ClassBudget = true // see WakeBudget
 	}
 	core, err := schedq.NewCore(cfg)
