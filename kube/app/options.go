@@ -59,6 +59,8 @@ func (o *Options) Validate() error {
 	}
 	if o.StallTimeout < 0 {
 		bad("stall-timeout", "must not be negative, got %v (0: %v)", o.StallTimeout, DefaultStallTimeout)
+	} else if o.StallTimeout > 0 && o.StallTimeout < MinStallTimeout {
+		bad("stall-timeout", "%v is less than %v: a healthy cycle may wait 30s for a binding slot and 10s for its status patch, and would be taken for a stuck one", o.StallTimeout, MinStallTimeout)
 	}
 	errs = append(errs, o.validateLeaderElection()...)
 	errs = append(errs, o.Fairness.validate()...)

@@ -56,6 +56,8 @@ func TestValidate(t *testing.T) {
 		{func(o *Options) { o.QPS = 0 }, "--kube-api-qps"},
 		{func(o *Options) { o.Burst = 0 }, "--kube-api-burst: must be more than 0, got 0"},
 		{func(o *Options) { o.StallTimeout = -time.Second }, "--stall-timeout: must not be negative, got -1s"},
+		{func(o *Options) { o.StallTimeout = time.Nanosecond }, "--stall-timeout: 1ns is less than 1m0s"},
+		{func(o *Options) { o.StallTimeout = 59 * time.Second }, "--stall-timeout: 59s is less than 1m0s"},
 		{func(o *Options) { o.LeaseDuration = -time.Second }, "--leader-elect-lease-duration: must be positive, got -1s"},
 		{func(o *Options) { o.RenewDeadline = 0 }, "--leader-elect-renew-deadline: must be positive"},
 		{func(o *Options) { o.LeaderElect, o.RetryPeriod = false, 0 }, "--leader-elect-retry-period: must be positive"},

@@ -14,6 +14,11 @@ import (
 // its status patch (10s), so a healthy cycle stays well below it.
 const DefaultStallTimeout = 2 * time.Minute
 
+// MinStallTimeout is the least StallTimeout accepted: above the 40s a
+// healthy cycle may wait (a binding slot, then its status patch), so
+// that no healthy leader is restarted as stuck.
+const MinStallTimeout = time.Minute
+
 // loopWatch tells whether the scheduling loop has stopped making progress
 // while it has work: a popped pod whose cycle has run for longer than
 // bound. The loop calls begin after each Pop and end when the cycle

@@ -177,7 +177,7 @@ Every flag is checked before it connects.`,
 	f.StringSliceVar(&o.History.Labels, "history-label", nil, "forecasts learn runtimes per value of these labels, coarsest first (repeat or comma-separate; a class with too few runs falls back to the coarser; default: per owner kind and namespace)")
 	f.StringVar(&o.History.Tail, "history-tail", "longest", "what a runtime from history is when most runs like it are still going: longest (the longest run seen) or exponential (the estimate continued at its constant hazard)")
 	f.BoolVar(&o.NoWakeBudget, "no-wake-budget", false, "wake every pending pod a cluster event may help, as kube-scheduler does, instead of only those the event makes room for")
-	f.DurationVar(&o.StallTimeout, "stall-timeout", 0, "how long one scheduling cycle may run before /healthz, /livez and /readyz fail, so that a stuck leader is restarted and gives up its lease; 0: 2m")
+	f.DurationVar(&o.StallTimeout, "stall-timeout", 0, "how long one scheduling cycle may run before /healthz, /livez and /readyz fail, so that a stuck leader is restarted and gives up its lease; at least 1m; 0: 2m")
 	f.BoolVar(&o.LeaderElect, "leader-elect", true, "run leader election on a Lease; only the leader schedules")
 	f.StringVar(&o.LeaseNamespace, "leader-elect-resource-namespace", "kube-system", "namespace of the Lease")
 	f.StringVar(&o.LeaseName, "leader-elect-resource-name", "schedq", "name of the Lease")
