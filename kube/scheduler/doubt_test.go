@@ -199,3 +199,55 @@ func index(name string) int {
 	fmt.Sscanf(name, "p%03d", &i)
 	return i
 }
+
+// cancellingBinder ends the term (cancel) at the binding of each pod named
+// in doubtful, which then ends with the context's error; the others bind.
+type cancellingBinder struct {
+	syncBinder
+	cancel   context.CancelFunc
+	doubtful map[string]bool
+}
+
+func (b *cancellingBinder) Bind(ctx context.Context, p *v1.Pod, node string, done func(error)) {
+	if b.doubtful[p.Name] {
+		b.cancel()
+		done(context.Canceled)
+		return
+	}
+	b.syncBinder.Bind(ctx, p, node, done)
+}
+
+// TestGangMembersInDoubt: members of a group bound together whose
+// bindings end with their term keep their room and count as placed
+// members of their group; settled unbound, they no longer count and go
+// back to the queue.
+func TestGangMembersInDoubt(t *testing.T) {
+	f, w := newGangFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b := &cancellingBinder{cancel: cancel, doubtful: map[string]bool{"train-1": true, "train-2": true}}
+	f.s = mustNew(t, f.q, f.c, b, warnReporter{f.r, w}, Options{})
+	f.h.AddNode(node("a", 4000))
+	f.h.AddPodGroup(podGroup("train", 4, 0))
+	f.addGang("train", 4, 1000)
+	info, err := f.q.Pop(ended)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.s.ScheduleOne(ctx, info)
+	if n := f.c.GroupPlaced("default/train"); n != 4 {
+		t.Fatalf("%d members placed after the term ended, want 4 (2 bound, 2 in doubt)", n)
+	}
+	doubt := f.c.InDoubt()
+	if len(doubt) != 2 || doubt[0].Pod.Name != "train-1" || doubt[1].Pod.Name != "train-2" {
+		t.Fatalf("in doubt: %v", doubt)
+	}
+	f.h.SettleInDoubt(doubt[0], boundTo(doubt[0].Pod, "a")) // its binding was made
+	f.h.SettleInDoubt(doubt[1], doubt[1].Pod)               // not made
+	if n := f.c.GroupPlaced("default/train"); n != 3 {
+		t.Errorf("%d members placed once settled, want 3", n)
+	}
+	if loc := f.where("train-2"); loc == 0 {
+		t.Errorf("train-2, settled unbound, is not queued")
+	}
+}
