@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 
+	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -11,16 +12,16 @@ import (
 	resourcev1 "k8s.io/client-go/kubernetes/typed/resource/v1"
 )
 
-// heldWrites is a clientset whose ResourceClaim updates and pod deletions
-// call hold(resource, subresource) first, outside the fake clientset's
-// lock, so that a test can keep such a request in flight. A reactor must
-// not block for that: the fake runs its reactors under one lock of the
-// whole clientset, so every other request (an informer's watch among
-// them) would wait on a mutex, which synctest does not count as durably
-// blocked, and the bubble's clock would stop for good. That hung
-// TestWhatIfDuringClaimBindingIsRaceFree in 1 of 20 runs under -race,
-// when the templates informer's watch came after the claim's update had
-// been held.
+// heldWrites is a clientset whose ResourceClaim updates, pod deletions
+// and bindings ("pods", "binding") call hold(resource, subresource) first,
+// outside the fake clientset's lock, so that a test can keep such a
+// request in flight. A reactor must not block for that: the fake runs its
+// reactors under one lock of the whole clientset, so every other request
+// (an informer's watch among them) would wait on a mutex, which synctest
+// does not count as durably blocked, and the bubble's clock would stop
+// for good. That hung TestWhatIfDuringClaimBindingIsRaceFree in 1 of 20
+// runs under -race, when the templates informer's watch came after the
+// claim's update had been held.
 type heldWrites struct {
 	*fake.Clientset
 	hold func(resource, subresource string)
@@ -77,4 +78,18 @@ type heldPods struct {
 func (p heldPods) Delete(ctx context.Context, name string, o metav1.DeleteOptions) error {
 	p.hold("pods", "")
 	return p.PodInterface.Delete(ctx, name, o)
+}
+
+// Bind is a binding whose request is held by hold, then sent to the
+// fake server. If the caller's context ended meanwhile, the caller sees
+// the context's error whatever the server did: as with a real client
+// that stops waiting for the answer of a request already sent, the
+// binding may have been made all the same.
+func (p heldPods) Bind(ctx context.Context, b *v1.Binding, o metav1.CreateOptions) error {
+	p.hold("pods", "binding")
+	err := p.PodInterface.Bind(ctx, b, o)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
 }

@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
@@ -68,6 +69,7 @@ func (t *terms) run(ctx context.Context) {
 		}
 	}
 	t.state.leading.Store(true)
+	settling := t.settleInDoubt(ctx)
 	t.log.Info("scheduling")
 	for {
 		if t.fence.wait(ctx) != nil || t.backoff.wait(ctx) != nil {
@@ -86,8 +88,65 @@ func (t *terms) run(ctx context.Context) {
 	s.Wait()
 	binder.Wait()
 	t.waitWrites()
+	settling()
 	s.Release() // the framework lives on: it must not keep this term
 	t.state.leading.Store(false)
+}
+
+// settleInDoubt settles the bindings an earlier term left in doubt
+// (scheduler.InDoubt: their term ended before their answer came), each by
+// a read of its pod from the API server (a read: the fence lets it
+// through). The first round runs before the term's first pop, so that a
+// pod whose binding was not made is queued at once; the pods whose read
+// failed are read again every settleRetry, until none is left or ctx
+// ends, on a goroutine that the returned function waits for. Meanwhile
+// each keeps its room on its node, which is safe.
+func (t *terms) settleInDoubt(ctx context.Context) (wait func()) {
+	left := t.settleRound(ctx)
+	if left == 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for left > 0 {
+			select {
+			case <-t.backoff.clock.After(settleRetry):
+			case <-ctx.Done():
+				return
+			}
+			left = t.settleRound(ctx)
+		}
+	}()
+	return func() { <-done }
+}
+
+// settleRetry is how often a read that settles a binding in doubt is
+// tried again after a failure.
+const settleRetry = time.Second
+
+// settleRound reads each binding in doubt's pod once and settles those it
+// can; it returns how many are left.
+func (t *terms) settleRound(ctx context.Context) int {
+	left := 0
+	for _, d := range t.cache.InDoubt() {
+		if ctx.Err() != nil {
+			return 1
+		}
+		gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		now, err := t.client.CoreV1().Pods(d.Pod.Namespace).Get(gctx, d.Pod.Name, metav1.GetOptions{})
+		cancel()
+		switch {
+		case apierrors.IsNotFound(err):
+			now = nil
+		case err != nil:
+			t.log.Debug("binding in doubt: read failed", "pod", d.Pod.Namespace+"/"+d.Pod.Name, "err", err)
+			left++
+			continue
+		}
+		t.handlers.SettleInDoubt(d, now)
+	}
+	return left
 }
 
 // termBinder is a term's binder: each binding stamped with the term of

@@ -32,8 +32,8 @@ func TestTermEndsAfterItsEvictions(t *testing.T) {
 		high := testPod("high", "schedq", "2")
 		high.Spec.Priority = &highPrio
 		entered, release, deleted := make(chan struct{}), make(chan struct{}), make(chan struct{})
-		client := heldWrites{fakeCluster(low, high), func(resource, _ string) {
-			if resource == "pods" {
+		client := heldWrites{fakeCluster(low, high), func(resource, subresource string) {
+			if resource == "pods" && subresource == "" { // the deletion, not a binding
 				close(entered)
 				<-release // the request is in flight whatever the context says
 				close(deleted)
@@ -81,8 +81,8 @@ func TestTermWaitsForItsGangReleases(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		member := testPod("m", "schedq", "1")
 		release := make(chan struct{})
-		client := heldWrites{fakeCluster(member), func(resource, _ string) {
-			if resource == "pods" {
+		client := heldWrites{fakeCluster(member), func(resource, subresource string) {
+			if resource == "pods" && subresource == "" {
 				<-release // the request is in flight whatever the context says
 			}
 		}}

@@ -21,6 +21,10 @@ type assumption struct {
 	uid  types.UID
 	node string
 	b    *pendingBinding // nil: never aborted
+	// doubt: the term that sent the binding ended before its answer came
+	// (doubt.go); nothing owns the assumption but the informer and
+	// SettleInDoubt.
+	doubt bool
 }
 
 // The states of a pendingBinding.
@@ -216,6 +220,9 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 	case bindingStaleTerm:
 		s.staleTerm(ctx, info, node, pb, err)
 	default:
+		if s.keepInDoubt(ctx, pod, node, pb, err) {
+			return // the next term settles it (doubt.go)
+		}
 		s.forget(ctx, pod, pb)
 		if errors.Is(err, context.Canceled) {
 			return // shutting down: the next leader starts from the API server

@@ -1,0 +1,239 @@
+package app
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/schedq/schedq/kube/profile"
+	"github.com/schedq/schedq/kube/scheduler"
+)
+
+// podWatchGate delays a fake clientset's pod watch events: while held,
+// the events the server sends wait, in order, until it is released, and
+// the informer shows the pods as they were before (an informer that lags,
+// or a watch broken by an outage and not listed again yet).
+type podWatchGate struct {
+	mu   sync.Mutex
+	open chan struct{} // closed while events flow
+}
+
+func newPodWatchGate(client *fake.Clientset) *podWatchGate {
+	g := &podWatchGate{open: make(chan struct{})}
+	close(g.open)
+	// The reactor runs under the fake's lock: it only starts the watch
+	// and the goroutine that forwards it, which is what may wait.
+	client.PrependWatchReactor("pods", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		var opts metav1.ListOptions
+		if wa, ok := a.(k8stesting.WatchActionImpl); ok {
+			opts = wa.ListOptions
+		}
+		inner, err := client.Tracker().Watch(a.GetResource(), a.GetNamespace(), opts)
+		if err != nil {
+			return true, nil, err
+		}
+		out := make(chan watch.Event)
+		w := watch.NewProxyWatcher(out)
+		go g.forward(inner, out, w.StopChan())
+		return true, w, nil
+	})
+	return g
+}
+
+func (g *podWatchGate) forward(inner watch.Interface, out chan<- watch.Event, stop <-chan struct{}) {
+	defer inner.Stop()
+	for {
+		var ev watch.Event
+		select {
+		case e, ok := <-inner.ResultChan():
+			if !ok {
+				close(out)
+				return
+			}
+			ev = e
+		case <-stop:
+			return
+		}
+		select {
+		case <-g.opened():
+		case <-stop:
+			return
+		}
+		select {
+		case out <- ev:
+		case <-stop:
+			return
+		}
+	}
+}
+
+func (g *podWatchGate) opened() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.open
+}
+
+// hold keeps the events sent from now on until release.
+func (g *podWatchGate) hold() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.open = make(chan struct{})
+}
+
+func (g *podWatchGate) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	close(g.open)
+}
+
+// TestNewTermCountsABindingInDoubt: a term ends (its context is
+// cancelled) while pod a's binding to n1, a node with room for one pod, is
+// in flight; the request reaches the API server or not, but either way
+// the term sees only its context's error. The pod informer lags: it does
+// not show a bound. The same process then starts a new term, with b, a
+// more urgent pod of the same size, pending. b must not be bound to n1
+// while a may be there: before the fix the ended term forgot a, the new
+// term counted n1 empty and bound b beside a (over-committed). Once the
+// new term has read a from the API server and found it unbound, b is
+// bound there.
+func TestNewTermCountsABindingInDoubt(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		lands  bool   // a's binding reaches the API server
+		wantA  string // a's node at the end
+		wantB  string // b's node at the end
+		whileB string // b's node while the informer has not shown a bound
+	}{
+		{name: "landed", lands: true, wantA: "n1", wantB: "", whileB: ""},
+		{name: "lost", lands: false, wantA: "", wantB: "n1", whileB: "n1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { testBindingInDoubt(t, tc.lands, tc.whileB, tc.wantA, tc.wantB) })
+		})
+	}
+}
+
+func testBindingInDoubt(t *testing.T, lands bool, whileB, wantA, wantB string) {
+	low, high := int32(0), int32(100)
+	a := testPod("a", "schedq", "1")
+	a.Spec.Priority = &low
+	fc := fakeCluster(testNode("n1", "1"), a)
+	gate := newPodWatchGate(fc)
+	var lost atomic.Bool // bindings are refused before they reach the server
+	fc.PrependReactor("create", "pods", func(act k8stesting.Action) (bool, runtime.Object, error) {
+		if act.GetSubresource() != "binding" || !lost.Load() {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewServiceUnavailable("connection reset")
+	})
+	entered, release := make(chan struct{}), make(chan struct{})
+	var first sync.Once
+	client := heldWrites{fc, func(resource, subresource string) {
+		if resource == "pods" && subresource == "binding" {
+			first.Do(func() {
+				close(entered)
+				<-release // in flight whatever the context says
+			})
+		}
+	}}
+
+	cfg, err := profile.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, qcfg, q := frameworkAndQueue(t, &cfg.Profiles[0], nil)
+	queues := &switchQueue{}
+	queues.replace(t.Context(), q, func(*podQueue) {})
+	t.Cleanup(queues.close)
+	c := scheduler.NewCache()
+	h := &scheduler.Handlers{Queue: queues, Cache: c, SchedulerName: "schedq", Hints: qcfg.Hints}
+	factory := informers.NewSharedInformerFactory(fc, 0)
+	pods := factory.Core().V1().Pods().Informer()
+	synced, err := h.Register(pods, factory.Core().V1().Nodes().Informer(), factory.Core().V1().Namespaces().Informer(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(t.Context().Done())
+	factory.WaitForCacheSync(t.Context().Done())
+	if !cache.WaitForCacheSync(t.Context().Done(), synced) {
+		t.Fatal("handlers not synced")
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	tm := &terms{
+		queues: queues, cache: c, handlers: h, pods: pods, qcfg: qcfg, client: client,
+		backoff: newOutageBackoff(clock.RealClock{}), state: &state{}, log: log, reporter: quietReporter{},
+		opts: scheduler.Options{Framework: fw, Logger: log},
+	}
+	term := func() (end context.CancelFunc, ended <-chan struct{}) {
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			tm.run(ctx)
+			close(done)
+		}()
+		return cancel, done
+	}
+
+	// Term 1: a's binding is in flight; b arrives and finds no room.
+	end1, ended1 := term()
+	<-entered
+	b := testPod("b", "schedq", "1")
+	b.Spec.Priority = &high
+	if _, err := fc.CoreV1().Pods("default").Create(context.Background(), b, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	synctest.Wait()
+	if n := podNode(t, fc, "b"); n != "" {
+		t.Fatalf("b bound to %s beside a's binding in flight", n)
+	}
+	// The term ends; the informer sees no pod change from now on. a's
+	// request then reaches the server (or not), and the term sees it
+	// cancelled.
+	gate.hold()
+	lost.Store(!lands)
+	end1()
+	synctest.Wait() // the loop has stopped; the term waits for the binding
+	close(release)
+	<-ended1
+	lost.Store(false)
+	landed := podNode(t, fc, "a")
+	if (landed == "n1") != lands {
+		t.Fatalf("a on %q after term 1, want landed=%v", landed, lands)
+	}
+
+	// Term 2, in the same process: the informer still shows a pending.
+	tm.rebuild(t.Context())
+	end2, ended2 := term()
+	time.Sleep(5 * time.Second)
+	synctest.Wait()
+	if n := podNode(t, fc, "b"); n != whileB {
+		t.Errorf("while the informer had not seen a bound: b on %q, want %q (a on %q, n1 has room for one)", n, whileB, landed)
+	}
+	gate.release()
+	time.Sleep(5 * time.Second)
+	synctest.Wait()
+	end2()
+	<-ended2
+	gotA, gotB := podNode(t, fc, "a"), podNode(t, fc, "b")
+	if gotA != wantA || gotB != wantB {
+		t.Errorf("at the end: a on %q, b on %q; want %q, %q", gotA, gotB, wantA, wantB)
+	}
+	if gotA != "" && gotA == gotB {
+		t.Errorf("a and b both bound to %s, which has room for one", gotA)
+	}
+}

@@ -1,0 +1,128 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/schedq/schedq/kube/clusterevent"
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// A binding in doubt is one whose term ended (its context was cancelled)
+// before the API server's answer came: the request may have been made all
+// the same. Forgetting the pod then would free its room in the cache while
+// the pod may be bound there; a new term of the same process, whose pod
+// informer has not shown the binding yet (it lags, or its watch broke in
+// the outage that ended the term), would place another pod in that room.
+// So the pod stays assumed on its node, counted by every cycle, until the
+// pod informer shows it bound (AddPod confirms it) or deleted (RemovePod),
+// or a read from the API server settles it (Handlers.SettleInDoubt).
+// docs/failover.md describes it.
+
+// InDoubt is a binding in doubt: Pod, kept assumed on Node.
+type InDoubt struct {
+	Pod  *v1.Pod
+	Node string
+}
+
+// keepInDoubt keeps pod assumed on node as a binding in doubt, and
+// reports whether it did: if ctx (the term's) has ended and err is no
+// answer of the API server's (the request was cancelled, timed out, or
+// got a 5xx, see answerLost). The framework's reservations are undone as
+// for a failed binding; the cache's accounting, which every plugin of the
+// next term reads, is what stays.
+func (s *Scheduler) keepInDoubt(ctx context.Context, pod *v1.Pod, node string, pb *pendingBinding, err error) bool {
+	if ctx.Err() == nil || !(errors.Is(err, context.Canceled) || answerLost(err)) {
+		return false
+	}
+	if !s.cache.keepInDoubt(pod) {
+		return false
+	}
+	if pb.fw != nil {
+		pb.fw.unreserve(ctx)
+	}
+	s.o.Logger.Info("binding in doubt: its term ended before the answer; the pod keeps its room until it is known",
+		"pod", framework.Key(pod), "node", node, "err", err)
+	return true
+}
+
+// keepInDoubt marks pod's assumption (this UID) as a binding in doubt;
+// false if pod is not assumed.
+func (c *Cache) keepInDoubt(pod *v1.Pod) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.assumed[framework.Key(pod)]
+	if !ok || a.uid != pod.UID {
+		return false
+	}
+	a.doubt = true
+	return true
+}
+
+// InDoubt returns the bindings in doubt, by pod key. O(assumed pods).
+func (c *Cache) InDoubt() []InDoubt {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []InDoubt
+	for key, a := range c.assumed {
+		if !a.doubt {
+			continue
+		}
+		if pi := c.podInfoLocked(key); pi != nil {
+			out = append(out, InDoubt{Pod: pi.Pod, Node: a.node})
+		}
+	}
+	slices.SortFunc(out, func(x, y InDoubt) int {
+		return strings.Compare(framework.Key(x.Pod).String(), framework.Key(y.Pod).String())
+	})
+	return out
+}
+
+// settleInDoubt ends the doubt about pod (this UID), if it is still in
+// doubt: it forgets the pod if forget, else keeps it assumed as an
+// ordinary assumption, which the informer confirms. It reports whether
+// the pod was in doubt.
+func (c *Cache) settleInDoubt(pod *v1.Pod, forget bool) bool {
+	c.lock()
+	defer c.unlock()
+	key := framework.Key(pod)
+	a, ok := c.assumed[key]
+	if !ok || a.uid != pod.UID || !a.doubt {
+		return false
+	}
+	a.doubt = false
+	if forget {
+		c.removeLocked(key)
+		delete(c.assumed, key)
+	}
+	return true
+}
+
+// SettleInDoubt settles d given the pod as the API server has it now
+// (nil: not found), read after the term that sent the binding ended:
+//   - bound (the same pod, to any node): it stays assumed on d.Node, no
+//     longer in doubt, until the pod informer shows it bound;
+//   - gone, or replaced by a pod of another UID: it is forgotten;
+//   - not bound: it is forgotten and queued again.
+//
+// A forgotten pod's room is offered to the parked pods, as an assigned
+// pod's deletion. If the informer has settled d meanwhile, nothing is
+// done. Takes the cache's lock, releases it, then the queue's: never both.
+func (h *Handlers) SettleInDoubt(d InDoubt, now *v1.Pod) {
+	same := now != nil && now.UID == d.Pod.UID
+	if same && now.Spec.NodeName != "" {
+		h.Cache.settleInDoubt(d.Pod, false)
+		return
+	}
+	if !h.Cache.settleInDoubt(d.Pod, true) {
+		return
+	}
+	h.check("move", d.Pod, h.Queue.Move(clusterevent.AssignedPodDelete, assumedOn(d.Pod, d.Node), nil, nil))
+	if same {
+		h.AddPod(now)
+	}
+}
