@@ -97,12 +97,17 @@ func (t *terms) run(ctx context.Context) {
 // (scheduler.InDoubt: their term ended before their answer came), each by
 // a read of its pod from the API server (a read: the fence lets it
 // through). The first round runs before the term's first pop, so that a
-// pod whose binding was not made is queued at once; the pods whose read
-// failed are read again every settleRetry, until none is left or ctx
-// ends, on a goroutine that the returned function waits for. Meanwhile
-// each keeps its room on its node, which is safe.
+// pod whose binding was not made is queued at once, in its order among
+// the others; all its reads share one deadline (settleFirstRound), so a
+// slow API server holds the term's start back that long at most, not a
+// read's timeout per pod. The pods left are read again every
+// settleRetry, until none is left or ctx ends, on a goroutine that the
+// returned function waits for. Meanwhile each keeps its room on its
+// node, which is safe.
 func (t *terms) settleInDoubt(ctx context.Context) (wait func()) {
-	left := t.settleRound(ctx)
+	first, cancel := context.WithTimeout(ctx, settleFirstRound)
+	left := t.settleRound(first)
+	cancel()
 	if left == 0 {
 		return func() {}
 	}
@@ -122,16 +127,22 @@ func (t *terms) settleInDoubt(ctx context.Context) (wait func()) {
 }
 
 // settleRetry is how often a read that settles a binding in doubt is
-// tried again after a failure.
-const settleRetry = time.Second
+// tried again after a failure; settleFirstRound bounds the reads of the
+// first round, before the term's first pop, all together.
+const (
+	settleRetry      = time.Second
+	settleFirstRound = 5 * time.Second
+)
 
-// settleRound reads each binding in doubt's pod once and settles those it
-// can; it returns how many are left.
+// settleRound reads each binding in doubt's pod once, each read within
+// 10 s and all within ctx, and settles those it can; it returns how many
+// are left.
 func (t *terms) settleRound(ctx context.Context) int {
 	left := 0
 	for _, d := range t.cache.InDoubt() {
 		if ctx.Err() != nil {
-			return 1
+			left++
+			continue
 		}
 		gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		now, err := t.client.CoreV1().Pods(d.Pod.Namespace).Get(gctx, d.Pod.Name, metav1.GetOptions{})

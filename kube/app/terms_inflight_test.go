@@ -10,12 +10,15 @@ import (
 	"testing/synctest"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	corev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -128,29 +131,44 @@ func TestNewTermCountsABindingInDoubt(t *testing.T) {
 	}
 }
 
-func testBindingInDoubt(t *testing.T, lands bool, whileB, wantA, wantB string) {
-	low, high := int32(0), int32(100)
+// doubtFixture is a scheduler whose pod informer can be held back
+// (gate), on a fake cluster (fc) with n1, a node with room for one pod,
+// and a, a pending pod of low priority; client is what its terms use.
+type doubtFixture struct {
+	fc     *fake.Clientset
+	gate   *podWatchGate
+	tm     *terms
+	lost   atomic.Bool // bindings are refused before they reach the server
+	enter  chan struct{}
+	freeIt chan struct{}
+}
+
+// newDoubtFixture builds it; wrap, if not nil, wraps the terms' client.
+func newDoubtFixture(t *testing.T, wrap func(heldWrites) kubernetes.Interface) *doubtFixture {
+	low := int32(0)
 	a := testPod("a", "schedq", "1")
 	a.Spec.Priority = &low
-	fc := fakeCluster(testNode("n1", "1"), a)
-	gate := newPodWatchGate(fc)
-	var lost atomic.Bool // bindings are refused before they reach the server
-	fc.PrependReactor("create", "pods", func(act k8stesting.Action) (bool, runtime.Object, error) {
-		if act.GetSubresource() != "binding" || !lost.Load() {
+	f := &doubtFixture{fc: fakeCluster(testNode("n1", "1"), a), enter: make(chan struct{}), freeIt: make(chan struct{})}
+	f.gate = newPodWatchGate(f.fc)
+	f.fc.PrependReactor("create", "pods", func(act k8stesting.Action) (bool, runtime.Object, error) {
+		if act.GetSubresource() != "binding" || !f.lost.Load() {
 			return false, nil, nil
 		}
 		return true, nil, apierrors.NewServiceUnavailable("connection reset")
 	})
-	entered, release := make(chan struct{}), make(chan struct{})
 	var first sync.Once
-	client := heldWrites{fc, func(resource, subresource string) {
+	held := heldWrites{f.fc, func(resource, subresource string) {
 		if resource == "pods" && subresource == "binding" {
 			first.Do(func() {
-				close(entered)
-				<-release // in flight whatever the context says
+				close(f.enter)
+				<-f.freeIt // in flight whatever the context says
 			})
 		}
 	}}
+	var client kubernetes.Interface = held
+	if wrap != nil {
+		client = wrap(held)
+	}
 
 	cfg, err := profile.Default()
 	if err != nil {
@@ -162,7 +180,7 @@ func testBindingInDoubt(t *testing.T, lands bool, whileB, wantA, wantB string) {
 	t.Cleanup(queues.close)
 	c := scheduler.NewCache()
 	h := &scheduler.Handlers{Queue: queues, Cache: c, SchedulerName: "schedq", Hints: qcfg.Hints}
-	factory := informers.NewSharedInformerFactory(fc, 0)
+	factory := informers.NewSharedInformerFactory(f.fc, 0)
 	pods := factory.Core().V1().Pods().Informer()
 	synced, err := h.Register(pods, factory.Core().V1().Nodes().Informer(), factory.Core().V1().Namespaces().Informer(), nil)
 	if err != nil {
@@ -174,57 +192,70 @@ func testBindingInDoubt(t *testing.T, lands bool, whileB, wantA, wantB string) {
 		t.Fatal("handlers not synced")
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	tm := &terms{
+	f.tm = &terms{
 		queues: queues, cache: c, handlers: h, pods: pods, qcfg: qcfg, client: client,
 		backoff: newOutageBackoff(clock.RealClock{}), state: &state{}, log: log, reporter: quietReporter{},
 		opts: scheduler.Options{Framework: fw, Logger: log},
 	}
-	term := func() (end context.CancelFunc, ended <-chan struct{}) {
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() {
-			tm.run(ctx)
-			close(done)
-		}()
-		return cancel, done
-	}
+	return f
+}
 
-	// Term 1: a's binding is in flight; b arrives and finds no room.
-	end1, ended1 := term()
-	<-entered
+// term starts a term of f's scheduler.
+func (f *doubtFixture) term(t *testing.T) (end context.CancelFunc, ended <-chan struct{}) {
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		f.tm.run(ctx)
+		close(done)
+	}()
+	return cancel, done
+}
+
+// firstTermEndsInDoubt runs a first term, whose binding of a to n1 is in
+// flight when the term ends; b, of high priority, arrives meanwhile and
+// finds no room. From then on the informer shows no pod change. a's
+// request reaches the server if lands. It returns a's node then.
+func (f *doubtFixture) firstTermEndsInDoubt(t *testing.T, lands bool) string {
+	high := int32(100)
+	end1, ended1 := f.term(t)
+	<-f.enter
 	b := testPod("b", "schedq", "1")
 	b.Spec.Priority = &high
-	if _, err := fc.CoreV1().Pods("default").Create(context.Background(), b, metav1.CreateOptions{}); err != nil {
+	if _, err := f.fc.CoreV1().Pods("default").Create(context.Background(), b, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	synctest.Wait()
-	if n := podNode(t, fc, "b"); n != "" {
+	if n := podNode(t, f.fc, "b"); n != "" {
 		t.Fatalf("b bound to %s beside a's binding in flight", n)
 	}
-	// The term ends; the informer sees no pod change from now on. a's
-	// request then reaches the server (or not), and the term sees it
-	// cancelled.
-	gate.hold()
-	lost.Store(!lands)
+	f.gate.hold()
+	f.lost.Store(!lands)
 	end1()
 	synctest.Wait() // the loop has stopped; the term waits for the binding
-	close(release)
+	close(f.freeIt)
 	<-ended1
-	lost.Store(false)
-	landed := podNode(t, fc, "a")
+	f.lost.Store(false)
+	landed := podNode(t, f.fc, "a")
 	if (landed == "n1") != lands {
 		t.Fatalf("a on %q after term 1, want landed=%v", landed, lands)
 	}
+	return landed
+}
+
+func testBindingInDoubt(t *testing.T, lands bool, whileB, wantA, wantB string) {
+	f := newDoubtFixture(t, nil)
+	fc, tm := f.fc, f.tm
+	landed := f.firstTermEndsInDoubt(t, lands)
 
 	// Term 2, in the same process: the informer still shows a pending.
 	tm.rebuild(t.Context())
-	end2, ended2 := term()
+	end2, ended2 := f.term(t)
 	time.Sleep(5 * time.Second)
 	synctest.Wait()
 	if n := podNode(t, fc, "b"); n != whileB {
 		t.Errorf("while the informer had not seen a bound: b on %q, want %q (a on %q, n1 has room for one)", n, whileB, landed)
 	}
-	gate.release()
+	f.gate.release()
 	time.Sleep(5 * time.Second)
 	synctest.Wait()
 	end2()
@@ -236,4 +267,67 @@ func testBindingInDoubt(t *testing.T, lands bool, whileB, wantA, wantB string) {
 	if gotA != "" && gotA == gotB {
 		t.Errorf("a and b both bound to %s, which has room for one", gotA)
 	}
+}
+
+// TestSlowReadsHoldTheNewTermBackOnlySoLong: the reads that settle the
+// bindings in doubt before a new term's first pop share one deadline
+// (settleFirstRound, 5 s): against an API server that answers no read, the
+// new term places b on n2, a node that came meanwhile, after 5 s, not
+// after a read's 10 s timeout per pod in doubt (as before). a stays in
+// doubt, its room on n1 kept.
+func TestSlowReadsHoldTheNewTermBackOnlySoLong(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var hang atomic.Bool
+		f := newDoubtFixture(t, func(h heldWrites) kubernetes.Interface { return hangingGets{h, &hang} })
+		f.firstTermEndsInDoubt(t, true)
+		hang.Store(true)
+		if _, err := f.fc.CoreV1().Nodes().Create(context.Background(), testNode("n2", "1"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		f.tm.rebuild(t.Context())
+		start := time.Now()
+		end2, ended2 := f.term(t)
+		for podNode(t, f.fc, "b") == "" && time.Since(start) < time.Minute {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if took, n := time.Since(start), podNode(t, f.fc, "b"); n != "n2" || took > settleFirstRound+time.Second {
+			t.Errorf("b bound to %q %v after the new term began, want n2 within %v", n, took, settleFirstRound+time.Second)
+		}
+		end2()
+		<-ended2
+	})
+}
+
+// hangingGets is a clientset whose pod reads wait for their context's end
+// while hang is set: an API server that answers no read.
+type hangingGets struct {
+	heldWrites
+	hang *atomic.Bool
+}
+
+func (c hangingGets) CoreV1() corev1.CoreV1Interface {
+	return hangingCore{c.heldWrites.CoreV1(), c.hang}
+}
+
+type hangingCore struct {
+	corev1.CoreV1Interface
+	hang *atomic.Bool
+}
+
+func (c hangingCore) Pods(ns string) corev1.PodInterface {
+	return hangingPods{c.CoreV1Interface.Pods(ns), c.hang}
+}
+
+type hangingPods struct {
+	corev1.PodInterface
+	hang *atomic.Bool
+}
+
+func (p hangingPods) Get(ctx context.Context, name string, o metav1.GetOptions) (*v1.Pod, error) {
+	if p.hang.Load() {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return p.PodInterface.Get(ctx, name, o)
 }
