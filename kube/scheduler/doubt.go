@@ -60,6 +60,12 @@ func (c *Cache) keepInDoubt(pod *v1.Pod) bool {
 		return false
 	}
 	a.doubt = true
+	// The binding is its ended term's no more: a node deleted from now on
+	// must not abort it as an unstarted one (its request may have waited
+	// for a slot), which would forget the pod and give it back to that
+	// term's queue, discarded by then, leaving it in no queue and out of
+	// doubt. Only the informer and SettleInDoubt end it.
+	a.b = nil
 	return true
 }
 
@@ -84,9 +90,10 @@ func (c *Cache) InDoubt() []InDoubt {
 
 // settleInDoubt ends the doubt about pod (this UID), if it is still in
 // doubt: it forgets the pod if forget, else keeps it assumed as an
-// ordinary assumption, which the informer confirms. It reports whether
-// the pod was in doubt.
-func (c *Cache) settleInDoubt(pod *v1.Pod, forget bool) bool {
+// ordinary assumption, which the informer confirms; on the node that at
+// (the pod as read, if not nil) is bound to, moved there if it is not the
+// node of its binding. It reports whether the pod was in doubt.
+func (c *Cache) settleInDoubt(pod *v1.Pod, at *framework.PodInfo, forget bool) bool {
 	c.lock()
 	defer c.unlock()
 	key := framework.Key(pod)
@@ -95,17 +102,24 @@ func (c *Cache) settleInDoubt(pod *v1.Pod, forget bool) bool {
 		return false
 	}
 	a.doubt = false
-	if forget {
+	switch {
+	case forget:
 		c.removeLocked(key)
 		delete(c.assumed, key)
+	case at != nil && at.Pod.Spec.NodeName != a.node:
+		c.removeLocked(key)
+		c.placeLocked(at, at.Pod.Spec.NodeName)
+		a.node = at.Pod.Spec.NodeName
 	}
 	return true
 }
 
 // SettleInDoubt settles d given the pod as the API server has it now
 // (nil: not found), read after the term that sent the binding ended:
-//   - bound (the same pod, to any node): it stays assumed on d.Node, no
-//     longer in doubt, until the pod informer shows it bound;
+//   - bound (the same pod, to any node): it stays assumed, no longer in
+//     doubt, until the pod informer shows it bound; on the node it is
+//     bound to (another leader may have bound it elsewhere meanwhile), so
+//     that the informer's lag leaves that node's room counted;
 //   - gone, or replaced by a pod of another UID: it is forgotten;
 //   - not bound: it is forgotten and queued again.
 //
@@ -115,10 +129,15 @@ func (c *Cache) settleInDoubt(pod *v1.Pod, forget bool) bool {
 func (h *Handlers) SettleInDoubt(d InDoubt, now *v1.Pod) {
 	same := now != nil && now.UID == d.Pod.UID
 	if same && now.Spec.NodeName != "" {
-		h.Cache.settleInDoubt(d.Pod, false)
+		at, err := framework.NewPodInfo(now)
+		if err != nil {
+			h.log().Warn("cache", "pod", framework.Key(now), "err", err)
+			at = nil // kept where it was assumed
+		}
+		h.Cache.settleInDoubt(d.Pod, at, false)
 		return
 	}
-	if !h.Cache.settleInDoubt(d.Pod, true) {
+	if !h.Cache.settleInDoubt(d.Pod, nil, true) {
 		return
 	}
 	h.check("move", d.Pod, h.Queue.Move(clusterevent.AssignedPodDelete, assumedOn(d.Pod, d.Node), nil, nil))

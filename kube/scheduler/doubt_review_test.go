@@ -1,0 +1,101 @@
+package scheduler
+
+import (
+	"context"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// slotWaitBinder ends the term while a binding waits for one of the
+// binder's slots: the binding ends with the context's error and start is
+// never called, as APIBinder.BindGuarded does then. Its pendingBinding is
+// thus left pending, not started.
+type slotWaitBinder struct{ cancel context.CancelFunc }
+
+func (b slotWaitBinder) Bind(ctx context.Context, p *v1.Pod, node string, done func(error)) {
+	b.BindGuarded(ctx, p, node, nil, done)
+}
+
+func (b slotWaitBinder) BindGuarded(_ context.Context, _ *v1.Pod, _ string, _ func() bool, done func(error)) {
+	b.cancel()
+	done(context.Canceled)
+}
+
+// TestInDoubtOutlivesItsNodeAndItsTerm: a binding in doubt whose request
+// never started (it waited for a slot as the term ended) is no longer its
+// term's: the deletion of its node in the next term must not abort it as
+// an unstarted binding, which forgot the pod and gave it back to the
+// ended term's queue (closed), so that no live queue held it and nothing
+// was left to settle. It stays in doubt, and the next term's read queues
+// it in that term's queue.
+func TestInDoubtOutlivesItsNodeAndItsTerm(t *testing.T) {
+	f := newFixture(t) // f.q, f.h: the next term's queue and handlers
+	old, err := schedq.New(testQueueConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := mustNew(t, old, f.c, slotWaitBinder{cancel: cancel}, f.r, Options{})
+	f.h.AddNode(node("n", 1000))
+	p := pod("p", 100)
+	if err := old.Add(p); err != nil {
+		t.Fatal(err)
+	}
+	info, err := old.Pop(ended)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ScheduleOne(ctx, info)
+	s.Wait()
+	old.Close() // the term ended: its queue is discarded
+	if d := f.c.InDoubt(); len(d) != 1 {
+		t.Fatalf("in doubt after the term: %v", d)
+	}
+	f.h.DeleteNode(node("n", 1000))
+	d := f.c.InDoubt()
+	if len(d) != 1 {
+		t.Fatalf("in doubt after its node's deletion: %v, want p (it was aborted and left in no queue)", d)
+	}
+	f.h.SettleInDoubt(d[0], p) // the read: not bound
+	if _, _, queued := f.q.Get(framework.Key(p)); !queued {
+		t.Errorf("p, settled unbound, is not in the next term's queue")
+	}
+}
+
+// TestSettledBoundElsewhereCountsWhereItIs: a pod in doubt on n that the
+// read finds bound to m (another leader bound it while this process did
+// not lead) is counted on m, where it runs, not kept on n: the informer,
+// which lags, may not show it on m for a while, and m would look free
+// meanwhile.
+func TestSettledBoundElsewhereCountsWhereItIs(t *testing.T) {
+	f := newFixture(t)
+	f.h.AddNode(node("n", 1000))
+	f.h.AddNode(node("m", 1000))
+	p := pod("p", 1000)
+	inDoubtOn(t, f.c, p, "n")
+	d := f.c.InDoubt()
+	if len(d) != 1 {
+		t.Fatalf("in doubt: %v", d)
+	}
+	f.h.SettleInDoubt(d[0], boundTo(p, "m"))
+	if n, _ := f.c.NodeOf(framework.Key(p)); n != "m" {
+		t.Errorf("settled bound to m, counted on %q", n)
+	}
+	f.c.View(func(s framework.Snapshot) {
+		for _, name := range []string{"n", "m"} {
+			ni, _ := s.Node(name)
+			want := 0
+			if name == "m" {
+				want = 1
+			}
+			if len(ni.Pods) != want {
+				t.Errorf("%d pods on %s, want %d", len(ni.Pods), name, want)
+			}
+		}
+	})
+}
