@@ -125,8 +125,14 @@ func (c *Cache) settleInDoubt(pod *v1.Pod, at *framework.PodInfo, forget bool) b
 //
 // A forgotten pod's room is offered to the parked pods, as an assigned
 // pod's deletion. If the informer has settled d meanwhile, nothing is
-// done. Takes the cache's lock, releases it, then the queue's: never both.
+// done. Holds the pod events' lock throughout, as the informer's pod
+// handlers do (see Cache), so that neither sees the other half done: the
+// informer's deletion or binding of the pod, seen just after the read,
+// takes the queued pod out again. Within it, takes the cache's lock,
+// releases it, then the queue's: never both.
 func (h *Handlers) SettleInDoubt(d InDoubt, now *v1.Pod) {
+	h.Cache.lockEvents()
+	defer h.Cache.unlockEvents()
 	same := now != nil && now.UID == d.Pod.UID
 	if same && now.Spec.NodeName != "" {
 		at, err := framework.NewPodInfo(now)
@@ -142,6 +148,6 @@ func (h *Handlers) SettleInDoubt(d InDoubt, now *v1.Pod) {
 	}
 	h.check("move", d.Pod, h.Queue.Move(clusterevent.AssignedPodDelete, assumedOn(d.Pod, d.Node), nil, nil))
 	if same {
-		h.AddPod(now)
+		h.addPod(now, false)
 	}
 }

@@ -2,7 +2,9 @@ package scheduler
 
 import (
 	"context"
+	"sync"
 	"testing"
+	"testing/synctest"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -98,4 +100,69 @@ func TestSettledBoundElsewhereCountsWhereItIs(t *testing.T) {
 			}
 		}
 	})
+}
+
+// hookQueue runs before, once, at the first Add, before adding.
+type hookQueue struct {
+	Queue
+	before func()
+}
+
+func (q *hookQueue) Add(p *v1.Pod) error {
+	if f := q.before; f != nil {
+		q.before = nil
+		f()
+	}
+	return q.Queue.Add(p)
+}
+
+// TestSettleRequeueRacesTheInformer: the read finds a pod in doubt not
+// bound, and as SettleInDoubt forgets and queues it, the informer (on its
+// own goroutine) shows the pod deleted, or bound (by a write that the
+// read just missed). Whichever goes first, the pod must not be left in
+// the queue: a deleted pod would be scheduled, and could preempt, for
+// nothing; a bound pod would be placed twice. The informer's handler is
+// run while SettleInDoubt is about to add the pod to the queue, after it
+// has found the pod unplaced.
+func TestSettleRequeueRacesTheInformer(t *testing.T) {
+	p := pod("p", 1000)
+	for _, tc := range []struct {
+		name       string
+		informer   func(h *Handlers)
+		wantPlaced bool
+	}{
+		{name: "deleted", informer: func(h *Handlers) { h.DeletePod(p) }},
+		{name: "bound", informer: func(h *Handlers) { h.UpdatePod(p, boundTo(p, "n")) }, wantPlaced: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				q, err := schedq.New(QueueConfig())
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := NewCache()
+				hq := &hookQueue{Queue: q}
+				h := &Handlers{Queue: hq, Cache: c, SchedulerName: "schedq"}
+				h.AddNode(node("n", 1000))
+				inDoubtOn(t, c, p, "n")
+				d := c.InDoubt()
+				if len(d) != 1 {
+					t.Fatalf("in doubt: %v", d)
+				}
+				var informer sync.WaitGroup
+				hq.before = func() {
+					informer.Go(func() { tc.informer(h) })
+					synctest.Wait() // the informer has run, or waits for SettleInDoubt
+				}
+				h.SettleInDoubt(d[0], p) // the read: not bound
+				informer.Wait()
+				key := framework.Key(p)
+				_, placed := c.NodeOf(key)
+				_, _, queued := q.Get(key)
+				if queued || placed != tc.wantPlaced {
+					t.Errorf("queued %v, placed %v; want not queued, placed %v", queued, placed, tc.wantPlaced)
+				}
+			})
+		})
+	}
 }
