@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
@@ -86,6 +87,18 @@ func (c *Cache) InDoubt() []InDoubt {
 		return strings.Compare(framework.Key(x.Pod).String(), framework.Key(y.Pod).String())
 	})
 	return out
+}
+
+// InDoubtOn returns the node that the pod of key is held on as a binding
+// in doubt, if it is one.
+func (c *Cache) InDoubtOn(key types.NamespacedName) (string, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	a, ok := c.assumed[key]
+	if !ok || !a.doubt {
+		return "", false
+	}
+	return a.node, true
 }
 
 // settleInDoubt ends the doubt about pod (this UID), if it is still in

@@ -166,3 +166,29 @@ func TestSettleRequeueRacesTheInformer(t *testing.T) {
 		})
 	}
 }
+
+// TestInDoubtOn: the node a binding in doubt holds its pod on; nothing
+// for a pod merely assumed, or settled.
+func TestInDoubtOn(t *testing.T) {
+	c := NewCache()
+	c.AddNode(node("n", 1000))
+	p, q := pod("p", 100), pod("q", 100)
+	inDoubtOn(t, c, p, "n")
+	qi, err := framework.NewPodInfo(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Assume(qi, "n", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := c.InDoubtOn(framework.Key(p)); !ok || n != "n" {
+		t.Errorf("p: %q, %v; want n, true", n, ok)
+	}
+	if _, ok := c.InDoubtOn(framework.Key(q)); ok {
+		t.Errorf("q, assumed with its term going on, is reported in doubt")
+	}
+	c.settleInDoubt(p, nil, false)
+	if _, ok := c.InDoubtOn(framework.Key(p)); ok {
+		t.Errorf("p, settled bound, is still reported in doubt")
+	}
+}
