@@ -133,7 +133,8 @@ func (c *Cache) settleInDoubt(pod *v1.Pod, at *framework.PodInfo, forget bool) b
 //     doubt, until the pod informer shows it bound; on the node it is
 //     bound to (another leader may have bound it elsewhere meanwhile), so
 //     that the informer's lag leaves that node's room counted;
-//   - gone, or replaced by a pod of another UID: it is forgotten;
+//   - gone, replaced by a pod of another UID, or bound and finished
+//     (it holds no room): it is forgotten;
 //   - not bound: it is forgotten and queued again.
 //
 // A forgotten pod's room is offered to the parked pods, as an assigned
@@ -147,7 +148,7 @@ func (h *Handlers) SettleInDoubt(d InDoubt, now *v1.Pod) {
 	h.Cache.lockEvents()
 	defer h.Cache.unlockEvents()
 	same := now != nil && now.UID == d.Pod.UID
-	if same && now.Spec.NodeName != "" {
+	if same && assigned(now) {
 		at, err := framework.NewPodInfo(now)
 		if err != nil {
 			h.log().Warn("cache", "pod", framework.Key(now), "err", err)

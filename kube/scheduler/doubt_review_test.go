@@ -192,3 +192,43 @@ func TestInDoubtOn(t *testing.T) {
 		t.Errorf("p, settled bound, is still reported in doubt")
 	}
 }
+
+// finishedOn is p bound to node and finished.
+func finishedOn(p *v1.Pod, node string) *v1.Pod {
+	cp := boundTo(p, node)
+	cp.Status.Phase = v1.PodSucceeded
+	return cp
+}
+
+// TestInDoubtBoundAndFinished: a pod in doubt that was bound and has
+// finished by the time it is seen (the informer's watch was down, so one
+// update shows both; or the read) holds no room: it is neither kept on
+// its node nor queued.
+func TestInDoubtBoundAndFinished(t *testing.T) {
+	p := pod("p", 1000)
+	for _, tc := range []struct {
+		name   string
+		settle func(h *Handlers, d InDoubt)
+	}{
+		{name: "informer", settle: func(h *Handlers, _ InDoubt) { h.UpdatePod(p, finishedOn(p, "n")) }},
+		{name: "read", settle: func(h *Handlers, d InDoubt) { h.SettleInDoubt(d, finishedOn(p, "n")) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.h.AddNode(node("n", 1000))
+			inDoubtOn(t, f.c, p, "n")
+			d := f.c.InDoubt()
+			if len(d) != 1 {
+				t.Fatalf("in doubt: %v", d)
+			}
+			tc.settle(f.h, d[0])
+			key := framework.Key(p)
+			if n, placed := f.c.NodeOf(key); placed {
+				t.Errorf("finished, still holds its room on %q", n)
+			}
+			if _, _, queued := f.q.Get(key); queued {
+				t.Errorf("finished, queued")
+			}
+		})
+	}
+}

@@ -169,6 +169,11 @@ func (h *Handlers) updatePod(oldPod, newPod *v1.Pod) {
 	case h.responsible(oldPod):
 		// Being deleted, finished, or handed to another scheduler.
 		h.check("delete", oldPod, h.Queue.Delete(framework.Key(oldPod)))
+		if terminal(newPod) {
+			// Bound and finished in one update (seen after a watch gap):
+			// its assumption, in doubt say, holds its room no more.
+			h.release(newPod)
+		}
 	}
 }
 
@@ -187,10 +192,16 @@ func (h *Handlers) DeletePod(p *v1.Pod) {
 
 // deletePod is DeletePod; the caller holds the pod events' lock.
 func (h *Handlers) deletePod(p *v1.Pod) {
-	key := framework.Key(p)
 	if !assigned(p) && p.Spec.SchedulerName == h.SchedulerName {
-		h.check("delete", p, h.Queue.Delete(key))
+		h.check("delete", p, h.Queue.Delete(framework.Key(p)))
 	}
+	h.release(p)
+}
+
+// release frees what p held on a node, bound or assumed, if anything, and
+// says so to the queue as an assigned pod's deletion.
+func (h *Handlers) release(p *v1.Pod) {
+	key := framework.Key(p)
 	if node, onNode := h.Cache.NodeOf(key); onNode || assigned(p) {
 		h.Cache.RemovePod(key)
 		gone := p
