@@ -263,6 +263,9 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	if err != nil {
 		return err
 	}
+	if err := scheduler.RegisterInDoubt(reg, c); err != nil {
+		return err
+	}
 
 	h := &scheduler.Handlers{Queue: queues, Cache: c, SchedulerName: o.SchedulerName, Logger: log, AffinityMatch: plugins.MatchesRequiredAffinity,
 		Hints: qcfg.Hints}

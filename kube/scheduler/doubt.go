@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -99,6 +100,31 @@ func (c *Cache) InDoubtOn(key types.NamespacedName) (string, bool) {
 		return "", false
 	}
 	return a.node, true
+}
+
+// RegisterInDoubt registers on reg the gauge scheduler_bindings_in_doubt:
+// how many pods c holds as bindings in doubt, read at each scrape
+// (O(assumed pods)). Such a pod is pending but in no queue, and its
+// binding was counted as an error (bindings_total): the gauge is what
+// shows it.
+func RegisterInDoubt(reg prometheus.Registerer, c *Cache) error {
+	return reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Subsystem: "scheduler", Name: "bindings_in_doubt",
+		Help: "Pods kept on their node because their term ended before their binding's answer came, until the pod informer or a read settles them.",
+	}, func() float64 { return float64(c.countInDoubt()) }))
+}
+
+// countInDoubt returns the number of bindings in doubt. O(assumed pods).
+func (c *Cache) countInDoubt() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := 0
+	for _, a := range c.assumed {
+		if a.doubt {
+			n++
+		}
+	}
+	return n
 }
 
 // settleInDoubt ends the doubt about pod (this UID), if it is still in

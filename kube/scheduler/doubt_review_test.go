@@ -6,6 +6,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedq/schedq"
@@ -230,5 +231,40 @@ func TestInDoubtBoundAndFinished(t *testing.T) {
 				t.Errorf("finished, queued")
 			}
 		})
+	}
+}
+
+// TestBindingsInDoubtGauge: scheduler_bindings_in_doubt counts the pods
+// held in doubt, not the other assumptions, and drops as they settle.
+func TestBindingsInDoubtGauge(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	f := newFixture(t)
+	if err := RegisterInDoubt(reg, f.c); err != nil {
+		t.Fatal(err)
+	}
+	f.h.AddNode(node("n", 1000))
+	p, q := pod("p", 100), pod("q", 100)
+	inDoubtOn(t, f.c, p, "n")
+	qi, err := framework.NewPodInfo(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.c.Assume(qi, "n", nil); err != nil {
+		t.Fatal(err)
+	}
+	gauge := func() float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil || len(mfs) != 1 || mfs[0].GetName() != "scheduler_bindings_in_doubt" {
+			t.Fatalf("gathered %v, %v", mfs, err)
+		}
+		return mfs[0].GetMetric()[0].GetGauge().GetValue()
+	}
+	if v := gauge(); v != 1 {
+		t.Errorf("%v in doubt, want 1 (p; q is merely assumed)", v)
+	}
+	f.h.SettleInDoubt(f.c.InDoubt()[0], p)
+	if v := gauge(); v != 0 {
+		t.Errorf("%v in doubt once settled, want 0", v)
 	}
 }
