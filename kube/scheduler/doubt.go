@@ -163,8 +163,8 @@ func (c *Cache) settleInDoubt(pod *v1.Pod, at *framework.PodInfo, forget bool) b
 //     (it holds no room): it is forgotten;
 //   - not bound: it is forgotten and queued again.
 //
-// A forgotten pod's room is offered to the parked pods, as an assigned
-// pod's deletion. If the informer has settled d meanwhile, nothing is
+// A forgotten pod's room, or the room a pod moved to the node it is bound
+// to left, is offered to the parked pods, as an assigned pod's deletion. If the informer has settled d meanwhile, nothing is
 // done. Holds the pod events' lock throughout, as the informer's pod
 // handlers do (see Cache), so that neither sees the other half done: the
 // informer's deletion or binding of the pod, seen just after the read,
@@ -180,7 +180,10 @@ func (h *Handlers) SettleInDoubt(d InDoubt, now *v1.Pod) {
 			h.log().Warn("cache", "pod", framework.Key(now), "err", err)
 			at = nil // kept where it was assumed
 		}
-		h.Cache.settleInDoubt(d.Pod, at, false)
+		if h.Cache.settleInDoubt(d.Pod, at, false) && at != nil && now.Spec.NodeName != d.Node {
+			// Moved: the room it held on d.Node is free.
+			h.check("move", d.Pod, h.Queue.Move(clusterevent.AssignedPodDelete, assumedOn(d.Pod, d.Node), nil, nil))
+		}
 		return
 	}
 	if !h.Cache.settleInDoubt(d.Pod, nil, true) {

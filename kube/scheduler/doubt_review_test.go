@@ -268,3 +268,29 @@ func TestBindingsInDoubtGauge(t *testing.T) {
 		t.Errorf("%v in doubt once settled, want 0", v)
 	}
 }
+
+// TestSettledBoundElsewhereWakesForTheRoomItLeft: moved to the node it is
+// bound to, a pod in doubt frees the room it held on the node of our
+// binding: a pod parked for want of that room is woken, as for an
+// assigned pod's deletion there.
+func TestSettledBoundElsewhereWakesForTheRoomItLeft(t *testing.T) {
+	f := newFixture(t)
+	f.h.AddNode(node("n", 1000))
+	f.h.AddNode(node("m", 1000, v1.Taint{Key: "k", Effect: v1.TaintEffectNoSchedule}))
+	p := pod("p", 1000)
+	inDoubtOn(t, f.c, p, "n")
+	w := pod("w", 1000)
+	f.h.AddPod(w)
+	info, err := f.q.Pop(ended)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.s.ScheduleOne(context.Background(), info)
+	if loc := f.where("w"); loc != schedq.InUnschedulable {
+		t.Fatalf("w in %v, want parked: n is full, m tainted", loc)
+	}
+	f.h.SettleInDoubt(f.c.InDoubt()[0], boundTo(p, "m"))
+	if loc := f.where("w"); loc == schedq.InUnschedulable {
+		t.Errorf("w still parked: the room p left on n was not offered")
+	}
+}
