@@ -263,6 +263,9 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	if err != nil {
 		return err
 	}
+	if err := scheduler.RegisterInDoubt(reg, c); err != nil {
+		return err
+	}
 
 	h := &scheduler.Handlers{Queue: queues, Cache: c, SchedulerName: o.SchedulerName, Logger: log, AffinityMatch: plugins.MatchesRequiredAffinity,
 		Hints: qcfg.Hints}
@@ -306,7 +309,7 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	if _, err := pods.AddEventHandler(fc.hist.handler()); err != nil {
 		return err
 	}
-	serving := leaderOnly(handler(reg, gatedQueueView{queues, scheduler.NewGateReasons(ctx, fw)}, st.ready, watch.live, fc), st.role)
+	serving := leaderOnly(handler(reg, inDoubtView{gatedQueueView{queues, scheduler.NewGateReasons(ctx, fw)}, c.InDoubtOn}, st.ready, watch.live, fc), st.role)
 	if o.serving != nil {
 		o.serving(serving)
 	}

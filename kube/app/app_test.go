@@ -203,3 +203,30 @@ func TestDebugEndpoints(t *testing.T) {
 		t.Errorf("/readyz when ready: %d", code)
 	}
 }
+
+// TestExplainPodInDoubt: the explanation of a pod that the cache holds as
+// a binding in doubt says so and where, not that the pod is unknown,
+// bound or not ours; other pods missing from the queue get the plain
+// answer.
+func TestExplainPodInDoubt(t *testing.T) {
+	q, err := schedq.New(scheduler.QueueConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	doubt := func(key types.NamespacedName) (string, bool) { return "n1", key.Name == "doubtful" }
+	h := Handler(prometheus.NewRegistry(), inDoubtView{q, doubt}, func() (bool, string) { return true, "" }, nil)
+	for _, tc := range []struct {
+		name, path, has string
+	}{
+		{name: "in doubt", path: "/debug/queue/default/doubtful", has: "held on node n1 as a binding in doubt"},
+		{name: "unknown", path: "/debug/queue/default/nobody", has: "it is unknown, bound, or not ours"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rr := httptest.NewRecorder()
+			h.ServeHTTP(rr, httptest.NewRequest(http.MethodGet, tc.path, nil))
+			if rr.Code != http.StatusNotFound || !strings.Contains(rr.Body.String(), tc.has) {
+				t.Errorf("%d %q; want 404 containing %q", rr.Code, rr.Body.String(), tc.has)
+			}
+		})
+	}
+}

@@ -105,7 +105,12 @@ func handler(reg *prometheus.Registry, q queueView, ready, live func() (bool, st
 		key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
 		x, err := q.Explain(key)
 		if errors.Is(err, schedq.ErrNotFound) {
-			http.Error(w, fmt.Sprintf("pod %s is not in schedq's queue: it is unknown, bound, or not ours", key), http.StatusNotFound)
+			msg := fmt.Sprintf("pod %s is not in schedq's queue: it is unknown, bound, or not ours", key)
+			var doubt inDoubtError
+			if errors.As(err, &doubt) {
+				msg = doubt.Error()
+			}
+			http.Error(w, msg, http.StatusNotFound)
 			return
 		}
 		if err != nil {

@@ -23,28 +23,44 @@ import (
 // Lock order. Three locks meet here: the cache's (mu), the queue's, and
 // the room index's (room.mu, what the wake budget reads), besides two
 // leaves of kube-scheduler's. The rules:
+//
 //   - No goroutine holding mu calls the queue: the cycle reads the queue's
 //     nominations before View and writes them after; handlers update the
 //     cache, release it, then call the queue; functions that View, Trial
 //     and the writers run (plugins, aborts) never call the queue either
 //     (RemoveNode calls the aborts after unlocking).
+//
 //   - No goroutine holding the queue's lock takes mu: the wake budget
 //     reads the room index (NodeRoom, Placed) instead.
+//
 //   - room.mu is a leaf: taken under mu (by every writer, as it unlocks)
 //     or under the queue's lock, never the other way round, and nothing
 //     is locked while it is held.
+//
 //   - kube-scheduler's cache (up, see TrackUpstream) has its own lock, a
 //     leaf too: taken under mu (by every writer as it unlocks, and by
 //     UpdateSnapshot under the read lock), never the other way round. The
 //     snapshot UpdateSnapshot fills is read with no lock at all: a cycle on
 //     the upstream framework runs its plugins holding nothing.
+//
 //   - The DRA manager's DeviceClass cache (read by the wake budget through
 //     profile.Framework.FitSkips) has its own lock, a leaf: taken under the
 //     queue's lock, and by that cache's informer handler alone, which
 //     calls nothing while it holds it.
 //
-// In all: queue's lock -> room.mu; queue's lock -> the DeviceClass
-// cache's lock; mu -> room.mu; mu -> up's lock.
+//   - The pod events' lock (events) serializes the pod handlers of
+//     Handlers (AddPod, UpdatePod, DeletePod, as the informer calls them)
+//     with SettleInDoubt, which runs on a term's goroutine: each holds it
+//     for its whole run, so that a pod the settling forgets and queues is
+//     not queued after the informer's handler has taken it out of the
+//     queue (deleted, or bound). It is taken before mu and before the
+//     queue's lock (the switch queue's too), never under either:
+//     Handlers.AddPods, which a queue rebuild calls holding the switch
+//     queue's lock, does not take it.
+//
+// In all: events -> mu; events -> queue's lock; queue's lock -> room.mu;
+// queue's lock -> the DeviceClass cache's lock; mu -> room.mu; mu -> up's
+// lock.
 //
 // With a writer waiting on mu (which blocks new readers), breaking either
 // of the first two rules deadlocks the cycle, the queue and the writer.
@@ -70,6 +86,10 @@ type Cache struct {
 	up *upstreamMirror
 	// mark, if not nil, is the state Rollback restores (cache_mark.go).
 	mark *cacheMark
+	// events is the pod events' lock (see the lock order above): a
+	// channel of one slot rather than a sync.Mutex, so that a goroutine
+	// that waits for it is durably blocked for testing/synctest.
+	events chan struct{}
 }
 
 // NewCache returns an empty cache.
@@ -84,8 +104,13 @@ func NewCache() *Cache {
 		groups:     newGroupCounts(),
 		room:       newRoomIndex(),
 		dirty:      dirty{nodes: map[string]struct{}{}, pods: map[types.NamespacedName]struct{}{}},
+		events:     make(chan struct{}, 1),
 	}
 }
+
+// lockEvents takes the pod events' lock; unlockEvents releases it.
+func (c *Cache) lockEvents()   { c.events <- struct{}{} }
+func (c *Cache) unlockEvents() { <-c.events }
 
 // AddNode adds or replaces a node.
 func (c *Cache) AddNode(n *v1.Node) {

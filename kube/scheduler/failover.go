@@ -210,12 +210,15 @@ func (w *warmStart) park(h *Handlers, pod *v1.Pod) bool {
 // AddPods adds pods as AddPod does, but reconciles the ones it parks with
 // the cluster once for all of them rather than once each: reconciling
 // reads every change since the records, so a queue rebuilt after a term
-// would otherwise cost the parked pods times the bound pods.
+// would otherwise cost the parked pods times the bound pods. Unlike
+// AddPod it does not take the pod events' lock (see Cache): a queue
+// rebuild calls it holding the switch queue's lock, which a pod handler
+// holding the events' lock may be waiting for.
 func (h *Handlers) AddPods(pods []*v1.Pod) {
 	w := h.warm
 	if w == nil {
 		for _, p := range pods {
-			h.AddPod(p)
+			h.addPod(p, false)
 		}
 		return
 	}
@@ -224,7 +227,7 @@ func (h *Handlers) AddPods(pods []*v1.Pod) {
 	w.batch = &batch
 	w.mu.Unlock()
 	for _, p := range pods {
-		h.AddPod(p)
+		h.addPod(p, false)
 	}
 	w.mu.Lock()
 	w.batch = nil

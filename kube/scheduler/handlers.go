@@ -72,7 +72,15 @@ func (h *Handlers) check(op string, p *v1.Pod, err error) {
 }
 
 // AddPod handles a new pod.
-func (h *Handlers) AddPod(p *v1.Pod) { h.addPod(p, false) }
+func (h *Handlers) AddPod(p *v1.Pod) { h.addPodEvent(p, false) }
+
+// addPodEvent is addPod holding the pod events' lock (see Cache), as the
+// informer calls it.
+func (h *Handlers) addPodEvent(p *v1.Pod, initial bool) {
+	h.Cache.lockEvents()
+	defer h.Cache.unlockEvents()
+	h.addPod(p, initial)
+}
 
 // addPod handles a new pod; initial says it comes from the informer's
 // initial list.
@@ -118,9 +126,16 @@ func (h *Handlers) restoreNomination(p *v1.Pod) {
 // is handled as such, so that the new pod is not taken for a stale view of
 // the old one's assumption.
 func (h *Handlers) UpdatePod(oldPod, newPod *v1.Pod) {
+	h.Cache.lockEvents()
+	defer h.Cache.unlockEvents()
+	h.updatePod(oldPod, newPod)
+}
+
+// updatePod is UpdatePod; the caller holds the pod events' lock.
+func (h *Handlers) updatePod(oldPod, newPod *v1.Pod) {
 	if oldPod.UID != newPod.UID {
-		h.DeletePod(oldPod)
-		h.AddPod(newPod)
+		h.deletePod(oldPod)
+		h.addPod(newPod, false)
 		return
 	}
 	switch {
@@ -150,10 +165,15 @@ func (h *Handlers) UpdatePod(oldPod, newPod *v1.Pod) {
 		h.check("update", newPod, h.Queue.Update(oldPod, newPod))
 	case assigned(oldPod):
 		// Finished: its resources are free.
-		h.DeletePod(oldPod)
+		h.deletePod(oldPod)
 	case h.responsible(oldPod):
 		// Being deleted, finished, or handed to another scheduler.
 		h.check("delete", oldPod, h.Queue.Delete(framework.Key(oldPod)))
+		if terminal(newPod) {
+			// Bound and finished in one update (seen after a watch gap):
+			// its assumption, in doubt say, holds its room no more.
+			h.release(newPod)
+		}
 	}
 }
 
@@ -165,10 +185,23 @@ func (h *Handlers) UpdatePod(oldPod, newPod *v1.Pod) {
 // that the informer saw unbound (the hints and the wake budget read the
 // deleted pod's node).
 func (h *Handlers) DeletePod(p *v1.Pod) {
-	key := framework.Key(p)
+	h.Cache.lockEvents()
+	defer h.Cache.unlockEvents()
+	h.deletePod(p)
+}
+
+// deletePod is DeletePod; the caller holds the pod events' lock.
+func (h *Handlers) deletePod(p *v1.Pod) {
 	if !assigned(p) && p.Spec.SchedulerName == h.SchedulerName {
-		h.check("delete", p, h.Queue.Delete(key))
+		h.check("delete", p, h.Queue.Delete(framework.Key(p)))
 	}
+	h.release(p)
+}
+
+// release frees what p held on a node, bound or assumed, if anything, and
+// says so to the queue as an assigned pod's deletion.
+func (h *Handlers) release(p *v1.Pod) {
+	key := framework.Key(p)
 	if node, onNode := h.Cache.NodeOf(key); onNode || assigned(p) {
 		h.Cache.RemovePod(key)
 		gone := p
@@ -261,7 +294,7 @@ func (h *Handlers) Register(pods, nodes, namespaces cache.SharedIndexInformer, o
 		h.warm = &warmStart{others: slices.Sorted(maps.Keys(others))}
 	}
 	regs := []reg{
-		{pods, typed(h.addPod, h.UpdatePod, h.DeletePod)},
+		{pods, typed(h.addPodEvent, h.UpdatePod, h.DeletePod)},
 		{nodes, typed(h.addNode, h.UpdateNode, h.DeleteNode)},
 	}
 	if namespaces != nil {

@@ -1,0 +1,44 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq"
+)
+
+// inDoubtView is the debug endpoints' queue view, whose Explain of a pod
+// the queue does not hold says so when the cache holds the pod as a
+// binding in doubt (docs/failover.md): a pending pod of ours, out of the
+// queue until its binding is settled, which the plain answer ("unknown,
+// bound, or not ours") would hide. inDoubt is Cache.InDoubtOn.
+type inDoubtView struct {
+	queueView
+	inDoubt func(types.NamespacedName) (string, bool)
+}
+
+// Explain implements queueView.
+func (v inDoubtView) Explain(key types.NamespacedName) (schedq.Explanation[types.NamespacedName], error) {
+	x, err := v.queueView.Explain(key)
+	if errors.Is(err, schedq.ErrNotFound) {
+		if node, ok := v.inDoubt(key); ok {
+			return x, inDoubtError{key: key, node: node}
+		}
+	}
+	return x, err
+}
+
+// inDoubtError is Explain's answer for a pod held in doubt; it is a
+// schedq.ErrNotFound.
+type inDoubtError struct {
+	key  types.NamespacedName
+	node string
+}
+
+func (e inDoubtError) Error() string {
+	return fmt.Sprintf("pod %s is not in schedq's queue: it is held on node %s as a binding in doubt (a term ended before the API server answered its binding); the pod informer or the next read of the pod settles it", e.key, e.node)
+}
+
+func (e inDoubtError) Unwrap() error { return schedq.ErrNotFound }
