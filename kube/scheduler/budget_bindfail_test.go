@@ -19,37 +19,9 @@ import (
 // had assumed), the parked pods that it may help must wake, with the
 // wake budget on or off, rather than wait for the leftover flush.
 func TestFailedBindingGivesRoomBack(t *testing.T) {
-	tests := []struct {
-		name   string
-		budget bool
-	}{
-		{"wake budget", true},
-		{"no wake budget", false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			fw := defaultFramework(t)
-			c := NewCache()
-			var q *schedq.Queue[types.NamespacedName, *v1.Pod]
-			if tc.budget {
-				q = budgetQueue(t, fw, c)
-			} else {
-				q = queueOn(t, fw)
-			}
-			b := &oneHeldBinder{}
-			f := &fixture{t: t, q: q, c: c, r: &recReporter{}}
-			f.h = &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
-			f.s = mustNew(t, q, c, b, f.r, Options{Framework: fw, Rand: rand.New(rand.NewPCG(1, 1))})
-			f.h.AddNode(node("n", 4000))
-			f.h.AddPod(pod("a", 3000))
-			if out := f.once(); out.Result != Scheduled {
-				t.Fatalf("a: %+v", out)
-			}
-			p := pod("p", 2000)
-			f.h.AddPod(p)
-			if out := f.once(); out.Result != Unschedulable {
-				t.Fatalf("p: %+v, want unschedulable while a's binding holds the room", out)
-			}
+	for _, budget := range []bool{true, false} {
+		t.Run(budgetName(budget), func(t *testing.T) {
+			f, b, _, p := parkedBehindABinding(t, budget)
 			b.done(errors.New("binding refused"))
 			if _, loc, _ := f.q.Get(framework.Key(p)); loc == schedq.InUnschedulable {
 				x, _ := f.q.Explain(framework.Key(p))
@@ -66,38 +38,9 @@ func TestFailedBindingGivesRoomBack(t *testing.T) {
 // which has no node to measure, leave the pods parked for lack of that
 // room until the binding ends.
 func TestAssumedPodDeletedGivesRoomBack(t *testing.T) {
-	tests := []struct {
-		name   string
-		budget bool
-	}{
-		{"wake budget", true},
-		{"no wake budget", false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			fw := defaultFramework(t)
-			c := NewCache()
-			var q *schedq.Queue[types.NamespacedName, *v1.Pod]
-			if tc.budget {
-				q = budgetQueue(t, fw, c)
-			} else {
-				q = queueOn(t, fw)
-			}
-			b := &oneHeldBinder{}
-			f := &fixture{t: t, q: q, c: c, r: &recReporter{}}
-			f.h = &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
-			f.s = mustNew(t, q, c, b, f.r, Options{Framework: fw, Rand: rand.New(rand.NewPCG(1, 1))})
-			f.h.AddNode(node("n", 4000))
-			a := pod("a", 3000)
-			f.h.AddPod(a)
-			if out := f.once(); out.Result != Scheduled {
-				t.Fatalf("a: %+v", out)
-			}
-			p := pod("p", 2000)
-			f.h.AddPod(p)
-			if out := f.once(); out.Result != Unschedulable {
-				t.Fatalf("p: %+v, want unschedulable while a holds the room", out)
-			}
+	for _, budget := range []bool{true, false} {
+		t.Run(budgetName(budget), func(t *testing.T) {
+			f, _, a, p := parkedBehindABinding(t, budget)
 			f.h.DeletePod(a) // as the informer has it: never bound
 			if _, loc, _ := f.q.Get(framework.Key(p)); loc == schedq.InUnschedulable {
 				x, _ := f.q.Explain(framework.Key(p))
@@ -105,4 +48,42 @@ func TestAssumedPodDeletedGivesRoomBack(t *testing.T) {
 			}
 		})
 	}
+}
+
+func budgetName(budget bool) string {
+	if budget {
+		return "wake budget"
+	}
+	return "no wake budget"
+}
+
+// parkedBehindABinding is a node of 4 CPUs where a (3 CPUs) is assumed,
+// its binding held by b, and p (2 CPUs), tried meanwhile, is parked for
+// lack of the room a holds; with the wake budget if budget.
+func parkedBehindABinding(t *testing.T, budget bool) (f *fixture, b *oneHeldBinder, a, p *v1.Pod) {
+	t.Helper()
+	fw := defaultFramework(t)
+	c := NewCache()
+	var q *schedq.Queue[types.NamespacedName, *v1.Pod]
+	if budget {
+		q = budgetQueue(t, fw, c)
+	} else {
+		q = queueOn(t, fw)
+	}
+	b = &oneHeldBinder{}
+	f = &fixture{t: t, q: q, c: c, r: &recReporter{}}
+	f.h = &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
+	f.s = mustNew(t, q, c, b, f.r, Options{Framework: fw, Rand: rand.New(rand.NewPCG(1, 1))})
+	f.h.AddNode(node("n", 4000))
+	a = pod("a", 3000)
+	f.h.AddPod(a)
+	if out := f.once(); out.Result != Scheduled {
+		t.Fatalf("a: %+v", out)
+	}
+	p = pod("p", 2000)
+	f.h.AddPod(p)
+	if out := f.once(); out.Result != Unschedulable {
+		t.Fatalf("p: %+v, want unschedulable while a's binding holds the room", out)
+	}
+	return f, b, a, p
 }
