@@ -43,6 +43,9 @@ type Config struct {
 	// Ties is how a pod's node is chosen among those of the highest
 	// score (TiesRandom, kube-scheduler's way, by default).
 	Ties Ties
+	// Averaging is how the cluster is measured at a point (AtFirst by
+	// default; RoundedMean as the artifact's analysis does).
+	Averaging Averaging
 }
 
 // Ties is how an experiment chooses among nodes of equal highest score.
@@ -126,6 +129,17 @@ type Point struct {
 	Demand float64 // the point, a fraction of the cluster's GPU capacity
 	Stats
 	Arrived, Placed int // pods drawn and placed so far
+	// Averaged is the number of arrivals the figures below are the mean
+	// over (1 with AtFirst, where they are the Stats' own); Alloc is the
+	// allocation rate, FragMean the fragmentation in thousandths of a
+	// GPU, Ratio the fragmentation ratio.
+	Averaged               int
+	Alloc, FragMean, Ratio float64
+}
+
+// at is the point p measured once on the cluster.
+func at(p float64, s Stats, arrived, placed int) Point {
+	return Point{Demand: p, Stats: s, Arrived: arrived, Placed: placed, Averaged: 1, Alloc: s.AllocationRate(), FragMean: s.Frag, Ratio: s.FragRatio()}
 }
 
 // Result is one run.
@@ -150,6 +164,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("unknown policy %d", int(c.Policy))
 	case c.Ties != TiesRandom && c.Ties != TiesOrder:
 		return fmt.Errorf("unknown tie-breaking %d", int(c.Ties))
+	case c.Averaging != AtFirst && c.Averaging != RoundedMean:
+		return fmt.Errorf("unknown averaging %d", int(c.Averaging))
 	}
 	var capacity, gpuPods int64
 	for _, n := range c.Nodes {
@@ -178,6 +194,9 @@ func (c *Config) Validate() error {
 	for _, p := range c.points() {
 		if !(p > 0 && p <= c.Demand) {
 			return fmt.Errorf("point %v: want more than 0 and at most the demand %v", p, c.Demand)
+		}
+		if c.Averaging == RoundedMean && math.Abs(100*p-math.Round(100*p)) > 1e-9 {
+			return fmt.Errorf("point %v: averaging %s wants whole percents", p, c.Averaging)
 		}
 	}
 	return nil
@@ -245,6 +264,11 @@ func Run(c Config) (Result, error) {
 			return id, true
 		}
 	}
+	var means *roundedMeans
+	if c.Averaging == RoundedMean {
+		means = newRoundedMeans(nodes, w, points)
+		points = nil
+	}
 	for id, ok := next(); ok; id, ok = next() {
 		r := cl.reqs[id]
 		arrived += r.GPU()
@@ -253,15 +277,24 @@ func Run(c Config) (Result, error) {
 			nodes[best].Place(r, gpus)
 			cache.changed(best)
 			res.Placed++
+			if means != nil {
+				means.placed(best, r)
+			}
+		}
+		if means != nil {
+			means.arrived(arrived, Point{Stats: means.stats, Arrived: res.Arrived, Placed: res.Placed})
 		}
 		for len(points) > 0 && float64(arrived) >= points[0]*float64(capacity)-1e-6 {
-			res.Points = append(res.Points, Point{Demand: points[0], Stats: Measure(nodes, w), Arrived: res.Arrived, Placed: res.Placed})
+			res.Points = append(res.Points, at(points[0], Measure(nodes, w), res.Arrived, res.Placed))
 			points = points[1:]
 		}
 	}
 	for len(points) > 0 && c.Sampling == SampleArtifact && float64(arrived) >= (points[0]-0.005)*float64(capacity) {
-		res.Points = append(res.Points, Point{Demand: points[0], Stats: Measure(nodes, w), Arrived: res.Arrived, Placed: res.Placed})
+		res.Points = append(res.Points, at(points[0], Measure(nodes, w), res.Arrived, res.Placed))
 		points = points[1:]
+	}
+	if means != nil {
+		res.Points = means.points()
 	}
 	return res, nil
 }

@@ -41,6 +41,9 @@ type GPUExperiment struct {
 	// cluster, as the artifact's input does (its node list is the
 	// trace's GPU nodes only).
 	GPUNodesOnly bool
+	// Averaging is how the cluster is measured at a point (gpu.AtFirst
+	// by default; gpu.RoundedMean as the artifact's analysis does).
+	Averaging gpu.Averaging
 }
 
 // MaxGPUSeeds is the most seeds a GPUExperiment runs.
@@ -58,6 +61,9 @@ type GPUExperimentReport struct {
 	Demand   float64 `json:"demand"`
 	Sampling string  `json:"sampling"` // draws or artifact
 	Ties     string  `json:"ties"`     // random or order
+	// Averaging: first (at the first pod reaching a point) or rounded
+	// (the mean over the pods whose arrived demand rounds to it).
+	Averaging string `json:"averaging"`
 	// GPUNodesOnly: the nodes without GPUs were left out.
 	GPUNodesOnly bool         `json:"gpuNodesOnly"`
 	Seeds        []uint64     `json:"seeds"`
@@ -166,7 +172,7 @@ func RunGPUExperiment(e GPUExperiment) (*GPUExperimentReport, error) {
 	w := gpu.Typical(reqs, share)
 	_, podsFile := e.Trace.files()
 	rep := &GPUExperimentReport{Trace: e.Trace.Format, PodList: podsFile, Nodes: len(nodes), Pods: len(reqs), Kinds: len(w), Typical: share, Demand: e.Demand, Sampling: e.Sampling.String(),
-		Ties: e.Ties.String(), GPUNodesOnly: e.GPUNodesOnly}
+		Ties: e.Ties.String(), GPUNodesOnly: e.GPUNodesOnly, Averaging: e.Averaging.String()}
 	for _, n := range nodes {
 		rep.GPUs += int64(len(n.Free))
 	}
@@ -184,7 +190,7 @@ func RunGPUExperiment(e GPUExperiment) (*GPUExperimentReport, error) {
 	for i := range e.Seeds {
 		rep.Seeds = append(rep.Seeds, e.FirstSeed+uint64(i))
 	}
-	check := gpu.Config{Nodes: nodes, Pods: reqs, Workload: w, Policy: e.Policies[0], Demand: e.Demand, Seed: e.FirstSeed, Ties: e.Ties}
+	check := gpu.Config{Nodes: nodes, Pods: reqs, Workload: w, Policy: e.Policies[0], Demand: e.Demand, Seed: e.FirstSeed, Ties: e.Ties, Averaging: e.Averaging}
 	if err := check.Validate(); err != nil {
 		return nil, fmt.Errorf("gpu experiment: %w", err)
 	}
@@ -198,7 +204,7 @@ func RunGPUExperiment(e GPUExperiment) (*GPUExperimentReport, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			results[i], errs[i] = gpu.Run(gpu.Config{Nodes: nodes, Pods: reqs, Workload: w, Policy: j.p, Demand: e.Demand, Seed: j.seed, Sampling: e.Sampling, Ties: e.Ties})
+			results[i], errs[i] = gpu.Run(gpu.Config{Nodes: nodes, Pods: reqs, Workload: w, Policy: j.p, Demand: e.Demand, Seed: j.seed, Sampling: e.Sampling, Ties: e.Ties, Averaging: e.Averaging})
 		}()
 	}
 	wg.Wait()
@@ -208,8 +214,8 @@ func RunGPUExperiment(e GPUExperiment) (*GPUExperimentReport, error) {
 		}
 		run := GPURun{Policy: r.Policy.String(), Seed: r.Seed, Arrived: r.Arrived, Placed: r.Placed}
 		for _, p := range r.Points {
-			run.Points = append(run.Points, GPUPoint{Demand: p.Demand, Allocation: p.AllocationRate(), FragRatio: p.FragRatio(),
-				Frag: p.Frag / gpu.Milli, Arrived: p.Arrived, Placed: p.Placed})
+			run.Points = append(run.Points, GPUPoint{Demand: p.Demand, Allocation: p.Alloc, FragRatio: p.Ratio,
+				Frag: p.FragMean / gpu.Milli, Arrived: p.Arrived, Placed: p.Placed})
 		}
 		rep.Runs = append(rep.Runs, run)
 	}
@@ -290,6 +296,9 @@ func (r *GPUExperimentReport) WriteText(w io.Writer) {
 	nodes := ""
 	if r.GPUNodesOnly {
 		nodes = " (the nodes with GPUs only)"
+	}
+	if r.Averaging == gpu.RoundedMean.String() {
+		ties += "; each point the mean over the pods whose arrived demand rounds to it, as the artifact's analysis does"
 	}
 	fmt.Fprintf(w, "  %d nodes%s, %d GPUs; %d pods listed (typical workload: %d kinds, %.0f%% of the pods); %s to %.0f%% of GPU capacity%s; seeds %d..%d\n",
 		r.Nodes, nodes, r.GPUs, r.Pods, r.Kinds, 100*r.Typical, drawn, 100*r.Demand, ties, r.Seeds[0], r.Seeds[len(r.Seeds)-1])

@@ -24,6 +24,7 @@ type gpuFlags struct {
 	sampling   string
 	ties       string
 	gpuOnly    bool
+	averaging  string
 }
 
 func (g *gpuFlags) register(f *pflag.FlagSet) {
@@ -35,6 +36,7 @@ func (g *gpuFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&g.sampling, "sampling", "draws", "with --gpu-experiment: draws (every pod drawn from the list with replacement, as the paper describes) or artifact (the list once, then draws, as the paper's artifact makes its pods)")
 	f.StringVar(&g.ties, "ties", "random", "with --gpu-experiment: how a node is chosen among those of the highest score: random (afresh for each pod, as kube-scheduler does) or order (the first in an order of the nodes drawn once per run, as the paper's artifact does)")
 	f.BoolVar(&g.gpuOnly, "gpu-nodes-only", false, "with --gpu-experiment: leave the trace's nodes without GPUs out of the cluster, as the paper's artifact does")
+	f.StringVar(&g.averaging, "point-averaging", "first", "with --gpu-experiment: how each point of arrived demand is measured: first (after the first pod whose arrival reaches it) or rounded (the mean over the pods after whose arrival the demand, in whole percents rounded, is the point's, as the paper's artifact's analysis does)")
 	f.StringVar(&g.model, "gpu-model", "", "in a trace replay: dra (the default, each GPU a DRA device that DynamicResources allocates), device (each GPU on its own in the simulator's GPUDevices plugin) or capacity (one number of thousandths per node) (scenario scheduler.gpuModel)")
 }
 
@@ -75,7 +77,7 @@ var experimentIgnores = []string{"scenario", "snapshot", "compare", "report", "r
 // and bad values with the flag named, before anything runs.
 func (g *gpuFlags) check(changed func(string) bool) error {
 	if !g.experiment {
-		for _, f := range []string{"demand", "seeds", "typical-share", "sampling", "ties", "gpu-nodes-only"} {
+		for _, f := range []string{"demand", "seeds", "typical-share", "sampling", "ties", "gpu-nodes-only", "point-averaging"} {
 			if changed(f) {
 				return fmt.Errorf("--%s: only with --gpu-experiment", f)
 			}
@@ -104,6 +106,9 @@ func (g *gpuFlags) check(changed func(string) bool) error {
 	if _, err := gpu.ParseTies(g.ties); err != nil {
 		return fmt.Errorf("--ties: %w", err)
 	}
+	if _, err := gpu.ParseAveraging(g.averaging); err != nil {
+		return fmt.Errorf("--point-averaging: %w", err)
+	}
 	_, err := g.policies()
 	return err
 }
@@ -129,7 +134,11 @@ func runGPUExperiment(stdout io.Writer, g *gpuFlags, in inputs, firstSeed uint64
 	if err != nil {
 		return fmt.Errorf("--ties: %w", err)
 	}
-	e := sim.GPUExperiment{Sampling: sampling, Ties: ties, GPUNodesOnly: g.gpuOnly, Trace: sim.TraceSpec{Format: sim.TraceAlibabaGPU, Dir: in.trace, Pods: in.tracePods}, Policies: ps, Demand: g.demand, Seeds: g.seeds, FirstSeed: firstSeed, TypicalShare: g.typical}
+	averaging, err := gpu.ParseAveraging(g.averaging)
+	if err != nil {
+		return fmt.Errorf("--point-averaging: %w", err)
+	}
+	e := sim.GPUExperiment{Averaging: averaging, Sampling: sampling, Ties: ties, GPUNodesOnly: g.gpuOnly, Trace: sim.TraceSpec{Format: sim.TraceAlibabaGPU, Dir: in.trace, Pods: in.tracePods}, Policies: ps, Demand: g.demand, Seeds: g.seeds, FirstSeed: firstSeed, TypicalShare: g.typical}
 	rep, err := sim.RunGPUExperiment(e)
 	if err != nil {
 		return err

@@ -67,6 +67,24 @@ func TestGPUExperimentArtifactSettings(t *testing.T) {
 	}
 }
 
+// --point-averaging rounded reaches the experiment and its report; the
+// default measures at the first pod reaching each point.
+func TestGPUExperimentPointAveraging(t *testing.T) {
+	args := []string{"--trace", "../../sim/testdata/alibaba", "--gpu-experiment", "--seeds", "2", "--point-averaging", "rounded"}
+	out, err := runSimulate(args...)
+	if err != nil || !strings.Contains(out, "each point the mean over the pods whose arrived demand rounds to it") {
+		t.Fatalf("text: %v\n%s", err, out)
+	}
+	j, err := runSimulate(append(args, "-o", "json")...)
+	if err != nil || !strings.Contains(j, `"averaging": "rounded"`) {
+		t.Fatalf("json: %v\n%s", err, j)
+	}
+	plain, err := runSimulate("--trace", "../../sim/testdata/alibaba", "--gpu-experiment", "--seeds", "2", "-o", "json")
+	if err != nil || !strings.Contains(plain, `"averaging": "first"`) {
+		t.Fatalf("json without the flag: %v\n%s", err, plain)
+	}
+}
+
 // Bad input is refused before anything runs, naming the flag, the file
 // and the line.
 func TestGPUExperimentBadInput(t *testing.T) {
@@ -96,6 +114,8 @@ func TestGPUExperimentBadInput(t *testing.T) {
 		{"sampling without experiment", []string{"--trace", fixture, "--sampling", "artifact"}, "--sampling: only with --gpu-experiment"},
 		{"unknown ties", []string{"--trace", fixture, "--gpu-experiment", "--ties", "first"}, `--ties: "first" is not random or order`},
 		{"ties without experiment", []string{"--trace", fixture, "--ties", "order"}, "--ties: only with --gpu-experiment"},
+		{"unknown point averaging", []string{"--trace", fixture, "--gpu-experiment", "--point-averaging", "mean"}, `--point-averaging: "mean" is not first or rounded`},
+		{"point averaging without experiment", []string{"--trace", fixture, "--point-averaging", "rounded"}, "--point-averaging: only with --gpu-experiment"},
 		{"gpu nodes only without experiment", []string{"--trace", fixture, "--gpu-nodes-only"}, "--gpu-nodes-only: only with --gpu-experiment"},
 		{"no trace", []string{"--gpu-experiment"}, "--gpu-experiment: needs --trace DIR"},
 		{"with records", []string{"--trace", fixture, "--gpu-experiment", "--records", filepath.Join(dir, "r.csv")}, "--gpu-experiment: --records does not apply"},
