@@ -95,17 +95,7 @@ func TestWakeBudgetExtendedResourceFromDRA(t *testing.T) {
 			if tc.nodeGPUs > 0 {
 				n.Status.Allocatable[gpu] = *resource.NewQuantity(tc.nodeGPUs, resource.DecimalSI)
 			}
-			c.AddNode(n)
-			if err := q.Move(clusterevent.NodeAdd, nil, n, nil); err != nil {
-				t.Fatal(err)
-			}
-			x, err := q.Explain(framework.Key(p))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if woke := x.Location != schedq.InUnschedulable; woke != tc.wake {
-				t.Fatalf("woken %v, want %v: %s", woke, tc.wake, x)
-			}
+			nodeAddWakes(t, q, c, n, p, tc.wake)
 		})
 	}
 }
@@ -174,17 +164,7 @@ func TestWakeBudgetIgnoredResources(t *testing.T) {
 				t.Fatal(err)
 			}
 			n := node("new", 4000)
-			c.AddNode(n)
-			if err := q.Move(clusterevent.NodeAdd, nil, n, nil); err != nil {
-				t.Fatal(err)
-			}
-			x, err := q.Explain(framework.Key(p))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if woke := x.Location != schedq.InUnschedulable; woke != tc.wake {
-				t.Fatalf("woken %v, want %v: %s", woke, tc.wake, x)
-			}
+			nodeAddWakes(t, q, c, n, p, tc.wake)
 		})
 	}
 }
@@ -245,5 +225,22 @@ func TestWakeBudgetDeviceClassesConcurrent(t *testing.T) {
 		if woke := loc != schedq.InUnschedulable; woke != (i < 4) {
 			t.Errorf("p%d woken %v, want %v (room for four, its gpu from a device class)", i, woke, i < 4)
 		}
+	}
+}
+
+// nodeAddWakes adds n to c, tells q, and checks that parked p is woken
+// (out of the unschedulable pods) if wake, and left parked otherwise.
+func nodeAddWakes(t *testing.T, q *schedq.Queue[types.NamespacedName, *v1.Pod], c *Cache, n *v1.Node, p *v1.Pod, wake bool) {
+	t.Helper()
+	c.AddNode(n)
+	if err := q.Move(clusterevent.NodeAdd, nil, n, nil); err != nil {
+		t.Fatal(err)
+	}
+	x, err := q.Explain(framework.Key(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if woke := x.Location != schedq.InUnschedulable; woke != wake {
+		t.Fatalf("woken %v, want %v: %s", woke, wake, x)
 	}
 }
