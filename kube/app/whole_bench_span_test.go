@@ -25,7 +25,7 @@ func TestBenchClusterSpanEndsAtLastBinding(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				c := newBenchCluster(1, len(tc.gaps), false)
+				c := newBenchCluster(benchWorkload{nodes: 1, pods: len(tc.gaps)})
 				start := time.Now()
 				cpu0, err := cpuTime()
 				if err != nil {

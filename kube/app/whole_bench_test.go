@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -14,15 +15,19 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
+	"k8s.io/kubernetes/pkg/features"
 	kubescheduler "k8s.io/kubernetes/pkg/scheduler"
 	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 	schedprofile "k8s.io/kubernetes/pkg/scheduler/profile"
@@ -48,45 +53,77 @@ import (
 // the first node to the last binding. How many pods each node wakes, and
 // when, is the queue's decision.
 //
+// In Unschedulable, 1,000 pods that fit no node (64 CPUs, on nodes of 32)
+// wait beside the 10,000 that fit, and each pod that fits ends as soon as
+// it is bound (deleted): every binding is followed by an assigned pod's
+// deletion, an event for which the stuck pods may be tried again. Whether
+// they are is the queue's decision; pods/s counts the pods that fit.
+//
+// In Gangs, the pods that fit are the members of PodGroups of 8 (gang
+// minCount 8, scheduling.k8s.io/v1beta1): kube-scheduler's with its
+// GenericWorkload feature gate on (its GangScheduling plugin), schedq's
+// with its own gang quorum (it runs kube-scheduler's plugins with the
+// gate off).
+//
 //	go test -run '^$' -bench BenchmarkWholeScheduler -benchtime=1x -count=3 ./kube/app/
 func BenchmarkWholeScheduler(b *testing.B) {
 	watch.DefaultChanSize = 1 << 20 // the fake's watchers panic on a full channel
-	for _, w := range []struct {
-		name        string
-		nodes, pods int
-		arrive      bool
-	}{{"SchedulingBasic", 5000, 10000, false}, {"Small", 500, 2000, false}, {"Arrivals", 500, 2000, true}} {
+	for _, w := range []benchWorkload{
+		{name: "SchedulingBasic", nodes: 5000, pods: 10000},
+		{name: "Small", nodes: 500, pods: 2000},
+		{name: "Arrivals", nodes: 500, pods: 2000, arrive: true},
+		{name: "Unschedulable", nodes: 500, pods: 10000, stuck: 1000, churn: true},
+		{name: "Gangs", nodes: 500, pods: 2000, gangSize: 8},
+	} {
 		for _, who := range []string{"kube-scheduler", "schedq", "schedq-forecasting"} {
 			b.Run(w.name+"/"+who, func(b *testing.B) {
+				gateFor(b, w, who)
 				for b.Loop() {
 					b.StopTimer()
-					c := newBenchCluster(w.nodes, w.pods, w.arrive)
+					c := newBenchCluster(w)
 					b.StartTimer()
-					cpu0 := procCPU(b)
-					start := time.Now()
-					first := make(chan arrival, 1)
-					if w.arrive {
-						go c.arrive(b, first)
-					}
-					switch who {
-					case "schedq":
-						runSchedqOn(b, c, false)
-					case "schedq-forecasting":
-						runSchedqOn(b, c, true)
-					default:
-						runKubeSchedulerOn(b, c)
-					}
-					if w.arrive {
-						a := <-first
-						start, cpu0 = a.start, a.cpu
-					}
-					wall, cpu := c.span(start, cpu0)
+					wall, cpu := runWorkload(b, c, w, who)
 					b.ReportMetric(float64(w.pods)/wall.Seconds(), "pods/s")
 					b.ReportMetric(float64(cpu)/float64(w.pods), "cpu-ns/pod")
 				}
 			})
 		}
 	}
+}
+
+// gateFor turns kube-scheduler's GenericWorkload feature gate on for the
+// rest of tb if w has gangs and who is kube-scheduler: its gang
+// scheduling needs it; schedq's needs no gate (docs/gangs.md) and runs
+// kube-scheduler's plugins with it off.
+func gateFor(tb testing.TB, w benchWorkload, who string) {
+	if w.gangSize > 0 && who == "kube-scheduler" {
+		featuregatetesting.SetFeatureGateDuringTest(tb, utilfeature.DefaultFeatureGate, features.GenericWorkload, true)
+	}
+}
+
+// runWorkload runs who (kube-scheduler, schedq or schedq-forecasting) on
+// c, made for w, until every pod that fits is bound, and returns the
+// run's window: its wall time and the process's CPU time in it.
+func runWorkload(tb testing.TB, c *benchCluster, w benchWorkload, who string) (wall, cpu time.Duration) {
+	cpu0 := procCPU(tb)
+	start := time.Now()
+	first := make(chan arrival, 1)
+	if w.arrive {
+		go c.arrive(tb, first)
+	}
+	switch who {
+	case "schedq":
+		runSchedqOn(tb, c, false)
+	case "schedq-forecasting":
+		runSchedqOn(tb, c, true)
+	default:
+		runKubeSchedulerOn(tb, c)
+	}
+	if w.arrive {
+		a := <-first
+		start, cpu0 = a.start, a.cpu
+	}
+	return c.span(start, cpu0)
 }
 
 // benchCluster is a fake clientset whose pods/binding subresource binds
@@ -106,6 +143,26 @@ type benchCluster struct {
 	nFailed   atomic.Int64
 	failedAll chan struct{}
 	later     []*v1.Node
+	// stuckBound counts bindings of pods that fit no node.
+	stuckBound atomic.Int64
+	// patience is how long wait waits for the last binding.
+	patience time.Duration
+}
+
+// benchWorkload is one workload of BenchmarkWholeScheduler.
+type benchWorkload struct {
+	name string
+	// pods fit, and are all bound by the end of a run; nodes are there
+	// from the start unless arrive.
+	nodes, pods int
+	arrive      bool
+	// stuck pods fit no node; with churn, each pod that fits is deleted
+	// as soon as it is bound.
+	stuck int
+	churn bool
+	// gangSize, if above 0, puts the pods in PodGroups of that many
+	// members with gang minCount gangSize.
+	gangSize int
 }
 
 func benchNode(i int) *v1.Node {
@@ -117,25 +174,52 @@ func benchNode(i int) *v1.Node {
 		}}}
 }
 
-func newBenchCluster(nodes, pods int, arrive bool) *benchCluster {
-	objs := make([]runtime.Object, 0, nodes+pods)
-	var later []*v1.Node
-	for i := range nodes {
-		if arrive {
+// benchPod is a pending pod of the default scheduler asking for cpu and
+// 128Mi.
+func benchPod(name, cpu string) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name)},
+		Spec: v1.PodSpec{SchedulerName: v1.DefaultSchedulerName, Containers: []v1.Container{{Name: "c",
+			Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+				v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse("128Mi")}}}}}}
+}
+
+// benchObjects are w's nodes (unless they arrive later), PodGroups and
+// pods; later are the nodes that arrive.
+func benchObjects(w benchWorkload) (objs []runtime.Object, later []*v1.Node) {
+	for i := range w.nodes {
+		if w.arrive {
 			later = append(later, benchNode(i))
 		} else {
 			objs = append(objs, benchNode(i))
 		}
 	}
-	for i := range pods {
-		name := fmt.Sprintf("pod-%d", i)
-		objs = append(objs, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name)},
-			Spec: v1.PodSpec{SchedulerName: v1.DefaultSchedulerName, Containers: []v1.Container{{Name: "c",
-				Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
-					v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("128Mi")}}}}}})
+	for i := range w.pods {
+		p := benchPod(fmt.Sprintf("pod-%d", i), "100m")
+		if w.gangSize > 0 {
+			group := fmt.Sprintf("gang-%d", i/w.gangSize)
+			if i%w.gangSize == 0 {
+				pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: group}}
+				pg.Spec.SchedulingPolicy.Gang = &schedulingv1beta1.GangSchedulingPolicy{MinCount: int32(w.gangSize)}
+				objs = append(objs, pg)
+			}
+			p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &group}
+		}
+		objs = append(objs, p)
 	}
-	c := &benchCluster{client: fake.NewSimpleClientset(objs...), pods: int64(pods), done: make(chan struct{}),
-		failedAll: make(chan struct{}), later: later}
+	for i := range w.stuck {
+		objs = append(objs, benchPod(fmt.Sprintf("stuck-%d", i), "64"))
+	}
+	return objs, later
+}
+
+func newBenchCluster(w benchWorkload) *benchCluster {
+	objs, later := benchObjects(w)
+	c := &benchCluster{client: fake.NewSimpleClientset(objs...), pods: int64(w.pods), done: make(chan struct{}),
+		failedAll: make(chan struct{}), later: later, patience: 10 * time.Minute}
+	if w.gangSize > 0 { // discovery says PodGroups are served, as schedq asks
+		c.client.Resources = []*metav1.APIResourceList{{GroupVersion: schedulingv1beta1.SchemeGroupVersion.String(),
+			APIResources: []metav1.APIResource{{Name: "podgroups", Namespaced: true, Kind: "PodGroup"}}}}
+	}
 	c.client.PrependReactor("*", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() != "status" || (a.GetVerb() != "patch" && a.GetVerb() != "update") {
 			return false, nil, nil
@@ -157,27 +241,43 @@ func newBenchCluster(nodes, pods int, arrive bool) *benchCluster {
 		if !ok || a.GetSubresource() != "binding" {
 			return false, nil, nil
 		}
-		bd := ca.GetObject().(*v1.Binding)
-		obj, err := c.client.Tracker().Get(v1.SchemeGroupVersion.WithResource("pods"), bd.Namespace, bd.Name)
-		if err != nil {
-			return true, nil, err
-		}
-		p := obj.(*v1.Pod).DeepCopy()
-		if p.Spec.NodeName != "" {
-			return true, nil, fmt.Errorf("pod %s/%s is already bound", p.Namespace, p.Name)
-		}
-		p.Spec.NodeName = bd.Target.Name
-		if err := c.client.Tracker().Update(v1.SchemeGroupVersion.WithResource("pods"), p, p.Namespace); err != nil {
-			return true, nil, err
-		}
-		if c.bound.Add(1) == c.pods {
-			c.end = time.Now()
-			c.endCPU, _ = cpuTime() // getrusage on this process does not fail
-			close(c.done)
-		}
-		return true, nil, nil
+		return true, nil, c.bind(ca.GetObject().(*v1.Binding), w.churn)
 	})
 	return c
+}
+
+// bind makes a binding in the fake's tracker, then, with churn, ends the
+// pod (deletes it). The last binding records the end of the run's window
+// and closes done.
+func (c *benchCluster) bind(bd *v1.Binding, churn bool) error {
+	pods := v1.SchemeGroupVersion.WithResource("pods")
+	obj, err := c.client.Tracker().Get(pods, bd.Namespace, bd.Name)
+	if err != nil {
+		return err
+	}
+	p := obj.(*v1.Pod).DeepCopy()
+	if p.Spec.NodeName != "" {
+		return fmt.Errorf("pod %s/%s is already bound", p.Namespace, p.Name)
+	}
+	p.Spec.NodeName = bd.Target.Name
+	if err := c.client.Tracker().Update(pods, p, p.Namespace); err != nil {
+		return err
+	}
+	if strings.HasPrefix(p.Name, "stuck-") {
+		c.stuckBound.Add(1)
+		return nil
+	}
+	if churn {
+		if err := c.client.Tracker().Delete(pods, p.Namespace, p.Name); err != nil {
+			return err
+		}
+	}
+	if c.bound.Add(1) == c.pods {
+		c.end = time.Now()
+		c.endCPU, _ = cpuTime() // getrusage on this process does not fail
+		close(c.done)
+	}
+	return nil
 }
 
 // arrival is when the first node was created, and the CPU time then.
@@ -188,7 +288,7 @@ type arrival struct {
 
 // arrive creates the nodes once every pod was found unschedulable, and
 // sends when it began.
-func (c *benchCluster) arrive(b *testing.B, first chan<- arrival) {
+func (c *benchCluster) arrive(b testing.TB, first chan<- arrival) {
 	<-c.failedAll
 	first <- arrival{time.Now(), procCPU(b)}
 	for _, n := range c.later {
@@ -207,18 +307,18 @@ func (c *benchCluster) span(start time.Time, cpu0 time.Duration) (wall, cpu time
 	return c.end.Sub(start), c.endCPU - cpu0
 }
 
-// wait waits for the last binding, failing b after a generous bound.
-func (c *benchCluster) wait(b *testing.B) {
+// wait waits for the last binding, failing b after c.patience.
+func (c *benchCluster) wait(b testing.TB) {
 	select {
 	case <-c.done:
-	case <-time.After(10 * time.Minute):
-		b.Fatalf("%d of %d pods bound after 10 minutes", c.bound.Load(), c.pods)
+	case <-time.After(c.patience):
+		b.Fatalf("%d of %d pods bound after %v", c.bound.Load(), c.pods, c.patience)
 	}
 }
 
 // runSchedqOn runs schedq's scheduler on c until every pod is bound; with
 // forecasting, a client asks it for forecasts back to back meanwhile.
-func runSchedqOn(b *testing.B, c *benchCluster, forecasting bool) {
+func runSchedqOn(b testing.TB, c *benchCluster, forecasting bool) {
 	o := Options{SchedulerName: v1.DefaultSchedulerName}
 	if err := o.loadProfile(); err != nil {
 		b.Fatal(err)
@@ -239,7 +339,10 @@ func runSchedqOn(b *testing.B, c *benchCluster, forecasting bool) {
 	c.wait(b)
 	cancel()
 	if forecasting {
-		b.ReportMetric(float64(<-asked), "forecast-answers")
+		n := <-asked
+		if bb, ok := b.(*testing.B); ok {
+			bb.ReportMetric(float64(n), "forecast-answers")
+		}
 	}
 	if err := <-done; err != nil {
 		b.Fatal(err)
@@ -247,7 +350,7 @@ func runSchedqOn(b *testing.B, c *benchCluster, forecasting bool) {
 }
 
 // freeAddress is a loopback address with a port free a moment ago.
-func freeAddress(b *testing.B) string {
+func freeAddress(b testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -287,7 +390,7 @@ func askForecasts(ctx context.Context, url string, asked chan<- int) {
 	}
 }
 
-func runKubeSchedulerOn(b *testing.B, c *benchCluster) {
+func runKubeSchedulerOn(b testing.TB, c *benchCluster) {
 	schedmetrics.Register()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -313,7 +416,7 @@ func runKubeSchedulerOn(b *testing.B, c *benchCluster) {
 }
 
 // procCPU is the process's user and system CPU time.
-func procCPU(b *testing.B) time.Duration {
+func procCPU(b testing.TB) time.Duration {
 	d, err := cpuTime()
 	if err != nil {
 		b.Fatal(err)
