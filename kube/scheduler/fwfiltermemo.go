@@ -81,7 +81,7 @@ type memoVerdict struct {
 // verdicts returns the memo of the cycle's signature if the cycle may use
 // it, nil if not. O(filter plugins).
 func (s *Scheduler) verdicts(cs fwk.CycleState, pod *v1.Pod) *sigMemo {
-	if s.noFilterMemo || s.sig == nil || len(s.fwNom.pods) > 0 || requestsExtended(pod) {
+	if s.noFilterMemo || s.inTrial || s.sig == nil || len(s.fwNom.pods) > 0 || requestsExtended(pod) {
 		return nil
 	}
 	skip := cs.GetSkipFilterPlugins()

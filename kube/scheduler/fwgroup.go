@@ -111,6 +111,7 @@ func (s *Scheduler) scheduleGroupFramework(ctx context.Context, a Attempt, gp fr
 		s.fwAssumeMembers(a, gp, g, tr)
 	}
 	tr.end(ctx)
+	s.batch.drop() // its scores counted the members, now out of the snapshot
 	if g.verdict != framework.QuorumMet {
 		s.fwGroupPostFilter(ctx, g)
 		return s.failGroup(ctx, a, start, g, s.groupOutcome(a, g))
@@ -122,6 +123,8 @@ func (s *Scheduler) scheduleGroupFramework(ctx context.Context, a Attempt, gp fr
 // met for all of them or can no longer be met, and records the verdict and
 // the placements in g.
 func (s *Scheduler) fwPlaceMembers(ctx context.Context, a Attempt, gp framework.GroupPlugin, g *groupTry, tr *fwTrial) {
+	s.inTrial = true
+	defer func() { s.inTrial = false }()
 	for i, m := range a.Members {
 		n := len(tr.members)
 		if gp.Quorum(g.before+n, n, len(a.Members)-i, a.Spec.MinCount) == framework.QuorumLost {
@@ -172,25 +175,37 @@ func (s *Scheduler) fwGroupPostFilter(ctx context.Context, g *groupTry) {
 
 // fwPlaceMember finds a node for the member m (a.Members[i]) with the
 // framework's plugins, adds it to the snapshot there, and runs Reserve
-// and Permit. A rejection at Reserve or Permit unreserves it and takes it
+// and Permit. Each member's placement is a cycle of its own for
+// opportunistic batching (fwbatch.go), as kube-scheduler's pod group
+// cycle runs its scheduling algorithm per member: a member of the same
+// signature as the one placed before it takes that one's best remaining
+// node as a hint; the batch ends with the group's attempt. A rejection at Reserve or Permit unreserves it and takes it
 // out of the snapshot again. For a member that fits nowhere it returns
 // its cycle state too, for fwGroupPostFilter; else nil.
 func (s *Scheduler) fwPlaceMember(ctx context.Context, m Attempt, i int, g *groupTry, tr *fwTrial) (Outcome, fwk.CycleState) {
-	pi, err := framework.NewPodInfo(m.Item)
+	pi, err := s.podInfo(m.Item)
 	if err != nil {
+		s.batch.drop()
 		return Outcome{Result: Error, Message: "invalid pod: " + err.Error()}, nil
 	}
 	s.readFWNominations(m.Key, m.Item)
-	defer func() { s.ownNom, s.hasNom = "", false; clear(s.fwNom.pods) }()
+	s.fwCycle++
+	s.sig = s.o.Framework.SignPod(ctx, m.Item)
+	defer func() { s.ownNom, s.hasNom, s.sig = "", false, nil; clear(s.fwNom.pods) }()
 	cs := tr.memberCycleState()
 	out := s.fwFind(ctx, cs, pi)
 	if out.clearNom != "" {
 		s.clearNomination(m.Key, out.clearNom)
 	}
 	if out.Result != Scheduled {
+		s.batch.drop()
 		return out, cs
 	}
-	return s.fwReserveMember(ctx, m, i, pi, cs, out, g, tr), nil
+	out = s.fwReserveMember(ctx, m, i, pi, cs, out, g, tr)
+	if out.Result != Scheduled {
+		s.batch.drop()
+	}
+	return out, nil
 }
 
 // fwReserveMember adds the member m, found a node (out.Node) with the

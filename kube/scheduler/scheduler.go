@@ -166,6 +166,11 @@ type Scheduler struct {
 	fmemo                   filterMemo
 	fmemoHits, fmemoRepeats uint64
 	noFilterMemo            bool
+	// inTrial is set while a group attempt places its members in the
+	// snapshot (fwPlaceMembers): AssumePod changes a node there without a
+	// new generation, so the filter memo, which trusts generations, is
+	// not read or written then.
+	inTrial bool
 	// snapRemovals is the cache's count of node removals as of the
 	// cycle's snapshot (upstreamMirror.removals).
 	snapRemovals uint64
