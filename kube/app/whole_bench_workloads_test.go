@@ -22,6 +22,7 @@ func TestWholeSchedulerWorkloads(t *testing.T) {
 		for _, who := range []string{"kube-scheduler", "schedq"} {
 			t.Run(w.name+"/"+who, func(t *testing.T) {
 				gateFor(t, w, who)
+				defer setWatchBuffer(w)()
 				c := newBenchCluster(w)
 				c.patience = time.Minute
 				runWorkload(t, c, w, who)
