@@ -96,7 +96,8 @@ func (t *terms) run(ctx context.Context) {
 // settleInDoubt settles the bindings an earlier term left in doubt
 // (scheduler.InDoubt: their term ended before their answer came), each by
 // a read of its pod from the API server (a read: the fence lets it
-// through). The first round runs before the term's first pop, so that a
+// through), and the claims' allocations held for them, each by a read of
+// its claim. The first round runs before the term's first pop, so that a
 // pod whose binding was not made is queued at once, in its order among
 // the others; all its reads share one deadline (settleFirstRound), so a
 // slow API server holds the term's start back that long at most, not a
@@ -134,11 +135,14 @@ const (
 	settleFirstRound = 5 * time.Second
 )
 
-// settleRound reads each binding in doubt's pod once, each read within
-// 10 s and all within ctx, and settles those it can; it returns how many
-// are left.
+// settleRound reads each claim held for a binding in doubt
+// (profile.Framework.HeldClaims), then each binding in doubt's pod, once,
+// each read within 10 s and all within ctx, and settles those it can; it
+// returns how many are left. The claims come first, so that a pod
+// settled unbound, queued again, finds its claims as the API server has
+// them.
 func (t *terms) settleRound(ctx context.Context) int {
-	left := 0
+	left := t.settleClaims(ctx)
 	for _, d := range t.cache.InDoubt() {
 		if ctx.Err() != nil {
 			left++
@@ -156,6 +160,35 @@ func (t *terms) settleRound(ctx context.Context) int {
 			continue
 		}
 		t.handlers.SettleInDoubt(d, now)
+	}
+	return left
+}
+
+// settleClaims reads each claim held for a binding in doubt once and
+// settles those it can (settleRound); it returns how many are left.
+func (t *terms) settleClaims(ctx context.Context) int {
+	fw := t.opts.Framework
+	if fw == nil {
+		return 0
+	}
+	left := 0
+	for _, h := range fw.HeldClaims() {
+		if ctx.Err() != nil {
+			left++
+			continue
+		}
+		gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		now, err := t.client.ResourceV1().ResourceClaims(h.Namespace).Get(gctx, h.Name, metav1.GetOptions{})
+		cancel()
+		switch {
+		case apierrors.IsNotFound(err):
+			now = nil
+		case err != nil:
+			t.log.Debug("claim held for a binding in doubt: read failed", "claim", h.Namespace+"/"+h.Name, "err", err)
+			left++
+			continue
+		}
+		fw.SettleHeldClaim(h, now)
 	}
 	return left
 }
