@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
@@ -188,9 +190,20 @@ func (t *terms) settleClaims(ctx context.Context) int {
 			left++
 			continue
 		}
-		fw.SettleHeldClaim(h, now)
+		if _, freed := fw.SettleHeldClaim(h, now); freed != nil {
+			t.handlers.Other(clusterevent.ResourceClaim, clusterevent.Update, freed, deallocated(freed))
+		}
 	}
 	return left
+}
+
+// deallocated returns claim without its allocation: the event of its
+// deallocation, from claim to it, wakes the pods that DynamicResources
+// rejected while claim's devices were held.
+func deallocated(claim *resourceapi.ResourceClaim) *resourceapi.ResourceClaim {
+	cp := claim.DeepCopy()
+	cp.Status.Allocation = nil
+	return cp
 }
 
 // termBinder is a term's binder: each binding stamped with the term of

@@ -17,7 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	resourcev1 "k8s.io/client-go/kubernetes/typed/resource/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -55,7 +57,7 @@ func TestNewTermHoldsTheDevicesOfABindingInDoubt(t *testing.T) {
 }
 
 func testDevicesInDoubt(t *testing.T, lands bool, wantA, wantB string) {
-	f := newDRADoubtFixture(t)
+	f := newDRADoubtFixture(t, nil)
 	f.firstTermEndsDuringClaimWrite(t, lands)
 
 	f.tm.rebuild(t.Context())
@@ -87,7 +89,9 @@ type draDoubtFixture struct {
 	freeIt chan struct{}
 }
 
-func newDRADoubtFixture(t *testing.T) *draDoubtFixture {
+// newDRADoubtFixture builds it; wrap, if not nil, wraps the client of
+// its terms and plugins.
+func newDRADoubtFixture(t *testing.T, wrap func(heldWrites) kubernetes.Interface) *draDoubtFixture {
 	low := int32(0)
 	a := claimingPod("a", "ca")
 	a.Spec.Priority = &low
@@ -111,7 +115,7 @@ func newDRADoubtFixture(t *testing.T) *draDoubtFixture {
 		return true, c, nil
 	})
 	var first sync.Once
-	client := heldWrites{f.fc, func(resource, subresource string) {
+	held := heldWrites{f.fc, func(resource, subresource string) {
 		if resource == "resourceclaims" && subresource == "status" {
 			first.Do(func() {
 				close(f.enter)
@@ -119,6 +123,10 @@ func newDRADoubtFixture(t *testing.T) *draDoubtFixture {
 			})
 		}
 	}}
+	var client kubernetes.Interface = held
+	if wrap != nil {
+		client = wrap(held)
+	}
 
 	o := upstreamOptions(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -239,4 +247,63 @@ func (f *draDoubtFixture) check(t *testing.T, when, wantA, wantB string) {
 	if a, b := podNode(t, f.fc, "a"), podNode(t, f.fc, "b"); a != wantA || b != wantB {
 		t.Errorf("%s: a on %q, b on %q; want %q, %q", when, a, b, wantA, wantB)
 	}
+}
+
+// TestHeldDevicesFreedWakeTheParkedPods: when a's claim, held for its
+// binding in doubt, cannot be read at the new term's start, a and b are
+// tried meanwhile and parked: its GPU is held. Once a read finds ca not
+// allocated (its write was lost), the device is freed, and an event of
+// ca's deallocation wakes them: b is bound within seconds, not at the
+// queue's 5-minute flush of parked pods (before, nothing woke them: the
+// claim as the informer has it never changed).
+func TestHeldDevicesFreedWakeTheParkedPods(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var fail atomic.Bool
+		f := newDRADoubtFixture(t, func(h heldWrites) kubernetes.Interface { return failingClaimReads{h, &fail} })
+		f.firstTermEndsDuringClaimWrite(t, false)
+		fail.Store(true)
+		f.tm.rebuild(t.Context())
+		end2, ended2 := f.term(t)
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		f.check(t, "while ca cannot be read", "", "")
+		fail.Store(false)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		f.check(t, "once ca was read", "", "n1")
+		end2()
+		<-ended2
+	})
+}
+
+// failingClaimReads is a clientset whose ResourceClaim reads fail (a 503)
+// while fail is set.
+type failingClaimReads struct {
+	heldWrites
+	fail *atomic.Bool
+}
+
+func (c failingClaimReads) ResourceV1() resourcev1.ResourceV1Interface {
+	return failingResourceV1{c.heldWrites.ResourceV1(), c.fail}
+}
+
+type failingResourceV1 struct {
+	resourcev1.ResourceV1Interface
+	fail *atomic.Bool
+}
+
+func (r failingResourceV1) ResourceClaims(ns string) resourcev1.ResourceClaimInterface {
+	return failingClaims{r.ResourceV1Interface.ResourceClaims(ns), r.fail}
+}
+
+type failingClaims struct {
+	resourcev1.ResourceClaimInterface
+	fail *atomic.Bool
+}
+
+func (c failingClaims) Get(ctx context.Context, name string, o metav1.GetOptions) (*resourceapi.ResourceClaim, error) {
+	if c.fail.Load() {
+		return nil, apierrors.NewServiceUnavailable("unavailable")
+	}
+	return c.ResourceClaimInterface.Get(ctx, name, o)
 }

@@ -37,10 +37,11 @@ type claimHolds struct {
 
 type heldShares struct {
 	claim  HeldClaim
+	obj    *resourceapi.ResourceClaim // with the allocation held
 	shares int
 }
 
-func (h *claimHolds) add(c HeldClaim) {
+func (h *claimHolds) add(c HeldClaim, obj *resourceapi.ResourceClaim) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.held == nil {
@@ -48,17 +49,20 @@ func (h *claimHolds) add(c HeldClaim) {
 	}
 	s := h.held[c.UID]
 	s.claim = c
+	if s.obj == nil {
+		s.obj = obj
+	}
 	s.shares++
 	h.held[c.UID] = s
 }
 
-// take forgets the holds of uid and returns how many shares they held.
-func (h *claimHolds) take(uid types.UID) int {
+// take forgets the holds of uid and returns them (no shares: none).
+func (h *claimHolds) take(uid types.UID) heldShares {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := h.held[uid].shares
+	s := h.held[uid]
 	delete(h.held, uid)
-	return n
+	return s
 }
 
 func (h *claimHolds) list() []HeldClaim {
@@ -102,7 +106,7 @@ func (f *Framework) HoldClaims(pod *v1.Pod) int {
 		if tracker.SignalClaimPendingAllocation(c.UID, held) != nil {
 			continue
 		}
-		f.holds.add(HeldClaim{Namespace: c.Namespace, Name: c.Name, UID: c.UID})
+		f.holds.add(HeldClaim{Namespace: c.Namespace, Name: c.Name, UID: c.UID}, held)
 		n++
 	}
 	return n
@@ -137,11 +141,16 @@ func (f *Framework) HeldClaims() []HeldClaim { return f.holds.list() }
 //     upstream's Unreserve does.
 //
 // If h was settled already, nothing is done. It reports whether h was
-// held.
-func (f *Framework) SettleHeldClaim(h HeldClaim, now *resourceapi.ResourceClaim) bool {
-	shares := f.holds.take(h.UID)
+// held, and, if its devices are free again, the claim with the
+// allocation that held them (freed): the pods DynamicResources rejected
+// meanwhile wait for an event that says so, as the claim's deallocation
+// would (nothing else tells them: the claim as the informer has it never
+// had that allocation).
+func (f *Framework) SettleHeldClaim(h HeldClaim, now *resourceapi.ResourceClaim) (held bool, freed *resourceapi.ResourceClaim) {
+	s := f.holds.take(h.UID)
+	shares := s.shares
 	if shares == 0 {
-		return false
+		return false, nil
 	}
 	tracker := f.fwk.SharedDRAManager().ResourceClaims()
 	allocated := now != nil && now.UID == h.UID && now.Status.Allocation != nil
@@ -153,8 +162,9 @@ func (f *Framework) SettleHeldClaim(h HeldClaim, now *resourceapi.ResourceClaim)
 	for range shares {
 		released = tracker.MaybeRemoveClaimPendingAllocation(h.UID, false) || released
 	}
-	if released && !allocated {
-		tracker.AssumedClaimRestore(h.Namespace, h.Name)
+	if !released || allocated {
+		return true, nil
 	}
-	return true
+	tracker.AssumedClaimRestore(h.Namespace, h.Name)
+	return true, s.obj
 }

@@ -113,8 +113,12 @@ func TestSettleHeldClaim(t *testing.T) {
 			if len(held) != 1 || held[0] != (HeldClaim{Namespace: "ns", Name: "ca", UID: c.UID}) {
 				t.Fatalf("HeldClaims = %+v", held)
 			}
-			if !f.SettleHeldClaim(held[0], tc.now(c)) {
+			ok, freed := f.SettleHeldClaim(held[0], tc.now(c))
+			if !ok {
 				t.Fatal("SettleHeldClaim: not held")
+			}
+			if (freed != nil) == tc.wantCounted || (freed != nil && (freed.UID != c.UID || freed.Status.Allocation == nil)) {
+				t.Errorf("freed %+v, want the claim with its allocation held iff its device is free", freed)
 			}
 			if got := deviceCounted(t, tr, "gpu-0"); got != tc.wantCounted {
 				t.Errorf("device counted allocated: %v, want %v", got, tc.wantCounted)
@@ -125,7 +129,7 @@ func TestSettleHeldClaim(t *testing.T) {
 			if got, err := tr.Get("ns", "ca"); err != nil || (got.Status.Allocation != nil) != tc.wantAllocated {
 				t.Errorf("the DRA manager's claim: %+v, %v; want allocated %v", got, err, tc.wantAllocated)
 			}
-			if len(f.HeldClaims()) != 0 || f.SettleHeldClaim(held[0], nil) {
+			if again, _ := f.SettleHeldClaim(held[0], nil); again || len(f.HeldClaims()) != 0 {
 				t.Error("settled twice")
 			}
 		})
