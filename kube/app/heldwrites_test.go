@@ -56,9 +56,16 @@ func (c heldClaims) Update(ctx context.Context, claim *resourceapi.ResourceClaim
 	return c.ResourceClaimInterface.Update(ctx, claim, o)
 }
 
+// UpdateStatus is held by hold, then sent to the fake server; as Bind,
+// it answers the caller's context's error if that ended meanwhile,
+// whatever the server did (the status may have been written).
 func (c heldClaims) UpdateStatus(ctx context.Context, claim *resourceapi.ResourceClaim, o metav1.UpdateOptions) (*resourceapi.ResourceClaim, error) {
 	c.hold("resourceclaims", "status")
-	return c.ResourceClaimInterface.UpdateStatus(ctx, claim, o)
+	out, err := c.ResourceClaimInterface.UpdateStatus(ctx, claim, o)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return out, err
 }
 
 type heldCoreV1 struct {

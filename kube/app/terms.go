@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
@@ -96,7 +98,8 @@ func (t *terms) run(ctx context.Context) {
 // settleInDoubt settles the bindings an earlier term left in doubt
 // (scheduler.InDoubt: their term ended before their answer came), each by
 // a read of its pod from the API server (a read: the fence lets it
-// through). The first round runs before the term's first pop, so that a
+// through), and the claims' allocations held for them, each by a read of
+// its claim. The first round runs before the term's first pop, so that a
 // pod whose binding was not made is queued at once, in its order among
 // the others; all its reads share one deadline (settleFirstRound), so a
 // slow API server holds the term's start back that long at most, not a
@@ -134,11 +137,14 @@ const (
 	settleFirstRound = 5 * time.Second
 )
 
-// settleRound reads each binding in doubt's pod once, each read within
-// 10 s and all within ctx, and settles those it can; it returns how many
-// are left.
+// settleRound reads each claim held for a binding in doubt
+// (profile.Framework.HeldClaims), then each binding in doubt's pod, once,
+// each read within 10 s and all within ctx, and settles those it can; it
+// returns how many are left. The claims come first, so that a pod
+// settled unbound, queued again, finds its claims as the API server has
+// them.
 func (t *terms) settleRound(ctx context.Context) int {
-	left := 0
+	left := t.settleClaims(ctx)
 	for _, d := range t.cache.InDoubt() {
 		if ctx.Err() != nil {
 			left++
@@ -158,6 +164,46 @@ func (t *terms) settleRound(ctx context.Context) int {
 		t.handlers.SettleInDoubt(d, now)
 	}
 	return left
+}
+
+// settleClaims reads each claim held for a binding in doubt once and
+// settles those it can (settleRound); it returns how many are left.
+func (t *terms) settleClaims(ctx context.Context) int {
+	fw := t.opts.Framework
+	if fw == nil {
+		return 0
+	}
+	left := 0
+	for _, h := range fw.HeldClaims() {
+		if ctx.Err() != nil {
+			left++
+			continue
+		}
+		gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		now, err := t.client.ResourceV1().ResourceClaims(h.Namespace).Get(gctx, h.Name, metav1.GetOptions{})
+		cancel()
+		switch {
+		case apierrors.IsNotFound(err):
+			now = nil
+		case err != nil:
+			t.log.Debug("claim held for a binding in doubt: read failed", "claim", h.Namespace+"/"+h.Name, "err", err)
+			left++
+			continue
+		}
+		if _, freed := fw.SettleHeldClaim(h, now); freed != nil {
+			t.handlers.Other(clusterevent.ResourceClaim, clusterevent.Update, freed, deallocated(freed))
+		}
+	}
+	return left
+}
+
+// deallocated returns claim without its allocation: the event of its
+// deallocation, from claim to it, wakes the pods that DynamicResources
+// rejected while claim's devices were held.
+func deallocated(claim *resourceapi.ResourceClaim) *resourceapi.ResourceClaim {
+	cp := claim.DeepCopy()
+	cp.Status.Allocation = nil
+	return cp
 }
 
 // termBinder is a term's binder: each binding stamped with the term of

@@ -27,21 +27,25 @@ import (
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
-// podWatchGate delays a fake clientset's pod watch events: while held,
-// the events the server sends wait, in order, until it is released, and
-// the informer shows the pods as they were before (an informer that lags,
-// or a watch broken by an outage and not listed again yet).
+// podWatchGate delays a fake clientset's watch events of one resource
+// (pods, for newPodWatchGate): while held, the events the server sends
+// wait, in order, until it is released, and the informer shows the
+// objects as they were before (an informer that lags, or a watch broken
+// by an outage and not listed again yet).
 type podWatchGate struct {
 	mu   sync.Mutex
 	open chan struct{} // closed while events flow
 }
 
-func newPodWatchGate(client *fake.Clientset) *podWatchGate {
+func newPodWatchGate(client *fake.Clientset) *podWatchGate { return newWatchGate(client, "pods") }
+
+// newWatchGate gates the watches of resource.
+func newWatchGate(client *fake.Clientset, resource string) *podWatchGate {
 	g := &podWatchGate{open: make(chan struct{})}
 	close(g.open)
 	// The reactor runs under the fake's lock: it only starts the watch
 	// and the goroutine that forwards it, which is what may wait.
-	client.PrependWatchReactor("pods", func(a k8stesting.Action) (bool, watch.Interface, error) {
+	client.PrependWatchReactor(resource, func(a k8stesting.Action) (bool, watch.Interface, error) {
 		var opts metav1.ListOptions
 		if wa, ok := a.(k8stesting.WatchActionImpl); ok {
 			opts = wa.ListOptions

@@ -70,6 +70,9 @@ type Framework struct {
 	sources map[string]EventSource
 	// fitIgnored is what NodeResourcesFit's args ignore (FitSkips).
 	fitIgnored fitIgnored
+	// holds are the claims' allocations in flight held for bindings in
+	// doubt (drahold.go).
+	holds claimHolds
 }
 
 // NewFramework builds the framework of prof (a profile of a Config from

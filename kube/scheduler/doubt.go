@@ -35,8 +35,11 @@ type InDoubt struct {
 // reports whether it did: if ctx (the term's) has ended and err is no
 // answer of the API server's (the request was cancelled, timed out, or
 // got a 5xx, see answerLost). The framework's reservations are undone as
-// for a failed binding; the cache's accounting, which every plugin of the
-// next term reads, is what stays.
+// for a failed binding, but for its claims' allocations in flight, which
+// DynamicResources' PreBind may have written: those are held in the DRA
+// manager (profile.Framework.HoldClaims) until a read of each claim
+// settles it. The cache's accounting and those allocations, which every
+// plugin of the next term reads, are what stay.
 func (s *Scheduler) keepInDoubt(ctx context.Context, pod *v1.Pod, node string, pb *pendingBinding, err error) bool {
 	if ctx.Err() == nil || !(errors.Is(err, context.Canceled) || answerLost(err)) {
 		return false
@@ -44,11 +47,13 @@ func (s *Scheduler) keepInDoubt(ctx context.Context, pod *v1.Pod, node string, p
 	if !s.cache.keepInDoubt(pod) {
 		return false
 	}
+	claims := 0
 	if pb.fw != nil {
+		claims = s.o.Framework.HoldClaims(pb.fw.pod)
 		pb.fw.unreserve(ctx)
 	}
 	s.o.Logger.Info("binding in doubt: its term ended before the answer; the pod keeps its room until it is known",
-		"pod", framework.Key(pod), "node", node, "err", err)
+		"pod", framework.Key(pod), "node", node, "claimsHeld", claims, "err", err)
 	return true
 }
 
