@@ -40,8 +40,9 @@ func (p diffPod) request() gpu.Request {
 }
 
 // diffCase is a cluster, the pods that fill it (setup, one a second, some
-// ending before the probes), and the probes, each placed on the state the
-// ones before left, one a second, none ending. With setupRandom the setup
+// ending before the probes), and the probes, none ending: one a second,
+// or with batch all at once, each then tried while the ones before are
+// being bound (their allocations in flight). With setupRandom the setup
 // runs under the Random policy (random nodes and GPUs), the probes under
 // policy; otherwise everything runs under policy, as a replay does.
 type diffCase struct {
@@ -49,6 +50,7 @@ type diffCase struct {
 	policy      gpu.Policy
 	seed        uint64
 	setupRandom bool
+	batch       bool // the probes arrive together
 	nodes       []diffNode
 	setup       []diffPod
 	probes      []diffPod
@@ -60,7 +62,7 @@ var diffModels = []string{"T4", "V100", "A10"}
 // models (some nodes but the first without GPUs), up to 10 setup pods
 // (shares and 1-8 whole GPUs, any model or one or two, half of them
 // ending before the probes) and 1-6 probes (one or two models, half of
-// the time the first node's).
+// the time the first node's), a third of the time arriving together.
 func genDiffCase(seed uint64, policy gpu.Policy) diffCase {
 	rnd := rand.New(rand.NewPCG(seed, 0xd1ff))
 	c := diffCase{name: fmt.Sprintf("seed %d %s", seed, policy), policy: policy, seed: seed, setupRandom: rnd.IntN(2) == 0}
@@ -89,6 +91,7 @@ func genDiffCase(seed uint64, policy gpu.Policy) diffCase {
 		}
 		c.probes = append(c.probes, p)
 	}
+	c.batch = rnd.IntN(3) == 0
 	return c
 }
 
@@ -128,7 +131,7 @@ func genDiffPod(rnd *rand.Rand, name string, anyModel bool) diffPod {
 const diffForever = 1_000_000
 
 // trace writes the case as a trace: setup pod i arrives at i s, the
-// probes from probeAt(0) on, a second apart.
+// probes from probeAt(0) on, a second apart (or all then, with batch).
 func (c diffCase) trace(t *testing.T) string {
 	var nodes strings.Builder
 	nodes.WriteString("sn,cpu_milli,memory_mib,gpu,model\n")
@@ -148,6 +151,9 @@ func (c diffCase) trace(t *testing.T) string {
 		row(p, i)
 	}
 	for i, p := range c.probes {
+		if c.batch {
+			i = 0
+		}
 		row(p, c.probeAt(i))
 	}
 	return writeTrace(t, nodes.String(), pods.String())
@@ -238,8 +244,9 @@ func draPlaced(t *testing.T, s *sim) (nodes map[string]string, devices map[strin
 
 // deviceNodes rebuilds the cluster in kube/gpu's terms from the pods DRA
 // placed, each on the devices its claim was allocated.
-func (c diffCase) deviceNodes(t *testing.T, placed map[string]string, devices map[string][]int) []*gpu.Node {
+func (c diffCase) deviceNodes(t *testing.T, s *sim) []*gpu.Node {
 	t.Helper()
+	placed, devices := draPlaced(t, s)
 	byName := map[string]*gpu.Node{}
 	var out []*gpu.Node
 	for _, n := range c.nodes {
@@ -272,15 +279,16 @@ func describeGPUs(nodes []*gpu.Node) string {
 
 // checkDiff replays c with DRA allocating the GPUs and, for each probe,
 // compares the node and devices DRA gave it with the device model's
-// choice on the state DRA's allocations left: the node one of the device
-// model's of the highest score (kube-scheduler breaks ties at random, as
-// the experiment does), the devices the GPUs the device model takes
-// there, and no node if the device model finds none. Under Random, the
-// node is one where the probe fits and the devices hold it. It returns
-// where DRA put each probe ("node/gpus", "" if nowhere).
+// choice on the state DRA's allocations left (with batch, the state
+// before the probes plus DRA's placements of those tried before it): the
+// node one of the device model's of the highest score (kube-scheduler
+// breaks ties at random, as the experiment does), the devices the GPUs
+// the device model takes there, and no node if the device model finds
+// none. Under Random, the node is one where the probe fits and the
+// devices hold it. It returns where DRA put each probe ("node/[gpus]",
+// "" if nowhere).
 func checkDiff(t *testing.T, c diffCase) map[string]string {
 	t.Helper()
-	got := map[string]string{}
 	sc := traceScenario(c.trace(t))
 	sc.Seed = c.seed
 	sc.Scheduler.GPUModel, sc.Scheduler.GPUPolicy = GPUModelDRA, c.policy.String()
@@ -292,53 +300,104 @@ func checkDiff(t *testing.T, c diffCase) map[string]string {
 		t.Fatal(err)
 	}
 	defer r.s.close()
-	w := gpu.Typical(c.requests(), gpu.TypicalShare)
-	if err := r.Until(time.Duration(c.probeAt(0)-1) * time.Second); err != nil {
-		t.Fatal(err)
+	until := func(at time.Duration) {
+		t.Helper()
+		if err := r.Until(at); err != nil {
+			t.Fatal(err)
+		}
 	}
+	d := diffCheck{c: c, w: gpu.Typical(c.requests(), gpu.TypicalShare), got: map[string]string{}}
+	until(time.Duration(c.probeAt(0)-1) * time.Second)
 	r.s.x.gpuDRA.policy = c.policy
+	if c.batch {
+		at := time.Duration(c.probeAt(0)) * time.Second
+		until(at - time.Second/2)
+		nodes := c.deviceNodes(t, r.s)
+		until(at + time.Second/2)
+		placed, devices := draPlaced(t, r.s)
+		for _, probe := range c.attemptOrder(t, r.s) {
+			if node, ok := d.check(t, nodes, probe, placed, devices); ok {
+				byName(nodes, node).Place(probe.request(), devices[probe.name])
+			}
+		}
+		return d.got
+	}
 	for i, probe := range c.probes {
 		at := time.Duration(c.probeAt(i)) * time.Second
-		if err := r.Until(at - time.Second/2); err != nil {
-			t.Fatal(err)
-		}
-		before, beforeDevices := draPlaced(t, r.s)
-		nodes := c.deviceNodes(t, before, beforeDevices)
-		req := probe.request()
-		want := deviceChoice(c.policy, nodes, req, w)
-		state := describeGPUs(nodes)
-		if err := r.Until(at + time.Second/2); err != nil {
-			t.Fatal(err)
-		}
+		until(at - time.Second/2)
+		nodes := c.deviceNodes(t, r.s)
+		until(at + time.Second/2)
 		placed, devices := draPlaced(t, r.s)
-		node, bound := placed[probe.name]
-		if bound {
-			got[probe.name] = fmt.Sprintf("%s/%v", node, devices[probe.name])
-		} else {
-			got[probe.name] = ""
-		}
-		what := fmt.Sprintf("%s: probe %s (cpu %d mem %d, %d×%d, models %v) on%s", c.name, probe.name, req.CPU, req.Mem, req.Count, req.Share, req.Models, state)
-		switch gpus, fits := want.fits[node]; {
-		case !bound && len(want.fits) > 0:
-			t.Errorf("%s: DRA placed it nowhere; the device model fits it on %v (scores %v)", what, slices.Sorted(maps.Keys(want.fits)), want.scores)
-		case !bound:
-		case !fits:
-			t.Errorf("%s: DRA placed it on %s (%v), where the device model does not fit it (fits %v)", what, node, devices[probe.name], want.fits)
-		case len(devices[probe.name]) != req.Count:
-			t.Errorf("%s: DRA allocated it %v on %s", what, devices[probe.name], node)
-		case c.policy == gpu.Random:
-			for _, g := range devices[probe.name] {
-				if f := freeOf(nodes, node, g); f < req.Share {
-					t.Errorf("%s: DRA gave it %s/gpu-%d, with %d free", what, node, g, f)
-				}
-			}
-		case want.scores[node] != want.best:
-			t.Errorf("%s: DRA placed it on %s (score %d); the device model's best %v score %d (scores %v)", what, node, want.scores[node], want.top(), want.best, want.scores)
-		case !slices.Equal(sortedInts(gpus), devices[probe.name]):
-			t.Errorf("%s: on %s DRA allocated GPUs %v; the device model takes %v", what, node, devices[probe.name], gpus)
+		d.check(t, nodes, probe, placed, devices)
+	}
+	return d.got
+}
+
+// diffCheck compares DRA's placements of a case's probes with the device
+// model's choices; got is where DRA put each probe ("node/[gpus]", "" if
+// nowhere).
+type diffCheck struct {
+	c   diffCase
+	w   gpu.Workload
+	got map[string]string
+}
+
+// check compares where DRA put probe (placed, devices) with the device
+// model's choice on nodes, the cluster just before its attempt, and
+// returns DRA's node, if any.
+func (d diffCheck) check(t *testing.T, nodes []*gpu.Node, probe diffPod, placed map[string]string, devices map[string][]int) (string, bool) {
+	t.Helper()
+	req := probe.request()
+	want := deviceChoice(d.c.policy, nodes, req, d.w)
+	node, bound := placed[probe.name]
+	at := devices[probe.name]
+	d.got[probe.name] = ""
+	if bound {
+		d.got[probe.name] = fmt.Sprintf("%s/%v", node, at)
+	}
+	what := fmt.Sprintf("%s: probe %s (cpu %d mem %d, %d×%d, models %v) on%s", d.c.name, probe.name, req.CPU, req.Mem, req.Count, req.Share, req.Models, describeGPUs(nodes))
+	switch gpus, fits := want.fits[node]; {
+	case !bound && len(want.fits) > 0:
+		t.Errorf("%s: DRA placed it nowhere; the device model fits it on %v (scores %v)", what, slices.Sorted(maps.Keys(want.fits)), want.scores)
+	case !bound:
+	case !fits:
+		t.Errorf("%s: DRA placed it on %s (%v), where the device model does not fit it (fits %v)", what, node, at, want.fits)
+	case len(at) != req.Count || slices.ContainsFunc(at, func(g int) bool { return freeOf(nodes, node, g) < req.Share }):
+		t.Fatalf("%s: DRA allocated it %v on %s, which do not hold it", what, at, node)
+	case d.c.policy == gpu.Random:
+	case want.scores[node] != want.best:
+		t.Errorf("%s: DRA placed it on %s (score %d); the device model's best %v score %d (scores %v)", what, node, want.scores[node], want.top(), want.best, want.scores)
+	case !slices.Equal(sortedInts(gpus), at):
+		t.Errorf("%s: on %s DRA allocated GPUs %v; the device model takes %v", what, node, at, gpus)
+	}
+	return node, bound
+}
+
+// attemptOrder is the probes in the order the scheduler first tried
+// them.
+func (c diffCase) attemptOrder(t *testing.T, s *sim) []diffPod {
+	t.Helper()
+	first := map[string]time.Time{}
+	for _, st := range s.order {
+		first[st.key.Name] = st.ext.firstAttempt
+	}
+	out := slices.Clone(c.probes)
+	for _, p := range out {
+		if first[p.name].IsZero() {
+			t.Fatalf("%s: probe %s never tried", c.name, p.name)
 		}
 	}
-	return got
+	slices.SortStableFunc(out, func(a, b diffPod) int { return first[a.name].Compare(first[b.name]) })
+	return out
+}
+
+func byName(nodes []*gpu.Node, name string) *gpu.Node {
+	for _, n := range nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
 }
 
 func sortedInts(a []int) []int {
