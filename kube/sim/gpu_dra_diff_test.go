@@ -51,6 +51,7 @@ type diffCase struct {
 	seed        uint64
 	setupRandom bool
 	batch       bool // the probes arrive together
+	percentage  int  // the scheduler's percentageOfNodesToScore (0: adaptive)
 	nodes       []diffNode
 	setup       []diffPod
 	probes      []diffPod
@@ -291,6 +292,7 @@ func checkDiff(t *testing.T, c diffCase) map[string]string {
 	t.Helper()
 	sc := traceScenario(c.trace(t))
 	sc.Seed = c.seed
+	sc.Scheduler.PercentageOfNodesToScore = c.percentage
 	sc.Scheduler.GPUModel, sc.Scheduler.GPUPolicy = GPUModelDRA, c.policy.String()
 	if c.setupRandom {
 		sc.Scheduler.GPUPolicy = gpu.Random.String()
@@ -434,6 +436,46 @@ func TestDeviceModelChoosesAsDRA(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDeviceModelChoosesAsDRAOnALargeCluster: on 250 nodes of one model,
+// where kube-scheduler by default stops filtering once it has found 100
+// feasible nodes and scores those only, DRA's choice is the device
+// model's best over every node once percentageOfNodesToScore is 100, as
+// the experiment and the artifact score every node. 40 pods fill the
+// cluster under Random; 6 probes follow, a second apart or together.
+func TestDeviceModelChoosesAsDRAOnALargeCluster(t *testing.T) {
+	for _, p := range gpu.Policies() {
+		t.Run(p.String(), func(t *testing.T) {
+			for seed := range uint64(2) {
+				checkDiff(t, genLargeDiffCase(seed+1, p, 100))
+			}
+		})
+	}
+}
+
+// genLargeDiffCase draws a case of 250 nodes of 1-8 V100s, 40 setup pods
+// under Random and 6 probes (genDiffPod's, without gpu_spec, so that
+// every node may fit them), the scheduler scoring percentage of the
+// nodes.
+func genLargeDiffCase(seed uint64, policy gpu.Policy, percentage int) diffCase {
+	rnd := rand.New(rand.NewPCG(seed, 0x1a29e))
+	c := diffCase{name: fmt.Sprintf("large seed %d %s", seed, policy), policy: policy, seed: seed, setupRandom: true, batch: seed%2 == 0, percentage: percentage}
+	for i := range 250 {
+		c.nodes = append(c.nodes, diffNode{name: fmt.Sprintf("n%03d", i), model: "V100", cpu: 64000, mem: 262144, gpus: 1 + rnd.IntN(8)})
+	}
+	pod := func(name string) diffPod {
+		p := genDiffPod(rnd, name, true)
+		p.models = nil
+		return p
+	}
+	for i := range 40 {
+		c.setup = append(c.setup, pod("s"+strconv.Itoa(i)))
+	}
+	for i := range 6 {
+		c.probes = append(c.probes, pod("p"+strconv.Itoa(i)))
+	}
+	return c
 }
 
 // TestDeviceModelChoosesAsDRACases: TestDeviceModelChoosesAsDRA's check
