@@ -128,7 +128,7 @@ func genDiffPod(rnd *rand.Rand, name string, anyModel bool) diffPod {
 	return p
 }
 
-// forever is the deletion time of a pod that runs to the end.
+// diffForever is the deletion time of a pod that runs to the end.
 const diffForever = 1_000_000
 
 // trace writes the case as a trace: setup pod i arrives at i s, the
@@ -152,10 +152,11 @@ func (c diffCase) trace(t *testing.T) string {
 		row(p, i)
 	}
 	for i, p := range c.probes {
+		at := c.probeAt(i)
 		if c.batch {
-			i = 0
+			at = c.probeAt(0)
 		}
-		row(p, c.probeAt(i))
+		row(p, at)
 	}
 	return writeTrace(t, nodes.String(), pods.String())
 }
