@@ -150,6 +150,10 @@ func Run(sc *Scenario, o Options) (*Report, error) {
 }
 
 func newSim(sc *Scenario, o Options) (*sim, error) {
+	sc, err := sc.withConfigFile()
+	if err != nil {
+		return nil, err
+	}
 	s := &sim{sc: sc, o: o, now: epoch, cl: newCluster(), stats: map[types.UID]*podStat{}, rec: newCountingRecorder(), pl: newPlaces()}
 	s.rec.left = s.stayEnded
 	dur := sc.Duration

@@ -463,6 +463,7 @@ func (s *Scenario) Validate() error {
 	}
 	s.Scheduler.validatePlugins(bad)
 	s.checkGPUConfig(bad)
+	s.checkConfigFile(bad)
 	q := s.Queue
 	for _, f := range []struct {
 		n string
