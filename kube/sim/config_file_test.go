@@ -74,3 +74,34 @@ func TestConfigFileSettings(t *testing.T) {
 		})
 	}
 }
+
+// TestSnapshotPodsOfTheProfile: the snapshot's pending pods that the
+// simulated scheduler places are those of its profile's schedulerName, as
+// schedq scheduler with the same file would place: the default
+// scheduler's (with no file, or a profile of that name), or the named
+// profile's, leaving the default scheduler's alone.
+func TestSnapshotPodsOfTheProfile(t *testing.T) {
+	const head = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+	for _, tc := range []struct {
+		name, file         string // file "": no scheduler.config
+		pending, leftAlone int
+	}{
+		{name: "no file", pending: 2, leftAlone: 1},
+		{name: "profile without a name", file: "profiles: [{}]\n", pending: 2, leftAlone: 1},
+		{name: "volcano's profile", file: "profiles: [{schedulerName: volcano}]\n", pending: 1, leftAlone: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := snapshotScenario("testdata/snapshot/cluster.yaml")
+			if tc.file != "" {
+				sc.Scheduler.Config = filepath.Join(t.TempDir(), "sched.yaml")
+				if err := os.WriteFile(sc.Scheduler.Config, []byte(head+tc.file), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := run(t, sc)
+			if got := r.Snapshot; got == nil || got.Pending != tc.pending || got.LeftAlone != tc.leftAlone {
+				t.Fatalf("snapshot %+v, want %d pending placed, %d left to other schedulers", got, tc.pending, tc.leftAlone)
+			}
+		})
+	}
+}

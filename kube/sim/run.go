@@ -105,6 +105,7 @@ type sim struct {
 	sched     *scheduler.Scheduler
 	rec       *countingRecorder
 	explained map[types.NamespacedName]schedq.Explanation[types.NamespacedName] // by explainAtEnd
+	takenOver []string                                                          // the scheduler names whose pending snapshot pods it places (takenOverBy)
 	busyUntil time.Time
 
 	ticked         bool                 // the queue's flush schedule is anchored

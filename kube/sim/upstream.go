@@ -41,6 +41,7 @@ func (s *sim) newFramework(ctx context.Context, cfg *schedq.Config[types.Namespa
 	if n := len(kcfg.Profiles); n != 1 {
 		return nil, fmt.Errorf("scheduler.config %s: the simulator runs one profile, the file has %d", sp.Config, n)
 	}
+	s.takenOver = takenOverBy(kcfg.Profiles[0].SchedulerName)
 	setup := profile.Setup{Snapshot: backendcache.NewEmptySnapshot(), Client: s.draClient()}
 	mode := s.sc.gpuMode()
 	if err := applyGPUConfig(&kcfg.Profiles[0], sp, mode); err != nil {
