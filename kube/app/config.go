@@ -51,9 +51,9 @@ func (o *Options) loadProfile() error {
 // before it connects.
 //
 // Refused, because schedq would silently run something else: more than
-// one profile; extenders; and clientConnection,
-// leaderElection or parallelism other than the defaults (schedq's flags
-// set these).
+// one profile, and what profile.Unhonoured names (extenders;
+// clientConnection, leaderElection or parallelism other than the
+// defaults, which schedq's flags set; delayCacheUntilActive).
 func (o *Options) applyConfig() error {
 	cfg, err := profile.Load(o.Config.File)
 	if err != nil {
@@ -93,10 +93,11 @@ func (o *Options) applyConfig() error {
 // unhonouredWhy says, for each field profile.Unhonoured names, what sets
 // it in schedq's scheduler instead.
 var unhonouredWhy = map[string]string{
-	"extenders":        "extenders: not supported",
-	"clientConnection": "clientConnection: set by --kubeconfig, --kube-api-qps, --kube-api-burst, not by the file",
-	"leaderElection":   "leaderElection: set by the --leader-elect* flags, not by the file",
-	"parallelism":      "parallelism: set by none: the cycle runs on one goroutine, not by the file",
+	"extenders":             "extenders: not supported",
+	"clientConnection":      "clientConnection: set by --kubeconfig, --kube-api-qps, --kube-api-burst, not by the file",
+	"leaderElection":        "leaderElection: set by the --leader-elect* flags, not by the file",
+	"parallelism":           "parallelism: set by none: the cycle runs on one goroutine, not by the file",
+	"delayCacheUntilActive": "delayCacheUntilActive: a standby replica keeps its caches and queue warm, so that it schedules at once when it leads",
 }
 
 // buildsOffline builds kube-scheduler's framework for prof on a fake

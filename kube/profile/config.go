@@ -286,8 +286,9 @@ func explicitSettings(data []byte) (Settings, error) {
 }
 
 // Unhonoured lists, by field name, what cfg sets that schedq's scheduler
-// and simulator do not apply: extenders, and clientConnection,
-// leaderElection or parallelism other than kube-scheduler's defaults.
+// and simulator do not apply: extenders; clientConnection,
+// leaderElection or parallelism other than kube-scheduler's defaults; and
+// delayCacheUntilActive (schedq's standby replicas keep their caches warm).
 // Each program refuses them, saying what sets them instead.
 func Unhonoured(cfg *Config) ([]string, error) {
 	def, err := Default()
@@ -306,6 +307,9 @@ func Unhonoured(cfg *Config) ([]string, error) {
 	}
 	if cfg.Parallelism != def.Parallelism {
 		out = append(out, "parallelism")
+	}
+	if cfg.DelayCacheUntilActive {
+		out = append(out, "delayCacheUntilActive")
 	}
 	return out, nil
 }

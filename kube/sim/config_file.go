@@ -10,10 +10,11 @@ import (
 // unhonouredWhy says, for each field profile.Unhonoured names, why the
 // simulator refuses it rather than run without it.
 var unhonouredWhy = map[string]string{
-	"extenders":        "not supported",
-	"clientConnection": "the simulator has no API server, and schedq scheduler refuses it too (its flags set it)",
-	"leaderElection":   "the simulator runs one scheduler, and schedq scheduler refuses it too (its flags set it)",
-	"parallelism":      "the cycle runs on one goroutine",
+	"extenders":             "not supported",
+	"clientConnection":      "the simulator has no API server, and schedq scheduler refuses it too (its flags set it)",
+	"leaderElection":        "the simulator runs one scheduler, and schedq scheduler refuses it too (its flags set it)",
+	"parallelism":           "the cycle runs on one goroutine",
+	"delayCacheUntilActive": "the simulator runs one scheduler, and schedq scheduler refuses it too (its standby replicas keep their caches warm)",
 }
 
 // checkConfigFile refuses what scheduler.config sets that the simulator

@@ -19,7 +19,8 @@ func configScenario(file, scheduler, queue string) string {
 // backoffs) decide in the simulator as in schedq scheduler; a scenario
 // setting that contradicts one is refused with both named; what the file
 // leaves unset leaves the scenario's; and what schedq does not honour
-// (extenders, parallelism, leaderElection, clientConnection) is refused,
+// (extenders, parallelism, leaderElection, clientConnection,
+// delayCacheUntilActive) is refused,
 // never silently ignored.
 func TestConfigFileSettings(t *testing.T) {
 	const head = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
@@ -49,6 +50,7 @@ func TestConfigFileSettings(t *testing.T) {
 		{name: "extenders", file: "extenders: [{urlPrefix: 'http://x', filterVerb: filter}]\n", want: "scheduler.config: CFG: extenders: not supported"},
 		{name: "parallelism", file: "parallelism: 4\n", want: "scheduler.config: CFG: parallelism: the cycle runs on one goroutine"},
 		{name: "leaderElection", file: "leaderElection: {leaderElect: false}\n", want: "scheduler.config: CFG: leaderElection: the simulator runs one scheduler"},
+		{name: "delayCacheUntilActive", file: "delayCacheUntilActive: true\n", want: "scheduler.config: CFG: delayCacheUntilActive: the simulator runs one scheduler"},
 		{name: "clientConnection", file: "clientConnection: {qps: 10}\n", want: "scheduler.config: CFG: clientConnection: the simulator has no API server"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
