@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 
@@ -52,37 +51,25 @@ func (o *Options) loadProfile() error {
 // before it connects.
 //
 // Refused, because schedq would silently run something else: more than
-// one profile; extenders; and clientConnection,
-// leaderElection or parallelism other than the defaults (schedq's flags
-// set these).
+// one profile, and what profile.Unhonoured names (extenders;
+// clientConnection, leaderElection or parallelism other than the
+// defaults, which schedq's flags set; delayCacheUntilActive).
 func (o *Options) applyConfig() error {
 	cfg, err := profile.Load(o.Config.File)
 	if err != nil {
 		return fmt.Errorf("--config: %w", err)
-	}
-	def, err := profile.Default()
-	if err != nil {
-		return err
 	}
 	var unsupported []string
 	if len(cfg.Profiles) != 1 {
 		unsupported = append(unsupported, fmt.Sprintf("profiles: %d profiles; schedq runs one", len(cfg.Profiles)))
 	}
 	p := cfg.Profiles[0]
-	if len(cfg.Extenders) > 0 {
-		unsupported = append(unsupported, "extenders: not supported")
+	fields, err := profile.Unhonoured(cfg)
+	if err != nil {
+		return err
 	}
-	for _, f := range []struct {
-		name, flags string
-		same        bool
-	}{
-		{"clientConnection", "--kubeconfig, --kube-api-qps, --kube-api-burst", apiequality.Semantic.DeepEqual(cfg.ClientConnection, def.ClientConnection)},
-		{"leaderElection", "the --leader-elect* flags", apiequality.Semantic.DeepEqual(cfg.LeaderElection, def.LeaderElection)},
-		{"parallelism", "none: the cycle runs on one goroutine", cfg.Parallelism == def.Parallelism},
-	} {
-		if !f.same {
-			unsupported = append(unsupported, fmt.Sprintf("%s: set by %s, not by the file", f.name, f.flags))
-		}
+	for _, f := range fields {
+		unsupported = append(unsupported, unhonouredWhy[f])
 	}
 	if len(unsupported) > 0 {
 		return fmt.Errorf("--config %s: this version of schedq cannot honour:\n  %s", o.Config.File, strings.Join(unsupported, "\n  "))
@@ -101,6 +88,16 @@ func (o *Options) applyConfig() error {
 	o.Config.InitialBackoff = time.Duration(cfg.PodInitialBackoffSeconds) * time.Second
 	o.Config.MaxBackoff = time.Duration(cfg.PodMaxBackoffSeconds) * time.Second
 	return nil
+}
+
+// unhonouredWhy says, for each field profile.Unhonoured names, what sets
+// it in schedq's scheduler instead.
+var unhonouredWhy = map[string]string{
+	"extenders":             "extenders: not supported",
+	"clientConnection":      "clientConnection: set by --kubeconfig, --kube-api-qps, --kube-api-burst, not by the file",
+	"leaderElection":        "leaderElection: set by the --leader-elect* flags, not by the file",
+	"parallelism":           "parallelism: set by none: the cycle runs on one goroutine, not by the file",
+	"delayCacheUntilActive": "delayCacheUntilActive: a standby replica keeps its caches and queue warm, so that it schedules at once when it leads",
 }
 
 // buildsOffline builds kube-scheduler's framework for prof on a fake

@@ -60,6 +60,7 @@ func TestValidateConfigRefuses(t *testing.T) {
 		{"duplicate schedulerName", cfgHeader + "profiles:\n- schedulerName: a\n- schedulerName: a\n", []string{"profiles[1].schedulerName", "Duplicate value"}},
 		{"two profiles", cfgHeader + "profiles:\n- schedulerName: a\n- schedulerName: b\n", []string{"2 profiles; schedq runs one"}},
 		{"leader election", cfgHeader + "leaderElection:\n  leaderElect: false\n", []string{"leaderElection: set by the --leader-elect* flags"}},
+		{"delay cache until active", cfgHeader + "delayCacheUntilActive: true\n", []string{"delayCacheUntilActive: a standby replica keeps its caches and queue warm"}},
 		{"plugin at a point it does not extend", cfgHeader + "profiles:\n- schedulerName: a\n  plugins:\n    filter:\n      enabled:\n      - name: ImageLocality\n",
 			[]string{"--config", "sched.yaml", `profile "a": plugin "ImageLocality" does not extend FilterPlugin plugin`}},
 	} {

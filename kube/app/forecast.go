@@ -99,6 +99,7 @@ func storeOf(inf cache.SharedIndexInformer) cache.Store {
 func scenarioOf(o Options) *sim.Scenario {
 	sc := &sim.Scenario{Name: "live", Seed: 1}
 	sc.Scheduler.Plugins, sc.Scheduler.Config = sim.PluginsUpstream, o.Config.File
+	sc.Scheduler.Profile = o.Config.Profile // as loaded at the start: the file may have changed since
 	sc.Scheduler.PercentageOfNodesToScore = o.PercentageOfNodesToScore
 	sc.Scheduler.Preemption = &sim.PreemptionSpec{}
 	sc.Queue.InitialBackoff = o.Config.InitialBackoff

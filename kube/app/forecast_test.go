@@ -98,10 +98,13 @@ func (l *liveCluster) pending(p *v1.Pod) {
 	}
 }
 
-func (l *liveCluster) forecaster() *forecaster {
+func (l *liveCluster) forecaster() *forecaster { return l.forecasterWith(Options{}) }
+
+// forecasterWith is forecaster with the scheduler's options o.
+func (l *liveCluster) forecasterWith(o Options) *forecaster {
 	ls := &liveState{queue: l.queue, cache: l.cache, pods: l.pods, namespaces: l.nss, groups: l.groups,
 		objects: []cache.Store{l.objs}, schedulerName: "schedq", clock: l.clk}
-	f := newForecaster(Options{}, ls, l.clk)
+	f := newForecaster(o, ls, l.clk)
 	state := f.state
 	f.state = func() (*sim.ForecastState, CopyStats) {
 		l.copies.Add(1)
@@ -126,9 +129,14 @@ func (l *liveCluster) forecaster() *forecaster {
 
 func (l *liveCluster) server() (*httptest.Server, *forecaster) {
 	fc := l.forecaster()
+	return l.serverOf(fc), fc
+}
+
+// serverOf serves the debug endpoints with the forecaster fc.
+func (l *liveCluster) serverOf(fc *forecaster) *httptest.Server {
 	srv := httptest.NewServer(handler(prometheus.NewRegistry(), l.queue, func() (bool, string) { return true, "ok" }, nil, fc))
 	l.t.Cleanup(srv.Close)
-	return srv, fc
+	return srv
 }
 
 // about reports whether d is want, or at most a second more: the

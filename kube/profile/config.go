@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -21,6 +22,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/podtopologyspread"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
+	configv1 "k8s.io/kube-scheduler/config/v1"
 )
 
 // Config is kube-scheduler's configuration, internal version: defaulted
@@ -227,3 +230,86 @@ func checkPluginNames(cfg *Config, r frameworkruntime.Registry) field.ErrorList 
 }
 
 func lowerFirst(s string) string { return strings.ToLower(s[:1]) + s[1:] }
+
+// Settings are the scheduler-wide values a configuration file sets
+// itself, before kube-scheduler's defaulting fills them in; nil where the
+// file leaves the default.
+type Settings struct {
+	// PercentageOfNodesToScore is the first profile's, else the file's
+	// top-level one, as kube-scheduler applies them.
+	PercentageOfNodesToScore *int32
+	// PodInitialBackoffSeconds and PodMaxBackoffSeconds are the queue's
+	// backoff bounds.
+	PodInitialBackoffSeconds, PodMaxBackoffSeconds *int64
+}
+
+// LoadSettings is Load, and also returns the Settings the file sets
+// itself (none without a file): a program whose own options give these
+// values too can then tell the file's choice from the default.
+func LoadSettings(file string) (*Config, Settings, error) {
+	if file == "" {
+		cfg, err := Default()
+		return cfg, Settings{}, err
+	}
+	data, err := readLimited(file, MaxConfigBytes)
+	if err != nil {
+		return nil, Settings{}, err
+	}
+	cfg, err := Decode(data)
+	if err != nil {
+		return nil, Settings{}, fmt.Errorf("%s: %w", file, err)
+	}
+	set, err := explicitSettings(data)
+	if err != nil {
+		return nil, Settings{}, fmt.Errorf("%s: %w", file, err)
+	}
+	return cfg, set, nil
+}
+
+// explicitSettings decodes data, which Decode accepted, into the v1 type
+// without defaulting, and returns the Settings it holds.
+func explicitSettings(data []byte) (Settings, error) {
+	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(data, nil, nil)
+	if err != nil {
+		return Settings{}, err
+	}
+	v, ok := obj.(*configv1.KubeSchedulerConfiguration)
+	if !ok {
+		return Settings{}, fmt.Errorf("not a %s", wantKind)
+	}
+	set := Settings{PercentageOfNodesToScore: v.PercentageOfNodesToScore,
+		PodInitialBackoffSeconds: v.PodInitialBackoffSeconds, PodMaxBackoffSeconds: v.PodMaxBackoffSeconds}
+	if len(v.Profiles) > 0 && v.Profiles[0].PercentageOfNodesToScore != nil {
+		set.PercentageOfNodesToScore = v.Profiles[0].PercentageOfNodesToScore
+	}
+	return set, nil
+}
+
+// Unhonoured lists, by field name, what cfg sets that schedq's scheduler
+// and simulator do not apply: extenders; clientConnection,
+// leaderElection or parallelism other than kube-scheduler's defaults; and
+// delayCacheUntilActive (schedq's standby replicas keep their caches warm).
+// Each program refuses them, saying what sets them instead.
+func Unhonoured(cfg *Config) ([]string, error) {
+	def, err := Default()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	if len(cfg.Extenders) > 0 {
+		out = append(out, "extenders")
+	}
+	if !apiequality.Semantic.DeepEqual(cfg.ClientConnection, def.ClientConnection) {
+		out = append(out, "clientConnection")
+	}
+	if !apiequality.Semantic.DeepEqual(cfg.LeaderElection, def.LeaderElection) {
+		out = append(out, "leaderElection")
+	}
+	if cfg.Parallelism != def.Parallelism {
+		out = append(out, "parallelism")
+	}
+	if cfg.DelayCacheUntilActive {
+		out = append(out, "delayCacheUntilActive")
+	}
+	return out, nil
+}

@@ -105,6 +105,7 @@ type sim struct {
 	sched     *scheduler.Scheduler
 	rec       *countingRecorder
 	explained map[types.NamespacedName]schedq.Explanation[types.NamespacedName] // by explainAtEnd
+	takenOver []string                                                          // the scheduler names whose pending snapshot pods it places (takenOverBy)
 	busyUntil time.Time
 
 	ticked         bool                 // the queue's flush schedule is anchored
@@ -150,6 +151,10 @@ func Run(sc *Scenario, o Options) (*Report, error) {
 }
 
 func newSim(sc *Scenario, o Options) (*sim, error) {
+	sc, err := sc.withConfigFile()
+	if err != nil {
+		return nil, err
+	}
 	s := &sim{sc: sc, o: o, now: epoch, cl: newCluster(), stats: map[types.UID]*podStat{}, rec: newCountingRecorder(), pl: newPlaces()}
 	s.rec.left = s.stayEnded
 	dur := sc.Duration

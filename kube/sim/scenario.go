@@ -28,6 +28,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 )
 
 // Scenario is a workload: a cluster, pods arriving over time, timed
@@ -98,6 +99,11 @@ type SchedulerSpec struct {
 	// one profile). Any other value is refused (validatePlugins).
 	Plugins string `yaml:"plugins"`
 	Config  string `yaml:"config"`
+	// Profile, if set, is the profile to run, loaded already (the live
+	// scheduler's, loaded from --config at its start, for its forecasts):
+	// the file Config names is then not read again, and the scenario's
+	// settings are taken as they are. Never in a scenario file.
+	Profile *config.KubeSchedulerProfile `yaml:"-"`
 }
 
 // QueueSpec sets the queue. Unset fields take the queue's defaults.
@@ -463,6 +469,7 @@ func (s *Scenario) Validate() error {
 	}
 	s.Scheduler.validatePlugins(bad)
 	s.checkGPUConfig(bad)
+	s.checkConfigFile(bad)
 	q := s.Queue
 	for _, f := range []struct {
 		n string

@@ -35,9 +35,17 @@ var maxSnapshotFileBytes int64 = 256 << 20
 
 const snapshotGroup = "snapshot"
 
-// takenOver lists the scheduler names whose pending pods the simulated
-// scheduler places: its own, the default scheduler's, and none.
-var takenOver = []string{"", v1.DefaultSchedulerName, schedulerName}
+// takenOverBy lists the scheduler names whose pending pods the simulated
+// scheduler places when its profile is named profile: its own, and the
+// profile's, as schedq scheduler with that profile would; the default
+// scheduler's (kube-scheduler's default profile, and a profile that sets
+// no name) takes the pods without a name too.
+func takenOverBy(profile string) []string {
+	if profile == "" || profile == v1.DefaultSchedulerName {
+		return []string{"", v1.DefaultSchedulerName, schedulerName}
+	}
+	return []string{profile, schedulerName}
+}
 
 // SnapshotSummary says what a snapshot held.
 type SnapshotSummary struct {
@@ -573,7 +581,7 @@ func (s *sim) snapshotPod(p *v1.Pod, sum *SnapshotSummary) error {
 		s.track(snapshotGroup, p)
 		s.x.alloc.podAdded(s.now, p)
 		s.h.AddPod(p)
-	case slices.Contains(takenOver, p.Spec.SchedulerName):
+	case slices.Contains(s.takenOver, p.Spec.SchedulerName):
 		if g := framework.GroupName(p); g != "" {
 			return fmt.Errorf("pod %s is pending in PodGroup %s (spec.schedulingGroup), which a snapshot cannot hold: it would never be scheduled", framework.Key(p), g)
 		}

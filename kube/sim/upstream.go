@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 
 	"github.com/schedq/schedq"
@@ -34,16 +35,14 @@ const PluginsUpstream = "upstream"
 // scheduler.gpuPolicy say (applyGPUConfig, gpu_framework.go).
 func (s *sim) newFramework(ctx context.Context, cfg *schedq.Config[types.NamespacedName, *v1.Pod]) (*profile.Framework, error) {
 	sp := s.sc.Scheduler
-	kcfg, err := profile.Load(sp.Config)
+	prof, err := sp.loadProfile()
 	if err != nil {
-		return nil, fmt.Errorf("scheduler.config: %w", err)
+		return nil, err
 	}
-	if n := len(kcfg.Profiles); n != 1 {
-		return nil, fmt.Errorf("scheduler.config %s: the simulator runs one profile, the file has %d", sp.Config, n)
-	}
+	s.takenOver = takenOverBy(prof.SchedulerName)
 	setup := profile.Setup{Snapshot: backendcache.NewEmptySnapshot(), Client: s.draClient()}
 	mode := s.sc.gpuMode()
-	if err := applyGPUConfig(&kcfg.Profiles[0], sp, mode); err != nil {
+	if err := applyGPUConfig(prof, sp, mode); err != nil {
 		return nil, fmt.Errorf("scheduler.config: %w", err)
 	}
 	switch {
@@ -54,7 +53,7 @@ func (s *sim) newFramework(ctx context.Context, cfg *schedq.Config[types.Namespa
 		setup.Plugins, setup.WrapDRA = gpuDRAPlugins(s.x.gpuDRA), newDRAFullestFirst(s.x.gpuDRA)
 		setup.NotePod = s.x.gpuDRA.notePod
 	}
-	fw, err := profile.NewFrameworkOn(ctx, &kcfg.Profiles[0], setup)
+	fw, err := profile.NewFrameworkOn(ctx, prof, setup)
 	if err != nil {
 		return nil, err
 	}
@@ -63,6 +62,22 @@ func (s *sim) newFramework(ctx context.Context, cfg *schedq.Config[types.Namespa
 		return nil, err
 	}
 	return fw, nil
+}
+
+// loadProfile returns the profile to run, a copy of its own: Profile's,
+// else the one of the file Config names, else kube-scheduler's default.
+func (sp SchedulerSpec) loadProfile() (*config.KubeSchedulerProfile, error) {
+	if sp.Profile != nil {
+		return sp.Profile.DeepCopy(), nil
+	}
+	kcfg, err := profile.Load(sp.Config)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler.config: %w", err)
+	}
+	if n := len(kcfg.Profiles); n != 1 {
+		return nil, fmt.Errorf("scheduler.config %s: the simulator runs one profile, the file has %d", sp.Config, n)
+	}
+	return &kcfg.Profiles[0], nil
 }
 
 // close releases the framework, if any. Idempotent.

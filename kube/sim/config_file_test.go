@@ -1,0 +1,109 @@
+package sim
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// configScenario is a small scenario whose scheduler.config is file,
+// with the scheduler and queue settings extra adds.
+func configScenario(file, scheduler, queue string) string {
+	return "name: cfg\nduration: 1m\nscheduler: {config: " + file + scheduler + "}\nqueue: {" + queue + "}\n" +
+		"nodes: [{name: n, count: 2, capacity: {cpu: \"4\", memory: 8Gi}}]\npods: [{name: p, count: 2, requests: {cpu: \"1\"}}]\n"
+}
+
+// TestConfigFileSettings: the settings a KubeSchedulerConfiguration file
+// gives itself (percentageOfNodesToScore, the profile's first, and the pod
+// backoffs) decide in the simulator as in schedq scheduler; a scenario
+// setting that contradicts one is refused with both named; what the file
+// leaves unset leaves the scenario's; and what schedq does not honour
+// (extenders, parallelism, leaderElection, clientConnection,
+// delayCacheUntilActive) is refused,
+// never silently ignored.
+func TestConfigFileSettings(t *testing.T) {
+	const head = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+	for _, tc := range []struct {
+		name, file, scheduler, queue string
+		percent                      int
+		initial, max                 string // the report's backoff settings
+		want                         string // the error, if refused
+	}{
+		{name: "file's settings", file: "percentageOfNodesToScore: 30\npodInitialBackoffSeconds: 2\npodMaxBackoffSeconds: 20\nprofiles: [{schedulerName: x, percentageOfNodesToScore: 50}]\n",
+			percent: 50, initial: "2s", max: "20s"},
+		{name: "top-level percentage", file: "percentageOfNodesToScore: 30\n", percent: 30, initial: "1s", max: "10s"},
+		{name: "scenario's where the file sets none", file: "podMaxBackoffSeconds: 20\n", scheduler: ", percentageOfNodesToScore: 40", queue: "initialBackoff: 3s",
+			percent: 40, initial: "3s", max: "20s"},
+		{name: "scenario agrees", file: "podInitialBackoffSeconds: 2\npercentageOfNodesToScore: 30\n", scheduler: ", percentageOfNodesToScore: 30", queue: "initialBackoff: 2s",
+			percent: 30, initial: "2s", max: "10s"},
+		{name: "percentage contradicted", file: "profiles: [{percentageOfNodesToScore: 50}]\n", scheduler: ", percentageOfNodesToScore: 30",
+			want: "scheduler.percentageOfNodesToScore: 30, but scheduler.config CFG sets percentageOfNodesToScore 50: the file decides"},
+		{name: "initial backoff contradicted", file: "podInitialBackoffSeconds: 2\n", queue: "initialBackoff: 1s",
+			want: "queue.initialBackoff: 1s, but scheduler.config CFG sets podInitialBackoffSeconds 2"},
+		{name: "max backoff contradicted", file: "podMaxBackoffSeconds: 20\n", queue: "maxBackoff: 0s",
+			want: "queue.maxBackoff: 0s, but scheduler.config CFG sets podMaxBackoffSeconds 20"},
+		{name: "backoff off contradicted", file: "podMaxBackoffSeconds: 20\n", queue: "disableBackoff: true",
+			want: "queue.disableBackoff: true, but scheduler.config CFG sets the pod backoff"},
+		{name: "file's initial above the scenario's max", file: "podInitialBackoffSeconds: 5\n", queue: "maxBackoff: 3s",
+			want: "queue.initialBackoff: with the backoff of scheduler.config CFG: 5s is more than queue.maxBackoff (3s)"},
+		{name: "extenders", file: "extenders: [{urlPrefix: 'http://x', filterVerb: filter}]\n", want: "scheduler.config: CFG: extenders: not supported"},
+		{name: "parallelism", file: "parallelism: 4\n", want: "scheduler.config: CFG: parallelism: the cycle runs on one goroutine"},
+		{name: "leaderElection", file: "leaderElection: {leaderElect: false}\n", want: "scheduler.config: CFG: leaderElection: the simulator runs one scheduler"},
+		{name: "delayCacheUntilActive", file: "delayCacheUntilActive: true\n", want: "scheduler.config: CFG: delayCacheUntilActive: the simulator runs one scheduler"},
+		{name: "clientConnection", file: "clientConnection: {qps: 10}\n", want: "scheduler.config: CFG: clientConnection: the simulator has no API server"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "sched.yaml")
+			if err := os.WriteFile(file, []byte(head+tc.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			sc, err := Parse([]byte(configScenario(file, tc.scheduler, tc.queue)))
+			if tc.want != "" {
+				if want := strings.ReplaceAll(tc.want, "CFG", file); err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("error %v, want %q", err, want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := runSim(t, sc)
+			st := s.report().Settings
+			if got := s.sc.Scheduler.PercentageOfNodesToScore; got != tc.percent || st.InitialBackoff != tc.initial || st.MaxBackoff != tc.max {
+				t.Errorf("percentageOfNodesToScore %d, backoff %s..%s; want %d, %s..%s", got, st.InitialBackoff, st.MaxBackoff, tc.percent, tc.initial, tc.max)
+			}
+		})
+	}
+}
+
+// TestSnapshotPodsOfTheProfile: the snapshot's pending pods that the
+// simulated scheduler places are those of its profile's schedulerName, as
+// schedq scheduler with the same file would place: the default
+// scheduler's (with no file, or a profile of that name), or the named
+// profile's, leaving the default scheduler's alone.
+func TestSnapshotPodsOfTheProfile(t *testing.T) {
+	const head = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+	for _, tc := range []struct {
+		name, file         string // file "": no scheduler.config
+		pending, leftAlone int
+	}{
+		{name: "no file", pending: 2, leftAlone: 1},
+		{name: "profile without a name", file: "profiles: [{}]\n", pending: 2, leftAlone: 1},
+		{name: "volcano's profile", file: "profiles: [{schedulerName: volcano}]\n", pending: 1, leftAlone: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := snapshotScenario("testdata/snapshot/cluster.yaml")
+			if tc.file != "" {
+				sc.Scheduler.Config = filepath.Join(t.TempDir(), "sched.yaml")
+				if err := os.WriteFile(sc.Scheduler.Config, []byte(head+tc.file), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := run(t, sc)
+			if got := r.Snapshot; got == nil || got.Pending != tc.pending || got.LeftAlone != tc.leftAlone {
+				t.Fatalf("snapshot %+v, want %d pending placed, %d left to other schedulers", got, tc.pending, tc.leftAlone)
+			}
+		})
+	}
+}
