@@ -50,10 +50,12 @@ import (
 //
 //   - The pod events' lock (events) serializes the pod handlers of
 //     Handlers (AddPod, UpdatePod, DeletePod, as the informer calls them)
-//     with SettleInDoubt, which runs on a term's goroutine: each holds it
-//     for its whole run, so that a pod the settling forgets and queues is
-//     not queued after the informer's handler has taken it out of the
-//     queue (deleted, or bound). It is taken before mu and before the
+//     with SettleInDoubt, which runs on a term's goroutine, and with the
+//     give-back of a group's members whose bindings failed
+//     (giveBackMembers, on a binding's goroutine): each holds it for its
+//     whole run, so that a pod the settling forgets and queues, or a
+//     member given back, is not queued after the informer's handler has
+//     taken it out of the queue (deleted, or bound). It is taken before mu and before the
 //     queue's lock (the switch queue's too), never under either:
 //     Handlers.AddPods, which a queue rebuild calls holding the switch
 //     queue's lock, does not take it.
@@ -76,6 +78,12 @@ type Cache struct {
 	namespaces map[string]labels.Set
 	fp         fingerprints
 	groups     groupCounts // pods bound or assumed per pod group
+	// retrying holds the group members whose binding failed, by key, with
+	// their UID, from the failure until they are given back to the queue
+	// (gangBinds): out of every queue meanwhile. The pod handlers drop a
+	// member that stops being a pending pod of ours (unretry), so that it
+	// is not given back.
+	retrying map[types.NamespacedName]types.UID
 
 	// room is what the wake budget reads, published by every write
 	// (unlock) from what it changed (dirty).
@@ -102,6 +110,7 @@ func NewCache() *Cache {
 		namespaces: map[string]labels.Set{},
 		fp:         newFingerprints(),
 		groups:     newGroupCounts(),
+		retrying:   map[types.NamespacedName]types.UID{},
 		room:       newRoomIndex(),
 		dirty:      dirty{nodes: map[string]struct{}{}, pods: map[types.NamespacedName]struct{}{}},
 		events:     make(chan struct{}, 1),
@@ -282,14 +291,26 @@ func (c *Cache) Assume(pi *framework.PodInfo, node string, b *pendingBinding) er
 // Forget undoes Assume after a failed binding. A pod already confirmed by
 // the API server, or another pod of the same name assumed since (a
 // recreated pod has a new UID), is left alone.
-func (c *Cache) Forget(pod *v1.Pod) {
+func (c *Cache) Forget(pod *v1.Pod) { c.forget(pod, false) }
+
+// forget is Forget; with retry, a pod it forgets is also held as retrying
+// (see Cache.retrying), in the same step. It reports whether it forgot
+// pod: false if the cache no longer held its assumption (the informer
+// showed it bound, deleted, or replaced by a pod of another UID).
+func (c *Cache) forget(pod *v1.Pod, retry bool) bool {
 	c.lock()
 	defer c.unlock()
 	key := framework.Key(pod)
-	if a, ok := c.assumed[key]; ok && a.uid == pod.UID {
-		c.removeLocked(key)
-		delete(c.assumed, key)
+	a, ok := c.assumed[key]
+	if !ok || a.uid != pod.UID {
+		return false
 	}
+	c.removeLocked(key)
+	delete(c.assumed, key)
+	if retry {
+		c.retrying[key] = pod.UID
+	}
+	return true
 }
 
 // IsAssumed reports whether a pod is assumed and not yet confirmed.

@@ -161,3 +161,34 @@ func (c *Cache) podInfoLocked(key types.NamespacedName) *framework.PodInfo {
 	}
 	return c.orphans[node][key]
 }
+
+// takeRetry reports whether pod (this UID) is still held as retrying, and
+// stops holding it: a member to give back to the queue. False if a pod
+// handler dropped it meanwhile (unretry). O(1).
+func (c *Cache) takeRetry(pod *v1.Pod) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := framework.Key(pod)
+	uid, ok := c.retrying[key]
+	if !ok || uid != pod.UID {
+		return false
+	}
+	delete(c.retrying, key)
+	return true
+}
+
+// retryHeld reports whether pod (this UID) is held as retrying. O(1).
+func (c *Cache) retryHeld(pod *v1.Pod) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	uid, ok := c.retrying[framework.Key(pod)]
+	return ok && uid == pod.UID
+}
+
+// unretry stops holding the pod of key as retrying, whatever its UID: it
+// was deleted, replaced, bound, or is no longer ours to place. O(1).
+func (c *Cache) unretry(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.retrying, key)
+}

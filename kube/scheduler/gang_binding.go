@@ -59,6 +59,20 @@ func (g *gangBinds) settle(ctx context.Context, bound bool) {
 	g.end(ctx)
 }
 
+// memberFailed ends the failed binding of a group member: retried with
+// its group (retry) if held, that is if the cache still held its
+// assumption when it was forgotten (forgetToRetry); otherwise the informer
+// has shown the member deleted or replaced meanwhile, and its binding
+// ends without a retry.
+func (s *Scheduler) memberFailed(ctx context.Context, info Attempt, pb *pendingBinding, held bool, err error) {
+	if !held {
+		s.o.Logger.Debug("group binding: the member was deleted or replaced while it was bound; not retried", "pod", framework.Key(info.Item), "err", err)
+		pb.gang.settle(ctx, false)
+		return
+	}
+	pb.gang.retry(ctx, info, err)
+}
+
 // retry records a binding that failed: its member is requeued once every
 // binding of the attempt has ended.
 func (g *gangBinds) retry(ctx context.Context, info Attempt, err error) {
@@ -87,11 +101,35 @@ func (g *gangBinds) end(ctx context.Context) {
 	}
 	s.o.Logger.Warn("group binding: members failed to bind and go back to the queue with their group",
 		"group", g.group, "bound", bound, "minCount", g.minCount, "failed", len(retries), "belowMinCount", below)
-	for _, r := range retries {
-		msg := fmt.Sprintf("%s; binding this member failed: %v; it is retried with its group", summary, r.err)
-		s.reporter.Unschedulable(ctx, r.info.Item, "SchedulerError", msg)
-		if err := s.giveBack(r.info, schedq.Failure{Message: msg}); err != nil {
-			s.o.Logger.Debug("requeue after group binding failure", "pod", framework.Key(r.info.Item), "err", err)
+	msgs := make([]string, len(retries))
+	for i, r := range retries {
+		msgs[i] = fmt.Sprintf("%s; binding this member failed: %v; it is retried with its group", summary, r.err)
+		if s.cache.retryHeld(r.info.Item) { // not deleted, replaced or bound meanwhile
+			s.reporter.Unschedulable(ctx, r.info.Item, "SchedulerError", msgs[i])
+		}
+	}
+	s.giveBackMembers(retries, msgs)
+}
+
+// giveBackMembers gives the failed members of a group attempt back to
+// the queue, with their messages, holding the pod events' lock, so that no
+// pod handler runs between the check that a member is still held as
+// retrying (Cache.takeRetry) and its Park: a member that the informer has
+// shown deleted, replaced, or bound since its binding failed is not given
+// back. Given back, it would stay queued for good (the informer's event
+// found nothing to take out of the queue), and its group's next attempt
+// would count it towards minCount.
+func (s *Scheduler) giveBackMembers(retries []retry, msgs []string) {
+	s.cache.lockEvents()
+	defer s.cache.unlockEvents()
+	for i, r := range retries {
+		key := framework.Key(r.info.Item)
+		if !s.cache.takeRetry(r.info.Item) {
+			s.o.Logger.Debug("group binding: a failed member was deleted, replaced or bound meanwhile; not retried", "pod", key)
+			continue
+		}
+		if err := s.giveBack(r.info, schedq.Failure{Message: msgs[i]}); err != nil {
+			s.o.Logger.Debug("requeue after group binding failure", "pod", key, "err", err)
 		}
 	}
 }

@@ -1,0 +1,137 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// namedBinder holds each binding until the test ends it, by pod name.
+// A binding starts (its request is sent) at once, but for the pods named
+// in waiting: theirs starts as the test ends it (it waited for a slot).
+type namedBinder struct {
+	done    map[string]func(error)
+	waiting map[string]bool
+}
+
+func (b *namedBinder) Bind(_ context.Context, p *v1.Pod, _ string, done func(error)) {
+	b.done[p.Name] = done
+}
+
+func (b *namedBinder) BindGuarded(_ context.Context, p *v1.Pod, _ string, start func() bool, done func(error)) {
+	started := !b.waiting[p.Name] && start()
+	b.done[p.Name] = func(err error) {
+		if !started && !start() {
+			err = ErrNodeDeleted
+		}
+		done(err)
+	}
+}
+
+// TestGangRetryOfAMemberGoneMeanwhile: a member whose binding failed waits,
+// out of every queue, for the other bindings of its group attempt before
+// it is given back to the queue (gangBinds). A member deleted, recreated
+// under its name, or bound by someone else meanwhile must not be given
+// back: the informer's event that said so found nothing to take out of the
+// queue, so a member given back then stayed queued for good, a ghost that
+// the group's next attempt counted towards its minCount (and a bound pod
+// counted twice: in the cache and in the queue).
+func TestGangRetryOfAMemberGoneMeanwhile(t *testing.T) {
+	failed := errors.New("etcd timeout")
+	recreated := memberPod("train-1", "train", 1000)
+	recreated.UID = "uid-train-1-new"
+	tests := []struct {
+		name string
+		// during runs while train-0's binding is still under way; it ends
+		// train-1's binding (fail) before or after its own events.
+		during func(f *fixture, fail func())
+		queued bool   // train-1 is in the queue at the end
+		uid    string // and this is its UID
+		placed int    // members bound or assumed at the end
+	}{
+		{
+			name:   "still pending: given back with its group",
+			during: func(f *fixture, fail func()) { fail() },
+			queued: true, uid: "uid-train-1", placed: 2,
+		},
+		{
+			name: "deleted after its binding failed",
+			during: func(f *fixture, fail func()) {
+				fail()
+				f.h.DeletePod(memberPod("train-1", "train", 1000))
+			},
+			placed: 2,
+		},
+		{
+			name: "deleted while its binding was under way",
+			during: func(f *fixture, fail func()) {
+				f.h.DeletePod(memberPod("train-1", "train", 1000))
+				fail()
+			},
+			placed: 2,
+		},
+		{
+			name: "bound by someone else after its binding failed",
+			during: func(f *fixture, fail func()) {
+				fail()
+				p := memberPod("train-1", "train", 1000)
+				f.h.UpdatePod(p, boundTo(p, "a"))
+			},
+			placed: 3,
+		},
+		{
+			name: "its node deleted before its binding started, then it",
+			during: func(f *fixture, fail func()) {
+				f.h.DeleteNode(node("a", 8000)) // aborts train-1's binding alone
+				f.h.DeletePod(memberPod("train-1", "train", 1000))
+				fail()
+			},
+			placed: 2,
+		},
+		{
+			name: "recreated under its name after its binding failed",
+			during: func(f *fixture, fail func()) {
+				fail()
+				f.h.UpdatePod(memberPod("train-1", "train", 1000), recreated)
+			},
+			queued: true, uid: string(recreated.UID), placed: 2,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, w := newGangFixture(t)
+			nb := &namedBinder{done: map[string]func(error){}, waiting: map[string]bool{"train-1": true}}
+			f.s = mustNew(t, f.q, f.c, nb, warnReporter{f.r, w}, Options{})
+			f.h.AddNode(node("a", 8000))
+			f.h.AddPodGroup(podGroup("train", 3, 0))
+			f.addGang("train", 3, 1000)
+			if out := f.once(); out.Result != Scheduled || len(nb.done) != 3 {
+				t.Fatalf("outcome %+v, %d bindings", out, len(nb.done))
+			}
+			nb.done["train-2"](nil)
+			tc.during(f, func() { nb.done["train-1"](failed) })
+			nb.done["train-0"](nil) // the last binding: the failed members go back now
+			info, _, queued := f.q.Get(framework.Key(pod("train-1", 0)))
+			if queued != tc.queued {
+				t.Fatalf("train-1 queued = %v, want %v", queued, tc.queued)
+			}
+			if queued && string(info.Item.UID) != tc.uid {
+				t.Errorf("train-1 queued with UID %s, want %s", info.Item.UID, tc.uid)
+			}
+			if n := f.c.GroupPlaced("default/train"); n != tc.placed {
+				t.Errorf("%d members placed, want %d", n, tc.placed)
+			}
+			if tc.queued && tc.uid == "uid-train-1" {
+				x, _ := f.q.Explain(framework.Key(pod("train-1", 0)))
+				if !strings.Contains(x.Message, "2 of minCount 3 bound") {
+					t.Errorf("Explain message %q", x.Message)
+				}
+			}
+		})
+	}
+}
