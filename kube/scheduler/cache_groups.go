@@ -9,8 +9,11 @@ import (
 
 // groupCounts counts the cached pods (bound or assumed) of each pod group,
 // so that a group attempt counts the members earlier attempts placed
-// towards its minCount. Not safe for concurrent use: the Cache's lock
-// guards it. O(1) per operation.
+// towards its minCount. A pod being deleted (deletionTimestamp set) is not
+// counted: it is going, and a gang that counted it would be below its
+// minCount once it is gone (a released gang's members terminate for their
+// grace period while the gang's recreated members are tried). Not safe for
+// concurrent use: the Cache's lock guards it. O(1) per operation.
 type groupCounts struct {
 	of    map[types.NamespacedName]string // the group of each counted pod
 	count map[string]int
@@ -20,10 +23,11 @@ func newGroupCounts() groupCounts {
 	return groupCounts{of: map[types.NamespacedName]string{}, count: map[string]int{}}
 }
 
-// add counts p if it is a group member and not counted yet.
+// add counts p if it is a group member, not being deleted, and not
+// counted yet.
 func (g groupCounts) add(p *v1.Pod) {
 	name := framework.GroupName(p)
-	if name == "" {
+	if name == "" || p.DeletionTimestamp != nil {
 		return
 	}
 	key := framework.Key(p)
@@ -116,8 +120,9 @@ func (c *Cache) Trial(f func(snap framework.Snapshot, t *Trial) bool) {
 }
 
 // GroupMembers returns the bound pods of the pod group name, and how many
-// of its members are assumed (their bindings under way). O(pods counted
-// in any group).
+// of its members are assumed (their bindings under way); the members
+// being deleted are in neither (see groupCounts). O(pods counted in any
+// group).
 func (c *Cache) GroupMembers(name string) (bound []*v1.Pod, assumed int) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()

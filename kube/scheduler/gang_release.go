@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -100,9 +99,9 @@ func (s *Scheduler) afterFailure(ctx context.Context, a Attempt, before int) {
 	if !due {
 		return
 	}
+	// Members deleted already (by an earlier release, say) are going: the
+	// cache leaves them out.
 	bound, inFlight := s.cache.GroupMembers(a.Group)
-	// Members deleted already (by an earlier release, say) are going.
-	bound = slices.DeleteFunc(bound, func(p *v1.Pod) bool { return p.DeletionTimestamp != nil })
 	if inFlight > 0 || len(bound) == 0 {
 		return // bindings under way: the next failure decides
 	}
