@@ -85,7 +85,7 @@ func (c *Cache) abortOnLocked(node string) []func() {
 		c.removeLocked(key)
 		delete(c.assumed, key)
 		if a.b.gang != nil {
-			c.retrying[key] = a.uid // given back with its group (abortedMember)
+			c.retrying[key] = retryHold{uid: a.uid, by: a.b.gang} // given back with its group (abortedMember)
 		}
 		if a.b.abort != nil {
 			aborts = append(aborts, a.b.abort)

@@ -167,27 +167,35 @@ func (c *Cache) podInfoLocked(key types.NamespacedName) *framework.PodInfo {
 	return c.orphans[node][key]
 }
 
-// takeRetry reports whether pod (this UID) is still held as retrying, and
-// stops holding it: a member to give back to the queue. False if a pod
-// handler dropped it meanwhile (unretry). O(1).
-func (c *Cache) takeRetry(pod *v1.Pod) bool {
+// retryHold is a group member held as retrying (Cache.retrying): its UID
+// and the tally of the group attempt that gives it back. The tally tells
+// an attempt of an ended term, whose bindings end late, from one of the
+// next term that retries the same pod.
+type retryHold struct {
+	uid types.UID
+	by  *gangBinds
+}
+
+// takeRetry reports whether pod (this UID) is still held as retrying for
+// the tally by, and stops holding it: a member to give back to the queue.
+// False if a pod handler dropped it meanwhile (unretry). O(1).
+func (c *Cache) takeRetry(pod *v1.Pod, by *gangBinds) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	key := framework.Key(pod)
-	uid, ok := c.retrying[key]
-	if !ok || uid != pod.UID {
+	if c.retrying[key] != (retryHold{uid: pod.UID, by: by}) {
 		return false
 	}
 	delete(c.retrying, key)
 	return true
 }
 
-// retryHeld reports whether pod (this UID) is held as retrying. O(1).
-func (c *Cache) retryHeld(pod *v1.Pod) bool {
+// retryHeld reports whether pod (this UID) is held as retrying for the
+// tally by. O(1).
+func (c *Cache) retryHeld(pod *v1.Pod, by *gangBinds) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	uid, ok := c.retrying[framework.Key(pod)]
-	return ok && uid == pod.UID
+	return c.retrying[framework.Key(pod)] == retryHold{uid: pod.UID, by: by}
 }
 
 // unretry stops holding the pod of key as retrying, whatever its UID: it

@@ -22,7 +22,7 @@ type cacheMark struct {
 	requested  map[string]framework.Resource
 	podNode    map[types.NamespacedName]string
 	assumed    map[types.NamespacedName]*assumption
-	retrying   map[types.NamespacedName]types.UID
+	retrying   map[types.NamespacedName]retryHold
 	namespaces map[string]labels.Set
 	fp         timeIndex[types.NamespacedName] // the pods' fingerprints
 	groups     groupCounts
@@ -137,8 +137,8 @@ func (m *cacheMark) restorePod(c *Cache, key types.NamespacedName) {
 	} else {
 		delete(c.assumed, key)
 	}
-	if uid, ok := m.retrying[key]; ok {
-		c.retrying[key] = uid
+	if h, ok := m.retrying[key]; ok {
+		c.retrying[key] = h
 	} else {
 		delete(c.retrying, key)
 	}

@@ -94,7 +94,7 @@ func (s *Scheduler) forget(ctx context.Context, pod *v1.Pod, pb *pendingBinding)
 // assumption; if not, the informer has shown the member bound, deleted or
 // replaced, and it is not to be given back.
 func (s *Scheduler) forgetToRetry(ctx context.Context, pod *v1.Pod, pb *pendingBinding) bool {
-	held := s.cache.forget(pod, true)
+	held := s.cache.forget(pod, pb.gang)
 	if pb.fw != nil {
 		pb.fw.unreserve(ctx)
 	}

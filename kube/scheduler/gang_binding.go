@@ -104,14 +104,14 @@ func (g *gangBinds) end(ctx context.Context) {
 	msgs := make([]string, len(retries))
 	for i, r := range retries {
 		msgs[i] = fmt.Sprintf("%s; binding this member failed: %v; it is retried with its group", summary, r.err)
-		if s.cache.retryHeld(r.info.Item) { // not deleted, replaced or bound meanwhile
+		if s.cache.retryHeld(r.info.Item, g) { // not deleted, replaced or bound meanwhile
 			s.reporter.Unschedulable(ctx, r.info.Item, "SchedulerError", msgs[i])
 		}
 	}
-	s.giveBackMembers(retries, msgs)
+	g.giveBack(retries, msgs)
 }
 
-// giveBackMembers gives the failed members of a group attempt back to
+// giveBack gives the failed members of a group attempt back to
 // the queue, with their messages, holding the pod events' lock, so that no
 // pod handler runs between the check that a member is still held as
 // retrying (Cache.takeRetry) and its Park: a member that the informer has
@@ -119,12 +119,13 @@ func (g *gangBinds) end(ctx context.Context) {
 // back. Given back, it would stay queued for good (the informer's event
 // found nothing to take out of the queue), and its group's next attempt
 // would count it towards minCount.
-func (s *Scheduler) giveBackMembers(retries []retry, msgs []string) {
+func (g *gangBinds) giveBack(retries []retry, msgs []string) {
+	s := g.s
 	s.cache.lockEvents()
 	defer s.cache.unlockEvents()
 	for i, r := range retries {
 		key := framework.Key(r.info.Item)
-		if !s.cache.takeRetry(r.info.Item) {
+		if !s.cache.takeRetry(r.info.Item, g) {
 			s.o.Logger.Debug("group binding: a failed member was deleted, replaced or bound meanwhile; not retried", "pod", key)
 			continue
 		}

@@ -135,3 +135,47 @@ func TestGangRetryOfAMemberGoneMeanwhile(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryHoldIsItsAttempts: a member held as retrying is given back by
+// the group attempt whose binding failed, not by another attempt that
+// failed to bind the same pod (an attempt of an ended term, whose last
+// binding ends after the next term has tried the member again): that one
+// would take the hold, and the next term's attempt, finding none, would
+// not give the member back.
+func TestRetryHoldIsItsAttempts(t *testing.T) {
+	tests := []struct {
+		name      string
+		by        string // the attempt that takes the hold
+		want      bool
+		wantAfter bool // the hold of the attempt "next" is still there
+	}{
+		{"the attempt that failed last", "next", true, false},
+		{"an ended term's attempt", "ended", false, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCache()
+			c.AddNode(node("a", 4000))
+			p := memberPod("m", "g", 1000)
+			pi, err := framework.NewPodInfo(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tallies := map[string]*gangBinds{"ended": {}, "next": {}}
+			for _, by := range []string{"ended", "next"} {
+				if err := c.Assume(pi, "a", nil); err != nil {
+					t.Fatal(err)
+				}
+				if !c.forget(p, tallies[by]) {
+					t.Fatalf("%s: the assumption was not forgotten", by)
+				}
+			}
+			if got := c.takeRetry(p, tallies[tc.by]); got != tc.want {
+				t.Errorf("takeRetry by %s = %v, want %v", tc.by, got, tc.want)
+			}
+			if got := c.retryHeld(p, tallies["next"]); got != tc.wantAfter {
+				t.Errorf("held for the next attempt = %v, want %v", got, tc.wantAfter)
+			}
+		})
+	}
+}
