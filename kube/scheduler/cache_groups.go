@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"fmt"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -204,4 +206,23 @@ func (c *Cache) unretry(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.retrying, key)
+}
+
+// HeldApart says why the cache holds the pod of key, pending, where its
+// queue may not: a group member whose binding failed, held until the
+// other bindings of its group attempt have ended (then it goes back to
+// the queue with its group), or a pod assumed on a node whose binding is
+// under way (a group member's attempt ends in the queue as its bindings
+// start). A binding in doubt is InDoubtOn's. False if none of these.
+// O(1).
+func (c *Cache) HeldApart(key types.NamespacedName) (string, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if _, ok := c.retrying[key]; ok {
+		return "its binding failed; it goes back to the queue with its group once the other bindings of its group's attempt have ended", true
+	}
+	if a, ok := c.assumed[key]; ok && !a.doubt {
+		return fmt.Sprintf("it is assumed on node %s while its binding is under way", a.node), true
+	}
+	return "", false
 }

@@ -179,3 +179,41 @@ func TestRetryHoldIsItsAttempts(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldApartSaysWhyAMemberIsOutOfTheQueue: a group member leaves the
+// queue as its group attempt's bindings start. Until it is bound, or
+// given back to the queue after its binding failed, the cache says why
+// (HeldApart, which the debug endpoint's Explain answers with), rather
+// than the pod's looking unknown, bound, or not ours.
+func TestHeldApartSaysWhyAMemberIsOutOfTheQueue(t *testing.T) {
+	f, w := newGangFixture(t)
+	nb := &namedBinder{done: map[string]func(error){}}
+	f.s = mustNew(t, f.q, f.c, nb, warnReporter{f.r, w}, Options{})
+	f.h.AddNode(node("a", 8000))
+	f.h.AddPodGroup(podGroup("train", 2, 0))
+	f.addGang("train", 2, 1000)
+	f.once()
+	steps := []struct {
+		name   string
+		do     func()
+		member string
+		want   string // "" : not held apart
+	}{
+		{"binding under way", func() {}, "train-1", "assumed on node a while its binding is under way"},
+		{"binding failed, the other under way", func() { nb.done["train-1"](errors.New("etcd timeout")) }, "train-1", "its binding failed; it goes back to the queue with its group"},
+		{"the other bound: the failed one is queued", func() { nb.done["train-0"](nil) }, "train-1", ""},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			st.do()
+			key := framework.Key(pod(st.member, 0))
+			why, held := f.c.HeldApart(key)
+			if held != (st.want != "") || !strings.Contains(why, st.want) {
+				t.Fatalf("HeldApart = %q, %v; want %q", why, held, st.want)
+			}
+			if _, _, queued := f.q.Get(key); queued == held {
+				t.Fatalf("queued %v and held apart %v: want one of the two", queued, held)
+			}
+		})
+	}
+}
