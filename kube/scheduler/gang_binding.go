@@ -2,8 +2,11 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
@@ -108,7 +111,27 @@ func (g *gangBinds) end(ctx context.Context) {
 			s.reporter.Unschedulable(ctx, r.info.Item, "SchedulerError", msgs[i])
 		}
 	}
-	g.giveBack(retries, msgs)
+	if g.giveBack(retries, msgs) > 0 {
+		g.wake()
+	}
+}
+
+// EventGroupMemberRetry moves a group parked when its members whose
+// bindings failed join it (gangBinds.wake): a wildcard, so the group
+// backs off and is tried again, whatever plugins rejected its other
+// members.
+var EventGroupMemberRetry = schedq.Event{Kind: schedq.AnyKind, Action: schedq.AnyAction, Label: "GroupMemberRetry"}
+
+// wake moves the group's entity out of the parking area, after its
+// backoff, if the failed members given back found it parked there: parked
+// on the plugins that rejected its other members, whose events need have
+// nothing to do with the failed ones, which fit before their bindings
+// failed. The gang may be below minCount meanwhile. O(parked entities).
+func (g *gangBinds) wake() {
+	ours := func(info *schedq.Info[*v1.Pod]) bool { return framework.GroupName(info.Item) == g.group }
+	if err := g.s.queue.Move(EventGroupMemberRetry, nil, nil, ours); err != nil && !errors.Is(err, schedq.ErrClosed) {
+		g.s.o.Logger.Debug("move after group binding failure", "group", g.group, "err", err)
+	}
 }
 
 // giveBack gives the failed members of a group attempt back to
@@ -118,8 +141,8 @@ func (g *gangBinds) end(ctx context.Context) {
 // shown deleted, replaced, or bound since its binding failed is not given
 // back. Given back, it would stay queued for good (the informer's event
 // found nothing to take out of the queue), and its group's next attempt
-// would count it towards minCount.
-func (g *gangBinds) giveBack(retries []retry, msgs []string) {
+// would count it towards minCount. It returns how many it gave back.
+func (g *gangBinds) giveBack(retries []retry, msgs []string) (n int) {
 	s := g.s
 	s.cache.lockEvents()
 	defer s.cache.unlockEvents()
@@ -131,6 +154,9 @@ func (g *gangBinds) giveBack(retries []retry, msgs []string) {
 		}
 		if err := s.giveBack(r.info, schedq.Failure{Message: msgs[i]}); err != nil {
 			s.o.Logger.Debug("requeue after group binding failure", "pod", key, "err", err)
+			continue
 		}
+		n++
 	}
+	return n
 }
