@@ -29,6 +29,7 @@ type gangBinds struct {
 	mu      sync.Mutex
 	pending int     // bindings not ended yet
 	bound   int     // bindings that bound their member
+	dropped int     // bindings that ended without a retry, not bound
 	retries []retry // members to requeue once all have ended
 }
 
@@ -58,6 +59,8 @@ func (g *gangBinds) settle(ctx context.Context, bound bool) {
 	g.mu.Lock()
 	if bound {
 		g.bound++
+	} else {
+		g.dropped++
 	}
 	g.end(ctx)
 }
@@ -88,13 +91,17 @@ func (g *gangBinds) retry(ctx context.Context, info Attempt, err error) {
 // last one reports the failed members and requeues them.
 func (g *gangBinds) end(ctx context.Context) {
 	g.pending--
-	if g.pending > 0 || len(g.retries) == 0 {
+	if g.pending > 0 {
 		g.mu.Unlock()
 		return
 	}
-	retries, bound := g.retries, g.before+g.bound
+	retries, bound, dropped := g.retries, g.before+g.bound, g.dropped
 	g.retries = nil
 	g.mu.Unlock()
+	if len(retries) == 0 {
+		g.droppedBelow(bound, dropped)
+		return
+	}
 
 	s := g.s
 	below := bound < g.minCount
@@ -103,7 +110,7 @@ func (g *gangBinds) end(ctx context.Context) {
 		summary += " (below minCount)"
 	}
 	s.o.Logger.Warn("group binding: members failed to bind and go back to the queue with their group",
-		"group", g.group, "bound", bound, "minCount", g.minCount, "failed", len(retries), "belowMinCount", below)
+		"group", g.group, "bound", bound, "minCount", g.minCount, "failed", len(retries), "dropped", dropped, "belowMinCount", below)
 	msgs := make([]string, len(retries))
 	for i, r := range retries {
 		msgs[i] = fmt.Sprintf("%s; binding this member failed: %v; it is retried with its group", summary, r.err)
@@ -114,6 +121,20 @@ func (g *gangBinds) end(ctx context.Context) {
 	if g.giveBack(retries, msgs) > 0 {
 		g.wake()
 	}
+}
+
+// droppedBelow says, in the log, that a group attempt's bindings ended
+// with the group below its minCount and no member to give back: those not
+// bound were deleted, replaced or bound by someone else meanwhile, or
+// their namespace is going away. A controller's new pod for a deleted
+// member completes the group (or, if it does not fit, has it released:
+// docs/gangs.md); nothing else does.
+func (g *gangBinds) droppedBelow(bound, dropped int) {
+	if dropped == 0 || bound >= g.minCount {
+		return
+	}
+	g.s.o.Logger.Warn("group binding ended below minCount: members were deleted, replaced or bound elsewhere while they were bound, and none goes back to the queue",
+		"group", g.group, "bound", bound, "minCount", g.minCount, "dropped", dropped)
 }
 
 // EventGroupMemberRetry moves a group parked when its members whose

@@ -3,10 +3,12 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/schedq/schedq/kube/framework"
 )
@@ -213,6 +215,49 @@ func TestHeldApartSaysWhyAMemberIsOutOfTheQueue(t *testing.T) {
 			}
 			if _, _, queued := f.q.Get(key); queued == held {
 				t.Fatalf("queued %v and held apart %v: want one of the two", queued, held)
+			}
+		})
+	}
+}
+
+// TestGangBindingEndedBelowMinCountIsLogged: a group attempt whose
+// bindings end with the group below its minCount says so in the log,
+// with or without members to give back: a member deleted while it was
+// bound (404) is not retried, and the group then has no member queued to
+// complete it.
+func TestGangBindingEndedBelowMinCountIsLogged(t *testing.T) {
+	gone := apierrors.NewNotFound(v1.Resource("pods"), "train-1")
+	tests := []struct {
+		name string
+		err  error  // train-1's binding's end
+		want string // "": no warning
+	}{
+		{"all bound", nil, ""},
+		{"a member gone", gone, "group binding ended below minCount"},
+		{"a member failed", errors.New("etcd timeout"), "members failed to bind and go back to the queue"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, w := newGangFixture(t)
+			var logs strings.Builder
+			log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			nb := &namedBinder{done: map[string]func(error){}}
+			f.s = mustNew(t, f.q, f.c, nb, warnReporter{f.r, w}, Options{Logger: log})
+			f.h.AddNode(node("a", 8000))
+			f.h.AddPodGroup(podGroup("train", 2, 0))
+			f.addGang("train", 2, 1000)
+			f.once()
+			nb.done["train-1"](tc.err)
+			nb.done["train-0"](nil)
+			got := logs.String()
+			if tc.want == "" {
+				if got != "" {
+					t.Fatalf("log %q, want none", got)
+				}
+				return
+			}
+			if !strings.Contains(got, tc.want) || !strings.Contains(got, "bound=1 minCount=2") {
+				t.Fatalf("log %q, want %q with bound=1 minCount=2", got, tc.want)
 			}
 		})
 	}
