@@ -262,3 +262,31 @@ func TestGangBindingEndedBelowMinCountIsLogged(t *testing.T) {
 		})
 	}
 }
+
+// TestGangRetryRacesTheInformer: the informer's deletion of a member whose
+// binding failed races the end of its group attempt's last binding, which
+// gives the failed members back. Whichever comes first, the deleted member
+// ends up in no queue: the give-back and the pod handlers are serialized
+// by the pod events' lock. Run under -race.
+func TestGangRetryRacesTheInformer(t *testing.T) {
+	for i := range 50 {
+		f, w := newGangFixture(t)
+		nb := &namedBinder{done: map[string]func(error){}}
+		f.s = mustNew(t, f.q, f.c, nb, warnReporter{f.r, w}, Options{})
+		f.h.AddNode(node("a", 8000))
+		f.h.AddPodGroup(podGroup("train", 2, 0))
+		f.addGang("train", 2, 1000)
+		f.once()
+		nb.done["train-1"](errors.New("etcd timeout"))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			nb.done["train-0"](nil) // the last binding: gives train-1 back
+		}()
+		f.h.DeletePod(memberPod("train-1", "train", 1000))
+		<-done
+		if _, loc, queued := f.q.Get(framework.Key(pod("train-1", 0))); queued {
+			t.Fatalf("run %d: the deleted member is queued (%v)", i, loc)
+		}
+	}
+}
