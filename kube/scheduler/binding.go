@@ -239,7 +239,7 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 			// The informer has shown it bound (Forget keeps such a pod): the
 			// request went through after all (a timeout on the answer, say),
 			// or another replica bound it. Not a failure to report.
-			s.cache.unretry(key)
+			s.cache.unretry(pod)
 			s.settle(ctx, info, pb, true)
 			s.o.Logger.Debug("binding: error, but the pod is bound", "pod", key, "err", err)
 			return

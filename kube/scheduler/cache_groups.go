@@ -200,12 +200,15 @@ func (c *Cache) retryHeld(pod *v1.Pod, by *gangBinds) bool {
 	return c.retrying[framework.Key(pod)] == retryHold{uid: pod.UID, by: by}
 }
 
-// unretry stops holding the pod of key as retrying, whatever its UID: it
-// was deleted, replaced, bound, or is no longer ours to place. O(1).
-func (c *Cache) unretry(key types.NamespacedName) {
+// unretry stops holding pod (this UID) as retrying: it was deleted,
+// replaced, bound, or is no longer ours to place. O(1).
+func (c *Cache) unretry(pod *v1.Pod) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.retrying, key)
+	key := framework.Key(pod)
+	if h, ok := c.retrying[key]; ok && h.uid == pod.UID {
+		delete(c.retrying, key)
+	}
 }
 
 // HeldApart says why the cache holds the pod of key, pending, where its

@@ -195,7 +195,7 @@ func (h *Handlers) deletePod(p *v1.Pod) {
 	if !assigned(p) && p.Spec.SchedulerName == h.SchedulerName {
 		h.check("delete", p, h.Queue.Delete(framework.Key(p)))
 	}
-	h.Cache.unretry(framework.Key(p)) // a member held for a retry is gone
+	h.Cache.unretry(p) // a member held for a retry is gone
 	h.release(p)
 }
 
@@ -203,7 +203,7 @@ func (h *Handlers) deletePod(p *v1.Pod) {
 // for a retry (Cache.retrying): it is no longer a pending pod of ours.
 func (h *Handlers) unqueue(p *v1.Pod) {
 	h.check("delete", p, h.Queue.Delete(framework.Key(p)))
-	h.Cache.unretry(framework.Key(p))
+	h.Cache.unretry(p)
 }
 
 // release frees what p held on a node, bound or assumed, if anything, and
