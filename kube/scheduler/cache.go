@@ -83,6 +83,10 @@ type Cache struct {
 	// of every queue meanwhile. The pod handlers drop a member that stops
 	// being a pending pod of ours (unretry), so that it is not given back.
 	retrying map[types.NamespacedName]retryHold
+	// scaled holds, for each pod group whose minCount was raised while its
+	// pods bound or assumed reached the old minCount, that old minCount,
+	// until the PodGroup is deleted (see Cache.scaledUp).
+	scaled map[string]int
 
 	// room is what the wake budget reads, published by every write
 	// (unlock) from what it changed (dirty).
@@ -110,6 +114,7 @@ func NewCache() *Cache {
 		fp:         newFingerprints(),
 		groups:     newGroupCounts(),
 		retrying:   map[types.NamespacedName]retryHold{},
+		scaled:     map[string]int{},
 		room:       newRoomIndex(),
 		dirty:      dirty{nodes: map[string]struct{}{}, pods: map[types.NamespacedName]struct{}{}},
 		events:     make(chan struct{}, 1),

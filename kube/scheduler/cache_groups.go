@@ -229,3 +229,36 @@ func (c *Cache) HeldApart(key types.NamespacedName) (string, bool) {
 	}
 	return "", false
 }
+
+// noteMinCount records that the minCount of the pod group name changed
+// from old to next (a PodGroup update): a raise while its pods bound or
+// assumed reach old is a workload scaled up (see scaledUp). O(1).
+func (c *Cache) noteMinCount(name string, old, next int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.scaled[name]; ok || next <= old || c.groups.count[name] < old {
+		return
+	}
+	c.scaled[name] = old
+}
+
+// forgetMinCount forgets what noteMinCount recorded of the pod group
+// name, whose PodGroup was deleted. O(1).
+func (c *Cache) forgetMinCount(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.scaled, name)
+}
+
+// scaledUp reports whether the pod group name is a gang scaled up whose
+// placed members (bound or assumed) still reach the minCount it had
+// before the raise. The API applies a raised minCount to the pods
+// scheduled from then on only, never to those already scheduled: such a
+// gang is short of its minCount because of the raise alone, and gang
+// release leaves it alone. O(1).
+func (c *Cache) scaledUp(name string, placed int) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	from, ok := c.scaled[name]
+	return ok && placed >= from
+}

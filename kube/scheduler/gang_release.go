@@ -80,11 +80,12 @@ func (r *gangRelease) completed(group string) {
 // afterFailure is called after a group attempt failed with before members
 // bound or assumed (before the attempt). A gang below its minCount, with
 // some bound, past the grace period and not already being released, is
-// released; its entity is in the queue already, requeued by the failure,
+// released, unless it is short only because its minCount was raised
+// (Cache.scaledUp); its entity is in the queue already, requeued by the failure,
 // and the deletions wake it.
 func (s *Scheduler) afterFailure(ctx context.Context, a Attempt, before int) {
 	r := s.release
-	if r == nil || before == 0 || before >= a.Spec.MinCount {
+	if r == nil || before == 0 || before >= a.Spec.MinCount || s.cache.scaledUp(a.Group, before) {
 		r.completed(a.Group)
 		return
 	}
