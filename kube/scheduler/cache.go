@@ -87,6 +87,10 @@ type Cache struct {
 	// pods bound or assumed reached the old minCount, that old minCount,
 	// until the PodGroup is deleted (see Cache.scaledUp).
 	scaled map[string]int
+	// gone holds the UIDs of the last group members the pod handlers saw
+	// deleted or being deleted, so that a group attempt under way does
+	// not count such a member towards its minCount (Trial.Gone).
+	gone goneRing
 
 	// room is what the wake budget reads, published by every write
 	// (unlock) from what it changed (dirty).

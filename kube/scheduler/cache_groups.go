@@ -262,3 +262,51 @@ func (c *Cache) scaledUp(name string, placed int) bool {
 	from, ok := c.scaled[name]
 	return ok && placed >= from
 }
+
+// goneCap is how many deleted group members Cache.gone remembers: far
+// more than a group attempt sees deleted while it runs.
+const goneCap = 4096
+
+// goneRing is a set of the last goneCap UIDs added, the oldest forgotten
+// first. O(1) per operation; goneCap UIDs of memory once used.
+type goneRing struct {
+	set  map[types.UID]struct{}
+	ring []types.UID
+	next int
+}
+
+func (r *goneRing) add(uid types.UID) {
+	if r.set == nil {
+		r.set, r.ring = map[types.UID]struct{}{}, make([]types.UID, goneCap)
+	}
+	if _, ok := r.set[uid]; ok {
+		return
+	}
+	if old := r.ring[r.next]; old != "" {
+		delete(r.set, old)
+	}
+	r.ring[r.next] = uid
+	r.set[uid] = struct{}{}
+	r.next = (r.next + 1) % len(r.ring)
+}
+
+func (r *goneRing) has(uid types.UID) bool {
+	_, ok := r.set[uid]
+	return ok
+}
+
+// buryMember notes that the pod handlers saw p deleted or being deleted,
+// if it is a group member: an attempt of its group under way no longer
+// counts it (Trial.Gone). O(1).
+func (c *Cache) buryMember(p *v1.Pod) {
+	if framework.GroupName(p) == "" || p.UID == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gone.add(p.UID)
+}
+
+// Gone reports whether the pod handlers saw the group member of uid
+// deleted or being deleted (one of the last goneCap). O(1).
+func (t *Trial) Gone(uid types.UID) bool { return t.c.gone.has(uid) }

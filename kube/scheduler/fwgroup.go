@@ -228,7 +228,8 @@ func (s *Scheduler) fwReserveMember(ctx context.Context, m Attempt, i int, pi *f
 // fwAssumeMembers makes the members placed in the snapshot assumptions in
 // the cache, in one step under its lock, if the quorum is still met with
 // what the cache holds then (a member may have been bound or deleted, a
-// node deleted, since the snapshot): else none is assumed. It leaves in
+// node deleted, since the snapshot; a member deleted is not placed, as
+// Trial.Gone says): else none is assumed. It leaves in
 // g's placements the members assumed and records the others as failed,
 // and sets the tally of their bindings while the cache is still locked.
 func (s *Scheduler) fwAssumeMembers(a Attempt, gp framework.GroupPlugin, g *groupTry, tr *fwTrial) {
@@ -236,7 +237,8 @@ func (s *Scheduler) fwAssumeMembers(a Attempt, gp framework.GroupPlugin, g *grou
 	s.cache.Trial(func(_ framework.Snapshot, t *Trial) bool {
 		n := 0
 		for j, m := range tr.members {
-			if kept[j] = t.Place(m.pi, m.pb.fw.node, m.pb); kept[j] {
+			// A member deleted since the attempt began is not counted.
+			if kept[j] = !t.Gone(m.pi.Pod.UID) && t.Place(m.pi, m.pb.fw.node, m.pb); kept[j] {
 				n++
 			}
 		}
@@ -260,7 +262,7 @@ func (s *Scheduler) fwAssumeMembers(a Attempt, gp framework.GroupPlugin, g *grou
 			g.nodes = append(g.nodes, node)
 			g.pbs = append(g.pbs, m.pb)
 		case !kept[j]:
-			g.fail(Outcome{Result: Error, Message: fmt.Sprintf("pod %s: already on a node, or node %s deleted, since the snapshot", framework.Key(m.pi.Pod), node)})
+			g.fail(Outcome{Result: Error, Message: fmt.Sprintf("pod %s: deleted, or already on a node, or node %s deleted, since the snapshot", framework.Key(m.pi.Pod), node)})
 		}
 	}
 	if !met {

@@ -169,6 +169,7 @@ func (h *Handlers) updatePod(oldPod, newPod *v1.Pod) {
 	case h.responsible(oldPod):
 		// Being deleted, finished, or handed to another scheduler.
 		h.unqueue(oldPod)
+		h.Cache.buryMember(oldPod)
 		if terminal(newPod) {
 			// Bound and finished in one update (seen after a watch gap):
 			// its assumption, in doubt say, holds its room no more.
@@ -196,6 +197,7 @@ func (h *Handlers) deletePod(p *v1.Pod) {
 		h.check("delete", p, h.Queue.Delete(framework.Key(p)))
 	}
 	h.Cache.unretry(p) // a member held for a retry is gone
+	h.Cache.buryMember(p)
 	h.release(p)
 }
 
