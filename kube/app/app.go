@@ -309,7 +309,7 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	if _, err := pods.AddEventHandler(fc.hist.handler()); err != nil {
 		return err
 	}
-	serving := leaderOnly(handler(reg, inDoubtView{gatedQueueView{queues, scheduler.NewGateReasons(ctx, fw)}, c.InDoubtOn}, st.ready, watch.live, fc), st.role)
+	serving := leaderOnly(handler(reg, inDoubtView{gatedQueueView{queues, scheduler.NewGateReasons(ctx, fw)}, c.InDoubtOn, c.HeldApart}, st.ready, watch.live, fc), st.role)
 	if o.serving != nil {
 		o.serving(serving)
 	}

@@ -206,19 +206,22 @@ func TestDebugEndpoints(t *testing.T) {
 
 // TestExplainPodInDoubt: the explanation of a pod that the cache holds as
 // a binding in doubt says so and where, not that the pod is unknown,
-// bound or not ours; other pods missing from the queue get the plain
-// answer.
+// bound or not ours; so does that of a group member the cache holds apart
+// from the queue while its group's bindings end; other pods missing from
+// the queue get the plain answer.
 func TestExplainPodInDoubt(t *testing.T) {
 	q, err := schedq.New(scheduler.QueueConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	doubt := func(key types.NamespacedName) (string, bool) { return "n1", key.Name == "doubtful" }
-	h := Handler(prometheus.NewRegistry(), inDoubtView{q, doubt}, func() (bool, string) { return true, "" }, nil)
+	held := func(key types.NamespacedName) (string, bool) { return "its binding failed", key.Name == "member" }
+	h := Handler(prometheus.NewRegistry(), inDoubtView{q, doubt, held}, func() (bool, string) { return true, "" }, nil)
 	for _, tc := range []struct {
 		name, path, has string
 	}{
 		{name: "in doubt", path: "/debug/queue/default/doubtful", has: "held on node n1 as a binding in doubt"},
+		{name: "a member held apart", path: "/debug/queue/default/member", has: "is not in schedq's queue: its binding failed"},
 		{name: "unknown", path: "/debug/queue/default/nobody", has: "it is unknown, bound, or not ours"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -107,8 +107,11 @@ func handler(reg *prometheus.Registry, q queueView, ready, live func() (bool, st
 		if errors.Is(err, schedq.ErrNotFound) {
 			msg := fmt.Sprintf("pod %s is not in schedq's queue: it is unknown, bound, or not ours", key)
 			var doubt inDoubtError
+			var held heldError
 			if errors.As(err, &doubt) {
 				msg = doubt.Error()
+			} else if errors.As(err, &held) {
+				msg = held.Error()
 			}
 			http.Error(w, msg, http.StatusNotFound)
 			return

@@ -84,6 +84,9 @@ func (c *Cache) abortOnLocked(node string) []func() {
 		}
 		c.removeLocked(key)
 		delete(c.assumed, key)
+		if a.b.gang != nil {
+			c.retrying[key] = retryHold{uid: a.uid, by: a.b.gang} // given back with its group (abortedMember)
+		}
 		if a.b.abort != nil {
 			aborts = append(aborts, a.b.abort)
 		}
@@ -223,7 +226,12 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 		if s.keepInDoubt(ctx, pod, node, pb, err) {
 			return // the next term settles it (doubt.go)
 		}
-		s.forget(ctx, pod, pb)
+		held := true
+		if pb.gang != nil {
+			held = s.forgetToRetry(ctx, pod, pb)
+		} else {
+			s.forget(ctx, pod, pb)
+		}
 		if errors.Is(err, context.Canceled) {
 			return // shutting down: the next leader starts from the API server
 		}
@@ -231,13 +239,14 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 			// The informer has shown it bound (Forget keeps such a pod): the
 			// request went through after all (a timeout on the answer, say),
 			// or another replica bound it. Not a failure to report.
+			s.cache.unretry(pod)
 			s.settle(ctx, info, pb, true)
 			s.o.Logger.Debug("binding: error, but the pod is bound", "pod", key, "err", err)
 			return
 		}
 		s.o.Logger.Warn("binding failed", "pod", key, "node", node, "err", err)
 		if pb.gang != nil {
-			pb.gang.retry(ctx, info, err) // reported and requeued with its group
+			s.memberFailed(ctx, info, pb, held, err) // reported and requeued with its group
 			return
 		}
 		// Report before requeueing: this runs beside the scheduling loop,
@@ -287,12 +296,14 @@ func (s *Scheduler) bindingEnded(start time.Time, result string) {
 // tried again once the server has seen the term.
 func (s *Scheduler) staleTerm(ctx context.Context, info Attempt, node string, pb *pendingBinding, err error) {
 	pod := info.Item
-	s.forget(ctx, pod, pb)
-	s.o.Logger.Info("binding refused: made under a lease term that is not the current one", "pod", framework.Key(pod), "node", node)
 	if pb.gang != nil {
-		pb.gang.retry(ctx, info, err)
+		held := s.forgetToRetry(ctx, pod, pb)
+		s.o.Logger.Info("binding refused: made under a lease term that is not the current one", "pod", framework.Key(pod), "node", node)
+		s.memberFailed(ctx, info, pb, held, err)
 		return
 	}
+	s.forget(ctx, pod, pb)
+	s.o.Logger.Info("binding refused: made under a lease term that is not the current one", "pod", framework.Key(pod), "node", node)
 	if qerr := s.giveBack(info, schedq.Failure{}); qerr != nil {
 		s.o.Logger.Debug("requeue after a stale-term refusal", "pod", framework.Key(pod), "err", qerr)
 	}

@@ -50,13 +50,15 @@ import (
 //
 //   - The pod events' lock (events) serializes the pod handlers of
 //     Handlers (AddPod, UpdatePod, DeletePod, as the informer calls them)
-//     with SettleInDoubt, which runs on a term's goroutine: each holds it
-//     for its whole run, so that a pod the settling forgets and queues is
-//     not queued after the informer's handler has taken it out of the
-//     queue (deleted, or bound). It is taken before mu and before the
-//     queue's lock (the switch queue's too), never under either:
-//     Handlers.AddPods, which a queue rebuild calls holding the switch
-//     queue's lock, does not take it.
+//     with SettleInDoubt, which runs on a term's goroutine, and with the
+//     give-back of a group's members whose bindings failed
+//     (gangBinds.giveBack, on a binding's goroutine): each holds it for
+//     its whole run, so that a pod the settling forgets and queues, or a
+//     member given back, is not queued after the informer's handler has
+//     taken it out of the queue (deleted, or bound). It is taken before
+//     mu and before the queue's lock (the switch queue's too), never
+//     under either: Handlers.AddPods, which a queue rebuild calls holding
+//     the switch queue's lock, does not take it.
 //
 // In all: events -> mu; events -> queue's lock; queue's lock -> room.mu;
 // queue's lock -> the DeviceClass cache's lock; mu -> room.mu; mu -> up's
@@ -76,6 +78,19 @@ type Cache struct {
 	namespaces map[string]labels.Set
 	fp         fingerprints
 	groups     groupCounts // pods bound or assumed per pod group
+	// retrying holds the group members whose binding failed, by key, from
+	// the failure until they are given back to the queue (gangBinds): out
+	// of every queue meanwhile. The pod handlers drop a member that stops
+	// being a pending pod of ours (unretry), so that it is not given back.
+	retrying map[types.NamespacedName]retryHold
+	// scaled holds, for each pod group whose minCount was raised while its
+	// pods bound or assumed reached the old minCount, that old minCount,
+	// until the PodGroup is deleted (see Cache.scaledUp).
+	scaled map[string]int
+	// gone holds the UIDs of the last group members the pod handlers saw
+	// deleted or being deleted, so that a group attempt under way does
+	// not count such a member towards its minCount (Trial.Gone).
+	gone goneRing
 
 	// room is what the wake budget reads, published by every write
 	// (unlock) from what it changed (dirty).
@@ -102,6 +117,8 @@ func NewCache() *Cache {
 		namespaces: map[string]labels.Set{},
 		fp:         newFingerprints(),
 		groups:     newGroupCounts(),
+		retrying:   map[types.NamespacedName]retryHold{},
+		scaled:     map[string]int{},
 		room:       newRoomIndex(),
 		dirty:      dirty{nodes: map[string]struct{}{}, pods: map[types.NamespacedName]struct{}{}},
 		events:     make(chan struct{}, 1),
@@ -282,14 +299,27 @@ func (c *Cache) Assume(pi *framework.PodInfo, node string, b *pendingBinding) er
 // Forget undoes Assume after a failed binding. A pod already confirmed by
 // the API server, or another pod of the same name assumed since (a
 // recreated pod has a new UID), is left alone.
-func (c *Cache) Forget(pod *v1.Pod) {
+func (c *Cache) Forget(pod *v1.Pod) { c.forget(pod, nil) }
+
+// forget is Forget; with retry (the tally of the pod's group attempt), a
+// pod it forgets is also held as retrying for it (see Cache.retrying), in
+// the same step. It reports whether it forgot pod: false if the cache no
+// longer held its assumption (the informer showed it bound, deleted, or
+// replaced by a pod of another UID).
+func (c *Cache) forget(pod *v1.Pod, retry *gangBinds) bool {
 	c.lock()
 	defer c.unlock()
 	key := framework.Key(pod)
-	if a, ok := c.assumed[key]; ok && a.uid == pod.UID {
-		c.removeLocked(key)
-		delete(c.assumed, key)
+	a, ok := c.assumed[key]
+	if !ok || a.uid != pod.UID {
+		return false
 	}
+	c.removeLocked(key)
+	delete(c.assumed, key)
+	if retry != nil {
+		c.retrying[key] = retryHold{uid: pod.UID, by: retry}
+	}
+	return true
 }
 
 // IsAssumed reports whether a pod is assumed and not yet confirmed.

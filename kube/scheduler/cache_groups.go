@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"fmt"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -9,8 +11,11 @@ import (
 
 // groupCounts counts the cached pods (bound or assumed) of each pod group,
 // so that a group attempt counts the members earlier attempts placed
-// towards its minCount. Not safe for concurrent use: the Cache's lock
-// guards it. O(1) per operation.
+// towards its minCount. A pod being deleted (deletionTimestamp set) is not
+// counted: it is going, and a gang that counted it would be below its
+// minCount once it is gone (a released gang's members terminate for their
+// grace period while the gang's recreated members are tried). Not safe for
+// concurrent use: the Cache's lock guards it. O(1) per operation.
 type groupCounts struct {
 	of    map[types.NamespacedName]string // the group of each counted pod
 	count map[string]int
@@ -20,10 +25,11 @@ func newGroupCounts() groupCounts {
 	return groupCounts{of: map[types.NamespacedName]string{}, count: map[string]int{}}
 }
 
-// add counts p if it is a group member and not counted yet.
+// add counts p if it is a group member, not being deleted, and not
+// counted yet.
 func (g groupCounts) add(p *v1.Pod) {
 	name := framework.GroupName(p)
-	if name == "" {
+	if name == "" || p.DeletionTimestamp != nil {
 		return
 	}
 	key := framework.Key(p)
@@ -116,8 +122,9 @@ func (c *Cache) Trial(f func(snap framework.Snapshot, t *Trial) bool) {
 }
 
 // GroupMembers returns the bound pods of the pod group name, and how many
-// of its members are assumed (their bindings under way). O(pods counted
-// in any group).
+// of its members are assumed (their bindings under way); the members
+// being deleted are in neither (see groupCounts). O(pods counted in any
+// group).
 func (c *Cache) GroupMembers(name string) (bound []*v1.Pod, assumed int) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -161,3 +168,145 @@ func (c *Cache) podInfoLocked(key types.NamespacedName) *framework.PodInfo {
 	}
 	return c.orphans[node][key]
 }
+
+// retryHold is a group member held as retrying (Cache.retrying): its UID
+// and the tally of the group attempt that gives it back. The tally tells
+// an attempt of an ended term, whose bindings end late, from one of the
+// next term that retries the same pod.
+type retryHold struct {
+	uid types.UID
+	by  *gangBinds
+}
+
+// takeRetry reports whether pod (this UID) is still held as retrying for
+// the tally by, and stops holding it: a member to give back to the queue.
+// False if a pod handler dropped it meanwhile (unretry). O(1).
+func (c *Cache) takeRetry(pod *v1.Pod, by *gangBinds) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := framework.Key(pod)
+	if c.retrying[key] != (retryHold{uid: pod.UID, by: by}) {
+		return false
+	}
+	delete(c.retrying, key)
+	return true
+}
+
+// retryHeld reports whether pod (this UID) is held as retrying for the
+// tally by. O(1).
+func (c *Cache) retryHeld(pod *v1.Pod, by *gangBinds) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.retrying[framework.Key(pod)] == retryHold{uid: pod.UID, by: by}
+}
+
+// unretry stops holding pod (this UID) as retrying: it was deleted,
+// replaced, bound, or is no longer ours to place. O(1).
+func (c *Cache) unretry(pod *v1.Pod) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := framework.Key(pod)
+	if h, ok := c.retrying[key]; ok && h.uid == pod.UID {
+		delete(c.retrying, key)
+	}
+}
+
+// HeldApart says why the cache holds the pod of key, pending, where its
+// queue may not: a group member whose binding failed, held until the
+// other bindings of its group attempt have ended (then it goes back to
+// the queue with its group), or a pod assumed on a node whose binding is
+// under way (a group member's attempt ends in the queue as its bindings
+// start). A binding in doubt is InDoubtOn's. False if none of these.
+// O(1).
+func (c *Cache) HeldApart(key types.NamespacedName) (string, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if _, ok := c.retrying[key]; ok {
+		return "its binding failed; it goes back to the queue with its group once the other bindings of its group's attempt have ended", true
+	}
+	if a, ok := c.assumed[key]; ok && !a.doubt {
+		return fmt.Sprintf("it is assumed on node %s while its binding is under way", a.node), true
+	}
+	return "", false
+}
+
+// noteMinCount records that the minCount of the pod group name changed
+// from old to next (a PodGroup update): a raise while its pods bound or
+// assumed reach old is a workload scaled up (see scaledUp). O(1).
+func (c *Cache) noteMinCount(name string, old, next int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.scaled[name]; ok || next <= old || c.groups.count[name] < old {
+		return
+	}
+	c.scaled[name] = old
+}
+
+// forgetMinCount forgets what noteMinCount recorded of the pod group
+// name, whose PodGroup was deleted. O(1).
+func (c *Cache) forgetMinCount(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.scaled, name)
+}
+
+// scaledUp reports whether the pod group name is a gang scaled up whose
+// placed members (bound or assumed) still reach the minCount it had
+// before the raise. The API applies a raised minCount to the pods
+// scheduled from then on only, never to those already scheduled: such a
+// gang is short of its minCount because of the raise alone, and gang
+// release leaves it alone. O(1).
+func (c *Cache) scaledUp(name string, placed int) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	from, ok := c.scaled[name]
+	return ok && placed >= from
+}
+
+// goneCap is how many deleted group members Cache.gone remembers: far
+// more than a group attempt sees deleted while it runs.
+const goneCap = 4096
+
+// goneRing is a set of the last goneCap UIDs added, the oldest forgotten
+// first. O(1) per operation; goneCap UIDs of memory once used.
+type goneRing struct {
+	set  map[types.UID]struct{}
+	ring []types.UID
+	next int
+}
+
+func (r *goneRing) add(uid types.UID) {
+	if r.set == nil {
+		r.set, r.ring = map[types.UID]struct{}{}, make([]types.UID, goneCap)
+	}
+	if _, ok := r.set[uid]; ok {
+		return
+	}
+	if old := r.ring[r.next]; old != "" {
+		delete(r.set, old)
+	}
+	r.ring[r.next] = uid
+	r.set[uid] = struct{}{}
+	r.next = (r.next + 1) % len(r.ring)
+}
+
+func (r *goneRing) has(uid types.UID) bool {
+	_, ok := r.set[uid]
+	return ok
+}
+
+// buryMember notes that the pod handlers saw p deleted or being deleted,
+// if it is a group member: an attempt of its group under way no longer
+// counts it (Trial.Gone). O(1).
+func (c *Cache) buryMember(p *v1.Pod) {
+	if framework.GroupName(p) == "" || p.UID == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gone.add(p.UID)
+}
+
+// Gone reports whether the pod handlers saw the group member of uid
+// deleted or being deleted (one of the last goneCap). O(1).
+func (t *Trial) Gone(uid types.UID) bool { return t.c.gone.has(uid) }

@@ -22,6 +22,7 @@ type cacheMark struct {
 	requested  map[string]framework.Resource
 	podNode    map[types.NamespacedName]string
 	assumed    map[types.NamespacedName]*assumption
+	retrying   map[types.NamespacedName]retryHold
 	namespaces map[string]labels.Set
 	fp         timeIndex[types.NamespacedName] // the pods' fingerprints
 	groups     groupCounts
@@ -41,7 +42,7 @@ func (c *Cache) Mark() {
 	defer c.unlock()
 	m := &cacheMark{nodes: make(map[string]*v1.Node, len(c.nodes)), pods: make(map[string][]*framework.PodInfo, len(c.nodes)),
 		requested: make(map[string]framework.Resource, len(c.nodes)),
-		podNode:   maps.Clone(c.podNode), assumed: maps.Clone(c.assumed), namespaces: maps.Clone(c.namespaces),
+		podNode:   maps.Clone(c.podNode), assumed: maps.Clone(c.assumed), retrying: maps.Clone(c.retrying), namespaces: maps.Clone(c.namespaces),
 		fp:      c.fp.pods.clone(),
 		groups:  groupCounts{of: maps.Clone(c.groups.of), count: maps.Clone(c.groups.count)},
 		touched: map[string]struct{}{}, written: map[types.NamespacedName]struct{}{}}
@@ -135,6 +136,11 @@ func (m *cacheMark) restorePod(c *Cache, key types.NamespacedName) {
 		c.assumed[key] = a
 	} else {
 		delete(c.assumed, key)
+	}
+	if h, ok := m.retrying[key]; ok {
+		c.retrying[key] = h
+	} else {
+		delete(c.retrying, key)
 	}
 	c.fp.pods.remove(key)
 	if e, ok := m.fp.entries[key]; ok {

@@ -87,6 +87,20 @@ func (s *Scheduler) forget(ctx context.Context, pod *v1.Pod, pb *pendingBinding)
 	}
 }
 
+// forgetToRetry is forget for a group member whose binding failed and
+// that is to be given back with its group once the other bindings of its
+// attempt have ended: the cache holds it as retrying from the same step
+// (Cache.retrying). It reports whether the cache still held the member's
+// assumption; if not, the informer has shown the member bound, deleted or
+// replaced, and it is not to be given back.
+func (s *Scheduler) forgetToRetry(ctx context.Context, pod *v1.Pod, pb *pendingBinding) bool {
+	held := s.cache.forget(pod, pb.gang)
+	if pb.fw != nil {
+		pb.fw.unreserve(ctx)
+	}
+	return held
+}
+
 // assumedOn returns pod placed on node, the object the framework's
 // Reserve, Permit and binding plugins are given: a shallow copy with
 // spec.nodeName set, which shares pod's maps and slices. Objects from the

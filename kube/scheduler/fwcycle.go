@@ -42,6 +42,13 @@ func (n *fwNominator) NominatedPodsForNode(node string) []fwk.PodInfo { return n
 // the pods of its priority or higher nominated per node, and its own.
 // O(nominated pods).
 func (s *Scheduler) readFWNominations(key types.NamespacedName, pod *v1.Pod) {
+	s.readNominationsBut(key, pod, nil)
+}
+
+// readNominationsBut is readFWNominations leaving out the pods whose keys
+// are in placed too: a group attempt's members placed in its trial, whose
+// room the snapshot counts already. O(nominated pods).
+func (s *Scheduler) readNominationsBut(key types.NamespacedName, pod *v1.Pod, placed map[types.NamespacedName]struct{}) {
 	s.ownNom, s.hasNom = s.queue.Nomination(key)
 	clear(s.fwNom.pods)
 	targets := s.queue.NominatedTargets()
@@ -49,6 +56,9 @@ func (s *Scheduler) readFWNominations(key types.NamespacedName, pod *v1.Pod) {
 	for _, node := range targets {
 		for _, p := range s.queue.Nominated(node) {
 			if framework.Priority(p) < prio || framework.Key(p) == key {
+				continue
+			}
+			if _, in := placed[framework.Key(p)]; in {
 				continue
 			}
 			pi, err := fwframework.NewPodInfo(p)

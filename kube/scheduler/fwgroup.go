@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -37,9 +38,12 @@ import (
 // in the order placed, and the attempt's pod group and placement cycle
 // states. Only the scheduling loop uses it.
 type fwTrial struct {
-	s         *Scheduler
-	snap      *backendcache.Snapshot
-	members   []fwMember
+	s       *Scheduler
+	snap    *backendcache.Snapshot
+	members []fwMember
+	// placed holds the keys of the members in the snapshot: it counts
+	// their room, so their nominations must not count it again.
+	placed    map[types.NamespacedName]struct{}
 	group     *fwframework.CycleState // the pod group cycle's, shared by the members
 	placement *fwframework.CycleState // the one implicit placement's
 }
@@ -49,7 +53,7 @@ type fwTrial struct {
 // placement plugin proposes placements: one placement, whose state knows
 // the pod group's.
 func newFWTrial(s *Scheduler, snap *backendcache.Snapshot) *fwTrial {
-	tr := &fwTrial{s: s, snap: snap, group: fwframework.NewCycleState()}
+	tr := &fwTrial{s: s, snap: snap, placed: map[types.NamespacedName]struct{}{}, group: fwframework.NewCycleState()}
 	tr.placement = fwframework.NewCycleState()
 	tr.placement.SetPodGroupSchedulingCycle(tr.group)
 	return tr
@@ -188,7 +192,9 @@ func (s *Scheduler) fwPlaceMember(ctx context.Context, m Attempt, i int, g *grou
 		s.batch.drop()
 		return Outcome{Result: Error, Message: "invalid pod: " + err.Error()}, nil
 	}
-	s.readFWNominations(m.Key, m.Item)
+	// The members placed before it are in the snapshot: their nominations
+	// would count their room twice.
+	s.readNominationsBut(m.Key, m.Item, tr.placed)
 	s.fwCycle++
 	s.sig = s.o.Framework.SignPod(ctx, m.Item)
 	defer func() { s.ownNom, s.hasNom, s.sig = "", false, nil; clear(s.fwNom.pods) }()
@@ -226,6 +232,7 @@ func (s *Scheduler) fwReserveMember(ctx context.Context, m Attempt, i int, pi *f
 	fb.requeue = func() { s.abortedMember(ctx, member, g.bindings) }
 	pb.abort = func() { fb.ended(ctx, true) } // unreserves, then requeues, once the plugins are done
 	tr.members = append(tr.members, fwMember{index: i, pi: pi, pb: pb, cs: cs})
+	tr.placed[m.Key] = struct{}{}
 	if st := fb.reservePermit(ctx); st != nil {
 		tr.drop(ctx)
 		return onNodeOutcome(assumed, out.Node, st)
@@ -236,7 +243,8 @@ func (s *Scheduler) fwReserveMember(ctx context.Context, m Attempt, i int, pi *f
 // fwAssumeMembers makes the members placed in the snapshot assumptions in
 // the cache, in one step under its lock, if the quorum is still met with
 // what the cache holds then (a member may have been bound or deleted, a
-// node deleted, since the snapshot): else none is assumed. It leaves in
+// node deleted, since the snapshot; a member deleted is not placed, as
+// Trial.Gone says): else none is assumed. It leaves in
 // g's placements the members assumed and records the others as failed,
 // and sets the tally of their bindings while the cache is still locked.
 func (s *Scheduler) fwAssumeMembers(a Attempt, gp framework.GroupPlugin, g *groupTry, tr *fwTrial) {
@@ -244,7 +252,8 @@ func (s *Scheduler) fwAssumeMembers(a Attempt, gp framework.GroupPlugin, g *grou
 	s.cache.Trial(func(_ framework.Snapshot, t *Trial) bool {
 		n := 0
 		for j, m := range tr.members {
-			if kept[j] = t.Place(m.pi, m.pb.fw.node, m.pb); kept[j] {
+			// A member deleted since the attempt began is not counted.
+			if kept[j] = !t.Gone(m.pi.Pod.UID) && t.Place(m.pi, m.pb.fw.node, m.pb); kept[j] {
 				n++
 			}
 		}
@@ -268,7 +277,7 @@ func (s *Scheduler) fwAssumeMembers(a Attempt, gp framework.GroupPlugin, g *grou
 			g.nodes = append(g.nodes, node)
 			g.pbs = append(g.pbs, m.pb)
 		case !kept[j]:
-			g.fail(Outcome{Result: Error, Message: fmt.Sprintf("pod %s: already on a node, or node %s deleted, since the snapshot", framework.Key(m.pi.Pod), node)})
+			g.fail(Outcome{Result: Error, Message: fmt.Sprintf("pod %s: deleted, or already on a node, or node %s deleted, since the snapshot", framework.Key(m.pi.Pod), node)})
 		}
 	}
 	if !met {
@@ -280,6 +289,7 @@ func (s *Scheduler) fwAssumeMembers(a Attempt, gp framework.GroupPlugin, g *grou
 func (t *fwTrial) drop(ctx context.Context) {
 	m := t.members[len(t.members)-1]
 	t.members = t.members[:len(t.members)-1]
+	delete(t.placed, framework.Key(m.pi.Pod))
 	t.forget(m)
 	m.pb.fw.unreserve(ctx)
 }
@@ -290,6 +300,7 @@ func (t *fwTrial) drop(ctx context.Context) {
 func (t *fwTrial) end(ctx context.Context) {
 	members := t.members
 	t.members = nil
+	clear(t.placed)
 	for j := len(members) - 1; j >= 0; j-- {
 		t.forget(members[j])
 	}

@@ -2,8 +2,11 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
@@ -26,6 +29,7 @@ type gangBinds struct {
 	mu      sync.Mutex
 	pending int     // bindings not ended yet
 	bound   int     // bindings that bound their member
+	dropped int     // bindings that ended without a retry, not bound
 	retries []retry // members to requeue once all have ended
 }
 
@@ -55,8 +59,24 @@ func (g *gangBinds) settle(ctx context.Context, bound bool) {
 	g.mu.Lock()
 	if bound {
 		g.bound++
+	} else {
+		g.dropped++
 	}
 	g.end(ctx)
+}
+
+// memberFailed ends the failed binding of a group member: retried with
+// its group (retry) if held, that is if the cache still held its
+// assumption when it was forgotten (forgetToRetry); otherwise the informer
+// has shown the member deleted or replaced meanwhile, and its binding
+// ends without a retry.
+func (s *Scheduler) memberFailed(ctx context.Context, info Attempt, pb *pendingBinding, held bool, err error) {
+	if !held {
+		s.o.Logger.Debug("group binding: the member was deleted or replaced while it was bound; not retried", "pod", framework.Key(info.Item), "err", err)
+		pb.gang.settle(ctx, false)
+		return
+	}
+	pb.gang.retry(ctx, info, err)
 }
 
 // retry records a binding that failed: its member is requeued once every
@@ -71,13 +91,17 @@ func (g *gangBinds) retry(ctx context.Context, info Attempt, err error) {
 // last one reports the failed members and requeues them.
 func (g *gangBinds) end(ctx context.Context) {
 	g.pending--
-	if g.pending > 0 || len(g.retries) == 0 {
+	if g.pending > 0 {
 		g.mu.Unlock()
 		return
 	}
-	retries, bound := g.retries, g.before+g.bound
+	retries, bound, dropped := g.retries, g.before+g.bound, g.dropped
 	g.retries = nil
 	g.mu.Unlock()
+	if len(retries) == 0 {
+		g.droppedBelow(bound, dropped)
+		return
+	}
 
 	s := g.s
 	below := bound < g.minCount
@@ -86,12 +110,74 @@ func (g *gangBinds) end(ctx context.Context) {
 		summary += " (below minCount)"
 	}
 	s.o.Logger.Warn("group binding: members failed to bind and go back to the queue with their group",
-		"group", g.group, "bound", bound, "minCount", g.minCount, "failed", len(retries), "belowMinCount", below)
-	for _, r := range retries {
-		msg := fmt.Sprintf("%s; binding this member failed: %v; it is retried with its group", summary, r.err)
-		s.reporter.Unschedulable(ctx, r.info.Item, "SchedulerError", msg)
-		if err := s.giveBack(r.info, schedq.Failure{Message: msg}); err != nil {
-			s.o.Logger.Debug("requeue after group binding failure", "pod", framework.Key(r.info.Item), "err", err)
+		"group", g.group, "bound", bound, "minCount", g.minCount, "failed", len(retries), "dropped", dropped, "belowMinCount", below)
+	msgs := make([]string, len(retries))
+	for i, r := range retries {
+		msgs[i] = fmt.Sprintf("%s; binding this member failed: %v; it is retried with its group", summary, r.err)
+		if s.cache.retryHeld(r.info.Item, g) { // not deleted, replaced or bound meanwhile
+			s.reporter.Unschedulable(ctx, r.info.Item, "SchedulerError", msgs[i])
 		}
 	}
+	if g.giveBack(retries, msgs) > 0 {
+		g.wake()
+	}
+}
+
+// droppedBelow says, in the log, that a group attempt's bindings ended
+// with the group below its minCount and no member to give back: those not
+// bound were deleted, replaced or bound by someone else meanwhile, or
+// their namespace is going away. A controller's new pod for a deleted
+// member completes the group (or, if it does not fit, has it released:
+// docs/gangs.md); nothing else does.
+func (g *gangBinds) droppedBelow(bound, dropped int) {
+	if dropped == 0 || bound >= g.minCount {
+		return
+	}
+	g.s.o.Logger.Warn("group binding ended below minCount: members were deleted, replaced or bound elsewhere while they were bound, and none goes back to the queue",
+		"group", g.group, "bound", bound, "minCount", g.minCount, "dropped", dropped)
+}
+
+// EventGroupMemberRetry moves a group parked when its members whose
+// bindings failed join it (gangBinds.wake): a wildcard, so the group
+// backs off and is tried again, whatever plugins rejected its other
+// members.
+var EventGroupMemberRetry = schedq.Event{Kind: schedq.AnyKind, Action: schedq.AnyAction, Label: "GroupMemberRetry"}
+
+// wake moves the group's entity out of the parking area, after its
+// backoff, if the failed members given back found it parked there: parked
+// on the plugins that rejected its other members, whose events need have
+// nothing to do with the failed ones, which fit before their bindings
+// failed. The gang may be below minCount meanwhile. O(parked entities).
+func (g *gangBinds) wake() {
+	ours := func(info *schedq.Info[*v1.Pod]) bool { return framework.GroupName(info.Item) == g.group }
+	if err := g.s.queue.Move(EventGroupMemberRetry, nil, nil, ours); err != nil && !errors.Is(err, schedq.ErrClosed) {
+		g.s.o.Logger.Debug("move after group binding failure", "group", g.group, "err", err)
+	}
+}
+
+// giveBack gives the failed members of a group attempt back to
+// the queue, with their messages, holding the pod events' lock, so that no
+// pod handler runs between the check that a member is still held as
+// retrying (Cache.takeRetry) and its Park: a member that the informer has
+// shown deleted, replaced, or bound since its binding failed is not given
+// back. Given back, it would stay queued for good (the informer's event
+// found nothing to take out of the queue), and its group's next attempt
+// would count it towards minCount. It returns how many it gave back.
+func (g *gangBinds) giveBack(retries []retry, msgs []string) (n int) {
+	s := g.s
+	s.cache.lockEvents()
+	defer s.cache.unlockEvents()
+	for i, r := range retries {
+		key := framework.Key(r.info.Item)
+		if !s.cache.takeRetry(r.info.Item, g) {
+			s.o.Logger.Debug("group binding: a failed member was deleted, replaced or bound meanwhile; not retried", "pod", key)
+			continue
+		}
+		if err := s.giveBack(r.info, schedq.Failure{Message: msgs[i]}); err != nil {
+			s.o.Logger.Debug("requeue after group binding failure", "pod", key, "err", err)
+			continue
+		}
+		n++
+	}
+	return n
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -81,11 +80,12 @@ func (r *gangRelease) completed(group string) {
 // afterFailure is called after a group attempt failed with before members
 // bound or assumed (before the attempt). A gang below its minCount, with
 // some bound, past the grace period and not already being released, is
-// released; its entity is in the queue already, requeued by the failure,
+// released, unless it is short only because its minCount was raised
+// (Cache.scaledUp); its entity is in the queue already, requeued by the failure,
 // and the deletions wake it.
 func (s *Scheduler) afterFailure(ctx context.Context, a Attempt, before int) {
 	r := s.release
-	if r == nil || before == 0 || before >= a.Spec.MinCount {
+	if r == nil || before == 0 || before >= a.Spec.MinCount || s.cache.scaledUp(a.Group, before) {
 		r.completed(a.Group)
 		return
 	}
@@ -100,9 +100,9 @@ func (s *Scheduler) afterFailure(ctx context.Context, a Attempt, before int) {
 	if !due {
 		return
 	}
+	// Members deleted already (by an earlier release, say) are going: the
+	// cache leaves them out.
 	bound, inFlight := s.cache.GroupMembers(a.Group)
-	// Members deleted already (by an earlier release, say) are going.
-	bound = slices.DeleteFunc(bound, func(p *v1.Pod) bool { return p.DeletionTimestamp != nil })
 	if inFlight > 0 || len(bound) == 0 {
 		return // bindings under way: the next failure decides
 	}

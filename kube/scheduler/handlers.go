@@ -141,7 +141,7 @@ func (h *Handlers) updatePod(oldPod, newPod *v1.Pod) {
 	switch {
 	case assigned(newPod) && !assigned(oldPod):
 		// Just bound, by us or by another scheduler.
-		h.check("delete", newPod, h.Queue.Delete(framework.Key(newPod)))
+		h.unqueue(newPod)
 		h.assignedPodAdded(newPod)
 	case assigned(newPod):
 		if err := h.Cache.AddPod(newPod); err != nil {
@@ -168,7 +168,8 @@ func (h *Handlers) updatePod(oldPod, newPod *v1.Pod) {
 		h.deletePod(oldPod)
 	case h.responsible(oldPod):
 		// Being deleted, finished, or handed to another scheduler.
-		h.check("delete", oldPod, h.Queue.Delete(framework.Key(oldPod)))
+		h.unqueue(oldPod)
+		h.Cache.buryMember(oldPod)
 		if terminal(newPod) {
 			// Bound and finished in one update (seen after a watch gap):
 			// its assumption, in doubt say, holds its room no more.
@@ -195,7 +196,16 @@ func (h *Handlers) deletePod(p *v1.Pod) {
 	if !assigned(p) && p.Spec.SchedulerName == h.SchedulerName {
 		h.check("delete", p, h.Queue.Delete(framework.Key(p)))
 	}
+	h.Cache.unretry(p) // a member held for a retry is gone
+	h.Cache.buryMember(p)
 	h.release(p)
+}
+
+// unqueue takes p out of the queue, and out of the group members held
+// for a retry (Cache.retrying): it is no longer a pending pod of ours.
+func (h *Handlers) unqueue(p *v1.Pod) {
+	h.check("delete", p, h.Queue.Delete(framework.Key(p)))
+	h.Cache.unretry(p)
 }
 
 // release frees what p held on a node, bound or assumed, if anything, and

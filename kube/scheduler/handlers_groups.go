@@ -49,8 +49,17 @@ func (h *Handlers) AddPodGroup(pg *schedulingv1beta1.PodGroup) {
 }
 
 // UpdatePodGroup handles a changed PodGroup (its minCount or priority). A
-// refused update keeps the spec the queue had.
+// refused update keeps the spec the queue had. A raised minCount is noted
+// in the cache (Cache.noteMinCount): it does not make the pods already
+// scheduled a gang to release.
 func (h *Handlers) UpdatePodGroup(oldPG, newPG *schedulingv1beta1.PodGroup) {
+	// Noted whatever the queue answers (closed between two terms, say):
+	// the cache outlives the terms' queues.
+	prev, perr := GroupSpecOf(oldPG)
+	next, nerr := GroupSpecOf(newPG)
+	if perr == nil && nerr == nil {
+		h.Cache.noteMinCount(GroupKey(newPG), prev.MinCount, next.MinCount)
+	}
 	if h.setGroup(newPG) {
 		h.move(clusterevent.New(clusterevent.PodGroup, clusterevent.Update), oldPG, newPG)
 	}
@@ -60,6 +69,7 @@ func (h *Handlers) UpdatePodGroup(oldPG, newPG *schedulingv1beta1.PodGroup) {
 // waiting for it (a group attempt under way ends normally; its members
 // that were not placed then wait too).
 func (h *Handlers) DeletePodGroup(pg *schedulingv1beta1.PodGroup) {
+	h.Cache.forgetMinCount(GroupKey(pg))
 	if err := h.Queue.DeleteGroup(GroupKey(pg)); err != nil && !errors.Is(err, schedq.ErrNotFound) && !errors.Is(err, schedq.ErrClosed) {
 		h.log().Warn("queue", "op", "deleteGroup", "podGroup", GroupKey(pg), "err", err)
 	}
