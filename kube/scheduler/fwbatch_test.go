@@ -191,7 +191,9 @@ func TestFrameworkGangMembersBatch(t *testing.T) {
 	// spread 2 per node as scoring every node for each does. The members
 	// placed before count on their nodes (a hint is filtered with them).
 	f, _ := batchFixture(t, 4)
-	f.addFWGang("g", 8, 8, func(_ int, p *v1.Pod) { p.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("2") })
+	f.addFWGang("g", 8, 8, func(_ int, p *v1.Pod) {
+		p.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("2")
+	})
 	if out := f.once(); out.Result != Scheduled {
 		t.Fatalf("group: %+v", out)
 	}
