@@ -61,6 +61,11 @@ func (s *Scheduler) act(ctx context.Context, info Attempt, out *Outcome) {
 			s.pre.forget(c.Victims)
 			s.o.Logger.Warn("preemption incomplete", "pod", key, "node", c.Node, "errors", errs)
 			s.clearNomination(key, "a victim could not be evicted")
+			// No deletion will come to wake it: it was parked behind the
+			// filters that rejected it, or will be when its cycle ends.
+			if err := s.queue.Activate(key); err != nil {
+				s.o.Logger.Debug("activate after a failed eviction", "pod", key, "err", err)
+			}
 		}
 	})
 }
