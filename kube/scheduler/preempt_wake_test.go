@@ -50,3 +50,52 @@ func TestFailedEvictionWakesThePreemptor(t *testing.T) {
 		})
 	}
 }
+
+// TestFailedEvictionSparesAPodRecreatedUnderTheName: when a preemptor is
+// deleted and a pod of the same name (a StatefulSet's, say) is created
+// while its victims are being evicted, the failure of that eviction ends
+// the old pod's preemption only: the new pod keeps the nomination of its
+// own preemption, and is not woken for the old pod's failure.
+func TestFailedEvictionSparesAPodRecreatedUnderTheName(t *testing.T) {
+	tests := []struct {
+		name    string
+		errs    error // the old preemption's result
+		wantNom string
+		wantLoc schedq.Location
+	}{
+		{name: "old preemption fails", errs: errors.New("apiserver says no"), wantNom: "a", wantLoc: schedq.InUnschedulable},
+		// The victim's deletion wakes the new pod: its room is free.
+		{name: "old preemption succeeds", wantNom: "a", wantLoc: schedq.InBackoff},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, e := newPreemptFixture(t)
+			e.hold = true
+			f.h.AddNode(node("a", 2000))
+			f.h.AddPod(runningPod("low", "a", 2000, 1, t0))
+			old := prioPod("high", 2000, 100)
+			f.h.AddPod(old)
+			if out := f.once(); out.Nominated != "a" {
+				t.Fatalf("old pod: nominated %q: %s", out.Nominated, out.Message)
+			}
+			f.h.DeletePod(old)
+			again := prioPod("high", 2000, 100)
+			again.UID = "uid-high-2"
+			f.h.AddPod(again)
+			// The old pod's victim is leaving: the new pod is nominated
+			// there with no victim of its own.
+			if out := f.once(); out.Nominated != "a" || len(e.held) != 2 {
+				t.Fatalf("new pod: nominated %q, calls %v: %s", out.Nominated, e.calls, out.Message)
+			}
+			key := types.NamespacedName{Namespace: "default", Name: "high"}
+			e.fail = tc.errs
+			e.held[0]()
+			if got := f.nomination("high"); got != tc.wantNom {
+				t.Fatalf("new pod nominated to %q after the old pod's preemption ended, want %q", got, tc.wantNom)
+			}
+			if _, loc, _ := f.q.Get(key); loc != tc.wantLoc {
+				t.Fatalf("new pod %v after the old pod's preemption ended, want %v", loc, tc.wantLoc)
+			}
+		})
+	}
+}
