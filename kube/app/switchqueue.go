@@ -102,6 +102,11 @@ func (s *switchQueue) Move(ev schedq.Event, oldObj, newObj any, match func(*sche
 	return s.do(func(q *podQueue) error { return q.Move(ev, oldObj, newObj, match) })
 }
 
+// Activate implements scheduler.Queue.
+func (s *switchQueue) Activate(keys ...types.NamespacedName) error {
+	return s.do(func(q *podQueue) error { return q.Activate(keys...) })
+}
+
 // Get implements scheduler.Queue.
 func (s *switchQueue) Get(key types.NamespacedName) (schedq.Info[*v1.Pod], schedq.Location, bool) {
 	return s.get().Get(key)

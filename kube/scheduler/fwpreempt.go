@@ -46,7 +46,9 @@ import (
 //   - a plugin's panic during the dry run (which runs on the framework's
 //     parallelizer goroutine, out of the cycle's recovery, where it
 //     would end the process) fails that node, with the panic in the
-//     pod's message.
+//     pod's message; a plugin state's Clone, which the dry run calls
+//     there too, before SelectVictimsOnNode, is called once on the
+//     cycle's goroutine first, so that one that panics fails the pod.
 
 // fwPreemption is the scheduler's hold on DefaultPreemption. The fields
 // below mu are written by the executor on the framework's parallelizer
@@ -129,6 +131,11 @@ func (s *Scheduler) fwPreempt(ctx context.Context, cs fwk.CycleState, info Attem
 	if f != nil {
 		f.begin(info.Item)
 		defer f.end()
+		// The dry run clones cs for each node on the parallelizer's
+		// goroutines, where a plugin state's Clone that panics would end
+		// the process: clone it once here first, where the cycle's
+		// recovery fails this pod only.
+		cs.Clone()
 	}
 	res, st := fw.RunPostFilterPlugins(ctx, cs, info.Item, orderedStatus{out.fwStatus})
 	if f != nil && f.free != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq/kube/framework"
 )
@@ -60,7 +61,24 @@ func (s *Scheduler) act(ctx context.Context, info Attempt, out *Outcome) {
 			// and count none of these victims as leaving.
 			s.pre.forget(c.Victims)
 			s.o.Logger.Warn("preemption incomplete", "pod", key, "node", c.Node, "errors", errs)
-			s.clearNomination(key, "a victim could not be evicted")
+			s.retryPreemptor(key, uid)
 		}
 	})
+}
+
+// retryPreemptor ends, in the queue, the preemption of the pod key with
+// uid whose victims could not all be evicted: its nomination is cleared
+// so that it looks again from scratch, and it is activated, since no
+// deletion will come to wake it (it was parked behind the filters that
+// rejected it, or will be when its cycle ends). Nothing is done if the
+// queue's pod under key is another one (deleted and created again under
+// its name since; its own nomination is not this preemption's) or none.
+func (s *Scheduler) retryPreemptor(key types.NamespacedName, uid types.UID) {
+	if info, _, ok := s.queue.Get(key); !ok || info.Item.UID != uid {
+		return
+	}
+	s.clearNomination(key, "a victim could not be evicted")
+	if err := s.queue.Activate(key); err != nil {
+		s.o.Logger.Debug("activate after a failed eviction", "pod", key, "err", err)
+	}
 }

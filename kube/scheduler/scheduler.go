@@ -55,6 +55,7 @@ type Queue interface {
 	DoneMembers(a Attempt, placed []int, message string) error
 	Park(pod *v1.Pod, f schedq.Failure) error
 	Move(ev schedq.Event, oldObj, newObj any, match func(*schedq.Info[*v1.Pod]) bool) error
+	Activate(keys ...types.NamespacedName) error
 	Get(key types.NamespacedName) (schedq.Info[*v1.Pod], schedq.Location, bool)
 
 	Nominate(key types.NamespacedName, node string) error

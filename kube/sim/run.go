@@ -741,6 +741,19 @@ func (q coreQueue) Move(ev schedq.Event, o, n any, m func(*schedq.Info[*v1.Pod])
 	return nil
 }
 
+// Activate moves the pods to activeQ at once; the simulator's evictions
+// never fail, so the scheduler does not call it there today.
+func (q coreQueue) Activate(keys ...types.NamespacedName) error {
+	for _, k := range keys {
+		q.s.trace(Op{Kind: "activate", Key: k, Pod: q.s.cl.pods[k]})
+	}
+	q.c.Activate(keys, q.s.now)
+	for _, k := range keys {
+		q.s.settle(k, true)
+	}
+	return nil
+}
+
 func (q coreQueue) Get(k types.NamespacedName) (schedq.Info[*v1.Pod], schedq.Location, bool) {
 	return q.c.Get(k)
 }

@@ -15,7 +15,8 @@ type Op struct {
 	// At is the virtual time of the operation.
 	At time.Duration
 	// Kind is add, update, delete, pop, done, doneMembers, fail, park, move, moveMatching (a
-	// move with a match function, for an assigned pod's affinity) or tick
+	// move with a match function, for an assigned pod's affinity), activate
+	// (Key, and Pod as the simulator knows it) or tick
 	// (a step at which the queue's Tick had work: the flushes that are due
 	// on their schedule from the start of the run run then).
 	Kind     string // done and fail carry the attempt's Cycle

@@ -132,6 +132,8 @@ func (s *Schedq) apply(op sim.Op, now time.Time) error {
 		// The simulator's filter (required affinity) selects nothing in
 		// pods without affinity; hints decide the rest.
 		s.c.Move(op.Event, op.OldObj, op.NewObj, func(*schedq.Info[*v1.Pod]) bool { return true }, now)
+	case "activate":
+		s.c.Activate([]types.NamespacedName{op.Key}, now)
 	case "tick":
 		s.c.Tick(now)
 	}
@@ -268,6 +270,10 @@ func (u *Upstream) Replay(ops []sim.Op, check bool) error {
 			// delivers an assigned pod's arrival as a plain event, and the
 			// hints decide, as schedq's replay does with an all-pass filter.
 			u.q.MoveAllToActiveOrBackoffQueue(u.logger, clusterEvent(op.Event), op.OldObj, op.NewObj, nil)
+		case "activate":
+			if op.Pod != nil {
+				u.q.Activate(u.logger, map[string]*v1.Pod{op.Pod.Name: op.Pod})
+			}
 		case "tick":
 			u.tick(epoch.Add(op.At))
 		}
