@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
@@ -60,6 +61,11 @@ import (
 //     under either: Handlers.AddPods, which a queue rebuild calls holding
 //     the switch queue's lock, does not take it.
 //
+//   - Gang release's lock (gangRelease.mu) is a leaf, taken with no other
+//     lock held: by the scheduling loop, a release's end, and the PodGroup
+//     handler, which frees a deleted group's entries (forgetRelease) after
+//     it has released mu and the queue's lock.
+//
 // In all: events -> mu; events -> queue's lock; queue's lock -> room.mu;
 // queue's lock -> the DeviceClass cache's lock; mu -> room.mu; mu -> up's
 // lock.
@@ -101,6 +107,10 @@ type Cache struct {
 	up *upstreamMirror
 	// mark, if not nil, is the state Rollback restores (cache_mark.go).
 	mark *cacheMark
+	// release is the gang release state of the scheduler that turned it
+	// on last (EnableGangRelease) until its Release: the PodGroup handler
+	// frees its entries of deleted groups (forgetRelease).
+	release atomic.Pointer[gangRelease]
 	// events is the pod events' lock (see the lock order above): a
 	// channel of one slot rather than a sync.Mutex, so that a goroutine
 	// that waits for it is durably blocked for testing/synctest.

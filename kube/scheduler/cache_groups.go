@@ -250,6 +250,15 @@ func (c *Cache) forgetMinCount(name string) {
 	delete(c.scaled, name)
 }
 
+// forgetRelease forgets what gang release keeps of the pod group name,
+// whose PodGroup was deleted: the release of the scheduler that enabled
+// it last on this cache (EnableGangRelease), until Release. Called after
+// the queue deleted the group (see Scheduler.forgetIfDeleted), with no
+// lock held. O(1).
+func (c *Cache) forgetRelease(name string) {
+	c.release.Load().forget(name)
+}
+
 // scaledUp reports whether the pod group name is a gang scaled up whose
 // placed members (bound or assumed) still reach the minCount it had
 // before the raise. The API applies a raised minCount to the pods

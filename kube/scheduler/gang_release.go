@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
 )
 
@@ -39,7 +40,11 @@ type GangReleaseOptions struct {
 const DefaultGangReleaseAfter = 30 * time.Second
 
 // gangRelease tracks the gangs below their minCount. Safe for concurrent
-// use: releases end on the releaser's goroutines.
+// use: releases end on the releaser's goroutines, and the PodGroup
+// handler forgets deleted groups (Cache.forgetRelease). mu is a leaf,
+// taken with no other lock held. An entry of below or warned lasts while
+// its gang is short and its PodGroup exists; one of releasing, while its
+// release runs.
 type gangRelease struct {
 	o GangReleaseOptions
 
@@ -63,7 +68,34 @@ func (s *Scheduler) EnableGangRelease(o GangReleaseOptions) error {
 		o.After = DefaultGangReleaseAfter
 	}
 	s.release = &gangRelease{o: o, below: map[string]time.Time{}, releasing: map[string]bool{}, warned: map[string]bool{}}
+	s.cache.release.Store(s.release)
 	return nil
+}
+
+// forget forgets the gang group, whose PodGroup was deleted. A release
+// under way keeps its entry in releasing, which its end removes. O(1).
+func (r *gangRelease) forget(group string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.below, group)
+	delete(r.warned, group)
+}
+
+// forgetIfDeleted forgets a's gang if its PodGroup was deleted while the
+// attempt ran: the PodGroup handler forgot the gang (after the queue
+// deleted the group) before afterFailure noted it again. Its members then
+// wait in the queue for their PodGroup (InIncomplete), or are gone.
+// O(members).
+func (s *Scheduler) forgetIfDeleted(a Attempt) {
+	for _, m := range a.Members {
+		if _, loc, ok := s.queue.Get(m.Key); ok && loc != schedq.InIncomplete {
+			return
+		}
+	}
+	s.release.forget(a.Group)
 }
 
 // completed forgets a gang whose attempt succeeded.
@@ -89,6 +121,7 @@ func (s *Scheduler) afterFailure(ctx context.Context, a Attempt, before int) {
 		r.completed(a.Group)
 		return
 	}
+	defer s.forgetIfDeleted(a)
 	now := s.o.Now()
 	r.mu.Lock()
 	first, seen := r.below[a.Group]

@@ -67,12 +67,15 @@ func (h *Handlers) UpdatePodGroup(oldPG, newPG *schedulingv1beta1.PodGroup) {
 
 // DeletePodGroup handles a deleted PodGroup: its queued members go back to
 // waiting for it (a group attempt under way ends normally; its members
-// that were not placed then wait too).
+// that were not placed then wait too), and what the cache and gang
+// release kept of it is forgotten, the latter after the queue's deletion
+// (see Scheduler.forgetIfDeleted).
 func (h *Handlers) DeletePodGroup(pg *schedulingv1beta1.PodGroup) {
 	h.Cache.forgetMinCount(GroupKey(pg))
 	if err := h.Queue.DeleteGroup(GroupKey(pg)); err != nil && !errors.Is(err, schedq.ErrNotFound) && !errors.Is(err, schedq.ErrClosed) {
 		h.log().Warn("queue", "op", "deleteGroup", "podGroup", GroupKey(pg), "err", err)
 	}
+	h.Cache.forgetRelease(GroupKey(pg))
 }
 
 // setGroup gives the queue pg's spec and reports whether it took it.
