@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -22,7 +21,8 @@ import (
 // adds the DisruptionTarget condition, records a Preempted event and
 // deletes the pod, with its UID as a precondition so that a pod recreated
 // under the same name is not touched. A victim already gone counts as
-// evicted. A nomination that cannot be cleared is logged, not retried
+// evicted; one that could not be deleted is reported as a *VictimError.
+// A nomination that cannot be written or cleared is logged, not retried
 // (as the PodScheduled condition), and does not fail the preemption. The
 // writes of one pod's nomination are ordered (nomWrites): the last
 // decided is the one left. Safe for concurrent use.
@@ -54,7 +54,11 @@ func (e *APIEvictor) Preempt(ctx context.Context, p Preemption, done func(errs [
 		var errs []error
 		pre := p.Preemptor
 		if err := e.noms.write(ctx, nom, func() error { return e.nominate(ctx, pre, p.Node) }); err != nil {
-			errs = append(errs, fmt.Errorf("nominate %s/%s: %w", pre.Namespace, pre.Name, err))
+			// The queue keeps the nomination, which protects the room
+			// the victims free, as kube-scheduler keeps it in its
+			// nominator when the status update fails.
+			e.log().Warn("could not write status.nominatedNodeName", "pod", pre.Namespace+"/"+pre.Name,
+				"node", p.Node, "err", err)
 		}
 		for i, u := range p.Unnominated {
 			if err := e.noms.write(ctx, clears[i], func() error { return e.nominate(ctx, u, "") }); err != nil {
@@ -64,7 +68,7 @@ func (e *APIEvictor) Preempt(ctx context.Context, p Preemption, done func(errs [
 		}
 		for _, v := range p.Victims {
 			if err := e.evict(ctx, pre, p.Node, v); err != nil {
-				errs = append(errs, fmt.Errorf("evict %s/%s: %w", v.Namespace, v.Name, err))
+				errs = append(errs, &VictimError{Victim: v, Err: err})
 			}
 		}
 		done(errs)

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -16,9 +17,12 @@ import (
 // back: it records the preemptor's nominated node (status.nominatedNodeName
 // in a real cluster), clears the nominations of the pods that lost theirs
 // to it, marks each victim with the DisruptionTarget condition, deletes
-// it, and then calls done with the failures (a victim already gone is not
-// one; a nomination that could not be cleared is not one either: it is
-// logged). done may run on another goroutine. Preempt is called by the
+// it, and then calls done with the failures: each victim it could not
+// evict as a *VictimError, so that those it did evict still count as
+// leaving (an error that is no VictimError names no victim: none of them
+// counts as leaving then). A victim already gone is no failure; a
+// nomination that could not be written or cleared is not one either: it
+// is logged, and the preemption goes on. done may run on another goroutine. Preempt is called by the
 // scheduling loop with no lock of the scheduler held, in the order the
 // preemptions were decided. Wait returns once the preemptions started so
 // far have ended (done called); the owner of a scheduler calls it when
@@ -26,6 +30,41 @@ import (
 type Evictor interface {
 	Preempt(ctx context.Context, p Preemption, done func(errs []error))
 	Wait()
+}
+
+// VictimError is an Evictor's failure to evict Victim.
+type VictimError struct {
+	Victim *v1.Pod
+	Err    error
+}
+
+// Error implements error.
+func (e *VictimError) Error() string {
+	return fmt.Sprintf("evict %s/%s: %v", e.Victim.Namespace, e.Victim.Name, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *VictimError) Unwrap() error { return e.Err }
+
+// unevicted returns the victims that errs, an Evictor's failures, say
+// were not evicted: those a *VictimError names, or all of them if an
+// error names none. O(victims + errors).
+func unevicted(victims []*v1.Pod, errs []error) []*v1.Pod {
+	failed := make(map[types.UID]bool, len(errs))
+	for _, err := range errs {
+		var ve *VictimError
+		if !errors.As(err, &ve) || ve.Victim == nil {
+			return victims
+		}
+		failed[ve.Victim.UID] = true
+	}
+	var out []*v1.Pod
+	for _, v := range victims {
+		if failed[v.UID] {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // Preemption is one preemption for the Evictor to carry out.
@@ -101,7 +140,7 @@ func (p *preemptor) leaving() map[types.UID]time.Time {
 	return maps.Clone(p.evicting)
 }
 
-// forget forgets victims whose eviction failed in part.
+// forget forgets victims whose eviction failed.
 func (p *preemptor) forget(victims []*v1.Pod) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

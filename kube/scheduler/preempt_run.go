@@ -57,9 +57,10 @@ func (s *Scheduler) act(ctx context.Context, info Attempt, out *Outcome) {
 	s.pre.o.Evictor.Preempt(ctx, Preemption{Preemptor: pod, Node: c.Node, Victims: c.Victims, Unnominated: unnominated}, func(errs []error) {
 		s.pre.setRunning(uid, false)
 		if len(errs) > 0 {
-			// Some room may not come: look again from scratch next time,
-			// and count none of these victims as leaving.
-			s.pre.forget(c.Victims)
+			// Some room may not come: look again from scratch next time.
+			// The victims deleted still count as leaving until the cache
+			// shows them so; those not deleted no longer do.
+			s.pre.forget(unevicted(c.Victims, errs))
 			s.o.Logger.Warn("preemption incomplete", "pod", key, "node", c.Node, "errors", errs)
 			s.retryPreemptor(key, uid)
 		}
