@@ -95,3 +95,17 @@ func TestGangReleaseForgetsDeletedGroups(t *testing.T) {
 		})
 	}
 }
+
+// TestReleasedSchedulerLeavesTheCachesGangRelease: the cache, which
+// outlives the term, points at the gang release state of the scheduler
+// that enabled it until that scheduler is released, and no longer after.
+func TestReleasedSchedulerLeavesTheCachesGangRelease(t *testing.T) {
+	f, _, _, _ := partialGang(t, true)
+	if f.c.release.Load() != f.s.release {
+		t.Fatal("the cache does not point at the term's gang release")
+	}
+	f.s.Release()
+	if r := f.c.release.Load(); r != nil {
+		t.Fatalf("a released scheduler's gang release is still the cache's: %p", r)
+	}
+}
