@@ -22,11 +22,11 @@ import (
 // leaving (an error that is no VictimError names no victim: none of them
 // counts as leaving then). A victim already gone is no failure; a
 // nomination that could not be written or cleared is not one either: it
-// is logged, and the preemption goes on. done may run on another goroutine. Preempt is called by the
-// scheduling loop with no lock of the scheduler held, in the order the
-// preemptions were decided. Wait returns once the preemptions started so
-// far have ended (done called); the owner of a scheduler calls it when
-// the scheduler's term ends.
+// is logged, and the preemption goes on. done may run on another
+// goroutine. Preempt is called by the scheduling loop with no lock of
+// the scheduler held, in the order the preemptions were decided. Wait
+// returns once the preemptions started so far have ended (done called);
+// the owner of a scheduler calls it when the scheduler's term ends.
 type Evictor interface {
 	Preempt(ctx context.Context, p Preemption, done func(errs []error))
 	Wait()
