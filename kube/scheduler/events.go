@@ -71,7 +71,9 @@ func scaled(oldPod, newPod *v1.Pod) bool {
 
 // NodeUpdateEvents classifies an update of a node: allocatable, labels,
 // taints (and the unschedulable flag, which acts as a taint), conditions,
-// annotations. An update that changes none of these gives no event.
+// annotations, the pod preemption policy, the declared features (which
+// NodeDeclaredFeatures, in kube-scheduler v1.37's default profile, waits
+// for). An update that changes none of these gives no event.
 func NodeUpdateEvents(oldNode, newNode *v1.Node) []schedq.Event {
 	var out []schedq.Event
 	add := func(a schedq.Action) { out = append(out, clusterevent.New(clusterevent.Node, a)) }
@@ -92,6 +94,12 @@ func NodeUpdateEvents(oldNode, newNode *v1.Node) []schedq.Event {
 	}
 	if !maps.Equal(oldNode.Annotations, newNode.Annotations) {
 		add(clusterevent.UpdateNodeAnnotation)
+	}
+	if !equality.Semantic.DeepEqual(oldNode.Spec.PodPreemptionPolicy, newNode.Spec.PodPreemptionPolicy) {
+		add(clusterevent.UpdateNodePreemptionPolicy)
+	}
+	if !slices.Equal(oldNode.Status.DeclaredFeatures, newNode.Status.DeclaredFeatures) {
+		add(clusterevent.UpdateNodeDeclaredFeature)
 	}
 	return out
 }

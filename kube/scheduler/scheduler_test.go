@@ -302,6 +302,10 @@ func TestPodAndNodeUpdateEvents(t *testing.T) {
 	notReady.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse}}
 	annotated := n.DeepCopy()
 	annotated.Annotations = map[string]string{"note": "x"}
+	featured := n.DeepCopy()
+	featured.Status.DeclaredFeatures = []string{"UserNamespacesHostNetworkSupport"}
+	noResizePreemption := n.DeepCopy()
+	noResizePreemption.Spec.PodPreemptionPolicy = &v1.NodePodPreemptionPolicy{DisableResizePreemption: []string{"autoscaler"}}
 	for name, tc := range map[string]struct {
 		new  *v1.Node
 		want schedq.Action
@@ -309,6 +313,8 @@ func TestPodAndNodeUpdateEvents(t *testing.T) {
 		"taint": {tainted, clusterevent.UpdateNodeTaint}, "cordon": {cordoned, clusterevent.UpdateNodeTaint},
 		"allocatable": {grown, clusterevent.UpdateNodeAllocatable}, "label": {relabelled, clusterevent.UpdateNodeLabel},
 		"condition": {notReady, clusterevent.UpdateNodeCondition}, "annotation": {annotated, clusterevent.UpdateNodeAnnotation},
+		"declared feature":  {featured, clusterevent.UpdateNodeDeclaredFeature},
+		"preemption policy": {noResizePreemption, clusterevent.UpdateNodePreemptionPolicy},
 	} {
 		evs := NodeUpdateEvents(n, tc.new)
 		if len(evs) != 1 || evs[0].Action != tc.want {
