@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
@@ -168,7 +169,11 @@ func (h *Handlers) updatePod(oldPod, newPod *v1.Pod) {
 		h.deletePod(oldPod)
 	case h.responsible(oldPod):
 		// Being deleted, finished, or handed to another scheduler.
+		node, nominated := h.Queue.Nomination(framework.Key(oldPod))
 		h.unqueue(oldPod)
+		if nominated {
+			h.nominationGone(oldPod, node)
+		}
 		h.Cache.buryMember(oldPod)
 		if terminal(newPod) {
 			// Bound and finished in one update (seen after a watch gap):
@@ -194,7 +199,11 @@ func (h *Handlers) DeletePod(p *v1.Pod) {
 // deletePod is DeletePod; the caller holds the pod events' lock.
 func (h *Handlers) deletePod(p *v1.Pod) {
 	if !assigned(p) && p.Spec.SchedulerName == h.SchedulerName {
+		node, nominated := h.Queue.Nomination(framework.Key(p))
 		h.check("delete", p, h.Queue.Delete(framework.Key(p)))
+		if nominated {
+			h.nominationGone(p, node)
+		}
 	}
 	h.Cache.unretry(p) // a member held for a retry is gone
 	h.Cache.buryMember(p)
@@ -206,6 +215,26 @@ func (h *Handlers) deletePod(p *v1.Pod) {
 func (h *Handlers) unqueue(p *v1.Pod) {
 	h.check("delete", p, h.Queue.Delete(framework.Key(p)))
 	h.Cache.unretry(p)
+}
+
+// nominationGone says to the queue that p, a pending pod nominated to
+// node, left it unbound (deleted, terminating, handed to another
+// scheduler): the room its nomination kept there from the pods of its
+// priority or lower is free. As kube-scheduler v1.37.2 does, it is an
+// AssignedPodDelete event of p, carrying the nomination in its status
+// (NodeResourcesFit's hint skips a deleted pod that was neither on a node
+// nor nominated), to the pods of p's priority or lower only: pods of
+// higher priority never counted the nomination. A pod that leaves
+// because it was bound is not one: its room is taken for real.
+func (h *Handlers) nominationGone(p *v1.Pod, node string) {
+	gone := p
+	if p.Status.NominatedNodeName != node {
+		gone = p.DeepCopy()
+		gone.Status.NominatedNodeName = node
+	}
+	prio := corev1helpers.PodPriority(p)
+	lower := func(info *schedq.Info[*v1.Pod]) bool { return corev1helpers.PodPriority(info.Item) <= prio }
+	h.check("move", p, h.Queue.Move(clusterevent.AssignedPodDelete, gone, nil, lower))
 }
 
 // release frees what p held on a node, bound or assumed, if anything, and
