@@ -16,7 +16,8 @@ import (
 // PodUpdateEvents classifies an update of a queued pod into the
 // fine-grained events plugins register for: labels changed, resources
 // scaled down or up, scheduling gates removed, tolerations changed, the
-// claims made for it from templates named in its status. An
+// claims made for it named in its status (from its templates, or for its
+// extended resources that DRA backs). An
 // update that is none of these is one general Update event, which only
 // plugins registered for all updates hear. The queue sends them about the
 // pod itself, so the resource is TargetPod, as in kube-scheduler v1.37
@@ -43,7 +44,8 @@ func PodUpdateEvents(oldPod, newPod *v1.Pod) []schedq.Event {
 	if !equality.Semantic.DeepEqual(oldPod.Spec.Tolerations, newPod.Spec.Tolerations) {
 		add(clusterevent.UpdatePodToleration)
 	}
-	if !equality.Semantic.DeepEqual(oldPod.Status.ResourceClaimStatuses, newPod.Status.ResourceClaimStatuses) {
+	if !equality.Semantic.DeepEqual(oldPod.Status.ResourceClaimStatuses, newPod.Status.ResourceClaimStatuses) ||
+		!equality.Semantic.DeepEqual(oldPod.Status.ExtendedResourceClaimStatus, newPod.Status.ExtendedResourceClaimStatus) {
 		add(clusterevent.UpdatePodGeneratedResourceClaim)
 	}
 	if len(out) == 0 {

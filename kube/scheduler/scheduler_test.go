@@ -266,6 +266,8 @@ func TestPodAndNodeUpdateEvents(t *testing.T) {
 	claimed := base.DeepCopy()
 	claimName := "p-gpu-1"
 	claimed.Status.ResourceClaimStatuses = []v1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &claimName}}
+	extended := base.DeepCopy()
+	extended.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: claimName}
 	tests := []struct {
 		name     string
 		old, new *v1.Pod
@@ -276,6 +278,7 @@ func TestPodAndNodeUpdateEvents(t *testing.T) {
 		{"scale down", base, smaller, []schedq.Action{clusterevent.UpdatePodScaleDown}},
 		{"scale up", smaller, base, []schedq.Action{clusterevent.UpdatePodScaleUp}},
 		{"claim generated", base, claimed, []schedq.Action{clusterevent.UpdatePodGeneratedResourceClaim}},
+		{"extended resource claim generated", base, extended, []schedq.Action{clusterevent.UpdatePodGeneratedResourceClaim}},
 		{"nothing that matters", base, base.DeepCopy(), []schedq.Action{clusterevent.Update}},
 	}
 	for _, tc := range tests {
