@@ -262,14 +262,52 @@ func (h *Handlers) cacheAssigned(p *v1.Pod) {
 	}
 }
 
-// affinityTo selects the parked pods that p could help through affinity.
+// affinityTo selects the parked pods that p, an assigned pod just added,
+// may help: through their required affinity (AffinityMatch), or through
+// any other plugin that held them back and hears the event
+// (hearsAssignedAdd), whose hint then decides. PodTopologySpread is one:
+// a matching pod in another domain lowers the skew a domain is measured
+// against, and kube-scheduler v1.37.2 wakes such pods.
 func (h *Handlers) affinityTo(p *v1.Pod) func(*schedq.Info[*v1.Pod]) bool {
 	if h.AffinityMatch == nil {
 		return func(*schedq.Info[*v1.Pod]) bool { return true }
 	}
 	var ns labels.Set
 	h.Cache.View(func(s framework.Snapshot) { ns = s.NamespaceLabels(p.Namespace) })
-	return func(info *schedq.Info[*v1.Pod]) bool { return h.AffinityMatch(info.Item, p, ns) }
+	return func(info *schedq.Info[*v1.Pod]) bool {
+		return h.AffinityMatch(info.Item, p, ns) || h.hearsAssignedAdd(&info.Status)
+	}
+}
+
+// affinityPlugin is the plugin whose interest in an assigned pod's
+// arrival AffinityMatch stands for.
+const affinityPlugin = "InterPodAffinity"
+
+// hearsAssignedAdd reports whether a plugin that rejected, awaits or
+// gates the pod, other than InterPodAffinity, hears an assigned pod's
+// arrival (pluginHearsAssignedAdd). O(plugins × registrations).
+func (h *Handlers) hearsAssignedAdd(st *schedq.Status) bool {
+	return slices.ContainsFunc(st.RejectedBy, h.pluginHearsAssignedAdd) ||
+		slices.ContainsFunc(st.WaitingOn, h.pluginHearsAssignedAdd) || h.pluginHearsAssignedAdd(st.GatedBy)
+}
+
+// pluginHearsAssignedAdd reports whether the plugin name, other than
+// InterPodAffinity, registered for an assigned pod's arrival in Hints;
+// without Hints, true for any plugin (its registrations are unknown, so
+// its hint decides). O(registrations).
+func (h *Handlers) pluginHearsAssignedAdd(name string) bool {
+	if name == "" || name == affinityPlugin {
+		return false
+	}
+	if h.Hints == nil {
+		return true
+	}
+	for _, r := range h.Hints[name] {
+		if clusterevent.Match(r.Event, clusterevent.AssignedPodAdd) {
+			return true
+		}
+	}
+	return false
 }
 
 // AddNode handles a new node.
