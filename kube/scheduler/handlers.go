@@ -219,14 +219,20 @@ func (h *Handlers) unqueue(p *v1.Pod) {
 
 // nominationGone says to the queue that p, a pending pod nominated to
 // node, left it unbound (deleted, terminating, handed to another
-// scheduler): the room its nomination kept there from the pods of its
-// priority or lower is free. As kube-scheduler v1.37.2 does, it is an
+// scheduler): see freeNominatedRoom. A pod that leaves because it was
+// bound is not one: its room is taken for real.
+func (h *Handlers) nominationGone(p *v1.Pod, node string) {
+	h.check("move", p, freeNominatedRoom(h.Queue, p, node))
+}
+
+// freeNominatedRoom tells q that the room p's nomination to node kept
+// from the pods of p's priority or lower is free (p left, or its
+// nomination was cleared). As kube-scheduler v1.37.2 does, it is an
 // AssignedPodDelete event of p, carrying the nomination in its status
 // (NodeResourcesFit's hint skips a deleted pod that was neither on a node
 // nor nominated), to the pods of p's priority or lower only: pods of
-// higher priority never counted the nomination. A pod that leaves
-// because it was bound is not one: its room is taken for real.
-func (h *Handlers) nominationGone(p *v1.Pod, node string) {
+// higher priority never counted the nomination.
+func freeNominatedRoom(q Queue, p *v1.Pod, node string) error {
 	gone := p
 	if p.Status.NominatedNodeName != node {
 		gone = p.DeepCopy()
@@ -234,7 +240,7 @@ func (h *Handlers) nominationGone(p *v1.Pod, node string) {
 	}
 	prio := corev1helpers.PodPriority(p)
 	lower := func(info *schedq.Info[*v1.Pod]) bool { return corev1helpers.PodPriority(info.Item) <= prio }
-	h.check("move", p, h.Queue.Move(clusterevent.AssignedPodDelete, gone, nil, lower))
+	return q.Move(clusterevent.AssignedPodDelete, gone, nil, lower)
 }
 
 // release frees what p held on a node, bound or assumed, if anything, and
