@@ -16,7 +16,8 @@ import (
 // PodUpdateEvents classifies an update of a queued pod into the
 // fine-grained events plugins register for: labels changed, resources
 // scaled down or up, scheduling gates removed, tolerations changed, the
-// claims made for it from templates named in its status. An
+// claims made for it named in its status (from its templates, or for its
+// extended resources that DRA backs). An
 // update that is none of these is one general Update event, which only
 // plugins registered for all updates hear. The queue sends them about the
 // pod itself, so the resource is TargetPod, as in kube-scheduler v1.37
@@ -43,7 +44,8 @@ func PodUpdateEvents(oldPod, newPod *v1.Pod) []schedq.Event {
 	if !equality.Semantic.DeepEqual(oldPod.Spec.Tolerations, newPod.Spec.Tolerations) {
 		add(clusterevent.UpdatePodToleration)
 	}
-	if !equality.Semantic.DeepEqual(oldPod.Status.ResourceClaimStatuses, newPod.Status.ResourceClaimStatuses) {
+	if !equality.Semantic.DeepEqual(oldPod.Status.ResourceClaimStatuses, newPod.Status.ResourceClaimStatuses) ||
+		!equality.Semantic.DeepEqual(oldPod.Status.ExtendedResourceClaimStatus, newPod.Status.ExtendedResourceClaimStatus) {
 		add(clusterevent.UpdatePodGeneratedResourceClaim)
 	}
 	if len(out) == 0 {
@@ -71,7 +73,9 @@ func scaled(oldPod, newPod *v1.Pod) bool {
 
 // NodeUpdateEvents classifies an update of a node: allocatable, labels,
 // taints (and the unschedulable flag, which acts as a taint), conditions,
-// annotations. An update that changes none of these gives no event.
+// annotations, the pod preemption policy, the declared features (which
+// NodeDeclaredFeatures, in kube-scheduler v1.37's default profile, waits
+// for). An update that changes none of these gives no event.
 func NodeUpdateEvents(oldNode, newNode *v1.Node) []schedq.Event {
 	var out []schedq.Event
 	add := func(a schedq.Action) { out = append(out, clusterevent.New(clusterevent.Node, a)) }
@@ -92,6 +96,12 @@ func NodeUpdateEvents(oldNode, newNode *v1.Node) []schedq.Event {
 	}
 	if !maps.Equal(oldNode.Annotations, newNode.Annotations) {
 		add(clusterevent.UpdateNodeAnnotation)
+	}
+	if !equality.Semantic.DeepEqual(oldNode.Spec.PodPreemptionPolicy, newNode.Spec.PodPreemptionPolicy) {
+		add(clusterevent.UpdateNodePreemptionPolicy)
+	}
+	if !slices.Equal(oldNode.Status.DeclaredFeatures, newNode.Status.DeclaredFeatures) {
+		add(clusterevent.UpdateNodeDeclaredFeature)
 	}
 	return out
 }

@@ -347,7 +347,7 @@ func (w *warmStart) reconcile(h *Handlers, pods []warmPod) int {
 		return 0
 	}
 	var moves []warmMove
-	h.Cache.View(func(framework.Snapshot) { moves = h.Cache.planLocked(pods, h.AffinityMatch) })
+	h.Cache.View(func(framework.Snapshot) { moves = h.Cache.planLocked(pods, h.AffinityMatch, h.pluginHearsAssignedAdd) })
 	w.mu.Lock()
 	for _, r := range w.others {
 		if w.seen[r] {
@@ -379,9 +379,10 @@ func (w *warmStart) reconcile(h *Handlers, pods []warmPod) int {
 // that replay what changed since: nodes changed since as NodeAdd, a
 // change among the pods assigned then as an assigned pod deleted and
 // updated (without objects: the hints then queue the pod), pods bound
-// since as AssignedPodAdd (to the pods whose affinity they satisfy, if
-// affinity is set). The caller holds the lock.
-func (c *Cache) planLocked(pods []warmPod, affinity func(queued, assigned *v1.Pod, ns labels.Set) bool) []warmMove {
+// since as AssignedPodAdd (if affinity is set, to the pods whose affinity
+// they satisfy and to those a plugin of whose record hears the event).
+// The caller holds the lock.
+func (c *Cache) planLocked(pods []warmPod, affinity func(queued, assigned *v1.Pod, ns labels.Set) bool, hears func(plugin string) bool) []warmMove {
 	nodes, assigned := &c.fp.nodes, &c.fp.pods
 	latest := nodes.latestNow()
 	firstNode, firstPod := int64(math.MaxInt64), int64(math.MaxInt64)
@@ -428,7 +429,8 @@ func (c *Cache) planLocked(pods []warmPod, affinity func(queued, assigned *v1.Po
 		e := assigned.entries[key]
 		ap, at, ns := e.obj.(*v1.Pod), e.at, c.namespaces[key.Namespace]
 		moves = append(moves, warmMove{ev: clusterevent.AssignedPodAdd, obj: ap, match: func(wp *warmPod, queued *v1.Pod) bool {
-			return at >= wp.rec.podsAt-warmMargin && (affinity == nil || affinity(queued, ap, ns))
+			return at >= wp.rec.podsAt-warmMargin &&
+				(affinity == nil || affinity(queued, ap, ns) || slices.ContainsFunc(wp.rec.plugins, hears))
 		}})
 	}
 	return moves

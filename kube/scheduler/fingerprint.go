@@ -217,7 +217,10 @@ func (h *hasher) addResources(rl v1.ResourceList) {
 
 // nodeHash hashes what NodeUpdateEvents looks at: allocatable, labels,
 // taints and the unschedulable flag, condition types and statuses,
-// annotations; and the UID, so that a recreated node differs.
+// annotations, declared features and the pod preemption policy; and the
+// UID, so that a recreated node differs. The last two are hashed only
+// when set, so that a node without them hashes as it did before they
+// were (a failure record written then still matches it).
 func nodeHash(n *v1.Node) uint64 {
 	h := newHasher()
 	h.add(n.Name, string(n.UID), strconv.FormatBool(n.Spec.Unschedulable))
@@ -230,6 +233,14 @@ func nodeHash(n *v1.Node) uint64 {
 	h.add("}")
 	for _, c := range n.Status.Conditions {
 		h.add(string(c.Type), string(c.Status))
+	}
+	if len(n.Status.DeclaredFeatures) > 0 {
+		h.add("features")
+		h.add(n.Status.DeclaredFeatures...)
+	}
+	if pp := n.Spec.PodPreemptionPolicy; pp != nil {
+		h.add("preemption")
+		h.add(pp.DisableResizePreemption...)
 	}
 	return uint64(h)
 }

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
@@ -168,7 +169,11 @@ func (h *Handlers) updatePod(oldPod, newPod *v1.Pod) {
 		h.deletePod(oldPod)
 	case h.responsible(oldPod):
 		// Being deleted, finished, or handed to another scheduler.
+		node, nominated := h.Queue.Nomination(framework.Key(oldPod))
 		h.unqueue(oldPod)
+		if nominated {
+			h.nominationGone(oldPod, node)
+		}
 		h.Cache.buryMember(oldPod)
 		if terminal(newPod) {
 			// Bound and finished in one update (seen after a watch gap):
@@ -194,7 +199,11 @@ func (h *Handlers) DeletePod(p *v1.Pod) {
 // deletePod is DeletePod; the caller holds the pod events' lock.
 func (h *Handlers) deletePod(p *v1.Pod) {
 	if !assigned(p) && p.Spec.SchedulerName == h.SchedulerName {
+		node, nominated := h.Queue.Nomination(framework.Key(p))
 		h.check("delete", p, h.Queue.Delete(framework.Key(p)))
+		if nominated {
+			h.nominationGone(p, node)
+		}
 	}
 	h.Cache.unretry(p) // a member held for a retry is gone
 	h.Cache.buryMember(p)
@@ -206,6 +215,32 @@ func (h *Handlers) deletePod(p *v1.Pod) {
 func (h *Handlers) unqueue(p *v1.Pod) {
 	h.check("delete", p, h.Queue.Delete(framework.Key(p)))
 	h.Cache.unretry(p)
+}
+
+// nominationGone says to the queue that p, a pending pod nominated to
+// node, left it unbound (deleted, terminating, handed to another
+// scheduler): see freeNominatedRoom. A pod that leaves because it was
+// bound is not one: its room is taken for real.
+func (h *Handlers) nominationGone(p *v1.Pod, node string) {
+	h.check("move", p, freeNominatedRoom(h.Queue, p, node))
+}
+
+// freeNominatedRoom tells q that the room p's nomination to node kept
+// from the pods of p's priority or lower is free (p left, or its
+// nomination was cleared). As kube-scheduler v1.37.2 does, it is an
+// AssignedPodDelete event of p, carrying the nomination in its status
+// (NodeResourcesFit's hint skips a deleted pod that was neither on a node
+// nor nominated), to the pods of p's priority or lower only: pods of
+// higher priority never counted the nomination.
+func freeNominatedRoom(q Queue, p *v1.Pod, node string) error {
+	gone := p
+	if p.Status.NominatedNodeName != node {
+		gone = p.DeepCopy()
+		gone.Status.NominatedNodeName = node
+	}
+	prio := corev1helpers.PodPriority(p)
+	lower := func(info *schedq.Info[*v1.Pod]) bool { return corev1helpers.PodPriority(info.Item) <= prio }
+	return q.Move(clusterevent.AssignedPodDelete, gone, nil, lower)
 }
 
 // release frees what p held on a node, bound or assumed, if anything, and
@@ -233,14 +268,52 @@ func (h *Handlers) cacheAssigned(p *v1.Pod) {
 	}
 }
 
-// affinityTo selects the parked pods that p could help through affinity.
+// affinityTo selects the parked pods that p, an assigned pod just added,
+// may help: through their required affinity (AffinityMatch), or through
+// any other plugin that held them back and hears the event
+// (hearsAssignedAdd), whose hint then decides. PodTopologySpread is one:
+// a matching pod in another domain lowers the skew a domain is measured
+// against, and kube-scheduler v1.37.2 wakes such pods.
 func (h *Handlers) affinityTo(p *v1.Pod) func(*schedq.Info[*v1.Pod]) bool {
 	if h.AffinityMatch == nil {
 		return func(*schedq.Info[*v1.Pod]) bool { return true }
 	}
 	var ns labels.Set
 	h.Cache.View(func(s framework.Snapshot) { ns = s.NamespaceLabels(p.Namespace) })
-	return func(info *schedq.Info[*v1.Pod]) bool { return h.AffinityMatch(info.Item, p, ns) }
+	return func(info *schedq.Info[*v1.Pod]) bool {
+		return h.AffinityMatch(info.Item, p, ns) || h.hearsAssignedAdd(&info.Status)
+	}
+}
+
+// affinityPlugin is the plugin whose interest in an assigned pod's
+// arrival AffinityMatch stands for.
+const affinityPlugin = "InterPodAffinity"
+
+// hearsAssignedAdd reports whether a plugin that rejected, awaits or
+// gates the pod, other than InterPodAffinity, hears an assigned pod's
+// arrival (pluginHearsAssignedAdd). O(plugins × registrations).
+func (h *Handlers) hearsAssignedAdd(st *schedq.Status) bool {
+	return slices.ContainsFunc(st.RejectedBy, h.pluginHearsAssignedAdd) ||
+		slices.ContainsFunc(st.WaitingOn, h.pluginHearsAssignedAdd) || h.pluginHearsAssignedAdd(st.GatedBy)
+}
+
+// pluginHearsAssignedAdd reports whether the plugin name, other than
+// InterPodAffinity, registered for an assigned pod's arrival in Hints;
+// without Hints, true for any plugin (its registrations are unknown, so
+// its hint decides). O(registrations).
+func (h *Handlers) pluginHearsAssignedAdd(name string) bool {
+	if name == "" || name == affinityPlugin {
+		return false
+	}
+	if h.Hints == nil {
+		return true
+	}
+	for _, r := range h.Hints[name] {
+		if clusterevent.Match(r.Event, clusterevent.AssignedPodAdd) {
+			return true
+		}
+	}
+	return false
 }
 
 // AddNode handles a new node.

@@ -2,10 +2,12 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
 )
 
@@ -32,8 +34,8 @@ func (s *Scheduler) act(ctx context.Context, info Attempt, out *Outcome) {
 	}
 	nom, pod := s.queue, info.Item
 	if !p.found {
-		if _, ok := nom.Nomination(info.Key); ok {
-			s.clearNomination(info.Key, "preemption cannot help")
+		if node, ok := nom.Nomination(info.Key); ok && s.clearNomination(info.Key, "preemption cannot help") {
+			s.nominationFreed(pod, node)
 		}
 		return
 	}
@@ -75,11 +77,23 @@ func (s *Scheduler) act(ctx context.Context, info Attempt, out *Outcome) {
 // queue's pod under key is another one (deleted and created again under
 // its name since; its own nomination is not this preemption's) or none.
 func (s *Scheduler) retryPreemptor(key types.NamespacedName, uid types.UID) {
-	if info, _, ok := s.queue.Get(key); !ok || info.Item.UID != uid {
+	info, _, ok := s.queue.Get(key)
+	if !ok || info.Item.UID != uid {
 		return
 	}
-	s.clearNomination(key, "a victim could not be evicted")
+	if node, ok := s.queue.Nomination(key); ok && s.clearNomination(key, "a victim could not be evicted") {
+		s.nominationFreed(info.Item, node)
+	}
 	if err := s.queue.Activate(key); err != nil {
 		s.o.Logger.Debug("activate after a failed eviction", "pod", key, "err", err)
+	}
+}
+
+// nominationFreed wakes the pods that pod's nomination to node, just
+// cleared, kept out (freeNominatedRoom), as kube-scheduler does when a
+// pod's nominatedNodeName changes.
+func (s *Scheduler) nominationFreed(pod *v1.Pod, node string) {
+	if err := freeNominatedRoom(s.queue, pod, node); err != nil && !errors.Is(err, schedq.ErrClosed) {
+		s.o.Logger.Debug("move after a nomination was cleared", "pod", framework.Key(pod), "err", err)
 	}
 }

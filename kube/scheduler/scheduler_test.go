@@ -266,6 +266,8 @@ func TestPodAndNodeUpdateEvents(t *testing.T) {
 	claimed := base.DeepCopy()
 	claimName := "p-gpu-1"
 	claimed.Status.ResourceClaimStatuses = []v1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &claimName}}
+	extended := base.DeepCopy()
+	extended.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: claimName}
 	tests := []struct {
 		name     string
 		old, new *v1.Pod
@@ -276,6 +278,7 @@ func TestPodAndNodeUpdateEvents(t *testing.T) {
 		{"scale down", base, smaller, []schedq.Action{clusterevent.UpdatePodScaleDown}},
 		{"scale up", smaller, base, []schedq.Action{clusterevent.UpdatePodScaleUp}},
 		{"claim generated", base, claimed, []schedq.Action{clusterevent.UpdatePodGeneratedResourceClaim}},
+		{"extended resource claim generated", base, extended, []schedq.Action{clusterevent.UpdatePodGeneratedResourceClaim}},
 		{"nothing that matters", base, base.DeepCopy(), []schedq.Action{clusterevent.Update}},
 	}
 	for _, tc := range tests {
@@ -302,6 +305,10 @@ func TestPodAndNodeUpdateEvents(t *testing.T) {
 	notReady.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse}}
 	annotated := n.DeepCopy()
 	annotated.Annotations = map[string]string{"note": "x"}
+	featured := n.DeepCopy()
+	featured.Status.DeclaredFeatures = []string{"UserNamespacesHostNetworkSupport"}
+	noResizePreemption := n.DeepCopy()
+	noResizePreemption.Spec.PodPreemptionPolicy = &v1.NodePodPreemptionPolicy{DisableResizePreemption: []string{"autoscaler"}}
 	for name, tc := range map[string]struct {
 		new  *v1.Node
 		want schedq.Action
@@ -309,6 +316,8 @@ func TestPodAndNodeUpdateEvents(t *testing.T) {
 		"taint": {tainted, clusterevent.UpdateNodeTaint}, "cordon": {cordoned, clusterevent.UpdateNodeTaint},
 		"allocatable": {grown, clusterevent.UpdateNodeAllocatable}, "label": {relabelled, clusterevent.UpdateNodeLabel},
 		"condition": {notReady, clusterevent.UpdateNodeCondition}, "annotation": {annotated, clusterevent.UpdateNodeAnnotation},
+		"declared feature":  {featured, clusterevent.UpdateNodeDeclaredFeature},
+		"preemption policy": {noResizePreemption, clusterevent.UpdateNodePreemptionPolicy},
 	} {
 		evs := NodeUpdateEvents(n, tc.new)
 		if len(evs) != 1 || evs[0].Action != tc.want {

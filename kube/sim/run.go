@@ -206,7 +206,7 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	}
 	s.core = core
 	qv := coreQueue{c: core, s: s}
-	s.h = &scheduler.Handlers{Queue: qv, Cache: cache, SchedulerName: schedulerName, AffinityMatch: plugins.MatchesRequiredAffinity}
+	s.h = &scheduler.Handlers{Queue: qv, Cache: cache, SchedulerName: schedulerName, AffinityMatch: plugins.MatchesRequiredAffinity, Hints: cfg.Hints}
 	s.sched, err = scheduler.New(qv, cache, binder{s}, reporter{s}, scheduler.Options{
 		PercentageOfNodesToScore: sc.Scheduler.PercentageOfNodesToScore,
 		Rand:                     rand.New(rand.NewPCG(sc.Seed, sc.Seed^0x5eed)),
