@@ -166,7 +166,9 @@ func (c *Cache) settleInDoubt(pod *v1.Pod, at *framework.PodInfo, forget bool) b
 //     that the informer's lag leaves that node's room counted;
 //   - gone, replaced by a pod of another UID, or bound and finished
 //     (it holds no room): it is forgotten;
-//   - not bound: it is forgotten and queued again.
+//   - not bound: it is forgotten and queued again, in activeQ even if it
+//     carries a failure record (the warm start does not park it: the
+//     record is older than the place its term found for it).
 //
 // A forgotten pod's room, or the room a pod moved to the node it is bound
 // to left, is offered to the parked pods, as an assigned pod's deletion. If the informer has settled d meanwhile, nothing is
@@ -196,6 +198,9 @@ func (h *Handlers) SettleInDoubt(d InDoubt, now *v1.Pod) {
 	}
 	h.check("move", d.Pod, h.Queue.Move(clusterevent.AssignedPodDelete, assumedOn(d.Pod, d.Node), nil, nil))
 	if same {
-		h.addPod(now, false)
+		// Its term found it a place after any failure record it carries,
+		// through room the record may not show (a forgotten assumption, a
+		// nomination let go): that record is stale, so it is not parked.
+		h.addPodParking(now, false, false)
 	}
 }

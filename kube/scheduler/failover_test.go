@@ -480,3 +480,40 @@ func TestFingerprints(t *testing.T) {
 		t.Errorf("latestNow %d latest %d after removing the latest", x.latestNow(), x.latest)
 	}
 }
+
+// TestWarmStartSettledInDoubtIsNotParked: a pod whose binding was in
+// doubt and turns out not made goes to activeQ, whatever record it
+// carries: its term found it a place after that record was written (room
+// the record's fingerprints do not show: a forgotten assumption, a
+// nomination let go), so the record is no verdict on it any more. A pod
+// added by the informer with the same record is still parked.
+func TestWarmStartSettledInDoubtIsNotParked(t *testing.T) {
+	c := fullCluster(t, 0)
+	small := c.pending[0]
+	for _, tc := range []struct {
+		name    string
+		inDoubt bool
+		want    schedq.Location
+	}{
+		{name: "settled unbound", inDoubt: true, want: schedq.InActive},
+		{name: "added by the informer", inDoubt: false, want: schedq.InUnschedulable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q, h := newLeader(t, false, nil)
+			cluster{nodes: c.nodes, assigned: c.assigned}.list(h, false)
+			if !tc.inDoubt {
+				h.AddPod(small)
+			} else {
+				inDoubtOn(t, h.Cache, small, "n0")
+				d := h.Cache.InDoubt()
+				if len(d) != 1 {
+					t.Fatalf("in doubt: %v", d)
+				}
+				h.SettleInDoubt(d[0], small)
+			}
+			if got := where(q, "small"); got != tc.want {
+				t.Errorf("small is %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -85,7 +85,11 @@ func (h *Handlers) addPodEvent(p *v1.Pod, initial bool) {
 
 // addPod handles a new pod; initial says it comes from the informer's
 // initial list.
-func (h *Handlers) addPod(p *v1.Pod, initial bool) {
+func (h *Handlers) addPod(p *v1.Pod, initial bool) { h.addPodParking(p, initial, true) }
+
+// addPodParking is addPod; with mayPark false, a pending pod is queued
+// as it would be without the warm start, whatever record it carries.
+func (h *Handlers) addPodParking(p *v1.Pod, initial, mayPark bool) {
 	switch {
 	case assigned(p):
 		if initial && h.warm != nil {
@@ -99,7 +103,7 @@ func (h *Handlers) addPod(p *v1.Pod, initial bool) {
 		}
 		member := framework.GroupName(p) != ""
 		defer h.restoreNomination(p)
-		if !member && h.warm != nil && h.warm.park(h, p) {
+		if !member && mayPark && h.warm != nil && h.warm.park(h, p) {
 			return
 		}
 		h.check("add", p, h.Queue.Add(p))
