@@ -22,6 +22,7 @@ import (
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
+	"github.com/schedq/schedq/kube/framework"
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
@@ -239,8 +240,12 @@ func (t *terms) cycle(ctx context.Context, s *scheduler.Scheduler, info schedule
 
 // rebuild replaces the ended term's queue by a new one holding every
 // pending pod of ours the pod informer knows, through the handlers (so
-// that a pod is queued as an informer event would queue it).
+// that a pod is queued as an informer event would queue it). The warm
+// start parks behind its failure record only a pod the old queue held
+// parked: one the old queue had woken since (through a change the
+// record's fingerprints may not show), or popped, is tried.
 func (t *terms) rebuild(ctx context.Context) {
+	old := t.queues.get() // only rebuild replaces it, on this goroutine
 	cfg := t.qcfg
 	if cfg.Budget != nil {
 		cfg.Budget = scheduler.WakeBudgetOn(t.cache, t.opts.Framework) // a fresh ledger: the old term's promises died with it
@@ -260,10 +265,20 @@ func (t *terms) rebuild(ctx context.Context) {
 				pending = append(pending, p)
 			}
 		}
-		h.AddPods(pending)
+		h.AddPods(pending, func(p *v1.Pod) bool { return wasParked(old, p) })
 	})
 	counts := next.Counts()
 	t.log.Info("queue rebuilt for the next term", "pending", counts.Active+counts.Backoff+counts.Unschedulable+counts.Gated)
+}
+
+// wasParked reports whether q (a replaced queue, read under the switch
+// queue's lock) held p parked.
+func wasParked(q *podQueue, p *v1.Pod) bool {
+	if q == nil {
+		return true
+	}
+	_, loc, found := q.Get(framework.Key(p))
+	return found && loc == schedq.InUnschedulable
 }
 
 // campaign runs leader election until ctx ends: it runs term while it

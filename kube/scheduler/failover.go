@@ -214,7 +214,12 @@ func (w *warmStart) park(h *Handlers, pod *v1.Pod) bool {
 // AddPod it does not take the pod events' lock (see Cache): a queue
 // rebuild calls it holding the switch queue's lock, which a pod handler
 // holding the events' lock may be waiting for.
-func (h *Handlers) AddPods(pods []*v1.Pod) {
+//
+// mayPark, if not nil, says which pods the warm start may park behind
+// their records: a rebuild parks only the pods the queue it replaces held
+// parked, since a pod that queue had woken or tried since its record was
+// woken by a change the record's fingerprints may not show.
+func (h *Handlers) AddPods(pods []*v1.Pod, mayPark func(*v1.Pod) bool) {
 	w := h.warm
 	if w == nil {
 		for _, p := range pods {
@@ -227,7 +232,7 @@ func (h *Handlers) AddPods(pods []*v1.Pod) {
 	w.batch = &batch
 	w.mu.Unlock()
 	for _, p := range pods {
-		h.addPod(p, false)
+		h.addPodParking(p, false, mayPark == nil || mayPark(p))
 	}
 	w.mu.Lock()
 	w.batch = nil
