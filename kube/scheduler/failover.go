@@ -45,6 +45,9 @@ type FailureRecord struct {
 	// is the latest bind second among the pods seen.
 	Pods   string `json:"pods"`
 	PodsAt int64  `json:"podsAt"`
+	// Nominated hashes the other pods' nominations the cycle counted
+	// (those of the pod's priority or higher); empty if none.
+	Nominated string `json:"nominated,omitempty"`
 }
 
 // record is a FailureRecord parsed.
@@ -58,6 +61,16 @@ type record struct {
 type clusterState struct {
 	nodes, nodesWin, pods uint64
 	nodesAt, podsAt       int64
+	// noms is the cycle's nominationsHash (the cache does not know it).
+	noms uint64
+}
+
+// nominationHash is the hash of p's nomination to node; a set of
+// nominations hashes to the XOR of theirs.
+func nominationHash(p *v1.Pod, node string) uint64 {
+	h := newHasher()
+	h.add(string(p.UID), node)
+	return uint64(h)
 }
 
 // stateLocked returns the cache's fingerprints. The caller holds the lock
@@ -85,9 +98,13 @@ func hex64(x uint64) string { return fmt.Sprintf("%016x", x) }
 func newFailureRecord(pod *v1.Pod, plugins []string, st clusterState) FailureRecord {
 	ps := slices.Clone(plugins)
 	slices.Sort(ps)
-	return FailureRecord{Plugins: ps, Self: hex64(selfHash(pod)),
+	fr := FailureRecord{Plugins: ps, Self: hex64(selfHash(pod)),
 		Nodes: hex64(st.nodes), NodesAt: st.nodesAt, NodesWindow: hex64(st.nodesWin),
 		Pods: hex64(st.pods), PodsAt: st.podsAt}
+	if st.noms != 0 {
+		fr.Nominated = hex64(st.noms)
+	}
+	return fr
 }
 
 // parseRecord reads pod's failure record. ok is false if the pod has none,
@@ -106,7 +123,10 @@ func parseRecord(pod *v1.Pod) (record, bool) {
 	for _, f := range []struct {
 		s string
 		x *uint64
-	}{{fr.Self, &r.self}, {fr.Nodes, &r.nodes}, {fr.NodesWindow, &r.nodesWin}, {fr.Pods, &r.pods}} {
+	}{{fr.Self, &r.self}, {fr.Nodes, &r.nodes}, {fr.NodesWindow, &r.nodesWin}, {fr.Pods, &r.pods}, {fr.Nominated, &r.noms}} {
+		if f.s == "" && f.x == &r.noms {
+			continue // no nomination was counted
+		}
 		v, err := strconv.ParseUint(f.s, 16, 64)
 		if err != nil {
 			return record{}, false
@@ -167,8 +187,9 @@ type warmPod struct {
 	rec record
 	// Computed by planLocked: the nodes changed since the record; the
 	// nodes of the record's window did; no node explains the change; the
-	// assigned pods of the record changed.
-	nodesDirty, windowDirty, unexplained, podsDirty bool
+	// assigned pods of the record changed; the nominations counted
+	// against it changed (set by reconcile).
+	nodesDirty, windowDirty, unexplained, podsDirty, nomsDirty bool
 }
 
 // nodeChanged reports whether a node whose latest change is at may be
@@ -360,11 +381,15 @@ func (w *warmStart) reconcile(h *Handlers, pods []warmPod) int {
 		}
 	}
 	w.mu.Unlock()
+	if h.nominationsChanged(pods) {
+		// As a nomination let go is told (freeNominatedRoom), without its pod.
+		moves = append(moves, warmMove{ev: clusterevent.AssignedPodDelete, match: func(wp *warmPod, _ *v1.Pod) bool { return wp.nomsDirty }})
+	}
 	byKey := make(map[types.NamespacedName]*warmPod, len(pods))
 	dirty := 0
 	for i := range pods {
 		byKey[pods[i].key] = &pods[i]
-		if pods[i].nodesDirty || pods[i].podsDirty {
+		if pods[i].nodesDirty || pods[i].podsDirty || pods[i].nomsDirty {
 			dirty++
 		}
 	}
@@ -378,6 +403,42 @@ func (w *warmStart) reconcile(h *Handlers, pods []warmPod) int {
 		}
 	}
 	return dirty
+}
+
+// nominationsChanged sets nomsDirty on the pods whose record counted
+// other nominations than the queue holds now (those of the pod's priority
+// or higher but its own): a nomination let go, by a pod deleted while
+// pending or bound elsewhere, frees room that neither fingerprint shows.
+// It reports whether any pod's did. O(pods x nominated pods).
+func (h *Handlers) nominationsChanged(pods []warmPod) bool {
+	type nom struct {
+		key  types.NamespacedName
+		prio int32
+		hash uint64
+	}
+	var noms []nom
+	for _, node := range h.Queue.NominatedTargets() {
+		for _, p := range h.Queue.Nominated(node) {
+			noms = append(noms, nom{framework.Key(p), framework.Priority(p), nominationHash(p, node)})
+		}
+	}
+	anyDirty := false
+	for i := range pods {
+		wp := &pods[i]
+		info, _, found := h.Queue.Get(wp.key)
+		if !found {
+			continue
+		}
+		prio, cur := framework.Priority(info.Item), uint64(0)
+		for _, n := range noms {
+			if n.prio >= prio && n.key != wp.key {
+				cur ^= n.hash
+			}
+		}
+		wp.nomsDirty = cur != wp.rec.noms
+		anyDirty = anyDirty || wp.nomsDirty
+	}
+	return anyDirty
 }
 
 // planLocked compares each record with the cache and returns the moves

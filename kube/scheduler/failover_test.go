@@ -517,3 +517,59 @@ func TestWarmStartSettledInDoubtIsNotParked(t *testing.T) {
 		})
 	}
 }
+
+// TestWarmStartNominationLetGo: a pod rejected while a pod of higher
+// priority held its room as a nomination is parked only if the new
+// leader holds the same nominations; a nomination let go before the
+// failover (its pod deleted while pending) freed room that neither the
+// nodes' nor the assigned pods' fingerprint shows, and wakes the pod, as
+// the nomination's end would have.
+func TestWarmStartNominationLetGo(t *testing.T) {
+	n1 := cpuNode("n1", "4", 0)
+	hi := int32(100)
+	b := cpuPod("b", "4")
+	b.Spec.Priority = &hi
+	// The previous leader: b nominated to n1 (and parked), a rejected.
+	q, err := schedq.New(testQueueConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := NewCache()
+	h := &Handlers{Queue: q, Cache: cache, SchedulerName: "schedq"}
+	rep := &recordingReporter{pods: map[string]*v1.Pod{}}
+	s := mustNew(t, q, cache, &syncBinder{}, rep, Options{Rand: rand.New(rand.NewPCG(1, 1))})
+	h.AddNode(n1)
+	if err := q.Park(b, schedq.Failure{RejectedBy: []string{"NodeAffinity"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Nominate(types.NamespacedName{Namespace: "default", Name: "b"}, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	h.AddPod(cpuPod("a", "2"))
+	info, ok := tryPop(q)
+	if !ok || info.Item.Name != "a" {
+		t.Fatalf("popped %+v, want a", info.Item)
+	}
+	if out := s.ScheduleOne(context.Background(), info); out.Result != Unschedulable {
+		t.Fatalf("a: %+v, want unschedulable beside b's nomination", out)
+	}
+	a := rep.pods["a"]
+	nominated := b.DeepCopy()
+	nominated.Status.NominatedNodeName = "n1"
+	for _, tc := range []struct {
+		name    string
+		pending []*v1.Pod
+		parked  bool
+	}{
+		{name: "b still nominated", pending: []*v1.Pod{a, nominated}, parked: true},
+		{name: "b deleted before the failover", pending: []*v1.Pod{a}, parked: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nq, nh := newLeader(t, false, nil)
+			cluster{nodes: []*v1.Node{n1}, pending: tc.pending}.list(nh, false)
+			if got := where(nq, "a"); (got == schedq.InUnschedulable) != tc.parked {
+				t.Errorf("a is %v, want parked=%v", got, tc.parked)
+			}
+		})
+	}
+}

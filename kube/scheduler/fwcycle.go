@@ -51,6 +51,7 @@ func (s *Scheduler) readFWNominations(key types.NamespacedName, pod *v1.Pod) {
 func (s *Scheduler) readNominationsBut(key types.NamespacedName, pod *v1.Pod, placed map[types.NamespacedName]struct{}) {
 	s.ownNom, s.hasNom = s.queue.Nomination(key)
 	clear(s.fwNom.pods)
+	s.nomHash = 0
 	targets := s.queue.NominatedTargets()
 	prio := framework.Priority(pod)
 	for _, node := range targets {
@@ -69,6 +70,7 @@ func (s *Scheduler) readNominationsBut(key types.NamespacedName, pod *v1.Pod, pl
 				s.fwNom.pods = map[string][]fwk.PodInfo{}
 			}
 			s.fwNom.pods[node] = append(s.fwNom.pods[node], pi)
+			s.nomHash ^= nominationHash(p, node)
 		}
 	}
 }
@@ -98,6 +100,7 @@ func (s *Scheduler) scheduleFramework(ctx context.Context, info Attempt) Outcome
 	out := s.fwFind(ctx, cs, pi)
 	s.fwPreempt(ctx, cs, info, &out)
 	out.state = st
+	out.state.noms = s.nomHash
 	if out.clearNom != "" {
 		s.clearNomination(info.Key, out.clearNom)
 	}

@@ -151,6 +151,9 @@ type Scheduler struct {
 	// fwNom serves Options.Framework the nominations read before the
 	// cycle.
 	fwNom fwNominator
+	// nomHash hashes the nominations in fwNom (nominationsHash), for the
+	// failure record.
+	nomHash uint64
 	// fwCycle numbers the framework path's lone-pod cycles, sig is the
 	// current one's pod signature (nil outside such a cycle or if a
 	// plugin cannot sign the pod), and batch is what it may reuse of the
