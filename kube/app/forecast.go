@@ -95,7 +95,8 @@ func storeOf(inf cache.SharedIndexInformer) cache.Store {
 // scenarioOf is the simulator's scheduler set up as the live one: the same
 // plugins (kube-scheduler's with the --config profile), percentage of
 // nodes to score, backoff, wake budget and
-// fairness, with gangs and preemption on.
+// fairness, with gangs, gang release and preemption on (the simulator
+// turns gang release on itself, as run's terms do).
 func scenarioOf(o Options) *sim.Scenario {
 	sc := &sim.Scenario{Name: "live", Seed: 1}
 	sc.Scheduler.Plugins, sc.Scheduler.Config = sim.PluginsUpstream, o.Config.File

@@ -35,7 +35,7 @@ func (r *forecastRun) result() *Forecast {
 		if ok {
 			start, pf.Node = st.bound, st.ext.node
 		}
-		if pf.Gang != "" {
+		if pf.Gang != "" && r.gangNeeds(pf.Gang) > 0 {
 			start, ok = gangStart[pf.Gang]
 		}
 		upTo := r.s.end
@@ -114,7 +114,16 @@ func counts(m map[string]int) []SourceCount {
 	return out
 }
 
-// gangStarts returns when each gang's minCount-th member was bound.
+// gangNeeds is how many of gang g's members must be bound in the run for
+// it to reach its minCount: its members running at the copy (and not
+// released since) count. Zero or less: it has reached it, and each
+// pending member starts when it is bound.
+func (r *forecastRun) gangNeeds(g string) int {
+	return cmp.Or(r.minOf[g], len(r.members[g])+r.bound[g]) - r.bound[g]
+}
+
+// gangStarts returns when each gang's minCount-th member was bound, for
+// the gangs that had not reached their minCount (gangNeeds).
 func (r *forecastRun) gangStarts() map[string]time.Time {
 	out := map[string]time.Time{}
 	for g, ms := range r.members {
@@ -124,8 +133,8 @@ func (r *forecastRun) gangStarts() map[string]time.Time {
 				bound = append(bound, st.bound)
 			}
 		}
-		need := cmp.Or(r.minOf[g], len(ms))
-		if len(bound) >= need {
+		need := r.gangNeeds(g)
+		if need > 0 && len(bound) >= need {
 			slices.SortFunc(bound, time.Time.Compare)
 			out[g] = bound[need-1]
 		}

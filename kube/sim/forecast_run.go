@@ -30,7 +30,10 @@ type forecastRun struct {
 	unknown int
 	left    int // asked pods not yet bound
 	minOf   map[string]int
-	members map[string][]*v1.Pod
+	members map[string][]*v1.Pod // a gang's pending members, and those recreated by its release
+	// bound counts a gang's members running at the copy and not released
+	// since: they count towards its minCount.
+	bound map[string]int
 	// fired holds the running pods whose planned end came.
 	fired   map[types.UID]bool
 	isAsked map[types.UID]bool
@@ -112,7 +115,7 @@ func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra
 	fsc.Pods, fsc.Events, fsc.Trace, fsc.Snapshot, fsc.Duration = nil, nil, nil, "", o.Horizon
 	o.History = o.historyFor(st, extra)
 	r := &forecastRun{st: st, o: o, source: map[types.UID]string{}, minOf: map[string]int{},
-		members: map[string][]*v1.Pod{}, fired: map[types.UID]bool{},
+		members: map[string][]*v1.Pod{}, bound: map[string]int{}, fired: map[types.UID]bool{},
 		isAsked: map[types.UID]bool{}, counted: map[types.UID]bool{}}
 	so := Options{Trace: r.observe}
 	defer func() {
@@ -135,6 +138,7 @@ func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra
 		return r, err
 	}
 	r.s = s
+	s.x.released = r.released
 	s.x.budgets = st.Budgets // read-only: budgetsNow copies them
 	// A forecast logs nothing: the live scheduler runs one every few
 	// seconds, and its own log already says what the handlers would.
@@ -228,6 +232,9 @@ func checkRunning(p *v1.Pod, seen uids, onNode bool) error {
 func (r *forecastRun) addRunning(i int, rp RunningPod, seen uids) error {
 	s, p := r.s, rp.Pod
 	key := framework.Key(p)
+	if g := framework.GroupName(p); g != "" {
+		r.bound[g]++
+	}
 	if s.x.gpu != nil && len(rp.GPUs) > 0 {
 		s.x.gpu.assigned[p.UID] = slices.Clone(rp.GPUs) // the GPUs it holds
 	}
@@ -318,6 +325,21 @@ func (s *sim) leaveTerminating(p *v1.Pod) {
 	s.ended(p, endDeleted)
 	delete(s.cl.pods, framework.Key(p))
 	s.h.DeletePod(p)
+}
+
+// released notes that gang release deleted old and recreated it as
+// again: a member running at the copy no longer counts towards its
+// gang's minCount, and again is one of the members the gang waits for.
+// A running pod has no stats; one that arrived in the run has.
+func (r *forecastRun) released(old, again *v1.Pod) {
+	g := framework.GroupName(old)
+	if g == "" {
+		return
+	}
+	if r.s.stats[old.UID] == nil {
+		r.bound[g]--
+	}
+	r.members[g] = append(r.members[g], again)
 }
 
 // addPending adds a pending pod to the queue, with its runtime once bound.

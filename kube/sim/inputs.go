@@ -38,6 +38,9 @@ type extras struct {
 	// respects where it can (budgets.go).
 	budgets []*policyv1.PodDisruptionBudget
 	gangs   gangs
+	// released, if set, is told of each gang member that gang release
+	// deleted and the pod that replaces it (gang_release.go).
+	released func(old, again *v1.Pod)
 }
 
 // loadInputs prepares lifetimes and loads the scenario's trace and

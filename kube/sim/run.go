@@ -221,6 +221,9 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	if err := s.enablePreemption(); err != nil {
 		return nil, err
 	}
+	if err := s.enableGangRelease(); err != nil {
+		return nil, err
+	}
 	s.build = buildProgress{total: sc.toBuild()}
 
 	s.createObjects(sc.Objects)
