@@ -27,7 +27,6 @@ import (
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
-	"github.com/schedq/schedq/kube/plugins"
 	"github.com/schedq/schedq/kube/scheduler"
 	"github.com/schedq/schedq/metrics"
 )
@@ -246,8 +245,7 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	}
 	defer fw.Close()
 	if !o.NoWakeBudget {
-		qcfg.Budget = scheduler.WakeBudgetOn(c, fw) // room as fw's NodeResourcesFit counts it
-		qcfg.ClassBudget = true                     // see WakeBudget
+		scheduler.UseWakeBudget(&qcfg, c, fw) // room as fw's NodeResourcesFit counts it
 	}
 	q, err := schedq.New(qcfg)
 	if err != nil {
@@ -267,8 +265,8 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 		return err
 	}
 
-	h := &scheduler.Handlers{Queue: queues, Cache: c, SchedulerName: o.SchedulerName, Logger: log, AffinityMatch: plugins.MatchesRequiredAffinity,
-		Hints: qcfg.Hints}
+	h := scheduler.NewHandlers(queues, c, o.SchedulerName, qcfg)
+	h.Logger = log
 	pods := factory.Core().V1().Pods().Informer()
 	others := watched(factory, qcfg.Hints)
 	handlersSynced, err := h.Register(pods, factory.Core().V1().Nodes().Informer(),

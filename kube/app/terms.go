@@ -248,7 +248,7 @@ func (t *terms) rebuild(ctx context.Context) {
 	old := t.queues.get() // only rebuild replaces it, on this goroutine
 	cfg := t.qcfg
 	if cfg.Budget != nil {
-		cfg.Budget = scheduler.WakeBudgetOn(t.cache, t.opts.Framework) // a fresh ledger: the old term's promises died with it
+		scheduler.UseWakeBudget(&cfg, t.cache, t.opts.Framework) // a fresh ledger: the old term's promises died with it
 	}
 	next, err := schedq.New(cfg)
 	if err != nil {

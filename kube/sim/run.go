@@ -15,7 +15,6 @@ import (
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
-	"github.com/schedq/schedq/kube/plugins"
 	"github.com/schedq/schedq/kube/profile"
 	"github.com/schedq/schedq/kube/scheduler"
 )
@@ -197,8 +196,7 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 		cache = scheduler.NewCache()
 	}
 	if q.WakeBudget == nil || *q.WakeBudget {
-		cfg.Budget = scheduler.WakeBudgetOn(cache, s.fw)
-		cfg.ClassBudget = true // see WakeBudget
+		scheduler.UseWakeBudget(&cfg, cache, s.fw)
 	}
 	core, err := schedq.NewCore(cfg)
 	if err != nil {
@@ -206,7 +204,7 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	}
 	s.core = core
 	qv := coreQueue{c: core, s: s}
-	s.h = &scheduler.Handlers{Queue: qv, Cache: cache, SchedulerName: schedulerName, AffinityMatch: plugins.MatchesRequiredAffinity, Hints: cfg.Hints}
+	s.h = scheduler.NewHandlers(qv, cache, schedulerName, cfg)
 	s.sched, err = scheduler.New(qv, cache, binder{s}, reporter{s}, scheduler.Options{
 		PercentageOfNodesToScore: sc.Scheduler.PercentageOfNodesToScore,
 		Rand:                     rand.New(rand.NewPCG(sc.Seed, sc.Seed^0x5eed)),

@@ -1,0 +1,29 @@
+package scheduler
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/plugins"
+	"github.com/schedq/schedq/kube/profile"
+)
+
+// UseWakeBudget gives cfg the wake budget on c, with room as fw's
+// NodeResourcesFit counts it (WakeBudgetOn), by hint class (ClassBudget).
+// Both drivers (the scheduler's run and each of its terms' queues, the
+// simulator) call it, so that they wake the same pods.
+func UseWakeBudget(cfg *schedq.Config[types.NamespacedName, *v1.Pod], c *Cache, fw *profile.Framework) {
+	cfg.Budget = WakeBudgetOn(c, fw)
+	cfg.ClassBudget = true // see WakeBudget
+}
+
+// NewHandlers returns the handlers both drivers run on queue q and cache
+// c for the pods of schedulerName: the targeted move for assigned pods
+// (plugins.MatchesRequiredAffinity) and cfg's hints for the warm start
+// (cfg is the queue's config, its framework's hints added). The caller
+// sets what only it has: Logger, Events, ColdStart.
+func NewHandlers(q Queue, c *Cache, schedulerName string, cfg schedq.Config[types.NamespacedName, *v1.Pod]) *Handlers {
+	return &Handlers{Queue: q, Cache: c, SchedulerName: schedulerName,
+		AffinityMatch: plugins.MatchesRequiredAffinity, Hints: cfg.Hints}
+}
