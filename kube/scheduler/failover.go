@@ -175,8 +175,8 @@ type warmStart struct {
 	batch   *[]warmPod // parks during AddPods, reconciled together
 	others  []string   // registered informers of other resources
 	// seen are the other resources whose initial lists held an object:
-	// only those are replayed, since a kind with no object cannot have
-	// changed anything a record saw.
+	// those are replayed as every action; a kind with no object left
+	// can only have lost objects a record saw (see replayed).
 	seen map[string]bool
 
 	finishOnce sync.Once
@@ -365,6 +365,22 @@ func (w *warmStart) listed(res string) {
 	w.seen[res] = true
 }
 
+// replayed is the actions the reconciliation replays the other resource
+// res as, one event each, without an object. Its objects may have been
+// added, updated or deleted since a record, and a plugin may hear only
+// one of those (VolumeBinding hears CSI drivers updated, NodeVolumeLimits
+// volume attachments deleted); one event of all three would reach none of
+// them, since an event's action must not exceed the registration's
+// (clusterevent.Match). An initial list that held an object replays each
+// action; an empty one a deletion only, since the objects a record saw
+// may all be gone. The caller holds w.mu.
+func (w *warmStart) replayed(res string) []schedq.Action {
+	if w.seen[res] {
+		return []schedq.Action{clusterevent.Add, clusterevent.Update, clusterevent.Delete}
+	}
+	return []schedq.Action{clusterevent.Delete}
+}
+
 // reconcile replays, for each of pods, the changes made since its record
 // that its plugins may care about, through their hints. It returns how
 // many pods had any.
@@ -376,8 +392,8 @@ func (w *warmStart) reconcile(h *Handlers, pods []warmPod) int {
 	h.Cache.View(func(framework.Snapshot) { moves = h.Cache.planLocked(pods, h.AffinityMatch, h.pluginHearsAssignedAdd) })
 	w.mu.Lock()
 	for _, r := range w.others {
-		if w.seen[r] {
-			moves = append(moves, warmMove{ev: clusterevent.New(r, clusterevent.Add), match: always})
+		for _, a := range w.replayed(r) {
+			moves = append(moves, warmMove{ev: clusterevent.New(r, a), match: always})
 		}
 	}
 	w.mu.Unlock()
