@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,11 +35,7 @@ func (r releaser) Wait() {}
 // Release implements scheduler.Releaser.
 func (r releaser) Release(_ context.Context, _ string, members []*v1.Pod, _ string, done func([]error)) {
 	s := r.s
-	lat := s.sc.Scheduler.BindLatency
-	if lat == 0 {
-		lat = 20 * time.Millisecond
-	}
-	s.at(s.now.Add(lat), func() {
+	s.at(s.now.Add(s.apiLatency()), func() {
 		for _, m := range members {
 			s.releaseMember(framework.Key(m), m.UID)
 		}

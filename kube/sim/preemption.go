@@ -100,11 +100,7 @@ func (e evictor) Preempt(_ context.Context, p scheduler.Preemption, done func([]
 		s.pre.preemptions++
 		s.pre.count(framework.Priority(p.Preemptor)).Preemptors++
 	}
-	lat := s.sc.Scheduler.BindLatency
-	if lat == 0 {
-		lat = 20 * time.Millisecond
-	}
-	s.at(s.now.Add(lat), func() {
+	s.at(s.now.Add(s.apiLatency()), func() {
 		for _, v := range victims {
 			s.evict(framework.Key(v), v.UID)
 		}

@@ -159,7 +159,7 @@ func (s *sim) report() *Report {
 		MaxBackoff:         orDefault(deref(sc.Queue.MaxBackoff), defaultMaxBackoff).String(),
 		MaxInUnschedulable: orDefault(sc.Queue.MaxInUnschedulable, defaultMaxInUnschedulable).String(),
 		AttemptCost:        orDefault(sc.Scheduler.AttemptCost, 5*time.Millisecond).String(),
-		BindLatency:        orDefault(sc.Scheduler.BindLatency, 20*time.Millisecond).String(),
+		BindLatency:        orDefault(sc.Scheduler.BindLatency, defaultBindLatency).String(),
 		Scoring:            sc.Scheduler.scoringLabel(),
 		Fairness:           sc.Queue.Fairness,
 	}

@@ -638,14 +638,20 @@ type Sample struct {
 	Peak schedq.Counts
 }
 
+// defaultBindLatency is a write's latency when the scenario sets none.
+const defaultBindLatency = 20 * time.Millisecond
+
+// apiLatency is the virtual time a write to the API server takes (a
+// binding, an eviction, a release): the scenario's bind latency.
+func (s *sim) apiLatency() time.Duration {
+	return orDefault(s.sc.Scheduler.BindLatency, defaultBindLatency)
+}
+
 // binder binds after the scenario's bind latency.
 type binder struct{ s *sim }
 
 func (b binder) Bind(_ context.Context, pod *v1.Pod, node string, done func(error)) {
-	lat := b.s.sc.Scheduler.BindLatency
-	if lat == 0 {
-		lat = 20 * time.Millisecond
-	}
+	lat := b.s.apiLatency()
 	b.s.binds++
 	b.s.checkBindOnce(pod, node)
 	st := b.s.stats[pod.UID]
