@@ -174,33 +174,7 @@ func newDoubtFixture(t *testing.T, wrap func(heldWrites) kubernetes.Interface) *
 		client = wrap(held)
 	}
 
-	cfg, err := profile.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fw, qcfg, q := frameworkAndQueue(t, &cfg.Profiles[0], nil)
-	queues := &switchQueue{}
-	queues.replace(t.Context(), q, func(*podQueue) {})
-	t.Cleanup(queues.close)
-	c := scheduler.NewCache()
-	h := &scheduler.Handlers{Queue: queues, Cache: c, SchedulerName: "schedq", Hints: qcfg.Hints}
-	factory := informers.NewSharedInformerFactory(f.fc, 0)
-	pods := factory.Core().V1().Pods().Informer()
-	synced, err := h.Register(pods, factory.Core().V1().Nodes().Informer(), factory.Core().V1().Namespaces().Informer(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	factory.Start(t.Context().Done())
-	factory.WaitForCacheSync(t.Context().Done())
-	if !cache.WaitForCacheSync(t.Context().Done(), synced) {
-		t.Fatal("handlers not synced")
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	f.tm = &terms{
-		queues: queues, cache: c, handlers: h, pods: pods, qcfg: qcfg, client: client,
-		backoff: newOutageBackoff(clock.RealClock{}), state: &state{}, log: log, reporter: quietReporter{},
-		opts: scheduler.Options{Framework: fw, Logger: log},
-	}
+	f.tm = testTerms(t, f.fc, client, quietReporter{})
 	return f
 }
 
@@ -334,4 +308,39 @@ func (p hangingPods) Get(ctx context.Context, name string, o metav1.GetOptions) 
 		return nil, ctx.Err()
 	}
 	return p.PodInterface.Get(ctx, name, o)
+}
+
+// testTerms is a terms of schedq's default profile on a fake cluster:
+// its informers (on watched, synced before it returns), its cache and
+// switch queue, client for its reads and writes and reporter for its
+// failures. The terms are run with run.
+func testTerms(t *testing.T, watched *fake.Clientset, client kubernetes.Interface, reporter scheduler.Reporter) *terms {
+	t.Helper()
+	cfg, err := profile.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, qcfg, q := frameworkAndQueue(t, &cfg.Profiles[0], nil)
+	queues := &switchQueue{}
+	queues.replace(t.Context(), q, func(*podQueue) {})
+	t.Cleanup(queues.close)
+	c := scheduler.NewCache()
+	h := &scheduler.Handlers{Queue: queues, Cache: c, SchedulerName: "schedq", Hints: qcfg.Hints}
+	factory := informers.NewSharedInformerFactory(watched, 0)
+	pods := factory.Core().V1().Pods().Informer()
+	synced, err := h.Register(pods, factory.Core().V1().Nodes().Informer(), factory.Core().V1().Namespaces().Informer(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(t.Context().Done())
+	factory.WaitForCacheSync(t.Context().Done())
+	if !cache.WaitForCacheSync(t.Context().Done(), synced) {
+		t.Fatal("handlers not synced")
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return &terms{
+		queues: queues, cache: c, handlers: h, pods: pods, qcfg: qcfg, client: client,
+		backoff: newOutageBackoff(clock.RealClock{}), state: &state{}, log: log, reporter: reporter,
+		opts: scheduler.Options{Framework: fw, Logger: log},
+	}
 }

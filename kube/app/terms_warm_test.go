@@ -8,15 +8,11 @@ import (
 	"testing/synctest"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/clock"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
-	"github.com/schedq/schedq/kube/profile"
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
@@ -39,34 +35,8 @@ func TestRebuildKeepsWokenPodsAwake(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				fc := fakeCluster(testNode("n1", "1"), testPod("a", "schedq", "2"))
-				cfg, err := profile.Default()
-				if err != nil {
-					t.Fatal(err)
-				}
-				fw, qcfg, q := frameworkAndQueue(t, &cfg.Profiles[0], nil)
-				queues := &switchQueue{}
-				queues.replace(t.Context(), q, func(*podQueue) {})
-				t.Cleanup(queues.close)
-				c := scheduler.NewCache()
-				h := &scheduler.Handlers{Queue: queues, Cache: c, SchedulerName: "schedq", Hints: qcfg.Hints}
-				factory := informers.NewSharedInformerFactory(fc, 0)
-				pods := factory.Core().V1().Pods().Informer()
-				synced, err := h.Register(pods, factory.Core().V1().Nodes().Informer(), factory.Core().V1().Namespaces().Informer(), nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				factory.Start(t.Context().Done())
-				factory.WaitForCacheSync(t.Context().Done())
-				if !cache.WaitForCacheSync(t.Context().Done(), synced) {
-					t.Fatal("handlers not synced")
-				}
 				log := slog.New(slog.NewTextHandler(io.Discard, nil))
-				tm := &terms{
-					queues: queues, cache: c, handlers: h, pods: pods, qcfg: qcfg, client: fc,
-					backoff: newOutageBackoff(clock.RealClock{}), state: &state{}, log: log,
-					reporter: scheduler.APIReporter{Client: fc, Recorder: events.NewFakeRecorder(10), Logger: log},
-					opts:     scheduler.Options{Framework: fw, Logger: log},
-				}
+				tm := testTerms(t, fc, fc, scheduler.APIReporter{Client: fc, Recorder: events.NewFakeRecorder(10), Logger: log})
 
 				// Term 1 finds a unschedulable and records why.
 				ctx, end := context.WithCancel(t.Context())
@@ -82,16 +52,16 @@ func TestRebuildKeepsWokenPodsAwake(t *testing.T) {
 				synctest.Wait() // the informer has the record
 				if tc.wake {
 					// As a forgotten assumption's room would (no object).
-					if err := queues.Move(clusterevent.AssignedPodDelete, nil, nil, nil); err != nil {
+					if err := tm.queues.Move(clusterevent.AssignedPodDelete, nil, nil, nil); err != nil {
 						t.Fatal(err)
 					}
 				}
-				if _, loc, _ := queues.Get(framework.Key(got)); (loc == schedq.InUnschedulable) == tc.wake {
+				if _, loc, _ := tm.queues.Get(framework.Key(got)); (loc == schedq.InUnschedulable) == tc.wake {
 					t.Fatalf("a is %v in term 1's queue, want woken=%v", loc, tc.wake)
 				}
 
 				tm.rebuild(t.Context())
-				if _, loc, _ := queues.Get(framework.Key(got)); (loc == schedq.InUnschedulable) != tc.parked {
+				if _, loc, _ := tm.queues.Get(framework.Key(got)); (loc == schedq.InUnschedulable) != tc.parked {
 					t.Errorf("a is %v in the rebuilt queue, want parked=%v", loc, tc.parked)
 				}
 			})
