@@ -102,7 +102,7 @@ func scenarioOf(o Options) *sim.Scenario {
 	sc.Scheduler.Plugins, sc.Scheduler.Config = sim.PluginsUpstream, o.Config.File
 	sc.Scheduler.Profile = o.Config.Profile // as loaded at the start: the file may have changed since
 	sc.Scheduler.PercentageOfNodesToScore = o.PercentageOfNodesToScore
-	sc.Scheduler.Preemption = &sim.PreemptionSpec{}
+	sc.Scheduler.Preemption = &sim.PreemptionSpec{PodGracePeriods: true}
 	sc.Queue.InitialBackoff = o.Config.InitialBackoff
 	if o.Config.MaxBackoff > 0 {
 		mb := o.Config.MaxBackoff

@@ -52,3 +52,13 @@ func TestForecastRunsTheProfileTheSchedulerLoaded(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveForecastVictimsKeepTheirGracePeriods: the live scheduler's
+// forecasts evict as its preemption does, a victim staying on its node
+// for its own grace period, not leaving at once.
+func TestLiveForecastVictimsKeepTheirGracePeriods(t *testing.T) {
+	sc := scenarioOf(Options{})
+	if p := sc.Scheduler.Preemption; p == nil || !p.PodGracePeriods || p.GracePeriod != 0 {
+		t.Fatalf("forecast's preemption %+v, want on, with each victim's own grace period", p)
+	}
+}

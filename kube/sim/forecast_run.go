@@ -289,14 +289,15 @@ func (r *forecastRun) addRunning(i int, rp RunningPod, seen uids) error {
 // left at the state's instant (0 if none), and false if p is not
 // terminating. The API server stamps a deletion with the end of the grace
 // period (and sets deletionGracePeriodSeconds); the simulator's evictions
-// stamp its start, the scenario's grace period before its end.
+// stamp its start, the victim's grace period (preemptions.graceOf) before
+// its end.
 func (r *forecastRun) graceLeft(p *v1.Pod) (time.Duration, bool) {
 	if p.DeletionTimestamp == nil {
 		return 0, false
 	}
 	end := p.DeletionTimestamp.Time
 	if p.DeletionGracePeriodSeconds == nil && r.s.pre != nil {
-		end = end.Add(r.s.pre.spec.GracePeriod)
+		end = end.Add(r.s.pre.graceOf(p))
 	}
 	return max(end.Sub(r.st.Now), 0), true
 }

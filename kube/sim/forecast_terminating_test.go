@@ -100,3 +100,38 @@ func TestForecastVictimWhoseRunEndsInItsGraceLeavesPreempted(t *testing.T) {
 		t.Errorf("b: got %+v, want a start when v's run ends, about 10s", b)
 	}
 }
+
+// TestForecastVictimTerminatesForItsOwnGracePeriod: with
+// podGracePeriods, as the live scheduler's forecasts run, a victim of the
+// forecast's own preemption stays on its node, terminating, for its
+// spec.terminationGracePeriodSeconds (the API server's 30 s where unset),
+// so the preemptor b starts that much later, not at once.
+func TestForecastVictimTerminatesForItsOwnGracePeriod(t *testing.T) {
+	secs := func(n int64) *int64 { return &n }
+	for _, tc := range []struct {
+		name  string
+		grace *int64
+		want  time.Duration
+	}{
+		{name: "unset: the API server's 30 s", want: 30 * time.Second},
+		{name: "45 s", grace: secs(45), want: 45 * time.Second},
+		{name: "0 s: gone with the eviction", grace: secs(0), want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := terminatingState("", nil, nil)
+			st.Running[0].Pod.Spec.TerminationGracePeriodSeconds = tc.grace
+			high := int32(100)
+			st.Pending[0].Spec.Priority = &high
+			sc := &Scenario{Name: "t", Seed: 1}
+			sc.Scheduler.Preemption = &PreemptionSpec{PodGracePeriods: true}
+			f, err := RunForecast(sc, st, ForecastOptions{Horizon: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := f.Of(types.NamespacedName{Namespace: "default", Name: "b"})
+			if !b.Starts || b.Wait < tc.want || b.Wait > tc.want+time.Second {
+				t.Errorf("b: got start %v (starts %v), want about %v after the state's instant", b.Wait, b.Starts, tc.want)
+			}
+		})
+	}
+}

@@ -25,6 +25,12 @@ type PreemptionSpec struct {
 	// on its node) before it leaves. Default 0: it leaves as soon as the
 	// API server takes the deletion, after the bind latency.
 	GracePeriod time.Duration `yaml:"gracePeriod"`
+	// PodGracePeriods makes each victim terminate for its own
+	// spec.terminationGracePeriodSeconds instead (30 s where unset, the
+	// API server's default), as kube-scheduler's eviction, which deletes
+	// a victim with no grace period of its own, leaves it to a kubelet
+	// that waits the whole period out. Refused beside a GracePeriod.
+	PodGracePeriods bool `yaml:"podGracePeriods"`
 }
 
 // PreemptionSummary counts the preemptions of a run.
@@ -67,8 +73,28 @@ func (s *sim) enablePreemption() error {
 	if spec.GracePeriod < 0 {
 		return fmt.Errorf("scenario: scheduler.preemption.gracePeriod: %v is negative", spec.GracePeriod)
 	}
+	if spec.PodGracePeriods && spec.GracePeriod != 0 {
+		return fmt.Errorf("scenario: scheduler.preemption: gracePeriod %v and podGracePeriods both set; choose one", spec.GracePeriod)
+	}
 	s.pre = &preemptions{spec: spec, byPrio: map[int32]*PreemptionCount{}}
 	return s.sched.EnablePreemption(scheduler.PreemptionOptions{Evictor: evictor{s}, Budgets: s.budgetsNow})
+}
+
+// defaultPodGrace is the grace period the API server gives a pod that
+// sets none (spec.terminationGracePeriodSeconds defaults to 30).
+const defaultPodGrace = 30 * time.Second
+
+// graceOf is how long victim v terminates before it leaves: its own
+// grace period with PodGracePeriods, else the scenario's GracePeriod.
+// O(1).
+func (p *preemptions) graceOf(v *v1.Pod) time.Duration {
+	if !p.spec.PodGracePeriods {
+		return p.spec.GracePeriod
+	}
+	if s := v.Spec.TerminationGracePeriodSeconds; s != nil {
+		return time.Duration(max(*s, 0)) * time.Second
+	}
+	return defaultPodGrace
 }
 
 func (p *preemptions) count(prio int32) *PreemptionCount {
@@ -119,7 +145,7 @@ func (s *sim) evict(key types.NamespacedName, uid types.UID) {
 	// came was never evicted, and Victims is the pods that end preempted.
 	s.pre.victims++
 	s.pre.count(framework.Priority(cur)).Victims++
-	grace := s.pre.spec.GracePeriod
+	grace := s.pre.graceOf(cur)
 	if grace <= 0 {
 		s.removeVictim(cur)
 		return

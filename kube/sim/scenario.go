@@ -449,6 +449,9 @@ func (s *Scenario) Validate() error {
 	nonNeg("scheduler.bindLatency", s.Scheduler.BindLatency)
 	if p := s.Scheduler.Preemption; p != nil {
 		nonNeg("scheduler.preemption.gracePeriod", p.GracePeriod)
+		if p.PodGracePeriods && p.GracePeriod != 0 {
+			bad("scheduler.preemption.podGracePeriods", "true beside gracePeriod %v: each victim's own grace period replaces the scenario's; set one", p.GracePeriod)
+		}
 	}
 	if p := s.Scheduler.PercentageOfNodesToScore; p < 0 || p > 100 {
 		bad("scheduler.percentageOfNodesToScore", "must be 0 to 100, got %d", p)

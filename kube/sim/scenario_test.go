@@ -62,6 +62,7 @@ func TestBadScenarios(t *testing.T) {
 		{"tainted in the instant before they are added", "name: x\npods: [{name: p, count: 1}]\nevents:\n- {at: 10s, taintNodes: {group: late, taint: {key: k}}}\n- {at: 10s, addNodes: {name: late, count: 2}}\n",
 			[]string{`events[0].taintNodes.group: node group "late" is added at 10s (events[1]), after this event at 10s`}},
 		{"negative grace period", valid + "scheduler: {preemption: {gracePeriod: -5s}}\n", []string{"scheduler.preemption.gracePeriod: must not be negative, got -5s"}},
+		{"two grace periods", valid + "scheduler: {preemption: {gracePeriod: 5s, podGracePeriods: true}}\n", []string{"scheduler.preemption.podGracePeriods: true beside gracePeriod 5s"}},
 		{"selector value not a label value", "name: x\npods: [{name: p, count: 1, antiAffinity: [{matchLabels: {group: \"x y\"}, topologyKey: zone}]}]\n",
 			[]string{`pods[0].antiAffinity[0].matchLabels.group: "x y" is not a valid label value`}},
 		{"spread selector operator", "name: x\npods: [{name: p, count: 1, topologySpreadConstraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchExpressions: [{key: a, operator: Bogus}]}}]}]\n",
