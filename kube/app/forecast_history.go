@@ -18,13 +18,14 @@ import (
 const historyMax = 10_000
 
 // HistoryOptions are how the forecasts learn runtimes from past pods
-// (sim.History). Zero: by owner kind and namespace, the longest run past
+// (sim.History). Zero: by controller, then owner kind and namespace, the
+// longest run past
 // the estimate's end.
 type HistoryOptions struct {
 	// Labels group the runtimes by these labels' values, coarsest first:
 	// a pod is estimated from the finest class with enough runs (see
 	// sim.History). A pod without the first label falls back to its
-	// owner kind and namespace.
+	// controller, then its owner kind and namespace.
 	Labels []string
 	// Tail names sim.History.Tail: "longest" (or empty) or "exponential".
 	Tail string

@@ -158,8 +158,9 @@ func (h *History) Kind(p *v1.Pod) string {
 }
 
 // kinds returns the kinds p is filed under, coarsest first: one per
-// prefix of the labels that p has, or its owner kind and namespace if it
-// has not the first. O(labels).
+// prefix of the labels that p has, or, if it has not the first, its
+// owner kind and namespace, then its controller (the pods of one
+// template: a ReplicaSet, a Job, a StatefulSet) if it has one. O(labels).
 func (h *History) kinds(p *v1.Pod) []string {
 	var ks []string
 	var b strings.Builder
@@ -178,13 +179,13 @@ func (h *History) kinds(p *v1.Pod) []string {
 	if len(ks) > 0 {
 		return ks
 	}
-	kind := "none"
 	for _, o := range p.OwnerReferences {
 		if o.Controller != nil && *o.Controller {
-			kind = o.Kind
+			coarse := "owner " + o.Kind + " in " + p.Namespace
+			return []string{coarse, coarse + ": " + o.Name}
 		}
 	}
-	return []string{"owner " + kind + " in " + p.Namespace}
+	return []string{"owner none in " + p.Namespace}
 }
 
 // Observe records that p ran for d. O(labels).

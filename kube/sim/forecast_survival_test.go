@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -276,6 +277,58 @@ func TestHistoryClassesFallBack(t *testing.T) {
 	}
 	if k := fine.Kind(teamPod("p")); k != "label team=x" {
 		t.Errorf("Kind of a pod without size: got %q, want its team", k)
+	}
+}
+
+// TestHistoryByControllerWithoutLabels: with no labels, a pod is
+// estimated from the runs of its controller (the pods of one template)
+// while that holds minClass runs, else from its owner kind and
+// namespace. ReplicaSet fast has 3·minClass runs of 10 min, slow minClass
+// runs of 60 min, few two runs of 5 min: the kind's median is 10 min. A
+// pod of slow gets 60 min, of few the kind's 10 min, of a Job (another
+// kind, no runs) none, and a bare pod the bare pods' class.
+func TestHistoryByControllerWithoutLabels(t *testing.T) {
+	yes := true
+	owned := func(name, kind, owner string) *v1.Pod {
+		p := &v1.Pod{}
+		p.Name, p.Namespace, p.UID = name, "ns", types.UID(name)
+		if kind != "" {
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: kind, Name: owner, Controller: &yes}}
+		}
+		return p
+	}
+	h := NewHistory()
+	for i := range 3 * minClass {
+		h.Observe(owned(fmt.Sprint("f", i), "ReplicaSet", "fast"), 10*time.Minute)
+	}
+	for i := range minClass {
+		h.Observe(owned(fmt.Sprint("s", i), "ReplicaSet", "slow"), 60*time.Minute)
+	}
+	h.Observe(owned("w0", "ReplicaSet", "few"), 5*time.Minute)
+	h.Observe(owned("w1", "ReplicaSet", "few"), 5*time.Minute)
+	for i := range 3 {
+		h.Observe(owned(fmt.Sprint("b", i), "", ""), 2*time.Minute)
+	}
+	for _, c := range []struct {
+		name string
+		pod  *v1.Pod
+		want time.Duration
+		ok   bool
+		kind string
+	}{
+		{"its controller's runs", owned("p", "ReplicaSet", "slow"), 60 * time.Minute, true, "owner ReplicaSet in ns: slow"},
+		{"too few: its owner kind's", owned("p", "ReplicaSet", "few"), 10 * time.Minute, true, "owner ReplicaSet in ns: few"},
+		{"a kind with no runs", owned("p", "Job", "j"), 0, false, "owner Job in ns: j"},
+		{"a bare pod", owned("p", "", ""), 2 * time.Minute, true, "owner none in ns"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if d, ok := h.Estimate(c.pod, 0); ok != c.ok || d != c.want {
+				t.Errorf("Estimate: got %v %v, want %v %v", d, ok, c.want, c.ok)
+			}
+			if k := h.Kind(c.pod); k != c.kind {
+				t.Errorf("Kind: got %q, want %q", k, c.kind)
+			}
+		})
 	}
 }
 

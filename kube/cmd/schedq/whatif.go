@@ -114,7 +114,7 @@ activeDeadlineSeconds, or the runtimes of finished pods of its kind
 	f.StringVar(&in.snapshot, "snapshot", "", "start from a cluster saved with kubectl get nodes,pods -A -o yaml")
 	f.DurationVar(&at, "at", 0, "the virtual time at which the objects are added (at most the run's end: the scenario's duration, a trace's last pod end, or the default 15m)")
 	f.DurationVar(&horizon, "horizon", 24*time.Hour, "how far ahead to forecast (positive, at most 720h)")
-	f.StringSliceVar(&labels, "history-label", nil, "learn runtimes per value of these labels, coarsest first (repeat or comma-separate; a class with too few runs falls back to the coarser; default: per owner kind and namespace)")
+	f.StringSliceVar(&labels, "history-label", nil, "learn runtimes per value of these labels, coarsest first (repeat or comma-separate; a class with too few runs falls back to the coarser; default: per controller, falling back to its owner kind and namespace)")
 	f.StringVar(&tail, "history-tail", "longest", "what a runtime from history is when most runs like it are still going: longest (the longest run seen) or exponential (the estimate continued at its constant hazard)")
 	f.BoolVar(&arrivals, "arrivals", false, "assume pods keep arriving as in the last hour (default: no new pods)")
 	f.BoolVar(&knownTimes, "known-runtimes", true, "end pods at the runtimes the simulator gives them (a trace's, a scenario's lifetimes)")
