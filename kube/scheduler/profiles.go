@@ -138,3 +138,15 @@ func (h *Handlers) ours(p *v1.Pod) bool {
 	}
 	return slices.Contains(h.Profiles, p.Spec.SchedulerName)
 }
+
+// Frameworks returns o's frameworks: Profiles, or Framework alone, or
+// none. O(1).
+func (o Options) Frameworks() []*profile.Framework {
+	if len(o.Profiles) > 0 {
+		return o.Profiles
+	}
+	if o.Framework != nil {
+		return []*profile.Framework{o.Framework}
+	}
+	return nil
+}
