@@ -2,8 +2,10 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -335,5 +337,68 @@ func TestPodHintClassKeepsProfilesApart(t *testing.T) {
 	}
 	if PodHintClass(a) != PodHintClass(of("a", pod("p", 100))) {
 		t.Fatal("alike pods of one profile do not share a class")
+	}
+}
+
+// goBinder binds in a goroutine of its own, as APIBinder does, always
+// successfully; wg counts the bindings under way.
+type goBinder struct{ wg *sync.WaitGroup }
+
+func (b goBinder) Bind(_ context.Context, _ *v1.Pod, _ string, done func(error)) {
+	b.wg.Go(func() { done(nil) })
+}
+
+// TestProfilesConcurrentCyclesBindingsAndEvents schedules pods of two
+// profiles while their bindings end on goroutines of their own (which
+// count each attempt under its pod's profile) and another goroutine adds
+// and deletes nodes through the handlers (each move asking both
+// profiles' hints under the queue's lock): under -race, any state the
+// profiles share unguarded would be reported. Every pod ends scheduled,
+// counted under its own profile.
+func TestProfilesConcurrentCyclesBindingsAndEvents(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	f := newProfilesFixture(t, reg, profileSpec{name: "a"}, profileSpec{name: "b", mutate: mostAllocated})
+	var binds sync.WaitGroup
+	f.s.binder, f.s.reporter = goBinder{&binds}, &lockedReporter{}
+	for i := range 4 {
+		f.h.AddNode(node(fmt.Sprint("n", i), 4000))
+	}
+	const pods = 40
+	for i := range pods {
+		f.h.AddPod(of([]string{"a", "b"}[i%2], pod(fmt.Sprint("p", i), 10)))
+	}
+	stop := make(chan struct{})
+	var writer sync.WaitGroup
+	writer.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			extra := node(fmt.Sprint("x", i%3), 5) // no room for a pod: its deletion fails no binding
+			f.h.AddNode(extra)
+			f.h.DeleteNode(extra)
+		}
+	})
+	scheduled := 0
+	for range pods {
+		info, ok := tryPop(f.q)
+		if !ok {
+			break
+		}
+		if out := f.s.ScheduleOne(context.Background(), info); out.Result == Scheduled {
+			scheduled++
+		}
+	}
+	close(stop)
+	writer.Wait()
+	binds.Wait()
+	f.s.Wait()
+	m := f.s.o.Metrics
+	a := testutil.ToFloat64(m.attempts.WithLabelValues("scheduled", "a"))
+	b := testutil.ToFloat64(m.attempts.WithLabelValues("scheduled", "b"))
+	if scheduled != pods || a != pods/2 || b != pods/2 {
+		t.Fatalf("scheduled %d of %d; counted %v of a's and %v of b's", scheduled, pods, a, b)
 	}
 }
