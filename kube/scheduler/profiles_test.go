@@ -402,3 +402,37 @@ func TestProfilesConcurrentCyclesBindingsAndEvents(t *testing.T) {
 		t.Fatalf("scheduled %d of %d; counted %v of a's and %v of b's", scheduled, pods, a, b)
 	}
 }
+
+// TestProfilesPreemptWithTheirOwnPostFilter: with preemption on, a pod
+// of a profile with DefaultPreemption preempts, and one of a profile
+// without it does not, on the same full node; Release gives each
+// profile's plugin its hooks back.
+func TestProfilesPreemptWithTheirOwnPostFilter(t *testing.T) {
+	noPreemption := func(p *config.KubeSchedulerProfile) {
+		p.Plugins.PostFilter.Disabled = append(p.Plugins.PostFilter.Disabled, config.Plugin{Name: "DefaultPreemption"})
+	}
+	f := newProfilesFixture(t, prometheus.NewRegistry(), profileSpec{name: "a"}, profileSpec{name: "b", mutate: noPreemption})
+	e := &syncEvictor{f: f, hold: true}
+	if err := f.s.EnablePreemption(PreemptionOptions{Evictor: e}); err != nil {
+		t.Fatal(err)
+	}
+	if f.s.byName["a"].pre == nil {
+		t.Fatal("a's DefaultPreemption was not adapted")
+	}
+	f.h.AddNode(node("n1", 4000))
+	f.h.AddPod(of("a", runningPod("low", "n1", 4000, 1, t0)))
+	f.h.AddPod(of("b", prioPod("high-b", 2000, 100)))
+	if out := f.once(); out.Result != Unschedulable || out.Nominated != "" || len(e.calls) != 0 {
+		t.Fatalf("b's pod: %+v, evictions %q; want no preemption", out, e.calls)
+	}
+	f.h.AddPod(of("a", prioPod("high-a", 2000, 100)))
+	if out := f.once(); out.Nominated != "n1" || sortedVictims(out) != "low" {
+		t.Fatalf("a's pod: %+v; want low preempted on n1", out)
+	}
+	f.s.Release()
+	for _, p := range f.s.profs {
+		if p.pre != nil {
+			t.Fatalf("Release kept %s's DefaultPreemption adapted", p.name)
+		}
+	}
+}
