@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -222,7 +221,7 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if o.Config.Profile == nil {
+	if len(o.profiles()) == 0 {
 		if err := o.loadProfile(); err != nil {
 			return err
 		}
@@ -239,13 +238,14 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 		klog.SetLogger(lib)
 	}
 	factory := informers.NewSharedInformerFactory(cs.sched, 0)
-	fw, err := upstreamFramework(ctx, o, &qcfg, cs.sched, factory, lib)
+	fws, err := upstreamFrameworks(ctx, o, &qcfg, cs.sched, factory, lib)
 	if err != nil {
 		return err
 	}
-	defer fw.Close()
+	defer closeAll(fws)
+	fw := fws[0] // the forecasts', whose DRA manager the others share
 	if !o.NoWakeBudget {
-		scheduler.UseWakeBudget(&qcfg, c, fw) // room as fw's NodeResourcesFit counts it
+		scheduler.UseWakeBudget(&qcfg, c, fws...) // room as their NodeResourcesFit counts it
 	}
 	q, err := schedq.New(qcfg)
 	if err != nil {
@@ -267,6 +267,9 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 
 	h := scheduler.NewHandlers(queues, c, o.SchedulerName, qcfg)
 	h.Logger = log
+	if len(fws) > 1 {
+		h.Profiles = o.schedulerNames()
+	}
 	pods := factory.Core().V1().Pods().Informer()
 	others := watched(factory, qcfg.Hints)
 	handlersSynced, err := h.Register(pods, factory.Core().V1().Nodes().Informer(),
@@ -280,13 +283,14 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 		return err
 	}
 	defer broadcaster.Shutdown()
-	reporter := guardedReporter{next: scheduler.APIReporter{Client: cs.sched, Recorder: broadcaster.NewRecorder(scheme.Scheme, o.SchedulerName), Logger: log}, fence: f, log: log}
+	recorder := newProfileRecorder(broadcaster, o.schedulerNames())
+	reporter := guardedReporter{next: scheduler.APIReporter{Client: cs.sched, Recorder: recorder, Logger: log}, fence: f, log: log}
 	h.Events = reporter
 	podGroups, groupsSynced, err := watchPodGroups(cs.sched, factory, h, log)
 	if err != nil {
 		return err
 	}
-	preempt, err := newPreemption(factory, cs.sched, broadcaster.NewRecorder(scheme.Scheme, o.SchedulerName), reg, f, log, o.SchedulerName)
+	preempt, err := newPreemption(factory, cs.sched, recorder, reg, f, log, o.SchedulerName)
 	if err != nil {
 		return err
 	}
@@ -307,7 +311,7 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	if _, err := pods.AddEventHandler(fc.hist.handler()); err != nil {
 		return err
 	}
-	serving := leaderOnly(handler(reg, inDoubtView{gatedQueueView{queues, scheduler.NewGateReasons(ctx, fw)}, c.InDoubtOn, c.HeldApart}, st.ready, watch.live, fc), st.role)
+	serving := leaderOnly(handler(reg, inDoubtView{gatedQueueView{queues, scheduler.NewGateReasons(ctx, fws...)}, c.InDoubtOn, c.HeldApart}, st.ready, watch.live, fc), st.role)
 	if o.serving != nil {
 		o.serving(serving)
 	}
@@ -350,13 +354,13 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	counts := queues.Counts()
 	log.Info("caches synced", "nodes", c.NodeCount(), "pending", counts.Active+counts.Backoff+counts.Unschedulable+counts.Gated)
 
-	log.Info("scheduling with kube-scheduler's framework", "profile", o.Config.Profile.SchedulerName)
+	log.Info("scheduling with kube-scheduler's framework", "profiles", o.schedulerNames())
 	t := &terms{
 		queues: queues, cache: c, handlers: h, pods: pods, podGroups: podGroups, qcfg: qcfg, client: cs.sched, fence: f,
 		backoff: newOutageBackoff(o.Clock), state: st, watch: watch, log: log, reporter: reporter,
-		opts:     scheduler.Options{PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: sm, Logger: log, Framework: fw},
+		opts:     schedulerOptions(o, sm, log, fws),
 		preempt:  preempt,
-		releaser: &scheduler.APIReleaser{Client: cs.sched, Recorder: broadcaster.NewRecorder(scheme.Scheme, o.SchedulerName)},
+		releaser: &scheduler.APIReleaser{Client: cs.sched, Recorder: recorder},
 	}
 	if !o.LeaderElect {
 		t.run(ctx)

@@ -22,10 +22,29 @@ type ConfigOptions struct {
 	// file's podInitialBackoffSeconds and podMaxBackoffSeconds. Zero: the
 	// queue's defaults (1s and 10s, as kube-scheduler's).
 	InitialBackoff, MaxBackoff time.Duration
-	// Profile is the file's profile, or kube-scheduler's default one
-	// without a file, that kube-scheduler's framework runs (its plugins,
-	// weights and pluginConfig); set by Validate, else by Run.
-	Profile *config.KubeSchedulerProfile
+	// Profiles are the file's profiles, or kube-scheduler's default one
+	// without a file, each run by a framework of its own (its plugins,
+	// weights and pluginConfig) for the pods whose spec.schedulerName is
+	// its schedulerName; set by Validate, else by Run. Profile is the
+	// first, whose schedulerName is SchedulerName's, and the one the
+	// forecasts simulate.
+	Profiles []*config.KubeSchedulerProfile
+	Profile  *config.KubeSchedulerProfile
+}
+
+// schedulerNames are the schedulerNames of Config.Profiles, in order;
+// with one profile, SchedulerName alone (the default profile, without
+// --config, schedules the pods of --scheduler-name).
+func (o *Options) schedulerNames() []string {
+	profs := o.profiles()
+	if len(profs) <= 1 {
+		return []string{o.SchedulerName}
+	}
+	names := make([]string, 0, len(profs))
+	for _, p := range profs {
+		names = append(names, p.SchedulerName)
+	}
+	return names
 }
 
 // loadProfile sets Config.Profile to kube-scheduler's default profile,
@@ -36,33 +55,34 @@ func (o *Options) loadProfile() error {
 		return err
 	}
 	o.Config.Profile = &cfg.Profiles[0]
+	o.Config.Profiles = []*config.KubeSchedulerProfile{o.Config.Profile}
 	return nil
 }
 
 // applyConfig loads Config.File with kube-scheduler's own decoding,
-// defaulting and validation (profile.Load), refuses what schedq cannot
-// honour yet, and applies the rest: the profile's schedulerName (replacing
-// --scheduler-name), percentageOfNodesToScore (the profile's, else the
-// file's; replacing --percentage-of-nodes-to-score) and the backoffs.
+// defaulting and validation (profile.Load: distinct schedulerNames, one
+// queue sort plugin and args for all profiles), refuses what schedq
+// cannot honour yet, and applies the rest: the profiles (the first one's
+// schedulerName replaces --scheduler-name), percentageOfNodesToScore (the
+// file's, replacing --percentage-of-nodes-to-score; a profile's own
+// overrides it for its pods, and with one profile replaces the flag too)
+// and the backoffs.
 //
 // What upstream's framework refuses as it is built (a plugin enabled at
 // an extension point it does not implement, say) is refused here too, by
-// building it once on no cluster (buildsOffline), as kube-scheduler does
-// before it connects.
+// building each profile's once on no cluster (buildsOffline), as
+// kube-scheduler does before it connects.
 //
-// Refused, because schedq would silently run something else: more than
-// one profile, and what profile.Unhonoured names (extenders;
-// clientConnection, leaderElection or parallelism other than the
-// defaults, which schedq's flags set; delayCacheUntilActive).
+// Refused, because schedq would silently run something else: what
+// profile.Unhonoured names (extenders; clientConnection, leaderElection
+// or parallelism other than the defaults, which schedq's flags set;
+// delayCacheUntilActive).
 func (o *Options) applyConfig() error {
 	cfg, err := profile.Load(o.Config.File)
 	if err != nil {
 		return fmt.Errorf("--config: %w", err)
 	}
 	var unsupported []string
-	if len(cfg.Profiles) != 1 {
-		unsupported = append(unsupported, fmt.Sprintf("profiles: %d profiles; schedq runs one", len(cfg.Profiles)))
-	}
 	p := cfg.Profiles[0]
 	fields, err := profile.Unhonoured(cfg)
 	if err != nil {
@@ -74,13 +94,17 @@ func (o *Options) applyConfig() error {
 	if len(unsupported) > 0 {
 		return fmt.Errorf("--config %s: this version of schedq cannot honour:\n  %s", o.Config.File, strings.Join(unsupported, "\n  "))
 	}
-	if err := buildsOffline(&cfg.Profiles[0]); err != nil {
-		return fmt.Errorf("--config %s: %w", o.Config.File, err)
+	o.Config.Profiles = nil
+	for i := range cfg.Profiles {
+		if err := buildsOffline(&cfg.Profiles[i]); err != nil {
+			return fmt.Errorf("--config %s: %w", o.Config.File, err)
+		}
+		o.Config.Profiles = append(o.Config.Profiles, &cfg.Profiles[i])
 	}
 	o.SchedulerName = p.SchedulerName
-	o.Config.Profile = &cfg.Profiles[0]
+	o.Config.Profile = o.Config.Profiles[0]
 	switch {
-	case p.PercentageOfNodesToScore != nil:
+	case len(cfg.Profiles) == 1 && p.PercentageOfNodesToScore != nil:
 		o.PercentageOfNodesToScore = int(*p.PercentageOfNodesToScore)
 	case cfg.PercentageOfNodesToScore != nil:
 		o.PercentageOfNodesToScore = int(*cfg.PercentageOfNodesToScore)

@@ -3,6 +3,7 @@ package app
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +59,8 @@ func TestValidateConfigRefuses(t *testing.T) {
 		{"does not parse", cfgHeader + "profiles: [\n", []string{"--config", "sched.yaml"}},
 		{"upstream validation", cfgHeader + "podInitialBackoffSeconds: 0\n", []string{"--config", "podInitialBackoffSeconds", "must be greater than 0"}},
 		{"duplicate schedulerName", cfgHeader + "profiles:\n- schedulerName: a\n- schedulerName: a\n", []string{"profiles[1].schedulerName", "Duplicate value"}},
-		{"two profiles", cfgHeader + "profiles:\n- schedulerName: a\n- schedulerName: b\n", []string{"2 profiles; schedq runs one"}},
+		{"two queue sorts", cfgHeader + "profiles:\n- schedulerName: a\n- schedulerName: b\n  plugins:\n    queueSort:\n      enabled:\n      - name: Other\n      disabled:\n      - name: '*'\n",
+			[]string{"--config", "profiles[1].plugins.queueSort", "must be the same for all profiles"}},
 		{"leader election", cfgHeader + "leaderElection:\n  leaderElect: false\n", []string{"leaderElection: set by the --leader-elect* flags"}},
 		{"delay cache until active", cfgHeader + "delayCacheUntilActive: true\n", []string{"delayCacheUntilActive: a standby replica keeps its caches and queue warm"}},
 		{"plugin at a point it does not extend", cfgHeader + "profiles:\n- schedulerName: a\n  plugins:\n    filter:\n      enabled:\n      - name: ImageLocality\n",
@@ -110,5 +112,35 @@ func TestValidateConfigUpstreamPlugins(t *testing.T) {
 	}
 	if o.Config.Profile == nil || o.Config.Profile.SchedulerName != "default-scheduler" || o.SchedulerName != "schedq" {
 		t.Fatalf("without a file: profile %v, scheduler name %q", o.Config.Profile, o.SchedulerName)
+	}
+}
+
+// TestValidateConfigTwoProfiles: a file with two profiles is taken whole,
+// as kube-scheduler takes it: both profiles kept, in order, each built
+// once offline, the first's schedulerName replacing --scheduler-name;
+// the handlers will let in the pods of both (schedulerNames). A profile
+// upstream's framework refuses as it is built is refused, named.
+func TestValidateConfigTwoProfiles(t *testing.T) {
+	o := valid()
+	o.Config.File = configFile(t, cfgHeader+"percentageOfNodesToScore: 30\nprofiles:\n- schedulerName: a\n- schedulerName: b\n  percentageOfNodesToScore: 60\n  plugins:\n    filter:\n      disabled:\n      - name: TaintToleration\n")
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Config.Profiles) != 2 || o.Config.Profile != o.Config.Profiles[0] || o.SchedulerName != "a" {
+		t.Fatalf("profiles %d, first kept %v, scheduler name %q", len(o.Config.Profiles), o.Config.Profile == o.Config.Profiles[0], o.SchedulerName)
+	}
+	if got := o.schedulerNames(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("scheduler names %q, want a, b", got)
+	}
+	if o.PercentageOfNodesToScore != 30 {
+		t.Fatalf("percentage %d, want the file's 30 (b's 60 is b's alone)", o.PercentageOfNodesToScore)
+	}
+	if d := o.Config.Profiles[1].Plugins.Filter.Disabled; len(d) != 1 || d[0].Name != "TaintToleration" {
+		t.Fatalf("b's filters disabled %v", d)
+	}
+	o = valid()
+	o.Config.File = configFile(t, cfgHeader+"profiles:\n- schedulerName: a\n- schedulerName: b\n  plugins:\n    preEnqueue:\n      enabled:\n      - name: NodePorts\n")
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), `"b"`) {
+		t.Fatalf("profile b's bad plugin: %v, want refused naming b", err)
 	}
 }

@@ -101,6 +101,12 @@ func scenarioOf(o Options) *sim.Scenario {
 	sc := &sim.Scenario{Name: "live", Seed: 1}
 	sc.Scheduler.Plugins, sc.Scheduler.Config = sim.PluginsUpstream, o.Config.File
 	sc.Scheduler.Profile = o.Config.Profile // as loaded at the start: the file may have changed since
+	if len(o.profiles()) > 1 {
+		// The simulator runs one profile: the first, whose pods alone the
+		// forecasts place (liveState.schedulerName); the file, whose
+		// other profiles it would refuse, is not read.
+		sc.Scheduler.Config = ""
+	}
 	sc.Scheduler.PercentageOfNodesToScore = o.PercentageOfNodesToScore
 	sc.Scheduler.Preemption = &sim.PreemptionSpec{PodGracePeriods: true}
 	sc.Queue.InitialBackoff = o.Config.InitialBackoff

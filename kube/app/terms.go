@@ -170,10 +170,11 @@ func (t *terms) settleRound(ctx context.Context) int {
 // settleClaims reads each claim held for a binding in doubt once and
 // settles those it can (settleRound); it returns how many are left.
 func (t *terms) settleClaims(ctx context.Context) int {
-	fw := t.opts.Framework
-	if fw == nil {
+	fws := t.opts.Frameworks()
+	if len(fws) == 0 {
 		return 0
 	}
+	fw := fws[0] // the profiles share their claim holds (profile.Setup.Alongside)
 	left := 0
 	for _, h := range fw.HeldClaims() {
 		if ctx.Err() != nil {
@@ -248,7 +249,7 @@ func (t *terms) rebuild(ctx context.Context) {
 	old := t.queues.get() // only rebuild replaces it, on this goroutine
 	cfg := t.qcfg
 	if cfg.Budget != nil {
-		scheduler.UseWakeBudget(&cfg, t.cache, t.opts.Framework) // a fresh ledger: the old term's promises died with it
+		scheduler.UseWakeBudget(&cfg, t.cache, t.opts.Frameworks()...) // a fresh ledger: the old term's promises died with it
 	}
 	next, err := schedq.New(cfg)
 	if err != nil {

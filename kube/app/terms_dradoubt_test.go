@@ -132,11 +132,12 @@ func newDRADoubtFixture(t *testing.T, wrap func(heldWrites) kubernetes.Interface
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	factory := informers.NewSharedInformerFactory(f.fc, 0)
 	qcfg := scheduler.QueueConfig()
-	fw, err := upstreamFramework(t.Context(), o, &qcfg, client, factory, klog.Background())
+	fws, err := upstreamFrameworks(t.Context(), o, &qcfg, client, factory, klog.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { fw.Close() })
+	t.Cleanup(func() { closeAll(fws) })
+	fw := fws[0]
 	q, err := schedq.New(qcfg)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 
 	"github.com/schedq/schedq"
@@ -17,27 +18,53 @@ import (
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
-// upstreamFramework builds kube-scheduler's framework for Config.Profile
-// on the cluster's client and informer factory, and makes qcfg take its
-// plugins' hints and gates, so that the queue wakes a pod rejected by an
-// upstream plugin (NodePorts, PodTopologySpread, VolumeBinding...) on the
-// events that plugin registers for. Call it before the queue is built and
-// before factory starts (the plugins create their informers while they are
+// upstreamFrameworks builds kube-scheduler's framework for each of
+// Config.Profiles on the cluster's client and informer factory, all on
+// one snapshot and each after the first alongside it (one DRA manager,
+// as kube-scheduler's profiles share), and makes qcfg take their plugins'
+// hints and gates, each profile's for its own pods (UseProfileHints), so
+// that the queue wakes a pod rejected by an upstream plugin (NodePorts,
+// PodTopologySpread, VolumeBinding...) on the events that plugin of its
+// profile registers for. Call it before the queue is built and before
+// factory starts (the plugins create their informers while they are
 // built); the caller waits for the factory's sync before scheduling, and
-// closes the framework.
-func upstreamFramework(ctx context.Context, o Options, qcfg *schedq.Config[types.NamespacedName, *v1.Pod],
-	client kubernetes.Interface, factory informers.SharedInformerFactory, logger klog.Logger) (*fwprofile.Framework, error) {
-	fw, err := fwprofile.NewFrameworkOn(ctx, o.Config.Profile, fwprofile.Setup{
-		Snapshot: backendcache.NewEmptySnapshot(), Informers: factory, Client: client,
-	})
-	if err != nil {
+// closes the frameworks (closeAll).
+func upstreamFrameworks(ctx context.Context, o Options, qcfg *schedq.Config[types.NamespacedName, *v1.Pod],
+	client kubernetes.Interface, factory informers.SharedInformerFactory, logger klog.Logger) ([]*fwprofile.Framework, error) {
+	snap := backendcache.NewEmptySnapshot()
+	var fws []*fwprofile.Framework
+	for _, prof := range o.profiles() {
+		setup := fwprofile.Setup{Snapshot: snap, Informers: factory, Client: client}
+		if len(fws) > 0 {
+			setup = fwprofile.Setup{Snapshot: snap, Alongside: fws[0]}
+		}
+		fw, err := fwprofile.NewFrameworkOn(ctx, prof, setup)
+		if err != nil {
+			closeAll(fws)
+			return nil, err
+		}
+		fws = append(fws, fw)
+	}
+	if err := scheduler.UseProfileHints(ctx, qcfg, fws, logger); err != nil {
+		closeAll(fws)
 		return nil, err
 	}
-	if err := scheduler.UseFrameworkHints(ctx, qcfg, fw, logger); err != nil {
-		fw.Close()
-		return nil, err
+	return fws, nil
+}
+
+// closeAll closes fws, the first (the others' base: Setup.Alongside) last.
+func closeAll(fws []*fwprofile.Framework) {
+	for i := len(fws) - 1; i >= 0; i-- {
+		fws[i].Close()
 	}
-	return fw, nil
+}
+
+// profiles are Config.Profiles, or Config.Profile alone if only it is set.
+func (o Options) profiles() []*config.KubeSchedulerProfile {
+	if len(o.Config.Profiles) == 0 && o.Config.Profile != nil {
+		return []*config.KubeSchedulerProfile{o.Config.Profile}
+	}
+	return o.Config.Profiles
 }
 
 // watched returns the informers of the kinds other than pods, nodes and

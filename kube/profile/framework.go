@@ -71,9 +71,16 @@ type Framework struct {
 	// fitIgnored is what NodeResourcesFit's args ignore (FitSkips).
 	fitIgnored fitIgnored
 	// holds are the claims' allocations in flight held for bindings in
-	// doubt (drahold.go).
-	holds claimHolds
+	// doubt (drahold.go), shared with the frameworks built alongside
+	// (Setup.Alongside), whose DRA manager is this one's.
+	holds *claimHolds
+	// wired is the wiring the plugins were given, the DRA manager before
+	// its tap: what a framework built alongside takes (Setup.Alongside).
+	wired wiring
 }
+
+// Name returns the framework's profile's schedulerName. O(1).
+func (f *Framework) Name() string { return f.fwk.ProfileName() }
 
 // NewFramework builds the framework of prof (a profile of a Config from
 // Load or Default) with Registry, over c, whose snapshot it builds. It is
@@ -121,6 +128,14 @@ type Setup struct {
 	// a node's GPUs with a GPU policy's choice for the pod first). It
 	// runs on the scheduling loop and must be fast.
 	NotePod func(*v1.Pod)
+	// Alongside, if set, is another profile's framework whose client,
+	// informer factory (real or synchronous), DRA manager and claim holds
+	// this one shares, as kube-scheduler's profiles share them: a claim
+	// one profile allocates is then in flight for the other's plugins at
+	// once. Snapshot must be Alongside's, and Informers, Client, Objects
+	// and WrapDRA empty: they are Alongside's. Close this framework
+	// before Alongside.
+	Alongside *Framework
 }
 
 // wiring is the clientset, informer factory and DRA manager a framework's
@@ -156,6 +171,28 @@ func wire(ctx context.Context, s Setup) (wiring, error) {
 	return wiring{client: s.Client, factory: s.Informers, dra: dra, sources: sources}, err
 }
 
+// wireFor is the wiring of a framework built on s: Alongside's, or a new
+// one (wire) with s.WrapDRA around its DRA manager.
+func wireFor(ctx context.Context, s Setup) (wiring, error) {
+	if a := s.Alongside; a != nil {
+		if s.Snapshot != a.snap {
+			return wiring{}, errors.New("a framework built alongside another must share its snapshot")
+		}
+		if s.Informers != nil || s.Client != nil || len(s.Objects) > 0 || s.WrapDRA != nil {
+			return wiring{}, errors.New("a framework built alongside another takes its informers, client, objects and DRA manager")
+		}
+		return a.wired, nil
+	}
+	w, err := wire(ctx, s)
+	if err != nil {
+		return w, err
+	}
+	if s.WrapDRA != nil {
+		w.dra = s.WrapDRA(w.dra)
+	}
+	return w, nil
+}
+
 // NewFrameworkOn builds the framework of prof with Registry (and
 // s.Plugins) over s. It registers kube-scheduler's metrics (once per
 // process), and gives the plugins s's client and informer factory (or a
@@ -181,14 +218,12 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 	built := map[string]fwk.Plugin{}
 	capturePlugins(r, built)
 	ctx, cancel := context.WithCancel(ctx)
-	w, err := wire(ctx, s)
+	w, err := wireFor(ctx, s)
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("profile %q: %w", prof.SchedulerName, err)
 	}
-	if s.WrapDRA != nil {
-		w.dra = s.WrapDRA(w.dra)
-	}
+	wired := w
 	w.dra = newDRATap(w.dra, s.NotePod)
 	f, err := frameworkruntime.NewFramework(ctx, r, prof,
 		frameworkruntime.WithClientSet(w.client),
@@ -213,7 +248,10 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 		}
 	}
 	fr := &Framework{fwk: f, dp: dp, postFilters: postFiltersBut(f, built, defaultpreemption.Name), snap: s.Snapshot, factory: w.sync, cancel: cancel,
-		norm: newNormalizer(f, scorers), sources: w.sources, fitIgnored: newFitIgnored(prof)}
+		norm: newNormalizer(f, scorers), sources: w.sources, fitIgnored: newFitIgnored(prof), holds: &claimHolds{}, wired: wired}
+	if s.Alongside != nil {
+		fr.holds = s.Alongside.holds
+	}
 	if w.sync != nil {
 		fr.signWrites = &w.sync.writes
 	} else if fr.signWrites, err = signInputs(f, w.factory); err != nil {

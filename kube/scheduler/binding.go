@@ -179,7 +179,7 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 		// reported and requeued as a failed binding.
 		result = bindingNodeDeleted
 	}
-	s.bindingEnded(start, result)
+	s.bindingEnded(pod, start, result)
 	if result != bindingSuccess && result != bindingNodeDeleted {
 		defer s.roomFreed(pod, node) // after the pod's own requeue
 	}
@@ -279,12 +279,12 @@ func (s *Scheduler) roomFreed(pod *v1.Pod, node string) {
 // bindingEnded counts a pod's attempt (a group member's too) once its
 // binding has ended, as kube-scheduler does: scheduled if the pod was
 // bound, an error otherwise (its latency then covers the binding).
-func (s *Scheduler) bindingEnded(start time.Time, result string) {
+func (s *Scheduler) bindingEnded(pod *v1.Pod, start time.Time, result string) {
 	r := Error
 	if result == bindingSuccess {
 		r = Scheduled
 	}
-	s.o.Metrics.attempt(r, s.o.Now().Sub(start))
+	s.o.Metrics.attempt(s.label(pod), r, s.o.Now().Sub(start))
 }
 
 // staleTerm handles a binding the API server refused because its stamp is

@@ -31,19 +31,22 @@ func WakeBudget(c *Cache) func(ev schedq.Event, oldObj, newObj any) (schedq.Budg
 	return WakeBudgetOn(c, nil)
 }
 
-// WakeBudgetOn is WakeBudget for a scheduler that runs fw's plugins (nil:
-// none): a node's room leaves out, as fw's NodeResourcesFit does, the
+// WakeBudgetOn is WakeBudget for a scheduler that runs the plugins of
+// fws (nil ones ignored): a node's room leaves out, as their
+// NodeResourcesFit does, the
 // extended resources its args ignore and, on a node that has none of one,
 // those that a DeviceClass provides (profile.Framework.FitSkips). Without
 // it, a pod asking for such a resource would never fit an event's room,
 // and would wait for another event or the leftover flush while its hints
 // said the new room might hold it.
-func WakeBudgetOn(c *Cache, fw *profile.Framework) func(ev schedq.Event, oldObj, newObj any) (schedq.Budget[*v1.Pod], bool) {
-	var skip func(v1.ResourceName, int64) bool
-	if fw != nil {
-		skip = fw.FitSkips
-	}
-	ledger := plugins.NewRoomLedger(c, skip)
+//
+// With several profiles' frameworks (Options.Profiles), a resource is
+// left out if any of their NodeResourcesFit leaves it out: a pod of a
+// profile that counts it may then be woken by room it does not fit,
+// which costs an attempt; the other way round, a pod would wait for the
+// flush.
+func WakeBudgetOn(c *Cache, fws ...*profile.Framework) func(ev schedq.Event, oldObj, newObj any) (schedq.Budget[*v1.Pod], bool) {
+	ledger := plugins.NewRoomLedger(c, fitSkips(fws))
 	return func(ev schedq.Event, oldObj, newObj any) (schedq.Budget[*v1.Pod], bool) {
 		node, gone := roomOn(ev, oldObj, newObj)
 		if node == "" {
@@ -80,4 +83,30 @@ func roomOn(ev schedq.Event, oldObj, newObj any) (string, *v1.Pod) {
 		}
 	}
 	return "", nil
+}
+
+// fitSkips is what WakeBudgetOn leaves out of a node's room for fws (nil
+// frameworks ignored): nil for none, one's FitSkips, or whether any of
+// theirs skips. O(frameworks) per call.
+func fitSkips(fws []*profile.Framework) func(v1.ResourceName, int64) bool {
+	var skips []func(v1.ResourceName, int64) bool
+	for _, fw := range fws {
+		if fw != nil {
+			skips = append(skips, fw.FitSkips)
+		}
+	}
+	switch len(skips) {
+	case 0:
+		return nil
+	case 1:
+		return skips[0]
+	}
+	return func(name v1.ResourceName, alloc int64) bool {
+		for _, skip := range skips {
+			if skip(name, alloc) {
+				return true
+			}
+		}
+		return false
+	}
 }

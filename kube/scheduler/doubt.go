@@ -49,7 +49,7 @@ func (s *Scheduler) keepInDoubt(ctx context.Context, pod *v1.Pod, node string, p
 	}
 	claims := 0
 	if pb.fw != nil {
-		claims = s.o.Framework.HoldClaims(pb.fw.pod)
+		claims = s.profileFor(pod).fw.HoldClaims(pb.fw.pod)
 		pb.fw.unreserve(ctx)
 	}
 	s.o.Logger.Info("binding in doubt: its term ended before the answer; the pod keeps its room until it is known",

@@ -9,12 +9,13 @@ import (
 	"github.com/schedq/schedq/kube/profile"
 )
 
-// UseWakeBudget gives cfg the wake budget on c, with room as fw's
-// NodeResourcesFit counts it (WakeBudgetOn), by hint class (ClassBudget).
+// UseWakeBudget gives cfg the wake budget on c, with room as fws'
+// NodeResourcesFit counts it (WakeBudgetOn: one profile's framework, or
+// every profile's), by hint class (ClassBudget).
 // Both drivers (the scheduler's run and each of its terms' queues, the
 // simulator) call it, so that they wake the same pods.
-func UseWakeBudget(cfg *schedq.Config[types.NamespacedName, *v1.Pod], c *Cache, fw *profile.Framework) {
-	cfg.Budget = WakeBudgetOn(c, fw)
+func UseWakeBudget(cfg *schedq.Config[types.NamespacedName, *v1.Pod], c *Cache, fws ...*profile.Framework) {
+	cfg.Budget = WakeBudgetOn(c, fws...)
 	cfg.ClassBudget = true // see WakeBudget
 }
 

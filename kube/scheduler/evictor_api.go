@@ -30,7 +30,9 @@ type APIEvictor struct {
 	Client   kubernetes.Interface
 	Recorder events.EventRecorder // nil: no events
 	Logger   *slog.Logger
-	// SchedulerName is named in the victims' condition message.
+	// SchedulerName is named in the victims' condition message if the
+	// preemptor names no scheduler: the preemptor's profile is, as
+	// kube-scheduler names it (several profiles: Options.Profiles).
 	SchedulerName string
 	// GracePeriodSeconds, if set, overrides the victims' own grace period.
 	GracePeriodSeconds *int64
@@ -124,7 +126,7 @@ func (e *APIEvictor) evict(ctx context.Context, preemptor *v1.Pod, node string, 
 		"metadata": map[string]any{"uid": victim.UID},
 		"status": map[string]any{"conditions": []v1.PodCondition{{
 			Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonPreemptionByScheduler,
-			Message:            e.SchedulerName + ": preempting to accommodate a higher priority pod",
+			Message:            e.nameOf(preemptor) + ": preempting to accommodate a higher priority pod",
 			LastTransitionTime: now,
 		}}},
 	})
@@ -148,4 +150,13 @@ func (e *APIEvictor) evict(ctx context.Context, preemptor *v1.Pod, node string, 
 		return nil // already gone, or a new pod of the same name: not ours to delete
 	}
 	return err
+}
+
+// nameOf is the scheduler named in the condition of preemptor's victims:
+// its profile's, else SchedulerName.
+func (e *APIEvictor) nameOf(preemptor *v1.Pod) string {
+	if preemptor != nil && preemptor.Spec.SchedulerName != "" {
+		return preemptor.Spec.SchedulerName
+	}
+	return e.SchedulerName
 }

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -59,5 +60,30 @@ func TestAPIEvictor(t *testing.T) {
 	}
 	if marked == nil || !hasDisruptionTarget(marked) {
 		t.Fatalf("the victim was deleted without the DisruptionTarget condition: %+v", marked)
+	}
+}
+
+// TestAPIEvictorNamesThePreemptorsProfile: a victim's DisruptionTarget
+// condition names the preemptor's profile, as kube-scheduler's does with
+// several profiles, not the first one's.
+func TestAPIEvictorNamesThePreemptorsProfile(t *testing.T) {
+	high := prioPod("high", 1000, 100)
+	high.Spec.SchedulerName = "b"
+	low := runningPod("low", "a", 1000, 1, t0)
+	cs := fake.NewClientset(high, low)
+	var marked *v1.Pod
+	cs.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if obj, err := cs.Tracker().Get(v1.SchemeGroupVersion.WithResource("pods"), "default", a.(k8stesting.DeleteAction).GetName()); err == nil {
+			marked = obj.(*v1.Pod)
+		}
+		return false, nil, nil
+	})
+	e := &APIEvictor{Client: cs, SchedulerName: "a"}
+	done := make(chan struct{})
+	e.Preempt(context.Background(), Preemption{Preemptor: high, Node: "a", Victims: []*v1.Pod{low}}, func([]error) { close(done) })
+	<-done
+	e.Wait()
+	if marked == nil || len(marked.Status.Conditions) != 1 || !strings.HasPrefix(marked.Status.Conditions[0].Message, "b: ") {
+		t.Fatalf("victim's conditions %+v, want one naming profile b", marked)
 	}
 }

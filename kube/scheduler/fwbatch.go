@@ -85,7 +85,7 @@ func (s *Scheduler) keepBatch(best int, scores []fwk.NodePluginScores, feasible 
 	s.batch.drop()
 	var tab *profile.ScoreTable
 	if s.sig != nil && len(scores) > 1 {
-		tab = s.o.Framework.NewScoreTable(scores, s.batch.spare)
+		tab = s.cur.fw.NewScoreTable(scores, s.batch.spare)
 	}
 	if tab == nil {
 		return
@@ -121,10 +121,10 @@ func (s *Scheduler) fwHint(ctx context.Context, cs fwk.CycleState, pod *v1.Pod) 
 		b.drop()
 		return "", false
 	}
-	fw := s.o.Framework.Framework()
+	fw := s.cur.fw.Framework()
 	i := heap.Pop(&b.rest).(int)
 	hint := b.tab.Name(i)
-	ni, err := s.o.Framework.Snapshot().NodeInfos().Get(hint)
+	ni, err := s.cur.fw.Snapshot().NodeInfos().Get(hint)
 	if err != nil || !fw.RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni).IsSuccess() {
 		b.drop()
 		return "", false
@@ -139,9 +139,9 @@ func (s *Scheduler) fwHint(ctx context.Context, cs fwk.CycleState, pod *v1.Pod) 
 // normalised with them. False if the batch cannot be used: a node is
 // gone, or a plugin erred.
 func (s *Scheduler) refreshBatch(ctx context.Context, cs fwk.CycleState, pod *v1.Pod) bool {
-	fw := s.o.Framework.Framework()
+	fw := s.cur.fw.Framework()
 	b := &s.batch
-	nodes := s.o.Framework.Snapshot().NodeInfos()
+	nodes := s.cur.fw.Snapshot().NodeInfos()
 	last, err := nodes.Get(b.tab.Name(b.last))
 	if err != nil {
 		return false
@@ -193,7 +193,7 @@ func (s *Scheduler) resolveBatch() bool {
 	if b.removals == s.snapRemovals {
 		return true
 	}
-	nodes := s.o.Framework.Snapshot().NodeInfos()
+	nodes := s.cur.fw.Snapshot().NodeInfos()
 	for _, i := range b.rest.idx {
 		ni, err := nodes.Get(b.tab.Name(i))
 		if err != nil {

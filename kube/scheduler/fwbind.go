@@ -116,7 +116,7 @@ func assumedOn(pod *v1.Pod, node string) *v1.Pod {
 // and starts the binding (startBinding). A rejection at Reserve or Permit
 // (or a panic) unreserves and forgets the pod before the attempt fails.
 func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.PodInfo, cs fwk.CycleState, out Outcome, start time.Time) Outcome {
-	fw := s.o.Framework.Framework()
+	fw := s.cur.fw.Framework()
 	node := out.Node
 	assumed := assumedOn(info.Item, node)
 	fb := &fwBinding{fw: fw, state: cs, pod: assumed, node: node}

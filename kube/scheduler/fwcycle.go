@@ -89,9 +89,9 @@ func (s *Scheduler) scheduleFramework(ctx context.Context, info Attempt) Outcome
 	}
 	s.readFWNominations(info.Key, pod)
 	s.fwCycle++
-	s.sig = s.o.Framework.SignPod(ctx, pod)
+	s.sig = s.cur.fw.SignPod(ctx, pod)
 	defer func() { s.ownNom, s.hasNom, s.sig = "", false, nil; clear(s.fwNom.pods) }()
-	st, removals, err := s.cache.updateSnapshot(s.o.Framework.Snapshot())
+	st, removals, err := s.cache.updateSnapshot(s.cur.fw.Snapshot())
 	if err != nil {
 		return s.fail(ctx, info, start, Outcome{Result: Error, Message: "snapshot: " + err.Error()})
 	}
@@ -143,8 +143,8 @@ func (s *Scheduler) podInfo(pod *v1.Pod) (*framework.PodInfo, error) {
 // overflows.
 func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pi *framework.PodInfo) Outcome {
 	pod := pi.Pod
-	fw := s.o.Framework.Framework()
-	snap := s.o.Framework.Snapshot()
+	fw := s.cur.fw.Framework()
+	snap := s.cur.fw.Snapshot()
 	all, err := snap.NodeInfos().List()
 	if err != nil {
 		return Outcome{Result: Error, Message: err.Error()}
@@ -243,7 +243,7 @@ func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pi *framework
 // has not changed since a pod of the same signature was filtered there
 // costs O(1) instead, when the memo applies (fwfiltermemo.go).
 func (s *Scheduler) fwFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, numAll int, diag *fwframework.Diagnosis, memo *sigMemo) ([]fwk.NodeInfo, *Outcome) {
-	fw := s.o.Framework.Framework()
+	fw := s.cur.fw.Framework()
 	pct := s.o.PercentageOfNodesToScore
 	if p := fw.PercentageOfNodesToScore(); p != nil {
 		pct = int(*p)
@@ -291,7 +291,7 @@ type nodeStatus struct {
 // kube-scheduler's do). The others, best first, start a batch for the
 // next cycle (fwbatch.go). O(feasible x scorers).
 func (s *Scheduler) fwPick(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, feasible []fwk.NodeInfo) (string, error) {
-	fw := s.o.Framework.Framework()
+	fw := s.cur.fw.Framework()
 	if st := fw.RunPreScorePlugins(ctx, cs, pod, feasible); !st.IsSuccess() {
 		return "", st.AsError()
 	}
@@ -338,10 +338,10 @@ func fitOutcome(pod *v1.Pod, numAll int, diag fwframework.Diagnosis) Outcome {
 // configuration to list them. The caller must not change the list. O(1)
 // after the first call.
 func (s *Scheduler) filterPlugins() []string {
-	if s.filterNames == nil {
-		s.filterNames = fwFilterNames(s.o.Framework.Framework())
+	if s.cur.filterNames == nil {
+		s.cur.filterNames = fwFilterNames(s.cur.fw.Framework())
 	}
-	return s.filterNames
+	return s.cur.filterNames
 }
 
 // fwFilterNames lists the framework's filter plugins.

@@ -90,7 +90,7 @@ func (s *Scheduler) verdicts(cs fwk.CycleState, pod *v1.Pod) *sigMemo {
 			return nil
 		}
 	}
-	m := &s.fmemo
+	m := &s.cur.fmemo
 	if m.sigs == nil {
 		m.sigs = map[string]*sigMemo{}
 	}
@@ -134,14 +134,14 @@ func requestsExtended(pod *v1.Pod) bool {
 // verdict that is not an error is kept. O(filters), O(1) on a hit.
 func (s *Scheduler) filterNode(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo, memo *sigMemo) *fwk.Status {
 	if memo == nil {
-		return s.o.Framework.Framework().RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni)
+		return s.cur.fw.Framework().RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni)
 	}
 	name, gen := ni.Node().Name, ni.GetGeneration()
 	if v, ok := memo.nodes[name]; ok && v.gen == gen {
 		s.fmemoHits++
 		return v.st
 	}
-	st := s.o.Framework.Framework().RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni)
+	st := s.cur.fw.Framework().RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni)
 	switch {
 	case st.IsSuccess():
 		memo.nodes[name] = memoVerdict{gen: gen}

@@ -99,7 +99,7 @@ type fwMember struct {
 func (s *Scheduler) scheduleGroupFramework(ctx context.Context, a Attempt, gp framework.GroupPlugin) Outcome {
 	start := s.o.Now()
 	s.batch.drop() // the members change nodes the batch's scores describe
-	snap := s.o.Framework.Snapshot()
+	snap := s.cur.fw.Snapshot()
 	st, err := s.cache.UpdateSnapshot(snap)
 	g := &groupTry{state: st}
 	if err != nil {
@@ -196,7 +196,7 @@ func (s *Scheduler) fwPlaceMember(ctx context.Context, m Attempt, i int, g *grou
 	// would count their room twice.
 	s.readNominationsBut(m.Key, m.Item, tr.placed)
 	s.fwCycle++
-	s.sig = s.o.Framework.SignPod(ctx, m.Item)
+	s.sig = s.cur.fw.SignPod(ctx, m.Item)
 	defer func() { s.ownNom, s.hasNom, s.sig = "", false, nil; clear(s.fwNom.pods) }()
 	cs := tr.memberCycleState()
 	out := s.fwFind(ctx, cs, pi)
@@ -226,7 +226,7 @@ func (s *Scheduler) fwReserveMember(ctx context.Context, m Attempt, i int, pi *f
 	if err := tr.snap.AssumePod(upi); err != nil {
 		return Outcome{Result: Error, Message: fmt.Sprintf("snapshot: %v", err)}
 	}
-	fb := &fwBinding{fw: s.o.Framework.Framework(), state: cs, pod: assumed, node: out.Node}
+	fb := &fwBinding{fw: s.cur.fw.Framework(), state: cs, pod: assumed, node: out.Node}
 	member := memberAttempt(m)
 	pb := &pendingBinding{gang: g.bindings, fw: fb}
 	fb.requeue = func() { s.abortedMember(ctx, member, g.bindings) }

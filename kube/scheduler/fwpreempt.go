@@ -19,6 +19,7 @@ import (
 	fwpreemption "k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 
 	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/profile"
 )
 
 // Preemption on the framework path: an Unschedulable lone pod runs the
@@ -56,6 +57,7 @@ import (
 // scheduling loop, before RunPostFilterPlugins.
 type fwPreemption struct {
 	s  *Scheduler
+	fw *profile.Framework // the profile whose plugin pl is
 	pl *defaultpreemption.DefaultPreemption
 
 	pod     *v1.Pod                 // the preemptor, as the queue knows it
@@ -77,15 +79,15 @@ type fwPreemption struct {
 // the last one New built on it: one scheduler runs on a framework at a
 // time (a leader's terms follow each other), and Release gives the
 // plugin its own hooks back when a term ends.
-func (s *Scheduler) usePreemption(pl *defaultpreemption.DefaultPreemption) {
-	f := &fwPreemption{s: s, pl: pl, own: hooksOf(pl)}
+func (s *Scheduler) usePreemption(fw *profile.Framework, pl *defaultpreemption.DefaultPreemption) *fwPreemption {
+	f := &fwPreemption{s: s, fw: fw, pl: pl, own: hooksOf(pl)}
 	pl.Executor.PreemptPod = f.collect
 	pl.Evaluator.PodLister = cyclePodLister{f}
 	pl.Evaluator.PdbLister = budgetLister{s.pre.o.Budgets}
 	pl.Evaluator.Interface = &fwPreemptRules{pl, f}
 	pl.IsEligiblePod = f.eligibleVictim
 	pl.MoreImportantVictim = moreImportantVictim
-	s.fwPre = f
+	return f
 }
 
 // pluginHooks are the parts of DefaultPreemption that usePreemption
@@ -118,7 +120,7 @@ func (h pluginHooks) restore(pl *defaultpreemption.DefaultPreemption) {
 // not preempt now, leaves the nomination as it is. The plugins' message
 // is added to out's, as kube-scheduler adds it to its FitError.
 func (s *Scheduler) fwPreempt(ctx context.Context, cs fwk.CycleState, info Attempt, out *Outcome) {
-	fw := s.o.Framework.Framework()
+	fw := s.cur.fw.Framework()
 	if out.Result != Unschedulable || out.fwStatus == nil || !fw.HasPostFilterPlugins() {
 		return
 	}
@@ -127,7 +129,7 @@ func (s *Scheduler) fwPreempt(ctx context.Context, cs fwk.CycleState, info Attem
 		return
 	}
 	s.pre.o.Metrics.attempt()
-	f := s.fwPre
+	f := s.cur.pre
 	if f != nil {
 		f.begin(info.Item)
 		defer f.end()
@@ -184,10 +186,10 @@ func (s *Scheduler) fwPreempt(ctx context.Context, cs fwk.CycleState, info Attem
 // run it too, but only once their attempt has failed (fwGroupPostFilter),
 // as kube-scheduler runs its PodGroupPostFilter after a failed cycle.
 func (s *Scheduler) fwPostFilter(ctx context.Context, cs fwk.CycleState, info Attempt, out *Outcome) {
-	if out.Result != Unschedulable || out.fwStatus == nil || !s.o.Framework.Framework().HasPostFilterPlugins() {
+	if out.Result != Unschedulable || out.fwStatus == nil || !s.cur.fw.Framework().HasPostFilterPlugins() {
 		return
 	}
-	_, st := s.o.Framework.RunPostFilterWithoutPreemption(ctx, cs, info.Item, orderedStatus{out.fwStatus})
+	_, st := s.cur.fw.RunPostFilterWithoutPreemption(ctx, cs, info.Item, orderedStatus{out.fwStatus})
 	if st.Code() == fwk.Error {
 		s.o.Logger.Debug("PostFilter", "pod", info.Key, "err", st.AsError())
 		return
@@ -289,7 +291,7 @@ func (r *fwPreemptRules) PodEligibleToPreemptOthers(ctx context.Context, pod *v1
 	if node == "" || nomStatus.Code() == fwk.UnschedulableAndUnresolvable {
 		return true, ""
 	}
-	ni, err := f.s.o.Framework.Snapshot().NodeInfos().Get(node)
+	ni, err := f.fw.Snapshot().NodeInfos().Get(node)
 	if err != nil {
 		return true, ""
 	}
@@ -326,7 +328,7 @@ func (r *fwPreemptRules) SelectVictimsOnNode(ctx context.Context, cs fwk.CycleSt
 			st = fwk.AsStatus(fmt.Errorf("preemption on node %s: plugin panic: %v", ni.Node().Name, p))
 		}
 	}()
-	fw, f := r.f.s.o.Framework.Framework(), r.f
+	fw, f := r.f.fw.Framework(), r.f
 	var leaving []fwk.PodInfo // nil, and nothing copied, on a node no pod leaves
 	for _, pi := range ni.GetPods() {
 		if f.isLeaving(pi.GetPod()) {

@@ -32,7 +32,7 @@ func newFWPreemptFixture(t *testing.T, extra frameworkruntime.Registry, mutate f
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.s.fwPre == nil {
+	if f.s.cur.pre == nil {
 		t.Fatal("the default profile's DefaultPreemption was not adapted")
 	}
 	return f, e

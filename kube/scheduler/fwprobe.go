@@ -22,24 +22,25 @@ import (
 // O(one cycle). It must not run concurrently with ScheduleOne: it uses
 // the scheduling loop's snapshot.
 func (s *Scheduler) Probe(ctx context.Context, pod *v1.Pod, rnd *rand.Rand) (Outcome, error) {
-	if s.o.Framework == nil {
-		return Outcome{}, errors.New("probe: the scheduler runs no framework")
+	p := s.profileFor(pod)
+	if p == nil {
+		return Outcome{}, errors.New("probe: " + errNoProfile(pod))
 	}
 	pi, err := framework.NewPodInfo(pod)
 	if err != nil {
 		return Outcome{}, err
 	}
-	next, batch, cycle, keep, removals := s.nextStart, s.batch, s.fwCycle, s.o.Rand, s.snapRemovals
+	next, batch, cycle, keep, removals, cur := s.nextStart, s.batch, s.fwCycle, s.o.Rand, s.snapRemovals, s.cur
 	defer func() {
-		s.nextStart, s.batch, s.fwCycle, s.o.Rand, s.snapRemovals = next, batch, cycle, keep, removals
+		s.nextStart, s.batch, s.fwCycle, s.o.Rand, s.snapRemovals, s.cur = next, batch, cycle, keep, removals, cur
 		s.ownNom, s.hasNom, s.sig = "", false, nil
 	}()
-	s.batch, s.o.Rand = fwBatch{}, rnd
+	s.batch, s.o.Rand, s.cur = fwBatch{}, rnd, p
 	s.ownNom, s.hasNom = "", false
 	clear(s.fwNom.pods)
 	s.fwCycle++
-	s.sig = s.o.Framework.SignPod(ctx, pod)
-	if _, s.snapRemovals, err = s.cache.updateSnapshot(s.o.Framework.Snapshot()); err != nil {
+	s.sig = s.cur.fw.SignPod(ctx, pod)
+	if _, s.snapRemovals, err = s.cache.updateSnapshot(s.cur.fw.Snapshot()); err != nil {
 		return Outcome{}, err
 	}
 	out := s.fwFind(ctx, fwframework.NewCycleState(), pi)

@@ -47,6 +47,11 @@ type groupTry struct {
 // is placed and the group goes back to the queue with the plugins that
 // rejected its members.
 func (s *Scheduler) scheduleGroup(ctx context.Context, a Attempt) Outcome {
+	p, msg := s.groupProfile(a)
+	if p == nil {
+		return s.failGroup(ctx, a, s.o.Now(), &groupTry{}, Outcome{Result: Error, Message: msg})
+	}
+	s.use(p)
 	s.checkPriorities(ctx, a)
 	return s.scheduleGroupFramework(ctx, a, s.groupPlugin())
 }
@@ -116,8 +121,8 @@ func (s *Scheduler) failGroup(ctx context.Context, a Attempt, start time.Time, g
 		f.RejectedBy = out.Plugins
 		reason = "Unschedulable"
 	}
-	s.o.Metrics.memberAttempts(out.Result, len(a.Members), s.o.Now().Sub(start))
-	s.o.Metrics.groupAttempt(out.Result)
+	s.o.Metrics.memberAttempts(s.groupLabel(a), out.Result, len(a.Members), s.o.Now().Sub(start))
+	s.o.Metrics.groupAttempt(s.groupLabel(a), out.Result)
 	if err := s.queue.Requeue(a, f); err != nil {
 		s.o.Logger.Debug("requeue after failed group attempt", "group", a.Group, "err", err)
 	}
@@ -137,8 +142,8 @@ func (s *Scheduler) failGroup(ctx context.Context, a Attempt, start time.Time, g
 func (s *Scheduler) bindGroup(ctx context.Context, a Attempt, start time.Time, g *groupTry) Outcome {
 	s.committed = true // the placements are assumptions now
 	// Placed members count as pods' attempts once their bindings end.
-	s.o.Metrics.memberAttempts(Unschedulable, len(a.Members)-len(g.placed), s.o.Now().Sub(start))
-	s.o.Metrics.groupAttempt(Scheduled)
+	s.o.Metrics.memberAttempts(s.groupLabel(a), Unschedulable, len(a.Members)-len(g.placed), s.o.Now().Sub(start))
+	s.o.Metrics.groupAttempt(s.groupLabel(a), Scheduled)
 	if g.before+len(g.placed) >= a.Spec.MinCount {
 		s.release.completed(a.Group)
 	}

@@ -21,26 +21,43 @@ import (
 // caches, whose locks are leaves, so asking it from any goroutine, with
 // no lock held, is safe and cheap. Safe for concurrent use.
 type GateReasons struct {
-	ctx     context.Context
-	plugins map[string]fwk.PreEnqueuePlugin
+	ctx context.Context
+	// plugins are the PreEnqueue plugins by name: of the one framework
+	// under "" (every pod's), else by profile name (a pod's profile's).
+	plugins map[string]map[string]fwk.PreEnqueuePlugin
+	one     bool
 }
 
-// NewGateReasons returns the PreEnqueue plugins of fw, asked with ctx (as
-// the queue's gates are).
-func NewGateReasons(ctx context.Context, fw *profile.Framework) *GateReasons {
-	g := &GateReasons{ctx: ctx, plugins: map[string]fwk.PreEnqueuePlugin{}}
-	for _, pl := range fw.Framework().PreEnqueuePlugins() {
-		g.plugins[pl.Name()] = pl
+// NewGateReasons returns the PreEnqueue plugins of fws, asked with ctx
+// (as the queue's gates are): one framework's, asked about every pod, or
+// several profiles' (UseProfileHints), each asked about its profile's
+// pods only.
+func NewGateReasons(ctx context.Context, fws ...*profile.Framework) *GateReasons {
+	g := &GateReasons{ctx: ctx, plugins: map[string]map[string]fwk.PreEnqueuePlugin{}, one: len(fws) == 1}
+	for _, fw := range fws {
+		name := fw.Name()
+		if g.one {
+			name = ""
+		}
+		byName := map[string]fwk.PreEnqueuePlugin{}
+		for _, pl := range fw.Framework().PreEnqueuePlugins() {
+			byName[pl.Name()] = pl
+		}
+		g.plugins[name] = byName
 	}
 	return g
 }
 
 // Of returns why plugin holds pod back now: its status's message, or its
 // code if it gives none. It returns "" if plugin is none of the
-// framework's (one of schedq's own gates) or if it admits pod now (the
+// framework's (of pod's profile's) (one of schedq's own gates) or if it admits pod now (the
 // event that will move the pod has not reached the queue yet).
 func (g *GateReasons) Of(plugin string, pod *v1.Pod) string {
-	pl := g.plugins[plugin]
+	profile := ""
+	if !g.one {
+		profile = pod.Spec.SchedulerName
+	}
+	pl := g.plugins[profile][plugin]
 	if pl == nil {
 		return ""
 	}

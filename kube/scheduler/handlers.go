@@ -24,7 +24,11 @@ type Handlers struct {
 	Queue         Queue
 	Cache         *Cache
 	SchedulerName string
-	Logger        *slog.Logger
+	// Profiles, if set, are the schedulerNames of several profiles
+	// (Options.Profiles): the pods of each are this scheduler's, and
+	// SchedulerName is not read (ours).
+	Profiles []string
+	Logger   *slog.Logger
 	// AffinityMatch reports whether an assigned pod satisfies one of a
 	// queued pod's required pod-affinity terms: the targeted move for
 	// assigned pods wakes only those. Nil wakes every candidate.
@@ -47,7 +51,7 @@ type Handlers struct {
 
 // responsible reports whether p is a pending pod this scheduler must place.
 func (h *Handlers) responsible(p *v1.Pod) bool {
-	return p.Spec.SchedulerName == h.SchedulerName && p.Spec.NodeName == "" &&
+	return h.ours(p) && p.Spec.NodeName == "" &&
 		p.DeletionTimestamp == nil && !terminal(p)
 }
 
@@ -202,7 +206,7 @@ func (h *Handlers) DeletePod(p *v1.Pod) {
 
 // deletePod is DeletePod; the caller holds the pod events' lock.
 func (h *Handlers) deletePod(p *v1.Pod) {
-	if !assigned(p) && p.Spec.SchedulerName == h.SchedulerName {
+	if !assigned(p) && h.ours(p) {
 		node, nominated := h.Queue.Nomination(framework.Key(p))
 		h.check("delete", p, h.Queue.Delete(framework.Key(p)))
 		if nominated {

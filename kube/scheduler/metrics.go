@@ -67,12 +67,23 @@ func NewMetrics(reg prometheus.Registerer, profile string) (*Metrics, error) {
 	return m, nil
 }
 
-func (m *Metrics) attempt(r Result, d time.Duration) {
+// attempt counts an attempt of a pod of profile (its schedulerName; ""
+// for the profile NewMetrics was given). Safe on a nil Metrics.
+func (m *Metrics) attempt(profile string, r Result, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.attempts.WithLabelValues(r.String(), m.profile).Inc()
-	m.latency.WithLabelValues(r.String(), m.profile).Observe(d.Seconds())
+	profile = m.profileOr(profile)
+	m.attempts.WithLabelValues(r.String(), profile).Inc()
+	m.latency.WithLabelValues(r.String(), profile).Observe(d.Seconds())
+}
+
+// profileOr is profile, or the profile NewMetrics was given if "".
+func (m *Metrics) profileOr(profile string) string {
+	if profile == "" {
+		return m.profile
+	}
+	return profile
 }
 
 // scheduled observes a pod bound after the attempts of info (its number

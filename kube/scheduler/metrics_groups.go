@@ -17,19 +17,20 @@ func newGroupAttempts() *prometheus.CounterVec {
 	}, []string{"result", "profile"})
 }
 
-// groupAttempt counts a group attempt. Safe on a nil Metrics.
-func (m *Metrics) groupAttempt(r Result) {
+// groupAttempt counts a group attempt of profile (see attempt). Safe on
+// a nil Metrics.
+func (m *Metrics) groupAttempt(profile string, r Result) {
 	if m == nil {
 		return
 	}
-	m.groups.WithLabelValues(r.String(), m.profile).Inc()
+	m.groups.WithLabelValues(r.String(), m.profileOr(profile)).Inc()
 }
 
 // memberAttempts counts n members of a group attempt as pods' attempts
 // with result r, as kube-scheduler counts each member of a pod group in
 // schedule_attempts_total. Safe on a nil Metrics.
-func (m *Metrics) memberAttempts(r Result, n int, d time.Duration) {
+func (m *Metrics) memberAttempts(profile string, r Result, n int, d time.Duration) {
 	for range n {
-		m.attempt(r, d)
+		m.attempt(profile, r, d)
 	}
 }

@@ -166,8 +166,10 @@ func (s *Scheduler) EnablePreemption(o PreemptionOptions) error {
 		return fmt.Errorf("preemption: no Evictor")
 	}
 	s.pre = &preemptor{o: o, running: map[types.UID]bool{}, evicting: map[types.UID]time.Time{}}
-	if pl := s.o.Framework.Preemption(); pl != nil {
-		s.usePreemption(pl)
+	for _, p := range s.profs {
+		if pl := p.fw.Preemption(); pl != nil {
+			p.pre = s.usePreemption(p.fw, pl)
+		}
 	}
 	return nil
 }

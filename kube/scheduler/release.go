@@ -14,9 +14,11 @@ func (s *Scheduler) Release() {
 	if s.release != nil {
 		s.cache.release.CompareAndSwap(s.release, nil)
 	}
-	s.o.Framework.Framework().SetPodNominator(&fwNominator{})
-	if f := s.fwPre; f != nil {
-		f.own.restore(f.pl)
-		s.fwPre = nil
+	for _, p := range s.profs {
+		p.fw.Framework().SetPodNominator(&fwNominator{})
+		if f := p.pre; f != nil {
+			f.own.restore(f.pl)
+			p.pre = nil
+		}
 	}
 }

@@ -8,7 +8,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -104,6 +103,14 @@ type Options struct {
 	// nominations. Its profile's percentageOfNodesToScore, if set,
 	// overrides PercentageOfNodesToScore.
 	Framework *profile.Framework
+	// Profiles are the frameworks of several profiles, instead of
+	// Framework: each schedules the pods whose spec.schedulerName is its
+	// profile's (profile.Framework.Name), as kube-scheduler's profiles
+	// do (profiles.go). They must share one snapshot (build each but the
+	// first with profile.Setup.Alongside the first). New gives each the
+	// queue's nominations; each profile's percentageOfNodesToScore, if
+	// set, overrides PercentageOfNodesToScore for its pods.
+	Profiles []*profile.Framework
 	// PercentageOfNodesToScore bounds how many feasible nodes a cycle looks
 	// for before scoring, as kube-scheduler does. 0: adaptive (all nodes up
 	// to 100, then 50% falling to 5% as the cluster grows, at least 100).
@@ -136,9 +143,14 @@ type Scheduler struct {
 	nextStart int
 	// rejected is fwFilter's scratch list of the nodes it rejected.
 	rejected []nodeStatus
-	// filterNames lists Options.Framework's filter plugins, once
-	// (filterPlugins).
-	filterNames []string
+	// profs are the profiles (profiles.go), by name; only is
+	// Options.Framework's, which schedules every pod, nil with
+	// Options.Profiles, whose profiles byName holds; cur is the profile
+	// of the cycle under way, or of the last one.
+	profs  []*fwProfile
+	only   *fwProfile
+	byName map[string]*fwProfile
+	cur    *fwProfile
 	// release is gang release (gang_release.go): nil when off.
 	release *gangRelease
 
@@ -163,11 +175,10 @@ type Scheduler struct {
 	batch   fwBatch
 	// lastPI is the PodInfo the last lone-pod cycle built (podInfo).
 	lastPI *framework.PodInfo
-	// fmemo keeps filter verdicts per signature and node generation
-	// (fwfiltermemo.go); fmemoHits counts the verdicts read from it and
-	// fmemoRepeats the failed cycles repeated whole; noFilterMemo turns it
-	// off (tests compare with and without).
-	fmemo                   filterMemo
+	// fwProfile.fmemo keeps filter verdicts per signature and node
+	// generation (fwfiltermemo.go); fmemoHits counts the verdicts read
+	// from it and fmemoRepeats the failed cycles repeated whole;
+	// noFilterMemo turns it off (tests compare with and without).
 	fmemoHits, fmemoRepeats uint64
 	noFilterMemo            bool
 	// inTrial is set while a group attempt places its members in the
@@ -178,9 +189,6 @@ type Scheduler struct {
 	// snapRemovals is the cache's count of node removals as of the
 	// cycle's snapshot (upstreamMirror.removals).
 	snapRemovals uint64
-	// fwPre adapts Options.Framework's DefaultPreemption (fwpreempt.go):
-	// nil without preemption or without that plugin.
-	fwPre *fwPreemption
 	// committed says the cycle handed its attempt to bindings: a panic
 	// after that point does not requeue it (see recovered).
 	committed bool
@@ -189,11 +197,9 @@ type Scheduler struct {
 	preBinds sync.WaitGroup
 }
 
-// New returns a scheduler. It fails if o has no Framework.
+// New returns a scheduler. It fails if o has neither Framework nor
+// Profiles, or both, or profiles that do not share one snapshot.
 func New(q Queue, c *Cache, b Binder, r Reporter, o Options) (*Scheduler, error) {
-	if o.Framework == nil {
-		return nil, errors.New("scheduler: Options.Framework is required: build kube-scheduler's framework with profile.NewFrameworkOn")
-	}
 	if o.Rand == nil {
 		o.Rand = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
 	}
@@ -204,8 +210,13 @@ func New(q Queue, c *Cache, b Binder, r Reporter, o Options) (*Scheduler, error)
 		o.Logger = slog.Default()
 	}
 	s := &Scheduler{queue: q, cache: c, binder: b, reporter: r, o: o}
+	if err := s.setProfiles(o); err != nil {
+		return nil, err
+	}
 	c.TrackUpstream()
-	o.Framework.Framework().SetPodNominator(&s.fwNom)
+	for _, p := range s.profs {
+		p.fw.Framework().SetPodNominator(&s.fwNom)
+	}
 	return s, nil
 }
 
@@ -271,6 +282,11 @@ func (s *Scheduler) scheduleOne(ctx context.Context, info Attempt) Outcome {
 	if info.Group != "" {
 		return s.scheduleGroup(ctx, info)
 	}
+	p := s.profileFor(info.Item)
+	if p == nil {
+		return s.fail(ctx, info, s.o.Now(), Outcome{Result: Error, Message: errNoProfile(info.Item)})
+	}
+	s.use(p)
 	return s.scheduleFramework(ctx, info)
 }
 
@@ -286,7 +302,7 @@ func (s *Scheduler) fail(ctx context.Context, info Attempt, start time.Time, out
 	if out.Result == Error && !out.logged {
 		s.o.Logger.Error("scheduling attempt failed", "pod", framework.Key(pod), "err", out.Message)
 	}
-	s.o.Metrics.attempt(out.Result, s.o.Now().Sub(start))
+	s.o.Metrics.attempt(s.label(pod), out.Result, s.o.Now().Sub(start))
 	if err := s.queue.Requeue(info, f); err != nil {
 		s.o.Logger.Debug("requeue after failed attempt", "pod", framework.Key(pod), "err", err)
 	}

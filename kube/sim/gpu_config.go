@@ -226,7 +226,7 @@ func (s *Scenario) checkGPUConfig(bad func(string, string, ...any)) {
 		return
 	}
 	if n := len(kcfg.Profiles); n != 1 {
-		bad("scheduler.config", "%s: the simulator runs one profile, the file has %d", sp.Config, n)
+		bad("scheduler.config", "%s: the simulator runs one profile, the file has %d"+severalProfiles, sp.Config, n)
 		return
 	}
 	if err := applyGPUConfig(&kcfg.Profiles[0], sp, s.gpuMode()); err != nil {

@@ -64,6 +64,11 @@ func (s *sim) newFramework(ctx context.Context, cfg *schedq.Config[types.Namespa
 	return fw, nil
 }
 
+// severalProfiles ends the refusal of a file with several profiles:
+// schedq's scheduler runs them all, the simulator not yet (its scenarios'
+// pods name no profile).
+const severalProfiles = " (schedq scheduler runs every profile of a file; the simulator does not yet: give it a file with the one profile to simulate)"
+
 // loadProfile returns the profile to run, a copy of its own: Profile's,
 // else the one of the file Config names, else kube-scheduler's default.
 func (sp SchedulerSpec) loadProfile() (*config.KubeSchedulerProfile, error) {
@@ -75,7 +80,7 @@ func (sp SchedulerSpec) loadProfile() (*config.KubeSchedulerProfile, error) {
 		return nil, fmt.Errorf("scheduler.config: %w", err)
 	}
 	if n := len(kcfg.Profiles); n != 1 {
-		return nil, fmt.Errorf("scheduler.config %s: the simulator runs one profile, the file has %d", sp.Config, n)
+		return nil, fmt.Errorf("scheduler.config %s: the simulator runs one profile, the file has %d"+severalProfiles, sp.Config, n)
 	}
 	return &kcfg.Profiles[0], nil
 }

@@ -147,8 +147,8 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"flag name, file without one", []string{"--config", noName, "--scheduler-name", "schedq"}, "--scheduler-name schedq: with --config the profile's schedulerName decides, and " + noName + "'s is default-scheduler"},
-		{"flag name, file's other", []string{"--config", named, "--scheduler-name", "other"}, "--scheduler-name other: with --config the profile's schedulerName decides, and " + named + "'s is schedq"},
+		{"flag name, file without one", []string{"--config", noName, "--scheduler-name", "schedq"}, "--scheduler-name schedq: with --config the profiles' schedulerNames decide, and " + noName + "'s first is default-scheduler"},
+		{"flag name, file's other", []string{"--config", named, "--scheduler-name", "other"}, "--scheduler-name other: with --config the profiles' schedulerNames decide, and " + named + "'s first is schedq"},
 		{"flag percentage, file's other", []string{"--config", named, "--percentage-of-nodes-to-score", "50"}, "--percentage-of-nodes-to-score 50: with --config the file decides, and " + named + "'s is 30"},
 		{"plugin at a point it does not extend", []string{"--config", wrongPoint}, "--config " + wrongPoint + `: profile "schedq": plugin "ImageLocality" does not extend FilterPlugin plugin`},
 	} {

@@ -155,7 +155,7 @@ Every flag is checked before it connects.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Config.File, "config", "", "a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file; its profile's schedulerName, percentageOfNodesToScore and the pod backoffs replace the flags (see docs/scheduler.md)")
+	f.StringVar(&o.Config.File, "config", "", "a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file; each of its profiles schedules the pods that name it, and the first profile's schedulerName, percentageOfNodesToScore and the pod backoffs replace the flags (see docs/scheduler.md)")
 	f.BoolVar(&upstream, "upstream-plugins", true, "schedq always schedules with kube-scheduler v1.37.2's framework and in-tree plugins (the --config profile, or the default one); =false is refused")
 	must(f.MarkDeprecated("upstream-plugins", "kube-scheduler's framework is the only one: the flag does nothing"))
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, then ~/.kube/config, then the in-cluster configuration")
@@ -241,7 +241,7 @@ func configOverrides(cmd *cobra.Command, o app.Options, name string, percent int
 		return nil
 	}
 	if cmd.Flags().Changed("scheduler-name") && o.SchedulerName != name {
-		return fmt.Errorf("--scheduler-name %s: with --config the profile's schedulerName decides, and %s's is %s (kube-scheduler's default-scheduler if the profile sets none); set it in the file only", name, o.Config.File, o.SchedulerName)
+		return fmt.Errorf("--scheduler-name %s: with --config the profiles' schedulerNames decide, and %s's first is %s (kube-scheduler's default-scheduler if the profile sets none); set it in the file only", name, o.Config.File, o.SchedulerName)
 	}
 	if cmd.Flags().Changed("percentage-of-nodes-to-score") && o.PercentageOfNodesToScore != percent {
 		return fmt.Errorf("--percentage-of-nodes-to-score %d: with --config the file decides, and %s's is %d (0 if the file sets none); set it in the file only", percent, o.Config.File, o.PercentageOfNodesToScore)

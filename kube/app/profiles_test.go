@@ -1,0 +1,69 @@
+package app
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sort"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestRunSchedulesEachProfilesPods runs the whole scheduler with a
+// --config of two profiles, b without TaintToleration's filter, on a
+// fake clientset with one tainted node: the pod of b is bound there, the
+// pod of a is not (its profile's filter refuses the node), the pod of a
+// scheduler of neither is left alone, and each pod's event is reported
+// by its own profile, as kube-scheduler's profiles report.
+func TestRunSchedulesEachProfilesPods(t *testing.T) {
+	o := Options{SchedulerName: "schedq"}
+	o.Config.File = configFile(t, cfgHeader+"profiles:\n- schedulerName: a\n- schedulerName: b\n  plugins:\n    filter:\n      disabled:\n      - name: TaintToleration\n")
+	if err := o.applyConfig(); err != nil {
+		t.Fatal(err)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		tainted := testNode("n1", "2")
+		tainted.Spec.Taints = []v1.Taint{{Key: "dedicated", Value: "x", Effect: v1.TaintEffectNoSchedule}}
+		client := fakeCluster(tainted, testPod("pa", "a", "100m"), testPod("pb", "b", "100m"), testPod("pc", "c", "100m"))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- run(ctx, clients{sched: client, events: client, lease: client}, nil, nil, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		}()
+		time.Sleep(time.Second)
+		synctest.Wait()
+
+		pods, err := client.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes := map[string]string{}
+		for _, p := range pods.Items {
+			nodes[p.Name] = p.Spec.NodeName
+		}
+		if nodes["pb"] != "n1" || nodes["pa"] != "" || nodes["pc"] != "" {
+			t.Fatalf("bindings %v, want pb alone on n1", nodes)
+		}
+		evs, err := client.EventsV1().Events("default").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range evs.Items {
+			got = append(got, e.Regarding.Name+" "+e.Reason+" by "+e.ReportingController)
+		}
+		sort.Strings(got)
+		want := []string{"pa FailedScheduling by a", "pb Scheduled by b"}
+		if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+			t.Errorf("events %q, want %q", got, want)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	})
+}
