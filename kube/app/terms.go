@@ -23,6 +23,7 @@ import (
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/profile"
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
@@ -168,34 +169,48 @@ func (t *terms) settleRound(ctx context.Context) int {
 }
 
 // settleClaims reads each claim held for a binding in doubt once and
-// settles those it can (settleRound); it returns how many are left.
+// settles those it can (settleRound); it returns how many are left held
+// (a read failed, or the claim is not in the claims informer yet).
 func (t *terms) settleClaims(ctx context.Context) int {
 	fw := t.opts.Framework
 	if fw == nil {
 		return 0
 	}
-	left := 0
 	for _, h := range fw.HeldClaims() {
 		if ctx.Err() != nil {
-			left++
-			continue
+			break
 		}
 		gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		now, err := t.client.ResourceV1().ResourceClaims(h.Namespace).Get(gctx, h.Name, metav1.GetOptions{})
+		now, err := t.readHeldClaim(gctx, h)
 		cancel()
 		switch {
 		case apierrors.IsNotFound(err):
 			now = nil
 		case err != nil:
 			t.log.Debug("claim held for a binding in doubt: read failed", "claim", h.Namespace+"/"+h.Name, "err", err)
-			left++
 			continue
 		}
 		if _, freed := fw.SettleHeldClaim(h, now); freed != nil {
 			t.handlers.Other(clusterevent.ResourceClaim, clusterevent.Update, freed, deallocated(freed))
 		}
 	}
-	return left
+	return len(fw.HeldClaims())
+}
+
+// readHeldClaim reads h's claim from the API server: by its name, or,
+// for a pod's extended resources' claim (h.Pod), whose name PreBind had
+// the server generate, as the claim of the namespace's that the pod owns
+// as such (nil if none).
+func (t *terms) readHeldClaim(ctx context.Context, h profile.HeldClaim) (*resourceapi.ResourceClaim, error) {
+	claims := t.client.ResourceV1().ResourceClaims(h.Namespace)
+	if h.Pod == "" {
+		return claims.Get(ctx, h.Name, metav1.GetOptions{})
+	}
+	list, err := claims.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return profile.ExtendedClaimOf(list.Items, h.Pod), nil
 }
 
 // deallocated returns claim without its allocation: the event of its
