@@ -57,20 +57,10 @@ type terms struct {
 func (t *terms) run(ctx context.Context) {
 	q := t.queues.get()
 	binder := termBinder(t.client, t.fence)
-	s, err := scheduler.New(q, t.cache, guardedBinder{next: binder, fence: t.fence, backoff: t.backoff}, t.reporter, t.opts)
+	s, err := t.newScheduler(q, guardedBinder{next: binder, fence: t.fence, backoff: t.backoff})
 	if err != nil {
 		t.log.Error("cannot schedule", "err", err)
 		return
-	}
-	if t.preempt != nil {
-		if err := s.EnablePreemption(*t.preempt); err != nil {
-			t.log.Error("preemption off", "err", err)
-		}
-	}
-	if t.releaser != nil {
-		if err := s.EnableGangRelease(scheduler.GangReleaseOptions{Releaser: t.releaser}); err != nil {
-			t.log.Error("gang release off", "err", err)
-		}
 	}
 	t.state.leading.Store(true)
 	settling := t.settleInDoubt(ctx)
@@ -95,6 +85,30 @@ func (t *terms) run(ctx context.Context) {
 	settling()
 	s.Release() // the framework lives on: it must not keep this term
 	t.state.leading.Store(false)
+}
+
+// newScheduler builds a term's scheduler on q with binder, with the
+// terms' features on (a feature that cannot be is logged, and off).
+func (t *terms) newScheduler(q *podQueue, binder scheduler.Binder) (*scheduler.Scheduler, error) {
+	s, err := scheduler.New(q, t.cache, binder, t.reporter, t.opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Enable(t.features()); err != nil {
+		t.log.Error("scheduling without some features", "err", err)
+	}
+	return s, nil
+}
+
+// features are the optional parts of each term's scheduler: those the
+// terms were given (scheduler.Features; the simulator enables the same
+// through the same call).
+func (t *terms) features() scheduler.Features {
+	f := scheduler.Features{Preemption: t.preempt}
+	if t.releaser != nil {
+		f.GangRelease = &scheduler.GangReleaseOptions{Releaser: t.releaser}
+	}
+	return f
 }
 
 // settleInDoubt settles the bindings an earlier term left in doubt

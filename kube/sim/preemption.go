@@ -57,18 +57,31 @@ type preemptions struct {
 	byPrio      map[int32]*PreemptionCount
 }
 
-// enablePreemption turns preemption on for the scenario's scheduler, if
-// the scenario asks for it.
-func (s *sim) enablePreemption() error {
+// preemption returns the preemption options of the scenario's
+// scheduler, nil if the scenario asks for none, and sets up the record
+// of its preemptions.
+func (s *sim) preemption() (*scheduler.PreemptionOptions, error) {
 	spec := s.sc.Scheduler.Preemption
 	if spec == nil {
-		return nil
+		return nil, nil
 	}
 	if spec.GracePeriod < 0 {
-		return fmt.Errorf("scenario: scheduler.preemption.gracePeriod: %v is negative", spec.GracePeriod)
+		return nil, fmt.Errorf("scenario: scheduler.preemption.gracePeriod: %v is negative", spec.GracePeriod)
 	}
 	s.pre = &preemptions{spec: spec, byPrio: map[int32]*PreemptionCount{}}
-	return s.sched.EnablePreemption(scheduler.PreemptionOptions{Evictor: evictor{s}, Budgets: s.budgetsNow})
+	return &scheduler.PreemptionOptions{Evictor: evictor{s}, Budgets: s.budgetsNow}, nil
+}
+
+// features are the optional parts of the scenario's scheduler, enabled
+// through scheduler.Scheduler.Enable as the live scheduler's terms
+// enable theirs: preemption if the scenario asks for it, and gang
+// release (gangRelease).
+func (s *sim) features() (scheduler.Features, error) {
+	pre, err := s.preemption()
+	if err != nil {
+		return scheduler.Features{}, err
+	}
+	return scheduler.Features{Preemption: pre, GangRelease: s.gangRelease()}, nil
 }
 
 func (p *preemptions) count(prio int32) *PreemptionCount {
