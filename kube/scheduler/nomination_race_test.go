@@ -123,3 +123,33 @@ func TestGoneNodeClearsOnlyTheOldPodsNomination(t *testing.T) {
 		t.Errorf("the new high's nomination is %q, want a (its own)", got)
 	}
 }
+
+// TestAssumedClearsOnlyItsOwnNomination: p, nominated to a, fits there
+// and is assumed, which clears its nomination; meanwhile p was deleted
+// and created again, nominated to b in its status (restored in the
+// queue). Before, the old pod's assumption cleared the new pod's
+// nomination; now it clears only its own. (Checked while the old pod's
+// binding is under way: the queue's Done of its attempt drops the key's
+// nomination, the new pod's too, by the library's rule.)
+func TestAssumedClearsOnlyItsOwnNomination(t *testing.T) {
+	f, _ := newPreemptFixture(t)
+	f.s.binder = &oneHeldBinder{}
+	f.h.AddNode(node("a", 4000))
+	f.h.AddNode(node("b", 4000))
+	p := prioPod("p", 1000, 100)
+	p.Status.NominatedNodeName = "a"
+	f.h.AddPod(p)
+	f.s.queue = &cycleStartHook{Queue: f.q, key: types.NamespacedName{Namespace: "default", Name: "p"}, hook: func() {
+		f.h.DeletePod(p)
+		again := p.DeepCopy()
+		again.UID = "uid-p-2"
+		again.Status.NominatedNodeName = "b"
+		f.h.AddPod(again)
+	}}
+	if out := f.once(); out.Result != Scheduled {
+		t.Fatalf("p: %+v", out)
+	}
+	if got := f.nomination("p"); got != "b" {
+		t.Errorf("the new p's nomination is %q, want b (its own)", got)
+	}
+}
