@@ -183,9 +183,13 @@ func (h *Handlers) updatePod(oldPod, newPod *v1.Pod) {
 			h.nominationGone(oldPod, node)
 		}
 		h.Cache.buryMember(oldPod)
-		if terminal(newPod) {
-			// Bound and finished in one update (seen after a watch gap):
-			// its assumption, in doubt say, holds its room no more.
+		if terminal(newPod) || newPod.DeletionTimestamp != nil {
+			// Bound and finished in one update (seen after a watch gap), or
+			// being deleted unbound (a finalizer keeps it): its assumption,
+			// in doubt say, holds its room no more. The API server refuses
+			// to bind a pod being deleted, so its binding under way fails;
+			// kube-scheduler v1.37.2 frees the room of an assumed pod at
+			// this update too.
 			h.release(newPod)
 		}
 	}
