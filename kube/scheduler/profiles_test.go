@@ -2,8 +2,10 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -74,7 +76,11 @@ func newProfilesFixture(t *testing.T, reg prometheus.Registerer, specs ...profil
 	}
 	c := NewCache()
 	f := &fixture{t: t, q: q, c: c, b: &syncBinder{}, r: &recReporter{}}
-	f.h = &Handlers{Queue: q, Cache: c, Profiles: names}
+	hp, err := HintProfiles(context.Background(), fws, klog.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.h = &Handlers{Queue: q, Cache: c, Profiles: names, Hints: qc.Hints, HintProfiles: hp}
 	m, err := NewMetrics(reg, "unused")
 	if err != nil {
 		t.Fatal(err)
@@ -434,5 +440,38 @@ func TestProfilesPreemptWithTheirOwnPostFilter(t *testing.T) {
 		if p.pre != nil {
 			t.Fatalf("Release kept %s's DefaultPreemption adapted", p.name)
 		}
+	}
+}
+
+// recorded is p with a previous leader's failure record naming plugins,
+// made for p as it is (its spec and labels), on a cluster of no nodes.
+func recorded(t *testing.T, p *v1.Pod, plugins ...string) *v1.Pod {
+	t.Helper()
+	rec := FailureRecord{Plugins: plugins, Self: strconv.FormatUint(selfHash(p), 16), Nodes: "0", NodesWindow: "0", Pods: "0"}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Annotations = map[string]string{FailureAnnotation: string(raw)}
+	p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable}}
+	return p
+}
+
+// TestProfilesWarmStartParksBehindOwnProfilesPlugins: a new leader parks
+// a pod behind its record's plugins only if its own profile's plugin of
+// that name registered events. Picky is profile a's alone: a's pod it
+// rejected is parked; b's pod whose record names it (the record of
+// another configuration, say) goes to activeQ, since a's hints skip it
+// and no event would wake it.
+func TestProfilesWarmStartParksBehindOwnProfilesPlugins(t *testing.T) {
+	f := newProfilesFixture(t, prometheus.NewRegistry(), pickyProfile("a", true), profileSpec{name: "b"})
+	f.h.warm = &warmStart{}
+	f.h.AddPod(recorded(t, of("a", pod("pa", 100)), "Picky"))
+	f.h.AddPod(recorded(t, of("b", pod("pb", 100)), "Picky"))
+	if loc := f.where("pa"); loc != schedq.InUnschedulable {
+		t.Fatalf("pa is %v, want parked behind its profile's Picky", loc)
+	}
+	if loc := f.where("pb"); loc != schedq.InActive {
+		t.Fatalf("pb is %v, want active: its profile has no Picky, and no event would wake it", loc)
 	}
 }
