@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -21,6 +22,7 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 	"github.com/schedq/schedq/kube/profile"
 )
@@ -34,16 +36,12 @@ type profileSpec struct {
 	mutate func(*config.KubeSchedulerProfile)
 }
 
-// newProfilesFixture is the scheduler with several profiles, built as
-// kube/app builds them: one snapshot, each framework after the first
-// alongside it, the queue taking every profile's hints and gates
-// (UseProfileHints), the handlers letting in the profiles' pods. Its
-// metrics are on reg.
-func newProfilesFixture(t *testing.T, reg prometheus.Registerer, specs ...profileSpec) *fixture {
+// profileFrameworks builds the frameworks of specs as kube/app builds
+// them: on one snapshot, each after the first alongside it.
+func profileFrameworks(t *testing.T, specs ...profileSpec) []*profile.Framework {
 	t.Helper()
 	snap := backendcache.NewEmptySnapshot()
 	var fws []*profile.Framework
-	var names []string
 	for _, sp := range specs {
 		cfg, err := profile.Default()
 		if err != nil {
@@ -64,6 +62,20 @@ func newProfilesFixture(t *testing.T, reg prometheus.Registerer, specs ...profil
 		}
 		t.Cleanup(func() { fw.Close() })
 		fws = append(fws, fw)
+	}
+	return fws
+}
+
+// newProfilesFixture is the scheduler with several profiles, built as
+// kube/app builds them: one snapshot, each framework after the first
+// alongside it, the queue taking every profile's hints and gates
+// (UseProfileHints), the handlers letting in the profiles' pods. Its
+// metrics are on reg.
+func newProfilesFixture(t *testing.T, reg prometheus.Registerer, specs ...profileSpec) *fixture {
+	t.Helper()
+	fws := profileFrameworks(t, specs...)
+	var names []string
+	for _, sp := range specs {
 		names = append(names, sp.name)
 	}
 	qc := QueueConfig()
@@ -473,5 +485,85 @@ func TestProfilesWarmStartParksBehindOwnProfilesPlugins(t *testing.T) {
 	}
 	if loc := f.where("pb"); loc != schedq.InActive {
 		t.Fatalf("pb is %v, want active: its profile has no Picky, and no event would wake it", loc)
+	}
+}
+
+// noFitFilter disables NodeResourcesFit's filter in a profile.
+func noFitFilter(p *config.KubeSchedulerProfile) {
+	p.Plugins.Filter.Disabled = append(p.Plugins.Filter.Disabled, config.Plugin{Name: nodeResourcesFit})
+}
+
+// ignoringFoo makes a profile's NodeResourcesFit ignore example.com/foo.
+func ignoringFoo(p *config.KubeSchedulerProfile) {
+	for i := range p.PluginConfig {
+		if args, ok := p.PluginConfig[i].Args.(*config.NodeResourcesFitArgs); ok {
+			args.IgnoredResources = []string{"example.com/foo"}
+		}
+	}
+}
+
+// TestProfilesWakeBudgetCountsRoomAsThePodsProfile: the wake budget
+// counts a node's room for a pod as the pod's own profile's
+// NodeResourcesFit does. b runs no NodeResourcesFit filter, or ignores
+// example.com/foo; a counts everything. A pod of each, parked by
+// TaintToleration, asks for more than a new node has (8 cpus on 4, or a
+// resource the node lacks): b's pod, which b would place there, wakes;
+// a's, which a would refuse there, stays parked.
+func TestProfilesWakeBudgetCountsRoomAsThePodsProfile(t *testing.T) {
+	tests := []struct {
+		name     string
+		b        func(*config.KubeSchedulerProfile)
+		milliCPU int64
+		foo      bool // the pods ask for one example.com/foo
+	}{
+		{"b checks no room", noFitFilter, 8000, false},
+		{"b ignores a resource", ignoringFoo, 1000, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fws := profileFrameworks(t, profileSpec{name: "a"}, profileSpec{name: "b", mutate: tc.b})
+			qc := QueueConfig()
+			if err := UseProfileHints(context.Background(), &qc, fws, klog.Background()); err != nil {
+				t.Fatal(err)
+			}
+			c := NewCache()
+			UseWakeBudget(&qc, c, fws...)
+			q, err := schedq.New(qc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.AddNode(node("tainted", 16000, v1.Taint{Key: "k", Effect: v1.TaintEffectNoSchedule}))
+			var pods []*v1.Pod
+			for _, name := range []string{"a", "b"} {
+				p := of(name, pod("p"+name, tc.milliCPU))
+				if tc.foo {
+					p.Spec.Containers[0].Resources.Requests["example.com/foo"] = resource.MustParse("1")
+				}
+				if err := q.Add(p); err != nil {
+					t.Fatal(err)
+				}
+				pods = append(pods, p)
+			}
+			for range pods {
+				a, err := q.Pop(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := q.Requeue(a, schedq.Failure{RejectedBy: []string{"TaintToleration"}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n := node("new", 4000)
+			c.AddNode(n)
+			if err := q.Move(clusterevent.NodeAdd, nil, n, nil); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range pods {
+				_, loc, _ := q.Get(framework.Key(p))
+				if woke, want := loc != schedq.InUnschedulable, p.Spec.SchedulerName == "b"; woke != want {
+					t.Errorf("%s: woken %v, want %v (%v)", p.Name, woke, want, loc)
+				}
+			}
+		})
 	}
 }
