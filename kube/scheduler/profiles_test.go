@@ -431,7 +431,11 @@ func TestProfilesPreemptWithTheirOwnPostFilter(t *testing.T) {
 	}
 	f := newProfilesFixture(t, prometheus.NewRegistry(), profileSpec{name: "a"}, profileSpec{name: "b", mutate: noPreemption})
 	e := &syncEvictor{f: f, hold: true}
-	if err := f.s.EnablePreemption(PreemptionOptions{Evictor: e}); err != nil {
+	pm, err := NewPreemptionMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.EnablePreemption(PreemptionOptions{Evictor: e, Metrics: pm}); err != nil {
 		t.Fatal(err)
 	}
 	if f.s.byName["a"].pre == nil {
@@ -443,9 +447,17 @@ func TestProfilesPreemptWithTheirOwnPostFilter(t *testing.T) {
 	if out := f.once(); out.Result != Unschedulable || out.Nominated != "" || len(e.calls) != 0 {
 		t.Fatalf("b's pod: %+v, evictions %q; want no preemption", out, e.calls)
 	}
+	// As upstream counts a preemption attempt in DefaultPreemption's
+	// PostFilter: b, which runs none, attempts none.
+	if n := testutil.ToFloat64(pm.attempts); n != 0 {
+		t.Fatalf("preemption attempts after b's pod: %v, want 0", n)
+	}
 	f.h.AddPod(of("a", prioPod("high-a", 2000, 100)))
 	if out := f.once(); out.Nominated != "n1" || sortedVictims(out) != "low" {
 		t.Fatalf("a's pod: %+v; want low preempted on n1", out)
+	}
+	if n := testutil.ToFloat64(pm.attempts); n != 1 {
+		t.Fatalf("preemption attempts after a's pod: %v, want 1", n)
 	}
 	f.s.Release()
 	for _, p := range f.s.profs {
