@@ -81,7 +81,8 @@ func TestConfigFileSettings(t *testing.T) {
 // simulated scheduler places are those of its profile's schedulerName, as
 // schedq scheduler with the same file would place: the default
 // scheduler's (with no file, or a profile of that name), or the named
-// profile's, leaving the default scheduler's alone.
+// profile's, leaving the default scheduler's alone; with two profiles,
+// the pods of both, each under its own.
 func TestSnapshotPodsOfTheProfile(t *testing.T) {
 	const head = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 	for _, tc := range []struct {
@@ -91,6 +92,7 @@ func TestSnapshotPodsOfTheProfile(t *testing.T) {
 		{name: "no file", pending: 2, leftAlone: 1},
 		{name: "profile without a name", file: "profiles: [{}]\n", pending: 2, leftAlone: 1},
 		{name: "volcano's profile", file: "profiles: [{schedulerName: volcano}]\n", pending: 1, leftAlone: 2},
+		{name: "both profiles", file: "profiles: [{schedulerName: volcano}, {schedulerName: default-scheduler}]\n", pending: 3, leftAlone: 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := snapshotScenario("testdata/snapshot/cluster.yaml")
