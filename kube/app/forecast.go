@@ -41,6 +41,8 @@ type forecaster struct {
 	// schedulerName is the live scheduler's: what-if pods naming it are
 	// the simulated scheduler's.
 	schedulerName string
+	// profiles are liveState.profiles: what-if pods may name any of them.
+	profiles []string
 	// hist, if set, estimates the runtimes of pods that declare none.
 	hist *liveHistory
 	// busy, if set, says whether the scheduler has a pod ready to try: a
@@ -80,8 +82,8 @@ type liveForecast struct {
 // the runtimes its history learns (feed it: hist.handler()).
 func newForecaster(o Options, l *liveState, timers clock.Clock) *forecaster {
 	return &forecaster{state: l.copy, sc: scenarioOf(o), o: sim.ForecastOptions{Horizon: DefaultForecastHorizon},
-		ttl: DefaultForecastTTL, wait: forecastWait, timers: timers, clock: l.clock, schedulerName: l.schedulerName,
-		hist: &liveHistory{schedulerName: l.schedulerName, clock: l.clock, opts: o.History}}
+		ttl: DefaultForecastTTL, wait: forecastWait, timers: timers, clock: l.clock, schedulerName: l.schedulerName, profiles: l.profiles,
+		hist: &liveHistory{schedulerName: l.schedulerName, profiles: l.profiles, clock: l.clock, opts: o.History}}
 }
 
 // storeOf is an informer's store, nil without an informer.
@@ -93,7 +95,7 @@ func storeOf(inf cache.SharedIndexInformer) cache.Store {
 }
 
 // scenarioOf is the simulator's scheduler set up as the live one: the same
-// plugins (kube-scheduler's with the --config profile), percentage of
+// plugins (kube-scheduler's with the --config profiles), percentage of
 // nodes to score, backoff, wake budget and
 // fairness, with gangs, gang release and preemption on (the simulator
 // turns gang release on itself, as run's terms do).
@@ -101,11 +103,10 @@ func scenarioOf(o Options) *sim.Scenario {
 	sc := &sim.Scenario{Name: "live", Seed: 1}
 	sc.Scheduler.Plugins, sc.Scheduler.Config = sim.PluginsUpstream, o.Config.File
 	sc.Scheduler.Profile = o.Config.Profile // as loaded at the start: the file may have changed since
-	if len(o.profiles()) > 1 {
-		// The simulator runs one profile: the first, whose pods alone the
-		// forecasts place (liveState.schedulerName); the file, whose
-		// other profiles it would refuse, is not read.
-		sc.Scheduler.Config = ""
+	if profs := o.profiles(); len(profs) > 1 {
+		// Every profile, each scheduling its own pods, which the
+		// forecasts keep under their names (liveState.profiles).
+		sc.Scheduler.Profile, sc.Scheduler.Profiles = nil, profs
 	}
 	sc.Scheduler.PercentageOfNodesToScore = o.PercentageOfNodesToScore
 	sc.Scheduler.Preemption = &sim.PreemptionSpec{PodGracePeriods: true}

@@ -103,6 +103,9 @@ func serveWhatIf(f *forecaster) http.HandlerFunc {
 			return
 		}
 		in.Profiles = []string{f.schedulerName} // a pod of another scheduler is refused
+		if f.profiles != nil {
+			in.Profiles = f.profiles // each pod under its profile's name
+		}
 		select {
 		case busy <- struct{}{}:
 		default:
