@@ -33,6 +33,8 @@ func TestConfigFileSettings(t *testing.T) {
 		{name: "file's settings", file: "percentageOfNodesToScore: 30\npodInitialBackoffSeconds: 2\npodMaxBackoffSeconds: 20\nprofiles: [{schedulerName: x, percentageOfNodesToScore: 50}]\n",
 			percent: 50, initial: "2s", max: "20s"},
 		{name: "top-level percentage", file: "percentageOfNodesToScore: 30\n", percent: 30, initial: "1s", max: "10s"},
+		{name: "two profiles: the top-level percentage for b, a's own in its framework", file: "percentageOfNodesToScore: 30\nprofiles: [{schedulerName: a, percentageOfNodesToScore: 50}, {schedulerName: b}]\n",
+			percent: 30, initial: "1s", max: "10s"},
 		{name: "scenario's where the file sets none", file: "podMaxBackoffSeconds: 20\n", scheduler: ", percentageOfNodesToScore: 40", queue: "initialBackoff: 3s",
 			percent: 40, initial: "3s", max: "20s"},
 		{name: "scenario agrees", file: "podInitialBackoffSeconds: 2\npercentageOfNodesToScore: 30\n", scheduler: ", percentageOfNodesToScore: 30", queue: "initialBackoff: 2s",
