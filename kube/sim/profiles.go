@@ -103,7 +103,7 @@ func (s *Scenario) validateSchedulerNames(bad func(string, string, ...any)) {
 	for i, p := range profs {
 		names[i] = strconv.Quote(p.SchedulerName)
 	}
-	where := cmpOr(s.Scheduler.Config, "the default profile")
+	where := cmpOr(s.Scheduler.Config, "kube-scheduler's default configuration")
 	for i, g := range s.Pods {
 		if g.SchedulerName != "" && !slices.Contains(names, strconv.Quote(g.SchedulerName)) {
 			bad(fmt.Sprintf("pods[%d].schedulerName", i), "%q names no profile of %s (its profiles: %s)", g.SchedulerName, where, strings.Join(names, ", "))

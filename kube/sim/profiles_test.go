@@ -130,7 +130,7 @@ func TestUnknownSchedulerNameRefused(t *testing.T) {
 	two := writeConfig(t, twoProfiles)
 	for _, tc := range []struct{ name, scheduler, want string }{
 		{"not in the file", "{config: " + two + "}", `pods[1].schedulerName: "c" names no profile of ` + two + ` (its profiles: "a", "b")`},
-		{"default profile", "{}", `pods[1].schedulerName: "c" names no profile of the default profile (its profiles: "default-scheduler")`},
+		{"default profile", "{}", `pods[1].schedulerName: "c" names no profile of kube-scheduler's default configuration (its profiles: "default-scheduler")`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte("name: x\nscheduler: " + tc.scheduler + "\nnodes: [{name: n, count: 1, capacity: {cpu: \"1\"}}]\n" +
