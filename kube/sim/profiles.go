@@ -148,3 +148,19 @@ func (s *sim) profileCounts() []ProfileCount {
 	}
 	return out
 }
+
+// ProfileNames returns the schedulerNames of the profiles a run of s
+// builds, in the order of scheduler.config (kube-scheduler's default
+// profile's without one). A what-if of a scenario of several profiles
+// takes them as its WhatIfInput.Profiles. It reads the file.
+func (s *Scenario) ProfileNames() ([]string, error) {
+	profs, err := s.Scheduler.loadProfiles()
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(profs))
+	for i, p := range profs {
+		names[i] = p.SchedulerName
+	}
+	return names, nil
+}
