@@ -267,8 +267,8 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 
 	h := scheduler.NewHandlers(queues, c, o.SchedulerName, qcfg)
 	h.Logger = log
-	if len(fws) > 1 {
-		h.Profiles = o.schedulerNames()
+	if err := useProfiles(ctx, h, o, fws, lib); err != nil {
+		return err
 	}
 	pods := factory.Core().V1().Pods().Informer()
 	others := watched(factory, qcfg.Hints)

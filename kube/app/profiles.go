@@ -1,12 +1,14 @@
 package app
 
 import (
+	"context"
 	"log/slog"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 
 	fwprofile "github.com/schedq/schedq/kube/profile"
 	"github.com/schedq/schedq/kube/scheduler"
@@ -22,6 +24,20 @@ func schedulerOptions(o Options, m *scheduler.Metrics, log *slog.Logger, fws []*
 		so.Profiles = fws
 	}
 	return so
+}
+
+// useProfiles makes h the handlers of the profiles of fws, if several:
+// it lets in the pods of each, and its warm start parks a pod behind a
+// plugin only if the pod's own profile registered events for it
+// (scheduler.HintProfiles).
+func useProfiles(ctx context.Context, h *scheduler.Handlers, o Options, fws []*fwprofile.Framework, logger klog.Logger) error {
+	if len(fws) <= 1 {
+		return nil
+	}
+	h.Profiles = o.schedulerNames()
+	var err error
+	h.HintProfiles, err = scheduler.HintProfiles(ctx, fws, logger)
+	return err
 }
 
 // profileRecorder records each event with the recorder of the profile of

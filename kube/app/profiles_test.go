@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"sort"
 	"testing"
 	"testing/synctest"
@@ -11,6 +12,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/klog/v2"
+
+	"github.com/schedq/schedq/kube/scheduler"
 )
 
 // TestRunSchedulesEachProfilesPods runs the whole scheduler with a
@@ -66,4 +71,35 @@ func TestRunSchedulesEachProfilesPods(t *testing.T) {
 			t.Fatalf("run: %v", err)
 		}
 	})
+}
+
+// TestUseProfilesNamesEachPluginsProfiles: with two profiles, b without
+// PodTopologySpread, the handlers let in the pods of both, and know that
+// PodTopologySpread's events are a's alone (the warm start then never
+// parks b's pods behind it), NodeResourcesFit's both profiles'.
+func TestUseProfilesNamesEachPluginsProfiles(t *testing.T) {
+	o := Options{SchedulerName: "schedq"}
+	o.Config.File = configFile(t, cfgHeader+"profiles:\n- schedulerName: a\n- schedulerName: b\n  plugins:\n    multiPoint:\n      disabled:\n      - name: PodTopologySpread\n")
+	if err := o.applyConfig(); err != nil {
+		t.Fatal(err)
+	}
+	client := fakeCluster()
+	qcfg := scheduler.QueueConfig()
+	fws, err := upstreamFrameworks(t.Context(), o, &qcfg, client, informers.NewSharedInformerFactory(client, 0), klog.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeAll(fws) })
+	h := &scheduler.Handlers{}
+	if err := useProfiles(t.Context(), h, o, fws, klog.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(h.Profiles, []string{"a", "b"}) {
+		t.Fatalf("profiles %q, want a, b", h.Profiles)
+	}
+	for plugin, want := range map[string][]string{"PodTopologySpread": {"a"}, "NodeResourcesFit": {"a", "b"}} {
+		if got := h.HintProfiles[plugin]; !slices.Equal(got, want) {
+			t.Errorf("%s's events are registered by %q, want %q", plugin, got, want)
+		}
+	}
 }

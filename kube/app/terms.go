@@ -23,6 +23,7 @@ import (
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/profile"
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
@@ -56,20 +57,10 @@ type terms struct {
 func (t *terms) run(ctx context.Context) {
 	q := t.queues.get()
 	binder := termBinder(t.client, t.fence)
-	s, err := scheduler.New(q, t.cache, guardedBinder{next: binder, fence: t.fence, backoff: t.backoff}, t.reporter, t.opts)
+	s, err := t.newScheduler(q, guardedBinder{next: binder, fence: t.fence, backoff: t.backoff})
 	if err != nil {
 		t.log.Error("cannot schedule", "err", err)
 		return
-	}
-	if t.preempt != nil {
-		if err := s.EnablePreemption(*t.preempt); err != nil {
-			t.log.Error("preemption off", "err", err)
-		}
-	}
-	if t.releaser != nil {
-		if err := s.EnableGangRelease(scheduler.GangReleaseOptions{Releaser: t.releaser}); err != nil {
-			t.log.Error("gang release off", "err", err)
-		}
 	}
 	t.state.leading.Store(true)
 	settling := t.settleInDoubt(ctx)
@@ -94,6 +85,30 @@ func (t *terms) run(ctx context.Context) {
 	settling()
 	s.Release() // the framework lives on: it must not keep this term
 	t.state.leading.Store(false)
+}
+
+// newScheduler builds a term's scheduler on q with binder, with the
+// terms' features on (a feature that cannot be is logged, and off).
+func (t *terms) newScheduler(q *podQueue, binder scheduler.Binder) (*scheduler.Scheduler, error) {
+	s, err := scheduler.New(q, t.cache, binder, t.reporter, t.opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Enable(t.features()); err != nil {
+		t.log.Error("scheduling without some features", "err", err)
+	}
+	return s, nil
+}
+
+// features are the optional parts of each term's scheduler: those the
+// terms were given (scheduler.Features; the simulator enables the same
+// through the same call).
+func (t *terms) features() scheduler.Features {
+	f := scheduler.Features{Preemption: t.preempt}
+	if t.releaser != nil {
+		f.GangRelease = &scheduler.GangReleaseOptions{Releaser: t.releaser}
+	}
+	return f
 }
 
 // settleInDoubt settles the bindings an earlier term left in doubt
@@ -168,35 +183,49 @@ func (t *terms) settleRound(ctx context.Context) int {
 }
 
 // settleClaims reads each claim held for a binding in doubt once and
-// settles those it can (settleRound); it returns how many are left.
+// settles those it can (settleRound); it returns how many are left held
+// (a read failed, or the claim is not in the claims informer yet).
 func (t *terms) settleClaims(ctx context.Context) int {
 	fws := t.opts.Frameworks()
 	if len(fws) == 0 {
 		return 0
 	}
 	fw := fws[0] // the profiles share their claim holds (profile.Setup.Alongside)
-	left := 0
 	for _, h := range fw.HeldClaims() {
 		if ctx.Err() != nil {
-			left++
-			continue
+			break
 		}
 		gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		now, err := t.client.ResourceV1().ResourceClaims(h.Namespace).Get(gctx, h.Name, metav1.GetOptions{})
+		now, err := t.readHeldClaim(gctx, h)
 		cancel()
 		switch {
 		case apierrors.IsNotFound(err):
 			now = nil
 		case err != nil:
 			t.log.Debug("claim held for a binding in doubt: read failed", "claim", h.Namespace+"/"+h.Name, "err", err)
-			left++
 			continue
 		}
 		if _, freed := fw.SettleHeldClaim(h, now); freed != nil {
 			t.handlers.Other(clusterevent.ResourceClaim, clusterevent.Update, freed, deallocated(freed))
 		}
 	}
-	return left
+	return len(fw.HeldClaims())
+}
+
+// readHeldClaim reads h's claim from the API server: by its name, or,
+// for a pod's extended resources' claim (h.Pod), whose name PreBind had
+// the server generate, as the claim of the namespace's that the pod owns
+// as such (nil if none).
+func (t *terms) readHeldClaim(ctx context.Context, h profile.HeldClaim) (*resourceapi.ResourceClaim, error) {
+	claims := t.client.ResourceV1().ResourceClaims(h.Namespace)
+	if h.Pod == "" {
+		return claims.Get(ctx, h.Name, metav1.GetOptions{})
+	}
+	list, err := claims.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return profile.ExtendedClaimOf(list.Items, h.Pod), nil
 }
 
 // deallocated returns claim without its allocation: the event of its

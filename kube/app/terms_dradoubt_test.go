@@ -92,12 +92,17 @@ type draDoubtFixture struct {
 // newDRADoubtFixture builds it; wrap, if not nil, wraps the client of
 // its terms and plugins.
 func newDRADoubtFixture(t *testing.T, wrap func(heldWrites) kubernetes.Interface) *draDoubtFixture {
+	return newDRADoubtFixtureOf(t, wrap, claimingPod("a", "ca"), draClass())
+}
+
+// newDRADoubtFixtureOf builds it with a (given priority 0) for pod a and
+// class for the DeviceClass.
+func newDRADoubtFixtureOf(t *testing.T, wrap func(heldWrites) kubernetes.Interface, a *v1.Pod, class *resourceapi.DeviceClass) *draDoubtFixture {
 	low := int32(0)
-	a := claimingPod("a", "ca")
 	a.Spec.Priority = &low
 	f := &draDoubtFixture{
 		fc: fakeCluster(testNode("n1", "2"), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
-			draClass(), draSlice("n1"), draClaim("ca", testDriver), draClaim("cb", testDriver), a),
+			class, draSlice("n1"), draClaim("ca", testDriver), draClaim("cb", testDriver), a),
 		enter: make(chan struct{}), freeIt: make(chan struct{}),
 	}
 	f.claims = newWatchGate(f.fc, "resourceclaims")
@@ -178,7 +183,7 @@ func (f *draDoubtFixture) term(t *testing.T) (end context.CancelFunc, ended <-ch
 }
 
 // firstTermEndsDuringClaimWrite runs a first term, whose PreBind of a is
-// writing ca's allocation when the term ends; b, of high priority, whose
+// writing its claim's allocation when the term ends; b, of high priority, whose
 // claim cb asks for a GPU too, arrives meanwhile and finds none. From
 // then on the claims informer shows no change. The write reaches the
 // server if lands.
@@ -202,8 +207,12 @@ func (f *draDoubtFixture) firstTermEndsDuringClaimWrite(t *testing.T, lands bool
 	close(f.freeIt)
 	<-ended1
 	f.lost.Store(false)
-	if got := len(f.allocations(t)["ca"]); (got == 1) != lands {
-		t.Fatalf("ca has %d devices allocated after term 1, want landed=%v", got, lands)
+	got := 0
+	for _, devs := range f.allocations(t) {
+		got += len(devs)
+	}
+	if (got == 1) != lands {
+		t.Fatalf("a's claim has %d devices allocated after term 1, want landed=%v", got, lands)
 	}
 	if n := podNode(t, f.fc, "a"); n != "" {
 		t.Fatalf("a bound to %s: its PreBind failed", n)

@@ -19,8 +19,17 @@ import (
 // goroutine waiting for the queue (the cache's own lock is such a lock).
 type RoomLedger struct {
 	src      RoomSource
-	skip     func(name v1.ResourceName, alloc int64) bool
+	check    func(*v1.Pod) RoomCheck
 	promised map[string]*promise
+}
+
+// RoomCheck is how NodeResourcesFit checks a pod's room: Skip, if not
+// nil, says which resources it leaves unchecked on a node that has alloc
+// of them (see profile.Framework.FitSkips), and None that it checks none
+// (the pod's profile runs no NodeResourcesFit filter).
+type RoomCheck struct {
+	Skip func(name v1.ResourceName, alloc int64) bool
+	None bool
 }
 
 // RoomSource is what the ledger reads of the cluster: a published copy of
@@ -44,7 +53,15 @@ type promise struct {
 // such a resource never keeps it from fitting. It is called under the
 // queue's lock, so it may take only a leaf lock.
 func NewRoomLedger(src RoomSource, skip func(name v1.ResourceName, alloc int64) bool) *RoomLedger {
-	return &RoomLedger{src: src, skip: skip, promised: map[string]*promise{}}
+	return NewRoomLedgerBy(src, func(*v1.Pod) RoomCheck { return RoomCheck{Skip: skip} })
+}
+
+// NewRoomLedgerBy is NewRoomLedger with each pod's room checked as check
+// says for it (several profiles: as the pod's own profile checks it). A
+// pod whose check is None fits any node and is promised nothing. check
+// is called under the queue's lock, as skip is.
+func NewRoomLedgerBy(src RoomSource, check func(*v1.Pod) RoomCheck) *RoomLedger {
+	return &RoomLedger{src: src, check: check, promised: map[string]*promise{}}
 }
 
 // Room returns the room of the named node, as a schedq.Budget.
@@ -59,8 +76,9 @@ func (l *RoomLedger) RoomFreedBy(node string, gone *v1.Pod) *NodeRoom {
 }
 
 // fits reports whether the node, with what it promised, can hold one more
-// pod requesting req; a node that is gone cannot.
-func (l *RoomLedger) fits(node string, req framework.Resource) bool {
+// pod requesting req, skip's resources unchecked; a node that is gone
+// cannot.
+func (l *RoomLedger) fits(node string, req framework.Resource, skip func(v1.ResourceName, int64) bool) bool {
 	alloc, requested, pods, found := l.src.NodeRoom(node)
 	if !found {
 		return false
@@ -71,7 +89,7 @@ func (l *RoomLedger) fits(node string, req framework.Resource) bool {
 		used.Add(p.res)
 		pods += p.pods
 	}
-	return fits(req, alloc, used, pods, l.skip)
+	return fits(req, alloc, used, pods, skip)
 }
 
 // fits reports whether a node with allocatable alloc, whose pods number
@@ -131,7 +149,9 @@ var (
 // Key implements schedq.Keyed: the events of one node share its room.
 func (r *NodeRoom) Key() string { return r.node }
 
-// Take promises pod room on the node if it fits. A pod that the deleted
+// Take promises pod room on the node if it fits. A pod whose room is
+// checked by no NodeResourcesFit filter (RoomCheck.None) fits without a
+// promise. A pod that the deleted
 // pod counted against in a domain wider than one node (ReachesBeyond) is
 // taken without a promise: the event may let it onto another node of the
 // domain, whose room this budget does not know, as kube-scheduler's hints
@@ -140,8 +160,12 @@ func (r *NodeRoom) Take(pod *v1.Pod) bool {
 	if r.gone != nil && ReachesBeyond(pod, r.gone) {
 		return true
 	}
+	check := r.l.check(pod)
+	if check.None {
+		return true
+	}
 	req, _ := framework.RequestsOf(pod) // clamped if invalid
-	if !r.l.fits(r.node, req) {
+	if !r.l.fits(r.node, req, check.Skip) {
 		return false
 	}
 	r.l.promise(r.node, req, 1)

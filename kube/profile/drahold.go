@@ -26,6 +26,11 @@ import (
 type HeldClaim struct {
 	Namespace, Name string
 	UID             types.UID
+	// Pod, if set, is the UID of the pod whose extended resources' claim
+	// this is (drahold_ext.go): Name and UID are then the in-memory
+	// claim's, and the claim as the API server has it is the one
+	// ExtendedClaimOf finds among the namespace's.
+	Pod types.UID
 }
 
 // claimHolds counts the shares of the allocations in flight held, by
@@ -54,6 +59,13 @@ func (h *claimHolds) add(c HeldClaim, obj *resourceapi.ResourceClaim) {
 	}
 	s.shares++
 	h.held[c.UID] = s
+}
+
+// has reports whether uid is held.
+func (h *claimHolds) has(uid types.UID) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.held[uid].shares > 0
 }
 
 // take forgets the holds of uid and returns them (no shares: none).
@@ -87,6 +99,9 @@ func (h *claimHolds) list() []HeldClaim {
 // added; another pod sharing it (a group's member) could end its share
 // in between only by writing the allocation (PreBind), which the assume
 // cache then holds.
+//
+// The claim of the pod's extended resources, which is in none of its
+// spec's claims (drahold_ext.go), is held too.
 func (f *Framework) HoldClaims(pod *v1.Pod) int {
 	tracker := f.fwk.SharedDRAManager().ResourceClaims()
 	seen := map[types.UID]bool{}
@@ -97,19 +112,31 @@ func (f *Framework) HoldClaims(pod *v1.Pod) int {
 			continue
 		}
 		seen[c.UID] = true
-		alloc := tracker.GetPendingAllocation(c.UID)
-		if alloc == nil {
-			continue
+		if f.holdInFlight(tracker, c, HeldClaim{Namespace: c.Namespace, Name: c.Name, UID: c.UID}) {
+			n++
 		}
-		held := c.DeepCopy()
-		held.Status.Allocation = alloc.DeepCopy()
-		if tracker.SignalClaimPendingAllocation(c.UID, held) != nil {
-			continue
-		}
-		f.holds.add(HeldClaim{Namespace: c.Namespace, Name: c.Name, UID: c.UID}, held)
+	}
+	if c := f.extendedInFlightOf(pod); c != nil && !seen[c.UID] &&
+		f.holdInFlight(tracker, c, HeldClaim{Namespace: pod.Namespace, Name: c.Name, UID: c.UID, Pod: pod.UID}) {
 		n++
 	}
 	return n
+}
+
+// holdInFlight adds a share of c's allocation in flight, if it has one,
+// held as h; it reports whether it did.
+func (f *Framework) holdInFlight(tracker fwk.ResourceClaimTracker, c *resourceapi.ResourceClaim, h HeldClaim) bool {
+	alloc := tracker.GetPendingAllocation(c.UID)
+	if alloc == nil {
+		return false
+	}
+	held := c.DeepCopy()
+	held.Status.Allocation = alloc.DeepCopy()
+	if tracker.SignalClaimPendingAllocation(c.UID, held) != nil {
+		return false
+	}
+	f.holds.add(h, held)
+	return true
 }
 
 // claimOf returns the claim pc of pod names, as the DRA manager has it;
@@ -140,6 +167,13 @@ func (f *Framework) HeldClaims() []HeldClaim { return f.holds.list() }
 //     last one out puts the claim back as the informer has it, as
 //     upstream's Unreserve does.
 //
+// A pod's extended resources' claim (h.Pod set) is settled given the
+// claim the pod owns as the API server has it (ExtendedClaimOf; nil:
+// none), whatever its UID; allocated, it stays held (still listed by
+// HeldClaims, for a later read) until the claims informer has shown the
+// claim, which PreBind created: only then can the claim as read be
+// assumed and count its devices.
+//
 // If h was settled already, nothing is done. It reports whether h was
 // held, and, if its devices are free again, the claim with the
 // allocation that held them (freed): the pods DynamicResources rejected
@@ -147,13 +181,18 @@ func (f *Framework) HeldClaims() []HeldClaim { return f.holds.list() }
 // would (nothing else tells them: the claim as the informer has it never
 // had that allocation).
 func (f *Framework) SettleHeldClaim(h HeldClaim, now *resourceapi.ResourceClaim) (held bool, freed *resourceapi.ResourceClaim) {
+	tracker := f.fwk.SharedDRAManager().ResourceClaims()
+	allocated := now != nil && now.Status.Allocation != nil && (now.UID == h.UID || (h.Pod != "" && extendedClaimPod(now) == h.Pod))
+	if allocated && h.Pod != "" {
+		if _, err := tracker.Get(now.Namespace, now.Name); err != nil {
+			return f.holds.has(h.UID), nil // not in the informer yet: kept held
+		}
+	}
 	s := f.holds.take(h.UID)
 	shares := s.shares
 	if shares == 0 {
 		return false, nil
 	}
-	tracker := f.fwk.SharedDRAManager().ResourceClaims()
-	allocated := now != nil && now.UID == h.UID && now.Status.Allocation != nil
 	if allocated {
 		// An error says the assume cache has a newer claim already.
 		_ = tracker.AssumeClaimAfterAPICall(now)
@@ -165,6 +204,27 @@ func (f *Framework) SettleHeldClaim(h HeldClaim, now *resourceapi.ResourceClaim)
 	if !released || allocated {
 		return true, nil
 	}
-	tracker.AssumedClaimRestore(h.Namespace, h.Name)
+	if h.Pod == "" {
+		tracker.AssumedClaimRestore(h.Namespace, h.Name)
+	} else {
+		restoreExtendedClaims(tracker, h.Pod)
+	}
 	return true, s.obj
+}
+
+// restoreExtendedClaims puts back, as the informer has it, each claim
+// the DRA manager has that is the extended resources' claim of the pod
+// of uid: PreBind assumes the claim it created with the allocation it
+// tried to write, written or not, and the Unreserve that a hold
+// outlived left it so. O(claims).
+func restoreExtendedClaims(tracker fwk.ResourceClaimTracker, pod types.UID) {
+	claims, err := tracker.List()
+	if err != nil {
+		return
+	}
+	for _, c := range claims {
+		if extendedClaimPod(c) == pod {
+			tracker.AssumedClaimRestore(c.Namespace, c.Name)
+		}
+	}
 }

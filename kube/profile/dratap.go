@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
 )
@@ -24,6 +25,9 @@ type draTap struct {
 	armed  bool
 	slices []*resourceapi.ResourceSlice
 	state  *structured.AllocatedState
+
+	// ext are the extended resources' claims in flight (drahold.go).
+	ext extendedInFlight
 }
 
 func newDRATap(m fwk.SharedDRAManager, notePod func(*v1.Pod)) *draTap {
@@ -74,6 +78,26 @@ func (t *draTap) ResourceSlices() fwk.ResourceSliceLister {
 type tapClaims struct {
 	fwk.ResourceClaimTracker
 	t *draTap
+}
+
+// SignalClaimPendingAllocation is the manager's; the claim of a pod's
+// extended resources is also noted (extendedInFlight).
+func (c tapClaims) SignalClaimPendingAllocation(uid types.UID, claim *resourceapi.ResourceClaim) error {
+	err := c.ResourceClaimTracker.SignalClaimPendingAllocation(uid, claim)
+	if err == nil {
+		c.t.ext.note(uid, claim)
+	}
+	return err
+}
+
+// MaybeRemoveClaimPendingAllocation is the manager's; the note of an
+// extended resources' claim whose allocation left is dropped.
+func (c tapClaims) MaybeRemoveClaimPendingAllocation(uid types.UID, force bool) bool {
+	deleted := c.ResourceClaimTracker.MaybeRemoveClaimPendingAllocation(uid, force)
+	if deleted {
+		c.t.ext.forget(uid)
+	}
+	return deleted
 }
 
 func (c tapClaims) GatherAllocatedState() (*structured.AllocatedState, error) {

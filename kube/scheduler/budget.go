@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"slices"
+
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/schedq/schedq"
@@ -32,21 +34,18 @@ func WakeBudget(c *Cache) func(ev schedq.Event, oldObj, newObj any) (schedq.Budg
 }
 
 // WakeBudgetOn is WakeBudget for a scheduler that runs the plugins of
-// fws (nil ones ignored): a node's room leaves out, as their
-// NodeResourcesFit does, the
-// extended resources its args ignore and, on a node that has none of one,
-// those that a DeviceClass provides (profile.Framework.FitSkips). Without
-// it, a pod asking for such a resource would never fit an event's room,
-// and would wait for another event or the leftover flush while its hints
-// said the new room might hold it.
-//
-// With several profiles' frameworks (Options.Profiles), a resource is
-// left out if any of their NodeResourcesFit leaves it out: a pod of a
-// profile that counts it may then be woken by room it does not fit,
-// which costs an attempt; the other way round, a pod would wait for the
-// flush.
+// fws (nil ones ignored): a node's room for a pod is counted as the
+// NodeResourcesFit filter of the pod's profile counts it (roomChecks):
+// without the extended resources its args ignore and, on a node that
+// has none of one, those that a DeviceClass provides
+// (profile.Framework.FitSkips); not at all if the profile runs no
+// NodeResourcesFit filter. Without it, a pod asking for such a resource
+// would never fit an event's room, and would wait for another event or
+// the leftover flush while its hints said the new room might hold it.
+// With several profiles' frameworks (Options.Profiles), a pod's profile
+// is the one its spec.schedulerName names.
 func WakeBudgetOn(c *Cache, fws ...*profile.Framework) func(ev schedq.Event, oldObj, newObj any) (schedq.Budget[*v1.Pod], bool) {
-	ledger := plugins.NewRoomLedger(c, fitSkips(fws))
+	ledger := plugins.NewRoomLedgerBy(c, roomChecks(fws))
 	return func(ev schedq.Event, oldObj, newObj any) (schedq.Budget[*v1.Pod], bool) {
 		node, gone := roomOn(ev, oldObj, newObj)
 		if node == "" {
@@ -85,28 +84,21 @@ func roomOn(ev schedq.Event, oldObj, newObj any) (string, *v1.Pod) {
 	return "", nil
 }
 
-// fitSkips is what WakeBudgetOn leaves out of a node's room for fws (nil
-// frameworks ignored): nil for none, one's FitSkips, or whether any of
-// theirs skips. O(frameworks) per call.
-func fitSkips(fws []*profile.Framework) func(v1.ResourceName, int64) bool {
-	var skips []func(v1.ResourceName, int64) bool
+// roomChecks is how WakeBudgetOn counts a pod's room for fws (nil
+// frameworks ignored): all of it for none; as the one framework's
+// NodeResourcesFit counts it, for every pod; with several, as that of
+// the profile the pod names (all of it for a pod of none). O(1) per call.
+func roomChecks(fws []*profile.Framework) func(*v1.Pod) plugins.RoomCheck {
+	checks := map[string]plugins.RoomCheck{}
+	var one plugins.RoomCheck
 	for _, fw := range fws {
 		if fw != nil {
-			skips = append(skips, fw.FitSkips)
+			one = plugins.RoomCheck{Skip: fw.FitSkips, None: !slices.Contains(fwFilterNames(fw.Framework()), nodeResourcesFit)}
+			checks[fw.Name()] = one
 		}
 	}
-	switch len(skips) {
-	case 0:
-		return nil
-	case 1:
-		return skips[0]
+	if len(checks) <= 1 {
+		return func(*v1.Pod) plugins.RoomCheck { return one }
 	}
-	return func(name v1.ResourceName, alloc int64) bool {
-		for _, skip := range skips {
-			if skip(name, alloc) {
-				return true
-			}
-		}
-		return false
-	}
+	return func(p *v1.Pod) plugins.RoomCheck { return checks[p.Spec.SchedulerName] }
 }

@@ -51,9 +51,12 @@ import (
 //
 //   - The pod events' lock (events) serializes the pod handlers of
 //     Handlers (AddPod, UpdatePod, DeletePod, as the informer calls them)
-//     with SettleInDoubt, which runs on a term's goroutine, and with the
+//     with SettleInDoubt, which runs on a term's goroutine, with the
 //     give-back of a group's members whose bindings failed
-//     (gangBinds.giveBack, on a binding's goroutine): each holds it for
+//     (gangBinds.giveBack, on a binding's goroutine), and with the
+//     nominations a cycle writes or clears for its pod after it ends
+//     (nominateFor, unnominateAs, retryPreemptor: the pod must still be
+//     the one of its UID, not deleted and created again): each holds it for
 //     its whole run, so that a pod the settling forgets and queues, or a
 //     member given back, is not queued after the informer's handler has
 //     taken it out of the queue (deleted, or bound). It is taken before

@@ -202,7 +202,7 @@ func (wp *warmPod) nodeChanged(at int64) bool {
 // usable record, and reports whether it did.
 func (w *warmStart) park(h *Handlers, pod *v1.Pod) bool {
 	rec, ok := parkable(pod)
-	if !ok || !h.wakeable(rec.plugins) {
+	if !ok || !h.wakeable(pod, rec.plugins) {
 		return false
 	}
 	// Queued as if an attempt had failed so.
@@ -261,14 +261,18 @@ func (h *Handlers) AddPods(pods []*v1.Pod, mayPark func(*v1.Pod) bool) {
 	w.reconcile(h, batch)
 }
 
-// wakeable reports whether events can wake a pod the plugins rejected:
-// each registered some (when the Hints are known).
-func (h *Handlers) wakeable(plugins []string) bool {
+// wakeable reports whether events can wake pod, which the plugins
+// rejected: each registered some (when the Hints are known), in pod's
+// own profile (HintProfiles). O(plugins × profiles).
+func (h *Handlers) wakeable(pod *v1.Pod, plugins []string) bool {
 	if h.Hints == nil {
 		return true
 	}
 	for _, p := range plugins {
 		if len(h.Hints[p]) == 0 {
+			return false
+		}
+		if profs, ok := h.HintProfiles[p]; ok && !slices.Contains(profs, pod.Spec.SchedulerName) {
 			return false
 		}
 	}
@@ -280,7 +284,7 @@ func (h *Handlers) wakeable(plugins []string) bool {
 // leader, tried it): a standby's queue follows the leader's failures.
 func (w *warmStart) repark(h *Handlers, oldPod, newPod *v1.Pod) bool {
 	newRec, ok := parkable(newPod)
-	if !ok || !h.wakeable(newRec.plugins) {
+	if !ok || !h.wakeable(newPod, newRec.plugins) {
 		return false
 	}
 	if oldRec, ok := parseRecord(oldPod); ok && slices.Equal(oldRec.plugins, newRec.plugins) &&

@@ -102,7 +102,7 @@ func (s *Scheduler) scheduleFramework(ctx context.Context, info Attempt) Outcome
 	out.state = st
 	out.state.noms = s.nomHash
 	if out.clearNom != "" {
-		s.clearNomination(info.Key, out.clearNom)
+		s.unnominateAs(info.Key, pod.UID, out.clearNom)
 	}
 	if out.Result != Scheduled {
 		s.batch.drop()

@@ -201,7 +201,7 @@ func (s *Scheduler) fwPlaceMember(ctx context.Context, m Attempt, i int, g *grou
 	cs := tr.memberCycleState()
 	out := s.fwFind(ctx, cs, pi)
 	if out.clearNom != "" {
-		s.clearNomination(m.Key, out.clearNom)
+		s.unnominateAs(m.Key, m.Item.UID, out.clearNom)
 	}
 	if out.Result != Scheduled {
 		s.batch.drop()

@@ -121,3 +121,28 @@ func profileGate(byProfile map[string]func(*v1.Pod) bool) func(*v1.Pod) bool {
 		return !ok || admit(p)
 	}
 }
+
+// HintProfiles returns, by plugin name, the profiles of fws whose plugin
+// of that name registered events (Handlers.HintProfiles): with several
+// profiles a pod is woken by its own profile's registrations only
+// (UseProfileHints), so a plugin that registered events in another
+// profile alone wakes none of its pods. Nil with one framework.
+// O(profiles × plugins × events).
+func HintProfiles(ctx context.Context, fws []*profile.Framework, logger klog.Logger) (map[string][]string, error) {
+	if len(fws) <= 1 {
+		return nil, nil
+	}
+	out := map[string][]string{}
+	for _, fw := range fws {
+		h, _, err := profile.QueueHints(ctx, fw.Framework(), logger)
+		if err != nil {
+			return nil, fmt.Errorf("profile %q: %w", fw.Name(), err)
+		}
+		for plugin, regs := range h {
+			if len(regs) > 0 {
+				out[plugin] = append(out[plugin], fw.Name())
+			}
+		}
+	}
+	return out, nil
+}

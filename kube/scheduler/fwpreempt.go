@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	fwframework "k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
 	fwpreemption "k8s.io/kubernetes/pkg/scheduler/framework/preemption"
@@ -59,6 +61,9 @@ type fwPreemption struct {
 	s  *Scheduler
 	fw *profile.Framework // the profile whose plugin pl is
 	pl *defaultpreemption.DefaultPreemption
+	// runs says that fw runs pl at PostFilter: a profile may build it
+	// (for its PreEnqueue) with its PostFilter disabled.
+	runs bool
 
 	pod     *v1.Pod                 // the preemptor, as the queue knows it
 	leaving map[types.UID]time.Time // victims being evicted, read per cycle
@@ -80,7 +85,7 @@ type fwPreemption struct {
 // time (a leader's terms follow each other), and Release gives the
 // plugin its own hooks back when a term ends.
 func (s *Scheduler) usePreemption(fw *profile.Framework, pl *defaultpreemption.DefaultPreemption) *fwPreemption {
-	f := &fwPreemption{s: s, fw: fw, pl: pl, own: hooksOf(pl)}
+	f := &fwPreemption{s: s, fw: fw, pl: pl, own: hooksOf(pl), runs: runsAtPostFilter(fw, pl.Name())}
 	pl.Executor.PreemptPod = f.collect
 	pl.Evaluator.PodLister = cyclePodLister{f}
 	pl.Evaluator.PdbLister = budgetLister{s.pre.o.Budgets}
@@ -88,6 +93,13 @@ func (s *Scheduler) usePreemption(fw *profile.Framework, pl *defaultpreemption.D
 	pl.IsEligiblePod = f.eligibleVictim
 	pl.MoreImportantVictim = moreImportantVictim
 	return f
+}
+
+// runsAtPostFilter reports whether fw runs the plugin name at PostFilter.
+// O(plugins).
+func runsAtPostFilter(fw *profile.Framework, name string) bool {
+	p := fw.Framework().ListPlugins()
+	return p != nil && slices.ContainsFunc(p.PostFilter.Enabled, func(pl config.Plugin) bool { return pl.Name == name })
 }
 
 // pluginHooks are the parts of DefaultPreemption that usePreemption
@@ -128,8 +140,12 @@ func (s *Scheduler) fwPreempt(ctx context.Context, cs fwk.CycleState, info Attem
 		s.fwPostFilter(ctx, cs, info, out)
 		return
 	}
-	s.pre.o.Metrics.attempt()
 	f := s.cur.pre
+	if f != nil && f.runs {
+		// As upstream's DefaultPreemption counts its PostFilter's runs: a
+		// profile that does not run it there attempts no preemption.
+		s.pre.o.Metrics.attempt()
+	}
 	if f != nil {
 		f.begin(info.Item)
 		defer f.end()

@@ -42,6 +42,12 @@ type Handlers struct {
 	// registered events here, so that a record from another version or
 	// profile cannot park a pod that no event would wake.
 	Hints map[string][]schedq.EventHint[*v1.Pod]
+	// HintProfiles, with Profiles, are the profiles whose plugin of each
+	// name registered events (HintProfiles): the warm start parks a pod
+	// behind a plugin only if its own profile's did, since the other
+	// profiles' hints of that name skip the pod (UseProfileHints). A
+	// plugin it does not name (schedq's own) is any pod's.
+	HintProfiles map[string][]string
 	// Events, if set, emits warning events about bad input (a PodGroup the
 	// queue refuses, a member whose PodGroup does not exist).
 	Events Warner
@@ -183,9 +189,13 @@ func (h *Handlers) updatePod(oldPod, newPod *v1.Pod) {
 			h.nominationGone(oldPod, node)
 		}
 		h.Cache.buryMember(oldPod)
-		if terminal(newPod) {
-			// Bound and finished in one update (seen after a watch gap):
-			// its assumption, in doubt say, holds its room no more.
+		if terminal(newPod) || newPod.DeletionTimestamp != nil {
+			// Bound and finished in one update (seen after a watch gap), or
+			// being deleted unbound (a finalizer keeps it): its assumption,
+			// in doubt say, holds its room no more. The API server refuses
+			// to bind a pod being deleted, so its binding under way fails;
+			// kube-scheduler v1.37.2 frees the room of an assumed pod at
+			// this update too.
 			h.release(newPod)
 		}
 	}

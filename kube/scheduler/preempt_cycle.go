@@ -202,10 +202,12 @@ func (s *Scheduler) clearNomination(key types.NamespacedName, why string) bool {
 	return true
 }
 
-// assumed drops the nomination of a pod the cache now counts on its node,
-// so that its room is not counted twice while the binding is under way.
-func (s *Scheduler) assumed(key types.NamespacedName) {
+// assumed drops the nomination of a pod (of uid) the cache now counts on
+// its node, so that its room is not counted twice while the binding is
+// under way; not that of a pod created again under its name meanwhile
+// (unnominateAs).
+func (s *Scheduler) assumed(key types.NamespacedName, uid types.UID) {
 	if _, ok := s.queue.Nomination(key); ok {
-		s.clearNomination(key, "assumed on a node")
+		s.unnominateAs(key, uid, "assumed on a node")
 	}
 }

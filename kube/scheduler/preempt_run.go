@@ -32,24 +32,17 @@ func (s *Scheduler) act(ctx context.Context, info Attempt, out *Outcome) {
 	if p == nil || s.pre == nil {
 		return
 	}
-	nom, pod := s.queue, info.Item
+	pod := info.Item
 	if !p.found {
-		if node, ok := nom.Nomination(info.Key); ok && s.clearNomination(info.Key, "preemption cannot help") {
+		if node, ok := s.unnominateAs(info.Key, pod.UID, "preemption cannot help"); ok {
 			s.nominationFreed(pod, node)
 		}
 		return
 	}
 	c := p.cand
-	if err := nom.Nominate(info.Key, c.Node); err != nil {
-		s.o.Logger.Debug("nominate", "pod", info.Key, "err", err)
+	unnominated, ok := s.nominateFor(info.Key, pod, c.Node)
+	if !ok {
 		return
-	}
-	prio := framework.Priority(pod)
-	var unnominated []*v1.Pod
-	for _, other := range nom.Nominated(c.Node) {
-		if framework.Priority(other) < prio && s.clearNomination(framework.Key(other), "a higher-priority pod took its room") {
-			unnominated = append(unnominated, other)
-		}
 	}
 	s.pre.o.Metrics.victims(len(c.Victims))
 	s.o.Logger.Debug("preempting", "pod", info.Key, "node", c.Node, "victims", len(c.Victims), "pdbViolations", c.PDBViolations)
@@ -69,6 +62,43 @@ func (s *Scheduler) act(ctx context.Context, info Attempt, out *Outcome) {
 	})
 }
 
+// nominateFor nominates pod, whose cycle chose node, under key, and
+// takes the nominations of the pods of lower priority nominated there,
+// which it returns. It holds the pod events' lock throughout, so that no
+// pod handler runs between its check that the queue's pod under key is
+// still pod (the same UID, not deleted) and its writes: a pod deleted
+// and created again under its name during the cycle is another pod,
+// which the preemption was not for, and must not be nominated (nor the
+// victims evicted); nor is a nomination cleared for a pod re-created
+// meanwhile. ok is false if pod is gone or replaced, or the queue
+// refused the nomination: nothing was written.
+func (s *Scheduler) nominateFor(key types.NamespacedName, pod *v1.Pod, node string) (unnominated []*v1.Pod, ok bool) {
+	s.cache.lockEvents()
+	defer s.cache.unlockEvents()
+	if !s.queuedAs(key, pod.UID) {
+		s.o.Logger.Debug("nominate: the preemptor was deleted or replaced during its cycle", "pod", key)
+		return nil, false
+	}
+	if err := s.queue.Nominate(key, node); err != nil {
+		s.o.Logger.Debug("nominate", "pod", key, "err", err)
+		return nil, false
+	}
+	prio := framework.Priority(pod)
+	for _, other := range s.queue.Nominated(node) {
+		if framework.Priority(other) < prio && s.clearNomination(framework.Key(other), "a higher-priority pod took its room") {
+			unnominated = append(unnominated, other)
+		}
+	}
+	return unnominated, true
+}
+
+// queuedAs reports whether the queue's pod under key (queued or in
+// flight) is the one of uid.
+func (s *Scheduler) queuedAs(key types.NamespacedName, uid types.UID) bool {
+	info, _, ok := s.queue.Get(key)
+	return ok && info.Item.UID == uid
+}
+
 // retryPreemptor ends, in the queue, the preemption of the pod key with
 // uid whose victims could not all be evicted: its nomination is cleared
 // so that it looks again from scratch, and it is activated, since no
@@ -77,6 +107,8 @@ func (s *Scheduler) act(ctx context.Context, info Attempt, out *Outcome) {
 // queue's pod under key is another one (deleted and created again under
 // its name since; its own nomination is not this preemption's) or none.
 func (s *Scheduler) retryPreemptor(key types.NamespacedName, uid types.UID) {
+	s.cache.lockEvents() // see unnominateAs
+	defer s.cache.unlockEvents()
 	info, _, ok := s.queue.Get(key)
 	if !ok || info.Item.UID != uid {
 		return
@@ -87,6 +119,25 @@ func (s *Scheduler) retryPreemptor(key types.NamespacedName, uid types.UID) {
 	if err := s.queue.Activate(key); err != nil {
 		s.o.Logger.Debug("activate after a failed eviction", "pod", key, "err", err)
 	}
+}
+
+// unnominateAs clears the nomination of the queue's pod under key if it
+// is the one of uid, and returns the node it was nominated to. It holds
+// the pod events' lock, so that no pod handler runs between the check
+// and the clearing: the nomination of a pod created again under key
+// during the cycle (restored from its status) is that pod's, not to be
+// cleared by the old one's cycle.
+func (s *Scheduler) unnominateAs(key types.NamespacedName, uid types.UID, why string) (string, bool) {
+	s.cache.lockEvents()
+	defer s.cache.unlockEvents()
+	if !s.queuedAs(key, uid) {
+		return "", false
+	}
+	node, ok := s.queue.Nomination(key)
+	if !ok || !s.clearNomination(key, why) {
+		return "", false
+	}
+	return node, true
 }
 
 // nominationFreed wakes the pods that pod's nomination to node, just

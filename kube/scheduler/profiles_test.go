@@ -2,8 +2,10 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -19,6 +22,7 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
 	"github.com/schedq/schedq/kube/profile"
 )
@@ -32,16 +36,12 @@ type profileSpec struct {
 	mutate func(*config.KubeSchedulerProfile)
 }
 
-// newProfilesFixture is the scheduler with several profiles, built as
-// kube/app builds them: one snapshot, each framework after the first
-// alongside it, the queue taking every profile's hints and gates
-// (UseProfileHints), the handlers letting in the profiles' pods. Its
-// metrics are on reg.
-func newProfilesFixture(t *testing.T, reg prometheus.Registerer, specs ...profileSpec) *fixture {
+// profileFrameworks builds the frameworks of specs as kube/app builds
+// them: on one snapshot, each after the first alongside it.
+func profileFrameworks(t *testing.T, specs ...profileSpec) []*profile.Framework {
 	t.Helper()
 	snap := backendcache.NewEmptySnapshot()
 	var fws []*profile.Framework
-	var names []string
 	for _, sp := range specs {
 		cfg, err := profile.Default()
 		if err != nil {
@@ -62,6 +62,20 @@ func newProfilesFixture(t *testing.T, reg prometheus.Registerer, specs ...profil
 		}
 		t.Cleanup(func() { fw.Close() })
 		fws = append(fws, fw)
+	}
+	return fws
+}
+
+// newProfilesFixture is the scheduler with several profiles, built as
+// kube/app builds them: one snapshot, each framework after the first
+// alongside it, the queue taking every profile's hints and gates
+// (UseProfileHints), the handlers letting in the profiles' pods. Its
+// metrics are on reg.
+func newProfilesFixture(t *testing.T, reg prometheus.Registerer, specs ...profileSpec) *fixture {
+	t.Helper()
+	fws := profileFrameworks(t, specs...)
+	var names []string
+	for _, sp := range specs {
 		names = append(names, sp.name)
 	}
 	qc := QueueConfig()
@@ -74,7 +88,11 @@ func newProfilesFixture(t *testing.T, reg prometheus.Registerer, specs ...profil
 	}
 	c := NewCache()
 	f := &fixture{t: t, q: q, c: c, b: &syncBinder{}, r: &recReporter{}}
-	f.h = &Handlers{Queue: q, Cache: c, Profiles: names}
+	hp, err := HintProfiles(context.Background(), fws, klog.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.h = &Handlers{Queue: q, Cache: c, Profiles: names, Hints: qc.Hints, HintProfiles: hp}
 	m, err := NewMetrics(reg, "unused")
 	if err != nil {
 		t.Fatal(err)
@@ -413,7 +431,11 @@ func TestProfilesPreemptWithTheirOwnPostFilter(t *testing.T) {
 	}
 	f := newProfilesFixture(t, prometheus.NewRegistry(), profileSpec{name: "a"}, profileSpec{name: "b", mutate: noPreemption})
 	e := &syncEvictor{f: f, hold: true}
-	if err := f.s.EnablePreemption(PreemptionOptions{Evictor: e}); err != nil {
+	pm, err := NewPreemptionMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.EnablePreemption(PreemptionOptions{Evictor: e, Metrics: pm}); err != nil {
 		t.Fatal(err)
 	}
 	if f.s.byName["a"].pre == nil {
@@ -425,14 +447,135 @@ func TestProfilesPreemptWithTheirOwnPostFilter(t *testing.T) {
 	if out := f.once(); out.Result != Unschedulable || out.Nominated != "" || len(e.calls) != 0 {
 		t.Fatalf("b's pod: %+v, evictions %q; want no preemption", out, e.calls)
 	}
+	// As upstream counts a preemption attempt in DefaultPreemption's
+	// PostFilter: b, which runs none, attempts none.
+	if n := testutil.ToFloat64(pm.attempts); n != 0 {
+		t.Fatalf("preemption attempts after b's pod: %v, want 0", n)
+	}
 	f.h.AddPod(of("a", prioPod("high-a", 2000, 100)))
 	if out := f.once(); out.Nominated != "n1" || sortedVictims(out) != "low" {
 		t.Fatalf("a's pod: %+v; want low preempted on n1", out)
+	}
+	if n := testutil.ToFloat64(pm.attempts); n != 1 {
+		t.Fatalf("preemption attempts after a's pod: %v, want 1", n)
 	}
 	f.s.Release()
 	for _, p := range f.s.profs {
 		if p.pre != nil {
 			t.Fatalf("Release kept %s's DefaultPreemption adapted", p.name)
 		}
+	}
+}
+
+// recorded is p with a previous leader's failure record naming plugins,
+// made for p as it is (its spec and labels), on a cluster of no nodes.
+func recorded(t *testing.T, p *v1.Pod, plugins ...string) *v1.Pod {
+	t.Helper()
+	rec := FailureRecord{Plugins: plugins, Self: strconv.FormatUint(selfHash(p), 16), Nodes: "0", NodesWindow: "0", Pods: "0"}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Annotations = map[string]string{FailureAnnotation: string(raw)}
+	p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable}}
+	return p
+}
+
+// TestProfilesWarmStartParksBehindOwnProfilesPlugins: a new leader parks
+// a pod behind its record's plugins only if its own profile's plugin of
+// that name registered events. Picky is profile a's alone: a's pod it
+// rejected is parked; b's pod whose record names it (the record of
+// another configuration, say) goes to activeQ, since a's hints skip it
+// and no event would wake it.
+func TestProfilesWarmStartParksBehindOwnProfilesPlugins(t *testing.T) {
+	f := newProfilesFixture(t, prometheus.NewRegistry(), pickyProfile("a", true), profileSpec{name: "b"})
+	f.h.warm = &warmStart{}
+	f.h.AddPod(recorded(t, of("a", pod("pa", 100)), "Picky"))
+	f.h.AddPod(recorded(t, of("b", pod("pb", 100)), "Picky"))
+	if loc := f.where("pa"); loc != schedq.InUnschedulable {
+		t.Fatalf("pa is %v, want parked behind its profile's Picky", loc)
+	}
+	if loc := f.where("pb"); loc != schedq.InActive {
+		t.Fatalf("pb is %v, want active: its profile has no Picky, and no event would wake it", loc)
+	}
+}
+
+// noFitFilter disables NodeResourcesFit's filter in a profile.
+func noFitFilter(p *config.KubeSchedulerProfile) {
+	p.Plugins.Filter.Disabled = append(p.Plugins.Filter.Disabled, config.Plugin{Name: nodeResourcesFit})
+}
+
+// ignoringFoo makes a profile's NodeResourcesFit ignore example.com/foo.
+func ignoringFoo(p *config.KubeSchedulerProfile) {
+	for i := range p.PluginConfig {
+		if args, ok := p.PluginConfig[i].Args.(*config.NodeResourcesFitArgs); ok {
+			args.IgnoredResources = []string{"example.com/foo"}
+		}
+	}
+}
+
+// TestProfilesWakeBudgetCountsRoomAsThePodsProfile: the wake budget
+// counts a node's room for a pod as the pod's own profile's
+// NodeResourcesFit does. b runs no NodeResourcesFit filter, or ignores
+// example.com/foo; a counts everything. A pod of each, parked by
+// TaintToleration, asks for more than a new node has (8 cpus on 4, or a
+// resource the node lacks): b's pod, which b would place there, wakes;
+// a's, which a would refuse there, stays parked.
+func TestProfilesWakeBudgetCountsRoomAsThePodsProfile(t *testing.T) {
+	tests := []struct {
+		name     string
+		b        func(*config.KubeSchedulerProfile)
+		milliCPU int64
+		foo      bool // the pods ask for one example.com/foo
+	}{
+		{"b checks no room", noFitFilter, 8000, false},
+		{"b ignores a resource", ignoringFoo, 1000, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fws := profileFrameworks(t, profileSpec{name: "a"}, profileSpec{name: "b", mutate: tc.b})
+			qc := QueueConfig()
+			if err := UseProfileHints(context.Background(), &qc, fws, klog.Background()); err != nil {
+				t.Fatal(err)
+			}
+			c := NewCache()
+			UseWakeBudget(&qc, c, fws...)
+			q, err := schedq.New(qc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.AddNode(node("tainted", 16000, v1.Taint{Key: "k", Effect: v1.TaintEffectNoSchedule}))
+			var pods []*v1.Pod
+			for _, name := range []string{"a", "b"} {
+				p := of(name, pod("p"+name, tc.milliCPU))
+				if tc.foo {
+					p.Spec.Containers[0].Resources.Requests["example.com/foo"] = resource.MustParse("1")
+				}
+				if err := q.Add(p); err != nil {
+					t.Fatal(err)
+				}
+				pods = append(pods, p)
+			}
+			for range pods {
+				a, err := q.Pop(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := q.Requeue(a, schedq.Failure{RejectedBy: []string{"TaintToleration"}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n := node("new", 4000)
+			c.AddNode(n)
+			if err := q.Move(clusterevent.NodeAdd, nil, n, nil); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range pods {
+				_, loc, _ := q.Get(framework.Key(p))
+				if woke, want := loc != schedq.InUnschedulable, p.Spec.SchedulerName == "b"; woke != want {
+					t.Errorf("%s: woken %v, want %v (%v)", p.Name, woke, want, loc)
+				}
+			}
+		})
 	}
 }

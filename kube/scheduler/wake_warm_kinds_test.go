@@ -61,7 +61,7 @@ func TestWarmStartReplaysOtherKinds(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			q, h := newLeader(t, false, nil)
-			if !h.wakeable([]string{tc.plugin}) {
+			if !h.wakeable(c.pending[0], []string{tc.plugin}) {
 				t.Fatalf("%s registers no event", tc.plugin)
 			}
 			h.warm.others = others

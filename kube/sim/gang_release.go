@@ -10,16 +10,16 @@ import (
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
-// enableGangRelease turns on gang release as the live scheduler has it
-// (its terms call EnableGangRelease with the API releaser): a gang left
+// gangRelease returns the options of gang release as the live scheduler
+// has it (its terms enable it with the API releaser): a gang left
 // below its minCount, whose missing members still do not fit
 // scheduler.DefaultGangReleaseAfter after its first failed attempt, has
 // its bound members deleted and recreated, then is scheduled whole. The
 // scheduler releases only members a controller owns; the scenario's own
 // pods have none, so only a forecast's pods (from the live state) or a
 // snapshot's can be released.
-func (s *sim) enableGangRelease() error {
-	return s.sched.EnableGangRelease(scheduler.GangReleaseOptions{Releaser: releaser{s}})
+func (s *sim) gangRelease() *scheduler.GangReleaseOptions {
+	return &scheduler.GangReleaseOptions{Releaser: releaser{s}}
 }
 
 // releaser deletes a released gang's members as the API server would,

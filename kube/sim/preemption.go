@@ -63,21 +63,34 @@ type preemptions struct {
 	byPrio      map[int32]*PreemptionCount
 }
 
-// enablePreemption turns preemption on for the scenario's scheduler, if
-// the scenario asks for it.
-func (s *sim) enablePreemption() error {
+// preemption returns the preemption options of the scenario's
+// scheduler, nil if the scenario asks for none, and sets up the record
+// of its preemptions.
+func (s *sim) preemption() (*scheduler.PreemptionOptions, error) {
 	spec := s.sc.Scheduler.Preemption
 	if spec == nil {
-		return nil
+		return nil, nil
 	}
 	if spec.GracePeriod < 0 {
-		return fmt.Errorf("scenario: scheduler.preemption.gracePeriod: %v is negative", spec.GracePeriod)
+		return nil, fmt.Errorf("scenario: scheduler.preemption.gracePeriod: %v is negative", spec.GracePeriod)
 	}
 	if spec.PodGracePeriods && spec.GracePeriod != 0 {
-		return fmt.Errorf("scenario: scheduler.preemption: gracePeriod %v and podGracePeriods both set; choose one", spec.GracePeriod)
+		return nil, fmt.Errorf("scenario: scheduler.preemption: gracePeriod %v and podGracePeriods both set; choose one", spec.GracePeriod)
 	}
 	s.pre = &preemptions{spec: spec, byPrio: map[int32]*PreemptionCount{}}
-	return s.sched.EnablePreemption(scheduler.PreemptionOptions{Evictor: evictor{s}, Budgets: s.budgetsNow})
+	return &scheduler.PreemptionOptions{Evictor: evictor{s}, Budgets: s.budgetsNow}, nil
+}
+
+// features are the optional parts of the scenario's scheduler, enabled
+// through scheduler.Scheduler.Enable as the live scheduler's terms
+// enable theirs: preemption if the scenario asks for it, and gang
+// release (gangRelease).
+func (s *sim) features() (scheduler.Features, error) {
+	pre, err := s.preemption()
+	if err != nil {
+		return scheduler.Features{}, err
+	}
+	return scheduler.Features{Preemption: pre, GangRelease: s.gangRelease()}, nil
 }
 
 // defaultPodGrace is the grace period the API server gives a pod that

@@ -224,10 +224,11 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.enablePreemption(); err != nil {
+	features, err := s.features()
+	if err != nil {
 		return nil, err
 	}
-	if err := s.enableGangRelease(); err != nil {
+	if err := s.sched.Enable(features); err != nil {
 		return nil, err
 	}
 	s.build = buildProgress{total: sc.toBuild()}
