@@ -301,7 +301,7 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 		namespaces: factory.Core().V1().Namespaces().Informer().GetStore(), groups: storeOf(podGroups),
 		objects: forecastStores(others), claims: claimTracker(fw.Framework(), others),
 		templates: templateInformer(cs.sched, others, log), budgets: preempt.Budgets,
-		schedulerName: o.SchedulerName, clock: o.Clock}
+		schedulerName: o.SchedulerName, profiles: liveProfiles(o), clock: o.Clock}
 	fc := newForecaster(o, live, o.Clock)
 	fc.busy = func() bool { return queues.Counts().Active > 0 }
 	fc.stop = ctx.Done()

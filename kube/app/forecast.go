@@ -1,14 +1,11 @@
 package app
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -44,15 +41,10 @@ type forecaster struct {
 	// schedulerName is the live scheduler's: what-if pods naming it are
 	// the simulated scheduler's.
 	schedulerName string
+	// profiles are liveState.profiles: what-if pods may name any of them.
+	profiles []string
 	// hist, if set, estimates the runtimes of pods that declare none.
 	hist *liveHistory
-	// pods, if set, is the pod informer's store: a pending pod there that
-	// names another scheduler than schedulerName is another profile's,
-	// whose pods no forecast places (otherProfile).
-	pods cache.Store
-	// others are the schedulerNames of the scheduler's profiles other
-	// than schedulerName's, whose pods the what-ifs refuse as such.
-	others []string
 	// busy, if set, says whether the scheduler has a pod ready to try: a
 	// forecast waits while it has (see pace), until stop is closed.
 	busy func() bool
@@ -90,63 +82,8 @@ type liveForecast struct {
 // the runtimes its history learns (feed it: hist.handler()).
 func newForecaster(o Options, l *liveState, timers clock.Clock) *forecaster {
 	return &forecaster{state: l.copy, sc: scenarioOf(o), o: sim.ForecastOptions{Horizon: DefaultForecastHorizon},
-		ttl: DefaultForecastTTL, wait: forecastWait, timers: timers, clock: l.clock, schedulerName: l.schedulerName,
-		hist: &liveHistory{schedulerName: l.schedulerName, clock: l.clock, opts: o.History}, pods: l.pods, others: otherProfiles(o, l.schedulerName)}
-}
-
-// otherProfiles are the schedulerNames of o's profiles but first's, none
-// with one profile. O(profiles).
-func otherProfiles(o Options, first string) []string {
-	if len(o.profiles()) <= 1 {
-		return nil
-	}
-	return slices.DeleteFunc(o.schedulerNames(), func(n string) bool { return n == first })
-}
-
-// checkProfiles refuses a what-if pod of another profile than the one
-// the what-ifs simulate, naming the pod and both profiles (the
-// simulator would call its profile none of the scheduler's). O(pods ×
-// profiles).
-func (f *forecaster) checkProfiles(pods []*v1.Pod) error {
-	for i, p := range pods {
-		if name := p.Spec.SchedulerName; slices.Contains(f.others, name) {
-			what := fmt.Sprint(i + 1)
-			if p.Name != "" {
-				what = cmp.Or(p.Namespace, "default") + "/" + p.Name
-			}
-			return fmt.Errorf("pod %s: schedulerName %q is another profile's: the what-ifs simulate the first profile, %q, and its pods only", what, name, f.schedulerName)
-		}
-	}
-	return nil
-}
-
-// otherProfile returns the schedulerName of key's pod if it is another
-// profile's than the one the forecasts simulate (the first: several
-// profiles, docs/scheduler.md), else "". O(1).
-func (f *forecaster) otherProfile(key types.NamespacedName) string {
-	if f.pods == nil {
-		return ""
-	}
-	obj, ok, err := f.pods.GetByKey(key.String())
-	if err != nil || !ok {
-		return ""
-	}
-	p, ok := obj.(*v1.Pod)
-	if !ok || p.Spec.SchedulerName == f.schedulerName {
-		return ""
-	}
-	return p.Spec.SchedulerName
-}
-
-// otherProfileError says that a pod is of a profile the forecasts do not
-// simulate: it will never have a forecast.
-type otherProfileError struct {
-	key            types.NamespacedName
-	profile, first string
-}
-
-func (e otherProfileError) Error() string {
-	return fmt.Sprintf("pod %s is profile %q's: the forecasts simulate the first profile, %q, and its pods only", e.key, e.profile, e.first)
+		ttl: DefaultForecastTTL, wait: forecastWait, timers: timers, clock: l.clock, schedulerName: l.schedulerName, profiles: l.profiles,
+		hist: &liveHistory{schedulerName: l.schedulerName, profiles: l.profiles, clock: l.clock, opts: o.History}}
 }
 
 // storeOf is an informer's store, nil without an informer.
@@ -158,7 +95,7 @@ func storeOf(inf cache.SharedIndexInformer) cache.Store {
 }
 
 // scenarioOf is the simulator's scheduler set up as the live one: the same
-// plugins (kube-scheduler's with the --config profile), percentage of
+// plugins (kube-scheduler's with the --config profiles), percentage of
 // nodes to score, backoff, wake budget and
 // fairness, with gangs, gang release and preemption on (the simulator
 // turns gang release on itself, as run's terms do).
@@ -166,11 +103,10 @@ func scenarioOf(o Options) *sim.Scenario {
 	sc := &sim.Scenario{Name: "live", Seed: 1}
 	sc.Scheduler.Plugins, sc.Scheduler.Config = sim.PluginsUpstream, o.Config.File
 	sc.Scheduler.Profile = o.Config.Profile // as loaded at the start: the file may have changed since
-	if len(o.profiles()) > 1 {
-		// The simulator runs one profile: the first, whose pods alone the
-		// forecasts place (liveState.schedulerName); the file, whose
-		// other profiles it would refuse, is not read.
-		sc.Scheduler.Config = ""
+	if profs := o.profiles(); len(profs) > 1 {
+		// Every profile, each scheduling its own pods, which the
+		// forecasts keep under their names (liveState.profiles).
+		sc.Scheduler.Profile, sc.Scheduler.Profiles = nil, profs
 	}
 	sc.Scheduler.PercentageOfNodesToScore = o.PercentageOfNodesToScore
 	sc.Scheduler.Preemption = &sim.PreemptionSpec{PodGracePeriods: true}

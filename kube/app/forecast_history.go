@@ -64,6 +64,7 @@ func (o HistoryOptions) validate() []error {
 // them. Safe for concurrent use.
 type liveHistory struct {
 	schedulerName string
+	profiles      []string // liveState.profiles: every profile's pods count
 	clock         clock.PassiveClock
 	opts          HistoryOptions // valid
 
@@ -121,7 +122,7 @@ func finishedAt(p *v1.Pod, now time.Time) time.Time {
 // cut says it was deleted while running.
 // O(1).
 func (h *liveHistory) observe(p *v1.Pod, end time.Time, cut bool) {
-	if p.Spec.SchedulerName != h.schedulerName || p.Status.StartTime == nil {
+	if !ours(h.schedulerName, h.profiles, p.Spec.SchedulerName) || p.Status.StartTime == nil {
 		return
 	}
 	d := end.Sub(p.Status.StartTime.Time)

@@ -75,9 +75,6 @@ func notActiveText(x schedq.Explanation[types.NamespacedName]) string {
 // predict returns key's prediction from the shared forecast, or why there
 // is none.
 func (f *forecaster) predict(key types.NamespacedName) (*Prediction, error) {
-	if prof := f.otherProfile(key); prof != "" {
-		return nil, otherProfileError{key: key, profile: prof, first: f.schedulerName}
-	}
 	lf, err := f.get()
 	if err != nil {
 		return nil, err
@@ -105,10 +102,6 @@ func serveForecast(f *forecaster, q queueView) http.HandlerFunc {
 			return
 		}
 		p, err := f.predict(key)
-		if op := (otherProfileError{}); errors.As(err, &op) {
-			http.Error(w, op.Error(), http.StatusNotFound) // and will never be forecast
-			return
-		}
 		if err != nil {
 			// The pod is pending: the forecast is under way or failed,
 			// there are no nodes, or the pod arrived after it.
@@ -138,8 +131,7 @@ type itemStart struct {
 	Start  time.Time     `json:"start,omitzero"`
 	Wait   time.Duration `json:"wait,omitempty"`
 	Gang   string        `json:"gang,omitempty"`
-	// Missing says why the item has no forecast: it arrived since, or it
-	// is another profile's than the one the forecasts simulate.
+	// Missing says why the item has no forecast (it arrived since).
 	Missing string `json:"missing,omitempty"`
 }
 
@@ -166,9 +158,7 @@ func withStarts(p schedq.PendingPage[types.NamespacedName], f *forecaster) pendi
 	a.Forecast = &basis{At: lf.F.At, Horizon: lf.F.Horizon, Arrivals: lf.F.Arrivals, Ends: lf.F.Ends, Unknown: lf.F.Unknown, Copy: lf.Copy, Took: lf.Took, Waited: lf.Waited}
 	for _, it := range p.Items {
 		s := itemStart{Key: it.Key.String()}
-		if prof := f.otherProfile(it.Key); prof != "" {
-			s.Missing = fmt.Sprintf("not forecast: profile %q's", prof)
-		} else if pf, err := lf.F.Of(it.Key); err != nil {
+		if pf, err := lf.F.Of(it.Key); err != nil {
 			s.Missing = "not yet forecast"
 		} else {
 			s.Starts, s.Start, s.Wait, s.Gang = pf.Starts, pf.Start, pf.Wait, pf.Gang

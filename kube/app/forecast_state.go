@@ -73,7 +73,40 @@ type liveState struct {
 	// (sim.ForecastState.TemplatesUnlisted).
 	templates     cache.SharedIndexInformer
 	schedulerName string
-	clock         clock.PassiveClock
+	// profiles are the schedulerNames of the scheduler's profiles if it
+	// runs several (nil with one): the pods of each are pending in the
+	// forecasts, under their own names, for the simulator to schedule
+	// each with its profile's framework (sim.SchedulerSpec.Profiles).
+	profiles []string
+	clock    clock.PassiveClock
+}
+
+// liveProfiles are liveState.profiles for the scheduler of o: its
+// profiles' schedulerNames if it runs several, else nil. O(profiles).
+func liveProfiles(o Options) []string {
+	if len(o.profiles()) > 1 {
+		return o.schedulerNames()
+	}
+	return nil
+}
+
+// ours reports whether name, a pod's spec.schedulerName, is one of the
+// scheduler's profiles'. O(profiles).
+func ours(schedulerName string, profiles []string, name string) bool {
+	if profiles == nil {
+		return name == schedulerName
+	}
+	return slices.Contains(profiles, name)
+}
+
+// simName is the schedulerName a pending pod of the scheduler named name
+// takes in the simulator: sim.SchedulerName with one profile, its own
+// with several (see liveState.profiles). O(1).
+func simName(profiles []string, name string) string {
+	if profiles == nil {
+		return sim.SchedulerName
+	}
+	return name
 }
 
 // CopyStats says how the state was copied: how long it took, and the
@@ -115,7 +148,7 @@ func (l *liveState) copy() (*sim.ForecastState, CopyStats) {
 	if l.claims != nil {
 		claims := listClaims(l.claims)
 		st.Objects = append(st.Objects, claims...)
-		unassumeUnallocated(st, assumed, claims)
+		unassumeUnallocated(st, assumed, claims, l.profiles)
 	}
 	if l.templates != nil {
 		if l.templates.HasSynced() {
@@ -224,7 +257,7 @@ func (l *liveState) pending(pods []any, order []string, nominated map[string]str
 	unbound := map[string]*v1.Pod{}
 	for _, obj := range pods {
 		p, ok := obj.(*v1.Pod)
-		if !ok || p.Spec.NodeName != "" || p.Spec.SchedulerName != l.schedulerName || p.DeletionTimestamp != nil ||
+		if !ok || p.Spec.NodeName != "" || !ours(l.schedulerName, l.profiles, p.Spec.SchedulerName) || p.DeletionTimestamp != nil ||
 			p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed || seen[p.UID] {
 			continue
 		}
@@ -233,11 +266,12 @@ func (l *liveState) pending(pods []any, order []string, nominated map[string]str
 	withNomination := func(key string) *v1.Pod {
 		p := unbound[key]
 		node := nominated[key]
-		if (node == "" || node == p.Status.NominatedNodeName) && p.Spec.SchedulerName == sim.SchedulerName {
+		name := simName(l.profiles, p.Spec.SchedulerName)
+		if (node == "" || node == p.Status.NominatedNodeName) && p.Spec.SchedulerName == name {
 			return p
 		}
 		c := *p // shallow: the forecast changes no pod in place
-		c.Spec.SchedulerName = sim.SchedulerName
+		c.Spec.SchedulerName = name
 		if node != "" {
 			c.Status.NominatedNodeName = node
 		}
@@ -265,8 +299,9 @@ func (l *liveState) pending(pods []any, order []string, nominated map[string]str
 // cache before DynamicResources' Reserve allocates its claims (or fails
 // to), and the cache is copied before the claims: such a pod would run
 // in the forecast with its devices free, for another pod to take. It is
-// in flight, and pending. O(running + claims).
-func unassumeUnallocated(st *sim.ForecastState, assumed map[types.UID]*v1.Pod, claims []runtime.Object) {
+// in flight, and pending (under its simName: profiles are
+// liveState.profiles). O(running + claims).
+func unassumeUnallocated(st *sim.ForecastState, assumed map[types.UID]*v1.Pod, claims []runtime.Object, profiles []string) {
 	if len(assumed) == 0 {
 		return
 	}
@@ -283,7 +318,7 @@ func unassumeUnallocated(st *sim.ForecastState, assumed map[types.UID]*v1.Pod, c
 			return false
 		}
 		c := *p // shallow: the forecast changes no pod in place
-		c.Spec.SchedulerName = sim.SchedulerName
+		c.Spec.SchedulerName = simName(profiles, p.Spec.SchedulerName)
 		back = append(back, &c)
 		return true
 	})

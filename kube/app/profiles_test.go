@@ -4,10 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net/http"
 	"slices"
 	"sort"
-	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -103,60 +101,5 @@ func TestUseProfilesNamesEachPluginsProfiles(t *testing.T) {
 		if got := h.HintProfiles[plugin]; !slices.Equal(got, want) {
 			t.Errorf("%s's events are registered by %q, want %q", plugin, got, want)
 		}
-	}
-}
-
-// TestForecastOfAnotherProfilesPod: the forecasts simulate the first
-// profile's pods only, so a pending pod of another profile (b) never has
-// a forecast. It is said so, naming its profile, instead of as a pod
-// that arrived since the last forecast: /debug/forecast answers 404
-// (not 503 with Retry-After, which would have a client ask for ever),
-// its explanation's forecastError and its line in the listing name b.
-func TestForecastOfAnotherProfilesPod(t *testing.T) {
-	l := newLiveCluster(t, 1)
-	l.pending(l.pod("p", "1", "1h"))
-	other := l.pod("q", "1", "1h")
-	other.Spec.SchedulerName = "b"
-	l.pending(other)
-	srv, _ := l.server()
-	if code, body := get(t, srv.URL+"/debug/forecast/default/p"); code != 200 {
-		t.Fatalf("the first profile's pod: HTTP %d %s", code, body)
-	}
-	resp, err := http.Get(srv.URL + "/debug/forecast/default/q")
-	retry := ""
-	if resp != nil {
-		retry = resp.Header.Get("Retry-After")
-	}
-	code, body := readAnswer(t, resp, err)
-	if code != http.StatusNotFound || retry != "" || !strings.Contains(body, `profile "b"`) {
-		t.Errorf("b's pod: HTTP %d, Retry-After %q, %q; want 404 naming profile b", code, retry, body)
-	}
-	if code, body := get(t, srv.URL+"/debug/queue/default/q?format=text"); code != 200 || !strings.Contains(body, `pod default/q is profile "b"'s`) {
-		t.Errorf("its explanation: HTTP %d %s, want its profile in forecastError", code, body)
-	}
-	if code, body := get(t, srv.URL+"/debug/queue?order=pop&format=text"); code != 200 || !strings.Contains(body, `| start: not forecast: profile "b"'s`) {
-		t.Errorf("the listing: HTTP %d %s, want q not forecast, of profile b", code, body)
-	}
-}
-
-// TestWhatIfOfAnotherProfilesPod: a what-if pod of the scheduler's
-// second profile is refused as such, naming both profiles, not as a pod
-// of a scheduler that has no such profile; the first profile's is
-// answered.
-func TestWhatIfOfAnotherProfilesPod(t *testing.T) {
-	o := Options{SchedulerName: "schedq"}
-	o.Config.File = configFile(t, cfgHeader+"profiles:\n- schedulerName: schedq\n- schedulerName: b\n")
-	if err := o.applyConfig(); err != nil {
-		t.Fatal(err)
-	}
-	l := newLiveCluster(t, 1)
-	srv := l.serverOf(l.forecasterWith(o))
-	pod := strings.Replace(whatIfPod, "%s", "1", 1)
-	if code, body := post(t, srv.URL+"/debug/whatif", pod); code != 200 {
-		t.Fatalf("the first profile's pod: HTTP %d %s", code, body)
-	}
-	code, body := post(t, srv.URL+"/debug/whatif", strings.Replace(pod, "schedulerName: schedq", "schedulerName: b", 1))
-	if want := `pod default/w: schedulerName "b" is another profile's: the what-ifs simulate the first profile, "schedq", and its pods only`; code != 400 || !strings.Contains(body, want) {
-		t.Errorf("b's pod: HTTP %d %q, want 400 with %q", code, body, want)
 	}
 }

@@ -19,45 +19,24 @@ import (
 )
 
 // upstreamFrameworks builds kube-scheduler's framework for each of
-// Config.Profiles on the cluster's client and informer factory, all on
-// one snapshot and each after the first alongside it (one DRA manager,
-// as kube-scheduler's profiles share), and makes qcfg take their plugins'
-// hints and gates, each profile's for its own pods (UseProfileHints), so
-// that the queue wakes a pod rejected by an upstream plugin (NodePorts,
-// PodTopologySpread, VolumeBinding...) on the events that plugin of its
-// profile registers for. Call it before the queue is built and before
-// factory starts (the plugins create their informers while they are
-// built); the caller waits for the factory's sync before scheduling, and
-// closes the frameworks (closeAll).
+// Config.Profiles on the cluster's client and informer factory, as the
+// simulator builds them (scheduler.NewProfiles): all on one snapshot,
+// each after the first alongside it (one DRA manager, as kube-scheduler's
+// profiles share), with qcfg taking their plugins' hints and gates, each
+// profile's for its own pods, so that the queue wakes a pod rejected by
+// an upstream plugin (NodePorts, PodTopologySpread, VolumeBinding...) on
+// the events that plugin of its profile registers for. Call it before
+// the queue is built and before factory starts (the plugins create their
+// informers while they are built); the caller waits for the factory's
+// sync before scheduling, and closes the frameworks (closeAll).
 func upstreamFrameworks(ctx context.Context, o Options, qcfg *schedq.Config[types.NamespacedName, *v1.Pod],
 	client kubernetes.Interface, factory informers.SharedInformerFactory, logger klog.Logger) ([]*fwprofile.Framework, error) {
-	snap := backendcache.NewEmptySnapshot()
-	var fws []*fwprofile.Framework
-	for _, prof := range o.profiles() {
-		setup := fwprofile.Setup{Snapshot: snap, Informers: factory, Client: client}
-		if len(fws) > 0 {
-			setup = fwprofile.Setup{Snapshot: snap, Alongside: fws[0]}
-		}
-		fw, err := fwprofile.NewFrameworkOn(ctx, prof, setup)
-		if err != nil {
-			closeAll(fws)
-			return nil, err
-		}
-		fws = append(fws, fw)
-	}
-	if err := scheduler.UseProfileHints(ctx, qcfg, fws, logger); err != nil {
-		closeAll(fws)
-		return nil, err
-	}
-	return fws, nil
+	setup := fwprofile.Setup{Snapshot: backendcache.NewEmptySnapshot(), Informers: factory, Client: client}
+	return scheduler.NewProfiles(ctx, qcfg, o.profiles(), setup, logger)
 }
 
 // closeAll closes fws, the first (the others' base: Setup.Alongside) last.
-func closeAll(fws []*fwprofile.Framework) {
-	for i := len(fws) - 1; i >= 0; i-- {
-		fws[i].Close()
-	}
-}
+func closeAll(fws []*fwprofile.Framework) { scheduler.CloseProfiles(fws) }
 
 // profiles are Config.Profiles, or Config.Profile alone if only it is set.
 func (o Options) profiles() []*config.KubeSchedulerProfile {

@@ -102,11 +102,10 @@ func serveWhatIf(f *forecaster) http.HandlerFunc {
 			http.Error(w, "manifests: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		if err := f.checkProfiles(in.Pods); err != nil {
-			http.Error(w, "manifests: "+err.Error(), http.StatusBadRequest)
-			return
-		}
 		in.Profiles = []string{f.schedulerName} // a pod of another scheduler is refused
+		if f.profiles != nil {
+			in.Profiles = f.profiles // each pod under its profile's name
+		}
 		select {
 		case busy <- struct{}{}:
 		default:

@@ -235,8 +235,10 @@ func lowerFirst(s string) string { return strings.ToLower(s[:1]) + s[1:] }
 // itself, before kube-scheduler's defaulting fills them in; nil where the
 // file leaves the default.
 type Settings struct {
-	// PercentageOfNodesToScore is the first profile's, else the file's
-	// top-level one, as kube-scheduler applies them.
+	// PercentageOfNodesToScore is the one profile's, else the file's
+	// top-level one, as schedq scheduler applies them: with several
+	// profiles, the top-level one is every profile's default, and each
+	// profile's own is its framework's (Framework.PercentageOfNodesToScore).
 	PercentageOfNodesToScore *int32
 	// PodInitialBackoffSeconds and PodMaxBackoffSeconds are the queue's
 	// backoff bounds.
@@ -279,7 +281,7 @@ func explicitSettings(data []byte) (Settings, error) {
 	}
 	set := Settings{PercentageOfNodesToScore: v.PercentageOfNodesToScore,
 		PodInitialBackoffSeconds: v.PodInitialBackoffSeconds, PodMaxBackoffSeconds: v.PodMaxBackoffSeconds}
-	if len(v.Profiles) > 0 && v.Profiles[0].PercentageOfNodesToScore != nil {
+	if len(v.Profiles) == 1 && v.Profiles[0].PercentageOfNodesToScore != nil {
 		set.PercentageOfNodesToScore = v.Profiles[0].PercentageOfNodesToScore
 	}
 	return set, nil

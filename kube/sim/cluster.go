@@ -23,6 +23,9 @@ type cluster struct {
 	// templates holds, per pod group whose pods differ only by name and
 	// UID, the pod its pods are shallow copies of (see makePod).
 	templates map[string]*v1.Pod
+	// profiles are the profiles' schedulerNames if there are several,
+	// the first the default of the pods' (schedulerOf); nil with one.
+	profiles []string
 }
 
 func newCluster() *cluster {
@@ -126,7 +129,7 @@ func (c *cluster) buildPod(g *PodGroup, i int) *v1.Pod {
 	p := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Labels: labels},
 		Spec: v1.PodSpec{
-			SchedulerName: schedulerName,
+			SchedulerName: c.schedulerOf(g),
 			Priority:      &prio,
 			NodeSelector:  g.NodeSelector,
 			Containers:    []v1.Container{{Name: "app", Resources: v1.ResourceRequirements{Requests: requests}}},

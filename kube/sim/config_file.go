@@ -90,9 +90,9 @@ func (s *Scenario) applySettings(set profile.Settings) {
 
 // withConfigFile returns the scenario a run follows: s, or a copy with
 // the settings scheduler.config sets in place of the scenario's. A
-// scenario with a loaded Profile has its settings already.
+// scenario with a loaded Profile (or Profiles) has its settings already.
 func (s *Scenario) withConfigFile() (*Scenario, error) {
-	if s.Scheduler.Config == "" || s.Scheduler.Profile != nil {
+	if s.Scheduler.Config == "" || s.Scheduler.Profile != nil || len(s.Scheduler.Profiles) > 0 {
 		return s, nil
 	}
 	_, set, err := profile.LoadSettings(s.Scheduler.Config)

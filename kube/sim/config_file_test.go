@@ -33,6 +33,8 @@ func TestConfigFileSettings(t *testing.T) {
 		{name: "file's settings", file: "percentageOfNodesToScore: 30\npodInitialBackoffSeconds: 2\npodMaxBackoffSeconds: 20\nprofiles: [{schedulerName: x, percentageOfNodesToScore: 50}]\n",
 			percent: 50, initial: "2s", max: "20s"},
 		{name: "top-level percentage", file: "percentageOfNodesToScore: 30\n", percent: 30, initial: "1s", max: "10s"},
+		{name: "two profiles: the top-level percentage for b, a's own in its framework", file: "percentageOfNodesToScore: 30\nprofiles: [{schedulerName: a, percentageOfNodesToScore: 50}, {schedulerName: b}]\n",
+			percent: 30, initial: "1s", max: "10s"},
 		{name: "scenario's where the file sets none", file: "podMaxBackoffSeconds: 20\n", scheduler: ", percentageOfNodesToScore: 40", queue: "initialBackoff: 3s",
 			percent: 40, initial: "3s", max: "20s"},
 		{name: "scenario agrees", file: "podInitialBackoffSeconds: 2\npercentageOfNodesToScore: 30\n", scheduler: ", percentageOfNodesToScore: 30", queue: "initialBackoff: 2s",
@@ -81,7 +83,8 @@ func TestConfigFileSettings(t *testing.T) {
 // simulated scheduler places are those of its profile's schedulerName, as
 // schedq scheduler with the same file would place: the default
 // scheduler's (with no file, or a profile of that name), or the named
-// profile's, leaving the default scheduler's alone.
+// profile's, leaving the default scheduler's alone; with two profiles,
+// the pods of both, each under its own.
 func TestSnapshotPodsOfTheProfile(t *testing.T) {
 	const head = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 	for _, tc := range []struct {
@@ -91,6 +94,7 @@ func TestSnapshotPodsOfTheProfile(t *testing.T) {
 		{name: "no file", pending: 2, leftAlone: 1},
 		{name: "profile without a name", file: "profiles: [{}]\n", pending: 2, leftAlone: 1},
 		{name: "volcano's profile", file: "profiles: [{schedulerName: volcano}]\n", pending: 1, leftAlone: 2},
+		{name: "both profiles", file: "profiles: [{schedulerName: volcano}, {schedulerName: default-scheduler}]\n", pending: 3, leftAlone: 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := snapshotScenario("testdata/snapshot/cluster.yaml")

@@ -25,7 +25,11 @@ type ForecastState struct {
 	Running []RunningPod
 	// Pending are the queue's pods in the order they wait (activeQ in
 	// pop order, then backoffQ, then the parked pods); a nominated pod
-	// carries its node in Status.NominatedNodeName.
+	// carries its node in Status.NominatedNodeName. With one profile
+	// they are named SchedulerName; with several (SchedulerSpec.Profiles)
+	// each keeps its profile's name, and is scheduled by that profile's
+	// framework (one that names none the simulator would take is left
+	// alone: it never starts).
 	Pending   []*v1.Pod
 	PodGroups []*schedulingv1beta1.PodGroup
 	// Objects are the cluster's volumes and claims and DRA's objects, the

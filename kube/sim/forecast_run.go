@@ -351,6 +351,7 @@ func (r *forecastRun) addPending(p *v1.Pod, seen uids) error {
 	if p.Spec.NodeName != "" {
 		return fmt.Errorf("pod %s is bound to %s: a pending pod has no node", framework.Key(p), p.Spec.NodeName)
 	}
+	p = r.s.ownPod(p)
 	if g := framework.GroupName(p); g != "" {
 		r.members[g] = append(r.members[g], p)
 	}
@@ -479,6 +480,7 @@ func (r *forecastRun) planArrivals() {
 			p.UID = types.UID(fmt.Sprintf("forecast-arrival-%d", n))
 			p.Spec.NodeName = ""
 			p.Status = v1.PodStatus{}
+			p = s.ownPod(p)
 			s.at(s.now.Add(off), func() {
 				r.setLifetime(p)
 				s.arrive(p)

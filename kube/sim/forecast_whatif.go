@@ -38,6 +38,8 @@ type WhatIfInput struct {
 	// defaulting makes it. Nil means the simulator's own: SchedulerName
 	// and the default scheduler's, which it takes over. A pod naming
 	// another scheduler is refused, since no profile would schedule it.
+	// Several (the scenario runs several profiles, SchedulerSpec.Profiles)
+	// keep each pod under its profile (simulatedName).
 	Profiles []string
 
 	named bool // check has given the pods the simulated scheduler's name
@@ -178,10 +180,28 @@ func (in *WhatIfInput) check(st *ForecastState, base *ForecastBase) error {
 		p.UID = types.UID(fmt.Sprintf("whatif-%d", i+1))
 	}
 	for _, p := range in.Pods {
-		p.Spec.SchedulerName = schedulerName
+		p.Spec.SchedulerName = in.simulatedName(p.Spec.SchedulerName)
 	}
 	in.named = true
 	return nil
+}
+
+// simulatedName is the schedulerName under which the simulated scheduler
+// places a what-if pod that gives name (one checkSchedulers accepted):
+// SchedulerName, unless in.Profiles are several, whose simulator names
+// the pods by their profiles (scheduler.config's several profiles); then
+// name itself, or for an empty name the default scheduler's profile if
+// there is one, else the first. O(profiles).
+func (in *WhatIfInput) simulatedName(name string) string {
+	switch {
+	case len(in.Profiles) < 2:
+		return schedulerName
+	case name != "":
+		return name
+	case slices.Contains(in.Profiles, v1.DefaultSchedulerName):
+		return v1.DefaultSchedulerName
+	}
+	return in.Profiles[0]
 }
 
 // Validate checks what in's objects say alone, which needs no state, so

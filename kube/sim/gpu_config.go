@@ -51,7 +51,8 @@ var gpuPoints = []struct {
 
 // applyGPUConfig sets GPUDevices in prof, a profile of scheduler.config
 // (or the default one), for the scenario sp in mode (with none, prof must
-// not name GPUDevices). The profile decides where it names the plugin,
+// not name GPUDevices); i is its index in the file, for the messages'
+// field paths. The profile decides where it names the plugin,
 // and scheduler.gpuPolicy is a shorthand:
 //
 //   - on the device model, GPUDevices is enabled at PreFilter, Filter and
@@ -69,28 +70,38 @@ var gpuPoints = []struct {
 //   - GPUDevices enabled at score without a policy is an error.
 //
 // O(plugins of the profile).
-func applyGPUConfig(prof *config.KubeSchedulerProfile, sp SchedulerSpec, mode gpuMode) error {
+func applyGPUConfig(prof *config.KubeSchedulerProfile, i int, sp SchedulerSpec, mode gpuMode) error {
 	where := cmpOr(sp.Config, "the default profile")
 	if prof.Plugins == nil {
 		prof.Plugins = &config.Plugins{}
 	}
 	argsAt := slices.IndexFunc(prof.PluginConfig, func(pc config.PluginConfig) bool { return pc.Name == profile.GPUDevices })
 	if mode == gpuModeNone {
-		if at := gpuNamedAt(prof.Plugins); at != "" || argsAt >= 0 {
+		if at := gpuNamedAt(prof.Plugins, i); at != "" || argsAt >= 0 {
 			return fmt.Errorf("%s names %s (%s): it is the GPU models' plugin, which runs in a trace replay with gpuModel device or dra",
-				where, profile.GPUDevices, cmpOr(at, argsPath(argsAt).String()))
+				where, profile.GPUDevices, cmpOr(at, argsPath(i, argsAt).String()))
 		}
 		return nil
 	}
 	if err := gpuPointsFor(prof.Plugins, mode, where); err != nil {
 		return err
 	}
-	return gpuPolicyFor(prof, argsAt, sp.GPUPolicy, where)
+	return gpuPolicyFor(prof, argsPath(i, argsAt), argsAt, sp.GPUPolicy, where)
 }
 
-// argsPath is the field path of the profile's pluginConfig entry i.
-func argsPath(i int) *fieldpath.Path {
-	return fieldpath.NewPath("profiles").Index(0).Child("pluginConfig").Index(i)
+// gpuProfiles refuses several profiles (n) in a GPU replay (mode other
+// than none): the GPU models hold one policy, GPUDevices' of the one
+// profile. file is scheduler.config.
+func gpuProfiles(n int, mode gpuMode, file string) error {
+	if n > 1 && mode != gpuModeNone {
+		return fmt.Errorf("scheduler.config %s: a GPU replay runs one profile (the GPU model holds one policy), the file has %d: give it a file with the one profile to replay", file, n)
+	}
+	return nil
+}
+
+// argsPath is the field path of pluginConfig entry j of profile i.
+func argsPath(i, j int) *fieldpath.Path {
+	return fieldpath.NewPath("profiles").Index(i).Child("pluginConfig").Index(j)
 }
 
 // gpuPointsFor enables GPUDevices at PreFilter, Filter and Reserve on the
@@ -117,16 +128,16 @@ func gpuPointsFor(p *config.Plugins, mode gpuMode, where string) error {
 }
 
 // gpuPolicyFor reconciles the policy of prof's GPUDevices args (entry
-// argsAt, -1 if none) with flag (scheduler.gpuPolicy), which sets the
+// argsAt, -1 if none, at field path at) with flag (scheduler.gpuPolicy), which sets the
 // args and, unless prof names GPUDevices at score, makes it the only
 // scorer. O(plugins).
-func gpuPolicyFor(prof *config.KubeSchedulerProfile, argsAt int, flag, where string) error {
+func gpuPolicyFor(prof *config.KubeSchedulerProfile, at *fieldpath.Path, argsAt int, flag, where string) error {
 	p := prof.Plugins
 	args := &profile.GPUDevicesArgs{}
 	if argsAt >= 0 {
 		a, err := profile.DecodeGPUDevicesArgs(prof.PluginConfig[argsAt].Args)
 		if err != nil { // Load checked them
-			return fmt.Errorf("%s: %s.args: %w", where, argsPath(argsAt), err)
+			return fmt.Errorf("%s: %s.args: %w", where, at, err)
 		}
 		args = a
 	}
@@ -138,7 +149,7 @@ func gpuPolicyFor(prof *config.KubeSchedulerProfile, argsAt int, flag, where str
 		}
 		if args.Policy != "" && args.Policy != name {
 			return fmt.Errorf("scheduler.gpuPolicy (--gpu-policy) %s and %s's %s.args.policy %s disagree: set the policy in one of them",
-				flag, where, argsPath(argsAt), args.Policy)
+				flag, where, at, args.Policy)
 		}
 		args.Policy = name
 		switch {
@@ -192,8 +203,8 @@ func enabledAt(p *config.Plugins, set *config.PluginSet) bool {
 }
 
 // gpuNamedAt is the field path of the first mention of GPUDevices in p's
-// plugin sets ("" if none). O(plugins).
-func gpuNamedAt(p *config.Plugins) string {
+// plugin sets ("" if none), p being profile i's. O(plugins).
+func gpuNamedAt(p *config.Plugins, i int) string {
 	for _, pt := range []struct {
 		name string
 		set  config.PluginSet
@@ -203,8 +214,8 @@ func gpuNamedAt(p *config.Plugins) string {
 			name string
 			list []config.Plugin
 		}{{"enabled", pt.set.Enabled}, {"disabled", pt.set.Disabled}} {
-			if i := slices.IndexFunc(l.list, func(pl config.Plugin) bool { return pl.Name == profile.GPUDevices }); i >= 0 {
-				return fieldpath.NewPath("profiles").Index(0).Child("plugins", pt.name, l.name).Index(i).String()
+			if j := slices.IndexFunc(l.list, func(pl config.Plugin) bool { return pl.Name == profile.GPUDevices }); j >= 0 {
+				return fieldpath.NewPath("profiles").Index(i).Child("plugins", pt.name, l.name).Index(j).String()
 			}
 		}
 	}
@@ -212,9 +223,10 @@ func gpuNamedAt(p *config.Plugins) string {
 }
 
 // checkGPUConfig loads scheduler.config and applies the scenario's GPU
-// settings to it (applyGPUConfig), so that a file that does not load, has
-// other than one profile, or conflicts with them is refused when the
-// scenario is validated, before any run (--compare config=FILE too).
+// settings to each of its profiles (applyGPUConfig), so that a file that
+// does not load, has several profiles in a GPU replay (gpuProfiles), or
+// conflicts with them is refused when the scenario is validated, before
+// any run (--compare config=FILE too).
 func (s *Scenario) checkGPUConfig(bad func(string, string, ...any)) {
 	sp := s.Scheduler
 	if sp.Config == "" {
@@ -225,12 +237,15 @@ func (s *Scenario) checkGPUConfig(bad func(string, string, ...any)) {
 		bad("scheduler.config", "%v", err)
 		return
 	}
-	if n := len(kcfg.Profiles); n != 1 {
-		bad("scheduler.config", "%s: the simulator runs one profile, the file has %d"+severalProfiles, sp.Config, n)
+	if err := gpuProfiles(len(kcfg.Profiles), s.gpuMode(), sp.Config); err != nil {
+		bad("scheduler.config", "%v", err)
 		return
 	}
-	if err := applyGPUConfig(&kcfg.Profiles[0], sp, s.gpuMode()); err != nil {
-		bad("scheduler.config", "%v", err)
+	for i := range kcfg.Profiles {
+		if err := applyGPUConfig(&kcfg.Profiles[i], i, sp, s.gpuMode()); err != nil {
+			bad("scheduler.config", "%v", err)
+			return
+		}
 	}
 }
 
@@ -245,14 +260,14 @@ func (s *Scenario) ConfigGPUPolicy() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("scheduler.config: %w", err)
 	}
-	for _, prof := range kcfg.Profiles {
+	for k, prof := range kcfg.Profiles {
 		for i, pc := range prof.PluginConfig {
 			if pc.Name != profile.GPUDevices {
 				continue
 			}
 			a, err := profile.DecodeGPUDevicesArgs(pc.Args)
 			if err != nil {
-				return "", fmt.Errorf("scheduler.config: %s: %s.args: %w", s.Scheduler.Config, argsPath(i), err)
+				return "", fmt.Errorf("scheduler.config: %s: %s.args: %w", s.Scheduler.Config, argsPath(k, i), err)
 			}
 			return a.Policy, nil
 		}

@@ -139,7 +139,7 @@ func TestApplyGPUConfig(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			prof := gpuProfileOf(t, tc.config)
 			mode := map[string]gpuMode{"": gpuModeDevice, "none": gpuModeNone, "dra": gpuModeDRA}[tc.mode]
-			err := applyGPUConfig(prof, SchedulerSpec{Config: "gpu.yaml", GPUPolicy: tc.flag}, mode)
+			err := applyGPUConfig(prof, 0, SchedulerSpec{Config: "gpu.yaml", GPUPolicy: tc.flag}, mode)
 			if tc.want != nil {
 				if err == nil {
 					t.Fatal("accepted")
@@ -320,23 +320,47 @@ func TestGPUPolicyUnderDRAReadsAllocations(t *testing.T) {
 }
 
 // TestConfigRefusedAtValidate: a scheduler.config that does not load, or
-// has two profiles, is refused when the scenario is validated, so that
-// --compare config=FILE fails before the first run rather than after it.
+// one of whose profiles (the second's, named by its field path) names
+// GPUDevices outside a GPU replay, is refused when the scenario is
+// validated, so that --compare config=FILE fails before the first run
+// rather than after it.
 func TestConfigRefusedAtValidate(t *testing.T) {
 	dir := t.TempDir()
 	two := filepath.Join(dir, "two.yaml")
-	if err := os.WriteFile(two, []byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: a\n- schedulerName: b\n"), 0o600); err != nil {
+	if err := os.WriteFile(two, []byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: a\n- schedulerName: b\n"+
+		"  plugins: {filter: {enabled: [{name: GPUDevices}]}}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(dir, "missing.yaml")
 	for _, c := range []struct{ name, file, want string }{
 		{"missing file", missing, "scheduler.config: open " + missing},
-		{"two profiles", two, "scheduler.config: " + two + ": the simulator runs one profile, the file has 2"},
+		{"second profile names GPUDevices", two, "scheduler.config: " + two + " names GPUDevices (profiles[1].plugins.filter.enabled[0])"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sc := load(t, "VolumeWait")
 			if err := sc.Set("config", c.file); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestGPUReplayRefusesTwoProfiles: a GPU replay (a trace on the DRA or
+// device model) runs one profile, the GPU model holding one policy: a
+// scheduler.config of two is refused at validation, the file named.
+func TestGPUReplayRefusesTwoProfiles(t *testing.T) {
+	two := filepath.Join(t.TempDir(), "two.yaml")
+	if err := os.WriteFile(two, []byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: a\n- schedulerName: b\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, model := range []string{GPUModelDRA, GPUModelDevice} {
+		t.Run(model, func(t *testing.T) {
+			sc := &Scenario{Trace: &TraceSpec{}, Scheduler: SchedulerSpec{Config: two, GPUModel: model}}
+			var got []string
+			sc.checkGPUConfig(func(field, format string, args ...any) { got = append(got, field+": "+fmt.Sprintf(format, args...)) })
+			want := "scheduler.config: scheduler.config " + two + ": a GPU replay runs one profile (the GPU model holds one policy), the file has 2"
+			if len(got) != 1 || !strings.Contains(got[0], want) {
+				t.Fatalf("got %q, want %q", got, want)
 			}
 		})
 	}

@@ -192,7 +192,7 @@ func TestGPUPluginSigns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := applyGPUConfig(&cfg.Profiles[0], SchedulerSpec{GPUPolicy: policy}, gpuModeDevice); err != nil {
+			if err := applyGPUConfig(&cfg.Profiles[0], 0, SchedulerSpec{GPUPolicy: policy}, gpuModeDevice); err != nil {
 				t.Fatal(err)
 			}
 			fw, err := profile.NewFrameworkOn(context.Background(), &cfg.Profiles[0], profile.Setup{Snapshot: backendcache.NewEmptySnapshot(), Plugins: gpuPlugins(g)})

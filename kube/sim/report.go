@@ -63,6 +63,9 @@ type Report struct {
 	// ByPriority breaks scheduled and total pods down by priority, when
 	// there is more than one.
 	ByPriority []PriorityCount `json:"byPriority,omitempty"`
+	// ByProfile breaks the pods down by profile, in scheduler.config's
+	// order, when the run has several (profiles.go).
+	ByProfile []ProfileCount `json:"byProfile,omitempty"`
 	// Preemption counts preemptions and victims, when it was on.
 	Preemption *PreemptionSummary `json:"preemption,omitempty"`
 
@@ -215,6 +218,7 @@ func (s *sim) report() *Report {
 		}
 	}
 	r.PendingReasons = sortedCounts(pending)
+	r.ByProfile = s.profileCounts()
 	if len(byPrio) > 1 {
 		for _, pc := range byPrio {
 			r.ByPriority = append(r.ByPriority, *pc)
@@ -330,6 +334,9 @@ func (r *Report) WriteText(w io.Writer, wall bool) {
 	}
 	for _, c := range r.ByPriority {
 		p("  priority %-6d %d of %d scheduled", c.Priority, c.Scheduled, c.Pods)
+	}
+	for _, c := range r.ByProfile {
+		p("  profile %s: %d scheduled, %d pending, of %d", c.Profile, c.Scheduled, c.Pending, c.Pods)
 	}
 	r.writeEndings(p)
 	r.writePreemption(p)

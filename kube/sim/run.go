@@ -86,6 +86,7 @@ type podStat struct {
 	failed      bool
 	lastMessage string
 	bindingTo   string // the node of its binding under way, if one is
+	profile     string // its profile's schedulerName, if the run has several
 	ext         podExt
 	place       place // where it is in the queue, and has been
 }
@@ -104,7 +105,8 @@ type sim struct {
 	sched     *scheduler.Scheduler
 	rec       *countingRecorder
 	explained map[types.NamespacedName]schedq.Explanation[types.NamespacedName] // by explainAtEnd
-	takenOver []string                                                          // the scheduler names whose pending snapshot pods it places (takenOverBy)
+	takenOver []string                                                          // the scheduler names whose pending snapshot pods the first profile places (takenOverBy)
+	names     []string                                                          // the profiles' schedulerNames, in the file's order, if several (profiles.go)
 	busyUntil time.Time
 
 	ticked         bool                 // the queue's flush schedule is anchored
@@ -121,13 +123,14 @@ type sim struct {
 	evicted  int
 	pre      *preemptions // nil: preemption off (preemption.go)
 	series   []Sample
-	peak     schedq.Counts      // exact, updated after every queue operation
-	instant  schedq.Counts      // the largest sizes of the current instant
-	pl       places             // where each pod is, and has been (places.go)
-	x        extras             // lifetimes, inputs and allocation (inputs.go)
-	build    buildProgress      // while the cluster is built (progress.go)
-	fw       *profile.Framework // kube-scheduler's, if the scenario asks (upstream.go)
-	obj      objects            // the objects its plugins read (upstream.go)
+	peak     schedq.Counts        // exact, updated after every queue operation
+	instant  schedq.Counts        // the largest sizes of the current instant
+	pl       places               // where each pod is, and has been (places.go)
+	x        extras               // lifetimes, inputs and allocation (inputs.go)
+	build    buildProgress        // while the cluster is built (progress.go)
+	fw       *profile.Framework   // the first of fws, whose informers the objects go to
+	fws      []*profile.Framework // kube-scheduler's, one per profile (upstream.go)
+	obj      objects              // the objects its plugins read (upstream.go)
 }
 
 // Run runs a scenario to its end and returns the report.
@@ -186,17 +189,17 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	s.popFromBackoff = !cfg.DisablePopFromBackoff
 	cfg.Recorder = s.rec
 	cfg.Fairness = q.fairness()
-	fw, err := s.newFramework(context.Background(), &cfg)
+	fws, err := s.newFrameworks(context.Background(), &cfg)
 	if err != nil {
 		return nil, err
 	}
-	s.fw = fw
+	s.fw, s.fws = fws[0], fws
 	cache := o.cache
 	if cache == nil {
 		cache = scheduler.NewCache()
 	}
 	if q.WakeBudget == nil || *q.WakeBudget {
-		scheduler.UseWakeBudget(&cfg, cache, s.fw)
+		scheduler.UseWakeBudget(&cfg, cache, s.fws...)
 	}
 	core, err := schedq.NewCore(cfg)
 	if err != nil {
@@ -205,14 +208,19 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	s.core = core
 	qv := coreQueue{c: core, s: s}
 	s.h = scheduler.NewHandlers(qv, cache, schedulerName, cfg)
-	s.sched, err = scheduler.New(qv, cache, binder{s}, reporter{s}, scheduler.Options{
+	s.h.Profiles = s.names
+	so := scheduler.Options{
 		PercentageOfNodesToScore: sc.Scheduler.PercentageOfNodesToScore,
 		Rand:                     rand.New(rand.NewPCG(sc.Seed, sc.Seed^0x5eed)),
 		Now:                      func() time.Time { return s.now },
 		Logger:                   discardLogger,
 		Framework:                s.fw,
 		SyncPreBind:              true,
-	})
+	}
+	if s.names != nil {
+		so.Framework, so.Profiles = nil, s.fws
+	}
+	s.sched, err = scheduler.New(qv, cache, binder{s}, reporter{s}, so)
 	if err != nil {
 		return nil, err
 	}
@@ -275,6 +283,9 @@ func (s *sim) arrive(p *v1.Pod) {
 	key := framework.Key(p)
 	s.cl.pods[key] = p
 	st := &podStat{key: key, arrived: s.now, priority: framework.Priority(p)}
+	if s.names != nil {
+		st.profile = p.Spec.SchedulerName
+	}
 	s.stats[p.UID] = st
 	s.order = append(s.order, st)
 	s.pl.add(key, st, p.Annotations[gangAnnotation] != "")

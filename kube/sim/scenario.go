@@ -104,6 +104,10 @@ type SchedulerSpec struct {
 	// the file Config names is then not read again, and the scenario's
 	// settings are taken as they are. Never in a scenario file.
 	Profile *config.KubeSchedulerProfile `yaml:"-"`
+	// Profiles, if set, are several profiles to run, loaded already, as
+	// Profile is one: the live scheduler's, for its forecasts. Never in a
+	// scenario file.
+	Profiles []*config.KubeSchedulerProfile `yaml:"-"`
 }
 
 // QueueSpec sets the queue. Unset fields take the queue's defaults.
@@ -151,9 +155,13 @@ type TaintSpec struct {
 
 // PodGroup is count pods named NAME-0, NAME-1, ...
 type PodGroup struct {
-	Name            string            `yaml:"name"`
-	Namespace       string            `yaml:"namespace"` // default "default"
-	Count           int               `yaml:"count"`
+	Name      string `yaml:"name"`
+	Namespace string `yaml:"namespace"` // default "default"
+	Count     int    `yaml:"count"`
+	// SchedulerName is the profile that schedules the pods (their
+	// spec.schedulerName): one of scheduler.config's profiles, the
+	// first by default.
+	SchedulerName   string            `yaml:"schedulerName"`
 	Requests        map[string]string `yaml:"requests"`
 	Priority        int32             `yaml:"priority"`
 	Labels          map[string]string `yaml:"labels"`
@@ -473,6 +481,7 @@ func (s *Scenario) Validate() error {
 	s.Scheduler.validatePlugins(bad)
 	s.checkGPUConfig(bad)
 	s.checkConfigFile(bad)
+	s.validateSchedulerNames(bad)
 	q := s.Queue
 	for _, f := range []struct {
 		n string

@@ -572,7 +572,7 @@ func (s *sim) snapshotPod(p *v1.Pod, sum *SnapshotSummary) error {
 		if s.cl.nodes[p.Spec.NodeName] == nil {
 			return fmt.Errorf("pod %s is bound to node %s, which is not in the snapshot", framework.Key(p), p.Spec.NodeName)
 		}
-		if p.Spec.SchedulerName != schedulerName {
+		if s.boundByOther(p) {
 			sum.BoundOther++
 		}
 		sum.Bound++
@@ -581,13 +581,13 @@ func (s *sim) snapshotPod(p *v1.Pod, sum *SnapshotSummary) error {
 		s.track(snapshotGroup, p)
 		s.x.alloc.podAdded(s.now, p)
 		s.h.AddPod(p)
-	case slices.Contains(s.takenOver, p.Spec.SchedulerName):
+	case s.takesOver(p):
 		if g := framework.GroupName(p); g != "" {
 			return fmt.Errorf("pod %s is pending in PodGroup %s (spec.schedulingGroup), which a snapshot cannot hold: it would never be scheduled", framework.Key(p), g)
 		}
 		sum.Pending++
 		s.x.snapshotPods[framework.Key(p)] = true
-		p.Spec.SchedulerName = schedulerName
+		p.Spec.SchedulerName, _ = s.profileOf(p.Spec.SchedulerName)
 		s.planned++
 		s.at(s.now, func() {
 			s.planned--
@@ -598,6 +598,21 @@ func (s *sim) snapshotPod(p *v1.Pod, sum *SnapshotSummary) error {
 		sum.LeftAlone++
 	}
 	return nil
+}
+
+// takesOver reports whether a profile of the simulated scheduler places
+// p, a pending pod of the snapshot (profileOf). O(profiles).
+func (s *sim) takesOver(p *v1.Pod) bool {
+	_, ok := s.profileOf(p.Spec.SchedulerName)
+	return ok
+}
+
+// boundByOther reports whether p, a bound pod of the snapshot, was
+// placed by another scheduler: one not named SchedulerName, or, with
+// several profiles, none of theirs either. O(profiles).
+func (s *sim) boundByOther(p *v1.Pod) bool {
+	name := p.Spec.SchedulerName
+	return name != schedulerName && !slices.Contains(s.names, name)
 }
 
 // writeSnapshot says what the snapshot held.

@@ -521,7 +521,7 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 			return fmt.Errorf("trace %s: %s:%d: at speed %v the pod ends after the longest virtual time (%v)", spec.Format, podsFile, tp.line, speed, time.Duration(math.MaxInt64))
 		}
 		p := tp.pod
-		p.UID = s.cl.nextUID()
+		p.UID, p.Spec.SchedulerName = s.cl.nextUID(), s.cl.schedulerOf(nil)
 		key := framework.Key(p)
 		life := time.Duration(tp.deleted-tp.created) * time.Second
 		s.x.traceLife[key] = life
@@ -579,7 +579,7 @@ func (s *sim) loadBatch(spec *TraceSpec, t *alibabaTrace) {
 	}
 	for _, tp := range pods {
 		p := tp.pod
-		p.UID = s.cl.nextUID()
+		p.UID, p.Spec.SchedulerName = s.cl.nextUID(), s.cl.schedulerOf(nil)
 		s.planned++
 		s.at(epoch, func() {
 			s.planned--

@@ -24,26 +24,32 @@ import (
 // kube-scheduler v1.37.2's framework and in-tree plugins (the default).
 const PluginsUpstream = "upstream"
 
-// newFramework builds kube-scheduler's framework: the profile of
-// scheduler.config, or the default
-// one, over an empty snapshot that the scheduler's cache keeps up to date,
-// with the scenario's objects in its informers. It makes cfg wake and gate
-// pods as the framework's plugins ask. Preemption runs the profile's
-// DefaultPreemption (the scheduler adapts it), and gangs go through it
-// too, with schedq's quorum. A trace replayed with the device model runs
-// the out-of-tree GPUDevices plugin, where the profile and
-// scheduler.gpuPolicy say (applyGPUConfig, gpu_framework.go).
-func (s *sim) newFramework(ctx context.Context, cfg *schedq.Config[types.NamespacedName, *v1.Pod]) (*profile.Framework, error) {
+// newFrameworks builds kube-scheduler's framework for every profile of
+// scheduler.config (or the default profile) as the live scheduler builds
+// them (scheduler.NewProfiles): over one empty snapshot that the
+// scheduler's cache keeps up to date, each after the first alongside it,
+// with the scenario's objects in their informers. It makes cfg wake and
+// gate each profile's pods as that profile's plugins ask. Preemption runs
+// each profile's DefaultPreemption (the scheduler adapts it), and gangs
+// go through them too, with schedq's quorum. A trace replayed with the
+// device model runs the out-of-tree GPUDevices plugin, where the profiles
+// and scheduler.gpuPolicy say (applyGPUConfig, gpu_framework.go).
+func (s *sim) newFrameworks(ctx context.Context, cfg *schedq.Config[types.NamespacedName, *v1.Pod]) ([]*profile.Framework, error) {
 	sp := s.sc.Scheduler
-	prof, err := sp.loadProfile()
+	profs, err := sp.loadProfiles()
 	if err != nil {
 		return nil, err
 	}
-	s.takenOver = takenOverBy(prof.SchedulerName)
+	s.setProfiles(profs)
 	setup := profile.Setup{Snapshot: backendcache.NewEmptySnapshot(), Client: s.draClient()}
 	mode := s.sc.gpuMode()
-	if err := applyGPUConfig(prof, sp, mode); err != nil {
-		return nil, fmt.Errorf("scheduler.config: %w", err)
+	if err := gpuProfiles(len(profs), mode, sp.Config); err != nil {
+		return nil, err
+	}
+	for i, prof := range profs {
+		if err := applyGPUConfig(prof, i, sp, mode); err != nil {
+			return nil, fmt.Errorf("scheduler.config: %w", err)
+		}
 	}
 	switch {
 	case s.x.gpu != nil:
@@ -53,44 +59,38 @@ func (s *sim) newFramework(ctx context.Context, cfg *schedq.Config[types.Namespa
 		setup.Plugins, setup.WrapDRA = gpuDRAPlugins(s.x.gpuDRA), newDRAFullestFirst(s.x.gpuDRA)
 		setup.NotePod = s.x.gpuDRA.notePod
 	}
-	fw, err := profile.NewFrameworkOn(ctx, prof, setup)
-	if err != nil {
-		return nil, err
-	}
-	if err := scheduler.UseFrameworkHints(ctx, cfg, fw, logr.Discard()); err != nil {
-		fw.Close()
-		return nil, err
-	}
-	return fw, nil
+	return scheduler.NewProfiles(ctx, cfg, profs, setup, logr.Discard())
 }
 
-// severalProfiles ends the refusal of a file with several profiles:
-// schedq's scheduler runs them all, the simulator not yet (its scenarios'
-// pods name no profile).
-const severalProfiles = " (schedq scheduler runs every profile of a file; the simulator does not yet: give it a file with the one profile to simulate)"
-
-// loadProfile returns the profile to run, a copy of its own: Profile's,
-// else the one of the file Config names, else kube-scheduler's default.
-func (sp SchedulerSpec) loadProfile() (*config.KubeSchedulerProfile, error) {
-	if sp.Profile != nil {
-		return sp.Profile.DeepCopy(), nil
+// loadProfiles returns the profiles to run, copies of their own:
+// Profiles', else Profile's, else those of the file Config names, else
+// kube-scheduler's default one.
+func (sp SchedulerSpec) loadProfiles() ([]*config.KubeSchedulerProfile, error) {
+	switch {
+	case len(sp.Profiles) > 0:
+		out := make([]*config.KubeSchedulerProfile, len(sp.Profiles))
+		for i, p := range sp.Profiles {
+			out[i] = p.DeepCopy()
+		}
+		return out, nil
+	case sp.Profile != nil:
+		return []*config.KubeSchedulerProfile{sp.Profile.DeepCopy()}, nil
 	}
 	kcfg, err := profile.Load(sp.Config)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler.config: %w", err)
 	}
-	if n := len(kcfg.Profiles); n != 1 {
-		return nil, fmt.Errorf("scheduler.config %s: the simulator runs one profile, the file has %d"+severalProfiles, sp.Config, n)
+	out := make([]*config.KubeSchedulerProfile, len(kcfg.Profiles))
+	for i := range kcfg.Profiles {
+		out[i] = &kcfg.Profiles[i]
 	}
-	return &kcfg.Profiles[0], nil
+	return out, nil
 }
 
-// close releases the framework, if any. Idempotent.
+// close releases the frameworks, if any. Idempotent.
 func (s *sim) close() {
-	if s.fw != nil {
-		s.fw.Close()
-		s.fw = nil
-	}
+	scheduler.CloseProfiles(s.fws)
+	s.fw, s.fws = nil, nil
 }
 
 // validatePlugins refuses the keys of schedq's former hand-written

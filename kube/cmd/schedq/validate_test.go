@@ -142,7 +142,7 @@ func TestSimulateChecksEverythingBeforeRunning(t *testing.T) {
 	prio := scenario("prio.yaml", "name: x\npods: [{name: p, count: 1, priority: 99999999999}]\n")
 	count := scenario("count.yaml", "name: x\npods: [{name: p, count: 2000000000}, {name: q, count: 5}]\n")
 	trace := "../../sim/testdata/alibaba"
-	twoProfiles := scenario("two.yaml", "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles: [{schedulerName: a}, {schedulerName: b}]\n")
+	twoProfiles := scenario("two.yaml", "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles: [{schedulerName: a}, {schedulerName: b, plugins: {filter: {enabled: [{name: GPUDevices}]}}}]\n")
 	for _, d := range []string{"r.html", "r.csv", "s.csv", "c.compare.csv"} {
 		os.Mkdir(filepath.Join(dir, d), 0o755)
 	}
@@ -153,7 +153,7 @@ func TestSimulateChecksEverythingBeforeRunning(t *testing.T) {
 		notWant string
 	}{
 		{"compare config missing", []string{"--compare", "config=" + filepath.Join(dir, "none.yaml")}, "--compare config=" + filepath.Join(dir, "none.yaml") + ": scheduler.config: open " + filepath.Join(dir, "none.yaml"), ""},
-		{"compare config of two profiles", []string{"--compare", "config=" + twoProfiles}, "--compare config=" + twoProfiles + ": scheduler.config: " + twoProfiles + ": the simulator runs one profile, the file has 2", ""},
+		{"compare config whose second profile is refused", []string{"--compare", "config=" + twoProfiles}, "--compare config=" + twoProfiles + ": scheduler.config: " + twoProfiles + " names GPUDevices (profiles[1].plugins.filter.enabled[0])", ""},
 		{"config missing", []string{"--config", filepath.Join(dir, "none.yaml")}, "--config: scheduler.config: open " + filepath.Join(dir, "none.yaml"), ""},
 		{"report is a directory", []string{"--report", filepath.Join(dir, "r.html")}, "--report " + filepath.Join(dir, "r.html") + ": is a directory", ""},
 		{"records is a directory", []string{"--records", filepath.Join(dir, "r.csv")}, "--records " + filepath.Join(dir, "r.csv") + ": is a directory", ""},

@@ -64,15 +64,20 @@ activeDeadlineSeconds, or the runtimes of finished pods of its kind
 				return fmt.Errorf("--history-tail: %w", err)
 			}
 			add, err := readWhatIf(file, cmd.InOrStdin())
-			if err == nil {
-				err = add.Validate() // before the replay, which may be long
-			}
 			if err != nil {
 				return fmt.Errorf("-f %s: %w", file, err)
 			}
 			sc, err := in.load(scenario, cmd.Flags().Changed("scenario"))
 			if err != nil {
 				return err
+			}
+			if names, err := sc.ProfileNames(); err != nil {
+				return err
+			} else if len(names) > 1 {
+				add.Profiles = names // a pod of any profile, scheduled by it
+			}
+			if err := add.Validate(); err != nil { // before the replay, which may be long
+				return fmt.Errorf("-f %s: %w", file, err)
 			}
 			rp, err := sim.NewReplay(sc)
 			if err != nil {
