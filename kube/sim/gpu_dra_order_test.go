@@ -142,3 +142,95 @@ func TestFullestFirstReadsOnlyTheStateJustGathered(t *testing.T) {
 		})
 	}
 }
+
+// TestFullestFirstOrdersByWhatIsUsed: the lister reads what each device
+// has left from the state (its capacity, 1000 if it declares none, less
+// what the trace driver's claims consume of it) and lists a GPU slice in
+// its own order only if some device of its pool has thousandths
+// consumed.
+func TestFullestFirstOrdersByWhatIsUsed(t *testing.T) {
+	withUse := func(st *structured.AllocatedState, driver, pool, dev string, c structured.ConsumedCapacity) *structured.AllocatedState {
+		st.AggregatedCapacity[structured.MakeDeviceID(driver, pool, dev)] = c
+		return st
+	}
+	milli := func(v int64) structured.ConsumedCapacity {
+		return structured.ConsumedCapacity{traceGPUCapacity: resource.NewQuantity(v, resource.DecimalSI)}
+	}
+	for _, tc := range []struct {
+		name  string
+		slice func() *resourceapi.ResourceSlice
+		state *structured.AllocatedState
+		want  []string
+	}{
+		{name: "nothing used: the published order", slice: func() *resourceapi.ResourceSlice { return gpuSlice("n1", "V100", 3) },
+			state: usedState("n1", nil), want: []string{"gpu-0", "gpu-1", "gpu-2"}},
+		{name: "the least left first", slice: func() *resourceapi.ResourceSlice { return gpuSlice("n1", "V100", 3) },
+			state: usedState("n1", map[int]int64{1: 300, 2: 700}), want: []string{"gpu-2", "gpu-1", "gpu-0"}},
+		{name: "a device's own capacity", slice: func() *resourceapi.ResourceSlice {
+			sl := gpuSlice("n1", "V100", 3)
+			sl.Spec.Devices[0].Capacity[traceGPUCapacity] = resourceapi.DeviceCapacity{Value: *resource.NewQuantity(400, resource.DecimalSI)}
+			return sl
+		}, state: usedState("n1", map[int]int64{1: 300}), want: []string{"gpu-0", "gpu-1", "gpu-2"}},
+		{name: "a device without capacity holds 1000", slice: func() *resourceapi.ResourceSlice {
+			sl := gpuSlice("n1", "V100", 3)
+			delete(sl.Spec.Devices[2].Capacity, traceGPUCapacity)
+			sl.Spec.Devices[0].Capacity[traceGPUCapacity] = resourceapi.DeviceCapacity{Value: *resource.NewQuantity(2000, resource.DecimalSI)}
+			return sl
+		}, state: usedState("n1", map[int]int64{1: 100}), want: []string{"gpu-1", "gpu-2", "gpu-0"}},
+		{name: "use on another node's pool", slice: func() *resourceapi.ResourceSlice { return gpuSlice("n1", "V100", 2) },
+			state: usedState("n2", map[int]int64{1: 700}), want: []string{"gpu-0", "gpu-1"}},
+		{name: "another driver's use of a pool of the same name", slice: func() *resourceapi.ResourceSlice { return gpuSlice("n1", "V100", 2) },
+			state: withUse(usedState("n1", nil), "other.example.com", "n1", "gpu-1", milli(700)), want: []string{"gpu-0", "gpu-1"}},
+		{name: "use of another capacity", slice: func() *resourceapi.ResourceSlice { return gpuSlice("n1", "V100", 2) },
+			state: withUse(usedState("n1", nil), traceGPUDriver, "n1", "gpu-1",
+				structured.ConsumedCapacity{"memory": resource.NewQuantity(700, resource.DecimalSI)}), want: []string{"gpu-0", "gpu-1"}},
+		{name: "use of a device the slice lacks, and of one it has", slice: func() *resourceapi.ResourceSlice { return gpuSlice("n1", "V100", 2) },
+			state: withUse(usedState("n1", map[int]int64{1: 100}), traceGPUDriver, "n1", "gpu-9", milli(900)), want: []string{"gpu-1", "gpu-0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &stepDRA{slices: []*resourceapi.ResourceSlice{tc.slice()}, state: tc.state}
+			m := newDRAFullestFirst(&gpuDRAModel{policy: gpu.BestFit, hasPolicy: true})(s)
+			list, err := m.ResourceSlices().ListWithDeviceTaintRules()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := deviceNames(list[0]); !slices.Equal(got, tc.want) {
+				t.Errorf("devices listed %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestFullestFirstListsAnOrderAsOneObject: a slice listed in an order it
+// was listed in before, even with another order in between, is the same
+// object as then (DynamicResources' memo reads each slice object once); a
+// new slice object, or a new order, is another.
+func TestFullestFirstListsAnOrderAsOneObject(t *testing.T) {
+	sl := gpuSlice("n1", "V100", 2)
+	s := &stepDRA{slices: []*resourceapi.ResourceSlice{sl}}
+	m := newDRAFullestFirst(&gpuDRAModel{policy: gpu.BestFit, hasPolicy: true})(s)
+	list := func(used map[int]int64) *resourceapi.ResourceSlice {
+		t.Helper()
+		s.state = usedState("n1", used)
+		l, err := m.ResourceSlices().ListWithDeviceTaintRules()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l[0]
+	}
+	first := list(map[int]int64{1: 300})
+	if again := list(map[int]int64{1: 500}); again != first {
+		t.Error("the same order, listed again: another object")
+	}
+	other := list(map[int]int64{0: 300})
+	if other == first || !slices.Equal(deviceNames(other), []string{"gpu-0", "gpu-1"}) {
+		t.Errorf("another order: devices %v, same object %v; want gpu-0 first, another object", deviceNames(other), other == first)
+	}
+	if back := list(map[int]int64{1: 300}); back != first {
+		t.Error("the first order again, after another: another object")
+	}
+	s.slices = []*resourceapi.ResourceSlice{gpuSlice("n1", "V100", 2)}
+	if renewed := list(map[int]int64{1: 300}); renewed == first || !slices.Equal(deviceNames(renewed), []string{"gpu-1", "gpu-0"}) {
+		t.Errorf("a new slice object: devices %v, same object as the old one's %v", deviceNames(renewed), renewed == first)
+	}
+}
