@@ -44,6 +44,11 @@ type draFullestFirst struct {
 	last map[*resourceapi.ResourceSlice]lastOrder
 	// pools is usedPools' set, cleared and refilled at each list.
 	pools map[dra.UniqueString]struct{}
+	// picks is FGD's last choice on each slice's node, by slice object,
+	// with what it was computed from (fgdChoice); fgdComputes counts the
+	// choices computed, for tests.
+	picks       map[*resourceapi.ResourceSlice]fgdPick
+	fgdComputes int
 	// gathered is the allocated state the last GatherAllocatedState
 	// returned, until the slice list that follows it reads it: the
 	// state DynamicResources' PreFilter gathers just before it lists
@@ -63,7 +68,7 @@ func newDRAFullestFirst(m *gpuDRAModel) func(fwk.SharedDRAManager) fwk.SharedDRA
 	return func(inner fwk.SharedDRAManager) fwk.SharedDRAManager {
 		return &draFullestFirst{SharedDRAManager: inner, m: m, cache: map[string]orderedSlice{},
 			devs: map[*resourceapi.ResourceSlice]*sliceDevs{}, last: map[*resourceapi.ResourceSlice]lastOrder{},
-			pools: map[dra.UniqueString]struct{}{}}
+			pools: map[dra.UniqueString]struct{}{}, picks: map[*resourceapi.ResourceSlice]fgdPick{}}
 	}
 }
 
@@ -128,6 +133,7 @@ func (l fullestFirstLister) ListWithDeviceTaintRules() ([]*resourceapi.ResourceS
 	if len(l.d.devs) > 4*len(list)+64 {
 		clear(l.d.devs)
 		clear(l.d.last)
+		clear(l.d.picks)
 	}
 	choose := l.d.choice()
 	out := slices.Clone(list)
@@ -232,7 +238,11 @@ func randomChoice(left []int64, share int64, draw uint64) int {
 // each has left) that FGD puts the lone pod's share r on, -1 if none (the
 // share does not fit there, or the node is not in the snapshot). The
 // node is the snapshot's (its CPU and memory taken by its pods) with
-// the devices' thousandths left as DRA's allocated state has them. O(FGD's
+// the devices' thousandths left as DRA's allocated state has them. The
+// choice is a function of the node's figures, what its devices have
+// left and r alone (the workload is the run's), so the last one on the
+// slice is kept with those and given again while they are the same: a
+// loaded cluster's nodes mostly are from one cycle to the next. O(FGD's
 // cost) once per node content and request, O(devices) after.
 func (d *draFullestFirst) fgdChoice(sl *resourceapi.ResourceSlice, left []int64, r gpu.Request) int {
 	if sl.Spec.NodeName == nil || d.m.h == nil {
@@ -242,7 +252,13 @@ func (d *draFullestFirst) fgdChoice(sl *resourceapi.ResourceSlice, left []int64,
 	if err != nil {
 		return -1
 	}
-	n := emptyNode(nodeInOf(ni))
+	in := nodeInOf(ni)
+	head := headOf(in)
+	if p, ok := d.picks[sl]; ok && p.head == head && slices.Equal(p.left, left) && sameRequest(p.r, r) {
+		return p.at
+	}
+	d.fgdComputes++
+	n := emptyNode(in)
 	if len(n.Free) != len(left) {
 		return -1
 	}
@@ -251,7 +267,22 @@ func (d *draFullestFirst) fgdChoice(sl *resourceapi.ResourceSlice, left []int64,
 	if _, gpus := d.m.fgdMemo().Choose(n, r); len(gpus) == 1 {
 		at = gpus[0]
 	}
+	d.picks[sl] = fgdPick{head: head, left: slices.Clone(left), r: r, at: at}
 	return at
+}
+
+// fgdPick is FGD's choice of a device on a slice's node (at), and what
+// it was computed from.
+type fgdPick struct {
+	head nodeHead
+	left []int64
+	r    gpu.Request
+	at   int
+}
+
+// sameRequest reports whether a and b ask for the same.
+func sameRequest(a, b gpu.Request) bool {
+	return a.CPU == b.CPU && a.Mem == b.Mem && a.Count == b.Count && a.Share == b.Share && slices.Equal(a.Models, b.Models)
 }
 
 // usedPools is the set of pools some of whose devices of the trace's

@@ -6,10 +6,12 @@ import (
 	"strconv"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
+	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 
 	"github.com/schedq/schedq/kube/gpu"
 )
@@ -232,5 +234,75 @@ func TestFullestFirstListsAnOrderAsOneObject(t *testing.T) {
 	s.slices = []*resourceapi.ResourceSlice{gpuSlice("n1", "V100", 2)}
 	if renewed := list(map[int]int64{1: 300}); renewed == first || !slices.Equal(deviceNames(renewed), []string{"gpu-1", "gpu-0"}) {
 		t.Errorf("a new slice object: devices %v, same object as the old one's %v", deviceNames(renewed), renewed == first)
+	}
+}
+
+// snapHandle is a framework handle whose only part is a snapshot.
+type snapHandle struct {
+	fwk.Handle
+	s *backendcache.Snapshot
+}
+
+func (h snapHandle) SnapshotSharedLister() fwk.SharedLister { return h.s }
+
+// TestFGDChoiceKeptWhileItsInputsAre: FGD's choice of a GPU on a slice's
+// node is computed again exactly when something it is computed from
+// changed (the node's figures, what its devices have left, the request,
+// the slice object), and is always the choice computed afresh.
+func TestFGDChoiceKeptWhileItsInputsAre(t *testing.T) {
+	node := memoNode(32000, "V100", 4)
+	node.Name = "n1"
+	share := gpu.Request{CPU: 1000, Mem: 1024, Count: 1, Share: 200}
+	type inputs struct {
+		sl    *resourceapi.ResourceSlice
+		left  []int64
+		r     gpu.Request
+		nodes []*v1.Node
+		pods  []*v1.Pod
+	}
+	sl := gpuSlice("n1", "V100", 4)
+	base := func() inputs {
+		return inputs{sl: sl, left: []int64{1000, 700, 300, 1000}, r: share, nodes: []*v1.Node{node}}
+	}
+	busy := gpuPod("busy", 0)
+	busy.Spec.NodeName = "n1"
+	bigger := memoNode(64000, "V100", 4)
+	bigger.Name = "n1"
+	for _, tc := range []struct {
+		name    string
+		change  func(in *inputs)
+		compute bool
+	}{
+		{name: "nothing changed", change: func(*inputs) {}},
+		{name: "a device's use changed", change: func(in *inputs) { in.left = []int64{1000, 700, 500, 1000} }, compute: true},
+		{name: "another share", change: func(in *inputs) { in.r.Share = 800 }, compute: true},
+		{name: "another CPU request", change: func(in *inputs) { in.r.CPU = 2000 }, compute: true},
+		{name: "models named", change: func(in *inputs) { in.r.Models = []string{"V100"} }, compute: true},
+		{name: "a pod took CPU on the node", change: func(in *inputs) { in.pods = []*v1.Pod{busy} }, compute: true},
+		{name: "the node's CPU changed", change: func(in *inputs) { in.nodes = []*v1.Node{bigger} }, compute: true},
+		{name: "a new slice object", change: func(in *inputs) { in.sl = gpuSlice("n1", "V100", 4) }, compute: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			workload := gpu.Typical([]gpu.Request{share, {CPU: 1000, Mem: 1024, Count: 1, Share: 500}, {CPU: 8000, Mem: 8192, Count: 2, Share: 1000}}, 1)
+			choose := func(d *draFullestFirst, in inputs) int {
+				d.m.h = snapHandle{s: backendcache.NewSnapshot(in.pods, in.nodes)}
+				return d.fgdChoice(in.sl, slices.Clone(in.left), in.r)
+			}
+			fresh := func(in inputs) int {
+				return choose(newDRAFullestFirst(&gpuDRAModel{policy: gpu.FGD, hasPolicy: true, workload: workload})(nil).(*draFullestFirst), in)
+			}
+			d := newDRAFullestFirst(&gpuDRAModel{policy: gpu.FGD, hasPolicy: true, workload: workload})(nil).(*draFullestFirst)
+			in := base()
+			if got, want := choose(d, in), fresh(in); got != want {
+				t.Fatalf("first choice %d, want %d", got, want)
+			}
+			tc.change(&in)
+			if got, want := choose(d, in), fresh(in); got != want {
+				t.Errorf("choice after the change %d, computed afresh %d", got, want)
+			}
+			if computed := d.fgdComputes == 2; computed != tc.compute {
+				t.Errorf("computed again: %v, want %v", computed, tc.compute)
+			}
+		})
 	}
 }
