@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"hash/fnv"
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -47,7 +48,7 @@ type draFullestFirst struct {
 	// picks is FGD's last choice on each slice's node, by slice object,
 	// with what it was computed from (fgdChoice); fgdComputes counts the
 	// choices computed, for tests.
-	picks       map[*resourceapi.ResourceSlice]fgdPick
+	picks       map[*resourceapi.ResourceSlice]*fgdPicks
 	fgdComputes int
 	// gathered is the allocated state the last GatherAllocatedState
 	// returned, until the slice list that follows it reads it: the
@@ -68,7 +69,7 @@ func newDRAFullestFirst(m *gpuDRAModel) func(fwk.SharedDRAManager) fwk.SharedDRA
 	return func(inner fwk.SharedDRAManager) fwk.SharedDRAManager {
 		return &draFullestFirst{SharedDRAManager: inner, m: m, cache: map[string]orderedSlice{},
 			devs: map[*resourceapi.ResourceSlice]*sliceDevs{}, last: map[*resourceapi.ResourceSlice]lastOrder{},
-			pools: map[dra.UniqueString]struct{}{}, picks: map[*resourceapi.ResourceSlice]fgdPick{}}
+			pools: map[dra.UniqueString]struct{}{}, picks: map[*resourceapi.ResourceSlice]*fgdPicks{}}
 	}
 }
 
@@ -240,10 +241,11 @@ func randomChoice(left []int64, share int64, draw uint64) int {
 // node is the snapshot's (its CPU and memory taken by its pods) with
 // the devices' thousandths left as DRA's allocated state has them. The
 // choice is a function of the node's figures, what its devices have
-// left and r alone (the workload is the run's), so the last one on the
-// slice is kept with those and given again while they are the same: a
-// loaded cluster's nodes mostly are from one cycle to the next. O(FGD's
-// cost) once per node content and request, O(devices) after.
+// left and r alone (the workload is the run's), so the choices on the
+// slice are kept by request with those figures and what is left, and
+// given again while they are the same: a loaded cluster's nodes mostly
+// are from one cycle to the next, and pods of a few kinds come in turn.
+// O(FGD's cost) once per node content and request, O(devices) after.
 func (d *draFullestFirst) fgdChoice(sl *resourceapi.ResourceSlice, left []int64, r gpu.Request) int {
 	if sl.Spec.NodeName == nil || d.m.h == nil {
 		return -1
@@ -254,8 +256,14 @@ func (d *draFullestFirst) fgdChoice(sl *resourceapi.ResourceSlice, left []int64,
 	}
 	in := nodeInOf(ni)
 	head := headOf(in)
-	if p, ok := d.picks[sl]; ok && p.head == head && slices.Equal(p.left, left) && sameRequest(p.r, r) {
-		return p.at
+	p := d.picks[sl]
+	if p == nil || p.head != head || !slices.Equal(p.left, left) {
+		p = &fgdPicks{head: head, left: slices.Clone(left), at: map[fgdRequest]int{}}
+		d.picks[sl] = p
+	}
+	key := requestKey(r)
+	if at, ok := p.at[key]; ok {
+		return at
 	}
 	d.fgdComputes++
 	n := emptyNode(in)
@@ -267,22 +275,35 @@ func (d *draFullestFirst) fgdChoice(sl *resourceapi.ResourceSlice, left []int64,
 	if _, gpus := d.m.fgdMemo().Choose(n, r); len(gpus) == 1 {
 		at = gpus[0]
 	}
-	d.picks[sl] = fgdPick{head: head, left: slices.Clone(left), r: r, at: at}
+	if len(p.at) >= maxFGDPicks {
+		clear(p.at)
+	}
+	p.at[key] = at
 	return at
 }
 
-// fgdPick is FGD's choice of a device on a slice's node (at), and what
-// it was computed from.
-type fgdPick struct {
+// maxFGDPicks bounds the requests whose choices are kept per slice.
+const maxFGDPicks = 256
+
+// fgdPicks is FGD's choices of a device on a slice's node (at, by
+// request), and the node's figures and devices' use they were computed
+// from.
+type fgdPicks struct {
 	head nodeHead
 	left []int64
-	r    gpu.Request
-	at   int
+	at   map[fgdRequest]int
 }
 
-// sameRequest reports whether a and b ask for the same.
-func sameRequest(a, b gpu.Request) bool {
-	return a.CPU == b.CPU && a.Mem == b.Mem && a.Count == b.Count && a.Share == b.Share && slices.Equal(a.Models, b.Models)
+// fgdRequest is a gpu.Request as a map key: its models counted and
+// joined.
+type fgdRequest struct {
+	cpu, mem, share int64
+	count, nmodels  int
+	models          string
+}
+
+func requestKey(r gpu.Request) fgdRequest {
+	return fgdRequest{cpu: r.CPU, mem: r.Mem, share: r.Share, count: r.Count, nmodels: len(r.Models), models: strings.Join(r.Models, "\x00")}
 }
 
 // usedPools is the set of pools some of whose devices of the trace's

@@ -278,6 +278,7 @@ func TestFGDChoiceKeptWhileItsInputsAre(t *testing.T) {
 		{name: "another share", change: func(in *inputs) { in.r.Share = 800 }, compute: true},
 		{name: "another CPU request", change: func(in *inputs) { in.r.CPU = 2000 }, compute: true},
 		{name: "models named", change: func(in *inputs) { in.r.Models = []string{"V100"} }, compute: true},
+		{name: "a model named empty", change: func(in *inputs) { in.r.Models = []string{""} }, compute: true},
 		{name: "a pod took CPU on the node", change: func(in *inputs) { in.pods = []*v1.Pod{busy} }, compute: true},
 		{name: "the node's CPU changed", change: func(in *inputs) { in.nodes = []*v1.Node{bigger} }, compute: true},
 		{name: "a new slice object", change: func(in *inputs) { in.sl = gpuSlice("n1", "V100", 4) }, compute: true},
@@ -304,5 +305,38 @@ func TestFGDChoiceKeptWhileItsInputsAre(t *testing.T) {
 				t.Errorf("computed again: %v, want %v", computed, tc.compute)
 			}
 		})
+	}
+}
+
+// TestFGDChoiceKeptPerRequest: pods of several requests in turn on a node
+// that does not change get the choices computed for each request once;
+// a change of the node's use computes them again.
+func TestFGDChoiceKeptPerRequest(t *testing.T) {
+	node := memoNode(32000, "V100", 4)
+	node.Name = "n1"
+	a := gpu.Request{CPU: 1000, Mem: 1024, Count: 1, Share: 200}
+	b := gpu.Request{CPU: 1000, Mem: 1024, Count: 1, Share: 600}
+	workload := gpu.Typical([]gpu.Request{a, b}, 1)
+	d := newDRAFullestFirst(&gpuDRAModel{policy: gpu.FGD, hasPolicy: true, workload: workload})(nil).(*draFullestFirst)
+	d.m.h = snapHandle{s: backendcache.NewSnapshot(nil, []*v1.Node{node})}
+	sl := gpuSlice("n1", "V100", 4)
+	left := []int64{1000, 700, 300, 1000}
+	for i, step := range []struct {
+		r       gpu.Request
+		left    []int64
+		compute int
+	}{
+		{r: a, left: left, compute: 1}, {r: b, left: left, compute: 2}, {r: a, left: left, compute: 2}, {r: b, left: left, compute: 2},
+		{r: a, left: []int64{1000, 700, 100, 1000}, compute: 3}, {r: b, left: []int64{1000, 700, 100, 1000}, compute: 4},
+	} {
+		got := d.fgdChoice(sl, slices.Clone(step.left), step.r)
+		fresh := newDRAFullestFirst(&gpuDRAModel{policy: gpu.FGD, hasPolicy: true, workload: workload})(nil).(*draFullestFirst)
+		fresh.m.h = d.m.h
+		if want := fresh.fgdChoice(sl, slices.Clone(step.left), step.r); got != want {
+			t.Errorf("step %d: choice %d, computed afresh %d", i, got, want)
+		}
+		if d.fgdComputes != step.compute {
+			t.Errorf("step %d: %d choices computed, want %d", i, d.fgdComputes, step.compute)
+		}
 	}
 }
