@@ -5,9 +5,11 @@ import (
 	"encoding/binary"
 	"hash/fnv"
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	dra "k8s.io/dynamic-resource-allocation/api"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -35,6 +37,19 @@ type draFullestFirst struct {
 	m     *gpuDRAModel
 	cache map[string]orderedSlice // by pool and order
 	key   []byte                  // ordered's scratch
+	idx   []int                   // ordered's scratch
+	// devs is each GPU slice's device IDs and capacities, by slice
+	// object; last is the order each slice was last listed in, and the
+	// slice so listed (ordered's fast path, before cache).
+	devs map[*resourceapi.ResourceSlice]*sliceDevs
+	last map[*resourceapi.ResourceSlice]lastOrder
+	// pools is usedPools' set, cleared and refilled at each list.
+	pools map[dra.UniqueString]struct{}
+	// picks is FGD's last choice on each slice's node, by slice object,
+	// with what it was computed from (fgdChoice); fgdComputes counts the
+	// choices computed, for tests.
+	picks       map[*resourceapi.ResourceSlice]*fgdPicks
+	fgdComputes int
 	// gathered is the allocated state the last GatherAllocatedState
 	// returned, until the slice list that follows it reads it: the
 	// state DynamicResources' PreFilter gathers just before it lists
@@ -52,7 +67,9 @@ type orderedSlice struct {
 
 func newDRAFullestFirst(m *gpuDRAModel) func(fwk.SharedDRAManager) fwk.SharedDRAManager {
 	return func(inner fwk.SharedDRAManager) fwk.SharedDRAManager {
-		return &draFullestFirst{SharedDRAManager: inner, m: m, cache: map[string]orderedSlice{}}
+		return &draFullestFirst{SharedDRAManager: inner, m: m, cache: map[string]orderedSlice{},
+			devs: map[*resourceapi.ResourceSlice]*sliceDevs{}, last: map[*resourceapi.ResourceSlice]lastOrder{},
+			pools: map[dra.UniqueString]struct{}{}, picks: map[*resourceapi.ResourceSlice]*fgdPicks{}}
 	}
 }
 
@@ -110,32 +127,31 @@ func (l fullestFirstLister) ListWithDeviceTaintRules() ([]*resourceapi.ResourceS
 			return list, nil
 		}
 	}
-	used := map[string]map[string]int64{} // pool: device: thousandths consumed
-	for id, c := range state.AggregatedCapacity {
-		q := c[traceGPUCapacity]
-		if id.Driver.String() != traceGPUDriver || q == nil {
-			continue
-		}
-		pool := id.Pool.String()
-		if used[pool] == nil {
-			used[pool] = map[string]int64{}
-		}
-		used[pool][id.Device.String()] += q.Value()
-	}
+	used := l.d.usedPools(state)
 	if len(l.d.cache) > 4*len(list)+64 {
 		clear(l.d.cache)
+	}
+	if len(l.d.devs) > 4*len(list)+64 {
+		clear(l.d.devs)
+		clear(l.d.last)
+		clear(l.d.picks)
 	}
 	choose := l.d.choice()
 	out := slices.Clone(list)
 	for i, sl := range list {
-		if u := used[sl.Spec.Pool.Name]; sl.Spec.Driver == traceGPUDriver && len(u) > 0 {
-			left := leftOf(sl, u)
-			first := -1
-			if choose != nil {
-				first = choose(sl, left)
-			}
-			out[i] = l.d.ordered(sl, left, first)
+		if sl.Spec.Driver != traceGPUDriver {
+			continue
 		}
+		devs := l.d.devsOf(sl)
+		if _, ok := used[devs.pool]; !ok {
+			continue
+		}
+		left := devs.left(state)
+		first := -1
+		if choose != nil {
+			first = choose(sl, left)
+		}
+		out[i] = l.d.ordered(sl, left, first)
 	}
 	return out, nil
 }
@@ -223,8 +239,13 @@ func randomChoice(left []int64, share int64, draw uint64) int {
 // each has left) that FGD puts the lone pod's share r on, -1 if none (the
 // share does not fit there, or the node is not in the snapshot). The
 // node is the snapshot's (its CPU and memory taken by its pods) with
-// the devices' thousandths left as DRA's allocated state has them. O(FGD's
-// cost) once per node content and request, O(devices) after.
+// the devices' thousandths left as DRA's allocated state has them. The
+// choice is a function of the node's figures, what its devices have
+// left and r alone (the workload is the run's), so the choices on the
+// slice are kept by request with those figures and what is left, and
+// given again while they are the same: a loaded cluster's nodes mostly
+// are from one cycle to the next, and pods of a few kinds come in turn.
+// O(FGD's cost) once per node content and request, O(devices) after.
 func (d *draFullestFirst) fgdChoice(sl *resourceapi.ResourceSlice, left []int64, r gpu.Request) int {
 	if sl.Spec.NodeName == nil || d.m.h == nil {
 		return -1
@@ -233,7 +254,19 @@ func (d *draFullestFirst) fgdChoice(sl *resourceapi.ResourceSlice, left []int64,
 	if err != nil {
 		return -1
 	}
-	n := emptyNode(nodeInOf(ni))
+	in := nodeInOf(ni)
+	head := headOf(in)
+	p := d.picks[sl]
+	if p == nil || p.head != head || !slices.Equal(p.left, left) {
+		p = &fgdPicks{head: head, left: slices.Clone(left), at: map[fgdRequest]int{}}
+		d.picks[sl] = p
+	}
+	key := requestKey(r)
+	if at, ok := p.at[key]; ok {
+		return at
+	}
+	d.fgdComputes++
+	n := emptyNode(in)
 	if len(n.Free) != len(left) {
 		return -1
 	}
@@ -242,20 +275,103 @@ func (d *draFullestFirst) fgdChoice(sl *resourceapi.ResourceSlice, left []int64,
 	if _, gpus := d.m.fgdMemo().Choose(n, r); len(gpus) == 1 {
 		at = gpus[0]
 	}
+	if len(p.at) >= maxFGDPicks {
+		clear(p.at)
+	}
+	p.at[key] = at
 	return at
 }
 
-// leftOf is what each device of sl has left, given what each has used.
-// O(devices).
-func leftOf(sl *resourceapi.ResourceSlice, used map[string]int64) []int64 {
-	left := make([]int64, len(sl.Spec.Devices))
-	for i, dev := range sl.Spec.Devices {
-		left[i] = 1000 - used[dev.Name]
+// maxFGDPicks bounds the requests whose choices are kept per slice.
+const maxFGDPicks = 256
+
+// fgdPicks is FGD's choices of a device on a slice's node (at, by
+// request), and the node's figures and devices' use they were computed
+// from.
+type fgdPicks struct {
+	head nodeHead
+	left []int64
+	at   map[fgdRequest]int
+}
+
+// fgdRequest is a gpu.Request as a map key: its models counted and
+// joined.
+type fgdRequest struct {
+	cpu, mem, share int64
+	count, nmodels  int
+	models          string
+}
+
+func requestKey(r gpu.Request) fgdRequest {
+	return fgdRequest{cpu: r.CPU, mem: r.Mem, share: r.Share, count: r.Count, nmodels: len(r.Models), models: strings.Join(r.Models, "\x00")}
+}
+
+// usedPools is the set of pools some of whose devices of the trace's
+// driver have thousandths of GPU consumed in state (the GPU slices
+// listed in an order of their own). Reused from list to list. O(entries
+// of state's consumed capacity).
+func (d *draFullestFirst) usedPools(state *structured.AllocatedState) map[dra.UniqueString]struct{} {
+	clear(d.pools)
+	driver := dra.MakeUniqueString(traceGPUDriver)
+	for id, c := range state.AggregatedCapacity {
+		if id.Driver != driver {
+			continue
+		}
+		if _, ok := d.pools[id.Pool]; ok {
+			continue
+		}
+		if c[traceGPUCapacity] != nil {
+			d.pools[id.Pool] = struct{}{}
+		}
+	}
+	return d.pools
+}
+
+// sliceDevs is what the lister reads of a GPU slice, once per slice
+// object: its pool, each device's ID and thousandths of capacity (1000
+// if the device declares none).
+type sliceDevs struct {
+	pool     dra.UniqueString
+	ids      []structured.DeviceID
+	capacity []int64
+}
+
+// devsOf is sl's sliceDevs, made at the first call for that object.
+// O(devices) then, O(1) after.
+func (d *draFullestFirst) devsOf(sl *resourceapi.ResourceSlice) *sliceDevs {
+	if s, ok := d.devs[sl]; ok {
+		return s
+	}
+	s := &sliceDevs{pool: dra.MakeUniqueString(sl.Spec.Pool.Name)}
+	for _, dev := range sl.Spec.Devices {
+		c := int64(1000)
 		if q, ok := dev.Capacity[traceGPUCapacity]; ok {
-			left[i] = q.Value.Value() - used[dev.Name]
+			c = q.Value.Value()
+		}
+		s.ids = append(s.ids, structured.MakeDeviceID(sl.Spec.Driver, sl.Spec.Pool.Name, dev.Name))
+		s.capacity = append(s.capacity, c)
+	}
+	d.devs[sl] = s
+	return s
+}
+
+// left is what each device of the slice has left in state: its capacity
+// less the thousandths its claims consume. O(devices).
+func (s *sliceDevs) left(state *structured.AllocatedState) []int64 {
+	left := slices.Clone(s.capacity)
+	for i, id := range s.ids {
+		if q := state.AggregatedCapacity[id][traceGPUCapacity]; q != nil {
+			left[i] -= q.Value()
 		}
 	}
 	return left
+}
+
+// lastOrder is the order (device indexes of src) a slice was last listed
+// in, and the slice so listed.
+type lastOrder struct {
+	idx []int
+	out *resourceapi.ResourceSlice
 }
 
 // ordered returns sl with its devices fullest first, given what each has
@@ -263,10 +379,11 @@ func leftOf(sl *resourceapi.ResourceSlice, used map[string]int64) []int64 {
 // the same object as last time if neither the slice nor the order
 // changed. O(devices log devices).
 func (d *draFullestFirst) ordered(sl *resourceapi.ResourceSlice, left []int64, first int) *resourceapi.ResourceSlice {
-	idx := make([]int, len(left))
-	for i := range idx {
-		idx[i] = i
+	idx := d.idx[:0]
+	for i := range left {
+		idx = append(idx, i)
 	}
+	d.idx = idx
 	slices.SortStableFunc(idx, func(a, b int) int {
 		switch {
 		case a == first:
@@ -276,6 +393,17 @@ func (d *draFullestFirst) ordered(sl *resourceapi.ResourceSlice, left []int64, f
 		}
 		return cmp.Compare(left[a], left[b])
 	})
+	if l, ok := d.last[sl]; ok && slices.Equal(l.idx, idx) {
+		return l.out
+	}
+	out := d.orderedBy(sl, idx)
+	d.last[sl] = lastOrder{idx: slices.Clone(idx), out: out}
+	return out
+}
+
+// orderedBy is sl with its devices in the order idx, the same object as
+// the last one for sl's pool and that order if sl is the same object.
+func (d *draFullestFirst) orderedBy(sl *resourceapi.ResourceSlice, idx []int) *resourceapi.ResourceSlice {
 	d.key = append(append(d.key[:0], sl.Spec.Pool.Name...), '/')
 	for _, i := range idx {
 		d.key = append(d.key, byte(i), byte(i>>8))

@@ -74,6 +74,9 @@ type gpuDRAScore struct {
 	last   *v1.Pod
 	lastR  gpu.Request
 	lastOK bool
+
+	// nodes keeps the nodes rebuilt (nil: rebuild every time).
+	nodes *draNodeMemo
 }
 
 var (
@@ -90,7 +93,11 @@ func gpuDRAPlugins(m *gpuDRAModel) frameworkruntime.Registry {
 			return nil, err
 		}
 		m.policy, m.hasPolicy, m.h = p, ok, h
-		return &gpuDRAScore{m: m, h: h}, nil
+		pl := &gpuDRAScore{m: m, h: h}
+		if draNodeMemoOn {
+			pl.nodes = newDRANodeMemo()
+		}
+		return pl, nil
 	}}
 }
 
@@ -148,22 +155,22 @@ func (m *gpuDRAModel) attemptEnded() { m.pod = nil }
 func (*gpuDRAScore) ScoreExtensions() fwk.ScoreExtensions { return nil }
 
 // node rebuilds a node's GPUs from the devices its pods' claims were
-// allocated, leaving out skip. A pod whose claim has no allocation on the
+// allocated, leaving out skip (or reads them from p's memo of rebuilt
+// nodes, draNodeMemo). A pod whose claim has no allocation on the
 // node's pool (not expected once bound) takes the best fit, as DRA would.
 func (p *gpuDRAScore) node(ni fwk.NodeInfo, skip types.UID) *gpu.Node {
-	return draNode(p.h, ni, skip)
+	return p.nodes.node(ni, skip, p.h.SharedDRAManager().ResourceClaims().Get)
 }
 
-// draNode is gpuDRAScore.node with h's DRA manager.
-func draNode(h fwk.Handle, ni fwk.NodeInfo, skip types.UID) *gpu.Node {
-	in := nodeInOf(ni)
+// draNodeFrom is gpuDRAScore.node on in (ni's figures), with get's claims.
+func draNodeFrom(in nodeIn, ni fwk.NodeInfo, skip types.UID, get claimGetter) *gpu.Node {
 	n := emptyNode(in)
 	for _, pi := range ni.GetPods() {
 		pod := pi.GetPod()
 		res := pi.CalculateResource().Resource
 		u := podUsage{gpuMilli: res.GetScalarResources()[gpuName], cpu: res.GetMilliCPU(), mem: res.GetMemory()}
 		placeHeld(n, u, pod.UID == skip, func() []int {
-			return allocatedGPUs(pod, in.name, h.SharedDRAManager().ResourceClaims().Get)
+			return allocatedGPUs(pod, in.name, get)
 		})
 	}
 	return n

@@ -1,0 +1,137 @@
+package sim
+
+import (
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/schedq/schedq/kube/gpu"
+)
+
+// draNodeMemoOn turns gpuDRAScore's memo of rebuilt nodes on; tests turn
+// it off to check that the memo changes no placement.
+var draNodeMemoOn = true
+
+// draNodeMemoMax bounds the nodes whose rebuilt GPUs are kept: past it
+// (nodes that came and went under many names), the memo starts afresh.
+const draNodeMemoMax = 1 << 16
+
+// draNodeMemo keeps, per node, the GPUs draNode rebuilt for it and
+// everything that rebuild read: the node's allocatable and requested CPU,
+// memory and GPUs and its model, the pod objects on it in order, which of
+// them were left out (skip), and each claim looked up with what the
+// lookup returned. draNode is a function of those alone (a pod object and
+// a claim object are never changed in place), so while a node has the
+// same ones the kept GPUs are the ones a rebuild would give. Checking
+// them costs a pointer comparison per pod and a claim lookup per GPU pod,
+// instead of summing every pod's requests, looking its claims up and
+// placing it again: in a loaded replay the score rebuilt every node it
+// scored in every cycle, a fifth of the run's CPU.
+//
+// Nothing is keyed by a NodeInfo's generation: a PodGroup's cycle assumes
+// pods into the snapshot without changing it, and the requested CPU and
+// memory and the pod list, which such a cycle changes, are compared
+// themselves. Safe for concurrent use.
+type draNodeMemo struct {
+	mu    sync.Mutex
+	nodes map[string]*draNodeEntry
+	// builds counts the rebuilds, for tests.
+	builds int
+}
+
+// draNodeEntry is one node's rebuilt GPUs and what they were rebuilt from.
+type draNodeEntry struct {
+	head   nodeHead
+	pods   []*v1.Pod
+	skip   types.UID
+	claims []claimRead
+	n      *gpu.Node
+}
+
+// nodeHead is a nodeIn without its pods: what draNode reads of the node
+// itself.
+type nodeHead struct {
+	name, model        string
+	cpu, mem, gpuMilli int64
+	usedCPU, usedMem   int64
+}
+
+func headOf(in nodeIn) nodeHead {
+	return nodeHead{name: in.name, model: in.model, cpu: in.cpu, mem: in.mem, gpuMilli: in.gpuMilli, usedCPU: in.usedCPU, usedMem: in.usedMem}
+}
+
+// claimRead is one claim lookup and its result: the claim object, or
+// failed.
+type claimRead struct {
+	namespace, name string
+	claim           *resourceapi.ResourceClaim
+	failed          bool
+}
+
+// claimGetter looks a claim up, as the DRA manager's claim tracker does.
+type claimGetter func(namespace, name string) (*resourceapi.ResourceClaim, error)
+
+func newDRANodeMemo() *draNodeMemo {
+	return &draNodeMemo{nodes: map[string]*draNodeEntry{}}
+}
+
+// node returns ni's GPUs as draNode rebuilds them from get's claims,
+// leaving out the pods whose UID is skip: a copy of the kept ones if
+// nothing they were rebuilt from changed, else rebuilt (and kept). A nil
+// memo rebuilds every time. O(pods on the node + their claims) for the
+// check, O(GPUs) for the copy.
+func (m *draNodeMemo) node(ni fwk.NodeInfo, skip types.UID, get claimGetter) *gpu.Node {
+	in := nodeInOf(ni)
+	if m == nil {
+		return draNodeFrom(in, ni, skip, get)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	head := headOf(in)
+	if e := m.nodes[head.name]; e != nil && e.holds(head, ni, skip, get) {
+		return e.n.Clone()
+	}
+	m.builds++
+	e := &draNodeEntry{head: head, skip: skip}
+	for _, pi := range ni.GetPods() {
+		e.pods = append(e.pods, pi.GetPod())
+	}
+	e.n = draNodeFrom(in, ni, skip, func(namespace, name string) (*resourceapi.ResourceClaim, error) {
+		c, err := get(namespace, name)
+		e.claims = append(e.claims, claimRead{namespace: namespace, name: name, claim: c, failed: err != nil})
+		return c, err
+	})
+	if len(m.nodes) >= draNodeMemoMax {
+		clear(m.nodes)
+	}
+	m.nodes[head.name] = e
+	return e.n.Clone()
+}
+
+// holds reports whether e was rebuilt from what ni, skip and get give
+// now: the same node figures, the same pod objects in the same order,
+// the same of them left out, and every claim e looked up the same object
+// (or failing again). The lookups are made again in e's order, which is
+// the order a rebuild would make them in.
+func (e *draNodeEntry) holds(head nodeHead, ni fwk.NodeInfo, skip types.UID, get claimGetter) bool {
+	pods := ni.GetPods()
+	if head != e.head || len(pods) != len(e.pods) {
+		return false
+	}
+	for i, pi := range pods {
+		p := pi.GetPod()
+		if p != e.pods[i] || (p.UID == skip) != (p.UID == e.skip) {
+			return false
+		}
+	}
+	for _, r := range e.claims {
+		c, err := get(r.namespace, r.name)
+		if (err != nil) != r.failed || (err == nil && c != r.claim) {
+			return false
+		}
+	}
+	return true
+}

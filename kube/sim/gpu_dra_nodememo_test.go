@@ -1,0 +1,206 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/schedq/schedq/kube/gpu"
+)
+
+// memoNode is a trace-like node of gpus V100s, with cpu millicores.
+func memoNode(cpu int64, model string, gpus int64) *v1.Node {
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{LabelGPUModel: model}},
+		Status: v1.NodeStatus{Allocatable: v1.ResourceList{
+			v1.ResourceCPU:                    *resource.NewMilliQuantity(cpu, resource.DecimalSI),
+			v1.ResourceMemory:                 resource.MustParse("64Gi"),
+			v1.ResourceName(ResourceGPUMilli): *resource.NewQuantity(gpus*gpu.Milli, resource.DecimalSI),
+		}}}
+}
+
+// claimedPod is gpuPod with a claim named after it.
+func claimedPod(name string, gpuMilli int64) *v1.Pod {
+	p := gpuPod(name, gpuMilli)
+	c := "claim-" + name
+	p.Status.ResourceClaimStatuses = []v1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &c}}
+	return p
+}
+
+// allocatedClaim is pod's claim, allocated device gpu-i of node n's pool,
+// or not allocated if i < 0.
+func allocatedClaim(pod string, i int) *resourceapi.ResourceClaim {
+	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-" + pod, Namespace: "default"}}
+	if i >= 0 {
+		c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
+			{Request: "gpu", Driver: traceGPUDriver, Pool: "n", Device: fmt.Sprintf("gpu-%d", i)}}}}
+	}
+	return c
+}
+
+// memoWorld is what a rebuild reads: the node, its pods, the claims.
+type memoWorld struct {
+	node   *v1.Node
+	pods   []*v1.Pod
+	claims map[string]*resourceapi.ResourceClaim
+	// extraCPU is added to the NodeInfo's requested CPU after its pods,
+	// as a PodGroup's cycle's assumed pods would change it.
+	extraCPU int64
+}
+
+func (w memoWorld) nodeInfo() *framework.NodeInfo {
+	ni := framework.NewNodeInfo(w.pods...)
+	ni.SetNode(w.node)
+	ni.Requested.MilliCPU += w.extraCPU
+	return ni
+}
+
+func (w memoWorld) get(namespace, name string) (*resourceapi.ResourceClaim, error) {
+	if c, ok := w.claims[namespace+"/"+name]; ok {
+		return c, nil
+	}
+	return nil, errors.New("not found")
+}
+
+// baseWorld is node n with two GPUs: a's 300 on gpu-1, b's 500 on gpu-0
+// (not the best fit's order, so that a rebuild that ignored the claims
+// would tell).
+func baseWorld() memoWorld {
+	a, b := claimedPod("a", 300), claimedPod("b", 500)
+	return memoWorld{node: memoNode(32000, "V100", 2), pods: []*v1.Pod{a, b},
+		claims: map[string]*resourceapi.ResourceClaim{"default/claim-a": allocatedClaim("a", 1), "default/claim-b": allocatedClaim("b", 0)}}
+}
+
+// TestDRANodeMemoInvalidation: the memo of rebuilt nodes gives, after
+// each change, the GPUs a rebuild without it gives, and rebuilds exactly
+// when something a rebuild reads changed.
+func TestDRANodeMemoInvalidation(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		change  func(w *memoWorld)
+		skip    types.UID // the second call's (the first's is "q", on no pod)
+		rebuild bool
+	}{
+		{name: "nothing changed", change: func(*memoWorld) {}},
+		{name: "another pod left out, on no node", change: func(*memoWorld) {}, skip: "zzz"},
+		{name: "the pod left out is on the node", change: func(*memoWorld) {}, skip: "a", rebuild: true},
+		{name: "a pod came", change: func(w *memoWorld) {
+			w.pods = append(w.pods, claimedPod("c", 200))
+			w.claims["default/claim-c"] = allocatedClaim("c", 1)
+		}, rebuild: true},
+		{name: "a pod left", change: func(w *memoWorld) { w.pods = w.pods[1:] }, rebuild: true},
+		{name: "the pods in another order", change: func(w *memoWorld) { slices.Reverse(w.pods) }, rebuild: true},
+		{name: "a pod object replaced", change: func(w *memoWorld) { w.pods[0] = claimedPod("a", 300) }, rebuild: true},
+		{name: "a claim allocated elsewhere", change: func(w *memoWorld) { w.claims["default/claim-a"] = allocatedClaim("a", 0) }, rebuild: true},
+		{name: "a claim's allocation dropped", change: func(w *memoWorld) { w.claims["default/claim-b"] = allocatedClaim("b", -1) }, rebuild: true},
+		{name: "a claim object replaced alike", change: func(w *memoWorld) { w.claims["default/claim-a"] = allocatedClaim("a", 1) }, rebuild: true},
+		{name: "a claim gone", change: func(w *memoWorld) { delete(w.claims, "default/claim-a") }, rebuild: true},
+		{name: "requested CPU changed, pods alike", change: func(w *memoWorld) { w.extraCPU = 16000 }, rebuild: true},
+		{name: "the node's CPU changed", change: func(w *memoWorld) { w.node = memoNode(16000, "V100", 2) }, rebuild: true},
+		{name: "the node's model changed", change: func(w *memoWorld) { w.node = memoNode(32000, "T4", 2) }, rebuild: true},
+		{name: "the node's GPUs changed", change: func(w *memoWorld) { w.node = memoNode(32000, "V100", 4) }, rebuild: true},
+		{name: "a new node object alike", change: func(w *memoWorld) { w.node = memoNode(32000, "V100", 2) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := baseWorld()
+			m := newDRANodeMemo()
+			first := m.node(w.nodeInfo(), "q", w.get)
+			if want := draNodeFrom(nodeInOf(w.nodeInfo()), w.nodeInfo(), "q", w.get); !sameGPUNode(first, want) {
+				t.Fatalf("first call %+v, want %+v", first, want)
+			}
+			first.Free[0] = -1 // a caller's change must not reach the memo
+			c.change(&w)
+			skip := c.skip
+			if skip == "" {
+				skip = "q"
+			}
+			ni := w.nodeInfo()
+			got := m.node(ni, skip, w.get)
+			want := draNodeFrom(nodeInOf(ni), ni, skip, w.get)
+			if !sameGPUNode(got, want) {
+				t.Errorf("memo gives %+v, a rebuild %+v", got, want)
+			}
+			if rebuilt := m.builds == 2; rebuilt != c.rebuild {
+				t.Errorf("rebuilt: %v, want %v", rebuilt, c.rebuild)
+			}
+		})
+	}
+}
+
+// TestDRANodeMemoReadsTheClaims: the base world's GPUs are the claims'
+// devices, not the best fit's, so the invalidation cases above see a
+// claim's change.
+func TestDRANodeMemoReadsTheClaims(t *testing.T) {
+	w := baseWorld()
+	n := newDRANodeMemo().node(w.nodeInfo(), "q", w.get)
+	if want := []int64{500, 700}; !slices.Equal(n.Free, want) {
+		t.Errorf("GPUs free %v, want %v (b's 500 on gpu-0, a's 300 on gpu-1)", n.Free, want)
+	}
+}
+
+func sameGPUNode(a, b *gpu.Node) bool {
+	return a.Name == b.Name && a.Model == b.Model && a.CPU == b.CPU && a.Mem == b.Mem && a.CPUFree == b.CPUFree &&
+		a.MemFree == b.MemFree && slices.Equal(a.Free, b.Free)
+}
+
+// TestDRANodeMemoChangesNoPlacement: replays of the differential cases
+// (pods that end, probes that arrive together, every policy; and a
+// cluster of 250 nodes) place the same pods on the same nodes and
+// devices, with the memo of rebuilt nodes and without it, at each of
+// several points of the replay.
+func TestDRANodeMemoChangesNoPlacement(t *testing.T) {
+	seeds := uint64(40)
+	if testing.Short() || raceDetector {
+		seeds = 8
+	}
+	type placed struct {
+		nodes   map[string]string
+		devices map[string][]int
+	}
+	replay := func(t *testing.T, c diffCase, memo bool) []placed {
+		t.Helper()
+		defer func(on bool) { draNodeMemoOn = on }(draNodeMemoOn)
+		draNodeMemoOn = memo
+		sc := traceScenario(c.trace(t))
+		sc.Seed = c.seed
+		sc.Scheduler.PercentageOfNodesToScore = c.percentage
+		sc.Scheduler.GPUModel, sc.Scheduler.GPUPolicy = GPUModelDRA, c.policy.String()
+		r, err := NewReplay(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.s.close()
+		var out []placed
+		// Half a second past each arrival: no binding in flight.
+		for _, at := range []int{c.probeAt(0) - 1, c.probeAt(0), c.probeAt(len(c.probes)-1) + 1} {
+			if err := r.Until(time.Duration(at)*time.Second + time.Second/2); err != nil {
+				t.Fatal(err)
+			}
+			n, d := draPlaced(t, r.s)
+			out = append(out, placed{n, d})
+		}
+		return out
+	}
+	for _, p := range gpu.Policies() {
+		t.Run(p.String(), func(t *testing.T) {
+			cases := []diffCase{genLargeDiffCase(2, p, 100)}
+			for seed := range seeds {
+				cases = append(cases, genDiffCase(seed+1, p))
+			}
+			for _, c := range cases {
+				if on, off := replay(t, c, true), replay(t, c, false); !reflect.DeepEqual(on, off) {
+					t.Errorf("%s: placements with the memo\n%+v\nwithout\n%+v", c.name, on, off)
+				}
+			}
+		})
+	}
+}
