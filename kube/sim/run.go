@@ -591,6 +591,13 @@ func (s *sim) bindDone(pod *v1.Pod, node string, done func(error)) {
 		s.gangBindFailed(pod)
 		done(errors.New("pod not found"))
 		return
+	case cur.DeletionTimestamp != nil:
+		// The API server binds no pod whose deletion has started, and a
+		// deletionTimestamp is never removed; the scheduler has freed
+		// its assumed room at the update that showed it.
+		s.gangBindFailed(pod)
+		done(errors.New("pod is being deleted; it cannot be bound"))
+		return
 	case cur.Spec.NodeName != "":
 		s.gangBindFailed(pod)
 		done(fmt.Errorf("pod is already bound to %s", cur.Spec.NodeName))
