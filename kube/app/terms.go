@@ -248,8 +248,10 @@ func termBinder(client kubernetes.Interface, f *fence) *scheduler.APIBinder {
 // waitWrites waits for the term's other writes still under way: the
 // evictions of its preemptions and the deletions of its gang releases.
 // Only the scheduling loop starts them, and it has stopped; their
-// callbacks take the queue's and the scheduler's leaf locks, none of
-// which the caller holds, so the wait cannot deadlock.
+// callbacks take the queue's lock, the scheduler's leaf locks and the pod
+// events' lock (an eviction that failed: retryPreemptor), none of which
+// the caller holds, and whose holders (the pod handlers) wait for nothing
+// the caller does, so the wait cannot deadlock.
 func (t *terms) waitWrites() {
 	if t.preempt != nil {
 		t.preempt.Evictor.Wait()

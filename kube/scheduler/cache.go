@@ -62,7 +62,18 @@ import (
 //     taken it out of the queue (deleted, or bound). It is taken before
 //     mu and before the queue's lock (the switch queue's too), never
 //     under either: Handlers.AddPods, which a queue rebuild calls holding
-//     the switch queue's lock, does not take it.
+//     the switch queue's lock, does not take it. The scheduling loop
+//     takes it holding no lock of schedq's (after UpdateSnapshot has
+//     released mu, outside Cache.Trial, with no plugin running), and an
+//     eviction's goroutine (retryPreemptor, from the Evictor's callback)
+//     holding none either; under it they call the queue only, as the
+//     handlers do (its Move runs the plugins' hints and the wake budget
+//     under the queue's lock). No holder waits for the loop, a binding or
+//     an eviction: the loop waits for the holder and those queued before
+//     it (a channel serves its waiting senders in turn), so a slow handler
+//     (a Move whose hints visit many parked pods) delays the loop by its
+//     length, once per nomination written or cleared, and cannot
+//     deadlock it (TestLockOrderNominationWaitsOnlyForTheHandler).
 //
 //   - Gang release's lock (gangRelease.mu) is a leaf, taken with no other
 //     lock held: by the scheduling loop, a release's end, and the PodGroup
