@@ -112,3 +112,40 @@ func TestGangMemberBeingDeletedAfterQuorum(t *testing.T) {
 		t.Errorf("failures reported: %v", f.r.failures)
 	}
 }
+
+// TestPodBeingDeletedDuringItsCycleIsNotAssumed: the informer shows p's
+// deletion started while p's cycle runs, before p is assumed. The
+// update finds no assumption to free; the cycle must not make one
+// after it: the API server would refuse the binding, but only once it
+// is sent, after PreBind (minutes, for a volume's), and until then p's
+// room would be held though no update will come to free it. p is not
+// assumed, its binding never starts, nothing is reported, and q takes
+// the room.
+func TestPodBeingDeletedDuringItsCycleIsNotAssumed(t *testing.T) {
+	f := newFixture(t)
+	hb := &oneHeldBinder{}
+	f.s.binder = hb
+	f.h.AddNode(node("a", 1000))
+	p := pod("p", 800)
+	f.h.AddPod(p)
+	f.s.queue = &cycleStartHook{Queue: f.q, key: framework.Key(p), hook: func() { f.h.UpdatePod(p, beingDeleted(p)) }}
+	f.once()
+	f.s.queue = f.q
+	if hb.done != nil {
+		t.Error("the binding of p, being deleted, started")
+	}
+	if n, ok := f.c.NodeOf(framework.Key(p)); ok {
+		t.Errorf("p, being deleted, assumed on %s", n)
+	}
+	if loc := f.where("p"); loc != 0 {
+		t.Errorf("p, being deleted, queued (%v)", loc)
+	}
+	if len(f.r.failures) != 0 {
+		t.Errorf("failures reported: %v", f.r.failures)
+	}
+	f.s.binder = f.b
+	f.h.AddPod(pod("q", 800))
+	if out := f.once(); out.Result != Scheduled || out.Node != "a" {
+		t.Errorf("q: %+v, want Scheduled on a", out)
+	}
+}

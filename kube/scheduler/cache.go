@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -109,7 +110,8 @@ type Cache struct {
 	scaled map[string]int
 	// gone holds the UIDs of the last group members the pod handlers saw
 	// deleted or being deleted, so that a group attempt under way does
-	// not count such a member towards its minCount (Trial.Gone).
+	// not count such a member towards its minCount (Trial.Gone), and of
+	// the last pods they saw being deleted, which Assume refuses.
 	gone goneRing
 
 	// room is what the wake budget reads, published by every write
@@ -292,6 +294,10 @@ func sameBytes[T any](a, b *T) bool {
 	return bytes.Equal(unsafe.Slice((*byte)(unsafe.Pointer(a)), size), unsafe.Slice((*byte)(unsafe.Pointer(b)), size))
 }
 
+// errDeletionStarted is Assume's refusal of a pod whose deletion the pod
+// handlers saw start during its cycle (Cache.buryDeleting).
+var errDeletionStarted = errors.New("its deletion has started")
+
 // RemovePod forgets a bound or assumed pod.
 func (c *Cache) RemovePod(key types.NamespacedName) {
 	c.lock()
@@ -303,7 +309,8 @@ func (c *Cache) RemovePod(key types.NamespacedName) {
 
 // Assume accounts pod on node before its binding is confirmed. The node
 // must still be in the cache: a pod is never assumed on a node whose
-// deletion was seen. If b is not nil and the node is deleted before the
+// deletion was seen; nor is a pod whose deletion the pod handlers saw
+// start (errDeletionStarted): the API server never binds it. If b is not nil and the node is deleted before the
 // binding starts (see StartBinding), the pod is forgotten and b aborted.
 func (c *Cache) Assume(pi *framework.PodInfo, node string, b *pendingBinding) error {
 	c.lock()
@@ -314,6 +321,9 @@ func (c *Cache) Assume(pi *framework.PodInfo, node string, b *pendingBinding) er
 	}
 	if _, ok := c.nodes[node]; !ok {
 		return fmt.Errorf("node %s was deleted", node)
+	}
+	if c.gone.has(pi.Pod.UID) {
+		return fmt.Errorf("pod %s: %w", key, errDeletionStarted)
 	}
 	c.placeLocked(pi, node)
 	c.assumed[key] = &assumption{uid: pi.Pod.UID, node: node, b: b}

@@ -316,6 +316,21 @@ func (c *Cache) buryMember(p *v1.Pod) {
 	c.gone.add(p.UID)
 }
 
+// buryDeleting notes that the pod handlers saw p's deletion start, for
+// any pod of ours, not only a group member: from then on Assume refuses
+// it, since the API server binds no pod being deleted and a
+// deletionTimestamp is never removed. The update that shows it frees an
+// assumption made before (Handlers.release); this stops one made after,
+// by a cycle under way, that no update would free. O(1).
+func (c *Cache) buryDeleting(p *v1.Pod) {
+	if p.UID == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gone.add(p.UID)
+}
+
 // Gone reports whether the pod handlers saw the group member of uid
 // deleted or being deleted (one of the last goneCap). O(1).
 func (t *Trial) Gone(uid types.UID) bool { return t.c.gone.has(uid) }

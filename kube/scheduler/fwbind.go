@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -125,6 +126,9 @@ func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.Po
 	fb.requeue = pb.abort
 	pb.abort = func() { fb.ended(ctx, true) }
 	if err := s.cache.Assume(pi, node, pb); err != nil {
+		if errors.Is(err, errDeletionStarted) {
+			return s.dropDeleting(info, start, err)
+		}
 		return s.fail(ctx, info, start, Outcome{Result: Error, Message: err.Error()})
 	}
 	held := true
@@ -144,6 +148,18 @@ func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.Po
 	s.committed = true // the binding owns the attempt from here
 	s.assumed(info.Key, info.Item.UID)
 	s.startBinding(ctx, info, node, pb, start)
+	return out
+}
+
+// dropDeleting ends, with no report, the attempt of a pod whose deletion
+// the informer showed start during its cycle, which Assume refused: the
+// queue has dropped the pod already, and the API server would refuse its
+// binding. It counts as an attempt that ended in an error.
+func (s *Scheduler) dropDeleting(info Attempt, start time.Time, err error) Outcome {
+	out := Outcome{Result: Error, Message: err.Error()}
+	s.o.Logger.Debug("not assumed: its deletion started during its cycle", "pod", info.Key, "err", err)
+	s.o.Metrics.attempt(s.label(info.Item), out.Result, s.o.Now().Sub(start))
+	s.done(info)
 	return out
 }
 

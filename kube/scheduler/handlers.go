@@ -189,6 +189,9 @@ func (h *Handlers) updatePod(oldPod, newPod *v1.Pod) {
 			h.nominationGone(oldPod, node)
 		}
 		h.Cache.buryMember(oldPod)
+		if newPod.DeletionTimestamp != nil {
+			h.Cache.buryDeleting(newPod) // not assumed by a cycle under way either
+		}
 		if terminal(newPod) || newPod.DeletionTimestamp != nil {
 			// Bound and finished in one update (seen after a watch gap), or
 			// being deleted unbound (a finalizer keeps it): its assumption,
