@@ -3,6 +3,7 @@ package scheduler
 import (
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -14,6 +15,17 @@ type cycleStartHook struct {
 	Queue
 	key  types.NamespacedName
 	hook func()
+}
+
+// recreate shows p deleted and created again under its name, as an
+// informer would: a new UID (uid-NAME-2), nominated to node in its status
+// ("" for none).
+func recreate(f *fixture, p *v1.Pod, node string) {
+	f.h.DeletePod(p)
+	again := p.DeepCopy()
+	again.UID = types.UID("uid-" + p.Name + "-2")
+	again.Status.NominatedNodeName = node
+	f.h.AddPod(again)
 }
 
 func (q *cycleStartHook) NominatedTargets() []string {
@@ -52,11 +64,10 @@ func TestNominationOfARecreatedPreemptor(t *testing.T) {
 			high := prioPod("high", 4000, 100)
 			f.h.AddPod(high)
 			f.s.queue = &cycleStartHook{Queue: f.q, key: types.NamespacedName{Namespace: "default", Name: "high"}, hook: func() {
-				f.h.DeletePod(high)
 				if tc.recreate {
-					again := high.DeepCopy()
-					again.UID = "uid-high-2"
-					f.h.AddPod(again)
+					recreate(f, high, "")
+				} else {
+					f.h.DeletePod(high)
 				}
 			}}
 			f.once()
@@ -88,10 +99,7 @@ func TestNominationOfARecreatedPodIsNotClearedByTheOldOnesCycle(t *testing.T) {
 		t.Fatalf("high's nomination from its status: %q", got)
 	}
 	f.s.queue = &cycleStartHook{Queue: f.q, key: types.NamespacedName{Namespace: "default", Name: "high"}, hook: func() {
-		f.h.DeletePod(high)
-		again := high.DeepCopy()
-		again.UID = "uid-high-2"
-		f.h.AddPod(again)
+		recreate(f, high, "a")
 	}}
 	f.once()
 	if got := f.nomination("high"); got != "a" {
@@ -112,11 +120,7 @@ func TestGoneNodeClearsOnlyTheOldPodsNomination(t *testing.T) {
 	high.Status.NominatedNodeName = "x"
 	f.h.AddPod(high)
 	f.s.queue = &cycleStartHook{Queue: f.q, key: types.NamespacedName{Namespace: "default", Name: "high"}, hook: func() {
-		f.h.DeletePod(high)
-		again := high.DeepCopy()
-		again.UID = "uid-high-2"
-		again.Status.NominatedNodeName = "a"
-		f.h.AddPod(again)
+		recreate(f, high, "a")
 	}}
 	f.once()
 	if got := f.nomination("high"); got != "a" {
@@ -140,11 +144,7 @@ func TestAssumedClearsOnlyItsOwnNomination(t *testing.T) {
 	p.Status.NominatedNodeName = "a"
 	f.h.AddPod(p)
 	f.s.queue = &cycleStartHook{Queue: f.q, key: types.NamespacedName{Namespace: "default", Name: "p"}, hook: func() {
-		f.h.DeletePod(p)
-		again := p.DeepCopy()
-		again.UID = "uid-p-2"
-		again.Status.NominatedNodeName = "b"
-		f.h.AddPod(again)
+		recreate(f, p, "b")
 	}}
 	if out := f.once(); out.Result != Scheduled {
 		t.Fatalf("p: %+v", out)
