@@ -146,7 +146,7 @@ func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.Po
 	}
 	held = false
 	s.committed = true // the binding owns the attempt from here
-	s.assumed(info.Key, info.Item.UID)
+	s.assumed(info.Item, node)
 	s.startBinding(ctx, info, node, pb, start)
 	return out
 }

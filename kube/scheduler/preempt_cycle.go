@@ -11,6 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq/kube/framework"
 )
 
 // Evictor carries out a preemption without holding the scheduling cycle
@@ -202,12 +204,18 @@ func (s *Scheduler) clearNomination(key types.NamespacedName, why string) bool {
 	return true
 }
 
-// assumed drops the nomination of a pod (of uid) the cache now counts on
-// its node, so that its room is not counted twice while the binding is
-// under way; not that of a pod created again under its name meanwhile
-// (unnominateAs).
-func (s *Scheduler) assumed(key types.NamespacedName, uid types.UID) {
-	if _, ok := s.queue.Nomination(key); ok {
-		s.unnominateAs(key, uid, "assumed on a node")
+// assumed drops the nomination of pod, which the cache now counts on
+// node, so that its room is not counted twice while the binding is under
+// way; not that of a pod created again under its name meanwhile
+// (unnominateAs). A nomination to another node kept room there from the
+// pods of pod's priority or lower: they are woken for it
+// (nominationFreed), as when preemption gives a nomination up.
+func (s *Scheduler) assumed(pod *v1.Pod, node string) {
+	key := framework.Key(pod)
+	if _, ok := s.queue.Nomination(key); !ok {
+		return
+	}
+	if nom, ok := s.unnominateAs(key, pod.UID, "assumed on a node"); ok && nom != node {
+		s.nominationFreed(pod, nom)
 	}
 }

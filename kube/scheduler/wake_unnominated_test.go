@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
+
 	"github.com/schedq/schedq"
 )
 
@@ -35,5 +37,39 @@ func TestFailedPreemptionFreesTheNominationsRoom(t *testing.T) {
 	}
 	if loc := f.where("low"); loc == schedq.InUnschedulable {
 		t.Fatal("low still parked after high's nomination was cleared")
+	}
+}
+
+// TestAssumedElsewhereFreesTheNominationsRoom: high, nominated to a (a
+// previous leader's nomination), no longer fits there and is assumed on
+// b, which only it tolerates. Its nomination to a kept low out of a; the
+// assumption clears it, and low, parked behind that room, is woken for
+// it, as when preemption gives a nomination up.
+func TestAssumedElsewhereFreesTheNominationsRoom(t *testing.T) {
+	f, _ := newPreemptFixture(t)
+	taint := v1.Taint{Key: "dedicated", Effect: v1.TaintEffectNoSchedule}
+	f.h.AddNode(node("a", 4000))
+	f.h.AddNode(node("b", 4000, taint))
+	f.h.AddPod(runningPod("top", "a", 2000, 1000, t0))
+	f.h.AddPod(prioPod("low", 1500, 1))
+	info, ok := tryPop(f.q)
+	if !ok || info.Item.Name != "low" {
+		t.Fatalf("popped %v, want low", info.Item)
+	}
+	high := prioPod("high", 3000, 100)
+	high.Status.NominatedNodeName = "a"
+	high.Spec.Tolerations = []v1.Toleration{{Key: "dedicated", Operator: v1.TolerationOpExists}}
+	f.h.AddPod(high)
+	if out := f.s.ScheduleOne(t.Context(), info); out.Result != Unschedulable || !slices.Contains(out.Plugins, "NodeResourcesFit") {
+		t.Fatalf("low: %v by %v (%s), want Unschedulable by NodeResourcesFit: high's room on a", out.Result, out.Plugins, out.Message)
+	}
+	if loc := f.where("low"); loc != schedq.InUnschedulable {
+		t.Fatalf("low %v, want parked", loc)
+	}
+	if out := f.once(); out.Result != Scheduled || out.Node != "b" || f.nomination("high") != "" {
+		t.Fatalf("high: %v on %q, nominated %q (%s), want assumed on b, its nomination cleared", out.Result, out.Node, f.nomination("high"), out.Message)
+	}
+	if loc := f.where("low"); loc == schedq.InUnschedulable {
+		t.Fatal("low still parked after high, assumed on b, gave up its nomination to a")
 	}
 }
