@@ -257,16 +257,7 @@ func TestFrameworkCyclesWithConcurrentWriters(t *testing.T) {
 			f.h.DeleteNode(zonedNode(name, "b"))
 		}
 	}()
-	scheduled := 0
-	for range pods {
-		info, ok := tryPop(f.q)
-		if !ok {
-			break
-		}
-		if out := f.s.ScheduleOne(context.Background(), info); out.Result == Scheduled {
-			scheduled++
-		}
-	}
+	scheduled := f.scheduleUpTo(pods)
 	close(stop)
 	<-writer
 	if scheduled == 0 {

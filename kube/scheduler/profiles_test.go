@@ -399,16 +399,7 @@ func TestProfilesConcurrentCyclesBindingsAndEvents(t *testing.T) {
 			f.h.DeleteNode(extra)
 		}
 	})
-	scheduled := 0
-	for range pods {
-		info, ok := tryPop(f.q)
-		if !ok {
-			break
-		}
-		if out := f.s.ScheduleOne(context.Background(), info); out.Result == Scheduled {
-			scheduled++
-		}
-	}
+	scheduled := f.scheduleUpTo(pods)
 	close(stop)
 	writer.Wait()
 	binds.Wait()

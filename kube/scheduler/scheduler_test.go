@@ -406,5 +406,21 @@ func tryPop(q *schedq.Queue[types.NamespacedName, *v1.Pod]) (Attempt, bool) {
 	return a, err == nil
 }
 
+// scheduleUpTo pops and schedules up to n pods, one cycle each, until
+// the queue has none ready, and returns how many were scheduled.
+func (f *fixture) scheduleUpTo(n int) int {
+	scheduled := 0
+	for range n {
+		info, ok := tryPop(f.q)
+		if !ok {
+			break
+		}
+		if out := f.s.ScheduleOne(context.Background(), info); out.Result == Scheduled {
+			scheduled++
+		}
+	}
+	return scheduled
+}
+
 // queued is the number of queued pods: every place but in flight.
 func queued(c schedq.Counts) int { return c.Active + c.Backoff + c.Unschedulable + c.Gated }
