@@ -228,10 +228,8 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	}
 	rec := metrics.New(metrics.Options{Profile: o.SchedulerName, EventLabels: clusterevent.QueueLabels})
 	c := scheduler.NewCache()
-	qcfg := scheduler.QueueConfig()
+	qcfg := o.queueConfig()
 	qcfg.Recorder = rec
-	qcfg.Fairness = o.Fairness.fairness()
-	qcfg.InitialBackoff, qcfg.MaxBackoff = o.Config.InitialBackoff, o.Config.MaxBackoff
 	lib, libQuiet := libraryLogger(quiet.next)
 	go libQuiet.run(ctx)
 	if o.Klog {

@@ -30,6 +30,9 @@ type ConfigOptions struct {
 	// forecasts simulate.
 	Profiles []*config.KubeSchedulerProfile
 	Profile  *config.KubeSchedulerProfile
+	// setBy names, for each flag whose setting the file gives (its
+	// Schedq args, settings.go), the file's field; nil without.
+	setBy map[string]string
 }
 
 // schedulerNames are the schedulerNames of Config.Profiles, in order;
@@ -65,8 +68,9 @@ func (o *Options) loadProfile() error {
 // cannot honour yet, and applies the rest: the profiles (the first one's
 // schedulerName replaces --scheduler-name), percentageOfNodesToScore (the
 // file's, replacing --percentage-of-nodes-to-score; a profile's own
-// overrides it for its pods, and with one profile replaces the flag too)
-// and the backoffs.
+// overrides it for its pods, and with one profile replaces the flag too),
+// the backoffs, and schedq's own settings (the first profile's Schedq
+// args, settings.go), each in place of its flag's value.
 //
 // What upstream's framework refuses as it is built (a plugin enabled at
 // an extension point it does not implement, say) is refused here too, by
@@ -111,6 +115,11 @@ func (o *Options) applyConfig() error {
 	}
 	o.Config.InitialBackoff = time.Duration(cfg.PodInitialBackoffSeconds) * time.Second
 	o.Config.MaxBackoff = time.Duration(cfg.PodMaxBackoffSeconds) * time.Second
+	a, path, err := profile.SchedqSettings(cfg)
+	if err != nil {
+		return fmt.Errorf("--config %s: %w", o.Config.File, err)
+	}
+	o.applySettings(a, path)
 	return nil
 }
 

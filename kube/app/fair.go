@@ -26,6 +26,17 @@ type FairnessOptions struct {
 	HalfLife time.Duration
 }
 
+// queueConfig is the scheduler's queue configuration as o sets it (with
+// the --config file's settings applied by Validate): fairness and the
+// backoff. Run adds the recorder, the frameworks' hints and the wake
+// budget.
+func (o *Options) queueConfig() schedq.Config[types.NamespacedName, *v1.Pod] {
+	qcfg := scheduler.QueueConfig()
+	qcfg.Fairness = o.Fairness.fairness()
+	qcfg.InitialBackoff, qcfg.MaxBackoff = o.Config.InitialBackoff, o.Config.MaxBackoff
+	return qcfg
+}
+
 // fairness returns the queue's Fairness, or nil when off.
 func (o FairnessOptions) fairness() *schedq.Fairness[*v1.Pod] {
 	if !o.Namespaces {
@@ -34,19 +45,20 @@ func (o FairnessOptions) fairness() *schedq.Fairness[*v1.Pod] {
 	return scheduler.NamespaceFairness(o.Weights, o.HalfLife)
 }
 
-// validate checks the options, naming the flags.
-func (o FairnessOptions) validate() []error {
+// validate checks the options, naming each by name(flag): the flag, or
+// the field of the file that set it.
+func (o FairnessOptions) validate(name func(flag string) string) []error {
 	var errs []error
 	for ns, w := range o.Weights {
 		if !(w > 0) || w > 1e9 {
-			errs = append(errs, fmt.Errorf("--fair-namespace-weights: %s=%v: a weight is a number above 0 (and at most 1e9)", ns, w))
+			errs = append(errs, fmt.Errorf("%s: %s=%v: a weight is a number above 0 (and at most 1e9)", name("fair-namespace-weights"), ns, w))
 		}
 	}
 	if o.HalfLife < 0 {
-		errs = append(errs, fmt.Errorf("--fair-half-life: must not be negative, got %v", o.HalfLife))
+		errs = append(errs, fmt.Errorf("%s: must not be negative, got %v", name("fair-half-life"), o.HalfLife))
 	}
 	if !o.Namespaces && (len(o.Weights) > 0 || o.HalfLife != 0) {
-		errs = append(errs, fmt.Errorf("--fair-namespace-weights and --fair-half-life need --fair-namespaces"))
+		errs = append(errs, fmt.Errorf("%s and %s need %s", name("fair-namespace-weights"), name("fair-half-life"), name("fair-namespaces")))
 	}
 	return errs
 }

@@ -108,12 +108,12 @@ func TestFairnessOptions(t *testing.T) {
 		{FairnessOptions{Namespaces: true, HalfLife: -time.Second}, "--fair-half-life"},
 		{FairnessOptions{Weights: map[string]float64{"x": 1}}, "need --fair-namespaces"},
 	} {
-		errs := tc.o.validate()
+		errs := tc.o.validate(flagName)
 		if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want) {
 			t.Errorf("%+v: %v, want one error containing %q", tc.o, errs, tc.want)
 		}
 	}
-	if errs := (FairnessOptions{Namespaces: true, Weights: map[string]float64{"x": 3}}).validate(); errs != nil {
+	if errs := (FairnessOptions{Namespaces: true, Weights: map[string]float64{"x": 3}}).validate(flagName); errs != nil {
 		t.Errorf("valid options: %v", errs)
 	}
 }

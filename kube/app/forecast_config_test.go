@@ -62,3 +62,34 @@ func TestLiveForecastVictimsKeepTheirGracePeriods(t *testing.T) {
 		t.Fatalf("forecast's preemption %+v, want on, with each victim's own grace period", p)
 	}
 }
+
+// TestForecastWithSchedqSettings: the live scheduler's forecasts run with
+// a --config file whose Schedq args hold settings the simulator refuses
+// from a scenario (the fence margin, the history, the stall timeout: the
+// scheduler applies those itself), and with its wake budget and fairness,
+// which the forecast's queue takes from the options.
+func TestForecastWithSchedqSettings(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "sched.yaml")
+	if err := os.WriteFile(file, []byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: schedq\n"+
+		"  pluginConfig:\n  - name: Schedq\n    args: {wakeBudget: false, fairness: {namespaces: true}, fenceMargin: 3s, history: {tail: exponential}, stallTimeout: 3m}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{SchedulerName: "schedq", Config: ConfigOptions{File: file}}
+	if err := o.applyConfig(); err != nil {
+		t.Fatal(err)
+	}
+	if sc := scenarioOf(o); sc.Queue.WakeBudget == nil || *sc.Queue.WakeBudget || !sc.Queue.Fairness {
+		t.Errorf("forecast's queue %+v, want the file's wake budget off and fairness on", sc.Queue)
+	}
+	l := newLiveCluster(t, 1)
+	l.pending(l.pod("p", "1", "1h"))
+	srv := l.serverOf(l.forecasterWith(o))
+	code, body := get(t, srv.URL+"/debug/forecast/default/p")
+	var f sim.PodForecast
+	if err := json.Unmarshal([]byte(body), &f); code != 200 || err != nil {
+		t.Fatalf("HTTP %d %v: %s", code, err, body)
+	}
+	if !f.Starts {
+		t.Errorf("forecast %+v, want a start: the pod fits", f)
+	}
+}

@@ -34,23 +34,24 @@ type HistoryOptions struct {
 // Validate returns every problem, each naming its flag (--history-label,
 // --history-tail), joined; for the commands that share the flags.
 func (o HistoryOptions) Validate() error {
-	return errors.Join(o.validate()...)
+	return errors.Join(o.validate(flagName)...)
 }
 
-// validate returns every problem, each naming its flag.
-func (o HistoryOptions) validate() []error {
+// validate returns every problem, each naming its source by name(flag):
+// the flag, or the field of the file that set it.
+func (o HistoryOptions) validate(name func(flag string) string) []error {
 	var errs []error
 	seen := map[string]bool{}
 	for _, l := range o.Labels {
 		if msgs := validation.IsQualifiedName(l); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("--history-label: %q is not a label key: %s", l, msgs[0]))
+			errs = append(errs, fmt.Errorf("%s: %q is not a label key: %s", name("history-label"), l, msgs[0]))
 		} else if seen[l] {
-			errs = append(errs, fmt.Errorf("--history-label: %q is listed twice", l))
+			errs = append(errs, fmt.Errorf("%s: %q is listed twice", name("history-label"), l))
 		}
 		seen[l] = true
 	}
 	if _, err := sim.ParseHistoryTail(o.Tail); err != nil {
-		errs = append(errs, fmt.Errorf("--history-tail: %w", err))
+		errs = append(errs, fmt.Errorf("%s: %w", name("history-tail"), err))
 	}
 	return errs
 }

@@ -13,7 +13,8 @@ import (
 )
 
 // Validate checks every option before anything connects, and returns all
-// the problems at once, each naming the command-line flag that sets it.
+// the problems at once, each naming the command-line flag that sets it,
+// or the field of the --config file that does (settings.go).
 // With --config (Config.File), it first loads the file and applies the
 // settings it takes from it (see applyConfig): a file that fails is
 // reported alone, since the other options would be checked against
@@ -30,7 +31,7 @@ func (o *Options) Validate() error {
 	}
 	var errs []error
 	bad := func(flag, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("--%s: %s", flag, fmt.Sprintf(format, args...)))
+		errs = append(errs, fmt.Errorf("%s: %s", o.source(flag), fmt.Sprintf(format, args...)))
 	}
 	if o.SchedulerName == "" {
 		bad("scheduler-name", "must not be empty")
@@ -63,8 +64,8 @@ func (o *Options) Validate() error {
 		bad("stall-timeout", "%v is less than %v: a healthy cycle may wait 30s for a binding slot and 10s for its status patch, and would be taken for a stuck one", o.StallTimeout, MinStallTimeout)
 	}
 	errs = append(errs, o.validateLeaderElection()...)
-	errs = append(errs, o.Fairness.validate()...)
-	errs = append(errs, o.History.validate()...)
+	errs = append(errs, o.Fairness.validate(o.source)...)
+	errs = append(errs, o.History.validate(o.source)...)
 	errs = append(errs, o.Serving.validate()...)
 	return errors.Join(errs...)
 }
@@ -76,7 +77,7 @@ func (o *Options) Validate() error {
 func (o *Options) validateLeaderElection() []error {
 	var errs []error
 	bad := func(flag, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("--leader-elect-%s: %s", flag, fmt.Sprintf(format, args...)))
+		errs = append(errs, fmt.Errorf("%s: %s", o.source("leader-elect-"+flag), fmt.Sprintf(format, args...)))
 	}
 	for _, d := range []struct {
 		flag string
@@ -85,6 +86,9 @@ func (o *Options) validateLeaderElection() []error {
 		if d.v <= 0 {
 			bad(d.flag, "must be positive, got %v", d.v)
 		}
+	}
+	if from, ok := o.Config.setBy["leader-elect-fence-margin"]; ok && !o.LeaderElect {
+		errs = append(errs, fmt.Errorf("%s: only with leader election on, and --leader-elect=false turns it off", from))
 	}
 	if !o.LeaderElect || len(errs) > 0 {
 		return errs

@@ -14,16 +14,10 @@ import (
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
-// schedulerOptions are the scheduler's options on fws: one profile's
-// framework as Framework, several as Profiles.
+// schedulerOptions are the scheduler's options on fws, the profiles'
+// frameworks.
 func schedulerOptions(o Options, m *scheduler.Metrics, log *slog.Logger, fws []*fwprofile.Framework) scheduler.Options {
-	so := scheduler.Options{PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: m, Logger: log}
-	if len(fws) == 1 {
-		so.Framework = fws[0]
-	} else {
-		so.Profiles = fws
-	}
-	return so
+	return scheduler.Options{PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: m, Logger: log, Profiles: fws}
 }
 
 // useProfiles makes h the handlers of the profiles of fws, if several:

@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/profile"
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
@@ -166,7 +167,7 @@ func newDRADoubtFixtureOf(t *testing.T, wrap func(heldWrites) kubernetes.Interfa
 	f.tm = &terms{
 		queues: queues, cache: c, handlers: h, pods: pods, qcfg: qcfg, client: client,
 		backoff: newOutageBackoff(clock.RealClock{}), state: &state{}, log: log, reporter: quietReporter{},
-		opts: scheduler.Options{Framework: fw, Logger: log},
+		opts: scheduler.Options{Profiles: []*profile.Framework{fw}, Logger: log},
 	}
 	return f
 }

@@ -89,7 +89,7 @@ func testExtendedInDoubt(t *testing.T, lands bool, wantB string) {
 	end2()
 	<-ended2
 	f.check(t, "at the end", "", "n1")
-	if held := f.tm.opts.Framework.HeldClaims(); len(held) != 0 {
+	if held := f.tm.opts.Profiles[0].HeldClaims(); len(held) != 0 {
 		t.Errorf("claims still held at the end: %+v", held)
 	}
 	if d := twice.Load(); d != nil {

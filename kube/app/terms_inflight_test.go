@@ -341,6 +341,6 @@ func testTerms(t *testing.T, watched *fake.Clientset, client kubernetes.Interfac
 	return &terms{
 		queues: queues, cache: c, handlers: h, pods: pods, qcfg: qcfg, client: client,
 		backoff: newOutageBackoff(clock.RealClock{}), state: &state{}, log: log, reporter: reporter,
-		opts: scheduler.Options{Framework: fw, Logger: log},
+		opts: scheduler.Options{Profiles: []*profile.Framework{fw}, Logger: log},
 	}
 }

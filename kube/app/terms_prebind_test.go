@@ -78,7 +78,7 @@ func TestTermEndsAfterItsPreBinds(t *testing.T) {
 		tm := &terms{
 			queues: &switchQueue{cur: q}, cache: c, handlers: h, qcfg: qcfg, client: fakeCluster(),
 			backoff: newOutageBackoff(clock.RealClock{}), state: &state{}, log: log, reporter: quietReporter{},
-			opts: scheduler.Options{Framework: fw, Logger: log},
+			opts: scheduler.Options{Profiles: []*profile.Framework{fw}, Logger: log},
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		ended := make(chan struct{})

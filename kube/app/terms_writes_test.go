@@ -48,7 +48,7 @@ func TestTermEndsAfterItsEvictions(t *testing.T) {
 		tm := &terms{
 			queues: &switchQueue{cur: q}, cache: c, handlers: h, qcfg: qcfg, client: client,
 			backoff: newOutageBackoff(clock.RealClock{}), state: &state{}, log: log, reporter: quietReporter{},
-			opts:    scheduler.Options{Framework: fw, Logger: log},
+			opts:    scheduler.Options{Profiles: []*profile.Framework{fw}, Logger: log},
 			preempt: &scheduler.PreemptionOptions{Evictor: guardedEvictor{next: &scheduler.APIEvictor{Client: client, Logger: log}}},
 		}
 		ctx, cancel := context.WithCancel(t.Context())

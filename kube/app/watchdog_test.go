@@ -68,7 +68,7 @@ func TestProbesFailWhileACycleHangs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fw.Close()
-	s, err := scheduler.New(q, c, b, nopReporter{}, scheduler.Options{Framework: fw})
+	s, err := scheduler.New(q, c, b, nopReporter{}, scheduler.Options{Profiles: []*fwprofile.Framework{fw}})
 	if err != nil {
 		t.Fatal(err)
 	}

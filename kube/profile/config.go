@@ -53,7 +53,9 @@ func Default() (*Config, error) {
 // duplicate fields are errors) and defaulted by kube-scheduler's scheme,
 // then validated by its validation and checked against the registry (every
 // enabled plugin must exist), and the args of schedq's out-of-tree plugins
-// are decoded strictly and validated (OutOfTree). An empty file name gives Default. Errors name
+// are decoded strictly and validated (OutOfTree), schedq's own settings
+// (Schedq) among them, which only the first profile may give. An empty
+// file name gives Default. Errors name
 // the file and, as upstream gives them, the field paths.
 func Load(file string) (*Config, error) {
 	if file == "" {
@@ -120,7 +122,7 @@ func Decode(data []byte) (*Config, error) {
 	if err := checkFitArgs(cfg); err != nil {
 		return nil, err
 	}
-	if errs := checkOutOfTreeArgs(cfg); len(errs) > 0 {
+	if errs := append(checkOutOfTreeArgs(cfg), checkSchedqPlace(cfg)...); len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
 	return cfg, nil
@@ -243,6 +245,10 @@ type Settings struct {
 	// PodInitialBackoffSeconds and PodMaxBackoffSeconds are the queue's
 	// backoff bounds.
 	PodInitialBackoffSeconds, PodMaxBackoffSeconds *int64
+	// Schedq are schedq's own settings (SchedqSettings), nil without;
+	// SchedqPath is their field path in the file.
+	Schedq     *SchedqArgs
+	SchedqPath string
 }
 
 // LoadSettings is Load, and also returns the Settings the file sets
@@ -263,6 +269,9 @@ func LoadSettings(file string) (*Config, Settings, error) {
 	}
 	set, err := explicitSettings(data)
 	if err != nil {
+		return nil, Settings{}, fmt.Errorf("%s: %w", file, err)
+	}
+	if set.Schedq, set.SchedqPath, err = SchedqSettings(cfg); err != nil {
 		return nil, Settings{}, fmt.Errorf("%s: %w", file, err)
 	}
 	return cfg, set, nil

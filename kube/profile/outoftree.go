@@ -13,7 +13,6 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	sigsjson "sigs.k8s.io/json"
-	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // GPUDevices is the name of schedq's out-of-tree plugin of GPUs as
@@ -59,18 +58,23 @@ var argsDecoders = map[string]func(path *field.Path, obj runtime.Object) (runtim
 	GPUDevices: func(path *field.Path, obj runtime.Object) (runtime.Object, field.ErrorList) {
 		return decodeGPUDevicesArgs(path, obj)
 	},
+	Schedq: func(path *field.Path, obj runtime.Object) (runtime.Object, field.ErrorList) {
+		return decodeSchedqArgs(path, obj)
+	},
 }
 
 // OutOfTree is schedq's registry of the plugins it adds to
 // kube-scheduler's, by name, so that a configuration may enable, disable,
-// weigh and configure them. Their implementations belong to the program
+// weigh and configure them, and Schedq, whose args are schedq's settings
+// and which never runs. Their implementations belong to the program
 // that runs them: GPUDevices' is the simulator's (its GPUs and the pods'
 // GPUs are the simulator's state), given in Setup.Plugins; the factory
 // registered here refuses to build the plugin anywhere else. It returns a
 // new map on each call.
 func OutOfTree() frameworkruntime.Registry {
 	return frameworkruntime.Registry{GPUDevices: unavailable(GPUDevices,
-		"it models the GPUs of a trace replay: enable it in `schedq simulate --trace` with gpuModel device")}
+		"it models the GPUs of a trace replay: enable it in `schedq simulate --trace` with gpuModel device"),
+		Schedq: unavailable(Schedq, "it only carries schedq's own settings, in the first profile's pluginConfig: enable it at no extension point")}
 }
 
 // unavailable is the factory of an out-of-tree plugin that this program
@@ -144,27 +148,15 @@ func decodeGPUDevicesArgs(path *field.Path, obj runtime.Object) (*GPUDevicesArgs
 // rawFields splits raw args (JSON, or YAML) into their top-level fields,
 // refusing duplicates and anything but an object.
 func rawFields(path *field.Path, u *runtime.Unknown) (map[string][]byte, field.ErrorList) {
-	raw := u.Raw
-	switch u.ContentType {
-	case runtime.ContentTypeJSON, "":
-	case runtime.ContentTypeYAML:
-		j, err := sigsyaml.YAMLToJSON(raw)
-		if err != nil {
-			return nil, field.ErrorList{field.Invalid(path, string(raw), err.Error())}
-		}
-		raw = j
-	default:
-		return nil, field.ErrorList{field.Invalid(path, u.ContentType, "content type is not JSON or YAML")}
-	}
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
+	raw, errs := rawJSON(path, u)
+	if len(errs) > 0 || raw == nil {
+		return nil, errs
 	}
 	var fields map[string]json.RawMessage
 	strict, err := sigsjson.UnmarshalStrict(raw, &fields)
 	if err != nil {
 		return nil, field.ErrorList{field.TypeInvalid(path, string(raw), "must be an object of fields: "+err.Error())}
 	}
-	var errs field.ErrorList
 	for _, e := range strict {
 		errs = append(errs, field.Invalid(path, string(raw), e.Error()))
 	}

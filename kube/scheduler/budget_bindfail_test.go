@@ -10,6 +10,7 @@ import (
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/profile"
 )
 
 // TestFailedBindingGivesRoomBack: a pod assumed on a node holds its room
@@ -73,7 +74,7 @@ func parkedBehindABinding(t *testing.T, budget bool) (f *fixture, b *oneHeldBind
 	b = &oneHeldBinder{}
 	f = &fixture{t: t, q: q, c: c, r: &recReporter{}}
 	f.h = &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
-	f.s = mustNew(t, q, c, b, f.r, Options{Framework: fw, Rand: rand.New(rand.NewPCG(1, 1))})
+	f.s = mustNew(t, q, c, b, f.r, Options{Profiles: []*profile.Framework{fw}, Rand: rand.New(rand.NewPCG(1, 1))})
 	f.h.AddNode(node("n", 4000))
 	a = pod("a", 3000)
 	f.h.AddPod(a)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/profile"
 )
 
 // TestWakeBudgetFairBetweenNamespaces: with --fair-namespaces, a node
@@ -45,7 +46,7 @@ func TestWakeBudgetFairBetweenNamespaces(t *testing.T) {
 			}
 			f := &fixture{t: t, q: q, c: c, b: &syncBinder{}, r: &recReporter{}}
 			f.h = &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
-			f.s = mustNew(t, q, c, f.b, f.r, Options{Framework: fw, Rand: rand.New(rand.NewPCG(1, 1))})
+			f.s = mustNew(t, q, c, f.b, f.r, Options{Profiles: []*profile.Framework{fw}, Rand: rand.New(rand.NewPCG(1, 1))})
 			f.h.AddNode(node("full", 500))
 			add := func(ns string, n int) {
 				for i := range n {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/profile"
 )
 
 // newBudgetFixture is the scheduler on kube-scheduler's default profile
@@ -20,7 +21,7 @@ func newBudgetFixture(t *testing.T) *fixture {
 	q := budgetQueue(t, fw, c)
 	f := &fixture{t: t, q: q, c: c, b: &syncBinder{}, r: &recReporter{}}
 	f.h = &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
-	f.s = mustNew(t, q, c, f.b, f.r, Options{Framework: fw, Rand: rand.New(rand.NewPCG(1, 1))})
+	f.s = mustNew(t, q, c, f.b, f.r, Options{Profiles: []*profile.Framework{fw}, Rand: rand.New(rand.NewPCG(1, 1))})
 	return f
 }
 

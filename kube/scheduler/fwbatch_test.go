@@ -134,7 +134,7 @@ func TestFrameworkBatchNeedsASignature(t *testing.T) {
 					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}}}}}
 		return p
 	}
-	if f.s.o.Framework.Framework().SignPod(t.Context(), unsigned("x")) != nil {
+	if f.s.o.Profiles[0].Framework().SignPod(t.Context(), unsigned("x")) != nil {
 		t.Fatal("a pod with pod anti-affinity was signed")
 	}
 	f.place(unsigned("u0"))
@@ -170,7 +170,7 @@ func TestFrameworkBatchCandidateNodeGone(t *testing.T) {
 				t.Fatalf("%d hints, want %d", b.hints, want)
 			}
 			if readd {
-				ni, err := f.s.o.Framework.Snapshot().NodeInfos().Get(gone)
+				ni, err := f.s.o.Profiles[0].Snapshot().NodeInfos().Get(gone)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -194,7 +194,7 @@ func TestGangMemberNodeDeletedThenPreBindFails(t *testing.T) {
 	}
 	t.Cleanup(func() { fw.Close() })
 	lb := &laterBinder{binds: map[string]string{}}
-	f.s = mustNew(t, f.q, f.c, lb, warnReporter{f.r, w}, Options{Framework: fw, SyncPreBind: true})
+	f.s = mustNew(t, f.q, f.c, lb, warnReporter{f.r, w}, Options{Profiles: []*profile.Framework{fw}, SyncPreBind: true})
 	f.h.AddNode(a)
 	f.h.AddNode(b)
 	f.h.AddPodGroup(podGroup("g", 2, 0))

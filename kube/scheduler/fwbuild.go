@@ -20,8 +20,7 @@ import (
 // kube-scheduler's profiles share them) with first's Plugins and NotePod,
 // and it makes cfg wake and gate each profile's pods as that profile's
 // plugins ask (UseProfileHints; with one profile, UseFrameworkHints).
-// Pass the frameworks to Options.Framework (one) or Options.Profiles
-// (several). Call it before the queue is built; close the frameworks
+// Pass the frameworks to Options.Profiles. Call it before the queue is built; close the frameworks
 // with CloseProfiles. On an error those built are closed.
 // O(profiles × plugins).
 func NewProfiles(ctx context.Context, cfg *schedq.Config[types.NamespacedName, *v1.Pod], profs []*config.KubeSchedulerProfile,

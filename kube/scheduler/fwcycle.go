@@ -15,7 +15,7 @@ import (
 	"github.com/schedq/schedq/kube/framework"
 )
 
-// The single-pod cycle on kube-scheduler's framework (Options.Framework):
+// The single-pod cycle on kube-scheduler's framework (the pod's profile's):
 // the snapshot is brought up to date from the cache (Cache.UpdateSnapshot)
 // and every plugin then runs on it with no lock of schedq's held. A pod
 // that fits nowhere runs the PostFilter plugins (fwpreempt.go). Group

@@ -106,7 +106,7 @@ func benchSetup(b *testing.B, nodes int) (*scheduler.Cache, scheduler.Options) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { fw.Close() })
-	return c, scheduler.Options{Framework: fw, Rand: rand.New(rand.NewPCG(1, 2))}
+	return c, scheduler.Options{Profiles: []*profile.Framework{fw}, Rand: rand.New(rand.NewPCG(1, 2))}
 }
 
 // newBenchScheduler is scheduler.New, failing b on an error.

@@ -50,7 +50,7 @@ func newFWFixture(t *testing.T, extra frameworkruntime.Registry, mutate func(*co
 	c := NewCache()
 	f := &fixture{t: t, q: q, c: c, b: &syncBinder{}, r: &recReporter{}}
 	f.h = &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
-	f.s = mustNew(t, q, c, f.b, f.r, Options{Framework: fw, Rand: rand.New(rand.NewPCG(1, 1))})
+	f.s = mustNew(t, q, c, f.b, f.r, Options{Profiles: []*profile.Framework{fw}, Rand: rand.New(rand.NewPCG(1, 1))})
 	return f
 }
 

@@ -227,7 +227,7 @@ func newDRAGangOn(t *testing.T, slice *resourceapi.ResourceSlice, claims []*reso
 	q := queueOn(t, fw)
 	c := NewCache()
 	g.f = &fixture{t: t, q: q, c: c, h: &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}}
-	g.f.s = mustNew(t, q, c, g.b, g.r, Options{Framework: fw, SyncPreBind: syncBind, Rand: rand.New(rand.NewPCG(1, 1))})
+	g.f.s = mustNew(t, q, c, g.b, g.r, Options{Profiles: []*profile.Framework{fw}, SyncPreBind: syncBind, Rand: rand.New(rand.NewPCG(1, 1))})
 	g.f.h.AddNode(zonedNode("n1", "a"))
 	return g
 }

@@ -56,7 +56,7 @@ func TestFrameworkDRAMissingObjectsExplained(t *testing.T) {
 				Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu.example.com", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1},
 			}}}},
 		}
-		if err := f.s.o.Framework.AddObject(claim); err != nil {
+		if err := f.s.o.Profiles[0].AddObject(claim); err != nil {
 			t.Fatal(err)
 		}
 		p := claimed("noclass")

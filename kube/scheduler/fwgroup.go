@@ -13,7 +13,7 @@ import (
 	"github.com/schedq/schedq/kube/framework"
 )
 
-// Group attempts on kube-scheduler's framework (Options.Framework). The
+// Group attempts on kube-scheduler's framework (the members' profile's). The
 // framework's snapshot is brought up to date once (Cache.UpdateSnapshot),
 // then the members are placed one by one with the same functions as a
 // lone pod (fwFind: PreFilter, Filter with the nominated pods, PreScore,

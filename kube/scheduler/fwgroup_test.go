@@ -35,7 +35,7 @@ func (f *fixture) addFWGang(group string, minCount int32, n int, mutate func(int
 // name@node, sorted.
 func (f *fixture) snapshotPods() []string {
 	f.t.Helper()
-	all, err := f.s.o.Framework.Snapshot().NodeInfos().List()
+	all, err := f.s.o.Profiles[0].Snapshot().NodeInfos().List()
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestFrameworkGroupCyclesWithConcurrentWriters(t *testing.T) {
 	if len(f.b.binds) != groups*3+lone {
 		t.Errorf("%d bound, want %d", len(f.b.binds), groups*3+lone)
 	}
-	snap := f.s.o.Framework.Snapshot()
+	snap := f.s.o.Profiles[0].Snapshot()
 	if _, err := f.c.UpdateSnapshot(snap); err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ func benchFrameworkPreemption(b *testing.B, args func(*config.DefaultPreemptionA
 	}
 	c := NewCache()
 	h := &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
-	s := mustNew(b, q, c, &syncBinder{}, &recReporter{}, Options{Framework: fw, Rand: rand.New(rand.NewPCG(1, 2)),
+	s := mustNew(b, q, c, &syncBinder{}, &recReporter{}, Options{Profiles: []*profile.Framework{fw}, Rand: rand.New(rand.NewPCG(1, 2)),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := s.EnablePreemption(PreemptionOptions{Evictor: failEvict{}}); err != nil {
 		b.Fatal(err)

@@ -12,7 +12,7 @@ import (
 )
 
 // Probe runs the first half of a lone pod's cycle on kube-scheduler's
-// framework (Options.Framework) for pod, as if no pod were nominated:
+// framework (its profile's, Options.Profiles) for pod, as if no pod were nominated:
 // PreFilter, Filter and Score on the cache's current state, ties broken
 // with rnd, and returns Scheduled with the node it would choose, or
 // Unschedulable with why not. It runs no PostFilter (preemption), assumes

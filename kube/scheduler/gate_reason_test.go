@@ -78,7 +78,7 @@ func TestGateReasonsExplain(t *testing.T) {
 			if err != nil || x.Location != schedq.InGated || x.GatedBy != tc.gatedBy {
 				t.Fatalf("Explain %+v, %v; want gated by %s", x, err, tc.gatedBy)
 			}
-			NewGateReasons(context.Background(), f.s.o.Framework).Explain(&x, p)
+			NewGateReasons(context.Background(), f.s.o.Profiles[0]).Explain(&x, p)
 			if !strings.HasPrefix(x.Reason, tc.want) {
 				t.Fatalf("reason %q, want it to begin %q", x.Reason, tc.want)
 			}

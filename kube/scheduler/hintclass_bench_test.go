@@ -36,7 +36,7 @@ func benchmarkParkedReplicas(b *testing.B, pods, templates int, classes bool) {
 	ctx := context.Background()
 	c, o := benchSetup(b, 0)
 	qc := scheduler.QueueConfig()
-	if err := scheduler.UseFrameworkHints(ctx, &qc, o.Framework, klog.Background()); err != nil {
+	if err := scheduler.UseFrameworkHints(ctx, &qc, o.Profiles[0], klog.Background()); err != nil {
 		b.Fatal(err)
 	}
 	if !classes {

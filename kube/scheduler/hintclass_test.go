@@ -21,6 +21,7 @@ import (
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
+	"github.com/schedq/schedq/kube/profile"
 )
 
 // defaultFrameworkHints returns the hints of the framework path with
@@ -384,7 +385,7 @@ func replicaRun(t *testing.T, classes bool) (map[string]int, map[string]string) 
 	c := NewCache()
 	b := &syncBinder{}
 	h := &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
-	s := mustNew(t, q, c, b, &recReporter{}, Options{Framework: fw, Rand: rand.New(rand.NewPCG(1, 1))})
+	s := mustNew(t, q, c, b, &recReporter{}, Options{Profiles: []*profile.Framework{fw}, Rand: rand.New(rand.NewPCG(1, 1))})
 	h.AddNode(zonedNode("small", "a"))
 	tmpl := pod("tmpl", 3000)
 	tmpl.Labels = map[string]string{"app": "web"}

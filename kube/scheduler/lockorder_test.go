@@ -94,7 +94,7 @@ func TestLockOrderCycleMoveWriter(t *testing.T) {
 	}
 	// Not closed on failure: Close would wait for the deadlocked lock.
 	h := &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
-	s := mustNew(t, q, c, &syncBinder{}, &recReporter{}, Options{Framework: fw, Rand: rand.New(rand.NewPCG(1, 1))})
+	s := mustNew(t, q, c, &syncBinder{}, &recReporter{}, Options{Profiles: []*profile.Framework{fw}, Rand: rand.New(rand.NewPCG(1, 1))})
 	if err := s.EnablePreemption(PreemptionOptions{Evictor: &syncEvictor{}}); err != nil {
 		t.Fatal(err)
 	}

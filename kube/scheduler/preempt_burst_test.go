@@ -76,7 +76,7 @@ func burstPreemption(t *testing.T, fw *profile.Framework, churn func(context.Con
 	h := &Handlers{Queue: q, Cache: c, SchedulerName: "schedq"}
 	srv := &fakeServer{h: h, events: make(chan func(), 4096), pods: map[types.NamespacedName]*v1.Pod{}, deleted: map[types.NamespacedName]bool{}}
 	ev := &laggingEvictor{c: srv, victims: map[types.NamespacedName]bool{}}
-	s := mustNew(t, q, c, asyncBinder{srv}, &lockedReporter{}, Options{Framework: fw, Rand: rand.New(rand.NewPCG(3, 4))})
+	s := mustNew(t, q, c, asyncBinder{srv}, &lockedReporter{}, Options{Profiles: []*profile.Framework{fw}, Rand: rand.New(rand.NewPCG(3, 4))})
 	if err := s.EnablePreemption(PreemptionOptions{Evictor: ev}); err != nil {
 		t.Fatal(err)
 	}

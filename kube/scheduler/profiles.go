@@ -23,7 +23,8 @@ import (
 // scheduling loop uses it.
 type fwProfile struct {
 	// name is the profile's schedulerName, the profile label of its
-	// metrics; "" for Options.Framework, whose label is the Metrics'.
+	// metrics; "" for the one profile of Options.Profiles, whose label is
+	// the Metrics'.
 	name        string
 	fw          *profile.Framework
 	filterNames []string      // fw's filter plugins (filterPlugins)
@@ -31,25 +32,22 @@ type fwProfile struct {
 	fmemo       filterMemo    // filter verdicts of this profile's pods (fwfiltermemo.go)
 }
 
-// setProfiles builds s's profiles from o: Options.Framework alone, or
-// Options.Profiles, which must share one snapshot. O(profiles).
+// setProfiles builds s's profiles from o.Profiles: one schedules every
+// pod; several must share one snapshot. O(profiles).
 func (s *Scheduler) setProfiles(o Options) error {
 	switch {
-	case o.Framework != nil && len(o.Profiles) > 0:
-		return errors.New("scheduler: Options.Framework and Options.Profiles are exclusive")
-	case o.Framework != nil:
-		s.only = &fwProfile{fw: o.Framework}
+	case len(o.Profiles) == 0:
+		return errors.New("scheduler: Options.Profiles is required: build kube-scheduler's framework with profile.NewFrameworkOn (or NewProfiles)")
+	case slices.Contains(o.Profiles, nil):
+		return errors.New("scheduler: Options.Profiles: a nil framework")
+	case len(o.Profiles) == 1:
+		s.only = &fwProfile{fw: o.Profiles[0]}
 		s.profs = []*fwProfile{s.only}
 		s.cur = s.only
 		return nil
-	case len(o.Profiles) == 0:
-		return errors.New("scheduler: Options.Framework is required: build kube-scheduler's framework with profile.NewFrameworkOn")
 	}
 	s.byName = make(map[string]*fwProfile, len(o.Profiles))
 	for _, fw := range o.Profiles {
-		if fw == nil {
-			return errors.New("scheduler: Options.Profiles: a nil framework")
-		}
 		name := fw.Name()
 		if s.byName[name] != nil {
 			return fmt.Errorf("scheduler: Options.Profiles: two profiles named %q", name)
@@ -66,7 +64,7 @@ func (s *Scheduler) setProfiles(o Options) error {
 	return nil
 }
 
-// profileFor returns the profile that schedules pod: Options.Framework's
+// profileFor returns the profile that schedules pod: the one profile's
 // for any pod, else the one its spec.schedulerName names, nil if none
 // does. O(1).
 func (s *Scheduler) profileFor(pod *v1.Pod) *fwProfile {
@@ -76,8 +74,8 @@ func (s *Scheduler) profileFor(pod *v1.Pod) *fwProfile {
 	return s.byName[pod.Spec.SchedulerName]
 }
 
-// label is the profile label of pod's metrics: "" (the Metrics' own) for
-// Options.Framework, else pod's schedulerName. A function of the pod
+// label is the profile label of pod's metrics: "" (the Metrics' own) with
+// one profile, else pod's schedulerName. A function of the pod
 // alone, so that a binding's goroutine may call it. O(1).
 func (s *Scheduler) label(pod *v1.Pod) string {
 	if s.only != nil {
@@ -139,14 +137,5 @@ func (h *Handlers) ours(p *v1.Pod) bool {
 	return slices.Contains(h.Profiles, p.Spec.SchedulerName)
 }
 
-// Frameworks returns o's frameworks: Profiles, or Framework alone, or
-// none. O(1).
-func (o Options) Frameworks() []*profile.Framework {
-	if len(o.Profiles) > 0 {
-		return o.Profiles
-	}
-	if o.Framework != nil {
-		return []*profile.Framework{o.Framework}
-	}
-	return nil
-}
+// Frameworks returns o's frameworks, o.Profiles. O(1).
+func (o Options) Frameworks() []*profile.Framework { return o.Profiles }

@@ -345,6 +345,66 @@ func TestNewRefusesProfilesOnTwoSnapshots(t *testing.T) {
 	}
 }
 
+// TestNewRefusesBadProfiles: New needs at least one framework in
+// Options.Profiles, none nil and no two of one name.
+func TestNewRefusesBadProfiles(t *testing.T) {
+	snap := backendcache.NewEmptySnapshot()
+	build := func() *profile.Framework { // on snap, with informers of its own (not Alongside: one name twice)
+		cfg, err := profile.Default()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Profiles[0].SchedulerName = "a"
+		fw, err := profile.NewFrameworkOn(context.Background(), &cfg.Profiles[0], profile.Setup{Snapshot: snap})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { fw.Close() })
+		return fw
+	}
+	fws := []*profile.Framework{build(), build()}
+	cases := []struct {
+		name     string
+		profiles []*profile.Framework
+		want     string
+	}{
+		{"none", nil, "Options.Profiles is required"},
+		{"nil", []*profile.Framework{fws[0], nil}, "a nil framework"},
+		{"only nil", []*profile.Framework{nil}, "a nil framework"},
+		{"two of one name", fws, `two profiles named "a"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			q, err := schedq.New(QueueConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = New(q, NewCache(), &syncBinder{}, &recReporter{}, Options{Profiles: tc.profiles})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New: %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestOneProfileSchedulesEveryPod: one framework in Options.Profiles
+// schedules a pod whatever its schedulerName, under the Metrics' own
+// profile label; several schedule only the pods that name one of them.
+func TestOneProfileSchedulesEveryPod(t *testing.T) {
+	one := newFWFixture(t, nil, nil)
+	p := of("not-the-profiles-name", pod("p", 100))
+	if one.s.profileFor(p) == nil || one.s.label(p) != "" {
+		t.Fatalf("one profile: profile %v, label %q; want the one profile, label \"\"", one.s.profileFor(p), one.s.label(p))
+	}
+	two := newProfilesFixture(t, prometheus.NewRegistry(), profileSpec{name: "a"}, profileSpec{name: "b"})
+	if two.s.profileFor(p) != nil {
+		t.Fatal("two profiles: a pod of neither has a profile")
+	}
+	if got := two.s.label(of("b", pod("q", 100))); got != "b" {
+		t.Fatalf("two profiles: label %q, want b", got)
+	}
+}
+
 // TestPodHintClassKeepsProfilesApart: two pods alike but for their
 // profile are never of one hint class, so that one profile's hint answer
 // is never taken for another's pod.

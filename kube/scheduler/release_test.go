@@ -50,7 +50,7 @@ func TestReleaseLetsTheTermGo(t *testing.T) {
 func term(t *testing.T, fw *profile.Framework, c *Cache, release bool) (weak.Pointer[Scheduler], weak.Pointer[schedq.Queue[types.NamespacedName, *v1.Pod]]) {
 	t.Helper()
 	q := queueOn(t, fw)
-	s := mustNew(t, q, c, &syncBinder{}, &recReporter{}, Options{Framework: fw, Rand: rand.New(rand.NewPCG(1, 1))})
+	s := mustNew(t, q, c, &syncBinder{}, &recReporter{}, Options{Profiles: []*profile.Framework{fw}, Rand: rand.New(rand.NewPCG(1, 1))})
 	if err := s.EnablePreemption(PreemptionOptions{Evictor: &syncEvictor{hold: true}}); err != nil {
 		t.Fatal(err)
 	}

@@ -94,22 +94,21 @@ type RecordingReporter interface {
 
 // Options configures a Scheduler. Zero fields take the defaults noted.
 type Options struct {
-	// Framework is kube-scheduler's framework with its profile's plugins
-	// (profile.NewFrameworkOn). Required. It schedules lone pods and group
-	// attempts (fwcycle.go, fwgroup.go) and preempts with its PostFilter
-	// plugins (fwpreempt.go); schedq's GangScheduling decides a group's
-	// quorum. New makes the cache track kube-scheduler's cache for its
-	// snapshot (Cache.TrackUpstream) and gives the framework the queue's
-	// nominations. Its profile's percentageOfNodesToScore, if set,
-	// overrides PercentageOfNodesToScore.
-	Framework *profile.Framework
-	// Profiles are the frameworks of several profiles, instead of
-	// Framework: each schedules the pods whose spec.schedulerName is its
-	// profile's (profile.Framework.Name), as kube-scheduler's profiles
-	// do (profiles.go). They must share one snapshot (build each but the
-	// first with profile.Setup.Alongside the first). New gives each the
-	// queue's nominations; each profile's percentageOfNodesToScore, if
-	// set, overrides PercentageOfNodesToScore for its pods.
+	// Profiles are kube-scheduler's frameworks, one per profile
+	// (NewProfiles, or profile.NewFrameworkOn for one). Required: at least
+	// one; the first is the default profile. Each schedules lone pods and
+	// group attempts (fwcycle.go, fwgroup.go) and preempts with its
+	// PostFilter plugins (fwpreempt.go); schedq's GangScheduling decides a
+	// group's quorum. One framework schedules every pod, whatever its
+	// spec.schedulerName, and its metrics carry the Metrics' own profile
+	// label; with several, each schedules the pods whose
+	// spec.schedulerName is its profile's (profile.Framework.Name), as
+	// kube-scheduler's profiles do (profiles.go), and they must share one
+	// snapshot (build each but the first with profile.Setup.Alongside the
+	// first). New makes the cache track kube-scheduler's cache for the
+	// snapshot (Cache.TrackUpstream) and gives each framework the queue's
+	// nominations. A profile's percentageOfNodesToScore, if set,
+	// overrides PercentageOfNodesToScore for its pods.
 	Profiles []*profile.Framework
 	// PercentageOfNodesToScore bounds how many feasible nodes a cycle looks
 	// for before scoring, as kube-scheduler does. 0: adaptive (all nodes up
@@ -143,9 +142,9 @@ type Scheduler struct {
 	nextStart int
 	// rejected is fwFilter's scratch list of the nodes it rejected.
 	rejected []nodeStatus
-	// profs are the profiles (profiles.go), by name; only is
-	// Options.Framework's, which schedules every pod, nil with
-	// Options.Profiles, whose profiles byName holds; cur is the profile
+	// profs are the profiles (profiles.go), by name; only is the one
+	// profile of Options.Profiles, which schedules every pod, nil with
+	// several, which byName holds; cur is the profile
 	// of the cycle under way, or of the last one.
 	profs  []*fwProfile
 	only   *fwProfile
@@ -160,7 +159,7 @@ type Scheduler struct {
 	// cycle's snapshot.
 	ownNom string
 	hasNom bool
-	// fwNom serves Options.Framework the nominations read before the
+	// fwNom serves the frameworks the nominations read before the
 	// cycle.
 	fwNom fwNominator
 	// nomHash hashes the nominations in fwNom (nominationsHash), for the
@@ -197,8 +196,8 @@ type Scheduler struct {
 	preBinds sync.WaitGroup
 }
 
-// New returns a scheduler. It fails if o has neither Framework nor
-// Profiles, or both, or profiles that do not share one snapshot.
+// New returns a scheduler. It fails if o has no Profiles, a nil one, two
+// of one name, or profiles that do not share one snapshot.
 func New(q Queue, c *Cache, b Binder, r Reporter, o Options) (*Scheduler, error) {
 	if o.Rand == nil {
 		o.Rand = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))

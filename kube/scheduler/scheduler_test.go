@@ -17,6 +17,7 @@ import (
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
 	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/profile"
 )
 
 func node(name string, milliCPU int64, taints ...v1.Taint) *v1.Node {
@@ -86,8 +87,8 @@ func newFixture(t *testing.T) *fixture {
 // (defaultFramework), failing t on an error.
 func mustNew(t testing.TB, q Queue, c *Cache, b Binder, r Reporter, o Options) *Scheduler {
 	t.Helper()
-	if o.Framework == nil {
-		o.Framework = defaultFramework(t)
+	if len(o.Profiles) == 0 {
+		o.Profiles = []*profile.Framework{defaultFramework(t)}
 	}
 	s, err := New(q, c, b, r, o)
 	if err != nil {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/schedq/schedq/kube/profile"
@@ -38,6 +39,9 @@ func (s *Scenario) checkConfigFile(bad func(string, string, ...any)) {
 	for _, f := range fields {
 		bad("scheduler.config", "%s: %s: %s", s.Scheduler.Config, f, unhonouredWhy[f])
 	}
+	for _, f := range schedulerOnly(set) {
+		bad("scheduler.config", "%s: %s.%s: %s", s.Scheduler.Config, set.SchedqPath, f.field, f.why)
+	}
 	for _, c := range s.configConflicts(set) {
 		bad(c.field, "%s, but scheduler.config %s sets %s: the file decides; set it in one place", c.have, s.Scheduler.Config, c.file)
 	}
@@ -46,6 +50,34 @@ func (s *Scenario) checkConfigFile(bad func(string, string, ...any)) {
 	folded.validateBackoff(func(field, format string, args ...any) {
 		bad(field, "with the backoff of scheduler.config %s: %s", s.Scheduler.Config, fmt.Sprintf(format, args...))
 	})
+	folded.needFairness(func(field, format string, args ...any) {
+		bad(field, "with the Schedq args of scheduler.config %s: %s", s.Scheduler.Config, fmt.Sprintf(format, args...))
+	})
+}
+
+// onlyField is one of schedq's settings (the file's Schedq args) that only
+// schedq scheduler applies, and why.
+type onlyField struct{ field, why string }
+
+// schedulerOnly lists the Schedq args set gives that the simulator does
+// not apply: the fence margin, the forecasts' history and the stall
+// timeout. The wake budget and fairness it applies (applySettings).
+func schedulerOnly(set profile.Settings) []onlyField {
+	a := set.Schedq
+	if a == nil {
+		return nil
+	}
+	var out []onlyField
+	if a.FenceMargin != nil {
+		out = append(out, onlyField{"fenceMargin", "schedq scheduler's only: the simulator has no lease to fence its bindings with"})
+	}
+	if a.History.Labels != nil || a.History.Tail != nil {
+		out = append(out, onlyField{"history", "schedq scheduler's only: the simulator learns no runtimes (schedq whatif takes --history-label and --history-tail)"})
+	}
+	if a.StallTimeout != nil {
+		out = append(out, onlyField{"stallTimeout", "schedq scheduler's only: the simulator has no health checks"})
+	}
+	return out
 }
 
 // conflict is a scenario setting that contradicts the configuration file.
@@ -70,6 +102,31 @@ func (s *Scenario) configConflicts(set profile.Settings) []conflict {
 	if q.DisableBackoff && (set.PodInitialBackoffSeconds != nil || set.PodMaxBackoffSeconds != nil) {
 		out = append(out, conflict{"queue.disableBackoff", "true", "the pod backoff"})
 	}
+	if a := set.Schedq; a != nil {
+		out = append(out, s.schedqConflicts(a, set.SchedqPath)...)
+	}
+	return out
+}
+
+// schedqConflicts lists the scenario's queue settings that the file's
+// Schedq args (a, at path) contradict: the wake budget and fairness. A
+// setting left at its default (unset, false, none, 0) never does.
+func (s *Scenario) schedqConflicts(a *profile.SchedqArgs, path string) []conflict {
+	var out []conflict
+	q := s.Queue
+	if b := a.WakeBudget; b != nil && q.WakeBudget != nil && *q.WakeBudget != *b {
+		out = append(out, conflict{"queue.wakeBudget", fmt.Sprint(*q.WakeBudget), fmt.Sprintf("%s.wakeBudget %v", path, *b)})
+	}
+	f := a.Fairness
+	if f.Namespaces != nil && q.Fairness && !*f.Namespaces {
+		out = append(out, conflict{"queue.fairness", "true", path + ".fairness.namespaces false"})
+	}
+	if f.Weights != nil && q.FairnessWeights != nil && !maps.Equal(f.Weights, q.FairnessWeights) {
+		out = append(out, conflict{"queue.fairnessWeights", fmt.Sprint(q.FairnessWeights), fmt.Sprintf("%s.fairness.weights %v", path, f.Weights)})
+	}
+	if f.HalfLife != nil && q.FairnessHalfLife != 0 && q.FairnessHalfLife != *f.HalfLife {
+		out = append(out, conflict{"queue.fairnessHalfLife", q.FairnessHalfLife.String(), fmt.Sprintf("%s.fairness.halfLife %v", path, *f.HalfLife)})
+	}
 	return out
 }
 
@@ -85,6 +142,28 @@ func (s *Scenario) applySettings(set profile.Settings) {
 	if b := set.PodMaxBackoffSeconds; b != nil {
 		d := seconds(*b)
 		s.Queue.MaxBackoff = &d
+	}
+	if a := set.Schedq; a != nil {
+		s.applySchedq(a)
+	}
+}
+
+// applySchedq puts the wake budget and fairness of the file's Schedq args
+// in place of the scenario's.
+func (s *Scenario) applySchedq(a *profile.SchedqArgs) {
+	q := &s.Queue
+	if b := a.WakeBudget; b != nil {
+		v := *b
+		q.WakeBudget = &v
+	}
+	if n := a.Fairness.Namespaces; n != nil {
+		q.Fairness = *n
+	}
+	if a.Fairness.Weights != nil {
+		q.FairnessWeights = maps.Clone(a.Fairness.Weights)
+	}
+	if h := a.Fairness.HalfLife; h != nil {
+		q.FairnessHalfLife = *h
 	}
 }
 

@@ -3,8 +3,10 @@ package sim
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // configScenario is a small scenario whose scheduler.config is file,
@@ -109,5 +111,125 @@ func TestSnapshotPodsOfTheProfile(t *testing.T) {
 				t.Fatalf("snapshot %+v, want %d pending placed, %d left to other schedulers", got, tc.pending, tc.leftAlone)
 			}
 		})
+	}
+}
+
+// schedqScenario is a small NodeArrival: pods of two namespaces wait for
+// nodes that join later, a few of them for an SSD node of the last wave,
+// so that the wake budget and fairness each change the run.
+const schedqScenario = `name: schedq-settings
+duration: 3m
+nodes: [{name: node, count: 2, capacity: {cpu: "4", memory: 16Gi}}]
+pods:
+- {name: first, count: 8, requests: {cpu: "1", memory: 1Gi}}
+- {name: a, namespace: team-a, count: 12, requests: {cpu: "1", memory: 1Gi}, arrival: {at: 2s, rate: 50}}
+- {name: b, namespace: team-b, count: 4, requests: {cpu: "1", memory: 1Gi}, arrival: {at: 3s, rate: 50}}
+- {name: ssd, count: 4, requests: {cpu: "1", memory: 1Gi}, nodeSelector: {disktype: ssd}, arrival: {at: 3s, rate: 20}}
+events:
+- {at: 30s, addNodes: {name: wave1, count: 2, capacity: {cpu: "4", memory: 16Gi}}}
+- {at: 60s, addNodes: {name: wave2, count: 2, capacity: {cpu: "4", memory: 16Gi}}}
+- {at: 90s, addNodes: {name: ssd-wave, count: 1, capacity: {cpu: "4", memory: 16Gi}, labels: {disktype: ssd}}}
+`
+
+// TestConfigFileSchedqSettings: schedq's own settings in the file's
+// Schedq args (profile.SchedqArgs) reach the simulator where they apply:
+// the wake budget and fairness give the run the same queue settings,
+// attempts and waits per namespace as the scenario's own fields, and
+// other ones than without them; a scenario field that
+// contradicts one is refused naming both; the settings that only schedq
+// scheduler has (the fence margin, the forecasts' history, the stall
+// timeout) are refused, each named.
+func TestConfigFileSchedqSettings(t *testing.T) {
+	const head = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- pluginConfig:\n  - name: Schedq\n    args: "
+	const at = "profiles[0].pluginConfig[0].args"
+	load := func(t *testing.T, args string, queue func(*QueueSpec)) (*Scenario, error) {
+		t.Helper()
+		sc, err := Parse([]byte(schedqScenario))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if args != "" {
+			file := filepath.Join(t.TempDir(), "sched.yaml")
+			if err := os.WriteFile(file, []byte(head+args+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			sc.Scheduler.Config = file
+		}
+		if queue != nil {
+			queue(&sc.Queue)
+		}
+		return sc, sc.Validate()
+	}
+	for _, tc := range []struct {
+		name  string
+		args  string
+		field func(*QueueSpec) // the scenario's own way to the same run
+	}{
+		{"wake budget off", "{wakeBudget: false}", func(q *QueueSpec) { q.WakeBudget = new(bool) }},
+		{"fairness", "{fairness: {namespaces: true, weights: {team-b: 2}, halfLife: 30s}}", func(q *QueueSpec) {
+			q.Fairness, q.FairnessWeights, q.FairnessHalfLife = true, map[string]float64{"team-b": 2}, 30*time.Second
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			byFile, err := load(t, tc.args, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byField, err := load(t, "", tc.field)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byNeither, err := load(t, "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, g, n := runSim(t, byFile), runSim(t, byField), runSim(t, byNeither)
+			if !reflect.DeepEqual(f.sc.Queue, g.sc.Queue) {
+				t.Errorf("queue by the file %+v, by the scenario %+v", f.sc.Queue, g.sc.Queue)
+			}
+			fr, gr, nr := f.report(), g.report(), n.report()
+			fr.Settings.Scoring, gr.Settings.Scoring, nr.Settings.Scoring = "", "", "" // the file's name, or the default profile
+			if fr.Attempts != gr.Attempts || fr.Settings != gr.Settings || !reflect.DeepEqual(fr.ByNamespace, gr.ByNamespace) {
+				t.Errorf("by the file: %d attempts, %+v, %+v; by the scenario: %d, %+v, %+v", fr.Attempts, fr.Settings, fr.ByNamespace, gr.Attempts, gr.Settings, gr.ByNamespace)
+			}
+			if fr.Attempts == nr.Attempts && reflect.DeepEqual(fr.ByNamespace, nr.ByNamespace) {
+				t.Errorf("the file's setting changed nothing in the run: %d attempts, %+v", fr.Attempts, fr.ByNamespace)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name  string
+		args  string
+		queue func(*QueueSpec)
+		want  []string
+	}{
+		{"wake budget contradicted", "{wakeBudget: false}", func(q *QueueSpec) { q.WakeBudget = new(true) },
+			[]string{"queue.wakeBudget: true, but scheduler.config CFG sets " + at + ".wakeBudget false: the file decides"}},
+		{"fairness contradicted", "{fairness: {namespaces: false}}", func(q *QueueSpec) { q.Fairness = true },
+			[]string{"queue.fairness: true, but scheduler.config CFG sets " + at + ".fairness.namespaces false"}},
+		{"weights contradicted", "{fairness: {namespaces: true, weights: {default: 2}}}", func(q *QueueSpec) {
+			q.Fairness, q.FairnessWeights = true, map[string]float64{"default": 3}
+		}, []string{"queue.fairnessWeights: map[default:3], but scheduler.config CFG sets " + at + ".fairness.weights map[default:2]"}},
+		{"half-life contradicted", "{fairness: {namespaces: true, halfLife: 1m}}", func(q *QueueSpec) { q.Fairness, q.FairnessHalfLife = true, time.Minute/2 },
+			[]string{"queue.fairnessHalfLife: 30s, but scheduler.config CFG sets " + at + ".fairness.halfLife 1m0s"}},
+		{"weights without fairness", "{fairness: {weights: {default: 2}}}", nil,
+			[]string{"queue.fairness: with the Schedq args of scheduler.config CFG: fairnessWeights and fairnessHalfLife need fairness: true"}},
+		{"fence margin", "{fenceMargin: 3s}", nil, []string{"scheduler.config: CFG: " + at + ".fenceMargin: schedq scheduler's only"}},
+		{"history", "{history: {tail: exponential}}", nil, []string{"scheduler.config: CFG: " + at + ".history: schedq scheduler's only"}},
+		{"stall timeout", "{stallTimeout: 5m}", nil, []string{"scheduler.config: CFG: " + at + ".stallTimeout: schedq scheduler's only"}},
+		{"bad args", "{fairness: {halfLife: soon}}", nil, []string{"CFG: " + at + `.fairness.halfLife: Invalid value: "soon"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, err := load(t, tc.args, tc.queue)
+			for _, w := range tc.want {
+				if w = strings.ReplaceAll(w, "CFG", sc.Scheduler.Config); err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("error %v, want %q", err, w)
+				}
+			}
+		})
+	}
+	// A file that repeats the scenario's own values is accepted.
+	if _, err := load(t, "{wakeBudget: false, fairness: {namespaces: true}}", func(q *QueueSpec) { q.WakeBudget, q.Fairness = new(bool), true }); err != nil {
+		t.Errorf("agreeing file and scenario: %v", err)
 	}
 }

@@ -40,6 +40,14 @@ func (s *Scenario) validateFairness(bad func(string, string, ...any)) {
 	if q.FairnessHalfLife < 0 {
 		bad("queue.fairnessHalfLife", "must not be negative, got %v", q.FairnessHalfLife)
 	}
+	if s.Scheduler.Config == "" {
+		s.needFairness(bad) // else checkConfigFile asks it, with the file's fairness
+	}
+}
+
+// needFairness refuses fairness weights or a half-life with fairness off.
+func (s *Scenario) needFairness(bad func(string, string, ...any)) {
+	q := s.Queue
 	if !q.Fairness && (len(q.FairnessWeights) > 0 || q.FairnessHalfLife != 0) {
 		bad("queue.fairness", "fairnessWeights and fairnessHalfLife need fairness: true")
 	}

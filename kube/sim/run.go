@@ -214,11 +214,8 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 		Rand:                     rand.New(rand.NewPCG(sc.Seed, sc.Seed^0x5eed)),
 		Now:                      func() time.Time { return s.now },
 		Logger:                   discardLogger,
-		Framework:                s.fw,
+		Profiles:                 s.fws,
 		SyncPreBind:              true,
-	}
-	if s.names != nil {
-		so.Framework, so.Profiles = nil, s.fws
 	}
 	s.sched, err = scheduler.New(qv, cache, binder{s}, reporter{s}, so)
 	if err != nil {

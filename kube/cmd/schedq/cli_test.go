@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -142,6 +144,12 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 	os.WriteFile(named, []byte(header+"profiles: [{schedulerName: schedq, percentageOfNodesToScore: 30}]\n"), 0o600)
 	wrongPoint := filepath.Join(cfgDir, "wrong-point.yaml")
 	os.WriteFile(wrongPoint, []byte(header+"profiles: [{schedulerName: schedq, plugins: {filter: {enabled: [{name: ImageLocality}]}}}]\n"), 0o600)
+	// schedq's own settings in the file (its Schedq args).
+	settings, badSettings := filepath.Join(cfgDir, "settings.yaml"), filepath.Join(cfgDir, "bad-settings.yaml")
+	os.WriteFile(settings, []byte(header+"profiles: [{schedulerName: schedq, pluginConfig: [{name: Schedq, args: {wakeBudget: false, fairness: {namespaces: true, halfLife: 2m}}}]}]\n"), 0o600)
+	os.WriteFile(badSettings, []byte(header+"profiles: [{schedulerName: schedq, pluginConfig: [{name: Schedq, args: {fairness: {halfLife: soon, namespace: true}}}]}]\n"), 0o600)
+	os.WriteFile(settings+"-fence", []byte(header+"profiles: [{schedulerName: schedq, pluginConfig: [{name: Schedq, args: {fenceMargin: 3s}}]}]\n"), 0o600)
+	const at = "profiles[0].pluginConfig[0].args"
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -151,6 +159,11 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 		{"flag name, file's other", []string{"--config", named, "--scheduler-name", "other"}, "--scheduler-name other: with --config the profiles' schedulerNames decide, and " + named + "'s first is schedq"},
 		{"flag percentage, file's other", []string{"--config", named, "--percentage-of-nodes-to-score", "50"}, "--percentage-of-nodes-to-score 50: with --config the file decides, and " + named + "'s is 30"},
 		{"plugin at a point it does not extend", []string{"--config", wrongPoint}, "--config " + wrongPoint + `: profile "schedq": plugin "ImageLocality" does not extend FilterPlugin plugin`},
+		{"bad Schedq args", []string{"--config", badSettings}, "--config: " + badSettings + ": [" + at + `.fairness.namespace: Not found: "namespace": unknown field`},
+		{"bad Schedq duration", []string{"--config", badSettings}, at + `.fairness.halfLife: Invalid value: "soon": not a duration`},
+		{"flag against the file's setting", []string{"--config", settings, "--fair-half-life", "1m"}, "--fair-half-life=1m0s: --config " + settings + ": " + at + ".fairness.halfLife is 2m0s; give it in one place"},
+		{"flag against the file's wake budget", []string{"--config", settings, "--no-wake-budget=false"}, "--no-wake-budget=false: --config " + settings + ": " + at + ".wakeBudget is false; give it in one place"},
+		{"fence margin in the file, leader election off", []string{"--config", settings + "-fence"}, at + ".fenceMargin: only with leader election on, and --leader-elect=false turns it off"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := execute(append(append([]string{}, base...), tc.args...)...)
@@ -165,6 +178,8 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 	// The same command line with good flags does contact it, as does one
 	// whose flags repeat the file's values.
 	for _, good := range [][]string{nil, {"--config", named, "--scheduler-name", "schedq", "--percentage-of-nodes-to-score", "30"},
+		{"--config", settings}, {"--config", settings, "--no-wake-budget", "--fair-namespaces", "--fair-half-life", "2m"},
+		{"--no-wake-budget", "--fair-namespaces", "--fair-namespace-weights", "a=2", "--fair-half-life", "2m", "--history-label", "app", "--history-tail", "exponential", "--stall-timeout", "3m"},
 		{"--address", "127.0.0.1:10351", "--secure-port", "0"}, {"--address", "127.0.0.1:10351", "--bind-address", "10.0.0.1"}} {
 		before := hits.Load()
 		_, err := execute(append(append([]string{}, base...), good...)...)
@@ -386,5 +401,52 @@ func TestVersionString(t *testing.T) {
 	}
 	if got := version(nil, false); !strings.HasPrefix(got, "schedq (no build information) go") {
 		t.Errorf("no build info: %q", got)
+	}
+}
+
+// TestBadSettingsExitNonZero: schedq itself (main, in a child process)
+// exits 1 with the message on stderr when the --config file's schedq
+// settings are bad, contradict a flag, or are the scheduler's only and
+// given to the simulator.
+func TestBadSettingsExitNonZero(t *testing.T) {
+	if args, ok := os.LookupEnv("SCHEDQ_TEST_MAIN_ARGS"); ok {
+		os.Args = append([]string{"schedq"}, strings.Split(args, "\n")...)
+		main()
+		return
+	}
+	dir := t.TempDir()
+	const header = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+	file := func(name, args string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(header+"profiles: [{schedulerName: schedq, pluginConfig: [{name: Schedq, args: "+args+"}]}]\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	bad, fair, fence := file("bad.yaml", "{history: {tail: longer}}"), file("fair.yaml", "{fairness: {namespaces: true}}"), file("fence.yaml", "{fenceMargin: 3s}")
+	const at = "profiles[0].pluginConfig[0].args"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad setting", []string{"scheduler", "--kubeconfig", "/no/such/kubeconfig", "--config", bad}, at + `.history.tail: Unsupported value: "longer"`},
+		{"flag against the file", []string{"scheduler", "--kubeconfig", "/no/such/kubeconfig", "--config", fair, "--fair-namespaces=false"}, "--fair-namespaces=false: --config " + fair + ": " + at + ".fairness.namespaces is true"},
+		{"the scheduler's only, in the simulator", []string{"simulate", "--config", fence}, at + ".fenceMargin: schedq scheduler's only"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestBadSettingsExitNonZero$")
+			cmd.Env = append(os.Environ(), "SCHEDQ_TEST_MAIN_ARGS="+strings.Join(tc.args, "\n"))
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+				t.Fatalf("schedq %v: %v, want exit status 1; stderr:\n%s", tc.args, err, stderr.String())
+			}
+			if !strings.HasPrefix(stderr.String(), "schedq: ") || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("stderr %q, want schedq: ... %q", stderr.String(), tc.want)
+			}
+		})
 	}
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/schedq/schedq/kube/app"
+	"github.com/schedq/schedq/kube/profile"
 	"github.com/schedq/schedq/kube/sim"
 )
 
@@ -259,4 +261,66 @@ func TestDocsFlagsExist(t *testing.T) {
 			known[m[1]] = true // once
 		}
 	}
+}
+
+// TestSchedqSettingsDocumented: docs/scheduler.md's table of schedq's own
+// settings lists every field of the file's Schedq args with its flag, and
+// its example file is accepted and sets every one of them.
+func TestSchedqSettingsDocumented(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "scheduler.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	fields := app.SettingsFields()
+	for flag, field := range fields {
+		if row := "| `" + field + "` | `--" + flag + "`"; !strings.Contains(doc, row) {
+			t.Errorf("docs/scheduler.md has no row %q", row)
+		}
+	}
+	_, section, _ := strings.Cut(doc, "### schedq's own settings\n")
+	_, example, ok := strings.Cut(section, "```yaml\n")
+	example, _, _ = strings.Cut(example, "```")
+	if !ok || example == "" {
+		t.Fatal("no example file in docs/scheduler.md's schedq's own settings")
+	}
+	path := filepath.Join(t.TempDir(), "sched.yaml")
+	if err := os.WriteFile(path, []byte(example), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := app.Options{SchedulerName: "schedq", LeaderElect: true, LeaseNamespace: "kube-system", LeaseName: "schedq",
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second, QPS: 50, Burst: 100}
+	o.Config.File = path
+	if err := o.Validate(); err != nil {
+		t.Fatalf("the example file: %v", err)
+	}
+	cfg, err := profile.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _, err := profile.SchedqSettings(cfg)
+	if err != nil || a == nil {
+		t.Fatalf("the example's settings: %+v, %v", a, err)
+	}
+	if unset := unsetFields(reflect.ValueOf(*a), ""); len(unset) > 0 {
+		t.Errorf("the example file leaves %v unset", unset)
+	}
+}
+
+// unsetFields lists the nil fields of v, a struct of pointers, maps,
+// slices and structs of them, by their dotted Go names.
+func unsetFields(v reflect.Value, prefix string) []string {
+	var out []string
+	for i := 0; i < v.NumField(); i++ {
+		f, name := v.Field(i), prefix+v.Type().Field(i).Name
+		switch f.Kind() {
+		case reflect.Struct:
+			out = append(out, unsetFields(f, name+".")...)
+		case reflect.Pointer, reflect.Map, reflect.Slice:
+			if f.IsNil() {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
 }

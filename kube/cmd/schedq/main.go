@@ -136,11 +136,11 @@ Every flag is checked before it connects.`,
 			if err := removedFlags(cmd, upstream); err != nil {
 				return err
 			}
-			flagName, flagPercent := o.SchedulerName, o.PercentageOfNodesToScore
+			flags := o // as the flags set it; Validate applies the file's settings to o
 			if err := errors.Join(o.Validate(), electionFlagsOff(cmd, o.LeaderElect), servingFlagsOff(cmd, o.Serving)); err != nil {
 				return err
 			}
-			if err := configOverrides(cmd, o, flagName, flagPercent); err != nil {
+			if err := configOverrides(cmd, o, flags); err != nil {
 				return err
 			}
 			logger, err := newLogger(stderr, logLevel, logFormat)
@@ -155,7 +155,7 @@ Every flag is checked before it connects.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Config.File, "config", "", "a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file; each of its profiles schedules the pods that name it, and the first profile's schedulerName, percentageOfNodesToScore and the pod backoffs replace the flags (see docs/scheduler.md)")
+	f.StringVar(&o.Config.File, "config", "", "a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file; each of its profiles schedules the pods that name it, and the first profile's schedulerName, percentageOfNodesToScore, the pod backoffs and schedq's own settings (its pluginConfig entry Schedq) replace the flags (see docs/scheduler.md)")
 	f.BoolVar(&upstream, "upstream-plugins", true, "schedq always schedules with kube-scheduler v1.37.2's framework and in-tree plugins (the --config profile, or the default one); =false is refused")
 	must(f.MarkDeprecated("upstream-plugins", "kube-scheduler's framework is the only one: the flag does nothing"))
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, then ~/.kube/config, then the in-cluster configuration")
@@ -232,21 +232,26 @@ func removedFlags(cmd *cobra.Command, upstream bool) error {
 }
 
 // configOverrides refuses --scheduler-name or --percentage-of-nodes-to-score
-// given with a --config whose profile sets another value (Validate has
-// applied the file's to o): the file's would replace the flag silently,
-// and a profile without a schedulerName would schedule every pod of
-// kube-scheduler's default-scheduler.
-func configOverrides(cmd *cobra.Command, o app.Options, name string, percent int) error {
+// given with a --config whose profile sets another value, and each flag of
+// schedq's own settings given with another value than the file's Schedq
+// args (app.Options.FileConflicts). flags are the options as the flags
+// set them; Validate has applied the file's to o. The file's would
+// otherwise replace the flag silently, and a profile without a
+// schedulerName would schedule every pod of kube-scheduler's
+// default-scheduler. All the conflicts are reported at once.
+func configOverrides(cmd *cobra.Command, o app.Options, flags app.Options) error {
 	if o.Config.File == "" {
 		return nil
 	}
-	if cmd.Flags().Changed("scheduler-name") && o.SchedulerName != name {
-		return fmt.Errorf("--scheduler-name %s: with --config the profiles' schedulerNames decide, and %s's first is %s (kube-scheduler's default-scheduler if the profile sets none); set it in the file only", name, o.Config.File, o.SchedulerName)
+	var errs []error
+	if cmd.Flags().Changed("scheduler-name") && o.SchedulerName != flags.SchedulerName {
+		errs = append(errs, fmt.Errorf("--scheduler-name %s: with --config the profiles' schedulerNames decide, and %s's first is %s (kube-scheduler's default-scheduler if the profile sets none); set it in the file only", flags.SchedulerName, o.Config.File, o.SchedulerName))
 	}
-	if cmd.Flags().Changed("percentage-of-nodes-to-score") && o.PercentageOfNodesToScore != percent {
-		return fmt.Errorf("--percentage-of-nodes-to-score %d: with --config the file decides, and %s's is %d (0 if the file sets none); set it in the file only", percent, o.Config.File, o.PercentageOfNodesToScore)
+	if cmd.Flags().Changed("percentage-of-nodes-to-score") && o.PercentageOfNodesToScore != flags.PercentageOfNodesToScore {
+		errs = append(errs, fmt.Errorf("--percentage-of-nodes-to-score %d: with --config the file decides, and %s's is %d (0 if the file sets none); set it in the file only", flags.PercentageOfNodesToScore, o.Config.File, o.PercentageOfNodesToScore))
 	}
-	return nil
+	errs = append(errs, o.FileConflicts(flags, cmd.Flags().Changed)...)
+	return errors.Join(errs...)
 }
 
 // must panics on err: a flag named wrong is a programming error.
