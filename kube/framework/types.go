@@ -94,7 +94,23 @@ func NewPodInfo(p *v1.Pod) (*PodInfo, error) {
 // as kube-scheduler counts a pod on a node (RequestOptions): for a pod
 // resized in place, the most of its spec and of what its status says is
 // allocated and running.
+// A pod with plain requests (see SamePlainRequests) that requests what
+// the last such pod did gets that pod's requests without computing them.
 func PodRequests(p *v1.Pod) (Resource, error) {
+	if l := lastPlain.Load(); l != nil {
+		if r, ok := l.requests(p); ok {
+			return r, nil
+		}
+	}
+	r, err := computeRequests(p)
+	if err == nil && plainRequests(p) {
+		lastPlain.Store(newPlainMemo(p, r))
+	}
+	return r, err
+}
+
+// computeRequests is PodRequests without the memo.
+func computeRequests(p *v1.Pod) (Resource, error) {
 	r, err := ConvertResources(resourcehelper.PodRequests(p, RequestOptions()))
 	r.Pods = 1
 	if err != nil {

@@ -74,13 +74,16 @@ func podAmounts(p *v1.Pod) amounts {
 
 // podAmounts is p's requests, which depend on its spec alone: those of the
 // last pod summed if p's spec has that pod's bytes but for spec.nodeName
-// (pods copied from one template, bound to different nodes), else summed.
-// O(size of a PodSpec) then.
+// (pods copied from one template, bound to different nodes), or if both
+// have plain requests and their containers request the same
+// (framework.SamePlainRequests: pods of one template from an API server,
+// each with its own maps), else summed. O(size of a PodSpec + containers'
+// requests) then.
 func (a *allocation) podAmounts(p *v1.Pod) amounts {
 	if l := a.last; l != nil {
 		spec := l.Spec
 		spec.NodeName = p.Spec.NodeName
-		if sameBytes(&spec, &p.Spec) {
+		if sameBytes(&spec, &p.Spec) || framework.SamePlainRequests(l, p) {
 			return a.lastAmounts
 		}
 	}

@@ -31,3 +31,26 @@ func TestAllocationAmountsReuse(t *testing.T) {
 		}
 	}
 }
+
+// TestAllocationAmountsOfEqualPlainPods: pods that are separate objects
+// (their own maps, as an API server's are) get the last pod's amounts
+// when their containers request the same, and their own when they do
+// not, or when an init container or overhead adds to their containers'.
+func TestAllocationAmountsOfEqualPlainPods(t *testing.T) {
+	pod := func(name, cpu string) *v1.Pod {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.PodSpec{NodeName: "n1",
+			Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+				v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse("1Gi")}}}}}}
+	}
+	withInit := pod("init", "2")
+	withInit.Spec.InitContainers = []v1.Container{{Name: "i", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+		v1.ResourceCPU: resource.MustParse("6")}}}}
+	withOverhead := pod("overhead", "2")
+	withOverhead.Spec.Overhead = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}
+	var al allocation
+	for _, p := range []*v1.Pod{pod("a", "2"), pod("b", "2000m"), withInit, pod("c", "2"), withOverhead, pod("d", "3"), pod("e", "2")} {
+		if got, want := al.podAmounts(p), podAmounts(p); got != want {
+			t.Errorf("%s: %+v, want %+v", p.Name, got, want)
+		}
+	}
+}

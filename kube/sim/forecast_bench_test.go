@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -32,6 +34,8 @@ func benchState(nodes, pending int) *ForecastState {
 // BenchmarkForecastFifth is the same at a fifth of the size: 2,000
 // pending on 300 nodes. Both run the default plugins (kube-scheduler's
 // framework).
+// Each checks, after its runs, that its forecast is the one pinned in
+// benchDigests: a change made to make it faster must not change it.
 func BenchmarkForecast(b *testing.B)      { benchForecast(b, "", 1500, 10_000) }
 func BenchmarkForecastFifth(b *testing.B) { benchForecast(b, "", 300, 2000) }
 
@@ -40,8 +44,10 @@ func benchForecast(b *testing.B, plugins string, nodes, pending int) {
 	sc := &Scenario{Name: "bench", Seed: 1}
 	sc.Scheduler.Plugins = plugins
 	cpu := startCPU(b)
+	var f *Forecast
 	for b.Loop() {
-		f, err := RunForecast(sc, st, ForecastOptions{Horizon: 24 * time.Hour})
+		var err error
+		f, err = RunForecast(sc, st, ForecastOptions{Horizon: 24 * time.Hour})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -50,6 +56,44 @@ func benchForecast(b *testing.B, plugins string, nodes, pending int) {
 		}
 	}
 	cpu.report()
+	if want, ok := benchDigests[[2]int{nodes, pending}]; ok && plugins == "" {
+		if got := forecastDigest(b, f); got != want {
+			b.Fatalf("the forecast of %d pending on %d nodes changed: digest %s, want %s", pending, nodes, got, want)
+		}
+	}
+}
+
+// benchDigests pins the forecasts of benchState (nodes, pending) with the
+// default plugins: forecastDigest of each, as it was before the forecast
+// was made faster (2026-11-29).
+var benchDigests = map[[2]int]string{
+	{300, 2000}:    "dda982f68b2f37b3a4550e46500b491871ed63f2e1ea1060bed2c2aefcca74a8",
+	{1500, 10_000}: "9404fdf7f2e983c0eab1a18c0bc194e118325638454ffaae48ef1755155fed29",
+}
+
+// forecastDigest is the SHA-256 of f in JSON, in hex: every pod's start,
+// node, wait and basis.
+func forecastDigest(tb testing.TB, f *Forecast) string {
+	j, err := json.Marshal(f)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return fmt.Sprintf("%x", sha256.Sum256(j))
+}
+
+// TestForecastBenchStateUnchanged runs BenchmarkForecastFifth's forecast
+// once and checks it against its pinned digest, so that the test suite,
+// not only the benchmark, sees a change in a forecast of thousands of
+// pods waiting on a full cluster (the benchmarks' shape, where the
+// queue's and the cycles' shortcuts matter most).
+func TestForecastBenchStateUnchanged(t *testing.T) {
+	f, err := RunForecast(&Scenario{Name: "bench", Seed: 1}, benchState(300, 2000), ForecastOptions{Horizon: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := forecastDigest(t, f), benchDigests[[2]int{300, 2000}]; got != want {
+		t.Fatalf("forecast digest %s, want %s", got, want)
+	}
 }
 
 // cpuMeter reports a benchmark's CPU time per operation (cpu-ns/op: user
