@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"maps"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/schedq/schedq/kube/profile"
@@ -187,3 +189,63 @@ func (s *Scenario) withConfigFile() (*Scenario, error) {
 }
 
 func seconds(n int64) time.Duration { return time.Duration(n) * time.Second }
+
+// FileDecides refuses the setting key of Set (as --compare gives it) when
+// scheduler.config gives it another value than s holds: the file's value
+// replaces the scenario's in the run (withConfigFile), so the setting
+// would change nothing. A value the scenario's own fields could not tell
+// from their default (fairness false, a percentage or an initial backoff
+// of 0) is not refused by Validate, which takes it for unset, but a key
+// that Set was given is set. Nil without a file, for a key the file does
+// not set, and for the file's own value.
+func (s *Scenario) FileDecides(key string) error {
+	field, ok := fileFields[key]
+	if s.Scheduler.Config == "" || !ok {
+		return nil
+	}
+	_, set, err := profile.LoadSettings(s.Scheduler.Config)
+	if err != nil {
+		return nil // Validate reports it
+	}
+	folded := *s
+	folded.applySettings(set)
+	have, file := s.settingOf(key), folded.settingOf(key)
+	if have == file {
+		return nil
+	}
+	if set.SchedqPath != "" {
+		field = strings.ReplaceAll(field, "ARGS", set.SchedqPath)
+	}
+	return fmt.Errorf("%s=%s: scheduler.config %s sets %s %s, and the file decides: compare two files with config=FILE instead", key, have, s.Scheduler.Config, field, file)
+}
+
+// fileFields names, for each key of Set whose setting a configuration
+// file may give, the file's field (ARGS: the Schedq args' path).
+var fileFields = map[string]string{
+	"wakeBudget":               "ARGS.wakeBudget",
+	"fairness":                 "ARGS.fairness.namespaces",
+	"percentageOfNodesToScore": "percentageOfNodesToScore",
+	"initialBackoff":           "podInitialBackoffSeconds",
+	"maxBackoff":               "podMaxBackoffSeconds",
+}
+
+// settingOf is the value of a key of fileFields in s, as Set takes it.
+func (s *Scenario) settingOf(key string) string {
+	q := s.Queue
+	switch key {
+	case "wakeBudget":
+		return strconv.FormatBool(q.WakeBudget == nil || *q.WakeBudget)
+	case "fairness":
+		return strconv.FormatBool(q.Fairness)
+	case "percentageOfNodesToScore":
+		return strconv.Itoa(s.Scheduler.PercentageOfNodesToScore)
+	case "initialBackoff":
+		return q.InitialBackoff.String()
+	case "maxBackoff":
+		if q.MaxBackoff == nil {
+			return "unset"
+		}
+		return q.MaxBackoff.String()
+	}
+	return ""
+}

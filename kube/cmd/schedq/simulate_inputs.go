@@ -124,15 +124,21 @@ func checkTracePods(pods, dir string) error {
 }
 
 // compareScenario loads the scenario a second time, with the seed of the
-// first run and the settings of --compare (key=value, or several joined
-// by commas) applied, so that a bad setting is refused before the first
-// run starts.
-func (in inputs) compareScenario(scenario string, scenarioSet bool, seed uint64, settings string) (*sim.Scenario, error) {
+// first run, --config (fw) and the settings of --compare (key=value, or
+// several joined by commas) applied, so that a bad setting is refused
+// before the first run starts. The file comes first, so that a setting
+// it contradicts is refused as --compare's; a setting the file gives
+// another value is refused too (sim.Scenario.FileDecides): the run
+// would take the file's and compare nothing.
+func (in inputs) compareScenario(scenario string, scenarioSet bool, seed uint64, settings string, fw frameworkFlags) (*sim.Scenario, error) {
 	alt, err := in.load(scenario, scenarioSet)
 	if err != nil {
 		return nil, err
 	}
 	alt.Seed = seed
+	if err := fw.apply(alt, settings); err != nil {
+		return nil, err
+	}
 	seen := map[string]bool{}
 	for setting := range strings.SplitSeq(settings, ",") {
 		key, value, ok := strings.Cut(setting, "=")
@@ -144,6 +150,11 @@ func (in inputs) compareScenario(scenario string, scenarioSet bool, seed uint64,
 		}
 		seen[key] = true
 		if err := alt.Set(key, value); err != nil {
+			return nil, fmt.Errorf("--compare %s: %w", settings, err)
+		}
+	}
+	for key := range seen {
+		if err := alt.FileDecides(key); err != nil {
 			return nil, fmt.Errorf("--compare %s: %w", settings, err)
 		}
 	}
