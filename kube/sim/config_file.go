@@ -41,7 +41,7 @@ func (s *Scenario) checkConfigFile(bad func(string, string, ...any)) {
 	for _, f := range fields {
 		bad("scheduler.config", "%s: %s: %s", s.Scheduler.Config, f, unhonouredWhy[f])
 	}
-	for _, f := range schedulerOnly(set) {
+	for _, f := range schedulerOnly(set, s.learnsRuntimes) {
 		bad("scheduler.config", "%s: %s.%s: %s", s.Scheduler.Config, set.SchedqPath, f.field, f.why)
 	}
 	for _, c := range s.configConflicts(set) {
@@ -62,9 +62,10 @@ func (s *Scenario) checkConfigFile(bad func(string, string, ...any)) {
 type onlyField struct{ field, why string }
 
 // schedulerOnly lists the Schedq args set gives that the simulator does
-// not apply: the fence margin, the forecasts' history and the stall
-// timeout. The wake budget and fairness it applies (applySettings).
-func schedulerOnly(set profile.Settings) []onlyField {
+// not apply: the fence margin, the forecasts' history (unless the run
+// learns runtimes: learns) and the stall timeout. The wake budget and
+// fairness it applies (applySettings).
+func schedulerOnly(set profile.Settings, learns bool) []onlyField {
 	a := set.Schedq
 	if a == nil {
 		return nil
@@ -73,8 +74,8 @@ func schedulerOnly(set profile.Settings) []onlyField {
 	if a.FenceMargin != nil {
 		out = append(out, onlyField{"fenceMargin", "schedq scheduler's only: the simulator has no lease to fence its bindings with"})
 	}
-	if a.History.Labels != nil || a.History.Tail != nil {
-		out = append(out, onlyField{"history", "schedq scheduler's only: the simulator learns no runtimes (schedq whatif takes --history-label and --history-tail)"})
+	if !learns && (a.History.Labels != nil || a.History.Tail != nil) {
+		out = append(out, onlyField{"history", "schedq scheduler's and schedq whatif's only: a simulation learns no runtimes"})
 	}
 	if a.StallTimeout != nil {
 		out = append(out, onlyField{"stallTimeout", "schedq scheduler's only: the simulator has no health checks"})
@@ -248,4 +249,21 @@ func (s *Scenario) settingOf(key string) string {
 		return q.MaxBackoff.String()
 	}
 	return ""
+}
+
+// ConfigHistory returns the history of the Schedq args of
+// scheduler.config (nil labels or tail where the file leaves them) and
+// the args' field path; nothing without a file or args.
+func (s *Scenario) ConfigHistory() (profile.HistoryArgs, string, error) {
+	if s.Scheduler.Config == "" {
+		return profile.HistoryArgs{}, "", nil
+	}
+	_, set, err := profile.LoadSettings(s.Scheduler.Config)
+	if err != nil {
+		return profile.HistoryArgs{}, "", fmt.Errorf("scheduler.config: %w", err)
+	}
+	if set.Schedq == nil {
+		return profile.HistoryArgs{}, "", nil
+	}
+	return set.Schedq.History, set.SchedqPath, nil
 }

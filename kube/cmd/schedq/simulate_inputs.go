@@ -23,6 +23,9 @@ type inputs struct {
 	traceSpeed      float64
 	speedSet        bool // --trace-speed was given
 	records, series string
+	// learns loads the scenario for a run that learns runtimes (schedq
+	// whatif): its scheduler.config may give the history.
+	learns bool
 }
 
 // seedFlag is --seed: a whole number from 0 to the largest uint64, with a
@@ -56,7 +59,11 @@ func (in inputs) load(scenario string, scenarioSet bool) (*sim.Scenario, error) 
 		sc = &sim.Scenario{Name: name, Seed: 1}
 	} else {
 		var err error
-		if sc, err = sim.Load(scenario); err != nil {
+		loadScenario := sim.Load
+		if in.learns {
+			loadScenario = sim.LoadLearning
+		}
+		if sc, err = loadScenario(scenario); err != nil {
 			return nil, err
 		}
 	}
