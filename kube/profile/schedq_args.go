@@ -328,9 +328,20 @@ func SchedqSettings(cfg *Config) (*SchedqArgs, string, error) {
 }
 
 // checkSchedqPlace refuses Schedq's args in a profile but the first: they
-// are the scheduler's settings, which one profile gives. O(pluginConfig).
+// are the scheduler's settings, which one profile gives. It also refuses
+// an entry whose name is Schedq but for its case ("schedq"): plugin names
+// are case-sensitive, and kube-scheduler passes over the args of a name
+// it does not know, so the settings would be dropped without a word.
+// O(pluginConfig).
 func checkSchedqPlace(cfg *Config) field.ErrorList {
 	var errs field.ErrorList
+	for i := range cfg.Profiles {
+		for j, pc := range cfg.Profiles[i].PluginConfig {
+			if pc.Name != Schedq && strings.EqualFold(pc.Name, Schedq) {
+				errs = append(errs, field.NotSupported(field.NewPath("profiles").Index(i).Child("pluginConfig").Index(j).Child("name"), pc.Name, []string{Schedq}))
+			}
+		}
+	}
 	for i := 1; i < len(cfg.Profiles); i++ {
 		for j, pc := range cfg.Profiles[i].PluginConfig {
 			if pc.Name == Schedq {

@@ -115,13 +115,19 @@ func TestSchedqArgs(t *testing.T) {
 	}
 }
 
-// TestSchedqArgsPlace: only the first profile carries schedq's settings;
-// a file without them has none; and Schedq, which never runs, cannot be
+// TestSchedqArgsPlace: only the first profile carries schedq's settings,
+// under the name Schedq, case and all; a file without them has none; and Schedq, which never runs, cannot be
 // enabled at an extension point.
 func TestSchedqArgsPlace(t *testing.T) {
 	_, err := Decode([]byte(header + "profiles:\n- schedulerName: a\n- schedulerName: b\n  pluginConfig:\n  - {name: Schedq, args: {wakeBudget: false}}\n"))
 	if err == nil || !strings.Contains(err.Error(), `profiles[1].pluginConfig[0].name: Invalid value: "Schedq": schedq's settings are the scheduler's, not a profile's`) {
 		t.Errorf("Schedq in the second profile: %v", err)
+	}
+	for _, name := range []string{"schedq", "SchedQ"} {
+		_, err := Decode([]byte(header + "profiles:\n- schedulerName: a\n  pluginConfig:\n  - {name: " + name + ", args: {wakeBudget: false}}\n"))
+		if want := `profiles[0].pluginConfig[0].name: Unsupported value: "` + name + `": supported values: "Schedq"`; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Schedq's args under %s: %v, want %q (its settings would be dropped)", name, err, want)
+		}
 	}
 	cfg, err := Decode([]byte(header + "profiles:\n- schedulerName: a\n"))
 	if err != nil {
