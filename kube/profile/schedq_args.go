@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	sigsjson "sigs.k8s.io/json"
 	sigsyaml "sigs.k8s.io/yaml"
 )
@@ -20,7 +21,8 @@ import (
 // settings, the ones kube-scheduler has no field for: a pluginConfig
 // entry of the first profile (`- name: Schedq` with `args:` SchedqArgs),
 // as out-of-tree schedulers carry theirs. Schedq is no plugin that runs:
-// enabled at an extension point, its framework fails to build, saying so.
+// enabled at an extension point, it is refused as the file is decoded
+// (schedqEnabled), and its framework would fail to build, saying so.
 // The settings are the scheduler's, not a profile's, so only the first
 // profile may carry them.
 const Schedq = "Schedq"
@@ -331,8 +333,9 @@ func SchedqSettings(cfg *Config) (*SchedqArgs, string, error) {
 // are the scheduler's settings, which one profile gives. It also refuses
 // an entry whose name is Schedq but for its case ("schedq"): plugin names
 // are case-sensitive, and kube-scheduler passes over the args of a name
-// it does not know, so the settings would be dropped without a word.
-// O(pluginConfig).
+// it does not know, so the settings would be dropped without a word; and
+// Schedq enabled at an extension point of any profile (schedqEnabled).
+// O(pluginConfig + enabled plugins).
 func checkSchedqPlace(cfg *Config) field.ErrorList {
 	var errs field.ErrorList
 	for i := range cfg.Profiles {
@@ -342,11 +345,43 @@ func checkSchedqPlace(cfg *Config) field.ErrorList {
 			}
 		}
 	}
+	for i := range cfg.Profiles {
+		errs = append(errs, schedqEnabled(field.NewPath("profiles").Index(i).Child("plugins"), cfg.Profiles[i].Plugins)...)
+	}
 	for i := 1; i < len(cfg.Profiles); i++ {
 		for j, pc := range cfg.Profiles[i].PluginConfig {
 			if pc.Name == Schedq {
 				errs = append(errs, field.Invalid(field.NewPath("profiles").Index(i).Child("pluginConfig").Index(j).Child("name"), Schedq,
 					"schedq's settings are the scheduler's, not a profile's: give them in the first profile (profiles[0])"))
+			}
+		}
+	}
+	return errs
+}
+
+// schedqEnabled refuses Schedq enabled at an extension point of plugins
+// (at path): it is no plugin that runs, and the framework would fail to
+// build only once a program builds it (the simulator, after a --compare's
+// first run). Each extension point is a PluginSet field of
+// config.Plugins, named in the file by its Go name with a lower-case
+// first letter. O(enabled plugins).
+func schedqEnabled(path *field.Path, plugins *config.Plugins) field.ErrorList {
+	if plugins == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	v := reflect.ValueOf(*plugins)
+	for k := range v.NumField() {
+		set, ok := v.Field(k).Interface().(config.PluginSet)
+		if !ok {
+			continue
+		}
+		name := v.Type().Field(k).Name
+		point := strings.ToLower(name[:1]) + name[1:]
+		for _, p := range set.Enabled {
+			if p.Name == Schedq { // no index: defaulting puts kube-scheduler's plugins before the file's
+				errs = append(errs, field.Invalid(path.Child(point, "enabled"), Schedq,
+					"Schedq is no plugin that runs: it only carries schedq's own settings, in the first profile's pluginConfig; enable it at no extension point"))
 			}
 		}
 	}
