@@ -148,6 +148,34 @@ func TestFileConflicts(t *testing.T) {
 	}
 }
 
+// TestFileConflictsWithEmptyValues: a file's empty list of labels or map
+// of weights, which a flag contradicts, is shown as the file writes it.
+func TestFileConflictsWithEmptyValues(t *testing.T) {
+	const at = "profiles[0].pluginConfig[0].args"
+	for _, tc := range []struct {
+		name, flag string
+		flags      func(*Options)
+		want       string
+	}{
+		{"no labels", "history-label", func(o *Options) { o.History.Labels = []string{"team"} }, at + ".history.labels is [] (none); give it in one place"},
+		{"no weights", "fair-namespace-weights", func(o *Options) { o.Fairness.Weights = map[string]float64{"a": 2} }, at + ".fairness.weights is {} (none); give it in one place"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			flags := valid()
+			tc.flags(&flags)
+			o := flags
+			o.Config.File = schedqFile(t, "{fairness: {namespaces: true, weights: {}}, history: {labels: []}}")
+			if err := o.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			errs := o.FileConflicts(flags, func(f string) bool { return f == tc.flag })
+			if len(errs) != 1 || !strings.HasSuffix(errs[0].Error(), tc.want) {
+				t.Fatalf("conflicts %v, want one ending %q", errs, tc.want)
+			}
+		})
+	}
+}
+
 // TestFairnessFromFileReachesTheQueue: fairness turned on by the file
 // makes the queue the scheduler builds (queueConfig, as Run builds it)
 // interleave the namespaces, as the flag does; with neither, the flood
