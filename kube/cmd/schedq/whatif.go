@@ -215,6 +215,9 @@ func historyOfConfig(sc *sim.Scenario, changed func(string) bool, labels []strin
 	}
 	if h.Labels != nil {
 		if file := strings.Join(h.Labels, ","); changed("history-label") && strings.Join(labels, ",") != file {
+			if file == "" {
+				file = "[] (none)"
+			}
 			conflict("history-label", "labels", strings.Join(labels, ","), file)
 		}
 		labels = h.Labels

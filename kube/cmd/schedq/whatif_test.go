@@ -158,7 +158,10 @@ func TestWhatIfHistoryFromConfig(t *testing.T) {
 	const body = "duration: 2h\nnodes: [{name: node, count: 1, capacity: {cpu: \"100\", memory: 800Gi}}]\npods:\n" +
 		"- {name: done, count: 40, requests: {cpu: \"1\"}, labels: {team: a}, lifetime: {distribution: fixed, mean: 10m}}\n" +
 		"- {name: long, count: 2, requests: {cpu: \"1\"}, labels: {team: b}, lifetime: {distribution: fixed, mean: 1h}, arrival: {at: 40m}}\n"
+	write("none.yaml", "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- pluginConfig:\n"+
+		"  - name: Schedq\n    args: {history: {labels: []}}\n")
 	withFile := write("with.yaml", "name: with\nscheduler: {config: hist.yaml}\n"+body)
+	withNone := write("with-none.yaml", "name: with-none\nscheduler: {config: none.yaml}\n"+body)
 	without := write("without.yaml", "name: without\n"+body)
 	const unknown = "2 running pods end at an unknown time"
 	for _, tc := range []struct {
@@ -172,6 +175,8 @@ func TestWhatIfHistoryFromConfig(t *testing.T) {
 		{"flags repeating the file's", withFile, []string{"--history-label", "team", "--history-tail", "exponential"}, unknown, ""},
 		{"label contradicting the file's", withFile, []string{"--history-label", "app"}, "",
 			"--history-label=app: scheduler.config " + cfg + ": profiles[0].pluginConfig[0].args.history.labels is team; give it in one place"},
+		{"label against the file's empty list", withNone, []string{"--history-label", "team"}, "",
+			"--history-label=team: scheduler.config " + filepath.Join(dir, "none.yaml") + ": profiles[0].pluginConfig[0].args.history.labels is [] (none); give it in one place"},
 		{"tail contradicting the file's", withFile, []string{"--history-tail", "longest"}, "",
 			"--history-tail=longest: scheduler.config " + cfg + ": profiles[0].pluginConfig[0].args.history.tail is exponential"},
 	} {
