@@ -122,7 +122,13 @@ func decodeSchedqArgs(path *field.Path, obj runtime.Object) (*SchedqArgs, field.
 		var f schedqFile
 		strict, err := sigsjson.UnmarshalStrict(raw, &f)
 		if err != nil {
-			return nil, field.ErrorList{jsonError(path, raw, err)}
+			// A value of the wrong type leaves its field unset and the
+			// rest decoded: they are checked too, so that every problem
+			// is named at once (an unknown field's the decoder drops).
+			errs = append(errs, jsonError(path, raw, err))
+			if !isTypeError(err) {
+				return nil, errs
+			}
 		}
 		for _, e := range strict {
 			errs = append(errs, strictError(path, e))
@@ -179,6 +185,18 @@ func jsonError(path *field.Path, raw []byte, err error) *field.Error {
 		}
 	}
 	return field.TypeInvalid(path, string(raw), "must be an object of fields: "+err.Error())
+}
+
+// isTypeError reports whether err is the decoder's error of a value of
+// the wrong type (one with Field, Value and Type, as jsonError reads),
+// after which the decoder goes on with the other fields.
+func isTypeError(err error) bool {
+	v := reflect.ValueOf(err)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	e := v.Elem()
+	return e.FieldByName("Field").Kind() == reflect.String && e.FieldByName("Value").Kind() == reflect.String && e.FieldByName("Type").IsValid()
 }
 
 // durationFields are the fields of SchedqArgs that hold durations.

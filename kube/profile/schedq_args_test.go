@@ -88,6 +88,8 @@ func TestSchedqArgs(t *testing.T) {
 			want: []string{at + ": Invalid value", "must be"}},
 		{name: "every error at once", args: "    args: {wakeBudget: true, fenceMargin: -1s, history: {tail: longer}}\n",
 			want: []string{at + ".fenceMargin", at + ".history.tail"}},
+		{name: "every error at once, one of the wrong type", args: "    args: {wakeBudget: \"no\", fenceMargin: -1s, history: {tail: longer}}\n",
+			want: []string{at + ".wakeBudget: Invalid value", at + ".fenceMargin", at + ".history.tail"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := Decode([]byte(schedqConfig(tc.args)))
