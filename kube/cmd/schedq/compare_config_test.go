@@ -34,6 +34,9 @@ func TestCompareAgainstConfigFile(t *testing.T) {
 			"--compare fairness=false: fairness=false: scheduler.config " + cfg + " sets " + at + ".fairness.namespaces true, and the file decides"},
 		{"percentage 0 under the file's", "hints=false,percentageOfNodesToScore=0",
 			"percentageOfNodesToScore=0: scheduler.config " + cfg + " sets percentageOfNodesToScore 50"},
+		{"two the file decides, both named in order", "percentageOfNodesToScore=0,fairness=false",
+			"percentageOfNodesToScore=0: scheduler.config " + cfg + " sets percentageOfNodesToScore 50, and the file decides: compare two files with config=FILE instead\n" +
+				"--compare percentageOfNodesToScore=0,fairness=false: fairness=false: scheduler.config " + cfg + " sets " + at + ".fairness.namespaces true"},
 		{"wake budget the file contradicts, as --compare's", "wakeBudget=true",
 			"--compare wakeBudget=true: queue.wakeBudget: true, but scheduler.config " + cfg + " sets " + at + ".wakeBudget false"},
 		{"the file's own value", "fairness=true,hints=false", ""},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -160,10 +161,15 @@ func (in inputs) compareScenario(scenario string, scenarioSet bool, seed uint64,
 			return nil, fmt.Errorf("--compare %s: %w", settings, err)
 		}
 	}
-	for key := range seen {
+	var errs []error
+	for setting := range strings.SplitSeq(settings, ",") { // in order, each once: checked above
+		key, _, _ := strings.Cut(setting, "=")
 		if err := alt.FileDecides(key); err != nil {
-			return nil, fmt.Errorf("--compare %s: %w", settings, err)
+			errs = append(errs, fmt.Errorf("--compare %s: %w", settings, err))
 		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return alt, nil
 }
