@@ -58,9 +58,35 @@ func (o FairnessOptions) validate(name func(flag string) string) []error {
 		errs = append(errs, fmt.Errorf("%s: must not be negative, got %v", name("fair-half-life"), o.HalfLife))
 	}
 	if !o.Namespaces && (len(o.Weights) > 0 || o.HalfLife != 0) {
-		errs = append(errs, fmt.Errorf("%s and %s need %s", name("fair-namespace-weights"), name("fair-half-life"), name("fair-namespaces")))
+		errs = append(errs, o.needNamespaces(name))
 	}
 	return errs
+}
+
+// needNamespaces is the error of weights or a half-life without fairness:
+// it names those given (not the other), each by name(flag), and what
+// turns fairness on, in the file too when they came from it.
+func (o FairnessOptions) needNamespaces(name func(flag string) string) error {
+	var given []string
+	if len(o.Weights) > 0 {
+		given = append(given, "fair-namespace-weights")
+	}
+	if o.HalfLife != 0 {
+		given = append(given, "fair-half-life")
+	}
+	fromFile := false
+	for i, flag := range given {
+		given[i] = name(flag)
+		fromFile = fromFile || given[i] != flagName(flag)
+	}
+	need := name("fair-namespaces")
+	if need == flagName("fair-namespaces") && fromFile {
+		need += " (or fairness.namespaces: true in the file)"
+	}
+	if len(given) == 1 {
+		return fmt.Errorf("%s needs %s", given[0], need)
+	}
+	return fmt.Errorf("%s and %s need %s", given[0], given[1], need)
 }
 
 // ParseWeights parses NAMESPACE=WEIGHT[,NAMESPACE=WEIGHT...], the value

@@ -106,7 +106,8 @@ func TestFairnessOptions(t *testing.T) {
 	}{
 		{FairnessOptions{Namespaces: true, Weights: map[string]float64{"x": 0}}, "x=0"},
 		{FairnessOptions{Namespaces: true, HalfLife: -time.Second}, "--fair-half-life"},
-		{FairnessOptions{Weights: map[string]float64{"x": 1}}, "need --fair-namespaces"},
+		{FairnessOptions{Weights: map[string]float64{"x": 1}}, "--fair-namespace-weights needs --fair-namespaces"},
+		{FairnessOptions{Weights: map[string]float64{"x": 1}, HalfLife: time.Minute}, "--fair-namespace-weights and --fair-half-life need --fair-namespaces"},
 	} {
 		errs := tc.o.validate(flagName)
 		if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want) {

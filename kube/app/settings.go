@@ -48,7 +48,7 @@ var fileSettings = []fileSetting{
 			o.Fairness.Weights = maps.Clone(a.Fairness.Weights)
 		}
 		return a.Fairness.Weights != nil
-	}, func(o *Options) string { return showWeights(o.Fairness.Weights) }, nil},
+	}, func(o *Options) string { return showWeights(o.Fairness.Weights) }, func(o *Options) string { return orNone(showWeights(o.Fairness.Weights), "{}") }},
 	{"fair-half-life", "fairness.halfLife", func(o *Options, a *profile.SchedqArgs) bool {
 		if a.Fairness.HalfLife != nil {
 			o.Fairness.HalfLife = *a.Fairness.HalfLife
@@ -60,7 +60,7 @@ var fileSettings = []fileSetting{
 			o.History.Labels = slices.Clone(a.History.Labels)
 		}
 		return a.History.Labels != nil
-	}, func(o *Options) string { return strings.Join(o.History.Labels, ",") }, nil},
+	}, func(o *Options) string { return strings.Join(o.History.Labels, ",") }, func(o *Options) string { return orNone(strings.Join(o.History.Labels, ","), "[]") }},
 	{"history-tail", "history.tail", func(o *Options, a *profile.SchedqArgs) bool {
 		if a.History.Tail != nil {
 			o.History.Tail = *a.History.Tail
@@ -79,6 +79,15 @@ var fileSettings = []fileSetting{
 		}
 		return a.FenceMargin != nil
 	}, func(o *Options) string { return o.FenceMargin.String() }, nil},
+}
+
+// orNone is s, or empty (as the file writes it) followed by "(none)" if
+// s is empty: a message's "labels is ;" would read as a typo.
+func orNone(s, empty string) string {
+	if s == "" {
+		return empty + " (none)"
+	}
+	return s
 }
 
 // showWeights is weights as --fair-namespace-weights takes them, sorted.

@@ -71,9 +71,11 @@ func TestConfigSchedqSettingsRefused(t *testing.T) {
 		{"bad value, named by the decoder", "{fairness: {halfLife: soon}}", nil,
 			[]string{"--config", "sched.yaml", at + `.fairness.halfLife: Invalid value: "soon"`}},
 		{"weights without fairness", "{fairness: {weights: {team-a: 2}}}", nil,
-			[]string{"sched.yaml: " + at + ".fairness.weights and --fair-half-life need --fair-namespaces"}},
+			[]string{"sched.yaml: " + at + ".fairness.weights needs --fair-namespaces (or fairness.namespaces: true in the file)"}},
+		{"half-life without fairness, weights by the flag", "{fairness: {halfLife: 1m}}", func(o *Options) { o.Fairness.Weights = map[string]float64{"a": 2} },
+			[]string{"--fair-namespace-weights and --config ", "sched.yaml: " + at + ".fairness.halfLife need --fair-namespaces (or fairness.namespaces: true in the file)"}},
 		{"half-life with fairness off in the file, on by the flag", "{fairness: {namespaces: false, halfLife: 1m}}", func(o *Options) { o.Fairness.Namespaces = true },
-			[]string{at + ".fairness.halfLife need --config", at + ".fairness.namespaces"}},
+			[]string{at + ".fairness.halfLife needs --config", at + ".fairness.namespaces"}},
 		{"fence margin past the lease", "{fenceMargin: 20s}", nil,
 			[]string{"sched.yaml: " + at + ".fenceMargin: 20s must be 0", "--leader-elect-lease-duration (15s)"}},
 		{"fence margin without leader election", "{fenceMargin: 3s}", func(o *Options) { o.LeaderElect = false },
@@ -141,6 +143,34 @@ func TestFileConflicts(t *testing.T) {
 			want := strings.Replace(tc.want, "%s", o.Config.File, 1)
 			if len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), want) || !strings.HasSuffix(errs[0].Error(), "give it in one place") {
 				t.Fatalf("conflicts %v, want one starting %q", errs, want)
+			}
+		})
+	}
+}
+
+// TestFileConflictsWithEmptyValues: a file's empty list of labels or map
+// of weights, which a flag contradicts, is shown as the file writes it.
+func TestFileConflictsWithEmptyValues(t *testing.T) {
+	const at = "profiles[0].pluginConfig[0].args"
+	for _, tc := range []struct {
+		name, flag string
+		flags      func(*Options)
+		want       string
+	}{
+		{"no labels", "history-label", func(o *Options) { o.History.Labels = []string{"team"} }, at + ".history.labels is [] (none); give it in one place"},
+		{"no weights", "fair-namespace-weights", func(o *Options) { o.Fairness.Weights = map[string]float64{"a": 2} }, at + ".fairness.weights is {} (none); give it in one place"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			flags := valid()
+			tc.flags(&flags)
+			o := flags
+			o.Config.File = schedqFile(t, "{fairness: {namespaces: true, weights: {}}, history: {labels: []}}")
+			if err := o.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			errs := o.FileConflicts(flags, func(f string) bool { return f == tc.flag })
+			if len(errs) != 1 || !strings.HasSuffix(errs[0].Error(), tc.want) {
+				t.Fatalf("conflicts %v, want one ending %q", errs, tc.want)
 			}
 		})
 	}

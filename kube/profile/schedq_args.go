@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	sigsjson "sigs.k8s.io/json"
 	sigsyaml "sigs.k8s.io/yaml"
 )
@@ -20,7 +21,8 @@ import (
 // settings, the ones kube-scheduler has no field for: a pluginConfig
 // entry of the first profile (`- name: Schedq` with `args:` SchedqArgs),
 // as out-of-tree schedulers carry theirs. Schedq is no plugin that runs:
-// enabled at an extension point, its framework fails to build, saying so.
+// enabled at an extension point, it is refused as the file is decoded
+// (schedqEnabled), and its framework would fail to build, saying so.
 // The settings are the scheduler's, not a profile's, so only the first
 // profile may carry them.
 const Schedq = "Schedq"
@@ -120,7 +122,13 @@ func decodeSchedqArgs(path *field.Path, obj runtime.Object) (*SchedqArgs, field.
 		var f schedqFile
 		strict, err := sigsjson.UnmarshalStrict(raw, &f)
 		if err != nil {
-			return nil, field.ErrorList{jsonError(path, raw, err)}
+			// A value of the wrong type leaves its field unset and the
+			// rest decoded: they are checked too, so that every problem
+			// is named at once (an unknown field's the decoder drops).
+			errs = append(errs, jsonError(path, raw, err))
+			if !isTypeError(err) {
+				return nil, errs
+			}
 		}
 		for _, e := range strict {
 			errs = append(errs, strictError(path, e))
@@ -177,6 +185,18 @@ func jsonError(path *field.Path, raw []byte, err error) *field.Error {
 		}
 	}
 	return field.TypeInvalid(path, string(raw), "must be an object of fields: "+err.Error())
+}
+
+// isTypeError reports whether err is the decoder's error of a value of
+// the wrong type (one with Field, Value and Type, as jsonError reads),
+// after which the decoder goes on with the other fields.
+func isTypeError(err error) bool {
+	v := reflect.ValueOf(err)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	e := v.Elem()
+	return e.FieldByName("Field").Kind() == reflect.String && e.FieldByName("Value").Kind() == reflect.String && e.FieldByName("Type").IsValid()
 }
 
 // durationFields are the fields of SchedqArgs that hold durations.
@@ -328,14 +348,58 @@ func SchedqSettings(cfg *Config) (*SchedqArgs, string, error) {
 }
 
 // checkSchedqPlace refuses Schedq's args in a profile but the first: they
-// are the scheduler's settings, which one profile gives. O(pluginConfig).
+// are the scheduler's settings, which one profile gives. It also refuses
+// an entry whose name is Schedq but for its case ("schedq"): plugin names
+// are case-sensitive, and kube-scheduler passes over the args of a name
+// it does not know, so the settings would be dropped without a word; and
+// Schedq enabled at an extension point of any profile (schedqEnabled).
+// O(pluginConfig + enabled plugins).
 func checkSchedqPlace(cfg *Config) field.ErrorList {
 	var errs field.ErrorList
+	for i := range cfg.Profiles {
+		for j, pc := range cfg.Profiles[i].PluginConfig {
+			if pc.Name != Schedq && strings.EqualFold(pc.Name, Schedq) {
+				errs = append(errs, field.NotSupported(field.NewPath("profiles").Index(i).Child("pluginConfig").Index(j).Child("name"), pc.Name, []string{Schedq}))
+			}
+		}
+	}
+	for i := range cfg.Profiles {
+		errs = append(errs, schedqEnabled(field.NewPath("profiles").Index(i).Child("plugins"), cfg.Profiles[i].Plugins)...)
+	}
 	for i := 1; i < len(cfg.Profiles); i++ {
 		for j, pc := range cfg.Profiles[i].PluginConfig {
 			if pc.Name == Schedq {
 				errs = append(errs, field.Invalid(field.NewPath("profiles").Index(i).Child("pluginConfig").Index(j).Child("name"), Schedq,
 					"schedq's settings are the scheduler's, not a profile's: give them in the first profile (profiles[0])"))
+			}
+		}
+	}
+	return errs
+}
+
+// schedqEnabled refuses Schedq enabled at an extension point of plugins
+// (at path): it is no plugin that runs, and the framework would fail to
+// build only once a program builds it (the simulator, after a --compare's
+// first run). Each extension point is a PluginSet field of
+// config.Plugins, named in the file by its Go name with a lower-case
+// first letter. O(enabled plugins).
+func schedqEnabled(path *field.Path, plugins *config.Plugins) field.ErrorList {
+	if plugins == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	v := reflect.ValueOf(*plugins)
+	for k := range v.NumField() {
+		set, ok := v.Field(k).Interface().(config.PluginSet)
+		if !ok {
+			continue
+		}
+		name := v.Type().Field(k).Name
+		point := strings.ToLower(name[:1]) + name[1:]
+		for _, p := range set.Enabled {
+			if p.Name == Schedq { // no index: defaulting puts kube-scheduler's plugins before the file's
+				errs = append(errs, field.Invalid(path.Child(point, "enabled"), Schedq,
+					"Schedq is no plugin that runs: it only carries schedq's own settings, in the first profile's pluginConfig; enable it at no extension point"))
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 )
 
@@ -87,6 +88,8 @@ func TestSchedqArgs(t *testing.T) {
 			want: []string{at + ": Invalid value", "must be"}},
 		{name: "every error at once", args: "    args: {wakeBudget: true, fenceMargin: -1s, history: {tail: longer}}\n",
 			want: []string{at + ".fenceMargin", at + ".history.tail"}},
+		{name: "every error at once, one of the wrong type", args: "    args: {wakeBudget: \"no\", fenceMargin: -1s, history: {tail: longer}}\n",
+			want: []string{at + ".wakeBudget: Invalid value", at + ".fenceMargin", at + ".history.tail"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := Decode([]byte(schedqConfig(tc.args)))
@@ -115,13 +118,21 @@ func TestSchedqArgs(t *testing.T) {
 	}
 }
 
-// TestSchedqArgsPlace: only the first profile carries schedq's settings;
-// a file without them has none; and Schedq, which never runs, cannot be
-// enabled at an extension point.
+// TestSchedqArgsPlace: only the first profile carries schedq's settings,
+// under the name Schedq, case and all; a file without them has none;
+// and Schedq, which never runs, enabled at an extension point is refused
+// as the file is decoded, naming the point, before a program builds the
+// framework (which refuses it too).
 func TestSchedqArgsPlace(t *testing.T) {
 	_, err := Decode([]byte(header + "profiles:\n- schedulerName: a\n- schedulerName: b\n  pluginConfig:\n  - {name: Schedq, args: {wakeBudget: false}}\n"))
 	if err == nil || !strings.Contains(err.Error(), `profiles[1].pluginConfig[0].name: Invalid value: "Schedq": schedq's settings are the scheduler's, not a profile's`) {
 		t.Errorf("Schedq in the second profile: %v", err)
+	}
+	for _, name := range []string{"schedq", "SchedQ"} {
+		_, err := Decode([]byte(header + "profiles:\n- schedulerName: a\n  pluginConfig:\n  - {name: " + name + ", args: {wakeBudget: false}}\n"))
+		if want := `profiles[0].pluginConfig[0].name: Unsupported value: "` + name + `": supported values: "Schedq"`; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Schedq's args under %s: %v, want %q (its settings would be dropped)", name, err, want)
+		}
 	}
 	cfg, err := Decode([]byte(header + "profiles:\n- schedulerName: a\n"))
 	if err != nil {
@@ -130,10 +141,14 @@ func TestSchedqArgsPlace(t *testing.T) {
 	if a, path, err := SchedqSettings(cfg); a != nil || path != "" || err != nil {
 		t.Errorf("no Schedq args: %+v %q %v", a, path, err)
 	}
-	cfg, err = Decode([]byte(header + "profiles:\n- schedulerName: a\n  plugins:\n    filter:\n      enabled: [{name: Schedq}]\n"))
-	if err != nil {
-		t.Fatal(err) // a known name: kube-scheduler's validation accepts it
+	for _, tc := range []struct{ name, point string }{{"filter", "filter"}, {"multi point", "multiPoint"}, {"pre-bind", "preBind"}} {
+		_, err := Decode([]byte(header + "profiles:\n- schedulerName: a\n  plugins:\n    " + tc.point + ":\n      enabled: [{name: Schedq}]\n"))
+		if want := "profiles[0].plugins." + tc.point + `.enabled: Invalid value: "Schedq": Schedq is no plugin that runs`; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Schedq enabled at %s: %v, want %q", tc.name, err, want)
+		}
 	}
+	// The framework refuses it too, as a profile built without Decode.
+	cfg.Profiles[0].Plugins.Filter.Enabled = append(cfg.Profiles[0].Plugins.Filter.Enabled, config.Plugin{Name: Schedq})
 	f, err := NewFrameworkOn(context.Background(), &cfg.Profiles[0], Setup{Snapshot: backendcache.NewEmptySnapshot()})
 	if err == nil {
 		f.Close()

@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"maps"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/schedq/schedq/kube/profile"
@@ -39,7 +41,7 @@ func (s *Scenario) checkConfigFile(bad func(string, string, ...any)) {
 	for _, f := range fields {
 		bad("scheduler.config", "%s: %s: %s", s.Scheduler.Config, f, unhonouredWhy[f])
 	}
-	for _, f := range schedulerOnly(set) {
+	for _, f := range schedulerOnly(set, s.learnsRuntimes) {
 		bad("scheduler.config", "%s: %s.%s: %s", s.Scheduler.Config, set.SchedqPath, f.field, f.why)
 	}
 	for _, c := range s.configConflicts(set) {
@@ -60,9 +62,10 @@ func (s *Scenario) checkConfigFile(bad func(string, string, ...any)) {
 type onlyField struct{ field, why string }
 
 // schedulerOnly lists the Schedq args set gives that the simulator does
-// not apply: the fence margin, the forecasts' history and the stall
-// timeout. The wake budget and fairness it applies (applySettings).
-func schedulerOnly(set profile.Settings) []onlyField {
+// not apply: the fence margin, the forecasts' history (unless the run
+// learns runtimes: learns) and the stall timeout. The wake budget and
+// fairness it applies (applySettings).
+func schedulerOnly(set profile.Settings, learns bool) []onlyField {
 	a := set.Schedq
 	if a == nil {
 		return nil
@@ -71,8 +74,8 @@ func schedulerOnly(set profile.Settings) []onlyField {
 	if a.FenceMargin != nil {
 		out = append(out, onlyField{"fenceMargin", "schedq scheduler's only: the simulator has no lease to fence its bindings with"})
 	}
-	if a.History.Labels != nil || a.History.Tail != nil {
-		out = append(out, onlyField{"history", "schedq scheduler's only: the simulator learns no runtimes (schedq whatif takes --history-label and --history-tail)"})
+	if !learns && (a.History.Labels != nil || a.History.Tail != nil) {
+		out = append(out, onlyField{"history", "schedq scheduler's and schedq whatif's only: a simulation learns no runtimes"})
 	}
 	if a.StallTimeout != nil {
 		out = append(out, onlyField{"stallTimeout", "schedq scheduler's only: the simulator has no health checks"})
@@ -187,3 +190,80 @@ func (s *Scenario) withConfigFile() (*Scenario, error) {
 }
 
 func seconds(n int64) time.Duration { return time.Duration(n) * time.Second }
+
+// FileDecides refuses the setting key of Set (as --compare gives it) when
+// scheduler.config gives it another value than s holds: the file's value
+// replaces the scenario's in the run (withConfigFile), so the setting
+// would change nothing. A value the scenario's own fields could not tell
+// from their default (fairness false, a percentage or an initial backoff
+// of 0) is not refused by Validate, which takes it for unset, but a key
+// that Set was given is set. Nil without a file, for a key the file does
+// not set, and for the file's own value.
+func (s *Scenario) FileDecides(key string) error {
+	field, ok := fileFields[key]
+	if s.Scheduler.Config == "" || !ok {
+		return nil
+	}
+	_, set, err := profile.LoadSettings(s.Scheduler.Config)
+	if err != nil {
+		return nil // Validate reports it
+	}
+	folded := *s
+	folded.applySettings(set)
+	have, file := s.settingOf(key), folded.settingOf(key)
+	if have == file {
+		return nil
+	}
+	if set.SchedqPath != "" {
+		field = strings.ReplaceAll(field, "ARGS", set.SchedqPath)
+	}
+	return fmt.Errorf("%s=%s: scheduler.config %s sets %s %s, and the file decides: compare two files with config=FILE instead", key, have, s.Scheduler.Config, field, file)
+}
+
+// fileFields names, for each key of Set whose setting a configuration
+// file may give, the file's field (ARGS: the Schedq args' path).
+var fileFields = map[string]string{
+	"wakeBudget":               "ARGS.wakeBudget",
+	"fairness":                 "ARGS.fairness.namespaces",
+	"percentageOfNodesToScore": "percentageOfNodesToScore",
+	"initialBackoff":           "podInitialBackoffSeconds",
+	"maxBackoff":               "podMaxBackoffSeconds",
+}
+
+// settingOf is the value of a key of fileFields in s, as Set takes it.
+func (s *Scenario) settingOf(key string) string {
+	q := s.Queue
+	switch key {
+	case "wakeBudget":
+		return strconv.FormatBool(q.WakeBudget == nil || *q.WakeBudget)
+	case "fairness":
+		return strconv.FormatBool(q.Fairness)
+	case "percentageOfNodesToScore":
+		return strconv.Itoa(s.Scheduler.PercentageOfNodesToScore)
+	case "initialBackoff":
+		return q.InitialBackoff.String()
+	case "maxBackoff":
+		if q.MaxBackoff == nil {
+			return "unset"
+		}
+		return q.MaxBackoff.String()
+	}
+	return ""
+}
+
+// ConfigHistory returns the history of the Schedq args of
+// scheduler.config (nil labels or tail where the file leaves them) and
+// the args' field path; nothing without a file or args.
+func (s *Scenario) ConfigHistory() (profile.HistoryArgs, string, error) {
+	if s.Scheduler.Config == "" {
+		return profile.HistoryArgs{}, "", nil
+	}
+	_, set, err := profile.LoadSettings(s.Scheduler.Config)
+	if err != nil {
+		return profile.HistoryArgs{}, "", fmt.Errorf("scheduler.config: %w", err)
+	}
+	if set.Schedq == nil {
+		return profile.HistoryArgs{}, "", nil
+	}
+	return set.Schedq.History, set.SchedqPath, nil
+}

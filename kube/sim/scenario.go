@@ -58,6 +58,9 @@ type Scenario struct {
 	// scenario was forked from: the forecast drops the trace's workload
 	// but keeps its scheduler (see gpuMode).
 	forkedGPU gpuMode
+	// learnsRuntimes: the run learns the runtimes of the pods that finish
+	// (LoadLearning), so scheduler.config's history is taken, not refused.
+	learnsRuntimes bool
 }
 
 // SchedulerSpec sets the scheduler's costs and choices.
@@ -315,7 +318,15 @@ var ErrEmptyScenario = errors.New("the file is empty; a scenario needs at least 
 // A file's relative paths (snapshot, trace.dir, scheduler.config) are
 // relative to the directory the file is in, as a kubeconfig's are.
 // Errors name the scenario or the file.
-func Load(nameOrFile string) (*Scenario, error) {
+func Load(nameOrFile string) (*Scenario, error) { return loadScenario(nameOrFile, false) }
+
+// LoadLearning is Load for a run that learns the runtimes of the pods
+// that finish (schedq whatif's replay): the history in the Schedq args of
+// scheduler.config is accepted (see ConfigHistory), where Load refuses it.
+func LoadLearning(nameOrFile string) (*Scenario, error) { return loadScenario(nameOrFile, true) }
+
+// loadScenario is Load, or LoadLearning if learns.
+func loadScenario(nameOrFile string, learns bool) (*Scenario, error) {
 	data, err := builtin.ReadFile("scenarios/" + nameOrFile + ".yaml")
 	source, base := "built-in scenario "+nameOrFile, ""
 	if err != nil {
@@ -329,7 +340,7 @@ func Load(nameOrFile string) (*Scenario, error) {
 		source = "scenario " + nameOrFile
 		base = filepath.Dir(nameOrFile)
 	}
-	s, err := parseAt(data, base)
+	s, err := parseAt(data, base, learns)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
@@ -360,11 +371,11 @@ func tooLarge() error {
 // Parse decodes and validates a scenario. Unknown fields and values of the
 // wrong kind are errors that give their exact path. Relative paths are
 // relative to the current directory.
-func Parse(data []byte) (*Scenario, error) { return parseAt(data, "") }
+func Parse(data []byte) (*Scenario, error) { return parseAt(data, "", false) }
 
 // parseAt is Parse with relative paths taken relative to base ("": the
 // current directory).
-func parseAt(data []byte, base string) (*Scenario, error) {
+func parseAt(data []byte, base string, learns bool) (*Scenario, error) {
 	if len(data) > MaxScenarioBytes {
 		return nil, tooLarge()
 	}
@@ -387,7 +398,7 @@ func parseAt(data []byte, base string) (*Scenario, error) {
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	var s Scenario
+	s := Scenario{learnsRuntimes: learns}
 	if err := dec.Decode(&s); err != nil {
 		return nil, yamlError(err)
 	}

@@ -150,10 +150,7 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 			}
 			var alt *sim.Scenario
 			if compare != "" {
-				if alt, err = in.compareScenario(scenario, scenarioSet, sc.Seed, compare); err != nil {
-					return err
-				}
-				if err := fw.apply(alt, compare); err != nil {
+				if alt, err = in.compareScenario(scenario, scenarioSet, sc.Seed, compare, fw); err != nil {
 					return err
 				}
 			}

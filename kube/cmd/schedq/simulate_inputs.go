@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -23,6 +24,9 @@ type inputs struct {
 	traceSpeed      float64
 	speedSet        bool // --trace-speed was given
 	records, series string
+	// learns loads the scenario for a run that learns runtimes (schedq
+	// whatif): its scheduler.config may give the history.
+	learns bool
 }
 
 // seedFlag is --seed: a whole number from 0 to the largest uint64, with a
@@ -56,7 +60,11 @@ func (in inputs) load(scenario string, scenarioSet bool) (*sim.Scenario, error) 
 		sc = &sim.Scenario{Name: name, Seed: 1}
 	} else {
 		var err error
-		if sc, err = sim.Load(scenario); err != nil {
+		loadScenario := sim.Load
+		if in.learns {
+			loadScenario = sim.LoadLearning
+		}
+		if sc, err = loadScenario(scenario); err != nil {
 			return nil, err
 		}
 	}
@@ -124,15 +132,21 @@ func checkTracePods(pods, dir string) error {
 }
 
 // compareScenario loads the scenario a second time, with the seed of the
-// first run and the settings of --compare (key=value, or several joined
-// by commas) applied, so that a bad setting is refused before the first
-// run starts.
-func (in inputs) compareScenario(scenario string, scenarioSet bool, seed uint64, settings string) (*sim.Scenario, error) {
+// first run, --config (fw) and the settings of --compare (key=value, or
+// several joined by commas) applied, so that a bad setting is refused
+// before the first run starts. The file comes first, so that a setting
+// it contradicts is refused as --compare's; a setting the file gives
+// another value is refused too (sim.Scenario.FileDecides): the run
+// would take the file's and compare nothing.
+func (in inputs) compareScenario(scenario string, scenarioSet bool, seed uint64, settings string, fw frameworkFlags) (*sim.Scenario, error) {
 	alt, err := in.load(scenario, scenarioSet)
 	if err != nil {
 		return nil, err
 	}
 	alt.Seed = seed
+	if err := fw.apply(alt, settings); err != nil {
+		return nil, err
+	}
 	seen := map[string]bool{}
 	for setting := range strings.SplitSeq(settings, ",") {
 		key, value, ok := strings.Cut(setting, "=")
@@ -146,6 +160,16 @@ func (in inputs) compareScenario(scenario string, scenarioSet bool, seed uint64,
 		if err := alt.Set(key, value); err != nil {
 			return nil, fmt.Errorf("--compare %s: %w", settings, err)
 		}
+	}
+	var errs []error
+	for setting := range strings.SplitSeq(settings, ",") { // in order, each once: checked above
+		key, _, _ := strings.Cut(setting, "=")
+		if err := alt.FileDecides(key); err != nil {
+			errs = append(errs, fmt.Errorf("--compare %s: %w", settings, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return alt, nil
 }

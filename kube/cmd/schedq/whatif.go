@@ -59,17 +59,21 @@ activeDeadlineSeconds, or the runtimes of finished pods of its kind
 			if err := (app.HistoryOptions{Labels: labels, Tail: tail}).Validate(); err != nil {
 				return err
 			}
-			histTail, err := sim.ParseHistoryTail(tail)
-			if err != nil {
-				return fmt.Errorf("--history-tail: %w", err)
-			}
 			add, err := readWhatIf(file, cmd.InOrStdin())
 			if err != nil {
 				return fmt.Errorf("-f %s: %w", file, err)
 			}
+			in.learns = true
 			sc, err := in.load(scenario, cmd.Flags().Changed("scenario"))
 			if err != nil {
 				return err
+			}
+			if labels, tail, err = historyOfConfig(sc, cmd.Flags().Changed, labels, tail); err != nil {
+				return err
+			}
+			histTail, err := sim.ParseHistoryTail(tail)
+			if err != nil {
+				return fmt.Errorf("--history-tail: %w", err)
 			}
 			if names, err := sc.ProfileNames(); err != nil {
 				return err
@@ -193,4 +197,36 @@ func joinKeys[T fmt.Stringer](ks []T) string {
 		s[i] = k.String()
 	}
 	return strings.Join(s, ", ")
+}
+
+// historyOfConfig is the history the replay learns: the history of the
+// Schedq args of the scenario's scheduler.config where the file gives
+// it, as schedq scheduler takes it, else --history-label and
+// --history-tail (labels, tail). A flag given (changed) with another
+// value than the file's is refused, naming both.
+func historyOfConfig(sc *sim.Scenario, changed func(string) bool, labels []string, tail string) ([]string, string, error) {
+	h, at, err := sc.ConfigHistory()
+	if err != nil {
+		return nil, "", err
+	}
+	var errs []error
+	conflict := func(flag, field, flagValue, fileValue string) {
+		errs = append(errs, fmt.Errorf("--%s=%s: scheduler.config %s: %s.history.%s is %s; give it in one place", flag, flagValue, sc.Scheduler.Config, at, field, fileValue))
+	}
+	if h.Labels != nil {
+		if file := strings.Join(h.Labels, ","); changed("history-label") && strings.Join(labels, ",") != file {
+			if file == "" {
+				file = "[] (none)"
+			}
+			conflict("history-label", "labels", strings.Join(labels, ","), file)
+		}
+		labels = h.Labels
+	}
+	if h.Tail != nil {
+		if changed("history-tail") && tail != *h.Tail {
+			conflict("history-tail", "tail", tail, *h.Tail)
+		}
+		tail = *h.Tail
+	}
+	return labels, tail, errors.Join(errs...)
 }

@@ -136,3 +136,71 @@ func TestWhatIfTraceSpeed(t *testing.T) {
 		})
 	}
 }
+
+// TestWhatIfHistoryFromConfig: the history of the Schedq args of the
+// scenario's scheduler.config is the replay's, as schedq scheduler takes
+// it: with the file's labels (team) the running pods of a team no
+// finished pod had end at an unknown time, where without them (their
+// owner kind and namespace) the finished pods' runtimes serve. A flag
+// that repeats the file's value is accepted, one that contradicts it
+// refused naming both.
+func TestWhatIfHistoryFromConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	cfg := write("hist.yaml", "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- pluginConfig:\n"+
+		"  - name: Schedq\n    args: {history: {labels: [team], tail: exponential}}\n")
+	const body = "duration: 2h\nnodes: [{name: node, count: 1, capacity: {cpu: \"100\", memory: 800Gi}}]\npods:\n" +
+		"- {name: done, count: 40, requests: {cpu: \"1\"}, labels: {team: a}, lifetime: {distribution: fixed, mean: 10m}}\n" +
+		"- {name: long, count: 2, requests: {cpu: \"1\"}, labels: {team: b}, lifetime: {distribution: fixed, mean: 1h}, arrival: {at: 40m}}\n"
+	write("none.yaml", "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- pluginConfig:\n"+
+		"  - name: Schedq\n    args: {history: {labels: []}}\n")
+	withFile := write("with.yaml", "name: with\nscheduler: {config: hist.yaml}\n"+body)
+	withNone := write("with-none.yaml", "name: with-none\nscheduler: {config: none.yaml}\n"+body)
+	without := write("without.yaml", "name: without\n"+body)
+	const unknown = "2 running pods end at an unknown time"
+	for _, tc := range []struct {
+		name, scenario string
+		flags          []string
+		want           string // in the output; "!" + text: not in it
+		wantErr        string
+	}{
+		{"the file's labels", withFile, nil, unknown, ""},
+		{"no file", without, nil, "!" + unknown, ""},
+		{"flags repeating the file's", withFile, []string{"--history-label", "team", "--history-tail", "exponential"}, unknown, ""},
+		{"label contradicting the file's", withFile, []string{"--history-label", "app"}, "",
+			"--history-label=app: scheduler.config " + cfg + ": profiles[0].pluginConfig[0].args.history.labels is team; give it in one place"},
+		{"label against the file's empty list", withNone, []string{"--history-label", "team"}, "",
+			"--history-label=team: scheduler.config " + filepath.Join(dir, "none.yaml") + ": profiles[0].pluginConfig[0].args.history.labels is [] (none); give it in one place"},
+		{"tail contradicting the file's", withFile, []string{"--history-tail", "longest"}, "",
+			"--history-tail=longest: scheduler.config " + cfg + ": profiles[0].pluginConfig[0].args.history.tail is exponential"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := filepath.Join(t.TempDir(), "m.yaml")
+			if err := os.WriteFile(m, []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: q}\nspec: {containers: [{name: app, image: x}]}\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var out, errOut bytes.Buffer
+			root := newRoot(&out, &errOut)
+			root.SetArgs(append([]string{"whatif", "--scenario", tc.scenario, "--at", "45m", "--known-runtimes=false", "-f", m}, tc.flags...))
+			err := root.Execute()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if text, not := strings.CutPrefix(tc.want, "!"); strings.Contains(out.String(), text) == not {
+				t.Errorf("output:\n%s\nwant %q (! = not)", out.String(), tc.want)
+			}
+		})
+	}
+}
