@@ -131,12 +131,23 @@ func (s *sim) updateClaim(ns, name, version string, uid types.UID, sub string, i
 	case "":
 		nw = in.DeepCopy()
 		nw.Status = *cur.Status.DeepCopy()
-		nw.UID = cur.UID
+		nw.UID, nw.DeletionTimestamp = cur.UID, cur.DeletionTimestamp
 	default:
 		return nil, fmt.Errorf("resourceclaims/%s: no such subresource", sub)
 	}
 	if !s.put(nw) {
 		return nil, errors.New("the simulator's informers refused the claim")
+	}
+	if nw.DeletionTimestamp != nil && len(nw.Status.ReservedFor) == 0 {
+		// The plugin's write (Unreserve's) left a claim marked deleted
+		// reserved for no pod: the controller finishes its deletion,
+		// after the write, as an event of its own.
+		key := types.NamespacedName{Namespace: ns, Name: name}
+		s.at(s.now, func() {
+			if c := s.storedClaim(key.Namespace, key.Name); c != nil {
+				s.finishClaimDeletion(c)
+			}
+		})
 	}
 	return nw.DeepCopy(), nil
 }
@@ -259,10 +270,60 @@ func (s *sim) releaseClaims(p *v1.Pod) {
 			}
 			cur = nw
 		}
-		if metav1.IsControlledBy(cur, p) && len(cur.Status.ReservedFor) == 0 && !s.remove(cur) {
+		if len(cur.Status.ReservedFor) > 0 {
+			continue
+		}
+		if gone := cur.DeletionTimestamp != nil && len(cur.Finalizers) == 0; (gone || metav1.IsControlledBy(cur, p)) && !s.remove(cur) {
 			return
 		}
 	}
+}
+
+// deleteClaim deletes claim c as the API server and the resourceclaim
+// controller do. A claim without DRA's finalizer goes at once. One with
+// it (DynamicResources' PreBind adds it with the allocation) is only
+// marked deleted: while it is reserved for a pod, it stays, allocated,
+// so that its devices are not handed out again under a running pod;
+// releaseClaims finishes the deletion when the last of its pods ends.
+// Reserved for no pod, the controller deallocates it at once (an update
+// that wakes the pods waiting for devices), drops the finalizer, and it
+// goes. False if the informers refused a write (the run fails).
+func (s *sim) deleteClaim(c *resourceapi.ResourceClaim) bool {
+	if !slices.Contains(c.Finalizers, resourceapi.Finalizer) {
+		return s.remove(c)
+	}
+	if c.DeletionTimestamp == nil {
+		nw := c.DeepCopy()
+		nw.DeletionTimestamp = &metav1.Time{Time: s.now}
+		if !s.put(nw) {
+			return false
+		}
+		c = nw
+	}
+	return s.finishClaimDeletion(c)
+}
+
+// finishClaimDeletion does what the resourceclaim controller does for a
+// claim marked deleted that is reserved for no pod: deallocates it,
+// removes DRA's finalizer, and the API server then removes it. A claim
+// still reserved, or not marked deleted, is left alone.
+func (s *sim) finishClaimDeletion(c *resourceapi.ResourceClaim) bool {
+	if c.DeletionTimestamp == nil || len(c.Status.ReservedFor) > 0 {
+		return true
+	}
+	if c.Status.Allocation != nil || slices.Contains(c.Finalizers, resourceapi.Finalizer) {
+		nw := c.DeepCopy()
+		nw.Status.Allocation = nil
+		nw.Finalizers = slices.DeleteFunc(nw.Finalizers, func(f string) bool { return f == resourceapi.Finalizer })
+		if !s.put(nw) {
+			return false
+		}
+		c = nw
+	}
+	if len(c.Finalizers) > 0 {
+		return true // another finalizer's owner finishes it
+	}
+	return s.remove(c)
 }
 
 // ClaimNames are the names of pod p's ResourceClaims: those it names,

@@ -199,6 +199,12 @@ func (s *sim) deleteObjects(list []Object) {
 			s.fail(fmt.Errorf("deleteObjects: %s %s/%s does not exist", o.obj.GetObjectKind().GroupVersionKind().Kind, o.meta().GetNamespace(), o.meta().GetName()))
 			return
 		}
+		if c, ok := old.(*resourceapi.ResourceClaim); ok {
+			if !s.deleteClaim(c) {
+				return
+			}
+			continue
+		}
 		if !s.remove(old) {
 			return
 		}
