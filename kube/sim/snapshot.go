@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 	v1 "k8s.io/api/core/v1"
@@ -581,6 +582,9 @@ func (s *sim) snapshotPod(p *v1.Pod, sum *SnapshotSummary) error {
 		s.track(snapshotGroup, p)
 		s.x.alloc.podAdded(s.now, p)
 		s.h.AddPod(p)
+		if p.DeletionTimestamp != nil {
+			s.snapshotLeave(p)
+		}
 	case s.takesOver(p):
 		if g := framework.GroupName(p); g != "" {
 			return fmt.Errorf("pod %s is pending in PodGroup %s (spec.schedulingGroup), which a snapshot cannot hold: it would never be scheduled", framework.Key(p), g)
@@ -598,6 +602,29 @@ func (s *sim) snapshotPod(p *v1.Pod, sum *SnapshotSummary) error {
 		sum.LeftAlone++
 	}
 	return nil
+}
+
+// snapshotLeave plans bound pod p, which the snapshot caught terminating
+// (a preemption's victim, a rollout's old replica), to leave its node
+// once its grace period is out, as the kubelet and the API server make
+// it leave: deleted, its room freed for the pods waiting for it. The
+// snapshot does not say when it was taken, so p leaves after its
+// metadata.deletionGracePeriodSeconds, the most it can have had left
+// (at once without one). A forecast of the live state knows the instant
+// and leaves it when its deletionTimestamp says (forecastRun.graceLeft).
+func (s *sim) snapshotLeave(p *v1.Pod) {
+	var grace time.Duration
+	if g := p.DeletionGracePeriodSeconds; g != nil && *g > 0 {
+		grace = time.Duration(*g) * time.Second
+	}
+	key, uid := framework.Key(p), p.UID
+	s.at(s.now.Add(grace), func() {
+		if cur := s.cl.pods[key]; cur != nil && cur.UID == uid {
+			s.ended(cur, endDeleted)
+			delete(s.cl.pods, key)
+			s.h.DeletePod(cur)
+		}
+	})
 }
 
 // takesOver reports whether a profile of the simulated scheduler places
