@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/profile"
 )
 
 // maxSnapshotFileBytes is the largest snapshot file read; a larger one is
@@ -438,6 +439,9 @@ func (s *sim) loadSnapshot(path string) error {
 		}
 		namespaces[ns.Name] = true
 		s.h.Cache.SetNamespace(ns)
+		if err := s.namespaceToPlugins(ns); err != nil {
+			return fmt.Errorf("snapshot %s: namespace %s: %w", path, ns.Name, err)
+		}
 		if s.x.namespaces == nil {
 			s.x.namespaces = map[string]*v1.Namespace{}
 		}
@@ -600,6 +604,19 @@ func (s *sim) snapshotPod(p *v1.Pod, sum *SnapshotSummary) error {
 		})
 	default:
 		sum.LeftAlone++
+	}
+	return nil
+}
+
+// namespaceToPlugins puts namespace ns in the plugins' informers, as a
+// cluster's namespace informer holds it: InterPodAffinity lists there the
+// namespaces a term's namespaceSelector selects, and reads there the
+// labels of a pod's namespace. The scheduler's cache has its own copy
+// (Cache.SetNamespace) for the wake budget's affinity match. A profile
+// none of whose plugins reads namespaces takes none.
+func (s *sim) namespaceToPlugins(ns *v1.Namespace) error {
+	if err := s.fw.AddObject(ns); err != nil && !errors.Is(err, profile.ErrUnread) {
+		return err
 	}
 	return nil
 }
