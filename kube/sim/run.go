@@ -120,17 +120,20 @@ type sim struct {
 	attempts int
 	binds    int // bindings under way
 	planned  int // arrivals and cluster events still to come
-	evicted  int
-	pre      *preemptions // nil: preemption off (preemption.go)
-	series   []Sample
-	peak     schedq.Counts        // exact, updated after every queue operation
-	instant  schedq.Counts        // the largest sizes of the current instant
-	pl       places               // where each pod is, and has been (places.go)
-	x        extras               // lifetimes, inputs and allocation (inputs.go)
-	build    buildProgress        // while the cluster is built (progress.go)
-	fw       *profile.Framework   // the first of fws, whose informers the objects go to
-	fws      []*profile.Framework // kube-scheduler's, one per profile (upstream.go)
-	obj      objects              // the objects its plugins read (upstream.go)
+	evicted  int // pods recreated after their node was removed
+	// taintEvicted counts the pods recreated after a NoExecute taint
+	// evicted them (evictIntolerant).
+	taintEvicted int
+	pre          *preemptions // nil: preemption off (preemption.go)
+	series       []Sample
+	peak         schedq.Counts        // exact, updated after every queue operation
+	instant      schedq.Counts        // the largest sizes of the current instant
+	pl           places               // where each pod is, and has been (places.go)
+	x            extras               // lifetimes, inputs and allocation (inputs.go)
+	build        buildProgress        // while the cluster is built (progress.go)
+	fw           *profile.Framework   // the first of fws, whose informers the objects go to
+	fws          []*profile.Framework // kube-scheduler's, one per profile (upstream.go)
+	obj          objects              // the objects its plugins read (upstream.go)
 }
 
 // Run runs a scenario to its end and returns the report.
@@ -464,8 +467,10 @@ func (s *sim) apply(e EventSpec) {
 			s.removeNode(name)
 		}
 	case e.TaintNodes != nil:
+		taint := e.TaintNodes.Taint.taint()
 		for _, name := range s.pick(s.cl.nodeGroups[e.TaintNodes.Group], e.TaintNodes.Count) {
-			s.updateNode(name, func(n *v1.Node) { n.Spec.Taints = append(n.Spec.Taints, e.TaintNodes.Taint.taint()) })
+			s.updateNode(name, func(n *v1.Node) { n.Spec.Taints = append(n.Spec.Taints, taint) })
+			s.evictIntolerant(name, taint)
 		}
 	case e.UntaintNodes != nil:
 		for _, name := range s.pick(s.cl.nodeGroups[e.UntaintNodes.Group], e.UntaintNodes.Count) {
@@ -556,16 +561,22 @@ func (s *sim) removeNode(name string) {
 			s.removeVictim(p)
 			continue
 		}
-		s.ended(p, endDeleted)
-		delete(s.cl.pods, framework.Key(p))
-		s.h.DeletePod(p)
-		again := p.DeepCopy()
-		again.Spec.NodeName = ""
-		again.UID = s.cl.nextUID()
-		again.Status = v1.PodStatus{}
+		s.recreate(p)
 		s.evicted++
-		s.arrive(again)
 	}
+}
+
+// recreate deletes bound pod p and, as its controller would, creates it
+// again as a new pending pod of the same name.
+func (s *sim) recreate(p *v1.Pod) {
+	s.ended(p, endDeleted)
+	delete(s.cl.pods, framework.Key(p))
+	s.h.DeletePod(p)
+	again := p.DeepCopy()
+	again.Spec.NodeName = ""
+	again.UID = s.cl.nextUID()
+	again.Status = v1.PodStatus{}
+	s.arrive(again)
 }
 
 // podGroupsOrder lists every pod key in group order, for reproducible runs.
