@@ -3,7 +3,6 @@ package sim
 import (
 	"container/heap"
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq"
@@ -597,23 +597,34 @@ func (c *cluster) podGroupsOrder() []types.NamespacedName {
 func (s *sim) bindDone(pod *v1.Pod, node string, done func(error)) {
 	key := framework.Key(pod)
 	cur := s.cl.pods[key]
+	// The API server's answers, of its kinds (the scheduler tells a pod
+	// gone, 404, or bound or replaced meanwhile, 409, from a failure):
+	// the binding's UID precondition and its checks that the pod is not
+	// being deleted and not bound already fail as conflicts.
 	switch {
-	case cur == nil || cur.UID != pod.UID:
+	case cur == nil:
 		s.gangBindFailed(pod)
-		done(errors.New("pod not found"))
+		done(apierrors.NewNotFound(v1.Resource("pods"), pod.Name))
+		return
+	case cur.UID != pod.UID:
+		s.gangBindFailed(pod)
+		done(apierrors.NewConflict(v1.Resource("pods/binding"), pod.Name, fmt.Errorf("precondition failed: UID in precondition: %s, UID in object meta: %s", pod.UID, cur.UID)))
 		return
 	case cur.DeletionTimestamp != nil:
 		// The API server binds no pod whose deletion has started, and a
 		// deletionTimestamp is never removed; the scheduler has freed
 		// its assumed room at the update that showed it.
 		s.gangBindFailed(pod)
-		done(errors.New("pod is being deleted; it cannot be bound"))
+		done(apierrors.NewConflict(v1.Resource("pods/binding"), pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name)))
 		return
 	case cur.Spec.NodeName != "":
 		s.gangBindFailed(pod)
-		done(fmt.Errorf("pod is already bound to %s", cur.Spec.NodeName))
+		done(apierrors.NewConflict(v1.Resource("pods/binding"), pod.Name, fmt.Errorf("pod %s is already assigned to node %q", pod.Name, cur.Spec.NodeName)))
 		return
 	case s.cl.nodes[node] == nil:
+		// The API server would bind it (it does not check the node),
+		// and the pod garbage collector delete it later; the simulator
+		// refuses at once, and the pod is tried again.
 		s.gangBindFailed(pod)
 		done(fmt.Errorf("node %s not found", node))
 		return
