@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -277,6 +278,32 @@ func (s *sim) releaseClaims(p *v1.Pod) {
 			return
 		}
 	}
+}
+
+// claimUpdate makes c, the scenario's new version of a claim, what the
+// API server stores for an update of the main resource of a claim that
+// exists: its status (allocation, reservations), UID, deletion mark and
+// finalizers (DRA's, which the scenario's object does not carry, as an
+// apply keeps them) stay the stored ones. A spec that differs is refused,
+// as the API server refuses it (a ResourceClaim's spec is immutable):
+// the run fails. True for a claim that does not exist yet (a creation).
+func (s *sim) claimUpdate(c *resourceapi.ResourceClaim) bool {
+	old := s.storedClaim(c.Namespace, c.Name)
+	if old == nil {
+		return true
+	}
+	if !apiequality.Semantic.DeepEqual(old.Spec, c.Spec) {
+		s.fail(fmt.Errorf("createObjects: ResourceClaim %s/%s is invalid: spec: Invalid value: field is immutable", c.Namespace, c.Name))
+		return false
+	}
+	c.UID, c.DeletionTimestamp = old.UID, old.DeletionTimestamp
+	c.Status = *old.Status.DeepCopy()
+	for _, f := range old.Finalizers {
+		if !slices.Contains(c.Finalizers, f) {
+			c.Finalizers = append(c.Finalizers, f)
+		}
+	}
+	return true
 }
 
 // deleteClaim deletes claim c as the API server and the resourceclaim

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -177,5 +178,69 @@ pods: [{name: a, count: 1, arrival: {at: 50s}, requests: {cpu: "1"}}]
 	}
 	if nb := s.storedClaim("default", "nb"); nb != nil {
 		t.Errorf("claim marked deleted and reserved for no pod left: %+v", nb)
+	}
+}
+
+// TestDRAUpdatedClaimKeepsItsAllocation: createObjects of a claim that
+// exists updates it as the API server updates the main resource: its
+// status (allocation, reservations) stays, so the GPU that a's claim nb
+// holds is not handed to b when nb is relabelled at 10s; a spec change
+// is refused, as the API server refuses it (a claim's spec is
+// immutable), and fails the run.
+func TestDRAUpdatedClaimKeepsItsAllocation(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		spec    string
+		wantErr string
+	}{
+		{name: "labels", spec: "{devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}"},
+		{name: "spec changed", spec: "{devices: {requests: [{name: gpu2, exactly: {deviceClassName: gpu.example.com}}]}}", wantErr: "spec: Invalid value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := parseScenario(t, `name: claimupdate
+seed: 1
+duration: 2m
+scheduler: {plugins: upstream}
+objects:`+draObjects(1, "n-0")+`
+  - apiVersion: resource.k8s.io/v1
+    kind: ResourceClaim
+    metadata: {name: nb}
+    spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}
+nodes: [{name: n, count: 1, capacity: {cpu: "8", memory: 32Gi}}]
+pods:
+  - {name: a, count: 1, requests: {cpu: "1", memory: 1Gi}, resourceClaims: [{name: gpu, resourceClaimName: nb}]}
+  - {name: b, count: 1, arrival: {at: 1s}, requests: {cpu: "1", memory: 1Gi}, resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]}
+events:
+  - at: 10s
+    createObjects:
+      - apiVersion: resource.k8s.io/v1
+        kind: ResourceClaim
+        metadata: {name: nb, labels: {team: ml}}
+        spec: `+tc.spec+`
+`)
+			s, err := newSim(sc, Options{CheckInvariants: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.close()
+			err = s.loop()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("run ended with %v, want an error with %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b := boundAt(s)["b-0"]; b >= 0 {
+				t.Errorf("b bound at %v on the GPU a's relabelled claim still holds", b)
+			}
+			nb := s.storedClaim("default", "nb")
+			if nb == nil || nb.Labels["team"] != "ml" || nb.Status.Allocation == nil || len(nb.Status.ReservedFor) != 1 {
+				t.Errorf("claim nb after the update: %+v, want relabelled, still allocated and reserved for a", nb)
+			}
+			checkClaimsMatchPods(t, s)
+		})
 	}
 }

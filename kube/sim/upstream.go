@@ -140,6 +140,9 @@ func (s *sim) createObjects(list []Object) {
 				}
 			}
 		}
+		if c, ok := obj.(*resourceapi.ResourceClaim); ok && !s.claimUpdate(c) {
+			return
+		}
 		if !s.put(obj) || !s.narrowTraceClass(obj) {
 			return
 		}
