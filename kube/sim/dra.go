@@ -57,6 +57,7 @@ var claimsResource = resourceapi.Resource("resourceclaims")
 func (s *sim) draClient() *fake.Clientset {
 	c := profile.FakeClient()
 	c.PrependReactor("*", "resourceclaims", s.claimCall)
+	c.PrependReactor("patch", "pods", s.podStatusCall)
 	return c
 }
 
@@ -79,6 +80,23 @@ func (s *sim) claimCall(a clienttesting.Action) (bool, runtime.Object, error) {
 		}
 		nw, err := s.updateClaim(u.GetNamespace(), in.Name, in.ResourceVersion, in.UID, u.GetSubresource(), in)
 		return true, nw, err
+	case "create":
+		in, ok := a.(clienttesting.CreateAction).GetObject().(*resourceapi.ResourceClaim)
+		if !ok {
+			return true, nil, fmt.Errorf("create of resourceclaims with a %T", a.(clienttesting.CreateAction).GetObject())
+		}
+		nw, err := s.createClaim(a.GetNamespace(), in)
+		return true, nw, err
+	case "delete":
+		name := a.(clienttesting.DeleteAction).GetName()
+		cur := s.storedClaim(a.GetNamespace(), name)
+		if cur == nil {
+			return true, nil, apierrors.NewNotFound(claimsResource, name)
+		}
+		if !s.deleteClaim(cur) {
+			return true, nil, errors.New("the simulator's informers refused the claim's deletion")
+		}
+		return true, nil, nil
 	case "patch":
 		pa := a.(clienttesting.PatchAction)
 		cur := s.storedClaim(pa.GetNamespace(), pa.GetName())
@@ -96,6 +114,71 @@ func (s *sim) claimCall(a clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nw, err
 	}
 	return false, nil, nil
+}
+
+// createClaim creates claim in in namespace ns, as the API server would:
+// a name generated from its generateName if it has none (deterministic
+// here: the next claim number), no status, and a resourceVersion and UID
+// of the simulator's (put). DynamicResources creates so the claim of a
+// pod's extended resources that DRA backs, at PreBind.
+func (s *sim) createClaim(ns string, in *resourceapi.ResourceClaim) (*resourceapi.ResourceClaim, error) {
+	c := in.DeepCopy()
+	c.Namespace, c.UID, c.ResourceVersion = ns, "", ""
+	c.Status = resourceapi.ResourceClaimStatus{}
+	c.CreationTimestamp = metav1.Time{Time: s.now}
+	switch {
+	case c.Name == "" && c.GenerateName == "":
+		return nil, apierrors.NewBadRequest("resourceclaims: name or generateName is required")
+	case c.Name == "":
+		for c.Name == "" || s.storedClaim(ns, c.Name) != nil {
+			s.obj.claimSeq++
+			c.Name = fmt.Sprintf("%s%05d", c.GenerateName, s.obj.claimSeq)
+		}
+	case s.storedClaim(ns, c.Name) != nil:
+		return nil, apierrors.NewAlreadyExists(claimsResource, c.Name)
+	}
+	if !s.put(c) {
+		return nil, errors.New("the simulator's informers refused the claim")
+	}
+	return c.DeepCopy(), nil
+}
+
+// podStatusCall answers a plugin's patch of a pod's status (DynamicResources
+// names there the claim it created for the pod's extended resources), as
+// the API server would: a strategic merge patch of the status
+// subresource of the pod as the simulator has it, sent to the handlers as
+// the pod's update. Other patches of pods fall through to the fake
+// clientset, which holds no pod.
+func (s *sim) podStatusCall(a clienttesting.Action) (bool, runtime.Object, error) {
+	pa := a.(clienttesting.PatchAction)
+	if pa.GetSubresource() != "status" {
+		return false, nil, nil
+	}
+	key := types.NamespacedName{Namespace: pa.GetNamespace(), Name: pa.GetName()}
+	cur := s.cl.pods[key]
+	if cur == nil {
+		return true, nil, apierrors.NewNotFound(v1.Resource("pods"), key.Name)
+	}
+	if pa.GetPatchType() != types.StrategicMergePatchType {
+		return true, nil, fmt.Errorf("patch of pods/status of type %s: the simulator answers strategic merge patches only", pa.GetPatchType())
+	}
+	orig, err := json.Marshal(&v1.Pod{Status: cur.Status})
+	if err != nil {
+		return true, nil, err
+	}
+	b, err := strategicpatch.StrategicMergePatch(orig, pa.GetPatch(), &v1.Pod{})
+	if err != nil {
+		return true, nil, apierrors.NewBadRequest(err.Error())
+	}
+	patched := &v1.Pod{}
+	if err := json.Unmarshal(b, patched); err != nil {
+		return true, nil, apierrors.NewBadRequest(err.Error())
+	}
+	nw := *cur // shallow, as bindDone: only the status is new
+	nw.Status = patched.Status
+	s.cl.pods[key] = &nw
+	s.h.UpdatePod(cur, &nw)
+	return true, nw.DeepCopy(), nil
 }
 
 // mergePatch applies a strategic merge patch to a claim.
@@ -355,14 +438,19 @@ func (s *sim) finishClaimDeletion(c *resourceapi.ResourceClaim) bool {
 
 // ClaimNames are the names of pod p's ResourceClaims: those it names,
 // and those its status names for its claims from templates (made
-// already), as DRA's resourceclaim.Name reads them; a claim from a
-// template not made yet has no name. O(claims × statuses).
+// already), as DRA's resourceclaim.Name reads them, and the claim that
+// DynamicResources made for its extended resources DRA backs
+// (status.extendedResourceClaimStatus); a claim from a template not made
+// yet has no name. O(claims × statuses).
 func ClaimNames(p *v1.Pod) []string {
 	var out []string
 	for i := range p.Spec.ResourceClaims {
 		if name, _, err := resourceclaim.Name(p, &p.Spec.ResourceClaims[i]); err == nil && name != nil {
 			out = append(out, *name)
 		}
+	}
+	if st := p.Status.ExtendedResourceClaimStatus; st != nil && st.ResourceClaimName != "" {
+		out = append(out, st.ResourceClaimName)
 	}
 	return out
 }
