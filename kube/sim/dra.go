@@ -222,6 +222,9 @@ func (s *sim) updateClaim(ns, name, version string, uid types.UID, sub string, i
 	if !s.put(nw) {
 		return nil, errors.New("the simulator's informers refused the claim")
 	}
+	if !s.meetBindingConditions(nw) {
+		return nil, errors.New("the simulator's informers refused the claim")
+	}
 	if nw.DeletionTimestamp != nil && len(nw.Status.ReservedFor) == 0 {
 		// The plugin's write (Unreserve's) left a claim marked deleted
 		// reserved for no pod: the controller finishes its deletion,
@@ -234,6 +237,48 @@ func (s *sim) updateClaim(ns, name, version string, uid types.UID, sub string, i
 		})
 	}
 	return nw.DeepCopy(), nil
+}
+
+// meetBindingConditions plays the DRA driver of the devices allocated to
+// claim c that have binding conditions (a device attached over a
+// fabric, say): once the allocation is written, it sets each such
+// device's binding conditions true in the claim's status.devices, a
+// write of its own after c's. DynamicResources' PreBind, which waits for
+// them before the binding, then finds them at its first look, in the
+// assume cache, instead of polling the wall clock. A device whose
+// conditions are set already is left alone. False if the informers
+// refused the claim (the run fails).
+func (s *sim) meetBindingConditions(c *resourceapi.ResourceClaim) bool {
+	if c.Status.Allocation == nil {
+		return true
+	}
+	var nw *resourceapi.ResourceClaim
+	for _, r := range c.Status.Allocation.Devices.Results {
+		if len(r.BindingConditions) == 0 || hasDeviceStatus(c, r) {
+			continue
+		}
+		if nw == nil {
+			nw = c.DeepCopy()
+		}
+		st := resourceapi.AllocatedDeviceStatus{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
+		if r.ShareID != nil {
+			st.ShareID = ptrTo(string(*r.ShareID))
+		}
+		for _, cond := range r.BindingConditions {
+			st.Conditions = append(st.Conditions, metav1.Condition{Type: cond, Status: metav1.ConditionTrue,
+				Reason: "DeviceReady", Message: "the simulator's driver readied the device", LastTransitionTime: metav1.Time{Time: s.now}})
+		}
+		nw.Status.Devices = append(nw.Status.Devices, st)
+	}
+	return nw == nil || s.put(nw)
+}
+
+// hasDeviceStatus reports whether c's status.devices has an entry for
+// allocated device r.
+func hasDeviceStatus(c *resourceapi.ResourceClaim, r resourceapi.DeviceRequestAllocationResult) bool {
+	return slices.ContainsFunc(c.Status.Devices, func(d resourceapi.AllocatedDeviceStatus) bool {
+		return d.Driver == r.Driver && d.Pool == r.Pool && d.Device == r.Device
+	})
 }
 
 // storedClaim is the claim ns/name as the API server has it, nil if none.
