@@ -458,6 +458,23 @@ func (s *sim) deleteClaim(c *resourceapi.ResourceClaim) bool {
 	return s.finishClaimDeletion(c)
 }
 
+// settleDeletedClaims does, for the claims a snapshot or a forecast's
+// state holds marked deleted and reserved for no pod, what the
+// resourceclaim controller does as soon as it sees them
+// (finishClaimDeletion): deallocates them and lets them go. Such a state
+// caught the controller behind; kept, their devices would stay
+// allocated for ever. In key order; O(objects). False if the informers
+// refused a write (the run fails).
+func (s *sim) settleDeletedClaims() bool {
+	for _, k := range slices.Sorted(maps.Keys(s.obj.byKey)) {
+		c, ok := s.obj.byKey[k].(*resourceapi.ResourceClaim)
+		if ok && c.DeletionTimestamp != nil && len(c.Status.ReservedFor) == 0 && !s.finishClaimDeletion(c) {
+			return false
+		}
+	}
+	return true
+}
+
 // finishClaimDeletion does what the resourceclaim controller does for a
 // claim marked deleted that is reserved for no pod: deallocates it,
 // removes DRA's finalizer, and the API server then removes it. A claim

@@ -405,6 +405,9 @@ func (r *forecastRun) addObjects(objs []runtime.Object) error {
 			return fmt.Errorf("forecast: %w", r.s.violation)
 		}
 	}
+	if !r.s.settleDeletedClaims() {
+		return fmt.Errorf("forecast: %w", r.s.violation)
+	}
 	return nil
 }
 

@@ -553,6 +553,9 @@ func (s *sim) snapshotObjects(others []runtime.Object, uids map[types.UID]types.
 		}
 		sum.Objects++
 	}
+	if !s.settleDeletedClaims() {
+		return s.violation
+	}
 	return nil
 }
 
