@@ -11,6 +11,7 @@ import (
 	feature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/dynamic-resource-allocation/deviceclass/extendedresourcecache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -128,6 +129,12 @@ type Setup struct {
 	// a node's GPUs with a GPU policy's choice for the pod first). It
 	// runs on the scheduling loop and must be fast.
 	NotePod func(*v1.Pod)
+	// Recorder, if set, is where the plugins record events
+	// (DynamicResources' BindingConditionsPending, as kube-scheduler's
+	// plugins record with their profile's recorder); nil drops them.
+	// The framework always has one: DynamicResources' PreBind calls it
+	// unchecked, and panicked without it.
+	Recorder events.EventRecorderLogger
 	// Alongside, if set, is another profile's framework whose client,
 	// informer factory (real or synchronous), DRA manager and claim holds
 	// this one shares, as kube-scheduler's profiles share them: a claim
@@ -136,6 +143,15 @@ type Setup struct {
 	// and WrapDRA empty: they are Alongside's. Close this framework
 	// before Alongside.
 	Alongside *Framework
+}
+
+// recorderOf is s.Recorder, or one that drops the events (client-go's
+// fake recorder without a channel).
+func recorderOf(s Setup) events.EventRecorderLogger {
+	if s.Recorder != nil {
+		return s.Recorder
+	}
+	return &events.FakeRecorder{}
 }
 
 // wiring is the clientset, informer factory and DRA manager a framework's
@@ -236,6 +252,7 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 		frameworkruntime.WithMutableSnapshotLister(s.Snapshot),
 		frameworkruntime.WithParallelism(1),
 		frameworkruntime.WithLogger(klog.FromContext(ctx)),
+		frameworkruntime.WithEventRecorder(recorderOf(s)),
 	)
 	if err != nil {
 		cancel()

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -123,12 +124,17 @@ func (f *syncFactory) Delete(obj runtime.Object) error {
 	return inf.delete(obj)
 }
 
+// ErrUnread is the error of AddObject, UpdateObject and DeleteObject for
+// an object of a kind no plugin of the framework reads (no informer of
+// that kind was built).
+var ErrUnread = errors.New("no plugin reads it")
+
 func (f *syncFactory) informerOf(obj runtime.Object) (*syncInformer, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	inf, ok := f.informers[reflect.TypeOf(obj)]
 	if !ok {
-		return nil, fmt.Errorf("no informer for %T: no plugin reads it", obj)
+		return nil, fmt.Errorf("no informer for %T: %w", obj, ErrUnread)
 	}
 	return inf, nil
 }

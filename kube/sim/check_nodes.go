@@ -46,7 +46,11 @@ func overCommitted[K comparable](n *v1.Node, pods map[K]*v1.Pod) error {
 		used.MilliCPU += r.MilliCPU
 		used.Memory += r.Memory
 		used.EphemeralStorage += r.EphemeralStorage
+		byDRA := draServed(p)
 		for k, v := range r.Scalar {
+			if byDRA[k] {
+				continue // its devices, which checkDevices checks
+			}
 			if used.Scalar == nil {
 				used.Scalar = map[v1.ResourceName]int64{}
 			}
@@ -73,6 +77,21 @@ func overCommitted[K comparable](n *v1.Node, pods map[K]*v1.Pod) error {
 		}
 	}
 	return nil
+}
+
+// draServed are the extended resources of p that DRA's devices serve
+// instead of the node's allocatable: those its status maps to the claim
+// DynamicResources made for them. Nil for most pods. O(mappings).
+func draServed(p *v1.Pod) map[v1.ResourceName]bool {
+	st := p.Status.ExtendedResourceClaimStatus
+	if st == nil {
+		return nil
+	}
+	out := make(map[v1.ResourceName]bool, len(st.RequestMappings))
+	for _, m := range st.RequestMappings {
+		out[v1.ResourceName(m.ResourceName)] = true
+	}
+	return out
 }
 
 // checkBindOnce fails a checked run if pod is bound while it is already

@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,6 +57,7 @@ var claimsResource = resourceapi.Resource("resourceclaims")
 func (s *sim) draClient() *fake.Clientset {
 	c := profile.FakeClient()
 	c.PrependReactor("*", "resourceclaims", s.claimCall)
+	c.PrependReactor("patch", "pods", s.podStatusCall)
 	return c
 }
 
@@ -78,6 +80,23 @@ func (s *sim) claimCall(a clienttesting.Action) (bool, runtime.Object, error) {
 		}
 		nw, err := s.updateClaim(u.GetNamespace(), in.Name, in.ResourceVersion, in.UID, u.GetSubresource(), in)
 		return true, nw, err
+	case "create":
+		in, ok := a.(clienttesting.CreateAction).GetObject().(*resourceapi.ResourceClaim)
+		if !ok {
+			return true, nil, fmt.Errorf("create of resourceclaims with a %T", a.(clienttesting.CreateAction).GetObject())
+		}
+		nw, err := s.createClaim(a.GetNamespace(), in)
+		return true, nw, err
+	case "delete":
+		name := a.(clienttesting.DeleteAction).GetName()
+		cur := s.storedClaim(a.GetNamespace(), name)
+		if cur == nil {
+			return true, nil, apierrors.NewNotFound(claimsResource, name)
+		}
+		if !s.deleteClaim(cur) {
+			return true, nil, errors.New("the simulator's informers refused the claim's deletion")
+		}
+		return true, nil, nil
 	case "patch":
 		pa := a.(clienttesting.PatchAction)
 		cur := s.storedClaim(pa.GetNamespace(), pa.GetName())
@@ -95,6 +114,71 @@ func (s *sim) claimCall(a clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nw, err
 	}
 	return false, nil, nil
+}
+
+// createClaim creates claim in in namespace ns, as the API server would:
+// a name generated from its generateName if it has none (deterministic
+// here: the next claim number), no status, and a resourceVersion and UID
+// of the simulator's (put). DynamicResources creates so the claim of a
+// pod's extended resources that DRA backs, at PreBind.
+func (s *sim) createClaim(ns string, in *resourceapi.ResourceClaim) (*resourceapi.ResourceClaim, error) {
+	c := in.DeepCopy()
+	c.Namespace, c.UID, c.ResourceVersion = ns, "", ""
+	c.Status = resourceapi.ResourceClaimStatus{}
+	c.CreationTimestamp = metav1.Time{Time: s.now}
+	switch {
+	case c.Name == "" && c.GenerateName == "":
+		return nil, apierrors.NewBadRequest("resourceclaims: name or generateName is required")
+	case c.Name == "":
+		for c.Name == "" || s.storedClaim(ns, c.Name) != nil {
+			s.obj.claimSeq++
+			c.Name = fmt.Sprintf("%s%05d", c.GenerateName, s.obj.claimSeq)
+		}
+	case s.storedClaim(ns, c.Name) != nil:
+		return nil, apierrors.NewAlreadyExists(claimsResource, c.Name)
+	}
+	if !s.put(c) {
+		return nil, errors.New("the simulator's informers refused the claim")
+	}
+	return c.DeepCopy(), nil
+}
+
+// podStatusCall answers a plugin's patch of a pod's status (DynamicResources
+// names there the claim it created for the pod's extended resources), as
+// the API server would: a strategic merge patch of the status
+// subresource of the pod as the simulator has it, sent to the handlers as
+// the pod's update. Other patches of pods fall through to the fake
+// clientset, which holds no pod.
+func (s *sim) podStatusCall(a clienttesting.Action) (bool, runtime.Object, error) {
+	pa := a.(clienttesting.PatchAction)
+	if pa.GetSubresource() != "status" {
+		return false, nil, nil
+	}
+	key := types.NamespacedName{Namespace: pa.GetNamespace(), Name: pa.GetName()}
+	cur := s.cl.pods[key]
+	if cur == nil {
+		return true, nil, apierrors.NewNotFound(v1.Resource("pods"), key.Name)
+	}
+	if pa.GetPatchType() != types.StrategicMergePatchType {
+		return true, nil, fmt.Errorf("patch of pods/status of type %s: the simulator answers strategic merge patches only", pa.GetPatchType())
+	}
+	orig, err := json.Marshal(&v1.Pod{Status: cur.Status})
+	if err != nil {
+		return true, nil, err
+	}
+	b, err := strategicpatch.StrategicMergePatch(orig, pa.GetPatch(), &v1.Pod{})
+	if err != nil {
+		return true, nil, apierrors.NewBadRequest(err.Error())
+	}
+	patched := &v1.Pod{}
+	if err := json.Unmarshal(b, patched); err != nil {
+		return true, nil, apierrors.NewBadRequest(err.Error())
+	}
+	nw := *cur // shallow, as bindDone: only the status is new
+	nw.Status = patched.Status
+	s.cl.pods[key] = &nw
+	s.h.UpdatePod(cur, &nw)
+	return true, nw.DeepCopy(), nil
 }
 
 // mergePatch applies a strategic merge patch to a claim.
@@ -131,14 +215,70 @@ func (s *sim) updateClaim(ns, name, version string, uid types.UID, sub string, i
 	case "":
 		nw = in.DeepCopy()
 		nw.Status = *cur.Status.DeepCopy()
-		nw.UID = cur.UID
+		nw.UID, nw.DeletionTimestamp = cur.UID, cur.DeletionTimestamp
 	default:
 		return nil, fmt.Errorf("resourceclaims/%s: no such subresource", sub)
 	}
 	if !s.put(nw) {
 		return nil, errors.New("the simulator's informers refused the claim")
 	}
+	if !s.meetBindingConditions(nw) {
+		return nil, errors.New("the simulator's informers refused the claim")
+	}
+	if nw.DeletionTimestamp != nil && len(nw.Status.ReservedFor) == 0 {
+		// The plugin's write (Unreserve's) left a claim marked deleted
+		// reserved for no pod: the controller finishes its deletion,
+		// after the write, as an event of its own.
+		key := types.NamespacedName{Namespace: ns, Name: name}
+		s.at(s.now, func() {
+			if c := s.storedClaim(key.Namespace, key.Name); c != nil {
+				s.finishClaimDeletion(c)
+			}
+		})
+	}
 	return nw.DeepCopy(), nil
+}
+
+// meetBindingConditions plays the DRA driver of the devices allocated to
+// claim c that have binding conditions (a device attached over a
+// fabric, say): once the allocation is written, it sets each such
+// device's binding conditions true in the claim's status.devices, a
+// write of its own after c's. DynamicResources' PreBind, which waits for
+// them before the binding, then finds them at its first look, in the
+// assume cache, instead of polling the wall clock. A device whose
+// conditions are set already is left alone. False if the informers
+// refused the claim (the run fails).
+func (s *sim) meetBindingConditions(c *resourceapi.ResourceClaim) bool {
+	if c.Status.Allocation == nil {
+		return true
+	}
+	var nw *resourceapi.ResourceClaim
+	for _, r := range c.Status.Allocation.Devices.Results {
+		if len(r.BindingConditions) == 0 || hasDeviceStatus(c, r) {
+			continue
+		}
+		if nw == nil {
+			nw = c.DeepCopy()
+		}
+		st := resourceapi.AllocatedDeviceStatus{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
+		if r.ShareID != nil {
+			st.ShareID = ptrTo(string(*r.ShareID))
+		}
+		for _, cond := range r.BindingConditions {
+			st.Conditions = append(st.Conditions, metav1.Condition{Type: cond, Status: metav1.ConditionTrue,
+				Reason: "DeviceReady", Message: "the simulator's driver readied the device", LastTransitionTime: metav1.Time{Time: s.now}})
+		}
+		nw.Status.Devices = append(nw.Status.Devices, st)
+	}
+	return nw == nil || s.put(nw)
+}
+
+// hasDeviceStatus reports whether c's status.devices has an entry for
+// allocated device r.
+func hasDeviceStatus(c *resourceapi.ResourceClaim, r resourceapi.DeviceRequestAllocationResult) bool {
+	return slices.ContainsFunc(c.Status.Devices, func(d resourceapi.AllocatedDeviceStatus) bool {
+		return d.Driver == r.Driver && d.Pool == r.Pool && d.Device == r.Device
+	})
 }
 
 // storedClaim is the claim ns/name as the API server has it, nil if none.
@@ -259,22 +399,120 @@ func (s *sim) releaseClaims(p *v1.Pod) {
 			}
 			cur = nw
 		}
-		if metav1.IsControlledBy(cur, p) && len(cur.Status.ReservedFor) == 0 && !s.remove(cur) {
+		if len(cur.Status.ReservedFor) > 0 {
+			continue
+		}
+		if gone := cur.DeletionTimestamp != nil && len(cur.Finalizers) == 0; (gone || metav1.IsControlledBy(cur, p)) && !s.remove(cur) {
 			return
 		}
 	}
 }
 
+// claimUpdate makes c, the scenario's new version of a claim, what the
+// API server stores for an update of the main resource of a claim that
+// exists: its status (allocation, reservations), UID, deletion mark and
+// finalizers (DRA's, which the scenario's object does not carry, as an
+// apply keeps them) stay the stored ones. A spec that differs is refused,
+// as the API server refuses it (a ResourceClaim's spec is immutable):
+// the run fails. True for a claim that does not exist yet (a creation).
+func (s *sim) claimUpdate(c *resourceapi.ResourceClaim) bool {
+	old := s.storedClaim(c.Namespace, c.Name)
+	if old == nil {
+		return true
+	}
+	if !apiequality.Semantic.DeepEqual(old.Spec, c.Spec) {
+		s.fail(fmt.Errorf("createObjects: ResourceClaim %s/%s is invalid: spec: Invalid value: field is immutable", c.Namespace, c.Name))
+		return false
+	}
+	c.UID, c.DeletionTimestamp = old.UID, old.DeletionTimestamp
+	c.Status = *old.Status.DeepCopy()
+	for _, f := range old.Finalizers {
+		if !slices.Contains(c.Finalizers, f) {
+			c.Finalizers = append(c.Finalizers, f)
+		}
+	}
+	return true
+}
+
+// deleteClaim deletes claim c as the API server and the resourceclaim
+// controller do. A claim without DRA's finalizer goes at once. One with
+// it (DynamicResources' PreBind adds it with the allocation) is only
+// marked deleted: while it is reserved for a pod, it stays, allocated,
+// so that its devices are not handed out again under a running pod;
+// releaseClaims finishes the deletion when the last of its pods ends.
+// Reserved for no pod, the controller deallocates it at once (an update
+// that wakes the pods waiting for devices), drops the finalizer, and it
+// goes. False if the informers refused a write (the run fails).
+func (s *sim) deleteClaim(c *resourceapi.ResourceClaim) bool {
+	if !slices.Contains(c.Finalizers, resourceapi.Finalizer) {
+		return s.remove(c)
+	}
+	if c.DeletionTimestamp == nil {
+		nw := c.DeepCopy()
+		nw.DeletionTimestamp = &metav1.Time{Time: s.now}
+		if !s.put(nw) {
+			return false
+		}
+		c = nw
+	}
+	return s.finishClaimDeletion(c)
+}
+
+// settleDeletedClaims does, for the claims a snapshot or a forecast's
+// state holds marked deleted and reserved for no pod, what the
+// resourceclaim controller does as soon as it sees them
+// (finishClaimDeletion): deallocates them and lets them go. Such a state
+// caught the controller behind; kept, their devices would stay
+// allocated for ever. In key order; O(objects). False if the informers
+// refused a write (the run fails).
+func (s *sim) settleDeletedClaims() bool {
+	for _, k := range slices.Sorted(maps.Keys(s.obj.byKey)) {
+		c, ok := s.obj.byKey[k].(*resourceapi.ResourceClaim)
+		if ok && c.DeletionTimestamp != nil && len(c.Status.ReservedFor) == 0 && !s.finishClaimDeletion(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// finishClaimDeletion does what the resourceclaim controller does for a
+// claim marked deleted that is reserved for no pod: deallocates it,
+// removes DRA's finalizer, and the API server then removes it. A claim
+// still reserved, or not marked deleted, is left alone.
+func (s *sim) finishClaimDeletion(c *resourceapi.ResourceClaim) bool {
+	if c.DeletionTimestamp == nil || len(c.Status.ReservedFor) > 0 {
+		return true
+	}
+	if c.Status.Allocation != nil || slices.Contains(c.Finalizers, resourceapi.Finalizer) {
+		nw := c.DeepCopy()
+		nw.Status.Allocation = nil
+		nw.Finalizers = slices.DeleteFunc(nw.Finalizers, func(f string) bool { return f == resourceapi.Finalizer })
+		if !s.put(nw) {
+			return false
+		}
+		c = nw
+	}
+	if len(c.Finalizers) > 0 {
+		return true // another finalizer's owner finishes it
+	}
+	return s.remove(c)
+}
+
 // ClaimNames are the names of pod p's ResourceClaims: those it names,
 // and those its status names for its claims from templates (made
-// already), as DRA's resourceclaim.Name reads them; a claim from a
-// template not made yet has no name. O(claims × statuses).
+// already), as DRA's resourceclaim.Name reads them, and the claim that
+// DynamicResources made for its extended resources DRA backs
+// (status.extendedResourceClaimStatus); a claim from a template not made
+// yet has no name. O(claims × statuses).
 func ClaimNames(p *v1.Pod) []string {
 	var out []string
 	for i := range p.Spec.ResourceClaims {
 		if name, _, err := resourceclaim.Name(p, &p.Spec.ResourceClaims[i]); err == nil && name != nil {
 			out = append(out, *name)
 		}
+	}
+	if st := p.Status.ExtendedResourceClaimStatus; st != nil && st.ResourceClaimName != "" {
+		out = append(out, st.ResourceClaimName)
 	}
 	return out
 }

@@ -109,8 +109,8 @@ func checkClaimsMatchPods(t *testing.T, s *sim) {
 		}
 	}
 	for _, p := range s.cl.pods {
-		if p.Spec.NodeName != "" && reserved[string(p.UID)] != len(p.Spec.ResourceClaims) {
-			t.Errorf("%s: %d of its %d claims reserved for it", p.Name, reserved[string(p.UID)], len(p.Spec.ResourceClaims))
+		if n := len(ClaimNames(p)); p.Spec.NodeName != "" && reserved[string(p.UID)] != n {
+			t.Errorf("%s: %d of its %d claims reserved for it", p.Name, reserved[string(p.UID)], n)
 		}
 	}
 }

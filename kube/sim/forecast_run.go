@@ -147,6 +147,9 @@ func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra
 		if r.base == nil {
 			s.h.Cache.SetNamespace(ns)
 		}
+		if err := s.namespaceToPlugins(ns); err != nil { // the run's own frameworks
+			return r, fmt.Errorf("forecast: namespace %s: %w", ns.Name, err)
+		}
 	}
 	for _, n := range st.Nodes {
 		r.pace()
@@ -401,6 +404,9 @@ func (r *forecastRun) addObjects(objs []runtime.Object) error {
 		if !r.s.put(obj.DeepCopyObject()) {
 			return fmt.Errorf("forecast: %w", r.s.violation)
 		}
+	}
+	if !r.s.settleDeletedClaims() {
+		return fmt.Errorf("forecast: %w", r.s.violation)
 	}
 	return nil
 }

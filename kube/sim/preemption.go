@@ -148,7 +148,8 @@ func (e evictor) Preempt(_ context.Context, p scheduler.Preemption, done func([]
 }
 
 // evict deletes the pod with key if it is still the one with uid (a
-// victim already gone is skipped), at once or after its grace period.
+// victim already gone is skipped), at once or, if it is on a node, after
+// its grace period.
 func (s *sim) evict(key types.NamespacedName, uid types.UID) {
 	cur := s.cl.pods[key]
 	if cur == nil || cur.UID != uid || cur.DeletionTimestamp != nil {
@@ -159,7 +160,10 @@ func (s *sim) evict(key types.NamespacedName, uid types.UID) {
 	s.pre.victims++
 	s.pre.count(framework.Priority(cur)).Victims++
 	grace := s.pre.graceOf(cur)
-	if grace <= 0 {
+	if grace <= 0 || cur.Spec.NodeName == "" {
+		// The API server deletes a pod that is not scheduled at once,
+		// whatever its grace period: a victim whose binding failed
+		// meanwhile (its node removed) has nothing to terminate.
 		s.removeVictim(cur)
 		return
 	}

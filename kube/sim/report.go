@@ -27,6 +27,9 @@ type Report struct {
 	Scheduled int `json:"scheduled"`
 	Pending   int `json:"pending"`
 	Evicted   int `json:"evicted,omitempty"`
+	// TaintEvicted counts the pods recreated after a NoExecute taint
+	// evicted them.
+	TaintEvicted int `json:"taintEvicted,omitempty"`
 	// Of the scheduled pods: Finished ran their lifetime, DeletedBound were
 	// deleted while bound, Preempted were evicted to make room for others,
 	// Running still run at the end. Withdrawn pods were deleted before
@@ -154,7 +157,7 @@ type WallClock struct {
 func (s *sim) report() *Report {
 	sc := s.sc
 	r := &Report{Scenario: sc.Name, Seed: sc.Seed, Pods: len(s.order), Attempts: s.attempts, WastedAttempts: s.wasted,
-		Evicted: s.evicted, Peak: s.peak, Series: s.series, Preemption: s.pre.summary()}
+		Evicted: s.evicted, TaintEvicted: s.taintEvicted, Peak: s.peak, Series: s.series, Preemption: s.pre.summary()}
 	r.Settings = Settings{
 		PopFromBackoff:     sc.Queue.PopFromBackoff == nil || *sc.Queue.PopFromBackoff,
 		QueueingHints:      sc.Queue.QueueingHints == nil || *sc.Queue.QueueingHints,
@@ -328,7 +331,7 @@ func (r *Report) WriteText(w io.Writer, wall bool) {
 	p("  queue: popFromBackoff=%v hints=%v backoff %s..%s maxInUnschedulable=%s; scheduler: attempt %s, bind %s, %s",
 		st.PopFromBackoff, st.QueueingHints, st.InitialBackoff, st.MaxBackoff, st.MaxInUnschedulable, st.AttemptCost, st.BindLatency, st.Scoring)
 	p("")
-	p("pods             %d scheduled, %d pending, of %d%s", r.Scheduled, r.Pending, r.Pods, evicted(r.Evicted))
+	p("pods             %d scheduled, %d pending, of %d%s%s", r.Scheduled, r.Pending, r.Pods, evicted(r.Evicted), taintEvicted(r.TaintEvicted))
 	for _, c := range r.PendingReasons {
 		p("  %6d  %s", c.Count, c.Label)
 	}
@@ -389,6 +392,13 @@ func (r *Report) writeThroughput(p func(string, ...any)) {
 	}
 	p("throughput       %.1f pods/s over %s, from the first arrival to the last binding; the run lasted %s of virtual time",
 		r.PodsPerSecond, secs(r.VirtualSeconds), secs(r.RunSeconds))
+}
+
+func taintEvicted(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d recreated after a NoExecute taint evicted them)", n)
 }
 
 func evicted(n int) string {

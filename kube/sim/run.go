@@ -3,7 +3,6 @@ package sim
 import (
 	"container/heap"
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq"
@@ -120,17 +120,20 @@ type sim struct {
 	attempts int
 	binds    int // bindings under way
 	planned  int // arrivals and cluster events still to come
-	evicted  int
-	pre      *preemptions // nil: preemption off (preemption.go)
-	series   []Sample
-	peak     schedq.Counts        // exact, updated after every queue operation
-	instant  schedq.Counts        // the largest sizes of the current instant
-	pl       places               // where each pod is, and has been (places.go)
-	x        extras               // lifetimes, inputs and allocation (inputs.go)
-	build    buildProgress        // while the cluster is built (progress.go)
-	fw       *profile.Framework   // the first of fws, whose informers the objects go to
-	fws      []*profile.Framework // kube-scheduler's, one per profile (upstream.go)
-	obj      objects              // the objects its plugins read (upstream.go)
+	evicted  int // pods recreated after their node was removed
+	// taintEvicted counts the pods recreated after a NoExecute taint
+	// evicted them (evictIntolerant).
+	taintEvicted int
+	pre          *preemptions // nil: preemption off (preemption.go)
+	series       []Sample
+	peak         schedq.Counts        // exact, updated after every queue operation
+	instant      schedq.Counts        // the largest sizes of the current instant
+	pl           places               // where each pod is, and has been (places.go)
+	x            extras               // lifetimes, inputs and allocation (inputs.go)
+	build        buildProgress        // while the cluster is built (progress.go)
+	fw           *profile.Framework   // the first of fws, whose informers the objects go to
+	fws          []*profile.Framework // kube-scheduler's, one per profile (upstream.go)
+	obj          objects              // the objects its plugins read (upstream.go)
 }
 
 // Run runs a scenario to its end and returns the report.
@@ -461,8 +464,10 @@ func (s *sim) apply(e EventSpec) {
 			s.removeNode(name)
 		}
 	case e.TaintNodes != nil:
+		taint := e.TaintNodes.Taint.taint()
 		for _, name := range s.pick(s.cl.nodeGroups[e.TaintNodes.Group], e.TaintNodes.Count) {
-			s.updateNode(name, func(n *v1.Node) { n.Spec.Taints = append(n.Spec.Taints, e.TaintNodes.Taint.taint()) })
+			s.updateNode(name, func(n *v1.Node) { n.Spec.Taints = append(n.Spec.Taints, taint) })
+			s.evictIntolerant(name, taint)
 		}
 	case e.UntaintNodes != nil:
 		for _, name := range s.pick(s.cl.nodeGroups[e.UntaintNodes.Group], e.UntaintNodes.Count) {
@@ -553,16 +558,22 @@ func (s *sim) removeNode(name string) {
 			s.removeVictim(p)
 			continue
 		}
-		s.ended(p, endDeleted)
-		delete(s.cl.pods, framework.Key(p))
-		s.h.DeletePod(p)
-		again := p.DeepCopy()
-		again.Spec.NodeName = ""
-		again.UID = s.cl.nextUID()
-		again.Status = v1.PodStatus{}
+		s.recreate(p)
 		s.evicted++
-		s.arrive(again)
 	}
+}
+
+// recreate deletes bound pod p and, as its controller would, creates it
+// again as a new pending pod of the same name.
+func (s *sim) recreate(p *v1.Pod) {
+	s.ended(p, endDeleted)
+	delete(s.cl.pods, framework.Key(p))
+	s.h.DeletePod(p)
+	again := p.DeepCopy()
+	again.Spec.NodeName = ""
+	again.UID = s.cl.nextUID()
+	again.Status = v1.PodStatus{}
+	s.arrive(again)
 }
 
 // podGroupsOrder lists every pod key in group order, for reproducible runs.
@@ -583,23 +594,34 @@ func (c *cluster) podGroupsOrder() []types.NamespacedName {
 func (s *sim) bindDone(pod *v1.Pod, node string, done func(error)) {
 	key := framework.Key(pod)
 	cur := s.cl.pods[key]
+	// The API server's answers, of its kinds (the scheduler tells a pod
+	// gone, 404, or bound or replaced meanwhile, 409, from a failure):
+	// the binding's UID precondition and its checks that the pod is not
+	// being deleted and not bound already fail as conflicts.
 	switch {
-	case cur == nil || cur.UID != pod.UID:
+	case cur == nil:
 		s.gangBindFailed(pod)
-		done(errors.New("pod not found"))
+		done(apierrors.NewNotFound(v1.Resource("pods"), pod.Name))
+		return
+	case cur.UID != pod.UID:
+		s.gangBindFailed(pod)
+		done(apierrors.NewConflict(v1.Resource("pods/binding"), pod.Name, fmt.Errorf("precondition failed: UID in precondition: %s, UID in object meta: %s", pod.UID, cur.UID)))
 		return
 	case cur.DeletionTimestamp != nil:
 		// The API server binds no pod whose deletion has started, and a
 		// deletionTimestamp is never removed; the scheduler has freed
 		// its assumed room at the update that showed it.
 		s.gangBindFailed(pod)
-		done(errors.New("pod is being deleted; it cannot be bound"))
+		done(apierrors.NewConflict(v1.Resource("pods/binding"), pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name)))
 		return
 	case cur.Spec.NodeName != "":
 		s.gangBindFailed(pod)
-		done(fmt.Errorf("pod is already bound to %s", cur.Spec.NodeName))
+		done(apierrors.NewConflict(v1.Resource("pods/binding"), pod.Name, fmt.Errorf("pod %s is already assigned to node %q", pod.Name, cur.Spec.NodeName)))
 		return
 	case s.cl.nodes[node] == nil:
+		// The API server would bind it (it does not check the node),
+		// and the pod garbage collector delete it later; the simulator
+		// refuses at once, and the pod is tried again.
 		s.gangBindFailed(pod)
 		done(fmt.Errorf("node %s not found", node))
 		return

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 	v1 "k8s.io/api/core/v1"
@@ -27,6 +28,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/profile"
 )
 
 // maxSnapshotFileBytes is the largest snapshot file read; a larger one is
@@ -437,6 +439,9 @@ func (s *sim) loadSnapshot(path string) error {
 		}
 		namespaces[ns.Name] = true
 		s.h.Cache.SetNamespace(ns)
+		if err := s.namespaceToPlugins(ns); err != nil {
+			return fmt.Errorf("snapshot %s: namespace %s: %w", path, ns.Name, err)
+		}
 		if s.x.namespaces == nil {
 			s.x.namespaces = map[string]*v1.Namespace{}
 		}
@@ -548,6 +553,9 @@ func (s *sim) snapshotObjects(others []runtime.Object, uids map[types.UID]types.
 		}
 		sum.Objects++
 	}
+	if !s.settleDeletedClaims() {
+		return s.violation
+	}
 	return nil
 }
 
@@ -581,6 +589,9 @@ func (s *sim) snapshotPod(p *v1.Pod, sum *SnapshotSummary) error {
 		s.track(snapshotGroup, p)
 		s.x.alloc.podAdded(s.now, p)
 		s.h.AddPod(p)
+		if p.DeletionTimestamp != nil {
+			s.snapshotLeave(p)
+		}
 	case s.takesOver(p):
 		if g := framework.GroupName(p); g != "" {
 			return fmt.Errorf("pod %s is pending in PodGroup %s (spec.schedulingGroup), which a snapshot cannot hold: it would never be scheduled", framework.Key(p), g)
@@ -598,6 +609,42 @@ func (s *sim) snapshotPod(p *v1.Pod, sum *SnapshotSummary) error {
 		sum.LeftAlone++
 	}
 	return nil
+}
+
+// namespaceToPlugins puts namespace ns in the plugins' informers, as a
+// cluster's namespace informer holds it: InterPodAffinity lists there the
+// namespaces a term's namespaceSelector selects, and reads there the
+// labels of a pod's namespace. The scheduler's cache has its own copy
+// (Cache.SetNamespace) for the wake budget's affinity match. A profile
+// none of whose plugins reads namespaces takes none.
+func (s *sim) namespaceToPlugins(ns *v1.Namespace) error {
+	if err := s.fw.AddObject(ns); err != nil && !errors.Is(err, profile.ErrUnread) {
+		return err
+	}
+	return nil
+}
+
+// snapshotLeave plans bound pod p, which the snapshot caught terminating
+// (a preemption's victim, a rollout's old replica), to leave its node
+// once its grace period is out, as the kubelet and the API server make
+// it leave: deleted, its room freed for the pods waiting for it. The
+// snapshot does not say when it was taken, so p leaves after its
+// metadata.deletionGracePeriodSeconds, the most it can have had left
+// (at once without one). A forecast of the live state knows the instant
+// and leaves it when its deletionTimestamp says (forecastRun.graceLeft).
+func (s *sim) snapshotLeave(p *v1.Pod) {
+	var grace time.Duration
+	if g := p.DeletionGracePeriodSeconds; g != nil && *g > 0 {
+		grace = time.Duration(*g) * time.Second
+	}
+	key, uid := framework.Key(p), p.UID
+	s.at(s.now.Add(grace), func() {
+		if cur := s.cl.pods[key]; cur != nil && cur.UID == uid {
+			s.ended(cur, endDeleted)
+			delete(s.cl.pods, key)
+			s.h.DeletePod(cur)
+		}
+	})
 }
 
 // takesOver reports whether a profile of the simulated scheduler places

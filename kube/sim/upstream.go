@@ -140,6 +140,9 @@ func (s *sim) createObjects(list []Object) {
 				}
 			}
 		}
+		if c, ok := obj.(*resourceapi.ResourceClaim); ok && !s.claimUpdate(c) {
+			return
+		}
 		if !s.put(obj) || !s.narrowTraceClass(obj) {
 			return
 		}
@@ -198,6 +201,12 @@ func (s *sim) deleteObjects(list []Object) {
 		if old == nil {
 			s.fail(fmt.Errorf("deleteObjects: %s %s/%s does not exist", o.obj.GetObjectKind().GroupVersionKind().Kind, o.meta().GetNamespace(), o.meta().GetName()))
 			return
+		}
+		if c, ok := old.(*resourceapi.ResourceClaim); ok {
+			if !s.deleteClaim(c) {
+				return
+			}
+			continue
 		}
 		if !s.remove(old) {
 			return
