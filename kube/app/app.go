@@ -235,8 +235,14 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	if o.Klog {
 		klog.SetLogger(lib)
 	}
+	broadcaster, err := startEvents(ctx, cs.events, lib)
+	if err != nil {
+		return err
+	}
+	defer broadcaster.Shutdown()
+	recorder := newProfileRecorder(broadcaster, o.schedulerNames())
 	factory := informers.NewSharedInformerFactory(cs.sched, 0)
-	fws, err := upstreamFrameworks(ctx, o, &qcfg, cs.sched, factory, lib)
+	fws, err := upstreamFrameworks(ctx, o, &qcfg, cs.sched, factory, recorder, lib)
 	if err != nil {
 		return err
 	}
@@ -276,12 +282,6 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 		return err
 	}
 
-	broadcaster, err := startEvents(ctx, cs.events, lib)
-	if err != nil {
-		return err
-	}
-	defer broadcaster.Shutdown()
-	recorder := newProfileRecorder(broadcaster, o.schedulerNames())
 	reporter := guardedReporter{next: scheduler.APIReporter{Client: cs.sched, Recorder: recorder, Logger: log}, fence: f, log: log}
 	h.Events = reporter
 	podGroups, groupsSynced, err := watchPodGroups(cs.sched, factory, h, log)

@@ -69,6 +69,11 @@ func (r *profileRecorder) Eventf(regarding, related runtime.Object, eventtype, r
 	r.of(regarding, related).Eventf(regarding, related, eventtype, reason, action, note, args...)
 }
 
+// WithLogger returns r: the events record as they would without a logger
+// (the plugins' events; kube-scheduler's logs them too). It makes r what
+// the framework records with (fwprofile.Setup.Recorder).
+func (r *profileRecorder) WithLogger(klog.Logger) events.EventRecorderLogger { return r }
+
 // of picks the recorder of regarding and related. O(1).
 func (r *profileRecorder) of(regarding, related runtime.Object) events.EventRecorder {
 	for _, obj := range []runtime.Object{related, regarding} {

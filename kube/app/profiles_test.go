@@ -12,7 +12,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
 	"github.com/schedq/schedq/kube/scheduler"
@@ -85,7 +87,7 @@ func TestUseProfilesNamesEachPluginsProfiles(t *testing.T) {
 	}
 	client := fakeCluster()
 	qcfg := scheduler.QueueConfig()
-	fws, err := upstreamFrameworks(t.Context(), o, &qcfg, client, informers.NewSharedInformerFactory(client, 0), klog.Background())
+	fws, err := upstreamFrameworks(t.Context(), o, &qcfg, client, informers.NewSharedInformerFactory(client, 0), nil, klog.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,5 +103,55 @@ func TestUseProfilesNamesEachPluginsProfiles(t *testing.T) {
 		if got := h.HintProfiles[plugin]; !slices.Equal(got, want) {
 			t.Errorf("%s's events are registered by %q, want %q", plugin, got, want)
 		}
+	}
+}
+
+// namedRecorder notes each event as "REGARDING REASON by NAME".
+type namedRecorder struct {
+	name string
+	got  *[]string
+}
+
+func (r namedRecorder) Eventf(regarding, _ runtime.Object, _, reason, _, _ string, _ ...any) {
+	*r.got = append(*r.got, regarding.(*v1.Pod).Name+" "+reason+" by "+r.name)
+}
+
+func (r namedRecorder) WithLogger(klog.Logger) events.EventRecorderLogger { return r }
+
+// namedMaker makes namedRecorders that note into got.
+type namedMaker struct{ got *[]string }
+
+func (m namedMaker) NewRecorder(_ *runtime.Scheme, name string) events.EventRecorderLogger {
+	return namedRecorder{name: name, got: m.got}
+}
+
+// TestPluginsRecordWithTheProfilesRecorder: the plugins of every
+// profile's framework record their events (DynamicResources'
+// BindingConditionsPending) through the scheduler's recorder, each by the
+// profile of the pod it is about; before, the frameworks had a recorder
+// that dropped them (and, before that, none: DynamicResources' PreBind
+// panicked on a device with binding conditions).
+func TestPluginsRecordWithTheProfilesRecorder(t *testing.T) {
+	o := Options{SchedulerName: "schedq"}
+	o.Config.File = configFile(t, cfgHeader+"profiles:\n- schedulerName: a\n- schedulerName: b\n")
+	if err := o.applyConfig(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	rec := newProfileRecorder(namedMaker{got: &got}, o.schedulerNames())
+	client := fakeCluster()
+	qcfg := scheduler.QueueConfig()
+	fws, err := upstreamFrameworks(t.Context(), o, &qcfg, client, informers.NewSharedInformerFactory(client, 0), rec, klog.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeAll(fws) })
+	for i, name := range []string{"a", "b"} {
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p" + name}, Spec: v1.PodSpec{SchedulerName: name}}
+		fws[i].Framework().EventRecorder().WithLogger(klog.Background()).Eventf(pod, nil, v1.EventTypeNormal, "BindingConditionsPending", "Scheduling", "waiting")
+	}
+	want := []string{"pa BindingConditionsPending by a", "pb BindingConditionsPending by b"}
+	if !slices.Equal(got, want) {
+		t.Errorf("events %q, want %q", got, want)
 	}
 }

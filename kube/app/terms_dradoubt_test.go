@@ -138,7 +138,7 @@ func newDRADoubtFixtureOf(t *testing.T, wrap func(heldWrites) kubernetes.Interfa
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	factory := informers.NewSharedInformerFactory(f.fc, 0)
 	qcfg := scheduler.QueueConfig()
-	fws, err := upstreamFrameworks(t.Context(), o, &qcfg, client, factory, klog.Background())
+	fws, err := upstreamFrameworks(t.Context(), o, &qcfg, client, factory, nil, klog.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

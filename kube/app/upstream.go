@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -28,10 +29,12 @@ import (
 // the events that plugin of its profile registers for. Call it before
 // the queue is built and before factory starts (the plugins create their
 // informers while they are built); the caller waits for the factory's
-// sync before scheduling, and closes the frameworks (closeAll).
+// sync before scheduling, and closes the frameworks (closeAll). The
+// plugins record their events (DynamicResources' BindingConditionsPending)
+// with rec, nil for none.
 func upstreamFrameworks(ctx context.Context, o Options, qcfg *schedq.Config[types.NamespacedName, *v1.Pod],
-	client kubernetes.Interface, factory informers.SharedInformerFactory, logger klog.Logger) ([]*fwprofile.Framework, error) {
-	setup := fwprofile.Setup{Snapshot: backendcache.NewEmptySnapshot(), Informers: factory, Client: client}
+	client kubernetes.Interface, factory informers.SharedInformerFactory, rec events.EventRecorderLogger, logger klog.Logger) ([]*fwprofile.Framework, error) {
+	setup := fwprofile.Setup{Snapshot: backendcache.NewEmptySnapshot(), Informers: factory, Client: client, Recorder: rec}
 	return scheduler.NewProfiles(ctx, qcfg, o.profiles(), setup, logger)
 }
 

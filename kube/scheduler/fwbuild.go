@@ -32,7 +32,7 @@ func NewProfiles(ctx context.Context, cfg *schedq.Config[types.NamespacedName, *
 	for _, prof := range profs {
 		setup := first
 		if len(fws) > 0 {
-			setup = profile.Setup{Snapshot: first.Snapshot, Alongside: fws[0], Plugins: first.Plugins, NotePod: first.NotePod}
+			setup = profile.Setup{Snapshot: first.Snapshot, Alongside: fws[0], Plugins: first.Plugins, NotePod: first.NotePod, Recorder: first.Recorder}
 		}
 		fw, err := profile.NewFrameworkOn(ctx, prof, setup)
 		if err != nil {
