@@ -168,9 +168,7 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	}
 	s.end = epoch.Add(dur)
 
-	if sc.gpuMode() == gpuModeDevice {
-		s.x.gpu = newGPUDevices(sc) // the framework's plugin (gpu_framework.go)
-	}
+	s.newGPUDevices()
 	cfg := scheduler.QueueConfig()
 	q := sc.Queue
 	if q.backoffOff() {
@@ -250,6 +248,14 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	}
 	s.build.over = true
 	return s, nil
+}
+
+// newGPUDevices makes the device model that the framework's GPUDevices
+// plugin runs (gpu_framework.go), in a replay of the device model.
+func (s *sim) newGPUDevices() {
+	if s.sc.gpuMode() == gpuModeDevice {
+		s.x.gpu = newGPUDevices(s.sc)
+	}
 }
 
 // at plans fn at t.

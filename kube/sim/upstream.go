@@ -59,7 +59,36 @@ func (s *sim) newFrameworks(ctx context.Context, cfg *schedq.Config[types.Namesp
 		setup.Plugins, setup.WrapDRA = gpuDRAPlugins(s.x.gpuDRA), newDRAFullestFirst(s.x.gpuDRA)
 		setup.NotePod = s.x.gpuDRA.notePod
 	}
-	return scheduler.NewProfiles(ctx, cfg, profs, setup, logr.Discard())
+	fws, err := scheduler.NewProfiles(ctx, cfg, profs, setup, logr.Discard())
+	if err != nil && sp.Config != "" {
+		return nil, fmt.Errorf("scheduler.config %s: %w", sp.Config, err)
+	}
+	return fws, err
+}
+
+// CheckFrameworks builds kube-scheduler's framework for every profile a
+// run of s builds, as Run builds them (newFrameworks: scheduler.config's
+// profiles or the default one, with the GPU plugins of s's GPU mode),
+// and closes them, so that a profile the framework refuses (a plugin at
+// an extension point it does not extend, args a plugin's factory
+// refuses) is found before any run rather than when its run starts. The
+// frameworks are thrown away: a run builds its own over its own objects,
+// and building one over nothing is cheap. The error names
+// scheduler.config's file. O(profiles × plugins).
+func (s *Scenario) CheckFrameworks() error {
+	sc, err := s.withConfigFile()
+	if err != nil {
+		return err
+	}
+	x := &sim{sc: sc, cl: newCluster()}
+	x.newGPUDevices()
+	cfg := scheduler.QueueConfig()
+	fws, err := x.newFrameworks(context.Background(), &cfg)
+	if err != nil {
+		return err
+	}
+	scheduler.CloseProfiles(fws)
+	return nil
 }
 
 // loadProfiles returns the profiles to run, copies of their own:

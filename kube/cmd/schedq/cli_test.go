@@ -409,9 +409,7 @@ func TestVersionString(t *testing.T) {
 // settings are bad, contradict a flag, or are the scheduler's only and
 // given to the simulator.
 func TestBadSettingsExitNonZero(t *testing.T) {
-	if args, ok := os.LookupEnv("SCHEDQ_TEST_MAIN_ARGS"); ok {
-		os.Args = append([]string{"schedq"}, strings.Split(args, "\n")...)
-		main()
+	if asMain() {
 		return
 	}
 	dir := t.TempDir()
@@ -435,18 +433,99 @@ func TestBadSettingsExitNonZero(t *testing.T) {
 		{"the scheduler's only, in the simulator", []string{"simulate", "--config", fence}, at + ".fenceMargin: schedq scheduler's only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestBadSettingsExitNonZero$")
-			cmd.Env = append(os.Environ(), "SCHEDQ_TEST_MAIN_ARGS="+strings.Join(tc.args, "\n"))
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			err := cmd.Run()
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-				t.Fatalf("schedq %v: %v, want exit status 1; stderr:\n%s", tc.args, err, stderr.String())
-			}
-			if !strings.HasPrefix(stderr.String(), "schedq: ") || !strings.Contains(stderr.String(), tc.want) {
-				t.Errorf("stderr %q, want schedq: ... %q", stderr.String(), tc.want)
+			_, stderr := mainFails(t, "TestBadSettingsExitNonZero", tc.args)
+			if !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr %q, want schedq: ... %q", stderr, tc.want)
 			}
 		})
 	}
+}
+
+// TestSimulateBuildsEveryProfileFirst: a profile kube-scheduler's
+// framework refuses (a plugin enabled at an extension point it does not
+// extend), whether --config, the scenario's scheduler.config or
+// --compare config=FILE brings it, and GPUDevices' in a GPU replay,
+// stops schedq simulate (main, in a
+// child process) with exit status 1 before any run: nothing on stdout,
+// no progress bar on stderr before the message, which names where the
+// file came from and the file.
+func TestSimulateBuildsEveryProfileFirst(t *testing.T) {
+	if asMain() {
+		return
+	}
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	wrong := write("wrong.yaml", "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"+
+		"profiles:\n- schedulerName: schedq\n  plugins:\n    filter:\n      enabled:\n      - name: ImageLocality\n")
+	const tinyText = "name: tiny\nseed: 1\nnodes:\n- {name: n, count: 1, capacity: {cpu: \"4\", memory: 8Gi}}\n" +
+		"pods:\n- {name: p, namespace: a, count: 2, requests: {cpu: \"1\", memory: 1Gi}}\n"
+	tiny := write("tiny.yaml", tinyText)
+	tinyWrong := write("tiny-wrong.yaml", tinyText+"scheduler: {config: "+wrong+"}\n")
+	gpuWrong := write("gpu-wrong.yaml", "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"+
+		"profiles:\n- schedulerName: schedq\n  plugins:\n    permit:\n      enabled:\n      - name: GPUDevices\n")
+	refused := "scheduler.config " + wrong + `: profile "schedq": plugin "ImageLocality" does not extend FilterPlugin plugin`
+	gpuRefused := "scheduler.config " + gpuWrong + `: profile "schedq": plugin "GPUDevices" does not extend PermitPlugin plugin`
+	const trace = "../../sim/testdata/alibaba"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"the compared file's, after a baseline that builds", []string{"--scenario", tiny, "--compare", "config=" + wrong}, "--compare config=" + wrong + ": " + refused},
+		{"the compared file's, among other settings", []string{"--scenario", tiny, "--compare", "hints=false,config=" + wrong}, "--compare hints=false,config=" + wrong + ": " + refused},
+		{"--config's", []string{"--scenario", tiny, "--config", wrong}, "--config: " + refused},
+		{"--config's, with a --compare of no file", []string{"--scenario", tiny, "--config", wrong, "--compare", "hints=false"}, "--config: " + refused},
+		{"the scenario's scheduler.config", []string{"--scenario", tinyWrong}, "scenario " + tinyWrong + ": " + refused},
+		{"GPUDevices' point, in a device-model replay's comparison", []string{"--trace", trace, "--gpu-model", "device", "--compare", "config=" + gpuWrong}, "--compare config=" + gpuWrong + ": " + gpuRefused},
+		{"GPUDevices' point, in a DRA-model replay per policy", []string{"--trace", trace, "--gpu-model", "dra", "--gpu-policy", "default,bestfit", "--config", gpuWrong}, "--gpu-policy default: --config: " + gpuRefused},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout, stderr := mainFails(t, "TestSimulateBuildsEveryProfileFirst", append([]string{"simulate", "--progress=on", "--no-wall"}, tc.args...))
+			if stdout != "" {
+				t.Errorf("stdout %q, want nothing: no run before the error", stdout)
+			}
+			if want := "schedq: " + tc.want + "\n"; stderr != want {
+				t.Errorf("stderr %q, want only %q (no progress bar: no run before it)", stderr, want)
+			}
+		})
+	}
+}
+
+// asMain runs main with the arguments of SCHEDQ_TEST_MAIN_ARGS (one a
+// line), if set, as the child process of mainFails, and says whether it
+// did.
+func asMain() bool {
+	args, ok := os.LookupEnv("SCHEDQ_TEST_MAIN_ARGS")
+	if ok {
+		os.Args = append([]string{"schedq"}, strings.Split(args, "\n")...)
+		main()
+	}
+	return ok
+}
+
+// mainFails runs schedq with args in a child process, the test named
+// test (which begins with asMain), fails t unless it exits with status 1
+// and a message beginning "schedq: " on stderr, and returns its stdout
+// and stderr.
+func mainFails(t *testing.T, test string, args []string) (stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), "SCHEDQ_TEST_MAIN_ARGS="+strings.Join(args, "\n"))
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("schedq %v: %v, want exit status 1; stderr:\n%s", args, err, errOut.String())
+	}
+	if !strings.HasPrefix(errOut.String(), "schedq: ") {
+		t.Errorf("stderr %q, want schedq: ...", errOut.String())
+	}
+	return out.String(), errOut.String()
 }

@@ -140,6 +140,11 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 				if err != nil {
 					return fmt.Errorf("--gpu-policy %s: %w", gf.policy, err)
 				}
+				for i, s := range scs {
+					if err := s.CheckFrameworks(); err != nil {
+						return fmt.Errorf("--gpu-policy %s: %s%w", sweep[i], configSource(s, fw, scenario), err)
+					}
+				}
 				if err := checkMemory(stderr, sc, memLimit); err != nil {
 					return err
 				}
@@ -155,6 +160,9 @@ what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` sc
 				}
 			}
 			if err := checkOutputs(in.outputPaths(report, alt != nil), in.inputPaths(scenario, scenarioSet, sc, alt, fw.config)); err != nil {
+				return err
+			}
+			if err := checkFrameworks(sc, alt, fw, scenario, compare); err != nil {
 				return err
 			}
 			if err := checkMemory(stderr, sc, memLimit); err != nil {
@@ -349,6 +357,40 @@ func writeJSON(w io.Writer, v any, noWall bool) error {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// checkFrameworks builds, before the first run, kube-scheduler's
+// framework for every profile of the baseline (base) and of --compare's
+// run (alt, nil without one), as each run will
+// (sim.Scenario.CheckFrameworks), so that a profile the framework
+// refuses stops the command before any run rather than after the
+// baseline's. The error says where the file came from: --config or the
+// scenario for the baseline, --compare (compare) for a failure of the
+// second run only.
+func checkFrameworks(base, alt *sim.Scenario, fw frameworkFlags, scenario, compare string) error {
+	if err := base.CheckFrameworks(); err != nil {
+		return fmt.Errorf("%s%w", configSource(base, fw, scenario), err)
+	}
+	if alt == nil {
+		return nil
+	}
+	if err := alt.CheckFrameworks(); err != nil {
+		return fmt.Errorf("--compare %s: %w", compare, err)
+	}
+	return nil
+}
+
+// configSource is what gave sc its scheduler.config, as the prefix of
+// an error: "--config: ", or the scenario's file (scenario) that names
+// it; "" without a file.
+func configSource(sc *sim.Scenario, fw frameworkFlags, scenario string) string {
+	switch {
+	case fw.config != "":
+		return "--config: "
+	case sc.Scheduler.Config != "":
+		return "scenario " + scenario + ": "
+	}
+	return ""
 }
 
 // frameworkFlags are --upstream-plugins (deprecated: true does nothing,
