@@ -2,13 +2,16 @@ package sim
 
 import (
 	"context"
+	"maps"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -203,8 +206,9 @@ func TestKeptAllocatedStateIsUpstreams(t *testing.T) {
 // TestKeptStateChangesNoPlacement: replays of the differential cases
 // (pods that end, probes that arrive together, every policy; and a
 // cluster of 250 nodes) place the same pods on the same nodes and
-// devices with the kept allocated state and without it, and every kept
-// state served is upstream's gather of that moment.
+// devices with the kept allocated state and what the lister reads of it
+// and without them, and every kept state served is upstream's gather of
+// that moment.
 func TestKeptStateChangesNoPlacement(t *testing.T) {
 	seeds := uint64(12)
 	if testing.Short() || raceDetector {
@@ -228,8 +232,8 @@ func TestKeptStateChangesNoPlacement(t *testing.T) {
 	}
 	replay := func(t *testing.T, c diffCase, keep bool) []placed {
 		t.Helper()
-		defer func(on bool) { draStateKeptOn = on }(draStateKeptOn)
-		draStateKeptOn = keep
+		defer func(on, left bool) { draStateKeptOn, draLeftKeptOn = on, left }(draStateKeptOn, draLeftKeptOn)
+		draStateKeptOn, draLeftKeptOn = keep, keep
 		sc := traceScenario(c.trace(t))
 		sc.Seed = c.seed
 		sc.Scheduler.PercentageOfNodesToScore = c.percentage
@@ -264,5 +268,94 @@ func TestKeptStateChangesNoPlacement(t *testing.T) {
 	}
 	if served == 0 {
 		t.Error("no kept state was served")
+	}
+}
+
+// TestListerReadsTheKeptStateAsItIs: what the fullest-first lister
+// keeps of the kept state (each GPU slice's devices' use, the pools in
+// use) is what it reads of the state afresh, after each kind of change:
+// an allocation, a deallocation, a claim deleted, a slice changed (a
+// new object with more devices), an allocation in flight (the state
+// served is then upstream's gather).
+func TestListerReadsTheKeptStateAsItIs(t *testing.T) {
+	type step func(t *testing.T, w keptWorld)
+	write := func(op string, obj runtime.Object) step {
+		return func(t *testing.T, w keptWorld) {
+			var err error
+			switch op {
+			case "add":
+				err = w.fw.AddObject(obj)
+			case "update":
+				err = w.fw.UpdateObject(obj)
+			default:
+				err = w.fw.DeleteObject(obj)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	bigger := gpuSlice("n", "V100", 4)
+	bigger.ResourceVersion = "2"
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{name: "allocation", steps: []step{write("add", keptClaim("a", 0)), write("update", withVersion(keptClaim("a", 300, "gpu-1"), "2")),
+			write("add", keptClaim("b", 200, "gpu-0"))}},
+		{name: "deallocation", steps: []step{write("add", keptClaim("a", 300, "gpu-1")), write("add", keptClaim("b", 200, "gpu-0")),
+			write("update", withVersion(keptClaim("a", 0), "2"))}},
+		{name: "claim deleted", steps: []step{write("add", keptClaim("a", 300, "gpu-1")), write("add", keptClaim("b", 200, "gpu-0")),
+			write("delete", keptClaim("b", 200, "gpu-0")), write("delete", keptClaim("a", 300, "gpu-1"))}},
+		{name: "slice changed", steps: []step{write("add", keptClaim("a", 300, "gpu-1")), write("update", bigger),
+			write("add", keptClaim("b", 900, "gpu-3"))}},
+		{name: "allocation in flight", steps: []step{write("add", keptClaim("a", 300, "gpu-1")), write("add", keptClaim("b", 0)),
+			func(t *testing.T, w keptWorld) {
+				tr := w.fw.Framework().SharedDRAManager().ResourceClaims()
+				if err := tr.SignalClaimPendingAllocation("uid-b", keptClaim("b", 500, "gpu-0")); err != nil {
+					t.Fatal(err)
+				}
+			}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newKeptWorld(t)
+			write("add", gpuSlice("n", "V100", 2))(t, w)
+			write("add", gpuSlice("m", "V100", 2))(t, w)
+			w.list(t)
+			for _, s := range tc.steps {
+				s(t, w)
+				w.list(t)
+			}
+		})
+	}
+}
+
+// list gathers and lists the slices through the manager (which keeps
+// what it reads), then compares what it kept of each slice and of the
+// pools in use with a fresh reading of the state gathered.
+func (w keptWorld) list(t *testing.T) {
+	t.Helper()
+	m := w.fw.Framework().SharedDRAManager()
+	state, err := m.ResourceClaims().GatherAllocatedState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.ResourceSlices().ListWithDeviceTaintRules(); err != nil {
+		t.Fatal(err)
+	}
+	used := maps.Clone(w.d.usedPoolsOf(state))
+	want := maps.Clone(w.d.usedPools(state))
+	if !maps.Equal(used, want) {
+		t.Errorf("pools in use %v, want %v", used, want)
+	}
+	list, err := w.d.SharedDRAManager.ResourceSlices().ListWithDeviceTaintRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sl := range list {
+		devs := w.d.devsOf(sl)
+		if got, want := w.d.leftOf(sl, devs, state), devs.left(state); !slices.Equal(got, want) {
+			t.Errorf("slice %s: devices have left %v, want %v", sl.Name, got, want)
+		}
 	}
 }
