@@ -60,6 +60,8 @@ type allocKeeper struct {
 	// poolVer[pool] <= v.
 	ver     uint64
 	poolVer map[dra.UniqueString]uint64
+	// shares is the number of shares of each device in state.
+	shares map[structured.DeviceID]int
 }
 
 func newAllocKeeper() *allocKeeper {
@@ -71,6 +73,7 @@ func newAllocKeeper() *allocKeeper {
 		},
 		inFlight: sets.New[types.UID](),
 		poolVer:  map[dra.UniqueString]uint64{},
+		shares:   map[structured.DeviceID]int{},
 	}
 }
 
@@ -147,10 +150,8 @@ func (k *allocKeeper) apply(claim *resourceapi.ResourceClaim, add bool) {
 			k.state.AllocatedDevices.Insert(id)
 		case r.ShareID == nil:
 			k.state.AllocatedDevices.Delete(id)
-		case add:
-			k.state.AllocatedSharedDeviceIDs.Insert(structured.MakeSharedDeviceID(id, r.ShareID))
 		default:
-			k.state.AllocatedSharedDeviceIDs.Delete(structured.MakeSharedDeviceID(id, r.ShareID))
+			k.share(id, structured.MakeSharedDeviceID(id, r.ShareID), add)
 		}
 		if r.ShareID == nil || r.ConsumedCapacity == nil {
 			continue
@@ -167,6 +168,29 @@ func (k *allocKeeper) apply(claim *resourceapi.ResourceClaim, add bool) {
 // serves reports whether state is the kept one.
 func (k *allocKeeper) serves(state *structured.AllocatedState) bool {
 	return k != nil && state == &k.state
+}
+
+// share adds (or removes) the share sid of device id, and counts it.
+func (k *allocKeeper) share(id structured.DeviceID, sid structured.SharedDeviceID, add bool) {
+	switch had := k.state.AllocatedSharedDeviceIDs.Has(sid); {
+	case add && !had:
+		k.state.AllocatedSharedDeviceIDs.Insert(sid)
+		k.shares[id]++
+	case !add && had:
+		k.state.AllocatedSharedDeviceIDs.Delete(sid)
+		if k.shares[id]--; k.shares[id] <= 0 {
+			delete(k.shares, id)
+		}
+	}
+}
+
+// ShareCounts is the number of shares of each device in state if it is
+// the kept one (profile.ShareCounter), else nil.
+func (d *draFullestFirst) ShareCounts(state *structured.AllocatedState) map[structured.DeviceID]int {
+	if !draSharesKeptOn || !d.kept.serves(state) {
+		return nil
+	}
+	return d.kept.shares
 }
 
 // noteInFlight records whether the tracker has claim uid's allocation in
@@ -205,3 +229,7 @@ func sameState(a, b *structured.AllocatedState) error {
 // draLeftKeptOn turns on the lister's reuse of what it read of the kept
 // state (usedPoolsOf, leftOf); tests turn it off to compare.
 var draLeftKeptOn = true
+
+// draSharesKeptOn turns on the share counts kept with the state
+// (ShareCounts); tests turn it off to compare.
+var draSharesKeptOn = true

@@ -74,6 +74,19 @@ func (w keptWorld) compare(t *testing.T) bool {
 	if err := sameState(got, want); err != nil {
 		t.Errorf("the state gathered differs from upstream's: %v", err)
 	}
+	counts := w.d.ShareCounts(got)
+	if kept := got == &w.d.kept.state; kept != (counts != nil) {
+		t.Errorf("share counts given: %v, for the kept state: %v", counts != nil, kept)
+	}
+	if counts != nil {
+		wantCounts := map[structured.DeviceID]int{}
+		for id := range want.AllocatedSharedDeviceIDs {
+			wantCounts[structured.MakeDeviceID(id.Driver.String(), id.Pool.String(), id.Device.String())]++
+		}
+		if !maps.Equal(counts, wantCounts) {
+			t.Errorf("share counts %v, want %v", counts, wantCounts)
+		}
+	}
 	return got == &w.d.kept.state
 }
 
@@ -108,7 +121,8 @@ func withVersion(c *resourceapi.ResourceClaim, v string) *resourceapi.ResourceCl
 // allocation assumed and restored, a device for admin access, an
 // allocation replaced by another), the state the manager gathers is
 // upstream's, and it is the kept one except while an allocation is in
-// flight.
+// flight; for the kept one, and only for it, the manager gives the
+// number of shares of each device (ShareCounts), which are the state's.
 func TestKeptAllocatedStateIsUpstreams(t *testing.T) {
 	type step func(t *testing.T, w keptWorld)
 	add := func(c *resourceapi.ResourceClaim) step {
@@ -189,6 +203,8 @@ func TestKeptAllocatedStateIsUpstreams(t *testing.T) {
 				t.Fatal(err)
 			}
 		}}, wantKept: true},
+		{name: "two shares of a device, one deleted", steps: []step{add(keptClaim("a", 300, "gpu-0")), add(keptClaim("b", 300, "gpu-0")),
+			update(withVersion(keptClaim("a", 300, "gpu-0"), "2")), del(keptClaim("b", 300, "gpu-0"))}, wantKept: true},
 		{name: "an allocation replaced by another", steps: []step{add(keptClaim("a", 300, "gpu-0")),
 			update(withVersion(keptClaim("a", 600, "gpu-1"), "2")), del(withVersion(keptClaim("a", 600, "gpu-1"), "2"))}, wantKept: true},
 	} {
@@ -206,8 +222,8 @@ func TestKeptAllocatedStateIsUpstreams(t *testing.T) {
 // TestKeptStateChangesNoPlacement: replays of the differential cases
 // (pods that end, probes that arrive together, every policy; and a
 // cluster of 250 nodes) place the same pods on the same nodes and
-// devices with the kept allocated state and what the lister reads of it
-// and without them, and every kept state served is upstream's gather of
+// devices with the kept allocated state, what the lister reads of it and
+// the share counts kept with it, and without them, and every kept state served is upstream's gather of
 // that moment.
 func TestKeptStateChangesNoPlacement(t *testing.T) {
 	seeds := uint64(12)
@@ -232,8 +248,10 @@ func TestKeptStateChangesNoPlacement(t *testing.T) {
 	}
 	replay := func(t *testing.T, c diffCase, keep bool) []placed {
 		t.Helper()
-		defer func(on, left bool) { draStateKeptOn, draLeftKeptOn = on, left }(draStateKeptOn, draLeftKeptOn)
-		draStateKeptOn, draLeftKeptOn = keep, keep
+		defer func(on, left, shares bool) {
+			draStateKeptOn, draLeftKeptOn, draSharesKeptOn = on, left, shares
+		}(draStateKeptOn, draLeftKeptOn, draSharesKeptOn)
+		draStateKeptOn, draLeftKeptOn, draSharesKeptOn = keep, keep, keep
 		sc := traceScenario(c.trace(t))
 		sc.Seed = c.seed
 		sc.Scheduler.PercentageOfNodesToScore = c.percentage
