@@ -226,11 +226,21 @@ func (d *draMemo) newCycle(pod *v1.Pod, list []*resourceapi.ResourceSlice, state
 		return nil
 	}
 	c := &draCycle{asks: prior, pools: pools, answers: map[string]memoAnswer{}, answered: map[string]bool{}}
-	c.state, c.shares = state, make(map[structured.DeviceID]int, len(state.AllocatedSharedDeviceIDs))
-	for id := range state.AllocatedSharedDeviceIDs {
-		c.shares[structured.DeviceID{Driver: id.Driver, Pool: id.Pool, Device: id.Device}]++
+	c.state, c.shares = state, d.tap.shareCounts(state)
+	if c.shares == nil {
+		c.shares = countShares(state)
 	}
 	return c
+}
+
+// countShares is the number of shares of each device in state.
+// O(shares).
+func countShares(state *structured.AllocatedState) map[structured.DeviceID]int {
+	out := make(map[structured.DeviceID]int, len(state.AllocatedSharedDeviceIDs))
+	for id := range state.AllocatedSharedDeviceIDs {
+		out[structured.DeviceID{Driver: id.Driver, Pool: id.Pool, Device: id.Device}]++
+	}
+	return out
 }
 
 // poolsOf groups the slices by node and, within a node, by pool; ok is

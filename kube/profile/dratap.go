@@ -65,6 +65,28 @@ func (t *draTap) take() ([]*resourceapi.ResourceSlice, *structured.AllocatedStat
 	return l, s
 }
 
+// ShareCounter is a DRA manager returned by Setup.WrapDRA that may know,
+// for a state its GatherAllocatedState returned, how many shares of each
+// device the state holds: ShareCounts returns them (read-only, valid
+// until the next write of a claim), or nil if it does not know them.
+// DynamicResources' memo then reads them instead of counting the
+// state's shares once per cycle.
+type ShareCounter interface {
+	ShareCounts(*structured.AllocatedState) map[structured.DeviceID]int
+}
+
+// shareCounts is the wrapped manager's ShareCounts for state, nil if it
+// has none. A nil tap has none.
+func (t *draTap) shareCounts(state *structured.AllocatedState) map[structured.DeviceID]int {
+	if t == nil {
+		return nil
+	}
+	if sc, ok := t.SharedDRAManager.(ShareCounter); ok {
+		return sc.ShareCounts(state)
+	}
+	return nil
+}
+
 // ResourceClaims is the manager's, with GatherAllocatedState kept.
 func (t *draTap) ResourceClaims() fwk.ResourceClaimTracker {
 	return tapClaims{ResourceClaimTracker: t.SharedDRAManager.ResourceClaims(), t: t}

@@ -163,6 +163,7 @@ type wiring struct {
 	dra     fwk.SharedDRAManager
 	sync    *syncFactory
 	sources map[string]EventSource // the DRA manager's stores; nil on sync
+	claims  EventSource            // the DRA manager's assume cache of claims, on either factory
 }
 
 // wire builds s's wiring: the real client and factory if s has them, else
@@ -174,8 +175,8 @@ func wire(ctx context.Context, s Setup) (wiring, error) {
 			client = FakeClient()
 		}
 		sf := newSyncFactory(informers.NewSharedInformerFactory(client, 0))
-		dra, _, err := newDRAManager(ctx, client, sf, false)
-		return wiring{client: client, factory: sf, dra: dra, sync: sf}, err
+		dra, sources, err := newDRAManager(ctx, client, sf, false)
+		return wiring{client: client, factory: sf, dra: dra, sync: sf, claims: sources[clusterevent.ResourceClaim]}, err
 	}
 	if s.Client == nil {
 		return wiring{}, errors.New("an informer factory without a client")
@@ -184,7 +185,7 @@ func wire(ctx context.Context, s Setup) (wiring, error) {
 		return wiring{}, errors.New("objects are read from the informer factory; Objects must be empty")
 	}
 	dra, sources, err := newDRAManager(ctx, s.Client, s.Informers, feature.DefaultFeatureGate.Enabled(features.DRADeviceTaintRules))
-	return wiring{client: s.Client, factory: s.Informers, dra: dra, sources: sources}, err
+	return wiring{client: s.Client, factory: s.Informers, dra: dra, sources: sources, claims: sources[clusterevent.ResourceClaim]}, err
 }
 
 // wireFor is the wiring of a framework built on s: Alongside's, or a new
@@ -206,7 +207,22 @@ func wireFor(ctx context.Context, s Setup) (wiring, error) {
 	if s.WrapDRA != nil {
 		w.dra = s.WrapDRA(w.dra)
 	}
+	if cw, ok := w.dra.(ClaimWatcher); ok && w.claims != nil {
+		if err := cw.WatchClaims(w.claims); err != nil {
+			return w, fmt.Errorf("DRA manager: %w", err)
+		}
+	}
 	return w, nil
+}
+
+// ClaimWatcher is a DRA manager returned by Setup.WrapDRA that follows
+// the claims as DynamicResources sees them: WatchClaims is given the
+// manager's assume cache of claims (informer events and the plugin's
+// own assumed writes) once, when the framework is built, and adds its
+// handler to it (the cache sends the claims it holds already as adds). The simulator keeps the allocated state up to date from
+// those events instead of having it gathered anew each cycle.
+type ClaimWatcher interface {
+	WatchClaims(EventSource) error
 }
 
 // NewFrameworkOn builds the framework of prof with Registry (and

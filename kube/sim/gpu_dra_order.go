@@ -9,11 +9,13 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
 	dra "k8s.io/dynamic-resource-allocation/api"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/schedq/schedq/kube/gpu"
+	"github.com/schedq/schedq/kube/profile"
 )
 
 // draFullestFirst is the DRA manager the framework's plugins get when
@@ -43,8 +45,15 @@ type draFullestFirst struct {
 	// slice so listed (ordered's fast path, before cache).
 	devs map[*resourceapi.ResourceSlice]*sliceDevs
 	last map[*resourceapi.ResourceSlice]lastOrder
-	// pools is usedPools' set, cleared and refilled at each list.
-	pools map[dra.UniqueString]struct{}
+	// pools is usedPools' set, cleared and refilled at each list but
+	// one of the kept state unchanged since (poolsAt: the keeper's count
+	// of changes when pools was filled from it; poolsKept: it was).
+	pools     map[dra.UniqueString]struct{}
+	poolsAt   uint64
+	poolsKept bool
+	// lefts is what each GPU slice's devices have left in the kept
+	// state, by slice object, with the keeper's count of changes then.
+	lefts map[*resourceapi.ResourceSlice]keptLeft
 	// picks is FGD's last choice on each slice's node, by slice object,
 	// with what it was computed from (fgdChoice); fgdComputes counts the
 	// choices computed, for tests.
@@ -55,6 +64,9 @@ type draFullestFirst struct {
 	// state DynamicResources' PreFilter gathers just before it lists
 	// the slices.
 	gathered *structured.AllocatedState
+	// kept is the allocated state kept from the claims' events, given
+	// by GatherAllocatedState while it is usable (allocKeeper).
+	kept *allocKeeper
 }
 
 // orderedSlice is a slice with its devices in an order, the same object
@@ -69,7 +81,8 @@ func newDRAFullestFirst(m *gpuDRAModel) func(fwk.SharedDRAManager) fwk.SharedDRA
 	return func(inner fwk.SharedDRAManager) fwk.SharedDRAManager {
 		return &draFullestFirst{SharedDRAManager: inner, m: m, cache: map[string]orderedSlice{},
 			devs: map[*resourceapi.ResourceSlice]*sliceDevs{}, last: map[*resourceapi.ResourceSlice]lastOrder{},
-			pools: map[dra.UniqueString]struct{}{}, picks: map[*resourceapi.ResourceSlice]*fgdPicks{}}
+			pools: map[dra.UniqueString]struct{}{}, picks: map[*resourceapi.ResourceSlice]*fgdPicks{}, kept: newAllocKeeper(),
+			lefts: map[*resourceapi.ResourceSlice]keptLeft{}}
 	}
 }
 
@@ -85,18 +98,50 @@ type gatherNoter struct {
 	d *draFullestFirst
 }
 
-// GatherAllocatedState gathers the state, and notes it for the slice
-// list that follows; a failed gather notes none, so that no state of an
-// earlier gather outlives it. Gathering clones the consumed capacity of
-// every shared device of the cluster: done twice per cycle, it was a
-// third of a loaded replay's DRA work.
+// WatchClaims keeps the allocated state from the claims' events
+// (profile.ClaimWatcher).
+func (d *draFullestFirst) WatchClaims(src profile.EventSource) error {
+	return d.kept.watch(src)
+}
+
+// GatherAllocatedState is the state kept from the claims' events while
+// it is usable (allocKeeper), else upstream's gather; it is noted for
+// the slice list that follows, and a failed gather notes none, so that
+// no state of an earlier gather outlives it. Upstream's gather clones
+// every allocated device and the consumed capacity of every shared
+// device: once per cycle, it was a quarter of a loaded replay's CPU.
 func (g gatherNoter) GatherAllocatedState() (*structured.AllocatedState, error) {
-	s, err := g.ResourceClaimTracker.GatherAllocatedState()
+	var s *structured.AllocatedState
+	var err error
+	if g.d.kept.usable() {
+		s = &g.d.kept.state
+		if draStateCheck != nil {
+			draStateCheck(s, g.ResourceClaimTracker)
+		}
+	} else {
+		s, err = g.ResourceClaimTracker.GatherAllocatedState()
+	}
 	g.d.gathered = nil
 	if err == nil {
 		g.d.gathered = s
 	}
 	return s, err
+}
+
+// SignalClaimPendingAllocation is the tracker's; the keeper notes
+// whether the claim's allocation is then in flight.
+func (g gatherNoter) SignalClaimPendingAllocation(uid types.UID, claim *resourceapi.ResourceClaim) error {
+	err := g.ResourceClaimTracker.SignalClaimPendingAllocation(uid, claim)
+	g.d.kept.noteInFlight(uid, g.ResourceClaimTracker.GetPendingAllocation(uid) != nil)
+	return err
+}
+
+// MaybeRemoveClaimPendingAllocation is the tracker's; the keeper notes
+// whether the claim's allocation is still in flight.
+func (g gatherNoter) MaybeRemoveClaimPendingAllocation(uid types.UID, force bool) bool {
+	deleted := g.ResourceClaimTracker.MaybeRemoveClaimPendingAllocation(uid, force)
+	g.d.kept.noteInFlight(uid, g.ResourceClaimTracker.GetPendingAllocation(uid) != nil)
+	return deleted
 }
 
 // ResourceSlices lists the slices in fullest-first order.
@@ -127,7 +172,7 @@ func (l fullestFirstLister) ListWithDeviceTaintRules() ([]*resourceapi.ResourceS
 			return list, nil
 		}
 	}
-	used := l.d.usedPools(state)
+	used := l.d.usedPoolsOf(state)
 	if len(l.d.cache) > 4*len(list)+64 {
 		clear(l.d.cache)
 	}
@@ -135,6 +180,7 @@ func (l fullestFirstLister) ListWithDeviceTaintRules() ([]*resourceapi.ResourceS
 		clear(l.d.devs)
 		clear(l.d.last)
 		clear(l.d.picks)
+		clear(l.d.lefts)
 	}
 	choose := l.d.choice()
 	out := slices.Clone(list)
@@ -146,7 +192,7 @@ func (l fullestFirstLister) ListWithDeviceTaintRules() ([]*resourceapi.ResourceS
 		if _, ok := used[devs.pool]; !ok {
 			continue
 		}
-		left := devs.left(state)
+		left := l.d.leftOf(sl, devs, state)
 		first := -1
 		if choose != nil {
 			first = choose(sl, left)
@@ -304,6 +350,40 @@ type fgdRequest struct {
 
 func requestKey(r gpu.Request) fgdRequest {
 	return fgdRequest{cpu: r.CPU, mem: r.Mem, share: r.Share, count: r.Count, nmodels: len(r.Models), models: strings.Join(r.Models, "\x00")}
+}
+
+// usedPoolsOf is usedPools(state), filled again from the kept state only
+// once it changed. O(1) then, else usedPools'.
+func (d *draFullestFirst) usedPoolsOf(state *structured.AllocatedState) map[dra.UniqueString]struct{} {
+	kept := draLeftKeptOn && d.kept.serves(state)
+	if kept && d.poolsKept && d.poolsAt == d.kept.ver {
+		return d.pools
+	}
+	d.usedPools(state)
+	d.poolsKept, d.poolsAt = kept, d.kept.ver
+	return d.pools
+}
+
+// keptLeft is what a slice's devices have left in the kept state, read
+// at the keeper's count of changes at.
+type keptLeft struct {
+	at   uint64
+	left []int64
+}
+
+// leftOf is devs.left(state), read again from the kept state only once
+// the slice's pool changed there (a new slice object is read anew). The
+// slice returned is shared: read-only. O(1) then, else left's.
+func (d *draFullestFirst) leftOf(sl *resourceapi.ResourceSlice, devs *sliceDevs, state *structured.AllocatedState) []int64 {
+	if !draLeftKeptOn || !d.kept.serves(state) {
+		return devs.left(state)
+	}
+	if k, ok := d.lefts[sl]; ok && d.kept.poolVer[devs.pool] <= k.at {
+		return k.left
+	}
+	left := devs.left(state)
+	d.lefts[sl] = keptLeft{at: d.kept.ver, left: left}
+	return left
 }
 
 // usedPools is the set of pools some of whose devices of the trace's

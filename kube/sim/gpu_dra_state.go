@@ -1,0 +1,235 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	feature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/tools/cache"
+	dra "k8s.io/dynamic-resource-allocation/api"
+	"k8s.io/dynamic-resource-allocation/structured"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
+
+	"github.com/schedq/schedq/kube/profile"
+)
+
+// draStateKeptOn turns on the allocated state kept from the claims'
+// events (allocKeeper); tests turn it off to compare.
+var draStateKeptOn = true
+
+// draStateCheck, if set (by tests), is given each kept state served and
+// the tracker whose gather it stands for.
+var draStateCheck func(kept *structured.AllocatedState, tracker fwk.ResourceClaimTracker)
+
+// allocKeeper is the allocated state DynamicResources' PreFilter gathers,
+// kept up to date from the events of the DRA manager's assume cache of
+// claims instead of gathered anew: upstream's gather clones every
+// allocated device and every shared device's consumed capacity, once per
+// cycle (a quarter of a loaded replay's CPU). Upstream's tracker derives
+// its devices from the same events, each claim's allocation added when
+// it appears (added, or updated from none) and removed when it goes
+// (deleted, or updated to none), an update from one allocation to
+// another changing nothing; the keeper does the same, so the two agree
+// event by event. What is in flight (allocations between Reserve and
+// PreBind) is not in the keeper: while some claim is, the gather is
+// upstream's.
+//
+// The state is handed out as it is, not a copy, and changed in place by
+// later events: a caller must not keep it past the next write of a claim.
+// DynamicResources reads it from its PreFilter to its Reserve, before its
+// PreBind writes; the simulator writes claims between cycles and at
+// PreBind, on one goroutine. Not safe for concurrent use.
+type allocKeeper struct {
+	state    structured.AllocatedState
+	watching bool
+	// broken is set by an event the keeper cannot read (not a claim):
+	// the gather is upstream's from then on.
+	broken bool
+	// inFlight are the claims whose allocation the tracker has in
+	// flight, as the tracker answers after each signal and removal.
+	inFlight sets.Set[types.UID]
+	// ver counts the changes applied; poolVer is, for each pool (by
+	// name, of any driver), the count at its last change: what was read
+	// of a pool's devices at count v is still the state's while
+	// poolVer[pool] <= v.
+	ver     uint64
+	poolVer map[dra.UniqueString]uint64
+	// shares is the number of shares of each device in state.
+	shares map[structured.DeviceID]int
+}
+
+func newAllocKeeper() *allocKeeper {
+	return &allocKeeper{
+		state: structured.AllocatedState{
+			AllocatedDevices:         sets.New[structured.DeviceID](),
+			AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](),
+			AggregatedCapacity:       structured.NewConsumedCapacityCollection(),
+		},
+		inFlight: sets.New[types.UID](),
+		poolVer:  map[dra.UniqueString]uint64{},
+		shares:   map[structured.DeviceID]int{},
+	}
+}
+
+// watch adds the keeper's handler to the assume cache of claims.
+func (k *allocKeeper) watch(src profile.EventSource) error {
+	if _, err := src.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: k.onAdd, UpdateFunc: k.onUpdate, DeleteFunc: k.onDelete}); err != nil {
+		return err
+	}
+	k.watching = true
+	return nil
+}
+
+// usable reports whether the kept state is the one upstream's gather
+// would return: the keeper sees the claims' events, understood them all,
+// nothing is in flight, and consumable capacity is on (without it
+// upstream counts shared devices as whole ones).
+func (k *allocKeeper) usable() bool {
+	return draStateKeptOn && k != nil && k.watching && !k.broken && k.inFlight.Len() == 0 &&
+		feature.DefaultFeatureGate.Enabled(features.DRAConsumableCapacity)
+}
+
+func (k *allocKeeper) onAdd(obj any) {
+	if c := k.claimOf(obj); c != nil {
+		k.apply(c, true)
+	}
+}
+
+func (k *allocKeeper) onUpdate(oldObj, newObj any) {
+	old, nw := k.claimOf(oldObj), k.claimOf(newObj)
+	switch {
+	case old == nil || nw == nil:
+	case old.Status.Allocation == nil && nw.Status.Allocation != nil:
+		k.apply(nw, true)
+	case old.Status.Allocation != nil && nw.Status.Allocation == nil:
+		k.apply(old, false)
+	}
+}
+
+func (k *allocKeeper) onDelete(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if c := k.claimOf(obj); c != nil {
+		k.apply(c, false)
+	}
+}
+
+// claimOf is obj as a claim; anything else breaks the keeper.
+func (k *allocKeeper) claimOf(obj any) *resourceapi.ResourceClaim {
+	c, ok := obj.(*resourceapi.ResourceClaim)
+	if !ok {
+		k.broken = true
+		return nil
+	}
+	return c
+}
+
+// apply adds (or removes) what claim's allocation holds: each device
+// taken whole, each share and the capacity it consumes; devices for
+// admin access hold nothing. O(the allocation's results).
+func (k *allocKeeper) apply(claim *resourceapi.ResourceClaim, add bool) {
+	if claim.Status.Allocation == nil {
+		return
+	}
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		if r.AdminAccess != nil && *r.AdminAccess {
+			continue
+		}
+		id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
+		k.ver++
+		k.poolVer[id.Pool] = k.ver
+		switch {
+		case r.ShareID == nil && add:
+			k.state.AllocatedDevices.Insert(id)
+		case r.ShareID == nil:
+			k.state.AllocatedDevices.Delete(id)
+		default:
+			k.share(id, structured.MakeSharedDeviceID(id, r.ShareID), add)
+		}
+		if r.ShareID == nil || r.ConsumedCapacity == nil {
+			continue
+		}
+		used := structured.NewDeviceConsumedCapacity(id, r.ConsumedCapacity)
+		if add {
+			k.state.AggregatedCapacity.Insert(used)
+		} else {
+			k.state.AggregatedCapacity.Remove(used)
+		}
+	}
+}
+
+// serves reports whether state is the kept one.
+func (k *allocKeeper) serves(state *structured.AllocatedState) bool {
+	return k != nil && state == &k.state
+}
+
+// share adds (or removes) the share sid of device id, and counts it.
+func (k *allocKeeper) share(id structured.DeviceID, sid structured.SharedDeviceID, add bool) {
+	switch had := k.state.AllocatedSharedDeviceIDs.Has(sid); {
+	case add && !had:
+		k.state.AllocatedSharedDeviceIDs.Insert(sid)
+		k.shares[id]++
+	case !add && had:
+		k.state.AllocatedSharedDeviceIDs.Delete(sid)
+		if k.shares[id]--; k.shares[id] <= 0 {
+			delete(k.shares, id)
+		}
+	}
+}
+
+// ShareCounts is the number of shares of each device in state if it is
+// the kept one (profile.ShareCounter), else nil.
+func (d *draFullestFirst) ShareCounts(state *structured.AllocatedState) map[structured.DeviceID]int {
+	if !draSharesKeptOn || !d.kept.serves(state) {
+		return nil
+	}
+	return d.kept.shares
+}
+
+// noteInFlight records whether the tracker has claim uid's allocation in
+// flight, as it answers now.
+func (k *allocKeeper) noteInFlight(uid types.UID, inFlight bool) {
+	if inFlight {
+		k.inFlight.Insert(uid)
+	} else {
+		k.inFlight.Delete(uid)
+	}
+}
+
+// sameState reports how a differs from b, nil if it does not: the same
+// devices taken whole, the same shares, the same capacities consumed
+// (compared by value). For tests and checks.
+func sameState(a, b *structured.AllocatedState) error {
+	switch {
+	case a == nil || b == nil:
+		return errors.New("no state")
+	case !a.AllocatedDevices.Equal(b.AllocatedDevices):
+		return fmt.Errorf("devices taken whole: %v, want %v", a.AllocatedDevices.UnsortedList(), b.AllocatedDevices.UnsortedList())
+	case !a.AllocatedSharedDeviceIDs.Equal(b.AllocatedSharedDeviceIDs):
+		return fmt.Errorf("shares: %d, want %d", a.AllocatedSharedDeviceIDs.Len(), b.AllocatedSharedDeviceIDs.Len())
+	case len(a.AggregatedCapacity) != len(b.AggregatedCapacity):
+		return fmt.Errorf("devices with capacity consumed: %d, want %d", len(a.AggregatedCapacity), len(b.AggregatedCapacity))
+	}
+	for id, ca := range a.AggregatedCapacity {
+		cb, ok := b.AggregatedCapacity[id]
+		if !ok || !maps.EqualFunc(ca, cb, func(x, y *resource.Quantity) bool { return x.Cmp(*y) == 0 }) {
+			return fmt.Errorf("device %s: consumed %v, want %v", id, ca, cb)
+		}
+	}
+	return nil
+}
+
+// draLeftKeptOn turns on the lister's reuse of what it read of the kept
+// state (usedPoolsOf, leftOf); tests turn it off to compare.
+var draLeftKeptOn = true
+
+// draSharesKeptOn turns on the share counts kept with the state
+// (ShareCounts); tests turn it off to compare.
+var draSharesKeptOn = true

@@ -1,0 +1,379 @@
+package sim
+
+import (
+	"context"
+	"maps"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/dynamic-resource-allocation/structured"
+	fwk "k8s.io/kube-scheduler/framework"
+	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+
+	"github.com/schedq/schedq/kube/gpu"
+	"github.com/schedq/schedq/kube/profile"
+)
+
+// keptWorld is a framework whose DRA manager keeps the allocated state
+// (draFullestFirst), and the manager.
+type keptWorld struct {
+	fw *profile.Framework
+	d  *draFullestFirst
+}
+
+func newKeptWorld(t *testing.T) keptWorld {
+	t.Helper()
+	cfg, err := profile.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d *draFullestFirst
+	wrap := newDRAFullestFirst(&gpuDRAModel{policy: gpu.BestFit, hasPolicy: true})
+	fw, err := profile.NewFrameworkOn(context.Background(), &cfg.Profiles[0], profile.Setup{Snapshot: backendcache.NewEmptySnapshot(),
+		WrapDRA: func(m fwk.SharedDRAManager) fwk.SharedDRAManager {
+			out := wrap(m)
+			d = out.(*draFullestFirst)
+			return out
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fw.Close() })
+	return keptWorld{fw: fw, d: d}
+}
+
+// check compares the gather through the manager, which serves the kept
+// state when it can, with upstream's, and whether it served the kept
+// one with wantKept.
+func (w keptWorld) check(t *testing.T, wantKept bool) {
+	t.Helper()
+	if kept := w.compare(t); kept != wantKept {
+		t.Errorf("the kept state served: %v, want %v", kept, wantKept)
+	}
+}
+
+// compare compares the gather through the manager with upstream's, and
+// reports whether the manager served the kept state.
+func (w keptWorld) compare(t *testing.T) bool {
+	t.Helper()
+	got, err := w.fw.Framework().SharedDRAManager().ResourceClaims().GatherAllocatedState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := w.d.SharedDRAManager.ResourceClaims().GatherAllocatedState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sameState(got, want); err != nil {
+		t.Errorf("the state gathered differs from upstream's: %v", err)
+	}
+	counts := w.d.ShareCounts(got)
+	if kept := got == &w.d.kept.state; kept != (counts != nil) {
+		t.Errorf("share counts given: %v, for the kept state: %v", counts != nil, kept)
+	}
+	if counts != nil {
+		wantCounts := map[structured.DeviceID]int{}
+		for id := range want.AllocatedSharedDeviceIDs {
+			wantCounts[structured.MakeDeviceID(id.Driver.String(), id.Pool.String(), id.Device.String())]++
+		}
+		if !maps.Equal(counts, wantCounts) {
+			t.Errorf("share counts %v, want %v", counts, wantCounts)
+		}
+	}
+	return got == &w.d.kept.state
+}
+
+// keptClaim is a claim of uid with results: whole devices of node n
+// (share < 0) or a share of share thousandths of each.
+func keptClaim(name string, share int64, devices ...string) *resourceapi.ResourceClaim {
+	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name), ResourceVersion: "1"}}
+	if len(devices) == 0 {
+		return c
+	}
+	c.Status.Allocation = &resourceapi.AllocationResult{}
+	for i, dev := range devices {
+		r := resourceapi.DeviceRequestAllocationResult{Request: "gpu", Driver: traceGPUDriver, Pool: "n", Device: dev}
+		if share >= 0 {
+			id := types.UID(name + "-" + string(rune('a'+i)))
+			r.ShareID = &id
+			r.ConsumedCapacity = map[resourceapi.QualifiedName]resource.Quantity{traceGPUCapacity: *resource.NewQuantity(share, resource.DecimalSI)}
+		}
+		c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results, r)
+	}
+	return c
+}
+
+func withVersion(c *resourceapi.ResourceClaim, v string) *resourceapi.ResourceClaim {
+	c.ResourceVersion = v
+	return c
+}
+
+// TestKeptAllocatedStateIsUpstreams: after each kind of write of claims
+// (a claim added allocated, an allocation, a deallocation, a claim
+// deleted, a slice changed, an allocation in flight and its removal, an
+// allocation assumed and restored, a device for admin access, an
+// allocation replaced by another), the state the manager gathers is
+// upstream's, and it is the kept one except while an allocation is in
+// flight; for the kept one, and only for it, the manager gives the
+// number of shares of each device (ShareCounts), which are the state's.
+func TestKeptAllocatedStateIsUpstreams(t *testing.T) {
+	type step func(t *testing.T, w keptWorld)
+	add := func(c *resourceapi.ResourceClaim) step {
+		return func(t *testing.T, w keptWorld) {
+			if err := w.fw.AddObject(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	update := func(c *resourceapi.ResourceClaim) step {
+		return func(t *testing.T, w keptWorld) {
+			if err := w.fw.UpdateObject(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	del := func(c *resourceapi.ResourceClaim) step {
+		return func(t *testing.T, w keptWorld) {
+			if err := w.fw.DeleteObject(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tracker := func(w keptWorld) fwk.ResourceClaimTracker {
+		return w.fw.Framework().SharedDRAManager().ResourceClaims()
+	}
+	for _, tc := range []struct {
+		name     string
+		steps    []step
+		wantKept bool
+	}{
+		{name: "nothing allocated", wantKept: true},
+		{name: "a claim added allocated", steps: []step{add(keptClaim("a", 300, "gpu-0"))}, wantKept: true},
+		{name: "allocation", steps: []step{add(keptClaim("a", 0)), update(withVersion(keptClaim("a", 300, "gpu-0", "gpu-1"), "2")),
+			add(keptClaim("b", -1, "gpu-2"))}, wantKept: true},
+		{name: "two shares of one device", steps: []step{add(keptClaim("a", 300, "gpu-0")), add(keptClaim("b", 500, "gpu-0"))}, wantKept: true},
+		{name: "deallocation", steps: []step{add(keptClaim("a", 300, "gpu-0")), add(keptClaim("b", 500, "gpu-0")), add(keptClaim("c", -1, "gpu-1")),
+			update(withVersion(keptClaim("a", 0), "2")), update(withVersion(keptClaim("c", 0), "2"))}, wantKept: true},
+		{name: "claim deleted", steps: []step{add(keptClaim("a", 300, "gpu-0")), add(keptClaim("c", -1, "gpu-1")),
+			del(keptClaim("a", 300, "gpu-0")), del(keptClaim("c", -1, "gpu-1"))}, wantKept: true},
+		{name: "slice changed", steps: []step{add(keptClaim("a", 300, "gpu-0")), func(t *testing.T, w keptWorld) {
+			sl := gpuSlice("n", "V100", 2)
+			if err := w.fw.AddObject(sl); err != nil {
+				t.Fatal(err)
+			}
+			sl = gpuSlice("n", "V100", 4)
+			sl.ResourceVersion = "2"
+			if err := w.fw.UpdateObject(sl); err != nil {
+				t.Fatal(err)
+			}
+		}}, wantKept: true},
+		{name: "allocation in flight", steps: []step{add(keptClaim("a", 0)), func(t *testing.T, w keptWorld) {
+			if err := tracker(w).SignalClaimPendingAllocation("uid-a", keptClaim("a", 300, "gpu-0")); err != nil {
+				t.Fatal(err)
+			}
+		}}, wantKept: false},
+		{name: "allocation in flight, then written", steps: []step{add(keptClaim("a", 0)), func(t *testing.T, w keptWorld) {
+			if err := tracker(w).SignalClaimPendingAllocation("uid-a", keptClaim("a", 300, "gpu-0")); err != nil {
+				t.Fatal(err)
+			}
+		}, update(withVersion(keptClaim("a", 300, "gpu-0"), "2")), func(t *testing.T, w keptWorld) {
+			if !tracker(w).MaybeRemoveClaimPendingAllocation("uid-a", false) {
+				t.Fatal("the allocation in flight was not removed")
+			}
+		}}, wantKept: true},
+		{name: "allocation assumed, then restored", steps: []step{add(keptClaim("a", 0)), func(t *testing.T, w keptWorld) {
+			if err := tracker(w).AssumeClaimAfterAPICall(withVersion(keptClaim("a", 300, "gpu-0"), "2")); err != nil {
+				t.Fatal(err)
+			}
+			w.compare(t)
+			tracker(w).AssumedClaimRestore("default", "a")
+		}}, wantKept: true},
+		{name: "a device for admin access", steps: []step{func(t *testing.T, w keptWorld) {
+			c := keptClaim("a", -1, "gpu-0", "gpu-1")
+			yes := true
+			c.Status.Allocation.Devices.Results[0].AdminAccess = &yes
+			if err := w.fw.AddObject(c); err != nil {
+				t.Fatal(err)
+			}
+		}}, wantKept: true},
+		{name: "two shares of a device, one deleted", steps: []step{add(keptClaim("a", 300, "gpu-0")), add(keptClaim("b", 300, "gpu-0")),
+			update(withVersion(keptClaim("a", 300, "gpu-0"), "2")), del(keptClaim("b", 300, "gpu-0"))}, wantKept: true},
+		{name: "an allocation replaced by another", steps: []step{add(keptClaim("a", 300, "gpu-0")),
+			update(withVersion(keptClaim("a", 600, "gpu-1"), "2")), del(withVersion(keptClaim("a", 600, "gpu-1"), "2"))}, wantKept: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newKeptWorld(t)
+			for _, s := range tc.steps {
+				s(t, w)
+				w.compare(t)
+			}
+			w.check(t, tc.wantKept)
+		})
+	}
+}
+
+// TestKeptStateChangesNoPlacement: replays of the differential cases
+// (pods that end, probes that arrive together, every policy; and a
+// cluster of 250 nodes) place the same pods on the same nodes and
+// devices with the kept allocated state, what the lister reads of it and
+// the share counts kept with it, and without them, and every kept state served is upstream's gather of
+// that moment.
+func TestKeptStateChangesNoPlacement(t *testing.T) {
+	seeds := uint64(12)
+	if testing.Short() || raceDetector {
+		seeds = 4
+	}
+	type placed struct {
+		nodes   map[string]string
+		devices map[string][]int
+	}
+	served := 0
+	defer func() { draStateCheck = nil }()
+	draStateCheck = func(kept *structured.AllocatedState, tracker fwk.ResourceClaimTracker) {
+		served++
+		want, err := tracker.GatherAllocatedState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sameState(kept, want); err != nil {
+			t.Errorf("a kept state served differs from upstream's gather: %v", err)
+		}
+	}
+	replay := func(t *testing.T, c diffCase, keep bool) []placed {
+		t.Helper()
+		defer func(on, left, shares bool) {
+			draStateKeptOn, draLeftKeptOn, draSharesKeptOn = on, left, shares
+		}(draStateKeptOn, draLeftKeptOn, draSharesKeptOn)
+		draStateKeptOn, draLeftKeptOn, draSharesKeptOn = keep, keep, keep
+		sc := traceScenario(c.trace(t))
+		sc.Seed = c.seed
+		sc.Scheduler.PercentageOfNodesToScore = c.percentage
+		sc.Scheduler.GPUModel, sc.Scheduler.GPUPolicy = GPUModelDRA, c.policy.String()
+		r, err := NewReplay(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.s.close()
+		var out []placed
+		for _, at := range []int{c.probeAt(0) - 1, c.probeAt(0), c.probeAt(len(c.probes)-1) + 1} {
+			if err := r.Until(time.Duration(at)*time.Second + time.Second/2); err != nil {
+				t.Fatal(err)
+			}
+			n, d := draPlaced(t, r.s)
+			out = append(out, placed{n, d})
+		}
+		return out
+	}
+	for _, p := range gpu.Policies() {
+		t.Run(p.String(), func(t *testing.T) {
+			cases := []diffCase{genLargeDiffCase(2, p, 100)}
+			for seed := range seeds {
+				cases = append(cases, genDiffCase(seed+1, p))
+			}
+			for _, c := range cases {
+				if on, off := replay(t, c, true), replay(t, c, false); !reflect.DeepEqual(on, off) {
+					t.Errorf("%s: placements with the kept state\n%+v\nwithout\n%+v", c.name, on, off)
+				}
+			}
+		})
+	}
+	if served == 0 {
+		t.Error("no kept state was served")
+	}
+}
+
+// TestListerReadsTheKeptStateAsItIs: what the fullest-first lister
+// keeps of the kept state (each GPU slice's devices' use, the pools in
+// use) is what it reads of the state afresh, after each kind of change:
+// an allocation, a deallocation, a claim deleted, a slice changed (a
+// new object with more devices), an allocation in flight (the state
+// served is then upstream's gather).
+func TestListerReadsTheKeptStateAsItIs(t *testing.T) {
+	type step func(t *testing.T, w keptWorld)
+	write := func(op string, obj runtime.Object) step {
+		return func(t *testing.T, w keptWorld) {
+			var err error
+			switch op {
+			case "add":
+				err = w.fw.AddObject(obj)
+			case "update":
+				err = w.fw.UpdateObject(obj)
+			default:
+				err = w.fw.DeleteObject(obj)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	bigger := gpuSlice("n", "V100", 4)
+	bigger.ResourceVersion = "2"
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{name: "allocation", steps: []step{write("add", keptClaim("a", 0)), write("update", withVersion(keptClaim("a", 300, "gpu-1"), "2")),
+			write("add", keptClaim("b", 200, "gpu-0"))}},
+		{name: "deallocation", steps: []step{write("add", keptClaim("a", 300, "gpu-1")), write("add", keptClaim("b", 200, "gpu-0")),
+			write("update", withVersion(keptClaim("a", 0), "2"))}},
+		{name: "claim deleted", steps: []step{write("add", keptClaim("a", 300, "gpu-1")), write("add", keptClaim("b", 200, "gpu-0")),
+			write("delete", keptClaim("b", 200, "gpu-0")), write("delete", keptClaim("a", 300, "gpu-1"))}},
+		{name: "slice changed", steps: []step{write("add", keptClaim("a", 300, "gpu-1")), write("update", bigger),
+			write("add", keptClaim("b", 900, "gpu-3"))}},
+		{name: "allocation in flight", steps: []step{write("add", keptClaim("a", 300, "gpu-1")), write("add", keptClaim("b", 0)),
+			func(t *testing.T, w keptWorld) {
+				tr := w.fw.Framework().SharedDRAManager().ResourceClaims()
+				if err := tr.SignalClaimPendingAllocation("uid-b", keptClaim("b", 500, "gpu-0")); err != nil {
+					t.Fatal(err)
+				}
+			}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newKeptWorld(t)
+			write("add", gpuSlice("n", "V100", 2))(t, w)
+			write("add", gpuSlice("m", "V100", 2))(t, w)
+			w.list(t)
+			for _, s := range tc.steps {
+				s(t, w)
+				w.list(t)
+			}
+		})
+	}
+}
+
+// list gathers and lists the slices through the manager (which keeps
+// what it reads), then compares what it kept of each slice and of the
+// pools in use with a fresh reading of the state gathered.
+func (w keptWorld) list(t *testing.T) {
+	t.Helper()
+	m := w.fw.Framework().SharedDRAManager()
+	state, err := m.ResourceClaims().GatherAllocatedState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.ResourceSlices().ListWithDeviceTaintRules(); err != nil {
+		t.Fatal(err)
+	}
+	used := maps.Clone(w.d.usedPoolsOf(state))
+	want := maps.Clone(w.d.usedPools(state))
+	if !maps.Equal(used, want) {
+		t.Errorf("pools in use %v, want %v", used, want)
+	}
+	list, err := w.d.SharedDRAManager.ResourceSlices().ListWithDeviceTaintRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sl := range list {
+		devs := w.d.devsOf(sl)
+		if got, want := w.d.leftOf(sl, devs, state), devs.left(state); !slices.Equal(got, want) {
+			t.Errorf("slice %s: devices have left %v, want %v", sl.Name, got, want)
+		}
+	}
+}
