@@ -454,13 +454,7 @@ func TestSimulateBuildsEveryProfileFirst(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
+	write := writer(t, dir)
 	wrong := write("wrong.yaml", "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"+
 		"profiles:\n- schedulerName: schedq\n  plugins:\n    filter:\n      enabled:\n      - name: ImageLocality\n")
 	const tinyText = "name: tiny\nseed: 1\nnodes:\n- {name: n, count: 1, capacity: {cpu: \"4\", memory: 8Gi}}\n" +

@@ -14,13 +14,7 @@ import (
 // leaves free, runs.
 func TestCompareAgainstConfigFile(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
+	write := writer(t, dir)
 	scenario := write("tiny.yaml", "name: tiny\nseed: 1\nnodes:\n- {name: n, count: 1, capacity: {cpu: \"4\", memory: 8Gi}}\n"+
 		"pods:\n- {name: p, namespace: a, count: 2, requests: {cpu: \"1\", memory: 1Gi}}\n")
 	const head = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
@@ -53,5 +47,17 @@ func TestCompareAgainstConfigFile(t *testing.T) {
 				t.Fatalf("error %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// writer returns a function that writes text to the file name in dir
+// and returns its path, failing t if it cannot.
+func writer(t *testing.T, dir string) func(name, text string) string {
+	return func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
 	}
 }

@@ -146,13 +146,7 @@ func TestWhatIfTraceSpeed(t *testing.T) {
 // refused naming both.
 func TestWhatIfHistoryFromConfig(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
+	write := writer(t, dir)
 	cfg := write("hist.yaml", "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- pluginConfig:\n"+
 		"  - name: Schedq\n    args: {history: {labels: [team], tail: exponential}}\n")
 	const body = "duration: 2h\nnodes: [{name: node, count: 1, capacity: {cpu: \"100\", memory: 800Gi}}]\npods:\n" +
