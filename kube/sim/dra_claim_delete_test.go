@@ -33,21 +33,7 @@ func TestDRADeletedClaimKeepsItsDevicesWhileInUse(t *testing.T) {
 		{name: "holder deleted later", events: "\n  - {at: 10s, deleteObjects: [{apiVersion: resource.k8s.io/v1, kind: ResourceClaim, metadata: {name: nb}}]}\n  - {at: 30s, deletePods: {group: a}}", bound: true, after: 30 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sc := parseScenario(t, `name: claimdelete
-seed: 1
-duration: 2m
-scheduler: {plugins: upstream}
-objects:`+draObjects(1, "n-0")+`
-  - apiVersion: resource.k8s.io/v1
-    kind: ResourceClaim
-    metadata: {name: nb}
-    spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}
-nodes: [{name: n, count: 1, capacity: {cpu: "8", memory: 32Gi}}]
-pods:
-  - {name: a, count: 1, requests: {cpu: "1", memory: 1Gi}, resourceClaims: [{name: gpu, resourceClaimName: nb}]}
-  - {name: b, count: 1, arrival: {at: 1s}, requests: {cpu: "1", memory: 1Gi}, resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]}
-events:`+tc.events+`
-`)
+			sc := parseScenario(t, claimNBScenario("claimdelete", tc.events))
 			s := runSim(t, sc)
 			b := boundAt(s)
 			if b["a-0"] < 0 {
@@ -90,14 +76,7 @@ func TestDRADeletedClaimNotInUseGoesAtOnce(t *testing.T) {
 		{name: "without the finalizer", wantMoves: []string{claimDelete}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sc := parseScenario(t, `name: claimdelete
-seed: 1
-duration: 1m
-scheduler: {plugins: upstream}
-objects:`+draObjects(1, "n-0")+`
-nodes: [{name: n, count: 1, capacity: {cpu: "8", memory: 32Gi}}]
-pods: [{name: a, count: 1, arrival: {at: 50s}, requests: {cpu: "1"}}]
-`)
+			sc := parseScenario(t, loneNodeScenario)
 			s, err := newSim(sc, Options{CheckInvariants: true})
 			if err != nil {
 				t.Fatal(err)
@@ -142,14 +121,7 @@ pods: [{name: a, count: 1, arrival: {at: 50s}, requests: {cpu: "1"}}]
 // controller, as an event after the plugin's write, not left holding
 // its device for ever.
 func TestDRADeletedClaimGoesWhenUnreserved(t *testing.T) {
-	sc := parseScenario(t, `name: claimdelete
-seed: 1
-duration: 1m
-scheduler: {plugins: upstream}
-objects:`+draObjects(1, "n-0")+`
-nodes: [{name: n, count: 1, capacity: {cpu: "8", memory: 32Gi}}]
-pods: [{name: a, count: 1, arrival: {at: 50s}, requests: {cpu: "1"}}]
-`)
+	sc := parseScenario(t, loneNodeScenario)
 	s, err := newSim(sc, Options{CheckInvariants: true})
 	if err != nil {
 		t.Fatal(err)
@@ -197,27 +169,13 @@ func TestDRAUpdatedClaimKeepsItsAllocation(t *testing.T) {
 		{name: "spec changed", spec: "{devices: {requests: [{name: gpu2, exactly: {deviceClassName: gpu.example.com}}]}}", wantErr: "spec: Invalid value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sc := parseScenario(t, `name: claimupdate
-seed: 1
-duration: 2m
-scheduler: {plugins: upstream}
-objects:`+draObjects(1, "n-0")+`
-  - apiVersion: resource.k8s.io/v1
-    kind: ResourceClaim
-    metadata: {name: nb}
-    spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}
-nodes: [{name: n, count: 1, capacity: {cpu: "8", memory: 32Gi}}]
-pods:
-  - {name: a, count: 1, requests: {cpu: "1", memory: 1Gi}, resourceClaims: [{name: gpu, resourceClaimName: nb}]}
-  - {name: b, count: 1, arrival: {at: 1s}, requests: {cpu: "1", memory: 1Gi}, resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]}
-events:
+			sc := parseScenario(t, claimNBScenario("claimupdate", `
   - at: 10s
     createObjects:
       - apiVersion: resource.k8s.io/v1
         kind: ResourceClaim
         metadata: {name: nb, labels: {team: ml}}
-        spec: `+tc.spec+`
-`)
+        spec: `+tc.spec))
 			s, err := newSim(sc, Options{CheckInvariants: true})
 			if err != nil {
 				t.Fatal(err)
@@ -244,3 +202,35 @@ events:
 		})
 	}
 }
+
+// claimNBScenario is a scenario of one node with one GPU where pod a
+// holds it through claim nb (created beside it, unallocated) and pod b,
+// arriving at 1s, asks for a GPU of its own; events are the scenario's
+// events after "events:".
+func claimNBScenario(name, events string) string {
+	return `name: ` + name + `
+seed: 1
+duration: 2m
+scheduler: {plugins: upstream}
+objects:` + draObjects(1, "n-0") + `
+  - apiVersion: resource.k8s.io/v1
+    kind: ResourceClaim
+    metadata: {name: nb}
+    spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}
+nodes: [{name: n, count: 1, capacity: {cpu: "8", memory: 32Gi}}]
+pods:
+  - {name: a, count: 1, requests: {cpu: "1", memory: 1Gi}, resourceClaims: [{name: gpu, resourceClaimName: nb}]}
+  - {name: b, count: 1, arrival: {at: 1s}, requests: {cpu: "1", memory: 1Gi}, resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]}
+events:` + events + "\n"
+}
+
+// loneNodeScenario is a scenario of one node with one GPU and one pod
+// that arrives at 50s, for tests that write claims themselves.
+var loneNodeScenario = `name: claimdelete
+seed: 1
+duration: 1m
+scheduler: {plugins: upstream}
+objects:` + draObjects(1, "n-0") + `
+nodes: [{name: n, count: 1, capacity: {cpu: "8", memory: 32Gi}}]
+pods: [{name: a, count: 1, arrival: {at: 50s}, requests: {cpu: "1"}}]
+`
