@@ -184,6 +184,7 @@ func TestPluginFaultFailsThatPodOnly(t *testing.T) {
 			f.h.AddPod(boom)
 			f.h.AddPod(pod("fine", 100))
 			f.once() // boom, popped first for its priority
+			f.s.Wait() // its PreBind, on a goroutine of its own
 			if out := f.once(); out.Result != Scheduled || f.b.binds["fine"] == "" {
 				t.Fatalf("the next pod: %+v", out)
 			}
@@ -262,6 +263,7 @@ func TestPluginFaultOnTheBindingGoroutine(t *testing.T) {
 			if out := f.once(); out.Result != Scheduled {
 				t.Fatalf("%+v", out)
 			}
+			f.s.Wait()
 			b.wg.Wait()
 			if len(b.escaped) != 0 {
 				t.Fatalf("a panic left the binding's goroutine: %v", b.escaped)
@@ -311,6 +313,73 @@ func TestPreEnqueueFaultHoldsThatPodOnly(t *testing.T) {
 			}
 			if got := NewGateReasons(context.Background(), fw).Of(faultyName, boom); !strings.Contains(got, want) {
 				t.Fatalf("gate reason %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestPluginFaultInAGroupAttempt: a plugin that panics for one member of
+// a gang fails the group's attempt (nothing of it left reserved, assumed
+// or in the snapshot) or, after the trial (PreBindPreFlight, PreBind),
+// that member's binding, which goes back with its group while the others
+// are bound; PostBind's leaves every member bound. The next pod is bound,
+// and no attempt is left in flight.
+func TestPluginFaultInAGroupAttempt(t *testing.T) {
+	for _, tc := range []struct {
+		fault string
+		bound int // members bound
+	}{
+		{fault: "PreFilter/panic"},
+		{fault: "Filter/panic"},
+		{fault: "Score/panic"},
+		{fault: "Reserve/panic"},
+		{fault: "Permit/panic"},
+		{fault: "Unreserve/panic", bound: 2}, // rejected at Permit: the others meet minCount 2
+		{fault: "PreBindPreFlight/panic", bound: 2},
+		{fault: "PreBind/panic", bound: 2},
+		{fault: "PostBind/panic", bound: 3},
+	} {
+		t.Run(strings.ReplaceAll(tc.fault, "/", "_"), func(t *testing.T) {
+			f := newFaultyFixture(t)
+			f.s.o.Logger = discardLogger()
+			f.h.AddNode(node("n1", 4000))
+			f.h.AddNode(node("n2", 4000))
+			f.addFWGang("g", 2, 3, func(i int, p *v1.Pod) {
+				if i == 1 {
+					p.Labels = map[string]string{"fault": tc.fault}
+				}
+			})
+			f.once() // the group
+			f.s.Wait() // its members' PreBinds, on goroutines of their own
+			var bound []types.NamespacedName
+			for name := range f.b.binds {
+				bound = append(bound, types.NamespacedName{Namespace: "default", Name: name})
+			}
+			if len(bound) != tc.bound {
+				t.Fatalf("bound %v, want %d members", f.b.binds, tc.bound)
+			}
+			assumed := f.assumedPods()
+			slices.SortFunc(assumed, func(a, b types.NamespacedName) int { return strings.Compare(a.Name, b.Name) })
+			slices.SortFunc(bound, func(a, b types.NamespacedName) int { return strings.Compare(a.Name, b.Name) })
+			if !slices.Equal(assumed, bound) {
+				t.Fatalf("assumed %v, want the bound members %v alone", assumed, bound)
+			}
+			if tc.bound == 0 {
+				if got := f.snapshotPods(); len(got) != 0 {
+					t.Fatalf("the snapshot keeps the attempt's members: %v", got)
+				}
+			}
+			if c := f.q.Counts(); c.InFlight != 0 {
+				t.Fatalf("attempts left in flight: %+v", c)
+			}
+			if tc.bound < 3 {
+				if _, loc, ok := f.q.Get(types.NamespacedName{Namespace: "default", Name: "g-1"}); !ok || loc == schedq.InFlight {
+					t.Fatalf("g-1 queued %v at %v: want back in the queue", ok, loc)
+				}
+			}
+			f.h.AddPod(prioPod("next", 100, 100))
+			if out := f.once(); out.Result != Scheduled || f.b.binds["next"] == "" {
+				t.Fatalf("the next pod: %+v", out)
 			}
 		})
 	}
