@@ -183,7 +183,7 @@ func TestPluginFaultFailsThatPodOnly(t *testing.T) {
 			boom.Labels = map[string]string{"fault": tc.fault}
 			f.h.AddPod(boom)
 			f.h.AddPod(pod("fine", 100))
-			f.once() // boom, popped first for its priority
+			f.once()   // boom, popped first for its priority
 			f.s.Wait() // its PreBind, on a goroutine of its own
 			if out := f.once(); out.Result != Scheduled || f.b.binds["fine"] == "" {
 				t.Fatalf("the next pod: %+v", out)
@@ -349,7 +349,7 @@ func TestPluginFaultInAGroupAttempt(t *testing.T) {
 					p.Labels = map[string]string{"fault": tc.fault}
 				}
 			})
-			f.once() // the group
+			f.once()   // the group
 			f.s.Wait() // its members' PreBinds, on goroutines of their own
 			var bound []types.NamespacedName
 			for name := range f.b.binds {
