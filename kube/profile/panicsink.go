@@ -29,6 +29,8 @@ type PanicSink struct {
 	mu    sync.Mutex
 	first any
 	set   bool
+	// f names the plugin a panic came from (PanicSite); nil: none.
+	f *Framework
 	// landed is closed once a panic is recorded: the parallelizer's
 	// WaitGroup is done before its goroutine's panic handlers run, so
 	// the framework's call may return before the record lands.
@@ -38,9 +40,10 @@ type PanicSink struct {
 type panicSinkKey struct{}
 
 // WithPanicSink returns ctx carrying a new sink, which replaces any sink
-// ctx carries already.
-func WithPanicSink(ctx context.Context) context.Context {
-	return context.WithValue(ctx, panicSinkKey{}, &PanicSink{landed: make(chan struct{})})
+// ctx carries already. A panic it records names the plugin of f it came
+// from, if f is not nil (PanicSite).
+func (f *Framework) WithPanicSink(ctx context.Context) context.Context {
+	return context.WithValue(ctx, panicSinkKey{}, &PanicSink{f: f, landed: make(chan struct{})})
 }
 
 // RepanicIn panics, on the caller's goroutine, with the first panic a
@@ -83,6 +86,9 @@ func sinkPanic(ctx context.Context, r any) {
 	s, _ := ctx.Value(panicSinkKey{}).(*PanicSink)
 	if s == nil {
 		return
+	}
+	if name, method, ok := s.f.PanicSite(); ok {
+		r = fmt.Sprintf("%v (plugin %s, at %s)", r, name, method)
 	}
 	s.mu.Lock()
 	if !s.set {

@@ -40,6 +40,8 @@ type fwBinding struct {
 	requeue func()
 	// log gets the panics of Unreserve and PostBind, which end nothing.
 	log *slog.Logger
+	// prof is fw's profile, which names the plugin a panic came from.
+	prof *profile.Framework
 
 	mu          sync.Mutex
 	aborted     bool // the node's deletion aborted the binding
@@ -96,8 +98,18 @@ func (b *fwBinding) logPanic(point string) {
 		if log == nil {
 			log = slog.Default()
 		}
-		log.Error(point+" plugin panicked", "pod", framework.Key(b.pod), "node", b.node, "panic", r, "stack", string(debug.Stack()))
+		log.Error(point+" plugin panicked", "pod", framework.Key(b.pod), "node", b.node, "panic", b.site(r), "stack", string(debug.Stack()))
 	}
+}
+
+// site is r, a recovered panic's value, prefixed with the plugin and
+// the extension point it came from, when known (profile.PanicSite). Call
+// it from the deferred function that recovers.
+func (b *fwBinding) site(r any) any {
+	if name, method, ok := b.prof.PanicSite(); ok {
+		return fmt.Sprintf("%v (plugin %s, at %s)", r, name, method)
+	}
+	return r
 }
 
 // preBind runs the PreBind plugins; a panic in one is returned as an
@@ -107,10 +119,10 @@ func (b *fwBinding) logPanic(point string) {
 func (b *fwBinding) preBind(ctx context.Context) (st *fwk.Status) {
 	defer func() {
 		if r := recover(); r != nil {
-			st = fwk.AsStatus(fmt.Errorf("PreBind panicked: %v", r))
+			st = fwk.AsStatus(fmt.Errorf("PreBind panicked: %v", b.site(r)))
 		}
 	}()
-	ctx = profile.WithPanicSink(ctx)
+	ctx = b.prof.WithPanicSink(ctx)
 	st = b.fw.RunPreBindPlugins(ctx, b.state, b.pod, b.node)
 	profile.RepanicIn(ctx, false)
 	return st
@@ -123,7 +135,7 @@ func (b *fwBinding) preBind(ctx context.Context) (st *fwk.Status) {
 func (b *fwBinding) preFlight(ctx context.Context) (st *fwk.Status) {
 	defer func() {
 		if r := recover(); r != nil {
-			st = fwk.AsStatus(fmt.Errorf("PreBindPreFlight panicked: %v", r))
+			st = fwk.AsStatus(fmt.Errorf("PreBindPreFlight panicked: %v", b.site(r)))
 		}
 	}()
 	return b.fw.RunPreBindPreFlights(ctx, b.state, b.pod, b.node)
@@ -170,7 +182,7 @@ func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.Po
 	fw := s.cur.fw.Framework()
 	node := out.Node
 	assumed := assumedOn(info.Item, node)
-	fb := &fwBinding{fw: fw, state: cs, pod: assumed, node: node, log: s.o.Logger}
+	fb := &fwBinding{fw: fw, state: cs, pod: assumed, node: node, log: s.o.Logger, prof: s.cur.fw}
 	pb := s.newBinding(info, node)
 	pb.fw = fb
 	fb.requeue = pb.abort

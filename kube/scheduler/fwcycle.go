@@ -296,7 +296,7 @@ func (s *Scheduler) fwPick(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if st := fw.RunPreScorePlugins(ctx, cs, pod, feasible); !st.IsSuccess() {
 		return "", st.AsError()
 	}
-	ctx = profile.WithPanicSink(ctx) // Score and NormalizeScore run on the parallelizer
+	ctx = s.cur.fw.WithPanicSink(ctx) // Score and NormalizeScore run on the parallelizer
 	scores, st := fw.RunScorePlugins(ctx, cs, pod, feasible)
 	profile.RepanicIn(ctx, st.IsSuccess() && !profile.ScoredAll(scores)) // here, where the cycle's recovery fails this pod
 	if !st.IsSuccess() {
