@@ -137,7 +137,9 @@ func (f *fixture) assumedPods() []types.NamespacedName {
 // extension point fails its pod's attempt (requeued and reported with
 // the reason), or, after the pod is bound (PostBind), leaves it bound and
 // its attempt ended; the scheduler goes on, the next pod is bound, and
-// nothing is left assumed or in flight.
+// nothing is left assumed or in flight. Each case runs as the live
+// scheduler runs (PreBind on a goroutine of its own) and as the
+// simulator does (on the cycle's).
 func TestPluginFaultFailsThatPodOnly(t *testing.T) {
 	for _, tc := range []struct {
 		fault string
@@ -174,44 +176,48 @@ func TestPluginFaultFailsThatPodOnly(t *testing.T) {
 		{fault: "PreBind/error", want: `running PreBind plugin "Faulty": broken at PreBind`},
 		{fault: "PostBind/panic", bound: true},
 	} {
-		t.Run(strings.ReplaceAll(tc.fault, "/", "_"), func(t *testing.T) {
-			f := newFaultyFixture(t)
-			f.s.o.Logger = discardLogger()
-			f.h.AddNode(node("n1", 4000))
-			f.h.AddNode(node("n2", 4000)) // two feasible nodes: PreScore and Score run
-			boom := prioPod("boom", 100, 10)
-			boom.Labels = map[string]string{"fault": tc.fault}
-			f.h.AddPod(boom)
-			f.h.AddPod(pod("fine", 100))
-			f.once()   // boom, popped first for its priority
-			f.s.Wait() // its PreBind, on a goroutine of its own
-			if out := f.once(); out.Result != Scheduled || f.b.binds["fine"] == "" {
-				t.Fatalf("the next pod: %+v", out)
-			}
-			key := types.NamespacedName{Namespace: "default", Name: "boom"}
-			_, loc, queued := f.q.Get(key)
-			if tc.racy {
-				return
-			}
-			if tc.bound {
-				if f.b.binds["boom"] == "" || queued || len(f.r.scheduled) != 2 {
-					t.Fatalf("boom bound to %q, queued %v (%v), scheduled %q: want bound, out of the queue, reported", f.b.binds["boom"], queued, loc, f.r.scheduled)
+		for _, driver := range []string{"live", "simulator"} {
+			t.Run(strings.ReplaceAll(tc.fault, "/", "_")+"/"+driver, func(t *testing.T) {
+				f := newFaultyFixture(t)
+				f.s.o.Logger = discardLogger()
+				// The simulator runs PreBind on the cycle's goroutine.
+				f.s.o.SyncPreBind = driver == "simulator"
+				f.h.AddNode(node("n1", 4000))
+				f.h.AddNode(node("n2", 4000)) // two feasible nodes: PreScore and Score run
+				boom := prioPod("boom", 100, 10)
+				boom.Labels = map[string]string{"fault": tc.fault}
+				f.h.AddPod(boom)
+				f.h.AddPod(pod("fine", 100))
+				f.once()   // boom, popped first for its priority
+				f.s.Wait() // its PreBind, on a goroutine of its own
+				if out := f.once(); out.Result != Scheduled || f.b.binds["fine"] == "" {
+					t.Fatalf("the next pod: %+v", out)
 				}
-			} else {
-				if f.b.binds["boom"] != "" || !queued || loc == schedq.InFlight {
-					t.Fatalf("boom bound to %q, queued %v at %v: want requeued", f.b.binds["boom"], queued, loc)
+				key := types.NamespacedName{Namespace: "default", Name: "boom"}
+				_, loc, queued := f.q.Get(key)
+				if tc.racy {
+					return
 				}
-				if len(f.r.failures) != 1 || !strings.HasPrefix(f.r.failures[0], "boom: ") || !strings.Contains(f.r.failures[0], tc.want) {
-					t.Fatalf("reported %q, want boom's failure with %q", f.r.failures, tc.want)
+				if tc.bound {
+					if f.b.binds["boom"] == "" || queued || len(f.r.scheduled) != 2 {
+						t.Fatalf("boom bound to %q, queued %v (%v), scheduled %q: want bound, out of the queue, reported", f.b.binds["boom"], queued, loc, f.r.scheduled)
+					}
+				} else {
+					if f.b.binds["boom"] != "" || !queued || loc == schedq.InFlight {
+						t.Fatalf("boom bound to %q, queued %v at %v: want requeued", f.b.binds["boom"], queued, loc)
+					}
+					if len(f.r.failures) != 1 || !strings.HasPrefix(f.r.failures[0], "boom: ") || !strings.Contains(f.r.failures[0], tc.want) {
+						t.Fatalf("reported %q, want boom's failure with %q", f.r.failures, tc.want)
+					}
 				}
-			}
-			if a := f.assumedPods(); slices.Contains(a, key) != tc.bound {
-				t.Fatalf("assumed %v, want boom assumed %v (until the informer shows it bound)", a, tc.bound)
-			}
-			if c := f.q.Counts(); c.InFlight != 0 {
-				t.Fatalf("attempts left in flight: %+v", c)
-			}
-		})
+				if a := f.assumedPods(); slices.Contains(a, key) != tc.bound {
+					t.Fatalf("assumed %v, want boom assumed %v (until the informer shows it bound)", a, tc.bound)
+				}
+				if c := f.q.Counts(); c.InFlight != 0 {
+					t.Fatalf("attempts left in flight: %+v", c)
+				}
+			})
+		}
 	}
 }
 
