@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
@@ -79,6 +80,11 @@ type Framework struct {
 	wired wiring
 	// types names the plugins by the type of their instance (PanicSite).
 	types map[string]string
+	// built are the plugin instances by name; reserve the Reserve
+	// plugins in order, listed once (Unreserve).
+	built       map[string]fwk.Plugin
+	reserveOnce sync.Once
+	reserve     []fwk.ReservePlugin
 }
 
 // Name returns the framework's profile's schedulerName. O(1).
@@ -250,7 +256,7 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 		}
 	}
 	fr := &Framework{fwk: f, dp: dp, postFilters: postFiltersBut(f, built, defaultpreemption.Name), snap: s.Snapshot, factory: w.sync, cancel: cancel,
-		norm: newNormalizer(f, scorers), sources: w.sources, fitIgnored: newFitIgnored(prof), holds: &claimHolds{}, wired: wired, types: pluginTypes(built)}
+		norm: newNormalizer(f, scorers), sources: w.sources, fitIgnored: newFitIgnored(prof), holds: &claimHolds{}, wired: wired, types: pluginTypes(built), built: built}
 	if s.Alongside != nil {
 		fr.holds = s.Alongside.holds
 	}

@@ -390,3 +390,76 @@ func TestPluginFaultInAGroupAttempt(t *testing.T) {
 		})
 	}
 }
+
+// tally is a Reserve plugin that counts the Unreserve calls per pod.
+type tally struct {
+	mu        sync.Mutex
+	unreserve map[string]int
+}
+
+func (*tally) Name() string { return "Tally" }
+func (*tally) Reserve(context.Context, fwk.CycleState, *v1.Pod, string) *fwk.Status {
+	return nil
+}
+func (t *tally) Unreserve(_ context.Context, _ fwk.CycleState, p *v1.Pod, _ string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.unreserve[p.Name]++
+}
+
+// TestUnreservePanicLeavesTheOthersUnreserved: Unreserve runs each
+// Reserve plugin's in turn, the last first; one that panics (Faulty,
+// last) ends only its own, and the plugin before it (Tally) still gives
+// back what it reserved, after a rejection at Permit in the cycle, after
+// a failed binding on the binding's goroutine, and for a gang member
+// rejected at Permit.
+func TestUnreservePanicLeavesTheOthersUnreserved(t *testing.T) {
+	for _, tc := range []struct {
+		name, bind string
+		bindErr    error
+		gang       bool
+	}{
+		{name: "rejected at Permit"},
+		{name: "binding failed", bind: "fails", bindErr: errors.New("refused")},
+		{name: "gang member rejected at Permit", gang: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := &tally{unreserve: map[string]int{}}
+			extra := frameworkruntime.Registry{
+				faultyName: func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) { return faulty{}, nil },
+				"Tally":    func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) { return tl, nil },
+			}
+			f := newFWFixture(t, extra, func(p *config.KubeSchedulerProfile) {
+				p.Plugins.Reserve.Enabled = append(p.Plugins.Reserve.Enabled, config.Plugin{Name: "Tally"}, config.Plugin{Name: faultyName})
+				p.Plugins.Permit.Enabled = append(p.Plugins.Permit.Enabled, config.Plugin{Name: faultyName})
+			})
+			f.s.o.Logger = discardLogger()
+			b := &faultBinder{err: tc.bindErr}
+			if !tc.gang { // the gang's members would bind at once, and recReporter is not safe for concurrent use
+				f.s.binder = b
+			}
+			f.h.AddNode(node("n1", 4000))
+			boom := "boom"
+			if tc.gang {
+				boom = "g-1"
+				f.addFWGang("g", 2, 3, func(i int, p *v1.Pod) {
+					if i == 1 {
+						p.Labels = map[string]string{"fault": "Unreserve/panic"}
+					}
+				})
+			} else {
+				p := pod("boom", 100)
+				p.Labels = map[string]string{"fault": "Unreserve/panic", "bind": tc.bind}
+				f.h.AddPod(p)
+			}
+			f.once()
+			f.s.Wait()
+			b.wg.Wait()
+			tl.mu.Lock()
+			defer tl.mu.Unlock()
+			if tl.unreserve[boom] != 1 {
+				t.Fatalf("Tally's Unreserve ran %d times for %s, want once: %v", tl.unreserve[boom], boom, tl.unreserve)
+			}
+		})
+	}
+}

@@ -72,13 +72,21 @@ func (b *fwBinding) ended(ctx context.Context, abort bool) {
 }
 
 // unreserve runs the Unreserve plugins, once. A panic in one is logged
-// and ends only the Unreserve plugins' run: what called it (forgetting
-// the assumed pod, requeueing it, the next member's Unreserve) goes on,
-// on the cycle's goroutine and on the binding's alike.
+// and ends only that plugin's Unreserve (profile.Framework.Unreserve):
+// the other plugins give back what they reserved, and what called it
+// (forgetting the assumed pod, requeueing it, the next member's
+// Unreserve) goes on, on the cycle's goroutine and on the binding's
+// alike.
 func (b *fwBinding) unreserve(ctx context.Context) {
 	b.once.Do(func() {
-		defer b.logPanic("Unreserve")
-		b.fw.RunReservePluginsUnreserve(ctx, b.state, b.pod, b.node)
+		if b.prof == nil {
+			defer b.logPanic("Unreserve")
+			b.fw.RunReservePluginsUnreserve(ctx, b.state, b.pod, b.node)
+			return
+		}
+		for _, err := range b.prof.Unreserve(ctx, b.state, b.pod, b.node) {
+			b.logger().Error("Unreserve plugin panicked", "pod", framework.Key(b.pod), "node", b.node, "panic", err)
+		}
 	})
 }
 
@@ -94,11 +102,7 @@ func (b *fwBinding) postBind(ctx context.Context) {
 // it with its stack.
 func (b *fwBinding) logPanic(point string) {
 	if r := recover(); r != nil {
-		log := b.log
-		if log == nil {
-			log = slog.Default()
-		}
-		log.Error(point+" plugin panicked", "pod", framework.Key(b.pod), "node", b.node, "panic", b.site(r), "stack", string(debug.Stack()))
+		b.logger().Error(point+" plugin panicked", "pod", framework.Key(b.pod), "node", b.node, "panic", b.site(r), "stack", string(debug.Stack()))
 	}
 }
 
@@ -110,6 +114,14 @@ func (b *fwBinding) site(r any) any {
 		return fmt.Sprintf("%v (plugin %s, at %s)", r, name, method)
 	}
 	return r
+}
+
+// logger is b.log, or slog's default.
+func (b *fwBinding) logger() *slog.Logger {
+	if b.log == nil {
+		return slog.Default()
+	}
+	return b.log
 }
 
 // preBind runs the PreBind plugins; a panic in one is returned as an
