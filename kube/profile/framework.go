@@ -85,6 +85,9 @@ type Framework struct {
 	built       map[string]fwk.Plugin
 	reserveOnce sync.Once
 	reserve     []fwk.ReservePlugin
+	// postBind are the PostBind plugins in order, listed once (PostBind).
+	postBindOnce sync.Once
+	postBind     []fwk.PostBindPlugin
 }
 
 // Name returns the framework's profile's schedulerName. O(1).

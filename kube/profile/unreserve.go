@@ -62,3 +62,56 @@ func (f *Framework) reservePlugins() []fwk.ReservePlugin {
 	})
 	return f.reserve
 }
+
+// PostBind runs the PostBind plugins of f for pod, bound to node, in
+// their order, as the framework's RunPostBindPlugins does, except that a
+// plugin's panic ends only its own PostBind: the plugins after it still
+// run. Each panic is returned, naming its plugin (nil if none). The
+// framework's PostBind metrics are not observed. O(PostBind plugins).
+func (f *Framework) PostBind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, node string) []error {
+	pls := f.postBindPlugins()
+	if pls == nil {
+		f.fwk.RunPostBindPlugins(ctx, state, pod, node)
+		return nil
+	}
+	var panics []error
+	for _, pl := range pls {
+		if err := postBindOne(ctx, pl, state, pod, node); err != nil {
+			panics = append(panics, err)
+		}
+	}
+	return panics
+}
+
+// postBindOne runs pl's PostBind, its panic returned as an error.
+func postBindOne(ctx context.Context, pl fwk.PostBindPlugin, state fwk.CycleState, pod *v1.Pod, node string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v (plugin %s, at PostBind)", r, pl.Name())
+		}
+	}()
+	pl.PostBind(ctx, state, pod, node)
+	return nil
+}
+
+// postBindPlugins lists f's PostBind plugins in the profile's order,
+// from the instances built; nil if one of them was not captured. Listed
+// once.
+func (f *Framework) postBindPlugins() []fwk.PostBindPlugin {
+	f.postBindOnce.Do(func() {
+		p := f.fwk.ListPlugins()
+		if p == nil {
+			return
+		}
+		out := []fwk.PostBindPlugin{}
+		for _, c := range p.PostBind.Enabled {
+			pl, ok := f.built[c.Name].(fwk.PostBindPlugin)
+			if !ok {
+				return
+			}
+			out = append(out, pl)
+		}
+		f.postBind = out
+	})
+	return f.postBind
+}

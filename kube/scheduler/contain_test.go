@@ -391,10 +391,18 @@ func TestPluginFaultInAGroupAttempt(t *testing.T) {
 	}
 }
 
-// tally is a Reserve plugin that counts the Unreserve calls per pod.
+// tally is a Reserve and PostBind plugin that counts the Unreserve and
+// PostBind calls per pod.
 type tally struct {
 	mu        sync.Mutex
 	unreserve map[string]int
+	postBind  map[string]int
+}
+
+func (t *tally) PostBind(_ context.Context, _ fwk.CycleState, p *v1.Pod, _ string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.postBind[p.Name]++
 }
 
 func (*tally) Name() string { return "Tally" }
@@ -461,5 +469,30 @@ func TestUnreservePanicLeavesTheOthersUnreserved(t *testing.T) {
 				t.Fatalf("Tally's Unreserve ran %d times for %s, want once: %v", tl.unreserve[boom], boom, tl.unreserve)
 			}
 		})
+	}
+}
+
+// TestPostBindPanicLeavesTheOthersRun: a PostBind plugin that panics
+// (Faulty, first) ends only its own PostBind; the plugin after it
+// (Tally) still runs, and the pod is bound and reported.
+func TestPostBindPanicLeavesTheOthersRun(t *testing.T) {
+	tl := &tally{unreserve: map[string]int{}, postBind: map[string]int{}}
+	extra := frameworkruntime.Registry{
+		faultyName: func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) { return faulty{}, nil },
+		"Tally":    func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) { return tl, nil },
+	}
+	f := newFWFixture(t, extra, func(p *config.KubeSchedulerProfile) {
+		p.Plugins.PostBind.Enabled = append(p.Plugins.PostBind.Enabled, config.Plugin{Name: faultyName}, config.Plugin{Name: "Tally"})
+	})
+	f.s.o.Logger = discardLogger()
+	f.h.AddNode(node("n1", 4000))
+	p := pod("boom", 100)
+	p.Labels = map[string]string{"fault": "PostBind/panic"}
+	f.h.AddPod(p)
+	if out := f.once(); out.Result != Scheduled || f.b.binds["boom"] != "n1" || len(f.r.scheduled) != 1 {
+		t.Fatalf("%+v, scheduled %q: want bound and reported", out, f.r.scheduled)
+	}
+	if tl.postBind["boom"] != 1 {
+		t.Fatalf("Tally's PostBind ran %d times, want once", tl.postBind["boom"])
 	}
 }

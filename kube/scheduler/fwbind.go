@@ -92,10 +92,17 @@ func (b *fwBinding) unreserve(ctx context.Context) {
 
 // postBind runs the PostBind plugins, on the binding's goroutine (the
 // cycle's with a synchronous binder). The pod is bound: a panic in one
-// is logged, and the binding ends as bound.
+// is logged, the plugins after it still run (profile.Framework.PostBind),
+// and the binding ends as bound.
 func (b *fwBinding) postBind(ctx context.Context) {
-	defer b.logPanic("PostBind")
-	b.fw.RunPostBindPlugins(ctx, b.state, b.pod, b.node)
+	if b.prof == nil {
+		defer b.logPanic("PostBind")
+		b.fw.RunPostBindPlugins(ctx, b.state, b.pod, b.node)
+		return
+	}
+	for _, err := range b.prof.PostBind(ctx, b.state, b.pod, b.node) {
+		b.logger().Error("PostBind plugin panicked", "pod", framework.Key(b.pod), "node", b.node, "panic", err)
+	}
 }
 
 // logPanic, deferred, recovers a panic of the plugins of point and logs
