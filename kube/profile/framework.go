@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
@@ -78,6 +79,16 @@ type Framework struct {
 	// wired is the wiring the plugins were given, the DRA manager before
 	// its tap: what a framework built alongside takes (Setup.Alongside).
 	wired wiring
+	// types names the plugins by the type of their instance (PanicSite).
+	types map[string]string
+	// built are the plugin instances by name; reserve the Reserve
+	// plugins in order, listed once (Unreserve).
+	built       map[string]fwk.Plugin
+	reserveOnce sync.Once
+	reserve     []fwk.ReservePlugin
+	// postBind are the PostBind plugins in order, listed once (PostBind).
+	postBindOnce sync.Once
+	postBind     []fwk.PostBindPlugin
 }
 
 // Name returns the framework's profile's schedulerName. O(1).
@@ -281,7 +292,7 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 		}
 	}
 	fr := &Framework{fwk: f, dp: dp, postFilters: postFiltersBut(f, built, defaultpreemption.Name), snap: s.Snapshot, factory: w.sync, cancel: cancel,
-		norm: newNormalizer(f, scorers), sources: w.sources, fitIgnored: newFitIgnored(prof), holds: &claimHolds{}, wired: wired}
+		norm: newNormalizer(f, scorers), sources: w.sources, fitIgnored: newFitIgnored(prof), holds: &claimHolds{}, wired: wired, types: pluginTypes(built), built: built}
 	if s.Alongside != nil {
 		fr.holds = s.Alongside.holds
 	}
@@ -465,7 +476,9 @@ func (f *Framework) Schedule(ctx context.Context, pod *v1.Pod) (res Result, err 
 	if st := f.fwk.RunPreScorePlugins(ctx, state, pod, feasible); !st.IsSuccess() {
 		return res, st.AsError()
 	}
+	ctx = f.WithPanicSink(ctx) // Score and NormalizeScore run on the parallelizer
 	scores, st := f.fwk.RunScorePlugins(ctx, state, pod, feasible)
+	RepanicIn(ctx, st.IsSuccess() && !ScoredAll(scores)) // here, where the recovery above turns it into an error
 	if !st.IsSuccess() {
 		return res, st.AsError()
 	}

@@ -59,7 +59,7 @@ func QueueHints(ctx context.Context, fw framework.Framework, logger klog.Logger)
 	}
 	var gates []schedq.PreEnqueue[*v1.Pod]
 	for _, pl := range fw.PreEnqueuePlugins() {
-		gates = append(gates, schedq.PreEnqueue[*v1.Pod]{Name: pl.Name(), Admit: admit(ctx, pl)})
+		gates = append(gates, schedq.PreEnqueue[*v1.Pod]{Name: pl.Name(), Admit: admit(ctx, logger, pl)})
 	}
 	return hints, gates, nil
 }
@@ -107,7 +107,28 @@ func hintFn(logger klog.Logger, plugin string, fn fwk.QueueingHintFn) schedq.Hin
 	}
 }
 
-// admit wraps a PreEnqueue plugin as a gate.
-func admit(ctx context.Context, pl fwk.PreEnqueuePlugin) func(*v1.Pod) bool {
-	return func(p *v1.Pod) bool { return pl.PreEnqueue(ctx, p).IsSuccess() }
+// admit wraps a PreEnqueue plugin as a gate. A gate runs under the
+// queue's lock, within Add, Update or Move: a panic there would leave
+// the queue's operation half done and end the informer's goroutine, and
+// the process with it. A plugin that panics holds the pod back instead
+// (RunPreEnqueue), as an error of it does, and the panic is logged.
+func admit(ctx context.Context, logger klog.Logger, pl fwk.PreEnqueuePlugin) func(*v1.Pod) bool {
+	return func(p *v1.Pod) bool {
+		st := RunPreEnqueue(ctx, pl, p)
+		if st.Code() == fwk.Error {
+			logger.Error(st.AsError(), "PreEnqueue failed; the pod is held back", "pod", klog.KObj(p))
+		}
+		return st.IsSuccess()
+	}
+}
+
+// RunPreEnqueue is pl's PreEnqueue for p, a panic in it returned as an
+// Error status that names the plugin and the panic.
+func RunPreEnqueue(ctx context.Context, pl fwk.PreEnqueuePlugin, p *v1.Pod) (st *fwk.Status) {
+	defer func() {
+		if r := recover(); r != nil {
+			st = fwk.AsStatus(fmt.Errorf("PreEnqueue plugin %s panicked: %v", pl.Name(), r)).WithPlugin(pl.Name())
+		}
+	}()
+	return pl.PreEnqueue(ctx, p)
 }

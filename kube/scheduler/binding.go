@@ -204,7 +204,7 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 	case bindingSuccess:
 		s.o.Metrics.scheduled(info.Status, s.o.Now())
 		if pb.fw != nil {
-			pb.fw.fw.RunPostBindPlugins(ctx, pb.fw.state, pb.fw.pod, node)
+			pb.fw.postBind(ctx)
 		}
 		s.settle(ctx, info, pb, true)
 		s.reporter.Scheduled(ctx, pod, node)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	fwframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/profile"
 )
 
 // fwBinding is what the binding of a pod placed by the framework needs of
@@ -35,6 +38,10 @@ type fwBinding struct {
 	// requeue gives the pod back after its node's deletion aborted the
 	// binding, once unreserved (ended).
 	requeue func()
+	// log gets the panics of Unreserve and PostBind, which end nothing.
+	log *slog.Logger
+	// prof is fw's profile, which names the plugin a panic came from.
+	prof *profile.Framework
 
 	mu          sync.Mutex
 	aborted     bool // the node's deletion aborted the binding
@@ -64,19 +71,93 @@ func (b *fwBinding) ended(ctx context.Context, abort bool) {
 	}
 }
 
+// unreserve runs the Unreserve plugins, once. A panic in one is logged
+// and ends only that plugin's Unreserve (profile.Framework.Unreserve):
+// the other plugins give back what they reserved, and what called it
+// (forgetting the assumed pod, requeueing it, the next member's
+// Unreserve) goes on, on the cycle's goroutine and on the binding's
+// alike.
 func (b *fwBinding) unreserve(ctx context.Context) {
-	b.once.Do(func() { b.fw.RunReservePluginsUnreserve(ctx, b.state, b.pod, b.node) })
+	b.once.Do(func() {
+		if b.prof == nil {
+			defer b.logPanic("Unreserve")
+			b.fw.RunReservePluginsUnreserve(ctx, b.state, b.pod, b.node)
+			return
+		}
+		for _, err := range b.prof.Unreserve(ctx, b.state, b.pod, b.node) {
+			b.logger().Error("Unreserve plugin panicked", "pod", framework.Key(b.pod), "node", b.node, "panic", err)
+		}
+	})
+}
+
+// postBind runs the PostBind plugins, on the binding's goroutine (the
+// cycle's with a synchronous binder). The pod is bound: a panic in one
+// is logged, the plugins after it still run (profile.Framework.PostBind),
+// and the binding ends as bound.
+func (b *fwBinding) postBind(ctx context.Context) {
+	if b.prof == nil {
+		defer b.logPanic("PostBind")
+		b.fw.RunPostBindPlugins(ctx, b.state, b.pod, b.node)
+		return
+	}
+	for _, err := range b.prof.PostBind(ctx, b.state, b.pod, b.node) {
+		b.logger().Error("PostBind plugin panicked", "pod", framework.Key(b.pod), "node", b.node, "panic", err)
+	}
+}
+
+// logPanic, deferred, recovers a panic of the plugins of point and logs
+// it with its stack.
+func (b *fwBinding) logPanic(point string) {
+	if r := recover(); r != nil {
+		b.logger().Error(point+" plugin panicked", "pod", framework.Key(b.pod), "node", b.node, "panic", b.site(r), "stack", string(debug.Stack()))
+	}
+}
+
+// site is r, a recovered panic's value, prefixed with the plugin and
+// the extension point it came from, when known (profile.PanicSite). Call
+// it from the deferred function that recovers.
+func (b *fwBinding) site(r any) any {
+	if name, method, ok := b.prof.PanicSite(); ok {
+		return fmt.Sprintf("%v (plugin %s, at %s)", r, name, method)
+	}
+	return r
+}
+
+// logger is b.log, or slog's default.
+func (b *fwBinding) logger() *slog.Logger {
+	if b.log == nil {
+		return slog.Default()
+	}
+	return b.log
 }
 
 // preBind runs the PreBind plugins; a panic in one is returned as an
-// error status, since it runs on the binding's goroutine.
+// error status, since it runs on the binding's goroutine, and so is one
+// on the framework's parallelizer, which runs several PreBind plugins at
+// once (profile.WithPanicSink).
 func (b *fwBinding) preBind(ctx context.Context) (st *fwk.Status) {
 	defer func() {
 		if r := recover(); r != nil {
-			st = fwk.AsStatus(fmt.Errorf("PreBind panicked: %v", r))
+			st = fwk.AsStatus(fmt.Errorf("PreBind panicked: %v", b.site(r)))
 		}
 	}()
-	return b.fw.RunPreBindPlugins(ctx, b.state, b.pod, b.node)
+	ctx = b.prof.WithPanicSink(ctx)
+	st = b.fw.RunPreBindPlugins(ctx, b.state, b.pod, b.node)
+	profile.RepanicIn(ctx, false)
+	return st
+}
+
+// preFlight runs the PreBind plugins' PreBindPreFlight; a panic in one
+// is returned as an error status: it runs after the cycle handed the pod
+// to its binding, where the cycle's recovery no longer ends the attempt,
+// and the binding ends it as a failed one.
+func (b *fwBinding) preFlight(ctx context.Context) (st *fwk.Status) {
+	defer func() {
+		if r := recover(); r != nil {
+			st = fwk.AsStatus(fmt.Errorf("PreBindPreFlight panicked: %v", b.site(r)))
+		}
+	}()
+	return b.fw.RunPreBindPreFlights(ctx, b.state, b.pod, b.node)
 }
 
 // forget undoes an assumption after a binding that did not go through,
@@ -120,7 +201,7 @@ func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.Po
 	fw := s.cur.fw.Framework()
 	node := out.Node
 	assumed := assumedOn(info.Item, node)
-	fb := &fwBinding{fw: fw, state: cs, pod: assumed, node: node}
+	fb := &fwBinding{fw: fw, state: cs, pod: assumed, node: node, log: s.o.Logger, prof: s.cur.fw}
 	pb := s.newBinding(info, node)
 	pb.fw = fb
 	fb.requeue = pb.abort
@@ -195,7 +276,7 @@ func (s *Scheduler) startBinding(ctx context.Context, info Attempt, node string,
 		s.bound(ctx, info, node, pb, start, ErrNodeDeleted)
 		return
 	}
-	switch st := fb.fw.RunPreBindPreFlights(ctx, fb.state, fb.pod, node); {
+	switch st := fb.preFlight(ctx); {
 	case st.IsSkip():
 		fb.ended(ctx, false)
 		s.bind(ctx, info, node, pb, start)

@@ -13,6 +13,7 @@ import (
 	fwframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/profile"
 )
 
 // The single-pod cycle on kube-scheduler's framework (the pod's profile's):
@@ -295,7 +296,9 @@ func (s *Scheduler) fwPick(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if st := fw.RunPreScorePlugins(ctx, cs, pod, feasible); !st.IsSuccess() {
 		return "", st.AsError()
 	}
+	ctx = s.cur.fw.WithPanicSink(ctx) // Score and NormalizeScore run on the parallelizer
 	scores, st := fw.RunScorePlugins(ctx, cs, pod, feasible)
+	profile.RepanicIn(ctx, st.IsSuccess() && !profile.ScoredAll(scores)) // here, where the cycle's recovery fails this pod
 	if !st.IsSuccess() {
 		return "", st.AsError()
 	}

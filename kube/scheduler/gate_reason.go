@@ -53,15 +53,15 @@ func NewGateReasons(ctx context.Context, fws ...*profile.Framework) *GateReasons
 // framework's (of pod's profile's) (one of schedq's own gates) or if it admits pod now (the
 // event that will move the pod has not reached the queue yet).
 func (g *GateReasons) Of(plugin string, pod *v1.Pod) string {
-	profile := ""
+	name := ""
 	if !g.one {
-		profile = pod.Spec.SchedulerName
+		name = pod.Spec.SchedulerName
 	}
-	pl := g.plugins[profile][plugin]
+	pl := g.plugins[name][plugin]
 	if pl == nil {
 		return ""
 	}
-	st := pl.PreEnqueue(g.ctx, pod)
+	st := profile.RunPreEnqueue(g.ctx, pl, pod)
 	if st.IsSuccess() {
 		return ""
 	}

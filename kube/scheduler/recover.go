@@ -29,3 +29,18 @@ func (s *Scheduler) recovered(ctx context.Context, info Attempt, start time.Time
 	}
 	return s.fail(ctx, info, start, out)
 }
+
+// panicSite is r, the value a cycle panicked with, prefixed with the
+// plugin and the extension point it came from, if the cycle's
+// framework's plugins are on the panicking stack (profile.PanicSite):
+// "... (plugin Faulty, at Filter)". Call it from the deferred
+// function that recovers.
+func (s *Scheduler) panicSite(r any) any {
+	if s.cur == nil {
+		return r
+	}
+	if name, method, ok := s.cur.fw.PanicSite(); ok {
+		return fmt.Sprintf("%v (plugin %s, at %s)", r, name, method)
+	}
+	return r
+}

@@ -270,7 +270,7 @@ func (s *Scheduler) ScheduleOne(ctx context.Context, info Attempt) (out Outcome)
 	s.committed = false
 	defer func() {
 		if r := recover(); r != nil {
-			out = s.recovered(ctx, info, start, r)
+			out = s.recovered(ctx, info, start, s.panicSite(r))
 		}
 	}()
 	return s.scheduleOne(ctx, info)
