@@ -162,34 +162,51 @@ func TestDRANodeMemoChangesNoPlacement(t *testing.T) {
 	if testing.Short() || raceDetector {
 		seeds = 8
 	}
-	type placed struct {
-		nodes   map[string]string
-		devices map[string][]int
-	}
-	replay := func(t *testing.T, c diffCase, memo bool) []placed {
-		t.Helper()
+	diffEveryPolicy(t, seeds, "the memo", func(t *testing.T, c diffCase, memo bool) []draPlacement {
 		defer func(on bool) { draNodeMemoOn = on }(draNodeMemoOn)
 		draNodeMemoOn = memo
-		sc := traceScenario(c.trace(t))
-		sc.Seed = c.seed
-		sc.Scheduler.PercentageOfNodesToScore = c.percentage
-		sc.Scheduler.GPUModel, sc.Scheduler.GPUPolicy = GPUModelDRA, c.policy.String()
-		r, err := NewReplay(sc)
-		if err != nil {
+		return draProbePlacements(t, c)
+	})
+}
+
+// draPlacement is what a DRA replay had placed at one instant: each
+// pod's node, and its GPUs' indices.
+type draPlacement struct {
+	nodes   map[string]string
+	devices map[string][]int
+}
+
+// draProbePlacements replays c with GPUs as DRA devices and returns what
+// is placed half a second past the second before the first probe's
+// arrival, past that arrival, and past the second after the last
+// probe's: no binding is in flight then.
+func draProbePlacements(t *testing.T, c diffCase) []draPlacement {
+	t.Helper()
+	sc := traceScenario(c.trace(t))
+	sc.Seed = c.seed
+	sc.Scheduler.PercentageOfNodesToScore = c.percentage
+	sc.Scheduler.GPUModel, sc.Scheduler.GPUPolicy = GPUModelDRA, c.policy.String()
+	r, err := NewReplay(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.s.close()
+	var out []draPlacement
+	for _, at := range []int{c.probeAt(0) - 1, c.probeAt(0), c.probeAt(len(c.probes)-1) + 1} {
+		if err := r.Until(time.Duration(at)*time.Second + time.Second/2); err != nil {
 			t.Fatal(err)
 		}
-		defer r.s.close()
-		var out []placed
-		// Half a second past each arrival: no binding in flight.
-		for _, at := range []int{c.probeAt(0) - 1, c.probeAt(0), c.probeAt(len(c.probes)-1) + 1} {
-			if err := r.Until(time.Duration(at)*time.Second + time.Second/2); err != nil {
-				t.Fatal(err)
-			}
-			n, d := draPlaced(t, r.s)
-			out = append(out, placed{n, d})
-		}
-		return out
+		n, d := draPlaced(t, r.s)
+		out = append(out, draPlacement{n, d})
 	}
+	return out
+}
+
+// diffEveryPolicy runs, for every GPU policy, the differential cases of
+// seeds 1 to seeds and a cluster of 250 nodes through replay with an
+// optimisation (named what) on and off, and fails t where the
+// placements differ.
+func diffEveryPolicy(t *testing.T, seeds uint64, what string, replay func(t *testing.T, c diffCase, on bool) []draPlacement) {
 	for _, p := range gpu.Policies() {
 		t.Run(p.String(), func(t *testing.T) {
 			cases := []diffCase{genLargeDiffCase(2, p, 100)}
@@ -198,7 +215,7 @@ func TestDRANodeMemoChangesNoPlacement(t *testing.T) {
 			}
 			for _, c := range cases {
 				if on, off := replay(t, c, true), replay(t, c, false); !reflect.DeepEqual(on, off) {
-					t.Errorf("%s: placements with the memo\n%+v\nwithout\n%+v", c.name, on, off)
+					t.Errorf("%s: placements with %s\n%+v\nwithout\n%+v", c.name, what, on, off)
 				}
 			}
 		})

@@ -3,10 +3,8 @@ package sim
 import (
 	"context"
 	"maps"
-	"reflect"
 	"slices"
 	"testing"
-	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -230,10 +228,6 @@ func TestKeptStateChangesNoPlacement(t *testing.T) {
 	if testing.Short() || raceDetector {
 		seeds = 4
 	}
-	type placed struct {
-		nodes   map[string]string
-		devices map[string][]int
-	}
 	served := 0
 	defer func() { draStateCheck = nil }()
 	draStateCheck = func(kept *structured.AllocatedState, tracker fwk.ResourceClaimTracker) {
@@ -246,44 +240,13 @@ func TestKeptStateChangesNoPlacement(t *testing.T) {
 			t.Errorf("a kept state served differs from upstream's gather: %v", err)
 		}
 	}
-	replay := func(t *testing.T, c diffCase, keep bool) []placed {
-		t.Helper()
+	diffEveryPolicy(t, seeds, "the kept state", func(t *testing.T, c diffCase, keep bool) []draPlacement {
 		defer func(on, left, shares bool) {
 			draStateKeptOn, draLeftKeptOn, draSharesKeptOn = on, left, shares
 		}(draStateKeptOn, draLeftKeptOn, draSharesKeptOn)
 		draStateKeptOn, draLeftKeptOn, draSharesKeptOn = keep, keep, keep
-		sc := traceScenario(c.trace(t))
-		sc.Seed = c.seed
-		sc.Scheduler.PercentageOfNodesToScore = c.percentage
-		sc.Scheduler.GPUModel, sc.Scheduler.GPUPolicy = GPUModelDRA, c.policy.String()
-		r, err := NewReplay(sc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.s.close()
-		var out []placed
-		for _, at := range []int{c.probeAt(0) - 1, c.probeAt(0), c.probeAt(len(c.probes)-1) + 1} {
-			if err := r.Until(time.Duration(at)*time.Second + time.Second/2); err != nil {
-				t.Fatal(err)
-			}
-			n, d := draPlaced(t, r.s)
-			out = append(out, placed{n, d})
-		}
-		return out
-	}
-	for _, p := range gpu.Policies() {
-		t.Run(p.String(), func(t *testing.T) {
-			cases := []diffCase{genLargeDiffCase(2, p, 100)}
-			for seed := range seeds {
-				cases = append(cases, genDiffCase(seed+1, p))
-			}
-			for _, c := range cases {
-				if on, off := replay(t, c, true), replay(t, c, false); !reflect.DeepEqual(on, off) {
-					t.Errorf("%s: placements with the kept state\n%+v\nwithout\n%+v", c.name, on, off)
-				}
-			}
-		})
-	}
+		return draProbePlacements(t, c)
+	})
 	if served == 0 {
 		t.Error("no kept state was served")
 	}
