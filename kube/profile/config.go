@@ -20,6 +20,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
 	frameworkplugins "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/podtopologyspread"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
@@ -32,11 +33,14 @@ type Config = config.KubeSchedulerConfiguration
 
 // Registry returns kube-scheduler v1.37.2's in-tree registry merged with
 // OutOfTree. It fails if a name is in both. PodTopologySpread signs more
-// pods than upstream's (spreadSigner); nothing else differs.
+// pods than upstream's (spreadSigner); DynamicResources memoises its
+// Filter (draMemo) and NodeResourcesFit checks a pod's one extended
+// resource itself (fitScalar), each answering as upstream's does.
 func Registry() (frameworkruntime.Registry, error) {
 	r := frameworkplugins.NewInTreeRegistry()
 	r[podtopologyspread.Name] = signingSpread(r[podtopologyspread.Name])
 	r[dynamicresources.Name] = memoDRA(r[dynamicresources.Name])
+	r[noderesources.Name] = scalarFit(r[noderesources.Name])
 	if err := r.Merge(OutOfTree()); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,195 @@
+package profile
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
+	"k8s.io/utils/ptr"
+)
+
+const (
+	milliName = v1.ResourceName("alibaba.com/gpu-milli")
+	devName   = v1.ResourceName("example.com/dev") // a DeviceClass's extendedResourceName
+)
+
+// scalarNode is a node of cpu CPUs, room for pods pods and gpu
+// thousandths of milliName (none if 0).
+func scalarNode(name, cpu, pods string, gpu int64) *v1.Node {
+	n := node(name, "z")
+	n.Status.Allocatable[v1.ResourceCPU] = resource.MustParse(cpu)
+	n.Status.Allocatable[v1.ResourcePods] = resource.MustParse(pods)
+	if gpu > 0 {
+		n.Status.Allocatable[milliName] = *resource.NewQuantity(gpu, resource.DecimalSI)
+	}
+	return n
+}
+
+// asks makes the pod's first container request l (added to its 100m of CPU).
+func asks(l v1.ResourceList) func(*v1.Pod) {
+	return func(p *v1.Pod) {
+		for k, v := range l {
+			p.Spec.Containers[0].Resources.Requests[k] = v
+		}
+	}
+}
+
+func milli(n int64) resource.Quantity { return *resource.NewQuantity(n, resource.DecimalSI) }
+
+// scalarCluster has a node of each kind the check tells apart: none of
+// the resource, enough free, too little free, too little in all, too
+// little CPU as well, and no room for another pod.
+func scalarCluster() Cluster {
+	used := pod("used", "part", asks(v1.ResourceList{milliName: milli(1500)}))
+	full := pod("full", "full", asks(v1.ResourceList{milliName: milli(1500)}))
+	return Cluster{
+		Nodes: []*v1.Node{scalarNode("cpu-only", "8", "110", 0), scalarNode("free", "8", "110", 2000),
+			scalarNode("part", "8", "110", 2000), scalarNode("small", "8", "110", 500),
+			scalarNode("tight-cpu", "1", "110", 2000), scalarNode("full", "8", "1", 2000)},
+		Pods: []*v1.Pod{used, full},
+		Objects: []runtime.Object{&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "dev"},
+			Spec: resourceapi.DeviceClassSpec{ExtendedResourceName: ptr.To(string(devName))}}},
+	}
+}
+
+// registryFit builds the default profile's framework over c and, on its
+// handle, the registry's NodeResourcesFit with args.
+func registryFit(t *testing.T, c Cluster, args *config.NodeResourcesFitArgs) (any, *Framework) {
+	t.Helper()
+	f := defaultFramework(t, c)
+	r, err := Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := r[noderesources.Name](context.Background(), args, f.fwk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl, f
+}
+
+func defaultFitArgs(t *testing.T) *config.NodeResourcesFitArgs {
+	t.Helper()
+	cfg, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pc := range cfg.Profiles[0].PluginConfig {
+		if a, ok := pc.Args.(*config.NodeResourcesFitArgs); ok {
+			return a.DeepCopy()
+		}
+	}
+	t.Fatal("no NodeResourcesFit args in the default profile")
+	return nil
+}
+
+// TestFitScalarAnswersAsUpstream: for each pod, on every node, the
+// registry's NodeResourcesFit answers with upstream's code and reasons
+// (in upstream's order); the pods of one extended resource take the
+// once-per-cycle check, the others go to upstream unchanged.
+func TestFitScalarAnswersAsUpstream(t *testing.T) {
+	ctx := context.Background()
+	pl, f := registryFit(t, scalarCluster(), defaultFitArgs(t))
+	fs, ok := pl.(*fitScalar)
+	if !ok {
+		t.Fatalf("the registry's NodeResourcesFit is a %T, want a *fitScalar", pl)
+	}
+	nodes, err := f.Snapshot().NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *v1.Pod
+		fast bool
+	}{
+		{"a share and CPU", pod("p", "", asks(v1.ResourceList{milliName: milli(1000), v1.ResourceCPU: resource.MustParse("2")})), true},
+		{"GPUs alone", pod("p", "", func(p *v1.Pod) { p.Spec.Containers[0].Resources.Requests = v1.ResourceList{milliName: milli(3000)} }), true},
+		{"a small share", pod("p", "", asks(v1.ResourceList{milliName: milli(400)})), true},
+		{"zero of it", pod("p", "", asks(v1.ResourceList{milliName: milli(0)})), true},
+		{"init container larger", pod("p", "", asks(v1.ResourceList{milliName: milli(300)}), func(p *v1.Pod) {
+			p.Spec.InitContainers = []v1.Container{{Name: "i", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{milliName: milli(600)}}}}
+		}), true},
+		{"overhead", pod("p", "", asks(v1.ResourceList{milliName: milli(400)}), func(p *v1.Pod) {
+			p.Spec.Overhead = v1.ResourceList{milliName: milli(200), v1.ResourceCPU: resource.MustParse("7")}
+		}), true},
+		{"a DeviceClass's resource", pod("p", "", asks(v1.ResourceList{devName: milli(1)})), true},
+		{"no extended resource", pod("p", "", asks(v1.ResourceList{v1.ResourceCPU: resource.MustParse("4")})), false},
+		{"two extended resources", pod("p", "", asks(v1.ResourceList{milliName: milli(1000), "example.com/x": milli(1)})), false},
+		{"hugepages besides", pod("p", "", asks(v1.ResourceList{milliName: milli(1000), "hugepages-2Mi": resource.MustParse("2Mi")})), false},
+		{"a node already", pod("p", "part", asks(v1.ResourceList{milliName: milli(1000)})), false},
+		{"pod-level resources", pod("p", "", asks(v1.ResourceList{milliName: milli(1000)}), func(p *v1.Pod) {
+			p.Spec.Resources = &v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}
+		}), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ours, up := framework.NewCycleState(), framework.NewCycleState()
+			ours.Write(scalarAskKey, &scalarAsk{name: "stale", n: 1}) // a key left by an earlier cycle
+			if _, st := fs.PreFilter(ctx, ours, tc.pod, nil); !st.IsSuccess() {
+				t.Fatalf("PreFilter: %v", st)
+			}
+			if _, st := fs.Fit.PreFilter(ctx, up, tc.pod, nil); !st.IsSuccess() {
+				t.Fatalf("upstream's PreFilter: %v", st)
+			}
+			if _, err := ours.Read(scalarAskKey); (err == nil) != tc.fast {
+				t.Errorf("checked once per cycle: %v, want %v", err == nil, tc.fast)
+			}
+			refused := 0
+			for _, ni := range nodes {
+				got, want := fs.Filter(ctx, ours, tc.pod, ni), fs.Fit.Filter(ctx, up, tc.pod, ni)
+				g, w := reasonsOf(got), reasonsOf(want)
+				if !tc.fast { // two scalars: upstream's own order is a map's
+					g, w = slices.Sorted(slices.Values(g)), slices.Sorted(slices.Values(w))
+				}
+				if got.Code() != want.Code() || !slices.Equal(g, w) {
+					t.Errorf("node %s: %v %q, upstream %v %q", ni.Node().Name, got.Code(), reasonsOf(got), want.Code(), reasonsOf(want))
+				}
+				if !want.IsSuccess() {
+					refused++
+				}
+			}
+			if tc.name == "a share and CPU" && refused != 5 {
+				t.Errorf("upstream refused %d nodes, want 5 (all but free): the cluster no longer tells the cases apart", refused)
+			}
+		})
+	}
+}
+
+// reasonsOf is st's reasons; none for nil.
+func reasonsOf(st *fwk.Status) []string {
+	if st == nil {
+		return nil
+	}
+	return st.Reasons()
+}
+
+// TestFitScalarStandsAsideForIgnoredResources: a profile whose
+// NodeResourcesFit ignores extended resources by name or group gets
+// upstream's plugin itself.
+func TestFitScalarStandsAsideForIgnoredResources(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*config.NodeResourcesFitArgs)
+	}{
+		{"by name", func(a *config.NodeResourcesFitArgs) { a.IgnoredResources = []string{string(milliName)} }},
+		{"by group", func(a *config.NodeResourcesFitArgs) { a.IgnoredResourceGroups = []string{"alibaba.com"} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := defaultFitArgs(t)
+			tc.mutate(args)
+			pl, _ := registryFit(t, scalarCluster(), args)
+			if _, ok := pl.(*noderesources.Fit); !ok {
+				t.Errorf("the registry's NodeResourcesFit is a %T, want upstream's *noderesources.Fit", pl)
+			}
+		})
+	}
+}
