@@ -148,6 +148,7 @@ func TestFitScalarAnswersAsUpstream(t *testing.T) {
 		{"nominated elsewhere", pod("p", "", asks(v1.ResourceList{milliName: milli(600)}), func(p *v1.Pod) {
 			p.Status.NominatedNodeName = "part"
 		}), true},
+		{"negative (refused by the API server)", pod("p", "", asks(v1.ResourceList{milliName: milli(-5)})), true},
 		{"no extended resource", pod("p", "", asks(v1.ResourceList{v1.ResourceCPU: resource.MustParse("4")})), false},
 		{"two extended resources", pod("p", "", asks(v1.ResourceList{milliName: milli(1000), "example.com/x": milli(1)})), false},
 		{"hugepages besides", pod("p", "", asks(v1.ResourceList{milliName: milli(1000), "hugepages-2Mi": resource.MustParse("2Mi")})), false},
