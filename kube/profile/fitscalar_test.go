@@ -219,3 +219,44 @@ func TestFitScalarStandsAsideForIgnoredResources(t *testing.T) {
 		})
 	}
 }
+
+// TestFitScalarCountsNominatedPods: on a node with a nominated pod added
+// to its NodeInfo, as preemption's dry runs and
+// RunFilterPluginsWithNominatedPods add one (NodeResourcesFit has no
+// PreFilterExtensions), the registry's NodeResourcesFit answers as
+// upstream's, counting what the nominated pod asks.
+func TestFitScalarCountsNominatedPods(t *testing.T) {
+	ctx := context.Background()
+	pl, f := registryFit(t, scalarCluster(), defaultFitArgs(t))
+	fs := pl.(*fitScalar)
+	nodes, err := f.Snapshot().NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pod("p", "", asks(v1.ResourceList{milliName: milli(1000)}))
+	ours, up := framework.NewCycleState(), framework.NewCycleState()
+	fs.PreFilter(ctx, ours, p, nil)
+	fs.Fit.PreFilter(ctx, up, p, nil)
+	refused := 0
+	for _, ni := range nodes {
+		nominated, err := framework.NewPodInfo(pod("nom", "", asks(v1.ResourceList{milliName: milli(1500)})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		with := ni.Snapshot()
+		with.AddPodInfo(nominated)
+		got, want := fs.Filter(ctx, ours, p, with), fs.Fit.Filter(ctx, up, p, with)
+		if got.Code() != want.Code() || !slices.Equal(reasonsOf(got), reasonsOf(want)) {
+			t.Errorf("node %s: %v %q, upstream %v %q", ni.Node().Name, got.Code(), reasonsOf(got), want.Code(), reasonsOf(want))
+		}
+		if ni.Node().Name == "free" && want.IsSuccess() {
+			t.Error("upstream fits the pod on free beside the nominated pod: the case no longer tests it")
+		}
+		if !want.IsSuccess() {
+			refused++
+		}
+	}
+	if refused != len(nodes) {
+		t.Errorf("upstream refused %d of %d nodes with the nominated pod, want all", refused, len(nodes))
+	}
+}
