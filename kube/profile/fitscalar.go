@@ -141,7 +141,9 @@ func oneExtended(pod *v1.Pod) (*scalarAsk, bool) {
 		if ask != nil || !v1helper.IsExtendedResourceName(name) {
 			return nil, false
 		}
-		ask = &scalarAsk{name: name, n: q.Value()}
+		// Upstream counts a negative request (the API server refuses
+		// one) as none: its pod fits wherever the rest does.
+		ask = &scalarAsk{name: name, n: max(0, q.Value())}
 	}
 	return ask, ask != nil
 }

@@ -51,11 +51,17 @@ func milli(n int64) resource.Quantity { return *resource.NewQuantity(n, resource
 func scalarCluster() Cluster {
 	used := pod("used", "part", asks(v1.ResourceList{milliName: milli(1500)}))
 	full := pod("full", "full", asks(v1.ResourceList{milliName: milli(1500)}))
+	over := pod("over", "over", asks(v1.ResourceList{milliName: milli(1500)}))
+	zero := scalarNode("zero", "8", "110", 0)
+	zero.Status.Allocatable[milliName] = milli(0) // listed, at 0
+	dev := scalarNode("dev", "8", "110", 0)
+	dev.Status.Allocatable[devName] = milli(2) // the DeviceClass's resource, as a device plugin's
 	return Cluster{
 		Nodes: []*v1.Node{scalarNode("cpu-only", "8", "110", 0), scalarNode("free", "8", "110", 2000),
 			scalarNode("part", "8", "110", 2000), scalarNode("small", "8", "110", 500),
-			scalarNode("tight-cpu", "1", "110", 2000), scalarNode("full", "8", "1", 2000)},
-		Pods: []*v1.Pod{used, full},
+			scalarNode("tight-cpu", "1", "110", 2000), scalarNode("full", "8", "1", 2000),
+			zero, dev, scalarNode("over", "8", "110", 1000)}, // over: its pod asks more than it has
+		Pods: []*v1.Pod{used, full, over},
 		Objects: []runtime.Object{&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "dev"},
 			Spec: resourceapi.DeviceClassSpec{ExtendedResourceName: ptr.To(string(devName))}}},
 	}
@@ -123,6 +129,26 @@ func TestFitScalarAnswersAsUpstream(t *testing.T) {
 			p.Spec.Overhead = v1.ResourceList{milliName: milli(200), v1.ResourceCPU: resource.MustParse("7")}
 		}), true},
 		{"a DeviceClass's resource", pod("p", "", asks(v1.ResourceList{devName: milli(1)})), true},
+		{"a DeviceClass's resource, more than a node has", pod("p", "", asks(v1.ResourceList{devName: milli(3)})), true},
+		{"sidecar and init container", pod("p", "", asks(v1.ResourceList{milliName: milli(300)}), func(p *v1.Pod) {
+			always := v1.ContainerRestartPolicyAlways
+			p.Spec.InitContainers = []v1.Container{
+				{Name: "side", RestartPolicy: &always, Resources: v1.ResourceRequirements{Requests: v1.ResourceList{milliName: milli(400)}}},
+				{Name: "i", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{milliName: milli(900)}}}}
+		}), true},
+		{"sidecar alone", pod("p", "", asks(v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}), func(p *v1.Pod) {
+			always := v1.ContainerRestartPolicyAlways
+			p.Spec.InitContainers = []v1.Container{
+				{Name: "side", RestartPolicy: &always, Resources: v1.ResourceRequirements{Requests: v1.ResourceList{milliName: milli(1800)}}}}
+		}), true},
+		{"pending resize in status", pod("p", "", asks(v1.ResourceList{milliName: milli(400)}), func(p *v1.Pod) {
+			p.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "c", Resources: &v1.ResourceRequirements{
+				Requests: v1.ResourceList{milliName: milli(1900), v1.ResourceCPU: resource.MustParse("100m")}}}}
+		}), true},
+		{"nominated elsewhere", pod("p", "", asks(v1.ResourceList{milliName: milli(600)}), func(p *v1.Pod) {
+			p.Status.NominatedNodeName = "part"
+		}), true},
+		{"negative (refused by the API server)", pod("p", "", asks(v1.ResourceList{milliName: milli(-5)})), true},
 		{"no extended resource", pod("p", "", asks(v1.ResourceList{v1.ResourceCPU: resource.MustParse("4")})), false},
 		{"two extended resources", pod("p", "", asks(v1.ResourceList{milliName: milli(1000), "example.com/x": milli(1)})), false},
 		{"hugepages besides", pod("p", "", asks(v1.ResourceList{milliName: milli(1000), "hugepages-2Mi": resource.MustParse("2Mi")})), false},
@@ -157,8 +183,8 @@ func TestFitScalarAnswersAsUpstream(t *testing.T) {
 					refused++
 				}
 			}
-			if tc.name == "a share and CPU" && refused != 5 {
-				t.Errorf("upstream refused %d nodes, want 5 (all but free): the cluster no longer tells the cases apart", refused)
+			if tc.name == "a share and CPU" && refused != 8 {
+				t.Errorf("upstream refused %d nodes, want 8 (all but free): the cluster no longer tells the cases apart", refused)
 			}
 		})
 	}
@@ -191,5 +217,46 @@ func TestFitScalarStandsAsideForIgnoredResources(t *testing.T) {
 				t.Errorf("the registry's NodeResourcesFit is a %T, want upstream's *noderesources.Fit", pl)
 			}
 		})
+	}
+}
+
+// TestFitScalarCountsNominatedPods: on a node with a nominated pod added
+// to its NodeInfo, as preemption's dry runs and
+// RunFilterPluginsWithNominatedPods add one (NodeResourcesFit has no
+// PreFilterExtensions), the registry's NodeResourcesFit answers as
+// upstream's, counting what the nominated pod asks.
+func TestFitScalarCountsNominatedPods(t *testing.T) {
+	ctx := context.Background()
+	pl, f := registryFit(t, scalarCluster(), defaultFitArgs(t))
+	fs := pl.(*fitScalar)
+	nodes, err := f.Snapshot().NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pod("p", "", asks(v1.ResourceList{milliName: milli(1000)}))
+	ours, up := framework.NewCycleState(), framework.NewCycleState()
+	fs.PreFilter(ctx, ours, p, nil)
+	fs.Fit.PreFilter(ctx, up, p, nil)
+	refused := 0
+	for _, ni := range nodes {
+		nominated, err := framework.NewPodInfo(pod("nom", "", asks(v1.ResourceList{milliName: milli(1500)})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		with := ni.Snapshot()
+		with.AddPodInfo(nominated)
+		got, want := fs.Filter(ctx, ours, p, with), fs.Fit.Filter(ctx, up, p, with)
+		if got.Code() != want.Code() || !slices.Equal(reasonsOf(got), reasonsOf(want)) {
+			t.Errorf("node %s: %v %q, upstream %v %q", ni.Node().Name, got.Code(), reasonsOf(got), want.Code(), reasonsOf(want))
+		}
+		if ni.Node().Name == "free" && want.IsSuccess() {
+			t.Error("upstream fits the pod on free beside the nominated pod: the case no longer tests it")
+		}
+		if !want.IsSuccess() {
+			refused++
+		}
+	}
+	if refused != len(nodes) {
+		t.Errorf("upstream refused %d of %d nodes with the nominated pod, want all", refused, len(nodes))
 	}
 }
