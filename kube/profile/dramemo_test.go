@@ -131,15 +131,22 @@ func registryDRA(t *testing.T, c Cluster) (fwk.Plugin, *Framework) {
 			args = pc.Args
 		}
 	}
+	return registryPlugin(t, f, dynamicresources.Name, args), f
+}
+
+// registryPlugin builds the registry's plugin name with args on f's
+// handle.
+func registryPlugin(t *testing.T, f *Framework, name string, args runtime.Object) fwk.Plugin {
+	t.Helper()
 	r, err := Registry()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl, err := r[dynamicresources.Name](context.Background(), args, f.fwk)
+	pl, err := r[name](context.Background(), args, f.fwk)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pl, f
+	return pl
 }
 
 // preFilterBoth runs the memo's PreFilter for p on a new cycle state and

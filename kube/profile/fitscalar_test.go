@@ -72,15 +72,7 @@ func scalarCluster() Cluster {
 func registryFit(t *testing.T, c Cluster, args *config.NodeResourcesFitArgs) (any, *Framework) {
 	t.Helper()
 	f := defaultFramework(t, c)
-	r, err := Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl, err := r[noderesources.Name](context.Background(), args, f.fwk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pl, f
+	return registryPlugin(t, f, noderesources.Name, args), f
 }
 
 func defaultFitArgs(t *testing.T) *config.NodeResourcesFitArgs {
