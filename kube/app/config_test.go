@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/schedq/schedq/kube/internal/errtest"
 )
 
 const cfgHeader = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
@@ -73,14 +75,7 @@ func TestValidateConfigRefuses(t *testing.T) {
 				o.Config.File = configFile(t, tc.body)
 			}
 			err := o.Validate()
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err, w)
-				}
-			}
+			errtest.Names(t, err, tc.want...)
 			if o.SchedulerName != "schedq" {
 				t.Errorf("a refused file changed the scheduler name to %q", o.SchedulerName)
 			}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/schedq/schedq"
+
+	"github.com/schedq/schedq/kube/internal/errtest"
 )
 
 // schedqFile is a --config file whose profile gives Schedq args.
@@ -90,14 +92,7 @@ func TestConfigSchedqSettingsRefused(t *testing.T) {
 			}
 			o.Config.File = schedqFile(t, tc.args)
 			err := o.Validate()
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err, w)
-				}
-			}
+			errtest.Names(t, err, tc.want...)
 		})
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/schedq/schedq/kube/internal/errtest"
 )
 
 const header = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
@@ -63,14 +65,7 @@ func TestLoadRefuses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Load(writeConfig(t, tc.body))
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err, w)
-				}
-			}
+			errtest.Names(t, err, tc.want...)
 			// Neither the file's content nor the scheme's Go source.
 			if msg := err.Error(); strings.Contains(msg, "secret-sauce") || strings.Contains(msg, ".go:") {
 				t.Errorf("error %q quotes the file or the scheme's source", msg)

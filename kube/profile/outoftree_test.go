@@ -10,6 +10,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
+	"github.com/schedq/schedq/kube/internal/errtest"
 )
 
 // gpuConfig is a profile that enables GPUDevices at score with weight 3
@@ -64,15 +66,8 @@ func TestGPUDevicesArgs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := Decode([]byte(gpuConfig(tc.args)))
 			if tc.want != nil {
-				if err == nil {
-					t.Fatal("accepted")
-				}
+				errtest.Names(t, err, tc.want...)
 				t.Log(err)
-				for _, w := range tc.want {
-					if !strings.Contains(err.Error(), w) {
-						t.Errorf("error %q does not contain %q", err, w)
-					}
-				}
 				return
 			}
 			if err != nil {

@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+
+	"github.com/schedq/schedq/kube/internal/errtest"
 )
 
 // schedqConfig is a configuration whose first profile gives Schedq the
@@ -94,14 +96,7 @@ func TestSchedqArgs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := Decode([]byte(schedqConfig(tc.args)))
 			if tc.want != nil {
-				if err == nil {
-					t.Fatal("accepted")
-				}
-				for _, w := range tc.want {
-					if !strings.Contains(err.Error(), w) {
-						t.Errorf("error %q does not contain %q", err, w)
-					}
-				}
+				errtest.Names(t, err, tc.want...)
 				return
 			}
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
 	"github.com/schedq/schedq/kube/gpu"
+	"github.com/schedq/schedq/kube/internal/errtest"
 	"github.com/schedq/schedq/kube/profile"
 )
 
@@ -141,14 +142,7 @@ func TestApplyGPUConfig(t *testing.T) {
 			mode := map[string]gpuMode{"": gpuModeDevice, "none": gpuModeNone, "dra": gpuModeDRA}[tc.mode]
 			err := applyGPUConfig(prof, 0, SchedulerSpec{Config: "gpu.yaml", GPUPolicy: tc.flag}, mode)
 			if tc.want != nil {
-				if err == nil {
-					t.Fatal("accepted")
-				}
-				for _, w := range tc.want {
-					if !strings.Contains(err.Error(), w) {
-						t.Errorf("error %q does not contain %q", err, w)
-					}
-				}
+				errtest.Names(t, err, tc.want...)
 				return
 			}
 			if err != nil {
