@@ -2,12 +2,15 @@ package sim
 
 import (
 	"cmp"
+	"encoding/csv"
 	"fmt"
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq/kube/framework"
@@ -60,6 +63,10 @@ type EvalMethod struct {
 	// ranges, for a method that gives one, are the (low, high) predicted
 	// waits, by pair.
 	ranges [][2]float64
+	// pods and forks are each pair's pod and fork instant (from the
+	// replay's start), for WritePairs.
+	pods  []*v1.Pod
+	forks []time.Duration
 }
 
 // EvalReport is the measured accuracy of every method.
@@ -287,7 +294,9 @@ func (rep *EvalReport) score(rp *Replay, forks []*evalFork) {
 				if preds == nil {
 					continue // not measured with these options
 				}
-				rep.Methods[m].pairs = append(rep.Methods[m].pairs, [2]float64{preds[i], actual})
+				em := rep.Methods[m]
+				em.pairs = append(em.pairs, [2]float64{preds[i], actual})
+				em.pods, em.forks = append(em.pods, rp.pods[uid]), append(em.forks, f.now.Sub(epoch))
 			}
 			if f.ranges != nil {
 				mc := rep.Methods[evalMonteCarlo]
@@ -300,6 +309,31 @@ func (rep *EvalReport) score(rp *Replay, forks []*evalFork) {
 		}
 	}
 	rep.MedianWait = time.Duration(median(waits) * float64(time.Second))
+}
+
+// WritePairs writes every forecast scored as CSV, one row per method
+// and pod forecast that started: the method's index in the tables, the
+// fork (seconds from the replay's start), the pod's name and classes
+// (qos, GPU request, requests), and the predicted and actual waits in
+// seconds (predicted +Inf when the method gave no start).
+func (rep *EvalReport) WritePairs(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"method", "fork_s", "pod", "qos", "gpu_request", "requests", "predicted_s", "actual_s"})
+	for m, em := range rep.Methods {
+		for i, pa := range em.pairs {
+			p := em.pods[i]
+			var name string
+			var labels map[string]string
+			if p != nil {
+				name, labels = p.Name, p.Labels
+			}
+			cw.Write([]string{strconv.Itoa(m), strconv.FormatFloat(em.forks[i].Seconds(), 'f', -1, 64), name,
+				labels[LabelQoS], labels[LabelGPURequest], labels[LabelRequests],
+				strconv.FormatFloat(pa[0], 'f', 1, 64), strconv.FormatFloat(pa[1], 'f', 1, 64)})
+		}
+	}
+	cw.Flush()
+	return cw.Error()
 }
 
 // historyStart says what the forecasts' history starts with.

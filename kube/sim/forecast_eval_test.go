@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"strconv"
@@ -43,7 +44,9 @@ func TestMain(m *testing.M) {
 // duration or "median" (the pods' median creation time), and replays
 // only the pods created from then on; SCHEDQ_FORECAST_WARM=1, with it,
 // starts the history with the runs before the split (EvalOptions.Warm);
-// SCHEDQ_FORECAST_ROWS=main measures only the main methods.
+// SCHEDQ_FORECAST_ROWS=main measures only the main methods;
+// SCHEDQ_FORECAST_PAIRS names a file to write every forecast scored to,
+// as CSV (EvalReport.WritePairs).
 func TestForecastAccuracy(t *testing.T) {
 	dir := os.Getenv("SCHEDQ_FORECAST_EVAL")
 	if dir == "" {
@@ -88,6 +91,15 @@ func TestForecastAccuracy(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep.Write(t.Output())
+	if path := os.Getenv("SCHEDQ_FORECAST_PAIRS"); path != "" {
+		var b bytes.Buffer
+		if err := rep.WritePairs(&b); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			t.Fatalf("SCHEDQ_FORECAST_PAIRS: %v", err)
+		}
+	}
 }
 
 // evalFrom reads SCHEDQ_FORECAST_FROM: empty (no split), "median" or a
