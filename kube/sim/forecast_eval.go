@@ -83,6 +83,11 @@ type EvalReport struct {
 	// WarmRuns is how many runs the warm history starts with, WarmGoing
 	// how many of them were still going at the split.
 	WarmRuns, WarmGoing int
+	// Deciles and NoEstimate are the calibration of the history by the
+	// three labels over the running pods of every fork that found pods
+	// pending (see calibration).
+	Deciles    [10]int
+	NoEstimate int
 }
 
 // pending prediction of one fork, by method, for one pod.
@@ -92,6 +97,9 @@ type evalFork struct {
 	preds [][]float64 // by method, by pod: predicted wait in seconds, +Inf if none
 	// ranges are the Monte Carlo method's (low, high) waits, by pod.
 	ranges [][2]float64
+	// deciles and none are the three labels' calibration (calibration).
+	deciles [10]int
+	none    int
 }
 
 // evalMethods names the methods in the order the table lists them.
@@ -195,6 +203,7 @@ func evalFork1(sc *Scenario, rp *Replay, st *ForecastState, o EvalOptions, warm 
 		hs[i+1] = history(labels...)
 		hs[i+1].Seed = o.Seed
 	}
+	f.deciles, f.none = calibration(hs[5], st, rp.Known)
 	short := o.Arrivals || o.MainRows
 	hs[1].Method, hs[1].Spread = MedianFinished, SpreadMedian
 	hs[2].Method, hs[2].Spread = MedianFinished, SpreadMedian
@@ -282,6 +291,10 @@ func (rep *EvalReport) score(rp *Replay, forks []*evalFork) {
 	var waits []float64
 	for _, f := range forks {
 		rep.Instants++
+		for k, n := range f.deciles {
+			rep.Deciles[k] += n
+		}
+		rep.NoEstimate += f.none
 		for i, uid := range f.uids {
 			rep.Forecasts++
 			start, ok := rp.Started(uid)
@@ -334,6 +347,15 @@ func (rep *EvalReport) WritePairs(w io.Writer) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// calibrated is how many running pods the deciles count.
+func (rep *EvalReport) calibrated() int {
+	n := 0
+	for _, c := range rep.Deciles {
+		n += c
+	}
+	return n
 }
 
 // historyStart says what the forecasts' history starts with.
@@ -408,6 +430,13 @@ func (rep *EvalReport) Write(w io.Writer) {
 			absS = time.Duration(abs * float64(time.Second)).Round(time.Second).String()
 		}
 		fmt.Fprintf(w, "| %s | %s | %.0f%% | %s | %.0f%% |\n", m.Name, relS, 100*in, absS, 100*cov)
+	}
+	if n := rep.calibrated(); n+rep.NoEstimate > 0 {
+		fmt.Fprintf(w, "\nhistory by the three labels, over the running pods of the forks (%d; %d with no estimate): the share whose true remaining runtime falls in each tenth of the estimate, lowest first (a tenth each if calibrated):", n+rep.NoEstimate, rep.NoEstimate)
+		for _, c := range rep.Deciles {
+			fmt.Fprintf(w, " %.0f%%", 100*float64(c)/float64(max(n, 1)))
+		}
+		fmt.Fprintln(w)
 	}
 	for _, m := range rep.Methods {
 		if inside, width, ok := m.Coverage(); ok {

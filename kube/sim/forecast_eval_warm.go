@@ -81,3 +81,38 @@ func evalWarm(o EvalOptions) ([]warmRun, error) {
 	}
 	return warmRuns(t.pods, int64(o.From/time.Second)), nil
 }
+
+// calibration counts, over the running pods of st whose true runtime
+// known gives, in which tenth of h's estimate of its remaining runtime
+// the true remaining runtime falls: deciles[k] counts those above the
+// k/10-quantile and at most the (k+1)/10-quantile (the first and last
+// open-ended). An estimate that knows the distribution of the runs
+// gives each tenth about a tenth of the pods; none counts the pods h
+// gave no estimate. h is taken as ForecastOptions.History: the running
+// pods are added to a copy as censored, as a forecast does.
+func calibration(h *History, st *ForecastState, known func(*v1.Pod) (time.Duration, bool)) (deciles [10]int, none int) {
+	c := (&ForecastOptions{History: h}).historyFor(st, nil)
+	for _, r := range st.Running {
+		life, ok := known(r.Pod)
+		if !ok {
+			continue
+		}
+		e := st.Now.Sub(r.Started)
+		k := 0
+		for q := 1; q < 10; q++ {
+			d, ok := c.Quantile(r.Pod, e, float64(q)/10)
+			if !ok {
+				none++
+				k = -1
+				break
+			}
+			if life-e > d {
+				k++
+			}
+		}
+		if k >= 0 {
+			deciles[k]++
+		}
+	}
+	return deciles, none
+}

@@ -223,3 +223,51 @@ func TestEvalWritePairs(t *testing.T) {
 		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }
+
+// calibration puts a running pod's true remaining runtime in the tenth
+// of the history's conditional estimate it falls in; a pod of a kind
+// with no runs is counted as having no estimate, one whose runtime is
+// not known is left out.
+func TestCalibration(t *testing.T) {
+	h := NewHistory(LabelQoS)
+	for i := 1; i <= 100; i++ { // runs of 1 s to 100 s: the q-quantile is 100q s
+		h.Observe(warmPod("done", 0, 0, 0).pod, time.Duration(i)*time.Second)
+	}
+	now := epoch.Add(time.Hour)
+	for _, c := range []struct {
+		name     string
+		qos      string
+		elapsed  time.Duration
+		runtime  time.Duration // 0: not known
+		decile   int           // -1: no estimate
+		excluded bool
+	}{
+		{"shorter than the 0.1-quantile", "LS", 0, 5 * time.Second, 0, false},
+		{"at the median: the tenth below it", "LS", 0, 50 * time.Second, 4, false},
+		{"just past the median", "LS", 0, 55 * time.Second, 5, false},
+		{"past the 0.9-quantile", "LS", 0, 100 * time.Second, 9, false},
+		{"conditional on 50 s run: 25 s left of runs 51 to 100 s", "LS", 50 * time.Second, 75 * time.Second, 4, false},
+		{"a kind with no runs", "BE", 0, 10 * time.Second, -1, false},
+		{"runtime not known", "LS", 0, 0, 0, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := warmPod("running", 0, 0, 0).pod
+			p.Labels[LabelQoS] = c.qos
+			st := &ForecastState{Now: now, Running: []RunningPod{{Pod: p, Started: now.Add(-c.elapsed)}}}
+			known := func(*v1.Pod) (time.Duration, bool) { return c.runtime, c.runtime > 0 }
+			deciles, none := calibration(h, st, known)
+			var want [10]int
+			wantNone := 0
+			switch {
+			case c.excluded:
+			case c.decile < 0:
+				wantNone = 1
+			default:
+				want[c.decile] = 1
+			}
+			if deciles != want || none != wantNone {
+				t.Fatalf("deciles %v, none %d; want %v, %d", deciles, none, want, wantNone)
+			}
+		})
+	}
+}
