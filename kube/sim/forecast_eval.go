@@ -3,6 +3,7 @@ package sim
 import (
 	"cmp"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -130,8 +131,11 @@ var mainMethods = []int{0, 4, 5, 8, 10, 11}
 func Eval(o EvalOptions) (*EvalReport, error) {
 	o.Every, o.Horizon, o.Label = cmp.Or(o.Every, time.Hour), cmp.Or(o.Horizon, 24*time.Hour), cmp.Or(o.Label, LabelQoS)
 	o.MonteCarlo, o.Seed = cmp.Or(o.MonteCarlo, 5), cmp.Or(o.Seed, 1)
-	if o.From < 0 || (o.Warm && o.From == 0) {
-		return nil, fmt.Errorf("forecast eval: a warm history needs a split of the trace after its start (EvalOptions.From), got %v", o.From)
+	if o.From < 0 {
+		return nil, fmt.Errorf("forecast eval: the trace's split (EvalOptions.From) %v is before its start", o.From)
+	}
+	if o.Warm && o.From == 0 {
+		return nil, errors.New("forecast eval: a warm history needs a split of the trace after its start (EvalOptions.From)")
 	}
 	warm, err := evalWarm(o)
 	if err != nil {

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -140,11 +142,19 @@ func TestEvalWarm(t *testing.T) {
 		{"warm at 20s: three pods going", 20 * time.Second, true, 3, 3, "", "warm: 3 runs"},
 		{"warm at 600s: two ended, pod-two not started", 600 * time.Second, true, 5, 3, "", "warm: 5 runs"},
 		{"cold split", 20 * time.Second, false, 0, 0, "", "cold"},
-		{"warm without a split", 0, true, 0, 0, "needs a split", ""},
-		{"negative split", -time.Second, false, 0, 0, "needs a split", ""},
+		{"warm without a split", 0, true, 0, 0, "a warm history needs a split", ""},
+		{"negative split", -time.Second, false, 0, 0, "(EvalOptions.From) -1s is before its start", ""},
+		{"split of a pod list without times", 20 * time.Second, false, 0, 0, "a split at 20s needs a pod list with time columns", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			rep, err := Eval(EvalOptions{Dir: "testdata/alibaba", Speed: 1, From: c.from, Warm: c.warm, MainRows: true})
+			dir := "testdata/alibaba"
+			if strings.Contains(c.name, "without times") {
+				dir = t.TempDir()
+				nodes, _ := os.ReadFile("testdata/alibaba/openb_node_list_all_node.csv")
+				os.WriteFile(filepath.Join(dir, "openb_node_list_all_node.csv"), nodes, 0o644)
+				os.WriteFile(filepath.Join(dir, "openb_pod_list_default.csv"), []byte(strings.Join(podColumnsShort, ",")+"\np,1000,1024,0,0\n"), 0o644)
+			}
+			rep, err := Eval(EvalOptions{Dir: dir, Speed: 1, From: c.from, Warm: c.warm, MainRows: true})
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("error %v, want %q", err, c.wantErr)
