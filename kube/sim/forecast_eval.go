@@ -2,12 +2,16 @@ package sim
 
 import (
 	"cmp"
+	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq/kube/framework"
@@ -36,8 +40,19 @@ type EvalOptions struct {
 	GPUModel string
 	// Arrivals, if true, has every forecast assume the recent arrivals
 	// (ForecastOptions.Arrivals). Forecasts with arrivals run much
-	// longer, so only the methods arrivalMethods lists are measured.
+	// longer, so only the methods mainMethods lists are measured.
 	Arrivals bool
+	// From, if above zero, splits the trace at that instant of its own
+	// time (whole seconds from its start): only the pods created from
+	// then on are replayed, from the start of the replay, and
+	// evaluated.
+	From time.Duration
+	// Warm, with From, starts every history-based forecast's history
+	// with what a scheduler running before From would have learnt by
+	// then (warmRuns); without it the history starts empty at From.
+	Warm bool
+	// MainRows measures only the methods mainMethods lists.
+	MainRows bool
 }
 
 // EvalMethod is one way of predicting starts.
@@ -49,6 +64,10 @@ type EvalMethod struct {
 	// ranges, for a method that gives one, are the (low, high) predicted
 	// waits, by pair.
 	ranges [][2]float64
+	// pods and forks are each pair's pod and fork instant (from the
+	// replay's start), for WritePairs.
+	pods  []*v1.Pod
+	forks []time.Duration
 }
 
 // EvalReport is the measured accuracy of every method.
@@ -62,6 +81,14 @@ type EvalReport struct {
 	MedianWait time.Duration
 	Methods    []*EvalMethod
 	Wall       time.Duration // wall time of the forecasts alone
+	// WarmRuns is how many runs the warm history starts with, WarmGoing
+	// how many of them were still going at the split.
+	WarmRuns, WarmGoing int
+	// Deciles and NoEstimate are the calibration of the history by the
+	// three labels over the running pods of every fork that found pods
+	// pending (see calibration).
+	Deciles    [10]int
+	NoEstimate int
 }
 
 // pending prediction of one fork, by method, for one pod.
@@ -71,6 +98,9 @@ type evalFork struct {
 	preds [][]float64 // by method, by pod: predicted wait in seconds, +Inf if none
 	// ranges are the Monte Carlo method's (low, high) waits, by pod.
 	ranges [][2]float64
+	// deciles and none are the three labels' calibration (calibration).
+	deciles [10]int
+	none    int
 }
 
 // evalMethods names the methods in the order the table lists them.
@@ -89,10 +119,11 @@ var evalMethods = []string{
 	"simple: rank ÷ recent start rate",
 }
 
-// arrivalMethods are the indices in evalMethods of the forecasts measured
-// with arrivals assumed: the true runtimes, the default history and the
-// two finer classes; the simple estimates do not depend on arrivals.
-var arrivalMethods = []int{0, 4, 5, 8, 10, 11}
+// mainMethods are the indices in evalMethods of the methods measured
+// with arrivals assumed or MainRows: the true runtimes, the default
+// history, the two finer classes and the simple estimates (which do not
+// depend on arrivals).
+var mainMethods = []int{0, 4, 5, 8, 10, 11}
 
 // Eval replays the trace, forks it every Every, forecasts every pending
 // pod with each method and compares with the start the pod gets later in
@@ -100,7 +131,17 @@ var arrivalMethods = []int{0, 4, 5, 8, 10, 11}
 func Eval(o EvalOptions) (*EvalReport, error) {
 	o.Every, o.Horizon, o.Label = cmp.Or(o.Every, time.Hour), cmp.Or(o.Horizon, 24*time.Hour), cmp.Or(o.Label, LabelQoS)
 	o.MonteCarlo, o.Seed = cmp.Or(o.MonteCarlo, 5), cmp.Or(o.Seed, 1)
-	sc := &Scenario{Name: "forecast-eval", Seed: 1, Trace: &TraceSpec{Format: TraceAlibabaGPU, Dir: o.Dir, Speed: o.Speed}}
+	if o.From < 0 {
+		return nil, fmt.Errorf("forecast eval: the trace's split (EvalOptions.From) %v is before its start", o.From)
+	}
+	if o.Warm && o.From == 0 {
+		return nil, errors.New("forecast eval: a warm history needs a split of the trace after its start (EvalOptions.From)")
+	}
+	warm, err := evalWarm(o)
+	if err != nil {
+		return nil, err
+	}
+	sc := &Scenario{Name: "forecast-eval", Seed: 1, Trace: &TraceSpec{Format: TraceAlibabaGPU, Dir: o.Dir, Speed: o.Speed, from: int64(o.From / time.Second)}}
 	sc.Scheduler.GPUModel = cmp.Or(o.GPUModel, GPUModelDevice)
 	if err := sc.Validate(); err != nil {
 		return nil, err
@@ -116,7 +157,12 @@ func Eval(o EvalOptions) (*EvalReport, error) {
 			}
 		}
 	}
-	rep := &EvalReport{Options: o}
+	rep := &EvalReport{Options: o, WarmRuns: len(warm)}
+	for _, r := range warm {
+		if r.going {
+			rep.WarmGoing++
+		}
+	}
 	var forks []*evalFork
 	var ferr error
 	span := rp.s.end.Sub(epoch)
@@ -126,7 +172,7 @@ func Eval(o EvalOptions) (*EvalReport, error) {
 				return
 			}
 			t0 := time.Now()
-			f, err := evalFork1(sc, rp, st, o)
+			f, err := evalFork1(sc, rp, st, o, warm)
 			rep.Wall += time.Since(t0)
 			if err != nil && ferr == nil {
 				ferr = err
@@ -145,23 +191,30 @@ func Eval(o EvalOptions) (*EvalReport, error) {
 }
 
 // evalFork1 predicts every pending pod's wait with every method.
-func evalFork1(sc *Scenario, rp *Replay, st *ForecastState, o EvalOptions) (*evalFork, error) {
+func evalFork1(sc *Scenario, rp *Replay, st *ForecastState, o EvalOptions, warm []warmRun) (*evalFork, error) {
 	f := &evalFork{now: st.Now}
 	for _, p := range st.Pending {
 		f.uids = append(f.uids, p.UID)
 	}
+	history := func(labels ...string) *History {
+		h := rp.History(labels...)
+		seed(h, warm)
+		return h
+	}
 	fine := []string{o.Label, LabelGPURequest, LabelRequests}
 	hs := make([]*History, 9)
 	for i, labels := range [][]string{{o.Label}, {""}, {o.Label}, {o.Label}, fine, {o.Label}, fine, fine[:2]} {
-		hs[i+1] = rp.History(labels...)
+		hs[i+1] = history(labels...)
 		hs[i+1].Seed = o.Seed
 	}
+	f.deciles, f.none = calibration(hs[5], st, rp.Known)
+	short := o.Arrivals || o.MainRows
 	hs[1].Method, hs[1].Spread = MedianFinished, SpreadMedian
 	hs[2].Method, hs[2].Spread = MedianFinished, SpreadMedian
 	hs[3].Spread = SpreadMedian
 	hs[6].Tail, hs[7].Tail = TailExponential, TailExponential
 	for i, h := range hs {
-		if o.Arrivals && !slices.Contains(arrivalMethods, i) {
+		if short && !slices.Contains(mainMethods, i) {
 			f.preds = append(f.preds, nil)
 			continue
 		}
@@ -176,9 +229,9 @@ func evalFork1(sc *Scenario, rp *Replay, st *ForecastState, o EvalOptions) (*eva
 		f.preds = append(f.preds, w)
 	}
 	var mc []float64
-	if !o.Arrivals {
+	if !short {
 		var err error
-		if mc, f.ranges, err = monteCarloWaits(sc, st, rp.History(o.Label), forecastPods(st), o); err != nil {
+		if mc, f.ranges, err = monteCarloWaits(sc, st, history(o.Label), forecastPods(st), o); err != nil {
 			return nil, err
 		}
 	}
@@ -242,6 +295,10 @@ func (rep *EvalReport) score(rp *Replay, forks []*evalFork) {
 	var waits []float64
 	for _, f := range forks {
 		rep.Instants++
+		for k, n := range f.deciles {
+			rep.Deciles[k] += n
+		}
+		rep.NoEstimate += f.none
 		for i, uid := range f.uids {
 			rep.Forecasts++
 			start, ok := rp.Started(uid)
@@ -254,7 +311,9 @@ func (rep *EvalReport) score(rp *Replay, forks []*evalFork) {
 				if preds == nil {
 					continue // not measured with these options
 				}
-				rep.Methods[m].pairs = append(rep.Methods[m].pairs, [2]float64{preds[i], actual})
+				em := rep.Methods[m]
+				em.pairs = append(em.pairs, [2]float64{preds[i], actual})
+				em.pods, em.forks = append(em.pods, rp.pods[uid]), append(em.forks, f.now.Sub(epoch))
 			}
 			if f.ranges != nil {
 				mc := rep.Methods[evalMonteCarlo]
@@ -267,6 +326,48 @@ func (rep *EvalReport) score(rp *Replay, forks []*evalFork) {
 		}
 	}
 	rep.MedianWait = time.Duration(median(waits) * float64(time.Second))
+}
+
+// WritePairs writes every forecast scored as CSV, one row per method
+// and pod forecast that started: the method's index in the tables, the
+// fork (seconds from the replay's start), the pod's name and classes
+// (qos, GPU request, requests), and the predicted and actual waits in
+// seconds (predicted +Inf when the method gave no start).
+func (rep *EvalReport) WritePairs(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"method", "fork_s", "pod", "qos", "gpu_request", "requests", "predicted_s", "actual_s"})
+	for m, em := range rep.Methods {
+		for i, pa := range em.pairs {
+			p := em.pods[i]
+			var name string
+			var labels map[string]string
+			if p != nil {
+				name, labels = p.Name, p.Labels
+			}
+			cw.Write([]string{strconv.Itoa(m), strconv.FormatFloat(em.forks[i].Seconds(), 'f', -1, 64), name,
+				labels[LabelQoS], labels[LabelGPURequest], labels[LabelRequests],
+				strconv.FormatFloat(pa[0], 'f', 1, 64), strconv.FormatFloat(pa[1], 'f', 1, 64)})
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// calibrated is how many running pods the deciles count.
+func (rep *EvalReport) calibrated() int {
+	n := 0
+	for _, c := range rep.Deciles {
+		n += c
+	}
+	return n
+}
+
+// historyStart says what the forecasts' history starts with.
+func (rep *EvalReport) historyStart() string {
+	if !rep.Options.Warm {
+		return "cold (empty at the split)"
+	}
+	return fmt.Sprintf("warm: %d runs of the pods created before the split, %d of them still going then (censored)", rep.WarmRuns, rep.WarmGoing)
 }
 
 // Figures returns a method's median relative error and share within 2×
@@ -312,6 +413,10 @@ func (rep *EvalReport) Write(w io.Writer) {
 	o := rep.Options
 	fmt.Fprintf(w, "trace %s, speed %v, every %d-th node kept, a fork every %v, horizon %v, history label %s, GPU model %s, arrivals assumed %v\n",
 		o.Dir, o.Speed, max(o.NodeEvery, 1), o.Every, o.Horizon, o.Label, cmp.Or(o.GPUModel, GPUModelDevice), o.Arrivals)
+	if o.From > 0 {
+		fmt.Fprintf(w, "trace split at %v (%.2f days): only the pods created from then on replayed; history %s\n",
+			o.From, o.From.Hours()/24, rep.historyStart())
+	}
 	fmt.Fprintf(w, "%d forks, %d pending pods forecast, %d started later in the replay, %d of them waited ≥ 1 min (median wait %v); forecasts took %v\n\n",
 		rep.Instants, rep.Forecasts, rep.Started, rep.Counted, rep.MedianWait.Round(time.Second), rep.Wall.Round(time.Millisecond))
 	fmt.Fprintln(w, "| method | median error ÷ wait | within 2× | median absolute error | pods with an estimate |")
@@ -329,6 +434,13 @@ func (rep *EvalReport) Write(w io.Writer) {
 			absS = time.Duration(abs * float64(time.Second)).Round(time.Second).String()
 		}
 		fmt.Fprintf(w, "| %s | %s | %.0f%% | %s | %.0f%% |\n", m.Name, relS, 100*in, absS, 100*cov)
+	}
+	if n := rep.calibrated(); n+rep.NoEstimate > 0 {
+		fmt.Fprintf(w, "\nhistory by the three labels, over the running pods of the forks (%d; %d with no estimate): the share whose true remaining runtime falls in each tenth of the estimate, lowest first (a tenth each if calibrated):", n+rep.NoEstimate, rep.NoEstimate)
+		for _, c := range rep.Deciles {
+			fmt.Fprintf(w, " %.0f%%", 100*float64(c)/float64(max(n, 1)))
+		}
+		fmt.Fprintln(w)
 	}
 	for _, m := range rep.Methods {
 		if inside, width, ok := m.Coverage(); ok {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"strconv"
@@ -37,7 +38,15 @@ func TestMain(m *testing.M) {
 // SCHEDQ_FORECAST_NODES keeps every n-th node (default 10);
 // SCHEDQ_FORECAST_GPU_MODEL sets the replay's GPU model (default device);
 // SCHEDQ_FORECAST_ARRIVALS=1 has the forecasts assume the recent arrivals;
-// SCHEDQ_FORECAST_HORIZON sets each forecast's horizon (default 24h).
+// SCHEDQ_FORECAST_HORIZON sets each forecast's horizon (default 24h) and
+// SCHEDQ_FORECAST_EVERY how often the replay is forked (default 1h);
+// SCHEDQ_FORECAST_FROM splits the trace at an instant of its own time, a
+// duration or "median" (the pods' median creation time), and replays
+// only the pods created from then on; SCHEDQ_FORECAST_WARM=1, with it,
+// starts the history with the runs before the split (EvalOptions.Warm);
+// SCHEDQ_FORECAST_ROWS=main measures only the main methods;
+// SCHEDQ_FORECAST_PAIRS names a file to write every forecast scored to,
+// as CSV (EvalReport.WritePairs).
 func TestForecastAccuracy(t *testing.T) {
 	dir := os.Getenv("SCHEDQ_FORECAST_EVAL")
 	if dir == "" {
@@ -62,10 +71,49 @@ func TestForecastAccuracy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rep, err := Eval(EvalOptions{Dir: dir, Speed: speed, Every: time.Hour, NodeEvery: nodes, Horizon: horizon, GPUModel: os.Getenv("SCHEDQ_FORECAST_GPU_MODEL"),
-		Arrivals: os.Getenv("SCHEDQ_FORECAST_ARRIVALS") == "1"})
+	every := time.Hour
+	if v := os.Getenv("SCHEDQ_FORECAST_EVERY"); v != "" {
+		if every, err = time.ParseDuration(v); err != nil || every <= 0 {
+			t.Fatalf("SCHEDQ_FORECAST_EVERY: %q is not a positive duration", v)
+		}
+	}
+	from, err := evalFrom(dir, os.Getenv("SCHEDQ_FORECAST_FROM"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := os.Getenv("SCHEDQ_FORECAST_ROWS")
+	if rows != "" && rows != "main" {
+		t.Fatalf("SCHEDQ_FORECAST_ROWS: %q is not main", rows)
+	}
+	rep, err := Eval(EvalOptions{Dir: dir, Speed: speed, Every: every, NodeEvery: nodes, Horizon: horizon, GPUModel: os.Getenv("SCHEDQ_FORECAST_GPU_MODEL"),
+		Arrivals: os.Getenv("SCHEDQ_FORECAST_ARRIVALS") == "1", From: from, Warm: os.Getenv("SCHEDQ_FORECAST_WARM") == "1", MainRows: rows == "main"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep.Write(t.Output())
+	if path := os.Getenv("SCHEDQ_FORECAST_PAIRS"); path != "" {
+		var b bytes.Buffer
+		if err := rep.WritePairs(&b); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			t.Fatalf("SCHEDQ_FORECAST_PAIRS: %v", err)
+		}
+	}
+}
+
+// evalFrom reads SCHEDQ_FORECAST_FROM: empty (no split), "median" or a
+// duration.
+func evalFrom(dir, v string) (time.Duration, error) {
+	switch v {
+	case "":
+		return 0, nil
+	case "median":
+		return MedianCreation(dir)
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("SCHEDQ_FORECAST_FROM: %q is not median or a duration", v)
+	}
+	return d, nil
 }

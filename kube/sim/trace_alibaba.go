@@ -56,6 +56,10 @@ type TraceSpec struct {
 	// and the report breaks the time to schedule down by qos. A pod
 	// without qos stays in default.
 	Namespaces string `yaml:"namespaces"`
+	// from, if above zero, replays only the pods created at that second
+	// of the trace or later, with their times counted from it (see
+	// window); sim.Eval sets it to split the trace (EvalOptions.From).
+	from int64
 }
 
 // TraceAlibabaGPU is the format of the Alibaba GPU cluster trace v2023
@@ -461,6 +465,12 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 	if err != nil {
 		return fmt.Errorf("trace %s: %w", spec.Format, err)
 	}
+	if spec.from > 0 {
+		if t.untimed {
+			return fmt.Errorf("trace %s: a split at %ds needs a pod list with time columns", spec.Format, spec.from)
+		}
+		t.pods = window(t.pods, spec.from)
+	}
 	if spec.Order == TraceOrderRandom && !t.untimed {
 		_, podsFile := spec.files()
 		return fmt.Errorf("trace %s: trace.order (--trace-order) random: %s has time columns: its pods arrive at their creation_time, in no order to shuffle (the order is for a list of %s)", spec.Format, podsFile, strings.Join(podColumnsShort, ","))
@@ -547,6 +557,24 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 	}
 	s.x.production = production(spec, t)
 	return nil
+}
+
+// window returns the pods created at second from or later, with their
+// times counted from it: the trace as a scheduler started at from would
+// have seen it arrive. O(pods).
+func window(pods []tracePod, from int64) []tracePod {
+	var out []tracePod
+	for _, tp := range pods {
+		if tp.created < from {
+			continue
+		}
+		tp.created, tp.deleted = tp.created-from, tp.deleted-from
+		if tp.scheduled >= 0 {
+			tp.scheduled -= from
+		}
+		out = append(out, tp)
+	}
+	return out
 }
 
 // checkTracePods refuses a trace pod that has the name of a pod of the
