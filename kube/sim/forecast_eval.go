@@ -134,6 +134,9 @@ func Eval(o EvalOptions) (*EvalReport, error) {
 	if o.From < 0 {
 		return nil, fmt.Errorf("forecast eval: the trace's split (EvalOptions.From) %v is before its start", o.From)
 	}
+	if o.Every < 0 || o.Horizon < 0 {
+		return nil, fmt.Errorf("forecast eval: the forks' interval (EvalOptions.Every) %v and the horizon (EvalOptions.Horizon) %v must be positive", o.Every, o.Horizon)
+	}
 	if o.Warm && o.From == 0 {
 		return nil, errors.New("forecast eval: a warm history needs a split of the trace after its start (EvalOptions.From)")
 	}

@@ -144,6 +144,7 @@ func TestEvalWarm(t *testing.T) {
 		{"cold split", 20 * time.Second, false, 0, 0, "", "cold"},
 		{"warm without a split", 0, true, 0, 0, "a warm history needs a split", ""},
 		{"negative split", -time.Second, false, 0, 0, "(EvalOptions.From) -1s is before its start", ""},
+		{"negative interval", 20 * time.Second, false, 0, 0, "(EvalOptions.Every) -1s and the horizon (EvalOptions.Horizon) 24h0m0s must be positive", ""},
 		{"split of a pod list without times", 20 * time.Second, false, 0, 0, "a split at 20s needs a pod list with time columns", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -154,7 +155,11 @@ func TestEvalWarm(t *testing.T) {
 				os.WriteFile(filepath.Join(dir, "openb_node_list_all_node.csv"), nodes, 0o644)
 				os.WriteFile(filepath.Join(dir, "openb_pod_list_default.csv"), []byte(strings.Join(podColumnsShort, ",")+"\np,1000,1024,0,0\n"), 0o644)
 			}
-			rep, err := Eval(EvalOptions{Dir: dir, Speed: 1, From: c.from, Warm: c.warm, MainRows: true})
+			every := time.Duration(0)
+			if strings.Contains(c.name, "negative interval") {
+				every = -time.Second // without the check, forks for ever
+			}
+			rep, err := Eval(EvalOptions{Dir: dir, Speed: 1, From: c.from, Warm: c.warm, MainRows: true, Every: every})
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("error %v, want %q", err, c.wantErr)
