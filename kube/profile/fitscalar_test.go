@@ -252,3 +252,52 @@ func TestFitScalarCountsNominatedPods(t *testing.T) {
 		t.Errorf("upstream refused %d of %d nodes with the nominated pod, want all", refused, len(nodes))
 	}
 }
+
+// TestOneExtendedSkipsSumOnlyForBasicRequests: oneExtended answers as
+// summing the pod's requests does, whether its one extended resource is
+// asked by a container, an init container, a sidecar or the overhead,
+// and whether the pod's requests name only CPU, memory and ephemeral
+// storage (the case it answers without summing) or more.
+func TestOneExtendedSkipsSumOnlyForBasicRequests(t *testing.T) {
+	init := func(c v1.Container) func(*v1.Pod) {
+		return func(p *v1.Pod) { p.Spec.InitContainers = append(p.Spec.InitContainers, c) }
+	}
+	ctr := func(l v1.ResourceList) v1.Container {
+		return v1.Container{Name: "i", Resources: v1.ResourceRequirements{Requests: l}}
+	}
+	sidecar := ctr(v1.ResourceList{milliName: milli(300)})
+	sidecar.RestartPolicy = ptr.To(v1.ContainerRestartPolicyAlways)
+	basic := v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("1Gi"), v1.ResourceEphemeralStorage: resource.MustParse("1Gi")}
+	cases := []struct {
+		name  string
+		pod   *v1.Pod
+		basic bool // answered without summing
+		want  int64
+	}{
+		{"cpu only", pod("p", ""), true, -1},
+		{"cpu, memory, storage everywhere", pod("p", "", asks(basic), init(ctr(basic)), func(p *v1.Pod) { p.Spec.Overhead = basic }), true, -1},
+		{"no requests", pod("p", "", func(p *v1.Pod) { p.Spec.Containers[0].Resources.Requests = nil }), true, -1},
+		{"a container's", pod("p", "", asks(v1.ResourceList{milliName: milli(500)})), false, 500},
+		{"an init container's", pod("p", "", init(ctr(v1.ResourceList{milliName: milli(700)}))), false, 700},
+		{"a sidecar's beside a container's", pod("p", "", asks(v1.ResourceList{milliName: milli(500)}), init(sidecar)), false, 800},
+		{"the overhead's", pod("p", "", func(p *v1.Pod) { p.Spec.Overhead = v1.ResourceList{milliName: milli(50)} }), false, 50},
+		{"two extended", pod("p", "", asks(v1.ResourceList{milliName: milli(500), devName: milli(1)})), false, -1},
+		{"pods, not extended", pod("p", "", asks(v1.ResourceList{v1.ResourcePods: milli(1)})), false, -1},
+		{"hugepages, not extended", pod("p", "", asks(v1.ResourceList{"hugepages-2Mi": resource.MustParse("2Mi")})), false, -1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := basicRequests(c.pod); got != c.basic {
+				t.Errorf("basicRequests %v, want %v", got, c.basic)
+			}
+			ask, ok := oneExtended(c.pod)
+			got := int64(-1)
+			if ok {
+				got = ask.n
+			}
+			if got != c.want || ok != (c.want >= 0) {
+				t.Errorf("oneExtended %d (%v), want %d", got, ok, c.want)
+			}
+		})
+	}
+}
