@@ -193,6 +193,19 @@ func (d *draFullestFirst) ShareCounts(state *structured.AllocatedState) map[stru
 	return d.kept.shares
 }
 
+// PoolVersion is the keeper's count at pool's last change, and true, if
+// state is the kept one (profile.PoolVersioner); else false. Every
+// change of what the kept state holds of a device is counted against
+// its pool (apply), so the count is another once the pool's devices
+// changed. Read-only: safe while no claim is written (DynamicResources'
+// Filters run in parallel within a cycle).
+func (d *draFullestFirst) PoolVersion(state *structured.AllocatedState, pool dra.UniqueString) (uint64, bool) {
+	if !draUsesKeptOn || !d.kept.serves(state) {
+		return 0, false
+	}
+	return d.kept.poolVer[pool], true
+}
+
 // noteInFlight records whether the tracker has claim uid's allocation in
 // flight, as it answers now.
 func (k *allocKeeper) noteInFlight(uid types.UID, inFlight bool) {
@@ -229,6 +242,10 @@ func sameState(a, b *structured.AllocatedState) error {
 // draLeftKeptOn turns on the lister's reuse of what it read of the kept
 // state (usedPoolsOf, leftOf); tests turn it off to compare.
 var draLeftKeptOn = true
+
+// draUsesKeptOn turns on the pool counts given to DynamicResources'
+// memo (PoolVersion); tests turn it off to compare.
+var draUsesKeptOn = true
 
 // draSharesKeptOn turns on the share counts kept with the state
 // (ShareCounts); tests turn it off to compare.

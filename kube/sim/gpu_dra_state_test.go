@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	dra "k8s.io/dynamic-resource-allocation/api"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -24,6 +26,42 @@ import (
 type keptWorld struct {
 	fw *profile.Framework
 	d  *draFullestFirst
+	// pool is what the last compare saw of pool "n" in the kept state
+	// and the manager's count of it.
+	pool *poolSeen
+}
+
+// poolSeen is what a state holds of a pool's devices, printed, and the
+// manager's count of the pool then (ok: it gave one).
+type poolSeen struct {
+	held string
+	ver  uint64
+	ok   bool
+}
+
+// poolHeld prints what state holds of pool's devices: taken whole,
+// shares, capacity consumed.
+func poolHeld(state *structured.AllocatedState, pool string) string {
+	var out []string
+	for id := range state.AllocatedDevices {
+		if id.Pool.String() == pool {
+			out = append(out, "whole "+id.String())
+		}
+	}
+	for id := range state.AllocatedSharedDeviceIDs {
+		if id.Pool.String() == pool {
+			out = append(out, "share "+id.String())
+		}
+	}
+	for id, caps := range state.AggregatedCapacity {
+		if id.Pool.String() == pool {
+			for name, q := range caps {
+				out = append(out, "used "+id.String()+" "+string(name)+"="+q.String())
+			}
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, "; ")
 }
 
 func newKeptWorld(t *testing.T) keptWorld {
@@ -44,7 +82,7 @@ func newKeptWorld(t *testing.T) keptWorld {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fw.Close() })
-	return keptWorld{fw: fw, d: d}
+	return keptWorld{fw: fw, d: d, pool: &poolSeen{}}
 }
 
 // check compares the gather through the manager, which serves the kept
@@ -85,7 +123,28 @@ func (w keptWorld) compare(t *testing.T) bool {
 			t.Errorf("share counts %v, want %v", counts, wantCounts)
 		}
 	}
+	w.checkPoolCount(t, got)
 	return got == &w.d.kept.state
+}
+
+// checkPoolCount checks the manager's count of pool "n" for state (the
+// one gathered through it): given for the kept state only, and another
+// whenever what the state holds of the pool changed since the last
+// compare that was given one.
+func (w keptWorld) checkPoolCount(t *testing.T, state *structured.AllocatedState) {
+	t.Helper()
+	ver, ok := w.d.PoolVersion(state, dra.MakeUniqueString("n"))
+	if kept := state == &w.d.kept.state; ok != kept {
+		t.Errorf("a pool count given: %v, for the kept state: %v", ok, kept)
+	}
+	if !ok {
+		return
+	}
+	held := poolHeld(state, "n")
+	if w.pool.ok && held != w.pool.held && ver == w.pool.ver {
+		t.Errorf("pool n holds %q, before %q, and its count is still %d", held, w.pool.held, ver)
+	}
+	*w.pool = poolSeen{held: held, ver: ver, ok: true}
 }
 
 // keptClaim is a claim of uid with results: whole devices of node n
@@ -120,7 +179,9 @@ func withVersion(c *resourceapi.ResourceClaim, v string) *resourceapi.ResourceCl
 // allocation replaced by another), the state the manager gathers is
 // upstream's, and it is the kept one except while an allocation is in
 // flight; for the kept one, and only for it, the manager gives the
-// number of shares of each device (ShareCounts), which are the state's.
+// number of shares of each device (ShareCounts), which are the state's,
+// and a count of the pool that is another after every write that
+// changed what the state holds of the pool's devices (PoolVersion).
 func TestKeptAllocatedStateIsUpstreams(t *testing.T) {
 	type step func(t *testing.T, w keptWorld)
 	add := func(c *resourceapi.ResourceClaim) step {
@@ -220,8 +281,10 @@ func TestKeptAllocatedStateIsUpstreams(t *testing.T) {
 // TestKeptStateChangesNoPlacement: replays of the differential cases
 // (pods that end, probes that arrive together, every policy; and a
 // cluster of 250 nodes) place the same pods on the same nodes and
-// devices with the kept allocated state, what the lister reads of it and
-// the share counts kept with it, and without them, and every kept state served is upstream's gather of
+// devices with the kept allocated state, what the lister reads of it,
+// the share counts kept with it and the pool counts by which
+// DynamicResources' memo keeps what it read of each slice, and without
+// them, and every kept state served is upstream's gather of
 // that moment.
 func TestKeptStateChangesNoPlacement(t *testing.T) {
 	seeds := uint64(12)
@@ -241,10 +304,10 @@ func TestKeptStateChangesNoPlacement(t *testing.T) {
 		}
 	}
 	diffEveryPolicy(t, seeds, "the kept state", func(t *testing.T, c diffCase, keep bool) []draPlacement {
-		defer func(on, left, shares bool) {
-			draStateKeptOn, draLeftKeptOn, draSharesKeptOn = on, left, shares
-		}(draStateKeptOn, draLeftKeptOn, draSharesKeptOn)
-		draStateKeptOn, draLeftKeptOn, draSharesKeptOn = keep, keep, keep
+		defer func(on, left, shares, uses bool) {
+			draStateKeptOn, draLeftKeptOn, draSharesKeptOn, draUsesKeptOn = on, left, shares, uses
+		}(draStateKeptOn, draLeftKeptOn, draSharesKeptOn, draUsesKeptOn)
+		draStateKeptOn, draLeftKeptOn, draSharesKeptOn, draUsesKeptOn = keep, keep, keep, keep
 		return draProbePlacements(t, c)
 	})
 	if served == 0 {
