@@ -79,10 +79,12 @@ type orderedSlice struct {
 
 func newDRAFullestFirst(m *gpuDRAModel) func(fwk.SharedDRAManager) fwk.SharedDRAManager {
 	return func(inner fwk.SharedDRAManager) fwk.SharedDRAManager {
-		return &draFullestFirst{SharedDRAManager: inner, m: m, cache: map[string]orderedSlice{},
+		d := &draFullestFirst{SharedDRAManager: inner, m: m, cache: map[string]orderedSlice{},
 			devs: map[*resourceapi.ResourceSlice]*sliceDevs{}, last: map[*resourceapi.ResourceSlice]lastOrder{},
 			pools: map[dra.UniqueString]struct{}{}, picks: map[*resourceapi.ResourceSlice]*fgdPicks{}, kept: newAllocKeeper(),
 			lefts: map[*resourceapi.ResourceSlice]keptLeft{}}
+		m.claims = d.kept
+		return d
 	}
 }
 

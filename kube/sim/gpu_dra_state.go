@@ -62,6 +62,11 @@ type allocKeeper struct {
 	poolVer map[dra.UniqueString]uint64
 	// shares is the number of shares of each device in state.
 	shares map[structured.DeviceID]int
+	// claimEvents counts, per pool name, the claims' events whose claim,
+	// before or after, has a device of the pool allocated: what a claim
+	// lookup returns of a pool's allocations is the same while its count
+	// is (claimCount).
+	claimEvents map[string]uint64
 }
 
 func newAllocKeeper() *allocKeeper {
@@ -74,6 +79,8 @@ func newAllocKeeper() *allocKeeper {
 		inFlight: sets.New[types.UID](),
 		poolVer:  map[dra.UniqueString]uint64{},
 		shares:   map[structured.DeviceID]int{},
+
+		claimEvents: map[string]uint64{},
 	}
 }
 
@@ -97,12 +104,15 @@ func (k *allocKeeper) usable() bool {
 
 func (k *allocKeeper) onAdd(obj any) {
 	if c := k.claimOf(obj); c != nil {
+		k.countEvent(c)
 		k.apply(c, true)
 	}
 }
 
 func (k *allocKeeper) onUpdate(oldObj, newObj any) {
 	old, nw := k.claimOf(oldObj), k.claimOf(newObj)
+	k.countEvent(old)
+	k.countEvent(nw)
 	switch {
 	case old == nil || nw == nil:
 	case old.Status.Allocation == nil && nw.Status.Allocation != nil:
@@ -117,8 +127,34 @@ func (k *allocKeeper) onDelete(obj any) {
 		obj = t.Obj
 	}
 	if c := k.claimOf(obj); c != nil {
+		k.countEvent(c)
 		k.apply(c, false)
 	}
+}
+
+// countEvent counts an event of claim (nil: none) against each pool
+// its allocation has a device of (admin access included: a claim
+// lookup returns those too). O(the allocation's results).
+func (k *allocKeeper) countEvent(claim *resourceapi.ResourceClaim) {
+	if claim == nil || claim.Status.Allocation == nil {
+		return
+	}
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		k.claimEvents[r.Pool]++
+	}
+}
+
+// claimCount is the number of the claims' events counted against pool
+// (countEvent), and true; false while the keeper may have missed one
+// (not watching, or broken by an event it could not read). A claim
+// lookup (the tracker's Get, which reads the same assume cache) returns
+// the same allocations on pool as long as the count is the same: every
+// change of a claim object there is an event. Read-only.
+func (k *allocKeeper) claimCount(pool string) (uint64, bool) {
+	if !draNodeClaimsKeptOn || k == nil || !k.watching || k.broken {
+		return 0, false
+	}
+	return k.claimEvents[pool], true
 }
 
 // claimOf is obj as a claim; anything else breaks the keeper.
@@ -242,6 +278,11 @@ func sameState(a, b *structured.AllocatedState) error {
 // draLeftKeptOn turns on the lister's reuse of what it read of the kept
 // state (usedPoolsOf, leftOf); tests turn it off to compare.
 var draLeftKeptOn = true
+
+// draNodeClaimsKeptOn turns on the claims' event counts by which
+// GPUDevices' node memo skips its claim lookups (claimCount); tests turn
+// it off to compare.
+var draNodeClaimsKeptOn = true
 
 // draUsesKeptOn turns on the pool counts given to DynamicResources'
 // memo (PoolVersion); tests turn it off to compare.

@@ -403,3 +403,96 @@ func (w keptWorld) list(t *testing.T) {
 		}
 	}
 }
+
+// onPool is c with every result's device on pool.
+func onPool(c *resourceapi.ResourceClaim, pool string) *resourceapi.ResourceClaim {
+	for i := range c.Status.Allocation.Devices.Results {
+		c.Status.Allocation.Devices.Results[i].Pool = pool
+	}
+	return c
+}
+
+// TestKeeperCountsClaimEventsPerPool: the keeper's count of the claims'
+// events on pool n (by which GPUDevices' node memo skips its claim
+// lookups) moves after every write that changes what a lookup returns
+// of a claim allocated there, before or after: a claim added allocated,
+// an allocation, one replaced by another (the state unchanged, the
+// object not), a move to another pool, a deallocation, a claim deleted,
+// an allocation assumed and restored; and not after writes that change
+// nothing there (a claim without allocation, a claim on pool m). An
+// event that is not a claim's, or a keeper not watching, gives no count.
+func TestKeeperCountsClaimEventsPerPool(t *testing.T) {
+	type step struct {
+		op    string // add, update, delete, assume (and restore)
+		claim *resourceapi.ResourceClaim
+		moves bool // the count of pool n moves
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"a claim added allocated", []step{{"add", keptClaim("a", 300, "gpu-0"), true}}},
+		{"a claim without allocation", []step{{"add", keptClaim("a", 0), false}}},
+		{"an allocation", []step{{"add", keptClaim("a", 0), false}, {"update", withVersion(keptClaim("a", 300, "gpu-1"), "2"), true}}},
+		{"an allocation replaced by another", []step{{"add", keptClaim("a", 300, "gpu-0"), true},
+			{"update", withVersion(keptClaim("a", 600, "gpu-1"), "2"), true}}},
+		{"an allocation moved to another pool", []step{{"add", keptClaim("a", 300, "gpu-0"), true},
+			{"update", withVersion(onPool(keptClaim("a", 300, "gpu-0"), "m"), "2"), true}}},
+		{"a deallocation", []step{{"add", keptClaim("a", -1, "gpu-0"), true}, {"update", withVersion(keptClaim("a", 0), "2"), true}}},
+		{"a claim deleted", []step{{"add", keptClaim("a", 300, "gpu-0"), true}, {"delete", keptClaim("a", 300, "gpu-0"), true}}},
+		{"a claim on another pool", []step{{"add", onPool(keptClaim("a", 300, "gpu-0"), "m"), false},
+			{"delete", onPool(keptClaim("a", 300, "gpu-0"), "m"), false}}},
+		{"an allocation assumed, then restored", []step{{"add", keptClaim("a", 0), false}, {"assume", withVersion(keptClaim("a", 300, "gpu-0"), "2"), true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newKeptWorld(t)
+			tracker := w.fw.Framework().SharedDRAManager().ResourceClaims()
+			count := func() uint64 {
+				t.Helper()
+				n, ok := w.d.kept.claimCount("n")
+				if !ok {
+					t.Fatal("the watching keeper gives no count")
+				}
+				return n
+			}
+			for i, s := range tc.steps {
+				before := count()
+				var err error
+				switch s.op {
+				case "add":
+					err = w.fw.AddObject(s.claim)
+				case "update":
+					err = w.fw.UpdateObject(s.claim)
+				case "delete":
+					err = w.fw.DeleteObject(s.claim)
+				case "assume":
+					if err = tracker.AssumeClaimAfterAPICall(s.claim); err == nil {
+						if moved := count() != before; !moved {
+							t.Errorf("step %d: the count did not move when the allocation was assumed", i)
+						}
+						before = count()
+						tracker.AssumedClaimRestore(s.claim.Namespace, s.claim.Name)
+					}
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if moved := count() != before; moved != s.moves {
+					t.Errorf("step %d (%s): the count moved: %v, want %v", i, s.op, moved, s.moves)
+				}
+			}
+		})
+	}
+	t.Run("an event that is not a claim's", func(t *testing.T) {
+		w := newKeptWorld(t)
+		w.d.kept.onAdd(gpuSlice("n", "V100", 2))
+		if _, ok := w.d.kept.claimCount("n"); ok {
+			t.Error("a count given after an event the keeper could not read")
+		}
+	})
+	t.Run("a keeper not watching", func(t *testing.T) {
+		if _, ok := newAllocKeeper().claimCount("n"); ok {
+			t.Error("a count given by a keeper that sees no events")
+		}
+	})
+}
