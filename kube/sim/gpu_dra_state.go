@@ -67,6 +67,12 @@ type allocKeeper struct {
 	// lookup returns of a pool's allocations is the same while its count
 	// is (claimCount).
 	claimEvents map[string]uint64
+	// gpuPools is usedPools(&state), kept as devices are applied:
+	// gpuDevs counts, per pool, its devices of the trace's driver with
+	// thousandths of GPU consumed in state, and gpuPools holds the
+	// pools whose count is not zero.
+	gpuDevs  map[dra.UniqueString]map[structured.DeviceID]struct{}
+	gpuPools map[dra.UniqueString]struct{}
 }
 
 func newAllocKeeper() *allocKeeper {
@@ -81,6 +87,8 @@ func newAllocKeeper() *allocKeeper {
 		shares:   map[structured.DeviceID]int{},
 
 		claimEvents: map[string]uint64{},
+		gpuDevs:     map[dra.UniqueString]map[structured.DeviceID]struct{}{},
+		gpuPools:    map[dra.UniqueString]struct{}{},
 	}
 }
 
@@ -198,6 +206,31 @@ func (k *allocKeeper) apply(claim *resourceapi.ResourceClaim, add bool) {
 		} else {
 			k.state.AggregatedCapacity.Remove(used)
 		}
+		k.noteGPUUse(id)
+	}
+}
+
+// noteGPUUse puts device id in gpuDevs, and its pool in gpuPools, as
+// the state has thousandths of GPU consumed on it or not (what
+// usedPools reads of it). O(1).
+func (k *allocKeeper) noteGPUUse(id structured.DeviceID) {
+	if id.Driver != dra.MakeUniqueString(traceGPUDriver) {
+		return
+	}
+	devs := k.gpuDevs[id.Pool]
+	if k.state.AggregatedCapacity[id][traceGPUCapacity] != nil {
+		if devs == nil {
+			devs = map[structured.DeviceID]struct{}{}
+			k.gpuDevs[id.Pool] = devs
+		}
+		devs[id] = struct{}{}
+		k.gpuPools[id.Pool] = struct{}{}
+		return
+	}
+	delete(devs, id)
+	if len(devs) == 0 {
+		delete(k.gpuDevs, id.Pool)
+		delete(k.gpuPools, id.Pool)
 	}
 }
 

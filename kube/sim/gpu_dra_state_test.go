@@ -124,6 +124,11 @@ func (w keptWorld) compare(t *testing.T) bool {
 		}
 	}
 	w.checkPoolCount(t, got)
+	if got == &w.d.kept.state {
+		if used, want := w.d.usedPoolsOf(got), maps.Clone(w.d.usedPools(want)); !maps.Equal(used, want) {
+			t.Errorf("the keeper's pools in use %v, want %v", used, want)
+		}
+	}
 	return got == &w.d.kept.state
 }
 
@@ -181,7 +186,9 @@ func withVersion(c *resourceapi.ResourceClaim, v string) *resourceapi.ResourceCl
 // flight; for the kept one, and only for it, the manager gives the
 // number of shares of each device (ShareCounts), which are the state's,
 // and a count of the pool that is another after every write that
-// changed what the state holds of the pool's devices (PoolVersion).
+// changed what the state holds of the pool's devices (PoolVersion), and
+// the pools with thousandths of GPU consumed that the keeper keeps are
+// those read from upstream's gather (usedPools).
 func TestKeptAllocatedStateIsUpstreams(t *testing.T) {
 	type step func(t *testing.T, w keptWorld)
 	add := func(c *resourceapi.ResourceClaim) step {
