@@ -71,6 +71,11 @@ type draMemo struct {
 	// (claimsOf), then by filterKey. Cleared with the shapes, whose
 	// names the keys hold.
 	across map[string]map[string]memoAnswer
+	// uses keeps what filterKey read of each slice's devices in a state
+	// (appendSlice's bytes), with the state and its manager's count of
+	// the slice's pool then (PoolVersioner): read again once the count
+	// is another. Cleared with the shapes, whose names they hold.
+	uses map[*resourceapi.ResourceSlice]sliceUse
 	// lastList and lastPools are the last slices listed and their pools
 	// by node, kept while the lister gives the same slice objects, in
 	// any order (upstream's allocator sorts pools and slices itself);
@@ -91,6 +96,14 @@ type sliceShape struct {
 	devs []structured.DeviceID
 }
 
+// sliceUse is appendSlice's bytes for a slice, read from state when its
+// pool's count was ver.
+type sliceUse struct {
+	state *structured.AllocatedState
+	ver   uint64
+	b     []byte
+}
+
 // forget drops the shapes kept once they are many more than the n
 // slices listed (slices replaced, or devices reordered): kept, they
 // would hold every slice object ever seen. Names are never reused, so a
@@ -98,10 +111,11 @@ type sliceShape struct {
 func (d *draMemo) forget(n int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(d.shapes) > 2*n+1024 || len(d.ids) > 2*n+1024 || len(d.across) > 256 {
+	if len(d.shapes) > 2*n+1024 || len(d.ids) > 2*n+1024 || len(d.across) > 256 || len(d.uses) > 2*n+1024 {
 		clear(d.shapes)
 		clear(d.ids)
 		clear(d.across)
+		clear(d.uses)
 	}
 }
 
@@ -124,7 +138,7 @@ func memoDRA(inner frameworkruntime.PluginFactory) frameworkruntime.PluginFactor
 			return &draNoting{DynamicResources: dr, tap: tap}, nil
 		}
 		return &draMemo{DynamicResources: dr, h: h, tap: tap, shapes: map[*resourceapi.ResourceSlice]sliceShape{},
-			ids: map[string]string{}, across: map[string]map[string]memoAnswer{}}, nil
+			ids: map[string]string{}, across: map[string]map[string]memoAnswer{}, uses: map[*resourceapi.ResourceSlice]sliceUse{}}, nil
 	}
 }
 
@@ -153,6 +167,7 @@ type draCycle struct {
 	pools    map[string][][]*resourceapi.ResourceSlice // by node name: the slices of each of its pools
 	state    *structured.AllocatedState
 	shares   map[structured.DeviceID]int
+	vers     PoolVersioner // the manager's counts of state's pools, or nil
 	answers  map[string]memoAnswer
 	answered map[string]bool
 	buf      []byte
@@ -226,7 +241,7 @@ func (d *draMemo) newCycle(pod *v1.Pod, list []*resourceapi.ResourceSlice, state
 		return nil
 	}
 	c := &draCycle{asks: prior, pools: pools, answers: map[string]memoAnswer{}, answered: map[string]bool{}}
-	c.state, c.shares = state, d.tap.shareCounts(state)
+	c.state, c.shares, c.vers = state, d.tap.shareCounts(state), d.tap.poolVersioner()
 	if c.shares == nil {
 		c.shares = countShares(state)
 	}
@@ -447,13 +462,13 @@ func (d *draMemo) filterKey(c *draCycle, ni fwk.NodeInfo) string {
 	defer c.mu.Unlock()
 	b := c.buf[:0]
 	if len(pools) == 1 && len(pools[0]) == 1 {
-		b = c.appendSlice(b, d.shape(pools[0][0]))
+		b = d.appendUse(c, b, pools[0][0])
 	} else {
 		parts := make([]string, len(pools))
 		for i, pool := range pools {
 			sls := make([]string, len(pool))
 			for j, sl := range pool {
-				sls[j] = string(c.appendSlice(nil, d.shape(sl)))
+				sls[j] = string(d.appendUse(c, nil, sl))
 			}
 			slices.Sort(sls)
 			parts[i] = strings.Join(sls, "") + "\x03"
@@ -481,6 +496,36 @@ func (d *draMemo) filterKey(c *draCycle, ni fwk.NodeInfo) string {
 	}
 	c.buf = b
 	return string(b)
+}
+
+// appendUse is c.appendSlice for sl, or the bytes it gave for sl before
+// if they were read from c's state and the manager's count of sl's pool
+// is the same as then (PoolVersioner): what the state holds of the
+// pool's devices is then unchanged. O(1) then, O(sl's devices) else.
+// Called with c.mu held.
+func (d *draMemo) appendUse(c *draCycle, b []byte, sl *resourceapi.ResourceSlice) []byte {
+	sh := d.shape(sl)
+	if c.vers == nil || len(sh.devs) == 0 {
+		return c.appendSlice(b, sh)
+	}
+	ver, ok := c.vers.PoolVersion(c.state, sh.devs[0].Pool)
+	if !ok {
+		return c.appendSlice(b, sh)
+	}
+	d.mu.Lock()
+	u, hit := d.uses[sl]
+	d.mu.Unlock()
+	if hit && u.state == c.state && u.ver == ver {
+		return append(b, u.b...)
+	}
+	start := len(b)
+	b = c.appendSlice(b, sh)
+	d.mu.Lock()
+	if d.uses != nil {
+		d.uses[sl] = sliceUse{state: c.state, ver: ver, b: slices.Clone(b[start:])}
+	}
+	d.mu.Unlock()
+	return b
 }
 
 // appendSlice appends a slice's shape name and what is allocated of

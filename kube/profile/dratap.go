@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
+	dra "k8s.io/dynamic-resource-allocation/api"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
 )
@@ -73,6 +74,30 @@ func (t *draTap) take() ([]*resourceapi.ResourceSlice, *structured.AllocatedStat
 // state's shares once per cycle.
 type ShareCounter interface {
 	ShareCounts(*structured.AllocatedState) map[structured.DeviceID]int
+}
+
+// PoolVersioner is a DRA manager returned by Setup.WrapDRA that may
+// know, for a state its GatherAllocatedState returned, when what the
+// state holds of a pool's devices last changed: PoolVersion returns a
+// count for the pool (of any driver) that is another whenever what the
+// state holds of the pool's devices (taken whole, shares, capacity
+// consumed) has changed since it was returned, and true; or false if it
+// does not know. Valid until the next write of a claim. DynamicResources'
+// memo then keeps what it read of each slice's devices while the count
+// is the same, instead of reading every device of every node it
+// examines in every cycle.
+type PoolVersioner interface {
+	PoolVersion(state *structured.AllocatedState, pool dra.UniqueString) (uint64, bool)
+}
+
+// poolVersioner is the wrapped manager as a PoolVersioner, nil if it is
+// none. A nil tap has none.
+func (t *draTap) poolVersioner() PoolVersioner {
+	if t == nil {
+		return nil
+	}
+	pv, _ := t.SharedDRAManager.(PoolVersioner)
+	return pv
 }
 
 // shareCounts is the wrapped manager's ShareCounts for state, nil if it

@@ -23,7 +23,8 @@ const draNodeMemoMax = 1 << 16
 // everything that rebuild read: the node's allocatable and requested CPU,
 // memory and GPUs and its model, the pod objects on it in order, which of
 // them were left out (skip), and each claim looked up with what the
-// lookup returned. draNode is a function of those alone (a pod object and
+// lookup returned (or, for the claims, the count of their events on the
+// node's pool, claimCounter). draNode is a function of those alone (a pod object and
 // a claim object are never changed in place), so while a node has the
 // same ones the kept GPUs are the ones a rebuild would give. Checking
 // them costs a pointer comparison per pod and a claim lookup per GPU pod,
@@ -49,6 +50,10 @@ type draNodeEntry struct {
 	skip   types.UID
 	claims []claimRead
 	n      *gpu.Node
+	// events is the count of the claims' events on the node's pool
+	// when the entry was rebuilt (counted: one was given).
+	events  uint64
+	counted bool
 }
 
 // nodeHead is a nodeIn without its pods: what draNode reads of the node
@@ -74,6 +79,11 @@ type claimRead struct {
 // claimGetter looks a claim up, as the DRA manager's claim tracker does.
 type claimGetter func(namespace, name string) (*resourceapi.ResourceClaim, error)
 
+// claimCounter is the number of the claims' events on a pool
+// (allocKeeper.claimCount): while it is the same, a claimGetter returns
+// the same allocations on the pool. ok is false if it is not known.
+type claimCounter func(pool string) (count uint64, ok bool)
+
 func newDRANodeMemo() *draNodeMemo {
 	return &draNodeMemo{nodes: map[string]*draNodeEntry{}}
 }
@@ -81,9 +91,11 @@ func newDRANodeMemo() *draNodeMemo {
 // node returns ni's GPUs as draNode rebuilds them from get's claims,
 // leaving out the pods whose UID is skip: a copy of the kept ones if
 // nothing they were rebuilt from changed, else rebuilt (and kept). A nil
-// memo rebuilds every time. O(pods on the node + their claims) for the
-// check, O(GPUs) for the copy.
-func (m *draNodeMemo) node(ni fwk.NodeInfo, skip types.UID, get claimGetter) *gpu.Node {
+// memo rebuilds every time. count, if not nil, tells when the claims on
+// the node's pool (named as the node) are the same without looking them
+// up. O(pods on the node) for the check, and O(their claims) more if
+// count does not tell; O(GPUs) for the copy.
+func (m *draNodeMemo) node(ni fwk.NodeInfo, skip types.UID, get claimGetter, count claimCounter) *gpu.Node {
 	in := nodeInOf(ni)
 	if m == nil {
 		return draNodeFrom(in, ni, skip, get)
@@ -91,11 +103,16 @@ func (m *draNodeMemo) node(ni fwk.NodeInfo, skip types.UID, get claimGetter) *gp
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	head := headOf(in)
-	if e := m.nodes[head.name]; e != nil && e.holds(head, ni, skip, get) {
+	var events uint64
+	counted := false
+	if count != nil {
+		events, counted = count(head.name)
+	}
+	if e := m.nodes[head.name]; e != nil && e.holds(head, ni, skip, get, events, counted) {
 		return e.n.Clone()
 	}
 	m.builds++
-	e := &draNodeEntry{head: head, skip: skip}
+	e := &draNodeEntry{head: head, skip: skip, events: events, counted: counted}
 	for _, pi := range ni.GetPods() {
 		e.pods = append(e.pods, pi.GetPod())
 	}
@@ -115,8 +132,10 @@ func (m *draNodeMemo) node(ni fwk.NodeInfo, skip types.UID, get claimGetter) *gp
 // now: the same node figures, the same pod objects in the same order,
 // the same of them left out, and every claim e looked up the same object
 // (or failing again). The lookups are made again in e's order, which is
-// the order a rebuild would make them in.
-func (e *draNodeEntry) holds(head nodeHead, ni fwk.NodeInfo, skip types.UID, get claimGetter) bool {
+// the order a rebuild would make them in; they are skipped if the count
+// of the claims' events on the node's pool is the one e was rebuilt at
+// (counted): a rebuild reads only the claims' allocations on that pool.
+func (e *draNodeEntry) holds(head nodeHead, ni fwk.NodeInfo, skip types.UID, get claimGetter, events uint64, counted bool) bool {
 	pods := ni.GetPods()
 	if head != e.head || len(pods) != len(e.pods) {
 		return false
@@ -127,6 +146,23 @@ func (e *draNodeEntry) holds(head nodeHead, ni fwk.NodeInfo, skip types.UID, get
 			return false
 		}
 	}
+	if counted && e.counted && events == e.events {
+		if draNodeClaimsCheck != nil {
+			draNodeClaimsCheck(head.name, e.claimsHold(get))
+		}
+		return true
+	}
+	return e.claimsHold(get)
+}
+
+// draNodeClaimsCheck, if set (by tests), is told, for each node whose
+// claims' count let the memo skip its lookups, whether the lookups give
+// what the entry was rebuilt from.
+var draNodeClaimsCheck func(node string, same bool)
+
+// claimsHold reports whether every claim e looked up is the same object
+// (or failing again) now.
+func (e *draNodeEntry) claimsHold(get claimGetter) bool {
 	for _, r := range e.claims {
 		c, err := get(r.namespace, r.name)
 		if (err != nil) != r.failed || (err == nil && c != r.claim) {

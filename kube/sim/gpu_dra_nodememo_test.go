@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"testing"
@@ -82,15 +83,21 @@ func baseWorld() memoWorld {
 
 // TestDRANodeMemoInvalidation: the memo of rebuilt nodes gives, after
 // each change, the GPUs a rebuild without it gives, and rebuilds exactly
-// when something a rebuild reads changed.
+// when something a rebuild reads changed; with the claims' events
+// counted per pool (as the keeper counts them: every change of a claim
+// allocated on the pool, before or after), and without. With the counts
+// and no event on the node's pool, the check looks no claim up.
 func TestDRANodeMemoInvalidation(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		change  func(w *memoWorld)
 		skip    types.UID // the second call's (the first's is "q", on no pod)
 		rebuild bool
+		// elsewhere is a pool (not the node's) whose count moves.
+		elsewhere string
 	}{
 		{name: "nothing changed", change: func(*memoWorld) {}},
+		{name: "a claim event on another node's pool", change: func(*memoWorld) {}, elsewhere: "m"},
 		{name: "another pod left out, on no node", change: func(*memoWorld) {}, skip: "zzz"},
 		{name: "the pod left out is on the node", change: func(*memoWorld) {}, skip: "a", rebuild: true},
 		{name: "a pod came", change: func(w *memoWorld) {
@@ -110,29 +117,51 @@ func TestDRANodeMemoInvalidation(t *testing.T) {
 		{name: "the node's GPUs changed", change: func(w *memoWorld) { w.node = memoNode(32000, "V100", 4) }, rebuild: true},
 		{name: "a new node object alike", change: func(w *memoWorld) { w.node = memoNode(32000, "V100", 2) }},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			w := baseWorld()
-			m := newDRANodeMemo()
-			first := m.node(w.nodeInfo(), "q", w.get)
-			if want := draNodeFrom(nodeInOf(w.nodeInfo()), w.nodeInfo(), "q", w.get); !sameGPUNode(first, want) {
-				t.Fatalf("first call %+v, want %+v", first, want)
-			}
-			first.Free[0] = -1 // a caller's change must not reach the memo
-			c.change(&w)
-			skip := c.skip
-			if skip == "" {
-				skip = "q"
-			}
-			ni := w.nodeInfo()
-			got := m.node(ni, skip, w.get)
-			want := draNodeFrom(nodeInOf(ni), ni, skip, w.get)
-			if !sameGPUNode(got, want) {
-				t.Errorf("memo gives %+v, a rebuild %+v", got, want)
-			}
-			if rebuilt := m.builds == 2; rebuilt != c.rebuild {
-				t.Errorf("rebuilt: %v, want %v", rebuilt, c.rebuild)
-			}
-		})
+		for _, counted := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, counted %v", c.name, counted), func(t *testing.T) {
+				w := baseWorld()
+				events := map[string]uint64{}
+				var count claimCounter
+				if counted {
+					count = func(pool string) (uint64, bool) { return events[pool], true }
+				}
+				m := newDRANodeMemo()
+				first := m.node(w.nodeInfo(), "q", w.get, count)
+				if want := draNodeFrom(nodeInOf(w.nodeInfo()), w.nodeInfo(), "q", w.get); !sameGPUNode(first, want) {
+					t.Fatalf("first call %+v, want %+v", first, want)
+				}
+				first.Free[0] = -1 // a caller's change must not reach the memo
+				before := maps.Clone(w.claims)
+				c.change(&w)
+				if !maps.Equal(before, w.claims) {
+					events["n"]++
+				}
+				if c.elsewhere != "" {
+					events[c.elsewhere]++
+				}
+				skip := c.skip
+				if skip == "" {
+					skip = "q"
+				}
+				ni := w.nodeInfo()
+				lookups := 0
+				get := func(namespace, name string) (*resourceapi.ResourceClaim, error) {
+					lookups++
+					return w.get(namespace, name)
+				}
+				got := m.node(ni, skip, get, count)
+				want := draNodeFrom(nodeInOf(ni), ni, skip, w.get)
+				if !sameGPUNode(got, want) {
+					t.Errorf("memo gives %+v, a rebuild %+v", got, want)
+				}
+				if rebuilt := m.builds == 2; rebuilt != c.rebuild {
+					t.Errorf("rebuilt: %v, want %v", rebuilt, c.rebuild)
+				}
+				if counted && !c.rebuild && lookups > 0 {
+					t.Errorf("%d claims looked up, want none: the count of the node's pool did not move", lookups)
+				}
+			})
+		}
 	}
 }
 
@@ -141,7 +170,7 @@ func TestDRANodeMemoInvalidation(t *testing.T) {
 // claim's change.
 func TestDRANodeMemoReadsTheClaims(t *testing.T) {
 	w := baseWorld()
-	n := newDRANodeMemo().node(w.nodeInfo(), "q", w.get)
+	n := newDRANodeMemo().node(w.nodeInfo(), "q", w.get, nil)
 	if want := []int64{500, 700}; !slices.Equal(n.Free, want) {
 		t.Errorf("GPUs free %v, want %v (b's 500 on gpu-0, a's 300 on gpu-1)", n.Free, want)
 	}
@@ -167,6 +196,34 @@ func TestDRANodeMemoChangesNoPlacement(t *testing.T) {
 		draNodeMemoOn = memo
 		return draProbePlacements(t, c)
 	})
+}
+
+// TestDRANodeClaimsCountedChangeNoPlacement: replays of the differential
+// cases place the same pods on the same nodes and devices with the node
+// memo's claim lookups skipped by the claims' event counts and without,
+// and wherever they were skipped the lookups would have given the
+// claims the memo's GPUs were rebuilt from.
+func TestDRANodeClaimsCountedChangeNoPlacement(t *testing.T) {
+	seeds := uint64(12)
+	if testing.Short() || raceDetector {
+		seeds = 4
+	}
+	skipped := 0
+	defer func() { draNodeClaimsCheck = nil }()
+	draNodeClaimsCheck = func(node string, same bool) {
+		skipped++
+		if !same {
+			t.Errorf("node %s: the claims' count did not move, yet a claim looked up is another", node)
+		}
+	}
+	diffEveryPolicy(t, seeds, "the claims' counts", func(t *testing.T, c diffCase, on bool) []draPlacement {
+		defer func(was bool) { draNodeClaimsKeptOn = was }(draNodeClaimsKeptOn)
+		draNodeClaimsKeptOn = on
+		return draProbePlacements(t, c)
+	})
+	if skipped == 0 {
+		t.Error("no claim lookups were skipped")
+	}
 }
 
 // draPlacement is what a DRA replay had placed at one instant: each

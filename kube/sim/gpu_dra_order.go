@@ -45,12 +45,10 @@ type draFullestFirst struct {
 	// slice so listed (ordered's fast path, before cache).
 	devs map[*resourceapi.ResourceSlice]*sliceDevs
 	last map[*resourceapi.ResourceSlice]lastOrder
-	// pools is usedPools' set, cleared and refilled at each list but
-	// one of the kept state unchanged since (poolsAt: the keeper's count
-	// of changes when pools was filled from it; poolsKept: it was).
-	pools     map[dra.UniqueString]struct{}
-	poolsAt   uint64
-	poolsKept bool
+	// pools is usedPools' set, cleared and refilled at each list of a
+	// state that is not the kept one (the keeper keeps its own,
+	// allocKeeper.gpuPools).
+	pools map[dra.UniqueString]struct{}
 	// lefts is what each GPU slice's devices have left in the kept
 	// state, by slice object, with the keeper's count of changes then.
 	lefts map[*resourceapi.ResourceSlice]keptLeft
@@ -79,10 +77,12 @@ type orderedSlice struct {
 
 func newDRAFullestFirst(m *gpuDRAModel) func(fwk.SharedDRAManager) fwk.SharedDRAManager {
 	return func(inner fwk.SharedDRAManager) fwk.SharedDRAManager {
-		return &draFullestFirst{SharedDRAManager: inner, m: m, cache: map[string]orderedSlice{},
+		d := &draFullestFirst{SharedDRAManager: inner, m: m, cache: map[string]orderedSlice{},
 			devs: map[*resourceapi.ResourceSlice]*sliceDevs{}, last: map[*resourceapi.ResourceSlice]lastOrder{},
 			pools: map[dra.UniqueString]struct{}{}, picks: map[*resourceapi.ResourceSlice]*fgdPicks{}, kept: newAllocKeeper(),
 			lefts: map[*resourceapi.ResourceSlice]keptLeft{}}
+		m.claims = d.kept
+		return d
 	}
 }
 
@@ -352,16 +352,14 @@ func requestKey(r gpu.Request) fgdRequest {
 	return fgdRequest{cpu: r.CPU, mem: r.Mem, share: r.Share, count: r.Count, nmodels: len(r.Models), models: strings.Join(r.Models, "\x00")}
 }
 
-// usedPoolsOf is usedPools(state), filled again from the kept state only
-// once it changed. O(1) then, else usedPools'.
+// usedPoolsOf is usedPools(state): for the kept state, the keeper's
+// set, kept up to date as claims come and go (allocKeeper.gpuPools;
+// read-only); else usedPools'. O(1) then.
 func (d *draFullestFirst) usedPoolsOf(state *structured.AllocatedState) map[dra.UniqueString]struct{} {
-	kept := draLeftKeptOn && d.kept.serves(state)
-	if kept && d.poolsKept && d.poolsAt == d.kept.ver {
-		return d.pools
+	if draLeftKeptOn && d.kept.serves(state) {
+		return d.kept.gpuPools
 	}
-	d.usedPools(state)
-	d.poolsKept, d.poolsAt = kept, d.kept.ver
-	return d.pools
+	return d.usedPools(state)
 }
 
 // keptLeft is what a slice's devices have left in the kept state, read

@@ -37,6 +37,10 @@ type gpuDRAModel struct {
 	// memo keeps FGD's scores by node content (made at the first score,
 	// once the trace has set the workload).
 	memo *gpu.Memo
+	// claims is the keeper of the DRA manager built with the framework
+	// (newDRAFullestFirst), whose counts of the claims' events let
+	// GPUDevices' node memo skip its claim lookups; nil: none.
+	claims *allocKeeper
 }
 
 // fgdMemo returns m's memo of FGD's scores.
@@ -159,7 +163,7 @@ func (*gpuDRAScore) ScoreExtensions() fwk.ScoreExtensions { return nil }
 // nodes, draNodeMemo). A pod whose claim has no allocation on the
 // node's pool (not expected once bound) takes the best fit, as DRA would.
 func (p *gpuDRAScore) node(ni fwk.NodeInfo, skip types.UID) *gpu.Node {
-	return p.nodes.node(ni, skip, p.h.SharedDRAManager().ResourceClaims().Get)
+	return p.nodes.node(ni, skip, p.h.SharedDRAManager().ResourceClaims().Get, p.m.claims.claimCount)
 }
 
 // draNodeFrom is gpuDRAScore.node on in (ni's figures), with get's claims.

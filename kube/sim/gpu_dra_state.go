@@ -62,6 +62,17 @@ type allocKeeper struct {
 	poolVer map[dra.UniqueString]uint64
 	// shares is the number of shares of each device in state.
 	shares map[structured.DeviceID]int
+	// claimEvents counts, per pool name, the claims' events whose claim,
+	// before or after, has a device of the pool allocated: what a claim
+	// lookup returns of a pool's allocations is the same while its count
+	// is (claimCount).
+	claimEvents map[string]uint64
+	// gpuPools is usedPools(&state), kept as devices are applied:
+	// gpuDevs counts, per pool, its devices of the trace's driver with
+	// thousandths of GPU consumed in state, and gpuPools holds the
+	// pools whose count is not zero.
+	gpuDevs  map[dra.UniqueString]map[structured.DeviceID]struct{}
+	gpuPools map[dra.UniqueString]struct{}
 }
 
 func newAllocKeeper() *allocKeeper {
@@ -74,6 +85,10 @@ func newAllocKeeper() *allocKeeper {
 		inFlight: sets.New[types.UID](),
 		poolVer:  map[dra.UniqueString]uint64{},
 		shares:   map[structured.DeviceID]int{},
+
+		claimEvents: map[string]uint64{},
+		gpuDevs:     map[dra.UniqueString]map[structured.DeviceID]struct{}{},
+		gpuPools:    map[dra.UniqueString]struct{}{},
 	}
 }
 
@@ -97,12 +112,15 @@ func (k *allocKeeper) usable() bool {
 
 func (k *allocKeeper) onAdd(obj any) {
 	if c := k.claimOf(obj); c != nil {
+		k.countEvent(c)
 		k.apply(c, true)
 	}
 }
 
 func (k *allocKeeper) onUpdate(oldObj, newObj any) {
 	old, nw := k.claimOf(oldObj), k.claimOf(newObj)
+	k.countEvent(old)
+	k.countEvent(nw)
 	switch {
 	case old == nil || nw == nil:
 	case old.Status.Allocation == nil && nw.Status.Allocation != nil:
@@ -117,8 +135,34 @@ func (k *allocKeeper) onDelete(obj any) {
 		obj = t.Obj
 	}
 	if c := k.claimOf(obj); c != nil {
+		k.countEvent(c)
 		k.apply(c, false)
 	}
+}
+
+// countEvent counts an event of claim (nil: none) against each pool
+// its allocation has a device of (admin access included: a claim
+// lookup returns those too). O(the allocation's results).
+func (k *allocKeeper) countEvent(claim *resourceapi.ResourceClaim) {
+	if claim == nil || claim.Status.Allocation == nil {
+		return
+	}
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		k.claimEvents[r.Pool]++
+	}
+}
+
+// claimCount is the number of the claims' events counted against pool
+// (countEvent), and true; false while the keeper may have missed one
+// (not watching, or broken by an event it could not read). A claim
+// lookup (the tracker's Get, which reads the same assume cache) returns
+// the same allocations on pool as long as the count is the same: every
+// change of a claim object there is an event. Read-only.
+func (k *allocKeeper) claimCount(pool string) (uint64, bool) {
+	if !draNodeClaimsKeptOn || k == nil || !k.watching || k.broken {
+		return 0, false
+	}
+	return k.claimEvents[pool], true
 }
 
 // claimOf is obj as a claim; anything else breaks the keeper.
@@ -162,6 +206,31 @@ func (k *allocKeeper) apply(claim *resourceapi.ResourceClaim, add bool) {
 		} else {
 			k.state.AggregatedCapacity.Remove(used)
 		}
+		k.noteGPUUse(id)
+	}
+}
+
+// noteGPUUse puts device id in gpuDevs, and its pool in gpuPools, as
+// the state has thousandths of GPU consumed on it or not (what
+// usedPools reads of it). O(1).
+func (k *allocKeeper) noteGPUUse(id structured.DeviceID) {
+	if id.Driver != dra.MakeUniqueString(traceGPUDriver) {
+		return
+	}
+	devs := k.gpuDevs[id.Pool]
+	if k.state.AggregatedCapacity[id][traceGPUCapacity] != nil {
+		if devs == nil {
+			devs = map[structured.DeviceID]struct{}{}
+			k.gpuDevs[id.Pool] = devs
+		}
+		devs[id] = struct{}{}
+		k.gpuPools[id.Pool] = struct{}{}
+		return
+	}
+	delete(devs, id)
+	if len(devs) == 0 {
+		delete(k.gpuDevs, id.Pool)
+		delete(k.gpuPools, id.Pool)
 	}
 }
 
@@ -191,6 +260,19 @@ func (d *draFullestFirst) ShareCounts(state *structured.AllocatedState) map[stru
 		return nil
 	}
 	return d.kept.shares
+}
+
+// PoolVersion is the keeper's count at pool's last change, and true, if
+// state is the kept one (profile.PoolVersioner); else false. Every
+// change of what the kept state holds of a device is counted against
+// its pool (apply), so the count is another once the pool's devices
+// changed. Read-only: safe while no claim is written (DynamicResources'
+// Filters run in parallel within a cycle).
+func (d *draFullestFirst) PoolVersion(state *structured.AllocatedState, pool dra.UniqueString) (uint64, bool) {
+	if !draUsesKeptOn || !d.kept.serves(state) {
+		return 0, false
+	}
+	return d.kept.poolVer[pool], true
 }
 
 // noteInFlight records whether the tracker has claim uid's allocation in
@@ -229,6 +311,15 @@ func sameState(a, b *structured.AllocatedState) error {
 // draLeftKeptOn turns on the lister's reuse of what it read of the kept
 // state (usedPoolsOf, leftOf); tests turn it off to compare.
 var draLeftKeptOn = true
+
+// draNodeClaimsKeptOn turns on the claims' event counts by which
+// GPUDevices' node memo skips its claim lookups (claimCount); tests turn
+// it off to compare.
+var draNodeClaimsKeptOn = true
+
+// draUsesKeptOn turns on the pool counts given to DynamicResources'
+// memo (PoolVersion); tests turn it off to compare.
+var draUsesKeptOn = true
 
 // draSharesKeptOn turns on the share counts kept with the state
 // (ShareCounts); tests turn it off to compare.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	dra "k8s.io/dynamic-resource-allocation/api"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -24,6 +26,42 @@ import (
 type keptWorld struct {
 	fw *profile.Framework
 	d  *draFullestFirst
+	// pool is what the last compare saw of pool "n" in the kept state
+	// and the manager's count of it.
+	pool *poolSeen
+}
+
+// poolSeen is what a state holds of a pool's devices, printed, and the
+// manager's count of the pool then (ok: it gave one).
+type poolSeen struct {
+	held string
+	ver  uint64
+	ok   bool
+}
+
+// poolHeld prints what state holds of pool's devices: taken whole,
+// shares, capacity consumed.
+func poolHeld(state *structured.AllocatedState, pool string) string {
+	var out []string
+	for id := range state.AllocatedDevices {
+		if id.Pool.String() == pool {
+			out = append(out, "whole "+id.String())
+		}
+	}
+	for id := range state.AllocatedSharedDeviceIDs {
+		if id.Pool.String() == pool {
+			out = append(out, "share "+id.String())
+		}
+	}
+	for id, caps := range state.AggregatedCapacity {
+		if id.Pool.String() == pool {
+			for name, q := range caps {
+				out = append(out, "used "+id.String()+" "+string(name)+"="+q.String())
+			}
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, "; ")
 }
 
 func newKeptWorld(t *testing.T) keptWorld {
@@ -44,7 +82,7 @@ func newKeptWorld(t *testing.T) keptWorld {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fw.Close() })
-	return keptWorld{fw: fw, d: d}
+	return keptWorld{fw: fw, d: d, pool: &poolSeen{}}
 }
 
 // check compares the gather through the manager, which serves the kept
@@ -85,7 +123,33 @@ func (w keptWorld) compare(t *testing.T) bool {
 			t.Errorf("share counts %v, want %v", counts, wantCounts)
 		}
 	}
+	w.checkPoolCount(t, got)
+	if got == &w.d.kept.state {
+		if used, want := w.d.usedPoolsOf(got), maps.Clone(w.d.usedPools(want)); !maps.Equal(used, want) {
+			t.Errorf("the keeper's pools in use %v, want %v", used, want)
+		}
+	}
 	return got == &w.d.kept.state
+}
+
+// checkPoolCount checks the manager's count of pool "n" for state (the
+// one gathered through it): given for the kept state only, and another
+// whenever what the state holds of the pool changed since the last
+// compare that was given one.
+func (w keptWorld) checkPoolCount(t *testing.T, state *structured.AllocatedState) {
+	t.Helper()
+	ver, ok := w.d.PoolVersion(state, dra.MakeUniqueString("n"))
+	if kept := state == &w.d.kept.state; ok != kept {
+		t.Errorf("a pool count given: %v, for the kept state: %v", ok, kept)
+	}
+	if !ok {
+		return
+	}
+	held := poolHeld(state, "n")
+	if w.pool.ok && held != w.pool.held && ver == w.pool.ver {
+		t.Errorf("pool n holds %q, before %q, and its count is still %d", held, w.pool.held, ver)
+	}
+	*w.pool = poolSeen{held: held, ver: ver, ok: true}
 }
 
 // keptClaim is a claim of uid with results: whole devices of node n
@@ -120,7 +184,11 @@ func withVersion(c *resourceapi.ResourceClaim, v string) *resourceapi.ResourceCl
 // allocation replaced by another), the state the manager gathers is
 // upstream's, and it is the kept one except while an allocation is in
 // flight; for the kept one, and only for it, the manager gives the
-// number of shares of each device (ShareCounts), which are the state's.
+// number of shares of each device (ShareCounts), which are the state's,
+// and a count of the pool that is another after every write that
+// changed what the state holds of the pool's devices (PoolVersion), and
+// the pools with thousandths of GPU consumed that the keeper keeps are
+// those read from upstream's gather (usedPools).
 func TestKeptAllocatedStateIsUpstreams(t *testing.T) {
 	type step func(t *testing.T, w keptWorld)
 	add := func(c *resourceapi.ResourceClaim) step {
@@ -220,8 +288,10 @@ func TestKeptAllocatedStateIsUpstreams(t *testing.T) {
 // TestKeptStateChangesNoPlacement: replays of the differential cases
 // (pods that end, probes that arrive together, every policy; and a
 // cluster of 250 nodes) place the same pods on the same nodes and
-// devices with the kept allocated state, what the lister reads of it and
-// the share counts kept with it, and without them, and every kept state served is upstream's gather of
+// devices with the kept allocated state, what the lister reads of it,
+// the share counts kept with it and the pool counts by which
+// DynamicResources' memo keeps what it read of each slice, and without
+// them, and every kept state served is upstream's gather of
 // that moment.
 func TestKeptStateChangesNoPlacement(t *testing.T) {
 	seeds := uint64(12)
@@ -241,10 +311,10 @@ func TestKeptStateChangesNoPlacement(t *testing.T) {
 		}
 	}
 	diffEveryPolicy(t, seeds, "the kept state", func(t *testing.T, c diffCase, keep bool) []draPlacement {
-		defer func(on, left, shares bool) {
-			draStateKeptOn, draLeftKeptOn, draSharesKeptOn = on, left, shares
-		}(draStateKeptOn, draLeftKeptOn, draSharesKeptOn)
-		draStateKeptOn, draLeftKeptOn, draSharesKeptOn = keep, keep, keep
+		defer func(on, left, shares, uses bool) {
+			draStateKeptOn, draLeftKeptOn, draSharesKeptOn, draUsesKeptOn = on, left, shares, uses
+		}(draStateKeptOn, draLeftKeptOn, draSharesKeptOn, draUsesKeptOn)
+		draStateKeptOn, draLeftKeptOn, draSharesKeptOn, draUsesKeptOn = keep, keep, keep, keep
 		return draProbePlacements(t, c)
 	})
 	if served == 0 {
@@ -339,4 +409,97 @@ func (w keptWorld) list(t *testing.T) {
 			t.Errorf("slice %s: devices have left %v, want %v", sl.Name, got, want)
 		}
 	}
+}
+
+// onPool is c with every result's device on pool.
+func onPool(c *resourceapi.ResourceClaim, pool string) *resourceapi.ResourceClaim {
+	for i := range c.Status.Allocation.Devices.Results {
+		c.Status.Allocation.Devices.Results[i].Pool = pool
+	}
+	return c
+}
+
+// TestKeeperCountsClaimEventsPerPool: the keeper's count of the claims'
+// events on pool n (by which GPUDevices' node memo skips its claim
+// lookups) moves after every write that changes what a lookup returns
+// of a claim allocated there, before or after: a claim added allocated,
+// an allocation, one replaced by another (the state unchanged, the
+// object not), a move to another pool, a deallocation, a claim deleted,
+// an allocation assumed and restored; and not after writes that change
+// nothing there (a claim without allocation, a claim on pool m). An
+// event that is not a claim's, or a keeper not watching, gives no count.
+func TestKeeperCountsClaimEventsPerPool(t *testing.T) {
+	type step struct {
+		op    string // add, update, delete, assume (and restore)
+		claim *resourceapi.ResourceClaim
+		moves bool // the count of pool n moves
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"a claim added allocated", []step{{"add", keptClaim("a", 300, "gpu-0"), true}}},
+		{"a claim without allocation", []step{{"add", keptClaim("a", 0), false}}},
+		{"an allocation", []step{{"add", keptClaim("a", 0), false}, {"update", withVersion(keptClaim("a", 300, "gpu-1"), "2"), true}}},
+		{"an allocation replaced by another", []step{{"add", keptClaim("a", 300, "gpu-0"), true},
+			{"update", withVersion(keptClaim("a", 600, "gpu-1"), "2"), true}}},
+		{"an allocation moved to another pool", []step{{"add", keptClaim("a", 300, "gpu-0"), true},
+			{"update", withVersion(onPool(keptClaim("a", 300, "gpu-0"), "m"), "2"), true}}},
+		{"a deallocation", []step{{"add", keptClaim("a", -1, "gpu-0"), true}, {"update", withVersion(keptClaim("a", 0), "2"), true}}},
+		{"a claim deleted", []step{{"add", keptClaim("a", 300, "gpu-0"), true}, {"delete", keptClaim("a", 300, "gpu-0"), true}}},
+		{"a claim on another pool", []step{{"add", onPool(keptClaim("a", 300, "gpu-0"), "m"), false},
+			{"delete", onPool(keptClaim("a", 300, "gpu-0"), "m"), false}}},
+		{"an allocation assumed, then restored", []step{{"add", keptClaim("a", 0), false}, {"assume", withVersion(keptClaim("a", 300, "gpu-0"), "2"), true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newKeptWorld(t)
+			tracker := w.fw.Framework().SharedDRAManager().ResourceClaims()
+			count := func() uint64 {
+				t.Helper()
+				n, ok := w.d.kept.claimCount("n")
+				if !ok {
+					t.Fatal("the watching keeper gives no count")
+				}
+				return n
+			}
+			for i, s := range tc.steps {
+				before := count()
+				var err error
+				switch s.op {
+				case "add":
+					err = w.fw.AddObject(s.claim)
+				case "update":
+					err = w.fw.UpdateObject(s.claim)
+				case "delete":
+					err = w.fw.DeleteObject(s.claim)
+				case "assume":
+					if err = tracker.AssumeClaimAfterAPICall(s.claim); err == nil {
+						if moved := count() != before; !moved {
+							t.Errorf("step %d: the count did not move when the allocation was assumed", i)
+						}
+						before = count()
+						tracker.AssumedClaimRestore(s.claim.Namespace, s.claim.Name)
+					}
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if moved := count() != before; moved != s.moves {
+					t.Errorf("step %d (%s): the count moved: %v, want %v", i, s.op, moved, s.moves)
+				}
+			}
+		})
+	}
+	t.Run("an event that is not a claim's", func(t *testing.T) {
+		w := newKeptWorld(t)
+		w.d.kept.onAdd(gpuSlice("n", "V100", 2))
+		if _, ok := w.d.kept.claimCount("n"); ok {
+			t.Error("a count given after an event the keeper could not read")
+		}
+	})
+	t.Run("a keeper not watching", func(t *testing.T) {
+		if _, ok := newAllocKeeper().claimCount("n"); ok {
+			t.Error("a count given by a keeper that sees no events")
+		}
+	})
 }
