@@ -68,9 +68,9 @@ func TestDRAPreFilterTellsTheManagerThePod(t *testing.T) {
 			f, err := NewFrameworkOn(context.Background(), &cfg.Profiles[0], Setup{
 				Snapshot: backendcache.NewSnapshot(c.Pods, c.Nodes),
 				Objects:  append(podsAndNodes(c), c.Objects...),
-				WrapDRA: func(m fwk.SharedDRAManager) fwk.SharedDRAManager {
+				WrapDRA: func(m fwk.SharedDRAManager) DRAWrap {
 					n = &podNoter{SharedDRAManager: m}
-					return n
+					return DRAWrap{Manager: n}
 				},
 				NotePod: func(p *v1.Pod) { n.notePod(p) },
 			})
@@ -86,5 +86,22 @@ func TestDRAPreFilterTellsTheManagerThePod(t *testing.T) {
 				t.Errorf("the manager was told of %v, slices listed after each: %v; want p, then a list", n.told, n.listed)
 			}
 		})
+	}
+}
+
+// TestWrapDRAWithoutManager: a wrapper that returns no manager is an
+// error when the framework is built, not a nil manager the plugins
+// would dereference in their first cycle.
+func TestWrapDRAWithoutManager(t *testing.T) {
+	cfg, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewFrameworkOn(context.Background(), &cfg.Profiles[0], Setup{
+		Snapshot: backendcache.NewEmptySnapshot(),
+		WrapDRA:  func(fwk.SharedDRAManager) DRAWrap { return DRAWrap{} },
+	})
+	if err == nil || err.Error() != `profile "default-scheduler": DRA manager: Setup.WrapDRA returned no manager` {
+		t.Fatalf("error %v, want the wrapper's missing manager named", err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 // returns what its own PreFilter read.
 type draTap struct {
 	fwk.SharedDRAManager
+	keeper  DRAKeeper     // DRAWrap.Keeper, or nil
 	notePod func(*v1.Pod) // Setup.NotePod
 
 	mu     sync.Mutex
@@ -31,8 +32,8 @@ type draTap struct {
 	ext extendedInFlight
 }
 
-func newDRATap(m fwk.SharedDRAManager, notePod func(*v1.Pod)) *draTap {
-	return &draTap{SharedDRAManager: m, notePod: notePod}
+func newDRATap(m fwk.SharedDRAManager, keeper DRAKeeper, notePod func(*v1.Pod)) *draTap {
+	return &draTap{SharedDRAManager: m, keeper: keeper, notePod: notePod}
 }
 
 // preFilterFor tells Setup.NotePod, if set, that DynamicResources'
@@ -66,8 +67,8 @@ func (t *draTap) take() ([]*resourceapi.ResourceSlice, *structured.AllocatedStat
 	return l, s
 }
 
-// ShareCounter is a DRA manager returned by Setup.WrapDRA that may know,
-// for a state its GatherAllocatedState returned, how many shares of each
+// ShareCounter is a DRAKeeper's part that may know, for a state its
+// manager's GatherAllocatedState returned, how many shares of each
 // device the state holds: ShareCounts returns them (read-only, valid
 // until the next write of a claim), or nil if it does not know them.
 // DynamicResources' memo then reads them instead of counting the
@@ -76,8 +77,8 @@ type ShareCounter interface {
 	ShareCounts(*structured.AllocatedState) map[structured.DeviceID]int
 }
 
-// PoolVersioner is a DRA manager returned by Setup.WrapDRA that may
-// know, for a state its GatherAllocatedState returned, when what the
+// PoolVersioner is a DRAKeeper's part that may know, for a state its
+// manager's GatherAllocatedState returned, when what the
 // state holds of a pool's devices last changed: PoolVersion returns a
 // count for the pool (of any driver) that is another whenever what the
 // state holds of the pool's devices (taken whole, shares, capacity
@@ -90,26 +91,22 @@ type PoolVersioner interface {
 	PoolVersion(state *structured.AllocatedState, pool dra.UniqueString) (uint64, bool)
 }
 
-// poolVersioner is the wrapped manager as a PoolVersioner, nil if it is
-// none. A nil tap has none.
+// poolVersioner is the keeper's PoolVersioner, nil if there is no
+// keeper. A nil tap has none.
 func (t *draTap) poolVersioner() PoolVersioner {
-	if t == nil {
+	if t == nil || t.keeper == nil {
 		return nil
 	}
-	pv, _ := t.SharedDRAManager.(PoolVersioner)
-	return pv
+	return t.keeper
 }
 
-// shareCounts is the wrapped manager's ShareCounts for state, nil if it
-// has none. A nil tap has none.
+// shareCounts is the keeper's ShareCounts for state, nil if there is no
+// keeper. A nil tap has none.
 func (t *draTap) shareCounts(state *structured.AllocatedState) map[structured.DeviceID]int {
-	if t == nil {
+	if t == nil || t.keeper == nil {
 		return nil
 	}
-	if sc, ok := t.SharedDRAManager.(ShareCounter); ok {
-		return sc.ShareCounts(state)
-	}
-	return nil
+	return t.keeper.ShareCounts(state)
 }
 
 // ResourceClaims is the manager's, with GatherAllocatedState kept.

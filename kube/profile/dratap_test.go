@@ -38,7 +38,7 @@ func (f fakeDRA) ResourceSlices() fwk.ResourceSliceLister  { return oneSlice{f.s
 // through once); disarmed it keeps nothing, and a nil tap is inert.
 func TestDRATapKeepsOnlyWhileArmed(t *testing.T) {
 	inner := fakeDRA{claims: &countingClaims{}, slice: &resourceapi.ResourceSlice{}}
-	tap := newDRATap(inner, nil)
+	tap := newDRATap(inner, nil, nil)
 	tap.ResourceClaims().GatherAllocatedState()
 	if l, s := tap.take(); l != nil || s != nil {
 		t.Fatal("kept a state gathered while disarmed")

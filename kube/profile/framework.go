@@ -131,8 +131,9 @@ type Setup struct {
 	// WrapDRA, if set, wraps the DRA manager the plugins are given (the
 	// framework's documented way to present DRA objects as a program
 	// sees them: the simulator's GPUDevices orders a node's devices for
-	// DRA's allocator).
-	WrapDRA func(fwk.SharedDRAManager) fwk.SharedDRAManager
+	// DRA's allocator), and may name the keeper of the allocated state
+	// that the wrapper keeps itself (DRAWrap).
+	WrapDRA func(fwk.SharedDRAManager) DRAWrap
 	// NotePod, if set, is told the pod DynamicResources' PreFilter runs
 	// for, before that PreFilter lists the slices its allocator tries,
 	// in a lone pod's cycle and for each member of a group's alike: for
@@ -175,6 +176,7 @@ type wiring struct {
 	sync    *syncFactory
 	sources map[string]EventSource // the DRA manager's stores; nil on sync
 	claims  EventSource            // the DRA manager's assume cache of claims, on either factory
+	keeper  DRAKeeper              // Setup.WrapDRA's keeper of the allocated state, or nil
 }
 
 // wire builds s's wiring: the real client and factory if s has them, else
@@ -216,22 +218,44 @@ func wireFor(ctx context.Context, s Setup) (wiring, error) {
 		return w, err
 	}
 	if s.WrapDRA != nil {
-		w.dra = s.WrapDRA(w.dra)
+		dw := s.WrapDRA(w.dra)
+		if dw.Manager == nil {
+			return w, errors.New("DRA manager: Setup.WrapDRA returned no manager")
+		}
+		w.dra, w.keeper = dw.Manager, dw.Keeper
 	}
-	if cw, ok := w.dra.(ClaimWatcher); ok && w.claims != nil {
-		if err := cw.WatchClaims(w.claims); err != nil {
+	if w.keeper != nil && w.claims != nil {
+		if err := w.keeper.WatchClaims(w.claims); err != nil {
 			return w, fmt.Errorf("DRA manager: %w", err)
 		}
 	}
 	return w, nil
 }
 
-// ClaimWatcher is a DRA manager returned by Setup.WrapDRA that follows
-// the claims as DynamicResources sees them: WatchClaims is given the
-// manager's assume cache of claims (informer events and the plugin's
-// own assumed writes) once, when the framework is built, and adds its
-// handler to it (the cache sends the claims it holds already as adds). The simulator keeps the allocated state up to date from
-// those events instead of having it gathered anew each cycle.
+// DRAWrap is what Setup.WrapDRA returns: the DRA manager the plugins
+// are given, and the keeper of the allocated state if the wrapper keeps
+// it itself (nil: DynamicResources gathers it as upstream's does, and
+// its memo counts the shares and reads every device anew).
+type DRAWrap struct {
+	Manager fwk.SharedDRAManager
+	Keeper  DRAKeeper
+}
+
+// DRAKeeper keeps DynamicResources' allocated state from the claims'
+// events instead of having it gathered anew each cycle (the simulator's
+// does), and answers what DynamicResources' memo would otherwise
+// compute from a gathered state.
+type DRAKeeper interface {
+	ClaimWatcher
+	ShareCounter
+	PoolVersioner
+}
+
+// ClaimWatcher follows the claims as DynamicResources sees them:
+// WatchClaims is given the manager's assume cache of claims (informer
+// events and the plugin's own assumed writes) once, when the framework
+// is built, and adds its handler to it (the cache sends the claims it
+// holds already as adds).
 type ClaimWatcher interface {
 	WatchClaims(EventSource) error
 }
@@ -267,7 +291,7 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 		return nil, fmt.Errorf("profile %q: %w", prof.SchedulerName, err)
 	}
 	wired := w
-	w.dra = newDRATap(w.dra, s.NotePod)
+	w.dra = newDRATap(w.dra, w.keeper, s.NotePod)
 	f, err := frameworkruntime.NewFramework(ctx, r, prof,
 		frameworkruntime.WithClientSet(w.client),
 		frameworkruntime.WithInformerFactory(w.factory),

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/schedq/schedq/kube/profile"
 )
 
 // gpusSlice is node's pool of n GPUs, gpu-0 to gpu-(n-1).
@@ -64,9 +66,9 @@ func newStallingDRA(claims ...string) *stallingDRA {
 }
 
 // wrap is a profile.Setup's WrapDRA.
-func (s *stallingDRA) wrap(m fwk.SharedDRAManager) fwk.SharedDRAManager {
+func (s *stallingDRA) wrap(m fwk.SharedDRAManager) profile.DRAWrap {
 	s.SharedDRAManager = m
-	return s
+	return profile.DRAWrap{Manager: s}
 }
 
 func (s *stallingDRA) ResourceClaims() fwk.ResourceClaimTracker {

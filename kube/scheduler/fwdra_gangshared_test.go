@@ -209,7 +209,7 @@ func newDRAGang(t *testing.T, claim *resourceapi.ResourceClaim, syncBind bool) *
 // newDRAGangOn builds a draGang whose node n1 has slice's devices, whose
 // claim server and framework hold claims, and whose framework's DRA
 // manager is wrapped by wrap if it is not nil.
-func newDRAGangOn(t *testing.T, slice *resourceapi.ResourceSlice, claims []*resourceapi.ResourceClaim, syncBind bool, wrap func(fwk.SharedDRAManager) fwk.SharedDRAManager) *draGang {
+func newDRAGangOn(t *testing.T, slice *resourceapi.ResourceSlice, claims []*resourceapi.ResourceClaim, syncBind bool, wrap func(fwk.SharedDRAManager) profile.DRAWrap) *draGang {
 	t.Helper()
 	g := &draGang{client: claimServer(t, claims...), b: &lockedBinder{binds: map[string]string{}}, r: &failureLog{}}
 	objs := []runtime.Object{gpuClass(), slice}

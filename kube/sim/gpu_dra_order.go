@@ -75,14 +75,14 @@ type orderedSlice struct {
 	out *resourceapi.ResourceSlice
 }
 
-func newDRAFullestFirst(m *gpuDRAModel) func(fwk.SharedDRAManager) fwk.SharedDRAManager {
-	return func(inner fwk.SharedDRAManager) fwk.SharedDRAManager {
+func newDRAFullestFirst(m *gpuDRAModel) func(fwk.SharedDRAManager) profile.DRAWrap {
+	return func(inner fwk.SharedDRAManager) profile.DRAWrap {
 		d := &draFullestFirst{SharedDRAManager: inner, m: m, cache: map[string]orderedSlice{},
 			devs: map[*resourceapi.ResourceSlice]*sliceDevs{}, last: map[*resourceapi.ResourceSlice]lastOrder{},
 			pools: map[dra.UniqueString]struct{}{}, picks: map[*resourceapi.ResourceSlice]*fgdPicks{}, kept: newAllocKeeper(),
 			lefts: map[*resourceapi.ResourceSlice]keptLeft{}}
 		m.claims = d.kept
-		return d
+		return profile.DRAWrap{Manager: d, Keeper: d}
 	}
 }
 
@@ -99,7 +99,7 @@ type gatherNoter struct {
 }
 
 // WatchClaims keeps the allocated state from the claims' events
-// (profile.ClaimWatcher).
+// (profile.DRAKeeper).
 func (d *draFullestFirst) WatchClaims(src profile.EventSource) error {
 	return d.kept.watch(src)
 }

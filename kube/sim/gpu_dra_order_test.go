@@ -132,7 +132,7 @@ func TestFullestFirstReadsOnlyTheStateJustGathered(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &stepDRA{slices: []*resourceapi.ResourceSlice{sl}}
 			model := &gpuDRAModel{policy: gpu.BestFit, hasPolicy: true}
-			m := newDRAFullestFirst(model)(s)
+			m := newDRAFullestFirst(model)(s).Manager
 			tc.steps(m, s)
 			list, err := m.ResourceSlices().ListWithDeviceTaintRules()
 			if err != nil {
@@ -191,7 +191,7 @@ func TestFullestFirstOrdersByWhatIsUsed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &stepDRA{slices: []*resourceapi.ResourceSlice{tc.slice()}, state: tc.state}
-			m := newDRAFullestFirst(&gpuDRAModel{policy: gpu.BestFit, hasPolicy: true})(s)
+			m := newDRAFullestFirst(&gpuDRAModel{policy: gpu.BestFit, hasPolicy: true})(s).Manager
 			list, err := m.ResourceSlices().ListWithDeviceTaintRules()
 			if err != nil {
 				t.Fatal(err)
@@ -210,7 +210,7 @@ func TestFullestFirstOrdersByWhatIsUsed(t *testing.T) {
 func TestFullestFirstListsAnOrderAsOneObject(t *testing.T) {
 	sl := gpuSlice("n1", "V100", 2)
 	s := &stepDRA{slices: []*resourceapi.ResourceSlice{sl}}
-	m := newDRAFullestFirst(&gpuDRAModel{policy: gpu.BestFit, hasPolicy: true})(s)
+	m := newDRAFullestFirst(&gpuDRAModel{policy: gpu.BestFit, hasPolicy: true})(s).Manager
 	list := func(used map[int]int64) *resourceapi.ResourceSlice {
 		t.Helper()
 		s.state = usedState("n1", used)
@@ -290,9 +290,9 @@ func TestFGDChoiceKeptWhileItsInputsAre(t *testing.T) {
 				return d.fgdChoice(in.sl, slices.Clone(in.left), in.r)
 			}
 			fresh := func(in inputs) int {
-				return choose(newDRAFullestFirst(&gpuDRAModel{policy: gpu.FGD, hasPolicy: true, workload: workload})(nil).(*draFullestFirst), in)
+				return choose(newDRAFullestFirst(&gpuDRAModel{policy: gpu.FGD, hasPolicy: true, workload: workload})(nil).Manager.(*draFullestFirst), in)
 			}
-			d := newDRAFullestFirst(&gpuDRAModel{policy: gpu.FGD, hasPolicy: true, workload: workload})(nil).(*draFullestFirst)
+			d := newDRAFullestFirst(&gpuDRAModel{policy: gpu.FGD, hasPolicy: true, workload: workload})(nil).Manager.(*draFullestFirst)
 			in := base()
 			if got, want := choose(d, in), fresh(in); got != want {
 				t.Fatalf("first choice %d, want %d", got, want)
@@ -317,7 +317,7 @@ func TestFGDChoiceKeptPerRequest(t *testing.T) {
 	a := gpu.Request{CPU: 1000, Mem: 1024, Count: 1, Share: 200}
 	b := gpu.Request{CPU: 1000, Mem: 1024, Count: 1, Share: 600}
 	workload := gpu.Typical([]gpu.Request{a, b}, 1)
-	d := newDRAFullestFirst(&gpuDRAModel{policy: gpu.FGD, hasPolicy: true, workload: workload})(nil).(*draFullestFirst)
+	d := newDRAFullestFirst(&gpuDRAModel{policy: gpu.FGD, hasPolicy: true, workload: workload})(nil).Manager.(*draFullestFirst)
 	d.m.h = snapHandle{s: backendcache.NewSnapshot(nil, []*v1.Node{node})}
 	sl := gpuSlice("n1", "V100", 4)
 	left := []int64{1000, 700, 300, 1000}
@@ -330,7 +330,7 @@ func TestFGDChoiceKeptPerRequest(t *testing.T) {
 		{r: a, left: []int64{1000, 700, 100, 1000}, compute: 3}, {r: b, left: []int64{1000, 700, 100, 1000}, compute: 4},
 	} {
 		got := d.fgdChoice(sl, slices.Clone(step.left), step.r)
-		fresh := newDRAFullestFirst(&gpuDRAModel{policy: gpu.FGD, hasPolicy: true, workload: workload})(nil).(*draFullestFirst)
+		fresh := newDRAFullestFirst(&gpuDRAModel{policy: gpu.FGD, hasPolicy: true, workload: workload})(nil).Manager.(*draFullestFirst)
 		fresh.m.h = d.m.h
 		if want := fresh.fgdChoice(sl, slices.Clone(step.left), step.r); got != want {
 			t.Errorf("step %d: choice %d, computed afresh %d", i, got, want)

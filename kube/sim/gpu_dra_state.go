@@ -254,7 +254,7 @@ func (k *allocKeeper) share(id structured.DeviceID, sid structured.SharedDeviceI
 }
 
 // ShareCounts is the number of shares of each device in state if it is
-// the kept one (profile.ShareCounter), else nil.
+// the kept one (profile.DRAKeeper), else nil.
 func (d *draFullestFirst) ShareCounts(state *structured.AllocatedState) map[structured.DeviceID]int {
 	if !draSharesKeptOn || !d.kept.serves(state) {
 		return nil
@@ -263,7 +263,7 @@ func (d *draFullestFirst) ShareCounts(state *structured.AllocatedState) map[stru
 }
 
 // PoolVersion is the keeper's count at pool's last change, and true, if
-// state is the kept one (profile.PoolVersioner); else false. Every
+// state is the kept one (profile.DRAKeeper); else false. Every
 // change of what the kept state holds of a device is counted against
 // its pool (apply), so the count is another once the pool's devices
 // changed. Read-only: safe while no claim is written (DynamicResources'

@@ -73,9 +73,9 @@ func newKeptWorld(t *testing.T) keptWorld {
 	var d *draFullestFirst
 	wrap := newDRAFullestFirst(&gpuDRAModel{policy: gpu.BestFit, hasPolicy: true})
 	fw, err := profile.NewFrameworkOn(context.Background(), &cfg.Profiles[0], profile.Setup{Snapshot: backendcache.NewEmptySnapshot(),
-		WrapDRA: func(m fwk.SharedDRAManager) fwk.SharedDRAManager {
+		WrapDRA: func(m fwk.SharedDRAManager) profile.DRAWrap {
 			out := wrap(m)
-			d = out.(*draFullestFirst)
+			d = out.Manager.(*draFullestFirst)
 			return out
 		}})
 	if err != nil {
