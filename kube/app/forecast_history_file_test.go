@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -127,17 +130,24 @@ func TestHistoryFileValidate(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(histHeader+"{}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	cfg := filepath.Join(dir, "sched.yaml")
+	const cfgText = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: schedq\n" +
+		"  pluginConfig:\n  - name: Schedq\n    args: {history: {file: %q}}\n"
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, cfgText, bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
-		name, file string
-		want       string // empty: valid
+		name, file, config string
+		want               string // empty: valid
 	}{
 		{name: "missing file", file: filepath.Join(dir, "new.jsonl")},
 		{name: "corrupt", file: bad, want: "--history-file: " + bad + ": line 2: runtime"},
+		{name: "corrupt, named by the config file", config: cfg, want: "--config " + cfg + ": profiles[0].pluginConfig[0].args.history.file: " + bad + ": line 2: runtime"},
 		{name: "no directory", file: filepath.Join(dir, "nodir", "h.jsonl"), want: "--history-file: " + filepath.Join(dir, "nodir", "h.jsonl") + ": the directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := Options{SchedulerName: "schedq", QPS: 50, Burst: 100, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
-			o.History.File = tc.file
+			o.History.File, o.Config.File = tc.file, tc.config
 			err := o.Validate()
 			switch {
 			case tc.want == "" && err != nil:
@@ -473,5 +483,51 @@ func TestHistoryFileLoop(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestHistoryFileAcrossRun: the scheduler (run, on a fake clientset)
+// starts from the runs of its --history-file and, at shutdown, writes
+// them back with the pod it saw running, as censored.
+func TestHistoryFileAcrossRun(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	const kept = histHeader + `{"uid":"old","namespace":"default","runtime":"10m0s","state":"finished","observed":"2026-03-01T12:00:00Z"}` + "\n"
+	if err := os.WriteFile(path, []byte(kept), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	running := testPod("r", "schedq", "1")
+	running.Spec.NodeName, running.Status.Phase = "n0", v1.PodRunning
+	running.Status.StartTime = &metav1.Time{Time: time.Now().Add(-time.Hour)}
+	client := fakeCluster(roomyNode("n0"), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, running)
+	got := make(chan *liveState, 1)
+	served := make(chan http.Handler, 1)
+	o := Options{SchedulerName: "schedq", forecasting: func(_ *forecaster, ls *liveState) { got <- ls },
+		serving: func(h http.Handler) { served <- h }}
+	o.History.File = path
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, clients{sched: client, events: client, lease: client}, nil, nil, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}()
+	ls, h := <-got, <-served
+	for { // until the caches synced, the running pod listed
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		if rec.Code == http.StatusOK && len(ls.pods.List()) == 1 {
+			break
+		}
+		runtime.Gosched()
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	l, err := loadHistoryFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.runs) != 2 || l.runs[0].pod.UID != "old" || l.runs[0].d != 10*time.Minute || l.runs[0].cut ||
+		l.runs[1].pod.UID != running.UID || !l.runs[1].cut || l.runs[1].d < time.Hour {
+		t.Errorf("the file after the run: %+v; want the old run, then the running pod censored after an hour or more", l.runs)
 	}
 }
