@@ -178,14 +178,10 @@ func parseHistoryRun(b []byte) (observed, error) {
 	p := &v1.Pod{}
 	p.UID, p.Namespace, p.Labels = r.UID, r.Namespace, r.Labels
 	if c := r.Controller; c != nil {
-		p.OwnerReferences = []metav1.OwnerReference{{Kind: c.Kind, Name: c.Name, Controller: &isController}}
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: c.Kind, Name: c.Name, Controller: new(true)}}
 	}
 	return observed{pod: p, d: d, cut: r.State == runCensored, at: r.Observed}, nil
 }
-
-// isController is the OwnerReference.Controller of a loaded run's
-// controller.
-var isController = true
 
 // historyFile writes the runs of a liveHistory to its file: every
 // historyWriteEvery if they changed, and at shutdown. The pods running

@@ -36,7 +36,7 @@ func histPod(uid, team, job string, ran time.Duration) *v1.Pod {
 		p.Labels["team"] = team
 	}
 	if job != "" {
-		p.OwnerReferences = []metav1.OwnerReference{{Kind: "Job", Name: job, Controller: &isController}}
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "Job", Name: job, Controller: new(true)}}
 	}
 	p.Spec.SchedulerName, p.Spec.NodeName, p.Status.Phase = "schedq", "n0", v1.PodRunning
 	p.Status.StartTime = &metav1.Time{Time: liveNow.Add(-ran)}
