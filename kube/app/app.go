@@ -112,6 +112,9 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 	}
+	if err := o.History.load(); err != nil {
+		return fmt.Errorf("--history-file: %w", err)
+	}
 	base, err := apiConfig(o)
 	if err != nil {
 		return err
@@ -308,6 +311,16 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	}
 	if _, err := pods.AddEventHandler(fc.hist.handler()); err != nil {
 		return err
+	}
+	if o.History.File != "" {
+		hf, err := startHistoryFile(ctx, o, fc.hist, pods.GetStore(), reg, log)
+		if err != nil {
+			return err
+		}
+		defer func() { // cancel first: the last write comes when ctx ends
+			cancel()
+			<-hf
+		}()
 	}
 	serving := leaderOnly(handler(reg, inDoubtView{gatedQueueView{queues, scheduler.NewGateReasons(ctx, fws...)}, c.InDoubtOn, c.HeldApart}, st.ready, watch.live, fc), st.role)
 	if o.serving != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -29,6 +30,13 @@ type HistoryOptions struct {
 	Labels []string
 	// Tail names sim.History.Tail: "longest" (or empty) or "exponential".
 	Tail string
+	// File keeps the runtimes learnt across restarts (see
+	// historyFile): loaded by Options.Validate, written every
+	// historyWriteEvery when they changed and at shutdown. Empty: the
+	// history starts empty at each start.
+	File string
+
+	loaded *loadedHistory // what Validate read from File
 }
 
 // Validate returns every problem, each naming its flag (--history-label,
@@ -56,6 +64,20 @@ func (o HistoryOptions) validate(name func(flag string) string) []error {
 	return errs
 }
 
+// load reads File into o, once: for Options.Validate, before anything
+// connects. Without File, nothing.
+func (o *HistoryOptions) load() error {
+	if o.File == "" || o.loaded != nil {
+		return nil
+	}
+	l, err := loadHistoryFile(o.File)
+	if err != nil {
+		return err
+	}
+	o.loaded = l
+	return nil
+}
+
 // liveHistory learns the runtimes of this scheduler's pods from the pod
 // informer, for the forecasts of pods that declare none: a pod that
 // succeeds or fails ran from its status.startTime to its containers' last
@@ -69,20 +91,31 @@ type liveHistory struct {
 	clock         clock.PassiveClock
 	opts          HistoryOptions // valid
 
-	mu   sync.Mutex
-	runs []observed // a ring of the latest runtimes
-	next int
+	mu    sync.Mutex
+	runs  []observed // a ring of the latest runtimes
+	next  int
+	byUID map[types.UID]int // the index in runs of each pod's run
+	gen   uint64            // counts the changes to runs
 }
 
 type observed struct {
-	pod *v1.Pod // only what sim.History.Kind reads: labels, owners, namespace
+	pod *v1.Pod // only what sim.History.Kind reads: labels, owners, namespace; and the UID
 	d   time.Duration
-	cut bool // deleted while running: it would have run longer
+	cut bool      // deleted while running, or running when the file was written: it would have run longer
+	at  time.Time // when it was observed
 }
 
 // handler is the pod informer's event handler that feeds the history.
 func (h *liveHistory) handler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			// A pod that ended while no scheduler watched: its run is
+			// learnt only if the file kept it as censored (running at
+			// the write), and then it ends as one finished run.
+			if p, ok := obj.(*v1.Pod); ok && terminal(p) && h.censored(p.UID) {
+				h.observe(p, finishedAt(p, h.clock.Now()), false)
+			}
+		},
 		UpdateFunc: func(oldObj, newObj any) {
 			old, ok1 := oldObj.(*v1.Pod)
 			p, ok2 := newObj.(*v1.Pod)
@@ -131,15 +164,58 @@ func (h *liveHistory) observe(p *v1.Pod, end time.Time, cut bool) {
 		return
 	}
 	kind := &v1.Pod{}
-	kind.Namespace, kind.Labels, kind.OwnerReferences = p.Namespace, p.Labels, p.OwnerReferences
+	kind.Namespace, kind.Labels, kind.OwnerReferences, kind.UID = p.Namespace, p.Labels, p.OwnerReferences, p.UID
+	h.add(observed{kind, d, cut, h.clock.Now()})
+}
+
+// add keeps o, in place of the run of the same pod (UID) if there is
+// one: a pod running when the file was written and seen finishing after a
+// restart is one finished run, not a censored one and a finished one.
+// O(1).
+func (h *liveHistory) add(o observed) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(h.runs) < historyMax {
-		h.runs = append(h.runs, observed{kind, d, cut})
+	h.gen++
+	uid := o.pod.UID
+	if h.byUID == nil {
+		h.byUID = map[types.UID]int{}
+	}
+	if i, ok := h.byUID[uid]; ok && uid != "" {
+		h.runs[i] = o
 		return
 	}
-	h.runs[h.next] = observed{kind, d, cut}
-	h.next = (h.next + 1) % historyMax
+	i := len(h.runs)
+	if i < historyMax {
+		h.runs = append(h.runs, o)
+	} else {
+		i = h.next
+		if old := h.runs[i].pod.UID; h.byUID[old] == i {
+			delete(h.byUID, old)
+		}
+		h.runs[i] = o
+		h.next = (h.next + 1) % historyMax
+	}
+	if uid != "" {
+		h.byUID[uid] = i
+	}
+}
+
+// censored reports whether the run kept of the pod uid is censored.
+func (h *liveHistory) censored(uid types.UID) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	i, ok := h.byUID[uid]
+	return ok && uid != "" && h.runs[i].cut
+}
+
+// kept returns a copy of the runs kept, oldest first, and the count of
+// changes they reflect. O(historyMax) under the lock, no I/O.
+func (h *liveHistory) kept() ([]observed, uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]observed, 0, len(h.runs))
+	out = append(out, h.runs[h.next:]...)
+	return append(out, h.runs[:h.next]...), h.gen
 }
 
 // history returns a sim.History of the runtimes kept, for one forecast.

@@ -66,6 +66,9 @@ func (o *Options) Validate() error {
 	errs = append(errs, o.validateLeaderElection()...)
 	errs = append(errs, o.Fairness.validate(o.source)...)
 	errs = append(errs, o.History.validate(o.source)...)
+	if err := o.History.load(); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", o.source("history-file"), err))
+	}
 	errs = append(errs, o.Serving.validate()...)
 	return errors.Join(errs...)
 }

@@ -67,6 +67,12 @@ var fileSettings = []fileSetting{
 		}
 		return a.History.Tail != nil
 	}, func(o *Options) string { return o.History.Tail }, nil},
+	{"history-file", "history.file", func(o *Options, a *profile.SchedqArgs) bool {
+		if a.History.File != nil {
+			o.History.File = *a.History.File
+		}
+		return a.History.File != nil
+	}, func(o *Options) string { return o.History.File }, nil},
 	{"stall-timeout", "stallTimeout", func(o *Options, a *profile.SchedqArgs) bool {
 		if a.StallTimeout != nil {
 			o.StallTimeout = *a.StallTimeout

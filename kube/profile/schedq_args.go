@@ -45,7 +45,7 @@ type SchedqArgs struct {
 	// less the renew deadline.
 	FenceMargin *time.Duration
 	// History is how forecasts learn runtimes (--history-label,
-	// --history-tail).
+	// --history-tail) and where they keep them (--history-file).
 	History HistoryArgs
 	// StallTimeout is how long a cycle may run before the health checks
 	// fail (--stall-timeout); 0: the default.
@@ -70,6 +70,9 @@ type HistoryArgs struct {
 	Labels []string
 	// Tail is longest or exponential (--history-tail).
 	Tail *string
+	// File keeps the runtimes learnt across restarts (--history-file);
+	// empty: none, as the flag's default.
+	File *string
 }
 
 // HistoryTails are the values of HistoryArgs.Tail.
@@ -101,6 +104,7 @@ type schedqFile struct {
 	History     *struct {
 		Labels []string `json:"labels"`
 		Tail   *string  `json:"tail"`
+		File   *string  `json:"file"`
 	} `json:"history"`
 	StallTimeout *string `json:"stallTimeout"`
 }
@@ -220,7 +224,7 @@ func strictError(path *field.Path, err error) *field.Error {
 }
 
 // schedqFields lists SchedqArgs' fields, for an unknown one's message.
-const schedqFields = "apiVersion, kind, wakeBudget, fairness (namespaces, weights, halfLife), fenceMargin, history (labels, tail) and stallTimeout"
+const schedqFields = "apiVersion, kind, wakeBudget, fairness (namespaces, weights, halfLife), fenceMargin, history (labels, tail, file) and stallTimeout"
 
 // childPath is path with the dotted fields of name under it.
 func childPath(path *field.Path, name string) *field.Path {
@@ -278,7 +282,7 @@ func (f *schedqFile) args(path *field.Path) (*SchedqArgs, field.ErrorList) {
 			HalfLife: dur(path.Child("fairness", "halfLife"), fa.HalfLife)}
 	}
 	if h := f.History; h != nil {
-		a.History = HistoryArgs{Labels: h.Labels, Tail: h.Tail}
+		a.History = HistoryArgs{Labels: h.Labels, Tail: h.Tail, File: h.File}
 	}
 	return a, errs
 }

@@ -41,11 +41,11 @@ func TestSchedqArgs(t *testing.T) {
       wakeBudget: false
       fairness: {namespaces: true, weights: {team-a: 2, team-b: 0.5}, halfLife: 2m}
       fenceMargin: 3s
-      history: {labels: [app, example.com/team], tail: exponential}
+      history: {labels: [app, example.com/team], tail: exponential, file: /var/lib/schedq/history.jsonl}
       stallTimeout: 3m
 `, good: &SchedqArgs{WakeBudget: to(false),
 			Fairness:    FairnessArgs{Namespaces: to(true), Weights: map[string]float64{"team-a": 2, "team-b": 0.5}, HalfLife: to(2 * time.Minute)},
-			FenceMargin: to(3 * time.Second), History: HistoryArgs{Labels: []string{"app", "example.com/team"}, Tail: to("exponential")},
+			FenceMargin: to(3 * time.Second), History: HistoryArgs{Labels: []string{"app", "example.com/team"}, Tail: to("exponential"), File: to("/var/lib/schedq/history.jsonl")},
 			StallTimeout: to(3 * time.Minute)}},
 		{name: "apiVersion and kind", args: "    args:\n      apiVersion: kubescheduler.config.k8s.io/v1\n      kind: SchedqArgs\n      wakeBudget: true\n",
 			good: &SchedqArgs{WakeBudget: to(true)}},

@@ -74,7 +74,7 @@ func schedulerOnly(set profile.Settings, learns bool) []onlyField {
 	if a.FenceMargin != nil {
 		out = append(out, onlyField{"fenceMargin", "schedq scheduler's only: the simulator has no lease to fence its bindings with"})
 	}
-	if !learns && (a.History.Labels != nil || a.History.Tail != nil) {
+	if !learns && (a.History.Labels != nil || a.History.Tail != nil || a.History.File != nil) {
 		out = append(out, onlyField{"history", "schedq scheduler's and schedq whatif's only: a simulation learns no runtimes"})
 	}
 	if a.StallTimeout != nil {

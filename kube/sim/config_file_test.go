@@ -216,6 +216,7 @@ func TestConfigFileSchedqSettings(t *testing.T) {
 			[]string{"queue.fairness: with the Schedq args of scheduler.config CFG: fairnessWeights and fairnessHalfLife need fairness: true"}},
 		{"fence margin", "{fenceMargin: 3s}", nil, []string{"scheduler.config: CFG: " + at + ".fenceMargin: schedq scheduler's only"}},
 		{"history", "{history: {tail: exponential}}", nil, []string{"scheduler.config: CFG: " + at + ".history: schedq scheduler's and schedq whatif's only"}},
+		{"history file", "{history: {file: /var/lib/schedq/history.jsonl}}", nil, []string{"scheduler.config: CFG: " + at + ".history: schedq scheduler's and schedq whatif's only"}},
 		{"stall timeout", "{stallTimeout: 5m}", nil, []string{"scheduler.config: CFG: " + at + ".stallTimeout: schedq scheduler's only"}},
 		{"bad args", "{fairness: {halfLife: soon}}", nil, []string{"CFG: " + at + `.fairness.halfLife: Invalid value: "soon"`}},
 	} {

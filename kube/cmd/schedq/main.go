@@ -176,6 +176,7 @@ Every flag is checked before it connects.`,
 	f.DurationVar(&o.Fairness.HalfLife, "fair-half-life", 0, "for --fair-namespaces: how fast a namespace's usage fades (0: 1m)")
 	f.StringSliceVar(&o.History.Labels, "history-label", nil, "forecasts learn runtimes per value of these labels, coarsest first (repeat or comma-separate; a class with too few runs falls back to the coarser; default: per controller, falling back to its owner kind and namespace)")
 	f.StringVar(&o.History.Tail, "history-tail", "longest", "what a runtime from history is when most runs like it are still going: longest (the longest run seen) or exponential (the estimate continued at its constant hazard)")
+	f.StringVar(&o.History.File, "history-file", "", "keep the runtimes the forecasts learn in this file across restarts: loaded at start (missing: an empty history; one that does not parse is refused), written every minute when they changed and at shutdown; empty: the history starts empty at each start")
 	f.BoolVar(&o.NoWakeBudget, "no-wake-budget", false, "wake every pending pod a cluster event may help, as kube-scheduler does, instead of only those the event makes room for")
 	f.DurationVar(&o.StallTimeout, "stall-timeout", 0, "how long one scheduling cycle may run before /healthz, /livez and /readyz fail, so that a stuck leader is restarted and gives up its lease; at least 1m; 0: 2m")
 	f.BoolVar(&o.LeaderElect, "leader-elect", true, "run leader election on a Lease; only the leader schedules")

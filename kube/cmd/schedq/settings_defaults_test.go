@@ -20,8 +20,9 @@ var schedqDefaults = map[string]string{
 	"fairness.namespaces": "fairness: {namespaces: false, weights: {}, halfLife: 0s}",
 	"fairness.weights":    "",
 	"fairness.halfLife":   "",
-	"history.labels":      "history: {labels: [], tail: longest}",
+	"history.labels":      "history: {labels: [], tail: longest, file: \"\"}",
 	"history.tail":        "",
+	"history.file":        "",
 	"stallTimeout":        "stallTimeout: 0s",
 	"fenceMargin":         "fenceMargin: 0s",
 }

@@ -1,0 +1,408 @@
+package app
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+)
+
+// historyFileVersion is the version of the history file's format: its
+// first line is {"kind":"SchedqHistory","version":1}.
+const historyFileVersion = 1
+
+// historyFileKind is the kind the first line of a history file names.
+const historyFileKind = "SchedqHistory"
+
+// historyWriteEvery is how often the history file is written, if the
+// runs changed since the last write.
+const historyWriteEvery = time.Minute
+
+// historyLineMax bounds a line of the history file: a run with its class
+// is a few hundred bytes.
+const historyLineMax = 1 << 20
+
+// historyHeader is the first line of a history file.
+type historyHeader struct {
+	Kind    string `json:"kind"`
+	Version int    `json:"version"`
+}
+
+// historyRun is one line after the first: one run.
+type historyRun struct {
+	UID        types.UID         `json:"uid,omitempty"`
+	Namespace  string            `json:"namespace"`
+	Labels     map[string]string `json:"labels,omitempty"` // the values of the --history-label labels only
+	Controller *historyOwner     `json:"controller,omitempty"`
+	Runtime    string            `json:"runtime"` // a Go duration: 1m30s
+	State      string            `json:"state"`   // finished or censored
+	Observed   time.Time         `json:"observed"`
+}
+
+// historyOwner is a run's controller: its class without labels.
+type historyOwner struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+}
+
+// The values of historyRun.State.
+const (
+	runFinished = "finished"
+	runCensored = "censored"
+)
+
+// loadedHistory is what a history file held when the scheduler started.
+type loadedHistory struct {
+	runs    []observed // in the file's order, oldest first
+	missing bool       // no file: an empty history
+}
+
+// loadHistoryFile reads the runs of the history file at path. A missing
+// file or an empty one is an empty history; a file that does not parse
+// is an error naming the file, the line and the field. O(lines).
+func loadHistoryFile(path string) (*loadedHistory, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &loadedHistory{missing: true}, checkHistoryDir(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := &loadedHistory{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, historyLineMax)
+	line := 0
+	for sc.Scan() {
+		line++
+		var err error
+		if line == 1 {
+			err = parseHistoryHeader(sc.Bytes())
+		} else {
+			var o observed
+			if o, err = parseHistoryRun(sc.Bytes()); err == nil {
+				out.runs = append(out.runs, o)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: line %d: %w", path, line, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: line %d: %w", path, line+1, err)
+	}
+	return out, nil
+}
+
+// checkHistoryDir refuses a history file whose directory is not one:
+// every write would fail.
+func checkHistoryDir(path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("%s: the directory: %w", path, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s: %s is not a directory", path, dir)
+	}
+	return nil
+}
+
+// decodeStrict decodes one JSON object from b into v, refusing unknown
+// fields and anything after the object.
+func decodeStrict(b []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return fmt.Errorf("%s: %s is not a %s", te.Field, te.Value, te.Type)
+		}
+		return fmt.Errorf("not a JSON object of the format: %v", err)
+	}
+	if d.More() {
+		return errors.New("more than one JSON object")
+	}
+	return nil
+}
+
+// parseHistoryHeader checks the first line: the kind and the version.
+func parseHistoryHeader(b []byte) error {
+	var h historyHeader
+	if err := decodeStrict(b, &h); err != nil {
+		return fmt.Errorf("the header %s: %w", b, err)
+	}
+	if h.Kind != historyFileKind {
+		return fmt.Errorf("kind: %q, not %q: not a history file of schedq's", h.Kind, historyFileKind)
+	}
+	if h.Version != historyFileVersion {
+		return fmt.Errorf("version: %d is not supported: this schedq reads version %d", h.Version, historyFileVersion)
+	}
+	return nil
+}
+
+// parseHistoryRun parses one run.
+func parseHistoryRun(b []byte) (observed, error) {
+	var r historyRun
+	if err := decodeStrict(b, &r); err != nil {
+		return observed{}, err
+	}
+	d, err := time.ParseDuration(r.Runtime)
+	switch {
+	case err != nil:
+		return observed{}, fmt.Errorf("runtime: %q is not a duration (such as 90s or 1h2m)", r.Runtime)
+	case d <= 0:
+		return observed{}, fmt.Errorf("runtime: %v is not above 0", d)
+	case r.State != runFinished && r.State != runCensored:
+		return observed{}, fmt.Errorf("state: %q is neither %q nor %q", r.State, runFinished, runCensored)
+	case r.Observed.IsZero():
+		return observed{}, errors.New("observed: missing")
+	case r.Controller != nil && (r.Controller.Kind == "" || r.Controller.Name == ""):
+		return observed{}, errors.New("controller: needs both kind and name")
+	}
+	p := &v1.Pod{}
+	p.UID, p.Namespace, p.Labels = r.UID, r.Namespace, r.Labels
+	if c := r.Controller; c != nil {
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: c.Kind, Name: c.Name, Controller: new(true)}}
+	}
+	return observed{pod: p, d: d, cut: r.State == runCensored, at: r.Observed}, nil
+}
+
+// historyFile writes the runs of a liveHistory to its file: every
+// historyWriteEvery if they changed, and at shutdown. The pods running
+// at the write go in as censored runs, so that after a restart they
+// count until they are seen to finish (liveHistory.add replaces them).
+type historyFile struct {
+	path    string
+	hist    *liveHistory
+	running func() []*v1.Pod // the pods of ours running now; nil: none
+	log     *slog.Logger
+	errors  prometheus.Counter
+	// write replaces the file with what encode writes (writeAtomic).
+	write func(path string, encode func(io.Writer) error) error
+
+	written uint64 // hist.gen at the last write that succeeded
+}
+
+// newHistoryFile writes h to path, with the running pods listed by
+// running, counting its failures in errs.
+func newHistoryFile(path string, h *liveHistory, running func() []*v1.Pod, log *slog.Logger, errs prometheus.Counter) *historyFile {
+	return &historyFile{path: path, hist: h, running: running, log: log, errors: errs, write: writeAtomic}
+}
+
+// seed puts the runs loaded from the file into the history, oldest
+// first: the ring keeps the latest historyMax.
+func (w *historyFile) seed(l *loadedHistory) {
+	if l.missing {
+		w.log.Info("history file does not exist: the forecasts' history starts empty", "file", w.path)
+	}
+	for _, o := range l.runs {
+		w.hist.add(o)
+	}
+	_, w.written = w.hist.kept()
+	if !l.missing {
+		w.log.Info("history file loaded", "file", w.path, "runs", len(l.runs))
+	}
+}
+
+// loop writes the file every historyWriteEvery if the runs changed, and
+// once more when ctx ends. Run in its own goroutine.
+func (w *historyFile) loop(ctx context.Context, timers clock.Clock) {
+	for {
+		t := timers.NewTimer(historyWriteEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			w.save(true)
+			return
+		case <-t.C():
+			w.save(false)
+		}
+	}
+}
+
+// save writes the file if the runs changed since the last write, or
+// always. The runs are copied under the history's lock and written after
+// it is released. A failure is logged and counted, never fatal: the next
+// write tries again.
+func (w *historyFile) save(always bool) {
+	runs, gen := w.hist.kept()
+	if !always && gen == w.written {
+		return
+	}
+	runs = w.withRunning(runs)
+	labels := w.hist.opts.Labels
+	err := w.write(w.path, func(out io.Writer) error { return encodeHistory(out, runs, labels) })
+	if err != nil {
+		w.errors.Inc()
+		w.log.Error("writing the history file failed: the forecasts' history would start from the last file written", "file", w.path, "err", err)
+		return
+	}
+	w.written = gen
+}
+
+// withRunning is runs with the pods running now added as censored runs,
+// each in place of the run its pod has (by UID) if that is censored too.
+func (w *historyFile) withRunning(runs []observed) []observed {
+	if w.running == nil {
+		return runs
+	}
+	at := map[types.UID]int{}
+	for i, o := range runs {
+		if o.pod.UID != "" {
+			at[o.pod.UID] = i
+		}
+	}
+	now := w.hist.clock.Now()
+	for _, p := range w.running() {
+		if p.Status.StartTime == nil || !ours(w.hist.schedulerName, w.hist.profiles, p.Spec.SchedulerName) {
+			continue
+		}
+		d := now.Sub(p.Status.StartTime.Time)
+		if d <= 0 {
+			continue
+		}
+		o := observed{pod: p, d: d, cut: true, at: now}
+		if i, ok := at[p.UID]; ok && p.UID != "" {
+			if runs[i].cut {
+				runs[i] = o
+			}
+			continue
+		}
+		runs = append(runs, o)
+	}
+	if n := len(runs); n > historyMax {
+		runs = runs[n-historyMax:]
+	}
+	return runs
+}
+
+// encodeHistory writes the header and one line per run, with the values
+// of labels only. O(runs).
+func encodeHistory(out io.Writer, runs []observed, labels []string) error {
+	bw := bufio.NewWriter(out)
+	enc := json.NewEncoder(bw)
+	if err := enc.Encode(historyHeader{Kind: historyFileKind, Version: historyFileVersion}); err != nil {
+		return err
+	}
+	for _, o := range runs {
+		if err := enc.Encode(runLine(o, labels)); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// runLine is o as a line of the file: its class (the values of labels,
+// its controller, its namespace), not the whole pod.
+func runLine(o observed, labels []string) historyRun {
+	r := historyRun{UID: o.pod.UID, Namespace: o.pod.Namespace, Runtime: o.d.String(), State: runFinished, Observed: o.at.UTC()}
+	if o.cut {
+		r.State = runCensored
+	}
+	for _, l := range labels {
+		if v, ok := o.pod.Labels[l]; ok {
+			if r.Labels == nil {
+				r.Labels = map[string]string{}
+			}
+			r.Labels[l] = v
+		}
+	}
+	for _, ref := range o.pod.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller {
+			r.Controller = &historyOwner{Kind: ref.Kind, Name: ref.Name}
+			break
+		}
+	}
+	return r
+}
+
+// writeAtomic replaces the file at path with what encode writes: into a
+// temporary file in the same directory, synced, then renamed over path.
+// On any failure the file at path is left as it was and the temporary
+// one removed.
+func writeAtomic(path string, encode func(io.Writer) error) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err = encode(tmp); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	syncDir(filepath.Dir(path))
+	return nil
+}
+
+// syncDir syncs dir, so that a rename in it survives a power loss; where
+// a directory cannot be synced the rename stands as it is.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+}
+
+// startHistoryFile seeds h from o.History.File (as Validate loaded it)
+// and writes it there until ctx ends, counting the failed writes in
+// scheduler_forecast_history_write_errors_total on reg. The channel is
+// closed after the last write.
+func startHistoryFile(ctx context.Context, o Options, h *liveHistory, pods cache.Store, reg prometheus.Registerer, log *slog.Logger) (<-chan struct{}, error) {
+	if err := o.History.load(); err != nil {
+		return nil, fmt.Errorf("%s: %w", o.source("history-file"), err)
+	}
+	errs := prometheus.NewCounter(prometheus.CounterOpts{Subsystem: "scheduler", Name: "forecast_history_write_errors_total",
+		Help: "Writes of the forecasts' history file (--history-file) that failed; the file keeps its last contents."})
+	if err := reg.Register(errs); err != nil {
+		return nil, err
+	}
+	w := newHistoryFile(o.History.File, h, func() []*v1.Pod { return runningPods(pods) }, log, errs)
+	w.seed(o.History.loaded)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.loop(ctx, o.Clock)
+	}()
+	return done, nil
+}
+
+// runningPods lists the pods of store on a node, started and not ended.
+// O(pods).
+func runningPods(store cache.Store) []*v1.Pod {
+	var out []*v1.Pod
+	for _, obj := range store.List() {
+		if p, ok := obj.(*v1.Pod); ok && p.Spec.NodeName != "" && p.Status.StartTime != nil && !terminal(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
