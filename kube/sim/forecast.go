@@ -30,7 +30,15 @@ type ForecastState struct {
 	// each keeps its profile's name, and is scheduled by that profile's
 	// framework (one that names none the simulator would take is left
 	// alone: it never starts).
-	Pending   []*v1.Pod
+	Pending []*v1.Pod
+	// Parked are the pending pods the queue held parked after a failed
+	// attempt, by UID. The forecast queues them parked so, to be woken
+	// by the events their plugins name, in the order of their
+	// timestamps, as the queue would: queued to be tried at once, the
+	// attempts the queue does not make would take virtual time, and room
+	// freed meanwhile would go to pods behind them in that pass. Members
+	// of a group are queued as pods not tried yet.
+	Parked    map[types.UID]ParkedPod
 	PodGroups []*schedulingv1beta1.PodGroup
 	// Objects are the cluster's volumes and claims and DRA's objects, the
 	// kinds a snapshot keeps besides nodes, pods and namespaces
@@ -67,6 +75,14 @@ type RunningPod struct {
 	// taken from a trace replay on the GPU device model; without them the
 	// forecast places the pod's GPUs again, best fit.
 	GPUs []int
+}
+
+// ParkedPod is how the queue held a parked pod: the plugins that
+// rejected it in its last attempt and its queue timestamp (when that
+// attempt failed, which its order and leftover flush count from).
+type ParkedPod struct {
+	RejectedBy []string
+	Timestamp  time.Time
 }
 
 // Arrival is a pod and when it arrived.

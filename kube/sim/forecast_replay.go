@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
 )
 
@@ -169,7 +170,7 @@ func (r *Replay) State() *ForecastState {
 		st.Objects = append(st.Objects, s.obj.byKey[k])
 	}
 	st.Budgets = slices.Clip(s.x.budgets)
-	st.Pending = r.pendingOrder(unbound)
+	st.Pending, st.Parked = r.pendingOrder(unbound)
 	st.PodGroups = r.podGroups(unbound)
 	for i := len(r.arrived) - 1; i >= 0 && s.now.Sub(r.arrived[i].At) < r.Window; i-- {
 		st.Recent = append(st.Recent, r.arrived[i])
@@ -189,15 +190,21 @@ func (r *Replay) started(p *v1.Pod) time.Time {
 }
 
 // pendingOrder lists the unbound pods: those in flight first, then the
-// queue's in the order they wait, with their nominations.
-func (r *Replay) pendingOrder(unbound map[string]*v1.Pod) []*v1.Pod {
+// queue's in the order they wait, with their nominations; and the
+// plugins that rejected each pod the queue holds parked, and its
+// timestamp.
+func (r *Replay) pendingOrder(unbound map[string]*v1.Pod) ([]*v1.Pod, map[types.UID]ParkedPod) {
 	page := r.s.core.Pending(pendingAll, r.s.now)
 	listed := make(map[string]bool, len(page.Items))
 	var queued []*v1.Pod
+	parked := map[types.UID]ParkedPod{}
 	for _, it := range page.Items {
 		if p := unbound[it.Key.String()]; p != nil {
 			listed[it.Key.String()] = true
 			queued = append(queued, r.nominated(p))
+			if it.Location == schedq.InUnschedulable && it.Group == "" && len(it.RejectedBy) > 0 {
+				parked[p.UID] = ParkedPod{slices.Clone(it.RejectedBy), it.Timestamp}
+			}
 		}
 	}
 	var out []*v1.Pod
@@ -206,7 +213,7 @@ func (r *Replay) pendingOrder(unbound map[string]*v1.Pod) []*v1.Pod {
 			out = append(out, r.nominated(unbound[k]))
 		}
 	}
-	return append(out, queued...)
+	return append(out, queued...), parked
 }
 
 var pendingAll = pendingOptions(math.MaxInt32)

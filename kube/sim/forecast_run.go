@@ -360,6 +360,7 @@ func (r *forecastRun) addPending(p *v1.Pod, seen uids) error {
 	}
 	r.isAsked[p.UID] = true
 	r.setLifetime(p)
+	r.parkIfParked(p)
 	if len(p.Spec.ResourceClaims) > 0 {
 		// Its claims from templates may be made now and named in its
 		// status, which must not reach the state's pod.
@@ -369,6 +370,20 @@ func (r *forecastRun) addPending(p *v1.Pod, seen uids) error {
 	}
 	r.s.arrive(p)
 	return nil
+}
+
+// parkIfParked has the queue park p behind its plugins when it arrives,
+// if the state's queue held it parked (ForecastState.Parked) and it is no
+// group member.
+func (r *forecastRun) parkIfParked(p *v1.Pod) {
+	pp, ok := r.st.Parked[p.UID]
+	if !ok || framework.GroupName(p) != "" {
+		return
+	}
+	if r.s.x.parkAtAdd == nil {
+		r.s.x.parkAtAdd = map[types.NamespacedName]parkAt{}
+	}
+	r.s.x.parkAtAdd[framework.Key(p)] = parkAt{pp.RejectedBy, epoch.Add(pp.Timestamp.Sub(r.st.Now))}
 }
 
 // useGPUWorkload gives the run's GPU policy the replay's typical

@@ -731,6 +731,14 @@ type coreQueue struct {
 }
 
 func (q coreQueue) Add(p *v1.Pod) error {
+	if pa, ok := q.s.x.parkAtAdd[framework.Key(p)]; ok {
+		delete(q.s.x.parkAtAdd, framework.Key(p))
+		f := schedq.Failure{RejectedBy: pa.plugins}
+		q.s.trace(Op{Kind: "park", Pod: p, Failure: f})
+		err := q.c.Park(p, f, pa.at)
+		q.s.settle(framework.Key(p), true)
+		return err
+	}
 	q.s.trace(Op{Kind: "add", Pod: p})
 	q.c.Add(p, q.s.now)
 	q.s.settle(framework.Key(p), true)
