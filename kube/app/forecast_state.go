@@ -133,8 +133,9 @@ func (l *liveState) copy() (*sim.ForecastState, CopyStats) {
 	pods := l.pods.List()
 	assumed := map[types.UID]*v1.Pod{}
 	l.copyCache(st, seen, assumed, &cs)
-	order, nominated := l.copyQueue(&cs)
+	order, nominated, parked := l.copyQueue(&cs)
 	st.Pending = l.pending(pods, order, nominated, seen)
+	st.Parked = parkedByUID(st.Pending, parked)
 	for _, obj := range l.namespaces.List() {
 		if ns, ok := obj.(*v1.Namespace); ok {
 			st.Namespaces = append(st.Namespaces, ns)
@@ -221,10 +222,17 @@ func (l *liveState) addNode(st *sim.ForecastState, ni *framework.NodeInfo, name 
 }
 
 // copyQueue lists the queue's pending pods in the order they wait,
-// copyChunk per page, with their nominations.
-func (l *liveState) copyQueue(cs *CopyStats) ([]string, map[string]string) {
+// copyChunk per page, with their nominations and, for those it holds
+// parked after a failed attempt (group members aside), the plugins that
+// rejected them and their queue timestamps: a forecast parks them so
+// (sim.ForecastState.Parked), where queued as new its run would begin by
+// trying every one of them again, an attempt the scheduler does not
+// make, and room freed meanwhile would go to whichever pod that pass
+// had reached instead of to the pods the events wake.
+func (l *liveState) copyQueue(cs *CopyStats) ([]string, map[string]string, map[string]sim.ParkedPod) {
 	var order []string
 	nominated := map[string]string{}
+	parked := map[string]sim.ParkedPod{}
 	listed := map[string]bool{}
 	for off := 0; ; off += copyChunk {
 		var page schedq.PendingPage[types.NamespacedName]
@@ -241,9 +249,12 @@ func (l *liveState) copyQueue(cs *CopyStats) ([]string, map[string]string) {
 			if it.NominatedTarget != "" {
 				nominated[key] = it.NominatedTarget
 			}
+			if it.Location == schedq.InUnschedulable && it.Group == "" && len(it.RejectedBy) > 0 {
+				parked[key] = sim.ParkedPod{RejectedBy: slices.Clone(it.RejectedBy), Timestamp: it.Timestamp}
+			}
 		}
 		if off+copyChunk >= page.Total {
-			return order, nominated
+			return order, nominated, parked
 		}
 	}
 }
@@ -291,6 +302,21 @@ func (l *liveState) pending(pods []any, order []string, nominated map[string]str
 		}
 	}
 	return append(out, queued...)
+}
+
+// parkedByUID is parked (by key) for the pods of pending, by UID; nil if
+// none is parked.
+func parkedByUID(pending []*v1.Pod, parked map[string]sim.ParkedPod) map[types.UID]sim.ParkedPod {
+	var out map[types.UID]sim.ParkedPod
+	for _, p := range pending {
+		if pp, ok := parked[p.Namespace+"/"+p.Name]; ok {
+			if out == nil {
+				out = map[types.UID]sim.ParkedPod{}
+			}
+			out[p.UID] = pp
+		}
+	}
+	return out
 }
 
 // unassumeUnallocated makes pending again, first in st.Pending (by key),

@@ -1,13 +1,18 @@
 package app
 
 import (
+	"context"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/schedq/schedq"
 )
 
 // bindingStore is a pod store in which a pod binds while it is being
@@ -63,5 +68,39 @@ func TestLiveStateCopiesBudgets(t *testing.T) {
 		budgets: func() []*policyv1.PodDisruptionBudget { return []*policyv1.PodDisruptionBudget{b} }}
 	if st, _ := ls.copy(); len(st.Budgets) != 1 || st.Budgets[0] != b {
 		t.Errorf("budgets %v, want db", st.Budgets)
+	}
+}
+
+// TestLiveStateCopiesParkedPods: a pod the queue holds parked after a
+// failed attempt is parked in the copy (sim.ForecastState.Parked), with
+// the plugins that rejected it and its queue timestamp, so that the
+// forecast parks it too instead of trying it again first; a pod waiting
+// in activeQ is not.
+func TestLiveStateCopiesParkedPods(t *testing.T) {
+	l := newLiveCluster(t, 1)
+	big, small := l.pod("big", "8", ""), l.pod("small", "1", "")
+	l.pending(big)
+	l.pending(small)
+	a, err := l.queue.Pop(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now() // the test's queue runs on the wall clock
+	if err := l.queue.Requeue(a, schedq.Failure{RejectedBy: []string{"NodeResourcesFit"}, Message: "0/1 nodes are available: 1 Insufficient cpu."}); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	ls := &liveState{queue: l.queue, cache: l.cache, pods: l.pods, namespaces: l.nss, groups: l.groups,
+		objects: []cache.Store{l.objs}, schedulerName: "schedq", clock: l.clk}
+	st, _ := ls.copy()
+	if len(st.Pending) != 2 {
+		t.Fatalf("%d pending, want big and small", len(st.Pending))
+	}
+	pp, ok := st.Parked[big.UID]
+	if !ok || !slices.Equal(pp.RejectedBy, []string{"NodeResourcesFit"}) || pp.Timestamp.Before(before) || pp.Timestamp.After(after) {
+		t.Errorf("big parked %v (%+v), want by NodeResourcesFit, at its failure (%v to %v)", ok, pp, before, after)
+	}
+	if _, ok := st.Parked[small.UID]; ok || len(st.Parked) != 1 {
+		t.Errorf("parked %v; small waits in activeQ and is not parked", st.Parked)
 	}
 }
