@@ -194,13 +194,7 @@ func TestDRAForkLeavesTheReplayAlone(t *testing.T) {
 	replay := func(fork bool) string {
 		sc := traceScenario(dir)
 		sc.Scheduler.GPUPolicy = "fgd"
-		r, err := NewReplay(sc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.Until(55 * time.Second); err != nil {
-			t.Fatal(err)
-		}
+		r := replayTo(t, sc, 55*time.Second)
 		if fork {
 			st := r.State()
 			if len(st.Pending) == 0 || len(st.Running) < 3 {

@@ -26,13 +26,7 @@ func TestDRAForecastKeepsTheGPUPolicy(t *testing.T) {
 		t.Run(tc.model+" "+tc.policy, func(t *testing.T) {
 			sc := traceScenario(dir)
 			sc.Scheduler.GPUModel, sc.Scheduler.GPUPolicy = tc.model, tc.policy
-			r, err := NewReplay(sc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := r.Until(60 * time.Second); err != nil {
-				t.Fatal(err)
-			}
+			r := replayTo(t, sc, 60*time.Second)
 			st := r.State()
 			if len(st.Running) != 2 || len(st.Pending) != 2 {
 				t.Fatalf("at 60s: %d running, %d pending; want x2 and h, s and w", len(st.Running), len(st.Pending))

@@ -48,10 +48,8 @@ func TestForecastKeepsTheGPUsPodsHold(t *testing.T) {
 	}
 }
 
-// forecastOfFork replays the trace of sc to at, where running pods run
-// and one pod is pending, and forecasts that pod's start with the
-// replay's own runtimes.
-func forecastOfFork(t *testing.T, sc *Scenario, at time.Duration, running int) (*Replay, *ForecastState, PodForecast) {
+// replayTo replays sc to at, failing t if it cannot.
+func replayTo(t *testing.T, sc *Scenario, at time.Duration) *Replay {
 	t.Helper()
 	r, err := NewReplay(sc)
 	if err != nil {
@@ -60,6 +58,15 @@ func forecastOfFork(t *testing.T, sc *Scenario, at time.Duration, running int) (
 	if err := r.Until(at); err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+// forecastOfFork replays the trace of sc to at, where running pods run
+// and one pod is pending, and forecasts that pod's start with the
+// replay's own runtimes.
+func forecastOfFork(t *testing.T, sc *Scenario, at time.Duration, running int) (*Replay, *ForecastState, PodForecast) {
+	t.Helper()
+	r := replayTo(t, sc, at)
 	st := r.State()
 	if len(st.Running) != running || len(st.Pending) != 1 {
 		t.Fatalf("at %v: %d running, %d pending; want %d and one", at, len(st.Running), len(st.Pending), running)
@@ -91,13 +98,7 @@ func TestWhatIfGPUPodClaimsDevices(t *testing.T) {
 	for _, model := range []string{GPUModelDRA, GPUModelDevice} {
 		sc := traceScenario(dir)
 		sc.Scheduler.GPUModel = model
-		r, err := NewReplay(sc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.Until(20 * time.Second); err != nil {
-			t.Fatal(err)
-		}
+		r := replayTo(t, sc, 20*time.Second)
 		in, err := ParseWhatIf([]byte(podOf("whole", "1000") + "---\n" + podOf("share", "300")))
 		if err != nil {
 			t.Fatal(err)

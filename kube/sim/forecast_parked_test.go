@@ -26,13 +26,7 @@ func TestForecastOfParkedPodsMatchesTheReplay(t *testing.T) {
 		t.Run(model, func(t *testing.T) {
 			sc := traceScenario(dir)
 			sc.Scheduler.GPUModel, sc.Scheduler.AttemptCost = model, time.Second
-			r, err := NewReplay(sc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := r.Until(20 * time.Second); err != nil {
-				t.Fatal(err)
-			}
+			r := replayTo(t, sc, 20*time.Second)
 			st := r.State()
 			if len(st.Running) != 2 || len(st.Pending) != 4 {
 				t.Fatalf("at the fork: %d running, %d pending; want 2 and 4", len(st.Running), len(st.Pending))
