@@ -78,8 +78,10 @@ type Options struct {
 	// beneath the fence: for tests that hold requests the fence has let
 	// through, as a paused process would. Nil in production.
 	WrapTransport func(http.RoundTripper) http.RoundTripper
-	// Clock is for the fence, the outage backoff and the stall watch.
-	// Default: the wall clock.
+	// Clock is for the queue (its timestamps, backoff and flushes), the
+	// fence, the outage backoff, the stall watch and the forecasts'
+	// state, which reads the queue's timestamps against it. Default: the
+	// wall clock.
 	Clock clock.Clock
 	// StallTimeout is how long one scheduling cycle may run before
 	// /healthz, /livez and /readyz fail (see Handler). Default

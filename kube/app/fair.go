@@ -27,11 +27,14 @@ type FairnessOptions struct {
 }
 
 // queueConfig is the scheduler's queue configuration as o sets it (with
-// the --config file's settings applied by Validate): fairness and the
-// backoff. Run adds the recorder, the frameworks' hints and the wake
-// budget.
+// the --config file's settings applied by Validate): fairness, the
+// backoff and the clock (o.Clock, if set). Run adds the recorder, the
+// frameworks' hints and the wake budget.
 func (o *Options) queueConfig() schedq.Config[types.NamespacedName, *v1.Pod] {
 	qcfg := scheduler.QueueConfig()
+	if o.Clock != nil {
+		qcfg.Clock = o.Clock // the clock the rest of the scheduler reads the queue's timestamps against
+	}
 	qcfg.Fairness = o.Fairness.fairness()
 	qcfg.InitialBackoff, qcfg.MaxBackoff = o.Config.InitialBackoff, o.Config.MaxBackoff
 	return qcfg

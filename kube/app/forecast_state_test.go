@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/schedq/schedq"
 )
@@ -102,5 +103,34 @@ func TestLiveStateCopiesParkedPods(t *testing.T) {
 	}
 	if _, ok := st.Parked[small.UID]; ok || len(st.Parked) != 1 {
 		t.Errorf("parked %v; small waits in activeQ and is not parked", st.Parked)
+	}
+}
+
+// TestQueueRunsOnTheOptionsClock: the scheduler's queue stamps a failed
+// attempt with Options.Clock, the clock the live state's copy takes its
+// instant from, so that a parked pod's timestamp in a forecast's state
+// is never ahead of the state's own instant.
+func TestQueueRunsOnTheOptionsClock(t *testing.T) {
+	clk := testingclock.NewFakeClock(liveNow)
+	o := Options{Clock: clk}
+	q, err := schedq.New(o.queueConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLiveCluster(t, 1)
+	if err := q.Add(l.pod("big", "8", "")); err != nil {
+		t.Fatal(err)
+	}
+	a, err := q.Pop(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Minute)
+	if err := q.Requeue(a, schedq.Failure{RejectedBy: []string{"NodeResourcesFit"}}); err != nil {
+		t.Fatal(err)
+	}
+	x, err := q.Explain(types.NamespacedName{Namespace: "default", Name: "big"})
+	if err != nil || !x.Timestamp.Equal(liveNow.Add(time.Minute)) {
+		t.Errorf("queue timestamp %v (%v), want the options' clock's %v", x.Timestamp, err, liveNow.Add(time.Minute))
 	}
 }
