@@ -134,18 +134,18 @@ func TestTraceSplitReplay(t *testing.T) {
 func TestEvalWarm(t *testing.T) {
 	for _, c := range []struct {
 		name             string
-		from             time.Duration
+		from, every      time.Duration // every: the forks' interval, 0 for Eval's default
 		warm             bool
 		runs, going      int
 		wantErr, history string
 	}{
-		{"warm at 20s: three pods going", 20 * time.Second, true, 3, 3, "", "warm: 3 runs"},
-		{"warm at 600s: two ended, pod-two not started", 600 * time.Second, true, 5, 3, "", "warm: 5 runs"},
-		{"cold split", 20 * time.Second, false, 0, 0, "", "cold"},
-		{"warm without a split", 0, true, 0, 0, "a warm history needs a split", ""},
-		{"negative split", -time.Second, false, 0, 0, "(EvalOptions.From) -1s is before its start", ""},
-		{"negative interval", 20 * time.Second, false, 0, 0, "(EvalOptions.Every) -1s and the horizon (EvalOptions.Horizon) 24h0m0s must be positive", ""},
-		{"split of a pod list without times", 20 * time.Second, false, 0, 0, "a split at 20s needs a pod list with time columns", ""},
+		{"warm at 20s: three pods going", 20 * time.Second, 0, true, 3, 3, "", "warm: 3 runs"},
+		{"warm at 600s: two ended, pod-two not started", 600 * time.Second, 0, true, 5, 3, "", "warm: 5 runs"},
+		{"cold split", 20 * time.Second, 0, false, 0, 0, "", "cold"},
+		{"warm without a split", 0, 0, true, 0, 0, "a warm history needs a split", ""},
+		{"negative split", -time.Second, 0, false, 0, 0, "(EvalOptions.From) -1s is before its start", ""},
+		{"negative interval", 20 * time.Second, -time.Second, false, 0, 0, "(EvalOptions.Every) -1s and the horizon (EvalOptions.Horizon) 24h0m0s must be positive", ""},
+		{"split of a pod list without times", 20 * time.Second, 0, false, 0, 0, "a split at 20s needs a pod list with time columns", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := "testdata/alibaba"
@@ -155,11 +155,7 @@ func TestEvalWarm(t *testing.T) {
 				os.WriteFile(filepath.Join(dir, "openb_node_list_all_node.csv"), nodes, 0o644)
 				os.WriteFile(filepath.Join(dir, "openb_pod_list_default.csv"), []byte(strings.Join(podColumnsShort, ",")+"\np,1000,1024,0,0\n"), 0o644)
 			}
-			every := time.Duration(0)
-			if strings.Contains(c.name, "negative interval") {
-				every = -time.Second // without the check, forks for ever
-			}
-			rep, err := Eval(EvalOptions{Dir: dir, Speed: 1, From: c.from, Warm: c.warm, MainRows: true, Every: every})
+			rep, err := Eval(EvalOptions{Dir: dir, Speed: 1, From: c.from, Warm: c.warm, MainRows: true, Every: c.every})
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("error %v, want %q", err, c.wantErr)
