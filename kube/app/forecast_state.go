@@ -249,8 +249,8 @@ func (l *liveState) copyQueue(cs *CopyStats) ([]string, map[string]string, map[s
 			if it.NominatedTarget != "" {
 				nominated[key] = it.NominatedTarget
 			}
-			if it.Location == schedq.InUnschedulable && it.Group == "" && len(it.RejectedBy) > 0 {
-				parked[key] = sim.ParkedPod{RejectedBy: slices.Clone(it.RejectedBy), Timestamp: it.Timestamp}
+			if pp, ok := sim.ParkedOf(it.Explanation); ok {
+				parked[key] = pp
 			}
 		}
 		if off+copyChunk >= page.Total {

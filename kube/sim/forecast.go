@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/gpu"
 )
 
@@ -83,6 +85,17 @@ type RunningPod struct {
 type ParkedPod struct {
 	RejectedBy []string
 	Timestamp  time.Time
+}
+
+// ParkedOf is how the queue holds the item x explains, if it holds it
+// parked after a failed attempt and it is no group member: the entry of
+// ForecastState.Parked the replay's and the live scheduler's copies of
+// their queue give it. O(plugins).
+func ParkedOf[K comparable](x schedq.Explanation[K]) (ParkedPod, bool) {
+	if x.Location != schedq.InUnschedulable || x.Group != "" || len(x.RejectedBy) == 0 {
+		return ParkedPod{}, false
+	}
+	return ParkedPod{RejectedBy: slices.Clone(x.RejectedBy), Timestamp: x.Timestamp}, true
 }
 
 // Arrival is a pod and when it arrived.

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
 )
 
@@ -202,8 +201,8 @@ func (r *Replay) pendingOrder(unbound map[string]*v1.Pod) ([]*v1.Pod, map[types.
 		if p := unbound[it.Key.String()]; p != nil {
 			listed[it.Key.String()] = true
 			queued = append(queued, r.nominated(p))
-			if it.Location == schedq.InUnschedulable && it.Group == "" && len(it.RejectedBy) > 0 {
-				parked[p.UID] = ParkedPod{slices.Clone(it.RejectedBy), it.Timestamp}
+			if pp, ok := ParkedOf(it.Explanation); ok {
+				parked[p.UID] = pp
 			}
 		}
 	}
