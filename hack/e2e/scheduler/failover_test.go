@@ -30,8 +30,10 @@ var (
 func schedqBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "schedq-e2e-bin-")
-		if err != nil {
+		// Inside the cluster's directory, which the cluster's Stop
+		// removes: a directory of its own was left behind (141 MB a run).
+		dir := filepath.Join(cl.Dir(), "bin")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			buildErr = err
 			return
 		}
