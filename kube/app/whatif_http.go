@@ -22,36 +22,11 @@ type whatIfAnswer struct {
 	Horizon time.Duration `json:"horizon"`
 }
 
+// String is the answer's text (sim.WhatIf.WriteText).
 func (a whatIfAnswer) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "at %s, %d pods pending; horizon %v; new arrivals: %s\n", a.At.UTC().Format(time.RFC3339), a.Pending, a.Horizon, a.Arrivals)
-	for _, p := range a.Pods {
-		switch {
-		case p.FitsNow:
-			fmt.Fprintf(&b, "%s: fits now on %s\n", p.Pod, p.Node)
-		case len(p.Preempts) > 0:
-			fmt.Fprintf(&b, "%s: fits on %s by preempting %v\n", p.Pod, p.Node, p.Preempts)
-		default:
-			fmt.Fprintf(&b, "%s: does not fit now\n", p.Pod)
-		}
-		fmt.Fprintf(&b, "  predicted start: %s\n", predictionText(p.Forecast, a.Horizon))
-	}
-	fmt.Fprintf(&b, "pending pods whose predicted start changes: %d\n", len(a.Changed))
-	for _, c := range a.Changed {
-		fmt.Fprintf(&b, "  %s: %s -> %s\n", c.Pod, predictionText(c.Before, a.Horizon), predictionText(c.After, a.Horizon))
-	}
+	a.WriteText(&b, a.At, a.Horizon)
 	return b.String()
-}
-
-func predictionText(f sim.PodForecast, horizon time.Duration) string {
-	s := fmt.Sprintf("not within %v", horizon)
-	if f.Starts {
-		s = fmt.Sprintf("in %v on %s", f.Wait.Round(time.Second), f.Node)
-	}
-	if f.Unknown > 0 {
-		s += fmt.Sprintf(" (%d running pods until unknown)", f.Unknown)
-	}
-	return s
 }
 
 // serveWhatIf answers POST /debug/whatif: the body holds Pods and

@@ -110,7 +110,7 @@ activeDeadlineSeconds, or the runtimes of finished pods of its kind
 			if out == "json" {
 				return writeJSON(stdout, w, false)
 			}
-			writeWhatIf(stdout, w, st.Now)
+			w.WriteText(stdout, st.Now, horizon)
 			return nil
 		},
 	}
@@ -146,57 +146,6 @@ func readWhatIf(file string, stdin io.Reader) (*sim.WhatIfInput, error) {
 		return nil, err
 	}
 	return sim.ParseWhatIf(data)
-}
-
-func writeWhatIf(w io.Writer, x *sim.WhatIf, now time.Time) {
-	fmt.Fprintf(w, "at %s, %d pods pending; arrivals: %s\n", now.Format(time.RFC3339), x.Pending, x.Arrivals)
-	for _, p := range x.Pods {
-		switch {
-		case p.FitsNow:
-			fmt.Fprintf(w, "%s: fits now on %s\n", p.Pod, p.Node)
-		case len(p.Preempts) > 0:
-			fmt.Fprintf(w, "%s: fits on %s by preempting %s\n", p.Pod, p.Node, joinKeys(p.Preempts))
-		default:
-			fmt.Fprintf(w, "%s: does not fit now\n", p.Pod)
-		}
-		fmt.Fprintf(w, "  predicted start: %s\n", startText(p.Forecast))
-	}
-	fmt.Fprintf(w, "pending pods whose predicted start changes: %d\n", len(x.Changed))
-	for i, c := range x.Changed {
-		if i == 20 {
-			fmt.Fprintf(w, "  … and %d more (-o json lists them all)\n", len(x.Changed)-20)
-			break
-		}
-		fmt.Fprintf(w, "  %s: %s → %s\n", c.Pod, startText(c.Before), startText(c.After))
-	}
-}
-
-func startText(f sim.PodForecast) string {
-	var b strings.Builder
-	if f.Starts {
-		fmt.Fprintf(&b, "in %v on %s", f.Wait.Round(time.Second), f.Node)
-	} else {
-		b.WriteString("not within the horizon")
-	}
-	var srcs []string
-	for _, s := range f.Basis {
-		srcs = append(srcs, fmt.Sprintf("%d %s", s.Count, s.Source))
-	}
-	if len(srcs) > 0 {
-		fmt.Fprintf(&b, " (after ends by %s)", strings.Join(srcs, ", "))
-	}
-	if f.Unknown > 0 {
-		fmt.Fprintf(&b, "; %d running pods end at an unknown time", f.Unknown)
-	}
-	return b.String()
-}
-
-func joinKeys[T fmt.Stringer](ks []T) string {
-	s := make([]string, len(ks))
-	for i, k := range ks {
-		s[i] = k.String()
-	}
-	return strings.Join(s, ", ")
 }
 
 // historyOfConfig is the history the replay learns: the history of the
