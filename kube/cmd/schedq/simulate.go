@@ -19,20 +19,25 @@ import (
 	"github.com/schedq/schedq/kube/sim"
 )
 
+// simulation is what simulate's flags set, and where it writes.
+type simulation struct {
+	stdout, stderr    io.Writer
+	list              bool
+	scenario, compare string
+	output, report    string
+	seed              seedFlag
+	memLimit          memoryLimit
+	win               sim.Window
+	noWall, check     bool
+	progress          string
+	in                inputs
+	gf                gpuFlags
+	fw                frameworkFlags
+	flags             *pflag.FlagSet // where the above were declared
+}
+
 func simulateCmd(stdout, stderr io.Writer) *cobra.Command {
-	var (
-		list              bool
-		scenario, compare string
-		output, report    string
-		seed              seedFlag
-		memLimit          memoryLimit
-		win               sim.Window
-		noWall, check     bool
-		progress          string
-		in                inputs
-		gf                gpuFlags
-		fw                frameworkFlags
-	)
+	s := &simulation{stdout: stdout, stderr: stderr}
 	cmd := &cobra.Command{
 		Use:   "simulate",
 		Short: "Run the scheduler and its queue on a simulated cluster, in virtual time",
@@ -40,197 +45,232 @@ func simulateCmd(stdout, stderr io.Writer) *cobra.Command {
 in-memory cluster in virtual time, from a scenario and a seed, and report
 what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` scenario.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if list {
-				if err := listAlone(cmd); err != nil {
-					return err
-				}
-				for _, n := range sim.Builtins() {
-					sc, err := sim.Load(n)
-					if err != nil {
-						return err
-					}
-					fmt.Fprintf(stdout, "%-22s %s\n", n, strings.Join(strings.Fields(sc.Description), " "))
-				}
-				return nil
-			}
-			if output != "text" && output != "json" {
-				return fmt.Errorf("--output: %q is not text or json", output)
-			}
-			if progress != "on" && progress != "off" && progress != "auto" {
-				return fmt.Errorf("--progress: %q is not auto, on or off", progress)
-			}
-			if cmd.Flags().Changed("compare") && compare == "" {
-				return fmt.Errorf(`--compare "": no setting (give key=value, e.g. hints=false)`)
-			}
-			if report != "" {
-				if err := checkWritableDir(report); err != nil {
-					return fmt.Errorf("--report %s: %w", report, err)
-				}
-			}
-			if err := checkWindow(win, report, cmd.Flags().Changed("window-start") || cmd.Flags().Changed("window-end")); err != nil {
-				return err
-			}
-			in.speedSet = cmd.Flags().Changed("trace-speed")
-			if err := gf.check(cmd.Flags().Changed); err != nil {
-				return err
-			}
-			if gf.experiment {
-				first := uint64(1)
-				if seed.set {
-					first = seed.v
-				}
-				return runGPUExperiment(stdout, &gf, in, first, output, noWall)
-			}
-			var sweep []string
-			if gf.sweep() {
-				var err error
-				if sweep, err = gf.checkSweep(cmd.Flags().Changed, in); err != nil {
-					return err
-				}
-			}
-			if err := in.check(); err != nil {
-				return err
-			}
-			in.gpuModel, in.gpuPolicy = gf.model, gf.policy
-			if sweep != nil {
-				in.gpuPolicy = ""
-			}
-			scenarioSet := cmd.Flags().Changed("scenario")
-			sc, err := in.load(scenario, scenarioSet)
-			if err != nil {
-				return err
-			}
-			if seed.set {
-				sc.Seed = seed.v
-			}
-			fw.set = cmd.Flags().Changed("upstream-plugins")
-			if err := fw.apply(sc, ""); err != nil {
-				return err
-			}
-			if err := windowInRun(win, sc); err != nil {
-				return err
-			}
-			showProgress := progress == "on" || progress == "auto" && isTerminal(stderr)
-			run := func(sc *sim.Scenario, label string) (*sim.Report, error) {
-				o := sim.Options{CheckInvariants: check}
-				if showProgress {
-					o.Status = statusBar(stderr, label, time.Now)
-				}
-				r, err := sim.Run(sc, o)
-				if showProgress {
-					fmt.Fprintln(stderr)
-				}
-				return r, err
-			}
-			if sweep != nil {
-				if err := sweepConfigFree(gf.policy, sc); err != nil {
-					return err
-				}
-				scs, err := sweepScenarios(sweep, func(policy string) (*sim.Scenario, error) {
-					one := in
-					one.gpuPolicy = policy
-					s, err := one.load(scenario, scenarioSet)
-					if err != nil {
-						return nil, err
-					}
-					s.Seed = sc.Seed
-					return s, fw.apply(s, "")
-				})
-				if err != nil {
-					return fmt.Errorf("--gpu-policy %s: %w", gf.policy, err)
-				}
-				for i, s := range scs {
-					if err := s.CheckFrameworks(); err != nil {
-						return fmt.Errorf("--gpu-policy %s: %s%w", sweep[i], configSource(s, fw, scenario), err)
-					}
-				}
-				if err := checkMemory(stderr, sc, memLimit); err != nil {
-					return err
-				}
-				defer tuneGC(sc, memLimit)()
-				return runPolicies(stdout, sweep, func(i int, name string) (*sim.Report, error) {
-					return run(scs[i], name)
-				}, output, noWall)
-			}
-			var alt *sim.Scenario
-			if compare != "" {
-				if alt, err = in.compareScenario(scenario, scenarioSet, sc.Seed, compare, fw); err != nil {
-					return err
-				}
-			}
-			if err := checkOutputs(in.outputPaths(report, alt != nil), in.inputPaths(scenario, scenarioSet, sc, alt, fw.config)); err != nil {
-				return err
-			}
-			if err := checkFrameworks(sc, alt, fw, scenario, compare); err != nil {
-				return err
-			}
-			if err := checkMemory(stderr, sc, memLimit); err != nil {
-				return err
-			}
-			defer tuneGC(sc, memLimit)()
-			base, err := run(sc, sc.Name)
-			if err != nil {
-				return err
-			}
-			var other *sim.Report
-			if alt != nil {
-				if other, err = run(alt, compare); err != nil {
-					return err
-				}
-			}
-			// The summary first and the report last: a file that cannot be
-			// written, or a window the run turns out not to reach
-			// (ErrWindow), must not lose the rest.
-			if err := printRuns(stdout, output, base, other, compare, noWall); err != nil {
-				return err
-			}
-			if err := in.write(base, false); err != nil {
-				return err
-			}
-			if other != nil {
-				if err := in.write(other, true); err != nil {
-					return err
-				}
-			}
-			if report != "" {
-				return writeHTML(report, base, other, compare, win)
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return s.run(cmd.Flags().Changed) },
 	}
-	f := cmd.Flags()
-	f.BoolVar(&list, "list", false, "list the built-in scenarios")
-	f.StringVar(&scenario, "scenario", sim.DefaultScenario, "a built-in scenario's name, or a scenario file")
-	f.Var(&seed, "seed", "override the scenario's seed (a whole number from 0 to 18446744073709551615)")
-	f.StringVar(&compare, "compare", "", "run twice, the second time with key=value, or several joined by commas (e.g. wakeBudget=false, or hints=false,wakeBudget=false), and print both")
-	f.StringVarP(&output, "output", "o", "text", "text or json")
-	f.StringVar(&report, "report", "", "also write a self-contained HTML report to this file (with --compare, one page with both runs)")
-	f.DurationVar(&win.From, "window-start", 0, "with --report: the charts over virtual time start here (e.g. 1h); default the run's start")
-	f.DurationVar(&win.To, "window-end", 0, "with --report: the charts over virtual time end here (e.g. 2h); default the run's end")
-	f.BoolVar(&noWall, "no-wall", false, "leave out the wall-clock figures, so that runs of one seed print the same bytes")
-	f.BoolVar(&check, "check", false, "check the queue's invariants after every step (slow)")
-	f.Var(&memLimit, "memory-limit", "refuse a scenario estimated to need more memory than this (e.g. 16Gi); default: the machine's available memory")
-	f.StringVar(&progress, "progress", "auto", "progress bar on stderr: auto (on a terminal), on or off")
-	f.StringVar(&in.trace, "trace", "", "replay the Alibaba GPU trace v2023 (openb CSV files) in this directory")
-	f.StringVar(&in.tracePods, "trace-pods", "", "with --trace: the pod list's file in that directory (default openb_pod_list_default.csv)")
-	f.StringVar(&in.traceOrder, "trace-order", "", "with a pod list without time columns: file (default) or random (shuffled with the seed)")
-	f.Float64Var(&in.traceSpeed, "trace-speed", 1, "bring the trace's arrivals this many times closer, keeping lifetimes (more load)")
-	gf.register(f)
-	f.StringVar(&in.snapshot, "snapshot", "", "start from a cluster saved with kubectl get nodes,pods -A -o yaml (a file or a directory of them)")
-	f.StringVar(&in.records, "records", "", "write one record per pod to this file (.jsonl or .csv)")
-	f.BoolVar(&fw.upstream, "upstream-plugins", true, "the simulator always schedules with kube-scheduler v1.37.2's framework and plugins (--config's profile, or the default one); =false is refused")
-	must(f.MarkDeprecated("upstream-plugins", "kube-scheduler's framework is the only one: the flag does nothing"))
-	f.StringVar(&fw.config, "config", "", "a KubeSchedulerConfiguration file whose one profile replaces kube-scheduler's default (scheduler.config)")
-	f.StringVar(&in.series, "series", "", "write the sub-queue sizes and the cluster's allocation over virtual time to this file (.csv)")
+	s.register(cmd.Flags())
 	return cmd
+}
+
+// register declares simulate's flags on f.
+func (s *simulation) register(f *pflag.FlagSet) {
+	s.flags = f
+	f.BoolVar(&s.list, "list", false, "list the built-in scenarios")
+	f.StringVar(&s.scenario, "scenario", sim.DefaultScenario, "a built-in scenario's name, or a scenario file")
+	f.Var(&s.seed, "seed", "override the scenario's seed (a whole number from 0 to 18446744073709551615)")
+	f.StringVar(&s.compare, "compare", "", "run twice, the second time with key=value, or several joined by commas (e.g. wakeBudget=false, or hints=false,wakeBudget=false), and print both")
+	f.StringVarP(&s.output, "output", "o", "text", "text or json")
+	f.StringVar(&s.report, "report", "", "also write a self-contained HTML report to this file (with --compare, one page with both runs)")
+	f.DurationVar(&s.win.From, "window-start", 0, "with --report: the charts over virtual time start here (e.g. 1h); default the run's start")
+	f.DurationVar(&s.win.To, "window-end", 0, "with --report: the charts over virtual time end here (e.g. 2h); default the run's end")
+	f.BoolVar(&s.noWall, "no-wall", false, "leave out the wall-clock figures, so that runs of one seed print the same bytes")
+	f.BoolVar(&s.check, "check", false, "check the queue's invariants after every step (slow)")
+	f.Var(&s.memLimit, "memory-limit", "refuse a scenario estimated to need more memory than this (e.g. 16Gi); default: the machine's available memory")
+	f.StringVar(&s.progress, "progress", "auto", "progress bar on stderr: auto (on a terminal), on or off")
+	f.StringVar(&s.in.trace, "trace", "", "replay the Alibaba GPU trace v2023 (openb CSV files) in this directory")
+	f.StringVar(&s.in.tracePods, "trace-pods", "", "with --trace: the pod list's file in that directory (default openb_pod_list_default.csv)")
+	f.StringVar(&s.in.traceOrder, "trace-order", "", "with a pod list without time columns: file (default) or random (shuffled with the seed)")
+	f.Float64Var(&s.in.traceSpeed, "trace-speed", 1, "bring the trace's arrivals this many times closer, keeping lifetimes (more load)")
+	s.gf.register(f)
+	f.StringVar(&s.in.snapshot, "snapshot", "", "start from a cluster saved with kubectl get nodes,pods -A -o yaml (a file or a directory of them)")
+	f.StringVar(&s.in.records, "records", "", "write one record per pod to this file (.jsonl or .csv)")
+	f.BoolVar(&s.fw.upstream, "upstream-plugins", true, "the simulator always schedules with kube-scheduler v1.37.2's framework and plugins (--config's profile, or the default one); =false is refused")
+	must(f.MarkDeprecated("upstream-plugins", "kube-scheduler's framework is the only one: the flag does nothing"))
+	f.StringVar(&s.fw.config, "config", "", "a KubeSchedulerConfiguration file whose one profile replaces kube-scheduler's default (scheduler.config)")
+	f.StringVar(&s.in.series, "series", "", "write the sub-queue sizes and the cluster's allocation over virtual time to this file (.csv)")
+}
+
+// run checks every flag, then runs what they ask: the list of scenarios,
+// the paper's GPU experiment, a sweep of GPU policies, or one scenario
+// (twice with --compare). changed says whether a flag was given.
+func (s *simulation) run(changed func(string) bool) error {
+	if s.list {
+		return s.listScenarios()
+	}
+	if err := s.checkFlags(changed); err != nil {
+		return err
+	}
+	if s.gf.experiment {
+		first := uint64(1)
+		if s.seed.set {
+			first = s.seed.v
+		}
+		return runGPUExperiment(s.stdout, &s.gf, s.in, first, s.output, s.noWall)
+	}
+	var sweep []string
+	if s.gf.sweep() {
+		var err error
+		if sweep, err = s.gf.checkSweep(changed, s.in); err != nil {
+			return err
+		}
+	}
+	if err := s.in.check(); err != nil {
+		return err
+	}
+	s.in.gpuModel, s.in.gpuPolicy = s.gf.model, s.gf.policy
+	if sweep != nil {
+		s.in.gpuPolicy = ""
+	}
+	scenarioSet := changed("scenario")
+	sc, err := s.in.load(s.scenario, scenarioSet)
+	if err != nil {
+		return err
+	}
+	if s.seed.set {
+		sc.Seed = s.seed.v
+	}
+	s.fw.set = changed("upstream-plugins")
+	if err := s.fw.apply(sc, ""); err != nil {
+		return err
+	}
+	if err := windowInRun(s.win, sc); err != nil {
+		return err
+	}
+	if sweep != nil {
+		return s.runSweep(sweep, sc, scenarioSet)
+	}
+	return s.runOne(sc, scenarioSet)
+}
+
+// listScenarios prints the built-in scenarios, one a line.
+func (s *simulation) listScenarios() error {
+	if err := listAlone(s.flags); err != nil {
+		return err
+	}
+	for _, n := range sim.Builtins() {
+		sc, err := sim.Load(n)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(s.stdout, "%-22s %s\n", n, strings.Join(strings.Fields(sc.Description), " "))
+	}
+	return nil
+}
+
+// checkFlags checks the flags that need no input read.
+func (s *simulation) checkFlags(changed func(string) bool) error {
+	if s.output != "text" && s.output != "json" {
+		return fmt.Errorf("--output: %q is not text or json", s.output)
+	}
+	if s.progress != "on" && s.progress != "off" && s.progress != "auto" {
+		return fmt.Errorf("--progress: %q is not auto, on or off", s.progress)
+	}
+	if changed("compare") && s.compare == "" {
+		return fmt.Errorf(`--compare "": no setting (give key=value, e.g. hints=false)`)
+	}
+	if s.report != "" {
+		if err := checkWritableDir(s.report); err != nil {
+			return fmt.Errorf("--report %s: %w", s.report, err)
+		}
+	}
+	if err := checkWindow(s.win, s.report, changed("window-start") || changed("window-end")); err != nil {
+		return err
+	}
+	s.in.speedSet = changed("trace-speed")
+	return s.gf.check(changed)
+}
+
+// runOnce runs sc, with a progress bar if --progress asks for one.
+func (s *simulation) runOnce(sc *sim.Scenario, label string) (*sim.Report, error) {
+	show := s.progress == "on" || s.progress == "auto" && isTerminal(s.stderr)
+	o := sim.Options{CheckInvariants: s.check}
+	if show {
+		o.Status = statusBar(s.stderr, label, time.Now)
+	}
+	r, err := sim.Run(sc, o)
+	if show {
+		fmt.Fprintln(s.stderr)
+	}
+	return r, err
+}
+
+// runSweep runs sc once per GPU policy of the sweep and prints the
+// policies side by side.
+func (s *simulation) runSweep(sweep []string, sc *sim.Scenario, scenarioSet bool) error {
+	if err := sweepConfigFree(s.gf.policy, sc); err != nil {
+		return err
+	}
+	scs, err := sweepScenarios(sweep, func(policy string) (*sim.Scenario, error) {
+		one := s.in
+		one.gpuPolicy = policy
+		x, err := one.load(s.scenario, scenarioSet)
+		if err != nil {
+			return nil, err
+		}
+		x.Seed = sc.Seed
+		return x, s.fw.apply(x, "")
+	})
+	if err != nil {
+		return fmt.Errorf("--gpu-policy %s: %w", s.gf.policy, err)
+	}
+	for i, x := range scs {
+		if err := x.CheckFrameworks(); err != nil {
+			return fmt.Errorf("--gpu-policy %s: %s%w", sweep[i], configSource(x, s.fw, s.scenario), err)
+		}
+	}
+	if err := checkMemory(s.stderr, sc, s.memLimit); err != nil {
+		return err
+	}
+	defer tuneGC(sc, s.memLimit)()
+	return runPolicies(s.stdout, sweep, func(i int, name string) (*sim.Report, error) {
+		return s.runOnce(scs[i], name)
+	}, s.output, s.noWall)
+}
+
+// runOne runs sc (and, with --compare, sc with the setting changed),
+// prints the summary, then writes the records, series and report.
+func (s *simulation) runOne(sc *sim.Scenario, scenarioSet bool) error {
+	var alt *sim.Scenario
+	if s.compare != "" {
+		var err error
+		if alt, err = s.in.compareScenario(s.scenario, scenarioSet, sc.Seed, s.compare, s.fw); err != nil {
+			return err
+		}
+	}
+	if err := checkOutputs(s.in.outputPaths(s.report, alt != nil), s.in.inputPaths(s.scenario, scenarioSet, sc, alt, s.fw.config)); err != nil {
+		return err
+	}
+	if err := checkFrameworks(sc, alt, s.fw, s.scenario, s.compare); err != nil {
+		return err
+	}
+	if err := checkMemory(s.stderr, sc, s.memLimit); err != nil {
+		return err
+	}
+	defer tuneGC(sc, s.memLimit)()
+	base, err := s.runOnce(sc, sc.Name)
+	if err != nil {
+		return err
+	}
+	var other *sim.Report
+	if alt != nil {
+		if other, err = s.runOnce(alt, s.compare); err != nil {
+			return err
+		}
+	}
+	// The summary first and the report last: a file that cannot be
+	// written, or a window the run turns out not to reach (ErrWindow),
+	// must not lose the rest.
+	if err := printRuns(s.stdout, s.output, base, other, s.compare, s.noWall); err != nil {
+		return err
+	}
+	if err := s.in.write(base, false); err != nil {
+		return err
+	}
+	if other != nil {
+		if err := s.in.write(other, true); err != nil {
+			return err
+		}
+	}
+	if s.report != "" {
+		return writeHTML(s.report, base, other, s.compare, s.win)
+	}
+	return nil
 }
 
 // listAlone refuses --list with any other flag, which it would ignore,
 // except --progress (a display preference, with nothing to show).
-func listAlone(cmd *cobra.Command) error {
+func listAlone(flags *pflag.FlagSet) error {
 	var other []string
-	cmd.Flags().Visit(func(f *pflag.Flag) {
+	flags.Visit(func(f *pflag.Flag) {
 		if f.Name != "list" && f.Name != "progress" {
 			other = append(other, "--"+f.Name)
 		}
