@@ -458,16 +458,39 @@ func (s *Scenario) Validate() error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
 	}
-	nonNeg := func(field string, d time.Duration) {
-		if d < 0 {
-			bad(field, "must not be negative, got %v", d)
-		}
+	nonNegative(bad, "duration", s.Duration)
+	s.validateScheduler(bad)
+	s.validateQueue(bad)
+	nodeGroups, podGroups := s.validateGroups(bad)
+	s.validateEvents(bad, nodeGroups, podGroups)
+	s.validateObjects(bad)
+	s.validateInputs(bad)
+	s.validateGroupNames(bad)
+	s.validateFairness(bad)
+	if len(s.Pods) == 0 && s.Trace == nil && s.Snapshot == "" {
+		bad("pods", "a scenario needs at least one pod group (or a trace or a snapshot)")
 	}
-	nonNeg("duration", s.Duration)
-	nonNeg("scheduler.attemptCost", s.Scheduler.AttemptCost)
-	nonNeg("scheduler.bindLatency", s.Scheduler.BindLatency)
+	s.validateBackoff(bad)
+	s.validateSize(bad)
+	s.validateEnd(bad)
+	return errors.Join(errs...)
+}
+
+// nonNegative reports a negative duration d of field to bad.
+func nonNegative(bad func(string, string, ...any), field string, d time.Duration) {
+	if d < 0 {
+		bad(field, "must not be negative, got %v", d)
+	}
+}
+
+// validateScheduler checks the scheduler's settings: costs, preemption,
+// the share of nodes scored, the GPU model and policy, the plugins and
+// the configuration file.
+func (s *Scenario) validateScheduler(bad func(string, string, ...any)) {
+	nonNegative(bad, "scheduler.attemptCost", s.Scheduler.AttemptCost)
+	nonNegative(bad, "scheduler.bindLatency", s.Scheduler.BindLatency)
 	if p := s.Scheduler.Preemption; p != nil {
-		nonNeg("scheduler.preemption.gracePeriod", p.GracePeriod)
+		nonNegative(bad, "scheduler.preemption.gracePeriod", p.GracePeriod)
 		if p.PodGracePeriods && p.GracePeriod != 0 {
 			bad("scheduler.preemption.podGracePeriods", "true beside gracePeriod %v: each victim's own grace period replaces the scenario's; set one", p.GracePeriod)
 		}
@@ -493,15 +516,24 @@ func (s *Scenario) Validate() error {
 	s.checkGPUConfig(bad)
 	s.checkConfigFile(bad)
 	s.validateSchedulerNames(bad)
+}
+
+// validateQueue checks that the queue's durations are not negative.
+func (s *Scenario) validateQueue(bad func(string, string, ...any)) {
 	q := s.Queue
 	for _, f := range []struct {
 		n string
 		d time.Duration
 	}{{"queue.initialBackoff", q.InitialBackoff}, {"queue.maxBackoff", deref(q.MaxBackoff)}, {"queue.maxInUnschedulable", q.MaxInUnschedulable},
 		{"queue.flushBackoffInterval", q.FlushBackoffInterval}, {"queue.flushUnschedulableInterval", q.FlushUnschedulableInterval}} {
-		nonNeg(f.n, f.d)
+		nonNegative(bad, f.n, f.d)
 	}
-	nodeGroups := map[string]bool{}
+}
+
+// validateGroups checks the node and pod groups and returns the names of
+// each kind (the node groups at the start).
+func (s *Scenario) validateGroups(bad func(string, string, ...any)) (nodeGroups, podGroups map[string]bool) {
+	nodeGroups = map[string]bool{}
 	for i := range s.Nodes {
 		s.Nodes[i].validate(fmt.Sprintf("nodes[%d]", i), bad)
 		if nodeGroups[s.Nodes[i].Name] {
@@ -509,8 +541,7 @@ func (s *Scenario) Validate() error {
 		}
 		nodeGroups[s.Nodes[i].Name] = true
 	}
-	nodeGroupAt := s.nodeGroupAt(maps.Clone(nodeGroups))
-	podGroups := map[string]bool{}
+	podGroups = map[string]bool{}
 	for i := range s.Pods {
 		s.Pods[i].validate(fmt.Sprintf("pods[%d]", i), bad)
 		if podGroups[s.Pods[i].Name] {
@@ -518,9 +549,23 @@ func (s *Scenario) Validate() error {
 		}
 		podGroups[s.Pods[i].Name] = true
 	}
+	return nodeGroups, podGroups
+}
+
+// validateEvents checks each event: one kind each, and the groups it
+// names known at its place in the list (a node group added by an earlier
+// event counts; nodeGroups gains the groups events add).
+func (s *Scenario) validateEvents(bad func(string, string, ...any), nodeGroups, podGroups map[string]bool) {
+	nodeGroupAt := s.nodeGroupAt(maps.Clone(nodeGroups))
+	podGroup := func(g string) string {
+		if podGroups[g] {
+			return ""
+		}
+		return fmt.Sprintf("unknown pod group %q", g)
+	}
 	for i, e := range s.Events {
 		f := fmt.Sprintf("events[%d]", i)
-		nonNeg(f+".at", e.At)
+		nonNegative(bad, f+".at", e.At)
 		n := 0
 		for _, set := range []bool{e.AddNodes != nil, e.RemoveNodes != nil, e.TaintNodes != nil, e.UntaintNodes != nil, e.DeletePods != nil, e.RemoveGates != nil,
 			e.CreateObjects != nil, e.DeleteObjects != nil} {
@@ -531,12 +576,6 @@ func (s *Scenario) Validate() error {
 		if n != 1 {
 			bad(f, "needs exactly one of addNodes, removeNodes, taintNodes, untaintNodes, deletePods, removeGates, createObjects, deleteObjects (has %d)", n)
 			continue
-		}
-		podGroup := func(g string) string {
-			if podGroups[g] {
-				return ""
-			}
-			return fmt.Sprintf("unknown pod group %q", g)
 		}
 		sel := func(field string, x *Selection, known func(string) string) {
 			switch {
@@ -576,6 +615,10 @@ func (s *Scenario) Validate() error {
 			}
 		}
 	}
+}
+
+// validateObjects checks each object and that none is listed twice.
+func (s *Scenario) validateObjects(bad func(string, string, ...any)) {
 	objects := map[string]int{}
 	for i, o := range s.Objects {
 		f := fmt.Sprintf("objects[%d]", i)
@@ -588,16 +631,6 @@ func (s *Scenario) Validate() error {
 		}
 		objects[o.key()] = i
 	}
-	s.validateInputs(bad)
-	s.validateGroupNames(bad)
-	s.validateFairness(bad)
-	if len(s.Pods) == 0 && s.Trace == nil && s.Snapshot == "" {
-		bad("pods", "a scenario needs at least one pod group (or a trace or a snapshot)")
-	}
-	s.validateBackoff(bad)
-	s.validateSize(bad)
-	s.validateEnd(bad)
-	return errors.Join(errs...)
 }
 
 // defaultDuration is the longest virtual time of a run whose scenario
