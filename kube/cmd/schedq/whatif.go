@@ -14,17 +14,20 @@ import (
 	"github.com/schedq/schedq/kube/sim"
 )
 
+// whatIf is what whatif's flags set.
+type whatIf struct {
+	in                   inputs
+	scenario, file, out  string
+	labels               []string
+	tail                 string
+	at, horizon          time.Duration
+	arrivals, knownTimes bool
+}
+
 // whatifCmd is `schedq whatif`: pods and PodGroups added to a simulated
 // cluster at a given time, and what they would get.
 func whatifCmd(stdout io.Writer) *cobra.Command {
-	var (
-		in                   inputs
-		scenario, file, out  string
-		labels               []string
-		tail                 string
-		at, horizon          time.Duration
-		arrivals, knownTimes bool
-	)
+	w := &whatIf{}
 	cmd := &cobra.Command{
 		Use:   "whatif -f manifests.yaml",
 		Short: "Ask the simulator whether pods would fit, where, and when they would start",
@@ -40,95 +43,106 @@ activeDeadlineSeconds, or the runtimes of finished pods of its kind
 (--history-label); otherwise it runs until unknown and the forecast says so.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if file == "" {
-				return errors.New("-f: name a file of Pods and PodGroups (- for stdin)")
-			}
-			if out != "text" && out != "json" {
-				return fmt.Errorf("--output: %q is not text or json", out)
-			}
-			if at < 0 {
-				return fmt.Errorf("--at: must not be negative, got %v", at)
-			}
-			if horizon <= 0 || horizon > sim.MaxHorizon {
-				return fmt.Errorf("--horizon: must be more than 0 and at most %v, got %v", sim.MaxHorizon, horizon)
-			}
-			in.speedSet = cmd.Flags().Changed("trace-speed")
-			if err := in.check(); err != nil {
-				return err
-			}
-			if err := (app.HistoryOptions{Labels: labels, Tail: tail}).Validate(); err != nil {
-				return err
-			}
-			add, err := readWhatIf(file, cmd.InOrStdin())
-			if err != nil {
-				return fmt.Errorf("-f %s: %w", file, err)
-			}
-			in.learns = true
-			sc, err := in.load(scenario, cmd.Flags().Changed("scenario"))
-			if err != nil {
-				return err
-			}
-			if labels, tail, err = historyOfConfig(sc, cmd.Flags().Changed, labels, tail); err != nil {
-				return err
-			}
-			histTail, err := sim.ParseHistoryTail(tail)
-			if err != nil {
-				return fmt.Errorf("--history-tail: %w", err)
-			}
-			if names, err := sc.ProfileNames(); err != nil {
-				return err
-			} else if len(names) > 1 {
-				add.Profiles = names // a pod of any profile, scheduled by it
-			}
-			if err := add.Validate(); err != nil { // before the replay, which may be long
-				return fmt.Errorf("-f %s: %w", file, err)
-			}
-			rp, err := sim.NewReplay(sc)
-			if err != nil {
-				return err
-			}
-			if end, why := rp.End(); at > end {
-				return fmt.Errorf("--at %v: past the end of %s at %v (%s): there is no state there to add to", at, sc.Name, end, why)
-			}
-			if err := rp.Until(at); err != nil {
-				return err
-			}
-			hist := rp.History(labels...)
-			hist.Tail = histTail
-			o := sim.ForecastOptions{Horizon: horizon, History: hist, Arrivals: arrivals}
-			if knownTimes {
-				o.Known = rp.Known
-			}
-			st := rp.State()
-			w, err := sim.RunWhatIf(sc, st, add, o)
-			if bad := new(sim.BadWhatIfError); errors.As(err, &bad) {
-				return fmt.Errorf("-f %s: %w", file, err)
-			}
-			if err != nil {
-				return err
-			}
-			if out == "json" {
-				return writeJSON(stdout, w, false)
-			}
-			w.WriteText(stdout, st.Now, horizon)
-			return nil
+			return w.run(stdout, cmd.InOrStdin(), cmd.Flags().Changed)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&file, "filename", "f", "", "Pods and PodGroups to add (YAML or JSON, - for stdin; at most 1 MB and 1000 objects)")
-	f.StringVar(&scenario, "scenario", sim.DefaultScenario, "a built-in scenario's name, or a scenario file")
-	f.StringVar(&in.trace, "trace", "", "replay the Alibaba GPU trace v2023 (openb CSV files) in this directory")
-	f.Float64Var(&in.traceSpeed, "trace-speed", 1, "bring the trace's arrivals this many times closer, keeping lifetimes")
-	f.StringVar(&in.gpuModel, "gpu-model", "", "with a trace: dra (the default: GPUs as DRA devices; a pod's alibaba.com/gpu-milli request becomes a ResourceClaim), device or capacity (scenario scheduler.gpuModel)")
-	f.StringVar(&in.snapshot, "snapshot", "", "start from a cluster saved with kubectl get nodes,pods -A -o yaml")
-	f.DurationVar(&at, "at", 0, "the virtual time at which the objects are added (at most the run's end: the scenario's duration, a trace's last pod end, or the default 15m)")
-	f.DurationVar(&horizon, "horizon", 24*time.Hour, "how far ahead to forecast (positive, at most 720h)")
-	f.StringSliceVar(&labels, "history-label", nil, "learn runtimes per value of these labels, coarsest first (repeat or comma-separate; a class with too few runs falls back to the coarser; default: per controller, falling back to its owner kind and namespace)")
-	f.StringVar(&tail, "history-tail", "longest", "what a runtime from history is when most runs like it are still going: longest (the longest run seen) or exponential (the estimate continued at its constant hazard)")
-	f.BoolVar(&arrivals, "arrivals", false, "assume pods keep arriving as in the last hour (default: no new pods)")
-	f.BoolVar(&knownTimes, "known-runtimes", true, "end pods at the runtimes the simulator gives them (a trace's, a scenario's lifetimes)")
-	f.StringVarP(&out, "output", "o", "text", "text or json")
+	f.StringVarP(&w.file, "filename", "f", "", "Pods and PodGroups to add (YAML or JSON, - for stdin; at most 1 MB and 1000 objects)")
+	f.StringVar(&w.scenario, "scenario", sim.DefaultScenario, "a built-in scenario's name, or a scenario file")
+	f.StringVar(&w.in.trace, "trace", "", "replay the Alibaba GPU trace v2023 (openb CSV files) in this directory")
+	f.Float64Var(&w.in.traceSpeed, "trace-speed", 1, "bring the trace's arrivals this many times closer, keeping lifetimes")
+	f.StringVar(&w.in.gpuModel, "gpu-model", "", "with a trace: dra (the default: GPUs as DRA devices; a pod's alibaba.com/gpu-milli request becomes a ResourceClaim), device or capacity (scenario scheduler.gpuModel)")
+	f.StringVar(&w.in.snapshot, "snapshot", "", "start from a cluster saved with kubectl get nodes,pods -A -o yaml")
+	f.DurationVar(&w.at, "at", 0, "the virtual time at which the objects are added (at most the run's end: the scenario's duration, a trace's last pod end, or the default 15m)")
+	f.DurationVar(&w.horizon, "horizon", 24*time.Hour, "how far ahead to forecast (positive, at most 720h)")
+	f.StringSliceVar(&w.labels, "history-label", nil, "learn runtimes per value of these labels, coarsest first (repeat or comma-separate; a class with too few runs falls back to the coarser; default: per controller, falling back to its owner kind and namespace)")
+	f.StringVar(&w.tail, "history-tail", "longest", "what a runtime from history is when most runs like it are still going: longest (the longest run seen) or exponential (the estimate continued at its constant hazard)")
+	f.BoolVar(&w.arrivals, "arrivals", false, "assume pods keep arriving as in the last hour (default: no new pods)")
+	f.BoolVar(&w.knownTimes, "known-runtimes", true, "end pods at the runtimes the simulator gives them (a trace's, a scenario's lifetimes)")
+	f.StringVarP(&w.out, "output", "o", "text", "text or json")
 	return cmd
+}
+
+// checkFlags checks the flags that need no input read.
+func (w *whatIf) checkFlags(changed func(string) bool) error {
+	if w.file == "" {
+		return errors.New("-f: name a file of Pods and PodGroups (- for stdin)")
+	}
+	if w.out != "text" && w.out != "json" {
+		return fmt.Errorf("--output: %q is not text or json", w.out)
+	}
+	if w.at < 0 {
+		return fmt.Errorf("--at: must not be negative, got %v", w.at)
+	}
+	if w.horizon <= 0 || w.horizon > sim.MaxHorizon {
+		return fmt.Errorf("--horizon: must be more than 0 and at most %v, got %v", sim.MaxHorizon, w.horizon)
+	}
+	w.in.speedSet = changed("trace-speed")
+	if err := w.in.check(); err != nil {
+		return err
+	}
+	return (app.HistoryOptions{Labels: w.labels, Tail: w.tail}).Validate()
+}
+
+// run checks the flags and the manifests, replays the scenario to --at,
+// and writes what adding the manifests there gives.
+func (w *whatIf) run(stdout io.Writer, stdin io.Reader, changed func(string) bool) error {
+	if err := w.checkFlags(changed); err != nil {
+		return err
+	}
+	add, err := readWhatIf(w.file, stdin)
+	if err != nil {
+		return fmt.Errorf("-f %s: %w", w.file, err)
+	}
+	w.in.learns = true
+	sc, err := w.in.load(w.scenario, changed("scenario"))
+	if err != nil {
+		return err
+	}
+	if w.labels, w.tail, err = historyOfConfig(sc, changed, w.labels, w.tail); err != nil {
+		return err
+	}
+	histTail, err := sim.ParseHistoryTail(w.tail)
+	if err != nil {
+		return fmt.Errorf("--history-tail: %w", err)
+	}
+	if names, err := sc.ProfileNames(); err != nil {
+		return err
+	} else if len(names) > 1 {
+		add.Profiles = names // a pod of any profile, scheduled by it
+	}
+	if err := add.Validate(); err != nil { // before the replay, which may be long
+		return fmt.Errorf("-f %s: %w", w.file, err)
+	}
+	rp, err := sim.NewReplay(sc)
+	if err != nil {
+		return err
+	}
+	if end, why := rp.End(); w.at > end {
+		return fmt.Errorf("--at %v: past the end of %s at %v (%s): there is no state there to add to", w.at, sc.Name, end, why)
+	}
+	if err := rp.Until(w.at); err != nil {
+		return err
+	}
+	hist := rp.History(w.labels...)
+	hist.Tail = histTail
+	o := sim.ForecastOptions{Horizon: w.horizon, History: hist, Arrivals: w.arrivals}
+	if w.knownTimes {
+		o.Known = rp.Known
+	}
+	st := rp.State()
+	x, err := sim.RunWhatIf(sc, st, add, o)
+	if bad := new(sim.BadWhatIfError); errors.As(err, &bad) {
+		return fmt.Errorf("-f %s: %w", w.file, err)
+	}
+	if err != nil {
+		return err
+	}
+	if w.out == "json" {
+		return writeJSON(stdout, x, false)
+	}
+	x.WriteText(stdout, st.Now, w.horizon)
+	return nil
 }
 
 func readWhatIf(file string, stdin io.Reader) (*sim.WhatIfInput, error) {
