@@ -3,6 +3,7 @@ package sim
 import (
 	"math"
 	"slices"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -74,4 +75,40 @@ func (m *EvalMethod) Coverage() (inside, width float64, ok bool) {
 		return math.NaN(), math.NaN(), true
 	}
 	return float64(in) / float64(n), median(widths), true
+}
+
+// evalEnsemble is the index in evalMethods of the first ensemble method
+// (the three labels; the next is the same with the exponential tail).
+const evalEnsemble = 12
+
+// ensembleWaits runs RunEnsemble and returns each pending pod's median
+// wait and its 10th to 90th percentile, in seconds (+Inf where the
+// percentile's run does not start it).
+func ensembleWaits(sc *Scenario, st *ForecastState, fo ForecastOptions, runs int) ([]float64, [][2]float64, error) {
+	e, err := RunEnsemble(sc, st, fo, runs)
+	if err != nil {
+		return nil, nil, err
+	}
+	secs := func(starts bool, d time.Duration) float64 {
+		if !starts {
+			return math.Inf(1)
+		}
+		return d.Seconds()
+	}
+	med := make([]float64, len(e.Pods))
+	ranges := make([][2]float64, len(e.Pods))
+	for i, ep := range e.Pods {
+		med[i] = secs(ep.Starts, ep.Wait)
+		ranges[i] = [2]float64{secs(ep.LowStarts, ep.Low), secs(ep.HighStarts, ep.High)}
+	}
+	return med, ranges, nil
+}
+
+// ensembleNominal is the probability that a further run's wait falls
+// in an ensemble's range of k runs, from its ⌈k/10⌉-th to its
+// ⌈9k/10⌉-th smallest wait (nearestRank's 10th and 90th percentiles):
+// (high rank − low rank) ÷ (k + 1). 80% for 9 runs.
+func ensembleNominal(k int) float64 {
+	lo, hi := max((10*k+99)/100, 1), max((90*k+99)/100, 1)
+	return float64(hi-lo) / float64(k+1)
 }
