@@ -3,6 +3,8 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -45,7 +47,7 @@ func TestEnsembleIsTheMedianOfItsRuns(t *testing.T) {
 	sc := &Scenario{Name: "t", Seed: 1}
 	st, h := ensembleState()
 	o := ForecastOptions{Horizon: 24 * time.Hour, History: h}
-	e, err := RunEnsemble(sc, st, o, 9)
+	e, err := runEnsemble(sc, st, o, 9)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +70,7 @@ func TestEnsembleIsTheMedianOfItsRuns(t *testing.T) {
 	spread := false
 	for i, ep := range e.Pods {
 		ws := slices.Sorted(slices.Values(waits[i]))
-		want := EnsemblePod{Pod: types.NamespacedName{Namespace: "default", Name: st.Pending[i].Name},
+		want := ensembleStart{Pod: types.NamespacedName{Namespace: "default", Name: st.Pending[i].Name},
 			Starts: true, Wait: ws[4], LowStarts: true, Low: ws[0], HighStarts: true, High: ws[8], Started: 9}
 		if ep != want {
 			t.Errorf("pod %d: got %+v, want %+v (runs %v)", i, ep, want, ws)
@@ -78,7 +80,7 @@ func TestEnsembleIsTheMedianOfItsRuns(t *testing.T) {
 	if !spread {
 		t.Errorf("every pod waits the same in every run: the draws did not differ")
 	}
-	again, err := RunEnsemble(sc, st, o, 9)
+	again, err := runEnsemble(sc, st, o, 9)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,23 +106,23 @@ func TestEnsemblePercentiles(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		waits []time.Duration
-		want  EnsemblePod
+		want  ensembleStart
 	}{
-		{"one run", m(7), EnsemblePod{Starts: true, Wait: 7 * time.Minute, LowStarts: true, Low: 7 * time.Minute, HighStarts: true, High: 7 * time.Minute, Started: 1}},
-		{"nine runs, unsorted", m(9, 3, 1, 7, 5, 2, 8, 4, 6), EnsemblePod{Starts: true, Wait: 5 * time.Minute, LowStarts: true, Low: time.Minute, HighStarts: true, High: 9 * time.Minute, Started: 9}},
-		{"four runs: the lower median", m(4, 3, 2, 1), EnsemblePod{Starts: true, Wait: 2 * time.Minute, LowStarts: true, Low: time.Minute, HighStarts: true, High: 4 * time.Minute, Started: 4}},
-		{"ten runs", m(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), EnsemblePod{Starts: true, Wait: 5 * time.Minute, LowStarts: true, Low: time.Minute, HighStarts: true, High: 9 * time.Minute, Started: 10}},
+		{"one run", m(7), ensembleStart{Starts: true, Wait: 7 * time.Minute, LowStarts: true, Low: 7 * time.Minute, HighStarts: true, High: 7 * time.Minute, Started: 1}},
+		{"nine runs, unsorted", m(9, 3, 1, 7, 5, 2, 8, 4, 6), ensembleStart{Starts: true, Wait: 5 * time.Minute, LowStarts: true, Low: time.Minute, HighStarts: true, High: 9 * time.Minute, Started: 9}},
+		{"four runs: the lower median", m(4, 3, 2, 1), ensembleStart{Starts: true, Wait: 2 * time.Minute, LowStarts: true, Low: time.Minute, HighStarts: true, High: 4 * time.Minute, Started: 4}},
+		{"ten runs", m(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), ensembleStart{Starts: true, Wait: 5 * time.Minute, LowStarts: true, Low: time.Minute, HighStarts: true, High: 9 * time.Minute, Started: 10}},
 		{"thirty runs: ranks 3, 15 and 27", m(30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1),
-			EnsemblePod{Starts: true, Wait: 15 * time.Minute, LowStarts: true, Low: 3 * time.Minute, HighStarts: true, High: 27 * time.Minute, Started: 30}},
-		{"five of nine do not start: no median", append(m(4, 1, 3, 2), never(5)...), EnsemblePod{LowStarts: true, Low: time.Minute, Started: 4}},
-		{"one of nine does not start: the range is open", append(m(8, 1, 3, 2, 5, 6, 7, 4), never(1)...), EnsemblePod{Starts: true, Wait: 5 * time.Minute, LowStarts: true, Low: time.Minute, Started: 8}},
-		{"none starts", never(3), EnsemblePod{}},
+			ensembleStart{Starts: true, Wait: 15 * time.Minute, LowStarts: true, Low: 3 * time.Minute, HighStarts: true, High: 27 * time.Minute, Started: 30}},
+		{"five of nine do not start: no median", append(m(4, 1, 3, 2), never(5)...), ensembleStart{LowStarts: true, Low: time.Minute, Started: 4}},
+		{"one of nine does not start: the range is open", append(m(8, 1, 3, 2, 5, 6, 7, 4), never(1)...), ensembleStart{Starts: true, Wait: 5 * time.Minute, LowStarts: true, Low: time.Minute, Started: 8}},
+		{"none starts", never(3), ensembleStart{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key := types.NamespacedName{Namespace: "default", Name: "p"}
 			tc.want.Pod = key
 			in := slices.Clone(tc.waits)
-			if got := ensemblePod(key, tc.waits); got != tc.want {
+			if got := summarise(key, tc.waits); got != tc.want {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
 			if !slices.Equal(in, tc.waits) {
@@ -131,7 +133,7 @@ func TestEnsemblePercentiles(t *testing.T) {
 }
 
 // TestEnsembleRefusesBadRuns: fewer than one run, or more than
-// MaxEnsembleRuns, is an error naming the runs, and no forecast runs.
+// maxEnsembleRuns, is an error naming the runs, and no forecast runs.
 func TestEnsembleRefusesBadRuns(t *testing.T) {
 	sc := &Scenario{Name: "t", Seed: 1}
 	for _, tc := range []struct {
@@ -141,13 +143,13 @@ func TestEnsembleRefusesBadRuns(t *testing.T) {
 	}{
 		{"zero", 0, false},
 		{"negative", -1, false},
-		{"over the limit", MaxEnsembleRuns + 1, false},
+		{"over the limit", maxEnsembleRuns + 1, false},
 		{"absurd", 1 << 30, false},
 		{"one", 1, true},
-		{"the limit", MaxEnsembleRuns, true},
+		{"the limit", maxEnsembleRuns, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := ValidateEnsembleRuns(tc.runs)
+			err := validateEnsembleRuns(tc.runs)
 			if tc.ok {
 				if err != nil {
 					t.Errorf("%d runs: got %v, want none", tc.runs, err)
@@ -159,8 +161,8 @@ func TestEnsembleRefusesBadRuns(t *testing.T) {
 			}
 			st, h := ensembleState()
 			paced := 0
-			if _, err := RunEnsemble(sc, st, ForecastOptions{Horizon: time.Hour, History: h, Pace: func() { paced++ }}, tc.runs); err == nil || paced != 0 {
-				t.Errorf("RunEnsemble of %d runs: got %v after %d operations, want an error before any", tc.runs, err, paced)
+			if _, err := runEnsemble(sc, st, ForecastOptions{Horizon: time.Hour, History: h, Pace: func() { paced++ }}, tc.runs); err == nil || paced != 0 {
+				t.Errorf("runEnsemble of %d runs: got %v after %d operations, want an error before any", tc.runs, err, paced)
 			}
 		})
 	}
@@ -169,12 +171,55 @@ func TestEnsembleRefusesBadRuns(t *testing.T) {
 // TestEnsembleWithoutHistoryRunsOnce: without a history every run would
 // be the same, so one is made, and the range is the one start.
 func TestEnsembleWithoutHistoryRunsOnce(t *testing.T) {
-	e, err := RunEnsemble(&Scenario{Name: "t", Seed: 1}, testState(), ForecastOptions{Horizon: 3 * time.Hour}, 9)
+	e, err := runEnsemble(&Scenario{Name: "t", Seed: 1}, testState(), ForecastOptions{Horizon: 3 * time.Hour}, 9)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := e.Pods[0]
 	if e.Runs != 1 || !b.Starts || b.Wait != b.Low || b.Wait != b.High || b.Wait < 50*time.Minute || b.Wait > 50*time.Minute+time.Second {
 		t.Errorf("got %d runs, b %+v; want 1 run, b at about 50m with no range", e.Runs, b)
+	}
+}
+
+// TestEnsembleNominal: the share of further runs that fall in the range
+// of k runs, from the ⌈k/10⌉-th to the ⌈9k/10⌉-th smallest.
+func TestEnsembleNominal(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		k    int
+		want float64
+	}{
+		{"one run: a point", 1, 0},
+		{"five runs: lowest to highest", 5, 4.0 / 6},
+		{"nine runs: lowest to highest", 9, 0.8},
+		{"twenty runs: 2nd to 18th", 20, 16.0 / 21},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ensembleNominal(tc.k); math.Abs(got-tc.want) > 1e-12 {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestEvalRefusesBadRuns: the evaluation refuses an ensemble or a Monte
+// Carlo method of a bad number of runs, naming the option, before it
+// reads the trace.
+func TestEvalRefusesBadRuns(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    EvalOptions
+		want string
+	}{
+		{"ensemble negative", EvalOptions{Ensemble: -1}, "EvalOptions.Ensemble: forecast ensemble: -1 runs"},
+		{"ensemble too large", EvalOptions{Ensemble: 101}, "EvalOptions.Ensemble: forecast ensemble: 101 runs"},
+		{"Monte Carlo too large", EvalOptions{MonteCarlo: 1000}, "EvalOptions.MonteCarlo: forecast ensemble: 1000 runs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.o.Dir = filepath.Join(t.TempDir(), "no-trace")
+			if _, err := Eval(tc.o); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -33,7 +33,7 @@ type EvalOptions struct {
 	// MonteCarlo is how many runs the Monte Carlo method makes (default 5).
 	MonteCarlo int
 	// Ensemble is how many runs the ensemble methods make (default 9;
-	// RunEnsemble).
+	// runEnsemble).
 	Ensemble int
 	// Seed seeds the stratified, Monte Carlo and ensemble methods
 	// (default 1).
@@ -142,7 +142,10 @@ func Eval(o EvalOptions) (*EvalReport, error) {
 	o.Every, o.Horizon, o.Label = cmp.Or(o.Every, time.Hour), cmp.Or(o.Horizon, 24*time.Hour), cmp.Or(o.Label, LabelQoS)
 	o.MonteCarlo, o.Seed = cmp.Or(o.MonteCarlo, 5), cmp.Or(o.Seed, 1)
 	o.Ensemble = cmp.Or(o.Ensemble, 9)
-	if err := ValidateEnsembleRuns(o.Ensemble); err != nil {
+	if err := validateEnsembleRuns(o.MonteCarlo); err != nil {
+		return nil, fmt.Errorf("forecast eval: EvalOptions.MonteCarlo: %w", err)
+	}
+	if err := validateEnsembleRuns(o.Ensemble); err != nil {
 		return nil, fmt.Errorf("forecast eval: EvalOptions.Ensemble: %w", err)
 	}
 	if o.From < 0 {
@@ -249,7 +252,7 @@ func evalFork1(sc *Scenario, rp *Replay, st *ForecastState, o EvalOptions, warm 
 	f.ranges = map[int][][2]float64{}
 	if !short {
 		var err error
-		if mc, f.ranges[evalMonteCarlo], err = monteCarloWaits(sc, st, history(o.Label), forecastPods(st), o); err != nil {
+		if mc, f.ranges[evalMonteCarlo], err = monteCarloWaits(sc, st, history(o.Label), o); err != nil {
 			return nil, err
 		}
 	}
@@ -326,7 +329,7 @@ func (rep *EvalReport) score(rp *Replay, forks []*evalFork) {
 	}
 	o := rep.Options
 	mc := rep.Methods[evalMonteCarlo]
-	mc.runs, mc.nominal = o.MonteCarlo, float64(o.MonteCarlo-1)/float64(o.MonteCarlo+1)
+	mc.runs, mc.nominal = o.MonteCarlo, ensembleNominal(o.MonteCarlo)
 	for _, m := range rep.Methods[evalEnsemble:] {
 		m.runs, m.nominal = o.Ensemble, ensembleNominal(o.Ensemble)
 	}

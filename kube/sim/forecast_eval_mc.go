@@ -2,7 +2,6 @@ package sim
 
 import (
 	"math"
-	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -21,32 +20,14 @@ func forecastPods(st *ForecastState) []*v1.Pod {
 	return append(pods, st.Pending...)
 }
 
-// monteCarloWaits runs o.MonteCarlo forecasts, run k drawing every
-// runtime from its conditional distribution under h with seed o.Seed+k,
-// and returns each pending pod's median predicted wait over the runs and
-// its range, the lowest and highest of them (+Inf for a run in which it
-// does not start). The range of K draws holds a further draw with
-// probability (K−1)/(K+1). O(K) forecasts.
-func monteCarloWaits(sc *Scenario, st *ForecastState, h *History, pods []*v1.Pod, o EvalOptions) ([]float64, [][2]float64, error) {
-	runs := make([][]float64, o.MonteCarlo)
-	for k := range runs {
-		w, err := forecastWaits(sc, st, ForecastOptions{Horizon: o.Horizon, History: h.Sampled(pods, o.Seed+uint64(k))})
-		if err != nil {
-			return nil, nil, err
-		}
-		runs[k] = w
-	}
-	med := make([]float64, len(st.Pending))
-	ranges := make([][2]float64, len(st.Pending))
-	for i := range med {
-		ws := make([]float64, len(runs))
-		for k, w := range runs {
-			ws[k] = w[i]
-		}
-		slices.Sort(ws)
-		med[i], ranges[i] = ws[len(ws)/2], [2]float64{ws[0], ws[len(ws)-1]}
-	}
-	return med, ranges, nil
+// monteCarloWaits is the Monte Carlo method: an ensemble of
+// o.MonteCarlo runs (runEnsemble) under h with seeds o.Seed to
+// o.Seed+o.MonteCarlo−1, giving each pending pod's median predicted
+// wait over the runs and its range (ensembleWaits; of up to 9 runs,
+// the lowest to the highest). O(K) forecasts.
+func monteCarloWaits(sc *Scenario, st *ForecastState, h *History, o EvalOptions) ([]float64, [][2]float64, error) {
+	h.Seed = o.Seed
+	return ensembleWaits(sc, st, ForecastOptions{Horizon: o.Horizon, History: h}, o.MonteCarlo)
 }
 
 // Coverage returns, for a method that gives a range, the share of the
@@ -81,11 +62,11 @@ func (m *EvalMethod) Coverage() (inside, width float64, ok bool) {
 // (the three labels; the next is the same with the exponential tail).
 const evalEnsemble = 12
 
-// ensembleWaits runs RunEnsemble and returns each pending pod's median
+// ensembleWaits runs runEnsemble and returns each pending pod's median
 // wait and its 10th to 90th percentile, in seconds (+Inf where the
 // percentile's run does not start it).
 func ensembleWaits(sc *Scenario, st *ForecastState, fo ForecastOptions, runs int) ([]float64, [][2]float64, error) {
-	e, err := RunEnsemble(sc, st, fo, runs)
+	e, err := runEnsemble(sc, st, fo, runs)
 	if err != nil {
 		return nil, nil, err
 	}
