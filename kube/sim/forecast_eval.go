@@ -32,7 +32,11 @@ type EvalOptions struct {
 	NodeEvery int
 	// MonteCarlo is how many runs the Monte Carlo method makes (default 5).
 	MonteCarlo int
-	// Seed seeds the stratified and Monte Carlo methods (default 1).
+	// Ensemble is how many runs the ensemble methods make (default 9;
+	// runEnsemble).
+	Ensemble int
+	// Seed seeds the stratified, Monte Carlo and ensemble methods
+	// (default 1).
 	Seed uint64
 	// GPUModel is the replay's Scheduler.GPUModel (default device: the
 	// published accuracy figures were measured on it, and it replays in
@@ -62,8 +66,11 @@ type EvalMethod struct {
 	// when the method gave no start.
 	pairs [][2]float64
 	// ranges, for a method that gives one, are the (low, high) predicted
-	// waits, by pair.
-	ranges [][2]float64
+	// waits, by pair; runs and nominal are how many runs gave them and
+	// the share of further runs' waits that would fall in them.
+	ranges  [][2]float64
+	runs    int
+	nominal float64
 	// pods and forks are each pair's pod and fork instant (from the
 	// replay's start), for WritePairs.
 	pods  []*v1.Pod
@@ -96,8 +103,9 @@ type evalFork struct {
 	now   time.Time
 	uids  []types.UID
 	preds [][]float64 // by method, by pod: predicted wait in seconds, +Inf if none
-	// ranges are the Monte Carlo method's (low, high) waits, by pod.
-	ranges [][2]float64
+	// ranges are the (low, high) waits of the methods that give one, by
+	// method, by pod.
+	ranges map[int][][2]float64
 	// deciles and none are the three labels' calibration (calibration).
 	deciles [10]int
 	none    int
@@ -117,6 +125,8 @@ var evalMethods = []string{
 	"forecast, history by label, Kaplan–Meier, Monte Carlo median",
 	"simple: Explain's estimate of the next attempt",
 	"simple: rank ÷ recent start rate",
+	"forecast, history by labels qos, GPU request, requests, Kaplan–Meier, ensemble median",
+	"forecast, history by labels qos, GPU request, requests, Kaplan–Meier, exponential tail, ensemble median",
 }
 
 // mainMethods are the indices in evalMethods of the methods measured
@@ -131,6 +141,13 @@ var mainMethods = []int{0, 4, 5, 8, 10, 11}
 func Eval(o EvalOptions) (*EvalReport, error) {
 	o.Every, o.Horizon, o.Label = cmp.Or(o.Every, time.Hour), cmp.Or(o.Horizon, 24*time.Hour), cmp.Or(o.Label, LabelQoS)
 	o.MonteCarlo, o.Seed = cmp.Or(o.MonteCarlo, 5), cmp.Or(o.Seed, 1)
+	o.Ensemble = cmp.Or(o.Ensemble, 9)
+	if err := validateEnsembleRuns(o.MonteCarlo); err != nil {
+		return nil, fmt.Errorf("forecast eval: EvalOptions.MonteCarlo: %w", err)
+	}
+	if err := validateEnsembleRuns(o.Ensemble); err != nil {
+		return nil, fmt.Errorf("forecast eval: EvalOptions.Ensemble: %w", err)
+	}
 	if o.From < 0 {
 		return nil, fmt.Errorf("forecast eval: the trace's split (EvalOptions.From) %v is before its start", o.From)
 	}
@@ -232,13 +249,28 @@ func evalFork1(sc *Scenario, rp *Replay, st *ForecastState, o EvalOptions, warm 
 		f.preds = append(f.preds, w)
 	}
 	var mc []float64
+	f.ranges = map[int][][2]float64{}
 	if !short {
 		var err error
-		if mc, f.ranges, err = monteCarloWaits(sc, st, history(o.Label), forecastPods(st), o); err != nil {
+		if mc, f.ranges[evalMonteCarlo], err = monteCarloWaits(sc, st, history(o.Label), o); err != nil {
 			return nil, err
 		}
 	}
 	f.preds = append(f.preds, mc, rp.explainWaits(st), rp.rankWaits(st))
+	for _, tail := range []HistoryTail{TailLongest, TailExponential} {
+		if short {
+			f.preds = append(f.preds, nil)
+			continue
+		}
+		h := history(fine...)
+		h.Seed, h.Tail = o.Seed, tail
+		w, r, err := ensembleWaits(sc, st, ForecastOptions{Horizon: o.Horizon, History: h}, o.Ensemble)
+		if err != nil {
+			return nil, err
+		}
+		f.ranges[len(f.preds)] = r
+		f.preds = append(f.preds, w)
+	}
 	return f, nil
 }
 
@@ -295,6 +327,12 @@ func (rep *EvalReport) score(rp *Replay, forks []*evalFork) {
 	for _, name := range evalMethods {
 		rep.Methods = append(rep.Methods, &EvalMethod{Name: name})
 	}
+	o := rep.Options
+	mc := rep.Methods[evalMonteCarlo]
+	mc.runs, mc.nominal = o.MonteCarlo, ensembleNominal(o.MonteCarlo)
+	for _, m := range rep.Methods[evalEnsemble:] {
+		m.runs, m.nominal = o.Ensemble, ensembleNominal(o.Ensemble)
+	}
 	var waits []float64
 	for _, f := range forks {
 		rep.Instants++
@@ -318,9 +356,10 @@ func (rep *EvalReport) score(rp *Replay, forks []*evalFork) {
 				em.pairs = append(em.pairs, [2]float64{preds[i], actual})
 				em.pods, em.forks = append(em.pods, rp.pods[uid]), append(em.forks, f.now.Sub(epoch))
 			}
-			if f.ranges != nil {
-				mc := rep.Methods[evalMonteCarlo]
-				mc.ranges = append(mc.ranges, f.ranges[i])
+			for m, r := range f.ranges {
+				if r != nil {
+					rep.Methods[m].ranges = append(rep.Methods[m].ranges, r[i])
+				}
 			}
 			if actual >= 60 {
 				rep.Counted++
@@ -447,9 +486,8 @@ func (rep *EvalReport) Write(w io.Writer) {
 	}
 	for _, m := range rep.Methods {
 		if inside, width, ok := m.Coverage(); ok {
-			k := float64(o.MonteCarlo)
 			fmt.Fprintf(w, "\n%s (%d runs): the range of its runs holds %.0f%% of the actual waits of ≥ 1 min (nominal %.0f%%); its median width is %.0f%% of the wait\n",
-				m.Name, o.MonteCarlo, 100*inside, 100*(k-1)/(k+1), 100*width)
+				m.Name, m.runs, 100*inside, 100*m.nominal, 100*width)
 		}
 	}
 }

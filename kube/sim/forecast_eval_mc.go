@@ -2,7 +2,7 @@ package sim
 
 import (
 	"math"
-	"slices"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -20,32 +20,14 @@ func forecastPods(st *ForecastState) []*v1.Pod {
 	return append(pods, st.Pending...)
 }
 
-// monteCarloWaits runs o.MonteCarlo forecasts, run k drawing every
-// runtime from its conditional distribution under h with seed o.Seed+k,
-// and returns each pending pod's median predicted wait over the runs and
-// its range, the lowest and highest of them (+Inf for a run in which it
-// does not start). The range of K draws holds a further draw with
-// probability (K−1)/(K+1). O(K) forecasts.
-func monteCarloWaits(sc *Scenario, st *ForecastState, h *History, pods []*v1.Pod, o EvalOptions) ([]float64, [][2]float64, error) {
-	runs := make([][]float64, o.MonteCarlo)
-	for k := range runs {
-		w, err := forecastWaits(sc, st, ForecastOptions{Horizon: o.Horizon, History: h.Sampled(pods, o.Seed+uint64(k))})
-		if err != nil {
-			return nil, nil, err
-		}
-		runs[k] = w
-	}
-	med := make([]float64, len(st.Pending))
-	ranges := make([][2]float64, len(st.Pending))
-	for i := range med {
-		ws := make([]float64, len(runs))
-		for k, w := range runs {
-			ws[k] = w[i]
-		}
-		slices.Sort(ws)
-		med[i], ranges[i] = ws[len(ws)/2], [2]float64{ws[0], ws[len(ws)-1]}
-	}
-	return med, ranges, nil
+// monteCarloWaits is the Monte Carlo method: an ensemble of
+// o.MonteCarlo runs (runEnsemble) under h with seeds o.Seed to
+// o.Seed+o.MonteCarlo−1, giving each pending pod's median predicted
+// wait over the runs and its range (ensembleWaits; of up to 9 runs,
+// the lowest to the highest). O(K) forecasts.
+func monteCarloWaits(sc *Scenario, st *ForecastState, h *History, o EvalOptions) ([]float64, [][2]float64, error) {
+	h.Seed = o.Seed
+	return ensembleWaits(sc, st, ForecastOptions{Horizon: o.Horizon, History: h}, o.MonteCarlo)
 }
 
 // Coverage returns, for a method that gives a range, the share of the
@@ -74,4 +56,40 @@ func (m *EvalMethod) Coverage() (inside, width float64, ok bool) {
 		return math.NaN(), math.NaN(), true
 	}
 	return float64(in) / float64(n), median(widths), true
+}
+
+// evalEnsemble is the index in evalMethods of the first ensemble method
+// (the three labels; the next is the same with the exponential tail).
+const evalEnsemble = 12
+
+// ensembleWaits runs runEnsemble and returns each pending pod's median
+// wait and its 10th to 90th percentile, in seconds (+Inf where the
+// percentile's run does not start it).
+func ensembleWaits(sc *Scenario, st *ForecastState, fo ForecastOptions, runs int) ([]float64, [][2]float64, error) {
+	e, err := runEnsemble(sc, st, fo, runs)
+	if err != nil {
+		return nil, nil, err
+	}
+	secs := func(starts bool, d time.Duration) float64 {
+		if !starts {
+			return math.Inf(1)
+		}
+		return d.Seconds()
+	}
+	med := make([]float64, len(e.Pods))
+	ranges := make([][2]float64, len(e.Pods))
+	for i, ep := range e.Pods {
+		med[i] = secs(ep.Starts, ep.Wait)
+		ranges[i] = [2]float64{secs(ep.LowStarts, ep.Low), secs(ep.HighStarts, ep.High)}
+	}
+	return med, ranges, nil
+}
+
+// ensembleNominal is the probability that a further run's wait falls
+// in an ensemble's range of k runs, from its ⌈k/10⌉-th to its
+// ⌈9k/10⌉-th smallest wait (nearestRank's 10th and 90th percentiles):
+// (high rank − low rank) ÷ (k + 1). 80% for 9 runs.
+func ensembleNominal(k int) float64 {
+	lo, hi := max((10*k+99)/100, 1), max((90*k+99)/100, 1)
+	return float64(hi-lo) / float64(k+1)
 }
