@@ -231,7 +231,10 @@ type faultBinder struct {
 	escaped []any
 }
 
-func (b *faultBinder) Bind(_ context.Context, _ *v1.Pod, _ string, done func(error)) {
+func (b *faultBinder) Bind(_ context.Context, _ *v1.Pod, _ string, start func() bool, done func(error)) {
+	if !Started(start, done) {
+		return
+	}
 	b.wg.Go(func() {
 		defer func() {
 			if r := recover(); r != nil {
