@@ -282,7 +282,7 @@ func TestFenceStamp(t *testing.T) {
 	}
 	b := guardedBinder{next: refusingBinder{err: staleTermErr()}, fence: f, backoff: newOutageBackoff(testingclock.NewFakeClock(t0))}
 	var got error
-	b.Bind(ctx, &v1.Pod{}, "n", func(err error) { got = err })
+	b.Bind(ctx, &v1.Pod{}, "n", nil, func(err error) { got = err })
 	if !scheduler.IsStaleTerm(got) {
 		t.Fatalf("bind: %v", got)
 	}
@@ -316,7 +316,11 @@ func staleTermErr() error {
 // refusingBinder fails every binding with err.
 type refusingBinder struct{ err error }
 
-func (b refusingBinder) Bind(_ context.Context, _ *v1.Pod, _ string, done func(error)) { done(b.err) }
+func (b refusingBinder) Bind(_ context.Context, _ *v1.Pod, _ string, start func() bool, done func(error)) {
+	if scheduler.Started(start, done) {
+		done(b.err)
+	}
+}
 
 // TestBindingStampedWhenTheFenceReopensBeforeItLeaves: the stamp is read
 // when the binding is built, the fence checked again when it leaves (the
@@ -361,7 +365,7 @@ func TestBindingStampedWhenTheFenceReopensBeforeItLeaves(t *testing.T) {
 		return st, ok
 	}
 	done := make(chan error, 1)
-	binder.Bind(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "d", Name: "p", UID: "u"}}, "n", func(err error) { done <- err })
+	binder.Bind(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "d", Name: "p", UID: "u"}}, "n", nil, func(err error) { done <- err })
 	<-done
 	want := scheduler.LeaseStamp{Lease: "kube-system/l", Holder: "a", Transitions: 3}
 	for _, b := range sent {

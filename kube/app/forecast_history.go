@@ -91,11 +91,16 @@ type liveHistory struct {
 	clock         clock.PassiveClock
 	opts          HistoryOptions // valid
 
-	mu    sync.Mutex
-	runs  []observed // a ring of the latest runtimes
-	next  int
-	byUID map[types.UID]int // the index in runs of each pod's run
-	gen   uint64            // counts the changes to runs
+	mu sync.Mutex
+	// runs are the latest runtimes, oldest first, the slot of a run
+	// replaced by its pod's later one dead (pod nil) until it is
+	// dropped; first is the sequence number of runs[0], and each run's
+	// is first plus its index.
+	runs  []observed
+	first uint64
+	dead  int                  // dead slots in runs
+	byUID map[types.UID]uint64 // the sequence number of each pod's run
+	gen   uint64               // counts the changes to runs
 }
 
 type observed struct {
@@ -168,44 +173,72 @@ func (h *liveHistory) observe(p *v1.Pod, end time.Time, cut bool) {
 	h.add(observed{kind, d, cut, h.clock.Now()})
 }
 
-// add keeps o, in place of the run of the same pod (UID) if there is
-// one: a pod running when the file was written and seen finishing after a
-// restart is one finished run, not a censored one and a finished one.
-// O(1).
+// add keeps o as the latest run, in place of the run of the same pod
+// (UID) if there is one: a pod running when the file was written and
+// seen finishing after a restart is one finished run, not a censored one
+// and a finished one, and its run is the latest, as if it had been
+// recorded when it finished, not at the censored run's place. It drops
+// the oldest runs past historyMax. O(1) amortised.
 func (h *liveHistory) add(o observed) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.gen++
 	uid := o.pod.UID
 	if h.byUID == nil {
-		h.byUID = map[types.UID]int{}
+		h.byUID = map[types.UID]uint64{}
 	}
-	if i, ok := h.byUID[uid]; ok && uid != "" {
-		h.runs[i] = o
-		return
-	}
-	i := len(h.runs)
-	if i < historyMax {
-		h.runs = append(h.runs, o)
-	} else {
-		i = h.next
-		if old := h.runs[i].pod.UID; h.byUID[old] == i {
-			delete(h.byUID, old)
-		}
-		h.runs[i] = o
-		h.next = (h.next + 1) % historyMax
+	if seq, ok := h.byUID[uid]; ok && uid != "" {
+		h.runs[seq-h.first] = observed{}
+		h.dead++
 	}
 	if uid != "" {
-		h.byUID[uid] = i
+		h.byUID[uid] = h.first + uint64(len(h.runs))
 	}
+	h.runs = append(h.runs, o)
+	h.trim()
+}
+
+// trim drops the oldest runs past historyMax and the dead slots before
+// the oldest kept, and compacts runs once most of its slots are dead.
+// The caller holds the lock.
+func (h *liveHistory) trim() {
+	for len(h.runs) > 0 && (len(h.runs)-h.dead > historyMax || h.runs[0].pod == nil) {
+		if front := h.runs[0]; front.pod == nil {
+			h.dead--
+		} else if uid := front.pod.UID; uid != "" && h.byUID[uid] == h.first {
+			delete(h.byUID, uid)
+		}
+		h.runs[0] = observed{}
+		h.runs = h.runs[1:]
+		h.first++
+	}
+	if h.dead > len(h.runs)/2 {
+		h.compact()
+	}
+}
+
+// compact removes the dead slots of runs, numbering the runs again.
+// O(runs); the caller holds the lock.
+func (h *liveHistory) compact() {
+	live := make([]observed, 0, len(h.runs)-h.dead)
+	for _, o := range h.runs {
+		if o.pod == nil {
+			continue
+		}
+		if uid := o.pod.UID; uid != "" {
+			h.byUID[uid] = h.first + uint64(len(live))
+		}
+		live = append(live, o)
+	}
+	h.runs, h.dead = live, 0
 }
 
 // censored reports whether the run kept of the pod uid is censored.
 func (h *liveHistory) censored(uid types.UID) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	i, ok := h.byUID[uid]
-	return ok && uid != "" && h.runs[i].cut
+	seq, ok := h.byUID[uid]
+	return ok && uid != "" && h.runs[seq-h.first].cut
 }
 
 // kept returns a copy of the runs kept, oldest first, and the count of
@@ -213,9 +246,13 @@ func (h *liveHistory) censored(uid types.UID) bool {
 func (h *liveHistory) kept() ([]observed, uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := make([]observed, 0, len(h.runs))
-	out = append(out, h.runs[h.next:]...)
-	return append(out, h.runs[:h.next]...), h.gen
+	out := make([]observed, 0, len(h.runs)-h.dead)
+	for _, o := range h.runs {
+		if o.pod != nil {
+			out = append(out, o)
+		}
+	}
+	return out, h.gen
 }
 
 // history returns a sim.History of the runtimes kept, for one forecast.
@@ -226,6 +263,9 @@ func (h *liveHistory) history() *sim.History {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, o := range h.runs {
+		if o.pod == nil {
+			continue // replaced by a later run
+		}
 		if o.cut {
 			out.ObserveRunning(o.pod, o.d)
 		} else {

@@ -206,7 +206,7 @@ func newHistoryFile(path string, h *liveHistory, running func() []*v1.Pod, log *
 }
 
 // seed puts the runs loaded from the file into the history, oldest
-// first: the ring keeps the latest historyMax.
+// first: the history keeps the latest historyMax.
 func (w *historyFile) seed(l *loadedHistory) {
 	if l.missing {
 		w.log.Info("history file does not exist: the forecasts' history starts empty", "file", w.path)
@@ -257,7 +257,10 @@ func (w *historyFile) save(always bool) {
 }
 
 // withRunning is runs with the pods running now added as censored runs,
-// each in place of the run its pod has (by UID) if that is censored too.
+// the latest, each in place of the run its pod has (by UID) if that is
+// censored too: that run is dropped from its place, as liveHistory.add
+// does, so that the file stays oldest first and the latest historyMax
+// runs are the ones written.
 func (w *historyFile) withRunning(runs []observed) []observed {
 	if w.running == nil {
 		return runs
@@ -269,6 +272,8 @@ func (w *historyFile) withRunning(runs []observed) []observed {
 		}
 	}
 	now := w.hist.clock.Now()
+	replaced := map[int]bool{}
+	var added []observed
 	for _, p := range w.running() {
 		if p.Status.StartTime == nil || !ours(w.hist.schedulerName, w.hist.profiles, p.Spec.SchedulerName) {
 			continue
@@ -277,15 +282,24 @@ func (w *historyFile) withRunning(runs []observed) []observed {
 		if d <= 0 {
 			continue
 		}
-		o := observed{pod: p, d: d, cut: true, at: now}
 		if i, ok := at[p.UID]; ok && p.UID != "" {
-			if runs[i].cut {
-				runs[i] = o
+			if !runs[i].cut || replaced[i] {
+				continue
 			}
-			continue
+			replaced[i] = true
 		}
-		runs = append(runs, o)
+		added = append(added, observed{pod: p, d: d, cut: true, at: now})
 	}
+	if len(replaced) > 0 {
+		kept := runs[:0] // runs is the caller's copy (liveHistory.kept)
+		for i, o := range runs {
+			if !replaced[i] {
+				kept = append(kept, o)
+			}
+		}
+		runs = kept
+	}
+	runs = append(runs, added...)
 	if n := len(runs); n > historyMax {
 		runs = runs[n-historyMax:]
 	}

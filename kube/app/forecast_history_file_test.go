@@ -531,3 +531,111 @@ func TestHistoryFileAcrossRun(t *testing.T) {
 		t.Errorf("the file after the run: %+v; want the old run, then the running pod censored after an hour or more", l.runs)
 	}
 }
+
+// TestHistoryReplacedRunIsTheLatest: a pod's censored run (running at
+// the last write, loaded after a restart) that its finished run replaces
+// becomes the latest run, as if it had been recorded when it finished:
+// it is listed (and written) last, and the history, full, evicts the
+// oldest of the others before it. Before, the finished run kept the
+// censored run's place, the oldest, and the next run evicted it.
+func TestHistoryReplacedRunIsTheLatest(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		others int // finished runs of other pods after p's censored one
+		then   int // runs of other pods after p finishes
+		// wantFirst is the UID of the oldest run kept, wantLast the latest.
+		wantFirst, wantLast string
+	}{
+		{name: "listed last", others: 3, wantFirst: "o0", wantLast: "p"},
+		{name: "full: the next run evicts the oldest other", others: historyMax - 1, then: 1, wantFirst: "o1", wantLast: "n0"},
+		{name: "full: kept until the others before it are evicted", others: historyMax - 1, then: historyMax - 1, wantFirst: "p", wantLast: fmt.Sprint("n", historyMax-2)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := testingclock.NewFakeClock(liveNow)
+			h := newTestHistory(clk)
+			p := histPod("p", "a", "", 30*time.Minute)
+			h.add(observed{pod: p, d: 30 * time.Minute, cut: true, at: liveNow}) // as seed adds it
+			for i := range tc.others {
+				finish(h, histPod(fmt.Sprint("o", i), "a", "", time.Minute))
+			}
+			clk.Step(10 * time.Minute)
+			p.Status.StartTime = &metav1.Time{Time: clk.Now().Add(-40 * time.Minute)}
+			finish(h, p)
+			for i := range tc.then {
+				finish(h, histPod(fmt.Sprint("n", i), "a", "", time.Minute))
+			}
+			runs, _ := h.kept()
+			want := min(historyMax, 1+tc.others+tc.then)
+			if len(runs) != want || len(h.byUID) != want {
+				t.Fatalf("%d runs kept, %d indexed, want %d", len(runs), len(h.byUID), want)
+			}
+			if first, last := string(runs[0].pod.UID), string(runs[len(runs)-1].pod.UID); first != tc.wantFirst || last != tc.wantLast {
+				t.Errorf("runs from %s to %s, want from %s to %s", first, last, tc.wantFirst, tc.wantLast)
+			}
+			var ofP []observed
+			for _, o := range runs {
+				if o.pod.UID == "p" {
+					ofP = append(ofP, o)
+				}
+			}
+			if len(ofP) != 1 || ofP[0].cut || ofP[0].d != 40*time.Minute || h.censored("p") {
+				t.Errorf("p's runs %+v, want one finished run of 40m", ofP)
+			}
+		})
+	}
+}
+
+// TestHistoryFileRunningRunIsTheLatest: a pod whose censored run the
+// history keeps and that still runs at a write is written as the latest
+// run, with its longer elapsed time, not at its old place: the file stays
+// oldest first, and when the runs and the running pods are more than the
+// history keeps, the oldest of the others is left out, not it.
+func TestHistoryFileRunningRunIsTheLatest(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		others              int  // finished runs of other pods after p's censored one
+		q                   bool // q, a pod the history has no run of, runs at the write too
+		wantFirst, wantLast string
+	}{
+		{name: "written last", others: 2, wantFirst: "o0", wantLast: "p"},
+		{name: "full: the oldest other is left out", others: historyMax - 1, q: true, wantFirst: "o1", wantLast: "q"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := testingclock.NewFakeClock(liveNow)
+			h := newTestHistory(clk)
+			p := histPod("p", "a", "", 30*time.Minute)
+			h.add(observed{pod: p, d: 30 * time.Minute, cut: true, at: liveNow}) // as seed adds it
+			for i := range tc.others {
+				finish(h, histPod(fmt.Sprint("o", i), "a", "", time.Minute))
+			}
+			clk.Step(10 * time.Minute)
+			p.Status.StartTime = &metav1.Time{Time: clk.Now().Add(-40 * time.Minute)}
+			running := []*v1.Pod{p}
+			if tc.q {
+				running = append(running, histPod("q", "a", "", time.Minute))
+			}
+			path := filepath.Join(t.TempDir(), "history.jsonl")
+			newTestFile(path, h, running, io.Discard).save(true)
+			l, err := loadHistoryFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := min(historyMax, 1+tc.others+len(running)-1)
+			if len(l.runs) != want {
+				t.Fatalf("%d runs written, want %d", len(l.runs), want)
+			}
+			if first, last := string(l.runs[0].pod.UID), string(l.runs[len(l.runs)-1].pod.UID); first != tc.wantFirst || last != tc.wantLast {
+				t.Errorf("runs from %s to %s, want from %s to %s", first, last, tc.wantFirst, tc.wantLast)
+			}
+			var ofP []observed
+			for _, o := range l.runs {
+				if o.pod.UID == "p" {
+					ofP = append(ofP, o)
+				}
+			}
+			if len(ofP) != 1 || !ofP[0].cut || ofP[0].d != 40*time.Minute {
+				t.Errorf("p's runs %+v, want one censored run of 40m", ofP)
+			}
+		})
+	}
+}

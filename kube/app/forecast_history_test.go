@@ -93,3 +93,23 @@ func TestLiveHistoryOptions(t *testing.T) {
 		t.Errorf("team b, exponential tail: got %v %v, want %v", d, ok, want)
 	}
 }
+
+// TestLiveHistoryReplacementsStayBounded: a pod's run replaced again and
+// again (a file that lists one pod many times) stays one run, and the
+// slots of the replaced runs do not pile up, nor reach a forecast.
+func TestLiveHistoryReplacementsStayBounded(t *testing.T) {
+	h := newTestHistory(testingclock.NewFakeClock(liveNow))
+	finish(h, histPod("other", "a", "", time.Minute))
+	p := histPod("p", "a", "", time.Minute)
+	for i := range 3 * historyMax {
+		h.add(observed{pod: p, d: time.Duration(i+1) * time.Second, cut: true, at: liveNow})
+	}
+	runs, _ := h.kept()
+	if len(runs) != 2 || runs[0].pod.UID != "other" || runs[1].pod.UID != "p" || runs[1].d != 3*historyMax*time.Second {
+		t.Fatalf("kept %+v, want other's run, then p's last", runs)
+	}
+	if len(h.runs) > 8 || len(h.byUID) != 2 {
+		t.Errorf("%d slots, %d indexed, for 2 runs", len(h.runs), len(h.byUID))
+	}
+	h.history() // skips the dead slots: a nil pod would panic
+}

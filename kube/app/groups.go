@@ -82,13 +82,11 @@ func (s *switchQueue) DeleteGroup(name string) error {
 	return s.do(func(q *podQueue) error { return q.DeleteGroup(name) })
 }
 
-// Warn implements scheduler.Warner, through the fence like the rest.
+// Warn implements scheduler.Reporter, through the fence like the rest.
 func (r guardedReporter) Warn(ctx context.Context, obj runtime.Object, reason, message string) {
 	if err := r.fence.held(); err != nil {
 		r.log.Debug("warning not emitted", "reason", reason, "err", err)
 		return
 	}
-	if w, ok := r.next.(scheduler.Warner); ok {
-		w.Warn(ctx, obj, reason, message)
-	}
+	r.next.Warn(ctx, obj, reason, message)
 }

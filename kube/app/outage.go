@@ -99,21 +99,10 @@ type guardedBinder struct {
 	backoff *outageBackoff
 }
 
-var (
-	_ scheduler.GuardedBinder     = guardedBinder{}
-	_ scheduler.RecordingReporter = guardedReporter{}
-)
-
-// Bind implements scheduler.Binder.
-func (b guardedBinder) Bind(ctx context.Context, pod *v1.Pod, node string, done func(error)) {
-	b.BindGuarded(ctx, pod, node, nil, done)
-}
-
-// BindGuarded implements scheduler.GuardedBinder, so that the binder
-// underneath still checks, once its slot is free, that the node was not
-// deleted meanwhile (a wrapper that hid it would make the scheduler mark
-// the binding started before it waited for its slot).
-func (b guardedBinder) BindGuarded(ctx context.Context, pod *v1.Pod, node string, start func() bool, done func(error)) {
+// Bind implements scheduler.Binder, with start passed on to the binder
+// underneath, so that it still checks, once its slot is free, that the
+// node was not deleted meanwhile.
+func (b guardedBinder) Bind(ctx context.Context, pod *v1.Pod, node string, start func() bool, done func(error)) {
 	if err := b.fence.held(); err != nil {
 		done(err)
 		return
@@ -127,15 +116,7 @@ func (b guardedBinder) BindGuarded(ctx context.Context, pod *v1.Pod, node string
 		}
 		done(err)
 	}
-	if gb, ok := b.next.(scheduler.GuardedBinder); ok {
-		gb.BindGuarded(ctx, pod, node, start, observed)
-		return
-	}
-	if start != nil && !start() {
-		done(scheduler.ErrNodeDeleted)
-		return
-	}
-	b.next.Bind(ctx, pod, node, observed)
+	b.next.Bind(ctx, pod, node, start, observed)
 }
 
 // guardedReporter reports nothing while the fence is closed: a replica
@@ -147,28 +128,15 @@ type guardedReporter struct {
 	log   *slog.Logger
 }
 
-// Unschedulable implements scheduler.Reporter.
-func (r guardedReporter) Unschedulable(ctx context.Context, pod *v1.Pod, reason, message string) {
+// Unschedulable implements scheduler.Reporter, with the failure record
+// passed on, so that the record a new leader parks pods from is written
+// through the fence too.
+func (r guardedReporter) Unschedulable(ctx context.Context, pod *v1.Pod, reason, message string, record func() scheduler.FailureRecord) {
 	if err := r.fence.held(); err != nil {
 		r.log.Debug("not reported", "pod", pod.Namespace+"/"+pod.Name, "reason", reason, "err", err)
 		return
 	}
-	r.next.Unschedulable(ctx, pod, reason, message)
-}
-
-// UnschedulableRecorded implements scheduler.RecordingReporter, so that the
-// failure record a new leader parks pods from is written through the fence
-// too (a wrapper that hid it would turn every failover into a cold start).
-func (r guardedReporter) UnschedulableRecorded(ctx context.Context, pod *v1.Pod, message string, rec scheduler.FailureRecord) {
-	if err := r.fence.held(); err != nil {
-		r.log.Debug("not reported", "pod", pod.Namespace+"/"+pod.Name, "reason", v1.PodReasonUnschedulable, "err", err)
-		return
-	}
-	if rr, ok := r.next.(scheduler.RecordingReporter); ok {
-		rr.UnschedulableRecorded(ctx, pod, message, rec)
-		return
-	}
-	r.next.Unschedulable(ctx, pod, v1.PodReasonUnschedulable, message)
+	r.next.Unschedulable(ctx, pod, reason, message, record)
 }
 
 // Scheduled implements scheduler.Reporter.

@@ -12,9 +12,12 @@ import (
 	"time"
 
 	"github.com/schedq/schedq/kube/scheduler"
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 // TestOutageBackoff: failures for want of a server make the loop wait,
@@ -113,18 +116,49 @@ level=WARN msg="binding failed" suppressed=1 in=19s
 	}
 }
 
-// TestGuardsKeepTheSchedulersInterfaces: the fence's wrappers must not
-// hide what the scheduler looks for in the binder and the reporter: the
-// binder's check, once its slot is free, that the node still exists, and
-// the failure records a new leader parks pods from.
-func TestGuardsKeepTheSchedulersInterfaces(t *testing.T) {
-	var b scheduler.Binder = guardedBinder{}
-	if _, ok := b.(scheduler.GuardedBinder); !ok {
-		t.Error("guardedBinder hides GuardedBinder")
+// passedOn records what the fence's wrappers pass on to the binder and
+// the reporter underneath.
+type passedOn struct {
+	started, recorded bool
+	warned            string
+}
+
+func (p *passedOn) Bind(_ context.Context, _ *v1.Pod, _ string, start func() bool, done func(error)) {
+	p.started = start != nil
+	if scheduler.Started(start, done) {
+		done(nil)
 	}
-	var r scheduler.Reporter = guardedReporter{}
-	if _, ok := r.(scheduler.RecordingReporter); !ok {
-		t.Error("guardedReporter hides RecordingReporter")
+}
+
+func (p *passedOn) Unschedulable(_ context.Context, _ *v1.Pod, _, _ string, record func() scheduler.FailureRecord) {
+	p.recorded = record != nil
+}
+
+func (p *passedOn) Scheduled(context.Context, *v1.Pod, string) {}
+
+func (p *passedOn) Warn(_ context.Context, _ runtime.Object, reason, _ string) { p.warned = reason }
+
+// TestGuardsPassOnWhatTheSchedulerGives: the fence's wrappers, open, pass
+// on to what they wrap everything the scheduler gives: the binder's start
+// guard (checked once its slot is free, that the node still exists), the
+// failure record a new leader parks pods from, and warnings.
+func TestGuardsPassOnWhatTheSchedulerGives(t *testing.T) {
+	ctx := context.Background()
+	under := &passedOn{}
+	b := guardedBinder{next: under, backoff: newOutageBackoff(testingclock.NewFakeClock(time.Unix(0, 0)))} // nil fence: open
+	var got error
+	b.Bind(ctx, &v1.Pod{}, "n", func() bool { return false }, func(err error) { got = err })
+	if !under.started || !errors.Is(got, scheduler.ErrNodeDeleted) {
+		t.Errorf("start passed on %v, binding ended with %v, want start passed on and %v", under.started, got, scheduler.ErrNodeDeleted)
+	}
+	r := guardedReporter{next: under, log: slog.New(slog.DiscardHandler)}
+	r.Unschedulable(ctx, &v1.Pod{}, v1.PodReasonUnschedulable, "m", func() scheduler.FailureRecord { return scheduler.FailureRecord{} })
+	if !under.recorded {
+		t.Error("the failure record was not passed on")
+	}
+	r.Warn(ctx, &v1.Pod{}, "PriorityMismatch", "m")
+	if under.warned != "PriorityMismatch" {
+		t.Errorf("warning passed on as %q", under.warned)
 	}
 	if unavailable(scheduler.ErrNodeDeleted) {
 		t.Error("a deleted node counts as an outage")

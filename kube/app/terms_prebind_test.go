@@ -52,8 +52,10 @@ func (p *slowPreBind) PreBind(context.Context, fwk.CycleState, *v1.Pod, string) 
 // quietReporter reports nothing.
 type quietReporter struct{}
 
-func (quietReporter) Unschedulable(context.Context, *v1.Pod, string, string) {}
-func (quietReporter) Scheduled(context.Context, *v1.Pod, string)             {}
+func (quietReporter) Unschedulable(context.Context, *v1.Pod, string, string, func() scheduler.FailureRecord) {
+}
+func (quietReporter) Scheduled(context.Context, *v1.Pod, string)           {}
+func (quietReporter) Warn(context.Context, runtime.Object, string, string) {}
 
 // TestTermEndsAfterItsPreBinds: a term whose context ends while a pod's
 // PreBind plugins run (on the binding's goroutine) does not end before

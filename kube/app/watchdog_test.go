@@ -9,8 +9,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -25,15 +27,20 @@ import (
 // binds through it hangs, as a deadlocked cycle would.
 type stuckBinder struct{ release chan struct{} }
 
-func (b stuckBinder) Bind(_ context.Context, _ *v1.Pod, _ string, done func(error)) {
+func (b stuckBinder) Bind(_ context.Context, _ *v1.Pod, _ string, start func() bool, done func(error)) {
+	if !scheduler.Started(start, done) {
+		return
+	}
 	<-b.release
 	done(nil)
 }
 
 type nopReporter struct{}
 
-func (nopReporter) Unschedulable(context.Context, *v1.Pod, string, string) {}
-func (nopReporter) Scheduled(context.Context, *v1.Pod, string)             {}
+func (nopReporter) Unschedulable(context.Context, *v1.Pod, string, string, func() scheduler.FailureRecord) {
+}
+func (nopReporter) Scheduled(context.Context, *v1.Pod, string)           {}
+func (nopReporter) Warn(context.Context, runtime.Object, string, string) {}
 
 // TestProbesFailWhileACycleHangs: a cycle of the real scheduling loop
 // (terms.cycle) that hangs for longer than the stall timeout fails

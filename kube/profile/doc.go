@@ -14,5 +14,6 @@
 //   - ScoreTable normalises and weighs nodes' raw scores exactly as the
 //     framework's NormalizeScores does, with the plugin instances the
 //     registry built, for a batch that re-scores one node among hundreds
-//     per cycle.
+//     per cycle; Framework.ScoreNodes scores as the framework's
+//     RunScorePlugins does, normalising on the caller's goroutine.
 package profile

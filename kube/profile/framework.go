@@ -500,8 +500,8 @@ func (f *Framework) Schedule(ctx context.Context, pod *v1.Pod) (res Result, err 
 	if st := f.fwk.RunPreScorePlugins(ctx, state, pod, feasible); !st.IsSuccess() {
 		return res, st.AsError()
 	}
-	ctx = f.WithPanicSink(ctx) // Score and NormalizeScore run on the parallelizer
-	scores, st := f.fwk.RunScorePlugins(ctx, state, pod, feasible)
+	ctx = f.WithPanicSink(ctx) // Score runs on the parallelizer
+	scores, st := f.ScoreNodes(ctx, state, pod, feasible)
 	RepanicIn(ctx, st.IsSuccess() && !ScoredAll(scores)) // here, where the recovery above turns it into an error
 	if !st.IsSuccess() {
 		return res, st.AsError()

@@ -12,7 +12,9 @@ import (
 
 // The framework runs some plugins on goroutines of its parallelizer
 // (workqueue.ParallelizeUntil), even at parallelism 1: Score on every
-// node, NormalizeScore per plugin, and the PreBind plugins of one group.
+// node (the framework's RunScorePlugins runs each NormalizeScore there
+// too; ScoreNodes runs them on the caller's goroutine, where a panic is
+// recovered with its reason), and the PreBind plugins of one group.
 // A panic there is out of reach of the caller's recover: the
 // parallelizer's goroutine logs it (utilruntime.HandleCrashWithContext)
 // and panics again, which ends the process. A panic sink carried in the

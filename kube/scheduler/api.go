@@ -48,16 +48,12 @@ func NewAPIBinder(client kubernetes.Interface, parallelism int) *APIBinder {
 	return &APIBinder{Client: client, slots: make(chan struct{}, parallelism)}
 }
 
-// Bind implements Binder. done runs after the slot is given back, so a
-// slow failure report does not hold a binding slot.
-func (b *APIBinder) Bind(ctx context.Context, pod *v1.Pod, node string, done func(error)) {
-	b.BindGuarded(ctx, pod, node, nil, done)
-}
-
-// BindGuarded implements GuardedBinder: start (if not nil) runs in the
-// binding's goroutine just before the request, once a slot is free, so
-// that a node deleted while the binding waited for its slot is not bound.
-func (b *APIBinder) BindGuarded(ctx context.Context, pod *v1.Pod, node string, start func() bool, done func(error)) {
+// Bind implements Binder: start (if not nil) runs in the binding's
+// goroutine just before the request, once a slot is free, so that a node
+// deleted while the binding waited for its slot is not bound. done runs
+// after the slot is given back, so a slow failure report does not hold a
+// binding slot.
+func (b *APIBinder) Bind(ctx context.Context, pod *v1.Pod, node string, start func() bool, done func(error)) {
 	select {
 	case b.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -137,17 +133,17 @@ type APIReporter struct {
 // Unschedulable implements Reporter. The condition is patched from the
 // scheduling loop, before the pod can be tried again, so that a late patch
 // can never overwrite a later binding; an unchanged condition is not
-// patched again.
-func (r APIReporter) Unschedulable(ctx context.Context, pod *v1.Pod, reason, message string) {
-	r.report(ctx, pod, reason, message, nil)
-}
-
-// UnschedulableRecorded implements RecordingReporter: as Unschedulable,
-// with the failure record in FailureAnnotation, written by the same patch.
-// The record is rewritten only with the condition or when the rejecting
-// plugins change, so that it stays the record of the condition's failure.
-func (r APIReporter) UnschedulableRecorded(ctx context.Context, pod *v1.Pod, message string, rec FailureRecord) {
-	r.report(ctx, pod, v1.PodReasonUnschedulable, message, &rec)
+// patched again. With a record, the failure record goes in
+// FailureAnnotation, written by the same patch; it is rewritten only with
+// the condition or when the rejecting plugins change, so that it stays
+// the record of the condition's failure.
+func (r APIReporter) Unschedulable(ctx context.Context, pod *v1.Pod, reason, message string, record func() FailureRecord) {
+	var rec *FailureRecord
+	if record != nil {
+		fr := record()
+		rec = &fr
+	}
+	r.report(ctx, pod, reason, message, rec)
 }
 
 func (r APIReporter) report(ctx context.Context, pod *v1.Pod, reason, message string, rec *FailureRecord) {

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// Warn implements Warner: a Warning event on obj (a pod or a PodGroup).
+// Warn implements Reporter (and Warner): a Warning event on obj (a pod or a PodGroup).
 func (r APIReporter) Warn(_ context.Context, obj runtime.Object, reason, message string) {
 	r.Recorder.Eventf(obj, nil, v1.EventTypeWarning, reason, "Scheduling", "%s", note(message))
 }

@@ -31,13 +31,13 @@ func TestReporterKeepsTransitionTime(t *testing.T) {
 			now := t0
 			r := APIReporter{Client: client, Recorder: events.NewFakeRecorder(10), Now: func() time.Time { return now }}
 			ctx := context.Background()
-			r.Unschedulable(ctx, p, v1.PodReasonUnschedulable, "0/1 nodes are available: 1 Insufficient cpu.")
+			r.Unschedulable(ctx, p, v1.PodReasonUnschedulable, "0/1 nodes are available: 1 Insufficient cpu.", nil)
 			got, err := client.CoreV1().Pods("default").Get(ctx, "p", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			now = t0.Add(time.Minute)
-			r.Unschedulable(ctx, got, tc.reason, tc.message)
+			r.Unschedulable(ctx, got, tc.reason, tc.message, nil)
 			got, _ = client.CoreV1().Pods("default").Get(ctx, "p", metav1.GetOptions{})
 			c := scheduledCondition(got)
 			if c == nil || c.Message != tc.message || c.Reason != tc.reason {
@@ -80,7 +80,7 @@ func TestFailedSchedulingNoteFitsTheEventsAPI(t *testing.T) {
 			client := fake.NewClientset(p)
 			rec := events.NewFakeRecorder(10)
 			r := APIReporter{Client: client, Recorder: rec}
-			r.Unschedulable(context.Background(), p, v1.PodReasonUnschedulable, tc.message)
+			r.Unschedulable(context.Background(), p, v1.PodReasonUnschedulable, tc.message, nil)
 			ev := <-rec.Events
 			note := strings.TrimPrefix(ev, "Warning FailedScheduling ")
 			if len(note) > noteLimit {
@@ -111,7 +111,7 @@ func TestReporterSetsObservedGeneration(t *testing.T) {
 			p.Generation = gen
 			client := fake.NewClientset(p)
 			r := APIReporter{Client: client, Recorder: events.NewFakeRecorder(10)}
-			r.Unschedulable(context.Background(), p, v1.PodReasonUnschedulable, "0/1 nodes are available: 1 Insufficient cpu.")
+			r.Unschedulable(context.Background(), p, v1.PodReasonUnschedulable, "0/1 nodes are available: 1 Insufficient cpu.", nil)
 			got, _ := client.CoreV1().Pods("default").Get(context.Background(), "p", metav1.GetOptions{})
 			if c := scheduledCondition(got); c == nil || c.ObservedGeneration != gen {
 				t.Fatalf("condition %+v, want observedGeneration %d", c, gen)

@@ -74,7 +74,12 @@ func TestAssumedPodBeingDeletedBeforeItsBindingStarts(t *testing.T) {
 // heldBinders holds every binding until the test ends it, by pod name.
 type heldBinders map[string]func(error)
 
-func (b heldBinders) Bind(_ context.Context, p *v1.Pod, _ string, done func(error)) { b[p.Name] = done }
+func (b heldBinders) Bind(_ context.Context, p *v1.Pod, _ string, start func() bool, done func(error)) {
+	if !Started(start, done) {
+		return
+	}
+	b[p.Name] = done
+}
 
 // TestGangMemberBeingDeletedAfterQuorum: train (minCount 2) is placed
 // whole and both bindings are under way when the informer shows

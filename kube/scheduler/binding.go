@@ -94,14 +94,6 @@ func (c *Cache) abortOnLocked(node string) []func() {
 	return aborts
 }
 
-// GuardedBinder is a Binder that calls start just before it sends the
-// binding request, and does not send it (calling done with ErrNodeDeleted)
-// if start returns false. APIBinder is one. For other binders, the
-// scheduler checks start itself just before calling Bind.
-type GuardedBinder interface {
-	BindGuarded(ctx context.Context, pod *v1.Pod, node string, start func() bool, done func(error))
-}
-
 // bind starts the binding of an assumed pod.
 func (s *Scheduler) bind(ctx context.Context, info Attempt, node string, pb *pendingBinding, start time.Time) {
 	pod := info.Item
@@ -110,15 +102,7 @@ func (s *Scheduler) bind(ctx context.Context, info Attempt, node string, pb *pen
 	if pb.fw != nil {
 		pod = pb.fw.pod // the assumed pod: see Binder
 	}
-	if gb, ok := s.binder.(GuardedBinder); ok {
-		gb.BindGuarded(ctx, pod, node, ready, done)
-		return
-	}
-	if !ready() {
-		done(ErrNodeDeleted)
-		return
-	}
-	s.binder.Bind(ctx, pod, node, done)
+	s.binder.Bind(ctx, pod, node, ready, done)
 }
 
 // aborted handles an assumed pod whose node was deleted before its binding
@@ -253,7 +237,7 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 		// which could otherwise bind the pod again before the
 		// PodScheduled=False patch lands, and the patch would then
 		// contradict the binding.
-		s.reporter.Unschedulable(ctx, pod, "SchedulerError", fmt.Sprintf("binding rejected: %v", err))
+		s.reporter.Unschedulable(ctx, pod, "SchedulerError", fmt.Sprintf("binding rejected: %v", err), nil)
 		if qerr := s.giveBack(info, schedq.Failure{}); qerr != nil {
 			s.o.Logger.Debug("requeue after binding failure", "pod", key, "err", qerr)
 		}

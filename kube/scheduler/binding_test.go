@@ -226,11 +226,7 @@ type guardedBinder struct {
 	done  []func(error)
 }
 
-func (b *guardedBinder) Bind(ctx context.Context, p *v1.Pod, node string, done func(error)) {
-	b.BindGuarded(ctx, p, node, nil, done)
-}
-
-func (b *guardedBinder) BindGuarded(_ context.Context, _ *v1.Pod, _ string, start func() bool, done func(error)) {
+func (b *guardedBinder) Bind(_ context.Context, _ *v1.Pod, _ string, start func() bool, done func(error)) {
 	b.start, b.done = append(b.start, start), append(b.done, done)
 }
 
@@ -369,7 +365,12 @@ func TestBindingErrorOnABoundPod(t *testing.T) {
 // oneHeldBinder keeps the binding's done, for the test to answer later.
 type oneHeldBinder struct{ done func(error) }
 
-func (b *oneHeldBinder) Bind(_ context.Context, _ *v1.Pod, _ string, done func(error)) { b.done = done }
+func (b *oneHeldBinder) Bind(_ context.Context, _ *v1.Pod, _ string, start func() bool, done func(error)) {
+	if !Started(start, done) {
+		return
+	}
+	b.done = done
+}
 
 // TestRecreatedPodSeenAsUpdate: a pod deleted and created again under its
 // name while its binding was under way, seen as an update after a watch

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq"
@@ -84,7 +86,10 @@ func (c *fakeServer) delete(key types.NamespacedName) {
 // asyncBinder binds in a goroutine of its own, as APIBinder does.
 type asyncBinder struct{ c *fakeServer }
 
-func (b asyncBinder) Bind(_ context.Context, p *v1.Pod, node string, done func(error)) {
+func (b asyncBinder) Bind(_ context.Context, p *v1.Pod, node string, start func() bool, done func(error)) {
+	if !Started(start, done) {
+		return
+	}
 	go func() { done(b.c.bind(p, node)) }()
 }
 
@@ -270,9 +275,10 @@ type lockedReporter struct {
 	n  int
 }
 
-func (r *lockedReporter) Unschedulable(context.Context, *v1.Pod, string, string) {
+func (r *lockedReporter) Unschedulable(context.Context, *v1.Pod, string, string, func() FailureRecord) {
 	r.mu.Lock()
 	r.n++
 	r.mu.Unlock()
 }
-func (r *lockedReporter) Scheduled(context.Context, *v1.Pod, string) {}
+func (r *lockedReporter) Scheduled(context.Context, *v1.Pod, string)           {}
+func (r *lockedReporter) Warn(context.Context, runtime.Object, string, string) {}

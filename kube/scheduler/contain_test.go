@@ -147,11 +147,6 @@ func TestPluginFaultFailsThatPodOnly(t *testing.T) {
 		bound bool
 		// want is in the pod's reported failure.
 		want string
-		// racy: the panic's record may land after the framework's call
-		// returns (NormalizeScore runs on the parallelizer, whose
-		// goroutine is done before its panic is handled), and the pod is
-		// then bound: only the scheduler's life is asserted.
-		racy bool
 	}{
 		{fault: "PreFilter/panic", want: "boom at PreFilter (plugin Faulty, at PreFilter)"},
 		{fault: "PreFilter/error", want: `running PreFilter plugin "Faulty": broken at PreFilter`},
@@ -163,7 +158,7 @@ func TestPluginFaultFailsThatPodOnly(t *testing.T) {
 		{fault: "PreScore/error", want: `running PreScore plugin "Faulty": broken at PreScore`},
 		{fault: "Score/panic", want: "boom at Score (plugin Faulty, at Score)"},
 		{fault: "Score/error", want: `running Score plugins: plugin "Faulty" failed with: broken at Score`},
-		{fault: "NormalizeScore/panic", want: "boom at NormalizeScore (plugin Faulty, at NormalizeScore)", racy: true},
+		{fault: "NormalizeScore/panic", want: "boom at NormalizeScore (plugin Faulty, at NormalizeScore)"},
 		{fault: "NormalizeScore/error", want: `running Normalize on Score plugins: plugin "Faulty" failed with: broken at NormalizeScore`},
 		{fault: "Reserve/panic", want: "boom at Reserve (plugin Faulty, at Reserve)"},
 		{fault: "Reserve/error", want: `running Reserve plugin "Faulty": broken at Reserve`},
@@ -195,9 +190,6 @@ func TestPluginFaultFailsThatPodOnly(t *testing.T) {
 				}
 				key := types.NamespacedName{Namespace: "default", Name: "boom"}
 				_, loc, queued := f.q.Get(key)
-				if tc.racy {
-					return
-				}
 				if tc.bound {
 					if f.b.binds["boom"] == "" || queued || len(f.r.scheduled) != 2 {
 						t.Fatalf("boom bound to %q, queued %v (%v), scheduled %q: want bound, out of the queue, reported", f.b.binds["boom"], queued, loc, f.r.scheduled)
@@ -231,7 +223,10 @@ type faultBinder struct {
 	escaped []any
 }
 
-func (b *faultBinder) Bind(_ context.Context, _ *v1.Pod, _ string, done func(error)) {
+func (b *faultBinder) Bind(_ context.Context, _ *v1.Pod, _ string, start func() bool, done func(error)) {
+	if !Started(start, done) {
+		return
+	}
 	b.wg.Go(func() {
 		defer func() {
 			if r := recover(); r != nil {

@@ -15,15 +15,11 @@ import (
 
 // slotWaitBinder ends the term while a binding waits for one of the
 // binder's slots: the binding ends with the context's error and start is
-// never called, as APIBinder.BindGuarded does then. Its pendingBinding is
+// never called, as APIBinder.Bind does then. Its pendingBinding is
 // thus left pending, not started.
 type slotWaitBinder struct{ cancel context.CancelFunc }
 
-func (b slotWaitBinder) Bind(ctx context.Context, p *v1.Pod, node string, done func(error)) {
-	b.BindGuarded(ctx, p, node, nil, done)
-}
-
-func (b slotWaitBinder) BindGuarded(_ context.Context, _ *v1.Pod, _ string, _ func() bool, done func(error)) {
+func (b slotWaitBinder) Bind(_ context.Context, _ *v1.Pod, _ string, _ func() bool, done func(error)) {
 	b.cancel()
 	done(context.Canceled)
 }

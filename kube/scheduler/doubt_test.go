@@ -208,13 +208,16 @@ type cancellingBinder struct {
 	doubtful map[string]bool
 }
 
-func (b *cancellingBinder) Bind(ctx context.Context, p *v1.Pod, node string, done func(error)) {
+func (b *cancellingBinder) Bind(ctx context.Context, p *v1.Pod, node string, start func() bool, done func(error)) {
+	if !Started(start, done) {
+		return
+	}
 	if b.doubtful[p.Name] {
 		b.cancel()
 		done(context.Canceled)
 		return
 	}
-	b.syncBinder.Bind(ctx, p, node, done)
+	b.syncBinder.Bind(ctx, p, node, nil, done)
 }
 
 // TestGangMembersInDoubt: members of a group bound together whose

@@ -81,14 +81,14 @@ func (c *Cache) stateLocked() clusterState {
 		pods: p.all, podsAt: p.latest}
 }
 
-// report reports a failed attempt, with its failure record if it was
-// unschedulable and the reporter keeps records.
+// report reports a failed attempt, with its failure record if plugins
+// found it unschedulable (computed only if the reporter asks for it).
 func (s *Scheduler) report(ctx context.Context, pod *v1.Pod, reason string, out Outcome) {
-	if rr, ok := s.reporter.(RecordingReporter); ok && out.Result == Unschedulable && len(out.Plugins) > 0 {
-		rr.UnschedulableRecorded(ctx, pod, out.Message, newFailureRecord(pod, out.Plugins, out.state))
-		return
+	var record func() FailureRecord
+	if out.Result == Unschedulable && len(out.Plugins) > 0 {
+		record = func() FailureRecord { return newFailureRecord(pod, out.Plugins, out.state) }
 	}
-	s.reporter.Unschedulable(ctx, pod, reason, out.Message)
+	s.reporter.Unschedulable(ctx, pod, reason, out.Message, record)
 }
 
 func hex64(x uint64) string { return fmt.Sprintf("%016x", x) }

@@ -62,11 +62,14 @@ func boundPod(name, cpu, node string, bound int) *v1.Pod {
 // recordingReporter writes onto its pods what APIReporter's patch writes.
 type recordingReporter struct{ pods map[string]*v1.Pod }
 
-func (r *recordingReporter) Unschedulable(context.Context, *v1.Pod, string, string) {}
-func (r *recordingReporter) Scheduled(context.Context, *v1.Pod, string)             {}
-func (r *recordingReporter) UnschedulableRecorded(_ context.Context, pod *v1.Pod, msg string, rec FailureRecord) {
+func (r *recordingReporter) Scheduled(context.Context, *v1.Pod, string)           {}
+func (r *recordingReporter) Warn(context.Context, runtime.Object, string, string) {}
+func (r *recordingReporter) Unschedulable(_ context.Context, pod *v1.Pod, _, msg string, record func() FailureRecord) {
+	if record == nil {
+		return
+	}
 	p := pod.DeepCopy()
-	raw, _ := json.Marshal(rec)
+	raw, _ := json.Marshal(record())
 	p.Annotations = map[string]string{FailureAnnotation: string(raw)}
 	p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable, Message: msg}}
 	r.pods[p.Name] = p
@@ -404,7 +407,7 @@ func TestReporterWritesTheRecord(t *testing.T) {
 	client := fake.NewClientset(p)
 	r := APIReporter{Client: client, Recorder: events.NewFakeRecorder(10)}
 	rec := newFailureRecord(p, []string{"NodeResourcesFit"}, clusterState{nodes: 1, nodesWin: 2, pods: 3, nodesAt: 4, podsAt: 5})
-	r.UnschedulableRecorded(context.Background(), p, "0/1 nodes are available: 1 Insufficient cpu.", rec)
+	r.Unschedulable(context.Background(), p, v1.PodReasonUnschedulable, "0/1 nodes are available: 1 Insufficient cpu.", func() FailureRecord { return rec })
 	got, err := client.CoreV1().Pods("default").Get(context.Background(), "p", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -425,17 +428,17 @@ func TestReporterWritesTheRecord(t *testing.T) {
 		}
 		return n
 	}
-	r.UnschedulableRecorded(context.Background(), got, "0/1 nodes are available: 1 Insufficient cpu.", rec)
+	r.Unschedulable(context.Background(), got, v1.PodReasonUnschedulable, "0/1 nodes are available: 1 Insufficient cpu.", func() FailureRecord { return rec })
 	if patches() != 1 {
 		t.Fatal("patched an unchanged condition again")
 	}
 	rec.Plugins = []string{"NodeAffinity"}
-	r.UnschedulableRecorded(context.Background(), got, "0/1 nodes are available: 1 Insufficient cpu.", rec)
+	r.Unschedulable(context.Background(), got, v1.PodReasonUnschedulable, "0/1 nodes are available: 1 Insufficient cpu.", func() FailureRecord { return rec })
 	if patches() != 2 {
 		t.Fatal("new rejecting plugins were not recorded")
 	}
 	// A later error replaces the condition: the record no longer applies.
-	r.Unschedulable(context.Background(), got, "SchedulerError", "binding rejected")
+	r.Unschedulable(context.Background(), got, "SchedulerError", "binding rejected", nil)
 	got, _ = client.CoreV1().Pods("default").Get(context.Background(), "p", metav1.GetOptions{})
 	if _, ok := parkable(got); ok {
 		t.Fatal("a pod whose last failure is an error is parkable")

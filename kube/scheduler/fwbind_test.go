@@ -67,7 +67,10 @@ var errAttach = errors.New("volume attach failed")
 // bound of each pod it bound.
 type chanBinder struct{ bound chan string }
 
-func (b chanBinder) Bind(_ context.Context, p *v1.Pod, node string, done func(error)) {
+func (b chanBinder) Bind(_ context.Context, p *v1.Pod, node string, start func() bool, done func(error)) {
+	if !Started(start, done) {
+		return
+	}
 	done(nil)
 	b.bound <- p.Name + " " + node
 }

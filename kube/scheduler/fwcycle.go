@@ -296,8 +296,8 @@ func (s *Scheduler) fwPick(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if st := fw.RunPreScorePlugins(ctx, cs, pod, feasible); !st.IsSuccess() {
 		return "", st.AsError()
 	}
-	ctx = s.cur.fw.WithPanicSink(ctx) // Score and NormalizeScore run on the parallelizer
-	scores, st := fw.RunScorePlugins(ctx, cs, pod, feasible)
+	ctx = s.cur.fw.WithPanicSink(ctx) // Score runs on the parallelizer
+	scores, st := s.cur.fw.ScoreNodes(ctx, cs, pod, feasible)
 	profile.RepanicIn(ctx, st.IsSuccess() && !profile.ScoredAll(scores)) // here, where the cycle's recovery fails this pod
 	if !st.IsSuccess() {
 		return "", st.AsError()

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 
@@ -21,12 +22,18 @@ import (
 
 type benchBinder struct{}
 
-func (benchBinder) Bind(_ context.Context, _ *v1.Pod, _ string, done func(error)) { done(nil) }
+func (benchBinder) Bind(_ context.Context, _ *v1.Pod, _ string, start func() bool, done func(error)) {
+	if scheduler.Started(start, done) {
+		done(nil)
+	}
+}
 
 type benchReporter struct{}
 
-func (benchReporter) Unschedulable(context.Context, *v1.Pod, string, string) {}
-func (benchReporter) Scheduled(context.Context, *v1.Pod, string)             {}
+func (benchReporter) Unschedulable(context.Context, *v1.Pod, string, string, func() scheduler.FailureRecord) {
+}
+func (benchReporter) Scheduled(context.Context, *v1.Pod, string)           {}
+func (benchReporter) Warn(context.Context, runtime.Object, string, string) {}
 
 // BenchmarkCycle is one lone pod's scheduling cycle (pop, filter,
 // score, pick, assume, bind) on kube-scheduler's framework with its

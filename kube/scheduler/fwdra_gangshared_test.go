@@ -72,7 +72,10 @@ type lockedBinder struct {
 	binds map[string]string
 }
 
-func (b *lockedBinder) Bind(_ context.Context, p *v1.Pod, node string, done func(error)) {
+func (b *lockedBinder) Bind(_ context.Context, p *v1.Pod, node string, start func() bool, done func(error)) {
+	if !Started(start, done) {
+		return
+	}
 	b.mu.Lock()
 	b.binds[p.Name] = node
 	b.mu.Unlock()
@@ -86,12 +89,13 @@ type failureLog struct {
 	failures []string
 }
 
-func (r *failureLog) Unschedulable(_ context.Context, p *v1.Pod, reason, msg string) {
+func (r *failureLog) Unschedulable(_ context.Context, p *v1.Pod, reason, msg string, _ func() FailureRecord) {
 	r.mu.Lock()
 	r.failures = append(r.failures, p.Name+": "+reason+": "+msg)
 	r.mu.Unlock()
 }
-func (r *failureLog) Scheduled(context.Context, *v1.Pod, string) {}
+func (r *failureLog) Scheduled(context.Context, *v1.Pod, string)           {}
+func (r *failureLog) Warn(context.Context, runtime.Object, string, string) {}
 
 // gpuClass, gpuSlice and gpuClaim are DRA's objects for one GPU on node.
 func gpuClass() *resourceapi.DeviceClass {

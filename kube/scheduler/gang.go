@@ -13,9 +13,10 @@ import (
 	"github.com/schedq/schedq/kube/plugins"
 )
 
-// Warner is a Reporter that can also emit a warning event about an object
-// (a pod or a PodGroup), for input the scheduler works around. APIReporter
-// is one; the simulator's reporter is not, and then only the log says it.
+// Warner emits a warning event about an object (a pod or a PodGroup), for
+// input the scheduler works around: part of every Reporter (APIReporter's
+// emits an event; the simulator's does nothing, and the log says it), and
+// the Handlers' Events.
 type Warner interface {
 	Warn(ctx context.Context, obj runtime.Object, reason, message string)
 }
@@ -178,7 +179,6 @@ func (s *Scheduler) abortedMember(ctx context.Context, m Attempt, g *gangBinds) 
 // on and schedules such members (kube-scheduler refuses the group), and
 // says so in the log and in an event on the pod.
 func (s *Scheduler) checkPriorities(ctx context.Context, a Attempt) {
-	w, _ := s.reporter.(Warner)
 	for _, m := range a.Members {
 		p := framework.Priority(m.Item)
 		if p == a.Spec.Priority {
@@ -186,8 +186,6 @@ func (s *Scheduler) checkPriorities(ctx context.Context, a Attempt) {
 		}
 		msg := fmt.Sprintf("pod priority %d differs from its group %s's priority %d; the group's priority orders the group", p, a.Group, a.Spec.Priority)
 		s.o.Logger.Warn("group member priority mismatch", "pod", framework.Key(m.Item), "group", a.Group, "podPriority", p, "groupPriority", a.Spec.Priority)
-		if w != nil {
-			w.Warn(ctx, m.Item, "PriorityMismatch", msg)
-		}
+		s.reporter.Warn(ctx, m.Item, "PriorityMismatch", msg)
 	}
 }

@@ -115,7 +115,7 @@ func (g *gangBinds) end(ctx context.Context) {
 	for i, r := range retries {
 		msgs[i] = fmt.Sprintf("%s; binding this member failed: %v; it is retried with its group", summary, r.err)
 		if s.cache.retryHeld(r.info.Item, g) { // not deleted, replaced or bound meanwhile
-			s.reporter.Unschedulable(ctx, r.info.Item, "SchedulerError", msgs[i])
+			s.reporter.Unschedulable(ctx, r.info.Item, "SchedulerError", msgs[i], nil)
 		}
 	}
 	if g.giveBack(retries, msgs) > 0 {

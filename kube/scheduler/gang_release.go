@@ -176,7 +176,5 @@ func (s *Scheduler) cannotRelease(ctx context.Context, a Attempt, p *v1.Pod, bou
 	msg := fmt.Sprintf("group %s: %d of minCount %d bound and the rest do not fit; its bound member %s has no controller to recreate it, so schedq does not delete the bound members: delete them to have the gang scheduled whole",
 		a.Group, bound, a.Spec.MinCount, framework.Key(p))
 	s.o.Logger.Warn("gang below its minCount is not released", "group", a.Group, "pod", framework.Key(p), "bound", bound, "minCount", a.Spec.MinCount)
-	if w, ok := s.reporter.(Warner); ok {
-		w.Warn(ctx, p, "GangBelowMinCount", msg)
-	}
+	s.reporter.Warn(ctx, p, "GangBelowMinCount", msg)
 }

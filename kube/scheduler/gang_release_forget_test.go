@@ -24,11 +24,11 @@ type hookReporter struct {
 	on func()
 }
 
-func (r hookReporter) Unschedulable(ctx context.Context, p *v1.Pod, reason, msg string) {
+func (r hookReporter) Unschedulable(ctx context.Context, p *v1.Pod, reason, msg string, record func() FailureRecord) {
 	if r.on != nil {
 		r.on()
 	}
-	r.warnReporter.Unschedulable(ctx, p, reason, msg)
+	r.warnReporter.Unschedulable(ctx, p, reason, msg, record)
 }
 
 // TestGangReleaseForgetsDeletedGroups: the release state keeps an entry

@@ -21,11 +21,7 @@ type namedBinder struct {
 	waiting map[string]bool
 }
 
-func (b *namedBinder) Bind(_ context.Context, p *v1.Pod, _ string, done func(error)) {
-	b.done[p.Name] = done
-}
-
-func (b *namedBinder) BindGuarded(_ context.Context, p *v1.Pod, _ string, start func() bool, done func(error)) {
+func (b *namedBinder) Bind(_ context.Context, p *v1.Pod, _ string, start func() bool, done func(error)) {
 	started := !b.waiting[p.Name] && start()
 	b.done[p.Name] = func(err error) {
 		if !started && !start() {

@@ -37,6 +37,10 @@ type warnReporter struct {
 	*warnings
 }
 
+func (r warnReporter) Warn(ctx context.Context, obj runtime.Object, reason, msg string) {
+	r.warnings.Warn(ctx, obj, reason, msg)
+}
+
 func newGangFixture(t *testing.T) (*fixture, *warnings) {
 	t.Helper()
 	q, err := schedq.New(testQueueConfig(t))
@@ -166,12 +170,15 @@ type flakyBinder struct {
 	fail map[string]bool
 }
 
-func (b *flakyBinder) Bind(ctx context.Context, p *v1.Pod, node string, done func(error)) {
+func (b *flakyBinder) Bind(ctx context.Context, p *v1.Pod, node string, start func() bool, done func(error)) {
+	if !Started(start, done) {
+		return
+	}
 	if b.fail[p.Name] {
 		done(errors.New("etcd timeout"))
 		return
 	}
-	b.syncBinder.Bind(ctx, p, node, done)
+	b.syncBinder.Bind(ctx, p, node, nil, done)
 }
 
 func TestGangPartialBindFailureRequeuesTheFailedMembersWithTheCount(t *testing.T) {
@@ -349,17 +356,13 @@ func TestGroupAttemptsMetric(t *testing.T) {
 	}
 }
 
-// laterBinder is a GuardedBinder that holds each binding until run.
+// laterBinder is a Binder that holds each binding until run.
 type laterBinder struct {
 	held  []func()
 	binds map[string]string
 }
 
-func (b *laterBinder) Bind(ctx context.Context, p *v1.Pod, node string, done func(error)) {
-	b.BindGuarded(ctx, p, node, nil, done)
-}
-
-func (b *laterBinder) BindGuarded(_ context.Context, p *v1.Pod, node string, start func() bool, done func(error)) {
+func (b *laterBinder) Bind(_ context.Context, p *v1.Pod, node string, start func() bool, done func(error)) {
 	b.held = append(b.held, func() {
 		if start != nil && !start() {
 			done(ErrNodeDeleted)

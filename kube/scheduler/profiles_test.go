@@ -422,7 +422,10 @@ func TestPodHintClassKeepsProfilesApart(t *testing.T) {
 // successfully; wg counts the bindings under way.
 type goBinder struct{ wg *sync.WaitGroup }
 
-func (b goBinder) Bind(_ context.Context, _ *v1.Pod, _ string, done func(error)) {
+func (b goBinder) Bind(_ context.Context, _ *v1.Pod, _ string, start func() bool, done func(error)) {
+	if !Started(start, done) {
+		return
+	}
 	b.wg.Go(func() { done(nil) })
 }
 

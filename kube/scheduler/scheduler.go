@@ -74,22 +74,48 @@ var _ Queue = (*schedq.Queue[types.NamespacedName, *v1.Pod])(nil)
 // (a shallow copy, read-only like every pod): a binder that keeps the
 // bound pod (the simulator) may keep that object, which the cache and
 // kube-scheduler's cache then hold already.
+//
+// Bind calls start (if not nil) just before it sends the binding
+// request, and does not send it, calling done(ErrNodeDeleted) instead,
+// if start returns false: start checks that the pod is still assumed on
+// a node still cached (Cache.StartBinding). A binder that waits before
+// sending (APIBinder waits for a binding slot) calls start after its
+// wait; one that sends at once calls it first (Started). Every Binder
+// has this one method, so that a wrapper cannot hide the guard.
 type Binder interface {
-	Bind(ctx context.Context, pod *v1.Pod, node string, done func(error))
+	Bind(ctx context.Context, pod *v1.Pod, node string, start func() bool, done func(error))
+}
+
+// Started is a Binder's check before it sends a binding: it runs start
+// (true if nil) and, if start returns false, calls done(ErrNodeDeleted),
+// so that the binder sends nothing. It reports whether the binder may
+// send.
+func Started(start func() bool, done func(error)) bool {
+	if start == nil || start() {
+		return true
+	}
+	done(ErrNodeDeleted)
+	return false
 }
 
 // Reporter tells the world about attempts: the pod's PodScheduled
-// condition and events, in a real cluster.
+// condition and events, in a real cluster. Every Reporter has every
+// method, doing nothing where it has nothing to do, so that a wrapper
+// cannot hide one.
+//
+// Unschedulable reports a failed attempt. record is nil unless plugins
+// found the pod unschedulable; then it computes the failure record a new
+// leader reads (failover.go), which a reporter that keeps records (the
+// live cluster's APIReporter) writes with the condition and any other
+// ignores (computing it costs a hash of the pod's spec, so it is not
+// computed for them). Warn emits a warning event about an object (a pod
+// or a PodGroup), for input the scheduler works around; the scheduler's
+// log says it in any case, and a reporter without events (the
+// simulator's) does nothing.
 type Reporter interface {
-	Unschedulable(ctx context.Context, pod *v1.Pod, reason, message string)
+	Warner
+	Unschedulable(ctx context.Context, pod *v1.Pod, reason, message string, record func() FailureRecord)
 	Scheduled(ctx context.Context, pod *v1.Pod, node string)
-}
-
-// RecordingReporter is a Reporter that also leaves, on a pod found
-// unschedulable, the failure record a new leader reads (failover.go).
-type RecordingReporter interface {
-	Reporter
-	UnschedulableRecorded(ctx context.Context, pod *v1.Pod, message string, rec FailureRecord)
 }
 
 // Options configures a Scheduler. Zero fields take the defaults noted.

@@ -9,8 +9,10 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -47,7 +49,10 @@ type syncBinder struct {
 	binds map[string]string
 }
 
-func (b *syncBinder) Bind(_ context.Context, p *v1.Pod, node string, done func(error)) {
+func (b *syncBinder) Bind(_ context.Context, p *v1.Pod, node string, start func() bool, done func(error)) {
+	if !Started(start, done) {
+		return
+	}
 	if b.err == nil {
 		if b.binds == nil {
 			b.binds = map[string]string{}
@@ -59,12 +64,13 @@ func (b *syncBinder) Bind(_ context.Context, p *v1.Pod, node string, done func(e
 
 type recReporter struct{ failures, scheduled []string }
 
-func (r *recReporter) Unschedulable(_ context.Context, p *v1.Pod, reason, msg string) {
+func (r *recReporter) Unschedulable(_ context.Context, p *v1.Pod, reason, msg string, _ func() FailureRecord) {
 	r.failures = append(r.failures, p.Name+": "+reason+": "+msg)
 }
 func (r *recReporter) Scheduled(_ context.Context, p *v1.Pod, node string) {
 	r.scheduled = append(r.scheduled, p.Name+"->"+node)
 }
+func (r *recReporter) Warn(context.Context, runtime.Object, string, string) {}
 
 type fixture struct {
 	t *testing.T
@@ -333,7 +339,10 @@ func TestPodAndNodeUpdateEvents(t *testing.T) {
 // heldBinder keeps bindings pending until the test finishes them.
 type heldBinder struct{ pending []func(error) }
 
-func (b *heldBinder) Bind(_ context.Context, _ *v1.Pod, _ string, done func(error)) {
+func (b *heldBinder) Bind(_ context.Context, _ *v1.Pod, _ string, start func() bool, done func(error)) {
+	if !Started(start, done) {
+		return
+	}
 	b.pending = append(b.pending, done)
 }
 

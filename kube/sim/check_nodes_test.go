@@ -64,16 +64,16 @@ func TestCheckBindOnce(t *testing.T) {
 		bind func(s *sim, p *v1.Pod)
 		want string
 	}{
-		{"once", func(s *sim, p *v1.Pod) { binder{s}.Bind(context.Background(), p, "n-0", func(error) {}) }, ""},
+		{"once", func(s *sim, p *v1.Pod) { binder{s}.Bind(context.Background(), p, "n-0", nil, func(error) {}) }, ""},
 		{"twice in flight", func(s *sim, p *v1.Pod) {
-			binder{s}.Bind(context.Background(), p, "n-0", func(error) {})
-			binder{s}.Bind(context.Background(), p, "n-1", func(error) {})
+			binder{s}.Bind(context.Background(), p, "n-0", nil, func(error) {})
+			binder{s}.Bind(context.Background(), p, "n-1", nil, func(error) {})
 		}, "bound to n-1 while its binding to n-0 is under way"},
 		{"already bound", func(s *sim, p *v1.Pod) {
 			b := *p
 			b.Spec.NodeName = "n-0"
 			s.cl.pods[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = &b
-			binder{s}.Bind(context.Background(), p, "n-1", func(error) {})
+			binder{s}.Bind(context.Background(), p, "n-1", nil, func(error) {})
 		}, "bound to n-1 while bound to n-0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

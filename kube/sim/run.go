@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq"
@@ -691,10 +692,14 @@ func (s *sim) apiLatency() time.Duration {
 	return orDefault(s.sc.Scheduler.BindLatency, defaultBindLatency)
 }
 
-// binder binds after the scenario's bind latency.
+// binder binds after the scenario's bind latency. It sends a binding at
+// once: the scheduler's start guard runs first (scheduler.Started).
 type binder struct{ s *sim }
 
-func (b binder) Bind(_ context.Context, pod *v1.Pod, node string, done func(error)) {
+func (b binder) Bind(_ context.Context, pod *v1.Pod, node string, start func() bool, done func(error)) {
+	if !scheduler.Started(start, done) {
+		return
+	}
 	lat := b.s.apiLatency()
 	b.s.binds++
 	b.s.checkBindOnce(pod, node)
@@ -712,16 +717,20 @@ func (b binder) Bind(_ context.Context, pod *v1.Pod, node string, done func(erro
 	})
 }
 
-// reporter keeps each pod's last failure message.
+// reporter keeps each pod's last failure message. It keeps no failure
+// records (no leader follows) and emits no events: Scheduled and Warn do
+// nothing (the scheduler's log says its warnings).
 type reporter struct{ s *sim }
 
-func (r reporter) Unschedulable(_ context.Context, pod *v1.Pod, _, message string) {
+func (r reporter) Unschedulable(_ context.Context, pod *v1.Pod, _, message string, _ func() scheduler.FailureRecord) {
 	if st := r.s.stats[pod.UID]; st != nil {
 		st.lastMessage = message
 	}
 }
 
 func (r reporter) Scheduled(context.Context, *v1.Pod, string) {}
+
+func (r reporter) Warn(context.Context, runtime.Object, string, string) {}
 
 // coreQueue is the scheduler's view of the queue's core, at the virtual
 // now; it also traces every operation.
