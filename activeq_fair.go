@@ -51,7 +51,7 @@ type fairActive[K comparable, T any] struct {
 	decay   decay
 	lastNow int64             // of the latest charge, for forgetting tenants
 	pruneAt int               // tenant count that triggers forgetting
-	rec     TenantRecorder    // or nil
+	rec     Recorder          // hears of pops; or nil
 	popped  *entry[K, T]      // by the latest Pop, for charge
 	refix   *fairTenant[K, T] // whose place Pop left for charge to fix
 

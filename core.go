@@ -244,7 +244,7 @@ func NewCore[K comparable, T any](cfg Config[K, T]) (*Core[K, T], error) {
 	switch {
 	case cfg.Fairness != nil:
 		c.fair = newFairActive(*cfg.Fairness, customLess(cfg))
-		c.fair.rec, _ = cfg.Recorder.(TenantRecorder)
+		c.fair.rec = cfg.Recorder
 		c.active = c.fair
 	case cfg.Priority != nil:
 		c.active = newLazyActive[K, T]()

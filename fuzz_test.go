@@ -330,6 +330,9 @@ func (r *balanceRecorder) Incoming(q Location, event string) {
 	r.in[q]++
 }
 
+// IncomingGroup counts a group's entity as one: Counts counts entities.
+func (r *balanceRecorder) IncomingGroup(q Location, event string, _ int) { r.Incoming(q, event) }
+
 func (r *balanceRecorder) Left(q Location, _ time.Duration) {
 	if q == InGated {
 		q = InUnschedulable // gated items come in under "unschedulable", as upstream counts them

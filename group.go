@@ -327,12 +327,8 @@ func (c *Core[K, T]) gateOn(e, m *entry[K, T], label string, now time.Time) {
 	c.parkGated(e, label, now)
 }
 
-// joined tells a GroupRecorder that a member joined entity e where it is.
+// joined tells the recorder that a member joined entity e where it is.
 func (c *Core[K, T]) joined(e *entry[K, T], label string) {
-	r, ok := c.rec.(GroupRecorder)
-	if !ok {
-		return
-	}
 	q := InUnschedulable
 	switch e.loc {
 	case locActive:
@@ -340,7 +336,7 @@ func (c *Core[K, T]) joined(e *entry[K, T], label string) {
 	case locBackoffUnsched, locBackoffError:
 		q = InBackoff
 	}
-	r.JoinedGroup(q, label, 1)
+	c.rec.JoinedGroup(q, label, 1)
 }
 
 // detach takes member m out of its group's lists. An entity left empty is
@@ -507,21 +503,5 @@ func (c *Core[K, T]) incoming(e *entry[K, T], q Location, label string) {
 
 // incomingGroup tells the recorder that group entity e entered q.
 func (c *Core[K, T]) incomingGroup(e *entry[K, T], q Location, label string) {
-	if r, ok := c.rec.(GroupRecorder); ok {
-		r.IncomingGroup(q, label, len(e.grp.queued))
-		return
-	}
-	c.rec.Incoming(q, label)
-}
-
-// GroupRecorder is what a Recorder implements to hear of group entities
-// apart from lone items. A Recorder without it hears of a group entity
-// entering a sub-queue through Incoming, as of one item.
-type GroupRecorder interface {
-	// IncomingGroup counts a group entity of size members entering
-	// sub-queue q because of event.
-	IncomingGroup(q Location, event string, size int)
-	// JoinedGroup counts n members joining their group's entity, already
-	// in sub-queue q, because of event.
-	JoinedGroup(q Location, event string, n int)
+	c.rec.IncomingGroup(q, label, len(e.grp.queued))
 }

@@ -18,6 +18,10 @@ func (r *moveLog) Incoming(q Location, event string) {
 	r.lines = append(r.lines, fmt.Sprintf("in %v %s", q, event))
 }
 
+func (r *moveLog) IncomingGroup(q Location, event string, size int) {
+	r.lines = append(r.lines, fmt.Sprintf("in %v %s (group of %d)", q, event, size))
+}
+
 func (r *moveLog) Moved(event string, examined, moved int) {
 	r.lines = append(r.lines, fmt.Sprintf("moved %s examined %d moved %d", event, examined, moved))
 }

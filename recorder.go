@@ -32,6 +32,17 @@ type Recorder interface {
 	// cohorts it judged count, whether or not it loaded each) and how
 	// many it moved out.
 	Moved(event string, examined, moved int)
+	// IncomingGroup counts a group entity of size members entering
+	// sub-queue q because of event; a group's entity is not counted by
+	// Incoming. A queue without groups never calls it.
+	IncomingGroup(q Location, event string, size int)
+	// JoinedGroup counts n members joining their group's entity, already
+	// in sub-queue q, because of event. A queue without groups never
+	// calls it.
+	JoinedGroup(q Location, event string, n int)
+	// Popped reports a pop under Config.Fairness, with the tenant
+	// charged. A queue without fairness never calls it.
+	Popped(tenant string)
 }
 
 type nopRecorder struct{}
@@ -42,3 +53,6 @@ func (nopRecorder) Scheduled(time.Duration, bool)               {}
 func (nopRecorder) HintStart() int64                            { return 0 }
 func (nopRecorder) HintDone(int64, string, string, Hint, error) {}
 func (nopRecorder) Moved(string, int, int)                      {}
+func (nopRecorder) IncomingGroup(Location, string, int)         {}
+func (nopRecorder) JoinedGroup(Location, string, int)           {}
+func (nopRecorder) Popped(string)                               {}

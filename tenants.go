@@ -16,15 +16,8 @@ type TenantStats struct {
 	// Usage is its pops' charges, decayed to now.
 	Usage float64 `json:"usage"`
 	// Pops counts its pops since the queue last forgot the tenant (see
-	// Fairness.Weight); TenantRecorder hears of each pop.
+	// Fairness.Weight); the Recorder hears of each pop (Popped).
 	Pops int64 `json:"pops"`
-}
-
-// TenantRecorder, if the Recorder implements it, hears of every pop under
-// fairness, with the tenant charged. Like Recorder, it runs under the
-// lock and must be fast.
-type TenantRecorder interface {
-	Popped(tenant string)
 }
 
 // Tenants returns the tenants the queue remembers, by name; nil without

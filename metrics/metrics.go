@@ -257,20 +257,18 @@ func (r *Recorder) Incoming(q schedq.Location, event string) {
 	r.entityIn.get(entityKey{q, event, false}).Inc()
 }
 
-// IncomingGroup implements schedq.GroupRecorder: a group entity counts
+// IncomingGroup implements schedq.Recorder: a group entity counts
 // once among entities and as its members among pods.
 func (r *Recorder) IncomingGroup(q schedq.Location, event string, size int) {
 	r.counters.get(incomingKey{q, event}).Add(float64(size))
 	r.entityIn.get(entityKey{q, event, true}).Inc()
 }
 
-// JoinedGroup implements schedq.GroupRecorder: members joining a queued
+// JoinedGroup implements schedq.Recorder: members joining a queued
 // group count among pods only.
 func (r *Recorder) JoinedGroup(q schedq.Location, event string, n int) {
 	r.counters.get(incomingKey{q, event}).Add(float64(n))
 }
-
-var _ schedq.GroupRecorder = (*Recorder)(nil)
 
 // Left implements schedq.Recorder.
 func (r *Recorder) Left(q schedq.Location, d time.Duration) {

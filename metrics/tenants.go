@@ -16,7 +16,7 @@ type TenantSource interface {
 }
 
 // tenantMetrics are the per-tenant metrics: pops pushed through
-// schedq.TenantRecorder, and the levels read at scrape. With
+// schedq.Recorder.Popped, and the levels read at scrape. With
 // Options.DisableTenantLabel they carry no tenant label and sum over the
 // tenants, so that their cardinality stays one.
 type tenantMetrics struct {
@@ -62,7 +62,7 @@ func (m *tenantMetrics) values(tenant string) []string {
 	return []string{tenant}
 }
 
-// Popped implements schedq.TenantRecorder.
+// Popped implements schedq.Recorder.
 func (r *Recorder) Popped(tenant string) {
 	if r.tenants.labels == nil {
 		tenant = ""
@@ -70,7 +70,6 @@ func (r *Recorder) Popped(tenant string) {
 	r.tenants.popsBy.get(tenant).Inc()
 }
 
-var _ schedq.TenantRecorder = (*Recorder)(nil)
 
 // tenantLevels is the collector of the per-tenant gauges.
 type tenantLevels struct{ r *Recorder }

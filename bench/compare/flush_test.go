@@ -24,6 +24,9 @@ func (*timeouts) Scheduled(time.Duration, bool)                      {}
 func (*timeouts) HintStart() int64                                   { return 0 }
 func (*timeouts) HintDone(int64, string, string, schedq.Hint, error) {}
 func (*timeouts) Moved(string, int, int)                             {}
+func (*timeouts) IncomingGroup(schedq.Location, string, int)         {}
+func (*timeouts) JoinedGroup(schedq.Location, string, int)           {}
+func (*timeouts) Popped(string)                                      {}
 
 // The schedq peer runs the leftover flush (a scan of every parked pod)
 // where the streams' upstream peer runs it, once per leftoverEvery ops,

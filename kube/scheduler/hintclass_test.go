@@ -359,6 +359,9 @@ func (*hintCounter) Left(schedq.Location, time.Duration)                        
 func (*hintCounter) Scheduled(time.Duration, bool)                                {}
 func (*hintCounter) HintStart() int64                                             { return 0 }
 func (*hintCounter) Moved(string, int, int)                                       {}
+func (*hintCounter) IncomingGroup(schedq.Location, string, int)                   {}
+func (*hintCounter) JoinedGroup(schedq.Location, string, int)                     {}
+func (*hintCounter) Popped(string)                                                {}
 func (c *hintCounter) HintDone(_ int64, plugin, _ string, _ schedq.Hint, _ error) { c.calls[plugin]++ }
 
 // replicaRun schedules 100 replicas of one template on the framework

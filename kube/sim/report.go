@@ -443,6 +443,16 @@ func (r *countingRecorder) Scheduled(time.Duration, bool)                      {
 func (r *countingRecorder) HintStart() int64                                   { return 0 }
 func (r *countingRecorder) HintDone(int64, string, string, schedq.Hint, error) {}
 func (r *countingRecorder) Moved(string, int, int)                             {}
+func (r *countingRecorder) Popped(string)                                      {}
+
+// IncomingGroup counts a group's entity entering q as one arrival, as
+// Incoming does an item; JoinedGroup counts nothing: the report counts
+// what enters each sub-queue, and a member joining an entity already
+// there enters none.
+func (r *countingRecorder) IncomingGroup(q schedq.Location, event string, _ int) {
+	r.Incoming(q, event)
+}
+func (r *countingRecorder) JoinedGroup(schedq.Location, string, int) {}
 
 func (r *countingRecorder) counts() []IncomingCount {
 	out := make([]IncomingCount, 0, len(r.n))
