@@ -252,3 +252,46 @@ func sizedRoom(byClass, cached bool) func(c *Config[string, job]) {
 		}
 	}
 }
+
+// TestClassBudgetTailIsCohortsOrder: a budget's tail of one cohort's
+// members, none tied, is a cursor into the cohort's order, not a heap
+// (cohort_order.go); with two members tied (the same priority and
+// timestamp) it is a heap, whose tie order is the index's. Either way
+// the room that comes back goes to the best of the tail.
+func TestClassBudgetTailIsCohortsOrder(t *testing.T) {
+	cases := []struct {
+		name   string
+		prios  []int32
+		cursor bool
+		next   string // the tail's best
+	}{
+		{name: "distinct", prios: []int32{4, 9, 6, 8, 5, 7}, cursor: true, next: "s5"},
+		{name: "tied", prios: []int32{4, 9, 6, 8, 5, 5}, cursor: false, next: "s2"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, sizedRoom(true, true))
+			for i, p := range tc.prios {
+				h.add(job{name: fmt.Sprint("s", i), prio: p, label: "small"})
+			}
+			for range tc.prios {
+				h.fail(h.popName(), "Fit") // at one instant
+			}
+			h.step(time.Minute)
+			h.move(evMachineAdd, &sized{room: 1})
+			h.want("s1", InActive) // priority 9
+			g := h.c.keys["s1"].more.tookFrom
+			if g == nil {
+				t.Fatal("s1 holds no room")
+			}
+			if got := g.ord != nil; got != tc.cursor || g.tailLen() != 4 {
+				t.Fatalf("tail: cursor %v (want %v), %d items (want 4)", got, tc.cursor, g.tailLen())
+			}
+			if err := h.c.Delete("s3", h.now); err != nil { // priority 8: deferred, not in the tail
+				t.Fatal(err)
+			}
+			h.attemptFail("s1", "Fit") // its room comes back
+			h.want(tc.next, InActive)
+		})
+	}
+}

@@ -55,7 +55,7 @@ func (p *parked[K, T]) add(e *entry[K, T]) {
 	fresh := false
 	if co != nil {
 		fresh = len(co.members) == 0
-		co.join(e, p.seq)
+		p.join(co, e)
 	}
 	if e.GatedBy != "" {
 		e.loc = locGated
