@@ -137,7 +137,7 @@ func TestDeferByCohortSameAsByItem(t *testing.T) {
 // the clock going back. O(runs × steps) small queues; about 3 s at a
 // load of 3.
 func TestDeferByCohortSameAsByItemRandom(t *testing.T) {
-	deferByCohortRandom(t, 404, 0, []string{"web", "db", "a"})
+	deferByCohortRandom(t, 404, 50, 0, []string{"web", "db", "a"})
 }
 
 // TestDeferByCohortOrderedSameAsByItemRandom is
@@ -147,23 +147,23 @@ func TestDeferByCohortSameAsByItemRandom(t *testing.T) {
 // (cohort_order.go) rather than from a heap: the same wakes, deferrals,
 // later offers and explanations as item by item.
 func TestDeferByCohortOrderedSameAsByItemRandom(t *testing.T) {
-	deferByCohortRandom(t, 405, time.Millisecond, []string{"web", "web", "web", "db"})
+	deferByCohortRandom(t, 405, 150, time.Millisecond, []string{"web", "web", "web", "db"})
 }
 
 // deferByCohortRandom runs the comparisons of
-// TestDeferByCohortSameAsByItemRandom from seed, moving the clock on by
+// TestDeferByCohortSameAsByItemRandom from seed, runs times (a fifth
+// with -short), moving the clock on by
 // tick before each failure of the start and each step, with the items'
 // labels drawn from labels.
-func deferByCohortRandom(t *testing.T, seed xorshift, tick time.Duration, labels []string) {
+func deferByCohortRandom(t *testing.T, seed xorshift, runs int, tick time.Duration, labels []string) {
 	fit := Failure{RejectedBy: []string{"Fit"}}
 	fails := []Failure{fit, fit, fit, {RejectedBy: []string{"Fit", "Affinity"}}, {RejectedBy: []string{"Affinity"}}, {}}
 	// classOp's operations, weighted: mostly events, label updates and
 	// attempts that end.
 	ops := []int{6, 6, 6, 7, 7, 11, 3, 3, 3, 3, 3, 1, 1, 10, 10, 4, 0, 5, 8, 9, 12}
 	const keys = 24
-	runs := 50
 	if testing.Short() {
-		runs = 10
+		runs /= 5
 	}
 	state := xorshift(seed) // 404: its run 2 leaves an event with nothing deferred (release)
 	rnd := state.intn

@@ -96,6 +96,23 @@ func (p *parked[K, T]) orderLeave(co *cohort[K, T], e *entry[K, T]) {
 	for o.head < len(o.recs) && o.recs[o.head].out != 0 {
 		o.head++
 	}
+	if o.dead > 8 && 2*o.dead > len(o.recs) {
+		co.ord = o.compacted()
+	}
+}
+
+// compacted returns a new order of o's records not left, each member's
+// place noted (o itself is left as it is, for the groups that read it).
+// O(r) for r records.
+func (o *cohortOrder[K, T]) compacted() *cohortOrder[K, T] {
+	recs := make([]orderRec[K, T], 0, len(o.recs)-o.dead)
+	for _, r := range o.recs[o.head:] {
+		if r.out == 0 {
+			r.e.more.opos = int32(len(recs))
+			recs = append(recs, r)
+		}
+	}
+	return &cohortOrder[K, T]{recs: recs}
 }
 
 // rekey drops the order of parked e's cohort if e's sort keys are no
@@ -110,40 +127,28 @@ func (p *parked[K, T]) rekey(e *entry[K, T]) {
 	}
 }
 
-// ensureOrder makes co's order current and compact: built from its
-// members if dropped, copied without the records left if those are
-// more than half. It reports whether co is kept in order: not if two
-// members tie, in which case it is not tried again while the cohort
-// lasts. O(1) if nothing is to be done; O(m) to compact, O(m log m) to
-// build, for m members.
+// ensureOrder builds co's order from its members if it was dropped
+// (orderJoin, rekey), and reports whether co is kept in order: not if
+// two members tie, in which case it is not tried again while the cohort
+// lasts, nor without Config's budget by class. O(1) if kept; O(m log m)
+// to build, for m members.
 func (p *parked[K, T]) ensureOrder(co *cohort[K, T]) bool {
-	if co.tied {
-		return false
-	}
-	o := co.ord
-	if o != nil && (o.dead <= 64 || 2*o.dead <= len(o.recs)) {
+	if co.ord != nil {
 		return true
 	}
-	recs := make([]orderRec[K, T], 0, len(co.members))
-	if o != nil {
-		for _, r := range o.recs[o.head:] {
-			if r.out == 0 {
-				recs = append(recs, r)
-			}
-		}
-	} else {
-		for _, e := range co.members {
-			recs = append(recs, orderRec[K, T]{e: e, prio: e.prio, ts: e.ts, in: e.more.joined})
-		}
-		sortRecs(recs)
-		for i := 1; i < len(recs); i++ {
-			if !keysBefore(recs[i-1].prio, recs[i-1].ts, recs[i].prio, recs[i].ts) {
-				co.tied = true
-				return false
-			}
-		}
+	if co.tied || !p.ordered {
+		return false
 	}
+	recs := make([]orderRec[K, T], 0, len(co.members))
+	for _, e := range co.members {
+		recs = append(recs, orderRec[K, T]{e: e, prio: e.prio, ts: e.ts, in: e.more.joined})
+	}
+	sortRecs(recs)
 	for i := range recs {
+		if i > 0 && !keysBefore(recs[i-1].prio, recs[i-1].ts, recs[i].prio, recs[i].ts) {
+			co.tied = true
+			return false
+		}
 		recs[i].e.more.opos = int32(i)
 	}
 	co.ord = &cohortOrder[K, T]{recs: recs}
@@ -347,8 +352,11 @@ func (c *Core[K, T]) wakeOrdered(b Budget[T], label string, co *cohort[K, T], no
 // wakes them from the front while they fit, defers the first that does
 // not, and leaves the rest in g's tail, a cursor into the order.
 func (c *Core[K, T]) takeOrdered(g *roomGroup[K, T], co *cohort[K, T], now time.Time) {
+	// A wake may copy co's order (orderLeave), marking the later wakes
+	// in the copy only: o is read as it was, and the members before the
+	// cursor are counted as they are passed, not from o's marks.
 	o := co.ord
-	i := o.head
+	i, held := o.head, 0
 	for i < len(o.recs) {
 		r := &o.recs[i]
 		i++
@@ -360,13 +368,8 @@ func (c *Core[K, T]) takeOrdered(g *roomGroup[K, T], co *cohort[K, T], now time.
 			continue
 		}
 		g.deferEntry(r.e) // its class found no room: no other member fits
+		held = 1          // the one member before the cursor
 		break
-	}
-	held := 0 // the members before the cursor: the one deferred
-	for _, r := range o.recs[min(o.head, i):i] {
-		if r.out == 0 {
-			held++
-		}
 	}
 	n := len(co.members) - held
 	if n == 0 {

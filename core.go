@@ -257,6 +257,7 @@ func NewCore[K comparable, T any](cfg Config[K, T]) (*Core[K, T], error) {
 	default:
 		c.active = newIndexedActive(less)
 	}
+	c.parked.ordered = c.parked.byClass && cfg.Budget != nil && cfg.ClassBudget && cfg.Priority != nil && c.fair == nil
 	if cfg.DisablePopFromBackoff {
 		c.backoffU = newBackoffHeap[K, T](nil)
 	} else {

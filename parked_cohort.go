@@ -81,7 +81,10 @@ func (p *parked[K, T]) cohortFor(e *entry[K, T]) *cohort[K, T] {
 		if p.byKey == nil {
 			p.byKey = map[cohortKey]*cohort[K, T]{}
 		}
-		co = &cohort[K, T]{key: k, ord: &cohortOrder[K, T]{}}
+		co = &cohort[K, T]{key: k}
+		if p.ordered {
+			co.ord = &cohortOrder[K, T]{}
+		}
 		p.byKey[k] = co
 	}
 	return co
