@@ -233,7 +233,7 @@ func (c *Core[K, T]) moveItems(list []*entry[K, T], fromBuckets bool, ev Event, 
 		e := m.e
 		if b != nil && e.loc == locParked && e.kind != kindGroup {
 			e.strategy = m.s
-			if e.more != nil {
+			if c.parked.ordered && e.more != nil {
 				e.more.stratSeq = c.parked.seq // see strategyOf
 			}
 			ready = append(ready, e)
@@ -257,6 +257,7 @@ func (c *Core[K, T]) moveItems(list []*entry[K, T], fromBuckets bool, ev Event, 
 	}
 	clear(c.moving)
 	c.moving, c.movingOK = c.moving[:0], false
+	c.ordLast, c.ordMoving = nil, 0
 	clear(movers)
 	clear(list)
 	c.moveRequestCycle = c.cycle
