@@ -70,6 +70,12 @@ type roomGroup[K comparable, T any] struct {
 	// no room when they were deferred (wakeByClass, offerTail).
 	tail        tailHeap[K, T]
 	tailClasses []uint64
+	// ord, when the tail is a cohort's records in pop order instead of a
+	// heap (cohort_order.go): the records from cur on that are g's
+	// candidates, ordN of them.
+	ord  *cohortOrder[K, T]
+	cur  int
+	ordN int
 	// lazy, if the tail's items are deferred with their cohorts
 	// (cohort_defer.go): those cohorts, whose members that joined before
 	// seq and are not in deferred are the tail's items, uncounted.
@@ -81,16 +87,14 @@ type roomGroup[K comparable, T any] struct {
 }
 
 // hasDeferred reports whether g holds deferred items (some may be stale).
-func (g *roomGroup[K, T]) hasDeferred() bool { return len(g.deferred)+g.tail.Len() > 0 }
+func (g *roomGroup[K, T]) hasDeferred() bool { return len(g.deferred)+g.tailLen() > 0 }
 
 // eachDeferred calls f with each of g's deferred items (stale ones too).
 func (g *roomGroup[K, T]) eachDeferred(f func(deferRef[K, T])) {
 	for _, r := range g.deferred {
 		f(r)
 	}
-	for i := range g.tail.Len() {
-		f(g.tail.At(i).Ref)
-	}
+	g.eachTail(f)
 }
 
 // deferRef is an item a group deferred.
@@ -151,6 +155,12 @@ func (c *Core[K, T]) wakeWithin(b Budget[T], label string, ready []*entry[K, T],
 			g.deferEntry(e)
 		}
 	}
+	return c.wakeDone(g, now)
+}
+
+// wakeDone ends a move request's offer of room g: the items it deferred
+// heard their event, and g settles. It returns how many items g woke.
+func (c *Core[K, T]) wakeDone(g *roomGroup[K, T], now time.Time) int {
 	if g.woken > 0 {
 		// The event made room and others took it: the deferred items heard
 		// their event, and wait for room, not for the leftover flush.
@@ -241,7 +251,7 @@ func (c *Core[K, T]) take(b Budget[T], e *entry[K, T], full *classSet) bool {
 // room Take reserved in g, unless a PreEnqueue check parked it again.
 func (c *Core[K, T]) wake(g *roomGroup[K, T], e *entry[K, T], label string, now time.Time) {
 	c.clearDeferred(e)
-	if l := c.requeue(e, e.strategy, label, now); l == locParked || l == locGated {
+	if l := c.requeue(e, strategyOf(e), label, now); l == locParked || l == locGated {
 		g.b.Return(e.Item)
 		return
 	}
@@ -339,7 +349,7 @@ func (c *Core[K, T]) offer(g *roomGroup[K, T], now time.Time) {
 	}
 	clear(g.deferred[len(kept):])
 	g.deferred = kept
-	if g.tail.Len() > 0 {
+	if g.tailLen() > 0 {
 		c.offerTail(g, &full, now)
 	}
 	c.settle(g, now)
@@ -390,6 +400,6 @@ func (c *Core[K, T]) settle(g *roomGroup[K, T], _ time.Time) {
 		g.eachDeferred(uncount)
 	}
 	g.ended = true
-	c.recycleTail(g.tail.Release())
+	c.dropTail(g)
 	g.deferred, g.tailClasses, g.moved = nil, nil, nil
 }

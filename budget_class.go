@@ -69,9 +69,14 @@ func (c *Core[K, T]) wakeByClass(g *roomGroup[K, T], ready []*entry[K, T], now t
 	if c.deferLazily(g, lazy, now.UnixNano()) {
 		return
 	}
+	c.markTail(g, now)
+}
+
+// markTail defers the items of g's tail one by one. O(t) for t items.
+func (c *Core[K, T]) markTail(g *roomGroup[K, T], now time.Time) {
 	var tc classSet
-	h.Each(func(s *heap.Slot[deferRef[K, T]]) {
-		e := s.Ref.e
+	g.eachTail(func(r deferRef[K, T]) {
+		e := r.e
 		if tc.first(e.hclass) {
 			g.tailClasses = append(g.tailClasses, e.hclass)
 		}
@@ -135,9 +140,8 @@ type tailHeap[K comparable, T any] = heap.SlotHeap[deferRef[K, T]]
 // O(w log t) for w items taken from a tail of t, besides the requeues.
 func (c *Core[K, T]) offerTail(g *roomGroup[K, T], full *classSet, now time.Time) {
 	done := full.hasAll(g.tailClasses)
-	for g.tail.Len() > 0 && !done {
-		s, _ := g.tail.Pop()
-		r := s.Ref
+	for g.tailLen() > 0 && !done {
+		r := g.popTail()
 		if !g.waits(r.e) {
 			continue
 		}
@@ -151,8 +155,8 @@ func (c *Core[K, T]) offerTail(g *roomGroup[K, T], full *classSet, now time.Time
 		g.deferred = append(g.deferred, r)
 		done = full.hasAll(g.tailClasses)
 	}
-	if g.tail.Len() == 0 {
-		c.recycleTail(g.tail.Release())
+	if g.tailLen() == 0 {
+		c.dropTail(g)
 		g.tailClasses = nil
 	}
 }

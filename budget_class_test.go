@@ -252,3 +252,87 @@ func sizedRoom(byClass, cached bool) func(c *Config[string, job]) {
 		}
 	}
 }
+
+// TestClassBudgetTailIsCohortsOrder: a budget's tail of one cohort's
+// members, none tied, is a cursor into the cohort's order, not a heap
+// (cohort_order.go); with two members tied (the same priority and
+// timestamp) it is a heap, whose tie order is the index's. A member
+// gone before the event is in neither. Either way the room that comes
+// back goes to the best of the tail.
+func TestClassBudgetTailIsCohortsOrder(t *testing.T) {
+	cases := []struct {
+		name   string
+		prios  []int32
+		gone   string // deleted before the event: in no tail
+		cursor bool
+		tail   int
+		next   string // the tail's best
+	}{
+		{name: "distinct", prios: []int32{4, 9, 6, 8, 5, 7}, cursor: true, tail: 4, next: "s5"},
+		{name: "tied", prios: []int32{4, 9, 6, 8, 5, 5}, cursor: false, tail: 4, next: "s2"},
+		{name: "one gone before", prios: []int32{4, 9, 6, 8, 5, 7}, gone: "s5", cursor: true, tail: 3, next: "s2"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, sizedRoom(true, true))
+			for i, p := range tc.prios {
+				h.add(job{name: fmt.Sprint("s", i), prio: p, label: "small"})
+			}
+			for range tc.prios {
+				h.fail(h.popName(), "Fit") // at one instant
+			}
+			h.step(time.Minute)
+			if tc.gone != "" {
+				if err := h.c.Delete(tc.gone, h.now); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h.move(evMachineAdd, &sized{room: 1})
+			h.want("s1", InActive) // priority 9
+			g := h.c.keys["s1"].more.tookFrom
+			if g == nil {
+				t.Fatal("s1 holds no room")
+			}
+			if got := g.ord != nil; got != tc.cursor || g.tailLen() != tc.tail {
+				t.Fatalf("tail: cursor %v (want %v), %d items (want %d)", got, tc.cursor, g.tailLen(), tc.tail)
+			}
+			if err := h.c.Delete("s3", h.now); err != nil { // priority 8: deferred, not in the tail
+				t.Fatal(err)
+			}
+			h.attemptFail("s1", "Fit") // its room comes back
+			h.want(tc.next, InActive)
+		})
+	}
+}
+
+// TestClassBudgetTailCountsAfterCompaction: an event's first wakes may
+// leave so many records of the cohort's order dead that the order is
+// copied without them while the event still takes from the old copy;
+// the items woken after that are marked in the new copy only, and the
+// event's tail must still count exactly the members left after its
+// cursor (the invariants check the count).
+func TestClassBudgetTailCountsAfterCompaction(t *testing.T) {
+	h := newHarness(t, sizedRoom(true, true))
+	const n = 20
+	for i := range n {
+		h.add(job{name: fmt.Sprint("s", i), prio: int32(100 - i), label: "small"})
+	}
+	for range n {
+		h.fail(h.popName(), "Fit")
+	}
+	for i := 10; i < n; i++ { // ten of twenty records dead: one more copies the order
+		if err := h.c.Delete(fmt.Sprint("s", i), h.now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.check()
+	h.step(time.Minute)
+	h.move(evMachineAdd, &sized{room: 3})
+	for _, name := range []string{"s0", "s1", "s2"} {
+		h.want(name, InActive)
+	}
+	g := h.c.keys["s0"].more.tookFrom
+	if g == nil || g.tailLen() != 6 {
+		t.Fatalf("tail of %v items, want 6 (s4 to s9)", g.tailLen())
+	}
+}

@@ -57,7 +57,7 @@ func (c *Core[K, T]) deferLazily(g *roomGroup[K, T], ok bool, nowNs int64) bool 
 	for _, co := range c.moving {
 		n += len(co.members) - co.mark
 	}
-	if n != g.tail.Len() {
+	if n != g.tailLen() {
 		return false
 	}
 	g.lazyTail = true

@@ -137,18 +137,35 @@ func TestDeferByCohortSameAsByItem(t *testing.T) {
 // the clock going back. O(runs × steps) small queues; about 3 s at a
 // load of 3.
 func TestDeferByCohortSameAsByItemRandom(t *testing.T) {
-	labels := []string{"web", "db", "a"}
+	deferByCohortRandom(t, 404, 50, 0, []string{"web", "db", "a"})
+}
+
+// TestDeferByCohortOrderedSameAsByItemRandom is
+// TestDeferByCohortSameAsByItemRandom with the clock moving on before
+// each failure and each step, so that the cohorts' members seldom tie
+// and the budgets take their candidates from the cohorts' orders
+// (cohort_order.go) rather than from a heap: the same wakes, deferrals,
+// later offers and explanations as item by item.
+func TestDeferByCohortOrderedSameAsByItemRandom(t *testing.T) {
+	deferByCohortRandom(t, 405, 150, time.Millisecond, []string{"web", "web", "web", "db"})
+}
+
+// deferByCohortRandom runs the comparisons of
+// TestDeferByCohortSameAsByItemRandom from seed, runs times (a fifth
+// with -short), moving the clock on by
+// tick before each failure of the start and each step, with the items'
+// labels drawn from labels.
+func deferByCohortRandom(t *testing.T, seed xorshift, runs int, tick time.Duration, labels []string) {
 	fit := Failure{RejectedBy: []string{"Fit"}}
 	fails := []Failure{fit, fit, fit, {RejectedBy: []string{"Fit", "Affinity"}}, {RejectedBy: []string{"Affinity"}}, {}}
 	// classOp's operations, weighted: mostly events, label updates and
 	// attempts that end.
 	ops := []int{6, 6, 6, 7, 7, 11, 3, 3, 3, 3, 3, 1, 1, 10, 10, 4, 0, 5, 8, 9, 12}
 	const keys = 24
-	runs := 50
 	if testing.Short() {
-		runs = 10
+		runs /= 5
 	}
-	state := xorshift(404) // its run 2 leaves an event with nothing deferred (release)
+	state := xorshift(seed) // 404: its run 2 leaves an event with nothing deferred (release)
 	rnd := state.intn
 	for run := range runs {
 		groups := run%4 == 3
@@ -175,6 +192,7 @@ func TestDeferByCohortSameAsByItemRandom(t *testing.T) {
 			}
 			for range keys {
 				a, _ := h.c.Pop(h.now)
+				h.step(tick)
 				_ = h.c.Requeue(a, fit, h.now)
 			}
 			h.check()
@@ -188,6 +206,8 @@ func TestDeferByCohortSameAsByItemRandom(t *testing.T) {
 			state = seed
 			op, k, x := ops[rnd(len(ops))], rnd(keys), rnd(1<<16)
 			seed = state
+			hc.step(tick)
+			hi.step(tick)
 			desc := classOpBoth(hc, hi, op, x, fmt.Sprint("j", k), labels, fails, groups)
 			sameClassQueues(t, fmt.Sprintf("run %d step %d %s", run, step, desc), hc, hi, lc, li, keys, step%50 == 49)
 		}

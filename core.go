@@ -191,6 +191,12 @@ type Core[K comparable, T any] struct {
 	// if movingOK (cohort_defer.go).
 	moving   []*cohort[K, T]
 	movingOK bool
+	// A move request with a budget by class (cohort_order.go): ordWant
+	// if its candidates may come from a cohort's order, ordCo the one
+	// cohort that moves if they do, ordMoving how many cohorts move.
+	ordWant        bool
+	ordCo, ordLast *cohort[K, T]
+	ordMoving      int
 
 	rechecks  []*roomGroup[K, T]            // budgets to offer once more (budget.go)
 	tails     [][]heap.Slot[deferRef[K, T]] // ended groups' tails, for reuse (budget_class.go)
@@ -251,6 +257,7 @@ func NewCore[K comparable, T any](cfg Config[K, T]) (*Core[K, T], error) {
 	default:
 		c.active = newIndexedActive(less)
 	}
+	c.parked.ordered = c.parked.byClass && cfg.Budget != nil && cfg.ClassBudget && cfg.Priority != nil && c.fair == nil
 	if cfg.DisablePopFromBackoff {
 		c.backoffU = newBackoffHeap[K, T](nil)
 	} else {
@@ -528,6 +535,7 @@ func (c *Core[K, T]) Update(oldItem, newItem T, now time.Time) {
 	if e.kind == kindLone {
 		c.classify(e)
 		c.parked.recohort(e)
+		c.parked.rekey(e)
 	}
 	events := c.updateEvents(oldItem, newItem)
 	if c.cfg.DisableQueueingHints {

@@ -15,6 +15,8 @@ type entryMore[K comparable, T any] struct {
 	// (parked_cohort.go).
 	coh  *cohort[K, T]
 	cpos int32
+	// opos is its record's place in its cohort's order (cohort_order.go).
+	opos int32
 	// joined is parked.seq when it joined its cohort: the groups made
 	// after it that defer the cohort lazily defer it (cohortDefer).
 	joined uint64
@@ -41,6 +43,9 @@ type entryMore[K comparable, T any] struct {
 	// (cohortFlush).
 	lastFlush int64
 	flushSeq  uint64
+	// stratSeq is parked.seq when a move request set its strategy; its
+	// cohort's, if newer, overrides it (strategyOf).
+	stratSeq uint64
 }
 
 // ext returns e's entryMore, allocating it on first use. O(1).

@@ -284,6 +284,7 @@ func (c *Core[K, T]) checkRoom(bad func(string, ...any)) {
 // they defer is checked by checkRoom's counts.
 func (c *Core[K, T]) checkLazy(live map[*roomGroup[K, T]]bool, bad func(string, ...any)) {
 	for g := range live {
+		checkCursor(g, bad)
 		if !g.lazyTail && (len(g.lazy) > 0 || len(g.moved) > 0) {
 			bad("budget of %s defers cohorts but not its tail by them", g.label)
 		}

@@ -24,7 +24,9 @@ import (
 // items and interested plugin (moveItems keeps the answers). With
 // Config.HintClass and no match, the items are judged by cohort
 // (judgeBucket): O(c) for c cohorts if none moves, else O(k) reads of
-// the index beside the items and O(m log n) for m moved.
+// the index beside the items and O(m log n) for m moved; with a wake
+// budget by class and one cohort moving alone, in order
+// (cohort_order.go), O(c) plus the items woken and deferred.
 func (c *Core[K, T]) Move(ev Event, oldObj, newObj any, match func(info *Info[T]) bool, now time.Time) {
 	defer c.check()
 	if ev.wildcard() {
@@ -78,6 +80,16 @@ func (c *Core[K, T]) judgeAll(list []*entry[K, T], fromBuckets bool, ev Event, l
 			continue
 		}
 		if match == nil && c.parked.byClass {
+			if c.ordWant && c.allCohorted(ev) {
+				// The cohorts of every bucket first: if one moves
+				// alone, its order gives the candidates (wakeOrdered).
+				examined = c.judgeCohortsFirst(ev, label, oldObj, newObj)
+				if c.ordCo == nil {
+					out = c.listBuckets(out, ev, label, oldObj, newObj)
+				}
+				c.movers = out
+				return out, examined
+			}
 			out, examined = c.judgeBucket(out, examined, b, ev, label, oldObj, newObj)
 			continue
 		}
@@ -127,7 +139,19 @@ func (c *Core[K, T]) judgeOne(e *entry[K, T], ev Event, label string, oldObj, ne
 // counted are those of the cohorts met first in b, and the others b
 // holds that no earlier bucket did.
 func (c *Core[K, T]) judgeBucket(out []mover[K, T], examined int, b *bucket[K, T], ev Event, label string, oldObj, newObj any) ([]mover[K, T], int) {
-	moves := b.loose > 0
+	moves, n := c.judgeCohorts(b, ev, label, oldObj, newObj)
+	examined += n
+	if !moves && b.loose == 0 {
+		return out, examined
+	}
+	out, n = c.listBucket(out, b, ev, label, oldObj, newObj)
+	return out, examined + n
+}
+
+// judgeCohorts judges the cohorts of b not met in an earlier bucket of
+// the request, and reports whether any moves and how many items they
+// hold. O(k) for k cohorts in b.
+func (c *Core[K, T]) judgeCohorts(b *bucket[K, T], ev Event, label string, oldObj, newObj any) (moves bool, examined int) {
 	for _, co := range b.cohorts {
 		if co.epoch == c.epoch {
 			continue // met in an earlier bucket
@@ -138,11 +162,18 @@ func (c *Core[K, T]) judgeBucket(out []mover[K, T], examined int, b *bucket[K, T
 		if co.verdict != stayParked {
 			moves = true
 			c.noteMoving(co)
+			c.ordMoving++
+			c.ordLast = co
 		}
 	}
-	if !moves {
-		return out, examined
-	}
+	return moves, examined
+}
+
+// listBucket is judgeBucket's walk of b in order: it appends the items
+// of the moving cohorts met first in b, and judges those outside a
+// cohort one by one. O(len(b.items)).
+func (c *Core[K, T]) listBucket(out []mover[K, T], b *bucket[K, T], ev Event, label string, oldObj, newObj any) ([]mover[K, T], int) {
+	examined := 0
 	for i, co := range b.cohs {
 		if co == nil {
 			if e := b.items[i]; e.gen != c.epoch {
@@ -193,6 +224,7 @@ func (c *Core[K, T]) moveItems(list []*entry[K, T], fromBuckets bool, ev Event, 
 		c.memo.start()
 	}
 	c.heldFor.inMove, c.heldFor.lastPending, c.heldFor.lastUnsched = true, nil, nil
+	c.ordWant = b != nil && c.cfg.Priority != nil && c.cfg.ClassBudget && c.cfg.HintClass != nil && c.fair == nil
 	movers, examined := c.judgeAll(list, fromBuckets, ev, label, oldObj, newObj, match)
 	c.heldFor.inMove = false
 	c.memo.stop()
@@ -201,6 +233,9 @@ func (c *Core[K, T]) moveItems(list []*entry[K, T], fromBuckets bool, ev Event, 
 		e := m.e
 		if b != nil && e.loc == locParked && e.kind != kindGroup {
 			e.strategy = m.s
+			if c.parked.ordered && e.more != nil {
+				e.more.stratSeq = c.parked.seq // see strategyOf
+			}
 			ready = append(ready, e)
 			if fit == len(ready)-1 && b.Take(e.Item) {
 				fit++ // so far they all fit (see wakeWithin)
@@ -216,8 +251,13 @@ func (c *Core[K, T]) moveItems(list []*entry[K, T], fromBuckets bool, ev Event, 
 	}
 	clear(ready)
 	c.ready = ready[:0]
+	if co := c.ordCo; co != nil {
+		c.ordCo = nil
+		moved += c.wakeOrdered(b, label, co, now)
+	}
 	clear(c.moving)
 	c.moving, c.movingOK = c.moving[:0], false
+	c.ordLast, c.ordMoving = nil, 0
 	clear(movers)
 	clear(list)
 	c.moveRequestCycle = c.cycle

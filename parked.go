@@ -17,6 +17,9 @@ type parked[K comparable, T any] struct {
 	gated   int
 	byClass bool
 	byKey   map[cohortKey]*cohort[K, T]
+	// ordered: the cohorts keep their members in pop order, for a wake
+	// budget by class with the default order (cohort_order.go).
+	ordered bool
 	// seq numbers the budget groups as they are made; an item that
 	// joins a cohort, or whose deferrals are cleared, notes it
 	// (cohort_defer.go).
@@ -55,7 +58,7 @@ func (p *parked[K, T]) add(e *entry[K, T]) {
 	fresh := false
 	if co != nil {
 		fresh = len(co.members) == 0
-		co.join(e, p.seq)
+		p.join(co, e)
 	}
 	if e.GatedBy != "" {
 		e.loc = locGated

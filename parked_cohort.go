@@ -29,6 +29,16 @@ type cohort[K comparable, T any] struct {
 	flushAt  int64
 	flushSeq uint64
 	mark     int
+	// ord is its members in pop order (cohort_order.go); nil when
+	// dropped, to be built anew, and for good once tied: two members
+	// with the same priority and timestamp. strat is the strategy the
+	// last move request that took from ord gave its members, at
+	// stratSeq (its group's seq): it overrides an older one of theirs
+	// (strategyOf).
+	ord      *cohortOrder[K, T]
+	tied     bool
+	strat    strategy
+	stratSeq uint64
 }
 
 // cohortKey is what the hints' answer to a lone item depends on, besides
@@ -72,16 +82,21 @@ func (p *parked[K, T]) cohortFor(e *entry[K, T]) *cohort[K, T] {
 			p.byKey = map[cohortKey]*cohort[K, T]{}
 		}
 		co = &cohort[K, T]{key: k}
+		if p.ordered {
+			co.ord = &cohortOrder[K, T]{}
+		}
 		p.byKey[k] = co
 	}
 	return co
 }
 
-// join adds e to co, at seq (parked.seq). O(1) amortized.
-func (co *cohort[K, T]) join(e *entry[K, T], seq uint64) {
+// join adds e to co, now (parked.seq), and to co's order. O(1)
+// amortized.
+func (p *parked[K, T]) join(co *cohort[K, T], e *entry[K, T]) {
 	m := e.ext()
-	m.coh, m.cpos, m.joined = co, int32(len(co.members)), seq
+	m.coh, m.cpos, m.joined = co, int32(len(co.members)), p.seq
 	co.members = append(co.members, e)
+	p.orderJoin(co, e)
 }
 
 // leave takes e out of its cohort, and an emptied cohort out of its
@@ -95,6 +110,8 @@ func (p *parked[K, T]) leave(e *entry[K, T], moving bool) {
 	}
 	leaveDefers(e, moving)
 	co := m.coh
+	keepStrategy(e)
+	p.orderLeave(co, e)
 	last := co.members[len(co.members)-1]
 	co.members[m.cpos] = last
 	last.more.cpos = m.cpos
@@ -139,7 +156,7 @@ func (p *parked[K, T]) recohort(e *entry[K, T]) {
 	p.leave(e, true)
 	co := p.cohortFor(e)
 	fresh := len(co.members) == 0
-	co.join(e, p.seq)
+	p.join(co, e)
 	for _, s := range e.more.slots {
 		s.b.cohs[s.pos] = co
 		if fresh {
