@@ -70,7 +70,6 @@ func (r *Recorder) Popped(tenant string) {
 	r.tenants.popsBy.get(tenant).Inc()
 }
 
-
 // tenantLevels is the collector of the per-tenant gauges.
 type tenantLevels struct{ r *Recorder }
 
