@@ -30,6 +30,9 @@ func (r *usedRoom) Return(benchItem) bool {
 	return true
 }
 
+// Key says the room is the event's own (Budget.Key).
+func (*usedRoom) Key() string { return "" }
+
 // BenchmarkMoveBudgetClasses is a forecast's steady state in the queue:
 // n parked items of 4 hint classes (Config.HintClass, ClassBudget), and
 // per op one budgeted move request whose room fits one item (a running

@@ -219,6 +219,9 @@ func (r *benchRoom) Take(benchItem) bool {
 
 func (r *benchRoom) Return(benchItem) bool { r.n++; return true }
 
+// Key says the room is the event's own (Budget.Key).
+func (*benchRoom) Key() string { return "" }
+
 // BenchmarkMoveBudget is BenchmarkMoveAll's AllMove with a wake budget
 // (Config.Budget): the event's room holds every parked item (All: the
 // budget's own cost, sorting the candidates into pop order), or 100 of

@@ -29,14 +29,12 @@ type Budget[T any] interface {
 	// that measures the world afresh in Take sees what the items really
 	// used, and by then what the other events' woken items used.
 	Return(item T) bool
-}
-
-// Keyed is a Budget whose room is shared with the budgets of other events
-// of the same key: the room of one machine, that a join and a departure on
-// it both offer. While an item holds room under a key, the items that
-// other events of that key deferred wait for it, and are offered the room
-// when it comes back, whichever event woke the item that held it.
-type Keyed interface {
+	// Key names the room the budget shares with the budgets of other
+	// events of the same key (the room of one machine, that a join and a
+	// departure on it both offer), or is "" for a room of the event's
+	// own. While an item holds room under a key, the items that other
+	// events of that key deferred wait for it, and are offered the room
+	// when it comes back, whichever event woke the item that held it.
 	Key() string
 }
 
@@ -45,7 +43,7 @@ type Keyed interface {
 type roomGroup[K comparable, T any] struct {
 	b     Budget[T]
 	label string
-	key   string // Keyed budgets: the shared room's key
+	key   string // Budget.Key: the shared room's key, or ""
 	woken int
 	// seq is parked.seq at its making: an item whose deferrals were
 	// cleared since is no longer deferred by it (waits).
@@ -126,10 +124,7 @@ func (g *roomGroup[K, T]) deferEntry(e *entry[K, T]) {
 // sorting them is not needed.
 func (c *Core[K, T]) wakeWithin(b Budget[T], label string, ready []*entry[K, T], fit int, now time.Time) int {
 	c.parked.seq++
-	g := &roomGroup[K, T]{b: b, label: label, seq: c.parked.seq}
-	if k, ok := b.(Keyed); ok {
-		g.key = k.Key()
-	}
+	g := &roomGroup[K, T]{b: b, label: label, seq: c.parked.seq, key: b.Key()}
 	if fit == len(ready) {
 		for _, e := range ready {
 			c.wake(g, e, label, now)

@@ -33,6 +33,9 @@ func (s *sized) Take(j job) bool {
 
 func (s *sized) Return(j job) bool { s.room += sizeOf(j); return true }
 
+// Key says the room is the event's own (Budget.Key).
+func (*sized) Key() string { return "" }
+
 // classBudgetRun parks six items of two classes and offers them room 3,
 // then deletes the drop items and gives back the room of the first woken
 // item's failed attempt. It returns the active items after each offer and

@@ -24,6 +24,9 @@ func (m *machine) Return(job) bool {
 	return true
 }
 
+// Key says the room is the event's own (Budget.Key).
+func (*machine) Key() string { return "" }
+
 // budgetHarness parks the named items (priority as given) on Fit, and
 // makes every machine event offer the room of the machine it carries.
 func budgetHarness(t *testing.T, items ...job) *harness {
@@ -152,7 +155,7 @@ type host struct {
 	sizes          map[string]int
 }
 
-// hostRoom is one event's view of a host's room, Keyed by the host.
+// hostRoom is one event's view of a host's room, shared under the host's key.
 type hostRoom struct{ h *host }
 
 func (r hostRoom) Key() string { return "host" }

@@ -330,10 +330,7 @@ func (c *Core[K, T]) wakeOrdered(b Budget[T], label string, co *cohort[K, T], no
 		return n
 	}
 	c.parked.seq++
-	g := &roomGroup[K, T]{b: b, label: label, seq: c.parked.seq}
-	if k, ok := b.(Keyed); ok {
-		g.key = k.Key()
-	}
+	g := &roomGroup[K, T]{b: b, label: label, seq: c.parked.seq, key: b.Key()}
 	for i, x := range bk.cohs {
 		if fit == 0 {
 			break

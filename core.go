@@ -201,7 +201,7 @@ type Core[K comparable, T any] struct {
 	rechecks  []*roomGroup[K, T]            // budgets to offer once more (budget.go)
 	tails     [][]heap.Slot[deferRef[K, T]] // ended groups' tails, for reuse (budget_class.go)
 	tailSlots int                           // their capacity in all
-	rooms     map[string]*roomKey[K, T]     // shared rooms of Keyed budgets
+	rooms     map[string]*roomKey[K, T]     // shared rooms, by Budget.Key
 	// Scratch space of popOrder.
 	orderKeys    []orderKey
 	orderScratch []*entry[K, T]

@@ -86,7 +86,7 @@
 //
 //   - from Config: Key, Priority or Less, Group, HintClass, Match,
 //     UpdateEvents, the hint functions (EventHint.Fn), the PreEnqueue checks (Admit), Budget
-//     and the Take, Return and (Keyed) Key of the budgets it returns, Fairness's
+//     and the Take, Return and Key of the budgets it returns, Fairness's
 //     Tenant, Weight and Cost, CheckInvariants, the Recorder's methods,
 //     and Clock.Now;
 //   - passed to a call: Move's match, and PendingOptions.Match (Queue.Pending

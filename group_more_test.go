@@ -74,6 +74,9 @@ type noRoom struct{}
 func (noRoom) Take(job) bool   { return false }
 func (noRoom) Return(job) bool { return false }
 
+// Key says the room is the event's own (Budget.Key).
+func (noRoom) Key() string { return "" }
+
 // Members change group by Update: to another group, and out of groups.
 func TestMemberChangesGroup(t *testing.T) {
 	h := newHarness(t, groupsOn)

@@ -44,10 +44,7 @@ func (m *model) wakeWithin(b Budget[job], ready []*mItem) {
 	if m.fair != nil {
 		ready = m.fairWakeOrder(ready)
 	}
-	g := &mGroup{b: b}
-	if k, ok := b.(Keyed); ok {
-		g.key = k.Key()
-	}
+	g := &mGroup{b: b, key: b.Key()}
 	for _, it := range ready {
 		if b.Take(it.Item) {
 			m.wake(g, it)
@@ -159,16 +156,13 @@ func (m *model) queued(it *mItem) bool { return m.items[it.Item.name] == it }
 
 // slotBudget is the fuzz test's budget: a machine with room for n items,
 // where room comes back whenever an attempt that held it ends; key, if
-// set, makes it Keyed.
+// set, is the room it shares with other events' budgets (Budget.Key).
 type slotBudget struct {
 	free int
 	key  string
 }
 
-// keyedSlots is a slotBudget that shares its key with other events'.
-type keyedSlots struct{ *slotBudget }
-
-func (b keyedSlots) Key() string { return b.key }
+func (b *slotBudget) Key() string { return b.key }
 
 func (b *slotBudget) Take(job) bool {
 	if b.free == 0 {
@@ -194,7 +188,7 @@ func fuzzBudget(ev Event, _, newObj any) (Budget[job], bool) {
 		n, i = v%3, v
 	}
 	if ev.Action == actTaint { // taint events share a room per machine
-		return keyedSlots{&slotBudget{free: n, key: fmt.Sprint("m", i%2)}}, true
+		return &slotBudget{free: n, key: fmt.Sprint("m", i%2)}, true
 	}
 	return &slotBudget{free: n}, true
 }

@@ -230,7 +230,7 @@ func labelRoomBudget(ev Event, _, newObj any) (Budget[job], bool) {
 		n, i = v%4, v
 	}
 	if ev.Action == actTaint {
-		return keyedLabelRoom{&labelRoom{free: n, key: fmt.Sprint("m", i%2)}}, true
+		return &labelRoom{free: n, key: fmt.Sprint("m", i%2)}, true
 	}
 	return &labelRoom{free: n}, true
 }
@@ -241,10 +241,7 @@ type labelRoom struct {
 	key  string
 }
 
-// keyedLabelRoom is a labelRoom that shares its key with other events'.
-type keyedLabelRoom struct{ *labelRoom }
-
-func (b keyedLabelRoom) Key() string { return b.key }
+func (b *labelRoom) Key() string { return b.key }
 
 func labelCost(j job) int {
 	if j.label == "db" {

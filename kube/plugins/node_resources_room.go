@@ -141,12 +141,9 @@ type NodeRoom struct {
 	to   map[types.NamespacedName]framework.Resource
 }
 
-var (
-	_ schedq.Budget[*v1.Pod] = (*NodeRoom)(nil)
-	_ schedq.Keyed           = (*NodeRoom)(nil)
-)
+var _ schedq.Budget[*v1.Pod] = (*NodeRoom)(nil)
 
-// Key implements schedq.Keyed: the events of one node share its room.
+// Key implements schedq.Budget: the events of one node share its room.
 func (r *NodeRoom) Key() string { return r.node }
 
 // Take promises pod room on the node if it fits. A pod whose room is

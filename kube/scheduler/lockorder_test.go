@@ -56,8 +56,6 @@ type hookedRoom struct {
 	taking chan struct{}
 }
 
-func (r hookedRoom) Key() string { return r.Budget.(schedq.Keyed).Key() }
-
 func (r hookedRoom) Take(p *v1.Pod) bool {
 	r.once.Do(func() { close(r.taking) })
 	return r.Budget.Take(p)
