@@ -138,6 +138,14 @@ func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra
 		return r, err
 	}
 	r.s = s
+	if st.tieBreak != nil {
+		if err := s.tieBreak.UnmarshalBinary(st.tieBreak); err != nil {
+			return r, fmt.Errorf("forecast: the state's tie-breaks: %w", err)
+		}
+	}
+	if st.busyUntil.After(st.Now) {
+		s.busyUntil = epoch.Add(st.busyUntil.Sub(st.Now))
+	}
 	s.x.released = r.released
 	s.x.budgets = st.Budgets // read-only: budgetsNow copies them
 	// A forecast logs nothing: the live scheduler runs one every few
@@ -360,7 +368,7 @@ func (r *forecastRun) addPending(p *v1.Pod, seen uids) error {
 	}
 	r.isAsked[p.UID] = true
 	r.setLifetime(p)
-	r.parkIfParked(p)
+	r.restoreIfQueued(p)
 	if len(p.Spec.ResourceClaims) > 0 {
 		// Its claims from templates may be made now and named in its
 		// status, which must not reach the state's pod.
@@ -372,18 +380,23 @@ func (r *forecastRun) addPending(p *v1.Pod, seen uids) error {
 	return nil
 }
 
-// parkIfParked has the queue park p behind its plugins when it arrives,
-// if the state's queue held it parked (ForecastState.Parked) and it is no
-// group member.
-func (r *forecastRun) parkIfParked(p *v1.Pod) {
-	pp, ok := r.st.Parked[p.UID]
+// restoreIfQueued has the queue restore p when it arrives where the
+// state's queue held it, with its history there (ForecastState.Queued),
+// its times moved to the run's clock, if it is no group member.
+func (r *forecastRun) restoreIfQueued(p *v1.Pod) {
+	qp, ok := r.st.Queued[p.UID]
 	if !ok || framework.GroupName(p) != "" {
 		return
 	}
-	if r.s.x.parkAtAdd == nil {
-		r.s.x.parkAtAdd = map[types.NamespacedName]parkAt{}
+	if r.s.x.restoreAtAdd == nil {
+		r.s.x.restoreAtAdd = map[types.NamespacedName]QueuedPod{}
 	}
-	r.s.x.parkAtAdd[framework.Key(p)] = parkAt{pp.RejectedBy, epoch.Add(pp.Timestamp.Sub(r.st.Now))}
+	for _, t := range []*time.Time{&qp.Timestamp, &qp.InitialAttemptTimestamp, &qp.BackoffExpiry} {
+		if !t.IsZero() {
+			*t = epoch.Add(t.Sub(r.st.Now))
+		}
+	}
+	r.s.x.restoreAtAdd[framework.Key(p)] = qp
 }
 
 // useGPUWorkload gives the run's GPU policy the replay's typical
