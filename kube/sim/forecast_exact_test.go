@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/schedq/schedq"
 )
 
@@ -139,7 +142,10 @@ func retried(st *ForecastState) (backoff, again int) {
 // at each hourly fork, every pending pod starts in the forecast with the
 // trace's true runtimes exactly when and where the replay starts it.
 // It runs only when SCHEDQ_FORECAST_EVAL names the trace's directory;
-// SCHEDQ_EXACT_FORKS sets how many hourly forks (default 3).
+// SCHEDQ_EXACT_FORKS sets how many forks (default 3),
+// SCHEDQ_EXACT_MODELS the GPU models (default all three, comma-separated),
+// and SCHEDQ_FORECAST_FROM and SCHEDQ_FORECAST_EVERY the split and the
+// forks' interval, as for TestForecastAccuracy.
 func TestForecastExactOnTheTrace(t *testing.T) {
 	dir := os.Getenv("SCHEDQ_FORECAST_EVAL")
 	if dir == "" {
@@ -153,17 +159,64 @@ func TestForecastExactOnTheTrace(t *testing.T) {
 	if v := os.Getenv("SCHEDQ_EXACT_MODELS"); v != "" {
 		models = strings.Split(v, ",")
 	}
+	from, err := evalFrom(dir, os.Getenv("SCHEDQ_FORECAST_FROM"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	every := time.Hour
+	if v := os.Getenv("SCHEDQ_FORECAST_EVERY"); v != "" {
+		if every, err = time.ParseDuration(v); err != nil || every <= 0 {
+			t.Fatalf("SCHEDQ_FORECAST_EVERY: %q is not a positive duration", v)
+		}
+	}
 	for _, model := range models {
 		for k := 1; k <= forks; k++ {
-			t.Run(fmt.Sprintf("%s/%dh", model, k), func(t *testing.T) {
-				sc := &Scenario{Name: "forecast-exact", Seed: 1, Trace: &TraceSpec{Format: TraceAlibabaGPU, Dir: dir, Speed: 1000}}
+			t.Run(fmt.Sprintf("%s/%v", model, time.Duration(k)*every), func(t *testing.T) {
+				sc := &Scenario{Name: "forecast-exact", Seed: 1, Trace: &TraceSpec{Format: TraceAlibabaGPU, Dir: dir, Speed: 1000, from: int64(from / time.Second)}}
 				sc.Scheduler.GPUModel = model
-				st, diff := exactFork(t, sc, time.Duration(k)*time.Hour, 10)
+				st, diff := exactFork(t, sc, time.Duration(k)*every, 10)
 				t.Logf("%s, %d running, %d nodes: %d differ", queueCensus(st), len(st.Running), len(st.Nodes), len(diff))
 				if len(diff) > 0 {
 					t.Errorf("%d of %d pending pods start otherwise in the forecast than in the replay:\n%s", len(diff), len(st.Pending), strings.Join(diff[:min(len(diff), 20)], "\n"))
 				}
 			})
 		}
+	}
+}
+
+// A pending pod the state's queue does not list (in flight at the copy)
+// goes first among its equals, and the pods the queue lists go in the
+// order of their queue timestamps: with room for one of b and c when a
+// ends, c, unlisted, gets it although b was queued an hour before the
+// state; listed both, the one queued earlier gets it, listed first or
+// not. Stamped with the state's instant, as until 2026-11-29, b would
+// have gone first each time.
+func TestForecastQueuesUnlistedPodsFirst(t *testing.T) {
+	tests := []struct {
+		name   string
+		queued map[string]time.Duration // queue timestamps before the state's instant
+		first  string
+	}{
+		{"unlisted first", map[string]time.Duration{"b": time.Hour}, "c"},
+		{"by timestamp", map[string]time.Duration{"b": time.Minute, "c": time.Hour}, "c"},
+		{"by timestamp, listed first", map[string]time.Duration{"b": time.Hour, "c": time.Minute}, "b"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := testState()
+			st.Pending = []*v1.Pod{testPod("b", "", "4", "30m"), testPod("c", "", "4", "30m")}
+			st.Queued = map[types.UID]QueuedPod{}
+			for name, ago := range tc.queued {
+				st.Queued[types.UID("u-"+name)] = QueuedPod{Location: schedq.InActive, Status: schedq.Status{Timestamp: st.Now.Add(-ago)}}
+			}
+			f, err := RunForecast(&Scenario{Name: "t", Seed: 1}, st, ForecastOptions{Horizon: 3 * time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _ := f.Of(types.NamespacedName{Namespace: "default", Name: tc.first})
+			if !p.Starts || p.Wait > 50*time.Minute+time.Second {
+				t.Errorf("%s: %+v; want it first, when a ends in 50 min", tc.first, p)
+			}
+		})
 	}
 }

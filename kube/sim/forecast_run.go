@@ -14,23 +14,27 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
 )
 
 // forecastRun is one forward run of a state in a fresh simulator. The
 // simulator's epoch stands for the state's Now.
 type forecastRun struct {
-	s       *sim
-	st      *ForecastState
-	o       *ForecastOptions
-	asked   []*v1.Pod            // the state's pending pods, then any extra ones
-	source  map[types.UID]string // of the pods that arrive in the run
-	runSrc  []string             // of the running pods, by their index
-	endsAt  []sourcedEnd         // running pods' planned ends, as they happen
-	unknown int
-	left    int // asked pods not yet bound
-	minOf   map[string]int
-	members map[string][]*v1.Pod // a gang's pending members, and those recreated by its release
+	s     *sim
+	st    *ForecastState
+	o     *ForecastOptions
+	asked []*v1.Pod // the state's pending pods, then any extra ones
+	// earliest is just before the earliest queue timestamp of the
+	// state's pods (earliestQueued), once read.
+	earliest time.Time
+	source   map[types.UID]string // of the pods that arrive in the run
+	runSrc   []string             // of the running pods, by their index
+	endsAt   []sourcedEnd         // running pods' planned ends, as they happen
+	unknown  int
+	left     int // asked pods not yet bound
+	minOf    map[string]int
+	members  map[string][]*v1.Pod // a gang's pending members, and those recreated by its release
 	// bound counts a gang's members running at the copy and not released
 	// since: they count towards its minCount.
 	bound map[string]int
@@ -196,8 +200,11 @@ func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra
 		s.h.AddPodGroup(pg)
 	}
 	r.asked = append(slices.Clip(st.Pending), extra...)
-	for _, p := range r.asked {
+	for i, p := range r.asked {
 		r.pace()
+		if i < len(st.Pending) {
+			r.restoreIfQueued(p)
+		}
 		if err := r.addPending(p, seen); err != nil {
 			return r, err
 		}
@@ -368,7 +375,6 @@ func (r *forecastRun) addPending(p *v1.Pod, seen uids) error {
 	}
 	r.isAsked[p.UID] = true
 	r.setLifetime(p)
-	r.restoreIfQueued(p)
 	if len(p.Spec.ResourceClaims) > 0 {
 		// Its claims from templates may be made now and named in its
 		// status, which must not reach the state's pod.
@@ -380,13 +386,19 @@ func (r *forecastRun) addPending(p *v1.Pod, seen uids) error {
 	return nil
 }
 
-// restoreIfQueued has the queue restore p when it arrives where the
-// state's queue held it, with its history there (ForecastState.Queued),
-// its times moved to the run's clock, if it is no group member.
+// restoreIfQueued has the queue restore p, a pending pod of the state,
+// when it arrives where the state's queue held it, with its history
+// there (ForecastState.Queued), its times moved to the run's clock, if
+// it is no group member. A pod the queue did not list (in flight at the
+// copy) joins activeQ never tried, stamped as the earliest of the
+// queue's pods, so that it goes first among its equals, as it went.
 func (r *forecastRun) restoreIfQueued(p *v1.Pod) {
-	qp, ok := r.st.Queued[p.UID]
-	if !ok || framework.GroupName(p) != "" {
+	if framework.GroupName(p) != "" {
 		return
+	}
+	qp, ok := r.st.Queued[p.UID]
+	if !ok {
+		qp = QueuedPod{Location: schedq.InActive, Status: schedq.Status{Timestamp: r.earliestQueued()}}
 	}
 	if r.s.x.restoreAtAdd == nil {
 		r.s.x.restoreAtAdd = map[types.NamespacedName]QueuedPod{}
@@ -397,6 +409,21 @@ func (r *forecastRun) restoreIfQueued(p *v1.Pod) {
 		}
 	}
 	r.s.x.restoreAtAdd[framework.Key(p)] = qp
+}
+
+// earliestQueued is just before the earliest timestamp of the state's
+// queued pods and its instant. O(pods) once.
+func (r *forecastRun) earliestQueued() time.Time {
+	if r.earliest.IsZero() {
+		r.earliest = r.st.Now
+		for _, qp := range r.st.Queued {
+			if qp.Timestamp.Before(r.earliest) {
+				r.earliest = qp.Timestamp
+			}
+		}
+		r.earliest = r.earliest.Add(-time.Nanosecond)
+	}
+	return r.earliest
 }
 
 // useGPUWorkload gives the run's GPU policy the replay's typical
