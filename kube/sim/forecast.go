@@ -103,21 +103,21 @@ type RunningPod struct {
 }
 
 // QueuedPod is how the queue held a pending pod: where (schedq.InActive,
-// InBackoff or InUnschedulable) and its history there.
+// InBackoff, InUnschedulable or InGated) and its history there. A gated
+// pod is restored in activeQ, where its gate parks it again.
 type QueuedPod struct {
 	Location schedq.Location
 	schedq.Status
 }
 
 // QueuedOf is how the queue holds the item x explains, if it is queued
-// in activeQ, backoffQ or parked after a failed attempt and it is no
-// group member: the entry of ForecastState.Queued the replay's and the
+// (in activeQ, backing off, parked or gated) and it is no group member: the entry of ForecastState.Queued the replay's and the
 // live scheduler's copies of their queue give it. O(plugins).
 func QueuedOf[K comparable](x schedq.Explanation[K]) (QueuedPod, bool) {
 	switch {
 	case x.Group != "":
 		return QueuedPod{}, false
-	case x.Location == schedq.InActive, x.Location == schedq.InBackoff, x.Location == schedq.InUnschedulable && len(x.RejectedBy)+len(x.WaitingOn) > 0:
+	case x.Location == schedq.InActive, x.Location == schedq.InBackoff, x.Location == schedq.InUnschedulable, x.Location == schedq.InGated:
 	default:
 		return QueuedPod{}, false
 	}

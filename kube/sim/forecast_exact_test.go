@@ -25,6 +25,7 @@ func exactFork(t *testing.T, sc *Scenario, at time.Duration, nodeEvery int) (*Fo
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.s.x.traceKeep = os.Getenv("SCHEDQ_EXACT_KEEP") == "1"
 	if nodeEvery > 1 {
 		for i, name := range slices.Clone(r.s.cl.nodeGroups[traceGroup]) {
 			if i%nodeEvery != 0 {
@@ -144,8 +145,9 @@ func retried(st *ForecastState) (backoff, again int) {
 // It runs only when SCHEDQ_FORECAST_EVAL names the trace's directory;
 // SCHEDQ_EXACT_FORKS sets how many forks (default 3),
 // SCHEDQ_EXACT_MODELS the GPU models (default all three, comma-separated),
-// and SCHEDQ_FORECAST_FROM and SCHEDQ_FORECAST_EVERY the split and the
-// forks' interval, as for TestForecastAccuracy.
+// SCHEDQ_FORECAST_FROM and SCHEDQ_FORECAST_EVERY the split and the
+// forks' interval, as for TestForecastAccuracy, and SCHEDQ_EXACT_KEEP=1
+// has the replay withdraw no pending pod before the fork either.
 func TestForecastExactOnTheTrace(t *testing.T) {
 	dir := os.Getenv("SCHEDQ_FORECAST_EVAL")
 	if dir == "" {

@@ -45,6 +45,9 @@ type extras struct {
 	// pods from then on: a replay then runs on as a forecast assumes the
 	// world does (the tests of forecast_exact_test.go).
 	traceCut bool
+	// traceKeep keeps every pending pod, withdrawn by none of the
+	// trace's deletions (the tests of forecast_exact_test.go).
+	traceKeep bool
 	gangs    gangs
 	// released, if set, is told of each gang member that gang release
 	// deleted and the pod that replaces it (gang_release.go).

@@ -745,7 +745,11 @@ func (q coreQueue) Add(p *v1.Pod) error {
 		} else {
 			q.s.trace(Op{Kind: "add", Pod: p})
 		}
-		err := q.c.Restore(p, qp.Location, qp.Status, q.s.now)
+		loc := qp.Location
+		if loc == schedq.InGated {
+			loc = schedq.InActive // its gate parks it again
+		}
+		err := q.c.Restore(p, loc, qp.Status, q.s.now)
 		q.s.settle(framework.Key(p), true)
 		return err
 	}

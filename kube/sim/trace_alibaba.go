@@ -547,7 +547,7 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 		})
 		s.at(epoch.Add(arrival(tp.created)+life), func() {
 			cur := s.cl.pods[key]
-			if s.x.traceCut || cur == nil || cur.UID != p.UID || cur.Spec.NodeName != "" {
+			if s.x.traceCut || s.x.traceKeep || cur == nil || cur.UID != p.UID || cur.Spec.NodeName != "" {
 				return // bound: its lifetime ends it
 			}
 			s.ended(cur, endWithdrawn)
