@@ -46,8 +46,8 @@ type ForecastState struct {
 	// backoff ends, not at once; a pod in activeQ keeps its place among
 	// its equals, which its timestamp gives; and each failure in the run
 	// backs a pod off as long as the live queue would, from the failures
-	// it had. Members of a group, and pods not listed, are queued as pods
-	// not tried yet.
+	// it had. Members of a group are queued as pods not tried yet; a pod
+	// not listed (in flight at the copy) too, first among its equals.
 	Queued    map[types.UID]QueuedPod
 	PodGroups []*schedulingv1beta1.PodGroup
 	// Objects are the cluster's volumes and claims and DRA's objects, the
@@ -111,8 +111,9 @@ type QueuedPod struct {
 }
 
 // QueuedOf is how the queue holds the item x explains, if it is queued
-// (in activeQ, backing off, parked or gated) and it is no group member: the entry of ForecastState.Queued the replay's and the
-// live scheduler's copies of their queue give it. O(plugins).
+// (in activeQ, backing off, parked or gated) and it is no group member:
+// the entry of ForecastState.Queued the replay's and the live
+// scheduler's copies of their queue give it. O(plugins).
 func QueuedOf[K comparable](x schedq.Explanation[K]) (QueuedPod, bool) {
 	switch {
 	case x.Group != "":
