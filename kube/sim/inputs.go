@@ -48,7 +48,7 @@ type extras struct {
 	// traceKeep keeps every pending pod, withdrawn by none of the
 	// trace's deletions (the tests of forecast_exact_test.go).
 	traceKeep bool
-	gangs    gangs
+	gangs     gangs
 	// released, if set, is told of each gang member that gang release
 	// deleted and the pod that replaces it (gang_release.go).
 	released func(old, again *v1.Pod)
