@@ -39,7 +39,10 @@
 // happens by itself (Failure.WaitingOn). A check is one test of the
 // scheduler's that an item must pass, known to the queue by its name
 // alone: kube-scheduler calls them plugins.
-// Park queues an item that no Pop returned as if an attempt had failed.
+// Park queues an item that no Pop returned as if an attempt had failed;
+// Restore queues one where another queue, which it copies, holds it, with
+// its history there (attempts, failures, timestamps, backoff expiry), so
+// that the copy goes on as the original would.
 // Report what happens in the world with Move (an Event, with its objects
 // for the hints), and changes to queued items with Add, Update and Delete.
 // Activate sends items straight to activeQ. Get, Explain, Dump, Pending,

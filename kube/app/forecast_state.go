@@ -133,9 +133,9 @@ func (l *liveState) copy() (*sim.ForecastState, CopyStats) {
 	pods := l.pods.List()
 	assumed := map[types.UID]*v1.Pod{}
 	l.copyCache(st, seen, assumed, &cs)
-	order, nominated, parked := l.copyQueue(&cs)
+	order, nominated, queued := l.copyQueue(&cs)
 	st.Pending = l.pending(pods, order, nominated, seen)
-	st.Parked = parkedByUID(st.Pending, parked)
+	st.Queued = queuedByUID(st.Pending, queued)
 	for _, obj := range l.namespaces.List() {
 		if ns, ok := obj.(*v1.Namespace); ok {
 			st.Namespaces = append(st.Namespaces, ns)
@@ -222,17 +222,19 @@ func (l *liveState) addNode(st *sim.ForecastState, ni *framework.NodeInfo, name 
 }
 
 // copyQueue lists the queue's pending pods in the order they wait,
-// copyChunk per page, with their nominations and, for those it holds
-// parked after a failed attempt (group members aside), the plugins that
-// rejected them and their queue timestamps: a forecast parks them so
-// (sim.ForecastState.Parked), where queued as new its run would begin by
-// trying every one of them again, an attempt the scheduler does not
-// make, and room freed meanwhile would go to whichever pod that pass
-// had reached instead of to the pods the events wake.
-func (l *liveState) copyQueue(cs *CopyStats) ([]string, map[string]string, map[string]sim.ParkedPod) {
+// copyChunk per page, with their nominations and how the queue holds
+// each (group members aside): where, and its history there (attempts,
+// failures, rejecting plugins, timestamp, backoff expiry). A forecast
+// restores them so (sim.ForecastState.Queued): queued as new, its run
+// would begin by trying every parked and backing-off pod again, attempts
+// the scheduler does not make, room freed meanwhile would go to
+// whichever pod that pass had reached instead of to the pods the events
+// wake, and each pod failing again would back off as after its first
+// failure.
+func (l *liveState) copyQueue(cs *CopyStats) ([]string, map[string]string, map[string]sim.QueuedPod) {
 	var order []string
 	nominated := map[string]string{}
-	parked := map[string]sim.ParkedPod{}
+	queued := map[string]sim.QueuedPod{}
 	listed := map[string]bool{}
 	for off := 0; ; off += copyChunk {
 		var page schedq.PendingPage[types.NamespacedName]
@@ -249,12 +251,12 @@ func (l *liveState) copyQueue(cs *CopyStats) ([]string, map[string]string, map[s
 			if it.NominatedTarget != "" {
 				nominated[key] = it.NominatedTarget
 			}
-			if pp, ok := sim.ParkedOf(it.Explanation); ok {
-				parked[key] = pp
+			if qp, ok := sim.QueuedOf(it.Explanation); ok {
+				queued[key] = qp
 			}
 		}
 		if off+copyChunk >= page.Total {
-			return order, nominated, parked
+			return order, nominated, queued
 		}
 	}
 }
@@ -304,16 +306,16 @@ func (l *liveState) pending(pods []any, order []string, nominated map[string]str
 	return append(out, queued...)
 }
 
-// parkedByUID is parked (by key) for the pods of pending, by UID; nil if
-// none is parked.
-func parkedByUID(pending []*v1.Pod, parked map[string]sim.ParkedPod) map[types.UID]sim.ParkedPod {
-	var out map[types.UID]sim.ParkedPod
+// queuedByUID is queued (by key) for the pods of pending, by UID; nil
+// if none is listed.
+func queuedByUID(pending []*v1.Pod, queued map[string]sim.QueuedPod) map[types.UID]sim.QueuedPod {
+	var out map[types.UID]sim.QueuedPod
 	for _, p := range pending {
-		if pp, ok := parked[p.Namespace+"/"+p.Name]; ok {
+		if qp, ok := queued[p.Namespace+"/"+p.Name]; ok {
 			if out == nil {
-				out = map[types.UID]sim.ParkedPod{}
+				out = map[types.UID]sim.QueuedPod{}
 			}
-			out[p.UID] = pp
+			out[p.UID] = qp
 		}
 	}
 	return out

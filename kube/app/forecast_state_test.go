@@ -72,11 +72,12 @@ func TestLiveStateCopiesBudgets(t *testing.T) {
 	}
 }
 
-// TestLiveStateCopiesParkedPods: a pod the queue holds parked after a
-// failed attempt is parked in the copy (sim.ForecastState.Parked), with
-// the plugins that rejected it and its queue timestamp, so that the
-// forecast parks it too instead of trying it again first; a pod waiting
-// in activeQ is not.
+// TestLiveStateCopiesParkedPods: the copy says how the queue holds each
+// pending pod (sim.ForecastState.Queued): a pod parked after a failed
+// attempt with the plugins that rejected it, its queue timestamp and its
+// counts, so that the forecast parks it too instead of trying it again
+// first, and backs it off as long when it fails again; a pod waiting in
+// activeQ in activeQ, never tried.
 func TestLiveStateCopiesParkedPods(t *testing.T) {
 	l := newLiveCluster(t, 1)
 	big, small := l.pod("big", "8", ""), l.pod("small", "1", "")
@@ -97,12 +98,13 @@ func TestLiveStateCopiesParkedPods(t *testing.T) {
 	if len(st.Pending) != 2 {
 		t.Fatalf("%d pending, want big and small", len(st.Pending))
 	}
-	pp, ok := st.Parked[big.UID]
-	if !ok || !slices.Equal(pp.RejectedBy, []string{"NodeResourcesFit"}) || pp.Timestamp.Before(before) || pp.Timestamp.After(after) {
-		t.Errorf("big parked %v (%+v), want by NodeResourcesFit, at its failure (%v to %v)", ok, pp, before, after)
+	qp, ok := st.Queued[big.UID]
+	if !ok || qp.Location != schedq.InUnschedulable || !slices.Equal(qp.RejectedBy, []string{"NodeResourcesFit"}) ||
+		qp.Timestamp.Before(before) || qp.Timestamp.After(after) || qp.Attempts != 1 || qp.UnschedulableCount != 1 {
+		t.Errorf("big queued %v (%+v), want parked by NodeResourcesFit at its failure (%v to %v), after one attempt that failed", ok, qp, before, after)
 	}
-	if _, ok := st.Parked[small.UID]; ok || len(st.Parked) != 1 {
-		t.Errorf("parked %v; small waits in activeQ and is not parked", st.Parked)
+	if qp, ok := st.Queued[small.UID]; !ok || qp.Location != schedq.InActive || qp.Attempts != 0 || len(st.Queued) != 2 {
+		t.Errorf("small queued %v (%+v), %d queued; want small in activeQ, never tried", ok, qp, len(st.Queued))
 	}
 }
 

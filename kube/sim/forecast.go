@@ -33,14 +33,22 @@ type ForecastState struct {
 	// framework (one that names none the simulator would take is left
 	// alone: it never starts).
 	Pending []*v1.Pod
-	// Parked are the pending pods the queue held parked after a failed
-	// attempt, by UID. The forecast queues them parked so, to be woken
-	// by the events their plugins name, in the order of their
-	// timestamps, as the queue would: queued to be tried at once, the
-	// attempts the queue does not make would take virtual time, and room
-	// freed meanwhile would go to pods behind them in that pass. Members
-	// of a group are queued as pods not tried yet.
-	Parked    map[types.UID]ParkedPod
+	// Queued says how the queue held each pending pod it lists, by UID:
+	// where (activeQ, backoffQ or parked after a failed attempt) and its
+	// history there (schedq.Status: its attempts and failures, the
+	// plugins that rejected it last, its timestamp, its backoff's
+	// expiry). The forecast's queue restores each as it was
+	// (schedq.Core.Restore): a parked pod waits for the events its
+	// plugins name, in the order of the timestamps, as the queue would
+	// (queued to be tried at once, the attempts the queue does not make
+	// would take virtual time, and room freed meanwhile would go to pods
+	// behind them in that pass); a pod backing off is tried when its
+	// backoff ends, not at once; a pod in activeQ keeps its place among
+	// its equals, which its timestamp gives; and each failure in the run
+	// backs a pod off as long as the live queue would, from the failures
+	// it had. Members of a group are queued as pods not tried yet; a pod
+	// not listed (in flight at the copy) too, first among its equals.
+	Queued    map[types.UID]QueuedPod
 	PodGroups []*schedulingv1beta1.PodGroup
 	// Objects are the cluster's volumes and claims and DRA's objects, the
 	// kinds a snapshot keeps besides nodes, pods and namespaces
@@ -67,9 +75,24 @@ type ForecastState struct {
 	// state was taken from (Replay.State), for FGD in the forecast as in
 	// the replay; nil otherwise.
 	gpuWorkload gpu.Workload
+	// tieBreak is the state of the replay's source of tie-breaks between
+	// equally scored nodes (Replay.State), which the forecast's scheduler
+	// goes on from: with another, a forecast's pod would land on another
+	// of equal nodes than in the replay. Nil otherwise (the live
+	// scheduler's): the forecast starts from the scenario's seed.
+	tieBreak []byte
+	// busyUntil is when the replay's scheduler ends the attempt it is in
+	// at the state's instant (Scheduler.AttemptCost), if it is in one:
+	// the forecast's first attempt waits for it, as the replay's next
+	// does. Zero otherwise (the live scheduler's: its attempt's end is
+	// not known).
+	busyUntil time.Time
 }
 
-// RunningPod is a bound pod and when it started.
+// RunningPod is a bound pod and when it started. A pod whose binding is
+// under way at the state's instant runs on the node it is being bound to:
+// the live scheduler's copy has it start at the state's instant, a
+// replay's when its binding completes, which may be after it.
 type RunningPod struct {
 	Pod     *v1.Pod
 	Started time.Time
@@ -79,23 +102,29 @@ type RunningPod struct {
 	GPUs []int
 }
 
-// ParkedPod is how the queue held a parked pod: the plugins that
-// rejected it in its last attempt and its queue timestamp (when that
-// attempt failed, which its order and leftover flush count from).
-type ParkedPod struct {
-	RejectedBy []string
-	Timestamp  time.Time
+// QueuedPod is how the queue held a pending pod: where (schedq.InActive,
+// InBackoff, InUnschedulable or InGated) and its history there. A gated
+// pod is restored in activeQ, where its gate parks it again.
+type QueuedPod struct {
+	Location schedq.Location
+	schedq.Status
 }
 
-// ParkedOf is how the queue holds the item x explains, if it holds it
-// parked after a failed attempt and it is no group member: the entry of
-// ForecastState.Parked the replay's and the live scheduler's copies of
-// their queue give it. O(plugins).
-func ParkedOf[K comparable](x schedq.Explanation[K]) (ParkedPod, bool) {
-	if x.Location != schedq.InUnschedulable || x.Group != "" || len(x.RejectedBy) == 0 {
-		return ParkedPod{}, false
+// QueuedOf is how the queue holds the item x explains, if it is queued
+// (in activeQ, backing off, parked or gated) and it is no group member:
+// the entry of ForecastState.Queued the replay's and the live
+// scheduler's copies of their queue give it. O(plugins).
+func QueuedOf[K comparable](x schedq.Explanation[K]) (QueuedPod, bool) {
+	switch {
+	case x.Group != "":
+		return QueuedPod{}, false
+	case x.Location == schedq.InActive, x.Location == schedq.InBackoff, x.Location == schedq.InUnschedulable, x.Location == schedq.InGated:
+	default:
+		return QueuedPod{}, false
 	}
-	return ParkedPod{RejectedBy: slices.Clone(x.RejectedBy), Timestamp: x.Timestamp}, true
+	st := x.Status
+	st.RejectedBy, st.WaitingOn, st.Reasons = slices.Clone(st.RejectedBy), slices.Clone(st.WaitingOn), slices.Clone(st.Reasons)
+	return QueuedPod{Location: x.Location, Status: st}, true
 }
 
 // Arrival is a pod and when it arrived.

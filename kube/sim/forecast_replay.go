@@ -147,7 +147,18 @@ func (r *Replay) State() *ForecastState {
 	for _, k := range sortedPodKeys(s.cl.pods) {
 		p := s.cl.pods[k]
 		nss[p.Namespace] = true
-		switch {
+		switch b := s.stats[p.UID]; {
+		case p.Spec.NodeName == "" && b != nil && b.bindingTo != "":
+			// Its binding is under way: it runs from when the binding
+			// completes, as the live scheduler's copy has a pod it
+			// assumed run, not tried again.
+			c := *p
+			c.Spec.NodeName = b.bindingTo
+			rp := RunningPod{Pod: &c, Started: b.bindingDone}
+			if s.x.gpu != nil {
+				rp.GPUs = slices.Clone(s.x.gpu.assigned[p.UID])
+			}
+			st.Running = append(st.Running, rp)
 		case p.Spec.NodeName == "" && p.DeletionTimestamp == nil:
 			unbound[k.String()] = p
 		case p.Spec.NodeName != "":
@@ -169,7 +180,11 @@ func (r *Replay) State() *ForecastState {
 		st.Objects = append(st.Objects, s.obj.byKey[k])
 	}
 	st.Budgets = slices.Clip(s.x.budgets)
-	st.Pending, st.Parked = r.pendingOrder(unbound)
+	st.Pending, st.Queued = r.pendingOrder(unbound)
+	st.tieBreak, _ = s.tieBreak.MarshalBinary() // a PCG's never fails
+	if s.busyUntil.After(s.now) {
+		st.busyUntil = s.busyUntil
+	}
 	st.PodGroups = r.podGroups(unbound)
 	for i := len(r.arrived) - 1; i >= 0 && s.now.Sub(r.arrived[i].At) < r.Window; i-- {
 		st.Recent = append(st.Recent, r.arrived[i])
@@ -189,20 +204,19 @@ func (r *Replay) started(p *v1.Pod) time.Time {
 }
 
 // pendingOrder lists the unbound pods: those in flight first, then the
-// queue's in the order they wait, with their nominations; and the
-// plugins that rejected each pod the queue holds parked, and its
-// timestamp.
-func (r *Replay) pendingOrder(unbound map[string]*v1.Pod) ([]*v1.Pod, map[types.UID]ParkedPod) {
+// queue's in the order they wait, with their nominations; and how the
+// queue holds each pod it lists (QueuedOf).
+func (r *Replay) pendingOrder(unbound map[string]*v1.Pod) ([]*v1.Pod, map[types.UID]QueuedPod) {
 	page := r.s.core.Pending(pendingAll, r.s.now)
 	listed := make(map[string]bool, len(page.Items))
-	var queued []*v1.Pod
-	parked := map[types.UID]ParkedPod{}
+	var order []*v1.Pod
+	queued := map[types.UID]QueuedPod{}
 	for _, it := range page.Items {
 		if p := unbound[it.Key.String()]; p != nil {
 			listed[it.Key.String()] = true
-			queued = append(queued, r.nominated(p))
-			if pp, ok := ParkedOf(it.Explanation); ok {
-				parked[p.UID] = pp
+			order = append(order, r.nominated(p))
+			if qp, ok := QueuedOf(it.Explanation); ok {
+				queued[p.UID] = qp
 			}
 		}
 	}
@@ -212,7 +226,7 @@ func (r *Replay) pendingOrder(unbound map[string]*v1.Pod) ([]*v1.Pod, map[types.
 			out = append(out, r.nominated(unbound[k]))
 		}
 	}
-	return append(out, queued...), parked
+	return append(out, order...), queued
 }
 
 var pendingAll = pendingOptions(math.MaxInt32)

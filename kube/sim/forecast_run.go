@@ -14,23 +14,27 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
 )
 
 // forecastRun is one forward run of a state in a fresh simulator. The
 // simulator's epoch stands for the state's Now.
 type forecastRun struct {
-	s       *sim
-	st      *ForecastState
-	o       *ForecastOptions
-	asked   []*v1.Pod            // the state's pending pods, then any extra ones
-	source  map[types.UID]string // of the pods that arrive in the run
-	runSrc  []string             // of the running pods, by their index
-	endsAt  []sourcedEnd         // running pods' planned ends, as they happen
-	unknown int
-	left    int // asked pods not yet bound
-	minOf   map[string]int
-	members map[string][]*v1.Pod // a gang's pending members, and those recreated by its release
+	s     *sim
+	st    *ForecastState
+	o     *ForecastOptions
+	asked []*v1.Pod // the state's pending pods, then any extra ones
+	// earliest is just before the earliest queue timestamp of the
+	// state's pods (earliestQueued), once read.
+	earliest time.Time
+	source   map[types.UID]string // of the pods that arrive in the run
+	runSrc   []string             // of the running pods, by their index
+	endsAt   []sourcedEnd         // running pods' planned ends, as they happen
+	unknown  int
+	left     int // asked pods not yet bound
+	minOf    map[string]int
+	members  map[string][]*v1.Pod // a gang's pending members, and those recreated by its release
 	// bound counts a gang's members running at the copy and not released
 	// since: they count towards its minCount.
 	bound map[string]int
@@ -138,6 +142,14 @@ func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra
 		return r, err
 	}
 	r.s = s
+	if st.tieBreak != nil {
+		if err := s.tieBreak.UnmarshalBinary(st.tieBreak); err != nil {
+			return r, fmt.Errorf("forecast: the state's tie-breaks: %w", err)
+		}
+	}
+	if st.busyUntil.After(st.Now) {
+		s.busyUntil = epoch.Add(st.busyUntil.Sub(st.Now))
+	}
 	s.x.released = r.released
 	s.x.budgets = st.Budgets // read-only: budgetsNow copies them
 	// A forecast logs nothing: the live scheduler runs one every few
@@ -188,8 +200,11 @@ func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra
 		s.h.AddPodGroup(pg)
 	}
 	r.asked = append(slices.Clip(st.Pending), extra...)
-	for _, p := range r.asked {
+	for i, p := range r.asked {
 		r.pace()
+		if i < len(st.Pending) {
+			r.restoreIfQueued(p)
+		}
 		if err := r.addPending(p, seen); err != nil {
 			return r, err
 		}
@@ -360,7 +375,6 @@ func (r *forecastRun) addPending(p *v1.Pod, seen uids) error {
 	}
 	r.isAsked[p.UID] = true
 	r.setLifetime(p)
-	r.parkIfParked(p)
 	if len(p.Spec.ResourceClaims) > 0 {
 		// Its claims from templates may be made now and named in its
 		// status, which must not reach the state's pod.
@@ -372,18 +386,44 @@ func (r *forecastRun) addPending(p *v1.Pod, seen uids) error {
 	return nil
 }
 
-// parkIfParked has the queue park p behind its plugins when it arrives,
-// if the state's queue held it parked (ForecastState.Parked) and it is no
-// group member.
-func (r *forecastRun) parkIfParked(p *v1.Pod) {
-	pp, ok := r.st.Parked[p.UID]
-	if !ok || framework.GroupName(p) != "" {
+// restoreIfQueued has the queue restore p, a pending pod of the state,
+// when it arrives where the state's queue held it, with its history
+// there (ForecastState.Queued), its times moved to the run's clock, if
+// it is no group member. A pod the queue did not list (in flight at the
+// copy) joins activeQ never tried, stamped as the earliest of the
+// queue's pods, so that it goes first among its equals, as it went.
+func (r *forecastRun) restoreIfQueued(p *v1.Pod) {
+	if framework.GroupName(p) != "" {
 		return
 	}
-	if r.s.x.parkAtAdd == nil {
-		r.s.x.parkAtAdd = map[types.NamespacedName]parkAt{}
+	qp, ok := r.st.Queued[p.UID]
+	if !ok {
+		qp = QueuedPod{Location: schedq.InActive, Status: schedq.Status{Timestamp: r.earliestQueued()}}
 	}
-	r.s.x.parkAtAdd[framework.Key(p)] = parkAt{pp.RejectedBy, epoch.Add(pp.Timestamp.Sub(r.st.Now))}
+	if r.s.x.restoreAtAdd == nil {
+		r.s.x.restoreAtAdd = map[types.NamespacedName]QueuedPod{}
+	}
+	for _, t := range []*time.Time{&qp.Timestamp, &qp.InitialAttemptTimestamp, &qp.BackoffExpiry} {
+		if !t.IsZero() {
+			*t = epoch.Add(t.Sub(r.st.Now))
+		}
+	}
+	r.s.x.restoreAtAdd[framework.Key(p)] = qp
+}
+
+// earliestQueued is just before the earliest timestamp of the state's
+// queued pods and its instant. O(pods) once.
+func (r *forecastRun) earliestQueued() time.Time {
+	if r.earliest.IsZero() {
+		r.earliest = r.st.Now
+		for _, qp := range r.st.Queued {
+			if qp.Timestamp.Before(r.earliest) {
+				r.earliest = qp.Timestamp
+			}
+		}
+		r.earliest = r.earliest.Add(-time.Nanosecond)
+	}
+	return r.earliest
 }
 
 // useGPUWorkload gives the run's GPU policy the replay's typical

@@ -11,13 +11,6 @@ import (
 	"github.com/schedq/schedq/kube/framework"
 )
 
-// parkAt is how a forecast parks a pod: behind the plugins, as of the
-// timestamp (in the run's clock: before its start).
-type parkAt struct {
-	plugins []string
-	at      time.Time
-}
-
 // extras is the state of what the simulator adds to a plain scenario:
 // lifetimes, replayed traces, snapshots and the cluster's allocation.
 type extras struct {
@@ -44,10 +37,17 @@ type extras struct {
 	// budgets are the snapshot's PodDisruptionBudgets, which preemption
 	// respects where it can (budgets.go).
 	budgets []*policyv1.PodDisruptionBudget
-	// parkAtAdd holds the pods a forecast queues parked behind the
-	// plugins named, as the queue it copies held them
-	// (ForecastState.Parked), rather than in activeQ.
-	parkAtAdd map[types.NamespacedName]parkAt
+	// restoreAtAdd holds the pods a forecast queues where the queue it
+	// copies held them, with their history there (ForecastState.Queued),
+	// rather than as new in activeQ.
+	restoreAtAdd map[types.NamespacedName]QueuedPod
+	// traceCut stops the trace's arrivals and its withdrawals of pending
+	// pods from then on: a replay then runs on as a forecast assumes the
+	// world does (the tests of forecast_exact_test.go).
+	traceCut bool
+	// traceKeep keeps every pending pod, withdrawn by none of the
+	// trace's deletions (the tests of forecast_exact_test.go).
+	traceKeep bool
 	gangs     gangs
 	// released, if set, is told of each gang member that gang release
 	// deleted and the pod that replaces it (gang_release.go).

@@ -86,24 +86,30 @@ type podStat struct {
 	lastReasons string // the reason kinds of its last failure, without counts
 	failed      bool
 	lastMessage string
-	bindingTo   string // the node of its binding under way, if one is
-	profile     string // its profile's schedulerName, if the run has several
+	bindingTo   string    // the node of its binding under way, if one is
+	bindingDone time.Time // when that binding completes
+	profile     string    // its profile's schedulerName, if the run has several
 	ext         podExt
 	place       place // where it is in the queue, and has been
 }
 
 // sim is one run.
 type sim struct {
-	sc        *Scenario
-	o         Options
-	now       time.Time
-	end       time.Time
-	queue     events
-	seq       uint64
-	cl        *cluster
-	core      *schedq.Core[types.NamespacedName, *v1.Pod]
-	h         *scheduler.Handlers
-	sched     *scheduler.Scheduler
+	sc    *Scenario
+	o     Options
+	now   time.Time
+	end   time.Time
+	queue events
+	seq   uint64
+	cl    *cluster
+	core  *schedq.Core[types.NamespacedName, *v1.Pod]
+	h     *scheduler.Handlers
+	sched *scheduler.Scheduler
+	// tieBreak is the source of the scheduler's Rand, which breaks ties
+	// between equally scored nodes: a replay's forks carry its state
+	// (ForecastState.tieBreak), so that a forecast breaks them as the
+	// replay goes on to.
+	tieBreak  *rand.PCG
 	rec       *countingRecorder
 	explained map[types.NamespacedName]schedq.Explanation[types.NamespacedName] // by explainAtEnd
 	takenOver []string                                                          // the scheduler names whose pending snapshot pods the first profile places (takenOverBy)
@@ -211,9 +217,10 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	qv := coreQueue{c: core, s: s}
 	s.h = scheduler.NewHandlers(qv, cache, schedulerName, cfg)
 	s.h.Profiles = s.names
+	s.tieBreak = rand.NewPCG(sc.Seed, sc.Seed^0x5eed)
 	so := scheduler.Options{
 		PercentageOfNodesToScore: sc.Scheduler.PercentageOfNodesToScore,
-		Rand:                     rand.New(rand.NewPCG(sc.Seed, sc.Seed^0x5eed)),
+		Rand:                     rand.New(s.tieBreak),
 		Now:                      func() time.Time { return s.now },
 		Logger:                   discardLogger,
 		Profiles:                 s.fws,
@@ -705,7 +712,7 @@ func (b binder) Bind(_ context.Context, pod *v1.Pod, node string, start func() b
 	b.s.checkBindOnce(pod, node)
 	st := b.s.stats[pod.UID]
 	if st != nil {
-		st.bindingTo = node
+		st.bindingTo, st.bindingDone = node, b.s.now.Add(lat)
 	}
 	b.s.at(b.s.now.Add(lat), func() {
 		b.s.binds--
@@ -740,11 +747,18 @@ type coreQueue struct {
 }
 
 func (q coreQueue) Add(p *v1.Pod) error {
-	if pa, ok := q.s.x.parkAtAdd[framework.Key(p)]; ok {
-		delete(q.s.x.parkAtAdd, framework.Key(p))
-		f := schedq.Failure{RejectedBy: pa.plugins}
-		q.s.trace(Op{Kind: "park", Pod: p, Failure: f})
-		err := q.c.Park(p, f, pa.at)
+	if qp, ok := q.s.x.restoreAtAdd[framework.Key(p)]; ok {
+		delete(q.s.x.restoreAtAdd, framework.Key(p))
+		if qp.Location == schedq.InUnschedulable {
+			q.s.trace(Op{Kind: "park", Pod: p, Failure: schedq.Failure{RejectedBy: qp.RejectedBy, WaitingOn: qp.WaitingOn}})
+		} else {
+			q.s.trace(Op{Kind: "add", Pod: p})
+		}
+		loc := qp.Location
+		if loc == schedq.InGated {
+			loc = schedq.InActive // its gate parks it again
+		}
+		err := q.c.Restore(p, loc, qp.Status, q.s.now)
 		q.s.settle(framework.Key(p), true)
 		return err
 	}

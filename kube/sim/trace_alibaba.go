@@ -539,12 +539,15 @@ func (s *sim) loadTrace(spec *TraceSpec) error {
 		s.planned++
 		s.at(epoch.Add(arrival(tp.created)), func() {
 			s.planned--
+			if s.x.traceCut {
+				return
+			}
 			s.track(traceGroup, p)
 			s.arrive(p)
 		})
 		s.at(epoch.Add(arrival(tp.created)+life), func() {
 			cur := s.cl.pods[key]
-			if cur == nil || cur.UID != p.UID || cur.Spec.NodeName != "" {
+			if s.x.traceCut || s.x.traceKeep || cur == nil || cur.UID != p.UID || cur.Spec.NodeName != "" {
 				return // bound: its lifetime ends it
 			}
 			s.ended(cur, endWithdrawn)
