@@ -77,7 +77,7 @@ func TestLiveStateCopiesBudgets(t *testing.T) {
 // attempt with the plugins that rejected it, its queue timestamp and its
 // counts, so that the forecast parks it too instead of trying it again
 // first, and backs it off as long when it fails again; a pod waiting in
-// activeQ in activeQ, never tried.
+// waiting in activeQ as it waits there, never tried.
 func TestLiveStateCopiesParkedPods(t *testing.T) {
 	l := newLiveCluster(t, 1)
 	big, small := l.pod("big", "8", ""), l.pod("small", "1", "")
@@ -87,11 +87,11 @@ func TestLiveStateCopiesParkedPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := time.Now() // the test's queue runs on the wall clock
+	l.clk.Step(time.Second) // the queue runs on the cluster's clock
+	failed := l.clk.Now()
 	if err := l.queue.Requeue(a, schedq.Failure{RejectedBy: []string{"NodeResourcesFit"}, Message: "0/1 nodes are available: 1 Insufficient cpu."}); err != nil {
 		t.Fatal(err)
 	}
-	after := time.Now()
 	ls := &liveState{queue: l.queue, cache: l.cache, pods: l.pods, namespaces: l.nss, groups: l.groups,
 		objects: []cache.Store{l.objs}, schedulerName: "schedq", clock: l.clk}
 	st, _ := ls.copy()
@@ -100,8 +100,8 @@ func TestLiveStateCopiesParkedPods(t *testing.T) {
 	}
 	qp, ok := st.Queued[big.UID]
 	if !ok || qp.Location != schedq.InUnschedulable || !slices.Equal(qp.RejectedBy, []string{"NodeResourcesFit"}) ||
-		qp.Timestamp.Before(before) || qp.Timestamp.After(after) || qp.Attempts != 1 || qp.UnschedulableCount != 1 {
-		t.Errorf("big queued %v (%+v), want parked by NodeResourcesFit at its failure (%v to %v), after one attempt that failed", ok, qp, before, after)
+		!qp.Timestamp.Equal(failed) || qp.Attempts != 1 || qp.UnschedulableCount != 1 {
+		t.Errorf("big queued %v (%+v), want parked by NodeResourcesFit at its failure (%v), after one attempt that failed", ok, qp, failed)
 	}
 	if qp, ok := st.Queued[small.UID]; !ok || qp.Location != schedq.InActive || qp.Attempts != 0 || len(st.Queued) != 2 {
 		t.Errorf("small queued %v (%+v), %d queued; want small in activeQ, never tried", ok, qp, len(st.Queued))

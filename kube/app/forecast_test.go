@@ -49,11 +49,16 @@ var liveNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func newLiveCluster(t *testing.T, nodes int) *liveCluster {
 	t.Helper()
-	q, err := schedq.New(scheduler.QueueConfig())
+	// The queue runs on the cluster's clock, as run's does on
+	// Options.Clock: the state's copy reads its timestamps against it.
+	clk := testingclock.NewFakeClock(liveNow)
+	qcfg := scheduler.QueueConfig()
+	qcfg.Clock = clk
+	q, err := schedq.New(qcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &liveCluster{t: t, clk: testingclock.NewFakeClock(liveNow), cache: scheduler.NewCache(), queue: q,
+	l := &liveCluster{t: t, clk: clk, cache: scheduler.NewCache(), queue: q,
 		pods: cache.NewStore(cache.MetaNamespaceKeyFunc), nss: cache.NewStore(cache.MetaNamespaceKeyFunc),
 		groups: cache.NewStore(cache.MetaNamespaceKeyFunc), objs: cache.NewStore(cache.MetaNamespaceKeyFunc)}
 	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
