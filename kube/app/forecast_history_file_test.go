@@ -532,6 +532,22 @@ func TestHistoryFileAcrossRun(t *testing.T) {
 	}
 }
 
+// historyWithCensoredP is a history holding p's run censored at liveNow
+// (30 minutes, as seeding adds a running pod), then others finished runs
+// of other pods (o0, o1, ...); 10 minutes later p has run 40 minutes.
+func historyWithCensoredP(others int) (*liveHistory, *v1.Pod) {
+	clk := testingclock.NewFakeClock(liveNow)
+	h := newTestHistory(clk)
+	p := histPod("p", "a", "", 30*time.Minute)
+	h.add(observed{pod: p, d: 30 * time.Minute, cut: true, at: liveNow})
+	for i := range others {
+		finish(h, histPod(fmt.Sprint("o", i), "a", "", time.Minute))
+	}
+	clk.Step(10 * time.Minute)
+	p.Status.StartTime = &metav1.Time{Time: clk.Now().Add(-40 * time.Minute)}
+	return h, p
+}
+
 // TestHistoryReplacedRunIsTheLatest: a pod's censored run (running at
 // the last write, loaded after a restart) that its finished run replaces
 // becomes the latest run, as if it had been recorded when it finished:
@@ -551,15 +567,7 @@ func TestHistoryReplacedRunIsTheLatest(t *testing.T) {
 		{name: "full: kept until the others before it are evicted", others: historyMax - 1, then: historyMax - 1, wantFirst: "p", wantLast: fmt.Sprint("n", historyMax-2)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := testingclock.NewFakeClock(liveNow)
-			h := newTestHistory(clk)
-			p := histPod("p", "a", "", 30*time.Minute)
-			h.add(observed{pod: p, d: 30 * time.Minute, cut: true, at: liveNow}) // as seed adds it
-			for i := range tc.others {
-				finish(h, histPod(fmt.Sprint("o", i), "a", "", time.Minute))
-			}
-			clk.Step(10 * time.Minute)
-			p.Status.StartTime = &metav1.Time{Time: clk.Now().Add(-40 * time.Minute)}
+			h, p := historyWithCensoredP(tc.others)
 			finish(h, p)
 			for i := range tc.then {
 				finish(h, histPod(fmt.Sprint("n", i), "a", "", time.Minute))
@@ -601,15 +609,7 @@ func TestHistoryFileRunningRunIsTheLatest(t *testing.T) {
 		{name: "full: the oldest other is left out", others: historyMax - 1, q: true, wantFirst: "o1", wantLast: "q"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := testingclock.NewFakeClock(liveNow)
-			h := newTestHistory(clk)
-			p := histPod("p", "a", "", 30*time.Minute)
-			h.add(observed{pod: p, d: 30 * time.Minute, cut: true, at: liveNow}) // as seed adds it
-			for i := range tc.others {
-				finish(h, histPod(fmt.Sprint("o", i), "a", "", time.Minute))
-			}
-			clk.Step(10 * time.Minute)
-			p.Status.StartTime = &metav1.Time{Time: clk.Now().Add(-40 * time.Minute)}
+			h, p := historyWithCensoredP(tc.others)
 			running := []*v1.Pod{p}
 			if tc.q {
 				running = append(running, histPod("q", "a", "", time.Minute))
