@@ -32,6 +32,48 @@ var fuzzFailures = []Failure{
 
 var fuzzSteps = []time.Duration{0, 100 * time.Millisecond, 700 * time.Millisecond, time.Second, 3 * time.Second, 11 * time.Second, time.Minute, 6 * time.Minute}
 
+// fuzzRestore builds, from three bytes, a place and a history for
+// Restore at now, as a copied queue could read them: the place one of
+// activeQ, backoffQ and unschedulable (one time in eight another,
+// which must be refused), a Timestamp at or before now, small counts, f's
+// plugins (some plugin for the parking area, which parks only what a
+// plugin rejected), and a backoff expiry before or after now. Its
+// Message says whether the item should be one a PreEnqueue check gates.
+func fuzzRestore(f Failure, now time.Time, b1, b2, b3 int) (Location, Status) {
+	locs := []Location{InActive, InActive, InBackoff, InBackoff, InBackoff, InUnschedulable, InUnschedulable, 0}
+	loc := locs[b1&7]
+	if loc == 0 {
+		loc = []Location{absent, InGated, InFlight, Location(99)}[(b1>>3)&3]
+	}
+	st := Status{
+		Timestamp:          now.Add(-fuzzSteps[(b1>>5)&7]),
+		Attempts:           b2 & 3,
+		UnschedulableCount: (b2 >> 2) & 3,
+		ConsecutiveErrors:  (b2 >> 4) & 3,
+		RejectedBy:         f.RejectedBy,
+		WaitingOn:          f.WaitingOn,
+		Reasons:            []string{"restored"},
+	}
+	if loc == InUnschedulable && len(f.RejectedBy)+len(f.WaitingOn) == 0 {
+		st.RejectedBy = []string{"Fit"}
+	}
+	if b2&0x40 != 0 {
+		st.InitialAttemptTimestamp = st.Timestamp.Add(-fuzzSteps[b3&7])
+	}
+	d := fuzzSteps[(b3>>3)&7]
+	if b3&0x40 != 0 {
+		d = -d
+	}
+	st.BackoffExpiry = now.Add(d)
+	if b2&0x80 != 0 {
+		st.Message = "gated"
+	}
+	if b3&0x80 != 0 {
+		st.GatedBy = "Gate" // read from a copy; Restore asks the checks itself
+	}
+	return loc, st
+}
+
 // runOps interprets data as operations on a Core and on the model, and
 // fails at the first disagreement or broken invariant.
 func runOps(t *testing.T, data []byte) { runOpsWith(t, data, nil) }
@@ -159,6 +201,19 @@ func runOpsWith(t *testing.T, data []byte, mutate func(*Config[string, job])) {
 				if fl := m.flights[name]; fl != nil {
 					info = fl.Info // queued again, and in flight too
 				} else {
+					if (op/13)%2 == 1 {
+						// Not in flight: restored, half the time, with
+						// a history drawn from three more bytes.
+						p := fuzzJob(i, labels[(arg>>6)%3], false)
+						loc, st := fuzzRestore(f, now, next(), next(), next())
+						p.gated = st.Message == "gated"
+						desc = fmt.Sprintf("Restore %+v %v %+v", p, loc, st)
+						e1, e2 := c.Restore(p, loc, st, now), m.restore(p, loc, st, now)
+						if (e1 == nil) != (e2 == nil) || !errors.Is(e2, errModelRestoreLoc) && !errors.Is(e1, e2) {
+							t.Fatalf("step %d %s: core %v, model %v", step, desc, e1, e2)
+						}
+						break
+					}
 					// Not in flight: parked as failed without a pop.
 					p := fuzzJob(i, labels[(arg>>6)%3], false)
 					desc = fmt.Sprintf("Park %+v %+v", p, f)
@@ -235,6 +290,9 @@ func FuzzQueue(f *testing.F) {
 	f.Add([]byte{1, 0, 1, 3, 0, 8, 0, 6, 24, 3, 0, 7, 8})
 	f.Add([]byte{2, 0, 0x81, 1, 0x41, 3, 0, 0, 5, 3, 0, 6, 1, 12, 7, 12, 7})
 	f.Add([]byte{4, 0, 3, 3, 0, 6, 3, 11, 1, 3, 0})
+	// Restores (op 19: an odd op/13 of 6): p0 to backoffQ for 3 s, p1
+	// parked behind Fit, p2 (gated) to activeQ; pops, a flush, a move.
+	f.Add([]byte{0, 19, 0x08, 2, 0x04, 0x20, 19, 0x09, 5, 0x08, 0, 19, 0x0a, 0, 0x80, 0, 3, 0, 11, 4, 3, 0, 8, 0, 3, 0})
 	f.Add([]byte{32, 0, 0, 1, 0, 1, 1, 13, 1, 3, 0, 6, 0x88, 13, 2, 0, 2, 1, 3, 0, 5, 0, 14, 1})
 	f.Fuzz(runOps)
 }

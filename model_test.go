@@ -1,6 +1,7 @@
 package schedq
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -338,6 +339,45 @@ func (m *model) parkNew(p job, f Failure, now time.Time) error {
 	return nil
 }
 
+// errModelRestoreLoc is the model's refusal of a place Restore does not
+// queue to; the queue's error need only be an error.
+var errModelRestoreLoc = errors.New("model: restore to another place")
+
+// restore is Core.Restore as its doc comment says: refused if the key is
+// queued or in flight, or for a place other than activeQ, backoffQ and
+// unschedulable; otherwise queued there with st's history: parked behind
+// st's plugins (no check asked), in backoffQ until st.BackoffExpiry while
+// backoff is on and the backoff flush would not yet release an item of
+// that expiry (release), else in activeQ, where a
+// PreEnqueue check gates it as it would any item entering.
+func (m *model) restore(p job, loc Location, st Status, now time.Time) error {
+	if m.items[p.name] != nil || m.flights[p.name] != nil {
+		return ErrAlreadyQueued
+	}
+	if loc != InActive && loc != InBackoff && loc != InUnschedulable {
+		return errModelRestoreLoc
+	}
+	it := &mItem{Info: Info[job]{Item: p, Status: Status{
+		Timestamp: st.Timestamp, InitialAttemptTimestamp: st.InitialAttemptTimestamp,
+		Attempts: st.Attempts, UnschedulableCount: st.UnschedulableCount, ConsecutiveErrors: st.ConsecutiveErrors,
+		RejectedBy: slices.Clone(st.RejectedBy), WaitingOn: slices.Clone(st.WaitingOn),
+		Reasons: slices.Clone(st.Reasons), Message: st.Message,
+	}}}
+	m.items[p.name] = it
+	switch {
+	case loc == InUnschedulable:
+		m.park(it)
+	case loc == InBackoff && !m.cfg.DisableBackoff && m.release(st.BackoffExpiry).After(now):
+		m.toBackoff(it, now)
+		if it.loc == InBackoff {
+			it.BackoffExpiry = st.BackoffExpiry
+		}
+	default:
+		m.toActive(it, false, now)
+	}
+	return nil
+}
+
 // failed records f on it, released from its attempt of cycle during which
 // the events since happened, and queues it where they say.
 func (m *model) failed(it *mItem, p job, cycle int64, f Failure, since []mEvent, now time.Time) {
@@ -346,6 +386,7 @@ func (m *model) failed(it *mItem, p job, cycle int64, f Failure, since []mEvent,
 	it.FlushedFromUnschedulable = false
 	it.RejectedBy = slices.Clone(f.RejectedBy)
 	it.WaitingOn = slices.Clone(f.WaitingOn)
+	it.Reasons, it.Message = slices.Clone(f.Reasons), f.Message
 	if m.rejected(it) {
 		it.UnschedulableCount++
 		it.ConsecutiveErrors = 0
@@ -541,7 +582,8 @@ func (m *model) compare(c *Core[string, job], names []string) error {
 			g.Attempts != w.Attempts || g.UnschedulableCount != w.UnschedulableCount || g.ConsecutiveErrors != w.ConsecutiveErrors ||
 			g.GatedBy != w.GatedBy || !g.BackoffExpiry.Equal(w.BackoffExpiry) ||
 			g.FlushedFromUnschedulable != w.FlushedFromUnschedulable || g.Cycle != w.Cycle ||
-			!slices.Equal(g.RejectedBy, w.RejectedBy) || !slices.Equal(g.WaitingOn, w.WaitingOn) {
+			!slices.Equal(g.RejectedBy, w.RejectedBy) || !slices.Equal(g.WaitingOn, w.WaitingOn) ||
+			!slices.Equal(g.Reasons, w.Reasons) || g.Message != w.Message {
 			return fmt.Errorf("%s: info\n  core  %+v\n  model %+v", name, g, w)
 		}
 	}

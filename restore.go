@@ -14,15 +14,20 @@ import (
 // stands in activeQ where its Timestamp puts it among its equals, and a
 // later failure backs it off as long as the copied item's would (its
 // counts go on from st's). In InActive it joins activeQ; in InBackoff it
-// waits until st.BackoffExpiry (in activeQ at once if that has passed,
-// or with Config.DisableBackoff); in InUnschedulable it is parked behind
+// waits with expiry st.BackoffExpiry until the backoff flush releases it
+// as it would the copied item: strictly after the expiry, or, with
+// pop-from-backoff, at the end of the expiry's 1-second window. It joins
+// activeQ at once if that moment is not after now, or with
+// Config.DisableBackoff. In InUnschedulable it is parked behind
 // st.RejectedBy and st.WaitingOn, with its leftover flush counted from
 // st.Timestamp, until an event or that flush moves it. A PreEnqueue check
-// that rejects it parks it gated instead (in InUnschedulable, the
-// checks are not asked, as for Park). Restore returns an error wrapping
-// ErrAlreadyQueued if the key is queued or in flight, ErrInvalidGroup
-// for a member of a group (its group's entity carries the history), and
-// an error for any other loc. O(log n).
+// that rejects it parks it gated instead, where the checks run for any
+// item: before activeQ and, with pop-from-backoff, before backoffQ (in
+// InUnschedulable they are not asked, as for Park). Restore returns, in
+// this order of precedence, an error wrapping ErrAlreadyQueued if the
+// key is queued or in flight, ErrInvalidGroup for a member of a group
+// (its group's entity carries the history), and an error for any other
+// loc, and then changes nothing. O(log n).
 func (c *Core[K, T]) Restore(item T, loc Location, st Status, now time.Time) error {
 	defer c.check()
 	key := c.cfg.Key(item)

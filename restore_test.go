@@ -122,3 +122,50 @@ func TestRestoreRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreBackoffEndsAsTheFlushCounts: an item restored to backoffQ
+// joins activeQ at once only if the backoff flush would have released it
+// by now (strictly after its expiry; with pop-from-backoff, at the end of
+// its 1-second window), so that it stands where the copied queue, whose
+// flush has not yet run, holds it; otherwise it waits in backoffQ with
+// the copied expiry. Without backoff it joins activeQ.
+func TestRestoreBackoffEndsAsTheFlushCounts(t *testing.T) {
+	at := t0.Add(500 * time.Millisecond)
+	tests := []struct {
+		name   string
+		mutate func(*Config[string, job])
+		expiry time.Time
+		want   Location
+	}{
+		{"window not over", popFromBackoff, at.Add(-100 * time.Millisecond), InBackoff},
+		{"later window", popFromBackoff, at.Add(time.Second), InBackoff},
+		{"window over", popFromBackoff, t0.Add(-time.Nanosecond), InActive},
+		{"no windows, at the expiry", noPopFromBackoff, at, InBackoff},
+		{"no windows, after the expiry", noPopFromBackoff, at.Add(-time.Nanosecond), InActive},
+		{"no backoff", func(c *Config[string, job]) { c.DisableBackoff = true }, at.Add(time.Minute), InActive},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.mutate)
+			h.now = at
+			st := Status{Timestamp: at.Add(-time.Second), UnschedulableCount: 1, RejectedBy: []string{"Fit"}, BackoffExpiry: tc.expiry}
+			if err := h.c.Restore(mk("a", 1), InBackoff, st, h.now); err != nil {
+				t.Fatalf("Restore: %v", err)
+			}
+			h.check()
+			x, loc, _ := h.c.Get("a")
+			if loc != tc.want {
+				t.Fatalf("restored to %v; want %v", loc, tc.want)
+			}
+			if wantExpiry := map[bool]time.Time{true: tc.expiry}[loc == InBackoff]; !x.BackoffExpiry.Equal(wantExpiry) {
+				t.Errorf("backoff expiry %v; want %v", x.BackoffExpiry, wantExpiry)
+			}
+		})
+	}
+}
+
+// popFromBackoff leaves the test configuration, pop-from-backoff on.
+func popFromBackoff(*Config[string, job]) {}
+
+// noPopFromBackoff turns pop-from-backoff off.
+func noPopFromBackoff(c *Config[string, job]) { c.DisablePopFromBackoff = true }
