@@ -53,7 +53,7 @@ type orderRec[K comparable, T any] struct {
 	out  uint64
 }
 
-// before reports whether a record with keys (p1, t1) pops before one
+// keysBefore reports whether a record with keys (p1, t1) pops before one
 // with (p2, t2).
 func keysBefore(p1 int32, t1 int64, p2 int32, t2 int64) bool {
 	if p1 != p2 {
