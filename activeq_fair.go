@@ -210,10 +210,10 @@ func (f *fairActive[K, T]) Fix(e *entry[K, T]) {
 	f.Push(e)
 }
 
-// Each calls fn for every entry in activeQ, tenant by tenant. O(n).
 // WarmFront does nothing: which tenant pops next is not known in O(1).
 func (f *fairActive[K, T]) WarmFront() {}
 
+// Each calls fn for every entry in activeQ, tenant by tenant. O(n).
 func (f *fairActive[K, T]) Each(fn func(*entry[K, T])) {
 	for i := range f.order.Len() {
 		t := f.order.At(i)
