@@ -13,7 +13,9 @@ import (
 // ConsecutiveErrors, RejectedBy, WaitingOn, Reasons and Message, so it
 // stands in activeQ where its Timestamp puts it among its equals, and a
 // later failure backs it off as long as the copied item's would (its
-// counts go on from st's). In InActive it joins activeQ; in InBackoff it
+// counts go on from st's). A zero InitialAttemptTimestamp (the copied
+// item never reached activeQ) is set when the item first joins activeQ,
+// as any item's is. In InActive it joins activeQ; in InBackoff it
 // waits with expiry st.BackoffExpiry until the backoff flush releases it
 // as it would the copied item: strictly after the expiry, or, with
 // pop-from-backoff, at the end of the expiry's 1-second window. It joins
