@@ -18,16 +18,36 @@ import (
 func (c *Core[K, T]) checkInvariants() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	total := c.checkActive(bad) + c.checkBackoff(bad) + c.checkParked(bad)
+	c.checkIndex(bad)
+	c.checkCohorts(bad)
+	c.checkKeys(total, bad)
+	c.checkPluginCounts(bad)
+	c.checkFlights(bad)
+	c.checkRoom(bad)
+	c.checkGroups(bad)
+	c.checkNominations(bad)
+	return errors.Join(errs...)
+}
 
+// checkActive verifies activeQ's heap and that each of its entries is the
+// map's, and returns how many it holds. O(n).
+func (c *Core[K, T]) checkActive(bad func(string, ...any)) int {
 	if err := c.active.Check(); err != nil {
 		bad("%v", err)
 	}
-	total := c.active.Len()
 	c.active.Each(func(e *entry[K, T]) {
 		if !c.owns(e) {
 			bad("activeQ key %v is not the map's entry", e.key)
 		}
 	})
+	return c.active.Len()
+}
+
+// checkBackoff verifies both backoff heaps: order, positions, the map's
+// ownership, an expiry, and that each entry is in the heap its last
+// failure chose. It returns how many they hold. O(n).
+func (c *Core[K, T]) checkBackoff(bad func(string, ...any)) int {
 	backingOff := func(name string, e *entry[K, T], want loc) {
 		if e.loc != want {
 			bad("%s key %v: loc %d", name, e.key, e.loc)
@@ -42,7 +62,6 @@ func (c *Core[K, T]) checkInvariants() error {
 			bad("%s: key %v in the wrong backoff heap", name, e.key)
 		}
 	}
-	total += c.backoffU.Len()
 	for i := range c.backoffU.Len() {
 		e := c.backoffU.At(i)
 		if int(e.idx) != i {
@@ -56,11 +75,16 @@ func (c *Core[K, T]) checkInvariants() error {
 	if err := c.backoffE.Check(); err != nil {
 		bad("%v", err)
 	}
-	total += c.backoffE.Len()
 	c.backoffE.Each(func(e *entry[K, T]) { backingOff("backoffQ(error)", e, locBackoffError) })
+	return c.backoffU.Len() + c.backoffE.Len()
+}
+
+// checkParked verifies each parked or gated entry: its position, the
+// map's ownership, the gated count, and that it is indexed under exactly
+// the plugins that hold it. It returns how many are parked. O(n).
+func (c *Core[K, T]) checkParked(bad func(string, ...any)) int {
 	gated := 0
 	for i, e := range c.parked.all {
-		total++
 		if int(e.idx) != i || (e.loc != locParked && e.loc != locGated) {
 			bad("parked[%d] key %v: loc %d pos %d", i, e.key, e.loc, e.idx)
 		}
@@ -73,32 +97,44 @@ func (c *Core[K, T]) checkInvariants() error {
 		if e.loc == locGated {
 			gated++
 		}
-		want := map[string]bool{}
-		if e.gated() {
-			want[e.GatedBy] = true
-		} else {
-			for _, p := range e.RejectedBy {
-				want[p] = true
-			}
-			for _, p := range e.WaitingOn {
-				want[p] = true
-			}
-			if len(want) == 0 {
-				bad("parked key %v has no rejecting plugin", e.key)
-			}
-		}
-		if len(e.slotList()) != len(want) {
-			bad("parked key %v indexed under %d plugins, want %d", e.key, len(e.slotList()), len(want))
-		}
-		for _, s := range e.slotList() {
-			if !want[s.b.plugin] || s.pos >= len(s.b.items) || s.b.items[s.pos] != e {
-				bad("parked key %v: bad index slot for %q", e.key, s.b.plugin)
-			}
-		}
+		c.checkSlots(e, bad)
 	}
 	if gated != c.parked.gated {
 		bad("gated count %d, want %d", c.parked.gated, gated)
 	}
+	return len(c.parked.all)
+}
+
+// checkSlots verifies that a parked entry is indexed under exactly its
+// gating plugin, or else the plugins that rejected it or it waits on.
+func (c *Core[K, T]) checkSlots(e *entry[K, T], bad func(string, ...any)) {
+	want := map[string]bool{}
+	if e.gated() {
+		want[e.GatedBy] = true
+	} else {
+		for _, p := range e.RejectedBy {
+			want[p] = true
+		}
+		for _, p := range e.WaitingOn {
+			want[p] = true
+		}
+		if len(want) == 0 {
+			bad("parked key %v has no rejecting plugin", e.key)
+		}
+	}
+	if len(e.slotList()) != len(want) {
+		bad("parked key %v indexed under %d plugins, want %d", e.key, len(e.slotList()), len(want))
+	}
+	for _, s := range e.slotList() {
+		if !want[s.b.plugin] || s.pos >= len(s.b.items) || s.b.items[s.pos] != e {
+			bad("parked key %v: bad index slot for %q", e.key, s.b.plugin)
+		}
+	}
+}
+
+// checkIndex verifies that the plugin index holds parked entries only,
+// as many as the parked entries' slots. O(n).
+func (c *Core[K, T]) checkIndex(bad func(string, ...any)) {
 	indexed := 0
 	for name, b := range c.parked.buckets {
 		for _, e := range b.items {
@@ -115,7 +151,13 @@ func (c *Core[K, T]) checkInvariants() error {
 	if indexed != slots {
 		bad("index holds %d entries, parked items have %d slots", indexed, slots)
 	}
-	c.checkCohorts(bad)
+}
+
+// checkKeys verifies the map: each key's entry, the priority cache, the
+// shadows of re-added items, and that the map's queued and in-flight
+// counts match the sub-queues' total, the counter and the in-flight list.
+// O(n).
+func (c *Core[K, T]) checkKeys(total int, bad func(string, ...any)) {
 	queued, flying := 0, 0
 	for key, e := range c.keys {
 		if e.key != key {
@@ -152,13 +194,11 @@ func (c *Core[K, T]) checkInvariants() error {
 	if flying != c.flights.len() {
 		bad("map has %d attempts in flight, list %d", flying, c.flights.len())
 	}
-	// Requeue skips the map for an attempt whose key nothing re-added.
-	c.flights.each(func(e *entry[K, T], _ uint64, _ int) {
-		if e.kind == kindLone && !e.is(flagReadded) && c.keys[e.key] != e {
-			bad("key %v: in flight, not re-added, but not the map's entry", e.key)
-		}
-	})
+}
 
+// checkPluginCounts verifies the per-plugin counts of queued entities and
+// that an entity is counted exactly when a plugin holds it. O(n).
+func (c *Core[K, T]) checkPluginCounts(bad func(string, ...any)) {
 	want := map[string]int{}
 	for _, e := range c.queuedEntities() {
 		if e.is(flagCounted) != e.held() {
@@ -169,7 +209,18 @@ func (c *Core[K, T]) checkInvariants() error {
 	if !maps.Equal(want, c.byPlugin) {
 		bad("per-plugin counts %v, want %v", c.byPlugin, want)
 	}
+}
 
+// checkFlights verifies the in-flight list (pop order, positions, no
+// leading hole, the map's entries) and its event log (contiguous, and
+// kept exactly while an attempt that may need it is in flight). O(n).
+func (c *Core[K, T]) checkFlights(bad func(string, ...any)) {
+	// Requeue skips the map for an attempt whose key nothing re-added.
+	c.flights.each(func(e *entry[K, T], _ uint64, _ int) {
+		if e.kind == kindLone && !e.is(flagReadded) && c.keys[e.key] != e {
+			bad("key %v: in flight, not re-added, but not the map's entry", e.key)
+		}
+	})
 	n, last := 0, uint64(0)
 	c.flights.each(func(e *entry[K, T], seq uint64, i int) {
 		n++
@@ -189,9 +240,6 @@ func (c *Core[K, T]) checkInvariants() error {
 			bad("in-flight event log not contiguous at %d", i)
 		}
 	}
-	c.checkRoom(bad)
-	c.checkGroups(bad)
-	c.checkNominations(bad)
 	oldest, anyFlying := c.flights.oldestSeq()
 	if !anyFlying && len(c.flights.log) > 0 {
 		bad("%d in-flight events kept with nothing in flight", len(c.flights.log))
@@ -199,7 +247,6 @@ func (c *Core[K, T]) checkInvariants() error {
 	if anyFlying && len(c.flights.log) > 0 && c.flights.log[0].seq < oldest {
 		bad("in-flight event %d kept, but the oldest attempt started at %d", c.flights.log[0].seq, oldest)
 	}
-	return errors.Join(errs...)
 }
 
 // checkRoom verifies the budgets: each event's count of woken items
