@@ -60,30 +60,9 @@ func (c *Core[K, T]) queuedEntities() []*entry[K, T] {
 func (c *Core[K, T]) checkGroups(bad func(string, ...any)) {
 	members := 0
 	for key, m := range c.keys {
-		if m.kind != kindMember {
-			continue
-		}
-		members++
-		g := m.grp
-		if g == nil || c.groups[g.name] != g {
-			bad("member %v: group not in the map", key)
-			continue
-		}
-		switch m.loc {
-		case locMember, locMemberFlight, locIncomplete, locPending:
-		default:
-			bad("member %v: bad place %d", key, m.loc)
-			continue
-		}
-		l := *g.list(m.loc)
-		if m.idx < 0 || int(m.idx) >= len(l) || l[m.idx] != m {
-			bad("member %v: not at its index %d in group %q", key, m.idx, g.name)
-		}
-		if m.is(flagCounted) {
-			bad("member %v counted per plugin", key)
-		}
-		if s := m.shadowOf(); s != nil && (s.loc != locFlight || s.key != key) {
-			bad("member %v: shadow is not in flight", key)
+		if m.kind == kindMember {
+			members++
+			c.checkMember(key, m, bad)
 		}
 	}
 	listed := 0
@@ -91,72 +70,117 @@ func (c *Core[K, T]) checkGroups(bad func(string, ...any)) {
 		if g.name != name {
 			bad("group map %q holds group %q", name, g.name)
 		}
-		listed += len(g.queued) + len(g.waiting)
-		for i, m := range g.flying {
-			// A member deleted (or re-added elsewhere) during the
-			// attempt has left the map.
-			if c.keys[m.key] == m {
-				listed++
-			} else if !m.is(flagDeleted) {
-				bad("group %q: in-flight member %v left the map but is not deleted", name, m.key)
-			}
-			if m.loc != locMemberFlight || int(m.idx) != i || m.grp != g {
-				bad("group %q: in-flight member %v misfiled", name, m.key)
-			}
-		}
-		if len(g.classes) != len(g.queued) {
-			bad("group %q: %d hint classes for %d queued members", name, len(g.classes), len(g.queued))
-		}
-		for i, m := range g.queued {
-			if m.loc != locMember || int(m.idx) != i || m.grp != g {
-				bad("group %q: queued member %v misfiled", name, m.key)
-			}
-			if i < len(g.classes) && g.classes[i] != m.hclass {
-				bad("group %q: queued member %v has hint class %#x, its group lists %#x", name, m.key, m.hclass, g.classes[i])
-			}
-		}
-		want := locIncomplete
-		if g.known {
-			want = locPending
-		}
-		for i, m := range g.waiting {
-			if m.loc != want || int(m.idx) != i || m.grp != g {
-				bad("group %q: waiting member %v at %d, want %d", name, m.key, m.loc, want)
-			}
-		}
-		if len(g.waiting) > 0 && g.known && g.flight == nil {
-			bad("group %q: known and not in flight, but %d members wait", name, len(g.waiting))
-		}
-		if (g.ent != nil) != (len(g.queued) > 0) {
-			bad("group %q: entity %v with %d queued members", name, g.ent != nil, len(g.queued))
-		}
-		if g.ent != nil && (!g.known || g.flight != nil) {
-			bad("group %q: entity while unknown or in flight", name)
-		}
-		if e := g.ent; e != nil {
-			if e.kind != kindGroup || e.grp != g || e.loc.location() == 0 || e.loc == locFlight {
-				bad("group %q: entity misfiled (loc %d)", name, e.loc)
-			}
-			if g.rep == nil || g.rep.loc != locMember || g.rep.grp != g {
-				bad("group %q: representative member is not queued in it", name)
-			}
-			if c.cfg.Priority != nil && (e.loc == locActive || e.loc == locBackoffUnsched) && e.prio != g.spec.Priority {
-				bad("group %q: entity sorted at priority %d, its spec says %d", name, e.prio, g.spec.Priority)
-			}
-		}
+		listed += c.checkGroupLists(g, bad)
+		c.checkGroupEntity(g, bad)
 		c.checkMemberPriorities(g, bad)
-		if e := g.flight; e != nil && (e.kind != kindGroup || e.grp != g || e.loc != locFlight) {
-			bad("group %q: attempt in flight misfiled", name)
-		}
-		if g.flight == nil && len(g.flying) > 0 {
-			bad("group %q: %d members in flight without an attempt", name, len(g.flying))
-		}
-		if !g.known && g.ent == nil && g.flight == nil && len(g.waiting) == 0 {
-			bad("group %q: unknown and empty, but kept", name)
-		}
 	}
 	if listed != members {
 		bad("groups list %d members, the map has %d", listed, members)
+	}
+}
+
+// checkMember verifies one member of the map: its group is the map's, it
+// is at its index in the list its place names, it is not counted per
+// plugin, and its shadow, if any, is in flight.
+func (c *Core[K, T]) checkMember(key K, m *entry[K, T], bad func(string, ...any)) {
+	g := m.grp
+	if g == nil || c.groups[g.name] != g {
+		bad("member %v: group not in the map", key)
+		return
+	}
+	switch m.loc {
+	case locMember, locMemberFlight, locIncomplete, locPending:
+	default:
+		bad("member %v: bad place %d", key, m.loc)
+		return
+	}
+	l := *g.list(m.loc)
+	if m.idx < 0 || int(m.idx) >= len(l) || l[m.idx] != m {
+		bad("member %v: not at its index %d in group %q", key, m.idx, g.name)
+	}
+	if m.is(flagCounted) {
+		bad("member %v counted per plugin", key)
+	}
+	if s := m.shadowOf(); s != nil && (s.loc != locFlight || s.key != key) {
+		bad("member %v: shadow is not in flight", key)
+	}
+}
+
+// checkGroupLists verifies a group's three member lists (in flight,
+// queued with their hint classes, waiting) and returns how many of their
+// members the map holds.
+func (c *Core[K, T]) checkGroupLists(g *group[K, T], bad func(string, ...any)) int {
+	name := g.name
+	listed := len(g.queued) + len(g.waiting)
+	for i, m := range g.flying {
+		// A member deleted (or re-added elsewhere) during the
+		// attempt has left the map.
+		if c.keys[m.key] == m {
+			listed++
+		} else if !m.is(flagDeleted) {
+			bad("group %q: in-flight member %v left the map but is not deleted", name, m.key)
+		}
+		if m.loc != locMemberFlight || int(m.idx) != i || m.grp != g {
+			bad("group %q: in-flight member %v misfiled", name, m.key)
+		}
+	}
+	if len(g.classes) != len(g.queued) {
+		bad("group %q: %d hint classes for %d queued members", name, len(g.classes), len(g.queued))
+	}
+	for i, m := range g.queued {
+		if m.loc != locMember || int(m.idx) != i || m.grp != g {
+			bad("group %q: queued member %v misfiled", name, m.key)
+		}
+		if i < len(g.classes) && g.classes[i] != m.hclass {
+			bad("group %q: queued member %v has hint class %#x, its group lists %#x", name, m.key, m.hclass, g.classes[i])
+		}
+	}
+	want := locIncomplete
+	if g.known {
+		want = locPending
+	}
+	for i, m := range g.waiting {
+		if m.loc != want || int(m.idx) != i || m.grp != g {
+			bad("group %q: waiting member %v at %d, want %d", name, m.key, m.loc, want)
+		}
+	}
+	return listed
+}
+
+// checkGroupEntity verifies a group's entity and attempt: an entity
+// exactly while members are queued, filed where it sorts, with a queued
+// representative; an attempt in flight filed as one; and no empty group
+// kept.
+func (c *Core[K, T]) checkGroupEntity(g *group[K, T], bad func(string, ...any)) {
+	name := g.name
+	if len(g.waiting) > 0 && g.known && g.flight == nil {
+		bad("group %q: known and not in flight, but %d members wait", name, len(g.waiting))
+	}
+	if (g.ent != nil) != (len(g.queued) > 0) {
+		bad("group %q: entity %v with %d queued members", name, g.ent != nil, len(g.queued))
+	}
+	if g.ent != nil && (!g.known || g.flight != nil) {
+		bad("group %q: entity while unknown or in flight", name)
+	}
+	if e := g.ent; e != nil {
+		if e.kind != kindGroup || e.grp != g || e.loc.location() == 0 || e.loc == locFlight {
+			bad("group %q: entity misfiled (loc %d)", name, e.loc)
+		}
+		if g.rep == nil || g.rep.loc != locMember || g.rep.grp != g {
+			bad("group %q: representative member is not queued in it", name)
+		}
+		if c.cfg.Priority != nil && (e.loc == locActive || e.loc == locBackoffUnsched) && e.prio != g.spec.Priority {
+			bad("group %q: entity sorted at priority %d, its spec says %d", name, e.prio, g.spec.Priority)
+		}
+	}
+	if e := g.flight; e != nil && (e.kind != kindGroup || e.grp != g || e.loc != locFlight) {
+		bad("group %q: attempt in flight misfiled", name)
+	}
+	if g.flight == nil && len(g.flying) > 0 {
+		bad("group %q: %d members in flight without an attempt", name, len(g.flying))
+	}
+	if !g.known && g.ent == nil && g.flight == nil && len(g.waiting) == 0 {
+		bad("group %q: unknown and empty, but kept", name)
 	}
 }
 
