@@ -102,21 +102,7 @@ func (r *forecastRun) closeOnPanic(p any) {
 }
 
 func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra []*v1.Pod) (*forecastRun, error) {
-	fsc := *sc
-	switch m := sc.gpuMode(); m {
-	case gpuModeDevice:
-		// The replay's GPUs stay devices: the running pods' GPUs are
-		// placed again, best fit, as the device model places any pod it
-		// has no record of.
-		fsc.forkedGPU = m
-	case gpuModeDRA:
-		// The replay's claims are in the state's objects; its GPU policy
-		// (GPUDevices' score, the devices listed fullest first) must
-		// stay too, or the forecast would place by the profile's
-		// default scores and DRA's first fit in the slices' order.
-		fsc.forkedGPU = m
-	}
-	fsc.Pods, fsc.Events, fsc.Trace, fsc.Snapshot, fsc.Duration = nil, nil, nil, "", o.Horizon
+	fsc := forkedScenario(sc, o.Horizon)
 	o.History = o.historyFor(st, extra)
 	r := &forecastRun{st: st, o: o, source: map[types.UID]string{}, minOf: map[string]int{},
 		members: map[string][]*v1.Pod{}, bound: map[string]int{}, fired: map[types.UID]bool{},
@@ -137,14 +123,59 @@ func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra
 		}
 		r.base, so.cache = b, c
 	}
-	s, err := newSim(&fsc, so)
+	s, err := newSim(fsc, so)
 	if err != nil {
 		return r, err
 	}
 	r.s = s
+	if err := r.resume(); err != nil {
+		return r, err
+	}
+	if err := r.addCluster(); err != nil {
+		return r, err
+	}
+	if err := r.addPods(extra); err != nil {
+		return r, err
+	}
+	r.left = len(r.asked)
+	if r.left == 0 {
+		s.end = s.now // nothing to forecast: the run ends at once
+	}
+	if o.Arrivals {
+		r.planArrivals()
+	}
+	return r, nil
+}
+
+// forkedScenario returns a copy of sc for a forecast of the given
+// horizon: no pods, events, trace or snapshot of its own (the state
+// brings them), and the replay's GPU model kept.
+func forkedScenario(sc *Scenario, horizon time.Duration) *Scenario {
+	fsc := *sc
+	switch m := sc.gpuMode(); m {
+	case gpuModeDevice:
+		// The replay's GPUs stay devices: the running pods' GPUs are
+		// placed again, best fit, as the device model places any pod it
+		// has no record of.
+		fsc.forkedGPU = m
+	case gpuModeDRA:
+		// The replay's claims are in the state's objects; its GPU policy
+		// (GPUDevices' score, the devices listed fullest first) must
+		// stay too, or the forecast would place by the profile's
+		// default scores and DRA's first fit in the slices' order.
+		fsc.forkedGPU = m
+	}
+	fsc.Pods, fsc.Events, fsc.Trace, fsc.Snapshot, fsc.Duration = nil, nil, nil, "", horizon
+	return &fsc
+}
+
+// resume carries over where the state's scheduler was: its tie-breaks'
+// source, the end of an attempt under way, the budgets, and a silent log.
+func (r *forecastRun) resume() error {
+	s, st := r.s, r.st
 	if st.tieBreak != nil {
 		if err := s.tieBreak.UnmarshalBinary(st.tieBreak); err != nil {
-			return r, fmt.Errorf("forecast: the state's tie-breaks: %w", err)
+			return fmt.Errorf("forecast: the state's tie-breaks: %w", err)
 		}
 	}
 	if st.busyUntil.After(st.Now) {
@@ -155,12 +186,19 @@ func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra
 	// A forecast logs nothing: the live scheduler runs one every few
 	// seconds, and its own log already says what the handlers would.
 	s.h.Logger = slog.New(slog.DiscardHandler)
+	return nil
+}
+
+// addCluster adds the state's namespaces, nodes and objects (a base, if
+// taken, already holds the namespaces and nodes in its cache).
+func (r *forecastRun) addCluster() error {
+	s, st := r.s, r.st
 	for _, ns := range st.Namespaces {
 		if r.base == nil {
 			s.h.Cache.SetNamespace(ns)
 		}
 		if err := s.namespaceToPlugins(ns); err != nil { // the run's own frameworks
-			return r, fmt.Errorf("forecast: namespace %s: %w", ns.Name, err)
+			return fmt.Errorf("forecast: namespace %s: %w", ns.Name, err)
 		}
 	}
 	for _, n := range st.Nodes {
@@ -171,9 +209,14 @@ func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra
 		}
 	}
 	r.useGPUWorkload()
-	if err := r.addObjects(st.Objects); err != nil {
-		return r, err
-	}
+	return r.addObjects(st.Objects)
+}
+
+// addPods adds the state's running pods with their ends, its PodGroups,
+// and the pods asked about: the pending ones, restored where the queue
+// held them, then extra.
+func (r *forecastRun) addPods(extra []*v1.Pod) error {
+	s, st := r.s, r.st
 	n := len(st.Running) + len(st.Pending) + len(extra)
 	switch {
 	case r.base != nil && len(s.cl.pods) == 0:
@@ -191,7 +234,7 @@ func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra
 	for i, rp := range st.Running {
 		r.pace()
 		if err := r.addRunning(i, rp, seen); err != nil {
-			return r, err
+			return err
 		}
 	}
 	heap.Init(&s.queue) // the ends, appended by addRunning
@@ -206,17 +249,10 @@ func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra
 			r.restoreIfQueued(p)
 		}
 		if err := r.addPending(p, seen); err != nil {
-			return r, err
+			return err
 		}
 	}
-	r.left = len(r.asked)
-	if r.left == 0 {
-		s.end = s.now // nothing to forecast: the run ends at once
-	}
-	if o.Arrivals {
-		r.planArrivals()
-	}
-	return r, nil
+	return nil
 }
 
 // uids are the UIDs of a state's pods seen so far: base, if set, the
