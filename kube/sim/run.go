@@ -176,27 +176,8 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	s.end = epoch.Add(dur)
 
 	s.newGPUDevices()
-	cfg := scheduler.QueueConfig()
+	cfg := s.queueConfig()
 	q := sc.Queue
-	if q.backoffOff() {
-		cfg.DisableBackoff = true
-	} else {
-		cfg.InitialBackoff, cfg.MaxBackoff = q.InitialBackoff, deref(q.MaxBackoff)
-	}
-	cfg.MaxInUnschedulable = q.MaxInUnschedulable
-	cfg.FlushBackoffInterval, cfg.FlushUnschedulableInterval = q.FlushBackoffInterval, q.FlushUnschedulableInterval
-	if s.o.CheckInvariants {
-		cfg.CheckInvariants = func(err error) {
-			if s.violation == nil {
-				s.violation = fmt.Errorf("at %v: %w", s.now.Sub(epoch), err)
-			}
-		}
-	}
-	cfg.DisablePopFromBackoff = q.PopFromBackoff != nil && !*q.PopFromBackoff
-	cfg.DisableQueueingHints = q.QueueingHints != nil && !*q.QueueingHints
-	s.popFromBackoff = !cfg.DisablePopFromBackoff
-	cfg.Recorder = s.rec
-	cfg.Fairness = q.fairness()
 	fws, err := s.newFrameworks(context.Background(), &cfg)
 	if err != nil {
 		return nil, err
@@ -238,7 +219,46 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 		return nil, err
 	}
 	s.build = buildProgress{total: sc.toBuild()}
+	if err := s.plan(); err != nil {
+		return nil, err
+	}
+	s.build.over = true
+	return s, nil
+}
 
+// queueConfig is the queue's configuration as the scenario's queue
+// settings give it, with the run's recorder and, if asked, the invariant
+// checker (the first violation kept, with its virtual time). The
+// frameworks' hints and the wake budget are added after.
+func (s *sim) queueConfig() schedq.Config[types.NamespacedName, *v1.Pod] {
+	cfg := scheduler.QueueConfig()
+	q := s.sc.Queue
+	if q.backoffOff() {
+		cfg.DisableBackoff = true
+	} else {
+		cfg.InitialBackoff, cfg.MaxBackoff = q.InitialBackoff, deref(q.MaxBackoff)
+	}
+	cfg.MaxInUnschedulable = q.MaxInUnschedulable
+	cfg.FlushBackoffInterval, cfg.FlushUnschedulableInterval = q.FlushBackoffInterval, q.FlushUnschedulableInterval
+	if s.o.CheckInvariants {
+		cfg.CheckInvariants = func(err error) {
+			if s.violation == nil {
+				s.violation = fmt.Errorf("at %v: %w", s.now.Sub(epoch), err)
+			}
+		}
+	}
+	cfg.DisablePopFromBackoff = q.PopFromBackoff != nil && !*q.PopFromBackoff
+	cfg.DisableQueueingHints = q.QueueingHints != nil && !*q.QueueingHints
+	s.popFromBackoff = !cfg.DisablePopFromBackoff
+	cfg.Recorder = s.rec
+	cfg.Fairness = q.fairness()
+	return cfg
+}
+
+// plan creates the scenario's objects and nodes and plans its pods'
+// arrivals, its events and its inputs (trace, snapshot).
+func (s *sim) plan() error {
+	sc := s.sc
 	s.createObjects(sc.Objects)
 	for _, g := range sc.Nodes {
 		s.addNodes(g)
@@ -251,11 +271,7 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 		s.planned++
 		s.at(epoch.Add(e.At), func() { s.planned--; s.apply(e) })
 	}
-	if err := s.loadInputs(); err != nil {
-		return nil, err
-	}
-	s.build.over = true
-	return s, nil
+	return s.loadInputs()
 }
 
 // newGPUDevices makes the device model that the framework's GPUDevices
