@@ -158,7 +158,32 @@ func (s *sim) report() *Report {
 	sc := s.sc
 	r := &Report{Scenario: sc.Name, Seed: sc.Seed, Pods: len(s.order), Attempts: s.attempts, WastedAttempts: s.wasted,
 		Evicted: s.evicted, TaintEvicted: s.taintEvicted, Peak: s.peak, Series: s.series, Preemption: s.pre.summary()}
-	r.Settings = Settings{
+	r.Settings = s.settings()
+	first, last := s.reportPods(r)
+	r.ByProfile = s.profileCounts()
+	if last.IsZero() {
+		last = s.now
+	}
+	if first.IsZero() {
+		first = last // no pod arrived: the span is empty
+	}
+	r.VirtualSeconds = last.Sub(first).Seconds()
+	r.RunSeconds = s.now.Sub(epoch).Seconds()
+	if r.VirtualSeconds > 0 {
+		r.PodsPerSecond = float64(r.Scheduled) / r.VirtualSeconds
+	}
+	r.Incoming = s.rec.counts()
+	s.reportNamespaces(r)
+	s.reportExtras(r)
+	s.gangReport(r)
+	return r
+}
+
+// settings are the queue's and the scheduler's settings the run used,
+// defaults filled in.
+func (s *sim) settings() Settings {
+	sc := s.sc
+	st := Settings{
 		PopFromBackoff:     sc.Queue.PopFromBackoff == nil || *sc.Queue.PopFromBackoff,
 		QueueingHints:      sc.Queue.QueueingHints == nil || *sc.Queue.QueueingHints,
 		InitialBackoff:     orDefault(sc.Queue.InitialBackoff, defaultInitialBackoff).String(),
@@ -170,17 +195,25 @@ func (s *sim) report() *Report {
 		Fairness:           sc.Queue.Fairness,
 	}
 	if sc.Queue.backoffOff() {
-		r.Settings.InitialBackoff, r.Settings.MaxBackoff = "off", "off"
+		st.InitialBackoff, st.MaxBackoff = "off", "off"
 	}
-	buckets := []struct {
-		label  string
-		lo, hi int
-	}{{"1", 1, 1}, {"2", 2, 2}, {"3", 3, 3}, {"4-5", 4, 5}, {"6-10", 6, 10}, {">10", 11, 1 << 62}, {"0 (never tried)", 0, 0}}
-	hist := make([]int, len(buckets))
+	return st
+}
+
+// attemptBuckets are the report's classes of attempts per pod.
+var attemptBuckets = []struct {
+	label  string
+	lo, hi int
+}{{"1", 1, 1}, {"2", 2, 2}, {"3", 3, 3}, {"4-5", 4, 5}, {"6-10", 6, 10}, {">10", 11, 1 << 62}, {"0 (never tried)", 0, 0}}
+
+// reportPods fills r's per-pod figures (attempts, scheduled and pending
+// pods with their reasons, counts by priority, time to schedule) and
+// returns the first arrival and the last binding, zero if none. O(pods).
+func (s *sim) reportPods(r *Report) (first, last time.Time) {
+	hist := make([]int, len(attemptBuckets))
 	var waits []time.Duration
 	pending := map[string]int{}
 	byPrio := map[int32]*PriorityCount{}
-	first, last := time.Time{}, time.Time{}
 	for _, st := range s.order {
 		pc := byPrio[st.priority]
 		if pc == nil {
@@ -195,7 +228,7 @@ func (s *sim) report() *Report {
 		if first.IsZero() || st.arrived.Before(first) {
 			first = st.arrived
 		}
-		for i, b := range buckets {
+		for i, b := range attemptBuckets {
 			if st.attempts >= b.lo && st.attempts <= b.hi {
 				hist[i]++
 				break
@@ -215,13 +248,12 @@ func (s *sim) report() *Report {
 		r.Pending++
 		pending[s.pendingReason(st)]++
 	}
-	for i, b := range buckets {
+	for i, b := range attemptBuckets {
 		if hist[i] > 0 {
 			r.AttemptsPerPod = append(r.AttemptsPerPod, Count{b.label, hist[i]})
 		}
 	}
 	r.PendingReasons = sortedCounts(pending)
-	r.ByProfile = s.profileCounts()
 	if len(byPrio) > 1 {
 		for _, pc := range byPrio {
 			r.ByPriority = append(r.ByPriority, *pc)
@@ -233,22 +265,7 @@ func (s *sim) report() *Report {
 		pct := func(p float64) float64 { return waits[min(len(waits)-1, int(p*float64(len(waits))))].Seconds() }
 		r.TimeToSchedule = Percentiles{P50: pct(0.50), P90: pct(0.90), P99: pct(0.99), Max: waits[len(waits)-1].Seconds()}
 	}
-	if last.IsZero() {
-		last = s.now
-	}
-	if first.IsZero() {
-		first = last // no pod arrived: the span is empty
-	}
-	r.VirtualSeconds = last.Sub(first).Seconds()
-	r.RunSeconds = s.now.Sub(epoch).Seconds()
-	if r.VirtualSeconds > 0 {
-		r.PodsPerSecond = float64(r.Scheduled) / r.VirtualSeconds
-	}
-	r.Incoming = s.rec.counts()
-	s.reportNamespaces(r)
-	s.reportExtras(r)
-	s.gangReport(r)
-	return r
+	return first, last
 }
 
 // pendingReason names why a pod is still pending: its place, the plugins
