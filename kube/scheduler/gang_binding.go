@@ -76,7 +76,7 @@ func (s *Scheduler) memberFailed(ctx context.Context, info Attempt, pb *pendingB
 		pb.gang.settle(ctx, false)
 		return
 	}
-	pb.gang.retry(ctx, info, err)
+	pb.gang.retry(ctx, pb.current(info), err)
 }
 
 // retry records a binding that failed: its member is requeued once every

@@ -169,9 +169,10 @@ func (h *Handlers) updatePod(oldPod, newPod *v1.Pod) {
 			h.check("move", newPod, h.Queue.Move(ev, oldPod, newPod, nil))
 		}
 	case h.responsible(newPod):
-		if _, placed := h.Cache.NodeOf(framework.Key(newPod)); placed {
+		if h.Cache.seenPending(newPod) {
 			// Assumed (binding under way) or already bound: an update that
-			// still shows it unassigned is stale and must not queue it again.
+			// still shows it unassigned must not queue it again. An
+			// assumed pod's binding keeps it, to give back if it fails.
 			return
 		}
 		if h.warm != nil && h.warm.repark(h, oldPod, newPod) {

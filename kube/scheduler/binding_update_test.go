@@ -1,0 +1,85 @@
+package scheduler
+
+import (
+	"errors"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/framework"
+)
+
+// relabelled is p updated by the API server: a new label and a new
+// resourceVersion, still unassigned.
+func relabelled(p *v1.Pod) *v1.Pod {
+	u := p.DeepCopy()
+	u.ResourceVersion = "2"
+	u.Labels = map[string]string{"updated": "yes"}
+	return u
+}
+
+// TestPodUpdatedDuringItsBindingIsGivenBackUpdated: an update of a pod
+// that the informer shows while the pod is assumed (its binding under
+// way) does not go to the queue, which must not queue the pod again; if
+// the binding then fails or is aborted, the pod goes back to the queue
+// as the cluster has it, as kube-scheduler requeues the informer's
+// version after a failed binding. It used to go back as popped, and the
+// queue kept that stale version (old labels, old tolerations, old
+// resourceVersion) until the pod's next update, if any.
+func TestPodUpdatedDuringItsBindingIsGivenBackUpdated(t *testing.T) {
+	tests := []struct {
+		name  string
+		group bool // a member of a gang of 2, its binding the one to fail
+		// waiting: the binding waits for a slot (not started) until end.
+		waiting bool
+		end     func(f *fixture, done func(error))
+	}{
+		{name: "binding fails", end: func(_ *fixture, done func(error)) { done(errors.New("etcd timeout")) }},
+		{name: "refused for a stale term", end: func(_ *fixture, done func(error)) { done(staleTerm("p")) }},
+		{name: "node deleted before the binding started", waiting: true, end: func(f *fixture, done func(error)) {
+			f.h.DeleteNode(node("n", 4000))
+			done(nil)
+		}},
+		{name: "gang member binding fails", group: true, end: func(_ *fixture, done func(error)) { done(errors.New("etcd timeout")) }},
+		{name: "gang member's node deleted before its binding started", group: true, waiting: true, end: func(f *fixture, done func(error)) {
+			f.h.DeleteNode(node("n", 4000))
+			done(nil)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, w := newGangFixture(t)
+			nb := &namedBinder{done: map[string]func(error){}, waiting: map[string]bool{"p": tc.waiting}}
+			f.s = mustNew(t, f.q, f.c, nb, warnReporter{f.r, w}, Options{})
+			f.h.AddNode(node("n", 4000))
+			p := pod("p", 100)
+			if tc.group {
+				f.h.AddPodGroup(podGroup("g", 2, 0))
+				p = memberPod("p", "g", 100)
+				f.h.AddPod(memberPod("q", "g", 100))
+			}
+			f.h.AddPod(p)
+			if out := f.once(); out.Result != Scheduled {
+				t.Fatalf("outcome %+v", out)
+			}
+			u := relabelled(p)
+			f.h.UpdatePod(p, u)
+			if _, loc, queued := f.q.Get(framework.Key(p)); queued && loc != schedq.InFlight {
+				t.Fatalf("the update of an assumed pod queued it (%v)", loc)
+			}
+			tc.end(f, nb.done["p"])
+			if tc.group {
+				nb.done["q"](nil) // the last binding of the attempt: p goes back now
+			}
+			info, loc, ok := f.q.Get(framework.Key(p))
+			if !ok {
+				t.Fatal("the pod is not given back to the queue")
+			}
+			if info.Item.ResourceVersion != u.ResourceVersion || info.Item.Labels["updated"] != "yes" {
+				t.Fatalf("given back (%v) as resourceVersion %q, labels %v: want the informer's version %q, labels %v",
+					loc, info.Item.ResourceVersion, info.Item.Labels, u.ResourceVersion, u.Labels)
+			}
+		})
+	}
+}
