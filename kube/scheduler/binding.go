@@ -78,13 +78,21 @@ func (s *Scheduler) newBinding(info Attempt, node string) *pendingBinding {
 
 // seenPending is the pod handlers' view of p, a pending pod of ours as the
 // informer shows it (unassigned): it reports whether the cache places a
-// pod under p's key (assumed, or seen bound), and if the cache assumes p
-// itself (its UID) with a binding under way, records p as that binding's
-// latest version of the pod (pendingBinding.latest).
+// pod under p's key (assumed, or seen bound) or holds p as a group member
+// to retry (Cache.retrying), out of every queue until its group's
+// bindings have ended. If the cache assumes p itself (its UID) with a
+// binding under way, p becomes that binding's latest version of the pod
+// (pendingBinding.latest); if it holds p to retry, the version given back
+// (takeRetry).
 func (c *Cache) seenPending(p *v1.Pod) bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	key := framework.Key(p)
+	if h, ok := c.retrying[key]; ok && h.uid == p.UID {
+		h.latest = p
+		c.retrying[key] = h
+		return true
+	}
 	if _, ok := c.podNode[key]; !ok {
 		return false
 	}

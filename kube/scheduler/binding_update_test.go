@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -79,6 +80,60 @@ func TestPodUpdatedDuringItsBindingIsGivenBackUpdated(t *testing.T) {
 			if info.Item.ResourceVersion != u.ResourceVersion || info.Item.Labels["updated"] != "yes" {
 				t.Fatalf("given back (%v) as resourceVersion %q, labels %v: want the informer's version %q, labels %v",
 					loc, info.Item.ResourceVersion, info.Item.Labels, u.ResourceVersion, u.Labels)
+			}
+		})
+	}
+}
+
+// TestGangMemberUpdatedWhileHeldToRetry: a group member whose binding
+// failed (or whose node went before it started) is held out of every
+// queue until the other bindings of its group attempt have ended, then
+// given back with its group and the failure's message (docs/gangs.md).
+// An update of the member meanwhile used to go to the queue as an Add:
+// the member was queued at once, without its failure, while its group's
+// bindings were still under way; it now waits, and goes back in its new
+// version.
+func TestGangMemberUpdatedWhileHeldToRetry(t *testing.T) {
+	tests := []struct {
+		name    string
+		waiting bool // p's binding waits for a slot (not started)
+		fail    func(f *fixture, done func(error))
+	}{
+		{name: "its binding failed", fail: func(_ *fixture, done func(error)) { done(errors.New("etcd timeout")) }},
+		{name: "its node deleted before its binding started", waiting: true, fail: func(f *fixture, done func(error)) {
+			f.h.DeleteNode(node("n", 4000))
+			done(nil)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, w := newGangFixture(t)
+			nb := &namedBinder{done: map[string]func(error){}, waiting: map[string]bool{"p": tc.waiting}}
+			f.s = mustNew(t, f.q, f.c, nb, warnReporter{f.r, w}, Options{})
+			f.h.AddNode(node("n", 4000))
+			f.h.AddPodGroup(podGroup("g", 2, 0))
+			p := memberPod("p", "g", 100)
+			f.h.AddPod(memberPod("q", "g", 100))
+			f.h.AddPod(p)
+			if out := f.once(); out.Result != Scheduled {
+				t.Fatalf("outcome %+v", out)
+			}
+			tc.fail(f, nb.done["p"])
+			u := relabelled(p)
+			f.h.UpdatePod(p, u)
+			if _, loc, queued := f.q.Get(framework.Key(p)); queued {
+				t.Fatalf("updated while held to retry, the member is queued (%v) before its group's bindings ended", loc)
+			}
+			nb.done["q"](nil) // the last binding of the attempt
+			info, _, ok := f.q.Get(framework.Key(p))
+			if !ok {
+				t.Fatal("the member is not given back to the queue")
+			}
+			if info.Item.ResourceVersion != u.ResourceVersion {
+				t.Errorf("given back as resourceVersion %q, want the update's %q", info.Item.ResourceVersion, u.ResourceVersion)
+			}
+			if !strings.Contains(info.Message, "it is retried with its group") {
+				t.Errorf("given back with message %q, want the group binding's", info.Message)
 			}
 		})
 	}

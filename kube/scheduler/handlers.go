@@ -170,9 +170,10 @@ func (h *Handlers) updatePod(oldPod, newPod *v1.Pod) {
 		}
 	case h.responsible(newPod):
 		if h.Cache.seenPending(newPod) {
-			// Assumed (binding under way) or already bound: an update that
-			// still shows it unassigned must not queue it again. An
-			// assumed pod's binding keeps it, to give back if it fails.
+			// Assumed (binding under way) or already bound, or a group
+			// member held to retry with its group: an update that still
+			// shows it unassigned must not queue it. An assumed pod's
+			// binding, or the hold, keeps it, to give back.
 			return
 		}
 		if h.warm != nil && h.warm.repark(h, oldPod, newPod) {
