@@ -85,21 +85,32 @@ func (s *Scheduler) newBinding(info Attempt, node string) *pendingBinding {
 // (pendingBinding.latest); if it holds p to retry, the version given back
 // (takeRetry).
 func (c *Cache) seenPending(p *v1.Pod) bool {
+	key := framework.Key(p)
+	c.mu.RLock()
+	h, held := c.retrying[key]
+	held = held && h.uid == p.UID
+	if !held {
+		defer c.mu.RUnlock()
+		if _, ok := c.podNode[key]; !ok {
+			return false
+		}
+		if a, ok := c.assumed[key]; ok && a.uid == p.UID && a.b != nil {
+			a.b.latest.Store(p)
+		}
+		return true
+	}
+	c.mu.RUnlock()
+	// Held to retry (rare): the write lock, to record the version, if the
+	// hold is still there.
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	key := framework.Key(p)
 	if h, ok := c.retrying[key]; ok && h.uid == p.UID {
 		h.latest = p
 		c.retrying[key] = h
 		return true
 	}
-	if _, ok := c.podNode[key]; !ok {
-		return false
-	}
-	if a, ok := c.assumed[key]; ok && a.uid == p.UID && a.b != nil {
-		a.b.latest.Store(p)
-	}
-	return true
+	_, placed := c.podNode[key]
+	return placed
 }
 
 // ErrNodeDeleted ends a binding that did not start because the node's
