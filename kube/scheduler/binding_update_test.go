@@ -1,11 +1,16 @@
 package scheduler
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
@@ -136,5 +141,48 @@ func TestGangMemberUpdatedWhileHeldToRetry(t *testing.T) {
 				t.Errorf("given back with message %q, want the group binding's", info.Message)
 			}
 		})
+	}
+}
+
+// hookReserve is a Reserve plugin that runs on, then rejects the pod.
+type hookReserve struct{ on func(*v1.Pod) }
+
+func (hookReserve) Name() string { return "HookReserve" }
+func (h hookReserve) Reserve(_ context.Context, _ fwk.CycleState, p *v1.Pod, _ string) *fwk.Status {
+	h.on(p)
+	return fwk.NewStatus(fwk.Unschedulable, "no")
+}
+func (hookReserve) Unreserve(context.Context, fwk.CycleState, *v1.Pod, string) {}
+
+// TestPodUpdatedDuringReserveIsRequeuedUpdated: an update that the
+// informer shows once the pod is assumed, while Reserve runs, goes to the
+// binding-to-be rather than the queue; a rejection at Reserve then
+// requeues that version, not the one popped.
+func TestPodUpdatedDuringReserveIsRequeuedUpdated(t *testing.T) {
+	var f *fixture
+	var u *v1.Pod
+	extra := frameworkruntime.Registry{"HookReserve": func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+		return hookReserve{on: func(p *v1.Pod) {
+			orig := p.DeepCopy()
+			orig.Spec.NodeName = "" // the informer's pod is unassigned
+			u = relabelled(orig)
+			f.h.UpdatePod(orig, u)
+		}}, nil
+	}}
+	f = newFWFixture(t, extra, func(p *config.KubeSchedulerProfile) {
+		p.Plugins.Reserve.Enabled = append(p.Plugins.Reserve.Enabled, config.Plugin{Name: "HookReserve"})
+	})
+	f.h.AddNode(node("n", 1000))
+	p := pod("p", 100)
+	f.h.AddPod(p)
+	if out := f.once(); out.Result != Unschedulable {
+		t.Fatalf("outcome %v %q, want Unschedulable at Reserve", out.Result, out.Message)
+	}
+	info, _, ok := f.q.Get(framework.Key(p))
+	if !ok {
+		t.Fatal("the pod is not requeued")
+	}
+	if info.Item.ResourceVersion != u.ResourceVersion {
+		t.Fatalf("requeued as resourceVersion %q, want the update's %q", info.Item.ResourceVersion, u.ResourceVersion)
 	}
 }

@@ -226,7 +226,8 @@ func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.Po
 	defer release() // a panic in Reserve or Permit
 	if st := fb.reservePermit(ctx); st != nil {
 		release()
-		return s.fail(ctx, info, start, onNodeOutcome(assumed, node, st))
+		// As the informer shows it now, if it was updated since Assume.
+		return s.fail(ctx, pb.current(info), start, onNodeOutcome(assumed, node, st))
 	}
 	held = false
 	s.committed = true // the binding owns the attempt from here
