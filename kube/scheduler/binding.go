@@ -77,40 +77,41 @@ func (s *Scheduler) newBinding(info Attempt, node string) *pendingBinding {
 }
 
 // seenPending is the pod handlers' view of p, a pending pod of ours as the
-// informer shows it (unassigned): it reports whether the cache places a
-// pod under p's key (assumed, or seen bound) or holds p as a group member
-// to retry (Cache.retrying), out of every queue until its group's
-// bindings have ended. If the cache assumes p itself (its UID) with a
-// binding under way, p becomes that binding's latest version of the pod
-// (pendingBinding.latest); if it holds p to retry, the version given back
-// (takeRetry).
-func (c *Cache) seenPending(p *v1.Pod) bool {
+// informer shows it (unassigned). It reports whether the cache places a
+// pod under p's key (assumed, or seen bound), and if not, whether it
+// holds p as a group member to retry (Cache.retrying), out of every
+// queue until its group's bindings have ended. If the cache assumes p
+// itself (its UID) with a binding under way, p becomes that binding's
+// latest version of the pod (pendingBinding.latest); if it holds p to
+// retry, the version given back (takeRetry).
+func (c *Cache) seenPending(p *v1.Pod) (placed, held bool) {
 	key := framework.Key(p)
 	c.mu.RLock()
-	h, held := c.retrying[key]
-	held = held && h.uid == p.UID
-	if !held {
-		defer c.mu.RUnlock()
-		if _, ok := c.podNode[key]; !ok {
-			return false
-		}
+	if _, placed = c.podNode[key]; placed {
 		if a, ok := c.assumed[key]; ok && a.uid == p.UID && a.b != nil {
 			a.b.latest.Store(p)
 		}
-		return true
+		c.mu.RUnlock()
+		return true, false
 	}
+	h, ok := c.retrying[key]
 	c.mu.RUnlock()
-	// Held to retry (rare): the write lock, to record the version, if the
-	// hold is still there.
+	if !ok || h.uid != p.UID {
+		return false, false
+	}
+	// Held to retry (rare): the write lock, to record the version, and
+	// what the read saw checked again under it.
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if _, placed = c.podNode[key]; placed {
+		return true, false
+	}
 	if h, ok := c.retrying[key]; ok && h.uid == p.UID {
 		h.latest = p
 		c.retrying[key] = h
-		return true
+		return false, true
 	}
-	_, placed := c.podNode[key]
-	return placed
+	return false, false
 }
 
 // ErrNodeDeleted ends a binding that did not start because the node's

@@ -186,3 +186,32 @@ func TestPodUpdatedDuringReserveIsRequeuedUpdated(t *testing.T) {
 		t.Fatalf("requeued as resourceVersion %q, want the update's %q", info.Item.ResourceVersion, u.ResourceVersion)
 	}
 }
+
+// TestHeldMemberQueuedAllTheSameGetsItsUpdates: a member held to retry
+// that a queue took in all the same (a new term's queue, rebuilt from the
+// informer while the hold's tally waits for bindings of the ended term
+// that never end: they were left in doubt) is that queue's: its updates
+// go there, as to any queued pod, and are not kept by the dead hold.
+func TestHeldMemberQueuedAllTheSameGetsItsUpdates(t *testing.T) {
+	f, w := newGangFixture(t)
+	nb := &namedBinder{done: map[string]func(error){}, waiting: map[string]bool{}}
+	f.s = mustNew(t, f.q, f.c, nb, warnReporter{f.r, w}, Options{})
+	f.h.AddNode(node("n", 4000))
+	f.h.AddPodGroup(podGroup("g", 2, 0))
+	p := memberPod("p", "g", 100)
+	f.h.AddPod(memberPod("q", "g", 100))
+	f.h.AddPod(p)
+	if out := f.once(); out.Result != Scheduled {
+		t.Fatalf("outcome %+v", out)
+	}
+	nb.done["p"](errors.New("etcd timeout")) // held; q's binding never ends
+	if err := f.q.Add(p); err != nil {       // as a rebuilt queue takes it in
+		t.Fatal(err)
+	}
+	u := relabelled(p)
+	f.h.UpdatePod(p, u)
+	info, _, ok := f.q.Get(framework.Key(p))
+	if !ok || info.Item.ResourceVersion != u.ResourceVersion {
+		t.Fatalf("queued %v as resourceVersion %q, want the update's %q", ok, info.Item.ResourceVersion, u.ResourceVersion)
+	}
+}
