@@ -144,15 +144,46 @@ func TestGangMemberUpdatedWhileHeldToRetry(t *testing.T) {
 	}
 }
 
-// hookReserve is a Reserve plugin that runs on, then rejects the pod.
-type hookReserve struct{ on func(*v1.Pod) }
+// hookReserve is a Reserve plugin that runs on, then rejects the pod if
+// reject is set.
+type hookReserve struct {
+	on     func(*v1.Pod)
+	reject bool
+}
 
 func (hookReserve) Name() string { return "HookReserve" }
 func (h hookReserve) Reserve(_ context.Context, _ fwk.CycleState, p *v1.Pod, _ string) *fwk.Status {
 	h.on(p)
-	return fwk.NewStatus(fwk.Unschedulable, "no")
+	if h.reject {
+		return fwk.NewStatus(fwk.Unschedulable, "no")
+	}
+	return nil
 }
 func (hookReserve) Unreserve(context.Context, fwk.CycleState, *v1.Pod, string) {}
+
+// withHookReserve is newFWFixture with hookReserve h enabled.
+func withHookReserve(t *testing.T, h *hookReserve) *fixture {
+	extra := frameworkruntime.Registry{"HookReserve": func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+		return *h, nil
+	}}
+	return newFWFixture(t, extra, func(p *config.KubeSchedulerProfile) {
+		p.Plugins.Reserve.Enabled = append(p.Plugins.Reserve.Enabled, config.Plugin{Name: "HookReserve"})
+	})
+}
+
+// updateAs returns a hook that shows the informer's update of the pod
+// named name (relabelled), once, and keeps the update in *u.
+func updateAs(f **fixture, name string, u **v1.Pod) func(*v1.Pod) {
+	return func(p *v1.Pod) {
+		if p.Name != name || *u != nil {
+			return
+		}
+		orig := p.DeepCopy()
+		orig.Spec.NodeName = "" // the informer's pod is unassigned
+		*u = relabelled(orig)
+		(*f).h.UpdatePod(orig, *u)
+	}
+}
 
 // TestPodUpdatedDuringReserveIsRequeuedUpdated: an update that the
 // informer shows once the pod is assumed, while Reserve runs, goes to the
@@ -161,17 +192,7 @@ func (hookReserve) Unreserve(context.Context, fwk.CycleState, *v1.Pod, string) {
 func TestPodUpdatedDuringReserveIsRequeuedUpdated(t *testing.T) {
 	var f *fixture
 	var u *v1.Pod
-	extra := frameworkruntime.Registry{"HookReserve": func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
-		return hookReserve{on: func(p *v1.Pod) {
-			orig := p.DeepCopy()
-			orig.Spec.NodeName = "" // the informer's pod is unassigned
-			u = relabelled(orig)
-			f.h.UpdatePod(orig, u)
-		}}, nil
-	}}
-	f = newFWFixture(t, extra, func(p *config.KubeSchedulerProfile) {
-		p.Plugins.Reserve.Enabled = append(p.Plugins.Reserve.Enabled, config.Plugin{Name: "HookReserve"})
-	})
+	f = withHookReserve(t, &hookReserve{on: updateAs(&f, "p", &u), reject: true})
 	f.h.AddNode(node("n", 1000))
 	p := pod("p", 100)
 	f.h.AddPod(p)
@@ -184,6 +205,36 @@ func TestPodUpdatedDuringReserveIsRequeuedUpdated(t *testing.T) {
 	}
 	if info.Item.ResourceVersion != u.ResourceVersion {
 		t.Fatalf("requeued as resourceVersion %q, want the update's %q", info.Item.ResourceVersion, u.ResourceVersion)
+	}
+}
+
+// TestGangMemberUpdatedDuringItsGroupCycle: an update of a member during
+// its group's attempt, before the members become assumptions, is the
+// queue's (the attempt is in flight); the queue forgets the placed
+// members as the attempt ends, and a member whose binding then failed
+// went back as popped. The binding now takes that update over.
+func TestGangMemberUpdatedDuringItsGroupCycle(t *testing.T) {
+	var f *fixture
+	var u *v1.Pod
+	f = withHookReserve(t, &hookReserve{on: updateAs(&f, "p", &u)})
+	nb := &namedBinder{done: map[string]func(error){}, waiting: map[string]bool{}}
+	f.s = mustNew(t, f.q, f.c, nb, f.r, Options{Profiles: f.s.o.Profiles})
+	f.h.AddNode(node("n", 4000))
+	f.h.AddPodGroup(podGroup("g", 2, 0))
+	f.h.AddPod(memberPod("q", "g", 100))
+	p := memberPod("p", "g", 100)
+	f.h.AddPod(p)
+	if out := f.once(); out.Result != Scheduled || u == nil {
+		t.Fatalf("outcome %v %q (updated: %v)", out.Result, out.Message, u != nil)
+	}
+	nb.done["p"](errors.New("etcd timeout"))
+	nb.done["q"](nil)
+	info, _, ok := f.q.Get(framework.Key(p))
+	if !ok {
+		t.Fatal("the member is not given back")
+	}
+	if info.Item.ResourceVersion != u.ResourceVersion {
+		t.Fatalf("given back as resourceVersion %q, want the update's %q", info.Item.ResourceVersion, u.ResourceVersion)
 	}
 }
 
