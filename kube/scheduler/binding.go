@@ -58,10 +58,11 @@ type pendingBinding struct {
 // informer showed while it was assumed, if any: the pod given back to
 // the queue after its binding failed or was aborted is the cluster's, as
 // kube-scheduler requeues the informer's version after a failed binding,
-// not the one popped. An update the queue itself recorded during the
-// cycle, before the pod was assumed, still wins at Requeue (the queue
-// keeps an in-flight update over the attempt's item); it is older than
-// this one, and nothing newer is lost.
+// not the one popped. Not covered: a lone pod updated both during its
+// cycle, before Assume (which the queue records), and after (which this
+// holds) goes back as the first update, since Requeue keeps an update it
+// recorded over the attempt's item; a group member's is covered
+// (Scheduler.updatedInFlight), the queue having forgotten it.
 func (pb *pendingBinding) current(a Attempt) Attempt {
 	if p := pb.latest.Load(); p != nil {
 		a.Item = p
