@@ -46,11 +46,73 @@ type pendingBinding struct {
 	// fw, for a pod placed by the framework (fwbind.go), runs its
 	// Unreserve and PostBind plugins; nil otherwise.
 	fw *fwBinding
+	// latest is the newest version of the pod the informer showed,
+	// still unassigned, while the cache assumed it (Cache.seenPending);
+	// nil if none. The handlers do not give such an update to the queue
+	// (the pod may be bound already, and its attempt ended), so a
+	// binding that gives the pod back gives this version (current).
+	latest atomic.Pointer[v1.Pod]
+}
+
+// current returns a with, as its item, the newest version of the pod the
+// informer showed while it was assumed, if any: the pod given back to
+// the queue after its binding failed or was aborted is the cluster's, as
+// kube-scheduler requeues the informer's version after a failed binding,
+// not the one popped. Not covered: a lone pod updated both during its
+// cycle, before Assume (which the queue records), and after (which this
+// holds) goes back as the first update, since Requeue keeps an update it
+// recorded over the attempt's item; a group member's is covered
+// (Scheduler.updatedInFlight), the queue having forgotten it.
+func (pb *pendingBinding) current(a Attempt) Attempt {
+	if p := pb.latest.Load(); p != nil {
+		a.Item = p
+	}
+	return a
 }
 
 // newBinding returns the binding of an attempt, which aborts by requeueing.
 func (s *Scheduler) newBinding(info Attempt, node string) *pendingBinding {
-	return &pendingBinding{abort: func() { s.aborted(info, node) }}
+	pb := &pendingBinding{}
+	pb.abort = func() { s.aborted(pb.current(info), node) }
+	return pb
+}
+
+// seenPending is the pod handlers' view of p, a pending pod of ours as the
+// informer shows it (unassigned). It reports whether the cache places a
+// pod under p's key (assumed, or seen bound), and if not, whether it
+// holds p as a group member to retry (Cache.retrying), out of every
+// queue until its group's bindings have ended. If the cache assumes p
+// itself (its UID) with a binding under way, p becomes that binding's
+// latest version of the pod (pendingBinding.latest); if it holds p to
+// retry, the version given back (takeRetry).
+func (c *Cache) seenPending(p *v1.Pod) (placed, held bool) {
+	key := framework.Key(p)
+	c.mu.RLock()
+	if _, placed = c.podNode[key]; placed {
+		if a, ok := c.assumed[key]; ok && a.uid == p.UID && a.b != nil {
+			a.b.latest.Store(p)
+		}
+		c.mu.RUnlock()
+		return true, false
+	}
+	h, ok := c.retrying[key]
+	c.mu.RUnlock()
+	if !ok || h.uid != p.UID {
+		return false, false
+	}
+	// Held to retry (rare): the write lock, to record the version, and
+	// what the read saw checked again under it.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, placed = c.podNode[key]; placed {
+		return true, false
+	}
+	if h, ok := c.retrying[key]; ok && h.uid == p.UID {
+		h.latest = p
+		c.retrying[key] = h
+		return false, true
+	}
+	return false, false
 }
 
 // ErrNodeDeleted ends a binding that did not start because the node's
@@ -238,7 +300,7 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 		// PodScheduled=False patch lands, and the patch would then
 		// contradict the binding.
 		s.reporter.Unschedulable(ctx, pod, "SchedulerError", fmt.Sprintf("binding rejected: %v", err), nil)
-		if qerr := s.giveBack(info, schedq.Failure{}); qerr != nil {
+		if qerr := s.giveBack(pb.current(info), schedq.Failure{}); qerr != nil {
 			s.o.Logger.Debug("requeue after binding failure", "pod", key, "err", qerr)
 		}
 	}
@@ -288,7 +350,7 @@ func (s *Scheduler) staleTerm(ctx context.Context, info Attempt, node string, pb
 	}
 	s.forget(ctx, pod, pb)
 	s.o.Logger.Info("binding refused: made under a lease term that is not the current one", "pod", framework.Key(pod), "node", node)
-	if qerr := s.giveBack(info, schedq.Failure{}); qerr != nil {
+	if qerr := s.giveBack(pb.current(info), schedq.Failure{}); qerr != nil {
 		s.o.Logger.Debug("requeue after a stale-term refusal", "pod", framework.Key(pod), "err", qerr)
 	}
 }

@@ -54,7 +54,11 @@ import (
 //     Handlers (AddPod, UpdatePod, DeletePod, as the informer calls them)
 //     with SettleInDoubt, which runs on a term's goroutine, with the
 //     give-back of a group's members whose bindings failed
-//     (gangBinds.giveBack, on a binding's goroutine), and with the
+//     (gangBinds.giveBack, on a binding's goroutine), with the end in
+//     the queue of a group attempt that placed members (bindGroup: their
+//     updates the queue recorded pass to their bindings, and none reaches
+//     the queue after it has forgotten them, where it would queue them),
+//     and with the
 //     nominations a cycle writes or clears for its pod after it ends
 //     (nominateFor, unnominateAs, retryPreemptor: the pod must still be
 //     the one of its UID, not deleted and created again): each holds it for

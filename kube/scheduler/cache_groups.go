@@ -176,20 +176,31 @@ func (c *Cache) podInfoLocked(key types.NamespacedName) *framework.PodInfo {
 type retryHold struct {
 	uid types.UID
 	by  *gangBinds
+	// latest is the newest version of the member the informer showed
+	// while it was held (Cache.seenPending), nil if none: the version
+	// given back (takeRetry).
+	latest *v1.Pod
+}
+
+// holds reports whether h holds pod (its UID) for the tally by.
+func (h retryHold) holds(pod *v1.Pod, by *gangBinds) bool {
+	return h.by != nil && h.uid == pod.UID && h.by == by
 }
 
 // takeRetry reports whether pod (this UID) is still held as retrying for
-// the tally by, and stops holding it: a member to give back to the queue.
-// False if a pod handler dropped it meanwhile (unretry). O(1).
-func (c *Cache) takeRetry(pod *v1.Pod, by *gangBinds) bool {
+// the tally by, and stops holding it: a member to give back to the queue,
+// as latest if the informer showed a newer version of it meanwhile (nil
+// if not). False if a pod handler dropped it meanwhile (unretry). O(1).
+func (c *Cache) takeRetry(pod *v1.Pod, by *gangBinds) (latest *v1.Pod, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	key := framework.Key(pod)
-	if c.retrying[key] != (retryHold{uid: pod.UID, by: by}) {
-		return false
+	h := c.retrying[key]
+	if !h.holds(pod, by) {
+		return nil, false
 	}
 	delete(c.retrying, key)
-	return true
+	return h.latest, true
 }
 
 // retryHeld reports whether pod (this UID) is held as retrying for the
@@ -197,7 +208,7 @@ func (c *Cache) takeRetry(pod *v1.Pod, by *gangBinds) bool {
 func (c *Cache) retryHeld(pod *v1.Pod, by *gangBinds) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.retrying[framework.Key(pod)] == retryHold{uid: pod.UID, by: by}
+	return c.retrying[framework.Key(pod)].holds(pod, by)
 }
 
 // unretry stops holding pod (this UID) as retrying: it was deleted,

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -223,7 +226,8 @@ func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.Po
 	defer release() // a panic in Reserve or Permit
 	if st := fb.reservePermit(ctx); st != nil {
 		release()
-		return s.fail(ctx, info, start, onNodeOutcome(assumed, node, st))
+		// As the informer shows it now, if it was updated since Assume.
+		return s.fail(ctx, pb.current(info), start, onNodeOutcome(assumed, node, st))
 	}
 	held = false
 	s.committed = true // the binding owns the attempt from here
@@ -252,9 +256,12 @@ func (b *fwBinding) reservePermit(ctx context.Context) *fwk.Status {
 	if st := b.fw.RunReservePluginsReserve(ctx, b.state, b.pod, b.node); !st.IsSuccess() {
 		return st
 	}
-	if _, st := b.fw.RunPermitPlugins(ctx, b.state, b.pod, b.node); !st.IsSuccess() {
+	if waits, st := b.fw.RunPermitPlugins(ctx, b.state, b.pod, b.node); !st.IsSuccess() {
 		if st.IsWait() {
-			st = fwk.NewStatus(fwk.Error, fmt.Sprintf("Permit plugin %s asked the pod to wait; schedq does not wait at Permit", st.Plugin()))
+			// The framework's wait status names no plugin: the plugins
+			// that asked are the keys of their wait times.
+			names := strings.Join(slices.Sorted(maps.Keys(waits)), ", ")
+			st = fwk.NewStatus(fwk.Error, fmt.Sprintf("Permit plugin %s asked the pod to wait; schedq does not wait at Permit", names))
 		}
 		return st
 	}

@@ -229,7 +229,7 @@ func (s *Scheduler) fwReserveMember(ctx context.Context, m Attempt, i int, pi *f
 	fb := &fwBinding{fw: s.cur.fw.Framework(), state: cs, pod: assumed, node: out.Node, log: s.o.Logger, prof: s.cur.fw}
 	member := memberAttempt(m)
 	pb := &pendingBinding{gang: g.bindings, fw: fb}
-	fb.requeue = func() { s.abortedMember(ctx, member, g.bindings) }
+	fb.requeue = func() { s.abortedMember(ctx, pb.current(member), g.bindings) }
 	pb.abort = func() { fb.ended(ctx, true) } // unreserves, then requeues, once the plugins are done
 	tr.members = append(tr.members, fwMember{index: i, pi: pi, pb: pb, cs: cs})
 	tr.placed[m.Key] = struct{}{}

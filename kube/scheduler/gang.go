@@ -149,12 +149,15 @@ func (s *Scheduler) bindGroup(ctx context.Context, a Attempt, start time.Time, g
 		s.release.completed(a.Group)
 	}
 	var err error
+	s.cache.lockEvents()
+	s.updatedInFlight(a, g)
 	if len(g.placed) == len(a.Members) {
 		err = s.queue.Done(a)
 	} else {
 		left := s.groupOutcome(a, g)
 		err = s.queue.DoneMembers(a, g.placed, left.Message)
 	}
+	s.cache.unlockEvents()
 	if err != nil {
 		s.o.Logger.Debug("end of group attempt", "group", a.Group, "err", err)
 	}
@@ -165,6 +168,25 @@ func (s *Scheduler) bindGroup(ctx context.Context, a Attempt, start time.Time, g
 		s.startBinding(ctx, memberAttempt(a.Members[i]), g.nodes[j], g.pbs[j], start)
 	}
 	return Outcome{Result: Scheduled, Node: fmt.Sprintf("%d members of group %s", len(g.placed), a.Group)}
+}
+
+// updatedInFlight hands the updates of the placed members that the queue
+// recorded during the attempt (before they were assumed; since, the pod
+// handlers give them to the binding: Cache.seenPending) to their
+// bindings, which give back the newest version if they fail
+// (pendingBinding.current): the queue forgets the placed members as the
+// attempt ends. An update the binding holds already is newer and stays.
+// The caller holds the pod events' lock up to the attempt's end in the
+// queue, so that no update reaches the queue in between, where it would
+// queue a member whose binding is under way. O(placed members).
+func (s *Scheduler) updatedInFlight(a Attempt, g *groupTry) {
+	for j, i := range g.placed {
+		m := a.Members[i]
+		info, _, ok := s.queue.Get(m.Key)
+		if ok && info.Item != m.Item && info.Item.UID == m.Item.UID {
+			g.pbs[j].latest.CompareAndSwap(nil, info.Item)
+		}
+	}
 }
 
 // abortedMember handles a placed member whose node was deleted before its

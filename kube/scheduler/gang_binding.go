@@ -76,7 +76,7 @@ func (s *Scheduler) memberFailed(ctx context.Context, info Attempt, pb *pendingB
 		pb.gang.settle(ctx, false)
 		return
 	}
-	pb.gang.retry(ctx, info, err)
+	pb.gang.retry(ctx, pb.current(info), err)
 }
 
 // retry records a binding that failed: its member is requeued once every
@@ -169,9 +169,13 @@ func (g *gangBinds) giveBack(retries []retry, msgs []string) (n int) {
 	defer s.cache.unlockEvents()
 	for i, r := range retries {
 		key := framework.Key(r.info.Item)
-		if !s.cache.takeRetry(r.info.Item, g) {
+		latest, held := s.cache.takeRetry(r.info.Item, g)
+		if !held {
 			s.o.Logger.Debug("group binding: a failed member was deleted, replaced or bound meanwhile; not retried", "pod", key)
 			continue
+		}
+		if latest != nil {
+			r.info.Item = latest // updated while it was held
 		}
 		if err := s.giveBack(r.info, schedq.Failure{Message: msgs[i]}); err != nil {
 			s.o.Logger.Debug("requeue after group binding failure", "pod", key, "err", err)

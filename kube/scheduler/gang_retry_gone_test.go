@@ -168,7 +168,7 @@ func TestRetryHoldIsItsAttempts(t *testing.T) {
 					t.Fatalf("%s: the assumption was not forgotten", by)
 				}
 			}
-			if got := c.takeRetry(p, tallies[tc.by]); got != tc.want {
+			if _, got := c.takeRetry(p, tallies[tc.by]); got != tc.want {
 				t.Errorf("takeRetry by %s = %v, want %v", tc.by, got, tc.want)
 			}
 			if got := c.retryHeld(p, tallies["next"]); got != tc.wantAfter {

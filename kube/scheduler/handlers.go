@@ -169,10 +169,21 @@ func (h *Handlers) updatePod(oldPod, newPod *v1.Pod) {
 			h.check("move", newPod, h.Queue.Move(ev, oldPod, newPod, nil))
 		}
 	case h.responsible(newPod):
-		if _, placed := h.Cache.NodeOf(framework.Key(newPod)); placed {
+		placed, held := h.Cache.seenPending(newPod)
+		if placed {
 			// Assumed (binding under way) or already bound: an update that
-			// still shows it unassigned is stale and must not queue it again.
+			// still shows it unassigned must not queue it again. An
+			// assumed pod's binding keeps it, to give back if it fails.
 			return
+		}
+		if held {
+			// A group member held to retry with its group: the hold keeps
+			// the update, to give back, unless a queue took the member in
+			// all the same (a new term's, rebuilt while the hold's tally
+			// waits for bindings of the ended term that never end).
+			if _, _, queued := h.Queue.Get(framework.Key(newPod)); !queued {
+				return
+			}
 		}
 		if h.warm != nil && h.warm.repark(h, oldPod, newPod) {
 			return
