@@ -14,6 +14,10 @@ import (
 // scenario field) that named it.
 type namedPath struct{ flag, path string }
 
+// scenarioSnapshot names the snapshot of a scenario file's snapshot field
+// (not --snapshot) among the inputs.
+const scenarioSnapshot = "the scenario's snapshot"
+
 // checkOutputs refuses, before anything is written, an output file that is
 // a directory (it could not be written after the run), one of the
 // inputs or another output: writing it would destroy data, or a file a
@@ -37,7 +41,7 @@ func checkOutputs(outputs, inputs []namedPath) error {
 			}
 		}
 		for _, in := range inputs {
-			if in.flag == "--snapshot" && snapshotReads(in.path, o.path) {
+			if (in.flag == "--snapshot" || in.flag == scenarioSnapshot) && snapshotReads(in.path, o.path) {
 				return fmt.Errorf("%s %s is in the snapshot directory %s %s: the next run would read it as part of the snapshot", o.flag, o.path, in.flag, in.path)
 			}
 		}
@@ -103,14 +107,20 @@ func compareFile(path string) string {
 // --compare) read: the scenario file (not a built-in scenario), and the
 // trace's, the snapshot's and the scheduler configuration's files, named
 // by the flag that gave them (config: --config's value) or, if the
-// scenario file did, by its field.
+// scenario file did, by its field. The snapshot is listed as given too,
+// a directory as well as its files, so that checkOutputs refuses a new
+// file the next run would read from it.
 func (in inputs) inputPaths(scenario string, scenarioSet bool, sc, alt *sim.Scenario, config string) []namedPath {
 	var out []namedPath
 	if scenarioSet && !slices.Contains(sim.Builtins(), scenario) {
 		out = append(out, namedPath{"--scenario", scenario})
 	}
-	if in.snapshot != "" {
-		out = append(out, namedPath{"--snapshot", in.snapshot})
+	if sc.Snapshot != "" {
+		flag := scenarioSnapshot
+		if in.snapshot != "" {
+			flag = "--snapshot"
+		}
+		out = append(out, namedPath{flag, sc.Snapshot})
 	}
 	for _, f := range sc.InputFiles() {
 		flag := "the scenario's " + f.Source

@@ -50,6 +50,8 @@ func TestSimulateRefusesToOverwriteInputs(t *testing.T) {
 	snapDir := filepath.Join(dir, "snapdir")
 	os.Mkdir(snapDir, 0o755)
 	copyFile(t, "../../sim/testdata/snapshot/cluster.yaml", filepath.Join(snapDir, "b.json"))
+	withSnapDir := filepath.Join(dir, "sd.yaml")
+	os.WriteFile(withSnapDir, []byte("name: sd\nsnapshot: "+snapDir+"\n"), 0o644)
 	symlink, hardlink := filepath.Join(dir, "link.yaml"), filepath.Join(dir, "hard.yaml")
 	if err := os.Symlink(snap, symlink); err != nil {
 		t.Fatal(err)
@@ -87,6 +89,8 @@ func TestSimulateRefusesToOverwriteInputs(t *testing.T) {
 		{"a file of a snapshot directory", []string{"--snapshot", snapDir, "--records", filepath.Join(snapDir, "b.json")}, []string{"--records", "--snapshot " + filepath.Join(snapDir, "b.json")}, filepath.Join(snapDir, "b.json")},
 		{"a new file of a snapshot directory", []string{"--snapshot", snapDir, "--records", filepath.Join(snapDir, "new.json")},
 			[]string{"--records " + filepath.Join(snapDir, "new.json") + " is in the snapshot directory --snapshot " + snapDir, "the next run would read it"}, ""},
+		{"a new file of the scenario's snapshot directory", []string{"--scenario", withSnapDir, "--records", filepath.Join(snapDir, "new.json")},
+			[]string{"--records " + filepath.Join(snapDir, "new.json") + " is in the snapshot directory the scenario's snapshot " + snapDir, "the next run would read it"}, ""},
 		{"symbolic link to the snapshot", []string{"--snapshot", snap, "--report", symlink}, []string{"--report " + symlink, "--snapshot " + snap}, snap},
 		{"hard link to the snapshot", []string{"--snapshot", snap, "--report", hardlink}, []string{"--report " + hardlink, "--snapshot " + snap}, snap},
 		{"relative and absolute", []string{"--snapshot", relSnap, "--report", filepath.Join(dir, "x", "..", "c.yaml")}, []string{"--report", "--snapshot " + relSnap}, snap},
