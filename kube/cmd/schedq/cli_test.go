@@ -103,6 +103,7 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 		{[]string{"--authentication-kubeconfig", missing}, "--authentication-kubeconfig: stat " + missing},
 		{[]string{"--authorization-kubeconfig", missing}, "--authorization-kubeconfig: stat " + missing},
 		{[]string{"--client-ca-file", missing}, "--client-ca-file: stat " + missing},
+		{[]string{"--history-file", "/proc/history.jsonl"}, "--history-file: /proc/history.jsonl: the directory /proc: no file can be created in it"},
 		// The TLS settings the HTTPS port reads only once it starts,
 		// after the API server was contacted.
 		{[]string{"--tls-min-version", "VersionTLS99"}, `--tls-min-version: unknown tls version "VersionTLS99"`},
