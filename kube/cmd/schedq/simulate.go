@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -166,7 +167,22 @@ func (s *simulation) checkFlags(changed func(string) bool) error {
 		return err
 	}
 	s.in.speedSet = changed("trace-speed")
-	return s.gf.check(changed)
+	if err := s.gf.check(changed); err != nil {
+		return err
+	}
+	return s.seedsFit()
+}
+
+// seedsFit refuses an experiment whose seeds (--seed, --seed+1, ... for
+// --seeds runs) would go past the largest seed and wrap around to 0.
+func (s *simulation) seedsFit() error {
+	if !s.gf.experiment || !s.seed.set || s.gf.seeds < 1 {
+		return nil
+	}
+	if last := uint64(math.MaxUint64) - uint64(s.gf.seeds-1); s.seed.v > last {
+		return fmt.Errorf("--seed %d, --seeds %d: the seeds would go past %d (give --seed %d or less)", s.seed.v, s.gf.seeds, uint64(math.MaxUint64), last)
+	}
+	return nil
 }
 
 // runOnce runs sc, with a progress bar if --progress asks for one.
