@@ -58,6 +58,11 @@ func (m *memoryLimit) Set(s string) error {
 	if err != nil || q.Sign() <= 0 {
 		return fmt.Errorf("%q is not a positive quantity of bytes such as 8Gi or 500Mi", s)
 	}
+	// Past an int64, q.Value() wraps round (to 0, no limit; or to a
+	// small one).
+	if q.Cmp(*resource.NewQuantity(math.MaxInt64, resource.BinarySI)) > 0 {
+		return fmt.Errorf("%q is more than %d bytes, the largest limit", s, int64(math.MaxInt64))
+	}
 	m.bytes, m.set = q.Value(), true
 	return nil
 }

@@ -275,3 +275,28 @@ func TestSimulateMemoryEstimate(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// TestSimulateMemoryLimitFlag: a --memory-limit that is not a positive
+// number of bytes an int64 holds is refused, naming it, rather than
+// wrapped round to another limit or to none.
+func TestSimulateMemoryLimitFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name, limit, want string
+	}{
+		{"not a quantity", "lots", `"lots" is not a positive quantity of bytes`},
+		{"zero", "0", `"0" is not a positive quantity of bytes`},
+		{"negative", "-1Gi", `"-1Gi" is not a positive quantity of bytes`},
+		{"past int64, once read as 1 byte", "18446744073709551617", `"18446744073709551617" is more than 9223372036854775807 bytes, the largest limit`},
+		{"past int64, once read as no limit", "1e30", `"1e30" is more than 9223372036854775807 bytes, the largest limit`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _, err := executeErr("simulate", "--progress=off", "--scenario", "EarlyRetry", "--memory-limit", tc.limit)
+			if err == nil || !strings.Contains(err.Error(), `"--memory-limit" flag: `+tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+			if out != "" {
+				t.Fatalf("the scenario ran: %q", out)
+			}
+		})
+	}
+}
