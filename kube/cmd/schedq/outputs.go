@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,6 +32,9 @@ func checkOutputs(outputs, inputs []namedPath) error {
 		if st, err := os.Stat(o.path); err == nil && st.IsDir() {
 			return fmt.Errorf("%s %s: is a directory; name a file", o.flag, o.path)
 		}
+		if err := canWrite(o.path); err != nil {
+			return fmt.Errorf("%s %s: cannot be written: %w", o.flag, o.path, err)
+		}
 		for _, other := range outputs[:i] {
 			if samePath(o.path, other.path) {
 				return fmt.Errorf("%s %s and %s %s are the same file: each output needs its own file", other.flag, other.path, o.flag, o.path)
@@ -47,6 +52,29 @@ func checkOutputs(outputs, inputs []namedPath) error {
 		}
 	}
 	return nil
+}
+
+// canWrite fails if path is a regular file that this process may not
+// open for writing (read-only to it, immutable, on a read-only file
+// system). writeFile renames a new file over it, which its directory
+// allows all the same: the file's own protection would be lost, and
+// known only after the run. It opens the file without truncating it;
+// a path that is not there, or not a regular file (a pipe, which the
+// open would wait on), passes.
+func canWrite(path string) error {
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return err
+	}
+	return f.Close()
 }
 
 // snapshotReads reports whether a snapshot directory dir would read the
