@@ -45,7 +45,7 @@ func simulateCmd(stdout, stderr io.Writer) *cobra.Command {
 		Long: `Run schedq's scheduler (plugins, cycle, queue, event handling) against an
 in-memory cluster in virtual time, from a scenario and a seed, and report
 what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` scenario.`,
-		Args: cobra.NoArgs,
+		Args: noArgs(true),
 		RunE: func(cmd *cobra.Command, _ []string) error { return s.run(cmd.Flags().Changed) },
 	}
 	s.register(cmd.Flags())
