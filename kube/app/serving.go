@@ -5,11 +5,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -118,10 +120,71 @@ func (o *ServingOptions) validate() []error {
 func (o *ServingOptions) certKey() []error {
 	ck := o.Secure.ServerCert.CertKey
 	var errs []error
-	if o.Secure.ServerCert.CertDirectory != "" && (ck.CertFile != "" || ck.KeyFile != "") {
+	dir := o.Secure.ServerCert.CertDirectory
+	switch {
+	case dir != "" && (ck.CertFile != "" || ck.KeyFile != ""):
 		errs = append(errs, errors.New("--cert-dir: not with --tls-cert-file and --tls-private-key-file, which give the certificate: it would be ignored"))
+	case dir != "" && o.Secure.BindPort > 0:
+		if err := checkCertDir(dir, o.Secure.ServerCert.PairName); err != nil {
+			errs = append(errs, fmt.Errorf("--cert-dir %s: %w", dir, err))
+		}
 	}
 	return append(errs, o.certKeyPair()...)
+}
+
+// checkCertDir checks, before anything connects, what the HTTPS port's
+// start will do with --cert-dir dir (k8s.io/apiserver's
+// MaybeDefaultWithSelfSignedCerts, after the API server was contacted):
+// read the pair (pair.crt, pair.key) if either is there, so both must
+// be and load as a pair; else make a self-signed one and write it there,
+// creating dir, so dir must be a directory, or not there yet under one,
+// where a file can be created (tried with a file made and removed in the
+// nearest directory there is; none is created).
+func checkCertDir(dir, pair string) error {
+	crt, key := filepath.Join(dir, pair+".crt"), filepath.Join(dir, pair+".key")
+	_, crtErr := os.Stat(crt)
+	_, keyErr := os.Stat(key)
+	switch {
+	case crtErr == nil && keyErr == nil:
+		if _, err := tls.LoadX509KeyPair(crt, key); err != nil {
+			return fmt.Errorf("%s, %s: %w", crt, key, err)
+		}
+		return nil
+	case crtErr == nil:
+		return fmt.Errorf("%s without %s: the certificate and its key are read as a pair", crt, key)
+	case keyErr == nil:
+		return fmt.Errorf("%s without %s: the certificate and its key are read as a pair", key, crt)
+	}
+	near := dir
+	for {
+		st, err := os.Stat(near)
+		if err == nil && !st.IsDir() {
+			if near == dir {
+				return errors.New("not a directory")
+			}
+			return fmt.Errorf("%s is not a directory", near)
+		}
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		up := filepath.Dir(near)
+		if up == near {
+			return err
+		}
+		near = up
+	}
+	probe, err := os.CreateTemp(near, ".schedq-probe-*")
+	if err != nil {
+		if pe := new(fs.PathError); errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("the self-signed certificate cannot be written: no file can be created in %s: %w", near, err)
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
 }
 
 // certKeyPair checks that --tls-cert-file and --tls-private-key-file
