@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -26,6 +27,8 @@ import (
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
 	apiserveroptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	certutil "k8s.io/client-go/util/cert"
 	cliflag "k8s.io/component-base/cli/flag"
 	netutils "k8s.io/utils/net"
 )
@@ -79,7 +82,8 @@ func (o *ServingOptions) AddFlags(fs *pflag.FlagSet) {
 // validate checks the HTTPS flags before anything connects: the port's
 // range (a negative port is refused, not taken for off), the options' own
 // checks, that the certificate and its key load as a pair, and that the
-// other files named exist. O(1), and reads only the files named.
+// other files named exist and load as what they are named for (a CA
+// bundle, a kubeconfig). O(1), and reads only the files named.
 func (o *ServingOptions) validate() []error {
 	if o == nil || o.Secure == nil {
 		return nil
@@ -109,9 +113,34 @@ func (o *ServingOptions) validate() []error {
 		}
 		if _, err := os.Stat(files[flag]); err != nil {
 			errs = append(errs, fmt.Errorf("--%s: %w", flag, err))
+		} else if err := servingFileLoads(flag, files[flag]); err != nil {
+			errs = append(errs, fmt.Errorf("--%s %s: %w", flag, files[flag], err))
 		}
 	}
 	return errs
+}
+
+// servingFileLoads checks that the file of flag is what the HTTPS port
+// will read it as when it starts, after the API server was contacted: a
+// CA bundle holds a PEM certificate, a kubeconfig gives a client
+// configuration.
+func servingFileLoads(flag, path string) error {
+	if strings.HasSuffix(flag, "-kubeconfig") {
+		cfg, err := clientcmd.LoadFromFile(path)
+		if err != nil {
+			return err
+		}
+		_, err = clientcmd.NewDefaultClientConfig(*cfg, &clientcmd.ConfigOverrides{}).ClientConfig()
+		return err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if _, err := certutil.ParseCertsPEM(b); err != nil {
+		return fmt.Errorf("no PEM certificate in it: %w", err)
+	}
+	return nil
 }
 
 // certKey checks that --tls-cert-file and --tls-private-key-file come

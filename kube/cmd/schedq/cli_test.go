@@ -74,6 +74,8 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 	os.WriteFile(filepath.Join(halfPair, "schedq.crt"), []byte("x"), 0o600)
 	os.WriteFile(filepath.Join(badPair, "schedq.crt"), []byte("x"), 0o600)
 	os.WriteFile(filepath.Join(badPair, "schedq.key"), []byte("x"), 0o600)
+	empty := filepath.Join(t.TempDir(), "empty")
+	os.WriteFile(empty, nil, 0o600)
 	tests := []struct {
 		args []string
 		want string
@@ -109,6 +111,12 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 		{[]string{"--authorization-kubeconfig", missing}, "--authorization-kubeconfig: stat " + missing},
 		{[]string{"--client-ca-file", missing}, "--client-ca-file: stat " + missing},
 		{[]string{"--history-file", "/proc/history.jsonl"}, "--history-file: /proc/history.jsonl: the directory /proc: no file can be created in it"},
+		// Files of the HTTPS port read only once it starts, after the API
+		// server was contacted: they must be what they are named for.
+		{[]string{"--client-ca-file", kc}, "--client-ca-file " + kc + ": no PEM certificate in it"},
+		{[]string{"--requestheader-client-ca-file", empty}, "--requestheader-client-ca-file " + empty + ": no PEM certificate in it"},
+		{[]string{"--authentication-kubeconfig", empty}, "--authentication-kubeconfig " + empty + ": invalid configuration: no configuration has been provided"},
+		{[]string{"--authorization-kubeconfig", empty}, "--authorization-kubeconfig " + empty + ": invalid configuration: no configuration has been provided"},
 		// --cert-dir, read or written only once the HTTPS port starts,
 		// after the API server was contacted.
 		{[]string{"--cert-dir", kc}, "--cert-dir " + kc + ": not a directory"},
