@@ -76,7 +76,7 @@ func (s *simulation) register(f *pflag.FlagSet) {
 	f.StringVar(&s.in.records, "records", "", "write one record per pod to this file (.jsonl or .csv)")
 	f.BoolVar(&s.fw.upstream, "upstream-plugins", true, "the simulator always schedules with kube-scheduler v1.37.2's framework and plugins (--config's profile, or the default one); =false is refused")
 	must(f.MarkDeprecated("upstream-plugins", "kube-scheduler's framework is the only one: the flag does nothing"))
-	f.StringVar(&s.fw.config, "config", "", "a KubeSchedulerConfiguration file whose one profile replaces kube-scheduler's default (scheduler.config)")
+	f.StringVar(&s.fw.config, "config", "", "a KubeSchedulerConfiguration file that replaces kube-scheduler's default profile: every one of its profiles runs, each for the pods that name it, as in schedq scheduler (a GPU replay runs one) (scheduler.config)")
 	f.StringVar(&s.in.series, "series", "", "write the sub-queue sizes and the cluster's allocation over virtual time to this file (.csv)")
 }
 
