@@ -346,6 +346,7 @@ func TestFlagHelpMatchesBehaviour(t *testing.T) {
 		want, notWant       string
 	}{
 		{"simulate --config runs every profile", "simulate", "config", "every one of its profiles", "whose one profile"},
+		{"simulate --records takes .json", "simulate", "records", ".jsonl, .json (JSON Lines too) or .csv", "(.jsonl or .csv)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, _, err := newRoot(&bytes.Buffer{}, &bytes.Buffer{}).Find([]string{tc.command})

@@ -73,7 +73,7 @@ func (s *simulation) register(f *pflag.FlagSet) {
 	f.Float64Var(&s.in.traceSpeed, "trace-speed", 1, "bring the trace's arrivals this many times closer, keeping lifetimes (more load)")
 	s.gf.register(f)
 	f.StringVar(&s.in.snapshot, "snapshot", "", "start from a cluster saved with kubectl get nodes,pods -A -o yaml (a file or a directory of them)")
-	f.StringVar(&s.in.records, "records", "", "write one record per pod to this file (.jsonl or .csv)")
+	f.StringVar(&s.in.records, "records", "", "write one record per pod to this file (.jsonl, .json (JSON Lines too) or .csv)")
 	f.BoolVar(&s.fw.upstream, "upstream-plugins", true, "the simulator always schedules with kube-scheduler v1.37.2's framework and plugins (--config's profile, or the default one); =false is refused")
 	must(f.MarkDeprecated("upstream-plugins", "kube-scheduler's framework is the only one: the flag does nothing"))
 	f.StringVar(&s.fw.config, "config", "", "a KubeSchedulerConfiguration file that replaces kube-scheduler's default profile: every one of its profiles runs, each for the pods that name it, as in schedq scheduler (a GPU replay runs one) (scheduler.config)")
