@@ -23,7 +23,8 @@ const scenarioSnapshot = "the scenario's snapshot"
 // checkOutputs refuses, before anything is written, an output file that is
 // a directory (it could not be written after the run), one of the
 // inputs or another output: writing it would destroy data, or a file a
-// snapshot directory would read on the next run. Two
+// snapshot directory would read on the next run; and one there already
+// that this process may not write (canWrite). Two
 // paths are the same file if they are equal once made absolute and clean,
 // or if both exist and are one file (a symbolic or a hard link).
 // O(outputs × (outputs + inputs)) stat calls.
@@ -31,9 +32,6 @@ func checkOutputs(outputs, inputs []namedPath) error {
 	for i, o := range outputs {
 		if st, err := os.Stat(o.path); err == nil && st.IsDir() {
 			return fmt.Errorf("%s %s: is a directory; name a file", o.flag, o.path)
-		}
-		if err := canWrite(o.path); err != nil {
-			return fmt.Errorf("%s %s: cannot be written: %w", o.flag, o.path, err)
 		}
 		for _, other := range outputs[:i] {
 			if samePath(o.path, other.path) {
@@ -49,6 +47,9 @@ func checkOutputs(outputs, inputs []namedPath) error {
 			if (in.flag == "--snapshot" || in.flag == scenarioSnapshot) && snapshotReads(in.path, o.path) {
 				return fmt.Errorf("%s %s is in the snapshot directory %s %s: the next run would read it as part of the snapshot", o.flag, o.path, in.flag, in.path)
 			}
+		}
+		if err := canWrite(o.path); err != nil {
+			return fmt.Errorf("%s %s: cannot be written: %w", o.flag, o.path, err)
 		}
 	}
 	return nil
