@@ -300,3 +300,22 @@ func TestSimulateMemoryLimitFlag(t *testing.T) {
 		})
 	}
 }
+
+// TestSimulateMemoryLimitAsGiven: the error of a scenario over the
+// limit names --memory-limit as it was given, where it once rounded it
+// up to whole MiB (500Ki read as 1Mi).
+func TestSimulateMemoryLimitAsGiven(t *testing.T) {
+	for _, tc := range []struct{ name, limit, want string }{
+		{"whole MiB", "1Mi", "more than the 1Mi --memory-limit"},
+		{"under a MiB", "500Ki", "more than the 500Ki --memory-limit"},
+		{"bytes", "1000", "more than the 1000 --memory-limit"},
+		{"decimal", "1.2M", "more than the 1.2M --memory-limit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := executeErr("simulate", "--progress=off", "--scenario", "EarlyRetry", "--memory-limit", tc.limit)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
