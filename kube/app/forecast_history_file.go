@@ -84,6 +84,9 @@ func loadHistoryFile(path string) (*loadedHistory, error) {
 		return nil, err
 	}
 	defer f.Close()
+	if err := checkHistoryDir(path); err != nil {
+		return nil, err
+	}
 	out := &loadedHistory{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, historyLineMax)
@@ -109,8 +112,10 @@ func loadHistoryFile(path string) (*loadedHistory, error) {
 	return out, nil
 }
 
-// checkHistoryDir refuses a history file whose directory is not one:
-// every write would fail.
+// checkHistoryDir refuses a history file whose directory is not one, or
+// where no file can be created (writeAtomic writes a new file beside
+// it): every write would fail, and the runtimes learnt would be lost at
+// the next restart. It creates a file there and removes it.
 func checkHistoryDir(path string) error {
 	dir := filepath.Dir(path)
 	st, err := os.Stat(dir)
@@ -120,7 +125,15 @@ func checkHistoryDir(path string) error {
 	if !st.IsDir() {
 		return fmt.Errorf("%s: %s is not a directory", path, dir)
 	}
-	return nil
+	probe, err := os.CreateTemp(dir, "."+filepath.Base(path)+".probe*")
+	if err != nil {
+		if pe := new(fs.PathError); errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("%s: the directory %s: no file can be created in it: %w", path, dir, err)
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
 }
 
 // decodeStrict decodes one JSON object from b into v, refusing unknown

@@ -123,7 +123,8 @@ func TestHistoryFileLoad(t *testing.T) {
 
 // TestHistoryFileValidate: Options.Validate refuses a history file that
 // does not parse, naming the flag, the file and the line, before
-// anything connects, and a file in a directory that is not there.
+// anything connects, and a file in a directory that is not there or
+// where no file can be created (every write would fail).
 func TestHistoryFileValidate(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.jsonl")
@@ -144,6 +145,7 @@ func TestHistoryFileValidate(t *testing.T) {
 		{name: "corrupt", file: bad, want: "--history-file: " + bad + ": line 2: runtime"},
 		{name: "corrupt, named by the config file", config: cfg, want: "--config " + cfg + ": profiles[0].pluginConfig[0].args.history.file: " + bad + ": line 2: runtime"},
 		{name: "no directory", file: filepath.Join(dir, "nodir", "h.jsonl"), want: "--history-file: " + filepath.Join(dir, "nodir", "h.jsonl") + ": the directory"},
+		{name: "a directory no file can be created in", file: "/proc/h.jsonl", want: "--history-file: /proc/h.jsonl: the directory /proc: no file can be created in it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := Options{SchedulerName: "schedq", QPS: 50, Burst: 100, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}

@@ -5,13 +5,16 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -24,6 +27,8 @@ import (
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
 	apiserveroptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	certutil "k8s.io/client-go/util/cert"
 	cliflag "k8s.io/component-base/cli/flag"
 	netutils "k8s.io/utils/net"
 )
@@ -77,7 +82,8 @@ func (o *ServingOptions) AddFlags(fs *pflag.FlagSet) {
 // validate checks the HTTPS flags before anything connects: the port's
 // range (a negative port is refused, not taken for off), the options' own
 // checks, that the certificate and its key load as a pair, and that the
-// other files named exist. O(1), and reads only the files named.
+// other files named exist and load as what they are named for (a CA
+// bundle, a kubeconfig). O(1), and reads only the files named.
 func (o *ServingOptions) validate() []error {
 	if o == nil || o.Secure == nil {
 		return nil
@@ -107,9 +113,34 @@ func (o *ServingOptions) validate() []error {
 		}
 		if _, err := os.Stat(files[flag]); err != nil {
 			errs = append(errs, fmt.Errorf("--%s: %w", flag, err))
+		} else if err := servingFileLoads(flag, files[flag]); err != nil {
+			errs = append(errs, fmt.Errorf("--%s %s: %w", flag, files[flag], err))
 		}
 	}
 	return errs
+}
+
+// servingFileLoads checks that the file of flag is what the HTTPS port
+// will read it as when it starts, after the API server was contacted: a
+// CA bundle holds a PEM certificate, a kubeconfig gives a client
+// configuration.
+func servingFileLoads(flag, path string) error {
+	if strings.HasSuffix(flag, "-kubeconfig") {
+		cfg, err := clientcmd.LoadFromFile(path)
+		if err != nil {
+			return err
+		}
+		_, err = clientcmd.NewDefaultClientConfig(*cfg, &clientcmd.ConfigOverrides{}).ClientConfig()
+		return err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if _, err := certutil.ParseCertsPEM(b); err != nil {
+		return fmt.Errorf("no PEM certificate in it: %w", err)
+	}
+	return nil
 }
 
 // certKey checks that --tls-cert-file and --tls-private-key-file come
@@ -118,10 +149,71 @@ func (o *ServingOptions) validate() []error {
 func (o *ServingOptions) certKey() []error {
 	ck := o.Secure.ServerCert.CertKey
 	var errs []error
-	if o.Secure.ServerCert.CertDirectory != "" && (ck.CertFile != "" || ck.KeyFile != "") {
+	dir := o.Secure.ServerCert.CertDirectory
+	switch {
+	case dir != "" && (ck.CertFile != "" || ck.KeyFile != ""):
 		errs = append(errs, errors.New("--cert-dir: not with --tls-cert-file and --tls-private-key-file, which give the certificate: it would be ignored"))
+	case dir != "" && o.Secure.BindPort > 0:
+		if err := checkCertDir(dir, o.Secure.ServerCert.PairName); err != nil {
+			errs = append(errs, fmt.Errorf("--cert-dir %s: %w", dir, err))
+		}
 	}
 	return append(errs, o.certKeyPair()...)
+}
+
+// checkCertDir checks, before anything connects, what the HTTPS port's
+// start will do with --cert-dir dir (k8s.io/apiserver's
+// MaybeDefaultWithSelfSignedCerts, after the API server was contacted):
+// read the pair (pair.crt, pair.key) if either is there, so both must
+// be and load as a pair; else make a self-signed one and write it there,
+// creating dir, so dir must be a directory, or not there yet under one,
+// where a file can be created (tried with a file made and removed in the
+// nearest directory there is; none is created).
+func checkCertDir(dir, pair string) error {
+	crt, key := filepath.Join(dir, pair+".crt"), filepath.Join(dir, pair+".key")
+	_, crtErr := os.Stat(crt)
+	_, keyErr := os.Stat(key)
+	switch {
+	case crtErr == nil && keyErr == nil:
+		if _, err := tls.LoadX509KeyPair(crt, key); err != nil {
+			return fmt.Errorf("%s, %s: %w", crt, key, err)
+		}
+		return nil
+	case crtErr == nil:
+		return fmt.Errorf("%s without %s: the certificate and its key are read as a pair", crt, key)
+	case keyErr == nil:
+		return fmt.Errorf("%s without %s: the certificate and its key are read as a pair", key, crt)
+	}
+	near := dir
+	for {
+		st, err := os.Stat(near)
+		if err == nil && !st.IsDir() {
+			if near == dir {
+				return errors.New("not a directory")
+			}
+			return fmt.Errorf("%s is not a directory", near)
+		}
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		up := filepath.Dir(near)
+		if up == near {
+			return err
+		}
+		near = up
+	}
+	probe, err := os.CreateTemp(near, ".schedq-probe-*")
+	if err != nil {
+		if pe := new(fs.PathError); errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("the self-signed certificate cannot be written: no file can be created in %s: %w", near, err)
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
 }
 
 // certKeyPair checks that --tls-cert-file and --tls-private-key-file

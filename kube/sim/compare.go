@@ -34,7 +34,7 @@ func WriteComparison(w io.Writer, a, b *Report, labelA, labelB string, wall bool
 	row("time to schedule p50", wait(func(p Percentiles) float64 { return p.P50 }))
 	row("time to schedule p90", wait(func(p Percentiles) float64 { return p.P90 }))
 	row("time to schedule p99", wait(func(p Percentiles) float64 { return p.P99 }))
-	row("throughput (virtual pods/s)", func(r *Report) string { return fmt.Sprintf("%.1f", r.PodsPerSecond) })
+	row("throughput (virtual pods/s)", func(r *Report) string { return rateText(r.PodsPerSecond) })
 	row("peak active", itoa(func(r *Report) int { return r.Peak.Active }))
 	row("peak backoff", itoa(func(r *Report) int { return r.Peak.Backoff }))
 	row("peak unschedulable", itoa(func(r *Report) int { return r.Peak.Unschedulable }))

@@ -23,7 +23,7 @@ var chartSeries = []struct {
 	{"in flight", "#059669", func(c schedq.Counts) int { return c.InFlight }},
 }
 
-var page = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+var page = template.Must(template.New("report").Funcs(template.FuncMap{"rate": rateText}).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{{.Title}}</title>
 <style>
@@ -39,7 +39,7 @@ pre{white-space:pre-wrap;font-size:.8rem}
 svg text{font-size:11px;fill:#555} svg text.mk{fill:#444;font-weight:600}
 </style></head><body>
 <h1 id="title">{{.Title}}</h1>
-{{range .Runs}}<p class="headline" data-run="{{.Label}}">{{if $.Compare}}<b>{{.Label}}:</b> {{end}}{{.R.Scheduled}} of {{.R.Pods}} pods scheduled, {{.R.Pending}} pending; {{.R.Attempts}} attempts ({{.R.WastedAttempts}} wasted); {{printf "%.1f" .R.PodsPerSecond}} pods/s of virtual time.</p>
+{{range .Runs}}<p class="headline" data-run="{{.Label}}">{{if $.Compare}}<b>{{.Label}}:</b> {{end}}{{.R.Scheduled}} of {{.R.Pods}} pods scheduled, {{.R.Pending}} pending; {{.R.Attempts}} attempts ({{.R.WastedAttempts}} wasted); {{rate .R.PodsPerSecond}} pods/s of virtual time.</p>
 {{end}}
 <h2>Pods over virtual time</h2>
 {{if .Window}}<p class="cap" id="window">{{.Window}}</p>{{end}}

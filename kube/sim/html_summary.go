@@ -81,7 +81,7 @@ func summaryRows(runs []pageRun) []summaryRow {
 		num(w.name, func(r *Report) float64 { return w.f(r.TimeToSchedule) }, seconds)
 		noneScheduled(&rows[len(rows)-1], runs)
 	}
-	num("throughput (virtual pods/s)", func(r *Report) float64 { return r.PodsPerSecond }, func(v float64) string { return fmt.Sprintf("%.1f", v) })
+	num("throughput (virtual pods/s)", func(r *Report) float64 { return r.PodsPerSecond }, rateText)
 	num("first arrival to last binding", func(r *Report) float64 { return r.VirtualSeconds }, seconds)
 	num("run length (virtual)", func(r *Report) float64 { return r.RunSeconds }, seconds)
 	n("peak active", func(r *Report) int { return r.Peak.Active })

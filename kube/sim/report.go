@@ -399,16 +399,28 @@ func (r *Report) writeAttempts(p func(string, ...any)) {
 	p("attempts per pod %s", strings.Join(hist, ", "))
 }
 
+// rateText prints a throughput in pods/s (or a difference of two): to
+// one decimal, or, under 0.05 pods/s (a trace's months), to two
+// significant digits, where one
+// decimal would print 0.0, as for a run that scheduled nothing.
+func rateText(v float64) string {
+	if v == 0 || math.Abs(v) >= 0.05 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Sprintf("%.1f", v)
+	}
+	digits := 1 - int(math.Floor(math.Log10(math.Abs(v))))
+	return fmt.Sprintf("%.*f", digits, v)
+}
+
 // writeThroughput prints the throughput over its span, from the first
 // arrival to the last binding, and the run's length when it differs:
 // the one run length of the report.
 func (r *Report) writeThroughput(p func(string, ...any)) {
 	if time.Duration(math.Abs(r.RunSeconds-r.VirtualSeconds)*float64(time.Second)) < time.Millisecond {
-		p("throughput       %.1f pods/s over %s of virtual time", r.PodsPerSecond, secs(r.VirtualSeconds))
+		p("throughput       %s pods/s over %s of virtual time", rateText(r.PodsPerSecond), secs(r.VirtualSeconds))
 		return
 	}
-	p("throughput       %.1f pods/s over %s, from the first arrival to the last binding; the run lasted %s of virtual time",
-		r.PodsPerSecond, secs(r.VirtualSeconds), secs(r.RunSeconds))
+	p("throughput       %s pods/s over %s, from the first arrival to the last binding; the run lasted %s of virtual time",
+		rateText(r.PodsPerSecond), secs(r.VirtualSeconds), secs(r.RunSeconds))
 }
 
 func taintEvicted(n int) string {

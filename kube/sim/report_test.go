@@ -1,6 +1,9 @@
 package sim
 
 import (
+	"bytes"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -165,5 +168,51 @@ func TestReportTraceNoneScheduled(t *testing.T) {
 				t.Errorf("want %q and no 0s in\n%s", tc.want, tc.out)
 			}
 		})
+	}
+}
+
+// TestReportThroughputOfASlowRun: a throughput under 0.05 pods/s (a
+// trace's months, 8,151 pods over 3,584 hours) is printed to two
+// significant digits, where one decimal printed 0.0 pods/s, as for a
+// run that scheduled nothing; in the text, the comparison and the page.
+func TestReportThroughputOfASlowRun(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rate float64
+		want string
+	}{
+		{"a trace's months", 8151 / 12901161.02, "0.00063"},
+		{"one pod an hour", 1.0 / 3600, "0.00028"},
+		{"just under 0.05", 0.0449, "0.045"},
+		{"nothing scheduled", 0, "0.0"},
+		{"DeviceClaims", 12 / 120.055, "0.1"},
+		{"a busy run", 199.9, "199.9"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Report{Scenario: "slow", Pods: 1, PodsPerSecond: tc.rate, VirtualSeconds: 60, RunSeconds: 60}
+			var lines []string
+			r.writeThroughput(func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) })
+			if want := "throughput       " + tc.want + " pods/s over"; len(lines) != 1 || !strings.HasPrefix(lines[0], want) {
+				t.Errorf("text %q, want it to start %q", lines, want)
+			}
+			var cmp bytes.Buffer
+			WriteComparison(&cmp, r, r, "a", "b", false)
+			if !regexp.MustCompile(`throughput \(virtual pods/s\) +` + regexp.QuoteMeta(tc.want) + ` +` + regexp.QuoteMeta(tc.want) + `\n`).Match(cmp.Bytes()) {
+				t.Errorf("comparison:\n%s\nwant the throughput row at %s", cmp.String(), tc.want)
+			}
+			var page bytes.Buffer
+			if err := r.WriteHTML(&page); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(page.String(), "; "+tc.want+" pods/s of virtual time.") {
+				t.Errorf("the page's headline lacks %s pods/s", tc.want)
+			}
+		})
+	}
+	// The page's delta column prints differences, negative too.
+	for v, want := range map[float64]string{-199.9: "-199.9", -0.0006: "-0.00060", 0.2: "0.2"} {
+		if got := rateText(v); got != want {
+			t.Errorf("rateText(%v) = %q, want %q", v, got, want)
+		}
 	}
 }

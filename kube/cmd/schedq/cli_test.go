@@ -69,6 +69,13 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 	kc := kubeconfigFor(t, server)
 	base := []string{"scheduler", "--kubeconfig", kc, "--leader-elect=false", "--address="}
 	missing := filepath.Join(t.TempDir(), "missing")
+	// --cert-dir: one with half a pair, one with a pair that does not load.
+	halfPair, badPair := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(halfPair, "schedq.crt"), []byte("x"), 0o600)
+	os.WriteFile(filepath.Join(badPair, "schedq.crt"), []byte("x"), 0o600)
+	os.WriteFile(filepath.Join(badPair, "schedq.key"), []byte("x"), 0o600)
+	empty := filepath.Join(t.TempDir(), "empty")
+	os.WriteFile(empty, nil, 0o600)
 	tests := []struct {
 		args []string
 		want string
@@ -103,6 +110,19 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 		{[]string{"--authentication-kubeconfig", missing}, "--authentication-kubeconfig: stat " + missing},
 		{[]string{"--authorization-kubeconfig", missing}, "--authorization-kubeconfig: stat " + missing},
 		{[]string{"--client-ca-file", missing}, "--client-ca-file: stat " + missing},
+		{[]string{"--history-file", "/proc/history.jsonl"}, "--history-file: /proc/history.jsonl: the directory /proc: no file can be created in it"},
+		// Files of the HTTPS port read only once it starts, after the API
+		// server was contacted: they must be what they are named for.
+		{[]string{"--client-ca-file", kc}, "--client-ca-file " + kc + ": no PEM certificate in it"},
+		{[]string{"--requestheader-client-ca-file", empty}, "--requestheader-client-ca-file " + empty + ": no PEM certificate in it"},
+		{[]string{"--authentication-kubeconfig", empty}, "--authentication-kubeconfig " + empty + ": invalid configuration: no configuration has been provided"},
+		{[]string{"--authorization-kubeconfig", empty}, "--authorization-kubeconfig " + empty + ": invalid configuration: no configuration has been provided"},
+		// --cert-dir, read or written only once the HTTPS port starts,
+		// after the API server was contacted.
+		{[]string{"--cert-dir", kc}, "--cert-dir " + kc + ": not a directory"},
+		{[]string{"--cert-dir", "/proc/schedq-certs"}, "--cert-dir /proc/schedq-certs: the self-signed certificate cannot be written: no file can be created in /proc"},
+		{[]string{"--cert-dir", halfPair}, "--cert-dir " + halfPair + ": " + filepath.Join(halfPair, "schedq.crt") + " without " + filepath.Join(halfPair, "schedq.key")},
+		{[]string{"--cert-dir", badPair}, "--cert-dir " + badPair + ": " + filepath.Join(badPair, "schedq.crt") + ", " + filepath.Join(badPair, "schedq.key") + ": tls: failed to find any PEM data"},
 		// The TLS settings the HTTPS port reads only once it starts,
 		// after the API server was contacted.
 		{[]string{"--tls-min-version", "VersionTLS99"}, `--tls-min-version: unknown tls version "VersionTLS99"`},
@@ -180,7 +200,8 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 	for _, good := range [][]string{nil, {"--config", named, "--scheduler-name", "schedq", "--percentage-of-nodes-to-score", "30"},
 		{"--config", settings}, {"--config", settings, "--no-wake-budget", "--fair-namespaces", "--fair-half-life", "2m"},
 		{"--no-wake-budget", "--fair-namespaces", "--fair-namespace-weights", "a=2", "--fair-half-life", "2m", "--history-label", "app", "--history-tail", "exponential", "--stall-timeout", "3m"},
-		{"--address", "127.0.0.1:10351", "--secure-port", "0"}, {"--address", "127.0.0.1:10351", "--bind-address", "10.0.0.1"}} {
+		{"--address", "127.0.0.1:10351", "--secure-port", "0"}, {"--address", "127.0.0.1:10351", "--bind-address", "10.0.0.1"},
+		{"--cert-dir", filepath.Join(t.TempDir(), "new", "certs")}} {
 		before := hits.Load()
 		_, err := execute(append(append([]string{}, base...), good...)...)
 		if err == nil || !strings.Contains(err.Error(), "API server "+server+" is not reachable") || hits.Load() == before {

@@ -336,3 +336,27 @@ func unsetFields(v reflect.Value, prefix string) []string {
 	}
 	return out
 }
+
+// TestFlagHelpMatchesBehaviour: a flag's --help says what the flag does
+// now, where it once said what it did before (one case per help that
+// fell behind).
+func TestFlagHelpMatchesBehaviour(t *testing.T) {
+	for _, tc := range []struct {
+		name, command, flag string
+		want, notWant       string
+	}{
+		{"simulate --config runs every profile", "simulate", "config", "every one of its profiles", "whose one profile"},
+		{"simulate --records takes .json", "simulate", "records", ".jsonl, .json (JSON Lines too) or .csv", "(.jsonl or .csv)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _, err := newRoot(&bytes.Buffer{}, &bytes.Buffer{}).Find([]string{tc.command})
+			if err != nil {
+				t.Fatal(err)
+			}
+			usage := c.Flags().Lookup(tc.flag).Usage
+			if !strings.Contains(usage, tc.want) || strings.Contains(usage, tc.notWant) {
+				t.Errorf("--%s's help %q: want %q, not %q", tc.flag, usage, tc.want, tc.notWant)
+			}
+		})
+	}
+}

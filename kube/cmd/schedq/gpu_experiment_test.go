@@ -104,6 +104,7 @@ func TestGPUExperimentBadInput(t *testing.T) {
 		{"NaN demand", []string{"--trace", fixture, "--gpu-experiment", "--demand", "NaN"}, "--demand NaN"},
 		{"absurd demand", []string{"--trace", fixture, "--gpu-experiment", "--demand", "1e12"}, "--demand 1e+12: want more than 0 and at most 100"},
 		{"no seeds", []string{"--trace", fixture, "--gpu-experiment", "--seeds", "0"}, "--seeds 0: want 1 to 1000"},
+		{"seeds past the largest seed", []string{"--trace", fixture, "--gpu-experiment", "--seed", "18446744073709551615", "--seeds", "2"}, "--seed 18446744073709551615, --seeds 2: the seeds would go past 18446744073709551615 (give --seed 18446744073709551614 or less)"},
 		{"typical share over 1", []string{"--trace", fixture, "--gpu-experiment", "--typical-share", "1.5"}, "--typical-share 1.5: want more than 0 and at most 1"},
 		{"unknown policy", []string{"--trace", fixture, "--gpu-experiment", "--gpu-policy", "tetris"}, `--gpu-policy tetris: "tetris" is not a GPU policy`},
 		{"a policy twice", []string{"--trace", fixture, "--gpu-experiment", "--gpu-policy", "fgd,bestfit,FGD"}, "--gpu-policy fgd,bestfit,FGD: fgd is named twice"},

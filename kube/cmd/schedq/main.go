@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedq/schedq/kube/app"
+	"github.com/schedq/schedq/kube/sim"
 )
 
 func main() {
@@ -131,7 +134,7 @@ It finds its cluster as kubectl does: --kubeconfig if given, otherwise the
 files listed in $KUBECONFIG, otherwise ~/.kube/config, and if none of these
 gives a configuration, the cluster it runs in (its service account).
 Every flag is checked before it connects.`,
-		Args: cobra.NoArgs,
+		Args: noArgs(false),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := removedFlags(cmd, upstream); err != nil {
 				return err
@@ -253,6 +256,28 @@ func configOverrides(cmd *cobra.Command, o app.Options, flags app.Options) error
 	}
 	errs = append(errs, o.FileConflicts(flags, cmd.Flags().Changed)...)
 	return errors.Join(errs...)
+}
+
+// noArgs is the Args of a command without subcommands that takes no
+// argument: cobra's NoArgs calls a stray one an unknown command, which
+// misleads when there are none (schedq simulate NodeArrival). The error
+// names the arguments, and the flag a built-in scenario's name is given
+// with, for the commands that take a scenario.
+func noArgs(takesScenario bool) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		quoted := make([]string, len(args))
+		for i, a := range args {
+			quoted[i] = strconv.Quote(a)
+		}
+		hint := "see schedq " + cmd.Name() + " --help"
+		if takesScenario && len(args) == 1 && slices.Contains(sim.Builtins(), args[0]) {
+			hint = "a scenario is given as --scenario " + args[0]
+		}
+		return fmt.Errorf("%s takes no arguments, got %s (%s)", cmd.Name(), strings.Join(quoted, ", "), hint)
+	}
 }
 
 // must panics on err: a flag named wrong is a programming error.

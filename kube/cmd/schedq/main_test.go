@@ -44,6 +44,14 @@ func TestBadInput(t *testing.T) {
 		{[]string{"explain", "ns/p", "--address", "127.0.0.1:1", "--certificate-authority", "/no/ca.pem"}, "--certificate-authority: only for HTTPS, and --address 127.0.0.1:1 is plain HTTP"},
 		{[]string{"pending", "--address", "http://127.0.0.1:1", "--insecure-skip-tls-verify"}, "--insecure-skip-tls-verify: only for HTTPS, and --address http://127.0.0.1:1 is plain HTTP"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		// A command without subcommands given an argument: cobra's
+		// "unknown command" misled; the flag a scenario's name was meant
+		// for is named.
+		{[]string{"simulate", "NodeArrival"}, `simulate takes no arguments, got "NodeArrival" (a scenario is given as --scenario NodeArrival)`},
+		{[]string{"whatif", "-f", "pods.yaml", "EarlyRetry"}, `whatif takes no arguments, got "EarlyRetry" (a scenario is given as --scenario EarlyRetry)`},
+		{[]string{"simulate", "a.yaml", "b"}, `simulate takes no arguments, got "a.yaml", "b" (see schedq simulate --help)`},
+		{[]string{"pending", "team-a"}, `pending takes no arguments, got "team-a" (see schedq pending --help)`},
+		{[]string{"scheduler", "schedq"}, `scheduler takes no arguments, got "schedq" (see schedq scheduler --help)`},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

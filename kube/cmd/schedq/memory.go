@@ -44,6 +44,7 @@ func memAvailable() int64 {
 type memoryLimit struct {
 	bytes int64
 	set   bool
+	text  string // as given, for messages
 }
 
 func (m *memoryLimit) String() string {
@@ -58,7 +59,12 @@ func (m *memoryLimit) Set(s string) error {
 	if err != nil || q.Sign() <= 0 {
 		return fmt.Errorf("%q is not a positive quantity of bytes such as 8Gi or 500Mi", s)
 	}
-	m.bytes, m.set = q.Value(), true
+	// Past an int64, q.Value() wraps round (to 0, no limit; or to a
+	// small one).
+	if q.Cmp(*resource.NewQuantity(math.MaxInt64, resource.BinarySI)) > 0 {
+		return fmt.Errorf("%q is more than %d bytes, the largest limit", s, int64(math.MaxInt64))
+	}
+	m.bytes, m.set, m.text = q.Value(), true, s
 	return nil
 }
 
@@ -75,13 +81,17 @@ func checkMemory(stderr io.Writer, sc *sim.Scenario, limit memoryLimit) error {
 	if avail <= 0 {
 		return nil
 	}
+	limitText := size(avail)
+	if limit.set {
+		limitText = limit.text // as given: size rounds up to whole MiB
+	}
 	need := fmt.Sprintf("scenario %s needs about %s of memory (%d nodes × %d KiB + %d pods × %d KiB)",
 		sc.Name, size(est), nodes, sim.MemoryPerNode>>10, pods, sim.MemoryPerPod>>10)
 	switch {
 	case est > avail:
-		return fmt.Errorf("%s, more than the %s %s; to run it anyway, give --memory-limit %s or more", need, size(avail), source, size(est))
+		return fmt.Errorf("%s, more than the %s %s; to run it anyway, give --memory-limit %s or more", need, limitText, source, size(est))
 	case est > avail/2:
-		fmt.Fprintf(stderr, "schedq: warning: %s, more than half the %s %s\n", need, size(avail), source)
+		fmt.Fprintf(stderr, "schedq: warning: %s, more than half the %s %s\n", need, limitText, source)
 	}
 	return nil
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,10 +16,15 @@ import (
 // scenario field) that named it.
 type namedPath struct{ flag, path string }
 
+// scenarioSnapshot names the snapshot of a scenario file's snapshot field
+// (not --snapshot) among the inputs.
+const scenarioSnapshot = "the scenario's snapshot"
+
 // checkOutputs refuses, before anything is written, an output file that is
 // a directory (it could not be written after the run), one of the
 // inputs or another output: writing it would destroy data, or a file a
-// snapshot directory would read on the next run. Two
+// snapshot directory would read on the next run; and one there already
+// that this process may not write (canWrite). Two
 // paths are the same file if they are equal once made absolute and clean,
 // or if both exist and are one file (a symbolic or a hard link).
 // O(outputs × (outputs + inputs)) stat calls.
@@ -37,12 +44,38 @@ func checkOutputs(outputs, inputs []namedPath) error {
 			}
 		}
 		for _, in := range inputs {
-			if in.flag == "--snapshot" && snapshotReads(in.path, o.path) {
+			if (in.flag == "--snapshot" || in.flag == scenarioSnapshot) && snapshotReads(in.path, o.path) {
 				return fmt.Errorf("%s %s is in the snapshot directory %s %s: the next run would read it as part of the snapshot", o.flag, o.path, in.flag, in.path)
 			}
 		}
+		if err := canWrite(o.path); err != nil {
+			return fmt.Errorf("%s %s: cannot be written: %w", o.flag, o.path, err)
+		}
 	}
 	return nil
+}
+
+// canWrite fails if path is a regular file that this process may not
+// open for writing (read-only to it, immutable, on a read-only file
+// system). writeFile renames a new file over it, which its directory
+// allows all the same: the file's own protection would be lost, and
+// known only after the run. It opens the file without truncating it;
+// a path that is not there, or not a regular file (a pipe, which the
+// open would wait on), passes.
+func canWrite(path string) error {
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return err
+	}
+	return f.Close()
 }
 
 // snapshotReads reports whether a snapshot directory dir would read the
@@ -103,14 +136,20 @@ func compareFile(path string) string {
 // --compare) read: the scenario file (not a built-in scenario), and the
 // trace's, the snapshot's and the scheduler configuration's files, named
 // by the flag that gave them (config: --config's value) or, if the
-// scenario file did, by its field.
+// scenario file did, by its field. The snapshot is listed as given too,
+// a directory as well as its files, so that checkOutputs refuses a new
+// file the next run would read from it.
 func (in inputs) inputPaths(scenario string, scenarioSet bool, sc, alt *sim.Scenario, config string) []namedPath {
 	var out []namedPath
 	if scenarioSet && !slices.Contains(sim.Builtins(), scenario) {
 		out = append(out, namedPath{"--scenario", scenario})
 	}
-	if in.snapshot != "" {
-		out = append(out, namedPath{"--snapshot", in.snapshot})
+	if sc.Snapshot != "" {
+		flag := scenarioSnapshot
+		if in.snapshot != "" {
+			flag = "--snapshot"
+		}
+		out = append(out, namedPath{flag, sc.Snapshot})
 	}
 	for _, f := range sc.InputFiles() {
 		flag := "the scenario's " + f.Source

@@ -32,7 +32,7 @@ time.`,
 
   # One namespace's pods, the next 100 after the first 500.
   schedq pending --namespace team-a --offset 500 --limit 100`,
-		Args: cobra.NoArgs,
+		Args: noArgs(false),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "text" && output != "json" {
 				return fmt.Errorf("--output: %q is not text or json", output)

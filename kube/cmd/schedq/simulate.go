@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,7 +45,7 @@ func simulateCmd(stdout, stderr io.Writer) *cobra.Command {
 		Long: `Run schedq's scheduler (plugins, cycle, queue, event handling) against an
 in-memory cluster in virtual time, from a scenario and a seed, and report
 what happened. With no flags it runs the built-in ` + sim.DefaultScenario + ` scenario.`,
-		Args: cobra.NoArgs,
+		Args: noArgs(true),
 		RunE: func(cmd *cobra.Command, _ []string) error { return s.run(cmd.Flags().Changed) },
 	}
 	s.register(cmd.Flags())
@@ -72,10 +73,10 @@ func (s *simulation) register(f *pflag.FlagSet) {
 	f.Float64Var(&s.in.traceSpeed, "trace-speed", 1, "bring the trace's arrivals this many times closer, keeping lifetimes (more load)")
 	s.gf.register(f)
 	f.StringVar(&s.in.snapshot, "snapshot", "", "start from a cluster saved with kubectl get nodes,pods -A -o yaml (a file or a directory of them)")
-	f.StringVar(&s.in.records, "records", "", "write one record per pod to this file (.jsonl or .csv)")
+	f.StringVar(&s.in.records, "records", "", "write one record per pod to this file (.jsonl, .json (JSON Lines too) or .csv)")
 	f.BoolVar(&s.fw.upstream, "upstream-plugins", true, "the simulator always schedules with kube-scheduler v1.37.2's framework and plugins (--config's profile, or the default one); =false is refused")
 	must(f.MarkDeprecated("upstream-plugins", "kube-scheduler's framework is the only one: the flag does nothing"))
-	f.StringVar(&s.fw.config, "config", "", "a KubeSchedulerConfiguration file whose one profile replaces kube-scheduler's default (scheduler.config)")
+	f.StringVar(&s.fw.config, "config", "", "a KubeSchedulerConfiguration file that replaces kube-scheduler's default profile: every one of its profiles runs, each for the pods that name it, as in schedq scheduler (a GPU replay runs one) (scheduler.config)")
 	f.StringVar(&s.in.series, "series", "", "write the sub-queue sizes and the cluster's allocation over virtual time to this file (.csv)")
 }
 
@@ -166,7 +167,22 @@ func (s *simulation) checkFlags(changed func(string) bool) error {
 		return err
 	}
 	s.in.speedSet = changed("trace-speed")
-	return s.gf.check(changed)
+	if err := s.gf.check(changed); err != nil {
+		return err
+	}
+	return s.seedsFit()
+}
+
+// seedsFit refuses an experiment whose seeds (--seed, --seed+1, ... for
+// --seeds runs) would go past the largest seed and wrap around to 0.
+func (s *simulation) seedsFit() error {
+	if !s.gf.experiment || !s.seed.set || s.gf.seeds < 1 {
+		return nil
+	}
+	if last := uint64(math.MaxUint64) - uint64(s.gf.seeds-1); s.seed.v > last {
+		return fmt.Errorf("--seed %d, --seeds %d: the seeds would go past %d (give --seed %d or less)", s.seed.v, s.gf.seeds, uint64(math.MaxUint64), last)
+	}
+	return nil
 }
 
 // runOnce runs sc, with a progress bar if --progress asks for one.

@@ -237,7 +237,7 @@ func (in inputs) write(r *sim.Report, second bool) error {
 // (a full disk) leaves no half-written file and the file that was there
 // before as it was. A symbolic link is followed (its target is replaced);
 // a path that is not a regular file (a device, a pipe) is written in
-// place.
+// place; a file this process may not write (canWrite) is left alone.
 func writeFile(path string, w func(*os.File) error) error {
 	target, mode := path, os.FileMode(0o644)
 	if t, err := filepath.EvalSymlinks(path); err == nil {
@@ -246,6 +246,9 @@ func writeFile(path string, w func(*os.File) error) error {
 	if st, err := os.Stat(target); err == nil {
 		if !st.Mode().IsRegular() {
 			return writeInPlace(path, w)
+		}
+		if err := canWrite(target); err != nil {
+			return fmt.Errorf("%s: cannot be written: %w", path, err)
 		}
 		mode = st.Mode().Perm()
 	}

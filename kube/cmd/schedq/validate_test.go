@@ -50,6 +50,8 @@ func TestSimulateRefusesToOverwriteInputs(t *testing.T) {
 	snapDir := filepath.Join(dir, "snapdir")
 	os.Mkdir(snapDir, 0o755)
 	copyFile(t, "../../sim/testdata/snapshot/cluster.yaml", filepath.Join(snapDir, "b.json"))
+	withSnapDir := filepath.Join(dir, "sd.yaml")
+	os.WriteFile(withSnapDir, []byte("name: sd\nsnapshot: "+snapDir+"\n"), 0o644)
 	symlink, hardlink := filepath.Join(dir, "link.yaml"), filepath.Join(dir, "hard.yaml")
 	if err := os.Symlink(snap, symlink); err != nil {
 		t.Fatal(err)
@@ -87,6 +89,8 @@ func TestSimulateRefusesToOverwriteInputs(t *testing.T) {
 		{"a file of a snapshot directory", []string{"--snapshot", snapDir, "--records", filepath.Join(snapDir, "b.json")}, []string{"--records", "--snapshot " + filepath.Join(snapDir, "b.json")}, filepath.Join(snapDir, "b.json")},
 		{"a new file of a snapshot directory", []string{"--snapshot", snapDir, "--records", filepath.Join(snapDir, "new.json")},
 			[]string{"--records " + filepath.Join(snapDir, "new.json") + " is in the snapshot directory --snapshot " + snapDir, "the next run would read it"}, ""},
+		{"a new file of the scenario's snapshot directory", []string{"--scenario", withSnapDir, "--records", filepath.Join(snapDir, "new.json")},
+			[]string{"--records " + filepath.Join(snapDir, "new.json") + " is in the snapshot directory the scenario's snapshot " + snapDir, "the next run would read it"}, ""},
 		{"symbolic link to the snapshot", []string{"--snapshot", snap, "--report", symlink}, []string{"--report " + symlink, "--snapshot " + snap}, snap},
 		{"hard link to the snapshot", []string{"--snapshot", snap, "--report", hardlink}, []string{"--report " + hardlink, "--snapshot " + snap}, snap},
 		{"relative and absolute", []string{"--snapshot", relSnap, "--report", filepath.Join(dir, "x", "..", "c.yaml")}, []string{"--report", "--snapshot " + relSnap}, snap},
@@ -269,5 +273,49 @@ func TestSimulateMemoryEstimate(t *testing.T) {
 	}
 	if _, _, err := executeErr("simulate", "--memory-limit", "lots"); err == nil || !strings.Contains(err.Error(), `"--memory-limit" flag: "lots" is not a positive quantity`) {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// TestSimulateMemoryLimitFlag: a --memory-limit that is not a positive
+// number of bytes an int64 holds is refused, naming it, rather than
+// wrapped round to another limit or to none.
+func TestSimulateMemoryLimitFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name, limit, want string
+	}{
+		{"not a quantity", "lots", `"lots" is not a positive quantity of bytes`},
+		{"zero", "0", `"0" is not a positive quantity of bytes`},
+		{"negative", "-1Gi", `"-1Gi" is not a positive quantity of bytes`},
+		{"past int64, once read as 1 byte", "18446744073709551617", `"18446744073709551617" is more than 9223372036854775807 bytes, the largest limit`},
+		{"past int64, once read as no limit", "1e30", `"1e30" is more than 9223372036854775807 bytes, the largest limit`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _, err := executeErr("simulate", "--progress=off", "--scenario", "EarlyRetry", "--memory-limit", tc.limit)
+			if err == nil || !strings.Contains(err.Error(), `"--memory-limit" flag: `+tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+			if out != "" {
+				t.Fatalf("the scenario ran: %q", out)
+			}
+		})
+	}
+}
+
+// TestSimulateMemoryLimitAsGiven: the error of a scenario over the
+// limit names --memory-limit as it was given, where it once rounded it
+// up to whole MiB (500Ki read as 1Mi).
+func TestSimulateMemoryLimitAsGiven(t *testing.T) {
+	for _, tc := range []struct{ name, limit, want string }{
+		{"whole MiB", "1Mi", "more than the 1Mi --memory-limit"},
+		{"under a MiB", "500Ki", "more than the 500Ki --memory-limit"},
+		{"bytes", "1000", "more than the 1000 --memory-limit"},
+		{"decimal", "1.2M", "more than the 1.2M --memory-limit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := executeErr("simulate", "--progress=off", "--scenario", "EarlyRetry", "--memory-limit", tc.limit)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -41,7 +41,7 @@ A running pod ends at its expected end: the runtime the simulator gives it
 (--known-runtimes), its schedq.io/expected-runtime annotation, its
 activeDeadlineSeconds, or the runtimes of finished pods of its kind
 (--history-label); otherwise it runs until unknown and the forecast says so.`,
-		Args: cobra.NoArgs,
+		Args: noArgs(true),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return w.run(stdout, cmd.InOrStdin(), cmd.Flags().Changed)
 		},

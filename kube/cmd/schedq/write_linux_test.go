@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -108,4 +109,63 @@ func TestSimulateUnwritableOutputRefusedBeforeRunning(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSimulateUnwritableOutputFileRefusedBeforeRunning: an output file
+// that is there and cannot be written (read-only to this user, or
+// immutable) is refused before the run, naming the flag, and left as it
+// was, rather than found unwritable after the run, or replaced by the
+// rename of a new file beside it (which a read-only file does not
+// stop). The snapshot is malformed: an error about it would mean the
+// run had started.
+func TestSimulateUnwritableOutputFileRefusedBeforeRunning(t *testing.T) {
+	badSnap := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(badSnap, []byte("apiVersion: v1\nkind: Nonsense\n"), 0o644)
+	for _, tc := range []struct {
+		name, flag, file string
+		lock             func(t *testing.T, path string) // makes path unwritable, or skips
+	}{
+		{"read-only records", "--records", "r.csv", readOnly},
+		{"read-only report", "--report", "r.html", readOnly},
+		{"immutable series", "--series", "s.csv", immutable},
+		{"immutable report", "--report", "r.html", immutable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), tc.file)
+			const old = "the last run's output\n"
+			if err := os.WriteFile(path, []byte(old), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			tc.lock(t, path)
+			_, _, err := executeErr("simulate", "--progress=off", "--snapshot", badSnap, tc.flag, path)
+			if err == nil || !strings.Contains(err.Error(), tc.flag+" "+path+": cannot be written: ") {
+				t.Fatalf("error %v, want %s refused before the run", err, tc.flag)
+			}
+			if b, err := os.ReadFile(path); err != nil || string(b) != old {
+				t.Fatalf("%s is now %q, %v", path, b, err)
+			}
+		})
+	}
+}
+
+// readOnly makes path read-only; root writes it all the same, so the
+// test is skipped as root.
+func readOnly(t *testing.T, path string) {
+	if os.Geteuid() == 0 {
+		t.Skip("root may write a read-only file")
+	}
+	if err := os.Chmod(path, 0o444); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// immutable sets the immutable attribute of path (chattr +i), which
+// stops root too, and clears it at the end; it skips where the
+// attribute cannot be set (not root, no chattr, a file system without
+// it).
+func immutable(t *testing.T, path string) {
+	if out, err := exec.Command("chattr", "+i", path).CombinedOutput(); err != nil {
+		t.Skipf("chattr +i: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("chattr", "-i", path).Run() })
 }
