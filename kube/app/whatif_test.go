@@ -55,7 +55,7 @@ func TestWhatIfEndpoint(t *testing.T) {
 	l.pending(l.pod("p", "4", "1h"))
 	l.clk.Step(DefaultForecastTTL) // the next forecast sees p
 	code, text = post(t, srv.URL+"/debug/whatif?format=text", strings.Replace(whatIfPod, "%s", "4", 1))
-	for _, want := range []string{"1 pods pending", "default/w: does not fit now", "predicted start: in 59m50s on n1", "pending pods whose predicted start changes: 0"} {
+	for _, want := range []string{"1 pod pending", "default/w: does not fit now: 0/2 nodes are available: 2 Insufficient cpu.", "predicted start: in 59m50s on n1", "pending pods whose predicted start changes: 0"} {
 		if code != 200 || !strings.Contains(text, want) {
 			t.Errorf("HTTP %d: no %q in\n%s", code, want, text)
 		}

@@ -303,6 +303,10 @@ type WhatIfPod struct {
 	FitsNow  bool                   `json:"fitsNow"`
 	Node     string                 `json:"node,omitempty"`
 	Preempts []types.NamespacedName `json:"preempts,omitempty"`
+	// Reason says why it does not fit now, as its scheduling cycle said
+	// (the message of its PodScheduled=False condition); empty if it
+	// fits, with or without preempting.
+	Reason string `json:"reason,omitempty"`
 	// Forecast is its predicted start behind the pods already pending.
 	Forecast PodForecast `json:"forecast"`
 }
@@ -454,7 +458,25 @@ func whatIfNow(sc *Scenario, st *ForecastState, in *WhatIfInput, o ForecastOptio
 		}
 		w.Preempts = victims[w.Node]
 		w.FitsNow = w.Node != "" && len(w.Preempts) == 0 && r.s.stats[p.UID] != nil && !r.s.stats[p.UID].bound.IsZero()
+		if w.Node == "" {
+			w.Reason = r.s.notFitting(p)
+		}
 		out = append(out, w)
 	}
 	return out, nil
+}
+
+// notFitting says why p, added by a what-if, found no node in the run
+// that asks whether it fits now: its last attempt's message, or where the
+// queue holds it if no attempt failed (gated, or a gang short of its
+// members, say). O(1) but for the queue's Explain.
+func (s *sim) notFitting(p *v1.Pod) string {
+	st := s.stats[p.UID]
+	if st == nil {
+		return "not tried"
+	}
+	if st.lastMessage != "" {
+		return st.lastMessage
+	}
+	return s.pendingReason(st)
 }

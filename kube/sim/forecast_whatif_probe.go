@@ -34,6 +34,8 @@ func (r *forecastRun) probeNow(sc *Scenario, st *ForecastState, in *WhatIfInput)
 	w := WhatIfPod{Pod: framework.Key(p)}
 	if out.Result == scheduler.Scheduled {
 		w.FitsNow, w.Node = true, out.Node
+	} else {
+		w.Reason = out.Message
 	}
 	return []WhatIfPod{w}, true
 }

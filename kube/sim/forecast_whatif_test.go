@@ -82,6 +82,44 @@ func TestWhatIfWaitsBehindTheQueue(t *testing.T) {
 	}
 }
 
+// TestWhatIfSaysWhyNotNow: a pod that does not fit now is answered with
+// its cycle's reason, whether one cycle answers (one plain pod) or a run
+// of the added pods alone does (two pods); a pod that fits has none.
+func TestWhatIfSaysWhyNotNow(t *testing.T) {
+	two := fmt.Sprintf(podYAML, "w", 100, "4") + "---\n" + fmt.Sprintf(podYAML, "v", 100, "4")
+	for _, tc := range []struct {
+		name, yaml string
+		pods       int
+	}{
+		{"one pod: one cycle answers", fmt.Sprintf(podYAML, "w", 100, "4"), 1},
+		{"two pods: a run answers", two, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := RunWhatIf(&Scenario{Name: "t", Seed: 1}, whatIfState(), whatIfPod(t, tc.yaml), ForecastOptions{Horizon: 3 * time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(w.Pods) != tc.pods {
+				t.Fatalf("%d answers, want %d", len(w.Pods), tc.pods)
+			}
+			for _, p := range w.Pods {
+				if p.FitsNow || !strings.Contains(p.Reason, "Insufficient cpu") {
+					t.Errorf("%s: fits %v, reason %q: want no room now, for lack of CPU", p.Pod, p.FitsNow, p.Reason)
+				}
+			}
+		})
+	}
+	st := whatIfState()
+	st.Nodes = append(st.Nodes, newCluster().makeNodes(NodeGroup{Name: "m", Count: 1, Capacity: map[string]string{"cpu": "2"}})...)
+	w, err := RunWhatIf(&Scenario{Name: "t", Seed: 1}, st, whatIfPod(t, fmt.Sprintf(podYAML, "w", 0, "1")), ForecastOptions{Horizon: 3 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := w.Pods[0]; !p.FitsNow || p.Reason != "" {
+		t.Errorf("a pod that fits: %+v, want no reason", p)
+	}
+}
+
 func TestWhatIfBadInput(t *testing.T) {
 	sc := &Scenario{Name: "t", Seed: 1}
 	big := strings.Repeat(fmt.Sprintf(podYAML, "p", 0, "1")+"---\n", MaxWhatIfObjects+1)

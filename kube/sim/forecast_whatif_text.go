@@ -15,18 +15,20 @@ const whatIfChangesListed = 20
 
 // WriteText writes the what-if's answer for people: the state's instant
 // at, the pending pods, the horizon and the assumption about arrivals;
-// for each added pod whether it fits now (and where), whom it would
+// for each added pod whether it fits now (and where, or why not), whom it would
 // preempt and its predicted start; then the pending pods whose predicted
 // start changes (the first 20). The command line's and the live
 // scheduler's answers are this text. O(pods + changes).
 func (x *WhatIf) WriteText(w io.Writer, at time.Time, horizon time.Duration) {
-	fmt.Fprintf(w, "at %s, %d pods pending; horizon %v; new arrivals: %s\n", at.UTC().Format(time.RFC3339), x.Pending, horizon, x.Arrivals)
+	fmt.Fprintf(w, "at %s, %s pending; horizon %v; new arrivals: %s\n", at.UTC().Format(time.RFC3339), podCount(x.Pending), horizon, x.Arrivals)
 	for _, p := range x.Pods {
 		switch {
 		case p.FitsNow:
 			fmt.Fprintf(w, "%s: fits now on %s\n", p.Pod, p.Node)
 		case len(p.Preempts) > 0:
 			fmt.Fprintf(w, "%s: fits on %s by preempting %s\n", p.Pod, p.Node, joinPods(p.Preempts))
+		case p.Reason != "":
+			fmt.Fprintf(w, "%s: does not fit now: %s\n", p.Pod, p.Reason)
 		default:
 			fmt.Fprintf(w, "%s: does not fit now\n", p.Pod)
 		}
@@ -74,4 +76,12 @@ func joinPods(ps []types.NamespacedName) string {
 		s[i] = p.String()
 	}
 	return strings.Join(s, ", ")
+}
+
+// podCount is n pods in words: "1 pod", "3 pods".
+func podCount(n int) string {
+	if n == 1 {
+		return "1 pod"
+	}
+	return fmt.Sprintf("%d pods", n)
 }
