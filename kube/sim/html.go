@@ -134,7 +134,8 @@ type pageData struct {
 // is the whole run.
 type Window struct {
 	From, To time.Duration
-	whole    bool // To is the run's end
+	whole    bool          // To is the run's end
+	asked    time.Duration // the end asked, if past the run's end
 }
 
 // frac is where t falls in the window, from 0 to 1.
@@ -160,6 +161,9 @@ func (w Window) resolve(end time.Duration) (Window, error) {
 	}
 	if w.From >= end {
 		return w, fmt.Errorf("%w %v: starts after the run's end (%v of virtual time)", ErrWindow, w, end)
+	}
+	if w.To > end {
+		w.asked = w.To
 	}
 	if w.To == 0 || w.To >= end {
 		w.To, w.whole = end, true
@@ -203,8 +207,11 @@ func writePage(w io.Writer, title string, runs []pageRun, win Window) error {
 		return err
 	}
 	d := &pageData{Title: title, Compare: len(runs) > 1, Runs: runs, Base: runs[0].R, GroupColors: groupColors}
-	if !win.whole || win.From > 0 {
+	if !win.whole || win.From > 0 || win.asked > 0 {
 		d.Window = fmt.Sprintf("The charts over virtual time show %s to %s of a run of %s.", fmtDur(win.From), fmtDur(win.To), fmtDur(end))
+	}
+	if win.asked > 0 {
+		d.Window += fmt.Sprintf(" The window asked ends at %s, after the run ended.", fmtDur(win.asked))
 	}
 	ms := runs[0].R.Markers
 	d.Pods = podsChart(runs, win, ms)

@@ -304,6 +304,8 @@ events: [{at: 60s, addNodes: {name: m, count: 1, capacity: {cpu: "2", memory: 2G
 	}{
 		{"whole run", Window{}, `text-anchor="middle">1m<`},
 		{"window after the last binding", Window{From: 30 * time.Second}, "The charts over virtual time show 30s to 1m of a run of 1m."},
+		{"window past the run's end", Window{To: time.Hour},
+			"The charts over virtual time show 0 to 1m of a run of 1m. The window asked ends at 1h, after the run ended."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
