@@ -157,23 +157,9 @@ func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pi *framework
 			Message: "0/0 nodes are available: no nodes available to schedule pods."}
 	}
 	diag := fwframework.Diagnosis{NodeToStatus: fwframework.NewDefaultNodeToStatus()}
-	if pi.InvalidRequests != nil {
-		st := fwk.NewStatus(fwk.UnschedulableAndUnresolvable, pi.InvalidRequests.Error()).WithPlugin(nodeResourcesFit)
-		diag.NodeToStatus.SetAbsentNodesStatus(st)
-		diag.PreFilterMsg = st.Message()
-		diag.AddPluginStatus(st)
-		return fitOutcome(pod, len(all), diag)
-	}
-	pre, st, unsched := fw.RunPreFilterPlugins(ctx, cs, pod)
-	diag.UnschedulablePlugins = unsched
-	if !st.IsSuccess() {
-		if !st.IsRejected() {
-			return Outcome{Result: Error, Message: st.AsError().Error()}
-		}
-		diag.NodeToStatus.SetAbsentNodesStatus(st)
-		diag.PreFilterMsg = st.Message()
-		diag.AddPluginStatus(st)
-		return fitOutcome(pod, len(all), diag)
+	pre, unsched, o, done := s.fwPreFilter(ctx, cs, pi, len(all), &diag)
+	if done {
+		return o
 	}
 	var out Outcome
 	if s.hasNom {
@@ -191,17 +177,7 @@ func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pi *framework
 		out.Result, out.Node = Scheduled, node
 		return out
 	}
-	nodes := all
-	if !pre.AllNodes() {
-		nodes = make([]fwk.NodeInfo, 0, len(pre.NodeNames))
-		for _, ni := range all {
-			if pre.NodeNames.Has(ni.Node().Name) {
-				nodes = append(nodes, ni)
-			}
-		}
-		diag.NodeToStatus.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
-			fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(unsched))))
-	}
+	nodes := preFiltered(all, pre, unsched, &diag)
 	memo := s.verdicts(cs, pod)
 	memo.bound(len(all))
 	if o, ok := s.repeated(memo, nodes, len(all)); ok {
@@ -232,6 +208,53 @@ func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pi *framework
 	}
 	out.Node = node
 	return out
+}
+
+// preFiltered returns the nodes of all that the PreFilter result pre
+// keeps (all of them if it names none) and, if it keeps fewer, records in
+// diag that the others failed the plugins unsched. O(nodes).
+func preFiltered(all []fwk.NodeInfo, pre *fwk.PreFilterResult, unsched sets.Set[string], diag *fwframework.Diagnosis) []fwk.NodeInfo {
+	if pre.AllNodes() {
+		return all
+	}
+	nodes := make([]fwk.NodeInfo, 0, len(pre.NodeNames))
+	for _, ni := range all {
+		if pre.NodeNames.Has(ni.Node().Name) {
+			nodes = append(nodes, ni)
+		}
+	}
+	diag.NodeToStatus.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+		fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(unsched))))
+	return nodes
+}
+
+// fwPreFilter runs the PreFilter plugins for the pod of pi (or refuses
+// it at once for requests that overflow, as NodeResourcesFit would) and
+// returns their result, the plugins that rejected, and, with done, the
+// outcome if the cycle ends here: an error, or no node because a
+// PreFilter rejected. n is the number of nodes, for the message.
+func (s *Scheduler) fwPreFilter(ctx context.Context, cs fwk.CycleState, pi *framework.PodInfo, n int,
+	diag *fwframework.Diagnosis) (pre *fwk.PreFilterResult, unsched sets.Set[string], o Outcome, done bool) {
+	pod := pi.Pod
+	if pi.InvalidRequests != nil {
+		st := fwk.NewStatus(fwk.UnschedulableAndUnresolvable, pi.InvalidRequests.Error()).WithPlugin(nodeResourcesFit)
+		diag.NodeToStatus.SetAbsentNodesStatus(st)
+		diag.PreFilterMsg = st.Message()
+		diag.AddPluginStatus(st)
+		return nil, nil, fitOutcome(pod, n, *diag), true
+	}
+	pre, st, unsched := s.cur.fw.Framework().RunPreFilterPlugins(ctx, cs, pod)
+	diag.UnschedulablePlugins = unsched
+	if st.IsSuccess() {
+		return pre, unsched, Outcome{}, false
+	}
+	if !st.IsRejected() {
+		return nil, nil, Outcome{Result: Error, Message: st.AsError().Error()}, true
+	}
+	diag.NodeToStatus.SetAbsentNodesStatus(st)
+	diag.PreFilterMsg = st.Message()
+	diag.AddPluginStatus(st)
+	return nil, nil, fitOutcome(pod, n, *diag), true
 }
 
 // fwFilter runs the filters, with the nominated pods, on nodes from
