@@ -304,8 +304,9 @@ type WhatIfPod struct {
 	Node     string                 `json:"node,omitempty"`
 	Preempts []types.NamespacedName `json:"preempts,omitempty"`
 	// Reason says why it does not fit now, as its scheduling cycle said
-	// (the message of its PodScheduled=False condition); empty if it
-	// fits, with or without preempting.
+	// (the message of its PodScheduled=False condition; where one cycle
+	// answers, without what preemption found, which then could not help);
+	// empty if it fits, with or without preempting.
 	Reason string `json:"reason,omitempty"`
 	// Forecast is its predicted start behind the pods already pending.
 	Forecast PodForecast `json:"forecast"`
