@@ -129,3 +129,45 @@ func TestUpdateFollowsAMembersNominatedNodeName(t *testing.T) {
 		})
 	}
 }
+
+// TestStandbyKeepsNominationsWhenRecordsArrive: a standby parks a pod it
+// never tried when the leader's failure record arrives (repark, which
+// takes the pod out of the queue and parks it again); the nomination it
+// took from the pod's status, unchanged by the update, stays. Before
+// 2026-11-29 the repark dropped it, and the standby, once leader,
+// counted the room freed for the pod as free.
+func TestStandbyKeepsNominationsWhenRecordsArrive(t *testing.T) {
+	tests := []struct {
+		name, nominated string
+	}{
+		{name: "nominated", nominated: "n1"},
+		{name: "not nominated"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fullCluster(t, 3)
+			q, h := newLeader(t, false, nil)
+			unrecorded := cluster{nodes: c.nodes, assigned: c.assigned}
+			for _, p := range c.pending {
+				p.Status.NominatedNodeName = tc.nominated
+				bare := p.DeepCopy()
+				bare.Annotations, bare.Status.Conditions = nil, nil
+				unrecorded.pending = append(unrecorded.pending, bare)
+			}
+			unrecorded.list(h, false)
+			for i, p := range c.pending {
+				h.UpdatePod(unrecorded.pending[i], p)
+			}
+			// Parked, then woken to backoff by the reconcile where the
+			// nominations differ from the records': out of activeQ.
+			if got := q.Counts(); got.Active != 0 {
+				t.Fatalf("after the records: %+v, want all reparked", got)
+			}
+			for _, p := range c.pending {
+				if got, _ := q.Nomination(framework.Key(p)); got != tc.nominated {
+					t.Errorf("%s nominated to %q, want %q", p.Name, got, tc.nominated)
+				}
+			}
+		})
+	}
+}
