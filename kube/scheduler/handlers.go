@@ -136,6 +136,34 @@ func (h *Handlers) restoreNomination(p *v1.Pod) {
 	h.check("nominate", p, h.Queue.Nominate(framework.Key(p), node))
 }
 
+// followNomination makes the queue's nomination of newPod, a pending pod
+// of ours that is queued or in flight, follow an update of its
+// status.nominatedNodeName, as kube-scheduler v1.37.2's nominator does: a
+// nomination the update adds, changes or removes (a previous leader's
+// late write, a user's or another component's) is taken as the pod's.
+// When old and new agree, the queue's nomination (prev, had, read before
+// the update) is kept: one the scheduler made and whose write is not
+// seen yet, or one it dropped without clearing the status (see
+// docs/preemption.md). A requeue that dropped it (repark) gets it back.
+// The room a nomination leaves on a node frees the pods it kept out
+// (freeNominatedRoom); schedq's own write, seen later, changes nothing.
+func (h *Handlers) followNomination(oldPod, newPod *v1.Pod, prev string, had bool) {
+	key := framework.Key(newPod)
+	want := newPod.Status.NominatedNodeName
+	if oldPod.Status.NominatedNodeName == want {
+		if !had {
+			return
+		}
+		want = prev
+	}
+	if cur, _ := h.Queue.Nomination(key); cur != want {
+		h.check("nominate", newPod, h.Queue.Nominate(key, want))
+	}
+	if now, ok := h.Queue.Nomination(key); had && (!ok || now != prev) {
+		h.check("move", newPod, freeNominatedRoom(h.Queue, oldPod, prev))
+	}
+}
+
 // UpdatePod handles a changed pod. A new UID under the same name is a
 // pod deleted and created again (seen as an update after a watch gap): it
 // is handled as such, so that the new pod is not taken for a stale view of
@@ -185,10 +213,11 @@ func (h *Handlers) updatePod(oldPod, newPod *v1.Pod) {
 				return
 			}
 		}
-		if h.warm != nil && h.warm.repark(h, oldPod, newPod) {
-			return
+		prev, had := h.Queue.Nomination(framework.Key(newPod))
+		if h.warm == nil || !h.warm.repark(h, oldPod, newPod) {
+			h.check("update", newPod, h.Queue.Update(oldPod, newPod))
 		}
-		h.check("update", newPod, h.Queue.Update(oldPod, newPod))
+		h.followNomination(oldPod, newPod, prev, had)
 	case assigned(oldPod):
 		// Finished: its resources are free.
 		h.deletePod(oldPod)
