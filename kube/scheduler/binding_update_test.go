@@ -199,13 +199,7 @@ func TestPodUpdatedDuringReserveIsRequeuedUpdated(t *testing.T) {
 	if out := f.once(); out.Result != Unschedulable {
 		t.Fatalf("outcome %v %q, want Unschedulable at Reserve", out.Result, out.Message)
 	}
-	info, _, ok := f.q.Get(framework.Key(p))
-	if !ok {
-		t.Fatal("the pod is not requeued")
-	}
-	if info.Item.ResourceVersion != u.ResourceVersion {
-		t.Fatalf("requeued as resourceVersion %q, want the update's %q", info.Item.ResourceVersion, u.ResourceVersion)
-	}
+	requireQueuedAs(t, f, p, u)
 }
 
 // TestGangMemberUpdatedDuringItsGroupCycle: an update of a member during
@@ -229,13 +223,7 @@ func TestGangMemberUpdatedDuringItsGroupCycle(t *testing.T) {
 	}
 	nb.done["p"](errors.New("etcd timeout"))
 	nb.done["q"](nil)
-	info, _, ok := f.q.Get(framework.Key(p))
-	if !ok {
-		t.Fatal("the member is not given back")
-	}
-	if info.Item.ResourceVersion != u.ResourceVersion {
-		t.Fatalf("given back as resourceVersion %q, want the update's %q", info.Item.ResourceVersion, u.ResourceVersion)
-	}
+	requireQueuedAs(t, f, p, u)
 }
 
 // TestHeldMemberQueuedAllTheSameGetsItsUpdates: a member held to retry
@@ -261,6 +249,13 @@ func TestHeldMemberQueuedAllTheSameGetsItsUpdates(t *testing.T) {
 	}
 	u := relabelled(p)
 	f.h.UpdatePod(p, u)
+	requireQueuedAs(t, f, p, u)
+}
+
+// requireQueuedAs fails t unless the queue holds p's key as the update u
+// (its resourceVersion).
+func requireQueuedAs(t *testing.T, f *fixture, p, u *v1.Pod) {
+	t.Helper()
 	info, _, ok := f.q.Get(framework.Key(p))
 	if !ok || info.Item.ResourceVersion != u.ResourceVersion {
 		t.Fatalf("queued %v as resourceVersion %q, want the update's %q", ok, info.Item.ResourceVersion, u.ResourceVersion)
