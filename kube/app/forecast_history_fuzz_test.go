@@ -27,6 +27,7 @@ func FuzzHistoryFile(f *testing.F) {
 		histHeader + strings.Replace(run, `"10m0s"`, `"0s"`, 1),
 		histHeader + strings.Replace(run, `{"team":"a"}`, `["a"]`, 1),
 		histHeader + `{"namespace":"default","runtime":"1h","state":"censored"}` + "\n",
+		histHeader + strings.Replace(run, `"2026-03-01T12:00:00Z"`, `"0000-01-01T00:00:00+01:00"`, 1),
 		`{"kind":"SchedqHistory","version":2}` + "\n" + run,
 		"apiVersion: v1\n",
 	} {
