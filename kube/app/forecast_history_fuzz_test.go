@@ -15,7 +15,7 @@ import (
 // either refuse the file with an error naming it and the line, or load
 // runs that encodeHistory writes and loadHistoryFile reads back the same.
 // The seeds run under plain go test. Fuzz it with
-// go test -run XXX -fuzz FuzzHistoryFile -fuzztime 3m ./kube/app
+// go test -run XXX -fuzz FuzzHistoryFile -fuzztime 3m -fuzzminimizetime 100x ./kube/app
 func FuzzHistoryFile(f *testing.F) {
 	run := `{"uid":"u1","namespace":"default","labels":{"team":"a"},"controller":{"kind":"Job","name":"j"},"runtime":"10m0s","state":"finished","observed":"2026-03-01T12:00:00Z"}` + "\n"
 	cut := `{"namespace":"default","runtime":"1h","state":"censored","observed":"2026-03-01T12:00:00+02:00"}` + "\n"

@@ -12,7 +12,7 @@ import (
 // an error that names it or give a configuration that decodes again to
 // the same settings. The seeds, the repository's configuration files and
 // a few bad ones, run under plain go test. Fuzz it with
-// go test -run XXX -fuzz FuzzLoadSettings -fuzztime 3m ./kube/profile
+// go test -run XXX -fuzz FuzzLoadSettings -fuzztime 3m -fuzzminimizetime 100x ./kube/profile
 func FuzzLoadSettings(f *testing.F) {
 	for _, path := range []string{"../sim/testdata/gpu-policy-fgd.yaml"} {
 		data, err := os.ReadFile(path)

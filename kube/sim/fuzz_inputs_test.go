@@ -15,7 +15,10 @@ import (
 // validation accepts and that the simulator can build from. The seeds are
 // the repository's own files and a few bad ones; they run under plain go
 // test. Fuzz one with, for example,
-// go test -run XXX -fuzz FuzzSnapshot -fuzztime 3m ./kube/sim
+// go test -run XXX -fuzz FuzzSnapshot -fuzztime 3m -fuzzminimizetime 100x ./kube/sim
+// (without -fuzzminimizetime, minimizing each new input for up to a
+// minute, a build of the simulator a run, takes the whole time on the
+// large seeds).
 
 // maxFuzzInput bounds an input of the fuzz targets: the readers' own
 // limits are far larger, and the fuzzer's inputs stay far smaller.
