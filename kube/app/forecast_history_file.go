@@ -185,6 +185,10 @@ func parseHistoryRun(b []byte) (observed, error) {
 		return observed{}, fmt.Errorf("state: %q is neither %q nor %q", r.State, runFinished, runCensored)
 	case r.Observed.IsZero():
 		return observed{}, errors.New("observed: missing")
+	case r.Observed.UTC().Year() < 0 || r.Observed.UTC().Year() > 9999:
+		// The file is written in UTC, whose year must have four digits:
+		// a run kept with such a time could never be written back.
+		return observed{}, fmt.Errorf("observed: %s is, in UTC, outside the years 0000 to 9999", r.Observed.Format(time.RFC3339))
 	case r.Controller != nil && (r.Controller.Kind == "" || r.Controller.Name == ""):
 		return observed{}, errors.New("controller: needs both kind and name")
 	}

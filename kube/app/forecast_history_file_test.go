@@ -90,6 +90,12 @@ func TestHistoryFileLoad(t *testing.T) {
 		{name: "bad state", content: new(histHeader + strings.Replace(run, `"finished"`, `"done"`, 1)), wantErr: []string{"line 2", `state: "done"`}},
 		{name: "labels of the wrong type", content: new(histHeader + strings.Replace(run, `{"team":"a"}`, `["a"]`, 1)), wantErr: []string{"line 2", "labels: array"}},
 		{name: "unknown field", content: new(histHeader + strings.Replace(run, `"uid"`, `"id"`, 1)), wantErr: []string{"line 2", `unknown field "id"`}},
+		// Such a time reads, but in UTC it has no four-digit year, and
+		// the file written back (in UTC) would fail at every write.
+		{name: "observed before year 0 in UTC", content: new(histHeader + strings.Replace(run, `"2026-03-01T12:00:00Z"`, `"0000-01-01T00:00:00+01:00"`, 1)),
+			wantErr: []string{"line 2", "observed: 0000-01-01T00:00:00+01:00 is, in UTC, outside the years 0000 to 9999"}},
+		{name: "observed after year 9999 in UTC", content: new(histHeader + strings.Replace(run, `"2026-03-01T12:00:00Z"`, `"9999-12-31T23:59:59-01:00"`, 1)),
+			wantErr: []string{"line 2", "observed: 9999-12-31T23:59:59-01:00 is, in UTC"}},
 		{name: "no observed", content: new(histHeader + `{"namespace":"default","runtime":"1h","state":"censored"}` + "\n"), wantErr: []string{"line 2", "observed: missing"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
