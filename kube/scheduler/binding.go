@@ -270,6 +270,9 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 		s.staleTerm(ctx, info, node, pb, err)
 	default:
 		if s.keepInDoubt(ctx, pod, node, pb, err) {
+			if pb.gang != nil {
+				pb.gang.inDoubt(ctx) // its failed members are held no more once the others end
+			}
 			return // the next term settles it (doubt.go)
 		}
 		held := true
