@@ -158,7 +158,7 @@ func (g *gangBinds) droppedBelow(bound, dropped, doubt int) {
 		return
 	}
 	g.s.o.Logger.Warn("group binding ended below minCount: members were deleted, replaced or bound elsewhere while they were bound, and none goes back to the queue",
-		"group", g.group, "bound", bound, "inDoubt", doubt, "minCount", g.minCount, "dropped", dropped)
+		"group", g.group, "bound", bound, "minCount", g.minCount, "dropped", dropped, "inDoubt", doubt)
 }
 
 // EventGroupMemberRetry moves a group parked when its members whose
