@@ -98,6 +98,23 @@ func (s *Scheduler) memberFailed(ctx context.Context, info Attempt, pb *pendingB
 	pb.gang.retry(ctx, pb.current(info), err)
 }
 
+// memberCancelled ends, in its attempt's tally, a group member's binding
+// cancelled but not left in doubt: the cache no longer assumed the member
+// when its term ended (the informer showed it bound, deleted or replaced
+// first), or its term goes on (a plugin's cancellation). The member is
+// counted bound if the cache places it, else ended as a failed binding
+// (memberFailed: retried with its group if still held). Before, such a
+// binding ended without a word to the tally, which then never ended: the
+// members whose bindings had failed stayed held to retry for good.
+func (s *Scheduler) memberCancelled(ctx context.Context, info Attempt, pb *pendingBinding, held bool, err error) {
+	if _, onNode := s.cache.NodeOf(framework.Key(info.Item)); onNode {
+		s.cache.unretry(info.Item)
+		pb.gang.settle(ctx, true)
+		return
+	}
+	s.memberFailed(ctx, info, pb, held, err)
+}
+
 // retry records a binding that failed: its member is requeued once every
 // binding of the attempt has ended.
 func (g *gangBinds) retry(ctx context.Context, info Attempt, err error) {

@@ -136,3 +136,42 @@ func TestGangMemberFailsThenTermEndsWithTheOtherInDoubt(t *testing.T) {
 		})
 	}
 }
+
+// TestGangMemberFailsThenTermEndsWithTheOtherSeenBound: as
+// TestGangMemberFailsThenTermEndsWithTheOtherInDoubt, but the informer
+// shows train-1 bound before its cancelled binding returns, so it is not
+// left in doubt (the cache no longer assumes it). Its binding used to end
+// on the cancellation without a word to its attempt's tally, which then
+// never ended either: train-0 stayed held to retry for the ended term.
+func TestGangMemberFailsThenTermEndsWithTheOtherSeenBound(t *testing.T) {
+	f, w := newGangFixture(t)
+	nb := &namedBinder{done: map[string]func(error){}, waiting: map[string]bool{}}
+	f.s = mustNew(t, f.q, f.c, nb, warnReporter{f.r, w}, Options{})
+	f.h.AddNode(node("a", 4000))
+	f.h.AddPodGroup(podGroup("train", 2, 0))
+	a, b := memberPod("train-0", "train", 1000), memberPod("train-1", "train", 1000)
+	f.h.AddPod(a)
+	f.h.AddPod(b)
+	term, end := context.WithCancel(context.Background())
+	defer end()
+	info, err := f.q.Pop(ended)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := f.s.ScheduleOne(term, info); out.Result != Scheduled {
+		t.Fatalf("%+v", out)
+	}
+	nb.done["train-0"](errors.New("etcd timeout"))
+	end()
+	f.h.UpdatePod(b, boundTo(b, "a")) // its request landed; the informer says so first
+	nb.done["train-1"](context.Canceled)
+	if len(f.c.InDoubt()) != 0 {
+		t.Fatalf("in doubt: %v, want none", f.c.InDoubt())
+	}
+	if why, held := f.c.HeldApart(framework.Key(a)); held {
+		t.Errorf("train-0 still held apart once every binding of its attempt has ended: %q", why)
+	}
+	if _, _, ok := f.q.Get(framework.Key(a)); !ok {
+		t.Errorf("train-0 not given back to its term's queue")
+	}
+}
