@@ -270,6 +270,9 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 		s.staleTerm(ctx, info, node, pb, err)
 	default:
 		if s.keepInDoubt(ctx, pod, node, pb, err) {
+			if pb.gang != nil {
+				pb.gang.inDoubt(ctx) // its failed members are held no more once the others end
+			}
 			return // the next term settles it (doubt.go)
 		}
 		held := true
@@ -279,6 +282,9 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 			s.forget(ctx, pod, pb)
 		}
 		if errors.Is(err, context.Canceled) {
+			if pb.gang != nil {
+				s.memberCancelled(ctx, info, pb, held, err)
+			}
 			return // shutting down: the next leader starts from the API server
 		}
 		if _, onNode := s.cache.NodeOf(key); onNode {

@@ -30,6 +30,7 @@ type gangBinds struct {
 	pending int     // bindings not ended yet
 	bound   int     // bindings that bound their member
 	dropped int     // bindings that ended without a retry, not bound
+	doubt   int     // bindings left in doubt (their term ended first)
 	retries []retry // members to requeue once all have ended
 }
 
@@ -65,6 +66,24 @@ func (g *gangBinds) settle(ctx context.Context, bound bool) {
 	g.end(ctx)
 }
 
+// inDoubt records a binding left in doubt (Scheduler.keepInDoubt): its
+// term ended before the API server's answer came. It counts as ended:
+// the binder is done with it, its term's queue is discarded, and what
+// settles it (the pod informer, or a read of the next term's:
+// Handlers.SettleInDoubt) never reports to this tally. Left pending, it
+// kept the tally from ever ending, and the members whose bindings failed
+// held as retrying for good (Cache.retrying): the next term's queue,
+// rebuilt from the informer, takes them in all the same, while the hold
+// still explained them as waiting for their group's bindings
+// (Cache.HeldApart) and kept the ended term's scheduler in memory. The
+// member in doubt keeps its room in the cache, so the next term's
+// attempt of its group counts it as placed until it is settled.
+func (g *gangBinds) inDoubt(ctx context.Context) {
+	g.mu.Lock()
+	g.doubt++
+	g.end(ctx)
+}
+
 // memberFailed ends the failed binding of a group member: retried with
 // its group (retry) if held, that is if the cache still held its
 // assumption when it was forgotten (forgetToRetry); otherwise the informer
@@ -77,6 +96,23 @@ func (s *Scheduler) memberFailed(ctx context.Context, info Attempt, pb *pendingB
 		return
 	}
 	pb.gang.retry(ctx, pb.current(info), err)
+}
+
+// memberCancelled ends, in its attempt's tally, a group member's binding
+// cancelled but not left in doubt: the cache no longer assumed the member
+// when its term ended (the informer showed it bound, deleted or replaced
+// first), or its term goes on (a plugin's cancellation). The member is
+// counted bound if the cache places it, else ended as a failed binding
+// (memberFailed: retried with its group if still held). Before, such a
+// binding ended without a word to the tally, which then never ended: the
+// members whose bindings had failed stayed held to retry for good.
+func (s *Scheduler) memberCancelled(ctx context.Context, info Attempt, pb *pendingBinding, held bool, err error) {
+	if _, onNode := s.cache.NodeOf(framework.Key(info.Item)); onNode {
+		s.cache.unretry(info.Item)
+		pb.gang.settle(ctx, true)
+		return
+	}
+	s.memberFailed(ctx, info, pb, held, err)
 }
 
 // retry records a binding that failed: its member is requeued once every
@@ -95,22 +131,25 @@ func (g *gangBinds) end(ctx context.Context) {
 		g.mu.Unlock()
 		return
 	}
-	retries, bound, dropped := g.retries, g.before+g.bound, g.dropped
+	retries, bound, dropped, doubt := g.retries, g.before+g.bound, g.dropped, g.doubt
 	g.retries = nil
 	g.mu.Unlock()
 	if len(retries) == 0 {
-		g.droppedBelow(bound, dropped)
+		g.droppedBelow(bound, dropped, doubt)
 		return
 	}
 
 	s := g.s
-	below := bound < g.minCount
+	below := bound+doubt < g.minCount
 	summary := fmt.Sprintf("group %s: %d of minCount %d bound", g.group, bound, g.minCount)
+	if doubt > 0 {
+		summary += fmt.Sprintf(", %d in doubt (the term ended before the API server answered)", doubt)
+	}
 	if below {
 		summary += " (below minCount)"
 	}
 	s.o.Logger.Warn("group binding: members failed to bind and go back to the queue with their group",
-		"group", g.group, "bound", bound, "minCount", g.minCount, "failed", len(retries), "dropped", dropped, "belowMinCount", below)
+		"group", g.group, "bound", bound, "minCount", g.minCount, "failed", len(retries), "dropped", dropped, "inDoubt", doubt, "belowMinCount", below)
 	msgs := make([]string, len(retries))
 	for i, r := range retries {
 		msgs[i] = fmt.Sprintf("%s; binding this member failed: %v; it is retried with its group", summary, r.err)
@@ -128,13 +167,15 @@ func (g *gangBinds) end(ctx context.Context) {
 // bound were deleted, replaced or bound by someone else meanwhile, or
 // their namespace is going away. A controller's new pod for a deleted
 // member completes the group (or, if it does not fit, has it released:
-// docs/gangs.md); nothing else does.
-func (g *gangBinds) droppedBelow(bound, dropped int) {
-	if dropped == 0 || bound >= g.minCount {
+// docs/gangs.md); nothing else does. The members left in doubt (doubt)
+// may be bound: they count towards minCount here, as the next term's
+// cache counts them until they are settled.
+func (g *gangBinds) droppedBelow(bound, dropped, doubt int) {
+	if dropped == 0 || bound+doubt >= g.minCount {
 		return
 	}
 	g.s.o.Logger.Warn("group binding ended below minCount: members were deleted, replaced or bound elsewhere while they were bound, and none goes back to the queue",
-		"group", g.group, "bound", bound, "minCount", g.minCount, "dropped", dropped)
+		"group", g.group, "bound", bound, "minCount", g.minCount, "dropped", dropped, "inDoubt", doubt)
 }
 
 // EventGroupMemberRetry moves a group parked when its members whose

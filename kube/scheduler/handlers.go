@@ -207,8 +207,9 @@ func (h *Handlers) updatePod(oldPod, newPod *v1.Pod) {
 		if held {
 			// A group member held to retry with its group: the hold keeps
 			// the update, to give back, unless a queue took the member in
-			// all the same (a new term's, rebuilt while the hold's tally
-			// waits for bindings of the ended term that never end).
+			// all the same (a new term's, rebuilt while a hold of the
+			// ended term's lingers; a binding left in doubt no longer
+			// keeps one, gangBinds.inDoubt, so this is a defence).
 			if _, _, queued := h.Queue.Get(framework.Key(newPod)); !queued {
 				return
 			}
