@@ -56,7 +56,9 @@ type Config[K comparable, T any] struct {
 	// Less, if set, replaces the default order: true if a goes first. Set
 	// it instead of Priority, not with it.
 	// Items that Less finds equal pop in the order they entered activeQ.
-	// It runs under the lock and must be pure and fast.
+	// It runs under the lock, except in Queue.Pending's sort, which calls
+	// it outside the lock on copies of the items' Info, maybe while other
+	// operations run; it must be pure and fast.
 	Less func(a, b *Info[T]) bool
 
 	// Fairness, if set, orders activeQ fairly between tenants (see

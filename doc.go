@@ -85,7 +85,10 @@
 // Queue is Core behind one mutex, for concurrent use: Pop blocks until an
 // item is poppable (it is woken whenever an operation leaves one), and Run
 // drives Tick on Config.Clock. Every callback of the caller's runs under
-// that lock, inside the operation that calls it:
+// that lock, inside the operation that calls it (one exception: Config.Less,
+// which Queue.Pending's sort also calls after releasing the lock, on copies
+// of the items' Info, maybe while other operations run; Less being pure,
+// that is safe):
 //
 //   - from Config: Key, Priority or Less, Group, HintClass, Match,
 //     UpdateEvents, the hint functions (EventHint.Fn), the PreEnqueue checks (Admit), Budget

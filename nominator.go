@@ -59,9 +59,10 @@ func (n *nominator[K]) drop(key K) {
 // A new nomination replaces the item's previous one; an empty target
 // clears it. The nomination lasts until cleared, replaced, or the item
 // leaves the queue (Delete, or Done of its attempt); requeues and updates
-// keep it. It returns an error wrapping ErrNotFound if the key is neither
-// queued nor in flight, or was deleted during its attempt. O(m) for m
-// items nominated to the item's previous target.
+// keep it. A nomination to a target returns an error wrapping ErrNotFound
+// if the key is neither queued nor in flight, or was deleted during its
+// attempt; clearing one (an empty target) never fails, whatever the key.
+// O(m) for m items nominated to the item's previous target.
 func (c *Core[K, T]) Nominate(key K, target string) error {
 	defer c.check()
 	if !c.nominable(key) {

@@ -285,6 +285,8 @@ func (c *Core[K, T]) page(s *pendingSnap[K, T], o PendingOptions[T], now time.Ti
 // Core.Pending). It holds the lock to copy what the order needs (O(n)),
 // sorts outside it, and takes it again to explain the page's items
 // (O(page)); an item that moved in between is explained where it is.
+// With Config.Less set, the sort calls Less outside the lock, on copies
+// of the items' Info: the one callback that runs outside it.
 func (q *Queue[K, T]) Pending(o PendingOptions[T]) PendingPage[K] {
 	q.mu.Lock()
 	s := q.core.snapshot(o, q.clock.Now())

@@ -10,8 +10,9 @@ import (
 // blocking Pop and a Run loop that drives Tick on the configured Clock. All
 // methods are safe for concurrent use. Every callback of the caller's runs
 // under the lock, inside the operation that calls it (the package
-// documentation lists them). Make one with New: the zero Queue has no
-// Config, is not usable, and panics on Add, Pop or Close.
+// documentation lists them), except Config.Less in Pending's sort. Make
+// one with New: the zero Queue has no Config, is not usable, and panics
+// on Add, Pop or Close.
 type Queue[K comparable, T any] struct {
 	mu      sync.Mutex
 	cond    sync.Cond
