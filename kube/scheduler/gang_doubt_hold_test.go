@@ -47,24 +47,8 @@ func TestGangMemberFailsThenTermEndsWithTheOtherInDoubt(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f, w := newGangFixture(t)
-			nb := &namedBinder{done: map[string]func(error){}, waiting: map[string]bool{}}
-			f.s = mustNew(t, f.q, f.c, nb, warnReporter{f.r, w}, Options{})
-			f.h.AddNode(node("a", 4000))
-			f.h.AddPodGroup(podGroup("train", 2, 0))
-			a, b := memberPod("train-0", "train", 1000), memberPod("train-1", "train", 1000)
-			f.h.AddPod(a)
-			f.h.AddPod(b)
-
-			term, end := context.WithCancel(context.Background())
+			f, w, nb, a, b, end := trainInATerm(t)
 			defer end()
-			info, err := f.q.Pop(ended)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out := f.s.ScheduleOne(term, info); out.Result != Scheduled {
-				t.Fatalf("first term: %+v", out)
-			}
 			if tc.doubtFirst {
 				end() // the term ends with both bindings in flight
 				nb.done["train-1"](context.Canceled)
@@ -115,7 +99,7 @@ func TestGangMemberFailsThenTermEndsWithTheOtherInDoubt(t *testing.T) {
 
 			nb2 := &namedBinder{done: map[string]func(error){}, waiting: map[string]bool{}}
 			s2 := mustNew(t, q2, f.c, nb2, warnReporter{f.r, w}, Options{})
-			info, err = q2.Pop(ended)
+			info, err := q2.Pop(ended)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,23 +128,8 @@ func TestGangMemberFailsThenTermEndsWithTheOtherInDoubt(t *testing.T) {
 // on the cancellation without a word to its attempt's tally, which then
 // never ended either: train-0 stayed held to retry for the ended term.
 func TestGangMemberFailsThenTermEndsWithTheOtherSeenBound(t *testing.T) {
-	f, w := newGangFixture(t)
-	nb := &namedBinder{done: map[string]func(error){}, waiting: map[string]bool{}}
-	f.s = mustNew(t, f.q, f.c, nb, warnReporter{f.r, w}, Options{})
-	f.h.AddNode(node("a", 4000))
-	f.h.AddPodGroup(podGroup("train", 2, 0))
-	a, b := memberPod("train-0", "train", 1000), memberPod("train-1", "train", 1000)
-	f.h.AddPod(a)
-	f.h.AddPod(b)
-	term, end := context.WithCancel(context.Background())
+	f, _, nb, a, b, end := trainInATerm(t)
 	defer end()
-	info, err := f.q.Pop(ended)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out := f.s.ScheduleOne(term, info); out.Result != Scheduled {
-		t.Fatalf("%+v", out)
-	}
 	nb.done["train-0"](errors.New("etcd timeout"))
 	end()
 	f.h.UpdatePod(b, boundTo(b, "a")) // its request landed; the informer says so first
@@ -174,4 +143,30 @@ func TestGangMemberFailsThenTermEndsWithTheOtherSeenBound(t *testing.T) {
 	if _, _, ok := f.q.Get(framework.Key(a)); !ok {
 		t.Errorf("train-0 not given back to its term's queue")
 	}
+}
+
+// trainInATerm returns a fixture whose scheduler has placed the gang
+// train (train-0 and train-1, minCount 2, on node a) in one attempt
+// under a term's context, both bindings waiting on nb; end ends the term.
+func trainInATerm(t *testing.T) (f *fixture, w *warnings, nb *namedBinder, a, b *v1.Pod, end context.CancelFunc) {
+	t.Helper()
+	f, w = newGangFixture(t)
+	nb = &namedBinder{done: map[string]func(error){}, waiting: map[string]bool{}}
+	f.s = mustNew(t, f.q, f.c, nb, warnReporter{f.r, w}, Options{})
+	f.h.AddNode(node("a", 4000))
+	f.h.AddPodGroup(podGroup("train", 2, 0))
+	a, b = memberPod("train-0", "train", 1000), memberPod("train-1", "train", 1000)
+	f.h.AddPod(a)
+	f.h.AddPod(b)
+	term, end := context.WithCancel(context.Background())
+	info, err := f.q.Pop(ended)
+	if err != nil {
+		end()
+		t.Fatal(err)
+	}
+	if out := f.s.ScheduleOne(term, info); out.Result != Scheduled {
+		end()
+		t.Fatalf("the term's attempt: %+v", out)
+	}
+	return f, w, nb, a, b, end
 }
