@@ -55,9 +55,7 @@ func TestPodUpdatedDuringItsBindingIsGivenBackUpdated(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f, w := newGangFixture(t)
-			nb := &namedBinder{done: map[string]func(error){}, waiting: map[string]bool{"p": tc.waiting}}
-			f.s = mustNew(t, f.q, f.c, nb, warnReporter{f.r, w}, Options{})
+			f, _, nb := gangWithNamedBinder(t, map[string]bool{"p": tc.waiting})
 			f.h.AddNode(node("n", 4000))
 			p := pod("p", 100)
 			if tc.group {
@@ -112,9 +110,7 @@ func TestGangMemberUpdatedWhileHeldToRetry(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f, w := newGangFixture(t)
-			nb := &namedBinder{done: map[string]func(error){}, waiting: map[string]bool{"p": tc.waiting}}
-			f.s = mustNew(t, f.q, f.c, nb, warnReporter{f.r, w}, Options{})
+			f, _, nb := gangWithNamedBinder(t, map[string]bool{"p": tc.waiting})
 			f.h.AddNode(node("n", 4000))
 			f.h.AddPodGroup(podGroup("g", 2, 0))
 			p := memberPod("p", "g", 100)
@@ -232,9 +228,7 @@ func TestGangMemberUpdatedDuringItsGroupCycle(t *testing.T) {
 // that never end: they were left in doubt) is that queue's: its updates
 // go there, as to any queued pod, and are not kept by the dead hold.
 func TestHeldMemberQueuedAllTheSameGetsItsUpdates(t *testing.T) {
-	f, w := newGangFixture(t)
-	nb := &namedBinder{done: map[string]func(error){}, waiting: map[string]bool{}}
-	f.s = mustNew(t, f.q, f.c, nb, warnReporter{f.r, w}, Options{})
+	f, _, nb := gangWithNamedBinder(t, map[string]bool{})
 	f.h.AddNode(node("n", 4000))
 	f.h.AddPodGroup(podGroup("g", 2, 0))
 	p := memberPod("p", "g", 100)
@@ -260,4 +254,15 @@ func requireQueuedAs(t *testing.T, f *fixture, p, u *v1.Pod) {
 	if !ok || info.Item.ResourceVersion != u.ResourceVersion {
 		t.Fatalf("queued %v as resourceVersion %q, want the update's %q", ok, info.Item.ResourceVersion, u.ResourceVersion)
 	}
+}
+
+// gangWithNamedBinder returns newGangFixture's fixture and warnings with
+// a scheduler whose bindings wait on the returned binder, by pod name;
+// waiting[name] holds a binding before it starts (see namedBinder).
+func gangWithNamedBinder(t *testing.T, waiting map[string]bool) (*fixture, *warnings, *namedBinder) {
+	t.Helper()
+	f, w := newGangFixture(t)
+	nb := &namedBinder{done: map[string]func(error){}, waiting: waiting}
+	f.s = mustNew(t, f.q, f.c, nb, warnReporter{f.r, w}, Options{})
+	return f, w, nb
 }

@@ -150,9 +150,7 @@ func TestGangMemberFailsThenTermEndsWithTheOtherSeenBound(t *testing.T) {
 // under a term's context, both bindings waiting on nb; end ends the term.
 func trainInATerm(t *testing.T) (f *fixture, w *warnings, nb *namedBinder, a, b *v1.Pod, end context.CancelFunc) {
 	t.Helper()
-	f, w = newGangFixture(t)
-	nb = &namedBinder{done: map[string]func(error){}, waiting: map[string]bool{}}
-	f.s = mustNew(t, f.q, f.c, nb, warnReporter{f.r, w}, Options{})
+	f, w, nb = gangWithNamedBinder(t, map[string]bool{})
 	f.h.AddNode(node("a", 4000))
 	f.h.AddPodGroup(podGroup("train", 2, 0))
 	a, b = memberPod("train-0", "train", 1000), memberPod("train-1", "train", 1000)

@@ -102,9 +102,7 @@ func TestGangRetryOfAMemberGoneMeanwhile(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f, w := newGangFixture(t)
-			nb := &namedBinder{done: map[string]func(error){}, waiting: map[string]bool{"train-1": true}}
-			f.s = mustNew(t, f.q, f.c, nb, warnReporter{f.r, w}, Options{})
+			f, _, nb := gangWithNamedBinder(t, map[string]bool{"train-1": true})
 			f.h.AddNode(node("a", 8000))
 			f.h.AddPodGroup(podGroup("train", 3, 0))
 			f.addGang("train", 3, 1000)
