@@ -12,6 +12,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	feature "k8s.io/apiserver/pkg/util/feature"
+	dra "k8s.io/dynamic-resource-allocation/api"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -32,9 +33,11 @@ import (
 // nodes, runs the allocator on a few nodes per cycle instead of on every
 // node examined.
 //
-// A node answered from the memo has no allocation kept for Reserve, so
-// Reserve runs the real Filter on the chosen node first: what is
-// reserved and bound is always the allocator's own result for that node.
+// A node answered from the memo, or not filtered by this plugin at all
+// in the cycle (the scheduler's memo of whole verdicts, DRAStamp), has
+// no allocation kept for Reserve, so Reserve runs the real Filter on the
+// chosen node first: what is reserved and bound is always the
+// allocator's own result for that node.
 // Score needs none either: for claims of Exactly requests upstream's
 // score is 0 on every node.
 //
@@ -160,16 +163,21 @@ const draMemoKey fwk.StateKey = "schedq.io/dra-memo"
 // draCycle is a cycle's memo: the slices of each node, what is
 // allocated of the devices (the state the allocator starts from, and the
 // number of shares of each device), the answers by filterKey, and the
-// nodes answered from the memo (which Reserve filters for real).
+// nodes upstream's Filter accepted in the cycle (Reserve filters any
+// other for real).
 type draCycle struct {
 	mu       sync.Mutex
 	asks     map[string]memoAnswer                     // the answers of earlier cycles to what the pod asks
+	// key is what the pod asks (asksOf) if the answers may be kept
+	// across cycles by node (DRAFilterKey): vers counts the changes of
+	// state's pools. Empty otherwise.
+	key      string
 	pools    map[string][][]*resourceapi.ResourceSlice // by node name: the slices of each of its pools
 	state    *structured.AllocatedState
 	shares   map[structured.DeviceID]int
 	vers     PoolVersioner // the manager's counts of state's pools, or nil
 	answers  map[string]memoAnswer
-	answered map[string]bool
+	ran      map[string]bool // nodes upstream's Filter accepted in the cycle
 	buf      []byte
 }
 
@@ -240,10 +248,15 @@ func (d *draMemo) newCycle(pod *v1.Pod, list []*resourceapi.ResourceSlice, state
 	if !ok {
 		return nil
 	}
-	c := &draCycle{asks: prior, pools: pools, answers: map[string]memoAnswer{}, answered: map[string]bool{}}
+	c := &draCycle{asks: prior, pools: pools, answers: map[string]memoAnswer{}, ran: map[string]bool{}}
 	c.state, c.shares, c.vers = state, d.tap.shareCounts(state), d.tap.poolVersioner()
 	if c.shares == nil {
 		c.shares = countShares(state)
+	}
+	if c.vers != nil {
+		if _, kept := c.vers.PoolVersion(state, dra.UniqueString{}); kept {
+			c.key = asks
+		}
 	}
 	return c
 }
@@ -322,9 +335,10 @@ func (d *draMemo) sameSlices(list []*resourceapi.ResourceSlice) bool {
 
 // asksOf is what the allocator and Filter read of pod: its claims' specs
 // (each still to allocate: plainClaim), the DeviceClasses they name, and
-// the pod's containers' requests (DRA serves extended resources of some
-// classes); ok is false if a claim is not plain or an object is missing.
-// O(claims + containers).
+// the pod's containers' requests with every DeviceClass that serves an
+// extended resource (DRA serves those of the pod that a node does not
+// have); ok is false if a claim is not plain or an object is missing.
+// O(claims + containers + classes).
 func (d *draMemo) asksOf(pod *v1.Pod) (string, bool) {
 	m := d.h.SharedDRAManager()
 	var parts []any
@@ -352,6 +366,15 @@ func (d *draMemo) asksOf(pod *v1.Pod) (string, bool) {
 		}
 	}
 	parts = append(parts, pod.Spec.Overhead, pod.Spec.Resources)
+	classes, err := m.DeviceClasses().List()
+	if err != nil {
+		return "", false
+	}
+	classes = slices.DeleteFunc(slices.Clone(classes), func(c *resourceapi.DeviceClass) bool { return c.Spec.ExtendedResourceName == nil })
+	slices.SortFunc(classes, func(a, b *resourceapi.DeviceClass) int { return strings.Compare(a.Name, b.Name) })
+	for _, class := range classes {
+		parts = append(parts, class.Name, class.Spec)
+	}
 	b, err := json.Marshal(parts)
 	return string(b), err == nil
 }
@@ -385,9 +408,6 @@ func (d *draMemo) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni
 		a, ok = c.asks[key]
 		d.mu.Unlock()
 	}
-	if ok && a.code == fwk.Success {
-		c.answered[ni.Node().Name] = true
-	}
 	c.mu.Unlock()
 	if ok {
 		if a.code == fwk.Success {
@@ -403,6 +423,9 @@ func (d *draMemo) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni
 		}
 		c.mu.Lock()
 		c.answers[key] = a
+		if st.IsSuccess() {
+			c.ran[ni.Node().Name] = true
+		}
 		c.mu.Unlock()
 		d.mu.Lock()
 		c.asks[key] = a
@@ -411,17 +434,19 @@ func (d *draMemo) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni
 	return st
 }
 
-// Reserve filters the chosen node for real if the memo answered it, so
+// Reserve filters the chosen node for real unless upstream's Filter
+// accepted it in the cycle (a node the memo answered, or whose filters
+// the scheduler's memo of verdicts skipped, was not filtered by it), so
 // that upstream's Reserve has the allocator's result for it, then is
-// upstream's. For a PodGroup member it notes the node first (noteNode).
+// upstream's. For a
+// PodGroup member it notes the node first (noteNode).
 func (d *draMemo) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	d.noteNode(cs, nodeName)
 	if c := cycleMemo(cs); c != nil {
 		c.mu.Lock()
-		answered := c.answered[nodeName]
-		delete(c.answered, nodeName)
+		ran := c.ran[nodeName]
 		c.mu.Unlock()
-		if answered {
+		if !ran {
 			ni, err := d.h.SnapshotSharedLister().NodeInfos().Get(nodeName)
 			if err != nil {
 				return fwk.AsStatus(err)

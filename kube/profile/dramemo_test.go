@@ -203,44 +203,57 @@ func TestDRAMemoAnswersAsUpstream(t *testing.T) {
 	}
 }
 
-// TestDRAMemoReserveFiltersAnsweredNode: a node the memo answered
-// (its twin ran the allocator) is filtered for real at Reserve, so that
-// upstream's Reserve allocates the chosen node's own device.
+// TestDRAMemoReserveFiltersAnsweredNode: a node upstream's Filter did
+// not accept in the cycle is filtered for real at Reserve, so that
+// upstream's Reserve allocates the chosen node's own device: a node the
+// memo answered (its twin ran the allocator), and one the cycle never
+// filtered (the scheduler's memo of verdicts answered it, DRAStamp).
 func TestDRAMemoReserveFiltersAnsweredNode(t *testing.T) {
-	ctx := context.Background()
-	m, f := memoPlugin(t, memoCluster())
-	p := pod("p", "", withResourceClaim("want"))
-	cs := framework.NewCycleState()
-	if _, st := m.PreFilter(ctx, cs, p, nil); !st.IsSuccess() {
-		t.Fatalf("PreFilter: %v", st)
+	for _, tc := range []struct {
+		name     string
+		filtered []string
+		reserve  string
+	}{
+		{name: "answered from its twin", filtered: []string{"a", "b"}, reserve: "b"},
+		{name: "never filtered", filtered: []string{"a"}, reserve: "b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			m, f := memoPlugin(t, memoCluster())
+			p := pod("p", "", withResourceClaim("want"))
+			cs := framework.NewCycleState()
+			if _, st := m.PreFilter(ctx, cs, p, nil); !st.IsSuccess() {
+				t.Fatalf("PreFilter: %v", st)
+			}
+			for _, name := range tc.filtered {
+				ni, err := f.Snapshot().NodeInfos().Get(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st := m.Filter(ctx, cs, p, ni); !st.IsSuccess() {
+					t.Fatalf("Filter %s: %v", name, st)
+				}
+			}
+			if cycleMemo(cs).ran[tc.reserve] {
+				t.Fatalf("upstream's Filter ran on %s; the case wants a node it did not run on", tc.reserve)
+			}
+			if st := m.Reserve(ctx, cs, p, tc.reserve); !st.IsSuccess() {
+				t.Fatalf("Reserve %s: %v", tc.reserve, st)
+			}
+			state, err := f.fwk.SharedDRAManager().ResourceClaims().GatherAllocatedState()
+			if err != nil {
+				t.Fatal(err)
+			}
+			pools := map[string]bool{}
+			for id := range state.AggregatedCapacity {
+				pools[id.Pool.String()] = true
+			}
+			if !pools[tc.reserve] || pools["a"] {
+				t.Errorf("pools with capacity in use after Reserve on %s: %v, want %s's (and the other nodes'), not a's", tc.reserve, pools, tc.reserve)
+			}
+			m.Unreserve(ctx, cs, p, tc.reserve)
+		})
 	}
-	for _, name := range []string{"a", "b"} {
-		ni, err := f.Snapshot().NodeInfos().Get(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st := m.Filter(ctx, cs, p, ni); !st.IsSuccess() {
-			t.Fatalf("Filter %s: %v", name, st)
-		}
-	}
-	if !cycleMemo(cs).answered["b"] {
-		t.Fatal("b was not answered from a's result")
-	}
-	if st := m.Reserve(ctx, cs, p, "b"); !st.IsSuccess() {
-		t.Fatalf("Reserve b: %v", st)
-	}
-	state, err := f.fwk.SharedDRAManager().ResourceClaims().GatherAllocatedState()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pools := map[string]bool{}
-	for id := range state.AggregatedCapacity {
-		pools[id.Pool.String()] = true
-	}
-	if !pools["b"] || pools["a"] {
-		t.Errorf("pools with capacity in use after Reserve on b: %v, want b's (and c, d, e's), not a's", pools)
-	}
-	m.Unreserve(ctx, cs, p, "b")
 }
 
 // TestDRAMemoStandsAside: cycles whose answers could depend on more than

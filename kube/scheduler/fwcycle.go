@@ -178,9 +178,9 @@ func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pi *framework
 		return out
 	}
 	nodes := preFiltered(all, pre, unsched, &diag)
-	memo := s.verdicts(cs, pod)
+	memo := s.verdicts(ctx, cs, pod, len(all))
 	memo.bound(len(all))
-	if o, ok := s.repeated(memo, nodes, len(all)); ok {
+	if o, ok := s.repeated(cs, memo, nodes, len(all)); ok {
 		s.nextStart = (s.nextStart + len(nodes)) % len(all)
 		o.clearNom = out.clearNom
 		return o
@@ -381,6 +381,10 @@ func fwFilterNames(fw fwframework.Framework) []string {
 	return names
 }
 
-// nodeResourcesFit is the name of kube-scheduler's plugin that accounts
-// requests: a pod whose requests overflow is parked behind it.
-const nodeResourcesFit = "NodeResourcesFit"
+// The names of two of kube-scheduler's plugins: nodeResourcesFit
+// accounts requests (a pod whose requests overflow is parked behind it);
+// dynamicResources allocates claims (fwfiltermemo.go).
+const (
+	nodeResourcesFit = "NodeResourcesFit"
+	dynamicResources = "DynamicResources"
+)

@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/schedq/schedq/kube/profile"
 )
 
 // nodeLocalFilters are the filter plugins whose verdict on a node depends
@@ -22,8 +24,19 @@ var nodeLocalFilters = map[string]bool{
 	nodeResourcesFit:    true,
 }
 
-// filterMemoSigs bounds the signatures whose verdicts are kept.
-const filterMemoSigs = 16
+// filterMemoVerdicts bounds the verdicts kept (filterMemoSigsFor), about
+// 70 bytes each.
+const filterMemoVerdicts = 1 << 19
+
+// filterMemoSigsFor is how many signatures' verdicts are kept on a
+// cluster of n nodes: as many as filterMemoVerdicts allows, at least 16
+// and at most 256. A trace's GPU pods come in some 35 kinds, each in
+// turn, and each cycle examines a part of the nodes from where the last
+// stopped: with fewer signatures kept than kinds come, the verdicts of
+// a kind were dropped before it came again. O(1).
+func filterMemoSigsFor(n int) int {
+	return min(max(filterMemoVerdicts/max(n, 1), 16), 256)
+}
 
 // filterMemo keeps the framework's filter verdicts per pod signature and
 // node, each with the generation of the NodeInfo it was given for: a node
@@ -45,6 +58,14 @@ const filterMemoSigs = 16
 // assumes pods in the snapshot without changing their nodes' generation),
 // so the verdicts, statuses and the order in which nodes are examined are
 // the ones a full filtering gives. Used only by the scheduling loop.
+//
+// DynamicResources is not node-local: its answer also reads the node's
+// ResourceSlices and what is allocated of their devices. Where the DRA
+// manager counts the changes of each pool (the simulator's:
+// profile.DRAFilterKey), a pod with claims, or extended resources,
+// is memoised all the same: its key is its signature without its claims
+// (profile.SignWithoutClaims) and what it asks of DRA, and each verdict
+// is kept with the node's profile.DRAStamp besides its generation.
 type filterMemo struct {
 	sigs map[string]*sigMemo
 }
@@ -58,6 +79,9 @@ type sigMemo struct {
 	nodes  map[string]memoVerdict
 	writes uint64
 	fail   *memoFailure
+	// dra: DynamicResources filters the pod, and each verdict holds the
+	// node's DRAStamp.
+	dra bool
 }
 
 type memoFailure struct {
@@ -75,32 +99,52 @@ type memoFailure struct {
 // memoVerdict is one node's verdict: nil status for a node that fits.
 type memoVerdict struct {
 	gen int64
+	dra profile.DRAStamp // the zero stamp unless sigMemo.dra
 	st  *fwk.Status
 }
 
 // verdicts returns the memo of the cycle's signature if the cycle may use
-// it, nil if not. O(filter plugins).
-func (s *Scheduler) verdicts(cs fwk.CycleState, pod *v1.Pod) *sigMemo {
-	if s.noFilterMemo || s.inTrial || s.sig == nil || len(s.fwNom.pods) > 0 || requestsExtended(pod) {
+// it, nil if not (numAll: the cluster's nodes). O(filter plugins), and
+// SignPod's cost for a pod that DynamicResources filters.
+func (s *Scheduler) verdicts(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, numAll int) *sigMemo {
+	if s.noFilterMemo || s.inTrial || len(s.fwNom.pods) > 0 {
 		return nil
 	}
 	skip := cs.GetSkipFilterPlugins()
+	draKey, dra := "", false
 	for _, name := range s.filterPlugins() {
-		if !nodeLocalFilters[name] && !skip.Has(name) {
+		if nodeLocalFilters[name] || skip.Has(name) {
+			continue
+		}
+		if name != dynamicResources {
 			return nil
 		}
+		if draKey, dra = profile.DRAFilterKey(cs); !dra {
+			return nil
+		}
+	}
+	key := string(s.sig)
+	switch {
+	case dra:
+		sig := s.cur.fw.SignWithoutClaims(ctx, pod)
+		if sig == nil {
+			return nil
+		}
+		key = string(sig) + "\x00" + draKey
+	case s.sig == nil || requestsExtended(pod):
+		return nil
 	}
 	m := &s.cur.fmemo
 	if m.sigs == nil {
 		m.sigs = map[string]*sigMemo{}
 	}
-	v, ok := m.sigs[string(s.sig)]
+	v, ok := m.sigs[key]
 	if !ok {
-		if len(m.sigs) >= filterMemoSigs {
+		if len(m.sigs) >= filterMemoSigsFor(numAll) {
 			clear(m.sigs)
 		}
-		v = &sigMemo{nodes: map[string]memoVerdict{}}
-		m.sigs[string(s.sig)] = v
+		v = &sigMemo{nodes: map[string]memoVerdict{}, dra: dra}
+		m.sigs[key] = v
 	}
 	return v
 }
@@ -108,7 +152,8 @@ func (s *Scheduler) verdicts(cs fwk.CycleState, pod *v1.Pod) *sigMemo {
 // requestsExtended reports whether pod requests an extended resource
 // (a name with a domain other than kubernetes.io): NodeResourcesFit may
 // then count devices of DRA (resource slices, device classes), which no
-// node's generation follows. O(containers x resources).
+// node's generation follows, unless the node's DRAStamp is kept too.
+// O(containers x resources).
 func requestsExtended(pod *v1.Pod) bool {
 	lists := []v1.ResourceList{pod.Spec.Overhead}
 	if pod.Spec.Resources != nil {
@@ -137,26 +182,42 @@ func (s *Scheduler) filterNode(ctx context.Context, cs fwk.CycleState, pod *v1.P
 		return s.cur.fw.Framework().RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni)
 	}
 	name, gen := ni.Node().Name, ni.GetGeneration()
-	if v, ok := memo.nodes[name]; ok && v.gen == gen {
+	stamp, ok := memo.stamp(cs, ni)
+	if !ok {
+		return s.cur.fw.Framework().RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni)
+	}
+	if v, ok := memo.nodes[name]; ok && v.gen == gen && v.dra == stamp {
 		s.fmemoHits++
 		return v.st
 	}
 	st := s.cur.fw.Framework().RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni)
 	switch {
 	case st.IsSuccess():
-		memo.nodes[name] = memoVerdict{gen: gen}
+		memo.nodes[name] = memoVerdict{gen: gen, dra: stamp}
 	case st.Code() != fwk.Error:
-		memo.nodes[name] = memoVerdict{gen: gen, st: st}
+		memo.nodes[name] = memoVerdict{gen: gen, dra: stamp, st: st}
 	}
 	memo.writes++
 	return st
 }
 
+// stamp is ni's DRAStamp in the cycle of cs for a memo of a pod that
+// DynamicResources filters, the zero stamp for any other; false if the
+// node's verdict cannot be kept (its slices are not one of a pool of
+// its own). O(1).
+func (memo *sigMemo) stamp(cs fwk.CycleState, ni fwk.NodeInfo) (profile.DRAStamp, bool) {
+	if !memo.dra {
+		return profile.DRAStamp{}, true
+	}
+	return profile.DRANodeStamp(cs, ni)
+}
+
 // repeated returns the outcome of the signature's last cycle that found
 // no node if a cycle over nodes (of numAll) would repeat it: no verdict
-// written since, and every node unchanged and rejected. Its slices are
-// clipped, so appending to them copies. O(nodes).
-func (s *Scheduler) repeated(memo *sigMemo, nodes []fwk.NodeInfo, numAll int) (Outcome, bool) {
+// written since, and every node unchanged (its generation, and its
+// DRAStamp for a pod DynamicResources filters) and rejected. Its slices
+// are clipped, so appending to them copies. O(nodes).
+func (s *Scheduler) repeated(cs fwk.CycleState, memo *sigMemo, nodes []fwk.NodeInfo, numAll int) (Outcome, bool) {
 	if memo == nil {
 		return Outcome{}, false
 	}
@@ -164,10 +225,11 @@ func (s *Scheduler) repeated(memo *sigMemo, nodes []fwk.NodeInfo, numAll int) (O
 	if f == nil || f.writes != memo.writes || f.nodes != len(nodes) || f.numAll != numAll {
 		return Outcome{}, false
 	}
-	if len(nodes) != numAll || newestGeneration(nodes) != f.newest {
+	if memo.dra || len(nodes) != numAll || newestGeneration(nodes) != f.newest {
 		for _, ni := range nodes {
 			v, ok := memo.nodes[ni.Node().Name]
-			if !ok || v.gen != ni.GetGeneration() || v.st == nil {
+			stamp, kept := memo.stamp(cs, ni)
+			if !ok || !kept || v.gen != ni.GetGeneration() || v.dra != stamp || v.st == nil {
 				return Outcome{}, false
 			}
 		}

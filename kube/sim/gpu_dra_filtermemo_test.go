@@ -1,0 +1,56 @@
+package sim
+
+import (
+	"testing"
+	"time"
+)
+
+// gpuSliceYAML is the trace's ResourceSlice of node n (gpuSlice) with
+// gpus V100 devices, as a scenario object.
+func gpuSliceYAML(gpus int) string {
+	y := "{apiVersion: resource.k8s.io/v1, kind: ResourceSlice, metadata: {name: n-gpus}, spec: {driver: gpu.alibaba.com, nodeName: n, pool: {name: n, generation: 1, resourceSliceCount: 1}, devices: ["
+	for i := range gpus {
+		if i > 0 {
+			y += ", "
+		}
+		y += `{name: gpu-` + string(rune('0'+i)) + `, attributes: {model: {string: V100}}, capacity: {milli: {value: "1000"}}, allowMultipleAllocations: true}`
+	}
+	return y + "]}}"
+}
+
+// TestFilterMemoSeesASliceChange: the scheduler keeps a DRA pod's filter
+// verdicts per node (fwfiltermemo.go) with the node's DRAStamp, since
+// DynamicResources' answer reads the node's ResourceSlice, which the
+// node's generation does not follow. Node n's slice shrinks to one GPU
+// after s-0 takes it; s-1 (a whole GPU, room left for it in the node's
+// thousandths) fails on DynamicResources; when the slice grows back to
+// two GPUs, with nothing else of the node changed, s-1 is filtered again
+// and bound, where a verdict kept by generation alone would repeat its
+// failure for ever.
+func TestFilterMemoSeesASliceChange(t *testing.T) {
+	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nn,16000,65536,2,V100\n", timedHeader+
+		"w,1000,1024,0,0,,LS,Running,500,600,500\n") // a trace's list has a pod; this one comes after the run
+	sc := parseScenario(t, `name: slice-grows
+seed: 1
+duration: 2m
+scheduler: {gpuModel: dra}
+trace: {format: alibaba-gpu-v2023, dir: `+dir+`}
+pods:
+  - {name: s, count: 2, requests: {cpu: "1", memory: 1Gi, alibaba.com/gpu-milli: "1000"}, arrival: {at: 0s, rate: 0.5}}
+events:
+  - {at: 1s, createObjects: [`+gpuSliceYAML(1)+`]}
+  - {at: 30s, createObjects: [`+gpuSliceYAML(2)+`]}
+`)
+	s := runSim(t, sc)
+	b, msg := boundAt(s), lastMessages(s)
+	switch {
+	case b["s-0"] < 0 || b["s-0"] >= time.Second:
+		t.Fatalf("s-0 bound at %v (%q), want at once", b["s-0"], msg["s-0"])
+	case b["s-1"] < 30*time.Second || b["s-1"] > 31*time.Second:
+		t.Fatalf("s-1 bound at %v (%q), want within 1s of the slice's growth at 30s", b["s-1"], msg["s-1"])
+	}
+	if s.order[1].attempts < 2 {
+		t.Errorf("s-1 tried %d times, want a failure before the slice grew", s.order[1].attempts)
+	}
+	checkClaimsMatchPods(t, s)
+}
