@@ -32,15 +32,16 @@ const draNodeMemoMax = 1 << 16
 // placing it again: in a loaded replay the score rebuilt every node it
 // scored in every cycle, a fifth of the run's CPU.
 //
-// Nothing is keyed by a NodeInfo's generation: a PodGroup's cycle assumes
-// pods into the snapshot without changing it, and the requested CPU and
-// memory and the pod list, which such a cycle changes, are compared
-// themselves. Safe for concurrent use.
+// A NodeInfo's generation alone says the node is unchanged only outside
+// a PodGroup's cycle, which assumes pods into the snapshot without a new
+// one: there the requested CPU and memory and the pod list, which such a
+// cycle changes, are compared themselves. Safe for concurrent use.
 type draNodeMemo struct {
 	mu    sync.Mutex
 	nodes map[string]*draNodeEntry
-	// builds counts the rebuilds, for tests.
-	builds int
+	// builds counts the rebuilds, byGen the nodes returned by their
+	// generation alone, for tests.
+	builds, byGen int
 }
 
 // draNodeEntry is one node's rebuilt GPUs and what they were rebuilt from.
@@ -54,6 +55,11 @@ type draNodeEntry struct {
 	// when the entry was rebuilt (counted: one was given).
 	events  uint64
 	counted bool
+	// gen is ni's generation when the entry was rebuilt or last found
+	// to hold, if it then named ni's content (byGen: not in a PodGroup's
+	// cycle).
+	gen   int64
+	byGen bool
 }
 
 // nodeHead is a nodeIn without its pods: what draNode reads of the node
@@ -89,30 +95,46 @@ func newDRANodeMemo() *draNodeMemo {
 }
 
 // node returns ni's GPUs as draNode rebuilds them from get's claims,
-// leaving out the pods whose UID is skip: a copy of the kept ones if
-// nothing they were rebuilt from changed, else rebuilt (and kept). A nil
-// memo rebuilds every time. count, if not nil, tells when the claims on
-// the node's pool (named as the node) are the same without looking them
-// up. O(pods on the node) for the check, and O(their claims) more if
-// count does not tell; O(GPUs) for the copy.
-func (m *draNodeMemo) node(ni fwk.NodeInfo, skip types.UID, get claimGetter, count claimCounter) *gpu.Node {
-	in := nodeInOf(ni)
+// leaving out the pods whose UID is skip: the kept ones if nothing they
+// were rebuilt from changed, else rebuilt (and kept). The node returned
+// is the memo's: a caller may change it only if it restores it before
+// the next call (the policies place the pod on it and take it off
+// again). A nil memo rebuilds every time. count, if not nil, tells when
+// the claims on the node's pool (named as the node) are the same
+// without looking them up. byGen tells that ni's generation names its
+// content (not in a PodGroup's cycle, whose members are assumed into the
+// snapshot without a new generation): a node of the generation the
+// entry was checked at, with the same claims' count and skip, is the
+// entry's without a look at its pods. O(1) then; else O(pods on the
+// node) for the check, and O(their claims) more if count does not tell.
+func (m *draNodeMemo) node(ni fwk.NodeInfo, skip types.UID, get claimGetter, count claimCounter, byGen bool) *gpu.Node {
 	if m == nil {
-		return draNodeFrom(in, ni, skip, get)
+		return draNodeFrom(nodeInOf(ni), ni, skip, get)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	head := headOf(in)
+	name := ni.Node().Name
 	var events uint64
 	counted := false
 	if count != nil {
-		events, counted = count(head.name)
+		events, counted = count(name)
 	}
-	if e := m.nodes[head.name]; e != nil && e.holds(head, ni, skip, get, events, counted) {
-		return e.n.Clone()
+	e := m.nodes[name]
+	if e != nil && byGen && e.byGen && e.gen == ni.GetGeneration() && e.skip == skip && counted && e.counted && events == e.events {
+		m.byGen++
+		return e.n
+	}
+	in := nodeInOf(ni)
+	head := headOf(in)
+	if e != nil && e.holds(head, ni, skip, get, events, counted) {
+		if byGen {
+			// The entry is ni's content now, which its generation names.
+			e.gen, e.byGen, e.skip, e.events, e.counted = ni.GetGeneration(), true, skip, events, counted
+		}
+		return e.n
 	}
 	m.builds++
-	e := &draNodeEntry{head: head, skip: skip, events: events, counted: counted}
+	e = &draNodeEntry{head: head, skip: skip, events: events, counted: counted, gen: ni.GetGeneration(), byGen: byGen}
 	for _, pi := range ni.GetPods() {
 		e.pods = append(e.pods, pi.GetPod())
 	}
@@ -124,8 +146,8 @@ func (m *draNodeMemo) node(ni fwk.NodeInfo, skip types.UID, get claimGetter, cou
 	if len(m.nodes) >= draNodeMemoMax {
 		clear(m.nodes)
 	}
-	m.nodes[head.name] = e
-	return e.n.Clone()
+	m.nodes[name] = e
+	return e.n
 }
 
 // holds reports whether e was rebuilt from what ni, skip and get give

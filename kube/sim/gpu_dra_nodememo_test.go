@@ -126,11 +126,10 @@ func TestDRANodeMemoInvalidation(t *testing.T) {
 					count = func(pool string) (uint64, bool) { return events[pool], true }
 				}
 				m := newDRANodeMemo()
-				first := m.node(w.nodeInfo(), "q", w.get, count)
+				first := m.node(w.nodeInfo(), "q", w.get, count, false)
 				if want := draNodeFrom(nodeInOf(w.nodeInfo()), w.nodeInfo(), "q", w.get); !sameGPUNode(first, want) {
 					t.Fatalf("first call %+v, want %+v", first, want)
 				}
-				first.Free[0] = -1 // a caller's change must not reach the memo
 				before := maps.Clone(w.claims)
 				c.change(&w)
 				if !maps.Equal(before, w.claims) {
@@ -149,7 +148,7 @@ func TestDRANodeMemoInvalidation(t *testing.T) {
 					lookups++
 					return w.get(namespace, name)
 				}
-				got := m.node(ni, skip, get, count)
+				got := m.node(ni, skip, get, count, false)
 				want := draNodeFrom(nodeInOf(ni), ni, skip, w.get)
 				if !sameGPUNode(got, want) {
 					t.Errorf("memo gives %+v, a rebuild %+v", got, want)
@@ -170,7 +169,7 @@ func TestDRANodeMemoInvalidation(t *testing.T) {
 // claim's change.
 func TestDRANodeMemoReadsTheClaims(t *testing.T) {
 	w := baseWorld()
-	n := newDRANodeMemo().node(w.nodeInfo(), "q", w.get, nil)
+	n := newDRANodeMemo().node(w.nodeInfo(), "q", w.get, nil, false)
 	if want := []int64{500, 700}; !slices.Equal(n.Free, want) {
 		t.Errorf("GPUs free %v, want %v (b's 500 on gpu-0, a's 300 on gpu-1)", n.Free, want)
 	}
@@ -274,6 +273,81 @@ func diffEveryPolicy(t *testing.T, seeds uint64, what string, replay func(t *tes
 				if on, off := replay(t, c, true), replay(t, c, false); !reflect.DeepEqual(on, off) {
 					t.Errorf("%s: placements with %s\n%+v\nwithout\n%+v", c.name, what, on, off)
 				}
+			}
+		})
+	}
+}
+
+// TestDRANodeMemoByGeneration: outside a PodGroup's cycle, a node of the
+// generation its entry was checked at, with the same claims' count and
+// pod left out, is the entry's without a look at its pods or claims;
+// any of those moved, or a PodGroup's cycle on either side (whose
+// assumed pods leave the generation as it was), and the node is checked
+// as before. Each answer is a rebuild's.
+func TestDRANodeMemoByGeneration(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// firstByGen and byGen are the two calls' (false: a PodGroup's
+		// cycle).
+		firstByGen, byGen bool
+		change            func(w *memoWorld, ni *framework.NodeInfo) *framework.NodeInfo
+		skip              types.UID
+		counted           bool
+		claimEvent        bool // the node's pool's count moves
+		wantByGen         bool
+		rebuild           bool
+	}{
+		{name: "the same generation", firstByGen: true, byGen: true, counted: true, wantByGen: true},
+		{name: "a new generation, the same content", firstByGen: true, byGen: true, counted: true,
+			change: func(w *memoWorld, _ *framework.NodeInfo) *framework.NodeInfo { return w.nodeInfo() }},
+		{name: "a claim event on the node's pool", firstByGen: true, byGen: true, counted: true, claimEvent: true, rebuild: true,
+			change: func(w *memoWorld, ni *framework.NodeInfo) *framework.NodeInfo {
+				w.claims["default/claim-a"] = allocatedClaim("a", 0)
+				return ni
+			}},
+		{name: "claims not counted", firstByGen: true, byGen: true},
+		{name: "another pod left out", firstByGen: true, byGen: true, counted: true, skip: "a", rebuild: true},
+		{name: "a member assumed in a PodGroup's cycle", firstByGen: true, byGen: false, counted: true, rebuild: true,
+			change: func(w *memoWorld, ni *framework.NodeInfo) *framework.NodeInfo {
+				gen := ni.Generation
+				ni.AddPod(claimedPod("c", 200))
+				ni.Generation = gen // as Snapshot.AssumePod leaves it
+				w.pods = append(w.pods, claimedPod("c", 200))
+				w.claims["default/claim-c"] = allocatedClaim("c", 1)
+				return ni
+			}},
+		{name: "checked first in a PodGroup's cycle", firstByGen: false, byGen: true, counted: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := baseWorld()
+			events := map[string]uint64{}
+			var count claimCounter
+			if c.counted {
+				count = func(pool string) (uint64, bool) { return events[pool], true }
+			}
+			m := newDRANodeMemo()
+			ni := w.nodeInfo()
+			m.node(ni, "q", w.get, count, c.firstByGen)
+			if c.change != nil {
+				ni = c.change(&w, ni)
+			}
+			if c.claimEvent {
+				events["n"]++
+			}
+			skip := c.skip
+			if skip == "" {
+				skip = "q"
+			}
+			got := m.node(ni, skip, w.get, count, c.byGen)
+			fresh := w.nodeInfo()
+			if want := draNodeFrom(nodeInOf(fresh), fresh, skip, w.get); !sameGPUNode(got, want) {
+				t.Errorf("memo gives %+v, a rebuild %+v", got, want)
+			}
+			if byGen := m.byGen == 1; byGen != c.wantByGen {
+				t.Errorf("by generation: %v, want %v", byGen, c.wantByGen)
+			}
+			if rebuilt := m.builds == 2; rebuilt != c.rebuild {
+				t.Errorf("rebuilt: %v, want %v", rebuilt, c.rebuild)
 			}
 		})
 	}

@@ -124,7 +124,7 @@ func (*gpuDRAScore) Name() string { return gpuDevicesName }
 // do not hold it.
 // O(pods on the node + the policy's cost), a claim looked up per GPU pod;
 // the pod's request is summed once per pod object.
-func (p *gpuDRAScore) Score(_ context.Context, _ fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
+func (p *gpuDRAScore) Score(_ context.Context, cs fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
 	if pod != p.last {
 		p.last = pod
 		p.lastR, p.lastOK = usageOfPod(pod).request()
@@ -133,7 +133,7 @@ func (p *gpuDRAScore) Score(_ context.Context, _ fwk.CycleState, pod *v1.Pod, ni
 	if !ok || !p.m.hasPolicy {
 		return 0, nil
 	}
-	n := p.node(ni, pod.UID)
+	n := p.node(ni, pod.UID, cs.GetPodGroupSchedulingCycle() == nil)
 	if !n.Fits(r) {
 		return 0, nil
 	}
@@ -160,10 +160,12 @@ func (*gpuDRAScore) ScoreExtensions() fwk.ScoreExtensions { return nil }
 
 // node rebuilds a node's GPUs from the devices its pods' claims were
 // allocated, leaving out skip (or reads them from p's memo of rebuilt
-// nodes, draNodeMemo). A pod whose claim has no allocation on the
-// node's pool (not expected once bound) takes the best fit, as DRA would.
-func (p *gpuDRAScore) node(ni fwk.NodeInfo, skip types.UID) *gpu.Node {
-	return p.nodes.node(ni, skip, p.h.SharedDRAManager().ResourceClaims().Get, p.m.claims.claimCount)
+// nodes, draNodeMemo, by ni's generation if byGen). A pod whose claim has
+// no allocation on the node's pool (not expected once bound) takes the
+// best fit, as DRA would. The node is the memo's: Score changes it only
+// to score a placement, which it takes off again.
+func (p *gpuDRAScore) node(ni fwk.NodeInfo, skip types.UID, byGen bool) *gpu.Node {
+	return p.nodes.node(ni, skip, p.h.SharedDRAManager().ResourceClaims().Get, p.m.claims.claimCount, byGen)
 }
 
 // draNodeFrom is gpuDRAScore.node on in (ni's figures), with get's claims.
