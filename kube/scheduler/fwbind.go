@@ -166,7 +166,7 @@ func (b *fwBinding) preFlight(ctx context.Context) (st *fwk.Status) {
 // forget undoes an assumption after a binding that did not go through,
 // and the framework's reservations with it.
 func (s *Scheduler) forget(ctx context.Context, pod *v1.Pod, pb *pendingBinding) {
-	s.cache.Forget(pod)
+	s.unassume(pod, pb)
 	if pb.fw != nil {
 		pb.fw.unreserve(ctx)
 	}
@@ -220,7 +220,7 @@ func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.Po
 		if held {
 			held = false
 			fb.unreserve(ctx)
-			s.cache.Forget(info.Item)
+			s.unassume(info.Item, pb)
 		}
 	}
 	defer release() // a panic in Reserve or Permit
