@@ -94,7 +94,11 @@ func (u *updatingPlugin) Permit(context.Context, fwk.CycleState, *v1.Pod, string
 // binding fails or is refused, or when its node's deletion aborts the
 // binding, as the newest version, as kube-scheduler requeues the
 // informer's version. It used to go back as the first update, which the
-// queue's Requeue keeps over the attempt's item. An update shown after the binding failed, before the requeue, is newer
+// queue's Requeue keeps over the attempt's item. A pod that panicked in
+// Reserve or Permit after an update shown once it was assumed went back
+// as popped: the recovery requeued the popped attempt, not the version
+// its binding-to-be held.
+// An update shown after the binding failed, before the requeue, is newer
 // than the binding's and stays.
 func TestPodUpdatedBeforeAndAfterAssumeGoesBackAsTheNewest(t *testing.T) {
 	etcd := errors.New("etcd timeout")
@@ -112,6 +116,8 @@ func TestPodUpdatedBeforeAndAfterAssumeGoesBackAsTheNewest(t *testing.T) {
 		{name: "rejected at Permit", early: true, fail: "Permit/reject", want: Unschedulable},
 		{name: "panics at Reserve", early: true, fail: "Reserve/panic", want: Error},
 		{name: "panics at Permit", early: true, fail: "Permit/panic", want: Error},
+		{name: "panics at Reserve, updated once assumed only", fail: "Reserve/panic", want: Error},
+		{name: "panics at Permit, updated once assumed only", fail: "Permit/panic", want: Error},
 		{name: "binding fails", early: true, want: Scheduled, end: func(_ *fixture, _ *updatingPlugin, _ *hookReporter, done func(error)) {
 			done(etcd)
 		}},

@@ -224,12 +224,16 @@ func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.Po
 		}
 	}
 	defer release() // a panic in Reserve or Permit
+	// A panic there gives the pod back as pb holds it (recovered).
+	s.reserving = pb
 	if st := fb.reservePermit(ctx); st != nil {
 		release()
+		s.reserving = nil
 		// As the informer shows it now, if it was updated since Assume.
 		return s.fail(ctx, pb.current(info), start, onNodeOutcome(assumed, node, st))
 	}
 	held = false
+	s.reserving = nil
 	s.committed = true // the binding owns the attempt from here
 	s.assumed(info.Item, node)
 	s.startBinding(ctx, info, node, pb, start)
