@@ -52,16 +52,24 @@ type pendingBinding struct {
 	// (the pod may be bound already, and its attempt ended), so a
 	// binding that gives the pod back gives this version (current).
 	latest atomic.Pointer[v1.Pod]
+	// handOver, for a lone pod (nil for a group member), is called once
+	// the cache has forgotten the pod's assumption, with the pod events'
+	// lock held (Scheduler.unassume, Cache.RemoveNode): it hands latest
+	// to the queue if the queue recorded an older update of its own
+	// (Scheduler.handOver).
+	handOver func()
 }
 
 // current returns a with, as its item, the newest version of the pod the
 // informer showed while it was assumed, if any: the pod given back to
-// the queue after its binding failed or was aborted is the cluster's, as
-// kube-scheduler requeues the informer's version after a failed binding,
-// not the one popped. Not covered: a lone pod updated both during its
-// cycle, before Assume (which the queue records), and after (which this
-// holds) goes back as the first update, since Requeue keeps an update it
-// recorded over the attempt's item; a group member's is covered
+// the queue after its binding failed or was aborted, or after Reserve or
+// Permit rejected it or panicked, is the cluster's, as kube-scheduler
+// requeues the informer's version after a failure, not the one popped.
+// The queue's Requeue keeps an update it recorded during the attempt
+// over the attempt's item: one recorded during the cycle, before Assume,
+// is older than this one, and the forgetting of the assumption replaces
+// it (handOver); one recorded after the forgetting is newer, and is the
+// one requeued. A group member's is covered otherwise
 // (Scheduler.updatedInFlight), the queue having forgotten it.
 func (pb *pendingBinding) current(a Attempt) Attempt {
 	if p := pb.latest.Load(); p != nil {
@@ -74,7 +82,54 @@ func (pb *pendingBinding) current(a Attempt) Attempt {
 func (s *Scheduler) newBinding(info Attempt, node string) *pendingBinding {
 	pb := &pendingBinding{}
 	pb.abort = func() { s.aborted(pb.current(info), node) }
+	pb.handOver = func() { s.handOver(info, pb) }
 	return pb
+}
+
+// unassume forgets pod's assumption (Cache.Forget). For a lone pod
+// (pb.handOver) it holds the pod events' lock while it does, and hands
+// the newest version over to the queue (handOver) if it forgot the
+// assumption itself: no pod handler runs in between, so an update the
+// handlers give the queue from then on (the pod is no longer assumed) is
+// newer than the binding's, and stays. The caller holds no lock.
+func (s *Scheduler) unassume(pod *v1.Pod, pb *pendingBinding) {
+	if pb.handOver == nil {
+		s.cache.Forget(pod)
+		return
+	}
+	s.cache.lockEvents()
+	defer s.cache.unlockEvents()
+	if s.cache.forget(pod, nil) {
+		pb.handOver()
+	}
+}
+
+// handOver is pb.handOver for the lone pod of the attempt info, whose
+// assumption the cache has just forgotten; the caller holds the pod
+// events' lock. The handlers, which hold that lock, gave every update
+// of the pod they showed after finding it assumed to the binding
+// (pb.latest), and none to the queue; so an update the queue recorded
+// for the attempt in flight was shown before, during the cycle: older
+// than pb.latest, yet the one the queue's Requeue would keep over the
+// attempt's item. If so, the queue gets pb.latest as an update of that
+// one (its events recorded for the attempt, as for any update of a pod
+// in flight); a later update of the pod reaches the queue through the
+// handlers, and replaces it. Nothing if the binding holds no update, or
+// the queue recorded none (the requeue then takes the attempt's item,
+// pb.current's), or the queue's pod under the key is not this attempt's
+// (re-added, or another UID).
+func (s *Scheduler) handOver(info Attempt, pb *pendingBinding) {
+	latest := pb.latest.Load()
+	if latest == nil {
+		return
+	}
+	q, loc, ok := s.queue.Get(info.Key)
+	if !ok || loc != schedq.InFlight || q.Cycle != info.Cycle || q.Item == info.Item || q.Item == latest || q.Item.UID != latest.UID {
+		return
+	}
+	if err := s.queue.Update(q.Item, latest); err != nil {
+		s.o.Logger.Debug("hand over the update of a pod no longer assumed", "pod", info.Key, "err", err)
+	}
 }
 
 // seenPending is the pod handlers' view of p, a pending pod of ours as the
@@ -136,10 +191,23 @@ func (c *Cache) StartBinding(pod *v1.Pod, node string) bool {
 	return a.b == nil || a.b.state.CompareAndSwap(bindPending, bindStarted) || a.b.state.Load() == bindStarted
 }
 
+// handsOverOnLocked reports whether a pod assumed on node has a binding
+// that abortOnLocked would abort and that hands an update over
+// (pendingBinding.handOver: a lone pod's).
+func (c *Cache) handsOverOnLocked(node string) bool {
+	for _, a := range c.assumed {
+		if a.node == node && a.b != nil && a.b.handOver != nil && a.b.state.Load() == bindPending {
+			return true
+		}
+	}
+	return false
+}
+
 // abortOnLocked forgets the pods assumed on node whose binding has not
-// started and returns their abort functions, to be called after unlocking.
-func (c *Cache) abortOnLocked(node string) []func() {
-	var aborts []func()
+// started and returns their bindings, whose handOver and abort functions
+// are to be called after unlocking.
+func (c *Cache) abortOnLocked(node string) []*pendingBinding {
+	var aborted []*pendingBinding
 	for key, a := range c.assumed {
 		if a.node != node || a.b == nil || !a.b.state.CompareAndSwap(bindPending, bindAborted) {
 			continue
@@ -149,11 +217,9 @@ func (c *Cache) abortOnLocked(node string) []func() {
 		if a.b.gang != nil {
 			c.retrying[key] = retryHold{uid: a.uid, by: a.b.gang} // given back with its group (abortedMember)
 		}
-		if a.b.abort != nil {
-			aborts = append(aborts, a.b.abort)
-		}
+		aborted = append(aborted, a.b)
 	}
-	return aborts
+	return aborted
 }
 
 // bind starts the binding of an assumed pod.

@@ -58,7 +58,12 @@ import (
 //     the queue of a group attempt that placed members (bindGroup: their
 //     updates the queue recorded pass to their bindings, and none reaches
 //     the queue after it has forgotten them, where it would queue them),
-//     and with the
+//     with the forgetting of a lone pod's assumption, by its cycle or its
+//     binding (Scheduler.unassume) or by its node's deletion
+//     (RemoveNode), up to the hand-over of the update its binding holds
+//     to the queue (pendingBinding.handOver: no update reaches the queue
+//     in between, where it would be newer than the one handed over), and
+//     with the
 //     nominations a cycle writes or clears for its pod after it ends
 //     (nominateFor, unnominateAs, retryPreemptor: the pod must still be
 //     the one of its UID, not deleted and created again): each holds it for
@@ -71,13 +76,14 @@ import (
 //     takes it holding no lock of schedq's (after UpdateSnapshot has
 //     released mu, outside Cache.Trial, with no plugin running), and an
 //     eviction's goroutine (retryPreemptor, from the Evictor's callback)
-//     holding none either; under it they call the queue only, as the
-//     handlers do (its Move runs the plugins' hints and the wake budget
-//     under the queue's lock). No holder waits for the loop, a binding or
+//     holding none either; under it they call the queue only (and the
+//     cache, to forget an assumption), as the handlers do (its Move runs
+//     the plugins' hints and the wake budget under the queue's lock). No holder waits for the loop, a binding or
 //     an eviction: the loop waits for the holder and those queued before
 //     it (a channel serves its waiting senders in turn), so a slow handler
 //     (a Move whose hints visit many parked pods) delays the loop by its
-//     length, once per nomination written or cleared, and cannot
+//     length, once per nomination written or cleared and per assumption
+//     of a lone pod forgotten (a rejection at Reserve or Permit), and cannot
 //     deadlock it (TestLockOrderNominationWaitsOnlyForTheHandler).
 //
 //   - Gang release's lock (gangRelease.mu) is a leaf, taken with no other
@@ -181,15 +187,40 @@ func (c *Cache) AddNode(n *v1.Node) {
 // RemoveNode removes a node. Its pods are kept until they are removed
 // themselves (a node may be deleted before its pods), and count again if a
 // node of that name comes back. Pods assumed on it whose binding has not
-// started are forgotten, and their abort functions called.
+// started are forgotten, and their abort functions called once it has
+// released its locks. If a lone pod is among them, it holds the pod
+// events' lock (taken first) from before it forgets them to their
+// bindings' hand-over (pendingBinding.handOver), so that no pod handler's
+// update reaches the queue in between; else it does not take it (a
+// group's bindings need no hand-over, and the node handler then waits
+// for no pod handler).
 func (c *Cache) RemoveNode(name string) {
-	var aborts []func()
+	var aborted []*pendingBinding
+	events := false
 	defer func() {
-		for _, f := range aborts {
-			f()
+		for _, b := range aborted {
+			if b.handOver != nil {
+				b.handOver()
+			}
+		}
+		if events {
+			c.unlockEvents()
+		}
+		for _, b := range aborted {
+			if b.abort != nil {
+				b.abort()
+			}
 		}
 	}()
-	c.lock()
+	for {
+		c.lock()
+		if events || !c.handsOverOnLocked(name) {
+			break
+		}
+		c.unlock()
+		c.lockEvents()
+		events = true
+	}
 	defer c.unlock()
 	ni, ok := c.nodes[name]
 	if !ok {
@@ -202,7 +233,7 @@ func (c *Cache) RemoveNode(name string) {
 	for _, p := range ni.Pods {
 		c.orphan(p, name)
 	}
-	aborts = c.abortOnLocked(name)
+	aborted = c.abortOnLocked(name)
 }
 
 func (c *Cache) orphan(pi *framework.PodInfo, node string) {

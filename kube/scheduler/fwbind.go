@@ -166,7 +166,7 @@ func (b *fwBinding) preFlight(ctx context.Context) (st *fwk.Status) {
 // forget undoes an assumption after a binding that did not go through,
 // and the framework's reservations with it.
 func (s *Scheduler) forget(ctx context.Context, pod *v1.Pod, pb *pendingBinding) {
-	s.cache.Forget(pod)
+	s.unassume(pod, pb)
 	if pb.fw != nil {
 		pb.fw.unreserve(ctx)
 	}
@@ -220,16 +220,20 @@ func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.Po
 		if held {
 			held = false
 			fb.unreserve(ctx)
-			s.cache.Forget(info.Item)
+			s.unassume(info.Item, pb)
 		}
 	}
 	defer release() // a panic in Reserve or Permit
+	// A panic there gives the pod back as pb holds it (recovered).
+	s.reserving = pb
 	if st := fb.reservePermit(ctx); st != nil {
 		release()
+		s.reserving = nil
 		// As the informer shows it now, if it was updated since Assume.
 		return s.fail(ctx, pb.current(info), start, onNodeOutcome(assumed, node, st))
 	}
 	held = false
+	s.reserving = nil
 	s.committed = true // the binding owns the attempt from here
 	s.assumed(info.Item, node)
 	s.startBinding(ctx, info, node, pb, start)

@@ -12,7 +12,9 @@ import (
 // error, requeued with backoff and reported (event, PodScheduled=False,
 // Explain's last failure), as any error is. If the cycle had already
 // handed the attempt to its bindings, they end it: it is not requeued
-// twice. The scheduling loop goes on with the next pod.
+// twice. A pod that panicked in Reserve or Permit, assumed, goes back as
+// the informer showed it last (pendingBinding.current), as after a
+// rejection there. The scheduling loop goes on with the next pod.
 func (s *Scheduler) recovered(ctx context.Context, info Attempt, start time.Time, r any) Outcome {
 	out := Outcome{Result: Error, Message: fmt.Sprintf("internal error: scheduling cycle panicked: %v", r), logged: true}
 	key := info.Key
@@ -26,6 +28,10 @@ func (s *Scheduler) recovered(ctx context.Context, info Attempt, start time.Time
 	}
 	if info.Group != "" {
 		return s.failGroup(ctx, info, start, &groupTry{}, out)
+	}
+	if pb := s.reserving; pb != nil {
+		s.reserving = nil
+		info = pb.current(info)
 	}
 	return s.fail(ctx, info, start, out)
 }

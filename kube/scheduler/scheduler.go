@@ -217,6 +217,10 @@ type Scheduler struct {
 	// committed says the cycle handed its attempt to bindings: a panic
 	// after that point does not requeue it (see recovered).
 	committed bool
+	// reserving is the binding-to-be of the lone pod whose Reserve and
+	// Permit plugins are running (fwCommit), nil otherwise: a panic there
+	// gives the pod back as the newest version it holds (see recovered).
+	reserving *pendingBinding
 	// preBinds are the goroutines running PreBind before a binding
 	// (startBinding); Wait waits for them.
 	preBinds sync.WaitGroup
@@ -294,6 +298,7 @@ type Outcome struct {
 func (s *Scheduler) ScheduleOne(ctx context.Context, info Attempt) (out Outcome) {
 	start := s.o.Now()
 	s.committed = false
+	s.reserving = nil
 	defer func() {
 		if r := recover(); r != nil {
 			out = s.recovered(ctx, info, start, s.panicSite(r))

@@ -1,0 +1,169 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+)
+
+// nextVersion is p as the API server has it after one more update: still
+// unassigned, its resourceVersion one more (2 after an unset one), and
+// labelled with it.
+func nextVersion(p *v1.Pod) *v1.Pod {
+	n, _ := strconv.Atoi(p.ResourceVersion)
+	u := p.DeepCopy()
+	u.Spec.NodeName = ""
+	u.ResourceVersion = strconv.Itoa(max(n, 1) + 1)
+	u.Labels = map[string]string{"version": u.ResourceVersion}
+	return u
+}
+
+// updatingPlugin is a Filter, Reserve and Permit plugin that shows the
+// informer's updates of the pod it schedules through the fixture's
+// handlers: at Filter if early (before Assume: the queue records it, the
+// attempt being in flight), and at Reserve (once assumed: its
+// binding-to-be holds it). It then fails where fail says
+// ("Reserve/reject", "Permit/panic", ...), or lets the pod through. last
+// is the newest version it showed (update).
+type updatingPlugin struct {
+	f     **fixture
+	early bool
+	fail  string
+	last  *v1.Pod
+}
+
+const updatingName = "Updating"
+
+func (*updatingPlugin) Name() string { return updatingName }
+
+// update shows the informer's next version of p (nextVersion of the
+// last one shown, or of p).
+func (u *updatingPlugin) update(p *v1.Pod) {
+	old := u.last
+	if old == nil {
+		old = p.DeepCopy()
+		old.Spec.NodeName = "" // the informer's pod is unassigned
+	}
+	u.last = nextVersion(old)
+	(*u.f).h.UpdatePod(old, u.last)
+}
+
+// failAt fails as u.fail says at point, if it names point.
+func (u *updatingPlugin) failAt(point string) *fwk.Status {
+	switch u.fail {
+	case point + "/reject":
+		return fwk.NewStatus(fwk.Unschedulable, "rejected at "+point)
+	case point + "/panic":
+		panic("boom at " + point)
+	}
+	return nil
+}
+
+func (u *updatingPlugin) Filter(_ context.Context, _ fwk.CycleState, p *v1.Pod, _ fwk.NodeInfo) *fwk.Status {
+	if u.early && u.last == nil {
+		u.update(p)
+	}
+	return nil
+}
+
+func (u *updatingPlugin) Reserve(_ context.Context, _ fwk.CycleState, p *v1.Pod, _ string) *fwk.Status {
+	u.update(p)
+	return u.failAt("Reserve")
+}
+
+func (*updatingPlugin) Unreserve(context.Context, fwk.CycleState, *v1.Pod, string) {}
+
+func (u *updatingPlugin) Permit(context.Context, fwk.CycleState, *v1.Pod, string) (*fwk.Status, time.Duration) {
+	return u.failAt("Permit"), 0
+}
+
+// TestPodUpdatedBeforeAndAfterAssumeGoesBackAsTheNewest: a lone pod
+// updated during its cycle both before Assume (the queue records that
+// update, the attempt being in flight) and after (its binding-to-be holds
+// that one, the handlers giving the queue no update of an assumed pod)
+// goes back to the queue, when Reserve or Permit rejects it, when its
+// binding fails or is refused, or when its node's deletion aborts the
+// binding, as the newest version, as kube-scheduler requeues the
+// informer's version. It used to go back as the first update, which the
+// queue's Requeue keeps over the attempt's item. A pod that panicked in
+// Reserve or Permit after an update shown once it was assumed went back
+// as popped: the recovery requeued the popped attempt, not the version
+// its binding-to-be held.
+// An update shown after the binding failed, before the requeue, is newer
+// than the binding's and stays.
+func TestPodUpdatedBeforeAndAfterAssumeGoesBackAsTheNewest(t *testing.T) {
+	etcd := errors.New("etcd timeout")
+	tests := []struct {
+		name  string
+		early bool   // updated at Filter too, before Assume
+		fail  string // where updatingPlugin fails the cycle
+		want  Result // the cycle's
+		// waiting: the binding waits for a slot (not started) until end.
+		waiting bool
+		// end ends the binding (nil: the cycle ended the attempt).
+		end func(f *fixture, u *updatingPlugin, r *hookReporter, done func(error))
+	}{
+		{name: "rejected at Reserve", early: true, fail: "Reserve/reject", want: Unschedulable},
+		{name: "rejected at Permit", early: true, fail: "Permit/reject", want: Unschedulable},
+		{name: "panics at Reserve", early: true, fail: "Reserve/panic", want: Error},
+		{name: "panics at Permit", early: true, fail: "Permit/panic", want: Error},
+		{name: "panics at Reserve, updated once assumed only", fail: "Reserve/panic", want: Error},
+		{name: "panics at Permit, updated once assumed only", fail: "Permit/panic", want: Error},
+		{name: "binding fails", early: true, want: Scheduled, end: func(_ *fixture, _ *updatingPlugin, _ *hookReporter, done func(error)) {
+			done(etcd)
+		}},
+		{name: "refused for a stale term", early: true, want: Scheduled, end: func(_ *fixture, _ *updatingPlugin, _ *hookReporter, done func(error)) {
+			done(staleTerm("p"))
+		}},
+		{name: "node deleted before the binding started", early: true, waiting: true, want: Scheduled, end: func(f *fixture, _ *updatingPlugin, _ *hookReporter, done func(error)) {
+			f.h.DeleteNode(node("n", 4000))
+			done(nil)
+		}},
+		{name: "binding fails, updated again before its requeue", early: true, want: Scheduled, end: func(f *fixture, u *updatingPlugin, r *hookReporter, done func(error)) {
+			// Reported after the assumption is forgotten, before the
+			// requeue: the third update reaches the queue.
+			r.on = func() { r.on = nil; u.update(u.last) }
+			done(etcd)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var f *fixture
+			u := &updatingPlugin{f: &f, early: tc.early, fail: tc.fail}
+			extra := frameworkruntime.Registry{updatingName: func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+				return u, nil
+			}}
+			f = newFWFixture(t, extra, func(p *config.KubeSchedulerProfile) {
+				on := config.Plugin{Name: updatingName}
+				p.Plugins.Filter.Enabled = append(p.Plugins.Filter.Enabled, on)
+				p.Plugins.Reserve.Enabled = append(p.Plugins.Reserve.Enabled, on)
+				p.Plugins.Permit.Enabled = append(p.Plugins.Permit.Enabled, on)
+			})
+			nb := &namedBinder{done: map[string]func(error){}, waiting: map[string]bool{"p": tc.waiting}}
+			r := &hookReporter{warnReporter: warnReporter{f.r, &warnings{}}}
+			f.s = mustNew(t, f.q, f.c, nb, r, Options{Profiles: f.s.o.Profiles, Logger: slog.New(slog.DiscardHandler)})
+			f.h.AddNode(node("n", 4000))
+			p := pod("p", 100)
+			f.h.AddPod(p)
+			if out := f.once(); out.Result != tc.want {
+				t.Fatalf("outcome %v %q, want %v", out.Result, out.Message, tc.want)
+			}
+			if tc.end != nil {
+				tc.end(f, u, r, nb.done["p"])
+			}
+			if len(f.assumedPods()) != 0 {
+				t.Fatalf("left assumed: %v", f.assumedPods())
+			}
+			requireQueuedAs(t, f, p, u.last)
+		})
+	}
+}
