@@ -166,19 +166,19 @@ const draMemoKey fwk.StateKey = "schedq.io/dra-memo"
 // nodes upstream's Filter accepted in the cycle (Reserve filters any
 // other for real).
 type draCycle struct {
-	mu       sync.Mutex
-	asks     map[string]memoAnswer                     // the answers of earlier cycles to what the pod asks
+	mu   sync.Mutex
+	asks map[string]memoAnswer // the answers of earlier cycles to what the pod asks
 	// key is what the pod asks (asksOf) if the answers may be kept
 	// across cycles by node (DRAFilterKey): vers counts the changes of
 	// state's pools. Empty otherwise.
-	key      string
-	pools    map[string][][]*resourceapi.ResourceSlice // by node name: the slices of each of its pools
-	state    *structured.AllocatedState
-	shares   map[structured.DeviceID]int
-	vers     PoolVersioner // the manager's counts of state's pools, or nil
-	answers  map[string]memoAnswer
-	ran      map[string]bool // nodes upstream's Filter accepted in the cycle
-	buf      []byte
+	key     string
+	pools   map[string][][]*resourceapi.ResourceSlice // by node name: the slices of each of its pools
+	state   *structured.AllocatedState
+	shares  map[structured.DeviceID]int
+	vers    PoolVersioner // the manager's counts of state's pools, or nil
+	answers map[string]memoAnswer
+	ran     map[string]bool // nodes upstream's Filter accepted in the cycle
+	buf     []byte
 }
 
 type memoAnswer struct {
