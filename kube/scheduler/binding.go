@@ -55,7 +55,7 @@ type pendingBinding struct {
 	// handOver, for a lone pod (nil for a group member), is called once
 	// the cache has forgotten the pod's assumption, with the pod events'
 	// lock held (Scheduler.unassume, Cache.RemoveNode): it hands latest
-	// to the queue if the queue recorded an older update of its own
+	// to the queue as an update of the attempt in flight
 	// (Scheduler.handOver).
 	handOver func()
 }
@@ -66,10 +66,10 @@ type pendingBinding struct {
 // Permit rejected it or panicked, is the cluster's, as kube-scheduler
 // requeues the informer's version after a failure, not the one popped.
 // The queue's Requeue keeps an update it recorded during the attempt
-// over the attempt's item: one recorded during the cycle, before Assume,
-// is older than this one, and the forgetting of the assumption replaces
-// it (handOver); one recorded after the forgetting is newer, and is the
-// one requeued. A group member's is covered otherwise
+// over the attempt's item: the forgetting of the assumption records
+// this one (handOver), replacing any recorded during the cycle, before
+// Assume, which is older; one recorded after the forgetting is newer,
+// and is the one requeued. A group member's is covered otherwise
 // (Scheduler.updatedInFlight), the queue having forgotten it.
 func (pb *pendingBinding) current(a Attempt) Attempt {
 	if p := pb.latest.Load(); p != nil {
@@ -108,23 +108,25 @@ func (s *Scheduler) unassume(pod *v1.Pod, pb *pendingBinding) {
 // assumption the cache has just forgotten; the caller holds the pod
 // events' lock. The handlers, which hold that lock, gave every update
 // of the pod they showed after finding it assumed to the binding
-// (pb.latest), and none to the queue; so an update the queue recorded
-// for the attempt in flight was shown before, during the cycle: older
-// than pb.latest, yet the one the queue's Requeue would keep over the
-// attempt's item. If so, the queue gets pb.latest as an update of that
-// one (its events recorded for the attempt, as for any update of a pod
-// in flight); a later update of the pod reaches the queue through the
-// handlers, and replaces it. Nothing if the binding holds no update, or
-// the queue recorded none (the requeue then takes the attempt's item,
-// pb.current's), or the queue's pod under the key is not this attempt's
-// (re-added, or another UID).
+// (pb.latest), and none to the queue; so the queue's version of the
+// attempt in flight (the popped one, or an update shown before, during
+// the cycle) is older than pb.latest, yet the one its Requeue would keep
+// if it recorded an update. The queue gets pb.latest as an update of
+// that version, its events recorded for the attempt as for any update
+// of a pod in flight: after a rejection at Reserve or Permit, the
+// rejecting plugins' hints judge them, whether or not the pod was also
+// updated before Assume (kube-scheduler v1.37.2 drops an assumed pod's
+// updates, events and all: README's table of differences). A later
+// update of the pod reaches the queue through the handlers, and
+// replaces it. Nothing if the binding holds no update, or the queue's
+// pod under the key is not this attempt's (re-added, or another UID).
 func (s *Scheduler) handOver(info Attempt, pb *pendingBinding) {
 	latest := pb.latest.Load()
 	if latest == nil {
 		return
 	}
 	q, loc, ok := s.queue.Get(info.Key)
-	if !ok || loc != schedq.InFlight || q.Cycle != info.Cycle || q.Item == info.Item || q.Item == latest || q.Item.UID != latest.UID {
+	if !ok || loc != schedq.InFlight || q.Cycle != info.Cycle || q.Item == latest || q.Item.UID != latest.UID {
 		return
 	}
 	if err := s.queue.Update(q.Item, latest); err != nil {

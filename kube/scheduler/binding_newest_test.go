@@ -10,9 +10,13 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
+	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/framework"
 )
 
 // nextVersion is p as the API server has it after one more update: still
@@ -39,6 +43,8 @@ type updatingPlugin struct {
 	early bool
 	fail  string
 	last  *v1.Pod
+	// still: no update at Reserve.
+	still bool
 }
 
 const updatingName = "Updating"
@@ -76,7 +82,9 @@ func (u *updatingPlugin) Filter(_ context.Context, _ fwk.CycleState, p *v1.Pod, 
 }
 
 func (u *updatingPlugin) Reserve(_ context.Context, _ fwk.CycleState, p *v1.Pod, _ string) *fwk.Status {
-	u.update(p)
+	if !u.still {
+		u.update(p)
+	}
 	return u.failAt("Reserve")
 }
 
@@ -164,6 +172,72 @@ func TestPodUpdatedBeforeAndAfterAssumeGoesBackAsTheNewest(t *testing.T) {
 				t.Fatalf("left assumed: %v", f.assumedPods())
 			}
 			requireQueuedAs(t, f, p, u.last)
+		})
+	}
+}
+
+// labelHearing is updatingPlugin with a queueing hint: the pod it
+// rejected is tried again after an update of its labels (each of
+// updatingPlugin's updates is one), and after nothing else.
+type labelHearing struct{ *updatingPlugin }
+
+func (labelHearing) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	queue := func(klog.Logger, *v1.Pod, any, any) (fwk.QueueingHint, error) { return fwk.Queue, nil }
+	return []fwk.ClusterEventWithHint{{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.UpdatePodLabel}, QueueingHintFn: queue}}, nil
+}
+
+// TestPodUpdatedOnceAssumedIsHeardAfterARejection: a lone pod that Reserve
+// or Permit rejects after the informer showed it updated once assumed
+// goes back as that version, and the update's events are judged by the
+// rejecting plugins' hints, as those of an update seen earlier in the
+// cycle are: here the rejecting plugin's hint takes the pod's label
+// change, so the pod is not parked. Before, the update's events counted
+// only if the pod had also been updated before Assume (the hand-over
+// then recorded them as an update of the queue's version); otherwise
+// the pod was parked, waiting for an event the update had already
+// brought. kube-scheduler v1.37.2 drops an assumed pod's updates, events
+// and all (README's table of differences).
+func TestPodUpdatedOnceAssumedIsHeardAfterARejection(t *testing.T) {
+	tests := []struct {
+		name   string
+		early  bool // updated at Filter too, before Assume
+		still  bool // not updated once assumed
+		fail   string
+		parked bool
+	}{
+		{name: "rejected at Reserve, updated once assumed only", fail: "Reserve/reject"},
+		{name: "rejected at Permit, updated once assumed only", fail: "Permit/reject"},
+		{name: "rejected at Reserve, updated before and once assumed", early: true, fail: "Reserve/reject"},
+		{name: "rejected at Permit, updated before Assume only", early: true, still: true, fail: "Permit/reject"},
+		{name: "rejected at Reserve, not updated", still: true, fail: "Reserve/reject", parked: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var f *fixture
+			u := &updatingPlugin{f: &f, early: tc.early, fail: tc.fail, still: tc.still}
+			extra := frameworkruntime.Registry{updatingName: func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+				return labelHearing{u}, nil
+			}}
+			f = newFWFixture(t, extra, func(p *config.KubeSchedulerProfile) {
+				on := config.Plugin{Name: updatingName}
+				p.Plugins.Filter.Enabled = append(p.Plugins.Filter.Enabled, on)
+				p.Plugins.Reserve.Enabled = append(p.Plugins.Reserve.Enabled, on)
+				p.Plugins.Permit.Enabled = append(p.Plugins.Permit.Enabled, on)
+			})
+			f.h.AddNode(node("n", 4000))
+			p := pod("p", 100)
+			f.h.AddPod(p)
+			if out := f.once(); out.Result != Unschedulable {
+				t.Fatalf("outcome %v %q, want Unschedulable", out.Result, out.Message)
+			}
+			want := u.last
+			if want == nil {
+				want = p
+			}
+			requireQueuedAs(t, f, p, want)
+			if _, loc, _ := f.q.Get(framework.Key(p)); (loc == schedq.InUnschedulable) != tc.parked {
+				t.Fatalf("pod is %v, want parked %v", loc, tc.parked)
+			}
 		})
 	}
 }
