@@ -82,7 +82,9 @@ func (s *updatingServer) newest(key types.NamespacedName) *v1.Pod {
 // churnPlugin updates the pod it schedules through the informer at
 // PreFilter (before Assume: the queue records the update, the attempt
 // being in flight) and at Reserve (once assumed: its binding-to-be holds
-// it), on some cycles; it rejects some pods at Reserve and at Permit.
+// it), on some cycles, a lone pod only (a group's trial runs its
+// plugins under the cache's lock, which a handler takes: no plugin calls
+// a handler); it rejects some pods at Reserve and at Permit.
 type churnPlugin struct {
 	srv   **updatingServer
 	calls atomic.Int64
@@ -95,7 +97,7 @@ const churnName = "Churn"
 func (*churnPlugin) Name() string { return churnName }
 
 func (c *churnPlugin) PreFilter(_ context.Context, _ fwk.CycleState, p *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	if c.calls.Add(1)%2 == 0 {
+	if c.calls.Add(1)%2 == 0 && framework.GroupName(p) == "" {
 		(*c.srv).update(framework.Key(p))
 	}
 	return nil, nil
@@ -105,7 +107,7 @@ func (*churnPlugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 func (c *churnPlugin) Reserve(_ context.Context, _ fwk.CycleState, p *v1.Pod, _ string) *fwk.Status {
 	n := c.calls.Add(1)
-	if n%3 != 0 {
+	if n%3 != 0 && framework.GroupName(p) == "" {
 		(*c.srv).update(framework.Key(p))
 	}
 	if n%5 == 0 {
@@ -134,12 +136,16 @@ type failingBinder struct {
 	binds chan func()
 	wg    sync.WaitGroup
 	n     atomic.Int64
-	// aborted counts the bindings the node's deletion aborted.
-	aborted atomic.Int64
+	// aborted counts the bindings the node's deletion aborted; members,
+	// the bindings of a group's members.
+	aborted, members atomic.Int64
 }
 
 func (b *failingBinder) Bind(_ context.Context, p *v1.Pod, _ string, start func() bool, done func(error)) {
 	n := b.n.Add(1)
+	if framework.GroupName(p) != "" {
+		b.members.Add(1)
+	}
 	b.wg.Add(1)
 	b.binds <- func() {
 		defer b.wg.Done()
@@ -165,7 +171,8 @@ func (b *failingBinder) run() {
 
 // TestConcurrentHandOverKeepsTheNewestVersion drives, from several
 // goroutines at once, pod updates through the handlers (from the pod
-// informer, and from inside the cycles: before Assume and once assumed),
+// informer, and from inside lone pods' cycles: before Assume and once
+// assumed), gangs' cycles (which hold the pod events' lock as they end),
 // deletions and re-creations of the nodes pods are assumed on (which abort
 // their bindings), bindings that fail or are refused for a stale term,
 // rejections at Reserve and Permit, and the scheduling loop. Once all have
@@ -176,11 +183,13 @@ func (b *failingBinder) run() {
 // queue's).
 func TestConcurrentHandOverKeepsTheNewestVersion(t *testing.T) {
 	const (
-		pods, nodes = 12, 3
+		pods, nodes = 18, 3
+		members     = 3 // in each gang, of minCount 2
 		// The informers go on until the bindings and rejections reach
 		// these numbers.
 		bindings, aborted, rejected = 600, 20, 150
 	)
+	gangs := []string{"g0", "g1"}
 	var srv *updatingServer
 	churn := &churnPlugin{srv: &srv}
 	cfg, err := profile.Default()
@@ -222,8 +231,15 @@ func TestConcurrentHandOverKeepsTheNewestVersion(t *testing.T) {
 	for i := range nodes {
 		h.AddNode(node(fmt.Sprint("n", i), 64000))
 	}
+	for _, g := range gangs {
+		h.AddPodGroup(podGroup(g, 2, 0))
+	}
 	for i := range pods {
 		p := pod(fmt.Sprint("p", i), 100)
+		if i < len(gangs)*members { // the first pods are the gangs' members
+			g := gangs[i/members]
+			p = memberPod(fmt.Sprint(g, "-", i%members), g, 100)
+		}
 		p.ResourceVersion = "1"
 		p.Labels = map[string]string{versionLabel: "0"}
 		key := framework.Key(p)
@@ -251,18 +267,24 @@ func TestConcurrentHandOverKeepsTheNewestVersion(t *testing.T) {
 	loop.Add(1)
 	go func() { // the scheduling loop
 		defer loop.Done()
-		for loopCtx.Err() == nil { // Pop returns what is poppable even then
+		// Once the informers have stopped (loopCtx ended), a last run of
+		// cycles while something is poppable at once: the newest version
+		// of most lone pods is then one shown during their cycle.
+		for tail := 200; tail > 0; {
 			info, err := q.Pop(loopCtx)
 			if err != nil {
 				return
 			}
 			s.ScheduleOne(ctx, info) // loopCtx's end is no term's
+			if loopCtx.Err() != nil {
+				tail--
+			}
 		}
 	}()
 	binder.Add(1)
 	go func() { defer binder.Done(); b.run() }()
 	enough := func() bool {
-		return ctx.Err() != nil || b.n.Load() >= bindings && b.aborted.Load() >= aborted && churn.rejected.Load() >= rejected
+		return ctx.Err() != nil || b.n.Load() >= bindings && b.members.Load() >= bindings/10 && b.aborted.Load() >= aborted && churn.rejected.Load() >= rejected
 	}
 	for g := range 2 { // the pod informer, two pods' events at a time
 		producers.Add(1)
@@ -298,7 +320,7 @@ func TestConcurrentHandOverKeepsTheNewestVersion(t *testing.T) {
 	close(b.binds)
 	stuck("the binder", &binder)
 
-	t.Logf("%d bindings (%d aborted), %d rejected at Reserve or Permit", b.n.Load(), b.aborted.Load(), churn.rejected.Load())
+	t.Logf("%d bindings (%d of members, %d aborted), %d rejected at Reserve or Permit", b.n.Load(), b.members.Load(), b.aborted.Load(), churn.rejected.Load())
 	if a := (&fixture{c: c}).assumedPods(); len(a) != 0 {
 		t.Errorf("left assumed: %v", a)
 	}
