@@ -45,6 +45,9 @@ type updatingPlugin struct {
 	last  *v1.Pod
 	// still: no update at Reserve.
 	still bool
+	// then, if set, runs at Reserve after the update (the informer's
+	// next events).
+	then func(f *fixture)
 }
 
 const updatingName = "Updating"
@@ -84,6 +87,9 @@ func (u *updatingPlugin) Filter(_ context.Context, _ fwk.CycleState, p *v1.Pod, 
 func (u *updatingPlugin) Reserve(_ context.Context, _ fwk.CycleState, p *v1.Pod, _ string) *fwk.Status {
 	if !u.still {
 		u.update(p)
+	}
+	if u.then != nil {
+		u.then(*u.f)
 	}
 	return u.failAt("Reserve")
 }
@@ -237,6 +243,88 @@ func TestPodUpdatedOnceAssumedIsHeardAfterARejection(t *testing.T) {
 			requireQueuedAs(t, f, p, want)
 			if _, loc, _ := f.q.Get(framework.Key(p)); (loc == schedq.InUnschedulable) != tc.parked {
 				t.Fatalf("pod is %v, want parked %v", loc, tc.parked)
+			}
+		})
+	}
+}
+
+// TestHandOverLeavesOtherPodsAlone: the hand-over of a lone pod's update
+// held by its binding-to-be, when Reserve or Permit rejects the pod or
+// its node's deletion aborts the binding, touches only the attempt's own
+// pod in flight. The informer's later events, seen during Reserve after
+// the update, decide otherwise: a pod deleted meanwhile stays out of the
+// queue; one deleted and created again under its name (another UID) is
+// queued as the new pod, not replaced by the old one's update; one bound
+// meanwhile is not queued again.
+func TestHandOverLeavesOtherPodsAlone(t *testing.T) {
+	recreated := pod("p", 100)
+	recreated.UID = "uid-p-2"
+	recreated.ResourceVersion = "50"
+	tests := []struct {
+		name string
+		fail string
+		then func(f *fixture, u *updatingPlugin)
+		// want is the pod queued under p's key, nil for none.
+		want func(u *updatingPlugin) *v1.Pod
+	}{
+		{name: "deleted, then rejected at Reserve", fail: "Reserve/reject",
+			then: func(f *fixture, u *updatingPlugin) { f.h.DeletePod(u.last) },
+			want: func(*updatingPlugin) *v1.Pod { return nil }},
+		{name: "deleted, then rejected at Permit", fail: "Permit/reject",
+			then: func(f *fixture, u *updatingPlugin) { f.h.DeletePod(u.last) },
+			want: func(*updatingPlugin) *v1.Pod { return nil }},
+		{name: "created again, then rejected at Reserve", fail: "Reserve/reject",
+			then: func(f *fixture, u *updatingPlugin) { f.h.DeletePod(u.last); f.h.AddPod(recreated) },
+			want: func(*updatingPlugin) *v1.Pod { return recreated }},
+		{name: "created again as an update, then rejected at Permit", fail: "Permit/reject",
+			then: func(f *fixture, u *updatingPlugin) { f.h.UpdatePod(u.last, recreated) },
+			want: func(*updatingPlugin) *v1.Pod { return recreated }},
+		{name: "bound, then rejected at Reserve", fail: "Reserve/reject",
+			then: func(f *fixture, u *updatingPlugin) {
+				b := u.last.DeepCopy()
+				b.Spec.NodeName = "n"
+				f.h.UpdatePod(u.last, b)
+			},
+			want: func(*updatingPlugin) *v1.Pod { return nil }},
+		{name: "its node deleted, then rejected at Reserve", fail: "Reserve/reject",
+			then: func(f *fixture, _ *updatingPlugin) { f.h.DeleteNode(node("n", 4000)) },
+			want: func(u *updatingPlugin) *v1.Pod { return u.last }},
+		{name: "its node deleted, then created again", fail: "Permit/reject",
+			then: func(f *fixture, u *updatingPlugin) {
+				f.h.DeleteNode(node("n", 4000))
+				f.h.DeletePod(u.last)
+				f.h.AddPod(recreated)
+			},
+			want: func(*updatingPlugin) *v1.Pod { return recreated }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var f *fixture
+			u := &updatingPlugin{f: &f, early: true, fail: tc.fail}
+			u.then = func(f *fixture) { u.then = nil; tc.then(f, u) }
+			extra := frameworkruntime.Registry{updatingName: func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+				return u, nil
+			}}
+			f = newFWFixture(t, extra, func(p *config.KubeSchedulerProfile) {
+				on := config.Plugin{Name: updatingName}
+				p.Plugins.Filter.Enabled = append(p.Plugins.Filter.Enabled, on)
+				p.Plugins.Reserve.Enabled = append(p.Plugins.Reserve.Enabled, on)
+				p.Plugins.Permit.Enabled = append(p.Plugins.Permit.Enabled, on)
+			})
+			f.h.AddNode(node("n", 4000))
+			p := pod("p", 100)
+			f.h.AddPod(p)
+			f.once()
+			if a := f.assumedPods(); len(a) != 0 {
+				t.Fatalf("left assumed: %v", a)
+			}
+			want := tc.want(u)
+			info, loc, ok := f.q.Get(framework.Key(p))
+			switch {
+			case want == nil && ok:
+				t.Fatalf("queued (%v) as %s/%s, want not queued", loc, info.Item.UID, info.Item.ResourceVersion)
+			case want != nil && (!ok || loc == schedq.InFlight || info.Item.UID != want.UID || info.Item.ResourceVersion != want.ResourceVersion):
+				t.Fatalf("queued %v (%v) as %s/%s, want %s/%s", ok, loc, info.Item.UID, info.Item.ResourceVersion, want.UID, want.ResourceVersion)
 			}
 		})
 	}
