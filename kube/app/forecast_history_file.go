@@ -37,6 +37,14 @@ const historyWriteEvery = time.Minute
 // is a few hundred bytes.
 const historyLineMax = 1 << 20
 
+// historyFileMax bounds the whole history file, in bytes: a larger file
+// (or one that is not a regular file, such as a pipe or a device, which
+// could be endless and which the writes would replace) is refused at the
+// load, naming the file and the bound, before anything is read into
+// memory; a write keeps the latest runs that fit. The latest historyMax
+// runs of a few hundred bytes each are about 2 MB.
+const historyFileMax = 64 << 20
+
 // historyHeader is the first line of a history file.
 type historyHeader struct {
 	Kind    string `json:"kind"`
@@ -73,13 +81,30 @@ type loadedHistory struct {
 }
 
 // loadHistoryFile reads the runs of the history file at path. A missing
-// file or an empty one is an empty history; a file that does not parse
-// is an error naming the file, the line and the field. O(lines).
+// file or an empty one is an empty history; a file that does not parse,
+// is larger than historyFileMax or is not a regular file is an error
+// naming the file (and the line and the field, or the bound). O(lines).
 func loadHistoryFile(path string) (*loadedHistory, error) {
-	f, err := os.Open(path)
+	return loadHistoryFileMax(path, historyFileMax)
+}
+
+// loadHistoryFileMax is loadHistoryFile with a bound of max bytes.
+func loadHistoryFileMax(path string, max int64) (*loadedHistory, error) {
+	// Stat first: opening a named pipe would block until a writer came.
+	st, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &loadedHistory{missing: true}, checkHistoryDir(path)
 	}
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s): each write replaces the history file with a new one", path, st.Mode().Type())
+	}
+	if st.Size() > max {
+		return nil, tooLarge(path, max)
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +113,9 @@ func loadHistoryFile(path string) (*loadedHistory, error) {
 		return nil, err
 	}
 	out := &loadedHistory{}
-	sc := bufio.NewScanner(f)
+	// One byte past max tells a file that grew since the Stat.
+	lr := &io.LimitedReader{R: f, N: max + 1}
+	sc := bufio.NewScanner(lr)
 	sc.Buffer(nil, historyLineMax)
 	line := 0
 	for sc.Scan() {
@@ -103,13 +130,29 @@ func loadHistoryFile(path string) (*loadedHistory, error) {
 			}
 		}
 		if err != nil {
+			if lr.N == 0 { // the line cut at the bound
+				return nil, tooLarge(path, max)
+			}
 			return nil, fmt.Errorf("%s: line %d: %w", path, line, err)
 		}
+	}
+	if lr.N == 0 {
+		return nil, tooLarge(path, max)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: line %d: %w", path, line+1, err)
 	}
 	return out, nil
+}
+
+// tooLarge is the error for a history file at path larger than max
+// bytes. The file is left as it is.
+func tooLarge(path string, max int64) error {
+	limit := fmt.Sprintf("%d bytes", max)
+	if max >= 1<<20 && max%(1<<20) == 0 {
+		limit += fmt.Sprintf(" (%d MiB)", max>>20)
+	}
+	return fmt.Errorf("%s: larger than the limit of %s for a history file: move it away, or keep its header and latest lines, to start", path, limit)
 }
 
 // checkHistoryDir refuses a history file whose directory is not one, or
@@ -212,6 +255,7 @@ type historyFile struct {
 	errors  prometheus.Counter
 	// write replaces the file with what encode writes (writeAtomic).
 	write func(path string, encode func(io.Writer) error) error
+	max   int64 // the file's bound: historyFileMax
 
 	written uint64 // hist.gen at the last write that succeeded
 }
@@ -219,7 +263,7 @@ type historyFile struct {
 // newHistoryFile writes h to path, with the running pods listed by
 // running, counting its failures in errs.
 func newHistoryFile(path string, h *liveHistory, running func() []*v1.Pod, log *slog.Logger, errs prometheus.Counter) *historyFile {
-	return &historyFile{path: path, hist: h, running: running, log: log, errors: errs, write: writeAtomic}
+	return &historyFile{path: path, hist: h, running: running, log: log, errors: errs, write: writeAtomic, max: historyFileMax}
 }
 
 // seed puts the runs loaded from the file into the history, oldest
@@ -264,7 +308,14 @@ func (w *historyFile) save(always bool) {
 	}
 	runs = w.withRunning(runs)
 	labels := w.hist.opts.Labels
-	err := w.write(w.path, func(out io.Writer) error { return encodeHistory(out, runs, labels) })
+	dropped := 0
+	err := w.write(w.path, func(out io.Writer) (err error) {
+		dropped, err = encodeHistoryMax(out, runs, labels, w.max)
+		return err
+	})
+	if err == nil && dropped > 0 {
+		w.log.Warn("history file: runs left out, the oldest, to keep the file within its limit (or a line within its own)", "file", w.path, "runs", dropped, "limit", w.max)
+	}
 	if err != nil {
 		w.errors.Inc()
 		w.log.Error("writing the history file failed: the forecasts' history would start from the last file written", "file", w.path, "err", err)
@@ -324,19 +375,60 @@ func (w *historyFile) withRunning(runs []observed) []observed {
 }
 
 // encodeHistory writes the header and one line per run, with the values
-// of labels only. O(runs).
+// of labels only, within historyFileMax. O(runs).
 func encodeHistory(out io.Writer, runs []observed, labels []string) error {
-	bw := bufio.NewWriter(out)
-	enc := json.NewEncoder(bw)
+	_, err := encodeHistoryMax(out, runs, labels, historyFileMax)
+	return err
+}
+
+// encodeHistoryMax writes the header and the latest runs whose lines
+// fit in max bytes with it, leaving out a line longer than
+// historyLineMax: what it writes, loadHistoryFileMax reads back (a run
+// read in can be written longer: "1h" as "1h0m0s", "<" as "\u003c").
+// It returns how many runs it left out. O(runs).
+func encodeHistoryMax(out io.Writer, runs []observed, labels []string, max int64) (dropped int, err error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	if err := enc.Encode(historyHeader{Kind: historyFileKind, Version: historyFileVersion}); err != nil {
-		return err
+		return 0, err
 	}
-	for _, o := range runs {
+	head := buf.Len()
+	ends := make([]int, len(runs))
+	for i, o := range runs {
 		if err := enc.Encode(runLine(o, labels)); err != nil {
-			return err
+			return 0, err
+		}
+		ends[i] = buf.Len()
+	}
+	b := buf.Bytes()
+	line := func(i int) []byte {
+		if i == 0 {
+			return b[head:ends[0]]
+		}
+		return b[ends[i-1]:ends[i]]
+	}
+	keep := make([]bool, len(runs))
+	size := int64(head)
+	for i := len(runs) - 1; i >= 0; i-- {
+		n := int64(len(line(i)))
+		if n > historyLineMax {
+			continue
+		}
+		if size+n > max {
+			break
+		}
+		keep[i], size = true, size+n
+	}
+	bw := bufio.NewWriter(out)
+	bw.Write(b[:head])
+	for i := range runs {
+		if keep[i] {
+			bw.Write(line(i))
+		} else {
+			dropped++
 		}
 	}
-	return bw.Flush()
+	return dropped, bw.Flush()
 }
 
 // runLine is o as a line of the file: its class (the values of labels,
