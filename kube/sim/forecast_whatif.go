@@ -243,6 +243,12 @@ func (in *WhatIfInput) Validate() error {
 			return fmt.Errorf("pod %s: a pod of that name exists already", key)
 		case p.Spec.NodeName != "":
 			return fmt.Errorf("pod %s: names node %s; a what-if pod is one not yet scheduled", key, p.Spec.NodeName)
+		case p.Status.Phase != "" && p.Status.Phase != v1.PodPending:
+			// Else it was placed and said not to start (Succeeded), or
+			// to start at once (Running) wherever it went.
+			return fmt.Errorf("pod %s: status.phase %s; a what-if pod is one not yet scheduled (Pending, or no status)", key, p.Status.Phase)
+		case p.DeletionTimestamp != nil:
+			return fmt.Errorf("pod %s: has a deletionTimestamp; a what-if pod is one being created, not deleted", key)
 		}
 		if err := checkClaimEntries(&named); err != nil {
 			return err
