@@ -75,19 +75,19 @@ func TestHistoryFileBound(t *testing.T) {
 		}},
 		// Opening a pipe would wait for a writer, and what it gives may
 		// never end.
-		{name: "a named pipe", wantErr: []string{"--history-file: ", "not a regular file"}, make: func(t *testing.T, _, path string) int64 {
+		{name: "a named pipe", wantErr: []string{"--history-file: ", "not a regular file but a named pipe"}, make: func(t *testing.T, _, path string) int64 {
 			if err := syscall.Mkfifo(path, 0o600); err != nil {
 				t.Skip("no named pipes here:", err)
 			}
 			return 0
 		}},
-		{name: "a device", wantErr: []string{"--history-file: ", "not a regular file"}, make: func(t *testing.T, _, path string) int64 {
+		{name: "a device", wantErr: []string{"--history-file: ", "not a regular file but a device"}, make: func(t *testing.T, _, path string) int64 {
 			if err := os.Symlink("/dev/zero", path); err != nil {
 				t.Fatal(err)
 			}
 			return 0
 		}},
-		{name: "a directory", wantErr: []string{"--history-file: ", "not a regular file"}, make: func(t *testing.T, _, path string) int64 {
+		{name: "a directory", wantErr: []string{"--history-file: ", "not a regular file but a directory"}, make: func(t *testing.T, _, path string) int64 {
 			if err := os.Mkdir(path, 0o700); err != nil {
 				t.Fatal(err)
 			}

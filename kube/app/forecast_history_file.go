@@ -99,7 +99,7 @@ func loadHistoryFileMax(path string, max int64) (*loadedHistory, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file (%s): each write replaces the history file with a new one", path, st.Mode().Type())
+		return nil, fmt.Errorf("%s: not a regular file but %s: each write replaces the history file with a new one", path, fileKind(st.Mode()))
 	}
 	if st.Size() > max {
 		return nil, tooLarge(path, max)
@@ -143,6 +143,21 @@ func loadHistoryFileMax(path string, max int64) (*loadedHistory, error) {
 		return nil, fmt.Errorf("%s: line %d: %w", path, line+1, err)
 	}
 	return out, nil
+}
+
+// fileKind names the kind of a file that is not a regular one.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file (" + m.Type().String() + ")"
 }
 
 // tooLarge is the error for a history file at path larger than max
