@@ -98,6 +98,9 @@ type Options struct {
 	// the informers start: for tests that ask them without a listener.
 	// Nil in production.
 	serving func(http.Handler)
+	// wrapServing, if set, wraps the handler the listeners serve: for
+	// tests that watch requests end. Nil in production.
+	wrapServing func(http.Handler) http.Handler
 }
 
 // Run runs the scheduler until ctx ends (SIGTERM). With leader election,
@@ -439,20 +442,38 @@ func (p *process) startForecasts(ctx context.Context) error {
 }
 
 // serve serves the HTTP endpoints: to the test's hook, on the plain
-// address and on the secure port, as configured.
+// address and on the secure port, as configured, until ctx ends; run
+// returns once they have drained.
 func (p *process) serve(ctx context.Context, sp *securePort) error {
 	view := inDoubtView{gatedQueueView{p.queues, scheduler.NewGateReasons(ctx, p.fws...)}, p.c.InDoubtOn, p.c.HeldApart}
 	serving := leaderOnly(handler(p.reg, view, p.st.ready, p.watch.live, p.fc), p.st.role)
+	if p.o.wrapServing != nil {
+		serving = p.o.wrapServing(serving)
+	}
 	if p.o.serving != nil {
 		p.o.serving(serving)
 	}
+	// run returns (and the process exits) only once the servers have
+	// drained: cancel first, as they stop when ctx ends.
+	drained := func(wait func()) {
+		p.undo.add(func() {
+			p.cancel()
+			wait()
+		})
+	}
 	if p.o.Address != "" {
-		if err := serveInsecure(ctx, p.o.Address, serving, p.log); err != nil {
+		wait, err := serveInsecure(ctx, p.o.Address, serving, p.log)
+		if err != nil {
 			return err
 		}
+		drained(wait)
 	}
 	if sp != nil {
-		return sp.serve(ctx, serving, p.log)
+		wait, err := sp.serve(ctx, serving, p.log)
+		if err != nil {
+			return err
+		}
+		drained(wait)
 	}
 	return nil
 }
