@@ -137,6 +137,9 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	if err := reachable(ctx, cs.sched, base.Host); err != nil {
+		if ctx.Err() != nil { // SIGTERM while connecting: a shutdown, as later
+			return shutdownErr(ctx)
+		}
 		return err
 	}
 	sp, err := o.Serving.prepare(o.Kubeconfig)
@@ -537,6 +540,8 @@ func (p *process) schedule(ctx context.Context) error {
 	})
 }
 
+// shutdownErr is the error of a process whose ctx ended: none for a
+// cancellation (SIGTERM), else the context's cause.
 func shutdownErr(ctx context.Context) error {
 	if errors.Is(context.Cause(ctx), context.Canceled) {
 		return nil
