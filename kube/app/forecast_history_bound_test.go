@@ -2,8 +2,11 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -199,6 +204,71 @@ func TestHistoryFileWriteWithinBound(t *testing.T) {
 				t.Errorf("the log says runs were left out: %s", log.String())
 			case tc.dropped != "" && (!strings.Contains(log.String(), "left out") || !strings.Contains(log.String(), tc.dropped)):
 				t.Errorf("the log does not say %s were left out: %s", tc.dropped, log.String())
+			}
+		})
+	}
+}
+
+// TestHistoryFileFollowsLinks: a --history-file that is a symbolic link
+// is written where the link leads (the link stays), whether the file
+// there exists yet or not: a write renamed over the link replaced it with
+// a file of its own, and the file it named (on a volume that outlives
+// the container, say) was never written again.
+func TestHistoryFileFollowsLinks(t *testing.T) {
+	kept := histHeader + histRunLine("old", 600)
+	for _, tc := range []struct {
+		name   string
+		exists bool // the file the link names
+		rel    bool // the link's target is relative
+		want   []string
+	}{
+		{name: "to a file", exists: true, want: []string{"old", "new"}},
+		{name: "to no file yet", want: []string{"new"}},
+		{name: "relative, to a file", exists: true, rel: true, want: []string{"old", "new"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			dir, volume := filepath.Join(root, "etc"), filepath.Join(root, "volume")
+			for _, d := range []string{dir, volume} {
+				if err := os.Mkdir(d, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			target, link := filepath.Join(volume, "history.jsonl"), filepath.Join(dir, "history.jsonl")
+			if tc.exists {
+				writeFile(t, target, kept)
+			}
+			to := target
+			if tc.rel {
+				to = filepath.Join("..", "volume", "history.jsonl")
+			}
+			if err := os.Symlink(to, link); err != nil {
+				t.Fatal(err)
+			}
+			o := Options{Clock: testingclock.NewFakeClock(liveNow)}
+			o.History.File = link
+			h := newTestHistory(testingclock.NewFakeClock(liveNow))
+			ctx, cancel := context.WithCancel(t.Context())
+			done, err := startHistoryFile(ctx, o, h, cache.NewStore(cache.MetaNamespaceKeyFunc), prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			finish(h, histPod("new", "a", "", time.Minute))
+			cancel() // the last write
+			<-done
+			if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+				t.Fatalf("the link is now %v (%v); want it still a link", st.Mode(), err)
+			}
+			l, err := loadHistoryFile(target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, o := range l.runs {
+				got = append(got, string(o.pod.UID))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("the file the link names holds %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -78,6 +78,9 @@ const (
 type loadedHistory struct {
 	runs    []observed // in the file's order, oldest first
 	missing bool       // no file: an empty history
+	// path is the file's, its symbolic links followed: where it is
+	// written.
+	path string
 }
 
 // loadHistoryFile reads the runs of the history file at path. A missing
@@ -90,10 +93,14 @@ func loadHistoryFile(path string) (*loadedHistory, error) {
 
 // loadHistoryFileMax is loadHistoryFile with a bound of max bytes.
 func loadHistoryFileMax(path string, max int64) (*loadedHistory, error) {
+	real, err := followLinks(path)
+	if err != nil {
+		return nil, err
+	}
 	// Stat first: opening a named pipe would block until a writer came.
-	st, err := os.Stat(path)
+	st, err := os.Stat(real)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &loadedHistory{missing: true}, checkHistoryDir(path)
+		return &loadedHistory{missing: true, path: real}, checkHistoryDir(real)
 	}
 	if err != nil {
 		return nil, err
@@ -104,15 +111,12 @@ func loadHistoryFileMax(path string, max int64) (*loadedHistory, error) {
 	if st.Size() > max {
 		return nil, tooLarge(path, max)
 	}
-	f, err := os.Open(path)
+	f, err := os.Open(real)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if err := checkHistoryDir(path); err != nil {
-		return nil, err
-	}
-	out := &loadedHistory{}
+	out := &loadedHistory{path: real}
 	// One byte past max tells a file that grew since the Stat.
 	lr := &io.LimitedReader{R: f, N: max + 1}
 	sc := bufio.NewScanner(lr)
@@ -142,7 +146,30 @@ func loadHistoryFileMax(path string, max int64) (*loadedHistory, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: line %d: %w", path, line+1, err)
 	}
-	return out, nil
+	return out, checkHistoryDir(real)
+}
+
+// followLinks is path with its symbolic links followed to the file they
+// name, which need not exist: the history is written there, where a
+// rename over the link would replace the link with a file of its own and
+// leave the file it named behind, never written again. At most 40 links,
+// as Linux allows.
+func followLinks(path string) (string, error) {
+	for range 40 {
+		st, err := os.Lstat(path)
+		if err != nil || st.Mode()&fs.ModeSymlink == 0 {
+			return path, nil // not a link, or missing: the load says which
+		}
+		target, err := os.Readlink(path)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(path), target)
+		}
+		path = target
+	}
+	return "", fmt.Errorf("%s: more than 40 symbolic links", path)
 }
 
 // fileKind names the kind of a file that is not a regular one.
@@ -523,7 +550,11 @@ func startHistoryFile(ctx context.Context, o Options, h *liveHistory, pods cache
 	if err := reg.Register(errs); err != nil {
 		return nil, err
 	}
-	w := newHistoryFile(o.History.File, h, func() []*v1.Pod { return runningPods(pods) }, log, errs)
+	path := o.History.File
+	if p := o.History.loaded.path; p != "" {
+		path = p // its links followed
+	}
+	w := newHistoryFile(path, h, func() []*v1.Pod { return runningPods(pods) }, log, errs)
 	w.seed(o.History.loaded)
 	done := make(chan struct{})
 	go func() {
