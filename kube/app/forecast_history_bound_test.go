@@ -273,3 +273,45 @@ func TestHistoryFileFollowsLinks(t *testing.T) {
 		})
 	}
 }
+
+// TestHistoryFileLoadKeepsLatest: loading keeps in memory only the runs
+// the history keeps, the latest historyMax, however many the file holds
+// within its bound (one of 64 MiB holds some 600,000 short runs, each a
+// pod in memory: most of a gigabyte); loading more than 2×historyMax
+// runs keeps the latest, in order.
+func TestHistoryFileLoadKeepsLatest(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		runs int
+	}{
+		{name: "fewer than kept", runs: 3},
+		{name: "just past the history", runs: historyMax + 5},
+		{name: "past two windows", runs: 2*historyMax + 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			b.WriteString(histHeader)
+			for i := range tc.runs {
+				b.WriteString(histRunLine(fmt.Sprint("u", i), i+1))
+			}
+			path := filepath.Join(t.TempDir(), "history.jsonl")
+			writeFile(t, path, b.String())
+			l, err := loadHistoryFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := min(tc.runs, historyMax)
+			if l.dropped != tc.runs-want {
+				t.Errorf("%d runs said dropped, want %d", l.dropped, tc.runs-want)
+			}
+			if len(l.runs) != want || cap(l.runs) > historyMax {
+				t.Fatalf("%d runs loaded (room for %d), want %d, room for at most %d", len(l.runs), cap(l.runs), want, historyMax)
+			}
+			for i, o := range l.runs {
+				if uid := fmt.Sprint("u", tc.runs-want+i); string(o.pod.UID) != uid {
+					t.Fatalf("run %d is %s, want %s: the latest, oldest first", i, o.pod.UID, uid)
+				}
+			}
+		})
+	}
+}

@@ -76,8 +76,12 @@ const (
 
 // loadedHistory is what a history file held when the scheduler started.
 type loadedHistory struct {
-	runs    []observed // in the file's order, oldest first
-	missing bool       // no file: an empty history
+	// runs are the file's latest historyMax, oldest first: those the
+	// history keeps (a file within historyFileMax can hold a hundred
+	// times more, each a pod in memory).
+	runs    []observed
+	dropped int  // the file's runs before those
+	missing bool // no file: an empty history
 	// path is the file's, its symbolic links followed: where it is
 	// written.
 	path string
@@ -91,8 +95,8 @@ func loadHistoryFile(path string) (*loadedHistory, error) {
 	return loadHistoryFileMax(path, historyFileMax)
 }
 
-// loadHistoryFileMax is loadHistoryFile with a bound of max bytes.
-func loadHistoryFileMax(path string, max int64) (*loadedHistory, error) {
+// loadHistoryFileMax is loadHistoryFile with a bound of limit bytes.
+func loadHistoryFileMax(path string, limit int64) (*loadedHistory, error) {
 	real, err := followLinks(path)
 	if err != nil {
 		return nil, err
@@ -108,8 +112,8 @@ func loadHistoryFileMax(path string, max int64) (*loadedHistory, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file but %s: each write replaces the history file with a new one", path, fileKind(st.Mode()))
 	}
-	if st.Size() > max {
-		return nil, tooLarge(path, max)
+	if st.Size() > limit {
+		return nil, tooLarge(path, limit)
 	}
 	f, err := os.Open(real)
 	if err != nil {
@@ -117,8 +121,8 @@ func loadHistoryFileMax(path string, max int64) (*loadedHistory, error) {
 	}
 	defer f.Close()
 	out := &loadedHistory{path: real}
-	// One byte past max tells a file that grew since the Stat.
-	lr := &io.LimitedReader{R: f, N: max + 1}
+	// One byte past limit tells a file that grew since the Stat.
+	lr := &io.LimitedReader{R: f, N: limit + 1}
 	sc := bufio.NewScanner(lr)
 	sc.Buffer(nil, historyLineMax)
 	line := 0
@@ -131,21 +135,31 @@ func loadHistoryFileMax(path string, max int64) (*loadedHistory, error) {
 			var o observed
 			if o, err = parseHistoryRun(sc.Bytes()); err == nil {
 				out.runs = append(out.runs, o)
+				if len(out.runs) == 2*historyMax { // the history keeps the latest historyMax
+					out.runs = append(out.runs[:0], out.runs[historyMax:]...)
+				}
 			}
 		}
 		if err != nil {
 			if lr.N == 0 { // the line cut at the bound
-				return nil, tooLarge(path, max)
+				return nil, tooLarge(path, limit)
 			}
 			return nil, fmt.Errorf("%s: line %d: %w", path, line, err)
 		}
 	}
 	if lr.N == 0 {
-		return nil, tooLarge(path, max)
+		return nil, tooLarge(path, limit)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: line %d: %w", path, line+1, err)
 	}
+	if n := len(out.runs); cap(out.runs) > historyMax {
+		// Not the array of the window, which still points at dropped runs.
+		latest := out.runs[max(0, n-historyMax):]
+		out.runs = make([]observed, len(latest))
+		copy(out.runs, latest)
+	}
+	out.dropped = max(0, line-1) - len(out.runs)
 	return out, checkHistoryDir(real)
 }
 
@@ -319,7 +333,7 @@ func (w *historyFile) seed(l *loadedHistory) {
 	}
 	_, w.written = w.hist.kept()
 	if !l.missing {
-		w.log.Info("history file loaded", "file", w.path, "runs", len(l.runs))
+		w.log.Info("history file loaded", "file", w.path, "runs", len(l.runs), "oldestDropped", l.dropped)
 	}
 }
 
