@@ -91,6 +91,7 @@ func TestWhatIfBadInput(t *testing.T) {
 		{"PodGroup name taken", "", group("taken") + pod, 400, "PodGroup default/taken: a PodGroup of that name exists already"},
 		{"PodGroup twice", "", group("g2") + group("g2") + pod, 400, "PodGroup default/g2: a PodGroup of that name exists already"},
 		{"PodGroup without a name", "", group(`""`) + pod, 400, "PodGroup 1: no name"},
+		{"a name the API server refuses", "", strings.Replace(pod, "name: w,", `name: "W W",`, 1), 400, "pod default/W W: the name is not one the API server takes"},
 		{"not pending: succeeded", "", pod + "status: {phase: Succeeded}\n", 400, "pod default/w: status.phase Succeeded; a what-if pod is one not yet scheduled"},
 		{"not pending: being deleted", "", strings.Replace(pod, "metadata: {", `metadata: {deletionTimestamp: "2026-01-01T00:00:00Z", `, 1), 400, "pod default/w: has a deletionTimestamp"},
 		{"zero horizon", "?horizon=0s", pod, 400, "horizon 0s: want more than 0"},
