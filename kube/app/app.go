@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	v1 "k8s.io/api/core/v1"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
+	fwprofile "github.com/schedq/schedq/kube/profile"
 	"github.com/schedq/schedq/kube/scheduler"
 	"github.com/schedq/schedq/metrics"
 )
@@ -96,6 +98,9 @@ type Options struct {
 	// the informers start: for tests that ask them without a listener.
 	// Nil in production.
 	serving func(http.Handler)
+	// wrapServing, if set, wraps the handler the listeners serve: for
+	// tests that watch requests end. Nil in production.
+	wrapServing func(http.Handler) http.Handler
 }
 
 // Run runs the scheduler until ctx ends (SIGTERM). With leader election,
@@ -132,6 +137,9 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	if err := reachable(ctx, cs.sched, base.Host); err != nil {
+		if ctx.Err() != nil { // SIGTERM while connecting: a shutdown, as later
+			return shutdownErr(ctx)
+		}
 		return err
 	}
 	sp, err := o.Serving.prepare(o.Kubeconfig)
@@ -213,173 +221,318 @@ func newClients(base *rest.Config, f *fence, o Options) (clients, error) {
 	return cs, nil
 }
 
-// run runs the scheduler on the clients (real ones, or fakes in tests).
+// run runs the scheduler on the clients (real ones, or fakes in tests):
+// it builds the process step by step, each step's cleanup run when it
+// returns, the last first, then schedules until ctx ends.
 func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, log *slog.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	quiet := newQuietHandler(log.Handler(), 10*time.Second)
-	log = slog.New(quiet)
-	go quiet.run(ctx)
+	p := &process{cs: cs, f: f, o: o, cancel: cancel}
+	defer func() { p.undo.run() }()
+	p.startLog(ctx, log)
+	if err := p.prepare(ctx); err != nil {
+		return err
+	}
+	if err := p.startFrameworks(ctx); err != nil {
+		return err
+	}
+	if err := p.startQueue(ctx); err != nil {
+		return err
+	}
+	if err := p.watchCluster(ctx); err != nil {
+		return err
+	}
+	if err := p.startForecasts(ctx); err != nil {
+		return err
+	}
+	if err := p.serve(ctx, sp); err != nil {
+		return err
+	}
+	if ok, err := p.syncCaches(ctx); !ok {
+		return err
+	}
+	return p.schedule(ctx)
+}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if len(o.profiles()) == 0 {
-		if err := o.loadProfile(); err != nil {
+// process is what run builds, in the order it builds it, shared by its
+// steps.
+type process struct {
+	cs     clients
+	f      *fence
+	o      Options
+	cancel context.CancelFunc // ends run's context, before a cleanup that waits on it
+	undo   cleanups
+
+	log   *slog.Logger // rate-limited by quiet
+	quiet *quietHandler
+	lib   logr.Logger // the libraries' log (client-go, the framework)
+
+	reg      *prometheus.Registry
+	rec      *metrics.Recorder
+	c        *scheduler.Cache
+	qcfg     schedq.Config[types.NamespacedName, *v1.Pod]
+	recorder *profileRecorder
+	factory  informers.SharedInformerFactory
+	fws      []*fwprofile.Framework
+	queues   *switchQueue
+	sm       *scheduler.Metrics
+
+	h              *scheduler.Handlers
+	pods           cache.SharedIndexInformer
+	others         map[string]cache.SharedIndexInformer
+	handlersSynced func() bool
+	reporter       guardedReporter
+	podGroups      cache.SharedIndexInformer
+	groupsSynced   func() bool
+	preempt        *scheduler.PreemptionOptions
+
+	st    *state
+	watch *loopWatch
+	live  *liveState
+	fc    *forecaster
+}
+
+// cleanups are what run does when it returns.
+type cleanups []func()
+
+// add adds fn, to run before those added earlier.
+func (u *cleanups) add(fn func()) { *u = append(*u, fn) }
+
+// run runs them, the last added first, as deferred calls: one that
+// panics does not keep the others from running.
+func (u cleanups) run() {
+	for _, fn := range u {
+		defer fn()
+	}
+}
+
+// startLog rate-limits the process's log.
+func (p *process) startLog(ctx context.Context, log *slog.Logger) {
+	p.quiet = newQuietHandler(log.Handler(), 10*time.Second)
+	p.log = slog.New(p.quiet)
+	go p.quiet.run(ctx)
+}
+
+// prepare makes the metrics' registry, loads the profiles if Validate
+// did not, and makes the queue's configuration and the libraries' log.
+func (p *process) prepare(ctx context.Context) error {
+	p.reg = prometheus.NewRegistry()
+	p.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if len(p.o.profiles()) == 0 {
+		if err := p.o.loadProfile(); err != nil {
 			return err
 		}
 	}
-	rec := metrics.New(metrics.Options{Profile: o.SchedulerName, EventLabels: clusterevent.QueueLabels})
-	c := scheduler.NewCache()
-	qcfg := o.queueConfig()
-	qcfg.Recorder = rec
-	lib, libQuiet := libraryLogger(quiet.next)
+	p.rec = metrics.New(metrics.Options{Profile: p.o.SchedulerName, EventLabels: clusterevent.QueueLabels})
+	p.c = scheduler.NewCache()
+	p.qcfg = p.o.queueConfig()
+	p.qcfg.Recorder = p.rec
+	lib, libQuiet := libraryLogger(p.quiet.next)
+	p.lib = lib
 	go libQuiet.run(ctx)
-	if o.Klog {
+	if p.o.Klog {
 		klog.SetLogger(lib)
 	}
-	broadcaster, err := startEvents(ctx, cs.events, lib)
-	if err != nil {
-		return err
-	}
-	defer broadcaster.Shutdown()
-	recorder := newProfileRecorder(broadcaster, o.schedulerNames())
-	factory := informers.NewSharedInformerFactory(cs.sched, 0)
-	fws, err := upstreamFrameworks(ctx, o, &qcfg, cs.sched, factory, recorder, lib)
-	if err != nil {
-		return err
-	}
-	defer closeAll(fws)
-	fw := fws[0] // the forecasts', whose DRA manager the others share
-	if !o.NoWakeBudget {
-		scheduler.UseWakeBudget(&qcfg, c, fws...) // room as their NodeResourcesFit counts it
-	}
-	q, err := schedq.New(qcfg)
-	if err != nil {
-		return err
-	}
-	queues := &switchQueue{}
-	queues.replace(ctx, q, func(*podQueue) {})
-	defer queues.close()
-	if err := rec.Register(reg, queues); err != nil {
-		return err
-	}
-	sm, err := scheduler.NewMetrics(reg, o.SchedulerName)
-	if err != nil {
-		return err
-	}
-	if err := scheduler.RegisterInDoubt(reg, c); err != nil {
-		return err
-	}
+	return nil
+}
 
-	h := scheduler.NewHandlers(queues, c, o.SchedulerName, qcfg)
-	h.Logger = log
-	if err := useProfiles(ctx, h, o, fws, lib); err != nil {
-		return err
-	}
-	pods := factory.Core().V1().Pods().Informer()
-	others := watched(factory, qcfg.Hints)
-	handlersSynced, err := h.Register(pods, factory.Core().V1().Nodes().Informer(),
-		factory.Core().V1().Namespaces().Informer(), eventSources(others, fw.EventSources()))
+// startFrameworks starts the event broadcaster and builds the profiles'
+// frameworks on the informer factory, with the wake budget unless it is
+// off.
+func (p *process) startFrameworks(ctx context.Context) error {
+	broadcaster, err := startEvents(ctx, p.cs.events, p.lib)
 	if err != nil {
 		return err
 	}
+	p.undo.add(broadcaster.Shutdown)
+	p.recorder = newProfileRecorder(broadcaster, p.o.schedulerNames())
+	p.factory = informers.NewSharedInformerFactory(p.cs.sched, 0)
+	fws, err := upstreamFrameworks(ctx, p.o, &p.qcfg, p.cs.sched, p.factory, p.recorder, p.lib)
+	if err != nil {
+		return err
+	}
+	p.fws = fws
+	p.undo.add(func() { closeAll(fws) })
+	if !p.o.NoWakeBudget {
+		scheduler.UseWakeBudget(&p.qcfg, p.c, fws...) // room as their NodeResourcesFit counts it
+	}
+	return nil
+}
 
-	reporter := guardedReporter{next: scheduler.APIReporter{Client: cs.sched, Recorder: recorder, Logger: log}, fence: f, log: log}
-	h.Events = reporter
-	podGroups, groupsSynced, err := watchPodGroups(cs.sched, factory, h, log)
-	if err != nil {
-		return err
-	}
-	preempt, err := newPreemption(factory, cs.sched, recorder, reg, f, log, o.SchedulerName)
-	if err != nil {
-		return err
-	}
+// fw is the forecasts' framework, whose DRA manager the others share.
+func (p *process) fw() *fwprofile.Framework { return p.fws[0] }
 
-	st := &state{}
-	watch := newLoopWatch(o.Clock, o.StallTimeout)
-	live := &liveState{queue: queues, cache: c, pods: pods.GetStore(),
-		namespaces: factory.Core().V1().Namespaces().Informer().GetStore(), groups: storeOf(podGroups),
-		objects: forecastStores(others), claims: claimTracker(fw.Framework(), others),
-		templates: templateInformer(cs.sched, others, log), budgets: preempt.Budgets,
+// startQueue makes the queue and registers the queue's and the
+// scheduler's metrics.
+func (p *process) startQueue(ctx context.Context) error {
+	q, err := schedq.New(p.qcfg)
+	if err != nil {
+		return err
+	}
+	p.queues = &switchQueue{}
+	p.queues.replace(ctx, q, func(*podQueue) {})
+	p.undo.add(p.queues.close)
+	if err := p.rec.Register(p.reg, p.queues); err != nil {
+		return err
+	}
+	if p.sm, err = scheduler.NewMetrics(p.reg, p.o.SchedulerName); err != nil {
+		return err
+	}
+	return scheduler.RegisterInDoubt(p.reg, p.c)
+}
+
+// watchCluster registers the event handlers that feed the queue and the
+// cache (pods, nodes, namespaces, PodGroups and what the hints watch),
+// the fenced reporter, and preemption.
+func (p *process) watchCluster(ctx context.Context) error {
+	p.h = scheduler.NewHandlers(p.queues, p.c, p.o.SchedulerName, p.qcfg)
+	p.h.Logger = p.log
+	if err := useProfiles(ctx, p.h, p.o, p.fws, p.lib); err != nil {
+		return err
+	}
+	p.pods = p.factory.Core().V1().Pods().Informer()
+	p.others = watched(p.factory, p.qcfg.Hints)
+	var err error
+	p.handlersSynced, err = p.h.Register(p.pods, p.factory.Core().V1().Nodes().Informer(),
+		p.factory.Core().V1().Namespaces().Informer(), eventSources(p.others, p.fw().EventSources()))
+	if err != nil {
+		return err
+	}
+	p.reporter = guardedReporter{next: scheduler.APIReporter{Client: p.cs.sched, Recorder: p.recorder, Logger: p.log}, fence: p.f, log: p.log}
+	p.h.Events = p.reporter
+	if p.podGroups, p.groupsSynced, err = watchPodGroups(p.cs.sched, p.factory, p.h, p.log); err != nil {
+		return err
+	}
+	p.preempt, err = newPreemption(p.factory, p.cs.sched, p.recorder, p.reg, p.f, p.log, p.o.SchedulerName)
+	return err
+}
+
+// startForecasts makes the live state the forecasts copy, the
+// forecaster and its history, which learns from the pod informer and,
+// with --history-file, is written to the file until ctx ends.
+func (p *process) startForecasts(ctx context.Context) error {
+	o, queues := p.o, p.queues
+	p.st = &state{}
+	p.watch = newLoopWatch(o.Clock, o.StallTimeout)
+	p.live = &liveState{queue: queues, cache: p.c, pods: p.pods.GetStore(),
+		namespaces: p.factory.Core().V1().Namespaces().Informer().GetStore(), groups: storeOf(p.podGroups),
+		objects: forecastStores(p.others), claims: claimTracker(p.fw().Framework(), p.others),
+		templates: templateInformer(p.cs.sched, p.others, p.log), budgets: p.preempt.Budgets,
 		schedulerName: o.SchedulerName, profiles: liveProfiles(o), clock: o.Clock}
-	fc := newForecaster(o, live, o.Clock)
-	fc.busy = func() bool { return queues.Counts().Active > 0 }
-	fc.stop = ctx.Done()
+	p.fc = newForecaster(o, p.live, o.Clock)
+	p.fc.busy = func() bool { return queues.Counts().Active > 0 }
+	p.fc.stop = ctx.Done()
 	if o.forecasting != nil {
-		o.forecasting(fc, live)
+		o.forecasting(p.fc, p.live)
 	}
-	if _, err := pods.AddEventHandler(fc.hist.handler()); err != nil {
+	if _, err := p.pods.AddEventHandler(p.fc.hist.handler()); err != nil {
 		return err
 	}
 	if o.History.File != "" {
-		hf, err := startHistoryFile(ctx, o, fc.hist, pods.GetStore(), reg, log)
+		hf, err := startHistoryFile(ctx, o, p.fc.hist, p.pods.GetStore(), p.reg, p.log)
 		if err != nil {
 			return err
 		}
-		defer func() { // cancel first: the last write comes when ctx ends
-			cancel()
+		p.undo.add(func() { // cancel first: the last write comes when ctx ends
+			p.cancel()
 			<-hf
-		}()
+		})
 	}
-	serving := leaderOnly(handler(reg, inDoubtView{gatedQueueView{queues, scheduler.NewGateReasons(ctx, fws...)}, c.InDoubtOn, c.HeldApart}, st.ready, watch.live, fc), st.role)
-	if o.serving != nil {
-		o.serving(serving)
+	return nil
+}
+
+// serve serves the HTTP endpoints: to the test's hook, on the plain
+// address and on the secure port, as configured, until ctx ends; run
+// returns once they have drained.
+func (p *process) serve(ctx context.Context, sp *securePort) error {
+	view := inDoubtView{gatedQueueView{p.queues, scheduler.NewGateReasons(ctx, p.fws...)}, p.c.InDoubtOn, p.c.HeldApart}
+	serving := leaderOnly(handler(p.reg, view, p.st.ready, p.watch.live, p.fc), p.st.role)
+	if p.o.wrapServing != nil {
+		serving = p.o.wrapServing(serving)
 	}
-	if o.Address != "" {
-		if err := serveInsecure(ctx, o.Address, serving, log); err != nil {
+	if p.o.serving != nil {
+		p.o.serving(serving)
+	}
+	// run returns (and the process exits) only once the servers have
+	// drained: cancel first, as they stop when ctx ends.
+	drained := func(wait func()) {
+		p.undo.add(func() {
+			p.cancel()
+			wait()
+		})
+	}
+	if p.o.Address != "" {
+		wait, err := serveInsecure(ctx, p.o.Address, serving, p.log)
+		if err != nil {
 			return err
 		}
+		drained(wait)
 	}
 	if sp != nil {
-		if err := sp.serve(ctx, serving, log); err != nil {
+		wait, err := sp.serve(ctx, serving, p.log)
+		if err != nil {
 			return err
 		}
+		drained(wait)
 	}
+	return nil
+}
 
+// syncCaches starts the informers and waits for their caches and the
+// handlers to sync, then marks the process ready (and, without leader
+// election, leading). Not ok: run returns err (nil if ctx was
+// cancelled meanwhile).
+func (p *process) syncCaches(ctx context.Context) (ok bool, err error) {
 	// On start every pending pod of ours is listed into the queue by the
 	// informers. The caches stay warm for the life of the process.
-	factory.Start(ctx.Done())
-	if live.templates != nil { // its sync is not waited for: see templateInformer
+	p.factory.Start(ctx.Done())
+	if tmpl := p.live.templates; tmpl != nil { // its sync is not waited for: see templateInformer
 		var running sync.WaitGroup
-		defer func() { // cancel first: run's deferred cancel comes only after this wait
-			cancel()
+		p.undo.add(func() { // cancel first: run's deferred cancel comes only after this wait
+			p.cancel()
 			running.Wait()
-		}()
-		running.Go(func() { live.templates.Run(ctx.Done()) })
+		})
+		running.Go(func() { tmpl.Run(ctx.Done()) })
 	}
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+	for typ, ok := range p.factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
-			return fmt.Errorf("informer for %v did not sync", typ)
+			return false, fmt.Errorf("informer for %v did not sync", typ)
 		}
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), handlersSynced, groupsSynced) {
-		return shutdownErr(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), p.handlersSynced, p.groupsSynced) {
+		return false, shutdownErr(ctx)
 	}
-	if !o.LeaderElect {
+	if !p.o.LeaderElect {
 		// The only replica leads from the start: its debug endpoints
 		// answer as soon as /readyz does (see leaderOnly).
-		st.leading.Store(true)
+		p.st.leading.Store(true)
 	}
-	st.synced.Store(true)
-	counts := queues.Counts()
-	log.Info("caches synced", "nodes", c.NodeCount(), "pending", counts.Active+counts.Backoff+counts.Unschedulable+counts.Gated)
+	p.st.synced.Store(true)
+	counts := p.queues.Counts()
+	p.log.Info("caches synced", "nodes", p.c.NodeCount(), "pending", counts.Active+counts.Backoff+counts.Unschedulable+counts.Gated)
+	return true, nil
+}
 
-	log.Info("scheduling with kube-scheduler's framework", "profiles", o.schedulerNames())
+// schedule schedules until ctx ends: from now on without leader
+// election, else in each term this replica leads, the queue rebuilt
+// after each term it loses.
+func (p *process) schedule(ctx context.Context) error {
+	p.log.Info("scheduling with kube-scheduler's framework", "profiles", p.o.schedulerNames())
 	t := &terms{
-		queues: queues, cache: c, handlers: h, pods: pods, podGroups: podGroups, qcfg: qcfg, client: cs.sched, fence: f,
-		backoff: newOutageBackoff(o.Clock), state: st, watch: watch, log: log, reporter: reporter,
-		opts:     schedulerOptions(o, sm, log, fws),
-		preempt:  preempt,
-		releaser: &scheduler.APIReleaser{Client: cs.sched, Recorder: recorder},
+		queues: p.queues, cache: p.c, handlers: p.h, pods: p.pods, podGroups: p.podGroups, qcfg: p.qcfg, client: p.cs.sched, fence: p.f,
+		backoff: newOutageBackoff(p.o.Clock), state: p.st, watch: p.watch, log: p.log, reporter: p.reporter,
+		opts:     schedulerOptions(p.o, p.sm, p.log, p.fws),
+		preempt:  p.preempt,
+		releaser: &scheduler.APIReleaser{Client: p.cs.sched, Recorder: p.recorder},
 	}
-	if !o.LeaderElect {
+	if !p.o.LeaderElect {
 		t.run(ctx)
 		return shutdownErr(ctx)
 	}
-	return campaign(ctx, cs.lease, f, o, log, func(tctx context.Context) {
+	return campaign(ctx, p.cs.lease, p.f, p.o, p.log, func(tctx context.Context) {
 		t.run(tctx)
 		if ctx.Err() == nil {
 			t.rebuild(ctx)
@@ -387,6 +540,8 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	})
 }
 
+// shutdownErr is the error of a process whose ctx ended: none for a
+// cancellation (SIGTERM), else the context's cause.
 func shutdownErr(ctx context.Context) error {
 	if errors.Is(context.Cause(ctx), context.Canceled) {
 		return nil

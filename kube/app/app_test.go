@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -229,6 +230,41 @@ func TestExplainPodInDoubt(t *testing.T) {
 			h.ServeHTTP(rr, httptest.NewRequest(http.MethodGet, tc.path, nil))
 			if rr.Code != http.StatusNotFound || !strings.Contains(rr.Body.String(), tc.has) {
 				t.Errorf("%d %q; want 404 containing %q", rr.Code, rr.Body.String(), tc.has)
+			}
+		})
+	}
+}
+
+// TestRunStoppedWhileConnecting: SIGTERM (ctx ends) while the API server
+// has not answered the first request is a shutdown, as at any later
+// point: Run returns nil (exit status 0), or the context's cause. It
+// returned "no answer within 15s", and the process exited 1.
+func TestRunStoppedWhileConnecting(t *testing.T) {
+	stop := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-stop }))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(stop) }) // before Close, which waits for the handlers
+	kc := writeKubeconfig(t, "hanging", srv.URL)
+	cause := errors.New("stopped for the test")
+	for _, tc := range []struct {
+		name   string
+		cancel func() (context.Context, context.CancelFunc)
+		want   error
+	}{
+		{name: "SIGTERM", want: nil, cancel: func() (context.Context, context.CancelFunc) {
+			return context.WithCancel(context.Background())
+		}},
+		{name: "another cause", want: cause, cancel: func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			return ctx, func() { cancel(cause) }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := tc.cancel()
+			cancel()
+			err := Run(ctx, Options{Kubeconfig: kc, SchedulerName: "schedq", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
+				t.Errorf("Run: %v, want %v", err, tc.want)
 			}
 		})
 	}

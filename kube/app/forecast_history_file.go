@@ -37,6 +37,14 @@ const historyWriteEvery = time.Minute
 // is a few hundred bytes.
 const historyLineMax = 1 << 20
 
+// historyFileMax bounds the whole history file, in bytes: a larger file
+// (or one that is not a regular file, such as a pipe or a device, which
+// could be endless and which the writes would replace) is refused at the
+// load, naming the file and the bound, before anything is read into
+// memory; a write keeps the latest runs that fit. The latest historyMax
+// runs of a few hundred bytes each are about 2 MB.
+const historyFileMax = 64 << 20
+
 // historyHeader is the first line of a history file.
 type historyHeader struct {
 	Kind    string `json:"kind"`
@@ -68,27 +76,54 @@ const (
 
 // loadedHistory is what a history file held when the scheduler started.
 type loadedHistory struct {
-	runs    []observed // in the file's order, oldest first
-	missing bool       // no file: an empty history
+	// runs are the file's latest historyMax, oldest first: those the
+	// history keeps (a file within historyFileMax can hold a hundred
+	// times more, each a pod in memory).
+	runs    []observed
+	dropped int  // the file's runs before those
+	missing bool // no file: an empty history
+	// path is the file's, its symbolic links followed: where it is
+	// written.
+	path string
 }
 
 // loadHistoryFile reads the runs of the history file at path. A missing
-// file or an empty one is an empty history; a file that does not parse
-// is an error naming the file, the line and the field. O(lines).
+// file or an empty one is an empty history; a file that does not parse,
+// is larger than historyFileMax or is not a regular file is an error
+// naming the file (and the line and the field, or the bound). O(lines).
 func loadHistoryFile(path string) (*loadedHistory, error) {
-	f, err := os.Open(path)
+	return loadHistoryFileMax(path, historyFileMax)
+}
+
+// loadHistoryFileMax is loadHistoryFile with a bound of limit bytes.
+func loadHistoryFileMax(path string, limit int64) (*loadedHistory, error) {
+	real, err := followLinks(path)
+	if err != nil {
+		return nil, err
+	}
+	// Stat first: opening a named pipe would block until a writer came.
+	st, err := os.Stat(real)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &loadedHistory{missing: true}, checkHistoryDir(path)
+		return &loadedHistory{missing: true, path: real}, checkHistoryDir(real)
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	if err := checkHistoryDir(path); err != nil {
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file but %s: each write replaces the history file with a new one", path, fileKind(st.Mode()))
+	}
+	if st.Size() > limit {
+		return nil, tooLarge(path, limit)
+	}
+	f, err := os.Open(real)
+	if err != nil {
 		return nil, err
 	}
-	out := &loadedHistory{}
-	sc := bufio.NewScanner(f)
+	defer f.Close()
+	out := &loadedHistory{path: real}
+	// One byte past limit tells a file that grew since the Stat.
+	lr := &io.LimitedReader{R: f, N: limit + 1}
+	sc := bufio.NewScanner(lr)
 	sc.Buffer(nil, historyLineMax)
 	line := 0
 	for sc.Scan() {
@@ -100,16 +135,80 @@ func loadHistoryFile(path string) (*loadedHistory, error) {
 			var o observed
 			if o, err = parseHistoryRun(sc.Bytes()); err == nil {
 				out.runs = append(out.runs, o)
+				if len(out.runs) == 2*historyMax { // the history keeps the latest historyMax
+					out.runs = append(out.runs[:0], out.runs[historyMax:]...)
+				}
 			}
 		}
 		if err != nil {
+			if lr.N == 0 { // the line cut at the bound
+				return nil, tooLarge(path, limit)
+			}
 			return nil, fmt.Errorf("%s: line %d: %w", path, line, err)
 		}
+	}
+	if lr.N == 0 {
+		return nil, tooLarge(path, limit)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: line %d: %w", path, line+1, err)
 	}
-	return out, nil
+	if n := len(out.runs); cap(out.runs) > historyMax {
+		// Not the array of the window, which still points at dropped runs.
+		latest := out.runs[max(0, n-historyMax):]
+		out.runs = make([]observed, len(latest))
+		copy(out.runs, latest)
+	}
+	out.dropped = max(0, line-1) - len(out.runs)
+	return out, checkHistoryDir(real)
+}
+
+// followLinks is path with its symbolic links followed to the file they
+// name, which need not exist: the history is written there, where a
+// rename over the link would replace the link with a file of its own and
+// leave the file it named behind, never written again. At most 40 links,
+// as Linux allows.
+func followLinks(path string) (string, error) {
+	for range 40 {
+		st, err := os.Lstat(path)
+		if err != nil || st.Mode()&fs.ModeSymlink == 0 {
+			return path, nil // not a link, or missing: the load says which
+		}
+		target, err := os.Readlink(path)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(path), target)
+		}
+		path = target
+	}
+	return "", fmt.Errorf("%s: more than 40 symbolic links", path)
+}
+
+// fileKind names the kind of a file that is not a regular one.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file (" + m.Type().String() + ")"
+}
+
+// tooLarge is the error for a history file at path larger than max
+// bytes. The file is left as it is.
+func tooLarge(path string, max int64) error {
+	limit := fmt.Sprintf("%d bytes", max)
+	if max >= 1<<20 && max%(1<<20) == 0 {
+		limit += fmt.Sprintf(" (%d MiB)", max>>20)
+	}
+	return fmt.Errorf("%s: larger than the limit of %s for a history file: move it away, or keep its header and latest lines, to start", path, limit)
 }
 
 // checkHistoryDir refuses a history file whose directory is not one, or
@@ -212,6 +311,7 @@ type historyFile struct {
 	errors  prometheus.Counter
 	// write replaces the file with what encode writes (writeAtomic).
 	write func(path string, encode func(io.Writer) error) error
+	max   int64 // the file's bound: historyFileMax
 
 	written uint64 // hist.gen at the last write that succeeded
 }
@@ -219,7 +319,7 @@ type historyFile struct {
 // newHistoryFile writes h to path, with the running pods listed by
 // running, counting its failures in errs.
 func newHistoryFile(path string, h *liveHistory, running func() []*v1.Pod, log *slog.Logger, errs prometheus.Counter) *historyFile {
-	return &historyFile{path: path, hist: h, running: running, log: log, errors: errs, write: writeAtomic}
+	return &historyFile{path: path, hist: h, running: running, log: log, errors: errs, write: writeAtomic, max: historyFileMax}
 }
 
 // seed puts the runs loaded from the file into the history, oldest
@@ -233,7 +333,7 @@ func (w *historyFile) seed(l *loadedHistory) {
 	}
 	_, w.written = w.hist.kept()
 	if !l.missing {
-		w.log.Info("history file loaded", "file", w.path, "runs", len(l.runs))
+		w.log.Info("history file loaded", "file", w.path, "runs", len(l.runs), "oldestDropped", l.dropped)
 	}
 }
 
@@ -264,7 +364,14 @@ func (w *historyFile) save(always bool) {
 	}
 	runs = w.withRunning(runs)
 	labels := w.hist.opts.Labels
-	err := w.write(w.path, func(out io.Writer) error { return encodeHistory(out, runs, labels) })
+	dropped := 0
+	err := w.write(w.path, func(out io.Writer) (err error) {
+		dropped, err = encodeHistoryMax(out, runs, labels, w.max)
+		return err
+	})
+	if err == nil && dropped > 0 {
+		w.log.Warn("history file: runs left out, the oldest, to keep the file within its limit (or a line within its own)", "file", w.path, "runs", dropped, "limit", w.max)
+	}
 	if err != nil {
 		w.errors.Inc()
 		w.log.Error("writing the history file failed: the forecasts' history would start from the last file written", "file", w.path, "err", err)
@@ -324,19 +431,60 @@ func (w *historyFile) withRunning(runs []observed) []observed {
 }
 
 // encodeHistory writes the header and one line per run, with the values
-// of labels only. O(runs).
+// of labels only, within historyFileMax. O(runs).
 func encodeHistory(out io.Writer, runs []observed, labels []string) error {
-	bw := bufio.NewWriter(out)
-	enc := json.NewEncoder(bw)
+	_, err := encodeHistoryMax(out, runs, labels, historyFileMax)
+	return err
+}
+
+// encodeHistoryMax writes the header and the latest runs whose lines
+// fit in max bytes with it, leaving out a line longer than
+// historyLineMax: what it writes, loadHistoryFileMax reads back (a run
+// read in can be written longer: "1h" as "1h0m0s", "<" as "\u003c").
+// It returns how many runs it left out. O(runs).
+func encodeHistoryMax(out io.Writer, runs []observed, labels []string, max int64) (dropped int, err error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	if err := enc.Encode(historyHeader{Kind: historyFileKind, Version: historyFileVersion}); err != nil {
-		return err
+		return 0, err
 	}
-	for _, o := range runs {
+	head := buf.Len()
+	ends := make([]int, len(runs))
+	for i, o := range runs {
 		if err := enc.Encode(runLine(o, labels)); err != nil {
-			return err
+			return 0, err
+		}
+		ends[i] = buf.Len()
+	}
+	b := buf.Bytes()
+	line := func(i int) []byte {
+		if i == 0 {
+			return b[head:ends[0]]
+		}
+		return b[ends[i-1]:ends[i]]
+	}
+	keep := make([]bool, len(runs))
+	size := int64(head)
+	for i := len(runs) - 1; i >= 0; i-- {
+		n := int64(len(line(i)))
+		if n > historyLineMax {
+			continue
+		}
+		if size+n > max {
+			break
+		}
+		keep[i], size = true, size+n
+	}
+	bw := bufio.NewWriter(out)
+	bw.Write(b[:head])
+	for i := range runs {
+		if keep[i] {
+			bw.Write(line(i))
+		} else {
+			dropped++
 		}
 	}
-	return bw.Flush()
+	return dropped, bw.Flush()
 }
 
 // runLine is o as a line of the file: its class (the values of labels,
@@ -416,7 +564,11 @@ func startHistoryFile(ctx context.Context, o Options, h *liveHistory, pods cache
 	if err := reg.Register(errs); err != nil {
 		return nil, err
 	}
-	w := newHistoryFile(o.History.File, h, func() []*v1.Pod { return runningPods(pods) }, log, errs)
+	path := o.History.File
+	if p := o.History.loaded.path; p != "" {
+		path = p // its links followed
+	}
+	w := newHistoryFile(path, h, func() []*v1.Pod { return runningPods(pods) }, log, errs)
 	w.seed(o.History.loaded)
 	done := make(chan struct{})
 	go func() {

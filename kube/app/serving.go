@@ -395,20 +395,29 @@ func guarded(h http.Handler, authn authenticator.Request, authz authorizer.Autho
 	})
 }
 
-// serveSecure serves h on the HTTPS port until ctx ends.
-func (p *securePort) serve(ctx context.Context, h http.Handler, log *slog.Logger) error {
-	if _, _, err := p.info.Serve(guarded(h, p.authn, p.authz), 5*time.Second, ctx.Done()); err != nil {
-		return fmt.Errorf("secure serving: %w", err)
+// serve serves h on the HTTPS port until ctx ends. The returned function
+// waits, once ctx has ended, for the server to drain: its requests under
+// way are answered, for at most servingDrain.
+func (p *securePort) serve(ctx context.Context, h http.Handler, log *slog.Logger) (wait func(), err error) {
+	stopped, _, err := p.info.Serve(guarded(h, p.authn, p.authz), servingDrain, ctx.Done())
+	if err != nil {
+		return nil, fmt.Errorf("secure serving: %w", err)
 	}
 	log.Info("serving HTTPS", "address", p.info.Listener.Addr().String())
-	return nil
+	return func() { <-stopped }, nil
 }
 
-// serveInsecure serves h on plain HTTP until ctx ends.
-func serveInsecure(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
+// servingDrain bounds how long a server that stops waits for the
+// requests under way.
+const servingDrain = 5 * time.Second
+
+// serveInsecure serves h on plain HTTP until ctx ends. The returned
+// function waits, once ctx has ended, for the server to drain, as
+// securePort.serve's does.
+func serveInsecure(ctx context.Context, addr string, h http.Handler, log *slog.Logger) (wait func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("--address %s: %w", addr, err)
+		return nil, fmt.Errorf("--address %s: %w", addr, err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
@@ -416,11 +425,13 @@ func serveInsecure(ctx context.Context, addr string, h http.Handler, log *slog.L
 			log.Error("http", "err", err)
 		}
 	}()
+	stopped := make(chan struct{})
 	context.AfterFunc(ctx, func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer close(stopped)
+		sctx, cancel := context.WithTimeout(context.Background(), servingDrain)
 		defer cancel()
 		srv.Shutdown(sctx)
 	})
 	log.Warn("serving plain HTTP without authentication (development only)", "address", ln.Addr().String())
-	return nil
+	return func() { <-stopped }, nil
 }

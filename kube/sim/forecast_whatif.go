@@ -15,6 +15,7 @@ import (
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
 
@@ -224,6 +225,8 @@ func (in *WhatIfInput) Validate() error {
 		switch {
 		case pg.Name == "":
 			return fmt.Errorf("PodGroup %d: no name", i+1)
+		case len(validation.IsDNS1123Subdomain(pg.Name)) > 0:
+			return fmt.Errorf("PodGroup %s: the name is not one the API server takes: %s", key, validation.IsDNS1123Subdomain(pg.Name)[0])
 		case groups[key]:
 			return fmt.Errorf("PodGroup %s: a PodGroup of that name exists already", key)
 		case pg.Spec.SchedulingPolicy.Gang == nil || pg.Spec.SchedulingPolicy.Gang.MinCount < 1:
@@ -239,10 +242,18 @@ func (in *WhatIfInput) Validate() error {
 		switch {
 		case p.Name == "":
 			return fmt.Errorf("pod %d: no name", i+1)
+		case len(validation.IsDNS1123Subdomain(p.Name)) > 0:
+			return fmt.Errorf("pod %s: the name is not one the API server takes: %s", key, validation.IsDNS1123Subdomain(p.Name)[0])
 		case pods[key]:
 			return fmt.Errorf("pod %s: a pod of that name exists already", key)
 		case p.Spec.NodeName != "":
 			return fmt.Errorf("pod %s: names node %s; a what-if pod is one not yet scheduled", key, p.Spec.NodeName)
+		case p.Status.Phase != "" && p.Status.Phase != v1.PodPending:
+			// Else it was placed and said not to start (Succeeded), or
+			// to start at once (Running) wherever it went.
+			return fmt.Errorf("pod %s: status.phase %s; a what-if pod is one not yet scheduled (Pending, or no status)", key, p.Status.Phase)
+		case p.DeletionTimestamp != nil:
+			return fmt.Errorf("pod %s: has a deletionTimestamp; a what-if pod is one being created, not deleted", key)
 		}
 		if err := checkClaimEntries(&named); err != nil {
 			return err

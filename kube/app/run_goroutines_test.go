@@ -1,0 +1,80 @@
+package app
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+)
+
+// TestRunLeavesNoGoroutine: after SIGTERM (ctx ends) every goroutine run
+// started has ended by the time it returns or soon after, with or
+// without leader election, with a forecast and a what-if asked and the
+// history file written: synctest.Test fails if one is left blocked in
+// its bubble (a forecast still under way ends, as the docs say, rather
+// than waiting for the queue).
+func TestRunLeavesNoGoroutine(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		elect bool
+	}{
+		{name: "one replica"},
+		{name: "leader election", elect: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			synctest.Test(t, func(t *testing.T) {
+				client := fakeCluster(roomyNode("n0"), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
+					testPod("big", "schedq", "100")) // pending: no node has room
+				o := upstreamOptions(t)
+				o.Clock = clock.RealClock{} // the bubble's fake time
+				o.History.File = filepath.Join(dir, "history.jsonl")
+				served := make(chan http.Handler, 1)
+				o.serving = func(h http.Handler) { served <- h }
+				var f *fence
+				if tc.elect {
+					o.LeaderElect, o.LeaseNamespace, o.LeaseName = true, "kube-system", "schedq"
+					o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
+					var err error
+					if f, err = newLeaderFence(o); err != nil {
+						t.Fatal(err)
+					}
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() {
+					done <- run(ctx, clients{sched: client, events: client, lease: client}, f, nil, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+				}()
+				h := <-served
+				ask := func(method, path, body string) int {
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, httptest.NewRequest(method, path, strings.NewReader(body)))
+					return rec.Code
+				}
+				for ask(http.MethodGet, "/debug/queue/default/big", "") != http.StatusOK { // synced and leading
+					time.Sleep(100 * time.Millisecond) // fake time
+				}
+				if code := ask(http.MethodGet, "/debug/forecast/default/big", ""); code != http.StatusOK {
+					t.Errorf("forecast: HTTP %d", code)
+				}
+				if code := ask(http.MethodPost, "/debug/whatif", strings.Replace(whatIfPod, "%s", "1", 1)); code != http.StatusOK {
+					t.Errorf("what-if: HTTP %d", code)
+				}
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("run: %v", err)
+				}
+			})
+		})
+	}
+}
