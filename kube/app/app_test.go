@@ -235,6 +235,46 @@ func TestExplainPodInDoubt(t *testing.T) {
 	}
 }
 
+// TestForecastPodInDoubt: /debug/forecast/{namespace}/{name} of a pod
+// the cache holds as a binding in doubt, or apart from the queue with its
+// group, is a 404 that says so, as /debug/queue/{namespace}/{name}'s is;
+// it answered "unknown, bound, or not ours", which hid a pending pod of
+// ours. Other pods missing from the queue get the plain answer.
+func TestForecastPodInDoubt(t *testing.T) {
+	q, err := schedq.New(scheduler.QueueConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	doubt := func(key types.NamespacedName) (string, bool) { return "n1", key.Name == "doubtful" }
+	held := func(key types.NamespacedName) (string, bool) { return "its binding failed", key.Name == "member" }
+	// The 404 is answered before the forecaster is asked.
+	h := handler(prometheus.NewRegistry(), inDoubtView{q, doubt, held}, func() (bool, string) { return true, "" }, nil, &forecaster{})
+	for _, tc := range []struct {
+		name, path string
+		has        []string
+	}{
+		{name: "in doubt", path: "/debug/forecast/default/doubtful",
+			has: []string{"held on node n1 as a binding in doubt", "a forecast is only of pods in the queue"}},
+		{name: "a member held apart", path: "/debug/forecast/default/member",
+			has: []string{"is not in schedq's queue: its binding failed", "a forecast is only of pods in the queue"}},
+		{name: "unknown", path: "/debug/forecast/default/nobody",
+			has: []string{"(unknown, bound, or not ours): a forecast is only of pending pods"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rr := httptest.NewRecorder()
+			h.ServeHTTP(rr, httptest.NewRequest(http.MethodGet, tc.path, nil))
+			if rr.Code != http.StatusNotFound {
+				t.Errorf("HTTP %d %q; want 404", rr.Code, rr.Body.String())
+			}
+			for _, want := range tc.has {
+				if !strings.Contains(rr.Body.String(), want) {
+					t.Errorf("%q; want it to contain %q", rr.Body.String(), want)
+				}
+			}
+		})
+	}
+}
+
 // TestRunStoppedWhileConnecting: SIGTERM (ctx ends) while the API server
 // has not answered the first request is a shutdown, as at any later
 // point: Run returns nil (exit status 0), or the context's cause. It

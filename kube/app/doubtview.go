@@ -65,3 +65,20 @@ func (e inDoubtError) Error() string {
 }
 
 func (e inDoubtError) Unwrap() error { return schedq.ErrNotFound }
+
+// notInQueueMessage is the message of a debug endpoint's 404 for key, which
+// the queue view's Explain did not find (err is a schedq.ErrNotFound): a
+// binding in doubt and a group member held apart say so (pending pods of
+// ours, held out of the queue), others get the plain "unknown, bound, or
+// not ours". held reports the first two.
+func notInQueueMessage(key types.NamespacedName, err error) (msg string, held bool) {
+	var doubt inDoubtError
+	var apart heldError
+	switch {
+	case errors.As(err, &doubt):
+		return doubt.Error(), true
+	case errors.As(err, &apart):
+		return apart.Error(), true
+	}
+	return fmt.Sprintf("pod %s is not in schedq's queue: it is unknown, bound, or not ours", key), false
+}

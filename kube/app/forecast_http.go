@@ -88,7 +88,9 @@ func (f *forecaster) predict(key types.NamespacedName) (*Prediction, error) {
 }
 
 // serveForecast answers GET /debug/forecast/{namespace}/{name}: the pod's
-// predicted start, 404 if it is not pending, 503 with Retry-After (the
+// predicted start, 404 if it is not in the queue (saying so when it is
+// held as a binding in doubt or apart with its group, as
+// /debug/queue/{namespace}/{name} does), 503 with Retry-After (the
 // forecast's TTL) if there is no forecast of it yet.
 func serveForecast(f *forecaster, q queueView) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -98,7 +100,16 @@ func serveForecast(f *forecaster, q queueView) http.HandlerFunc {
 		}
 		key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
 		if _, err := q.Explain(key); errors.Is(err, schedq.ErrNotFound) {
-			http.Error(w, fmt.Sprintf("pod %s is not pending in schedq's queue (unknown, bound, or not ours): a forecast is only of pending pods", key), http.StatusNotFound)
+			// As /debug/queue/{namespace}/{name} answers: a binding in
+			// doubt or a member held apart says why it is not in the
+			// queue, rather than "unknown, bound, or not ours".
+			msg, held := notInQueueMessage(key, err)
+			if held {
+				msg += "; a forecast is only of pods in the queue"
+			} else {
+				msg = fmt.Sprintf("pod %s is not pending in schedq's queue (unknown, bound, or not ours): a forecast is only of pending pods", key)
+			}
+			http.Error(w, msg, http.StatusNotFound)
 			return
 		}
 		p, err := f.predict(key)

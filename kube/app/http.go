@@ -105,14 +105,7 @@ func handler(reg *prometheus.Registry, q queueView, ready, live func() (bool, st
 		key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
 		x, err := q.Explain(key)
 		if errors.Is(err, schedq.ErrNotFound) {
-			msg := fmt.Sprintf("pod %s is not in schedq's queue: it is unknown, bound, or not ours", key)
-			var doubt inDoubtError
-			var held heldError
-			if errors.As(err, &doubt) {
-				msg = doubt.Error()
-			} else if errors.As(err, &held) {
-				msg = held.Error()
-			}
+			msg, _ := notInQueueMessage(key, err)
 			http.Error(w, msg, http.StatusNotFound)
 			return
 		}
