@@ -12,14 +12,37 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 )
 
-// Validate checks every option before anything connects, and returns all
-// the problems at once, each naming the command-line flag that sets it,
-// or the field of the --config file that does (settings.go).
+// Validate checks every option (CheckFlags) and then, if they all pass,
+// loads the history file (LoadHistory): before anything connects.
+func (o *Options) Validate() error {
+	if err := o.CheckFlags(); err != nil {
+		return err
+	}
+	return o.LoadHistory()
+}
+
+// LoadHistory loads --history-file (HistoryOptions.File), if any, and
+// checks that a file can be created in its directory (it creates one
+// there and removes it); an error names the flag. Run loads it if
+// nothing did before. Call it after CheckFlags passed, as Validate does:
+// no file is read or created for a command line that is refused.
+func (o *Options) LoadHistory() error {
+	if err := o.History.load(); err != nil {
+		return fmt.Errorf("%s: %w", o.source("history-file"), err)
+	}
+	return nil
+}
+
+// CheckFlags checks every option and returns all the problems at once,
+// each naming the command-line flag that sets it, or the field of the
+// --config file that does (settings.go). It reads no file but --config's
+// (and its profile's), and creates none: LoadHistory does the history
+// file's work.
 // With --config (Config.File), it first loads the file and applies the
 // settings it takes from it (see applyConfig): a file that fails is
 // reported alone, since the other options would be checked against
 // settings it did not give.
-func (o *Options) Validate() error {
+func (o *Options) CheckFlags() error {
 	if o.Config.File != "" {
 		if err := o.applyConfig(); err != nil {
 			return err
@@ -66,9 +89,6 @@ func (o *Options) Validate() error {
 	errs = append(errs, o.validateLeaderElection()...)
 	errs = append(errs, o.Fairness.validate(o.source)...)
 	errs = append(errs, o.History.validate(o.source)...)
-	if err := o.History.load(); err != nil {
-		errs = append(errs, fmt.Errorf("%s: %w", o.source("history-file"), err))
-	}
 	errs = append(errs, o.Serving.validate()...)
 	return errors.Join(errs...)
 }

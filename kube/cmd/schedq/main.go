@@ -139,11 +139,18 @@ Every flag is checked before it connects.`,
 			if err := removedFlags(cmd, upstream); err != nil {
 				return err
 			}
-			flags := o // as the flags set it; Validate applies the file's settings to o
-			if err := errors.Join(o.Validate(), electionFlagsOff(cmd, o.LeaderElect), servingFlagsOff(cmd, o.Serving)); err != nil {
+			// Every flag is checked, and all the problems reported at
+			// once, before any work: the history file is loaded (and a
+			// file created in its directory) only then.
+			flags := o // as the flags set it; CheckFlags applies the file's settings to o
+			_, logErr := logLevelFormat(logLevel, logFormat)
+			if err := errors.Join(o.CheckFlags(), electionFlagsOff(cmd, o.LeaderElect), servingFlagsOff(cmd, o.Serving), logErr); err != nil {
 				return err
 			}
 			if err := configOverrides(cmd, o, flags); err != nil {
+				return err
+			}
+			if err := o.LoadHistory(); err != nil {
 				return err
 			}
 			logger, err := newLogger(stderr, logLevel, logFormat)
@@ -201,23 +208,34 @@ Every flag is checked before it connects.`,
 // newLogger builds the slog logger and routes klog (client-go's logs) to
 // it until app.Run routes klog through its rate limit (Options.Klog).
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %q is not debug, info, warn or error", level)
+	lv, err := logLevelFormat(level, format)
+	if err != nil {
+		return nil, err
 	}
 	opts := &slog.HandlerOptions{Level: lv}
 	var h slog.Handler
-	switch format {
-	case "text":
-		h = slog.NewTextHandler(w, opts)
-	case "json":
+	if format == "json" {
 		h = slog.NewJSONHandler(w, opts)
-	default:
-		return nil, fmt.Errorf("--log-format: %q is not text or json", format)
+	} else {
+		h = slog.NewTextHandler(w, opts)
 	}
 	logger := slog.New(h)
 	klog.SetSlogLogger(logger)
 	return logger, nil
+}
+
+// logLevelFormat checks --log-level and --log-format, reporting both
+// when both are wrong, and returns the level.
+func logLevelFormat(level, format string) (slog.Level, error) {
+	var lv slog.Level
+	var errs []error
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		errs = append(errs, fmt.Errorf("--log-level: %q is not debug, info, warn or error", level))
+	}
+	if format != "text" && format != "json" {
+		errs = append(errs, fmt.Errorf("--log-format: %q is not text or json", format))
+	}
+	return lv, errors.Join(errs...)
 }
 
 // removedFlags refuses the flags of schedq's former hand-written plugins,

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -136,6 +139,51 @@ func TestOutputWriteErrorFails(t *testing.T) {
 			err := runCLI(tc.args, fullWriter{}, &stderr)
 			if err == nil || !strings.Contains(err.Error(), "no space left on device") {
 				t.Fatalf("error %v, want the write's", err)
+			}
+		})
+	}
+}
+
+// TestSchedulerChecksEveryFlagFirst: schedq scheduler reports every bad
+// flag at once, --log-level and --log-format with the others, and reads
+// or creates no file for a refused command line: the history file (which
+// does not parse here) is loaded only when every flag passed. The log
+// flags were checked after the others, alone, and after the history file
+// was loaded and a file created in its directory.
+func TestSchedulerChecksEveryFlagFirst(t *testing.T) {
+	dir := t.TempDir()
+	history := filepath.Join(dir, "history.jsonl")
+	if err := os.WriteFile(history, []byte("not the history's header\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"scheduler", "--kubeconfig", "/no/such/kubeconfig", "--leader-elect=false", "--history-file", history}
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		want    []string
+		notWant string
+	}{
+		{name: "log level with another flag", args: []string{"--log-level", "loud", "--kube-api-qps", "0"},
+			want: []string{`--log-level: "loud"`, "--kube-api-qps: must be more than 0"}, notWant: history},
+		{name: "log format with another flag", args: []string{"--log-format", "xml", "--kube-api-burst", "0"},
+			want: []string{`--log-format: "xml"`, "--kube-api-burst: must be more than 0"}, notWant: history},
+		{name: "both log flags", args: []string{"--log-level", "loud", "--log-format", "xml"},
+			want: []string{`--log-level: "loud"`, `--log-format: "xml"`}, notWant: history},
+		{name: "good flags: the history file is loaded", args: nil,
+			want: []string{"--history-file: " + history}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := executeErr(append(slices.Clone(base), tc.args...)...)
+			if err == nil {
+				t.Fatalf("no error, want %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err %q, want it to contain %q", err, w)
+				}
+			}
+			if tc.notWant != "" && strings.Contains(err.Error(), tc.notWant) {
+				t.Errorf("err %q: the history file was loaded before the flags were all checked", err)
 			}
 		})
 	}
