@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -224,7 +225,7 @@ func checkHistoryDir(path string) error {
 	if !st.IsDir() {
 		return fmt.Errorf("%s: %s is not a directory", path, dir)
 	}
-	probe, err := os.CreateTemp(dir, "."+filepath.Base(path)+".probe*")
+	probe, err := os.CreateTemp(dir, tempPattern(path, "probe"))
 	if err != nil {
 		if pe := new(fs.PathError); errors.As(err, &pe) {
 			err = pe.Err
@@ -512,11 +513,13 @@ func runLine(o observed, labels []string) historyRun {
 }
 
 // writeAtomic replaces the file at path with what encode writes: into a
-// temporary file in the same directory, synced, then renamed over path.
-// On any failure the file at path is left as it was and the temporary
-// one removed.
+// temporary file in the same directory (named by tempPattern), synced,
+// then renamed over path. The new file keeps the permission bits of the
+// file it replaces (0600 when there is none): an operator's chmod would
+// otherwise be undone by the next write. On any failure the file at path
+// is left as it was and the temporary one removed.
 func writeAtomic(path string, encode func(io.Writer) error) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), tempPattern(path, "tmp"))
 	if err != nil {
 		return err
 	}
@@ -526,6 +529,11 @@ func writeAtomic(path string, encode func(io.Writer) error) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
+	if st, serr := os.Stat(path); serr == nil && st.Mode().IsRegular() {
+		if err = tmp.Chmod(st.Mode().Perm()); err != nil {
+			return err
+		}
+	}
 	if err = encode(tmp); err != nil {
 		return err
 	}
@@ -540,6 +548,57 @@ func writeAtomic(path string, encode func(io.Writer) error) (err error) {
 	}
 	syncDir(filepath.Dir(path))
 	return nil
+}
+
+// tempPattern is os.CreateTemp's pattern of the files the history file
+// at path is written through (kind "tmp") or its directory probed with
+// ("probe"): ".history.jsonl.tmp" and CreateTemp's random decimal
+// number, hidden, beside the file.
+func tempPattern(path, kind string) string {
+	return "." + filepath.Base(path) + "." + kind + "*"
+}
+
+// removeStaleTemps removes the temporary files that writes (and probes)
+// of the history file at path left behind when the process died between
+// creating and renaming (or removing) them: the regular files of path's
+// directory named exactly by tempPattern, the * a decimal number, as
+// CreateTemp makes it. Nothing else, in that directory or below it, is
+// touched. Called at start, before the first write. It returns the names
+// removed, and the first error (a file that cannot be removed stays).
+func removeStaleTemps(path string) (removed []string, err error) {
+	dir := filepath.Dir(path)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !isOurTemp(path, e.Name()) {
+			continue
+		}
+		if rerr := os.Remove(filepath.Join(dir, e.Name())); rerr != nil {
+			if err == nil {
+				err = rerr
+			}
+			continue
+		}
+		removed = append(removed, e.Name())
+	}
+	return removed, err
+}
+
+// isOurTemp says whether name is one of tempPattern(path, ...)'s.
+func isOurTemp(path, name string) bool {
+	for _, kind := range []string{"tmp", "probe"} {
+		pre := strings.TrimSuffix(tempPattern(path, kind), "*")
+		num, ok := strings.CutPrefix(name, pre)
+		if !ok || num == "" {
+			continue
+		}
+		if strings.Trim(num, "0123456789") == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // syncDir syncs dir, so that a rename in it survives a power loss; where
@@ -570,6 +629,14 @@ func startHistoryFile(ctx context.Context, o Options, h *liveHistory, pods cache
 	}
 	w := newHistoryFile(path, h, func() []*v1.Pod { return runningPods(pods) }, log, errs)
 	w.seed(o.History.loaded)
+	// Left by a process that died mid-write; never fatal.
+	removed, err := removeStaleTemps(path)
+	if len(removed) > 0 {
+		log.Info("history file: removed the temporary files an earlier write left behind", "file", path, "removed", removed)
+	}
+	if err != nil {
+		log.Warn("history file: the temporary files an earlier write left behind could not all be removed", "file", path, "err", err)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

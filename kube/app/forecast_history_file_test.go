@@ -23,6 +23,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 )
@@ -643,6 +644,110 @@ func TestHistoryFileRunningRunIsTheLatest(t *testing.T) {
 			}
 			if len(ofP) != 1 || !ofP[0].cut || ofP[0].d != 40*time.Minute {
 				t.Errorf("p's runs %+v, want one censored run of 40m", ofP)
+			}
+		})
+	}
+}
+
+// TestHistoryFileKeepsMode: a write keeps the permission bits of the file
+// it replaces; a new file is 0600. Each write made a new file of mode
+// 0600, undoing an operator's chmod.
+func TestHistoryFileKeepsMode(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mode os.FileMode // of the file before the write; 0: none
+		want os.FileMode
+	}{
+		{name: "readable by all", mode: 0o644, want: 0o644},
+		{name: "readable by the group", mode: 0o640, want: 0o640},
+		{name: "owner only", mode: 0o600, want: 0o600},
+		{name: "no file yet", want: 0o600},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "history.jsonl")
+			if tc.mode != 0 {
+				if err := os.WriteFile(path, []byte(histHeader), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(path, tc.mode); err != nil { // not under the umask
+					t.Fatal(err)
+				}
+			}
+			if err := writeAtomic(path, func(out io.Writer) error { _, err := io.WriteString(out, histHeader); return err }); err != nil {
+				t.Fatal(err)
+			}
+			st, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := st.Mode().Perm(); got != tc.want {
+				t.Errorf("mode %v after the write, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestHistoryFileRemovesStaleTemps: at start the temporary files that a
+// write (or the directory's probe) left behind when the process died
+// mid-write are removed: only ours, named exactly as writeAtomic and
+// checkHistoryDir name them, in the file's directory. Nothing removed
+// them, and each crash left one more.
+func TestHistoryFileRemovesStaleTemps(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		file    string // created in the history file's directory
+		dir     bool   // a directory, not a file
+		link    bool   // a symbolic link to a file elsewhere
+		removed bool
+	}{
+		{name: "a write's", file: ".history.jsonl.tmp123456", removed: true},
+		{name: "another write's", file: ".history.jsonl.tmp1", removed: true},
+		{name: "a probe's", file: ".history.jsonl.probe42", removed: true},
+		{name: "no number", file: ".history.jsonl.tmp"},
+		{name: "not a number", file: ".history.jsonl.tmp12x"},
+		{name: "another file's", file: ".other.jsonl.tmp123"},
+		{name: "not hidden", file: "history.jsonl.tmp123"},
+		{name: "a directory of the name", file: ".history.jsonl.tmp99", dir: true},
+		{name: "a link of the name", file: ".history.jsonl.tmp77", link: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "history.jsonl")
+			if err := os.WriteFile(path, []byte(histHeader), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			stale := filepath.Join(dir, tc.file)
+			switch {
+			case tc.dir:
+				if err := os.Mkdir(stale, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			case tc.link:
+				if err := os.Symlink(filepath.Join(t.TempDir(), "elsewhere"), stale); err != nil {
+					t.Fatal(err)
+				}
+			default:
+				if err := os.WriteFile(stale, []byte("half a write"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var o Options
+			o.History.File = path
+			o.Clock = testingclock.NewFakeClock(liveNow)
+			h := newTestHistory(o.Clock)
+			ctx, cancel := context.WithCancel(t.Context())
+			done, err := startHistoryFile(ctx, o, h, cache.NewStore(cache.MetaNamespaceKeyFunc), prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+			<-done
+			_, err = os.Lstat(stale)
+			if gone := errors.Is(err, os.ErrNotExist); gone != tc.removed {
+				t.Errorf("%s removed: %v, want %v", tc.file, gone, tc.removed)
+			}
+			if _, err := loadHistoryFile(path); err != nil {
+				t.Errorf("the history file after the run: %v", err)
 			}
 		})
 	}
