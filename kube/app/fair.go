@@ -2,9 +2,11 @@ package app
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -135,12 +137,19 @@ func wantsPending(r *http.Request) bool {
 	return q.Has("order") || q.Has("namespace") || q.Has("tenant")
 }
 
+// pendingQuery is a listing's filter and page: namespace and tenant
+// (empty: any), offset and limit.
+type pendingQuery struct {
+	namespace, tenant string
+	offset, limit     int
+}
+
 // pendingOptions reads the listing's filter and page from a request:
 // ?namespace= (a namespace name: an empty one would list them all),
 // ?tenant= (only if fair is set, see tenantFilter), ?offset=, ?limit=.
-func pendingOptions(r *http.Request, fair bool) (schedq.PendingOptions[*v1.Pod], error) {
+func pendingOptions(r *http.Request, fair bool) (pendingQuery, error) {
 	q := r.URL.Query()
-	o := schedq.PendingOptions[*v1.Pod]{Limit: DefaultQueuePageLimit}
+	o := pendingQuery{limit: DefaultQueuePageLimit}
 	if v := q.Get("order"); v != "" && v != "pop" {
 		return o, fmt.Errorf("order %q: the only order is pop", v)
 	}
@@ -149,30 +158,81 @@ func pendingOptions(r *http.Request, fair bool) (schedq.PendingOptions[*v1.Pod],
 		if err != nil {
 			return o, err
 		}
-		o.Tenant = t
+		o.tenant = t
 	}
 	if q.Has("namespace") {
 		ns := q.Get("namespace")
 		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
 			return o, fmt.Errorf("namespace %q: not a namespace name: %s", ns, msgs[0])
 		}
-		o.Match = func(p *v1.Pod) bool { return p.Namespace == ns }
+		o.namespace = ns
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 || n > MaxQueuePageLimit {
 			return o, fmt.Errorf("limit %q: want a number from 1 to %d", v, MaxQueuePageLimit)
 		}
-		o.Limit = n
+		o.limit = n
 	}
 	if v := q.Get("offset"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
 			return o, fmt.Errorf("offset %q: want a number from 0", v)
 		}
-		o.Offset = n
+		o.offset = n
 	}
 	return o, nil
+}
+
+// page cuts o's page out of all, the listing of the whole queue: the
+// items of o's namespace and tenant, ranked among themselves, from
+// o.offset, at most o.limit, as the queue's Pending would list them
+// (an activeQ item's Position.Ahead is its place among all of activeQ,
+// whatever the filter).
+func (o pendingQuery) page(all schedq.PendingPage[types.NamespacedName]) schedq.PendingPage[types.NamespacedName] {
+	p := schedq.PendingPage[types.NamespacedName]{Time: all.Time, Offset: o.offset, Items: []schedq.PendingItem[types.NamespacedName]{}}
+	for _, it := range all.Items {
+		if (o.namespace != "" && it.Key.Namespace != o.namespace) || (o.tenant != "" && it.Tenant != o.tenant) {
+			continue
+		}
+		rank := p.Total
+		p.Total++
+		if rank < o.offset || len(p.Items) >= o.limit {
+			continue
+		}
+		it.Rank = rank
+		p.Items = append(p.Items, it)
+	}
+	return p
+}
+
+// pendingSnapshots shares one listing of the whole queue in pop order
+// between the requests of a TTL, as snapshots shares the dump: each
+// request of /debug/queue?order=pop filters and pages it, and the
+// queue's lock is taken for a listing (and for its tenants) at most once
+// per TTL, one listing at a time, however many clients ask.
+type pendingSnapshots struct {
+	q   queueView
+	ttl time.Duration
+	now func() time.Time
+
+	mu   sync.Mutex
+	at   time.Time
+	all  schedq.PendingPage[types.NamespacedName]
+	fair bool // the queue shares fairly: Tenants is not nil
+}
+
+// get returns the listing of the whole queue and whether it shares
+// fairly, taken at most once per TTL.
+func (s *pendingSnapshots) get() (schedq.PendingPage[types.NamespacedName], bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now := s.now(); s.at.IsZero() || now.Sub(s.at) >= s.ttl {
+		s.all = s.q.Pending(schedq.PendingOptions[*v1.Pod]{Limit: math.MaxInt})
+		s.fair = s.q.Tenants() != nil
+		s.at = now
+	}
+	return s.all, s.fair
 }
 
 // tenantFilter checks the value of ?tenant=. A tenant exists only under
@@ -192,18 +252,20 @@ func tenantFilter(t string, fair bool) (string, error) {
 
 // servePending serves /debug/queue?order=pop: one page of the pending
 // pods in the order they wait, each with its reason.
-func servePending(w http.ResponseWriter, r *http.Request, q queueView, fc *forecaster) {
+// The page is cut from the listing snap shares between the requests of
+// a second.
+func servePending(w http.ResponseWriter, r *http.Request, snap *pendingSnapshots, fc *forecaster) {
 	if err := checkQuery(r, "/debug/queue?order=pop", "order", "namespace", "tenant", "offset", "limit", "format"); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	fair := r.URL.Query().Has("tenant") && q.Tenants() != nil
+	all, fair := snap.get()
 	o, err := pendingOptions(r, fair)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	p := q.Pending(o)
+	p := o.page(all)
 	if fc != nil {
 		a := withStarts(p, fc)
 		write(w, r, a, a.String())

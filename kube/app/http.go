@@ -45,9 +45,10 @@ func (s *state) ready() (bool, string) {
 const (
 	DefaultQueuePageLimit = 500
 	MaxQueuePageLimit     = 5000
-	// queueSnapshotTTL is how long one dump of the queue serves every
-	// request: however many clients read /debug/queue, the queue's lock is
-	// taken for a dump at most once per TTL.
+	// queueSnapshotTTL is how long one dump of the queue, and one listing
+	// of it in pop order, serves every request: however many clients read
+	// /debug/queue (with ?order=pop or without), the queue's lock is taken
+	// for a dump, and for a listing, at most once per TTL.
 	queueSnapshotTTL = time.Second
 )
 
@@ -90,9 +91,10 @@ func handler(reg *prometheus.Registry, q queueView, ready, live func() (bool, st
 	mux.HandleFunc("GET /livez", probe(live))
 	mux.HandleFunc("GET /readyz", probe(live, ready))
 	snap := &snapshots{q: q, ttl: queueSnapshotTTL, now: time.Now}
+	pending := &pendingSnapshots{q: q, ttl: queueSnapshotTTL, now: time.Now}
 	mux.HandleFunc("GET /debug/queue", func(w http.ResponseWriter, r *http.Request) {
 		if wantsPending(r) {
-			servePending(w, r, q, fc)
+			servePending(w, r, pending, fc)
 			return
 		}
 		queuePages(snap)(w, r)

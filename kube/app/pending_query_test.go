@@ -5,6 +5,13 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq"
 )
 
 // TestPendingNamespaceChecked: the listing's namespace filter is a
@@ -83,4 +90,79 @@ func TestPendingTenantNeedsFairness(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPendingListedOncePerTTL: /debug/queue?order=pop takes the queue's
+// lock for a listing (and for its tenants) at most once a second,
+// however many clients ask and whatever page or filter they ask for, as
+// the dump does; each page is cut from that listing, ranked among the
+// pods it keeps. Every request took the lock.
+func TestPendingListedOncePerTTL(t *testing.T) {
+	type request struct {
+		query string
+		code  int
+		has   string
+		wait  time.Duration // before the request
+	}
+	for _, tc := range []struct {
+		name     string
+		requests []request
+		listings int // of the whole queue
+		tenants  int
+	}{
+		{name: "the same page, polled", listings: 1, requests: []request{
+			{query: "?order=pop", code: 200, has: "default/p0000"},
+			{query: "?order=pop", code: 200, has: "default/p0000"},
+			{query: "?order=pop", code: 200, has: "default/p0000"},
+		}},
+		{name: "other pages and filters within the second", listings: 1, requests: []request{
+			{query: "?order=pop&format=text", code: 200, has: "4 pending"},
+			{query: "?order=pop&offset=1&limit=1&format=text", code: 200, has: "    2 active        default/p0001"},
+			{query: "?order=pop&offset=2&limit=5", code: 200, has: `"rank": 3`},
+			{query: "?namespace=default&format=text", code: 200, has: "4 pending"},
+			{query: "?order=pop&namespace=other&format=text", code: 200, has: "0 pending"},
+			{query: "?order=pop&tenant=default", code: 400, has: "--fair-namespaces", wait: 999 * time.Millisecond},
+		}},
+		{name: "a second later", listings: 2, requests: []request{
+			{query: "?order=pop", code: 200, has: "default/p0000"},
+			{query: "?order=pop&limit=1", code: 200, has: "default/p0000", wait: time.Second},
+			{query: "?order=pop&limit=2", code: 200, has: "default/p0001", wait: 999 * time.Millisecond},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// time.Now is the bubble's: it moves only with the waits.
+				v := &countingPending{queueView: newTestQueue(t, 4)}
+				h := Handler(testRegistry(), v, func() (bool, string) { return true, "ok" }, nil)
+				for _, r := range tc.requests {
+					time.Sleep(r.wait)
+					rr := httptest.NewRecorder()
+					h.ServeHTTP(rr, httptest.NewRequest(http.MethodGet, "/debug/queue"+r.query, nil))
+					if rr.Code != r.code || !strings.Contains(rr.Body.String(), r.has) {
+						t.Errorf("%s: HTTP %d %q, want %d with %q", r.query, rr.Code, rr.Body.String(), r.code, r.has)
+					}
+				}
+				if v.pending != tc.listings || v.tenants > tc.listings {
+					t.Errorf("the queue was listed %d times and its tenants read %d times, want %d and at most %d", v.pending, v.tenants, tc.listings, tc.listings)
+				}
+			})
+		})
+	}
+}
+
+// countingPending counts the queue's listings and tenant reads, each of
+// which takes the queue's lock.
+type countingPending struct {
+	queueView
+	pending, tenants int
+}
+
+func (c *countingPending) Pending(o schedq.PendingOptions[*v1.Pod]) schedq.PendingPage[types.NamespacedName] {
+	c.pending++
+	return c.queueView.Pending(o)
+}
+
+func (c *countingPending) Tenants() []schedq.TenantStats {
+	c.tenants++
+	return c.queueView.Tenants()
 }
