@@ -425,6 +425,15 @@ func (p *process) startForecasts(ctx context.Context) error {
 	p.fc = newForecaster(o, p.live, o.Clock)
 	p.fc.busy = func() bool { return queues.Counts().Active > 0 }
 	p.fc.stop = ctx.Done()
+	// Before the queue and the frameworks close: cancel first, which ends
+	// the forecast under way (and keeps another from starting), then
+	// wait for it, a bounded time.
+	p.undo.add(func() {
+		p.cancel()
+		if !p.fc.waitRun(forecastStopWait) {
+			p.log.Warn("shutdown: a forecast still runs after waiting for it to end", "waited", forecastStopWait)
+		}
+	})
 	if o.forecasting != nil {
 		o.forecasting(p.fc, p.live)
 	}

@@ -21,6 +21,9 @@ const (
 	// forecastWait is how long a request waits for a forecast under way
 	// before it is answered with the last one (or told it is under way).
 	forecastWait = 5 * time.Second
+	// forecastStopWait is how long run's shutdown waits for a forecast
+	// under way to end (forecaster.wait).
+	forecastStopWait = 5 * time.Second
 )
 
 // errUnderWay answers a request that waited for the first forecast in
@@ -138,6 +141,11 @@ func (f *forecaster) get() (*liveForecast, error) {
 		return f.last, nil
 	}
 	if f.running == nil {
+		if f.stopped() {
+			// No run starts once the scheduler stops: waitRun counts on it.
+			defer f.mu.Unlock()
+			return nil, errForecastStopped
+		}
 		f.running = make(chan struct{})
 		go f.run(f.running)
 	}
@@ -162,8 +170,41 @@ func (f *forecaster) get() (*liveForecast, error) {
 	return f.last, nil
 }
 
+// stopped reports whether f.stop is closed.
+func (f *forecaster) stopped() bool {
+	select {
+	case <-f.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitRun waits for the forecast under way, if any, at most d on f.timers,
+// and reports whether none is left. Call it once f.stop is closed: the
+// run then ends at its pace's next look (see pace), and no other starts
+// (see get). run's shutdown calls it, so that no forecast reads the
+// queue, the cache or the frameworks after run returns.
+func (f *forecaster) waitRun(d time.Duration) bool {
+	f.mu.Lock()
+	done := f.running
+	f.mu.Unlock()
+	if done == nil {
+		return true
+	}
+	t := f.timers.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C():
+		return false
+	}
+}
+
 // run makes one forecast and publishes it (or its error), then closes
-// done. A panic in the run fails the forecast, not the process.
+// done, its last step. A panic in the run fails the forecast, not the
+// process.
 func (f *forecaster) run(done chan struct{}) {
 	var lf *liveForecast
 	var err error
@@ -182,8 +223,21 @@ func (f *forecaster) run(done chan struct{}) {
 	lf, err = f.compute()
 }
 
-// compute copies the state and runs the forecast.
-func (f *forecaster) compute() (*liveForecast, error) {
+// compute copies the state and runs the forecast. Once f.stop is closed
+// it ends at its pace's next look, before the copy or during the run,
+// with errForecastStopped.
+func (f *forecaster) compute() (_ *liveForecast, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(forecastStopped); !ok {
+				panic(r)
+			}
+			err = errForecastStopped
+		}
+	}()
+	if f.stopped() {
+		return nil, errForecastStopped
+	}
 	t := f.clock.Now()
 	var waited time.Duration
 	pace := f.pace(&waited)

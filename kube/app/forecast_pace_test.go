@@ -2,10 +2,13 @@ package app
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedq/schedq/kube/sim"
 )
 
 // forecastResult is what one forecast run returned.
@@ -61,24 +64,44 @@ func TestForecastYieldsToScheduling(t *testing.T) {
 	}
 }
 
-// A forecast waiting for a busy scheduler ends when the scheduler stops,
-// rather than waiting for ever.
+// TestForecastStopsWaitingAtShutdown: a forecast waiting for a busy
+// scheduler ends when the scheduler stops, rather than waiting for ever,
+// and so does one started after it stopped, before it copies the state:
+// with errForecastStopped, not a forecast. The first ran on to the end,
+// copying the live state run was closing.
 func TestForecastStopsWaitingAtShutdown(t *testing.T) {
-	l := newLiveCluster(t, 1)
-	l.pending(l.pod("p", "1", "10m"))
-	f := l.forecaster()
-	f.busy = func() bool { return true }
-	stop := make(chan struct{})
-	f.stop = stop
-
-	done := startForecast(f)
-	waitFor(t, l.clk.HasWaiters)
-	close(stop)
-	r := <-done
-	if r.err != nil || r.lf.Waited != 0 {
-		t.Fatalf("after shutdown: %v, waited %v; want the forecast, no wait", r.err, r.lf)
-	}
-	if pf, err := r.lf.F.Of(types.NamespacedName{Namespace: "default", Name: "p"}); err != nil || !pf.Starts {
-		t.Errorf("p: %+v %v, want a start", pf, err)
+	for _, tc := range []struct {
+		name      string
+		stopFirst bool // stop before the forecast starts
+	}{
+		{name: "waiting for a busy scheduler"},
+		{name: "started after the stop", stopFirst: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLiveCluster(t, 1)
+			l.pending(l.pod("p", "1", "10m"))
+			f := l.forecaster()
+			f.busy = func() bool { return true }
+			stop := make(chan struct{})
+			f.stop = stop
+			copies := 0
+			state := f.state
+			f.state = func() (*sim.ForecastState, CopyStats) { copies++; return state() }
+			if tc.stopFirst {
+				close(stop)
+			}
+			done := startForecast(f)
+			if !tc.stopFirst {
+				waitFor(t, l.clk.HasWaiters)
+				close(stop)
+			}
+			r := <-done
+			if !errors.Is(r.err, errForecastStopped) || r.lf != nil {
+				t.Errorf("after shutdown: %+v, %v; want %v", r.lf, r.err, errForecastStopped)
+			}
+			if copies != 0 {
+				t.Errorf("the state was copied %d times after the stop, want none", copies)
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,6 +16,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/schedq/schedq/kube/sim"
 )
 
 // TestRunLeavesNoGoroutine: after SIGTERM (ctx ends) every goroutine run
@@ -73,6 +76,86 @@ func TestRunLeavesNoGoroutine(t *testing.T) {
 				cancel()
 				if err := <-done; err != nil {
 					t.Errorf("run: %v", err)
+				}
+			})
+		})
+	}
+}
+
+// TestRunEndsTheForecastUnderWay: a forecast under way when ctx ends (here
+// waiting for a scheduler that is always busy) has ended by the time run
+// returns, without copying the live state: run cancels it and waits for
+// it. It went on on its own goroutine after run returned, and copied the
+// queue and the cache that run had closed.
+func TestRunEndsTheForecastUnderWay(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		elect bool
+	}{
+		{name: "one replica"},
+		{name: "leader election", elect: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				client := fakeCluster(roomyNode("n0"), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
+					testPod("big", "schedq", "100"))
+				o := upstreamOptions(t)
+				o.Clock = clock.RealClock{} // the bubble's fake time
+				served := make(chan http.Handler, 1)
+				o.serving = func(h http.Handler) { served <- h }
+				var fc *forecaster
+				gate := make(chan struct{}) // holds a copy made after the stop
+				defer close(gate)
+				var copies atomic.Int32
+				o.forecasting = func(f *forecaster, _ *liveState) {
+					fc = f
+					f.busy = func() bool { return true } // the forecast waits in its pace
+					state := f.state
+					f.state = func() (*sim.ForecastState, CopyStats) {
+						copies.Add(1)
+						<-gate
+						return state()
+					}
+				}
+				var f *fence
+				if tc.elect {
+					o.LeaderElect, o.LeaseNamespace, o.LeaseName = true, "kube-system", "schedq"
+					o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
+					var err error
+					if f, err = newLeaderFence(o); err != nil {
+						t.Fatal(err)
+					}
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() {
+					done <- run(ctx, clients{sched: client, events: client, lease: client}, f, nil, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+				}()
+				h := <-served
+				ask := func(path string) int {
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+					return rec.Code
+				}
+				for ask("/debug/queue/default/big") != http.StatusOK { // synced and leading
+					time.Sleep(100 * time.Millisecond) // fake time
+				}
+				// The forecast starts, and waits: the request is told it is under way.
+				if code := ask("/debug/forecast/default/big"); code != http.StatusServiceUnavailable {
+					t.Errorf("forecast: HTTP %d, want 503 while it waits", code)
+				}
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("run: %v", err)
+				}
+				fc.mu.Lock()
+				running := fc.running != nil
+				fc.mu.Unlock()
+				if running {
+					t.Error("a forecast still runs after run returned")
+				}
+				if n := copies.Load(); n != 0 {
+					t.Errorf("the forecast copied the live state %d times after the stop, want none", n)
 				}
 			})
 		})
