@@ -31,12 +31,12 @@ type HistoryOptions struct {
 	// Tail names sim.History.Tail: "longest" (or empty) or "exponential".
 	Tail string
 	// File keeps the runtimes learnt across restarts (see
-	// historyFile): loaded by Options.Validate, written every
+	// historyFile): loaded by Options.LoadHistory (Validate), written every
 	// historyWriteEvery when they changed and at shutdown. Empty: the
 	// history starts empty at each start.
 	File string
 
-	loaded *loadedHistory // what Validate read from File
+	loaded *loadedHistory // what LoadHistory read from File
 }
 
 // Validate returns every problem, each naming its flag (--history-label,
@@ -64,7 +64,7 @@ func (o HistoryOptions) validate(name func(flag string) string) []error {
 	return errs
 }
 
-// load reads File into o, once: for Options.Validate, before anything
+// load reads File into o, once: for Options.LoadHistory, before anything
 // connects. Without File, nothing.
 func (o *HistoryOptions) load() error {
 	if o.File == "" || o.loaded != nil {

@@ -610,7 +610,7 @@ func syncDir(dir string) {
 	}
 }
 
-// startHistoryFile seeds h from o.History.File (as Validate loaded it)
+// startHistoryFile seeds h from o.History.File (as LoadHistory loaded it)
 // and writes it there until ctx ends, counting the failed writes in
 // scheduler_forecast_history_write_errors_total on reg. The channel is
 // closed after the last write.
