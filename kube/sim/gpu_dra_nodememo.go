@@ -81,10 +81,6 @@ type nodeHead struct {
 	usedCPU, usedMem   int64
 }
 
-func headOf(in nodeIn) nodeHead {
-	return nodeHead{name: in.name, model: in.model, cpu: in.cpu, mem: in.mem, gpuMilli: in.gpuMilli, usedCPU: in.usedCPU, usedMem: in.usedMem}
-}
-
 // claimRead is one claim lookup and its result: the claim object, or
 // failed.
 type claimRead struct {
@@ -135,8 +131,7 @@ func (m *draNodeMemo) node(ni fwk.NodeInfo, skip types.UID, get claimGetter, cou
 		m.byGen++
 		return e.n
 	}
-	in := nodeInOf(ni)
-	head := headOf(in)
+	head := headOfNI(ni)
 	if e != nil && e.holds(head, ni, skip, get, events, counted) {
 		if byGen {
 			// The entry is ni's content now, which its generation names.
@@ -151,7 +146,7 @@ func (m *draNodeMemo) node(ni fwk.NodeInfo, skip types.UID, get claimGetter, cou
 		e.pods = append(e.pods, pi.GetPod())
 		e.uids[pi.GetPod().UID] = true
 	}
-	e.n = draNodeFrom(in, ni, skip, func(namespace, name string) (*resourceapi.ResourceClaim, error) {
+	e.n = draNodeFrom(nodeInOf(ni), ni, skip, func(namespace, name string) (*resourceapi.ResourceClaim, error) {
 		c, err := get(namespace, name)
 		e.claims = append(e.claims, claimRead{namespace: namespace, name: name, claim: c, failed: err != nil})
 		return c, err
