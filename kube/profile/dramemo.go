@@ -166,6 +166,7 @@ const draMemoKey fwk.StateKey = "schedq.io/dra-memo"
 // nodes upstream's Filter accepted in the cycle (Reserve filters any
 // other for real).
 type draCycle struct {
+	memo *draMemo // whose shapes name each slice's devices and pool
 	mu   sync.Mutex
 	asks map[string]memoAnswer // the answers of earlier cycles to what the pod asks
 	// key is what the pod asks (asksOf) if the answers may be kept
@@ -248,7 +249,7 @@ func (d *draMemo) newCycle(pod *v1.Pod, list []*resourceapi.ResourceSlice, state
 	if !ok {
 		return nil
 	}
-	c := &draCycle{asks: prior, pools: pools, answers: map[string]memoAnswer{}, ran: map[string]bool{}}
+	c := &draCycle{memo: d, asks: prior, pools: pools, answers: map[string]memoAnswer{}, ran: map[string]bool{}}
 	c.state, c.shares, c.vers = state, d.tap.shareCounts(state), d.tap.poolVersioner()
 	if c.shares == nil {
 		c.shares = countShares(state)

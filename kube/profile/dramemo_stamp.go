@@ -5,7 +5,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	dra "k8s.io/dynamic-resource-allocation/api"
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
@@ -57,7 +56,11 @@ func DRANodeStamp(cs fwk.CycleState, ni fwk.NodeInfo) (DRAStamp, bool) {
 		return DRAStamp{}, false
 	}
 	sl := pools[0][0]
-	ver, ok := c.vers.PoolVersion(c.state, dra.MakeUniqueString(sl.Spec.Pool.Name))
+	sh := c.memo.shape(sl)
+	if len(sh.devs) == 0 {
+		return DRAStamp{slice: sl}, true // nothing of it can be allocated
+	}
+	ver, ok := c.vers.PoolVersion(c.state, sh.devs[0].Pool)
 	return DRAStamp{slice: sl, pool: ver}, ok
 }
 

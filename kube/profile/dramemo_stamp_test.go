@@ -12,7 +12,7 @@ import (
 // TestDRANodeStamp: a node's stamp names its one slice object and its
 // pool's count; it moves when the pool's count moves or the slice is
 // replaced, not when another pool's count moves; a node without slices
-// has the zero stamp; a node of several slices or pools, a state whose
+// has the zero stamp, one whose slice has no devices that slice alone; a node of several slices or pools, a state whose
 // counts the manager does not know, and a cycle the memo does not keep
 // across cycles have none.
 func TestDRANodeStamp(t *testing.T) {
@@ -27,9 +27,10 @@ func TestDRANodeStamp(t *testing.T) {
 	}
 	st := &structured.AllocatedState{}
 	pc := &poolCounts{state: st, counts: map[dra.UniqueString]uint64{}}
+	d := &draMemo{shapes: map[*resourceapi.ResourceSlice]sliceShape{}, ids: map[string]string{}}
 	stamp := func(key string, vers PoolVersioner, state *structured.AllocatedState, pools map[string][][]*resourceapi.ResourceSlice, node string) (DRAStamp, bool) {
 		cs := framework.NewCycleState()
-		cs.Write(draMemoKey, &draCycle{key: key, vers: vers, state: state, pools: pools})
+		cs.Write(draMemoKey, &draCycle{memo: d, key: key, vers: vers, state: state, pools: pools})
 		return DRANodeStamp(cs, info(node))
 	}
 	one := map[string][][]*resourceapi.ResourceSlice{"a": {{sl}}, "b": {{other}}}
@@ -48,6 +49,10 @@ func TestDRANodeStamp(t *testing.T) {
 	now, _ := stamp("k", pc, st, one, "a")
 	if s, ok := stamp("k", pc, st, map[string][][]*resourceapi.ResourceSlice{"a": {{replaced}}}, "a"); !ok || s == now {
 		t.Errorf("with its slice replaced: %+v, %v; want another stamp", s, ok)
+	}
+	_, empty := gpuNode("e", "V100", 0)
+	if s, ok := stamp("k", pc, st, map[string][][]*resourceapi.ResourceSlice{"e": {{empty}}}, "e"); !ok || s != (DRAStamp{slice: empty}) {
+		t.Errorf("a node whose slice has no devices: %+v, %v; want its slice, true", s, ok)
 	}
 	if s, ok := stamp("k", pc, st, one, "c"); !ok || s != (DRAStamp{}) {
 		t.Errorf("a node without slices: %+v, %v; want the zero stamp, true", s, ok)

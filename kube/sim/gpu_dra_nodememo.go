@@ -60,6 +60,17 @@ type draNodeEntry struct {
 	// cycle).
 	gen   int64
 	byGen bool
+	// uids are the UIDs of pods, to tell whether a pod left out is on
+	// the node (leavesOutAlike).
+	uids map[types.UID]bool
+}
+
+// leavesOutAlike reports whether leaving out skip instead of e.skip
+// leaves out the same pods of e: the same UID, or neither on the node
+// (the pod being scheduled, which is on no node, differs from cycle to
+// cycle). O(1).
+func (e *draNodeEntry) leavesOutAlike(skip types.UID) bool {
+	return skip == e.skip || (!e.uids[skip] && !e.uids[e.skip])
 }
 
 // nodeHead is a nodeIn without its pods: what draNode reads of the node
@@ -68,10 +79,6 @@ type nodeHead struct {
 	name, model        string
 	cpu, mem, gpuMilli int64
 	usedCPU, usedMem   int64
-}
-
-func headOf(in nodeIn) nodeHead {
-	return nodeHead{name: in.name, model: in.model, cpu: in.cpu, mem: in.mem, gpuMilli: in.gpuMilli, usedCPU: in.usedCPU, usedMem: in.usedMem}
 }
 
 // claimRead is one claim lookup and its result: the claim object, or
@@ -104,8 +111,8 @@ func newDRANodeMemo() *draNodeMemo {
 // without looking them up. byGen tells that ni's generation names its
 // content (not in a PodGroup's cycle, whose members are assumed into the
 // snapshot without a new generation): a node of the generation the
-// entry was checked at, with the same claims' count and skip, is the
-// entry's without a look at its pods. O(1) then; else O(pods on the
+// entry was checked at, with the same claims' count, leaving out the
+// same of its pods, is the entry's without a look at them. O(1) then; else O(pods on the
 // node) for the check, and O(their claims) more if count does not tell.
 func (m *draNodeMemo) node(ni fwk.NodeInfo, skip types.UID, get claimGetter, count claimCounter, byGen bool) *gpu.Node {
 	if m == nil {
@@ -120,12 +127,11 @@ func (m *draNodeMemo) node(ni fwk.NodeInfo, skip types.UID, get claimGetter, cou
 		events, counted = count(name)
 	}
 	e := m.nodes[name]
-	if e != nil && byGen && e.byGen && e.gen == ni.GetGeneration() && e.skip == skip && counted && e.counted && events == e.events {
+	if e != nil && byGen && e.byGen && e.gen == ni.GetGeneration() && counted && e.counted && events == e.events && e.leavesOutAlike(skip) {
 		m.byGen++
 		return e.n
 	}
-	in := nodeInOf(ni)
-	head := headOf(in)
+	head := headOfNI(ni)
 	if e != nil && e.holds(head, ni, skip, get, events, counted) {
 		if byGen {
 			// The entry is ni's content now, which its generation names.
@@ -135,10 +141,12 @@ func (m *draNodeMemo) node(ni fwk.NodeInfo, skip types.UID, get claimGetter, cou
 	}
 	m.builds++
 	e = &draNodeEntry{head: head, skip: skip, events: events, counted: counted, gen: ni.GetGeneration(), byGen: byGen}
+	e.uids = make(map[types.UID]bool, len(ni.GetPods()))
 	for _, pi := range ni.GetPods() {
 		e.pods = append(e.pods, pi.GetPod())
+		e.uids[pi.GetPod().UID] = true
 	}
-	e.n = draNodeFrom(in, ni, skip, func(namespace, name string) (*resourceapi.ResourceClaim, error) {
+	e.n = draNodeFrom(nodeInOf(ni), ni, skip, func(namespace, name string) (*resourceapi.ResourceClaim, error) {
 		c, err := get(namespace, name)
 		e.claims = append(e.claims, claimRead{namespace: namespace, name: name, claim: c, failed: err != nil})
 		return c, err

@@ -300,8 +300,7 @@ func (d *draFullestFirst) fgdChoice(sl *resourceapi.ResourceSlice, left []int64,
 	if err != nil {
 		return -1
 	}
-	in := nodeInOf(ni)
-	head := headOf(in)
+	head := headOfNI(ni)
 	p := d.picks[sl]
 	if p == nil || p.head != head || !slices.Equal(p.left, left) {
 		p = &fgdPicks{head: head, left: slices.Clone(left), at: map[fgdRequest]int{}}
@@ -312,7 +311,7 @@ func (d *draFullestFirst) fgdChoice(sl *resourceapi.ResourceSlice, left []int64,
 		return at
 	}
 	d.fgdComputes++
-	n := emptyNode(in)
+	n := emptyNode(nodeInOf(ni))
 	if len(n.Free) != len(left) {
 		return -1
 	}

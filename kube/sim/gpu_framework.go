@@ -136,13 +136,24 @@ func (p *gpuFramework) node(ni fwk.NodeInfo, skip types.UID) *gpu.Node {
 	return p.g.build(nodeInOf(ni), skip)
 }
 
-// nodeInOf is what the model reads of a node of the framework's snapshot.
-func nodeInOf(ni fwk.NodeInfo) nodeIn {
+// headOfNI is what the model reads of a node of the framework's
+// snapshot besides its pods: nodeInOf's figures, without the closure
+// over its pods that nodeInOf allocates. O(1).
+func headOfNI(ni fwk.NodeInfo) nodeHead {
 	alloc, used := ni.GetAllocatable(), ni.GetRequested()
-	return nodeIn{
+	return nodeHead{
 		name: ni.Node().Name, model: ni.Node().Labels[LabelGPUModel],
 		cpu: alloc.GetMilliCPU(), mem: alloc.GetMemory(), gpuMilli: alloc.GetScalarResources()[gpuName],
 		usedCPU: used.GetMilliCPU(), usedMem: used.GetMemory(),
+	}
+}
+
+// nodeInOf is what the model reads of a node of the framework's snapshot.
+func nodeInOf(ni fwk.NodeInfo) nodeIn {
+	h := headOfNI(ni)
+	return nodeIn{
+		name: h.name, model: h.model, cpu: h.cpu, mem: h.mem, gpuMilli: h.gpuMilli,
+		usedCPU: h.usedCPU, usedMem: h.usedMem,
 		pods: func(yield func(types.UID, podUsage) bool) {
 			for _, pi := range ni.GetPods() {
 				res := pi.CalculateResource().Resource
