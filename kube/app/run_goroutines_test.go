@@ -15,6 +15,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/clock"
 
 	"github.com/schedq/schedq/kube/sim"
@@ -42,28 +43,8 @@ func TestRunLeavesNoGoroutine(t *testing.T) {
 				o := upstreamOptions(t)
 				o.Clock = clock.RealClock{} // the bubble's fake time
 				o.History.File = filepath.Join(dir, "history.jsonl")
-				served := make(chan http.Handler, 1)
-				o.serving = func(h http.Handler) { served <- h }
-				var f *fence
-				if tc.elect {
-					o.LeaderElect, o.LeaseNamespace, o.LeaseName = true, "kube-system", "schedq"
-					o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
-					var err error
-					if f, err = newLeaderFence(o); err != nil {
-						t.Fatal(err)
-					}
-				}
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan error, 1)
-				go func() {
-					done <- run(ctx, clients{sched: client, events: client, lease: client}, f, nil, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
-				}()
-				h := <-served
-				ask := func(method, path, body string) int {
-					rec := httptest.NewRecorder()
-					h.ServeHTTP(rec, httptest.NewRequest(method, path, strings.NewReader(body)))
-					return rec.Code
-				}
+				h, cancel, done := startRun(t, client, o, tc.elect)
+				ask := func(method, path, body string) int { return askRun(h, method, path, body) }
 				for ask(http.MethodGet, "/debug/queue/default/big", "") != http.StatusOK { // synced and leading
 					time.Sleep(100 * time.Millisecond) // fake time
 				}
@@ -101,8 +82,6 @@ func TestRunEndsTheForecastUnderWay(t *testing.T) {
 					testPod("big", "schedq", "100"))
 				o := upstreamOptions(t)
 				o.Clock = clock.RealClock{} // the bubble's fake time
-				served := make(chan http.Handler, 1)
-				o.serving = func(h http.Handler) { served <- h }
 				var fc *forecaster
 				gate := make(chan struct{}) // holds a copy made after the stop
 				defer close(gate)
@@ -117,26 +96,8 @@ func TestRunEndsTheForecastUnderWay(t *testing.T) {
 						return state()
 					}
 				}
-				var f *fence
-				if tc.elect {
-					o.LeaderElect, o.LeaseNamespace, o.LeaseName = true, "kube-system", "schedq"
-					o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
-					var err error
-					if f, err = newLeaderFence(o); err != nil {
-						t.Fatal(err)
-					}
-				}
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan error, 1)
-				go func() {
-					done <- run(ctx, clients{sched: client, events: client, lease: client}, f, nil, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
-				}()
-				h := <-served
-				ask := func(path string) int {
-					rec := httptest.NewRecorder()
-					h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
-					return rec.Code
-				}
+				h, cancel, done := startRun(t, client, o, tc.elect)
+				ask := func(path string) int { return askRun(h, http.MethodGet, path, "") }
 				for ask("/debug/queue/default/big") != http.StatusOK { // synced and leading
 					time.Sleep(100 * time.Millisecond) // fake time
 				}
@@ -160,4 +121,36 @@ func TestRunEndsTheForecastUnderWay(t *testing.T) {
 			})
 		})
 	}
+}
+
+// startRun starts run on client with o (with leader election if elect),
+// as the process would, and returns its HTTP handler once it serves, the
+// cancel that stands for SIGTERM, and run's result. For tests in a
+// synctest bubble: o.Clock should be the bubble's time.
+func startRun(t *testing.T, client *fake.Clientset, o Options, elect bool) (http.Handler, context.CancelFunc, <-chan error) {
+	t.Helper()
+	served := make(chan http.Handler, 1)
+	o.serving = func(h http.Handler) { served <- h }
+	var f *fence
+	if elect {
+		o.LeaderElect, o.LeaseNamespace, o.LeaseName = true, "kube-system", "schedq"
+		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
+		var err error
+		if f, err = newLeaderFence(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, clients{sched: client, events: client, lease: client}, f, nil, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}()
+	return <-served, cancel, done
+}
+
+// askRun sends a request to h and returns its status code.
+func askRun(h http.Handler, method, path, body string) int {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, path, strings.NewReader(body)))
+	return rec.Code
 }

@@ -153,15 +153,7 @@ func TestPodUpdatedBeforeAndAfterAssumeGoesBackAsTheNewest(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var f *fixture
 			u := &updatingPlugin{f: &f, early: tc.early, fail: tc.fail}
-			extra := frameworkruntime.Registry{updatingName: func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
-				return u, nil
-			}}
-			f = newFWFixture(t, extra, func(p *config.KubeSchedulerProfile) {
-				on := config.Plugin{Name: updatingName}
-				p.Plugins.Filter.Enabled = append(p.Plugins.Filter.Enabled, on)
-				p.Plugins.Reserve.Enabled = append(p.Plugins.Reserve.Enabled, on)
-				p.Plugins.Permit.Enabled = append(p.Plugins.Permit.Enabled, on)
-			})
+			f = updatingFixture(t, u)
 			nb := &namedBinder{done: map[string]func(error){}, waiting: map[string]bool{"p": tc.waiting}}
 			r := &hookReporter{warnReporter: warnReporter{f.r, &warnings{}}}
 			f.s = mustNew(t, f.q, f.c, nb, r, Options{Profiles: f.s.o.Profiles, Logger: slog.New(slog.DiscardHandler)})
@@ -221,15 +213,7 @@ func TestPodUpdatedOnceAssumedIsHeardAfterARejection(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var f *fixture
 			u := &updatingPlugin{f: &f, early: tc.early, fail: tc.fail, still: tc.still}
-			extra := frameworkruntime.Registry{updatingName: func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
-				return labelHearing{u}, nil
-			}}
-			f = newFWFixture(t, extra, func(p *config.KubeSchedulerProfile) {
-				on := config.Plugin{Name: updatingName}
-				p.Plugins.Filter.Enabled = append(p.Plugins.Filter.Enabled, on)
-				p.Plugins.Reserve.Enabled = append(p.Plugins.Reserve.Enabled, on)
-				p.Plugins.Permit.Enabled = append(p.Plugins.Permit.Enabled, on)
-			})
+			f = updatingFixture(t, labelHearing{u})
 			f.h.AddNode(node("n", 4000))
 			p := pod("p", 100)
 			f.h.AddPod(p)
@@ -302,15 +286,7 @@ func TestHandOverLeavesOtherPodsAlone(t *testing.T) {
 			var f *fixture
 			u := &updatingPlugin{f: &f, early: true, fail: tc.fail}
 			u.then = func(f *fixture) { u.then = nil; tc.then(f, u) }
-			extra := frameworkruntime.Registry{updatingName: func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
-				return u, nil
-			}}
-			f = newFWFixture(t, extra, func(p *config.KubeSchedulerProfile) {
-				on := config.Plugin{Name: updatingName}
-				p.Plugins.Filter.Enabled = append(p.Plugins.Filter.Enabled, on)
-				p.Plugins.Reserve.Enabled = append(p.Plugins.Reserve.Enabled, on)
-				p.Plugins.Permit.Enabled = append(p.Plugins.Permit.Enabled, on)
-			})
+			f = updatingFixture(t, u)
 			f.h.AddNode(node("n", 4000))
 			p := pod("p", 100)
 			f.h.AddPod(p)
@@ -328,4 +304,19 @@ func TestHandOverLeavesOtherPodsAlone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// updatingFixture is a framework fixture with pl, the plugin named
+// updatingName, enabled at Filter, Reserve and Permit.
+func updatingFixture(t *testing.T, pl fwk.Plugin) *fixture {
+	t.Helper()
+	extra := frameworkruntime.Registry{updatingName: func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+		return pl, nil
+	}}
+	return newFWFixture(t, extra, func(p *config.KubeSchedulerProfile) {
+		on := config.Plugin{Name: updatingName}
+		p.Plugins.Filter.Enabled = append(p.Plugins.Filter.Enabled, on)
+		p.Plugins.Reserve.Enabled = append(p.Plugins.Reserve.Enabled, on)
+		p.Plugins.Permit.Enabled = append(p.Plugins.Permit.Enabled, on)
+	})
 }
