@@ -129,6 +129,9 @@ func (m *draNodeMemo) node(ni fwk.NodeInfo, skip types.UID, get claimGetter, cou
 	e := m.nodes[name]
 	if e != nil && byGen && e.byGen && e.gen == ni.GetGeneration() && counted && e.counted && events == e.events && e.leavesOutAlike(skip) {
 		m.byGen++
+		if draNodeClaimsCheck != nil {
+			draNodeClaimsCheck(name, e.claimsHold(get))
+		}
 		return e.n
 	}
 	head := headOfNI(ni)
@@ -186,8 +189,9 @@ func (e *draNodeEntry) holds(head nodeHead, ni fwk.NodeInfo, skip types.UID, get
 }
 
 // draNodeClaimsCheck, if set (by tests), is told, for each node whose
-// claims' count let the memo skip its lookups, whether the lookups give
-// what the entry was rebuilt from.
+// claims' count let the memo skip its lookups (in holds, or by the
+// node's generation), whether the lookups give what the entry was
+// rebuilt from.
 var draNodeClaimsCheck func(node string, same bool)
 
 // claimsHold reports whether every claim e looked up is the same object
