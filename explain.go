@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -115,7 +116,6 @@ func (c *Core[K, T]) noteNomination(x *Explanation[K], key K) {
 }
 
 func (x Explanation[K]) reason(now time.Time) string {
-	plugins := strings.Join(append(slices.Clone(x.RejectedBy), x.WaitingOn...), ", ")
 	switch x.Location {
 	case InActive:
 		return "ready: waiting in activeQ for its turn"
@@ -123,7 +123,7 @@ func (x Explanation[K]) reason(now time.Time) string {
 		return "being tried now (in flight)"
 	case InBackoff:
 		why := "failed with an error"
-		if plugins != "" {
+		if plugins := x.plugins(); plugins != "" {
 			why = "rejected by " + plugins
 		}
 		return fmt.Sprintf("backing off after %d failed attempt(s) (%s) until %s (in %v)",
@@ -131,6 +131,7 @@ func (x Explanation[K]) reason(now time.Time) string {
 	case InGated:
 		return fmt.Sprintf("gated by %s; waiting for %s", x.GatedBy, waitingFor(x.WakingEvents))
 	case InUnschedulable:
+		plugins := x.plugins()
 		if x.DeferredBy != "" {
 			return fmt.Sprintf("unschedulable: rejected by %s; %s made room, not enough for it beside what items woken before it hold: "+
 				"waiting for that room to come back, for %s, or the leftover flush after %s",
@@ -140,6 +141,13 @@ func (x Explanation[K]) reason(now time.Time) string {
 			plugins, waitingFor(x.WakingEvents), x.LeftoverFlushAt.Format(time.RFC3339))
 	}
 	return ""
+}
+
+// plugins names the checks that rejected the item or left it waiting,
+// for the reasons that name them (only backoff's and the parking area's:
+// items elsewhere need not pay for the string).
+func (x Explanation[K]) plugins() string {
+	return strings.Join(append(slices.Clone(x.RejectedBy), x.WaitingOn...), ", ")
 }
 
 func waitingFor(events []string) string {
@@ -238,20 +246,67 @@ func (c *Core[K, T]) collect(now time.Time) Dump[K] {
 
 // finish sorts the items and summarises each place; it reads only d, so
 // the concurrent Queue runs it outside its lock. O(n log n).
+//
+// The order is by place, then by the key's text (fmt.Sprint). The sort
+// runs on small records (place, text, index), not on the explanations,
+// which are large to swap, and takes each key's text from one buffer
+// written once, not from a map looked up at every comparison; then the
+// explanations move once each, in place, to where the records say.
 func (d *Dump[K]) finish() {
-	text := make(map[K]string, len(d.Items))
-	for _, x := range d.Items {
-		text[x.Key] = fmt.Sprint(x.Key)
+	n := len(d.Items)
+	type rank struct {
+		text string
+		loc  Location
+		at   int // the explanation's index in d.Items before the sort
 	}
-	slices.SortFunc(d.Items, func(a, b Explanation[K]) int {
-		return cmp.Or(cmp.Compare(a.Location, b.Location), cmp.Compare(text[a.Key], text[b.Key]))
+	ranks := make([]rank, n)
+	buf := make([]byte, 0, 8*n) // room for most keys' text: grows if not
+	for i := range d.Items {
+		buf = appendKeyText(buf, d.Items[i].Key)
+		ranks[i] = rank{loc: d.Items[i].Location, at: len(buf)} // at: where its text ends, for now
+	}
+	texts, start := string(buf), 0
+	for i := range ranks {
+		ranks[i].text, start = texts[start:ranks[i].at], ranks[i].at
+		ranks[i].at = i
+	}
+	slices.SortFunc(ranks, func(a, b rank) int {
+		return cmp.Or(cmp.Compare(a.loc, b.loc), strings.Compare(a.text, b.text))
 	})
+	// Place d.Items[ranks[k].at] at k, cycle by cycle: each explanation
+	// is copied once, and ranks[k].at = -1 marks k as done.
+	for s := range ranks {
+		if ranks[s].at < 0 {
+			continue
+		}
+		held := d.Items[s]
+		k := s
+		for {
+			from := ranks[k].at
+			ranks[k].at = -1
+			if from == s {
+				d.Items[k] = held
+				break
+			}
+			d.Items[k] = d.Items[from]
+			k = from
+		}
+	}
+	d.summarise()
+}
+
+// summarise fills d.Summary, one entry a place in order, from the items
+// sorted by place. O(n).
+func (d *Dump[K]) summarise() {
+	items := d.Items
 	for loc := InActive; loc <= InPending; loc++ {
 		s := Summary{Location: loc}
-		for _, x := range d.Items {
-			if x.Location != loc {
-				continue
-			}
+		for len(items) > 0 && items[0].Location < loc { // no place of its own (none today)
+			items = items[1:]
+		}
+		for len(items) > 0 && items[0].Location == loc {
+			x := &items[0]
+			items = items[1:]
 			s.Count++
 			if s.Oldest.IsZero() || x.Since.Before(s.Oldest) {
 				s.Oldest = x.Since
@@ -273,6 +328,30 @@ func (d *Dump[K]) finish() {
 		}
 		d.Summary = append(d.Summary, s)
 	}
+}
+
+// appendKeyText appends fmt.Sprint(key) to buf. Strings and the built-in
+// integers, the usual keys, are written without fmt, which would box
+// each key; any other type (named ones included, whose String method
+// fmt calls) goes through fmt.
+func appendKeyText[K comparable](buf []byte, key K) []byte {
+	switch k := any(key).(type) {
+	case string:
+		return append(buf, k...)
+	case int:
+		return strconv.AppendInt(buf, int64(k), 10)
+	case int64:
+		return strconv.AppendInt(buf, k, 10)
+	case int32:
+		return strconv.AppendInt(buf, int64(k), 10)
+	case uint:
+		return strconv.AppendUint(buf, uint64(k), 10)
+	case uint64:
+		return strconv.AppendUint(buf, k, 10)
+	case uint32:
+		return strconv.AppendUint(buf, uint64(k), 10)
+	}
+	return fmt.Append(buf, key)
 }
 
 // String renders the dump for people: the summary, then one line an item.
