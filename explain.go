@@ -60,7 +60,8 @@ func (x Explanation[K]) MarshalJSON() ([]byte, error) {
 // Explain says where the item with key is and why, and where it stands
 // in line (Explanation.Position). It returns an error wrapping
 // ErrNotFound if the key is neither queued nor in flight. O(r + n) for r
-// hint registrations and n queued items (the position).
+// hint registrations and n queued items (the position). The lists of its
+// Status are the queue's, as Info's are: read them, never write to them.
 func (c *Core[K, T]) Explain(key K, now time.Time) (Explanation[K], error) {
 	e := c.keys[key]
 	if e == nil {
@@ -224,7 +225,8 @@ type Summary struct {
 }
 
 // Dump explains every queued and in-flight item, in a stable order (by
-// place, then key). O(n log n).
+// place, then key). O(n log n). The lists of the explanations' Status
+// are the queue's, as Info's are: read them, never write to them.
 func (c *Core[K, T]) Dump(now time.Time) Dump[K] {
 	d := c.collect(now)
 	d.finish()
