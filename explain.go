@@ -82,18 +82,7 @@ func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation[K] {
 		x.Tenant = c.fair.cfg.Tenant(e.Item)
 	}
 	if e.loc == locParked || e.loc == locGated {
-		holders := map[string]bool{}
-		e.plugins(func(p string) { holders[p] = true })
-		if e.loc == locGated {
-			holders = map[string]bool{e.GatedBy: true}
-		}
-		for _, r := range c.regs {
-			if holders[r.plugin] {
-				if l := r.plugin + ":" + c.label(r.event); !slices.Contains(x.WakingEvents, l) {
-					x.WakingEvents = append(x.WakingEvents, l)
-				}
-			}
-		}
+		x.WakingEvents = c.wakingEvents(e)
 		if g := c.deferredBy(e); g != nil {
 			x.DeferredBy = g.label
 		}
@@ -106,6 +95,35 @@ func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation[K] {
 		c.noteNomination(&x, e.key)
 	}
 	return x
+}
+
+// wakingEvents names the registered events that can move parked or
+// gated entry e: those of the checks holding it back (its gate alone, if
+// gated), once each, in the registrations' order. One allocation, none
+// if there are none: Dump calls it for every parked item.
+func (c *Core[K, T]) wakingEvents(e *entry[K, T]) []string {
+	holds := func(p string) bool {
+		if e.loc == locGated {
+			return p == e.GatedBy
+		}
+		return slices.Contains(e.RejectedBy, p) || slices.Contains(e.WaitingOn, p) || p == e.GatedBy
+	}
+	n := 0
+	for i := range c.regs {
+		if holds(c.regs[i].plugin) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	events := make([]string, 0, n)
+	for i := range c.regs {
+		if r := &c.regs[i]; holds(r.plugin) && !slices.Contains(events, r.waking) {
+			events = append(events, r.waking)
+		}
+	}
+	return events
 }
 
 // noteNomination adds the nomination of the item with key, if any, to x.
@@ -148,6 +166,12 @@ func (x Explanation[K]) reason(now time.Time) string {
 // for the reasons that name them (only backoff's and the parking area's:
 // items elsewhere need not pay for the string).
 func (x Explanation[K]) plugins() string {
+	switch {
+	case len(x.WaitingOn) == 0:
+		return strings.Join(x.RejectedBy, ", ")
+	case len(x.RejectedBy) == 0:
+		return strings.Join(x.WaitingOn, ", ")
+	}
 	return strings.Join(append(slices.Clone(x.RejectedBy), x.WaitingOn...), ", ")
 }
 
