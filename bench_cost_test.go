@@ -179,3 +179,33 @@ func BenchmarkFairPopTenants(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCostDumpParked: Dump (O(n log n)) with all n items parked,
+// rejected by two checks registered for three events in all, whose
+// explanations each name their waking events and build a longer reason
+// than activeQ's.
+func BenchmarkCostDumpParked(b *testing.B) {
+	hints := map[string][]EventHint[benchItem]{
+		"P": {{Event: Event{Kind: "K", Action: 1, Label: "KAdd"}}, {Event: Event{Kind: "K", Action: 2, Label: "KUpdate"}}},
+		"Q": {{Event: Event{Kind: "L", Action: 1, Label: "LAdd"}}},
+		"R": {{Event: Event{Kind: "M", Action: 1, Label: "MAdd"}}},
+	}
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			c, now := benchFilled(b, 0, hints)
+			for i := range n {
+				c.Add(benchItem{id: i, prio: int32(i % 100)}, now)
+				a, _ := c.Pop(now)
+				if err := c.Requeue(a, Failure{RejectedBy: []string{"P", "Q"}}, now); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if d := c.Dump(now); len(d.Items) != n || d.Summary[InUnschedulable-1].Count != n {
+					b.Fatal("wrong dump")
+				}
+			}
+		})
+	}
+}

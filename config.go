@@ -233,7 +233,7 @@ func flatten[T any](hints map[string][]EventHint[T]) []registration[T] {
 	var regs []registration[T]
 	for _, name := range names {
 		for _, h := range hints[name] {
-			regs = append(regs, registration[T]{plugin: name, event: h.Event, fn: h.Fn})
+			regs = append(regs, registration[T]{plugin: name, event: h.Event, fn: h.Fn, waking: name + ":" + h.Event.label()})
 		}
 	}
 	return regs

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -59,7 +60,8 @@ func (x Explanation[K]) MarshalJSON() ([]byte, error) {
 // Explain says where the item with key is and why, and where it stands
 // in line (Explanation.Position). It returns an error wrapping
 // ErrNotFound if the key is neither queued nor in flight. O(r + n) for r
-// hint registrations and n queued items (the position).
+// hint registrations and n queued items (the position). The lists of its
+// Status are the queue's, as Info's are: read them, never write to them.
 func (c *Core[K, T]) Explain(key K, now time.Time) (Explanation[K], error) {
 	e := c.keys[key]
 	if e == nil {
@@ -80,18 +82,7 @@ func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation[K] {
 		x.Tenant = c.fair.cfg.Tenant(e.Item)
 	}
 	if e.loc == locParked || e.loc == locGated {
-		holders := map[string]bool{}
-		e.plugins(func(p string) { holders[p] = true })
-		if e.loc == locGated {
-			holders = map[string]bool{e.GatedBy: true}
-		}
-		for _, r := range c.regs {
-			if holders[r.plugin] {
-				if l := r.plugin + ":" + c.label(r.event); !slices.Contains(x.WakingEvents, l) {
-					x.WakingEvents = append(x.WakingEvents, l)
-				}
-			}
-		}
+		x.WakingEvents = c.wakingEvents(e)
 		if g := c.deferredBy(e); g != nil {
 			x.DeferredBy = g.label
 		}
@@ -106,6 +97,35 @@ func (c *Core[K, T]) explain(e *entry[K, T], now time.Time) Explanation[K] {
 	return x
 }
 
+// wakingEvents names the registered events that can move parked or
+// gated entry e: those of the checks holding it back (its gate alone, if
+// gated), once each, in the registrations' order. One allocation, none
+// if there are none: Dump calls it for every parked item.
+func (c *Core[K, T]) wakingEvents(e *entry[K, T]) []string {
+	holds := func(p string) bool {
+		if e.loc == locGated {
+			return p == e.GatedBy
+		}
+		return slices.Contains(e.RejectedBy, p) || slices.Contains(e.WaitingOn, p) || p == e.GatedBy
+	}
+	n := 0
+	for i := range c.regs {
+		if holds(c.regs[i].plugin) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	events := make([]string, 0, n)
+	for i := range c.regs {
+		if r := &c.regs[i]; holds(r.plugin) && !slices.Contains(events, r.waking) {
+			events = append(events, r.waking)
+		}
+	}
+	return events
+}
+
 // noteNomination adds the nomination of the item with key, if any, to x.
 func (c *Core[K, T]) noteNomination(x *Explanation[K], key K) {
 	x.NominatedTarget = c.nom.of[key]
@@ -115,7 +135,6 @@ func (c *Core[K, T]) noteNomination(x *Explanation[K], key K) {
 }
 
 func (x Explanation[K]) reason(now time.Time) string {
-	plugins := strings.Join(append(slices.Clone(x.RejectedBy), x.WaitingOn...), ", ")
 	switch x.Location {
 	case InActive:
 		return "ready: waiting in activeQ for its turn"
@@ -123,7 +142,7 @@ func (x Explanation[K]) reason(now time.Time) string {
 		return "being tried now (in flight)"
 	case InBackoff:
 		why := "failed with an error"
-		if plugins != "" {
+		if plugins := x.plugins(); plugins != "" {
 			why = "rejected by " + plugins
 		}
 		return fmt.Sprintf("backing off after %d failed attempt(s) (%s) until %s (in %v)",
@@ -131,6 +150,7 @@ func (x Explanation[K]) reason(now time.Time) string {
 	case InGated:
 		return fmt.Sprintf("gated by %s; waiting for %s", x.GatedBy, waitingFor(x.WakingEvents))
 	case InUnschedulable:
+		plugins := x.plugins()
 		if x.DeferredBy != "" {
 			return fmt.Sprintf("unschedulable: rejected by %s; %s made room, not enough for it beside what items woken before it hold: "+
 				"waiting for that room to come back, for %s, or the leftover flush after %s",
@@ -140,6 +160,19 @@ func (x Explanation[K]) reason(now time.Time) string {
 			plugins, waitingFor(x.WakingEvents), x.LeftoverFlushAt.Format(time.RFC3339))
 	}
 	return ""
+}
+
+// plugins names the checks that rejected the item or left it waiting,
+// for the reasons that name them (only backoff's and the parking area's:
+// items elsewhere need not pay for the string).
+func (x Explanation[K]) plugins() string {
+	switch {
+	case len(x.WaitingOn) == 0:
+		return strings.Join(x.RejectedBy, ", ")
+	case len(x.RejectedBy) == 0:
+		return strings.Join(x.WaitingOn, ", ")
+	}
+	return strings.Join(append(slices.Clone(x.RejectedBy), x.WaitingOn...), ", ")
 }
 
 func waitingFor(events []string) string {
@@ -216,7 +249,8 @@ type Summary struct {
 }
 
 // Dump explains every queued and in-flight item, in a stable order (by
-// place, then key). O(n log n).
+// place, then key). O(n log n). The lists of the explanations' Status
+// are the queue's, as Info's are: read them, never write to them.
 func (c *Core[K, T]) Dump(now time.Time) Dump[K] {
 	d := c.collect(now)
 	d.finish()
@@ -238,20 +272,67 @@ func (c *Core[K, T]) collect(now time.Time) Dump[K] {
 
 // finish sorts the items and summarises each place; it reads only d, so
 // the concurrent Queue runs it outside its lock. O(n log n).
+//
+// The order is by place, then by the key's text (fmt.Sprint). The sort
+// runs on small records (place, text, index), not on the explanations,
+// which are large to swap, and takes each key's text from one buffer
+// written once, not from a map looked up at every comparison; then the
+// explanations move once each, in place, to where the records say.
 func (d *Dump[K]) finish() {
-	text := make(map[K]string, len(d.Items))
-	for _, x := range d.Items {
-		text[x.Key] = fmt.Sprint(x.Key)
+	n := len(d.Items)
+	type rank struct {
+		text string
+		loc  Location
+		at   int // the explanation's index in d.Items before the sort
 	}
-	slices.SortFunc(d.Items, func(a, b Explanation[K]) int {
-		return cmp.Or(cmp.Compare(a.Location, b.Location), cmp.Compare(text[a.Key], text[b.Key]))
+	ranks := make([]rank, n)
+	buf := make([]byte, 0, 8*n) // room for most keys' text: grows if not
+	for i := range d.Items {
+		buf = appendKeyText(buf, d.Items[i].Key)
+		ranks[i] = rank{loc: d.Items[i].Location, at: len(buf)} // at: where its text ends, for now
+	}
+	texts, start := string(buf), 0
+	for i := range ranks {
+		ranks[i].text, start = texts[start:ranks[i].at], ranks[i].at
+		ranks[i].at = i
+	}
+	slices.SortFunc(ranks, func(a, b rank) int {
+		return cmp.Or(cmp.Compare(a.loc, b.loc), strings.Compare(a.text, b.text))
 	})
+	// Place d.Items[ranks[k].at] at k, cycle by cycle: each explanation
+	// is copied once, and ranks[k].at = -1 marks k as done.
+	for s := range ranks {
+		if ranks[s].at < 0 {
+			continue
+		}
+		held := d.Items[s]
+		k := s
+		for {
+			from := ranks[k].at
+			ranks[k].at = -1
+			if from == s {
+				d.Items[k] = held
+				break
+			}
+			d.Items[k] = d.Items[from]
+			k = from
+		}
+	}
+	d.summarise()
+}
+
+// summarise fills d.Summary, one entry a place in order, from the items
+// sorted by place. O(n).
+func (d *Dump[K]) summarise() {
+	items := d.Items
 	for loc := InActive; loc <= InPending; loc++ {
 		s := Summary{Location: loc}
-		for _, x := range d.Items {
-			if x.Location != loc {
-				continue
-			}
+		for len(items) > 0 && items[0].Location < loc { // no place of its own (none today)
+			items = items[1:]
+		}
+		for len(items) > 0 && items[0].Location == loc {
+			x := &items[0]
+			items = items[1:]
 			s.Count++
 			if s.Oldest.IsZero() || x.Since.Before(s.Oldest) {
 				s.Oldest = x.Since
@@ -273,6 +354,30 @@ func (d *Dump[K]) finish() {
 		}
 		d.Summary = append(d.Summary, s)
 	}
+}
+
+// appendKeyText appends fmt.Sprint(key) to buf. Strings and the built-in
+// integers, the usual keys, are written without fmt, which would box
+// each key; any other type (named ones included, whose String method
+// fmt calls) goes through fmt.
+func appendKeyText[K comparable](buf []byte, key K) []byte {
+	switch k := any(key).(type) {
+	case string:
+		return append(buf, k...)
+	case int:
+		return strconv.AppendInt(buf, int64(k), 10)
+	case int64:
+		return strconv.AppendInt(buf, k, 10)
+	case int32:
+		return strconv.AppendInt(buf, int64(k), 10)
+	case uint:
+		return strconv.AppendUint(buf, uint64(k), 10)
+	case uint64:
+		return strconv.AppendUint(buf, k, 10)
+	case uint32:
+		return strconv.AppendUint(buf, uint64(k), 10)
+	}
+	return fmt.Append(buf, key)
 }
 
 // String renders the dump for people: the summary, then one line an item.

@@ -202,3 +202,49 @@ func TestExplanationKeyType(t *testing.T) {
 		t.Fatalf("dump %+v", d.Items)
 	}
 }
+
+// TestExplainWakingEvents: a parked item's waking events are those
+// registered by every check holding it back, rejecting or pending, once
+// each and in the registrations' order, an unlabelled event named by its
+// kind and action; none for a check registered for nothing.
+func TestExplainWakingEvents(t *testing.T) {
+	twice := func(cfg *Config[string, job]) { // Fit registers MachineAdd a second time
+		hints := map[string][]EventHint[job]{}
+		for p, hs := range cfg.Hints {
+			hints[p] = slices.Clone(hs)
+		}
+		hints["Fit"] = append(hints["Fit"], EventHint[job]{Event: evMachineAdd, Fn: fitHint})
+		cfg.Hints = hints
+	}
+	tests := []struct {
+		name    string
+		mutate  []func(*Config[string, job])
+		failure Failure
+		want    []string
+		reason  string
+	}{
+		{"rejected", nil, Failure{RejectedBy: []string{"Fit"}}, []string{"Fit:MachineAdd", "Fit:MachineTaint"}, "rejected by Fit; waiting for Fit:MachineAdd or Fit:MachineTaint"},
+		{"rejected and pending, unlabelled", nil, Failure{RejectedBy: []string{"Fit"}, WaitingOn: []string{"Volume"}},
+			[]string{"Fit:MachineAdd", "Fit:MachineTaint", "Volume:" + evVolumeAdd.label()}, "rejected by Fit, Volume; waiting for"},
+		{"registered for nothing", nil, Failure{RejectedBy: []string{"Quiet"}}, nil, "waiting for no registered event"},
+		{"registered twice", []func(*Config[string, job]){twice}, Failure{RejectedBy: []string{"Fit"}}, []string{"Fit:MachineAdd", "Fit:MachineTaint"}, "rejected by Fit"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.mutate...)
+			h.add(mk("a", 1))
+			h.popName()
+			h.failWith("a", tc.failure)
+			x, err := h.c.Explain("a", h.now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if x.Location != InUnschedulable {
+				t.Fatalf("a is %v, want parked", x.Location)
+			}
+			if !slices.Equal(x.WakingEvents, tc.want) || !strings.Contains(x.Reason, tc.reason) {
+				t.Errorf("waking events %q, reason %q; want %q, %q", x.WakingEvents, x.Reason, tc.want, tc.reason)
+			}
+		})
+	}
+}

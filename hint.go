@@ -48,4 +48,5 @@ type registration[T any] struct {
 	plugin string
 	event  Event
 	fn     HintFn[T]
+	waking string // "plugin:event label", as explanations name it (WakingEvents)
 }

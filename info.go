@@ -1,6 +1,9 @@
 package schedq
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Status is an item's queueing history and why it waits: what Info and
 // Explanation share.
@@ -34,6 +37,14 @@ type Status struct {
 	GatedBy string `json:"gatedBy,omitempty"`
 	// BackoffExpiry is when the current backoff ends; zero outside backoffQ.
 	BackoffExpiry time.Time `json:"backoffExpiry,omitzero"`
+}
+
+// detach gives s lists of its own, copies of the queue's, so that a
+// caller may change them (Pending's items). O(the lists' lengths).
+func (s *Status) detach() {
+	s.RejectedBy = slices.Clone(s.RejectedBy)
+	s.WaitingOn = slices.Clone(s.WaitingOn)
+	s.Reasons = slices.Clone(s.Reasons)
 }
 
 // Info is what the queue knows about an item. Readers get copies; the

@@ -33,7 +33,10 @@ type PendingPage[K comparable] struct {
 	Items  []PendingItem[K] `json:"items"`
 }
 
-// PendingItem is one listed item.
+// PendingItem is one listed item. It is the caller's own: unlike
+// Get's Info and the explanations of Explain and Dump, whose lists
+// (RejectedBy, WaitingOn, Reasons) are the queue's, read-only, its lists
+// are copies, which the caller may change.
 type PendingItem[K comparable] struct {
 	// Rank is the item's place in the listing of the matching items,
 	// from 0.
@@ -69,7 +72,8 @@ func (it PendingItem[K]) MarshalJSON() ([]byte, error) {
 // PendingPage), filtered and paged by o. Under fairness the order of
 // activeQ is the order the items would pop in if nothing arrived and the
 // pops happened at now. O(n log n) for n queued items; the concurrent
-// Queue sorts outside its lock.
+// Queue sorts outside its lock. The page is the caller's own, its items'
+// lists included (PendingItem).
 func (c *Core[K, T]) Pending(o PendingOptions[T], now time.Time) PendingPage[K] {
 	s := c.snapshot(o, now)
 	s.sort()
@@ -270,6 +274,7 @@ func (c *Core[K, T]) page(s *pendingSnap[K, T], o PendingOptions[T], now time.Ti
 		it := PendingItem[K]{Rank: rank}
 		if e := c.queuedEntry(r.key); e != nil {
 			it.Explanation = c.explain(e, now)
+			it.Status.detach()
 			if r.loc == locActive {
 				it.Position = &Position{Ahead: r.ahead}
 			}

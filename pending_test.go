@@ -108,3 +108,49 @@ func TestPendingItemJSON(t *testing.T) {
 		t.Errorf("the item backing off: %v, want no position", got[2])
 	}
 }
+
+// TestPendingItemsAreTheCallers: a caller that writes into a listed
+// item's lists changes its copy, not the queue: neither the item's own
+// Status nor that of items rejected alike, which share one list with it
+// inside the queue.
+func TestPendingItemsAreTheCallers(t *testing.T) {
+	cases := []struct {
+		name    string
+		failure Failure
+		list    func(s Status) []string
+	}{
+		{"RejectedBy", Failure{RejectedBy: []string{"Fit", "Affinity"}}, func(s Status) []string { return s.RejectedBy }},
+		{"WaitingOn", Failure{WaitingOn: []string{"Volume"}}, func(s Status) []string { return s.WaitingOn }},
+		{"Reasons", Failure{RejectedBy: []string{"Fit"}, Reasons: []string{"no room", "no GPU"}}, func(s Status) []string { return s.Reasons }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.add(mk("a", 2), mk("b", 1))
+			h.popName()
+			h.popName()
+			h.failWith("a", tc.failure)
+			h.failWith("b", tc.failure)
+			want := slices.Clone(tc.list(h.info("a").Status))
+			if len(want) == 0 {
+				t.Fatalf("the failure left no list to write to")
+			}
+			p := h.c.Pending(PendingOptions[job]{}, h.now)
+			if len(p.Items) != 2 {
+				t.Fatalf("listed %v, want a and b", pendingKeys(p))
+			}
+			for _, it := range p.Items {
+				l := tc.list(it.Status)
+				for i := range l {
+					l[i] = "written by the caller"
+				}
+			}
+			for _, name := range []string{"a", "b"} {
+				if got := tc.list(h.info(name).Status); !slices.Equal(got, want) {
+					t.Errorf("%s's %s in the queue is %q after the caller wrote to its listing, want %q", name, tc.name, got, want)
+				}
+			}
+			h.check()
+		})
+	}
+}
