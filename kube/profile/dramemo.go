@@ -338,7 +338,9 @@ func (d *draMemo) sameSlices(list []*resourceapi.ResourceSlice) bool {
 // (each still to allocate: plainClaim), the DeviceClasses they name, and
 // the pod's containers' requests with every DeviceClass that serves an
 // extended resource (DRA serves those of the pod that a node does not
-// have); ok is false if a claim is not plain or an object is missing.
+// have): each that names an extendedResourceName, and each whose
+// implicit name the pod asks for (implicitClasses); ok is false if a
+// claim is not plain or an object is missing.
 // O(claims + containers + classes).
 func (d *draMemo) asksOf(pod *v1.Pod) (string, bool) {
 	m := d.h.SharedDRAManager()
@@ -371,13 +373,47 @@ func (d *draMemo) asksOf(pod *v1.Pod) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	classes = slices.DeleteFunc(slices.Clone(classes), func(c *resourceapi.DeviceClass) bool { return c.Spec.ExtendedResourceName == nil })
+	implicit := implicitClasses(pod)
+	classes = slices.DeleteFunc(slices.Clone(classes), func(c *resourceapi.DeviceClass) bool {
+		return c.Spec.ExtendedResourceName == nil && !implicit[c.Name]
+	})
 	slices.SortFunc(classes, func(a, b *resourceapi.DeviceClass) int { return strings.Compare(a.Name, b.Name) })
 	for _, class := range classes {
-		parts = append(parts, class.Name, class.Spec)
+		// Of two classes of one extendedResourceName the newer serves it.
+		parts = append(parts, class.Name, class.CreationTimestamp.UnixNano(), class.Spec)
 	}
 	b, err := json.Marshal(parts)
 	return string(b), err == nil
+}
+
+// implicitClasses is the set of DeviceClasses pod asks devices of by
+// their implicit extended resource name (deviceclass.resource.kubernetes.io/
+// and the class's name), which every class serves whether it names an
+// extendedResourceName or not; nil if none. O(containers x resources).
+func implicitClasses(pod *v1.Pod) map[string]bool {
+	var out map[string]bool
+	note := func(l v1.ResourceList) {
+		for name := range l {
+			if class, ok := strings.CutPrefix(string(name), resourceapi.ResourceDeviceClassPrefix); ok {
+				if out == nil {
+					out = map[string]bool{}
+				}
+				out[class] = true
+			}
+		}
+	}
+	note(pod.Spec.Overhead)
+	if pod.Spec.Resources != nil {
+		note(pod.Spec.Resources.Requests)
+		note(pod.Spec.Resources.Limits)
+	}
+	for _, ctrs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range ctrs {
+			note(ctrs[i].Resources.Requests)
+			note(ctrs[i].Resources.Limits)
+		}
+	}
+	return out
 }
 
 // plainClaim reports whether claim is still to allocate, reserved for no

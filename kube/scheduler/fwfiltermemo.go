@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/schedq/schedq/kube/profile"
@@ -150,9 +151,11 @@ func (s *Scheduler) verdicts(ctx context.Context, cs fwk.CycleState, pod *v1.Pod
 }
 
 // requestsExtended reports whether pod requests an extended resource
-// (a name with a domain other than kubernetes.io): NodeResourcesFit may
-// then count devices of DRA (resource slices, device classes), which no
-// node's generation follows, unless the node's DRAStamp is kept too.
+// (a name with a domain other than kubernetes.io), or a DeviceClass's
+// devices by the class's implicit name (deviceclass.resource.kubernetes.io/
+// and the class's name, which every class serves): NodeResourcesFit may
+// then leave it to DRA's devices (resource slices, device classes), which
+// no node's generation follows, unless the node's DRAStamp is kept too.
 // O(containers x resources).
 func requestsExtended(pod *v1.Pod) bool {
 	lists := []v1.ResourceList{pod.Spec.Overhead}
@@ -166,7 +169,8 @@ func requestsExtended(pod *v1.Pod) bool {
 	}
 	for _, l := range lists {
 		for name := range l {
-			if n := string(name); strings.Contains(n, "/") && !strings.Contains(n, "kubernetes.io/") {
+			n := string(name)
+			if strings.HasPrefix(n, resourceapi.ResourceDeviceClassPrefix) || strings.Contains(n, "/") && !strings.Contains(n, "kubernetes.io/") {
 				return true
 			}
 		}

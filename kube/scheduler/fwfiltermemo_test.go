@@ -94,19 +94,29 @@ func TestFrameworkFilterMemoOffForCrossNodeFilters(t *testing.T) {
 // TestFrameworkFilterMemoOffForExtendedResources: NodeResourcesFit may
 // count an extended resource from DRA's objects, which no node's
 // generation follows: a pod that requests one is filtered on every node.
+// So is one that asks for a DeviceClass's devices by the class's implicit
+// name, though its domain is kubernetes.io's: every class serves its own
+// (a class created later lets NodeResourcesFit leave it to DRA).
 func TestFrameworkFilterMemoOffForExtendedResources(t *testing.T) {
-	gpu := func(name string) *v1.Pod {
-		p := pod(name, 1000)
-		p.Spec.Containers[0].Resources.Requests["example.com/gpu"] = resource.MustParse("1")
-		return p
-	}
-	without, _, _ := memoRun(t, false, gpu)
-	with, hits, _ := memoRun(t, true, gpu)
-	if hits != 0 {
-		t.Fatalf("%d verdicts read from the memo for pods with an extended resource", hits)
-	}
-	if !reflect.DeepEqual(with, without) {
-		t.Fatalf("with the memo:\n%+v\nwithout:\n%+v", with, without)
+	for _, tc := range []struct{ name, resource string }{
+		{"an extended resource", "example.com/gpu"},
+		{"a class's implicit extended resource", "deviceclass.resource.kubernetes.io/gpu"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gpu := func(name string) *v1.Pod {
+				p := pod(name, 1000)
+				p.Spec.Containers[0].Resources.Requests[v1.ResourceName(tc.resource)] = resource.MustParse("1")
+				return p
+			}
+			without, _, _ := memoRun(t, false, gpu)
+			with, hits, _ := memoRun(t, true, gpu)
+			if hits != 0 {
+				t.Fatalf("%d verdicts read from the memo for pods with an extended resource", hits)
+			}
+			if !reflect.DeepEqual(with, without) {
+				t.Fatalf("with the memo:\n%+v\nwithout:\n%+v", with, without)
+			}
+		})
 	}
 }
 

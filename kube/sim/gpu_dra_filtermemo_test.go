@@ -54,3 +54,43 @@ events:
 	}
 	checkClaimsMatchPods(t, s)
 }
+
+// accelClassYAML is DeviceClass accel of the trace's driver's devices of
+// model, with no extendedResourceName: a pod asks for its devices by its
+// implicit name, deviceclass.resource.kubernetes.io/accel.
+func accelClassYAML(model string) string {
+	return `{apiVersion: resource.k8s.io/v1, kind: DeviceClass, metadata: {name: accel}, spec: {selectors: [{cel: {expression: 'device.driver == "gpu.alibaba.com" && device.attributes["gpu.alibaba.com"].model == "` + model + `"'}}]}}`
+}
+
+// TestFilterMemoSeesAnImplicitClassChange: a pod that asks for class
+// accel's devices by its implicit extended resource name fails while the
+// class selects a model node n does not have; once the class is changed
+// to select n's V100s, with nothing of the node changed, the pod is
+// filtered again and bound. With the class left out of what the pod asks
+// (profile's implicitClasses), DynamicResources' answers and the
+// scheduler's verdicts of the first cycle were kept, and it stayed
+// pending for ever.
+func TestFilterMemoSeesAnImplicitClassChange(t *testing.T) {
+	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nn,16000,65536,2,V100\n", timedHeader+
+		"w,1000,1024,0,0,,LS,Running,500,600,500\n") // a trace's list has a pod; this one comes after the run
+	sc := parseScenario(t, `name: class-changes
+seed: 1
+duration: 2m
+scheduler: {gpuModel: dra}
+trace: {format: alibaba-gpu-v2023, dir: `+dir+`}
+objects:
+  - `+accelClassYAML("T4")+`
+pods:
+  - {name: s, count: 1, requests: {cpu: "1", memory: 1Gi, deviceclass.resource.kubernetes.io/accel: "1"}, arrival: {at: 1s}}
+events:
+  - {at: 30s, createObjects: [`+accelClassYAML("V100")+`]}
+`)
+	s := runSim(t, sc)
+	b, msg := boundAt(s), lastMessages(s)
+	if b["s-0"] < 30*time.Second || b["s-0"] > 31*time.Second {
+		t.Fatalf("s-0 bound at %v (%q), want within 1s of the class's change at 30s", b["s-0"], msg["s-0"])
+	}
+	if s.order[0].attempts < 2 {
+		t.Errorf("s-0 tried %d times, want a failure before the class changed", s.order[0].attempts)
+	}
+}

@@ -161,6 +161,42 @@ func (m *draNodeMemo) node(ni fwk.NodeInfo, skip types.UID, get claimGetter, cou
 	return e.n
 }
 
+// lend calls use with ni's GPUs as node returns them (the memo's own
+// node, which use may change if it restores it before it returns) and
+// returns what use returns. If use panics (a policy's, midway through
+// placing a pod on the node and taking it off), the node is forgotten
+// before the panic goes on: the scheduler recovers a plugin's panic and
+// goes on, and a later call would otherwise get the node as use left
+// it. O(node's).
+func (m *draNodeMemo) lend(ni fwk.NodeInfo, skip types.UID, get claimGetter, count claimCounter, byGen bool, use func(*gpu.Node) int64) int64 {
+	n := m.node(ni, skip, get, count, byGen)
+	if m == nil {
+		return use(n)
+	}
+	done := false
+	defer func() {
+		if !done && draNodeLendForgets {
+			m.forget(ni.Node().Name, n)
+		}
+	}()
+	s := use(n)
+	done = true
+	return s
+}
+
+// draNodeLendForgets turns on lend's forgetting of a node whose user
+// panicked; tests turn it off to show what it guards against.
+var draNodeLendForgets = true
+
+// forget drops the entry of node name if it holds n. O(1).
+func (m *draNodeMemo) forget(name string, n *gpu.Node) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.nodes[name]; e != nil && e.n == n {
+		delete(m.nodes, name)
+	}
+}
+
 // holds reports whether e was rebuilt from what ni, skip and get give
 // now: the same node figures, the same pod objects in the same order,
 // the same of them left out, and every claim e looked up the same object

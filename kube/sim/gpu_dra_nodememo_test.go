@@ -355,3 +355,46 @@ func TestDRANodeMemoByGeneration(t *testing.T) {
 		})
 	}
 }
+
+// TestDRANodeMemoLendSurvivesPanic: a user of the lent node that panics
+// midway through scoring a placement (the pod placed on the node, not
+// yet taken off) leaves the memo giving, on the next call, the GPUs a
+// rebuild gives, not the node as the user left it (the scheduler
+// recovers a plugin's panic and goes on); one that returns normally
+// keeps the node. Fails with draNodeLendForgets off.
+func TestDRANodeMemoLendSurvivesPanic(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		panics  bool
+		rebuild bool
+	}{
+		{name: "the user returns", panics: false, rebuild: false},
+		{name: "the user panics midway", panics: true, rebuild: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := baseWorld()
+			count := func(string) (uint64, bool) { return 0, true }
+			m := newDRANodeMemo()
+			ni := w.nodeInfo()
+			r := gpu.Request{Count: 1, Share: 200}
+			func() {
+				defer func() { _ = recover() }()
+				m.lend(ni, "q", w.get, count, true, func(n *gpu.Node) int64 {
+					n.Place(r, []int{0})
+					if c.panics {
+						panic("a policy's bug")
+					}
+					n.Release(r, []int{0})
+					return 0
+				})
+			}()
+			got := m.node(ni, "q", w.get, count, true)
+			if want := draNodeFrom(nodeInOf(ni), ni, "q", w.get); !sameGPUNode(got, want) {
+				t.Errorf("memo gives %+v, a rebuild %+v", got, want)
+			}
+			if rebuilt := m.builds == 2; rebuilt != c.rebuild {
+				t.Errorf("rebuilt: %v, want %v", rebuilt, c.rebuild)
+			}
+		})
+	}
+}

@@ -133,16 +133,26 @@ func (p *gpuDRAScore) Score(_ context.Context, cs fwk.CycleState, pod *v1.Pod, n
 	if !ok || !p.m.hasPolicy {
 		return 0, nil
 	}
-	n := p.node(ni, pod.UID, cs.GetPodGroupSchedulingCycle() == nil)
-	if !n.Fits(r) {
-		return 0, nil
+	// The node's GPUs are rebuilt from the devices its pods' claims were
+	// allocated, leaving out the pod (or read from p's memo of rebuilt
+	// nodes, by ni's generation outside a PodGroup's cycle); a pod whose
+	// claim has no allocation on the node's pool (not expected once
+	// bound) takes the best fit, as DRA would. The node is the memo's,
+	// lent: score changes it only to score a placement, which it takes
+	// off again.
+	score := func(n *gpu.Node) int64 {
+		if !n.Fits(r) {
+			return 0
+		}
+		at := n.BestFit(r)
+		memo := p.m.fgdMemo()
+		if p.m.fgdChooses(pod, r) {
+			_, at = memo.Choose(n, r)
+		}
+		return memo.ScoreAt(p.m.policy, n, r, at, p.m.rnd)
 	}
-	at := n.BestFit(r)
-	memo := p.m.fgdMemo()
-	if p.m.fgdChooses(pod, r) {
-		_, at = memo.Choose(n, r)
-	}
-	return memo.ScoreAt(p.m.policy, n, r, at, p.m.rnd), nil
+	return p.nodes.lend(ni, pod.UID, p.h.SharedDRAManager().ResourceClaims().Get, p.m.claims.claimCount,
+		cs.GetPodGroupSchedulingCycle() == nil, score), nil
 }
 
 // fgdChooses reports whether DRA is shown pod's GPUs in FGD's order:
@@ -157,16 +167,6 @@ func (m *gpuDRAModel) attemptEnded() { m.pod = nil }
 
 // ScoreExtensions: none; the policies score from 0 to 100 already.
 func (*gpuDRAScore) ScoreExtensions() fwk.ScoreExtensions { return nil }
-
-// node rebuilds a node's GPUs from the devices its pods' claims were
-// allocated, leaving out skip (or reads them from p's memo of rebuilt
-// nodes, draNodeMemo, by ni's generation if byGen). A pod whose claim has
-// no allocation on the node's pool (not expected once bound) takes the
-// best fit, as DRA would. The node is the memo's: Score changes it only
-// to score a placement, which it takes off again.
-func (p *gpuDRAScore) node(ni fwk.NodeInfo, skip types.UID, byGen bool) *gpu.Node {
-	return p.nodes.node(ni, skip, p.h.SharedDRAManager().ResourceClaims().Get, p.m.claims.claimCount, byGen)
-}
 
 // draNodeFrom is gpuDRAScore.node on in (ni's figures), with get's claims.
 func draNodeFrom(in nodeIn, ni fwk.NodeInfo, skip types.UID, get claimGetter) *gpu.Node {
