@@ -28,8 +28,7 @@ func gpuSliceYAML(gpus int) string {
 // and bound, where a verdict kept by generation alone would repeat its
 // failure for ever.
 func TestFilterMemoSeesASliceChange(t *testing.T) {
-	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nn,16000,65536,2,V100\n", timedHeader+
-		"w,1000,1024,0,0,,LS,Running,500,600,500\n") // a trace's list has a pod; this one comes after the run
+	dir := twoV100Trace(t)
 	sc := parseScenario(t, `name: slice-grows
 seed: 1
 duration: 2m
@@ -71,8 +70,7 @@ func accelClassYAML(model string) string {
 // scheduler's verdicts of the first cycle were kept, and it stayed
 // pending for ever.
 func TestFilterMemoSeesAnImplicitClassChange(t *testing.T) {
-	dir := writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nn,16000,65536,2,V100\n", timedHeader+
-		"w,1000,1024,0,0,,LS,Running,500,600,500\n") // a trace's list has a pod; this one comes after the run
+	dir := twoV100Trace(t)
 	sc := parseScenario(t, `name: class-changes
 seed: 1
 duration: 2m
@@ -93,4 +91,12 @@ events:
 	if s.order[0].attempts < 2 {
 		t.Errorf("s-0 tried %d times, want a failure before the class changed", s.order[0].attempts)
 	}
+}
+
+// twoV100Trace writes a trace of one node, n, of two V100s, whose one
+// pod comes after the tests' runs (a trace's pod list has a pod).
+func twoV100Trace(t *testing.T) string {
+	t.Helper()
+	return writeTrace(t, "sn,cpu_milli,memory_mib,gpu,model\nn,16000,65536,2,V100\n", timedHeader+
+		"w,1000,1024,0,0,,LS,Running,500,600,500\n")
 }
