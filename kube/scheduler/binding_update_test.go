@@ -43,15 +43,9 @@ func TestPodUpdatedDuringItsBindingIsGivenBackUpdated(t *testing.T) {
 	}{
 		{name: "binding fails", end: func(_ *fixture, done func(error)) { done(errors.New("etcd timeout")) }},
 		{name: "refused for a stale term", end: func(_ *fixture, done func(error)) { done(staleTerm("p")) }},
-		{name: "node deleted before the binding started", waiting: true, end: func(f *fixture, done func(error)) {
-			f.h.DeleteNode(node("n", 4000))
-			done(nil)
-		}},
+		{name: "node deleted before the binding started", waiting: true, end: deleteNodeThenEnd},
 		{name: "gang member binding fails", group: true, end: func(_ *fixture, done func(error)) { done(errors.New("etcd timeout")) }},
-		{name: "gang member's node deleted before its binding started", group: true, waiting: true, end: func(f *fixture, done func(error)) {
-			f.h.DeleteNode(node("n", 4000))
-			done(nil)
-		}},
+		{name: "gang member's node deleted before its binding started", group: true, waiting: true, end: deleteNodeThenEnd},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,10 +97,7 @@ func TestGangMemberUpdatedWhileHeldToRetry(t *testing.T) {
 		fail    func(f *fixture, done func(error))
 	}{
 		{name: "its binding failed", fail: func(_ *fixture, done func(error)) { done(errors.New("etcd timeout")) }},
-		{name: "its node deleted before its binding started", waiting: true, fail: func(f *fixture, done func(error)) {
-			f.h.DeleteNode(node("n", 4000))
-			done(nil)
-		}},
+		{name: "its node deleted before its binding started", waiting: true, fail: deleteNodeThenEnd},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -265,4 +256,12 @@ func gangWithNamedBinder(t *testing.T, waiting map[string]bool) (*fixture, *warn
 	nb := &namedBinder{done: map[string]func(error){}, waiting: waiting}
 	f.s = mustNew(t, f.q, f.c, nb, warnReporter{f.r, w}, Options{})
 	return f, w, nb
+}
+
+// deleteNodeThenEnd deletes node n, then ends the binding without an
+// error: a case's end for a binding aborted by its node's deletion
+// before it started.
+func deleteNodeThenEnd(f *fixture, done func(error)) {
+	f.h.DeleteNode(node("n", 4000))
+	done(nil)
 }
