@@ -98,6 +98,14 @@ func (o *Options) applyConfig() error {
 	if len(unsupported) > 0 {
 		return fmt.Errorf("--config %s: this version of schedq cannot honour:\n  %s", o.Config.File, strings.Join(unsupported, "\n  "))
 	}
+	// The file's Schedq args are read before anything of the file is
+	// applied: a file that fails leaves o as the flags set it, so that
+	// the flags' conflicts with it (checked beside the file's error)
+	// report none it did not give.
+	a, path, err := profile.SchedqSettings(cfg)
+	if err != nil {
+		return fmt.Errorf("--config %s: %w", o.Config.File, err)
+	}
 	o.Config.Profiles = nil
 	for i := range cfg.Profiles {
 		if err := buildsOffline(&cfg.Profiles[i]); err != nil {
@@ -115,10 +123,6 @@ func (o *Options) applyConfig() error {
 	}
 	o.Config.InitialBackoff = time.Duration(cfg.PodInitialBackoffSeconds) * time.Second
 	o.Config.MaxBackoff = time.Duration(cfg.PodMaxBackoffSeconds) * time.Second
-	a, path, err := profile.SchedqSettings(cfg)
-	if err != nil {
-		return fmt.Errorf("--config %s: %w", o.Config.File, err)
-	}
 	o.applySettings(a, path)
 	return nil
 }

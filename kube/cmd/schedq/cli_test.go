@@ -184,6 +184,17 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 		{"flag against the file's setting", []string{"--config", settings, "--fair-half-life", "1m"}, "--fair-half-life=1m0s: --config " + settings + ": " + at + ".fairness.halfLife is 2m0s; give it in one place"},
 		{"flag against the file's wake budget", []string{"--config", settings, "--no-wake-budget=false"}, "--no-wake-budget=false: --config " + settings + ": " + at + ".wakeBudget is false; give it in one place"},
 		{"fence margin in the file, leader election off", []string{"--config", settings + "-fence"}, at + ".fenceMargin: only with leader election on, and --leader-elect=false turns it off"},
+		// Every problem at once: a conflict with the file is reported
+		// with the other flags' errors, not after they are fixed.
+		{"a bad flag and a conflict with the file", []string{"--config", settings, "--fair-half-life", "1m", "--kube-api-qps", "0"},
+			"--kube-api-qps: must be more than 0, got 0\n--fair-half-life=1m0s: --config " + settings + ": " + at + ".fairness.halfLife is 2m0s; give it in one place"},
+		{"a bad log level and a conflict with the profile", []string{"--config", named, "--scheduler-name", "other", "--log-level", "loud"},
+			"--scheduler-name other: with --config the profiles' schedulerNames decide, and " + named + "'s first is schedq (kube-scheduler's default-scheduler if the profile sets none); set it in the file only\n--log-level: \"loud\" is not debug, info, warn or error"},
+		{"a removed flag and a conflict with the file", []string{"--config", settings, "--no-wake-budget=false", "--scoring", "balanced"},
+			"--scoring: removed with schedq's own plugins: set NodeResourcesFit's scoringStrategy (or the weight of NodeResourcesBalancedAllocation) in the profile of --config (a KubeSchedulerConfiguration)\n--no-wake-budget=false: --config " + settings},
+		// A file that fails applies nothing: no conflict is made up
+		// against the schedulerName it would have given.
+		{"a failing file and a flag", []string{"--config", badSettings, "--scheduler-name", "other"}, "--config: " + badSettings + ": [" + at + `.fairness.namespace: Not found: "namespace": unknown field`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := execute(append(append([]string{}, base...), tc.args...)...)
@@ -194,6 +205,11 @@ func TestSchedulerFlagsCheckedBeforeConnecting(t *testing.T) {
 				t.Fatalf("the API server got %d requests before the flags were checked", n)
 			}
 		})
+	}
+	// A file that fails is reported alone, with no conflict made up
+	// against the schedulerName it would have given.
+	if _, err := execute(append(append([]string{}, base...), "--config", badSettings, "--scheduler-name", "other")...); err == nil || strings.Contains(err.Error(), "--scheduler-name") {
+		t.Fatalf("a failing file: err %v, want its error and no conflict of --scheduler-name", err)
 	}
 	// The same command line with good flags does contact it, as does one
 	// whose flags repeat the file's values.

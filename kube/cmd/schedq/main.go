@@ -136,18 +136,17 @@ gives a configuration, the cluster it runs in (its service account).
 Every flag is checked before it connects.`,
 		Args: noArgs(false),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := removedFlags(cmd, upstream); err != nil {
-				return err
-			}
 			// Every flag is checked, and all the problems reported at
 			// once, before any work: the history file is loaded (and a
-			// file created in its directory) only then.
+			// file created in its directory) only then. The flags'
+			// conflicts with --config are among them: they are checked
+			// once CheckFlags has applied the file (a file that fails
+			// applies nothing, and so conflicts with nothing).
 			flags := o // as the flags set it; CheckFlags applies the file's settings to o
 			_, logErr := logLevelFormat(logLevel, logFormat)
-			if err := errors.Join(o.CheckFlags(), electionFlagsOff(cmd, o.LeaderElect), servingFlagsOff(cmd, o.Serving), logErr); err != nil {
-				return err
-			}
-			if err := configOverrides(cmd, o, flags); err != nil {
+			checkErr := o.CheckFlags()
+			if err := errors.Join(removedFlags(cmd, upstream), checkErr, configOverrides(cmd, o, flags),
+				electionFlagsOff(cmd, o.LeaderElect), servingFlagsOff(cmd, o.Serving), logErr); err != nil {
 				return err
 			}
 			if err := o.LoadHistory(); err != nil {
@@ -244,13 +243,14 @@ func logLevelFormat(level, format string) (slog.Level, error) {
 // and --scoring (NodeResourcesFit's scoringStrategy in that profile).
 // --upstream-plugins=true is accepted and does nothing.
 func removedFlags(cmd *cobra.Command, upstream bool) error {
+	var errs []error
 	if cmd.Flags().Changed("upstream-plugins") && !upstream {
-		return errors.New("--upstream-plugins=false: schedq's own plugins were removed; schedq runs kube-scheduler v1.37.2's framework and plugins: configure them with --config (a KubeSchedulerConfiguration profile)")
+		errs = append(errs, errors.New("--upstream-plugins=false: schedq's own plugins were removed; schedq runs kube-scheduler v1.37.2's framework and plugins: configure them with --config (a KubeSchedulerConfiguration profile)"))
 	}
 	if cmd.Flags().Changed("scoring") {
-		return errors.New("--scoring: removed with schedq's own plugins: set NodeResourcesFit's scoringStrategy (or the weight of NodeResourcesBalancedAllocation) in the profile of --config (a KubeSchedulerConfiguration)")
+		errs = append(errs, errors.New("--scoring: removed with schedq's own plugins: set NodeResourcesFit's scoringStrategy (or the weight of NodeResourcesBalancedAllocation) in the profile of --config (a KubeSchedulerConfiguration)"))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // configOverrides refuses --scheduler-name or --percentage-of-nodes-to-score
