@@ -164,6 +164,21 @@ func (h *Handlers) followNomination(oldPod, newPod *v1.Pod, prev string, had boo
 	}
 }
 
+// updatePodEvent is UpdatePod for the pod informer's updates, but that
+// an update of a pending pod whose two versions have the same
+// ResourceVersion (a resync, or a relist that found it unchanged: the
+// informer's only updates that change nothing) is dropped, as
+// kube-scheduler v1.37.2 drops it: it would cost the queue an update and
+// its hints, and a plugin that wakes on any update of the pod would retry
+// it for nothing. The simulator, whose pods may keep a snapshot's
+// ResourceVersion through its changes, calls UpdatePod itself.
+func (h *Handlers) updatePodEvent(oldPod, newPod *v1.Pod) {
+	if !assigned(oldPod) && !assigned(newPod) && oldPod.ResourceVersion != "" && oldPod.ResourceVersion == newPod.ResourceVersion {
+		return
+	}
+	h.UpdatePod(oldPod, newPod)
+}
+
 // UpdatePod handles a changed pod. A new UID under the same name is a
 // pod deleted and created again (seen as an update after a watch gap): it
 // is handled as such, so that the new pod is not taken for a stale view of
@@ -439,7 +454,7 @@ func (h *Handlers) Register(pods, nodes, namespaces cache.SharedIndexInformer, o
 		h.warm = &warmStart{others: slices.Sorted(maps.Keys(others))}
 	}
 	regs := []reg{
-		{pods, typed(h.addPodEvent, h.UpdatePod, h.DeletePod)},
+		{pods, typed(h.addPodEvent, h.updatePodEvent, h.DeletePod)},
 		{nodes, typed(h.addNode, h.UpdateNode, h.DeleteNode)},
 	}
 	if namespaces != nil {
