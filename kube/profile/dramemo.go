@@ -340,8 +340,12 @@ func (d *draMemo) sameSlices(list []*resourceapi.ResourceSlice) bool {
 // extended resource (DRA serves those of the pod that a node does not
 // have): each that names an extendedResourceName, and each whose
 // implicit name the pod asks for (implicitClasses); ok is false if a
-// claim is not plain or an object is missing.
-// O(claims + containers + classes).
+// claim is not plain or an object is missing, or if the pod has a claim
+// of its extended resources left from an earlier attempt (a pod's
+// extended resources' claim, found as upstream finds it: then upstream's
+// Filter refuses every node whatever the pod asks).
+// O(claims + containers + classes), with every claim listed when a class
+// serves an extended resource.
 func (d *draMemo) asksOf(pod *v1.Pod) (string, bool) {
 	m := d.h.SharedDRAManager()
 	var parts []any
@@ -377,6 +381,21 @@ func (d *draMemo) asksOf(pod *v1.Pod) (string, bool) {
 	classes = slices.DeleteFunc(slices.Clone(classes), func(c *resourceapi.DeviceClass) bool {
 		return c.Spec.ExtendedResourceName == nil && !implicit[c.Name]
 	})
+	if len(classes) > 0 && pod.UID != "" {
+		// A claim of the pod's extended resources left from an earlier
+		// attempt (its Unreserve's delete failed) makes upstream's
+		// Filter refuse every node, so that its PostFilter deletes the
+		// claim: no answer kept for what the pod asks is this pod's.
+		claims, err := m.ResourceClaims().List()
+		if err != nil {
+			return "", false
+		}
+		for _, c := range claims {
+			if extendedClaimPod(c) == pod.UID {
+				return "", false
+			}
+		}
+	}
 	slices.SortFunc(classes, func(a, b *resourceapi.DeviceClass) int { return strings.Compare(a.Name, b.Name) })
 	for _, class := range classes {
 		// Of two classes of one extendedResourceName the newer serves it.
