@@ -58,7 +58,9 @@
 //
 // Explain also gives the item's position in line, which costs O(n) more;
 // Pending lists the queued items in the order they wait, in O(n log n), of
-// which the concurrent Queue holds its lock for O(n) and O(page).
+// which the concurrent Queue holds its lock for O(n) and O(page);
+// unexplained (PendingOptions.Unexplained), a listing's items are
+// explained later, those shown, with ExplainListed.
 //
 // # Nominations
 //

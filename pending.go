@@ -20,6 +20,13 @@ type PendingOptions[T any] struct {
 	// Offset skips that many items of the listing; Limit caps the page
 	// (0: 100).
 	Offset, Limit int
+	// Unexplained lists the page's items without explaining them: each
+	// has its Rank, Key, Location (where it was listed), Tenant and, in
+	// activeQ, Position.Ahead, and nothing else (no Reason). The page
+	// then costs no explanation: a caller that keeps a long listing and
+	// shows a part of it at a time explains that part with
+	// ExplainListed.
+	Unexplained bool
 }
 
 // PendingPage is one page of the queued items, in the order they wait:
@@ -271,19 +278,49 @@ func (c *Core[K, T]) page(s *pendingSnap[K, T], o PendingOptions[T], now time.Ti
 		if rank < p.Offset || len(p.Items) >= limit {
 			continue
 		}
-		it := PendingItem[K]{Rank: rank}
-		if e := c.queuedEntry(r.key); e != nil {
-			it.Explanation = c.explain(e, now)
-			it.Status.detach()
-			if r.loc == locActive {
-				it.Position = &Position{Ahead: r.ahead}
-			}
-		} else {
-			it.Explanation = Explanation[K]{Key: r.key, Reason: "left the queue since it was listed"}
+		it := PendingItem[K]{Rank: rank, Explanation: Explanation[K]{Key: r.key, Location: r.loc.location(), Tenant: r.tenant}}
+		if r.loc == locActive {
+			it.Position = &Position{Ahead: r.ahead}
+		}
+		if !o.Unexplained {
+			c.explainListed(&it, now)
 		}
 		p.Items = append(p.Items, it)
 	}
 	return p
+}
+
+// leftSinceListed is the reason of a listed item no longer queued.
+const leftSinceListed = "left the queue since it was listed"
+
+// explainListed explains it, an item as Pending lists it unexplained, as
+// it is now: where it is now (an item that moved since is explained
+// there), with its rank, its tenant if it left, and its place in
+// activeQ as listed (Position.Ahead) kept. O(r) for r hint
+// registrations.
+func (c *Core[K, T]) explainListed(it *PendingItem[K], now time.Time) {
+	pos, tenant := it.Position, it.Tenant
+	e := c.queuedEntry(it.Key)
+	if e == nil {
+		it.Explanation = Explanation[K]{Key: it.Key, Reason: leftSinceListed, Tenant: tenant}
+		return
+	}
+	it.Explanation = c.explain(e, now)
+	it.Status.detach()
+	it.Position = pos
+}
+
+// ExplainListed explains items, listed by Pending with
+// PendingOptions.Unexplained, as they are now, in place: each as
+// Pending would have explained it (an item that moved since the
+// listing is explained where it is now, one that left the queue says so
+// and keeps its tenant), its Rank and Position.Ahead those of the
+// listing. O(len(items) · r) for r hint registrations: no position in
+// line is computed.
+func (c *Core[K, T]) ExplainListed(items []PendingItem[K], now time.Time) {
+	for i := range items {
+		c.explainListed(&items[i], now)
+	}
 }
 
 // Pending lists the queued items in the order they wait (see
@@ -300,6 +337,15 @@ func (q *Queue[K, T]) Pending(o PendingOptions[T]) PendingPage[K] {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.core.page(s, o, q.clock.Now())
+}
+
+// ExplainListed explains items, listed by Pending with
+// PendingOptions.Unexplained, as they are now (see Core.ExplainListed),
+// under the lock once. O(len(items) · r).
+func (q *Queue[K, T]) ExplainListed(items []PendingItem[K]) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.core.ExplainListed(items, q.clock.Now())
 }
 
 // String renders the page for people: one line an item, with its rank,

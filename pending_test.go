@@ -154,3 +154,67 @@ func TestPendingItemsAreTheCallers(t *testing.T) {
 		})
 	}
 }
+
+// TestPendingUnexplained: an unexplained listing holds each item's rank,
+// key, place, tenant and place in activeQ, and no explanation;
+// ExplainListed then explains the items as Pending would have, each
+// where it is now: an item deleted since says it left and keeps its
+// tenant (a filter by tenant of the listing still finds it), one popped
+// and failed since is explained where it is, with the listing's rank and
+// place in activeQ kept.
+func TestPendingUnexplained(t *testing.T) {
+	h := newHarness(t, fairBy(nil))
+	h.add(lj("park", 9, "b"))
+	h.attemptFail("park", "Quiet")
+	h.add(lj("a1", 0, "a"), lj("a2", 0, "a"), lj("b1", 0, "b"))
+	o := PendingOptions[job]{Limit: 10}
+	explained := h.c.Pending(o, h.now)
+	o.Unexplained = true
+	list := h.c.Pending(o, h.now)
+	if !slices.Equal(pendingKeys(list), pendingKeys(explained)) || list.Total != explained.Total {
+		t.Fatalf("unexplained listing %v, want %v", pendingKeys(list), pendingKeys(explained))
+	}
+	for i, it := range list.Items {
+		want := explained.Items[i]
+		if it.Reason != "" || it.Rank != want.Rank || it.Location != want.Location || it.Tenant != want.Tenant || !reflect.DeepEqual(it.Position, want.Position) {
+			t.Errorf("%s listed as %+v, want rank %d, %v, tenant %q, position %+v, no reason", it.Key, it, want.Rank, want.Location, want.Tenant, want.Position)
+		}
+	}
+	// As Pending explains them, before anything changed.
+	same := slices.Clone(list.Items)
+	h.c.ExplainListed(same, h.now)
+	if !reflect.DeepEqual(same, explained.Items) {
+		t.Errorf("explained after the listing:\n%+v\nwant\n%+v", same, explained.Items)
+	}
+	// a1 (first in activeQ) is deleted, a2 popped and failed.
+	if err := h.c.Delete("a1", h.now); err != nil {
+		t.Fatal(err)
+	}
+	h.attemptFail("a2", "Quiet")
+	later := slices.Clone(list.Items)
+	h.c.ExplainListed(later, h.now)
+	byKey := map[string]PendingItem[string]{}
+	for _, it := range later {
+		byKey[it.Key] = it
+	}
+	for _, tc := range []struct {
+		name, key string
+		where     Location
+		tenant    string
+		left      bool
+	}{
+		{name: "deleted", key: "a1", tenant: "a", left: true},
+		{name: "failed since", key: "a2", where: InUnschedulable, tenant: "a"},
+		{name: "unchanged", key: "b1", where: InActive, tenant: "b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			it, listed := byKey[tc.key], list.Items[slices.IndexFunc(list.Items, func(it PendingItem[string]) bool { return it.Key == tc.key })]
+			if it.Location != tc.where || it.Tenant != tc.tenant || (it.Reason == leftSinceListed) != tc.left || it.Rank != listed.Rank {
+				t.Errorf("%+v, want at %v, tenant %q, left %v, rank %d", it, tc.where, tc.tenant, tc.left, listed.Rank)
+			}
+			if !tc.left && !reflect.DeepEqual(it.Position, listed.Position) {
+				t.Errorf("position %+v, want the listing's %+v", it.Position, listed.Position)
+			}
+		})
+	}
+}

@@ -584,6 +584,9 @@ type queueView interface {
 	Explain(key types.NamespacedName) (schedq.Explanation[types.NamespacedName], error)
 	// Pending lists the pods in the order they wait.
 	Pending(o schedq.PendingOptions[*v1.Pod]) schedq.PendingPage[types.NamespacedName]
+	// ExplainListed explains, in place, pods an unexplained listing
+	// holds (schedq.PendingOptions.Unexplained), as they are now.
+	ExplainListed(items []schedq.PendingItem[types.NamespacedName])
 	// Tenants reports the queue's tenants; nil without fair sharing,
 	// which is how the listing knows whether ?tenant= means anything.
 	Tenants() []schedq.TenantStats

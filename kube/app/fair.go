@@ -184,11 +184,11 @@ func pendingOptions(r *http.Request, fair bool) (pendingQuery, error) {
 	return o, nil
 }
 
-// page cuts o's page out of all, the listing of the whole queue: the
-// items of o's namespace and tenant, ranked among themselves, from
-// o.offset, at most o.limit, as the queue's Pending would list them
-// (an activeQ item's Position.Ahead is its place among all of activeQ,
-// whatever the filter).
+// page cuts o's page out of all, the unexplained listing of the whole
+// queue: the items of o's namespace and tenant (as listed), ranked among
+// themselves, from o.offset, at most o.limit, as the queue's Pending
+// would list them (an activeQ item's Position.Ahead is its place among
+// all of activeQ, whatever the filter). The items are still to explain.
 func (o pendingQuery) page(all schedq.PendingPage[types.NamespacedName]) schedq.PendingPage[types.NamespacedName] {
 	p := schedq.PendingPage[types.NamespacedName]{Time: all.Time, Offset: o.offset, Items: []schedq.PendingItem[types.NamespacedName]{}}
 	for _, it := range all.Items {
@@ -210,29 +210,57 @@ func (o pendingQuery) page(all schedq.PendingPage[types.NamespacedName]) schedq.
 // between the requests of a TTL, as snapshots shares the dump: each
 // request of /debug/queue?order=pop filters and pages it, and the
 // queue's lock is taken for a listing (and for its tenants) at most once
-// per TTL, one listing at a time, however many clients ask.
+// per TTL, one listing at a time, however many clients ask. The listing
+// is unexplained (the order, each pod's place and tenant): a request
+// explains the pods of its page that no request explained since the
+// listing, under the queue's lock once, and the explanations are kept
+// with the listing. So a second's work is the listing and the pods
+// served, not an explanation of every pending pod, and a pod reads the
+// same on every page and filter of that second.
 type pendingSnapshots struct {
 	q   queueView
 	ttl time.Duration
 	now func() time.Time
 
-	mu   sync.Mutex
-	at   time.Time
-	all  schedq.PendingPage[types.NamespacedName]
-	fair bool // the queue shares fairly: Tenants is not nil
+	mu        sync.Mutex
+	at        time.Time
+	all       schedq.PendingPage[types.NamespacedName] // unexplained
+	fair      bool                                     // the queue shares fairly: Tenants is not nil
+	explained map[types.NamespacedName]schedq.Explanation[types.NamespacedName]
 }
 
-// get returns the listing of the whole queue and whether it shares
-// fairly, taken at most once per TTL.
-func (s *pendingSnapshots) get() (schedq.PendingPage[types.NamespacedName], bool) {
+// serve returns r's page of the listing, taken at most once per TTL,
+// its pods explained; an error is the request's, a 400.
+func (s *pendingSnapshots) serve(r *http.Request) (schedq.PendingPage[types.NamespacedName], error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if now := s.now(); s.at.IsZero() || now.Sub(s.at) >= s.ttl {
-		s.all = s.q.Pending(schedq.PendingOptions[*v1.Pod]{Limit: math.MaxInt})
+		s.all = s.q.Pending(schedq.PendingOptions[*v1.Pod]{Limit: math.MaxInt, Unexplained: true})
 		s.fair = s.q.Tenants() != nil
+		s.explained = map[types.NamespacedName]schedq.Explanation[types.NamespacedName]{}
 		s.at = now
 	}
-	return s.all, s.fair
+	o, err := pendingOptions(r, s.fair)
+	if err != nil {
+		return schedq.PendingPage[types.NamespacedName]{}, err
+	}
+	p := o.page(s.all)
+	var todo []schedq.PendingItem[types.NamespacedName]
+	for _, it := range p.Items {
+		if _, ok := s.explained[it.Key]; !ok {
+			todo = append(todo, it)
+		}
+	}
+	if len(todo) > 0 {
+		s.q.ExplainListed(todo)
+		for _, it := range todo {
+			s.explained[it.Key] = it.Explanation
+		}
+	}
+	for i := range p.Items {
+		p.Items[i].Explanation = s.explained[p.Items[i].Key]
+	}
+	return p, nil
 }
 
 // tenantFilter checks the value of ?tenant=. A tenant exists only under
@@ -253,19 +281,17 @@ func tenantFilter(t string, fair bool) (string, error) {
 // servePending serves /debug/queue?order=pop: one page of the pending
 // pods in the order they wait, each with its reason.
 // The page is cut from the listing snap shares between the requests of
-// a second.
+// a second, and its pods explained once in that second.
 func servePending(w http.ResponseWriter, r *http.Request, snap *pendingSnapshots, fc *forecaster) {
 	if err := checkQuery(r, "/debug/queue?order=pop", "order", "namespace", "tenant", "offset", "limit", "format"); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	all, fair := snap.get()
-	o, err := pendingOptions(r, fair)
+	p, err := snap.serve(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	p := o.page(all)
 	if fc != nil {
 		a := withStarts(p, fc)
 		write(w, r, a, a.String())

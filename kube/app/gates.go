@@ -28,13 +28,24 @@ func (v gatedQueueView) Explain(key types.NamespacedName) (schedq.Explanation[ty
 	return x, err
 }
 
-// Pending implements queueView.
+// Pending implements queueView; an unexplained listing is left so, its
+// gated pods to be completed when ExplainListed explains them.
 func (v gatedQueueView) Pending(o schedq.PendingOptions[*v1.Pod]) schedq.PendingPage[types.NamespacedName] {
 	p := v.switchQueue.Pending(o)
-	for i := range p.Items {
-		v.complete(&p.Items[i].Explanation)
+	if !o.Unexplained {
+		for i := range p.Items {
+			v.complete(&p.Items[i].Explanation)
+		}
 	}
 	return p
+}
+
+// ExplainListed implements queueView.
+func (v gatedQueueView) ExplainListed(items []schedq.PendingItem[types.NamespacedName]) {
+	v.switchQueue.ExplainListed(items)
+	for i := range items {
+		v.complete(&items[i].Explanation)
+	}
 }
 
 // complete adds the gating plugin's reason to x if x's pod is gated.

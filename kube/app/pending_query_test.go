@@ -166,3 +166,135 @@ func (c *countingPending) Tenants() []schedq.TenantStats {
 	c.tenants++
 	return c.queueView.Tenants()
 }
+
+// explainCounting counts the queue's listings and the pods explained
+// for them: those a listing explains itself and those ExplainListed
+// explains.
+type explainCounting struct {
+	queueView
+	listings, explained int
+}
+
+func (c *explainCounting) Pending(o schedq.PendingOptions[*v1.Pod]) schedq.PendingPage[types.NamespacedName] {
+	c.listings++
+	p := c.queueView.Pending(o)
+	for _, it := range p.Items {
+		if it.Reason != "" {
+			c.explained++
+		}
+	}
+	return p
+}
+
+func (c *explainCounting) ExplainListed(items []schedq.PendingItem[types.NamespacedName]) {
+	c.explained += len(items)
+	c.queueView.ExplainListed(items)
+}
+
+// TestPendingExplainsOnlyWhatIsServed: with 2,000 pending pods, a page
+// of the listing in pop order costs the explanation of its own pods, not
+// of every pending pod: the listing (once a second) is of the order
+// alone, and each pod is explained once in that second, whichever pages
+// and filters show it. Every pending pod was explained at each listing.
+func TestPendingExplainsOnlyWhatIsServed(t *testing.T) {
+	type request struct {
+		query     string
+		has       string
+		wait      time.Duration // before the request
+		explained int           // pods explained by the request
+	}
+	for _, tc := range []struct {
+		name     string
+		requests []request
+		listings int
+	}{
+		{name: "one page", listings: 1, requests: []request{
+			{query: "?order=pop&limit=5&format=text", has: "    5 active        default/p0004: ready: waiting in activeQ", explained: 5},
+		}},
+		{name: "the same page again", listings: 1, requests: []request{
+			{query: "?order=pop&limit=5", has: "default/p0004", explained: 5},
+			{query: "?order=pop&limit=5", has: "default/p0004"},
+		}},
+		{name: "overlapping pages and filters", listings: 1, requests: []request{
+			{query: "?order=pop&limit=5", has: "default/p0004", explained: 5},
+			{query: "?order=pop&offset=3&limit=5", has: "default/p0007", explained: 3},
+			{query: "?namespace=default&offset=1990&format=text", has: "2000 pending", explained: 10},
+			{query: "?namespace=other&format=text", has: "0 pending"},
+		}},
+		{name: "a second later, the new listing's", listings: 2, requests: []request{
+			{query: "?order=pop&limit=5", has: "default/p0004", explained: 5},
+			{query: "?order=pop&limit=5", has: "default/p0004", wait: time.Second, explained: 5},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				v := &explainCounting{queueView: newTestQueue(t, 2000)}
+				h := Handler(testRegistry(), v, func() (bool, string) { return true, "ok" }, nil)
+				for _, r := range tc.requests {
+					time.Sleep(r.wait)
+					before := v.explained
+					rr := httptest.NewRecorder()
+					h.ServeHTTP(rr, httptest.NewRequest(http.MethodGet, "/debug/queue"+r.query, nil))
+					if rr.Code != http.StatusOK || !strings.Contains(rr.Body.String(), r.has) {
+						t.Errorf("%s: HTTP %d %.300q, want 200 with %q", r.query, rr.Code, rr.Body.String(), r.has)
+					}
+					if n := v.explained - before; n != r.explained {
+						t.Errorf("%s: %d pods explained, want %d", r.query, n, r.explained)
+					}
+				}
+				if v.listings != tc.listings {
+					t.Errorf("%d listings, want %d", v.listings, tc.listings)
+				}
+			})
+		})
+	}
+}
+
+// TestPendingTenantPageKeepsPodsThatLeft: under fair sharing, a page of
+// one tenant's pods holds as many pods as asked when the listing has
+// them, even if one left the queue between the listing and its
+// explanation: the filter is the listing's (the tenant the pod had when
+// listed), and the pod keeps its rank, marked as gone, as under a
+// namespace filter. A page that dropped it came back shorter than asked,
+// and the next page's offset would skip a pod.
+func TestPendingTenantPageKeepsPodsThatLeft(t *testing.T) {
+	for _, tc := range []struct {
+		name, query string
+		has         []string
+	}{
+		{"tenant", "?tenant=team-a&limit=3&format=text", []string{
+			"3 pending", "1 to 3:",
+			"team-a/a1 [team-a]: left the queue since it was listed",
+			"team-a/a2 [team-a]: ready", "team-a/a3 [team-a]: ready"}},
+		{"namespace", "?namespace=team-a&limit=3&format=text", []string{
+			"3 pending", "1 to 3:", "team-a/a1 [team-a]: left the queue since it was listed"}},
+		{"the next page", "?tenant=team-a&offset=1&limit=1&format=text", []string{
+			"3 pending", "2 to 2:", "team-a/a2 [team-a]: ready", "... 1 more: offset 2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				q := fairQueue(t)
+				h := Handler(testRegistry(), q, func() (bool, string) { return true, "ok" }, nil)
+				get := func(query string) (int, string) {
+					rr := httptest.NewRecorder()
+					h.ServeHTTP(rr, httptest.NewRequest(http.MethodGet, "/debug/queue"+query, nil))
+					return rr.Code, rr.Body.String()
+				}
+				// The listing is taken (and team-b's pods explained), then
+				// a1 leaves within the second.
+				if code, body := get("?tenant=team-b&format=text"); code != 200 || !strings.Contains(body, "2 pending") {
+					t.Fatalf("team-b: HTTP %d %q", code, body)
+				}
+				if err := q.Delete(types.NamespacedName{Namespace: "team-a", Name: "a1"}); err != nil {
+					t.Fatal(err)
+				}
+				code, body := get(tc.query)
+				for _, want := range tc.has {
+					if code != 200 || !strings.Contains(body, want) {
+						t.Errorf("HTTP %d %q, want %q", code, body, want)
+					}
+				}
+			})
+		})
+	}
+}

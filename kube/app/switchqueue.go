@@ -143,6 +143,11 @@ func (s *switchQueue) Stats() schedq.Stats { return s.get().Stats() }
 // Dump implements queueView.
 func (s *switchQueue) Dump() schedq.Dump[types.NamespacedName] { return s.get().Dump() }
 
+// ExplainListed implements queueView.
+func (s *switchQueue) ExplainListed(items []schedq.PendingItem[types.NamespacedName]) {
+	s.get().ExplainListed(items)
+}
+
 // Explain implements queueView.
 func (s *switchQueue) Explain(key types.NamespacedName) (schedq.Explanation[types.NamespacedName], error) {
 	return s.get().Explain(key)
