@@ -582,6 +582,10 @@ func reachable(ctx context.Context, client kubernetes.Interface, host string) er
 type queueView interface {
 	Dump() schedq.Dump[types.NamespacedName]
 	Explain(key types.NamespacedName) (schedq.Explanation[types.NamespacedName], error)
+	// Get reports whether the pod of key is queued or in flight, in
+	// O(1): without Explain's position in line, which costs O(queued
+	// pods) under the queue's lock.
+	Get(key types.NamespacedName) (schedq.Info[*v1.Pod], schedq.Location, bool)
 	// Pending lists the pods in the order they wait.
 	Pending(o schedq.PendingOptions[*v1.Pod]) schedq.PendingPage[types.NamespacedName]
 	// ExplainListed explains, in place, pods an unexplained listing

@@ -99,7 +99,15 @@ func serveForecast(f *forecaster, q queueView) http.HandlerFunc {
 			return
 		}
 		key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
-		if _, err := q.Explain(key); errors.Is(err, schedq.ErrNotFound) {
+		// Whether the pod is queued is Get's O(1) answer, not Explain's,
+		// whose position in line holds the queue's lock for O(queued
+		// pods) and is not part of this answer. Explain (O(1) for a pod
+		// not queued) says why it is not.
+		var err error
+		if _, _, queued := q.Get(key); !queued {
+			_, err = q.Explain(key)
+		}
+		if errors.Is(err, schedq.ErrNotFound) {
 			// As /debug/queue/{namespace}/{name} answers: a binding in
 			// doubt or a member held apart says why it is not in the
 			// queue, rather than "unknown, bound, or not ours".

@@ -531,3 +531,45 @@ func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	pollFor(t, "the condition", cond)
 }
+
+// explainCountingView counts the queue's Explain calls, each of which
+// computes a position in line under the queue's lock (O(queued pods)).
+type explainCountingView struct {
+	queueView
+	explains atomic.Int32
+}
+
+func (v *explainCountingView) Explain(key types.NamespacedName) (schedq.Explanation[types.NamespacedName], error) {
+	v.explains.Add(1)
+	return v.queueView.Explain(key)
+}
+
+// TestForecastOfPodAsksNoPosition: /debug/forecast/{namespace}/{name}
+// of a pending pod answers its predicted start without Explain, whose
+// position in line (not part of the answer) holds the queue's lock for
+// O(queued pods) at each request; a pod not queued is still explained,
+// in O(1), to say why. It explained every pod it was asked about.
+func TestForecastOfPodAsksNoPosition(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		code     int
+		explains int32
+	}{
+		{name: "p", code: http.StatusOK},
+		{name: "nope", code: http.StatusNotFound, explains: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLiveCluster(t, 1)
+			l.pending(l.pod("p", "1", "1h"))
+			v := &explainCountingView{queueView: l.queue}
+			srv := httptest.NewServer(handler(prometheus.NewRegistry(), v, func() (bool, string) { return true, "ok" }, nil, l.forecaster()))
+			t.Cleanup(srv.Close)
+			if code, body := get(t, srv.URL+"/debug/forecast/default/"+tc.name); code != tc.code {
+				t.Errorf("HTTP %d %q, want %d", code, body, tc.code)
+			}
+			if n := v.explains.Load(); n != tc.explains {
+				t.Errorf("%d explanations, want %d", n, tc.explains)
+			}
+		})
+	}
+}
