@@ -296,8 +296,8 @@ const leftSinceListed = "left the queue since it was listed"
 // explainListed explains it, an item as Pending lists it unexplained, as
 // it is now: where it is now (an item that moved since is explained
 // there), with its rank, its tenant if it left, and its place in
-// activeQ as listed (Position.Ahead) kept. O(r) for r hint
-// registrations.
+// activeQ as listed (Position.Ahead) kept while it is still there.
+// O(r) for r hint registrations.
 func (c *Core[K, T]) explainListed(it *PendingItem[K], now time.Time) {
 	pos, tenant := it.Position, it.Tenant
 	e := c.queuedEntry(it.Key)
@@ -307,15 +307,17 @@ func (c *Core[K, T]) explainListed(it *PendingItem[K], now time.Time) {
 	}
 	it.Explanation = c.explain(e, now)
 	it.Status.detach()
-	it.Position = pos
+	if e.loc == locActive {
+		it.Position = pos
+	}
 }
 
 // ExplainListed explains items, listed by Pending with
 // PendingOptions.Unexplained, as they are now, in place: each as
 // Pending would have explained it (an item that moved since the
 // listing is explained where it is now, one that left the queue says so
-// and keeps its tenant), its Rank and Position.Ahead those of the
-// listing. O(len(items) · r) for r hint registrations: no position in
+// and keeps its tenant), its Rank that of the listing, and so its
+// Position.Ahead while it is still in activeQ. O(len(items) · r) for r hint registrations: no position in
 // line is computed.
 func (c *Core[K, T]) ExplainListed(items []PendingItem[K], now time.Time) {
 	for i := range items {

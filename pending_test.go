@@ -161,7 +161,7 @@ func TestPendingItemsAreTheCallers(t *testing.T) {
 // where it is now: an item deleted since says it left and keeps its
 // tenant (a filter by tenant of the listing still finds it), one popped
 // and failed since is explained where it is, with the listing's rank and
-// place in activeQ kept.
+// no place in activeQ, and one still there keeps the listing's place.
 func TestPendingUnexplained(t *testing.T) {
 	h := newHarness(t, fairBy(nil))
 	h.add(lj("park", 9, "b"))
@@ -212,8 +212,8 @@ func TestPendingUnexplained(t *testing.T) {
 			if it.Location != tc.where || it.Tenant != tc.tenant || (it.Reason == leftSinceListed) != tc.left || it.Rank != listed.Rank {
 				t.Errorf("%+v, want at %v, tenant %q, left %v, rank %d", it, tc.where, tc.tenant, tc.left, listed.Rank)
 			}
-			if !tc.left && !reflect.DeepEqual(it.Position, listed.Position) {
-				t.Errorf("position %+v, want the listing's %+v", it.Position, listed.Position)
+			if want := listed.Position; (tc.where == InActive) != (it.Position != nil) || (it.Position != nil && *it.Position != *want) {
+				t.Errorf("position %+v, want the listing's %+v while in activeQ, else none", it.Position, want)
 			}
 		})
 	}
