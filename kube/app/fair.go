@@ -294,8 +294,8 @@ func servePending(w http.ResponseWriter, r *http.Request, snap *pendingSnapshots
 	}
 	if fc != nil {
 		a := withStarts(p, fc)
-		write(w, r, a, a.String())
+		write(w, r, a, a.String)
 		return
 	}
-	write(w, r, p, p.String())
+	write(w, r, p, p.String)
 }

@@ -128,7 +128,7 @@ func serveForecast(f *forecaster, q queueView) http.HandlerFunc {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		write(w, r, p, p.String()+"\n")
+		write(w, r, p, func() string { return p.String() + "\n" })
 	}
 }
 

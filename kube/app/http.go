@@ -117,7 +117,7 @@ func handler(reg *prometheus.Registry, q queueView, ready, live func() (bool, st
 		}
 		a := explainAnswer{Explanation: x}
 		if fc == nil {
-			write(w, r, x, a.String())
+			write(w, r, x, a.String)
 			return
 		}
 		if p, err := fc.predict(key); err != nil {
@@ -125,7 +125,7 @@ func handler(reg *prometheus.Registry, q queueView, ready, live func() (bool, st
 		} else {
 			a.PredictedStart = p
 		}
-		write(w, r, a, a.String())
+		write(w, r, a, a.String)
 	})
 	if fc != nil {
 		mux.HandleFunc("GET /debug/forecast/{namespace}/{name}", serveForecast(fc, q))
@@ -248,10 +248,13 @@ func checkQuery(r *http.Request, endpoint string, allowed ...string) error {
 	return nil
 }
 
-func write(w http.ResponseWriter, r *http.Request, v any, text string) {
+// write answers v as JSON, or, with ?format=text, text's rendering of
+// it. Only the form served is built: text is not called for JSON, which
+// for a page of thousands of items would double the work.
+func write(w http.ResponseWriter, r *http.Request, v any, text func() string) {
 	if r.URL.Query().Get("format") == "text" {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprint(w, text)
+		fmt.Fprint(w, text())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -276,7 +279,7 @@ func queuePages(snap *snapshots) http.HandlerFunc {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		write(w, r, p, p.String())
+		write(w, r, p, p.String)
 	}
 }
 

@@ -97,7 +97,7 @@ func serveWhatIf(f *forecaster) http.HandlerFunc {
 			http.Error(w, err.Error(), code)
 			return
 		}
-		write(w, r, a, a.String())
+		write(w, r, a, a.String)
 	}
 }
 
