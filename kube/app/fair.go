@@ -293,7 +293,7 @@ func servePending(w http.ResponseWriter, r *http.Request, snap *pendingSnapshots
 		return
 	}
 	if fc != nil {
-		a := withStarts(p, fc)
+		a := withStarts(r.Context(), p, fc)
 		write(w, r, a, a.String)
 		return
 	}

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -133,8 +134,10 @@ func scenarioOf(o Options) *sim.Scenario {
 // the last forecast, older than the TTL (its At says when it was taken),
 // or, before the first one, an error saying that it is under way. An
 // error of the latest run (no nodes, a failed run) is returned until a
-// run succeeds. One run at a time, in its own goroutine.
-func (f *forecaster) get() (*liveForecast, error) {
+// run succeeds. One run at a time, in its own goroutine. The wait ends
+// too when ctx is done (the client of the request went away), with
+// ctx's error; the run goes on, for the requests after it.
+func (f *forecaster) get(ctx context.Context) (*liveForecast, error) {
 	f.mu.Lock()
 	if f.last != nil && f.clock.Since(f.last.F.At) < f.ttl {
 		defer f.mu.Unlock()
@@ -156,6 +159,8 @@ func (f *forecaster) get() (*liveForecast, error) {
 	select {
 	case <-done:
 	case <-t.C():
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

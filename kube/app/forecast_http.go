@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,8 +75,8 @@ func notActiveText(x schedq.Explanation[types.NamespacedName]) string {
 
 // predict returns key's prediction from the shared forecast, or why there
 // is none.
-func (f *forecaster) predict(key types.NamespacedName) (*Prediction, error) {
-	lf, err := f.get()
+func (f *forecaster) predict(ctx context.Context, key types.NamespacedName) (*Prediction, error) {
+	lf, err := f.get(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +121,7 @@ func serveForecast(f *forecaster, q queueView) http.HandlerFunc {
 			http.Error(w, msg, http.StatusNotFound)
 			return
 		}
-		p, err := f.predict(key)
+		p, err := f.predict(r.Context(), key)
 		if err != nil {
 			// The pod is pending: the forecast is under way or failed,
 			// there are no nodes, or the pod arrived after it.
@@ -167,9 +168,9 @@ type basis struct {
 	Waited time.Duration `json:"waited,omitempty"`
 }
 
-func withStarts(p schedq.PendingPage[types.NamespacedName], f *forecaster) pendingAnswer {
+func withStarts(ctx context.Context, p schedq.PendingPage[types.NamespacedName], f *forecaster) pendingAnswer {
 	a := pendingAnswer{PendingPage: p, Starts: []itemStart{}}
-	lf, err := f.get()
+	lf, err := f.get(ctx)
 	if err != nil {
 		a.ForecastError = err.Error()
 		return a

@@ -82,7 +82,7 @@ func TestLiveStateCopiedWhileScheduling(t *testing.T) {
 				return
 			default:
 			}
-			if _, err := l.fc.get(); err != nil && !errors.Is(err, errUnderWay) && !errors.Is(err, sim.ErrNoNodes) {
+			if _, err := l.fc.get(context.Background()); err != nil && !errors.Is(err, errUnderWay) && !errors.Is(err, sim.ErrNoNodes) {
 				t.Errorf("forecaster: %v", err)
 				return
 			}

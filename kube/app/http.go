@@ -120,7 +120,7 @@ func handler(reg *prometheus.Registry, q queueView, ready, live func() (bool, st
 			write(w, r, x, a.String)
 			return
 		}
-		if p, err := fc.predict(key); err != nil {
+		if p, err := fc.predict(r.Context(), key); err != nil {
 			a.ForecastError = err.Error()
 		} else {
 			a.PredictedStart = p

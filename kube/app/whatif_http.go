@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -37,7 +38,11 @@ func (a whatIfAnswer) String() string {
 // them to a copy of the state of the last forecast and answers whether
 // each fits now and where, whom it would preempt, its predicted start and
 // how the pending pods' forecasts change. Nothing is changed. One what-if
-// runs at a time; another gets 429.
+// runs at a time; another gets 429. A what-if follows its request's
+// context: when the client goes away, its wait for a forecast ends, and
+// its run stops at its next step (and gives the forecast's cluster back
+// as any run does), so the next what-if need not wait for an answer no
+// one reads.
 func serveWhatIf(f *forecaster) http.HandlerFunc {
 	busy := make(chan struct{}, 1)
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -87,8 +92,8 @@ func serveWhatIf(f *forecaster) http.HandlerFunc {
 			http.Error(w, "another what-if is running; try again when it is done", http.StatusTooManyRequests)
 			return
 		}
-		a, err := f.whatIf(in, o) // recovers a panic of the run
-		<-busy                    // before writing: a slow reader holds no slot
+		a, err := f.whatIf(r.Context(), in, o) // recovers a panic of the run
+		<-busy                                 // before writing: a slow reader holds no slot
 		if err != nil {
 			code := whatIfStatus(err)
 			if code == http.StatusServiceUnavailable {
@@ -121,18 +126,23 @@ func checkManifestType(ct string) error {
 // whatIf runs in against the last forecast's state. A panic in the run
 // fails this what-if with an error that says so (500), not the process:
 // the run has given the forecast's base back (see sim.ForecastBase).
-func (f *forecaster) whatIf(in *sim.WhatIfInput, o sim.ForecastOptions) (a whatIfAnswer, err error) {
+// Once ctx is done the wait for a forecast and the run end with ctx's
+// error.
+func (f *forecaster) whatIf(ctx context.Context, in *sim.WhatIfInput, o sim.ForecastOptions) (a whatIfAnswer, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			a, err = whatIfAnswer{}, fmt.Errorf("what-if: the run panicked: %v", r)
 		}
 	}()
-	lf, err := f.get()
+	lf, err := f.get(ctx)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return whatIfAnswer{}, err // no one waits for it
+	}
 	if err != nil {
 		return whatIfAnswer{}, noForecast{err}
 	}
 	var x *sim.WhatIf
-	o.History, o.Base = lf.O.History, lf.O.Base
+	o.History, o.Base, o.Context = lf.O.History, lf.O.Base, ctx
 	if o.Horizon == lf.O.Horizon {
 		x, err = sim.RunWhatIfFrom(f.sc, lf.St, lf.F, in, o)
 	} else {
@@ -152,12 +162,14 @@ type noForecast struct{ err error }
 func (e noForecast) Error() string { return e.err.Error() }
 func (e noForecast) Unwrap() error { return e.err }
 
-// whatIfStatus: 503 without nodes or without a forecast (the first under
+// whatIfStatus: 503 for a request cancelled, without nodes or without a forecast (the first under
 // way, or the last failed: as /debug/forecast answers), 500 for a run
 // that failed, 400 for input that names what does not exist.
 func whatIfStatus(err error) int {
 	msg := err.Error()
 	switch {
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable // the client went away: no one reads it
 	case errors.As(err, new(*sim.BadWhatIfError)):
 		return http.StatusBadRequest
 	case errors.Is(err, sim.ErrNoNodes) || errors.As(err, new(noForecast)):

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -153,6 +154,11 @@ type ForecastOptions struct {
 	// scheduler's forecasts wait in it while the scheduler has pods to
 	// try. It must not call into the run.
 	Pace func()
+	// Context, if set, ends the run with its error once it is done,
+	// checked before each step of the virtual run: a what-if whose
+	// client went away stops. A run ended so gives its Base back rolled
+	// back as after any run, for the next.
+	Context context.Context
 	// Base, if set, is the state's cluster built once (NewForecastBase of
 	// the same state): the run starts from it rather than building it.
 	Base *ForecastBase

@@ -108,6 +108,9 @@ func buildForecastRun(sc *Scenario, st *ForecastState, o *ForecastOptions, extra
 		members: map[string][]*v1.Pod{}, bound: map[string]int{}, fired: map[types.UID]bool{},
 		isAsked: map[types.UID]bool{}, counted: map[types.UID]bool{}}
 	so := Options{Trace: r.observe}
+	if o.Context != nil {
+		so.stop = o.Context.Err
+	}
 	defer func() {
 		if p := recover(); p != nil { // the base, if taken, is given back
 			r.closeOnPanic(p)

@@ -445,7 +445,7 @@ func whatIfNow(sc *Scenario, st *ForecastState, in *WhatIfInput, o ForecastOptio
 	alone := *st
 	alone.Pending = nil
 	alone.PodGroups = append(slices.Clip(st.PodGroups), in.PodGroups...)
-	no := ForecastOptions{Horizon: whatIfNowHorizon, noEnds: true, Base: o.Base}
+	no := ForecastOptions{Horizon: whatIfNowHorizon, noEnds: true, Base: o.Base, Context: o.Context}
 	r, err := newForecastRun(sc, &alone, &no, in.Pods)
 	if err != nil {
 		return nil, err

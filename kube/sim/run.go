@@ -45,6 +45,9 @@ type Options struct {
 	CheckInvariants bool
 	// Trace, if set, receives every queue operation in order.
 	Trace func(Op)
+	// stop, if set, is asked before each step of the run (between two
+	// steps nothing is half done): an error ends the run with it.
+	stop func() error
 	// cache, if set, is the scheduler's cache to start from (a forecast
 	// base's, see ForecastBase) instead of an empty one.
 	cache *scheduler.Cache
@@ -341,6 +344,11 @@ func (s *sim) loop() error {
 	ctx := context.Background()
 	lastProgress := time.Now()
 	for steps := 0; ; steps++ {
+		if s.o.stop != nil {
+			if err := s.o.stop(); err != nil {
+				return err
+			}
+		}
 		// Everything planned for now happens first.
 		for len(s.queue) > 0 && !s.queue[0].at.After(s.now) {
 			heap.Pop(&s.queue).(event).fn()
