@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -120,7 +121,7 @@ type CopyStats struct {
 	CacheHolds   int           `json:"cacheHolds"`
 }
 
-// copy takes the state. O(nodes + pods + queued²/copyChunk).
+// copy takes the state. O(nodes + pods + queued log queued).
 func (l *liveState) copy() (*sim.ForecastState, CopyStats) {
 	var cs CopyStats
 	start := l.clock.Now()
@@ -221,32 +222,43 @@ func (l *liveState) addNode(st *sim.ForecastState, ni *framework.NodeInfo, name 
 	}
 }
 
-// copyQueue lists the queue's pending pods in the order they wait,
-// copyChunk per page, with their nominations and how the queue holds
-// each (group members aside): where, and its history there (attempts,
-// failures, rejecting plugins, timestamp, backoff expiry). A forecast
-// restores them so (sim.ForecastState.Queued): queued as new, its run
-// would begin by trying every parked and backing-off pod again, attempts
-// the scheduler does not make, room freed meanwhile would go to
-// whichever pod that pass had reached instead of to the pods the events
-// wake, and each pod failing again would back off as after its first
-// failure.
+// copyQueue lists the queue's pending pods in the order they wait, with
+// their nominations and how the queue holds each (group members aside):
+// where, and its history there (attempts, failures, rejecting plugins,
+// timestamp, backoff expiry). A forecast restores them so
+// (sim.ForecastState.Queued): queued as new, its run would begin by
+// trying every parked and backing-off pod again, attempts the scheduler
+// does not make, room freed meanwhile would go to whichever pod that
+// pass had reached instead of to the pods the events wake, and each pod
+// failing again would back off as after its first failure.
+//
+// The order is listed once, unexplained (one O(queued) hold of the
+// queue's lock to copy what the order needs, the sort outside it, and
+// one O(queued) hold to cut the listing, with no explanation), then the
+// listed pods are explained copyChunk at a time, by key, each chunk one
+// hold of O(copyChunk): O(queued) in all. Until 2026-11-30 each chunk
+// listed the whole queue again, O(queued²/copyChunk) in all, and each
+// hold was O(queued). A pod that left the queue between the listing and
+// its chunk is left out, as the queue no longer lists it (it is in
+// flight, bound, or deleted); one that moved is explained where it is.
 func (l *liveState) copyQueue(cs *CopyStats) ([]string, map[string]string, map[string]sim.QueuedPod) {
-	var order []string
+	var all schedq.PendingPage[types.NamespacedName]
+	l.hold(&cs.MaxQueueHold, &cs.QueueHolds, func() {
+		all = l.queue.Pending(schedq.PendingOptions[*v1.Pod]{Limit: math.MaxInt, Unexplained: true})
+	})
+	order := make([]string, 0, len(all.Items))
 	nominated := map[string]string{}
-	queued := map[string]sim.QueuedPod{}
-	listed := map[string]bool{}
-	for off := 0; ; off += copyChunk {
-		var page schedq.PendingPage[types.NamespacedName]
+	queued := make(map[string]sim.QueuedPod, len(all.Items))
+	for i := 0; i < len(all.Items); i += copyChunk {
+		part := all.Items[i:min(i+copyChunk, len(all.Items))]
 		l.hold(&cs.MaxQueueHold, &cs.QueueHolds, func() {
-			page = l.queue.Pending(schedq.PendingOptions[*v1.Pod]{Offset: off, Limit: copyChunk})
+			l.queue.ExplainListed(part)
 		})
-		for _, it := range page.Items {
-			key := it.Key.String()
-			if listed[key] {
-				continue // moved between pages
+		for _, it := range part {
+			if it.Location == 0 {
+				continue // left the queue since it was listed
 			}
-			listed[key] = true
+			key := it.Key.String()
 			order = append(order, key)
 			if it.NominatedTarget != "" {
 				nominated[key] = it.NominatedTarget
@@ -255,10 +267,8 @@ func (l *liveState) copyQueue(cs *CopyStats) ([]string, map[string]string, map[s
 				queued[key] = qp
 			}
 		}
-		if off+copyChunk >= page.Total {
-			return order, nominated, queued
-		}
 	}
+	return order, nominated, queued
 }
 
 // pending returns the unbound pods of this scheduler in pods, the pod
