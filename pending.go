@@ -264,11 +264,15 @@ func (s *pendingSnap[K, T]) fairKeys() {
 
 // page explains the page's items as they are now. O(page · r).
 func (c *Core[K, T]) page(s *pendingSnap[K, T], o PendingOptions[T], now time.Time) PendingPage[K] {
-	p := PendingPage[K]{Time: now, Offset: max(o.Offset, 0), Items: []PendingItem[K]{}}
 	limit := o.Limit
 	if limit <= 0 {
 		limit = 100
 	}
+	// Sized once: a long unexplained listing (a copy of the whole order)
+	// grown by appends copied its items, hundreds of bytes each, over and
+	// over under the lock.
+	p := PendingPage[K]{Time: now, Offset: max(o.Offset, 0), Items: make([]PendingItem[K], 0, min(limit, max(len(s.refs)-max(o.Offset, 0), 0)))}
+	var positions []Position
 	for _, r := range s.refs {
 		if !r.match {
 			continue
@@ -280,7 +284,11 @@ func (c *Core[K, T]) page(s *pendingSnap[K, T], o PendingOptions[T], now time.Ti
 		}
 		it := PendingItem[K]{Rank: rank, Explanation: Explanation[K]{Key: r.key, Location: r.loc.location(), Tenant: r.tenant}}
 		if r.loc == locActive {
-			it.Position = &Position{Ahead: r.ahead}
+			if len(positions) == cap(positions) { // the page's positions, in one allocation
+				positions = make([]Position, 0, cap(p.Items)-len(p.Items))
+			}
+			positions = append(positions, Position{Ahead: r.ahead})
+			it.Position = &positions[len(positions)-1]
 		}
 		if !o.Unexplained {
 			c.explainListed(&it, now)

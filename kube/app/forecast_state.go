@@ -40,9 +40,10 @@ const copyChunk = 1000
 // with their nominations, and the PodGroups. The pod informer's list is
 // read before the cache, so that a pod bound during the copy is in it,
 // pending or running, and once. Neither the queue's lock nor
-// the cache's is held for the whole copy: the queue is read a page of
-// copyChunk items at a time (each page copies the queue's order under the
-// lock, O(queued), and explains its items, O(page)), the cache a chunk of
+// the cache's is held for the whole copy: the queue's order is listed
+// once (two holds of O(queued), copying what the order needs and then
+// the listing's keys, with no explanation), and its pods are explained
+// copyChunk at a time (see copyQueue), the cache read a chunk of
 // copyChunk nodes at a time. The copy is therefore not one instant of the
 // scheduler but a few milliseconds of it, which a forecast of minutes
 // does not notice.
