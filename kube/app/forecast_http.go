@@ -22,8 +22,13 @@ import (
 // (ForecastError says why there is none).
 type explainAnswer struct {
 	schedq.Explanation[types.NamespacedName]
-	PredictedStart *Prediction `json:"predictedStart,omitempty"`
-	ForecastError  string      `json:"forecastError,omitempty"`
+	// PositionAt is when the explanation, its position in line with it,
+	// was made: up to a second before the answer (see explanations).
+	PositionAt time.Time `json:"positionAt"`
+	// PositionAge is how old it was when answered.
+	PositionAge    time.Duration `json:"positionAge"`
+	PredictedStart *Prediction   `json:"predictedStart,omitempty"`
+	ForecastError  string        `json:"forecastError,omitempty"`
 }
 
 // MarshalJSON writes the explanation's fields (schedq.Explanation has
@@ -35,10 +40,12 @@ func (a explainAnswer) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	f, err := json.Marshal(struct {
-		PredictedStart *Prediction `json:"predictedStart,omitempty"`
-		ForecastError  string      `json:"forecastError,omitempty"`
-	}{a.PredictedStart, a.ForecastError})
-	if err != nil || string(f) == "{}" {
+		PositionAt     time.Time     `json:"positionAt"`
+		PositionAge    time.Duration `json:"positionAge"`
+		PredictedStart *Prediction   `json:"predictedStart,omitempty"`
+		ForecastError  string        `json:"forecastError,omitempty"`
+	}{a.PositionAt, a.PositionAge, a.PredictedStart, a.ForecastError})
+	if err != nil {
 		return x, err
 	}
 	// Both are JSON objects: x's fields, then f's.
@@ -49,6 +56,9 @@ func (a explainAnswer) String() string {
 	s := a.Explanation.String()
 	if x := a.Explanation; x.Position != nil && x.Location != schedq.InActive {
 		s = strings.Replace(s, fmt.Sprintf("%-22s %s\n", "position:", x.Position), fmt.Sprintf("%-22s %s\n", "position:", notActiveText(x)), 1)
+	}
+	if !a.PositionAt.IsZero() {
+		s += fmt.Sprintf("%-22s %s, %v ago (one explanation serves the requests of a second while the pod stays where it is)\n", "explained at:", a.PositionAt.UTC().Format(time.RFC3339Nano), a.PositionAge.Round(time.Millisecond))
 	}
 	switch {
 	case a.PredictedStart != nil:

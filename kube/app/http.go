@@ -45,10 +45,12 @@ func (s *state) ready() (bool, string) {
 const (
 	DefaultQueuePageLimit = 500
 	MaxQueuePageLimit     = 5000
-	// queueSnapshotTTL is how long one dump of the queue, and one listing
-	// of it in pop order, serves every request: however many clients read
-	// /debug/queue (with ?order=pop or without), the queue's lock is taken
-	// for a dump, and for a listing, at most once per TTL.
+	// queueSnapshotTTL is how long one dump of the queue, one listing
+	// of it in pop order, and one explanation of a pod serve every
+	// request: however many clients read /debug/queue (with ?order=pop or
+	// without) or a pod's /debug/queue/{namespace}/{name}, the queue's
+	// lock is taken for a dump, a listing, and a pod's position in line,
+	// at most once per TTL (a pod that moved is explained again).
 	queueSnapshotTTL = time.Second
 )
 
@@ -92,6 +94,7 @@ func handler(reg *prometheus.Registry, q queueView, ready, live func() (bool, st
 	mux.HandleFunc("GET /readyz", probe(live, ready))
 	snap := &snapshots{q: q, ttl: queueSnapshotTTL, now: time.Now}
 	pending := &pendingSnapshots{q: q, ttl: queueSnapshotTTL, now: time.Now}
+	explains := &explanations{q: q, ttl: queueSnapshotTTL, now: time.Now}
 	mux.HandleFunc("GET /debug/queue", func(w http.ResponseWriter, r *http.Request) {
 		if wantsPending(r) {
 			servePending(w, r, pending, fc)
@@ -105,7 +108,7 @@ func handler(reg *prometheus.Registry, q queueView, ready, live func() (bool, st
 			return
 		}
 		key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
-		x, err := q.Explain(key)
+		x, at, age, err := explains.explain(key)
 		if errors.Is(err, schedq.ErrNotFound) {
 			msg, _ := notInQueueMessage(key, err)
 			http.Error(w, msg, http.StatusNotFound)
@@ -115,9 +118,9 @@ func handler(reg *prometheus.Registry, q queueView, ready, live func() (bool, st
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		a := explainAnswer{Explanation: x}
+		a := explainAnswer{Explanation: x, PositionAt: at, PositionAge: age}
 		if fc == nil {
-			write(w, r, x, a.String)
+			write(w, r, a, a.String)
 			return
 		}
 		if p, err := fc.predict(r.Context(), key); err != nil {
