@@ -44,7 +44,8 @@ func TestMain(m *testing.M) {
 // duration or "median" (the pods' median creation time), and replays
 // only the pods created from then on; SCHEDQ_FORECAST_WARM=1, with it,
 // starts the history with the runs before the split (EvalOptions.Warm);
-// SCHEDQ_FORECAST_ROWS=main measures only the main methods;
+// SCHEDQ_FORECAST_ROWS=main measures only the main methods, =split only
+// the rows that split the history's error into parts (EvalOptions.SplitRows);
 // SCHEDQ_FORECAST_PAIRS names a file to write every forecast scored to,
 // as CSV (EvalReport.WritePairs).
 func TestForecastAccuracy(t *testing.T) {
@@ -82,11 +83,11 @@ func TestForecastAccuracy(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := os.Getenv("SCHEDQ_FORECAST_ROWS")
-	if rows != "" && rows != "main" {
-		t.Fatalf("SCHEDQ_FORECAST_ROWS: %q is not main", rows)
+	if rows != "" && rows != "main" && rows != "split" {
+		t.Fatalf("SCHEDQ_FORECAST_ROWS: %q is not main or split", rows)
 	}
 	rep, err := Eval(EvalOptions{Dir: dir, Speed: speed, Every: every, NodeEvery: nodes, Horizon: horizon, GPUModel: os.Getenv("SCHEDQ_FORECAST_GPU_MODEL"),
-		Arrivals: os.Getenv("SCHEDQ_FORECAST_ARRIVALS") == "1", From: from, Warm: os.Getenv("SCHEDQ_FORECAST_WARM") == "1", MainRows: rows == "main"})
+		Arrivals: os.Getenv("SCHEDQ_FORECAST_ARRIVALS") == "1", From: from, Warm: os.Getenv("SCHEDQ_FORECAST_WARM") == "1", MainRows: rows == "main", SplitRows: rows == "split"})
 	if err != nil {
 		t.Fatal(err)
 	}
