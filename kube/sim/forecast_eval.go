@@ -60,6 +60,12 @@ type EvalOptions struct {
 	// SplitRows measures only the rows that split the history's error
 	// into parts (splitWaits) and those splitMethods lists.
 	SplitRows bool
+	// PercentileRows, with SplitRows, measures of the split rows only
+	// the percentiles of the history's ensemble.
+	PercentileRows bool
+	// AgeRows, with SplitRows, measures of the split rows only those
+	// shuffled by class and age.
+	AgeRows bool
 }
 
 // EvalMethod is one way of predicting starts.
@@ -149,6 +155,8 @@ var evalMethods = []string{
 	"split: history (three labels) ensemble, 60th percentile",
 	"split: history (three labels) ensemble, 70th percentile",
 	"split: history (three labels) ensemble, 80th percentile",
+	"split: true remaining runtimes shuffled within each class and age (elapsed within a power of two)",
+	"split: median of an ensemble, each run's true remaining runtimes shuffled within each class and age",
 }
 
 // mainMethods are the indices in evalMethods of the methods measured

@@ -2,7 +2,9 @@ package sim
 
 import (
 	"cmp"
+	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -42,47 +44,43 @@ var splitMethods = []int{0, 5, 11}
 //     rather than a random one: the history's times, the true order;
 //   - shuffled ensemble: the median wait of o.Ensemble forecasts, each
 //     shuffled by class with its own seed (from h.Seed): the ensemble
-//     method with each class's remaining runtimes exactly right.
+//     method with each class's remaining runtimes exactly right;
+//   - the percentiles of splitPercentiles of the waits of the history's
+//     ensemble (runEnsemble), one row each;
+//   - shuffled by class and age, one forecast and the median of an
+//     ensemble (shuffledBy): each class's remaining runtimes right for
+//     the running pods of about the same age.
 //
+// With o.PercentileRows only the percentiles are measured, with
+// o.AgeRows only the rows by class and age (the others are nil).
 // O(rows) forecasts.
 func splitWaits(sc *Scenario, st *ForecastState, o EvalOptions, h *History, known func(*v1.Pod) (time.Duration, bool)) (preds [][]float64, nodes [][]string, err error) {
 	x := newTruth(st, h, known)
-	for _, fo := range []ForecastOptions{
-		{Known: x.only(true), History: h},
-		{Known: x.only(false), History: h},
-		{Known: x.shuffled(false, h.Seed)},
-		{Known: x.shuffled(true, h.Seed)},
-		{History: h.withQuantiles(x.trueOrder())},
-	} {
-		fo.Horizon = o.Horizon
-		w, n, err := forecastWaitsNodes(sc, st, fo)
-		if err != nil {
-			return nil, nil, err
-		}
-		preds, nodes = append(preds, w), append(nodes, n)
-	}
-	// The median of o.Ensemble forecasts, each shuffled by class with
-	// its own seed: what an ensemble could give with each class's
-	// remaining runtimes exactly right.
 	base, err := NewForecastBase(st)
 	if err != nil {
 		return nil, nil, err
 	}
-	waits := make([][]time.Duration, len(st.Pending))
-	for k := range o.Ensemble {
-		fc, err := RunForecast(sc, st, ForecastOptions{Horizon: o.Horizon, Base: base, Known: x.shuffled(false, h.Seed+uint64(k))})
+	if o.AgeRows {
+		for range evalSplitAge - evalSplit {
+			preds, nodes = append(preds, nil), append(nodes, nil)
+		}
+		w, n, err := forecastWaitsNodes(sc, st, ForecastOptions{Horizon: o.Horizon, Base: base, Known: x.shuffledBy(false, true, h.Seed)})
 		if err != nil {
 			return nil, nil, err
 		}
-		for i, pf := range fc.Pods {
-			w := neverStarts
-			if pf.Starts {
-				w = pf.Wait
-			}
-			waits[i] = append(waits[i], w)
+		med, err := shuffledEnsemble(sc, st, o, base, func(seed uint64) func(*v1.Pod) (time.Duration, bool) { return x.shuffledBy(false, true, seed) }, h.Seed)
+		if err != nil {
+			return nil, nil, err
 		}
+		return append(preds, w, med), append(nodes, n, nil), nil
 	}
-	preds, nodes = append(preds, percentileWaits(waits, 50)), append(nodes, nil)
+	if o.PercentileRows {
+		for range evalSplitPercentiles - evalSplit {
+			preds, nodes = append(preds, nil), append(nodes, nil)
+		}
+	} else if preds, nodes, err = x.waits(sc, st, o, h, base); err != nil {
+		return nil, nil, err
+	}
 	// The ensemble of the history (runEnsemble, o.Ensemble runs), each
 	// percentile of splitPercentiles of its waits a row.
 	e, err := runEnsemble(sc, st, ForecastOptions{Horizon: o.Horizon, Base: base, History: h}, o.Ensemble)
@@ -109,6 +107,14 @@ func percentileWaits(waits [][]time.Duration, p int) []float64 {
 	}
 	return out
 }
+
+// evalSplitPercentiles is the index in evalMethods of the first row of
+// splitPercentiles.
+const evalSplitPercentiles = evalSplit + 6
+
+// evalSplitAge is the index in evalMethods of the rows shuffled by
+// class and age (EvalOptions.AgeRows), after splitPercentiles'.
+const evalSplitAge = evalSplitPercentiles + 7
 
 // splitPercentiles are the percentiles of the history's ensemble that
 // the split rows measure, each a row: which to take as the forecast is
@@ -159,6 +165,14 @@ func (x *truth) remaining(p *v1.Pod) (time.Duration, bool) {
 // whole runtime is then its elapsed time plus the remaining runtime it
 // got. O(pods log pods).
 func (x *truth) shuffled(byNode bool, seed uint64) func(*v1.Pod) (time.Duration, bool) {
+	return x.shuffledBy(byNode, false, seed)
+}
+
+// shuffledBy is shuffled, with byAge grouping the running pods of a
+// class also by their elapsed time's power of two in seconds (those
+// that have run 1 to 2 minutes, 2 to 4 minutes, …): each class's
+// remaining runtimes right for the pods of about the same age.
+func (x *truth) shuffledBy(byNode, byAge bool, seed uint64) func(*v1.Pod) (time.Duration, bool) {
 	groups := map[string][]*v1.Pod{}
 	node := map[types.UID]string{}
 	for _, r := range x.st.Running {
@@ -173,6 +187,9 @@ func (x *truth) shuffled(byNode bool, seed uint64) func(*v1.Pod) (time.Duration,
 			k = "running " + x.h.Kind(p)
 			if byNode {
 				k += " on " + node[p.UID]
+			}
+			if byAge {
+				k += fmt.Sprintf(" aged 2^%d s", bits.Len64(uint64(x.elapsed[p.UID]/time.Second)))
 			}
 		}
 		groups[k] = append(groups[k], p)
@@ -216,4 +233,51 @@ func (x *truth) trueOrder() map[types.UID]float64 {
 		}
 	}
 	return q
+}
+
+// waits forecasts st with each split row that takes true runtimes, in
+// evalMethods' order from evalSplit (splitWaits).
+func (x *truth) waits(sc *Scenario, st *ForecastState, o EvalOptions, h *History, base *ForecastBase) (preds [][]float64, nodes [][]string, err error) {
+	for _, fo := range []ForecastOptions{
+		{Known: x.only(true), History: h},
+		{Known: x.only(false), History: h},
+		{Known: x.shuffled(false, h.Seed)},
+		{Known: x.shuffled(true, h.Seed)},
+		{History: h.withQuantiles(x.trueOrder())},
+	} {
+		fo.Horizon = o.Horizon
+		w, n, err := forecastWaitsNodes(sc, st, fo)
+		if err != nil {
+			return nil, nil, err
+		}
+		preds, nodes = append(preds, w), append(nodes, n)
+	}
+	// The median of o.Ensemble forecasts, each shuffled by class with
+	// its own seed: what an ensemble could give with each class's
+	// remaining runtimes exactly right.
+	med, err := shuffledEnsemble(sc, st, o, base, func(seed uint64) func(*v1.Pod) (time.Duration, bool) { return x.shuffled(false, seed) }, h.Seed)
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(preds, med), append(nodes, nil), nil
+}
+
+// shuffledEnsemble is each pending pod's median wait, in seconds, over
+// o.Ensemble forecasts, run k taking its runtimes from known(seed+k).
+func shuffledEnsemble(sc *Scenario, st *ForecastState, o EvalOptions, base *ForecastBase, known func(seed uint64) func(*v1.Pod) (time.Duration, bool), seed uint64) ([]float64, error) {
+	waits := make([][]time.Duration, len(st.Pending))
+	for k := range o.Ensemble {
+		fc, err := RunForecast(sc, st, ForecastOptions{Horizon: o.Horizon, Base: base, Known: known(seed + uint64(k))})
+		if err != nil {
+			return nil, err
+		}
+		for i, pf := range fc.Pods {
+			w := neverStarts
+			if pf.Starts {
+				w = pf.Wait
+			}
+			waits[i] = append(waits[i], w)
+		}
+	}
+	return percentileWaits(waits, 50), nil
 }

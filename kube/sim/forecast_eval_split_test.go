@@ -70,6 +70,7 @@ func TestSplitTruth(t *testing.T) {
 	m := time.Minute
 	byClass := func(seed uint64) func(*v1.Pod) (time.Duration, bool) { return x.shuffled(false, seed) }
 	byNode := func(seed uint64) func(*v1.Pod) (time.Duration, bool) { return x.shuffled(true, seed) }
+	byAge := func(seed uint64) func(*v1.Pod) (time.Duration, bool) { return x.shuffledBy(false, true, seed) }
 	// Each case holds for every seed of 20; the shuffles hold it for
 	// reasons other than luck.
 	for _, c := range []struct {
@@ -86,6 +87,7 @@ func TestSplitTruth(t *testing.T) {
 		{"shuffled by class: pending pods of other classes keep their own", byClass, []string{"p1", "p2"}, []time.Duration{90 * m, 100 * m}, false},
 		{"shuffled by class and node: node n1's", byNode, []string{"a1", "a2"}, []time.Duration{10 * m, 30 * m}, true},
 		{"shuffled by class and node: alone on its node, its own", byNode, []string{"a3", "b1"}, []time.Duration{50 * m, 70 * m}, false},
+		{"shuffled by class and age: each of another power of two, its own", byAge, []string{"a1", "a2", "a3"}, []time.Duration{10 * m, 30 * m, 50 * m}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for seed := range uint64(20) {

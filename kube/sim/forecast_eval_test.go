@@ -45,7 +45,9 @@ func TestMain(m *testing.M) {
 // only the pods created from then on; SCHEDQ_FORECAST_WARM=1, with it,
 // starts the history with the runs before the split (EvalOptions.Warm);
 // SCHEDQ_FORECAST_ROWS=main measures only the main methods, =split only
-// the rows that split the history's error into parts (EvalOptions.SplitRows);
+// the rows that split the history's error into parts (EvalOptions.SplitRows),
+// =percentiles only the percentiles of the history's ensemble among them,
+// =age only those shuffled by class and age;
 // SCHEDQ_FORECAST_PAIRS names a file to write every forecast scored to,
 // as CSV (EvalReport.WritePairs).
 func TestForecastAccuracy(t *testing.T) {
@@ -83,11 +85,11 @@ func TestForecastAccuracy(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := os.Getenv("SCHEDQ_FORECAST_ROWS")
-	if rows != "" && rows != "main" && rows != "split" {
-		t.Fatalf("SCHEDQ_FORECAST_ROWS: %q is not main or split", rows)
+	if rows != "" && rows != "main" && rows != "split" && rows != "percentiles" && rows != "age" {
+		t.Fatalf("SCHEDQ_FORECAST_ROWS: %q is not main, split, percentiles or age", rows)
 	}
 	rep, err := Eval(EvalOptions{Dir: dir, Speed: speed, Every: every, NodeEvery: nodes, Horizon: horizon, GPUModel: os.Getenv("SCHEDQ_FORECAST_GPU_MODEL"),
-		Arrivals: os.Getenv("SCHEDQ_FORECAST_ARRIVALS") == "1", From: from, Warm: os.Getenv("SCHEDQ_FORECAST_WARM") == "1", MainRows: rows == "main", SplitRows: rows == "split"})
+		Arrivals: os.Getenv("SCHEDQ_FORECAST_ARRIVALS") == "1", From: from, Warm: os.Getenv("SCHEDQ_FORECAST_WARM") == "1", MainRows: rows == "main", SplitRows: rows == "split" || rows == "percentiles" || rows == "age", PercentileRows: rows == "percentiles", AgeRows: rows == "age"})
 	if err != nil {
 		t.Fatal(err)
 	}
