@@ -66,6 +66,9 @@ type EvalOptions struct {
 	// AgeRows, with SplitRows, measures of the split rows only those
 	// shuffled by class and age.
 	AgeRows bool
+	// ApartRows, with SplitRows, measures of the split rows only the
+	// history stratified apart (stratifiedApart).
+	ApartRows bool
 }
 
 // EvalMethod is one way of predicting starts.
@@ -157,6 +160,7 @@ var evalMethods = []string{
 	"split: history (three labels) ensemble, 80th percentile",
 	"split: true remaining runtimes shuffled within each class and age (elapsed within a power of two)",
 	"split: median of an ensemble, each run's true remaining runtimes shuffled within each class and age",
+	"history (three labels), the running and the pending pods stratified apart",
 }
 
 // mainMethods are the indices in evalMethods of the methods measured

@@ -3,6 +3,7 @@ package sim
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -60,6 +61,16 @@ func splitWaits(sc *Scenario, st *ForecastState, o EvalOptions, h *History, know
 	if err != nil {
 		return nil, nil, err
 	}
+	if o.ApartRows {
+		for range evalSplitApart - evalSplit {
+			preds, nodes = append(preds, nil), append(nodes, nil)
+		}
+		w, n, err := forecastWaitsNodes(sc, st, ForecastOptions{Horizon: o.Horizon, Base: base, History: stratifiedApart(st, h)})
+		if err != nil {
+			return nil, nil, err
+		}
+		return append(preds, w), append(nodes, n), nil
+	}
 	if o.AgeRows {
 		for range evalSplitAge - evalSplit {
 			preds, nodes = append(preds, nil), append(nodes, nil)
@@ -111,6 +122,11 @@ func percentileWaits(waits [][]time.Duration, p int) []float64 {
 // evalSplitPercentiles is the index in evalMethods of the first row of
 // splitPercentiles.
 const evalSplitPercentiles = evalSplit + 6
+
+// evalSplitApart is the index in evalMethods of the row whose history
+// stratifies the running and the pending pods apart
+// (EvalOptions.ApartRows), after the rows by class and age.
+const evalSplitApart = evalSplitAge + 2
 
 // evalSplitAge is the index in evalMethods of the rows shuffled by
 // class and age (EvalOptions.AgeRows), after splitPercentiles'.
@@ -280,4 +296,19 @@ func shuffledEnsemble(sc *Scenario, st *ForecastState, o EvalOptions, base *Fore
 		}
 	}
 	return percentileWaits(waits, 50), nil
+}
+
+// stratifiedApart is h with the stratified quantiles (History.Stratified)
+// given to the running pods among themselves and to the pending pods
+// among themselves, where a forecast gives them to the pods of a class
+// running and pending together: the running pods' ends then spread over
+// their distributions however many pending pods their class has.
+func stratifiedApart(st *ForecastState, h *History) *History {
+	var running []*v1.Pod
+	for _, r := range st.Running {
+		running = append(running, r.Pod)
+	}
+	q := h.Stratified(running, h.Seed).quantile
+	maps.Copy(q, h.Stratified(st.Pending, h.Seed+1).quantile)
+	return h.withQuantiles(q)
 }

@@ -146,3 +146,24 @@ func TestPercentileWaits(t *testing.T) {
 		t.Fatal("percentileWaits sorted its input")
 	}
 }
+
+// stratifiedApart spreads a class's running pods over the strata among
+// themselves, whatever pending pods the class has, and the pending pods
+// among themselves.
+func TestStratifiedApart(t *testing.T) {
+	st, _ := splitState()
+	q := stratifiedApart(st, NewHistory("class")).quantile
+	var a []float64
+	for _, uid := range []types.UID{"a1", "a2", "a3"} {
+		a = append(a, q[uid])
+	}
+	slices.Sort(a)
+	if want := []float64{1.0 / 6, 0.5, 5.0 / 6}; math.Abs(a[0]-want[0]) > 1e-9 || math.Abs(a[1]-want[1]) > 1e-9 || math.Abs(a[2]-want[2]) > 1e-9 {
+		t.Errorf("class a's running pods: quantiles %v, want %v", a, want)
+	}
+	for _, uid := range []types.UID{"b1", "p1", "p2"} {
+		if q[uid] != 0.5 {
+			t.Errorf("%s, alone among the running or the pending pods of its class: quantile %v, want 0.5", uid, q[uid])
+		}
+	}
+}
