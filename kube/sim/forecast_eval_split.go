@@ -3,7 +3,6 @@ package sim
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -65,7 +64,7 @@ func splitWaits(sc *Scenario, st *ForecastState, o EvalOptions, h *History, know
 		for range evalSplitApart - evalSplit {
 			preds, nodes = append(preds, nil), append(nodes, nil)
 		}
-		w, n, err := forecastWaitsNodes(sc, st, ForecastOptions{Horizon: o.Horizon, Base: base, History: stratifiedApart(st, h)})
+		w, n, err := forecastWaitsNodes(sc, st, ForecastOptions{Horizon: o.Horizon, Base: base, History: stratifiedApart(h)})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -298,17 +297,10 @@ func shuffledEnsemble(sc *Scenario, st *ForecastState, o EvalOptions, base *Fore
 	return percentileWaits(waits, 50), nil
 }
 
-// stratifiedApart is h with the stratified quantiles (History.Stratified)
-// given to the running pods among themselves and to the pending pods
-// among themselves, where a forecast gives them to the pods of a class
-// running and pending together: the running pods' ends then spread over
-// their distributions however many pending pods their class has.
-func stratifiedApart(st *ForecastState, h *History) *History {
-	var running []*v1.Pod
-	for _, r := range st.Running {
-		running = append(running, r.Pod)
-	}
-	q := h.Stratified(running, h.Seed).quantile
-	maps.Copy(q, h.Stratified(st.Pending, h.Seed+1).quantile)
-	return h.withQuantiles(q)
+// stratifiedApart is a copy of h whose forecasts stratify the running
+// and the pending pods apart (SpreadApart).
+func stratifiedApart(h *History) *History {
+	c := *h
+	c.Spread = SpreadApart
+	return &c
 }

@@ -147,12 +147,12 @@ func TestPercentileWaits(t *testing.T) {
 	}
 }
 
-// stratifiedApart spreads a class's running pods over the strata among
+// SpreadApart spreads a class's running pods over the strata among
 // themselves, whatever pending pods the class has, and the pending pods
 // among themselves.
 func TestStratifiedApart(t *testing.T) {
 	st, _ := splitState()
-	q := stratifiedApart(st, NewHistory("class")).quantile
+	q := (&ForecastOptions{History: stratifiedApart(NewHistory("class"))}).historyFor(st, nil).quantile
 	var a []float64
 	for _, uid := range []types.UID{"a1", "a2", "a3"} {
 		a = append(a, q[uid])
