@@ -28,6 +28,9 @@ type ensemble struct {
 	Runs int `json:"runs"`
 	// Pods are the pending pods, in the state's order.
 	Pods []ensembleStart `json:"pods"`
+	// waits are each pending pod's waits, by run (neverStarts where the
+	// run does not start it), for the evaluation's percentiles.
+	waits [][]time.Duration
 }
 
 // ensembleStart is one pending pod's start over an ensemble's runs: the
@@ -111,7 +114,7 @@ func runEnsemble(sc *Scenario, st *ForecastState, o ForecastOptions, runs int) (
 			waits[i] = append(waits[i], w)
 		}
 	}
-	e := &ensemble{At: st.Now, Horizon: o.Horizon, Runs: draws, Pods: make([]ensembleStart, len(waits))}
+	e := &ensemble{At: st.Now, Horizon: o.Horizon, Runs: draws, Pods: make([]ensembleStart, len(waits)), waits: waits}
 	for i, ws := range waits {
 		e.Pods[i] = summarise(keys[i], ws)
 	}

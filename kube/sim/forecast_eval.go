@@ -57,6 +57,18 @@ type EvalOptions struct {
 	Warm bool
 	// MainRows measures only the methods mainMethods lists.
 	MainRows bool
+	// SplitRows measures only the rows that split the history's error
+	// into parts (splitWaits) and those splitMethods lists.
+	SplitRows bool
+	// PercentileRows, with SplitRows, measures of the split rows only
+	// the percentiles of the history's ensemble.
+	PercentileRows bool
+	// AgeRows, with SplitRows, measures of the split rows only those
+	// shuffled by class and age.
+	AgeRows bool
+	// ApartRows, with SplitRows, measures of the split rows only the
+	// history stratified apart (stratifiedApart).
+	ApartRows bool
 }
 
 // EvalMethod is one way of predicting starts.
@@ -75,6 +87,9 @@ type EvalMethod struct {
 	// replay's start), for WritePairs.
 	pods  []*v1.Pod
 	forks []time.Duration
+	// nodes, for a method that names them, are each pair's predicted
+	// and actual node ("" when not started in the forecast).
+	nodes [][2]string
 }
 
 // EvalReport is the measured accuracy of every method.
@@ -103,6 +118,9 @@ type evalFork struct {
 	now   time.Time
 	uids  []types.UID
 	preds [][]float64 // by method, by pod: predicted wait in seconds, +Inf if none
+	// nodes are the predicted nodes, by method, by pod, of the methods
+	// that record them (nil otherwise).
+	nodes [][]string
 	// ranges are the (low, high) waits of the methods that give one, by
 	// method, by pod.
 	ranges map[int][][2]float64
@@ -127,6 +145,22 @@ var evalMethods = []string{
 	"simple: rank ÷ recent start rate",
 	"forecast, history by labels qos, GPU request, requests, Kaplan–Meier, ensemble median",
 	"forecast, history by labels qos, GPU request, requests, Kaplan–Meier, exponential tail, ensemble median",
+	"split: running pods' true runtimes, pending pods' from history (three labels)",
+	"split: running pods' runtimes from history (three labels), pending pods' true",
+	"split: true remaining runtimes shuffled within each class (right times, random order)",
+	"split: true remaining runtimes shuffled within each class and node (each node's ends right, which pod wrong)",
+	"split: history's stratified quantiles in the true order within each class (history's times, right order)",
+	"split: median of an ensemble, each run's true remaining runtimes shuffled within each class",
+	"split: history (three labels) ensemble, 20th percentile of its runs' waits",
+	"split: history (three labels) ensemble, 30th percentile",
+	"split: history (three labels) ensemble, 40th percentile",
+	"split: history (three labels) ensemble, 50th percentile (the ensemble median)",
+	"split: history (three labels) ensemble, 60th percentile",
+	"split: history (three labels) ensemble, 70th percentile",
+	"split: history (three labels) ensemble, 80th percentile",
+	"split: true remaining runtimes shuffled within each class and age (elapsed within a power of two)",
+	"split: median of an ensemble, each run's true remaining runtimes shuffled within each class and age",
+	"history (three labels), the running and the pending pods stratified apart",
 }
 
 // mainMethods are the indices in evalMethods of the methods measured
@@ -228,25 +262,28 @@ func evalFork1(sc *Scenario, rp *Replay, st *ForecastState, o EvalOptions, warm 
 		hs[i+1].Seed = o.Seed
 	}
 	f.deciles, f.none = calibration(hs[5], st, rp.Known)
-	short := o.Arrivals || o.MainRows
+	short := o.Arrivals || o.MainRows || o.SplitRows
 	hs[1].Method, hs[1].Spread = MedianFinished, SpreadMedian
 	hs[2].Method, hs[2].Spread = MedianFinished, SpreadMedian
 	hs[3].Spread = SpreadMedian
 	hs[6].Tail, hs[7].Tail = TailExponential, TailExponential
+	var hsNodes [][]string
 	for i, h := range hs {
-		if short && !slices.Contains(mainMethods, i) {
+		if o.SplitRows && !slices.Contains(splitMethods, i) || short && !o.SplitRows && !slices.Contains(mainMethods, i) {
 			f.preds = append(f.preds, nil)
+			hsNodes = append(hsNodes, nil)
 			continue
 		}
 		fo := ForecastOptions{Horizon: o.Horizon, History: h, Arrivals: o.Arrivals}
 		if h == nil {
 			fo.Known = rp.Known
 		}
-		w, err := forecastWaits(sc, st, fo)
+		w, n, err := forecastWaitsNodes(sc, st, fo)
 		if err != nil {
 			return nil, err
 		}
 		f.preds = append(f.preds, w)
+		hsNodes = append(hsNodes, n)
 	}
 	var mc []float64
 	f.ranges = map[int][][2]float64{}
@@ -271,24 +308,36 @@ func evalFork1(sc *Scenario, rp *Replay, st *ForecastState, o EvalOptions, warm 
 		f.ranges[len(f.preds)] = r
 		f.preds = append(f.preds, w)
 	}
+	f.nodes = make([][]string, len(f.preds))
+	copy(f.nodes, hsNodes)
+	if o.SplitRows {
+		h := history(fine...)
+		h.Seed = o.Seed
+		w, n, err := splitWaits(sc, st, o, h, rp.Known)
+		if err != nil {
+			return nil, err
+		}
+		f.preds, f.nodes = append(f.preds, w...), append(f.nodes, n...)
+	}
 	return f, nil
 }
 
-// forecastWaits runs one forecast and returns each pending pod's
-// predicted wait in seconds, +Inf if it does not start.
-func forecastWaits(sc *Scenario, st *ForecastState, fo ForecastOptions) ([]float64, error) {
+// forecastWaitsNodes runs one forecast and returns each pending pod's
+// predicted wait in seconds, +Inf if it does not start, and its
+// predicted node ("" if it does not start).
+func forecastWaitsNodes(sc *Scenario, st *ForecastState, fo ForecastOptions) ([]float64, []string, error) {
 	fc, err := RunForecast(sc, st, fo)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	w := make([]float64, len(fc.Pods))
+	w, n := make([]float64, len(fc.Pods)), make([]string, len(fc.Pods))
 	for i, pf := range fc.Pods {
 		w[i] = math.Inf(1)
 		if pf.Starts {
-			w[i] = pf.Wait.Seconds()
+			w[i], n[i] = pf.Wait.Seconds(), pf.Node
 		}
 	}
-	return w, nil
+	return w, n, nil
 }
 
 // explainWaits is the queue's own estimate of each pod's next attempt.
@@ -355,6 +404,9 @@ func (rep *EvalReport) score(rp *Replay, forks []*evalFork) {
 				em := rep.Methods[m]
 				em.pairs = append(em.pairs, [2]float64{preds[i], actual})
 				em.pods, em.forks = append(em.pods, rp.pods[uid]), append(em.forks, f.now.Sub(epoch))
+				if m < len(f.nodes) && f.nodes[m] != nil {
+					em.nodes = append(em.nodes, [2]string{f.nodes[m][i], rp.s.stats[uid].ext.node})
+				}
 			}
 			for m, r := range f.ranges {
 				if r != nil {
@@ -374,13 +426,19 @@ func (rep *EvalReport) score(rp *Replay, forks []*evalFork) {
 // and pod forecast that started: the method's index in the tables, the
 // fork (seconds from the replay's start), the pod's name and classes
 // (qos, GPU request, requests), and the predicted and actual waits in
-// seconds (predicted +Inf when the method gave no start).
+// seconds (predicted +Inf when the method gave no start), and, for the
+// methods that record them, the predicted and actual nodes (empty
+// otherwise, and predicted empty when the method gave no start).
 func (rep *EvalReport) WritePairs(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	cw.Write([]string{"method", "fork_s", "pod", "qos", "gpu_request", "requests", "predicted_s", "actual_s"})
+	cw.Write([]string{"method", "fork_s", "pod", "qos", "gpu_request", "requests", "predicted_s", "actual_s", "predicted_node", "actual_node"})
 	for m, em := range rep.Methods {
 		for i, pa := range em.pairs {
 			p := em.pods[i]
+			var nodes [2]string
+			if i < len(em.nodes) {
+				nodes = em.nodes[i]
+			}
 			var name string
 			var labels map[string]string
 			if p != nil {
@@ -388,7 +446,7 @@ func (rep *EvalReport) WritePairs(w io.Writer) error {
 			}
 			cw.Write([]string{strconv.Itoa(m), strconv.FormatFloat(em.forks[i].Seconds(), 'f', -1, 64), name,
 				labels[LabelQoS], labels[LabelGPURequest], labels[LabelRequests],
-				strconv.FormatFloat(pa[0], 'f', 1, 64), strconv.FormatFloat(pa[1], 'f', 1, 64)})
+				strconv.FormatFloat(pa[0], 'f', 1, 64), strconv.FormatFloat(pa[1], 'f', 1, 64), nodes[0], nodes[1]})
 		}
 	}
 	cw.Flush()
@@ -441,6 +499,40 @@ func (m *EvalMethod) Figures() (relErr, within2, absErr, covered float64) {
 	return median(rel), float64(in) / n, median(abs), float64(est) / n
 }
 
+// SameNode returns, for a method that records nodes, the share of the
+// pods that waited at least a minute that it forecast on the node the
+// replay started them on, and the share within 2× among those and among
+// the others; ok is false for a method without nodes.
+func (m *EvalMethod) SameNode() (same, inSame, inOther float64, ok bool) {
+	if len(m.nodes) != len(m.pairs) || len(m.nodes) == 0 {
+		return 0, 0, 0, false
+	}
+	var n, ns, is, io int
+	for i, pa := range m.pairs {
+		pred, actual := pa[0], pa[1]
+		if actual < 60 {
+			continue
+		}
+		n++
+		in := pred >= actual/2 && pred <= 2*actual
+		if m.nodes[i][0] == m.nodes[i][1] {
+			ns++
+			if in {
+				is++
+			}
+		} else if in {
+			io++
+		}
+	}
+	frac := func(a, b int) float64 {
+		if b == 0 {
+			return math.NaN()
+		}
+		return float64(a) / float64(b)
+	}
+	return frac(ns, n), frac(is, ns), frac(io, n-ns), true
+}
+
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return math.NaN()
@@ -483,6 +575,12 @@ func (rep *EvalReport) Write(w io.Writer) {
 			fmt.Fprintf(w, " %.0f%%", 100*float64(c)/float64(max(n, 1)))
 		}
 		fmt.Fprintln(w)
+	}
+	for _, m := range rep.Methods {
+		if same, inSame, inOther, ok := m.SameNode(); ok {
+			fmt.Fprintf(w, "\n%s: %.0f%% of the pods that waited ≥ 1 min forecast on the node the replay starts them on; within 2×: %.0f%% of those, %.0f%% of the others\n",
+				m.Name, 100*same, 100*inSame, 100*inOther)
+		}
 	}
 	for _, m := range rep.Methods {
 		if inside, width, ok := m.Coverage(); ok {

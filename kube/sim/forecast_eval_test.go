@@ -44,7 +44,13 @@ func TestMain(m *testing.M) {
 // duration or "median" (the pods' median creation time), and replays
 // only the pods created from then on; SCHEDQ_FORECAST_WARM=1, with it,
 // starts the history with the runs before the split (EvalOptions.Warm);
-// SCHEDQ_FORECAST_ROWS=main measures only the main methods;
+// SCHEDQ_FORECAST_ROWS=main measures only the main methods, =split only
+// the rows that split the history's error into parts (EvalOptions.SplitRows),
+// =percentiles only the percentiles of the history's ensemble among them,
+// =age only those shuffled by class and age, =apart only the history
+// stratified apart;
+// SCHEDQ_FORECAST_SEED seeds the stratified, Monte Carlo and ensemble
+// methods (EvalOptions.Seed, default 1);
 // SCHEDQ_FORECAST_PAIRS names a file to write every forecast scored to,
 // as CSV (EvalReport.WritePairs).
 func TestForecastAccuracy(t *testing.T) {
@@ -81,12 +87,19 @@ func TestForecastAccuracy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var seed uint64
+	if v := os.Getenv("SCHEDQ_FORECAST_SEED"); v != "" {
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil || seed == 0 {
+			t.Fatalf("SCHEDQ_FORECAST_SEED: %q is not a positive integer", v)
+		}
+	}
 	rows := os.Getenv("SCHEDQ_FORECAST_ROWS")
-	if rows != "" && rows != "main" {
-		t.Fatalf("SCHEDQ_FORECAST_ROWS: %q is not main", rows)
+	if rows != "" && rows != "main" && rows != "split" && rows != "percentiles" && rows != "age" && rows != "apart" {
+		t.Fatalf("SCHEDQ_FORECAST_ROWS: %q is not main, split, percentiles, age or apart", rows)
 	}
 	rep, err := Eval(EvalOptions{Dir: dir, Speed: speed, Every: every, NodeEvery: nodes, Horizon: horizon, GPUModel: os.Getenv("SCHEDQ_FORECAST_GPU_MODEL"),
-		Arrivals: os.Getenv("SCHEDQ_FORECAST_ARRIVALS") == "1", From: from, Warm: os.Getenv("SCHEDQ_FORECAST_WARM") == "1", MainRows: rows == "main"})
+		Arrivals: os.Getenv("SCHEDQ_FORECAST_ARRIVALS") == "1", From: from, Warm: os.Getenv("SCHEDQ_FORECAST_WARM") == "1", MainRows: rows == "main", SplitRows: rows == "split" || rows == "percentiles" || rows == "age" || rows == "apart",
+		PercentileRows: rows == "percentiles", AgeRows: rows == "age", ApartRows: rows == "apart", Seed: seed})
 	if err != nil {
 		t.Fatal(err)
 	}

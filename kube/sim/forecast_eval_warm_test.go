@@ -214,12 +214,13 @@ func TestEvalFromEnv(t *testing.T) {
 }
 
 // WritePairs writes one row per method and scored pod, with the pod's
-// classes; a missing start is +Inf.
+// classes and, where the method records them, the predicted and actual
+// nodes; a missing start is +Inf.
 func TestEvalWritePairs(t *testing.T) {
 	p := warmPod("pod-a", 0, 0, 0).pod
 	p.Labels[LabelGPURequest], p.Labels[LabelRequests] = "1x1000", "1000m-1024Mi-1x1000"
 	rep := &EvalReport{Methods: []*EvalMethod{
-		{Name: "first", pairs: [][2]float64{{90, 120}}, pods: []*v1.Pod{p}, forks: []time.Duration{20 * time.Minute}},
+		{Name: "first", pairs: [][2]float64{{90, 120}}, pods: []*v1.Pod{p}, forks: []time.Duration{20 * time.Minute}, nodes: [][2]string{{"n1", "n2"}}},
 		{Name: "none"},
 		{Name: "third", pairs: [][2]float64{{math.Inf(1), 120}}, pods: []*v1.Pod{p}, forks: []time.Duration{20 * time.Minute}},
 	}}
@@ -227,9 +228,9 @@ func TestEvalWritePairs(t *testing.T) {
 	if err := rep.WritePairs(&b); err != nil {
 		t.Fatal(err)
 	}
-	want := "method,fork_s,pod,qos,gpu_request,requests,predicted_s,actual_s\n" +
-		"0,1200,pod-a,LS,1x1000,1000m-1024Mi-1x1000,90.0,120.0\n" +
-		"2,1200,pod-a,LS,1x1000,1000m-1024Mi-1x1000,+Inf,120.0\n"
+	want := "method,fork_s,pod,qos,gpu_request,requests,predicted_s,actual_s,predicted_node,actual_node\n" +
+		"0,1200,pod-a,LS,1x1000,1000m-1024Mi-1x1000,90.0,120.0,n1,n2\n" +
+		"2,1200,pod-a,LS,1x1000,1000m-1024Mi-1x1000,+Inf,120.0,,\n"
 	if b.String() != want {
 		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
 	}

@@ -98,6 +98,11 @@ const (
 	SpreadStratified HistorySpread = ""
 	// SpreadMedian gives every pod the median: their ends cluster.
 	SpreadMedian HistorySpread = "median"
+	// SpreadApart is SpreadStratified with the running pods of a kind
+	// stratified among themselves and the pending ones among
+	// themselves, rather than together: a kind's running pods' ends then
+	// follow their distributions however many of its pods are pending.
+	SpreadApart HistorySpread = "apart"
 )
 
 // HistoryTail names what KaplanMeier gives a quantile that its estimate

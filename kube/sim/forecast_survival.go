@@ -146,7 +146,8 @@ func (h *History) withQuantiles(q map[types.UID]float64) *History {
 // whose runtimes it estimates (running, then pending, then extra; those
 // with a known, declared or deadline runtime are left out; a what-if's
 // extra pods form strata of their own, so that the pods of the state
-// keep the quantiles they get without them). The caller's
+// keep the quantiles they get without them; under SpreadApart so do
+// the pending pods). The caller's
 // History is not changed. O(n log n) in observations and pods.
 func (o *ForecastOptions) historyFor(st *ForecastState, extra []*v1.Pod) *History {
 	h := o.History
@@ -163,10 +164,10 @@ func (o *ForecastOptions) historyFor(st *ForecastState, extra []*v1.Pod) *Histor
 			c.ObserveRunning(rp.Pod, st.Now.Sub(rp.Started))
 		}
 	}
-	if h.Spread == SpreadStratified && h.quantile == nil {
+	if (h.Spread == SpreadStratified || h.Spread == SpreadApart) && h.quantile == nil {
 		declared := *o
 		declared.History = nil
-		var pods, added []*v1.Pod
+		var pods, pending, added []*v1.Pod
 		add := func(to *[]*v1.Pod, p *v1.Pod, elapsed time.Duration) {
 			if _, src := declared.remaining(p, elapsed); src == SourceUnknown {
 				*to = append(*to, p)
@@ -175,14 +176,28 @@ func (o *ForecastOptions) historyFor(st *ForecastState, extra []*v1.Pod) *Histor
 		for _, rp := range st.Running {
 			add(&pods, rp.Pod, st.Now.Sub(rp.Started))
 		}
-		for _, p := range st.Pending {
-			add(&pods, p, 0)
+		if h.Spread == SpreadApart {
+			for _, p := range st.Pending {
+				add(&pending, p, 0)
+			}
+		} else {
+			for _, p := range st.Pending {
+				add(&pods, p, 0)
+			}
 		}
 		for _, p := range extra {
 			add(&added, p, 0)
 		}
+		// The seeds: the state's pods (running, or running and pending)
+		// Seed, then the what-if's extra pods Seed+1, or, apart, the
+		// pending pods Seed+1 and the extra pods Seed+2.
+		extraSeed := h.Seed + 1
 		c.quantile = c.Stratified(pods, h.Seed).quantile
-		maps.Copy(c.quantile, c.Stratified(added, h.Seed+1).quantile)
+		if h.Spread == SpreadApart {
+			maps.Copy(c.quantile, c.Stratified(pending, h.Seed+1).quantile)
+			extraSeed++
+		}
+		maps.Copy(c.quantile, c.Stratified(added, extraSeed).quantile)
 	}
 	return &c
 }
