@@ -158,8 +158,12 @@ func (d *draFullestFirst) requestNumber(r gpu.Request) int {
 
 // keptFGDChoice is fgdChoice(sl, e.left, r), kept in e by r's number
 // num while the node's object and figures (allocatable and requested
-// CPU, memory and GPU) are the ones it was chosen for and e.left is
-// unchanged (entryOf clears e.picks when it reads it again). O(1) then.
+// CPU and memory) are the ones it was chosen for and e.left is
+// unchanged (entryOf clears e.picks when it reads it again). The rest of
+// what FGD reads of the node (its name, model and allocatable GPUs) is
+// the node object's, which is never changed in place. O(1) then, else
+// FGD's choice computed (fgdCompute: fgdChoice's own keep would not
+// hold it, since it keeps the same inputs).
 func (d *draFullestFirst) keptFGDChoice(sl *resourceapi.ResourceSlice, e *sliceEntry, nodes fwk.NodeInfoLister, r gpu.Request, num int) int {
 	if nodes == nil || sl.Spec.NodeName == nil {
 		return d.fgdChoice(sl, e.left, r)
@@ -170,16 +174,19 @@ func (d *draFullestFirst) keptFGDChoice(sl *resourceapi.ResourceSlice, e *sliceE
 	}
 	alloc, used := ni.GetAllocatable(), ni.GetRequested()
 	if draListKeptNodeCheck && (e.node != ni.Node() || e.epoch != d.epoch || e.usedCPU != used.GetMilliCPU() || e.usedMem != used.GetMemory() ||
-		e.cpu != alloc.GetMilliCPU() || e.mem != alloc.GetMemory() || e.gpuMilli != alloc.GetScalarResources()[gpuName]) {
+		e.cpu != alloc.GetMilliCPU() || e.mem != alloc.GetMemory()) {
 		e.node, e.epoch = ni.Node(), d.epoch
 		e.usedCPU, e.usedMem = used.GetMilliCPU(), used.GetMemory()
-		e.cpu, e.mem, e.gpuMilli = alloc.GetMilliCPU(), alloc.GetMemory(), alloc.GetScalarResources()[gpuName]
+		e.cpu, e.mem = alloc.GetMilliCPU(), alloc.GetMemory()
 		e.picks = e.picks[:0]
 	}
 	if num < len(e.picks) && e.picks[num] != 0 {
 		return e.picks[num] - 1
 	}
-	at := d.fgdChoice(sl, e.left, r)
+	at, ok := d.fgdCompute(ni, e.left, r)
+	if !ok {
+		return -1
+	}
 	for len(e.picks) <= num {
 		e.picks = append(e.picks, 0)
 	}

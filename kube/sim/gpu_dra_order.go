@@ -321,21 +321,33 @@ func (d *draFullestFirst) fgdChoice(sl *resourceapi.ResourceSlice, left []int64,
 	if at, ok := p.at[key]; ok {
 		return at
 	}
-	d.fgdComputes++
-	n := emptyNode(nodeInOf(ni))
-	if len(n.Free) != len(left) {
+	at, ok := d.fgdCompute(ni, left, r)
+	if !ok {
 		return -1
-	}
-	copy(n.Free, left)
-	at := -1
-	if _, gpus := d.m.fgdMemo().Choose(n, r); len(gpus) == 1 {
-		at = gpus[0]
 	}
 	if len(p.at) >= maxFGDPicks {
 		clear(p.at)
 	}
 	p.at[key] = at
 	return at
+}
+
+// fgdCompute is the index of the device FGD puts r on, on ni with its
+// devices' thousandths left as left says (-1 if none); ok is false if
+// left is not one figure per GPU of ni (no choice to keep). O(FGD's
+// cost; gpu.Memo's lookup once it knows the node's content).
+func (d *draFullestFirst) fgdCompute(ni fwk.NodeInfo, left []int64, r gpu.Request) (at int, ok bool) {
+	d.fgdComputes++
+	n := emptyNode(nodeInOf(ni))
+	if len(n.Free) != len(left) {
+		return -1, false
+	}
+	copy(n.Free, left)
+	at = -1
+	if _, gpus := d.m.fgdMemo().Choose(n, r); len(gpus) == 1 {
+		at = gpus[0]
+	}
+	return at, true
 }
 
 // maxFGDPicks bounds the requests whose choices are kept per slice.
