@@ -3,6 +3,7 @@ package profile
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -88,6 +89,7 @@ type draMemo struct {
 	lastPools map[string][][]*resourceapi.ResourceSlice
 	lastSet   map[*resourceapi.ResourceSlice]uint64
 	seen      uint64
+	patched   int // the groupings replaced patched, for tests
 
 	locks claimLocks // PodGroup members' PreBinds, by shared claim (drashare.go)
 }
@@ -283,6 +285,9 @@ func (d *draMemo) poolsOf(list []*resourceapi.ResourceSlice) (map[string][][]*re
 	if d.lastPools != nil && d.sameSlices(list) {
 		return d.lastPools, true
 	}
+	if pools, ok := d.replaced(list); ok {
+		return pools, true
+	}
 	type poolKey struct{ driver, pool string }
 	byPool := map[poolKey][]*resourceapi.ResourceSlice{}
 	var order []poolKey
@@ -309,6 +314,101 @@ func (d *draMemo) poolsOf(list []*resourceapi.ResourceSlice) (map[string][][]*re
 	for _, sl := range list {
 		d.lastSet[sl] = 0
 	}
+	return pools, true
+}
+
+// draRegroupPatchOn turns on replaced, poolsOf's patch of the kept
+// grouping; tests turn it off to compare.
+var draRegroupPatchOn = true
+
+// replaced is the kept grouping with the slices of lastList that list
+// does not hold replaced by those list holds and lastList does not, each
+// by one of the same driver, pool and node (the lister's copies of a
+// slice in another order of its devices, one node or a few per cycle),
+// and true; false, with nothing kept changed, if list is not lastList so
+// changed, or changes more than half of it (regrouped afresh). Under FGD
+// the lister lists a node's devices in an order of the pod's request,
+// so a cycle of another request than the last lists many slices anew,
+// each as another object of its pool. Run
+// right after sameSlices failed, whose pass marked the slices of list
+// that lastList holds. The grouping is a new map (an earlier cycle's
+// keeps its own); pools within a node are in the order of lastList's
+// grouping, which no reader depends on (the allocator and filterKey sort
+// them). O(slices).
+func (d *draMemo) replaced(list []*resourceapi.ResourceSlice) (map[string][][]*resourceapi.ResourceSlice, bool) {
+	if !draRegroupPatchOn || d.lastPools == nil || len(list) != len(d.lastList) || len(list) != len(d.lastSet) {
+		return nil, false
+	}
+	// sameSlices may have stopped early: mark the whole list afresh.
+	d.seen++
+	var added []*resourceapi.ResourceSlice
+	for _, sl := range list {
+		v, ok := d.lastSet[sl]
+		switch {
+		case !ok:
+			added = append(added, sl)
+		case v == d.seen:
+			return nil, false // listed twice
+		default:
+			d.lastSet[sl] = d.seen
+		}
+	}
+	if len(added) > len(list)/2 {
+		return nil, false
+	}
+	// The slices removed, by driver, pool and node.
+	type where struct{ driver, pool, node string }
+	removed := make(map[where][]*resourceapi.ResourceSlice, len(added))
+	n := 0
+	for sl, v := range d.lastSet {
+		if v != d.seen {
+			w := where{sl.Spec.Driver, sl.Spec.Pool.Name, *sl.Spec.NodeName}
+			removed[w] = append(removed[w], sl)
+			n++
+		}
+	}
+	if n != len(added) {
+		return nil, false
+	}
+	pools := maps.Clone(d.lastPools)
+	var gone []*resourceapi.ResourceSlice
+	for _, sl := range added {
+		if sl.Spec.NodeName == nil || *sl.Spec.NodeName == "" {
+			return nil, false
+		}
+		w := where{sl.Spec.Driver, sl.Spec.Pool.Name, *sl.Spec.NodeName}
+		rs := removed[w]
+		if len(rs) == 0 {
+			return nil, false // another pool or node, or added twice
+		}
+		old := rs[len(rs)-1]
+		removed[w] = rs[:len(rs)-1]
+		gone = append(gone, old)
+		node := w.node
+		groups := slices.Clone(pools[node])
+		done := false
+		for g, group := range groups {
+			if j := slices.Index(group, old); j >= 0 {
+				group = slices.Clone(group)
+				group[j] = sl
+				groups[g] = group
+				done = true
+				break
+			}
+		}
+		if !done {
+			return nil, false
+		}
+		pools[node] = groups
+	}
+	for _, sl := range gone {
+		delete(d.lastSet, sl)
+	}
+	for _, sl := range added {
+		d.lastSet[sl] = d.seen
+	}
+	d.lastList, d.lastPools = append(d.lastList[:0], list...), pools
+	d.patched++
 	return pools, true
 }
 
