@@ -63,6 +63,8 @@ type draNodeEntry struct {
 	// uids are the UIDs of pods, to tell whether a pod left out is on
 	// the node (leavesOutAlike).
 	uids map[types.UID]bool
+	// skipOn is uids[skip]: whether the pod left out is on the node.
+	skipOn bool
 	// scores are the scores lendScore kept for n (under the memo's mu).
 	scores map[scoreKey]int64
 }
@@ -72,7 +74,7 @@ type draNodeEntry struct {
 // (the pod being scheduled, which is on no node, differs from cycle to
 // cycle). O(1).
 func (e *draNodeEntry) leavesOutAlike(skip types.UID) bool {
-	return skip == e.skip || (!e.uids[skip] && !e.uids[e.skip])
+	return skip == e.skip || (!e.skipOn && !e.uids[skip])
 }
 
 // nodeHead is a nodeIn without its pods: what draNode reads of the node
@@ -146,6 +148,7 @@ func (m *draNodeMemo) entry(ni fwk.NodeInfo, skip types.UID, get claimGetter, co
 		if byGen {
 			// The entry is ni's content now, which its generation names.
 			e.gen, e.byGen, e.skip, e.events, e.counted = ni.GetGeneration(), true, skip, events, counted
+			e.skipOn = e.uids[skip]
 		}
 		return e
 	}
@@ -156,6 +159,7 @@ func (m *draNodeMemo) entry(ni fwk.NodeInfo, skip types.UID, get claimGetter, co
 		e.pods = append(e.pods, pi.GetPod())
 		e.uids[pi.GetPod().UID] = true
 	}
+	e.skipOn = e.uids[skip]
 	e.n = draNodeFrom(nodeInOf(ni), ni, skip, func(namespace, name string) (*resourceapi.ResourceClaim, error) {
 		c, err := get(namespace, name)
 		e.claims = append(e.claims, claimRead{namespace: namespace, name: name, claim: c, failed: err != nil})

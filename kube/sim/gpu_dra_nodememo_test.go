@@ -294,6 +294,7 @@ func TestDRANodeMemoByGeneration(t *testing.T) {
 		firstByGen, byGen bool
 		change            func(w *memoWorld, ni *framework.NodeInfo) *framework.NodeInfo
 		skip              types.UID
+		firstSkip         types.UID // the first call's ("q", on no pod, if empty)
 		counted           bool
 		claimEvent        bool // the node's pool's count moves
 		wantByGen         bool
@@ -310,6 +311,8 @@ func TestDRANodeMemoByGeneration(t *testing.T) {
 		{name: "claims not counted", firstByGen: true, byGen: true},
 		{name: "another pod left out, on no node", firstByGen: true, byGen: true, counted: true, skip: "zzz", wantByGen: true},
 		{name: "the pod left out is on the node", firstByGen: true, byGen: true, counted: true, skip: "a", rebuild: true},
+		{name: "the pod left out first is on the node", firstByGen: true, byGen: true, counted: true, firstSkip: "a", rebuild: true},
+		{name: "the pod on the node left out twice", firstByGen: true, byGen: true, counted: true, firstSkip: "a", skip: "a", wantByGen: true},
 		{name: "a member assumed in a PodGroup's cycle", firstByGen: true, byGen: false, counted: true, rebuild: true,
 			change: func(w *memoWorld, ni *framework.NodeInfo) *framework.NodeInfo {
 				gen := ni.Generation
@@ -330,7 +333,11 @@ func TestDRANodeMemoByGeneration(t *testing.T) {
 			}
 			m := newDRANodeMemo()
 			ni := w.nodeInfo()
-			m.node(ni, "q", w.get, count, c.firstByGen)
+			firstSkip := c.firstSkip
+			if firstSkip == "" {
+				firstSkip = "q"
+			}
+			m.node(ni, firstSkip, w.get, count, c.firstByGen)
 			if c.change != nil {
 				ni = c.change(&w, ni)
 			}
