@@ -86,7 +86,7 @@ type draMemo struct {
 	// lastSet holds lastList's slices, each with the last check that
 	// saw it (seen), so that a check finds repeats.
 	lastList  []*resourceapi.ResourceSlice
-	lastPools map[string][][]*resourceapi.ResourceSlice
+	lastPools map[string]*nodeSlices
 	lastSet   map[*resourceapi.ResourceSlice]uint64
 	seen      uint64
 	patched   int // the groupings replaced patched, for tests
@@ -175,7 +175,7 @@ type draCycle struct {
 	// across cycles by node (DRAFilterKey): vers counts the changes of
 	// state's pools. Empty otherwise.
 	key     string
-	pools   map[string][][]*resourceapi.ResourceSlice // by node name: the slices of each of its pools
+	pools   map[string]*nodeSlices // by node name: the slices of each of its pools
 	state   *structured.AllocatedState
 	shares  map[structured.DeviceID]int
 	vers    PoolVersioner // the manager's counts of state's pools, or nil
@@ -279,7 +279,7 @@ func countShares(state *structured.AllocatedState) map[structured.DeviceID]int {
 // nodes (whether it is complete, and its newest generation, then depend
 // on other nodes' slices). The grouping is kept while the list holds the
 // same slice objects. O(slices).
-func (d *draMemo) poolsOf(list []*resourceapi.ResourceSlice) (map[string][][]*resourceapi.ResourceSlice, bool) {
+func (d *draMemo) poolsOf(list []*resourceapi.ResourceSlice) (map[string]*nodeSlices, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.lastPools != nil && d.sameSlices(list) {
@@ -304,10 +304,14 @@ func (d *draMemo) poolsOf(list []*resourceapi.ResourceSlice) (map[string][][]*re
 		}
 		byPool[k] = append(byPool[k], sl)
 	}
-	pools := make(map[string][][]*resourceapi.ResourceSlice, len(order))
+	byNode := make(map[string][][]*resourceapi.ResourceSlice, len(order))
 	for _, k := range order {
 		n := *byPool[k][0].Spec.NodeName
-		pools[n] = append(pools[n], byPool[k])
+		byNode[n] = append(byNode[n], byPool[k])
+	}
+	pools := make(map[string]*nodeSlices, len(byNode))
+	for n, groups := range byNode {
+		pools[n] = groupOf(groups)
 	}
 	d.lastList, d.lastPools = slices.Clone(list), pools
 	d.lastSet = make(map[*resourceapi.ResourceSlice]uint64, len(list))
@@ -315,6 +319,33 @@ func (d *draMemo) poolsOf(list []*resourceapi.ResourceSlice) (map[string][][]*re
 		d.lastSet[sl] = 0
 	}
 	return pools, true
+}
+
+// nodeSlices is a node's slices, by pool; for a node of one pool of one
+// slice (DRANodeStamp's), the pool's name as the allocated state's
+// device IDs hold it, if the slice has devices (named). Never changed
+// once made: a grouping patched gets new ones.
+type nodeSlices struct {
+	pools [][]*resourceapi.ResourceSlice
+	pool  dra.UniqueString
+	named bool
+}
+
+// groupOf is the nodeSlices of a node's pools. O(1).
+func groupOf(pools [][]*resourceapi.ResourceSlice) *nodeSlices {
+	g := &nodeSlices{pools: pools}
+	if len(pools) == 1 && len(pools[0]) == 1 && len(pools[0][0].Spec.Devices) > 0 {
+		g.pool, g.named = dra.MakeUniqueString(pools[0][0].Spec.Pool.Name), true
+	}
+	return g
+}
+
+// slices is g's pools, nil for a nil g (a node without slices).
+func (g *nodeSlices) slices() [][]*resourceapi.ResourceSlice {
+	if g == nil {
+		return nil
+	}
+	return g.pools
 }
 
 // draRegroupPatchOn turns on replaced, poolsOf's patch of the kept
@@ -335,7 +366,7 @@ var draRegroupPatchOn = true
 // keeps its own); pools within a node are in the order of lastList's
 // grouping, which no reader depends on (the allocator and filterKey sort
 // them). O(slices).
-func (d *draMemo) replaced(list []*resourceapi.ResourceSlice) (map[string][][]*resourceapi.ResourceSlice, bool) {
+func (d *draMemo) replaced(list []*resourceapi.ResourceSlice) (map[string]*nodeSlices, bool) {
 	if !draRegroupPatchOn || d.lastPools == nil || len(list) != len(d.lastList) || len(list) != len(d.lastSet) {
 		return nil, false
 	}
@@ -385,7 +416,7 @@ func (d *draMemo) replaced(list []*resourceapi.ResourceSlice) (map[string][][]*r
 		removed[w] = rs[:len(rs)-1]
 		gone = append(gone, old)
 		node := w.node
-		groups := slices.Clone(pools[node])
+		groups := slices.Clone(pools[node].slices())
 		done := false
 		for g, group := range groups {
 			if j := slices.Index(group, old); j >= 0 {
@@ -399,7 +430,7 @@ func (d *draMemo) replaced(list []*resourceapi.ResourceSlice) (map[string][][]*r
 		if !done {
 			return nil, false
 		}
-		pools[node] = groups
+		pools[node] = groupOf(groups)
 	}
 	for _, sl := range gone {
 		delete(d.lastSet, sl)
@@ -619,7 +650,7 @@ func cycleMemo(cs fwk.CycleState) *draCycle {
 // one pool of one slice.
 func (d *draMemo) filterKey(c *draCycle, ni fwk.NodeInfo) string {
 	node := ni.Node()
-	pools := c.pools[node.Name]
+	pools := c.pools[node.Name].slices()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b := c.buf[:0]
