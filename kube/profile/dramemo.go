@@ -340,6 +340,17 @@ func groupOf(pools [][]*resourceapi.ResourceSlice) *nodeSlices {
 	return g
 }
 
+// groupLike is groupOf(pools), with prev's pool if pools is one slice
+// of a pool of that name, as prev is (a slice replaced by another of
+// its pool): the name is not interned again. O(1).
+func groupLike(pools [][]*resourceapi.ResourceSlice, prev *nodeSlices) *nodeSlices {
+	if prev == nil || !prev.named || len(pools) != 1 || len(pools[0]) != 1 || len(pools[0][0].Spec.Devices) == 0 ||
+		pools[0][0].Spec.Pool.Name != prev.pools[0][0].Spec.Pool.Name {
+		return groupOf(pools)
+	}
+	return &nodeSlices{pools: pools, pool: prev.pool, named: true}
+}
+
 // slices is g's pools, nil for a nil g (a node without slices).
 func (g *nodeSlices) slices() [][]*resourceapi.ResourceSlice {
 	if g == nil {
@@ -430,7 +441,7 @@ func (d *draMemo) replaced(list []*resourceapi.ResourceSlice) (map[string]*nodeS
 		if !done {
 			return nil, false
 		}
-		pools[node] = groupOf(groups)
+		pools[node] = groupLike(groups, pools[node])
 	}
 	for _, sl := range gone {
 		delete(d.lastSet, sl)
