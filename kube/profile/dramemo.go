@@ -82,7 +82,8 @@ type draMemo struct {
 	uses map[*resourceapi.ResourceSlice]sliceUse
 	// lastList and lastPools are the last slices listed and their pools
 	// by node, kept while the lister gives the same slice objects, in
-	// any order (upstream's allocator sorts pools and slices itself);
+	// any order (upstream's allocator sorts pools and slices itself),
+	// and patched where it replaces some (replaced);
 	// lastSet holds lastList's slices, each with the last check that
 	// saw it (seen), so that a check finds repeats.
 	lastList  []*resourceapi.ResourceSlice
@@ -278,7 +279,8 @@ func countShares(state *structured.AllocatedState) map[structured.DeviceID]int {
 // false if a slice is not one node's, or a pool's slices are on several
 // nodes (whether it is complete, and its newest generation, then depend
 // on other nodes' slices). The grouping is kept while the list holds the
-// same slice objects. O(slices).
+// same slice objects, and patched where it replaces some of them by
+// slices of the same pools (replaced). O(slices).
 func (d *draMemo) poolsOf(list []*resourceapi.ResourceSlice) (map[string]*nodeSlices, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
