@@ -3,6 +3,7 @@ package profile
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,13 +82,15 @@ type draMemo struct {
 	uses map[*resourceapi.ResourceSlice]sliceUse
 	// lastList and lastPools are the last slices listed and their pools
 	// by node, kept while the lister gives the same slice objects, in
-	// any order (upstream's allocator sorts pools and slices itself);
+	// any order (upstream's allocator sorts pools and slices itself),
+	// and patched where it replaces some (replaced);
 	// lastSet holds lastList's slices, each with the last check that
 	// saw it (seen), so that a check finds repeats.
 	lastList  []*resourceapi.ResourceSlice
-	lastPools map[string][][]*resourceapi.ResourceSlice
+	lastPools map[string]*nodeSlices
 	lastSet   map[*resourceapi.ResourceSlice]uint64
 	seen      uint64
+	patched   int // the groupings replaced patched, for tests
 
 	locks claimLocks // PodGroup members' PreBinds, by shared claim (drashare.go)
 }
@@ -173,7 +176,7 @@ type draCycle struct {
 	// across cycles by node (DRAFilterKey): vers counts the changes of
 	// state's pools. Empty otherwise.
 	key     string
-	pools   map[string][][]*resourceapi.ResourceSlice // by node name: the slices of each of its pools
+	pools   map[string]*nodeSlices // by node name: the slices of each of its pools
 	state   *structured.AllocatedState
 	shares  map[structured.DeviceID]int
 	vers    PoolVersioner // the manager's counts of state's pools, or nil
@@ -276,12 +279,16 @@ func countShares(state *structured.AllocatedState) map[structured.DeviceID]int {
 // false if a slice is not one node's, or a pool's slices are on several
 // nodes (whether it is complete, and its newest generation, then depend
 // on other nodes' slices). The grouping is kept while the list holds the
-// same slice objects. O(slices).
-func (d *draMemo) poolsOf(list []*resourceapi.ResourceSlice) (map[string][][]*resourceapi.ResourceSlice, bool) {
+// same slice objects, and patched where it replaces some of them by
+// slices of the same pools (replaced). O(slices).
+func (d *draMemo) poolsOf(list []*resourceapi.ResourceSlice) (map[string]*nodeSlices, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.lastPools != nil && d.sameSlices(list) {
 		return d.lastPools, true
+	}
+	if pools, ok := d.replaced(list); ok {
+		return pools, true
 	}
 	type poolKey struct{ driver, pool string }
 	byPool := map[poolKey][]*resourceapi.ResourceSlice{}
@@ -299,16 +306,153 @@ func (d *draMemo) poolsOf(list []*resourceapi.ResourceSlice) (map[string][][]*re
 		}
 		byPool[k] = append(byPool[k], sl)
 	}
-	pools := make(map[string][][]*resourceapi.ResourceSlice, len(order))
+	byNode := make(map[string][][]*resourceapi.ResourceSlice, len(order))
 	for _, k := range order {
 		n := *byPool[k][0].Spec.NodeName
-		pools[n] = append(pools[n], byPool[k])
+		byNode[n] = append(byNode[n], byPool[k])
+	}
+	pools := make(map[string]*nodeSlices, len(byNode))
+	for n, groups := range byNode {
+		pools[n] = groupOf(groups)
 	}
 	d.lastList, d.lastPools = slices.Clone(list), pools
 	d.lastSet = make(map[*resourceapi.ResourceSlice]uint64, len(list))
 	for _, sl := range list {
 		d.lastSet[sl] = 0
 	}
+	return pools, true
+}
+
+// nodeSlices is a node's slices, by pool; for a node of one pool of one
+// slice (DRANodeStamp's), the pool's name as the allocated state's
+// device IDs hold it, if the slice has devices (named). Never changed
+// once made: a grouping patched gets new ones.
+type nodeSlices struct {
+	pools [][]*resourceapi.ResourceSlice
+	pool  dra.UniqueString
+	named bool
+}
+
+// groupOf is the nodeSlices of a node's pools. O(1).
+func groupOf(pools [][]*resourceapi.ResourceSlice) *nodeSlices {
+	g := &nodeSlices{pools: pools}
+	if len(pools) == 1 && len(pools[0]) == 1 && len(pools[0][0].Spec.Devices) > 0 {
+		g.pool, g.named = dra.MakeUniqueString(pools[0][0].Spec.Pool.Name), true
+	}
+	return g
+}
+
+// groupLike is groupOf(pools), with prev's pool if pools is one slice
+// of a pool of that name, as prev is (a slice replaced by another of
+// its pool): the name is not interned again. O(1).
+func groupLike(pools [][]*resourceapi.ResourceSlice, prev *nodeSlices) *nodeSlices {
+	if prev == nil || !prev.named || len(pools) != 1 || len(pools[0]) != 1 || len(pools[0][0].Spec.Devices) == 0 ||
+		pools[0][0].Spec.Pool.Name != prev.pools[0][0].Spec.Pool.Name {
+		return groupOf(pools)
+	}
+	return &nodeSlices{pools: pools, pool: prev.pool, named: true}
+}
+
+// slices is g's pools, nil for a nil g (a node without slices).
+func (g *nodeSlices) slices() [][]*resourceapi.ResourceSlice {
+	if g == nil {
+		return nil
+	}
+	return g.pools
+}
+
+// draRegroupPatchOn turns on replaced, poolsOf's patch of the kept
+// grouping; tests turn it off to compare.
+var draRegroupPatchOn = true
+
+// replaced is the kept grouping with the slices of lastList that list
+// does not hold replaced by those list holds and lastList does not, each
+// by one of the same driver, pool and node (the lister's copies of a
+// slice in another order of its devices, one node or a few per cycle),
+// and true; false, with nothing kept changed, if list is not lastList so
+// changed, or changes more than half of it (regrouped afresh). Under FGD
+// the lister lists a node's devices in an order of the pod's request,
+// so a cycle of another request than the last lists many slices anew,
+// each as another object of its pool. Run
+// right after sameSlices failed, whose pass marked the slices of list
+// that lastList holds. The grouping is a new map (an earlier cycle's
+// keeps its own); pools within a node are in the order of lastList's
+// grouping, which no reader depends on (the allocator and filterKey sort
+// them). O(slices).
+func (d *draMemo) replaced(list []*resourceapi.ResourceSlice) (map[string]*nodeSlices, bool) {
+	if !draRegroupPatchOn || d.lastPools == nil || len(list) != len(d.lastList) || len(list) != len(d.lastSet) {
+		return nil, false
+	}
+	// sameSlices may have stopped early: mark the whole list afresh.
+	d.seen++
+	var added []*resourceapi.ResourceSlice
+	for _, sl := range list {
+		v, ok := d.lastSet[sl]
+		switch {
+		case !ok:
+			added = append(added, sl)
+		case v == d.seen:
+			return nil, false // listed twice
+		default:
+			d.lastSet[sl] = d.seen
+		}
+	}
+	if len(added) > len(list)/2 {
+		return nil, false
+	}
+	// The slices removed, by driver, pool and node.
+	type where struct{ driver, pool, node string }
+	removed := make(map[where][]*resourceapi.ResourceSlice, len(added))
+	n := 0
+	for sl, v := range d.lastSet {
+		if v != d.seen {
+			w := where{sl.Spec.Driver, sl.Spec.Pool.Name, *sl.Spec.NodeName}
+			removed[w] = append(removed[w], sl)
+			n++
+		}
+	}
+	if n != len(added) {
+		return nil, false
+	}
+	pools := maps.Clone(d.lastPools)
+	var gone []*resourceapi.ResourceSlice
+	for _, sl := range added {
+		if sl.Spec.NodeName == nil || *sl.Spec.NodeName == "" {
+			return nil, false
+		}
+		w := where{sl.Spec.Driver, sl.Spec.Pool.Name, *sl.Spec.NodeName}
+		rs := removed[w]
+		if len(rs) == 0 {
+			return nil, false // another pool or node, or added twice
+		}
+		old := rs[len(rs)-1]
+		removed[w] = rs[:len(rs)-1]
+		gone = append(gone, old)
+		node := w.node
+		groups := slices.Clone(pools[node].slices())
+		done := false
+		for g, group := range groups {
+			if j := slices.Index(group, old); j >= 0 {
+				group = slices.Clone(group)
+				group[j] = sl
+				groups[g] = group
+				done = true
+				break
+			}
+		}
+		if !done {
+			return nil, false
+		}
+		pools[node] = groupLike(groups, pools[node])
+	}
+	for _, sl := range gone {
+		delete(d.lastSet, sl)
+	}
+	for _, sl := range added {
+		d.lastSet[sl] = d.seen
+	}
+	d.lastList, d.lastPools = append(d.lastList[:0], list...), pools
+	d.patched++
 	return pools, true
 }
 
@@ -538,7 +682,7 @@ func cycleMemo(cs fwk.CycleState) *draCycle {
 // one pool of one slice.
 func (d *draMemo) filterKey(c *draCycle, ni fwk.NodeInfo) string {
 	node := ni.Node()
-	pools := c.pools[node.Name]
+	pools := c.pools[node.Name].slices()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b := c.buf[:0]

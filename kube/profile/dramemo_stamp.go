@@ -48,7 +48,8 @@ func DRANodeStamp(cs fwk.CycleState, ni fwk.NodeInfo) (DRAStamp, bool) {
 	if c == nil || c.key == "" {
 		return DRAStamp{}, false
 	}
-	pools := c.pools[ni.Node().Name]
+	g := c.pools[ni.Node().Name]
+	pools := g.slices()
 	switch {
 	case len(pools) == 0:
 		return DRAStamp{}, true
@@ -56,11 +57,10 @@ func DRANodeStamp(cs fwk.CycleState, ni fwk.NodeInfo) (DRAStamp, bool) {
 		return DRAStamp{}, false
 	}
 	sl := pools[0][0]
-	sh := c.memo.shape(sl)
-	if len(sh.devs) == 0 {
+	if !g.named {
 		return DRAStamp{slice: sl}, true // nothing of it can be allocated
 	}
-	ver, ok := c.vers.PoolVersion(c.state, sh.devs[0].Pool)
+	ver, ok := c.vers.PoolVersion(c.state, g.pool)
 	return DRAStamp{slice: sl, pool: ver}, ok
 }
 

@@ -30,7 +30,11 @@ func TestDRANodeStamp(t *testing.T) {
 	d := &draMemo{shapes: map[*resourceapi.ResourceSlice]sliceShape{}, ids: map[string]string{}}
 	stamp := func(key string, vers PoolVersioner, state *structured.AllocatedState, pools map[string][][]*resourceapi.ResourceSlice, node string) (DRAStamp, bool) {
 		cs := framework.NewCycleState()
-		cs.Write(draMemoKey, &draCycle{memo: d, key: key, vers: vers, state: state, pools: pools})
+		grouped := map[string]*nodeSlices{}
+		for n, g := range pools {
+			grouped[n] = groupOf(g)
+		}
+		cs.Write(draMemoKey, &draCycle{memo: d, key: key, vers: vers, state: state, pools: grouped})
 		return DRANodeStamp(cs, info(node))
 	}
 	one := map[string][][]*resourceapi.ResourceSlice{"a": {{sl}}, "b": {{other}}}
@@ -53,6 +57,20 @@ func TestDRANodeStamp(t *testing.T) {
 	_, empty := gpuNode("e", "V100", 0)
 	if s, ok := stamp("k", pc, st, map[string][][]*resourceapi.ResourceSlice{"e": {{empty}}}, "e"); !ok || s != (DRAStamp{slice: empty}) {
 		t.Errorf("a node whose slice has no devices: %+v, %v; want its slice, true", s, ok)
+	}
+	// A pool named otherwise than its node: the pool's count moves the
+	// stamp, the node's name's does not.
+	_, ofP := gpuNode("a", "V100", 2)
+	ofP.Spec.Pool.Name = "p"
+	named := map[string][][]*resourceapi.ResourceSlice{"a": {{ofP}}}
+	was, _ := stamp("k", pc, st, named, "a")
+	pc.counts[dra.MakeUniqueString("a")]++
+	if s, ok := stamp("k", pc, st, named, "a"); !ok || s != was {
+		t.Errorf("pool p's slice after the count of a pool named a moved: %+v, %v; want %+v", s, ok, was)
+	}
+	pc.counts[dra.MakeUniqueString("p")]++
+	if s, ok := stamp("k", pc, st, named, "a"); !ok || s == was {
+		t.Errorf("pool p's slice after p's count moved: %+v, %v; want another stamp", s, ok)
 	}
 	if s, ok := stamp("k", pc, st, one, "c"); !ok || s != (DRAStamp{}) {
 		t.Errorf("a node without slices: %+v, %v; want the zero stamp, true", s, ok)

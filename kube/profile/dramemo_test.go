@@ -23,6 +23,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
+	"k8s.io/utils/ptr"
 )
 
 const memoDriver = "gpu.example.com"
@@ -523,23 +524,45 @@ func TestDRAMemoAcrossCycles(t *testing.T) {
 // twice).
 func TestDRAMemoKeepsPoolsOfTheSameSlices(t *testing.T) {
 	var list []*resourceapi.ResourceSlice
-	for _, n := range []string{"a", "b", "c"} {
+	for _, n := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
 		_, sl := gpuNode(n, "V100", 2)
 		list = append(list, sl)
 	}
 	newer := list[1].DeepCopy()
+	moved := list[1].DeepCopy() // b's pool, on node c
+	moved.Spec.NodeName = ptr.To("c")
+	renamed := list[1].DeepCopy() // another pool, on node b
+	renamed.Spec.Pool.Name = "b2"
+	newerC := list[2].DeepCopy()
+	newerD := append([]*resourceapi.ResourceSlice{list[3].DeepCopy()}, list[4:]...)
+	many := []*resourceapi.ResourceSlice{list[0]}
+	for _, sl := range list[1:6] {
+		many = append(many, sl.DeepCopy())
+	}
+	many = append(many, list[6:]...)
+	// with is the given slices and the rest of the list (list[3:]).
+	with := func(sls ...*resourceapi.ResourceSlice) []*resourceapi.ResourceSlice {
+		return append(sls, list[3:]...)
+	}
 	for _, tc := range []struct {
-		name  string
-		first []*resourceapi.ResourceSlice // nil: list
-		next  []*resourceapi.ResourceSlice
-		kept  bool
+		name    string
+		first   []*resourceapi.ResourceSlice // nil: list
+		next    []*resourceapi.ResourceSlice
+		kept    bool
+		patched bool
 	}{
-		{"the same order", nil, slices.Clone(list), true},
-		{"another order", nil, []*resourceapi.ResourceSlice{list[2], list[0], list[1]}, true},
-		{"a slice replaced", nil, []*resourceapi.ResourceSlice{list[0], newer, list[2]}, false},
-		{"a slice missing", nil, list[:2], false},
-		{"a slice twice", nil, []*resourceapi.ResourceSlice{list[0], list[1], list[1]}, false},
-		{"each once after one twice", []*resourceapi.ResourceSlice{list[0], list[1], list[1]}, list[:2], false},
+		{"the same order", nil, slices.Clone(list), true, false},
+		{"another order", nil, with(list[2], list[0], list[1]), true, false},
+		{"a slice replaced", nil, with(list[0], newer, list[2]), false, true},
+		{"two slices replaced, in another order", nil, with(newerC, list[0], newer), false, true},
+		{"a slice replaced by its pool on another node", nil, with(list[0], moved, list[2]), false, false},
+		{"a slice replaced by another pool of its node", nil, with(list[0], renamed, list[2]), false, false},
+		{"a slice replaced by one listed twice", nil, with(list[0], list[2], list[2]), false, false},
+		{"three slices replaced", nil, append([]*resourceapi.ResourceSlice{list[0], newer, newerC}, newerD...), false, true},
+		{"five slices replaced", nil, many, false, false},
+		{"a slice missing", nil, with(list[0], list[1]), false, false},
+		{"a slice twice", nil, with(list[0], list[1], list[1], list[2]), false, false},
+		{"each once after one twice", with(list[0], list[1], list[1]), with(list[0], list[1]), false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &draMemo{}
@@ -555,8 +578,16 @@ func TestDRAMemoKeepsPoolsOfTheSameSlices(t *testing.T) {
 			if kept := reflect.ValueOf(next).Pointer() == reflect.ValueOf(first).Pointer(); kept != tc.kept {
 				t.Fatalf("grouping kept: %v, want %v", kept, tc.kept)
 			}
+			if patched := d.patched == 1; patched != tc.patched {
+				t.Errorf("grouping patched: %v, want %v", patched, tc.patched)
+			}
 			if fresh, _ := (&draMemo{}).poolsOf(tc.next); !reflect.DeepEqual(next, fresh) {
 				t.Fatalf("grouping %v, want the list's own %v", next, fresh)
+			}
+			// Once more, from the grouping just made (kept or patched).
+			again, _ := d.poolsOf(slices.Clone(list))
+			if want, _ := (&draMemo{}).poolsOf(list); !reflect.DeepEqual(again, want) {
+				t.Fatalf("grouping back %v, want %v", again, want)
 			}
 		})
 	}

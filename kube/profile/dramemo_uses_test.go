@@ -84,7 +84,7 @@ func TestDRAMemoKeepsWhatASliceHoldsByPoolCount(t *testing.T) {
 			d.shape(other)
 			st := newState()
 			pc := &poolCounts{state: st, counts: map[dra.UniqueString]uint64{}}
-			pools := map[string][][]*resourceapi.ResourceSlice{"a": {{sl}}, "b": {{other}}}
+			pools := map[string]*nodeSlices{"a": groupOf([][]*resourceapi.ResourceSlice{{sl}}), "b": groupOf([][]*resourceapi.ResourceSlice{{other}})}
 			cycle := func(vers PoolVersioner) *draCycle {
 				return &draCycle{pools: pools, state: st, shares: countShares(st), vers: vers}
 			}

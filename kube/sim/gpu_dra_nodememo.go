@@ -63,6 +63,10 @@ type draNodeEntry struct {
 	// uids are the UIDs of pods, to tell whether a pod left out is on
 	// the node (leavesOutAlike).
 	uids map[types.UID]bool
+	// skipOn is uids[skip]: whether the pod left out is on the node.
+	skipOn bool
+	// scores are the scores lendScore kept for n (under the memo's mu).
+	scores map[scoreKey]int64
 }
 
 // leavesOutAlike reports whether leaving out skip instead of e.skip
@@ -70,7 +74,7 @@ type draNodeEntry struct {
 // (the pod being scheduled, which is on no node, differs from cycle to
 // cycle). O(1).
 func (e *draNodeEntry) leavesOutAlike(skip types.UID) bool {
-	return skip == e.skip || (!e.uids[skip] && !e.uids[e.skip])
+	return skip == e.skip || (!e.skipOn && !e.uids[skip])
 }
 
 // nodeHead is a nodeIn without its pods: what draNode reads of the node
@@ -118,6 +122,11 @@ func (m *draNodeMemo) node(ni fwk.NodeInfo, skip types.UID, get claimGetter, cou
 	if m == nil {
 		return draNodeFrom(nodeInOf(ni), ni, skip, get)
 	}
+	return m.entry(ni, skip, get, count, byGen).n
+}
+
+// entry is node's entry for ni, checked or rebuilt as node says.
+func (m *draNodeMemo) entry(ni fwk.NodeInfo, skip types.UID, get claimGetter, count claimCounter, byGen bool) *draNodeEntry {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	name := ni.Node().Name
@@ -132,15 +141,16 @@ func (m *draNodeMemo) node(ni fwk.NodeInfo, skip types.UID, get claimGetter, cou
 		if draNodeClaimsCheck != nil {
 			draNodeClaimsCheck(name, e.claimsHold(get))
 		}
-		return e.n
+		return e
 	}
 	head := headOfNI(ni)
 	if e != nil && e.holds(head, ni, skip, get, events, counted) {
 		if byGen {
 			// The entry is ni's content now, which its generation names.
 			e.gen, e.byGen, e.skip, e.events, e.counted = ni.GetGeneration(), true, skip, events, counted
+			e.skipOn = e.uids[skip]
 		}
-		return e.n
+		return e
 	}
 	m.builds++
 	e = &draNodeEntry{head: head, skip: skip, events: events, counted: counted, gen: ni.GetGeneration(), byGen: byGen}
@@ -149,6 +159,7 @@ func (m *draNodeMemo) node(ni fwk.NodeInfo, skip types.UID, get claimGetter, cou
 		e.pods = append(e.pods, pi.GetPod())
 		e.uids[pi.GetPod().UID] = true
 	}
+	e.skipOn = e.uids[skip]
 	e.n = draNodeFrom(nodeInOf(ni), ni, skip, func(namespace, name string) (*resourceapi.ResourceClaim, error) {
 		c, err := get(namespace, name)
 		e.claims = append(e.claims, claimRead{namespace: namespace, name: name, claim: c, failed: err != nil})
@@ -158,7 +169,7 @@ func (m *draNodeMemo) node(ni fwk.NodeInfo, skip types.UID, get claimGetter, cou
 		clear(m.nodes)
 	}
 	m.nodes[name] = e
-	return e.n
+	return e
 }
 
 // lend calls use with ni's GPUs as node returns them (the memo's own
@@ -181,6 +192,53 @@ func (m *draNodeMemo) lend(ni fwk.NodeInfo, skip types.UID, get claimGetter, cou
 	}()
 	s := use(n)
 	done = true
+	return s
+}
+
+// scoreKey names a score kept in a node's entry (lendScore): the
+// policy, whether the share goes to FGD's GPU, and the request by the
+// scorer's number of it (with the numbering's epoch).
+type scoreKey struct {
+	policy gpu.Policy
+	fgd    bool
+	epoch  uint32
+	num    int32
+}
+
+// draScoreKeptOn turns on lendScore's keep of scores; tests turn it off
+// to compare.
+var draScoreKeptOn = true
+
+// lendScore is lend(ni, ..., use), kept in ni's entry by key: use's
+// answer is a function of the node's GPUs and figures, which the entry
+// holds as long as it is the node's (a node whose content changed gets
+// a new entry, without scores), and of what key names. Use must not
+// draw random numbers. O(1) when kept, else lend's.
+func (m *draNodeMemo) lendScore(ni fwk.NodeInfo, skip types.UID, get claimGetter, count claimCounter, byGen bool, key scoreKey, use func(*gpu.Node) int64) int64 {
+	if m == nil || !draScoreKeptOn {
+		return m.lend(ni, skip, get, count, byGen, use)
+	}
+	e := m.entry(ni, skip, get, count, byGen)
+	m.mu.Lock()
+	s, ok := e.scores[key]
+	m.mu.Unlock()
+	if ok {
+		return s
+	}
+	done := false
+	defer func() {
+		if !done && draNodeLendForgets {
+			m.forget(ni.Node().Name, e.n)
+		}
+	}()
+	s = use(e.n)
+	done = true
+	m.mu.Lock()
+	if e.scores == nil {
+		e.scores = map[scoreKey]int64{}
+	}
+	e.scores[key] = s
+	m.mu.Unlock()
 	return s
 }
 

@@ -294,6 +294,7 @@ func TestDRANodeMemoByGeneration(t *testing.T) {
 		firstByGen, byGen bool
 		change            func(w *memoWorld, ni *framework.NodeInfo) *framework.NodeInfo
 		skip              types.UID
+		firstSkip         types.UID // the first call's ("q", on no pod, if empty)
 		counted           bool
 		claimEvent        bool // the node's pool's count moves
 		wantByGen         bool
@@ -310,6 +311,8 @@ func TestDRANodeMemoByGeneration(t *testing.T) {
 		{name: "claims not counted", firstByGen: true, byGen: true},
 		{name: "another pod left out, on no node", firstByGen: true, byGen: true, counted: true, skip: "zzz", wantByGen: true},
 		{name: "the pod left out is on the node", firstByGen: true, byGen: true, counted: true, skip: "a", rebuild: true},
+		{name: "the pod left out first is on the node", firstByGen: true, byGen: true, counted: true, firstSkip: "a", rebuild: true},
+		{name: "the pod on the node left out twice", firstByGen: true, byGen: true, counted: true, firstSkip: "a", skip: "a", wantByGen: true},
 		{name: "a member assumed in a PodGroup's cycle", firstByGen: true, byGen: false, counted: true, rebuild: true,
 			change: func(w *memoWorld, ni *framework.NodeInfo) *framework.NodeInfo {
 				gen := ni.Generation
@@ -330,7 +333,11 @@ func TestDRANodeMemoByGeneration(t *testing.T) {
 			}
 			m := newDRANodeMemo()
 			ni := w.nodeInfo()
-			m.node(ni, "q", w.get, count, c.firstByGen)
+			firstSkip := c.firstSkip
+			if firstSkip == "" {
+				firstSkip = "q"
+			}
+			m.node(ni, firstSkip, w.get, count, c.firstByGen)
 			if c.change != nil {
 				ni = c.change(&w, ni)
 			}
@@ -394,6 +401,53 @@ func TestDRANodeMemoLendSurvivesPanic(t *testing.T) {
 			}
 			if rebuilt := m.builds == 2; rebuilt != c.rebuild {
 				t.Errorf("rebuilt: %v, want %v", rebuilt, c.rebuild)
+			}
+		})
+	}
+}
+
+// TestDRANodeMemoKeepsScoresPerContent: a score kept in a node's entry
+// (lendScore) is given again, without the scorer called, only while the
+// node's content and the score's key are the same; after each change
+// that makes a rebuild, and for another key, the scorer runs on the
+// node as it is now.
+func TestDRANodeMemoKeepsScoresPerContent(t *testing.T) {
+	rate := func(n *gpu.Node) int64 { return n.Free[0]*1_000_000 + n.Free[1]*1000 + n.CPUFree/1000 }
+	key := scoreKey{policy: gpu.FGD, num: 1}
+	for _, c := range []struct {
+		name   string
+		change func(w *memoWorld)
+		key    scoreKey
+		called bool
+	}{
+		{name: "nothing changed", change: func(*memoWorld) {}, key: key},
+		{name: "another request", change: func(*memoWorld) {}, key: scoreKey{policy: gpu.FGD, num: 2}, called: true},
+		{name: "another policy", change: func(*memoWorld) {}, key: scoreKey{policy: gpu.BestFit, num: 1}, called: true},
+		{name: "FGD's GPU or not", change: func(*memoWorld) {}, key: scoreKey{policy: gpu.FGD, fgd: true, num: 1}, called: true},
+		{name: "another epoch", change: func(*memoWorld) {}, key: scoreKey{policy: gpu.FGD, epoch: 1, num: 1}, called: true},
+		{name: "a pod came", change: func(w *memoWorld) {
+			w.pods = append(w.pods, claimedPod("c", 200))
+			w.claims["default/claim-c"] = allocatedClaim("c", 1)
+		}, key: key, called: true},
+		{name: "a claim allocated elsewhere", change: func(w *memoWorld) { w.claims["default/claim-a"] = allocatedClaim("a", 0) }, key: key, called: true},
+		{name: "requested CPU changed, pods alike", change: func(w *memoWorld) { w.extraCPU = 16000 }, key: key, called: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := baseWorld()
+			m := newDRANodeMemo()
+			calls := 0
+			use := func(n *gpu.Node) int64 { calls++; return rate(n) }
+			if got, want := m.lendScore(w.nodeInfo(), "q", w.get, nil, false, key, use), rate(draNodeFrom(nodeInOf(w.nodeInfo()), w.nodeInfo(), "q", w.get)); got != want {
+				t.Fatalf("first score %d, want %d", got, want)
+			}
+			c.change(&w)
+			ni := w.nodeInfo()
+			got := m.lendScore(ni, "q", w.get, nil, false, c.key, use)
+			if want := rate(draNodeFrom(nodeInOf(ni), ni, "q", w.get)); got != want {
+				t.Errorf("score %d, afresh %d", got, want)
+			}
+			if called := calls == 2; called != c.called {
+				t.Errorf("scorer called again: %v, want %v", called, c.called)
 			}
 		})
 	}

@@ -57,6 +57,12 @@ type draFullestFirst struct {
 	// choices computed, for tests.
 	picks       map[*resourceapi.ResourceSlice]*fgdPicks
 	fgdComputes int
+	// entries is what listKept keeps of each GPU slice, by slice
+	// object; requests numbers the shares FGD chose for (listKept's
+	// picks), and epoch is the numbering's (a new one once it is full).
+	entries  map[*resourceapi.ResourceSlice]*sliceEntry
+	requests map[fgdRequest]int
+	epoch    uint64
 	// gathered is the allocated state the last GatherAllocatedState
 	// returned, until the slice list that follows it reads it: the
 	// state DynamicResources' PreFilter gathers just before it lists
@@ -80,7 +86,8 @@ func newDRAFullestFirst(m *gpuDRAModel) func(fwk.SharedDRAManager) profile.DRAWr
 		d := &draFullestFirst{SharedDRAManager: inner, m: m, cache: map[string]orderedSlice{},
 			devs: map[*resourceapi.ResourceSlice]*sliceDevs{}, last: map[*resourceapi.ResourceSlice]lastOrder{},
 			pools: map[dra.UniqueString]struct{}{}, picks: map[*resourceapi.ResourceSlice]*fgdPicks{}, kept: newAllocKeeper(),
-			lefts: map[*resourceapi.ResourceSlice]keptLeft{}}
+			lefts: map[*resourceapi.ResourceSlice]keptLeft{}, entries: map[*resourceapi.ResourceSlice]*sliceEntry{},
+			requests: map[fgdRequest]int{}}
 		m.claims = d.kept
 		return profile.DRAWrap{Manager: d, Keeper: d}
 	}
@@ -181,6 +188,10 @@ func (l fullestFirstLister) ListWithDeviceTaintRules() ([]*resourceapi.ResourceS
 		clear(l.d.last)
 		clear(l.d.picks)
 		clear(l.d.lefts)
+		clear(l.d.entries)
+	}
+	if draListKeptOn && l.d.kept.serves(state) {
+		return l.d.listKept(list, state), nil
 	}
 	choose := l.d.choice()
 	out := slices.Clone(list)
@@ -310,21 +321,33 @@ func (d *draFullestFirst) fgdChoice(sl *resourceapi.ResourceSlice, left []int64,
 	if at, ok := p.at[key]; ok {
 		return at
 	}
-	d.fgdComputes++
-	n := emptyNode(nodeInOf(ni))
-	if len(n.Free) != len(left) {
+	at, ok := d.fgdCompute(ni, left, r)
+	if !ok {
 		return -1
-	}
-	copy(n.Free, left)
-	at := -1
-	if _, gpus := d.m.fgdMemo().Choose(n, r); len(gpus) == 1 {
-		at = gpus[0]
 	}
 	if len(p.at) >= maxFGDPicks {
 		clear(p.at)
 	}
 	p.at[key] = at
 	return at
+}
+
+// fgdCompute is the index of the device FGD puts r on, on ni with its
+// devices' thousandths left as left says (-1 if none); ok is false if
+// left is not one figure per GPU of ni (no choice to keep). O(FGD's
+// cost; gpu.Memo's lookup once it knows the node's content).
+func (d *draFullestFirst) fgdCompute(ni fwk.NodeInfo, left []int64, r gpu.Request) (at int, ok bool) {
+	d.fgdComputes++
+	n := emptyNode(nodeInOf(ni))
+	if len(n.Free) != len(left) {
+		return -1, false
+	}
+	copy(n.Free, left)
+	at = -1
+	if _, gpus := d.m.fgdMemo().Choose(n, r); len(gpus) == 1 {
+		at = gpus[0]
+	}
+	return at, true
 }
 
 // maxFGDPicks bounds the requests whose choices are kept per slice.
@@ -456,20 +479,8 @@ type lastOrder struct {
 // the same object as last time if neither the slice nor the order
 // changed. O(devices log devices).
 func (d *draFullestFirst) ordered(sl *resourceapi.ResourceSlice, left []int64, first int) *resourceapi.ResourceSlice {
-	idx := d.idx[:0]
-	for i := range left {
-		idx = append(idx, i)
-	}
+	idx := orderInto(d.idx[:0], left, first)
 	d.idx = idx
-	slices.SortStableFunc(idx, func(a, b int) int {
-		switch {
-		case a == first:
-			return -1
-		case b == first:
-			return 1
-		}
-		return cmp.Compare(left[a], left[b])
-	})
 	if l, ok := d.last[sl]; ok && slices.Equal(l.idx, idx) {
 		return l.out
 	}
@@ -496,4 +507,26 @@ func (d *draFullestFirst) orderedBy(sl *resourceapi.ResourceSlice, idx []int) *r
 	}
 	d.cache[key] = orderedSlice{src: sl, out: &c}
 	return &c
+}
+
+// orderOf is the device indexes of left fullest first (the least left
+// first, index order among equals), first (if not -1) before them all.
+// O(devices log devices).
+func orderOf(left []int64, first int) []int { return orderInto(nil, left, first) }
+
+// orderInto is orderOf, appended to idx.
+func orderInto(idx []int, left []int64, first int) []int {
+	for i := range left {
+		idx = append(idx, i)
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		switch {
+		case a == first:
+			return -1
+		case b == first:
+			return 1
+		}
+		return cmp.Compare(left[a], left[b])
+	})
+	return idx
 }

@@ -78,6 +78,12 @@ type gpuDRAScore struct {
 	last   *v1.Pod
 	lastR  gpu.Request
 	lastOK bool
+	// lastNum is the last pod's request by number (requests), whose
+	// epoch moves once maxFGDRequests are numbered, for the scores kept
+	// by the node memo (scoreKey).
+	lastNum  int32
+	requests map[fgdRequest]int32
+	epoch    uint32
 
 	// nodes keeps the nodes rebuilt (nil: rebuild every time).
 	nodes *draNodeMemo
@@ -128,6 +134,9 @@ func (p *gpuDRAScore) Score(_ context.Context, cs fwk.CycleState, pod *v1.Pod, n
 	if pod != p.last {
 		p.last = pod
 		p.lastR, p.lastOK = usageOfPod(pod).request()
+		if p.lastOK {
+			p.lastNum = p.requestNumber(p.lastR)
+		}
 	}
 	r, ok := p.lastR, p.lastOK
 	if !ok || !p.m.hasPolicy {
@@ -151,8 +160,31 @@ func (p *gpuDRAScore) Score(_ context.Context, cs fwk.CycleState, pod *v1.Pod, n
 		}
 		return memo.ScoreAt(p.m.policy, n, r, at, p.m.rnd)
 	}
-	return p.nodes.lend(ni, pod.UID, p.h.SharedDRAManager().ResourceClaims().Get, p.m.claims.claimCount,
-		cs.GetPodGroupSchedulingCycle() == nil, score), nil
+	get, byGen := p.h.SharedDRAManager().ResourceClaims().Get, cs.GetPodGroupSchedulingCycle() == nil
+	if p.m.policy == gpu.Random {
+		// Random's score draws from the run's source: every score
+		// draws.
+		return p.nodes.lend(ni, pod.UID, get, p.m.claims.claimCount, byGen, score), nil
+	}
+	key := scoreKey{policy: p.m.policy, fgd: p.m.fgdChooses(pod, r), epoch: p.epoch, num: p.lastNum}
+	return p.nodes.lendScore(ni, pod.UID, get, p.m.claims.claimCount, byGen, key, score), nil
+}
+
+// requestNumber is r's number among the requests p scored, given at its
+// first score; once maxFGDRequests are numbered, the numbering starts
+// again in a new epoch. O(r's models).
+func (p *gpuDRAScore) requestNumber(r gpu.Request) int32 {
+	key := requestKey(r)
+	if n, ok := p.requests[key]; ok {
+		return n
+	}
+	if p.requests == nil || len(p.requests) >= maxFGDRequests {
+		p.requests = map[fgdRequest]int32{}
+		p.epoch++
+	}
+	n := int32(len(p.requests))
+	p.requests[key] = n
+	return n
 }
 
 // fgdChooses reports whether DRA is shown pod's GPUs in FGD's order:

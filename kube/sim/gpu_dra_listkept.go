@@ -1,0 +1,199 @@
+package sim
+
+import (
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/dynamic-resource-allocation/structured"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/schedq/schedq/kube/gpu"
+)
+
+// draListKeptOn turns on listKept, the lister's path for the kept
+// state; tests turn it off to compare with the path that reads every
+// slice's order again.
+var draListKeptOn = true
+
+// draListCheck, if set (by tests), is told each slice listKept lists
+// from what it kept, with the order the other path would list it in
+// (its device names), as it computes it afresh.
+var draListCheck func(sl, kept, fresh *resourceapi.ResourceSlice)
+
+// sliceEntry is what listKept keeps of a GPU slice object: what its
+// devices have left in the kept state and whether its pool is in use
+// there, read at the keeper's count at; the slice listed in each order
+// for that use (outs, by the device listed first + 1); and FGD's choice
+// on the slice's node for each request (picks, by the request's number
+// + 1; 0: not known) with the node's figures they were chosen for.
+type sliceEntry struct {
+	devs *sliceDevs
+	read bool
+	at   uint64
+	left []int64
+	used bool
+	outs []*resourceapi.ResourceSlice
+
+	node               *v1.Node
+	cpu, mem, gpuMilli int64
+	usedCPU, usedMem   int64
+	epoch              uint64
+	picks              []int
+}
+
+// maxFGDRequests bounds the requests listKept numbers: past it, the
+// numbering starts again, and every kept choice with it.
+const maxFGDRequests = 1024
+
+// listKept is ListWithDeviceTaintRules on the kept state: each GPU
+// slice whose pool is in use listed in the policy's order, from what is
+// kept of it while its pool's count (the keeper's) and, under FGD, its
+// node's object and figures are the ones it was kept at. The order is a
+// function of what the devices have left and the device listed first,
+// which under FGD is a function of the node's figures, what is left and
+// the request (fgdChoice): a cycle reads the slices of the nodes placed
+// on since (their pools' counts moved, or their figures) and nothing
+// else of the others. O(GPU slices) lookups, O(devices) more per slice
+// read again.
+func (d *draFullestFirst) listKept(list []*resourceapi.ResourceSlice, state *structured.AllocatedState) []*resourceapi.ResourceSlice {
+	var (
+		r        gpu.Request
+		fgd, rnd bool
+		num      int
+		draw     uint64
+	)
+	if pod := d.m.pod; pod != nil {
+		var ok bool
+		r, ok = usageOfPod(pod).request()
+		switch {
+		case !ok || !r.Shared():
+		case d.m.fgdChooses(pod, r):
+			fgd = true
+			num = d.requestNumber(r)
+		case d.m.policy == gpu.Random:
+			rnd, draw = true, randomDraw(d.m.seed, pod)
+		}
+	}
+	var nodes fwk.NodeInfoLister
+	if fgd && d.m.h != nil {
+		nodes = d.m.h.SnapshotSharedLister().NodeInfos()
+	}
+	out := make([]*resourceapi.ResourceSlice, len(list))
+	copy(out, list)
+	for i, sl := range list {
+		if sl.Spec.Driver != traceGPUDriver {
+			continue
+		}
+		e := d.entryOf(sl, state)
+		if !e.used {
+			continue
+		}
+		first := -1
+		switch {
+		case fgd:
+			first = d.keptFGDChoice(sl, e, nodes, r, num)
+		case rnd:
+			first = randomChoice(e.left, r.Share, draw)
+		}
+		o := e.outs[first+1]
+		if o == nil {
+			o = d.ordered(sl, e.left, first)
+			e.outs[first+1] = o
+		}
+		if draListCheck != nil {
+			draListCheck(sl, o, d.freshOrder(sl, state))
+		}
+		out[i] = o
+	}
+	return out
+}
+
+// freshOrder is sl as the other path lists it for the pod noted, read
+// afresh from state (for draListCheck).
+func (d *draFullestFirst) freshOrder(sl *resourceapi.ResourceSlice, state *structured.AllocatedState) *resourceapi.ResourceSlice {
+	devs := d.devsOf(sl)
+	left := devs.left(state)
+	first := -1
+	if choose := d.choice(); choose != nil {
+		first = choose(sl, left)
+	}
+	return d.orderedBy(sl, orderOf(left, first))
+}
+
+// entryOf is sl's entry, read again from the kept state if its pool's
+// count moved since it was read (or it never was). O(1) then, else
+// O(devices).
+func (d *draFullestFirst) entryOf(sl *resourceapi.ResourceSlice, state *structured.AllocatedState) *sliceEntry {
+	e := d.entries[sl]
+	if e == nil {
+		e = &sliceEntry{devs: d.devsOf(sl)}
+		d.entries[sl] = e
+	}
+	if e.read && d.kept.poolVer[e.devs.pool] <= e.at {
+		return e
+	}
+	e.read, e.at = true, d.kept.ver
+	e.left = e.devs.left(state)
+	_, e.used = d.kept.gpuPools[e.devs.pool]
+	e.outs = make([]*resourceapi.ResourceSlice, len(e.left)+1)
+	e.picks = e.picks[:0]
+	return e
+}
+
+// requestNumber is r's number among the requests listKept kept choices
+// for, given at its first list; once maxFGDRequests are numbered, the
+// numbering (and every choice kept by it) starts again. O(r's models).
+func (d *draFullestFirst) requestNumber(r gpu.Request) int {
+	key := requestKey(r)
+	if n, ok := d.requests[key]; ok {
+		return n
+	}
+	if len(d.requests) >= maxFGDRequests {
+		clear(d.requests)
+		d.epoch++
+	}
+	n := len(d.requests)
+	d.requests[key] = n
+	return n
+}
+
+// keptFGDChoice is fgdChoice(sl, e.left, r), kept in e by r's number
+// num while the node's object and figures (allocatable and requested
+// CPU and memory) are the ones it was chosen for and e.left is
+// unchanged (entryOf clears e.picks when it reads it again). The rest of
+// what FGD reads of the node (its name, model and allocatable GPUs) is
+// the node object's, which is never changed in place. O(1) then, else
+// FGD's choice computed (fgdCompute: fgdChoice's own keep would not
+// hold it, since it keeps the same inputs).
+func (d *draFullestFirst) keptFGDChoice(sl *resourceapi.ResourceSlice, e *sliceEntry, nodes fwk.NodeInfoLister, r gpu.Request, num int) int {
+	if nodes == nil || sl.Spec.NodeName == nil {
+		return d.fgdChoice(sl, e.left, r)
+	}
+	ni, err := nodes.Get(*sl.Spec.NodeName)
+	if err != nil || ni.Node() == nil {
+		return d.fgdChoice(sl, e.left, r)
+	}
+	alloc, used := ni.GetAllocatable(), ni.GetRequested()
+	if draListKeptNodeCheck && (e.node != ni.Node() || e.epoch != d.epoch || e.usedCPU != used.GetMilliCPU() || e.usedMem != used.GetMemory() ||
+		e.cpu != alloc.GetMilliCPU() || e.mem != alloc.GetMemory()) {
+		e.node, e.epoch = ni.Node(), d.epoch
+		e.usedCPU, e.usedMem = used.GetMilliCPU(), used.GetMemory()
+		e.cpu, e.mem = alloc.GetMilliCPU(), alloc.GetMemory()
+		e.picks = e.picks[:0]
+	}
+	if num < len(e.picks) && e.picks[num] != 0 {
+		return e.picks[num] - 1
+	}
+	at, ok := d.fgdCompute(ni, e.left, r)
+	if !ok {
+		return -1
+	}
+	for len(e.picks) <= num {
+		e.picks = append(e.picks, 0)
+	}
+	e.picks[num] = at + 1
+	return at
+}
+
+// draListKeptNodeCheck turns on keptFGDChoice's check of the node's
+// object and figures; tests turn it off to show what it guards against.
+var draListKeptNodeCheck = true
