@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -133,5 +134,76 @@ func TestExplainAnswerSaysWhenExplained(t *testing.T) {
 	}
 	if _, text := get(t, srv.URL+"/debug/queue/default/p?format=text"); !strings.Contains(text, "explained at:") {
 		t.Errorf("no %q in\n%s", "explained at:", text)
+	}
+}
+
+// TestExplanationsNotSharedOnceThePodLeftAndCameBack: a pod that left its
+// place and came back to a place of the same kind within the second (its
+// pod deleted and created again under its name, or parked again after a
+// new attempt) is explained again, not answered with the explanation of
+// the place it left (the one it had before it was deleted, the reasons of
+// the attempt before).
+func TestExplanationsNotSharedOnceThePodLeftAndCameBack(t *testing.T) {
+	key := types.NamespacedName{Namespace: "default", Name: "p"}
+	park := func(l *liveCluster, plugin string) {
+		a, err := l.queue.Pop(context.Background())
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		if err := l.queue.Requeue(a, schedq.Failure{RejectedBy: []string{plugin}}); err != nil {
+			l.t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		before func(l *liveCluster) // before the first request
+		change func(l *liveCluster) // between the two, 10 ms apart
+		check  func(t *testing.T, l *liveCluster, x schedq.Explanation[types.NamespacedName])
+	}{
+		{name: "deleted and created again", change: func(l *liveCluster) {
+			if err := l.queue.Delete(key); err != nil {
+				l.t.Fatal(err)
+			}
+			p := l.pod("p", "1", "")
+			p.UID += "-again"
+			l.pending(p)
+		}, check: func(t *testing.T, l *liveCluster, x schedq.Explanation[types.NamespacedName]) {
+			if !x.Timestamp.Equal(l.clk.Now()) {
+				t.Errorf("the answer's pod was added at %v, want the new pod's %v", x.Timestamp, l.clk.Now())
+			}
+		}},
+		{name: "parked again after another attempt", before: func(l *liveCluster) { park(l, "NodeResourcesFit") },
+			change: func(l *liveCluster) {
+				if err := l.queue.Activate(key); err != nil {
+					l.t.Fatal(err)
+				}
+				park(l, "NodeAffinity")
+			}, check: func(t *testing.T, l *liveCluster, x schedq.Explanation[types.NamespacedName]) {
+				if x.Location != schedq.InUnschedulable || x.Attempts != 2 || !slices.Equal(x.RejectedBy, []string{"NodeAffinity"}) {
+					t.Errorf("%v after %d attempts, rejected by %v: want the second attempt's parking, by NodeAffinity", x.Location, x.Attempts, x.RejectedBy)
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLiveCluster(t, 1)
+			l.pending(l.pod("p", "1", ""))
+			if tc.before != nil {
+				tc.before(l)
+			}
+			e := &explanations{q: l.queue, ttl: queueSnapshotTTL, now: l.clk.Now}
+			if _, _, _, err := e.explain(key); err != nil {
+				t.Fatal(err)
+			}
+			l.clk.Step(10 * time.Millisecond)
+			tc.change(l)
+			x, at, _, err := e.explain(key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !at.Equal(l.clk.Now()) {
+				t.Errorf("explained at %v, want now (%v): the pod came back since", at, l.clk.Now())
+			}
+			tc.check(t, l, x)
+		})
 	}
 }

@@ -216,7 +216,10 @@ func (o pendingQuery) page(all schedq.PendingPage[types.NamespacedName]) schedq.
 // listing, under the queue's lock once, and the explanations are kept
 // with the listing. So a second's work is the listing and the pods
 // served, not an explanation of every pending pod, and a pod reads the
-// same on every page and filter of that second.
+// same on every page and filter of that second while it stays where it
+// was explained: each request asks the queue where its page's pods are
+// (Get, O(1) each), and one that moved since (popped, parked, deleted,
+// created again) is explained again, as explanations does.
 type pendingSnapshots struct {
 	q   queueView
 	ttl time.Duration
@@ -226,7 +229,15 @@ type pendingSnapshots struct {
 	at        time.Time
 	all       schedq.PendingPage[types.NamespacedName] // unexplained
 	fair      bool                                     // the queue shares fairly: Tenants is not nil
-	explained map[types.NamespacedName]schedq.Explanation[types.NamespacedName]
+	explained map[types.NamespacedName]listedExplained
+}
+
+// listedExplained is a listed pod's explanation and the place it was
+// made for (queued: whether Get found the pod then).
+type listedExplained struct {
+	x      schedq.Explanation[types.NamespacedName]
+	place  place
+	queued bool
 }
 
 // serve returns r's page of the listing, taken at most once per TTL,
@@ -237,7 +248,7 @@ func (s *pendingSnapshots) serve(r *http.Request) (schedq.PendingPage[types.Name
 	if now := s.now(); s.at.IsZero() || now.Sub(s.at) >= s.ttl {
 		s.all = s.q.Pending(schedq.PendingOptions[*v1.Pod]{Limit: math.MaxInt, Unexplained: true})
 		s.fair = s.q.Tenants() != nil
-		s.explained = map[types.NamespacedName]schedq.Explanation[types.NamespacedName]{}
+		s.explained = map[types.NamespacedName]listedExplained{}
 		s.at = now
 	}
 	o, err := pendingOptions(r, s.fair)
@@ -245,20 +256,30 @@ func (s *pendingSnapshots) serve(r *http.Request) (schedq.PendingPage[types.Name
 		return schedq.PendingPage[types.NamespacedName]{}, err
 	}
 	p := o.page(s.all)
+	// Where each pod is now, read before any explanation: a pod that
+	// moves between the two is explained again at the next request.
 	var todo []schedq.PendingItem[types.NamespacedName]
+	var places []listedExplained
 	for _, it := range p.Items {
-		if _, ok := s.explained[it.Key]; !ok {
+		info, loc, queued := s.q.Get(it.Key)
+		now := listedExplained{queued: queued}
+		if queued {
+			now.place = placeOf(info, loc)
+		}
+		if c, ok := s.explained[it.Key]; !ok || c.queued != now.queued || c.place != now.place {
 			todo = append(todo, it)
+			places = append(places, now)
 		}
 	}
 	if len(todo) > 0 {
 		s.q.ExplainListed(todo)
-		for _, it := range todo {
-			s.explained[it.Key] = it.Explanation
+		for i, it := range todo {
+			places[i].x = it.Explanation
+			s.explained[it.Key] = places[i]
 		}
 	}
 	for i := range p.Items {
-		p.Items[i].Explanation = s.explained[p.Items[i].Key]
+		p.Items[i].Explanation = s.explained[p.Items[i].Key].x
 	}
 	return p, nil
 }
@@ -281,7 +302,8 @@ func tenantFilter(t string, fair bool) (string, error) {
 // servePending serves /debug/queue?order=pop: one page of the pending
 // pods in the order they wait, each with its reason.
 // The page is cut from the listing snap shares between the requests of
-// a second, and its pods explained once in that second.
+// a second, and its pods explained once in that second while they stay
+// where they were explained.
 func servePending(w http.ResponseWriter, r *http.Request, snap *pendingSnapshots, fc *forecaster) {
 	if err := checkQuery(r, "/debug/queue?order=pop", "order", "namespace", "tenant", "offset", "limit", "format"); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)

@@ -13,7 +13,10 @@ import (
 // listing in pop order) also gives the gating plugin's own reason, asked
 // again (scheduler.GateReasons): the queue keeps only the plugin's name.
 // Each such pod costs a Get of the queue and one PreEnqueue call, with
-// no lock held.
+// neither the queue's lock nor the scheduler cache's held: the debug
+// endpoints' caches (explanations, pendingSnapshots) hold their own, which
+// nothing takes under them, while they ask, and a PreEnqueue plugin takes
+// only leaves (see scheduler.GateReasons).
 type gatedQueueView struct {
 	*switchQueue
 	gates *scheduler.GateReasons

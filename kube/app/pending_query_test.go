@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -295,6 +296,75 @@ func TestPendingTenantPageKeepsPodsThatLeft(t *testing.T) {
 					}
 				}
 			})
+		})
+	}
+}
+
+// TestPendingPageNotSharedOnceThePodMoved: within the listing's second, a
+// pod that a request explained and that moved since (tried and parked,
+// deleted, deleted and created again) is explained again where it is now
+// at the next request, as a pod that moved between the listing and its
+// first explanation is, not served the explanation of the place it left;
+// one that stayed is not explained again.
+func TestPendingPageNotSharedOnceThePodMoved(t *testing.T) {
+	key := types.NamespacedName{Namespace: "default", Name: "p"}
+	for _, tc := range []struct {
+		name      string
+		change    func(l *liveCluster)
+		where     schedq.Location
+		reason    string
+		explained int // by the second request
+	}{
+		{name: "stayed", change: func(*liveCluster) {}, where: schedq.InActive, reason: "ready"},
+		{name: "tried and parked", change: func(l *liveCluster) {
+			a, err := l.queue.Pop(context.Background())
+			if err != nil {
+				l.t.Fatal(err)
+			}
+			if err := l.queue.Requeue(a, schedq.Failure{RejectedBy: []string{"NodeAffinity"}}); err != nil {
+				l.t.Fatal(err)
+			}
+		}, where: schedq.InUnschedulable, reason: "NodeAffinity", explained: 1},
+		{name: "deleted", change: func(l *liveCluster) {
+			if err := l.queue.Delete(key); err != nil {
+				l.t.Fatal(err)
+			}
+		}, reason: "left the queue since it was listed", explained: 1},
+		{name: "deleted and created again", change: func(l *liveCluster) {
+			if err := l.queue.Delete(key); err != nil {
+				l.t.Fatal(err)
+			}
+			p := l.pod("p", "1", "")
+			p.UID += "-again"
+			l.pending(p)
+		}, where: schedq.InActive, reason: "ready", explained: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLiveCluster(t, 1)
+			l.pending(l.pod("p", "1", ""))
+			v := &explainCounting{queueView: l.queue}
+			s := &pendingSnapshots{q: v, ttl: queueSnapshotTTL, now: l.clk.Now}
+			req := func() schedq.PendingItem[types.NamespacedName] {
+				p, err := s.serve(httptest.NewRequest(http.MethodGet, "/debug/queue?order=pop", nil))
+				if err != nil || len(p.Items) != 1 {
+					t.Fatalf("%v: %+v", err, p)
+				}
+				return p.Items[0]
+			}
+			req()
+			l.clk.Step(10 * time.Millisecond)
+			tc.change(l)
+			before := v.explained
+			it := req()
+			if it.Location != tc.where || !strings.Contains(it.Reason, tc.reason) {
+				t.Errorf("%v: %q, want %v: %q", it.Location, it.Reason, tc.where, tc.reason)
+			}
+			if tc.name == "deleted and created again" && !it.Timestamp.Equal(l.clk.Now()) {
+				t.Errorf("the pod of %v, want the new one of %v", it.Timestamp, l.clk.Now())
+			}
+			if n := v.explained - before; n != tc.explained {
+				t.Errorf("%d pods explained again, want %d", n, tc.explained)
+			}
 		})
 	}
 }

@@ -171,9 +171,13 @@ func (h *Handlers) followNomination(oldPod, newPod *v1.Pod, prev string, had boo
 // kube-scheduler v1.37.2 drops it: it would cost the queue an update and
 // its hints, and a plugin that wakes on any update of the pod would retry
 // it for nothing. The simulator, whose pods may keep a snapshot's
-// ResourceVersion through its changes, calls UpdatePod itself.
+// ResourceVersion through its changes, calls UpdatePod itself. Only the
+// same pod's is dropped: a new UID under the name is a pod deleted and
+// created again (UpdatePod replaces the old one), whatever the two
+// versions say (kube-scheduler compares the versions alone).
 func (h *Handlers) updatePodEvent(oldPod, newPod *v1.Pod) {
-	if !assigned(oldPod) && !assigned(newPod) && oldPod.ResourceVersion != "" && oldPod.ResourceVersion == newPod.ResourceVersion {
+	if !assigned(oldPod) && !assigned(newPod) && oldPod.UID == newPod.UID &&
+		oldPod.ResourceVersion != "" && oldPod.ResourceVersion == newPod.ResourceVersion {
 		return
 	}
 	h.UpdatePod(oldPod, newPod)

@@ -21,6 +21,7 @@ func TestResyncIsNoPodUpdate(t *testing.T) {
 		name    string
 		rv, rv2 string
 		direct  bool // UpdatePod, as the simulator calls it, not the informer's handler
+		newUID  bool // the new version is another pod of the same name (deleted and created again)
 		park    bool // parked behind SchedulingGates' gate rather than in activeQ
 		updated bool // the queue holds the new object
 		where   schedq.Location
@@ -31,6 +32,11 @@ func TestResyncIsNoPodUpdate(t *testing.T) {
 		{name: "a change of a parked pod", rv: "7", rv2: "8", park: true, updated: true, where: schedq.InUnschedulable},
 		{name: "no versions", park: true, updated: true, where: schedq.InUnschedulable},
 		{name: "the simulator's own update", rv: "7", rv2: "7", direct: true, park: true, updated: true, where: schedq.InUnschedulable},
+		// A relist after a delete and a create under the same name: the
+		// new pod, whatever its ResourceVersion, replaces the old one
+		// (queued afresh in activeQ), as UpdatePod handles a new UID.
+		{name: "a pod created again with the same version, parked", rv: "7", rv2: "7", newUID: true, park: true, updated: true, where: schedq.InActive},
+		{name: "a pod created again with the same version, in activeQ", rv: "7", rv2: "7", newUID: true, updated: true, where: schedq.InActive},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,6 +56,9 @@ func TestResyncIsNoPodUpdate(t *testing.T) {
 			}
 			u := p.DeepCopy()
 			u.ResourceVersion = tc.rv2
+			if tc.newUID {
+				u.UID = p.UID + "-again"
+			}
 			if tc.direct {
 				f.h.UpdatePod(p, u)
 			} else {
