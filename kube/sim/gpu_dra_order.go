@@ -121,9 +121,9 @@ func (g gatherNoter) GatherAllocatedState() (*structured.AllocatedState, error) 
 	var s *structured.AllocatedState
 	var err error
 	if g.d.kept.usable() {
-		s = &g.d.kept.state
+		s = g.d.kept.served()
 		if draStateCheck != nil {
-			draStateCheck(s, g.ResourceClaimTracker)
+			draStateCheck(g.d.kept, s, g.ResourceClaimTracker)
 		}
 	} else {
 		s, err = g.ResourceClaimTracker.GatherAllocatedState()
