@@ -45,6 +45,8 @@ func TestListKeptFollowsTheNodeAndThePod(t *testing.T) {
 		{name: "node object replaced", node: bigger, pod: share, first: "gpu-1"},
 		{name: "another request", pods: []*v1.Pod{busy}, node: bigger, pod: half},
 		{name: "claim allocated", pods: []*v1.Pod{busy}, node: bigger, pod: share, claim: true},
+		{name: "node object with fewer GPUs", pods: []*v1.Pod{busy}, node: memoNode(64000, "V100", 2), pod: half},
+		{name: "node object with its GPUs back", pods: []*v1.Pod{busy}, node: bigger, pod: half},
 	}
 	w := newKeptWorld(t)
 	workload := gpu.Typical([]gpu.Request{{CPU: 1000, Mem: 1024, Count: 1, Share: 200}, {CPU: 1000, Mem: 1024, Count: 1, Share: 500},

@@ -121,9 +121,9 @@ func (g gatherNoter) GatherAllocatedState() (*structured.AllocatedState, error) 
 	var s *structured.AllocatedState
 	var err error
 	if g.d.kept.usable() {
-		s = &g.d.kept.state
+		s = g.d.kept.served()
 		if draStateCheck != nil {
-			draStateCheck(s, g.ResourceClaimTracker)
+			draStateCheck(g.d.kept, s, g.ResourceClaimTracker)
 		}
 	} else {
 		s, err = g.ResourceClaimTracker.GatherAllocatedState()
@@ -321,7 +321,7 @@ func (d *draFullestFirst) fgdChoice(sl *resourceapi.ResourceSlice, left []int64,
 	if at, ok := p.at[key]; ok {
 		return at
 	}
-	at, ok := d.fgdCompute(ni, left, r)
+	at, ok := d.fgdCompute(head, left, r)
 	if !ok {
 		return -1
 	}
@@ -332,13 +332,15 @@ func (d *draFullestFirst) fgdChoice(sl *resourceapi.ResourceSlice, left []int64,
 	return at
 }
 
-// fgdCompute is the index of the device FGD puts r on, on ni with its
-// devices' thousandths left as left says (-1 if none); ok is false if
-// left is not one figure per GPU of ni (no choice to keep). O(FGD's
-// cost; gpu.Memo's lookup once it knows the node's content).
-func (d *draFullestFirst) fgdCompute(ni fwk.NodeInfo, left []int64, r gpu.Request) (at int, ok bool) {
+// fgdCompute is the index of the device FGD puts r on, on the node of
+// head (its figures, headOfNI) with its devices' thousandths left as
+// left says (-1 if none); ok is false if left is not one figure per GPU
+// of the node (no choice to keep). O(FGD's cost; gpu.Memo's lookup once
+// it knows the node's content).
+func (d *draFullestFirst) fgdCompute(head nodeHead, left []int64, r gpu.Request) (at int, ok bool) {
 	d.fgdComputes++
-	n := emptyNode(nodeInOf(ni))
+	n := emptyNode(nodeIn{name: head.name, model: head.model, cpu: head.cpu, mem: head.mem, gpuMilli: head.gpuMilli,
+		usedCPU: head.usedCPU, usedMem: head.usedMem})
 	if len(n.Free) != len(left) {
 		return -1, false
 	}

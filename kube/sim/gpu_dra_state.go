@@ -23,9 +23,9 @@ import (
 // events (allocKeeper); tests turn it off to compare.
 var draStateKeptOn = true
 
-// draStateCheck, if set (by tests), is given each kept state served and
-// the tracker whose gather it stands for.
-var draStateCheck func(kept *structured.AllocatedState, tracker fwk.ResourceClaimTracker)
+// draStateCheck, if set (by tests), is given each kept state served, its
+// keeper and the tracker whose gather it stands for.
+var draStateCheck func(k *allocKeeper, served *structured.AllocatedState, tracker fwk.ResourceClaimTracker)
 
 // allocKeeper is the allocated state DynamicResources' PreFilter gathers,
 // kept up to date from the events of the DRA manager's assume cache of
@@ -46,7 +46,19 @@ var draStateCheck func(kept *structured.AllocatedState, tracker fwk.ResourceClai
 // PreBind writes; the simulator writes claims between cycles and at
 // PreBind, on one goroutine. Not safe for concurrent use.
 type allocKeeper struct {
-	state    structured.AllocatedState
+	state structured.AllocatedState
+	// view is the state served (served): state's devices and capacities,
+	// with bare for its shares. bare is the shares of state whose device
+	// has no capacity consumed in state, and byDev each device's shares.
+	// Upstream's allocator reads the shares only to tell whether a device
+	// without capacity consumed is shared (it ranges over them all, for
+	// every device it tries that has none consumed: the whole set per
+	// free GPU tried, 8% of the 130% draw's CPU); a share of a device with
+	// capacity consumed never answers that, so bare answers as the whole
+	// set (TestKeptAllocatedStateIsUpstreams, sameAsGather).
+	view     structured.AllocatedState
+	bare     sets.Set[structured.SharedDeviceID]
+	byDev    map[structured.DeviceID]sets.Set[structured.SharedDeviceID]
 	watching bool
 	// broken is set by an event the keeper cannot read (not a claim):
 	// the gather is upstream's from then on.
@@ -82,6 +94,8 @@ func newAllocKeeper() *allocKeeper {
 			AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](),
 			AggregatedCapacity:       structured.NewConsumedCapacityCollection(),
 		},
+		bare:     sets.New[structured.SharedDeviceID](),
+		byDev:    map[structured.DeviceID]sets.Set[structured.SharedDeviceID]{},
 		inFlight: sets.New[types.UID](),
 		poolVer:  map[dra.UniqueString]uint64{},
 		shares:   map[structured.DeviceID]int{},
@@ -197,17 +211,82 @@ func (k *allocKeeper) apply(claim *resourceapi.ResourceClaim, add bool) {
 		default:
 			k.share(id, structured.MakeSharedDeviceID(id, r.ShareID), add)
 		}
-		if r.ShareID == nil || r.ConsumedCapacity == nil {
+		if r.ShareID == nil {
 			continue
 		}
-		used := structured.NewDeviceConsumedCapacity(id, r.ConsumedCapacity)
-		if add {
-			k.state.AggregatedCapacity.Insert(used)
-		} else {
-			k.state.AggregatedCapacity.Remove(used)
+		if r.ConsumedCapacity != nil {
+			used := structured.NewDeviceConsumedCapacity(id, r.ConsumedCapacity)
+			if add {
+				k.state.AggregatedCapacity.Insert(used)
+			} else {
+				k.state.AggregatedCapacity.Remove(used)
+			}
+			k.noteGPUUse(id)
 		}
-		k.noteGPUUse(id)
+		if draBareSettles {
+			k.settle(id)
+		}
 	}
+}
+
+// draBareSettles turns on settle; tests turn it off to show what it
+// guards against.
+var draBareSettles = true
+
+// settle puts device id's shares in bare if state has no capacity
+// consumed on id, else takes them out. O(id's shares).
+func (k *allocKeeper) settle(id structured.DeviceID) {
+	_, consumed := k.state.AggregatedCapacity[id]
+	for sid := range k.byDev[id] {
+		if consumed {
+			k.bare.Delete(sid)
+		} else {
+			k.bare.Insert(sid)
+		}
+	}
+}
+
+// draBareSharesOn turns on the view's bare shares; tests turn it off to
+// compare. The bare shares are served only with the share counts kept
+// (draSharesKeptOn), which DynamicResources' memo then reads instead of
+// counting the state's shares.
+var draBareSharesOn = true
+
+// served is the state to serve: view, its maps state's, its shares bare
+// (or state's, draBareSharesOn off). O(1).
+func (k *allocKeeper) served() *structured.AllocatedState {
+	k.view = k.state
+	if draBareSharesOn && draSharesKeptOn {
+		k.view.AllocatedSharedDeviceIDs = k.bare
+	}
+	return &k.view
+}
+
+// sameAsGather reports how served, a state gathered through the
+// manager, differs from want, upstream's gather (nil if it does not):
+// if served is the kept one, the keeper's state is want and served's
+// shares are those of want whose device has no capacity consumed (all
+// of want's, draBareSharesOn off). For tests and checks.
+func (k *allocKeeper) sameAsGather(served, want *structured.AllocatedState) error {
+	if !k.serves(served) {
+		return sameState(served, want)
+	}
+	if err := sameState(&k.state, want); err != nil {
+		return err
+	}
+	if served.AllocatedSharedDeviceIDs.Equal(k.state.AllocatedSharedDeviceIDs) {
+		return nil
+	}
+	bare := sets.New[structured.SharedDeviceID]()
+	for sid := range want.AllocatedSharedDeviceIDs {
+		if _, consumed := want.AggregatedCapacity[sid.GetDeviceID()]; !consumed {
+			bare.Insert(sid)
+		}
+	}
+	if !served.AllocatedSharedDeviceIDs.Equal(bare) {
+		return fmt.Errorf("bare shares: %v, want %v", served.AllocatedSharedDeviceIDs.UnsortedList(), bare.UnsortedList())
+	}
+	return nil
 }
 
 // noteGPUUse puts device id in gpuDevs, and its pool in gpuPools, as
@@ -236,7 +315,7 @@ func (k *allocKeeper) noteGPUUse(id structured.DeviceID) {
 
 // serves reports whether state is the kept one.
 func (k *allocKeeper) serves(state *structured.AllocatedState) bool {
-	return k != nil && state == &k.state
+	return k != nil && state == &k.view
 }
 
 // share adds (or removes) the share sid of device id, and counts it.
@@ -245,8 +324,16 @@ func (k *allocKeeper) share(id structured.DeviceID, sid structured.SharedDeviceI
 	case add && !had:
 		k.state.AllocatedSharedDeviceIDs.Insert(sid)
 		k.shares[id]++
+		if k.byDev[id] == nil {
+			k.byDev[id] = sets.New[structured.SharedDeviceID]()
+		}
+		k.byDev[id].Insert(sid)
 	case !add && had:
 		k.state.AllocatedSharedDeviceIDs.Delete(sid)
+		k.bare.Delete(sid)
+		if k.byDev[id].Delete(sid); k.byDev[id].Len() == 0 {
+			delete(k.byDev, id)
+		}
 		if k.shares[id]--; k.shares[id] <= 0 {
 			delete(k.shares, id)
 		}

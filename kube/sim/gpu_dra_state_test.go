@@ -107,11 +107,11 @@ func (w keptWorld) compare(t *testing.T) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sameState(got, want); err != nil {
+	if err := w.d.kept.sameAsGather(got, want); err != nil {
 		t.Errorf("the state gathered differs from upstream's: %v", err)
 	}
 	counts := w.d.ShareCounts(got)
-	if kept := got == &w.d.kept.state; kept != (counts != nil) {
+	if kept := w.d.kept.serves(got); kept != (counts != nil) {
 		t.Errorf("share counts given: %v, for the kept state: %v", counts != nil, kept)
 	}
 	if counts != nil {
@@ -124,12 +124,12 @@ func (w keptWorld) compare(t *testing.T) bool {
 		}
 	}
 	w.checkPoolCount(t, got)
-	if got == &w.d.kept.state {
+	if w.d.kept.serves(got) {
 		if used, want := w.d.usedPoolsOf(got), maps.Clone(w.d.usedPools(want)); !maps.Equal(used, want) {
 			t.Errorf("the keeper's pools in use %v, want %v", used, want)
 		}
 	}
-	return got == &w.d.kept.state
+	return w.d.kept.serves(got)
 }
 
 // checkPoolCount checks the manager's count of pool "n" for state (the
@@ -139,7 +139,7 @@ func (w keptWorld) compare(t *testing.T) bool {
 func (w keptWorld) checkPoolCount(t *testing.T, state *structured.AllocatedState) {
 	t.Helper()
 	ver, ok := w.d.PoolVersion(state, dra.MakeUniqueString("n"))
-	if kept := state == &w.d.kept.state; ok != kept {
+	if kept := w.d.kept.serves(state); ok != kept {
 		t.Errorf("a pool count given: %v, for the kept state: %v", ok, kept)
 	}
 	if !ok {
@@ -168,6 +168,15 @@ func keptClaim(name string, share int64, devices ...string) *resourceapi.Resourc
 			r.ConsumedCapacity = map[resourceapi.QualifiedName]resource.Quantity{traceGPUCapacity: *resource.NewQuantity(share, resource.DecimalSI)}
 		}
 		c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results, r)
+	}
+	return c
+}
+
+// uncounted is c with no capacity consumed by its shares (a device
+// shared without a per-share capacity).
+func uncounted(c *resourceapi.ResourceClaim) *resourceapi.ResourceClaim {
+	for i := range c.Status.Allocation.Devices.Results {
+		c.Status.Allocation.Devices.Results[i].ConsumedCapacity = nil
 	}
 	return c
 }
@@ -271,6 +280,13 @@ func TestKeptAllocatedStateIsUpstreams(t *testing.T) {
 		}}, wantKept: true},
 		{name: "two shares of a device, one deleted", steps: []step{add(keptClaim("a", 300, "gpu-0")), add(keptClaim("b", 300, "gpu-0")),
 			update(withVersion(keptClaim("a", 300, "gpu-0"), "2")), del(keptClaim("b", 300, "gpu-0"))}, wantKept: true},
+		{name: "a share without capacity consumed", steps: []step{add(uncounted(keptClaim("a", 300, "gpu-0")))}, wantKept: true},
+		{name: "a share without capacity consumed, then one with", steps: []step{add(uncounted(keptClaim("a", 300, "gpu-0"))),
+			add(keptClaim("b", 300, "gpu-0"))}, wantKept: true},
+		{name: "a share with capacity consumed and one without, then the first deleted", steps: []step{add(keptClaim("b", 300, "gpu-0")),
+			add(uncounted(keptClaim("a", 300, "gpu-0"))), del(keptClaim("b", 300, "gpu-0"))}, wantKept: true},
+		{name: "a share without capacity consumed, deallocated", steps: []step{add(uncounted(keptClaim("a", 300, "gpu-0", "gpu-1"))),
+			update(withVersion(keptClaim("a", 0), "2"))}, wantKept: true},
 		{name: "an allocation replaced by another", steps: []step{add(keptClaim("a", 300, "gpu-0")),
 			update(withVersion(keptClaim("a", 600, "gpu-1"), "2")), del(withVersion(keptClaim("a", 600, "gpu-1"), "2"))}, wantKept: true},
 	} {
@@ -300,13 +316,13 @@ func TestKeptStateChangesNoPlacement(t *testing.T) {
 	}
 	served := 0
 	defer func() { draStateCheck = nil }()
-	draStateCheck = func(kept *structured.AllocatedState, tracker fwk.ResourceClaimTracker) {
+	draStateCheck = func(k *allocKeeper, kept *structured.AllocatedState, tracker fwk.ResourceClaimTracker) {
 		served++
 		want, err := tracker.GatherAllocatedState()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := sameState(kept, want); err != nil {
+		if err := k.sameAsGather(kept, want); err != nil {
 			t.Errorf("a kept state served differs from upstream's gather: %v", err)
 		}
 	}
