@@ -160,14 +160,7 @@ func TestExplanationsNotSharedOnceThePodLeftAndCameBack(t *testing.T) {
 		change func(l *liveCluster) // between the two, 10 ms apart
 		check  func(t *testing.T, l *liveCluster, x schedq.Explanation[types.NamespacedName])
 	}{
-		{name: "deleted and created again", change: func(l *liveCluster) {
-			if err := l.queue.Delete(key); err != nil {
-				l.t.Fatal(err)
-			}
-			p := l.pod("p", "1", "")
-			p.UID += "-again"
-			l.pending(p)
-		}, check: func(t *testing.T, l *liveCluster, x schedq.Explanation[types.NamespacedName]) {
+		{name: "deleted and created again", change: func(l *liveCluster) { l.recreate(key, "p") }, check: func(t *testing.T, l *liveCluster, x schedq.Explanation[types.NamespacedName]) {
 			if !x.Timestamp.Equal(l.clk.Now()) {
 				t.Errorf("the answer's pod was added at %v, want the new pod's %v", x.Timestamp, l.clk.Now())
 			}

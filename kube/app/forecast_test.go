@@ -103,6 +103,18 @@ func (l *liveCluster) pending(p *v1.Pod) {
 	}
 }
 
+// recreate deletes the pending pod key from the queue and queues a pod
+// of the same name, made by l.pod, under another UID: the pod deleted
+// and created again.
+func (l *liveCluster) recreate(key types.NamespacedName, name string) {
+	if err := l.queue.Delete(key); err != nil {
+		l.t.Fatal(err)
+	}
+	p := l.pod(name, "1", "")
+	p.UID += "-again"
+	l.pending(p)
+}
+
 func (l *liveCluster) forecaster() *forecaster { return l.forecasterWith(Options{}) }
 
 // forecasterWith is forecaster with the scheduler's options o.

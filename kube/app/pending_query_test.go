@@ -330,14 +330,7 @@ func TestPendingPageNotSharedOnceThePodMoved(t *testing.T) {
 				l.t.Fatal(err)
 			}
 		}, reason: "left the queue since it was listed", explained: 1},
-		{name: "deleted and created again", change: func(l *liveCluster) {
-			if err := l.queue.Delete(key); err != nil {
-				l.t.Fatal(err)
-			}
-			p := l.pod("p", "1", "")
-			p.UID += "-again"
-			l.pending(p)
-		}, where: schedq.InActive, reason: "ready", explained: 1},
+		{name: "deleted and created again", change: func(l *liveCluster) { l.recreate(key, "p") }, where: schedq.InActive, reason: "ready", explained: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newLiveCluster(t, 1)

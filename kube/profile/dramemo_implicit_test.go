@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fwk "k8s.io/kube-scheduler/framework"
 )
 
 // modelClass is a DeviceClass named name of the devices of model, with
@@ -25,15 +26,7 @@ func modelClass(name, model string) *resourceapi.DeviceClass {
 // memo answers on every node what upstream answers.
 func TestDRAMemoSeesImplicitClassChange(t *testing.T) {
 	ctx := context.Background()
-	c := memoCluster()
-	c.Objects = append(c.Objects, modelClass("accel", "V100"))
-	m, f := memoPlugin(t, c)
-	nodes, err := f.Snapshot().NodeInfos().List()
-	if err != nil {
-		t.Fatal(err)
-	}
-	implicit := v1.ResourceName(resourceapi.ResourceDeviceClassPrefix + "accel")
-	mk := func(name string) *v1.Pod { return pod(name, "", asks(v1.ResourceList{implicit: milli(1)})) }
+	m, f, nodes, mk := accelMemo(t)
 	for _, tc := range []struct {
 		name  string
 		model string // the class's model in this cycle
@@ -59,4 +52,22 @@ func TestDRAMemoSeesImplicitClassChange(t *testing.T) {
 			}
 		})
 	}
+}
+
+// accelMemo is the memo's cluster with a device class "accel" of V100s,
+// DynamicResources' memo and framework on it, the framework's nodes, and
+// mk, which makes a pod asking one device of the class by its implicit
+// extended resource name.
+func accelMemo(t *testing.T) (*draMemo, *Framework, []fwk.NodeInfo, func(name string) *v1.Pod) {
+	t.Helper()
+	c := memoCluster()
+	c.Objects = append(c.Objects, modelClass("accel", "V100"))
+	m, f := memoPlugin(t, c)
+	nodes, err := f.Snapshot().NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	implicit := v1.ResourceName(resourceapi.ResourceDeviceClassPrefix + "accel")
+	mk := func(name string) *v1.Pod { return pod(name, "", asks(v1.ResourceList{implicit: milli(1)})) }
+	return m, f, nodes, mk
 }

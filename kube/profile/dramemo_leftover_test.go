@@ -31,15 +31,7 @@ func leftoverClaim(pod *v1.Pod, pool, device string) *resourceapi.ResourceClaim 
 // aside, and every node is answered as upstream answers it.
 func TestDRAMemoLeftoverExtendedClaim(t *testing.T) {
 	ctx := context.Background()
-	c := memoCluster()
-	c.Objects = append(c.Objects, modelClass("accel", "V100"))
-	m, f := memoPlugin(t, c)
-	nodes, err := f.Snapshot().NodeInfos().List()
-	if err != nil {
-		t.Fatal(err)
-	}
-	implicit := v1.ResourceName(resourceapi.ResourceDeviceClassPrefix + "accel")
-	mk := func(name string) *v1.Pod { return pod(name, "", asks(v1.ResourceList{implicit: milli(1)})) }
+	m, f, nodes, mk := accelMemo(t)
 	for _, tc := range []struct {
 		name     string
 		leftover func(*v1.Pod) *resourceapi.ResourceClaim // nil: none
