@@ -94,10 +94,7 @@ func TestListKeptFollowsTheNodeAndThePod(t *testing.T) {
 // lists from what it kept is in the order the other path computes
 // afresh at that moment.
 func TestListKeptChangesNoPlacement(t *testing.T) {
-	seeds := uint64(12)
-	if testing.Short() || raceDetector {
-		seeds = 4
-	}
+	seeds := diffSeeds()
 	checked := 0
 	defer func() { draListCheck = nil }()
 	draListCheck = func(sl, kept, fresh *resourceapi.ResourceSlice) {

@@ -203,10 +203,7 @@ func TestDRANodeMemoChangesNoPlacement(t *testing.T) {
 // and wherever they were skipped the lookups would have given the
 // claims the memo's GPUs were rebuilt from.
 func TestDRANodeClaimsCountedChangeNoPlacement(t *testing.T) {
-	seeds := uint64(12)
-	if testing.Short() || raceDetector {
-		seeds = 4
-	}
+	seeds := diffSeeds()
 	skipped := 0
 	defer func() { draNodeClaimsCheck = nil }()
 	draNodeClaimsCheck = func(node string, same bool) {

@@ -310,10 +310,7 @@ func TestKeptAllocatedStateIsUpstreams(t *testing.T) {
 // them, and every kept state served is upstream's gather of
 // that moment.
 func TestKeptStateChangesNoPlacement(t *testing.T) {
-	seeds := uint64(12)
-	if testing.Short() || raceDetector {
-		seeds = 4
-	}
+	seeds := diffSeeds()
 	served := 0
 	defer func() { draStateCheck = nil }()
 	draStateCheck = func(k *allocKeeper, kept *structured.AllocatedState, tracker fwk.ResourceClaimTracker) {
@@ -518,4 +515,14 @@ func TestKeeperCountsClaimEventsPerPool(t *testing.T) {
 			t.Error("a count given by a keeper that sees no events")
 		}
 	})
+}
+
+// diffSeeds is how many seeds the differential replays of the DRA
+// shortcuts run: 12, or 4 with -short or under the race detector, whose
+// replays are several times slower.
+func diffSeeds() uint64 {
+	if testing.Short() || raceDetector {
+		return 4
+	}
+	return 12
 }
