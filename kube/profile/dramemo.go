@@ -480,7 +480,8 @@ func (d *draMemo) sameSlices(list []*resourceapi.ResourceSlice) bool {
 
 // asksOf is what the allocator and Filter read of pod: its claims' specs
 // (each still to allocate: plainClaim), the DeviceClasses they name, and
-// the pod's containers' requests with every DeviceClass that serves an
+// the pod's containers' requests (and its init containers' restart
+// policies, which decide how they add up) with every DeviceClass that serves an
 // extended resource (DRA serves those of the pod that a node does not
 // have): each that names an extendedResourceName, and each whose
 // implicit name the pod asks for (implicitClasses); ok is false if a
@@ -511,10 +512,15 @@ func (d *draMemo) asksOf(pod *v1.Pod) (string, bool) {
 			parts = append(parts, class.Spec)
 		}
 	}
-	for _, ctrs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for _, ctr := range ctrs {
-			parts = append(parts, ctr.Resources)
-		}
+	// An init container's restart policy says how its requests add up
+	// with the others': a sidecar's (Always) run beside the containers,
+	// a plain init container's are reused by them, so that two pods of
+	// the same requests ask DRA for different numbers of devices.
+	for _, ctr := range pod.Spec.InitContainers {
+		parts = append(parts, ctr.Resources, ctr.RestartPolicy)
+	}
+	for _, ctr := range pod.Spec.Containers {
+		parts = append(parts, ctr.Resources)
 	}
 	parts = append(parts, pod.Spec.Overhead, pod.Spec.Resources)
 	classes, err := m.DeviceClasses().List()
