@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -310,6 +312,23 @@ func (r *goneRing) add(uid types.UID) {
 	r.next = (r.next + 1) % len(r.ring)
 }
 
+// clone is a copy of r that shares nothing with it. O(goneCap).
+func (r *goneRing) clone() goneRing {
+	return goneRing{set: maps.Clone(r.set), ring: slices.Clone(r.ring), next: r.next}
+}
+
+// buryLocked adds uid to c.gone, first keeping c.gone as it was in the
+// mark, if there is one and it has not kept it yet, for Rollback: a
+// forward run's deletions must not outlive it. The caller holds c.mu.
+// O(1), O(goneCap) once per mark or rollback.
+func (c *Cache) buryLocked(uid types.UID) {
+	if m := c.mark; m != nil && m.gone == nil && !c.gone.has(uid) {
+		g := c.gone.clone()
+		m.gone = &g
+	}
+	c.gone.add(uid)
+}
+
 func (r *goneRing) has(uid types.UID) bool {
 	_, ok := r.set[uid]
 	return ok
@@ -324,7 +343,7 @@ func (c *Cache) buryMember(p *v1.Pod) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.gone.add(p.UID)
+	c.buryLocked(p.UID)
 }
 
 // buryDeleting notes that the pod handlers saw p's deletion start, for
@@ -339,7 +358,7 @@ func (c *Cache) buryDeleting(p *v1.Pod) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.gone.add(p.UID)
+	c.buryLocked(p.UID)
 }
 
 // Gone reports whether the pod handlers saw the group member of uid

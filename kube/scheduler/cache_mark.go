@@ -28,6 +28,9 @@ type cacheMark struct {
 	groups     groupCounts
 	touched    map[string]struct{}
 	written    map[types.NamespacedName]struct{}
+	// gone is the cache's gone as it was at the mark, kept at the first
+	// pod buried since (buryLocked); nil while none was.
+	gone *goneRing
 }
 
 // Mark records the cache's state so that Rollback can bring it back: a
@@ -58,7 +61,10 @@ func (c *Cache) Mark() {
 
 // Rollback brings the cache back to its state at the last Mark, and
 // keeps the mark for the next rollback. Assumed pods since the mark are
-// dropped without their bindings' aborts. kube-scheduler's cache (see
+// dropped without their bindings' aborts, and the pods the handlers saw
+// deleted or being deleted since are forgotten (Assume refuses them, a
+// group's attempt does not count them), so that a run from the mark
+// that gives a pod such a UID again is not refused it. kube-scheduler's cache (see
 // TrackUpstream) gets the pods of every node written since the mark
 // again, in the mark's order, so that it holds what it would have held
 // had the cache been built up to the mark and no further. It fails,
@@ -90,6 +96,9 @@ func (c *Cache) Rollback() error {
 		c.dirty.pods[key] = struct{}{}
 	}
 	c.fp.pods.latest = m.fp.latest
+	if m.gone != nil { // the pods seen deleted since are forgotten
+		c.gone, m.gone = *m.gone, nil
+	}
 	if c.up != nil {
 		c.up.reload(c, gone, m.touched)
 	}

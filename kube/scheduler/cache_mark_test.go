@@ -138,3 +138,61 @@ func TestCacheRollbackRefusesNodeChanges(t *testing.T) {
 		t.Error("rollback after a namespace changed: no error")
 	}
 }
+
+// TestCacheRollbackForgetsDeletionsSince: the pods a forward run saw
+// deleted or being deleted (a gang's members released, victims, a
+// pending pod whose deletion started) are remembered by the cache, which
+// then refuses to assume them and does not count them in a group's
+// attempt. A rollback forgets those of the run, so that the next run
+// from the mark, whose pods may reuse those UIDs (the simulator numbers
+// the pods it creates from 1 in every run), assumes and counts them as
+// the cache built to the mark would; a pod seen deleted before the mark
+// stays refused.
+func TestCacheRollbackForgetsDeletionsSince(t *testing.T) {
+	g := "g"
+	member := pod("m", 100)
+	member.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &g}
+	before, during := pod("before", 100), pod("during", 100)
+	c := NewCache()
+	c.AddNode(node("n1", 4000))
+	c.buryDeleting(before)
+	c.Mark()
+	gone := func(p *v1.Pod) bool {
+		c.mu.RLock()
+		defer c.mu.RUnlock()
+		return c.gone.has(p.UID)
+	}
+	for round := range 2 {
+		c.buryDeleting(during)
+		c.buryMember(member)
+		if !gone(during) || !gone(member) {
+			t.Fatalf("round %d: the run's deletions are not noted", round)
+		}
+		if err := c.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name string
+			p    *v1.Pod
+			want bool
+		}{
+			{"deleted before the mark", before, true},
+			{"being deleted in the run", during, false},
+			{"a group member deleted in the run", member, false},
+		} {
+			if got := gone(tc.p); got != tc.want {
+				t.Errorf("round %d, %s: gone %v after the rollback, want %v", round, tc.name, got, tc.want)
+			}
+		}
+		pi, err := framework.NewPodInfo(during)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Assume(pi, "n1", nil); err != nil {
+			t.Errorf("round %d: assuming a pod the run saw deleted, after the rollback: %v", round, err)
+		}
+		if err := c.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
