@@ -334,11 +334,13 @@ func (c *Core[K, T]) explainListed(it *PendingItem[K], now time.Time) {
 }
 
 // stillListed reports whether queued entry e is still the activeQ entry
-// stamped at when it was listed: in activeQ, and not left since, which
-// every entry into activeQ (toActive), and every re-sort under a
-// caller's Less, would have stamped anew. A member stands where its
-// group's entity does, and the entity is what the listing stamped (its
-// representative member's own seq is its order of arrival). O(1).
+// stamped at when it was listed: in activeQ, and neither left nor moved
+// within it since, which every entry into activeQ (toActive), every
+// re-sort under a caller's Less (resorted) and every move under
+// Config.Priority (fixActive) would have stamped anew. A member stands
+// where its group's entity does, and the entity is what the listing
+// stamped (its representative member's own seq is its order of arrival).
+// O(1).
 func (c *Core[K, T]) stillListed(e *entry[K, T], stamp uint64) bool {
 	if e.kind == kindMember {
 		if e.loc != locMember || e.grp == nil || e.grp.ent == nil {
@@ -350,20 +352,21 @@ func (c *Core[K, T]) stillListed(e *entry[K, T], stamp uint64) bool {
 }
 
 // ExplainListed explains items, listed by Pending with
-// PendingOptions.Unexplained, as they are now, in place: each as
-// Pending would have explained it (an item that moved since the
-// listing is explained where it is now, one that left the queue says so
-// and keeps its tenant), its Rank that of the listing. An item keeps
-// the listing's Position.Ahead only while it is still at the activeQ
-// entry it was listed at: one that left activeQ and entered it again
-// since (deleted and added again, tried and back from backoffQ or from
-// the unschedulable items, activated, re-sorted by an update under a
+// PendingOptions.Unexplained, as they are now, in place: each as Pending
+// would have explained it (an item that moved since the listing is
+// explained where it is now, one that left the queue says so and keeps
+// its tenant), its Rank that of the listing. An item keeps the listing's
+// Position.Ahead only while it is still at the activeQ entry it was
+// listed at: one that left activeQ and entered it again since (deleted
+// and added again, tried and back from backoffQ or from the
+// unschedulable items, activated), or that an update moved within it (a
+// new priority, a group's new GroupSpec.Priority, a new order under a
 // caller's Less), whatever its place now, has no Position, as an item
-// outside activeQ has none: its listed place is no longer its, and
-// its place now would cost O(n) for each such item (Explain gives it),
-// which a listing explained a part at a time, however long, would pay
-// for every item that moved. O(len(items) · r) for r hint registrations:
-// no position in line is computed.
+// outside activeQ has none: its listed place is no longer its, and its
+// place now would cost O(n) for each such item (Explain gives it), which
+// a listing explained a part at a time, however long, would pay for
+// every item that moved. O(len(items) · r) for r hint registrations: no
+// position in line is computed.
 func (c *Core[K, T]) ExplainListed(items []PendingItem[K], now time.Time) {
 	for i := range items {
 		c.explainListed(&items[i], now)

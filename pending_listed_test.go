@@ -10,7 +10,8 @@ import (
 // in activeQ (Position.Ahead) only while the item is still at the activeQ
 // entry it was listed at. Each case lists its target first in activeQ (0
 // ahead), then x and y, unexplained; the target then leaves activeQ and
-// enters it again behind them within the listing's lifetime (or stays).
+// enters it again behind them within the listing's lifetime, or an
+// update moves it behind them within activeQ (or it stays).
 // Explained, the target is in activeQ with no Position, not with the
 // place it left ("0 ahead", where x and y are now ahead of it); x, which
 // stayed at its entry, keeps its listed place. A group is listed as its
@@ -36,7 +37,8 @@ func TestExplainListedReentered(t *testing.T) {
 		target string
 		add    func(h *harness)
 		change func(h *harness)
-		kept   bool // the listed place is still the target's
+		kept   bool                       // the listed place is still the target's
+		config func(*Config[string, job]) // if set, on top of groups
 	}{
 		{name: "stayed", target: "a", add: addLone, change: func(*harness) {}, kept: true},
 		{name: "deleted and added again", target: "a", add: addLone, change: func(h *harness) {
@@ -86,9 +88,28 @@ func TestExplainListedReentered(t *testing.T) {
 			h.step(20 * time.Second)
 			h.move(evMachineAdd, nil)
 		}},
+		{name: "deleted and added again, under Config.Priority", target: "a", add: addLone, config: byPriorityField, change: func(h *harness) {
+			if err := h.c.Delete("a", h.now); err != nil {
+				h.t.Fatal(err)
+			}
+			h.check()
+			h.add(mk("a", 0))
+		}},
+		{name: "stayed, under Config.Priority", target: "a", add: addLone, config: byPriorityField, change: func(*harness) {}, kept: true},
+		{name: "priority lowered by an update, under Config.Priority", target: "a", add: addLone, config: byPriorityField, change: func(h *harness) {
+			h.c.Update(mk("a", 0), mk("a", -1), h.now)
+			h.check()
+		}},
+		{name: "group's priority lowered, under Config.Priority", target: "g1", add: addGroup, config: byPriorityField, change: func(h *harness) {
+			h.setGroup("g", 1, -1)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, groupsOn)
+			mutate := []func(*Config[string, job]){groupsOn}
+			if tc.config != nil {
+				mutate = append(mutate, tc.config)
+			}
+			h := newHarness(t, mutate...)
 			tc.add(h)
 			h.step(time.Second)
 			h.add(mk("x", 0), mk("y", 0))
@@ -119,7 +140,7 @@ func TestExplainListedReentered(t *testing.T) {
 			case tc.kept && (it.Position == nil || it.Position.Ahead != 0):
 				t.Errorf("%s: %v, want the listing's 0 ahead: it is still where it was listed", tc.target, ahead(it.Position))
 			case !tc.kept && it.Position != nil:
-				t.Errorf("%s: %v, %d ahead now, want no position: it left its listed place and entered activeQ again", tc.target, ahead(it.Position), now.Position.Ahead)
+				t.Errorf("%s: %v, %d ahead now, want no position: it left the place it was listed at", tc.target, ahead(it.Position), now.Position.Ahead)
 			}
 			if x := items[1]; x.Location != InActive || x.Position == nil || x.Position.Ahead != 1 {
 				t.Errorf("x explained as %+v, want in activeQ at its listed place, 1 ahead", x)
@@ -136,3 +157,7 @@ func ahead(p *Position) string {
 	}
 	return fmt.Sprintf("%d ahead", p.Ahead)
 }
+
+// byPriorityField orders by Config.Priority (the lazy activeQ), not by
+// the test configuration's Less.
+func byPriorityField(c *Config[string, job]) { c.Less, c.Priority = nil, jobPrio }
