@@ -516,7 +516,7 @@ func (c *Core[K, T]) Update(oldItem, newItem T, now time.Time) {
 		old := e.Info
 		e.Item = newItem
 		if c.resorted(e, &old) || c.retenanted(e) {
-			c.active.Fix(e)
+			c.fixActive(e)
 		}
 		return
 	case locBackoffUnsched:
@@ -557,6 +557,21 @@ func (c *Core[K, T]) Update(oldItem, newItem T, now time.Time) {
 			return
 		}
 	}
+}
+
+// fixActive puts e, in activeQ, at its new place there after its sort
+// keys or its tenant changed. Under Config.Priority it stamps e anew
+// (entry.seq, which that order does not read), as an entry into activeQ
+// does, so that a listing's place for it is no longer taken for its
+// place (stillListed); under a caller's Less, entry.seq is the order's
+// tie, which resorted renewed already if the order moved e, and which a
+// new tenant's line keeps. O(log n).
+func (c *Core[K, T]) fixActive(e *entry[K, T]) {
+	if c.cfg.Priority != nil {
+		c.seq++
+		e.seq = c.seq
+	}
+	c.active.Fix(e)
 }
 
 // resorted refreshes e's sort keys after its item changed from old, and

@@ -60,7 +60,8 @@
 // Pending lists the queued items in the order they wait, in O(n log n), of
 // which the concurrent Queue holds its lock for O(n) and O(page);
 // unexplained (PendingOptions.Unexplained), a listing's items are
-// explained later, those shown, with ExplainListed.
+// explained later, those shown, with ExplainListed, which keeps an item's
+// listed place in activeQ only while the item has not left activeQ since.
 //
 // # Nominations
 //

@@ -146,7 +146,7 @@ func (c *Core[K, T]) SetGroup(name string, spec GroupSpec, now time.Time) error 
 		e.prio = spec.Priority
 		switch e.loc {
 		case locActive:
-			c.active.Fix(e)
+			c.fixActive(e)
 		case locBackoffUnsched:
 			c.backoffU.Fix(int(e.idx))
 		}
@@ -374,7 +374,7 @@ func (c *Core[K, T]) represent(e *entry[K, T], item T) {
 	}
 	switch e.loc {
 	case locActive:
-		c.active.Fix(e)
+		c.fixActive(e)
 	case locBackoffUnsched:
 		c.backoffU.Fix(int(e.idx))
 	}

@@ -22,10 +22,11 @@ type PendingOptions[T any] struct {
 	Offset, Limit int
 	// Unexplained lists the page's items without explaining them: each
 	// has its Rank, Key, Location (where it was listed), Tenant and, in
-	// activeQ, Position.Ahead, and nothing else (no Reason). The page
-	// then costs no explanation: a caller that keeps a long listing and
-	// shows a part of it at a time explains that part with
-	// ExplainListed.
+	// activeQ, Position.Ahead (with a stamp of the activeQ entry it was
+	// listed at), and nothing else (no Reason). The page then costs no
+	// explanation: a caller that keeps a long listing and shows a part of
+	// it at a time explains that part with ExplainListed, which keeps
+	// Position.Ahead only for the items still at their listed entry.
 	Unexplained bool
 }
 
@@ -50,10 +51,18 @@ type PendingItem[K comparable] struct {
 	Rank int `json:"rank"`
 	// Explanation is the item's, as Explain gives it but without the
 	// queue-wide counts of Position: for an item in activeQ, Position
-	// holds only Ahead, its place among all of activeQ's items. An item
-	// that left its place between the listing and the explanation (see
-	// Queue.Pending) is explained where it is now.
+	// holds only Ahead, its place among all of activeQ's items when it was
+	// listed. An item that left its place between the listing and the
+	// explanation (see Queue.Pending) is explained where it is now; one
+	// that left activeQ and entered it again in between has no Position
+	// (see Core.ExplainListed).
 	Explanation[K]
+	// listedAt is the stamp (entry.seq) of the activeQ entry the item was
+	// listed at, 0 if it was listed elsewhere: its Position.Ahead is kept
+	// only while it is still at that entry. Copies of the item carry it;
+	// an item decoded from JSON has none, and so no Position once
+	// explained.
+	listedAt uint64
 }
 
 // MarshalJSON implements json.Marshaler: Rank, the explanation's fields
@@ -102,6 +111,7 @@ type pendingRef[K comparable, T any] struct {
 	info   *Info[T] // a copy, under a caller's Less only
 	key2   float64  // under fairness: its tenant's usage when it heads it
 	ahead  int      // in activeQ: its place among all of activeQ
+	stamp  uint64   // in activeQ: its entry's seq (a group's: its entity's)
 }
 
 // pendingSnap is a copy of what the listing needs, taken under the lock.
@@ -154,6 +164,8 @@ func (c *Core[K, T]) snapshot(o PendingOptions[T], now time.Time) *pendingSnap[K
 		}
 		if e.loc != locActive {
 			r.tie = e.seq
+		} else {
+			r.stamp = e.seq // a group's entity, not the member it is listed as
 		}
 		s.refs = append(s.refs, r)
 	}
@@ -282,7 +294,7 @@ func (c *Core[K, T]) page(s *pendingSnap[K, T], o PendingOptions[T], now time.Ti
 		if rank < p.Offset || len(p.Items) >= limit {
 			continue
 		}
-		it := PendingItem[K]{Rank: rank, Explanation: Explanation[K]{Key: r.key, Location: r.loc.location(), Tenant: r.tenant}}
+		it := PendingItem[K]{Rank: rank, Explanation: Explanation[K]{Key: r.key, Location: r.loc.location(), Tenant: r.tenant}, listedAt: r.stamp}
 		if r.loc == locActive {
 			if len(positions) == cap(positions) { // the page's positions, in one allocation
 				positions = make([]Position, 0, cap(p.Items)-len(p.Items))
@@ -304,8 +316,9 @@ const leftSinceListed = "left the queue since it was listed"
 // explainListed explains it, an item as Pending lists it unexplained, as
 // it is now: where it is now (an item that moved since is explained
 // there), with its rank, its tenant if it left, and its place in
-// activeQ as listed (Position.Ahead) kept while it is still there.
-// O(r) for r hint registrations.
+// activeQ as listed (Position.Ahead) kept while it is still at the
+// activeQ entry it was listed at (stillListed). O(r) for r hint
+// registrations.
 func (c *Core[K, T]) explainListed(it *PendingItem[K], now time.Time) {
 	pos, tenant := it.Position, it.Tenant
 	e := c.queuedEntry(it.Key)
@@ -315,18 +328,45 @@ func (c *Core[K, T]) explainListed(it *PendingItem[K], now time.Time) {
 	}
 	it.Explanation = c.explain(e, now)
 	it.Status.detach()
-	if e.loc == locActive {
+	if c.stillListed(e, it.listedAt) {
 		it.Position = pos
 	}
 }
 
+// stillListed reports whether queued entry e is still the activeQ entry
+// stamped at when it was listed: in activeQ, and neither left nor moved
+// within it since, which every entry into activeQ (toActive), every
+// re-sort under a caller's Less (resorted) and every move under
+// Config.Priority (fixActive) would have stamped anew. A member stands
+// where its group's entity does, and the entity is what the listing
+// stamped (its representative member's own seq is its order of arrival).
+// O(1).
+func (c *Core[K, T]) stillListed(e *entry[K, T], stamp uint64) bool {
+	if e.kind == kindMember {
+		if e.loc != locMember || e.grp == nil || e.grp.ent == nil {
+			return false
+		}
+		e = e.grp.ent
+	}
+	return stamp != 0 && e.loc == locActive && e.seq == stamp
+}
+
 // ExplainListed explains items, listed by Pending with
-// PendingOptions.Unexplained, as they are now, in place: each as
-// Pending would have explained it (an item that moved since the
-// listing is explained where it is now, one that left the queue says so
-// and keeps its tenant), its Rank that of the listing, and so its
-// Position.Ahead while it is still in activeQ. O(len(items) · r) for r hint registrations: no position in
-// line is computed.
+// PendingOptions.Unexplained, as they are now, in place: each as Pending
+// would have explained it (an item that moved since the listing is
+// explained where it is now, one that left the queue says so and keeps
+// its tenant), its Rank that of the listing. An item keeps the listing's
+// Position.Ahead only while it is still at the activeQ entry it was
+// listed at: one that left activeQ and entered it again since (deleted
+// and added again, tried and back from backoffQ or from the
+// unschedulable items, activated), or that an update moved within it (a
+// new priority, a group's new GroupSpec.Priority, a new order under a
+// caller's Less), whatever its place now, has no Position, as an item
+// outside activeQ has none: its listed place is no longer its, and its
+// place now would cost O(n) for each such item (Explain gives it), which
+// a listing explained a part at a time, however long, would pay for
+// every item that moved. O(len(items) · r) for r hint registrations: no
+// position in line is computed.
 func (c *Core[K, T]) ExplainListed(items []PendingItem[K], now time.Time) {
 	for i := range items {
 		c.explainListed(&items[i], now)
@@ -336,7 +376,9 @@ func (c *Core[K, T]) ExplainListed(items []PendingItem[K], now time.Time) {
 // Pending lists the queued items in the order they wait (see
 // Core.Pending). It holds the lock to copy what the order needs (O(n)),
 // sorts outside it, and takes it again to explain the page's items
-// (O(page)); an item that moved in between is explained where it is.
+// (O(page)); an item that moved in between is explained where it is, and
+// one that left activeQ and entered it again in between has no Position
+// (see Core.ExplainListed).
 // With Config.Less set, the sort calls Less outside the lock, on copies
 // of the items' Info: the one callback that runs outside it.
 func (q *Queue[K, T]) Pending(o PendingOptions[T]) PendingPage[K] {

@@ -589,7 +589,8 @@ type queueView interface {
 	// Pending lists the pods in the order they wait.
 	Pending(o schedq.PendingOptions[*v1.Pod]) schedq.PendingPage[types.NamespacedName]
 	// ExplainListed explains, in place, pods an unexplained listing
-	// holds (schedq.PendingOptions.Unexplained), as they are now.
+	// holds (schedq.PendingOptions.Unexplained), as they are now: a pod
+	// that left activeQ and came back since loses its listed place.
 	ExplainListed(items []schedq.PendingItem[types.NamespacedName])
 	// Tenants reports the queue's tenants; nil without fair sharing,
 	// which is how the listing knows whether ?tenant= means anything.

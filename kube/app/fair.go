@@ -219,7 +219,12 @@ func (o pendingQuery) page(all schedq.PendingPage[types.NamespacedName]) schedq.
 // same on every page and filter of that second while it stays where it
 // was explained: each request asks the queue where its page's pods are
 // (Get, O(1) each), and one that moved since (popped, parked, deleted,
-// created again) is explained again, as explanations does.
+// created again) is explained again, as explanations does. A pod's place
+// in activeQ (Position.Ahead) is the listing's, kept only while the pod
+// is at the activeQ entry it was listed at: one that left activeQ and
+// came back within the TTL (created again, tried and back, moved back
+// from unschedulable) is served with no Position (ExplainListed), not
+// the place it left.
 type pendingSnapshots struct {
 	q   queueView
 	ttl time.Duration

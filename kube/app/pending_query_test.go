@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -357,6 +358,67 @@ func TestPendingPageNotSharedOnceThePodMoved(t *testing.T) {
 			}
 			if n := v.explained - before; n != tc.explained {
 				t.Errorf("%d pods explained again, want %d", n, tc.explained)
+			}
+		})
+	}
+}
+
+// TestPendingRecreatedPodNotAtItsOldPlace: within the listing's second,
+// a pod listed first in activeQ (0 ahead) and then deleted and created
+// again is queued behind q. Its page answer, whether a request explained
+// it before it was created again or not, is in activeQ with no place
+// ("position" absent from the JSON), not the old listing's "0 ahead",
+// while q, still where it was listed, keeps its place (1 ahead).
+func TestPendingRecreatedPodNotAtItsOldPlace(t *testing.T) {
+	key := types.NamespacedName{Namespace: "default", Name: "p"}
+	for _, tc := range []struct {
+		name  string
+		first string // the first request, which takes the listing
+	}{
+		{name: "explained before it was created again", first: "/debug/queue?order=pop"},
+		{name: "not explained before", first: "/debug/queue?order=pop&offset=1&limit=1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLiveCluster(t, 1)
+			l.pending(l.pod("p", "1", ""))
+			l.clk.Step(10 * time.Millisecond)
+			l.pending(l.pod("q", "1", ""))
+			s := &pendingSnapshots{q: l.queue, ttl: queueSnapshotTTL, now: l.clk.Now}
+			serve := func(url string) schedq.PendingPage[types.NamespacedName] {
+				p, err := s.serve(httptest.NewRequest(http.MethodGet, url, nil))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
+			if p := serve(tc.first); len(p.Items) == 0 || p.Total != 2 {
+				t.Fatalf("first page %+v, want of 2", p)
+			}
+			l.clk.Step(10 * time.Millisecond)
+			l.recreate(key, "p")
+			if x, err := l.queue.Explain(key); err != nil || x.Position == nil || x.Position.Ahead != 1 {
+				t.Fatalf("the pod created again: %+v, %v; want 1 ahead (q)", x.Position, err)
+			}
+			p := serve("/debug/queue?order=pop")
+			if len(p.Items) != 2 || p.Items[0].Key != key || p.Items[1].Key.Name != "q" {
+				t.Fatalf("page %+v, want the listing's p, q", p.Items)
+			}
+			it := p.Items[0]
+			if it.Location != schedq.InActive || !it.Timestamp.Equal(l.clk.Now()) {
+				t.Errorf("p explained at %v, of %v; want the new pod's, in activeQ", it.Location, it.Timestamp)
+			}
+			if it.Position != nil {
+				t.Errorf("p served %d ahead, want no place: it left the place it was listed at", it.Position.Ahead)
+			}
+			b, err := json.Marshal(it)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(b), `"position"`) {
+				t.Errorf("p's JSON %s, want no position", b)
+			}
+			if q := p.Items[1]; q.Position == nil || q.Position.Ahead != 1 {
+				t.Errorf("q served %+v, want its listed place, 1 ahead", q.Position)
 			}
 		})
 	}
