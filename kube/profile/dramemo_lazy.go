@@ -7,7 +7,9 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	fwframework "k8s.io/kubernetes/pkg/scheduler/framework"
+	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
 )
 
 // DRANodeLister is a DRA manager (Setup.WrapDRA's) whose slice list is
@@ -56,7 +58,10 @@ type lazyPlan struct {
 }
 
 // lazyPlan is the plan of a lazy cycle for pod, or nil if the cycle
-// cannot be lazy: the manager is not a DRANodeLister; what the pod asks
+// cannot be lazy: the manager is not a DRANodeLister; a score plugin
+// lists the slices itself (scoresDRA: while a lazy cycle's Filter or
+// Reserve restricts the tap's list to a node's, a cycle run
+// concurrently on the same framework would read that); what the pod asks
 // is not the memo's to answer (asksOf); some DeviceClass serves
 // extended resources (upstream's PreFilter then makes a claim of its
 // own, with a UID of its own, in every run); or the published slices
@@ -71,7 +76,7 @@ type lazyPlan struct {
 // look-ups, plus asksOf's cost.
 func (d *draMemo) lazyPlan(pod *v1.Pod) *lazyPlan {
 	nl := d.tap.nodeLister()
-	if !draLazyOn || nl == nil {
+	if !draLazyOn || nl == nil || d.tap.scoresDRA {
 		return nil
 	}
 	asks, ext, ok := d.asksOfExt(pod)
@@ -224,4 +229,29 @@ func (d *draMemo) lazyFilter(ctx context.Context, c *draCycle, pod *v1.Pod, ni f
 		return st
 	}
 	return d.DynamicResources.Filter(ctx, fresh, pod, ni)
+}
+
+// scoresDRA reports whether a score plugin of prof may read the DRA
+// manager's slices and allocated state itself: NodeResourcesFit's or
+// NodeResourcesBalancedAllocation's args name a resource that a
+// DeviceClass may back (any but the node's own, schedutil's
+// IsDRAExtendedResourceName). O(the plugins' args).
+func scoresDRA(prof *config.KubeSchedulerProfile) bool {
+	var specs []config.ResourceSpec
+	for _, pc := range prof.PluginConfig {
+		switch a := pc.Args.(type) {
+		case *config.NodeResourcesFitArgs:
+			if a.ScoringStrategy != nil {
+				specs = append(specs, a.ScoringStrategy.Resources...)
+			}
+		case *config.NodeResourcesBalancedAllocationArgs:
+			specs = append(specs, a.Resources...)
+		}
+	}
+	for _, r := range specs {
+		if schedutil.IsDRAExtendedResourceName(v1.ResourceName(r.Name)) {
+			return true
+		}
+	}
+	return false
 }

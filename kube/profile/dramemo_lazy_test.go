@@ -71,15 +71,31 @@ func (l reversingSlices) ListWithDeviceTaintRules() ([]*resourceapi.ResourceSlic
 	return out, err
 }
 
+// scoreResource has prof's NodeResourcesFit score name besides.
+func scoreResource(t *testing.T, prof *config.KubeSchedulerProfile, name string) {
+	t.Helper()
+	for _, pc := range prof.PluginConfig {
+		if a, ok := pc.Args.(*config.NodeResourcesFitArgs); ok && a.ScoringStrategy != nil {
+			a.ScoringStrategy.Resources = append(a.ScoringStrategy.Resources, config.ResourceSpec{Name: name, Weight: 1})
+			return
+		}
+	}
+	t.Fatal("no NodeResourcesFit args with a scoring strategy")
+}
+
 // lazyPlugin is memoPlugin over c with a reversingLister as the DRA
-// manager.
-func lazyPlugin(t *testing.T, c Cluster, lazy bool) (*draMemo, *Framework, *reversingLister) {
+// manager, and NodeResourcesFit scoring the resource scored besides if
+// it is not empty.
+func lazyPlugin(t *testing.T, c Cluster, lazy bool, scored string) (*draMemo, *Framework, *reversingLister) {
 	t.Helper()
 	cfg, err := Default()
 	if err != nil {
 		t.Fatal(err)
 	}
 	prof := &cfg.Profiles[0]
+	if scored != "" {
+		scoreResource(t, prof, scored)
+	}
 	prof.Plugins.MultiPoint.Enabled = slices.DeleteFunc(prof.Plugins.MultiPoint.Enabled, func(p config.Plugin) bool { return p.Name == dynamicresources.Name })
 	r := &reversingLister{lazy: lazy, rev: map[*resourceapi.ResourceSlice]*resourceapi.ResourceSlice{}}
 	f, err := NewFrameworkOn(context.Background(), prof, Setup{
@@ -126,7 +142,8 @@ type lazyOutcome struct {
 // and the answers are upstream's all the same. The last case restricts
 // the allocator to a node's slices where a precondition fails
 // (draLazyForce), and requires that the answers then differ: the case
-// tests the precondition.
+// tests the precondition. A profile that scores a DRA-backed extended
+// resource (its scorer lists the slices itself) has no lazy cycle.
 func TestDRALazyCycleAllocatesAsUpstream(t *testing.T) {
 	poolOverTwo := func() Cluster {
 		return slicesCluster(
@@ -136,7 +153,8 @@ func TestDRALazyCycleAllocatesAsUpstream(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		c        Cluster
-		force    bool // draLazyForce
+		force    bool   // draLazyForce
+		scored   string // a resource NodeResourcesFit scores besides
 		wantLazy bool
 		differ   bool // the lazy cycle must disagree with upstream somewhere
 	}{
@@ -146,13 +164,14 @@ func TestDRALazyCycleAllocatesAsUpstream(t *testing.T) {
 			slice1("b-0", "b", "b", 1, 2, "gpu-0", "V100"), slice1("b-1", "b", "b", 1, 2, "gpu-1", "V100"),
 			slice1("z-0", "z", "z", 1, 2, "gpu-0", "V100"))},
 		{name: "a pool over two nodes stands aside", c: poolOverTwo()},
+		{name: "a score that lists the slices itself stands aside", c: memoCluster(), scored: "example.com/gpu"},
 		{name: "a pool over two nodes, restricted anyway", c: poolOverTwo(), force: true, wantLazy: true, differ: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func(was bool) { draLazyForce = was }(draLazyForce)
 			draLazyForce = tc.force
 			ctx := context.Background()
-			m, f, r := lazyPlugin(t, tc.c, true)
+			m, f, r := lazyPlugin(t, tc.c, true, tc.scored)
 			p := pod("p", "", withResourceClaim("want"))
 			nodes, err := f.Snapshot().NodeInfos().List()
 			if err != nil {

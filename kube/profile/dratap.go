@@ -39,6 +39,13 @@ type draTap struct {
 
 	// ext are the extended resources' claims in flight (drahold.go).
 	ext extendedInFlight
+
+	// scoresDRA: a score plugin of the profile lists the slices and
+	// gathers the state itself (NodeResourcesFit or
+	// BalancedAllocation scoring a DRA-backed extended resource),
+	// which a concurrent cycle could do while restrict holds: lazy
+	// cycles stand aside (draMemo.lazyPlan).
+	scoresDRA bool
 }
 
 func newDRATap(m fwk.SharedDRAManager, keeper DRAKeeper, notePod func(*v1.Pod)) *draTap {
