@@ -42,6 +42,15 @@ import (
 // Score needs none either: for claims of Exactly requests upstream's
 // score is 0 on every node.
 //
+// With a DRA manager that lists node by node (DRANodeLister), such a
+// cycle is lazy (lazyPlan): upstream's PreFilter builds its allocator
+// over no slice, a node's slices are listed when the cycle first needs
+// them, and a node the memo has no answer for, and the chosen node at
+// Reserve, get upstream's PreFilter and Filter with the slice list
+// restricted to that node's: the allocator's answer on a node reads no
+// other node's slices where every slice is one node's and each pool on
+// one node.
+//
 // Whenever a cycle is not of that kind (a claim allocated or reserved
 // already, a request with alternatives, a slice that is not one node's,
 // a pool whose slices are on several nodes, a PodGroup's cycle), every
@@ -60,7 +69,8 @@ type draMemo struct {
 	// and take is this PreFilter's. Lock order: the claims' locks of a
 	// PreBind (locks, in UID order), then regroup, then pre, then the
 	// tap's mu (taken inside upstream's PreFilter); a cycle's mu, then mu
-	// (filterKey names the shapes while it builds a key). Neither mu is
+	// (filterKey names the shapes while it builds a key); a lazy cycle's
+	// mu, then pre (draCycle.group lists a node's slices). Neither mu is
 	// held while upstream's code runs.
 	pre sync.Mutex
 	// regroup serialises rederives (drashare.go): they write the pod

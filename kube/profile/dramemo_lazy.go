@@ -169,7 +169,8 @@ func (d *draMemo) newLazyCycle(plan *lazyPlan, state *structured.AllocatedState)
 // lists them (DRANodeLister.NodeSlice), made at the first call for the
 // node in the cycle; otherwise the grouping of the cycle's list. nil
 // for a node without slices. O(1), O(the node's slices) at a lazy
-// cycle's first call for the node.
+// cycle's first call for the node. Lock order: c.mu, then the memo's
+// pre (never held when group is called).
 func (c *draCycle) group(node string) *nodeSlices {
 	if !c.lazy {
 		return c.pools[node]
@@ -182,6 +183,10 @@ func (c *draCycle) group(node string) *nodeSlices {
 	pub := c.pub[node]
 	g := pub
 	if pub != nil {
+		// The manager's lists are made under pre, as its full list is
+		// in upstream's PreFilter.
+		c.memo.pre.Lock()
+		defer c.memo.pre.Unlock()
 		nl := c.memo.tap.nodeLister()
 		pools := make([][]*resourceapi.ResourceSlice, len(pub.pools))
 		same := true

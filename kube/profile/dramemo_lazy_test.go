@@ -23,6 +23,7 @@ type reversingLister struct {
 	fwk.SharedDRAManager
 	lazy  bool
 	lazys int // the NodeLists that said yes
+	nodes int // the NodeSlices given (unguarded: the plugin serialises them)
 	rev   map[*resourceapi.ResourceSlice]*resourceapi.ResourceSlice
 }
 
@@ -54,6 +55,7 @@ func (r *reversingLister) NodeLists(*structured.AllocatedState) bool {
 }
 
 func (r *reversingLister) NodeSlice(sl *resourceapi.ResourceSlice, _ *structured.AllocatedState) *resourceapi.ResourceSlice {
+	r.nodes++
 	return r.reversed(sl)
 }
 
