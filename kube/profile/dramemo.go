@@ -42,6 +42,15 @@ import (
 // Score needs none either: for claims of Exactly requests upstream's
 // score is 0 on every node.
 //
+// With a DRA manager that lists node by node (DRANodeLister), such a
+// cycle is lazy (lazyPlan): upstream's PreFilter builds its allocator
+// over no slice, a node's slices are listed when the cycle first needs
+// them, and a node the memo has no answer for, and the chosen node at
+// Reserve, get upstream's PreFilter and Filter with the slice list
+// restricted to that node's: the allocator's answer on a node reads no
+// other node's slices where every slice is one node's and each pool on
+// one node.
+//
 // Whenever a cycle is not of that kind (a claim allocated or reserved
 // already, a request with alternatives, a slice that is not one node's,
 // a pool whose slices are on several nodes, a PodGroup's cycle), every
@@ -60,7 +69,8 @@ type draMemo struct {
 	// and take is this PreFilter's. Lock order: the claims' locks of a
 	// PreBind (locks, in UID order), then regroup, then pre, then the
 	// tap's mu (taken inside upstream's PreFilter); a cycle's mu, then mu
-	// (filterKey names the shapes while it builds a key). Neither mu is
+	// (filterKey names the shapes while it builds a key); a lazy cycle's
+	// mu, then pre (draCycle.group lists a node's slices). Neither mu is
 	// held while upstream's code runs.
 	pre sync.Mutex
 	// regroup serialises rederives (drashare.go): they write the pod
@@ -91,6 +101,13 @@ type draMemo struct {
 	lastSet   map[*resourceapi.ResourceSlice]uint64
 	seen      uint64
 	patched   int // the groupings replaced patched, for tests
+	// pubSet, pubPools and pubOK are the last published slices of a
+	// lazy cycle's plan (lazyPlan), each with the last check that saw
+	// it (pubSeen), and their grouping (pubPoolsOf).
+	pubSet   map[*resourceapi.ResourceSlice]uint64
+	pubSeen  uint64
+	pubPools map[string]*nodeSlices
+	pubOK    bool
 
 	locks claimLocks // PodGroup members' PreBinds, by shared claim (drashare.go)
 }
@@ -183,6 +200,12 @@ type draCycle struct {
 	answers map[string]memoAnswer
 	ran     map[string]bool // nodes upstream's Filter accepted in the cycle
 	buf     []byte
+	// lazy: upstream's PreFilter built its allocator over no slice
+	// (lazyPlan); pub is the published slices by node, lists each
+	// node's as the manager lists them, made when first needed (group).
+	lazy  bool
+	pub   map[string]*nodeSlices
+	lists map[string]*nodeSlices
 }
 
 type memoAnswer struct {
@@ -203,23 +226,40 @@ func (d *draMemo) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 	d.pre.Lock()
 	d.tap.preFilterFor(pod)
 	up := pod
-	if cs.GetPodGroupSchedulingCycle() != nil {
+	group := cs.GetPodGroupSchedulingCycle() != nil
+	if group {
 		up = d.inFlightLast(pod)
 	}
-	d.tap.arm()
+	var plan *lazyPlan
+	if !group {
+		plan = d.lazyPlan(pod)
+	}
+	if plan != nil {
+		d.tap.armLazy()
+	} else {
+		d.tap.arm()
+	}
 	res, st := d.DynamicResources.PreFilter(ctx, cs, up, nodes)
-	list, state := d.tap.take()
+	list, state, lazied := d.tap.take()
 	d.pre.Unlock()
 	if !st.IsSuccess() {
 		return res, st
 	}
-	if cs.GetPodGroupSchedulingCycle() != nil {
+	if group {
 		// A PodGroup's cycle may reuse another member's pending
 		// allocation, available on some nodes only.
 		d.noteShare(cs, pod)
 		return res, st
 	}
-	if c := d.newCycle(pod, list, state); c != nil {
+	var c *draCycle
+	if lazied {
+		// Upstream's allocator has no slice: the memo must serve the
+		// cycle.
+		c = d.newLazyCycle(plan, state)
+	} else {
+		c = d.newCycle(pod, list, state)
+	}
+	if c != nil {
 		cs.Write(draMemoKey, c)
 	}
 	return res, st
@@ -238,7 +278,18 @@ func (d *draMemo) newCycle(pod *v1.Pod, list []*resourceapi.ResourceSlice, state
 	if list == nil || state == nil {
 		return nil
 	}
-	d.forget(len(list))
+	pools, ok := d.poolsOf(list)
+	if !ok {
+		return nil
+	}
+	return d.startCycle(asks, len(list), pools, state)
+}
+
+// startCycle is the memo of a cycle of what the pod asks (asks), over
+// n slices grouped by node as pools says, from state. O(1), O(state's
+// shares) without a ShareCounter.
+func (d *draMemo) startCycle(asks string, n int, pools map[string]*nodeSlices, state *structured.AllocatedState) *draCycle {
+	d.forget(n)
 	d.mu.Lock()
 	if d.across[asks] == nil {
 		d.across[asks] = map[string]memoAnswer{}
@@ -248,10 +299,6 @@ func (d *draMemo) newCycle(pod *v1.Pod, list []*resourceapi.ResourceSlice, state
 		clear(prior)
 	}
 	d.mu.Unlock()
-	pools, ok := d.poolsOf(list)
-	if !ok {
-		return nil
-	}
 	c := &draCycle{memo: d, asks: prior, pools: pools, answers: map[string]memoAnswer{}, ran: map[string]bool{}}
 	c.state, c.shares, c.vers = state, d.tap.shareCounts(state), d.tap.poolVersioner()
 	if c.shares == nil {
@@ -290,6 +337,22 @@ func (d *draMemo) poolsOf(list []*resourceapi.ResourceSlice) (map[string]*nodeSl
 	if pools, ok := d.replaced(list); ok {
 		return pools, true
 	}
+	pools, ok := groupSlices(list)
+	if !ok {
+		return nil, false
+	}
+	d.lastList, d.lastPools = slices.Clone(list), pools
+	d.lastSet = make(map[*resourceapi.ResourceSlice]uint64, len(list))
+	for _, sl := range list {
+		d.lastSet[sl] = 0
+	}
+	return pools, true
+}
+
+// groupSlices groups the slices by node and, within a node, by pool;
+// ok is false if a slice is not one node's, or a pool's slices are on
+// several nodes. O(slices).
+func groupSlices(list []*resourceapi.ResourceSlice) (map[string]*nodeSlices, bool) {
 	type poolKey struct{ driver, pool string }
 	byPool := map[poolKey][]*resourceapi.ResourceSlice{}
 	var order []poolKey
@@ -314,11 +377,6 @@ func (d *draMemo) poolsOf(list []*resourceapi.ResourceSlice) (map[string]*nodeSl
 	pools := make(map[string]*nodeSlices, len(byNode))
 	for n, groups := range byNode {
 		pools[n] = groupOf(groups)
-	}
-	d.lastList, d.lastPools = slices.Clone(list), pools
-	d.lastSet = make(map[*resourceapi.ResourceSlice]uint64, len(list))
-	for _, sl := range list {
-		d.lastSet[sl] = 0
 	}
 	return pools, true
 }
@@ -492,22 +550,29 @@ func (d *draMemo) sameSlices(list []*resourceapi.ResourceSlice) bool {
 // O(claims + containers + classes), with every claim listed when a class
 // serves an extended resource.
 func (d *draMemo) asksOf(pod *v1.Pod) (string, bool) {
+	asks, _, ok := d.asksOfExt(pod)
+	return asks, ok
+}
+
+// asksOfExt is asksOf, and whether some DeviceClass serves an extended
+// resource (of the pod's, or any by its extendedResourceName) besides.
+func (d *draMemo) asksOfExt(pod *v1.Pod) (string, bool, bool) {
 	m := d.h.SharedDRAManager()
 	var parts []any
 	for i := range pod.Spec.ResourceClaims {
 		name, _, err := resourceclaim.Name(pod, &pod.Spec.ResourceClaims[i])
 		if err != nil || name == nil {
-			return "", false
+			return "", false, false
 		}
 		claim, err := m.ResourceClaims().Get(pod.Namespace, *name)
 		if err != nil || !plainClaim(claim) {
-			return "", false
+			return "", false, false
 		}
 		parts = append(parts, pod.Spec.ResourceClaims[i].Name, claim.Spec)
 		for _, r := range claim.Spec.Devices.Requests {
 			class, err := m.DeviceClasses().Get(r.Exactly.DeviceClassName)
 			if err != nil {
-				return "", false
+				return "", false, false
 			}
 			parts = append(parts, class.Spec)
 		}
@@ -525,7 +590,7 @@ func (d *draMemo) asksOf(pod *v1.Pod) (string, bool) {
 	parts = append(parts, pod.Spec.Overhead, pod.Spec.Resources)
 	classes, err := m.DeviceClasses().List()
 	if err != nil {
-		return "", false
+		return "", false, false
 	}
 	implicit := implicitClasses(pod)
 	classes = slices.DeleteFunc(slices.Clone(classes), func(c *resourceapi.DeviceClass) bool {
@@ -538,11 +603,11 @@ func (d *draMemo) asksOf(pod *v1.Pod) (string, bool) {
 		// claim: no answer kept for what the pod asks is this pod's.
 		claims, err := m.ResourceClaims().List()
 		if err != nil {
-			return "", false
+			return "", false, false
 		}
 		for _, c := range claims {
 			if extendedClaimPod(c) == pod.UID {
-				return "", false
+				return "", false, false
 			}
 		}
 	}
@@ -552,7 +617,7 @@ func (d *draMemo) asksOf(pod *v1.Pod) (string, bool) {
 		parts = append(parts, class.Name, class.CreationTimestamp.UnixNano(), class.Spec)
 	}
 	b, err := json.Marshal(parts)
-	return string(b), err == nil
+	return string(b), len(classes) > 0, err == nil
 }
 
 // implicitClasses is the set of DeviceClasses pod asks devices of by
@@ -621,7 +686,12 @@ func (d *draMemo) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni
 		}
 		return fwk.NewStatus(a.code, a.reasons...)
 	}
-	st := d.DynamicResources.Filter(ctx, cs, pod, ni)
+	var st *fwk.Status
+	if c.lazy {
+		st = d.lazyFilter(ctx, c, pod, ni)
+	} else {
+		st = d.DynamicResources.Filter(ctx, cs, pod, ni)
+	}
 	if st.Code() != fwk.Error && ctx.Err() == nil {
 		a := memoAnswer{code: st.Code()}
 		if st != nil {
@@ -629,7 +699,7 @@ func (d *draMemo) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni
 		}
 		c.mu.Lock()
 		c.answers[key] = a
-		if st.IsSuccess() {
+		if st.IsSuccess() && !c.lazy {
 			c.ran[ni.Node().Name] = true
 		}
 		c.mu.Unlock()
@@ -648,7 +718,22 @@ func (d *draMemo) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni
 // PodGroup member it notes the node first (noteNode).
 func (d *draMemo) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	d.noteNode(cs, nodeName)
-	if c := cycleMemo(cs); c != nil {
+	if c := cycleMemo(cs); c != nil && c.lazy {
+		// Upstream's PreFilter again on the cycle's state, its allocator
+		// over the chosen node's slices, then its Filter there: the
+		// allocation reserved is the one upstream's allocator over every
+		// slice would make on that node (lazyPlan).
+		ni, err := d.h.SnapshotSharedLister().NodeInfos().Get(nodeName)
+		if err != nil {
+			return fwk.AsStatus(err)
+		}
+		if st := d.restrictedPreFilter(ctx, c, cs, pod, nodeName); !st.IsSuccess() {
+			return st
+		}
+		if st := d.DynamicResources.Filter(ctx, cs, pod, ni); !st.IsSuccess() {
+			return st
+		}
+	} else if c != nil {
 		c.mu.Lock()
 		ran := c.ran[nodeName]
 		c.mu.Unlock()
@@ -688,7 +773,7 @@ func cycleMemo(cs fwk.CycleState) *draCycle {
 // one pool of one slice.
 func (d *draMemo) filterKey(c *draCycle, ni fwk.NodeInfo) string {
 	node := ni.Node()
-	pools := c.pools[node.Name].slices()
+	pools := c.group(node.Name).slices()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b := c.buf[:0]

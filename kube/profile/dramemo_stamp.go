@@ -18,9 +18,17 @@ import (
 // of the node (filterKey), a slice object is never changed in place, and
 // the count is another once anything allocated on the pool changed.
 // Comparable.
+//
+// In a lazy cycle (DRANodeLister) the slice is the published one, and
+// the stamp is marked lazy: the slice the allocator is given there is
+// a function of the published slice, its pool's count, the node's
+// NodeInfo and what the pod asks (NodeLists' terms), so the same
+// stamp, generation and key still give the same answer. A lazy stamp is
+// never equal to a stamp of a cycle that lists every slice.
 type DRAStamp struct {
 	slice *resourceapi.ResourceSlice
 	pool  uint64
+	lazy  bool
 }
 
 // DRAFilterKey returns what DynamicResources' answers in the cycle of cs
@@ -49,6 +57,9 @@ func DRANodeStamp(cs fwk.CycleState, ni fwk.NodeInfo) (DRAStamp, bool) {
 		return DRAStamp{}, false
 	}
 	g := c.pools[ni.Node().Name]
+	if c.lazy {
+		g = c.pub[ni.Node().Name]
+	}
 	pools := g.slices()
 	switch {
 	case len(pools) == 0:
@@ -58,10 +69,10 @@ func DRANodeStamp(cs fwk.CycleState, ni fwk.NodeInfo) (DRAStamp, bool) {
 	}
 	sl := pools[0][0]
 	if !g.named {
-		return DRAStamp{slice: sl}, true // nothing of it can be allocated
+		return DRAStamp{slice: sl, lazy: c.lazy}, true // nothing of it can be allocated
 	}
 	ver, ok := c.vers.PoolVersion(c.state, g.pool)
-	return DRAStamp{slice: sl, pool: ver}, ok
+	return DRAStamp{slice: sl, pool: ver, lazy: c.lazy}, ok
 }
 
 // SignWithoutClaims is SignPod's signature of pod with its resource

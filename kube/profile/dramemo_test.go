@@ -301,10 +301,31 @@ func TestDRAMemoStandsAside(t *testing.T) {
 // TestDRAMemoConcurrentCycles: cycles of one plugin run from several
 // goroutines at once (each its own cycle state) get upstream's answers on
 // every node, and each takes its own PreFilter's allocated state from the
-// tap. Run with -race.
+// tap; lazy cycles too (a DRANodeLister's, whose lists are made under
+// the plugin's lock: the test's manager keeps a map unguarded). Run with
+// -race.
 func TestDRAMemoConcurrentCycles(t *testing.T) {
-	ctx := context.Background()
-	m, f := memoPlugin(t, memoCluster())
+	for _, tc := range []struct {
+		name string
+		lazy bool
+	}{{"the memo", false}, {"lazy cycles", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			var m *draMemo
+			var f *Framework
+			if tc.lazy {
+				m, f, _ = lazyPlugin(t, memoCluster(), true, "")
+			} else {
+				m, f = memoPlugin(t, memoCluster())
+			}
+			concurrentCycles(ctx, t, m, f, tc.lazy)
+		})
+	}
+}
+
+// concurrentCycles runs TestDRAMemoConcurrentCycles on m; lazy: every
+// cycle must be lazy.
+func concurrentCycles(ctx context.Context, t *testing.T, m *draMemo, f *Framework, lazy bool) {
 	p := pod("p", "", withResourceClaim("want"))
 	nodes, err := f.Snapshot().NodeInfos().List()
 	if err != nil {
@@ -334,8 +355,8 @@ func TestDRAMemoConcurrentCycles(t *testing.T) {
 					ready.Done()
 					ready.Wait()
 				}
-				if !st.IsSuccess() || cycleMemo(cs) == nil {
-					errs <- fmt.Sprintf("PreFilter %v, memo %v", st, cycleMemo(cs) != nil)
+				if !st.IsSuccess() || cycleMemo(cs) == nil || cycleMemo(cs).lazy != lazy {
+					errs <- fmt.Sprintf("PreFilter %v, memo %v, lazy %v", st, cycleMemo(cs) != nil, cycleMemo(cs) != nil && cycleMemo(cs).lazy)
 					return
 				}
 				for i := range nodes {

@@ -27,9 +27,25 @@ type draTap struct {
 	armed  bool
 	slices []*resourceapi.ResourceSlice
 	state  *structured.AllocatedState
+	// lazy: the armed PreFilter's slice list is empty if the manager
+	// lists node by node for the state gathered just before it
+	// (DRANodeLister.NodeLists), and lazied notes that it was.
+	lazy, lazied bool
+	// restricted: the slice list is only and the gather is onlyState,
+	// neither asked of the manager (restrict).
+	restricted bool
+	only       []*resourceapi.ResourceSlice
+	onlyState  *structured.AllocatedState
 
 	// ext are the extended resources' claims in flight (drahold.go).
 	ext extendedInFlight
+
+	// scoresDRA: a score plugin of the profile lists the slices and
+	// gathers the state itself (NodeResourcesFit or
+	// BalancedAllocation scoring a DRA-backed extended resource),
+	// which a concurrent cycle could do while restrict holds: lazy
+	// cycles stand aside (draMemo.lazyPlan).
+	scoresDRA bool
 }
 
 func newDRATap(m fwk.SharedDRAManager, keeper DRAKeeper, notePod func(*v1.Pod)) *draTap {
@@ -50,21 +66,65 @@ func (t *draTap) arm() {
 		return
 	}
 	t.mu.Lock()
-	t.armed, t.slices, t.state = true, nil, nil
+	t.armed, t.slices, t.state, t.lazy, t.lazied = true, nil, nil, false, false
 	t.mu.Unlock()
 }
 
-// take returns what was read since arm, nil for what was not, and stops
-// keeping. A nil tap returns nothing.
-func (t *draTap) take() ([]*resourceapi.ResourceSlice, *structured.AllocatedState) {
+// armLazy is arm, with the slice list left empty if the manager lists
+// node by node (lazy). A nil tap does nothing.
+func (t *draTap) armLazy() {
 	if t == nil {
-		return nil, nil
+		return
+	}
+	t.mu.Lock()
+	t.armed, t.slices, t.state, t.lazy, t.lazied = true, nil, nil, true, false
+	t.mu.Unlock()
+}
+
+// restrict makes the slice list only and the gather state, without
+// asking the manager, until unrestrict: upstream's PreFilter then builds
+// its allocator over only, from state. A nil tap does nothing.
+func (t *draTap) restrict(only []*resourceapi.ResourceSlice, state *structured.AllocatedState) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	t.restricted, t.only, t.onlyState = true, only, state
+	t.mu.Unlock()
+}
+
+// unrestrict ends restrict. A nil tap does nothing.
+func (t *draTap) unrestrict() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	t.restricted, t.only, t.onlyState = false, nil, nil
+	t.mu.Unlock()
+}
+
+// nodeLister is the manager as a DRANodeLister, nil if it is not one.
+// A nil tap has none.
+func (t *draTap) nodeLister() DRANodeLister {
+	if t == nil {
+		return nil
+	}
+	nl, _ := t.SharedDRAManager.(DRANodeLister)
+	return nl
+}
+
+// take returns what was read since arm, nil for what was not, and
+// whether the slice list was left empty (armLazy), and stops keeping. A
+// nil tap returns nothing.
+func (t *draTap) take() ([]*resourceapi.ResourceSlice, *structured.AllocatedState, bool) {
+	if t == nil {
+		return nil, nil, false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	l, s := t.slices, t.state
-	t.armed, t.slices, t.state = false, nil, nil
-	return l, s
+	l, s, lazied := t.slices, t.state, t.lazied
+	t.armed, t.slices, t.state, t.lazy, t.lazied = false, nil, nil, false, false
+	return l, s, lazied
 }
 
 // ShareCounter is a DRAKeeper's part that may know, for a state its
@@ -145,6 +205,13 @@ func (c tapClaims) MaybeRemoveClaimPendingAllocation(uid types.UID, force bool) 
 }
 
 func (c tapClaims) GatherAllocatedState() (*structured.AllocatedState, error) {
+	c.t.mu.Lock()
+	if c.t.restricted {
+		s := c.t.onlyState
+		c.t.mu.Unlock()
+		return s, nil
+	}
+	c.t.mu.Unlock()
 	s, err := c.ResourceClaimTracker.GatherAllocatedState()
 	if err == nil {
 		c.t.keep(func() { c.t.state = s })
@@ -166,7 +233,26 @@ type tapSlices struct {
 	t *draTap
 }
 
+// ListWithDeviceTaintRules is the manager's list, kept if the tap is
+// armed; restricted, the slices given (restrict); armed lazily, an
+// empty list if the manager lists node by node for the state gathered
+// just before (DRANodeLister.NodeLists, which then takes that state).
 func (l tapSlices) ListWithDeviceTaintRules() ([]*resourceapi.ResourceSlice, error) {
+	t := l.t
+	t.mu.Lock()
+	if t.restricted {
+		only := t.only
+		t.mu.Unlock()
+		return only, nil
+	}
+	lazy, state := t.armed && t.lazy, t.state
+	t.mu.Unlock()
+	if lazy && state != nil {
+		if nl := t.nodeLister(); nl != nil && nl.NodeLists(state) {
+			t.keep(func() { t.lazied = true })
+			return nil, nil
+		}
+	}
 	list, err := l.ResourceSliceLister.ListWithDeviceTaintRules()
 	if err == nil {
 		l.t.keep(func() { l.t.slices = list })

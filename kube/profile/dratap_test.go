@@ -40,17 +40,17 @@ func TestDRATapKeepsOnlyWhileArmed(t *testing.T) {
 	inner := fakeDRA{claims: &countingClaims{}, slice: &resourceapi.ResourceSlice{}}
 	tap := newDRATap(inner, nil, nil)
 	tap.ResourceClaims().GatherAllocatedState()
-	if l, s := tap.take(); l != nil || s != nil {
+	if l, s, _ := tap.take(); l != nil || s != nil {
 		t.Fatal("kept a state gathered while disarmed")
 	}
 	tap.arm()
 	want, _ := tap.ResourceClaims().GatherAllocatedState()
 	tap.ResourceSlices().ListWithDeviceTaintRules()
-	l, s := tap.take()
+	l, s, _ := tap.take()
 	if s != want || len(l) != 1 || l[0] != inner.slice {
 		t.Errorf("took %v, %v; want the state and the slice read while armed", l, s)
 	}
-	if l, s := tap.take(); l != nil || s != nil {
+	if l, s, _ := tap.take(); l != nil || s != nil {
 		t.Error("a second take returned them again")
 	}
 	if inner.claims.gathers != 2 {
@@ -58,7 +58,7 @@ func TestDRATapKeepsOnlyWhileArmed(t *testing.T) {
 	}
 	var none *draTap
 	none.arm()
-	if l, s := none.take(); l != nil || s != nil {
+	if l, s, _ := none.take(); l != nil || s != nil {
 		t.Error("a nil tap returned something")
 	}
 }

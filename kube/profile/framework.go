@@ -291,7 +291,9 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 		return nil, fmt.Errorf("profile %q: %w", prof.SchedulerName, err)
 	}
 	wired := w
-	w.dra = newDRATap(w.dra, w.keeper, s.NotePod)
+	tap := newDRATap(w.dra, w.keeper, s.NotePod)
+	tap.scoresDRA = scoresDRA(prof)
+	w.dra = tap
 	f, err := frameworkruntime.NewFramework(ctx, r, prof,
 		frameworkruntime.WithClientSet(w.client),
 		frameworkruntime.WithInformerFactory(w.factory),

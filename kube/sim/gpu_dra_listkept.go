@@ -54,56 +54,76 @@ const maxFGDRequests = 1024
 // else of the others. O(GPU slices) lookups, O(devices) more per slice
 // read again.
 func (d *draFullestFirst) listKept(list []*resourceapi.ResourceSlice, state *structured.AllocatedState) []*resourceapi.ResourceSlice {
-	var (
-		r        gpu.Request
-		fgd, rnd bool
-		num      int
-		draw     uint64
-	)
-	if pod := d.m.pod; pod != nil {
-		var ok bool
-		r, ok = usageOfPod(pod).request()
-		switch {
-		case !ok || !r.Shared():
-		case d.m.fgdChooses(pod, r):
-			fgd = true
-			num = d.requestNumber(r)
-		case d.m.policy == gpu.Random:
-			rnd, draw = true, randomDraw(d.m.seed, pod)
-		}
-	}
-	var nodes fwk.NodeInfoLister
-	if fgd && d.m.h != nil {
-		nodes = d.m.h.SnapshotSharedLister().NodeInfos()
-	}
+	lc := d.listContext()
 	out := make([]*resourceapi.ResourceSlice, len(list))
-	copy(out, list)
 	for i, sl := range list {
-		if sl.Spec.Driver != traceGPUDriver {
-			continue
-		}
-		e := d.entryOf(sl, state)
-		if !e.used {
-			continue
-		}
-		first := -1
-		switch {
-		case fgd:
-			first = d.keptFGDChoice(sl, e, nodes, r, num)
-		case rnd:
-			first = randomChoice(e.left, r.Share, draw)
-		}
-		o := e.outs[first+1]
-		if o == nil {
-			o = d.ordered(sl, e.left, first)
-			e.outs[first+1] = o
-		}
-		if draListCheck != nil {
-			draListCheck(sl, o, d.freshOrder(sl, state))
-		}
-		out[i] = o
+		out[i] = d.keptSlice(sl, state, &lc)
 	}
 	return out
+}
+
+// listContext is what listKept reads of the pod noted, once per list:
+// its request, whether FGD or Random chooses its GPU (fgd, rnd), the
+// request's number (num) or the pod's draw, and the snapshot's nodes
+// (under FGD).
+type listContext struct {
+	r        gpu.Request
+	fgd, rnd bool
+	num      int
+	draw     uint64
+	nodes    fwk.NodeInfoLister
+}
+
+// listContext is the listContext of the pod noted. O(the pod's
+// containers).
+func (d *draFullestFirst) listContext() listContext {
+	var lc listContext
+	if pod := d.m.pod; pod != nil {
+		var ok bool
+		lc.r, ok = usageOfPod(pod).request()
+		switch {
+		case !ok || !lc.r.Shared():
+		case d.m.fgdChooses(pod, lc.r):
+			lc.fgd = true
+			lc.num = d.requestNumber(lc.r)
+		case d.m.policy == gpu.Random:
+			lc.rnd, lc.draw = true, randomDraw(d.m.seed, pod)
+		}
+	}
+	if lc.fgd && d.m.h != nil {
+		lc.nodes = d.m.h.SnapshotSharedLister().NodeInfos()
+	}
+	return lc
+}
+
+// keptSlice is sl as listKept lists it in the kept state for the pod
+// of lc: itself unless it is a GPU slice whose pool is in use, else in
+// the policy's order, kept in its entry. O(1) while what it was kept
+// from holds, else O(its devices) and FGD's choice.
+func (d *draFullestFirst) keptSlice(sl *resourceapi.ResourceSlice, state *structured.AllocatedState, lc *listContext) *resourceapi.ResourceSlice {
+	if sl.Spec.Driver != traceGPUDriver {
+		return sl
+	}
+	e := d.entryOf(sl, state)
+	if !e.used {
+		return sl
+	}
+	first := -1
+	switch {
+	case lc.fgd:
+		first = d.keptFGDChoice(sl, e, lc.nodes, lc.r, lc.num)
+	case lc.rnd:
+		first = randomChoice(e.left, lc.r.Share, lc.draw)
+	}
+	o := e.outs[first+1]
+	if o == nil {
+		o = d.ordered(sl, e.left, first)
+		e.outs[first+1] = o
+	}
+	if draListCheck != nil {
+		draListCheck(sl, o, d.freshOrder(sl, state))
+	}
+	return o
 }
 
 // freshOrder is sl as the other path lists it for the pod noted, read

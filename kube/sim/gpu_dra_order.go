@@ -71,6 +71,13 @@ type draFullestFirst struct {
 	// kept is the allocated state kept from the claims' events, given
 	// by GatherAllocatedState while it is usable (allocKeeper).
 	kept *allocKeeper
+	// published is the length of the last PublishedSlices; lazyState,
+	// lazyPlain and lazyCtx are the last NodeLists' state, whether it
+	// lists the published order, and what it read of the pod.
+	published int
+	lazyState *structured.AllocatedState
+	lazyPlain bool
+	lazyCtx   listContext
 }
 
 // orderedSlice is a slice with its devices in an order, the same object
@@ -180,16 +187,7 @@ func (l fullestFirstLister) ListWithDeviceTaintRules() ([]*resourceapi.ResourceS
 		}
 	}
 	used := l.d.usedPoolsOf(state)
-	if len(l.d.cache) > 4*len(list)+64 {
-		clear(l.d.cache)
-	}
-	if len(l.d.devs) > 4*len(list)+64 {
-		clear(l.d.devs)
-		clear(l.d.last)
-		clear(l.d.picks)
-		clear(l.d.lefts)
-		clear(l.d.entries)
-	}
+	l.d.bound(len(list))
 	if draListKeptOn && l.d.kept.serves(state) {
 		return l.d.listKept(list, state), nil
 	}
@@ -211,6 +209,22 @@ func (l fullestFirstLister) ListWithDeviceTaintRules() ([]*resourceapi.ResourceS
 		out[i] = l.d.ordered(sl, left, first)
 	}
 	return out, nil
+}
+
+// bound forgets what is kept by slice object once it is much more than
+// a list of n slices holds (slices replaced since). O(1), or O(kept)
+// when it forgets.
+func (d *draFullestFirst) bound(n int) {
+	if len(d.cache) > 4*n+64 {
+		clear(d.cache)
+	}
+	if len(d.devs) > 4*n+64 {
+		clear(d.devs)
+		clear(d.last)
+		clear(d.picks)
+		clear(d.lefts)
+		clear(d.entries)
+	}
 }
 
 // notePod notes the pod DynamicResources' PreFilter runs for

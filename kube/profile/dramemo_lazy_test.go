@@ -1,0 +1,261 @@
+package profile
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/dynamic-resource-allocation/structured"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
+)
+
+// reversingLister is a DRA manager that lists each slice with its
+// devices in reverse order (so that the allocator's first fit depends
+// on which list it is given), and lists node by node when lazy.
+type reversingLister struct {
+	fwk.SharedDRAManager
+	lazy  bool
+	lazys int // the NodeLists that said yes
+	nodes int // the NodeSlices given (unguarded: the plugin serialises them)
+	rev   map[*resourceapi.ResourceSlice]*resourceapi.ResourceSlice
+}
+
+// reversed is sl with its devices reversed, one object per slice.
+func (r *reversingLister) reversed(sl *resourceapi.ResourceSlice) *resourceapi.ResourceSlice {
+	if o, ok := r.rev[sl]; ok {
+		return o
+	}
+	c := *sl
+	c.Spec.Devices = slices.Clone(sl.Spec.Devices)
+	slices.Reverse(c.Spec.Devices)
+	r.rev[sl] = &c
+	return &c
+}
+
+func (r *reversingLister) ResourceSlices() fwk.ResourceSliceLister {
+	return reversingSlices{ResourceSliceLister: r.SharedDRAManager.ResourceSlices(), r: r}
+}
+
+func (r *reversingLister) PublishedSlices() ([]*resourceapi.ResourceSlice, error) {
+	return r.SharedDRAManager.ResourceSlices().ListWithDeviceTaintRules()
+}
+
+func (r *reversingLister) NodeLists(*structured.AllocatedState) bool {
+	if r.lazy {
+		r.lazys++
+	}
+	return r.lazy
+}
+
+func (r *reversingLister) NodeSlice(sl *resourceapi.ResourceSlice, _ *structured.AllocatedState) *resourceapi.ResourceSlice {
+	r.nodes++
+	return r.reversed(sl)
+}
+
+type reversingSlices struct {
+	fwk.ResourceSliceLister
+	r *reversingLister
+}
+
+func (l reversingSlices) ListWithDeviceTaintRules() ([]*resourceapi.ResourceSlice, error) {
+	list, err := l.ResourceSliceLister.ListWithDeviceTaintRules()
+	out := make([]*resourceapi.ResourceSlice, len(list))
+	for i, sl := range list {
+		out[i] = l.r.reversed(sl)
+	}
+	return out, err
+}
+
+// scoreResource has prof's NodeResourcesFit score name besides.
+func scoreResource(t *testing.T, prof *config.KubeSchedulerProfile, name string) {
+	t.Helper()
+	for _, pc := range prof.PluginConfig {
+		if a, ok := pc.Args.(*config.NodeResourcesFitArgs); ok && a.ScoringStrategy != nil {
+			a.ScoringStrategy.Resources = append(a.ScoringStrategy.Resources, config.ResourceSpec{Name: name, Weight: 1})
+			return
+		}
+	}
+	t.Fatal("no NodeResourcesFit args with a scoring strategy")
+}
+
+// lazyPlugin is memoPlugin over c with a reversingLister as the DRA
+// manager, and NodeResourcesFit scoring the resource scored besides if
+// it is not empty.
+func lazyPlugin(t *testing.T, c Cluster, lazy bool, scored string) (*draMemo, *Framework, *reversingLister) {
+	t.Helper()
+	cfg, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof := &cfg.Profiles[0]
+	if scored != "" {
+		scoreResource(t, prof, scored)
+	}
+	prof.Plugins.MultiPoint.Enabled = slices.DeleteFunc(prof.Plugins.MultiPoint.Enabled, func(p config.Plugin) bool { return p.Name == dynamicresources.Name })
+	r := &reversingLister{lazy: lazy, rev: map[*resourceapi.ResourceSlice]*resourceapi.ResourceSlice{}}
+	f, err := NewFrameworkOn(context.Background(), prof, Setup{
+		Snapshot: backendcache.NewSnapshot(c.Pods, c.Nodes),
+		Objects:  append(podsAndNodes(c), c.Objects...),
+		WrapDRA: func(m fwk.SharedDRAManager) DRAWrap {
+			r.SharedDRAManager = m
+			return DRAWrap{Manager: r}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	var args runtime.Object
+	for _, pc := range cfg.Profiles[0].PluginConfig {
+		if pc.Name == dynamicresources.Name {
+			args = pc.Args
+		}
+	}
+	m, ok := registryPlugin(t, f, dynamicresources.Name, args).(*draMemo)
+	if !ok {
+		t.Fatal("the registry's DynamicResources is not a *draMemo")
+	}
+	return m, f, r
+}
+
+// lazyOutcome is what a cycle gave on each node: Filter's answer, and
+// the devices Reserve allocated there (nil if it did not fit).
+type lazyOutcome struct {
+	code    fwk.Code
+	msg     string
+	devices []string
+}
+
+// TestDRALazyCycleAllocatesAsUpstream: a lazy cycle (upstream's
+// allocator built per node, over that node's slices as the manager
+// lists them) answers every node as upstream's PreFilter and Filter
+// over every slice do, and Reserve allocates the devices upstream's
+// would, in the manager's order (reversed: the other order takes
+// another device); where the published slices fail the memo's
+// preconditions (a pool over two nodes, whose completeness the
+// allocator reads from the other node's slice) the cycle is not lazy
+// and the answers are upstream's all the same. The last case restricts
+// the allocator to a node's slices where a precondition fails
+// (draLazyForce), and requires that the answers then differ: the case
+// tests the precondition. A profile that scores a DRA-backed extended
+// resource (its scorer lists the slices itself) has no lazy cycle.
+func TestDRALazyCycleAllocatesAsUpstream(t *testing.T) {
+	poolOverTwo := func() Cluster {
+		return slicesCluster(
+			slice1("a-0", "a", "p", 1, 2, "gpu-0", "V100"), slice1("b-0", "b", "p", 1, 2, "gpu-1", "V100"),
+			slice1("z-0", "z", "z", 1, 1, "gpu-0", "V100"))
+	}
+	for _, tc := range []struct {
+		name     string
+		c        Cluster
+		force    bool   // draLazyForce
+		scored   string // a resource NodeResourcesFit scores besides
+		wantLazy bool
+		differ   bool // the lazy cycle must disagree with upstream somewhere
+	}{
+		{name: "nodes with pools of their own", c: memoCluster(), wantLazy: true},
+		{name: "a node of two pools and one of a pool of two slices", wantLazy: true, c: slicesCluster(
+			slice1("a-0", "a", "a0", 1, 1, "gpu-0", "V100"), slice1("a-1", "a", "a1", 1, 1, "gpu-1", "V100"),
+			slice1("b-0", "b", "b", 1, 2, "gpu-0", "V100"), slice1("b-1", "b", "b", 1, 2, "gpu-1", "V100"),
+			slice1("z-0", "z", "z", 1, 2, "gpu-0", "V100"))},
+		{name: "a pool over two nodes stands aside", c: poolOverTwo()},
+		{name: "a score that lists the slices itself stands aside", c: memoCluster(), scored: "example.com/gpu"},
+		{name: "a pool over two nodes, restricted anyway", c: poolOverTwo(), force: true, wantLazy: true, differ: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func(was bool) { draLazyForce = was }(draLazyForce)
+			draLazyForce = tc.force
+			ctx := context.Background()
+			m, f, r := lazyPlugin(t, tc.c, true, tc.scored)
+			p := pod("p", "", withResourceClaim("want"))
+			nodes, err := f.Snapshot().NodeInfos().List()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Upstream over every slice: its PreFilter lists them all
+			// (the tap is not armed), its Filter and Reserve on each
+			// node in a cycle state of its own.
+			want := map[string]lazyOutcome{}
+			for _, ni := range nodes {
+				cs := framework.NewCycleState()
+				if _, st := m.DynamicResources.PreFilter(ctx, cs, p, nil); !st.IsSuccess() {
+					t.Fatalf("upstream's PreFilter: %v", st)
+				}
+				want[ni.Node().Name] = reserveOutcome(t, f, cs, p, ni.Node().Name,
+					m.DynamicResources.Filter(ctx, cs, p, ni), m.DynamicResources.Reserve, m.DynamicResources.Unreserve)
+			}
+			lazied := r.lazys
+			got := map[string]lazyOutcome{}
+			for _, ni := range nodes {
+				cs := framework.NewCycleState()
+				if _, st := m.PreFilter(ctx, cs, p, nil); !st.IsSuccess() {
+					t.Fatalf("PreFilter: %v", st)
+				}
+				c := cycleMemo(cs)
+				if lazy := c != nil && c.lazy; lazy != tc.wantLazy {
+					t.Fatalf("lazy cycle: %v, want %v", lazy, tc.wantLazy)
+				}
+				// Every node filtered, the node reserved last: an
+				// answer from the memo, or from a twin, as a cycle has.
+				var st *fwk.Status
+				for _, other := range nodes {
+					s := m.Filter(ctx, cs, p, other)
+					if other.Node().Name == ni.Node().Name {
+						st = s
+					}
+				}
+				got[ni.Node().Name] = reserveOutcome(t, f, cs, p, ni.Node().Name, st, m.Reserve, m.Unreserve)
+			}
+			if tc.wantLazy && !tc.force && r.lazys == lazied {
+				t.Error("no lazy cycle")
+			}
+			differ := false
+			for _, ni := range nodes {
+				n := ni.Node().Name
+				g, w := got[n], want[n]
+				if g.code != w.code || g.msg != w.msg || !slices.Equal(g.devices, w.devices) {
+					differ = true
+					if !tc.differ {
+						t.Errorf("node %s: lazy %+v, upstream over every slice %+v", n, g, w)
+					}
+				}
+			}
+			if tc.differ && !differ {
+				t.Error("restricted to a node's slices where a pool is over two nodes, the answers are still upstream's: the case does not test the precondition")
+			}
+		})
+	}
+}
+
+// reserveOutcome is the outcome of Filter's answer st on node, and if
+// it fits, of reserve there: the devices of the claim "want" then in
+// flight. unreserve gives them back.
+func reserveOutcome(t *testing.T, f *Framework, cs fwk.CycleState, p *v1.Pod, node string, st *fwk.Status,
+	reserve func(context.Context, fwk.CycleState, *v1.Pod, string) *fwk.Status,
+	unreserve func(context.Context, fwk.CycleState, *v1.Pod, string)) lazyOutcome {
+	t.Helper()
+	out := lazyOutcome{code: st.Code(), msg: st.Message()}
+	if !st.IsSuccess() {
+		return out
+	}
+	ctx := context.Background()
+	if st := reserve(ctx, cs, p, node); !st.IsSuccess() {
+		t.Fatalf("Reserve %s: %v", node, st)
+	}
+	defer unreserve(ctx, cs, p, node)
+	alloc := f.fwk.SharedDRAManager().ResourceClaims().GetPendingAllocation("claim-want")
+	if alloc == nil {
+		t.Fatalf("Reserve %s: no allocation in flight", node)
+	}
+	for _, d := range alloc.Devices.Results {
+		out.devices = append(out.devices, d.Pool+"/"+d.Device)
+	}
+	return out
+}
