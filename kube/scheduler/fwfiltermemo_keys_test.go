@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	fwframework "k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
@@ -57,7 +58,31 @@ func memoAgreesOnEveryNode(t *testing.T, f *fixture, p *v1.Pod) {
 // signature but not one verdict on nodes whose pods hold 8080 one way or
 // another: on every node the memo answers what the filters answer.
 func TestFilterMemoTellsHostPortsApart(t *testing.T) {
-	f := newFWFixture(t, nil, nil)
+	for _, prof := range []struct {
+		name   string
+		mutate func(*config.KubeSchedulerProfile)
+	}{
+		{"the default profile", nil},
+		// Without default spreading kube-scheduler signs every pod
+		// itself: the signature holds the ports' numbers and nothing
+		// of the init containers.
+		{"no default spreading", noDefaultSpreading},
+	} {
+		t.Run(prof.name, func(t *testing.T) { hostPortsApart(t, prof.mutate) })
+	}
+}
+
+// noDefaultSpreading gives PodTopologySpread no default constraints.
+func noDefaultSpreading(p *config.KubeSchedulerProfile) {
+	for i := range p.PluginConfig {
+		if p.PluginConfig[i].Name == "PodTopologySpread" {
+			p.PluginConfig[i].Args = &config.PodTopologySpreadArgs{DefaultingType: config.ListDefaulting}
+		}
+	}
+}
+
+func hostPortsApart(t *testing.T, mutate func(*config.KubeSchedulerProfile)) {
+	f := newFWFixture(t, nil, mutate)
 	held := []struct {
 		node string
 		port v1.ContainerPort
