@@ -12,6 +12,7 @@ import (
 	feature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/dynamic-resource-allocation/deviceclass/extendedresourcecache"
 	"k8s.io/klog/v2"
@@ -175,8 +176,11 @@ type wiring struct {
 	dra     fwk.SharedDRAManager
 	sync    *syncFactory
 	sources map[string]EventSource // the DRA manager's stores; nil on sync
-	claims  EventSource            // the DRA manager's assume cache of claims, on either factory
-	keeper  DRAKeeper              // Setup.WrapDRA's keeper of the allocated state, or nil
+	// classWrites counts the DeviceClass events the DRA manager's class
+	// resolver has taken, on a real factory (signInputs); nil on sync.
+	classWrites *atomic.Uint64
+	claims      EventSource // the DRA manager's assume cache of claims, on either factory
+	keeper      DRAKeeper   // Setup.WrapDRA's keeper of the allocated state, or nil
 }
 
 // wire builds s's wiring: the real client and factory if s has them, else
@@ -188,7 +192,7 @@ func wire(ctx context.Context, s Setup) (wiring, error) {
 			client = FakeClient()
 		}
 		sf := newSyncFactory(informers.NewSharedInformerFactory(client, 0))
-		dra, sources, err := newDRAManager(ctx, client, sf, false)
+		dra, sources, err := newDRAManager(ctx, client, sf, false, nil)
 		return wiring{client: client, factory: sf, dra: dra, sync: sf, claims: sources[clusterevent.ResourceClaim]}, err
 	}
 	if s.Client == nil {
@@ -197,8 +201,9 @@ func wire(ctx context.Context, s Setup) (wiring, error) {
 	if len(s.Objects) > 0 {
 		return wiring{}, errors.New("objects are read from the informer factory; Objects must be empty")
 	}
-	dra, sources, err := newDRAManager(ctx, s.Client, s.Informers, feature.DefaultFeatureGate.Enabled(features.DRADeviceTaintRules))
-	return wiring{client: s.Client, factory: s.Informers, dra: dra, sources: sources, claims: sources[clusterevent.ResourceClaim]}, err
+	classWrites := &atomic.Uint64{}
+	dra, sources, err := newDRAManager(ctx, s.Client, s.Informers, feature.DefaultFeatureGate.Enabled(features.DRADeviceTaintRules), classWrites)
+	return wiring{client: s.Client, factory: s.Informers, dra: dra, sources: sources, claims: sources[clusterevent.ResourceClaim], classWrites: classWrites}, err
 }
 
 // wireFor is the wiring of a framework built on s: Alongside's, or a new
@@ -324,7 +329,7 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 	}
 	if w.sync != nil {
 		fr.signWrites = &w.sync.writes
-	} else if fr.signWrites, err = signInputs(f, w.factory); err != nil {
+	} else if fr.signWrites, err = signInputs(f, w.factory, w.classWrites); err != nil {
 		cancel()
 		return nil, fmt.Errorf("profile %q: %w", prof.SchedulerName, err)
 	}
@@ -365,9 +370,12 @@ func podsAndNodes(c Cluster) []runtime.Object {
 // rules if taintRules (the synchronous factory goes without: they would
 // start goroutines of their own). Its DeviceClass resolver, when the
 // DRAExtendedResource gate gives it one, listens to the DeviceClass
-// informer, as kube-scheduler's event handlers make it. It also returns
-// its claims' and slices' stores as event sources (see EventSources).
-func newDRAManager(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory, taintRules bool) (fwk.SharedDRAManager, map[string]EventSource, error) {
+// informer, as kube-scheduler's event handlers make it, and counts in
+// classWrites (if not nil) each event once the resolver has taken it. It
+// also returns its claims' and slices' stores as event sources (see
+// EventSources).
+func newDRAManager(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory, taintRules bool,
+	classWrites *atomic.Uint64) (fwk.SharedDRAManager, map[string]EventSource, error) {
 	claims := assumecache.NewAssumeCache(klog.FromContext(ctx), factory.Resource().V1().ResourceClaims().Informer(), "ResourceClaim", "", nil)
 	opts := resourceslicetracker.Options{
 		SliceInformer:            factory.Resource().V1().ResourceSlices(),
@@ -384,13 +392,29 @@ func newDRAManager(ctx context.Context, client kubernetes.Interface, factory inf
 	}
 	m := dynamicresources.NewDRAManager(ctx, claims, slices, factory)
 	if ext, ok := m.DeviceClassResolver().(*extendedresourcecache.ExtendedResourceCache); ok && ext != nil {
-		if _, err := factory.Resource().V1().DeviceClasses().Informer().AddEventHandler(ext); err != nil {
+		var h cache.ResourceEventHandler = ext
+		if classWrites != nil {
+			h = countedHandler{h: ext, n: classWrites}
+		}
+		if _, err := factory.Resource().V1().DeviceClasses().Informer().AddEventHandler(h); err != nil {
 			return nil, nil, fmt.Errorf("device classes: %w", err)
 		}
 	}
 	sources := map[string]EventSource{clusterevent.ResourceClaim: claimEvents{claims}, clusterevent.ResourceSlice: slices}
 	return m, sources, nil
 }
+
+// countedHandler is h, which counts each event in n once h has taken it:
+// a count read after an event's handling has moved, so that a signature
+// computed from what h keeps before that is not reused after it.
+type countedHandler struct {
+	h cache.ResourceEventHandler
+	n *atomic.Uint64
+}
+
+func (c countedHandler) OnAdd(obj any, initial bool) { c.h.OnAdd(obj, initial); c.n.Add(1) }
+func (c countedHandler) OnUpdate(old, obj any)       { c.h.OnUpdate(old, obj); c.n.Add(1) }
+func (c countedHandler) OnDelete(obj any)            { c.h.OnDelete(obj); c.n.Add(1) }
 
 // Close stops the framework's plugins and its background metrics flush.
 func (f *Framework) Close() error {

@@ -31,8 +31,11 @@ type spreadSigner struct {
 }
 
 // SignPod signs pod as PodTopologySpread does, and also when only default
-// constraints would apply to pod and nothing selects it. O(the services,
-// controllers and sets of pod's namespace).
+// constraints would apply to pod and nothing selects it. Such a pod, which
+// kube-scheduler never batches, is signed with scoredContainers besides:
+// what the other plugins score by and their signatures leave out, so that
+// a batch places it where scoring every node would. O(the services,
+// controllers and sets of pod's namespace, and pod's containers).
 func (s *spreadSigner) SignPod(ctx context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
 	frags, st := s.PodTopologySpread.SignPod(ctx, pod)
 	if st.IsSuccess() || len(pod.Spec.TopologySpreadConstraints) > 0 {
@@ -41,7 +44,51 @@ func (s *spreadSigner) SignPod(ctx context.Context, pod *v1.Pod) ([]fwk.SignFrag
 	if !helper.DefaultSelector(pod, s.services, s.rcs, s.rss, s.sss).Empty() {
 		return frags, st
 	}
-	return nil, nil
+	return []fwk.SignFragment{{Key: scoredContainersSignerName, Value: scoredContainers(pod)}}, nil
+}
+
+// scoredContainersSignerName is the key of spreadSigner's fragment.
+const scoredContainersSignerName = "schedq/v1.Pod.Spec.ScoredContainers()"
+
+// scoredContainer is what kube-scheduler's score plugins read of one
+// container besides what their signatures hold.
+type scoredContainer struct {
+	Image    string                     `json:"i"`
+	Requests v1.ResourceList            `json:"r,omitempty"`
+	Restart  *v1.ContainerRestartPolicy `json:"p,omitempty"`
+}
+
+// scoredContainers is what kube-scheduler v1.37.2's score plugins read of
+// pod that the framework's signature leaves out: each init container's
+// and container's image, requests and restart policy, in order, and the
+// images of its image volumes. The signature counts the pod's requests as
+// NodeResourcesFit's Filter does, yet its Score counts a container that
+// requests no CPU or memory as one of 100m and 200Mi (a pod of one
+// container and one of the same requests with idle containers beside it
+// score apart, and so do a plain init container and a sidecar that
+// request nothing); it lists the pod's image names as a set, yet
+// ImageLocality divides by the number of containers and image volumes.
+// Upstream batches pods of one signature all the same where it signs
+// them; schedq alone signs these (spreadSigner), so their batches must
+// not place them where a full search would not. O(containers).
+func scoredContainers(pod *v1.Pod) any {
+	type inputs struct {
+		Init, Containers []scoredContainer
+		ImageVolumes     []string `json:",omitempty"`
+	}
+	var in inputs
+	for _, c := range pod.Spec.InitContainers {
+		in.Init = append(in.Init, scoredContainer{Image: c.Image, Requests: c.Resources.Requests, Restart: c.RestartPolicy})
+	}
+	for _, c := range pod.Spec.Containers {
+		in.Containers = append(in.Containers, scoredContainer{Image: c.Image, Requests: c.Resources.Requests})
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.Image != nil {
+			in.ImageVolumes = append(in.ImageVolumes, v.Image.Reference)
+		}
+	}
+	return in
 }
 
 // signingSpread wraps the registry's PodTopologySpread factory so that

@@ -34,9 +34,11 @@ type signMemo struct {
 // or deleted since: every signer of the registry reads nothing but the
 // pod's fields, and none of those six, except PodTopologySpread's
 // (spreadSigner), which also reads the Services and controllers of its
-// namespace. With the synchronous
+// namespace, and NodeResourcesFit's and BalancedAllocation's, which also
+// read the DeviceClasses that serve extended resources (the DRA
+// manager's resolver). With the synchronous
 // informers (the simulator's) any write counts; on a real cluster, the
-// writes of those four kinds, which the informers' handlers count
+// writes of those kinds, which the informers' handlers count
 // (signInputs). Upstream's
 // sign metrics are then not observed for that pod. The signature's bytes
 // are shared: callers must not change them.
@@ -100,16 +102,22 @@ func deepEqual[T any](a, b *T) bool {
 	return reflect.DeepEqual(a, b)
 }
 
-// signInputs returns the count of writes of the objects spreadSigner
+// signInputs returns the count of writes of the objects a signer reads:
+// classWrites, the DeviceClass events the DRA manager's class resolver
+// has taken (NodeResourcesFit and BalancedAllocation do not sign a pod
+// whose extended resource a class serves; nil: none counted), and, if
+// fw runs PodTopologySpread, the writes of the objects spreadSigner
 // reads (Services, ReplicationControllers, ReplicaSets, StatefulSets),
-// kept by handlers on factory's informers of those kinds, if fw runs
-// PodTopologySpread; a count that never moves if it does not (no other
-// signer reads an object). The handlers count each event after the
-// informer's store has it, so a signature reused meanwhile is one
-// computed an event earlier, as a lister behind the API server gives.
-// O(1).
-func signInputs(fw framework.Framework, factory informers.SharedInformerFactory) (*atomic.Uint64, error) {
-	n := &atomic.Uint64{}
+// kept by handlers on factory's informers of those kinds. No other
+// signer reads an object. The handlers count each event after the
+// informer's store (or the resolver) has it, so a signature reused
+// meanwhile is one computed an event earlier, as a lister behind the API
+// server gives. O(1).
+func signInputs(fw framework.Framework, factory informers.SharedInformerFactory, classWrites *atomic.Uint64) (*atomic.Uint64, error) {
+	n := classWrites
+	if n == nil {
+		n = &atomic.Uint64{}
+	}
 	if !runsPlugin(fw, podtopologyspread.Name) {
 		return n, nil
 	}

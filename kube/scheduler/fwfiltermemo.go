@@ -3,11 +3,13 @@ package scheduler
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
 
 	"github.com/schedq/schedq/kube/profile"
 )
@@ -39,8 +41,8 @@ func filterMemoSigsFor(n int) int {
 	return min(max(filterMemoVerdicts/max(n, 1), 16), 256)
 }
 
-// filterMemo keeps the framework's filter verdicts per pod signature and
-// node, each with the generation of the NodeInfo it was given for: a node
+// filterMemo keeps the framework's filter verdicts per pod signature
+// (with the host ports NodePorts checks: hostPortsKey) and node, each with the generation of the NodeInfo it was given for: a node
 // whose generation has not changed since has the same pods and object, so
 // a pod of that signature gets the same verdict there. kube-scheduler's
 // cache gives every change of a node a new generation, unique in the
@@ -135,6 +137,12 @@ func (s *Scheduler) verdicts(ctx context.Context, cs fwk.CycleState, pod *v1.Pod
 	case s.sig == nil || requestsExtended(pod):
 		return nil
 	}
+	// The signature lists the numbers of the host ports of every
+	// container and init container; NodePorts checks those of the
+	// containers and sidecars, each on its address and protocol.
+	if ports := hostPortsKey(pod); ports != "" {
+		key += "\x01" + ports
+	}
 	m := &s.cur.fmemo
 	if m.sigs == nil {
 		m.sigs = map[string]*sigMemo{}
@@ -148,6 +156,25 @@ func (s *Scheduler) verdicts(ctx context.Context, cs fwk.CycleState, pod *v1.Pod
 		m.sigs[key] = v
 	}
 	return v
+}
+
+// hostPortsKey is what NodePorts reads of pod: the host ports it
+// checks (those of its containers and sidecars, not of its plain init
+// containers, which have ended when the pod runs), each with its address
+// and protocol, in the pod's order; "" for none. The framework's
+// signature lists only the ports' numbers, of every container and init
+// container, so that a pod asking 8080 over UDP, or from a sidecar, has
+// the signature of one asking it over TCP, or from a plain init
+// container, and not its verdicts on a node whose pods hold 8080.
+// O(containers x ports).
+func hostPortsKey(pod *v1.Pod) string {
+	var b []byte
+	for _, p := range schedutil.GetHostPorts(pod) {
+		b = append(append(b, p.HostIP...), ' ')
+		b = append(append(b, p.Protocol...), ' ')
+		b = append(strconv.AppendInt(b, int64(p.HostPort), 10), ',')
+	}
+	return string(b)
 }
 
 // requestsExtended reports whether pod requests an extended resource
