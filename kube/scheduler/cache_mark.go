@@ -18,6 +18,7 @@ import (
 // Rollback restores.
 type cacheMark struct {
 	nodes      map[string]*v1.Node             // the node objects
+	infos      map[string]*framework.NodeInfo  // and their NodeInfos
 	pods       map[string][]*framework.PodInfo // each node's pods, in order
 	requested  map[string]framework.Resource
 	podNode    map[types.NamespacedName]string
@@ -28,6 +29,9 @@ type cacheMark struct {
 	groups     groupCounts
 	touched    map[string]struct{}
 	written    map[types.NamespacedName]struct{}
+	// scaled is the cache's scaled, release its gang release state.
+	scaled  map[string]int
+	release *gangRelease
 	// gone is the cache's gone as it was at the mark, kept at the first
 	// pod buried since (buryLocked); nil while none was.
 	gone *goneRing
@@ -43,12 +47,17 @@ type cacheMark struct {
 func (c *Cache) Mark() {
 	c.lock()
 	defer c.unlock()
-	m := &cacheMark{nodes: make(map[string]*v1.Node, len(c.nodes)), pods: make(map[string][]*framework.PodInfo, len(c.nodes)),
+	m := &cacheMark{nodes: make(map[string]*v1.Node, len(c.nodes)), infos: maps.Clone(c.nodes), pods: make(map[string][]*framework.PodInfo, len(c.nodes)),
 		requested: make(map[string]framework.Resource, len(c.nodes)),
-		podNode:   maps.Clone(c.podNode), assumed: maps.Clone(c.assumed), retrying: maps.Clone(c.retrying), namespaces: maps.Clone(c.namespaces),
+		podNode:   maps.Clone(c.podNode), assumed: make(map[types.NamespacedName]*assumption, len(c.assumed)), retrying: maps.Clone(c.retrying), namespaces: maps.Clone(c.namespaces),
 		fp:      c.fp.pods.clone(),
 		groups:  groupCounts{of: maps.Clone(c.groups.of), count: maps.Clone(c.groups.count)},
-		touched: map[string]struct{}{}, written: map[types.NamespacedName]struct{}{}}
+		touched: map[string]struct{}{}, written: map[types.NamespacedName]struct{}{},
+		scaled: maps.Clone(c.scaled), release: c.release.Load()}
+	for key, a := range c.assumed { // copies: a binding in doubt changes its own
+		cp := *a
+		m.assumed[key] = &cp
+	}
 	for name, ni := range c.nodes {
 		m.nodes[name] = ni.Node
 		m.pods[name] = slices.Clone(ni.Pods)
@@ -99,6 +108,10 @@ func (c *Cache) Rollback() error {
 	if m.gone != nil { // the pods seen deleted since are forgotten
 		c.gone, m.gone = *m.gone, nil
 	}
+	if !maps.Equal(c.scaled, m.scaled) { // PodGroups' minCounts raised or deleted since
+		c.scaled = maps.Clone(m.scaled)
+	}
+	c.release.Store(m.release) // a forward run's scheduler's, if it turned gang release on
 	if c.up != nil {
 		c.up.reload(c, gone, m.touched)
 	}
@@ -125,7 +138,9 @@ func (m *cacheMark) check(c *Cache) error {
 		switch {
 		case ni == nil && was == nil:
 			return fmt.Errorf("cache rollback: a pod on node %q, which the cache does not know, changed since the mark", name)
-		case ni == nil || ni.Node != was:
+		case ni == nil || ni.Node != was || ni != m.infos[name]:
+			// A node removed and added again, even as the same object,
+			// is a new NodeInfo at the end of the nodes' order.
 			return fmt.Errorf("cache rollback: node %q changed since the mark", name)
 		}
 	}
@@ -142,7 +157,8 @@ func (m *cacheMark) restorePod(c *Cache, key types.NamespacedName) {
 		delete(c.podNode, key)
 	}
 	if a, ok := m.assumed[key]; ok {
-		c.assumed[key] = a
+		cp := *a // the mark's stays as marked for the next rollback
+		c.assumed[key] = &cp
 	} else {
 		delete(c.assumed, key)
 	}
