@@ -84,7 +84,7 @@ func (c *Cache) StateDump() string {
 	if m := c.mark; m != nil {
 		w("mark touched=%v written=%d gone kept=%v", slices.Sorted(maps.Keys(m.touched)), len(m.written), m.gone != nil)
 	}
-	w("release %p", c.release.Load())
+	w("release %p events=%d", c.release.Load(), len(c.events))
 	if m := c.up; m != nil {
 		dumpUpstream(w, m)
 	}

@@ -32,6 +32,9 @@ type cacheMark struct {
 	// scaled is the cache's scaled, release its gang release state.
 	scaled  map[string]int
 	release *gangRelease
+	// upErr is the error kube-scheduler's cache had recorded (nil if
+	// none, or if the cache does not track it), for UpdateSnapshot.
+	upErr error
 	// gone is the cache's gone as it was at the mark, kept at the first
 	// pod buried since (buryLocked); nil while none was.
 	gone *goneRing
@@ -54,6 +57,9 @@ func (c *Cache) Mark() {
 		groups:  groupCounts{of: maps.Clone(c.groups.of), count: maps.Clone(c.groups.count)},
 		touched: map[string]struct{}{}, written: map[types.NamespacedName]struct{}{},
 		scaled: maps.Clone(c.scaled), release: c.release.Load()}
+	if c.up != nil {
+		m.upErr = c.up.peekErr()
+	}
 	for key, a := range c.assumed { // copies: a binding in doubt changes its own
 		cp := *a
 		m.assumed[key] = &cp
@@ -73,12 +79,20 @@ func (c *Cache) Mark() {
 // dropped without their bindings' aborts, and the pods the handlers saw
 // deleted or being deleted since are forgotten (Assume refuses them, a
 // group's attempt does not count them), so that a run from the mark
-// that gives a pod such a UID again is not refused it. kube-scheduler's cache (see
+// that gives a pod such a UID again is not refused it. The assumptions
+// and retrying holds, the scaled groups, the gang release state and the
+// error kube-scheduler's cache had recorded come back as marked (a
+// forward run's scheduler that turned gang release on is not kept
+// alive). kube-scheduler's cache (see
 // TrackUpstream) gets the pods of every node written since the mark
 // again, in the mark's order, so that it holds what it would have held
 // had the cache been built up to the mark and no further. It fails,
 // changing nothing, without a mark or if a node or namespace changed
-// since, or a pod on a node the cache does not know. O(nodes and pods
+// since (a node removed and added back as the same object included), a
+// pod on a node the cache does not know, or a write kube-scheduler's
+// cache refused; and, after the rollback, if that cache refused the
+// reload: the cache must then be built again. StateDump shows every
+// field it restores. O(nodes and pods
 // written since), plus upstream's work for the pods of those nodes. Safe
 // for concurrent use.
 func (c *Cache) Rollback() error {
@@ -112,21 +126,36 @@ func (c *Cache) Rollback() error {
 		c.scaled = maps.Clone(m.scaled)
 	}
 	c.release.Store(m.release) // a forward run's scheduler's, if it turned gang release on
+	var reloadErr error
 	if c.up != nil {
+		c.up.takeErr() // nil or the mark's (check), given back below
 		c.up.reload(c, gone, m.touched)
+		// The error the mark found is given to the next UpdateSnapshot
+		// again, as the cache built to the mark gives it; one of the
+		// reload's says upstream's cache is not the mark's.
+		if err := c.up.takeErr(); err != nil {
+			reloadErr = fmt.Errorf("cache rollback: %w", err)
+		}
+		c.up.setErr(m.upErr)
 	}
 	for name := range m.touched {
 		c.dirty.nodes[name] = struct{}{}
 	}
 	clear(m.touched)
 	clear(m.written)
-	return nil
+	return reloadErr
 }
 
 // check refuses a rollback whose writes it cannot undo: a node or
-// namespace changed, or a pod written on a node the cache does not know.
+// namespace changed, a pod written on a node the cache does not know, or
+// a write kube-scheduler's cache refused (its state is then unknown).
 // O(nodes written + namespaces).
 func (m *cacheMark) check(c *Cache) error {
+	if c.up != nil {
+		if err := c.up.peekErr(); err != nil && err != m.upErr {
+			return fmt.Errorf("cache rollback: since the mark, %w", err)
+		}
+	}
 	if !maps.EqualFunc(m.namespaces, c.namespaces, labels.Equals) {
 		return errors.New("cache rollback: a namespace changed since the mark")
 	}

@@ -1,12 +1,15 @@
 package scheduler
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 
 	"github.com/schedq/schedq/kube/framework"
 )
@@ -63,6 +66,7 @@ func newRollbackBase(t *testing.T) *rollbackBase {
 	if !c.keepInDoubt(b.doubt) || !c.forget(b.held, b.heldBy) {
 		t.Fatal("the base's binding in doubt or held member")
 	}
+	c.up.record(errors.New("a write before the mark")) // UpdateSnapshot's to report
 	c.Mark()
 	return b
 }
@@ -156,6 +160,15 @@ func TestCacheRollbackRestoresEveryField(t *testing.T) {
 		{name: "node removed and added back, the same object", refused: true, run: func(t *testing.T, b *rollbackBase) {
 			b.c.RemoveNode("n1")
 			b.c.AddNode(b.n1)
+		}},
+		{name: "a write kube-scheduler's cache refused", refused: true, run: func(t *testing.T, b *rollbackBase) {
+			_, _ = b.c.UpdateSnapshot(backendcache.NewEmptySnapshot()) // takes the marked error
+			b.c.up.record(errors.New("refused"))
+		}},
+		{name: "the marked error of kube-scheduler's cache taken", run: func(t *testing.T, b *rollbackBase) {
+			if _, err := b.c.UpdateSnapshot(backendcache.NewEmptySnapshot()); err == nil {
+				t.Fatal("no marked error to take")
+			}
 		}},
 		{name: "pod on an unknown node", refused: true, run: func(t *testing.T, b *rollbackBase) {
 			p := pod("stray", 100)
