@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,17 +55,33 @@ func TestForecastBaseRollsBackEveryField(t *testing.T) {
 		sc    *Scenario
 		// whatIf, if set, is asked after the forecast, from it.
 		whatIf func() *v1.Pod
+		// does reports whether the first run did what the case tests.
+		does func(f *Forecast, w *WhatIf) bool
 	}{
-		{name: "binds and ends", state: func(*testing.T) *ForecastState { return baseState(60) }, sc: &Scenario{Name: "base", Seed: 1}},
+		{name: "binds and ends", state: func(*testing.T) *ForecastState { return baseState(60) }, sc: &Scenario{Name: "base", Seed: 1},
+			does: func(f *Forecast, _ *WhatIf) bool { return len(f.Pods) > 0 && f.Pods[len(f.Pods)-1].Starts }},
 		{name: "victims terminate and are created again", state: func(*testing.T) *ForecastState { return baseState(60) }, sc: preempt,
 			whatIf: func() *v1.Pod {
 				p := testPod("w-preempts", "", "8", "1h")
 				prio := int32(1000)
 				p.UID, p.Spec.Priority = types.UID(""), &prio
 				return p
+			},
+			does: func(_ *Forecast, w *WhatIf) bool { return len(w.Pods[0].Preempts) > 0 }},
+		{name: "a gang released and created again", state: func(*testing.T) *ForecastState { return gangReleaseState() }, sc: &Scenario{Name: "t", Seed: 1},
+			does: func(f *Forecast, _ *WhatIf) bool {
+				pf, _ := f.Of(types.NamespacedName{Namespace: "default", Name: "m1"})
+				return pf.Starts // only once m0 was released
 			}},
-		{name: "a gang released and created again", state: func(*testing.T) *ForecastState { return gangReleaseState() }, sc: &Scenario{Name: "t", Seed: 1}},
-		{name: "DRA's claims allocated", state: draState, sc: &Scenario{Name: "t", Seed: 1}},
+		{name: "DRA's claims allocated", state: draState, sc: &Scenario{Name: "t", Seed: 1},
+			does: func(f *Forecast, _ *WhatIf) bool {
+				for _, pf := range f.Pods {
+					if strings.HasPrefix(pf.Pod.Name, "infer-") && pf.Starts { // a GPU claim each
+						return true
+					}
+				}
+				return false
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := tc.state(t)
@@ -74,6 +91,7 @@ func TestForecastBaseRollsBackEveryField(t *testing.T) {
 			}
 			built := base.cache
 			want := built.StateDump()
+			objects := stateObjects(st) // the objects the cache and the runs share
 			run := func(ctx context.Context) (*Forecast, *WhatIf, error) {
 				o := ForecastOptions{Horizon: 6 * time.Hour, Base: base, Context: ctx}
 				f, err := RunForecast(tc.sc, st, o)
@@ -97,6 +115,9 @@ func TestForecastBaseRollsBackEveryField(t *testing.T) {
 				t.Fatal(err)
 			}
 			check("after the first run")
+			if !tc.does(f1, w1) {
+				t.Fatalf("the first run did not do what the case tests:\n%s", forecastText(f1))
+			}
 			// Cancelled midway: the step counter of a full run, then half.
 			full := &stepCtx{Context: context.Background()}
 			full.left.Store(1 << 40)
@@ -115,6 +136,9 @@ func TestForecastBaseRollsBackEveryField(t *testing.T) {
 				t.Fatal(err)
 			}
 			check("after the second run")
+			if got := stateObjects(st); !reflect.DeepEqual(got, objects) {
+				t.Error("the runs changed the state's objects, which the base's cache holds")
+			}
 			if !reflect.DeepEqual(f1, f2) {
 				t.Errorf("the second run from the base differs from the first:\n%s\nwant\n%s", forecastText(f2), forecastText(f1))
 			}
@@ -123,6 +147,28 @@ func TestForecastBaseRollsBackEveryField(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stateObjects returns deep copies of st's objects: its nodes, running
+// and pending pods, PodGroups and other objects.
+func stateObjects(st *ForecastState) []any {
+	var out []any
+	for _, n := range st.Nodes {
+		out = append(out, n.DeepCopy())
+	}
+	for _, rp := range st.Running {
+		out = append(out, rp.Pod.DeepCopy(), rp.Started, slices.Clone(rp.GPUs))
+	}
+	for _, p := range st.Pending {
+		out = append(out, p.DeepCopy())
+	}
+	for _, pg := range st.PodGroups {
+		out = append(out, pg.DeepCopy())
+	}
+	for _, o := range st.Objects {
+		out = append(out, o.DeepCopyObject())
+	}
+	return out
 }
 
 // dumpLinesDiff lists the lines of two dumps that differ, as -want/+got.
