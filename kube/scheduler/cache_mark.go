@@ -44,8 +44,11 @@ type cacheMark struct {
 // cache built once (nodes and bound pods) then serves many forward runs,
 // each rolled back after it (the forecast's what-if runs do so). Only pod
 // writes are undone: Rollback fails if a node or namespace changed.
-// Marking a marked cache replaces the mark. O(nodes + pods) copies of
-// references, no pod is converted again. Safe for concurrent use, but a
+// An assumption marked comes back with its node, UID and doubt, and its
+// binding; that binding is the scheduler's, not the cache's: whether it
+// started or was aborted since is not undone (a forecast's base holds
+// no assumption). Marking a marked cache replaces the mark. O(nodes +
+// pods) copies of references, no pod is converted again. Safe for concurrent use, but a
 // rollback undoes every writer's changes since the mark.
 func (c *Cache) Mark() {
 	c.lock()
