@@ -2,12 +2,15 @@ package scheduler
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 
@@ -225,4 +228,99 @@ func dumpDiff(want, got string) string {
 		b.WriteString("(the same lines, in another order)\n")
 	}
 	return b.String()
+}
+
+// TestCacheRollbackRandomWrites: random sequences of every write a
+// forward run makes of the cache, interleaved on the same pods (a pod
+// assumed, confirmed, deleted, created again under its name, held to
+// retry, seen deleted...), each rolled back, bring the marked cache back
+// exactly (StateDump), round after round.
+func TestCacheRollbackRandomWrites(t *testing.T) {
+	for seed := range uint64(40) {
+		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+			b := newRollbackBase(t)
+			c := b.c
+			want := c.StateDump()
+			rng := rand.New(rand.NewPCG(seed, 7))
+			names := []string{"a", "b", "bound", "member", "assumed", "doubt", "held"}
+			nodes := []string{"n1", "n2"}
+			gen := 0
+			// made returns a pod of a random name, a group member or not,
+			// of a new UID now and then (created again).
+			made := func() *v1.Pod {
+				name := names[rng.IntN(len(names))]
+				var p *v1.Pod
+				if rng.IntN(2) == 0 {
+					p = groupPod(name, int64(100*(1+rng.IntN(5))), "g")
+				} else {
+					p = pod(name, int64(100*(1+rng.IntN(5))))
+				}
+				if rng.IntN(3) == 0 {
+					gen++
+					p.UID = types.UID(fmt.Sprintf("uid-%s-%d", name, gen))
+				}
+				return p
+			}
+			for round := range 3 {
+				for range 40 {
+					p := made()
+					key := framework.Key(p)
+					switch rng.IntN(14) {
+					case 0:
+						pi, _ := framework.NewPodInfo(p)
+						_ = c.Assume(pi, nodes[rng.IntN(2)], &pendingBinding{})
+					case 1:
+						n, ok := c.NodeOf(key)
+						if !ok {
+							n = nodes[rng.IntN(2)]
+						}
+						p.Spec.NodeName = n
+						_ = c.AddPod(p)
+					case 2:
+						c.RemovePod(key)
+					case 3:
+						c.Forget(p)
+					case 4:
+						keep := rng.IntN(2) == 0
+						c.Trial(func(_ framework.Snapshot, tr *Trial) bool {
+							pi, _ := framework.NewPodInfo(p)
+							tr.Place(pi, nodes[rng.IntN(2)], nil)
+							return keep
+						})
+					case 5:
+						c.buryDeleting(p)
+					case 6:
+						c.buryMember(p)
+					case 7:
+						c.noteMinCount("default/g", rng.IntN(3), rng.IntN(5))
+					case 8:
+						c.forgetMinCount("default/g")
+					case 9:
+						c.keepInDoubt(p)
+					case 10:
+						c.settleInDoubt(p, nil, rng.IntN(2) == 0)
+					case 11:
+						c.forget(p, b.heldBy)
+					case 12:
+						switch rng.IntN(3) {
+						case 0:
+							c.takeRetry(p, b.heldBy)
+						case 1:
+							c.unretry(p)
+						default:
+							c.seenPending(p)
+						}
+					case 13:
+						c.release.Store(&gangRelease{})
+					}
+				}
+				if err := c.Rollback(); err != nil {
+					t.Fatalf("round %d: %v", round, err)
+				}
+				if got := c.StateDump(); got != want {
+					t.Fatalf("round %d: the cache after the rollback differs from the mark:\n%s", round, dumpDiff(want, got))
+				}
+			}
+		})
+	}
 }
