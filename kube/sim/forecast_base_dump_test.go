@@ -58,8 +58,15 @@ func TestForecastBaseRollsBackEveryField(t *testing.T) {
 		// does reports whether the first run did what the case tests.
 		does func(f *Forecast, w *WhatIf) bool
 	}{
-		{name: "binds and ends", state: func(*testing.T) *ForecastState { return baseState(60) }, sc: &Scenario{Name: "base", Seed: 1},
-			does: func(f *Forecast, _ *WhatIf) bool { return len(f.Pods) > 0 && f.Pods[len(f.Pods)-1].Starts }},
+		{name: "binds and ends, a what-if probed", state: func(*testing.T) *ForecastState { return baseState(60) }, sc: &Scenario{Name: "base", Seed: 1},
+			whatIf: func() *v1.Pod { // one plain pod: a cycle of Probe tells whether it fits now
+				p := testPod("w-probed", "", "3", "1h")
+				p.UID = ""
+				return p
+			},
+			does: func(f *Forecast, w *WhatIf) bool {
+				return len(f.Pods) > 0 && f.Pods[len(f.Pods)-1].Starts && w.Pods[0].Forecast.Starts
+			}},
 		{name: "victims terminate and are created again", state: func(*testing.T) *ForecastState { return baseState(60) }, sc: preempt,
 			whatIf: func() *v1.Pod {
 				p := testPod("w-preempts", "", "8", "1h")
