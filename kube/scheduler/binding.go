@@ -165,6 +165,7 @@ func (c *Cache) seenPending(p *v1.Pod) (placed, held bool) {
 		return true, false
 	}
 	if h, ok := c.retrying[key]; ok && h.uid == p.UID {
+		c.markWritten(key)
 		h.latest = p
 		c.retrying[key] = h
 		return false, true

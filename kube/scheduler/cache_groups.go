@@ -201,6 +201,7 @@ func (c *Cache) takeRetry(pod *v1.Pod, by *gangBinds) (latest *v1.Pod, ok bool) 
 	if !h.holds(pod, by) {
 		return nil, false
 	}
+	c.markWritten(key)
 	delete(c.retrying, key)
 	return h.latest, true
 }
@@ -220,6 +221,7 @@ func (c *Cache) unretry(pod *v1.Pod) {
 	defer c.mu.Unlock()
 	key := framework.Key(pod)
 	if h, ok := c.retrying[key]; ok && h.uid == pod.UID {
+		c.markWritten(key)
 		delete(c.retrying, key)
 	}
 }

@@ -18,6 +18,7 @@ import (
 // Rollback restores.
 type cacheMark struct {
 	nodes      map[string]*v1.Node             // the node objects
+	infos      map[string]*framework.NodeInfo  // and their NodeInfos
 	pods       map[string][]*framework.PodInfo // each node's pods, in order
 	requested  map[string]framework.Resource
 	podNode    map[types.NamespacedName]string
@@ -28,6 +29,12 @@ type cacheMark struct {
 	groups     groupCounts
 	touched    map[string]struct{}
 	written    map[types.NamespacedName]struct{}
+	// scaled is the cache's scaled, release its gang release state.
+	scaled  map[string]int
+	release *gangRelease
+	// upErr is the error kube-scheduler's cache had recorded (nil if
+	// none, or if the cache does not track it), for UpdateSnapshot.
+	upErr error
 	// gone is the cache's gone as it was at the mark, kept at the first
 	// pod buried since (buryLocked); nil while none was.
 	gone *goneRing
@@ -37,18 +44,29 @@ type cacheMark struct {
 // cache built once (nodes and bound pods) then serves many forward runs,
 // each rolled back after it (the forecast's what-if runs do so). Only pod
 // writes are undone: Rollback fails if a node or namespace changed.
-// Marking a marked cache replaces the mark. O(nodes + pods) copies of
-// references, no pod is converted again. Safe for concurrent use, but a
+// An assumption marked comes back with its node, UID and doubt, and its
+// binding; that binding is the scheduler's, not the cache's: whether it
+// started or was aborted since is not undone (a forecast's base holds
+// no assumption). Marking a marked cache replaces the mark. O(nodes +
+// pods) copies of references, no pod is converted again. Safe for concurrent use, but a
 // rollback undoes every writer's changes since the mark.
 func (c *Cache) Mark() {
 	c.lock()
 	defer c.unlock()
-	m := &cacheMark{nodes: make(map[string]*v1.Node, len(c.nodes)), pods: make(map[string][]*framework.PodInfo, len(c.nodes)),
+	m := &cacheMark{nodes: make(map[string]*v1.Node, len(c.nodes)), infos: maps.Clone(c.nodes), pods: make(map[string][]*framework.PodInfo, len(c.nodes)),
 		requested: make(map[string]framework.Resource, len(c.nodes)),
-		podNode:   maps.Clone(c.podNode), assumed: maps.Clone(c.assumed), retrying: maps.Clone(c.retrying), namespaces: maps.Clone(c.namespaces),
+		podNode:   maps.Clone(c.podNode), assumed: make(map[types.NamespacedName]*assumption, len(c.assumed)), retrying: maps.Clone(c.retrying), namespaces: maps.Clone(c.namespaces),
 		fp:      c.fp.pods.clone(),
 		groups:  groupCounts{of: maps.Clone(c.groups.of), count: maps.Clone(c.groups.count)},
-		touched: map[string]struct{}{}, written: map[types.NamespacedName]struct{}{}}
+		touched: map[string]struct{}{}, written: map[types.NamespacedName]struct{}{},
+		scaled: maps.Clone(c.scaled), release: c.release.Load()}
+	if c.up != nil {
+		m.upErr = c.up.peekErr()
+	}
+	for key, a := range c.assumed { // copies: a binding in doubt changes its own
+		cp := *a
+		m.assumed[key] = &cp
+	}
 	for name, ni := range c.nodes {
 		m.nodes[name] = ni.Node
 		m.pods[name] = slices.Clone(ni.Pods)
@@ -64,12 +82,20 @@ func (c *Cache) Mark() {
 // dropped without their bindings' aborts, and the pods the handlers saw
 // deleted or being deleted since are forgotten (Assume refuses them, a
 // group's attempt does not count them), so that a run from the mark
-// that gives a pod such a UID again is not refused it. kube-scheduler's cache (see
+// that gives a pod such a UID again is not refused it. The assumptions
+// and retrying holds, the scaled groups, the gang release state and the
+// error kube-scheduler's cache had recorded come back as marked (a
+// forward run's scheduler that turned gang release on is not kept
+// alive). kube-scheduler's cache (see
 // TrackUpstream) gets the pods of every node written since the mark
 // again, in the mark's order, so that it holds what it would have held
 // had the cache been built up to the mark and no further. It fails,
 // changing nothing, without a mark or if a node or namespace changed
-// since, or a pod on a node the cache does not know. O(nodes and pods
+// since (a node removed and added back as the same object included), a
+// pod on a node the cache does not know, or a write kube-scheduler's
+// cache refused; and, after the rollback, if that cache refused the
+// reload: the cache must then be built again. StateDump shows every
+// field it restores. O(nodes and pods
 // written since), plus upstream's work for the pods of those nodes. Safe
 // for concurrent use.
 func (c *Cache) Rollback() error {
@@ -99,21 +125,40 @@ func (c *Cache) Rollback() error {
 	if m.gone != nil { // the pods seen deleted since are forgotten
 		c.gone, m.gone = *m.gone, nil
 	}
+	if !maps.Equal(c.scaled, m.scaled) { // PodGroups' minCounts raised or deleted since
+		c.scaled = maps.Clone(m.scaled)
+	}
+	c.release.Store(m.release) // a forward run's scheduler's, if it turned gang release on
+	var reloadErr error
 	if c.up != nil {
+		c.up.takeErr() // nil or the mark's (check), given back below
 		c.up.reload(c, gone, m.touched)
+		// The error the mark found is given to the next UpdateSnapshot
+		// again, as the cache built to the mark gives it; one of the
+		// reload's says upstream's cache is not the mark's.
+		if err := c.up.takeErr(); err != nil {
+			reloadErr = fmt.Errorf("cache rollback: %w", err)
+		}
+		c.up.setErr(m.upErr)
 	}
 	for name := range m.touched {
 		c.dirty.nodes[name] = struct{}{}
 	}
 	clear(m.touched)
 	clear(m.written)
-	return nil
+	return reloadErr
 }
 
 // check refuses a rollback whose writes it cannot undo: a node or
-// namespace changed, or a pod written on a node the cache does not know.
+// namespace changed, a pod written on a node the cache does not know, or
+// a write kube-scheduler's cache refused (its state is then unknown).
 // O(nodes written + namespaces).
 func (m *cacheMark) check(c *Cache) error {
+	if c.up != nil {
+		if err := c.up.peekErr(); err != nil && err != m.upErr {
+			return fmt.Errorf("cache rollback: since the mark, %w", err)
+		}
+	}
 	if !maps.EqualFunc(m.namespaces, c.namespaces, labels.Equals) {
 		return errors.New("cache rollback: a namespace changed since the mark")
 	}
@@ -125,7 +170,9 @@ func (m *cacheMark) check(c *Cache) error {
 		switch {
 		case ni == nil && was == nil:
 			return fmt.Errorf("cache rollback: a pod on node %q, which the cache does not know, changed since the mark", name)
-		case ni == nil || ni.Node != was:
+		case ni == nil || ni.Node != was || ni != m.infos[name]:
+			// A node removed and added again, even as the same object,
+			// is a new NodeInfo at the end of the nodes' order.
 			return fmt.Errorf("cache rollback: node %q changed since the mark", name)
 		}
 	}
@@ -142,7 +189,8 @@ func (m *cacheMark) restorePod(c *Cache, key types.NamespacedName) {
 		delete(c.podNode, key)
 	}
 	if a, ok := m.assumed[key]; ok {
-		c.assumed[key] = a
+		cp := *a // the mark's stays as marked for the next rollback
+		c.assumed[key] = &cp
 	} else {
 		delete(c.assumed, key)
 	}

@@ -66,6 +66,7 @@ func (c *Cache) keepInDoubt(pod *v1.Pod) bool {
 	if !ok || a.uid != pod.UID {
 		return false
 	}
+	c.markWritten(framework.Key(pod))
 	a.doubt = true
 	// The binding is its ended term's no more: a node deleted from now on
 	// must not abort it as an unstarted one (its request may have waited
@@ -145,6 +146,7 @@ func (c *Cache) settleInDoubt(pod *v1.Pod, at *framework.PodInfo, forget bool) b
 	if !ok || a.uid != pod.UID || !a.doubt {
 		return false
 	}
+	c.markWritten(key)
 	a.doubt = false
 	switch {
 	case forget:

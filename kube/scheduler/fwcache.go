@@ -130,6 +130,20 @@ func (m *upstreamMirror) takeErr() error {
 	return err
 }
 
+// peekErr returns the recorded error, leaving it; setErr records err
+// (nil: none) in its place.
+func (m *upstreamMirror) peekErr() error {
+	m.errMu.Lock()
+	defer m.errMu.Unlock()
+	return m.err
+}
+
+func (m *upstreamMirror) setErr(err error) {
+	m.errMu.Lock()
+	defer m.errMu.Unlock()
+	m.err = err
+}
+
 // syncLocked applies to upstream's cache what the write that ends changed:
 // the dirty nodes and pods of c. The caller holds c's write lock.
 // O(changed nodes + changed pods x pods on their node).
