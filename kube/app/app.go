@@ -245,6 +245,7 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	if err := p.watchCluster(ctx); err != nil {
 		return err
 	}
+	dumpOnSignal(ctx, p.c, p.queues.Counts, p.log)
 	if err := p.startForecasts(ctx); err != nil {
 		return err
 	}

@@ -20,11 +20,12 @@ import (
 // upstream's own dump show it (but for upstream's generation numbers,
 // which only ever grow), and the gang release state the cache points at.
 // Objects are named by their addresses, so two dumps are equal only if
-// the cache holds the very same objects. It is for tests that check a
-// rollback (Cache.Mark, Rollback) brings back exactly the marked cache:
-// compare the dumps. The mark itself is left out but for what it has
-// noted written since. O(nodes + pods + goneCap). Safe for concurrent
-// use.
+// the cache holds the very same objects. schedq scheduler logs it on
+// SIGUSR2, as kube-scheduler logs its cache; two dumps compared tell a
+// rollback (Cache.Mark, Rollback) that brings back exactly the marked
+// cache from one that leaves a forward run's write behind. The mark
+// itself is left out but for what it has noted written since. O(nodes +
+// pods + goneCap). Safe for concurrent use.
 func (c *Cache) StateDump() string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
