@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -89,6 +90,10 @@ type Options struct {
 	// /healthz, /livez and /readyz fail (see Handler). Default
 	// DefaultStallTimeout.
 	StallTimeout time.Duration
+	// Dump, if set, asks for the cache's dump in the log: each value
+	// received logs one (dumpEach). The command sends SIGUSR2 on it, as
+	// kube-scheduler dumps its cache on SIGUSR2. Nil: none.
+	Dump <-chan os.Signal
 
 	// forecasting, if set, is given the forecaster run makes and the live
 	// state it copies, before the informers start: for tests that copy
@@ -245,7 +250,9 @@ func run(ctx context.Context, cs clients, f *fence, sp *securePort, o Options, l
 	if err := p.watchCluster(ctx); err != nil {
 		return err
 	}
-	dumpOnSignal(ctx, p.c, p.queues.Counts, p.log)
+	if o.Dump != nil {
+		go dumpEach(ctx, o.Dump, p.c, p.queues.Counts, p.log)
+	}
 	if err := p.startForecasts(ctx); err != nil {
 		return err
 	}

@@ -4,29 +4,15 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/scheduler"
 )
 
-// dumpOnSignal logs the scheduler cache's whole state (Cache.StateDump)
-// and the queue's counts each time SIGUSR2 arrives, until ctx ends, as
-// kube-scheduler writes its cache and queue to its log on SIGUSR2. It
-// starts one goroutine; the dump takes the cache's read lock for
-// O(nodes + pods) and the queue's lock for O(1), one after the other.
-func dumpOnSignal(ctx context.Context, c *scheduler.Cache, counts func() schedq.Counts, log *slog.Logger) {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGUSR2)
-	go func() {
-		defer signal.Stop(sigs)
-		dumpEach(ctx, sigs, c, counts, log)
-	}()
-}
-
-// dumpEach is dumpOnSignal's loop: one dump per value received from
-// sigs, until ctx ends.
+// dumpEach logs the scheduler cache's whole state (Cache.StateDump) and
+// the queue's counts once per value received from sigs (Options.Dump),
+// until ctx ends. Each dump takes the cache's read lock for O(nodes +
+// pods), then the queue's for O(1), one after the other.
 func dumpEach(ctx context.Context, sigs <-chan os.Signal, c *scheduler.Cache, counts func() schedq.Counts, log *slog.Logger) {
 	for {
 		select {

@@ -160,6 +160,10 @@ Every flag is checked before it connects.`,
 			o.Klog = true
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
+			dump := make(chan os.Signal, 1)
+			signal.Notify(dump, syscall.SIGUSR2)
+			defer signal.Stop(dump)
+			o.Dump = dump
 			return app.Run(ctx, o)
 		},
 	}
