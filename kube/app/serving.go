@@ -335,7 +335,7 @@ func (o *ServingOptions) prepare(kubeconfig string) (*securePort, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if err := o.Secure.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{netutils.ParseIPSloppy("127.0.0.1")}); err != nil {
+	if err := o.defaultCert(time.Now()); err != nil {
 		return nil, fmt.Errorf("self-signed serving certificate: %w", err)
 	}
 	if o.Authentication.RemoteKubeConfigFile == "" {
@@ -360,6 +360,37 @@ func (o *ServingOptions) prepare(kubeconfig string) (*securePort, error) {
 	}
 	p.authn, p.authz = refuseAnonymous(authn.Authenticator), authz.Authorizer
 	return p, nil
+}
+
+// defaultCert gives the HTTPS port a self-signed certificate if it has
+// none: with no --tls-cert-file, --tls-private-key-file or --cert-dir, one
+// made in memory (selfSignedCert, for the bind address too if one is
+// given); with --cert-dir, or --tls-cipher-suites that name no ECDSA
+// suite (TLS 1.2 could then not use an ECDSA key), k8s.io/apiserver's
+// (RSA), read from --cert-dir or made and written there if set, else
+// kept in memory.
+func (o *ServingOptions) defaultCert(now time.Time) error {
+	sc := &o.Secure.ServerCert
+	if sc.CertKey.CertFile != "" || sc.CertKey.KeyFile != "" || sc.GeneratedCert != nil {
+		return nil
+	}
+	ecdsaSuite := len(o.Secure.CipherSuites) == 0
+	for _, cs := range o.Secure.CipherSuites {
+		ecdsaSuite = ecdsaSuite || strings.Contains(cs, "_ECDSA_")
+	}
+	if sc.CertDirectory != "" || !ecdsaSuite {
+		return o.Secure.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{netutils.ParseIPSloppy("127.0.0.1")})
+	}
+	var ips []net.IP
+	if b := o.Secure.BindAddress; b != nil && !b.IsUnspecified() {
+		ips = append(ips, b)
+	}
+	gen, err := selfSignedCert(now, ips)
+	if err != nil {
+		return err
+	}
+	sc.GeneratedCert = gen
+	return nil
 }
 
 // refuseAnonymous makes an anonymous request unauthenticated: the

@@ -3,12 +3,14 @@ package profile
 import (
 	"bytes"
 	"context"
-	"reflect"
+	"encoding/binary"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -24,6 +26,11 @@ type signMemo struct {
 	pod    *v1.Pod
 	sig    fwk.PodSignature
 	writes uint64
+	// enc is encFor's appendSignedEncoding (encFor is pod once a
+	// comparison needed it), scratch the last pod's compared with it:
+	// both kept for their memory.
+	enc, scratch []byte
+	encFor       *v1.Pod
 }
 
 // SignPod returns the framework's signature of pod, as upstream's
@@ -54,7 +61,7 @@ func (f *Framework) SignPod(ctx context.Context, pod *v1.Pod) fwk.PodSignature {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	writes := f.signWrites.Load()
-	if m.pod != nil && m.writes == writes && sameForSigning(m.pod, pod) {
+	if m.pod != nil && m.writes == writes && m.same(pod) {
 		return m.sig
 	}
 	sig := f.fwk.SignPod(ctx, pod)
@@ -62,44 +69,132 @@ func (f *Framework) SignPod(ctx context.Context, pod *v1.Pod) fwk.PodSignature {
 	return sig
 }
 
+// same is sameForSigning(m.pod, pod), with m.pod's encoding kept for the
+// next pod and the two buffers reused: no allocation once they have
+// grown, where reflect.DeepEqual of two pods decoded apart (an API
+// server's: they share no list, map or pointer) took about ten times the
+// CPU and allocated. When pod differs, its encoding, if made, becomes
+// the memo's (SignPod then remembers pod). The caller holds m.mu.
+func (m *signMemo) same(pod *v1.Pod) bool {
+	a := m.pod
+	switch {
+	case a == pod:
+		return true
+	case a.TypeMeta != pod.TypeMeta:
+		return false
+	case sameBytesForSigning(a, pod):
+		return true
+	}
+	if m.encFor != a {
+		m.encFor = nil
+		var ok bool
+		if m.enc, ok = appendSignedEncoding(m.enc[:0], a); !ok {
+			return false
+		}
+		m.encFor = a
+	}
+	var ok bool
+	if m.scratch, ok = appendSignedEncoding(m.scratch[:0], pod); !ok {
+		return false
+	}
+	if bytes.Equal(m.enc, m.scratch) {
+		return true
+	}
+	m.enc, m.scratch, m.encFor = m.scratch, m.enc, pod
+	return false
+}
+
 // sameForSigning reports whether pods a and b are equal in every field
 // but metadata's name, uid, annotations, creationTimestamp,
-// resourceVersion and managedFields
-// (reflect.DeepEqual: exactly, with nil and empty apart; maps and slices
-// the two share compare at once). No signer of kube-scheduler v1.37.2's
-// registry or of schedq's reads those six (the framework signs the
-// scheduler's name, and each plugin the spec fields it filters and
+// resourceVersion and managedFields. No signer of kube-scheduler
+// v1.37.2's registry or of schedq's reads those six (the framework signs
+// the scheduler's name, and each plugin the spec fields it filters and
 // scores by, and InterPodAffinity the labels); pods made one by one from
 // a template differ in them, as a trace's or a forecast's pods do in
 // their creation time and declared runtime, and pods from an API server
 // in their resource version and managed fields (whose timestamps differ).
-// Each part whose bytes are the same (the pods share every list, map and
-// pointer in it, as pods copied from one template do) is equal without a
-// walk of its fields.
+// Parts whose bytes are the same (the pods share every list, map and
+// pointer in them, as pods copied from one template do) are equal
+// without more; else the two pods' protobuf encodings of the other
+// fields are compared (signedEncoding), which is equality of their
+// values as the API defines it: a list or map that is empty equals one
+// that is absent, and a quantity equals the same quantity written
+// otherwise ("0.1" and "100m"), where reflect.DeepEqual tells them apart;
+// no plugin does.
 func sameForSigning(a, b *v1.Pod) bool {
-	if a == b {
+	if a == b || sameBytesForSigning(a, b) {
 		return true
 	}
 	if a.TypeMeta != b.TypeMeta {
 		return false
 	}
-	am, bm := a.ObjectMeta, b.ObjectMeta
-	am.Name, am.UID, am.Annotations, am.CreationTimestamp = bm.Name, bm.UID, bm.Annotations, bm.CreationTimestamp
-	am.ResourceVersion, am.ManagedFields = bm.ResourceVersion, bm.ManagedFields
-	return deepEqual(&am, &bm) && deepEqual(&a.Spec, &b.Spec) && deepEqual(&a.Status, &b.Status)
+	ea, okA := appendSignedEncoding(nil, a)
+	eb, okB := appendSignedEncoding(nil, b)
+	return okA && okB && bytes.Equal(ea, eb)
 }
 
-// deepEqual is reflect.DeepEqual(a, b) for T without floating-point
-// fields (a NaN is the one value whose bytes can be the same while
-// DeepEqual says it differs): when *a and *b have the same bytes, every
-// pointer, slice, map and string in them is the same, so they are equal.
-// Bytes that differ (padding included) fall back to the walk.
-func deepEqual[T any](a, b *T) bool {
-	n := unsafe.Sizeof(*a)
-	if bytes.Equal(unsafe.Slice((*byte)(unsafe.Pointer(a)), n), unsafe.Slice((*byte)(unsafe.Pointer(b)), n)) {
-		return true
+// sameBytesForSigning reports whether a and b have the same bytes in
+// their type, in their metadata but the six fields sameForSigning leaves
+// out, in their spec and in their status: then every pointer, slice, map
+// and string in those is the same, so they are equal (the pod has no
+// floating-point field, where a NaN's bytes would equal themselves;
+// TestPodHasNoFloats). False says nothing: padding may differ. O(1).
+func sameBytesForSigning(a, b *v1.Pod) bool {
+	am, bm := signedMeta(a), signedMeta(b)
+	return a.TypeMeta == b.TypeMeta && sameBytes(&am, &bm) && sameBytes(&a.Spec, &b.Spec) && sameBytes(&a.Status, &b.Status)
+}
+
+// signedMeta is p's metadata with the six fields sameForSigning leaves
+// out cleared.
+func signedMeta(p *v1.Pod) metav1.ObjectMeta {
+	m := p.ObjectMeta
+	m.Name, m.UID, m.Annotations, m.CreationTimestamp = "", "", nil, metav1.Time{}
+	m.ResourceVersion, m.ManagedFields = "", nil
+	return m
+}
+
+// appendSignedEncoding appends to buf the protobuf encodings of p's
+// signedMeta, spec and status, each after its length, and returns it;
+// false if one of them could not be encoded. Kubernetes' generated
+// encoders write every field that is set, map entries in the order of
+// their keys, and quantities in their canonical form, so two pods'
+// encodings are equal exactly when their values are (sameForSigning).
+// O(p's fields); it allocates only when buf must grow, or for a quantity
+// whose canonical form is not kept.
+func appendSignedEncoding(buf []byte, p *v1.Pod) ([]byte, bool) {
+	// Each part is encoded by its concrete type's methods: through an
+	// interface, the metadata's copy would escape to the heap.
+	meta := signedMeta(p)
+	var start, n int
+	var err error
+	buf, start = grow(buf, meta.Size())
+	if n, err = meta.MarshalToSizedBuffer(buf[start:]); err != nil || start+n != len(buf) {
+		return buf, false
 	}
-	return reflect.DeepEqual(a, b)
+	buf, start = grow(buf, p.Spec.Size())
+	if n, err = p.Spec.MarshalToSizedBuffer(buf[start:]); err != nil || start+n != len(buf) {
+		return buf, false
+	}
+	buf, start = grow(buf, p.Status.Size())
+	if n, err = p.Status.MarshalToSizedBuffer(buf[start:]); err != nil || start+n != len(buf) {
+		return buf, false
+	}
+	return buf, true
+}
+
+// grow appends n (8 bytes) and n bytes of room to buf, and returns it
+// with where the room starts.
+func grow(buf []byte, n int) ([]byte, int) {
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(n))
+	start := len(buf)
+	return slices.Grow(buf, n)[:start+n], start
+}
+
+// sameBytes reports whether *a and *b have the same bytes (see
+// sameBytesForSigning).
+func sameBytes[T any](a, b *T) bool {
+	n := unsafe.Sizeof(*a)
+	return bytes.Equal(unsafe.Slice((*byte)(unsafe.Pointer(a)), n), unsafe.Slice((*byte)(unsafe.Pointer(b)), n))
 }
 
 // signInputs returns the count of writes of the objects a signer reads:

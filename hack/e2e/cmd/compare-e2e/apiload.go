@@ -141,7 +141,7 @@ func procCPU(pid int) time.Duration {
 }
 
 // printAPILoad prints, for each run, the CPU the API server, etcd and the
-// scheduler used per pod, the requests per pod by verb and resource, the
+// scheduler used per pod and the bytes the scheduler allocated, the requests per pod by verb and resource, the
 // watch events sent per pod and the watches the scheduler opened.
 // Requests under 0.005 per pod are left out. O(results × keys).
 func printAPILoad(w io.Writer, results []result) {
@@ -152,8 +152,8 @@ func printAPILoad(w io.Writer, results []result) {
 		}
 		n := float64(r.pods)
 		perPod := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000/n) }
-		fmt.Fprintf(w, "  %s / %s: CPU kube-apiserver %s, etcd %s, scheduler %s, compare-e2e %s\n", r.workload, r.scheduler,
-			perPod(r.load.apiCPU), perPod(r.load.etcdCPU), perPod(r.schedCPU), perPod(r.load.selfCPU))
+		fmt.Fprintf(w, "  %s / %s: CPU kube-apiserver %s, etcd %s, scheduler %s, compare-e2e %s; the scheduler allocated %.1f KB\n", r.workload, r.scheduler,
+			perPod(r.load.apiCPU), perPod(r.load.etcdCPU), perPod(r.schedCPU), perPod(r.load.selfCPU), r.schedAlloc/1024/n)
 		fmt.Fprintf(w, "    requests: %s\n", perPodCounts(r.load.requests, n, 0.005))
 		fmt.Fprintf(w, "    mean time in the API server: %s\n", meanTimes(r.load, n, 0.005))
 		fmt.Fprintf(w, "    admission plugins' time (ms): %s\n", perPodCounts(scaled(r.load.admission, 1000), n, 0.005))

@@ -130,11 +130,15 @@ type result struct {
 	attempts  float64
 	peakRSS   int64 // bytes
 	// load is what the run cost the API server and etcd (apiload.go);
-	// schedCPU is the scheduler's own CPU time.
-	load     apiLoad
-	schedCPU time.Duration
-	report   report
-	err      error
+	// load is what the run cost the API server and etcd (apiload.go);
+	// schedCPU is the scheduler's own CPU time; schedAlloc the bytes it
+	// allocated (go_memstats_alloc_bytes_total: its garbage collector's
+	// work goes with it), 0 if its metrics do not say.
+	load       apiLoad
+	schedCPU   time.Duration
+	schedAlloc float64
+	report     report
+	err        error
 	// position is 1 if this scheduler ran the workload first, 2 if second:
 	// a machine whose load changes favours one of the two.
 	position int
@@ -315,6 +319,7 @@ func run(selected []workload, first string, fence bool) error {
 					return err
 				}
 				r.attempts = metricSum(metrics, "scheduler_schedule_attempts_total")
+				r.schedAlloc = metricSum(metrics, "go_memstats_alloc_bytes_total")
 				if w.report != nil {
 					r.report = w.report(env, metrics)
 				}
