@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"github.com/google/go-cmp/cmp"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -204,30 +205,7 @@ func TestCacheRollbackRestoresEveryField(t *testing.T) {
 
 // dumpDiff lists the lines of two dumps that differ, as -want/+got.
 func dumpDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	in := func(lines []string) map[string]bool {
-		m := map[string]bool{}
-		for _, l := range lines {
-			m[l] = true
-		}
-		return m
-	}
-	wm, gm := in(w), in(g)
-	var b strings.Builder
-	for _, l := range w {
-		if !gm[l] {
-			b.WriteString("-" + l + "\n")
-		}
-	}
-	for _, l := range g {
-		if !wm[l] {
-			b.WriteString("+" + l + "\n")
-		}
-	}
-	if b.Len() == 0 {
-		b.WriteString("(the same lines, in another order)\n")
-	}
-	return b.String()
+	return cmp.Diff(strings.Split(want, "\n"), strings.Split(got, "\n"))
 }
 
 // TestCacheRollbackRandomWrites: random sequences of every write a

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"github.com/google/go-cmp/cmp"
 	"reflect"
 	"slices"
 	"strings"
@@ -180,27 +181,5 @@ func stateObjects(st *ForecastState) []any {
 
 // dumpLinesDiff lists the lines of two dumps that differ, as -want/+got.
 func dumpLinesDiff(want, got string) string {
-	wm, gm := map[string]bool{}, map[string]bool{}
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for _, l := range w {
-		wm[l] = true
-	}
-	for _, l := range g {
-		gm[l] = true
-	}
-	var b strings.Builder
-	for _, l := range w {
-		if !gm[l] {
-			b.WriteString("-" + l + "\n")
-		}
-	}
-	for _, l := range g {
-		if !wm[l] {
-			b.WriteString("+" + l + "\n")
-		}
-	}
-	if b.Len() == 0 {
-		b.WriteString("(the same lines, in another order)\n")
-	}
-	return b.String()
+	return cmp.Diff(strings.Split(want, "\n"), strings.Split(got, "\n"))
 }
