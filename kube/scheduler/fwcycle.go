@@ -281,14 +281,15 @@ func (s *Scheduler) fwFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod
 	defer func() { clear(rejected); s.rejected = rejected[:0] }()
 	processed := 0
 	for i := 0; i < len(nodes) && len(feasible) < want; i++ {
-		ni := nodes[(s.nextStart+i)%len(nodes)]
+		at := (s.nextStart + i) % len(nodes)
+		ni := nodes[at]
 		processed++
-		st := s.filterNode(ctx, cs, pod, ni, memo)
-		if st.IsSuccess() {
+		st, code := s.filterNode(ctx, cs, pod, ni, at, memo)
+		if code == fwk.Success {
 			feasible = append(feasible, ni)
 			continue
 		}
-		if st.Code() == fwk.Error {
+		if code == fwk.Error {
 			s.nextStart = (s.nextStart + processed) % numAll
 			return nil, &Outcome{Result: Error, Message: fmt.Sprintf("node %s: %v", ni.Node().Name, st.AsError())}
 		}
