@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -238,6 +239,47 @@ func TestFilterMemoFrontByPlace(t *testing.T) {
 			}
 			if ok && (c.at >= len(m.at) || m.at[c.at].ni != fwk.NodeInfo(ni)) {
 				t.Fatalf("the verdict read is not placed at %d", c.at)
+			}
+		})
+	}
+}
+
+// TestFitOutcomeReasonsRuns: fitOutcome's reasons skip a node's when
+// they equal the node's before, and are the same set as with every
+// node's inserted, whatever the statuses' reasons.
+func TestFitOutcomeReasonsRuns(t *testing.T) {
+	cases := []struct {
+		name    string
+		reasons [][]string // one status per node
+	}{
+		{name: "one reason everywhere", reasons: [][]string{{"Insufficient cpu"}, {"Insufficient cpu"}, {"Insufficient cpu"}}},
+		{name: "two reasons alternating", reasons: [][]string{{"a"}, {"b"}, {"a"}, {"b"}}},
+		{name: "a status of two reasons beside one of its first", reasons: [][]string{{"a", "b"}, {"a"}, {"a", "b"}, {"c"}}},
+		{name: "many of one reason and one of two", reasons: append(slices.Repeat([][]string{{"a"}}, 20), []string{"a", "b"})},
+		{name: "a status of no reason", reasons: [][]string{{}, {"a"}, {}, {"a"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			diag := framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
+			want := map[string]bool{}
+			for i, rs := range c.reasons {
+				diag.NodeToStatus.Set(fmt.Sprint("n", i), fwk.NewStatus(fwk.Unschedulable, rs...))
+				for _, r := range rs {
+					want[r] = true
+				}
+			}
+			pod := pod("p", 1000)
+			got := fitOutcome(pod, len(c.reasons), diag)
+			fitOutcomeRuns = false
+			all := fitOutcome(pod, len(c.reasons), diag)
+			fitOutcomeRuns = true
+			if !reflect.DeepEqual(got.Reasons, all.Reasons) || len(got.Reasons) != len(want) {
+				t.Fatalf("reasons %q, every node's %q, want the set %v", got.Reasons, all.Reasons, want)
+			}
+			for _, r := range got.Reasons {
+				if !want[r] {
+					t.Fatalf("reason %q not of any node (%q)", r, got.Reasons)
+				}
 			}
 		})
 	}
