@@ -79,7 +79,16 @@ type filterMemo struct {
 // since and every node still has its verdict, a cycle would examine every
 // node and get those verdicts again: the same diagnosis and outcome.
 type sigMemo struct {
-	nodes  map[string]memoVerdict
+	nodes map[string]memoVerdict
+	// at is a front of nodes by the node's place in the list a cycle
+	// filters (the snapshot's, which keeps its order and its NodeInfo
+	// objects while no node comes or goes): at[i] is the verdict last
+	// written or read for the NodeInfo ni at place i. A verdict is a
+	// function of its (generation, stamp) pair whatever place it was
+	// read at, so a stale place only misses (and falls back to nodes):
+	// the front saves hashing the node's name (and reading it from the
+	// node object) in each node visit.
+	at     []placedVerdict
 	writes uint64
 	fail   *memoFailure
 	// dra: DynamicResources filters the pod, and each verdict holds the
@@ -100,10 +109,22 @@ type memoFailure struct {
 }
 
 // memoVerdict is one node's verdict: nil status for a node that fits.
+// code is st's code, read without st (a memo hit would otherwise load
+// each node's status object, scattered in memory, only to see that it
+// rejects).
 type memoVerdict struct {
-	gen int64
-	dra profile.DRAStamp // the zero stamp unless sigMemo.dra
-	st  *fwk.Status
+	gen  int64
+	dra  profile.DRAStamp // the zero stamp unless sigMemo.dra
+	st   *fwk.Status
+	code fwk.Code
+}
+
+// placedVerdict is sigMemo.at's entry: the NodeInfo object a verdict was
+// kept for at that place (holding it keeps its address from being
+// reused for another node's).
+type placedVerdict struct {
+	ni fwk.NodeInfo
+	v  memoVerdict
 }
 
 // verdicts returns the memo of the cycle's signature if the cycle may use
@@ -207,29 +228,77 @@ func requestsExtended(pod *v1.Pod) bool {
 
 // filterNode runs the filters, with the nominated pods, on ni, or reads
 // its verdict from memo (nil: no memo) if ni has not changed since; a
-// verdict that is not an error is kept. O(filters), O(1) on a hit.
-func (s *Scheduler) filterNode(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo, memo *sigMemo) *fwk.Status {
+// verdict that is not an error is kept. at is ni's place in the list the
+// cycle filters (memo's front, sigMemo.at). It returns the status and its
+// code, which a verdict read from memo holds without its status.
+// O(filters), O(1) on a hit.
+func (s *Scheduler) filterNode(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo, at int, memo *sigMemo) (*fwk.Status, fwk.Code) {
 	if memo == nil {
-		return s.cur.fw.Framework().RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni)
+		st := s.cur.fw.Framework().RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni)
+		return st, st.Code()
 	}
-	name, gen := ni.Node().Name, ni.GetGeneration()
+	gen := ni.GetGeneration()
 	stamp, ok := memo.stamp(cs, ni)
 	if !ok {
-		return s.cur.fw.Framework().RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni)
+		st := s.cur.fw.Framework().RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni)
+		return st, st.Code()
 	}
-	if v, ok := memo.nodes[name]; ok && v.gen == gen && v.dra == stamp {
+	if v, ok := memo.lookup(at, ni, gen, stamp); ok {
 		s.fmemoHits++
-		return v.st
+		return v.st, v.code
 	}
+	name := ni.Node().Name
 	st := s.cur.fw.Framework().RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni)
+	code := st.Code()
 	switch {
 	case st.IsSuccess():
-		memo.nodes[name] = memoVerdict{gen: gen, dra: stamp}
-	case st.Code() != fwk.Error:
-		memo.nodes[name] = memoVerdict{gen: gen, dra: stamp, st: st}
+		v := memoVerdict{gen: gen, dra: stamp, code: code}
+		memo.nodes[name] = v
+		memo.place(at, ni, v)
+	case code != fwk.Error:
+		v := memoVerdict{gen: gen, dra: stamp, st: st, code: code}
+		memo.nodes[name] = v
+		memo.place(at, ni, v)
 	}
 	memo.writes++
-	return st
+	return st, code
+}
+
+// lookup returns ni's verdict for generation gen and stamp, read at
+// place at of the front or else by ni's name (and then placed at at);
+// false if memo holds none for them. O(1).
+func (memo *sigMemo) lookup(at int, ni fwk.NodeInfo, gen int64, stamp profile.DRAStamp) (memoVerdict, bool) {
+	if filterMemoFront && at < len(memo.at) {
+		if p := &memo.at[at]; p.ni == ni && p.v.gen == gen && p.v.dra == stamp {
+			return p.v, true
+		}
+	}
+	v, ok := memo.nodes[ni.Node().Name]
+	if !ok || v.gen != gen || v.dra != stamp {
+		return memoVerdict{}, false
+	}
+	memo.place(at, ni, v)
+	return v, true
+}
+
+// filterMemoFront turns the memo's front by place (sigMemo.at) on; tests
+// turn it off to compare.
+var filterMemoFront = true
+
+// place notes v as ni's verdict at place at of the cycle's list, growing
+// the front to the list's length (numAll, bound) as needed. O(1)
+// amortised.
+func (memo *sigMemo) place(at int, ni fwk.NodeInfo, v memoVerdict) {
+	if at < 0 || !filterMemoFront {
+		return
+	}
+	if at >= len(memo.at) {
+		if at >= cap(memo.at) {
+			memo.at = slices.Grow(memo.at, at+1-len(memo.at))
+		}
+		memo.at = memo.at[:at+1]
+	}
+	memo.at[at] = placedVerdict{ni: ni, v: v}
 }
 
 // stamp is ni's DRAStamp in the cycle of cs for a memo of a pod that
@@ -257,10 +326,13 @@ func (s *Scheduler) repeated(cs fwk.CycleState, memo *sigMemo, nodes []fwk.NodeI
 		return Outcome{}, false
 	}
 	if memo.dra || len(nodes) != numAll || newestGeneration(nodes) != f.newest {
-		for _, ni := range nodes {
-			v, ok := memo.nodes[ni.Node().Name]
+		for i, ni := range nodes {
 			stamp, kept := memo.stamp(cs, ni)
-			if !ok || !kept || v.gen != ni.GetGeneration() || v.dra != stamp || v.st == nil {
+			if !kept {
+				return Outcome{}, false
+			}
+			v, ok := memo.lookup(i, ni, ni.GetGeneration(), stamp)
+			if !ok || v.st == nil {
 				return Outcome{}, false
 			}
 		}
@@ -279,6 +351,8 @@ func (s *Scheduler) repeated(cs fwk.CycleState, memo *sigMemo, nodes []fwk.NodeI
 func (memo *sigMemo) bound(numAll int) {
 	if memo != nil && len(memo.nodes) > 2*numAll+64 {
 		clear(memo.nodes)
+		clear(memo.at)
+		memo.at = memo.at[:0]
 		memo.fail = nil
 		memo.writes++
 	}

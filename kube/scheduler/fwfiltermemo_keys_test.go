@@ -40,8 +40,8 @@ func memoAgreesOnEveryNode(t *testing.T, f *fixture, p *v1.Pod) {
 	if memo == nil {
 		t.Fatal("the filter memo does not serve the cycle")
 	}
-	for _, ni := range all {
-		got := s.filterNode(ctx, cs, p, ni, memo)
+	for i, ni := range all {
+		got, _ := s.filterNode(ctx, cs, p, ni, i, memo)
 		want := fw.RunFilterPluginsWithNominatedPods(ctx, cs, p, ni)
 		if got.Code() != want.Code() || got.Message() != want.Message() {
 			t.Errorf("node %s: memo %v, filters %v", ni.Node().Name, got, want)

@@ -3,11 +3,16 @@ package scheduler
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/schedq/schedq/kube/profile"
 )
 
 // memoRun fills 20 nodes of 8 CPUs with one bound 8-CPU pod each, fails
@@ -179,5 +184,103 @@ func TestFrameworkFilterMemoOffWhileAPlacedPodRepels(t *testing.T) {
 	}
 	if out.Node != "n1" {
 		t.Fatalf("q2 on %q, want n1", out.Node)
+	}
+}
+
+// TestFilterMemoFrontByPlace: the memo's front answers a node at a place
+// only for the NodeInfo object and generation it holds there, and falls
+// back to the verdict kept under the node's name otherwise: a node that
+// changed (a new generation of the same object) is not answered from its
+// old verdict, nor a node that took another's place, even with the
+// generation that one had.
+func TestFilterMemoFrontByPlace(t *testing.T) {
+	node := func(name string, gen int64) *framework.NodeInfo {
+		ni := framework.NewNodeInfo()
+		ni.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		ni.Generation = gen
+		return ni
+	}
+	cases := []struct {
+		name string
+		// at and ni are looked up after n1 (generation 5) was kept at
+		// place 0 and n2 (generation 6) at place 1.
+		at     int
+		ni     func(n1, n2 *framework.NodeInfo) *framework.NodeInfo
+		wantOK bool
+		wantSt string
+	}{
+		{name: "the node at its place", at: 0, ni: func(n1, _ *framework.NodeInfo) *framework.NodeInfo { return n1 }, wantOK: true, wantSt: "n1"},
+		{name: "the node changed at its place", at: 0, ni: func(n1, _ *framework.NodeInfo) *framework.NodeInfo {
+			n1.Generation = 9
+			return n1
+		}},
+		{name: "the node at another's place", at: 1, ni: func(n1, _ *framework.NodeInfo) *framework.NodeInfo { return n1 }, wantOK: true, wantSt: "n1"},
+		{name: "the node changed at another's place", at: 1, ni: func(n1, _ *framework.NodeInfo) *framework.NodeInfo {
+			n1.Generation = 9
+			return n1
+		}},
+		{name: "another node object with the place's generation", at: 0, ni: func(_, _ *framework.NodeInfo) *framework.NodeInfo { return node("n3", 5) }},
+		{name: "a new object of the node, of its generation", at: 0, ni: func(_, _ *framework.NodeInfo) *framework.NodeInfo { return node("n1", 5) }, wantOK: true, wantSt: "n1"},
+		{name: "past the front", at: 7, ni: func(_, n2 *framework.NodeInfo) *framework.NodeInfo { return n2 }, wantOK: true, wantSt: "n2"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := &sigMemo{nodes: map[string]memoVerdict{}}
+			n1, n2 := node("n1", 5), node("n2", 6)
+			for i, ni := range []*framework.NodeInfo{n1, n2} {
+				v := memoVerdict{gen: ni.Generation, st: fwk.NewStatus(fwk.Unschedulable, ni.Node().Name), code: fwk.Unschedulable}
+				m.nodes[ni.Node().Name] = v
+				m.place(i, ni, v)
+			}
+			ni := c.ni(n1, n2)
+			v, ok := m.lookup(c.at, ni, ni.GetGeneration(), profile.DRAStamp{})
+			if ok != c.wantOK || ok && v.st.Message() != c.wantSt {
+				t.Fatalf("lookup at %d: %v %v, want %v %q", c.at, v.st, ok, c.wantOK, c.wantSt)
+			}
+			if ok && (c.at >= len(m.at) || m.at[c.at].ni != fwk.NodeInfo(ni)) {
+				t.Fatalf("the verdict read is not placed at %d", c.at)
+			}
+		})
+	}
+}
+
+// TestFitOutcomeReasonsRuns: fitOutcome's reasons skip a node's when
+// they equal the node's before, and are the same set as with every
+// node's inserted, whatever the statuses' reasons.
+func TestFitOutcomeReasonsRuns(t *testing.T) {
+	cases := []struct {
+		name    string
+		reasons [][]string // one status per node
+	}{
+		{name: "one reason everywhere", reasons: [][]string{{"Insufficient cpu"}, {"Insufficient cpu"}, {"Insufficient cpu"}}},
+		{name: "two reasons alternating", reasons: [][]string{{"a"}, {"b"}, {"a"}, {"b"}}},
+		{name: "a status of two reasons beside one of its first", reasons: [][]string{{"a", "b"}, {"a"}, {"a", "b"}, {"c"}}},
+		{name: "many of one reason and one of two", reasons: append(slices.Repeat([][]string{{"a"}}, 20), []string{"a", "b"})},
+		{name: "a status of no reason", reasons: [][]string{{}, {"a"}, {}, {"a"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			diag := framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
+			want := map[string]bool{}
+			for i, rs := range c.reasons {
+				diag.NodeToStatus.Set(fmt.Sprint("n", i), fwk.NewStatus(fwk.Unschedulable, rs...))
+				for _, r := range rs {
+					want[r] = true
+				}
+			}
+			pod := pod("p", 1000)
+			got := fitOutcome(pod, len(c.reasons), diag)
+			fitOutcomeRuns = false
+			all := fitOutcome(pod, len(c.reasons), diag)
+			fitOutcomeRuns = true
+			if !reflect.DeepEqual(got.Reasons, all.Reasons) || len(got.Reasons) != len(want) {
+				t.Fatalf("reasons %q, every node's %q, want the set %v", got.Reasons, all.Reasons, want)
+			}
+			for _, r := range got.Reasons {
+				if !want[r] {
+					t.Fatalf("reason %q not of any node (%q)", r, got.Reasons)
+				}
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -65,8 +66,13 @@ type draNodeEntry struct {
 	uids map[types.UID]bool
 	// skipOn is uids[skip]: whether the pod left out is on the node.
 	skipOn bool
-	// scores are the scores lendScore kept for n (under the memo's mu).
-	scores map[scoreKey]int64
+	// absent is the last UID found not in uids (leavesOutAlike): the pod
+	// being scheduled, which every node's entry is asked about in every
+	// cycle, is looked up once per entry instead of once per score.
+	absent types.UID
+	// scores are the scores lendScore kept for n (under the memo's mu),
+	// by scoreKey.packed.
+	scores map[uint64]int64
 }
 
 // leavesOutAlike reports whether leaving out skip instead of e.skip
@@ -74,7 +80,20 @@ type draNodeEntry struct {
 // (the pod being scheduled, which is on no node, differs from cycle to
 // cycle). O(1).
 func (e *draNodeEntry) leavesOutAlike(skip types.UID) bool {
-	return skip == e.skip || (!e.skipOn && !e.uids[skip])
+	if skip == e.skip {
+		return true
+	}
+	if e.skipOn {
+		return false
+	}
+	if skip == e.absent && skip != "" {
+		return true
+	}
+	if e.uids[skip] {
+		return false
+	}
+	e.absent = skip
+	return true
 }
 
 // nodeHead is a nodeIn without its pods: what draNode reads of the node
@@ -205,6 +224,25 @@ type scoreKey struct {
 	num    int32
 }
 
+// packed is k as one number, the key of an entry's scores: a map of
+// uint64 keys hashes a word where one of scoreKey hashed the struct
+// through its type's functions (a third of lendScore's cost). The epoch
+// takes the high 32 bits, the policy the next 8, FGD's flag one, the
+// request's number the low 23: one to one while the policy is below 256
+// and the number below 1<<23 (the numbering restarts at maxFGDRequests),
+// which it checks, so a key out of range panics instead of sharing a
+// score. O(1).
+func (k scoreKey) packed() uint64 {
+	if k.policy < 0 || k.policy > 0xff || k.num < 0 || k.num >= 1<<23 {
+		panic(fmt.Sprintf("scoreKey %+v out of range", k))
+	}
+	p := uint64(k.epoch)<<32 | uint64(k.policy)<<24 | uint64(k.num)
+	if k.fgd {
+		p |= 1 << 23
+	}
+	return p
+}
+
 // draScoreKeptOn turns on lendScore's keep of scores; tests turn it off
 // to compare.
 var draScoreKeptOn = true
@@ -219,8 +257,9 @@ func (m *draNodeMemo) lendScore(ni fwk.NodeInfo, skip types.UID, get claimGetter
 		return m.lend(ni, skip, get, count, byGen, use)
 	}
 	e := m.entry(ni, skip, get, count, byGen)
+	pk := key.packed()
 	m.mu.Lock()
-	s, ok := e.scores[key]
+	s, ok := e.scores[pk]
 	m.mu.Unlock()
 	if ok {
 		return s
@@ -235,9 +274,9 @@ func (m *draNodeMemo) lendScore(ni fwk.NodeInfo, skip types.UID, get claimGetter
 	done = true
 	m.mu.Lock()
 	if e.scores == nil {
-		e.scores = map[scoreKey]int64{}
+		e.scores = map[uint64]int64{}
 	}
-	e.scores[key] = s
+	e.scores[pk] = s
 	m.mu.Unlock()
 	return s
 }

@@ -449,3 +449,72 @@ func TestDRANodeMemoKeepsScoresPerContent(t *testing.T) {
 		})
 	}
 }
+
+// TestDRANodeEntryLeavesOutAlike: an entry that noted a UID as on none
+// of its pods (the pod being scheduled, asked of every entry in every
+// cycle) answers it again without its set of UIDs, and still tells a
+// pod on the node, asked after, from one that is not.
+func TestDRANodeEntryLeavesOutAlike(t *testing.T) {
+	// Each case asks, in turn, of an entry whose pods are a and b, built
+	// leaving out skip.
+	cases := []struct {
+		name string
+		skip types.UID
+		asks []types.UID
+		want []bool
+	}{
+		{name: "the pod being scheduled, asked twice", asks: []types.UID{"p", "p"}, want: []bool{true, true}},
+		{name: "a pod on the node asked twice", asks: []types.UID{"a", "a", "p"}, want: []bool{false, false, true}},
+		{name: "a pod on the node after one that is not", asks: []types.UID{"p", "a", "p", "b"}, want: []bool{true, false, true, false}},
+		{name: "left out a pod on the node", skip: "a", asks: []types.UID{"a", "p", "b"}, want: []bool{true, false, false}},
+		{name: "no UID", asks: []types.UID{"", "a"}, want: []bool{true, false}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := &draNodeEntry{skip: c.skip, uids: map[types.UID]bool{"a": true, "b": true}}
+			e.skipOn = e.uids[c.skip]
+			for i, uid := range c.asks {
+				if got := e.leavesOutAlike(uid); got != c.want[i] {
+					t.Fatalf("ask %d (%q): %v, want %v", i, uid, got, c.want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestScoreKeyPacked: distinct score keys pack to distinct numbers, and
+// a key out of the packing's range panics instead of sharing one.
+func TestScoreKeyPacked(t *testing.T) {
+	seen := map[uint64]scoreKey{}
+	for _, p := range []gpu.Policy{gpu.Random, gpu.DotProd, gpu.BestFit, gpu.FGD, 0xff} {
+		for _, fgd := range []bool{false, true} {
+			for _, epoch := range []uint32{0, 1, 1 << 31, ^uint32(0)} {
+				for _, num := range []int32{0, 1, maxFGDRequests - 1, 1<<23 - 1} {
+					k := scoreKey{policy: p, fgd: fgd, epoch: epoch, num: num}
+					if o, ok := seen[k.packed()]; ok {
+						t.Fatalf("%+v and %+v both pack to %#x", k, o, k.packed())
+					}
+					seen[k.packed()] = k
+				}
+			}
+		}
+	}
+	for _, c := range []struct {
+		name string
+		k    scoreKey
+	}{
+		{name: "number too large", k: scoreKey{num: 1 << 23}},
+		{name: "negative number", k: scoreKey{num: -1}},
+		{name: "policy too large", k: scoreKey{policy: 0x100}},
+		{name: "negative policy", k: scoreKey{policy: -1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Fatalf("%+v packed to %#x", c.k, c.k.packed())
+				}
+			}()
+			c.k.packed()
+		})
+	}
+}

@@ -85,6 +85,13 @@ type gpuDRAScore struct {
 	requests map[fgdRequest]int32
 	epoch    uint32
 
+	// claims is the DRA manager's claim tracker, asked of the handle
+	// once per cycle (lastCS): each ask wraps the manager's tracker in
+	// the simulator's and the profile's (two values boxed per node
+	// scored, 1% of a loaded replay's CPU and its garbage).
+	lastCS fwk.CycleState
+	claims fwk.ResourceClaimTracker
+
 	// nodes keeps the nodes rebuilt (nil: rebuild every time).
 	nodes *draNodeMemo
 }
@@ -160,7 +167,10 @@ func (p *gpuDRAScore) Score(_ context.Context, cs fwk.CycleState, pod *v1.Pod, n
 		}
 		return memo.ScoreAt(p.m.policy, n, r, at, p.m.rnd)
 	}
-	get, byGen := p.h.SharedDRAManager().ResourceClaims().Get, cs.GetPodGroupSchedulingCycle() == nil
+	if cs != p.lastCS || p.claims == nil {
+		p.lastCS, p.claims = cs, p.h.SharedDRAManager().ResourceClaims()
+	}
+	get, byGen := p.claims.Get, cs.GetPodGroupSchedulingCycle() == nil
 	if p.m.policy == gpu.Random {
 		// Random's score draws from the run's source: every score
 		// draws.
