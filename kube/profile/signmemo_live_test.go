@@ -24,21 +24,7 @@ import (
 // Service before the next pod is signed.
 func TestSignPodMemoOnRealInformers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg, err := Default()
-		if err != nil {
-			t.Fatal(err)
-		}
-		client := fake.NewClientset()
-		factory := informers.NewSharedInformerFactory(client, 0)
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		f, err := NewFrameworkOn(ctx, &cfg.Profiles[0], Setup{Snapshot: backendcache.NewSnapshot(nil, []*v1.Node{node("n1", "a")}), Informers: factory, Client: client})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		factory.Start(ctx.Done())
-		factory.WaitForCacheSync(ctx.Done())
+		cancel, client, f := liveFramework(t)
 		db := func(name string) *v1.Pod {
 			return pod(name, "", func(p *v1.Pod) {
 				p.Labels = map[string]string{"app": "db"}
@@ -79,21 +65,7 @@ func TestSignPodMemoOnRealInformers(t *testing.T) {
 // hand out the signature computed before.
 func TestSignPodMemoSeesDeviceClasses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg, err := Default()
-		if err != nil {
-			t.Fatal(err)
-		}
-		client := fake.NewClientset()
-		factory := informers.NewSharedInformerFactory(client, 0)
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		f, err := NewFrameworkOn(ctx, &cfg.Profiles[0], Setup{Snapshot: backendcache.NewSnapshot(nil, []*v1.Node{node("n1", "a")}), Informers: factory, Client: client})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		factory.Start(ctx.Done())
-		factory.WaitForCacheSync(ctx.Done())
+		cancel, client, f := liveFramework(t)
 		gpu := func(name string) *v1.Pod {
 			return pod(name, "", func(p *v1.Pod) {
 				p.Spec.Containers[0].Resources.Requests["example.com/gpu"] = resource.MustParse("1")
@@ -132,4 +104,28 @@ func TestSignPodMemoSeesDeviceClasses(t *testing.T) {
 		cancel()
 		synctest.Wait()
 	})
+}
+
+// liveFramework builds the default profile's framework on a fake
+// client's informers, started and synced, with one node in its
+// snapshot. The framework is closed when the test ends; call the
+// returned cancel (and synctest.Wait) to stop the informers before that.
+func liveFramework(t *testing.T) (context.CancelFunc, *fake.Clientset, *Framework) {
+	t.Helper()
+	cfg, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := fake.NewClientset()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	ctx, cancel := context.WithCancel(t.Context())
+	f, err := NewFrameworkOn(ctx, &cfg.Profiles[0], Setup{Snapshot: backendcache.NewSnapshot(nil, []*v1.Node{node("n1", "a")}), Informers: factory, Client: client})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	return cancel, client, f
 }
