@@ -268,7 +268,7 @@ func (s *Scheduler) filterNode(ctx context.Context, cs fwk.CycleState, pod *v1.P
 // place at of the front or else by ni's name (and then placed at at);
 // false if memo holds none for them. O(1).
 func (memo *sigMemo) lookup(at int, ni fwk.NodeInfo, gen int64, stamp profile.DRAStamp) (memoVerdict, bool) {
-	if filterMemoFront && at < len(memo.at) {
+	if at < len(memo.at) {
 		if p := &memo.at[at]; p.ni == ni && p.v.gen == gen && p.v.dra == stamp {
 			return p.v, true
 		}
@@ -281,17 +281,10 @@ func (memo *sigMemo) lookup(at int, ni fwk.NodeInfo, gen int64, stamp profile.DR
 	return v, true
 }
 
-// filterMemoFront turns the memo's front by place (sigMemo.at) on; tests
-// turn it off to compare.
-var filterMemoFront = true
-
 // place notes v as ni's verdict at place at of the cycle's list, growing
 // the front to the list's length (numAll, bound) as needed. O(1)
 // amortised.
 func (memo *sigMemo) place(at int, ni fwk.NodeInfo, v memoVerdict) {
-	if at < 0 || !filterMemoFront {
-		return
-	}
 	if at >= len(memo.at) {
 		if at >= cap(memo.at) {
 			memo.at = slices.Grow(memo.at, at+1-len(memo.at))
