@@ -36,7 +36,7 @@ type signMemo struct {
 // SignPod returns the framework's signature of pod, as upstream's
 // Framework.SignPod computes it. A pod equal to the last one signed but
 // for its name and UID, its annotations, its creation time, its resource
-// version and its managed fields (sameForSigning) gets that pod's
+// version and its managed fields (signMemo.same) gets that pod's
 // signature again while no object a signer reads has been added, updated
 // or deleted since: every signer of the registry reads nothing but the
 // pod's fields, and none of those six, except PodTopologySpread's
@@ -69,12 +69,29 @@ func (f *Framework) SignPod(ctx context.Context, pod *v1.Pod) fwk.PodSignature {
 	return sig
 }
 
-// same is sameForSigning(m.pod, pod), with m.pod's encoding kept for the
-// next pod and the two buffers reused: no allocation once they have
-// grown, where reflect.DeepEqual of two pods decoded apart (an API
-// server's: they share no list, map or pointer) took about ten times the
-// CPU and allocated. When pod differs, its encoding, if made, becomes
-// the memo's (SignPod then remembers pod). The caller holds m.mu.
+// same reports whether m.pod and pod are equal in every field
+// but metadata's name, uid, annotations, creationTimestamp,
+// resourceVersion and managedFields. No signer of kube-scheduler
+// v1.37.2's registry or of schedq's reads those six (the framework signs
+// the scheduler's name, and each plugin the spec fields it filters and
+// scores by, and InterPodAffinity the labels); pods made one by one from
+// a template differ in them, as a trace's or a forecast's pods do in
+// their creation time and declared runtime, and pods from an API server
+// in their resource version and managed fields (whose timestamps differ).
+// Parts whose bytes are the same (the pods share every list, map and
+// pointer in them, as pods copied from one template do) are equal
+// without more; else the two pods' protobuf encodings of the other
+// fields are compared (appendSignedEncoding), which is equality of their
+// values as the API defines it: a list or map that is empty equals one
+// that is absent, and a quantity equals the same quantity written
+// otherwise ("0.1" and "100m"), where reflect.DeepEqual tells them apart;
+// no plugin does.
+// m.pod's encoding is kept for the next pod and the two buffers reused:
+// no allocation once they have grown, where reflect.DeepEqual of two pods
+// decoded apart (an API server's: they share no list, map or pointer)
+// took about ten times the CPU and allocated. When pod differs, its
+// encoding, if made, becomes the memo's (SignPod then remembers pod).
+// The caller holds m.mu; m.pod is not nil.
 func (m *signMemo) same(pod *v1.Pod) bool {
 	a := m.pod
 	switch {
@@ -104,37 +121,8 @@ func (m *signMemo) same(pod *v1.Pod) bool {
 	return false
 }
 
-// sameForSigning reports whether pods a and b are equal in every field
-// but metadata's name, uid, annotations, creationTimestamp,
-// resourceVersion and managedFields. No signer of kube-scheduler
-// v1.37.2's registry or of schedq's reads those six (the framework signs
-// the scheduler's name, and each plugin the spec fields it filters and
-// scores by, and InterPodAffinity the labels); pods made one by one from
-// a template differ in them, as a trace's or a forecast's pods do in
-// their creation time and declared runtime, and pods from an API server
-// in their resource version and managed fields (whose timestamps differ).
-// Parts whose bytes are the same (the pods share every list, map and
-// pointer in them, as pods copied from one template do) are equal
-// without more; else the two pods' protobuf encodings of the other
-// fields are compared (signedEncoding), which is equality of their
-// values as the API defines it: a list or map that is empty equals one
-// that is absent, and a quantity equals the same quantity written
-// otherwise ("0.1" and "100m"), where reflect.DeepEqual tells them apart;
-// no plugin does.
-func sameForSigning(a, b *v1.Pod) bool {
-	if a == b || sameBytesForSigning(a, b) {
-		return true
-	}
-	if a.TypeMeta != b.TypeMeta {
-		return false
-	}
-	ea, okA := appendSignedEncoding(nil, a)
-	eb, okB := appendSignedEncoding(nil, b)
-	return okA && okB && bytes.Equal(ea, eb)
-}
-
 // sameBytesForSigning reports whether a and b have the same bytes in
-// their type, in their metadata but the six fields sameForSigning leaves
+// their type, in their metadata but the six fields signMemo.same leaves
 // out, in their spec and in their status: then every pointer, slice, map
 // and string in those is the same, so they are equal (the pod has no
 // floating-point field, where a NaN's bytes would equal themselves;
@@ -144,7 +132,7 @@ func sameBytesForSigning(a, b *v1.Pod) bool {
 	return a.TypeMeta == b.TypeMeta && sameBytes(&am, &bm) && sameBytes(&a.Spec, &b.Spec) && sameBytes(&a.Status, &b.Status)
 }
 
-// signedMeta is p's metadata with the six fields sameForSigning leaves
+// signedMeta is p's metadata with the six fields signMemo.same leaves
 // out cleared.
 func signedMeta(p *v1.Pod) metav1.ObjectMeta {
 	m := p.ObjectMeta
@@ -158,7 +146,7 @@ func signedMeta(p *v1.Pod) metav1.ObjectMeta {
 // false if one of them could not be encoded. Kubernetes' generated
 // encoders write every field that is set, map entries in the order of
 // their keys, and quantities in their canonical form, so two pods'
-// encodings are equal exactly when their values are (sameForSigning).
+// encodings are equal exactly when their values are (signMemo.same).
 // O(p's fields); it allocates only when buf must grow, or for a quantity
 // whose canonical form is not kept.
 func appendSignedEncoding(buf []byte, p *v1.Pod) ([]byte, bool) {

@@ -84,7 +84,7 @@ func TestSameForSigning(t *testing.T) {
 		}), false},
 	}
 	for _, c := range cases {
-		if got := sameForSigning(a, c.b); got != c.want {
+		if got := (&signMemo{pod: a}).same(c.b); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
@@ -92,13 +92,13 @@ func TestSameForSigning(t *testing.T) {
 	// differ, so this is the encodings' answer.
 	prio := func(v int32) func(*v1.Pod) { return func(p *v1.Pod) { p.Spec.Priority = &v } }
 	a = pod("a", "", prio(5))
-	if !sameForSigning(a, pod("b", "", prio(5))) {
+	if !(&signMemo{pod: a}).same(pod("b", "", prio(5))) {
 		t.Error("an equal priority of its own: different")
 	}
-	if sameForSigning(a, pod("b", "", prio(6))) {
+	if (&signMemo{pod: a}).same(pod("b", "", prio(6))) {
 		t.Error("another priority: the same")
 	}
-	if b := renamed(a, "b"); !sameForSigning(a, b) {
+	if b := renamed(a, "b"); !(&signMemo{pod: a}).same(b) {
 		t.Error("a renamed copy of a pod with a priority: different")
 	}
 }
@@ -163,7 +163,7 @@ func renamed(p *v1.Pod, name string) *v1.Pod {
 	return &cp
 }
 
-// TestPodHasNoFloats: sameForSigning's comparison of bytes is exact only
+// TestPodHasNoFloats: signMemo.same's comparison of bytes is exact only
 // for types without floating-point fields (a NaN's bytes equal themselves,
 // DeepEqual's NaN does not); this fails if kube's Pod gains one.
 func TestPodHasNoFloats(t *testing.T) {
