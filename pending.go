@@ -362,7 +362,11 @@ func (c *Core[K, T]) stillListed(e *entry[K, T], stamp uint64) bool {
 // unschedulable items, activated), or that an update moved within it (a
 // new priority, a group's new GroupSpec.Priority, a new order under a
 // caller's Less), whatever its place now, has no Position, as an item
-// outside activeQ has none: its listed place is no longer its, and its
+// outside activeQ has none (but for an update that changes only an
+// item's tenant under fairness with a caller's Less, which keeps its
+// stamp, since there the stamp breaks ties of the pop order: such an
+// item keeps its listed place, at most the listing's age old): its
+// listed place is no longer its, and its
 // place now would cost O(n) for each such item (Explain gives it), which
 // a listing explained a part at a time, however long, would pay for
 // every item that moved. O(len(items) · r) for r hint registrations: no

@@ -70,7 +70,8 @@ type draMemo struct {
 	// PreBind (locks, in UID order), then regroup, then pre, then the
 	// tap's mu (taken inside upstream's PreFilter); a cycle's mu, then mu
 	// (filterKey names the shapes while it builds a key); a lazy cycle's
-	// mu, then pre (draCycle.group lists a node's slices). Neither mu is
+	// mu, then pre (draCycle.group lists a node's slices); pre, then mu
+	// (lazyPlan groups the published pools, pubPoolsOf). Neither mu is
 	// held while upstream's code runs.
 	pre sync.Mutex
 	// regroup serialises rederives (drashare.go): they write the pod

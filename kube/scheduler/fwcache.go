@@ -135,14 +135,15 @@ func (m *upstreamMirror) takeErr() error {
 	return err
 }
 
-// peekErr returns the recorded error, leaving it; setErr records err
-// (nil: none) in its place.
+// peekErr returns the recorded error, leaving it.
 func (m *upstreamMirror) peekErr() error {
 	m.errMu.Lock()
 	defer m.errMu.Unlock()
 	return m.err
 }
 
+// setErr records err (nil: none) in place of the recorded error
+// (Rollback gives back the marked one).
 func (m *upstreamMirror) setErr(err error) {
 	m.errMu.Lock()
 	defer m.errMu.Unlock()

@@ -130,7 +130,6 @@ type result struct {
 	attempts  float64
 	peakRSS   int64 // bytes
 	// load is what the run cost the API server and etcd (apiload.go);
-	// load is what the run cost the API server and etcd (apiload.go);
 	// schedCPU is the scheduler's own CPU time; schedAlloc the bytes it
 	// allocated (go_memstats_alloc_bytes_total: its garbage collector's
 	// work goes with it), 0 if its metrics do not say.
