@@ -2,11 +2,13 @@ package profile
 
 import (
 	"context"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
+	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	fwframework "k8s.io/kubernetes/pkg/scheduler/framework"
 	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
@@ -76,7 +78,7 @@ type lazyPlan struct {
 // look-ups, plus asksOf's cost.
 func (d *draMemo) lazyPlan(pod *v1.Pod) *lazyPlan {
 	nl := d.tap.nodeLister()
-	if !draLazyOn || nl == nil || d.tap.scoresDRA {
+	if !draLazyOn || nl == nil || d.tap.scoresDRA || asksNoDevices(pod) {
 		return nil
 	}
 	asks, ext, ok := d.asksOfExt(pod)
@@ -95,6 +97,38 @@ func (d *draMemo) lazyPlan(pod *v1.Pod) *lazyPlan {
 		pools = forcedPools(pub)
 	}
 	return &lazyPlan{asks: asks, pub: pools, n: len(pub)}
+}
+
+// asksNoDevices reports whether pod has no ResourceClaim and asks for no
+// extended resource, nor a DeviceClass by its implicit name (either of
+// which a DeviceClass could serve): upstream's
+// PreFilter then skips the pod before it lists a slice, so no plan is
+// made for it. O(containers x resources).
+func asksNoDevices(pod *v1.Pod) bool {
+	if len(pod.Spec.ResourceClaims) > 0 {
+		return false
+	}
+	ext := func(l v1.ResourceList) bool {
+		for name := range l {
+			// A class's implicit name is in the kubernetes.io domain, which
+			// IsExtendedResourceName counts as native.
+			if v1helper.IsExtendedResourceName(name) || strings.HasPrefix(string(name), resourceapi.ResourceDeviceClassPrefix) {
+				return true
+			}
+		}
+		return false
+	}
+	if ext(pod.Spec.Overhead) || pod.Spec.Resources != nil && (ext(pod.Spec.Resources.Requests) || ext(pod.Spec.Resources.Limits)) {
+		return false
+	}
+	for _, ctrs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range ctrs {
+			if ext(ctrs[i].Resources.Requests) || ext(ctrs[i].Resources.Limits) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // forcedPools groups the slices by node and pool whatever their pools

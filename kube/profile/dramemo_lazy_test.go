@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -258,4 +259,38 @@ func reserveOutcome(t *testing.T, f *Framework, cs fwk.CycleState, p *v1.Pod, no
 		out.devices = append(out.devices, d.Pool+"/"+d.Device)
 	}
 	return out
+}
+
+// TestAsksNoDevices: a pod with no claim and no extended resource
+// anywhere (upstream's PreFilter skips it before listing a slice) makes
+// no lazy plan; a claim, or an extended resource in any container's
+// requests or limits, the overhead or the pod's own resources (which a
+// DeviceClass, or a class's implicit name, could serve) does.
+func TestAsksNoDevices(t *testing.T) {
+	gpu := v1.ResourceList{"example.com/gpu": resource.MustParse("1")}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*v1.Pod)
+		want   bool
+	}{
+		{"cpu and memory only", func(*v1.Pod) {}, true},
+		{"hugepages, a native resource", func(p *v1.Pod) {
+			p.Spec.Containers[0].Resources.Limits = v1.ResourceList{"hugepages-2Mi": resource.MustParse("2Mi")}
+		}, true},
+		{"a claim", func(p *v1.Pod) { p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu"}} }, false},
+		{"a container's extended request", func(p *v1.Pod) { p.Spec.Containers[0].Resources.Requests = gpu }, false},
+		{"an init container's extended limit", func(p *v1.Pod) {
+			p.Spec.InitContainers = []v1.Container{{Name: "init", Resources: v1.ResourceRequirements{Limits: gpu}}}
+		}, false},
+		{"a class's implicit name", func(p *v1.Pod) {
+			p.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceName(resourceapi.ResourceDeviceClassPrefix + "gpu"): resource.MustParse("1")}
+		}, false},
+		{"the overhead", func(p *v1.Pod) { p.Spec.Overhead = gpu }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := asksNoDevices(pod("p", "", tc.mutate)); got != tc.want {
+				t.Errorf("asksNoDevices: %v, want %v", got, tc.want)
+			}
+		})
+	}
 }
