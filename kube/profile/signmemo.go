@@ -3,8 +3,6 @@ package profile
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -17,6 +15,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/podtopologyspread"
+
+	"github.com/schedq/schedq/kube/internal/encbuf"
 )
 
 // signMemo is the last signature SignPod computed, with the pod it was
@@ -155,27 +155,19 @@ func appendSignedEncoding(buf []byte, p *v1.Pod) ([]byte, bool) {
 	meta := signedMeta(p)
 	var start, n int
 	var err error
-	buf, start = grow(buf, meta.Size())
+	buf, start = encbuf.Grow(buf, meta.Size())
 	if n, err = meta.MarshalToSizedBuffer(buf[start:]); err != nil || start+n != len(buf) {
 		return buf, false
 	}
-	buf, start = grow(buf, p.Spec.Size())
+	buf, start = encbuf.Grow(buf, p.Spec.Size())
 	if n, err = p.Spec.MarshalToSizedBuffer(buf[start:]); err != nil || start+n != len(buf) {
 		return buf, false
 	}
-	buf, start = grow(buf, p.Status.Size())
+	buf, start = encbuf.Grow(buf, p.Status.Size())
 	if n, err = p.Status.MarshalToSizedBuffer(buf[start:]); err != nil || start+n != len(buf) {
 		return buf, false
 	}
 	return buf, true
-}
-
-// grow appends n (8 bytes) and n bytes of room to buf, and returns it
-// with where the room starts.
-func grow(buf []byte, n int) ([]byte, int) {
-	buf = binary.LittleEndian.AppendUint64(buf, uint64(n))
-	start := len(buf)
-	return slices.Grow(buf, n)[:start+n], start
 }
 
 // sameBytes reports whether *a and *b have the same bytes (see

@@ -3,16 +3,16 @@ package scheduler
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+
+	"github.com/schedq/schedq/kube/internal/encbuf"
 )
 
 // upstreamMirror keeps kube-scheduler's own cache (backend/cache) equal to
@@ -286,19 +286,19 @@ func appendBindingInvariant(buf []byte, p *v1.Pod) ([]byte, bool) {
 	meta.ResourceVersion, meta.ManagedFields = "", nil
 	var start, n int
 	var err error
-	buf, start = growEncoding(buf, meta.Size())
+	buf, start = encbuf.Grow(buf, meta.Size())
 	if n, err = meta.MarshalToSizedBuffer(buf[start:]); err != nil || start+n != len(buf) {
 		return buf, false
 	}
 	spec := p.Spec
 	spec.NodeName = ""
-	buf, start = growEncoding(buf, spec.Size())
+	buf, start = encbuf.Grow(buf, spec.Size())
 	if n, err = spec.MarshalToSizedBuffer(buf[start:]); err != nil || start+n != len(buf) {
 		return buf, false
 	}
 	status := p.Status
 	status.Conditions, status.NominatedNodeName = nil, ""
-	buf, start = growEncoding(buf, status.Size())
+	buf, start = encbuf.Grow(buf, status.Size())
 	if n, err = status.MarshalToSizedBuffer(buf[start:]); err != nil || start+n != len(buf) {
 		return buf, false
 	}
@@ -307,20 +307,12 @@ func appendBindingInvariant(buf []byte, p *v1.Pod) ([]byte, bool) {
 		if c.Type == v1.PodScheduled {
 			continue
 		}
-		buf, start = growEncoding(buf, c.Size())
+		buf, start = encbuf.Grow(buf, c.Size())
 		if n, err = c.MarshalToSizedBuffer(buf[start:]); err != nil || start+n != len(buf) {
 			return buf, false
 		}
 	}
 	return buf, true
-}
-
-// growEncoding appends size (8 bytes) and size bytes of room to buf,
-// and returns it with where the room starts.
-func growEncoding(buf []byte, size int) ([]byte, int) {
-	buf = binary.LittleEndian.AppendUint64(buf, uint64(size))
-	start := len(buf)
-	return slices.Grow(buf, size)[:start+size], start
 }
 
 // placedObject returns pod placed on node for upstream's cache: the
