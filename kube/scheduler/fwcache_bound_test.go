@@ -6,7 +6,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 
 	"github.com/schedq/schedq/kube/framework"
 )
@@ -106,21 +105,7 @@ func TestBoundAsAssumed(t *testing.T) {
 // nothing to compare the two once the mirror's buffers have grown;
 // kube-scheduler's cache would remove the pod and add it again.
 func TestBoundAsAssumedKeepsEntry(t *testing.T) {
-	c := NewCache()
-	c.TrackUpstream()
-	c.AddNode(node("n1", 4000))
-	snap := backendcache.NewEmptySnapshot()
-	gen := func() int64 {
-		t.Helper()
-		if _, err := c.UpdateSnapshot(snap); err != nil {
-			t.Fatal(err)
-		}
-		ni, err := snap.NodeInfos().Get("n1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ni.GetGeneration()
-	}
+	c, snap, gen := mirroredNode(t)
 	p := servedPod("a")
 	placed := assumedOn(p, "n1")
 	assume(t, c, p, "n1", &pendingBinding{fw: &fwBinding{pod: placed, node: "n1"}})

@@ -247,21 +247,7 @@ func TestUpstreamSnapshotConcurrent(t *testing.T) {
 // the pod can then be removed. A bound pod that differs (a label) is
 // added again, and the snapshot shows the new object.
 func TestConfirmedAssumptionKeepsNode(t *testing.T) {
-	c := NewCache()
-	c.TrackUpstream()
-	c.AddNode(node("n1", 4000))
-	snap := backendcache.NewEmptySnapshot()
-	gen := func() int64 {
-		t.Helper()
-		if _, err := c.UpdateSnapshot(snap); err != nil {
-			t.Fatal(err)
-		}
-		ni, err := snap.NodeInfos().Get("n1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ni.GetGeneration()
-	}
+	c, snap, gen := mirroredNode(t)
 	a := pod("a", 100)
 	assume(t, c, a, "n1", nil)
 	before := gen()
@@ -405,4 +391,26 @@ func TestPodInfoReuse(t *testing.T) {
 			t.Errorf("%s/%s: PodInfo %+v, want %+v", p.Namespace, p.Name, got, want)
 		}
 	}
+}
+
+// mirroredNode is a cache that keeps upstream's cache, with one node n1
+// of 4000m, a snapshot, and gen, which updates the snapshot and returns
+// n1's generation in it.
+func mirroredNode(t *testing.T) (*Cache, *backendcache.Snapshot, func() int64) {
+	c := NewCache()
+	c.TrackUpstream()
+	c.AddNode(node("n1", 4000))
+	snap := backendcache.NewEmptySnapshot()
+	gen := func() int64 {
+		t.Helper()
+		if _, err := c.UpdateSnapshot(snap); err != nil {
+			t.Fatal(err)
+		}
+		ni, err := snap.NodeInfos().Get("n1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ni.GetGeneration()
+	}
+	return c, snap, gen
 }
