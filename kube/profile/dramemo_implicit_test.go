@@ -1,7 +1,6 @@
 package profile
 
 import (
-	"context"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -25,7 +24,6 @@ func modelClass(name, model string) *resourceapi.DeviceClass {
 // cycles (kept by what the pod asks) are not the new class's, and the
 // memo answers on every node what upstream answers.
 func TestDRAMemoSeesImplicitClassChange(t *testing.T) {
-	ctx := context.Background()
 	m, f, nodes, mk := accelMemo(t)
 	for _, tc := range []struct {
 		name  string
@@ -40,16 +38,7 @@ func TestDRAMemoSeesImplicitClassChange(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := mk("p-" + tc.model)
-			memo, up := preFilterBoth(t, m, p)
-			if cycleMemo(memo) == nil {
-				t.Fatal("the memo does not serve the cycle")
-			}
-			for _, ni := range nodes {
-				got, want := m.Filter(ctx, memo, p, ni), m.DynamicResources.Filter(ctx, up, p, ni)
-				if got.Code() != want.Code() || got.Message() != want.Message() {
-					t.Errorf("node %s: memo %v, upstream %v", ni.Node().Name, got, want)
-				}
-			}
+			memoAgreesOnEveryNode(t, m, p, nodes)
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package profile
 
 import (
-	"context"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -20,7 +19,6 @@ import (
 // the nodes of two free GPUs) are not the second's (fits nowhere): on
 // every node the memo answers what upstream answers.
 func TestDRAMemoTellsSidecarFromInit(t *testing.T) {
-	ctx := context.Background()
 	m, _, nodes, _ := accelMemo(t)
 	implicit := v1.ResourceName(resourceapi.ResourceDeviceClassPrefix + "accel")
 	two := v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), implicit: milli(2)}
@@ -41,16 +39,7 @@ func TestDRAMemoTellsSidecarFromInit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := mk("p-"+tc.name, tc.restart)
-			memo, up := preFilterBoth(t, m, p)
-			if cycleMemo(memo) == nil {
-				t.Fatal("the memo does not serve the cycle")
-			}
-			for _, ni := range nodes {
-				got, want := m.Filter(ctx, memo, p, ni), m.DynamicResources.Filter(ctx, up, p, ni)
-				if got.Code() != want.Code() || got.Message() != want.Message() {
-					t.Errorf("node %s: memo %v, upstream %v", ni.Node().Name, got, want)
-				}
-			}
+			memoAgreesOnEveryNode(t, m, p, nodes)
 		})
 	}
 }

@@ -152,6 +152,23 @@ func registryPlugin(t *testing.T, f *Framework, name string, args runtime.Object
 
 // preFilterBoth runs the memo's PreFilter for p on a new cycle state and
 // upstream's on another, to compare their Filters.
+// memoAgreesOnEveryNode checks that the memo serves p's cycle and
+// answers on each of nodes what upstream's Filter answers.
+func memoAgreesOnEveryNode(t *testing.T, m *draMemo, p *v1.Pod, nodes []fwk.NodeInfo) {
+	t.Helper()
+	memo, up := preFilterBoth(t, m, p)
+	if cycleMemo(memo) == nil {
+		t.Fatal("the memo does not serve the cycle")
+	}
+	ctx := context.Background()
+	for _, ni := range nodes {
+		got, want := m.Filter(ctx, memo, p, ni), m.DynamicResources.Filter(ctx, up, p, ni)
+		if got.Code() != want.Code() || got.Message() != want.Message() {
+			t.Errorf("node %s: memo %v, upstream %v", ni.Node().Name, got, want)
+		}
+	}
+}
+
 func preFilterBoth(t *testing.T, m *draMemo, p *v1.Pod) (memo, up fwk.CycleState) {
 	t.Helper()
 	memo, up = framework.NewCycleState(), framework.NewCycleState()
