@@ -29,6 +29,7 @@ func TestDefaultCert(t *testing.T) {
 		hosts   []string
 		ecdsa   bool // an ECDSA P-256 key (else RSA, k8s.io/apiserver's)
 		written bool
+		given   bool // given.crt and given.key are in the directory, and stay as they were
 	}{
 		{name: "in memory", set: func(*ServingOptions, string) {}, inMem: true, hosts: []string{"localhost", "127.0.0.1"}, ecdsa: true},
 		{name: "in memory, a bind address", set: func(o *ServingOptions, _ string) { o.Secure.BindAddress = net.ParseIP("10.0.0.7") },
@@ -43,15 +44,31 @@ func TestDefaultCert(t *testing.T) {
 		{name: "files given", set: func(o *ServingOptions, dir string) {
 			o.Secure.ServerCert.CertKey.CertFile = filepath.Join(dir, "given.crt")
 			o.Secure.ServerCert.CertKey.KeyFile = filepath.Join(dir, "given.key")
-		}},
+		}, given: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			o := NewServingOptions()
 			dir := t.TempDir()
+			given := map[string]string{"given.crt": "a certificate of the user's", "given.key": "its key"}
+			if c.given {
+				for name, content := range given {
+					if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
 			c.set(o, dir)
 			if err := o.defaultCert(now); err != nil {
 				t.Fatal(err)
+			}
+			for name, content := range given {
+				if !c.given {
+					break
+				}
+				if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != content {
+					t.Fatalf("%s: %q, %v after defaultCert, want it left as given", name, b, err)
+				}
 			}
 			gen := o.Secure.ServerCert.GeneratedCert
 			if (gen != nil) != c.inMem {
