@@ -8,7 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -113,13 +112,7 @@ func lazyPlugin(t *testing.T, c Cluster, lazy bool, scored string) (*draMemo, *F
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	var args runtime.Object
-	for _, pc := range cfg.Profiles[0].PluginConfig {
-		if pc.Name == dynamicresources.Name {
-			args = pc.Args
-		}
-	}
-	m, ok := registryPlugin(t, f, dynamicresources.Name, args).(*draMemo)
+	m, ok := registryPlugin(t, f, dynamicresources.Name, pluginArgs(cfg.Profiles[0], dynamicresources.Name)).(*draMemo)
 	if !ok {
 		t.Fatal("the registry's DynamicResources is not a *draMemo")
 	}

@@ -126,13 +126,18 @@ func registryDRA(t *testing.T, c Cluster) (fwk.Plugin, *Framework) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	var args runtime.Object
-	for _, pc := range cfg.Profiles[0].PluginConfig {
-		if pc.Name == dynamicresources.Name {
-			args = pc.Args
+	return registryPlugin(t, f, dynamicresources.Name, pluginArgs(cfg.Profiles[0], dynamicresources.Name)), f
+}
+
+// pluginArgs is the args prof's pluginConfig gives plugin name; nil if
+// none.
+func pluginArgs(prof config.KubeSchedulerProfile, name string) runtime.Object {
+	for _, pc := range prof.PluginConfig {
+		if pc.Name == name {
+			return pc.Args
 		}
 	}
-	return registryPlugin(t, f, dynamicresources.Name, args), f
+	return nil
 }
 
 // registryPlugin builds the registry's plugin name with args on f's
