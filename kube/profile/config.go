@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"reflect"
 	"strings"
+	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -126,6 +128,9 @@ func Decode(data []byte) (*Config, error) {
 	if err := checkFitArgs(cfg); err != nil {
 		return nil, err
 	}
+	if errs := checkBackoffRange(cfg); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
 	if errs := append(checkOutOfTreeArgs(cfg), checkSchedqPlace(cfg)...); len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
@@ -204,6 +209,27 @@ func checkFitArgs(cfg *Config) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// maxBackoffSeconds is the longest backoff, in seconds, that a
+// time.Duration holds (about 292 years).
+const maxBackoffSeconds = math.MaxInt64 / int64(time.Second)
+
+// checkBackoffRange refuses pod backoffs longer than a time.Duration
+// holds: upstream's validation bounds them from below only, and as a
+// Duration a larger one wraps around to a negative backoff.
+func checkBackoffRange(cfg *Config) field.ErrorList {
+	var errs field.ErrorList
+	for _, b := range []struct {
+		name string
+		v    int64
+	}{{"podInitialBackoffSeconds", cfg.PodInitialBackoffSeconds}, {"podMaxBackoffSeconds", cfg.PodMaxBackoffSeconds}} {
+		if b.v > maxBackoffSeconds {
+			errs = append(errs, field.Invalid(field.NewPath(b.name), b.v,
+				fmt.Sprintf("must be at most %d (about 292 years, the longest duration)", maxBackoffSeconds)))
+		}
+	}
+	return errs
 }
 
 // checkPluginNames finds the enabled plugins that are not in r, with

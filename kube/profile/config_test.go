@@ -62,6 +62,13 @@ func TestLoadRefuses(t *testing.T) {
 		{"percentage out of range", header + "percentageOfNodesToScore: 101\n", []string{"percentageOfNodesToScore", "101"}},
 		{"backoff below initial", header + "podInitialBackoffSeconds: 5\npodMaxBackoffSeconds: 2\n",
 			[]string{"podMaxBackoffSeconds", "must be greater than or equal to PodInitialBackoffSeconds"}},
+		// As a time.Duration, 9223372037 s and more wrap around to a
+		// negative backoff, which the queue would refuse only once
+		// connected (or, worse, take).
+		{"max backoff beyond the longest duration", header + "podMaxBackoffSeconds: 9223372036854775807\n",
+			[]string{"podMaxBackoffSeconds: Invalid value: 9223372036854775807", "at most 9223372036"}},
+		{"initial backoff beyond the longest duration", header + "podInitialBackoffSeconds: 9223372037\npodMaxBackoffSeconds: 9223372037\n",
+			[]string{"podInitialBackoffSeconds: Invalid value: 9223372037", "podMaxBackoffSeconds: Invalid value: 9223372037"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Load(writeConfig(t, tc.body))
