@@ -14,6 +14,7 @@ import (
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -128,7 +129,7 @@ func Decode(data []byte) (*Config, error) {
 	if err := checkFitArgs(cfg); err != nil {
 		return nil, err
 	}
-	if errs := checkBackoffRange(cfg); len(errs) > 0 {
+	if errs := append(checkBackoffRange(cfg), checkProfileNames(cfg)...); len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
 	if errs := append(checkOutOfTreeArgs(cfg), checkSchedqPlace(cfg)...); len(errs) > 0 {
@@ -227,6 +228,20 @@ func checkBackoffRange(cfg *Config) field.ErrorList {
 		if b.v > maxBackoffSeconds {
 			errs = append(errs, field.Invalid(field.NewPath(b.name), b.v,
 				fmt.Sprintf("must be at most %d (about 292 years, the longest duration)", maxBackoffSeconds)))
+		}
+	}
+	return errs
+}
+
+// checkProfileNames refuses a profile whose schedulerName no pod can
+// carry (spec.schedulerName is a DNS subdomain): upstream's validation
+// asks only that it be set, and such a profile would schedule nothing.
+func checkProfileNames(cfg *Config) field.ErrorList {
+	var errs field.ErrorList
+	for i := range cfg.Profiles {
+		if msgs := k8svalidation.IsDNS1123Subdomain(cfg.Profiles[i].SchedulerName); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(field.NewPath("profiles").Index(i).Child("schedulerName"),
+				cfg.Profiles[i].SchedulerName, "can never match a pod's spec.schedulerName: "+msgs[0]))
 		}
 	}
 	return errs

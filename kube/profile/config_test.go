@@ -67,6 +67,8 @@ func TestLoadRefuses(t *testing.T) {
 		// connected (or, worse, take).
 		{"max backoff beyond the longest duration", header + "podMaxBackoffSeconds: 9223372036854775807\n",
 			[]string{"podMaxBackoffSeconds: Invalid value: 9223372036854775807", "at most 9223372036"}},
+		{"a profile's name no pod can carry", header + "profiles:\n- schedulerName: a\n- schedulerName: Bad_Name\n",
+			[]string{`profiles[1].schedulerName: Invalid value: "Bad_Name": can never match a pod's spec.schedulerName`}},
 		{"initial backoff beyond the longest duration", header + "podInitialBackoffSeconds: 9223372037\npodMaxBackoffSeconds: 9223372037\n",
 			[]string{"podInitialBackoffSeconds: Invalid value: 9223372037", "podMaxBackoffSeconds: Invalid value: 9223372037"}},
 	} {
