@@ -145,6 +145,9 @@ func TestWhatIfBadInput(t *testing.T) {
 		{"running", fmt.Sprintf(podYAML, "w", 0, "1") + "status: {phase: Running}\n", "pod default/w: status.phase Running"},
 		{"being deleted", strings.Replace(fmt.Sprintf(podYAML, "w", 0, "1"), "{name: w}", "{name: w, deletionTimestamp: \"2026-01-01T00:00:00Z\"}", 1),
 			"pod default/w: has a deletionTimestamp"},
+		// As a snapshot's pod: the API server refuses it, and placed it
+		// would be said not to fit for ever rather than refused.
+		{"negative request", fmt.Sprintf(podYAML, "w", 0, "-1"), "pod default/w: containers app requests cpu must not be negative, got -1"},
 		{"bad runtime", strings.Replace(fmt.Sprintf(podYAML, "w", 0, "1"), "{name: w}", "{name: w, annotations: {schedq.io/expected-runtime: soon}}", 1), "not a positive duration"},
 		{"other scheduler", strings.Replace(fmt.Sprintf(podYAML, "w", 0, "1"), "spec:\n", "spec:\n  schedulerName: other\n", 1),
 			`pod default/w: schedulerName "other" is not one of the scheduler's profiles ("schedq", "default-scheduler")`},
