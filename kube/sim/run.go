@@ -136,14 +136,15 @@ type sim struct {
 	taintEvicted int
 	pre          *preemptions // nil: preemption off (preemption.go)
 	series       []Sample
-	peak         schedq.Counts        // exact, updated after every queue operation
-	instant      schedq.Counts        // the largest sizes of the current instant
-	pl           places               // where each pod is, and has been (places.go)
-	x            extras               // lifetimes, inputs and allocation (inputs.go)
-	build        buildProgress        // while the cluster is built (progress.go)
-	fw           *profile.Framework   // the first of fws, whose informers the objects go to
-	fws          []*profile.Framework // kube-scheduler's, one per profile (upstream.go)
-	obj          objects              // the objects its plugins read (upstream.go)
+	peak         schedq.Counts          // exact, updated after every queue operation
+	instant      schedq.Counts          // the largest sizes of the current instant
+	pl           places                 // where each pod is, and has been (places.go)
+	x            extras                 // lifetimes, inputs and allocation (inputs.go)
+	build        buildProgress          // while the cluster is built (progress.go)
+	fw           *profile.Framework     // the first of fws, whose informers the objects go to
+	fws          []*profile.Framework   // kube-scheduler's, one per profile (upstream.go)
+	obj          objects                // the objects its plugins read (upstream.go)
+	gates        *scheduler.GateReasons // why fws' PreEnqueue plugins hold a pod back, made at the first report of one
 }
 
 // Run runs a scenario to its end and returns the report.
