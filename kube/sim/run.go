@@ -45,6 +45,10 @@ type Options struct {
 	CheckInvariants bool
 	// Trace, if set, receives every queue operation in order.
 	Trace func(Op)
+	// Built, if set, is called once the run is built, before its first
+	// step, with the longest virtual time it may run (a trace's end is
+	// known by then); an error ends Run with it, before anything ran.
+	Built func(end time.Duration) error
 	// stop, if set, is asked before each step of the run (between two
 	// steps nothing is half done): an error ends the run with it.
 	stop func() error
@@ -155,6 +159,11 @@ func Run(sc *Scenario, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer s.close()
+	if o.Built != nil {
+		if err := o.Built(s.end.Sub(epoch)); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.loop(); err != nil {
 		return nil, err
 	}
