@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -191,7 +192,8 @@ func (o *snapshotObjects) add(dec runtime.Decoder, data []byte, where string) er
 				return fmt.Errorf("%s%sitems[%d]: %s: no metadata.name", where, describeObject(data), i, kindOf(item, gvk.Kind))
 			}
 			if !o.keep(item) {
-				return fmt.Errorf("%s%sitems[%d]: %s: %s", where, describeObject(data), i, kindOf(item, gvk.Kind)+" "+itemName(item), notKept(kindOf(item, gvk.Kind)))
+				kind := gvk.GroupVersion().WithKind(kindOf(item, gvk.Kind))
+				return fmt.Errorf("%s%sitems[%d]: %s: %s", where, describeObject(data), i, kind.Kind+" "+itemName(item), notKept(kind))
 			}
 		}
 		return nil
@@ -200,7 +202,7 @@ func (o *snapshotObjects) add(dec runtime.Decoder, data []byte, where string) er
 		return fmt.Errorf("%s%sno metadata.name", where, cmpOr(describeObject(data), gvk.Kind+": "))
 	}
 	if !o.keep(obj) {
-		return fmt.Errorf("%s%s", where+describeObject(data), notKept(gvk.Kind))
+		return fmt.Errorf("%s%s", where+describeObject(data), notKept(*gvk))
 	}
 	return nil
 }
@@ -218,9 +220,21 @@ func itemName(obj runtime.Object) string {
 	return m.GetNamespace() + "/" + m.GetName()
 }
 
-// notKept says why a snapshot does not take an object of kind.
-func notKept(kind string) string {
-	return fmt.Sprintf("kind %s is not in a snapshot (%s)", kind, snapshotKinds)
+// notKept says why a snapshot does not take an object of kind gvk: its
+// kind, or for one of its kinds, the version (DRA's beta, say).
+func notKept(gvk schema.GroupVersionKind) string {
+	if v, ok := snapshotVersions[gvk.Kind]; ok && gvk.GroupVersion().String() != v {
+		return fmt.Sprintf("apiVersion %s: a snapshot takes %s as %s", gvk.GroupVersion(), gvk.Kind, v)
+	}
+	return fmt.Sprintf("kind %s is not in a snapshot (%s)", gvk.Kind, snapshotKinds)
+}
+
+// snapshotVersions is the apiVersion of each kind a snapshot takes.
+var snapshotVersions = map[string]string{
+	"Node": "v1", "Pod": "v1", "Namespace": "v1", "PersistentVolume": "v1", "PersistentVolumeClaim": "v1",
+	"PodDisruptionBudget": "policy/v1", "StorageClass": "storage.k8s.io/v1", "CSINode": "storage.k8s.io/v1",
+	"DeviceClass": "resource.k8s.io/v1", "ResourceSlice": "resource.k8s.io/v1",
+	"ResourceClaim": "resource.k8s.io/v1", "ResourceClaimTemplate": "resource.k8s.io/v1",
 }
 
 // unnamed reports whether obj has no metadata.name, which the API server
