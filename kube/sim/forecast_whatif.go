@@ -102,7 +102,8 @@ func ParseWhatIf(data []byte) (*WhatIfInput, error) {
 }
 
 // whatIfWanted is what a what-if's manifests may hold.
-var whatIfWanted = kindsWanted{"one a what-if adds", "Pod or PodGroup", "v1 for a Pod, scheduling.k8s.io/v1beta1 for a PodGroup"}
+var whatIfWanted = kindsWanted{"one a what-if adds", "Pod or PodGroup", "v1 for a Pod, scheduling.k8s.io/v1beta1 for a PodGroup",
+	"a what-if", map[string]string{"Pod": "v1", "PodGroup": "scheduling.k8s.io/v1beta1"}}
 
 // check refuses objects that name a missing namespace, PodGroup,
 // ResourceClaim or ResourceClaimTemplate (see draNames), a name already

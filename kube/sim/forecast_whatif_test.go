@@ -126,6 +126,10 @@ func TestWhatIfBadInput(t *testing.T) {
 	for _, c := range []struct{ name, yaml, want string }{
 		{"not yaml", "kind: [", "document 1"},
 		{"other kind", "apiVersion: v1\nkind: Node\nmetadata: {name: node1}\n", "not a Pod or a PodGroup"},
+		// A PodGroup of a version the scheme does not know: the version,
+		// not the kind, is what a what-if does not take.
+		{"PodGroup of another version", "apiVersion: scheduling.k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: g}\n",
+			"document 1: PodGroup g: apiVersion scheduling.k8s.io/v1alpha1: a what-if takes PodGroup as scheduling.k8s.io/v1beta1"},
 		{"empty", "# nothing\n", "no Pod or PodGroup"},
 		{"too many", big, "limit of 1000 objects"},
 		{"too large", strings.Repeat("#", MaxWhatIfBytes+1), "limit of"},

@@ -326,6 +326,9 @@ func decodeError(err error, want kindsWanted, data []byte) string {
 	}
 	switch {
 	case runtime.IsNotRegisteredError(err):
+		if msg := otherVersion(want, data); msg != "" {
+			return msg
+		}
 		return "this kind is not " + want.place + " (" + want.kinds + ")"
 	case runtime.IsMissingKind(err):
 		return "no kind field (want " + want.kinds + ")"
@@ -382,11 +385,33 @@ func badQuantityIn(v any, path string) string {
 }
 
 // kindsWanted names, for decodeError, the kinds a file may hold: where
-// they belong ("in a snapshot"), the kinds, and their apiVersions.
-type kindsWanted struct{ place, kinds, versions string }
+// they belong ("in a snapshot"), the kinds, and their apiVersions; what
+// takes them ("a snapshot") and the apiVersion of each kind.
+type kindsWanted struct {
+	place, kinds, versions string
+	taker                  string
+	versionOf              map[string]string
+}
 
 // snapshotWanted is what a snapshot may hold.
-var snapshotWanted = kindsWanted{"in a snapshot", snapshotKinds, "v1"}
+var snapshotWanted = kindsWanted{"in a snapshot", snapshotKinds, "v1", "a snapshot", snapshotVersions}
+
+// otherVersion says, for an object of one of want's kinds in an
+// apiVersion the scheme does not know, which version want takes it in;
+// "" for an object of another kind.
+func otherVersion(want kindsWanted, data []byte) string {
+	var m struct {
+		APIVersion string `yaml:"apiVersion"`
+		Kind       string `yaml:"kind"`
+	}
+	if yaml.Unmarshal(data, &m) != nil {
+		return ""
+	}
+	if v, ok := want.versionOf[m.Kind]; ok && m.APIVersion != v {
+		return fmt.Sprintf("apiVersion %s: %s takes %s as %s", m.APIVersion, want.taker, m.Kind, v)
+	}
+	return ""
+}
 
 // checkNode refuses a node whose capacity or allocatable has a negative
 // quantity: its room would be less than nothing.
