@@ -28,6 +28,8 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	configv1 "k8s.io/kube-scheduler/config/v1"
+
+	"github.com/schedq/schedq/kube/internal/yamlnum"
 )
 
 // Config is kube-scheduler's configuration, internal version: defaulted
@@ -155,6 +157,10 @@ func decodeError(data []byte, err error) error {
 	case runtime.IsNotRegisteredError(err):
 		msg, _, _ := strings.Cut(err.Error(), " in scheme ")
 		return fmt.Errorf("%s (want %s)", msg, wantKind)
+	case strings.Contains(err.Error(), "json: unsupported value"):
+		if where := yamlnum.NonFinite(data); where != "" {
+			return errors.New(where)
+		}
 	}
 	return err
 }

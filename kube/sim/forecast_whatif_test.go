@@ -128,6 +128,8 @@ func TestWhatIfBadInput(t *testing.T) {
 		{"other kind", "apiVersion: v1\nkind: Node\nmetadata: {name: node1}\n", "not a Pod or a PodGroup"},
 		// A PodGroup of a version the scheme does not know: the version,
 		// not the kind, is what a what-if does not take.
+		{"NaN", "apiVersion: v1\nkind: Pod\nmetadata: {name: u}\nspec:\n  priority: .nan\n  containers: [{name: c, image: x}]\n",
+			"document 1: Pod u: line 5: spec.priority: .nan is not a finite number"},
 		{"PodGroup of another version", "apiVersion: scheduling.k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: g}\n",
 			"document 1: PodGroup g: apiVersion scheduling.k8s.io/v1alpha1: a what-if takes PodGroup as scheduling.k8s.io/v1beta1"},
 		{"empty", "# nothing\n", "no Pod or PodGroup"},

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/internal/yamlnum"
 	"github.com/schedq/schedq/kube/profile"
 )
 
@@ -325,6 +326,10 @@ func decodeError(err error, want kindsWanted, data []byte) string {
 		}
 	}
 	switch {
+	case strings.Contains(err.Error(), "json: unsupported value"):
+		if where := yamlnum.NonFinite(data); where != "" {
+			return where
+		}
 	case runtime.IsNotRegisteredError(err):
 		if msg := otherVersion(want, data); msg != "" {
 			return msg

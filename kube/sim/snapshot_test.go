@@ -54,6 +54,8 @@ func TestSnapshotMalformed(t *testing.T) {
 		// that serves DRA's beta): the version, not the kind, is wrong.
 		{"a snapshot's kind in another version", "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceSlice\nmetadata: {name: s}\nspec: {nodeName: n1, driver: d, pool: {name: p, generation: 1, resourceSliceCount: 1}}\n",
 			"document 1: ResourceSlice s: apiVersion resource.k8s.io/v1beta1: a snapshot takes ResourceSlice as resource.k8s.io/v1"},
+		{"infinity", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: u}\n  spec:\n    priority: .inf\n    containers: [{name: c, image: x}]\n",
+			"document 1: List: line 8: items[0].spec.priority: .inf is not a finite number"},
 		{"a snapshot's kind in a version the scheme does not know", "apiVersion: resource.k8s.io/v1alpha1\nkind: DeviceClass\nmetadata: {name: gpu}\n",
 			"document 1: DeviceClass gpu: apiVersion resource.k8s.io/v1alpha1: a snapshot takes DeviceClass as resource.k8s.io/v1"},
 		{"a snapshot's kind in another version, in a typed list", "apiVersion: resource.k8s.io/v1beta2\nkind: ResourceClaimList\nitems:\n- {metadata: {name: c, namespace: ml}}\n",
