@@ -67,6 +67,12 @@ func TestValidateConfigRefuses(t *testing.T) {
 		{"delay cache until active", cfgHeader + "delayCacheUntilActive: true\n", []string{"delayCacheUntilActive: a standby replica keeps its caches and queue warm"}},
 		{"plugin at a point it does not extend", cfgHeader + "profiles:\n- schedulerName: a\n  plugins:\n    filter:\n      enabled:\n      - name: ImageLocality\n",
 			[]string{"--config", "sched.yaml", `profile "a": plugin "ImageLocality" does not extend FilterPlugin plugin`}},
+		// A name no pod can carry is the file's field, not the
+		// --scheduler-name the command line never gave, and in any profile.
+		{"first profile's name no pod can carry", cfgHeader + "profiles:\n- schedulerName: Bad_Name\n",
+			[]string{"--config", "sched.yaml: profiles[0].schedulerName", `Invalid value: "Bad_Name": can never match a pod's spec.schedulerName`}},
+		{"second profile's name no pod can carry", cfgHeader + "profiles:\n- schedulerName: a\n- schedulerName: Bad_Name\n",
+			[]string{"--config", "sched.yaml: profiles[1].schedulerName", `Invalid value: "Bad_Name": can never match a pod's spec.schedulerName`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := valid()

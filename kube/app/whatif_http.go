@@ -86,6 +86,12 @@ func serveWhatIf(f *forecaster) http.HandlerFunc {
 		if f.profiles != nil {
 			in.Profiles = f.profiles // each pod under its profile's name
 		}
+		// What the manifests say wrong alone, before waiting for a
+		// forecast, and whether or not there is one.
+		if err := in.Validate(); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
 		select {
 		case busy <- struct{}{}:
 		default:

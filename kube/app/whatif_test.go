@@ -115,6 +115,33 @@ func TestWhatIfBadInput(t *testing.T) {
 	}
 }
 
+// TestWhatIfBadInputWithoutAForecast: what the manifests say wrong alone
+// is a 400 naming it, before the what-if waits for a forecast, and so
+// even when there is none to run from (a cluster without nodes, whose
+// forecast fails: a good pod gets 503).
+func TestWhatIfBadInputWithoutAForecast(t *testing.T) {
+	l := newLiveCluster(t, 0)
+	srv, _ := l.server()
+	pod := strings.Replace(whatIfPod, "%s", "1", 1)
+	for _, tc := range []struct {
+		name, body string
+		code       int
+		has        string
+	}{
+		{"good pod", pod, 503, ""},
+		{"a name the API server refuses", strings.Replace(pod, "name: w,", `name: "W W",`, 1), 400, "pod default/W W: the name is not one the API server takes"},
+		{"negative request", strings.Replace(whatIfPod, "%s", "-1", 1), 400, "pod default/w: containers c requests cpu must not be negative, got -1"},
+		{"other scheduler", strings.Replace(pod, "schedulerName: schedq", "schedulerName: other", 1), 400, `schedulerName "other" is not one of the scheduler's profiles`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := post(t, srv.URL+"/debug/whatif", tc.body)
+			if code != tc.code || !strings.Contains(body, tc.has) {
+				t.Errorf("HTTP %d %q, want %d with %q", code, body, tc.code, tc.has)
+			}
+		})
+	}
+}
+
 // whatIfCode is the status h answers a request of method to path, with
 // a what-if pod as its body and token, if any, as its bearer token.
 func whatIfCode(h http.Handler, method, path, token string) int {

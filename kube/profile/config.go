@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"reflect"
 	"strings"
+	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -25,6 +28,8 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	configv1 "k8s.io/kube-scheduler/config/v1"
+
+	"github.com/schedq/schedq/kube/internal/yamlnum"
 )
 
 // Config is kube-scheduler's configuration, internal version: defaulted
@@ -126,6 +131,9 @@ func Decode(data []byte) (*Config, error) {
 	if err := checkFitArgs(cfg); err != nil {
 		return nil, err
 	}
+	if errs := append(checkBackoffRange(cfg), checkProfileNames(cfg)...); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
 	if errs := append(checkOutOfTreeArgs(cfg), checkSchedqPlace(cfg)...); len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
@@ -149,6 +157,10 @@ func decodeError(data []byte, err error) error {
 	case runtime.IsNotRegisteredError(err):
 		msg, _, _ := strings.Cut(err.Error(), " in scheme ")
 		return fmt.Errorf("%s (want %s)", msg, wantKind)
+	case strings.Contains(err.Error(), "json: unsupported value"):
+		if where := yamlnum.NonFinite(data); where != "" {
+			return errors.New(where)
+		}
 	}
 	return err
 }
@@ -204,6 +216,41 @@ func checkFitArgs(cfg *Config) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// maxBackoffSeconds is the longest backoff, in seconds, that a
+// time.Duration holds (about 292 years).
+const maxBackoffSeconds = math.MaxInt64 / int64(time.Second)
+
+// checkBackoffRange refuses pod backoffs longer than a time.Duration
+// holds: upstream's validation bounds them from below only, and as a
+// Duration a larger one wraps around to a negative backoff.
+func checkBackoffRange(cfg *Config) field.ErrorList {
+	var errs field.ErrorList
+	for _, b := range []struct {
+		name string
+		v    int64
+	}{{"podInitialBackoffSeconds", cfg.PodInitialBackoffSeconds}, {"podMaxBackoffSeconds", cfg.PodMaxBackoffSeconds}} {
+		if b.v > maxBackoffSeconds {
+			errs = append(errs, field.Invalid(field.NewPath(b.name), b.v,
+				fmt.Sprintf("must be at most %d (about 292 years, the longest duration)", maxBackoffSeconds)))
+		}
+	}
+	return errs
+}
+
+// checkProfileNames refuses a profile whose schedulerName no pod can
+// carry (spec.schedulerName is a DNS subdomain): upstream's validation
+// asks only that it be set, and such a profile would schedule nothing.
+func checkProfileNames(cfg *Config) field.ErrorList {
+	var errs field.ErrorList
+	for i := range cfg.Profiles {
+		if msgs := k8svalidation.IsDNS1123Subdomain(cfg.Profiles[i].SchedulerName); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(field.NewPath("profiles").Index(i).Child("schedulerName"),
+				cfg.Profiles[i].SchedulerName, "can never match a pod's spec.schedulerName: "+msgs[0]))
+		}
+	}
+	return errs
 }
 
 // checkPluginNames finds the enabled plugins that are not in r, with

@@ -62,6 +62,19 @@ func TestLoadRefuses(t *testing.T) {
 		{"percentage out of range", header + "percentageOfNodesToScore: 101\n", []string{"percentageOfNodesToScore", "101"}},
 		{"backoff below initial", header + "podInitialBackoffSeconds: 5\npodMaxBackoffSeconds: 2\n",
 			[]string{"podMaxBackoffSeconds", "must be greater than or equal to PodInitialBackoffSeconds"}},
+		// As a time.Duration, 9223372037 s and more wrap around to a
+		// negative backoff, which the queue would refuse only once
+		// connected (or, worse, take).
+		{"max backoff beyond the longest duration", header + "podMaxBackoffSeconds: 9223372036854775807\n",
+			[]string{"podMaxBackoffSeconds: Invalid value: 9223372036854775807", "at most 9223372036"}},
+		{"a profile's name no pod can carry", header + "profiles:\n- schedulerName: a\n- schedulerName: Bad_Name\n",
+			[]string{`profiles[1].schedulerName: Invalid value: "Bad_Name": can never match a pod's spec.schedulerName`}},
+		// YAML's .nan, which the decoder reports as "json: unsupported
+		// value: NaN", naming neither line nor field.
+		{"NaN", header + "profiles:\n- schedulerName: a\n  pluginConfig:\n  - name: Schedq\n    args:\n      fairness: {namespaces: true, weights: {team-a: .nan}}\n",
+			[]string{"config.yaml: line 8: profiles[0].pluginConfig[0].args.fairness.weights.team-a: .nan is not a finite number"}},
+		{"initial backoff beyond the longest duration", header + "podInitialBackoffSeconds: 9223372037\npodMaxBackoffSeconds: 9223372037\n",
+			[]string{"podInitialBackoffSeconds: Invalid value: 9223372037", "podMaxBackoffSeconds: Invalid value: 9223372037"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Load(writeConfig(t, tc.body))

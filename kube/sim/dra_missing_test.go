@@ -59,3 +59,36 @@ events:
 		})
 	}
 }
+
+// TestReportGivesTheGateReason: a pod held back at PreEnqueue is reported
+// pending with the gating plugin's own reason, as schedq explain gives
+// it, not the plugin's name alone: which claim or template is missing,
+// which gates are left.
+func TestReportGivesTheGateReason(t *testing.T) {
+	for _, tc := range []struct {
+		name, pod, want string
+	}{
+		{"missing resource claim", `{name: p, count: 1, requests: {cpu: "1"}, resourceClaims: [{name: gpu, resourceClaimName: nope}]}`,
+			`gated by DynamicResources: could not find ResourceClaim "default/nope"`},
+		{"missing claim template", `{name: p, count: 1, requests: {cpu: "1"}, resourceClaims: [{name: gpu, resourceClaimTemplateName: nope}]}`,
+			`gated by DynamicResources: `},
+		{"scheduling gate", `{name: p, count: 1, requests: {cpu: "1"}, schedulingGates: [example.com/g]}`,
+			`gated by SchedulingGates: waiting for scheduling gates: [example.com/g]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Run(parseScenario(t, `
+name: gated
+duration: 1m
+nodes: [{name: n, count: 1, capacity: {cpu: "4", memory: 8Gi}}]
+pods:
+  - `+tc.pod+`
+`), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.PendingReasons) != 1 || !strings.HasPrefix(r.PendingReasons[0].Label, tc.want) {
+				t.Errorf("pending: %+v, want one line starting %q", r.PendingReasons, tc.want)
+			}
+		})
+	}
+}

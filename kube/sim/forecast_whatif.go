@@ -102,7 +102,8 @@ func ParseWhatIf(data []byte) (*WhatIfInput, error) {
 }
 
 // whatIfWanted is what a what-if's manifests may hold.
-var whatIfWanted = kindsWanted{"one a what-if adds", "Pod or PodGroup", "v1 for a Pod, scheduling.k8s.io/v1beta1 for a PodGroup"}
+var whatIfWanted = kindsWanted{"one a what-if adds", "Pod or PodGroup", "v1 for a Pod, scheduling.k8s.io/v1beta1 for a PodGroup",
+	"a what-if", map[string]string{"Pod": "v1", "PodGroup": "scheduling.k8s.io/v1beta1"}}
 
 // check refuses objects that name a missing namespace, PodGroup,
 // ResourceClaim or ResourceClaimTemplate (see draNames), a name already
@@ -209,7 +210,8 @@ func (in *WhatIfInput) simulatedName(name string) string {
 // that a caller can refuse them before it builds one (schedq whatif
 // before its replay): a pod or PodGroup without a name or named twice, a
 // bound pod, a pod of a scheduler not among in.Profiles, a claim entry
-// the API server would refuse, a runtime annotation that is not a
+// the API server would refuse, a negative request, limit or overhead,
+// a runtime annotation that is not a
 // duration, a PodGroup without a gang policy. It changes nothing; check
 // adds what needs the state. O(input).
 func (in *WhatIfInput) Validate() error {
@@ -255,7 +257,7 @@ func (in *WhatIfInput) Validate() error {
 		case p.DeletionTimestamp != nil:
 			return fmt.Errorf("pod %s: has a deletionTimestamp; a what-if pod is one being created, not deleted", key)
 		}
-		if err := checkClaimEntries(&named); err != nil {
+		if err := checkPod(&named); err != nil { // claim entries, and quantities, as a snapshot's
 			return err
 		}
 		if _, _, err := ParseRuntime(&named); err != nil {

@@ -126,6 +126,12 @@ func TestWhatIfBadInput(t *testing.T) {
 	for _, c := range []struct{ name, yaml, want string }{
 		{"not yaml", "kind: [", "document 1"},
 		{"other kind", "apiVersion: v1\nkind: Node\nmetadata: {name: node1}\n", "not a Pod or a PodGroup"},
+		// A PodGroup of a version the scheme does not know: the version,
+		// not the kind, is what a what-if does not take.
+		{"NaN", "apiVersion: v1\nkind: Pod\nmetadata: {name: u}\nspec:\n  priority: .nan\n  containers: [{name: c, image: x}]\n",
+			"document 1: Pod u: line 5: spec.priority: .nan is not a finite number"},
+		{"PodGroup of another version", "apiVersion: scheduling.k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: g}\n",
+			"document 1: PodGroup g: apiVersion scheduling.k8s.io/v1alpha1: a what-if takes PodGroup as scheduling.k8s.io/v1beta1"},
 		{"empty", "# nothing\n", "no Pod or PodGroup"},
 		{"too many", big, "limit of 1000 objects"},
 		{"too large", strings.Repeat("#", MaxWhatIfBytes+1), "limit of"},
@@ -145,6 +151,9 @@ func TestWhatIfBadInput(t *testing.T) {
 		{"running", fmt.Sprintf(podYAML, "w", 0, "1") + "status: {phase: Running}\n", "pod default/w: status.phase Running"},
 		{"being deleted", strings.Replace(fmt.Sprintf(podYAML, "w", 0, "1"), "{name: w}", "{name: w, deletionTimestamp: \"2026-01-01T00:00:00Z\"}", 1),
 			"pod default/w: has a deletionTimestamp"},
+		// As a snapshot's pod: the API server refuses it, and placed it
+		// would be said not to fit for ever rather than refused.
+		{"negative request", fmt.Sprintf(podYAML, "w", 0, "-1"), "pod default/w: containers app requests cpu must not be negative, got -1"},
 		{"bad runtime", strings.Replace(fmt.Sprintf(podYAML, "w", 0, "1"), "{name: w}", "{name: w, annotations: {schedq.io/expected-runtime: soon}}", 1), "not a positive duration"},
 		{"other scheduler", strings.Replace(fmt.Sprintf(podYAML, "w", 0, "1"), "spec:\n", "spec:\n  schedulerName: other\n", 1),
 			`pod default/w: schedulerName "other" is not one of the scheduler's profiles ("schedq", "default-scheduler")`},

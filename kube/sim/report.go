@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/clusterevent"
+	"github.com/schedq/schedq/kube/scheduler"
 )
 
 var discardLogger = slog.New(slog.DiscardHandler)
@@ -277,7 +279,7 @@ func (s *sim) pendingReason(st *podStat) string {
 	}
 	switch x.Location {
 	case schedq.InGated:
-		return "gated by " + x.GatedBy
+		return s.gateReason(st, x.GatedBy)
 	case schedq.InActive, schedq.InFlight:
 		return x.Location.String() + ": " + unfinished(st, x.Location)
 	}
@@ -286,6 +288,24 @@ func (s *sim) pendingReason(st *podStat) string {
 		msg = x.Reason
 	}
 	return fmt.Sprintf("%s: %s", x.Location, msg)
+}
+
+// gateReason names the plugin that holds a gated pod back and, as
+// schedq explain does (scheduler.GateReasons), its own reason: which
+// claim is missing, which gates are left.
+func (s *sim) gateReason(st *podStat, plugin string) string {
+	head := "gated by " + plugin
+	p := s.cl.pods[st.key]
+	if p == nil || len(s.fws) == 0 {
+		return head
+	}
+	if s.gates == nil {
+		s.gates = scheduler.NewGateReasons(context.Background(), s.fws...)
+	}
+	if msg := s.gates.Of(plugin, p); msg != "" {
+		return head + ": " + msg
+	}
+	return head
 }
 
 // unfinished says what was happening to a pod in activeQ or in flight

@@ -45,6 +45,10 @@ type Options struct {
 	CheckInvariants bool
 	// Trace, if set, receives every queue operation in order.
 	Trace func(Op)
+	// Built, if set, is called once the run is built, before its first
+	// step, with the longest virtual time it may run (a trace's end is
+	// known by then); an error ends Run with it, before anything ran.
+	Built func(end time.Duration) error
 	// stop, if set, is asked before each step of the run (between two
 	// steps nothing is half done): an error ends the run with it.
 	stop func() error
@@ -136,14 +140,15 @@ type sim struct {
 	taintEvicted int
 	pre          *preemptions // nil: preemption off (preemption.go)
 	series       []Sample
-	peak         schedq.Counts        // exact, updated after every queue operation
-	instant      schedq.Counts        // the largest sizes of the current instant
-	pl           places               // where each pod is, and has been (places.go)
-	x            extras               // lifetimes, inputs and allocation (inputs.go)
-	build        buildProgress        // while the cluster is built (progress.go)
-	fw           *profile.Framework   // the first of fws, whose informers the objects go to
-	fws          []*profile.Framework // kube-scheduler's, one per profile (upstream.go)
-	obj          objects              // the objects its plugins read (upstream.go)
+	peak         schedq.Counts          // exact, updated after every queue operation
+	instant      schedq.Counts          // the largest sizes of the current instant
+	pl           places                 // where each pod is, and has been (places.go)
+	x            extras                 // lifetimes, inputs and allocation (inputs.go)
+	build        buildProgress          // while the cluster is built (progress.go)
+	fw           *profile.Framework     // the first of fws, whose informers the objects go to
+	fws          []*profile.Framework   // kube-scheduler's, one per profile (upstream.go)
+	obj          objects                // the objects its plugins read (upstream.go)
+	gates        *scheduler.GateReasons // why fws' PreEnqueue plugins hold a pod back, made at the first report of one
 }
 
 // Run runs a scenario to its end and returns the report.
@@ -154,6 +159,11 @@ func Run(sc *Scenario, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer s.close()
+	if o.Built != nil {
+		if err := o.Built(s.end.Sub(epoch)); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.loop(); err != nil {
 		return nil, err
 	}

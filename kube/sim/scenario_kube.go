@@ -97,7 +97,11 @@ func (o *Object) decodeKube(n *yaml.Node) error {
 	}
 	defaulter.Default(obj)
 	if !isClusterObject(obj) {
-		return fmt.Errorf("kind %s: the simulator takes %s", obj.GetObjectKind().GroupVersionKind().Kind, objectKinds)
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		if v, ok := snapshotVersions[gvk.Kind]; ok && gvk.GroupVersion().String() != v {
+			return fmt.Errorf("apiVersion %s: the simulator takes %s as %s", gvk.GroupVersion(), gvk.Kind, v)
+		}
+		return fmt.Errorf("kind %s: the simulator takes %s", gvk.Kind, objectKinds)
 	}
 	if m := obj.(metav1.Object); m.GetNamespace() == "" && namespaced(obj) {
 		m.SetNamespace("default")

@@ -22,12 +22,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/internal/yamlnum"
 	"github.com/schedq/schedq/kube/profile"
 )
 
@@ -191,7 +193,8 @@ func (o *snapshotObjects) add(dec runtime.Decoder, data []byte, where string) er
 				return fmt.Errorf("%s%sitems[%d]: %s: no metadata.name", where, describeObject(data), i, kindOf(item, gvk.Kind))
 			}
 			if !o.keep(item) {
-				return fmt.Errorf("%s%sitems[%d]: %s: %s", where, describeObject(data), i, kindOf(item, gvk.Kind)+" "+itemName(item), notKept(kindOf(item, gvk.Kind)))
+				kind := gvk.GroupVersion().WithKind(kindOf(item, gvk.Kind))
+				return fmt.Errorf("%s%sitems[%d]: %s: %s", where, describeObject(data), i, kind.Kind+" "+itemName(item), notKept(kind))
 			}
 		}
 		return nil
@@ -200,7 +203,7 @@ func (o *snapshotObjects) add(dec runtime.Decoder, data []byte, where string) er
 		return fmt.Errorf("%s%sno metadata.name", where, cmpOr(describeObject(data), gvk.Kind+": "))
 	}
 	if !o.keep(obj) {
-		return fmt.Errorf("%s%s", where+describeObject(data), notKept(gvk.Kind))
+		return fmt.Errorf("%s%s", where+describeObject(data), notKept(*gvk))
 	}
 	return nil
 }
@@ -218,9 +221,21 @@ func itemName(obj runtime.Object) string {
 	return m.GetNamespace() + "/" + m.GetName()
 }
 
-// notKept says why a snapshot does not take an object of kind.
-func notKept(kind string) string {
-	return fmt.Sprintf("kind %s is not in a snapshot (%s)", kind, snapshotKinds)
+// notKept says why a snapshot does not take an object of kind gvk: its
+// kind, or for one of its kinds, the version (DRA's beta, say).
+func notKept(gvk schema.GroupVersionKind) string {
+	if v, ok := snapshotVersions[gvk.Kind]; ok && gvk.GroupVersion().String() != v {
+		return fmt.Sprintf("apiVersion %s: a snapshot takes %s as %s", gvk.GroupVersion(), gvk.Kind, v)
+	}
+	return fmt.Sprintf("kind %s is not in a snapshot (%s)", gvk.Kind, snapshotKinds)
+}
+
+// snapshotVersions is the apiVersion of each kind a snapshot takes.
+var snapshotVersions = map[string]string{
+	"Node": "v1", "Pod": "v1", "Namespace": "v1", "PersistentVolume": "v1", "PersistentVolumeClaim": "v1",
+	"PodDisruptionBudget": "policy/v1", "StorageClass": "storage.k8s.io/v1", "CSINode": "storage.k8s.io/v1",
+	"DeviceClass": "resource.k8s.io/v1", "ResourceSlice": "resource.k8s.io/v1",
+	"ResourceClaim": "resource.k8s.io/v1", "ResourceClaimTemplate": "resource.k8s.io/v1",
 }
 
 // unnamed reports whether obj has no metadata.name, which the API server
@@ -311,7 +326,14 @@ func decodeError(err error, want kindsWanted, data []byte) string {
 		}
 	}
 	switch {
+	case strings.Contains(err.Error(), "json: unsupported value"):
+		if where := yamlnum.NonFinite(data); where != "" {
+			return where
+		}
 	case runtime.IsNotRegisteredError(err):
+		if msg := otherVersion(want, data); msg != "" {
+			return msg
+		}
 		return "this kind is not " + want.place + " (" + want.kinds + ")"
 	case runtime.IsMissingKind(err):
 		return "no kind field (want " + want.kinds + ")"
@@ -368,11 +390,33 @@ func badQuantityIn(v any, path string) string {
 }
 
 // kindsWanted names, for decodeError, the kinds a file may hold: where
-// they belong ("in a snapshot"), the kinds, and their apiVersions.
-type kindsWanted struct{ place, kinds, versions string }
+// they belong ("in a snapshot"), the kinds, and their apiVersions; what
+// takes them ("a snapshot") and the apiVersion of each kind.
+type kindsWanted struct {
+	place, kinds, versions string
+	taker                  string
+	versionOf              map[string]string
+}
 
 // snapshotWanted is what a snapshot may hold.
-var snapshotWanted = kindsWanted{"in a snapshot", snapshotKinds, "v1"}
+var snapshotWanted = kindsWanted{"in a snapshot", snapshotKinds, "v1", "a snapshot", snapshotVersions}
+
+// otherVersion says, for an object of one of want's kinds in an
+// apiVersion the scheme does not know, which version want takes it in;
+// "" for an object of another kind.
+func otherVersion(want kindsWanted, data []byte) string {
+	var m struct {
+		APIVersion string `yaml:"apiVersion"`
+		Kind       string `yaml:"kind"`
+	}
+	if yaml.Unmarshal(data, &m) != nil {
+		return ""
+	}
+	if v, ok := want.versionOf[m.Kind]; ok && m.APIVersion != v {
+		return fmt.Sprintf("apiVersion %s: %s takes %s as %s", m.APIVersion, want.taker, m.Kind, v)
+	}
+	return ""
+}
 
 // checkNode refuses a node whose capacity or allocatable has a negative
 // quantity: its room would be less than nothing.

@@ -50,6 +50,16 @@ func TestSnapshotMalformed(t *testing.T) {
 		{"unknown field", "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nspec: {unschedulabel: true}\n", `unknown field "spec.unschedulabel"`},
 		{"unknown field in a list", "apiVersion: v1\nkind: List\nitems:\n- " + strings.ReplaceAll(node, "\n", "\n  ") + "bogus: 1\n", `items[0]: `},
 		{"other kind", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n", "kind Deployment is not in a snapshot"},
+		// A kind the snapshot takes, in a version it does not (a cluster
+		// that serves DRA's beta): the version, not the kind, is wrong.
+		{"a snapshot's kind in another version", "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceSlice\nmetadata: {name: s}\nspec: {nodeName: n1, driver: d, pool: {name: p, generation: 1, resourceSliceCount: 1}}\n",
+			"document 1: ResourceSlice s: apiVersion resource.k8s.io/v1beta1: a snapshot takes ResourceSlice as resource.k8s.io/v1"},
+		{"infinity", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: u}\n  spec:\n    priority: .inf\n    containers: [{name: c, image: x}]\n",
+			"document 1: List: line 8: items[0].spec.priority: .inf is not a finite number"},
+		{"a snapshot's kind in a version the scheme does not know", "apiVersion: resource.k8s.io/v1alpha1\nkind: DeviceClass\nmetadata: {name: gpu}\n",
+			"document 1: DeviceClass gpu: apiVersion resource.k8s.io/v1alpha1: a snapshot takes DeviceClass as resource.k8s.io/v1"},
+		{"a snapshot's kind in another version, in a typed list", "apiVersion: resource.k8s.io/v1beta2\nkind: ResourceClaimList\nitems:\n- {metadata: {name: c, namespace: ml}}\n",
+			"items[0]: ResourceClaim ml/c: apiVersion resource.k8s.io/v1beta2: a snapshot takes ResourceClaim as resource.k8s.io/v1"},
 		// Budgets the disruption controller could not read.
 		{"quantity not a quantity", "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, image: x}, {name: d, image: x, resources: {requests: {cpu: lots}}}]}}\n",
 			`document 1: items[0]: Pod p: spec.containers[1].resources.requests.cpu: "lots" is not a quantity`},

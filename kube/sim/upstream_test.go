@@ -153,6 +153,7 @@ func TestUpstreamFieldsRefused(t *testing.T) {
 		{"pods:\n  - {name: p, hostPorts: [70000]}\n", "pods[0].hostPorts[0]: must be 1 to 65535"},
 		{"pods:\n  - {name: p, nodeAffinity: {preferred: []}}\n", `pods[0].nodeAffinity: unknown field "preferred"`},
 		{"pods: [{name: p}]\nobjects:\n  - {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}\n", "objects[0]: kind ConfigMap: the simulator takes PersistentVolume"},
+		{"pods: [{name: p}]\nobjects:\n  - {apiVersion: resource.k8s.io/v1beta1, kind: DeviceClass, metadata: {name: x}}\n", "objects[0]: apiVersion resource.k8s.io/v1beta1: the simulator takes DeviceClass as resource.k8s.io/v1"},
 		{"pods: [{name: p}]\nobjects:\n  - {apiVersion: v1, kind: PersistentVolume, metadata: {name: x}, spec: {capacty: {}}}\n", `objects[0]: strict decoding error: unknown field "spec.capacty"`},
 		{"pods: [{name: p}]\nobjects:\n  - {apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: x}}\n", "objects[0].spec.volumeName: must name the claim's volume"},
 		{"pods: [{name: p}]\nevents:\n  - {at: 1s, createObjects: [{apiVersion: v1, kind: PersistentVolume}]}\n", "events[0].createObjects[0].metadata.name: must not be empty"},

@@ -189,6 +189,9 @@ func (s *simulation) seedsFit() error {
 func (s *simulation) runOnce(sc *sim.Scenario, label string) (*sim.Report, error) {
 	show := s.progress == "on" || s.progress == "auto" && isTerminal(s.stderr)
 	o := sim.Options{CheckInvariants: s.check}
+	if s.report != "" && s.win.From > 0 {
+		o.Built = func(end time.Duration) error { return windowBeforeEnd(s.win, end) }
+	}
 	if show {
 		o.Status = statusBar(s.stderr, label, time.Now)
 	}
@@ -369,12 +372,22 @@ func writeHTML(path string, r, other *sim.Report, setting string, win sim.Window
 }
 
 // windowInRun refuses, before the run, a window that starts at or after
-// the latest end of a run of sc: its charts would be empty. A run that
-// ends sooner (nothing left to do) is known only once it is over, and
-// so is a trace's end.
+// the latest end of a run of sc: its charts would be empty. A trace's
+// end is known once the run is built (windowBeforeEnd), and a run that
+// ends sooner (nothing left to do) only once it is over.
 func windowInRun(win sim.Window, sc *sim.Scenario) error {
 	if end, why, ok := sc.KnownEnd(); ok && win.From > 0 && win.From >= end {
 		return fmt.Errorf("--window-start %v: at or after the end of %s at %v (%s): the charts would be empty", win.From, sc.Name, end, why)
+	}
+	return nil
+}
+
+// windowBeforeEnd refuses, once a run is built and before it starts, a
+// window that starts at or after the latest end of the run (a trace's
+// end, which windowInRun cannot know): its charts would be empty.
+func windowBeforeEnd(win sim.Window, end time.Duration) error {
+	if win.From >= end {
+		return fmt.Errorf("--window-start %v: at or after the end of the run at %v (a trace's last pod end, or the scenario's duration): the charts would be empty", win.From, end)
 	}
 	return nil
 }

@@ -140,3 +140,24 @@ func TestSimulateWindowPastTheRunKeepsTheRest(t *testing.T) {
 		t.Errorf("%s was written", report)
 	}
 }
+
+// TestSimulateWindowPastTheTraceIsRefusedFirst: a --window-start at or
+// after a trace's end, which is known once the trace is read, is refused
+// before the run: no summary, no records, no page (a whole trace's
+// replay takes most of a minute).
+func TestSimulateWindowPastTheTraceIsRefusedFirst(t *testing.T) {
+	dir := t.TempDir()
+	report, records := filepath.Join(dir, "r.html"), filepath.Join(dir, "r.csv")
+	out, _, err := executeErr("simulate", "--progress=off", "--trace", "../../sim/testdata/alibaba", "--report", report, "--window-start", "1000h", "--records", records)
+	if err == nil || !strings.Contains(err.Error(), "--window-start 1000h0m0s: at or after the end of the run at ") {
+		t.Fatalf("error %v, want the window's", err)
+	}
+	if out != "" {
+		t.Errorf("the run was made before the window was refused: %q", out)
+	}
+	for _, f := range []string{records, report} {
+		if _, err := os.Stat(f); err == nil {
+			t.Errorf("%s was written", f)
+		}
+	}
+}
