@@ -44,7 +44,11 @@ func (s *Scheduler) act(ctx context.Context, info Attempt, out *Outcome) {
 	if !ok {
 		return
 	}
-	s.pre.o.Metrics.victims(len(c.Victims))
+	if len(c.Victims) > 0 {
+		// A nomination to room pods leaving free already evicts nobody:
+		// no preemption, as kube-scheduler observes only those it makes.
+		s.pre.o.Metrics.victims(len(c.Victims))
+	}
 	s.o.Logger.Debug("preempting", "pod", info.Key, "node", c.Node, "victims", len(c.Victims), "pdbViolations", c.PDBViolations)
 	uid, key := pod.UID, info.Key
 	s.pre.setRunning(uid, true)
