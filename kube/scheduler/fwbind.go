@@ -229,6 +229,7 @@ func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.Po
 	if st := fb.reservePermit(ctx); st != nil {
 		release()
 		s.reserving = nil
+		s.rejectedOnNode(info.Item)
 		// As the informer shows it now, if it was updated since Assume.
 		return s.fail(ctx, pb.current(info), start, onNodeOutcome(assumed, node, st))
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/schedq/schedq"
@@ -151,6 +152,7 @@ func (s *Scheduler) bindGroup(ctx context.Context, a Attempt, start time.Time, g
 	var err error
 	s.cache.lockEvents()
 	s.updatedInFlight(a, g)
+	freed := s.nominatedElsewhere(a, g)
 	if len(g.placed) == len(a.Members) {
 		err = s.queue.Done(a)
 	} else {
@@ -161,6 +163,9 @@ func (s *Scheduler) bindGroup(ctx context.Context, a Attempt, start time.Time, g
 	if err != nil {
 		s.o.Logger.Debug("end of group attempt", "group", a.Group, "err", err)
 	}
+	for _, n := range freed {
+		s.nominationFreed(n.pod, n.node)
+	}
 	// A member forgotten since the trial (its node or itself deleted) is
 	// not bound: StartBinding refuses it, and its binding ends once,
 	// through the abort or as not sent.
@@ -168,6 +173,30 @@ func (s *Scheduler) bindGroup(ctx context.Context, a Attempt, start time.Time, g
 		s.startBinding(ctx, memberAttempt(a.Members[i]), g.nodes[j], g.pbs[j], start)
 	}
 	return Outcome{Result: Scheduled, Node: fmt.Sprintf("%d members of group %s", len(g.placed), a.Group)}
+}
+
+// nomination is a pod's nomination to node.
+type nomination struct {
+	pod  *v1.Pod
+	node string
+}
+
+// nominatedElsewhere returns the nominations of the placed members to
+// other nodes than their placements: the queue drops them as the attempt
+// ends, and the room each kept from the pods of its member's priority or
+// lower is then free (nominationFreed), as for a lone pod assumed
+// elsewhere (Scheduler.assumed). A nomination to the member's own node
+// ends with its room taken. The caller holds the pod events' lock, so
+// that the queue's members are the attempt's. O(placed members).
+func (s *Scheduler) nominatedElsewhere(a Attempt, g *groupTry) []nomination {
+	var out []nomination
+	for j, i := range g.placed {
+		m := a.Members[i]
+		if node, ok := s.queue.Nomination(m.Key); ok && node != g.nodes[j] {
+			out = append(out, nomination{m.Item, node})
+		}
+	}
+	return out
 }
 
 // updatedInFlight hands the updates of the placed members that the queue

@@ -44,7 +44,11 @@ func (s *Scheduler) act(ctx context.Context, info Attempt, out *Outcome) {
 	if !ok {
 		return
 	}
-	s.pre.o.Metrics.victims(len(c.Victims))
+	if len(c.Victims) > 0 {
+		// A nomination to room pods leaving free already evicts nobody:
+		// no preemption, as kube-scheduler observes only those it makes.
+		s.pre.o.Metrics.victims(len(c.Victims))
+	}
 	s.o.Logger.Debug("preempting", "pod", info.Key, "node", c.Node, "victims", len(c.Victims), "pdbViolations", c.PDBViolations)
 	uid, key := pod.UID, info.Key
 	s.pre.setRunning(uid, true)
@@ -70,8 +74,10 @@ func (s *Scheduler) act(ctx context.Context, info Attempt, out *Outcome) {
 // and created again under its name during the cycle is another pod,
 // which the preemption was not for, and must not be nominated (nor the
 // victims evicted); nor is a nomination cleared for a pod re-created
-// meanwhile. ok is false if pod is gone or replaced, or the queue
-// refused the nomination: nothing was written.
+// meanwhile. A nomination of pod to another node ends: the pods of its
+// priority or lower that it kept out are woken (nominationFreed). ok is
+// false if pod is gone or replaced, or the queue refused the nomination:
+// nothing was written.
 func (s *Scheduler) nominateFor(key types.NamespacedName, pod *v1.Pod, node string) (unnominated []*v1.Pod, ok bool) {
 	s.cache.lockEvents()
 	defer s.cache.unlockEvents()
@@ -79,9 +85,15 @@ func (s *Scheduler) nominateFor(key types.NamespacedName, pod *v1.Pod, node stri
 		s.o.Logger.Debug("nominate: the preemptor was deleted or replaced during its cycle", "pod", key)
 		return nil, false
 	}
+	prev, had := s.queue.Nomination(key)
 	if err := s.queue.Nominate(key, node); err != nil {
 		s.o.Logger.Debug("nominate", "pod", key, "err", err)
 		return nil, false
+	}
+	if had && prev != node {
+		// The room the nomination held on prev is free: wake the pods
+		// it kept out, as when a nomination is cleared.
+		s.nominationFreed(pod, prev)
 	}
 	prio := framework.Priority(pod)
 	for _, other := range s.queue.Nominated(node) {

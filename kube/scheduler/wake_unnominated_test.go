@@ -73,3 +73,42 @@ func TestAssumedElsewhereFreesTheNominationsRoom(t *testing.T) {
 		t.Fatal("low still parked after high, assumed on b, gave up its nomination to a")
 	}
 }
+
+// TestRenominatedPreemptorFreesTheOldNominationsRoom: high, nominated to
+// a (a previous leader's nomination), no longer fits there and no pod of
+// lower priority on a can make room for it, so it preempts on b: its
+// nomination moves from a to b. The room it held on a kept low out; it is
+// free now, and low, parked behind it, is woken for it, as kube-scheduler
+// v1.37.2 moves the pods of lower or equal priority when a pod's
+// nominatedNodeName changes. The victim's eviction is held, so that its
+// deletion does not wake low instead (with a wake budget it would not
+// either: b's room goes to high first).
+func TestRenominatedPreemptorFreesTheOldNominationsRoom(t *testing.T) {
+	f, e := newPreemptFixture(t)
+	e.hold = true
+	f.h.AddNode(node("a", 4000))
+	f.h.AddNode(node("b", 4000))
+	f.h.AddPod(runningPod("top", "a", 2000, 1000, t0))
+	f.h.AddPod(runningPod("victim", "b", 4000, 0, t0))
+	f.h.AddPod(prioPod("low", 1500, 1))
+	info, ok := tryPop(f.q)
+	if !ok || info.Item.Name != "low" {
+		t.Fatalf("popped %v, want low", info.Item)
+	}
+	high := prioPod("high", 3000, 100)
+	high.Status.NominatedNodeName = "a"
+	f.h.AddPod(high)
+	if out := f.s.ScheduleOne(t.Context(), info); out.Result != Unschedulable || !slices.Contains(out.Plugins, "NodeResourcesFit") {
+		t.Fatalf("low: %v by %v (%s), want Unschedulable by NodeResourcesFit: high's room on a", out.Result, out.Plugins, out.Message)
+	}
+	if loc := f.where("low"); loc != schedq.InUnschedulable {
+		t.Fatalf("low %v, want parked", loc)
+	}
+	if out := f.once(); out.Result != Unschedulable || out.Nominated != "b" || f.nomination("high") != "b" {
+		t.Fatalf("high: %v, nominated %q in the outcome and %q in the queue (%s), want b, preempting victim",
+			out.Result, out.Nominated, f.nomination("high"), out.Message)
+	}
+	if loc := f.where("low"); loc == schedq.InUnschedulable {
+		t.Fatal("low still parked after high's nomination moved from a to b")
+	}
+}
