@@ -456,6 +456,9 @@ func whatIfNow(sc *Scenario, st *ForecastState, in *WhatIfInput, o ForecastOptio
 	}
 	victims := map[string][]types.NamespacedName{}
 	for _, rp := range st.Running {
+		if rp.Pod.DeletionTimestamp != nil {
+			continue // leaving already: no one's victim
+		}
 		if cur := r.s.cl.pods[framework.Key(rp.Pod)]; cur == nil || cur.UID != rp.Pod.UID || cur.DeletionTimestamp != nil {
 			victims[rp.Pod.Spec.NodeName] = append(victims[rp.Pod.Spec.NodeName], framework.Key(rp.Pod))
 		}

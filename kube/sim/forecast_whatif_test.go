@@ -166,3 +166,50 @@ func TestWhatIfBadInput(t *testing.T) {
 		t.Errorf("no horizon: got %v", err)
 	}
 }
+
+// TestWhatIfPreemptsOnlyItsVictims: a what-if pod's victims are the
+// running pods its run evicts, not every pod gone or terminating on the
+// node it lands on. A pod that was already terminating at the state's
+// instant (a deletion in its grace period) is nobody's victim, and a pod
+// that lands beside it without evicting anyone fits now.
+func TestWhatIfPreemptsOnlyItsVictims(t *testing.T) {
+	leaving := func(st *ForecastState) {
+		st.Nodes = append(st.Nodes, newCluster().makeNodes(NodeGroup{Name: "m", Count: 1, Capacity: map[string]string{"cpu": "2"}})...)
+		gone := testPod("gone", "m-0", "1", "")
+		gone.DeletionTimestamp = &metav1.Time{Time: st.Now.Add(20 * time.Second)}
+		secs := int64(30)
+		gone.DeletionGracePeriodSeconds = &secs
+		st.Running = append(st.Running, RunningPod{Pod: gone, Started: st.Now.Add(-time.Hour)})
+	}
+	for _, tc := range []struct {
+		name     string
+		yaml     string
+		fitsNow  bool
+		node     string
+		preempts []string
+	}{
+		{name: "beside a pod already terminating", yaml: fmt.Sprintf(podYAML, "w", 0, "1"),
+			fitsNow: true, node: "m-0"},
+		{name: "two pods, one beside it, one preempting elsewhere",
+			yaml:    fmt.Sprintf(podYAML, "w", 0, "1") + "---\n" + fmt.Sprintf(podYAML, "x", 100, "4"),
+			fitsNow: true, node: "m-0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := whatIfState()
+			leaving(st)
+			sc := &Scenario{Name: "t", Seed: 1, Scheduler: SchedulerSpec{Preemption: &PreemptionSpec{PodGracePeriods: true}}}
+			w, err := RunWhatIf(sc, st, whatIfPod(t, tc.yaml), ForecastOptions{Horizon: 3 * time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := w.Pods[0]
+			var got []string
+			for _, v := range p.Preempts {
+				got = append(got, v.Name)
+			}
+			if p.FitsNow != tc.fitsNow || p.Node != tc.node || fmt.Sprint(got) != fmt.Sprint(tc.preempts) {
+				t.Errorf("w: fits now %v on %q preempting %v; want %v on %q preempting %v", p.FitsNow, p.Node, got, tc.fitsNow, tc.node, tc.preempts)
+			}
+		})
+	}
+}
