@@ -451,17 +451,9 @@ func whatIfNow(sc *Scenario, st *ForecastState, in *WhatIfInput, o ForecastOptio
 		return nil, err
 	}
 	defer func() { r.closeOnPanic(recover()) }()
+	r.s.x.victimsOf = map[types.NamespacedName][]types.NamespacedName{}
 	if err := r.s.loop(); err != nil {
 		return nil, fmt.Errorf("what-if: %w", err)
-	}
-	victims := map[string][]types.NamespacedName{}
-	for _, rp := range st.Running {
-		if rp.Pod.DeletionTimestamp != nil {
-			continue // leaving already: no one's victim
-		}
-		if cur := r.s.cl.pods[framework.Key(rp.Pod)]; cur == nil || cur.UID != rp.Pod.UID || cur.DeletionTimestamp != nil {
-			victims[rp.Pod.Spec.NodeName] = append(victims[rp.Pod.Spec.NodeName], framework.Key(rp.Pod))
-		}
 	}
 	var out []WhatIfPod
 	for _, p := range in.Pods {
@@ -471,7 +463,7 @@ func whatIfNow(sc *Scenario, st *ForecastState, in *WhatIfInput, o ForecastOptio
 		} else if node, ok := r.s.core.Nomination(framework.Key(p)); ok {
 			w.Node = node
 		}
-		w.Preempts = victims[w.Node]
+		w.Preempts = r.s.x.victimsOf[w.Pod] // its own, not whoever else left the node
 		w.FitsNow = w.Node != "" && len(w.Preempts) == 0 && r.s.stats[p.UID] != nil && !r.s.stats[p.UID].bound.IsZero()
 		if w.Node == "" {
 			w.Reason = r.s.notFitting(p)

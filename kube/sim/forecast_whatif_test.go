@@ -213,3 +213,37 @@ func TestWhatIfPreemptsOnlyItsVictims(t *testing.T) {
 		})
 	}
 }
+
+// TestWhatIfVictimsAreEachPreemptorsOwn: of two what-if pods on one node,
+// the one that fits at once preempts no one, and the other preempts the
+// pod it evicts there: the victims are not every pod evicted from the
+// node, whichever pod evicted them.
+func TestWhatIfVictimsAreEachPreemptorsOwn(t *testing.T) {
+	now := epoch.Add(10 * time.Hour)
+	low := testPod("low", "k-0", "4", "")
+	st := &ForecastState{
+		Now:        now,
+		Namespaces: []*v1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "default"}}},
+		Nodes:      newCluster().makeNodes(NodeGroup{Name: "k", Count: 1, Capacity: map[string]string{"cpu": "5", "memory": "8Gi"}}),
+		Running:    []RunningPod{{Pod: low, Started: now.Add(-time.Hour)}},
+	}
+	sc := &Scenario{Name: "t", Seed: 1, Scheduler: SchedulerSpec{Preemption: &PreemptionSpec{PodGracePeriods: true}}}
+	yaml := fmt.Sprintf(podYAML, "w", 200, "1") + "---\n" + fmt.Sprintf(podYAML, "x", 100, "4")
+	w, err := RunWhatIf(sc, st, whatIfPod(t, yaml), ForecastOptions{Horizon: 3 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"w": "fits now true on k-0 preempting []",
+		"x": "fits now false on k-0 preempting [low]",
+	}
+	for _, p := range w.Pods {
+		var names []string
+		for _, v := range p.Preempts {
+			names = append(names, v.Name)
+		}
+		if got := fmt.Sprintf("fits now %v on %s preempting %v", p.FitsNow, p.Node, names); got != want[p.Pod.Name] {
+			t.Errorf("%s: %s; want %s", p.Pod.Name, got, want[p.Pod.Name])
+		}
+	}
+}
