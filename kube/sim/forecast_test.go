@@ -196,3 +196,43 @@ func TestForecastArrivalsStopAtTheLimit(t *testing.T) {
 		t.Errorf("b: got %+v, want a start about 50m from now, the arrivals gated", b)
 	}
 }
+
+// TestForecastCountsUnknownEndsOfPodsStartedInTheRun: a pod that starts
+// during the forecast with no runtime estimate runs until unknown too, and
+// a pod waiting behind it says so (Unknown), as it does of the running
+// pods with an unknown end; a pod it started before and that has ended is
+// not counted.
+func TestForecastCountsUnknownEndsOfPodsStartedInTheRun(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cpu     string
+		pending []*v1.Pod
+		pod     string
+		starts  bool
+		unknown int
+	}{
+		{name: "behind a pod with no runtime", cpu: "4",
+			pending: []*v1.Pod{testPod("a", "", "4", ""), testPod("b", "", "4", "30m")},
+			pod:     "b", unknown: 1},
+		{name: "after a pod with no runtime and one that ends", cpu: "8",
+			pending: []*v1.Pod{testPod("a", "", "4", ""), testPod("b", "", "4", "10m"), testPod("c", "", "4", "")},
+			pod:     "c", starts: true, unknown: 1},
+		{name: "after a pod that ends", cpu: "4",
+			pending: []*v1.Pod{testPod("a", "", "4", "10m"), testPod("b", "", "4", "")},
+			pod:     "b", starts: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &ForecastState{Now: epoch.Add(10 * time.Hour),
+				Nodes:   newCluster().makeNodes(NodeGroup{Name: "n", Count: 1, Capacity: map[string]string{"cpu": tc.cpu, "memory": "8Gi"}}),
+				Pending: tc.pending}
+			f, err := RunForecast(&Scenario{Name: "t", Seed: 1}, st, ForecastOptions{Horizon: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _ := f.Of(types.NamespacedName{Namespace: "default", Name: tc.pod})
+			if p.Starts != tc.starts || p.Unknown != tc.unknown {
+				t.Errorf("%s: starts %v, unknown %d; want %v, %d", tc.pod, p.Starts, p.Unknown, tc.starts, tc.unknown)
+			}
+		})
+	}
+}
