@@ -464,8 +464,12 @@ func whatIfNow(sc *Scenario, st *ForecastState, in *WhatIfInput, o ForecastOptio
 			w.Node = node
 		}
 		w.Preempts = r.s.x.victimsOf[w.Pod] // its own, not whoever else left the node
-		w.FitsNow = w.Node != "" && len(w.Preempts) == 0 && r.s.stats[p.UID] != nil && !r.s.stats[p.UID].bound.IsZero()
-		if w.Node == "" {
+		// It fits now if it bound with no victims of its own and no cycle
+		// that failed first: one that bound once another added pod's
+		// victims had left waited for them.
+		st := r.s.stats[p.UID]
+		w.FitsNow = w.Node != "" && len(w.Preempts) == 0 && st != nil && !st.bound.IsZero() && st.lastMessage == ""
+		if !w.FitsNow && len(w.Preempts) == 0 {
 			w.Reason = r.s.notFitting(p)
 		}
 		out = append(out, w)

@@ -247,3 +247,40 @@ func TestWhatIfVictimsAreEachPreemptorsOwn(t *testing.T) {
 		}
 	}
 }
+
+// TestWhatIfFitsNowOnlyWithoutWaiting: an added pod that binds only once
+// another added pod's victims have left does not fit now, though it
+// preempts no one: on k-0 (5 cores, low running on 4), x (priority 100, 4
+// cores) preempts low, and w (priority 0, 1 core), which the room
+// nominated to x keeps out, binds after low's grace period.
+func TestWhatIfFitsNowOnlyWithoutWaiting(t *testing.T) {
+	now := epoch.Add(10 * time.Hour)
+	st := &ForecastState{
+		Now:        now,
+		Namespaces: []*v1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "default"}}},
+		Nodes:      newCluster().makeNodes(NodeGroup{Name: "k", Count: 1, Capacity: map[string]string{"cpu": "5", "memory": "8Gi"}}),
+		Running:    []RunningPod{{Pod: testPod("low", "k-0", "4", ""), Started: now.Add(-time.Hour)}},
+	}
+	sc := &Scenario{Name: "t", Seed: 1, Scheduler: SchedulerSpec{Preemption: &PreemptionSpec{PodGracePeriods: true}}}
+	yaml := fmt.Sprintf(podYAML, "x", 100, "4") + "---\n" + fmt.Sprintf(podYAML, "w", 0, "1")
+	w, err := RunWhatIf(sc, st, whatIfPod(t, yaml), ForecastOptions{Horizon: 3 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"x": "fits now false on k-0 preempting [low]",
+		"w": "fits now false on k-0 preempting []",
+	}
+	for _, p := range w.Pods {
+		var names []string
+		for _, v := range p.Preempts {
+			names = append(names, v.Name)
+		}
+		if got := fmt.Sprintf("fits now %v on %s preempting %v", p.FitsNow, p.Node, names); got != want[p.Pod.Name] {
+			t.Errorf("%s: %s; want %s", p.Pod.Name, got, want[p.Pod.Name])
+		}
+		if p.Pod.Name == "w" && !strings.Contains(p.Reason, "Insufficient cpu") {
+			t.Errorf("w: reason %q, want its failed cycle's (Insufficient cpu)", p.Reason)
+		}
+	}
+}
