@@ -255,7 +255,11 @@ func (f *forecaster) compute() (_ *liveForecast, err error) {
 	}
 	o := f.o
 	if f.hist != nil {
-		o.History = f.hist.history()
+		running := make(map[types.UID]bool, len(st.Running))
+		for _, rp := range st.Running {
+			running[rp.Pod.UID] = true
+		}
+		o.History = f.hist.historyOf(running)
 	}
 	// The cluster is built once, for the forecast and the what-ifs asked
 	// of its state after it (whatIf), which start from it.

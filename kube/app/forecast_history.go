@@ -255,9 +255,15 @@ func (h *liveHistory) kept() ([]observed, uint64) {
 	return out, h.gen
 }
 
-// history returns a sim.History of the runtimes kept, for one forecast.
-// O(historyMax).
-func (h *liveHistory) history() *sim.History {
+// history returns a sim.History of the runtimes kept. O(historyMax).
+func (h *liveHistory) history() *sim.History { return h.historyOf(nil) }
+
+// historyOf is history for a forecast of a state whose running pods (by
+// UID) are running: their censored runs (loaded from the file, written
+// while they ran) are left out, since the forecast adds each running pod
+// as a censored run of the time it has run by now, and one pod is one
+// run. O(historyMax).
+func (h *liveHistory) historyOf(running map[types.UID]bool) *sim.History {
 	out := sim.NewHistory(h.opts.Labels...)
 	out.Tail, _ = sim.ParseHistoryTail(h.opts.Tail)
 	h.mu.Lock()
@@ -265,6 +271,9 @@ func (h *liveHistory) history() *sim.History {
 	for _, o := range h.runs {
 		if o.pod == nil {
 			continue // replaced by a later run
+		}
+		if o.cut && running[o.pod.UID] {
+			continue // the forecast counts it, as it runs now
 		}
 		if o.cut {
 			out.ObserveRunning(o.pod, o.d)

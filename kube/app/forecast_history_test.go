@@ -1,6 +1,7 @@
 package app
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"testing"
@@ -112,4 +113,36 @@ func TestLiveHistoryReplacementsStayBounded(t *testing.T) {
 		t.Errorf("%d slots, %d indexed, for 2 runs", len(h.runs), len(h.byUID))
 	}
 	h.history() // skips the dead slots: a nil pod would panic
+}
+
+// TestLiveForecastCountsARunningPodOnce: after a restart the history
+// holds, from its file, a censored run of each pod that was running at
+// the last write; a forecast adds every pod running at its copy as a
+// censored run too. A pod in both is one run, the copy's (it has run
+// longer), not two: counted twice, r (of Job j, running for 50 minutes,
+// written at 40) put one more run at risk past 30 minutes, and the
+// median of q, of the same Job, moved from 30 minutes to 60 (finished
+// runs of 10, 20, 30, 60 and 70 minutes), and p, behind q, with it.
+func TestLiveForecastCountsARunningPodOnce(t *testing.T) {
+	l := newLiveCluster(t, 2)
+	job := func(p *v1.Pod) *v1.Pod {
+		yes := true
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "Job", Name: "j", Controller: &yes}}
+		return p
+	}
+	srv, fc := l.server()
+	for i, d := range []time.Duration{10, 20, 30, 60, 70} {
+		done := job(l.pod(fmt.Sprintf("done%d", i), "1", ""))
+		fc.hist.add(observed{pod: done, d: d * time.Minute, at: liveNow})
+	}
+	r := job(l.pod("r", "4", "2h"))
+	fc.hist.add(observed{pod: r, d: 40 * time.Minute, cut: true, at: liveNow}) // loaded from the file
+	l.running(r, "n0", 50*time.Minute)
+	l.pending(job(l.pod("q", "4", "")))
+	l.pending(l.pod("p", "4", "1h"))
+	_, body := get(t, srv.URL+"/debug/forecast/default/p")
+	var p Prediction
+	if err := json.Unmarshal([]byte(body), &p); err != nil || !p.Starts || !about(p.Wait, 30*time.Minute) {
+		t.Errorf("%v %s, want a start in 30m, when q ends at its median", err, body)
+	}
 }

@@ -287,18 +287,23 @@ func (l *liveState) pending(pods []any, order []string, nominated map[string]str
 		}
 		unbound[p.Namespace+"/"+p.Name] = p
 	}
-	withNomination := func(key string) *v1.Pod {
+	// A pod the queue lists carries the queue's nomination, none if it
+	// holds none: the status may still name a node whose nomination the
+	// queue dropped (docs/preemption.md), which the forecast's handlers
+	// would take over. One it does not list keeps its status's.
+	withNomination := func(key string, listed bool) *v1.Pod {
 		p := unbound[key]
-		node := nominated[key]
+		node, ok := nominated[key]
+		if !ok && !listed {
+			node = p.Status.NominatedNodeName
+		}
 		name := simName(l.profiles, p.Spec.SchedulerName)
-		if (node == "" || node == p.Status.NominatedNodeName) && p.Spec.SchedulerName == name {
+		if node == p.Status.NominatedNodeName && p.Spec.SchedulerName == name {
 			return p
 		}
 		c := *p // shallow: the forecast changes no pod in place
 		c.Spec.SchedulerName = name
-		if node != "" {
-			c.Status.NominatedNodeName = node
-		}
+		c.Status.NominatedNodeName = node
 		return &c
 	}
 	var queued, out []*v1.Pod
@@ -306,12 +311,12 @@ func (l *liveState) pending(pods []any, order []string, nominated map[string]str
 	for _, key := range order {
 		if unbound[key] != nil {
 			listed[key] = true
-			queued = append(queued, withNomination(key))
+			queued = append(queued, withNomination(key, true))
 		}
 	}
 	for _, key := range sortedNames(unbound) {
 		if !listed[key] {
-			out = append(out, withNomination(key))
+			out = append(out, withNomination(key, false))
 		}
 	}
 	return append(out, queued...)

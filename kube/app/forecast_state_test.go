@@ -136,3 +136,44 @@ func TestQueueRunsOnTheOptionsClock(t *testing.T) {
 		t.Errorf("queue timestamp %v (%v), want the options' clock's %v", x.Timestamp, err, liveNow.Add(time.Minute))
 	}
 }
+
+// TestLiveStateCopiesTheQueuesNominations: a queued pod's nomination in
+// the copy is the queue's, which the live scheduler counts, not a node
+// its status still names after the queue dropped the nomination (schedq
+// does not clear the status of every nomination it drops): the forecast's
+// handlers take the status's nomination over, and would reserve room on
+// that node that the live scheduler does not.
+func TestLiveStateCopiesTheQueuesNominations(t *testing.T) {
+	for _, tc := range []struct {
+		name, status, queue, want string
+	}{
+		{name: "the queue's, not the status's yet", queue: "n0", want: "n0"},
+		{name: "both", status: "n0", queue: "n0", want: "n0"},
+		{name: "the status's, dropped by the queue", status: "n0", want: ""},
+		{name: "neither"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLiveCluster(t, 1)
+			p := l.pod("p", "1", "")
+			p.Status.NominatedNodeName = tc.status
+			l.pending(p)
+			if tc.queue != "" {
+				if err := l.queue.Nominate(types.NamespacedName{Namespace: "default", Name: "p"}, tc.queue); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ls := &liveState{queue: l.queue, cache: l.cache, pods: l.pods, namespaces: l.nss, groups: l.groups,
+				objects: []cache.Store{l.objs}, schedulerName: "schedq", clock: l.clk}
+			st, _ := ls.copy()
+			if len(st.Pending) != 1 {
+				t.Fatalf("%d pending, want p", len(st.Pending))
+			}
+			if st.Pending[0].Status.NominatedNodeName != tc.want {
+				t.Fatalf("p nominated to %q, want %q", st.Pending[0].Status.NominatedNodeName, tc.want)
+			}
+			if p.Status.NominatedNodeName != tc.status {
+				t.Errorf("the informer's pod changed: nominated to %q", p.Status.NominatedNodeName)
+			}
+		})
+	}
+}

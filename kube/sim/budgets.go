@@ -73,9 +73,12 @@ func (s *sim) budgetsNow() []*policyv1.PodDisruptionBudget {
 // budgetStatus is b's status over pods, as the disruption controller
 // computes it: the expected pods are those its selector selects in its
 // namespace (an empty selector selects none, as preemption reads it),
-// the healthy ones those bound and not terminating. The simulator has
-// no workload controllers, so a percentage and maxUnavailable are taken
-// of the pods selected, not of a controller's scale. O(pods).
+// the healthy ones those bound, not terminating and not unready (a
+// Ready condition that is not True: the controller counts ready pods
+// only; a pod the simulator bound has no such condition and counts). The
+// simulator has no workload controllers, so a percentage and
+// maxUnavailable are taken of the pods selected, not of a controller's
+// scale. O(pods).
 func budgetStatus(b *policyv1.PodDisruptionBudget, pods []*v1.Pod) policyv1.PodDisruptionBudgetStatus {
 	var expected, healthy int32
 	if sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector); err == nil && !sel.Empty() {
@@ -84,7 +87,7 @@ func budgetStatus(b *policyv1.PodDisruptionBudget, pods []*v1.Pod) policyv1.PodD
 				continue
 			}
 			expected++
-			if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+			if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && !unready(p) {
 				healthy++
 			}
 		}
@@ -107,4 +110,15 @@ func desiredHealthy(spec policyv1.PodDisruptionBudgetSpec, expected int32) int32
 		return max(0, expected-int32(n))
 	}
 	return 0
+}
+
+// unready reports whether p's status says it is not ready: a Ready
+// condition whose status is not True. O(conditions).
+func unready(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status != v1.ConditionTrue
+		}
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,5 +137,53 @@ func TestWhatIfRespectsSnapshotBudgets(t *testing.T) {
 	}
 	if p := w.Pods[0]; p.Node != "n2" || len(p.Preempts) != 1 || p.Preempts[0].Name != "mid" {
 		t.Errorf("urgent: node %q preempting %v; want n2 by preempting shop/mid", p.Node, p.Preempts)
+	}
+}
+
+// TestWhatIfBudgetCountsOnlyReadyPodsHealthy: a budget's healthy pods
+// are those ready, as the disruption controller counts them: with
+// minAvailable 1 over db-a (ready) and db-b (running, not ready), none
+// may be disrupted, so a what-if pod of priority 100 preempts web (of
+// priority 10, no budget) rather than db-a (of priority 0), as the
+// scheduler would. Counted healthy, db-b let the what-if take db-a.
+func TestWhatIfBudgetCountsOnlyReadyPodsHealthy(t *testing.T) {
+	ready := func(p *v1.Pod, s v1.ConditionStatus) *v1.Pod {
+		p.Labels = map[string]string{"app": "db"}
+		p.Status.Phase = v1.PodRunning
+		p.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: s}}
+		return p
+	}
+	prio := func(p *v1.Pod, n int32) *v1.Pod { p.Spec.Priority = &n; return p }
+	for _, tc := range []struct {
+		name   string
+		dbB    v1.ConditionStatus
+		victim string
+	}{
+		{name: "db-b not ready: no disruption allowed", dbB: v1.ConditionFalse, victim: "web"},
+		{name: "db-b ready: one allowed", dbB: v1.ConditionTrue, victim: "db-a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := epoch.Add(time.Hour)
+			st := &ForecastState{Now: now,
+				Namespaces: []*v1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "default"}}},
+				Nodes:      newCluster().makeNodes(NodeGroup{Name: "n", Count: 3, Capacity: map[string]string{"cpu": "1", "memory": "8Gi"}}),
+				Running: []RunningPod{
+					{Pod: ready(testPod("db-a", "n-0", "1", ""), v1.ConditionTrue), Started: now},
+					{Pod: prio(testPod("web", "n-1", "1", ""), 10), Started: now},
+					{Pod: prio(ready(testPod("db-b", "n-2", "1", ""), tc.dbB), 200), Started: now},
+				},
+				Budgets: []*policyv1.PodDisruptionBudget{{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"},
+					Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &intstr.IntOrString{IntVal: 1},
+						Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}}},
+			}
+			sc := &Scenario{Name: "t", Seed: 1, Scheduler: SchedulerSpec{Preemption: &PreemptionSpec{PodGracePeriods: true}}}
+			w, err := RunWhatIf(sc, st, whatIfPod(t, fmt.Sprintf(podYAML, "w", 100, "1")), ForecastOptions{Horizon: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p := w.Pods[0]; len(p.Preempts) != 1 || p.Preempts[0].Name != tc.victim {
+				t.Errorf("w preempts %v on %s, want %s", p.Preempts, p.Node, tc.victim)
+			}
+		})
 	}
 }

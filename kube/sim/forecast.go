@@ -217,8 +217,11 @@ type PodForecast struct {
 	// before the predicted start (or within the horizon, for a pod that
 	// does not start): the estimates the prediction rests on.
 	Basis []SourceCount `json:"basis,omitempty"`
-	// Unknown is how many running pods with an unknown end the forecast
-	// kept running: the pod may start earlier if they end.
+	// Unknown is how many pods with an unknown end the forecast kept
+	// running: the running pods', and those of the pods it started before
+	// the pod's start (within the horizon, for a pod that does not start)
+	// and not removed since. The pod may start earlier
+	// if they end.
 	Unknown int `json:"unknown,omitempty"`
 }
 

@@ -40,3 +40,30 @@ func TestForecastGangStartsWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestForecastGangCountsNoMemberAsUnknown: the members of a gang that
+// runs until unknown start as one, each behind no unknown end of its
+// fellows, which bind with it.
+func TestForecastGangCountsNoMemberAsUnknown(t *testing.T) {
+	now := epoch.Add(time.Hour)
+	s := &sim{}
+	st := &ForecastState{Now: now,
+		Nodes:     newCluster().makeNodes(NodeGroup{Name: "n", Count: 3, Capacity: map[string]string{"cpu": "4", "memory": "8Gi"}}),
+		PodGroups: []*schedulingPodGroup{s.podGroupObject("default", "g", 3, 0)},
+	}
+	name := "g"
+	for _, n := range []string{"m0", "m1", "m2"} {
+		p := testPod(n, "", "4", "")
+		p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &name}
+		st.Pending = append(st.Pending, p)
+	}
+	f, err := RunForecast(&Scenario{Name: "t", Seed: 1}, st, ForecastOptions{Horizon: 2 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"m0", "m1", "m2"} {
+		if pf, _ := f.Of(types.NamespacedName{Namespace: "default", Name: n}); !pf.Starts || pf.Unknown != 0 {
+			t.Errorf("%s: got %+v, want a start behind no unknown end", n, pf)
+		}
+	}
+}

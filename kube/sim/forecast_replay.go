@@ -231,10 +231,12 @@ func (r *Replay) pendingOrder(unbound map[string]*v1.Pod) ([]*v1.Pod, map[types.
 
 var pendingAll = pendingOptions(math.MaxInt32)
 
-// nominated returns p carrying its nomination, if it has one.
+// nominated returns p carrying the queue's nomination, or none if the
+// queue holds none: its status may still name a node whose nomination
+// the queue dropped, which the forecast's handlers would take over.
 func (r *Replay) nominated(p *v1.Pod) *v1.Pod {
-	node, ok := r.s.core.Nomination(framework.Key(p))
-	if !ok || node == p.Status.NominatedNodeName {
+	node, _ := r.s.core.Nomination(framework.Key(p))
+	if node == p.Status.NominatedNodeName {
 		return p
 	}
 	c := *p

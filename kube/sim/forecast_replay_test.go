@@ -1,9 +1,13 @@
 package sim
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // TestReplayStateWindowIsWhatWasSeen: early in a replay the recent
@@ -83,5 +87,56 @@ func TestReplayEndsAtTheScenariosEnd(t *testing.T) {
 				t.Errorf("state at %v after Until(%v), want %v", got, tc.until, want)
 			}
 		})
+	}
+}
+
+// staleNominationSnapshot: node-a is full of r, of priority 100; p, of
+// priority 0, is pending with a nomination to node-a in its status,
+// which its first attempt drops (preemption cannot help it: r is of
+// higher priority), as the queue drops it without clearing the status.
+const staleNominationSnapshot = `apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: node-a, labels: {kubernetes.io/hostname: node-a}}, status: {allocatable: {cpu: "4", pods: "110"}, capacity: {cpu: "4", pods: "110"}}}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: r, namespace: default}
+  spec: {nodeName: node-a, priority: 100, containers: [{name: c, image: x, resources: {requests: {cpu: "4"}}}]}
+  status: {phase: Running}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: p, namespace: default}
+  spec: {priority: 0, containers: [{name: c, image: x, resources: {requests: {cpu: "2"}}}]}
+  status: {phase: Pending, nominatedNodeName: node-a}
+`
+
+// TestReplayStateCarriesTheQueuesNominations: a replay's state gives a
+// pending pod the queue's nomination, none if the queue dropped it, not
+// the node its status still names: the forecast's handlers would take
+// that over and reserve its room again.
+func TestReplayStateCarriesTheQueuesNominations(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(path, []byte(staleNominationSnapshot), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc := snapshotScenario(path)
+	sc.Scheduler.Preemption = &PreemptionSpec{}
+	rp, err := NewReplay(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rp.Until(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: "default", Name: "p"}
+	if node, ok := rp.s.core.Nomination(key); ok {
+		t.Fatalf("the replay's queue nominates p to %s; the test needs it dropped", node)
+	}
+	st := rp.State()
+	if len(st.Pending) != 1 {
+		t.Fatalf("%d pending, want p", len(st.Pending))
+	}
+	if node := st.Pending[0].Status.NominatedNodeName; node != "" {
+		t.Errorf("p nominated to %q; want no nomination, as the queue holds it", node)
 	}
 }

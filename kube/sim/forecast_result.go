@@ -23,6 +23,7 @@ func (r *forecastRun) result() *Forecast {
 		byKey: make(map[types.NamespacedName]int, len(r.asked))}
 	ends := newBasis(r.ends())
 	gangStart := r.gangStarts()
+	endless := r.endlessRuns()
 	running := map[string]int{}
 	for _, src := range r.runSrc {
 		running[src]++
@@ -43,6 +44,10 @@ func (r *forecastRun) result() *Forecast {
 			pf.Starts, pf.Start, pf.Wait, upTo = true, r.real(start), start.Sub(epoch), start
 		}
 		pf.Basis = ends.upTo(upTo)
+		// The pods started in the run before it that run until unknown
+		// count as the running ones do (a gang's members bind at its
+		// start, not before it).
+		pf.Unknown += endless.runningBefore(upTo)
 		f.byKey[pf.Pod] = len(f.Pods)
 		f.Pods = append(f.Pods, pf)
 	}
@@ -153,4 +158,43 @@ func (r *forecastRun) arrivals() string {
 		s += fmt.Sprintf(" for %v, up to %d pods (a later start may be early)", r.arrivalsEnd, MaxAssumedArrivals)
 	}
 	return s
+}
+
+// runs are the starts and the ends of some pods' runs in a forecast, each
+// sorted: a pod removed at its start is in neither.
+type runs struct{ starts, ends []time.Time }
+
+// endlessRuns returns the runs of the pods started in the run that have
+// no runtime: they run until unknown, as a running pod of source
+// SourceUnknown does. O(n log n).
+func (r *forecastRun) endlessRuns() *runs {
+	u := &runs{}
+	for _, st := range r.s.stats {
+		if st.bound.IsZero() {
+			continue
+		}
+		if _, ok := r.s.x.traceLife[st.key]; ok {
+			continue
+		}
+		switch {
+		case st.ext.ended.IsZero():
+			u.starts = append(u.starts, st.bound)
+		case st.ext.ended.After(st.bound):
+			u.starts, u.ends = append(u.starts, st.bound), append(u.ends, st.ext.ended)
+		}
+	}
+	slices.SortFunc(u.starts, time.Time.Compare)
+	slices.SortFunc(u.ends, time.Time.Compare)
+	return u
+}
+
+// runningBefore counts the runs started before t and not ended by t.
+// O(log n).
+func (u *runs) runningBefore(t time.Time) int {
+	started, _ := slices.BinarySearchFunc(u.starts, t, time.Time.Compare)
+	ended, found := slices.BinarySearchFunc(u.ends, t, time.Time.Compare)
+	for found && ended < len(u.ends) && u.ends[ended].Equal(t) {
+		ended++
+	}
+	return started - ended
 }

@@ -293,19 +293,24 @@ func ParseRuntime(p *v1.Pod) (d time.Duration, ok bool, err error) {
 // remaining estimates how much longer p runs, having run for elapsed
 // (0 for a pod not started), and names the source. The sources are
 // tried in order: known, annotation, activeDeadlineSeconds, history. A
-// declared runtime already exceeded falls through to the next source.
+// declared runtime already exceeded falls through to the next source,
+// and so does one longer than the deadline, by which the pod ends at the
+// latest.
 func (o *ForecastOptions) remaining(p *v1.Pod, elapsed time.Duration) (time.Duration, string) {
 	if o.Known != nil {
 		if d, ok := o.Known(p); ok {
 			return max(d-elapsed, 0), SourceKnown
 		}
 	}
-	if d, ok, err := ParseRuntime(p); ok && err == nil && d > elapsed {
+	deadline, hasDeadline := time.Duration(0), false
+	if ds := p.Spec.ActiveDeadlineSeconds; ds != nil && *ds > 0 {
+		deadline, hasDeadline = time.Duration(*ds)*time.Second, true
+	}
+	if d, ok, err := ParseRuntime(p); ok && err == nil && d > elapsed && (!hasDeadline || d <= deadline) {
 		return d - elapsed, SourceAnnotation
 	}
-	if ds := p.Spec.ActiveDeadlineSeconds; ds != nil && *ds > 0 {
-		d := time.Duration(*ds) * time.Second
-		return max(d-elapsed, 0), SourceDeadline
+	if hasDeadline {
+		return max(deadline-elapsed, 0), SourceDeadline
 	}
 	if o.History != nil {
 		if d, ok := o.History.Estimate(p, elapsed); ok {

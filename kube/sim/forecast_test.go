@@ -196,3 +196,81 @@ func TestForecastArrivalsStopAtTheLimit(t *testing.T) {
 		t.Errorf("b: got %+v, want a start about 50m from now, the arrivals gated", b)
 	}
 }
+
+// TestForecastCountsUnknownEndsOfPodsStartedInTheRun: a pod that starts
+// during the forecast with no runtime estimate runs until unknown too, and
+// a pod waiting behind it says so (Unknown), as it does of the running
+// pods with an unknown end; a pod it started before and that has ended is
+// not counted.
+func TestForecastCountsUnknownEndsOfPodsStartedInTheRun(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cpu     string
+		pending []*v1.Pod
+		pod     string
+		starts  bool
+		unknown int
+	}{
+		{name: "behind a pod with no runtime", cpu: "4",
+			pending: []*v1.Pod{testPod("a", "", "4", ""), testPod("b", "", "4", "30m")},
+			pod:     "b", unknown: 1},
+		{name: "after a pod with no runtime and one that ends", cpu: "8",
+			pending: []*v1.Pod{testPod("a", "", "4", ""), testPod("b", "", "4", "10m"), testPod("c", "", "4", "")},
+			pod:     "c", starts: true, unknown: 1},
+		{name: "after a pod that ends", cpu: "4",
+			pending: []*v1.Pod{testPod("a", "", "4", "10m"), testPod("b", "", "4", "")},
+			pod:     "b", starts: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &ForecastState{Now: epoch.Add(10 * time.Hour),
+				Nodes:   newCluster().makeNodes(NodeGroup{Name: "n", Count: 1, Capacity: map[string]string{"cpu": tc.cpu, "memory": "8Gi"}}),
+				Pending: tc.pending}
+			f, err := RunForecast(&Scenario{Name: "t", Seed: 1}, st, ForecastOptions{Horizon: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _ := f.Of(types.NamespacedName{Namespace: "default", Name: tc.pod})
+			if p.Starts != tc.starts || p.Unknown != tc.unknown {
+				t.Errorf("%s: starts %v, unknown %d; want %v, %d", tc.pod, p.Starts, p.Unknown, tc.starts, tc.unknown)
+			}
+		})
+	}
+}
+
+// TestForecastDeadlineBoundsTheDeclaredRuntime: a pod ends by its
+// activeDeadlineSeconds at the latest (the kubelet stops it there), so a
+// declared runtime longer than its deadline gives way to the deadline: a
+// running pod a, declaring 2h with a deadline of an hour, started 10
+// minutes ago, frees its node for b in 50 minutes, not 110.
+func TestForecastDeadlineBoundsTheDeclaredRuntime(t *testing.T) {
+	secs := func(n int64) *int64 { return &n }
+	for _, tc := range []struct {
+		name     string
+		runtime  string
+		deadline *int64
+		want     time.Duration
+		source   string
+	}{
+		{name: "declared, within the deadline", runtime: "30m", deadline: secs(3600), want: 20 * time.Minute, source: SourceAnnotation},
+		{name: "declared, past the deadline", runtime: "2h", deadline: secs(3600), want: 50 * time.Minute, source: SourceDeadline},
+		{name: "declared, no deadline", runtime: "2h", want: 110 * time.Minute, source: SourceAnnotation},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := epoch.Add(10 * time.Hour)
+			a := testPod("a", "n-0", "4", tc.runtime)
+			a.Spec.ActiveDeadlineSeconds = tc.deadline
+			st := &ForecastState{Now: now,
+				Nodes:   newCluster().makeNodes(NodeGroup{Name: "n", Count: 1, Capacity: map[string]string{"cpu": "4", "memory": "8Gi"}}),
+				Running: []RunningPod{{Pod: a, Started: now.Add(-10 * time.Minute)}},
+				Pending: []*v1.Pod{testPod("b", "", "4", "1h")}}
+			f, err := RunForecast(&Scenario{Name: "t", Seed: 1}, st, ForecastOptions{Horizon: 3 * time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := f.Of(types.NamespacedName{Namespace: "default", Name: "b"})
+			if !b.Starts || b.Wait < tc.want || b.Wait > tc.want+time.Second || len(b.Basis) != 1 || b.Basis[0].Source != tc.source {
+				t.Errorf("b: starts %v in %v on basis %v; want in %v on one end by %s", b.Starts, b.Wait, b.Basis, tc.want, tc.source)
+			}
+		})
+	}
+}

@@ -453,14 +453,9 @@ func whatIfNow(sc *Scenario, st *ForecastState, in *WhatIfInput, o ForecastOptio
 		return nil, err
 	}
 	defer func() { r.closeOnPanic(recover()) }()
+	r.s.x.victimsOf = map[types.NamespacedName][]types.NamespacedName{}
 	if err := r.s.loop(); err != nil {
 		return nil, fmt.Errorf("what-if: %w", err)
-	}
-	victims := map[string][]types.NamespacedName{}
-	for _, rp := range st.Running {
-		if cur := r.s.cl.pods[framework.Key(rp.Pod)]; cur == nil || cur.UID != rp.Pod.UID || cur.DeletionTimestamp != nil {
-			victims[rp.Pod.Spec.NodeName] = append(victims[rp.Pod.Spec.NodeName], framework.Key(rp.Pod))
-		}
 	}
 	var out []WhatIfPod
 	for _, p := range in.Pods {
@@ -470,9 +465,13 @@ func whatIfNow(sc *Scenario, st *ForecastState, in *WhatIfInput, o ForecastOptio
 		} else if node, ok := r.s.core.Nomination(framework.Key(p)); ok {
 			w.Node = node
 		}
-		w.Preempts = victims[w.Node]
-		w.FitsNow = w.Node != "" && len(w.Preempts) == 0 && r.s.stats[p.UID] != nil && !r.s.stats[p.UID].bound.IsZero()
-		if w.Node == "" {
+		w.Preempts = r.s.x.victimsOf[w.Pod] // its own, not whoever else left the node
+		// It fits now if it bound with no victims of its own and no cycle
+		// that failed first: one that bound once another added pod's
+		// victims had left waited for them.
+		st := r.s.stats[p.UID]
+		w.FitsNow = w.Node != "" && len(w.Preempts) == 0 && st != nil && !st.bound.IsZero() && st.lastMessage == ""
+		if !w.FitsNow && len(w.Preempts) == 0 {
 			w.Reason = r.s.notFitting(p)
 		}
 		out = append(out, w)

@@ -175,3 +175,121 @@ func TestWhatIfBadInput(t *testing.T) {
 		t.Errorf("no horizon: got %v", err)
 	}
 }
+
+// TestWhatIfPreemptsOnlyItsVictims: a what-if pod's victims are the
+// running pods its run evicts, not every pod gone or terminating on the
+// node it lands on. A pod that was already terminating at the state's
+// instant (a deletion in its grace period) is nobody's victim, and a pod
+// that lands beside it without evicting anyone fits now.
+func TestWhatIfPreemptsOnlyItsVictims(t *testing.T) {
+	leaving := func(st *ForecastState) {
+		st.Nodes = append(st.Nodes, newCluster().makeNodes(NodeGroup{Name: "m", Count: 1, Capacity: map[string]string{"cpu": "2"}})...)
+		gone := testPod("gone", "m-0", "1", "")
+		gone.DeletionTimestamp = &metav1.Time{Time: st.Now.Add(20 * time.Second)}
+		secs := int64(30)
+		gone.DeletionGracePeriodSeconds = &secs
+		st.Running = append(st.Running, RunningPod{Pod: gone, Started: st.Now.Add(-time.Hour)})
+	}
+	for _, tc := range []struct {
+		name     string
+		yaml     string
+		fitsNow  bool
+		node     string
+		preempts []string
+	}{
+		{name: "beside a pod already terminating", yaml: fmt.Sprintf(podYAML, "w", 0, "1"),
+			fitsNow: true, node: "m-0"},
+		{name: "two pods, one beside it, one preempting elsewhere",
+			yaml:    fmt.Sprintf(podYAML, "w", 0, "1") + "---\n" + fmt.Sprintf(podYAML, "x", 100, "4"),
+			fitsNow: true, node: "m-0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := whatIfState()
+			leaving(st)
+			sc := &Scenario{Name: "t", Seed: 1, Scheduler: SchedulerSpec{Preemption: &PreemptionSpec{PodGracePeriods: true}}}
+			w, err := RunWhatIf(sc, st, whatIfPod(t, tc.yaml), ForecastOptions{Horizon: 3 * time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := w.Pods[0]
+			var got []string
+			for _, v := range p.Preempts {
+				got = append(got, v.Name)
+			}
+			if p.FitsNow != tc.fitsNow || p.Node != tc.node || fmt.Sprint(got) != fmt.Sprint(tc.preempts) {
+				t.Errorf("w: fits now %v on %q preempting %v; want %v on %q preempting %v", p.FitsNow, p.Node, got, tc.fitsNow, tc.node, tc.preempts)
+			}
+		})
+	}
+}
+
+// TestWhatIfVictimsAreEachPreemptorsOwn: of two what-if pods on one node,
+// the one that fits at once preempts no one, and the other preempts the
+// pod it evicts there: the victims are not every pod evicted from the
+// node, whichever pod evicted them.
+func TestWhatIfVictimsAreEachPreemptorsOwn(t *testing.T) {
+	now := epoch.Add(10 * time.Hour)
+	low := testPod("low", "k-0", "4", "")
+	st := &ForecastState{
+		Now:        now,
+		Namespaces: []*v1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "default"}}},
+		Nodes:      newCluster().makeNodes(NodeGroup{Name: "k", Count: 1, Capacity: map[string]string{"cpu": "5", "memory": "8Gi"}}),
+		Running:    []RunningPod{{Pod: low, Started: now.Add(-time.Hour)}},
+	}
+	sc := &Scenario{Name: "t", Seed: 1, Scheduler: SchedulerSpec{Preemption: &PreemptionSpec{PodGracePeriods: true}}}
+	yaml := fmt.Sprintf(podYAML, "w", 200, "1") + "---\n" + fmt.Sprintf(podYAML, "x", 100, "4")
+	w, err := RunWhatIf(sc, st, whatIfPod(t, yaml), ForecastOptions{Horizon: 3 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"w": "fits now true on k-0 preempting []",
+		"x": "fits now false on k-0 preempting [low]",
+	}
+	for _, p := range w.Pods {
+		var names []string
+		for _, v := range p.Preempts {
+			names = append(names, v.Name)
+		}
+		if got := fmt.Sprintf("fits now %v on %s preempting %v", p.FitsNow, p.Node, names); got != want[p.Pod.Name] {
+			t.Errorf("%s: %s; want %s", p.Pod.Name, got, want[p.Pod.Name])
+		}
+	}
+}
+
+// TestWhatIfFitsNowOnlyWithoutWaiting: an added pod that binds only once
+// another added pod's victims have left does not fit now, though it
+// preempts no one: on k-0 (5 cores, low running on 4), x (priority 100, 4
+// cores) preempts low, and w (priority 0, 1 core), which the room
+// nominated to x keeps out, binds after low's grace period.
+func TestWhatIfFitsNowOnlyWithoutWaiting(t *testing.T) {
+	now := epoch.Add(10 * time.Hour)
+	st := &ForecastState{
+		Now:        now,
+		Namespaces: []*v1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "default"}}},
+		Nodes:      newCluster().makeNodes(NodeGroup{Name: "k", Count: 1, Capacity: map[string]string{"cpu": "5", "memory": "8Gi"}}),
+		Running:    []RunningPod{{Pod: testPod("low", "k-0", "4", ""), Started: now.Add(-time.Hour)}},
+	}
+	sc := &Scenario{Name: "t", Seed: 1, Scheduler: SchedulerSpec{Preemption: &PreemptionSpec{PodGracePeriods: true}}}
+	yaml := fmt.Sprintf(podYAML, "x", 100, "4") + "---\n" + fmt.Sprintf(podYAML, "w", 0, "1")
+	w, err := RunWhatIf(sc, st, whatIfPod(t, yaml), ForecastOptions{Horizon: 3 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"x": "fits now false on k-0 preempting [low]",
+		"w": "fits now false on k-0 preempting []",
+	}
+	for _, p := range w.Pods {
+		var names []string
+		for _, v := range p.Preempts {
+			names = append(names, v.Name)
+		}
+		if got := fmt.Sprintf("fits now %v on %s preempting %v", p.FitsNow, p.Node, names); got != want[p.Pod.Name] {
+			t.Errorf("%s: %s; want %s", p.Pod.Name, got, want[p.Pod.Name])
+		}
+		if p.Pod.Name == "w" && !strings.Contains(p.Reason, "Insufficient cpu") {
+			t.Errorf("w: reason %q, want its failed cycle's (Insufficient cpu)", p.Reason)
+		}
+	}
+}

@@ -49,6 +49,9 @@ type extras struct {
 	// trace's deletions (the tests of forecast_exact_test.go).
 	traceKeep bool
 	gangs     gangs
+	// victimsOf, if set, gathers the pods each preemptor evicted, by
+	// its key (the what-if's run of its pods alone, whatIfNow).
+	victimsOf map[types.NamespacedName][]types.NamespacedName
 	// released, if set, is told of each gang member that gang release
 	// deleted and the pod that replaces it (gang_release.go).
 	released func(old, again *v1.Pod)

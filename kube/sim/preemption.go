@@ -139,9 +139,12 @@ func (e evictor) Preempt(_ context.Context, p scheduler.Preemption, done func([]
 		s.pre.preemptions++
 		s.pre.count(framework.Priority(p.Preemptor)).Preemptors++
 	}
+	preemptor := framework.Key(p.Preemptor)
 	s.at(s.now.Add(s.apiLatency()), func() {
 		for _, v := range victims {
-			s.evict(framework.Key(v), v.UID)
+			if s.evict(framework.Key(v), v.UID) && s.x.victimsOf != nil {
+				s.x.victimsOf[preemptor] = append(s.x.victimsOf[preemptor], framework.Key(v))
+			}
 		}
 		done(nil)
 	})
@@ -149,11 +152,11 @@ func (e evictor) Preempt(_ context.Context, p scheduler.Preemption, done func([]
 
 // evict deletes the pod with key if it is still the one with uid (a
 // victim already gone is skipped), at once or, if it is on a node, after
-// its grace period.
-func (s *sim) evict(key types.NamespacedName, uid types.UID) {
+// its grace period, and reports whether it did.
+func (s *sim) evict(key types.NamespacedName, uid types.UID) bool {
 	cur := s.cl.pods[key]
 	if cur == nil || cur.UID != uid || cur.DeletionTimestamp != nil {
-		return
+		return false
 	}
 	// Counted here, not when chosen: a victim gone before its eviction
 	// came was never evicted, and Victims is the pods that end preempted.
@@ -165,7 +168,7 @@ func (s *sim) evict(key types.NamespacedName, uid types.UID) {
 		// whatever its grace period: a victim whose binding failed
 		// meanwhile (its node removed) has nothing to terminate.
 		s.removeVictim(cur)
-		return
+		return true
 	}
 	term := *cur // shallow, as bindDone: maps and slices are never changed in place
 	term.DeletionTimestamp = &metav1.Time{Time: s.now}
@@ -176,6 +179,7 @@ func (s *sim) evict(key types.NamespacedName, uid types.UID) {
 			s.removeVictim(p)
 		}
 	})
+	return true
 }
 
 // removeVictim deletes a victim from the cluster and, if the scenario
