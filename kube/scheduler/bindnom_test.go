@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -71,6 +73,8 @@ type nomBinder struct {
 	err  error
 	hold bool
 	held []func(error)
+	// failFor fails the binding of the pods it names, with err.
+	failFor map[string]bool
 }
 
 func (b *nomBinder) Bind(_ context.Context, p *v1.Pod, node string, start func() bool, done func(error)) {
@@ -80,6 +84,10 @@ func (b *nomBinder) Bind(_ context.Context, p *v1.Pod, node string, start func()
 	b.log.add("bind " + p.Name + " " + node)
 	if b.hold {
 		b.held = append(b.held, done)
+		return
+	}
+	if b.failFor != nil && !b.failFor[p.Name] {
+		done(nil)
 		return
 	}
 	done(b.err)
@@ -307,6 +315,104 @@ func TestBindingNominationEcho(t *testing.T) {
 			got, err := f.cs.Tracker().Get(v1.SchemeGroupVersion.WithResource("pods"), "default", "vol")
 			if err != nil || got.(*v1.Pod).Status.NominatedNodeName != "" {
 				t.Fatalf("vol's status in the API server: %+v, %v", got, err)
+			}
+		})
+	}
+}
+
+// TestBindingNominationGroup: each member of a group attempt whose
+// PreBind has work is nominated before its PreBind and binding, as
+// kube-scheduler nominates each member in its binding cycle; a member
+// whose binding fails has its nomination cleared, the others keep theirs
+// (the API server clears it when it binds them).
+func TestBindingNominationGroup(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail map[string]bool // the members whose binding fails
+		want map[string][]string
+	}{{
+		name: "both bound",
+		fail: map[string]bool{},
+		want: map[string][]string{
+			"g-0": {"nominate g-0 n1", "prebind g-0", "bind g-0 n1"},
+			"g-1": {"nominate g-1 n1", "prebind g-1", "bind g-1 n1"},
+		},
+	}, {
+		name: "one binding fails: its nomination is cleared",
+		fail: map[string]bool{"g-1": true},
+		want: map[string][]string{
+			"g-0": {"nominate g-0 n1", "prebind g-0", "bind g-0 n1"},
+			"g-1": {"nominate g-1 n1", "prebind g-1", "bind g-1 n1", "nominate g-1 "},
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var members []*v1.Pod
+			for i := range 2 {
+				members = append(members, labelled(memberPod(fmt.Sprintf("g-%d", i), "g", 100), "prebind", "work"))
+			}
+			f := newNomFixture(t, nil, members...)
+			f.b.err = errors.New("the API server is away")
+			f.b.failFor = tc.fail
+			f.h.AddPodGroup(podGroup("g", 2, 0))
+			for _, m := range members {
+				f.h.AddPod(m)
+			}
+			if out := f.once(); out.Result != Scheduled {
+				t.Fatalf("group: %+v", out)
+			}
+			f.ev.Wait()
+			for name, want := range tc.want {
+				var got []string
+				for _, s := range f.log.seen() {
+					if strings.Fields(s)[1] == name {
+						got = append(got, s)
+					}
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%s: writes and bindings %q, want %q (all: %q)", name, got, want, f.log.seen())
+				}
+			}
+		})
+	}
+}
+
+// TestAPIEvictorBindingNominations: the APIEvictor as a BindingNominator
+// writes the binding's nomination when its write is run, clears it on a
+// goroutine that Wait waits for, and writes nothing for a term that
+// ended (its ctx done): the next leader reads the status as it finds it.
+func TestAPIEvictorBindingNominations(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name     string
+		clearCtx context.Context
+		want     string // the status left
+		patches  int
+	}{
+		{name: "set, then cleared", clearCtx: context.Background(), want: "", patches: 2},
+		{name: "set; the term ended before the clearing", clearCtx: cancelled, want: "n1", patches: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pod("vol", 1000)
+			cs := fake.NewClientset(p)
+			e := &APIEvictor{Client: cs}
+			if err := e.NominateForBinding(p, "n1")(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			e.ClearAfterBinding(tc.clearCtx, p, "n1")
+			e.Wait()
+			got, err := cs.Tracker().Get(v1.SchemeGroupVersion.WithResource("pods"), "default", "vol")
+			if err != nil || got.(*v1.Pod).Status.NominatedNodeName != tc.want {
+				t.Fatalf("status %+v, err %v; want nominatedNodeName %q", got, err, tc.want)
+			}
+			n := 0
+			for _, a := range cs.Actions() {
+				if a.GetVerb() == "patch" {
+					n++
+				}
+			}
+			if n != tc.patches {
+				t.Fatalf("%d patches, want %d", n, tc.patches)
 			}
 		})
 	}
