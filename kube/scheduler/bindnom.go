@@ -30,18 +30,18 @@ type BindingNominator interface {
 	// ClearAfterBinding decides that pod's nomination is cleared (its
 	// binding to node failed) and writes it on a goroutine of its own,
 	// which the implementation's Wait waits for (APIEvictor.Wait); a
-	// failure is logged. Safe to
-	// call from any goroutine, with any of the scheduler's locks held:
-	// it only orders the write.
+	// failure is logged. Safe to call from any goroutine, with any of
+	// the scheduler's locks held: it only orders the write.
 	ClearAfterBinding(ctx context.Context, pod *v1.Pod, node string)
 }
 
-// nominateForBinding decides the nomination of the pod whose binding b
-// is about to run PreBind plugins that have work, and returns its write
-// (nil without Options.Nominations, which b.noms is). Called on the scheduling loop, from
-// startBinding, so that the decision is ordered with those of
-// preemption. b remembers it, to clear it if the binding fails.
-func (s *Scheduler) nominateForBinding(b *fwBinding) func(ctx context.Context) error {
+// nominate decides the nomination of the pod whose binding b is about
+// to run PreBind plugins that have work, and returns its write (nil
+// without Options.Nominations, which b.noms is). Called on the
+// scheduling loop, from startBinding, so that the decision is ordered
+// with those of preemption; b remembers it, to clear it if the binding
+// fails (unnominate).
+func (b *fwBinding) nominate() func(ctx context.Context) error {
 	if b.noms == nil {
 		return nil
 	}
@@ -64,7 +64,7 @@ func (b *fwBinding) writeNomination(ctx context.Context, write func(ctx context.
 }
 
 // unnominate clears, once, the nomination the binding wrote
-// (nominateForBinding), when the binding failed and gives the pod back:
+// (nominate), when the binding failed and gives the pod back:
 // kube-scheduler clears it with the failure's status update. Called
 // before the pod is given back, so that a nomination decided by the
 // pod's next attempt is ordered after the clearing. Nothing if no

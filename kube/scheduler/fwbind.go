@@ -303,7 +303,7 @@ func (s *Scheduler) startBinding(ctx context.Context, info Attempt, node string,
 		s.bound(ctx, info, node, pb, start, st.AsError())
 	default:
 		// PreBind has work: the pod's status names the node meanwhile.
-		write := s.nominateForBinding(fb)
+		write := fb.nominate()
 		bind := func() {
 			fb.writeNomination(ctx, write)
 			if st := fb.preBind(ctx); !st.IsSuccess() {
