@@ -296,6 +296,7 @@ type process struct {
 	podGroups      cache.SharedIndexInformer
 	groupsSynced   func() bool
 	preempt        *scheduler.PreemptionOptions
+	noms           scheduler.BindingNominator // the bindings' nominations (newPreemption)
 
 	st    *state
 	watch *loopWatch
@@ -414,7 +415,7 @@ func (p *process) watchCluster(ctx context.Context) error {
 	if p.podGroups, p.groupsSynced, err = watchPodGroups(p.cs.sched, p.factory, p.h, p.log); err != nil {
 		return err
 	}
-	p.preempt, err = newPreemption(p.factory, p.cs.sched, p.recorder, p.reg, p.f, p.log, p.o.SchedulerName)
+	p.preempt, p.noms, err = newPreemption(p.factory, p.cs.sched, p.recorder, p.reg, p.f, p.log, p.o.SchedulerName)
 	return err
 }
 
@@ -541,7 +542,7 @@ func (p *process) schedule(ctx context.Context) error {
 	t := &terms{
 		queues: p.queues, cache: p.c, handlers: p.h, pods: p.pods, podGroups: p.podGroups, qcfg: p.qcfg, client: p.cs.sched, fence: p.f,
 		backoff: newOutageBackoff(p.o.Clock), state: p.st, watch: p.watch, log: p.log, reporter: p.reporter,
-		opts:     schedulerOptions(p.o, p.sm, p.log, p.fws),
+		opts:     schedulerOptions(p.o, p.sm, p.log, p.fws, p.noms),
 		preempt:  p.preempt,
 		releaser: &scheduler.APIReleaser{Client: p.cs.sched, Recorder: p.recorder},
 	}

@@ -17,12 +17,17 @@ import (
 
 // newPreemption wires preemption: the PodDisruptionBudget informer (on
 // factory, so it starts and syncs with the others), the API evictor
-// behind the lease fence, and the preemption metrics on reg.
+// behind the lease fence, and the preemption metrics on reg. The evictor
+// is also returned as the bindings' nominator (scheduler.BindingNominator),
+// so that one pod's nominations, from preemption and from a binding with
+// PreBind work, are written in the order they were decided; its writes go
+// through client, which the fence guards, and its Wait (the term's
+// waitWrites) waits for the clearings too.
 func newPreemption(factory informers.SharedInformerFactory, client kubernetes.Interface, rec events.EventRecorder,
-	reg prometheus.Registerer, f *fence, log *slog.Logger, schedulerName string) (*scheduler.PreemptionOptions, error) {
+	reg prometheus.Registerer, f *fence, log *slog.Logger, schedulerName string) (*scheduler.PreemptionOptions, scheduler.BindingNominator, error) {
 	m, err := scheduler.NewPreemptionMetrics(reg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pdbs := factory.Policy().V1().PodDisruptionBudgets()
 	pdbs.Informer() // registered before the factory starts
@@ -34,7 +39,7 @@ func newPreemption(factory informers.SharedInformerFactory, client kubernetes.In
 		return out
 	}
 	ev := &scheduler.APIEvictor{Client: client, Recorder: rec, Logger: log, SchedulerName: schedulerName}
-	return &scheduler.PreemptionOptions{Evictor: guardedEvictor{next: ev, fence: f}, Budgets: list, Metrics: m}, nil
+	return &scheduler.PreemptionOptions{Evictor: guardedEvictor{next: ev, fence: f}, Budgets: list, Metrics: m}, ev, nil
 }
 
 // guardedEvictor evicts nobody, and writes no nomination, once the lease

@@ -15,9 +15,10 @@ import (
 )
 
 // schedulerOptions are the scheduler's options on fws, the profiles'
-// frameworks.
-func schedulerOptions(o Options, m *scheduler.Metrics, log *slog.Logger, fws []*fwprofile.Framework) scheduler.Options {
-	return scheduler.Options{PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: m, Logger: log, Profiles: fws}
+// frameworks, with noms writing the nominations of bindings whose PreBind
+// has work.
+func schedulerOptions(o Options, m *scheduler.Metrics, log *slog.Logger, fws []*fwprofile.Framework, noms scheduler.BindingNominator) scheduler.Options {
+	return scheduler.Options{PercentageOfNodesToScore: o.PercentageOfNodesToScore, Metrics: m, Logger: log, Profiles: fws, Nominations: noms}
 }
 
 // useProfiles makes h the handlers of the profiles of fws, if several:

@@ -366,6 +366,9 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 			return
 		}
 		s.o.Logger.Warn("binding failed", "pod", key, "node", node, "err", err)
+		if pb.fw != nil {
+			pb.fw.unnominate(ctx) // the nomination its PreBind wrote, if any
+		}
 		if pb.gang != nil {
 			s.memberFailed(ctx, info, pb, held, err) // reported and requeued with its group
 			return

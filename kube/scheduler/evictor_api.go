@@ -25,7 +25,9 @@ import (
 // A nomination that cannot be written or cleared is logged, not retried
 // (as the PodScheduled condition), and does not fail the preemption. The
 // writes of one pod's nomination are ordered (nomWrites): the last
-// decided is the one left. Safe for concurrent use.
+// decided is the one left. It also writes the nominations of bindings
+// whose PreBind has work, and clears them after such a binding fails
+// (BindingNominator), in the same order. Safe for concurrent use.
 type APIEvictor struct {
 	Client   kubernetes.Interface
 	Recorder events.EventRecorder // nil: no events
@@ -39,6 +41,7 @@ type APIEvictor struct {
 	// Timeout bounds each request; default 30s.
 	Timeout time.Duration
 	running sync.WaitGroup
+	clears  inFlight
 	noms    nomWrites
 }
 
@@ -77,8 +80,53 @@ func (e *APIEvictor) Preempt(ctx context.Context, p Preemption, done func(errs [
 	}()
 }
 
-// Wait waits for the preemptions under way to end.
-func (e *APIEvictor) Wait() { e.running.Wait() }
+// Wait waits for the preemptions under way to end, and for the
+// clearings of nominations after failed bindings (ClearAfterBinding).
+func (e *APIEvictor) Wait() {
+	e.running.Wait()
+	e.clears.wait()
+}
+
+// inFlight counts goroutines that may be started while its wait runs
+// (a sync.WaitGroup forbids an Add from zero concurrent with Wait): wait
+// returns once the count is zero, counting those started meanwhile. The
+// zero value is ready; safe for concurrent use; mu is a leaf lock.
+type inFlight struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed when n falls to zero
+}
+
+func (f *inFlight) add() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 {
+		f.zero = make(chan struct{})
+	}
+	f.n++
+}
+
+func (f *inFlight) done() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n--
+	if f.n == 0 {
+		close(f.zero)
+	}
+}
+
+func (f *inFlight) wait() {
+	for {
+		f.mu.Lock()
+		if f.n == 0 {
+			f.mu.Unlock()
+			return
+		}
+		zero := f.zero
+		f.mu.Unlock()
+		<-zero
+	}
+}
 
 func (e *APIEvictor) timeout() time.Duration {
 	if e.Timeout == 0 {
@@ -159,4 +207,36 @@ func (e *APIEvictor) nameOf(preemptor *v1.Pod) string {
 		return preemptor.Spec.SchedulerName
 	}
 	return e.SchedulerName
+}
+
+// NominateForBinding implements BindingNominator: the decision is
+// claimed now, in order with the preemptions' (nomWrites), and written
+// by the returned function, in the caller's goroutine.
+func (e *APIEvictor) NominateForBinding(pod *v1.Pod, node string) func(ctx context.Context) error {
+	c := e.noms.claim(pod.UID)
+	return func(ctx context.Context) error {
+		return e.noms.write(ctx, c, func() error { return e.nominate(ctx, pod, node) })
+	}
+}
+
+// ClearAfterBinding implements BindingNominator: the clearing is claimed
+// now and written in a goroutine that Wait waits for. Nothing once ctx
+// is done: the term ended, and its successor reads the pod's status as
+// it finds it. It may be called from the informer's goroutine (a node
+// deleted under a binding) while the term's Wait runs, so its goroutines
+// are counted apart (clears), not by running, whose Adds come from the
+// scheduling loop only, before Wait.
+func (e *APIEvictor) ClearAfterBinding(ctx context.Context, pod *v1.Pod, node string) {
+	if ctx.Err() != nil {
+		return
+	}
+	c := e.noms.claim(pod.UID)
+	e.clears.add()
+	go func() {
+		defer e.clears.done()
+		if err := e.noms.write(ctx, c, func() error { return e.nominate(ctx, pod, "") }); err != nil {
+			e.log().Warn("could not clear status.nominatedNodeName after a failed binding", "pod", pod.Namespace+"/"+pod.Name,
+				"node", node, "err", err)
+		}
+	}()
 }

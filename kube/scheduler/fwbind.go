@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -45,6 +46,11 @@ type fwBinding struct {
 	log *slog.Logger
 	// prof is fw's profile, which names the plugin a panic came from.
 	prof *profile.Framework
+	// noms writes the pod's nomination before a PreBind that has work
+	// (Options.Nominations; nil: none), and nominated says one was
+	// decided and is not cleared yet (bindnom.go).
+	noms      BindingNominator
+	nominated atomic.Bool
 
 	mu          sync.Mutex
 	aborted     bool // the node's deletion aborted the binding
@@ -68,6 +74,7 @@ func (b *fwBinding) ended(ctx context.Context, abort bool) {
 	b.mu.Unlock()
 	if now {
 		b.unreserve(ctx)
+		b.unnominate(ctx) // before the pod goes back: see unnominate
 		if b.requeue != nil {
 			b.requeue()
 		}
@@ -204,7 +211,7 @@ func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.Po
 	fw := s.cur.fw.Framework()
 	node := out.Node
 	assumed := assumedOn(info.Item, node)
-	fb := &fwBinding{fw: fw, state: cs, pod: assumed, node: node, log: s.o.Logger, prof: s.cur.fw}
+	fb := &fwBinding{fw: fw, state: cs, pod: assumed, node: node, log: s.o.Logger, prof: s.cur.fw, noms: s.o.Nominations}
 	pb := s.newBinding(info, node)
 	pb.fw = fb
 	fb.requeue = pb.abort
@@ -295,7 +302,10 @@ func (s *Scheduler) startBinding(ctx context.Context, info Attempt, node string,
 	case !st.IsSuccess():
 		s.bound(ctx, info, node, pb, start, st.AsError())
 	default:
+		// PreBind has work: the pod's status names the node meanwhile.
+		write := fb.nominate()
 		bind := func() {
+			fb.writeNomination(ctx, write)
 			if st := fb.preBind(ctx); !st.IsSuccess() {
 				s.bound(ctx, info, node, pb, start, fmt.Errorf("PreBind: %w", st.AsError()))
 				return

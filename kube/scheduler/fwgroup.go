@@ -226,7 +226,7 @@ func (s *Scheduler) fwReserveMember(ctx context.Context, m Attempt, i int, pi *f
 	if err := tr.snap.AssumePod(upi); err != nil {
 		return Outcome{Result: Error, Message: fmt.Sprintf("snapshot: %v", err)}
 	}
-	fb := &fwBinding{fw: s.cur.fw.Framework(), state: cs, pod: assumed, node: out.Node, log: s.o.Logger, prof: s.cur.fw}
+	fb := &fwBinding{fw: s.cur.fw.Framework(), state: cs, pod: assumed, node: out.Node, log: s.o.Logger, prof: s.cur.fw, noms: s.o.Nominations}
 	member := memberAttempt(m)
 	pb := &pendingBinding{gang: g.bindings, fw: fb}
 	fb.requeue = func() { s.abortedMember(ctx, pb.current(member), g.bindings) }

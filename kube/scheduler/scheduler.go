@@ -154,6 +154,11 @@ type Options struct {
 	// binding's own: for the simulator, whose event loop is the only
 	// writer of its cluster and answers the plugins' API calls itself.
 	SyncPreBind bool
+	// Nominations, if set, writes the status.nominatedNodeName of a pod
+	// whose PreBind plugins have work before its binding, and clears it
+	// if that binding fails and gives the pod back (BindingNominator).
+	// Nil: nothing is written (the simulator: docs/simulator.md).
+	Nominations BindingNominator
 }
 
 // Scheduler runs scheduling cycles. ScheduleOne is not safe for concurrent
