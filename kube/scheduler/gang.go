@@ -30,6 +30,7 @@ type groupTry struct {
 	failed   []Outcome         // of the members not placed, in member order
 	tried    int
 	plugins  []string
+	pending  []string // the plugins that left a member Pending
 	errors   int
 	verdict  framework.Quorum
 	state    clusterState
@@ -73,6 +74,11 @@ func (g *groupTry) fail(out Outcome) {
 			g.plugins = append(g.plugins, p)
 		}
 	}
+	for _, p := range out.Pending {
+		if !slices.Contains(g.pending, p) {
+			g.pending = append(g.pending, p)
+		}
+	}
 }
 
 // memberAttempt is a placed member as its binding sees it: outside any
@@ -94,7 +100,7 @@ func (s *Scheduler) giveBack(a Attempt, f schedq.Failure) error {
 
 // groupOutcome says why a group attempt failed.
 func (s *Scheduler) groupOutcome(a Attempt, g *groupTry) Outcome {
-	out := Outcome{Result: Unschedulable, Plugins: slices.Clone(g.plugins), state: g.state}
+	out := Outcome{Result: Unschedulable, Plugins: slices.Clone(g.plugins), Pending: slices.Clone(g.pending), state: g.state}
 	head := fmt.Sprintf("group %s: %d of %d members fit (%d bound before), minCount %d",
 		a.Group, len(g.placed), len(a.Members), g.before, a.Spec.MinCount)
 	if g.before+len(a.Members) < a.Spec.MinCount {
@@ -119,7 +125,7 @@ func (s *Scheduler) failGroup(ctx context.Context, a Attempt, start time.Time, g
 	f := schedq.Failure{Message: out.Message}
 	reason := "SchedulerError"
 	if out.Result == Unschedulable {
-		f.RejectedBy = out.Plugins
+		f.RejectedBy, f.WaitingOn = out.Plugins, out.Pending
 		reason = "Unschedulable"
 	}
 	s.o.Metrics.memberAttempts(s.groupLabel(a), out.Result, len(a.Members), s.o.Now().Sub(start))
