@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	fwframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
@@ -46,5 +48,44 @@ func (a queueActivator) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
 	slices.SortFunc(keys, compareKeys)
 	if err := a.q.Activate(keys...); err != nil && !errors.Is(err, schedq.ErrClosed) {
 		a.log.Debug("activating pods a plugin asked for", "pods", len(keys), "err", err)
+	}
+}
+
+// newFWCycleState returns a new cycle state for a pod's placement, with
+// an empty PodsToActivate under fwframework.PodsToActivateKey, as
+// kube-scheduler starts each pod's cycle (a group member's included):
+// plugins add to it the pods to activate at the end of the pod's
+// successful scheduling cycle and of its binding (activateStashed).
+func newFWCycleState() *fwframework.CycleState {
+	cs := fwframework.NewCycleState()
+	cs.Write(fwframework.PodsToActivateKey, fwframework.NewPodsToActivate())
+	return cs
+}
+
+// activateStashed activates the pods the plugins put in cs's
+// PodsToActivate (queueActivator) and empties it, as kube-scheduler does
+// at the end of a successful scheduling cycle and binding. Safe from the
+// binding's goroutine: the plugins' writes are under its lock. O(p log p)
+// for p pods, nothing if none.
+func (s *Scheduler) activateStashed(cs fwk.CycleState) {
+	if cs == nil {
+		return
+	}
+	c, err := cs.Read(fwframework.PodsToActivateKey)
+	if err != nil {
+		return
+	}
+	stash, ok := c.(*fwframework.PodsToActivate)
+	if !ok {
+		return
+	}
+	stash.Lock()
+	pods := stash.Map
+	if len(pods) > 0 {
+		stash.Map = map[string]*v1.Pod{}
+	}
+	stash.Unlock()
+	if len(pods) > 0 {
+		queueActivator{q: s.queue, log: s.o.Logger}.Activate(klog.Logger{}, pods)
 	}
 }

@@ -66,7 +66,7 @@ func newFWTrial(s *Scheduler, snap *backendcache.Snapshot) *fwTrial {
 // the allocation that another member's Reserve holds in flight for a
 // claim they share, which it refuses to any pod outside the cycle.
 func (tr *fwTrial) memberCycleState() *fwframework.CycleState {
-	cs := fwframework.NewCycleState()
+	cs := newFWCycleState()
 	cs.SetPodGroupSchedulingCycle(tr.group)
 	cs.SetPlacementCycleState(tr.placement)
 	return cs

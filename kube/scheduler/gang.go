@@ -171,6 +171,9 @@ func (s *Scheduler) bindGroup(ctx context.Context, a Attempt, start time.Time, g
 	// not bound: StartBinding refuses it, and its binding ends once,
 	// through the abort or as not sent.
 	for j, i := range g.placed {
+		if fb := g.pbs[j].fw; fb != nil {
+			s.activateStashed(fb.state) // the end of the member's successful scheduling cycle
+		}
 		s.startBinding(ctx, memberAttempt(a.Members[i]), g.nodes[j], g.pbs[j], start)
 	}
 	return Outcome{Result: Scheduled, Node: fmt.Sprintf("%d members of group %s", len(g.placed), a.Group)}
