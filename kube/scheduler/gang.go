@@ -103,9 +103,9 @@ func (s *Scheduler) groupOutcome(a Attempt, g *groupTry) Outcome {
 	out := Outcome{Result: Unschedulable, Plugins: slices.Clone(g.plugins), Pending: slices.Clone(g.pending), state: g.state}
 	head := fmt.Sprintf("group %s: %d of %d members fit (%d bound before), minCount %d",
 		a.Group, len(g.placed), len(a.Members), g.before, a.Spec.MinCount)
-	if g.before+len(a.Members) < a.Spec.MinCount {
+	tooFew := g.before+len(a.Members) < a.Spec.MinCount
+	if tooFew {
 		// Too few members to make it, even if they all fit.
-		out.Plugins = append(out.Plugins, s.groupPlugin().Name())
 		head = fmt.Sprintf("group %s: %d members waiting and %d bound, fewer than minCount %d",
 			a.Group, len(a.Members), g.before, a.Spec.MinCount)
 	}
@@ -113,7 +113,14 @@ func (s *Scheduler) groupOutcome(a Attempt, g *groupTry) Outcome {
 	if len(g.failed) > 0 {
 		out.Message += ": " + g.failed[0].Message
 	}
-	if len(out.Plugins) == 0 {
+	switch {
+	case tooFew || len(out.Plugins) > 0:
+		// The quorum failed the attempt, alone or with the plugins that
+		// rejected members: the group plugin's hints (a member arriving,
+		// its PodGroup's minCount lowered, during the attempt too) may let
+		// it through as well as theirs.
+		out.Plugins = append(out.Plugins, s.groupPlugin().Name())
+	default:
 		out.Result = Error
 	}
 	return out
