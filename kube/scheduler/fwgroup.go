@@ -103,6 +103,7 @@ func (s *Scheduler) scheduleGroupFramework(ctx context.Context, a Attempt, gp fr
 	st, err := s.cache.UpdateSnapshot(snap)
 	g := &groupTry{state: st}
 	if err != nil {
+		g.before = beforeUnknown
 		return s.failGroup(ctx, a, start, g, Outcome{Result: Error, Message: "snapshot: " + err.Error()})
 	}
 	g.before = s.cache.GroupPlaced(a.Group)

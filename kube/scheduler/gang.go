@@ -21,6 +21,10 @@ type Warner interface {
 	Warn(ctx context.Context, obj runtime.Object, reason, message string)
 }
 
+// beforeUnknown is groupTry.before for an attempt that failed before it
+// counted the members bound or assumed (afterFailure).
+const beforeUnknown = -1
+
 // groupTry is what a group attempt found in its trial.
 type groupTry struct {
 	before   int   // members bound or assumed before the attempt
@@ -51,7 +55,7 @@ type groupTry struct {
 func (s *Scheduler) scheduleGroup(ctx context.Context, a Attempt) Outcome {
 	p, msg := s.groupProfile(a)
 	if p == nil {
-		return s.failGroup(ctx, a, s.o.Now(), &groupTry{}, Outcome{Result: Error, Message: msg})
+		return s.failGroup(ctx, a, s.o.Now(), &groupTry{before: beforeUnknown}, Outcome{Result: Error, Message: msg})
 	}
 	s.use(p)
 	s.checkPriorities(ctx, a)
