@@ -40,12 +40,15 @@ func (GangScheduling) Quorum(scheduled, placedNow, remaining, minCount int) fram
 }
 
 // EventsToRegister asks for what can complete a group that had too few
-// members: a new pending pod (a member may have arrived) and a PodGroup
+// members: a new pod, pending or already bound (a member may have
+// arrived; one bound counts towards minCount as bound before), as
+// kube-scheduler v1.37.2's GangScheduling registers both, and a PodGroup
 // added or updated (its minCount lowered). The queue judges hints per
 // member; a new pod wakes the group only if it is one of its members.
 func (pl GangScheduling) EventsToRegister() []schedq.EventHint[*v1.Pod] {
 	return []schedq.EventHint[*v1.Pod]{
 		{Event: clusterevent.New(clusterevent.UnscheduledPod, clusterevent.Add), Fn: pl.memberAdded},
+		{Event: clusterevent.New(clusterevent.AssignedPod, clusterevent.Add), Fn: pl.memberAdded},
 		{Event: clusterevent.New(clusterevent.PodGroup, clusterevent.Add|clusterevent.Update), Fn: pl.groupChanged},
 	}
 }

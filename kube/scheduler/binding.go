@@ -320,6 +320,7 @@ func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pe
 		s.o.Metrics.scheduled(info.Status, s.o.Now())
 		if pb.fw != nil {
 			pb.fw.postBind(ctx)
+			s.activateStashed(pb.fw.state) // the end of a successful binding
 		}
 		s.settle(ctx, info, pb, true)
 		s.reporter.Scheduled(ctx, pod, node)

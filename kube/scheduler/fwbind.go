@@ -244,6 +244,7 @@ func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.Po
 	s.reserving = nil
 	s.committed = true // the binding owns the attempt from here
 	s.assumed(info.Item, node)
+	s.activateStashed(cs) // the end of a successful scheduling cycle
 	s.startBinding(ctx, info, node, pb, start)
 	return out
 }

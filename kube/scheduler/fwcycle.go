@@ -97,7 +97,7 @@ func (s *Scheduler) scheduleFramework(ctx context.Context, info Attempt) Outcome
 		return s.fail(ctx, info, start, Outcome{Result: Error, Message: "snapshot: " + err.Error()})
 	}
 	s.snapRemovals = removals
-	cs := fwframework.NewCycleState()
+	cs := newFWCycleState()
 	out := s.fwFind(ctx, cs, pi)
 	s.fwPreempt(ctx, cs, info, &out)
 	out.state = st

@@ -66,7 +66,7 @@ func newFWTrial(s *Scheduler, snap *backendcache.Snapshot) *fwTrial {
 // the allocation that another member's Reserve holds in flight for a
 // claim they share, which it refuses to any pod outside the cycle.
 func (tr *fwTrial) memberCycleState() *fwframework.CycleState {
-	cs := fwframework.NewCycleState()
+	cs := newFWCycleState()
 	cs.SetPodGroupSchedulingCycle(tr.group)
 	cs.SetPlacementCycleState(tr.placement)
 	return cs
@@ -103,6 +103,7 @@ func (s *Scheduler) scheduleGroupFramework(ctx context.Context, a Attempt, gp fr
 	st, err := s.cache.UpdateSnapshot(snap)
 	g := &groupTry{state: st}
 	if err != nil {
+		g.before = beforeUnknown
 		return s.failGroup(ctx, a, start, g, Outcome{Result: Error, Message: "snapshot: " + err.Error()})
 	}
 	g.before = s.cache.GroupPlaced(a.Group)

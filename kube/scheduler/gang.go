@@ -22,6 +22,10 @@ type Warner interface {
 	Warn(ctx context.Context, obj runtime.Object, reason, message string)
 }
 
+// beforeUnknown is groupTry.before for an attempt that failed before it
+// counted the members bound or assumed (afterFailure).
+const beforeUnknown = -1
+
 // groupTry is what a group attempt found in its trial.
 type groupTry struct {
 	before   int   // members bound or assumed before the attempt
@@ -31,6 +35,7 @@ type groupTry struct {
 	failed   []Outcome         // of the members not placed, in member order
 	tried    int
 	plugins  []string
+	pending  []string // the plugins that left a member Pending
 	errors   int
 	verdict  framework.Quorum
 	state    clusterState
@@ -51,7 +56,7 @@ type groupTry struct {
 func (s *Scheduler) scheduleGroup(ctx context.Context, a Attempt) Outcome {
 	p, msg := s.groupProfile(a)
 	if p == nil {
-		return s.failGroup(ctx, a, s.o.Now(), &groupTry{}, Outcome{Result: Error, Message: msg})
+		return s.failGroup(ctx, a, s.o.Now(), &groupTry{before: beforeUnknown}, Outcome{Result: Error, Message: msg})
 	}
 	s.use(p)
 	s.checkPriorities(ctx, a)
@@ -72,6 +77,11 @@ func (g *groupTry) fail(out Outcome) {
 	for _, p := range out.Plugins {
 		if !slices.Contains(g.plugins, p) {
 			g.plugins = append(g.plugins, p)
+		}
+	}
+	for _, p := range out.Pending {
+		if !slices.Contains(g.pending, p) {
+			g.pending = append(g.pending, p)
 		}
 	}
 }
@@ -95,12 +105,12 @@ func (s *Scheduler) giveBack(a Attempt, f schedq.Failure) error {
 
 // groupOutcome says why a group attempt failed.
 func (s *Scheduler) groupOutcome(a Attempt, g *groupTry) Outcome {
-	out := Outcome{Result: Unschedulable, Plugins: slices.Clone(g.plugins), state: g.state}
+	out := Outcome{Result: Unschedulable, Plugins: slices.Clone(g.plugins), Pending: slices.Clone(g.pending), state: g.state}
 	head := fmt.Sprintf("group %s: %d of %d members fit (%d bound before), minCount %d",
 		a.Group, len(g.placed), len(a.Members), g.before, a.Spec.MinCount)
-	if g.before+len(a.Members) < a.Spec.MinCount {
+	tooFew := g.before+len(a.Members) < a.Spec.MinCount
+	if tooFew {
 		// Too few members to make it, even if they all fit.
-		out.Plugins = append(out.Plugins, s.groupPlugin().Name())
 		head = fmt.Sprintf("group %s: %d members waiting and %d bound, fewer than minCount %d",
 			a.Group, len(a.Members), g.before, a.Spec.MinCount)
 	}
@@ -108,7 +118,14 @@ func (s *Scheduler) groupOutcome(a Attempt, g *groupTry) Outcome {
 	if len(g.failed) > 0 {
 		out.Message += ": " + g.failed[0].Message
 	}
-	if len(out.Plugins) == 0 {
+	switch {
+	case tooFew || len(out.Plugins) > 0:
+		// The quorum failed the attempt, alone or with the plugins that
+		// rejected members: the group plugin's hints (a member arriving,
+		// its PodGroup's minCount lowered, during the attempt too) may let
+		// it through as well as theirs.
+		out.Plugins = append(out.Plugins, s.groupPlugin().Name())
+	default:
 		out.Result = Error
 	}
 	return out
@@ -120,7 +137,7 @@ func (s *Scheduler) failGroup(ctx context.Context, a Attempt, start time.Time, g
 	f := schedq.Failure{Message: out.Message}
 	reason := "SchedulerError"
 	if out.Result == Unschedulable {
-		f.RejectedBy = out.Plugins
+		f.RejectedBy, f.WaitingOn = out.Plugins, out.Pending
 		reason = "Unschedulable"
 	}
 	s.o.Metrics.memberAttempts(s.groupLabel(a), out.Result, len(a.Members), s.o.Now().Sub(start))
@@ -170,6 +187,9 @@ func (s *Scheduler) bindGroup(ctx context.Context, a Attempt, start time.Time, g
 	// not bound: StartBinding refuses it, and its binding ends once,
 	// through the abort or as not sent.
 	for j, i := range g.placed {
+		if fb := g.pbs[j].fw; fb != nil {
+			s.activateStashed(fb.state) // the end of the member's successful scheduling cycle
+		}
 		s.startBinding(ctx, memberAttempt(a.Members[i]), g.nodes[j], g.pbs[j], start)
 	}
 	return Outcome{Result: Scheduled, Node: fmt.Sprintf("%d members of group %s", len(g.placed), a.Group)}

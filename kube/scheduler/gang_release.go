@@ -114,8 +114,14 @@ func (r *gangRelease) completed(group string) {
 // some bound, past the grace period and not already being released, is
 // released, unless it is short only because its minCount was raised
 // (Cache.scaledUp); its entity is in the queue already, requeued by the failure,
-// and the deletions wake it.
+// and the deletions wake it. An attempt that failed before it counted
+// them (beforeUnknown: a panic, no profile, no snapshot) changes nothing:
+// taken for 0 bound, it made gang release forget when the gang first
+// failed, and the grace period started again.
 func (s *Scheduler) afterFailure(ctx context.Context, a Attempt, before int) {
+	if before == beforeUnknown {
+		return
+	}
 	r := s.release
 	if r == nil || before == 0 || before >= a.Spec.MinCount || s.cache.scaledUp(a.Group, before) {
 		r.completed(a.Group)

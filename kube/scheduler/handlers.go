@@ -354,7 +354,10 @@ func (h *Handlers) cacheAssigned(p *v1.Pod) {
 // any other plugin that held them back and hears the event
 // (hearsAssignedAdd), whose hint then decides. PodTopologySpread is one:
 // a matching pod in another domain lowers the skew a domain is measured
-// against, and kube-scheduler v1.37.2 wakes such pods.
+// against, and kube-scheduler v1.37.2 wakes such pods. Every group
+// member is selected: the queue offers it each member's Info, whose
+// status holds none of its group's rejecting plugins (the group's entity
+// does), and judges the event by the group's plugins' hints only.
 func (h *Handlers) affinityTo(p *v1.Pod) func(*schedq.Info[*v1.Pod]) bool {
 	if h.AffinityMatch == nil {
 		return func(*schedq.Info[*v1.Pod]) bool { return true }
@@ -362,7 +365,7 @@ func (h *Handlers) affinityTo(p *v1.Pod) func(*schedq.Info[*v1.Pod]) bool {
 	var ns labels.Set
 	h.Cache.View(func(s framework.Snapshot) { ns = s.NamespaceLabels(p.Namespace) })
 	return func(info *schedq.Info[*v1.Pod]) bool {
-		return h.AffinityMatch(info.Item, p, ns) || h.hearsAssignedAdd(&info.Status)
+		return h.AffinityMatch(info.Item, p, ns) || h.hearsAssignedAdd(&info.Status) || framework.GroupName(info.Item) != ""
 	}
 }
 

@@ -27,7 +27,7 @@ func (s *Scheduler) recovered(ctx context.Context, info Attempt, start time.Time
 		return out
 	}
 	if info.Group != "" {
-		return s.failGroup(ctx, info, start, &groupTry{}, out)
+		return s.failGroup(ctx, info, start, &groupTry{before: beforeUnknown}, out)
 	}
 	if pb := s.reserving; pb != nil {
 		s.reserving = nil

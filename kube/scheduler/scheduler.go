@@ -250,6 +250,7 @@ func New(q Queue, c *Cache, b Binder, r Reporter, o Options) (*Scheduler, error)
 	c.TrackUpstream()
 	for _, p := range s.profs {
 		p.fw.Framework().SetPodNominator(&s.fwNom)
+		p.fw.Framework().SetPodActivator(queueActivator{q: q, log: o.Logger})
 	}
 	return s, nil
 }
