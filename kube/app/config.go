@@ -95,6 +95,15 @@ func (o *Options) applyConfig() error {
 	for _, f := range fields {
 		unsupported = append(unsupported, unhonouredWhy[f])
 	}
+	// GPUDevices is the simulator's: enabled, its factory fails the
+	// profile's build; its args alone the framework would pass over.
+	for i := range cfg.Profiles {
+		for j, pc := range cfg.Profiles[i].PluginConfig {
+			if pc.Name == profile.GPUDevices {
+				unsupported = append(unsupported, fmt.Sprintf("profiles[%d].pluginConfig[%d] (%s): the simulator's model of a trace's GPUs (schedq simulate --trace); this scheduler's cluster has none for its policy to choose", i, j, profile.GPUDevices))
+			}
+		}
+	}
 	if len(unsupported) > 0 {
 		return fmt.Errorf("--config %s: this version of schedq cannot honour:\n  %s", o.Config.File, strings.Join(unsupported, "\n  "))
 	}

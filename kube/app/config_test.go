@@ -67,6 +67,10 @@ func TestValidateConfigRefuses(t *testing.T) {
 		{"delay cache until active", cfgHeader + "delayCacheUntilActive: true\n", []string{"delayCacheUntilActive: a standby replica keeps its caches and queue warm"}},
 		{"plugin at a point it does not extend", cfgHeader + "profiles:\n- schedulerName: a\n  plugins:\n    filter:\n      enabled:\n      - name: ImageLocality\n",
 			[]string{"--config", "sched.yaml", `profile "a": plugin "ImageLocality" does not extend FilterPlugin plugin`}},
+		// The simulator's GPU model, whose args the framework would pass
+		// over here (enabled, its factory refuses it).
+		{"GPUDevices' args", cfgHeader + "profiles:\n- schedulerName: a\n  pluginConfig:\n  - name: GPUDevices\n    args: {policy: FGD}\n",
+			[]string{"--config", "profiles[0].pluginConfig[0] (GPUDevices): the simulator's model of a trace's GPUs"}},
 		// A name no pod can carry is the file's field, not the
 		// --scheduler-name the command line never gave, and in any profile.
 		{"first profile's name no pod can carry", cfgHeader + "profiles:\n- schedulerName: Bad_Name\n",

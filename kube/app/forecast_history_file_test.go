@@ -752,3 +752,39 @@ func TestHistoryFileRemovesStaleTemps(t *testing.T) {
 		})
 	}
 }
+
+// TestHistoryFileIsNoOtherFile: --history-file, which each write
+// replaces, is refused where it names a file the scheduler reads or
+// writes besides, naming both: the certificate pair --cert-dir writes
+// (where it is not there yet, so that the history's load finds nothing to
+// refuse) and the files it reads.
+func TestHistoryFileIsNoOtherFile(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "certs"), 0o700) // there, empty: the pair will be written in it
+	cfg := configFile(t, cfgHeader)
+	for _, tc := range []struct {
+		name   string
+		change func(o *Options)
+		want   string
+	}{
+		{"the certificate --cert-dir writes", func(o *Options) {
+			o.Serving.Secure.ServerCert.CertDirectory = filepath.Join(dir, "certs")
+			o.History.File = filepath.Join(dir, "certs", "schedq.crt")
+		}, "--history-file " + filepath.Join(dir, "certs", "schedq.crt") + " is the certificate --cert-dir " + filepath.Join(dir, "certs") + " writes"},
+		{"its key", func(o *Options) {
+			o.Serving.Secure.ServerCert.CertDirectory = filepath.Join(dir, "certs")
+			o.History.File = filepath.Join(dir, "certs", "..", "certs", "schedq.key")
+		}, "is the key --cert-dir " + filepath.Join(dir, "certs") + " writes"},
+		{"--config", func(o *Options) { o.Config.File, o.History.File = cfg, cfg }, "--history-file " + cfg + " is the input --config " + cfg},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := valid()
+			o.Serving = NewServingOptions()
+			tc.change(&o)
+			err := o.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -90,7 +92,59 @@ func (o *Options) CheckFlags() error {
 	errs = append(errs, o.Fairness.validate(o.source)...)
 	errs = append(errs, o.History.validate(o.source)...)
 	errs = append(errs, o.Serving.validate()...)
+	errs = append(errs, o.historyFileClash()...)
 	return errors.Join(errs...)
+}
+
+// historyFileClash refuses a --history-file that is a file the scheduler
+// reads (--config, --kubeconfig, the HTTPS port's files) or writes (the
+// pair --cert-dir writes where none is there yet), naming both: each
+// write of the history replaces the file. Paths are compared made
+// absolute and clean, and existing files as files (links).
+func (o *Options) historyFileClash() []error {
+	h := o.History.File
+	if h == "" {
+		return nil
+	}
+	type other struct{ what, path string }
+	in := func(flag, path string) other { return other{"the input --" + flag + " " + path, path} }
+	others := []other{in("config", o.Config.File), in("kubeconfig", o.Kubeconfig)}
+	if s := o.Serving; s != nil && s.Secure != nil {
+		ck := s.Secure.ServerCert.CertKey
+		others = append(others, in("tls-cert-file", ck.CertFile), in("tls-private-key-file", ck.KeyFile))
+		if d := s.Secure.ServerCert.CertDirectory; d != "" && s.Secure.BindPort > 0 {
+			pair := filepath.Join(d, s.Secure.ServerCert.PairName)
+			others = append(others, other{"the certificate --cert-dir " + d + " writes", pair + ".crt"},
+				other{"the key --cert-dir " + d + " writes", pair + ".key"})
+		}
+		if a := s.Authentication; a != nil {
+			others = append(others, in("authentication-kubeconfig", a.RemoteKubeConfigFile),
+				in("client-ca-file", a.ClientCert.ClientCA), in("requestheader-client-ca-file", a.RequestHeader.ClientCAFile))
+		}
+		if a := s.Authorization; a != nil {
+			others = append(others, in("authorization-kubeconfig", a.RemoteKubeConfigFile))
+		}
+	}
+	var errs []error
+	for _, x := range others {
+		if x.path != "" && sameFile(h, x.path) {
+			errs = append(errs, fmt.Errorf("%s %s is %s: each write of the history would replace it", o.source("history-file"), h, x.what))
+		}
+	}
+	return errs
+}
+
+// sameFile reports whether a and b name one file: the same path made
+// absolute and clean, or, both there, the same file.
+func sameFile(a, b string) bool {
+	aa, errA := filepath.Abs(a)
+	ab, errB := filepath.Abs(b)
+	if errA == nil && errB == nil && aa == ab {
+		return true
+	}
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
 // validateLeaderElection checks the lease's options: the durations are

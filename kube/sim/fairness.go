@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/scheduler"
@@ -33,6 +34,9 @@ func (s *Scenario) validateFairness(bad func(string, string, ...any)) {
 	}
 	slices.Sort(names)
 	for _, ns := range names {
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			bad("queue.fairnessWeights."+ns, "%q is not a namespace name: %s", ns, msgs[0])
+		}
 		if w := q.FairnessWeights[ns]; !(w > 0) || w > 1e9 {
 			bad("queue.fairnessWeights."+ns, "a weight is a number above 0 (and at most 1e9), got %v", w)
 		}

@@ -59,6 +59,9 @@ func TestFairnessFields(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
 		{"queue: {fairness: true, fairnessWeights: {a: -1}}", "queue.fairnessWeights.a"},
 		{"queue: {fairness: true, fairnessHalfLife: -1s}", "queue.fairnessHalfLife"},
+		// As --fair-namespace-weights and the Schedq args refuse it: no
+		// pod is in such a namespace, so the weight would do nothing.
+		{`queue: {fairness: true, fairnessWeights: {"Team A": 2}}`, `queue.fairnessWeights.Team A: "Team A" is not a namespace name`},
 		{"queue: {fairnessWeights: {a: 2}}", "need fairness: true"},
 	} {
 		_, err := Parse([]byte("name: x\npods: [{name: p, count: 1}]\n" + tc.yaml + "\n"))

@@ -2,12 +2,15 @@ package sim
 
 import (
 	"fmt"
+	"io"
 	"os"
 )
 
 // openLimited opens an input file, refusing one larger than limit bytes
-// before reading any of it, with an error naming the file.
-func openLimited(path string, limit int64) (*os.File, error) {
+// before reading any of it, with an error naming the file. A file with
+// no size to check first (a pipe, a device: /dev/zero would be read for
+// ever) fails as it is read, once more than limit bytes came.
+func openLimited(path string, limit int64) (io.ReadCloser, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -21,7 +24,28 @@ func openLimited(path string, limit int64) (*os.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: %d bytes, more than the limit of %d", path, st.Size(), limit)
 	}
-	return f, nil
+	return &limitedFile{File: f, left: limit, limit: limit}, nil
+}
+
+// limitedFile is a file that fails a read once more than limit bytes
+// have come (left counts down; below 0, too many).
+type limitedFile struct {
+	*os.File
+	left, limit int64
+}
+
+func (l *limitedFile) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		return 0, fmt.Errorf("more than the limit of %d bytes", l.limit)
+	}
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1]
+	}
+	n, err := l.File.Read(p)
+	if l.left -= int64(n); l.left < 0 {
+		return 0, fmt.Errorf("more than the limit of %d bytes", l.limit)
+	}
+	return n, err
 }
 
 // InputFile is a file a run reads: Source says where it was named ("trace",

@@ -483,6 +483,22 @@ func nonNegative(bad func(string, string, ...any), field string, d time.Duration
 	}
 }
 
+// GPUNeedsTrace refuses scheduler.gpuModel and scheduler.gpuPolicy in a
+// scenario without a trace: they model a trace's GPUs, and would change
+// nothing. Validate does not, since a trace may be given to a scenario
+// after it is loaded (as schedq simulate --trace gives it); a caller asks
+// once the trace is in place.
+func (s *Scenario) GPUNeedsTrace() error {
+	switch {
+	case s.Trace != nil:
+	case s.Scheduler.GPUModel != "":
+		return fmt.Errorf("scheduler.gpuModel %s: only with a trace, whose GPUs it models; there is none", s.Scheduler.GPUModel)
+	case s.Scheduler.GPUPolicy != "":
+		return fmt.Errorf("scheduler.gpuPolicy %s: only with a trace, whose GPUs it chooses; there is none", s.Scheduler.GPUPolicy)
+	}
+	return nil
+}
+
 // validateScheduler checks the scheduler's settings: costs, preemption,
 // the share of nodes scored, the GPU model and policy, the plugins and
 // the configuration file.

@@ -115,6 +115,9 @@ func (in inputs) load(scenario string, scenarioSet bool) (*sim.Scenario, error) 
 	if in.snapshot != "" {
 		sc.Snapshot = in.snapshot
 	}
+	if err := sc.GPUNeedsTrace(); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", scenario, err)
+	}
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
@@ -160,6 +163,9 @@ func (in inputs) compareScenario(scenario string, scenarioSet bool, seed uint64,
 		if err := alt.Set(key, value); err != nil {
 			return nil, fmt.Errorf("--compare %s: %w", settings, err)
 		}
+	}
+	if err := alt.GPUNeedsTrace(); err != nil { // else the second run would be the first
+		return nil, fmt.Errorf("--compare %s: %w", settings, err)
 	}
 	var errs []error
 	for setting := range strings.SplitSeq(settings, ",") { // in order, each once: checked above

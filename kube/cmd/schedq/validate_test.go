@@ -146,6 +146,7 @@ func TestSimulateChecksEverythingBeforeRunning(t *testing.T) {
 	prio := scenario("prio.yaml", "name: x\npods: [{name: p, count: 1, priority: 99999999999}]\n")
 	count := scenario("count.yaml", "name: x\npods: [{name: p, count: 2000000000}, {name: q, count: 5}]\n")
 	trace := "../../sim/testdata/alibaba"
+	gpuNoTrace := scenario("gpu.yaml", "name: x\nscheduler: {gpuModel: device, gpuPolicy: fgd}\npods: [{name: p, count: 1}]\n")
 	twoProfiles := scenario("two.yaml", "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles: [{schedulerName: a}, {schedulerName: b, plugins: {filter: {enabled: [{name: GPUDevices}]}}}]\n")
 	for _, d := range []string{"r.html", "r.csv", "s.csv", "c.compare.csv"} {
 		os.Mkdir(filepath.Join(dir, d), 0o755)
@@ -191,6 +192,11 @@ func TestSimulateChecksEverythingBeforeRunning(t *testing.T) {
 		{"window start negative", []string{"--report", filepath.Join(dir, "r.html"), "--window-start", "-1s"}, "--window-start: must not be negative, got -1s", ""},
 		{"window start past the scenario's end", []string{"--scenario", "PriorityPressure", "--report", filepath.Join(dir, "w.html"), "--window-start", "6m"}, "--window-start 6m0s: at or after the end of PriorityPressure at 5m0s (the scenario's duration): the charts would be empty", ""},
 		{"window end before start", []string{"--report", filepath.Join(dir, "r.html"), "--window-start", "2m", "--window-end", "1m"}, "--window-end 1m0s: must be after --window-start (2m0s)", ""},
+		// The GPU settings model a trace's GPUs: without one they would
+		// change nothing, and --compare would run the same twice.
+		{"compare gpuModel without a trace", []string{"--compare", "gpuModel=device"}, "--compare gpuModel=device: scheduler.gpuModel device: only with a trace", ""},
+		{"compare gpuPolicy without a trace", []string{"--compare", "gpuPolicy=fgd"}, "--compare gpuPolicy=fgd: scheduler.gpuPolicy fgd: only with a trace", ""},
+		{"scenario's GPU settings without a trace", []string{"--scenario", gpuNoTrace}, "scenario " + gpuNoTrace + ": scheduler.gpuModel device: only with a trace", ""},
 		{"output", []string{"-o", "yaml"}, `--output: "yaml" is not text or json`, ""},
 		{"progress", []string{"--progress", "sometimes"}, `--progress: "sometimes" is not auto, on or off`, ""},
 		{"priority out of int32", []string{"--scenario", prio}, "pods[0].priority: 99999999999 is out of range (-2147483648 to 2147483647)", "whole number"},
