@@ -3,8 +3,63 @@ package sim
 import (
 	"fmt"
 	"io"
+	"os"
+	"reflect"
 	"text/tabwriter"
+	"time"
+
+	"github.com/schedq/schedq/kube/gpu"
 )
+
+// SameRun reports whether scenarios a and b would run the same: equal
+// once each setting left to its default has the default's value, the
+// settings scheduler.config decides are the file's, backoff turned off
+// either way (disableBackoff, maxBackoff 0) is the same, and the
+// configuration files are compared by their contents. A --compare whose
+// second run is the first by this measure compares nothing.
+func SameRun(a, b *Scenario) bool {
+	return reflect.DeepEqual(a.effective(), b.effective())
+}
+
+// effective is a copy of s as its run takes it (see SameRun). s is not
+// changed.
+func (s *Scenario) effective() *Scenario {
+	folded, err := s.withConfigFile()
+	if err != nil {
+		folded = s
+	}
+	c := *folded
+	on := func(b *bool) *bool {
+		v := b == nil || *b
+		return &v
+	}
+	q := &c.Queue
+	q.PopFromBackoff, q.QueueingHints, q.WakeBudget = on(q.PopFromBackoff), on(q.QueueingHints), on(q.WakeBudget)
+	if q.backoffOff() {
+		q.DisableBackoff, q.InitialBackoff, q.MaxBackoff = true, 0, nil
+	} else {
+		m := orDefault(deref(q.MaxBackoff), defaultMaxBackoff)
+		q.InitialBackoff, q.MaxBackoff = orDefault(q.InitialBackoff, defaultInitialBackoff), &m
+	}
+	q.MaxInUnschedulable = orDefault(q.MaxInUnschedulable, defaultMaxInUnschedulable)
+	sp := &c.Scheduler
+	sp.Gangs = on(sp.Gangs)
+	sp.AttemptCost = orDefault(sp.AttemptCost, 5*time.Millisecond)
+	sp.BindLatency = orDefault(sp.BindLatency, defaultBindLatency)
+	sp.Plugins = PluginsUpstream
+	if c.Trace != nil {
+		sp.GPUModel = sp.gpuModel()
+	}
+	if p, err := gpu.ParsePolicy(sp.GPUPolicy); sp.GPUPolicy != "" && err == nil {
+		sp.GPUPolicy = p.String()
+	}
+	if sp.Config != "" {
+		if data, err := os.ReadFile(sp.Config); err == nil {
+			sp.Config = "contents: " + string(data)
+		}
+	}
+	return &c
+}
 
 // WriteComparison prints two runs of one scenario side by side.
 func WriteComparison(w io.Writer, a, b *Report, labelA, labelB string, wall bool) {

@@ -244,6 +244,9 @@ func (s *simulation) runOne(sc *sim.Scenario, scenarioSet bool) error {
 		if alt, err = s.in.compareScenario(s.scenario, scenarioSet, sc.Seed, s.compare, s.fw); err != nil {
 			return err
 		}
+		if sim.SameRun(sc, alt) {
+			return fmt.Errorf("--compare %s: the same as the baseline, which runs with these settings already (by default, or as the scenario or --config sets them): the two runs would be the same; compare another value", s.compare)
+		}
 	}
 	if err := checkOutputs(s.in.outputPaths(s.report, alt != nil), s.in.inputPaths(s.scenario, scenarioSet, sc, alt, s.fw.config)); err != nil {
 		return err
