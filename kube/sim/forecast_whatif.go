@@ -3,6 +3,7 @@ package sim
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,11 +14,14 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/operation"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	fieldpath "k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
+	schedulingvalidation "k8s.io/kubernetes/pkg/apis/scheduling/v1beta1"
 
 	"github.com/schedq/schedq/kube/framework"
 )
@@ -212,7 +216,8 @@ func (in *WhatIfInput) simulatedName(name string) string {
 // bound pod, a pod of a scheduler not among in.Profiles, a claim entry
 // the API server would refuse, a negative request, limit or overhead,
 // a runtime annotation that is not a
-// duration, a PodGroup without a gang policy. It changes nothing; check
+// duration, a PodGroup whose scheduling policy the API server refuses
+// (checkPolicy) or is not a gang's. It changes nothing; check
 // adds what needs the state. O(input).
 func (in *WhatIfInput) Validate() error {
 	if in.named {
@@ -231,6 +236,11 @@ func (in *WhatIfInput) Validate() error {
 			return fmt.Errorf("PodGroup %s: the name is not one the API server takes: %s", key, validation.IsDNS1123Subdomain(pg.Name)[0])
 		case groups[key]:
 			return fmt.Errorf("PodGroup %s: a PodGroup of that name exists already", key)
+		}
+		if err := checkPolicy(pg); err != nil {
+			return fmt.Errorf("PodGroup %s: %w", key, err)
+		}
+		switch {
 		case pg.Spec.SchedulingPolicy.Gang == nil || pg.Spec.SchedulingPolicy.Gang.MinCount < 1:
 			return fmt.Errorf("PodGroup %s: want a gang policy with minCount of at least 1", key)
 		}
@@ -266,6 +276,16 @@ func (in *WhatIfInput) Validate() error {
 		pods[key] = true
 	}
 	return nil
+}
+
+// checkPolicy checks pg's spec.schedulingPolicy as the API server does
+// on a create, with upstream's declarative validation of
+// scheduling.k8s.io/v1beta1: exactly one of basic and gang, and a gang's
+// minCount at least 1. The error names the field.
+func checkPolicy(pg *schedulingv1beta1.PodGroup) error {
+	errs := schedulingvalidation.Validate_PodGroupSchedulingPolicy(context.Background(), operation.Operation{Type: operation.Create},
+		fieldpath.NewPath("spec", "schedulingPolicy"), &pg.Spec.SchedulingPolicy, nil)
+	return errs.ToAggregate()
 }
 
 // checkSchedulers refuses a pod whose schedulerName is neither empty nor
