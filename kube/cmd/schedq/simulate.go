@@ -158,6 +158,9 @@ func (s *simulation) checkFlags(changed func(string) bool) error {
 	if changed("compare") && s.compare == "" {
 		return fmt.Errorf(`--compare "": no setting (give key=value, e.g. hints=false)`)
 	}
+	if err := refuseEmpty(s.flags); err != nil {
+		return err
+	}
 	if s.report != "" {
 		if err := checkWritableDir(s.report); err != nil {
 			return fmt.Errorf("--report %s: %w", s.report, err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/schedq/schedq/kube/app"
 	"github.com/schedq/schedq/kube/sim"
@@ -22,6 +23,7 @@ type whatIf struct {
 	tail                 string
 	at, horizon          time.Duration
 	arrivals, knownTimes bool
+	flags                *pflag.FlagSet // where the above were declared
 }
 
 // whatifCmd is `schedq whatif`: pods and PodGroups added to a simulated
@@ -47,6 +49,7 @@ activeDeadlineSeconds, or the runtimes of finished pods of its kind
 		},
 	}
 	f := cmd.Flags()
+	w.flags = f
 	f.StringVarP(&w.file, "filename", "f", "", "Pods and PodGroups to add (YAML or JSON, - for stdin; at most 1 MB and 1000 objects)")
 	f.StringVar(&w.scenario, "scenario", sim.DefaultScenario, "a built-in scenario's name, or a scenario file")
 	f.StringVar(&w.in.trace, "trace", "", "replay the Alibaba GPU trace v2023 (openb CSV files) in this directory")
@@ -70,6 +73,9 @@ func (w *whatIf) checkFlags(changed func(string) bool) error {
 	}
 	if w.out != "text" && w.out != "json" {
 		return fmt.Errorf("--output: %q is not text or json", w.out)
+	}
+	if err := refuseEmpty(w.flags); err != nil {
+		return err
 	}
 	if w.at < 0 {
 		return fmt.Errorf("--at: must not be negative, got %v", w.at)
