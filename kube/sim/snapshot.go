@@ -80,7 +80,16 @@ type snapshotObjects struct {
 	// others are what only kube-scheduler's plugins read: volumes,
 	// claims, storage classes, CSI nodes and DRA's objects.
 	others []runtime.Object
+	// origin says where each object was read (originOf); at is the
+	// document being read.
+	origin map[runtime.Object]string
+	at     string
 }
+
+// originOf says where obj was read: its document ("document 3"), with
+// its item in a List ("document 3, items[1]"), after its file's name if
+// the snapshot is a directory ("b.yaml document 3").
+func (o *snapshotObjects) originOf(obj runtime.Object) string { return o.origin[obj] }
 
 // snapshotFiles lists path, or the .yaml, .yml and .json files of the
 // directory path, by name.
@@ -118,16 +127,22 @@ func readSnapshot(path string) (*snapshotObjects, error) {
 		return nil, err
 	}
 	dec := serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
-	objs := &snapshotObjects{}
+	objs := &snapshotObjects{origin: map[runtime.Object]string{}}
 	for _, f := range files {
-		if err := objs.readFile(dec, f); err != nil {
+		label := "" // the snapshot's path names the file
+		if f != path {
+			label = filepath.Base(f) + " "
+		}
+		if err := objs.readFile(dec, f, label); err != nil {
 			return nil, err
 		}
 	}
 	return objs, nil
 }
 
-func (o *snapshotObjects) readFile(dec runtime.Decoder, path string) error {
+// readFile reads the file at path; label, before "document N", names the
+// file in the objects' origins.
+func (o *snapshotObjects) readFile(dec runtime.Decoder, path, label string) error {
 	f, err := openLimited(path, maxSnapshotFileBytes)
 	if err != nil {
 		return err
@@ -147,6 +162,7 @@ func (o *snapshotObjects) readFile(dec runtime.Decoder, path string) error {
 			continue
 		}
 		docs++
+		o.at = fmt.Sprintf("%sdocument %d", label, i)
 		if err := o.add(dec, doc, ""); err != nil {
 			return fmt.Errorf("%s: document %d: %w", path, i, err)
 		}
@@ -192,7 +208,7 @@ func (o *snapshotObjects) add(dec runtime.Decoder, data []byte, where string) er
 			if unnamed(item) {
 				return fmt.Errorf("%s%sitems[%d]: %s: no metadata.name", where, describeObject(data), i, kindOf(item, gvk.Kind))
 			}
-			if !o.keep(item) {
+			if !o.keep(item, fmt.Sprintf("%sitems[%d]: ", where, i)) {
 				kind := gvk.GroupVersion().WithKind(kindOf(item, gvk.Kind))
 				return fmt.Errorf("%s%sitems[%d]: %s: %s", where, describeObject(data), i, kind.Kind+" "+itemName(item), notKept(kind))
 			}
@@ -202,7 +218,7 @@ func (o *snapshotObjects) add(dec runtime.Decoder, data []byte, where string) er
 	if unnamed(obj) {
 		return fmt.Errorf("%s%sno metadata.name", where, cmpOr(describeObject(data), gvk.Kind+": "))
 	}
-	if !o.keep(obj) {
+	if !o.keep(obj, where) {
 		return fmt.Errorf("%s%s", where+describeObject(data), notKept(*gvk))
 	}
 	return nil
@@ -255,10 +271,16 @@ func kindOf(obj runtime.Object, list string) string {
 	return strings.TrimSuffix(list, "List")
 }
 
-// keep adds obj to its list, false if it is of no kind a snapshot holds.
-// A namespaced object without a namespace is in "default"; DRA's objects
-// get the API server's defaults.
-func (o *snapshotObjects) keep(obj runtime.Object) bool {
+// keep adds obj to its list, false if it is of no kind a snapshot holds,
+// with its origin: the document being read, and where ("items[1]: ", as
+// add has it) in it. A namespaced object without a namespace is in
+// "default"; DRA's objects get the API server's defaults.
+func (o *snapshotObjects) keep(obj runtime.Object, where string) bool {
+	at := o.at
+	if item := strings.TrimSuffix(strings.ReplaceAll(where, ": ", " "), " "); item != "" {
+		at += ", " + item
+	}
+	o.origin[obj] = at
 	switch x := obj.(type) {
 	case *v1.Node:
 		o.nodes = append(o.nodes, x)
@@ -476,12 +498,12 @@ func (s *sim) loadSnapshot(path string) error {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	sum := &SnapshotSummary{Path: path}
-	namespaces := map[string]bool{}
+	namespaces := map[string]string{} // where each was read
 	for _, ns := range objs.namespaces {
-		if namespaces[ns.Name] {
-			return fmt.Errorf("snapshot %s: namespace %s appears twice", path, ns.Name)
+		if at, dup := namespaces[ns.Name]; dup {
+			return fmt.Errorf("snapshot %s: namespace %s appears twice: %s and %s", path, ns.Name, at, objs.originOf(ns))
 		}
-		namespaces[ns.Name] = true
+		namespaces[ns.Name] = objs.originOf(ns)
 		s.h.Cache.SetNamespace(ns)
 		if err := s.namespaceToPlugins(ns); err != nil {
 			return fmt.Errorf("snapshot %s: namespace %s: %w", path, ns.Name, err)
@@ -491,12 +513,17 @@ func (s *sim) loadSnapshot(path string) error {
 		}
 		s.x.namespaces[ns.Name] = ns
 	}
+	nodes := map[string]string{} // where each was read
 	for _, n := range objs.nodes {
-		if _, dup := s.cl.nodes[n.Name]; dup {
-			return fmt.Errorf("snapshot %s: node %s appears twice (or is also in the scenario)", path, n.Name)
+		if at, dup := nodes[n.Name]; dup {
+			return fmt.Errorf("snapshot %s: node %s appears twice: %s and %s", path, n.Name, at, objs.originOf(n))
 		}
+		nodes[n.Name] = objs.originOf(n)
 		if g := s.sc.nodeGroupOf(n.Name); g != "" {
 			return fmt.Errorf("snapshot %s: node %s is also the scenario's (node group %s)", path, n.Name, g)
+		}
+		if _, dup := s.cl.nodes[n.Name]; dup {
+			return fmt.Errorf("snapshot %s: node %s (%s) is also in the scenario", path, n.Name, objs.originOf(n))
 		}
 		if err := checkNode(n); err != nil {
 			return fmt.Errorf("snapshot %s: %w", path, err)
@@ -508,7 +535,7 @@ func (s *sim) loadSnapshot(path string) error {
 		s.h.AddNode(n)
 		sum.Nodes++
 	}
-	seen := map[string]bool{}
+	seen := map[string]string{}       // where each pod was read
 	uids := map[types.UID]types.UID{} // the snapshot's pod UIDs: the simulator's
 	var finished []*v1.Pod
 	s.x.snapshotPods = map[types.NamespacedName]bool{}
@@ -517,13 +544,13 @@ func (s *sim) loadSnapshot(path string) error {
 			p.Namespace = "default"
 		}
 		key := framework.Key(p).String()
-		if seen[key] {
-			return fmt.Errorf("snapshot %s: pod %s appears twice", path, key)
+		if at, dup := seen[key]; dup {
+			return fmt.Errorf("snapshot %s: pod %s appears twice: %s and %s", path, key, at, objs.originOf(p))
 		}
 		if g := s.sc.podGroupOf(framework.Key(p)); g != "" {
 			return fmt.Errorf("snapshot %s: pod %s is also the scenario's (pod group %s)", path, key, g)
 		}
-		seen[key] = true
+		seen[key] = objs.originOf(p)
 		if err := checkPod(p); err != nil {
 			return fmt.Errorf("snapshot %s: %w", path, err)
 		}
@@ -538,13 +565,19 @@ func (s *sim) loadSnapshot(path string) error {
 			finished = append(finished, p)
 		}
 	}
+	budgets := map[string]string{} // where each was read
 	for _, b := range objs.budgets {
+		key := cmpOr(b.Namespace, "default") + "/" + b.Name
+		if at, dup := budgets[key]; dup {
+			return fmt.Errorf("snapshot %s: PodDisruptionBudget %s appears twice: %s and %s", path, key, at, objs.originOf(b))
+		}
+		budgets[key] = objs.originOf(b)
 		if err := s.addBudget(b); err != nil {
 			return fmt.Errorf("snapshot %s: %w", path, err)
 		}
 		sum.Budgets++
 	}
-	if err := s.snapshotObjects(objs.others, uids, sum); err != nil {
+	if err := s.snapshotObjects(objs.others, objs.originOf, uids, sum); err != nil {
 		return fmt.Errorf("snapshot %s: %w", path, err)
 	}
 	// A finished pod's claims may still be reserved for it, if the
@@ -565,18 +598,18 @@ func (s *sim) loadSnapshot(path string) error {
 // a pod, or reserved for one, names the pod by UID: the simulator gives
 // pods UIDs of its own, so uids (the snapshot's to the simulator's)
 // rewrites them. Before the pending pods arrive, so that their claims
-// exist.
-func (s *sim) snapshotObjects(others []runtime.Object, uids map[types.UID]types.UID, sum *SnapshotSummary) error {
+// exist. originOf says where an object was read.
+func (s *sim) snapshotObjects(others []runtime.Object, originOf func(runtime.Object) string, uids map[types.UID]types.UID, sum *SnapshotSummary) error {
 	if len(others) == 0 {
 		return nil
 	}
-	seen := map[string]bool{}
+	seen := map[string]string{} // where each was read
 	for _, obj := range others {
 		key := objectKey(obj)
-		if seen[key] {
-			return fmt.Errorf("%s appears twice", nameObject(obj))
+		if at, dup := seen[key]; dup {
+			return fmt.Errorf("%s appears twice: %s and %s", nameObject(obj), at, originOf(obj))
 		}
-		seen[key] = true
+		seen[key] = originOf(obj)
 		if s.obj.byKey[key] != nil {
 			return fmt.Errorf("%s is also in the scenario's objects", nameObject(obj))
 		}
