@@ -91,8 +91,16 @@ func (r *Replay) Started(uid types.UID) (time.Time, bool) {
 }
 
 // Known returns the runtime the replay gives p, if any: the trace's, or
-// the one drawn for its scenario group's lifetime.
-func (r *Replay) Known(p *v1.Pod) (time.Duration, bool) { return r.s.lifetime(p) }
+// the one drawn for its scenario group's lifetime. Only a pod the replay
+// made has one: p must carry the UID the replay gave it, with its name;
+// a pod made elsewhere (added by a what-if) named as one of the replay's
+// (finished, or not arrived yet) has none, whatever its name and labels.
+func (r *Replay) Known(p *v1.Pod) (time.Duration, bool) {
+	if st := r.s.stats[p.UID]; st == nil || st.key != framework.Key(p) {
+		return 0, false
+	}
+	return r.s.lifetime(p)
+}
 
 // History returns the runtimes of the pods that finished by now, filed
 // by labels (see History), with those of the pods deleted or preempted
