@@ -140,7 +140,7 @@ func (s *Scheduler) fwPlaceMembers(ctx context.Context, a Attempt, gp framework.
 		if out.Result == Scheduled {
 			continue
 		}
-		g.fail(out)
+		g.fail(i, out)
 		if cs != nil {
 			g.fitsNowhere = append(g.fitsNowhere, fwUnplaced{cs: cs, m: m, at: len(g.failed) - 1})
 		}
@@ -278,11 +278,11 @@ func (s *Scheduler) fwAssumeMembers(a Attempt, gp framework.GroupPlugin, g *grou
 			g.nodes = append(g.nodes, node)
 			g.pbs = append(g.pbs, m.pb)
 		case !kept[j]:
-			g.fail(Outcome{Result: Error, Message: fmt.Sprintf("pod %s: deleted, or already on a node, or node %s deleted, since the snapshot", framework.Key(m.pi.Pod), node)})
+			g.fail(m.index, Outcome{Result: Error, Message: fmt.Sprintf("pod %s: deleted, or already on a node, or node %s deleted, since the snapshot", framework.Key(m.pi.Pod), node)})
 		}
 	}
 	if !met {
-		g.fail(Outcome{Result: Error, Message: "the group's quorum was lost while its members were placed"})
+		g.fail(-1, Outcome{Result: Error, Message: "the group's quorum was lost while its members were placed"})
 	}
 }
 
