@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
@@ -304,16 +305,32 @@ func (s *Scheduler) abortedMember(ctx context.Context, m Attempt, g *gangBinds) 
 	g.retry(ctx, m, ErrNodeDeleted)
 }
 
+// maxMismatches bounds Scheduler.mismatches: past it the map is emptied,
+// and a member still mismatched is warned once more at its group's next
+// attempt.
+const maxMismatches = 4096
+
 // checkPriorities warns about members whose priority is not their group's.
 // The queue orders the group by the PodGroup's priority only; schedq goes
 // on and schedules such members (kube-scheduler refuses the group), and
-// says so in the log and in an event on the pod.
+// says so in the log and in an event on the pod: once per member and
+// pair of priorities, not at every attempt of its group (a pod's priority
+// cannot change, its PodGroup's can). O(members).
 func (s *Scheduler) checkPriorities(ctx context.Context, a Attempt) {
 	for _, m := range a.Members {
 		p := framework.Priority(m.Item)
 		if p == a.Spec.Priority {
+			delete(s.mismatches, m.Item.UID)
 			continue
 		}
+		pair := [2]int32{p, a.Spec.Priority}
+		if w, ok := s.mismatches[m.Item.UID]; ok && w == pair {
+			continue
+		}
+		if s.mismatches == nil || len(s.mismatches) >= maxMismatches {
+			s.mismatches = map[types.UID][2]int32{}
+		}
+		s.mismatches[m.Item.UID] = pair
 		msg := fmt.Sprintf("pod priority %d differs from its group %s's priority %d; the group's priority orders the group", p, a.Group, a.Spec.Priority)
 		s.o.Logger.Warn("group member priority mismatch", "pod", framework.Key(m.Item), "group", a.Group, "podPriority", p, "groupPriority", a.Spec.Priority)
 		s.reporter.Warn(ctx, m.Item, "PriorityMismatch", msg)
