@@ -117,6 +117,12 @@ func (s *Scheduler) scheduleGroupFramework(ctx context.Context, a Attempt, gp fr
 	}
 	tr.end(ctx)
 	s.batch.drop() // its scores counted the members, now out of the snapshot
+	if g.erred > 0 {
+		// No PostFilter: kube-scheduler runs them after an unschedulable
+		// pod group cycle only.
+		g.fitsNowhere = nil
+		return s.failGroup(ctx, a, start, g, s.groupErrorOutcome(a, g))
+	}
 	if g.verdict != framework.QuorumMet {
 		s.fwGroupPostFilter(ctx, g)
 		return s.failGroup(ctx, a, start, g, s.groupOutcome(a, g))
@@ -141,12 +147,21 @@ func (s *Scheduler) fwPlaceMembers(ctx context.Context, a Attempt, gp framework.
 			continue
 		}
 		g.fail(i, out)
+		if out.Result == Error {
+			// kube-scheduler's pod group cycle stops at a member's error
+			// and fails the group with it, whatever the others do.
+			g.erred = len(g.failed)
+			break
+		}
 		if cs != nil {
 			g.fitsNowhere = append(g.fitsNowhere, fwUnplaced{cs: cs, m: m, at: len(g.failed) - 1})
 		}
 	}
 	n := len(tr.members)
 	g.verdict = gp.Quorum(g.before+n, n, 0, a.Spec.MinCount)
+	if g.erred > 0 {
+		g.verdict = framework.QuorumLost
+	}
 	for _, m := range tr.members {
 		g.placed = append(g.placed, m.index)
 		g.nodes = append(g.nodes, m.pb.fw.node)

@@ -39,6 +39,9 @@ type groupTry struct {
 	plugins  []string
 	pending  []string // the plugins that left a member Pending
 	errors   int
+	// erred is 1 + the index into failed of the member whose Error (not
+	// Unschedulable) stopped the trial and fails the group; 0 if none.
+	erred    int
 	verdict  framework.Quorum
 	head     string // the group's part of its members' messages (groupOutcome, memberMessages)
 	state    clusterState
@@ -118,6 +121,22 @@ const (
 	// (with those bound before) are fewer than its minCount.
 	ReasonGroupQuorum = "fewer group members fit than minCount"
 )
+
+// groupErrorOutcome is the outcome of a group attempt that a member's
+// error failed (groupTry.erred): an Error, which sends the group to the
+// error backoff, as kube-scheduler fails a pod group cycle in which a
+// member's scheduling returns an error (neither success nor a rejection).
+// Every member is reported with it, as kube-scheduler reports the others
+// with the group's error (groupTry.head stays empty).
+func (s *Scheduler) groupErrorOutcome(a Attempt, g *groupTry) Outcome {
+	m := g.failed[g.erred-1]
+	who := "a member"
+	if i := g.failedAt[g.erred-1]; i >= 0 {
+		who = "member " + framework.Key(a.Members[i].Item).String()
+	}
+	msg := fmt.Sprintf("group %s: scheduling %s failed, so the group is not scheduled: %s", a.Group, who, m.Message)
+	return Outcome{Result: Error, Message: msg, state: g.state}
+}
 
 // groupOutcome says why a group attempt failed. Its Reasons are the
 // distinct reasons of the members that did not fit, sorted, then the
