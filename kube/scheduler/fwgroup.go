@@ -117,6 +117,12 @@ func (s *Scheduler) scheduleGroupFramework(ctx context.Context, a Attempt, gp fr
 	}
 	tr.end(ctx)
 	s.batch.drop() // its scores counted the members, now out of the snapshot
+	if g.erred > 0 {
+		// No PostFilter: kube-scheduler runs them after an unschedulable
+		// pod group cycle only.
+		g.fitsNowhere = nil
+		return s.failGroup(ctx, a, start, g, s.groupErrorOutcome(a, g))
+	}
 	if g.verdict != framework.QuorumMet {
 		s.fwGroupPostFilter(ctx, g)
 		return s.failGroup(ctx, a, start, g, s.groupOutcome(a, g))
@@ -140,13 +146,22 @@ func (s *Scheduler) fwPlaceMembers(ctx context.Context, a Attempt, gp framework.
 		if out.Result == Scheduled {
 			continue
 		}
-		g.fail(out)
+		g.fail(i, out)
+		if out.Result == Error {
+			// kube-scheduler's pod group cycle stops at a member's error
+			// and fails the group with it, whatever the others do.
+			g.erred = len(g.failed)
+			break
+		}
 		if cs != nil {
 			g.fitsNowhere = append(g.fitsNowhere, fwUnplaced{cs: cs, m: m, at: len(g.failed) - 1})
 		}
 	}
 	n := len(tr.members)
 	g.verdict = gp.Quorum(g.before+n, n, 0, a.Spec.MinCount)
+	if g.erred > 0 {
+		g.verdict = framework.QuorumLost
+	}
 	for _, m := range tr.members {
 		g.placed = append(g.placed, m.index)
 		g.nodes = append(g.nodes, m.pb.fw.node)
@@ -278,11 +293,11 @@ func (s *Scheduler) fwAssumeMembers(a Attempt, gp framework.GroupPlugin, g *grou
 			g.nodes = append(g.nodes, node)
 			g.pbs = append(g.pbs, m.pb)
 		case !kept[j]:
-			g.fail(Outcome{Result: Error, Message: fmt.Sprintf("pod %s: deleted, or already on a node, or node %s deleted, since the snapshot", framework.Key(m.pi.Pod), node)})
+			g.fail(m.index, Outcome{Result: Error, Message: fmt.Sprintf("pod %s: deleted, or already on a node, or node %s deleted, since the snapshot", framework.Key(m.pi.Pod), node)})
 		}
 	}
 	if !met {
-		g.fail(Outcome{Result: Error, Message: "the group's quorum was lost while its members were placed"})
+		g.fail(-1, Outcome{Result: Error, Message: "the group's quorum was lost while its members were placed"})
 	}
 }
 

@@ -49,14 +49,21 @@ func (c frozenClock) After(time.Duration) <-chan time.Time { return nil }
 // queue on a frozen clock.
 func newPendingFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFilterFixture(t, pendingFilter{})
+}
+
+// newFilterFixture is newFWFixture with the Filter plugin pl enabled
+// besides the default profile's, and the queue on a frozen clock.
+func newFilterFixture(t *testing.T, pl fwk.FilterPlugin) *fixture {
+	t.Helper()
 	cfg, err := profile.Default()
 	if err != nil {
 		t.Fatal(err)
 	}
 	prof := &cfg.Profiles[0]
-	prof.Plugins.Filter.Enabled = append(prof.Plugins.Filter.Enabled, config.Plugin{Name: "PendingFilter"})
-	extra := frameworkruntime.Registry{"PendingFilter": func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
-		return pendingFilter{}, nil
+	prof.Plugins.Filter.Enabled = append(prof.Plugins.Filter.Enabled, config.Plugin{Name: pl.Name()})
+	extra := frameworkruntime.Registry{pl.Name(): func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+		return pl, nil
 	}}
 	fw, err := profile.NewFrameworkOn(context.Background(), prof, profile.Setup{Snapshot: backendcache.NewEmptySnapshot(), Plugins: extra})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
@@ -33,11 +34,16 @@ type groupTry struct {
 	nodes    []string
 	pbs      []*pendingBinding // the placed members' bindings
 	failed   []Outcome         // of the members not placed, in member order
+	failedAt []int             // the index into Attempt.Members of each of failed (-1: no one member's)
 	tried    int
 	plugins  []string
 	pending  []string // the plugins that left a member Pending
 	errors   int
+	// erred is 1 + the index into failed of the member whose Error (not
+	// Unschedulable) stopped the trial and fails the group; 0 if none.
+	erred    int
 	verdict  framework.Quorum
+	head     string // the group's part of its members' messages (groupOutcome, memberMessages)
 	state    clusterState
 	bindings *gangBinds
 	// fitsNowhere is the members that fit nowhere, for the PostFilter
@@ -68,9 +74,11 @@ func (s *Scheduler) scheduleGroup(ctx context.Context, a Attempt) Outcome {
 // GenericWorkload).
 func (s *Scheduler) groupPlugin() framework.GroupPlugin { return plugins.GangScheduling{} }
 
-// fail records a member that was not placed.
-func (g *groupTry) fail(out Outcome) {
+// fail records that the member a.Members[i] was not placed (i -1: a
+// failure of the trial as a whole).
+func (g *groupTry) fail(i int, out Outcome) {
 	g.failed = append(g.failed, out)
+	g.failedAt = append(g.failedAt, i)
 	if out.Result == Error {
 		g.errors++
 	}
@@ -103,7 +111,38 @@ func (s *Scheduler) giveBack(a Attempt, f schedq.Failure) error {
 	return s.queue.Requeue(a, f)
 }
 
-// groupOutcome says why a group attempt failed.
+// The reasons (Outcome.Reasons) a group attempt adds to its members':
+// its quorum, which failed it.
+const (
+	// ReasonGroupTooFew is the reason of a group with too few members to
+	// reach its minCount, even if all of them fit.
+	ReasonGroupTooFew = "fewer group members than minCount"
+	// ReasonGroupQuorum is the reason of a group whose members that fit
+	// (with those bound before) are fewer than its minCount.
+	ReasonGroupQuorum = "fewer group members fit than minCount"
+)
+
+// groupErrorOutcome is the outcome of a group attempt that a member's
+// error failed (groupTry.erred): an Error, which sends the group to the
+// error backoff, as kube-scheduler fails a pod group cycle in which a
+// member's scheduling returns an error (neither success nor a rejection).
+// Every member is reported with it, as kube-scheduler reports the others
+// with the group's error (groupTry.head stays empty).
+func (s *Scheduler) groupErrorOutcome(a Attempt, g *groupTry) Outcome {
+	m := g.failed[g.erred-1]
+	who := "a member"
+	if i := g.failedAt[g.erred-1]; i >= 0 {
+		who = "member " + framework.Key(a.Members[i].Item).String()
+	}
+	msg := fmt.Sprintf("group %s: scheduling %s failed, so the group is not scheduled: %s", a.Group, who, m.Message)
+	return Outcome{Result: Error, Message: msg, state: g.state}
+}
+
+// groupOutcome says why a group attempt failed. Its Reasons are the
+// distinct reasons of the members that did not fit, sorted, then the
+// quorum's (ReasonGroupTooFew or ReasonGroupQuorum) if it failed the
+// attempt; its Message says how many fit and the first failed member's
+// message (memberMessage gives each member its own).
 func (s *Scheduler) groupOutcome(a Attempt, g *groupTry) Outcome {
 	out := Outcome{Result: Unschedulable, Plugins: slices.Clone(g.plugins), Pending: slices.Clone(g.pending), state: g.state}
 	head := fmt.Sprintf("group %s: %d of %d members fit (%d bound before), minCount %d",
@@ -118,6 +157,14 @@ func (s *Scheduler) groupOutcome(a Attempt, g *groupTry) Outcome {
 	if len(g.failed) > 0 {
 		out.Message += ": " + g.failed[0].Message
 	}
+	for _, f := range g.failed {
+		for _, r := range f.Reasons {
+			if !slices.Contains(out.Reasons, r) {
+				out.Reasons = append(out.Reasons, r)
+			}
+		}
+	}
+	slices.Sort(out.Reasons)
 	switch {
 	case tooFew || len(out.Plugins) > 0:
 		// The quorum failed the attempt, alone or with the plugins that
@@ -125,16 +172,45 @@ func (s *Scheduler) groupOutcome(a Attempt, g *groupTry) Outcome {
 		// its PodGroup's minCount lowered, during the attempt too) may let
 		// it through as well as theirs.
 		out.Plugins = append(out.Plugins, s.groupPlugin().Name())
+		if tooFew {
+			out.Reasons = append(out.Reasons, ReasonGroupTooFew)
+		} else {
+			out.Reasons = append(out.Reasons, ReasonGroupQuorum)
+		}
 	default:
 		out.Result = Error
 	}
+	g.head = head
 	return out
+}
+
+// memberMessages returns the messages of the failed group attempt out for
+// its n members, in member order: the group's head (how many fit,
+// minCount) and, for a member that did not fit, its own failure, as
+// kube-scheduler gives each member that did not fit its own FitError; a
+// member that fit, or was not tried, gets the group's message. Without a
+// head (an error, or an attempt that failed before its trial) every
+// member gets the group's message. O(n + failed).
+func (g *groupTry) memberMessages(n int, out Outcome) []string {
+	msgs := make([]string, n)
+	for i := range msgs {
+		msgs[i] = out.Message
+	}
+	if g.head == "" {
+		return msgs
+	}
+	for j, i := range g.failedAt {
+		if i >= 0 && i < n {
+			msgs[i] = g.head + ": " + g.failed[j].Message
+		}
+	}
+	return msgs
 }
 
 // failGroup requeues a failed group attempt with its rejecting plugins
 // and reports each member.
 func (s *Scheduler) failGroup(ctx context.Context, a Attempt, start time.Time, g *groupTry, out Outcome) Outcome {
-	f := schedq.Failure{Message: out.Message}
+	f := schedq.Failure{Message: out.Message, Reasons: out.Reasons}
 	reason := "SchedulerError"
 	if out.Result == Unschedulable {
 		f.RejectedBy, f.WaitingOn = out.Plugins, out.Pending
@@ -149,8 +225,11 @@ func (s *Scheduler) failGroup(ctx context.Context, a Attempt, start time.Time, g
 		s.o.Logger.Error("group scheduling attempt failed", "group", a.Group, "members", len(a.Members), "err", out.Message)
 	}
 	s.o.Logger.Debug("group attempt failed", "group", a.Group, "members", len(a.Members), "placed", len(g.placed), "minCount", a.Spec.MinCount, "message", out.Message)
-	for _, m := range a.Members {
-		s.report(ctx, m.Item, reason, out)
+	msgs := g.memberMessages(len(a.Members), out)
+	for i, m := range a.Members {
+		mo := out
+		mo.Message = msgs[i]
+		s.report(ctx, m.Item, reason, mo)
 	}
 	s.afterFailure(ctx, a, g.before)
 	return out
@@ -245,16 +324,32 @@ func (s *Scheduler) abortedMember(ctx context.Context, m Attempt, g *gangBinds) 
 	g.retry(ctx, m, ErrNodeDeleted)
 }
 
+// maxMismatches bounds Scheduler.mismatches: past it the map is emptied,
+// and a member still mismatched is warned once more at its group's next
+// attempt.
+const maxMismatches = 4096
+
 // checkPriorities warns about members whose priority is not their group's.
 // The queue orders the group by the PodGroup's priority only; schedq goes
 // on and schedules such members (kube-scheduler refuses the group), and
-// says so in the log and in an event on the pod.
+// says so in the log and in an event on the pod: once per member and
+// pair of priorities, not at every attempt of its group (a pod's priority
+// cannot change, its PodGroup's can). O(members).
 func (s *Scheduler) checkPriorities(ctx context.Context, a Attempt) {
 	for _, m := range a.Members {
 		p := framework.Priority(m.Item)
 		if p == a.Spec.Priority {
+			delete(s.mismatches, m.Item.UID)
 			continue
 		}
+		pair := [2]int32{p, a.Spec.Priority}
+		if w, ok := s.mismatches[m.Item.UID]; ok && w == pair {
+			continue
+		}
+		if s.mismatches == nil || len(s.mismatches) >= maxMismatches {
+			s.mismatches = map[types.UID][2]int32{}
+		}
+		s.mismatches[m.Item.UID] = pair
 		msg := fmt.Sprintf("pod priority %d differs from its group %s's priority %d; the group's priority orders the group", p, a.Group, a.Spec.Priority)
 		s.o.Logger.Warn("group member priority mismatch", "pod", framework.Key(m.Item), "group", a.Group, "podPriority", p, "groupPriority", a.Spec.Priority)
 		s.reporter.Warn(ctx, m.Item, "PriorityMismatch", msg)

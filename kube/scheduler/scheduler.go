@@ -216,6 +216,10 @@ type Scheduler struct {
 	// new generation, so the filter memo, which trusts generations, is
 	// not read or written then.
 	inTrial bool
+	// mismatches are the priorities of the group members warned of a
+	// PriorityMismatch (checkPriorities), by UID: the member's, then its
+	// group's. Used by the scheduling loop only.
+	mismatches map[types.UID][2]int32
 	// snapRemovals is the cache's count of node removals as of the
 	// cycle's snapshot (upstreamMirror.removals).
 	snapRemovals uint64

@@ -183,12 +183,23 @@ func TestFailureMessageAndRequeue(t *testing.T) {
 	}
 }
 
+// TestNoNodes: in a cluster with no node a pod is unschedulable, parked
+// behind every filter plugin (not sent to the error backoff and retried
+// after every backoff, as kube-scheduler's ErrNoNodesAvailable does: see
+// the README's table of differences), and the first node wakes it.
 func TestNoNodes(t *testing.T) {
 	f := newFixture(t)
 	f.h.AddPod(pod("p", 100))
 	out := f.once()
 	if out.Result != Unschedulable || !strings.Contains(out.Message, "0/0 nodes are available") {
 		t.Fatalf("outcome %+v", out)
+	}
+	if !slices.Contains(out.Plugins, "NodeResourcesFit") {
+		t.Fatalf("rejected by %v, want every filter plugin", out.Plugins)
+	}
+	info, loc, _ := f.q.Get(framework.Key(pod("p", 0)))
+	if (loc != schedq.InBackoff && loc != schedq.InUnschedulable) || info.ConsecutiveErrors != 0 || len(info.RejectedBy) == 0 {
+		t.Fatalf("with no node the pod is %v, %d errors, rejected by %v; want parked as unschedulable", loc, info.ConsecutiveErrors, info.RejectedBy)
 	}
 	f.h.AddNode(node("n", 1000))
 	if _, loc, _ := f.q.Get(framework.Key(pod("p", 0))); loc == schedq.InUnschedulable {

@@ -205,8 +205,9 @@ type Forecast struct {
 // PodForecast is one pending pod's predicted start.
 type PodForecast struct {
 	Pod types.NamespacedName `json:"pod"`
-	// Gang is the pod's PodGroup (namespace/name), if any; every member
-	// gets the gang's start, when its minCount-th member is bound.
+	// Gang is the pod's PodGroup (namespace/name), if any; the members
+	// bound by the gang's start (its minCount-th binding) get that start,
+	// a member beyond minCount bound later its own, one never bound none.
 	Gang string `json:"gang,omitempty"`
 	// Starts is false when the pod does not start within the horizon.
 	Starts bool          `json:"starts"`

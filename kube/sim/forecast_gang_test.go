@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -65,5 +66,58 @@ func TestForecastGangCountsNoMemberAsUnknown(t *testing.T) {
 		if pf, _ := f.Of(types.NamespacedName{Namespace: "default", Name: n}); !pf.Starts || pf.Unknown != 0 {
 			t.Errorf("%s: got %+v, want a start behind no unknown end", n, pf)
 		}
+	}
+}
+
+// TestForecastMemberBeyondMinCountStartsOnItsOwn: the gang starts once,
+// when its minCount-th member is bound, and its members bound by then get
+// that start; a member beyond minCount that binds later gets its own
+// start, and one that never binds within the horizon gets none. Before,
+// every member got the gang's start.
+func TestForecastMemberBeyondMinCountStartsOnItsOwn(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		minCount int32
+		free     int // nodes free at the copy; one more frees at 30m, none else within the horizon
+		// want is each member's wait; -1: no start within the horizon.
+		want map[string]time.Duration
+	}{
+		{name: "minCount 1", minCount: 1, free: 1,
+			want: map[string]time.Duration{"m0": 0, "m1": 30 * time.Minute, "m2": -1}},
+		{name: "minCount 2", minCount: 2, free: 2,
+			want: map[string]time.Duration{"m0": 0, "m1": 0, "m2": 30 * time.Minute}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := epoch.Add(time.Hour)
+			s := &sim{}
+			nodes := tc.free + 2
+			st := &ForecastState{Now: now,
+				Nodes:     newCluster().makeNodes(NodeGroup{Name: "n", Count: nodes, Capacity: map[string]string{"cpu": "4", "memory": "8Gi"}}),
+				PodGroups: []*schedulingPodGroup{s.podGroupObject("default", "g", tc.minCount, 0)},
+				Running: []RunningPod{
+					{Pod: testPod("soon", fmt.Sprintf("n-%d", tc.free), "4", "30m"), Started: now},
+					{Pod: testPod("late", fmt.Sprintf("n-%d", tc.free+1), "4", "5h"), Started: now},
+				},
+			}
+			name := "g"
+			for _, n := range []string{"m0", "m1", "m2"} {
+				p := testPod(n, "", "4", "5h")
+				p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &name}
+				st.Pending = append(st.Pending, p)
+			}
+			f, err := RunForecast(&Scenario{Name: "t", Seed: 1}, st, ForecastOptions{Horizon: 2 * time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for n, want := range tc.want {
+				pf, _ := f.Of(types.NamespacedName{Namespace: "default", Name: n})
+				switch {
+				case want < 0 && pf.Starts:
+					t.Errorf("%s: starts after %v, want no start (it never binds)", n, pf.Wait)
+				case want >= 0 && (!pf.Starts || pf.Wait < want || pf.Wait > want+time.Second):
+					t.Errorf("%s: got %+v, want a start after about %v", n, pf, want)
+				}
+			}
+		})
 	}
 }

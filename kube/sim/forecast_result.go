@@ -37,7 +37,13 @@ func (r *forecastRun) result() *Forecast {
 			start, pf.Node = st.bound, st.ext.node
 		}
 		if pf.Gang != "" && r.gangNeeds(pf.Gang) > 0 {
-			start, ok = gangStart[pf.Gang]
+			// The gang starts once, at its minCount-th binding: a member
+			// bound by then starts with it, one bound later (beyond
+			// minCount) at its own binding, one never bound not at all.
+			gs, started := gangStart[pf.Gang]
+			if ok = ok && started; ok && gs.After(start) {
+				start = gs
+			}
 		}
 		upTo := r.s.end
 		if ok {
