@@ -152,9 +152,10 @@ func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pi *framework
 	}
 	if len(all) == 0 {
 		// Every filter would have to pass on a new node: their hints
-		// decide when one arrives.
+		// decide when one arrives. A nomination ends, as kube-scheduler
+		// clears it when no node is registered.
 		return Outcome{Result: Unschedulable, Plugins: slices.Clone(s.filterPlugins()),
-			Message: "0/0 nodes are available: no nodes available to schedule pods."}
+			Message: "0/0 nodes are available: no nodes available to schedule pods.", clearNom: "no nodes"}
 	}
 	diag := fwframework.Diagnosis{NodeToStatus: fwframework.NewDefaultNodeToStatus()}
 	pre, unsched, o, done := s.fwPreFilter(ctx, cs, pi, len(all), &diag)

@@ -220,19 +220,20 @@ func (s *Scheduler) assumed(pod *v1.Pod, node string) {
 	}
 }
 
-// rejectedOnNode drops the nomination of pod, rejected at Reserve or
-// Permit on the node its cycle chose, as kube-scheduler clears a
-// nomination after such a rejection, and wakes the pods its room kept
-// out (nominationFreed). Kept, it would send every later attempt to the
-// nominated node first (taken without a search when its filters pass),
-// to be rejected there again. Not that of a pod created again under its
-// name meanwhile (unnominateAs).
-func (s *Scheduler) rejectedOnNode(pod *v1.Pod) {
+// rejectedOnNode drops the nomination of pod, which could not be
+// assumed on the node its cycle chose or was rejected there at Reserve
+// or Permit (why says which), as kube-scheduler clears a nomination
+// after either, and wakes the pods its room kept out (nominationFreed).
+// Kept, it would send every later attempt to the nominated node first
+// (taken without a search when its filters pass), to be rejected there
+// again. Not that of a pod created again under its name meanwhile
+// (unnominateAs).
+func (s *Scheduler) rejectedOnNode(pod *v1.Pod, why string) {
 	key := framework.Key(pod)
 	if _, ok := s.queue.Nomination(key); !ok {
 		return
 	}
-	if nom, ok := s.unnominateAs(key, pod.UID, "rejected at Reserve or Permit"); ok {
+	if nom, ok := s.unnominateAs(key, pod.UID, why); ok {
 		s.nominationFreed(pod, nom)
 	}
 }
