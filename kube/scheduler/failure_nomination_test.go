@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
+	"github.com/schedq/schedq"
 )
 
 // nodeDropper is a Filter plugin that, filtering the pod named pod on the
@@ -77,6 +80,70 @@ func TestFailureEndsTheNomination(t *testing.T) {
 			}
 			if nom := f.nomination("p"); nom != "" {
 				t.Errorf("p still nominated to %q after its failed attempt", nom)
+			}
+		})
+	}
+}
+
+// withoutPostFilters is a profile mutation that disables the default
+// profile's PostFilter plugins (DefaultPreemption, DynamicResources) but
+// those named keep.
+func withoutPostFilters(keep ...string) func(*config.KubeSchedulerProfile) {
+	return func(p *config.KubeSchedulerProfile) {
+		for _, name := range []string{"DefaultPreemption", "DynamicResources"} {
+			if !slices.Contains(keep, name) {
+				p.Plugins.PostFilter.Disabled = append(p.Plugins.PostFilter.Disabled, config.Plugin{Name: name})
+			}
+		}
+	}
+}
+
+// TestNoPostFilterEndsTheNomination: a pod that fits nowhere loses its
+// nomination when its profile has no PostFilter plugin to run (without
+// preemption, DefaultPreemption does not count: the scheduler runs the
+// profile as kube-scheduler runs it with DefaultPreemption disabled), as
+// kube-scheduler v1.37.2 clears it then; the room it held wakes the pods
+// of its priority or lower that it kept out. With another PostFilter plugin
+// (DynamicResources', which nominates nothing) the nomination stands, as
+// in kube-scheduler. Before, a nomination restored from the pod's status
+// stood for ever without preemption.
+func TestNoPostFilterEndsTheNomination(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		preemption bool
+		keep       []string // the profile's PostFilter plugins
+		want       string   // p's nomination after its attempt
+	}{
+		{name: "preemption off, no PostFilter", want: ""},
+		{name: "preemption off, DefaultPreemption only", keep: []string{"DefaultPreemption"}, want: ""},
+		{name: "preemption off, DynamicResources", keep: []string{"DynamicResources"}, want: "a"},
+		{name: "preemption on, no PostFilter", preemption: true, want: ""},
+		{name: "preemption on, DynamicResources", preemption: true, keep: []string{"DynamicResources"}, want: "a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFWFixture(t, nil, withoutPostFilters(tc.keep...))
+			if tc.preemption {
+				if err := f.s.EnablePreemption(PreemptionOptions{Evictor: &syncEvictor{f: f}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.h.AddNode(node("a", 4000))
+			f.h.AddPod(runningPod("busy", "a", 2000, 100, t0)) // a: 2000 free, nobody p may preempt
+			f.h.AddPod(prioPod("low", 1500, 10))               // tried first: it came first
+			p := prioPod("p", 3000, 10)
+			p.Status.NominatedNodeName = "a" // restored in the queue as it is added
+			f.h.AddPod(p)
+			if out := f.once(); out.Result != Unschedulable || f.where("low") != schedq.InUnschedulable {
+				t.Fatalf("low: %v (%s), %v; want parked, kept out of a by p's nomination", out.Result, out.Message, f.where("low"))
+			}
+			if out := f.once(); out.Result != Unschedulable || !strings.Contains(out.Message, "Insufficient cpu") {
+				t.Fatalf("p: %v (%s), want Insufficient cpu", out.Result, out.Message)
+			}
+			if nom := f.nomination("p"); nom != tc.want {
+				t.Fatalf("p nominated to %q after fitting nowhere, want %q", nom, tc.want)
+			}
+			if parked := f.where("low") == schedq.InUnschedulable; parked != (tc.want != "") {
+				t.Errorf("low parked: %v; want parked only while p's nomination holds the room", parked)
 			}
 		})
 	}

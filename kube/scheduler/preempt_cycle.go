@@ -220,15 +220,16 @@ func (s *Scheduler) assumed(pod *v1.Pod, node string) {
 	}
 }
 
-// rejectedOnNode drops the nomination of pod, which could not be
-// assumed on the node its cycle chose or was rejected there at Reserve
-// or Permit (why says which), as kube-scheduler clears a nomination
-// after either, and wakes the pods its room kept out (nominationFreed).
-// Kept, it would send every later attempt to the nominated node first
-// (taken without a search when its filters pass), to be rejected there
-// again. Not that of a pod created again under its name meanwhile
-// (unnominateAs).
-func (s *Scheduler) rejectedOnNode(pod *v1.Pod, why string) {
+// endNomination drops the nomination of pod, whose attempt failed in a
+// way after which kube-scheduler clears a nomination (why says which):
+// it could not be assumed on the node its cycle chose, was rejected
+// there at Reserve or Permit, or fit nowhere with no PostFilter plugin
+// to run. It wakes the pods its room kept out (nominationFreed). Kept
+// after a failure on the chosen node, it would send every later attempt
+// to the nominated node first (taken without a search when its filters
+// pass), to be rejected there again. Not that of a pod created again
+// under its name meanwhile (unnominateAs).
+func (s *Scheduler) endNomination(pod *v1.Pod, why string) {
 	key := framework.Key(pod)
 	if _, ok := s.queue.Nomination(key); !ok {
 		return
