@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -18,11 +19,13 @@ import (
 
 // nodeDropper is a Filter plugin that, filtering the pod named pod on the
 // node named node, has drop run (once) and lets the pod pass: the node's
-// deletion arrives between the snapshot and Assume.
+// deletion arrives between the snapshot and Assume. If broken, it fails
+// there with an error instead.
 type nodeDropper struct {
 	pod, node string
 	once      *sync.Once
 	drop      func()
+	broken    bool // Filter fails with an error there instead
 }
 
 const nodeDropperName = "NodeDropper"
@@ -30,32 +33,37 @@ const nodeDropperName = "NodeDropper"
 func (nodeDropper) Name() string { return nodeDropperName }
 func (d nodeDropper) Filter(_ context.Context, _ fwk.CycleState, p *v1.Pod, ni fwk.NodeInfo) *fwk.Status {
 	if p.Name == d.pod && ni.Node().Name == d.node {
+		if d.broken {
+			return fwk.AsStatus(errors.New("the filter broke"))
+		}
 		d.once.Do(d.drop)
 	}
 	return nil
 }
 
 // TestFailureEndsTheNomination: an attempt that ends before a node is
-// found for the pod by the filters (the cluster has no node), or whose
-// chosen node cannot be assumed, clears the pod's nomination in the
-// queue, as kube-scheduler v1.37.2 does (its scheduling cycle returns
-// clearNominatedNode on both paths, and its failure handler applies it
-// to the nominator). Before, the nomination (here restored from the
-// pod's status) stood after both.
+// found for the pod by the filters (the cluster has no node), whose
+// search fails with an error, or whose chosen node cannot be assumed,
+// clears the pod's nomination in the queue, as kube-scheduler v1.37.2
+// does (its scheduling cycle returns clearNominatedNode on these paths,
+// and its failure handler applies it to the nominator). Before, the
+// nomination (here restored from the pod's status) stood after them.
 func TestFailureEndsTheNomination(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		nodes  []string // the cluster's nodes
 		drop   bool     // node a is deleted while p is filtered there
+		broken bool     // the filter fails with an error on a
 		result Result
 		msg    string
 	}{
 		{name: "no nodes", result: Unschedulable, msg: "0/0 nodes are available"},
 		{name: "assume fails", nodes: []string{"a", "b"}, drop: true, result: Error, msg: "node a was deleted"},
+		{name: "filter error", nodes: []string{"a", "b"}, broken: true, result: Error, msg: "the filter broke"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var f *fixture
-			dropper := nodeDropper{pod: "p", node: "a", once: &sync.Once{}, drop: func() {
+			dropper := nodeDropper{pod: "p", node: "a", once: &sync.Once{}, broken: tc.broken, drop: func() {
 				if tc.drop {
 					deleteFromInformer(f, node("a", 4000))
 				}

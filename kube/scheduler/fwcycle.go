@@ -94,6 +94,7 @@ func (s *Scheduler) scheduleFramework(ctx context.Context, info Attempt) Outcome
 	defer func() { s.ownNom, s.hasNom, s.sig = "", false, nil; clear(s.fwNom.pods) }()
 	st, removals, err := s.cache.updateSnapshot(s.cur.fw.Snapshot())
 	if err != nil {
+		s.endNomination(pod, "no snapshot") // as kube-scheduler clears it then
 		return s.fail(ctx, info, start, Outcome{Result: Error, Message: "snapshot: " + err.Error()})
 	}
 	s.snapRemovals = removals
@@ -104,6 +105,11 @@ func (s *Scheduler) scheduleFramework(ctx context.Context, info Attempt) Outcome
 	out.state.noms = s.nomHash
 	if out.clearNom != "" {
 		s.unnominateAs(info.Key, pod.UID, out.clearNom)
+	}
+	if out.Result == Error {
+		// As kube-scheduler clears the nomination after an error in its
+		// search for a node.
+		s.endNomination(pod, "its search failed")
 	}
 	if out.Result != Scheduled {
 		s.batch.drop()

@@ -280,9 +280,9 @@ func (s *Scheduler) assumed(pod *v1.Pod, node string) {
 
 // endNomination drops the nomination of pod, whose attempt failed in a
 // way after which kube-scheduler clears a nomination (why says which):
-// it could not be assumed on the node its cycle chose, was rejected
-// there at Reserve or Permit, or fit nowhere with no PostFilter plugin
-// to run. It wakes the pods its room kept out (nominationFreed). Kept
+// its search for a node failed with an error, it could not be assumed
+// on the node its cycle chose, was rejected there at Reserve or Permit,
+// or fit nowhere with no PostFilter plugin to run. It wakes the pods its room kept out (nominationFreed). Kept
 // after a failure on the chosen node, it would send every later attempt
 // to the nominated node first (taken without a search when its filters
 // pass), to be rejected there again. Not that of a pod created again
