@@ -117,9 +117,9 @@ func churn(t *testing.T, client *fake.Clientset, copied <-chan struct{}) {
 	for i := range 4 {
 		create("default", fmt.Sprintf("high%d", i), "2", 100)
 	}
-	pollFor(t, "the high-priority pods bound, by preemption", func() bool {
+	waitPods(t, client, "the high-priority pods bound, by preemption", func(pods []v1.Pod) bool {
 		n := 0
-		for _, p := range listPods(t, client) {
+		for _, p := range pods {
 			if p.Spec.Priority != nil && *p.Spec.Priority == 100 && p.Spec.NodeName != "" {
 				n++
 			}
@@ -155,8 +155,8 @@ func churn(t *testing.T, client *fake.Clientset, copied <-chan struct{}) {
 			t.Fatal(err)
 		}
 	}
-	pollFor(t, "every pod bound", func() bool {
-		for _, p := range listPods(t, client) {
+	waitPods(t, client, "every pod bound", func(pods []v1.Pod) bool {
+		for _, p := range pods {
 			if p.Spec.NodeName == "" {
 				return false
 			}
@@ -273,15 +273,47 @@ func listPods(t *testing.T, client *fake.Clientset) []v1.Pod {
 }
 
 func waitBound(t *testing.T, client *fake.Clientset, n int) {
-	pollFor(t, fmt.Sprintf("%d pods bound", n), func() bool {
+	waitPods(t, client, fmt.Sprintf("%d pods bound", n), func(pods []v1.Pod) bool {
 		bound := 0
-		for _, p := range listPods(t, client) {
+		for _, p := range pods {
 			if p.Spec.NodeName != "" {
 				bound++
 			}
 		}
 		return bound >= n
 	})
+}
+
+// waitPods waits until cond holds of the cluster's pods: it checks them
+// at the start and again after each change a watch of them shows, with
+// no sleep; it gives up after a minute, naming what it waited for. A
+// goroutine drains the watch as its events come, so that the fake's
+// buffer never fills however long a check takes.
+func waitPods(t *testing.T, client *fake.Clientset, what string, cond func([]v1.Pod) bool) {
+	t.Helper()
+	w, err := client.CoreV1().Pods("").Watch(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed, drained := make(chan struct{}, 1), make(chan struct{})
+	go func() {
+		defer close(drained)
+		for range w.ResultChan() {
+			select {
+			case changed <- struct{}{}:
+			default: // a check is due already
+			}
+		}
+	}()
+	defer func() { w.Stop(); <-drained }()
+	timeout := time.After(time.Minute)
+	for !cond(listPods(t, client)) {
+		select {
+		case <-changed:
+		case <-timeout:
+			t.Fatalf("no %s within a minute", what)
+		}
+	}
 }
 
 // pollFor polls cond until it holds, for at most a minute, and names what it waited for.

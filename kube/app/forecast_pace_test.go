@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -31,6 +32,10 @@ func startForecast(f *forecaster) <-chan forecastResult {
 // ready to try, and goes on once the scheduler has taken it; what it
 // predicts does not change.
 func TestForecastYieldsToScheduling(t *testing.T) {
+	synctest.Test(t, testForecastYieldsToScheduling)
+}
+
+func testForecastYieldsToScheduling(t *testing.T) {
 	l := newLiveCluster(t, 1)
 	l.running(l.pod("r", "4", "1h"), "n0", time.Minute)
 	l.pending(l.pod("p", "1", "10m"))
@@ -39,9 +44,9 @@ func TestForecastYieldsToScheduling(t *testing.T) {
 	f.stop = make(chan struct{})
 
 	done := startForecast(f)
-	waitFor(t, l.clk.HasWaiters) // p is ready to try: the forecast waits
+	waitsOnClock(t, l.clk.HasWaiters) // p is ready to try: the forecast waits
 	l.clk.Step(paceRecheck)
-	waitFor(t, l.clk.HasWaiters) // still ready: it waits again
+	waitsOnClock(t, l.clk.HasWaiters) // still ready: it waits again
 	select {
 	case r := <-done:
 		t.Fatalf("the forecast ended while the scheduler had a pod to try: %+v", r)
@@ -78,30 +83,43 @@ func TestForecastStopsWaitingAtShutdown(t *testing.T) {
 		{name: "started after the stop", stopFirst: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := newLiveCluster(t, 1)
-			l.pending(l.pod("p", "1", "10m"))
-			f := l.forecaster()
-			f.busy = func() bool { return true }
-			stop := make(chan struct{})
-			f.stop = stop
-			copies := 0
-			state := f.state
-			f.state = func() (*sim.ForecastState, CopyStats) { copies++; return state() }
-			if tc.stopFirst {
-				close(stop)
-			}
-			done := startForecast(f)
-			if !tc.stopFirst {
-				waitFor(t, l.clk.HasWaiters)
-				close(stop)
-			}
-			r := <-done
-			if !errors.Is(r.err, errForecastStopped) || r.lf != nil {
-				t.Errorf("after shutdown: %+v, %v; want %v", r.lf, r.err, errForecastStopped)
-			}
-			if copies != 0 {
-				t.Errorf("the state was copied %d times after the stop, want none", copies)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				l := newLiveCluster(t, 1)
+				l.pending(l.pod("p", "1", "10m"))
+				f := l.forecaster()
+				f.busy = func() bool { return true }
+				stop := make(chan struct{})
+				f.stop = stop
+				copies := 0
+				state := f.state
+				f.state = func() (*sim.ForecastState, CopyStats) { copies++; return state() }
+				if tc.stopFirst {
+					close(stop)
+				}
+				done := startForecast(f)
+				if !tc.stopFirst {
+					waitsOnClock(t, l.clk.HasWaiters)
+					close(stop)
+				}
+				r := <-done
+				if !errors.Is(r.err, errForecastStopped) || r.lf != nil {
+					t.Errorf("after shutdown: %+v, %v; want %v", r.lf, r.err, errForecastStopped)
+				}
+				if copies != 0 {
+					t.Errorf("the state was copied %d times after the stop, want none", copies)
+				}
+			})
 		})
+	}
+}
+
+// waitsOnClock waits, in a synctest bubble, until every goroutine of the
+// bubble is blocked, then fails unless one waits on the fake clock
+// (waiting, its HasWaiters): a wait with no polling.
+func waitsOnClock(t *testing.T, waiting func() bool) {
+	t.Helper()
+	synctest.Wait()
+	if !waiting() {
+		t.Fatal("every goroutine is blocked, and none waits on the clock")
 	}
 }

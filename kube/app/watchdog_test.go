@@ -24,13 +24,15 @@ import (
 )
 
 // stuckBinder never finishes a binding until released: a cycle that
-// binds through it hangs, as a deadlocked cycle would.
-type stuckBinder struct{ release chan struct{} }
+// binds through it hangs, as a deadlocked cycle would. It sends on
+// entered (buffered) as a binding begins to wait.
+type stuckBinder struct{ entered, release chan struct{} }
 
 func (b stuckBinder) Bind(_ context.Context, _ *v1.Pod, _ string, start func() bool, done func(error)) {
 	if !scheduler.Started(start, done) {
 		return
 	}
+	b.entered <- struct{}{}
 	<-b.release
 	done(nil)
 }
@@ -65,7 +67,7 @@ func TestProbesFailWhileACycleHangs(t *testing.T) {
 	c := scheduler.NewCache()
 	c.AddNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: v1.NodeStatus{Allocatable: v1.ResourceList{
 		v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi"), v1.ResourcePods: resource.MustParse("110")}}})
-	b := stuckBinder{release: make(chan struct{})}
+	b := stuckBinder{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	cfg, err := fwprofile.Default()
 	if err != nil {
 		t.Fatal(err)
@@ -92,13 +94,9 @@ func TestProbesFailWhileACycleHangs(t *testing.T) {
 		tm.cycle(context.Background(), s, info)
 		close(done)
 	}()
-	// Wait (polling, with a deadline) until the cycle is under way.
-	deadline := time.Now().Add(10 * time.Second)
-	for watch.since.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the cycle never began")
-		}
-		<-time.After(time.Millisecond)
+	<-b.entered // the cycle is under way, stuck in its binding
+	if watch.since.Load() == 0 {
+		t.Fatal("the cycle is binding, but the watchdog saw it not begin")
 	}
 	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
 		if code, body := get(p); code != 200 {

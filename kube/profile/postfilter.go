@@ -37,6 +37,12 @@ func postFiltersBut(f framework.Framework, built map[string]fwk.Plugin, skip str
 	return out
 }
 
+// HasPostFilterWithoutPreemption reports whether the profile has a
+// PostFilter plugin other than DefaultPreemption: whether
+// RunPostFilterWithoutPreemption has any to run. kube-scheduler clears
+// the nomination of a pod that fits nowhere when its profile has none.
+func (f *Framework) HasPostFilterWithoutPreemption() bool { return len(f.postFilters) > 0 }
+
 // RunPostFilterWithoutPreemption runs the profile's PostFilter plugins
 // other than DefaultPreemption, as kube-scheduler runs them when the
 // profile disables DefaultPreemption: in order, until one succeeds or

@@ -23,7 +23,8 @@ import (
 // under the same name is not touched. A victim already gone counts as
 // evicted; one that could not be deleted is reported as a *VictimError.
 // A nomination that cannot be written or cleared is logged, not retried
-// (as the PodScheduled condition), and does not fail the preemption. The
+// (as the PodScheduled condition), and does not fail the preemption; a
+// clearing is also reported, as a *NominationError. The
 // writes of one pod's nomination are ordered (nomWrites): the last
 // decided is the one left. It also writes the nominations of bindings
 // whose PreBind has work, and clears them after such a binding fails
@@ -67,8 +68,11 @@ func (e *APIEvictor) Preempt(ctx context.Context, p Preemption, done func(errs [
 		}
 		for i, u := range p.Unnominated {
 			if err := e.noms.write(ctx, clears[i], func() error { return e.nominate(ctx, u, "") }); err != nil {
+				// The scheduler gives the pod its nomination back in the
+				// queue: the status keeps it.
 				e.log().Warn("could not clear status.nominatedNodeName", "pod", u.Namespace+"/"+u.Name,
 					"node", p.Node, "preemptor", pre.Namespace+"/"+pre.Name, "err", err)
+				errs = append(errs, &NominationError{Pod: u, Err: err})
 			}
 		}
 		for _, v := range p.Victims {

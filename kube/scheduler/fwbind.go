@@ -220,6 +220,7 @@ func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.Po
 		if errors.Is(err, errDeletionStarted) {
 			return s.dropDeleting(info, start, err)
 		}
+		s.endNomination(info.Item, "not assumed")
 		return s.fail(ctx, info, start, Outcome{Result: Error, Message: err.Error()})
 	}
 	held := true
@@ -236,7 +237,7 @@ func (s *Scheduler) fwCommit(ctx context.Context, info Attempt, pi *framework.Po
 	if st := fb.reservePermit(ctx); st != nil {
 		release()
 		s.reserving = nil
-		s.rejectedOnNode(info.Item)
+		s.endNomination(info.Item, "rejected at Reserve or Permit")
 		// As the informer shows it now, if it was updated since Assume.
 		return s.fail(ctx, pb.current(info), start, onNodeOutcome(assumed, node, st))
 	}

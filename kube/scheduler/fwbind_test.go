@@ -121,15 +121,11 @@ func TestFrameworkPreBindFailure(t *testing.T) {
 	if out := f.once(); out.Result != Scheduled {
 		t.Fatalf("%+v", out)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, loc, _ := f.q.Get(framework.Key(p)); loc == schedq.InBackoff {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the pod did not come back to the queue")
-		}
-		time.Sleep(time.Millisecond) // polling a condition with a deadline
+	// PreBind runs on a goroutine of its own, which fails the binding and
+	// gives the pod back before it ends: Wait waits for it.
+	f.s.Wait()
+	if _, loc, _ := f.q.Get(framework.Key(p)); loc != schedq.InBackoff {
+		t.Fatalf("the pod is %v, want back in the queue with backoff", loc)
 	}
 	if got, want := probe.seen(), []string{"reserve attach n1", "prebind attach", "unreserve attach"}; !slices.Equal(got, want) {
 		t.Fatalf("calls %v, want %v", got, want)

@@ -94,6 +94,7 @@ func (s *Scheduler) scheduleFramework(ctx context.Context, info Attempt) Outcome
 	defer func() { s.ownNom, s.hasNom, s.sig = "", false, nil; clear(s.fwNom.pods) }()
 	st, removals, err := s.cache.updateSnapshot(s.cur.fw.Snapshot())
 	if err != nil {
+		s.endNomination(pod, "no snapshot") // as kube-scheduler clears it then
 		return s.fail(ctx, info, start, Outcome{Result: Error, Message: "snapshot: " + err.Error()})
 	}
 	s.snapRemovals = removals
@@ -104,6 +105,11 @@ func (s *Scheduler) scheduleFramework(ctx context.Context, info Attempt) Outcome
 	out.state.noms = s.nomHash
 	if out.clearNom != "" {
 		s.unnominateAs(info.Key, pod.UID, out.clearNom)
+	}
+	if out.Result == Error {
+		// As kube-scheduler clears the nomination after an error in its
+		// search for a node.
+		s.endNomination(pod, "its search failed")
 	}
 	if out.Result != Scheduled {
 		s.batch.drop()
@@ -152,9 +158,10 @@ func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pi *framework
 	}
 	if len(all) == 0 {
 		// Every filter would have to pass on a new node: their hints
-		// decide when one arrives.
+		// decide when one arrives. A nomination ends, as kube-scheduler
+		// clears it when no node is registered.
 		return Outcome{Result: Unschedulable, Plugins: slices.Clone(s.filterPlugins()),
-			Message: "0/0 nodes are available: no nodes available to schedule pods."}
+			Message: "0/0 nodes are available: no nodes available to schedule pods.", clearNom: "no nodes"}
 	}
 	diag := fwframework.Diagnosis{NodeToStatus: fwframework.NewDefaultNodeToStatus()}
 	pre, unsched, o, done := s.fwPreFilter(ctx, cs, pi, len(all), &diag)

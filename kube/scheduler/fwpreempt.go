@@ -129,11 +129,19 @@ func (h pluginHooks) restore(pl *defaultpreemption.DefaultPreemption) {
 // preemption is on, and records what they decided in out for act: the
 // nominated node and its victims, or that the pod's nomination is to be
 // cleared (preemption cannot help). A PostFilter error, or a pod that may
-// not preempt now, leaves the nomination as it is. The plugins' message
+// not preempt now, leaves the nomination as it is; a profile with no
+// PostFilter plugin to run ends it (endNomination). The plugins' message
 // is added to out's, as kube-scheduler adds it to its FitError.
 func (s *Scheduler) fwPreempt(ctx context.Context, cs fwk.CycleState, info Attempt, out *Outcome) {
 	fw := s.cur.fw.Framework()
-	if out.Result != Unschedulable || out.fwStatus == nil || !fw.HasPostFilterPlugins() {
+	if out.Result != Unschedulable || out.fwStatus == nil {
+		return
+	}
+	if !fw.HasPostFilterPlugins() || s.pre == nil && !s.cur.fw.HasPostFilterWithoutPreemption() {
+		// As kube-scheduler v1.37.2 clears the nomination of a pod that
+		// fits nowhere when its profile has no PostFilter plugin (without
+		// preemption, DefaultPreemption does not count).
+		s.endNomination(info.Item, "no PostFilter plugin")
 		return
 	}
 	if s.pre == nil {

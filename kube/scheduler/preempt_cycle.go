@@ -22,9 +22,11 @@ import (
 // it, and then calls done with the failures: each victim it could not
 // evict as a *VictimError, so that those it did evict still count as
 // leaving (an error that is no VictimError names no victim: none of them
-// counts as leaving then). A victim already gone is no failure; a
-// nomination that could not be written or cleared is not one either: it
-// is logged, and the preemption goes on. done may run on another
+// counts as leaving then, nor was any nomination written or cleared). A
+// victim already gone is no failure. A nomination of Unnominated that
+// could not be cleared is reported as a *NominationError, and the
+// preemption goes on; the preemptor's that could not be written is
+// logged only. done may run on another
 // goroutine. Preempt is called by the scheduling loop with no lock of
 // the scheduler held, in the order the preemptions were decided. Wait
 // returns once the preemptions started so far have ended (done called);
@@ -47,6 +49,62 @@ func (e *VictimError) Error() string {
 
 // Unwrap returns the cause.
 func (e *VictimError) Unwrap() error { return e.Err }
+
+// NominationError is an Evictor's failure to clear Pod's
+// status.nominatedNodeName, Pod being one of a Preemption's Unnominated:
+// the scheduler gives Pod its nomination back in the queue, so that the
+// queue and the status agree.
+type NominationError struct {
+	Pod *v1.Pod
+	Err error
+}
+
+// Error implements error.
+func (e *NominationError) Error() string {
+	return fmt.Sprintf("clear the nomination of %s/%s: %v", e.Pod.Namespace, e.Pod.Name, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *NominationError) Unwrap() error { return e.Err }
+
+// victimErrors returns errs, an Evictor's failures, but the
+// *NominationErrors: the failures that concern the victims (and an
+// error that names nothing). O(errors).
+func victimErrors(errs []error) []error {
+	var out []error
+	for _, err := range errs {
+		if ne := (*NominationError)(nil); !errors.As(err, &ne) {
+			out = append(out, err)
+		}
+	}
+	return out
+}
+
+// uncleared returns the pods of unnominated whose status errs, an
+// Evictor's failures, say was not cleared: those a *NominationError
+// names, or all of them if an error names nothing (neither a victim nor
+// a pod: nothing was done). O(pods + errors).
+func uncleared(unnominated []*v1.Pod, errs []error) []*v1.Pod {
+	failed := map[types.UID]bool{}
+	for _, err := range errs {
+		var ve *VictimError
+		var ne *NominationError
+		switch {
+		case errors.As(err, &ne) && ne.Pod != nil:
+			failed[ne.Pod.UID] = true
+		case errors.As(err, &ve) && ve.Victim != nil:
+		default:
+			return unnominated
+		}
+	}
+	var out []*v1.Pod
+	for _, u := range unnominated {
+		if failed[u.UID] {
+			out = append(out, u)
+		}
+	}
+	return out
+}
 
 // unevicted returns the victims that errs, an Evictor's failures, say
 // were not evicted: those a *VictimError names, or all of them if an
@@ -220,19 +278,21 @@ func (s *Scheduler) assumed(pod *v1.Pod, node string) {
 	}
 }
 
-// rejectedOnNode drops the nomination of pod, rejected at Reserve or
-// Permit on the node its cycle chose, as kube-scheduler clears a
-// nomination after such a rejection, and wakes the pods its room kept
-// out (nominationFreed). Kept, it would send every later attempt to the
-// nominated node first (taken without a search when its filters pass),
-// to be rejected there again. Not that of a pod created again under its
-// name meanwhile (unnominateAs).
-func (s *Scheduler) rejectedOnNode(pod *v1.Pod) {
+// endNomination drops the nomination of pod, whose attempt failed in a
+// way after which kube-scheduler clears a nomination (why says which):
+// its search for a node failed with an error, it could not be assumed
+// on the node its cycle chose, was rejected there at Reserve or Permit,
+// or fit nowhere with no PostFilter plugin to run. It wakes the pods its room kept out (nominationFreed). Kept
+// after a failure on the chosen node, it would send every later attempt
+// to the nominated node first (taken without a search when its filters
+// pass), to be rejected there again. Not that of a pod created again
+// under its name meanwhile (unnominateAs).
+func (s *Scheduler) endNomination(pod *v1.Pod, why string) {
 	key := framework.Key(pod)
 	if _, ok := s.queue.Nomination(key); !ok {
 		return
 	}
-	if nom, ok := s.unnominateAs(key, pod.UID, "rejected at Reserve or Permit"); ok {
+	if nom, ok := s.unnominateAs(key, pod.UID, why); ok {
 		s.nominationFreed(pod, nom)
 	}
 }

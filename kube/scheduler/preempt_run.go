@@ -55,7 +55,10 @@ func (s *Scheduler) act(ctx context.Context, info Attempt, out *Outcome) {
 	s.pre.evict(c.Victims, s.o.Now())
 	s.pre.o.Evictor.Preempt(ctx, Preemption{Preemptor: pod, Node: c.Node, Victims: c.Victims, Unnominated: unnominated}, func(errs []error) {
 		s.pre.setRunning(uid, false)
-		if len(errs) > 0 {
+		if kept := uncleared(unnominated, errs); len(kept) > 0 {
+			s.renominate(kept, c.Node)
+		}
+		if errs = victimErrors(errs); len(errs) > 0 {
 			// Some room may not come: look again from scratch next time.
 			// The victims deleted still count as leaving until the cache
 			// shows them so; those not deleted no longer do.
@@ -102,6 +105,36 @@ func (s *Scheduler) nominateFor(key types.NamespacedName, pod *v1.Pod, node stri
 		}
 	}
 	return unnominated, true
+}
+
+// renominate gives pods back their nomination to node, which a
+// preemption took (nominateFor) but whose clearing in their
+// status.nominatedNodeName the Evictor could not write (the lease fence
+// closed, say): the status still names node, and the queue follows it,
+// as kube-scheduler's nominator keeps a pod whose clearing failed. Each
+// pod must still be the queue's under its name (its UID), its queued
+// version's status must still name node, and it must have no
+// nomination and not be assumed meanwhile: a later decision stands. It
+// holds the pod events' lock, as nominateFor does.
+func (s *Scheduler) renominate(pods []*v1.Pod, node string) {
+	s.cache.lockEvents()
+	defer s.cache.unlockEvents()
+	for _, p := range pods {
+		key := framework.Key(p)
+		info, _, ok := s.queue.Get(key)
+		if !ok || info.Item.UID != p.UID || info.Item.Status.NominatedNodeName != node {
+			continue
+		}
+		if _, had := s.queue.Nomination(key); had {
+			continue
+		}
+		if _, assumed := s.cache.NodeOf(key); assumed {
+			continue
+		}
+		if err := s.queue.Nominate(key, node); err != nil {
+			s.o.Logger.Debug("nominate again: its status was not cleared", "pod", key, "err", err)
+		}
+	}
 }
 
 // queuedAs reports whether the queue's pod under key (queued or in

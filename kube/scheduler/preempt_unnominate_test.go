@@ -110,8 +110,10 @@ func TestPreemptionClearsLowerPriorityNominationsInTheAPI(t *testing.T) {
 
 // TestFailingNominationClearIsLoggedAndThePreemptionGoesOn: the API
 // server refuses to clear mid's nomination; the failure is logged, the
-// victims are still evicted, and the preemptor keeps its nomination (a
-// failed preemption would clear it).
+// victims are still evicted, the preemptor keeps its nomination (a
+// failed preemption would clear it), and mid gets its nomination back in
+// the queue, where its status still names the node (until 2026-11-30 the
+// queue dropped it).
 func TestFailingNominationClearIsLoggedAndThePreemptionGoesOn(t *testing.T) {
 	a := newAPIPreemption(t)
 	a.cs.PrependReactor("patch", "pods", func(act k8stesting.Action) (bool, runtime.Object, error) {
@@ -129,6 +131,9 @@ func TestFailingNominationClearIsLoggedAndThePreemptionGoesOn(t *testing.T) {
 	}
 	if a.f.s.pre.isRunning("uid-high") {
 		t.Fatal("the preemption never ended")
+	}
+	if status, queue := a.statusNomination(t, "mid"), a.f.nomination("mid"); status != "a" || queue != "a" {
+		t.Errorf("mid nominated to %q in its status and %q in the queue, want a in both", status, queue)
 	}
 	for _, v := range []string{"low1", "low2"} {
 		if _, err := a.cs.CoreV1().Pods("default").Get(context.Background(), v, metav1.GetOptions{}); !apierrors.IsNotFound(err) {

@@ -64,22 +64,27 @@ func (s *sim) budgetsNow() []*policyv1.PodDisruptionBudget {
 	out := make([]*policyv1.PodDisruptionBudget, len(s.x.budgets))
 	for i, b := range s.x.budgets {
 		c := b.DeepCopy()
-		c.Status = budgetStatus(b, inNS[b.Namespace])
+		c.Status = budgetStatus(b, inNS[b.Namespace], s.boundHere)
 		out[i] = c
 	}
 	return out
 }
 
+// boundHere reports whether the simulator bound p (its binding ended in
+// this run), rather than finding it bound in its input. O(1).
+func (s *sim) boundHere(p *v1.Pod) bool {
+	st := s.stats[p.UID]
+	return st != nil && !st.bound.IsZero()
+}
+
 // budgetStatus is b's status over pods, as the disruption controller
 // computes it: the expected pods are those its selector selects in its
 // namespace (an empty selector selects none, as preemption reads it),
-// the healthy ones those bound, not terminating and not unready (a
-// Ready condition that is not True: the controller counts ready pods
-// only; a pod the simulator bound has no such condition and counts). The
-// simulator has no workload controllers, so a percentage and
+// the healthy ones those bound, not terminating and ready (healthy).
+// The simulator has no workload controllers, so a percentage and
 // maxUnavailable are taken of the pods selected, not of a controller's
-// scale. O(pods).
-func budgetStatus(b *policyv1.PodDisruptionBudget, pods []*v1.Pod) policyv1.PodDisruptionBudgetStatus {
+// scale. boundHere says which pods the simulator bound. O(pods).
+func budgetStatus(b *policyv1.PodDisruptionBudget, pods []*v1.Pod, boundHere func(*v1.Pod) bool) policyv1.PodDisruptionBudgetStatus {
 	var expected, healthy int32
 	if sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector); err == nil && !sel.Empty() {
 		for _, p := range pods {
@@ -87,7 +92,7 @@ func budgetStatus(b *policyv1.PodDisruptionBudget, pods []*v1.Pod) policyv1.PodD
 				continue
 			}
 			expected++
-			if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && !unready(p) {
+			if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && ready(p, boundHere) {
 				healthy++
 			}
 		}
@@ -112,13 +117,19 @@ func desiredHealthy(spec policyv1.PodDisruptionBudgetSpec, expected int32) int32
 	return 0
 }
 
-// unready reports whether p's status says it is not ready: a Ready
-// condition whose status is not True. O(conditions).
-func unready(p *v1.Pod) bool {
+// ready reports whether p, a bound pod, counts as ready: its Ready
+// condition is True, as the disruption controller counts a pod. A pod
+// with no Ready condition is not ready (a live pod just bound, whose
+// kubelet has not reported yet), unless the simulator bound it
+// (boundHere), or it came with no condition at all (a scenario's or a
+// hand-written snapshot's: a pod an API server bound has PodScheduled at
+// least): the simulator's pods never get the condition, and it runs them
+// from their binding. O(conditions).
+func ready(p *v1.Pod, boundHere func(*v1.Pod) bool) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == v1.PodReady {
-			return c.Status != v1.ConditionTrue
+			return c.Status == v1.ConditionTrue
 		}
 	}
-	return false
+	return len(p.Status.Conditions) == 0 || boundHere(p)
 }

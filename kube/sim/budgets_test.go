@@ -100,9 +100,51 @@ func TestBudgetStatus(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "shop"}, Spec: tc.spec}
-			if got := budgetStatus(b, pods); got.ExpectedPods != tc.want.ExpectedPods || got.CurrentHealthy != tc.want.CurrentHealthy ||
+			if got := budgetStatus(b, pods, func(*v1.Pod) bool { return false }); got.ExpectedPods != tc.want.ExpectedPods || got.CurrentHealthy != tc.want.CurrentHealthy ||
 				got.DesiredHealthy != tc.want.DesiredHealthy || got.DisruptionsAllowed != tc.want.DisruptionsAllowed {
 				t.Errorf("status %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestBudgetStatusCountsReadyPods: a bound pod is healthy as the
+// disruption controller counts it, when its Ready condition is True. A
+// live pod just bound (PodScheduled, no Ready yet) is not; before, it
+// counted, and a forecast or what-if could evict a pod its budget
+// protects. The simulator's own pods never get the condition and count:
+// those it bound, and those a scenario or hand-written snapshot gives
+// bound with no condition at all.
+func TestBudgetStatusCountsReadyPods(t *testing.T) {
+	cond := func(typ v1.PodConditionType, st v1.ConditionStatus) v1.PodCondition {
+		return v1.PodCondition{Type: typ, Status: st}
+	}
+	for _, tc := range []struct {
+		name      string
+		conds     []v1.PodCondition
+		boundHere bool
+		healthy   bool
+	}{
+		{name: "no condition, from the input", healthy: true},
+		{name: "just bound, live", conds: []v1.PodCondition{cond(v1.PodScheduled, v1.ConditionTrue)}},
+		{name: "ready", conds: []v1.PodCondition{cond(v1.PodScheduled, v1.ConditionTrue), cond(v1.PodReady, v1.ConditionTrue)}, healthy: true},
+		{name: "not ready", conds: []v1.PodCondition{cond(v1.PodReady, v1.ConditionFalse)}},
+		{name: "bound by the simulator after failed attempts", conds: []v1.PodCondition{cond(v1.PodScheduled, v1.ConditionFalse)}, boundHere: true, healthy: true},
+		{name: "bound by the simulator, not ready", conds: []v1.PodCondition{cond(v1.PodReady, v1.ConditionFalse)}, boundHere: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "shop", Labels: map[string]string{"app": "db"}},
+				Spec: v1.PodSpec{NodeName: "n1"}, Status: v1.PodStatus{Conditions: tc.conds}}
+			n := intstr.FromInt32(0)
+			b := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "shop"},
+				Spec: policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}, MinAvailable: &n}}
+			got := budgetStatus(b, []*v1.Pod{p}, func(q *v1.Pod) bool { return q == p && tc.boundHere })
+			want := int32(0)
+			if tc.healthy {
+				want = 1
+			}
+			if got.ExpectedPods != 1 || got.CurrentHealthy != want || got.DisruptionsAllowed != want {
+				t.Errorf("status %+v, want 1 expected, %d healthy and allowed", got, want)
 			}
 		})
 	}
