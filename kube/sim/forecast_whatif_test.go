@@ -228,30 +228,14 @@ func TestWhatIfPreemptsOnlyItsVictims(t *testing.T) {
 // pod it evicts there: the victims are not every pod evicted from the
 // node, whichever pod evicted them.
 func TestWhatIfVictimsAreEachPreemptorsOwn(t *testing.T) {
-	now := epoch.Add(10 * time.Hour)
-	low := testPod("low", "k-0", "4", "")
-	st := &ForecastState{
-		Now:        now,
-		Namespaces: []*v1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "default"}}},
-		Nodes:      newCluster().makeNodes(NodeGroup{Name: "k", Count: 1, Capacity: map[string]string{"cpu": "5", "memory": "8Gi"}}),
-		Running:    []RunningPod{{Pod: low, Started: now.Add(-time.Hour)}},
-	}
-	sc := &Scenario{Name: "t", Seed: 1, Scheduler: SchedulerSpec{Preemption: &PreemptionSpec{PodGracePeriods: true}}}
 	yaml := fmt.Sprintf(podYAML, "w", 200, "1") + "---\n" + fmt.Sprintf(podYAML, "x", 100, "4")
-	w, err := RunWhatIf(sc, st, whatIfPod(t, yaml), ForecastOptions{Horizon: 3 * time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := whatIfBesideLow(t, yaml)
 	want := map[string]string{
 		"w": "fits now true on k-0 preempting []",
 		"x": "fits now false on k-0 preempting [low]",
 	}
 	for _, p := range w.Pods {
-		var names []string
-		for _, v := range p.Preempts {
-			names = append(names, v.Name)
-		}
-		if got := fmt.Sprintf("fits now %v on %s preempting %v", p.FitsNow, p.Node, names); got != want[p.Pod.Name] {
+		if got := fitsAndVictims(p); got != want[p.Pod.Name] {
 			t.Errorf("%s: %s; want %s", p.Pod.Name, got, want[p.Pod.Name])
 		}
 	}
@@ -263,6 +247,27 @@ func TestWhatIfVictimsAreEachPreemptorsOwn(t *testing.T) {
 // cores) preempts low, and w (priority 0, 1 core), which the room
 // nominated to x keeps out, binds after low's grace period.
 func TestWhatIfFitsNowOnlyWithoutWaiting(t *testing.T) {
+	yaml := fmt.Sprintf(podYAML, "x", 100, "4") + "---\n" + fmt.Sprintf(podYAML, "w", 0, "1")
+	w := whatIfBesideLow(t, yaml)
+	want := map[string]string{
+		"x": "fits now false on k-0 preempting [low]",
+		"w": "fits now false on k-0 preempting []",
+	}
+	for _, p := range w.Pods {
+		if got := fitsAndVictims(p); got != want[p.Pod.Name] {
+			t.Errorf("%s: %s; want %s", p.Pod.Name, got, want[p.Pod.Name])
+		}
+		if p.Pod.Name == "w" && !strings.Contains(p.Reason, "Insufficient cpu") {
+			t.Errorf("w: reason %q, want its failed cycle's (Insufficient cpu)", p.Reason)
+		}
+	}
+}
+
+// whatIfBesideLow runs a what-if of the pods in yaml on one node, k-0 (5
+// cores), where the pod low (priority 0) has run on 4 cores for an hour,
+// with preemption and grace periods on and a horizon of 3 h.
+func whatIfBesideLow(t *testing.T, yaml string) *WhatIf {
+	t.Helper()
 	now := epoch.Add(10 * time.Hour)
 	st := &ForecastState{
 		Now:        now,
@@ -271,25 +276,19 @@ func TestWhatIfFitsNowOnlyWithoutWaiting(t *testing.T) {
 		Running:    []RunningPod{{Pod: testPod("low", "k-0", "4", ""), Started: now.Add(-time.Hour)}},
 	}
 	sc := &Scenario{Name: "t", Seed: 1, Scheduler: SchedulerSpec{Preemption: &PreemptionSpec{PodGracePeriods: true}}}
-	yaml := fmt.Sprintf(podYAML, "x", 100, "4") + "---\n" + fmt.Sprintf(podYAML, "w", 0, "1")
 	w, err := RunWhatIf(sc, st, whatIfPod(t, yaml), ForecastOptions{Horizon: 3 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{
-		"x": "fits now false on k-0 preempting [low]",
-		"w": "fits now false on k-0 preempting []",
+	return w
+}
+
+// fitsAndVictims is whether p fits now, where and whom it preempts, as
+// one line.
+func fitsAndVictims(p WhatIfPod) string {
+	var names []string
+	for _, v := range p.Preempts {
+		names = append(names, v.Name)
 	}
-	for _, p := range w.Pods {
-		var names []string
-		for _, v := range p.Preempts {
-			names = append(names, v.Name)
-		}
-		if got := fmt.Sprintf("fits now %v on %s preempting %v", p.FitsNow, p.Node, names); got != want[p.Pod.Name] {
-			t.Errorf("%s: %s; want %s", p.Pod.Name, got, want[p.Pod.Name])
-		}
-		if p.Pod.Name == "w" && !strings.Contains(p.Reason, "Insufficient cpu") {
-			t.Errorf("w: reason %q, want its failed cycle's (Insufficient cpu)", p.Reason)
-		}
-	}
+	return fmt.Sprintf("fits now %v on %s preempting %v", p.FitsNow, p.Node, names)
 }
