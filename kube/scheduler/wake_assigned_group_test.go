@@ -1,13 +1,11 @@
 package scheduler
 
 import (
-	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/plugins"
 )
 
@@ -77,17 +75,7 @@ func TestAssignedPodAddWakesTheRejectedGroup(t *testing.T) {
 				f.h.AddPod(r)
 			}
 			f.addFWGang("g", tc.minCount, tc.members, tc.mutate)
-			out := f.once()
-			if out.Result != Unschedulable || !slices.Contains(out.Plugins, tc.plugin) {
-				t.Fatalf("first attempt %v by %v (%s), want Unschedulable by %s", out.Result, out.Plugins, out.Message, tc.plugin)
-			}
-			if loc := f.where("g-0"); loc != schedq.InUnschedulable {
-				t.Fatalf("group %v after its rejection, want parked", loc)
-			}
-			f.h.AddPod(tc.added)
-			if woken := f.where("g-0") != schedq.InUnschedulable; woken != tc.woken {
-				t.Fatalf("woken %v by %s's arrival (rejected by %v), want %v", woken, tc.added.Name, out.Plugins, tc.woken)
-			}
+			f.parkedThenWokenBy(t, "g-0", tc.plugin, tc.added, tc.woken)
 		})
 	}
 }

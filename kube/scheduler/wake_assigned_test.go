@@ -82,17 +82,7 @@ func TestAssignedPodAddWakesTheRejectedPod(t *testing.T) {
 				p := pod("p", 100)
 				tc.pod(p)
 				f.h.AddPod(p)
-				out := f.once()
-				if out.Result != Unschedulable || !slices.Contains(out.Plugins, tc.plugin) {
-					t.Fatalf("first attempt %v by %v (%s), want Unschedulable by %s", out.Result, out.Plugins, out.Message, tc.plugin)
-				}
-				if loc := f.where("p"); loc != schedq.InUnschedulable {
-					t.Fatalf("pod %v after its rejection, want parked", loc)
-				}
-				f.h.AddPod(tc.added)
-				if woken := f.where("p") != schedq.InUnschedulable; woken != tc.woken {
-					t.Fatalf("woken %v by %s's arrival (rejected by %v), want %v", woken, tc.added.Name, out.Plugins, tc.woken)
-				}
+				f.parkedThenWokenBy(t, "p", tc.plugin, tc.added, tc.woken)
 			})
 		}
 	}
@@ -105,4 +95,22 @@ func labelled(p *v1.Pod, k, v string) *v1.Pod {
 	}
 	p.Labels[k] = v
 	return p
+}
+
+// parkedThenWokenBy runs one attempt, which must leave the pod (or the
+// group of the member) name Unschedulable by plugin and parked, then adds
+// added and checks that its arrival wakes name or not, as woken says.
+func (f *fixture) parkedThenWokenBy(t *testing.T, name, plugin string, added *v1.Pod, woken bool) {
+	t.Helper()
+	out := f.once()
+	if out.Result != Unschedulable || !slices.Contains(out.Plugins, plugin) {
+		t.Fatalf("first attempt %v by %v (%s), want Unschedulable by %s", out.Result, out.Plugins, out.Message, plugin)
+	}
+	if loc := f.where(name); loc != schedq.InUnschedulable {
+		t.Fatalf("%s %v after its rejection, want parked", name, loc)
+	}
+	f.h.AddPod(added)
+	if got := f.where(name) != schedq.InUnschedulable; got != woken {
+		t.Fatalf("woken %v by %s's arrival (rejected by %v), want %v", got, added.Name, out.Plugins, woken)
+	}
 }
