@@ -237,28 +237,6 @@ func TestGangMemberBeforeItsPodGroupWaitsAndIsReported(t *testing.T) {
 	}
 }
 
-func TestGangShortOfMembersWaitsForOne(t *testing.T) {
-	f, _ := newGangFixture(t)
-	f.h.AddNode(node("a", 8000))
-	f.h.AddPodGroup(podGroup("big", 3, 0))
-	f.addGang("big", 2, 1000)
-	out := f.once()
-	if out.Result != Unschedulable || !strings.Contains(out.Message, "2 members waiting and 0 bound, fewer than minCount 3") {
-		t.Fatalf("outcome %+v", out)
-	}
-	if loc := f.where("big-0"); loc != schedq.InUnschedulable {
-		t.Fatalf("group is %v, want parked", loc)
-	}
-	f.h.AddPod(memberPod("big-2", "big", 1000))
-	if loc := f.where("big-0"); loc != schedq.InBackoff && loc != schedq.InActive {
-		t.Fatalf("the third member did not wake the group: %v", loc)
-	}
-	f.q.Activate(framework.Key(pod("big-0", 0)))
-	if out := f.once(); out.Result != Scheduled || len(f.b.binds) != 3 {
-		t.Fatalf("outcome %+v, binds %v", out, f.b.binds)
-	}
-}
-
 func TestInvalidPodGroupIsReportedAndItsMembersWait(t *testing.T) {
 	f, w := newGangFixture(t)
 	f.h.AddNode(node("a", 8000))
