@@ -42,13 +42,7 @@ func TestSnapshotBudgetsGuidePreemption(t *testing.T) {
 		{name: "a budget that allows it", budget: "- {apiVersion: policy/v1, kind: PodDisruptionBudget, metadata: {name: db, namespace: shop}, spec: {maxUnavailable: 1, selector: {matchLabels: {app: db}}}}\n", victimPriority: 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "snap.yaml")
-			if err := os.WriteFile(path, []byte(budgetSnapshot+tc.budget), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			sc := snapshotScenario(path)
-			sc.Scheduler.Preemption = &PreemptionSpec{}
-			r := run(t, sc)
+			r := run(t, preemptingSnapshot(t, budgetSnapshot+tc.budget))
 			var victims []int32
 			for _, c := range r.Preemption.ByPriority {
 				for range c.Victims {
@@ -156,12 +150,7 @@ func TestBudgetStatusCountsReadyPods(t *testing.T) {
 func TestWhatIfRespectsSnapshotBudgets(t *testing.T) {
 	snap := strings.Replace(budgetSnapshot, "- {apiVersion: v1, kind: Pod, metadata: {name: urgent", "# - urgent", 1) +
 		"- {apiVersion: policy/v1, kind: PodDisruptionBudget, metadata: {name: db, namespace: shop}, spec: {minAvailable: 1, selector: {matchLabels: {app: db}}}}\n"
-	path := filepath.Join(t.TempDir(), "snap.yaml")
-	if err := os.WriteFile(path, []byte(snap), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	sc := snapshotScenario(path)
-	sc.Scheduler.Preemption = &PreemptionSpec{}
+	sc := preemptingSnapshot(t, snap)
 	rp, err := NewReplay(sc)
 	if err != nil {
 		t.Fatal(err)
@@ -228,4 +217,17 @@ func TestWhatIfBudgetCountsOnlyReadyPodsHealthy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// preemptingSnapshot is the scenario of a snapshot file holding yaml,
+// with preemption on.
+func preemptingSnapshot(t *testing.T, yaml string) *Scenario {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "snap.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sc := snapshotScenario(path)
+	sc.Scheduler.Preemption = &PreemptionSpec{}
+	return sc
 }

@@ -1,8 +1,6 @@
 package sim
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -115,13 +113,7 @@ items:
 // the node its status still names: the forecast's handlers would take
 // that over and reserve its room again.
 func TestReplayStateCarriesTheQueuesNominations(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cluster.yaml")
-	if err := os.WriteFile(path, []byte(staleNominationSnapshot), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sc := snapshotScenario(path)
-	sc.Scheduler.Preemption = &PreemptionSpec{}
-	rp, err := NewReplay(sc)
+	rp, err := NewReplay(preemptingSnapshot(t, staleNominationSnapshot))
 	if err != nil {
 		t.Fatal(err)
 	}
