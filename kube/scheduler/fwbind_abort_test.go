@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
-	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/schedq/schedq"
@@ -188,11 +187,7 @@ func TestGangMemberNodeDeletedThenPreBindFails(t *testing.T) {
 	}
 	prof := &cfg.Profiles[0]
 	prof.Plugins.PreBind.Enabled = append(prof.Plugins.PreBind.Enabled, config.Plugin{Name: "GoneProbe"})
-	fw, err := profile.NewFrameworkOn(context.Background(), prof, profile.Setup{Snapshot: backendcache.NewEmptySnapshot(), Plugins: extra})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fw.Close() })
+	fw := frameworkWith(t, prof, extra)
 	lb := &laterBinder{binds: map[string]string{}}
 	f.s = mustNew(t, f.q, f.c, lb, warnReporter{f.r, w}, Options{Profiles: []*profile.Framework{fw}, SyncPreBind: true})
 	f.h.AddNode(a)

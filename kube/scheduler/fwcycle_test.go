@@ -41,11 +41,7 @@ func newFWFixture(t *testing.T, extra frameworkruntime.Registry, mutate func(*co
 	if mutate != nil {
 		mutate(prof)
 	}
-	fw, err := profile.NewFrameworkOn(context.Background(), prof, profile.Setup{Snapshot: backendcache.NewEmptySnapshot(), Plugins: extra})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fw.Close() })
+	fw := frameworkWith(t, prof, extra)
 	q := queueOn(t, fw)
 	c := NewCache()
 	f := &fixture{t: t, q: q, c: c, b: &syncBinder{}, r: &recReporter{}}
@@ -357,4 +353,17 @@ func TestFrameworkOverflowingRequestsFitNowhere(t *testing.T) {
 			t.Fatalf("outcome %+v, binds %v", out, f.b.binds)
 		}
 	})
+}
+
+// frameworkWith builds kube-scheduler's framework with prof and the
+// out-of-tree plugins extra over an empty snapshot, closed when the test
+// ends.
+func frameworkWith(t testing.TB, prof *config.KubeSchedulerProfile, extra frameworkruntime.Registry) *profile.Framework {
+	t.Helper()
+	fw, err := profile.NewFrameworkOn(context.Background(), prof, profile.Setup{Snapshot: backendcache.NewEmptySnapshot(), Plugins: extra})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fw.Close() })
+	return fw
 }

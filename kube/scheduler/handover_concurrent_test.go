@@ -20,7 +20,6 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
-	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/schedq/schedq"
@@ -204,11 +203,7 @@ func TestConcurrentHandOverKeepsTheNewestVersion(t *testing.T) {
 	extra := frameworkruntime.Registry{churnName: func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 		return churn, nil
 	}}
-	fw, err := profile.NewFrameworkOn(context.Background(), prof, profile.Setup{Snapshot: backendcache.NewEmptySnapshot(), Plugins: extra})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fw.Close() })
+	fw := frameworkWith(t, prof, extra)
 	qc := QueueConfig()
 	if err := UseFrameworkHints(context.Background(), &qc, fw, klog.Background()); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
-	backendcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/schedq/schedq"
@@ -173,10 +172,6 @@ func gatedFramework(t *testing.T, gate *gateFilter) *profile.Framework {
 	prof := &cfg.Profiles[0]
 	prof.Plugins.MultiPoint.Enabled = append([]config.Plugin{{Name: "Gate"}}, prof.Plugins.MultiPoint.Enabled...)
 	extra := frameworkruntime.Registry{"Gate": func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) { return gate, nil }}
-	fw, err := profile.NewFrameworkOn(context.Background(), prof, profile.Setup{Snapshot: backendcache.NewEmptySnapshot(), Plugins: extra})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fw.Close() })
+	fw := frameworkWith(t, prof, extra)
 	return fw
 }
