@@ -21,20 +21,15 @@ import (
 // until m0 is released.
 func gangReleaseState() *ForecastState {
 	now := epoch.Add(time.Hour)
-	name := "g"
-	member := func(p *v1.Pod) *v1.Pod {
-		p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &name}
-		return p
-	}
-	m0 := member(testPod("m0", "n-0", "1", "1h"))
+	m0 := inGroup(testPod("m0", "n-0", "1", "1h"), "g")
 	yes := true
 	m0.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "j", UID: "job-uid", Controller: &yes}}
 	s := &sim{}
 	return &ForecastState{Now: now,
 		Nodes:     newCluster().makeNodes(NodeGroup{Name: "n", Count: 2, Capacity: map[string]string{"cpu": "2", "memory": "8Gi"}}),
 		Running:   []RunningPod{{Pod: m0, Started: now}, {Pod: testPod("u", "n-1", "1", ""), Started: now}},
-		PodGroups: []*schedulingPodGroup{s.podGroupObject("default", name, 2, 0)},
-		Pending:   []*v1.Pod{member(testPod("m1", "", "2", "1h"))},
+		PodGroups: []*schedulingPodGroup{s.podGroupObject("default", "g", 2, 0)},
+		Pending:   []*v1.Pod{inGroup(testPod("m1", "", "2", "1h"), "g")},
 	}
 }
 

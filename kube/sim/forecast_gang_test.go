@@ -24,11 +24,8 @@ func TestForecastGangStartsWhole(t *testing.T) {
 		},
 		PodGroups: []*schedulingPodGroup{pg},
 	}
-	name := "g"
 	for _, n := range []string{"m0", "m1"} {
-		p := testPod(n, "", "4", "1h")
-		p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &name}
-		st.Pending = append(st.Pending, p)
+		st.Pending = append(st.Pending, inGroup(testPod(n, "", "4", "1h"), "g"))
 	}
 	f, err := RunForecast(&Scenario{Name: "t", Seed: 1}, st, ForecastOptions{Horizon: 2 * time.Hour})
 	if err != nil {
@@ -52,11 +49,8 @@ func TestForecastGangCountsNoMemberAsUnknown(t *testing.T) {
 		Nodes:     newCluster().makeNodes(NodeGroup{Name: "n", Count: 3, Capacity: map[string]string{"cpu": "4", "memory": "8Gi"}}),
 		PodGroups: []*schedulingPodGroup{s.podGroupObject("default", "g", 3, 0)},
 	}
-	name := "g"
 	for _, n := range []string{"m0", "m1", "m2"} {
-		p := testPod(n, "", "4", "")
-		p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &name}
-		st.Pending = append(st.Pending, p)
+		st.Pending = append(st.Pending, inGroup(testPod(n, "", "4", ""), "g"))
 	}
 	f, err := RunForecast(&Scenario{Name: "t", Seed: 1}, st, ForecastOptions{Horizon: 2 * time.Hour})
 	if err != nil {
@@ -99,11 +93,8 @@ func TestForecastMemberBeyondMinCountStartsOnItsOwn(t *testing.T) {
 					{Pod: testPod("late", fmt.Sprintf("n-%d", tc.free+1), "4", "5h"), Started: now},
 				},
 			}
-			name := "g"
 			for _, n := range []string{"m0", "m1", "m2"} {
-				p := testPod(n, "", "4", "5h")
-				p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &name}
-				st.Pending = append(st.Pending, p)
+				st.Pending = append(st.Pending, inGroup(testPod(n, "", "4", "5h"), "g"))
 			}
 			f, err := RunForecast(&Scenario{Name: "t", Seed: 1}, st, ForecastOptions{Horizon: 2 * time.Hour})
 			if err != nil {
@@ -120,4 +111,11 @@ func TestForecastMemberBeyondMinCountStartsOnItsOwn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// inGroup makes p a member of the PodGroup group (its
+// spec.schedulingGroup) and returns it.
+func inGroup(p *v1.Pod, group string) *v1.Pod {
+	p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &group}
+	return p
 }
