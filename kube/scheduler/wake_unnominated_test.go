@@ -19,19 +19,9 @@ func TestFailedPreemptionFreesTheNominationsRoom(t *testing.T) {
 	f.h.AddNode(node("a", 4000))
 	f.h.AddPod(runningPod("top", "a", 2000, 1000, t0))
 	f.h.AddPod(prioPod("low", 1500, 1))
-	info, ok := tryPop(f.q)
-	if !ok || info.Item.Name != "low" {
-		t.Fatalf("popped %v, want low", info.Item)
-	}
 	high := prioPod("high", 3000, 100)
 	high.Status.NominatedNodeName = "a" // a previous leader's nomination
-	f.h.AddPod(high)
-	if out := f.s.ScheduleOne(t.Context(), info); out.Result != Unschedulable || !slices.Contains(out.Plugins, "NodeResourcesFit") {
-		t.Fatalf("low: %v by %v (%s), want Unschedulable by NodeResourcesFit: high's room", out.Result, out.Plugins, out.Message)
-	}
-	if loc := f.where("low"); loc != schedq.InUnschedulable {
-		t.Fatalf("low %v, want parked", loc)
-	}
+	f.parkLowBehind(t, high)
 	if out := f.once(); out.Result != Unschedulable || f.nomination("high") != "" {
 		t.Fatalf("high: %v, nominated %q (%s), want Unschedulable and its nomination cleared", out.Result, f.nomination("high"), out.Message)
 	}
@@ -52,20 +42,10 @@ func TestAssumedElsewhereFreesTheNominationsRoom(t *testing.T) {
 	f.h.AddNode(node("b", 4000, taint))
 	f.h.AddPod(runningPod("top", "a", 2000, 1000, t0))
 	f.h.AddPod(prioPod("low", 1500, 1))
-	info, ok := tryPop(f.q)
-	if !ok || info.Item.Name != "low" {
-		t.Fatalf("popped %v, want low", info.Item)
-	}
 	high := prioPod("high", 3000, 100)
 	high.Status.NominatedNodeName = "a"
 	high.Spec.Tolerations = []v1.Toleration{{Key: "dedicated", Operator: v1.TolerationOpExists}}
-	f.h.AddPod(high)
-	if out := f.s.ScheduleOne(t.Context(), info); out.Result != Unschedulable || !slices.Contains(out.Plugins, "NodeResourcesFit") {
-		t.Fatalf("low: %v by %v (%s), want Unschedulable by NodeResourcesFit: high's room on a", out.Result, out.Plugins, out.Message)
-	}
-	if loc := f.where("low"); loc != schedq.InUnschedulable {
-		t.Fatalf("low %v, want parked", loc)
-	}
+	f.parkLowBehind(t, high)
 	if out := f.once(); out.Result != Scheduled || out.Node != "b" || f.nomination("high") != "" {
 		t.Fatalf("high: %v on %q, nominated %q (%s), want assumed on b, its nomination cleared", out.Result, out.Node, f.nomination("high"), out.Message)
 	}
@@ -91,24 +71,32 @@ func TestRenominatedPreemptorFreesTheOldNominationsRoom(t *testing.T) {
 	f.h.AddPod(runningPod("top", "a", 2000, 1000, t0))
 	f.h.AddPod(runningPod("victim", "b", 4000, 0, t0))
 	f.h.AddPod(prioPod("low", 1500, 1))
-	info, ok := tryPop(f.q)
-	if !ok || info.Item.Name != "low" {
-		t.Fatalf("popped %v, want low", info.Item)
-	}
 	high := prioPod("high", 3000, 100)
 	high.Status.NominatedNodeName = "a"
-	f.h.AddPod(high)
-	if out := f.s.ScheduleOne(t.Context(), info); out.Result != Unschedulable || !slices.Contains(out.Plugins, "NodeResourcesFit") {
-		t.Fatalf("low: %v by %v (%s), want Unschedulable by NodeResourcesFit: high's room on a", out.Result, out.Plugins, out.Message)
-	}
-	if loc := f.where("low"); loc != schedq.InUnschedulable {
-		t.Fatalf("low %v, want parked", loc)
-	}
+	f.parkLowBehind(t, high)
 	if out := f.once(); out.Result != Unschedulable || out.Nominated != "b" || f.nomination("high") != "b" {
 		t.Fatalf("high: %v, nominated %q in the outcome and %q in the queue (%s), want b, preempting victim",
 			out.Result, out.Nominated, f.nomination("high"), out.Message)
 	}
 	if loc := f.where("low"); loc == schedq.InUnschedulable {
 		t.Fatal("low still parked after high's nomination moved from a to b")
+	}
+}
+
+// parkLowBehind pops low, the pod next in line, then adds high (its
+// nomination set) and runs low's attempt, which must leave low parked,
+// rejected by NodeResourcesFit: the room high's nomination holds.
+func (f *fixture) parkLowBehind(t *testing.T, high *v1.Pod) {
+	t.Helper()
+	info, ok := tryPop(f.q)
+	if !ok || info.Item.Name != "low" {
+		t.Fatalf("popped %v, want low", info.Item)
+	}
+	f.h.AddPod(high)
+	if out := f.s.ScheduleOne(t.Context(), info); out.Result != Unschedulable || !slices.Contains(out.Plugins, "NodeResourcesFit") {
+		t.Fatalf("low: %v by %v (%s), want Unschedulable by NodeResourcesFit: high's room", out.Result, out.Plugins, out.Message)
+	}
+	if loc := f.where("low"); loc != schedq.InUnschedulable {
+		t.Fatalf("low %v, want parked", loc)
 	}
 }
