@@ -38,6 +38,19 @@ type Budget[T any] interface {
 	Key() string
 }
 
+// NominatedBudget is a Budget whose room the items nominated to a target
+// (Nominate) may hold already: a preemptor waiting for the room its
+// victims free, say. The queue calls UseNominated once on each budget
+// that Config.Budget returns and that implements it, before its first
+// Take, with a function that returns the items nominated to a target in
+// their latest versions, as Nominated does. The function reads the
+// queue's own nominations without its lock: the budget may call it only
+// from Take and Return, which run under that lock.
+type NominatedBudget[T any] interface {
+	Budget[T]
+	UseNominated(nominated func(target string) []T)
+}
+
 // roomGroup is one budgeted move request: its budget, how many woken
 // items still hold room in it, and the items it left parked.
 type roomGroup[K comparable, T any] struct {

@@ -218,6 +218,9 @@ func (c *Core[K, T]) moveItems(list []*entry[K, T], fromBuckets bool, ev Event, 
 	if c.cfg.Budget != nil && !ev.wildcard() {
 		if room, ok := c.cfg.Budget(ev, oldObj, newObj); ok {
 			b = room // ok false: no limit, whatever room holds
+			if nb, ok := room.(NominatedBudget[T]); ok {
+				nb.UseNominated(c.Nominated)
+			}
 		}
 	}
 	if c.cfg.HintClass != nil && !ev.wildcard() {

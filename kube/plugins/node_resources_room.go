@@ -11,7 +11,8 @@ import (
 // RoomLedger keeps the room that nodes have promised to pods the queue
 // woke for them, across the queue's events, as NodeResourcesFit counts
 // room: a node's room is its allocatable, less what its pods (bound and
-// assumed) request, less what it has promised. One ledger serves one
+// assumed) request, less what it has promised, less what the pods
+// nominated to it hold (NodeRoom.UseNominated). One ledger serves one
 // queue; it is used under the queue's lock only, so it needs none.
 //
 // The ledger reads the scheduler's cache through a RoomSource, under the
@@ -21,6 +22,11 @@ type RoomLedger struct {
 	src      RoomSource
 	check    func(*v1.Pod) RoomCheck
 	promised map[string]*promise
+	holding  map[types.NamespacedName]int // pods holding a promise, and how many
+	// Class, if set, is the queue's Config.HintClass: a pod nominated to
+	// a node does not keep a pod of its own class out of its room (see
+	// NodeRoom.Take). Nil: only the pod itself is left out.
+	Class func(*v1.Pod) uint64
 }
 
 // RoomCheck is how NodeResourcesFit checks a pod's room: Skip, if not
@@ -61,7 +67,7 @@ func NewRoomLedger(src RoomSource, skip func(name v1.ResourceName, alloc int64) 
 // pod whose check is None fits any node and is promised nothing. check
 // is called under the queue's lock, as skip is.
 func NewRoomLedgerBy(src RoomSource, check func(*v1.Pod) RoomCheck) *RoomLedger {
-	return &RoomLedger{src: src, check: check, promised: map[string]*promise{}}
+	return &RoomLedger{src: src, check: check, promised: map[string]*promise{}, holding: map[types.NamespacedName]int{}}
 }
 
 // Room returns the room of the named node, as a schedq.Budget.
@@ -75,16 +81,18 @@ func (l *RoomLedger) RoomFreedBy(node string, gone *v1.Pod) *NodeRoom {
 	return &NodeRoom{l: l, node: node, gone: gone, to: map[types.NamespacedName]framework.Resource{}}
 }
 
-// fits reports whether the node, with what it promised, can hold one more
-// pod requesting req, skip's resources unchecked; a node that is gone
-// cannot.
-func (l *RoomLedger) fits(node string, req framework.Resource, skip func(v1.ResourceName, int64) bool) bool {
+// fits reports whether the node, with what it promised and what held
+// holds (nheld pods requesting it), can hold one more pod requesting req,
+// skip's resources unchecked; a node that is gone cannot.
+func (l *RoomLedger) fits(node string, req, held framework.Resource, nheld int64, skip func(v1.ResourceName, int64) bool) bool {
 	alloc, requested, pods, found := l.src.NodeRoom(node)
 	if !found {
 		return false
 	}
 	var used framework.Resource // a copy: Add writes into Scalar
 	used.Add(requested)
+	used.Add(held)
+	pods += nheld
 	if p := l.promised[node]; p != nil {
 		used.Add(p.res)
 		pods += p.pods
@@ -115,7 +123,10 @@ func fits(req, alloc, used framework.Resource, pods int64, skip func(v1.Resource
 	return true
 }
 
-func (l *RoomLedger) promise(node string, req framework.Resource, sign int64) {
+func (l *RoomLedger) promise(node string, key types.NamespacedName, req framework.Resource, sign int64) {
+	if l.holding[key] += int(sign); l.holding[key] <= 0 {
+		delete(l.holding, key)
+	}
 	p := l.promised[node]
 	if p == nil {
 		p = &promise{}
@@ -135,18 +146,66 @@ func (l *RoomLedger) promise(node string, req framework.Resource, sign int64) {
 // a pod room if the node can hold it now, besides what it promised
 // already; Return takes the promise back when the pod's attempt ended.
 type NodeRoom struct {
-	l    *RoomLedger
-	node string
-	gone *v1.Pod // the deleted pod that made the room, or nil
-	to   map[types.NamespacedName]framework.Resource
+	l         *RoomLedger
+	node      string
+	gone      *v1.Pod // the deleted pod that made the room, or nil
+	to        map[types.NamespacedName]framework.Resource
+	nominated func(node string) []*v1.Pod // the queue's nominations, or nil
 }
 
-var _ schedq.Budget[*v1.Pod] = (*NodeRoom)(nil)
+var _ schedq.NominatedBudget[*v1.Pod] = (*NodeRoom)(nil)
+
+// UseNominated implements schedq.NominatedBudget: nominated lists the
+// pods the queue has nominated to a node.
+func (r *NodeRoom) UseNominated(nominated func(node string) []*v1.Pod) { r.nominated = nominated }
+
+// held returns what the pods nominated to the node hold of its room
+// against pod, and how many they are, as kube-scheduler's filters count
+// them for pod: those of pod's priority or higher, not placed on a node
+// yet (an assumed or bound pod's room is counted as its node's), and
+// holding no promise of the ledger (which is counted already). Neither
+// pod itself nor a pod of its class (RoomLedger.Class) is counted: the
+// queue offers a class's room to one pod of it for all, and a nominee
+// must not be kept out by its own room. O(nominated pods of the node).
+func (r *NodeRoom) held(pod *v1.Pod) (framework.Resource, int64) {
+	var res framework.Resource
+	if r.nominated == nil {
+		return res, 0
+	}
+	noms := r.nominated(r.node)
+	if len(noms) == 0 {
+		return res, 0
+	}
+	key, prio := framework.Key(pod), framework.Priority(pod)
+	var class uint64
+	classed := false
+	var n int64
+	for _, p := range noms {
+		k := framework.Key(p)
+		if k == key || framework.Priority(p) < prio || r.l.holding[k] > 0 || r.l.src.Placed(k) {
+			continue
+		}
+		if r.l.Class != nil && framework.Priority(p) == prio {
+			if !classed {
+				class, classed = r.l.Class(pod), true
+			}
+			if r.l.Class(p) == class {
+				continue
+			}
+		}
+		req, _ := framework.RequestsOf(p)
+		res.Add(req)
+		n++
+	}
+	return res, n
+}
 
 // Key implements schedq.Budget: the events of one node share its room.
 func (r *NodeRoom) Key() string { return r.node }
 
-// Take promises pod room on the node if it fits. A pod whose room is
+// Take promises pod room on the node if it fits, besides the room of the
+// pods nominated to the node that kube-scheduler's filters would count
+// against pod (held). A pod whose room is
 // checked by no NodeResourcesFit filter (RoomCheck.None) fits without a
 // promise. A pod that the deleted
 // pod counted against in a domain wider than one node (ReachesBeyond) is
@@ -162,10 +221,11 @@ func (r *NodeRoom) Take(pod *v1.Pod) bool {
 		return true
 	}
 	req, _ := framework.RequestsOf(pod) // clamped if invalid
-	if !r.l.fits(r.node, req, check.Skip) {
+	held, nheld := r.held(pod)
+	if !r.l.fits(r.node, req, held, nheld, check.Skip) {
 		return false
 	}
-	r.l.promise(r.node, req, 1)
+	r.l.promise(r.node, framework.Key(pod), req, 1)
 	r.to[framework.Key(pod)] = req
 	return true
 }
@@ -180,7 +240,7 @@ func (r *NodeRoom) Return(pod *v1.Pod) bool {
 	key := framework.Key(pod)
 	if req, ok := r.to[key]; ok {
 		delete(r.to, key)
-		r.l.promise(r.node, req, -1)
+		r.l.promise(r.node, key, req, -1)
 	}
 	return !r.l.src.Placed(key)
 }

@@ -21,8 +21,12 @@ import (
 // constraints (spread or anti-affinity over a domain wider than a node)
 // counted it against (plugins.NodeRoom.Take). One ledger of promised room
 // serves every event, so two events on one node do not promise its room
-// twice. This goes beyond kube-scheduler, which wakes every pod whose
-// hint accepts the event.
+// twice. The room that the pods nominated to the node hold (preemptors
+// waiting for their victims to go) is not offered to pods of their
+// priority or lower, as kube-scheduler's filters count it against those
+// pods, unless a nominee is of the woken pod's hint class (the queue
+// judges a class as one pod). This goes beyond kube-scheduler, which
+// wakes every pod whose hint accepts the event.
 //
 // A budget's Take reads only the pod's requests, namespace, labels and
 // topology constraints, which are equal for the pods of one PodHintClass
@@ -46,6 +50,7 @@ func WakeBudget(c *Cache) func(ev schedq.Event, oldObj, newObj any) (schedq.Budg
 // is the one its spec.schedulerName names.
 func WakeBudgetOn(c *Cache, fws ...*profile.Framework) func(ev schedq.Event, oldObj, newObj any) (schedq.Budget[*v1.Pod], bool) {
 	ledger := plugins.NewRoomLedgerBy(c, roomChecks(fws))
+	ledger.Class = PodHintClass // the class UseFrameworkHints gives the queue
 	return func(ev schedq.Event, oldObj, newObj any) (schedq.Budget[*v1.Pod], bool) {
 		node, gone := roomOn(ev, oldObj, newObj)
 		if node == "" {
