@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/schedq/schedq/kube/framework"
 )
 
 // scriptedEvictor deletes the victims if evict is set, then reports the
@@ -77,5 +79,46 @@ func TestUnclearedNominationsStayInTheQueue(t *testing.T) {
 				t.Errorf("%d pods nominated to a, want %d", got, tc.nominees)
 			}
 		})
+	}
+}
+
+// TestRenominateFollowsTheQueuedStatus: renominate gives a pod back the
+// nomination a preemption took only if the queue's version of the pod
+// names the node in its status. That version may be stale: low's own
+// nomination was written to its status but the echo is not seen yet.
+// Restoring from the queue's version is still right, since the queue
+// follows the status: nominated to a in the queue alone, low is not
+// renominated when the clearing fails (nothing the scheduler knows of
+// names a), and is nominated again when the echo of the first write
+// arrives (an update from "" to a); had that write failed too, the
+// status and the queue agree on no nomination.
+func TestRenominateFollowsTheQueuedStatus(t *testing.T) {
+	errFence := errors.New("not known to hold the leader lease")
+	f := newFWFixture(t, nil, nil)
+	e := &scriptedEvictor{f: f, evict: true, errs: func(p Preemption) []error {
+		return []error{&NominationError{Pod: p.Unnominated[0], Err: errFence}}
+	}}
+	if err := f.s.EnablePreemption(PreemptionOptions{Evictor: e}); err != nil {
+		t.Fatal(err)
+	}
+	f.h.AddNode(node("a", 4000))
+	f.h.AddPod(runningPod("victim", "a", 3000, 1, t0))
+	low := prioPod("low", 2000, 5)
+	f.h.AddPod(low)
+	if err := f.q.Nominate(framework.Key(low), "a"); err != nil { // its status write not seen yet
+		t.Fatal(err)
+	}
+	f.h.AddPod(prioPod("high", 2000, 100))
+	if out := f.once(); out.Result != Unschedulable || out.Nominated != "a" {
+		t.Fatalf("high: %v nominated %q (%s), want a preemption on a", out.Result, out.Nominated, out.Message)
+	}
+	if got := f.nomination("low"); got != "" {
+		t.Fatalf("low nominated to %q before its status says so, want none", got)
+	}
+	echo := low.DeepCopy()
+	echo.Status.NominatedNodeName = "a"
+	f.h.UpdatePod(low, echo)
+	if got := f.nomination("low"); got != "a" {
+		t.Fatalf("low nominated to %q after the echo of its nomination, want a", got)
 	}
 }
