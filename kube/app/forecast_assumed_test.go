@@ -1,12 +1,15 @@
 package app
 
 import (
+	"sync"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
 )
 
@@ -67,6 +70,74 @@ func TestLiveStateCopyOfAssumedPodWithoutAllocation(t *testing.T) {
 			}
 			if len(st.Pending) == 1 && (st.Pending[0].UID != p.UID || st.Pending[0].Spec.NodeName != "") {
 				t.Errorf("pending %s on %q, want %s unbound", st.Pending[0].Name, st.Pending[0].Spec.NodeName, p.Name)
+			}
+		})
+	}
+}
+
+// failingQueue is a queue view in which a pod's binding fails as the
+// copy lists the queue, after it copied the cache: fail runs once.
+type failingQueue struct {
+	queueView
+	once sync.Once
+	fail func()
+}
+
+func (q *failingQueue) Pending(o schedq.PendingOptions[*v1.Pod]) schedq.PendingPage[types.NamespacedName] {
+	q.once.Do(q.fail)
+	return q.queueView.Pending(o)
+}
+
+// TestLiveStateCopyOfPodBeingBound: a pod whose binding is under way
+// (assumed in the cache, unbound in the pod informer, in flight in the
+// queue) is in the copy once, running on its node from now, as it will
+// be unless the binding fails: never also pending, never lost. If its
+// binding fails during the copy, after the cache was copied (it is
+// forgotten and queued again), it is still in the copy once: running, as
+// the cache was copied, not also pending from the queue's listing.
+func TestLiveStateCopyOfPodBeingBound(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fails bool
+	}{
+		{name: "binding under way"},
+		{name: "binding fails during the copy", fails: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLiveCluster(t, 1)
+			p := l.pod("p", "1", "1h")
+			l.pending(p)
+			a, err := l.queue.Pop(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			pi, err := framework.NewPodInfo(a.Item)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.cache.Assume(pi, "n0", nil); err != nil {
+				t.Fatal(err)
+			}
+			q := &failingQueue{queueView: l.queue, fail: func() {}}
+			if tc.fails {
+				q.fail = func() {
+					l.cache.Forget(a.Item)
+					if err := l.queue.Requeue(a, schedq.Failure{Message: "binding refused"}); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+			ls := &liveState{queue: q, cache: l.cache, pods: l.pods, namespaces: l.nss, groups: l.groups,
+				objects: []cache.Store{l.objs}, schedulerName: "schedq", clock: l.clk}
+			st, _ := ls.copy()
+			if len(st.Running) != 1 || len(st.Pending) != 0 {
+				t.Fatalf("%d running, %d pending; want p once, running", len(st.Running), len(st.Pending))
+			}
+			if r := st.Running[0]; r.Pod.UID != p.UID || r.Pod.Spec.NodeName != "n0" || !r.Started.Equal(st.Now) {
+				t.Errorf("running %s on %q from %v, want p on n0 from now (%v)", r.Pod.Name, r.Pod.Spec.NodeName, r.Started, st.Now)
+			}
+			if err := checkCopy(st, map[types.UID]string{p.UID: "default/p"}, oursIn(l.pods)); err != nil {
+				t.Error(err)
 			}
 		})
 	}
