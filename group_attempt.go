@@ -116,11 +116,12 @@ func (c *Core[K, T]) endGroupFlight(g *group[K, T], now time.Time) {
 // twice counts once) leave the queue;
 // the others, with those that arrived during the attempt, go back with the
 // group to activeQ at once, keeping the group's Timestamp, with its
-// failure counts reset and message as its Message. With every member
+// failure counts reset, message as its Message and reasons (why the
+// others were not placed) as its Reasons. With every member
 // placed, use Done. It returns ErrInvalidGroup if a is not a group attempt,
 // placed is empty or an index is out of range, and ErrNotInFlight if a is
 // not in flight; either changes nothing. O(m log n) for m members.
-func (c *Core[K, T]) DoneMembers(a Attempt[K, T], placed []int, message string, now time.Time) error {
+func (c *Core[K, T]) DoneMembers(a Attempt[K, T], placed []int, message string, now time.Time, reasons ...string) error {
 	defer c.check()
 	if a.Group == "" || len(placed) == 0 {
 		return fmt.Errorf("%w: done members of %q: a group attempt and at least one placed member are needed", ErrInvalidGroup, a.Group)
@@ -134,7 +135,7 @@ func (c *Core[K, T]) DoneMembers(a Attempt[K, T], placed []int, message string, 
 			return fmt.Errorf("%w: done members of group %q: index %d out of range [0,%d)", ErrInvalidGroup, a.Group, i, len(a.Members))
 		}
 	}
-	c.endGroup(g, a, placed, Failure{Message: message}, now)
+	c.endGroup(g, a, placed, Failure{Message: message, Reasons: reasons}, now)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"strings"
 	"testing"
@@ -265,6 +266,37 @@ func TestGroupBackoffCapNeverOverflows(t *testing.T) {
 			h.c.Tick(h.now) // a backoff flush
 			h.check()
 			h.want("m0", InBackoff)
+		})
+	}
+}
+
+// TestGroupLeftoversKeepTheirReasons: the members DoneMembers sends back
+// with their group carry the message and the reasons it was given, which
+// Explain reports; without reasons, none.
+func TestGroupLeftoversKeepTheirReasons(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		reasons []string
+	}{
+		{name: "with reasons", reasons: []string{"Insufficient cpu"}},
+		{name: "without"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, groupsOn)
+			h.setGroup("g", 1, 0)
+			h.add(gm("g", "a", 0), gm("g", "b", 0))
+			a := h.popGroup("g")
+			if err := h.c.DoneMembers(a, []int{0}, "1 of 2 placed", h.now, tc.reasons...); err != nil {
+				t.Fatal(err)
+			}
+			h.check()
+			x, err := h.c.Explain(a.Members[1].Key, h.now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if x.Message != "1 of 2 placed" || !slices.Equal(x.Reasons, tc.reasons) {
+				t.Errorf("message %q, reasons %q; want %q and %q", x.Message, x.Reasons, "1 of 2 placed", tc.reasons)
+			}
 		})
 	}
 }

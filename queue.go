@@ -84,8 +84,8 @@ func (q *Queue[K, T]) Park(item T, f Failure) error {
 
 // DoneMembers ends a group attempt that placed some of its members (see
 // Core.DoneMembers).
-func (q *Queue[K, T]) DoneMembers(a Attempt[K, T], placed []int, message string) error {
-	return q.do(func(now time.Time) error { return q.core.DoneMembers(a, placed, message, now) })
+func (q *Queue[K, T]) DoneMembers(a Attempt[K, T], placed []int, message string, reasons ...string) error {
+	return q.do(func(now time.Time) error { return q.core.DoneMembers(a, placed, message, now, reasons...) })
 }
 
 // Move is a move request (see Core.Move).

@@ -88,8 +88,8 @@ func (s *switchQueue) Requeue(a scheduler.Attempt, f schedq.Failure) error {
 }
 
 // DoneMembers implements scheduler.Queue.
-func (s *switchQueue) DoneMembers(a scheduler.Attempt, placed []int, message string) error {
-	return s.do(func(q *podQueue) error { return q.DoneMembers(a, placed, message) })
+func (s *switchQueue) DoneMembers(a scheduler.Attempt, placed []int, message string, reasons ...string) error {
+	return s.do(func(q *podQueue) error { return q.DoneMembers(a, placed, message, reasons...) })
 }
 
 // Park implements scheduler.Queue.

@@ -38,7 +38,6 @@ type groupTry struct {
 	tried    int
 	plugins  []string
 	pending  []string // the plugins that left a member Pending
-	errors   int
 	// erred is 1 + the index into failed of the member whose Error (not
 	// Unschedulable) stopped the trial and fails the group; 0 if none.
 	erred    int
@@ -79,9 +78,6 @@ func (s *Scheduler) groupPlugin() framework.GroupPlugin { return plugins.GangSch
 func (g *groupTry) fail(i int, out Outcome) {
 	g.failed = append(g.failed, out)
 	g.failedAt = append(g.failedAt, i)
-	if out.Result == Error {
-		g.errors++
-	}
 	for _, p := range out.Plugins {
 		if !slices.Contains(g.plugins, p) {
 			g.plugins = append(g.plugins, p)
@@ -157,14 +153,7 @@ func (s *Scheduler) groupOutcome(a Attempt, g *groupTry) Outcome {
 	if len(g.failed) > 0 {
 		out.Message += ": " + g.failed[0].Message
 	}
-	for _, f := range g.failed {
-		for _, r := range f.Reasons {
-			if !slices.Contains(out.Reasons, r) {
-				out.Reasons = append(out.Reasons, r)
-			}
-		}
-	}
-	slices.Sort(out.Reasons)
+	out.Reasons = g.failedReasons()
 	switch {
 	case tooFew || len(out.Plugins) > 0:
 		// The quorum failed the attempt, alone or with the plugins that
@@ -181,6 +170,21 @@ func (s *Scheduler) groupOutcome(a Attempt, g *groupTry) Outcome {
 		out.Result = Error
 	}
 	g.head = head
+	return out
+}
+
+// failedReasons returns the distinct reasons of the members that were
+// not placed, sorted. O(reasons log reasons).
+func (g *groupTry) failedReasons() []string {
+	var out []string
+	for _, f := range g.failed {
+		for _, r := range f.Reasons {
+			if !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 
@@ -252,8 +256,10 @@ func (s *Scheduler) bindGroup(ctx context.Context, a Attempt, start time.Time, g
 	if len(g.placed) == len(a.Members) {
 		err = s.queue.Done(a)
 	} else {
+		// The leftovers go back with why they did not fit, not with the
+		// quorum's reason: it was met.
 		left := s.groupOutcome(a, g)
-		err = s.queue.DoneMembers(a, g.placed, left.Message)
+		err = s.queue.DoneMembers(a, g.placed, left.Message, g.failedReasons()...)
 	}
 	s.cache.unlockEvents()
 	if err != nil {

@@ -84,3 +84,48 @@ func TestGroupFailureReasons(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupLeftoverReasons: the members that did not fit an attempt whose
+// quorum was met (a success with leftovers, DoneMembers) go back with
+// their group with why they did not fit, as a failed attempt's members
+// do: Explain gives their reasons (not the quorum's, which was met),
+// beside the message. Before, they had the message and no reasons.
+func TestGroupLeftoverReasons(t *testing.T) {
+	const selector = "node(s) didn't match Pod's node affinity/selector"
+	for _, tc := range []struct {
+		name    string
+		members int
+		want    []string
+	}{
+		{name: "one leftover", members: 3, want: []string{selector}},
+		{name: "two leftovers, distinct reasons", members: 4, want: []string{"Insufficient cpu", selector}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, _ := newGangFixture(t)
+			f.h.AddNode(node("a", 2000))
+			f.h.AddPodGroup(podGroup("mix", 2, 0))
+			names := make([]string, tc.members)
+			for i := range tc.members {
+				names[i] = "mix-" + string(rune('0'+i))
+				p := memberPod(names[i], "mix", 1000)
+				if i == 2 {
+					p = memberPod(names[i], "mix", 1)
+					p.Spec.NodeSelector = map[string]string{"zone": "nowhere"}
+				}
+				f.h.AddPod(p)
+			}
+			if out := f.once(); out.Result != Scheduled {
+				t.Fatalf("outcome %+v, want the group scheduled with leftovers", out)
+			}
+			for _, name := range names[2:] {
+				x, err := f.q.Explain(framework.Key(pod(name, 0)))
+				if err != nil {
+					t.Fatalf("Explain(%s): %v", name, err)
+				}
+				if !slices.Equal(x.Reasons, tc.want) || x.Message == "" {
+					t.Errorf("Explain(%s): reasons %q, message %q; want reasons %q and a message", name, x.Reasons, x.Message, tc.want)
+				}
+			}
+		})
+	}
+}

@@ -51,7 +51,7 @@ type Queue interface {
 	Delete(key types.NamespacedName) error
 	Done(a Attempt) error
 	Requeue(a Attempt, f schedq.Failure) error
-	DoneMembers(a Attempt, placed []int, message string) error
+	DoneMembers(a Attempt, placed []int, message string, reasons ...string) error
 	Park(pod *v1.Pod, f schedq.Failure) error
 	Move(ev schedq.Event, oldObj, newObj any, match func(*schedq.Info[*v1.Pod]) bool) error
 	Activate(keys ...types.NamespacedName) error

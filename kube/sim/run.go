@@ -832,9 +832,9 @@ func (q coreQueue) Requeue(a scheduler.Attempt, f schedq.Failure) error {
 	return err
 }
 
-func (q coreQueue) DoneMembers(a scheduler.Attempt, placed []int, message string) error {
-	q.s.trace(Op{Kind: "doneMembers", Cycle: a.Cycle, Group: a.Group, Placed: placed, Failure: schedq.Failure{Message: message}})
-	err := q.c.DoneMembers(a, placed, message, q.s.now)
+func (q coreQueue) DoneMembers(a scheduler.Attempt, placed []int, message string, reasons ...string) error {
+	q.s.trace(Op{Kind: "doneMembers", Cycle: a.Cycle, Group: a.Group, Placed: placed, Failure: schedq.Failure{Message: message, Reasons: reasons}})
+	err := q.c.DoneMembers(a, placed, message, q.s.now, reasons...)
 	q.s.settleAttempt(a)
 	return err
 }
