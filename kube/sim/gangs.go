@@ -86,6 +86,9 @@ type gangs struct {
 	waiting int // gangs arrived and not placed
 	// singlesWhileWaiting counts the lone pods bound while some gang waited.
 	singlesWhileWaiting int
+	// lastFailed is, by group name, the reasons of the group's last
+	// attempt if it failed (reasonKinds), for the wasted attempts.
+	lastFailed map[string]string
 }
 
 // gangsOn reports whether the scenario's gangs are PodGroups (the
@@ -155,7 +158,23 @@ func (s *sim) groupAttempt(ctx context.Context, a scheduler.Attempt) {
 	if m := s.x.gpuDRA; m != nil {
 		defer m.attemptEnded()
 	}
-	s.sched.ScheduleOne(ctx, a)
+	out := s.sched.ScheduleOne(ctx, a)
+	// A group attempt that fails for the same reasons as the group's
+	// last one is wasted, as a lone pod's is (attempt); it counts once,
+	// as the attempt does.
+	x := &s.x.gangs
+	if out.Result == scheduler.Scheduled {
+		delete(x.lastFailed, a.Group)
+		return
+	}
+	reasons := reasonKinds(out)
+	if last, ok := x.lastFailed[a.Group]; ok && last == reasons {
+		s.wasted++
+	}
+	if x.lastFailed == nil {
+		x.lastFailed = map[string]string{}
+	}
+	x.lastFailed[a.Group] = reasons
 }
 
 // gangBound follows a bound pod's gang.

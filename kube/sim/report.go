@@ -84,7 +84,8 @@ type Report struct {
 	// 1, 2, 3, 4-5, 6-10 or more than 10. It sums to PodAttempts.
 	AttemptsPerPod []Count `json:"attemptsPerPod"`
 	// WastedAttempts failed for the same reasons as the pod's previous
-	// failed attempt: nothing that matters to the pod had changed.
+	// failed attempt, or a gang's group attempt as the group's previous
+	// one (counted once): nothing that matters to it had changed.
 	WastedAttempts int `json:"wastedAttempts"`
 
 	TimeToSchedule Percentiles `json:"timeToSchedule"`
