@@ -8,7 +8,9 @@ import (
 // TestEmptyFlagRefused: a string or list flag of simulate or whatif given
 // an empty value (--gpu-policy ”) is refused, naming it, rather than
 // taken for the flag left out: none takes empty as a choice. The flags
-// with a message of their own keep it.
+// with a message of their own keep it. So are the scheduler's flags that
+// whatif shares (--history-label, --history-tail), which it took for
+// their defaults until 2026-11-30.
 func TestEmptyFlagRefused(t *testing.T) {
 	const generic = ": empty; give a value, or leave the flag out for its default"
 	for _, tc := range []struct {
@@ -40,6 +42,19 @@ func TestEmptyFlagRefused(t *testing.T) {
 			t.Fatalf("error %v, want %q", err, want)
 		}
 	})
+	for _, tc := range []struct {
+		name, flag, want string
+	}{
+		{"scheduler history-label", "--history-label", "--history-label" + generic},
+		{"scheduler history-tail", "--history-tail", "--history-tail" + generic},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := execute("scheduler", "--kubeconfig", "/nonexistent", tc.flag, "")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q\n%s", err, tc.want, out)
+			}
+		})
+	}
 	for _, tc := range []struct {
 		name, flag, want string
 	}{

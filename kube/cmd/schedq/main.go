@@ -145,7 +145,7 @@ Every flag is checked before it connects.`,
 			flags := o // as the flags set it; CheckFlags applies the file's settings to o
 			_, logErr := logLevelFormat(logLevel, logFormat)
 			checkErr := o.CheckFlags()
-			if err := errors.Join(removedFlags(cmd, upstream), checkErr, configOverrides(cmd, o, flags),
+			if err := errors.Join(refuseEmptyOf(cmd.Flags(), schedulerEmptyRefused), removedFlags(cmd, upstream), checkErr, configOverrides(cmd, o, flags),
 				electionFlagsOff(cmd, o.LeaderElect), servingFlagsOff(cmd, o.Serving), logErr); err != nil {
 				return err
 			}
