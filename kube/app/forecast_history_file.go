@@ -205,11 +205,16 @@ func fileKind(m fs.FileMode) string {
 // tooLarge is the error for a history file at path larger than max
 // bytes. The file is left as it is.
 func tooLarge(path string, max int64) error {
+	return fmt.Errorf("%s: larger than the limit of %s for a history file: move it away, or keep its header and latest lines, to start", path, byteLimit(max))
+}
+
+// byteLimit says a limit of max bytes: "4194304 bytes (4 MiB)".
+func byteLimit(max int64) string {
 	limit := fmt.Sprintf("%d bytes", max)
 	if max >= 1<<20 && max%(1<<20) == 0 {
 		limit += fmt.Sprintf(" (%d MiB)", max>>20)
 	}
-	return fmt.Errorf("%s: larger than the limit of %s for a history file: move it away, or keep its header and latest lines, to start", path, limit)
+	return limit
 }
 
 // checkHistoryDir refuses a history file whose directory is not one, or

@@ -39,6 +39,9 @@ func configFrom(kubeconfig, homeFile string) (*rest.Config, error) {
 		}
 		rules.ExplicitPath = kubeconfig
 	}
+	if err := kubeconfigFiles(kubeconfig, homeFile); err != nil {
+		return nil, err
+	}
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
 	cfg, err := cc.ClientConfig()
 	switch {
@@ -50,6 +53,33 @@ func configFrom(kubeconfig, homeFile string) (*rest.Config, error) {
 	default:
 		return nil, fmt.Errorf("%s: %w", sources(kubeconfig, rules), err)
 	}
+}
+
+// kubeconfigFiles refuses a kubeconfig file that Config would read
+// (kubeconfig if given, else each file of $KUBECONFIG, else homeFile)
+// and that is not a regular file or is larger than MaxInputFileBytes
+// (checkInputFile): client-go would read /dev/zero for ever. Each error
+// names where the file was given. O(files).
+func kubeconfigFiles(kubeconfig, homeFile string) error {
+	check := func(source, path string) error {
+		if err := checkInputFile(path, MaxInputFileBytes); err != nil {
+			return fmt.Errorf("%s%s: %w", source, path, err)
+		}
+		return nil
+	}
+	if kubeconfig != "" {
+		return check("--kubeconfig ", kubeconfig)
+	}
+	if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
+		var errs []error
+		for _, p := range filepath.SplitList(env) {
+			if p != "" {
+				errs = append(errs, check("$"+clientcmd.RecommendedConfigPathEnvVar+" ", p))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	return check("", homeFile)
 }
 
 // sources says where the configuration was looked for.

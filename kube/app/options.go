@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 )
 
@@ -46,6 +47,9 @@ func (o *Options) LoadHistory() error {
 // settings it did not give.
 func (o *Options) CheckFlags() error {
 	if o.Config.File != "" {
+		if err := checkInputFile(o.Config.File, MaxInputFileBytes); err != nil {
+			return fmt.Errorf("--config %s: %w", o.Config.File, err)
+		}
 		if err := o.applyConfig(); err != nil {
 			return err
 		}
@@ -92,6 +96,7 @@ func (o *Options) CheckFlags() error {
 	errs = append(errs, o.Fairness.validate(o.source)...)
 	errs = append(errs, o.History.validate(o.source)...)
 	errs = append(errs, o.Serving.validate()...)
+	errs = append(errs, kubeconfigFiles(o.Kubeconfig, clientcmd.RecommendedHomeFile))
 	errs = append(errs, o.historyFileClash()...)
 	return errors.Join(errs...)
 }

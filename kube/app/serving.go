@@ -113,6 +113,8 @@ func (o *ServingOptions) validate() []error {
 		}
 		if _, err := os.Stat(files[flag]); err != nil {
 			errs = append(errs, fmt.Errorf("--%s: %w", flag, err))
+		} else if err := checkInputFile(files[flag], MaxInputFileBytes); err != nil {
+			errs = append(errs, fmt.Errorf("--%s %s: %w", flag, files[flag], err))
 		} else if err := servingFileLoads(flag, files[flag]); err != nil {
 			errs = append(errs, fmt.Errorf("--%s %s: %w", flag, files[flag], err))
 		}
@@ -175,6 +177,9 @@ func checkCertDir(dir, pair string) error {
 	_, keyErr := os.Stat(key)
 	switch {
 	case crtErr == nil && keyErr == nil:
+		if err := checkPair(crt, key); err != nil {
+			return err
+		}
 		if _, err := tls.LoadX509KeyPair(crt, key); err != nil {
 			return fmt.Errorf("%s, %s: %w", crt, key, err)
 		}
@@ -216,8 +221,20 @@ func checkCertDir(dir, pair string) error {
 	return os.Remove(probe.Name())
 }
 
+// checkPair is checkInputFile for a certificate and its key, each named
+// in the error.
+func checkPair(crt, key string) error {
+	for _, f := range []string{crt, key} {
+		if err := checkInputFile(f, MaxInputFileBytes); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+	}
+	return nil
+}
+
 // certKeyPair checks that --tls-cert-file and --tls-private-key-file
-// come together and load as a pair.
+// come together, are regular files of at most MaxInputFileBytes
+// (checkInputFile) and load as a pair.
 func (o *ServingOptions) certKeyPair() []error {
 	ck := o.Secure.ServerCert.CertKey
 	switch {
@@ -227,6 +244,15 @@ func (o *ServingOptions) certKeyPair() []error {
 		return []error{errors.New("--tls-private-key-file: needs --tls-cert-file, the certificate of the key")}
 	case ck.KeyFile == "":
 		return []error{errors.New("--tls-cert-file: needs --tls-private-key-file, the key of the certificate")}
+	}
+	var errs []error
+	for _, f := range []struct{ flag, path string }{{"tls-cert-file", ck.CertFile}, {"tls-private-key-file", ck.KeyFile}} {
+		if err := checkInputFile(f.path, MaxInputFileBytes); err != nil {
+			errs = append(errs, fmt.Errorf("--%s %s: %w", f.flag, f.path, err))
+		}
+	}
+	if len(errs) > 0 {
+		return errs
 	}
 	if _, err := tls.LoadX509KeyPair(ck.CertFile, ck.KeyFile); err != nil {
 		return []error{fmt.Errorf("--tls-cert-file %q, --tls-private-key-file %q: %w", ck.CertFile, ck.KeyFile, err)}
@@ -273,7 +299,9 @@ func (o *ServingOptions) tlsSettings() []error {
 		errs = append(errs, fmt.Errorf("--tls-curve-preferences: %w", err))
 	}
 	for _, k := range o.Secure.SNICertKeys {
-		if _, err := tls.LoadX509KeyPair(k.CertFile, k.KeyFile); err != nil {
+		if err := checkPair(k.CertFile, k.KeyFile); err != nil {
+			errs = append(errs, fmt.Errorf("--tls-sni-cert-key %s,%s: %w", k.CertFile, k.KeyFile, err))
+		} else if _, err := tls.LoadX509KeyPair(k.CertFile, k.KeyFile); err != nil {
 			errs = append(errs, fmt.Errorf("--tls-sni-cert-key %s,%s: %w", k.CertFile, k.KeyFile, err))
 		}
 	}
