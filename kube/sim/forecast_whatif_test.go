@@ -292,3 +292,31 @@ func fitsAndVictims(p WhatIfPod) string {
 	}
 	return fmt.Sprintf("fits now %v on %s preempting %v", p.FitsNow, p.Node, names)
 }
+
+// TestWhatIfFitsNowIgnoresThePodsAhead: "fits now" is whether a node has
+// room for the pod on the cluster as it is (docs/forecast.md, WhatIfPod):
+// the pods pending ahead of it are not counted, and its predicted start
+// says when it gets the room. Here b, pending ahead of w, takes the only
+// free node, m-0, first: w fits now on m-0, and is predicted to start
+// later, once room is free again. So whether one cycle answers (one plain
+// pod) or a run of the added pods alone (two pods).
+func TestWhatIfFitsNowIgnoresThePodsAhead(t *testing.T) {
+	w := fmt.Sprintf(podYAML, "w", 0, "4")
+	for _, tc := range []struct{ name, yaml string }{
+		{"one cycle", w},
+		{"a run of the added pods alone", w + "---\n" + fmt.Sprintf(podYAML, "v", 0, "100m")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := whatIfState()
+			st.Nodes = append(st.Nodes, newCluster().makeNodes(NodeGroup{Name: "m", Count: 1, Capacity: map[string]string{"cpu": "4", "memory": "8Gi"}})...)
+			x, err := RunWhatIf(&Scenario{Name: "t", Seed: 1}, st, whatIfPod(t, tc.yaml), ForecastOptions{Horizon: 3 * time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := x.Pods[0]
+			if !p.FitsNow || p.Node != "m-0" || !p.Forecast.Starts || p.Forecast.Wait < 30*time.Minute {
+				t.Errorf("got %+v, want it to fit now on m-0 and start once b, ahead of it there, has ended (30m or later)", p)
+			}
+		})
+	}
+}

@@ -35,9 +35,10 @@ func whatifCmd(stdout io.Writer) *cobra.Command {
 		Short: "Ask the simulator whether pods would fit, where, and when they would start",
 		Long: `Run a scenario, a snapshot or a trace in virtual time up to --at, then add
 the pods and PodGroups of -f to a copy of the state there and say, for each
-pod, whether it fits now and on which node, which pods it would preempt,
-when it is predicted to start behind the pods already pending, and which
-pending pods' predicted starts it changes. Nothing is written anywhere.
+pod, whether it fits now on the cluster as it is (the pods pending ahead
+of it not counted) and on which node, which pods it would preempt, when it
+is predicted to start behind the pods already pending, and which pending
+pods' predicted starts it changes. Nothing is written anywhere.
 
 A running pod ends at its expected end: the runtime the simulator gives it
 (--known-runtimes), its schedq.io/expected-runtime annotation, its
