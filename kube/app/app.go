@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -106,6 +107,10 @@ type Options struct {
 	// wrapServing, if set, wraps the handler the listeners serve: for
 	// tests that watch requests end. Nil in production.
 	wrapServing func(http.Handler) http.Handler
+	// listen, if set, makes the plain HTTP listener on Address: for tests
+	// that serve in memory, in a synctest bubble. Nil in production:
+	// net.Listen on TCP.
+	listen func(address string) (net.Listener, error)
 }
 
 // Run runs the scheduler until ctx ends (SIGTERM). With leader election,
@@ -483,7 +488,7 @@ func (p *process) serve(ctx context.Context, sp *securePort) error {
 		})
 	}
 	if p.o.Address != "" {
-		wait, err := serveInsecure(ctx, p.o.Address, serving, p.log)
+		wait, err := serveInsecure(ctx, p.o.listen, p.o.Address, serving, p.log)
 		if err != nil {
 			return err
 		}

@@ -1,18 +1,20 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -22,60 +24,145 @@ import (
 	"github.com/schedq/schedq/kube/sim"
 )
 
-// addrLog sends the address of the plain-HTTP listener, as run logs it,
-// to addr, and drops every record.
-type addrLog struct{ addr chan string }
+// memListener is a listener in memory: each dial is one end of a
+// net.Pipe, the other accepted. Its goroutines block on channels only,
+// so a server on it runs in a synctest bubble, where synctest.Wait tells
+// when everything has settled. closed is closed once it listens no
+// more.
+type memListener struct {
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
 
-func (h addrLog) Enabled(context.Context, slog.Level) bool { return true }
-func (h addrLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
-func (h addrLog) WithGroup(string) slog.Handler            { return h }
-func (h addrLog) Handle(_ context.Context, r slog.Record) error {
-	if strings.HasPrefix(r.Message, "serving plain HTTP") {
-		r.Attrs(func(a slog.Attr) bool {
-			if a.Key == "address" {
-				h.addr <- a.Value.String()
+func newMemListener() *memListener {
+	return &memListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+}
+
+func (l *memListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *memListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+// Addr is a TCP address, as the secure serving options require.
+func (l *memListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 443} }
+
+// dial connects to the listener, whatever the address; it is refused
+// once the listener is closed.
+func (l *memListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	c, s := net.Pipe()
+	client, server := newBufConn(c), newBufConn(s)
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.closed:
+		return nil, errors.New("connection refused: the listener is closed")
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// bufConn is one end of a net.Pipe whose writes do not wait for the
+// other end to read, as a TCP connection's do not while its buffer has
+// room: over a bare pipe, two ends that each close with a TLS
+// close_notify wait for each other until their write deadlines, which a
+// shutdown then waits for. A goroutine of its own writes to the pipe,
+// and closes it once Close has been called and what was written before
+// has been sent (or the other end has closed).
+type bufConn struct {
+	net.Conn
+	mu     sync.Mutex
+	closed bool
+	out    chan []byte // to the writer; closed by Close
+}
+
+func newBufConn(c net.Conn) *bufConn {
+	b := &bufConn{Conn: c, out: make(chan []byte, 64)}
+	go func() {
+		defer c.Close()
+		for p := range b.out {
+			if _, err := c.Write(p); err != nil {
+				for range b.out { // the other end closed: drop the rest
+				}
 			}
-			return true
-		})
+		}
+	}()
+	return b
+}
+
+func (b *bufConn) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return 0, net.ErrClosed
+	}
+	b.out <- bytes.Clone(p)
+	return len(p), nil
+}
+
+// Close sends what was written, then closes the pipe; meanwhile what
+// the other end sends is read and dropped, as a closed socket's kernel
+// does, so that its writer does not wait for a reader that is gone.
+func (b *bufConn) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.closed {
+		b.closed = true
+		close(b.out)
+		b.Conn.SetReadDeadline(time.Time{})
+		go io.Copy(io.Discard, b.Conn) // until either end of the pipe is closed
 	}
 	return nil
 }
+
+// SetDeadline sets the read deadline: writes do not wait.
+func (b *bufConn) SetDeadline(t time.Time) error { return b.Conn.SetReadDeadline(t) }
+
+func (b *bufConn) SetWriteDeadline(time.Time) error { return nil }
 
 // TestRunDrainsRequestsInFlight: on SIGTERM (ctx ends) run returns only
 // once the HTTP servers have drained (docs/scheduler.md: "the HTTP server
 // drains"): a what-if under way when ctx ends is answered before run
 // returns, after which the process exits. run returned while it was still
-// running, and the exit cut it off.
+// running, and the exit cut it off. The servers listen in memory, in a
+// synctest bubble: synctest.Wait tells when the start-up and the
+// shutdown have gone as far as they can, where the test polled /readyz
+// and dialled the port in a loop.
 func TestRunDrainsRequestsInFlight(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		// serve sets o or makes sp to serve on, and returns the client
-		// and the base URL (from addr, where run logs the plain one).
-		serve func(t *testing.T, o *Options, addr <-chan string) (sp *securePort, base func() string, c *http.Client)
+		// serve sets o or makes sp to serve on ln, and returns the base
+		// URL and the transport's TLS configuration and token, if any.
+		serve func(t *testing.T, o *Options, ln *memListener) (sp *securePort, base string, tlsConfig *tls.Config, token string)
 	}{
-		{name: "plain HTTP", serve: func(t *testing.T, o *Options, addr <-chan string) (*securePort, func() string, *http.Client) {
-			o.Address = "127.0.0.1:0"
-			return nil, func() string { return "http://" + <-addr }, http.DefaultClient
+		{name: "plain HTTP", serve: func(t *testing.T, o *Options, ln *memListener) (*securePort, string, *tls.Config, string) {
+			o.Address = "in memory"
+			o.listen = func(string) (net.Listener, error) { return ln, nil }
+			return nil, "http://schedq", nil, ""
 		}},
-		{name: "HTTPS", serve: func(t *testing.T, _ *Options, _ <-chan string) (*securePort, func() string, *http.Client) {
-			sp := testSecurePort(t)
-			c := &http.Client{Transport: &bearer{next: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, token: "good"}}
-			return sp, func() string { return "https://" + sp.info.Listener.Addr().String() }, c
+		{name: "HTTPS", serve: func(t *testing.T, _ *Options, ln *memListener) (*securePort, string, *tls.Config, string) {
+			return testSecurePort(t, ln), "https://schedq", &tls.Config{InsecureSkipVerify: true}, "good"
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) { testDrain(t, tc.serve) })
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { testDrain(t, tc.serve) })
+		})
 	}
 }
 
-// testSecurePort is an HTTPS port on a loopback address, with a
-// self-signed certificate, that authenticates and authorizes as
-// fakeAuth.
-func testSecurePort(t *testing.T) *securePort {
+// testSecurePort is an HTTPS port on ln, with a self-signed certificate,
+// that authenticates and authorizes as fakeAuth.
+func testSecurePort(t *testing.T, ln net.Listener) *securePort {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	so := apiserveroptions.NewSecureServingOptions()
 	so.Listener, so.ServerCert.CertDirectory = ln, ""
 	if err := so.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{net.ParseIP("127.0.0.1")}); err != nil {
@@ -102,10 +189,14 @@ func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
-// testDrain is TestRunDrainsRequestsInFlight on the server serve sets up.
-func testDrain(t *testing.T, serve func(t *testing.T, o *Options, addr <-chan string) (*securePort, func() string, *http.Client)) {
+// testDrain is TestRunDrainsRequestsInFlight on the server serve sets
+// up. Call it in a synctest bubble. The what-if is held twice: in its
+// forecast's copy of the state (release), which run's shutdown also
+// waits for, a bounded time, and then after its handler has returned
+// (finish), which only the servers' drain waits for.
+func testDrain(t *testing.T, serve func(t *testing.T, o *Options, ln *memListener) (*securePort, string, *tls.Config, string)) {
 	client := fakeCluster(roomyNode("n0"), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
-	entered, release := make(chan struct{}), make(chan struct{})
+	entered, release, finish := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	var finished atomic.Bool // the what-if's handler has returned
 	o := Options{SchedulerName: "schedq",
@@ -122,31 +213,39 @@ func testDrain(t *testing.T, serve func(t *testing.T, o *Options, addr <-chan st
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				h.ServeHTTP(w, r)
 				if r.URL.Path == "/debug/whatif" {
+					<-finish
 					finished.Store(true)
 				}
 			})
 		},
 	}
-	addr := make(chan string, 1)
-	sp, baseOf, c := serve(t, &o, addr)
+	ln := newMemListener()
+	sp, base, tlsConfig, token := serve(t, &o, ln)
+	transport := &http.Transport{DialContext: ln.dial, TLSClientConfig: tlsConfig}
+	var c http.Client
+	c.Transport = transport
+	if token != "" {
+		c.Transport = &bearer{next: transport, token: token}
+	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, clients{sched: client, events: client, lease: client}, nil, sp, o, slog.New(addrLog{addr}))
+		done <- run(ctx, clients{sched: client, events: client, lease: client}, nil, sp, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}()
-	base := baseOf()
-	for { // until the caches synced: the debug endpoints answer
-		resp, err := c.Get(base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		runtime.Gosched()
+	time.Sleep(time.Second) // virtual: the start-up's sync polls pass
+	synctest.Wait()
+	resp, err := c.Get(base + "/readyz")
+	if err != nil {
+		t.Fatalf("/readyz after start-up: %v", err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/readyz after start-up: HTTP %d, want 200 (the caches synced)", resp.StatusCode)
 	}
 	answered := make(chan error, 1)
+	answer := sync.OnceValue(func() error { return <-answered })
 	go func() {
 		resp, err := c.Post(base+"/debug/whatif", "application/yaml", strings.NewReader(strings.Replace(whatIfPod, "%s", "1", 1)))
 		if err == nil {
@@ -160,29 +259,41 @@ func testDrain(t *testing.T, serve func(t *testing.T, o *Options, addr <-chan st
 	}()
 	<-entered
 	cancel() // SIGTERM, with the what-if under way
-	hostPort := base[strings.Index(base, "//")+2:]
-	for { // until the server shuts down: it listens no more
+	synctest.Wait()
+	select {
+	case <-ln.closed: // the server shuts down: it listens no more
+	default:
+		t.Error("the server still listens after ctx ended")
+	}
+	var releaseOnce, finishOnce sync.Once
+	releaseIt := func() { releaseOnce.Do(func() { close(release) }) }
+	finishIt := func() { finishOnce.Do(func() { close(finish) }) }
+	defer func() { // all ended before the bubble does, if the test fails first
+		releaseIt()
+		finishIt()
+		answer()
+		transport.CloseIdleConnections()
+	}()
+	returned := func(when string) {
+		t.Helper()
 		select {
 		case err := <-done:
-			close(release)
-			t.Fatalf("run returned (%v) with a what-if under way", err)
+			t.Fatalf("run returned (%v) %s", err, when)
 		default:
 		}
-		conn, err := net.Dial("tcp", hostPort)
-		if err != nil {
-			break
-		}
-		conn.Close()
-		runtime.Gosched()
 	}
-	close(release)
+	returned("with a what-if under way")
+	releaseIt() // its forecast ends: what else of the shutdown waited for it goes on
+	synctest.Wait()
+	returned("before the what-if under way was answered")
+	finishIt()
 	if err := <-done; err != nil {
 		t.Fatalf("run: %v", err)
 	}
 	if !finished.Load() {
 		t.Error("run returned before the what-if under way was answered")
 	}
-	if err := <-answered; err != nil {
+	if err := answer(); err != nil {
 		t.Errorf("the what-if under way at shutdown: %v", err)
 	}
 }

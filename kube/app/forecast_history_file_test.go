@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -497,48 +496,52 @@ func TestHistoryFileLoop(t *testing.T) {
 
 // TestHistoryFileAcrossRun: the scheduler (run, on a fake clientset)
 // starts from the runs of its --history-file and, at shutdown, writes
-// them back with the pod it saw running, as censored.
+// them back with the pod it saw running, as censored. It runs in a
+// synctest bubble: the start-up's polls pass in virtual time and
+// synctest.Wait tells when the caches have synced, where the test spun
+// on /readyz.
 func TestHistoryFileAcrossRun(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "history.jsonl")
 	const kept = histHeader + `{"uid":"old","namespace":"default","runtime":"10m0s","state":"finished","observed":"2026-03-01T12:00:00Z"}` + "\n"
 	if err := os.WriteFile(path, []byte(kept), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	running := testPod("r", "schedq", "1")
-	running.Spec.NodeName, running.Status.Phase = "n0", v1.PodRunning
-	running.Status.StartTime = &metav1.Time{Time: time.Now().Add(-time.Hour)}
-	client := fakeCluster(roomyNode("n0"), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, running)
-	got := make(chan *liveState, 1)
-	served := make(chan http.Handler, 1)
-	o := Options{SchedulerName: "schedq", forecasting: func(_ *forecaster, ls *liveState) { got <- ls },
-		serving: func(h http.Handler) { served <- h }}
-	o.History.File = path
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, clients{sched: client, events: client, lease: client}, nil, nil, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	}()
-	ls, h := <-got, <-served
-	for { // until the caches synced, the running pod listed
+	synctest.Test(t, func(t *testing.T) {
+		running := testPod("r", "schedq", "1")
+		running.Spec.NodeName, running.Status.Phase = "n0", v1.PodRunning
+		running.Status.StartTime = &metav1.Time{Time: time.Now().Add(-time.Hour)}
+		client := fakeCluster(roomyNode("n0"), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, running)
+		got := make(chan *liveState, 1)
+		served := make(chan http.Handler, 1)
+		o := Options{SchedulerName: "schedq", forecasting: func(_ *forecaster, ls *liveState) { got <- ls },
+			serving: func(h http.Handler) { served <- h }}
+		o.History.File = path
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() {
+			done <- run(ctx, clients{sched: client, events: client, lease: client}, nil, nil, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		}()
+		ls, h := <-got, <-served
+		time.Sleep(time.Second) // virtual: the start-up's sync polls pass
+		synctest.Wait()
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
-		if rec.Code == http.StatusOK && len(ls.pods.List()) == 1 {
-			break
+		if rec.Code != http.StatusOK || len(ls.pods.List()) != 1 {
+			t.Fatalf("after start-up: /readyz %d %q, %d pods listed; want 200 and the running pod", rec.Code, rec.Body, len(ls.pods.List()))
 		}
-		runtime.Gosched()
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	l, err := loadHistoryFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(l.runs) != 2 || l.runs[0].pod.UID != "old" || l.runs[0].d != 10*time.Minute || l.runs[0].cut ||
-		l.runs[1].pod.UID != running.UID || !l.runs[1].cut || l.runs[1].d < time.Hour {
-		t.Errorf("the file after the run: %+v; want the old run, then the running pod censored after an hour or more", l.runs)
-	}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		l, err := loadHistoryFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l.runs) != 2 || l.runs[0].pod.UID != "old" || l.runs[0].d != 10*time.Minute || l.runs[0].cut ||
+			l.runs[1].pod.UID != running.UID || !l.runs[1].cut || l.runs[1].d < time.Hour {
+			t.Errorf("the file after the run: %+v; want the old run, then the running pod censored after an hour or more", l.runs)
+		}
+	})
 }
 
 // historyWithCensoredP is a history holding p's run censored at liveNow

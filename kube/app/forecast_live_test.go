@@ -315,15 +315,3 @@ func waitPods(t *testing.T, client *fake.Clientset, what string, cond func([]v1.
 		}
 	}
 }
-
-// pollFor polls cond until it holds, for at most a minute, and names what it waited for.
-func pollFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within a minute", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}

@@ -7,10 +7,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -483,65 +483,89 @@ func TestLiveForecastLearnsRuntimes(t *testing.T) {
 // TestForecastWaitIsBounded: a forecast that takes longer than the wait
 // does not hold requests: before the first one, the answer says it is
 // under way (503, to a what-if too); once one exists, a request after the TTL gets it,
-// older than the TTL, while the next one runs.
+// older than the TTL, while the next one runs. It runs in a synctest
+// bubble, the requests served in memory: synctest.Wait tells when a
+// request is answered or waits on the forecaster's fake clock, and when
+// the first forecast has ended, where the test polled the real clock.
 func TestForecastWaitIsBounded(t *testing.T) {
-	l := newLiveCluster(t, 1)
-	l.pending(l.pod("p", "1", "1h"))
-	l.block = make(chan struct{})
-	srv, fc := l.server()
-	forecast := func() (int, string) { return get(t, srv.URL+"/debug/forecast/default/p") }
-	ask := func(do ...func() (int, string)) (int, string) {
-		type answer struct {
-			code int
-			body string
-		}
-		ch := make(chan answer, 1)
-		go func() {
-			code, body := append(do, forecast)[0]()
-			ch <- answer{code, body}
+	synctest.Test(t, func(t *testing.T) {
+		l := newLiveCluster(t, 1)
+		l.pending(l.pod("p", "1", "1h"))
+		block := make(chan struct{})
+		l.block = block
+		defer func() { // the forecast still held, if the test fails
+			select {
+			case <-block:
+			default:
+				close(block)
+			}
 		}()
-		for deadline := time.Now().Add(10 * time.Second); ; {
+		fc := l.forecaster()
+		h := handler(prometheus.NewRegistry(), l.queue, func() (bool, string) { return true, "ok" }, nil, fc)
+		serve := func(method, path, body string) func() (int, string) {
+			return func() (int, string) {
+				req := httptest.NewRequest(method, path, strings.NewReader(body))
+				if body != "" {
+					req.Header.Set("Content-Type", "application/yaml")
+				}
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				return rec.Code, rec.Body.String()
+			}
+		}
+		forecast := serve(http.MethodGet, "/debug/forecast/default/p", "")
+		// ask makes the request and, if it waits on the clock, ends the
+		// wait; the request must then be answered.
+		ask := func(request func() (int, string)) (int, string) {
+			t.Helper()
+			type answer struct {
+				code int
+				body string
+			}
+			ch := make(chan answer, 1)
+			go func() {
+				code, body := request()
+				ch <- answer{code, body}
+			}()
+			synctest.Wait() // answered, or waiting on the fake clock
+			if l.clk.HasWaiters() {
+				l.clk.Step(forecastWait) // the request's wait ends
+				synctest.Wait()
+			}
 			select {
 			case a := <-ch:
 				return a.code, a.body
 			default:
+				t.Fatal("the request was not answered once its wait ended")
+				return 0, ""
 			}
-			if l.clk.HasWaiters() {
-				l.clk.Step(forecastWait) // the request's wait ends
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the request was not answered")
-			}
-			runtime.Gosched()
 		}
-	}
-	code, body := ask()
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, "the first forecast is under way") {
-		t.Fatalf("before the first forecast: HTTP %d %s", code, body)
-	}
-	code, body = ask(func() (int, string) {
-		return post(t, srv.URL+"/debug/whatif", strings.Replace(whatIfPod, "%s", "1", 1))
+		code, body := ask(forecast)
+		if code != http.StatusServiceUnavailable || !strings.Contains(body, "the first forecast is under way") {
+			t.Fatalf("before the first forecast: HTTP %d %s", code, body)
+		}
+		code, body = ask(serve(http.MethodPost, "/debug/whatif", strings.Replace(whatIfPod, "%s", "1", 1)))
+		if code != http.StatusServiceUnavailable || !strings.Contains(body, "the first forecast is under way") {
+			t.Errorf("a what-if before the first forecast: HTTP %d %s, want 503", code, body)
+		}
+		close(block) // the first forecast ends
+		synctest.Wait()
+		fc.mu.Lock()
+		last := fc.last
+		fc.mu.Unlock()
+		if last == nil {
+			t.Fatal("no forecast published once the first one ended")
+		}
+		first := last.F.At
+		block = make(chan struct{}) // the next one hangs
+		l.block = block
+		l.clk.Step(DefaultForecastTTL)
+		code, body = ask(forecast)
+		var p Prediction
+		if err := json.Unmarshal([]byte(body), &p); code != 200 || err != nil || !p.At.Equal(first) {
+			t.Fatalf("while the second forecast runs: HTTP %d %v %s, want the first one", code, err, body)
+		}
 	})
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, "the first forecast is under way") {
-		t.Errorf("a what-if before the first forecast: HTTP %d %s, want 503", code, body)
-	}
-	close(l.block) // the first forecast ends
-	waitFor(t, func() bool { fc.mu.Lock(); defer fc.mu.Unlock(); return fc.last != nil })
-	first := fc.last.F.At
-	l.block = make(chan struct{}) // the next one hangs
-	l.clk.Step(DefaultForecastTTL)
-	code, body = ask()
-	var p Prediction
-	if err := json.Unmarshal([]byte(body), &p); code != 200 || err != nil || !p.At.Equal(first) {
-		t.Fatalf("while the second forecast runs: HTTP %d %v %s, want the first one", code, err, body)
-	}
-	close(l.block)
-}
-
-// waitFor polls cond until it holds (pollFor).
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	pollFor(t, "the condition", cond)
 }
 
 // explainCountingView counts the queue's Explain calls, each of which

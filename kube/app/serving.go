@@ -473,8 +473,11 @@ const servingDrain = 5 * time.Second
 // serveInsecure serves h on plain HTTP until ctx ends. The returned
 // function waits, once ctx has ended, for the server to drain, as
 // securePort.serve's does.
-func serveInsecure(ctx context.Context, addr string, h http.Handler, log *slog.Logger) (wait func(), err error) {
-	ln, err := net.Listen("tcp", addr)
+func serveInsecure(ctx context.Context, listen func(string) (net.Listener, error), addr string, h http.Handler, log *slog.Logger) (wait func(), err error) {
+	if listen == nil {
+		listen = func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+	}
+	ln, err := listen(addr)
 	if err != nil {
 		return nil, fmt.Errorf("--address %s: %w", addr, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"weak"
 
 	v1 "k8s.io/api/core/v1"
@@ -60,7 +61,15 @@ func forget(k weak.Pointer[v1.Pod]) {
 	requestsMemo.Lock()
 	delete(requestsMemo.m, k)
 	requestsMemo.Unlock()
+	if f := forgotten.Load(); f != nil {
+		(*f)(k)
+	}
 }
+
+// forgotten, if set, is told of each entry forget drops, once it is
+// gone: a test waits for that, not for the cleanups' goroutine on the
+// clock.
+var forgotten atomic.Pointer[func(weak.Pointer[v1.Pod])]
 
 // memoSize is the number of pods in the memo, for tests.
 func memoSize() int {

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"testing"
 	"time"
+	"weak"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -41,18 +42,43 @@ func TestRequestsOfComputesOncePerPod(t *testing.T) {
 }
 
 // TestRequestsOfForgetsCollectedPods: the memo does not keep pods alive
-// nor grow with every pod ever seen.
+// nor grow with every pod ever seen. Once a collection finds the pods
+// unreachable, the memo's cleanups drop each of their entries; the test
+// waits for those drops (forgotten), not on the clock.
 func TestRequestsOfForgetsCollectedPods(t *testing.T) {
+	const n = 100
+	dropped := make(chan weak.Pointer[v1.Pod], n)
+	hook := func(k weak.Pointer[v1.Pod]) { dropped <- k }
+	forgotten.Store(&hook)
+	defer forgotten.Store(nil)
 	base := memoSize()
-	for i := range 100 {
-		_, _ = RequestsOf(memoPod("gone-" + string(rune('a'+i%26))))
+	ours := memoize(n)
+	if got := memoSize(); got != base+n {
+		t.Fatalf("the memo holds %d pods after %d new ones, %d before", got, n, base)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for memoSize() > base {
-		if time.Now().After(deadline) {
-			t.Fatalf("the memo holds %d pods, %d before: collected pods stay", memoSize(), base)
+	runtime.GC()                        // a whole cycle: the pods, unreachable, are collected
+	watchdog := time.After(time.Minute) // fails a memo that keeps them; not waited for otherwise
+	for len(ours) > 0 {
+		select {
+		case k := <-dropped:
+			delete(ours, k)
+		case <-watchdog:
+			t.Fatalf("%d of %d collected pods still in the memo (%d entries, %d before)", len(ours), n, memoSize(), base)
 		}
-		runtime.GC()
-		runtime.Gosched()
 	}
+	if got := memoSize(); got > base {
+		t.Fatalf("the memo holds %d pods, %d before: collected pods stay", got, base)
+	}
+}
+
+// memoize asks RequestsOf for n new pods and returns weak pointers to
+// them, the memo's keys: nothing else keeps the pods alive.
+func memoize(n int) map[weak.Pointer[v1.Pod]]bool {
+	keys := map[weak.Pointer[v1.Pod]]bool{}
+	for i := range n {
+		p := memoPod("gone-" + string(rune('a'+i%26)))
+		_, _ = RequestsOf(p)
+		keys[weak.Make(p)] = true
+	}
+	return keys
 }

@@ -283,6 +283,10 @@ func rederiveFailed(step string, st *fwk.Status) *fwk.Status {
 type claimLocks struct {
 	mu   sync.Mutex
 	held map[types.UID]*claimLock
+	// waiting, if set, is told of each claim whose lock another PreBind
+	// holds, before lock waits for it: a test waits for that, not on
+	// the clock.
+	waiting func(uid types.UID)
 }
 
 type claimLock struct {
@@ -306,7 +310,12 @@ func (l *claimLocks) lock(refs []claimRef) (unlock func()) {
 		}
 		c.users++
 		l.mu.Unlock()
-		c.Lock()
+		if !c.TryLock() {
+			if l.waiting != nil {
+				l.waiting(r.uid)
+			}
+			c.Lock()
+		}
 		taken = append(taken, c)
 	}
 	return func() {

@@ -2,7 +2,6 @@ package profile
 
 import (
 	"context"
-	"runtime"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -14,9 +13,11 @@ import (
 
 // TestClaimLocksSerialise: a PreBind that locks a claim another holds
 // waits until that one unlocks it, whatever other claims either holds;
-// once both are done no lock is kept.
+// once both are done no lock is kept. The test waits for lock's own word
+// that the second PreBind found b held (waiting), not on the clock.
 func TestClaimLocksSerialise(t *testing.T) {
-	l := &claimLocks{}
+	waiting := make(chan types.UID, 4)
+	l := &claimLocks{waiting: func(uid types.UID) { waiting <- uid }}
 	first := l.lock([]claimRef{{name: "a", uid: "uid-a"}, {name: "b", uid: "uid-b"}})
 	got, done := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -25,13 +26,16 @@ func TestClaimLocksSerialise(t *testing.T) {
 		unlock()
 		close(done)
 	}()
-	for users(l, "uid-b") < 2 { // the second is waiting for b
-		runtime.Gosched()
-	}
 	select {
+	case uid := <-waiting:
+		if uid != "uid-b" {
+			t.Fatalf("the second PreBind waits for %s, want uid-b", uid)
+		}
 	case <-got:
 		t.Fatal("b locked twice at once")
-	default:
+	}
+	if n := users(l, "uid-b"); n != 2 {
+		t.Fatalf("b's lock has %d users while one holds it and one waits, want 2", n)
 	}
 	first()
 	<-got

@@ -29,11 +29,13 @@ type fakeServer struct {
 	pods    map[types.NamespacedName]*v1.Pod // live pods, as the server has them
 	deleted map[types.NamespacedName]bool
 	binds   int
+	changes chan struct{} // closed, and replaced, at each change of pods (changed)
 }
 
 func (c *fakeServer) add(p *v1.Pod) {
 	c.mu.Lock()
 	c.pods[framework.Key(p)] = p
+	c.changed()
 	c.mu.Unlock()
 	c.events <- func() { c.h.AddPod(p) }
 }
@@ -67,6 +69,7 @@ func (c *fakeServer) bind(p *v1.Pod, node string) error {
 	bound.Spec.NodeName = node
 	c.pods[framework.Key(p)] = bound
 	c.binds++
+	c.changed()
 	c.events <- func() { c.h.UpdatePod(old, bound) }
 	c.mu.Unlock()
 	return nil
@@ -78,9 +81,41 @@ func (c *fakeServer) delete(key types.NamespacedName) {
 	if ok {
 		delete(c.pods, key)
 		c.deleted[key] = true
+		c.changed()
 		c.events <- func() { c.h.DeletePod(p) }
 	}
 	c.mu.Unlock()
+}
+
+// changed wakes those that await a change of the pods. Call it under mu.
+func (c *fakeServer) changed() {
+	if c.changes != nil {
+		close(c.changes)
+	}
+	c.changes = make(chan struct{})
+}
+
+// await waits until cond, called under mu, holds, or ctx ends, and
+// reports whether cond held. It checks cond again at each change of the
+// pods (changed), not on the clock.
+func (c *fakeServer) await(ctx context.Context, cond func() bool) bool {
+	for {
+		c.mu.Lock()
+		ok := cond()
+		if c.changes == nil {
+			c.changes = make(chan struct{})
+		}
+		changes := c.changes
+		c.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-changes:
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // asyncBinder binds in a goroutine of its own, as APIBinder does.
@@ -171,56 +206,45 @@ func TestConcurrentCacheQueueBudgetCycle(t *testing.T) {
 		defer producers.Done()
 		// 12 deleted: 158 pods left for 160 cpus, whatever the order.
 		for n := range 12 {
-			for cl.bindCount() < (n+1)*12 && ctx.Err() == nil {
-				pollPause()
-			}
+			cl.await(ctx, func() bool { return cl.binds >= (n+1)*12 })
 			if key, ok := cl.boundLow(); ok {
 				cl.delete(key)
 			}
 		}
 	}()
 	producers.Wait()
-	// Progress: every pod bound or deleted, polled until the deadline.
-	for !cl.settled() {
-		if ctx.Err() != nil {
-			cl.mu.Lock()
-			for _, it := range q.Dump().Items {
-				t.Logf("%+v", it)
-			}
-			for i := range nodes {
-				a, u, n, _ := c.NodeRoom(fmt.Sprint("n", i))
-				t.Logf("n%d: %d/%d cpu, %d pods", i, u.MilliCPU, a.MilliCPU, n)
-			}
-			c.View(func(snap framework.Snapshot) {
-				for _, ni := range snap.Nodes() {
-					var names []string
-					for _, p := range ni.Pods {
-						names = append(names, p.Pod.Name)
-					}
-					t.Logf("cache %s: %d %v", ni.Name(), ni.Requested.MilliCPU, names)
-				}
-			})
-			for k, p := range cl.pods {
-				if p.Spec.NodeName == "" {
-					t.Logf("server: %v pending", k)
-				}
-			}
-			t.Logf("deleted %v", cl.deleted)
-			t.Fatalf("no progress: %d binds, %d deleted; queue %+v", cl.binds, len(cl.deleted), q.Counts())
+	// Progress: every pod bound or deleted before the deadline, checked
+	// at each change of the server's pods.
+	if !cl.await(ctx, cl.settledLocked) {
+		cl.mu.Lock()
+		for _, it := range q.Dump().Items {
+			t.Logf("%+v", it)
 		}
-		pollPause()
+		for i := range nodes {
+			a, u, n, _ := c.NodeRoom(fmt.Sprint("n", i))
+			t.Logf("n%d: %d/%d cpu, %d pods", i, u.MilliCPU, a.MilliCPU, n)
+		}
+		c.View(func(snap framework.Snapshot) {
+			for _, ni := range snap.Nodes() {
+				var names []string
+				for _, p := range ni.Pods {
+					names = append(names, p.Pod.Name)
+				}
+				t.Logf("cache %s: %d %v", ni.Name(), ni.Requested.MilliCPU, names)
+			}
+		})
+		for k, p := range cl.pods {
+			if p.Spec.NodeName == "" {
+				t.Logf("server: %v pending", k)
+			}
+		}
+		t.Logf("deleted %v", cl.deleted)
+		t.Fatalf("no progress: %d binds, %d deleted; queue %+v", cl.binds, len(cl.deleted), q.Counts())
 	}
 	cancel()
 	wg.Wait()
 	q.Close()
 	cl.checkRoom(t, nodes, nodeCPU)
-}
-
-// bindCount returns how many bindings the server accepted.
-func (c *fakeServer) bindCount() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.binds
 }
 
 // boundLow returns a bound pod of low priority, if there is one.
@@ -235,10 +259,9 @@ func (c *fakeServer) boundLow() (types.NamespacedName, bool) {
 	return types.NamespacedName{}, false
 }
 
-// settled reports whether every live pod is bound.
-func (c *fakeServer) settled() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// settledLocked reports whether every live pod is bound. Call it under
+// mu.
+func (c *fakeServer) settledLocked() bool {
 	for _, p := range c.pods {
 		if p.Spec.NodeName == "" {
 			return false
@@ -265,9 +288,6 @@ func (c *fakeServer) checkRoom(t *testing.T, nodes int, cpu int64) {
 		t.Errorf("pods on %d nodes, of %d", len(used), nodes)
 	}
 }
-
-// pollPause is the pause between two polls of a condition.
-func pollPause() { <-time.After(time.Millisecond) }
 
 // lockedReporter is a Reporter safe for the concurrent test.
 type lockedReporter struct {

@@ -112,12 +112,9 @@ func burstPreemption(t *testing.T, fw *profile.Framework, churn func(context.Con
 	for i := range preemptors {
 		srv.add(prioPod(fmt.Sprint("high", i), 1000, 100))
 	}
-	for !srv.settled() {
-		if ctx.Err() != nil {
-			srv.mu.Lock()
-			t.Fatalf("not all preemptors bound: %d binds; queue %+v", srv.binds, q.Counts())
-		}
-		pollPause()
+	if !srv.await(ctx, srv.settledLocked) { // checked at each change of the server's pods
+		srv.mu.Lock()
+		t.Fatalf("not all preemptors bound: %d binds; queue %+v", srv.binds, q.Counts())
 	}
 	cancel()
 	wg.Wait()

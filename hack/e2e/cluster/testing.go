@@ -11,8 +11,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 )
 
 // Figure records a figure a test measured: in the test's log, and as a
@@ -39,6 +43,51 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func(context
 	defer cancel()
 	if err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, cond); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// WaitPods waits until cond holds of the pods of ns, by name, and fails t
+// after timeout with a message naming what it waited for and, if
+// describe is set, what it says of the pods then. It follows a watch
+// (an informer's list and watch, which lists again after an outage),
+// checking cond once listed and after each change, so that it wakes on
+// the change it waits for rather than on a poll.
+func WaitPods(t testing.TB, c kubernetes.Interface, ns string, timeout time.Duration, what string,
+	cond func(pods map[string]*v1.Pod) bool, describe func(pods map[string]*v1.Pod) string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	pc := c.CoreV1().Pods(ns)
+	// With the client's word on watch-list streams: a fake clientset
+	// cannot serve one, and an informer that asked for one would never
+	// sync.
+	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return pc.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return pc.Watch(ctx, o)
+		},
+	}, c)
+	var store cache.Store
+	pods := func() map[string]*v1.Pod {
+		out := map[string]*v1.Pod{}
+		for _, obj := range store.List() {
+			p := obj.(*v1.Pod)
+			out[p.Name] = p
+		}
+		return out
+	}
+	_, err := watchtools.UntilWithSync(ctx, lw, &v1.Pod{}, func(s cache.Store) (bool, error) {
+		store = s
+		return cond(pods()), nil
+	}, func(watch.Event) (bool, error) { return cond(pods()), nil })
+	if err != nil {
+		msg := fmt.Sprintf("waiting for %s: %v", what, err)
+		if describe != nil && store != nil {
+			msg += "; " + describe(pods())
+		}
+		t.Fatal(msg)
 	}
 }
 

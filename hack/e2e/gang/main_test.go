@@ -217,13 +217,20 @@ func boundCount(t testing.TB, c kubernetes.Interface, ns string, names []string)
 	return n
 }
 
-// waitBound waits until all names are bound and returns how long it took.
+// waitBound waits until all names are bound and returns how long it
+// took. It follows a watch of the pods (cluster.WaitPods), so the time
+// is that of the binding's event, not of the next poll.
 func waitBound(t *testing.T, c kubernetes.Interface, ns string, names []string, timeout time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	waitFor(t, timeout, fmt.Sprintf("%d pods of %s bound", len(names), ns), func(context.Context) (bool, error) {
-		return boundCount(t, c, ns, names) == len(names), nil
-	})
+	cluster.WaitPods(t, c, ns, timeout, fmt.Sprintf("%d pods of %s bound", len(names), ns), func(pods map[string]*v1.Pod) bool {
+		for _, n := range names {
+			if p := pods[n]; p == nil || p.Spec.NodeName == "" {
+				return false
+			}
+		}
+		return true
+	}, nil)
 	return time.Since(start)
 }
 

@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/schedq/schedq/hack/e2e/cluster"
@@ -260,27 +259,23 @@ func bound(t testing.TB, c kubernetes.Interface, ns string) map[string]string {
 }
 
 // waitBound waits until every named pod of ns is bound, and returns how
-// long that took.
+// long that took. It follows a watch of the pods (cluster.WaitPods), so
+// the time is that of the binding's event, not of the next poll.
 func waitBound(t *testing.T, c kubernetes.Interface, ns string, names []string, timeout time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
 	var unbound []string
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
-		b := bound(t, c, ns)
+	cluster.WaitPods(t, c, ns, timeout, fmt.Sprintf("%d pods of %s to be bound", len(names), ns), func(pods map[string]*v1.Pod) bool {
 		unbound = unbound[:0]
 		for _, n := range names {
-			if b[n] == "" {
+			if p := pods[n]; p == nil || p.Spec.NodeName == "" {
 				unbound = append(unbound, n)
 			}
 		}
-		return len(unbound) == 0, nil
+		return len(unbound) == 0
+	}, func(map[string]*v1.Pod) string {
+		return fmt.Sprintf("%d not bound after %v, among them%s", len(unbound), timeout, describeUnbound(t, c, ns, unbound[:min(5, len(unbound))]))
 	})
-	if err != nil {
-		t.Fatalf("waiting for %d pods of %s to be bound: %v; %d not bound after %v, among them%s",
-			len(names), ns, err, len(unbound), timeout, describeUnbound(t, c, ns, unbound[:min(5, len(unbound))]))
-	}
 	return time.Since(start)
 }
 

@@ -69,7 +69,10 @@ func TestOutageLeaderElected(t *testing.T) {
 		})
 		linesBefore, failedBefore := logs.counts()
 		fault.stop()
-		time.Sleep(outage) // the fault's duration, not a wait for a result
+		// The fault's duration, not a wait for a result: the outage must
+		// last this long on the real clock, which the scheduler, a process
+		// of its own, backs off and retries on; it cannot be virtual.
+		time.Sleep(outage)
 		restarted := time.Now()
 		if err := fault.start(context.Background()); err != nil {
 			t.Fatal(err)

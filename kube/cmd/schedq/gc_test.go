@@ -124,20 +124,20 @@ func gogc() uint64 {
 }
 
 // finalizersRun returns once the finalizers queued by a collection run
-// now have run (one goroutine runs them in order).
+// now have run: the one goroutine that runs finalizers takes those a
+// collection queued as one batch, so a sentinel's finalizer queued by
+// the collection it starts runs after every finalizer of the collections
+// before. runtime.GC returns after a whole cycle, which finds the
+// sentinel, made before it, unreachable.
 func finalizersRun(t *testing.T) {
+	t.Helper()
 	done := make(chan struct{})
 	runtime.SetFinalizer(&gcSentinel{}, func(*gcSentinel) { close(done) })
-	deadline := time.After(10 * time.Second)
-	for {
-		runtime.GC()
-		select {
-		case <-done:
-			return
-		case <-deadline:
-			t.Fatal("no finalizer ran within 10s")
-		default:
-		}
+	runtime.GC()
+	select {
+	case <-done:
+	case <-time.After(time.Minute): // a watchdog: the success path does not wait for it
+		t.Fatal("the sentinel's finalizer did not run within a minute of a collection")
 	}
 }
 
@@ -145,12 +145,40 @@ func finalizersRun(t *testing.T) {
 // with a memory limit of 4 GiB; after a collection that finds a few MiB
 // live (this test's heap), GOGC follows the live heap past 400 (no
 // ceiling for a run this large) and the limit comes down to the budget;
-// once stopped, GOGC is left alone and the limit given back.
+// once stopped, the follower's next collection sets nothing and arms no
+// more, GOGC is left alone and the limit given back. The test waits for
+// the follower's own report of each collection it follows (gcFollowed),
+// not on the clock.
 func TestGCFollowsLiveHeap(t *testing.T) {
 	prev := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(prev)
 	prevLimit := debug.SetMemoryLimit(math.MaxInt64)
 	defer debug.SetMemoryLimit(prevLimit)
+	// The followers of tests before, stopped, see their last sentinels
+	// collected first: they report to no hook and arm no more.
+	finalizersRun(t)
+	finalizersRun(t)
+	followed := make(chan bool, 64) // more than the collections of this test
+	hook := func(stopped bool) {
+		select {
+		case followed <- stopped:
+		default:
+			t.Error("gcFollowed: more collections followed than the test makes")
+		}
+	}
+	gcFollowed.Store(&hook)
+	defer gcFollowed.Store(nil)
+	watchdog := time.After(time.Minute) // fails a hung test; the success path does not wait for it
+	next := func() bool {
+		t.Helper()
+		select {
+		case stopped := <-followed:
+			return stopped
+		case <-watchdog:
+			t.Fatal("the follower did not follow a collection within a minute")
+			return false
+		}
+	}
 	stop := followGC(2<<30, gcBudget, true)
 	if got := gogc(); got != 100 {
 		t.Fatalf("GOGC %d at the start, want 100 (the estimate's)", got)
@@ -158,23 +186,35 @@ func TestGCFollowsLiveHeap(t *testing.T) {
 	if got := memLimit(); got != 4<<30 {
 		t.Fatalf("memory limit %d at the start, want 4 GiB (twice the estimate)", got)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for gogc() <= 400 || memLimit() != gcBudget {
-		if time.Now().After(deadline) {
-			t.Fatalf("GOGC %d, memory limit %d 10s after collections of a small heap, want over 400 and %d", gogc(), memLimit(), gcBudget)
-		}
-		runtime.GC()
-		runtime.Gosched()
+	runtime.GC() // a whole cycle: the follower's sentinel is collected
+	if next() {
+		t.Fatal("the follower saw itself stopped before stop")
+	}
+	if gogc() <= 400 || memLimit() != gcBudget {
+		t.Fatalf("GOGC %d, memory limit %d after a collection of a small heap, want over 400 and %d", gogc(), memLimit(), gcBudget)
 	}
 	stop()
 	if got := memLimit(); got != math.MaxInt64 {
 		t.Errorf("memory limit %d after stop, want it given back", got)
 	}
-	finalizersRun(t) // the follower's last finalizer, armed before stop
-	finalizersRun(t)
+	// The follower's last sentinel, armed before stop: its collection
+	// finds the follower stopped (a collection followed before stop may
+	// be reported first).
+	for i, stopped := 0, false; !stopped; i++ {
+		if i > cap(followed) {
+			t.Fatalf("the follower still follows after stop: %d collections followed since", i)
+		}
+		runtime.GC()
+		stopped = next()
+	}
 	debug.SetGCPercent(100)
 	finalizersRun(t)
-	finalizersRun(t)
+	finalizersRun(t) // the batch of the collection before has run whole
+	select {
+	case <-followed:
+		t.Error("the follower followed a collection after it saw itself stopped")
+	default:
+	}
 	if got := gogc(); got != 100 {
 		t.Errorf("GOGC %d after stop, want it left at 100", got)
 	}

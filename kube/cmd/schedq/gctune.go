@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 )
 
 // liveHeapMetric is the runtime's count of the bytes the last collection
@@ -85,10 +86,19 @@ func (f *gcFollower) arm() {
 // collected follows one collection and arms for the next, unless
 // stopped. Only the finalizer goroutine calls it.
 func (f *gcFollower) collected() {
+	stopped := f.follow()
+	if h := gcFollowed.Load(); h != nil {
+		(*h)(stopped)
+	}
+}
+
+// follow is collected under f.mu: it reports whether f was stopped (and
+// so set nothing and did not arm again).
+func (f *gcFollower) follow() (stopped bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.stopped {
-		return
+		return true
 	}
 	metrics.Read(f.sample)
 	if f.sample[0].Value.Kind() == metrics.KindUint64 {
@@ -99,4 +109,10 @@ func (f *gcFollower) collected() {
 		}
 	}
 	f.arm()
+	return false
 }
+
+// gcFollowed, if set, is told after each collection a follower follows
+// whether the follower was stopped (it then set nothing and stopped
+// arming): a test waits for that, not on the clock.
+var gcFollowed atomic.Pointer[func(stopped bool)]
