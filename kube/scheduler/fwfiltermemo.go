@@ -71,6 +71,9 @@ func filterMemoSigsFor(n int) int {
 // is kept with the node's profile.DRAStamp besides its generation.
 type filterMemo struct {
 	sigs map[string]*sigMemo
+	// draFront keeps what the DRAStamps of its pods' cycles read of each
+	// node, by the node's place (profile.DRAStampFront).
+	draFront profile.DRAStampFront
 }
 
 // sigMemo is the memo of one signature: each node's verdict, and the
@@ -92,8 +95,12 @@ type sigMemo struct {
 	writes uint64
 	fail   *memoFailure
 	// dra: DynamicResources filters the pod, and each verdict holds the
-	// node's DRAStamp.
-	dra bool
+	// node's DRAStamp, which stamper gives in the cycle that verdicts
+	// returned the memo for, with front its profile's places of what
+	// the stamps read of the nodes.
+	dra     bool
+	stamper profile.DRAStamper
+	front   *profile.DRAStampFront
 }
 
 type memoFailure struct {
@@ -176,6 +183,10 @@ func (s *Scheduler) verdicts(ctx context.Context, cs fwk.CycleState, pod *v1.Pod
 		v = &sigMemo{nodes: map[string]memoVerdict{}, dra: dra}
 		m.sigs[key] = v
 	}
+	if dra {
+		v.stamper, _ = profile.DRAStamperOf(cs)
+		v.front = &m.draFront
+	}
 	return v
 }
 
@@ -238,7 +249,7 @@ func (s *Scheduler) filterNode(ctx context.Context, cs fwk.CycleState, pod *v1.P
 		return st, st.Code()
 	}
 	gen := ni.GetGeneration()
-	stamp, ok := memo.stamp(cs, ni)
+	stamp, ok := memo.stamp(ni, gen, at)
 	if !ok {
 		st := s.cur.fw.Framework().RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni)
 		return st, st.Code()
@@ -294,15 +305,16 @@ func (memo *sigMemo) place(at int, ni fwk.NodeInfo, v memoVerdict) {
 	memo.at[at] = placedVerdict{ni: ni, v: v}
 }
 
-// stamp is ni's DRAStamp in the cycle of cs for a memo of a pod that
-// DynamicResources filters, the zero stamp for any other; false if the
-// node's verdict cannot be kept (its slices are not one of a pool of
-// its own). O(1).
-func (memo *sigMemo) stamp(cs fwk.CycleState, ni fwk.NodeInfo) (profile.DRAStamp, bool) {
+// stamp is the DRAStamp of ni (of generation gen, at place at of the
+// list the cycle filters) in the cycle memo was returned for, for a
+// memo of a pod that DynamicResources filters, the zero stamp for any
+// other; false if the node's verdict cannot be kept (its slices are not
+// one of a pool of its own). O(1).
+func (memo *sigMemo) stamp(ni fwk.NodeInfo, gen int64, at int) (profile.DRAStamp, bool) {
 	if !memo.dra {
 		return profile.DRAStamp{}, true
 	}
-	return profile.DRANodeStamp(cs, ni)
+	return memo.stamper.Stamp(ni, gen, at, memo.front)
 }
 
 // repeated returns the outcome of the signature's last cycle that found
@@ -310,7 +322,7 @@ func (memo *sigMemo) stamp(cs fwk.CycleState, ni fwk.NodeInfo) (profile.DRAStamp
 // written since, and every node unchanged (its generation, and its
 // DRAStamp for a pod DynamicResources filters) and rejected. Its slices
 // are clipped, so appending to them copies. O(nodes).
-func (s *Scheduler) repeated(cs fwk.CycleState, memo *sigMemo, nodes []fwk.NodeInfo, numAll int) (Outcome, bool) {
+func (s *Scheduler) repeated(memo *sigMemo, nodes []fwk.NodeInfo, numAll int) (Outcome, bool) {
 	if memo == nil {
 		return Outcome{}, false
 	}
@@ -320,11 +332,12 @@ func (s *Scheduler) repeated(cs fwk.CycleState, memo *sigMemo, nodes []fwk.NodeI
 	}
 	if memo.dra || len(nodes) != numAll || newestGeneration(nodes) != f.newest {
 		for i, ni := range nodes {
-			stamp, kept := memo.stamp(cs, ni)
+			gen := ni.GetGeneration()
+			stamp, kept := memo.stamp(ni, gen, i)
 			if !kept {
 				return Outcome{}, false
 			}
-			v, ok := memo.lookup(i, ni, ni.GetGeneration(), stamp)
+			v, ok := memo.lookup(i, ni, gen, stamp)
 			if !ok || v.st == nil {
 				return Outcome{}, false
 			}
