@@ -304,12 +304,31 @@ func (s *Scheduler) fwFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod
 	}
 	s.nextStart = (s.nextStart + processed) % numAll
 	if len(feasible) == 0 {
-		for _, r := range rejected {
-			diag.NodeToStatus.Set(r.node.Node().Name, r.st)
-			diag.AddPluginStatus(r.st)
-		}
+		noteRejections(diag, rejected)
 	}
 	return feasible, nil
+}
+
+// noteRejections records each rejected node's status in diag, as its
+// node's status and its plugin's (Diagnosis.AddPluginStatus). A status
+// of the plugin and code of the status before adds nothing to the
+// plugins' sets (AddPluginStatus reads nothing else of it), so it is
+// not added again: a full cluster's nodes mostly reject with the
+// memo's one status of their signature, and each add hashed the
+// plugin's name. An empty map of statuses is made with room for every
+// rejection, rather than grown node by node. O(rejected).
+func noteRejections(diag *fwframework.Diagnosis, rejected []nodeStatus) {
+	if diag.NodeToStatus.Len() == 0 {
+		diag.NodeToStatus = fwframework.NewNodeToStatus(make(map[string]*fwk.Status, len(rejected)), diag.NodeToStatus.AbsentNodesStatus())
+	}
+	var last *fwk.Status
+	for _, r := range rejected {
+		diag.NodeToStatus.Set(r.node.Node().Name, r.st)
+		if last == nil || r.st != last && (r.st.Plugin() != last.Plugin() || r.st.Code() != last.Code()) {
+			diag.AddPluginStatus(r.st)
+		}
+		last = r.st
+	}
 }
 
 // nodeStatus is a node's filter status.

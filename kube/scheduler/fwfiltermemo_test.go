@@ -284,3 +284,63 @@ func TestFitOutcomeReasonsRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestNoteRejectionsAsEveryAdd: noteRejections, which skips a status of
+// the plugin and code of the status before, gives the nodes' statuses
+// and the plugins' sets that adding every node's status gives, whatever
+// the statuses: one shared, alike but distinct, alternating plugins,
+// one plugin's Unschedulable and Pending, statuses of no plugin, and a
+// diagnosis whose absent nodes' status was set.
+func TestNoteRejectionsAsEveryAdd(t *testing.T) {
+	st := func(code fwk.Code, plugin string) *fwk.Status {
+		return fwk.NewStatus(code, "r").WithPlugin(plugin)
+	}
+	shared := st(fwk.Unschedulable, "A")
+	cases := []struct {
+		name   string
+		sts    []*fwk.Status
+		absent *fwk.Status
+	}{
+		{name: "one status shared", sts: []*fwk.Status{shared, shared, shared}},
+		{name: "alike, distinct", sts: []*fwk.Status{st(fwk.Unschedulable, "A"), st(fwk.Unschedulable, "A")}},
+		{name: "two plugins alternating", sts: []*fwk.Status{st(fwk.Unschedulable, "A"), st(fwk.Unschedulable, "B"), st(fwk.Unschedulable, "A")}},
+		{name: "one plugin, rejected then pending", sts: []*fwk.Status{st(fwk.Unschedulable, "A"), st(fwk.Pending, "A"), st(fwk.UnschedulableAndUnresolvable, "A")}},
+		{name: "pending first", sts: []*fwk.Status{st(fwk.Pending, "A"), st(fwk.Unschedulable, "A")}},
+		{name: "no plugin between", sts: []*fwk.Status{st(fwk.Unschedulable, ""), st(fwk.Unschedulable, "A"), st(fwk.Unschedulable, "")}},
+		{name: "absent nodes' status kept", sts: []*fwk.Status{shared}, absent: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "absent")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var rejected []nodeStatus
+			for i, s := range c.sts {
+				ni := framework.NewNodeInfo()
+				ni.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("n", i)}})
+				rejected = append(rejected, nodeStatus{node: ni, st: s})
+			}
+			newDiag := func() *framework.Diagnosis {
+				d := &framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
+				if c.absent != nil {
+					d.NodeToStatus.SetAbsentNodesStatus(c.absent)
+				}
+				return d
+			}
+			got, want := newDiag(), newDiag()
+			noteRejections(got, rejected)
+			for _, r := range rejected {
+				want.NodeToStatus.Set(r.node.Node().Name, r.st)
+				want.AddPluginStatus(r.st)
+			}
+			if !reflect.DeepEqual(got.UnschedulablePlugins, want.UnschedulablePlugins) || !reflect.DeepEqual(got.PendingPlugins, want.PendingPlugins) {
+				t.Errorf("plugins %v, pending %v; want %v, %v", got.UnschedulablePlugins, got.PendingPlugins, want.UnschedulablePlugins, want.PendingPlugins)
+			}
+			if got.NodeToStatus.Len() != want.NodeToStatus.Len() || !reflect.DeepEqual(got.NodeToStatus.AbsentNodesStatus(), want.NodeToStatus.AbsentNodesStatus()) {
+				t.Errorf("%d statuses, absent %v; want %d, %v", got.NodeToStatus.Len(), got.NodeToStatus.AbsentNodesStatus(), want.NodeToStatus.Len(), want.NodeToStatus.AbsentNodesStatus())
+			}
+			for _, r := range rejected {
+				if g := got.NodeToStatus.Get(r.node.Node().Name); g != r.st {
+					t.Errorf("%s: status %v, want %v", r.node.Node().Name, g, r.st)
+				}
+			}
+		})
+	}
+}
