@@ -325,7 +325,7 @@ func TestNoteRejectionsAsEveryAdd(t *testing.T) {
 				return d
 			}
 			got, want := newDiag(), newDiag()
-			noteRejections(got, rejected)
+			noteRejections(got, rejected, nil)
 			for _, r := range rejected {
 				want.NodeToStatus.Set(r.node.Node().Name, r.st)
 				want.AddPluginStatus(r.st)
@@ -340,6 +340,71 @@ func TestNoteRejectionsAsEveryAdd(t *testing.T) {
 				if g := got.NodeToStatus.Get(r.node.Node().Name); g != r.st {
 					t.Errorf("%s: status %v, want %v", r.node.Node().Name, g, r.st)
 				}
+			}
+		})
+	}
+}
+
+// TestFitOutcomeOfRunsIsUpstreams: the outcome of a cycle that found no
+// node, read from noteRejections' runs of reasons, is the one read from
+// the diagnosis's map of statuses with upstream's FitError message,
+// whatever the reasons: one everywhere, alternating, several per
+// status, counts that sort otherwise as strings than as numbers, none,
+// nodes without a status (the absent nodes' reasons counted for them),
+// and a diagnosis that held a status before (no runs: the map is read).
+func TestFitOutcomeOfRunsIsUpstreams(t *testing.T) {
+	un := func(plugin string, reasons ...string) *fwk.Status {
+		return fwk.NewStatus(fwk.Unschedulable, reasons...).WithPlugin(plugin)
+	}
+	cpu := un("NodeResourcesFit", "Insufficient cpu")
+	cases := []struct {
+		name   string
+		sts    []*fwk.Status
+		numAll int
+		absent *fwk.Status
+		before bool // a node's status set before the rejections
+	}{
+		{name: "one status everywhere", sts: slices.Repeat([]*fwk.Status{cpu}, 5), numAll: 5},
+		{name: "alike statuses, distinct objects", sts: []*fwk.Status{un("A", "x"), un("A", "x"), un("B", "x")}, numAll: 3},
+		{name: "two reasons alternating", sts: []*fwk.Status{un("A", "a"), un("B", "b"), un("A", "a"), un("B", "b")}, numAll: 4},
+		{name: "several reasons a status", sts: []*fwk.Status{un("A", "a", "b"), un("A", "a"), un("C", "c", "a")}, numAll: 3},
+		{name: "counts of two digits and one", sts: append(slices.Repeat([]*fwk.Status{un("A", "a")}, 12), slices.Repeat([]*fwk.Status{un("B", "b")}, 9)...), numAll: 21},
+		{name: "a status without reasons", sts: []*fwk.Status{fwk.NewStatus(fwk.Unschedulable).WithPlugin("A"), un("A", "a")}, numAll: 2},
+		{name: "pending beside rejected", sts: []*fwk.Status{fwk.NewStatus(fwk.Pending, "wait").WithPlugin("P"), cpu}, numAll: 2},
+		{name: "nodes without a status", sts: []*fwk.Status{cpu, cpu}, numAll: 5,
+			absent: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node(s) didn't satisfy plugin(s) [NodeAffinity]")},
+		{name: "no node filtered", numAll: 3, absent: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "gone")},
+		{name: "a status before", sts: []*fwk.Status{cpu, un("A", "a")}, numAll: 4, before: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var rejected []nodeStatus
+			for i, st := range c.sts {
+				ni := framework.NewNodeInfo()
+				ni.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("n", i)}})
+				rejected = append(rejected, nodeStatus{node: ni, st: st})
+			}
+			diag := framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
+			if c.absent != nil {
+				diag.NodeToStatus.SetAbsentNodesStatus(c.absent)
+			}
+			if c.before {
+				diag.NodeToStatus.Set("early", un("E", "early"))
+			}
+			runs := noteRejections(&diag, rejected, nil)
+			if (runs == nil) != c.before {
+				t.Fatalf("runs %v; want them only without a status before", runs)
+			}
+			p := pod("p", 1000)
+			got := fitOutcomeOf(p, c.numAll, diag, runs)
+			want := fitOutcome(p, c.numAll, diag)
+			if upstream := (&framework.FitError{Pod: p, NumAllNodes: c.numAll, Diagnosis: diag}).Error(); want.Message != upstream {
+				t.Fatalf("fitOutcome's message %q, upstream's %q", want.Message, upstream)
+			}
+			if got.Message != want.Message || !reflect.DeepEqual(got.Reasons, want.Reasons) ||
+				!reflect.DeepEqual(got.Plugins, want.Plugins) || !reflect.DeepEqual(got.Pending, want.Pending) || got.fwStatus != want.fwStatus {
+				t.Errorf("from runs: %q %q %v %v\nfrom the map: %q %q %v %v", got.Message, got.Reasons, got.Plugins, got.Pending,
+					want.Message, want.Reasons, want.Plugins, want.Pending)
 			}
 		})
 	}
