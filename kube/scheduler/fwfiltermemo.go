@@ -94,6 +94,9 @@ type sigMemo struct {
 	at     []placedVerdict
 	writes uint64
 	fail   *memoFailure
+	// statuses are the distinct rejections kept (intern), at most
+	// internStatuses.
+	statuses []*fwk.Status
 	// dra: DynamicResources filters the pod, and each verdict holds the
 	// node's DRAStamp, which stamper gives in the cycle that verdicts
 	// returned the memo for, with front its profile's places of what
@@ -267,12 +270,44 @@ func (s *Scheduler) filterNode(ctx context.Context, cs fwk.CycleState, pod *v1.P
 		memo.nodes[name] = v
 		memo.place(at, ni, v)
 	case code != fwk.Error:
+		st = memo.intern(st)
 		v := memoVerdict{gen: gen, dra: stamp, st: st, code: code}
 		memo.nodes[name] = v
 		memo.place(at, ni, v)
 	}
 	memo.writes++
 	return st, code
+}
+
+// internStatuses bounds the rejections a signature's memo shares
+// between nodes (sigMemo.intern): a kind of pod is refused for a few
+// reasons (not enough CPU, memory, GPU; no device to allocate).
+const internStatuses = 8
+
+// intern returns a status kept before equal to st (of its code, plugin
+// and reasons, neither with an error), else st, kept if fewer than
+// internStatuses are and it has no error. The nodes that refuse the
+// signature's pods alike then hold one status object, which a failed
+// cycle's diagnosis (noteRejections) compares by its address, instead
+// of loading each node's own object. The status is never changed once
+// returned by a filter; a verdict read from the memo is the same object
+// from cycle to cycle already. O(internStatuses x reasons).
+func (memo *sigMemo) intern(st *fwk.Status) *fwk.Status {
+	// A status with an error gives its reasons in a new list at each
+	// call (the error's message first), one without gives its own.
+	r := st.Reasons()
+	if again := st.Reasons(); len(r) > 0 && &r[0] != &again[0] {
+		return st
+	}
+	for _, kept := range memo.statuses {
+		if kept.Code() == st.Code() && kept.Plugin() == st.Plugin() && slices.Equal(kept.Reasons(), r) {
+			return kept
+		}
+	}
+	if len(memo.statuses) < internStatuses {
+		memo.statuses = append(memo.statuses, st)
+	}
+	return st
 }
 
 // lookup returns ni's verdict for generation gen and stamp, read at

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -408,4 +409,53 @@ func TestFitOutcomeOfRunsIsUpstreams(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFilterMemoInternsRejections: a rejection equal to one the
+// signature's memo kept (code, plugin, reasons) is that object; one of
+// another code, plugin or reasons, or with an error (whose reasons
+// begin with the error's message), is its own, and a status with an
+// error is never given for another; at most internStatuses are kept.
+func TestFilterMemoInternsRejections(t *testing.T) {
+	un := func(plugin string, reasons ...string) *fwk.Status {
+		return fwk.NewStatus(fwk.Unschedulable, reasons...).WithPlugin(plugin)
+	}
+	errSt := func() *fwk.Status {
+		return fwk.NewStatus(fwk.Unschedulable, "r").WithError(errors.New("boom")).WithPlugin("A")
+	}
+	cases := []struct {
+		name  string
+		first *fwk.Status
+		next  *fwk.Status
+		same  bool
+	}{
+		{name: "equal", first: un("A", "r"), next: un("A", "r"), same: true},
+		{name: "equal, no reasons", first: un("A"), next: un("A"), same: true},
+		{name: "another plugin", first: un("A", "r"), next: un("B", "r")},
+		{name: "another code", first: un("A", "r"), next: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "r").WithPlugin("A")},
+		{name: "other reasons", first: un("A", "r"), next: un("A", "r", "s")},
+		{name: "the next with an error", first: un("A", "boom", "r"), next: errSt()},
+		{name: "the first with an error", first: errSt(), next: un("A", "boom", "r")},
+		{name: "both with an error", first: errSt(), next: errSt()},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := &sigMemo{}
+			if got := m.intern(c.first); got != c.first {
+				t.Fatalf("the first status: %v, want itself", got)
+			}
+			if got := m.intern(c.next); (got == c.first) != c.same || !c.same && got != c.next {
+				t.Errorf("interned the first (%v): %v, want %v", c.first, got == c.first, c.same)
+			}
+		})
+	}
+	t.Run("bounded", func(t *testing.T) {
+		m := &sigMemo{}
+		for i := range 2 * internStatuses {
+			m.intern(un("A", fmt.Sprint(i)))
+		}
+		if len(m.statuses) != internStatuses {
+			t.Errorf("%d statuses kept, want %d", len(m.statuses), internStatuses)
+		}
+	})
 }
