@@ -188,6 +188,7 @@ func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pi *framework
 	}
 	nodes := preFiltered(all, pre, unsched, &diag)
 	memo := s.verdicts(ctx, cs, pod, len(all))
+	defer memo.endCycle()
 	memo.bound(len(all))
 	if o, ok := s.repeated(memo, nodes, len(all)); ok {
 		s.nextStart = (s.nextStart + len(nodes)) % len(all)

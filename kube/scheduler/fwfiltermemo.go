@@ -99,8 +99,8 @@ type sigMemo struct {
 	statuses []*fwk.Status
 	// dra: DynamicResources filters the pod, and each verdict holds the
 	// node's DRAStamp, which stamper gives in the cycle that verdicts
-	// returned the memo for, with front its profile's places of what
-	// the stamps read of the nodes.
+	// returned the memo for (until endCycle), with front its profile's
+	// places of what the stamps read of the nodes.
 	dra     bool
 	stamper profile.DRAStamper
 	front   *profile.DRAStampFront
@@ -383,6 +383,17 @@ func (s *Scheduler) repeated(memo *sigMemo, nodes []fwk.NodeInfo, numAll int) (O
 	out := f.out
 	out.Plugins, out.Pending, out.Reasons = slices.Clip(out.Plugins), slices.Clip(out.Pending), slices.Clip(out.Reasons)
 	return out, true
+}
+
+// endCycle drops the stamper of the cycle memo was returned for: it
+// holds the cycle's DynamicResources memo, and with it the allocated
+// state gathered for that cycle, which a signature's memo kept alive
+// until its next cycle otherwise (one state per signature). nil-safe.
+// O(1).
+func (memo *sigMemo) endCycle() {
+	if memo != nil {
+		memo.stamper = profile.DRAStamper{}
+	}
 }
 
 // bound forgets every verdict of memo once it holds more than twice as
