@@ -108,6 +108,7 @@ type draMemo struct {
 	pubSet   map[*resourceapi.ResourceSlice]uint64
 	pubSeen  uint64
 	pubPools map[string]*nodeSlices
+	pubTok   *grouping // pubPools' identity
 	pubOK    bool
 
 	locks claimLocks // PodGroup members' PreBinds, by shared claim (drashare.go)
@@ -204,9 +205,10 @@ type draCycle struct {
 	// lazy: upstream's PreFilter built its allocator over no slice
 	// (lazyPlan); pub is the published slices by node, lists each
 	// node's as the manager lists them, made when first needed (group).
-	lazy  bool
-	pub   map[string]*nodeSlices
-	lists map[string]*nodeSlices
+	lazy   bool
+	pub    map[string]*nodeSlices
+	pubTok *grouping // pub's identity, nil if it has none (DRAStampFront)
+	lists  map[string]*nodeSlices
 }
 
 type memoAnswer struct {

@@ -56,6 +56,7 @@ var draLazyForce bool
 type lazyPlan struct {
 	asks string
 	pub  map[string]*nodeSlices
+	tok  *grouping // pub's identity (pubPoolsOf); nil for a grouping made for this plan alone
 	n    int
 }
 
@@ -89,14 +90,14 @@ func (d *draMemo) lazyPlan(pod *v1.Pod) *lazyPlan {
 	if err != nil {
 		return nil
 	}
-	pools, ok := d.pubPoolsOf(pub)
+	pools, tok, ok := d.pubPoolsOf(pub)
 	if !ok {
 		if !draLazyForce {
 			return nil
 		}
-		pools = forcedPools(pub)
+		pools, tok = forcedPools(pub), nil
 	}
-	return &lazyPlan{asks: asks, pub: pools, n: len(pub)}
+	return &lazyPlan{asks: asks, pub: pools, tok: tok, n: len(pub)}
 }
 
 // asksNoDevices reports whether pod has no ResourceClaim and asks for no
@@ -157,9 +158,10 @@ func forcedPools(list []*resourceapi.ResourceSlice) map[string]*nodeSlices {
 
 // pubPoolsOf is groupSlices(list), kept while the list holds the same
 // slice objects, each once, in any order (the tracker lists them in no
-// fixed order). O(slices) map look-ups, O(slices) more when they
-// changed.
-func (d *draMemo) pubPoolsOf(list []*resourceapi.ResourceSlice) (map[string]*nodeSlices, bool) {
+// fixed order), with the kept grouping's identity: a grouping made
+// afresh gets a new one. O(slices) map look-ups, O(slices) more when
+// they changed.
+func (d *draMemo) pubPoolsOf(list []*resourceapi.ResourceSlice) (map[string]*nodeSlices, *grouping, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.pubSet != nil && len(list) == len(d.pubSet) {
@@ -173,10 +175,11 @@ func (d *draMemo) pubPoolsOf(list []*resourceapi.ResourceSlice) (map[string]*nod
 			d.pubSet[sl] = d.pubSeen
 		}
 		if same {
-			return d.pubPools, d.pubOK
+			return d.pubPools, d.pubTok, d.pubOK
 		}
 	}
 	d.pubPools, d.pubOK = groupSlices(list)
+	d.pubTok = &grouping{}
 	d.pubSeen = 0
 	d.pubSet = make(map[*resourceapi.ResourceSlice]uint64, len(list))
 	for _, sl := range list {
@@ -185,7 +188,7 @@ func (d *draMemo) pubPoolsOf(list []*resourceapi.ResourceSlice) (map[string]*nod
 	if len(d.pubSet) != len(list) {
 		d.pubSet = nil // a slice listed twice: grouped afresh each time
 	}
-	return d.pubPools, d.pubOK
+	return d.pubPools, d.pubTok, d.pubOK
 }
 
 // newLazyCycle is the memo of a lazy cycle (plan's), whose upstream
@@ -194,7 +197,7 @@ func (d *draMemo) pubPoolsOf(list []*resourceapi.ResourceSlice) (map[string]*nod
 // first. O(1).
 func (d *draMemo) newLazyCycle(plan *lazyPlan, state *structured.AllocatedState) *draCycle {
 	c := d.startCycle(plan.asks, plan.n, nil, state)
-	c.lazy, c.pub, c.lists = true, plan.pub, map[string]*nodeSlices{}
+	c.lazy, c.pub, c.pubTok, c.lists = true, plan.pub, plan.tok, map[string]*nodeSlices{}
 	return c
 }
 

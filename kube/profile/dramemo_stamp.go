@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	dra "k8s.io/dynamic-resource-allocation/api"
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
@@ -52,10 +53,94 @@ func DRAFilterKey(cs fwk.CycleState) (string, bool) {
 // DRAFilterKey serves the cycle and ni has no slice or one of a pool of
 // its own; false otherwise (several slices or pools: not kept). O(1).
 func DRANodeStamp(cs fwk.CycleState, ni fwk.NodeInfo) (DRAStamp, bool) {
-	c := cycleMemo(cs)
-	if c == nil || c.key == "" {
+	s, ok := DRAStamperOf(cs)
+	if !ok {
 		return DRAStamp{}, false
 	}
+	return s.c.stamp(s.c.stampOf(ni))
+}
+
+// DRAStamper gives the DRAStamps of a cycle's nodes: DRANodeStamp's,
+// with the cycle read once (DRAStamperOf) instead of at each node.
+type DRAStamper struct{ c *draCycle }
+
+// DRAStamperOf returns the stamper of the cycle of cs, and true, if
+// DRAFilterKey serves the cycle; false otherwise. O(1).
+func DRAStamperOf(cs fwk.CycleState) (DRAStamper, bool) {
+	c := cycleMemo(cs)
+	if c == nil || c.key == "" {
+		return DRAStamper{}, false
+	}
+	return DRAStamper{c}, true
+}
+
+// Stamp is DRANodeStamp(cs, ni) for the cycle of s, ni of generation
+// gen at place at of the list the cycle filters. What the stamp reads
+// of the node's published slices in a lazy cycle is kept in front at
+// that place, with ni, gen and the published grouping it was read from
+// (DRAStampFront), and read from there while all three are the same:
+// no look-up by the node's name. O(1).
+func (s DRAStamper) Stamp(ni fwk.NodeInfo, gen int64, at int, front *DRAStampFront) (DRAStamp, bool) {
+	c := s.c
+	if !c.lazy || c.pubTok == nil || front == nil || at < 0 {
+		return c.stamp(c.stampOf(ni))
+	}
+	if at < len(front.at) {
+		if p := &front.at[at]; p.ni == ni && p.gen == gen && p.tok == c.pubTok {
+			return c.stamp(p.src)
+		}
+	}
+	src := c.stampOf(ni)
+	if at >= len(front.at) {
+		front.at = append(front.at, make([]stampPlace, at+1-len(front.at))...)
+	}
+	front.at[at] = stampPlace{ni: ni, gen: gen, tok: c.pubTok, src: src}
+	return c.stamp(src)
+}
+
+// DRAStampFront keeps, by a node's place in the list a scheduling
+// loop's cycles filter, what DRAStamper.Stamp read of the node's
+// published slices. A place answers only for the NodeInfo object, the
+// generation and the published grouping it was read for: kube-scheduler
+// gives each content of a node a generation of its own in the process,
+// name included, and a grouping is kept while the published slices are
+// the same objects (pubPoolsOf), so a stale place is read again, never
+// wrongly. Not safe for concurrent use: one per scheduling loop and
+// framework. The zero value is empty.
+type DRAStampFront struct {
+	at []stampPlace
+}
+
+type stampPlace struct {
+	ni  fwk.NodeInfo
+	gen int64
+	tok *grouping
+	src stampSrc
+}
+
+// grouping names one grouping of the published slices by node
+// (draMemo.pubTok). Not of zero size, so that two are never one.
+type grouping struct{ _ byte }
+
+// stampSrc is what a node's DRAStamp reads of its slices: none (a node
+// without slices), one slice of a pool of its own (pool named if the
+// slice has devices), or several (not kept).
+type stampSrc struct {
+	kind  uint8 // srcNone, srcOne, srcMany
+	named bool
+	sl    *resourceapi.ResourceSlice
+	pool  dra.UniqueString
+}
+
+const (
+	srcNone uint8 = iota
+	srcOne
+	srcMany
+)
+
+// stampOf is what ni's DRAStamp reads of its slices in cycle c. O(1): a
+// look-up by ni's name.
+func (c *draCycle) stampOf(ni fwk.NodeInfo) stampSrc {
 	g := c.pools[ni.Node().Name]
 	if c.lazy {
 		g = c.pub[ni.Node().Name]
@@ -63,16 +148,27 @@ func DRANodeStamp(cs fwk.CycleState, ni fwk.NodeInfo) (DRAStamp, bool) {
 	pools := g.slices()
 	switch {
 	case len(pools) == 0:
-		return DRAStamp{}, true
+		return stampSrc{kind: srcNone}
 	case len(pools) > 1 || len(pools[0]) != 1:
+		return stampSrc{kind: srcMany}
+	}
+	return stampSrc{kind: srcOne, named: g.named, sl: pools[0][0], pool: g.pool}
+}
+
+// stamp is the DRAStamp of a node whose slices src says, in cycle c,
+// and true; false for a node of several slices or pools, or a pool
+// whose count the manager does not know. O(1).
+func (c *draCycle) stamp(src stampSrc) (DRAStamp, bool) {
+	switch {
+	case src.kind == srcNone:
+		return DRAStamp{}, true
+	case src.kind == srcMany:
 		return DRAStamp{}, false
+	case !src.named:
+		return DRAStamp{slice: src.sl, lazy: c.lazy}, true // nothing of it can be allocated
 	}
-	sl := pools[0][0]
-	if !g.named {
-		return DRAStamp{slice: sl, lazy: c.lazy}, true // nothing of it can be allocated
-	}
-	ver, ok := c.vers.PoolVersion(c.state, g.pool)
-	return DRAStamp{slice: sl, pool: ver, lazy: c.lazy}, ok
+	ver, ok := c.vers.PoolVersion(c.state, src.pool)
+	return DRAStamp{slice: src.sl, pool: ver, lazy: c.lazy}, ok
 }
 
 // SignWithoutClaims is SignPod's signature of pod with its resource

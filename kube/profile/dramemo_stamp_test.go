@@ -95,3 +95,84 @@ func TestDRANodeStamp(t *testing.T) {
 		t.Error("DRAFilterKey of a cycle without DynamicResources' memo: true")
 	}
 }
+
+// TestDRAStamperFrontIsDRANodeStamp: a lazy cycle's stamps read through
+// a front of places are DRANodeStamp's, whatever the front holds from
+// earlier cycles: the same node at the same place (its pool's count
+// moved since), a published slice replaced (another grouping), the
+// NodeInfo object at the place given another node (another
+// generation), another NodeInfo object, a place past the front's end,
+// and a cycle that lists every slice (no front).
+func TestDRAStamperFrontIsDRANodeStamp(t *testing.T) {
+	_, slA := gpuNode("a", "V100", 2)
+	_, slB := gpuNode("b", "V100", 2)
+	_, grown := gpuNode("a", "V100", 4)
+	st := &structured.AllocatedState{}
+	pc := &poolCounts{state: st, counts: map[dra.UniqueString]uint64{}}
+	d := &draMemo{shapes: map[*resourceapi.ResourceSlice]sliceShape{}, ids: map[string]string{}}
+	grouped := func(pools map[string][][]*resourceapi.ResourceSlice) map[string]*nodeSlices {
+		out := map[string]*nodeSlices{}
+		for n, g := range pools {
+			out[n] = groupOf(g)
+		}
+		return out
+	}
+	first := grouped(map[string][][]*resourceapi.ResourceSlice{"a": {{slA}}, "b": {{slB}}})
+	firstTok := &grouping{}
+	info := func(name string) *framework.NodeInfo {
+		nd, _ := gpuNode(name, "V100", 0)
+		ni := framework.NewNodeInfo()
+		ni.SetNode(nd)
+		return ni
+	}
+	niA := info("a")
+	for _, tc := range []struct {
+		name string
+		lazy bool
+		pub  map[string]*nodeSlices
+		tok  *grouping
+		ni   func() *framework.NodeInfo // the node at place 0
+		at   int
+		bump string // a pool whose count moves first
+		want *resourceapi.ResourceSlice
+	}{
+		{name: "same node and place", lazy: true, pub: first, tok: firstTok, ni: func() *framework.NodeInfo { return niA }, want: slA},
+		{name: "its pool's count moved", lazy: true, pub: first, tok: firstTok, ni: func() *framework.NodeInfo { return niA }, bump: "a", want: slA},
+		{name: "its slice replaced", lazy: true, tok: &grouping{},
+			pub: grouped(map[string][][]*resourceapi.ResourceSlice{"a": {{grown}}, "b": {{slB}}}),
+			ni:  func() *framework.NodeInfo { return niA }, want: grown},
+		{name: "the NodeInfo given another node", lazy: true, pub: first, tok: firstTok,
+			ni: func() *framework.NodeInfo { nd, _ := gpuNode("b", "V100", 0); niA.SetNode(nd); return niA }, want: slB},
+		{name: "another NodeInfo", lazy: true, pub: first, tok: firstTok, ni: func() *framework.NodeInfo { return info("a") }, want: slA},
+		{name: "past the front's end", lazy: true, pub: first, tok: firstTok, ni: func() *framework.NodeInfo { return info("b") }, at: 7, want: slB},
+		{name: "every slice listed", pub: first, tok: firstTok, ni: func() *framework.NodeInfo { return info("a") }, want: slA},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			front := &DRAStampFront{}
+			// An earlier cycle's place 0: node a of the first grouping.
+			early := &draCycle{memo: d, key: "k", vers: pc, state: st, lazy: true, pub: first, pubTok: firstTok}
+			DRAStamper{early}.Stamp(niA, niA.GetGeneration(), 0, front)
+			if tc.bump != "" {
+				pc.counts[dra.MakeUniqueString(tc.bump)]++
+			}
+			c := &draCycle{memo: d, key: "k", vers: pc, state: st, lazy: tc.lazy, pub: tc.pub, pubTok: tc.tok}
+			if !tc.lazy {
+				c.pools, c.pub, c.pubTok = tc.pub, nil, nil
+			}
+			cs := framework.NewCycleState()
+			cs.Write(draMemoKey, c)
+			ni := tc.ni()
+			s, ok := DRAStamperOf(cs)
+			if !ok {
+				t.Fatal("DRAStamperOf: false")
+			}
+			for range 2 { // the place written, then read
+				got, ok := s.Stamp(ni, ni.GetGeneration(), tc.at, front)
+				want, wantOK := DRANodeStamp(cs, ni)
+				if got != want || ok != wantOK || got.slice != tc.want {
+					t.Errorf("Stamp: %+v, %v; want %+v, %v, of slice %s", got, ok, want, wantOK, tc.want.Name)
+				}
+			}
+		})
+	}
+}

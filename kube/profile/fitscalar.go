@@ -3,6 +3,7 @@ package profile
 import (
 	"context"
 	"slices"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -36,6 +37,10 @@ type fitScalar struct {
 	// dra is the DRAExtendedResource gate: on a node without the
 	// resource, a DeviceClass that provides it leaves it to DRA.
 	dra bool
+	// why keeps the reason of a node without room for each extended
+	// resource asked ("Insufficient " and its name), by name: one
+	// string for every node and cycle (scalarAsk.insufficient).
+	why sync.Map
 }
 
 // scalarAsk is what fitScalar's PreFilter left out of upstream's: the
@@ -43,6 +48,12 @@ type fitScalar struct {
 type scalarAsk struct {
 	name v1.ResourceName
 	n    int64
+	// insufficient is the reason of a node without room for it
+	// ("Insufficient " and name), the plugin's one string for name
+	// (fitScalar.why): the nodes' reasons, kept in the scheduler's
+	// verdicts from cycle to cycle, then compare by the string's
+	// address (noteRejections' runs), with no string made per node.
+	insufficient string
 }
 
 // Clone gives a itself: it is never changed.
@@ -76,6 +87,11 @@ func (f *fitScalar) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 		return f.Fit.PreFilter(ctx, cs, pod, nodes)
 	}
 	res, st := f.Fit.PreFilter(ctx, cs, withoutRequest(pod, ask.name), nodes)
+	why, ok := f.why.Load(ask.name)
+	if !ok {
+		why, _ = f.why.LoadOrStore(ask.name, "Insufficient "+string(ask.name))
+	}
+	ask.insufficient = why.(string)
 	cs.Write(scalarAskKey, ask)
 	return res, st
 }
@@ -109,7 +125,11 @@ func (f *fitScalar) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if !st.IsSuccess() {
 		reasons = slices.Clone(st.Reasons())
 	}
-	return fwk.NewStatus(code, append(reasons, "Insufficient "+string(ask.name))...)
+	why := ask.insufficient
+	if why == "" {
+		why = "Insufficient " + string(ask.name)
+	}
+	return fwk.NewStatus(code, append(reasons, why)...)
 }
 
 // toDRA reports whether a DeviceClass provides name, which upstream then

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -297,6 +298,53 @@ func TestOneExtendedSkipsSumOnlyForBasicRequests(t *testing.T) {
 			}
 			if got != c.want || ok != (c.want >= 0) {
 				t.Errorf("oneExtended %d (%v), want %d", got, ok, c.want)
+			}
+		})
+	}
+}
+
+// TestFitScalarReasonMadeOnce: the reason of the nodes without room for
+// the pod's extended resource is one string, the same address on every
+// node and in every cycle (the scheduler's verdicts keep nodes'
+// statuses from cycle to cycle, and noteRejections compares their
+// reasons by address), and no string is made per node.
+func TestFitScalarReasonMadeOnce(t *testing.T) {
+	ctx := context.Background()
+	pl, f := registryFit(t, scalarCluster(), defaultFitArgs(t))
+	fs := pl.(*fitScalar)
+	nodes, err := f.Snapshot().NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *v1.Pod
+	}{
+		{"GPUs alone", pod("p", "", func(p *v1.Pod) { p.Spec.Containers[0].Resources.Requests = v1.ResourceList{milliName: milli(3000)} })},
+		{"a share and CPU", pod("p", "", asks(v1.ResourceList{milliName: milli(1000), v1.ResourceCPU: resource.MustParse("2")}))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var addrs []*byte
+			for range 2 { // two cycles
+				cs := framework.NewCycleState()
+				if _, st := fs.PreFilter(ctx, cs, tc.pod, nil); !st.IsSuccess() {
+					t.Fatalf("PreFilter: %v", st)
+				}
+				for _, ni := range nodes {
+					for _, r := range reasonsOf(fs.Filter(ctx, cs, tc.pod, ni)) {
+						if r == "Insufficient "+string(milliName) {
+							addrs = append(addrs, unsafe.StringData(r))
+						}
+					}
+				}
+			}
+			if len(addrs) < 4 {
+				t.Fatalf("%d nodes refused for %s, want at least 2: the cluster no longer tells the case", len(addrs), milliName)
+			}
+			for _, a := range addrs[1:] {
+				if a != addrs[0] {
+					t.Fatalf("the nodes' reasons are strings of %d addresses, want one", len(slices.Compact(addrs)))
+				}
 			}
 		})
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -186,8 +188,9 @@ func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pi *framework
 	}
 	nodes := preFiltered(all, pre, unsched, &diag)
 	memo := s.verdicts(ctx, cs, pod, len(all))
+	defer memo.endCycle()
 	memo.bound(len(all))
-	if o, ok := s.repeated(cs, memo, nodes, len(all)); ok {
+	if o, ok := s.repeated(memo, nodes, len(all)); ok {
 		s.nextStart = (s.nextStart + len(nodes)) % len(all)
 		o.clearNom = out.clearNom
 		return o
@@ -198,7 +201,7 @@ func (s *Scheduler) fwFind(ctx context.Context, cs fwk.CycleState, pi *framework
 		return *errOut
 	}
 	if len(feasible) == 0 {
-		o := fitOutcome(pod, len(all), diag)
+		o := fitOutcomeOf(pod, len(all), diag, s.runs)
 		memo.failed(o, nodes, len(all))
 		o.clearNom = out.clearNom
 		return o
@@ -304,12 +307,58 @@ func (s *Scheduler) fwFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod
 	}
 	s.nextStart = (s.nextStart + processed) % numAll
 	if len(feasible) == 0 {
-		for _, r := range rejected {
-			diag.NodeToStatus.Set(r.node.Node().Name, r.st)
-			diag.AddPluginStatus(r.st)
-		}
+		s.runs = noteRejections(diag, rejected, s.runs[:0])
 	}
 	return feasible, nil
+}
+
+// noteRejections records each rejected node's status in diag, as its
+// node's status and its plugin's (Diagnosis.AddPluginStatus). A status
+// of the plugin and code of the status before adds nothing to the
+// plugins' sets (AddPluginStatus reads nothing else of it), so it is
+// not added again: a full cluster's nodes mostly reject with the
+// memo's one status of their signature, and each add hashed the
+// plugin's name. An empty map of statuses is made with room for every
+// rejection, rather than grown node by node.
+//
+// If diag had no node's status before, it returns the rejections'
+// reasons as runs appended to runs (for fitOutcomeOf): the nodes'
+// statuses, in rejected's order, each run of equal reasons once with
+// its number of nodes; nil otherwise. O(rejected).
+func noteRejections(diag *fwframework.Diagnosis, rejected []nodeStatus, runs []reasonRun) []reasonRun {
+	fresh := diag.NodeToStatus.Len() == 0
+	if fresh {
+		diag.NodeToStatus = fwframework.NewNodeToStatus(make(map[string]*fwk.Status, len(rejected)), diag.NodeToStatus.AbsentNodesStatus())
+		if runs == nil {
+			runs = []reasonRun{}
+		}
+	}
+	var last *fwk.Status
+	for _, r := range rejected {
+		diag.NodeToStatus.Set(r.node.Node().Name, r.st)
+		if last == nil || r.st != last && (r.st.Plugin() != last.Plugin() || r.st.Code() != last.Code()) {
+			diag.AddPluginStatus(r.st)
+		}
+		if fresh {
+			if n := len(runs); n > 0 && (r.st == last || slices.Equal(r.st.Reasons(), runs[n-1].reasons)) {
+				runs[n-1].n++
+			} else {
+				runs = append(runs, reasonRun{reasons: r.st.Reasons(), n: 1})
+			}
+		}
+		last = r.st
+	}
+	if !fresh {
+		return nil
+	}
+	return runs
+}
+
+// reasonRun is n rejected nodes, one after another in a cycle's order,
+// whose statuses give the same reasons.
+type reasonRun struct {
+	reasons []string
+	n       int
 }
 
 // nodeStatus is a node's filter status.
@@ -351,8 +400,29 @@ func (s *Scheduler) fwPick(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 // absent nodes' status included), and PreFilter's message if it rejected
 // the pod on every node.
 func fitOutcome(pod *v1.Pod, numAll int, diag fwframework.Diagnosis) Outcome {
+	return fitOutcomeOf(pod, numAll, diag, nil)
+}
+
+// fitOutcomeOf is fitOutcome, given the nodes' reasons as runs
+// (noteRejections') if runs is not nil: what it reads of the nodes'
+// statuses, the set of reasons and upstream's count of nodes per
+// reason in the message, is then read once per run of equal reasons,
+// not once per node through the map of statuses; the message is
+// fitMessage's, upstream's FitError's. O(runs x reasons) then.
+func fitOutcomeOf(pod *v1.Pod, numAll int, diag fwframework.Diagnosis, runs []reasonRun) Outcome {
 	fe := &fwframework.FitError{Pod: pod, NumAllNodes: numAll, Diagnosis: diag}
 	reasons := sets.New[string]()
+	if runs != nil && diag.PreFilterMsg == "" && diag.PostFilterMsg == "" {
+		for _, r := range runs {
+			reasons.Insert(r.reasons...)
+		}
+		if st := diag.NodeToStatus.AbsentNodesStatus(); st != nil {
+			reasons.Insert(st.Reasons()...)
+		}
+		return Outcome{Result: Unschedulable, Message: fitMessage(numAll, diag.NodeToStatus, runs), Reasons: sets.List(reasons),
+			Plugins: sets.List(diag.UnschedulablePlugins), Pending: sets.List(diag.PendingPlugins),
+			fwStatus: diag.NodeToStatus}
+	}
 	if diag.NodeToStatus != nil {
 		// Most rejected nodes give the reason the node before gave (a
 		// full cluster's "Insufficient cpu", one string): compared with
@@ -377,6 +447,37 @@ func fitOutcome(pod *v1.Pod, numAll int, diag fwframework.Diagnosis) Outcome {
 	return Outcome{Result: Unschedulable, Message: fe.Error(), Reasons: sets.List(reasons),
 		Plugins: sets.List(diag.UnschedulablePlugins), Pending: sets.List(diag.PendingPlugins),
 		fwStatus: diag.NodeToStatus}
+}
+
+// fitMessage is upstream's FitError message for a diagnosis without
+// PreFilter's or PostFilter's message, of numAll nodes whose explicit
+// statuses (in statuses) give the reasons of runs: "0/N nodes are
+// available:", then, if any, each reason with its number of nodes
+// ("N reason", the absent nodes' status's reasons counted for every node
+// without a status), sorted as strings, joined by ", " and ended by a
+// full stop. O(runs x reasons + distinct reasons x log).
+func fitMessage(numAll int, statuses *fwframework.NodeToStatus, runs []reasonRun) string {
+	count := map[string]int{}
+	for _, r := range runs {
+		for _, reason := range r.reasons {
+			count[reason] += r.n
+		}
+	}
+	if absent := numAll - statuses.Len(); absent > 0 {
+		for _, reason := range statuses.AbsentNodesStatus().Reasons() {
+			count[reason] += absent
+		}
+	}
+	msg := fmt.Sprintf(fwframework.NoNodeAvailableMsg+":", numAll)
+	if len(count) == 0 {
+		return msg
+	}
+	lines := make([]string, 0, len(count))
+	for reason, n := range count {
+		lines = append(lines, strconv.Itoa(n)+" "+reason)
+	}
+	slices.Sort(lines)
+	return msg + " " + strings.Join(lines, ", ") + "."
 }
 
 // fitOutcomeRuns turns fitOutcome's skip of a node's reasons equal to

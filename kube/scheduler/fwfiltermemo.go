@@ -71,6 +71,9 @@ func filterMemoSigsFor(n int) int {
 // is kept with the node's profile.DRAStamp besides its generation.
 type filterMemo struct {
 	sigs map[string]*sigMemo
+	// draFront keeps what the DRAStamps of its pods' cycles read of each
+	// node, by the node's place (profile.DRAStampFront).
+	draFront profile.DRAStampFront
 }
 
 // sigMemo is the memo of one signature: each node's verdict, and the
@@ -91,9 +94,16 @@ type sigMemo struct {
 	at     []placedVerdict
 	writes uint64
 	fail   *memoFailure
+	// statuses are the distinct rejections kept (intern), at most
+	// internStatuses.
+	statuses []*fwk.Status
 	// dra: DynamicResources filters the pod, and each verdict holds the
-	// node's DRAStamp.
-	dra bool
+	// node's DRAStamp, which stamper gives in the cycle that verdicts
+	// returned the memo for (until endCycle), with front its profile's
+	// places of what the stamps read of the nodes.
+	dra     bool
+	stamper profile.DRAStamper
+	front   *profile.DRAStampFront
 }
 
 type memoFailure struct {
@@ -176,6 +186,10 @@ func (s *Scheduler) verdicts(ctx context.Context, cs fwk.CycleState, pod *v1.Pod
 		v = &sigMemo{nodes: map[string]memoVerdict{}, dra: dra}
 		m.sigs[key] = v
 	}
+	if dra {
+		v.stamper, _ = profile.DRAStamperOf(cs)
+		v.front = &m.draFront
+	}
 	return v
 }
 
@@ -238,7 +252,7 @@ func (s *Scheduler) filterNode(ctx context.Context, cs fwk.CycleState, pod *v1.P
 		return st, st.Code()
 	}
 	gen := ni.GetGeneration()
-	stamp, ok := memo.stamp(cs, ni)
+	stamp, ok := memo.stamp(ni, gen, at)
 	if !ok {
 		st := s.cur.fw.Framework().RunFilterPluginsWithNominatedPods(ctx, cs, pod, ni)
 		return st, st.Code()
@@ -256,12 +270,44 @@ func (s *Scheduler) filterNode(ctx context.Context, cs fwk.CycleState, pod *v1.P
 		memo.nodes[name] = v
 		memo.place(at, ni, v)
 	case code != fwk.Error:
+		st = memo.intern(st)
 		v := memoVerdict{gen: gen, dra: stamp, st: st, code: code}
 		memo.nodes[name] = v
 		memo.place(at, ni, v)
 	}
 	memo.writes++
 	return st, code
+}
+
+// internStatuses bounds the rejections a signature's memo shares
+// between nodes (sigMemo.intern): a kind of pod is refused for a few
+// reasons (not enough CPU, memory, GPU; no device to allocate).
+const internStatuses = 8
+
+// intern returns a status kept before equal to st (of its code, plugin
+// and reasons, neither with an error), else st, kept if fewer than
+// internStatuses are and it has no error. The nodes that refuse the
+// signature's pods alike then hold one status object, which a failed
+// cycle's diagnosis (noteRejections) compares by its address, instead
+// of loading each node's own object. The status is never changed once
+// returned by a filter; a verdict read from the memo is the same object
+// from cycle to cycle already. O(internStatuses x reasons).
+func (memo *sigMemo) intern(st *fwk.Status) *fwk.Status {
+	// A status with an error gives its reasons in a new list at each
+	// call (the error's message first), one without gives its own.
+	r := st.Reasons()
+	if again := st.Reasons(); len(r) > 0 && &r[0] != &again[0] {
+		return st
+	}
+	for _, kept := range memo.statuses {
+		if kept.Code() == st.Code() && kept.Plugin() == st.Plugin() && slices.Equal(kept.Reasons(), r) {
+			return kept
+		}
+	}
+	if len(memo.statuses) < internStatuses {
+		memo.statuses = append(memo.statuses, st)
+	}
+	return st
 }
 
 // lookup returns ni's verdict for generation gen and stamp, read at
@@ -294,15 +340,16 @@ func (memo *sigMemo) place(at int, ni fwk.NodeInfo, v memoVerdict) {
 	memo.at[at] = placedVerdict{ni: ni, v: v}
 }
 
-// stamp is ni's DRAStamp in the cycle of cs for a memo of a pod that
-// DynamicResources filters, the zero stamp for any other; false if the
-// node's verdict cannot be kept (its slices are not one of a pool of
-// its own). O(1).
-func (memo *sigMemo) stamp(cs fwk.CycleState, ni fwk.NodeInfo) (profile.DRAStamp, bool) {
+// stamp is the DRAStamp of ni (of generation gen, at place at of the
+// list the cycle filters) in the cycle memo was returned for, for a
+// memo of a pod that DynamicResources filters, the zero stamp for any
+// other; false if the node's verdict cannot be kept (its slices are not
+// one of a pool of its own). O(1).
+func (memo *sigMemo) stamp(ni fwk.NodeInfo, gen int64, at int) (profile.DRAStamp, bool) {
 	if !memo.dra {
 		return profile.DRAStamp{}, true
 	}
-	return profile.DRANodeStamp(cs, ni)
+	return memo.stamper.Stamp(ni, gen, at, memo.front)
 }
 
 // repeated returns the outcome of the signature's last cycle that found
@@ -310,7 +357,7 @@ func (memo *sigMemo) stamp(cs fwk.CycleState, ni fwk.NodeInfo) (profile.DRAStamp
 // written since, and every node unchanged (its generation, and its
 // DRAStamp for a pod DynamicResources filters) and rejected. Its slices
 // are clipped, so appending to them copies. O(nodes).
-func (s *Scheduler) repeated(cs fwk.CycleState, memo *sigMemo, nodes []fwk.NodeInfo, numAll int) (Outcome, bool) {
+func (s *Scheduler) repeated(memo *sigMemo, nodes []fwk.NodeInfo, numAll int) (Outcome, bool) {
 	if memo == nil {
 		return Outcome{}, false
 	}
@@ -320,11 +367,12 @@ func (s *Scheduler) repeated(cs fwk.CycleState, memo *sigMemo, nodes []fwk.NodeI
 	}
 	if memo.dra || len(nodes) != numAll || newestGeneration(nodes) != f.newest {
 		for i, ni := range nodes {
-			stamp, kept := memo.stamp(cs, ni)
+			gen := ni.GetGeneration()
+			stamp, kept := memo.stamp(ni, gen, i)
 			if !kept {
 				return Outcome{}, false
 			}
-			v, ok := memo.lookup(i, ni, ni.GetGeneration(), stamp)
+			v, ok := memo.lookup(i, ni, gen, stamp)
 			if !ok || v.st == nil {
 				return Outcome{}, false
 			}
@@ -335,6 +383,17 @@ func (s *Scheduler) repeated(cs fwk.CycleState, memo *sigMemo, nodes []fwk.NodeI
 	out := f.out
 	out.Plugins, out.Pending, out.Reasons = slices.Clip(out.Plugins), slices.Clip(out.Pending), slices.Clip(out.Reasons)
 	return out, true
+}
+
+// endCycle drops the stamper of the cycle memo was returned for: it
+// holds the cycle's DynamicResources memo, and with it the allocated
+// state gathered for that cycle, which a signature's memo kept alive
+// until its next cycle otherwise (one state per signature). nil-safe.
+// O(1).
+func (memo *sigMemo) endCycle() {
+	if memo != nil {
+		memo.stamper = profile.DRAStamper{}
+	}
 }
 
 // bound forgets every verdict of memo once it holds more than twice as

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -283,4 +284,178 @@ func TestFitOutcomeReasonsRuns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNoteRejectionsAsEveryAdd: noteRejections, which skips a status of
+// the plugin and code of the status before, gives the nodes' statuses
+// and the plugins' sets that adding every node's status gives, whatever
+// the statuses: one shared, alike but distinct, alternating plugins,
+// one plugin's Unschedulable and Pending, statuses of no plugin, and a
+// diagnosis whose absent nodes' status was set.
+func TestNoteRejectionsAsEveryAdd(t *testing.T) {
+	st := func(code fwk.Code, plugin string) *fwk.Status {
+		return fwk.NewStatus(code, "r").WithPlugin(plugin)
+	}
+	shared := st(fwk.Unschedulable, "A")
+	cases := []struct {
+		name   string
+		sts    []*fwk.Status
+		absent *fwk.Status
+	}{
+		{name: "one status shared", sts: []*fwk.Status{shared, shared, shared}},
+		{name: "alike, distinct", sts: []*fwk.Status{st(fwk.Unschedulable, "A"), st(fwk.Unschedulable, "A")}},
+		{name: "two plugins alternating", sts: []*fwk.Status{st(fwk.Unschedulable, "A"), st(fwk.Unschedulable, "B"), st(fwk.Unschedulable, "A")}},
+		{name: "one plugin, rejected then pending", sts: []*fwk.Status{st(fwk.Unschedulable, "A"), st(fwk.Pending, "A"), st(fwk.UnschedulableAndUnresolvable, "A")}},
+		{name: "pending first", sts: []*fwk.Status{st(fwk.Pending, "A"), st(fwk.Unschedulable, "A")}},
+		{name: "no plugin between", sts: []*fwk.Status{st(fwk.Unschedulable, ""), st(fwk.Unschedulable, "A"), st(fwk.Unschedulable, "")}},
+		{name: "absent nodes' status kept", sts: []*fwk.Status{shared}, absent: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "absent")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var rejected []nodeStatus
+			for i, s := range c.sts {
+				ni := framework.NewNodeInfo()
+				ni.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("n", i)}})
+				rejected = append(rejected, nodeStatus{node: ni, st: s})
+			}
+			newDiag := func() *framework.Diagnosis {
+				d := &framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
+				if c.absent != nil {
+					d.NodeToStatus.SetAbsentNodesStatus(c.absent)
+				}
+				return d
+			}
+			got, want := newDiag(), newDiag()
+			noteRejections(got, rejected, nil)
+			for _, r := range rejected {
+				want.NodeToStatus.Set(r.node.Node().Name, r.st)
+				want.AddPluginStatus(r.st)
+			}
+			if !reflect.DeepEqual(got.UnschedulablePlugins, want.UnschedulablePlugins) || !reflect.DeepEqual(got.PendingPlugins, want.PendingPlugins) {
+				t.Errorf("plugins %v, pending %v; want %v, %v", got.UnschedulablePlugins, got.PendingPlugins, want.UnschedulablePlugins, want.PendingPlugins)
+			}
+			if got.NodeToStatus.Len() != want.NodeToStatus.Len() || !reflect.DeepEqual(got.NodeToStatus.AbsentNodesStatus(), want.NodeToStatus.AbsentNodesStatus()) {
+				t.Errorf("%d statuses, absent %v; want %d, %v", got.NodeToStatus.Len(), got.NodeToStatus.AbsentNodesStatus(), want.NodeToStatus.Len(), want.NodeToStatus.AbsentNodesStatus())
+			}
+			for _, r := range rejected {
+				if g := got.NodeToStatus.Get(r.node.Node().Name); g != r.st {
+					t.Errorf("%s: status %v, want %v", r.node.Node().Name, g, r.st)
+				}
+			}
+		})
+	}
+}
+
+// TestFitOutcomeOfRunsIsUpstreams: the outcome of a cycle that found no
+// node, read from noteRejections' runs of reasons, is the one read from
+// the diagnosis's map of statuses with upstream's FitError message,
+// whatever the reasons: one everywhere, alternating, several per
+// status, counts that sort otherwise as strings than as numbers, none,
+// nodes without a status (the absent nodes' reasons counted for them),
+// and a diagnosis that held a status before (no runs: the map is read).
+func TestFitOutcomeOfRunsIsUpstreams(t *testing.T) {
+	un := func(plugin string, reasons ...string) *fwk.Status {
+		return fwk.NewStatus(fwk.Unschedulable, reasons...).WithPlugin(plugin)
+	}
+	cpu := un("NodeResourcesFit", "Insufficient cpu")
+	cases := []struct {
+		name   string
+		sts    []*fwk.Status
+		numAll int
+		absent *fwk.Status
+		before bool // a node's status set before the rejections
+	}{
+		{name: "one status everywhere", sts: slices.Repeat([]*fwk.Status{cpu}, 5), numAll: 5},
+		{name: "alike statuses, distinct objects", sts: []*fwk.Status{un("A", "x"), un("A", "x"), un("B", "x")}, numAll: 3},
+		{name: "two reasons alternating", sts: []*fwk.Status{un("A", "a"), un("B", "b"), un("A", "a"), un("B", "b")}, numAll: 4},
+		{name: "several reasons a status", sts: []*fwk.Status{un("A", "a", "b"), un("A", "a"), un("C", "c", "a")}, numAll: 3},
+		{name: "counts of two digits and one", sts: append(slices.Repeat([]*fwk.Status{un("A", "a")}, 12), slices.Repeat([]*fwk.Status{un("B", "b")}, 9)...), numAll: 21},
+		{name: "a status without reasons", sts: []*fwk.Status{fwk.NewStatus(fwk.Unschedulable).WithPlugin("A"), un("A", "a")}, numAll: 2},
+		{name: "pending beside rejected", sts: []*fwk.Status{fwk.NewStatus(fwk.Pending, "wait").WithPlugin("P"), cpu}, numAll: 2},
+		{name: "nodes without a status", sts: []*fwk.Status{cpu, cpu}, numAll: 5,
+			absent: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node(s) didn't satisfy plugin(s) [NodeAffinity]")},
+		{name: "no node filtered", numAll: 3, absent: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "gone")},
+		{name: "a status before", sts: []*fwk.Status{cpu, un("A", "a")}, numAll: 4, before: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var rejected []nodeStatus
+			for i, st := range c.sts {
+				ni := framework.NewNodeInfo()
+				ni.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("n", i)}})
+				rejected = append(rejected, nodeStatus{node: ni, st: st})
+			}
+			diag := framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
+			if c.absent != nil {
+				diag.NodeToStatus.SetAbsentNodesStatus(c.absent)
+			}
+			if c.before {
+				diag.NodeToStatus.Set("early", un("E", "early"))
+			}
+			runs := noteRejections(&diag, rejected, nil)
+			if (runs == nil) != c.before {
+				t.Fatalf("runs %v; want them only without a status before", runs)
+			}
+			p := pod("p", 1000)
+			got := fitOutcomeOf(p, c.numAll, diag, runs)
+			want := fitOutcome(p, c.numAll, diag)
+			if upstream := (&framework.FitError{Pod: p, NumAllNodes: c.numAll, Diagnosis: diag}).Error(); want.Message != upstream {
+				t.Fatalf("fitOutcome's message %q, upstream's %q", want.Message, upstream)
+			}
+			if got.Message != want.Message || !reflect.DeepEqual(got.Reasons, want.Reasons) ||
+				!reflect.DeepEqual(got.Plugins, want.Plugins) || !reflect.DeepEqual(got.Pending, want.Pending) || got.fwStatus != want.fwStatus {
+				t.Errorf("from runs: %q %q %v %v\nfrom the map: %q %q %v %v", got.Message, got.Reasons, got.Plugins, got.Pending,
+					want.Message, want.Reasons, want.Plugins, want.Pending)
+			}
+		})
+	}
+}
+
+// TestFilterMemoInternsRejections: a rejection equal to one the
+// signature's memo kept (code, plugin, reasons) is that object; one of
+// another code, plugin or reasons, or with an error (whose reasons
+// begin with the error's message), is its own, and a status with an
+// error is never given for another; at most internStatuses are kept.
+func TestFilterMemoInternsRejections(t *testing.T) {
+	un := func(plugin string, reasons ...string) *fwk.Status {
+		return fwk.NewStatus(fwk.Unschedulable, reasons...).WithPlugin(plugin)
+	}
+	errSt := func() *fwk.Status {
+		return fwk.NewStatus(fwk.Unschedulable, "r").WithError(errors.New("boom")).WithPlugin("A")
+	}
+	cases := []struct {
+		name  string
+		first *fwk.Status
+		next  *fwk.Status
+		same  bool
+	}{
+		{name: "equal", first: un("A", "r"), next: un("A", "r"), same: true},
+		{name: "equal, no reasons", first: un("A"), next: un("A"), same: true},
+		{name: "another plugin", first: un("A", "r"), next: un("B", "r")},
+		{name: "another code", first: un("A", "r"), next: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "r").WithPlugin("A")},
+		{name: "other reasons", first: un("A", "r"), next: un("A", "r", "s")},
+		{name: "the next with an error", first: un("A", "boom", "r"), next: errSt()},
+		{name: "the first with an error", first: errSt(), next: un("A", "boom", "r")},
+		{name: "both with an error", first: errSt(), next: errSt()},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := &sigMemo{}
+			if got := m.intern(c.first); got != c.first {
+				t.Fatalf("the first status: %v, want itself", got)
+			}
+			if got := m.intern(c.next); (got == c.first) != c.same || !c.same && got != c.next {
+				t.Errorf("interned the first (%v): %v, want %v", c.first, got == c.first, c.same)
+			}
+		})
+	}
+	t.Run("bounded", func(t *testing.T) {
+		m := &sigMemo{}
+		for i := range 2 * internStatuses {
+			m.intern(un("A", fmt.Sprint(i)))
+		}
+		if len(m.statuses) != internStatuses {
+			t.Errorf("%d statuses kept, want %d", len(m.statuses), internStatuses)
+		}
+	})
 }

@@ -173,6 +173,9 @@ type Scheduler struct {
 	nextStart int
 	// rejected is fwFilter's scratch list of the nodes it rejected.
 	rejected []nodeStatus
+	// runs is fwFilter's list of the reasons of the nodes it rejected in
+	// a cycle that found none (noteRejections), nil if it has none.
+	runs []reasonRun
 	// profs are the profiles (profiles.go), by name; only is the one
 	// profile of Options.Profiles, which schedules every pod, nil with
 	// several, which byName holds; cur is the profile
