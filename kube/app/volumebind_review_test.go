@@ -83,3 +83,41 @@ type failingBinds struct {
 	client       *fake.Clientset
 	fail, failed atomic.Int64
 }
+
+// TestUpstreamTwoPodsRaceForOneLocalVolume: two pods whose
+// WaitForFirstConsumer claims could each use the one free local volume
+// (on n2): the first tried gets it (VolumeBinding's Reserve assumes it,
+// its PreBind writes it), and the other, tried while the first is in its
+// binding, waits with VolumeBinding's reason, bound nowhere, as in
+// kube-scheduler v1.37.2.
+func TestUpstreamTwoPodsRaceForOneLocalVolume(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		claimB := unboundClaim()
+		claimB.Name, claimB.UID = "data-b", "uid-data-b"
+		client := fakeCluster(testNode("n1", "2"), testNode("n2", "2"), localClass(), freeVolume("n2"), unboundClaim(), claimB,
+			claimPod("a", "data"), claimPod("b", "data-b"))
+		runUpstream(t, client, upstreamOptions(t))
+		bindClaim(t, client) // the PV controller binds the claim whose pod won the volume
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		var bound, waiting []string
+		for _, name := range []string{"a", "b"} {
+			p, err := client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Spec.NodeName != "" {
+				bound = append(bound, name+" on "+p.Spec.NodeName)
+				continue
+			}
+			if c := scheduledCondition(p); c == nil || !strings.Contains(c.Message, "didn't find available persistent volumes to bind") {
+				t.Fatalf("%s unbound with PodScheduled %+v, want VolumeBinding's reason", name, c)
+			}
+			waiting = append(waiting, name)
+		}
+		if len(bound) != 1 || bound[0] != "a on n2" || len(waiting) != 1 {
+			t.Fatalf("bound %v, waiting %v; want a on n2, b waiting", bound, waiting)
+		}
+	})
+}
