@@ -30,18 +30,19 @@ func TestUpstreamVolumeBindingThenBindingFails(t *testing.T) {
 		during func(t *testing.T, ctx context.Context, f *failingBinds)
 		want   string // the node vol ends on
 		reason string // its PodScheduled message, if it ends unbound
+		failed int64  // bindings the test failed
 	}{
 		{"binding fails once", func(t *testing.T, _ context.Context, f *failingBinds) {
 			f.fail.Store(1)
 			if !bindClaim(t, f.client) {
 				t.Fatal("PreBind chose no volume for the claim")
 			}
-		}, "n2", ""},
+		}, "n2", "", 1},
 		{"claim deleted during PreBind", func(t *testing.T, ctx context.Context, f *failingBinds) {
 			if err := f.client.CoreV1().PersistentVolumeClaims("default").Delete(ctx, "data", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-		}, "", `persistentvolumeclaim "data" not found`},
+		}, "", `persistentvolumeclaim "data" not found`, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -67,6 +68,9 @@ func TestUpstreamVolumeBindingThenBindingFails(t *testing.T) {
 				}
 				if p.Spec.NodeName != tc.want {
 					t.Fatalf("vol is on %q a minute later, want %q (%d bindings failed)", p.Spec.NodeName, tc.want, f.failed.Load())
+				}
+				if n := f.failed.Load(); n != tc.failed {
+					t.Fatalf("%d bindings failed, want %d", n, tc.failed)
 				}
 				if tc.reason != "" {
 					if c := scheduledCondition(p); c == nil || !strings.Contains(c.Message, tc.reason) {
