@@ -370,6 +370,7 @@ func (p *process) startFrameworks(ctx context.Context) error {
 	}
 	p.fws = fws
 	p.undo.add(func() { closeAll(fws) })
+	scheduler.UseGangGate(&p.qcfg, p.c) // gangs short of members wait, as upstream's GangScheduling holds them
 	if !p.o.NoWakeBudget {
 		scheduler.UseWakeBudget(&p.qcfg, p.c, fws...) // room as their NodeResourcesFit counts it
 	}
@@ -471,7 +472,7 @@ func (p *process) startForecasts(ctx context.Context) error {
 // address and on the secure port, as configured, until ctx ends; run
 // returns once they have drained.
 func (p *process) serve(ctx context.Context, sp *securePort) error {
-	view := inDoubtView{gatedQueueView{p.queues, scheduler.NewGateReasons(ctx, p.fws...)}, p.c.InDoubtOn, p.c.HeldApart}
+	view := inDoubtView{gatedQueueView{p.queues, scheduler.NewGateReasons(ctx, p.fws...).WithGangGate(p.c)}, p.c.InDoubtOn, p.c.HeldApart}
 	serving := leaderOnly(handler(p.reg, view, p.st.ready, p.watch.live, p.fc), p.st.role)
 	if p.o.wrapServing != nil {
 		serving = p.o.wrapServing(serving)

@@ -15,6 +15,9 @@ import (
 // succeeds only if at least minCount of the group's members are bound or
 // placed, counting those bound by earlier attempts, and at least one is
 // placed by this attempt. A PodGroup with the basic policy has minCount 1.
+// Its PreEnqueue side, which holds back a group with fewer members than
+// minCount, needs the scheduler's count of members: it is
+// scheduler.UseGangGate, a gate of this name, which these hints lift.
 type GangScheduling struct{}
 
 // GangSchedulingName is the plugin's name, as failures and hints name it.

@@ -271,6 +271,12 @@ func bindingResult(err error) string {
 		return bindingNodeDeleted
 	case IsStaleTerm(err):
 		return bindingStaleTerm
+	case errors.As(err, new(pluginBindError)):
+		// A PreBind plugin's failure (or its PreFlight's) is about its own
+		// objects, not the pod: a claim or volume not found, a conflict
+		// writing one. The pod is retried, as kube-scheduler v1.37.2
+		// retries it after any PreBind failure.
+		return bindingError
 	case apierrors.IsConflict(err):
 		return bindingConflict
 	case apierrors.IsNotFound(err):
@@ -280,6 +286,16 @@ func bindingResult(err error) string {
 	}
 	return bindingError
 }
+
+// pluginBindError is the failure of a PreBind plugin (or of its
+// PreFlight) before the pod's binding was sent. Its API errors (a claim
+// not found, a conflict updating a volume) are the plugin's objects',
+// so bindingResult does not take them for the pod's binding's (the pod
+// gone, or bound elsewhere), which would drop the pod.
+type pluginBindError struct{ err error }
+
+func (e pluginBindError) Error() string { return e.err.Error() }
+func (e pluginBindError) Unwrap() error { return e.err }
 
 // bound finishes a binding.
 func (s *Scheduler) bound(ctx context.Context, info Attempt, node string, pb *pendingBinding, start time.Time, err error) {

@@ -91,6 +91,10 @@ import (
 //     handler, which frees a deleted group's entries (forgetRelease) after
 //     it has released mu and the queue's lock.
 //
+//   - The gang gate's tally (members.mu) is a leaf: taken under mu (a
+//     member placed or unplaced), under the queue's lock (the gate's
+//     check), under the pod events' lock or under none (the handlers).
+//
 // In all: events -> mu; events -> queue's lock; queue's lock -> room.mu;
 // queue's lock -> the DeviceClass cache's lock; mu -> room.mu; mu -> up's
 // lock.
@@ -109,6 +113,10 @@ type Cache struct {
 	namespaces map[string]labels.Set
 	fp         fingerprints
 	groups     groupCounts // pods bound or assumed per pod group
+	// members counts the members each pod group has (gang_gate.go), for
+	// the gang gate: those of groups, and the pending ones the pod
+	// handlers queued. Its lock is a leaf.
+	members *memberTally
 	// retrying holds the group members whose binding failed, by key, from
 	// the failure until they are given back to the queue (gangBinds): out
 	// of every queue meanwhile. The pod handlers drop a member that stops
@@ -145,14 +153,16 @@ type Cache struct {
 
 // NewCache returns an empty cache.
 func NewCache() *Cache {
+	members := newMemberTally()
 	return &Cache{
+		members:    members,
 		nodes:      map[string]*framework.NodeInfo{},
 		podNode:    map[types.NamespacedName]string{},
 		assumed:    map[types.NamespacedName]*assumption{},
 		orphans:    map[string]map[types.NamespacedName]*framework.PodInfo{},
 		namespaces: map[string]labels.Set{},
 		fp:         newFingerprints(),
-		groups:     newGroupCounts(),
+		groups:     newGroupCounts(members),
 		retrying:   map[types.NamespacedName]retryHold{},
 		scaled:     map[string]int{},
 		room:       newRoomIndex(),

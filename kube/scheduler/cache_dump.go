@@ -15,7 +15,7 @@ import (
 
 // StateDump returns every field of the cache as canonical text: the
 // nodes and their pods in order, the assumptions, orphans, namespaces,
-// fingerprints, group counts, retrying members, scaled groups, the pods
+// fingerprints, group counts, the gang gate's tally, retrying members, scaled groups, the pods
 // seen deleted, the room index, kube-scheduler's cache as the mirror and
 // upstream's own dump show it (but for upstream's generation numbers,
 // which only ever grow), and the gang release state the cache points at.
@@ -61,6 +61,13 @@ func (c *Cache) StateDump() string {
 		w("group.of %s %s", k, c.groups.of[k])
 	}
 	w("group.count %v", c.groups.count)
+	c.members.mu.Lock()
+	for _, k := range dumpKeys(c.members.known) {
+		e := c.members.known[k]
+		w("members %s %s pending=%v placed=%v", k, e.group, e.pending, e.placed)
+	}
+	w("members.count %v minCount %v", c.members.count, c.members.minCount)
+	c.members.mu.Unlock()
 	for _, k := range dumpKeys(c.retrying) {
 		h := c.retrying[k]
 		w("retrying %s uid=%s by=%p latest=%p", k, h.uid, h.by, h.latest)

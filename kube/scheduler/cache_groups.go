@@ -21,10 +21,13 @@ import (
 type groupCounts struct {
 	of    map[types.NamespacedName]string // the group of each counted pod
 	count map[string]int
+	// tally, if not nil, hears each pod counted or uncounted (the gang
+	// gate's count of members known).
+	tally *memberTally
 }
 
-func newGroupCounts() groupCounts {
-	return groupCounts{of: map[types.NamespacedName]string{}, count: map[string]int{}}
+func newGroupCounts(tally *memberTally) groupCounts {
+	return groupCounts{of: map[types.NamespacedName]string{}, count: map[string]int{}, tally: tally}
 }
 
 // add counts p if it is a group member, not being deleted, and not
@@ -40,6 +43,7 @@ func (g groupCounts) add(p *v1.Pod) {
 	}
 	g.of[key] = name
 	g.count[name]++
+	g.tally.placed(key, name, true)
 }
 
 // remove uncounts the pod key, if counted.
@@ -52,6 +56,7 @@ func (g groupCounts) remove(key types.NamespacedName) {
 	if g.count[name]--; g.count[name] == 0 {
 		delete(g.count, name)
 	}
+	g.tally.placed(key, name, false)
 }
 
 // GroupPlaced returns how many pods of the pod group name (namespace/name)

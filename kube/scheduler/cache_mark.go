@@ -27,6 +27,7 @@ type cacheMark struct {
 	namespaces map[string]labels.Set
 	fp         timeIndex[types.NamespacedName] // the pods' fingerprints
 	groups     groupCounts
+	members    *memberTally // a copy of the gang gate's tally
 	touched    map[string]struct{}
 	written    map[types.NamespacedName]struct{}
 	// scaled is the cache's scaled, release its gang release state.
@@ -58,6 +59,7 @@ func (c *Cache) Mark() {
 		podNode:   maps.Clone(c.podNode), assumed: make(map[types.NamespacedName]*assumption, len(c.assumed)), retrying: maps.Clone(c.retrying), namespaces: maps.Clone(c.namespaces),
 		fp:      c.fp.pods.clone(),
 		groups:  groupCounts{of: maps.Clone(c.groups.of), count: maps.Clone(c.groups.count)},
+		members: c.members.clone(),
 		touched: map[string]struct{}{}, written: map[types.NamespacedName]struct{}{},
 		scaled: maps.Clone(c.scaled), release: c.release.Load()}
 	if c.up != nil {
@@ -122,7 +124,8 @@ func (c *Cache) Rollback() error {
 		c.dirty.pods[key] = struct{}{}
 	}
 	c.fp.pods.latest = m.fp.latest
-	if m.gone != nil { // the pods seen deleted since are forgotten
+	c.members.restore(m.members) // the members placed and pending, as marked
+	if m.gone != nil {           // the pods seen deleted since are forgotten
 		c.gone, m.gone = *m.gone, nil
 	}
 	if !maps.Equal(c.scaled, m.scaled) { // PodGroups' minCounts raised or deleted since

@@ -302,14 +302,14 @@ func (s *Scheduler) startBinding(ctx context.Context, info Attempt, node string,
 		fb.ended(ctx, false)
 		s.bind(ctx, info, node, pb, start)
 	case !st.IsSuccess():
-		s.bound(ctx, info, node, pb, start, st.AsError())
+		s.bound(ctx, info, node, pb, start, pluginBindError{st.AsError()})
 	default:
 		// PreBind has work: the pod's status names the node meanwhile.
 		write := fb.nominate()
 		bind := func() {
 			fb.writeNomination(ctx, write)
 			if st := fb.preBind(ctx); !st.IsSuccess() {
-				s.bound(ctx, info, node, pb, start, fmt.Errorf("PreBind: %w", st.AsError()))
+				s.bound(ctx, info, node, pb, start, pluginBindError{fmt.Errorf("PreBind: %w", st.AsError())})
 				return
 			}
 			fb.ended(ctx, false)

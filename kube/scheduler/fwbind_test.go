@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -55,8 +57,13 @@ func (p *bindProbe) PreBindPreFlight(context.Context, fwk.CycleState, *v1.Pod, s
 }
 func (p *bindProbe) PreBind(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
 	p.record("prebind " + pod.Name)
-	if pod.Labels["fail"] == "prebind" {
+	switch pod.Labels["fail"] {
+	case "prebind":
 		return fwk.AsStatus(errAttach)
+	case "prebind-notfound":
+		return fwk.AsStatus(fmt.Errorf("binding volumes: %w", apierrors.NewNotFound(v1.Resource("persistentvolumeclaims"), "default/data")))
+	case "prebind-conflict":
+		return fwk.AsStatus(fmt.Errorf("binding volumes: %w", apierrors.NewConflict(v1.Resource("persistentvolumes"), "pv-data", errors.New("the object has been modified"))))
 	}
 	return nil
 }
@@ -140,6 +147,39 @@ func TestFrameworkPreBindFailure(t *testing.T) {
 	case got := <-b.bound:
 		t.Fatalf("bound %q", got)
 	default:
+	}
+}
+
+// TestFrameworkPreBindAPIErrorRetriesThePod: a PreBind that fails with an
+// API error about its own objects (VolumeBinding's claim not found, a
+// conflict updating a volume) fails the binding as any PreBind error
+// does: the pod is unreserved, reported and back in the queue. Before,
+// the error was taken for the pod's binding's (the pod gone, or bound
+// elsewhere), and the pod was dropped, in no queue and never retried.
+func TestFrameworkPreBindAPIErrorRetriesThePod(t *testing.T) {
+	for _, tc := range []struct{ name, fail, want string }{
+		{"claim not found", "prebind-notfound", `persistentvolumeclaims "default/data" not found`},
+		{"conflict on a volume", "prebind-conflict", "the object has been modified"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, probe, _ := newProbeFixture(t)
+			p := pod("vol", 100)
+			p.Labels = map[string]string{"fail": tc.fail}
+			f.h.AddPod(p)
+			if out := f.once(); out.Result != Scheduled {
+				t.Fatalf("%+v", out)
+			}
+			f.s.Wait()
+			if _, loc, ok := f.q.Get(framework.Key(p)); !ok || loc != schedq.InBackoff {
+				t.Fatalf("the pod is %v (queued %v), want back in the queue with backoff", loc, ok)
+			}
+			if got := probe.seen(); !slices.Contains(got, "unreserve vol") {
+				t.Fatalf("calls %v, want an Unreserve", got)
+			}
+			if len(f.r.failures) != 1 || !strings.Contains(f.r.failures[0], tc.want) {
+				t.Fatalf("reported %v, want the PreBind failure", f.r.failures)
+			}
+		})
 	}
 }
 

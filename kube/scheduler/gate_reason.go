@@ -9,6 +9,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/schedq/schedq"
+	"github.com/schedq/schedq/kube/plugins"
 	"github.com/schedq/schedq/kube/profile"
 )
 
@@ -26,6 +27,16 @@ type GateReasons struct {
 	// under "" (every pod's), else by profile name (a pod's profile's).
 	plugins map[string]map[string]fwk.PreEnqueuePlugin
 	one     bool
+	// cache, if set, gives the gang gate's reason (UseGangGate).
+	cache *Cache
+}
+
+// WithGangGate makes g give the gang gate's reason too (Cache.GangGateReason:
+// how many members the group has of its minCount), from c, the cache the
+// gate reads. It returns g.
+func (g *GateReasons) WithGangGate(c *Cache) *GateReasons {
+	g.cache = c
+	return g
 }
 
 // NewGateReasons returns the PreEnqueue plugins of fws, asked with ctx
@@ -57,6 +68,9 @@ func (g *GateReasons) Of(plugin string, pod *v1.Pod) string {
 	if !g.one {
 		name = pod.Spec.SchedulerName
 	}
+	if plugin == plugins.GangSchedulingName && g.cache != nil {
+		return g.cache.GangGateReason(pod)
+	}
 	pl := g.plugins[name][plugin]
 	if pl == nil {
 		return ""
@@ -73,10 +87,22 @@ func (g *GateReasons) Of(plugin string, pod *v1.Pod) string {
 
 // Explain completes x, the explanation of pod, with its gating plugin's
 // reason (Of) if pod is gated: the reason reads "gated by P: <reason>;
-// waiting for ...". A group member's explanation is left as it is: its
-// group may be gated by another member. O(1) beyond the plugin's call.
+// waiting for ...". A group member's explanation is left as it is (its
+// group may be gated by another member), but for the gang gate's, which
+// is the group's: "... is gated by GangScheduling: <reason>; ...". O(1)
+// beyond the plugin's call.
 func (g *GateReasons) Explain(x *schedq.Explanation[types.NamespacedName], pod *v1.Pod) {
-	if x.Location != schedq.InGated || x.GatedBy == "" || x.Group != "" || pod == nil {
+	if x.Location != schedq.InGated || x.GatedBy == "" || pod == nil {
+		return
+	}
+	if x.Group != "" {
+		head := "is gated by " + plugins.GangSchedulingName
+		if i := strings.Index(x.Reason, head); x.GatedBy == plugins.GangSchedulingName && i >= 0 {
+			if msg := g.Of(x.GatedBy, pod); msg != "" {
+				i += len(head)
+				x.Reason = x.Reason[:i] + ": " + msg + x.Reason[i:]
+			}
+		}
 		return
 	}
 	head := "gated by " + x.GatedBy

@@ -116,6 +116,9 @@ func (h *Handlers) addPodParking(p *v1.Pod, initial, mayPark bool) {
 		if !member && mayPark && h.warm != nil && h.warm.park(h, p) {
 			return
 		}
+		if member {
+			h.Cache.members.pending(p, true) // before the gang gate's check
+		}
 		h.check("add", p, h.Queue.Add(p))
 		if member {
 			h.memberAdded(p)
@@ -204,6 +207,7 @@ func (h *Handlers) updatePod(oldPod, newPod *v1.Pod) {
 	case assigned(newPod) && !assigned(oldPod):
 		// Just bound, by us or by another scheduler.
 		h.unqueue(newPod)
+		h.Cache.members.pending(newPod, false) // the cache counts it placed
 		h.assignedPodAdded(newPod)
 	case assigned(newPod):
 		if err := h.Cache.AddPod(newPod); err != nil {
@@ -233,6 +237,7 @@ func (h *Handlers) updatePod(oldPod, newPod *v1.Pod) {
 				return
 			}
 		}
+		h.Cache.members.pending(newPod, true)
 		prev, had := h.Queue.Nomination(framework.Key(newPod))
 		if h.warm == nil || !h.warm.repark(h, oldPod, newPod) {
 			h.check("update", newPod, h.Queue.Update(oldPod, newPod))
@@ -245,6 +250,7 @@ func (h *Handlers) updatePod(oldPod, newPod *v1.Pod) {
 		// Being deleted, finished, or handed to another scheduler.
 		node, nominated := h.Queue.Nomination(framework.Key(oldPod))
 		h.unqueue(oldPod)
+		h.Cache.members.pending(oldPod, false)
 		if nominated {
 			h.nominationGone(oldPod, node)
 		}
@@ -287,6 +293,7 @@ func (h *Handlers) deletePod(p *v1.Pod) {
 		}
 	}
 	h.Cache.unretry(p) // a member held for a retry is gone
+	h.Cache.members.pending(p, false)
 	h.Cache.buryMember(p)
 	h.release(p)
 }

@@ -72,6 +72,7 @@ func (h *Handlers) UpdatePodGroup(oldPG, newPG *schedulingv1beta1.PodGroup) {
 // (see Scheduler.forgetIfDeleted).
 func (h *Handlers) DeletePodGroup(pg *schedulingv1beta1.PodGroup) {
 	h.Cache.forgetMinCount(GroupKey(pg))
+	h.Cache.members.forget(GroupKey(pg))
 	if err := h.Queue.DeleteGroup(GroupKey(pg)); err != nil && !errors.Is(err, schedq.ErrNotFound) && !errors.Is(err, schedq.ErrClosed) {
 		h.log().Warn("queue", "op", "deleteGroup", "podGroup", GroupKey(pg), "err", err)
 	}
@@ -82,6 +83,9 @@ func (h *Handlers) DeletePodGroup(pg *schedulingv1beta1.PodGroup) {
 func (h *Handlers) setGroup(pg *schedulingv1beta1.PodGroup) bool {
 	spec, err := GroupSpecOf(pg)
 	if err == nil {
+		// Before the queue's move of a lowered minCount, which checks
+		// the gang gate again.
+		h.Cache.members.setMinCount(GroupKey(pg), spec.MinCount)
 		err = h.Queue.SetGroup(GroupKey(pg), spec)
 	}
 	switch {

@@ -301,7 +301,7 @@ func (s *sim) gateReason(st *podStat, plugin string) string {
 		return head
 	}
 	if s.gates == nil {
-		s.gates = scheduler.NewGateReasons(context.Background(), s.fws...)
+		s.gates = scheduler.NewGateReasons(context.Background(), s.fws...).WithGangGate(s.h.Cache)
 	}
 	if msg := s.gates.Of(plugin, p); msg != "" {
 		return head + ": " + msg

@@ -200,6 +200,7 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	if cache == nil {
 		cache = scheduler.NewCache()
 	}
+	scheduler.UseGangGate(&cfg, cache) // as the scheduler's
 	if q.WakeBudget == nil || *q.WakeBudget {
 		scheduler.UseWakeBudget(&cfg, cache, s.fws...)
 	}
