@@ -37,12 +37,33 @@ const draNodeMemoMax = 1 << 16
 // a PodGroup's cycle, which assumes pods into the snapshot without a new
 // one: there the requested CPU and memory and the pod list, which such a
 // cycle changes, are compared themselves. Safe for concurrent use.
+//
+// A node's entry is held in its slot, found by the node object (a
+// pointer, hashed as a word) rather than by the node's name (a string
+// hashed, and compared with the key's bytes, in every score of every
+// node, and once more for the claims' count by name); the slot also
+// keeps the cell of the node's pool's claims' count, read without a
+// look-up.
 type draNodeMemo struct {
-	mu    sync.Mutex
-	nodes map[string]*draNodeEntry
+	mu sync.Mutex
+	// nodes are the slots by node name; byObj the same slots by the node
+	// object each was last found for. A node object is never changed in
+	// place, so it names its node; a node updated (a new object) finds
+	// its slot by name once, and the slot is keyed by the new object.
+	nodes map[string]*draNodeSlot
+	byObj map[*v1.Node]*draNodeSlot
 	// builds counts the rebuilds, byGen the nodes returned by their
 	// generation alone, for tests.
 	builds, byGen int
+}
+
+// draNodeSlot is one node's place in the memo: its entry (nil: none
+// kept), the node object it was last found by, and the cell of the
+// claims' count of the node's pool (claimCounter's; nil: not read yet).
+type draNodeSlot struct {
+	node *v1.Node
+	e    *draNodeEntry
+	cell *claimCell
 }
 
 // draNodeEntry is one node's rebuilt GPUs and what they were rebuilt from.
@@ -115,13 +136,41 @@ type claimRead struct {
 // claimGetter looks a claim up, as the DRA manager's claim tracker does.
 type claimGetter func(namespace, name string) (*resourceapi.ResourceClaim, error)
 
-// claimCounter is the number of the claims' events on a pool
+// claimCounter gives the number of the claims' events on a pool
 // (allocKeeper.claimCount): while it is the same, a claimGetter returns
 // the same allocations on the pool. ok is false if it is not known.
-type claimCounter func(pool string) (count uint64, ok bool)
+// cell is the caller's memory of where the pool's count is, which
+// claimCount may set and read from instead of looking the pool up.
+type claimCounter interface {
+	claimCount(pool string, cell **claimCell) (count uint64, ok bool)
+}
 
 func newDRANodeMemo() *draNodeMemo {
-	return &draNodeMemo{nodes: map[string]*draNodeEntry{}}
+	return &draNodeMemo{nodes: map[string]*draNodeSlot{}, byObj: map[*v1.Node]*draNodeSlot{}}
+}
+
+// slotOf is node's slot, found by the object, or else by its name (and
+// then keyed by the object), or else made. Past draNodeMemoMax names
+// the memo starts afresh. O(1).
+func (m *draNodeMemo) slotOf(node *v1.Node) *draNodeSlot {
+	if s := m.byObj[node]; s != nil {
+		return s
+	}
+	s := m.nodes[node.Name]
+	switch {
+	case s == nil:
+		if len(m.nodes) >= draNodeMemoMax {
+			clear(m.nodes)
+			clear(m.byObj)
+		}
+		s = &draNodeSlot{}
+		m.nodes[node.Name] = s
+	case s.node != node:
+		delete(m.byObj, s.node)
+	}
+	s.node = node
+	m.byObj[node] = s
+	return s
 }
 
 // node returns ni's GPUs as draNode rebuilds them from get's claims,
@@ -141,26 +190,30 @@ func (m *draNodeMemo) node(ni fwk.NodeInfo, skip types.UID, get claimGetter, cou
 	if m == nil {
 		return draNodeFrom(nodeInOf(ni), ni, skip, get)
 	}
-	return m.entry(ni, skip, get, count, byGen).n
+	_, e := m.entry(ni, skip, get, count, byGen)
+	return e.n
 }
 
-// entry is node's entry for ni, checked or rebuilt as node says.
-func (m *draNodeMemo) entry(ni fwk.NodeInfo, skip types.UID, get claimGetter, count claimCounter, byGen bool) *draNodeEntry {
+// entry is node's entry for ni, checked or rebuilt as node says, with
+// its slot.
+func (m *draNodeMemo) entry(ni fwk.NodeInfo, skip types.UID, get claimGetter, count claimCounter, byGen bool) (*draNodeSlot, *draNodeEntry) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	name := ni.Node().Name
+	node := ni.Node()
+	slot := m.slotOf(node)
+	name := node.Name
 	var events uint64
 	counted := false
 	if count != nil {
-		events, counted = count(name)
+		events, counted = count.claimCount(name, &slot.cell)
 	}
-	e := m.nodes[name]
+	e := slot.e
 	if e != nil && byGen && e.byGen && e.gen == ni.GetGeneration() && counted && e.counted && events == e.events && e.leavesOutAlike(skip) {
 		m.byGen++
 		if draNodeClaimsCheck != nil {
 			draNodeClaimsCheck(name, e.claimsHold(get))
 		}
-		return e
+		return slot, e
 	}
 	head := headOfNI(ni)
 	if e != nil && e.holds(head, ni, skip, get, events, counted) {
@@ -169,7 +222,7 @@ func (m *draNodeMemo) entry(ni fwk.NodeInfo, skip types.UID, get claimGetter, co
 			e.gen, e.byGen, e.skip, e.events, e.counted = ni.GetGeneration(), true, skip, events, counted
 			e.skipOn = e.uids[skip]
 		}
-		return e
+		return slot, e
 	}
 	m.builds++
 	e = &draNodeEntry{head: head, skip: skip, events: events, counted: counted, gen: ni.GetGeneration(), byGen: byGen}
@@ -184,11 +237,8 @@ func (m *draNodeMemo) entry(ni fwk.NodeInfo, skip types.UID, get claimGetter, co
 		e.claims = append(e.claims, claimRead{namespace: namespace, name: name, claim: c, failed: err != nil})
 		return c, err
 	})
-	if len(m.nodes) >= draNodeMemoMax {
-		clear(m.nodes)
-	}
-	m.nodes[name] = e
-	return e
+	slot.e = e
+	return slot, e
 }
 
 // lend calls use with ni's GPUs as node returns them (the memo's own
@@ -199,17 +249,17 @@ func (m *draNodeMemo) entry(ni fwk.NodeInfo, skip types.UID, get claimGetter, co
 // goes on, and a later call would otherwise get the node as use left
 // it. O(node's).
 func (m *draNodeMemo) lend(ni fwk.NodeInfo, skip types.UID, get claimGetter, count claimCounter, byGen bool, use func(*gpu.Node) int64) int64 {
-	n := m.node(ni, skip, get, count, byGen)
 	if m == nil {
-		return use(n)
+		return use(m.node(ni, skip, get, count, byGen))
 	}
+	slot, e := m.entry(ni, skip, get, count, byGen)
 	done := false
 	defer func() {
 		if !done && draNodeLendForgets {
-			m.forget(ni.Node().Name, n)
+			m.forget(slot, e)
 		}
 	}()
-	s := use(n)
+	s := use(e.n)
 	done = true
 	return s
 }
@@ -256,7 +306,7 @@ func (m *draNodeMemo) lendScore(ni fwk.NodeInfo, skip types.UID, get claimGetter
 	if m == nil || !draScoreKeptOn {
 		return m.lend(ni, skip, get, count, byGen, use)
 	}
-	e := m.entry(ni, skip, get, count, byGen)
+	slot, e := m.entry(ni, skip, get, count, byGen)
 	pk := key.packed()
 	m.mu.Lock()
 	s, ok := e.scores[pk]
@@ -267,7 +317,7 @@ func (m *draNodeMemo) lendScore(ni fwk.NodeInfo, skip types.UID, get claimGetter
 	done := false
 	defer func() {
 		if !done && draNodeLendForgets {
-			m.forget(ni.Node().Name, e.n)
+			m.forget(slot, e)
 		}
 	}()
 	s = use(e.n)
@@ -285,12 +335,12 @@ func (m *draNodeMemo) lendScore(ni fwk.NodeInfo, skip types.UID, get claimGetter
 // panicked; tests turn it off to show what it guards against.
 var draNodeLendForgets = true
 
-// forget drops the entry of node name if it holds n. O(1).
-func (m *draNodeMemo) forget(name string, n *gpu.Node) {
+// forget drops slot's entry if it is e. O(1).
+func (m *draNodeMemo) forget(slot *draNodeSlot, e *draNodeEntry) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if e := m.nodes[name]; e != nil && e.n == n {
-		delete(m.nodes, name)
+	if slot.e == e {
+		slot.e = nil
 	}
 }
 

@@ -123,7 +123,7 @@ func TestDRANodeMemoInvalidation(t *testing.T) {
 				events := map[string]uint64{}
 				var count claimCounter
 				if counted {
-					count = func(pool string) (uint64, bool) { return events[pool], true }
+					count = countFunc(func(pool string) (uint64, bool) { return events[pool], true })
 				}
 				m := newDRANodeMemo()
 				first := m.node(w.nodeInfo(), "q", w.get, count, false)
@@ -174,6 +174,11 @@ func TestDRANodeMemoReadsTheClaims(t *testing.T) {
 		t.Errorf("GPUs free %v, want %v (b's 500 on gpu-0, a's 300 on gpu-1)", n.Free, want)
 	}
 }
+
+// countFunc is a claimCounter that keeps no cell.
+type countFunc func(pool string) (uint64, bool)
+
+func (f countFunc) claimCount(pool string, _ **claimCell) (uint64, bool) { return f(pool) }
 
 func sameGPUNode(a, b *gpu.Node) bool {
 	return a.Name == b.Name && a.Model == b.Model && a.CPU == b.CPU && a.Mem == b.Mem && a.CPUFree == b.CPUFree &&
@@ -326,7 +331,7 @@ func TestDRANodeMemoByGeneration(t *testing.T) {
 			events := map[string]uint64{}
 			var count claimCounter
 			if c.counted {
-				count = func(pool string) (uint64, bool) { return events[pool], true }
+				count = countFunc(func(pool string) (uint64, bool) { return events[pool], true })
 			}
 			m := newDRANodeMemo()
 			ni := w.nodeInfo()
@@ -377,7 +382,7 @@ func TestDRANodeMemoLendSurvivesPanic(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w := baseWorld()
-			count := func(string) (uint64, bool) { return 0, true }
+			count := countFunc(func(string) (uint64, bool) { return 0, true })
 			m := newDRANodeMemo()
 			ni := w.nodeInfo()
 			r := gpu.Request{Count: 1, Share: 200}
@@ -515,6 +520,51 @@ func TestScoreKeyPacked(t *testing.T) {
 				}
 			}()
 			c.k.packed()
+		})
+	}
+}
+
+// TestDRANodeMemoSlotsByObject: a node's slot is found by its node
+// object; a node updated (a new object of the same name) finds its slot
+// by name, keeps its entry if nothing a rebuild reads changed, and the
+// memo keys the slot by the new object only, holding no object it no
+// longer finds; another node gets a slot of its own.
+func TestDRANodeMemoSlotsByObject(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		node    func(w memoWorld) *v1.Node // the second call's node object
+		rebuild bool
+		slots   int
+	}{
+		{name: "the same object", node: func(w memoWorld) *v1.Node { return w.node }, slots: 1},
+		{name: "a new object alike", node: func(memoWorld) *v1.Node { return memoNode(32000, "V100", 2) }, slots: 1},
+		{name: "a new object with other GPUs", node: func(memoWorld) *v1.Node { return memoNode(32000, "V100", 4) }, rebuild: true, slots: 1},
+		{name: "another node", rebuild: true, slots: 2, node: func(memoWorld) *v1.Node {
+			n := memoNode(32000, "V100", 2)
+			n.Name = "m"
+			return n
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := baseWorld()
+			count := countFunc(func(string) (uint64, bool) { return 0, true })
+			m := newDRANodeMemo()
+			m.node(w.nodeInfo(), "q", w.get, count, true)
+			w.node = c.node(w)
+			ni := w.nodeInfo()
+			got := m.node(ni, "q", w.get, count, true)
+			if want := draNodeFrom(nodeInOf(ni), ni, "q", w.get); !sameGPUNode(got, want) {
+				t.Errorf("memo gives %+v, a rebuild %+v", got, want)
+			}
+			if rebuilt := m.builds == 2; rebuilt != c.rebuild {
+				t.Errorf("rebuilt: %v, want %v", rebuilt, c.rebuild)
+			}
+			if len(m.nodes) != c.slots || len(m.byObj) != c.slots {
+				t.Errorf("%d slots by name, %d by object, want %d", len(m.nodes), len(m.byObj), c.slots)
+			}
+			if s := m.byObj[w.node]; s == nil || s != m.nodes[w.node.Name] || s.node != w.node {
+				t.Errorf("the slot by the node's object is %p, by its name %p", s, m.nodes[w.node.Name])
+			}
 		})
 	}
 }

@@ -174,10 +174,10 @@ func (p *gpuDRAScore) Score(_ context.Context, cs fwk.CycleState, pod *v1.Pod, n
 	if p.m.policy == gpu.Random {
 		// Random's score draws from the run's source: every score
 		// draws.
-		return p.nodes.lend(ni, pod.UID, get, p.m.claims.claimCount, byGen, score), nil
+		return p.nodes.lend(ni, pod.UID, get, p.m.claims, byGen, score), nil
 	}
 	key := scoreKey{policy: p.m.policy, fgd: p.m.fgdChooses(pod, r), epoch: p.epoch, num: p.lastNum}
-	return p.nodes.lendScore(ni, pod.UID, get, p.m.claims.claimCount, byGen, key, score), nil
+	return p.nodes.lendScore(ni, pod.UID, get, p.m.claims, byGen, key, score), nil
 }
 
 // requestNumber is r's number among the requests p scored, given at its
