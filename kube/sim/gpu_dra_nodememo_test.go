@@ -455,13 +455,14 @@ func TestDRANodeMemoKeepsScoresPerContent(t *testing.T) {
 	}
 }
 
-// TestDRANodeEntryLeavesOutAlike: an entry that noted a UID as on none
-// of its pods (the pod being scheduled, asked of every entry in every
-// cycle) answers it again without its set of UIDs, and still tells a
-// pod on the node, asked after, from one that is not.
+// TestDRANodeEntryLeavesOutAlike: the memo, having found a UID on no
+// node's entry (the pod being scheduled, asked of every entry in every
+// cycle), answers it again for every entry without their sets of UIDs,
+// and still tells a pod on the node, asked after, from one that is not,
+// and a pod on another node from one on this one.
 func TestDRANodeEntryLeavesOutAlike(t *testing.T) {
 	// Each case asks, in turn, of an entry whose pods are a and b, built
-	// leaving out skip.
+	// leaving out skip; another node's entry has pod c.
 	cases := []struct {
 		name string
 		skip types.UID
@@ -472,18 +473,59 @@ func TestDRANodeEntryLeavesOutAlike(t *testing.T) {
 		{name: "a pod on the node asked twice", asks: []types.UID{"a", "a", "p"}, want: []bool{false, false, true}},
 		{name: "a pod on the node after one that is not", asks: []types.UID{"p", "a", "p", "b"}, want: []bool{true, false, true, false}},
 		{name: "left out a pod on the node", skip: "a", asks: []types.UID{"a", "p", "b"}, want: []bool{true, false, false}},
+		{name: "a pod on another node", asks: []types.UID{"c", "c", "a", "c"}, want: []bool{true, true, false, true}},
 		{name: "no UID", asks: []types.UID{"", "a"}, want: []bool{true, false}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			m := newDRANodeMemo()
 			e := &draNodeEntry{skip: c.skip, uids: map[types.UID]bool{"a": true, "b": true}}
 			e.skipOn = e.uids[c.skip]
+			m.keep(&draNodeSlot{}, e)
+			m.keep(&draNodeSlot{}, &draNodeEntry{uids: map[types.UID]bool{"c": true}})
 			for i, uid := range c.asks {
-				if got := e.leavesOutAlike(uid); got != c.want[i] {
+				if got := m.leavesOutAlike(e, uid); got != c.want[i] {
 					t.Fatalf("ask %d (%q): %v, want %v", i, uid, got, c.want[i])
 				}
 			}
 		})
+	}
+}
+
+// TestDRANodeMemoHeldFollowsEntries: a UID found on no node's entry is
+// found again once an entry with a pod of it is kept, and not once that
+// entry is replaced or forgotten. Fails with draNodeHeldCheck off.
+func TestDRANodeMemoHeldFollowsEntries(t *testing.T) {
+	m := newDRANodeMemo()
+	a, p := &draNodeSlot{}, &draNodeSlot{}
+	ea := &draNodeEntry{skip: "q", uids: map[types.UID]bool{"a": true}}
+	m.keep(a, ea)
+	for i, step := range []struct {
+		name string
+		do   func()
+		ask  types.UID
+		on   bool // a pod of ask is on some entry
+	}{
+		{name: "p is on no node", do: func() {}, ask: "p"},
+		{name: "an entry with p kept", do: func() { m.keep(p, &draNodeEntry{uids: map[types.UID]bool{"p": true}}) }, ask: "p", on: true},
+		{name: "that entry replaced by one without p", do: func() { m.keep(p, &draNodeEntry{uids: map[types.UID]bool{"r": true}}) }, ask: "p"},
+		{name: "an entry with p kept again", do: func() { m.keep(p, &draNodeEntry{uids: map[types.UID]bool{"p": true, "r": true}}) }, ask: "p", on: true},
+		{name: "that entry forgotten", do: func() { m.keep(p, nil) }, ask: "p"},
+		{name: "r too", do: func() {}, ask: "r"},
+	} {
+		step.do()
+		if got := m.nowhere(step.ask); got == step.on {
+			t.Fatalf("step %d (%s): nowhere(%q) %v, want %v", i, step.name, step.ask, got, !step.on)
+		}
+		if step.on {
+			e := &draNodeEntry{skip: "q", uids: map[types.UID]bool{step.ask: true}}
+			if m.leavesOutAlike(e, step.ask) {
+				t.Errorf("step %d (%s): leaving out %q said alike on an entry that has it", i, step.name, step.ask)
+			}
+		}
+	}
+	if len(m.held) != 1 || m.held["a"] != 1 {
+		t.Errorf("held %v, want only a's entry", m.held)
 	}
 }
 
