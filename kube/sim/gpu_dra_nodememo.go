@@ -62,6 +62,21 @@ type draNodeMemo struct {
 	held     map[types.UID]int32
 	absent   types.UID
 	absentOK bool
+	// tables are the scores lendScore kept, by key (scoreKey.packed),
+	// at most draScoreTablesMax keys, the least recently used dropped
+	// first; each table's rows are by slot (ord) and name the entry
+	// each score was kept for (its id, one per entry made: nextID). A
+	// cycle scores one key on every node, so it reads one table's rows
+	// in the order of the slots, where each entry's own map of scores
+	// was one more cache miss per node scored (a tenth of the run's
+	// CPU); the key's table is found once per key (key, table).
+	tables  map[uint64]*scoreTable
+	key     uint64
+	table   *scoreTable
+	hasKey  bool
+	tick    uint64
+	nextID  uint64
+	nextOrd int
 	// builds counts the rebuilds, byGen the nodes returned by their
 	// generation alone, for tests.
 	builds, byGen int
@@ -74,6 +89,21 @@ type draNodeSlot struct {
 	node *v1.Node
 	e    *draNodeEntry
 	cell *claimCell
+	// ord is the slot's row in the tables of scores.
+	ord int
+}
+
+// scoreTable is the scores kept by one key: rows by slot, and the tick
+// of its last use.
+type scoreTable struct {
+	rows []scoreRow
+	used uint64
+}
+
+// scoreRow is a score kept for the entry of id (0: none).
+type scoreRow struct {
+	id    uint64
+	score int64
 }
 
 // draNodeEntry is one node's rebuilt GPUs and what they were rebuilt from.
@@ -97,9 +127,8 @@ type draNodeEntry struct {
 	uids map[types.UID]bool
 	// skipOn is uids[skip]: whether the pod left out is on the node.
 	skipOn bool
-	// scores are the scores lendScore kept for n (under the memo's mu),
-	// by scoreKey.packed.
-	scores map[uint64]int64
+	// id names the entry in the memo's tables of scores.
+	id uint64
 }
 
 // leavesOutAlike reports whether leaving out skip instead of e.skip
@@ -185,7 +214,8 @@ type claimCounter interface {
 }
 
 func newDRANodeMemo() *draNodeMemo {
-	return &draNodeMemo{nodes: map[string]*draNodeSlot{}, byObj: map[*v1.Node]*draNodeSlot{}, held: map[types.UID]int32{}}
+	return &draNodeMemo{nodes: map[string]*draNodeSlot{}, byObj: map[*v1.Node]*draNodeSlot{}, held: map[types.UID]int32{},
+		tables: map[uint64]*scoreTable{}}
 }
 
 // slotOf is node's slot, found by the object, or else by its name (and
@@ -202,8 +232,11 @@ func (m *draNodeMemo) slotOf(node *v1.Node) *draNodeSlot {
 			clear(m.nodes)
 			clear(m.byObj)
 			clear(m.held)
+			clear(m.tables)
+			m.hasKey, m.table, m.nextOrd = false, nil, 0
 		}
-		s = &draNodeSlot{}
+		s = &draNodeSlot{ord: m.nextOrd}
+		m.nextOrd++
 		m.nodes[node.Name] = s
 	case s.node != node:
 		delete(m.byObj, s.node)
@@ -239,6 +272,11 @@ func (m *draNodeMemo) node(ni fwk.NodeInfo, skip types.UID, get claimGetter, cou
 func (m *draNodeMemo) entry(ni fwk.NodeInfo, skip types.UID, get claimGetter, count claimCounter, byGen bool) (*draNodeSlot, *draNodeEntry) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.entryLocked(ni, skip, get, count, byGen)
+}
+
+// entryLocked is entry, under m.mu.
+func (m *draNodeMemo) entryLocked(ni fwk.NodeInfo, skip types.UID, get claimGetter, count claimCounter, byGen bool) (*draNodeSlot, *draNodeEntry) {
 	node := ni.Node()
 	slot := m.slotOf(node)
 	name := node.Name
@@ -265,7 +303,8 @@ func (m *draNodeMemo) entry(ni fwk.NodeInfo, skip types.UID, get claimGetter, co
 		return slot, e
 	}
 	m.builds++
-	e = &draNodeEntry{head: head, skip: skip, events: events, counted: counted, gen: ni.GetGeneration(), byGen: byGen}
+	m.nextID++
+	e = &draNodeEntry{id: m.nextID, head: head, skip: skip, events: events, counted: counted, gen: ni.GetGeneration(), byGen: byGen}
 	e.uids = make(map[types.UID]bool, len(ni.GetPods()))
 	for _, pi := range ni.GetPods() {
 		e.pods = append(e.pods, pi.GetPod())
@@ -314,7 +353,7 @@ type scoreKey struct {
 	num    int32
 }
 
-// packed is k as one number, the key of an entry's scores: a map of
+// packed is k as one number, the key of the memo's tables of scores: a map of
 // uint64 keys hashes a word where one of scoreKey hashed the struct
 // through its type's functions (a third of lendScore's cost). The epoch
 // takes the high 32 bits, the policy the next 8, FGD's flag one, the
@@ -337,19 +376,25 @@ func (k scoreKey) packed() uint64 {
 // to compare.
 var draScoreKeptOn = true
 
-// lendScore is lend(ni, ..., use), kept in ni's entry by key: use's
-// answer is a function of the node's GPUs and figures, which the entry
-// holds as long as it is the node's (a node whose content changed gets
-// a new entry, without scores), and of what key names. Use must not
-// draw random numbers. O(1) when kept, else lend's.
+// lendScore is lend(ni, ..., use), kept for ni's entry by key (in the
+// key's table, the row of ni's slot, with the entry's id): use's answer
+// is a function of the node's GPUs and figures, which the entry holds as
+// long as it is the node's (a node whose content changed gets a new
+// entry, of another id), and of what key names. Use must not draw
+// random numbers. O(1) when kept, else lend's.
 func (m *draNodeMemo) lendScore(ni fwk.NodeInfo, skip types.UID, get claimGetter, count claimCounter, byGen bool, key scoreKey, use func(*gpu.Node) int64) int64 {
 	if m == nil || !draScoreKeptOn {
 		return m.lend(ni, skip, get, count, byGen, use)
 	}
-	slot, e := m.entry(ni, skip, get, count, byGen)
 	pk := key.packed()
 	m.mu.Lock()
-	s, ok := e.scores[pk]
+	slot, e := m.entryLocked(ni, skip, get, count, byGen)
+	t := m.tableOf(pk)
+	var s int64
+	ok := false
+	if t != nil && slot.ord < len(t.rows) && t.rows[slot.ord].id == e.id {
+		s, ok = t.rows[slot.ord].score, true
+	}
 	m.mu.Unlock()
 	if ok {
 		return s
@@ -363,12 +408,60 @@ func (m *draNodeMemo) lendScore(ni fwk.NodeInfo, skip types.UID, get claimGetter
 	s = use(e.n)
 	done = true
 	m.mu.Lock()
-	if e.scores == nil {
-		e.scores = map[uint64]int64{}
-	}
-	e.scores[pk] = s
+	m.keepScore(pk, slot, e, s)
 	m.mu.Unlock()
 	return s
+}
+
+// draScoreTablesMax bounds the keys whose scores the memo keeps.
+const draScoreTablesMax = 1024
+
+// tableOf is the table of scores kept by pk, or nil. Under m.mu. O(1).
+func (m *draNodeMemo) tableOf(pk uint64) *scoreTable {
+	if !m.hasKey || pk != m.key {
+		m.tick++
+		m.key, m.table, m.hasKey = pk, m.tables[pk], true
+		if m.table != nil {
+			m.table.used = m.tick
+		}
+	}
+	return m.table
+}
+
+// keepScore keeps s, slot's score by pk for entry e, in pk's table,
+// made if pk has none (dropping the least recently used one past
+// draScoreTablesMax). Under m.mu. O(1), O(slots) for a table made and
+// O(draScoreTablesMax) for one dropped.
+func (m *draNodeMemo) keepScore(pk uint64, slot *draNodeSlot, e *draNodeEntry, s int64) {
+	t := m.tableOf(pk)
+	if t == nil {
+		if len(m.tables) >= draScoreTablesMax {
+			m.dropTable()
+		}
+		t = &scoreTable{used: m.tick, rows: make([]scoreRow, m.nextOrd)}
+		m.tables[pk], m.table = t, t
+	}
+	for slot.ord >= len(t.rows) {
+		t.rows = append(t.rows, scoreRow{})
+	}
+	t.rows[slot.ord] = scoreRow{id: e.id, score: s}
+}
+
+// dropTable drops the least recently used table of scores. Under m.mu.
+// O(tables).
+func (m *draNodeMemo) dropTable() {
+	var oldest uint64
+	var used uint64
+	first := true
+	for pk, t := range m.tables {
+		if first || t.used < used {
+			oldest, used, first = pk, t.used, false
+		}
+	}
+	delete(m.tables, oldest)
+	if m.hasKey && m.key == oldest {
+		m.hasKey, m.table = false, nil
+	}
 }
 
 // draNodeLendForgets turns on lend's forgetting of a node whose user

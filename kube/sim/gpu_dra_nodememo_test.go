@@ -610,3 +610,62 @@ func TestDRANodeMemoSlotsByObject(t *testing.T) {
 		})
 	}
 }
+
+// TestDRANodeMemoScoreTables: scores kept by key are kept per node (one
+// node's new content leaves another's score kept), and past
+// draScoreTablesMax keys the least recently used key's scores are
+// dropped, not another's: its scorer runs again, the others' not.
+func TestDRANodeMemoScoreTables(t *testing.T) {
+	count := countFunc(func(string) (uint64, bool) { return 0, true })
+	rate := func(n *gpu.Node) int64 { return n.Free[0]*1000 + n.Free[1] + n.CPUFree }
+	t.Run("per node", func(t *testing.T) {
+		a, b := baseWorld(), baseWorld()
+		b.node = memoNode(16000, "V100", 2)
+		b.node.Name = "m"
+		m := newDRANodeMemo()
+		calls := 0
+		use := func(n *gpu.Node) int64 { calls++; return rate(n) }
+		key := scoreKey{policy: gpu.BestFit, num: 1}
+		for _, w := range []memoWorld{a, b} {
+			m.lendScore(w.nodeInfo(), "q", w.get, count, true, key, use)
+		}
+		a.extraCPU = 8000
+		for i, w := range []memoWorld{a, b} {
+			ni := w.nodeInfo()
+			got := m.lendScore(ni, "q", w.get, count, true, key, use)
+			if want := rate(draNodeFrom(nodeInOf(ni), ni, "q", w.get)); got != want {
+				t.Errorf("node %d: score %d, afresh %d", i, got, want)
+			}
+		}
+		if calls != 3 {
+			t.Errorf("scorer called %d times, want 3 (the changed node's again, the other's kept)", calls)
+		}
+	})
+	t.Run("the least recently used key dropped", func(t *testing.T) {
+		w := baseWorld()
+		m := newDRANodeMemo()
+		called := map[int32]int{}
+		score := func(num int32) {
+			m.lendScore(w.nodeInfo(), "q", w.get, count, true, scoreKey{policy: gpu.BestFit, num: num}, func(n *gpu.Node) int64 {
+				called[num]++
+				return rate(n)
+			})
+		}
+		for num := range int32(draScoreTablesMax) {
+			score(num)
+		}
+		score(0) // 0 is now the most recently used, 1 the least
+		score(draScoreTablesMax)
+		for _, num := range []int32{0, 2, draScoreTablesMax - 1, 1} {
+			score(num)
+		}
+		for num, want := range map[int32]int{0: 1, 2: 1, draScoreTablesMax - 1: 1, draScoreTablesMax: 1, 1: 2} {
+			if called[num] != want {
+				t.Errorf("key %d scored %d times, want %d", num, called[num], want)
+			}
+		}
+		if len(m.tables) != draScoreTablesMax {
+			t.Errorf("%d keys kept, want %d", len(m.tables), draScoreTablesMax)
+		}
+	})
+}
