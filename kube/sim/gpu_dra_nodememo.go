@@ -83,14 +83,32 @@ type draNodeMemo struct {
 }
 
 // draNodeSlot is one node's place in the memo: its entry (nil: none
-// kept), the node object it was last found by, and the cell of the
-// claims' count of the node's pool (claimCounter's; nil: not read yet).
+// kept) with what the entry was last checked against, the node object
+// the slot was last found by, and the cell of the claims' count of the
+// node's pool (claimCounter's; nil: not read yet). What a score checks
+// of a node whose entry holds by its generation is all here, with the
+// entry's id: the entry itself, a cache miss per node scored, is read
+// only when it does not hold, or to score it afresh.
 type draNodeSlot struct {
-	node *v1.Node
-	e    *draNodeEntry
-	cell *claimCell
+	e  *draNodeEntry
+	id uint64 // e's, 0 without one
+	// gen is ni's generation when the entry was rebuilt or last found
+	// to hold, if it then named ni's content (byGen: not in a PodGroup's
+	// cycle).
+	gen int64
+	// events is the count of the claims' events on the node's pool
+	// when the entry was rebuilt or last found to hold (counted: one
+	// was given).
+	events uint64
+	// skip is the UID of the pods left out when the entry was rebuilt,
+	// or one that leaves out the same; skipOn is e.uids[skip]: whether
+	// the pod left out is on the node.
+	skip                   types.UID
+	byGen, counted, skipOn bool
+	cell                   *claimCell
 	// ord is the slot's row in the tables of scores.
-	ord int
+	ord  int
+	node *v1.Node
 }
 
 // scoreTable is the scores kept by one key: rows by slot, and the tick
@@ -110,39 +128,27 @@ type scoreRow struct {
 type draNodeEntry struct {
 	head   nodeHead
 	pods   []*v1.Pod
-	skip   types.UID
 	claims []claimRead
 	n      *gpu.Node
-	// events is the count of the claims' events on the node's pool
-	// when the entry was rebuilt (counted: one was given).
-	events  uint64
-	counted bool
-	// gen is ni's generation when the entry was rebuilt or last found
-	// to hold, if it then named ni's content (byGen: not in a PodGroup's
-	// cycle).
-	gen   int64
-	byGen bool
 	// uids are the UIDs of pods, to tell whether a pod left out is on
 	// the node (leavesOutAlike).
 	uids map[types.UID]bool
-	// skipOn is uids[skip]: whether the pod left out is on the node.
-	skipOn bool
 	// id names the entry in the memo's tables of scores.
 	id uint64
 }
 
-// leavesOutAlike reports whether leaving out skip instead of e.skip
-// leaves out the same pods of e, an entry in one of m's slots: the same
-// UID, or neither on the node (the pod being scheduled, which is on no
-// node, differs from cycle to cycle). O(1).
-func (m *draNodeMemo) leavesOutAlike(e *draNodeEntry, skip types.UID) bool {
-	if skip == e.skip {
+// leavesOutAlike reports whether leaving out skip instead of slot.skip
+// leaves out the same pods of slot's entry: the same UID, or neither on
+// the node (the pod being scheduled, which is on no node, differs from
+// cycle to cycle). O(1).
+func (m *draNodeMemo) leavesOutAlike(slot *draNodeSlot, skip types.UID) bool {
+	if skip == slot.skip {
 		return true
 	}
-	if e.skipOn {
+	if slot.skipOn {
 		return false
 	}
-	return m.nowhere(skip) || !e.uids[skip]
+	return m.nowhere(skip) || !slot.e.uids[skip]
 }
 
 // nowhere reports whether no entry in m's slots has a pod of UID uid.
@@ -168,10 +174,11 @@ func (m *draNodeMemo) keep(slot *draNodeSlot, e *draNodeEntry) {
 			}
 		}
 	}
-	slot.e = e
+	slot.e, slot.id = e, 0
 	if e == nil {
 		return
 	}
+	slot.id = e.id
 	for uid := range e.uids {
 		m.held[uid]++
 	}
@@ -286,7 +293,7 @@ func (m *draNodeMemo) entryLocked(ni fwk.NodeInfo, skip types.UID, get claimGett
 		events, counted = count.claimCount(name, &slot.cell)
 	}
 	e := slot.e
-	if e != nil && byGen && e.byGen && e.gen == ni.GetGeneration() && counted && e.counted && events == e.events && m.leavesOutAlike(e, skip) {
+	if e != nil && byGen && slot.byGen && slot.gen == ni.GetGeneration() && counted && slot.counted && events == slot.events && m.leavesOutAlike(slot, skip) {
 		m.byGen++
 		if draNodeClaimsCheck != nil {
 			draNodeClaimsCheck(name, e.claimsHold(get))
@@ -294,29 +301,30 @@ func (m *draNodeMemo) entryLocked(ni fwk.NodeInfo, skip types.UID, get claimGett
 		return slot, e
 	}
 	head := headOfNI(ni)
-	if e != nil && e.holds(head, ni, skip, get, events, counted) {
+	if e != nil && e.holds(slot, head, ni, skip, get, events, counted) {
 		if byGen {
 			// The entry is ni's content now, which its generation names.
-			e.gen, e.byGen, e.skip, e.events, e.counted = ni.GetGeneration(), true, skip, events, counted
-			e.skipOn = e.uids[skip]
+			slot.gen, slot.byGen, slot.skip, slot.events, slot.counted = ni.GetGeneration(), true, skip, events, counted
+			slot.skipOn = e.uids[skip]
 		}
 		return slot, e
 	}
 	m.builds++
 	m.nextID++
-	e = &draNodeEntry{id: m.nextID, head: head, skip: skip, events: events, counted: counted, gen: ni.GetGeneration(), byGen: byGen}
+	e = &draNodeEntry{id: m.nextID, head: head}
 	e.uids = make(map[types.UID]bool, len(ni.GetPods()))
 	for _, pi := range ni.GetPods() {
 		e.pods = append(e.pods, pi.GetPod())
 		e.uids[pi.GetPod().UID] = true
 	}
-	e.skipOn = e.uids[skip]
 	e.n = draNodeFrom(nodeInOf(ni), ni, skip, func(namespace, name string) (*resourceapi.ResourceClaim, error) {
 		c, err := get(namespace, name)
 		e.claims = append(e.claims, claimRead{namespace: namespace, name: name, claim: c, failed: err != nil})
 		return c, err
 	})
 	m.keep(slot, e)
+	slot.gen, slot.byGen, slot.skip, slot.events, slot.counted = ni.GetGeneration(), byGen, skip, events, counted
+	slot.skipOn = e.uids[skip]
 	return slot, e
 }
 
@@ -392,7 +400,7 @@ func (m *draNodeMemo) lendScore(ni fwk.NodeInfo, skip types.UID, get claimGetter
 	t := m.tableOf(pk)
 	var s int64
 	ok := false
-	if t != nil && slot.ord < len(t.rows) && t.rows[slot.ord].id == e.id {
+	if t != nil && slot.ord < len(t.rows) && t.rows[slot.ord].id == slot.id {
 		s, ok = t.rows[slot.ord].score, true
 	}
 	m.mu.Unlock()
@@ -483,25 +491,26 @@ func (m *draNodeMemo) forget(slot *draNodeSlot, e *draNodeEntry) {
 	}
 }
 
-// holds reports whether e was rebuilt from what ni, skip and get give
-// now: the same node figures, the same pod objects in the same order,
-// the same of them left out, and every claim e looked up the same object
-// (or failing again). The lookups are made again in e's order, which is
-// the order a rebuild would make them in; they are skipped if the count
-// of the claims' events on the node's pool is the one e was rebuilt at
-// (counted): a rebuild reads only the claims' allocations on that pool.
-func (e *draNodeEntry) holds(head nodeHead, ni fwk.NodeInfo, skip types.UID, get claimGetter, events uint64, counted bool) bool {
+// holds reports whether e, slot's entry, was rebuilt from what ni, skip
+// and get give now: the same node figures, the same pod objects in the
+// same order, the same of them left out, and every claim e looked up
+// the same object (or failing again). The lookups are made again in e's
+// order, which is the order a rebuild would make them in; they are
+// skipped if the count of the claims' events on the node's pool is the
+// one slot last checked e at (counted): a rebuild reads only the
+// claims' allocations on that pool.
+func (e *draNodeEntry) holds(slot *draNodeSlot, head nodeHead, ni fwk.NodeInfo, skip types.UID, get claimGetter, events uint64, counted bool) bool {
 	pods := ni.GetPods()
 	if head != e.head || len(pods) != len(e.pods) {
 		return false
 	}
 	for i, pi := range pods {
 		p := pi.GetPod()
-		if p != e.pods[i] || (p.UID == skip) != (p.UID == e.skip) {
+		if p != e.pods[i] || (p.UID == skip) != (p.UID == slot.skip) {
 			return false
 		}
 	}
-	if counted && e.counted && events == e.events {
+	if counted && slot.counted && events == slot.events {
 		if draNodeClaimsCheck != nil {
 			draNodeClaimsCheck(head.name, e.claimsHold(get))
 		}

@@ -479,12 +479,12 @@ func TestDRANodeEntryLeavesOutAlike(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			m := newDRANodeMemo()
-			e := &draNodeEntry{skip: c.skip, uids: map[types.UID]bool{"a": true, "b": true}}
-			e.skipOn = e.uids[c.skip]
-			m.keep(&draNodeSlot{}, e)
+			slot := &draNodeSlot{}
+			m.keep(slot, &draNodeEntry{uids: map[types.UID]bool{"a": true, "b": true}})
+			slot.skip, slot.skipOn = c.skip, slot.e.uids[c.skip]
 			m.keep(&draNodeSlot{}, &draNodeEntry{uids: map[types.UID]bool{"c": true}})
 			for i, uid := range c.asks {
-				if got := m.leavesOutAlike(e, uid); got != c.want[i] {
+				if got := m.leavesOutAlike(slot, uid); got != c.want[i] {
 					t.Fatalf("ask %d (%q): %v, want %v", i, uid, got, c.want[i])
 				}
 			}
@@ -498,8 +498,7 @@ func TestDRANodeEntryLeavesOutAlike(t *testing.T) {
 func TestDRANodeMemoHeldFollowsEntries(t *testing.T) {
 	m := newDRANodeMemo()
 	a, p := &draNodeSlot{}, &draNodeSlot{}
-	ea := &draNodeEntry{skip: "q", uids: map[types.UID]bool{"a": true}}
-	m.keep(a, ea)
+	m.keep(a, &draNodeEntry{uids: map[types.UID]bool{"a": true}})
 	for i, step := range []struct {
 		name string
 		do   func()
@@ -518,8 +517,8 @@ func TestDRANodeMemoHeldFollowsEntries(t *testing.T) {
 			t.Fatalf("step %d (%s): nowhere(%q) %v, want %v", i, step.name, step.ask, got, !step.on)
 		}
 		if step.on {
-			e := &draNodeEntry{skip: "q", uids: map[types.UID]bool{step.ask: true}}
-			if m.leavesOutAlike(e, step.ask) {
+			slot := &draNodeSlot{e: &draNodeEntry{uids: map[types.UID]bool{step.ask: true}}, skip: "q"}
+			if m.leavesOutAlike(slot, step.ask) {
 				t.Errorf("step %d (%s): leaving out %q said alike on an entry that has it", i, step.name, step.ask)
 			}
 		}
