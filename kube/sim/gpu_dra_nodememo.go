@@ -58,7 +58,7 @@ type draNodeMemo struct {
 	// which every node's entry is asked about in every cycle, is on no
 	// node: one look-up per cycle tells every entry so, where each
 	// entry's own set was asked (a small map scanned, its keys' bytes
-	// compared: a sixth of the score's CPU).
+	// compared: nearly a third of the score's CPU).
 	held     map[types.UID]int32
 	absent   types.UID
 	absentOK bool
@@ -361,9 +361,10 @@ type scoreKey struct {
 	num    int32
 }
 
-// packed is k as one number, the key of the memo's tables of scores: a map of
-// uint64 keys hashes a word where one of scoreKey hashed the struct
-// through its type's functions (a third of lendScore's cost). The epoch
+// packed is k as one number, the key of the memo's tables of scores: a
+// map of uint64 keys hashes a word where one of scoreKey hashed the
+// struct through its type's functions (a third of lendScore's cost,
+// when each entry kept its scores in such a map). The epoch
 // takes the high 32 bits, the policy the next 8, FGD's flag one, the
 // request's number the low 23: one to one while the policy is below 256
 // and the number below 1<<23 (the numbering restarts at maxFGDRequests),
