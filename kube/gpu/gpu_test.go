@@ -354,3 +354,41 @@ func TestFragForOnePass(t *testing.T) {
 		}
 	}
 }
+
+// TestFGDScoreIsItsChoiceScoreAt: FGD's score of a share (Score, and
+// Memo.Choose) is its score of the share on the GPU it chooses
+// (ScoreAt, and Memo.ScoreAt), bit for bit, on random nodes and
+// workloads: GPUDevices under DRA reads the score of FGD's choice from
+// Choose alone.
+func TestFGDScoreIsItsChoiceScoreAt(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(27, 7))
+	shares := []int64{100, 250, 300, 500, 700, 900}
+	for i := range 2000 {
+		n := NewNode("n", "T4", 64_000, 1<<20, 1+rnd.IntN(8))
+		for g := range n.Free {
+			n.Free[g] = 50 * rnd.Int64N(21)
+		}
+		n.CPUFree = rnd.Int64N(64) * 1000
+		var w Workload
+		for range 1 + rnd.IntN(5) {
+			c := Class{Req: Request{CPU: rnd.Int64N(8) * 1000, Count: 1, Share: shares[rnd.IntN(len(shares))]}, P: rnd.Float64()}
+			if rnd.IntN(3) == 0 {
+				c.Req.Share, c.Req.Count = Milli, 1+rnd.IntN(2)
+			}
+			w = append(w, c)
+		}
+		r := Request{CPU: rnd.Int64N(4) * 1000, Count: 1, Share: shares[rnd.IntN(len(shares))]}
+		s, at := FGD.Score(n, r, w, nil)
+		if at == nil {
+			continue
+		}
+		if got := FGD.ScoreAt(n, r, at, w, nil); got != s {
+			t.Fatalf("case %d: FGD's score of %+v on %v is %d, its score at its choice %v %d", i, r, n.Free, s, at, got)
+		}
+		m := NewMemo(w)
+		ms, mat := m.Choose(n, r)
+		if got := m.ScoreAt(FGD, n, r, mat, nil); got != ms || ms != s {
+			t.Fatalf("case %d: the memo's choice scores %d, its score at the choice %d, FGD's %d", i, ms, got, s)
+		}
+	}
+}
