@@ -90,29 +90,43 @@ func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 //
 // Memory does not enter, as in the artifact. O(GPUs).
 func FragFor(n *Node, m Request) int64 {
-	free := n.FreeGPU()
-	if free == 0 || m.Count == 0 || !n.Accepts(m) || n.CPUFree < m.CPU || !n.FitsGPUs(m) {
+	return fragFor(n, m, n.FreeGPU())
+}
+
+// fragFor is FragFor with the node's free GPU capacity given (free): the
+// GPUs that hold m's share are counted in the pass that sums the others
+// (FitsGPUs: Count of them hold it). O(GPUs).
+func fragFor(n *Node, m Request, free int64) int64 {
+	if free == 0 || m.Count == 0 || !n.Accepts(m) || n.CPUFree < m.CPU {
 		return free
 	}
 	var frag int64
+	hold := 0
 	for _, f := range n.Free {
 		if f < m.Share {
 			frag += f
+		} else {
+			hold++
 		}
+	}
+	if hold < m.Count {
+		return free
 	}
 	return frag
 }
 
 // Frag is the node's fragmentation against the workload: the expected
 // GPU capacity, in thousandths, that the typical arriving pod could not
-// use there, Σ P·FragFor. O(classes × GPUs).
+// use there, Σ P·FragFor, summed in the workload's order. The node's
+// free capacity is summed once, not once per class. O(classes × GPUs).
 func Frag(n *Node, w Workload) float64 {
-	if n.FreeGPU() == 0 {
+	free := n.FreeGPU()
+	if free == 0 {
 		return 0
 	}
 	var f float64
 	for _, c := range w {
-		f += c.P * float64(FragFor(n, c.Req))
+		f += c.P * float64(fragFor(n, c.Req, free))
 	}
 	return f
 }

@@ -292,3 +292,103 @@ func TestScoreAt(t *testing.T) {
 		t.Fatalf("ScoreAt changed the node: %v", free)
 	}
 }
+
+// TestFragForOnePass: FragFor, which counts the GPUs that hold the share
+// in the pass that sums the others, and Frag, which sums the node's free
+// capacity once, give what their definitions give (FitsGPUs, then the
+// sum of the GPUs with less than the share free; Σ P·FragFor in the
+// workload's order), bit for bit, on random nodes and requests.
+func TestFragForOnePass(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(7, 27))
+	byDefinition := func(n *Node, m Request) int64 {
+		free := n.FreeGPU()
+		if free == 0 || m.Count == 0 || !n.Accepts(m) || n.CPUFree < m.CPU || !n.FitsGPUs(m) {
+			return free
+		}
+		var frag int64
+		for _, f := range n.Free {
+			if f < m.Share {
+				frag += f
+			}
+		}
+		return frag
+	}
+	models := []string{"T4", "V100"}
+	request := func() Request {
+		r := Request{CPU: rnd.Int64N(8) * 1000}
+		switch rnd.IntN(3) {
+		case 0:
+		case 1:
+			r.Count, r.Share = 1, 50*(1+rnd.Int64N(19))
+		default:
+			r.Count, r.Share = 1+rnd.IntN(4), Milli
+		}
+		if rnd.IntN(4) == 0 {
+			r.Models = []string{models[rnd.IntN(2)]}
+		}
+		return r
+	}
+	for i := range 2000 {
+		n := NewNode("n", models[rnd.IntN(2)], 64_000, 1<<20, rnd.IntN(9))
+		for g := range n.Free {
+			n.Free[g] = []int64{0, Milli, 50 * rnd.Int64N(21)}[rnd.IntN(3)]
+		}
+		n.CPUFree = rnd.Int64N(8) * 1000
+		var w Workload
+		for range 1 + rnd.IntN(6) {
+			w = append(w, Class{Req: request(), P: rnd.Float64()})
+		}
+		var want float64
+		if n.FreeGPU() > 0 {
+			for _, c := range w {
+				want += c.P * float64(byDefinition(n, c.Req))
+			}
+		}
+		if got := Frag(n, w); math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("case %d: Frag(%v) = %v, by its definition %v", i, n.Free, got, want)
+		}
+		for _, c := range w {
+			if got, want := FragFor(n, c.Req), byDefinition(n, c.Req); got != want {
+				t.Fatalf("case %d: FragFor(%v, %+v) = %d, by its definition %d", i, n.Free, c.Req, got, want)
+			}
+		}
+	}
+}
+
+// TestFGDScoreIsItsChoiceScoreAt: FGD's score of a share (Score, and
+// Memo.Choose) is its score of the share on the GPU it chooses
+// (ScoreAt, and Memo.ScoreAt), bit for bit, on random nodes and
+// workloads: GPUDevices under DRA reads the score of FGD's choice from
+// Choose alone.
+func TestFGDScoreIsItsChoiceScoreAt(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(27, 7))
+	shares := []int64{100, 250, 300, 500, 700, 900}
+	for i := range 2000 {
+		n := NewNode("n", "T4", 64_000, 1<<20, 1+rnd.IntN(8))
+		for g := range n.Free {
+			n.Free[g] = 50 * rnd.Int64N(21)
+		}
+		n.CPUFree = rnd.Int64N(64) * 1000
+		var w Workload
+		for range 1 + rnd.IntN(5) {
+			c := Class{Req: Request{CPU: rnd.Int64N(8) * 1000, Count: 1, Share: shares[rnd.IntN(len(shares))]}, P: rnd.Float64()}
+			if rnd.IntN(3) == 0 {
+				c.Req.Share, c.Req.Count = Milli, 1+rnd.IntN(2)
+			}
+			w = append(w, c)
+		}
+		r := Request{CPU: rnd.Int64N(4) * 1000, Count: 1, Share: shares[rnd.IntN(len(shares))]}
+		s, at := FGD.Score(n, r, w, nil)
+		if at == nil {
+			continue
+		}
+		if got := FGD.ScoreAt(n, r, at, w, nil); got != s {
+			t.Fatalf("case %d: FGD's score of %+v on %v is %d, its score at its choice %v %d", i, r, n.Free, s, at, got)
+		}
+		m := NewMemo(w)
+		ms, mat := m.Choose(n, r)
+		if got := m.ScoreAt(FGD, n, r, mat, nil); got != ms || ms != s {
+			t.Fatalf("case %d: the memo's choice scores %d, its score at the choice %d, FGD's %d", i, ms, got, s)
+		}
+	}
+}

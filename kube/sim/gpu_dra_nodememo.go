@@ -37,64 +37,160 @@ const draNodeMemoMax = 1 << 16
 // a PodGroup's cycle, which assumes pods into the snapshot without a new
 // one: there the requested CPU and memory and the pod list, which such a
 // cycle changes, are compared themselves. Safe for concurrent use.
+//
+// A node's entry is held in its slot, found by the node object (a
+// pointer, hashed as a word) rather than by the node's name (a string
+// hashed, and compared with the key's bytes, in every score of every
+// node, and once more for the claims' count by name); the slot also
+// keeps the cell of the node's pool's claims' count, read without a
+// look-up.
 type draNodeMemo struct {
-	mu    sync.Mutex
-	nodes map[string]*draNodeEntry
+	mu sync.Mutex
+	// nodes are the slots by node name; byObj the same slots by the node
+	// object each was last found for. A node object is never changed in
+	// place, so it names its node; a node updated (a new object) finds
+	// its slot by name once, and the slot is keyed by the new object.
+	nodes map[string]*draNodeSlot
+	byObj map[*v1.Node]*draNodeSlot
+	// held counts, per pod UID, the entries in slots that have a pod of
+	// it (keep); absent is the last UID found in none (nowhere), while
+	// absentOK (no entry kept since had a UID). The pod being scheduled,
+	// which every node's entry is asked about in every cycle, is on no
+	// node: one look-up per cycle tells every entry so, where each
+	// entry's own set was asked (a small map scanned, its keys' bytes
+	// compared: nearly a third of the score's CPU).
+	held     map[types.UID]int32
+	absent   types.UID
+	absentOK bool
+	// tables are the scores lendScore kept, by key (scoreKey.packed),
+	// at most draScoreTablesMax keys, the least recently used dropped
+	// first; each table's rows are by slot (ord) and name the entry
+	// each score was kept for (its id, one per entry made: nextID). A
+	// cycle scores one key on every node, so it reads one table's rows
+	// in the order of the slots, where each entry's own map of scores
+	// was one more cache miss per node scored (a tenth of the run's
+	// CPU); the key's table is found once per key (key, table).
+	tables  map[uint64]*scoreTable
+	key     uint64
+	table   *scoreTable
+	hasKey  bool
+	tick    uint64
+	nextID  uint64
+	nextOrd int
 	// builds counts the rebuilds, byGen the nodes returned by their
 	// generation alone, for tests.
 	builds, byGen int
+}
+
+// draNodeSlot is one node's place in the memo: its entry (nil: none
+// kept) with what the entry was last checked against, the node object
+// the slot was last found by, and the cell of the claims' count of the
+// node's pool (claimCounter's; nil: not read yet). What a score checks
+// of a node whose entry holds by its generation is all here, with the
+// entry's id: the entry itself, a cache miss per node scored, is read
+// only when it does not hold, or to score it afresh.
+type draNodeSlot struct {
+	e  *draNodeEntry
+	id uint64 // e's, 0 without one
+	// gen is ni's generation when the entry was rebuilt or last found
+	// to hold, if it then named ni's content (byGen: not in a PodGroup's
+	// cycle).
+	gen int64
+	// events is the count of the claims' events on the node's pool
+	// when the entry was rebuilt or last found to hold (counted: one
+	// was given).
+	events uint64
+	// skip is the UID of the pods left out when the entry was rebuilt,
+	// or one that leaves out the same; skipOn is e.uids[skip]: whether
+	// the pod left out is on the node.
+	skip                   types.UID
+	byGen, counted, skipOn bool
+	cell                   *claimCell
+	// ord is the slot's row in the tables of scores.
+	ord  int
+	node *v1.Node
+}
+
+// scoreTable is the scores kept by one key: rows by slot, and the tick
+// of its last use.
+type scoreTable struct {
+	rows []scoreRow
+	used uint64
+}
+
+// scoreRow is a score kept for the entry of id (0: none).
+type scoreRow struct {
+	id    uint64
+	score int64
 }
 
 // draNodeEntry is one node's rebuilt GPUs and what they were rebuilt from.
 type draNodeEntry struct {
 	head   nodeHead
 	pods   []*v1.Pod
-	skip   types.UID
 	claims []claimRead
 	n      *gpu.Node
-	// events is the count of the claims' events on the node's pool
-	// when the entry was rebuilt (counted: one was given).
-	events  uint64
-	counted bool
-	// gen is ni's generation when the entry was rebuilt or last found
-	// to hold, if it then named ni's content (byGen: not in a PodGroup's
-	// cycle).
-	gen   int64
-	byGen bool
 	// uids are the UIDs of pods, to tell whether a pod left out is on
 	// the node (leavesOutAlike).
 	uids map[types.UID]bool
-	// skipOn is uids[skip]: whether the pod left out is on the node.
-	skipOn bool
-	// absent is the last UID found not in uids (leavesOutAlike): the pod
-	// being scheduled, which every node's entry is asked about in every
-	// cycle, is looked up once per entry instead of once per score.
-	absent types.UID
-	// scores are the scores lendScore kept for n (under the memo's mu),
-	// by scoreKey.packed.
-	scores map[uint64]int64
+	// id names the entry in the memo's tables of scores.
+	id uint64
 }
 
-// leavesOutAlike reports whether leaving out skip instead of e.skip
-// leaves out the same pods of e: the same UID, or neither on the node
-// (the pod being scheduled, which is on no node, differs from cycle to
-// cycle). O(1).
-func (e *draNodeEntry) leavesOutAlike(skip types.UID) bool {
-	if skip == e.skip {
+// leavesOutAlike reports whether leaving out skip instead of slot.skip
+// leaves out the same pods of slot's entry: the same UID, or neither on
+// the node (the pod being scheduled, which is on no node, differs from
+// cycle to cycle). O(1).
+func (m *draNodeMemo) leavesOutAlike(slot *draNodeSlot, skip types.UID) bool {
+	if skip == slot.skip {
 		return true
 	}
-	if e.skipOn {
+	if slot.skipOn {
 		return false
 	}
-	if skip == e.absent && skip != "" {
+	return m.nowhere(skip) || !slot.e.uids[skip]
+}
+
+// nowhere reports whether no entry in m's slots has a pod of UID uid.
+// O(1).
+func (m *draNodeMemo) nowhere(uid types.UID) bool {
+	if m.absentOK && uid == m.absent {
 		return true
 	}
-	if e.uids[skip] {
+	if m.held[uid] > 0 {
 		return false
 	}
-	e.absent = skip
+	m.absent, m.absentOK = uid, true
 	return true
 }
+
+// keep puts e (nil: none) in slot in place of its entry, and counts
+// their pods' UIDs in held. O(their pods).
+func (m *draNodeMemo) keep(slot *draNodeSlot, e *draNodeEntry) {
+	if old := slot.e; old != nil {
+		for uid := range old.uids {
+			if m.held[uid]--; m.held[uid] <= 0 {
+				delete(m.held, uid)
+			}
+		}
+	}
+	slot.e, slot.id = e, 0
+	if e == nil {
+		return
+	}
+	slot.id = e.id
+	for uid := range e.uids {
+		m.held[uid]++
+	}
+	if len(e.uids) > 0 && draNodeHeldCheck {
+		m.absentOK = false
+	}
+}
+
+// draNodeHeldCheck turns on keep's forgetting of the UID last found on
+// no node once an entry with pods is kept; tests turn it off to show
+// what it guards against.
+var draNodeHeldCheck = true
 
 // nodeHead is a nodeIn without its pods: what draNode reads of the node
 // itself.
@@ -115,13 +211,46 @@ type claimRead struct {
 // claimGetter looks a claim up, as the DRA manager's claim tracker does.
 type claimGetter func(namespace, name string) (*resourceapi.ResourceClaim, error)
 
-// claimCounter is the number of the claims' events on a pool
+// claimCounter gives the number of the claims' events on a pool
 // (allocKeeper.claimCount): while it is the same, a claimGetter returns
 // the same allocations on the pool. ok is false if it is not known.
-type claimCounter func(pool string) (count uint64, ok bool)
+// cell is the caller's memory of where the pool's count is, which
+// claimCount may set and read from instead of looking the pool up.
+type claimCounter interface {
+	claimCount(pool string, cell **claimCell) (count uint64, ok bool)
+}
 
 func newDRANodeMemo() *draNodeMemo {
-	return &draNodeMemo{nodes: map[string]*draNodeEntry{}}
+	return &draNodeMemo{nodes: map[string]*draNodeSlot{}, byObj: map[*v1.Node]*draNodeSlot{}, held: map[types.UID]int32{},
+		tables: map[uint64]*scoreTable{}}
+}
+
+// slotOf is node's slot, found by the object, or else by its name (and
+// then keyed by the object), or else made. Past draNodeMemoMax names
+// the memo starts afresh. O(1).
+func (m *draNodeMemo) slotOf(node *v1.Node) *draNodeSlot {
+	if s := m.byObj[node]; s != nil {
+		return s
+	}
+	s := m.nodes[node.Name]
+	switch {
+	case s == nil:
+		if len(m.nodes) >= draNodeMemoMax {
+			clear(m.nodes)
+			clear(m.byObj)
+			clear(m.held)
+			clear(m.tables)
+			m.hasKey, m.table, m.nextOrd = false, nil, 0
+		}
+		s = &draNodeSlot{ord: m.nextOrd}
+		m.nextOrd++
+		m.nodes[node.Name] = s
+	case s.node != node:
+		delete(m.byObj, s.node)
+	}
+	s.node = node
+	m.byObj[node] = s
+	return s
 }
 
 // node returns ni's GPUs as draNode rebuilds them from get's claims,
@@ -141,54 +270,62 @@ func (m *draNodeMemo) node(ni fwk.NodeInfo, skip types.UID, get claimGetter, cou
 	if m == nil {
 		return draNodeFrom(nodeInOf(ni), ni, skip, get)
 	}
-	return m.entry(ni, skip, get, count, byGen).n
+	_, e := m.entry(ni, skip, get, count, byGen)
+	return e.n
 }
 
-// entry is node's entry for ni, checked or rebuilt as node says.
-func (m *draNodeMemo) entry(ni fwk.NodeInfo, skip types.UID, get claimGetter, count claimCounter, byGen bool) *draNodeEntry {
+// entry is node's entry for ni, checked or rebuilt as node says, with
+// its slot.
+func (m *draNodeMemo) entry(ni fwk.NodeInfo, skip types.UID, get claimGetter, count claimCounter, byGen bool) (*draNodeSlot, *draNodeEntry) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	name := ni.Node().Name
+	return m.entryLocked(ni, skip, get, count, byGen)
+}
+
+// entryLocked is entry, under m.mu.
+func (m *draNodeMemo) entryLocked(ni fwk.NodeInfo, skip types.UID, get claimGetter, count claimCounter, byGen bool) (*draNodeSlot, *draNodeEntry) {
+	node := ni.Node()
+	slot := m.slotOf(node)
+	name := node.Name
 	var events uint64
 	counted := false
 	if count != nil {
-		events, counted = count(name)
+		events, counted = count.claimCount(name, &slot.cell)
 	}
-	e := m.nodes[name]
-	if e != nil && byGen && e.byGen && e.gen == ni.GetGeneration() && counted && e.counted && events == e.events && e.leavesOutAlike(skip) {
+	e := slot.e
+	if e != nil && byGen && slot.byGen && slot.gen == ni.GetGeneration() && counted && slot.counted && events == slot.events && m.leavesOutAlike(slot, skip) {
 		m.byGen++
 		if draNodeClaimsCheck != nil {
 			draNodeClaimsCheck(name, e.claimsHold(get))
 		}
-		return e
+		return slot, e
 	}
 	head := headOfNI(ni)
-	if e != nil && e.holds(head, ni, skip, get, events, counted) {
+	if e != nil && e.holds(slot, head, ni, skip, get, events, counted) {
 		if byGen {
 			// The entry is ni's content now, which its generation names.
-			e.gen, e.byGen, e.skip, e.events, e.counted = ni.GetGeneration(), true, skip, events, counted
-			e.skipOn = e.uids[skip]
+			slot.gen, slot.byGen, slot.skip, slot.events, slot.counted = ni.GetGeneration(), true, skip, events, counted
+			slot.skipOn = e.uids[skip]
 		}
-		return e
+		return slot, e
 	}
 	m.builds++
-	e = &draNodeEntry{head: head, skip: skip, events: events, counted: counted, gen: ni.GetGeneration(), byGen: byGen}
+	m.nextID++
+	e = &draNodeEntry{id: m.nextID, head: head}
 	e.uids = make(map[types.UID]bool, len(ni.GetPods()))
 	for _, pi := range ni.GetPods() {
 		e.pods = append(e.pods, pi.GetPod())
 		e.uids[pi.GetPod().UID] = true
 	}
-	e.skipOn = e.uids[skip]
 	e.n = draNodeFrom(nodeInOf(ni), ni, skip, func(namespace, name string) (*resourceapi.ResourceClaim, error) {
 		c, err := get(namespace, name)
 		e.claims = append(e.claims, claimRead{namespace: namespace, name: name, claim: c, failed: err != nil})
 		return c, err
 	})
-	if len(m.nodes) >= draNodeMemoMax {
-		clear(m.nodes)
-	}
-	m.nodes[name] = e
-	return e
+	m.keep(slot, e)
+	slot.gen, slot.byGen, slot.skip, slot.events, slot.counted = ni.GetGeneration(), byGen, skip, events, counted
+	slot.skipOn = e.uids[skip]
+	return slot, e
 }
 
 // lend calls use with ni's GPUs as node returns them (the memo's own
@@ -199,17 +336,17 @@ func (m *draNodeMemo) entry(ni fwk.NodeInfo, skip types.UID, get claimGetter, co
 // goes on, and a later call would otherwise get the node as use left
 // it. O(node's).
 func (m *draNodeMemo) lend(ni fwk.NodeInfo, skip types.UID, get claimGetter, count claimCounter, byGen bool, use func(*gpu.Node) int64) int64 {
-	n := m.node(ni, skip, get, count, byGen)
 	if m == nil {
-		return use(n)
+		return use(m.node(ni, skip, get, count, byGen))
 	}
+	slot, e := m.entry(ni, skip, get, count, byGen)
 	done := false
 	defer func() {
 		if !done && draNodeLendForgets {
-			m.forget(ni.Node().Name, n)
+			m.forget(slot, e)
 		}
 	}()
-	s := use(n)
+	s := use(e.n)
 	done = true
 	return s
 }
@@ -224,9 +361,10 @@ type scoreKey struct {
 	num    int32
 }
 
-// packed is k as one number, the key of an entry's scores: a map of
-// uint64 keys hashes a word where one of scoreKey hashed the struct
-// through its type's functions (a third of lendScore's cost). The epoch
+// packed is k as one number, the key of the memo's tables of scores: a
+// map of uint64 keys hashes a word where one of scoreKey hashed the
+// struct through its type's functions (a third of lendScore's cost,
+// when each entry kept its scores in such a map). The epoch
 // takes the high 32 bits, the policy the next 8, FGD's flag one, the
 // request's number the low 23: one to one while the policy is below 256
 // and the number below 1<<23 (the numbering restarts at maxFGDRequests),
@@ -247,19 +385,25 @@ func (k scoreKey) packed() uint64 {
 // to compare.
 var draScoreKeptOn = true
 
-// lendScore is lend(ni, ..., use), kept in ni's entry by key: use's
-// answer is a function of the node's GPUs and figures, which the entry
-// holds as long as it is the node's (a node whose content changed gets
-// a new entry, without scores), and of what key names. Use must not
-// draw random numbers. O(1) when kept, else lend's.
+// lendScore is lend(ni, ..., use), kept for ni's entry by key (in the
+// key's table, the row of ni's slot, with the entry's id): use's answer
+// is a function of the node's GPUs and figures, which the entry holds as
+// long as it is the node's (a node whose content changed gets a new
+// entry, of another id), and of what key names. Use must not draw
+// random numbers. O(1) when kept, else lend's.
 func (m *draNodeMemo) lendScore(ni fwk.NodeInfo, skip types.UID, get claimGetter, count claimCounter, byGen bool, key scoreKey, use func(*gpu.Node) int64) int64 {
 	if m == nil || !draScoreKeptOn {
 		return m.lend(ni, skip, get, count, byGen, use)
 	}
-	e := m.entry(ni, skip, get, count, byGen)
 	pk := key.packed()
 	m.mu.Lock()
-	s, ok := e.scores[pk]
+	slot, e := m.entryLocked(ni, skip, get, count, byGen)
+	t := m.tableOf(pk)
+	var s int64
+	ok := false
+	if t != nil && slot.ord < len(t.rows) && t.rows[slot.ord].id == slot.id {
+		s, ok = t.rows[slot.ord].score, true
+	}
 	m.mu.Unlock()
 	if ok {
 		return s
@@ -267,52 +411,107 @@ func (m *draNodeMemo) lendScore(ni fwk.NodeInfo, skip types.UID, get claimGetter
 	done := false
 	defer func() {
 		if !done && draNodeLendForgets {
-			m.forget(ni.Node().Name, e.n)
+			m.forget(slot, e)
 		}
 	}()
 	s = use(e.n)
 	done = true
 	m.mu.Lock()
-	if e.scores == nil {
-		e.scores = map[uint64]int64{}
-	}
-	e.scores[pk] = s
+	m.keepScore(pk, slot, e, s)
 	m.mu.Unlock()
 	return s
+}
+
+// draScoreTablesMax bounds the keys whose scores the memo keeps.
+const draScoreTablesMax = 1024
+
+// tableOf is the table of scores kept by pk, or nil. Under m.mu. O(1).
+func (m *draNodeMemo) tableOf(pk uint64) *scoreTable {
+	if !m.hasKey || pk != m.key {
+		m.tick++
+		m.key, m.table, m.hasKey = pk, m.tables[pk], true
+		if m.table != nil {
+			m.table.used = m.tick
+		}
+	}
+	return m.table
+}
+
+// keepScore keeps s, slot's score by pk for entry e, in pk's table,
+// made if pk has none (dropping the least recently used one past
+// draScoreTablesMax). Under m.mu. O(1), O(slots) for a table made and
+// O(draScoreTablesMax) for one dropped.
+func (m *draNodeMemo) keepScore(pk uint64, slot *draNodeSlot, e *draNodeEntry, s int64) {
+	t := m.tableOf(pk)
+	if t == nil {
+		if len(m.tables) >= draScoreTablesMax {
+			m.dropTable()
+		}
+		t = &scoreTable{used: m.tick, rows: make([]scoreRow, m.nextOrd)}
+		m.tables[pk], m.table = t, t
+	}
+	for slot.ord >= len(t.rows) {
+		t.rows = append(t.rows, scoreRow{})
+	}
+	t.rows[slot.ord] = scoreRow{id: e.id, score: s}
+}
+
+// dropTable drops the least recently used table of scores. Under m.mu.
+// O(tables).
+func (m *draNodeMemo) dropTable() {
+	var oldest uint64
+	var used uint64
+	first := true
+	for pk, t := range m.tables {
+		if first || t.used < used {
+			oldest, used, first = pk, t.used, false
+		}
+	}
+	delete(m.tables, oldest)
+	if m.hasKey && m.key == oldest {
+		m.hasKey, m.table = false, nil
+	}
 }
 
 // draNodeLendForgets turns on lend's forgetting of a node whose user
 // panicked; tests turn it off to show what it guards against.
 var draNodeLendForgets = true
 
-// forget drops the entry of node name if it holds n. O(1).
-func (m *draNodeMemo) forget(name string, n *gpu.Node) {
+// forget drops slot's entry if it is e. O(1).
+func (m *draNodeMemo) forget(slot *draNodeSlot, e *draNodeEntry) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if e := m.nodes[name]; e != nil && e.n == n {
-		delete(m.nodes, name)
+	switch {
+	case slot.e != e:
+	case m.nodes[slot.node.Name] == slot:
+		m.keep(slot, nil)
+	default:
+		// A slot the memo dropped since (draNodeMemoMax): its pods are
+		// no longer counted.
+		slot.e = nil
 	}
 }
 
-// holds reports whether e was rebuilt from what ni, skip and get give
-// now: the same node figures, the same pod objects in the same order,
-// the same of them left out, and every claim e looked up the same object
-// (or failing again). The lookups are made again in e's order, which is
-// the order a rebuild would make them in; they are skipped if the count
-// of the claims' events on the node's pool is the one e was rebuilt at
-// (counted): a rebuild reads only the claims' allocations on that pool.
-func (e *draNodeEntry) holds(head nodeHead, ni fwk.NodeInfo, skip types.UID, get claimGetter, events uint64, counted bool) bool {
+// holds reports whether e, slot's entry, was rebuilt from what ni, skip
+// and get give now: the same node figures, the same pod objects in the
+// same order, the same of them left out, and every claim e looked up
+// the same object (or failing again). The lookups are made again in e's
+// order, which is the order a rebuild would make them in; they are
+// skipped if the count of the claims' events on the node's pool is the
+// one slot last checked e at (counted): a rebuild reads only the
+// claims' allocations on that pool.
+func (e *draNodeEntry) holds(slot *draNodeSlot, head nodeHead, ni fwk.NodeInfo, skip types.UID, get claimGetter, events uint64, counted bool) bool {
 	pods := ni.GetPods()
 	if head != e.head || len(pods) != len(e.pods) {
 		return false
 	}
 	for i, pi := range pods {
 		p := pi.GetPod()
-		if p != e.pods[i] || (p.UID == skip) != (p.UID == e.skip) {
+		if p != e.pods[i] || (p.UID == skip) != (p.UID == slot.skip) {
 			return false
 		}
 	}
-	if counted && e.counted && events == e.events {
+	if counted && slot.counted && events == slot.events {
 		if draNodeClaimsCheck != nil {
 			draNodeClaimsCheck(head.name, e.claimsHold(get))
 		}

@@ -123,7 +123,7 @@ func TestDRANodeMemoInvalidation(t *testing.T) {
 				events := map[string]uint64{}
 				var count claimCounter
 				if counted {
-					count = func(pool string) (uint64, bool) { return events[pool], true }
+					count = countFunc(func(pool string) (uint64, bool) { return events[pool], true })
 				}
 				m := newDRANodeMemo()
 				first := m.node(w.nodeInfo(), "q", w.get, count, false)
@@ -174,6 +174,11 @@ func TestDRANodeMemoReadsTheClaims(t *testing.T) {
 		t.Errorf("GPUs free %v, want %v (b's 500 on gpu-0, a's 300 on gpu-1)", n.Free, want)
 	}
 }
+
+// countFunc is a claimCounter that keeps no cell.
+type countFunc func(pool string) (uint64, bool)
+
+func (f countFunc) claimCount(pool string, _ **claimCell) (uint64, bool) { return f(pool) }
 
 func sameGPUNode(a, b *gpu.Node) bool {
 	return a.Name == b.Name && a.Model == b.Model && a.CPU == b.CPU && a.Mem == b.Mem && a.CPUFree == b.CPUFree &&
@@ -326,7 +331,7 @@ func TestDRANodeMemoByGeneration(t *testing.T) {
 			events := map[string]uint64{}
 			var count claimCounter
 			if c.counted {
-				count = func(pool string) (uint64, bool) { return events[pool], true }
+				count = countFunc(func(pool string) (uint64, bool) { return events[pool], true })
 			}
 			m := newDRANodeMemo()
 			ni := w.nodeInfo()
@@ -377,7 +382,7 @@ func TestDRANodeMemoLendSurvivesPanic(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w := baseWorld()
-			count := func(string) (uint64, bool) { return 0, true }
+			count := countFunc(func(string) (uint64, bool) { return 0, true })
 			m := newDRANodeMemo()
 			ni := w.nodeInfo()
 			r := gpu.Request{Count: 1, Share: 200}
@@ -450,13 +455,14 @@ func TestDRANodeMemoKeepsScoresPerContent(t *testing.T) {
 	}
 }
 
-// TestDRANodeEntryLeavesOutAlike: an entry that noted a UID as on none
-// of its pods (the pod being scheduled, asked of every entry in every
-// cycle) answers it again without its set of UIDs, and still tells a
-// pod on the node, asked after, from one that is not.
+// TestDRANodeEntryLeavesOutAlike: the memo, having found a UID on no
+// node's entry (the pod being scheduled, asked of every entry in every
+// cycle), answers it again for every entry without their sets of UIDs,
+// and still tells a pod on the node, asked after, from one that is not,
+// and a pod on another node from one on this one.
 func TestDRANodeEntryLeavesOutAlike(t *testing.T) {
 	// Each case asks, in turn, of an entry whose pods are a and b, built
-	// leaving out skip.
+	// leaving out skip; another node's entry has pod c.
 	cases := []struct {
 		name string
 		skip types.UID
@@ -467,18 +473,58 @@ func TestDRANodeEntryLeavesOutAlike(t *testing.T) {
 		{name: "a pod on the node asked twice", asks: []types.UID{"a", "a", "p"}, want: []bool{false, false, true}},
 		{name: "a pod on the node after one that is not", asks: []types.UID{"p", "a", "p", "b"}, want: []bool{true, false, true, false}},
 		{name: "left out a pod on the node", skip: "a", asks: []types.UID{"a", "p", "b"}, want: []bool{true, false, false}},
+		{name: "a pod on another node", asks: []types.UID{"c", "c", "a", "c"}, want: []bool{true, true, false, true}},
 		{name: "no UID", asks: []types.UID{"", "a"}, want: []bool{true, false}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := &draNodeEntry{skip: c.skip, uids: map[types.UID]bool{"a": true, "b": true}}
-			e.skipOn = e.uids[c.skip]
+			m := newDRANodeMemo()
+			slot := &draNodeSlot{}
+			m.keep(slot, &draNodeEntry{uids: map[types.UID]bool{"a": true, "b": true}})
+			slot.skip, slot.skipOn = c.skip, slot.e.uids[c.skip]
+			m.keep(&draNodeSlot{}, &draNodeEntry{uids: map[types.UID]bool{"c": true}})
 			for i, uid := range c.asks {
-				if got := e.leavesOutAlike(uid); got != c.want[i] {
+				if got := m.leavesOutAlike(slot, uid); got != c.want[i] {
 					t.Fatalf("ask %d (%q): %v, want %v", i, uid, got, c.want[i])
 				}
 			}
 		})
+	}
+}
+
+// TestDRANodeMemoHeldFollowsEntries: a UID found on no node's entry is
+// found again once an entry with a pod of it is kept, and not once that
+// entry is replaced or forgotten. Fails with draNodeHeldCheck off.
+func TestDRANodeMemoHeldFollowsEntries(t *testing.T) {
+	m := newDRANodeMemo()
+	a, p := &draNodeSlot{}, &draNodeSlot{}
+	m.keep(a, &draNodeEntry{uids: map[types.UID]bool{"a": true}})
+	for i, step := range []struct {
+		name string
+		do   func()
+		ask  types.UID
+		on   bool // a pod of ask is on some entry
+	}{
+		{name: "p is on no node", do: func() {}, ask: "p"},
+		{name: "an entry with p kept", do: func() { m.keep(p, &draNodeEntry{uids: map[types.UID]bool{"p": true}}) }, ask: "p", on: true},
+		{name: "that entry replaced by one without p", do: func() { m.keep(p, &draNodeEntry{uids: map[types.UID]bool{"r": true}}) }, ask: "p"},
+		{name: "an entry with p kept again", do: func() { m.keep(p, &draNodeEntry{uids: map[types.UID]bool{"p": true, "r": true}}) }, ask: "p", on: true},
+		{name: "that entry forgotten", do: func() { m.keep(p, nil) }, ask: "p"},
+		{name: "r too", do: func() {}, ask: "r"},
+	} {
+		step.do()
+		if got := m.nowhere(step.ask); got == step.on {
+			t.Fatalf("step %d (%s): nowhere(%q) %v, want %v", i, step.name, step.ask, got, !step.on)
+		}
+		if step.on {
+			slot := &draNodeSlot{e: &draNodeEntry{uids: map[types.UID]bool{step.ask: true}}, skip: "q"}
+			if m.leavesOutAlike(slot, step.ask) {
+				t.Errorf("step %d (%s): leaving out %q said alike on an entry that has it", i, step.name, step.ask)
+			}
+		}
+	}
+	if len(m.held) != 1 || m.held["a"] != 1 {
+		t.Errorf("held %v, want only a's entry", m.held)
 	}
 }
 
@@ -517,4 +563,108 @@ func TestScoreKeyPacked(t *testing.T) {
 			c.k.packed()
 		})
 	}
+}
+
+// TestDRANodeMemoSlotsByObject: a node's slot is found by its node
+// object; a node updated (a new object of the same name) finds its slot
+// by name, keeps its entry if nothing a rebuild reads changed, and the
+// memo keys the slot by the new object only, holding no object it no
+// longer finds; another node gets a slot of its own.
+func TestDRANodeMemoSlotsByObject(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		node    func(w memoWorld) *v1.Node // the second call's node object
+		rebuild bool
+		slots   int
+	}{
+		{name: "the same object", node: func(w memoWorld) *v1.Node { return w.node }, slots: 1},
+		{name: "a new object alike", node: func(memoWorld) *v1.Node { return memoNode(32000, "V100", 2) }, slots: 1},
+		{name: "a new object with other GPUs", node: func(memoWorld) *v1.Node { return memoNode(32000, "V100", 4) }, rebuild: true, slots: 1},
+		{name: "another node", rebuild: true, slots: 2, node: func(memoWorld) *v1.Node {
+			n := memoNode(32000, "V100", 2)
+			n.Name = "m"
+			return n
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := baseWorld()
+			count := countFunc(func(string) (uint64, bool) { return 0, true })
+			m := newDRANodeMemo()
+			m.node(w.nodeInfo(), "q", w.get, count, true)
+			w.node = c.node(w)
+			ni := w.nodeInfo()
+			got := m.node(ni, "q", w.get, count, true)
+			if want := draNodeFrom(nodeInOf(ni), ni, "q", w.get); !sameGPUNode(got, want) {
+				t.Errorf("memo gives %+v, a rebuild %+v", got, want)
+			}
+			if rebuilt := m.builds == 2; rebuilt != c.rebuild {
+				t.Errorf("rebuilt: %v, want %v", rebuilt, c.rebuild)
+			}
+			if len(m.nodes) != c.slots || len(m.byObj) != c.slots {
+				t.Errorf("%d slots by name, %d by object, want %d", len(m.nodes), len(m.byObj), c.slots)
+			}
+			if s := m.byObj[w.node]; s == nil || s != m.nodes[w.node.Name] || s.node != w.node {
+				t.Errorf("the slot by the node's object is %p, by its name %p", s, m.nodes[w.node.Name])
+			}
+		})
+	}
+}
+
+// TestDRANodeMemoScoreTables: scores kept by key are kept per node (one
+// node's new content leaves another's score kept), and past
+// draScoreTablesMax keys the least recently used key's scores are
+// dropped, not another's: its scorer runs again, the others' not.
+func TestDRANodeMemoScoreTables(t *testing.T) {
+	count := countFunc(func(string) (uint64, bool) { return 0, true })
+	rate := func(n *gpu.Node) int64 { return n.Free[0]*1000 + n.Free[1] + n.CPUFree }
+	t.Run("per node", func(t *testing.T) {
+		a, b := baseWorld(), baseWorld()
+		b.node = memoNode(16000, "V100", 2)
+		b.node.Name = "m"
+		m := newDRANodeMemo()
+		calls := 0
+		use := func(n *gpu.Node) int64 { calls++; return rate(n) }
+		key := scoreKey{policy: gpu.BestFit, num: 1}
+		for _, w := range []memoWorld{a, b} {
+			m.lendScore(w.nodeInfo(), "q", w.get, count, true, key, use)
+		}
+		a.extraCPU = 8000
+		for i, w := range []memoWorld{a, b} {
+			ni := w.nodeInfo()
+			got := m.lendScore(ni, "q", w.get, count, true, key, use)
+			if want := rate(draNodeFrom(nodeInOf(ni), ni, "q", w.get)); got != want {
+				t.Errorf("node %d: score %d, afresh %d", i, got, want)
+			}
+		}
+		if calls != 3 {
+			t.Errorf("scorer called %d times, want 3 (the changed node's again, the other's kept)", calls)
+		}
+	})
+	t.Run("the least recently used key dropped", func(t *testing.T) {
+		w := baseWorld()
+		m := newDRANodeMemo()
+		called := map[int32]int{}
+		score := func(num int32) {
+			m.lendScore(w.nodeInfo(), "q", w.get, count, true, scoreKey{policy: gpu.BestFit, num: num}, func(n *gpu.Node) int64 {
+				called[num]++
+				return rate(n)
+			})
+		}
+		for num := range int32(draScoreTablesMax) {
+			score(num)
+		}
+		score(0) // 0 is now the most recently used, 1 the least
+		score(draScoreTablesMax)
+		for _, num := range []int32{0, 2, draScoreTablesMax - 1, 1} {
+			score(num)
+		}
+		for num, want := range map[int32]int{0: 1, 2: 1, draScoreTablesMax - 1: 1, draScoreTablesMax: 1, 1: 2} {
+			if called[num] != want {
+				t.Errorf("key %d scored %d times, want %d", num, called[num], want)
+			}
+		}
+		if len(m.tables) != draScoreTablesMax {
+			t.Errorf("%d keys kept, want %d", len(m.tables), draScoreTablesMax)
+		}
+	})
 }

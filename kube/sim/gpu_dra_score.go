@@ -156,16 +156,23 @@ func (p *gpuDRAScore) Score(_ context.Context, cs fwk.CycleState, pod *v1.Pod, n
 	// bound) takes the best fit, as DRA would. The node is the memo's,
 	// lent: score changes it only to score a placement, which it takes
 	// off again.
+	fgd := p.m.fgdChooses(pod, r)
 	score := func(n *gpu.Node) int64 {
 		if !n.Fits(r) {
 			return 0
 		}
-		at := n.BestFit(r)
 		memo := p.m.fgdMemo()
-		if p.m.fgdChooses(pod, r) {
-			_, at = memo.Choose(n, r)
+		if !fgd {
+			return memo.ScoreAt(p.m.policy, n, r, n.BestFit(r), p.m.rnd)
 		}
-		return memo.ScoreAt(p.m.policy, n, r, at, p.m.rnd)
+		// FGD's score of the GPU it chooses is its score of the choice
+		// (gpu.FGD.Score computes it as ScoreAt does), kept in its memo
+		// with the choice: not looked up a second time.
+		s, at := memo.Choose(n, r)
+		if at == nil {
+			return memo.ScoreAt(p.m.policy, n, r, nil, p.m.rnd)
+		}
+		return s
 	}
 	if cs != p.lastCS || p.claims == nil {
 		p.lastCS, p.claims = cs, p.h.SharedDRAManager().ResourceClaims()
@@ -174,10 +181,10 @@ func (p *gpuDRAScore) Score(_ context.Context, cs fwk.CycleState, pod *v1.Pod, n
 	if p.m.policy == gpu.Random {
 		// Random's score draws from the run's source: every score
 		// draws.
-		return p.nodes.lend(ni, pod.UID, get, p.m.claims.claimCount, byGen, score), nil
+		return p.nodes.lend(ni, pod.UID, get, p.m.claims, byGen, score), nil
 	}
-	key := scoreKey{policy: p.m.policy, fgd: p.m.fgdChooses(pod, r), epoch: p.epoch, num: p.lastNum}
-	return p.nodes.lendScore(ni, pod.UID, get, p.m.claims.claimCount, byGen, key, score), nil
+	key := scoreKey{policy: p.m.policy, fgd: fgd, epoch: p.epoch, num: p.lastNum}
+	return p.nodes.lendScore(ni, pod.UID, get, p.m.claims, byGen, key, score), nil
 }
 
 // requestNumber is r's number among the requests p scored, given at its

@@ -77,8 +77,9 @@ type allocKeeper struct {
 	// claimEvents counts, per pool name, the claims' events whose claim,
 	// before or after, has a device of the pool allocated: what a claim
 	// lookup returns of a pool's allocations is the same while its count
-	// is (claimCount).
-	claimEvents map[string]uint64
+	// is (claimCount). A pool's count lives in a cell of its own, which
+	// a caller may keep to read the count without the lookup by name.
+	claimEvents map[string]*claimCell
 	// gpuPools is usedPools(&state), kept as devices are applied:
 	// gpuDevs counts, per pool, its devices of the trace's driver with
 	// thousandths of GPU consumed in state, and gpuPools holds the
@@ -100,7 +101,7 @@ func newAllocKeeper() *allocKeeper {
 		poolVer:  map[dra.UniqueString]uint64{},
 		shares:   map[structured.DeviceID]int{},
 
-		claimEvents: map[string]uint64{},
+		claimEvents: map[string]*claimCell{},
 		gpuDevs:     map[dra.UniqueString]map[structured.DeviceID]struct{}{},
 		gpuPools:    map[dra.UniqueString]struct{}{},
 	}
@@ -162,8 +163,24 @@ func (k *allocKeeper) countEvent(claim *resourceapi.ResourceClaim) {
 		return
 	}
 	for _, r := range claim.Status.Allocation.Devices.Results {
-		k.claimEvents[r.Pool]++
+		k.cellOf(r.Pool).n++
 	}
+}
+
+// claimCell is one pool's count of the claims' events in keeper k.
+type claimCell struct {
+	k *allocKeeper
+	n uint64
+}
+
+// cellOf is pool's cell, made (at 0) if the pool has none yet. O(1).
+func (k *allocKeeper) cellOf(pool string) *claimCell {
+	c := k.claimEvents[pool]
+	if c == nil {
+		c = &claimCell{k: k}
+		k.claimEvents[pool] = c
+	}
+	return c
 }
 
 // claimCount is the number of the claims' events counted against pool
@@ -171,12 +188,25 @@ func (k *allocKeeper) countEvent(claim *resourceapi.ResourceClaim) {
 // (not watching, or broken by an event it could not read). A claim
 // lookup (the tracker's Get, which reads the same assume cache) returns
 // the same allocations on pool as long as the count is the same: every
-// change of a claim object there is an event. Read-only.
-func (k *allocKeeper) claimCount(pool string) (uint64, bool) {
+// change of a claim object there is an event. cell, if not nil, is
+// the caller's memory of pool's cell: once set (here, at the first
+// call that counts, which makes the pool a cell), the count is read
+// from it without looking the pool up, while it is k's. Read-only
+// otherwise. O(1).
+func (k *allocKeeper) claimCount(pool string, cell **claimCell) (uint64, bool) {
 	if !draNodeClaimsKeptOn || k == nil || !k.watching || k.broken {
 		return 0, false
 	}
-	return k.claimEvents[pool], true
+	if cell == nil {
+		if c := k.claimEvents[pool]; c != nil {
+			return c.n, true
+		}
+		return 0, true
+	}
+	if *cell == nil || (*cell).k != k {
+		*cell = k.cellOf(pool)
+	}
+	return (*cell).n, true
 }
 
 // claimOf is obj as a claim; anything else breaks the keeper.

@@ -467,11 +467,15 @@ func TestKeeperCountsClaimEventsPerPool(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newKeptWorld(t)
 			tracker := w.fw.Framework().SharedDRAManager().ResourceClaims()
+			var cell *claimCell
 			count := func() uint64 {
 				t.Helper()
-				n, ok := w.d.kept.claimCount("n")
+				n, ok := w.d.kept.claimCount("n", nil)
 				if !ok {
 					t.Fatal("the watching keeper gives no count")
+				}
+				if byCell, _ := w.d.kept.claimCount("n", &cell); byCell != n {
+					t.Fatalf("the count read from the pool's cell is %d, by its name %d", byCell, n)
 				}
 				return n
 			}
@@ -506,12 +510,29 @@ func TestKeeperCountsClaimEventsPerPool(t *testing.T) {
 	t.Run("an event that is not a claim's", func(t *testing.T) {
 		w := newKeptWorld(t)
 		w.d.kept.onAdd(gpuSlice("n", "V100", 2))
-		if _, ok := w.d.kept.claimCount("n"); ok {
+		if _, ok := w.d.kept.claimCount("n", nil); ok {
 			t.Error("a count given after an event the keeper could not read")
 		}
 	})
+	t.Run("a cell kept from another keeper", func(t *testing.T) {
+		a, b := newAllocKeeper(), newAllocKeeper()
+		a.watching, b.watching = true, true
+		a.countEvent(keptClaim("a", 300, "gpu-0"))
+		var cell *claimCell
+		if n, _ := a.claimCount("n", &cell); n != 1 {
+			t.Fatalf("the first keeper's count %d, want 1", n)
+		}
+		if n, _ := b.claimCount("n", &cell); n != 0 {
+			t.Errorf("the second keeper's count, read with the first's cell, is %d, want its own 0", n)
+		}
+		b.countEvent(keptClaim("a", 300, "gpu-0"))
+		b.countEvent(keptClaim("a", 300, "gpu-0"))
+		if n, _ := b.claimCount("n", &cell); n != 2 {
+			t.Errorf("the second keeper's count %d, want 2", n)
+		}
+	})
 	t.Run("a keeper not watching", func(t *testing.T) {
-		if _, ok := newAllocKeeper().claimCount("n"); ok {
+		if _, ok := newAllocKeeper().claimCount("n", nil); ok {
 			t.Error("a count given by a keeper that sees no events")
 		}
 	})
