@@ -370,10 +370,7 @@ func (p *process) startFrameworks(ctx context.Context) error {
 	}
 	p.fws = fws
 	p.undo.add(func() { closeAll(fws) })
-	scheduler.UseGangGate(&p.qcfg, p.c) // gangs short of members wait, as upstream's GangScheduling holds them
-	if !p.o.NoWakeBudget {
-		scheduler.UseWakeBudget(&p.qcfg, p.c, fws...) // room as their NodeResourcesFit counts it
-	}
+	scheduler.EquipQueue(&p.qcfg, p.c, !p.o.NoWakeBudget, fws...) // as the simulator's
 	return nil
 }
 

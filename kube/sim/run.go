@@ -200,10 +200,7 @@ func newSim(sc *Scenario, o Options) (*sim, error) {
 	if cache == nil {
 		cache = scheduler.NewCache()
 	}
-	scheduler.UseGangGate(&cfg, cache) // as the scheduler's
-	if q.WakeBudget == nil || *q.WakeBudget {
-		scheduler.UseWakeBudget(&cfg, cache, s.fws...)
-	}
+	scheduler.EquipQueue(&cfg, cache, q.WakeBudget == nil || *q.WakeBudget, s.fws...) // as the scheduler's
 	core, err := schedq.NewCore(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
