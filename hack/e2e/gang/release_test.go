@@ -64,14 +64,23 @@ func TestPartialGangReleasedAndBoundWhole(t *testing.T) {
 	}
 	started := time.Now()
 	startScheduler(t, name)
-	waitFor(t, time.Minute, "the gang's first failed attempt", func(context.Context) (bool, error) {
-		return conditionMessage(t, c, ns, "train-2") != "", nil
+	// The grace period counts from the gang's first failed attempt, which
+	// the scheduler notes once it has reported the attempt on each member
+	// it tried (a status patch each, in turn): so from when both show it,
+	// not from the scheduler's start, which a loaded machine can stretch
+	// past any margin (the attempt at 31 s after the start then fell
+	// inside the grace period, released nothing, and nothing brought
+	// another attempt).
+	waitFor(t, time.Minute, "the gang's first failed attempt, reported on both members it tried", func(context.Context) (bool, error) {
+		return conditionMessage(t, c, ns, "train-2") != "" && conditionMessage(t, c, ns, "train-3") != "", nil
 	})
+	failed := time.Now()
 	// A wait on the real clock that cannot be removed: the grace period
-	// (30 s) runs on the clock of the scheduler, a process of its own,
-	// and nothing shows when it has passed until an attempt after it,
-	// which the tainted node below brings. A second more for the start.
-	time.Sleep(time.Until(started.Add(31 * time.Second)))
+	// (30 s) runs on the wall clock in the scheduler (app.Options.Clock
+	// does not reach it), and nothing shows when it has passed until an
+	// attempt after it, which the tainted node below brings. A second
+	// more for the scheduler's note after its last report.
+	time.Sleep(time.Until(failed.Add(31 * time.Second)))
 	// A node with room for a member, but tainted: an event the gang's
 	// hints accept, which brings its next attempt, and no room.
 	taintedNode(t, c, "gang-release-tainted", "2")
