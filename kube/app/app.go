@@ -415,7 +415,7 @@ func (p *process) watchCluster(ctx context.Context) error {
 	}
 	p.reporter = guardedReporter{next: scheduler.APIReporter{Client: p.cs.sched, Recorder: p.recorder, Logger: p.log}, fence: p.f, log: p.log}
 	p.h.Events = p.reporter
-	if p.podGroups, p.groupsSynced, err = watchPodGroups(p.cs.sched, p.factory, p.h, p.log); err != nil {
+	if p.podGroups, p.groupsSynced, err = watchPodGroups(ctx, p.cs.sched, p.o.Clock, p.factory, p.h, p.log); err != nil {
 		return err
 	}
 	p.preempt, p.noms, err = newPreemption(p.factory, p.cs.sched, p.recorder, p.reg, p.f, p.log, p.o.SchedulerName)

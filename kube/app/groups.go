@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"time"
 
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/scheduler"
@@ -36,16 +38,41 @@ func servesPodGroups(client kubernetes.Interface) (bool, error) {
 	return slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == "podgroups" }), nil
 }
 
+// discoveryRetry is the wait between two discovery requests that failed
+// (askPodGroups).
+const discoveryRetry = time.Second
+
+// askPodGroups asks servesPodGroups until it answers, every
+// discoveryRetry on clk, saying each failure in the log: an API server
+// that cannot answer at start-up (restarting, overloaded) must not turn
+// gang scheduling off for the process's life, which would leave every
+// pod naming a PodGroup waiting. It returns ctx's error if ctx ends first.
+func askPodGroups(ctx context.Context, client kubernetes.Interface, clk clock.Clock, log *slog.Logger) (bool, error) {
+	for {
+		ok, err := servesPodGroups(client)
+		if err == nil {
+			return ok, nil
+		}
+		log.Warn("could not tell whether the API server serves PodGroups; asking again", "api", podGroupVersion, "in", discoveryRetry, "err", err)
+		t := clk.NewTimer(discoveryRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false, fmt.Errorf("discovery of %s: %w", podGroupVersion, ctx.Err())
+		case <-t.C():
+		}
+	}
+}
+
 // watchPodGroups registers the PodGroup informer's handlers if the API
-// server serves PodGroups, and says in the log whether gang scheduling is
-// on. It returns the informer (nil if off) and its handlers' synced
-// function (always true if off).
-func watchPodGroups(client kubernetes.Interface, factory informers.SharedInformerFactory, h *scheduler.Handlers, log *slog.Logger) (cache.SharedIndexInformer, func() bool, error) {
+// server serves PodGroups (askPodGroups), and says in the log whether gang
+// scheduling is on. It returns the informer (nil if off) and its
+// handlers' synced function (always true if off).
+func watchPodGroups(ctx context.Context, client kubernetes.Interface, clk clock.Clock, factory informers.SharedInformerFactory, h *scheduler.Handlers, log *slog.Logger) (cache.SharedIndexInformer, func() bool, error) {
 	off := func() bool { return true }
-	ok, err := servesPodGroups(client)
+	ok, err := askPodGroups(ctx, client, clk, log)
 	if err != nil {
-		log.Warn("could not tell whether the API server serves PodGroups; gang scheduling is off", "api", podGroupVersion, "err", err)
-		return nil, off, nil
+		return nil, nil, err
 	}
 	if !ok {
 		log.Info("the API server does not serve PodGroups (feature gate GenericWorkload and --runtime-config="+podGroupVersion+"=true): gang scheduling is off; pods naming a PodGroup wait for it", "api", podGroupVersion)
