@@ -44,7 +44,10 @@ func (f *Framework) ScoreNodes(ctx context.Context, state fwk.CycleState, pod *v
 }
 
 // rawScores runs the active score plugins on every node, on the
-// framework's parallelizer, into scores; the first error stops it.
+// framework's parallelizer, into scores; the first error stops it. The
+// nodes' RawScores share one array, each capped at its own length (so
+// that an append to one never writes into the next): one allocation per
+// call, not one per node.
 func (f *Framework) rawScores(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, active []scorer, scores []fwk.NodePluginScores) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -52,8 +55,10 @@ func (f *Framework) rawScores(ctx context.Context, state fwk.CycleState, pod *v1
 		mu    sync.Mutex
 		first error
 	)
+	k := len(active)
+	all := make([]fwk.PluginScore, len(nodes)*k)
 	f.fwk.Parallelizer().Until(ctx, len(nodes), func(i int) {
-		raw := make([]fwk.PluginScore, len(active))
+		raw := all[i*k : (i+1)*k : (i+1)*k]
 		for k, sc := range active {
 			s, st := sc.pl.Score(ctx, state, pod, nodes[i])
 			if !st.IsSuccess() {
@@ -90,10 +95,14 @@ func (n *normalizer) activeIn(state fwk.CycleState) []scorer {
 // weigh normalises the raw scores of each active plugin that has a
 // NormalizeScore over every node, in the plugins' order, then checks each
 // score's range and sets each node's weighted Scores and TotalScore.
+// The lists and the nodes' Scores each share one array (each node's
+// capped at its length): two allocations per call, not one per plugin
+// and one per node.
 func (n *normalizer) weigh(ctx context.Context, state fwk.CycleState, pod *v1.Pod, active []scorer, scores []fwk.NodePluginScores) *fwk.Status {
 	lists := make([]fwk.NodeScoreList, len(active))
+	all := make([]fwk.NodeScore, len(active)*len(scores))
 	for k, sc := range active {
-		list := make(fwk.NodeScoreList, len(scores))
+		list := all[k*len(scores) : (k+1)*len(scores) : (k+1)*len(scores)]
 		for i := range scores {
 			list[i] = fwk.NodeScore{Name: scores[i].Name, Score: scores[i].RawScores[k].Score}
 		}
@@ -105,8 +114,9 @@ func (n *normalizer) weigh(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		}
 		lists[k] = list
 	}
+	ws := make([]fwk.PluginScore, len(scores)*len(active))
 	for i := range scores {
-		weighted := make([]fwk.PluginScore, len(active))
+		weighted := ws[i*len(active) : (i+1)*len(active) : (i+1)*len(active)]
 		var total int64
 		for k, sc := range active {
 			s := lists[k][i].Score
