@@ -23,11 +23,26 @@ import (
 // Without the framework's score plugins (no ScoreTable can be made), it
 // is the framework's RunScorePlugins. O(nodes x plugins).
 func (f *Framework) ScoreNodes(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) ([]fwk.NodePluginScores, *fwk.Status) {
+	return f.ScoreNodesInto(ctx, state, pod, nodes, nil)
+}
+
+// ScoreNodesInto is ScoreNodes, its answer made in buf's memory when buf
+// has the capacity (buf's elements are overwritten, not read): a caller
+// that scores in every cycle and gives up the answer before the next
+// (keeping the RawScores, which are never buf's) can pass the last one.
+// O(nodes x plugins).
+func (f *Framework) ScoreNodesInto(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, buf []fwk.NodePluginScores) ([]fwk.NodePluginScores, *fwk.Status) {
 	if f.norm == nil {
 		return f.fwk.RunScorePlugins(ctx, state, pod, nodes)
 	}
 	active := f.norm.activeIn(state)
-	scores := make([]fwk.NodePluginScores, len(nodes))
+	var scores []fwk.NodePluginScores
+	if cap(buf) >= len(nodes) {
+		scores = buf[:len(nodes)]
+		clear(scores) // a node a panicking Score plugin leaves has no name (ScoredAll)
+	} else {
+		scores = make([]fwk.NodePluginScores, len(nodes))
+	}
 	if len(active) == 0 {
 		for i, ni := range nodes {
 			scores[i] = fwk.NodePluginScores{Name: ni.Node().Name, RawScores: []fwk.PluginScore{}, Scores: []fwk.PluginScore{}}
