@@ -171,7 +171,13 @@ func TestScoreNodesIntoPanicLeavesNoName(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := pod("p", "")
-	prep := scorePod(t, f, p, nodes[:1]) // n1 alone: no panic
+	var n1 []fwk.NodeInfo
+	for _, ni := range nodes {
+		if ni.Node().Name == "n1" {
+			n1 = append(n1, ni)
+		}
+	}
+	prep := scorePod(t, f, p, n1) // n1 alone: no panic
 	buf := []fwk.NodePluginScores{{Name: "n1"}, {Name: "n2"}}
 	ctx := f.WithPanicSink(context.Background())
 	got, st := f.ScoreNodesInto(ctx, prep.state, p, nodes, buf)
