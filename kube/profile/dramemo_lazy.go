@@ -225,17 +225,35 @@ func (c *draCycle) group(node string) *nodeSlices {
 		c.memo.pre.Lock()
 		defer c.memo.pre.Unlock()
 		nl := c.memo.tap.nodeLister()
-		pools := make([][]*resourceapi.ResourceSlice, len(pub.pools))
-		same := true
+		// The lists are copied only from the first slice the lister
+		// gives otherwise: most nodes' are the published ones.
+		var pools [][]*resourceapi.ResourceSlice // nil while every slice is the same
 		for i, pool := range pub.pools {
-			pools[i] = make([]*resourceapi.ResourceSlice, len(pool))
+			var row []*resourceapi.ResourceSlice // nil while pool's slices are the same
 			for j, sl := range pool {
 				o := nl.NodeSlice(sl, c.state)
-				pools[i][j] = o
-				same = same && o == sl
+				if o != sl && row == nil {
+					row = make([]*resourceapi.ResourceSlice, len(pool))
+					copy(row, pool[:j])
+				}
+				if row != nil {
+					row[j] = o
+				}
+			}
+			if row != nil && pools == nil {
+				pools = make([][]*resourceapi.ResourceSlice, len(pub.pools))
+				for k := range i {
+					pools[k] = append(make([]*resourceapi.ResourceSlice, 0, len(pub.pools[k])), pub.pools[k]...)
+				}
+			}
+			if pools != nil {
+				if row == nil {
+					row = append(make([]*resourceapi.ResourceSlice, 0, len(pool)), pool...)
+				}
+				pools[i] = row
 			}
 		}
-		if !same {
+		if pools != nil {
 			g = groupLike(pools, pub)
 		}
 	}

@@ -23,11 +23,26 @@ import (
 // Without the framework's score plugins (no ScoreTable can be made), it
 // is the framework's RunScorePlugins. O(nodes x plugins).
 func (f *Framework) ScoreNodes(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) ([]fwk.NodePluginScores, *fwk.Status) {
+	return f.ScoreNodesInto(ctx, state, pod, nodes, nil)
+}
+
+// ScoreNodesInto is ScoreNodes, its answer made in buf's memory when buf
+// has the capacity (buf's elements are overwritten, not read): a caller
+// that scores in every cycle and gives up the answer before the next
+// (keeping the RawScores, which are never buf's) can pass the last one.
+// O(nodes x plugins).
+func (f *Framework) ScoreNodesInto(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, buf []fwk.NodePluginScores) ([]fwk.NodePluginScores, *fwk.Status) {
 	if f.norm == nil {
 		return f.fwk.RunScorePlugins(ctx, state, pod, nodes)
 	}
 	active := f.norm.activeIn(state)
-	scores := make([]fwk.NodePluginScores, len(nodes))
+	var scores []fwk.NodePluginScores
+	if cap(buf) >= len(nodes) {
+		scores = buf[:len(nodes)]
+		clear(scores) // a node a panicking Score plugin leaves has no name (ScoredAll)
+	} else {
+		scores = make([]fwk.NodePluginScores, len(nodes))
+	}
 	if len(active) == 0 {
 		for i, ni := range nodes {
 			scores[i] = fwk.NodePluginScores{Name: ni.Node().Name, RawScores: []fwk.PluginScore{}, Scores: []fwk.PluginScore{}}
@@ -44,7 +59,10 @@ func (f *Framework) ScoreNodes(ctx context.Context, state fwk.CycleState, pod *v
 }
 
 // rawScores runs the active score plugins on every node, on the
-// framework's parallelizer, into scores; the first error stops it.
+// framework's parallelizer, into scores; the first error stops it. The
+// nodes' RawScores share one array, each capped at its own length (so
+// that an append to one never writes into the next): one allocation per
+// call, not one per node.
 func (f *Framework) rawScores(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, active []scorer, scores []fwk.NodePluginScores) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -52,8 +70,10 @@ func (f *Framework) rawScores(ctx context.Context, state fwk.CycleState, pod *v1
 		mu    sync.Mutex
 		first error
 	)
+	k := len(active)
+	all := make([]fwk.PluginScore, len(nodes)*k)
 	f.fwk.Parallelizer().Until(ctx, len(nodes), func(i int) {
-		raw := make([]fwk.PluginScore, len(active))
+		raw := all[i*k : (i+1)*k : (i+1)*k]
 		for k, sc := range active {
 			s, st := sc.pl.Score(ctx, state, pod, nodes[i])
 			if !st.IsSuccess() {
@@ -90,10 +110,14 @@ func (n *normalizer) activeIn(state fwk.CycleState) []scorer {
 // weigh normalises the raw scores of each active plugin that has a
 // NormalizeScore over every node, in the plugins' order, then checks each
 // score's range and sets each node's weighted Scores and TotalScore.
+// The lists and the nodes' Scores each share one array (each node's
+// capped at its length): two allocations per call, not one per plugin
+// and one per node.
 func (n *normalizer) weigh(ctx context.Context, state fwk.CycleState, pod *v1.Pod, active []scorer, scores []fwk.NodePluginScores) *fwk.Status {
 	lists := make([]fwk.NodeScoreList, len(active))
+	all := make([]fwk.NodeScore, len(active)*len(scores))
 	for k, sc := range active {
-		list := make(fwk.NodeScoreList, len(scores))
+		list := all[k*len(scores) : (k+1)*len(scores) : (k+1)*len(scores)]
 		for i := range scores {
 			list[i] = fwk.NodeScore{Name: scores[i].Name, Score: scores[i].RawScores[k].Score}
 		}
@@ -105,8 +129,9 @@ func (n *normalizer) weigh(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		}
 		lists[k] = list
 	}
+	ws := make([]fwk.PluginScore, len(scores)*len(active))
 	for i := range scores {
-		weighted := make([]fwk.PluginScore, len(active))
+		weighted := ws[i*len(active) : (i+1)*len(active) : (i+1)*len(active)]
 		var total int64
 		for k, sc := range active {
 			s := lists[k][i].Score

@@ -377,7 +377,8 @@ func (s *Scheduler) fwPick(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 		return "", st.AsError()
 	}
 	ctx = s.cur.fw.WithPanicSink(ctx) // Score runs on the parallelizer
-	scores, st := s.cur.fw.ScoreNodes(ctx, cs, pod, feasible)
+	scores, st := s.cur.fw.ScoreNodesInto(ctx, cs, pod, feasible, s.scores)
+	s.scores = scores
 	profile.RepanicIn(ctx, st.IsSuccess() && !profile.ScoredAll(scores)) // here, where the cycle's recovery fails this pod
 	if !st.IsSuccess() {
 		return "", st.AsError()

@@ -173,6 +173,9 @@ type Scheduler struct {
 	nextStart int
 	// rejected is fwFilter's scratch list of the nodes it rejected.
 	rejected []nodeStatus
+	// scores is fwPick's last answer of ScoreNodesInto, its memory
+	// reused by the next (keepBatch keeps only the raw scores).
+	scores []fwk.NodePluginScores
 	// runs is fwFilter's list of the reasons of the nodes it rejected in
 	// a cycle that found none (noteRejections), nil if it has none.
 	runs []reasonRun
