@@ -76,6 +76,22 @@ func registryFit(t *testing.T, c Cluster, args *config.NodeResourcesFitArgs) (an
 	return registryPlugin(t, f, noderesources.Name, args), f
 }
 
+// registryScalarFit returns the registry's NodeResourcesFit on scalarCluster with
+// the default args, which must be a *fitScalar, and the snapshot's nodes.
+func registryScalarFit(t *testing.T) (*fitScalar, []fwk.NodeInfo) {
+	t.Helper()
+	pl, f := registryFit(t, scalarCluster(), defaultFitArgs(t))
+	fs, ok := pl.(*fitScalar)
+	if !ok {
+		t.Fatalf("the registry's NodeResourcesFit is a %T, want a *fitScalar", pl)
+	}
+	nodes, err := f.Snapshot().NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs, nodes
+}
+
 func defaultFitArgs(t *testing.T) *config.NodeResourcesFitArgs {
 	t.Helper()
 	cfg, err := Default()
@@ -97,15 +113,7 @@ func defaultFitArgs(t *testing.T) *config.NodeResourcesFitArgs {
 // once-per-cycle check, the others go to upstream unchanged.
 func TestFitScalarAnswersAsUpstream(t *testing.T) {
 	ctx := context.Background()
-	pl, f := registryFit(t, scalarCluster(), defaultFitArgs(t))
-	fs, ok := pl.(*fitScalar)
-	if !ok {
-		t.Fatalf("the registry's NodeResourcesFit is a %T, want a *fitScalar", pl)
-	}
-	nodes, err := f.Snapshot().NodeInfos().List()
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs, nodes := registryScalarFit(t)
 	for _, tc := range []struct {
 		name string
 		pod  *v1.Pod
@@ -220,12 +228,7 @@ func TestFitScalarStandsAsideForIgnoredResources(t *testing.T) {
 // upstream's, counting what the nominated pod asks.
 func TestFitScalarCountsNominatedPods(t *testing.T) {
 	ctx := context.Background()
-	pl, f := registryFit(t, scalarCluster(), defaultFitArgs(t))
-	fs := pl.(*fitScalar)
-	nodes, err := f.Snapshot().NodeInfos().List()
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs, nodes := registryScalarFit(t)
 	p := pod("p", "", asks(v1.ResourceList{milliName: milli(1000)}))
 	ours, up := framework.NewCycleState(), framework.NewCycleState()
 	fs.PreFilter(ctx, ours, p, nil)
@@ -310,12 +313,7 @@ func TestOneExtendedSkipsSumOnlyForBasicRequests(t *testing.T) {
 // reasons by address), and no string is made per node.
 func TestFitScalarReasonMadeOnce(t *testing.T) {
 	ctx := context.Background()
-	pl, f := registryFit(t, scalarCluster(), defaultFitArgs(t))
-	fs := pl.(*fitScalar)
-	nodes, err := f.Snapshot().NodeInfos().List()
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs, nodes := registryScalarFit(t)
 	for _, tc := range []struct {
 		name string
 		pod  *v1.Pod
