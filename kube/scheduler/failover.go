@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -178,6 +179,10 @@ type warmStart struct {
 	// those are replayed as every action; a kind with no object left
 	// can only have lost objects a record saw (see replayed).
 	seen map[string]bool
+	// bound holds a bound member of each pod group that the pods'
+	// initial list held, for regate: the gang gate counts them, but
+	// their initial adds tell the queue nothing.
+	bound map[string]*v1.Pod
 
 	finishOnce sync.Once
 }
@@ -324,12 +329,16 @@ func (w *warmStart) finish(h *Handlers) {
 
 // regate asks the gates again, once the initial lists are in, for the
 // pods gated meanwhile. A gate may read a store that another kind's
-// initial list fills (DynamicResources' PreEnqueue reads the claims): run
-// as the pod was listed, it may not have seen an object listed after it,
-// and the initial adds, which the warm start keeps from the queue, would
-// not ask it again before the queue's periodic check of gated pods (5
-// minutes on). One move per kind the initial lists held, without an
-// object, to the gated pods only. O(kinds x gated pods).
+// initial list fills (DynamicResources' PreEnqueue reads the claims; the
+// gang gate the members' tally, which bound pods listed after a pending
+// member complete): run as the pod was listed, it may not have seen an
+// object listed after it, and the initial adds, which the warm start
+// keeps from the queue, would not ask it again before the queue's
+// periodic check of gated pods (5 minutes on). One move per kind the
+// initial lists held, without an object, to the gated pods only, and one
+// assigned pod's addition per pod group with bound members listed, with
+// one of them, to that group's gated members only. O((kinds + groups) x
+// gated pods).
 func (w *warmStart) regate(h *Handlers) {
 	w.mu.Lock()
 	var kinds []string
@@ -338,6 +347,9 @@ func (w *warmStart) regate(h *Handlers) {
 			kinds = append(kinds, r)
 		}
 	}
+	groups := slices.Sorted(maps.Keys(w.bound))
+	bound := w.bound
+	w.bound = nil
 	w.mu.Unlock()
 	gated := func(info *schedq.Info[*v1.Pod]) bool { return info.GatedBy != "" }
 	for _, r := range kinds {
@@ -346,6 +358,29 @@ func (w *warmStart) regate(h *Handlers) {
 			h.log().Warn("queue", "op", "warm regate", "event", ev.Label, "err", err)
 		}
 	}
+	for _, g := range groups {
+		ofGroup := func(info *schedq.Info[*v1.Pod]) bool {
+			return info.GatedBy != "" && framework.GroupName(info.Item) == g
+		}
+		if err := h.Queue.Move(clusterevent.AssignedPodAdd, nil, bound[g], ofGroup); err != nil && !errors.Is(err, schedq.ErrClosed) {
+			h.log().Warn("queue", "op", "warm regate", "event", clusterevent.AssignedPodAdd.Label, "podGroup", g, "err", err)
+		}
+	}
+}
+
+// listedBound records p, a bound pod of the pods' initial list, if it is
+// a group member (see regate). Safe for concurrent use.
+func (w *warmStart) listedBound(p *v1.Pod) {
+	g := framework.GroupName(p)
+	if g == "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.bound == nil {
+		w.bound = map[string]*v1.Pod{}
+	}
+	w.bound[g] = p
 }
 
 // warmMove is one move request of a reconciliation, for the parked pods

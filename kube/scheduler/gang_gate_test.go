@@ -116,3 +116,47 @@ func TestGangGateCountsMembersOnce(t *testing.T) {
 		t.Fatalf("a replacement that completes the gang is %v, want active", loc)
 	}
 }
+
+// TestGangGateHearsBoundMembersOfTheInitialList: with the warm start
+// (the default), the informer's initial list caches a bound pod without
+// the assigned-pod event it sends afterwards. A pending member listed
+// before its group's bound members is gated with the count it saw; the
+// bound members that complete the gang must lift the gate once the
+// lists are in (as synced finishes the warm start), not at the queue's
+// periodic check of gated pods, 5 minutes on.
+func TestGangGateHearsBoundMembersOfTheInitialList(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		warm bool
+	}{
+		{"warm start", true},
+		{"cold start", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newGangGateFixture(t)
+			if tc.warm {
+				f.h.warm = &warmStart{}
+			}
+			f.h.addNode(node("a", 8000), true)
+			f.h.AddPodGroup(podGroup("big", 3, 0))
+			f.h.addPodEvent(memberPod("big-0", "big", 1000), true)
+			if loc := f.where("big-0"); loc != schedq.InGated {
+				t.Fatalf("the pending member alone is %v, want gated", loc)
+			}
+			for _, name := range []string{"big-1", "big-2"} {
+				p := memberPod(name, "big", 1000)
+				p.Spec.NodeName, p.Status.Phase = "a", v1.PodRunning
+				f.h.addPodEvent(p, true)
+			}
+			if f.h.warm != nil {
+				f.h.warm.finish(f.h) // as synced does
+			}
+			if known, min, _ := f.c.members.of("default/big"); known != 3 || min != 3 {
+				t.Fatalf("%d members of minCount %d known, want 3 of 3", known, min)
+			}
+			if loc := f.where("big-0"); loc != schedq.InActive {
+				t.Fatalf("the pending member is %v once its two bound members are listed, want active", loc)
+			}
+		})
+	}
+}

@@ -103,7 +103,8 @@ func (h *Handlers) addPodParking(p *v1.Pod, initial, mayPark bool) {
 	switch {
 	case assigned(p):
 		if initial && h.warm != nil {
-			h.cacheAssigned(p) // the warm start reconciles the parked pods
+			h.cacheAssigned(p)    // the warm start reconciles the parked pods
+			h.warm.listedBound(p) // and regates its group's gated members
 			return
 		}
 		h.assignedPodAdded(p)
