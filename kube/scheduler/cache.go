@@ -97,7 +97,7 @@ import (
 //
 // In all: events -> mu; events -> queue's lock; queue's lock -> room.mu;
 // queue's lock -> the DeviceClass cache's lock; mu -> room.mu; mu -> up's
-// lock.
+// lock; events, mu and the queue's lock -> members.mu.
 //
 // With a writer waiting on mu (which blocks new readers), breaking either
 // of the first two rules deadlocks the cycle, the queue and the writer.
