@@ -13,24 +13,38 @@ import (
 // their defaults until 2026-11-30.
 func TestEmptyFlagRefused(t *testing.T) {
 	const generic = ": empty; give a value, or leave the flag out for its default"
+	simulate := func(_ *testing.T, flag string) (string, error) { return runSimulate(flag, "") }
+	scheduler := func(_ *testing.T, flag string) (string, error) {
+		return execute("scheduler", "--kubeconfig", "/nonexistent", flag, "")
+	}
+	whatif := func(t *testing.T, flag string) (string, error) { return runWhatIf(t, urgentPod, flag, "") }
 	for _, tc := range []struct {
 		name, flag, want string
+		run              func(t *testing.T, flag string) (string, error)
 	}{
-		{"simulate gpu-policy", "--gpu-policy", "--gpu-policy" + generic},
-		{"simulate gpu-model", "--gpu-model", "--gpu-model" + generic},
-		{"simulate config", "--config", "--config" + generic},
-		{"simulate report", "--report", "--report" + generic},
-		{"simulate records", "--records", "--records" + generic},
-		{"simulate series", "--series", "--series" + generic},
-		{"simulate trace", "--trace", "--trace" + generic},
-		{"simulate trace-pods", "--trace-pods", "--trace-pods" + generic},
-		{"simulate trace-order", "--trace-order", "--trace-order" + generic},
-		{"simulate snapshot", "--snapshot", "--snapshot" + generic},
-		{"simulate compare, its own message", "--compare", `--compare "": no setting`},
-		{"simulate output, its own message", "--output", `--output: "" is not text or json`},
+		{"simulate gpu-policy", "--gpu-policy", "--gpu-policy" + generic, simulate},
+		{"simulate gpu-model", "--gpu-model", "--gpu-model" + generic, simulate},
+		{"simulate config", "--config", "--config" + generic, simulate},
+		{"simulate report", "--report", "--report" + generic, simulate},
+		{"simulate records", "--records", "--records" + generic, simulate},
+		{"simulate series", "--series", "--series" + generic, simulate},
+		{"simulate trace", "--trace", "--trace" + generic, simulate},
+		{"simulate trace-pods", "--trace-pods", "--trace-pods" + generic, simulate},
+		{"simulate trace-order", "--trace-order", "--trace-order" + generic, simulate},
+		{"simulate snapshot", "--snapshot", "--snapshot" + generic, simulate},
+		{"simulate compare, its own message", "--compare", `--compare "": no setting`, simulate},
+		{"simulate output, its own message", "--output", `--output: "" is not text or json`, simulate},
+		{"scheduler history-label", "--history-label", "--history-label" + generic, scheduler},
+		{"scheduler history-tail", "--history-tail", "--history-tail" + generic, scheduler},
+		{"whatif gpu-model", "--gpu-model", "--gpu-model" + generic, whatif},
+		{"whatif trace", "--trace", "--trace" + generic, whatif},
+		{"whatif snapshot", "--snapshot", "--snapshot" + generic, whatif},
+		{"whatif history-label", "--history-label", "--history-label" + generic, whatif},
+		{"whatif history-tail", "--history-tail", "--history-tail" + generic, whatif},
+		{"whatif output, its own message", "--output", `--output: "" is not text or json`, whatif},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := runSimulate(tc.flag, "")
+			out, err := tc.run(t, tc.flag)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want %q\n%s", err, tc.want, out)
 			}
@@ -42,34 +56,4 @@ func TestEmptyFlagRefused(t *testing.T) {
 			t.Fatalf("error %v, want %q", err, want)
 		}
 	})
-	for _, tc := range []struct {
-		name, flag, want string
-	}{
-		{"scheduler history-label", "--history-label", "--history-label" + generic},
-		{"scheduler history-tail", "--history-tail", "--history-tail" + generic},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			out, err := execute("scheduler", "--kubeconfig", "/nonexistent", tc.flag, "")
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want %q\n%s", err, tc.want, out)
-			}
-		})
-	}
-	for _, tc := range []struct {
-		name, flag, want string
-	}{
-		{"whatif gpu-model", "--gpu-model", "--gpu-model" + generic},
-		{"whatif trace", "--trace", "--trace" + generic},
-		{"whatif snapshot", "--snapshot", "--snapshot" + generic},
-		{"whatif history-label", "--history-label", "--history-label" + generic},
-		{"whatif history-tail", "--history-tail", "--history-tail" + generic},
-		{"whatif output, its own message", "--output", `--output: "" is not text or json`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			out, err := runWhatIf(t, urgentPod, tc.flag, "")
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want %q\n%s", err, tc.want, out)
-			}
-		})
-	}
 }
