@@ -234,11 +234,7 @@ func TestWhatIfVictimsAreEachPreemptorsOwn(t *testing.T) {
 		"w": "fits now true on k-0 preempting []",
 		"x": "fits now false on k-0 preempting [low]",
 	}
-	for _, p := range w.Pods {
-		if got := fitsAndVictims(p); got != want[p.Pod.Name] {
-			t.Errorf("%s: %s; want %s", p.Pod.Name, got, want[p.Pod.Name])
-		}
-	}
+	checkFitsAndVictims(t, w, want)
 }
 
 // TestWhatIfFitsNowOnlyWithoutWaiting: an added pod that binds only once
@@ -253,10 +249,8 @@ func TestWhatIfFitsNowOnlyWithoutWaiting(t *testing.T) {
 		"x": "fits now false on k-0 preempting [low]",
 		"w": "fits now false on k-0 preempting []",
 	}
+	checkFitsAndVictims(t, w, want)
 	for _, p := range w.Pods {
-		if got := fitsAndVictims(p); got != want[p.Pod.Name] {
-			t.Errorf("%s: %s; want %s", p.Pod.Name, got, want[p.Pod.Name])
-		}
 		if p.Pod.Name == "w" && !strings.Contains(p.Reason, "Insufficient cpu") {
 			t.Errorf("w: reason %q, want its failed cycle's (Insufficient cpu)", p.Reason)
 		}
@@ -281,6 +275,17 @@ func whatIfBesideLow(t *testing.T, yaml string) *WhatIf {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// checkFitsAndVictims checks fitsAndVictims of each of w's pods against
+// want, by the pod's name.
+func checkFitsAndVictims(t *testing.T, w *WhatIf, want map[string]string) {
+	t.Helper()
+	for _, p := range w.Pods {
+		if got := fitsAndVictims(p); got != want[p.Pod.Name] {
+			t.Errorf("%s: %s; want %s", p.Pod.Name, got, want[p.Pod.Name])
+		}
+	}
 }
 
 // fitsAndVictims is whether p fits now, where and whom it preempts, as
