@@ -312,12 +312,7 @@ func TestNoteRejectionsAsEveryAdd(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var rejected []nodeStatus
-			for i, s := range c.sts {
-				ni := framework.NewNodeInfo()
-				ni.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("n", i)}})
-				rejected = append(rejected, nodeStatus{node: ni, st: s})
-			}
+			rejected := rejectedNodes(c.sts)
 			newDiag := func() *framework.Diagnosis {
 				d := &framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
 				if c.absent != nil {
@@ -379,12 +374,7 @@ func TestFitOutcomeOfRunsIsUpstreams(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var rejected []nodeStatus
-			for i, st := range c.sts {
-				ni := framework.NewNodeInfo()
-				ni.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("n", i)}})
-				rejected = append(rejected, nodeStatus{node: ni, st: st})
-			}
+			rejected := rejectedNodes(c.sts)
 			diag := framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
 			if c.absent != nil {
 				diag.NodeToStatus.SetAbsentNodesStatus(c.absent)
@@ -458,4 +448,16 @@ func TestFilterMemoInternsRejections(t *testing.T) {
 			t.Errorf("%d statuses kept, want %d", len(m.statuses), internStatuses)
 		}
 	})
+}
+
+// rejectedNodes gives each status a node of its own, n0, n1 and so on, as
+// a cycle's rejections.
+func rejectedNodes(sts []*fwk.Status) []nodeStatus {
+	var rejected []nodeStatus
+	for i, st := range sts {
+		ni := framework.NewNodeInfo()
+		ni.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("n", i)}})
+		rejected = append(rejected, nodeStatus{node: ni, st: st})
+	}
+	return rejected
 }
