@@ -22,7 +22,7 @@ type RoomLedger struct {
 	src      RoomSource
 	check    func(*v1.Pod) RoomCheck
 	promised map[string]*promise
-	holding  map[types.NamespacedName]int // pods holding a promise, and how many
+	holding  map[nodePod]int // the pods holding a promise, by node, and how many
 	// Class, if set, is the queue's Config.HintClass: a pod nominated to
 	// a node does not keep a pod of its own class out of its room (see
 	// NodeRoom.Take). Nil: only the pod itself is left out.
@@ -53,6 +53,15 @@ type promise struct {
 	pods int64
 }
 
+// nodePod is a pod holding promises of one node's room
+// (RoomLedger.holding): a nominee's promise on another node, made by
+// an event there, is not counted in this node's, so it still holds its
+// room here (NodeRoom.held).
+type nodePod struct {
+	node string
+	pod  types.NamespacedName
+}
+
 // NewRoomLedger returns an empty ledger over src. skip, if not nil,
 // says which resources NodeResourcesFit leaves unchecked on a node that
 // has alloc of them (see profile.Framework.FitSkips): a pod's request of
@@ -67,7 +76,7 @@ func NewRoomLedger(src RoomSource, skip func(name v1.ResourceName, alloc int64) 
 // pod whose check is None fits any node and is promised nothing. check
 // is called under the queue's lock, as skip is.
 func NewRoomLedgerBy(src RoomSource, check func(*v1.Pod) RoomCheck) *RoomLedger {
-	return &RoomLedger{src: src, check: check, promised: map[string]*promise{}, holding: map[types.NamespacedName]int{}}
+	return &RoomLedger{src: src, check: check, promised: map[string]*promise{}, holding: map[nodePod]int{}}
 }
 
 // Room returns the room of the named node, as a schedq.Budget.
@@ -124,8 +133,9 @@ func fits(req, alloc, used framework.Resource, pods int64, skip func(v1.Resource
 }
 
 func (l *RoomLedger) promise(node string, key types.NamespacedName, req framework.Resource, sign int64) {
-	if l.holding[key] += int(sign); l.holding[key] <= 0 {
-		delete(l.holding, key)
+	at := nodePod{node, key}
+	if l.holding[at] += int(sign); l.holding[at] <= 0 {
+		delete(l.holding, at)
 	}
 	p := l.promised[node]
 	if p == nil {
@@ -163,7 +173,8 @@ func (r *NodeRoom) UseNominated(nominated func(node string) []*v1.Pod) { r.nomin
 // against pod, and how many they are, as kube-scheduler's filters count
 // them for pod: those of pod's priority or higher, not placed on a node
 // yet (an assumed or bound pod's room is counted as its node's), and
-// holding no promise of the ledger (which is counted already). Neither
+// holding no promise of the ledger on this node (which is counted
+// already; one on another node is not counted here). Neither
 // pod itself nor a pod of its class (RoomLedger.Class) is counted: the
 // queue offers a class's room to one pod of it for all, and a nominee
 // must not be kept out by its own room. O(nominated pods of the node).
@@ -182,7 +193,7 @@ func (r *NodeRoom) held(pod *v1.Pod) (framework.Resource, int64) {
 	var n int64
 	for _, p := range noms {
 		k := framework.Key(p)
-		if k == key || framework.Priority(p) < prio || r.l.holding[k] > 0 || r.l.src.Placed(k) {
+		if k == key || framework.Priority(p) < prio || r.l.holding[nodePod{r.node, k}] > 0 || r.l.src.Placed(k) {
 			continue
 		}
 		if r.l.Class != nil && framework.Priority(p) == prio {

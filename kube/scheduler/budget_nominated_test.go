@@ -20,12 +20,13 @@ import (
 // pod, and must not keep the nominee itself out with its own room).
 func TestWakeBudgetCountsNominatedRoom(t *testing.T) {
 	tests := []struct {
-		name    string
-		nominee *v1.Pod // nominated to n1, queued in activeQ
-		to      string  // the nominee's node, n1 unless set
-		park    bool    // the nominee is parked too
-		first   bool    // and woken first, by an event of its own on n1
-		woken   bool    // whether low (2000m, priority 1) is woken
+		name      string
+		nominee   *v1.Pod // nominated to n1, queued in activeQ
+		to        string  // the nominee's node, n1 unless set
+		park      bool    // the nominee is parked too
+		first     bool    // and woken first, by an event of its own on n1
+		elsewhere bool    // and woken first, by an event of its own on n2 (a promise there, not on n1)
+		woken     bool    // whether low (2000m, priority 1) is woken
 	}{
 		{name: "a higher-priority nominee holds the room", nominee: prioPod("high", 2500, 100)},
 		{name: "an equal-priority nominee holds the room", nominee: prioPod("peer", 2500, 1)},
@@ -33,6 +34,7 @@ func TestWakeBudgetCountsNominatedRoom(t *testing.T) {
 		{name: "a nominee to another node does not", nominee: prioPod("high", 2500, 100), to: "n2", woken: true},
 		{name: "a nominee woken first holds a promise, not twice the room", nominee: prioPod("high", 1500, 100), park: true, first: true, woken: true},
 		{name: "a nominee of low's class does not keep the class out", nominee: prioPod("twin", 2000, 1), park: true, woken: true},
+		{name: "a nominee holding a promise on another node still holds its room", nominee: prioPod("high", 2500, 100), park: true, elsewhere: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -46,7 +48,8 @@ func TestWakeBudgetCountsNominatedRoom(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := c.AddPod(runningPod("full", "n2", 4000, 1000, t0)); err != nil {
+			full := runningPod("full", "n2", 4000, 1000, t0)
+			if err := c.AddPod(full); err != nil {
 				t.Fatal(err)
 			}
 			q := budgetQueue(t, fw, c)
@@ -64,6 +67,16 @@ func TestWakeBudgetCountsNominatedRoom(t *testing.T) {
 			}
 			if err := q.Nominate(framework.Key(nominee), to); err != nil {
 				t.Fatal(err)
+			}
+			if tc.elsewhere {
+				c.RemovePod(framework.Key(full))
+				only := func(info *schedq.Info[*v1.Pod]) bool { return info.Item == nominee }
+				if err := q.Move(clusterevent.AssignedPodDelete, full, nil, only); err != nil {
+					t.Fatal(err)
+				}
+				if _, loc, _ := q.Get(framework.Key(nominee)); loc == schedq.InUnschedulable {
+					t.Fatal("the nominee was not woken by n2's event")
+				}
 			}
 			c.RemovePod(framework.Key(top))
 			if tc.first {
