@@ -39,8 +39,36 @@ type fitScalar struct {
 	dra bool
 	// why keeps the reason of a node without room for each extended
 	// resource asked ("Insufficient " and its name), by name: one
-	// string for every node and cycle (scalarAsk.insufficient).
-	why sync.Map
+	// string for every node and cycle (scalarAsk.insufficient). At most
+	// fitScalarReasonsMax names are kept: a pod may name any extended
+	// resource, and the process lives long; a name past them gets a
+	// string of its own per cycle (still one for all the cycle's nodes).
+	whyMu sync.Mutex
+	why   map[v1.ResourceName]string
+}
+
+// fitScalarReasonsMax bounds the reason strings a fitScalar keeps (a
+// cluster's extended resources are a handful; the bound is for names
+// that pods ask for and no node has).
+const fitScalarReasonsMax = 64
+
+// reason is the reason of a node without room for name: the string kept
+// for name, made and kept at its first call while fewer than
+// fitScalarReasonsMax are, else made afresh. O(1).
+func (f *fitScalar) reason(name v1.ResourceName) string {
+	f.whyMu.Lock()
+	defer f.whyMu.Unlock()
+	if why, ok := f.why[name]; ok {
+		return why
+	}
+	why := "Insufficient " + string(name)
+	if len(f.why) < fitScalarReasonsMax {
+		if f.why == nil {
+			f.why = map[v1.ResourceName]string{}
+		}
+		f.why[name] = why
+	}
+	return why
 }
 
 // scalarAsk is what fitScalar's PreFilter left out of upstream's: the
@@ -50,7 +78,7 @@ type scalarAsk struct {
 	n    int64
 	// insufficient is the reason of a node without room for it
 	// ("Insufficient " and name), the plugin's one string for name
-	// (fitScalar.why): the nodes' reasons, kept in the scheduler's
+	// (fitScalar.reason): the nodes' reasons, kept in the scheduler's
 	// verdicts from cycle to cycle, then compare by the string's
 	// address (noteRejections' runs), with no string made per node.
 	insufficient string
@@ -87,11 +115,7 @@ func (f *fitScalar) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Po
 		return f.Fit.PreFilter(ctx, cs, pod, nodes)
 	}
 	res, st := f.Fit.PreFilter(ctx, cs, withoutRequest(pod, ask.name), nodes)
-	why, ok := f.why.Load(ask.name)
-	if !ok {
-		why, _ = f.why.LoadOrStore(ask.name, "Insufficient "+string(ask.name))
-	}
-	ask.insufficient = why.(string)
+	ask.insufficient = f.reason(ask.name)
 	cs.Write(scalarAskKey, ask)
 	return res, st
 }

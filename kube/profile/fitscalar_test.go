@@ -2,6 +2,7 @@ package profile
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"unsafe"
@@ -345,5 +346,44 @@ func TestFitScalarReasonMadeOnce(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFitScalarReasonsBounded: the reason strings fitScalar keeps by
+// resource name are bounded (a pod may ask for any extended resource,
+// one no node has, and the scheduler lives long): past
+// fitScalarReasonsMax names, a name's reason is made per cycle and not
+// kept, and it reads the same; a name kept keeps its one string.
+func TestFitScalarReasonsBounded(t *testing.T) {
+	ctx := context.Background()
+	fs, _ := registryScalarFit(t)
+	reasonOf := func(name v1.ResourceName) string {
+		t.Helper()
+		p := pod("p", "", asks(v1.ResourceList{name: resource.MustParse("1")}))
+		cs := framework.NewCycleState()
+		if _, st := fs.PreFilter(ctx, cs, p, nil); !st.IsSuccess() {
+			t.Fatalf("PreFilter: %v", st)
+		}
+		d, err := cs.Read(scalarAskKey)
+		if err != nil {
+			t.Fatalf("no scalar ask for %s: %v", name, err)
+		}
+		return d.(*scalarAsk).insufficient
+	}
+	first := reasonOf("example.com/r0")
+	for i := range fitScalarReasonsMax + 36 {
+		name := v1.ResourceName(fmt.Sprintf("example.com/r%d", i))
+		if got, want := reasonOf(name), "Insufficient "+string(name); got != want {
+			t.Fatalf("reason for %s: %q, want %q", name, got, want)
+		}
+	}
+	fs.whyMu.Lock()
+	kept := len(fs.why)
+	fs.whyMu.Unlock()
+	if kept > fitScalarReasonsMax {
+		t.Errorf("%d reason strings kept after %d names, want at most %d", kept, fitScalarReasonsMax+36, fitScalarReasonsMax)
+	}
+	if again := reasonOf("example.com/r0"); unsafe.StringData(again) != unsafe.StringData(first) {
+		t.Error("a kept name's reason is another string than at its first cycle")
 	}
 }
