@@ -298,8 +298,9 @@ type process struct {
 	others         map[string]cache.SharedIndexInformer
 	handlersSynced func() bool
 	reporter       guardedReporter
-	podGroups      cache.SharedIndexInformer
+	podGroups      cache.SharedIndexInformer // set by syncCaches (watchPodGroups); nil if off
 	groupsSynced   func() bool
+	groupStore     podGroupStore // podGroups' store for the forecasts, set with it
 	preempt        *scheduler.PreemptionOptions
 	noms           scheduler.BindingNominator // the bindings' nominations (newPreemption)
 
@@ -397,8 +398,9 @@ func (p *process) startQueue(ctx context.Context) error {
 }
 
 // watchCluster registers the event handlers that feed the queue and the
-// cache (pods, nodes, namespaces, PodGroups and what the hints watch),
-// the fenced reporter, and preemption.
+// cache (pods, nodes, namespaces and what the hints watch), the fenced
+// reporter, and preemption. The PodGroups' come later, in syncCaches:
+// they wait for discovery, which must not hold up the endpoints.
 func (p *process) watchCluster(ctx context.Context) error {
 	p.h = scheduler.NewHandlers(p.queues, p.c, p.o.SchedulerName, p.qcfg)
 	p.h.Logger = p.log
@@ -415,9 +417,6 @@ func (p *process) watchCluster(ctx context.Context) error {
 	}
 	p.reporter = guardedReporter{next: scheduler.APIReporter{Client: p.cs.sched, Recorder: p.recorder, Logger: p.log}, fence: p.f, log: p.log}
 	p.h.Events = p.reporter
-	if p.podGroups, p.groupsSynced, err = watchPodGroups(ctx, p.cs.sched, p.o.Clock, p.factory, p.h, p.log); err != nil {
-		return err
-	}
 	p.preempt, p.noms, err = newPreemption(p.factory, p.cs.sched, p.recorder, p.reg, p.f, p.log, p.o.SchedulerName)
 	return err
 }
@@ -430,7 +429,7 @@ func (p *process) startForecasts(ctx context.Context) error {
 	p.st = &state{}
 	p.watch = newLoopWatch(o.Clock, o.StallTimeout)
 	p.live = &liveState{queue: queues, cache: p.c, pods: p.pods.GetStore(),
-		namespaces: p.factory.Core().V1().Namespaces().Informer().GetStore(), groups: storeOf(p.podGroups),
+		namespaces: p.factory.Core().V1().Namespaces().Informer().GetStore(), groups: &p.groupStore,
 		objects: forecastStores(p.others), claims: claimTracker(p.fw().Framework(), p.others),
 		templates: templateInformer(p.cs.sched, p.others, p.log), budgets: p.preempt.Budgets,
 		schedulerName: o.SchedulerName, profiles: liveProfiles(o), clock: o.Clock}
@@ -502,11 +501,21 @@ func (p *process) serve(ctx context.Context, sp *securePort) error {
 	return nil
 }
 
-// syncCaches starts the informers and waits for their caches and the
-// handlers to sync, then marks the process ready (and, without leader
-// election, leading). Not ok: run returns err (nil if ctx was
-// cancelled meanwhile).
+// syncCaches asks discovery whether the API server serves PodGroups and
+// registers their informer if so (watchPodGroups), starts the informers
+// and waits for their caches and the handlers to sync, then marks the
+// process ready (and, without leader election, leading). It runs once the
+// endpoints are served: /healthz answers while discovery is asked again,
+// as while the informers list, and /readyz waits for both. Not ok: run
+// returns err (nil if ctx was cancelled meanwhile).
 func (p *process) syncCaches(ctx context.Context) (ok bool, err error) {
+	if p.podGroups, p.groupsSynced, err = watchPodGroups(ctx, p.cs.sched, p.o.Clock, p.factory, p.h, p.log); err != nil {
+		if ctx.Err() != nil {
+			return false, shutdownErr(ctx)
+		}
+		return false, err
+	}
+	p.groupStore.set(p.podGroups)
 	// On start every pending pod of ours is listed into the queue by the
 	// informers. The caches stay warm for the life of the process.
 	p.factory.Start(ctx.Done())

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/schedq/schedq/kube/sim"
@@ -88,14 +87,6 @@ func newForecaster(o Options, l *liveState, timers clock.Clock) *forecaster {
 	return &forecaster{state: l.copy, sc: scenarioOf(o), o: sim.ForecastOptions{Horizon: DefaultForecastHorizon},
 		ttl: DefaultForecastTTL, wait: forecastWait, timers: timers, clock: l.clock, schedulerName: l.schedulerName, profiles: l.profiles,
 		hist: &liveHistory{schedulerName: l.schedulerName, profiles: l.profiles, clock: l.clock, opts: o.History}}
-}
-
-// storeOf is an informer's store, nil without an informer.
-func storeOf(inf cache.SharedIndexInformer) cache.Store {
-	if inf == nil {
-		return nil
-	}
-	return inf.GetStore()
 }
 
 // scenarioOf is the simulator's scheduler set up as the live one: the same

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,10 +32,17 @@ import (
 // with a node, and every pod of ours that the pod informer held both
 // before and after the copy is in it, running or pending; the forecast of
 // every few copies runs without error. Scheduling keeps going: in the end
-// every pod is bound.
+// every pod is bound. The API server serves PodGroups: the copies start
+// before the start-up has asked discovery and registered their informer
+// (syncCaches), and the last one holds the PodGroup.
 func TestLiveStateCopiedWhileScheduling(t *testing.T) {
 	client := fakeCluster(roomyNode("n0"), roomyNode("n1"), roomyNode("n2"), roomyNode("n3"),
-		&v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}})
+		&v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}},
+		&schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "g"},
+			Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
+				Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 1}}}})
+	client.Resources = []*metav1.APIResourceList{{GroupVersion: podGroupVersion,
+		APIResources: []metav1.APIResource{{Name: "podgroups", Namespaced: true, Kind: "PodGroup"}}}}
 	type live struct {
 		fc *forecaster
 		ls *liveState
@@ -90,6 +98,9 @@ func TestLiveStateCopiedWhileScheduling(t *testing.T) {
 	})
 	churn(t, client, copied)
 	halt()
+	if st, _ := l.ls.copy(); len(st.PodGroups) != 1 {
+		t.Errorf("the last copy holds %d PodGroups, want the one the API server has", len(st.PodGroups))
+	}
 	t.Logf("%d copies, %d of them forecast", copies, forecasts)
 	if copies < 10 {
 		t.Errorf("only %d copies while scheduling", copies)

@@ -56,7 +56,7 @@ type liveState struct {
 	cache      *scheduler.Cache
 	pods       cache.Store // the pod informer's: pending pods' objects
 	namespaces cache.Store // the namespace informer's
-	groups     cache.Store // the PodGroup informer's; nil without
+	groups     lister      // the PodGroup informer's store (podGroupStore); nil: none
 	// objects are the stores of the volumes, claims and DRA objects the
 	// plugins watch (forecastStores): sim.ForecastState.Objects.
 	objects []cache.Store
@@ -81,6 +81,11 @@ type liveState struct {
 	// each with its profile's framework (sim.SchedulerSpec.Profiles).
 	profiles []string
 	clock    clock.PassiveClock
+}
+
+// lister lists a store's objects: a cache.Store, or a podGroupStore.
+type lister interface {
+	List() []any
 }
 
 // liveProfiles are liveState.profiles for the scheduler of o: its
