@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -118,4 +119,57 @@ func TestForecastMemberBeyondMinCountStartsOnItsOwn(t *testing.T) {
 func inGroup(p *v1.Pod, group string) *v1.Pod {
 	p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &group}
 	return p
+}
+
+// TestForecastPodGroupPolicies: a live cluster's PodGroups need not be
+// gangs. A basic one (spec.schedulingPolicy.basic, no gang) groups pods
+// that each start on their own; one with no policy is refused by the
+// queue, and its members wait for a valid one, as they do live. Before,
+// the forecast read the gang's minCount of every PodGroup, and a basic
+// one failed the whole forecast.
+func TestForecastPodGroupPolicies(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy func(*schedulingPodGroup)
+		// want is each member's wait; -1: no start within the horizon.
+		want map[string]time.Duration
+	}{
+		{name: "basic", policy: func(pg *schedulingPodGroup) {
+			pg.Spec.SchedulingPolicy.Gang = nil
+			pg.Spec.SchedulingPolicy.Basic = &schedulingv1beta1.BasicSchedulingPolicy{}
+		}, want: map[string]time.Duration{"m0": 0, "m1": 30 * time.Minute, "m2": -1}},
+		{name: "no policy", policy: func(pg *schedulingPodGroup) { pg.Spec.SchedulingPolicy.Gang = nil },
+			want: map[string]time.Duration{"m0": -1, "m1": -1, "m2": -1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := epoch.Add(time.Hour)
+			s := &sim{}
+			pg := s.podGroupObject("default", "g", 1, 0)
+			tc.policy(pg)
+			st := &ForecastState{Now: now,
+				Nodes:     newCluster().makeNodes(NodeGroup{Name: "n", Count: 3, Capacity: map[string]string{"cpu": "4", "memory": "8Gi"}}),
+				PodGroups: []*schedulingPodGroup{pg},
+				Running: []RunningPod{
+					{Pod: testPod("soon", "n-1", "4", "30m"), Started: now},
+					{Pod: testPod("late", "n-2", "4", "5h"), Started: now},
+				},
+			}
+			for _, n := range []string{"m0", "m1", "m2"} {
+				st.Pending = append(st.Pending, inGroup(testPod(n, "", "4", "5h"), "g"))
+			}
+			f, err := RunForecast(&Scenario{Name: "t", Seed: 1}, st, ForecastOptions{Horizon: 2 * time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for n, want := range tc.want {
+				pf, _ := f.Of(types.NamespacedName{Namespace: "default", Name: n})
+				switch {
+				case want < 0 && pf.Starts:
+					t.Errorf("%s: starts after %v, want no start", n, pf.Wait)
+				case want >= 0 && (!pf.Starts || pf.Wait < want || pf.Wait > want+time.Second):
+					t.Errorf("%s: got %+v, want a start after about %v", n, pf, want)
+				}
+			}
+		})
+	}
 }

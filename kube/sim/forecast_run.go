@@ -16,6 +16,7 @@ import (
 
 	"github.com/schedq/schedq"
 	"github.com/schedq/schedq/kube/framework"
+	"github.com/schedq/schedq/kube/scheduler"
 )
 
 // forecastRun is one forward run of a state in a fresh simulator. The
@@ -242,7 +243,11 @@ func (r *forecastRun) addPods(extra []*v1.Pod) error {
 	}
 	heap.Init(&s.queue) // the ends, appended by addRunning
 	for _, pg := range st.PodGroups {
-		r.minOf[pg.Namespace+"/"+pg.Name] = int(pg.Spec.SchedulingPolicy.Gang.MinCount)
+		// A PodGroup the queue refuses (no policy, or both) is left to
+		// AddPodGroup, which reports it; its members wait, as live.
+		if spec, err := scheduler.GroupSpecOf(pg); err == nil {
+			r.minOf[scheduler.GroupKey(pg)] = spec.MinCount
+		}
 		s.h.AddPodGroup(pg)
 	}
 	r.asked = append(slices.Clip(st.Pending), extra...)
