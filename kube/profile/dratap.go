@@ -191,6 +191,18 @@ type PoolVersioner interface {
 	PoolVersion(state *structured.AllocatedState, pool dra.UniqueString) (uint64, bool)
 }
 
+// PoolVersionCeller is a PoolVersioner that keeps each pool's count in
+// a cell of its own: PoolVersionCell returns the address of pool's
+// count, which PoolVersion(state, pool) returns for every state it
+// knows (true), or nil if it has none for pool (then read PoolVersion).
+// A cell is the pool's for the keeper's life, and is written only with
+// a claim. DynamicResources' memo keeps a node's cell with what it read
+// of the node's slice (DRAStampFront), so that each node's stamp reads
+// one word instead of looking the pool up.
+type PoolVersionCeller interface {
+	PoolVersionCell(pool dra.UniqueString) *uint64
+}
+
 // poolVersioner is the keeper's PoolVersioner, nil if there is no
 // keeper. A nil tap has none.
 func (t *draTap) poolVersioner() PoolVersioner {
