@@ -110,6 +110,12 @@ type draMemo struct {
 	pubPools map[string]*nodeSlices
 	pubTok   *grouping // pubPools' identity
 	pubOK    bool
+	// pubCount is the slice tracker's event count read before the list
+	// pubSet was last made or checked from, if pubCounted
+	// (draTap.publishedCount): while the count is the same, the tracker
+	// lists the same objects, and lazyPlan lists none (pubKept).
+	pubCount   uint64
+	pubCounted bool
 
 	locks claimLocks // PodGroup members' PreBinds, by shared claim (drashare.go)
 }

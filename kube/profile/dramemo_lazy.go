@@ -24,7 +24,10 @@ import (
 // cycle, draMemo.lazyPlan).
 type DRANodeLister interface {
 	// PublishedSlices lists the slices the manager's list is made
-	// from (the tracker's).
+	// from: the DRA manager's slice tracker's list, the same slice
+	// objects for as long as the tracker sends no event (lazyPlan
+	// then keeps their grouping without asking, where it counts the
+	// tracker's events).
 	PublishedSlices() ([]*resourceapi.ResourceSlice, error)
 	// NodeLists is asked, by the slice list that follows a gather of
 	// state in DynamicResources' PreFilter, instead of that list,
@@ -75,8 +78,10 @@ type lazyPlan struct {
 // node's: its Allocate takes the node's slices and the slices without a
 // node (none here), and reads the whole list only to count a pool's
 // slices when the node's are fewer than the pool's count (the pool's
-// other slices, on the same node here). O(published slices) map
-// look-ups, plus asksOf's cost.
+// other slices, on the same node here). The published slices are
+// listed and checked only if the slice tracker sent an event since the
+// last list, or its events are not counted (pubKept). O(1), else
+// O(published slices) map look-ups; plus asksOf's cost.
 func (d *draMemo) lazyPlan(pod *v1.Pod) *lazyPlan {
 	nl := d.tap.nodeLister()
 	if !draLazyOn || nl == nil || d.tap.scoresDRA || asksNoDevices(pod) {
@@ -86,11 +91,17 @@ func (d *draMemo) lazyPlan(pod *v1.Pod) *lazyPlan {
 	if !ok || ext {
 		return nil
 	}
+	count, counted := d.tap.publishedCount()
+	if counted {
+		if pools, tok, n, ok := d.pubKept(count); ok {
+			return &lazyPlan{asks: asks, pub: pools, tok: tok, n: n}
+		}
+	}
 	pub, err := nl.PublishedSlices()
 	if err != nil {
 		return nil
 	}
-	pools, tok, ok := d.pubPoolsOf(pub)
+	pools, tok, ok := d.pubPoolsOf(pub, count, counted)
 	if !ok {
 		if !draLazyForce {
 			return nil
@@ -156,14 +167,31 @@ func forcedPools(list []*resourceapi.ResourceSlice) map[string]*nodeSlices {
 	return out
 }
 
+// pubKept is the kept grouping of the published slices (pubPoolsOf),
+// its identity and the number of slices, and true, if it was made or
+// checked on a list read after the slice tracker's event count was
+// count (draTap.publishedCount), every slice in it once, and the slices
+// meet the memo's preconditions: the tracker lists the same slice
+// objects then, and no list is needed. O(1).
+func (d *draMemo) pubKept(count uint64) (map[string]*nodeSlices, *grouping, int, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.pubCounted || d.pubCount != count || d.pubSet == nil || !d.pubOK {
+		return nil, nil, 0, false
+	}
+	return d.pubPools, d.pubTok, len(d.pubSet), true
+}
+
 // pubPoolsOf is groupSlices(list), kept while the list holds the same
 // slice objects, each once, in any order (the tracker lists them in no
 // fixed order), with the kept grouping's identity: a grouping made
-// afresh gets a new one. O(slices) map look-ups, O(slices) more when
-// they changed.
-func (d *draMemo) pubPoolsOf(list []*resourceapi.ResourceSlice) (map[string]*nodeSlices, *grouping, bool) {
+// afresh gets a new one. count is the slice tracker's event count read
+// before list was, if counted (pubKept). O(slices) map look-ups,
+// O(slices) more when they changed.
+func (d *draMemo) pubPoolsOf(list []*resourceapi.ResourceSlice, count uint64, counted bool) (map[string]*nodeSlices, *grouping, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.pubCount, d.pubCounted = count, counted
 	if d.pubSet != nil && len(list) == len(d.pubSet) {
 		d.pubSeen++
 		same := true

@@ -2,6 +2,7 @@ package profile
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"testing"
 
@@ -23,6 +24,7 @@ type reversingLister struct {
 	fwk.SharedDRAManager
 	lazy  bool
 	lazys int // the NodeLists that said yes
+	lists int // the PublishedSlices asked
 	nodes int // the NodeSlices given (unguarded: the plugin serialises them)
 	rev   map[*resourceapi.ResourceSlice]*resourceapi.ResourceSlice
 }
@@ -44,6 +46,7 @@ func (r *reversingLister) ResourceSlices() fwk.ResourceSliceLister {
 }
 
 func (r *reversingLister) PublishedSlices() ([]*resourceapi.ResourceSlice, error) {
+	r.lists++
 	return r.SharedDRAManager.ResourceSlices().ListWithDeviceTaintRules()
 }
 
@@ -223,6 +226,96 @@ func TestDRALazyCycleAllocatesAsUpstream(t *testing.T) {
 			}
 			if tc.differ && !differ {
 				t.Error("restricted to a node's slices where a pool is over two nodes, the answers are still upstream's: the case does not test the precondition")
+			}
+		})
+	}
+}
+
+// TestDRALazyPlanFollowsSliceEvents: a lazy cycle's plan lists the
+// published slices only after the slice tracker sent an event (none
+// in a cycle after a cycle), and a slice deleted, updated or added
+// between two cycles is in the next one's answers, which are upstream's
+// over every slice on every node. The test fails if the tracker's
+// events are not counted, or a count is not compared (the plan would
+// keep the grouping of before the event: the deleted slice's node fits,
+// the updated and the added slices' nodes do not).
+func TestDRALazyPlanFollowsSliceEvents(t *testing.T) {
+	withG := func() Cluster {
+		c := memoCluster()
+		c.Nodes = append(c.Nodes, node("g", "z"))
+		return c
+	}
+	for _, tc := range []struct {
+		name   string
+		c      Cluster
+		change func(f *Framework) error
+		node   string // whose answer the change turns
+	}{
+		{name: "a slice deleted", c: memoCluster(), node: "a", change: func(f *Framework) error {
+			_, sl := gpuNode("a", "V100", 2)
+			return f.DeleteObject(sl)
+		}},
+		{name: "a slice updated", c: memoCluster(), node: "f", change: func(f *Framework) error {
+			_, sl := gpuNode("f", "V100", 2)
+			return f.UpdateObject(sl)
+		}},
+		{name: "a slice added", c: withG(), node: "g", change: func(f *Framework) error {
+			_, sl := gpuNode("g", "V100", 1)
+			return f.AddObject(sl)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			m, f, r := lazyPlugin(t, tc.c, true, "")
+			p := pod("p", "", withResourceClaim("want"))
+			nodes, err := f.Snapshot().NodeInfos().List()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cycle := func() map[string]string {
+				cs := framework.NewCycleState()
+				if _, st := m.PreFilter(ctx, cs, p, nil); !st.IsSuccess() {
+					t.Fatalf("PreFilter: %v", st)
+				}
+				if c := cycleMemo(cs); c == nil || !c.lazy {
+					t.Fatal("not a lazy cycle")
+				}
+				out := map[string]string{}
+				for _, ni := range nodes {
+					st := m.Filter(ctx, cs, p, ni)
+					out[ni.Node().Name] = st.Code().String() + ": " + st.Message()
+				}
+				return out
+			}
+			upstream := func() map[string]string {
+				out := map[string]string{}
+				for _, ni := range nodes {
+					cs := framework.NewCycleState()
+					if _, st := m.DynamicResources.PreFilter(ctx, cs, p, nil); !st.IsSuccess() {
+						t.Fatalf("upstream's PreFilter: %v", st)
+					}
+					st := m.DynamicResources.Filter(ctx, cs, p, ni)
+					out[ni.Node().Name] = st.Code().String() + ": " + st.Message()
+				}
+				return out
+			}
+			before := cycle()
+			lists := r.lists
+			if again := cycle(); r.lists != lists || !maps.Equal(again, before) {
+				t.Errorf("a cycle after a cycle listed the published slices %d times, answered %v after %v", r.lists-lists, again, before)
+			}
+			if err := tc.change(f); err != nil {
+				t.Fatal(err)
+			}
+			got, want := cycle(), upstream()
+			if r.lists != lists+1 {
+				t.Errorf("the cycle after the event listed the published slices %d times, want 1", r.lists-lists)
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("after the event: lazy %v, upstream over every slice %v", got, want)
+			}
+			if got[tc.node] == before[tc.node] {
+				t.Errorf("node %s answered %q before and after the event: the case does not change an answer", tc.node, got[tc.node])
 			}
 		})
 	}

@@ -124,12 +124,14 @@ type grouping struct{ _ byte }
 
 // stampSrc is what a node's DRAStamp reads of its slices: none (a node
 // without slices), one slice of a pool of its own (pool named if the
-// slice has devices), or several (not kept).
+// slice has devices, with the cell of its count if the cycle's
+// PoolVersioner has one: PoolVersionCeller), or several (not kept).
 type stampSrc struct {
 	kind  uint8 // srcNone, srcOne, srcMany
 	named bool
 	sl    *resourceapi.ResourceSlice
 	pool  dra.UniqueString
+	cell  *uint64
 }
 
 const (
@@ -152,12 +154,19 @@ func (c *draCycle) stampOf(ni fwk.NodeInfo) stampSrc {
 	case len(pools) > 1 || len(pools[0]) != 1:
 		return stampSrc{kind: srcMany}
 	}
-	return stampSrc{kind: srcOne, named: g.named, sl: pools[0][0], pool: g.pool}
+	src := stampSrc{kind: srcOne, named: g.named, sl: pools[0][0], pool: g.pool}
+	if cs, ok := c.vers.(PoolVersionCeller); ok && g.named {
+		src.cell = cs.PoolVersionCell(g.pool)
+	}
+	return src
 }
 
 // stamp is the DRAStamp of a node whose slices src says, in cycle c,
 // and true; false for a node of several slices or pools, or a pool
-// whose count the manager does not know. O(1).
+// whose count the manager does not know. The count is read from src's
+// cell if it has one: c's state is its manager's kept one (the key is
+// set only then, startCycle), for which PoolVersion reads that cell.
+// O(1).
 func (c *draCycle) stamp(src stampSrc) (DRAStamp, bool) {
 	switch {
 	case src.kind == srcNone:
@@ -166,6 +175,8 @@ func (c *draCycle) stamp(src stampSrc) (DRAStamp, bool) {
 		return DRAStamp{}, false
 	case !src.named:
 		return DRAStamp{slice: src.sl, lazy: c.lazy}, true // nothing of it can be allocated
+	case src.cell != nil && c.key != "":
+		return DRAStamp{slice: src.sl, pool: *src.cell, lazy: c.lazy}, true
 	}
 	ver, ok := c.vers.PoolVersion(c.state, src.pool)
 	return DRAStamp{slice: src.sl, pool: ver, lazy: c.lazy}, ok

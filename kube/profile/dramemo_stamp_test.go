@@ -96,19 +96,75 @@ func TestDRANodeStamp(t *testing.T) {
 	}
 }
 
+// poolCells is a PoolVersionCeller whose counts the test moves (bump):
+// a pool has a cell from its first move on, as the simulator's keeper
+// makes them.
+type poolCells struct {
+	state *structured.AllocatedState
+	cells map[dra.UniqueString]*uint64
+}
+
+func (p *poolCells) PoolVersion(state *structured.AllocatedState, pool dra.UniqueString) (uint64, bool) {
+	if state != p.state {
+		return 0, false
+	}
+	if c := p.cells[pool]; c != nil {
+		return *c, true
+	}
+	return 0, true
+}
+
+func (p *poolCells) PoolVersionCell(pool dra.UniqueString) *uint64 { return p.cells[pool] }
+
+func (p *poolCells) bump(pool string) {
+	u := dra.MakeUniqueString(pool)
+	if p.cells[u] == nil {
+		p.cells[u] = new(uint64)
+	}
+	*p.cells[u]++
+}
+
 // TestDRAStamperFrontIsDRANodeStamp: a lazy cycle's stamps read through
 // a front of places are DRANodeStamp's, whatever the front holds from
 // earlier cycles: the same node at the same place (its pool's count
 // moved since), a published slice replaced (another grouping), the
 // NodeInfo object at the place given another node (another
 // generation), another NodeInfo object, a place past the front's end,
-// and a cycle that lists every slice (no front).
+// and a cycle that lists every slice (no front). Each case runs with a
+// PoolVersioner of counts and with one of cells (PoolVersionCeller,
+// whose cells the front keeps), moved before the first stamp and after
+// (the pool has a cell only then): the stamp's count is PoolVersion's.
 func TestDRAStamperFrontIsDRANodeStamp(t *testing.T) {
+	for _, cells := range []bool{false, true} {
+		for _, early := range []bool{false, true} {
+			name := "counts"
+			if cells {
+				name = "cells"
+			}
+			if early {
+				name += ", moved first"
+			}
+			t.Run(name, func(t *testing.T) { stamperFront(t, cells, early) })
+		}
+	}
+}
+
+func stamperFront(t *testing.T, cells, early bool) {
 	_, slA := gpuNode("a", "V100", 2)
 	_, slB := gpuNode("b", "V100", 2)
 	_, grown := gpuNode("a", "V100", 4)
 	st := &structured.AllocatedState{}
 	pc := &poolCounts{state: st, counts: map[dra.UniqueString]uint64{}}
+	pcs := &poolCells{state: st, cells: map[dra.UniqueString]*uint64{}}
+	var vers PoolVersioner = pc
+	bump := func(pool string) { pc.counts[dra.MakeUniqueString(pool)]++ }
+	if cells {
+		vers, bump = pcs, pcs.bump
+	}
+	if early {
+		bump("a")
+		bump("b")
+	}
 	d := &draMemo{shapes: map[*resourceapi.ResourceSlice]sliceShape{}, ids: map[string]string{}}
 	grouped := func(pools map[string][][]*resourceapi.ResourceSlice) map[string]*nodeSlices {
 		out := map[string]*nodeSlices{}
@@ -150,12 +206,12 @@ func TestDRAStamperFrontIsDRANodeStamp(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			front := &DRAStampFront{}
 			// An earlier cycle's place 0: node a of the first grouping.
-			early := &draCycle{memo: d, key: "k", vers: pc, state: st, lazy: true, pub: first, pubTok: firstTok}
-			DRAStamper{early}.Stamp(niA, niA.GetGeneration(), 0, front)
+			before := &draCycle{memo: d, key: "k", vers: vers, state: st, lazy: true, pub: first, pubTok: firstTok}
+			DRAStamper{before}.Stamp(niA, niA.GetGeneration(), 0, front)
 			if tc.bump != "" {
-				pc.counts[dra.MakeUniqueString(tc.bump)]++
+				bump(tc.bump)
 			}
-			c := &draCycle{memo: d, key: "k", vers: pc, state: st, lazy: tc.lazy, pub: tc.pub, pubTok: tc.tok}
+			c := &draCycle{memo: d, key: "k", vers: vers, state: st, lazy: tc.lazy, pub: tc.pub, pubTok: tc.tok}
 			if !tc.lazy {
 				c.pools, c.pub, c.pubTok = tc.pub, nil, nil
 			}
@@ -171,6 +227,9 @@ func TestDRAStamperFrontIsDRANodeStamp(t *testing.T) {
 				want, wantOK := DRANodeStamp(cs, ni)
 				if got != want || ok != wantOK || got.slice != tc.want {
 					t.Errorf("Stamp: %+v, %v; want %+v, %v, of slice %s", got, ok, want, wantOK, tc.want.Name)
+				}
+				if ver, _ := vers.PoolVersion(st, dra.MakeUniqueString(tc.want.Spec.Pool.Name)); got.pool != ver {
+					t.Errorf("Stamp's count %d, its pool's %d", got.pool, ver)
 				}
 			}
 		})

@@ -2,10 +2,12 @@ package profile
 
 import (
 	"sync"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	dra "k8s.io/dynamic-resource-allocation/api"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -40,6 +42,12 @@ type draTap struct {
 	// ext are the extended resources' claims in flight (drahold.go).
 	ext extendedInFlight
 
+	// pubEvents counts the slice tracker's events, if pubCounted
+	// (countPublished): the tracker lists the same slice objects while
+	// the count is the same.
+	pubEvents  atomic.Uint64
+	pubCounted bool
+
 	// scoresDRA: a score plugin of the profile lists the slices and
 	// gathers the state itself (NodeResourcesFit or
 	// BalancedAllocation scoring a DRA-backed extended resource),
@@ -51,6 +59,38 @@ type draTap struct {
 func newDRATap(m fwk.SharedDRAManager, keeper DRAKeeper, notePod func(*v1.Pod)) *draTap {
 	return &draTap{SharedDRAManager: m, keeper: keeper, notePod: notePod}
 }
+
+// countPublished counts the events of the slice tracker src (pubEvents),
+// whose events come for every change of the slice objects it lists. It
+// is called once, before the first cycle.
+func (t *draTap) countPublished(src EventSource) error {
+	count := func() { t.pubEvents.Add(1) }
+	if _, err := src.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { count() },
+		UpdateFunc: func(any, any) { count() },
+		DeleteFunc: func(any) { count() },
+	}); err != nil {
+		return err
+	}
+	t.pubCounted = true
+	return nil
+}
+
+// publishedCount is the count of the slice tracker's events, and true,
+// if they are counted (countPublished): while it is the same, the
+// tracker lists the same slice objects. A count read before a list
+// names that list or an older one. A nil tap counts nothing. O(1).
+func (t *draTap) publishedCount() (uint64, bool) {
+	if t == nil || !t.pubCounted || !draPubCountOn {
+		return 0, false
+	}
+	return t.pubEvents.Load(), true
+}
+
+// draPubCountOn turns on the count of the slice tracker's events by
+// which a lazy cycle's plan keeps the published slices' grouping
+// without listing them (lazyPlan); tests turn it off to compare.
+var draPubCountOn = true
 
 // preFilterFor tells Setup.NotePod, if set, that DynamicResources'
 // PreFilter runs for pod. A nil tap does nothing.
@@ -149,6 +189,18 @@ type ShareCounter interface {
 // examines in every cycle.
 type PoolVersioner interface {
 	PoolVersion(state *structured.AllocatedState, pool dra.UniqueString) (uint64, bool)
+}
+
+// PoolVersionCeller is a PoolVersioner that keeps each pool's count in
+// a cell of its own: PoolVersionCell returns the address of pool's
+// count, which PoolVersion(state, pool) returns for every state it
+// knows (true), or nil if it has none for pool (then read PoolVersion).
+// A cell is the pool's for the keeper's life, and is written only with
+// a claim. DynamicResources' memo keeps a node's cell with what it read
+// of the node's slice (DRAStampFront), so that each node's stamp reads
+// one word instead of looking the pool up.
+type PoolVersionCeller interface {
+	PoolVersionCell(pool dra.UniqueString) *uint64
 }
 
 // poolVersioner is the keeper's PoolVersioner, nil if there is no

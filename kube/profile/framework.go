@@ -180,7 +180,12 @@ type wiring struct {
 	// resolver has taken, on a real factory (signInputs); nil on sync.
 	classWrites *atomic.Uint64
 	claims      EventSource // the DRA manager's assume cache of claims, on either factory
-	keeper      DRAKeeper   // Setup.WrapDRA's keeper of the allocated state, or nil
+	// published is the DRA manager's slice tracker, if its events come
+	// for every change of the slice objects it lists (no device taint
+	// rules: with them it may replace a slice by an equal one without
+	// an event); nil otherwise. Its events are counted (draTap.pubEvents).
+	published EventSource
+	keeper    DRAKeeper // Setup.WrapDRA's keeper of the allocated state, or nil
 }
 
 // wire builds s's wiring: the real client and factory if s has them, else
@@ -193,7 +198,8 @@ func wire(ctx context.Context, s Setup) (wiring, error) {
 		}
 		sf := newSyncFactory(informers.NewSharedInformerFactory(client, 0))
 		dra, sources, err := newDRAManager(ctx, client, sf, false, nil)
-		return wiring{client: client, factory: sf, dra: dra, sync: sf, claims: sources[clusterevent.ResourceClaim]}, err
+		return wiring{client: client, factory: sf, dra: dra, sync: sf, claims: sources[clusterevent.ResourceClaim],
+			published: sources[clusterevent.ResourceSlice]}, err
 	}
 	if s.Client == nil {
 		return wiring{}, errors.New("an informer factory without a client")
@@ -202,8 +208,13 @@ func wire(ctx context.Context, s Setup) (wiring, error) {
 		return wiring{}, errors.New("objects are read from the informer factory; Objects must be empty")
 	}
 	classWrites := &atomic.Uint64{}
-	dra, sources, err := newDRAManager(ctx, s.Client, s.Informers, feature.DefaultFeatureGate.Enabled(features.DRADeviceTaintRules), classWrites)
-	return wiring{client: s.Client, factory: s.Informers, dra: dra, sources: sources, claims: sources[clusterevent.ResourceClaim], classWrites: classWrites}, err
+	taintRules := feature.DefaultFeatureGate.Enabled(features.DRADeviceTaintRules)
+	dra, sources, err := newDRAManager(ctx, s.Client, s.Informers, taintRules, classWrites)
+	w := wiring{client: s.Client, factory: s.Informers, dra: dra, sources: sources, claims: sources[clusterevent.ResourceClaim], classWrites: classWrites}
+	if !taintRules {
+		w.published = sources[clusterevent.ResourceSlice]
+	}
+	return w, err
 }
 
 // wireFor is the wiring of a framework built on s: Alongside's, or a new
@@ -298,6 +309,12 @@ func NewFrameworkOn(ctx context.Context, prof *config.KubeSchedulerProfile, s Se
 	wired := w
 	tap := newDRATap(w.dra, w.keeper, s.NotePod)
 	tap.scoresDRA = scoresDRA(prof)
+	if w.published != nil {
+		if err := tap.countPublished(w.published); err != nil {
+			cancel()
+			return nil, fmt.Errorf("profile %q: DRA manager: %w", prof.SchedulerName, err)
+		}
+	}
 	w.dra = tap
 	f, err := frameworkruntime.NewFramework(ctx, r, prof,
 		frameworkruntime.WithClientSet(w.client),

@@ -27,6 +27,7 @@ var draListCheck func(sl, kept, fresh *resourceapi.ResourceSlice)
 // + 1; 0: not known) with the node's figures they were chosen for.
 type sliceEntry struct {
 	devs *sliceDevs
+	cell *uint64 // the keeper's count cell of devs' pool, once it has one
 	read bool
 	at   uint64
 	left []int64
@@ -139,15 +140,26 @@ func (d *draFullestFirst) freshOrder(sl *resourceapi.ResourceSlice, state *struc
 }
 
 // entryOf is sl's entry, read again from the kept state if its pool's
-// count moved since it was read (or it never was). O(1) then, else
-// O(devices).
+// count moved since it was read (or it never was). The count is read
+// from the pool's cell, kept in the entry once the pool has one. O(1)
+// then, else O(devices).
 func (d *draFullestFirst) entryOf(sl *resourceapi.ResourceSlice, state *structured.AllocatedState) *sliceEntry {
 	e := d.entries[sl]
 	if e == nil {
 		e = &sliceEntry{devs: d.devsOf(sl)}
 		d.entries[sl] = e
 	}
-	if e.read && d.kept.poolVer[e.devs.pool] <= e.at {
+	if e.cell == nil {
+		e.cell = d.PoolVersionCell(e.devs.pool)
+	}
+	var ver uint64 // 0: the pool never changed
+	switch {
+	case e.cell != nil:
+		ver = *e.cell
+	case !draPoolCellsOn:
+		ver = d.kept.poolCount(e.devs.pool)
+	}
+	if e.read && ver <= e.at {
 		return e
 	}
 	e.read, e.at = true, d.kept.ver

@@ -414,7 +414,7 @@ func (d *draFullestFirst) leftOf(sl *resourceapi.ResourceSlice, devs *sliceDevs,
 	if !draLeftKeptOn || !d.kept.serves(state) {
 		return devs.left(state)
 	}
-	if k, ok := d.lefts[sl]; ok && d.kept.poolVer[devs.pool] <= k.at {
+	if k, ok := d.lefts[sl]; ok && d.kept.poolCount(devs.pool) <= k.at {
 		return k.left
 	}
 	left := devs.left(state)

@@ -67,11 +67,18 @@ type allocKeeper struct {
 	// flight, as the tracker answers after each signal and removal.
 	inFlight sets.Set[types.UID]
 	// ver counts the changes applied; poolVer is, for each pool (by
-	// name, of any driver), the count at its last change: what was read
-	// of a pool's devices at count v is still the state's while
-	// poolVer[pool] <= v.
+	// name, of any driver) changed at least once, the cell of the count
+	// at its last change: what was read of a pool's devices at count v
+	// is still the state's while *poolVer[pool] <= v (0 for a pool
+	// without a cell). A pool's cell is never replaced, so a reader may
+	// keep it (PoolVersionCell).
 	ver     uint64
-	poolVer map[dra.UniqueString]uint64
+	poolVer map[dra.UniqueString]*uint64
+	// cells is where newCell takes the pools' count cells from, side by
+	// side: a cycle reads the cells of every node it visits, which then
+	// share cache lines (cells made one by one lay among other objects,
+	// a cache miss each).
+	cells []uint64
 	// shares is the number of shares of each device in state.
 	shares map[structured.DeviceID]int
 	// claimEvents counts, per pool name, the claims' events whose claim,
@@ -98,7 +105,7 @@ func newAllocKeeper() *allocKeeper {
 		bare:     sets.New[structured.SharedDeviceID](),
 		byDev:    map[structured.DeviceID]sets.Set[structured.SharedDeviceID]{},
 		inFlight: sets.New[types.UID](),
-		poolVer:  map[dra.UniqueString]uint64{},
+		poolVer:  map[dra.UniqueString]*uint64{},
 		shares:   map[structured.DeviceID]int{},
 
 		claimEvents: map[string]*claimCell{},
@@ -232,7 +239,12 @@ func (k *allocKeeper) apply(claim *resourceapi.ResourceClaim, add bool) {
 		}
 		id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
 		k.ver++
-		k.poolVer[id.Pool] = k.ver
+		cell := k.poolVer[id.Pool]
+		if cell == nil {
+			cell = k.newCell()
+			k.poolVer[id.Pool] = cell
+		}
+		*cell = k.ver
 		switch {
 		case r.ShareID == nil && add:
 			k.state.AllocatedDevices.Insert(id)
@@ -389,7 +401,40 @@ func (d *draFullestFirst) PoolVersion(state *structured.AllocatedState, pool dra
 	if !draUsesKeptOn || !d.kept.serves(state) {
 		return 0, false
 	}
-	return d.kept.poolVer[pool], true
+	return d.kept.poolCount(pool), true
+}
+
+// PoolVersionCell is the cell PoolVersion reads pool's count from for
+// every state it knows, nil while the pool has none (it never changed)
+// or with draPoolCellsOn off (profile.PoolVersionCeller). A cell is
+// the pool's for the keeper's life. O(1).
+func (d *draFullestFirst) PoolVersionCell(pool dra.UniqueString) *uint64 {
+	if !draPoolCellsOn {
+		return nil
+	}
+	return d.kept.poolVer[pool]
+}
+
+// newCell is a count cell at 0, next to the cells made before it.
+// O(1), O(cellsPerSlab) every cellsPerSlab cells.
+func (k *allocKeeper) newCell() *uint64 {
+	if len(k.cells) == cap(k.cells) {
+		k.cells = make([]uint64, 0, cellsPerSlab)
+	}
+	k.cells = k.cells[:len(k.cells)+1]
+	return &k.cells[len(k.cells)-1]
+}
+
+// cellsPerSlab is the number of count cells allocated at a time.
+const cellsPerSlab = 512
+
+// poolCount is pool's count at its last change, 0 if it never changed.
+// O(1).
+func (k *allocKeeper) poolCount(pool dra.UniqueString) uint64 {
+	if c := k.poolVer[pool]; c != nil {
+		return *c
+	}
+	return 0
 }
 
 // noteInFlight records whether the tracker has claim uid's allocation in
@@ -437,6 +482,11 @@ var draNodeClaimsKeptOn = true
 // draUsesKeptOn turns on the pool counts given to DynamicResources'
 // memo (PoolVersion); tests turn it off to compare.
 var draUsesKeptOn = true
+
+// draPoolCellsOn turns on the pools' count cells given to readers
+// (PoolVersionCell, and the lister's entries); tests turn it off to
+// compare.
+var draPoolCellsOn = true
 
 // draSharesKeptOn turns on the share counts kept with the state
 // (ShareCounts); tests turn it off to compare.

@@ -37,6 +37,7 @@ type poolSeen struct {
 	held string
 	ver  uint64
 	ok   bool
+	cell *uint64 // the pool's count cell, once it has one
 }
 
 // poolHeld prints what state holds of pool's devices: taken whole,
@@ -149,7 +150,23 @@ func (w keptWorld) checkPoolCount(t *testing.T, state *structured.AllocatedState
 	if w.pool.ok && held != w.pool.held && ver == w.pool.ver {
 		t.Errorf("pool n holds %q, before %q, and its count is still %d", held, w.pool.held, ver)
 	}
-	*w.pool = poolSeen{held: held, ver: ver, ok: true}
+	// The pool's cell, once it has one, is the count, and stays the
+	// pool's: a reader that kept it reads the count after every write.
+	cell := w.d.PoolVersionCell(dra.MakeUniqueString("n"))
+	switch {
+	case cell != nil && *cell != ver:
+		t.Errorf("pool n's cell holds %d, its count is %d", *cell, ver)
+	case w.pool.cell != nil && cell != w.pool.cell:
+		t.Error("pool n's cell replaced")
+	case w.pool.cell != nil && *w.pool.cell != ver:
+		t.Errorf("pool n's cell kept before holds %d, its count is %d", *w.pool.cell, ver)
+	case ver != 0 && cell == nil:
+		t.Errorf("pool n's count is %d, and it has no cell", ver)
+	}
+	if cell == nil {
+		cell = w.pool.cell
+	}
+	*w.pool = poolSeen{held: held, ver: ver, ok: true, cell: cell}
 }
 
 // keptClaim is a claim of uid with results: whole devices of node n
