@@ -41,6 +41,8 @@ type fitScalar struct {
 	// resource asked ("Insufficient " and its name), by name: one
 	// string for every node and cycle (scalarAsk.insufficient).
 	why sync.Map
+	// prescore keeps PreScore's state from pod to pod (preScoreMemo).
+	prescore *preScoreMemo
 }
 
 // scalarAsk is what fitScalar's PreFilter left out of upstream's: the
@@ -74,8 +76,22 @@ func scalarFit(inner frameworkruntime.PluginFactory) frameworkruntime.PluginFact
 		if !ok || !aok || len(a.IgnoredResources) > 0 || len(a.IgnoredResourceGroups) > 0 {
 			return pl, nil
 		}
-		return &fitScalar{Fit: fit, h: h, dra: feature.DefaultFeatureGate.Enabled(features.DRAExtendedResource)}, nil
+		var resources []config.ResourceSpec
+		if a.ScoringStrategy != nil {
+			resources = a.ScoringStrategy.Resources
+		}
+		return &fitScalar{Fit: fit, h: h, dra: feature.DefaultFeatureGate.Enabled(features.DRAExtendedResource),
+			prescore: newPreScoreMemo("PreScore"+noderesources.Name, resources)}, nil
 	}
+}
+
+// PreScore is upstream's, or its answer for the last pod if pod asks the
+// same (preScoreMemo).
+func (f *fitScalar) PreScore(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
+	if f.prescore == nil {
+		return f.Fit.PreScore(ctx, cs, pod, nodes)
+	}
+	return f.prescore.preScore(ctx, cs, pod, nodes, f.Fit.PreScore)
 }
 
 // PreFilter is upstream's, given pod without its one extended resource
