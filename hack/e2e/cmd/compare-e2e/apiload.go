@@ -171,9 +171,17 @@ func printAPILoad(w io.Writer, results []result) {
 		fmt.Fprintf(w, "    mean time in the API server: %s\n", meanTimes(r.load, n, 0.005))
 		fmt.Fprintf(w, "    admission plugins' time (ms): %s\n", perPodCounts(scaled(r.load.admission, 1000), n, 0.005))
 		fmt.Fprintf(w, "    watch events sent: %s\n", perPodCounts(r.load.watchEvents, n, 0.005))
-		fmt.Fprintf(w, "    bytes sent (KB): watch events %s; responses %s\n", perPodCounts(scaled(r.load.watchBytes, 1.0/1024), n, 0.005), perPodCounts(scaled(r.load.responseBytes, 1.0/1024), n, 0.005))
+		fmt.Fprintf(w, "    bytes sent (KB): watch events %s; responses %s\n", noneIfEmpty(perPodCounts(scaled(r.load.watchBytes, 1.0/1024), n, 0.005)), noneIfEmpty(perPodCounts(scaled(r.load.responseBytes, 1.0/1024), n, 0.005)))
 		fmt.Fprintf(w, "    watches open at the end, beyond those open before the scheduler started: %s\n", formatCounts(r.load.watches))
 	}
+}
+
+// noneIfEmpty is s, or "none" if s is empty.
+func noneIfEmpty(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 // perPodCounts prints counts divided by n, largest first, leaving out

@@ -119,3 +119,13 @@ func TestMedian(t *testing.T) {
 		})
 	}
 }
+
+// A run whose responses are all under the threshold says so, rather than
+// ending the line on an empty list.
+func TestPrintAPILoadBytes(t *testing.T) {
+	var b strings.Builder
+	printAPILoad(&b, []result{{workload: "basic", scheduler: "schedq", pods: 4, load: apiLoad{watchBytes: map[string]float64{"pods": 4 * 4096}}}})
+	if want := "    bytes sent (KB): watch events pods 4.00; responses none\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("printed\n%s\nwant a line\n%s", b.String(), want)
+	}
+}
