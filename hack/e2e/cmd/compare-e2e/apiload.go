@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -320,9 +321,21 @@ func printPairs(w io.Writer, results []result) {
 	}
 	for _, name := range names {
 		if rs := ratios[name]; len(rs) > 1 {
-			fmt.Fprintf(w, "  %s: median %.2f over %d pairs (%.2f-%.2f)\n", name, median(rs), len(rs), slices.Min(rs), slices.Max(rs))
+			fmt.Fprintf(w, "  %s: median %.2f, geometric mean %.2f over %d pairs (%.2f-%.2f)\n", name, median(rs), geomean(rs), len(rs), slices.Min(rs), slices.Max(rs))
 		}
 	}
+}
+
+// geomean is the geometric mean of xs (all above 0, not empty): for
+// ratios, that of schedq's pods/s over all pairs over kube-scheduler's,
+// which a load rising or falling evenly through alternated pairs leaves
+// unchanged. O(n).
+func geomean(xs []float64) float64 {
+	sum := 0.0
+	for _, x := range xs {
+		sum += math.Log(x)
+	}
+	return math.Exp(sum / float64(len(xs)))
 }
 
 // median is the median of xs (the mean of the middle two if even), xs

@@ -129,3 +129,21 @@ func TestPrintAPILoadBytes(t *testing.T) {
 		t.Errorf("printed\n%s\nwant a line\n%s", b.String(), want)
 	}
 }
+
+func TestGeomean(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		xs   []float64
+		want float64
+	}{
+		{"one", []float64{1.3}, 1.3},
+		{"a ratio and its inverse", []float64{2, 0.5}, 1},
+		{"two pairs", []float64{0.86, 1.6}, math.Sqrt(0.86 * 1.6)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := geomean(tc.xs); math.Abs(got-tc.want) > 1e-9 {
+				t.Fatalf("geomean(%v) = %v, want %v", tc.xs, got, tc.want)
+			}
+		})
+	}
+}
