@@ -39,13 +39,17 @@ type Config = config.KubeSchedulerConfiguration
 // Registry returns kube-scheduler v1.37.2's in-tree registry merged with
 // OutOfTree. It fails if a name is in both. PodTopologySpread signs more
 // pods than upstream's (spreadSigner); DynamicResources memoises its
-// Filter (draMemo) and NodeResourcesFit checks a pod's one extended
-// resource itself (fitScalar), each answering as upstream's does.
+// Filter (draMemo), NodeResourcesFit checks a pod's one extended
+// resource itself (fitScalar), and NodeResourcesFit and
+// NodeResourcesBalancedAllocation keep their PreScore from a pod to the
+// next that asks the same (preScoreMemo), each answering as upstream's
+// does.
 func Registry() (frameworkruntime.Registry, error) {
 	r := frameworkplugins.NewInTreeRegistry()
 	r[podtopologyspread.Name] = signingSpread(r[podtopologyspread.Name])
 	r[dynamicresources.Name] = memoDRA(r[dynamicresources.Name])
 	r[noderesources.Name] = scalarFit(r[noderesources.Name])
+	r[noderesources.BalancedAllocationName] = memoBalanced(r[noderesources.BalancedAllocationName])
 	if err := r.Merge(OutOfTree()); err != nil {
 		return nil, err
 	}

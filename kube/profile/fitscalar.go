@@ -45,6 +45,8 @@ type fitScalar struct {
 	// string of its own per cycle (still one for all the cycle's nodes).
 	whyMu sync.Mutex
 	why   map[v1.ResourceName]string
+	// prescore keeps PreScore's state from pod to pod (preScoreMemo).
+	prescore *preScoreMemo
 }
 
 // fitScalarReasonsMax bounds the reason strings a fitScalar keeps (a
@@ -102,8 +104,22 @@ func scalarFit(inner frameworkruntime.PluginFactory) frameworkruntime.PluginFact
 		if !ok || !aok || len(a.IgnoredResources) > 0 || len(a.IgnoredResourceGroups) > 0 {
 			return pl, nil
 		}
-		return &fitScalar{Fit: fit, h: h, dra: feature.DefaultFeatureGate.Enabled(features.DRAExtendedResource)}, nil
+		var resources []config.ResourceSpec
+		if a.ScoringStrategy != nil {
+			resources = a.ScoringStrategy.Resources
+		}
+		return &fitScalar{Fit: fit, h: h, dra: feature.DefaultFeatureGate.Enabled(features.DRAExtendedResource),
+			prescore: newPreScoreMemo("PreScore"+noderesources.Name, resources)}, nil
 	}
+}
+
+// PreScore is upstream's, or its answer for the last pod if pod asks the
+// same (preScoreMemo).
+func (f *fitScalar) PreScore(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
+	if f.prescore == nil {
+		return f.Fit.PreScore(ctx, cs, pod, nodes)
+	}
+	return f.prescore.preScore(ctx, cs, pod, nodes, f.Fit.PreScore)
 }
 
 // PreFilter is upstream's, given pod without its one extended resource

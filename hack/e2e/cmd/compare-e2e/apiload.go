@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -23,11 +24,16 @@ type apiLoad struct {
 	requests    map[string]float64 // "VERB resource[/subresource]"
 	seconds     map[string]float64 // the same requests' total time in the API server
 	watchEvents map[string]float64 // by resource
-	admission   map[string]float64 // seconds in each admission plugin ("name type")
-	watches     map[string]float64 // open watches by resource (a gauge)
-	apiCPU      time.Duration
-	etcdCPU     time.Duration
-	selfCPU     time.Duration // compare-e2e's own: its watch and the workload's requests
+	// watchBytes are the watch events' bytes by resource, and
+	// responseBytes the responses' by request: what the scheduler's
+	// content types and objects cost to send.
+	watchBytes    map[string]float64
+	responseBytes map[string]float64
+	admission     map[string]float64 // seconds in each admission plugin ("name type")
+	watches       map[string]float64 // open watches by resource (a gauge)
+	apiCPU        time.Duration
+	etcdCPU       time.Duration
+	selfCPU       time.Duration // compare-e2e's own: its watch and the workload's requests
 }
 
 // snapshotAPILoad reads the API server's /metrics and both processes' CPU
@@ -45,7 +51,8 @@ func snapshotAPILoad(ctx context.Context, client kubernetes.Interface, apiPID, e
 // parseAPILoad reads an apiLoad from the API server's metrics text.
 // O(len(text)).
 func parseAPILoad(text string, apiCPU, etcdCPU time.Duration) apiLoad {
-	l := apiLoad{requests: map[string]float64{}, seconds: map[string]float64{}, admission: map[string]float64{}, watchEvents: map[string]float64{}, watches: map[string]float64{}, apiCPU: apiCPU, etcdCPU: etcdCPU}
+	l := apiLoad{requests: map[string]float64{}, seconds: map[string]float64{}, admission: map[string]float64{}, watchEvents: map[string]float64{},
+		watchBytes: map[string]float64{}, responseBytes: map[string]float64{}, watches: map[string]float64{}, apiCPU: apiCPU, etcdCPU: etcdCPU}
 	eachSample(text, "apiserver_request_total", func(labels string, v float64) {
 		l.requests[requestKey(labels)] += v
 	})
@@ -61,6 +68,12 @@ func parseAPILoad(text string, apiCPU, etcdCPU time.Duration) apiLoad {
 			r = labelValue(labels, "kind")
 		}
 		l.watchEvents[r] += v
+	})
+	eachSample(text, "apiserver_watch_events_sizes_sum", func(labels string, v float64) {
+		l.watchBytes[labelValue(labels, "resource")] += v
+	})
+	eachSample(text, "apiserver_response_sizes_sum", func(labels string, v float64) {
+		l.responseBytes[requestKey(labels)] += v
 	})
 	eachSample(text, "apiserver_longrunning_requests", func(labels string, v float64) {
 		if labelValue(labels, "verb") == "WATCH" {
@@ -103,6 +116,7 @@ func eachSample(text, name string, f func(labels string, v float64)) {
 // watches less before's).
 func (l apiLoad) since(before apiLoad) apiLoad {
 	d := apiLoad{requests: diff(l.requests, before.requests), seconds: diff(l.seconds, before.seconds), admission: diff(l.admission, before.admission), watchEvents: diff(l.watchEvents, before.watchEvents),
+		watchBytes: diff(l.watchBytes, before.watchBytes), responseBytes: diff(l.responseBytes, before.responseBytes),
 		watches: diff(l.watches, before.watches), apiCPU: l.apiCPU - before.apiCPU, etcdCPU: l.etcdCPU - before.etcdCPU, selfCPU: l.selfCPU - before.selfCPU}
 	return d
 }
@@ -158,8 +172,17 @@ func printAPILoad(w io.Writer, results []result) {
 		fmt.Fprintf(w, "    mean time in the API server: %s\n", meanTimes(r.load, n, 0.005))
 		fmt.Fprintf(w, "    admission plugins' time (ms): %s\n", perPodCounts(scaled(r.load.admission, 1000), n, 0.005))
 		fmt.Fprintf(w, "    watch events sent: %s\n", perPodCounts(r.load.watchEvents, n, 0.005))
+		fmt.Fprintf(w, "    bytes sent (KB): watch events %s; responses %s\n", noneIfEmpty(perPodCounts(scaled(r.load.watchBytes, 1.0/1024), n, 0.005)), noneIfEmpty(perPodCounts(scaled(r.load.responseBytes, 1.0/1024), n, 0.005)))
 		fmt.Fprintf(w, "    watches open at the end, beyond those open before the scheduler started: %s\n", formatCounts(r.load.watches))
 	}
+}
+
+// noneIfEmpty is s, or "none" if s is empty.
+func noneIfEmpty(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 // perPodCounts prints counts divided by n, largest first, leaving out
@@ -215,4 +238,113 @@ func scaled(m map[string]float64, f float64) map[string]float64 {
 		out[k] = v * f
 	}
 	return out
+}
+
+// pairResult is one workload's pair of runs, as printPairs sums it up.
+type pairResult struct {
+	workload string
+	pair     int
+	// first is the scheduler that ran first.
+	first string
+	// ratio is schedq's pods/s over kube-scheduler's.
+	ratio float64
+	// cpu is each run's CPU per pod of the API server, etcd, the
+	// scheduler and compare-e2e together, in ms: [kube-scheduler's run,
+	// schedq's run]. Where the machine's CPU sets the pace, pods/s go as
+	// its inverse, and cpu[0]/cpu[1] is the ratio that CPU allows.
+	cpu [2]float64
+}
+
+// pairResults matches each workload's kube-scheduler run with schedq's
+// run of the same pair, leaving out pairs with a failed or missing run.
+// O(results).
+func pairResults(results []result) []pairResult {
+	type key struct {
+		workload string
+		pair     int
+	}
+	runs := map[key][2]*result{}
+	var order []key
+	for i := range results {
+		r := &results[i]
+		k := key{r.workload, r.pair}
+		two, seen := runs[k]
+		if !seen {
+			order = append(order, k)
+		}
+		if r.scheduler == "schedq" {
+			two[1] = r
+		} else {
+			two[0] = r
+		}
+		runs[k] = two
+	}
+	var out []pairResult
+	for _, k := range order {
+		two := runs[k]
+		if two[0] == nil || two[1] == nil || two[0].err != nil || two[1].err != nil || two[0].pods == 0 || two[1].pods == 0 {
+			continue
+		}
+		p := pairResult{workload: k.workload, pair: k.pair, first: two[0].scheduler}
+		if two[1].position == 1 {
+			p.first = two[1].scheduler
+		}
+		rate := func(r *result) float64 { return float64(r.pods) / r.elapsed.Seconds() }
+		p.ratio = rate(two[1]) / rate(two[0])
+		for i, r := range two {
+			total := r.load.apiCPU + r.load.etcdCPU + r.schedCPU + r.load.selfCPU
+			p.cpu[i] = float64(total.Microseconds()) / 1000 / float64(r.pods)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// printPairs prints, for each workload and pair, schedq's pods/s over
+// kube-scheduler's, who ran first, and the CPU per pod of the four
+// processes in each run with the ratio it allows; then, for a workload
+// run in more than one pair, the median ratio.
+func printPairs(w io.Writer, results []result) {
+	pairs := pairResults(results)
+	if len(pairs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nschedq's pods/s over kube-scheduler's, and the CPU per pod of kube-apiserver, etcd, the scheduler and compare-e2e together (kube-scheduler's run, schedq's), whose ratio is what the machine's CPU allows:")
+	ratios := map[string][]float64{}
+	var names []string
+	for _, p := range pairs {
+		if _, ok := ratios[p.workload]; !ok {
+			names = append(names, p.workload)
+		}
+		ratios[p.workload] = append(ratios[p.workload], p.ratio)
+		fmt.Fprintf(w, "  %s, pair %d (%s first): %.2f; CPU %.2f ms, %.2f ms: %.2f\n", p.workload, p.pair, p.first, p.ratio, p.cpu[0], p.cpu[1], p.cpu[0]/p.cpu[1])
+	}
+	for _, name := range names {
+		if rs := ratios[name]; len(rs) > 1 {
+			fmt.Fprintf(w, "  %s: median %.2f, geometric mean %.2f over %d pairs (%.2f-%.2f)\n", name, median(rs), geomean(rs), len(rs), slices.Min(rs), slices.Max(rs))
+		}
+	}
+}
+
+// geomean is the geometric mean of xs (all above 0, not empty): for
+// ratios, that of schedq's pods/s over all pairs over kube-scheduler's,
+// which a load rising or falling evenly through alternated pairs leaves
+// unchanged. O(n).
+func geomean(xs []float64) float64 {
+	sum := 0.0
+	for _, x := range xs {
+		sum += math.Log(x)
+	}
+	return math.Exp(sum / float64(len(xs)))
+}
+
+// median is the median of xs (the mean of the middle two if even), xs
+// not empty. O(n log n).
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
 }

@@ -14,23 +14,27 @@ func TestCheckFlags(t *testing.T) {
 		name, only, first string
 		scale             float64
 		fence             bool
+		pairs             int
 		args              []string
 		want              string // part of the error; "" for none
 		picked            int
 	}{
-		{"every workload", "", "alternate", 1, false, nil, "", len(workloads(1))},
-		{"one workload", "basic", "schedq", 0.05, false, nil, "", 1},
-		{"-fence with one workload", "basic", "alternate", 1, true, nil, "", 1},
-		{"-only matching nothing", "nosuch", "alternate", 1, false, nil, `-only "nosuch"`, 0},
-		{"a stray argument", "", "alternate", 1, false, []string{"basic"}, `"basic"`, 0},
-		{"-scale 0", "", "alternate", 0, false, nil, "-scale 0", 0},
-		{"-scale NaN", "", "alternate", math.NaN(), false, nil, "-scale NaN", 0},
-		{"-scale +Inf", "", "alternate", math.Inf(1), false, nil, "-scale +Inf", 0},
-		{"-first unknown", "", "kube", 1, false, nil, `-first "kube"`, 0},
-		{"-fence with several workloads", "", "alternate", 1, true, nil, "-fence", 0},
+		{"every workload", "", "alternate", 1, false, 1, nil, "", len(workloads(1))},
+		{"one workload", "basic", "schedq", 0.05, false, 1, nil, "", 1},
+		{"-fence with one workload", "basic", "alternate", 1, true, 1, nil, "", 1},
+		{"-only matching nothing", "nosuch", "alternate", 1, false, 1, nil, `-only "nosuch"`, 0},
+		{"a stray argument", "", "alternate", 1, false, 1, []string{"basic"}, `"basic"`, 0},
+		{"-scale 0", "", "alternate", 0, false, 1, nil, "-scale 0", 0},
+		{"-scale NaN", "", "alternate", math.NaN(), false, 1, nil, "-scale NaN", 0},
+		{"-scale +Inf", "", "alternate", math.Inf(1), false, 1, nil, "-scale +Inf", 0},
+		{"-first unknown", "", "kube", 1, false, 1, nil, `-first "kube"`, 0},
+		{"-fence with several workloads", "", "alternate", 1, true, 1, nil, "-fence", 0},
+		{"four pairs of one workload", "basic", "alternate", 1, false, 4, nil, "", 1},
+		{"-pairs 0", "basic", "alternate", 1, false, 0, nil, "-pairs 0", 0},
+		{"-fence with two pairs", "basic", "alternate", 1, true, 2, nil, "-pairs 2", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := checkFlags(tc.scale, tc.only, tc.first, tc.fence, tc.args)
+			got, err := checkFlags(tc.scale, tc.only, tc.first, tc.fence, tc.pairs, tc.args)
 			if tc.want == "" {
 				if err != nil || len(got) != tc.picked {
 					t.Fatalf("checkFlags = %d workloads, %v; want %d, nil", len(got), err, tc.picked)

@@ -50,14 +50,15 @@ func main() {
 	scale := flag.Float64("scale", 1, "multiply every workload's size (0.1 for a quick run)")
 	only := flag.String("only", "", "run only workloads whose name contains this")
 	fence := flag.Bool("fence", false, "run both schedulers with leader election, and schedq's bindings under the binding fence of deploy/schedq.yaml (to measure what the fence costs; use with one workload, as a scheduler started again waits for its old lease)")
-	first := flag.String("first", "alternate", "which scheduler runs each workload first: alternate (kube-scheduler on the 1st, 3rd... workload, schedq on the others), kube-scheduler or schedq")
+	first := flag.String("first", "alternate", "which scheduler runs each workload first: alternate (kube-scheduler on the 1st, 3rd... workload, schedq on the others, and the other way round in each next pair), kube-scheduler or schedq")
+	pairs := flag.Int("pairs", 1, "run each workload this many times with each scheduler, on the same servers; with -first alternate, the scheduler that goes first changes from one pair to the next")
 	flag.Parse()
-	selected, err := checkFlags(*scale, *only, *first, *fence, flag.Args())
+	selected, err := checkFlags(*scale, *only, *first, *fence, *pairs, flag.Args())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "compare-e2e:", err)
 		os.Exit(2)
 	}
-	if err := run(selected, *first, *fence); err != nil {
+	if err := run(selected, *first, *fence, *pairs); err != nil {
 		fmt.Fprintln(os.Stderr, "compare-e2e:", err)
 		os.Exit(1)
 	}
@@ -65,9 +66,15 @@ func main() {
 
 // checkFlags checks every flag before anything starts, and returns the
 // workloads -only picks at -scale.
-func checkFlags(scale float64, only, first string, fence bool, args []string) ([]workload, error) {
+func checkFlags(scale float64, only, first string, fence bool, pairs int, args []string) ([]workload, error) {
 	if len(args) > 0 {
-		return nil, fmt.Errorf("unexpected argument %q: every setting is a flag (-scale, -only, -first, -fence)", args[0])
+		return nil, fmt.Errorf("unexpected argument %q: every setting is a flag (-scale, -only, -first, -fence, -pairs)", args[0])
+	}
+	if pairs < 1 {
+		return nil, fmt.Errorf("-pairs %d: must be 1 or more", pairs)
+	}
+	if fence && pairs > 1 {
+		return nil, fmt.Errorf("-fence runs each scheduler once (a scheduler started again waits for its old lease): -pairs %d", pairs)
 	}
 	if !(scale > 0) || math.IsInf(scale, 0) {
 		return nil, fmt.Errorf("-scale %v: must be a number more than 0", scale)
@@ -141,6 +148,8 @@ type result struct {
 	// position is 1 if this scheduler ran the workload first, 2 if second:
 	// a machine whose load changes favours one of the two.
 	position int
+	// pair is which of -pairs runs of the workload this is, from 1.
+	pair int
 }
 
 // The client rate limits both schedulers get, for every client.
@@ -168,16 +177,18 @@ func schedqArgs(kubeconfig string, leaderElect bool, addr string) []string {
 }
 
 // runOrder returns the contestants (kube-scheduler, schedq) in the order
-// they run the i-th workload: with first "alternate", kube-scheduler
-// first on even i and schedq first on odd i.
-func runOrder(c []scheduler, i int, first string) []scheduler {
-	if first == "schedq" || (first == "alternate" && i%2 == 1) {
+// they run the i-th workload in the p-th pair (both from 0): with first
+// "alternate", kube-scheduler first where i+p is even and schedq first
+// where it is odd, so that each workload's order changes from one pair to
+// the next, one workload alone included.
+func runOrder(c []scheduler, i, p int, first string) []scheduler {
+	if first == "schedq" || (first == "alternate" && (i+p)%2 == 1) {
 		return []scheduler{c[1], c[0]}
 	}
 	return c
 }
 
-func run(selected []workload, first string, fence bool) error {
+func run(selected []workload, first string, fence bool, pairs int) error {
 	ctx := context.Background()
 	var apiFlags []string
 	for _, w := range selected {
@@ -243,95 +254,97 @@ func run(selected []workload, first string, fence bool) error {
 	token := cl.Token()
 
 	var results []result
-	for i, w := range selected {
-		for pos, s := range runOrder(contestants, i, first) {
-			fmt.Fprintf(os.Stderr, "%s on %s ...\n", w.name, s.name)
-			r := result{workload: w.name, scheduler: s.name, position: pos + 1}
-			var leftover error
-			r.err = func() error {
-				env := &env{client: client, ns: sanitize(w.name + "-" + s.podScheduler), scheduler: s.podScheduler}
-				defer func() { leftover = env.cleanup() }()
-				if err := env.setup(); err != nil {
-					return err
-				}
-				if err := w.prepare(env); err != nil {
-					return err
-				}
-				addr, err := freeAddr()
-				if err != nil {
-					return err
-				}
-				sctx, cancel := context.WithCancel(ctx)
-				defer cancel()
-				cmd, _ := s.start(sctx, addr, w.kubeSchedulerFlags)
-				logf, err := logs(env.ns)
-				if err != nil {
-					return err
-				}
-				defer logf.Close()
-				cmd.Stdout, cmd.Stderr = logf, logf
-				watchCtx, stopWatch := context.WithCancel(ctx)
-				defer stopWatch()
-				if err := env.watchBindings(watchCtx); err != nil {
-					return err
-				}
-				loadBefore, err := snapshotAPILoad(ctx, client, cl.APIServerPID(), cl.EtcdPID())
-				if err != nil {
-					return err
-				}
-				begin := time.Now()
-				if err := cmd.Start(); err != nil {
-					return err
-				}
-				exited := make(chan struct{})
-				var exit error
-				go func() {
-					exit = cmd.Wait()
-					close(exited)
-				}()
-				defer func() {
-					cmd.Process.Signal(os.Interrupt)
-					<-exited
-				}()
-				if err := w.drive(env, begin); err != nil {
-					return fmt.Errorf("%w (log: %s)", err, logf.Name())
-				}
-				if err := env.waitAll(exited, 10*time.Minute); err != nil {
-					if errors.Is(err, errExited) {
-						err = fmt.Errorf("%w (%v)", err, exit)
+	for p := range pairs {
+		for i, w := range selected {
+			for pos, s := range runOrder(contestants, i, p, first) {
+				fmt.Fprintf(os.Stderr, "%s on %s (pair %d of %d) ...\n", w.name, s.name, p+1, pairs)
+				r := result{workload: w.name, scheduler: s.name, position: pos + 1, pair: p + 1}
+				var leftover error
+				r.err = func() error {
+					env := &env{client: client, ns: runNamespace(w.name, s.podScheduler, p), scheduler: s.podScheduler}
+					defer func() { leftover = env.cleanup() }()
+					if err := env.setup(); err != nil {
+						return err
 					}
-					return fmt.Errorf("%w (log: %s)", err, logf.Name())
+					if err := w.prepare(env); err != nil {
+						return err
+					}
+					addr, err := freeAddr()
+					if err != nil {
+						return err
+					}
+					sctx, cancel := context.WithCancel(ctx)
+					defer cancel()
+					cmd, _ := s.start(sctx, addr, w.kubeSchedulerFlags)
+					logf, err := logs(env.ns)
+					if err != nil {
+						return err
+					}
+					defer logf.Close()
+					cmd.Stdout, cmd.Stderr = logf, logf
+					watchCtx, stopWatch := context.WithCancel(ctx)
+					defer stopWatch()
+					if err := env.watchBindings(watchCtx); err != nil {
+						return err
+					}
+					loadBefore, err := snapshotAPILoad(ctx, client, cl.APIServerPID(), cl.EtcdPID())
+					if err != nil {
+						return err
+					}
+					begin := time.Now()
+					if err := cmd.Start(); err != nil {
+						return err
+					}
+					exited := make(chan struct{})
+					var exit error
+					go func() {
+						exit = cmd.Wait()
+						close(exited)
+					}()
+					defer func() {
+						cmd.Process.Signal(os.Interrupt)
+						<-exited
+					}()
+					if err := w.drive(env, begin); err != nil {
+						return fmt.Errorf("%w (log: %s)", err, logf.Name())
+					}
+					if err := env.waitAll(exited, 10*time.Minute); err != nil {
+						if errors.Is(err, errExited) {
+							err = fmt.Errorf("%w (%v)", err, exit)
+						}
+						return fmt.Errorf("%w (log: %s)", err, logf.Name())
+					}
+					first, last := env.bindSpan()
+					r.elapsed, r.firstBind = last.Sub(begin), first.Sub(begin)
+					r.pods = len(env.pods)
+					r.p50, r.p99 = env.percentiles()
+					r.peakRSS = peakRSS(cmd.Process.Pid)
+					r.schedCPU = procCPU(cmd.Process.Pid)
+					loadAfter, err := snapshotAPILoad(ctx, client, cl.APIServerPID(), cl.EtcdPID())
+					if err != nil {
+						return err
+					}
+					r.load = loadAfter.since(loadBefore)
+					metrics, err := scrape(httpc, s.metricsURL(addr), token)
+					if err != nil {
+						return err
+					}
+					r.attempts = metricSum(metrics, "scheduler_schedule_attempts_total")
+					r.schedAlloc = metricSum(metrics, "go_memstats_alloc_bytes_total")
+					if w.report != nil {
+						r.report = w.report(env, metrics)
+					}
+					return nil
+				}()
+				if r.err != nil {
+					fmt.Fprintf(os.Stderr, "  %v\n", r.err)
 				}
-				first, last := env.bindSpan()
-				r.elapsed, r.firstBind = last.Sub(begin), first.Sub(begin)
-				r.pods = len(env.pods)
-				r.p50, r.p99 = env.percentiles()
-				r.peakRSS = peakRSS(cmd.Process.Pid)
-				r.schedCPU = procCPU(cmd.Process.Pid)
-				loadAfter, err := snapshotAPILoad(ctx, client, cl.APIServerPID(), cl.EtcdPID())
-				if err != nil {
-					return err
+				results = append(results, r)
+				if leftover != nil {
+					// The next runs would share the cluster with what is left.
+					print(os.Stdout, results)
+					return fmt.Errorf("%s on %s: %w; stopped, as the next runs would see what is left", w.name, s.name, leftover)
 				}
-				r.load = loadAfter.since(loadBefore)
-				metrics, err := scrape(httpc, s.metricsURL(addr), token)
-				if err != nil {
-					return err
-				}
-				r.attempts = metricSum(metrics, "scheduler_schedule_attempts_total")
-				r.schedAlloc = metricSum(metrics, "go_memstats_alloc_bytes_total")
-				if w.report != nil {
-					r.report = w.report(env, metrics)
-				}
-				return nil
-			}()
-			if r.err != nil {
-				fmt.Fprintf(os.Stderr, "  %v\n", r.err)
-			}
-			results = append(results, r)
-			if leftover != nil {
-				// The next runs would share the cluster with what is left.
-				print(os.Stdout, results)
-				return fmt.Errorf("%s on %s: %w; stopped, as the next runs would see what is left", w.name, s.name, leftover)
 			}
 		}
 	}
@@ -344,6 +357,9 @@ func print(w io.Writer, results []result) {
 	fmt.Fprintln(tw, "workload\tscheduler\tran\tpods\tpods/s\tfirst bind\ttime to bind p50\tp99\tattempts/pod\tpeak RSS\t")
 	for _, r := range results {
 		ran := [...]string{"", "1st", "2nd"}[r.position]
+		if r.pair > 1 {
+			ran = fmt.Sprintf("%s (pair %d)", ran, r.pair)
+		}
 		if r.err != nil {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t\tfailed: %v\t\t\t\t\t\t\n", r.workload, r.scheduler, ran, r.err)
 			continue
@@ -355,6 +371,7 @@ func print(w io.Writer, results []result) {
 	tw.Flush()
 	printReports(w, results)
 	printAPILoad(w, results)
+	printPairs(w, results)
 }
 
 // scrape returns the text of a scheduler's metrics endpoint.
@@ -395,6 +412,16 @@ func freeAddr() (string, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().String(), nil
+}
+
+// runNamespace is the namespace of a run of workload by the scheduler
+// named podScheduler in the p-th pair (from 0): a pair's own, since a
+// deleted namespace stays terminating with no controller to finish it.
+func runNamespace(workload, podScheduler string, p int) string {
+	if p == 0 {
+		return sanitize(workload + "-" + podScheduler)
+	}
+	return sanitize(fmt.Sprintf("%s-%s-%d", workload, podScheduler, p+1))
 }
 
 func sanitize(s string) string {
