@@ -170,21 +170,7 @@ func TestConcurrentCacheQueueBudgetCycle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); q.Run(ctx) }()
-	wg.Add(1)
-	go func() { defer wg.Done(); cl.run(ctx) }()
-	wg.Add(1)
-	go func() { // the scheduling loop
-		defer wg.Done()
-		for {
-			info, err := q.Pop(ctx)
-			if err != nil {
-				return
-			}
-			s.ScheduleOne(ctx, info)
-		}
-	}()
+	runLoops(ctx, &wg, q, cl, s)
 	var producers sync.WaitGroup
 	producers.Add(3)
 	go func() { // the node informer
@@ -302,3 +288,20 @@ func (r *lockedReporter) Unschedulable(context.Context, *v1.Pod, string, string,
 }
 func (r *lockedReporter) Scheduled(context.Context, *v1.Pod, string)           {}
 func (r *lockedReporter) Warn(context.Context, runtime.Object, string, string) {}
+
+// runLoops runs q's Run, srv's run and a scheduling loop (q.Pop, then
+// s.ScheduleOne) on goroutines of their own, each added to wg, until ctx
+// ends.
+func runLoops(ctx context.Context, wg *sync.WaitGroup, q *schedq.Queue[types.NamespacedName, *v1.Pod], srv *fakeServer, s *Scheduler) {
+	wg.Go(func() { q.Run(ctx) })
+	wg.Go(func() { srv.run(ctx) })
+	wg.Go(func() {
+		for {
+			info, err := q.Pop(ctx)
+			if err != nil {
+				return
+			}
+			s.ScheduleOne(ctx, info)
+		}
+	})
+}

@@ -61,19 +61,7 @@ func TestConcurrentGangGate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
-	wg.Add(3)
-	go func() { defer wg.Done(); q.Run(ctx) }()
-	go func() { defer wg.Done(); cl.run(ctx) }()
-	go func() { // the scheduling loop
-		defer wg.Done()
-		for {
-			info, err := q.Pop(ctx)
-			if err != nil {
-				return
-			}
-			s.ScheduleOne(ctx, info)
-		}
-	}()
+	runLoops(ctx, &wg, q, cl, s)
 	var producers sync.WaitGroup
 	producers.Add(2)
 	go func() { // the pod informer

@@ -92,23 +92,10 @@ func burstPreemption(t *testing.T, fw *profile.Framework, churn func(context.Con
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
-	wg.Add(3)
 	if churn != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); churn(ctx, h) }()
+		wg.Go(func() { churn(ctx, h) })
 	}
-	go func() { defer wg.Done(); q.Run(ctx) }()
-	go func() { defer wg.Done(); srv.run(ctx) }()
-	go func() {
-		defer wg.Done()
-		for {
-			info, err := q.Pop(ctx)
-			if err != nil {
-				return
-			}
-			s.ScheduleOne(ctx, info)
-		}
-	}()
+	runLoops(ctx, &wg, q, srv, s)
 	for i := range preemptors {
 		srv.add(prioPod(fmt.Sprint("high", i), 1000, 100))
 	}
