@@ -101,15 +101,7 @@ func TestForecastMemberBeyondMinCountStartsOnItsOwn(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for n, want := range tc.want {
-				pf, _ := f.Of(types.NamespacedName{Namespace: "default", Name: n})
-				switch {
-				case want < 0 && pf.Starts:
-					t.Errorf("%s: starts after %v, want no start (it never binds)", n, pf.Wait)
-				case want >= 0 && (!pf.Starts || pf.Wait < want || pf.Wait > want+time.Second):
-					t.Errorf("%s: got %+v, want a start after about %v", n, pf, want)
-				}
-			}
+			checkWaits(t, f, tc.want)
 		})
 	}
 }
@@ -161,15 +153,23 @@ func TestForecastPodGroupPolicies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for n, want := range tc.want {
-				pf, _ := f.Of(types.NamespacedName{Namespace: "default", Name: n})
-				switch {
-				case want < 0 && pf.Starts:
-					t.Errorf("%s: starts after %v, want no start", n, pf.Wait)
-				case want >= 0 && (!pf.Starts || pf.Wait < want || pf.Wait > want+time.Second):
-					t.Errorf("%s: got %+v, want a start after about %v", n, pf, want)
-				}
-			}
+			checkWaits(t, f, tc.want)
 		})
+	}
+}
+
+// checkWaits checks each pod of want (in namespace default) against f:
+// a wait of -1 wants no start within the horizon, else a start after
+// about that wait.
+func checkWaits(t *testing.T, f *Forecast, want map[string]time.Duration) {
+	t.Helper()
+	for n, w := range want {
+		pf, _ := f.Of(types.NamespacedName{Namespace: "default", Name: n})
+		switch {
+		case w < 0 && pf.Starts:
+			t.Errorf("%s: starts after %v, want no start within the horizon", n, pf.Wait)
+		case w >= 0 && (!pf.Starts || pf.Wait < w || pf.Wait > w+time.Second):
+			t.Errorf("%s: got %+v, want a start after about %v", n, pf, w)
+		}
 	}
 }
