@@ -111,8 +111,8 @@ func (f *Framework) SignPod(ctx context.Context, pod *v1.Pod) fwk.PodSignature {
 // signKey appends to buf what SignPod's memo keys pod by, and returns
 // it: pod's type, and the protobuf encodings of its metadata but its
 // name, uid, annotations, creationTimestamp, resourceVersion and
-// managedFields (signedMeta), its spec and its status
-// (appendSignedEncoding); false if they could not be encoded. No signer
+// managedFields (signedMeta), its spec and its status but the names of
+// its claims (appendSignedEncoding); false if they could not be encoded. No signer
 // of kube-scheduler v1.37.2's registry or of schedq's reads those six
 // (the framework signs the scheduler's name, and each plugin the spec
 // fields it filters and scores by, and InterPodAffinity the labels);
@@ -136,7 +136,7 @@ func signKey(buf []byte, pod *v1.Pod) ([]byte, bool) {
 }
 
 // sameBytesForSigning reports whether a and b have the same bytes in
-// their type, in their metadata but the six fields signMemo.same leaves
+// their type, in their metadata but the six fields signKey leaves
 // out, in their spec and in their status: then every pointer, slice, map
 // and string in those is the same, so they are equal (the pod has no
 // floating-point field, where a NaN's bytes would equal themselves;
@@ -146,7 +146,7 @@ func sameBytesForSigning(a, b *v1.Pod) bool {
 	return a.TypeMeta == b.TypeMeta && sameBytes(&am, &bm) && sameBytes(&a.Spec, &b.Spec) && sameBytes(&a.Status, &b.Status)
 }
 
-// signedMeta is p's metadata with the six fields signMemo.same leaves
+// signedMeta is p's metadata with the six fields signKey leaves
 // out cleared.
 func signedMeta(p *v1.Pod) metav1.ObjectMeta {
 	m := p.ObjectMeta
@@ -156,17 +156,25 @@ func signedMeta(p *v1.Pod) metav1.ObjectMeta {
 }
 
 // appendSignedEncoding appends to buf the protobuf encodings of p's
-// signedMeta, spec and status, each after its length, and returns it;
-// false if one of them could not be encoded. Kubernetes' generated
-// encoders write every field that is set, map entries in the order of
-// their keys, and quantities in their canonical form, so two pods'
-// encodings are equal exactly when their values are (signMemo.same).
-// O(p's fields); it allocates only when buf must grow, or for a quantity
-// whose canonical form is not kept.
+// signedMeta, spec and status but its resourceClaimStatuses, each after
+// its length, and returns it; false if one of them could not be
+// encoded. Kubernetes' generated encoders write every field that is
+// set, map entries in the order of their keys, and quantities in their
+// canonical form, so two pods' encodings are equal exactly when their
+// values are (signKey). No signer reads the resourceClaimStatuses (the
+// names of the claims made for the pod from its templates, one of its
+// own per pod: with them, every pod of a claim template had a key of
+// its own); upstream's DynamicResources refuses to sign a pod with
+// claims by its spec alone. O(p's fields); it allocates only when buf
+// must grow, or for a quantity whose canonical form is not kept.
 func appendSignedEncoding(buf []byte, p *v1.Pod) ([]byte, bool) {
 	// Each part is encoded by its concrete type's methods: through an
 	// interface, the metadata's copy would escape to the heap.
 	meta := signedMeta(p)
+	status := p.Status
+	if signKeyClaimStatusesOut {
+		status.ResourceClaimStatuses = nil
+	}
 	var start, n int
 	var err error
 	buf, start = encbuf.Grow(buf, meta.Size())
@@ -177,12 +185,16 @@ func appendSignedEncoding(buf []byte, p *v1.Pod) ([]byte, bool) {
 	if n, err = p.Spec.MarshalToSizedBuffer(buf[start:]); err != nil || start+n != len(buf) {
 		return buf, false
 	}
-	buf, start = encbuf.Grow(buf, p.Status.Size())
-	if n, err = p.Status.MarshalToSizedBuffer(buf[start:]); err != nil || start+n != len(buf) {
+	buf, start = encbuf.Grow(buf, status.Size())
+	if n, err = status.MarshalToSizedBuffer(buf[start:]); err != nil || start+n != len(buf) {
 		return buf, false
 	}
 	return buf, true
 }
+
+// signKeyClaimStatusesOut turns on appendSignedEncoding's leaving out
+// of the pod's resourceClaimStatuses; tests turn it off to compare.
+var signKeyClaimStatusesOut = true
 
 // sameBytes reports whether *a and *b have the same bytes (see
 // sameBytesForSigning).

@@ -142,3 +142,50 @@ func TestSignPodMemoKeepsEachKind(t *testing.T) {
 		}
 	}
 }
+
+// TestSignPodMemoLeavesOutClaimStatuses: a pod's status names the claims
+// made for it from its templates, one of its own per pod, and no signer
+// reads those names, so pods of one template that differ in them alone
+// have one key, and the second gets the first's signature again (with
+// the names in the key, each pod of a claim template was signed afresh);
+// upstream signs them alike, with the claims in their spec (not
+// signable) and with the names in their status alone (signed).
+func TestSignPodMemoLeavesOutClaimStatuses(t *testing.T) {
+	f := defaultFramework(t, Cluster{Nodes: []*v1.Node{node("n1", "a")}})
+	named := func(name string, inSpec bool) *v1.Pod {
+		return pod(name, "", func(p *v1.Pod) {
+			p.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("200m")}
+			if inSpec {
+				p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("gpu-template")}}
+			}
+			p.Status.ResourceClaimStatuses = []v1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr.To(name + "-gpu")}}
+		})
+	}
+	for _, tc := range []struct {
+		name   string
+		inSpec bool
+		signed bool
+	}{
+		{"claims in the spec", true, false},
+		{"claim names in the status alone", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := named("a-"+tc.name, tc.inSpec), named("b-"+tc.name, tc.inSpec)
+			ka, _ := signKey(nil, a)
+			kb, _ := signKey(nil, b)
+			if !bytes.Equal(ka, kb) {
+				t.Error("pods differing in their claims' names have keys apart")
+			}
+			for _, p := range []*v1.Pod{a, b} {
+				if got, want := f.SignPod(t.Context(), p), f.Framework().SignPod(t.Context(), p); !bytes.Equal(got, want) || (got != nil) != tc.signed {
+					t.Fatalf("%s: signature %q, upstream's %q, want signed %v", p.Name, got, want, tc.signed)
+				}
+			}
+			if tc.signed {
+				if x, y := f.SignPod(t.Context(), a), f.SignPod(t.Context(), named("c-"+tc.name, tc.inSpec)); &x[0] != &y[0] {
+					t.Error("a third pod of the template was signed afresh")
+				}
+			}
+		})
+	}
+}

@@ -176,7 +176,7 @@ func renamed(p *v1.Pod, name string) *v1.Pod {
 	return &cp
 }
 
-// TestPodHasNoFloats: signMemo.same's comparison of bytes is exact only
+// TestPodHasNoFloats: sameBytesForSigning's comparison of bytes is exact only
 // for types without floating-point fields (a NaN's bytes equal themselves,
 // DeepEqual's NaN does not); this fails if kube's Pod gains one.
 func TestPodHasNoFloats(t *testing.T) {
