@@ -36,7 +36,8 @@ type DRANodeLister interface {
 	// NodeSlice gives it, and what NodeSlice gives is a function of
 	// the published slice object, what state holds of its pool's
 	// devices, its node's NodeInfo in the snapshot and the pod's
-	// requests (its signature without claims, DRAFilterKey), and of
+	// requests (its signature without claims, which the scheduler's memo
+	// keys verdicts by besides DRAFilterKey), and of
 	// nothing else. If so the manager takes state as its list would
 	// have (a later list gathers its own).
 	NodeLists(state *structured.AllocatedState) bool

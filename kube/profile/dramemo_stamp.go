@@ -23,8 +23,9 @@ import (
 // In a lazy cycle (DRANodeLister) the slice is the published one, and
 // the stamp is marked lazy: the slice the allocator is given there is
 // a function of the published slice, its pool's count, the node's
-// NodeInfo and what the pod asks (NodeLists' terms), so the same
-// stamp, generation and key still give the same answer. A lazy stamp is
+// NodeInfo and the pod's requests (NodeLists' terms), so the same
+// stamp, generation, key and signature without claims (which holds the
+// requests, where DRAFilterKey may not) still give the same answer. A lazy stamp is
 // never equal to a stamp of a cycle that lists every slice.
 type DRAStamp struct {
 	slice *resourceapi.ResourceSlice
@@ -33,9 +34,10 @@ type DRAStamp struct {
 }
 
 // DRAFilterKey returns what DynamicResources' answers in the cycle of cs
-// depend on besides each node's DRAStamp (what the pod asks: its
-// claims' specs and classes, its requests, the classes that serve
-// extended resources), and true, if they may be kept from cycle to
+// depend on besides each node's DRAStamp and the pod's requests (what
+// the pod asks: its claims' specs and classes, the classes that serve
+// extended resources, and its requests only if there are such classes:
+// asksOf), and true, if they may be kept from cycle to
 // cycle node by node: DynamicResources' memo serves the cycle (every
 // claim still to allocate, each node's slices its own, not a PodGroup's
 // cycle) and the allocated state is the one the DRA manager keeps and

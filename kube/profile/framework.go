@@ -60,10 +60,12 @@ type Framework struct {
 	factory *syncFactory
 	cancel  context.CancelFunc
 	norm    *normalizer // nil: no ScoreTable
-	signs   signMemo    // SignPod's last signature
+	signs   signMemo    // SignPod's signatures by pod
 	// signWrites counts the writes of the objects a signer reads besides
-	// the pod: every write of the synchronous factory, or, on a real
-	// cluster, those of the kinds spreadSigner reads (signInputs).
+	// the pod: those of the kinds spreadSigner reads and of
+	// DeviceClasses, as the synchronous factory makes them
+	// (syncFactory.wrote) or, on a real cluster, as its informers see
+	// them (signInputs).
 	signWrites *atomic.Uint64
 	// postFilters are the profile's PostFilter plugins but
 	// DefaultPreemption (RunPostFilterWithoutPreemption).

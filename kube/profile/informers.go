@@ -8,6 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/informers/apps"
@@ -34,8 +37,9 @@ type syncFactory struct {
 	informers.SharedInformerFactory
 	mu        sync.Mutex
 	informers map[reflect.Type]*syncInformer
-	// writes counts the calls of Add, Update and Delete (read by
-	// Framework.SignPod's memo).
+	// writes counts the calls of Add, Update and Delete of an object of
+	// a kind a signer reads (signedKind), each once the informer's store
+	// and handlers have it (read by Framework.SignPod's memo).
 	writes atomic.Uint64
 	// missing are the namespace lister's not-found errors (syncCore).
 	missing notFoundMemo
@@ -92,7 +96,7 @@ func (f *syncFactory) WaitForCacheSync(<-chan struct{}) map[reflect.Type]bool {
 // one, so that a later plugin finds it) and tells that informer's
 // handlers. An object with the key of one stored is an update. O(handlers).
 func (f *syncFactory) Add(obj runtime.Object) error {
-	f.writes.Add(1)
+	defer f.wrote(obj)
 	inf, err := f.informerOf(obj)
 	if err != nil {
 		return err
@@ -104,7 +108,7 @@ func (f *syncFactory) Add(obj runtime.Object) error {
 // handlers (OnUpdate with the old object); it is an error if none is
 // stored. O(handlers).
 func (f *syncFactory) Update(obj runtime.Object) error {
-	f.writes.Add(1)
+	defer f.wrote(obj)
 	inf, err := f.informerOf(obj)
 	if err != nil {
 		return err
@@ -116,12 +120,45 @@ func (f *syncFactory) Update(obj runtime.Object) error {
 // (OnDelete with the stored object); it is an error if none is stored.
 // O(handlers).
 func (f *syncFactory) Delete(obj runtime.Object) error {
-	f.writes.Add(1)
+	defer f.wrote(obj)
 	inf, err := f.informerOf(obj)
 	if err != nil {
 		return err
 	}
 	return inf.delete(obj)
+}
+
+// wrote counts a write of obj in f.writes if a signer reads objects of
+// its kind (signedKind), else not: the pods' and nodes' writes of a
+// replay (a binding, a claim allocated) then leave SignPod's memo
+// standing. Called once the write is done (deferred), so that a
+// signature computed meanwhile, from the store before the write, is
+// kept with the count before it and not reused after. O(1).
+func (f *syncFactory) wrote(obj runtime.Object) {
+	if !signCountAll && !signedKind(obj) {
+		return
+	}
+	f.writes.Add(1)
+}
+
+// signCountAll, set by tests, makes every write count for SignPod's
+// memo, as before signedKind.
+var signCountAll bool
+
+// signedKind reports whether a signer of the registry may read objects
+// of obj's kind besides the pod it signs: the Services,
+// ReplicationControllers, ReplicaSets and StatefulSets spreadSigner
+// reads, and the DeviceClasses NodeResourcesFit's and
+// BalancedAllocation's signers read through the DRA manager's resolver.
+// These are the kinds whose writes signInputs counts on a real cluster;
+// every other signer of kube-scheduler v1.37.2 and of schedq reads the
+// pod's fields alone (Framework.SignPod). O(1).
+func signedKind(obj runtime.Object) bool {
+	switch obj.(type) {
+	case *corev1.Service, *corev1.ReplicationController, *appsv1.ReplicaSet, *appsv1.StatefulSet, *resourcev1.DeviceClass:
+		return true
+	}
+	return false
 }
 
 // ErrUnread is the error of AddObject, UpdateObject and DeleteObject for

@@ -3,6 +3,7 @@ package profile
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -19,40 +20,56 @@ import (
 	"github.com/schedq/schedq/kube/internal/encbuf"
 )
 
-// signMemo is the last signature SignPod computed, with the pod it was
-// computed for and the synchronous factory's write count then.
+// signMemo is SignPod's memo: the signatures it computed since the
+// write count (Framework.signWrites) was last another, by what signKey
+// reads of each pod signed, and the last pod signed with its signature
+// (read first: a pod that shares its bytes with it needs no key).
+// The trace's pods come in some 140 signatures, each in turn, and a
+// cycle of a pod with claims signs the pod (which upstream's
+// DynamicResources refuses to sign) and its copy without claims
+// (SignWithoutClaims): a memo of the last pod alone answered 2% of the
+// calls.
 type signMemo struct {
-	mu     sync.Mutex
-	pod    *v1.Pod
-	sig    fwk.PodSignature
-	writes uint64
-	// enc is encFor's appendSignedEncoding (encFor is pod once a
-	// comparison needed it), scratch the last pod's compared with it:
-	// both kept for their memory.
-	enc, scratch []byte
-	encFor       *v1.Pod
+	mu      sync.Mutex
+	writes  uint64
+	last    *v1.Pod
+	lastSig fwk.PodSignature
+	byKey   map[string]fwk.PodSignature
+	// scratch holds the key of the pod being signed, kept for its
+	// memory.
+	scratch []byte
 }
 
+// signMemoByKey turns on signMemo's signatures by key; tests turn it
+// off to compare with a memo of the last pod alone.
+var signMemoByKey = true
+
+// signMemoMax bounds the signatures signMemo keeps by key; past it they
+// are dropped, and kept again as pods come.
+const signMemoMax = 1024
+
 // SignPod returns the framework's signature of pod, as upstream's
-// Framework.SignPod computes it. A pod equal to the last one signed but
+// Framework.SignPod computes it. A pod equal to one signed before but
 // for its name and UID, its annotations, its creation time, its resource
-// version and its managed fields (signMemo.same) gets that pod's
+// version and its managed fields (signKey) gets that pod's
 // signature again while no object a signer reads has been added, updated
 // or deleted since: every signer of the registry reads nothing but the
 // pod's fields, and none of those six, except PodTopologySpread's
 // (spreadSigner), which also reads the Services and controllers of its
 // namespace, and NodeResourcesFit's and BalancedAllocation's, which also
 // read the DeviceClasses that serve extended resources (the DRA
-// manager's resolver). With the synchronous
-// informers (the simulator's) any write counts; on a real cluster, the
-// writes of those kinds, which the informers' handlers count
+// manager's resolver). The writes of those kinds count: on the
+// synchronous informers (the simulator's), as the factory makes them
+// (syncFactory.wrote; a binding or a claim allocated does not reset the
+// memo); on a real cluster, as the informers' handlers see them
 // (signInputs). Upstream's
 // sign metrics are then not observed for that pod. The signature's bytes
 // are shared: callers must not change them.
 //
-// O(the pod's fields) when reused (one comparison, which skips what the
-// two pods share), else upstream's cost (each signer's fragments, and
-// JSON). Safe for concurrent use.
+// O(1) for a pod that shares its bytes with the last one signed, else
+// O(the pod's fields) when reused (its key encoded and looked up), else
+// upstream's cost (each signer's fragments, and JSON). Safe for
+// concurrent use.
 func (f *Framework) SignPod(ctx context.Context, pod *v1.Pod) fwk.PodSignature {
 	if f.signWrites == nil {
 		return f.fwk.SignPod(ctx, pod)
@@ -60,69 +77,66 @@ func (f *Framework) SignPod(ctx context.Context, pod *v1.Pod) fwk.PodSignature {
 	m := &f.signs
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	writes := f.signWrites.Load()
-	if m.pod != nil && m.writes == writes && m.same(pod) {
-		return m.sig
+	if writes := f.signWrites.Load(); m.writes != writes || m.byKey == nil {
+		m.writes, m.last, m.lastSig = writes, nil, nil
+		if m.byKey == nil {
+			m.byKey = map[string]fwk.PodSignature{}
+		}
+		clear(m.byKey)
+	}
+	if m.last != nil && (m.last == pod || sameBytesForSigning(m.last, pod)) {
+		return m.lastSig
+	}
+	ok := false
+	if signMemoByKey {
+		m.scratch, ok = signKey(m.scratch[:0], pod)
+	}
+	if ok {
+		if sig, hit := m.byKey[string(m.scratch)]; hit {
+			m.last, m.lastSig = pod, sig
+			return sig
+		}
 	}
 	sig := f.fwk.SignPod(ctx, pod)
-	m.pod, m.sig, m.writes = pod, sig, writes
+	if ok {
+		if len(m.byKey) >= signMemoMax {
+			clear(m.byKey)
+		}
+		m.byKey[string(m.scratch)] = sig
+	}
+	m.last, m.lastSig = pod, sig
 	return sig
 }
 
-// same reports whether m.pod and pod are equal in every field
-// but metadata's name, uid, annotations, creationTimestamp,
-// resourceVersion and managedFields. No signer of kube-scheduler
-// v1.37.2's registry or of schedq's reads those six (the framework signs
-// the scheduler's name, and each plugin the spec fields it filters and
-// scores by, and InterPodAffinity the labels); pods made one by one from
-// a template differ in them, as a trace's or a forecast's pods do in
-// their creation time and declared runtime, and pods from an API server
-// in their resource version and managed fields (whose timestamps differ).
-// Parts whose bytes are the same (the pods share every list, map and
-// pointer in them, as pods copied from one template do) are equal
-// without more; else the two pods' protobuf encodings of the other
-// fields are compared (appendSignedEncoding), which is equality of their
-// values as the API defines it: a list or map that is empty equals one
-// that is absent, and a quantity equals the same quantity written
-// otherwise ("0.1" and "100m"), where reflect.DeepEqual tells them apart;
-// no plugin does.
-// m.pod's encoding is kept for the next pod and the two buffers reused:
-// no allocation once they have grown, where reflect.DeepEqual of two pods
-// decoded apart (an API server's: they share no list, map or pointer)
-// took about ten times the CPU and allocated. When pod differs, its
-// encoding, if made, becomes the memo's (SignPod then remembers pod).
-// The caller holds m.mu; m.pod is not nil.
-func (m *signMemo) same(pod *v1.Pod) bool {
-	a := m.pod
-	switch {
-	case a == pod:
-		return true
-	case a.TypeMeta != pod.TypeMeta:
-		return false
-	case sameBytesForSigning(a, pod):
-		return true
+// signKey appends to buf what SignPod's memo keys pod by, and returns
+// it: pod's type, and the protobuf encodings of its metadata but its
+// name, uid, annotations, creationTimestamp, resourceVersion and
+// managedFields (signedMeta), its spec and its status but the names of
+// its claims (appendSignedEncoding); false if they could not be encoded. No signer
+// of kube-scheduler v1.37.2's registry or of schedq's reads those six
+// (the framework signs the scheduler's name, and each plugin the spec
+// fields it filters and scores by, and InterPodAffinity the labels);
+// pods made one by one from a template differ in them, as a trace's or a
+// forecast's pods do in their creation time and declared runtime, and
+// pods from an API server in their resource version and managed fields
+// (whose timestamps differ). Two pods' keys are equal exactly when the
+// rest of their values are, as the API defines equality: a list or map
+// that is empty equals one that is absent, and a quantity equals the
+// same quantity written otherwise ("0.1" and "100m"), where
+// reflect.DeepEqual tells them apart; no plugin does. O(pod's fields);
+// it allocates only when buf must grow, or for a quantity whose
+// canonical form is not kept (reflect.DeepEqual of two pods decoded
+// apart, an API server's, took about ten times the CPU and allocated).
+func signKey(buf []byte, pod *v1.Pod) ([]byte, bool) {
+	for _, s := range []string{pod.Kind, pod.APIVersion} {
+		buf = binary.AppendUvarint(buf, uint64(len(s)))
+		buf = append(buf, s...)
 	}
-	if m.encFor != a {
-		m.encFor = nil
-		var ok bool
-		if m.enc, ok = appendSignedEncoding(m.enc[:0], a); !ok {
-			return false
-		}
-		m.encFor = a
-	}
-	var ok bool
-	if m.scratch, ok = appendSignedEncoding(m.scratch[:0], pod); !ok {
-		return false
-	}
-	if bytes.Equal(m.enc, m.scratch) {
-		return true
-	}
-	m.enc, m.scratch, m.encFor = m.scratch, m.enc, pod
-	return false
+	return appendSignedEncoding(buf, pod)
 }
 
 // sameBytesForSigning reports whether a and b have the same bytes in
-// their type, in their metadata but the six fields signMemo.same leaves
+// their type, in their metadata but the six fields signKey leaves
 // out, in their spec and in their status: then every pointer, slice, map
 // and string in those is the same, so they are equal (the pod has no
 // floating-point field, where a NaN's bytes would equal themselves;
@@ -132,7 +146,7 @@ func sameBytesForSigning(a, b *v1.Pod) bool {
 	return a.TypeMeta == b.TypeMeta && sameBytes(&am, &bm) && sameBytes(&a.Spec, &b.Spec) && sameBytes(&a.Status, &b.Status)
 }
 
-// signedMeta is p's metadata with the six fields signMemo.same leaves
+// signedMeta is p's metadata with the six fields signKey leaves
 // out cleared.
 func signedMeta(p *v1.Pod) metav1.ObjectMeta {
 	m := p.ObjectMeta
@@ -142,17 +156,25 @@ func signedMeta(p *v1.Pod) metav1.ObjectMeta {
 }
 
 // appendSignedEncoding appends to buf the protobuf encodings of p's
-// signedMeta, spec and status, each after its length, and returns it;
-// false if one of them could not be encoded. Kubernetes' generated
-// encoders write every field that is set, map entries in the order of
-// their keys, and quantities in their canonical form, so two pods'
-// encodings are equal exactly when their values are (signMemo.same).
-// O(p's fields); it allocates only when buf must grow, or for a quantity
-// whose canonical form is not kept.
+// signedMeta, spec and status but its resourceClaimStatuses, each after
+// its length, and returns it; false if one of them could not be
+// encoded. Kubernetes' generated encoders write every field that is
+// set, map entries in the order of their keys, and quantities in their
+// canonical form, so two pods' encodings are equal exactly when their
+// values are (signKey). No signer reads the resourceClaimStatuses (the
+// names of the claims made for the pod from its templates, one of its
+// own per pod: with them, every pod of a claim template had a key of
+// its own); upstream's DynamicResources refuses to sign a pod with
+// claims by its spec alone. O(p's fields); it allocates only when buf
+// must grow, or for a quantity whose canonical form is not kept.
 func appendSignedEncoding(buf []byte, p *v1.Pod) ([]byte, bool) {
 	// Each part is encoded by its concrete type's methods: through an
 	// interface, the metadata's copy would escape to the heap.
 	meta := signedMeta(p)
+	status := p.Status
+	if signKeyClaimStatusesOut {
+		status.ResourceClaimStatuses = nil
+	}
 	var start, n int
 	var err error
 	buf, start = encbuf.Grow(buf, meta.Size())
@@ -163,12 +185,16 @@ func appendSignedEncoding(buf []byte, p *v1.Pod) ([]byte, bool) {
 	if n, err = p.Spec.MarshalToSizedBuffer(buf[start:]); err != nil || start+n != len(buf) {
 		return buf, false
 	}
-	buf, start = encbuf.Grow(buf, p.Status.Size())
-	if n, err = p.Status.MarshalToSizedBuffer(buf[start:]); err != nil || start+n != len(buf) {
+	buf, start = encbuf.Grow(buf, status.Size())
+	if n, err = status.MarshalToSizedBuffer(buf[start:]); err != nil || start+n != len(buf) {
 		return buf, false
 	}
 	return buf, true
 }
+
+// signKeyClaimStatusesOut turns on appendSignedEncoding's leaving out
+// of the pod's resourceClaimStatuses; tests turn it off to compare.
+var signKeyClaimStatusesOut = true
 
 // sameBytes reports whether *a and *b have the same bytes (see
 // sameBytesForSigning).

@@ -47,6 +47,18 @@ func TestSignPodMemo(t *testing.T) {
 	}), false)
 }
 
+// sameForSigning reports whether SignPod's memo takes a and b for the
+// same pod: their bytes (sameBytesForSigning) or their keys (signKey)
+// are equal.
+func sameForSigning(a, b *v1.Pod) bool {
+	if sameBytesForSigning(a, b) {
+		return true
+	}
+	ka, okA := signKey(nil, a)
+	kb, okB := signKey(nil, b)
+	return okA && okB && bytes.Equal(ka, kb)
+}
+
 // TestSameForSigning: only the name, UID, annotations, creation time,
 // resource version and managed fields may differ.
 func TestSameForSigning(t *testing.T) {
@@ -58,6 +70,7 @@ func TestSameForSigning(t *testing.T) {
 	}{
 		{"another name", pod("b", ""), true},
 		{"another namespace", pod("b", "", func(p *v1.Pod) { p.Namespace = "other" }), false},
+		{"another API version", pod("b", "", func(p *v1.Pod) { p.APIVersion = "v2" }), false},
 		{"another label", pod("b", "", func(p *v1.Pod) { p.Labels["x"] = "y" }), false},
 		{"a node name", pod("b", "n1"), false},
 		{"a status", pod("b", "", func(p *v1.Pod) { p.Status.Phase = v1.PodRunning }), false},
@@ -84,7 +97,7 @@ func TestSameForSigning(t *testing.T) {
 		}), false},
 	}
 	for _, c := range cases {
-		if got := (&signMemo{pod: a}).same(c.b); got != c.want {
+		if got := sameForSigning(a, c.b); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
@@ -92,13 +105,13 @@ func TestSameForSigning(t *testing.T) {
 	// differ, so this is the encodings' answer.
 	prio := func(v int32) func(*v1.Pod) { return func(p *v1.Pod) { p.Spec.Priority = &v } }
 	a = pod("a", "", prio(5))
-	if !(&signMemo{pod: a}).same(pod("b", "", prio(5))) {
+	if !sameForSigning(a, pod("b", "", prio(5))) {
 		t.Error("an equal priority of its own: different")
 	}
-	if (&signMemo{pod: a}).same(pod("b", "", prio(6))) {
+	if sameForSigning(a, pod("b", "", prio(6))) {
 		t.Error("another priority: the same")
 	}
-	if b := renamed(a, "b"); !(&signMemo{pod: a}).same(b) {
+	if b := renamed(a, "b"); !sameForSigning(a, b) {
 		t.Error("a renamed copy of a pod with a priority: different")
 	}
 }
@@ -163,7 +176,7 @@ func renamed(p *v1.Pod, name string) *v1.Pod {
 	return &cp
 }
 
-// TestPodHasNoFloats: signMemo.same's comparison of bytes is exact only
+// TestPodHasNoFloats: sameBytesForSigning's comparison of bytes is exact only
 // for types without floating-point fields (a NaN's bytes equal themselves,
 // DeepEqual's NaN does not); this fails if kube's Pod gains one.
 func TestPodHasNoFloats(t *testing.T) {

@@ -190,10 +190,13 @@ func TestFrameworkFilterMemoOffWhileAPlacedPodRepels(t *testing.T) {
 
 // TestFilterMemoFrontByPlace: the memo's front answers a node at a place
 // only for the NodeInfo object and generation it holds there, and falls
-// back to the verdict kept under the node's name otherwise: a node that
-// changed (a new generation of the same object) is not answered from its
-// old verdict, nor a node that took another's place, even with the
-// generation that one had.
+// back to the verdict kept under the node's name for another object: a
+// node that changed (a new generation of the same object) is not
+// answered from its old verdict, nor a node that took another's place,
+// even with the generation that one had. A place that holds the node
+// itself with another verdict settles it as a miss, without the look-up
+// by name (a verdict written for the node at another place since is not
+// read: the node is filtered again).
 func TestFilterMemoFrontByPlace(t *testing.T) {
 	node := func(name string, gen int64) *framework.NodeInfo {
 		ni := framework.NewNodeInfo()
@@ -209,6 +212,9 @@ func TestFilterMemoFrontByPlace(t *testing.T) {
 		ni     func(n1, n2 *framework.NodeInfo) *framework.NodeInfo
 		wantOK bool
 		wantSt string
+		// newer: n1's verdict by name is for generation 9, its place's
+		// for 5.
+		newer bool
 	}{
 		{name: "the node at its place", at: 0, ni: func(n1, _ *framework.NodeInfo) *framework.NodeInfo { return n1 }, wantOK: true, wantSt: "n1"},
 		{name: "the node changed at its place", at: 0, ni: func(n1, _ *framework.NodeInfo) *framework.NodeInfo {
@@ -220,6 +226,13 @@ func TestFilterMemoFrontByPlace(t *testing.T) {
 			n1.Generation = 9
 			return n1
 		}},
+		{name: "the node changed at its place, its new verdict kept by name", at: 0, ni: func(n1, _ *framework.NodeInfo) *framework.NodeInfo {
+			// A verdict written for n1 elsewhere (n1 filtered at another
+			// place, a node having come or gone): the place settles,
+			// the look-up by name is skipped, and the node is filtered.
+			n1.Generation = 9
+			return n1
+		}, newer: true},
 		{name: "another node object with the place's generation", at: 0, ni: func(_, _ *framework.NodeInfo) *framework.NodeInfo { return node("n3", 5) }},
 		{name: "a new object of the node, of its generation", at: 0, ni: func(_, _ *framework.NodeInfo) *framework.NodeInfo { return node("n1", 5) }, wantOK: true, wantSt: "n1"},
 		{name: "past the front", at: 7, ni: func(_, n2 *framework.NodeInfo) *framework.NodeInfo { return n2 }, wantOK: true, wantSt: "n2"},
@@ -232,6 +245,9 @@ func TestFilterMemoFrontByPlace(t *testing.T) {
 				v := memoVerdict{gen: ni.Generation, st: fwk.NewStatus(fwk.Unschedulable, ni.Node().Name), code: fwk.Unschedulable}
 				m.nodes[ni.Node().Name] = v
 				m.place(i, ni, v)
+			}
+			if c.newer {
+				m.nodes["n1"] = memoVerdict{gen: 9, st: fwk.NewStatus(fwk.Unschedulable, "n1 at 9"), code: fwk.Unschedulable}
 			}
 			ni := c.ni(n1, n2)
 			v, ok := m.lookup(c.at, ni, ni.GetGeneration(), profile.DRAStamp{})
