@@ -33,6 +33,14 @@ var (
 			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3")}}}}
 	}
 	withOverhead = func(p *v1.Pod) { p.Spec.Overhead = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")} }
+	// resizeFound sets the pod's PodResizePending condition with reason
+	// (Infeasible: PodRequests then counts the containers without a
+	// status as asking nothing, whatever their spec says).
+	resizeFound = func(reason string) func(*v1.Pod) {
+		return func(p *v1.Pod) {
+			p.Status.Conditions = []v1.PodCondition{{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: reason}}
+		}
+	}
 )
 
 // memoSequence is a run of pods, each with whether the memo answers it
@@ -57,6 +65,8 @@ var memoSequence = []struct {
 	{"the same overhead", pod("m", "", asksCPU("1"), withOverhead), false},
 	{"back to the first pod's requests", pod("n", "", asksCPU("1")), false},
 	{"and again", pod("o", "", asksCPU("1")), true},
+	{"the same spec with a resize found infeasible", pod("p", "", asksCPU("1"), resizeFound(v1.PodReasonInfeasible)), false},
+	{"the same spec with a resize deferred", pod("q", "", asksCPU("1"), resizeFound(v1.PodReasonDeferred)), false},
 }
 
 // TestPreScoreMemoKeeps: the memo calls the plugin's PreScore only for a
@@ -69,7 +79,7 @@ func TestPreScoreMemoKeeps(t *testing.T) {
 	calls := 0
 	inner := func(_ context.Context, cs fwk.CycleState, p *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
 		calls++
-		if len(p.Spec.Containers[0].Resources.Requests) == 0 && len(p.Status.ContainerStatuses) == 0 {
+		if len(p.Spec.Containers[0].Resources.Requests) == 0 && len(p.Status.ContainerStatuses) == 0 && len(p.Status.Conditions) == 0 {
 			return fwk.NewStatus(fwk.Skip)
 		}
 		cs.Write(key, &stateOf{p.Name})
@@ -213,6 +223,10 @@ func TestAppendRequestsKey(t *testing.T) {
 		{"an overhead", pod("h", "", asksCPU("1"), withOverhead), false, false},
 		{"a container status", pod("i", "", asksCPU("1"), resized), false, false},
 		{"status resources", pod("j", "", asksCPU("1"), func(p *v1.Pod) { p.Status.Resources = &v1.ResourceRequirements{} }), false, false},
+		{"a resize found infeasible", pod("k", "", asksCPU("1"), resizeFound(v1.PodReasonInfeasible)), false, false},
+		{"another condition", pod("l", "", asksCPU("1"), func(p *v1.Pod) {
+			p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse}}
+		}), true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want, _ := appendRequestsKey(nil, base)
