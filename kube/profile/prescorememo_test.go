@@ -2,6 +2,9 @@ package profile
 
 import (
 	"context"
+	"fmt"
+	"reflect"
+	"sync"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -145,25 +148,7 @@ func TestPreScoreMemoOffForOtherResources(t *testing.T) {
 // upstream's plugins do with their own PreScore.
 func TestPreScoreMemoScoresAsUpstream(t *testing.T) {
 	ctx := context.Background()
-	used := pod("used", "n1", asksCPU("3"))
-	f := defaultFramework(t, Cluster{Nodes: []*v1.Node{node("n1", "z"), node("n2", "z")}, Pods: []*v1.Pod{used}})
-	nodes, err := f.Snapshot().NodeInfos().List()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	argsOf := func(name string) runtime.Object {
-		for _, pc := range cfg.Profiles[0].PluginConfig {
-			if pc.Name == name {
-				return pc.Args
-			}
-		}
-		t.Fatalf("no args for %s", name)
-		return nil
-	}
+	f, nodes, argsOf := preScoreCluster(t)
 	inTree := frameworkplugins.NewInTreeRegistry()
 	for _, name := range []string{noderesources.Name, noderesources.BalancedAllocationName} {
 		t.Run(name, func(t *testing.T) {
@@ -198,6 +183,93 @@ func TestPreScoreMemoScoresAsUpstream(t *testing.T) {
 						t.Fatalf("%s on %s: score %d (%v), upstream's %d (%v)", tc.name, ni.Node().Name, a, sa, b, sb)
 					}
 				}
+			}
+		})
+	}
+}
+
+// preScoreCluster is the default profile's framework over two nodes, one
+// with a pod using 3 CPUs, its nodes, and the default profile's args of
+// a plugin by name.
+func preScoreCluster(t *testing.T) (*Framework, []fwk.NodeInfo, func(string) runtime.Object) {
+	t.Helper()
+	used := pod("used", "n1", asksCPU("3"))
+	f := defaultFramework(t, Cluster{Nodes: []*v1.Node{node("n1", "z"), node("n2", "z")}, Pods: []*v1.Pod{used}})
+	nodes, err := f.Snapshot().NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	argsOf := func(name string) runtime.Object {
+		for _, pc := range cfg.Profiles[0].PluginConfig {
+			if pc.Name == name {
+				return pc.Args
+			}
+		}
+		t.Fatalf("no args for %s", name)
+		return nil
+	}
+	return f, nodes, argsOf
+}
+
+// TestPreScoreMemoConcurrent: the registry's NodeResourcesFit and
+// BalancedAllocation, asked from several goroutines at once (cycles on
+// one framework, each scoring its nodes), give each pod the state of
+// its own requests: every score is the one upstream's plugins give the
+// pod alone. Run under -race, it fails if the memo is used unlocked.
+func TestPreScoreMemoConcurrent(t *testing.T) {
+	ctx := context.Background()
+	f, nodes, argsOf := preScoreCluster(t)
+	inTree := frameworkplugins.NewInTreeRegistry()
+	pods := []*v1.Pod{pod("one", "", asksCPU("1")), pod("two", "", asksCPU("2")), pod("idle", "", bestEffort)}
+	for _, name := range []string{noderesources.Name, noderesources.BalancedAllocationName} {
+		t.Run(name, func(t *testing.T) {
+			up, err := inTree[name](ctx, argsOf(name), f.fwk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type answer struct {
+				code   fwk.Code
+				scores []int64
+			}
+			scoreAll := func(pl fwk.Plugin, p *v1.Pod) answer {
+				cs := framework.NewCycleState()
+				st := pl.(fwk.PreScorePlugin).PreScore(ctx, cs, p, nodes)
+				a := answer{code: st.Code()}
+				if !st.IsSuccess() {
+					return a
+				}
+				for _, ni := range nodes {
+					s, _ := pl.(fwk.ScorePlugin).Score(ctx, cs, p, ni)
+					a.scores = append(a.scores, s)
+				}
+				return a
+			}
+			want := map[string]answer{}
+			for _, p := range pods {
+				want[p.Name] = scoreAll(up, p)
+			}
+			ours := registryPlugin(t, f, name, argsOf(name))
+			const workers, rounds = 4, 50
+			errs := make(chan string, workers*rounds)
+			var wg sync.WaitGroup
+			for w := range workers {
+				wg.Go(func() {
+					for i := range rounds {
+						p := pods[(w+i)%len(pods)]
+						if got := scoreAll(ours, p); !reflect.DeepEqual(got, want[p.Name]) {
+							errs <- fmt.Sprintf("%s: %v, upstream's %v", p.Name, got, want[p.Name])
+						}
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for e := range errs {
+				t.Error(e)
 			}
 		})
 	}
