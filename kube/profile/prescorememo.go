@@ -25,9 +25,9 @@ import (
 // resources and init containers' restart policies are those of the
 // last pod gets the last pod's state (or its Skip): the same object,
 // which no Score changes (its Clone is itself). Pods with what else
-// PodRequests reads (container statuses, status resources: an in-place
-// resize) or what the key does not hold (an overhead, pod-level
-// resources) go to upstream's PreScore, as do all pods of a plugin with a
+// PodRequests reads (container statuses, status resources, a resize
+// condition: an in-place resize) or what the key does not hold (an
+// overhead, pod-level resources) go to upstream's PreScore, as do all pods of a plugin with a
 // resource other than CPU, memory and ephemeral storage, whose state can
 // hold DRA's (getDRAPreScoredParams).
 type preScoreMemo struct {
@@ -102,13 +102,21 @@ func (m *preScoreMemo) preScore(ctx context.Context, cs fwk.CycleState, pod *v1.
 // pod for PreScore: the number of containers and each one's resources,
 // the number of init containers and each one's restart policy and
 // resources. False if the pod has container statuses, status resources,
-// an overhead or pod-level resources, which the key leaves out.
-// O(size of those resources), no allocation once b has room.
+// a resize condition (PodResizePending), an overhead or pod-level
+// resources, which the key leaves out. O(size of those resources and
+// the pod's conditions), no allocation once b has room.
 func appendRequestsKey(b []byte, pod *v1.Pod) ([]byte, bool) {
 	s := &pod.Status
 	if len(s.ContainerStatuses) > 0 || len(s.InitContainerStatuses) > 0 || len(s.EphemeralContainerStatuses) > 0 ||
 		s.Resources != nil || len(s.AllocatedResources) > 0 || len(pod.Spec.Overhead) > 0 || pod.Spec.Resources != nil {
 		return b, false
+	}
+	for i := range s.Conditions {
+		// An infeasible resize makes PodRequests count a container
+		// without a status as asking nothing, whatever its spec asks.
+		if s.Conditions[i].Type == v1.PodResizePending {
+			return b, false
+		}
 	}
 	b = binary.AppendUvarint(b, uint64(len(pod.Spec.Containers)))
 	for i := range pod.Spec.Containers {

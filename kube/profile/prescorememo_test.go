@@ -2,6 +2,9 @@ package profile
 
 import (
 	"context"
+	"fmt"
+	"reflect"
+	"sync"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -33,6 +36,14 @@ var (
 			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3")}}}}
 	}
 	withOverhead = func(p *v1.Pod) { p.Spec.Overhead = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")} }
+	// resizeFound sets the pod's PodResizePending condition with reason
+	// (Infeasible: PodRequests then counts the containers without a
+	// status as asking nothing, whatever their spec says).
+	resizeFound = func(reason string) func(*v1.Pod) {
+		return func(p *v1.Pod) {
+			p.Status.Conditions = []v1.PodCondition{{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: reason}}
+		}
+	}
 )
 
 // memoSequence is a run of pods, each with whether the memo answers it
@@ -57,6 +68,8 @@ var memoSequence = []struct {
 	{"the same overhead", pod("m", "", asksCPU("1"), withOverhead), false},
 	{"back to the first pod's requests", pod("n", "", asksCPU("1")), false},
 	{"and again", pod("o", "", asksCPU("1")), true},
+	{"the same spec with a resize found infeasible", pod("p", "", asksCPU("1"), resizeFound(v1.PodReasonInfeasible)), false},
+	{"the same spec with a resize deferred", pod("q", "", asksCPU("1"), resizeFound(v1.PodReasonDeferred)), false},
 }
 
 // TestPreScoreMemoKeeps: the memo calls the plugin's PreScore only for a
@@ -69,7 +82,7 @@ func TestPreScoreMemoKeeps(t *testing.T) {
 	calls := 0
 	inner := func(_ context.Context, cs fwk.CycleState, p *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
 		calls++
-		if len(p.Spec.Containers[0].Resources.Requests) == 0 && len(p.Status.ContainerStatuses) == 0 {
+		if len(p.Spec.Containers[0].Resources.Requests) == 0 && len(p.Status.ContainerStatuses) == 0 && len(p.Status.Conditions) == 0 {
 			return fwk.NewStatus(fwk.Skip)
 		}
 		cs.Write(key, &stateOf{p.Name})
@@ -135,25 +148,7 @@ func TestPreScoreMemoOffForOtherResources(t *testing.T) {
 // upstream's plugins do with their own PreScore.
 func TestPreScoreMemoScoresAsUpstream(t *testing.T) {
 	ctx := context.Background()
-	used := pod("used", "n1", asksCPU("3"))
-	f := defaultFramework(t, Cluster{Nodes: []*v1.Node{node("n1", "z"), node("n2", "z")}, Pods: []*v1.Pod{used}})
-	nodes, err := f.Snapshot().NodeInfos().List()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	argsOf := func(name string) runtime.Object {
-		for _, pc := range cfg.Profiles[0].PluginConfig {
-			if pc.Name == name {
-				return pc.Args
-			}
-		}
-		t.Fatalf("no args for %s", name)
-		return nil
-	}
+	f, nodes, argsOf := preScoreCluster(t)
 	inTree := frameworkplugins.NewInTreeRegistry()
 	for _, name := range []string{noderesources.Name, noderesources.BalancedAllocationName} {
 		t.Run(name, func(t *testing.T) {
@@ -193,6 +188,93 @@ func TestPreScoreMemoScoresAsUpstream(t *testing.T) {
 	}
 }
 
+// preScoreCluster is the default profile's framework over two nodes, one
+// with a pod using 3 CPUs, its nodes, and the default profile's args of
+// a plugin by name.
+func preScoreCluster(t *testing.T) (*Framework, []fwk.NodeInfo, func(string) runtime.Object) {
+	t.Helper()
+	used := pod("used", "n1", asksCPU("3"))
+	f := defaultFramework(t, Cluster{Nodes: []*v1.Node{node("n1", "z"), node("n2", "z")}, Pods: []*v1.Pod{used}})
+	nodes, err := f.Snapshot().NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	argsOf := func(name string) runtime.Object {
+		for _, pc := range cfg.Profiles[0].PluginConfig {
+			if pc.Name == name {
+				return pc.Args
+			}
+		}
+		t.Fatalf("no args for %s", name)
+		return nil
+	}
+	return f, nodes, argsOf
+}
+
+// TestPreScoreMemoConcurrent: the registry's NodeResourcesFit and
+// BalancedAllocation, asked from several goroutines at once (cycles on
+// one framework, each scoring its nodes), give each pod the state of
+// its own requests: every score is the one upstream's plugins give the
+// pod alone. Run under -race, it fails if the memo is used unlocked.
+func TestPreScoreMemoConcurrent(t *testing.T) {
+	ctx := context.Background()
+	f, nodes, argsOf := preScoreCluster(t)
+	inTree := frameworkplugins.NewInTreeRegistry()
+	pods := []*v1.Pod{pod("one", "", asksCPU("1")), pod("two", "", asksCPU("2")), pod("idle", "", bestEffort)}
+	for _, name := range []string{noderesources.Name, noderesources.BalancedAllocationName} {
+		t.Run(name, func(t *testing.T) {
+			up, err := inTree[name](ctx, argsOf(name), f.fwk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type answer struct {
+				code   fwk.Code
+				scores []int64
+			}
+			scoreAll := func(pl fwk.Plugin, p *v1.Pod) answer {
+				cs := framework.NewCycleState()
+				st := pl.(fwk.PreScorePlugin).PreScore(ctx, cs, p, nodes)
+				a := answer{code: st.Code()}
+				if !st.IsSuccess() {
+					return a
+				}
+				for _, ni := range nodes {
+					s, _ := pl.(fwk.ScorePlugin).Score(ctx, cs, p, ni)
+					a.scores = append(a.scores, s)
+				}
+				return a
+			}
+			want := map[string]answer{}
+			for _, p := range pods {
+				want[p.Name] = scoreAll(up, p)
+			}
+			ours := registryPlugin(t, f, name, argsOf(name))
+			const workers, rounds = 4, 50
+			errs := make(chan string, workers*rounds)
+			var wg sync.WaitGroup
+			for w := range workers {
+				wg.Go(func() {
+					for i := range rounds {
+						p := pods[(w+i)%len(pods)]
+						if got := scoreAll(ours, p); !reflect.DeepEqual(got, want[p.Name]) {
+							errs <- fmt.Sprintf("%s: %v, upstream's %v", p.Name, got, want[p.Name])
+						}
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for e := range errs {
+				t.Error(e)
+			}
+		})
+	}
+}
+
 // The key tells apart what PodRequests reads, and refuses what it leaves
 // out.
 func TestAppendRequestsKey(t *testing.T) {
@@ -213,6 +295,10 @@ func TestAppendRequestsKey(t *testing.T) {
 		{"an overhead", pod("h", "", asksCPU("1"), withOverhead), false, false},
 		{"a container status", pod("i", "", asksCPU("1"), resized), false, false},
 		{"status resources", pod("j", "", asksCPU("1"), func(p *v1.Pod) { p.Status.Resources = &v1.ResourceRequirements{} }), false, false},
+		{"a resize found infeasible", pod("k", "", asksCPU("1"), resizeFound(v1.PodReasonInfeasible)), false, false},
+		{"another condition", pod("l", "", asksCPU("1"), func(p *v1.Pod) {
+			p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse}}
+		}), true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want, _ := appendRequestsKey(nil, base)
