@@ -218,6 +218,10 @@ type draCycle struct {
 	memo *draMemo // whose shapes name each slice's devices and pool
 	mu   sync.Mutex
 	asks map[string]memoAnswer // the answers of earlier cycles to what the pod asks
+	// resolved is what the class resolver mapped the pod's extended
+	// resources to when asks was chosen (resolvedOf): an answer is
+	// added to asks only while it maps them so.
+	resolved string
 	// key is what the pod asks (asksOf) if the answers may be kept
 	// across cycles by node (DRAFilterKey): vers counts the changes of
 	// state's pools. Empty otherwise.
@@ -269,6 +273,14 @@ func (d *draMemo) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 	} else {
 		d.tap.arm()
 	}
+	// What the class resolver maps the pod's extended resources to,
+	// read before upstream's PreFilter reads it: on a real cluster the
+	// resolver takes a DeviceClass event after the lister asksOf reads
+	// has it, so the two are compared (newCycle).
+	var resolved string
+	if !asksNoDevices(pod) {
+		resolved, _ = d.resolvedOf(pod)
+	}
 	res, st := d.DynamicResources.PreFilter(ctx, cs, up, nodes)
 	list, state, lazied := d.tap.take()
 	d.pre.Unlock()
@@ -287,7 +299,7 @@ func (d *draMemo) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 		// cycle.
 		c = d.newLazyCycle(plan, state)
 	} else {
-		c = d.newCycle(pod, list, state)
+		c = d.newCycle(pod, list, state, resolved)
 	}
 	if c != nil {
 		cs.Write(draMemoKey, c)
@@ -299,10 +311,16 @@ func (d *draMemo) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod,
 // depend on more than filterKey reads. list and state are the slices and
 // the allocated state upstream's PreFilter read, as the tap kept them;
 // without either the allocator's view is not known, and there is no
-// memo.
-func (d *draMemo) newCycle(pod *v1.Pod, list []*resourceapi.ResourceSlice, state *structured.AllocatedState) *draCycle {
+// memo. resolved is what the class resolver mapped the pod's extended
+// resources to before upstream's PreFilter ran (resolvedOf): if it maps
+// them otherwise now, upstream's PreFilter may have read either, and
+// there is no memo.
+func (d *draMemo) newCycle(pod *v1.Pod, list []*resourceapi.ResourceSlice, state *structured.AllocatedState, resolved string) *draCycle {
 	asks, ok := d.asksOf(pod)
 	if !ok {
+		return nil
+	}
+	if now, _ := d.resolvedOf(pod); draResolverKeyOn && now != resolved {
 		return nil
 	}
 	if list == nil || state == nil {
@@ -312,7 +330,9 @@ func (d *draMemo) newCycle(pod *v1.Pod, list []*resourceapi.ResourceSlice, state
 	if !ok {
 		return nil
 	}
-	return d.startCycle(asks, len(list), pools, state)
+	c := d.startCycle(asks, len(list), pools, state)
+	c.resolved = resolved
+	return c
 }
 
 // startCycle is the memo of a cycle of what the pod asks (asks), over
@@ -576,8 +596,9 @@ var draAsksLeanOn = true
 // every DeviceClass that serves an extended resource (DRA serves those
 // of the pod that a node does not have): each that names an
 // extendedResourceName, and each whose implicit name the pod asks for
-// (implicitClasses), with, if there is any such class, the pod's
-// containers' requests (and its init containers' restart policies,
+// (implicitClasses), what the class resolver maps the pod's extended
+// resources to (resolvedOf: upstream reads the mapping there), with, if
+// there is any such class or mapping, the pod's containers' requests (and its init containers' restart policies,
 // which decide how they add up). Upstream's Filter reads the pod's
 // requests only for its extended resources that a class serves
 // (preFilterExtendedResources: none unless a class is found for one),
@@ -625,7 +646,18 @@ func (d *draMemo) asksOfExt(pod *v1.Pod) (string, bool, bool) {
 	classes = slices.DeleteFunc(slices.Clone(classes), func(c *resourceapi.DeviceClass) bool {
 		return c.Spec.ExtendedResourceName == nil && !implicit[c.Name]
 	})
-	if len(classes) > 0 && pod.UID != "" {
+	// Upstream reads which class serves an extended resource from the
+	// class resolver, which on a real cluster may not yet have the
+	// classes' last event: what it maps the pod's extended resources to
+	// is part of what the pod asks, so that an answer given while it
+	// and the lister disagree is not read once they agree.
+	resolved, served := d.resolvedOf(pod)
+	if !draResolverKeyOn {
+		resolved, served = "", false
+	}
+	served = served || len(classes) > 0
+	parts = append(parts, resolved)
+	if served && pod.UID != "" {
 		// A claim of the pod's extended resources left from an earlier
 		// attempt (its Unreserve's delete failed) makes upstream's
 		// Filter refuse every node, so that its PostFilter deletes the
@@ -640,7 +672,7 @@ func (d *draMemo) asksOfExt(pod *v1.Pod) (string, bool, bool) {
 			}
 		}
 	}
-	if len(classes) > 0 || !draAsksLeanOn {
+	if served || !draAsksLeanOn {
 		// An init container's restart policy says how its requests add
 		// up with the others': a sidecar's (Always) run beside the
 		// containers, a plain init container's are reused by them, so
@@ -660,7 +692,57 @@ func (d *draMemo) asksOfExt(pod *v1.Pod) (string, bool, bool) {
 		parts = append(parts, class.Name, class.CreationTimestamp.UnixNano(), class.Spec)
 	}
 	b, err := json.Marshal(parts)
-	return string(b), len(classes) > 0, err == nil
+	return string(b), served, err == nil
+}
+
+// draResolverKeyOn turns on asksOf's reading of the class resolver
+// (resolvedOf); tests turn it off to compare.
+var draResolverKeyOn = true
+
+// resolvedOf is what the DRA manager's class resolver maps pod's
+// extended resources to (each resource name the pod's containers, init
+// containers, overhead or pod-level resources name, with the class
+// that serves it), in the order of the names, and whether it maps any.
+// Upstream's PreFilter and Filter read the mapping there, not from the
+// DeviceClass lister: on a real cluster the resolver takes a class's
+// event from a handler of its own, after the lister has it. O(resource
+// names) look-ups.
+func (d *draMemo) resolvedOf(pod *v1.Pod) (string, bool) {
+	m := d.h.SharedDRAManager()
+	if m == nil {
+		return "", false
+	}
+	r := m.DeviceClassResolver()
+	if r == nil {
+		return "", false
+	}
+	var names []v1.ResourceName
+	note := func(l v1.ResourceList) {
+		for name := range l {
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	note(pod.Spec.Overhead)
+	if pod.Spec.Resources != nil {
+		note(pod.Spec.Resources.Requests)
+		note(pod.Spec.Resources.Limits)
+	}
+	for _, ctrs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range ctrs {
+			note(ctrs[i].Resources.Requests)
+			note(ctrs[i].Resources.Limits)
+		}
+	}
+	slices.Sort(names)
+	var b []byte
+	for _, name := range names {
+		if class := r.GetDeviceClass(name); class != nil {
+			b = append(append(append(append(b, name...), '='), class.Name...), ';')
+		}
+	}
+	return string(b), len(b) > 0
 }
 
 // implicitClasses is the set of DeviceClasses pod asks devices of by
@@ -746,9 +828,14 @@ func (d *draMemo) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni
 			c.ran[ni.Node().Name] = true
 		}
 		c.mu.Unlock()
-		d.mu.Lock()
-		c.asks[key] = a
-		d.mu.Unlock()
+		// Kept for later cycles only while the class resolver maps the
+		// pod's extended resources as when the key was made: upstream's
+		// Filter reads it again at each node.
+		if now, _ := d.resolvedOf(pod); !draResolverKeyOn || now == c.resolved {
+			d.mu.Lock()
+			c.asks[key] = a
+			d.mu.Unlock()
+		}
 	}
 	return st
 }
