@@ -58,7 +58,23 @@ func (s *sim) draClient() *fake.Clientset {
 	c := profile.FakeClient()
 	c.PrependReactor("*", "resourceclaims", s.claimCall)
 	c.PrependReactor("patch", "pods", s.podStatusCall)
+	s.x.client = c
 	return c
+}
+
+// forgetCalls drops the calls the plugins' clientset recorded. client-go's
+// fake clientset keeps a deep copy of every call it is given, for tests to
+// read, and never lets one go: in a replay each placed pod's claim writes
+// (its allocation at PreBind, the reservation's removal at Unreserve)
+// stayed in memory until the run ended, a copy of the claim each (about
+// 14 MB of the 130% draw's 226 MB live heap, which every collection
+// marked again). Nothing in the simulator reads them. attempt calls it
+// before each attempt, so at most one attempt's and the events' since
+// are held. O(1).
+func (s *sim) forgetCalls() {
+	if c := s.x.client; c != nil {
+		c.ClearActions()
+	}
 }
 
 // claimCall answers one ResourceClaim call of the plugins. Unknown verbs

@@ -141,12 +141,16 @@ type draNodeEntry struct {
 // leaves out the same pods of slot's entry: the same UID, or neither on
 // the node (the pod being scheduled, which is on no node, differs from
 // cycle to cycle). O(1).
+//
+// The UIDs are compared only when slot.skip is on the node: when it is
+// not (skipOn, which is slot.e.uids[slot.skip]), the same UID is on no
+// entry of the node either, and the answer is the same without the
+// comparison, whose bytes were an earlier cycle's pod's, a cache miss per
+// node scored (0.7% of the 130% draw's samples). nowhere compares skip
+// with the UID it last found absent, the same string in a cycle.
 func (m *draNodeMemo) leavesOutAlike(slot *draNodeSlot, skip types.UID) bool {
-	if skip == slot.skip {
-		return true
-	}
 	if slot.skipOn {
-		return false
+		return skip == slot.skip
 	}
 	return m.nowhere(skip) || !slot.e.uids[skip]
 }

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/schedq/schedq/kube/framework"
 )
@@ -18,6 +19,9 @@ type extras struct {
 	traceLife map[types.NamespacedName]time.Duration // lifetimes of trace pods
 	gpu       *gpuDevices                            // the per-GPU model of a trace, nil without
 	gpuDRA    *gpuDRAModel                           // GPUDevices' policy when DRA allocates a trace's GPUs, nil without
+	// client is the clientset the plugins write with (draClient), nil
+	// before the frameworks are made.
+	client *fake.Clientset
 	// gpuClaims names, for each pod group of the scenario that asks for
 	// a trace's GPUs replayed as DRA devices, the template its pods
 	// claim them from (scenarioGPUClaims).

@@ -448,6 +448,7 @@ func (s *sim) poppable() bool { return s.core.Poppable() }
 
 // attempt runs one scheduling cycle at now.
 func (s *sim) attempt(ctx context.Context, info scheduler.Attempt) {
+	s.forgetCalls()
 	if info.Group != "" {
 		s.groupAttempt(ctx, info)
 		return
