@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 )
 
@@ -22,6 +23,24 @@ import (
 type Memo struct {
 	w      Workload
 	scores map[memoKey]memoScore
+	// cpus is the workload's classes' CPU requests, sorted, without
+	// repeats (cpuLevel); shares keeps ShareGPU's choices.
+	cpus   []int64
+	shares map[shareKey]int8
+}
+
+// shareKey is what FGD's choice of the GPU of a share reads of the node
+// and the request (ShareGPU): the node's model, GPUs and each one's free
+// thousandths, the share, and the CPU levels (cpuLevel) of the node's
+// free CPU before and after the share's pod is placed. Memory, the
+// node's capacities and the request's models do not enter Frag, nor the
+// choice among GPUs.
+type shareKey struct {
+	model         string
+	free          [maxMemoGPUs]int16
+	gpus          int8
+	share         int64
+	before, after int
 }
 
 // memoScore is a kept score, with the GPUs FGD chose (as bits) for Choose.
@@ -54,7 +73,74 @@ type memoKey struct {
 
 // NewMemo returns an empty Memo for FGD's scores against the workload w.
 func NewMemo(w Workload) *Memo {
-	return &Memo{w: w, scores: map[memoKey]memoScore{}}
+	var cpus []int64
+	for _, c := range w {
+		cpus = append(cpus, c.Req.CPU)
+	}
+	slices.Sort(cpus)
+	return &Memo{w: w, scores: map[memoKey]memoScore{}, cpus: slices.Compact(cpus), shares: map[shareKey]int8{}}
+}
+
+// cpuLevel is how many of the workload's classes' CPU requests (each
+// counted once) are at most cpu: fragFor reads a node's free CPU only
+// as whether a class's CPU fits in it, so two amounts of free CPU of
+// one level give every class the same fragmentation. O(log classes).
+func (m *Memo) cpuLevel(cpu int64) int {
+	i, _ := slices.BinarySearch(m.cpus, cpu+1)
+	return i
+}
+
+// memoShareChoiceOn turns on ShareGPU's keep; tests turn it off to
+// compare.
+var memoShareChoiceOn = true
+
+// ShareGPU is the GPU FGD puts the share r (r.Shared()) on, on n: the
+// GPUs of Choose(n, r), its one GPU, or -1 if none holds r. The choice
+// is the GPU whose fragmentation after the share is least (Frag's
+// sigmoid, the first of equals), and Frag reads of n its model, its
+// GPUs' free thousandths and, of its free CPU, only its level
+// (cpuLevel): the choice is kept by those before and after the share
+// (shareKey), so nodes of one model whose GPUs are used alike share it
+// whatever their memory and the pod's, and whatever their free CPU
+// within a level. O(GPUs + log classes) for a kept choice.
+func (m *Memo) ShareGPU(n *Node, r Request) int {
+	k, ok := m.shareKeyOf(n, r)
+	if !ok || !memoShareChoiceOn {
+		if _, at := m.Choose(n, r); len(at) == 1 {
+			return at[0]
+		}
+		return -1
+	}
+	if at, ok := m.shares[k]; ok {
+		return int(at)
+	}
+	at := -1
+	if _, gpus := m.Choose(n, r); len(gpus) == 1 {
+		at = gpus[0]
+	}
+	if len(m.shares) >= maxMemoScores {
+		clear(m.shares)
+	}
+	m.shares[k] = int8(at)
+	return at
+}
+
+// shareKeyOf is the key of FGD's choice of a GPU for the share r on n;
+// false if r is not a share, or n has too many GPUs for the key or a
+// GPU's free share outside 0 to Milli.
+func (m *Memo) shareKeyOf(n *Node, r Request) (shareKey, bool) {
+	if !r.Shared() || len(n.Free) > maxMemoGPUs {
+		return shareKey{}, false
+	}
+	k := shareKey{model: n.Model, gpus: int8(len(n.Free)), share: r.Share,
+		before: m.cpuLevel(n.CPUFree), after: m.cpuLevel(n.CPUFree - r.CPU)}
+	for i, f := range n.Free {
+		if f < 0 || f > Milli {
+			return shareKey{}, false
+		}
+		k.free[i] = int16(f)
+	}
+	return k, true
 }
 
 // Choose is FGD.Score(n, r, w, nil): FGD's score of n for r and the GPUs
