@@ -80,7 +80,7 @@ type draMemo struct {
 
 	mu     sync.Mutex
 	shapes map[*resourceapi.ResourceSlice]sliceShape // each slice seen
-	ids    map[string]string                         // shape's name of each spec seen, as JSON
+	ids    map[string]string                         // shape's name of each spec seen, by specBytes
 	next   uint64                                    // the last name given; never reused
 	// across keeps answers from cycle to cycle: by what the pod asks
 	// (claimsOf), then by filterKey. Cleared with the shapes, whose
@@ -140,7 +140,7 @@ type sliceUse struct {
 // devices reordered: a lister that orders a node's devices for the pod
 // gives new objects as the cluster fills): kept, they would hold every
 // slice object ever seen. The names of the specs (ids) and the answers
-// kept by them (across) stay: a name is given to one spec, as JSON, for
+// kept by them (across) stay: a name is given to one spec (specBytes) for
 // good, so a slice object shaped again gets the name its spec had, and
 // a key made after names what a key made before named (dropped with
 // them, 4 times on the draw at 130% under FGD, the answers cost some
@@ -921,9 +921,9 @@ func (c *draCycle) appendSlice(b []byte, sh sliceShape) []byte {
 }
 
 // shape names sl's spec without its node name and pool name (specs
-// alike get one name, a short decimal number) and lists its devices'
-// IDs. Computed once per slice object (O(its devices) then, O(1) after).
-// Concurrency-safe.
+// alike get one name, a short decimal number; alike: the same bytes in
+// specBytes) and lists its devices' IDs. Computed once per slice object
+// (O(its devices) then, O(1) after). Concurrency-safe.
 func (d *draMemo) shape(sl *resourceapi.ResourceSlice) sliceShape {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -932,7 +932,7 @@ func (d *draMemo) shape(sl *resourceapi.ResourceSlice) sliceShape {
 	}
 	spec := sl.Spec
 	spec.NodeName, spec.Pool.Name = nil, ""
-	b, err := json.Marshal(spec)
+	b, err := specBytes(&spec)
 	if err != nil {
 		b = []byte("\x00" + sl.Name) // alike no other slice
 	}
@@ -948,4 +948,23 @@ func (d *draMemo) shape(sl *resourceapi.ResourceSlice) sliceShape {
 	}
 	d.shapes[sl] = sh
 	return sh
+}
+
+// draSpecProtoOn turns on specBytes' protobuf encoding; tests turn it
+// off to compare with JSON's.
+var draSpecProtoOn = true
+
+// specBytes is spec encoded as the API encodes it: protobuf (its
+// generated code writes every field the type declares, map entries in
+// the order of their keys), or JSON with draSpecProtoOn off. Two specs
+// of the same bytes are alike to upstream's allocator: protobuf tells
+// every field apart but an empty list or map from an absent one, which
+// the allocator reads alike. The JSON took five to ten times as
+// long, and each new object the lister orders is named: under FGD,
+// 16,000 times on the draw at 130%, 1.6% of the run. O(spec's size).
+func specBytes(spec *resourceapi.ResourceSliceSpec) ([]byte, error) {
+	if !draSpecProtoOn {
+		return json.Marshal(spec)
+	}
+	return spec.Marshal()
 }
