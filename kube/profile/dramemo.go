@@ -714,13 +714,20 @@ func (d *draMemo) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni
 	if c == nil {
 		return d.DynamicResources.Filter(ctx, cs, pod, ni)
 	}
-	key := d.filterKey(c, ni)
+	g := c.group(ni.Node().Name)
 	c.mu.Lock()
-	a, ok := c.answers[key]
+	b := d.appendKey(c, ni, g)
+	// Looked up by the bytes (no string made): most visits find an
+	// answer.
+	a, ok := c.answers[string(b)]
 	if !ok {
 		d.mu.Lock()
-		a, ok = c.asks[key]
+		a, ok = c.asks[string(b)]
 		d.mu.Unlock()
+	}
+	var key string
+	if !ok {
+		key = string(b)
 	}
 	c.mu.Unlock()
 	if ok {
@@ -812,13 +819,23 @@ func cycleMemo(cs fwk.CycleState) *draCycle {
 // allocatable and whether each is zero (DRA serves an extended resource
 // the pod asks for only where the node has none). Slices within a pool,
 // and pools, are sorted, so the order the lister gives them in does not
-// matter. O(the node's devices), one allocation per call for a node of
-// one pool of one slice.
+// matter. O(the node's devices), one allocation per call (the string)
+// for a node of one pool of one slice; Filter looks answers up by
+// appendKey's bytes instead.
 func (d *draMemo) filterKey(c *draCycle, ni fwk.NodeInfo) string {
-	node := ni.Node()
-	pools := c.group(node.Name).slices()
+	g := c.group(ni.Node().Name)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return string(d.appendKey(c, ni, g))
+}
+
+// appendKey is filterKey's bytes, in c.buf, valid while c.mu is held
+// (called with it held), for the node's slices g (c.group's). Without
+// allocating for a node of one pool of one slice whose use is kept
+// (appendUse) and of at most eight extended resources.
+func (d *draMemo) appendKey(c *draCycle, ni fwk.NodeInfo, g *nodeSlices) []byte {
+	node := ni.Node()
+	pools := g.slices()
 	b := c.buf[:0]
 	if len(pools) == 1 && len(pools[0]) == 1 {
 		b = d.appendUse(c, b, pools[0][0])
@@ -837,13 +854,16 @@ func (d *draMemo) filterKey(c *draCycle, ni fwk.NodeInfo) string {
 			b = append(b, p...)
 		}
 	}
-	features := slices.Clone(node.Status.DeclaredFeatures)
-	slices.Sort(features)
+	features := node.Status.DeclaredFeatures
+	if !slices.IsSorted(features) {
+		features = slices.Sorted(slices.Values(features))
+	}
 	for _, f := range features {
 		b = append(append(b, f...), 4)
 	}
 	alloc := ni.GetAllocatable().GetScalarResources()
-	names := make([]string, 0, len(alloc))
+	var few [8]string
+	names := few[:0]
 	for name := range alloc {
 		names = append(names, string(name))
 	}
@@ -854,7 +874,7 @@ func (d *draMemo) filterKey(c *draCycle, ni fwk.NodeInfo) string {
 		b = append(b, 2)
 	}
 	c.buf = b
-	return string(b)
+	return b
 }
 
 // appendUse is c.appendSlice for sl, or the bytes it gave for sl before
