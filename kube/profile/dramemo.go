@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -123,9 +122,6 @@ type draMemo struct {
 	pubCounted bool
 
 	locks claimLocks // PodGroup members' PreBinds, by shared claim (drashare.go)
-	// listsHint is the number of nodes the last lazy cycle listed
-	// (draCycle.lists), to size the next one's.
-	listsHint atomic.Int64
 }
 
 // sliceShape is a slice's shape name (shape) and its devices' IDs, in
@@ -443,9 +439,11 @@ type nodeSlices struct {
 	pool  dra.UniqueString
 	named bool
 	// derived is, for a published grouping of one slice, the grouping
-	// of the last object the lister gave for it (derivedLike), under
-	// the memo's pre.
-	derived *nodeSlices
+	// of the last object the lister gave for it, derivedOf (derivedLike),
+	// under the memo's pre. The object is kept beside the grouping, so
+	// that the check reads no other memory than g's.
+	derived   *nodeSlices
+	derivedOf *resourceapi.ResourceSlice
 }
 
 // groupOf is the nodeSlices of a node's pools. O(1).

@@ -226,9 +226,7 @@ func (d *draMemo) pubPoolsOf(list []*resourceapi.ResourceSlice, count uint64, co
 // first. O(1).
 func (d *draMemo) newLazyCycle(plan *lazyPlan, state *structured.AllocatedState) *draCycle {
 	c := d.startCycle(plan.asks, plan.n, nil, state)
-	c.lazy, c.pub, c.pubTok = true, plan.pub, plan.tok
-	// Sized as the last lazy cycle's: the map grew by doubling in each.
-	c.lists = make(map[string]*nodeSlices, d.listsHint.Load())
+	c.lazy, c.pub, c.pubTok, c.lists = true, plan.pub, plan.tok, map[string]*nodeSlices{}
 	return c
 }
 
@@ -289,7 +287,6 @@ func (c *draCycle) group(node string) *nodeSlices {
 		}
 	}
 	c.lists[node] = g
-	c.memo.listsHint.Store(int64(len(c.lists)))
 	return g
 }
 
@@ -300,12 +297,12 @@ func (c *draCycle) group(node string) *nodeSlices {
 // held, which guards derived. O(1).
 func (g *nodeSlices) derivedLike(pools [][]*resourceapi.ResourceSlice) *nodeSlices {
 	one := len(pools) == 1 && len(pools[0]) == 1
-	if one && draDerivedKeptOn && g.derived != nil && g.derived.pools[0][0] == pools[0][0] {
+	if one && draDerivedKeptOn && g.derived != nil && g.derivedOf == pools[0][0] {
 		return g.derived
 	}
 	out := groupLike(pools, g)
 	if one {
-		g.derived = out
+		g.derived, g.derivedOf = out, pools[0][0]
 	}
 	return out
 }
