@@ -26,7 +26,7 @@ type Memo struct {
 	// cpus is the workload's classes' CPU requests, sorted, without
 	// repeats (cpuLevel); shares keeps ShareGPU's choices.
 	cpus   []int64
-	shares map[shareKey]int8
+	shares map[shareKey]memoScore
 }
 
 // shareKey is what FGD's choice of the GPU of a share reads of the node
@@ -78,7 +78,7 @@ func NewMemo(w Workload) *Memo {
 		cpus = append(cpus, c.Req.CPU)
 	}
 	slices.Sort(cpus)
-	return &Memo{w: w, scores: map[memoKey]memoScore{}, cpus: slices.Compact(cpus), shares: map[shareKey]int8{}}
+	return &Memo{w: w, scores: map[memoKey]memoScore{}, cpus: slices.Compact(cpus), shares: map[shareKey]memoScore{}}
 }
 
 // cpuLevel is how many of the workload's classes' CPU requests (each
@@ -95,34 +95,66 @@ func (m *Memo) cpuLevel(cpu int64) int {
 var memoShareChoiceOn = true
 
 // ShareGPU is the GPU FGD puts the share r (r.Shared()) on, on n: the
-// GPUs of Choose(n, r), its one GPU, or -1 if none holds r. The choice
-// is the GPU whose fragmentation after the share is least (Frag's
-// sigmoid, the first of equals), and Frag reads of n its model, its
-// GPUs' free thousandths and, of its free CPU, only its level
-// (cpuLevel): the choice is kept by those before and after the share
-// (shareKey), so nodes of one model whose GPUs are used alike share it
-// whatever their memory and the pod's, and whatever their free CPU
-// within a level. O(GPUs + log classes) for a kept choice.
+// GPUs of Choose(n, r), its one GPU, or -1 if none holds r. FGD's
+// score and choice of a share read of n its model, its GPUs' free
+// thousandths and, of its free CPU, only its level (cpuLevel), before
+// and after the share (the choice is the GPU whose fragmentation after
+// the share is least, by Frag's rounded sigmoid, the first of equals):
+// they are kept by those (shareKey) besides Choose's key, so nodes of
+// one model whose GPUs are used alike share them whatever their memory
+// and the pod's, and whatever their free CPU within a level. An answer
+// found by shareKey is kept under Choose's key too, as Choose would
+// keep it, so that a later Choose of that node finds it (GPUDevices'
+// score asks Choose of the nodes the lister ordered). O(GPUs + log
+// classes) for a kept answer.
 func (m *Memo) ShareGPU(n *Node, r Request) int {
-	k, ok := m.shareKeyOf(n, r)
+	sk, ok := m.shareKeyOf(n, r)
 	if !ok || !memoShareChoiceOn {
-		if _, at := m.Choose(n, r); len(at) == 1 {
-			return at[0]
-		}
-		return -1
+		return oneGPU(m.Choose(n, r))
 	}
-	if at, ok := m.shares[k]; ok {
-		return int(at)
+	ck, ok := memoKeyOf(n, r, nil)
+	if !ok {
+		return oneGPU(m.Choose(n, r))
 	}
-	at := -1
-	if _, gpus := m.Choose(n, r); len(gpus) == 1 {
-		at = gpus[0]
+	ck.choose = true
+	if v, ok := m.scores[ck]; ok {
+		return gpuOf(v)
+	}
+	if v, ok := m.shares[sk]; ok {
+		m.keep(ck, v)
+		return gpuOf(v)
+	}
+	s, at := m.Choose(n, r)
+	v := memoScore{score: s, none: at == nil}
+	for _, g := range at {
+		v.at |= 1 << g
 	}
 	if len(m.shares) >= maxMemoScores {
 		clear(m.shares)
 	}
-	m.shares[k] = int8(at)
-	return at
+	m.shares[sk] = v
+	return oneGPU(s, at)
+}
+
+// oneGPU is the GPU of a share's GPUs at, -1 if there is not one.
+func oneGPU(_ int64, at []int) int {
+	if len(at) == 1 {
+		return at[0]
+	}
+	return -1
+}
+
+// gpuOf is the GPU of a kept share's answer, -1 if none holds it.
+func gpuOf(v memoScore) int {
+	if v.none {
+		return -1
+	}
+	for g := range maxMemoGPUs {
+		if v.at == 1<<g {
+			return g
+		}
+	}
+	return -1
 }
 
 // shareKeyOf is the key of FGD's choice of a GPU for the share r on n;

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -60,11 +61,16 @@ func TestMemoShareGPUAsFGD(t *testing.T) {
 					r.Models = []string{"V100"}
 				}
 				want := -1
-				if _, at := FGD.Score(n.Clone(), r, m.w, nil); len(at) == 1 {
+				score, at := FGD.Score(n.Clone(), r, m.w, nil)
+				if len(at) == 1 {
 					want = at[0]
 				}
 				if got := m.ShareGPU(n, r); got != want {
 					t.Fatalf("step %d: ShareGPU on %s %v (CPU free %d) for %+v = %d, FGD chooses %d", step, n.Model, n.Free, n.CPUFree, r, got, want)
+				}
+				// What ShareGPU kept for Choose is FGD's score too.
+				if got, gotAt := m.Choose(n, r); got != score || !slices.Equal(gotAt, at) {
+					t.Fatalf("step %d: Choose after ShareGPU on %s %v (CPU free %d) for %+v = %d %v, FGD gives %d %v", step, n.Model, n.Free, n.CPUFree, r, got, gotAt, score, at)
 				}
 			}
 		})
