@@ -84,3 +84,43 @@ func stuffIDs(m *draMemo, n int) {
 		m.ids[string(rune(i))+"stuffed"] = "x"
 	}
 }
+
+// TestDRAMemoForgetAgesShapes: a slice object named before forget drops
+// the objects keeps its name after (it is moved back from the older
+// round, not named again), and a new object of its spec gets that name;
+// once the names themselves go, the older round goes with them, and the
+// object is named afresh, apart from every name given before.
+func TestDRAMemoForgetAgesShapes(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		stuff     func(m *draMemo, n int)
+		kept      bool // the object's name kept
+		olderLeft int  // the objects in the older round after forget
+	}{
+		{name: "the objects dropped", stuff: stuffShapes, kept: true, olderLeft: 2*4 + 1025 + 1},
+		{name: "the names dropped after the objects", stuff: func(m *draMemo, n int) {
+			stuffShapes(m, n)
+			m.forget(n)
+			stuffIDs(m, n)
+		}, olderLeft: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &draMemo{shapes: map[*resourceapi.ResourceSlice]sliceShape{}, ids: map[string]string{},
+				across: map[string]map[string]memoAnswer{}, uses: map[*resourceapi.ResourceSlice]sliceUse{}}
+			_, sl := gpuNode("a", "V100", 2)
+			before := d.shape(sl).name
+			tc.stuff(d, 4)
+			d.forget(4)
+			if len(d.shapes) != 0 || len(d.older) != tc.olderLeft {
+				t.Fatalf("after forget: %d objects, %d older, want 0 and %d", len(d.shapes), len(d.older), tc.olderLeft)
+			}
+			after := d.shape(sl).name
+			if (after == before) != tc.kept {
+				t.Errorf("name %q after forget, %q before: kept %v, want %v", after, before, after == before, tc.kept)
+			}
+			if _, again := gpuNode("b", "V100", 2); d.shape(again).name != after {
+				t.Errorf("a new object of the spec named %q, want %q", d.shape(again).name, after)
+			}
+		})
+	}
+}

@@ -283,12 +283,33 @@ func (c *draCycle) group(node string) *nodeSlices {
 			}
 		}
 		if pools != nil {
-			g = groupLike(pools, pub)
+			g = pub.derivedLike(pools)
 		}
 	}
 	c.lists[node] = g
 	return g
 }
+
+// derivedLike is groupLike(pools, g) for the slices the lister gave for
+// g's (group), or, for a node of one slice, the grouping made last time
+// the lister gave that same object: made once per object the lister
+// gives instead of once per cycle and node. Called with the memo's pre
+// held, which guards derived. O(1).
+func (g *nodeSlices) derivedLike(pools [][]*resourceapi.ResourceSlice) *nodeSlices {
+	one := len(pools) == 1 && len(pools[0]) == 1
+	if one && draDerivedKeptOn && g.derived != nil && g.derivedOf == pools[0][0] {
+		return g.derived
+	}
+	out := groupLike(pools, g)
+	if one {
+		g.derived, g.derivedOf = out, pools[0][0]
+	}
+	return out
+}
+
+// draDerivedKeptOn turns on derivedLike's keep; tests turn it off to
+// compare.
+var draDerivedKeptOn = true
 
 // restrictedPreFilter runs upstream's PreFilter for pod on cs with the
 // slice list restricted to node's (group) and the cycle's allocated

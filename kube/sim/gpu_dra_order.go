@@ -349,8 +349,9 @@ func (d *draFullestFirst) fgdChoice(sl *resourceapi.ResourceSlice, left []int64,
 // fgdCompute is the index of the device FGD puts r on, on the node of
 // head (its figures, headOfNI) with its devices' thousandths left as
 // left says (-1 if none); ok is false if left is not one figure per GPU
-// of the node (no choice to keep). O(FGD's cost; gpu.Memo's lookup once
-// it knows the node's content).
+// of the node (no choice to keep). r is a share (listContext's fgd).
+// O(FGD's cost; gpu.Memo.ShareGPU's lookup once it knows a node of the
+// same model, GPUs' use and CPU levels).
 func (d *draFullestFirst) fgdCompute(head nodeHead, left []int64, r gpu.Request) (at int, ok bool) {
 	d.fgdComputes++
 	n := emptyNode(nodeIn{name: head.name, model: head.model, cpu: head.cpu, mem: head.mem, gpuMilli: head.gpuMilli,
@@ -359,11 +360,7 @@ func (d *draFullestFirst) fgdCompute(head nodeHead, left []int64, r gpu.Request)
 		return -1, false
 	}
 	copy(n.Free, left)
-	at = -1
-	if _, gpus := d.m.fgdMemo().Choose(n, r); len(gpus) == 1 {
-		at = gpus[0]
-	}
-	return at, true
+	return d.m.fgdMemo().ShareGPU(n, r), true
 }
 
 // maxFGDPicks bounds the requests whose choices are kept per slice.
