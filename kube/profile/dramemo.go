@@ -749,17 +749,7 @@ func (d *draMemo) resolvedOf(pod *v1.Pod) (string, bool) {
 			}
 		}
 	}
-	note(pod.Spec.Overhead)
-	if pod.Spec.Resources != nil {
-		note(pod.Spec.Resources.Requests)
-		note(pod.Spec.Resources.Limits)
-	}
-	for _, ctrs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range ctrs {
-			note(ctrs[i].Resources.Requests)
-			note(ctrs[i].Resources.Limits)
-		}
-	}
+	eachResourceList(pod, note)
 	slices.Sort(names)
 	var b []byte
 	for _, name := range names {
@@ -786,17 +776,7 @@ func implicitClasses(pod *v1.Pod) map[string]bool {
 			}
 		}
 	}
-	note(pod.Spec.Overhead)
-	if pod.Spec.Resources != nil {
-		note(pod.Spec.Resources.Requests)
-		note(pod.Spec.Resources.Limits)
-	}
-	for _, ctrs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range ctrs {
-			note(ctrs[i].Resources.Requests)
-			note(ctrs[i].Resources.Limits)
-		}
-	}
+	eachResourceList(pod, note)
 	return out
 }
 
@@ -1103,4 +1083,21 @@ func specBytes(spec *resourceapi.ResourceSliceSpec) ([]byte, error) {
 		return json.Marshal(spec)
 	}
 	return spec.Marshal()
+}
+
+// eachResourceList calls note with each list of resources pod names: its
+// overhead, its pod-level requests and limits, and each init and regular
+// container's requests and limits. O(containers).
+func eachResourceList(pod *v1.Pod, note func(v1.ResourceList)) {
+	note(pod.Spec.Overhead)
+	if pod.Spec.Resources != nil {
+		note(pod.Spec.Resources.Requests)
+		note(pod.Spec.Resources.Limits)
+	}
+	for _, ctrs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range ctrs {
+			note(ctrs[i].Resources.Requests)
+			note(ctrs[i].Resources.Limits)
+		}
+	}
 }
