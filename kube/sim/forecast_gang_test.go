@@ -83,25 +83,8 @@ func TestForecastMemberBeyondMinCountStartsOnItsOwn(t *testing.T) {
 			want: map[string]time.Duration{"m0": 0, "m1": 0, "m2": 30 * time.Minute}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			now := epoch.Add(time.Hour)
 			s := &sim{}
-			nodes := tc.free + 2
-			st := &ForecastState{Now: now,
-				Nodes:     newCluster().makeNodes(NodeGroup{Name: "n", Count: nodes, Capacity: map[string]string{"cpu": "4", "memory": "8Gi"}}),
-				PodGroups: []*schedulingPodGroup{s.podGroupObject("default", "g", tc.minCount, 0)},
-				Running: []RunningPod{
-					{Pod: testPod("soon", fmt.Sprintf("n-%d", tc.free), "4", "30m"), Started: now},
-					{Pod: testPod("late", fmt.Sprintf("n-%d", tc.free+1), "4", "5h"), Started: now},
-				},
-			}
-			for _, n := range []string{"m0", "m1", "m2"} {
-				st.Pending = append(st.Pending, inGroup(testPod(n, "", "4", "5h"), "g"))
-			}
-			f, err := RunForecast(&Scenario{Name: "t", Seed: 1}, st, ForecastOptions{Horizon: 2 * time.Hour})
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkWaits(t, f, tc.want)
+			checkWaits(t, gangForecast(t, s.podGroupObject("default", "g", tc.minCount, 0), tc.free), tc.want)
 		})
 	}
 }
@@ -134,26 +117,9 @@ func TestForecastPodGroupPolicies(t *testing.T) {
 			want: map[string]time.Duration{"m0": -1, "m1": -1, "m2": -1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			now := epoch.Add(time.Hour)
-			s := &sim{}
-			pg := s.podGroupObject("default", "g", 1, 0)
+			pg := (&sim{}).podGroupObject("default", "g", 1, 0)
 			tc.policy(pg)
-			st := &ForecastState{Now: now,
-				Nodes:     newCluster().makeNodes(NodeGroup{Name: "n", Count: 3, Capacity: map[string]string{"cpu": "4", "memory": "8Gi"}}),
-				PodGroups: []*schedulingPodGroup{pg},
-				Running: []RunningPod{
-					{Pod: testPod("soon", "n-1", "4", "30m"), Started: now},
-					{Pod: testPod("late", "n-2", "4", "5h"), Started: now},
-				},
-			}
-			for _, n := range []string{"m0", "m1", "m2"} {
-				st.Pending = append(st.Pending, inGroup(testPod(n, "", "4", "5h"), "g"))
-			}
-			f, err := RunForecast(&Scenario{Name: "t", Seed: 1}, st, ForecastOptions{Horizon: 2 * time.Hour})
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkWaits(t, f, tc.want)
+			checkWaits(t, gangForecast(t, pg, 1), tc.want)
 		})
 	}
 }
@@ -172,4 +138,28 @@ func checkWaits(t *testing.T, f *Forecast, want map[string]time.Duration) {
 			t.Errorf("%s: got %+v, want a start after about %v", n, pf, w)
 		}
 	}
+}
+
+// gangForecast forecasts three pending 4-core members m0, m1 and m2 of
+// PodGroup pg (named g) on free idle 4-core nodes and two full ones, one
+// freed at 30 minutes and one after the 2-hour horizon.
+func gangForecast(t *testing.T, pg *schedulingPodGroup, free int) *Forecast {
+	t.Helper()
+	now := epoch.Add(time.Hour)
+	st := &ForecastState{Now: now,
+		Nodes:     newCluster().makeNodes(NodeGroup{Name: "n", Count: free + 2, Capacity: map[string]string{"cpu": "4", "memory": "8Gi"}}),
+		PodGroups: []*schedulingPodGroup{pg},
+		Running: []RunningPod{
+			{Pod: testPod("soon", fmt.Sprintf("n-%d", free), "4", "30m"), Started: now},
+			{Pod: testPod("late", fmt.Sprintf("n-%d", free+1), "4", "5h"), Started: now},
+		},
+	}
+	for _, n := range []string{"m0", "m1", "m2"} {
+		st.Pending = append(st.Pending, inGroup(testPod(n, "", "4", "5h"), "g"))
+	}
+	f, err := RunForecast(&Scenario{Name: "t", Seed: 1}, st, ForecastOptions{Horizon: 2 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
