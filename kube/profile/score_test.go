@@ -60,24 +60,7 @@ func (normPanics) NormalizeScore(context.Context, fwk.CycleState, *v1.Pod, fwk.N
 // its record in the panic sink landed after the framework's call
 // returned, and Schedule mostly answered the scores not normalised.
 func TestNormalizeScorePanicFailsTheCall(t *testing.T) {
-	cfg, err := Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prof := cfg.Profiles[0].DeepCopy()
-	prof.Plugins.Score.Enabled = append(prof.Plugins.Score.Enabled, config.Plugin{Name: "NormPanics", Weight: 1})
-	c := Cluster{Nodes: []*v1.Node{node("n1", "a"), node("n2", "b")}}
-	f, err := NewFrameworkOn(context.Background(), prof, Setup{
-		Snapshot: backendcache.NewSnapshot(c.Pods, c.Nodes),
-		Objects:  podsAndNodes(c),
-		Plugins: frameworkruntime.Registry{"NormPanics": func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
-			return normPanics{}, nil
-		}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
+	f := withScorer(t, "NormPanics", normPanics{})
 	for range 20 {
 		res, err := f.Schedule(context.Background(), pod("p", ""))
 		if err == nil || !strings.Contains(err.Error(), "boom at NormalizeScore") {
@@ -148,24 +131,7 @@ func (scorePanics) ScoreExtensions() fwk.ScoreExtensions { return nil }
 // held a full answer before, so the caller repanics rather than place
 // the pod by the scores buf held.
 func TestScoreNodesIntoPanicLeavesNoName(t *testing.T) {
-	cfg, err := Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prof := cfg.Profiles[0].DeepCopy()
-	prof.Plugins.Score.Enabled = append(prof.Plugins.Score.Enabled, config.Plugin{Name: "ScorePanics", Weight: 1})
-	c := Cluster{Nodes: []*v1.Node{node("n1", "a"), node("n2", "b")}}
-	f, err := NewFrameworkOn(context.Background(), prof, Setup{
-		Snapshot: backendcache.NewSnapshot(c.Pods, c.Nodes),
-		Objects:  podsAndNodes(c),
-		Plugins: frameworkruntime.Registry{"ScorePanics": func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
-			return scorePanics{}, nil
-		}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
+	f := withScorer(t, "ScorePanics", scorePanics{})
 	nodes, err := f.Snapshot().NodeInfos().List()
 	if err != nil {
 		t.Fatal(err)
@@ -187,4 +153,30 @@ func TestScoreNodesIntoPanicLeavesNoName(t *testing.T) {
 	if ScoredAll(got) {
 		t.Fatalf("ScoredAll(%+v) after a Score panic, want false", got)
 	}
+}
+
+// withScorer is kube-scheduler's default profile with pl added as a score
+// plugin named name (weight 1), on nodes n1 and n2, closed when the test
+// ends.
+func withScorer(t *testing.T, name string, pl fwk.Plugin) *Framework {
+	t.Helper()
+	cfg, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof := cfg.Profiles[0].DeepCopy()
+	prof.Plugins.Score.Enabled = append(prof.Plugins.Score.Enabled, config.Plugin{Name: name, Weight: 1})
+	c := Cluster{Nodes: []*v1.Node{node("n1", "a"), node("n2", "b")}}
+	f, err := NewFrameworkOn(context.Background(), prof, Setup{
+		Snapshot: backendcache.NewSnapshot(c.Pods, c.Nodes),
+		Objects:  podsAndNodes(c),
+		Plugins: frameworkruntime.Registry{name: func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+			return pl, nil
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
